@@ -1,0 +1,86 @@
+"""How a :class:`MemoryUnit` is laid out in a Chroma record.
+
+Each fact is stored exactly once: ``content`` is the record's document, every
+other field one metadata key (lists and dicts as JSON strings, timestamps as
+integer microseconds so they round-trip exactly and can be range-filtered).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from langchain_hindsight.errors import StoreError
+from langchain_hindsight.types import MemoryUnit
+
+__all__ = ["SCHEMA_VERSION", "from_datetime_us", "to_datetime_us", "unit_from_record", "unit_to_metadata"]
+
+SCHEMA_VERSION = 1
+
+
+def to_datetime_us(value: datetime) -> int:
+    """Aware datetime → integer microseconds since the epoch (exact)."""
+    delta = value - datetime(1970, 1, 1, tzinfo=UTC)
+    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+
+
+def from_datetime_us(value: int) -> datetime:
+    """Inverse of :func:`to_datetime_us`."""
+    seconds, micros = divmod(int(value), 1_000_000)
+    return datetime.fromtimestamp(seconds, UTC).replace(microsecond=micros)
+
+
+def unit_to_metadata(unit: MemoryUnit) -> dict[str, str | int | float | bool]:
+    """The Chroma metadata for ``unit`` (everything except ``content`` and ``memory_id``)."""
+    return {
+        "schema": SCHEMA_VERSION,
+        "task_type": unit.task_type,
+        "task_description": unit.task_description,
+        "context": unit.context.model_dump_json(),
+        "confidence": unit.score_confidence,
+        "source": unit.source,
+        "created_at_us": to_datetime_us(unit.created_at),
+        "last_accessed_at_us": to_datetime_us(unit.last_accessed_at),
+        "access_count": unit.access_count,
+        "tags": json.dumps(unit.tags, ensure_ascii=False),
+        "supersedes": unit.supersedes or "",
+        "kind": unit.kind,
+        "status": unit.status,
+        "namespace": unit.namespace,
+        "merged_from": json.dumps(unit.merged_from, ensure_ascii=False),
+        "run_id": unit.run_id or "",
+    }
+
+
+def unit_from_record(memory_id: str, document: str | None, metadata: Mapping[str, Any] | None) -> MemoryUnit:
+    """Rebuild a unit from one Chroma record.
+
+    Raises:
+        StoreError: the record was not written by this package or is corrupt.
+    """
+    if document is None or not metadata or metadata.get("schema") != SCHEMA_VERSION:
+        raise StoreError(f"record {memory_id!r} is not a langchain-hindsight memory (schema mismatch)")
+    try:
+        return MemoryUnit(
+            memory_id=memory_id,
+            content=document,
+            task_type=metadata["task_type"],
+            task_description=metadata["task_description"],
+            context=json.loads(metadata["context"]),
+            confidence=metadata["confidence"],
+            source=metadata["source"],
+            created_at=from_datetime_us(metadata["created_at_us"]),
+            last_accessed_at=from_datetime_us(metadata["last_accessed_at_us"]),
+            access_count=metadata["access_count"],
+            tags=json.loads(metadata["tags"]),
+            supersedes=metadata["supersedes"] or None,
+            kind=metadata["kind"],
+            status=metadata["status"],
+            namespace=metadata["namespace"],
+            merged_from=json.loads(metadata["merged_from"]),
+            run_id=metadata["run_id"] or None,
+        )
+    except (KeyError, ValueError, TypeError) as e:
+        raise StoreError(f"record {memory_id!r} is corrupt: {e}") from e

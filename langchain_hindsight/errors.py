@@ -1,0 +1,64 @@
+"""Exceptions raised by langchain-hindsight.
+
+The tree::
+
+    HindsightError(Exception)
+    ├── ConfigurationError(HindsightError, ValueError)   bad option or argument
+    ├── InvalidMemoryError(HindsightError, ValueError)   a memory unit failed validation
+    ├── MemoryNotFoundError(HindsightError, KeyError)    no such memory id in the namespace
+    ├── StoreLockedError(HindsightError, RuntimeError)   another process holds the directory
+    ├── StoreClosedError(HindsightError, RuntimeError)   the store was closed
+    ├── StoreError(HindsightError, RuntimeError)         the backend failed (chained cause)
+    └── ReflectionError(HindsightError, RuntimeError)    reflection could not run at all
+
+Every leaf also subclasses the builtin it refines, so ``except ValueError`` keeps
+working for callers that do not know this package.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "ConfigurationError",
+    "HindsightError",
+    "InvalidMemoryError",
+    "MemoryNotFoundError",
+    "ReflectionError",
+    "StoreClosedError",
+    "StoreError",
+    "StoreLockedError",
+]
+
+
+class HindsightError(Exception):
+    """Root of every error this package raises on purpose."""
+
+
+class ConfigurationError(HindsightError, ValueError):
+    """An option or argument has a wrong type or value; the message names it."""
+
+
+class InvalidMemoryError(HindsightError, ValueError):
+    """A memory unit failed validation; the message names the field."""
+
+
+class MemoryNotFoundError(HindsightError, KeyError):
+    """No memory with that id exists in the namespace that was searched."""
+
+    def __str__(self) -> str:  # KeyError quotes its argument; keep the message readable.
+        return str(self.args[0]) if self.args else ""
+
+
+class StoreLockedError(HindsightError, RuntimeError):
+    """Another process (or store object) already holds the embedded store directory."""
+
+
+class StoreClosedError(HindsightError, RuntimeError):
+    """The store was used after :meth:`MemoryStore.close`."""
+
+
+class StoreError(HindsightError, RuntimeError):
+    """The storage backend failed; the original exception is chained as ``__cause__``."""
+
+
+class ReflectionError(HindsightError, RuntimeError):
+    """Reflection could not run at all (for example, no model and no rules enabled)."""

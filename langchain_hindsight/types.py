@@ -1,0 +1,322 @@
+"""Domain values: memory units, trajectories and scored recall results.
+
+All values are pydantic models. :class:`MemoryUnit` is frozen: change one with
+:meth:`MemoryUnit.evolve`, which validates again.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import uuid
+from datetime import UTC, datetime
+from typing import Any, Literal, get_args
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from langchain_hindsight.errors import InvalidMemoryError
+
+__all__ = [
+    "MAX_CONTENT_CHARS",
+    "MemoryContext",
+    "MemoryKind",
+    "MemorySource",
+    "MemoryStatus",
+    "MemoryUnit",
+    "Outcome",
+    "ScoredMemory",
+    "Step",
+    "StepType",
+    "Trajectory",
+    "new_memory_id",
+    "utcnow",
+]
+
+MemoryKind = Literal["experience", "fact", "entity"]
+"""Seed §2.2: experience (the hindsight core), fact, entity."""
+
+MemoryStatus = Literal["active", "superseded", "archived"]
+
+MemorySource = Literal["user_feedback", "manual", "agent_inference", "rule", "review", "tool_output"]
+"""Where a unit came from, most trusted first.
+
+``user_feedback``: an explicit user correction (seed §2.3, highest trust);
+``manual``: written by the application developer; ``agent_inference``: extracted
+by the reflection LLM; ``rule``: derived by reflection rules from the trajectory;
+``review``: a cross-task pattern from periodic review; ``tool_output``: text that
+came from a tool (untrusted, ranks lowest).
+"""
+
+StepType = Literal["thought", "tool_call", "tool_result", "error", "final_answer", "feedback"]
+Outcome = Literal["success", "failure", "unknown"]
+
+MAX_CONTENT_CHARS = 4000
+"""Longest accepted ``content``. Experiences are short (seed §3.3: one line each)."""
+
+_NAMESPACE_MAX = 256
+_TAG_MAX = 64
+
+
+def utcnow() -> datetime:
+    """The current time as an aware UTC datetime."""
+    return datetime.now(UTC)
+
+
+def new_memory_id() -> str:
+    """A fresh, collision-free memory id such as ``mem_3f9a0c...``."""
+    return f"mem_{uuid.uuid4().hex}"
+
+
+def _as_utc(value: Any, field: str) -> datetime:
+    if isinstance(value, str):
+        try:
+            value = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError as e:
+            raise InvalidMemoryError(f"{field}: {value!r} is not an ISO-8601 timestamp") from e
+    if not isinstance(value, datetime):
+        raise InvalidMemoryError(f"{field}: expected a datetime or ISO string, got {type(value).__name__}")
+    if value.tzinfo is None:
+        return value.replace(tzinfo=UTC)
+    return value.astimezone(UTC)
+
+
+def _check_json(value: Any, field: str) -> Any:
+    try:
+        json.dumps(value, ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError) as e:
+        raise InvalidMemoryError(f"{field}: must be JSON-serialisable ({e})") from e
+    return value
+
+
+class MemoryContext(BaseModel):
+    """Structured detail behind an experience (seed §3.1 ``context``)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    tools_used: list[str] = Field(default_factory=list)
+    """Tools the experience is about, e.g. ``["pandas.read_csv"]``."""
+    parameters: dict[str, Any] = Field(default_factory=dict)
+    """Key parameters, e.g. ``{"encoding": "utf-8-sig"}``. JSON-serialisable."""
+    input_sample: str = ""
+    output_sample: str = ""
+
+    @field_validator("tools_used")
+    @classmethod
+    def _tools(cls, value: list[str]) -> list[str]:
+        return list(dict.fromkeys(t.strip() for t in value if t.strip()))
+
+    @field_validator("parameters")
+    @classmethod
+    def _params(cls, value: dict[str, Any]) -> dict[str, Any]:
+        return dict(_check_json(value, "context.parameters"))
+
+
+class MemoryUnit(BaseModel):
+    """One piece of long-term memory (seed §3.1, plus ``kind``, ``status``, ``namespace``).
+
+    Example:
+        >>> u = MemoryUnit(task_type="data_cleaning",
+        ...                content="Read Chinese CSVs with encoding='utf-8-sig'.")
+        >>> u.status, u.source, u.confidence
+        ('active', 'agent_inference', 0.65)
+
+    Raises:
+        InvalidMemoryError: a field has a wrong type or value; the message names it.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid", validate_default=True)
+
+    memory_id: str = Field(default_factory=new_memory_id)
+    task_type: str = "general"
+    task_description: str = ""
+    content: str
+    context: MemoryContext = Field(default_factory=MemoryContext)
+    confidence: float | None = None
+    """In [0, 1]. ``None`` means "the default for ``source``", filled in on construction."""
+    source: MemorySource = "agent_inference"
+    created_at: datetime = Field(default_factory=utcnow)
+    last_accessed_at: datetime = Field(default_factory=utcnow)
+    access_count: int = 0
+    tags: list[str] = Field(default_factory=list)
+    supersedes: str | None = None
+    """The id of the unit this one replaced (seed §3.4)."""
+    kind: MemoryKind = "experience"
+    status: MemoryStatus = "active"
+    namespace: str = "default"
+    merged_from: list[str] = Field(default_factory=list)
+    """Ids of near-duplicates folded into this unit (provenance of merges)."""
+    run_id: str | None = None
+    """The run whose reflection produced this unit, if any."""
+
+    def __init__(self, **data: Any) -> None:
+        try:
+            super().__init__(**data)
+        except ValidationError as e:
+            raise InvalidMemoryError(_describe(e)) from e
+
+    @field_validator("memory_id")
+    @classmethod
+    def _id(cls, value: str) -> str:
+        if not re.fullmatch(r"[A-Za-z0-9_\-.:]{1,128}", value):
+            raise ValueError("must be 1-128 characters of letters, digits, _ - . :")
+        return value
+
+    @field_validator("task_type")
+    @classmethod
+    def _task_type(cls, value: str) -> str:
+        value = value.strip()
+        if not value or len(value) > 128:
+            raise ValueError("must be a non-empty label of at most 128 characters")
+        return value
+
+    @field_validator("content")
+    @classmethod
+    def _content(cls, value: str) -> str:
+        value = value.strip()
+        if not value:
+            raise ValueError("must not be empty")
+        if len(value) > MAX_CONTENT_CHARS:
+            raise ValueError(f"is {len(value)} characters; at most {MAX_CONTENT_CHARS} are allowed")
+        if "\x00" in value:
+            raise ValueError("must not contain NUL characters")
+        return value
+
+    @field_validator("confidence")
+    @classmethod
+    def _confidence(cls, value: float | None) -> float | None:
+        if value is None:
+            return None
+        if isinstance(value, bool) or not math.isfinite(value) or not 0.0 <= value <= 1.0:
+            raise ValueError(f"must be a number in [0, 1], got {value!r}")
+        return float(value)
+
+    @field_validator("created_at", "last_accessed_at", mode="before")
+    @classmethod
+    def _timestamps(cls, value: Any) -> datetime:
+        return _as_utc(value, "timestamp")
+
+    @field_validator("access_count")
+    @classmethod
+    def _access(cls, value: int) -> int:
+        if value < 0:
+            raise ValueError("must be >= 0")
+        return value
+
+    @field_validator("tags")
+    @classmethod
+    def _tags(cls, value: list[str]) -> list[str]:
+        out: list[str] = []
+        for tag in value:
+            tag = tag.strip().lower()
+            if tag and len(tag) <= _TAG_MAX and tag not in out:
+                out.append(tag)
+        return out
+
+    @field_validator("namespace")
+    @classmethod
+    def _namespace(cls, value: str) -> str:
+        if not value or len(value) > _NAMESPACE_MAX or value != value.strip() or "\x00" in value:
+            raise ValueError(f"must be 1-{_NAMESPACE_MAX} characters without surrounding spaces")
+        return value
+
+    def model_post_init(self, __context: Any) -> None:
+        """Fill ``confidence`` from the source's default when none was given."""
+        if self.confidence is None:
+            # Frozen model: set the derived default once, during construction.
+            object.__setattr__(self, "confidence", DEFAULT_INITIAL_CONFIDENCE[self.source])
+
+    @property
+    def score_confidence(self) -> float:
+        """``confidence`` as a float (always set after construction)."""
+        return float(self.confidence if self.confidence is not None else 0.0)
+
+    def evolve(self, **changes: Any) -> MemoryUnit:
+        """A validated copy with ``changes`` applied.
+
+        Raises:
+            InvalidMemoryError: the result would be invalid.
+        """
+        data = self.model_dump()
+        unknown = set(changes) - set(data)
+        if unknown:
+            raise InvalidMemoryError(f"unknown field(s): {', '.join(sorted(unknown))}")
+        data.update(changes)
+        return MemoryUnit(**data)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict (timestamps as ISO strings)."""
+        return self.model_dump(mode="json")
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> MemoryUnit:
+        """Inverse of :meth:`to_dict`."""
+        if not isinstance(data, dict):
+            raise InvalidMemoryError(f"expected a dict, got {type(data).__name__}")
+        return cls(**data)
+
+
+DEFAULT_INITIAL_CONFIDENCE: dict[str, float] = {
+    "user_feedback": 0.9,
+    "manual": 0.8,
+    "agent_inference": 0.65,
+    "rule": 0.7,
+    "review": 0.6,
+    "tool_output": 0.4,
+}
+"""Initial confidence when none is given (seed §3.1: agent inference 0.6-0.7; user feedback high)."""
+
+assert set(DEFAULT_INITIAL_CONFIDENCE) == set(get_args(MemorySource))
+
+
+def _describe(error: ValidationError) -> str:
+    parts = []
+    for item in error.errors():
+        loc = ".".join(str(p) for p in item["loc"]) or "value"
+        msg = item["msg"].removeprefix("Value error, ")
+        parts.append(f"{loc}: {msg}")
+    return "invalid memory unit: " + "; ".join(parts)
+
+
+class Step(BaseModel):
+    """One event in a trajectory (seed §4.3)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    type: StepType
+    content: str = ""
+    timestamp: datetime = Field(default_factory=utcnow)
+    tool_name: str | None = None
+    tool_args: dict[str, Any] | None = None
+    error_type: str | None = None
+    error_message: str | None = None
+    run_id: str | None = None
+    truncated: bool = False
+    """True when ``content`` was cut (head + tail kept)."""
+
+
+class Trajectory(BaseModel):
+    """Everything one task run did, built by :class:`TrajectoryRecorder`."""
+
+    run_id: str
+    task: str = ""
+    steps: list[Step] = Field(default_factory=list)
+    outcome: Outcome = "unknown"
+    final_answer: str | None = None
+    error: str | None = None
+    started_at: datetime = Field(default_factory=utcnow)
+    ended_at: datetime | None = None
+    namespace: str = "default"
+    task_type: str | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class ScoredMemory(BaseModel):
+    """A recalled memory with its weighted score and per-factor breakdown (seed §4.4)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    memory: MemoryUnit
+    score: float
+    similarity: float
+    breakdown: dict[str, float] = Field(default_factory=dict)
