@@ -45,8 +45,11 @@ __all__ = ["ConfidencePolicy", "MemoryStore"]
 
 logger = logging.getLogger(__name__)
 
-Role = Literal["memories", "archive"]
+Role = Literal["memories", "archive", "journal"]
 _ROLES: tuple[Role, ...] = ("memories", "archive")
+"""Collections that hold memory units (the journal holds run records, see ``journal.py``)."""
+_ALL_ROLES: tuple[Role, ...] = ("memories", "archive", "journal")
+_PREFIXES: dict[str, str] = {"memories": "hs", "archive": "hsarc", "journal": "hsjrn"}
 _LOCK_FILE = ".hindsight.lock"
 _NEIGHBOURS = 5
 
@@ -100,8 +103,7 @@ class ConfidencePolicy:
 def _collection_name(namespace: str, role: Role) -> str:
     slug = re.sub(r"[^a-z0-9]+", "-", namespace.lower()).strip("-")[:32] or "ns"
     digest = hashlib.sha256(namespace.encode()).hexdigest()[:12]
-    prefix = "hs" if role == "memories" else "hsarc"
-    return f"{prefix}-{slug}-{digest}"
+    return f"{_PREFIXES[role]}-{slug}-{digest}"
 
 
 def _check_unit(value: object, what: str = "unit") -> MemoryUnit:
@@ -311,7 +313,7 @@ class MemoryStore:
             found = set()
             for col in self.client.list_collections():
                 meta = col.metadata or {}
-                if meta.get("hindsight_role") in _ROLES and isinstance(meta.get("hindsight_namespace"), str):
+                if meta.get("hindsight_role") in _ALL_ROLES and isinstance(meta.get("hindsight_namespace"), str):
                     found.add(meta["hindsight_namespace"])
             return sorted(found)
 
@@ -880,11 +882,12 @@ class MemoryStore:
             if memory_id is None:
                 if namespace is None:
                     raise ConfigurationError("forget() needs a memory id or an explicit namespace")
-                for role in _ROLES:
+                for role in _ALL_ROLES:
                     col = self._collection(ns, role, create=False)
                     if col is None:
                         continue
-                    deleted += col.count()
+                    if role != "journal":
+                        deleted += col.count()
                     self.client.delete_collection(col.name)
                     self._collections.pop((ns, role), None)
                 self._lexical.pop(ns, None)
