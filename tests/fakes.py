@@ -51,9 +51,9 @@ class ScriptExhaustedError(RuntimeError):
     """The model was called more often than the script has turns."""
 
 
-def call(name: str, /, *, id: str | None = None, **args: Any) -> ToolCall:  # noqa: A002 - mirrors ToolCall
+def call(name: str, /, *, call_id: str | None = None, **args: Any) -> ToolCall:
     """A tool call for a script: ``call("read_file", path="a.csv")``. Ids are generated when omitted."""
-    return ToolCall(name=name, args=dict(args), id=id or f"call_{next(_ids)}", type="tool_call")
+    return ToolCall(name=name, args=dict(args), id=call_id or f"call_{next(_ids)}", type="tool_call")
 
 
 Turn = str | AIMessage | ToolCall | Sequence[ToolCall] | tuple[str, dict[str, Any]]
