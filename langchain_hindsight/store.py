@@ -714,7 +714,7 @@ class MemoryStore:
             source=min((existing.source, incoming.source), key=list(DEFAULT_INITIAL_CONFIDENCE).index),
         )
 
-    def update(self, memory_id: str, *, namespace: str | None = None, **changes: Any) -> MemoryUnit:
+    def update(self, memory_id: str, /, *, namespace: str | None = None, **changes: Any) -> MemoryUnit:
         """Change fields of a stored unit; return the stored result.
 
         Metadata changes are written without re-embedding; a ``content`` change
