@@ -32,6 +32,11 @@ def from_datetime_us(value: int) -> datetime:
     return datetime.fromtimestamp(seconds, UTC).replace(microsecond=micros)
 
 
+def _optional_us(value: Any) -> datetime | None:
+    """``decayed_through_us``: ``-1`` (or absent, in records older than the field) means ``None``."""
+    return None if int(value) < 0 else from_datetime_us(int(value))
+
+
 def unit_to_metadata(unit: MemoryUnit) -> dict[str, str | int | float | bool]:
     """The Chroma metadata for ``unit`` (everything except ``content`` and ``memory_id``)."""
     return {
@@ -51,6 +56,7 @@ def unit_to_metadata(unit: MemoryUnit) -> dict[str, str | int | float | bool]:
         "namespace": unit.namespace,
         "merged_from": json.dumps(unit.merged_from, ensure_ascii=False),
         "run_id": unit.run_id or "",
+        "decayed_through_us": -1 if unit.decayed_through is None else to_datetime_us(unit.decayed_through),
     }
 
 
@@ -81,6 +87,7 @@ def unit_from_record(memory_id: str, document: str | None, metadata: Mapping[str
             namespace=metadata["namespace"],
             merged_from=json.loads(metadata["merged_from"]),
             run_id=metadata["run_id"] or None,
+            decayed_through=_optional_us(metadata.get("decayed_through_us", -1)),
         )
     except (KeyError, ValueError, TypeError) as e:
         raise StoreError(f"record {memory_id!r} is corrupt: {e}") from e

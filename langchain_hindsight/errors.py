@@ -6,6 +6,7 @@ The tree::
     ├── ConfigurationError(HindsightError, ValueError)   bad option or argument
     ├── InvalidMemoryError(HindsightError, ValueError)   a memory unit failed validation
     ├── MemoryNotFoundError(HindsightError, KeyError)    no such memory id in the namespace
+    ├── RunNotFoundError(HindsightError, KeyError)       no such run in the journal
     ├── StoreLockedError(HindsightError, RuntimeError)   another process holds the directory
     ├── StoreClosedError(HindsightError, RuntimeError)   the store was closed
     ├── StoreError(HindsightError, RuntimeError)         the backend failed (chained cause)
@@ -23,6 +24,7 @@ __all__ = [
     "InvalidMemoryError",
     "MemoryNotFoundError",
     "ReflectionError",
+    "RunNotFoundError",
     "StoreClosedError",
     "StoreError",
     "StoreLockedError",
@@ -45,6 +47,13 @@ class MemoryNotFoundError(HindsightError, KeyError):
     """No memory with that id exists in the namespace that was searched."""
 
     def __str__(self) -> str:  # KeyError quotes its argument; keep the message readable.
+        return str(self.args[0]) if self.args else ""
+
+
+class RunNotFoundError(HindsightError, KeyError):
+    """No run with that id is recorded in the journal of the namespace that was searched."""
+
+    def __str__(self) -> str:
         return str(self.args[0]) if self.args else ""
 
 

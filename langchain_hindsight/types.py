@@ -148,6 +148,8 @@ class MemoryUnit(BaseModel):
     """Ids of near-duplicates folded into this unit (provenance of merges)."""
     run_id: str | None = None
     """The run whose reflection produced this unit, if any."""
+    decayed_through: datetime | None = None
+    """Idle time up to this instant is already charged to ``confidence`` by decay (``None``: never decayed)."""
 
     def __init__(self, **data: Any) -> None:
         try:
@@ -195,6 +197,11 @@ class MemoryUnit(BaseModel):
     @classmethod
     def _timestamps(cls, value: Any) -> datetime:
         return _as_utc(value, "timestamp")
+
+    @field_validator("decayed_through", mode="before")
+    @classmethod
+    def _decayed_through(cls, value: Any) -> datetime | None:
+        return None if value is None else _as_utc(value, "decayed_through")
 
     @field_validator("access_count")
     @classmethod
