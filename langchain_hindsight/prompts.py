@@ -14,11 +14,19 @@ __all__ = [
     "EN",
     "EXTRACTION_PROMPT_EN",
     "EXTRACTION_PROMPT_ZH",
+    "REFLECTION_EN",
+    "REFLECTION_ZH",
+    "REVIEW_EN",
     "REVIEW_PROMPT_EN",
     "REVIEW_PROMPT_ZH",
+    "REVIEW_ZH",
     "ZH",
     "Locale",
     "PromptTemplates",
+    "ReflectionTemplates",
+    "ReviewTemplates",
+    "get_reflection_templates",
+    "get_review_templates",
     "get_templates",
 ]
 
@@ -66,6 +74,114 @@ Answer in JSON: {{"experiences": [...]}}, each item with the fields:
 - tags: a list of tags"""
 """English extraction prompt. Placeholders: ``{task_types}``, ``{trajectory}``."""
 
+
+@dataclass(frozen=True, slots=True)
+class ReflectionTemplates:
+    """Strings of capture and reflection: the trajectory as the extraction prompt shows it, and rule-made experiences.
+
+    Attributes:
+        truncation_marker: Replaces the middle of a long payload; placeholder ``{cut}`` (characters removed).
+        trajectory_task: Placeholder ``{task}``.
+        trajectory_outcome: Placeholders ``{outcome}`` (a label from ``outcome_labels``), ``{error}``.
+        trajectory_steps: Header before the numbered steps.
+        step_labels: Label of each step type in the rendered trajectory.
+        outcome_labels: Label of each outcome.
+        rule_error_fix: A failed call fixed by changed arguments; ``{tool}``, ``{failed}``, ``{error}``, ``{fixed}``.
+        rule_unstable_fixed: A call that needed ``{attempts}`` attempts; ``{tool}``, ``{error}``.
+        rule_unstable_failed: A call that failed ``{attempts}`` times in a row; ``{tool}``, ``{error}``.
+        rule_avoid: A failed task (seed pitfall 5); ``{task}``, ``{reason}``, ``{action}``.
+        rule_avoid_action: The action to avoid; ``{tool}``, ``{args}``.
+        rule_unknown_reason: The reason given when a failed run recorded no error.
+        rule_user_feedback: An explicit user correction; ``{task}``, ``{text}``.
+        rule_user_feedback_no_task: The same without a known task; ``{text}``.
+        list_separator: Joins several failed argument sets.
+    """
+
+    truncation_marker: str
+    trajectory_task: str
+    trajectory_outcome: str
+    trajectory_steps: str
+    step_labels: dict[str, str]
+    outcome_labels: dict[str, str]
+    rule_error_fix: str
+    rule_unstable_fixed: str
+    rule_unstable_failed: str
+    rule_avoid: str
+    rule_avoid_action: str
+    rule_unknown_reason: str
+    rule_user_feedback: str
+    rule_user_feedback_no_task: str
+    list_separator: str
+
+
+REFLECTION_ZH = ReflectionTemplates(
+    truncation_marker=" …[省略{cut}字符]… ",
+    trajectory_task="任务：{task}",
+    trajectory_outcome="结果：{outcome}{error}",
+    trajectory_steps="步骤：",
+    step_labels={
+        "thought": "思考",
+        "tool_call": "调用工具",
+        "tool_result": "工具结果",
+        "error": "错误",
+        "final_answer": "最终答案",
+        "feedback": "用户反馈",
+    },
+    outcome_labels={"success": "成功", "failure": "失败", "unknown": "未知"},
+    rule_error_fix="使用{tool}时，{failed}会失败（{error}），改为{fixed}后成功。",
+    rule_unstable_fixed="{tool}调用了{attempts}次才成功（期间出错：{error}），该操作不稳定，需要加异常处理（重试、超时或参数校验）。",
+    rule_unstable_failed="{tool}连续{attempts}次调用失败（{error}），该操作不稳定，需要加异常处理，或换一种方法。",
+    rule_avoid="执行“{task}”时失败：{reason}。下次避免重复同样的做法{action}，换一种方法。",
+    rule_avoid_action="（{tool}，参数{args}）",
+    rule_unknown_reason="结果被判定为失败",
+    rule_user_feedback="用户纠正（任务：{task}）：{text}",
+    rule_user_feedback_no_task="用户纠正：{text}",
+    list_separator="、",
+)
+"""Chinese capture/reflection strings (the default)."""
+
+REFLECTION_EN = ReflectionTemplates(
+    truncation_marker=" ...[{cut} characters cut]... ",
+    trajectory_task="Task: {task}",
+    trajectory_outcome="Outcome: {outcome}{error}",
+    trajectory_steps="Steps:",
+    step_labels={
+        "thought": "thought",
+        "tool_call": "tool call",
+        "tool_result": "tool result",
+        "error": "error",
+        "final_answer": "final answer",
+        "feedback": "user feedback",
+    },
+    outcome_labels={"success": "success", "failure": "failure", "unknown": "unknown"},
+    rule_error_fix="With {tool}, {failed} fails ({error}); {fixed} works.",
+    rule_unstable_fixed="{tool} needed {attempts} attempts to succeed (errors: {error}); the operation is unstable and needs exception handling (retries, timeouts or input checks).",
+    rule_unstable_failed="{tool} failed {attempts} times in a row ({error}); the operation is unstable: add exception handling or use another approach.",
+    rule_avoid='The task "{task}" failed: {reason}. Next time avoid repeating the same approach{action} and try another one.',
+    rule_avoid_action=" ({tool} with {args})",
+    rule_unknown_reason="the run was judged a failure",
+    rule_user_feedback="User correction (task: {task}): {text}",
+    rule_user_feedback_no_task="User correction: {text}",
+    list_separator=", ",
+)
+"""English capture/reflection strings."""
+
+
+def get_reflection_templates(locale: Locale = "zh") -> ReflectionTemplates:
+    """The capture/reflection strings of ``locale`` (``"zh"`` or ``"en"``).
+
+    Raises:
+        ValueError: an unknown locale (as :class:`~langchain_hindsight.errors.ConfigurationError`).
+    """
+    if locale == "zh":
+        return REFLECTION_ZH
+    if locale == "en":
+        return REFLECTION_EN
+    from langchain_hindsight.errors import ConfigurationError
+
+    raise ConfigurationError(f"locale must be 'zh' or 'en', got {locale!r}")
+
+
 REVIEW_PROMPT_ZH = """你是一个Agent经验回顾助手。下面是最近一段时间的任务执行记录（任务、任务类型、结果、使用和产生的经验）。
 请找出跨任务的模式（例如“最近五个数据清洗任务都涉及缺失值处理”），只写有依据、可复用的结论；没有就返回空列表。
 task_type 必须从以下列表中选择一个：{task_types}
@@ -102,6 +218,8 @@ class PromptTemplates:
         task_instruction: Closing instruction of the task prompt (seed §4.4).
         extraction_prompt: Reflection prompt (seed §3.2).
         review_prompt: Periodic review prompt (seed §2.3).
+        index_separator: Joins memory numbers in ``conflict_note`` (``1、2`` / ``1, 2``).
+        line_ellipsis: Ends a memory line cut to the block's line length.
     """
 
     block_header: str
@@ -112,6 +230,8 @@ class PromptTemplates:
     task_instruction: str
     extraction_prompt: str
     review_prompt: str
+    index_separator: str = "、"
+    line_ellipsis: str = "…"
 
 
 ZH = PromptTemplates(
@@ -137,6 +257,8 @@ EN = PromptTemplates(
     ),
     extraction_prompt=EXTRACTION_PROMPT_EN,
     review_prompt=REVIEW_PROMPT_EN,
+    index_separator=", ",
+    line_ellipsis="...",
 )
 """English templates."""
 
@@ -154,3 +276,65 @@ def get_templates(locale: Locale = "zh") -> PromptTemplates:
     from langchain_hindsight.errors import ConfigurationError
 
     raise ConfigurationError(f"locale must be 'zh' or 'en', got {locale!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class ReviewTemplates:
+    """Strings of the periodic review (seed §2.3): the prompt's run lines and rule-made patterns.
+
+    Attributes:
+        prompt: The review prompt; placeholders ``{task_types}``, ``{runs}``.
+        run_line: One run in the prompt; ``{date}``, ``{task_type}``, ``{outcome}``, ``{task}``,
+            ``{served}``, ``{produced}``.
+        memory_separator: Joins memory texts inside a run line.
+        none: Stands for an empty list in a run line.
+        outcome_labels: Label of each outcome.
+        rule_feature: A tag or tool shared by most runs of a task type; ``{total}``,
+            ``{count}``, ``{task_type}``, ``{feature}``.
+        rule_failures: A task type that failed often; ``{total}``, ``{failed}``, ``{task_type}``.
+        review_task: Task text of the review's own journal record; ``{days}``.
+    """
+
+    prompt: str
+    run_line: str
+    memory_separator: str
+    none: str
+    outcome_labels: dict[str, str]
+    rule_feature: str
+    rule_failures: str
+    review_task: str
+
+
+REVIEW_ZH = ReviewTemplates(
+    prompt=REVIEW_PROMPT_ZH,
+    run_line="- {date} {task_type} {outcome}：{task}；使用经验：{served}；产生经验：{produced}",
+    memory_separator=" / ",
+    none="无",
+    outcome_labels={"success": "成功", "failure": "失败", "unknown": "结果未知"},
+    rule_feature="最近{total}个{task_type}任务中有{count}个都涉及“{feature}”，处理此类任务时应提前考虑这一点。",
+    rule_failures="最近{total}个{task_type}任务中有{failed}个失败，执行此类任务时应先核对相关经验，并为关键步骤加上异常处理。",
+    review_task="周期回顾：最近{days}天的任务",
+)
+"""Chinese review templates (the default)."""
+
+REVIEW_EN = ReviewTemplates(
+    prompt=REVIEW_PROMPT_EN,
+    run_line="- {date} {task_type} {outcome}: {task}; memories used: {served}; memories produced: {produced}",
+    memory_separator=" / ",
+    none="none",
+    outcome_labels={"success": "succeeded", "failure": "failed", "unknown": "outcome unknown"},
+    rule_feature='{count} of the last {total} {task_type} tasks involved "{feature}": plan for it in this kind of task.',
+    rule_failures="{failed} of the last {total} {task_type} tasks failed: check the recorded experience first and add error handling to the key steps.",
+    review_task="Periodic review of the last {days} days",
+)
+"""English review templates."""
+
+
+def get_review_templates(locale: Locale = "zh") -> ReviewTemplates:
+    """The review templates of ``locale`` (``"zh"`` or ``"en"``).
+
+    Raises:
+        ValueError: an unknown locale (as :class:`~langchain_hindsight.errors.ConfigurationError`).
+    """
+    get_templates(locale)  # validates the locale
+    return REVIEW_ZH if locale == "zh" else REVIEW_EN

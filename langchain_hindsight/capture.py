@@ -1,0 +1,688 @@
+r"""``TrajectoryRecorder``: one :class:`~langchain_hindsight.types.Trajectory` per root run, from callback events.
+
+Works with anything that emits LangChain callbacks: ``langchain.agents.create_agent``,
+``langgraph.prebuilt.create_react_agent``, hand-written ``StateGraph``\\ s, the classic
+``AgentExecutor`` and plain LCEL chains, sync and async. Events are keyed by
+``run_id``/``parent_run_id``, so concurrent runs sharing one recorder never mix.
+
+What becomes a step (seed §4.3):
+
+========================  =====================================================
+event                     step
+========================  =====================================================
+model output with text    ``thought`` (the last one becomes ``final_answer``)
+tool start                ``tool_call`` (tool name, structured args)
+tool end                  ``tool_result`` (``error`` if a ``ToolMessage`` has
+                          ``status="error"``)
+tool / model error        ``error`` (error type and message)
+root error                ``error``; the outcome is ``failure``
+``add_feedback``          ``feedback``
+========================  =====================================================
+
+The hot path does no I/O and builds no pydantic models: an event appends a tuple
+under a lock (a few microseconds, see ``benchmarks/capture_overhead.py``). A
+callback failure is logged once and swallowed; it never reaches the agent.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from time import time
+from typing import Any, TypeVar, cast, get_args
+from uuid import UUID
+
+from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.messages import BaseMessage
+from langchain_core.outputs import ChatGeneration, LLMResult
+
+from langchain_hindsight.errors import ConfigurationError
+from langchain_hindsight.prompts import REFLECTION_ZH, ReflectionTemplates
+from langchain_hindsight.types import Outcome, Step, StepType, Trajectory
+
+__all__ = ["TrajectoryRecorder", "clip_text"]
+
+logger = logging.getLogger(__name__)
+
+_OUTCOMES = frozenset(get_args(Outcome))
+_NAMESPACE_KEY = "hindsight_namespace"
+_TASK_TYPE_KEY = "hindsight_task_type"
+_TASK_KEYS = ("input", "question", "query", "task", "prompt", "text")
+
+# A raw step, turned into a Step only when a trajectory is read:
+# (type, content, timestamp, tool_name, tool_args, error_type, error_message, run_id, truncated)
+_Raw = tuple[StepType, str, float, str | None, dict[str, Any] | None, str | None, str | None, UUID | None, bool]
+
+
+def clip_text(text: str, limit: int, marker: str = REFLECTION_ZH.truncation_marker) -> tuple[str, bool]:
+    """``text`` cut to about ``limit`` characters, keeping head and tail; returns ``(text, was_cut)``.
+
+    The marker (``{cut}`` = characters removed) records the cut in the text itself.
+
+    Example:
+        >>> clip_text("a" * 50 + "b" * 50, 20, " [{cut} cut] ")
+        ('aaaaaaaaaaaaa [80 cut] bbbbbbb', True)
+    """
+    if len(text) <= limit:
+        return text, False
+    head = (limit * 2) // 3
+    tail = limit - head
+    cut = len(text) - head - tail
+    return text[:head] + marker.format(cut=cut) + (text[-tail:] if tail else ""), True
+
+
+def _message_text(message: BaseMessage) -> str:
+    return message.content if isinstance(message.content, str) else message.text
+
+
+def _as_text(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, BaseMessage):
+        return _message_text(value)
+    try:
+        return json.dumps(value, ensure_ascii=False, default=str)
+    except (TypeError, ValueError):
+        return repr(value)
+
+
+def _human_text(item: Any) -> str | None:
+    """The text of ``item`` if it is a human/user message in any LangChain input form."""
+    if isinstance(item, BaseMessage):
+        return _message_text(item) if item.type == "human" else None
+    if isinstance(item, tuple | list) and len(item) == 2 and item[0] in ("human", "user"):
+        return _as_text(item[1])
+    if isinstance(item, Mapping) and item.get("role") in ("human", "user"):
+        return _as_text(item.get("content", ""))
+    if isinstance(item, str):
+        return item
+    return None
+
+
+def task_from_inputs(inputs: Any) -> str:
+    """The task text of a root run: the first human message, or the input string."""
+    if isinstance(inputs, str):
+        return inputs
+    if isinstance(inputs, BaseMessage):
+        return _message_text(inputs)
+    to_messages = getattr(inputs, "to_messages", None)
+    if callable(to_messages):  # a PromptValue
+        inputs = to_messages()
+    if isinstance(inputs, Sequence) and not isinstance(inputs, str):
+        for item in inputs:
+            text = _human_text(item)
+            if text:
+                return text
+        return ""
+    if isinstance(inputs, Mapping):
+        messages = inputs.get("messages")
+        if isinstance(messages, Sequence) and not isinstance(messages, str):
+            return task_from_inputs(messages)
+        for key in _TASK_KEYS:
+            if key in inputs:
+                return task_from_inputs(inputs[key])
+        for value in inputs.values():
+            if isinstance(value, str) and value.strip():
+                return value
+    return ""
+
+
+def _final_from_outputs(outputs: Any) -> str | None:
+    if isinstance(outputs, str):
+        return outputs
+    if isinstance(outputs, BaseMessage):
+        return _message_text(outputs) if outputs.type == "ai" else None
+    if isinstance(outputs, Mapping):
+        messages = outputs.get("messages")
+        if isinstance(messages, Sequence) and messages:
+            last = messages[-1]
+            if isinstance(last, BaseMessage) and last.type == "ai" and not getattr(last, "tool_calls", None):
+                return _message_text(last)
+            return None
+        for key in ("output", "answer", "result", "text"):
+            value = outputs.get(key)
+            if isinstance(value, str):
+                return value
+    return None
+
+
+def _is_interrupt(error: BaseException) -> bool:
+    """LangGraph's interrupts are control flow, not failures (checked by name: no import of langgraph)."""
+    return any(cls.__name__ == "GraphBubbleUp" for cls in type(error).__mro__)
+
+
+_F = TypeVar("_F", bound=Callable[..., None])
+
+
+def _guarded(method: _F) -> _F:
+    """Run a callback so that it never raises into the agent: the first failure is logged, later ones at debug."""
+
+    @functools.wraps(method)
+    def wrapper(self: TrajectoryRecorder, /, *args: Any, **kwargs: Any) -> None:
+        try:
+            method(self, *args, **kwargs)
+        except Exception:  # noqa: BLE001 - the capture path is the one place that swallows (STYLE 9)
+            self._failed(method.__name__)
+
+    return cast(_F, wrapper)
+
+
+@dataclass(slots=True)
+class _Live:
+    run_id: UUID
+    task: str
+    started: float
+    namespace: str
+    task_type: str | None
+    metadata: dict[str, Any]
+    steps: list[_Raw] = field(default_factory=list)
+    outcome_override: Outcome | None = None
+    tools: dict[UUID, tuple[str, dict[str, Any] | None]] = field(default_factory=dict)
+
+
+def _ts(seconds: float) -> datetime:
+    return datetime.fromtimestamp(seconds, UTC)
+
+
+class TrajectoryRecorder(BaseCallbackHandler):
+    """Records what an agent run did, as a :class:`Trajectory` per root run.
+
+    Pass it as a callback; read the result when the run ends:
+
+    Example:
+        .. code-block:: python
+
+            from langchain_hindsight import TrajectoryRecorder
+
+            recorder = TrajectoryRecorder()
+            agent.invoke({"messages": [("user", "清洗 data.csv")]}, config={"callbacks": [recorder]})
+            traj = recorder.last_trajectory          # task, steps, outcome, final answer
+
+    A root run is one without a parent (``invoke`` on the outermost runnable).
+    Tag a run with ``config={"metadata": {"hindsight_namespace": "alice",
+    "hindsight_task_type": "data_cleaning"}}`` to set the trajectory's namespace and
+    task type, and with ``config={"run_id": uuid}`` to know its id in advance.
+
+    Args:
+        on_finish: Called with each finished trajectory (write trigger, seed §2.3),
+            e.g. ``BackgroundReflector.submit``. It runs inside the callback, so it
+            must be quick. If it returns a ``Future``, the trajectory is released
+            from the recorder when that future completes without error.
+        max_content_chars: Longest step content kept; longer payloads keep their
+            head and tail with the cut recorded in the text and ``Step.truncated``.
+        max_finished: How many finished trajectories are kept (oldest dropped).
+        max_live: How many unfinished runs are tracked (a stream abandoned
+            mid-way never ends; the oldest is dropped beyond this).
+        namespace: Namespace of trajectories whose run metadata names none.
+        templates: Strings used for the truncation marker.
+    """
+
+    run_inline: bool = True  # no I/O here: run in the event loop, in event order, without a thread hop
+    raise_error: bool = False
+
+    def __init__(
+        self,
+        *,
+        on_finish: Callable[[Trajectory], object] | None = None,
+        max_content_chars: int = 2000,
+        max_finished: int = 100,
+        max_live: int = 1000,
+        namespace: str = "default",
+        templates: ReflectionTemplates | None = None,
+    ) -> None:
+        for name, value in (
+            ("max_content_chars", max_content_chars),
+            ("max_finished", max_finished),
+            ("max_live", max_live),
+        ):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ConfigurationError(f"{name} must be a positive int, got {value!r}")
+        if max_content_chars < 20:
+            raise ConfigurationError(f"max_content_chars must be at least 20, got {max_content_chars}")
+        if not isinstance(namespace, str) or not namespace.strip():
+            raise ConfigurationError("namespace must be a non-empty string")
+        if on_finish is not None and not callable(on_finish):
+            raise ConfigurationError("on_finish must be callable")
+        self.on_finish = on_finish
+        self.max_content_chars = max_content_chars
+        self.max_finished = max_finished
+        self.max_live = max_live
+        self.namespace = namespace
+        self._marker = (templates or REFLECTION_ZH).truncation_marker
+        self._lock = threading.Lock()
+        self._root_of: dict[UUID, UUID] = {}
+        self._live: OrderedDict[UUID, _Live] = OrderedDict()
+        self._finished: OrderedDict[UUID, Trajectory] = OrderedDict()
+        self._last: Trajectory | None = None
+        self._warned = False
+
+    # ------------------------------------------------------------------ public API
+    @property
+    def last_trajectory(self) -> Trajectory | None:
+        """The most recently finished trajectory (with concurrent runs: whichever ended last)."""
+        return self._last
+
+    def get(self, run_id: UUID | str) -> Trajectory | None:
+        """The trajectory of root run ``run_id``: a snapshot while it runs (working memory), or the finished one."""
+        rid = _uuid(run_id)
+        with self._lock:
+            live = self._live.get(rid)
+            if live is not None:
+                return self._snapshot(live, outcome="unknown", ended=None, final=None, error=None)
+            return self._finished.get(rid)
+
+    def live_run_ids(self) -> list[UUID]:
+        """Root runs still in progress, oldest first."""
+        with self._lock:
+            return list(self._live)
+
+    def finished_run_ids(self) -> list[UUID]:
+        """Finished runs still retained, oldest first."""
+        with self._lock:
+            return list(self._finished)
+
+    def mark_outcome(self, run_id: UUID | str, outcome: Outcome) -> Trajectory:
+        """Set the outcome explicitly (it wins over the automatic success/failure).
+
+        Call it during the run so that ``on_finish`` sees it, or afterwards to
+        correct a retained trajectory before reflecting on it.
+
+        Raises:
+            ConfigurationError: unknown outcome or run.
+        """
+        if outcome not in _OUTCOMES:
+            raise ConfigurationError(f"outcome must be one of {sorted(_OUTCOMES)}, got {outcome!r}")
+        rid = _uuid(run_id)
+        with self._lock:
+            live = self._live.get(rid)
+            if live is not None:
+                live.outcome_override = outcome
+                return self._snapshot(live, outcome=outcome, ended=None, final=None, error=None)
+            done = self._finished.get(rid)
+            if done is None:
+                raise ConfigurationError(f"no run {rid} in this recorder (never seen, or released)")
+            updated = done.model_copy(update={"outcome": outcome})
+            self._store_finished(updated)
+            return updated
+
+    def add_feedback(self, run_id: UUID | str, text: str) -> Trajectory:
+        """Append a user-feedback step (seed §4.3) to a live or retained run; returns the updated trajectory.
+
+        To write the correction to memory immediately, also call
+        :meth:`Reflector.record_user_feedback <langchain_hindsight.reflection.Reflector.record_user_feedback>`.
+
+        Raises:
+            ConfigurationError: empty text or unknown run.
+        """
+        if not isinstance(text, str) or not text.strip():
+            raise ConfigurationError("feedback text must be a non-empty string")
+        content, cut = clip_text(text.strip(), self.max_content_chars, self._marker)
+        rid = _uuid(run_id)
+        raw: _Raw = ("feedback", content, time(), None, None, None, None, None, cut)
+        with self._lock:
+            live = self._live.get(rid)
+            if live is not None:
+                live.steps.append(raw)
+                return self._snapshot(live, outcome="unknown", ended=None, final=None, error=None)
+            done = self._finished.get(rid)
+            if done is None:
+                raise ConfigurationError(f"no run {rid} in this recorder (never seen, or released)")
+            updated = done.model_copy(update={"steps": [*done.steps, _to_step(raw)]})
+            self._store_finished(updated)
+            return updated
+
+    def release(self, run_id: UUID | str) -> bool:
+        """Forget a run (live or finished). Returns whether it was held."""
+        rid = _uuid(run_id)
+        with self._lock:
+            live = self._live.pop(rid, None)
+            if live is not None:
+                self._root_of = {k: v for k, v in self._root_of.items() if v != rid}
+            return live is not None or self._finished.pop(rid, None) is not None
+
+    # ------------------------------------------------------------------ internals
+    def _failed(self, event: str) -> None:
+        """Log a callback failure once per recorder (later ones at debug); never raise into the agent."""
+        if not self._warned:
+            self._warned = True
+            logger.warning("TrajectoryRecorder ignored an error in %s; capture may be incomplete", event, exc_info=True)
+        else:
+            logger.debug("TrajectoryRecorder ignored an error in %s", event, exc_info=True)
+
+    def _clip(self, text: str) -> tuple[str, bool]:
+        if len(text) <= self.max_content_chars:
+            return text, False
+        return clip_text(text, self.max_content_chars, self._marker)
+
+    def _clip_args(self, args: Any) -> dict[str, Any] | None:
+        if args is None:
+            return None
+        if not isinstance(args, Mapping):
+            args = {"input": args}
+        out: dict[str, Any] = {}
+        for key, value in args.items():
+            if isinstance(value, str) and len(value) > self.max_content_chars:
+                value = self._clip(value)[0]
+            out[str(key)] = value
+        return out
+
+    def _root(self, parent_run_id: UUID | None) -> _Live | None:
+        if parent_run_id is None:
+            return None
+        root = self._root_of.get(parent_run_id)
+        return None if root is None else self._live.get(root)
+
+    def _start(
+        self,
+        run_id: UUID,
+        parent_run_id: UUID | None,
+        inputs: Any,
+        metadata: dict[str, Any] | None,
+    ) -> _Live | None:
+        """Register a run; a run without a known parent starts a trajectory. Returns its live trajectory."""
+        with self._lock:
+            live = self._root(parent_run_id)
+            if live is not None:
+                self._root_of[run_id] = live.run_id
+                return live
+        meta = dict(metadata or {})
+        namespace = meta.get(_NAMESPACE_KEY)
+        task_type = meta.get(_TASK_TYPE_KEY)
+        live = _Live(
+            run_id=run_id,
+            task=self._clip(task_from_inputs(inputs).strip())[0],
+            started=time(),
+            namespace=namespace if isinstance(namespace, str) and namespace.strip() else self.namespace,
+            task_type=task_type if isinstance(task_type, str) and task_type.strip() else None,
+            metadata={k: v for k, v in meta.items() if isinstance(v, str | int | float | bool)},
+        )
+        with self._lock:
+            self._live[run_id] = live
+            self._root_of[run_id] = run_id
+            while len(self._live) > self.max_live:
+                dropped, _ = self._live.popitem(last=False)
+                self._root_of = {k: v for k, v in self._root_of.items() if v != dropped}
+                logger.warning(
+                    "TrajectoryRecorder dropped unfinished run %s (more than %d live)", dropped, self.max_live
+                )
+        return live
+
+    def _add(self, run_id: UUID, raw: _Raw) -> None:
+        with self._lock:
+            root = self._root_of.get(run_id)
+            live = None if root is None else self._live.get(root)
+            if live is not None:
+                live.steps.append(raw)
+
+    def _end(self, run_id: UUID, *, outputs: Any = None, error: BaseException | None = None) -> None:
+        """A run ended; if it is a root, finish its trajectory."""
+        with self._lock:
+            root = self._root_of.pop(run_id, None)
+            if root is None or root != run_id:
+                return
+            live = self._live.pop(run_id, None)
+        if live is None:
+            return
+        self._finish(live, outputs, error)
+
+    def _finish(self, live: _Live, outputs: Any, error: BaseException | None) -> None:
+        final: str | None = None
+        err_text: str | None = None
+        outcome: Outcome
+        interrupted = error is not None and _is_interrupt(error)
+        if error is not None and not interrupted:
+            message, cut = self._clip(str(error))
+            err_text = f"{type(error).__name__}: {message}"
+            steps = live.steps
+            if not (steps and steps[-1][0] == "error" and steps[-1][5:7] == (type(error).__name__, message)):
+                steps.append(("error", message, time(), None, None, type(error).__name__, message, live.run_id, cut))
+            outcome = "failure"
+        elif interrupted:
+            outcome = "unknown"
+            live.metadata["interrupted"] = True
+        else:
+            answer = _final_from_outputs(outputs)
+            steps = live.steps
+            last = next((i for i in range(len(steps) - 1, -1, -1) if steps[i][0] != "feedback"), None)
+            if last is not None and steps[last][0] == "thought" and (answer is None or steps[last][1] == answer):
+                _, text, ts, tool, args, etype, emsg, rid, cut = steps[last]
+                steps[last] = ("final_answer", text, ts, tool, args, etype, emsg, rid, cut)
+                final = text
+            elif answer is not None and answer.strip():
+                text, cut = self._clip(answer)
+                steps.append(("final_answer", text, time(), None, None, None, None, live.run_id, cut))
+                final = text
+            if last is not None and steps[last][0] == "error" and final is None:
+                outcome = "failure"  # error-terminated: the run ended on an error without an answer
+                err_text = f"{steps[last][5]}: {steps[last][6]}"
+            else:
+                outcome = "success"
+        if live.outcome_override is not None:
+            outcome = live.outcome_override
+        traj = self._snapshot(live, outcome=outcome, ended=time(), final=final, error=err_text)
+        with self._lock:
+            self._store_finished(traj)
+            self._last = traj
+        if self.on_finish is not None:
+            result = self.on_finish(traj)
+            if isinstance(result, Future):
+                result.add_done_callback(functools.partial(self._release_done, live.run_id))
+
+    def _release_done(self, run_id: UUID, future: Future[Any]) -> None:
+        if not future.cancelled() and future.exception() is None:
+            with self._lock:
+                self._finished.pop(run_id, None)
+
+    def _store_finished(self, traj: Trajectory) -> None:
+        rid = UUID(traj.run_id)
+        self._finished[rid] = traj
+        self._finished.move_to_end(rid)
+        while len(self._finished) > self.max_finished:
+            self._finished.popitem(last=False)
+        if self._last is not None and self._last.run_id == traj.run_id:
+            self._last = traj
+
+    def _snapshot(
+        self, live: _Live, *, outcome: Outcome, ended: float | None, final: str | None, error: str | None
+    ) -> Trajectory:
+        return Trajectory(
+            run_id=str(live.run_id),
+            task=live.task,
+            steps=[_to_step(raw) for raw in list(live.steps)],
+            outcome=outcome,
+            final_answer=final,
+            error=error,
+            started_at=_ts(live.started),
+            ended_at=None if ended is None else _ts(ended),
+            namespace=live.namespace,
+            task_type=live.task_type,
+            metadata=dict(live.metadata),
+        )
+
+    # ------------------------------------------------------------------ callback events
+    @property
+    def ignore_retriever(self) -> bool:
+        """Retriever events carry no agent step."""
+        return True
+
+    @property
+    def ignore_retry(self) -> bool:
+        """Retries are seen as repeated tool or model events."""
+        return True
+
+    @property
+    def ignore_custom_event(self) -> bool:
+        """Custom events carry no agent step."""
+        return True
+
+    @_guarded
+    def on_chain_start(
+        self,
+        serialized: dict[str, Any] | None,
+        inputs: dict[str, Any] | Any,
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        tags: list[str] | None = None,
+        metadata: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        """Register the run; a root run starts a trajectory with the task from its input."""
+        self._start(run_id, parent_run_id, inputs, metadata)
+
+    @_guarded
+    def on_chain_end(
+        self, outputs: dict[str, Any] | Any, *, run_id: UUID, parent_run_id: UUID | None = None, **kwargs: Any
+    ) -> None:
+        """Finish the trajectory when the root run ends."""
+        self._end(run_id, outputs=outputs)
+
+    @_guarded
+    def on_chain_error(
+        self, error: BaseException, *, run_id: UUID, parent_run_id: UUID | None = None, **kwargs: Any
+    ) -> None:
+        """A root error ends the trajectory as a failure; inner chain errors surface as tool or root errors."""
+        self._end(run_id, error=error)
+
+    @_guarded
+    def on_chat_model_start(
+        self,
+        serialized: dict[str, Any] | None,
+        messages: list[list[BaseMessage]],
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        tags: list[str] | None = None,
+        metadata: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        """Register the model call (a model invoked on its own is a root run)."""
+        self._start(run_id, parent_run_id, messages[0] if messages else "", metadata)
+
+    @_guarded
+    def on_llm_start(
+        self,
+        serialized: dict[str, Any] | None,
+        prompts: list[str],
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        tags: list[str] | None = None,
+        metadata: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        """Register a completion-model call."""
+        self._start(run_id, parent_run_id, prompts[0] if prompts else "", metadata)
+
+    @_guarded
+    def on_llm_end(
+        self, response: LLMResult, *, run_id: UUID, parent_run_id: UUID | None = None, **kwargs: Any
+    ) -> None:
+        """Model text becomes a ``thought`` (tool calls are recorded when the tools start)."""
+        generation = response.generations[0][0] if response.generations and response.generations[0] else None
+        if generation is not None:
+            text = _message_text(generation.message) if isinstance(generation, ChatGeneration) else generation.text
+            if text.strip():
+                content, cut = self._clip(text.strip())
+                self._add(run_id, ("thought", content, time(), None, None, None, None, run_id, cut))
+        self._end(run_id, outputs=generation.text if generation is not None else None)
+
+    @_guarded
+    def on_llm_error(
+        self, error: BaseException, *, run_id: UUID, parent_run_id: UUID | None = None, **kwargs: Any
+    ) -> None:
+        """A model error becomes an ``error`` step."""
+        message, cut = self._clip(str(error))
+        self._add(run_id, ("error", message, time(), None, None, type(error).__name__, message, run_id, cut))
+        self._end(run_id, error=error)
+
+    @_guarded
+    def on_tool_start(
+        self,
+        serialized: dict[str, Any] | None,
+        input_str: str,
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        tags: list[str] | None = None,
+        metadata: dict[str, Any] | None = None,
+        inputs: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        """A ``tool_call`` step with the tool name and structured args (from ``inputs=``)."""
+        live = self._start(run_id, parent_run_id, input_str, metadata)
+        if live is None:
+            return
+        name = (serialized or {}).get("name") or kwargs.get("name") or "tool"
+        args = self._clip_args(inputs if inputs is not None else _parse_args(input_str))
+        with self._lock:
+            live.tools[run_id] = (name, args)
+            live.steps.append(("tool_call", "", time(), name, args, None, None, run_id, False))
+
+    @_guarded
+    def on_tool_end(self, output: Any, *, run_id: UUID, parent_run_id: UUID | None = None, **kwargs: Any) -> None:
+        """A ``tool_result`` step (``error`` when LangGraph reports ``ToolMessage(status="error")``)."""
+        with self._lock:
+            root = self._root_of.get(run_id)
+            live = None if root is None else self._live.get(root)
+            name, args = live.tools.pop(run_id, ("tool", None)) if live is not None else ("tool", None)
+        if live is not None:
+            content, cut = self._clip(_as_text(output))
+            if getattr(output, "status", None) == "error":
+                raw: _Raw = ("error", content, time(), name, args, "ToolError", content, run_id, cut)
+            else:
+                raw = ("tool_result", content, time(), name, args, None, None, run_id, cut)
+            self._add(run_id, raw)
+        self._end(run_id, outputs=output)
+
+    @_guarded
+    def on_tool_error(
+        self, error: BaseException, *, run_id: UUID, parent_run_id: UUID | None = None, **kwargs: Any
+    ) -> None:
+        """An ``error`` step with the tool, its args and the error type/message (handled or not)."""
+        with self._lock:
+            root = self._root_of.get(run_id)
+            live = None if root is None else self._live.get(root)
+            name, args = live.tools.pop(run_id, ("tool", None)) if live is not None else ("tool", None)
+        message, cut = self._clip(str(error))
+        self._add(run_id, ("error", message, time(), name, args, type(error).__name__, message, run_id, cut))
+        self._end(run_id, error=error)
+
+
+def _parse_args(input_str: str) -> dict[str, Any] | str:
+    try:
+        value = json.loads(input_str)
+    except (TypeError, ValueError):
+        return input_str
+    return value if isinstance(value, dict) else input_str
+
+
+def _to_step(raw: _Raw) -> Step:
+    kind, content, ts, tool, args, etype, emsg, rid, cut = raw
+    return Step(
+        type=kind,
+        content=content,
+        timestamp=_ts(ts),
+        tool_name=tool,
+        tool_args=args,
+        error_type=etype,
+        error_message=emsg,
+        run_id=None if rid is None else str(rid),
+        truncated=cut,
+    )
+
+
+def _uuid(run_id: UUID | str) -> UUID:
+    if isinstance(run_id, UUID):
+        return run_id
+    try:
+        return UUID(str(run_id))
+    except ValueError as e:
+        raise ConfigurationError(f"run_id must be a UUID, got {run_id!r}") from e
