@@ -44,7 +44,7 @@ logger = logging.getLogger(__name__)
 
 _FENCE = re.compile(r"```[a-zA-Z]*\s*\n?(.*?)```", re.DOTALL)
 _EMPTY_ANSWERS = frozenset({"", "空", "无", "[]", "{}", "none", "null", "nothing", "empty", "n/a"})
-_CONTEXT_KEYS = ("tools_used", "parameters", "input_sample", "output_sample")
+_CONTEXT_KEYS = ("tools_used", "tools", "parameters", "input_sample", "output_sample")
 _STEP_CHARS = 600
 _MAX_DECODE_ATTEMPTS = 50
 
@@ -118,21 +118,15 @@ def parse_json_text(text: str) -> tuple[Any, bool]:
     decoder = json.JSONDecoder()
     stripped = text.strip()
     starts = [i for i, ch in enumerate(stripped) if ch in "{["][:_MAX_DECODE_ATTEMPTS]
-    for start in starts:
-        try:
-            value, _ = decoder.raw_decode(stripped, start)
-        except ValueError:
-            continue
-        if isinstance(value, dict | list) and value:
-            return value, True
+    first = _decode_at(decoder, stripped, starts[0]) if starts else None
+    if first is not None:
+        return first, True
     salvaged: list[Any] = []
     pos = 0
-    attempts = 0
-    while attempts < _MAX_DECODE_ATTEMPTS:  # truncated output: keep the complete item objects
+    for _ in range(_MAX_DECODE_ATTEMPTS):  # truncated output: keep the complete item objects
         start = stripped.find("{", pos)
         if start < 0:
             break
-        attempts += 1
         try:
             value, end = decoder.raw_decode(stripped, start)
         except ValueError:
@@ -141,7 +135,22 @@ def parse_json_text(text: str) -> tuple[Any, bool]:
         if isinstance(value, dict) and "content" in value:
             salvaged.append(value)
         pos = end
-    return (salvaged, True) if salvaged else (None, False)
+    if salvaged:
+        return salvaged, True
+    for start in starts[1:]:
+        value = _decode_at(decoder, stripped, start)
+        if value is not None:
+            return value, True
+    return None, False
+
+
+def _decode_at(decoder: json.JSONDecoder, text: str, start: int) -> Any:
+    """The non-empty JSON object or array starting at ``start``, else ``None``."""
+    try:
+        value, _ = decoder.raw_decode(text, start)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict | list) and value else None
 
 
 def _items(payload: Any) -> list[Any] | None:
