@@ -1,0 +1,563 @@
+"""Memory lifecycle: confidence decay, archiving, duplicate merge, periodic review, usage report.
+
+Seed §3.4: every full 30 days without access multiplies confidence by 0.9.
+Seed §5.3: units below 0.3 confidence and idle over 60 days move to the cold
+(archive) collection; units more than 0.95 similar merge into one. Seed §2.3:
+a periodic review distils cross-task patterns from the run journal. Seed §6:
+a usage report finds memories that are often recalled but never help.
+
+Every operation takes an injectable ``now`` and a ``namespace``, and returns a
+small typed report. All are safe to repeat: decay remembers how much idle time
+it has already charged (``MemoryUnit.decayed_through``), a repeated merge finds
+nothing new, a repeated review does not store a pattern twice.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any, Literal
+
+from langchain_hindsight._usage import UsageReport
+from langchain_hindsight.errors import ConfigurationError, StoreError
+from langchain_hindsight.types import DEFAULT_INITIAL_CONFIDENCE, MemoryUnit, utcnow
+
+if TYPE_CHECKING:
+    import numpy as np
+    from langchain_core.language_models import BaseChatModel
+
+    from langchain_hindsight.journal import RunJournal
+    from langchain_hindsight.prompts import Locale
+    from langchain_hindsight.store import MemoryStore
+
+__all__ = [
+    "ArchiveReport",
+    "DecayReport",
+    "Lifecycle",
+    "LifecyclePolicy",
+    "MaintenanceReport",
+    "MergeReport",
+    "ReviewReport",
+    "UsageReport",
+]
+
+logger = logging.getLogger(__name__)
+
+_WRITE_BATCH = 1000
+_READ_BATCH = 5000
+_BLOCK_ELEMENTS = 1 << 25
+"""Similarity block size (floats, ~128 MB) of the merge pass."""
+
+Progress = Callable[[str, int, int], None]
+"""``progress(stage, done, total)``: called during long operations (the CLI prints it to stderr)."""
+
+
+def _number(owner: str, name: str, value: object, low: float, high: float, *, open_low: bool = False) -> None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ConfigurationError(f"{owner}.{name} must be a number, got {value!r}")
+    if value < low or value > high or (open_low and value == low):
+        bound = f"({low}, {high}]" if open_low else f"[{low}, {high}]"
+        raise ConfigurationError(f"{owner}.{name} must be in {bound}, got {value!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class LifecyclePolicy:
+    """The numbers of the memory lifecycle. Defaults are the seed's.
+
+    Attributes:
+        decay_factor: Confidence multiplier per full idle period (seed §3.4: 0.9).
+        decay_period_days: Length of one idle period (30).
+        decay_floor: Decay never lowers confidence below this (0: no floor).
+        archive_below: Active units with confidence below this... (seed §5.3: 0.3)
+        archive_idle_days: ...and not accessed for more than this many days are archived (60).
+        merge_threshold: Cosine similarity at or above which active units merge (0.95).
+        merge_scope: ``"task_type"`` merges only units of the same task type and
+            kind (a weekly-report lesson never absorbs a monthly one);
+            ``"namespace"`` merges across them; ``None`` follows the store's
+            ``conflict_scope``.
+        review_window_days: Default window of :meth:`Lifecycle.review` (7).
+        review_min_runs: A review needs at least this many runs (and a rule
+            pattern at least this many runs of one task type) (3).
+        review_share: A rule pattern must hold in at least this share of a task
+            type's runs (0.6).
+        review_max_runs: At most this many runs go into the one review prompt (50).
+        review_confidence: Confidence of a rule-made review unit (0.6).
+        review_confidence_cap: An LLM-made review unit never starts above this (0.75).
+    """
+
+    decay_factor: float = 0.9
+    decay_period_days: float = 30.0
+    decay_floor: float = 0.0
+    archive_below: float = 0.3
+    archive_idle_days: float = 60.0
+    merge_threshold: float = 0.95
+    merge_scope: Literal["task_type", "namespace"] | None = None
+    review_window_days: float = 7.0
+    review_min_runs: int = 3
+    review_share: float = 0.6
+    review_max_runs: int = 50
+    review_confidence: float = 0.6
+    review_confidence_cap: float = 0.75
+
+    def __post_init__(self) -> None:
+        owner = "LifecyclePolicy"
+        _number(owner, "decay_factor", self.decay_factor, 0.0, 1.0)
+        _number(owner, "decay_period_days", self.decay_period_days, 0.0, 36_500.0, open_low=True)
+        _number(owner, "decay_floor", self.decay_floor, 0.0, 1.0)
+        _number(owner, "archive_below", self.archive_below, 0.0, 1.0)
+        _number(owner, "archive_idle_days", self.archive_idle_days, 0.0, 36_500.0)
+        _number(owner, "merge_threshold", self.merge_threshold, 0.0, 1.0, open_low=True)
+        _number(owner, "review_window_days", self.review_window_days, 0.0, 36_500.0, open_low=True)
+        _number(owner, "review_share", self.review_share, 0.0, 1.0, open_low=True)
+        _number(owner, "review_confidence", self.review_confidence, 0.0, 1.0)
+        _number(owner, "review_confidence_cap", self.review_confidence_cap, 0.0, 1.0)
+        for name in ("review_min_runs", "review_max_runs"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ConfigurationError(f"{owner}.{name} must be a positive int, got {value!r}")
+        if self.merge_scope not in (None, "task_type", "namespace"):
+            raise ConfigurationError(f"{owner}.merge_scope must be 'task_type', 'namespace' or None")
+
+
+@dataclass(frozen=True, slots=True)
+class DecayReport:
+    """What :meth:`Lifecycle.decay` did."""
+
+    namespace: str
+    examined: int
+    decayed: int
+    """Units whose confidence was lowered."""
+    periods: int
+    """Idle periods charged in total (one unit idle 90 days counts 3)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ArchiveReport:
+    """What :meth:`Lifecycle.archive_stale` did."""
+
+    namespace: str
+    examined: int
+    archived: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class MergeReport:
+    """What :meth:`Lifecycle.merge_duplicates` did."""
+
+    namespace: str
+    examined: int
+    merged: dict[str, list[str]] = field(default_factory=dict)
+    """Keeper id → ids folded into it (and deleted)."""
+
+    @property
+    def removed(self) -> int:
+        """Units deleted by the merge."""
+        return sum(len(v) for v in self.merged.values())
+
+
+@dataclass(frozen=True, slots=True)
+class ReviewReport:
+    """What :meth:`Lifecycle.review` did."""
+
+    namespace: str
+    runs: int
+    """Runs in the review window."""
+    created: list[MemoryUnit] = field(default_factory=list)
+    """Review units stored (as returned by the store: merged or superseding)."""
+    used_model: bool = False
+    skipped: str | None = None
+    """Why nothing was reviewed (``"too few runs"``, ``"not due"``), else ``None``."""
+    review_id: str | None = None
+    """Journal id of this review (``kind="review"``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class MaintenanceReport:
+    """What :meth:`Lifecycle.maintain` did."""
+
+    decay: DecayReport
+    archive: ArchiveReport
+    merge: MergeReport
+    review: ReviewReport | None = None
+
+
+class Lifecycle:
+    """Decay, archive, merge and review the memories of a store.
+
+    Example:
+        .. code-block:: python
+
+            from datetime import UTC, datetime
+            from langchain_hindsight import Lifecycle, MemoryStore
+
+            with MemoryStore("./memory_db") as store:
+                report = Lifecycle(store).maintain(now=datetime.now(UTC))
+                print(report.decay.decayed, report.archive.archived, report.merge.removed)
+
+    Concurrency: each operation holds the store's lock for its read-modify-write,
+    so it is safe against other threads of the process. Through a Chroma server,
+    feedback written by *another process* while an operation runs can be lost
+    for the units that operation rewrites; schedule maintenance off-peak.
+
+    Args:
+        store: The store to maintain.
+        policy: The numbers (default: the seed's).
+        model: A LangChain chat model for :meth:`review`; ``None`` uses rules.
+        journal: The run journal :meth:`review` and :meth:`usage_report` read;
+            default ``RunJournal(store)``.
+        locale: Language of review units and prompt (``"zh"`` default, ``"en"``).
+        progress: Optional callback ``(stage, done, total)`` for long operations.
+    """
+
+    def __init__(
+        self,
+        store: MemoryStore,
+        *,
+        policy: LifecyclePolicy | None = None,
+        model: BaseChatModel | None = None,
+        journal: RunJournal | None = None,
+        locale: Locale = "zh",
+        progress: Progress | None = None,
+    ) -> None:
+        from langchain_hindsight.prompts import get_templates
+
+        if policy is not None and not isinstance(policy, LifecyclePolicy):
+            raise ConfigurationError(f"policy must be a LifecyclePolicy, got {type(policy).__name__}")
+        get_templates(locale)  # validates
+        self.store = store
+        self.policy = policy or LifecyclePolicy()
+        self.model = model
+        if journal is None:
+            from langchain_hindsight.journal import RunJournal
+
+            journal = RunJournal(store)
+        self.journal = journal
+        self.locale: Locale = locale
+        self.progress = progress
+
+    def _report(self, stage: str, done: int, total: int) -> None:
+        if self.progress is not None:
+            self.progress(stage, done, total)
+
+    def _now(self, now: datetime | None) -> datetime:
+        when = now or utcnow()
+        if when.tzinfo is None:
+            raise ConfigurationError("now must be timezone-aware (e.g. datetime.now(UTC))")
+        return when
+
+    def _write(self, stage: str, units: list[MemoryUnit], ns: str) -> None:
+        for start in range(0, len(units), _WRITE_BATCH):
+            self.store.update_many(units[start : start + _WRITE_BATCH], namespace=ns)
+            self._report(stage, min(start + _WRITE_BATCH, len(units)), len(units))
+
+    # ------------------------------------------------------------------ decay (seed §3.4)
+    def decayed(self, unit: MemoryUnit, now: datetime) -> MemoryUnit | None:
+        """``unit`` with the idle periods not yet charged applied, or ``None`` when there are none.
+
+        The idle clock starts at the later of the last access and the previous
+        decay marker, so repeating a decay (or running it daily) never charges
+        the same period twice, and an access restarts the clock. The marker
+        advances by whole periods only: a partial period is charged once it is full.
+
+        Example:
+            >>> from datetime import UTC, datetime
+            >>> u = MemoryUnit(content="x", confidence=0.8, last_accessed_at=datetime(2026, 1, 1, tzinfo=UTC))
+            >>> later = Lifecycle.__new__(Lifecycle); later.policy = LifecyclePolicy()
+            >>> round(later.decayed(u, datetime(2026, 7, 1, tzinfo=UTC)).confidence, 2)  # 181 days: 6 periods
+            0.43
+        """
+        charged = self._charge(unit, now)
+        return None if charged is None else charged[0]
+
+    def _charge(self, unit: MemoryUnit, now: datetime) -> tuple[MemoryUnit, int] | None:
+        p = self.policy
+        period = timedelta(days=p.decay_period_days)
+        start = unit.last_accessed_at
+        if unit.decayed_through is not None and unit.decayed_through > start:
+            start = unit.decayed_through
+        periods = (now - start) // period if now > start else 0
+        if periods <= 0:
+            return None
+        before = unit.score_confidence
+        after = before if before <= p.decay_floor else max(p.decay_floor, before * p.decay_factor**periods)
+        return unit.evolve(confidence=round(after, 6), decayed_through=start + periods * period), periods
+
+    def decay(self, *, now: datetime | None = None, namespace: str | None = None) -> DecayReport:
+        """Multiply the confidence of idle units by ``decay_factor`` per full idle period.
+
+        Applies to active and superseded units (archived ones are cold).
+        Idempotent: running it twice with the same ``now`` changes nothing the second time.
+        """
+        when = self._now(now)
+        ns = self.store._ns(namespace)
+        examined, periods = 0, 0
+        changed: list[MemoryUnit] = []
+        with self.store._lock:
+            for status in ("active", "superseded"):
+                for unit in self.store.iter_units(namespace=ns, status=status, batch_size=_READ_BATCH):  # type: ignore[arg-type]
+                    examined += 1
+                    charged = self._charge(unit, when)
+                    if charged is not None:
+                        changed.append(charged[0])
+                        periods += charged[1]
+            self._write("decay", changed, ns)
+        logger.info("decay in %r: %d of %d units lowered", ns, len(changed), examined)
+        return DecayReport(namespace=ns, examined=examined, decayed=len(changed), periods=periods)
+
+    # ------------------------------------------------------------------ archive (seed §5.3)
+    def archive_stale(self, *, now: datetime | None = None, namespace: str | None = None) -> ArchiveReport:
+        """Move active units below ``archive_below`` idle for over ``archive_idle_days`` to cold storage.
+
+        Archived units are excluded from recall and kept whole; ``store.restore(ids)`` brings them back.
+        """
+        when = self._now(now)
+        ns = self.store._ns(namespace)
+        p = self.policy
+        cutoff = when - timedelta(days=p.archive_idle_days)
+        with self.store._lock:
+            examined, stale = 0, []
+            for unit in self.store.iter_units(namespace=ns, status="active", batch_size=_READ_BATCH):
+                examined += 1
+                if unit.score_confidence < p.archive_below and unit.last_accessed_at < cutoff:
+                    stale.append(unit.memory_id)
+            for start in range(0, len(stale), _WRITE_BATCH):
+                self.store.archive(stale[start : start + _WRITE_BATCH], namespace=ns)
+                self._report("archive", min(start + _WRITE_BATCH, len(stale)), len(stale))
+        logger.info("archive in %r: %d of %d active units archived", ns, len(stale), examined)
+        return ArchiveReport(namespace=ns, examined=examined, archived=stale)
+
+    # ------------------------------------------------------------------ merge (seed §5.3)
+    def merge_duplicates(self, *, namespace: str | None = None) -> MergeReport:
+        """Fold active units at least ``merge_threshold`` similar into one.
+
+        Each group keeps its most confident unit (ties: more accesses, older,
+        smaller id) with the highest confidence, the summed access counts, the
+        union of tags, the latest access and the most trusted source;
+        ``merged_from`` records the folded ids, which are deleted. A unit is only
+        folded into a keeper it is itself similar to (no chaining through
+        intermediaries). Exact: all pairs within each task type (or the whole
+        namespace, see ``merge_scope``) in blocked matrix products.
+        """
+        import numpy as np
+
+        ns = self.store._ns(namespace)
+        scope = self.policy.merge_scope or getattr(self.store, "conflict_scope", "task_type")
+        with self.store._lock:
+            units, vectors = self._active_with_vectors(ns)
+            groups: dict[tuple[str, str], list[int]] = {}
+            for i, u in enumerate(units):
+                key = (u.task_type, u.kind) if scope == "task_type" else ("", "")
+                groups.setdefault(key, []).append(i)
+            merged: dict[str, list[str]] = {}
+            keepers: list[MemoryUnit] = []
+            done = 0
+            for idx in groups.values():
+                if len(idx) > 1:
+                    for keeper, folded in self._merge_group([units[i] for i in idx], vectors[np.asarray(idx)]):
+                        merged[keeper.memory_id] = [u.memory_id for u in folded]
+                        keepers.append(_fold(keeper, folded))
+                done += len(idx)
+                self._report("merge", done, len(units))
+            if keepers:
+                self._write("merge write", keepers, ns)
+                self._delete(ns, [i for ids in merged.values() for i in ids])
+        logger.info("merge in %r: %d units folded into %d", ns, sum(map(len, merged.values())), len(merged))
+        return MergeReport(namespace=ns, examined=len(units), merged=merged)
+
+    def _active_with_vectors(self, ns: str) -> tuple[list[MemoryUnit], np.ndarray]:
+        import numpy as np
+
+        from langchain_hindsight._codec import unit_from_record
+
+        col = self.store._collection(ns, create=False)
+        units: list[MemoryUnit] = []
+        chunks: list[np.ndarray] = []
+        if col is None:
+            return units, np.zeros((0, 0), dtype=np.float32)
+        total = col.count()
+        offset = 0
+        while True:
+            try:
+                rows = col.get(
+                    where={"status": "active"},
+                    include=["documents", "metadatas", "embeddings"],
+                    limit=_READ_BATCH,
+                    offset=offset,
+                )
+            except Exception as e:
+                raise StoreError(f"chroma get failed: {e}") from e
+            ids = rows["ids"]
+            units.extend(
+                unit_from_record(i, d, m)
+                for i, d, m in zip(ids, rows["documents"] or [], rows["metadatas"] or [], strict=True)
+            )
+            if ids:
+                chunks.append(np.asarray(rows["embeddings"], dtype=np.float32))
+            self._report("merge read", min(offset + len(ids), total), total)
+            if len(ids) < _READ_BATCH:
+                break
+            offset += _READ_BATCH
+        vectors = np.concatenate(chunks) if chunks else np.zeros((0, 0), dtype=np.float32)
+        if len(vectors):
+            norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+            vectors /= np.where(norms == 0, 1.0, norms)
+        return units, vectors
+
+    def _merge_group(self, units: list[MemoryUnit], vectors: np.ndarray) -> list[tuple[MemoryUnit, list[MemoryUnit]]]:
+        """Greedy star clustering: best unit first, each absorbs its unabsorbed neighbours."""
+        import numpy as np
+
+        order = sorted(range(len(units)), key=lambda i: _priority(units[i]))
+        x = vectors[np.asarray(order)]
+        n = len(order)
+        threshold = np.float32(self.policy.merge_threshold - 1e-6)
+        neighbours: dict[int, list[int]] = {}
+        block = max(1, min(n, _BLOCK_ELEMENTS // max(1, n)))
+        for start in range(0, n, block):
+            stop = min(n, start + block)
+            sims = x[start:stop] @ x[start:].T  # rows start..stop, columns start..n
+            rows, cols = np.nonzero(sims >= threshold)
+            for r, c in zip(rows.tolist(), cols.tolist(), strict=True):
+                a, b = start + r, start + c
+                if b > a:
+                    neighbours.setdefault(a, []).append(b)
+        absorbed: set[int] = set()
+        out: list[tuple[MemoryUnit, list[MemoryUnit]]] = []
+        for a in range(n):
+            if a in absorbed or a not in neighbours:
+                continue
+            folded = [b for b in sorted(neighbours[a]) if b not in absorbed]
+            if folded:
+                absorbed.update(folded)
+                out.append((units[order[a]], [units[order[b]] for b in folded]))
+        return out
+
+    def _delete(self, ns: str, ids: list[str]) -> None:
+        """Delete merged-away units (not :meth:`MemoryStore.forget`: their ids stay as provenance)."""
+        col = self.store._collection(ns, create=False)
+        if col is None or not ids:
+            return
+        try:
+            for start in range(0, len(ids), _WRITE_BATCH):
+                col.delete(ids=ids[start : start + _WRITE_BATCH])
+        except Exception as e:
+            raise StoreError(f"chroma delete failed: {e}") from e
+        self.store._reindex(ns, deletes=ids)
+
+    # ------------------------------------------------------------------ review (seed §2.3)
+    def review(
+        self,
+        *,
+        window_days: float | None = None,
+        now: datetime | None = None,
+        namespace: str | None = None,
+    ) -> ReviewReport:
+        """Distil cross-task patterns from the runs of the last ``window_days`` into ``source="review"`` units.
+
+        With a model: one LLM call per review (at most ``review_max_runs`` runs
+        in the prompt). Without: rules — a tag or tool shared by at least
+        ``review_share`` of one task type's runs (e.g. "4 of the last 5
+        data_cleaning tasks involved missing values"), and task types that
+        failed at least half the time. The review is journalled (``kind="review"``).
+
+        Raises:
+            ReflectionError: the model call failed or its answer was not valid JSON.
+        """
+        from langchain_hindsight._review import run_review
+
+        when = self._now(now)
+        days = self.policy.review_window_days if window_days is None else window_days
+        _number("review", "window_days", days, 0.0, 36_500.0, open_low=True)
+        return run_review(self, window_days=float(days), now=when, namespace=self.store._ns(namespace))
+
+    def review_if_due(
+        self, *, every_days: float = 7.0, now: datetime | None = None, namespace: str | None = None
+    ) -> ReviewReport:
+        """Run :meth:`review` over the last ``every_days`` unless a review ran less than ``every_days`` ago.
+
+        Call it from any scheduler (cron with ``hindsight review --if-due``, a
+        LangGraph cron job, APScheduler); the journal remembers the last review.
+        """
+        when = self._now(now)
+        ns = self.store._ns(namespace)
+        last = self.journal.last_started_at(namespace=ns, kind="review")
+        if last is not None and when - last < timedelta(days=every_days):
+            return ReviewReport(namespace=ns, runs=0, skipped="not due")
+        return self.review(window_days=every_days, now=when, namespace=ns)
+
+    # ------------------------------------------------------------------ all at once
+    def maintain(
+        self, *, now: datetime | None = None, namespace: str | None = None, review: bool = False
+    ) -> MaintenanceReport:
+        """Decay, then archive, then merge (and review when asked). Safe to run as often as you like."""
+        when = self._now(now)
+        ns = self.store._ns(namespace)
+        decay = self.decay(now=when, namespace=ns)
+        archive = self.archive_stale(now=when, namespace=ns)
+        merge = self.merge_duplicates(namespace=ns)
+        reviewed = self.review(now=when, namespace=ns) if review else None
+        return MaintenanceReport(decay=decay, archive=archive, merge=merge, review=reviewed)
+
+    # ------------------------------------------------------------------ usage report (seed §6)
+    def usage_report(
+        self,
+        *,
+        namespace: str | None = None,
+        since: datetime | None = None,
+        now: datetime | None = None,
+        min_shown: int = 3,
+        low_similarity: float = 0.6,
+    ) -> UsageReport:
+        """Which memories help, from the journal of runs in ``[since, now)`` (seed §6).
+
+        Finds memories often recalled (at least ``min_shown`` times) but never
+        followed by a successful run, recalls below ``low_similarity``,
+        supersede chains, and counts per task type. See :class:`UsageReport`.
+        """
+        from langchain_hindsight._usage import build_usage_report
+
+        return build_usage_report(
+            self.store,
+            self.journal,
+            namespace=self.store._ns(namespace),
+            since=since,
+            until=self._now(now),
+            min_shown=min_shown,
+            low_similarity=low_similarity,
+        )
+
+
+_SOURCE_RANK = list(DEFAULT_INITIAL_CONFIDENCE)
+
+
+def _priority(unit: MemoryUnit) -> tuple[Any, ...]:
+    """Sort key: the unit that should survive a merge comes first."""
+    return (-unit.score_confidence, -unit.access_count, unit.created_at, unit.memory_id)
+
+
+def _fold(keeper: MemoryUnit, folded: Sequence[MemoryUnit]) -> MemoryUnit:
+    """``keeper`` after absorbing ``folded``.
+
+    A folded id already in ``keeper.merged_from`` (a merge interrupted between
+    its write and its delete) adds no access count again.
+    """
+    known = set(keeper.merged_from)
+    merged_from = list(keeper.merged_from)
+    access = keeper.access_count
+    for u in folded:
+        if u.memory_id not in known:
+            access += u.access_count
+        merged_from.extend([u.memory_id, *u.merged_from])
+    group = [keeper, *folded]
+    supersedes = keeper.supersedes or next((u.supersedes for u in folded if u.supersedes), None)
+    return keeper.evolve(
+        confidence=max(u.score_confidence for u in group),
+        access_count=access,
+        tags=[t for u in group for t in u.tags],
+        last_accessed_at=max(u.last_accessed_at for u in group),
+        merged_from=[i for i in dict.fromkeys(merged_from) if i != keeper.memory_id],
+        source=min((u.source for u in group), key=_SOURCE_RANK.index),
+        supersedes=supersedes,
+    )
