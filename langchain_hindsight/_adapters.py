@@ -145,14 +145,14 @@ def resolve_namespace(
 _ERROR_TYPE = re.compile(r"^\s*([A-Z][A-Za-z0-9_.]*(?:Error|Exception|Timeout|Warning))\b")
 
 
-def _tool_names(messages: Sequence[BaseMessage]) -> dict[str, str]:
-    names: dict[str, str] = {}
+def _tool_calls(messages: Sequence[BaseMessage]) -> dict[str, tuple[str, dict[str, Any]]]:
+    calls: dict[str, tuple[str, dict[str, Any]]] = {}
     for message in messages:
         if isinstance(message, AIMessage):
             for call in message.tool_calls:
                 if call.get("id"):
-                    names[str(call["id"])] = call["name"]
-    return names
+                    calls[str(call["id"])] = (call["name"], dict(call["args"]))
+    return calls
 
 
 def trajectory_from_messages(
@@ -166,15 +166,16 @@ def trajectory_from_messages(
     """The trajectory of the current task, rebuilt from an agent's messages.
 
     The task is the last human message; its steps are the tool calls, tool
-    results and errors (``ToolMessage(status="error")``) and the final answer
-    after it. Without ``outcome``: ``"success"`` when the run ends with an answer
-    (an AI message without tool calls), ``"failure"`` when it ends on an error,
-    else ``"unknown"``.
+    results and errors (``ToolMessage(status="error")``), each with its call's
+    arguments as the recorder's steps have them, and the final answer after it.
+    Without ``outcome``: ``"success"`` when the run ends with an answer (an AI
+    message without tool calls), ``"failure"`` when it ends on an error, else
+    ``"unknown"``.
     """
     found = find_task(messages)
     start = found[0] + 1 if found else 0
     task = message_text(found[1]) if found else ""
-    names = _tool_names(messages[start:])
+    calls = _tool_calls(messages[start:])
     steps: list[Step] = []
     final: str | None = None
     for message in messages[start:]:
@@ -198,21 +199,26 @@ def trajectory_from_messages(
                 steps.append(Step(type="final_answer", content=text))
         elif isinstance(message, ToolMessage):
             text = message_text(message)
-            name = message.name or names.get(message.tool_call_id)
+            name, args = calls.get(message.tool_call_id, (message.name, None))
+            name = message.name or name
             if message.status == "error":
                 kind = _ERROR_TYPE.match(text)
+                detail = text[kind.end() :].lstrip(" :") if kind else text
                 steps.append(
                     Step(
                         type="error",
                         tool_name=name,
+                        tool_args=args,
                         content=text,
                         error_type=kind.group(1) if kind else None,
-                        error_message=text,
+                        error_message=detail or text,
                         run_id=message.tool_call_id,
                     )
                 )
             else:
-                steps.append(Step(type="tool_result", tool_name=name, content=text, run_id=message.tool_call_id))
+                steps.append(
+                    Step(type="tool_result", tool_name=name, tool_args=args, content=text, run_id=message.tool_call_id)
+                )
     if outcome is None:
         last = messages[-1] if len(messages) > start else None
         if isinstance(last, AIMessage) and not last.tool_calls and final is not None:
