@@ -37,7 +37,7 @@ from langchain_core.callbacks import BaseCallbackHandler, CallbackManagerForLLMR
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolCall, ToolMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
-from langchain_core.runnables import Runnable
+from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.tools import BaseTool, StructuredTool, ToolException
 
 __all__ = [
@@ -464,10 +464,8 @@ def run_demo(
             )
             capture = _PromptCapture()
             run_id = str(uuid.uuid4())
-            state = agent.invoke(
-                {"messages": [HumanMessage(TASKS[index].format(path=file))]},
-                config={"callbacks": [capture], "run_id": run_id},
-            )
+            config: RunnableConfig = {"callbacks": [capture], "run_id": uuid.UUID(run_id)}
+            state = agent.invoke({"messages": [HumanMessage(TASKS[index].format(path=file))]}, config=config)
             return _Run(run_id, list(state["messages"]), capture.prompts)
 
         screen()
