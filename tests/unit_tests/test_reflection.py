@@ -512,3 +512,25 @@ def test_background_invalid_options(store: MemoryStore) -> None:
         BackgroundReflector(Reflector(store=store), triggers=("sometimes",))  # type: ignore[arg-type]
     with pytest.raises(ConfigurationError):
         BackgroundReflector(object())  # type: ignore[arg-type]
+
+
+# ---------------------------------------------------------------- README section examples
+
+
+def test_readme_capture_examples_run(capsys: pytest.CaptureFixture[str]) -> None:
+    import re
+
+    doc = Path(__file__).resolve().parents[2] / "docs" / "readme" / "capture.md"
+    blocks = re.findall(r"```python\n(.*?)```", doc.read_text(encoding="utf-8"), flags=re.DOTALL)
+    assert len(blocks) == 3
+    for block in blocks:
+        exec(compile(block, str(doc), "exec"), {"__name__": "readme_example"})
+    out = capsys.readouterr().out
+    assert "success ['tool_call', 'error', 'tool_call', 'tool_result', 'final_answer']" in out
+    assert "data_cleaning rule" in out
+    assert "使用read_file时，encoding='utf-8'会失败（UnicodeDecodeError: 'utf-8' codec can't decode" in out
+    assert "改为encoding='gbk'后成功。" in out
+    assert "data_cleaning 0.8 ['csv', 'encoding']" in out
+    assert "\n[]\n" in out
+    assert "user_feedback 0.9 weekly_report" in out
+    assert "用户纠正（任务：生成周报）：周报只统计周一到周日的数据" in out
