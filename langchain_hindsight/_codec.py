@@ -15,9 +15,22 @@ from typing import Any
 from langchain_hindsight.errors import StoreError
 from langchain_hindsight.types import MemoryUnit
 
-__all__ = ["SCHEMA_VERSION", "from_datetime_us", "to_datetime_us", "unit_from_record", "unit_to_metadata"]
+__all__ = [
+    "PENDING_MOVE",
+    "PENDING_SUPERSEDE",
+    "SCHEMA_VERSION",
+    "from_datetime_us",
+    "to_datetime_us",
+    "unit_from_record",
+    "unit_to_metadata",
+]
 
 SCHEMA_VERSION = 1
+
+PENDING_SUPERSEDE = "supersede"
+"""``pending`` marker of a new unit whose superseded predecessor is not demoted yet."""
+PENDING_MOVE = "move"
+"""``pending`` marker of a unit copied between memories and archive whose source copy still exists."""
 
 
 def to_datetime_us(value: datetime) -> int:
@@ -37,9 +50,14 @@ def _optional_us(value: Any) -> datetime | None:
     return None if int(value) < 0 else from_datetime_us(int(value))
 
 
-def unit_to_metadata(unit: MemoryUnit) -> dict[str, str | int | float | bool]:
-    """The Chroma metadata for ``unit`` (everything except ``content`` and ``memory_id``)."""
-    return {
+def unit_to_metadata(unit: MemoryUnit, *, pending: str | None = None) -> dict[str, str | int | float | bool]:
+    """The Chroma metadata for ``unit`` (everything except ``content`` and ``memory_id``).
+
+    ``pending`` marks the first half of a two-step write (see ``MemoryStore._repair``);
+    it is not a field of the unit. ``None`` leaves the key out, so a metadata
+    update (Chroma merges keys) keeps whatever marker the record carries.
+    """
+    meta: dict[str, str | int | float | bool] = {
         "schema": SCHEMA_VERSION,
         "task_type": unit.task_type,
         "task_description": unit.task_description,
@@ -58,6 +76,9 @@ def unit_to_metadata(unit: MemoryUnit) -> dict[str, str | int | float | bool]:
         "run_id": unit.run_id or "",
         "decayed_through_us": -1 if unit.decayed_through is None else to_datetime_us(unit.decayed_through),
     }
+    if pending is not None:
+        meta["pending"] = pending
+    return meta
 
 
 def unit_from_record(memory_id: str, document: str | None, metadata: Mapping[str, Any] | None) -> MemoryUnit:

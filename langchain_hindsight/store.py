@@ -20,8 +20,10 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from langchain_core.embeddings import Embeddings
 
-from langchain_hindsight._codec import unit_from_record, unit_to_metadata
+from langchain_hindsight import _scrub
+from langchain_hindsight._codec import PENDING_MOVE, PENDING_SUPERSEDE, unit_from_record, unit_to_metadata
 from langchain_hindsight._lexical import LexicalIndex
+from langchain_hindsight._safety import SUSPICIOUS_TAG, looks_like_instruction
 from langchain_hindsight.errors import (
     ConfigurationError,
     HindsightError,
@@ -52,6 +54,23 @@ _ALL_ROLES: tuple[Role, ...] = ("memories", "archive", "journal")
 _PREFIXES: dict[str, str] = {"memories": "hs", "archive": "hsarc", "journal": "hsjrn"}
 _LOCK_FILE = ".hindsight.lock"
 _NEIGHBOURS = 5
+_TRUST_ORDER: tuple[str, ...] = tuple(DEFAULT_INITIAL_CONFIDENCE)
+"""Sources, most trusted first (see ``types.MemorySource``)."""
+_TRUSTED_SOURCES = frozenset({"user_feedback", "manual"})
+"""Sources whose instruction-like wording is legitimate (a user telling the agent what to do)."""
+
+DEFAULT_CONFIDENCE_CEILING: dict[str, float] = {
+    "agent_inference": 0.9,
+    "rule": 0.9,
+    "review": 0.8,
+    "tool_output": 0.5,
+}
+"""Highest confidence a unit may *claim* on arrival, by source; feedback can raise it later."""
+
+
+def _trust(source: str) -> int:
+    """Rank of ``source``: 0 is the most trusted."""
+    return _TRUST_ORDER.index(source)
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +85,13 @@ class ConfidencePolicy:
         rejection_factor: Multiplier when the user explicitly rejects the memory.
         supersede_factor: Multiplier applied to a unit that a newer one supersedes.
         initial: Initial confidence by source, used when a unit has none.
+        ceiling: Highest confidence a unit not yet confirmed by feedback
+            (``access_count == 0``) may claim on arrival, by source; sources not
+            listed are uncapped. An LLM or a tool cannot make its own output
+            outrank corroborated memories by claiming ``confidence=1.0``.
+        suspicious_cap: Confidence cap for a unit from an untrusted source whose
+            text reads like an instruction or imitates prompt structure (it is
+            also tagged ``suspicious``; see ``_safety.looks_like_instruction``).
     """
 
     success_delta: float = 0.05
@@ -75,9 +101,11 @@ class ConfidencePolicy:
     rejection_factor: float = 0.5
     supersede_factor: float = 0.5
     initial: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_INITIAL_CONFIDENCE))
+    ceiling: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_CONFIDENCE_CEILING))
+    suspicious_cap: float = 0.3
 
     def __post_init__(self) -> None:
-        for name in ("success_delta", "success_cap", "failure_delta", "failure_floor"):
+        for name in ("success_delta", "success_cap", "failure_delta", "failure_floor", "suspicious_cap"):
             value = getattr(self, name)
             if not isinstance(value, int | float) or not 0.0 <= value <= 1.0:
                 raise ConfigurationError(f"ConfidencePolicy.{name} must be in [0, 1], got {value!r}")
@@ -85,9 +113,18 @@ class ConfidencePolicy:
             value = getattr(self, name)
             if not isinstance(value, int | float) or not 0.0 <= value <= 1.0:
                 raise ConfigurationError(f"ConfidencePolicy.{name} must be in [0, 1], got {value!r}")
-        unknown = set(self.initial) - set(DEFAULT_INITIAL_CONFIDENCE)
-        if unknown:
-            raise ConfigurationError(f"ConfidencePolicy.initial has unknown sources: {sorted(unknown)}")
+        for name in ("initial", "ceiling"):
+            table = getattr(self, name)
+            unknown = set(table) - set(DEFAULT_INITIAL_CONFIDENCE)
+            if unknown:
+                raise ConfigurationError(f"ConfidencePolicy.{name} has unknown sources: {sorted(unknown)}")
+            bad = {
+                k: v
+                for k, v in table.items()
+                if isinstance(v, bool) or not isinstance(v, int | float) or not 0 <= v <= 1
+            }
+            if bad:
+                raise ConfigurationError(f"ConfidencePolicy.{name} values must be in [0, 1], got {bad}")
 
     def apply(self, confidence: float, *, success: bool | None, rejected: bool) -> float:
         """The confidence after one piece of feedback."""
@@ -98,6 +135,12 @@ class ConfidencePolicy:
         elif success is False:
             confidence = min(confidence, max(self.failure_floor, confidence - self.failure_delta))
         return round(confidence, 6)
+
+
+_NO_SCRUB = (
+    "scrub needs a store that owns an embedded directory (MemoryStore(persist_directory=...)); for a Chroma "
+    "server, stop it, open its --path with MemoryStore(persist_directory=...) and call scrub() there"
+)
 
 
 def _collection_name(namespace: str, role: Role) -> str:
@@ -209,18 +252,28 @@ class MemoryStore:
             self.persist_directory = Path(persist_directory).expanduser().resolve()
             self._acquire_directory(self.persist_directory)
             try:
-                import chromadb
-                from chromadb.config import Settings
-
-                client = chromadb.PersistentClient(
-                    path=str(self.persist_directory), settings=Settings(anonymized_telemetry=False)
-                )
+                client = self._open_client()
             except Exception as e:
                 self._release_directory()
                 raise StoreError(f"could not open Chroma at {self.persist_directory}: {e}") from e
         self.client: Any = client
+        self._repaired: set[str] = set()
+        if self._owns_client:
+            try:
+                self._finish_interrupted_scrub()
+            except BaseException:
+                self.close()
+                raise
 
     # ------------------------------------------------------------------ lifecycle
+    def _open_client(self) -> Any:
+        import chromadb
+        from chromadb.config import Settings
+
+        return chromadb.PersistentClient(
+            path=str(self.persist_directory), settings=Settings(anonymized_telemetry=False)
+        )
+
     def _acquire_directory(self, path: Path) -> None:
         from filelock import FileLock, Timeout
 
@@ -255,6 +308,11 @@ class MemoryStore:
                     self.client.close()
                 except Exception:
                     logger.debug("chroma client close failed", exc_info=True)
+                if self.persist_directory is not None:
+                    try:  # hnswlib writes uninitialised heap bytes into unused slots: zero them
+                        _scrub.wipe_unused_index_space(self.persist_directory)
+                    except OSError:
+                        logger.warning("could not wipe unused index space in %s", self.persist_directory, exc_info=True)
             self._release_directory()
 
     def __enter__(self) -> MemoryStore:
@@ -301,9 +359,12 @@ class MemoryStore:
             raise
         except Exception as e:
             raise StoreError(f"could not open collection for namespace {namespace!r}: {e}") from e
+        if (col.metadata or {}).get("hindsight_namespace") != namespace:  # isolation: never trust a name alone
+            raise StoreError(f"collection {name!r} does not belong to namespace {namespace!r}")
         self._collections[key] = col
-        if role == "memories":
-            self._repair(namespace, col)
+        if role in _ROLES and namespace not in self._repaired:
+            self._repaired.add(namespace)
+            self._repair(namespace)
         return col
 
     def namespaces(self) -> list[str]:
@@ -317,31 +378,47 @@ class MemoryStore:
                     found.add(meta["hindsight_namespace"])
             return sorted(found)
 
-    def _repair(self, namespace: str, col: Collection) -> None:
-        """Finish writes a crash interrupted.
+    def _repair(self, namespace: str) -> None:
+        """Finish two-step writes that a crash interrupted (run once per namespace, idempotent).
 
-        A supersede writes the new unit first and demotes the old one second; an
-        archive copies first and deletes second. If the process died in between,
-        complete the second step now (both are idempotent).
+        A supersede writes the new unit marked ``pending=supersede`` first, demotes
+        the old unit second and clears the mark third. A move between memories and
+        archive writes the destination copy marked ``pending=move``, deletes the
+        source copy second and clears the mark third. A marked record found here
+        means a process died in between: the remaining steps are done now. Only
+        marked records are touched, so a unit restored on purpose stays restored.
         """
-        rows = col.get(where={"supersedes": {"$ne": ""}}, include=["metadatas"])
-        targets = {str(m["supersedes"]) for m in rows["metadatas"] or [] if m}
-        if targets:
-            stale = col.get(ids=sorted(targets), where={"status": "active"}, include=["documents", "metadatas"])
-            fixed = [
-                self._demote(unit_from_record(i, d, m))
-                for i, d, m in zip(stale["ids"], stale["documents"] or [], stale["metadatas"] or [], strict=True)
-            ]
-            if fixed:
-                logger.warning("completing %d interrupted supersede(s) in namespace %r", len(fixed), namespace)
-                col.update(ids=[u.memory_id for u in fixed], metadatas=[unit_to_metadata(u) for u in fixed])  # type: ignore[misc]
-        archive = self._collection(namespace, "archive", create=False)
-        if archive is not None and archive.count():
-            ids = archive.get(include=[])["ids"]
-            both = col.get(ids=ids, include=[])["ids"]
-            if both:
-                logger.warning("completing %d interrupted archive move(s) in namespace %r", len(both), namespace)
-                col.delete(ids=both)
+        touched: list[str] = []
+        try:
+            for role in _ROLES:
+                col = self._collection(namespace, role, create=False)
+                if col is None:
+                    continue
+                rows = col.get(where={"pending": {"$in": [PENDING_SUPERSEDE, PENDING_MOVE]}}, include=["metadatas"])
+                marks = {i: m or {} for i, m in zip(rows["ids"], rows["metadatas"] or [], strict=True)}
+                if not marks:
+                    continue
+                targets = sorted(
+                    {str(m["supersedes"]) for m in marks.values() if m.get("pending") == PENDING_SUPERSEDE} - {""}
+                )
+                stale = [self._demote(u) for u in self._records(col, ids=targets) if u.status == "active"]
+                if stale:
+                    col.update(ids=[u.memory_id for u in stale], metadatas=[unit_to_metadata(u) for u in stale])  # type: ignore[misc]
+                moved = [i for i, m in marks.items() if m.get("pending") == PENDING_MOVE]
+                other = self._collection(namespace, "archive" if role == "memories" else "memories", create=False)
+                if moved and other is not None:
+                    other.delete(ids=moved)
+                col.update(ids=list(marks), metadatas=[{"pending": ""} for _ in marks])
+                touched += [*marks, *(u.memory_id for u in stale)]
+                logger.warning("completed %d interrupted write(s) in namespace %r", len(marks), namespace)
+        except HindsightError:
+            raise
+        except Exception as e:
+            raise StoreError(f"could not repair namespace {namespace!r}: {e}") from e
+        if touched:
+            current = self.get_many(touched, namespace=namespace)
+            gone = sorted(set(touched) - {u.memory_id for u in current})
+            self._reindex(namespace, upserts=current, deletes=gone)
 
     def _demote(self, unit: MemoryUnit) -> MemoryUnit:
         return unit.evolve(
@@ -559,9 +636,23 @@ class MemoryStore:
         changes: dict[str, Any] = {"task_type": self.vocabulary.normalize(unit.task_type)}
         if namespace is not None:
             changes["namespace"] = self._ns(namespace)
+        elif "namespace" not in unit.model_fields_set:
+            # A unit that names no namespace belongs to this store's, never to a shared "default".
+            changes["namespace"] = self.namespace
+        confidence = unit.score_confidence
         if "confidence" not in unit.model_fields_set and unit.source in self.policy.initial:
             # A unit created without an explicit confidence gets this store's policy default.
-            changes["confidence"] = self.policy.initial[unit.source]
+            confidence = self.policy.initial[unit.source]
+        if unit.access_count == 0 and unit.source in self.policy.ceiling:
+            confidence = min(confidence, self.policy.ceiling[unit.source])  # claimed, not yet earned
+        if unit.source not in _TRUSTED_SOURCES and looks_like_instruction(f"{unit.content}\n{unit.task_description}"):
+            logger.warning(
+                "memory %s from %s reads like an instruction: tagged %r", unit.memory_id, unit.source, SUSPICIOUS_TAG
+            )
+            changes["tags"] = [*unit.tags, SUSPICIOUS_TAG]
+            confidence = min(confidence, self.policy.suspicious_cap)
+        if confidence != unit.confidence:
+            changes["confidence"] = confidence
         return unit.evolve(**changes)
 
     def add(self, unit: MemoryUnit, *, namespace: str | None = None, dedupe: bool = True) -> MemoryUnit:
@@ -611,6 +702,7 @@ class MemoryStore:
         assert col is not None
         new: dict[str, tuple[MemoryUnit, list[float]]] = {}
         changed: dict[str, MemoryUnit] = {}  # existing units to rewrite (merged into / demoted)
+        superseding: set[str] = set()  # new units whose predecessor is an already stored unit
         results: list[MemoryUnit] = []
         for unit, vector in zip(units, vectors, strict=True):
             if not dedupe:
@@ -619,9 +711,22 @@ class MemoryStore:
                 continue
             match, similarity = self._nearest(col, unit, vector, new, changed)
             identical = match is not None and " ".join(match.content.split()) == " ".join(unit.content.split())
-            if match is not None and (
+            duplicate = match is not None and (
                 identical or (self.merge_threshold is not None and similarity >= self.merge_threshold)
-            ):
+            )
+            conflict = (
+                match is not None
+                and not duplicate
+                and self.conflict_threshold is not None
+                and similarity > self.conflict_threshold
+            )
+            # Provenance: a less trusted unit never replaces a more trusted one (both stay, ranked by
+            # source); a more trusted near-duplicate with other wording replaces a less trusted one.
+            if match is not None and duplicate and not identical and _trust(unit.source) < _trust(match.source):
+                duplicate, conflict = False, True
+            if match is not None and conflict and _trust(unit.source) > _trust(match.source):
+                conflict = False
+            if match is not None and duplicate:
                 merged = self._merge(match, unit)
                 if match.memory_id in new:
                     new[match.memory_id] = (merged, new[match.memory_id][1])
@@ -629,13 +734,14 @@ class MemoryStore:
                     changed[match.memory_id] = merged
                 results.append(merged)
                 continue
-            if match is not None and self.conflict_threshold is not None and similarity > self.conflict_threshold:
+            if match is not None and conflict:
                 unit = unit.evolve(supersedes=match.memory_id)
                 demoted = self._demote(match)
                 if match.memory_id in new:
                     new[match.memory_id] = (demoted, new[match.memory_id][1])
                 else:
                     changed[match.memory_id] = demoted
+                    superseding.add(unit.memory_id)
             new[unit.memory_id] = (unit, vector)
             results.append(unit)
         # Final values for units written in this batch (a later unit may have merged into an earlier one).
@@ -650,10 +756,17 @@ class MemoryStore:
                         ids=chunk,
                         embeddings=[new[i][1] for i in chunk],  # type: ignore[arg-type]
                         documents=[new[i][0].content for i in chunk],
-                        metadatas=[unit_to_metadata(new[i][0]) for i in chunk],  # type: ignore[misc]
+                        metadatas=[
+                            unit_to_metadata(new[i][0], pending=PENDING_SUPERSEDE if i in superseding else "")
+                            for i in chunk
+                        ],  # type: ignore[misc]
                     )
-            if changed:  # second step: a crash before it is completed by _repair on reopen
+            # Second step (merges, demotions); a crash before the marks are cleared is finished by _repair.
+            if changed:
                 col.update(ids=list(changed), metadatas=[unit_to_metadata(u) for u in changed.values()])  # type: ignore[misc]
+            live = [i for i in superseding if i in new]
+            if live:
+                col.update(ids=live, metadatas=[{"pending": ""} for _ in live])
         except HindsightError:
             raise
         except Exception as e:
@@ -704,6 +817,11 @@ class MemoryStore:
         return best, best_sim
 
     def _merge(self, existing: MemoryUnit, incoming: MemoryUnit) -> MemoryUnit:
+        if _trust(incoming.source) > _trust(existing.source):
+            # A less trusted echo corroborates nothing: record it, change nothing else.
+            return existing.evolve(
+                merged_from=list(dict.fromkeys([*existing.merged_from, incoming.memory_id, *incoming.merged_from]))
+            )
         return existing.evolve(
             confidence=max(existing.score_confidence, incoming.score_confidence),
             access_count=existing.access_count + incoming.access_count,
@@ -729,6 +847,12 @@ class MemoryStore:
         ns = self._ns(namespace)
         with self._lock:
             current = self.get(memory_id, namespace=ns)
+            source = changes.get("source", current.source)
+            if source in _TRUST_ORDER and _trust(source) < _trust(current.source):
+                raise ConfigurationError(
+                    f"source cannot be raised from {current.source!r} to {source!r}: provenance is fixed when a "
+                    "unit is added (add a new unit with the trusted source instead)"
+                )
             if "task_type" in changes:
                 changes["task_type"] = self.vocabulary.normalize(changes["task_type"])
             return self.update_many([current.evolve(**changes)], namespace=ns)[0]
@@ -856,9 +980,10 @@ class MemoryStore:
                     ids=[u.memory_id for u in moved],
                     embeddings=rows["embeddings"],  # type: ignore[arg-type]
                     documents=[u.content for u in moved],
-                    metadatas=[unit_to_metadata(u) for u in moved],  # type: ignore[misc]
+                    metadatas=[unit_to_metadata(u, pending=PENDING_MOVE) for u in moved],  # type: ignore[misc]
                 )
                 src.delete(ids=[u.memory_id for u in moved])
+                dst.update(ids=[u.memory_id for u in moved], metadatas=[{"pending": ""} for _ in moved])
             except Exception as e:
                 raise StoreError(f"chroma move failed: {e}") from e
             if dst_role == "archive":
@@ -867,41 +992,188 @@ class MemoryStore:
                 self._reindex(ns, upserts=moved)
             return moved
 
-    def forget(self, memory_id: str | Sequence[str] | None = None, *, namespace: str | None = None) -> int:
+    def forget(
+        self,
+        memory_id: str | Sequence[str] | None = None,
+        *,
+        namespace: str | None = None,
+        scrub: bool | None = None,
+    ) -> int:
         """Hard-delete units (every copy, archive included), or a whole namespace.
 
-        ``forget("mem_...")`` deletes those ids in ``namespace``;
-        ``forget(namespace="alice")`` deletes everything in that namespace.
+        ``forget("mem_...")`` deletes those ids in ``namespace``: the record
+        (vector, document, metadata) in memories and archive, the lexical index
+        entry, and every reference to the id in other units (``supersedes``,
+        ``merged_from``) and in the run journal. ``forget(namespace="alice")``
+        deletes every collection of that namespace.
+
+        With ``scrub`` (the default for an embedded store) the bytes are then
+        physically erased from the directory (see :meth:`scrub`); a Chroma API
+        delete alone leaves them in ``chroma.sqlite3`` and the HNSW files.
+
+        Example:
+            >>> n = store.forget(unit.memory_id)  # doctest: +SKIP
+
+        Args:
+            memory_id: One id or a sequence of ids; ``None`` with an explicit
+                ``namespace`` forgets the whole namespace.
+            namespace: Namespace to delete from (default: the store's).
+            scrub: ``None``: scrub when the store owns an embedded directory.
+                ``False``: defer (call :meth:`scrub` later, e.g. after a batch).
 
         Returns:
             How many units were deleted.
+
+        Raises:
+            ConfigurationError: bad arguments, or ``scrub=True`` on a store that
+                does not own its directory (server or injected client).
         """
+        if scrub is not None and not isinstance(scrub, bool):
+            raise ConfigurationError(f"scrub must be True, False or None, got {scrub!r}")
+        if scrub and not self._owns_client:
+            raise ConfigurationError(_NO_SCRUB)
+        do_scrub = self._owns_client if scrub is None else scrub
         ns = self._ns(namespace)
+        ids = None if memory_id is None else _check_ids(memory_id)
+        if ids is None and namespace is None:
+            raise ConfigurationError("forget() needs a memory id or an explicit namespace")
         with self._lock:
-            deleted = 0
-            if memory_id is None:
-                if namespace is None:
-                    raise ConfigurationError("forget() needs a memory id or an explicit namespace")
-                for role in _ALL_ROLES:
-                    col = self._collection(ns, role, create=False)
-                    if col is None:
-                        continue
-                    if role != "journal":
-                        deleted += col.count()
-                    self.client.delete_collection(col.name)
-                    self._collections.pop((ns, role), None)
-                self._lexical.pop(ns, None)
-            else:
-                ids = _check_ids(memory_id)
-                for role in _ROLES:
-                    col = self._collection(ns, role, create=False)
-                    if col is None:
-                        continue
-                    present = col.get(ids=ids, include=[])["ids"]
-                    if present:
-                        col.delete(ids=present)
-                        deleted += len(present)
-                self._reindex(ns, deletes=ids)
+            self._ensure_open()
+            rebuild: list[str] = []
+            try:
+                if ids is None:
+                    deleted = self._drop_namespace(ns)
+                else:
+                    deleted, rebuild = self._delete_ids(ns, ids)
+            except HindsightError:
+                raise
+            except Exception as e:
+                raise StoreError(f"chroma delete failed: {e}") from e
+            if do_scrub and (deleted or rebuild):
+                self._scrub(rebuild)
             return deleted
 
     delete = forget
+
+    def _drop_namespace(self, ns: str) -> int:
+        """Drop every collection that belongs to ``ns`` (any role, leftovers included)."""
+        deleted = 0
+        for col in self.client.list_collections():
+            meta = col.metadata or {}
+            if meta.get("hindsight_namespace") != ns or "hindsight_role" not in meta:
+                continue
+            if meta["hindsight_role"] in _ROLES and not col.name.endswith(_scrub.REBUILD_SUFFIX):
+                deleted += col.count()
+            self.client.delete_collection(col.name)
+        for key in [k for k in self._collections if k[0] == ns]:
+            del self._collections[key]
+        self._lexical.pop(ns, None)
+        self.__dict__.get("_feeds", {}).pop(ns, None)
+        self._repaired.discard(ns)
+        return deleted
+
+    def _delete_ids(self, ns: str, ids: list[str]) -> tuple[int, list[str]]:
+        """Delete ``ids`` and every reference to them; return (count, names of collections touched)."""
+        deleted = 0
+        touched: list[str] = []
+        gone = set(ids)
+        for role in _ROLES:
+            col = self._collection(ns, role, create=False)
+            if col is None:
+                continue
+            present = col.get(ids=ids, include=[])["ids"]
+            if present:
+                col.delete(ids=present)
+                deleted += len(present)
+                touched.append(col.name)
+            # References: a successor's ``supersedes`` and a merge's ``merged_from`` name the id.
+            referring = self._records(col, where={"supersedes": {"$in": ids}})
+            referring += [
+                u for u in self._records(col, where={"merged_from": {"$ne": "[]"}}) if gone & set(u.merged_from)
+            ]
+            cleaned = {
+                u.memory_id: u.evolve(
+                    supersedes=None if u.supersedes in gone else u.supersedes,
+                    merged_from=[m for m in u.merged_from if m not in gone],
+                )
+                for u in referring
+            }
+            if cleaned:
+                col.update(ids=list(cleaned), metadatas=[unit_to_metadata(u) for u in cleaned.values()])  # type: ignore[misc]
+                if col.name not in touched:
+                    touched.append(col.name)
+                if role == "memories":
+                    self._reindex(ns, upserts=list(cleaned.values()))
+        self._reindex(ns, deletes=ids)
+        journal = self._collection(ns, "journal", create=False)
+        if journal is not None:  # the run journal names the ids it served and produced
+            from langchain_hindsight.journal import RunJournal
+
+            if RunJournal(self, namespace=ns).scrub(ids, namespace=ns):
+                touched.append(journal.name)
+        return deleted, touched
+
+    # ------------------------------------------------------------------ physical erasure
+    def scrub(self) -> None:
+        """Physically erase every deleted record from the store's directory.
+
+        Rebuilds every collection from its live records (dropping the HNSW files
+        that still hold deleted vectors), merges the full-text index, rewrites
+        ``chroma.sqlite3`` with ``VACUUM`` under ``secure_delete`` and removes
+        orphaned segment files. Costs a full copy of the store; :meth:`forget`
+        does it for the collections it touched unless told ``scrub=False``.
+        Resumable: a crash mid-way is finished when the directory is reopened.
+
+        Example:
+            >>> store.forget(ids, scrub=False); store.scrub()  # doctest: +SKIP
+
+        Raises:
+            ConfigurationError: the store does not own an embedded directory. For
+                a Chroma server, stop it, open the directory with
+                ``MemoryStore(persist_directory=...)`` and scrub there.
+            StoreError: the backend failed.
+        """
+        if not self._owns_client:
+            raise ConfigurationError(_NO_SCRUB)
+        with self._lock:
+            self._ensure_open()
+            self._scrub(None)
+
+    def _scrub(self, rebuild: list[str] | None) -> None:
+        """Rebuild ``rebuild`` (names; ``None``: every hindsight collection), then erase files."""
+        assert self.persist_directory is not None
+        marker = self.persist_directory / _scrub.SCRUB_MARKER
+        try:
+            with marker.open("w") as fh:  # durable before any step: a crash resumes on reopen
+                os.fsync(fh.fileno())
+            if rebuild is None:
+                rebuild = [c.name for c in self.client.list_collections() if "hindsight_role" in (c.metadata or {})]
+            for name in rebuild:
+                _scrub.rebuild_collection(self.client, self.client.get_collection(name, embedding_function=None))
+            self._collections.clear()
+            self.client.close()
+            try:
+                removed = _scrub.erase_files(self.persist_directory)
+            finally:
+                self.client = self._open_client()
+            logger.debug(
+                "scrubbed %s: rebuilt %d collection(s), removed %d segment dir(s)",
+                marker.parent,
+                len(rebuild),
+                len(removed),
+            )
+            marker.unlink()
+        except HindsightError:
+            raise
+        except Exception as e:
+            raise StoreError(f"scrub of {self.persist_directory} failed: {e}") from e
+
+    def _finish_interrupted_scrub(self) -> None:
+        assert self.persist_directory is not None
+        try:
+            interrupted = _scrub.recover_rebuilds(self.client)
+        except Exception as e:
+            raise StoreError(f"could not recover an interrupted scrub: {e}") from e
+        if interrupted or (self.persist_directory / _scrub.SCRUB_MARKER).exists():
+            logger.warning("finishing an interrupted scrub of %s", self.persist_directory)
+            self._scrub(None)

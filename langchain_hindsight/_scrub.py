@@ -1,0 +1,213 @@
+"""Physical erasure for an embedded Chroma directory: what makes ``forget`` a hard delete.
+
+Deleting a record through Chroma's API is only logical. Measured on chromadb 1.5.9:
+
+* the HNSW index marks the vector deleted but keeps its bytes in ``data_level0.bin``;
+* ``chroma.sqlite3`` keeps the document text and metadata in freed pages, in the
+  write-ahead ``embeddings_queue`` until the vector segment catches up, and as
+  trigrams in the FTS5 index until it is merged;
+* ``delete_collection`` removes the rows but leaves the segment directory (with
+  every vector) on disk;
+* hnswlib allocates its element buffer without zeroing it and writes the whole
+  capacity to ``data_level0.bin``: the unused slots hold whatever the process's
+  heap held before, which can include the text of a memory just deleted.
+
+So erasing means: rebuild each affected collection (copy the live records into a
+fresh collection, drop the old one), then with the client closed merge the FTS
+index, ``VACUUM`` with ``secure_delete``, and remove segment directories that no
+collection owns. A marker file makes the whole procedure resumable after a crash.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import sqlite3
+import struct
+import uuid
+from pathlib import Path
+from typing import Any
+
+from langchain_hindsight.errors import StoreError
+
+__all__ = [
+    "REBUILD_SUFFIX",
+    "SCRUB_MARKER",
+    "erase_files",
+    "rebuild_collection",
+    "recover_rebuilds",
+    "wipe_unused_index_space",
+]
+
+logger = logging.getLogger(__name__)
+
+SCRUB_MARKER = ".hindsight.scrub-pending"
+"""File present while a scrub is unfinished; a store that finds it on open scrubs again."""
+REBUILD_SUFFIX = "-rebuild"
+"""Suffix of the temporary collection a rebuild copies into (canonical names end in a hex digest)."""
+_SQLITE = "chroma.sqlite3"
+_FTS = "embedding_fulltext_search"
+
+
+def rebuild_collection(client: Any, col: Any) -> None:
+    """Replace ``col`` by a fresh copy of its live records (same name, metadata and configuration).
+
+    Copy first, drop second, rename third: until the old collection is dropped it
+    stays authoritative; after that the complete copy is. :func:`recover_rebuilds`
+    finishes or discards an interrupted rebuild.
+
+    Raises:
+        StoreError: the copy is incomplete (the original is left untouched).
+    """
+    name = col.name
+    metadata = dict(col.metadata or {})
+    tmp_name = name + REBUILD_SUFFIX
+    _drop_if_exists(client, tmp_name)
+    tmp = client.create_collection(
+        tmp_name, metadata=metadata or None, configuration=col.configuration, embedding_function=None
+    )
+    batch = max(1, min(int(client.get_max_batch_size()), 2000))
+    offset = 0
+    while True:
+        rows = col.get(include=["embeddings", "documents", "metadatas"], limit=batch, offset=offset)
+        if not rows["ids"]:
+            break
+        tmp.add(
+            ids=rows["ids"],
+            embeddings=rows["embeddings"],
+            documents=rows["documents"],
+            metadatas=rows["metadatas"],
+        )
+        offset += len(rows["ids"])
+        if len(rows["ids"]) < batch:
+            break
+    if tmp.count() != col.count():
+        client.delete_collection(tmp_name)
+        raise StoreError(f"rebuild of collection {name!r} copied {tmp.count()} of {col.count()} records")
+    client.delete_collection(name)
+    tmp.modify(name=name)
+
+
+def recover_rebuilds(client: Any) -> bool:
+    """Finish or discard rebuilds a crash interrupted; True if there were any."""
+    names = {c.name for c in client.list_collections()}
+    found = False
+    for tmp_name in sorted(n for n in names if n.endswith(REBUILD_SUFFIX)):
+        found = True
+        base = tmp_name.removesuffix(REBUILD_SUFFIX)
+        if base in names:  # the copy may be partial; the original is intact
+            logger.warning("discarding an interrupted rebuild of collection %r", base)
+            client.delete_collection(tmp_name)
+        else:  # the original was dropped after a complete copy: finish the rename
+            logger.warning("completing an interrupted rebuild of collection %r", base)
+            client.get_collection(tmp_name, embedding_function=None).modify(name=base)
+    return found
+
+
+def erase_files(directory: Path) -> list[str]:
+    """Scrub an embedded Chroma directory whose client is closed; return removed segment dirs.
+
+    Merges the FTS5 index (dropping deleted trigrams), rewrites the database with
+    ``VACUUM`` under ``secure_delete`` (no freed page keeps old bytes) and removes,
+    after zero-filling, every segment directory that no live segment owns.
+
+    Raises:
+        StoreError: the database could not be scrubbed.
+    """
+    db = directory / _SQLITE
+    if not db.exists():
+        return []
+    try:
+        con = sqlite3.connect(str(db), isolation_level=None, timeout=30)
+        try:
+            con.execute("PRAGMA secure_delete=ON")
+            has_fts = con.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (_FTS,)).fetchone()
+            if has_fts:
+                con.execute(f"INSERT INTO {_FTS}({_FTS}) VALUES('optimize')")
+            live = {str(row[0]) for row in con.execute("SELECT id FROM segments")}
+            con.execute("VACUUM")
+        finally:
+            con.close()
+    except sqlite3.Error as e:
+        raise StoreError(f"could not scrub {db}: {e}") from e
+    removed = []
+    for child in directory.iterdir():
+        if child.is_dir() and _is_uuid(child.name) and child.name not in live:
+            _zero_and_remove(child)
+            removed.append(child.name)
+    wipe_unused_index_space(directory)
+    return removed
+
+
+def wipe_unused_index_space(directory: Path) -> int:
+    """Zero the unused slots of every HNSW segment file under ``directory`` (client closed); return bytes wiped.
+
+    ``header.bin`` (chroma-hnswlib, version 1) starts with ``int32 version, u64
+    offset_level0, u64 max_elements, u64 cur_element_count, u64
+    size_data_per_element``. Slots at and beyond ``cur_element_count`` in
+    ``data_level0.bin`` (and their 4-byte entries in ``length.bin``) are never
+    read by hnswlib; they are overwritten with zeros. Files of another layout are
+    left alone.
+    """
+    wiped = 0
+    for header in directory.glob("*/header.bin"):
+        raw = header.read_bytes()
+        if len(raw) < 36:
+            continue
+        version, _offset, max_elements, count, per_element = struct.unpack_from("<iQQQQ", raw)
+        if version != 1 or per_element <= 0 or count > max_elements:
+            logger.debug("unknown HNSW header layout in %s: not wiped", header)
+            continue
+        for name, width in (("data_level0.bin", per_element), ("length.bin", 4)):
+            path = header.parent / name
+            if path.exists() and path.stat().st_size % width == 0:
+                wiped += _zero_tail(path, count * width)
+    return wiped
+
+
+def _zero_tail(path: Path, keep: int) -> int:
+    size = path.stat().st_size
+    if size <= keep:
+        return 0
+    with path.open("r+b") as fh:
+        fh.seek(keep)
+        remaining = size - keep
+        while remaining > 0:
+            n = min(remaining, 1 << 20)
+            fh.write(b"\0" * n)
+            remaining -= n
+        fh.flush()
+        os.fsync(fh.fileno())
+    return size - keep
+
+
+def _drop_if_exists(client: Any, name: str) -> None:
+    if name in {c.name for c in client.list_collections()}:
+        client.delete_collection(name)
+
+
+def _is_uuid(name: str) -> bool:
+    try:
+        uuid.UUID(name)
+    except ValueError:
+        return False
+    return True
+
+
+def _zero_and_remove(directory: Path) -> None:
+    """Overwrite every file with zeros, then delete the tree (best effort against file recovery)."""
+    for root, _dirs, files in os.walk(directory):
+        for fname in files:
+            path = Path(root) / fname
+            size = path.stat().st_size
+            with path.open("r+b") as fh:
+                remaining = size
+                chunk = b"\0" * min(size, 1 << 20)
+                while remaining > 0:
+                    n = min(remaining, len(chunk))
+                    fh.write(chunk[:n])
+                    remaining -= n
+                fh.flush()
+                os.fsync(fh.fileno())
+    shutil.rmtree(directory)
