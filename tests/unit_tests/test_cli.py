@@ -1,0 +1,271 @@
+"""The ``hindsight`` CLI through its entry point (``main([...])``) and one real subprocess."""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+import subprocess
+import sys
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from langchain_core.embeddings import Embeddings
+
+from langchain_hindsight.cli import EXIT_LOCKED, EXIT_NOT_FOUND, EXIT_OK, EXIT_USAGE, main
+from langchain_hindsight.journal import RunJournal
+from langchain_hindsight.scoring import score_memory
+from langchain_hindsight.store import MemoryStore
+from langchain_hindsight.types import MemoryContext, MemoryUnit
+
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "readme"
+
+
+@pytest.fixture
+def populated(make_store: Callable[..., MemoryStore], tmp_path: Path) -> Path:
+    """A closed store directory with active, superseded, archived, merged and journalled data."""
+    store = make_store("src")
+    store.add_many(
+        [
+            MemoryUnit(
+                memory_id="mem_csv",
+                task_type="data_cleaning",
+                task_description="清洗包含中文的CSV",
+                content="使用pandas读取中文CSV时指定encoding='utf-8-sig'。",
+                context=MemoryContext(tools_used=["pandas.read_csv"], parameters={"encoding": "utf-8-sig"}),
+                confidence=0.85,
+                source="user_feedback",
+                created_at=T0,
+                last_accessed_at=T0 + timedelta(days=2, microseconds=7),
+                access_count=3,
+                tags=["csv", "encoding"],
+                merged_from=["mem_gone"],
+                run_id="run-a",
+                decayed_through=T0 + timedelta(days=1),
+            ),
+            MemoryUnit(
+                memory_id="mem_java",
+                task_type="general",
+                kind="fact",
+                content="The user prefers Java.",
+                status="superseded",
+                confidence=0.3,
+                created_at=T0,
+                last_accessed_at=T0,
+            ),
+            MemoryUnit(
+                memory_id="mem_py",
+                task_type="general",
+                kind="fact",
+                content="The user prefers Python.",
+                supersedes="mem_java",
+                created_at=T0 + timedelta(days=1),
+                last_accessed_at=T0,
+            ),
+            MemoryUnit(
+                memory_id="mem_old",
+                task_type="weekly_report",
+                content="Weekly report lists last week only.",
+                confidence=0.2,
+                created_at=T0,
+                last_accessed_at=T0,
+            ),
+            MemoryUnit(memory_id="mem_alice", content="Alice likes short answers.", namespace="alice"),
+        ],
+        dedupe=False,
+    )
+    store.archive(["mem_old"])
+    journal = RunJournal(store)
+    journal.start(
+        "run-a",
+        task="清洗 sales.csv",
+        task_type="data_cleaning",
+        served=[score_memory(store.get("mem_csv"), 0.82, task_type="data_cleaning", now=T0)],
+        now=T0,
+    )
+    journal.add_produced("run-a", ["mem_py"])
+    journal.finish("run-a", outcome="success", now=T0 + timedelta(minutes=3))
+    store.close()
+    return tmp_path / "src"
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_export_import_round_trips_every_field(
+    populated: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    dump = tmp_path / "dump.jsonl"
+    code, _, err = run(capsys, "export", "--path", str(populated), "--all", "-o", str(dump))
+    assert code == EXIT_OK, err
+    lines = dump.read_text(encoding="utf-8").splitlines()
+    assert len(lines) == 5
+    code, _, err = run(capsys, "import", str(dump), "--path", str(tmp_path / "copy"))
+    assert code == EXIT_OK, err
+
+    def everything(path: Path) -> dict[str, dict[str, object]]:
+        with MemoryStore(path, embeddings=_NoEmbeddings()) as s:
+            return {u.memory_id: u.to_dict() for ns in s.namespaces() for u in s.iter_units(namespace=ns)}
+
+    original, copy = everything(populated), everything(tmp_path / "copy")
+    assert copy == original
+    assert copy["mem_old"]["status"] == "archived"
+    assert copy["mem_java"]["status"] == "superseded"
+    assert copy["mem_csv"]["last_accessed_at"] == "2026-01-03T00:00:00.000007Z"
+    with MemoryStore(tmp_path / "copy", embeddings=_NoEmbeddings()) as s:
+        assert s.history("mem_java")[0].memory_id == "mem_py"  # links survive
+        assert s.get("mem_old").status == "archived"
+
+
+class _NoEmbeddings(Embeddings):
+    """Reading a store needs no embedder; fail loudly if one is used."""
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        raise AssertionError("no embedding expected")
+
+    def embed_query(self, text: str) -> list[float]:
+        raise AssertionError("no embedding expected")
+
+
+def test_show_history_stats_runs_explain(populated: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    p = str(populated)
+    code, out, _ = run(capsys, "show", "mem_csv", "--path", p, "--json")
+    assert code == EXIT_OK
+    assert json.loads(out)["context"]["parameters"] == {"encoding": "utf-8-sig"}
+    code, out, _ = run(capsys, "show", "mem_csv", "--path", p)
+    assert "encoding='utf-8-sig'" in out
+    assert "user_feedback" in out
+
+    code, out, _ = run(capsys, "history", "mem_java", "--path", p)
+    assert code == EXIT_OK
+    assert out.index("mem_py") < out.index("mem_java")
+
+    code, out, _ = run(capsys, "stats", "--path", p, "--json", "--all")
+    stats = json.loads(out)
+    assert stats["default"]["status"] == {"active": 2, "superseded": 1, "archived": 1}
+    assert stats["default"]["runs"] == 1
+    assert stats["alice"]["total"] == 1
+
+    code, out, _ = run(capsys, "runs", "--path", p)
+    assert "run-a" in out
+    assert "success" in out
+    code, out, _ = run(capsys, "explain", "run-a", "--path", p)
+    assert code == EXIT_OK
+    assert "mem_csv" in out
+    assert "similarity" in out
+    assert "produced mem_py" in out
+    code, out, _ = run(capsys, "explain", "run-a", "--path", p, "--json")
+    assert json.loads(out)["memories"][0]["served"]["memory_id"] == "mem_csv"
+
+
+def test_maintain_and_review_take_a_clock(populated: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    p = str(populated)
+    later = (T0 + timedelta(days=200)).isoformat()
+    code, out, err = run(capsys, "maintain", "--path", p, "--now", later, "--json")
+    assert code == EXIT_OK, err
+    report = json.loads(out)
+    assert report["decay"]["decayed"] == 3  # mem_csv, mem_py and the superseded mem_java
+    assert report["archive"]["archived"] == []  # nothing active is below 0.3 yet (mem_java is superseded)
+    code, out, _ = run(capsys, "maintain", "--path", p, "--now", later, "--json")
+    assert json.loads(out)["decay"]["decayed"] == 0  # idempotent
+    code, out, _ = run(capsys, "review", "--path", p, "--now", later)
+    assert code == EXIT_OK
+    assert "skipped (too few runs" in out
+    code, out, _ = run(capsys, "report", "--path", p, "--now", later)
+    assert code == EXIT_OK
+    assert "task types" in out
+    assert "data_cleaning" in out
+
+
+def test_search_and_forget(populated: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    p = str(populated)
+    code, out, _ = run(capsys, "search", "读取中文CSV乱码", "--path", p, "--json", "-k", "2")
+    assert code == EXIT_OK
+    assert json.loads(out)[0]["memory"]["memory_id"] == "mem_csv"
+    code, out, _ = run(capsys, "forget", "mem_csv", "--path", p)
+    assert (code, out.strip()) == (EXIT_OK, "forgot 1 memories")
+    code, _, err = run(capsys, "show", "mem_csv", "--path", p)
+    assert code == EXIT_NOT_FOUND
+    assert "mem_csv" in err
+
+
+def test_exit_codes_for_usage_not_found_and_lock(
+    populated: Path, capsys: pytest.CaptureFixture[str], embeddings: object
+) -> None:
+    p = str(populated)
+    assert run(capsys, "nosuchcommand")[0] == EXIT_USAGE
+    assert run(capsys, "maintain", "--path", p, "--now", "yesterday")[0] == EXIT_USAGE
+    assert run(capsys, "forget", "--all", "--path", p)[0] == EXIT_USAGE  # needs --namespace and --yes
+    assert run(capsys, "explain", "no-such-run", "--path", p)[0] == EXIT_NOT_FOUND
+    assert run(capsys, "import", str(populated / "missing.jsonl"), "--path", p)[0] == EXIT_NOT_FOUND
+    with MemoryStore(populated, embeddings=embeddings):  # type: ignore[arg-type]
+        code, _, err = run(capsys, "stats", "--path", p)
+    assert code == EXIT_LOCKED
+    assert "already open" in err
+
+
+def test_bad_import_line_is_a_usage_error_naming_the_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"content": "ok"}\n{"content": ""}\n', encoding="utf-8")
+    code, _, err = run(capsys, "import", str(bad), "--path", str(tmp_path / "db"))
+    assert code == EXIT_USAGE
+    assert "line 2" in err
+
+
+def test_path_comes_from_the_environment(
+    populated: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HINDSIGHT_PATH", str(populated))
+    code, out, _ = run(capsys, "stats", "--json")
+    assert code == EXIT_OK
+    assert json.loads(out)["default"]["total"] == 4
+
+
+def test_real_subprocess(populated: Path) -> None:
+    exe = Path(sys.executable).parent / "hindsight"
+    done = subprocess.run(
+        [str(exe), "stats", "--path", str(populated), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == EXIT_OK, done.stderr
+    assert json.loads(done.stdout)["default"]["runs"] == 1
+    missing = subprocess.run(
+        [str(exe), "show", "nope", "--path", str(populated)], capture_output=True, text=True, timeout=300, check=False
+    )
+    assert missing.returncode == EXIT_NOT_FOUND
+
+
+def test_cli_readme_commands_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    text = (DOCS / "cli.md").read_text(encoding="utf-8")
+    commands = [
+        line.removeprefix("hindsight ").strip()
+        for block in re.findall(r"```bash\n(.*?)```", text, re.DOTALL)
+        for line in block.splitlines()
+        if line.startswith("hindsight ") and "demo" not in line and "--server" not in line
+    ]
+    assert len(commands) >= 8
+    monkeypatch.setenv("HINDSIGHT_PATH", str(tmp_path / "memory_db"))
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "memories.jsonl").write_text(
+        json.dumps(
+            MemoryUnit(
+                memory_id="mem_example", task_type="data_cleaning", content="Read GBK CSVs with encoding='gbk'."
+            ).to_dict()
+        )
+        + "\n",
+        encoding="utf-8",
+    )
+    for command in commands:
+        code, _, err = run(capsys, *shlex.split(command, comments=True))
+        assert code == EXIT_OK, f"{command}: {err}"
