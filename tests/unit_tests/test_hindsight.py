@@ -1,0 +1,130 @@
+"""The Hindsight facade: one-liners and feedback() against real agents and the real store."""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langchain.agents import create_agent
+from langchain_core.messages import BaseMessage, HumanMessage
+from langchain_core.tools import ToolException, tool
+
+from langchain_hindsight import Hindsight, MemoryStore, MemoryUnit
+from langchain_hindsight.embeddings import LocalEmbeddings
+from langchain_hindsight.errors import ConfigurationError, RunNotFoundError
+from tests.fakes import ReactiveToolModel, call
+
+LESSON = "生成周报时，数据范围取上周一到上周日的自然周"
+
+
+@tool
+def query_sales(start: str, end: str) -> str:
+    """Query sales between two dates."""
+    if start == "rolling":
+        raise ToolException("ValueError: start must be a date")
+    return f"sales {start}..{end}: 42"
+
+
+query_sales.handle_tool_error = True
+
+
+def _respond(messages: list[BaseMessage]) -> Any:
+    last = messages[-1]
+    if last.type == "tool":
+        if "Error" in str(last.content):
+            return call("query_sales", start="2024-06-03", end="2024-06-09")
+        return "周报：销售额 42"
+    return call("query_sales", start="rolling", end="today")
+
+
+@pytest.fixture
+def hs(tmp_path: Path, embeddings: LocalEmbeddings) -> Any:
+    with Hindsight(tmp_path / "db", embeddings=embeddings, task_type="weekly_report") as bundle:
+        yield bundle
+
+
+def _invoke(agent: Any, text: str, **config: Any) -> str:
+    run_id = str(uuid.uuid4())
+    agent.invoke({"messages": [HumanMessage(text)]}, config={"run_id": run_id, **config})
+    return run_id
+
+
+def test_middleware_run_then_user_correction(hs: Hindsight) -> None:
+    unit = hs.store.add(MemoryUnit(task_type="weekly_report", content=LESSON))
+    agent = create_agent(ReactiveToolModel(respond=_respond), tools=[query_sales], middleware=[hs.middleware()])
+    run_id = _invoke(agent, "生成本周的销售周报")
+    record = hs.journal.get(run_id)
+    assert record.served_ids == [unit.memory_id]
+    assert record.outcome == "success"
+    assert record.produced  # the error→fix rule learned from the failed first call
+    credited = hs.store.get(unit.memory_id).score_confidence
+    assert credited == pytest.approx(unit.score_confidence + 0.05)
+
+    result = hs.feedback(run_id, success=False, comment="不对，周报只统计本周一到周日的数据")
+    assert [u.memory_id for u in result.updated] == [unit.memory_id]
+    assert hs.store.get(unit.memory_id).score_confidence == pytest.approx(credited * 0.5)  # user rejection halves
+    assert len(result.created) == 1
+    created = result.created[0]
+    assert created.source == "user_feedback"
+    assert created.score_confidence >= 0.85
+    assert "本周一到周日" in created.content
+    assert result.run.feedback[-1].rejected is True
+    assert created.memory_id in hs.journal.get(run_id).produced
+
+
+def test_feedback_success_does_not_double_count(hs: Hindsight) -> None:
+    unit = hs.store.add(MemoryUnit(task_type="weekly_report", content=LESSON))
+    agent = create_agent(ReactiveToolModel(respond=_respond), tools=[query_sales], middleware=[hs.middleware()])
+    run_id = _invoke(agent, "生成本周的销售周报")
+    before = hs.store.get(unit.memory_id).score_confidence
+    result = hs.feedback(run_id, success=True, comment="很好")
+    assert result.updated == []
+    assert result.created == []
+    assert hs.store.get(unit.memory_id).score_confidence == before
+    assert result.run.feedback[-1].success is True
+
+
+def test_feedback_errors(hs: Hindsight) -> None:
+    with pytest.raises(RunNotFoundError):
+        hs.feedback("no-such-run", success=True)
+    with pytest.raises(ConfigurationError):
+        hs.feedback("no-such-run")
+
+
+def test_callbacks_capture_and_reflect_any_runnable(hs: Hindsight) -> None:
+    agent = create_agent(ReactiveToolModel(respond=_respond), tools=[query_sales])  # no middleware
+    run_id = _invoke(agent, "生成本周的销售周报", callbacks=hs.callbacks)
+    record = hs.journal.get(run_id)
+    assert record.outcome == "success"
+    assert record.produced
+    assert any("2024-06-03" in u.content for u in hs.store.get_many(record.produced))
+
+
+def test_middleware_and_callbacks_together_reflect_once(hs: Hindsight) -> None:
+    agent = create_agent(ReactiveToolModel(respond=_respond), tools=[query_sales], middleware=[hs.middleware()])
+    run_id = _invoke(agent, "生成本周的销售周报", callbacks=hs.callbacks)
+    assert len(hs.journal.get(run_id).produced) == 1
+    assert hs.store.count() == 1
+
+
+def test_background_reflection_and_close_release_the_directory(tmp_path: Path, embeddings: LocalEmbeddings) -> None:
+    hs = Hindsight(tmp_path / "db", embeddings=embeddings, background=True)
+    agent = create_agent(ReactiveToolModel(respond=_respond), tools=[query_sales], middleware=[hs.middleware()])
+    run_id = _invoke(agent, "生成本周的销售周报")
+    assert hs.flush(timeout=60)
+    assert hs.journal.get(run_id).produced
+    hs.close()
+    with MemoryStore(tmp_path / "db", embeddings=embeddings) as reopened:  # the lock was released
+        assert reopened.count() == 1
+
+
+def test_wrap_and_recall(hs: Hindsight) -> None:
+    hs.store.add(MemoryUnit(task_type="weekly_report", content=LESSON))
+    app = hs.wrap(create_agent(ReactiveToolModel(respond=_respond), tools=[query_sales]))
+    run_id = _invoke(app, "生成本周的销售周报")
+    assert hs.journal.get(run_id).served_ids
+    recalled = hs.recall("生成本周的销售周报")
+    assert LESSON in [r.memory.content for r in recalled]
+    assert all(set(r.breakdown) >= {"similarity", "confidence"} for r in recalled)
