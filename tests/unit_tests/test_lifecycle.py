@@ -413,3 +413,22 @@ def test_usage_report_finds_memories_that_never_help(store: MemoryStore) -> None
     df = report.to_dataframe("memories")
     assert list(df["memory_id"]) == [useful.memory_id, useless.memory_id]
     assert int(df.loc[df["memory_id"] == useful.memory_id, "shown"].iloc[0]) == 5
+
+
+# ----------------------------------------------------------------------------- README section
+def test_lifecycle_readme_examples_run(capsys: pytest.CaptureFixture[str]) -> None:
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[2] / "docs" / "readme" / "lifecycle.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"```python\n(.*?)```", text, re.DOTALL)
+    assert len(blocks) == 4
+    for block in blocks:
+        exec(compile(block, "lifecycle.md", "exec"), {})
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "1 0.43"
+    assert out[1] == "True"
+    assert out[2] == "1 similarity active"
+    assert out[3].startswith("[('similarity', 0.415)")
+    assert out[4].startswith("最近5个data_cleaning任务中有5个都涉及“missing-values”")
+    assert out[5] == "0 [] []"
