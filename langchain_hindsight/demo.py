@@ -495,5 +495,6 @@ def run_demo(
             screen(f"  served memory now: confidence {unit.score_confidence:.2f}, used {unit.access_count} time(s)")
         after = hs.store.count(status="active")
         screen(f"  active memories: {before} before, {after} after (re-running merges identical lessons)")
-        screen(f"  store: {root / 'memory_db'}  (inspect: hindsight show / hindsight search)")
+        screen(f"  store: {root / 'memory_db'}")
+        screen(f"  inspect: hindsight search --path {root / 'memory_db'} --namespace demo 读取销售CSV")
     return 0

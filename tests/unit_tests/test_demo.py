@@ -1,0 +1,113 @@
+"""The offline demo: real files, tools, agent, store, reflection; the scripted model's honesty."""
+
+from __future__ import annotations
+
+import io
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+
+from langchain_hindsight.demo import decide, demo_tools, run_demo, select_model, write_demo_files
+from langchain_hindsight.errors import ConfigurationError
+
+
+def test_demo_files_are_gbk_semicolon_and_tools_really_parse_them(tmp_path: Path) -> None:
+    paths = write_demo_files(tmp_path)
+    raw = paths[0].read_bytes()
+    with pytest.raises(UnicodeDecodeError):
+        raw.decode("utf-8")
+    assert raw.decode("gbk").splitlines()[0] == "日期;门店;品类;销售额"
+    read_csv, detect_format = demo_tools(tmp_path)
+    bad = read_csv.invoke({"path": str(paths[0])})
+    assert bad.startswith("UnicodeDecodeError")  # handled tool error, as the agent sees it
+    wrong_delimiter = read_csv.invoke({"path": str(paths[0]), "encoding": "gbk"})
+    assert wrong_delimiter.startswith("ParseError")
+    assert detect_format.invoke({"path": str(paths[0])}) == "encoding=gbk delimiter=';'"
+    ok = read_csv.invoke({"path": str(paths[0]), "encoding": "gbk", "delimiter": ";"})
+    assert "6 行" in ok
+    assert "6165.00" in ok
+    outside = read_csv.invoke({"path": str(tmp_path.parent / "x.csv")})
+    assert outside.startswith("PermissionError")
+
+
+def test_scripted_policy_depends_on_the_prompt_it_receives() -> None:
+    task = "统计 /d/sales.csv 中的销售额合计"
+    plain = decide([HumanMessage(task)])
+    assert plain.tool_calls[0]["args"] == {"path": "/d/sales.csv"}
+    lesson = (
+        "[相关经验]\n1. 使用read_csv时，encoding=None会失败，改为encoding='gbk', delimiter=';'后成功。（置信度：0.70）"
+    )
+    informed = decide([HumanMessage(f"{lesson}\n\n[当前任务]\n{task}")])
+    assert informed.tool_calls[0]["args"] == {"path": "/d/sales.csv", "encoding": "gbk", "delimiter": ";"}
+    other = decide([HumanMessage(f"[相关经验]\n1. 用 encoding='utf-8-sig' 读取（置信度：0.9）\n\n[当前任务]\n{task}")])
+    assert other.tool_calls[0]["args"]["encoding"] == "utf-8-sig"
+    # after an error it detects the format, then uses what the tool reported
+    call = plain.tool_calls[0]
+    error = ToolMessage("UnicodeDecodeError: ...", tool_call_id=call["id"], name="read_csv", status="error")
+    detect = decide([HumanMessage(task), plain, error])
+    assert detect.tool_calls[0]["name"] == "detect_format"
+    found = ToolMessage("encoding=gbk delimiter=';'", tool_call_id="x", name="detect_format")
+    retry = decide([HumanMessage(task), plain, error, detect, found])
+    assert retry.tool_calls[0]["args"] == {"path": "/d/sales.csv", "encoding": "gbk", "delimiter": ";"}
+    done = ToolMessage("读取成功：6 行", tool_call_id="y", name="read_csv")
+    assert isinstance(decide([HumanMessage(task), retry, done]), AIMessage)
+
+
+def test_model_selection(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("HINDSIGHT_MODEL", raising=False)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    model, real = select_model()
+    assert not real
+    assert type(model).__name__ == "ScriptedDemoModel"
+    with pytest.raises(ConfigurationError, match="OPENAI_API_KEY"):
+        select_model("gpt-4o-mini")
+    chat, real = select_model("qwen2.5", base_url="http://127.0.0.1:9/v1")  # never called here
+    assert real
+    assert type(chat).__name__ == "ChatOpenAI"
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    monkeypatch.setenv("HINDSIGHT_MODEL", "gpt-4o-mini")
+    chat, real = select_model()
+    assert real
+    assert getattr(chat, "model_name", None) == "gpt-4o-mini"
+
+
+def test_run_demo_learns_in_run_one_and_uses_it_in_run_two(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("HINDSIGHT_MODEL", raising=False)
+    out = io.StringIO()
+    assert run_demo(path=tmp_path, out=out) == 0
+    text = out.getvalue()
+    assert "scripted offline policy" in text
+    run2 = text.split("[run 2]")[1]
+    prompt = run2.split("model really received")[1].split("model →")[0]
+    assert prompt.count("[相关经验]") == 1
+    assert "encoding='gbk'" in prompt
+    assert "[system]" in prompt
+    assert "[相关经验]" not in prompt.split("[human]")[0]  # not in the system prompt
+    assert "run 1: 4 model calls, 1 tool error(s)" in text
+    assert "run 2: 2 model calls, 0 tool error(s)" in text
+    assert "active memories: 0 before, 1 after" in text
+    # idempotent: a second run merges the identical lesson
+    again = io.StringIO()
+    assert run_demo(path=tmp_path, out=again) == 0
+    assert "active memories: 1 before, 1 after" in again.getvalue()
+
+
+@pytest.mark.slow
+def test_hindsight_demo_command_exits_zero_offline(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k not in {"HINDSIGHT_MODEL", "OPENAI_API_KEY"}}
+    env["HF_HUB_OFFLINE"] = "1"
+    done = subprocess.run(
+        [sys.executable, "-m", "langchain_hindsight.cli", "demo", "--path", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "[相关经验]" in done.stdout.split("[run 2]")[1]
