@@ -22,7 +22,7 @@ from langchain_core.embeddings import Embeddings
 
 from langchain_hindsight import _scrub
 from langchain_hindsight._codec import PENDING_MOVE, PENDING_SUPERSEDE, unit_from_record, unit_to_metadata
-from langchain_hindsight._lexical import LexicalIndex
+from langchain_hindsight._lexical import ChangeFeed, LexicalIndex
 from langchain_hindsight._safety import SUSPICIOUS_TAG, looks_like_instruction
 from langchain_hindsight.errors import (
     ConfigurationError,
@@ -242,6 +242,7 @@ class MemoryStore:
         self._lock = threading.RLock()
         self._collections: dict[tuple[str, Role], Collection] = {}
         self._lexical: dict[str, LexicalIndex] = {}
+        self._feeds: dict[str, ChangeFeed] = {}  # lexical change feeds on a shared client (see _lexical)
         self._file_lock: BaseFileLock | None = None
         self._owns_client = client is None
         self._closed = False
@@ -560,7 +561,7 @@ class MemoryStore:
                 chain.append(older[0])
             return chain
 
-    # ------------------------------------------------------------------ search (dense arm)
+    # ------------------------------------------------------------------ search (dense + lexical arms)
     def search(
         self,
         query: str,
@@ -586,42 +587,146 @@ class MemoryStore:
         include_embeddings: bool = False,
         where: dict[str, Any] | None = None,
     ) -> list[tuple[MemoryUnit, float, list[float] | None]]:
-        """Like :meth:`search` with a precomputed query vector."""
+        """Like :meth:`search` with a precomputed query vector.
+
+        Without ``where``, Chroma is queried *unfiltered* for ``k`` plus a margin
+        and inactive units are dropped: a ``where`` filter makes Chroma scan
+        instead of using its index (~40x slower at 100k). Only when too few active
+        units remain does it repeat the query with the status filter.
+        """
+        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+            raise ConfigurationError(f"k must be a positive int, got {k!r}")
+        ns = self._ns(namespace)
+        include: list[Any] = ["documents", "metadatas", "distances"]
+        if include_embeddings:
+            include.append("embeddings")
+        with self._lock:
+            col = self._collection(ns, create=False)
+            if col is None:
+                return []
+            try:
+                if where is None:
+                    res = col.query(query_embeddings=[list(vector)], n_results=k + max(8, k // 2), include=include)
+                    hits = self._hits(res, include_embeddings)
+                    active = [h for h in hits if h[0].status == "active"]
+                    if len(active) >= k or len(hits) < k + max(8, k // 2):
+                        return active[:k]
+                clause: dict[str, Any] = {"status": "active"}
+                if where is not None:
+                    clause = {"$and": [clause, where]}
+                res = col.query(query_embeddings=[list(vector)], n_results=k, where=clause, include=include)
+            except HindsightError:
+                raise
+            except Exception as e:
+                raise StoreError(f"chroma query failed: {e}") from e
+        return self._hits(res, include_embeddings)
+
+    @staticmethod
+    def _hits(res: Any, include_embeddings: bool) -> list[tuple[MemoryUnit, float, list[float] | None]]:
+        out: list[tuple[MemoryUnit, float, list[float] | None]] = []
+        embs = res.get("embeddings")
+        for j, memory_id in enumerate(res["ids"][0]):
+            unit = unit_from_record(memory_id, res["documents"][0][j], res["metadatas"][0][j])
+            emb = [float(x) for x in embs[0][j]] if include_embeddings and embs is not None else None
+            out.append((unit, 1.0 - float(res["distances"][0][j]), emb))
+        return out
+
+    def similarity_by_ids(
+        self, vector: Sequence[float], memory_ids: Sequence[str], *, namespace: str | None = None
+    ) -> list[tuple[MemoryUnit, float]]:
+        """The *active* units among ``memory_ids`` with their cosine similarity to ``vector``.
+
+        Used by hybrid recall for candidates found only by the lexical arm, so
+        every candidate is scored on the same dense similarity. Order follows
+        ``memory_ids``; missing or inactive ids are skipped.
+        """
+        ids = _check_ids(memory_ids) if memory_ids else []
+        if not ids:
+            return []
         ns = self._ns(namespace)
         with self._lock:
             col = self._collection(ns, create=False)
             if col is None:
                 return []
-            include: list[Any] = ["documents", "metadatas", "distances"]
-            if include_embeddings:
-                include.append("embeddings")
-            clause: dict[str, Any] = {"status": "active"}
-            if where:
-                clause = {"$and": [clause, where]}
             try:
-                res = col.query(query_embeddings=[list(vector)], n_results=k, where=clause, include=include)
+                rows = col.get(ids=ids, include=["documents", "metadatas", "embeddings"])
             except Exception as e:
-                raise StoreError(f"chroma query failed: {e}") from e
-        out: list[tuple[MemoryUnit, float, list[float] | None]] = []
-        embs = res.get("embeddings")
-        for j, memory_id in enumerate(res["ids"][0]):
-            unit = unit_from_record(memory_id, res["documents"][0][j], res["metadatas"][0][j])  # type: ignore[index]
-            emb = [float(x) for x in embs[0][j]] if include_embeddings and embs is not None else None
-            out.append((unit, 1.0 - float(res["distances"][0][j]), emb))  # type: ignore[index]
-        return out
+                raise StoreError(f"chroma get failed: {e}") from e
+        query = [float(x) for x in vector]
+        found: dict[str, tuple[MemoryUnit, float]] = {}
+        embeddings = rows.get("embeddings")
+        for j, memory_id in enumerate(rows["ids"]):
+            unit = unit_from_record(memory_id, rows["documents"][j], rows["metadatas"][j])
+            if unit.status != "active" or embeddings is None:
+                continue
+            found[memory_id] = (unit, sum(a * float(b) for a, b in zip(query, embeddings[j], strict=True)))
+        return [found[i] for i in ids if i in found]
 
-    def lexical_search(self, query: str, *, k: int = 10, namespace: str | None = None) -> list[tuple[str, float]]:
-        """BM25 matches among active units: ``(memory_id, score)``, best first."""
+    def lexical_search(
+        self, query: str, *, k: int = 10, namespace: str | None = None, normalize: bool = False
+    ) -> list[tuple[str, float]]:
+        """BM25 matches among active units: ``(memory_id, score)``, best first.
+
+        ``normalize=True`` scales scores to [0, 1] by the query's idf mass (see
+        :meth:`LexicalIndex.search <langchain_hindsight._lexical.LexicalIndex.search>`).
+
+        The index is built from Chroma on first use and kept in step with this
+        store's writes; with a shared client (``HttpClient``), other stores'
+        writes are picked up through the namespace's change feed on every call.
+        """
+        if not isinstance(query, str):
+            raise ConfigurationError(f"query must be a string, got {type(query).__name__}")
+        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+            raise ConfigurationError(f"k must be a positive int, got {k!r}")
         ns = self._ns(namespace)
         with self._lock:
-            return self._lexical_index(ns).search(query, k)
+            return self._lexical_index(ns).search(query, k, normalize=normalize)
+
+    def _change_feed(self, namespace: str) -> ChangeFeed | None:
+        """The namespace's change feed, or ``None`` when this store is the only writer (embedded)."""
+        if self._owns_client:
+            return None  # the directory lock guarantees no other writer
+        feed = self._feeds.get(namespace)
+        if feed is None:
+            name = "hslex" + _collection_name(namespace, "memories")[2:]
+            try:
+                col = self.client.get_or_create_collection(
+                    name,
+                    metadata={"hindsight_namespace": namespace, "hindsight_role": "lexical_feed"},
+                    embedding_function=None,
+                )
+            except Exception as e:
+                raise StoreError(f"could not open the change feed of namespace {namespace!r}: {e}") from e
+            feed = self._feeds[namespace] = ChangeFeed(col)
+        return feed
 
     def _lexical_index(self, namespace: str) -> LexicalIndex:
+        self._ensure_open()
+        feed = self._change_feed(namespace)
         index = self._lexical.get(namespace)
-        if index is None:
-            index = LexicalIndex()
-            index.upsert(self.iter_units(namespace=namespace, status="active"))
-            self._lexical[namespace] = index
+        try:
+            if index is not None and feed is not None:
+                seen, changed = feed.poll(index.seen)
+                if changed is None:
+                    logger.debug("lexical index of %r is behind other writers: rebuilding", namespace)
+                    index = None
+                elif changed:
+                    units = self.get_many(sorted(changed), namespace=namespace)
+                    index.delete(changed)
+                    index.upsert(u for u in units if u.status == "active")
+                    index.seen = seen
+                else:
+                    index.seen = seen
+            if index is None:
+                index = LexicalIndex()
+                if feed is not None:
+                    index.seen = feed.snapshot()  # before reading: later writes are caught by the next poll
+                index.upsert(self.iter_units(namespace=namespace, status="active"))
+                self._lexical[namespace] = index
+        except HindsightError:
+            raise
+        except Exception as e:
+            raise StoreError(f"lexical index refresh failed: {e}") from e
         return index
 
     def _reindex(self, namespace: str, upserts: Sequence[MemoryUnit] = (), deletes: Sequence[str] = ()) -> None:
@@ -629,6 +734,12 @@ class MemoryStore:
         if index is not None:  # not built yet: it will be built from Chroma when first searched
             index.delete(deletes)
             index.upsert(upserts)
+        feed = self._change_feed(namespace)
+        if feed is not None:
+            try:
+                feed.publish([*(u.memory_id for u in upserts), *deletes])
+            except Exception as e:
+                raise StoreError(f"could not publish the change to namespace {namespace!r}: {e}") from e
 
     # ------------------------------------------------------------------ writes
     def _prepare(self, unit: MemoryUnit, namespace: str | None) -> MemoryUnit:

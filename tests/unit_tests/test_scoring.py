@@ -1,0 +1,130 @@
+"""The weighted recall score (seed §2.4, §4.4): a pure function, tested factor by factor."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from langchain_hindsight import ConfigurationError, MemoryUnit, ScoringWeights, score_memory
+from langchain_hindsight.scoring import time_factor
+
+NOW = datetime(2026, 6, 1, tzinfo=UTC)
+
+
+def unit(**kw: object) -> MemoryUnit:
+    kw.setdefault("content", "Weekly report covers Monday to Sunday.")
+    kw.setdefault("created_at", NOW)
+    kw.setdefault("confidence", 0.7)
+    return MemoryUnit(**kw)  # type: ignore[arg-type]
+
+
+def test_seed_formula_by_hand() -> None:
+    u = unit(
+        task_type="weekly_report",
+        confidence=0.85,
+        access_count=3,
+        source="agent_inference",
+        created_at=NOW - timedelta(days=73),
+    )
+    s = score_memory(u, 0.8, task_type="weekly_report", now=NOW)
+    # (0.5*0.8 + 0.2 + 0.2*0.85 + min(3/10, 0.1) + 0.1*0.5) * max(0.5, 1 - 73/365)
+    expected = (0.4 + 0.2 + 0.17 + 0.1 + 0.05) * (1 - 73 / 365)
+    assert s.score == pytest.approx(expected)
+    assert s.breakdown == pytest.approx(
+        {
+            "similarity": 0.4,
+            "task_type": 0.2,
+            "confidence": 0.17,
+            "access": 0.1,
+            "source": 0.05,
+            "time_factor": 0.8,
+            "score": expected,
+        }
+    )
+    assert s.similarity == 0.8
+
+
+def test_task_type_bonus_only_on_exact_match() -> None:
+    u = unit(task_type="monthly_report")
+    assert score_memory(u, 0.5, task_type="weekly_report", now=NOW).breakdown["task_type"] == 0.0
+    assert score_memory(u, 0.5, task_type=None, now=NOW).breakdown["task_type"] == 0.0
+    assert score_memory(u, 0.5, task_type="monthly_report", now=NOW).breakdown["task_type"] == 0.2
+
+
+def test_time_factor_decays_linearly_then_floors() -> None:
+    assert time_factor(NOW, NOW) == 1.0
+    assert time_factor(NOW - timedelta(days=182, hours=23), NOW) == pytest.approx(1 - 182 / 365)
+    assert time_factor(NOW - timedelta(days=200), NOW) == 0.5
+    assert time_factor(NOW - timedelta(days=3000), NOW) == 0.5
+    assert time_factor(NOW + timedelta(days=5), NOW) == 1.0  # future timestamps do not boost
+
+
+def test_time_decay_changes_order_as_the_formula_says() -> None:
+    fresh = unit(memory_id="fresh", created_at=NOW - timedelta(days=1))
+    old = unit(memory_id="old", created_at=NOW - timedelta(days=300))
+    # Same everything else: the old one only wins with enough extra similarity.
+    assert score_memory(fresh, 0.6, now=NOW).score > score_memory(old, 0.6, now=NOW).score
+    assert score_memory(old, 1.0, now=NOW).score < score_memory(fresh, 0.6, now=NOW).score
+
+
+def test_confidence_changes_order() -> None:
+    low = unit(memory_id="low", confidence=0.3)
+    high = unit(memory_id="high", confidence=0.9)
+    assert score_memory(high, 0.5, now=NOW).score - score_memory(low, 0.5, now=NOW).score == pytest.approx(0.12)
+
+
+def test_access_heat_is_capped() -> None:
+    assert score_memory(unit(access_count=0), 0.5, now=NOW).breakdown["access"] == 0.0
+    assert score_memory(unit(access_count=50), 0.5, now=NOW).breakdown["access"] == 0.1
+    w = ScoringWeights(access_scale=100)
+    assert score_memory(unit(access_count=5), 0.5, now=NOW, weights=w).breakdown["access"] == pytest.approx(0.05)
+
+
+def test_source_ranks_user_feedback_over_inference_over_tool_output() -> None:
+    scores = {
+        src: score_memory(unit(source=src, confidence=0.7), 0.5, now=NOW).score
+        for src in ("user_feedback", "agent_inference", "tool_output")
+    }
+    assert scores["user_feedback"] > scores["agent_inference"] > scores["tool_output"]
+    flat = ScoringWeights(source=0.0)
+    assert len({score_memory(unit(source=s), 0.5, now=NOW, weights=flat).score for s in scores}) == 1
+
+
+def test_extra_diagnostics_do_not_change_score() -> None:
+    u = unit()
+    plain = score_memory(u, 0.5, now=NOW)
+    extra = score_memory(u, 0.5, now=NOW, extra={"dense": 0.41, "lexical": 3.2, "score": 99.0})
+    assert extra.score == plain.score
+    assert extra.breakdown["dense"] == 0.41
+    assert extra.breakdown["score"] == plain.score
+
+
+def test_bad_weights_and_naive_clock_are_rejected() -> None:
+    with pytest.raises(ConfigurationError):
+        ScoringWeights(similarity=-0.1)
+    with pytest.raises(ConfigurationError):
+        ScoringWeights(time_floor=1.5)
+    with pytest.raises(ConfigurationError):
+        ScoringWeights(access_scale=0)
+    with pytest.raises(ConfigurationError):
+        ScoringWeights(source_prior={"user_feedback": 2.0})
+    with pytest.raises(ConfigurationError):
+        score_memory(unit(), 0.5, now=datetime(2026, 1, 1))
+
+
+@given(
+    sim=st.floats(min_value=-5, max_value=5, allow_nan=False),
+    conf=st.floats(min_value=0, max_value=1),
+    access=st.integers(min_value=0, max_value=10_000),
+    days=st.integers(min_value=0, max_value=5000),
+)
+def test_score_is_bounded_and_breakdown_sums(sim: float, conf: float, access: int, days: int) -> None:
+    u = unit(confidence=conf, access_count=access, created_at=NOW - timedelta(days=days))
+    s = score_memory(u, sim, task_type="general", now=NOW)
+    terms = sum(s.breakdown[k] for k in ("similarity", "task_type", "confidence", "access", "source"))
+    assert s.score == pytest.approx(terms * s.breakdown["time_factor"])
+    assert 0.0 <= s.score <= 0.5 + 0.2 + 0.2 + 0.1 + 0.1
+    assert 0.0 <= s.similarity <= 1.0
