@@ -402,7 +402,8 @@ class MemoryStore:
                 targets = sorted(
                     {str(m["supersedes"]) for m in marks.values() if m.get("pending") == PENDING_SUPERSEDE} - {""}
                 )
-                stale = [self._demote(u) for u in self._records(col, ids=targets) if u.status == "active"]
+                found = self._records(col, ids=targets) if targets else []
+                stale = [self._demote(u) for u in found if u.status == "active"]
                 if stale:
                     col.update(ids=[u.memory_id for u in stale], metadatas=[unit_to_metadata(u) for u in stale])  # type: ignore[misc]
                 moved = [i for i, m in marks.items() if m.get("pending") == PENDING_MOVE]
