@@ -15,17 +15,16 @@ nothing new, a repeated review does not store a pattern twice.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from langchain_hindsight._usage import UsageReport
-from langchain_hindsight.errors import ConfigurationError, StoreError
-from langchain_hindsight.types import DEFAULT_INITIAL_CONFIDENCE, MemoryUnit, utcnow
+from langchain_hindsight.errors import ConfigurationError
+from langchain_hindsight.types import MemoryUnit, utcnow
 
 if TYPE_CHECKING:
-    import numpy as np
     from langchain_core.language_models import BaseChatModel
 
     from langchain_hindsight.journal import RunJournal
@@ -47,8 +46,6 @@ logger = logging.getLogger(__name__)
 
 _WRITE_BATCH = 1000
 _READ_BATCH = 5000
-_BLOCK_ELEMENTS = 1 << 25
-"""Similarity block size (floats, ~128 MB) of the merge pass."""
 
 Progress = Callable[[str, int, int], None]
 """``progress(stage, done, total)``: called during long operations (the CLI prints it to stderr)."""
@@ -342,10 +339,12 @@ class Lifecycle:
         """
         import numpy as np
 
+        from langchain_hindsight._merge import active_with_vectors, delete_folded, fold, star_clusters
+
         ns = self.store._ns(namespace)
         scope = self.policy.merge_scope or getattr(self.store, "conflict_scope", "task_type")
         with self.store._lock:
-            units, vectors = self._active_with_vectors(ns)
+            units, vectors = active_with_vectors(self.store, ns, self.progress)
             groups: dict[tuple[str, str], list[int]] = {}
             for i, u in enumerate(units):
                 key = (u.task_type, u.kind) if scope == "task_type" else ("", "")
@@ -355,96 +354,17 @@ class Lifecycle:
             done = 0
             for idx in groups.values():
                 if len(idx) > 1:
-                    for keeper, folded in self._merge_group([units[i] for i in idx], vectors[np.asarray(idx)]):
+                    members = [units[i] for i in idx]
+                    for keeper, folded in star_clusters(members, vectors[np.asarray(idx)], self.policy.merge_threshold):
                         merged[keeper.memory_id] = [u.memory_id for u in folded]
-                        keepers.append(_fold(keeper, folded))
+                        keepers.append(fold(keeper, folded))
                 done += len(idx)
                 self._report("merge", done, len(units))
             if keepers:
                 self._write("merge write", keepers, ns)
-                self._delete(ns, [i for ids in merged.values() for i in ids])
+                delete_folded(self.store, ns, [i for ids in merged.values() for i in ids])
         logger.info("merge in %r: %d units folded into %d", ns, sum(map(len, merged.values())), len(merged))
         return MergeReport(namespace=ns, examined=len(units), merged=merged)
-
-    def _active_with_vectors(self, ns: str) -> tuple[list[MemoryUnit], np.ndarray]:
-        import numpy as np
-
-        from langchain_hindsight._codec import unit_from_record
-
-        col = self.store._collection(ns, create=False)
-        units: list[MemoryUnit] = []
-        chunks: list[np.ndarray] = []
-        if col is None:
-            return units, np.zeros((0, 0), dtype=np.float32)
-        total = col.count()
-        offset = 0
-        while True:
-            try:
-                rows = col.get(
-                    where={"status": "active"},
-                    include=["documents", "metadatas", "embeddings"],
-                    limit=_READ_BATCH,
-                    offset=offset,
-                )
-            except Exception as e:
-                raise StoreError(f"chroma get failed: {e}") from e
-            ids = rows["ids"]
-            units.extend(
-                unit_from_record(i, d, m)
-                for i, d, m in zip(ids, rows["documents"] or [], rows["metadatas"] or [], strict=True)
-            )
-            if ids:
-                chunks.append(np.asarray(rows["embeddings"], dtype=np.float32))
-            self._report("merge read", min(offset + len(ids), total), total)
-            if len(ids) < _READ_BATCH:
-                break
-            offset += _READ_BATCH
-        vectors = np.concatenate(chunks) if chunks else np.zeros((0, 0), dtype=np.float32)
-        if len(vectors):
-            norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-            vectors /= np.where(norms == 0, 1.0, norms)
-        return units, vectors
-
-    def _merge_group(self, units: list[MemoryUnit], vectors: np.ndarray) -> list[tuple[MemoryUnit, list[MemoryUnit]]]:
-        """Greedy star clustering: best unit first, each absorbs its unabsorbed neighbours."""
-        import numpy as np
-
-        order = sorted(range(len(units)), key=lambda i: _priority(units[i]))
-        x = vectors[np.asarray(order)]
-        n = len(order)
-        threshold = np.float32(self.policy.merge_threshold - 1e-6)
-        neighbours: dict[int, list[int]] = {}
-        block = max(1, min(n, _BLOCK_ELEMENTS // max(1, n)))
-        for start in range(0, n, block):
-            stop = min(n, start + block)
-            sims = x[start:stop] @ x[start:].T  # rows start..stop, columns start..n
-            rows, cols = np.nonzero(sims >= threshold)
-            for r, c in zip(rows.tolist(), cols.tolist(), strict=True):
-                a, b = start + r, start + c
-                if b > a:
-                    neighbours.setdefault(a, []).append(b)
-        absorbed: set[int] = set()
-        out: list[tuple[MemoryUnit, list[MemoryUnit]]] = []
-        for a in range(n):
-            if a in absorbed or a not in neighbours:
-                continue
-            folded = [b for b in sorted(neighbours[a]) if b not in absorbed]
-            if folded:
-                absorbed.update(folded)
-                out.append((units[order[a]], [units[order[b]] for b in folded]))
-        return out
-
-    def _delete(self, ns: str, ids: list[str]) -> None:
-        """Delete merged-away units (not :meth:`MemoryStore.forget`: their ids stay as provenance)."""
-        col = self.store._collection(ns, create=False)
-        if col is None or not ids:
-            return
-        try:
-            for start in range(0, len(ids), _WRITE_BATCH):
-                col.delete(ids=ids[start : start + _WRITE_BATCH])
-        except Exception as e:
-            raise StoreError(f"chroma delete failed: {e}") from e
-        self.store._reindex(ns, deletes=ids)
 
     # ------------------------------------------------------------------ review (seed §2.3)
     def review(
@@ -527,37 +447,3 @@ class Lifecycle:
             min_shown=min_shown,
             low_similarity=low_similarity,
         )
-
-
-_SOURCE_RANK = list(DEFAULT_INITIAL_CONFIDENCE)
-
-
-def _priority(unit: MemoryUnit) -> tuple[Any, ...]:
-    """Sort key: the unit that should survive a merge comes first."""
-    return (-unit.score_confidence, -unit.access_count, unit.created_at, unit.memory_id)
-
-
-def _fold(keeper: MemoryUnit, folded: Sequence[MemoryUnit]) -> MemoryUnit:
-    """``keeper`` after absorbing ``folded``.
-
-    A folded id already in ``keeper.merged_from`` (a merge interrupted between
-    its write and its delete) adds no access count again.
-    """
-    known = set(keeper.merged_from)
-    merged_from = list(keeper.merged_from)
-    access = keeper.access_count
-    for u in folded:
-        if u.memory_id not in known:
-            access += u.access_count
-        merged_from.extend([u.memory_id, *u.merged_from])
-    group = [keeper, *folded]
-    supersedes = keeper.supersedes or next((u.supersedes for u in folded if u.supersedes), None)
-    return keeper.evolve(
-        confidence=max(u.score_confidence for u in group),
-        access_count=access,
-        tags=[t for u in group for t in u.tags],
-        last_accessed_at=max(u.last_accessed_at for u in group),
-        merged_from=[i for i in dict.fromkeys(merged_from) if i != keeper.memory_id],
-        source=min((u.source for u in group), key=_SOURCE_RANK.index),
-        supersedes=supersedes,
-    )
