@@ -128,3 +128,25 @@ def test_wrap_and_recall(hs: Hindsight) -> None:
     recalled = hs.recall("生成本周的销售周报")
     assert LESSON in [r.memory.content for r in recalled]
     assert all(set(r.breakdown) >= {"similarity", "confidence"} for r in recalled)
+
+
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "readme"
+
+
+@pytest.mark.parametrize("name", ["quickstart.md", "adapters.md"])
+def test_readme_examples_run(name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import re
+    import sys
+    import types
+    import warnings
+
+    text = (DOCS / name).read_text(encoding="utf-8")
+    blocks = re.findall(r"```python\n(.*?)```", text, flags=re.DOTALL)
+    assert blocks
+    monkeypatch.chdir(tmp_path)
+    module = types.ModuleType(f"readme_{name.removesuffix('.md')}")  # typing resolves hints through sys.modules
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        for block in blocks:
+            exec(compile(block, f"docs/readme/{name}", "exec"), module.__dict__)
