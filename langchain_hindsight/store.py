@@ -1064,6 +1064,39 @@ class MemoryStore:
             ]
             return self.update_many(updated, namespace=ns)
 
+    def share(
+        self, memory_ids: Sequence[str] | str, *, to_namespace: str, namespace: str | None = None
+    ) -> list[MemoryUnit]:
+        """Copy units into another namespace: the one explicit way a memory crosses namespaces.
+
+        Namespaces never see each other's units; agents share experience by
+        copying chosen units into a namespace they all read (e.g. ``"shared"``).
+        The copy keeps id, content, provenance and counters, is active, and goes
+        through the target's dedup (a near-duplicate there absorbs it). It is
+        independent afterwards: forgetting the original does not forget the copy
+        (``forget(memory_id, namespace=to_namespace)`` does).
+
+        Example:
+            >>> store.share([unit.memory_id], namespace="alice", to_namespace="shared")  # doctest: +SKIP
+
+        Returns:
+            What is now stored in ``to_namespace`` for each unit found (missing ids are skipped).
+
+        Raises:
+            ConfigurationError: ``to_namespace`` equals the source namespace or is invalid.
+        """
+        ids = _check_ids(memory_ids)
+        src = self._ns(namespace)
+        dst = self._ns(to_namespace)
+        if src == dst:
+            raise ConfigurationError(f"to_namespace must differ from the source namespace {src!r}")
+        with self._lock:
+            copies = [
+                u.evolve(namespace=dst, status="active", supersedes=None, merged_from=[])
+                for u in self.get_many(ids, namespace=src)
+            ]
+            return self.add_many(copies, namespace=dst) if copies else []
+
     def archive(self, memory_ids: Sequence[str], *, namespace: str | None = None) -> list[MemoryUnit]:
         """Move units to the namespace's cold collection (excluded from recall, restorable)."""
         return self._move(_check_ids(memory_ids), self._ns(namespace), "memories", "archive")

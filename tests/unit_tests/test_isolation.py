@@ -1,0 +1,134 @@
+"""Tenant isolation: no query, filter or id guess in one namespace reaches another's data.
+
+Namespaces are enforced in the store layer (one Chroma collection per namespace and role, each
+tagged with its namespace and checked on open); sharing happens only through ``MemoryStore.share``
+into a namespace both sides read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from langchain_hindsight import (
+    ConfigurationError,
+    HindsightRetriever,
+    MemoryNotFoundError,
+    MemoryStore,
+    MemoryUnit,
+    StoreError,
+)
+from langchain_hindsight.store import _collection_name
+
+ALICE_SECRET = "Alice's payroll export must use the key ALICE-7731 and goes to finance only."
+BOB_LESSON = "Bob's team reads Chinese CSV files with encoding='utf-8-sig' to avoid garbled text."
+
+
+@pytest.fixture
+def tenants(make_store: Callable[..., MemoryStore]) -> tuple[MemoryStore, MemoryUnit, MemoryUnit]:
+    store = make_store()
+    alice = store.add(MemoryUnit(task_type="data_analysis", content=ALICE_SECRET), namespace="alice")
+    bob = store.add(MemoryUnit(task_type="data_cleaning", content=BOB_LESSON), namespace="bob")
+    return store, alice, bob
+
+
+def test_reads_never_cross_namespaces(tenants: tuple[MemoryStore, MemoryUnit, MemoryUnit]) -> None:
+    store, alice, _ = tenants
+    with pytest.raises(MemoryNotFoundError):
+        store.get(alice.memory_id, namespace="bob")
+    assert store.get_many([alice.memory_id], namespace="bob") == []
+    with pytest.raises(MemoryNotFoundError):
+        store.history(alice.memory_id, namespace="bob")
+    assert all(u.namespace == "bob" for u in store.list_units(namespace="bob"))
+    assert store.count(namespace="bob") == 1
+    # Bob searches for Alice's exact text, by every path.
+    assert all(u.namespace == "bob" for u, _, _ in store.search(ALICE_SECRET, k=10, namespace="bob"))
+    assert alice.memory_id not in {i for i, _ in store.lexical_search("ALICE-7731 payroll", k=10, namespace="bob")}
+    vector = store.embeddings.embed_query(ALICE_SECRET)
+    assert all(u.namespace == "bob" for u, _, _ in store.search_by_vector(vector, k=10, namespace="bob"))
+    # A where clause cannot widen the search beyond the namespace's collection.
+    hits = store.search_by_vector(vector, k=10, namespace="bob", where={"namespace": "alice"})
+    assert hits == []
+    recalled = HindsightRetriever(store=store, namespace="bob", k=5).recall("payroll export key ALICE-7731")
+    assert all(r.memory.namespace == "bob" for r in recalled)
+
+
+def test_writes_by_id_guess_never_touch_another_namespace(
+    tenants: tuple[MemoryStore, MemoryUnit, MemoryUnit],
+) -> None:
+    store, alice, _ = tenants
+    before = store.get(alice.memory_id, namespace="alice")
+    assert store.record_feedback([alice.memory_id], rejected=True, namespace="bob") == []
+    with pytest.raises(MemoryNotFoundError):
+        store.update(alice.memory_id, namespace="bob", confidence=0.1)
+    assert store.archive([alice.memory_id], namespace="bob") == []
+    assert store.restore([alice.memory_id], namespace="bob") == []
+    assert store.forget(alice.memory_id, namespace="bob") == 0
+    with pytest.raises(ConfigurationError):  # units must belong to the namespace they are written to
+        store.update_many([before.evolve(confidence=0.1)], namespace="bob")
+    assert store.get(alice.memory_id, namespace="alice") == before
+
+
+def test_a_unit_cannot_smuggle_itself_into_another_namespace(make_store: Callable[..., MemoryStore]) -> None:
+    store = make_store(namespace="alice")
+    plain = store.add(MemoryUnit(content="A note with no namespace of its own."))
+    assert plain.namespace == "alice"  # the store's namespace, not a shared "default"
+    forced = store.add(MemoryUnit(content="A note that claims to be Bob's.", namespace="bob"), namespace="alice")
+    assert forced.namespace == "alice"
+    assert store.count(namespace="bob") == 0
+    assert "default" not in store.namespaces()
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [("alice", "Alice"), ("a-b", "a_b"), ("alice", "аlice"), ("team/alice", "team-alice"), ("x" * 40, "x" * 41)],
+)
+def test_lookalike_namespaces_are_distinct(make_store: Callable[..., MemoryStore], a: str, b: str) -> None:
+    store = make_store()
+    unit = store.add(MemoryUnit(content=f"only in {a!r}"), namespace=a)
+    assert _collection_name(a, "memories") != _collection_name(b, "memories")
+    assert store.count(namespace=b) == 0
+    assert store.get_many([unit.memory_id], namespace=b) == []
+
+
+def test_a_collection_claiming_another_namespace_is_refused(make_store: Callable[..., MemoryStore]) -> None:
+    store = make_store()
+    store.client.create_collection(
+        _collection_name("victim", "memories"),
+        metadata={"hindsight_namespace": "mallory", "hindsight_role": "memories"},
+        embedding_function=None,
+    )
+    with pytest.raises(StoreError, match="does not belong"):
+        store.count(namespace="victim")
+
+
+@pytest.mark.parametrize("bad", ["", " alice", "alice ", "x" * 257, 42, None])
+def test_invalid_namespaces_are_rejected(store: MemoryStore, bad: object) -> None:
+    if bad is None:
+        assert store.count(namespace=None) == 0  # None means the store's default
+        return
+    with pytest.raises(ConfigurationError, match="namespace"):
+        store.count(namespace=bad)  # type: ignore[arg-type]
+
+
+def test_sharing_is_explicit_and_copies_only_what_is_chosen(
+    tenants: tuple[MemoryStore, MemoryUnit, MemoryUnit],
+) -> None:
+    store, alice, bob = tenants
+    (shared,) = store.share([bob.memory_id], namespace="bob", to_namespace="shared")
+    assert shared.namespace == "shared"
+    assert shared.content == bob.content
+    assert shared.source == bob.source
+    # Alice recalls from her own namespace and from the shared one; Bob's private units stay private.
+    own = HindsightRetriever(store=store, namespace="alice", k=5).recall("read a Chinese CSV file")
+    common = HindsightRetriever(store=store, namespace="shared", k=5).recall("read a Chinese CSV file")
+    assert [r.memory.memory_id for r in common] == [bob.memory_id]
+    assert bob.memory_id not in {r.memory.memory_id for r in own}
+    assert store.count(namespace="shared") == 1
+    # The copy is independent: forgetting Bob's original leaves the shared copy until it is forgotten too.
+    assert store.forget(bob.memory_id, namespace="bob", scrub=False) == 1
+    assert store.get(bob.memory_id, namespace="shared").content == bob.content
+    assert store.forget(bob.memory_id, namespace="shared", scrub=False) == 1
+    with pytest.raises(ConfigurationError):
+        store.share([alice.memory_id], namespace="alice", to_namespace="alice")
