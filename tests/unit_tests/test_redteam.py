@@ -130,7 +130,8 @@ def test_llm_output_cannot_claim_provenance_or_identity(store: MemoryStore) -> N
 
 
 def test_tool_output_cannot_claim_high_confidence(store: MemoryStore) -> None:
-    unit = store.add(MemoryUnit(content="The export API needs the header X-Trust: 1", source="tool_output", confidence=1.0))
+    claim = MemoryUnit(content="The export API needs the header X-Trust: 1", source="tool_output", confidence=1.0)
+    unit = store.add(claim)
     assert unit.confidence == pytest.approx(store.policy.ceiling["tool_output"])
 
 
@@ -167,8 +168,9 @@ def test_an_untrusted_conflict_cannot_supersede_a_trusted_memory(store: MemorySt
     poisoned = store.add(MemoryUnit(task_type="data_cleaning", content=CSV.format("latin-1"), source="tool_output"))
     assert poisoned.supersedes is None
     assert store.get(told.memory_id).status == "active"
-    recalled = HindsightRetriever(store=store, k=2).recall("Chinese CSV garbled text encoding", task_type="data_cleaning")
-    assert [r.memory.memory_id for r in recalled][0] == told.memory_id
+    retriever = HindsightRetriever(store=store, k=2)
+    recalled = retriever.recall("Chinese CSV garbled text encoding", task_type="data_cleaning")
+    assert recalled[0].memory.memory_id == told.memory_id
 
 
 def test_a_trusted_correction_supersedes_an_untrusted_near_duplicate(store: MemoryStore) -> None:
@@ -194,7 +196,7 @@ def test_untrusted_units_rank_below_corroborated_ones(store: MemoryStore) -> Non
         )
     )
     recalled = HindsightRetriever(store=store, k=2).recall("geocoding API keeps failing", task_type="api_call")
-    assert [r.memory.memory_id for r in recalled][0] == corroborated.memory_id
+    assert recalled[0].memory.memory_id == corroborated.memory_id
     assert recalled[-1].memory.source == "tool_output"
     assert recalled[-1].score < recalled[0].score
 
