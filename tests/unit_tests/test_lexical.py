@@ -160,3 +160,17 @@ def test_change_feed_poll_reports_changed_ids() -> None:
     writer.publish(["e", "f"])  # the log keeps at most 3 ids: revision 2 is dropped
     _, changed = reader.poll(seen)
     assert changed is None
+
+
+def test_common_terms_only_rescore_candidates() -> None:
+    units = [MemoryUnit(memory_id=f"u{i}", content=f"周报 常见 内容 第{i}条") for i in range(50)]
+    units.append(MemoryUnit(memory_id="rare", content="周报 常见 内容 需要 Jira 工时"))
+    exact, pruned = LexicalIndex(), LexicalIndex(full_scan_df=5)
+    exact.upsert(units)
+    pruned.upsert(units)
+    query = "周报 Jira 工时"
+    assert pruned.search(query, 3)[0] == exact.search(query, 3)[0]
+    assert pruned.search(query, 3)[0][0] == "rare"
+    assert len(pruned.search(query, 100)) == 1  # the common term added no new candidates
+    assert len(exact.search(query, 100)) == 51
+    assert len(pruned.search("周报", 100)) == 51  # with no rarer term, the common one is scanned
