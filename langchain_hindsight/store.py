@@ -8,15 +8,16 @@ data, rebuilt from Chroma and updated on every write.
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import os
 import re
 import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from langchain_core.embeddings import Embeddings
 
@@ -27,13 +28,21 @@ from langchain_hindsight._safety import SUSPICIOUS_TAG, looks_like_instruction
 from langchain_hindsight.errors import (
     ConfigurationError,
     HindsightError,
+    InvalidMemoryError,
     MemoryNotFoundError,
     StoreClosedError,
     StoreError,
     StoreLockedError,
 )
 from langchain_hindsight.taxonomy import TaskTypeVocabulary
-from langchain_hindsight.types import DEFAULT_INITIAL_CONFIDENCE, MemoryStatus, MemoryUnit, utcnow
+from langchain_hindsight.types import (
+    DEFAULT_INITIAL_CONFIDENCE,
+    MemoryKind,
+    MemorySource,
+    MemoryStatus,
+    MemoryUnit,
+    utcnow,
+)
 
 if TYPE_CHECKING:
     from chromadb.api import ClientAPI
@@ -52,6 +61,11 @@ _ROLES: tuple[Role, ...] = ("memories", "archive")
 """Collections that hold memory units (the journal holds run records, see ``journal.py``)."""
 _ALL_ROLES: tuple[Role, ...] = ("memories", "archive", "journal")
 _PREFIXES: dict[str, str] = {"memories": "hs", "archive": "hsarc", "journal": "hsjrn"}
+_ALLOWED: dict[str, tuple[str, ...]] = {
+    "status": get_args(MemoryStatus),
+    "kind": get_args(MemoryKind),
+    "source": get_args(MemorySource),
+}
 _LOCK_FILE = ".hindsight.lock"
 _NEIGHBOURS = 5
 _TRUST_ORDER: tuple[str, ...] = tuple(DEFAULT_INITIAL_CONFIDENCE)
@@ -155,10 +169,24 @@ def _check_unit(value: object, what: str = "unit") -> MemoryUnit:
     return value
 
 
+def _check_encodable(unit: MemoryUnit) -> MemoryUnit:
+    """Refuse text Chroma cannot store (lone surrogates, e.g. from a JSON escape in LLM output), naming the field."""
+    for name, value in unit.to_dict().items():
+        try:
+            json.dumps(value, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError as e:
+            raise InvalidMemoryError(f"invalid memory unit: {name}: is not valid Unicode text ({e.reason})") from e
+    return unit
+
+
 def _check_ids(ids: object) -> list[str]:
-    if isinstance(ids, str):
+    if isinstance(ids, str) and ids:
         return [ids]
-    if not isinstance(ids, Sequence) or not all(isinstance(i, str) and i for i in ids):
+    if (
+        isinstance(ids, str | bytes | bytearray)
+        or not isinstance(ids, Sequence)
+        or not all(isinstance(i, str) and i for i in ids)
+    ):
         raise ConfigurationError("ids must be a memory id or a sequence of non-empty memory id strings")
     return list(dict.fromkeys(ids))
 
@@ -498,7 +526,11 @@ class MemoryStore:
             if value is not None:
                 if not isinstance(value, str):
                     raise ConfigurationError(f"{key} filter must be a string, got {type(value).__name__}")
+                if key in _ALLOWED and value not in _ALLOWED[key]:
+                    raise ConfigurationError(f"{key} filter must be one of {_ALLOWED[key]}, got {value!r}")
                 clauses.append({key: self.vocabulary.normalize(value) if key == "task_type" else value})
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise ConfigurationError(f"batch_size must be a positive int, got {batch_size!r}")
         where: dict[str, Any] | None = None
         if len(clauses) == 1:
             where = clauses[0]
@@ -520,6 +552,8 @@ class MemoryStore:
 
     def count(self, *, namespace: str | None = None, status: MemoryStatus | None = None) -> int:
         """Number of units in ``namespace`` (all statuses unless ``status`` is given)."""
+        if status is not None and status not in _ALLOWED["status"]:
+            raise ConfigurationError(f"status must be one of {_ALLOWED['status']} or None, got {status!r}")
         ns = self._ns(namespace)
         with self._lock:
             total = 0
@@ -744,7 +778,7 @@ class MemoryStore:
 
     # ------------------------------------------------------------------ writes
     def _prepare(self, unit: MemoryUnit, namespace: str | None) -> MemoryUnit:
-        _check_unit(unit)
+        _check_encodable(_check_unit(unit))
         changes: dict[str, Any] = {"task_type": self.vocabulary.normalize(unit.task_type)}
         if namespace is not None:
             changes["namespace"] = self._ns(namespace)
@@ -790,6 +824,8 @@ class MemoryStore:
         """
         if isinstance(units, MemoryUnit) or not isinstance(units, Sequence):
             raise ConfigurationError("units must be a sequence of MemoryUnit")
+        if not isinstance(dedupe, bool):
+            raise ConfigurationError(f"dedupe must be a bool, got {dedupe!r}")
         prepared = [self._prepare(u, namespace) for u in units]
         if not prepared:
             return []
@@ -966,6 +1002,8 @@ class MemoryStore:
                     "unit is added (add a new unit with the trusted source instead)"
                 )
             if "task_type" in changes:
+                if not isinstance(changes["task_type"], str):
+                    raise ConfigurationError(f"task_type must be a string, got {type(changes['task_type']).__name__}")
                 changes["task_type"] = self.vocabulary.normalize(changes["task_type"])
             return self.update_many([current.evolve(**changes)], namespace=ns)[0]
 
@@ -978,6 +1016,8 @@ class MemoryStore:
         Raises:
             MemoryNotFoundError: one of the units does not exist (nothing is written).
         """
+        if isinstance(units, MemoryUnit) or not isinstance(units, Sequence):
+            raise ConfigurationError("units must be a sequence of MemoryUnit")
         units = [_check_unit(u) for u in units]
         ns = self._ns(namespace)
         if any(u.namespace != ns for u in units):
@@ -1047,7 +1087,9 @@ class MemoryStore:
             raise ConfigurationError(f"success must be True, False or None, got {success!r}")
         if not isinstance(rejected, bool):
             raise ConfigurationError(f"rejected must be a bool, got {rejected!r}")
-        when = now or utcnow()
+        if now is not None and not isinstance(now, datetime):
+            raise ConfigurationError(f"now must be a datetime or None, got {type(now).__name__}")
+        when = utcnow() if now is None else now if now.tzinfo else now.replace(tzinfo=UTC)
         ns = self._ns(namespace)
         with self._lock:
             current = self.get_many(ids, namespace=ns)
@@ -1106,6 +1148,8 @@ class MemoryStore:
         return self._move(_check_ids(memory_ids), self._ns(namespace), "archive", "memories")
 
     def _move(self, ids: list[str], ns: str, src_role: Role, dst_role: Role) -> list[MemoryUnit]:
+        if not ids:
+            return []
         with self._lock:
             src = self._collection(ns, src_role, create=False)
             if src is None:
@@ -1182,6 +1226,8 @@ class MemoryStore:
         ids = None if memory_id is None else _check_ids(memory_id)
         if ids is None and namespace is None:
             raise ConfigurationError("forget() needs a memory id or an explicit namespace")
+        if ids == []:
+            return 0
         with self._lock:
             self._ensure_open()
             rebuild: list[str] = []

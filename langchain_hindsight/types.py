@@ -182,6 +182,8 @@ class MemoryUnit(BaseModel):
             raise ValueError(f"is {len(value)} characters; at most {MAX_CONTENT_CHARS} are allowed")
         if "\x00" in value:
             raise ValueError("must not contain NUL characters")
+        if re.search("[\ud800-\udfff]", value):  # e.g. a bad \ud800 escape in LLM JSON: not storable text
+            raise ValueError("must not contain lone surrogates (invalid Unicode)")
         return value
 
     @field_validator("confidence")
