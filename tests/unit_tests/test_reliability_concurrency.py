@@ -133,7 +133,12 @@ while not (sync / f"{{other}}.done").exists():
     time.sleep(0.02)
 seen_dense = [store.search(f"{{other}} lesson {{i}}: value {{i * 7919 % 1000}}", k=1)[0][0].content for i in range(n)]
 seen_lexical = {{i for i, _ in store.lexical_search(f"{{other}} lesson", k=4 * n)}}
-print(json.dumps({{"mine": mine, "dense": seen_dense, "lexical": sorted(seen_lexical), "count": store.count()}}))
+from langchain_hindsight import HindsightRetriever
+retriever = HindsightRetriever(store=store, k=3)
+queries = [f"{{other}} lesson {{i}}: value {{i * 7919 % 1000}}" for i in range(0, n, 3)]
+recalled = [retriever.recall(q)[0].memory.content for q in queries]
+print(json.dumps({{"mine": mine, "dense": seen_dense, "lexical": sorted(seen_lexical), "recalled": recalled,
+                  "count": store.count()}}))
 """
 
 
@@ -163,6 +168,7 @@ def test_two_writer_processes_on_a_server_lose_nothing_and_see_each_other(
         assert results[me]["count"] == 2 * n
         assert results[me]["dense"] == [f"{other} lesson {i}: value {i * 7919 % 1000}" for i in range(n)]
         assert set(results[other]["mine"]) <= set(results[me]["lexical"])  # the lexical arm saw them too
+        assert results[me]["recalled"] == [f"{other} lesson {i}: value {i * 7919 % 1000}" for i in range(0, n, 3)]
     with MemoryStore(client=chroma_server.client(), embeddings=HashEmbeddings(), namespace="team") as store:
         assert {u.memory_id for u in store.list_units()} == {*results["alpha"]["mine"], *results["beta"]["mine"]}
 

@@ -215,3 +215,25 @@ def test_random_sigkills_during_writes_leave_complete_units(tmp_path: Path) -> N
             later = store.add(MemoryUnit(content=f"written after crash {seed}"))
             assert store.search_by_vector(embedder.embed_query(later.content), k=1)[0][0].memory_id == later.memory_id
             previous += 1
+
+
+@pytest.mark.slow
+def test_feedback_killed_mid_write_is_all_or_nothing(tmp_path: Path) -> None:
+    directory = tmp_path / "db"
+    body = f"""
+        from unit_tests.test_forget import HashEmbeddings
+        store = MemoryStore({str(directory)!r}, embeddings=HashEmbeddings())
+        units = store.add_many([MemoryUnit(content=f"lesson {{i}}", confidence=0.5) for i in range(50)])
+        print("IDS", " ".join(u.memory_id for u in units), flush=True)
+        die_on("update")
+        store.record_feedback([u.memory_id for u in units], success=True)
+        """
+    out = _run_child(body)
+    ids = out.split("IDS ")[1].split("\n")[0].split()
+    with MemoryStore(directory, embeddings=HashEmbeddings()) as store:
+        units = check_consistent(store, HashEmbeddings())
+        assert {u.memory_id for u in units} == set(ids)
+        states = {(u.access_count, round(u.score_confidence, 6)) for u in units}
+        assert states in ({(0, 0.5)}, {(1, 0.55)})  # the batch landed whole or not at all
+        store.record_feedback(ids, success=True)
+        assert {u.access_count for u in store.get_many(ids)} <= {1, 2}
