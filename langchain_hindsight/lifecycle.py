@@ -25,6 +25,7 @@ from langchain_hindsight.errors import ConfigurationError
 from langchain_hindsight.types import MemoryUnit, utcnow
 
 if TYPE_CHECKING:
+    import numpy as np
     from langchain_core.language_models import BaseChatModel
 
     from langchain_hindsight.journal import RunJournal
@@ -259,11 +260,10 @@ class Lifecycle:
         advances by whole periods only: a partial period is charged once it is full.
 
         Example:
-            >>> from datetime import UTC, datetime
-            >>> u = MemoryUnit(content="x", confidence=0.8, last_accessed_at=datetime(2026, 1, 1, tzinfo=UTC))
-            >>> later = Lifecycle.__new__(Lifecycle); later.policy = LifecyclePolicy()
-            >>> round(later.decayed(u, datetime(2026, 7, 1, tzinfo=UTC)).confidence, 2)  # 181 days: 6 periods
-            0.43
+            .. code-block:: python
+
+                u = MemoryUnit(content="x", confidence=0.8, last_accessed_at=datetime(2026, 1, 1, tzinfo=UTC))
+                Lifecycle(store).decayed(u, datetime(2026, 7, 1, tzinfo=UTC)).confidence  # 0.8 * 0.9**6 = 0.425
         """
         charged = self._charge(unit, now)
         return None if charged is None else charged[0]
@@ -289,19 +289,25 @@ class Lifecycle:
         """
         when = self._now(now)
         ns = self.store._ns(namespace)
-        examined, periods = 0, 0
-        changed: list[MemoryUnit] = []
         with self.store._lock:
-            for status in ("active", "superseded"):
-                for unit in self.store.iter_units(namespace=ns, status=status, batch_size=_READ_BATCH):  # type: ignore[arg-type]
-                    examined += 1
-                    charged = self._charge(unit, when)
-                    if charged is not None:
-                        changed.append(charged[0])
-                        periods += charged[1]
-            self._write("decay", changed, ns)
-        logger.info("decay in %r: %d of %d units lowered", ns, len(changed), examined)
-        return DecayReport(namespace=ns, examined=examined, decayed=len(changed), periods=periods)
+            units = [
+                *self.store.iter_units(namespace=ns, status="active", batch_size=_READ_BATCH),
+                *self.store.iter_units(namespace=ns, status="superseded", batch_size=_READ_BATCH),
+            ]
+            return self._apply_decay(units, when, ns)[0]
+
+    def _apply_decay(self, units: list[MemoryUnit], when: datetime, ns: str) -> tuple[DecayReport, list[MemoryUnit]]:
+        """Decay ``units`` (already read) and write the changed ones; also return them."""
+        periods = 0
+        changed: list[MemoryUnit] = []
+        for unit in units:
+            charged = self._charge(unit, when)
+            if charged is not None:
+                changed.append(charged[0])
+                periods += charged[1]
+        self._write("decay", changed, ns)
+        logger.info("decay in %r: %d of %d units lowered", ns, len(changed), len(units))
+        return DecayReport(namespace=ns, examined=len(units), decayed=len(changed), periods=periods), changed
 
     # ------------------------------------------------------------------ archive (seed §5.3)
     def archive_stale(self, *, now: datetime | None = None, namespace: str | None = None) -> ArchiveReport:
@@ -311,19 +317,19 @@ class Lifecycle:
         """
         when = self._now(now)
         ns = self.store._ns(namespace)
+        with self.store._lock:
+            active = list(self.store.iter_units(namespace=ns, status="active", batch_size=_READ_BATCH))
+            return self._apply_archive(active, when, ns)
+
+    def _apply_archive(self, active: list[MemoryUnit], when: datetime, ns: str) -> ArchiveReport:
         p = self.policy
         cutoff = when - timedelta(days=p.archive_idle_days)
-        with self.store._lock:
-            examined, stale = 0, []
-            for unit in self.store.iter_units(namespace=ns, status="active", batch_size=_READ_BATCH):
-                examined += 1
-                if unit.score_confidence < p.archive_below and unit.last_accessed_at < cutoff:
-                    stale.append(unit.memory_id)
-            for start in range(0, len(stale), _WRITE_BATCH):
-                self.store.archive(stale[start : start + _WRITE_BATCH], namespace=ns)
-                self._report("archive", min(start + _WRITE_BATCH, len(stale)), len(stale))
-        logger.info("archive in %r: %d of %d active units archived", ns, len(stale), examined)
-        return ArchiveReport(namespace=ns, examined=examined, archived=stale)
+        stale = [u.memory_id for u in active if u.score_confidence < p.archive_below and u.last_accessed_at < cutoff]
+        for start in range(0, len(stale), _WRITE_BATCH):
+            self.store.archive(stale[start : start + _WRITE_BATCH], namespace=ns)
+            self._report("archive", min(start + _WRITE_BATCH, len(stale)), len(stale))
+        logger.info("archive in %r: %d of %d active units archived", ns, len(stale), len(active))
+        return ArchiveReport(namespace=ns, examined=len(active), archived=stale)
 
     # ------------------------------------------------------------------ merge (seed §5.3)
     def merge_duplicates(self, *, namespace: str | None = None) -> MergeReport:
@@ -335,34 +341,39 @@ class Lifecycle:
         ``merged_from`` records the folded ids, which are deleted. A unit is only
         folded into a keeper it is itself similar to (no chaining through
         intermediaries). Exact: all pairs within each task type (or the whole
-        namespace, see ``merge_scope``) in blocked matrix products.
+        namespace, see ``merge_scope``) in blocked matrix products over the
+        stored vectors (nothing is re-embedded).
         """
-        import numpy as np
-
-        from langchain_hindsight._merge import active_with_vectors, delete_folded, fold, star_clusters
+        from langchain_hindsight._merge import active_with_vectors
 
         ns = self.store._ns(namespace)
-        scope = self.policy.merge_scope or getattr(self.store, "conflict_scope", "task_type")
         with self.store._lock:
             units, vectors = active_with_vectors(self.store, ns, self.progress)
-            groups: dict[tuple[str, str], list[int]] = {}
-            for i, u in enumerate(units):
-                key = (u.task_type, u.kind) if scope == "task_type" else ("", "")
-                groups.setdefault(key, []).append(i)
-            merged: dict[str, list[str]] = {}
-            keepers: list[MemoryUnit] = []
-            done = 0
-            for idx in groups.values():
-                if len(idx) > 1:
-                    members = [units[i] for i in idx]
-                    for keeper, folded in star_clusters(members, vectors[np.asarray(idx)], self.policy.merge_threshold):
-                        merged[keeper.memory_id] = [u.memory_id for u in folded]
-                        keepers.append(fold(keeper, folded))
-                done += len(idx)
-                self._report("merge", done, len(units))
-            if keepers:
-                self._write("merge write", keepers, ns)
-                delete_folded(self.store, ns, [i for ids in merged.values() for i in ids])
+            return self._apply_merge(units, vectors, ns)
+
+    def _apply_merge(self, units: list[MemoryUnit], vectors: np.ndarray, ns: str) -> MergeReport:
+        import numpy as np
+
+        from langchain_hindsight._merge import delete_folded, fold, star_clusters
+
+        scope = self.policy.merge_scope or getattr(self.store, "conflict_scope", "task_type")
+        groups: dict[tuple[str, str], list[int]] = {}
+        for i, u in enumerate(units):
+            groups.setdefault((u.task_type, u.kind) if scope == "task_type" else ("", ""), []).append(i)
+        merged: dict[str, list[str]] = {}
+        keepers: list[MemoryUnit] = []
+        done = 0
+        for idx in groups.values():
+            if len(idx) > 1:
+                members = [units[i] for i in idx]
+                for keeper, folded in star_clusters(members, vectors[np.asarray(idx)], self.policy.merge_threshold):
+                    merged[keeper.memory_id] = [u.memory_id for u in folded]
+                    keepers.append(fold(keeper, folded))
+            done += len(idx)
+            self._report("merge", done, len(units))
+        if keepers:
+            self._write("merge write", keepers, ns)
+            delete_folded(self.store, ns, [i for ids in merged.values() for i in ids])
         logger.info("merge in %r: %d units folded into %d", ns, sum(map(len, merged.values())), len(merged))
         return MergeReport(namespace=ns, examined=len(units), merged=merged)
 
@@ -411,12 +422,25 @@ class Lifecycle:
     def maintain(
         self, *, now: datetime | None = None, namespace: str | None = None, review: bool = False
     ) -> MaintenanceReport:
-        """Decay, then archive, then merge (and review when asked). Safe to run as often as you like."""
+        """Decay, then archive, then merge (and review when asked). Safe to run as often as you like.
+
+        Reads the namespace once (units and vectors) and feeds each step the
+        result of the previous one, so it costs about one full scan plus the writes.
+        """
+        from langchain_hindsight._merge import active_with_vectors
+
         when = self._now(now)
         ns = self.store._ns(namespace)
-        decay = self.decay(now=when, namespace=ns)
-        archive = self.archive_stale(now=when, namespace=ns)
-        merge = self.merge_duplicates(namespace=ns)
+        with self.store._lock:
+            active, vectors = active_with_vectors(self.store, ns, self.progress)
+            superseded = list(self.store.iter_units(namespace=ns, status="superseded", batch_size=_READ_BATCH))
+            decay, changed = self._apply_decay([*active, *superseded], when, ns)
+            latest = {u.memory_id: u for u in changed}
+            active = [latest.get(u.memory_id, u) for u in active]
+            archive = self._apply_archive(active, when, ns)
+            gone = set(archive.archived)
+            keep = [i for i, u in enumerate(active) if u.memory_id not in gone]
+            merge = self._apply_merge([active[i] for i in keep], vectors[keep] if keep else vectors[:0], ns)
         reviewed = self.review(now=when, namespace=ns) if review else None
         return MaintenanceReport(decay=decay, archive=archive, merge=merge, review=reviewed)
 

@@ -19,6 +19,7 @@ from langchain_hindsight.journal import RunJournal
 from langchain_hindsight.scoring import score_memory
 from langchain_hindsight.store import MemoryStore
 from langchain_hindsight.types import MemoryContext, MemoryUnit
+from tests.server import ChromaServer, chroma_server  # noqa: F401 - the fixture
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "readme"
@@ -269,3 +270,40 @@ def test_cli_readme_commands_run(
     for command in commands:
         code, _, err = run(capsys, *shlex.split(command, comments=True))
         assert code == EXIT_OK, f"{command}: {err}"
+
+
+@pytest.mark.server
+def test_cli_and_journal_on_a_chroma_server(
+    chroma_server: ChromaServer,  # noqa: F811 - the fixture
+    capsys: pytest.CaptureFixture[str],
+    embeddings: Embeddings,
+) -> None:
+    with MemoryStore(client=chroma_server.client(), embeddings=embeddings) as store:
+        unit = store.add(
+            MemoryUnit(
+                memory_id="mem_srv",
+                content="Server memories decay too.",
+                confidence=0.8,
+                created_at=T0,
+                last_accessed_at=T0,
+            )
+        )
+        RunJournal(store).start("srv-run", task="t", served=[score_memory(unit, 0.7, now=T0)], now=T0)
+    server = f"{chroma_server.host}:{chroma_server.port}"
+    code, out, err = run(capsys, "stats", "--server", server, "--json")
+    assert code == EXIT_OK, err
+    assert json.loads(out)["default"] == {
+        "total": 1,
+        "status": {"active": 1},
+        "active_by_task_type": {"general": 1},
+        "by_source": {"agent_inference": 1},
+        "runs": 1,
+    }
+    code, out, err = run(
+        capsys, "maintain", "--server", server, "--now", (T0 + timedelta(days=61)).isoformat(), "--json"
+    )
+    assert code == EXIT_OK, err
+    assert json.loads(out)["decay"]["decayed"] == 1
+    code, out, _ = run(capsys, "explain", "srv-run", "--server", server)
+    assert code == EXIT_OK
+    assert "mem_srv" in out
