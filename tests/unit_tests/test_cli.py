@@ -307,3 +307,9 @@ def test_cli_and_journal_on_a_chroma_server(
     code, out, _ = run(capsys, "explain", "srv-run", "--server", server)
     assert code == EXIT_OK
     assert "mem_srv" in out
+
+
+def test_demo_subcommand_runs_the_offline_demo(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(capsys, "demo", "--path", str(tmp_path / "demo"), "--quiet")
+    assert code == EXIT_OK, err
+    assert any((tmp_path / "demo").rglob("chroma.sqlite3"))  # the demo wrote its store under --path
