@@ -30,6 +30,23 @@ TOPICS = [
 ]
 
 
+# Unrelated lessons: near-identical texts would (correctly) merge and make the count depend on the embedder.
+DISTINCT = [
+    "Compress images to WebP before uploading them to the CMS",
+    "The finance team wants amounts rounded to two decimals in euros",
+    "Kubernetes jobs need a memory limit of at least 2 GiB for the ETL step",
+    "Translate product names only when the glossary has an entry",
+    "Schedule meetings with the Tokyo office before 10:00 CET",
+    "Escalate refund requests above 500 dollars to a supervisor",
+    "Use the staging database replica for load tests, never production",
+    "Git commits in this repo must reference a ticket number",
+    "The marketing newsletter goes out on Tuesdays at 9:00",
+    "Parse dates in the logistics feed as day-first",
+    "PDF invoices from supplier B have the total on page two",
+    "Cache the exchange-rate API response for one hour",
+]
+
+
 def test_threads_adding_recalling_and_feeding_back_lose_nothing(make_store: Callable[..., MemoryStore]) -> None:
     store = make_store()
     seeds = store.add_many(
@@ -46,9 +63,7 @@ def test_threads_adding_recalling_and_feeding_back_lose_nothing(make_store: Call
         try:
             start.wait()
             for r in range(rounds):
-                unit = store.add(
-                    MemoryUnit(task_type="general", content=f"Worker {n} round {r}: checkpoint {n * 97 + r} is stable")
-                )
+                unit = store.add(MemoryUnit(task_type="general", content=DISTINCT[n * rounds + r]))
                 with lock:
                     added.append(unit.memory_id)
                 store.search(TOPICS[(n + r) % len(TOPICS)][1], k=3)
