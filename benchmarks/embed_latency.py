@@ -1,0 +1,248 @@
+"""Query and batch embedding latency of every LocalEmbeddings backend, in one run.
+
+Backends (all the packaged all-MiniLM-L6-v2, CPU, query cache off):
+* ``torch-st`` — sentence-transformers ``encode`` on torch (``backend="torch"``,
+  one intra-op thread for queries): the previous default and the baseline;
+* ``torch-hf`` — candidate (b): the HF transformer called directly under
+  ``torch.inference_mode`` with the model's own tokenizer, mean pooling and L2
+  normalisation (one thread), i.e. torch without sentence-transformers' overhead;
+* ``onnx-1t`` — ``backend="onnx"`` (local ONNX export, ONNX Runtime, one
+  intra-op thread for queries): the new default;
+* ``onnx-all`` — ``backend="onnx", query_threads=None`` (every core for queries).
+
+Single queries: the 86 labelled recall queries (Chinese and English) plus long
+texts that hit the 256-token truncation, cycled; the backends take turns on every
+query so load spikes hit them alike. Batches: 64 stored-memory texts per call,
+for several ``batch_size`` values. Cold start: a fresh process importing the
+package and embedding one query (ONNX from the cache, ONNX with an empty cache,
+i.e. export included, and torch). Equivalence: minimum cosine against
+sentence-transformers over every text used.
+
+Writes benchmarks/results/embed_latency.json and .md.
+
+Run: HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/embed_latency.py [--queries 400] [--batches 10]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent
+sys.path.insert(0, str(ROOT.parent))
+
+from langchain_hindsight.embeddings import LocalEmbeddings, default_model_path  # noqa: E402
+
+WARMUP = 10
+LONG = [
+    "When the weekly report job calls the sales API it must page through results, " * 12,
+    "清洗客户名单时先统一编码为 utf-8-sig，再去掉重复的手机号，最后按地区汇总成周报。" * 8,
+]
+
+
+def pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def summary(ms: list[float]) -> dict[str, float]:
+    return {
+        "p50_ms": round(pct(ms, 0.5), 3),
+        "p95_ms": round(pct(ms, 0.95), 3),
+        "mean_ms": round(statistics.fmean(ms), 3),
+        "n": len(ms),
+    }
+
+
+class TorchDirect:
+    """Candidate (b): the HF model under inference_mode, no sentence-transformers."""
+
+    def __init__(self, path: str) -> None:
+        import torch
+        from tokenizers import Tokenizer
+        from transformers import AutoModel
+
+        self.torch = torch
+        self.model = AutoModel.from_pretrained(path, local_files_only=True).eval()
+        self.tokenizer = Tokenizer.from_file(str(Path(path) / "tokenizer.json"))
+        self.tokenizer.no_padding()
+        self.tokenizer.enable_truncation(max_length=256)
+
+    def embed_query(self, text: str) -> list[float]:
+        torch = self.torch
+        enc = self.tokenizer.encode(text)
+        previous = torch.get_num_threads()
+        torch.set_num_threads(1)
+        try:
+            with torch.inference_mode():
+                hidden = self.model(
+                    input_ids=torch.tensor([enc.ids]),
+                    attention_mask=torch.tensor([enc.attention_mask]),
+                    token_type_ids=torch.tensor([enc.type_ids]),
+                ).last_hidden_state[0]
+                vector = hidden.mean(0)
+                vector = vector / vector.norm()
+        finally:
+            torch.set_num_threads(previous)
+        return vector.tolist()  # type: ignore[no-any-return]
+
+
+def cold_start(env: dict[str, str]) -> float:
+    code = (
+        "import time; t = time.perf_counter()\n"
+        "from langchain_hindsight.embeddings import LocalEmbeddings\n"
+        "e = LocalEmbeddings(backend=__import__('os').environ['BENCH_BACKEND'])\n"
+        "e.embed_query('cold start'); print(time.perf_counter() - t, e.active_backend)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], env={**os.environ, **env}, capture_output=True, text=True, check=True
+    )
+    seconds, backend = out.stdout.split()
+    assert backend == env["BENCH_BACKEND"], backend
+    return round(float(seconds), 2)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--queries", type=int, default=400)
+    parser.add_argument("--batches", type=int, default=10)
+    parser.add_argument("--cold-runs", type=int, default=3)
+    args = parser.parse_args()
+    load_start = os.getloadavg()
+    path = default_model_path()
+    queries = [json.loads(line)["query"] for line in (ROOT / "data/recall_queries.jsonl").read_text().splitlines()]
+    queries += LONG
+    memories = [json.loads(line)["content"] for line in (ROOT / "data/recall_memories.jsonl").read_text().splitlines()]
+    docs = (memories * 2)[:64]
+
+    cold: dict[str, list[float]] = {"onnx (cached export)": [], "torch": []}
+    with tempfile.TemporaryDirectory() as cache:
+        cold["onnx (empty cache: export + verify)"] = [
+            cold_start({"BENCH_BACKEND": "onnx", "HINDSIGHT_CACHE_DIR": cache})
+        ]
+        for _ in range(args.cold_runs):
+            cold["onnx (cached export)"].append(cold_start({"BENCH_BACKEND": "onnx", "HINDSIGHT_CACHE_DIR": cache}))
+            cold["torch"].append(cold_start({"BENCH_BACKEND": "torch"}))
+
+    with tempfile.TemporaryDirectory() as cache:
+        backends: dict[str, Any] = {
+            "torch-st": LocalEmbeddings(backend="torch", query_cache_size=0),
+            "torch-hf": TorchDirect(path),
+            "onnx-1t": LocalEmbeddings(backend="onnx", query_cache_size=0, cache_dir=cache),
+            "onnx-all": LocalEmbeddings(backend="onnx", query_cache_size=0, cache_dir=cache, query_threads=None),
+        }
+        reference = backends["torch-st"]
+        texts = list(dict.fromkeys(queries + docs))
+        ref = np.asarray(reference.embed_documents(texts))
+        min_cosine: dict[str, float] = {}
+        for name, emb in backends.items():
+            got = np.asarray([emb.embed_query(t) for t in texts])
+            min_cosine[f"{name} embed_query"] = round(float((got * ref).sum(axis=1).min()), 7)
+        for name in ("onnx-1t",):
+            got = np.asarray(backends[name].embed_documents(texts))
+            min_cosine[f"{name} embed_documents"] = round(float((got * ref).sum(axis=1).min()), 7)
+
+        single: dict[str, list[float]] = {name: [] for name in backends}
+        for n in range(WARMUP + args.queries):
+            q = queries[n % len(queries)]
+            for name, emb in backends.items():
+                t0 = time.perf_counter()
+                emb.embed_query(q)
+                if n >= WARMUP:
+                    single[name].append((time.perf_counter() - t0) * 1000)
+
+        batch_cases: dict[str, Callable[[], Any]] = {}
+        for bs in (64, 16):
+            e = LocalEmbeddings(backend="torch", batch_size=bs)
+            batch_cases[f"torch-st batch_size={bs}"] = lambda e=e: e.embed_documents(docs)
+        for bs in (64, 16, 8):
+            e = LocalEmbeddings(backend="onnx", batch_size=bs, cache_dir=cache)
+            batch_cases[f"onnx batch_size={bs}"] = lambda e=e: e.embed_documents(docs)
+        batch: dict[str, list[float]] = {name: [] for name in batch_cases}
+        for run in range(args.batches + 1):
+            for name, call in batch_cases.items():
+                t0 = time.perf_counter()
+                call()
+                if run:  # the first round warms up
+                    batch[name].append((time.perf_counter() - t0) * 1000)
+    load_end = os.getloadavg()
+
+    base_single = summary(single["torch-st"])
+    base_batch = summary(batch["torch-st batch_size=64"])
+    results: dict[str, Any] = {
+        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "processor": platform.machine()},
+        "load_average_start": [round(x, 2) for x in load_start],
+        "load_average_end": [round(x, 2) for x in load_end],
+        "queries": {"distinct": len(queries), "timed": args.queries, "warmup": WARMUP},
+        "min_cosine_vs_sentence_transformers": min_cosine,
+        "single_query": {
+            name: {
+                **summary(ms),
+                "p50_ratio_vs_torch_st": round(base_single["p50_ms"] / summary(ms)["p50_ms"], 2),
+                "p95_ratio_vs_torch_st": round(base_single["p95_ms"] / summary(ms)["p95_ms"], 2),
+            }
+            for name, ms in single.items()
+        },
+        "batch_64_texts": {
+            name: {
+                **summary(ms),
+                "texts_per_s_p50": round(64 / (summary(ms)["p50_ms"] / 1000), 1),
+                "p50_ratio_vs_torch_st_64": round(base_batch["p50_ms"] / summary(ms)["p50_ms"], 2),
+            }
+            for name, ms in batch.items()
+        },
+        "cold_start_seconds": cold,
+    }
+    out = ROOT / "results"
+    out.mkdir(exist_ok=True)
+    (out / "embed_latency.json").write_text(json.dumps(results, indent=2, ensure_ascii=False) + "\n")
+    lines = [
+        "# Embedding latency (benchmarks/embed_latency.py)",
+        "",
+        f"{results['machine']['cpus']}-core CPU, Python {results['machine']['python']}; load average "
+        f"{load_start[0]:.2f} at start, {load_end[0]:.2f} at end (1-min). Packaged all-MiniLM-L6-v2, "
+        f"query cache off. {args.queries} single queries (86 labelled zh/en recall queries + 2 long texts "
+        "truncated at 256 tokens, cycled; backends take turns on each query). Ratios are torch-st / backend "
+        "(higher is faster).",
+        "",
+        "| single query | p50 | p95 | mean | p50 speed-up | p95 speed-up |",
+        "|---|---|---|---|---|---|",
+    ]
+    for name, s in results["single_query"].items():
+        lines.append(
+            f"| {name} | {s['p50_ms']:.2f} ms | {s['p95_ms']:.2f} ms | {s['mean_ms']:.2f} ms | "
+            f"{s['p50_ratio_vs_torch_st']}x | {s['p95_ratio_vs_torch_st']}x |"
+        )
+    lines += [
+        "",
+        "| batch of 64 memory texts | p50 | p95 | texts/s (p50) | speed-up vs torch-st 64 |",
+        "|---|---|---|---|---|",
+    ]
+    for name, s in results["batch_64_texts"].items():
+        lines.append(
+            f"| {name} | {s['p50_ms']:.0f} ms | {s['p95_ms']:.0f} ms | {s['texts_per_s_p50']} | "
+            f"{s['p50_ratio_vs_torch_st_64']}x |"
+        )
+    lines += ["", "| cold start (fresh process: import + load + first query) | seconds |", "|---|---|"]
+    for name, values in cold.items():
+        lines.append(f"| {name} | {', '.join(str(v) for v in values)} |")
+    lines += ["", "Minimum cosine against sentence-transformers over all texts used:", ""]
+    lines += [f"- {name}: {value}" for name, value in min_cosine.items()]
+    (out / "embed_latency.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
