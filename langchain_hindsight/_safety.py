@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 import unicodedata
 
-__all__ = ["SUSPICIOUS_TAG", "looks_like_instruction", "render_safe", "strip_invisible"]
+__all__ = ["SUSPICIOUS_TAG", "clean_text", "looks_like_instruction", "render_safe", "strip_invisible"]
 
 SUSPICIOUS_TAG = "suspicious"
 """Tag the store adds to an untrusted unit whose text reads like an instruction."""
@@ -106,3 +106,8 @@ def looks_like_instruction(text: str) -> bool:
     """
     folded = _fold(text)
     return bool(_INSTRUCTION.search(folded) or _STRUCTURE.search(folded))
+
+
+def clean_text(text: str) -> str:
+    """``text`` with lone surrogates (invalid in UTF-8) replaced by ``?``, so tokenizers never choke."""
+    return text.encode("utf-8", "replace").decode("utf-8")

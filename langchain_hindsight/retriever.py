@@ -34,6 +34,7 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables.config import run_in_executor
 from pydantic import ConfigDict, Field, PrivateAttr, field_validator
 
+from langchain_hindsight._safety import clean_text
 from langchain_hindsight.errors import ConfigurationError
 from langchain_hindsight.prompts import Locale, get_templates
 from langchain_hindsight.scoring import ScoringWeights, score_memory
@@ -264,6 +265,7 @@ class HindsightRetriever(BaseRetriever):
         limit, wanted_type, ns, when = self._prepare(query, k, task_type, namespace, now)
         if not query.strip():
             return []
+        query = clean_text(query)
         depth = limit * self.candidate_multiplier
         vector = self.store.embeddings.embed_query(query)
         dense = {u.memory_id: (u, sim) for u, sim, _ in self.store.search_by_vector(vector, k=depth, namespace=ns)}

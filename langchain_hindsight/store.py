@@ -24,7 +24,7 @@ from langchain_core.embeddings import Embeddings
 from langchain_hindsight import _scrub
 from langchain_hindsight._codec import PENDING_MOVE, PENDING_SUPERSEDE, unit_from_record, unit_to_metadata
 from langchain_hindsight._lexical import ChangeFeed, LexicalIndex
-from langchain_hindsight._safety import SUSPICIOUS_TAG, looks_like_instruction
+from langchain_hindsight._safety import SUSPICIOUS_TAG, clean_text, looks_like_instruction
 from langchain_hindsight.errors import (
     ConfigurationError,
     HindsightError,
@@ -610,7 +610,7 @@ class MemoryStore:
             raise ConfigurationError(f"query must be a string, got {type(query).__name__}")
         if isinstance(k, bool) or not isinstance(k, int) or k < 1:
             raise ConfigurationError(f"k must be a positive int, got {k!r}")
-        vector = self.embeddings.embed_query(query)
+        vector = self.embeddings.embed_query(clean_text(query))
         return self.search_by_vector(vector, k=k, namespace=namespace, include_embeddings=include_embeddings)
 
     def search_by_vector(

@@ -267,3 +267,12 @@ async def test_async_recall_runs_off_the_event_loop(tmp_path: Path, embeddings: 
         assert docs[0].metadata["memory_id"] == memories[0].memory.memory_id
         assert recording.query_threads
         assert loop_thread not in recording.query_threads
+
+
+def test_queries_with_lone_surrogates_do_not_crash(store: MemoryStore) -> None:
+    store.add(MemoryUnit(task_type="data_cleaning", content="Read Chinese CSV files with encoding='utf-8-sig'."))
+    retriever = HindsightRetriever(store=store, k=1)
+    assert [d.page_content for d in retriever.invoke("Chinese CSV \ud800 encoding")] == [
+        "Read Chinese CSV files with encoding='utf-8-sig'."
+    ]
+    assert store.search("CSV \udfff", k=1)[0][0].content.startswith("Read Chinese CSV")
