@@ -137,7 +137,12 @@ def _error_fix(traj: Trajectory, settings: RuleSettings) -> list[MemoryUnit]:
             continue
         errors.reverse()
         keys = list(dict.fromkeys(k for e in errors for k in _changed(e.tool_args or {}, ok.tool_args)))
-        failed = list(dict.fromkeys(format_args({k: (e.tool_args or {}).get(k) for k in keys}) for e in errors))
+        failed = list(
+            dict.fromkeys(
+                format_args({k: (e.tool_args or {})[k] for k in keys if k in (e.tool_args or {})}) or t.default_args
+                for e in errors
+            )
+        )
         fixed = {k: ok.tool_args.get(k) for k in keys}
         content = t.rule_error_fix.format(
             tool=ok.tool_name,

@@ -95,6 +95,7 @@ class ReflectionTemplates:
         rule_user_feedback: An explicit user correction; ``{task}``, ``{text}``.
         rule_user_feedback_no_task: The same without a known task; ``{text}``.
         list_separator: Joins several failed argument sets.
+        default_args: Names a failed call that passed none of the arguments the fix changed.
     """
 
     truncation_marker: str
@@ -112,6 +113,7 @@ class ReflectionTemplates:
     rule_user_feedback: str
     rule_user_feedback_no_task: str
     list_separator: str
+    default_args: str
 
 
 REFLECTION_ZH = ReflectionTemplates(
@@ -137,6 +139,7 @@ REFLECTION_ZH = ReflectionTemplates(
     rule_user_feedback="用户纠正（任务：{task}）：{text}",
     rule_user_feedback_no_task="用户纠正：{text}",
     list_separator="、",
+    default_args="默认参数",
 )
 """Chinese capture/reflection strings (the default)."""
 
@@ -163,6 +166,7 @@ REFLECTION_EN = ReflectionTemplates(
     rule_user_feedback="User correction (task: {task}): {text}",
     rule_user_feedback_no_task="User correction: {text}",
     list_separator=", ",
+    default_args="the default arguments",
 )
 """English capture/reflection strings."""
 

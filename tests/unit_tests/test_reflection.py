@@ -534,3 +534,29 @@ def test_readme_capture_examples_run(capsys: pytest.CaptureFixture[str]) -> None
     assert "\n[]\n" in out
     assert "user_feedback 0.9 weekly_report" in out
     assert "用户纠正（任务：生成周报）：周报只统计周一到周日的数据" in out
+
+
+def test_error_fix_rule_names_default_arguments_when_the_failed_call_passed_none() -> None:
+    from langchain_hindsight.types import Step, Trajectory
+
+    traj = Trajectory(
+        run_id="r-default",
+        task="统计 sales.csv 的销售额",
+        outcome="success",
+        steps=[
+            Step(type="tool_call", tool_name="read_csv", tool_args={}),
+            Step(
+                type="error",
+                tool_name="read_csv",
+                tool_args={},
+                error_type="UnicodeDecodeError",
+                error_message="'utf-8' codec can't decode byte 0xc8",
+            ),
+            Step(type="tool_call", tool_name="read_csv", tool_args={"encoding": "gbk"}),
+            Step(type="tool_result", tool_name="read_csv", tool_args={"encoding": "gbk"}, content="6 rows"),
+        ],
+    )
+    (unit,) = [u for u in Reflector().extract(traj) if "read_csv" in u.content]
+    assert "默认参数会失败" in unit.content
+    assert "encoding='gbk'" in unit.content
+    assert "None" not in unit.content
