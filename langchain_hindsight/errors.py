@@ -10,7 +10,7 @@ The tree::
     ├── StoreLockedError(HindsightError, RuntimeError)   another process holds the directory
     ├── StoreClosedError(HindsightError, RuntimeError)   the store was closed
     ├── StoreError(HindsightError, RuntimeError)         the backend failed (chained cause)
-    └── ReflectionError(HindsightError, RuntimeError)    reflection could not run at all
+    └── ReflectionError(HindsightError, RuntimeError)    the reflection model call failed
 
 Every leaf also subclasses the builtin it refines, so ``except ValueError`` keeps
 working for callers that do not know this package.
@@ -70,4 +70,4 @@ class StoreError(HindsightError, RuntimeError):
 
 
 class ReflectionError(HindsightError, RuntimeError):
-    """Reflection could not run at all (for example, no model and no rules enabled)."""
+    """Reflection failed as a whole (e.g. the extraction model call raised) and the policy is to raise."""
