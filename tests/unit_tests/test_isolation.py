@@ -19,7 +19,7 @@ from langchain_hindsight import (
     MemoryUnit,
     StoreError,
 )
-from langchain_hindsight.store import _collection_name
+from langchain_hindsight._collections import collection_name as _collection_name
 
 ALICE_SECRET = "Alice's payroll export must use the key ALICE-7731 and goes to finance only."
 BOB_LESSON = "Bob's team reads Chinese CSV files with encoding='utf-8-sig' to avoid garbled text."
