@@ -27,14 +27,11 @@ callback failure is logged once and swallowed; it never reaches the agent.
 from __future__ import annotations
 
 import functools
-import json
 import logging
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable
 from concurrent.futures import Future
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from time import time
 from typing import Any, TypeVar, cast, get_args
 from uuid import UUID
@@ -43,9 +40,20 @@ from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import BaseMessage
 from langchain_core.outputs import ChatGeneration, LLMResult
 
+from langchain_hindsight._capture_steps import Live, Raw, run_uuid, snapshot, to_step
+from langchain_hindsight._capture_text import (
+    as_text,
+    clip_args,
+    clip_text,
+    final_from_outputs,
+    is_interrupt,
+    message_text,
+    parse_args,
+    task_from_inputs,
+)
 from langchain_hindsight.errors import ConfigurationError
 from langchain_hindsight.prompts import REFLECTION_ZH, ReflectionTemplates
-from langchain_hindsight.types import Outcome, Step, StepType, Trajectory
+from langchain_hindsight.types import Outcome, Trajectory
 
 __all__ = ["TrajectoryRecorder", "clip_text"]
 
@@ -54,109 +62,6 @@ logger = logging.getLogger(__name__)
 _OUTCOMES = frozenset(get_args(Outcome))
 _NAMESPACE_KEY = "hindsight_namespace"
 _TASK_TYPE_KEY = "hindsight_task_type"
-_TASK_KEYS = ("input", "question", "query", "task", "prompt", "text")
-
-# A raw step, turned into a Step only when a trajectory is read:
-# (type, content, timestamp, tool_name, tool_args, error_type, error_message, run_id, truncated)
-_Raw = tuple[StepType, str, float, str | None, dict[str, Any] | None, str | None, str | None, UUID | None, bool]
-
-
-def clip_text(text: str, limit: int, marker: str = REFLECTION_ZH.truncation_marker) -> tuple[str, bool]:
-    """``text`` cut to about ``limit`` characters, keeping head and tail; returns ``(text, was_cut)``.
-
-    The marker (``{cut}`` = characters removed) records the cut in the text itself.
-
-    Example:
-        >>> clip_text("a" * 50 + "b" * 50, 20, " [{cut} cut] ")
-        ('aaaaaaaaaaaaa [80 cut] bbbbbbb', True)
-    """
-    if len(text) <= limit:
-        return text, False
-    head = (limit * 2) // 3
-    tail = limit - head
-    cut = len(text) - head - tail
-    return text[:head] + marker.format(cut=cut) + (text[-tail:] if tail else ""), True
-
-
-def _message_text(message: BaseMessage) -> str:
-    return message.content if isinstance(message.content, str) else message.text
-
-
-def _as_text(value: Any) -> str:
-    if isinstance(value, str):
-        return value
-    if isinstance(value, BaseMessage):
-        return _message_text(value)
-    try:
-        return json.dumps(value, ensure_ascii=False, default=str)
-    except (TypeError, ValueError):
-        return repr(value)
-
-
-def _human_text(item: Any) -> str | None:
-    """The text of ``item`` if it is a human/user message in any LangChain input form."""
-    if isinstance(item, BaseMessage):
-        return _message_text(item) if item.type == "human" else None
-    if isinstance(item, tuple | list) and len(item) == 2 and item[0] in ("human", "user"):
-        return _as_text(item[1])
-    if isinstance(item, Mapping) and item.get("role") in ("human", "user"):
-        return _as_text(item.get("content", ""))
-    if isinstance(item, str):
-        return item
-    return None
-
-
-def task_from_inputs(inputs: Any) -> str:
-    """The task text of a root run: the first human message, or the input string."""
-    if isinstance(inputs, str):
-        return inputs
-    if isinstance(inputs, BaseMessage):
-        return _message_text(inputs)
-    to_messages = getattr(inputs, "to_messages", None)
-    if callable(to_messages):  # a PromptValue
-        inputs = to_messages()
-    if isinstance(inputs, Sequence) and not isinstance(inputs, str):
-        for item in inputs:
-            text = _human_text(item)
-            if text:
-                return text
-        return ""
-    if isinstance(inputs, Mapping):
-        messages = inputs.get("messages")
-        if isinstance(messages, Sequence) and not isinstance(messages, str):
-            return task_from_inputs(messages)
-        for key in _TASK_KEYS:
-            if key in inputs:
-                return task_from_inputs(inputs[key])
-        for value in inputs.values():
-            if isinstance(value, str) and value.strip():
-                return value
-    return ""
-
-
-def _final_from_outputs(outputs: Any) -> str | None:
-    if isinstance(outputs, str):
-        return outputs
-    if isinstance(outputs, BaseMessage):
-        return _message_text(outputs) if outputs.type == "ai" else None
-    if isinstance(outputs, Mapping):
-        messages = outputs.get("messages")
-        if isinstance(messages, Sequence) and messages:
-            last = messages[-1]
-            if isinstance(last, BaseMessage) and last.type == "ai" and not getattr(last, "tool_calls", None):
-                return _message_text(last)
-            return None
-        for key in ("output", "answer", "result", "text"):
-            value = outputs.get(key)
-            if isinstance(value, str):
-                return value
-    return None
-
-
-def _is_interrupt(error: BaseException) -> bool:
-    """LangGraph's interrupts are control flow, not failures (checked by name: no import of langgraph)."""
-    return any(cls.__name__ == "GraphBubbleUp" for cls in type(error).__mro__)
-
 
 _F = TypeVar("_F", bound=Callable[..., None])
 
@@ -172,23 +77,6 @@ def _guarded(method: _F) -> _F:
             self._failed(method.__name__)
 
     return cast(_F, wrapper)
-
-
-@dataclass(slots=True)
-class _Live:
-    run_id: UUID
-    task: str
-    started: float
-    namespace: str
-    task_type: str | None
-    metadata: dict[str, Any]
-    steps: list[_Raw] = field(default_factory=list)
-    outcome_override: Outcome | None = None
-    tools: dict[UUID, tuple[str, dict[str, Any] | None]] = field(default_factory=dict)
-
-
-def _ts(seconds: float) -> datetime:
-    return datetime.fromtimestamp(seconds, UTC)
 
 
 class TrajectoryRecorder(BaseCallbackHandler):
@@ -258,7 +146,7 @@ class TrajectoryRecorder(BaseCallbackHandler):
         self._marker = (templates or REFLECTION_ZH).truncation_marker
         self._lock = threading.Lock()
         self._root_of: dict[UUID, UUID] = {}
-        self._live: OrderedDict[UUID, _Live] = OrderedDict()
+        self._live: OrderedDict[UUID, Live] = OrderedDict()
         self._finished: OrderedDict[UUID, Trajectory] = OrderedDict()
         self._last: Trajectory | None = None
         self._warned = False
@@ -271,11 +159,11 @@ class TrajectoryRecorder(BaseCallbackHandler):
 
     def get(self, run_id: UUID | str) -> Trajectory | None:
         """The trajectory of root run ``run_id``: a snapshot while it runs (working memory), or the finished one."""
-        rid = _uuid(run_id)
+        rid = run_uuid(run_id)
         with self._lock:
             live = self._live.get(rid)
             if live is not None:
-                return self._snapshot(live, outcome="unknown", ended=None, final=None, error=None)
+                return snapshot(live, outcome="unknown", ended=None, final=None, error=None)
             return self._finished.get(rid)
 
     def live_run_ids(self) -> list[UUID]:
@@ -299,12 +187,12 @@ class TrajectoryRecorder(BaseCallbackHandler):
         """
         if outcome not in _OUTCOMES:
             raise ConfigurationError(f"outcome must be one of {sorted(_OUTCOMES)}, got {outcome!r}")
-        rid = _uuid(run_id)
+        rid = run_uuid(run_id)
         with self._lock:
             live = self._live.get(rid)
             if live is not None:
                 live.outcome_override = outcome
-                return self._snapshot(live, outcome=outcome, ended=None, final=None, error=None)
+                return snapshot(live, outcome=outcome, ended=None, final=None, error=None)
             done = self._finished.get(rid)
             if done is None:
                 raise ConfigurationError(f"no run {rid} in this recorder (never seen, or released)")
@@ -324,23 +212,23 @@ class TrajectoryRecorder(BaseCallbackHandler):
         if not isinstance(text, str) or not text.strip():
             raise ConfigurationError("feedback text must be a non-empty string")
         content, cut = clip_text(text.strip(), self.max_content_chars, self._marker)
-        rid = _uuid(run_id)
-        raw: _Raw = ("feedback", content, time(), None, None, None, None, None, cut)
+        rid = run_uuid(run_id)
+        raw: Raw = ("feedback", content, time(), None, None, None, None, None, cut)
         with self._lock:
             live = self._live.get(rid)
             if live is not None:
                 live.steps.append(raw)
-                return self._snapshot(live, outcome="unknown", ended=None, final=None, error=None)
+                return snapshot(live, outcome="unknown", ended=None, final=None, error=None)
             done = self._finished.get(rid)
             if done is None:
                 raise ConfigurationError(f"no run {rid} in this recorder (never seen, or released)")
-            updated = done.model_copy(update={"steps": [*done.steps, _to_step(raw)]})
+            updated = done.model_copy(update={"steps": [*done.steps, to_step(raw)]})
             self._store_finished(updated)
             return updated
 
     def release(self, run_id: UUID | str) -> bool:
         """Forget a run (live or finished). Returns whether it was held."""
-        rid = _uuid(run_id)
+        rid = run_uuid(run_id)
         with self._lock:
             live = self._live.pop(rid, None)
             if live is not None:
@@ -361,19 +249,7 @@ class TrajectoryRecorder(BaseCallbackHandler):
             return text, False
         return clip_text(text, self.max_content_chars, self._marker)
 
-    def _clip_args(self, args: Any) -> dict[str, Any] | None:
-        if args is None:
-            return None
-        if not isinstance(args, Mapping):
-            args = {"input": args}
-        out: dict[str, Any] = {}
-        for key, value in args.items():
-            if isinstance(value, str) and len(value) > self.max_content_chars:
-                value = self._clip(value)[0]
-            out[str(key)] = value
-        return out
-
-    def _root(self, parent_run_id: UUID | None) -> _Live | None:
+    def _root(self, parent_run_id: UUID | None) -> Live | None:
         if parent_run_id is None:
             return None
         root = self._root_of.get(parent_run_id)
@@ -385,7 +261,7 @@ class TrajectoryRecorder(BaseCallbackHandler):
         parent_run_id: UUID | None,
         inputs: Any,
         metadata: dict[str, Any] | None,
-    ) -> _Live | None:
+    ) -> Live | None:
         """Register a run; a run without a known parent starts a trajectory. Returns its live trajectory."""
         with self._lock:
             live = self._root(parent_run_id)
@@ -395,7 +271,7 @@ class TrajectoryRecorder(BaseCallbackHandler):
         meta = dict(metadata or {})
         namespace = meta.get(_NAMESPACE_KEY)
         task_type = meta.get(_TASK_TYPE_KEY)
-        live = _Live(
+        live = Live(
             run_id=run_id,
             task=self._clip(task_from_inputs(inputs).strip())[0],
             started=time(),
@@ -414,7 +290,7 @@ class TrajectoryRecorder(BaseCallbackHandler):
                 )
         return live
 
-    def _add(self, run_id: UUID, raw: _Raw) -> None:
+    def _add(self, run_id: UUID, raw: Raw) -> None:
         with self._lock:
             root = self._root_of.get(run_id)
             live = None if root is None else self._live.get(root)
@@ -432,11 +308,11 @@ class TrajectoryRecorder(BaseCallbackHandler):
             return
         self._finish(live, outputs, error)
 
-    def _finish(self, live: _Live, outputs: Any, error: BaseException | None) -> None:
+    def _finish(self, live: Live, outputs: Any, error: BaseException | None) -> None:
         final: str | None = None
         err_text: str | None = None
         outcome: Outcome
-        interrupted = error is not None and _is_interrupt(error)
+        interrupted = error is not None and is_interrupt(error)
         if error is not None and not interrupted:
             message, cut = self._clip(str(error))
             err_text = f"{type(error).__name__}: {message}"
@@ -448,7 +324,7 @@ class TrajectoryRecorder(BaseCallbackHandler):
             outcome = "unknown"
             live.metadata["interrupted"] = True
         else:
-            answer = _final_from_outputs(outputs)
+            answer = final_from_outputs(outputs)
             steps = live.steps
             last = next((i for i in range(len(steps) - 1, -1, -1) if steps[i][0] != "feedback"), None)
             if last is not None and steps[last][0] == "thought" and (answer is None or steps[last][1] == answer):
@@ -466,7 +342,7 @@ class TrajectoryRecorder(BaseCallbackHandler):
                 outcome = "success"
         if live.outcome_override is not None:
             outcome = live.outcome_override
-        traj = self._snapshot(live, outcome=outcome, ended=time(), final=final, error=err_text)
+        traj = snapshot(live, outcome=outcome, ended=time(), final=final, error=err_text)
         with self._lock:
             self._store_finished(traj)
             self._last = traj
@@ -488,23 +364,6 @@ class TrajectoryRecorder(BaseCallbackHandler):
             self._finished.popitem(last=False)
         if self._last is not None and self._last.run_id == traj.run_id:
             self._last = traj
-
-    def _snapshot(
-        self, live: _Live, *, outcome: Outcome, ended: float | None, final: str | None, error: str | None
-    ) -> Trajectory:
-        return Trajectory(
-            run_id=str(live.run_id),
-            task=live.task,
-            steps=[_to_step(raw) for raw in list(live.steps)],
-            outcome=outcome,
-            final_answer=final,
-            error=error,
-            started_at=_ts(live.started),
-            ended_at=None if ended is None else _ts(ended),
-            namespace=live.namespace,
-            task_type=live.task_type,
-            metadata=dict(live.metadata),
-        )
 
     # ------------------------------------------------------------------ callback events
     @property
@@ -588,7 +447,7 @@ class TrajectoryRecorder(BaseCallbackHandler):
         """Model text becomes a ``thought`` (tool calls are recorded when the tools start)."""
         generation = response.generations[0][0] if response.generations and response.generations[0] else None
         if generation is not None:
-            text = _message_text(generation.message) if isinstance(generation, ChatGeneration) else generation.text
+            text = message_text(generation.message) if isinstance(generation, ChatGeneration) else generation.text
             if text.strip():
                 content, cut = self._clip(text.strip())
                 self._add(run_id, ("thought", content, time(), None, None, None, None, run_id, cut))
@@ -621,7 +480,7 @@ class TrajectoryRecorder(BaseCallbackHandler):
         if live is None:
             return
         name = (serialized or {}).get("name") or kwargs.get("name") or "tool"
-        args = self._clip_args(inputs if inputs is not None else _parse_args(input_str))
+        args = clip_args(inputs if inputs is not None else parse_args(input_str), self.max_content_chars, self._marker)
         with self._lock:
             live.tools[run_id] = (name, args)
             live.steps.append(("tool_call", "", time(), name, args, None, None, run_id, False))
@@ -634,9 +493,9 @@ class TrajectoryRecorder(BaseCallbackHandler):
             live = None if root is None else self._live.get(root)
             name, args = live.tools.pop(run_id, ("tool", None)) if live is not None else ("tool", None)
         if live is not None:
-            content, cut = self._clip(_as_text(output))
+            content, cut = self._clip(as_text(output))
             if getattr(output, "status", None) == "error":
-                raw: _Raw = ("error", content, time(), name, args, "ToolError", content, run_id, cut)
+                raw: Raw = ("error", content, time(), name, args, "ToolError", content, run_id, cut)
             else:
                 raw = ("tool_result", content, time(), name, args, None, None, run_id, cut)
             self._add(run_id, raw)
@@ -654,35 +513,3 @@ class TrajectoryRecorder(BaseCallbackHandler):
         message, cut = self._clip(str(error))
         self._add(run_id, ("error", message, time(), name, args, type(error).__name__, message, run_id, cut))
         self._end(run_id, error=error)
-
-
-def _parse_args(input_str: str) -> dict[str, Any] | str:
-    try:
-        value = json.loads(input_str)
-    except (TypeError, ValueError):
-        return input_str
-    return value if isinstance(value, dict) else input_str
-
-
-def _to_step(raw: _Raw) -> Step:
-    kind, content, ts, tool, args, etype, emsg, rid, cut = raw
-    return Step(
-        type=kind,
-        content=content,
-        timestamp=_ts(ts),
-        tool_name=tool,
-        tool_args=args,
-        error_type=etype,
-        error_message=emsg,
-        run_id=None if rid is None else str(rid),
-        truncated=cut,
-    )
-
-
-def _uuid(run_id: UUID | str) -> UUID:
-    if isinstance(run_id, UUID):
-        return run_id
-    try:
-        return UUID(str(run_id))
-    except ValueError as e:
-        raise ConfigurationError(f"run_id must be a UUID, got {run_id!r}") from e
