@@ -3,7 +3,7 @@
 A sentence-transformers model directory (Transformer → Pooling → optional
 Normalize) is exported once to ONNX with ``torch.onnx.export`` into a cache
 directory, keyed by a hash of the model's weights and config; later processes
-load the cached file in ~0.1 s without importing torch. Tokenisation uses the
+load the cached file in a fraction of a second without importing torch. Tokenisation uses the
 model's own ``tokenizer.json`` through ``tokenizers`` (truncated at the model's
 ``max_seq_length``), and pooling + L2 normalisation are done in numpy exactly as
 the model's pooling config says, so vectors match sentence-transformers'.

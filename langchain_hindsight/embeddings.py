@@ -95,8 +95,8 @@ class LocalEmbeddings(Embeddings):
     on a machine exports the model once to ONNX in a cache directory
     (``cache_dir``, else ``$HINDSIGHT_CACHE_DIR``, else
     ``$XDG_CACHE_HOME/langchain-hindsight``, else ``~/.cache/langchain-hindsight``;
-    the file name carries a hash of the model's weights), later processes load it
-    in about 0.1 s without importing torch. The vectors equal sentence-transformers'
+    the file name carries a hash of the model's weights); later processes load it
+    without importing torch. The vectors equal sentence-transformers'
     (cosine ≥ 0.9999, checked on every export). If the export or ONNX Runtime
     fails, or ``device`` is not the CPU, it falls back to sentence-transformers on
     torch with one warning in the log; an unwritable cache directory keeps the

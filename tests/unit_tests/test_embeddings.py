@@ -215,6 +215,21 @@ def test_unsupported_model_falls_back_to_torch_with_one_warning(
     assert not (tmp_path / "cache").exists()
 
 
+def test_an_export_that_fails_verification_is_discarded_and_torch_is_used(
+    tmp_path: Path, reference: LocalEmbeddings, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setattr(_onnx, "_MIN_COSINE", 1.5)  # no export can pass: the verification step must reject it
+    caplog.set_level(logging.INFO)
+    emb = LocalEmbeddings(cache_dir=tmp_path)
+    vector = emb.embed_query(TEXTS[1])
+    assert emb.active_backend == "torch"
+    warnings = _hindsight_records(caplog, logging.WARNING)
+    assert len(warnings) == 1
+    assert "disagrees with torch" in warnings[0].getMessage()
+    assert list(tmp_path.iterdir()) == []  # neither the rejected model nor its temporary file stays
+    assert vector == reference.embed_query(TEXTS[1])
+
+
 def test_unwritable_cache_dir_keeps_the_export_in_memory(
     tmp_path: Path, reference: LocalEmbeddings, caplog: pytest.LogCaptureFixture
 ) -> None:
