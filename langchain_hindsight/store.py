@@ -17,10 +17,10 @@ import functools
 import logging
 import os
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, ParamSpec, TypeVar
 
 from langchain_core.embeddings import Embeddings
 
@@ -83,6 +83,38 @@ def _check_ids(ids: object) -> list[str]:
     ):
         raise ConfigurationError("ids must be a memory id or a sequence of non-empty memory id strings")
     return list(dict.fromkeys(ids))
+
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+@functools.cache
+def _backend_exceptions() -> tuple[type[BaseException], ...]:
+    """What Chroma (embedded or over HTTP) raises when storage fails; resolved lazily."""
+    import sqlite3
+
+    import httpx
+    from chromadb.errors import ChromaError
+
+    return (ChromaError, sqlite3.Error, OSError, httpx.HTTPError)
+
+
+def _backend_errors(method: Callable[_P, _R]) -> Callable[_P, _R]:
+    """Re-raise storage-backend failures from a public method as :class:`StoreError` (chained)."""
+
+    @functools.wraps(method)
+    def wrapper(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+        try:
+            return method(*args, **kwargs)
+        except HindsightError:
+            raise
+        except Exception as e:
+            if isinstance(e, _backend_exceptions()):
+                raise StoreError(f"MemoryStore.{method.__name__} failed in the storage backend: {e}") from e
+            raise
+
+    return wrapper
 
 
 class MemoryStore:
@@ -249,6 +281,7 @@ class MemoryStore:
             self._repair(namespace)
         return col
 
+    @_backend_errors
     def namespaces(self) -> list[str]:
         """Every namespace that has a collection, sorted."""
         with self._lock:
@@ -270,6 +303,7 @@ class MemoryStore:
             self._reindex(namespace, upserts=current, deletes=gone)
 
     # ------------------------------------------------------------------ reads
+    @_backend_errors
     def get(self, memory_id: str, *, namespace: str | None = None) -> MemoryUnit:
         """The unit with ``memory_id`` in ``namespace`` (active, superseded or archived).
 
@@ -281,6 +315,7 @@ class MemoryStore:
             raise MemoryNotFoundError(f"no memory {memory_id!r} in namespace {self._ns(namespace)!r}")
         return found[0]
 
+    @_backend_errors
     def get_many(self, memory_ids: Sequence[str], *, namespace: str | None = None) -> list[MemoryUnit]:
         """The units that exist among ``memory_ids``, in the given order (missing ones skipped)."""
         ids = _check_ids(memory_ids)
@@ -296,6 +331,7 @@ class MemoryStore:
                     found.update((u.memory_id, u) for u in records(col, ids=missing))
             return [found[i] for i in ids if i in found]
 
+    @_backend_errors
     def list_units(
         self,
         *,
@@ -343,6 +379,7 @@ class MemoryStore:
                     break
                 offset += batch_size
 
+    @_backend_errors
     def count(self, *, namespace: str | None = None, status: MemoryStatus | None = None) -> int:
         """Number of units in ``namespace`` (all statuses unless ``status`` is given)."""
         if status is not None and status not in ALLOWED["status"]:
@@ -360,6 +397,7 @@ class MemoryStore:
                     total += len(col.get(where={"status": status}, include=[])["ids"])
             return total
 
+    @_backend_errors
     def history(self, memory_id: str, *, namespace: str | None = None) -> list[MemoryUnit]:
         """The supersedes chain through ``memory_id``, newest first.
 
@@ -390,6 +428,7 @@ class MemoryStore:
             return chain
 
     # ------------------------------------------------------------------ search (dense + lexical arms)
+    @_backend_errors
     def search(
         self,
         query: str,
@@ -406,6 +445,7 @@ class MemoryStore:
         vector = self.embeddings.embed_query(clean_text(query))
         return self.search_by_vector(vector, k=k, namespace=namespace, include_embeddings=include_embeddings)
 
+    @_backend_errors
     def search_by_vector(
         self,
         vector: Sequence[float],
@@ -449,6 +489,7 @@ class MemoryStore:
                 raise StoreError(f"chroma query failed: {e}") from e
         return query_hits(res, include_embeddings)
 
+    @_backend_errors
     def similarity_by_ids(
         self, vector: Sequence[float], memory_ids: Sequence[str], *, namespace: str | None = None
     ) -> list[tuple[MemoryUnit, float]]:
@@ -472,6 +513,7 @@ class MemoryStore:
                 raise StoreError(f"chroma get failed: {e}") from e
         return similarities(rows, vector, ids)
 
+    @_backend_errors
     def lexical_search(
         self, query: str, *, k: int = 10, namespace: str | None = None, normalize: bool = False
     ) -> list[tuple[str, float]]:
@@ -544,6 +586,7 @@ class MemoryStore:
         """
         return self.add_many([unit], namespace=namespace, dedupe=dedupe)[0]
 
+    @_backend_errors
     def add_many(
         self, units: Sequence[MemoryUnit], *, namespace: str | None = None, dedupe: bool = True
     ) -> list[MemoryUnit]:
@@ -592,6 +635,7 @@ class MemoryStore:
         self._reindex(ns, upserts=[*(u for u, _ in plan.new.values()), *plan.changed.values()])
         return plan.results
 
+    @_backend_errors
     def update(self, memory_id: str, /, *, namespace: str | None = None, **changes: Any) -> MemoryUnit:
         """Change fields of a stored unit; return the stored result.
 
@@ -614,6 +658,7 @@ class MemoryStore:
                 changes["task_type"] = self.vocabulary.normalize(changes["task_type"])
             return self.update_many([current.evolve(**changes)], namespace=ns)[0]
 
+    @_backend_errors
     def update_many(self, units: Sequence[MemoryUnit], *, namespace: str | None = None) -> list[MemoryUnit]:
         """Write new versions of existing units in one batch (re-embedding only changed content).
 
@@ -649,6 +694,7 @@ class MemoryStore:
             order = {u.memory_id: i for i, u in enumerate(units)}
             return sorted(written, key=lambda u: order[u.memory_id])
 
+    @_backend_errors
     def record_feedback(
         self,
         memory_ids: Sequence[str] | str,
@@ -693,6 +739,7 @@ class MemoryStore:
             ]
             return self.update_many(updated, namespace=ns)
 
+    @_backend_errors
     def share(
         self, memory_ids: Sequence[str] | str, *, to_namespace: str, namespace: str | None = None
     ) -> list[MemoryUnit]:
@@ -726,10 +773,12 @@ class MemoryStore:
             ]
             return self.add_many(copies, namespace=dst) if copies else []
 
+    @_backend_errors
     def archive(self, memory_ids: Sequence[str], *, namespace: str | None = None) -> list[MemoryUnit]:
         """Move units to the namespace's cold collection (excluded from recall, restorable)."""
         return self._move(_check_ids(memory_ids), self._ns(namespace), "memories", "archive")
 
+    @_backend_errors
     def restore(self, memory_ids: Sequence[str], *, namespace: str | None = None) -> list[MemoryUnit]:
         """Bring archived units back as active units."""
         return self._move(_check_ids(memory_ids), self._ns(namespace), "archive", "memories")
@@ -751,6 +800,7 @@ class MemoryStore:
                 self._reindex(ns, upserts=moved)
             return moved
 
+    @_backend_errors
     def forget(
         self,
         memory_id: str | Sequence[str] | None = None,
@@ -822,7 +872,7 @@ class MemoryStore:
         for key in [k for k in self._collections if k[0] == ns]:
             del self._collections[key]
         self._lexical.pop(ns, None)
-        self.__dict__.get("_feeds", {}).pop(ns, None)
+        self._feeds.pop(ns, None)
         self._repaired.discard(ns)
         return deleted
 
@@ -831,6 +881,7 @@ class MemoryStore:
         return _forget.delete_ids(self, ns, ids)
 
     # ------------------------------------------------------------------ physical erasure
+    @_backend_errors
     def scrub(self) -> None:
         """Physically erase every deleted record from the store's directory.
 

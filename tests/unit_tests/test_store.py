@@ -21,6 +21,7 @@ from langchain_hindsight import (
     MemoryStore,
     MemoryUnit,
     StoreClosedError,
+    StoreError,
     StoreLockedError,
 )
 from langchain_hindsight.embeddings import LocalEmbeddings
@@ -427,3 +428,20 @@ def test_second_process_is_refused_with_a_clear_error(make_store: Callable[..., 
     assert "REFUSED:" in out.stdout
     assert "HttpClient" in out.stdout
     assert store.count() == 1
+
+
+def test_backend_failures_surface_as_store_error(tmp_path: Path, embeddings: Embeddings) -> None:
+    from tests.server import running_chroma_server
+
+    with running_chroma_server(tmp_path / "server") as server:
+        store = MemoryStore(client=server.client(), embeddings=embeddings)
+        stored = store.add(_unit())
+        assert store.get(stored.memory_id).content == CSV_LESSON
+        server.stop()  # the server goes away under a live store
+        with pytest.raises(StoreError, match="add_many failed in the storage backend") as info:
+            store.add(_unit("Retry the flaky geocoding API up to 3 times.", task_type="api_call"))
+        assert info.value.__cause__ is not None
+        with pytest.raises(StoreError):
+            store.count()
+        with pytest.raises(StoreError):
+            store.record_feedback([stored.memory_id], success=True)
