@@ -30,7 +30,6 @@ import argparse
 import json
 import os
 import platform
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -44,6 +43,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT.parent))
 
+from _stats import summary  # noqa: E402
+
 from langchain_hindsight.embeddings import LocalEmbeddings, default_model_path  # noqa: E402
 
 WARMUP = 10
@@ -51,20 +52,6 @@ LONG = [
     "When the weekly report job calls the sales API it must page through results, " * 12,
     "清洗客户名单时先统一编码为 utf-8-sig，再去掉重复的手机号，最后按地区汇总成周报。" * 8,
 ]
-
-
-def pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
-
-
-def summary(ms: list[float]) -> dict[str, float]:
-    return {
-        "p50_ms": round(pct(ms, 0.5), 3),
-        "p95_ms": round(pct(ms, 0.95), 3),
-        "mean_ms": round(statistics.fmean(ms), 3),
-        "n": len(ms),
-    }
 
 
 class TorchDirect:

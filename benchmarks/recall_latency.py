@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import json
 import random
-import statistics
 import sys
 import tempfile
 import time
@@ -39,6 +38,8 @@ from langchain_core.embeddings import Embeddings
 
 ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT.parent))
+
+from _stats import summary  # noqa: E402
 
 from langchain_hindsight.embeddings import LocalEmbeddings  # noqa: E402
 from langchain_hindsight.retriever import HindsightRetriever  # noqa: E402
@@ -166,19 +167,6 @@ class TableEmbeddings(Embeddings):
 
     def embed_query(self, text: str) -> list[float]:
         return self.real.embed_query(text)
-
-
-def pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
-
-
-def summary(ms: list[float]) -> dict[str, float]:
-    return {
-        "p50_ms": round(pct(ms, 0.5), 3),
-        "p95_ms": round(pct(ms, 0.95), 3),
-        "mean_ms": round(statistics.fmean(ms), 3),
-    }
 
 
 def main() -> None:

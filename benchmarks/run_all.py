@@ -1,0 +1,40 @@
+"""Run every benchmark script in turn (``make bench``); each writes benchmarks/results/<name>.{json,md}.
+
+The machine is shared: run this when it is otherwise idle, and quote p95 as well as p50.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+SCRIPTS = [
+    "store_throughput.py",
+    "embed_latency.py",
+    "recall_latency.py",
+    "recall_quality.py",
+    "capture_overhead.py",
+    "maintain.py",
+    "forget_scrub.py",
+]
+
+
+def main() -> int:
+    failed = []
+    for name in SCRIPTS:
+        start = time.perf_counter()
+        print(f"== {name}", flush=True)
+        code = subprocess.call([sys.executable, str(HERE / name)], cwd=HERE.parent)
+        print(f"== {name}: exit {code} in {time.perf_counter() - start:.0f} s", flush=True)
+        if code:
+            failed.append(name)
+    if failed:
+        print("failed:", ", ".join(failed))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
