@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
@@ -22,6 +22,7 @@ __all__ = [
     "BLOCK_ID_PREFIX",
     "INJECTED_MARKER",
     "Placement",
+    "check_placement",
     "find_task",
     "inject",
     "message_text",
@@ -45,6 +46,13 @@ BLOCK_ID_PREFIX = "hindsight-experience-"
 
 INJECTED_MARKER = "hindsight_injected"
 """``additional_kwargs`` marker on a task message that already carries the block."""
+
+
+def check_placement(placement: object) -> Placement:
+    """``placement`` if it is a :data:`Placement`; else a :class:`ConfigurationError` naming it."""
+    if placement not in get_args(Placement):
+        raise ConfigurationError(f"placement must be 'task_message' or 'separate_message', got {placement!r}")
+    return placement  # type: ignore[return-value]
 
 
 def message_text(message: BaseMessage) -> str:
@@ -88,8 +96,7 @@ def inject(
             (``build_task_prompt``), used by ``placement="task_message"``.
         placement: See :data:`Placement`.
     """
-    if placement not in ("task_message", "separate_message"):
-        raise ConfigurationError(f"placement must be 'task_message' or 'separate_message', got {placement!r}")
+    check_placement(placement)
     out = [m for m in messages if not str(m.id or "").startswith(BLOCK_ID_PREFIX)]
     found = find_task(out)
     if not block or found is None:

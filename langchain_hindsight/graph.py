@@ -26,6 +26,7 @@ from langchain_hindsight._adapters import (
     BLOCK_ID_PREFIX,
     INJECTED_MARKER,
     Placement,
+    check_placement,
     find_task,
     inject,
     message_text,
@@ -372,8 +373,7 @@ def with_hindsight(
     schema = getattr(builder, "state_schema", None)
     if schema is None or not hasattr(graph, "copy"):
         raise ConfigurationError("with_hindsight needs a compiled StateGraph (builder.compile() or create_agent(...))")
-    if placement not in ("task_message", "separate_message"):
-        raise ConfigurationError(f"placement must be 'task_message' or 'separate_message', got {placement!r}")
+    check_placement(placement)
     inner = graph.copy(update={"checkpointer": False})
     loop = HindsightLoop(
         store,

@@ -19,6 +19,7 @@ from langchain_core.messages import AIMessage, BaseMessage
 
 from langchain_hindsight._adapters import (
     Placement,
+    check_placement,
     find_task,
     inject,
     message_text,
@@ -116,8 +117,7 @@ class HindsightMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         max_pending: int = 1024,
     ) -> None:
         super().__init__()
-        if placement not in ("task_message", "separate_message"):
-            raise ConfigurationError(f"placement must be 'task_message' or 'separate_message', got {placement!r}")
+        check_placement(placement)
         if isinstance(max_pending, bool) or not isinstance(max_pending, int) or max_pending < 1:
             raise ConfigurationError(f"max_pending must be a positive int, got {max_pending!r}")
         self.loop = HindsightLoop(

@@ -206,3 +206,20 @@ def test_trajectory_from_messages_outcomes() -> None:
     assert ok.steps[1].error_type == "UnicodeDecodeError"
     failed = trajectory_from_messages([task, calls, error], run_id="r")
     assert failed.outcome == "failure"
+
+
+def test_unknown_placement_is_a_configuration_error(store: MemoryStore) -> None:
+    from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+    from langchain_core.messages import AIMessage
+    from langgraph.graph import MessagesState, StateGraph
+
+    from langchain_hindsight import ConfigurationError, with_hindsight
+
+    with pytest.raises(ConfigurationError, match="placement"):
+        HindsightMiddleware(store, placement="system_prompt")  # type: ignore[arg-type]
+    model = GenericFakeChatModel(messages=iter([AIMessage("ok")]))
+    builder = StateGraph(MessagesState)
+    builder.add_node("model", lambda state: {"messages": [model.invoke(state["messages"])]})
+    builder.set_entry_point("model")
+    with pytest.raises(ConfigurationError, match="placement"):
+        with_hindsight(builder.compile(), store, placement="system_prompt")  # type: ignore[arg-type]
