@@ -265,9 +265,9 @@ def _lifecycle(args: argparse.Namespace, store: MemoryStore) -> Any:
 
     model = None
     if getattr(args, "model", None):
-        from langchain_openai import ChatOpenAI
+        from langchain_hindsight.demo import select_model
 
-        model = ChatOpenAI(model=args.model, base_url=args.base_url)
+        model, _ = select_model(args.model, args.base_url)  # no key: a ConfigurationError, not a traceback
     return Lifecycle(store, model=model, locale=getattr(args, "locale", "zh"), progress=_progress)
 
 
