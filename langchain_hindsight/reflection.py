@@ -360,6 +360,8 @@ class Reflector:
             response = response["raw"]
         if isinstance(response, AIMessage) and response.tool_calls:
             return response.tool_calls[0]["args"], True
+        if isinstance(response, AIMessage) and response.invalid_tool_calls:  # e.g. arguments cut off at max_tokens
+            return parse_json_text(response.invalid_tool_calls[0].get("args") or "")
         if isinstance(response, BaseMessage):
             text = response.content if isinstance(response.content, str) else response.text
             return parse_json_text(text)

@@ -10,6 +10,7 @@ OpenAI or any OpenAI-compatible server, and the replies go through the real
 from __future__ import annotations
 
 import json
+import logging
 import re
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
@@ -215,8 +216,10 @@ def test_failed_model_call_with_skip_keeps_only_rule_units(stub: OpenAIStub, sto
     assert store.count(status="active") == len(units)
 
 
-def test_malformed_tool_arguments_store_nothing(stub: OpenAIStub, store: MemoryStore) -> None:
-    """The model calls the tool, but its arguments are not JSON (or not the schema): nothing invalid is kept."""
+def test_malformed_tool_arguments_store_nothing_and_say_so(
+    stub: OpenAIStub, store: MemoryStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The model calls the tool, but its arguments are not JSON (or not the schema): nothing kept, one warning each."""
     replies = iter(
         [
             {"tool_calls": [tool_call("ExtractionOutput", '{"experiences": [{"content": "trunc')]},
@@ -227,9 +230,22 @@ def test_malformed_tool_arguments_store_nothing(stub: OpenAIStub, store: MemoryS
     stub.reply = lambda request: next(replies)
     reflector = Reflector(model=chat(stub), store=store, rules=False)
     for _ in range(3):
-        assert reflector.reflect(trajectory()) == []
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger="langchain_hindsight.reflection"):
+            assert reflector.reflect(trajectory()) == []
+        # Regression: cut-off arguments (an invalid tool call) used to pass silently as "nothing learned".
+        assert [r.getMessage() for r in caplog.records if "not the expected JSON" in r.getMessage()], caplog.text
     assert store.count(status="active") == 0
     assert len(stub.requests) == 3
+
+
+def test_cut_off_tool_arguments_keep_the_complete_items(stub: OpenAIStub, store: MemoryStore) -> None:
+    """Arguments cut off at max_tokens: the complete items are salvaged, as for cut-off JSON text."""
+    whole = json.dumps({"content": LESSON, "confidence": 0.7, "tags": ["csv"]}, ensure_ascii=False)
+    args = '{"experiences": [' + whole + ', {"content": "第二条经验写到一半'
+    stub.reply = lambda request: {"tool_calls": [tool_call("ExtractionOutput", args)], "finish_reason": "length"}
+    units = Reflector(model=chat(stub), store=store, rules=False).reflect(trajectory())
+    assert [(u.content, u.confidence, u.tags) for u in units] == [(LESSON, 0.7, ["csv"])]
 
 
 # ---------------------------------------------------------------------------- 3. create_agent + middleware
