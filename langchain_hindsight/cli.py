@@ -478,7 +478,10 @@ def _parser() -> argparse.ArgumentParser:
     common.add_argument("--namespace", help="namespace (default: 'default')")
     common.add_argument("--json", action="store_true", help="machine-readable JSON output")
     model = argparse.ArgumentParser(add_help=False)
-    model.add_argument("--model", help="chat model name for an LLM review (ChatOpenAI; needs OPENAI_API_KEY)")
+    model.add_argument(
+        "--model",
+        help="chat model name for an LLM review (ChatOpenAI; needs OPENAI_API_KEY unless --base-url is a local server)",
+    )
     model.add_argument("--base-url", help="OpenAI-compatible base URL for --model")
     model.add_argument("--locale", choices=["zh", "en"], default="zh", help="language of review patterns")
     clock = argparse.ArgumentParser(add_help=False)
