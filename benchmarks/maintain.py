@@ -39,6 +39,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import numpy as np
+from _corpus import TASKS as CORPUS_TASKS
 from _corpus import experiences
 
 from langchain_hindsight import Lifecycle, MemoryStore, MemoryUnit
@@ -47,18 +48,7 @@ from langchain_hindsight.embeddings import LocalEmbeddings
 
 RESULTS = Path(__file__).parent / "results"
 NOW = datetime(2026, 11, 1, tzinfo=UTC)
-TASKS = [
-    "data_cleaning",
-    "data_analysis",
-    "weekly_report",
-    "monthly_report",
-    "api_call",
-    "file_operation",
-    "database_query",
-    "code_generation",
-    "web_search",
-    "summarization",
-]
+TASKS = [*CORPUS_TASKS, "web_search", "summarization"]  # a longer tail for the skewed distribution
 
 
 class NoEmbeddings(LocalEmbeddings):
