@@ -18,6 +18,7 @@ SECTIONS = [
     "lifecycle.md",
     "cli.md",
     "embeddings.md",
+    "sharing_mcp.md",
     "guarantees.md",
     "90_benchmarks.md",
     "99_development.md",

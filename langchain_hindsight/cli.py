@@ -468,6 +468,33 @@ def _restore(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _mcp(args: argparse.Namespace) -> int:
+    from langchain_hindsight.access import AccessPolicy, Principal, ScopedMemory
+
+    try:
+        from langchain_hindsight.mcp_server import create_server
+    except ImportError as e:
+        raise ConfigurationError(
+            f'hindsight mcp needs the mcp extra: pip install "langchain-hindsight[mcp]" ({e})'
+        ) from e
+    if args.config:
+        principal = AccessPolicy.from_file(args.config).principal(args.principal)
+    else:
+        principal = Principal(args.principal, args.namespace or args.principal)
+    if not 0 < args.port < 65536:
+        raise ConfigurationError(f"--port must be 1-65535, got {args.port}")
+    args.namespace = principal.namespace
+    with _open(args) as store:
+        server = create_server(ScopedMemory(store, principal), locale=args.locale, host=args.host, port=args.port)
+        print(
+            f"hindsight mcp: principal {principal.name!r} (namespace {principal.namespace!r}, reads "
+            f"{', '.join(principal.readable)}) over {args.transport}",
+            file=sys.stderr,
+        )
+        server.run("streamable-http" if args.transport == "http" else "stdio")
+    return EXIT_OK
+
+
 # ----------------------------------------------------------------------------- parser
 def _parser() -> argparse.ArgumentParser:
     env = _environment()
@@ -539,6 +566,13 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--yes", action="store_true")
     p = add("restore", _restore, "bring archived memories back")
     p.add_argument("memory_id", nargs="+")
+    p = add("mcp", _mcp, "serve the store to MCP clients as one principal (needs the [mcp] extra)")
+    p.add_argument("--principal", required=True, help="the agent identity this server acts as")
+    p.add_argument("--config", help="TOML file with [principals.NAME] grants (default: own namespace only)")
+    p.add_argument("--transport", choices=["stdio", "http"], default="stdio")
+    p.add_argument("--host", default="127.0.0.1", help="bind address for --transport http")
+    p.add_argument("--port", type=int, default=8765, help="port for --transport http")
+    p.add_argument("--locale", choices=["zh", "en"], default="zh", help="language of the recalled block")
     return parser
 
 

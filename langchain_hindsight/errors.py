@@ -3,6 +3,7 @@
 The tree::
 
     HindsightError(Exception)
+    ├── AccessDeniedError(HindsightError, PermissionError) a principal lacks the grant
     ├── ConfigurationError(HindsightError, ValueError)   bad option or argument
     ├── InvalidMemoryError(HindsightError, ValueError)   a memory unit failed validation
     ├── MemoryNotFoundError(HindsightError, KeyError)    no such memory id in the namespace
@@ -19,6 +20,7 @@ working for callers that do not know this package.
 from __future__ import annotations
 
 __all__ = [
+    "AccessDeniedError",
     "ConfigurationError",
     "HindsightError",
     "InvalidMemoryError",
@@ -71,3 +73,7 @@ class StoreError(HindsightError, RuntimeError):
 
 class ReflectionError(HindsightError, RuntimeError):
     """Reflection failed as a whole (e.g. the extraction model call raised) and the policy is to raise."""
+
+
+class AccessDeniedError(HindsightError, PermissionError):
+    """A principal tried an operation its grants do not allow; nothing was changed."""

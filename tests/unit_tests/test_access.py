@@ -1,0 +1,169 @@
+"""Principals, grants and the sharing protocol (a cleaning agent publishes, an analysis agent reads)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from langchain_hindsight.access import AccessPolicy, Principal, ScopedMemory, origin_tag, published_from
+from langchain_hindsight.errors import AccessDeniedError, ConfigurationError, MemoryNotFoundError
+from langchain_hindsight.store import MemoryStore
+
+LESSON = "清洗销售CSV时，金额列先去掉千分位逗号再转成数字，否则求和会报ValueError。"
+POLICY = """
+[principals.cleaner]
+namespace = "cleaner"
+write = ["shared"]
+
+[principals.analyst]
+namespace = "analyst"
+read = ["shared"]
+
+[principals.outsider]
+namespace = "outsider"
+"""
+
+
+@pytest.fixture
+def policy(tmp_path: Path) -> AccessPolicy:
+    path = tmp_path / "grants.toml"
+    path.write_text(POLICY, encoding="utf-8")
+    return AccessPolicy.from_file(path)
+
+
+@pytest.fixture
+def views(store: MemoryStore, policy: AccessPolicy) -> dict[str, ScopedMemory]:
+    return {p.name: ScopedMemory(store, p) for p in policy}
+
+
+def test_policy_file_and_grants(policy: AccessPolicy) -> None:
+    analyst = policy.principal("analyst")
+    assert analyst.readable == ("analyst", "shared")
+    assert analyst.can_read("shared")
+    assert not analyst.can_write("shared")
+    assert policy.principal("cleaner").can_read("shared")  # write implies read
+    with pytest.raises(ConfigurationError, match="unknown principal"):
+        policy.principal("nobody")
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [{"a": {"read": "shared"}}, {"a": {"namespace": ""}}, {"a": {"grants": []}}, {"a": {"trust": "root"}}],
+)
+def test_malformed_policies_are_configuration_errors(bad: dict[str, dict[str, object]]) -> None:
+    with pytest.raises(ConfigurationError):
+        AccessPolicy.from_mapping(bad)  # type: ignore[arg-type]
+
+
+def test_publish_then_recall_in_one_call_labelled_shared(views: dict[str, ScopedMemory]) -> None:
+    cleaner, analyst = views["cleaner"], views["analyst"]
+    own = cleaner.remember(LESSON, task_type="data_cleaning")
+    analyst.remember("分析销售数据时，按门店分组前先统一门店名称的全角半角。", task_type="data_analysis")
+    copy = cleaner.publish(own.memory_id, to="shared")
+    assert copy.namespace == "shared"
+    assert published_from(copy, "cleaner")
+    _, results = analyst.recall("汇总销售CSV的金额，求和时报错了", k=5)
+    shared = [r for r in results if r.memory.memory_id == own.memory_id]
+    assert shared, [r.memory.content for r in results]
+    assert shared[0].namespace == "shared"
+    assert not shared[0].own
+    assert any(r.own for r in results)
+
+
+def test_without_a_grant_nothing_is_visible_or_changed(views: dict[str, ScopedMemory], store: MemoryStore) -> None:
+    cleaner, outsider, analyst = views["cleaner"], views["outsider"], views["analyst"]
+    own = cleaner.remember(LESSON)
+    cleaner.publish(own.memory_id, to="shared")
+    _, results = outsider.recall(LESSON, k=5)
+    assert results == []
+    for denied in (
+        lambda: outsider.get(own.memory_id, namespace="shared"),
+        lambda: outsider.list_units(namespace="shared"),
+        lambda: outsider.list_units(namespace="cleaner"),
+        lambda: outsider.remember("x", namespace="shared"),
+        lambda: analyst.remember("写入共享池", namespace="shared"),
+        lambda: analyst.publish(own.memory_id, to="shared"),
+        lambda: outsider.unpublish(own.memory_id, from_namespace="shared"),
+    ):
+        with pytest.raises(AccessDeniedError):
+            denied()
+    assert store.count(namespace="shared") == 1
+    assert store.count(namespace="outsider") == 0
+
+
+def test_feedback_needs_write_access_and_says_what_it_skipped(
+    views: dict[str, ScopedMemory], store: MemoryStore
+) -> None:
+    cleaner, analyst = views["cleaner"], views["analyst"]
+    own = cleaner.remember(LESSON)
+    cleaner.publish(own.memory_id, to="shared")
+    before = store.get(own.memory_id, namespace="shared").score_confidence
+    outcome = analyst.feedback([own.memory_id, "mem_missing"], success=False)
+    assert outcome.updated == []
+    assert outcome.skipped == [own.memory_id, "mem_missing"]
+    assert store.get(own.memory_id, namespace="shared").score_confidence == before
+    outcome = cleaner.feedback([own.memory_id], success=True)
+    assert [u.namespace for u in outcome.updated] == ["cleaner"]
+
+
+def test_forget_of_the_source_removes_published_copies(views: dict[str, ScopedMemory], store: MemoryStore) -> None:
+    cleaner, analyst = views["cleaner"], views["analyst"]
+    own = cleaner.remember(LESSON)
+    cleaner.publish(own.memory_id, to="shared")
+    assert cleaner.forget(own.memory_id) == 2
+    for ns in ("cleaner", "shared"):
+        with pytest.raises(MemoryNotFoundError):
+            store.get(own.memory_id, namespace=ns)
+    _, results = analyst.recall(LESSON, k=5)
+    assert results == []
+
+
+def test_unpublish_removes_only_the_copy(views: dict[str, ScopedMemory], store: MemoryStore) -> None:
+    cleaner = views["cleaner"]
+    own = cleaner.remember(LESSON)
+    cleaner.publish(own.memory_id, to="shared")
+    assert cleaner.unpublish(own.memory_id, from_namespace="shared") == 1
+    assert store.get(own.memory_id, namespace="cleaner").content == own.content
+
+
+def test_corrections_keep_the_callers_trust(store: MemoryStore) -> None:
+    agent = ScopedMemory(store, Principal("bot", "bot"))
+    relay = ScopedMemory(store, Principal("ui", "ui", trust="user_feedback"))
+    assert agent.remember("周报只统计本周一到周日。", correction=True).source == "agent_inference"
+    assert relay.remember("周报只统计本周一到周日。", correction=True).source == "user_feedback"
+
+
+def test_recall_is_journaled_with_the_principal(views: dict[str, ScopedMemory]) -> None:
+    cleaner = views["cleaner"]
+    own = cleaner.remember(LESSON)
+    run_id, results = cleaner.recall("清洗销售CSV的金额列", k=3)
+    explanation = cleaner.explain(run_id)
+    assert explanation.record.task.startswith("[cleaner]")
+    assert [m.served.memory_id for m in explanation.memories] == [r.memory.memory_id for r in results]
+    assert own.memory_id in explanation.record.served_ids
+
+
+def test_origin_tag_fits_the_tag_rules() -> None:
+    assert origin_tag("cleaner") == "from:cleaner"
+    long_tag = origin_tag("Team-" + "x" * 200)
+    assert len(long_tag) <= 64
+    assert long_tag.startswith("from:#")
+
+
+def test_readme_sharing_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, embeddings: object) -> None:
+    import re
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "readme" / "sharing_mcp.md").read_text(encoding="utf-8")
+    (toml,) = re.findall(r"```toml\n(.*?)```", doc, re.S)
+    code = re.findall(r"```python\n(.*?)```", doc, re.S)[0]
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "grants.toml").write_text(toml, encoding="utf-8")
+    code = code.replace('MemoryStore("./memory_db")', 'MemoryStore("./memory_db", embeddings=embeddings)')
+    printed: list[str] = []
+
+    def capture(*args: object) -> None:
+        printed.append(" ".join(map(str, args)))
+
+    exec(compile(code, "docs/readme/sharing_mcp.md", "exec"), {"embeddings": embeddings, "print": capture})
+    assert any(line.startswith("shared shared 清洗销售CSV") for line in printed), printed

@@ -1,0 +1,223 @@
+"""The MCP server, started as a subprocess and driven by the official MCP client (stdio and HTTP)."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("mcp")
+
+from langchain.agents import create_agent
+from langchain_core.messages import HumanMessage
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamable_http_client
+
+from langchain_hindsight.mcp_server import TOOL_NAMES
+from tests.fakes import call, scripted_model
+
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parents[2]
+LESSON = "读取ERP导出的CSV时要用encoding='gbk'和sep=';'，默认的utf-8会报UnicodeDecodeError。"
+GRANTS = """
+[principals.cleaner]
+namespace = "cleaner"
+write = ["shared"]
+
+[principals.analyst]
+namespace = "analyst"
+read = ["shared"]
+"""
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    env["HF_HUB_OFFLINE"] = "1"
+    return env
+
+
+def _args(db: Path, config: Path, principal: str, *extra: str) -> list[str]:
+    return [
+        "-m",
+        "langchain_hindsight.cli",
+        "mcp",
+        "--path",
+        str(db),
+        "--config",
+        str(config),
+        "--principal",
+        principal,
+        *extra,
+    ]
+
+
+@pytest.fixture
+def config(tmp_path: Path) -> Path:
+    path = tmp_path / "grants.toml"
+    path.write_text(GRANTS, encoding="utf-8")
+    return path
+
+
+@asynccontextmanager
+async def stdio_session(db: Path, config: Path, principal: str) -> AsyncIterator[ClientSession]:
+    params = StdioServerParameters(command=sys.executable, args=_args(db, config, principal), env=_env())
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        yield session
+
+
+def data(result: Any) -> Any:
+    assert not result.isError, result.content
+    return json.loads(result.content[0].text)
+
+
+async def test_stdio_round_trip(tmp_path: Path, config: Path) -> None:
+    db = tmp_path / "db"
+    async with stdio_session(db, config, "cleaner") as session:
+        tools = await session.list_tools()
+        assert {t.name for t in tools.tools} >= set(TOOL_NAMES)
+
+        unit = data(await session.call_tool("remember", {"content": LESSON, "task_type": "data_cleaning"}))
+        recalled = data(await session.call_tool("recall", {"task": "读取一个ERP导出的销售CSV，统计金额"}))
+        assert recalled["results"][0]["memory_id"] == unit["memory_id"]
+        assert recalled["block"].startswith("[相关经验]")
+        assert "gbk" in recalled["block"]
+
+        before = recalled["results"][0]["confidence"]
+        changed = data(await session.call_tool("feedback", {"success": True, "run_id": recalled["run_id"]}))
+        assert changed["updated"][0]["confidence"] > before
+
+        why = data(await session.call_tool("explain", {"run_id": recalled["run_id"]}))
+        assert why["memories"][0]["memory_id"] == unit["memory_id"]
+
+        denied = await session.call_tool("remember", {"content": "x", "namespace": "analyst"})
+        assert denied.isError
+        assert "AccessDeniedError" in denied.content[0].text
+        listing = await session.read_resource("hindsight://memories")  # type: ignore[arg-type]
+        assert unit["memory_id"] in listing.contents[0].text  # type: ignore[union-attr]
+
+        assert data(await session.call_tool("forget", {"memory_id": unit["memory_id"]}))["deleted"] == 1
+        assert data(await session.call_tool("recall", {"task": "读取ERP导出的CSV"}))["results"] == []
+        missing = await session.call_tool("forget", {"memory_id": unit["memory_id"]})
+        assert missing.isError
+
+
+async def test_sharing_between_two_agents_over_mcp(tmp_path: Path, config: Path) -> None:
+    db = tmp_path / "db"
+    async with stdio_session(db, config, "cleaner") as cleaner:
+        shared = data(await cleaner.call_tool("remember", {"content": LESSON, "namespace": "shared"}))
+        data(await cleaner.call_tool("remember", {"content": "清洗时把全角数字转成半角。"}))
+    async with stdio_session(db, config, "analyst") as analyst:
+        recalled = data(await analyst.call_tool("recall", {"task": "分析ERP导出的CSV的销售额"}))
+        hits = {r["memory_id"]: r for r in recalled["results"]}
+        assert hits[shared["memory_id"]]["shared"] is True
+        assert hits[shared["memory_id"]]["namespace"] == "shared"
+        assert all(r["namespace"] != "cleaner" for r in recalled["results"])
+        refused = await analyst.call_tool("remember", {"content": "y", "namespace": "shared"})
+        assert refused.isError
+        skipped = data(await analyst.call_tool("feedback", {"success": False, "memory_ids": [shared["memory_id"]]}))
+        assert skipped["skipped"] == [shared["memory_id"]]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture
+def http_server(tmp_path: Path, config: Path) -> Iterator[str]:
+    port = _free_port()
+    args = _args(tmp_path / "db", config, "cleaner", "--transport", "http", "--port", str(port))
+    proc = subprocess.Popen([sys.executable, *args], env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                raise AssertionError(proc.stderr.read().decode() if proc.stderr else "server exited")
+            with socket.socket() as s:
+                if s.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            time.sleep(0.2)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+
+
+async def test_http_round_trip(http_server: str) -> None:
+    async with streamable_http_client(http_server) as (read, write, _), ClientSession(read, write) as session:
+        await session.initialize()
+        assert {t.name for t in (await session.list_tools()).tools} >= set(TOOL_NAMES)
+        unit = data(
+            await session.call_tool("remember", {"content": "Call get_orders with api_version='v2'; v1 is retired."})
+        )
+        recalled = data(await session.call_tool("recall", {"task": "count the orders of the north region", "k": 3}))
+        assert recalled["results"][0]["memory_id"] == unit["memory_id"]
+        denied = await session.call_tool("remember", {"content": "z", "namespace": "analyst"})
+        assert denied.isError
+
+
+async def test_langchain_agent_uses_the_server_tools(tmp_path: Path, config: Path) -> None:
+    from langchain_mcp_adapters.client import MultiServerMCPClient
+
+    client = MultiServerMCPClient(
+        {
+            "hindsight": {
+                "transport": "stdio",
+                "command": sys.executable,
+                "args": _args(tmp_path / "db", config, "cleaner"),
+                "env": _env(),
+            }
+        }
+    )
+    tools = await client.get_tools()
+    assert {t.name for t in tools} >= set(TOOL_NAMES)
+    model = scripted_model(
+        call("remember", content=LESSON, task_type="data_cleaning"),
+        call("recall", task="读取ERP导出的CSV"),
+        "用 encoding='gbk' 和 sep=';' 读取。",
+    )
+    agent = create_agent(model, tools=tools)
+    state = await agent.ainvoke({"messages": [HumanMessage("读取 sales.csv 并记住经验")]})
+    result = state["messages"][-2]
+    assert result.name == "recall", result
+    recalled = json.loads(result.text)
+    assert "gbk" in recalled["block"]
+    assert recalled["results"][0]["content"] == LESSON
+
+
+async def test_readme_langchain_example_runs(tmp_path: Path, config: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import re
+
+    doc = (ROOT / "docs" / "readme" / "sharing_mcp.md").read_text(encoding="utf-8")
+    code = re.findall(r"```python\n(.*?)```", doc, re.S)[1]
+    assert '"command": "hindsight"' in code
+    assert '"openai:gpt-4o-mini"' in code
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "grants.toml").write_text(config.read_text(encoding="utf-8"), encoding="utf-8")
+    code = code.replace('"command": "hindsight",', '"command": sys.executable, "env": env,')
+    code = code.replace('"args": ["mcp",', '"args": ["-m", "langchain_hindsight.cli", "mcp",')
+    code = code.replace('"openai:gpt-4o-mini"', "model")
+    model = scripted_model(call("recall", task="分析销售数据"), "没有相关经验。")
+    body = (
+        "async def _example():\n" + "".join(f"    {line}\n" for line in code.splitlines()) + "    return agent, tools\n"
+    )
+    scope: dict[str, Any] = {"sys": sys, "env": _env(), "model": model}
+    exec(compile(body, "docs/readme/sharing_mcp.md", "exec"), scope)
+    agent, tools = await scope["_example"]()
+    assert {t.name for t in tools} == set(TOOL_NAMES)
+    state = await agent.ainvoke({"messages": [HumanMessage("分析销售数据")]})
+    assert json.loads(state["messages"][-2].text)["results"] == []
