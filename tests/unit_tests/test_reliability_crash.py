@@ -164,7 +164,7 @@ def test_a_user_restored_superseded_unit_stays_restored_after_reopen(tmp_path: P
     """The repair touches only marked writes (the first version re-demoted every superseded target)."""
     directory = tmp_path / "db"
     with MemoryStore(directory, embeddings=PrefixEmbeddings()) as store:
-        old = store.add(MemoryUnit(task_type="data_cleaning", content=LESSON.format("gbk")))
+        old = store.add(MemoryUnit(task_type="data_cleaning", content=LESSON.format("gbk"))).unit
         store.add(MemoryUnit(task_type="data_cleaning", content=LESSON.format("utf-8-sig")))
         assert store.get(old.memory_id).status == "superseded"
         store.update(old.memory_id, status="active")  # the user decides both apply
@@ -212,7 +212,7 @@ def test_random_sigkills_during_writes_leave_complete_units(tmp_path: Path) -> N
             units = check_consistent(store, embedder)
             assert len(units) >= previous  # nothing that was durable before is lost
             previous = len(units)
-            later = store.add(MemoryUnit(content=f"written after crash {seed}"))
+            later = store.add(MemoryUnit(content=f"written after crash {seed}")).unit
             assert store.search_by_vector(embedder.embed_query(later.content), k=1)[0][0].memory_id == later.memory_id
             previous += 1
 
