@@ -60,6 +60,7 @@ REASON_KEPT_BOTH = "a different statement: kept alongside its similar units"
 REASON_DUPLICATE_BELOW = (
     "judged a duplicate, but {similarity:.2f} is below merge_threshold {threshold}: kept alongside instead"
 )
+REASON_TRUSTED_REWORDING = "judged a duplicate ({reason}); the more trusted wording replaces the stored one"
 REASON_LESS_TRUSTED = "a {source} unit never replaces a {other} one: both kept active, ranked by source"
 
 Scope = Literal["task_type", "namespace"]
@@ -307,6 +308,11 @@ def _decide(
     if decision.decision == "duplicate" and (merge_threshold is None or target.similarity < merge_threshold):
         reason = REASON_DUPLICATE_BELOW.format(similarity=target.similarity, threshold=merge_threshold)
         return WriteDecision("add", reason=reason), None
+    if decision.decision == "duplicate" and trust(unit.source) < trust(target.unit.source):
+        # Merging keeps the stored wording: a more trusted source's own words replace a less trusted one's instead.
+        decision = WriteDecision(
+            "update", target.unit.memory_id, REASON_TRUSTED_REWORDING.format(reason=decision.reason)
+        )
     if decision.decision in ("update", "conflict") and trust(unit.source) > trust(target.unit.source):
         # Provenance: a less trusted unit never replaces a more trusted one; both stay, ranked by source.
         reason = REASON_LESS_TRUSTED.format(source=unit.source, other=target.unit.source)

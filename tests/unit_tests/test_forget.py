@@ -21,6 +21,8 @@ from langchain_core.embeddings import Embeddings
 
 from langchain_hindsight import ConfigurationError, MemoryNotFoundError, MemoryStore, MemoryUnit
 from langchain_hindsight._scrub import SCRUB_MARKER
+from langchain_hindsight.writes import LLMWriteJudge
+from tests.fakes import judge_model
 
 
 class HashEmbeddings(Embeddings):
@@ -172,7 +174,7 @@ def test_forget_namespace_erases_it_and_spares_the_others(fast_store: MemoryStor
 def test_forget_removes_references_and_journal_entries(make_store: Callable[..., MemoryStore]) -> None:
     from langchain_hindsight.journal import RunJournal
 
-    fast_store = make_store()  # real embeddings: the two lessons must conflict
+    fast_store = make_store(judge=LLMWriteJudge(judge_model("conflict")))  # real embeddings: the lessons are similar
     directory = fast_store.persist_directory
     assert directory is not None
     lesson = "When reading a Chinese CSV with pandas, pass encoding='{}' to avoid garbled text."

@@ -12,6 +12,8 @@ from chromadb.config import Settings
 from langchain_hindsight import MemoryStore, MemoryUnit
 from langchain_hindsight._lexical import ChangeFeed, LexicalIndex, tokenize
 from langchain_hindsight.embeddings import LocalEmbeddings
+from langchain_hindsight.writes import LLMWriteJudge
+from tests.fakes import judge_model
 
 
 def test_tokenize_chinese_english_and_identifiers() -> None:
@@ -82,7 +84,7 @@ def test_lexical_index_follows_add_update_supersede_archive_forget(store: Memory
 
 
 def test_superseded_unit_leaves_the_lexical_index(make_store: Callable[..., MemoryStore]) -> None:
-    store = make_store(conflict_threshold=0.5, merge_threshold=0.99)
+    store = make_store(conflict_threshold=0.5, merge_threshold=0.99, judge=LLMWriteJudge(judge_model("conflict")))
     old = store.add(MemoryUnit(task_type="code_generation", content="The user prefers Java for backend services.")).unit
     assert ids(store, "backend services") == [old.memory_id]
     new = store.add(

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import re
 import uuid
+from collections.abc import Callable
 
 import pytest
 
@@ -26,7 +27,8 @@ from langchain_hindsight import (
     format_experiences,
 )
 from langchain_hindsight._safety import SUSPICIOUS_TAG, looks_like_instruction, render_safe
-from tests.fakes import scripted_model
+from langchain_hindsight.writes import LLMWriteJudge
+from tests.fakes import judge_model, scripted_model
 
 CSV = "When reading a Chinese CSV with pandas, pass encoding='{}' to avoid garbled text."
 
@@ -181,7 +183,9 @@ def test_an_untrusted_conflict_cannot_supersede_a_trusted_memory(store: MemorySt
     assert recalled[0].memory.memory_id == told.memory_id
 
 
-def test_a_trusted_correction_supersedes_an_untrusted_near_duplicate(store: MemoryStore) -> None:
+def test_a_trusted_correction_supersedes_an_untrusted_near_duplicate(make_store: Callable[..., MemoryStore]) -> None:
+    # A judge calls the user's rewording a duplicate: the user's words replace the tool's instead of merging away.
+    store = make_store(judge=LLMWriteJudge(judge_model("duplicate")))
     tool = store.add(MemoryUnit(task_type="data_cleaning", content=CSV.format("latin-1"), source="tool_output")).unit
     told = store.add(
         MemoryUnit(task_type="data_cleaning", content=CSV.format("latin-1") + " Really.", source="user_feedback")

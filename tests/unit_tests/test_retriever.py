@@ -16,6 +16,8 @@ from langchain_core.embeddings import Embeddings
 from langchain_hindsight import ConfigurationError, HindsightRetriever, MemoryStore, MemoryUnit, ScoringWeights
 from langchain_hindsight.embeddings import LocalEmbeddings
 from langchain_hindsight.retriever import ServedRecord, fuse
+from langchain_hindsight.writes import LLMWriteJudge
+from tests.fakes import judge_model
 
 NOW = datetime(2026, 6, 1, tzinfo=UTC)
 
@@ -97,7 +99,9 @@ def test_english_query_finds_the_english_memory(corpus_store: MemoryStore) -> No
 
 
 def test_superseded_and_archived_memories_never_appear(make_store) -> None:  # type: ignore[no-untyped-def]
-    store: MemoryStore = make_store(conflict_threshold=0.5, merge_threshold=0.99)
+    store: MemoryStore = make_store(
+        conflict_threshold=0.5, merge_threshold=0.99, judge=LLMWriteJudge(judge_model("conflict"))
+    )
     old = store.add(MemoryUnit(task_type="code_generation", content="The user prefers Java for backend services.")).unit
     new = store.add(
         MemoryUnit(task_type="code_generation", content="The user prefers Python for backend services.")
