@@ -23,7 +23,9 @@ The rules, in order, for each incoming unit:
      validated (the id must be one it was shown, a ``duplicate`` must be at least
      ``merge_threshold`` similar); anything else falls back to the rule judge.
 3. **Provenance holds.** A less trusted unit never supersedes a more trusted one
-   (both stay active), and a less trusted echo adds no confidence to a merge.
+   (both stay active), a less trusted echo adds no confidence to a merge, and a
+   judged ``duplicate`` from a *more* trusted source supersedes instead of merging,
+   so a user's own wording never vanishes into an inference's.
 
 Example:
     >>> from langchain_hindsight.writes import WriteResult
