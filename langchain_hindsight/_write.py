@@ -290,10 +290,11 @@ def _decide(
     judge: WriteJudge,
     merge_threshold: float | None,
     conflict_threshold: float | None,
+    key: Callable[[MemoryUnit], str],
 ) -> tuple[WriteDecision, Neighbour | None]:
     """The validated decision for ``unit`` and the neighbour it concerns (``None`` for a plain add)."""
-    key = statement_key(unit.content)
-    same = next((n for n in near if statement_key(n.unit.content) == key), None)
+    own = key(unit)
+    same = next((n for n in near if key(n.unit) == own), None)
     if same is not None:
         return WriteDecision("duplicate", same.unit.memory_id, REASON_SAME_STATEMENT), same
     similar = [n for n in near if conflict_threshold is not None and n.similarity > conflict_threshold]
@@ -339,6 +340,14 @@ def plan_add(
     :class:`RuleWriteJudge`, which keeps both), whose decision is validated.
     """
     judge = judge or RuleWriteJudge()
+    keys: dict[tuple[str, str], str] = {}
+
+    def key(u: MemoryUnit) -> str:  # statement keys, computed once per text in the batch
+        k = keys.get((u.memory_id, u.content))
+        if k is None:
+            k = keys[(u.memory_id, u.content)] = statement_key(u.content)
+        return k
+
     plan = WritePlan()
     new = plan.new
     outcomes: list[tuple[WriteAction, str, tuple[str, ...], str]] = []
@@ -349,7 +358,7 @@ def plan_add(
             continue
         near = candidates(unit, vector, neighbours(unit, vector), new, plan.changed, scope)
         decision, target = _decide(
-            unit, near, judge=judge, merge_threshold=merge_threshold, conflict_threshold=conflict_threshold
+            unit, near, judge=judge, merge_threshold=merge_threshold, conflict_threshold=conflict_threshold, key=key
         )
         if target is None:
             new[unit.memory_id] = (unit, vector)
