@@ -1,21 +1,26 @@
 """Write semantics that never lose a lesson: true duplicates merge, different statements never do.
 
-Embedder: the ``store`` / ``make_store`` fixtures use the real packaged all-MiniLM-L6-v2
-(``tests/conftest.py``). MiniLM cannot read Chinese (the distinct Chinese facts below sit at
-cosine ≈ 1.0 to each other, which is exactly what made the old write path merge them), so the
-"recalled first by its own query" tests go through ``HindsightRetriever``'s default hybrid recall,
-whose lexical arm (CJK unigrams + bigrams, BM25) tells 甲/乙/丙, 邮件/电话 and 300/500 apart. The
-English facts are told apart by both arms.
+Embedders: the recall claims use the ``store`` / ``make_store`` fixtures' real embedder (at the
+time of writing the packaged all-MiniLM-L6-v2, ``tests/conftest.py``). MiniLM cannot read Chinese
+(the distinct Chinese facts below sit at cosine ≈ 1.0 to each other, which is exactly what made the
+old write path merge them), so the "recalled first by its own query" tests go through
+``HindsightRetriever``'s default hybrid recall, whose lexical arm (CJK unigrams + bigrams, BM25)
+tells 甲/乙/丙, 邮件/电话 and 300/500 apart; the English facts are told apart by both arms. The
+judge-mechanics tests use :class:`NearEmbeddings` (every pair of texts ~0.94 similar, identical
+texts 1.0), so what they test does not depend on how close a real embedder puts two sentences.
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
+import math
 import re
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from langchain_core.embeddings import Embeddings
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 
@@ -49,6 +54,24 @@ EN_FACTS = {
     "Customer Acme orders 300 boxes every month.": "How many boxes does customer Acme order each month?",
     "Customer Globex orders 500 boxes every month.": "How many boxes does customer Globex order each month?",
 }
+
+
+class NearEmbeddings(Embeddings):
+    """Every text is a shared direction plus a small text-specific one: all pairs ~0.94 similar."""
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return [self.embed_query(t) for t in texts]
+
+    def embed_query(self, text: str) -> list[float]:
+        noise = [b - 127.5 for b in hashlib.sha512(text.encode()).digest()]
+        scale = 0.25 / math.sqrt(sum(x * x for x in noise))
+        v = [1.0 + x * scale * math.sqrt(len(noise)) for x in noise]
+        norm = math.sqrt(sum(x * x for x in v))
+        return [x / norm for x in v]
+
+
+def _near_store(make_store: Callable[..., MemoryStore], *args: object, **kwargs: object) -> MemoryStore:
+    return make_store(*args, embeddings=NearEmbeddings(), **kwargs)
 
 
 def _fact(content: str, **kwargs: object) -> MemoryUnit:
@@ -166,7 +189,7 @@ def test_different_statements_never_merge(store: MemoryStore, a: str, b: str) ->
 
 def test_thresholds_off_still_merge_only_the_same_statement(make_store: Callable[..., MemoryStore]) -> None:
     model = scripted_model()  # would raise ScriptExhaustedError if the judge were asked
-    store = make_store(conflict_threshold=None, merge_threshold=None, judge=LLMWriteJudge(model))
+    store = _near_store(make_store, conflict_threshold=None, merge_threshold=None, judge=LLMWriteJudge(model))
     store.add(_fact("客户甲公司希望通过邮件联系。"))
     assert store.add(_fact("客户乙公司希望通过电话联系。")).action == "added"
     assert store.add(_fact("客户乙公司希望通过电话联系")).action == "merged"
@@ -204,7 +227,7 @@ def test_a_judged_duplicate_from_the_user_replaces_an_inference_instead_of_vanis
     make_store: Callable[..., MemoryStore],
 ) -> None:
     model = _judge_model(lambda ids: call("JudgeOutput", decision="duplicate", target_id=ids[0], reason="same"))
-    store = make_store(judge=LLMWriteJudge(model), merge_threshold=0.9, conflict_threshold=0.5)
+    store = _near_store(make_store, judge=LLMWriteJudge(model), merge_threshold=0.9)
     inferred = store.add(_fact("Weekly reports cover Monday to Sunday.", source="agent_inference"))
     told = store.add(_fact("Weekly reports cover Monday through Sunday.", source="user_feedback"))
     assert told.action == "superseded"
@@ -234,7 +257,9 @@ def test_judge_add_keeps_both_with_one_call_over_a_few_neighbours(
         prompts.append(str(messages[-1].content))
         return call("JudgeOutput", decision="add", target_id=None, reason="different customers")
 
-    store = make_store(judge=LLMWriteJudge(ReactiveToolModel(respond=respond), locale=locale, max_neighbours=2))
+    store = _near_store(
+        make_store, judge=LLMWriteJudge(ReactiveToolModel(respond=respond), locale=locale, max_neighbours=2)
+    )
     facts = list(ZH_FACTS)
     for text in facts[:4]:
         store.add(_fact(text))
@@ -255,7 +280,7 @@ def test_judge_update_or_conflict_supersedes_the_named_neighbour(
     make_store: Callable[..., MemoryStore], decision: str
 ) -> None:
     model = _judge_model(lambda ids: call("JudgeOutput", decision=decision, target_id=ids[0], reason=decision))
-    store = make_store(judge=LLMWriteJudge(model), conflict_threshold=0.5)
+    store = _near_store(make_store, judge=LLMWriteJudge(model), conflict_threshold=0.5)
     old = store.add(_fact("周报统计上周一到上周日的数据。", task_type="weekly_report"))
     new = store.add(_fact("周报只统计本周一到本周日的数据。", task_type="weekly_report"))
     assert (new.action, new.related_ids, new.reason) == ("superseded", (old.memory_id,), decision)
@@ -268,7 +293,7 @@ def test_judge_update_or_conflict_supersedes_the_named_neighbour(
 
 def test_judge_duplicate_merges_a_rewording_at_or_above_merge_threshold(make_store: Callable[..., MemoryStore]) -> None:
     model = _judge_model(lambda ids: call("JudgeOutput", decision="duplicate", target_id=ids[0], reason="reworded"))
-    store = make_store(judge=LLMWriteJudge(model), conflict_threshold=0.5, merge_threshold=0.8)
+    store = _near_store(make_store, judge=LLMWriteJudge(model), conflict_threshold=0.5, merge_threshold=0.8)
     first = store.add(_fact("Weekly reports cover Monday to Sunday."))
     again = store.add(_fact("Weekly reports cover Monday through Sunday."))
     assert (again.action, again.memory_id, again.related_ids) == ("merged", first.memory_id, (first.memory_id,))
@@ -277,7 +302,7 @@ def test_judge_duplicate_merges_a_rewording_at_or_above_merge_threshold(make_sto
 
 def test_judge_duplicate_below_merge_threshold_is_kept(make_store: Callable[..., MemoryStore]) -> None:
     model = _judge_model(lambda ids: call("JudgeOutput", decision="duplicate", target_id=ids[0], reason="reworded"))
-    store = make_store(judge=LLMWriteJudge(model), conflict_threshold=0.3, merge_threshold=0.999)
+    store = _near_store(make_store, judge=LLMWriteJudge(model), conflict_threshold=0.3, merge_threshold=0.999)
     store.add(_fact("Weekly reports cover Monday to Sunday."))
     again = store.add(_fact("Weekly reports cover Monday through Sunday."))
     assert again.action == "added"
@@ -287,7 +312,7 @@ def test_judge_duplicate_below_merge_threshold_is_kept(make_store: Callable[...,
 
 def test_judge_never_lets_a_less_trusted_unit_supersede(make_store: Callable[..., MemoryStore]) -> None:
     model = _judge_model(lambda ids: call("JudgeOutput", decision="conflict", target_id=ids[0], reason="contradicts"))
-    store = make_store(judge=LLMWriteJudge(model), conflict_threshold=0.5)
+    store = _near_store(make_store, judge=LLMWriteJudge(model), conflict_threshold=0.5)
     told = store.add(_fact("周报只统计本周一到本周日的数据。", task_type="weekly_report"))
     echo = store.add(_fact("周报统计上周一到上周日的数据。", task_type="weekly_report", source="tool_output"))
     assert echo.action == "added"
@@ -297,11 +322,11 @@ def test_judge_never_lets_a_less_trusted_unit_supersede(make_store: Callable[...
 
 def test_judge_answer_as_json_text_is_understood(make_store: Callable[..., MemoryStore]) -> None:
     """A model without tool calling (GenericFakeChatModel) answers in text; the JSON is parsed."""
-    store = make_store()
+    store = _near_store(make_store)
     old = store.add(_fact("周报统计上周一到上周日的数据。", task_type="weekly_report"))
     text = f'好的。\n```json\n{{"decision": "Update", "target_id": "{old.memory_id}", "reason": "更正"}}\n```'
     model = GenericFakeChatModel(messages=iter([AIMessage(content=text)]))
-    judged = make_store("other", judge=LLMWriteJudge(model), conflict_threshold=0.5)
+    judged = _near_store(make_store, "other", judge=LLMWriteJudge(model), conflict_threshold=0.5)
     judged.add(old.unit.evolve())
     new = judged.add(_fact("周报只统计本周一到本周日的数据。", task_type="weekly_report"))
     assert (new.action, new.related_ids, new.reason) == ("superseded", (old.memory_id,), "更正")
@@ -321,7 +346,7 @@ def test_garbage_from_the_judge_falls_back_to_keeping_both_logged_once(
     make_store: Callable[..., MemoryStore], answer: Turn, caplog: pytest.LogCaptureFixture
 ) -> None:
     model = scripted_model(answer, answer)
-    store = make_store(judge=LLMWriteJudge(model))
+    store = _near_store(make_store, judge=LLMWriteJudge(model))
     first = store.add(_fact("客户甲公司希望通过邮件联系。"))
     with caplog.at_level(logging.DEBUG, logger="langchain_hindsight.writes"):
         second = store.add(_fact("客户乙公司希望通过电话联系。"))
@@ -337,7 +362,7 @@ def test_garbage_from_the_judge_falls_back_to_keeping_both_logged_once(
 
 def test_a_failing_judge_model_never_loses_the_write(make_store: Callable[..., MemoryStore]) -> None:
     model = scripted_model()  # exhausted: every call raises
-    store = make_store(judge=LLMWriteJudge(model))
+    store = _near_store(make_store, judge=LLMWriteJudge(model))
     store.add(_fact("客户甲公司希望通过邮件联系。"))
     result = store.add(_fact("客户乙公司希望通过电话联系。"))
     assert result.action == "added"
@@ -375,6 +400,6 @@ def test_judge_templates_have_both_locales() -> None:
 
 def test_bad_judge_options_are_refused(make_store: Callable[..., MemoryStore]) -> None:
     with pytest.raises(ConfigurationError, match="judge"):
-        make_store(judge="gpt")
+        _near_store(make_store, judge="gpt")
     with pytest.raises(ConfigurationError, match="max_neighbours"):
         LLMWriteJudge(scripted_model(), max_neighbours=0)
