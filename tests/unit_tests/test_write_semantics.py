@@ -403,3 +403,25 @@ def test_bad_judge_options_are_refused(make_store: Callable[..., MemoryStore]) -
         _near_store(make_store, judge="gpt")
     with pytest.raises(ConfigurationError, match="max_neighbours"):
         LLMWriteJudge(scripted_model(), max_neighbours=0)
+
+
+def test_four_chinese_corrections_through_the_facade_stay_four(store: MemoryStore) -> None:
+    from langchain_hindsight.hindsight import Hindsight
+
+    corrections = [
+        "不对，客户甲公司希望通过邮件联系。",
+        "不对，客户乙公司希望通过电话联系。",
+        "不对，客户丙公司希望通过微信联系。",
+        "不对，客户甲公司每月订购300箱。",
+    ]
+    hs = Hindsight(store=store)
+    try:
+        for i, comment in enumerate(corrections):
+            hs.journal.start(f"run-{i}", task="整理客户联系方式", task_type="general", served=[])
+            assert len(hs.feedback(f"run-{i}", success=False, comment=comment).created) == 1
+    finally:
+        hs.close()
+    told = store.list_units(status="active", source="user_feedback")
+    assert len(told) == 4
+    for entity in ("甲公司希望通过邮件", "乙公司希望通过电话", "丙公司希望通过微信", "甲公司每月订购300箱"):
+        assert sum(entity in u.content for u in told) == 1, entity
