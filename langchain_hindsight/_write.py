@@ -209,7 +209,8 @@ def statement_key(text: str) -> str:
         if out and _spaced(out[-1][-1]) and _spaced(token[0]):
             out.append(" ")
         out.append(token)
-    return "".join(out)
+    # A text of punctuation only keeps its punctuation: "..." and "!!!" are not the same statement.
+    return "".join(out) or " ".join(t.split())
 
 
 def _spaced(ch: str) -> bool:

@@ -425,3 +425,19 @@ def test_four_chinese_corrections_through_the_facade_stay_four(store: MemoryStor
     assert len(told) == 4
     for entity in ("甲公司希望通过邮件", "乙公司希望通过电话", "丙公司希望通过微信", "甲公司每月订购300箱"):
         assert sum(entity in u.content for u in told) == 1, entity
+
+
+def test_statement_key_normalises_only_form() -> None:
+    from langchain_hindsight._write import statement_key
+
+    same = [
+        ("客户甲公司希望通过邮件联系。", "客户甲公司 希望通过邮件联系"),
+        ("Read ＧＢＫ CSVs.", "read gbk csvs"),
+        ("Use encoding='utf-8-sig'!", "use encoding=utf-8-sig"),
+        ("温度低于-5度", "温度低于 -5 度"),
+    ]
+    different = [("1.5", "15"), ("-5度", "5度"), ("no tone", "not one"), ("...", "!!!"), ("1,000", "1000")]
+    for a, b in same:
+        assert statement_key(a) == statement_key(b), (a, b)
+    for a, b in different:
+        assert statement_key(a) != statement_key(b), (a, b)
