@@ -175,35 +175,38 @@ def floor_stats(rows: dict[str, dict[str, float]], queries: Sequence[dict[str, A
 
 
 def apply_floor(rows: dict[str, dict[str, float]], queries: Sequence[dict[str, Any]], floor: float) -> dict[str, Any]:
-    """With ``min_relevance=floor``: no-answer queries that get no block; answerable ones that keep an answer."""
+    """With ``min_relevance=floor``: no-answer queries that get no block; answers kept.
+
+    An answer is kept when an answerable query's first relevant memory in its top 5
+    (without the floor) is still at or above the floor; queries whose answer was not
+    in the top 5 anyway are not counted.
+    """
     neg = [q for q in queries if not q["relevant"]]
     pos = [q for q in queries if q["relevant"]]
     no_block = sum(rows[q["id"]]["top_rel"] < floor for q in neg)
-    kept = sum(rows[q["id"]]["first_rel"] >= floor and rows[q["id"]]["first_rel"] > 0 for q in pos)
+    found = [q for q in pos if rows[q["id"]]["first_rel"] > 0]
+    kept = sum(rows[q["id"]]["first_rel"] >= floor for q in found)
     lost = [q["id"] for q in pos if 0 < rows[q["id"]]["first_rel"] < floor]
     leaked = [q["id"] for q in neg if rows[q["id"]]["top_rel"] >= floor]
     return {
         "floor": floor,
         "no_answer_without_block": f"{no_block}/{len(neg)}",
-        "answerable_keeping_answer": f"{kept}/{len(pos)}",
+        "answerable_keeping_answer": f"{kept}/{len(found)}",
         "answers_lost_to_floor": lost,
         "no_answer_leaks": leaked,
     }
 
 
 def choose_floor(rows: dict[str, dict[str, float]], queries: Sequence[dict[str, Any]]) -> float:
-    """The floor (0.05 grid) that keeps every answer the ranking found and blocks the most no-answer queries.
+    """The floor halfway between the best no-answer hit and the weakest answer found (tuning split).
 
-    Among floors that lose no answerable query's first relevant hit in the top 5,
-    the largest one that still blocks as many no-answer queries as any; then the
-    midpoint between it and the lowest kept answer, so there is margin on both sides.
+    ``weakest answer found`` is the lowest relevance of an answerable query's first
+    relevant memory in its top 5; halfway leaves the same margin on both sides.
+    When the two distributions overlap, the midpoint still splits them where they meet.
     """
-    pos = [rows[q["id"]]["first_rel"] for q in queries if q["relevant"] and rows[q["id"]]["first_rel"] > 0]
-    lowest = min(pos)
-    neg = sorted(rows[q["id"]]["top_rel"] for q in queries if not q["relevant"])
-    below = [v for v in neg if v < lowest]
-    top_neg = max(below) if below else 0.0
-    return round((top_neg + lowest) / 2 / 0.05) * 0.05 if below else round(lowest * 0.9, 2)
+    found = [rows[q["id"]]["first_rel"] for q in queries if q["relevant"] and rows[q["id"]]["first_rel"] > 0]
+    negative = [rows[q["id"]]["top_rel"] for q in queries if not q["relevant"]]
+    return round((max(negative) + min(found)) / 2, 2)
 
 
 # ---------------------------------------------------------------- phases
@@ -321,7 +324,7 @@ def render(results: dict[str, Any]) -> str:
         "## Relevance floor (min_relevance), chosen on tuning, applied to held-out",
         "",
         "| design | floor | tuning: no-answer w/o block | tuning: answers kept | held-out: no-answer w/o block "
-        "| held-out: answers kept | tuning correct-top1 min / p05 | tuning no-answer max |",
+        "| held-out: answers kept | tuning weakest answer found / p05 | tuning no-answer max |",
         "|---|---|---|---|---|---|---|---|",
     ]
     for e in results["designs"]:
@@ -329,7 +332,8 @@ def render(results: dict[str, Any]) -> str:
         lines.append(
             f"| {e['name']} | {e['floor.chosen_on_tuning']:.2f} | {t['no_answer_without_block']} | "
             f"{t['answerable_keeping_answer']} | {h['no_answer_without_block']} | {h['answerable_keeping_answer']} | "
-            f"{dist['correct_top1']['min']:.3f} / {dist['correct_top1']['p05']:.3f} | {dist['no_answer_best']['max']:.3f} |"
+            f"{dist['first_relevant_in_top5']['min']:.3f} / {dist['first_relevant_in_top5']['p05']:.3f} | "
+            f"{dist['no_answer_best']['max']:.3f} |"
         )
     lines.append("")
     return "\n".join(lines) + "\n"

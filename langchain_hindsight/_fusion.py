@@ -21,11 +21,12 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Collection, Mapping
+from dataclasses import dataclass, replace
 from typing import Literal, get_args
 
 from langchain_hindsight.errors import ConfigurationError
 
-__all__ = ["Fusion", "Script", "dense_weight", "fuse", "query_script"]
+__all__ = ["Fusion", "FusionWeights", "Script", "dense_weight", "fuse", "fusion_weights_for", "query_script"]
 
 Fusion = Literal["convex_idf", "convex", "rrf", "dense", "lexical"]
 """How the two arms become one relevance in [0, 1].
@@ -44,6 +45,71 @@ Script = Literal["cjk", "latin"]
 
 _CJK_CHAR = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
 _LATIN_WORD = re.compile(r"[A-Za-z\u00c0-\u024f]+")
+
+
+@dataclass(frozen=True, slots=True)
+class FusionWeights:
+    """The fusion weights that suit one embedder (they were tuned together).
+
+    An embedder can declare the weights measured for it as a ``fusion_weights``
+    attribute; the retriever uses them for every weight the caller did not set
+    (see :func:`fusion_weights_for`).
+
+    Attributes:
+        alpha: Dense-arm weight for a Latin-script query (for every query when
+            ``alpha_cjk`` is ``None``).
+        alpha_cjk: Dense-arm weight for a mostly-CJK query, or ``None``.
+        cross_script: Gain of the lexical share imputed for a candidate written in
+            another script than the query (see :func:`fuse`); 0 turns it off.
+
+    Example:
+        >>> FusionWeights(alpha=0.5, alpha_cjk=0.7, cross_script=0.4).alpha_cjk
+        0.7
+    """
+
+    alpha: float = 0.3
+    alpha_cjk: float | None = None
+    cross_script: float = 0.0
+
+    def __post_init__(self) -> None:
+        for name, value in (("alpha", self.alpha), ("alpha_cjk", self.alpha_cjk)):
+            if value is not None and (not math.isfinite(value) or not 0.0 <= value <= 1.0):
+                raise ConfigurationError(f"{name} must be in [0, 1], got {value!r}")
+        if not math.isfinite(self.cross_script) or self.cross_script < 0.0:
+            raise ConfigurationError(f"cross_script must be a finite number >= 0, got {self.cross_script!r}")
+
+
+_FIELDS = {"alpha": "fusion_alpha", "alpha_cjk": "fusion_alpha_cjk", "cross_script": "fusion_cross_script"}
+
+
+def fusion_weights_for(embeddings: object, given: FusionWeights, *, explicit: Collection[str]) -> FusionWeights:
+    """The weights to fuse with: the caller's where set, else the embedder's declared ones.
+
+    Args:
+        embeddings: The store's embedder; its ``fusion_weights`` attribute (a
+            :class:`FusionWeights`), when present, supplies the defaults.
+        given: The retriever's weights (its field values).
+        explicit: Names of the retriever fields the caller set
+            (``fusion_alpha``, ``fusion_alpha_cjk``, ``fusion_cross_script``).
+
+    Returns:
+        ``given`` when the embedder declares nothing; otherwise the embedder's
+        weights with every explicitly set field taken from ``given``.
+
+    Example:
+        >>> class Tuned:
+        ...     fusion_weights = FusionWeights(alpha=0.5, alpha_cjk=0.2, cross_script=2.0)
+        >>> fusion_weights_for(Tuned(), FusionWeights(), explicit=())
+        FusionWeights(alpha=0.5, alpha_cjk=0.2, cross_script=2.0)
+        >>> fusion_weights_for(Tuned(), FusionWeights(alpha=0.9), explicit={"fusion_alpha"})
+        FusionWeights(alpha=0.9, alpha_cjk=0.2, cross_script=2.0)
+        >>> fusion_weights_for(object(), FusionWeights(alpha=0.9), explicit=())
+        FusionWeights(alpha=0.9, alpha_cjk=None, cross_script=0.0)
+    """
+    declared = getattr(embeddings, "fusion_weights", None)
+    if not isinstance(declared, FusionWeights):
+        return given
+    return replace(declared, **{k: getattr(given, k) for k, field in _FIELDS.items() if field in explicit})
 
 
 def query_script(text: str) -> Script:
