@@ -65,6 +65,7 @@ DESIGNS: tuple[Design, ...] = (
     Design("script-routed MiniLM+USE", "routed@0.8", 0.5, 0.2, cross_script=2.0),
 )
 NEW_DEFAULT = "script-routed MiniLM+USE"
+FLOOR_GRID = (0.10, 0.12, 0.14, 0.16, 0.18, 0.20, 0.22, 0.25)
 
 
 def load(name: str) -> list[dict[str, Any]]:
@@ -244,7 +245,7 @@ def report() -> None:
     names = tuple(dict.fromkeys(d.embedder for d in DESIGNS))
     emb = build_embedders(names)
     results: dict[str, Any] = {"designs": [], "new_default": NEW_DEFAULT}
-    splits = {"tuning": split("recall"), "held-out": split("heldout")}
+    splits = {"tuning": split("recall"), "held-out": split("heldout"), "held-out B": split("heldoutb")}
     results["dataset"] = {
         s: {
             "memories": len(m),
@@ -272,17 +273,24 @@ def report() -> None:
             for mode in ("relevance", "typed"):
                 entry[f"{sname}.{mode}"] = summarise(rows_by[(d.name, sname, mode)], queries)
         tq = splits["tuning"][1]
-        hq = splits["held-out"][1]
         rel_t = rows_by[(d.name, "tuning", "relevance")]
-        rel_h = rows_by[(d.name, "held-out", "relevance")]
         entry["floor.tuning_distributions"] = floor_stats(rel_t, tq)
         floor = choose_floor(rel_t, tq)
         entry["floor.chosen_on_tuning"] = floor
         entry["floor.tuning"] = apply_floor(rel_t, tq, floor)
-        entry["floor.held-out"] = apply_floor(rel_h, hq, floor)
-        entry["floor.held-out_distributions"] = floor_stats(rel_h, hq)
-        entry["misses.held-out"] = {
-            q["id"]: round(rel_h[q["id"]]["mrr"], 3) for q in hq if q["relevant"] and rel_h[q["id"]]["mrr"] < 1.0
+        for held in ("held-out", "held-out B"):
+            hq = splits[held][1]
+            rel_h = rows_by[(d.name, held, "relevance")]
+            entry[f"floor.{held}"] = apply_floor(rel_h, hq, floor)
+            entry[f"floor.{held}_distributions"] = floor_stats(rel_h, hq)
+            entry[f"misses.{held}"] = {
+                q["id"]: round(rel_h[q["id"]]["mrr"], 3) for q in hq if q["relevant"] and rel_h[q["id"]]["mrr"] < 1.0
+            }
+        entry["floor.sensitivity"] = {
+            f"{f:.2f}": {
+                sname: apply_floor(rows_by[(d.name, sname, "relevance")], qs, f) for sname, (_, qs) in splits.items()
+            }
+            for f in FLOOR_GRID
         }
         results["designs"].append(entry)
     out = ROOT / "results"
@@ -296,18 +304,18 @@ def render(results: dict[str, Any]) -> str:
     lines = [
         "# Recall quality per language slice (benchmarks/recall_quality.py)",
         "",
-        "Tuning split: {m} lessons, queries {q}. Held-out split: {hm} lessons, queries {hq}.".format(
-            m=ds["tuning"]["memories"],
-            q=", ".join(f"{k} {v}" for k, v in ds["tuning"]["queries"].items()),
-            hm=ds["held-out"]["memories"],
-            hq=", ".join(f"{k} {v}" for k, v in ds["held-out"]["queries"].items()),
+        *(
+            f"{name}: {ds[name]['memories']} lessons; queries "
+            + ", ".join(f"{k} {v}" for k, v in ds[name]["queries"].items())
+            + "."
+            for name in ds
         ),
         "Real MemoryStore + HindsightRetriever with the candidate embedder. `relevance` = fused relevance only "
         "(no task type); `typed` = full weighted score with the labelled task type. Cells: MRR@10 / R@5.",
         f"New default: **{results['new_default']}**.",
         "",
     ]
-    for sname in ("held-out", "tuning"):
+    for sname in ("held-out B", "held-out", "tuning"):
         for mode in ("relevance", "typed"):
             lines += [
                 f"## {sname}, {mode}",
@@ -323,18 +331,36 @@ def render(results: dict[str, Any]) -> str:
     lines += [
         "## Relevance floor (min_relevance), chosen on tuning, applied to held-out",
         "",
-        "| design | floor | tuning: no-answer w/o block | tuning: answers kept | held-out: no-answer w/o block "
-        "| held-out: answers kept | tuning weakest answer found / p05 | tuning no-answer max |",
-        "|---|---|---|---|---|---|---|---|",
+        "No-answer queries that get no block (all results below the floor) / answers kept (the first relevant "
+        "memory in the top 5 stays at or above the floor, among queries whose answer was in the top 5).",
+        "",
+        "| design | floor | tuning: no block / kept | held-out: no block / kept | held-out B: no block / kept "
+        "| tuning weakest answer found / p05 | tuning no-answer max |",
+        "|---|---|---|---|---|---|---|",
     ]
     for e in results["designs"]:
-        t, h, dist = e["floor.tuning"], e["floor.held-out"], e["floor.tuning_distributions"]
+        t, h, b, dist = e["floor.tuning"], e["floor.held-out"], e["floor.held-out B"], e["floor.tuning_distributions"]
         lines.append(
-            f"| {e['name']} | {e['floor.chosen_on_tuning']:.2f} | {t['no_answer_without_block']} | "
-            f"{t['answerable_keeping_answer']} | {h['no_answer_without_block']} | {h['answerable_keeping_answer']} | "
+            f"| {e['name']} | {e['floor.chosen_on_tuning']:.2f} | {t['no_answer_without_block']} / "
+            f"{t['answerable_keeping_answer']} | {h['no_answer_without_block']} / {h['answerable_keeping_answer']} | "
+            f"{b['no_answer_without_block']} / {b['answerable_keeping_answer']} | "
             f"{dist['first_relevant_in_top5']['min']:.3f} / {dist['first_relevant_in_top5']['p05']:.3f} | "
             f"{dist['no_answer_best']['max']:.3f} |"
         )
+    new = next(e for e in results["designs"] if e["name"] == results["new_default"])
+    lines += [
+        "",
+        f"### Floor sensitivity for the new default ({new['name']}); not used to choose the floor",
+        "",
+        "| floor | " + " | ".join(f"{s}: no block / kept" for s in ("tuning", "held-out", "held-out B")) + " |",
+        "|---|---|---|---|",
+    ]
+    for f, by in new["floor.sensitivity"].items():
+        cells = [
+            f"{by[s]['no_answer_without_block']} / {by[s]['answerable_keeping_answer']}"
+            for s in ("tuning", "held-out", "held-out B")
+        ]
+        lines.append(f"| {f} | " + " | ".join(cells) + " |")
     lines.append("")
     return "\n".join(lines) + "\n"
 
