@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import doctest
 import math
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -10,6 +11,7 @@ from pathlib import Path
 import pytest
 from langchain_core.embeddings import Embeddings
 
+from langchain_hindsight import _fusion
 from langchain_hindsight._fusion import FusionWeights, dense_weight, fuse, fusion_weights_for, query_script
 from langchain_hindsight.errors import ConfigurationError
 from langchain_hindsight.retriever import HindsightRetriever
@@ -230,3 +232,9 @@ def test_the_retriever_uses_the_weights_its_embedder_declares(tmp_path: Path) ->
         assert _top(store, "本周的周报")[0] == "en_weekly"
         # an explicit setting still wins: no imputation, so the lexical near-miss is back on top
         assert _top(store, "本周的周报", fusion_cross_script=0.0)[0] == "zh_refund"
+
+
+def test_the_docstring_examples_are_correct() -> None:
+    result = doctest.testmod(_fusion, optionflags=doctest.ELLIPSIS)
+    assert result.attempted >= 10
+    assert result.failed == 0
