@@ -185,7 +185,12 @@ def main() -> None:
         "",
     ]
     for name, r in results.items():
-        lines += [f"## {name}", "", f"- old default: {r['old_default']}", f"- **chosen**: {fmt(r['chosen'])}"]
+        old = {
+            "point": ("minilm", 0.3, 0.3, 0.0, 1.0),
+            "macro_mrr": statistics.fmean(r["old_default"]["slices"][s][0] for s in SLICES),
+            **r["old_default"],
+        }
+        lines += [f"## {name}", "", f"- old default: {fmt(old)}", f"- **chosen**: {fmt(r['chosen'])}"]
         lines += [f"- {fmt(e)}" for e in r["top_eligible"][1:6]]
         if r["best_use_only_ignoring_conversation"]:
             lines.append(

@@ -56,11 +56,14 @@ ALPHAS = tuple(round(0.1 * i, 1) for i in range(11))
 SWEEP_EMBEDDERS = ("minilm", "use-m3", "minilm+use@0.3", "minilm+use@0.5", "minilm+use@0.7")
 
 OLD_DEFAULT = Design("old default", "minilm", 0.3)
-# Chosen from results/recall_quality_tuning.json (tuning split only); see the .md for the reasoning.
+# The designs compared. The new default and its weights were chosen by benchmarks/fusion_sweep.py on the
+# tuning split only (results/fusion_sweep.md); "USE, sweep rule" is the same rule restricted to USE alone;
+# the other rows are the old default and simpler alternatives for comparison.
 DESIGNS: tuple[Design, ...] = (
     OLD_DEFAULT,
     Design("USE, one alpha", "use-m3", 0.7),
     Design("USE, routed", "use-m3", 0.5, 0.7, cross_script=0.4),
+    Design("USE, sweep rule", "use-m3", 0.6, 0.8),
     Design("MiniLM+USE concat", "minilm+use@0.5", 0.7),
     Design("script-routed MiniLM+USE", "routed@0.8", 0.5, 0.2, cross_script=2.0),
 )
