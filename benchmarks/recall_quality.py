@@ -15,7 +15,9 @@ queries. Rankings come from the real ``MemoryStore`` + ``HindsightRetriever``
 with the candidate embedder passed in. Two rankings:
 
 * ``relevance``: the fused relevance alone (no task type; the headline);
-* ``typed``: the full weighted score with the query's labelled task type.
+* ``typed``: the full weighted score with the query's labelled task type;
+* ``inferred``: the full weighted score with the task type inferred from the query
+  (``langchain_hindsight.taxonomy.infer_task_type``, when the build has it).
 
 Phases:
 
@@ -68,6 +70,13 @@ DESIGNS: tuple[Design, ...] = (
     Design("script-routed MiniLM+USE", "routed@0.8", 0.5, 0.2, cross_script=2.0),
 )
 NEW_DEFAULT = "script-routed MiniLM+USE"
+try:  # serve-time task type inference, when this build has it
+    from langchain_hindsight import taxonomy as _taxonomy
+
+    INFER: Callable[[str], str] | None = _taxonomy.infer_task_type  # type: ignore[attr-defined]
+except AttributeError:  # older builds
+    INFER = None
+MODES = ("relevance", "typed", "inferred") if INFER is not None else ("relevance", "typed")
 FLOOR_GRID = (0.10, 0.12, 0.14, 0.16, 0.18, 0.20, 0.22, 0.25)
 
 
@@ -220,7 +229,7 @@ def tune() -> None:
     out: dict[str, Any] = {"split": "tuning", "queries": len(queries), "sweep": {}}
     for name in SWEEP_EMBEDDERS:
         with open_store(emb[name], units(memories)) as store:
-            for xs in (False, True):
+            for xs in (0.0, 1.0):
                 sweep: dict[str, Any] = {}
                 for alpha in ALPHAS:
                     rows = run_queries(
@@ -264,16 +273,18 @@ def report() -> None:
         for sname, (memories, queries) in splits.items():
             with open_store(emb[ename], units(memories)) as store:
                 for d in designs:
-                    for typed in (False, True):
+                    for mode in MODES:
                         t0 = time.perf_counter()
-                        rows = run_queries(retriever_for(store, d, typed=typed), queries)
-                        mode = "typed" if typed else "relevance"
+                        asked = queries
+                        if mode == "inferred":
+                            asked = [dict(q, task_type=INFER(q["query"])) for q in queries]  # type: ignore[misc]
+                        rows = run_queries(retriever_for(store, d, typed=mode != "relevance"), asked)
                         rows_by[(d.name, sname, mode)] = rows
                         print(f"{d.name:28s} {sname:8s} {mode:9s} {time.perf_counter() - t0:.1f}s", flush=True)
     for d in DESIGNS:
         entry: dict[str, Any] = {"name": d.name, "design": d.describe()}
         for sname, (_, queries) in splits.items():
-            for mode in ("relevance", "typed"):
+            for mode in MODES:
                 entry[f"{sname}.{mode}"] = summarise(rows_by[(d.name, sname, mode)], queries)
         tq = splits["tuning"][1]
         rel_t = rows_by[(d.name, "tuning", "relevance")]
@@ -314,12 +325,14 @@ def render(results: dict[str, Any]) -> str:
             for name in ds
         ),
         "Real MemoryStore + HindsightRetriever with the candidate embedder. `relevance` = fused relevance only "
-        "(no task type); `typed` = full weighted score with the labelled task type. Cells: MRR@10 / R@5.",
+        "(no task type); `typed` = full weighted score with the labelled task type; `inferred` (when this build "
+        "has `taxonomy.infer_task_type`) = full score with the task type inferred from the query text, what "
+        "agents get. Cells: MRR@10 / R@5.",
         f"New default: **{results['new_default']}**.",
         "",
     ]
     for sname in ("held-out B", "held-out", "tuning"):
-        for mode in ("relevance", "typed"):
+        for mode in MODES:
             lines += [
                 f"## {sname}, {mode}",
                 "",
