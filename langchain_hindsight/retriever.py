@@ -26,7 +26,7 @@ from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal, get_args
+from typing import Any
 
 from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
@@ -34,6 +34,7 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables.config import run_in_executor
 from pydantic import ConfigDict, Field, PrivateAttr, field_validator
 
+from langchain_hindsight._fusion import Fusion, FusionWeights, dense_weight, fuse, fusion_weights_for, query_script
 from langchain_hindsight._safety import clean_text
 from langchain_hindsight.errors import ConfigurationError
 from langchain_hindsight.prompts import Locale, get_templates
@@ -45,18 +46,6 @@ __all__ = ["Fusion", "HindsightRetriever", "ServedRecord", "fuse"]
 
 logger = logging.getLogger(__name__)
 
-Fusion = Literal["convex_idf", "convex", "rrf", "dense", "lexical"]
-"""How the two arms become one relevance in [0, 1].
-
-``convex_idf`` (default, chosen by ``benchmarks/recall_quality.py``):
-``alpha·cosine + (1 − alpha)·bm25 / idf_mass(query)`` (BM25 as the share of the
-query's information matched, so an unrelated query stays low);
-``convex``: ``alpha·cosine + (1 − alpha)·bm25 / best_bm25`` (the best lexical hit
-always counts 1); ``rrf``: reciprocal-rank fusion
-``Σ 1/(c + rank)`` scaled so rank 1 in both arms is 1; ``dense`` / ``lexical``:
-one arm only (for comparison).
-"""
-
 
 @dataclass(frozen=True, slots=True)
 class ServedRecord:
@@ -66,60 +55,6 @@ class ServedRecord:
     namespace: str
     memory_ids: tuple[str, ...]
     at: datetime
-
-
-def fuse(
-    dense: Mapping[str, float],
-    lexical: Mapping[str, float],
-    *,
-    method: Fusion = "convex_idf",
-    alpha: float = 0.3,
-    rrf_c: float = 60.0,
-) -> dict[str, float]:
-    """Combine per-id dense cosine similarities and BM25 scores into a relevance in [0, 1].
-
-    Args:
-        dense: Cosine similarity of every candidate (ids missing count as 0).
-        lexical: BM25 score of the candidates the lexical arm found (for
-            ``convex_idf``, already normalised to [0, 1] by the store).
-        method: See :data:`Fusion`.
-        alpha: Weight of the dense arm in ``convex``.
-        rrf_c: The rank offset of ``rrf``.
-
-    Example:
-        >>> fuse({"a": 0.8, "b": 0.4}, {"b": 6.0}, method="convex", alpha=0.5)
-        {'a': 0.4, 'b': 0.7}
-    """
-    ids = list(dict.fromkeys([*dense, *lexical]))
-    if method == "dense":
-        return {i: _clamp(dense.get(i, 0.0)) for i in ids}
-    best = max(lexical.values(), default=0.0)
-    if method == "lexical":
-        return {i: lexical.get(i, 0.0) / best if best > 0 else 0.0 for i in ids}
-    if method == "convex_idf":
-        return {i: _clamp(alpha * _clamp(dense.get(i, 0.0)) + (1.0 - alpha) * _clamp(lexical.get(i, 0.0))) for i in ids}
-    if method == "convex":
-        return {
-            i: _clamp(alpha * _clamp(dense.get(i, 0.0)) + (1.0 - alpha) * (lexical.get(i, 0.0) / best if best else 0.0))
-            for i in ids
-        }
-    if method == "rrf":
-        d_rank = {i: r for r, i in enumerate(sorted(dense, key=lambda i: (-dense[i], i)), 1)}
-        l_rank = {i: r for r, i in enumerate(sorted(lexical, key=lambda i: (-lexical[i], i)), 1)}
-        top = 2.0 / (rrf_c + 1.0)
-        return {
-            i: (
-                (1.0 / (rrf_c + d_rank[i]) if i in d_rank else 0.0)
-                + (1.0 / (rrf_c + l_rank[i]) if i in l_rank and lexical[i] > 0 else 0.0)
-            )
-            / top
-            for i in ids
-        }
-    raise ConfigurationError(f"fusion must be one of {', '.join(get_args(Fusion))}, got {method!r}")
-
-
-def _clamp(value: float) -> float:
-    return min(1.0, max(0.0, value)) if math.isfinite(value) else 0.0
 
 
 def _to_document(scored: ScoredMemory) -> Document:
@@ -184,8 +119,17 @@ class HindsightRetriever(BaseRetriever):
             (``benchmarks/results/recall_quality.md``), so ~0.15 trims noise.
         locale: Locale of the ``[相关经验]`` block the adapters render.
         fusion: How the dense and lexical arms combine (:data:`Fusion`).
-        fusion_alpha: Weight of the dense arm in the convex fusions (0.3 measured best with MiniLM,
-            which is weak on Chinese).
+        fusion_alpha: Weight of the dense arm in the convex fusions for a Latin-script query
+            (and for every query when ``fusion_alpha_cjk`` is ``None``).
+        fusion_alpha_cjk: Weight of the dense arm for a mostly-CJK query (Chinese has no word
+            boundaries, so its lexical arm behaves differently); ``None`` uses ``fusion_alpha``.
+        fusion_cross_script: For a candidate written in another script than the query (an English
+            memory for a Chinese task), the lexical arm cannot match a word; its missing lexical
+            share is filled with this multiple of its cosine (0 counts it as zero).
+            The three fusion weights depend on the embedder: when the store's embedder
+            declares ``fusion_weights`` (as the packaged embedders do, measured on the tuning
+            split of ``benchmarks/recall_quality.py``), those are used for every fusion field
+            not set here; otherwise the values above (0.3, ``None``, 0: measured for MiniLM).
         candidate_multiplier: Each arm fetches ``candidate_multiplier × k`` (seed: 3k).
         low_similarity_threshold: When every served memory's dense similarity is
             below this, warn (once per retriever) that the embedder may not fit
@@ -206,6 +150,8 @@ class HindsightRetriever(BaseRetriever):
     locale: Locale = "zh"
     fusion: Fusion = "convex_idf"
     fusion_alpha: float = 0.3
+    fusion_alpha_cjk: float | None = Field(default=None, ge=0.0, le=1.0, allow_inf_nan=False)
+    fusion_cross_script: float = Field(default=0.0, ge=0.0, allow_inf_nan=False)
     candidate_multiplier: int = 3
     low_similarity_threshold: float = 0.6
     on_served: Callable[[ServedRecord], None] | None = None
@@ -324,8 +270,16 @@ class HindsightRetriever(BaseRetriever):
         now: datetime,
     ) -> list[ScoredMemory]:
         cosine = {i: sim for i, (_, sim) in dense.items()}
+        script = query_script(query)
+        given = FusionWeights(self.fusion_alpha, self.fusion_alpha_cjk, self.fusion_cross_script)
+        fw = fusion_weights_for(self.store.embeddings, given, explicit=self.model_fields_set)
         relevance = fuse(
-            cosine, {i: s for i, s in lexical.items() if i in dense}, method=self.fusion, alpha=self.fusion_alpha
+            cosine,
+            {i: s for i, s in lexical.items() if i in dense},
+            method=self.fusion,
+            alpha=dense_weight(query, latin=fw.alpha, cjk=fw.alpha_cjk),
+            lexically_blind=[i for i, (u, _) in dense.items() if query_script(u.content) != script],
+            blind_gain=fw.cross_script,
         )
         scored = [
             score_memory(
