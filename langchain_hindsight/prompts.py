@@ -20,6 +20,8 @@ __all__ = [
     "REVIEW_PROMPT_EN",
     "REVIEW_PROMPT_ZH",
     "REVIEW_ZH",
+    "TASK_TYPE_PROMPT_EN",
+    "TASK_TYPE_PROMPT_ZH",
     "ZH",
     "Locale",
     "PromptTemplates",
@@ -206,6 +208,21 @@ Runs:
 
 Answer in JSON: {{"experiences": [...]}}, each item with task_type, content, confidence, tags."""
 """English review prompt. Placeholders: ``{task_types}``, ``{runs}``."""
+
+
+TASK_TYPE_PROMPT_ZH = """请判断下面这个任务属于哪一种任务类型。只能从以下列表中选择一个，只回答类型标签本身，不要解释：
+{task_types}
+
+任务：
+{task}"""
+"""Serve-time task-type classification (optional model hook of the retriever). Placeholders: ``{task_types}``, ``{task}``."""
+
+TASK_TYPE_PROMPT_EN = """Which task type is the task below? Choose exactly one label from this list and answer with the label only, no explanation:
+{task_types}
+
+Task:
+{task}"""
+"""English serve-time task-type classification prompt. Placeholders: ``{task_types}``, ``{task}``."""
 
 
 @dataclass(frozen=True, slots=True)
