@@ -78,16 +78,18 @@ one arm only (for comparison).
 """
 
 
-DEFAULT_MIN_RELEVANCE = 0.25
+DEFAULT_MIN_RELEVANCE = 0.2
 """Default relevance floor: a memory whose fused query relevance (before
-confidence, task type, recency…) is below it is never served. Placeholder
-until the calibrated per-embedder value lands; on the labelled set with the
-multilingual USE embedder every no-answer query ("写一首关于秋天的诗", "tell me a
-joke") stayed below 0.24."""
+confidence, task type, access, source and recency are added) is below it is
+never served. Placeholder until the calibrated per-embedder value lands: on
+the labelled set with the multilingual USE embedder, no-answer queries such as
+"写一首关于秋天的诗" or "write a poem about autumn" stayed below it while 95% of
+correct hits were above it."""
 
-DEFAULT_LOW_RELEVANCE = 0.3
-"""Default ``low_similarity_threshold``: when even the best *injected* memory is
-below this relevance, the retriever warns (once) that the embedder may not fit."""
+DEFAULT_LOW_RELEVANCE = DEFAULT_MIN_RELEVANCE
+"""Default ``low_similarity_threshold``: served memories below the calibrated
+relevance level are weak matches (only possible with a lowered or disabled
+floor), and the retriever warns that the embedder may not fit."""
 
 TaskTypeSource = Literal["fixed", "inferred", "model"]
 """Where a recall's task type came from: the caller (``task_type=`` on the call or
@@ -297,8 +299,10 @@ class HindsightRetriever(BaseRetriever):
         candidate_multiplier: Each arm fetches ``candidate_multiplier × k`` (seed: 3k).
         low_similarity_threshold: When memories are served but even the best of
             them has a relevance below this, warn (once per retriever, then at
-            debug level) that the embedder may not fit the domain or language
-            (seed §5.1). Nothing served → no warning.
+            debug level) that the served memories are weak matches and the
+            embedder may not fit the domain or language (seed §5.1). Nothing
+            served → no warning. The default equals the default floor, so only a
+            lowered or disabled floor lets weak memories through to warn about.
         on_served: Called after every recall with a :class:`ServedRecord`.
         served_log_size: How many :class:`ServedRecord` s :meth:`served` keeps.
     """
