@@ -232,8 +232,9 @@ class PromptTemplates:
     Attributes:
         block_header: First line of the injected block (seed §3.3).
         block_line: One memory line; placeholders ``{index}``, ``{content}``, ``{confidence}``.
-        conflict_note: Appended after the lines when recalled memories disagree
-            with close confidence (seed §3.4, §5.2); placeholder ``{indices}``.
+        conflict_note: Appended after the lines when shown memories prescribe
+            different things for the same subject (seed §3.4, §5.2); placeholder
+            ``{indices}``.
         data_notice: Tells the model the lines are recalled data, not instructions.
         task_header: Header before the current task (seed §4.4).
         task_instruction: Closing instruction of the task prompt (seed §4.4).
