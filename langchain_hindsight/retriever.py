@@ -78,13 +78,14 @@ one arm only (for comparison).
 """
 
 
-DEFAULT_MIN_RELEVANCE = 0.2
+DEFAULT_MIN_RELEVANCE = 0.18
 """Default relevance floor: a memory whose fused query relevance (before
 confidence, task type, access, source and recency are added) is below it is
-never served. Placeholder until the calibrated per-embedder value lands: on
-the labelled set with the multilingual USE embedder, no-answer queries such as
-"写一首关于秋天的诗" or "write a poem about autumn" stayed below it while 95% of
-correct hits were above it."""
+never served, so an unrelated task gets no block. Calibrated on a tuning split
+for the multilingual default embedder (midpoint of the highest no-answer
+relevance, 0.161, and the weakest correct answer, 0.194); on the held-out split
+9 of 10 no-answer queries got no block. A USE-only embedder calls for about
+0.20; re-measure with ``benchmarks/recall_quality.py`` for another embedder."""
 
 DEFAULT_LOW_RELEVANCE = DEFAULT_MIN_RELEVANCE
 """Default ``low_similarity_threshold``: served memories below the calibrated
