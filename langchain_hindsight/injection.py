@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 from langchain_core.documents import Document
 
@@ -126,37 +127,63 @@ _EARLY_DIVERGENCE = 0.25
 ("客户甲公司…" / "客户乙公司…", "Amounts keep…" / "Percentages keep…")."""
 
 
-@dataclass(frozen=True, slots=True)
 class _Claim:
-    """One memory split into when it applies and what it prescribes."""
+    """One memory as the conflict rule sees it.
 
-    conditions: frozenset[str]
-    has_threshold: bool
-    advice: frozenset[str]
-    negated: bool
-    topic: frozenset[str]
-    sequence: tuple[str, ...]
+    The topic and opening are always needed; when it applies and what it
+    prescribes are computed only for pairs on the same subject.
+    """
 
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.topic = frozenset(_topic_tokens(text))
+        self.sequence = _sequence(text)
 
-def _claim(text: str) -> _Claim:
-    spans: list[tuple[int, int]] = []
-    for pattern in (*_CONDITION_PATTERNS, *_COMPARISON_PATTERNS):
-        spans.extend(m.span() for m in pattern.finditer(text) if m.end() > m.start())
-    has_threshold = any(p.search(text) for p in _COMPARISON_PATTERNS)
-    mask = [False] * len(text)
-    for start, end in spans:
-        for i in range(start, end):
-            mask[i] = True
-    condition_text = "".join(c if m else " " for c, m in zip(text, mask, strict=True))
-    advice_text = "".join(" " if m else c for c, m in zip(text, mask, strict=True))
-    return _Claim(
-        conditions=frozenset(_topic_tokens(condition_text)),
-        has_threshold=has_threshold,
-        advice=frozenset(_topic_tokens(advice_text)),
-        negated=bool(_NEGATION.search(advice_text)),
-        topic=frozenset(_topic_tokens(text)),
-        sequence=_sequence(text),
-    )
+    @cached_property
+    def _split(self) -> tuple[frozenset[str], bool, frozenset[str], bool]:
+        text = self.text
+        spans: list[tuple[int, int]] = []
+        for pattern in (*_CONDITION_PATTERNS, *_COMPARISON_PATTERNS):
+            spans.extend(m.span() for m in pattern.finditer(text) if m.end() > m.start())
+        has_threshold = any(p.search(text) for p in _COMPARISON_PATTERNS)
+        conditions: list[str] = []
+        advice: list[str] = []
+        position = 0
+        for start, end in sorted(spans):
+            if end <= position:
+                continue
+            start = max(start, position)
+            advice.append(text[position:start])
+            conditions.append(text[start:end])
+            position = end
+        advice.append(text[position:])
+        condition_text, advice_text = " ".join(conditions), " ".join(advice)
+        return (
+            frozenset(_topic_tokens(condition_text)),
+            has_threshold,
+            frozenset(_topic_tokens(advice_text)),
+            bool(_NEGATION.search(advice_text)),
+        )
+
+    @property
+    def conditions(self) -> frozenset[str]:
+        """Tokens of the spans that say when the advice applies."""
+        return self._split[0]
+
+    @property
+    def has_threshold(self) -> bool:
+        """Whether a threshold ("under 10k rows") limits the advice."""
+        return self._split[1]
+
+    @property
+    def advice(self) -> frozenset[str]:
+        """Tokens of what it prescribes (the text outside the condition spans)."""
+        return self._split[2]
+
+    @property
+    def negated(self) -> bool:
+        """Whether the prescription is negated ("never", "不要")."""
+        return self._split[3]
 
 
 def _sequence(text: str) -> tuple[str, ...]:
@@ -249,7 +276,7 @@ def detect_conflicts(
         [(0, 1)]
     """
     entries = [_entry(m) for m in memories]
-    claims = [_claim(e.content) for e in entries]
+    claims = [_Claim(e.content) for e in entries]
     pairs: list[tuple[int, int]] = []
     for i in range(len(entries)):
         for j in range(i + 1, len(entries)):
