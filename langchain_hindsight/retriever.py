@@ -81,11 +81,12 @@ one arm only (for comparison).
 DEFAULT_MIN_RELEVANCE = 0.18
 """Default relevance floor: a memory whose fused query relevance (before
 confidence, task type, access, source and recency are added) is below it is
-never served, so an unrelated task gets no block. Calibrated on a tuning split
-for the multilingual default embedder (midpoint of the highest no-answer
-relevance, 0.161, and the weakest correct answer, 0.194); on the held-out split
-9 of 10 no-answer queries got no block. A USE-only embedder calls for about
-0.20; re-measure with ``benchmarks/recall_quality.py`` for another embedder."""
+never served, so an unrelated task gets no block. Calibrated by
+``benchmarks/recall_quality.py`` for the default embedder on the tuning split
+(midpoint of the highest no-answer relevance, 0.161, and the weakest correct
+answer, 0.194); on the held-out splits 17 of 18 no-answer queries got no block.
+It also fits USE alone (no-answer max 0.175, weakest answer 0.222); re-measure
+for another embedder or fusion."""
 
 DEFAULT_LOW_RELEVANCE = DEFAULT_MIN_RELEVANCE
 """Default ``low_similarity_threshold``: served memories below the calibrated
