@@ -163,7 +163,7 @@ def _store_demo(args: argparse.Namespace) -> int:
                 content="使用pandas读取CSV时，如果文件包含中文，需要指定encoding='utf-8-sig'，否则会出现乱码。",
                 tags=["csv", "encoding"],
             )
-        )
+        ).unit
         print(f"stored {unit.memory_id} as task_type={unit.task_type} confidence={unit.confidence:.2f}")
         for found, similarity, _ in store.search("读取中文CSV文件出现乱码", k=3):
             print(f"  recall {similarity:.2f}  {found.content}")

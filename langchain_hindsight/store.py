@@ -63,6 +63,7 @@ from langchain_hindsight.errors import (
 )
 from langchain_hindsight.taxonomy import TaskTypeVocabulary
 from langchain_hindsight.types import MemoryStatus, MemoryUnit, utcnow
+from langchain_hindsight.writes import RuleWriteJudge, WriteJudge, WriteResult
 
 if TYPE_CHECKING:
     from chromadb.api import ClientAPI
@@ -131,9 +132,9 @@ class MemoryStore:
             from langchain_hindsight import MemoryStore, MemoryUnit
 
             with MemoryStore(persist_directory="./memory_db") as store:
-                unit = store.add(MemoryUnit(task_type="data_cleaning",
-                                            content="Read Chinese CSVs with encoding='utf-8-sig'."))
-                store.record_feedback([unit.memory_id], success=True)
+                result = store.add(MemoryUnit(task_type="data_cleaning",
+                                              content="Read Chinese CSVs with encoding='utf-8-sig'."))
+                store.record_feedback([result.memory_id], success=True)
 
     Args:
         persist_directory: Directory of the embedded Chroma database. Ignored
@@ -143,11 +144,20 @@ class MemoryStore:
         embeddings: Any LangChain ``Embeddings``; default :class:`LocalEmbeddings`
             (offline all-MiniLM-L6-v2). Must return normalised vectors for the
             thresholds to mean cosine similarity (Chroma uses cosine distance).
-        conflict_threshold: Similarity above which a new unit with different
-            content supersedes an active one (seed §3.4). ``None`` disables.
-        merge_threshold: Similarity at or above which a new unit is merged into
-            an existing one instead of stored twice (seed §5.3). ``None`` disables
-            (identical content still merges).
+        conflict_threshold: Similarity above which an active unit in scope is
+            a *candidate* conflict: the nearest such units go to ``judge``, which
+            decides add / duplicate / update / conflict. ``None``: no judge is
+            asked (only the same statement merges).
+        merge_threshold: Similarity at or above which the judge may call a
+            differently worded unit a duplicate (merge). ``None``: only the same
+            statement merges. The same statement (after normalising case,
+            whitespace and punctuation) always merges; different statements
+            never merge or supersede on similarity alone.
+        judge: Decides what a unit with similar neighbours is (see
+            :mod:`langchain_hindsight.writes`). Default
+            :class:`~langchain_hindsight.writes.RuleWriteJudge`: keep both active,
+            so recency and the conflict note decide at recall;
+            ``LLMWriteJudge(model)`` asks a chat model once per such write.
         conflict_scope: ``"task_type"`` (default) compares a new unit only with
             units of the same task type and kind, so a weekly-report lesson never
             supersedes a monthly-report one; ``"namespace"`` compares with all.
@@ -168,6 +178,7 @@ class MemoryStore:
         policy: ConfidencePolicy | None = None,
         vocabulary: TaskTypeVocabulary | None = None,
         namespace: str = "default",
+        judge: WriteJudge | None = None,
     ) -> None:
         for name, value in (("conflict_threshold", conflict_threshold), ("merge_threshold", merge_threshold)):
             if value is not None and (
@@ -180,6 +191,11 @@ class MemoryStore:
             raise ConfigurationError(f"conflict_scope must be 'task_type' or 'namespace', got {conflict_scope!r}")
         if embeddings is not None and not isinstance(embeddings, Embeddings):
             raise ConfigurationError("embeddings must be a langchain_core.embeddings.Embeddings instance")
+        if judge is not None and not isinstance(judge, WriteJudge):
+            raise ConfigurationError(
+                "judge must have a judge(unit, neighbours) method (see langchain_hindsight.writes)"
+            )
+        self.judge: WriteJudge = judge or RuleWriteJudge()
         self.namespace = MemoryUnit(content="-", namespace=namespace).namespace if namespace else ""
         if not self.namespace:
             raise ConfigurationError("namespace must be a non-empty string")
@@ -573,12 +589,22 @@ class MemoryStore:
             unit, namespace, default_namespace=self.namespace, vocabulary=self.vocabulary, policy=self.policy
         )
 
-    def add(self, unit: MemoryUnit, *, namespace: str | None = None, dedupe: bool = True) -> MemoryUnit:
-        """Store ``unit``; return what is now stored for it.
+    def add(self, unit: MemoryUnit, *, namespace: str | None = None, dedupe: bool = True) -> WriteResult:
+        """Store ``unit``; return what the write did (:class:`~langchain_hindsight.writes.WriteResult`).
 
-        With ``dedupe`` (default) a near-identical active unit absorbs it (the
-        merged unit is returned), and a similar unit with different content is
-        superseded by it (seed §3.4). ``namespace`` overrides ``unit.namespace``.
+        With ``dedupe`` (default): an active unit in scope that makes the same
+        statement (after normalising case, whitespace and punctuation) absorbs it
+        (``"merged"``; ``result.unit`` is that unit, keeping the newest time).
+        A different statement is never merged on similarity alone: when active
+        units are more than ``conflict_threshold`` similar, the store's ``judge``
+        decides; the default keeps both (``"added"``, ``related_ids`` naming the
+        similar units), an LLM judge may also merge a reworded duplicate or
+        supersede an outdated unit (``"superseded"``). ``namespace`` overrides
+        ``unit.namespace``. Each write is logged at INFO.
+
+        Example:
+            >>> store.add(MemoryUnit(content="客户甲公司希望通过邮件联系。")).action  # doctest: +SKIP
+            'added'
 
         Raises:
             ConfigurationError: ``unit`` is not a :class:`MemoryUnit`.
@@ -589,9 +615,10 @@ class MemoryStore:
     @_backend_errors
     def add_many(
         self, units: Sequence[MemoryUnit], *, namespace: str | None = None, dedupe: bool = True
-    ) -> list[MemoryUnit]:
-        """Store many units with one batch embedding; results align with ``units``.
+    ) -> list[WriteResult]:
+        """Store many units with one batch embedding; one :class:`WriteResult` per unit, aligned with ``units``.
 
+        A unit may merge into, or supersede, an earlier unit of the same batch.
         ``dedupe=False`` stores every unit as given (bulk import); an id that
         already exists is then overwritten.
         """
@@ -608,17 +635,17 @@ class MemoryStore:
         vectors = self.embeddings.embed_documents([u.content for u in prepared])
         if len(vectors) != len(prepared):
             raise StoreError("the embedder returned a different number of vectors than texts")
-        results: list[MemoryUnit | None] = [None] * len(prepared)
+        results: list[WriteResult | None] = [None] * len(prepared)
         with self._lock:
             for ns, idx in by_ns.items():
                 stored = self._add_namespace(ns, [prepared[i] for i in idx], [vectors[i] for i in idx], dedupe)
-                for i, unit in zip(idx, stored, strict=True):
-                    results[i] = unit
+                for i, result in zip(idx, stored, strict=True):
+                    results[i] = result
         return [r for r in results if r is not None]
 
     def _add_namespace(
         self, ns: str, units: list[MemoryUnit], vectors: list[list[float]], dedupe: bool
-    ) -> list[MemoryUnit]:
+    ) -> list[WriteResult]:
         col = self._collection(ns)
         assert col is not None
         plan = plan_add(
@@ -630,9 +657,18 @@ class MemoryStore:
             conflict_threshold=self.conflict_threshold,
             scope=self.conflict_scope,
             policy=self.policy,
+            judge=self.judge,
         )
         write_plan(col, plan, self.client)
         self._reindex(ns, upserts=[*(u for u, _ in plan.new.values()), *plan.changed.values()])
+        for unit, result in zip(units, plan.results, strict=True):
+            if result.action == "added":
+                what = f"added as {result.memory_id}"
+            elif result.action == "merged":
+                what = f"merged into {result.memory_id}"
+            else:
+                what = f"superseded {', '.join(result.related_ids)}; stored as {result.memory_id}"
+            logger.info("write %s in %r: %s (%s)", unit.memory_id, ns, what, result.reason)
         return plan.results
 
     @_backend_errors
@@ -748,7 +784,7 @@ class MemoryStore:
         Namespaces never see each other's units; agents share experience by
         copying chosen units into a namespace they all read (e.g. ``"shared"``).
         The copy keeps id, content, provenance and counters, is active, and goes
-        through the target's dedup (a near-duplicate there absorbs it). It is
+        through the target's write rules (the same statement there absorbs it). It is
         independent afterwards: forgetting the original does not forget the copy
         (``forget(memory_id, namespace=to_namespace)`` does).
 
@@ -771,7 +807,7 @@ class MemoryStore:
                 u.evolve(namespace=dst, status="active", supersedes=None, merged_from=[])
                 for u in self.get_many(ids, namespace=src)
             ]
-            return self.add_many(copies, namespace=dst) if copies else []
+            return [r.unit for r in self.add_many(copies, namespace=dst)] if copies else []
 
     @_backend_errors
     def archive(self, memory_ids: Sequence[str], *, namespace: str | None = None) -> list[MemoryUnit]:

@@ -40,6 +40,7 @@ __all__ = [
     "ScriptedToolModel",
     "Turn",
     "call",
+    "judge_model",
     "scripted_model",
     "to_message",
 ]
@@ -194,3 +195,19 @@ class ReactiveToolModel(ScriptedToolModel):
 def scripted_model(*turns: Turn) -> ScriptedToolModel:
     """A :class:`ScriptedToolModel` that answers ``turns`` in order (see the module docstring)."""
     return ScriptedToolModel(messages=iter([to_message(t) for t in turns]))
+
+
+def judge_model(decision: str, *, reason: str = "scripted") -> ReactiveToolModel:
+    """A chat model for ``LLMWriteJudge`` that answers ``decision`` about the first neighbour it is shown.
+
+    ``MemoryStore(judge=LLMWriteJudge(judge_model("conflict")))`` supersedes the nearest similar unit
+    on every write that has one (``"add"`` names no neighbour).
+    """
+    import re
+
+    def respond(messages: list[BaseMessage]) -> Turn:
+        shown = re.findall(r"id=(mem_\w+)", str(messages[-1].content))
+        target = None if decision == "add" or not shown else shown[0]
+        return call("JudgeOutput", decision=decision, target_id=target, reason=reason)
+
+    return ReactiveToolModel(respond=respond)

@@ -50,7 +50,7 @@ def _all_checkpoints(saver: InMemorySaver) -> str:
 
 @pytest.fixture
 def lesson(store: MemoryStore) -> MemoryUnit:
-    return store.add(MemoryUnit(task_type="data_cleaning", content=LESSON, tags=["csv"]))
+    return store.add(MemoryUnit(task_type="data_cleaning", content=LESSON, tags=["csv"])).unit
 
 
 def _chat_graph() -> Any:

@@ -52,7 +52,7 @@ def _invoke(agent: Any, text: str, **config: Any) -> str:
 
 
 def test_middleware_run_then_user_correction(hs: Hindsight) -> None:
-    unit = hs.store.add(MemoryUnit(task_type="weekly_report", content=LESSON))
+    unit = hs.store.add(MemoryUnit(task_type="weekly_report", content=LESSON)).unit
     agent = create_agent(ReactiveToolModel(respond=_respond), tools=[query_sales], middleware=[hs.middleware()])
     run_id = _invoke(agent, "生成本周的销售周报")
     record = hs.journal.get(run_id)
@@ -75,7 +75,7 @@ def test_middleware_run_then_user_correction(hs: Hindsight) -> None:
 
 
 def test_feedback_success_does_not_double_count(hs: Hindsight) -> None:
-    unit = hs.store.add(MemoryUnit(task_type="weekly_report", content=LESSON))
+    unit = hs.store.add(MemoryUnit(task_type="weekly_report", content=LESSON)).unit
     agent = create_agent(ReactiveToolModel(respond=_respond), tools=[query_sales], middleware=[hs.middleware()])
     run_id = _invoke(agent, "生成本周的销售周报")
     before = hs.store.get(unit.memory_id).score_confidence

@@ -33,7 +33,7 @@ class Prompts(BaseCallbackHandler):
 
 @pytest.fixture
 def lesson(store: MemoryStore) -> MemoryUnit:
-    return store.add(MemoryUnit(task_type="data_cleaning", content=LESSON))
+    return store.add(MemoryUnit(task_type="data_cleaning", content=LESSON)).unit
 
 
 def test_memory_variables_and_block(store: MemoryStore, lesson: MemoryUnit) -> None:

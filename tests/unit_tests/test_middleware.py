@@ -65,7 +65,7 @@ def _checkpoint_text(agent: Any) -> str:
 
 @pytest.fixture
 def lesson_store(store: MemoryStore) -> tuple[MemoryStore, MemoryUnit]:
-    unit = store.add(MemoryUnit(task_type="data_cleaning", content=LESSON, tags=["csv", "encoding"]))
+    unit = store.add(MemoryUnit(task_type="data_cleaning", content=LESSON, tags=["csv", "encoding"])).unit
     return store, unit
 
 

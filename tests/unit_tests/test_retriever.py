@@ -16,6 +16,8 @@ from langchain_core.embeddings import Embeddings
 from langchain_hindsight import ConfigurationError, HindsightRetriever, MemoryStore, MemoryUnit, ScoringWeights
 from langchain_hindsight.embeddings import LocalEmbeddings
 from langchain_hindsight.retriever import ServedRecord, fuse
+from langchain_hindsight.writes import LLMWriteJudge
+from tests.fakes import judge_model
 
 NOW = datetime(2026, 6, 1, tzinfo=UTC)
 
@@ -63,7 +65,7 @@ def test_weekly_task_ranks_the_weekly_memory_first(store: MemoryStore) -> None:
             created_at=NOW,
             content="生成报告时数据范围取上个自然月，环比和前一个自然月比较，按部门汇总。",
         )
-    )
+    ).unit
     weekly = store.add(
         MemoryUnit(
             task_type="weekly_report",
@@ -71,7 +73,7 @@ def test_weekly_task_ranks_the_weekly_memory_first(store: MemoryStore) -> None:
             created_at=NOW,
             content="生成报告时数据范围取上周一到周日，按项目汇总本周完成和下周计划。",
         )
-    )
+    ).unit
     retriever = HindsightRetriever(store=store, k=2)
     task = "生成本周的团队报告，汇总数据"
     ranked = retriever.recall(task, task_type="weekly_report", now=NOW)
@@ -97,11 +99,15 @@ def test_english_query_finds_the_english_memory(corpus_store: MemoryStore) -> No
 
 
 def test_superseded_and_archived_memories_never_appear(make_store) -> None:  # type: ignore[no-untyped-def]
-    store: MemoryStore = make_store(conflict_threshold=0.5, merge_threshold=0.99)
-    old = store.add(MemoryUnit(task_type="code_generation", content="The user prefers Java for backend services."))
-    new = store.add(MemoryUnit(task_type="code_generation", content="The user prefers Python for backend services."))
+    store: MemoryStore = make_store(
+        conflict_threshold=0.5, merge_threshold=0.99, judge=LLMWriteJudge(judge_model("conflict"))
+    )
+    old = store.add(MemoryUnit(task_type="code_generation", content="The user prefers Java for backend services.")).unit
+    new = store.add(
+        MemoryUnit(task_type="code_generation", content="The user prefers Python for backend services.")
+    ).unit
     assert new.supersedes == old.memory_id
-    other = store.add(MemoryUnit(task_type="code_generation", content="Backend services are deployed with Helm."))
+    other = store.add(MemoryUnit(task_type="code_generation", content="Backend services are deployed with Helm.")).unit
     store.archive([other.memory_id])
     for fusion in ("convex_idf", "convex", "rrf", "dense", "lexical"):
         r = HindsightRetriever(store=store, k=5, fusion=fusion)  # type: ignore[arg-type]
@@ -111,8 +117,10 @@ def test_superseded_and_archived_memories_never_appear(make_store) -> None:  # t
 
 def test_time_decay_and_confidence_change_the_order(store: MemoryStore) -> None:
     content = "Post the weekly report in the team channel by Friday 4pm."
-    fresh = store.add(MemoryUnit(memory_id="fresh", content=content, confidence=0.6, created_at=at(1)), dedupe=False)
-    old = store.add(MemoryUnit(memory_id="old", content=content, confidence=0.6, created_at=at(300)), dedupe=False)
+    fresh = store.add(
+        MemoryUnit(memory_id="fresh", content=content, confidence=0.6, created_at=at(1)), dedupe=False
+    ).unit
+    old = store.add(MemoryUnit(memory_id="old", content=content, confidence=0.6, created_at=at(300)), dedupe=False).unit
     r = HindsightRetriever(store=store, k=2)
     query = "When do I post the weekly report?"
     ranked = r.recall(query, now=NOW)
@@ -237,7 +245,7 @@ def test_served_records_and_callback(corpus_store: MemoryStore) -> None:
 
 def test_reads_through_the_store_no_stale_cache(store: MemoryStore) -> None:
     r = HindsightRetriever(store=store, k=3)
-    u = store.add(MemoryUnit(content="Quote identifiers in generated SQL; columns are named order and user."))
+    u = store.add(MemoryUnit(content="Quote identifiers in generated SQL; columns are named order and user.")).unit
     assert top_ids(r, "generated SQL identifiers") == [u.memory_id]
     store.update(u.memory_id, confidence=0.2)
     assert r.recall("generated SQL identifiers")[0].memory.confidence == 0.2
