@@ -179,7 +179,9 @@ def _search(args: argparse.Namespace) -> int:
         except ImportError:
             hits = [(u, s, s, {}) for u, s, _ in store.search(args.query, k=args.k)]
         else:
-            scored = HindsightRetriever(store=store, k=args.k).recall(args.query, k=args.k, task_type=args.task_type)
+            # an inspection tool: the best k with their relevance, below the serving floor too
+            retriever = HindsightRetriever(store=store, k=args.k, min_relevance=None)
+            scored = retriever.recall(args.query, k=args.k, task_type=args.task_type)
             hits = [(m.memory, m.score, m.similarity, m.breakdown) for m in scored]
         if args.json:
             _emit_json([{"memory": u, "score": s, "similarity": sim, "breakdown": b} for u, s, sim, b in hits])

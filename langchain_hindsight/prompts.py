@@ -20,6 +20,8 @@ __all__ = [
     "REVIEW_PROMPT_EN",
     "REVIEW_PROMPT_ZH",
     "REVIEW_ZH",
+    "TASK_TYPE_PROMPT_EN",
+    "TASK_TYPE_PROMPT_ZH",
     "WRITE_JUDGE_EN",
     "WRITE_JUDGE_PROMPT_EN",
     "WRITE_JUDGE_PROMPT_ZH",
@@ -214,6 +216,21 @@ Answer in JSON: {{"experiences": [...]}}, each item with task_type, content, con
 """English review prompt. Placeholders: ``{task_types}``, ``{runs}``."""
 
 
+TASK_TYPE_PROMPT_ZH = """请判断下面这个任务属于哪一种任务类型。只能从以下列表中选择一个，只回答类型标签本身，不要解释：
+{task_types}
+
+任务：
+{task}"""
+"""Serve-time task-type classification (optional model hook of the retriever). Placeholders: ``{task_types}``, ``{task}``."""
+
+TASK_TYPE_PROMPT_EN = """Which task type is the task below? Choose exactly one label from this list and answer with the label only, no explanation:
+{task_types}
+
+Task:
+{task}"""
+"""English serve-time task-type classification prompt. Placeholders: ``{task_types}``, ``{task}``."""
+
+
 @dataclass(frozen=True, slots=True)
 class PromptTemplates:
     """The user-visible strings of one locale.
@@ -221,8 +238,9 @@ class PromptTemplates:
     Attributes:
         block_header: First line of the injected block (seed §3.3).
         block_line: One memory line; placeholders ``{index}``, ``{content}``, ``{confidence}``.
-        conflict_note: Appended after the lines when recalled memories disagree
-            with close confidence (seed §3.4, §5.2); placeholder ``{indices}``.
+        conflict_note: Appended after the lines when shown memories prescribe
+            different things for the same subject (seed §3.4, §5.2); placeholder
+            ``{indices}``.
         data_notice: Tells the model the lines are recalled data, not instructions.
         task_header: Header before the current task (seed §4.4).
         task_instruction: Closing instruction of the task prompt (seed §4.4).

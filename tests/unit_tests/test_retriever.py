@@ -92,7 +92,7 @@ def test_chinese_query_finds_the_chinese_memory(corpus_store: MemoryStore) -> No
 
 
 def test_english_query_finds_the_english_memory(corpus_store: MemoryStore) -> None:
-    r = HindsightRetriever(store=corpus_store, k=3)
+    r = HindsightRetriever(store=corpus_store, k=3, min_relevance=None)  # ranking only; the floor has its own tests
     assert top_ids(r, "Upload a 2 GB video to our S3 bucket")[0] == "en_s3"
     assert top_ids(r, "List all repositories of our GitHub organisation")[0] == "en_gh"
     assert top_ids(r, "Run a BigQuery query over the events table")[0] == "en_sql"
@@ -136,7 +136,7 @@ def test_time_decay_and_confidence_change_the_order(store: MemoryStore) -> None:
 
 
 def test_k_is_exact_and_per_call(corpus_store: MemoryStore) -> None:
-    r = HindsightRetriever(store=corpus_store, k=3)
+    r = HindsightRetriever(store=corpus_store, k=3, min_relevance=None)  # without the floor, k is exact
     assert len(r.invoke("csv")) == 3
     assert len(r.invoke("csv", k=1)) == 1
     assert len(r.recall("anything at all", k=len(CORPUS))) == len(CORPUS)
@@ -145,7 +145,7 @@ def test_k_is_exact_and_per_call(corpus_store: MemoryStore) -> None:
 
 
 def test_documents_carry_id_and_breakdown(corpus_store: MemoryStore) -> None:
-    docs = HindsightRetriever(store=corpus_store, k=2).invoke("S3 multipart upload")
+    docs = HindsightRetriever(store=corpus_store, k=2, min_relevance=None).invoke("S3 multipart upload")
     assert all(isinstance(d, Document) for d in docs)
     top = docs[0]
     assert top.page_content == CORPUS["en_s3"][1]
@@ -168,9 +168,10 @@ def test_documents_carry_id_and_breakdown(corpus_store: MemoryStore) -> None:
 
 
 def test_min_score_and_min_relevance_filter(corpus_store: MemoryStore) -> None:
-    everything = HindsightRetriever(store=corpus_store, k=8).recall("S3 multipart upload", now=NOW)
+    everything = HindsightRetriever(store=corpus_store, k=8, min_relevance=None).recall("S3 multipart upload", now=NOW)
     cut = everything[2].score
-    assert len(HindsightRetriever(store=corpus_store, k=8, min_score=cut).recall("S3 multipart upload", now=NOW)) == 3
+    by_score = HindsightRetriever(store=corpus_store, k=8, min_score=cut, min_relevance=None)
+    assert len(by_score.recall("S3 multipart upload", now=NOW)) == 3
     relevant = HindsightRetriever(store=corpus_store, k=8, min_relevance=0.3).recall("S3 multipart upload", now=NOW)
     assert [s.memory.memory_id for s in relevant] == ["en_s3"]
 
@@ -209,13 +210,17 @@ def test_fuse_methods() -> None:
 
 # ---------------------------------------------------------------- diagnostics and served ids
 def test_low_similarity_warns_once(corpus_store: MemoryStore, caplog: pytest.LogCaptureFixture) -> None:
-    r = HindsightRetriever(store=corpus_store, k=2)
+    r = HindsightRetriever(store=corpus_store, k=2, min_relevance=None)  # no floor: weak memories get served
     with caplog.at_level(logging.WARNING, logger="langchain_hindsight.retriever"):
         r.recall("Explain the offside rule in football")
         r.recall("Suggest a name for my new puppy")
     warnings = [rec for rec in caplog.records if "may not fit" in rec.getMessage()]
     assert len(warnings) == 1
     caplog.clear()
+    floored = HindsightRetriever(store=corpus_store, k=2, min_relevance=0.4)
+    with caplog.at_level(logging.WARNING, logger="langchain_hindsight.retriever"):
+        assert floored.recall("Explain the offside rule in football") == []  # nothing injected: nothing weak
+    assert not [rec for rec in caplog.records if "may not fit" in rec.getMessage()]
     with caplog.at_level(logging.WARNING, logger="langchain_hindsight.retriever"):
         HindsightRetriever(store=corpus_store, k=1).recall(CORPUS["en_s3"][1])  # similarity ~1: no warning
     assert not [rec for rec in caplog.records if "may not fit" in rec.getMessage()]
