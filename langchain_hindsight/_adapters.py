@@ -28,6 +28,7 @@ __all__ = [
     "message_text",
     "resolve_namespace",
     "task_key",
+    "trajectory_from_intermediate_steps",
     "trajectory_from_messages",
 ]
 
@@ -243,3 +244,36 @@ def trajectory_from_messages(
         namespace=namespace or "default",
         task_type=task_type,
     )
+
+
+def trajectory_from_intermediate_steps(
+    intermediate_steps: Sequence[Any],
+    *,
+    task: str,
+    answer: str,
+    run_id: str,
+    namespace: str | None = None,
+    task_type: str | None = None,
+    outcome: Outcome | None = None,
+) -> Trajectory:
+    """The trajectory of a classic ``AgentExecutor`` run, as AI/tool messages through :func:`trajectory_from_messages`.
+
+    ``intermediate_steps`` are the executor's ``(AgentAction, observation)`` pairs
+    (``return_intermediate_steps=True``); ``answer`` is its output. Without
+    ``outcome``: ``"success"`` with an answer, else ``"unknown"`` — the same rules as
+    for an agent's messages, because it *is* the same builder.
+    """
+    messages: list[BaseMessage] = [HumanMessage(content=task)]
+    for index, item in enumerate(intermediate_steps):
+        if not isinstance(item, tuple | list) or len(item) != 2:
+            continue
+        action, observation = item
+        tool = str(getattr(action, "tool", None) or "tool")
+        tool_input = getattr(action, "tool_input", None)
+        args = dict(tool_input) if isinstance(tool_input, Mapping) else {"input": tool_input}
+        call_id = f"step-{index}"
+        messages.append(AIMessage(content="", tool_calls=[{"name": tool, "args": args, "id": call_id}]))
+        messages.append(ToolMessage(content=str(observation), tool_call_id=call_id, name=tool))
+    if answer:
+        messages.append(AIMessage(content=answer))
+    return trajectory_from_messages(messages, run_id=run_id, namespace=namespace, task_type=task_type, outcome=outcome)
