@@ -14,7 +14,7 @@ from langchain_core.tools import ToolException, tool
 from langchain_hindsight import Hindsight, MemoryStore, MemoryUnit
 from langchain_hindsight.embeddings import LocalEmbeddings
 from langchain_hindsight.errors import ConfigurationError, RunNotFoundError
-from tests.fakes import ReactiveToolModel, call
+from langchain_hindsight.testing import ReactiveToolModel, call
 
 LESSON = "生成周报时，数据范围取上周一到上周日的自然周"
 

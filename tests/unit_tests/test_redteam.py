@@ -26,7 +26,7 @@ from langchain_hindsight import (
     format_experiences,
 )
 from langchain_hindsight._safety import SUSPICIOUS_TAG, looks_like_instruction, render_safe
-from tests.fakes import scripted_model
+from langchain_hindsight.testing import scripted_model
 
 CSV = "When reading a Chinese CSV with pandas, pass encoding='{}' to avoid garbled text."
 
