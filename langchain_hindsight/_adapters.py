@@ -259,7 +259,9 @@ def trajectory_from_intermediate_steps(
     """The trajectory of a classic ``AgentExecutor`` run, as AI/tool messages through :func:`trajectory_from_messages`.
 
     ``intermediate_steps`` are the executor's ``(AgentAction, observation)`` pairs
-    (``return_intermediate_steps=True``); ``answer`` is its output. Without
+    (``return_intermediate_steps=True``); ``answer`` is its output. An observation
+    that reads as an error (``"ValueError: ..."``, what ``handle_tool_error=True``
+    hands back) is an ``error`` step. Without
     ``outcome``: ``"success"`` with an answer, else ``"unknown"`` — the same rules as
     for an agent's messages, because it *is* the same builder.
     """
@@ -273,7 +275,9 @@ def trajectory_from_intermediate_steps(
         args = dict(tool_input) if isinstance(tool_input, Mapping) else {"input": tool_input}
         call_id = f"step-{index}"
         messages.append(AIMessage(content="", tool_calls=[{"name": tool, "args": args, "id": call_id}]))
-        messages.append(ToolMessage(content=str(observation), tool_call_id=call_id, name=tool))
+        text = str(observation)
+        status = "error" if isinstance(observation, BaseException) or _ERROR_TYPE.match(text) else "success"
+        messages.append(ToolMessage(content=text, tool_call_id=call_id, name=tool, status=status))
     if answer:
         messages.append(AIMessage(content=answer))
     return trajectory_from_messages(messages, run_id=run_id, namespace=namespace, task_type=task_type, outcome=outcome)
