@@ -71,6 +71,10 @@ class Hindsight:
             to open the store on.
         server: A Chroma server address, ``"http://host:port"``.
         model: Chat model for reflection; ``None`` reflects with rules only.
+        structured_output: ``False`` asks ``model`` for JSON text instead of a
+            forced tool call / structured output (e.g. a local llama.cpp server).
+        reflector: A prebuilt :class:`Reflector` (on this store) instead of
+            ``model`` and ``structured_output``.
         embeddings: Embedder for a new store (default: the offline one).
         namespace: Default namespace of a new store.
         k: Experiences recalled per task.
@@ -95,7 +99,8 @@ class Hindsight:
             hs.close()
 
     Raises:
-        ConfigurationError: more than one of ``store``, ``client`` and ``server``.
+        ConfigurationError: more than one of ``store``, ``client`` and ``server``, or
+            ``reflector`` together with ``model``.
     """
 
     def __init__(
@@ -106,6 +111,8 @@ class Hindsight:
         client: ClientAPI | None = None,
         server: str | None = None,
         model: BaseChatModel | None = None,
+        structured_output: bool = True,
+        reflector: Reflector | None = None,
         embeddings: Embeddings | None = None,
         namespace: str = "default",
         k: int = 5,
@@ -120,6 +127,10 @@ class Hindsight:
         self.background: BackgroundReflector | None = None
         if sum(x is not None for x in (store, client, server)) > 1:
             raise ConfigurationError("give at most one of store, client and server")
+        if reflector is not None and (model is not None or not structured_output):
+            raise ConfigurationError("give either reflector or model/structured_output, not both")
+        if reflector is not None and not isinstance(reflector, Reflector):
+            raise ConfigurationError(f"reflector must be a Reflector, got {type(reflector).__name__}")
         if server is not None:
             client = _server_client(server)
         self.store = (
@@ -128,7 +139,9 @@ class Hindsight:
             else MemoryStore(persist_directory, client=client, embeddings=embeddings, namespace=namespace)
         )
         try:
-            self.reflector = Reflector(store=self.store, model=model, locale=locale)
+            self.reflector = reflector or Reflector(
+                store=self.store, model=model, locale=locale, structured_output=structured_output
+            )
             self.background = BackgroundReflector(self.reflector) if background else None
             self.config = SessionConfig(
                 store=self.store,

@@ -58,6 +58,12 @@ def _respond(messages: list[BaseMessage]) -> Any:
     return call("query_sales", start="rolling", end="today")
 
 
+def _add(store: MemoryStore, unit: MemoryUnit) -> MemoryUnit:
+    """Store ``unit`` in an empty store (kept as given) and return it, whatever ``add`` returns."""
+    store.add(unit)
+    return unit
+
+
 def _model() -> ReactiveToolModel:
     return ReactiveToolModel(respond=_respond)
 
@@ -162,7 +168,7 @@ def test_every_adapter_journals_served_and_produced(
     adapter: str, background: bool, make_hs: Callable[..., Hindsight]
 ) -> None:
     hs = make_hs(background=background, task_type="weekly_report")
-    unit = hs.store.add(MemoryUnit(task_type="weekly_report", content=LESSON))
+    unit = _add(hs.store, MemoryUnit(task_type="weekly_report", content=LESSON))
     ADAPTERS[adapter](hs)
     assert hs.flush(timeout=60)
     record = _only_run(hs)
@@ -179,7 +185,7 @@ def test_every_adapter_journals_served_and_produced(
 
 def test_async_nodes_and_facade(make_hs: Callable[..., Hindsight]) -> None:
     hs = make_hs(task_type="weekly_report")
-    unit = hs.store.add(MemoryUnit(task_type="weekly_report", content=LESSON))
+    unit = _add(hs.store, MemoryUnit(task_type="weekly_report", content=LESSON))
     graph = _nodes_graph(hs)
 
     async def main() -> tuple[Any, Any, Any]:
@@ -204,7 +210,7 @@ def test_async_nodes_and_facade(make_hs: Callable[..., Hindsight]) -> None:
 
 def test_async_session_serve_and_finish(make_hs: Callable[..., Hindsight]) -> None:
     hs = make_hs(task_type="weekly_report")
-    unit = hs.store.add(MemoryUnit(task_type="weekly_report", content=LESSON))
+    unit = _add(hs.store, MemoryUnit(task_type="weekly_report", content=LESSON))
 
     async def main() -> tuple[Any, Any]:
         served = await hs.session.aserve(TASK, thread_id="t-async")
@@ -242,7 +248,7 @@ def test_correction_turn_in_a_checkpointed_thread_is_feedback_on_the_previous_ru
 ) -> None:
     task, correction, key = CASES[lang]
     hs = make_hs(task_type="weekly_report")
-    wrong = hs.store.add(MemoryUnit(task_type="weekly_report", content=WRONG))
+    wrong = _add(hs.store, MemoryUnit(task_type="weekly_report", content=WRONG))
     agent = create_agent(
         ReactiveToolModel(respond=_answer), tools=[], middleware=[hs.middleware()], checkpointer=InMemorySaver()
     )
@@ -271,7 +277,7 @@ def test_correction_turn_in_a_checkpointed_thread_is_feedback_on_the_previous_ru
 
 def test_correction_in_another_thread_or_without_thread_is_a_new_task(make_hs: Callable[..., Hindsight]) -> None:
     hs = make_hs(task_type="weekly_report")
-    wrong = hs.store.add(MemoryUnit(task_type="weekly_report", content=WRONG))
+    wrong = _add(hs.store, MemoryUnit(task_type="weekly_report", content=WRONG))
     first = hs.session.serve(TASK, thread_id="a")
     hs.session.finish(first, Trajectory(run_id=first.run_id, task=TASK, outcome="success", final_answer="x"))
     credited = hs.store.get(wrong.memory_id).score_confidence
@@ -314,7 +320,7 @@ def test_correction_detector(text: str, expected: bool) -> None:
 # ---------------------------------------------------------------------------- credit once
 def test_finish_credits_once_per_run(make_hs: Callable[..., Hindsight]) -> None:
     hs = make_hs(task_type="weekly_report")
-    unit = hs.store.add(MemoryUnit(task_type="weekly_report", content=LESSON))
+    unit = _add(hs.store, MemoryUnit(task_type="weekly_report", content=LESSON))
     served = hs.session.serve(TASK)
     trajectory = Trajectory(run_id=served.run_id, task=TASK, outcome="success", final_answer="x")
     hs.session.finish(served, trajectory)
@@ -324,7 +330,7 @@ def test_finish_credits_once_per_run(make_hs: Callable[..., Hindsight]) -> None:
 
 def test_feedback_success_after_apply_outcome_off_credits_once(make_hs: Callable[..., Hindsight]) -> None:
     hs = make_hs(task_type="weekly_report")
-    unit = hs.store.add(MemoryUnit(task_type="weekly_report", content=LESSON))
+    unit = _add(hs.store, MemoryUnit(task_type="weekly_report", content=LESSON))
     session = hs.session.derive(apply_outcome=False)
     served = session.serve(TASK)
     session.finish(served, Trajectory(run_id=served.run_id, task=TASK, outcome="success", final_answer="x"))
@@ -369,7 +375,7 @@ def test_hindsight_accepts_a_client(tmp_path: Path, embeddings: LocalEmbeddings)
 
     client = chromadb.PersistentClient(path=str(tmp_path / "shared"))
     with Hindsight(client=client, embeddings=embeddings) as hs:
-        unit = hs.store.add(MemoryUnit(task_type="weekly_report", content=LESSON))
+        unit = _add(hs.store, MemoryUnit(task_type="weekly_report", content=LESSON))
         assert hs.store.client is client
     with MemoryStore(client=client, embeddings=embeddings) as store:
         assert store.get(unit.memory_id).content == LESSON
@@ -378,8 +384,11 @@ def test_hindsight_accepts_a_client(tmp_path: Path, embeddings: LocalEmbeddings)
 def test_hindsight_server_address_and_exclusive_sources(tmp_path: Path, embeddings: LocalEmbeddings) -> None:
     with pytest.raises(ConfigurationError, match="server"):
         Hindsight(server="ftp://nowhere", embeddings=embeddings)
-    with pytest.raises(ConfigurationError, match="at most one"):
-        Hindsight(server="http://127.0.0.1:1", store=MemoryStore(tmp_path / "db", embeddings=embeddings))
+    with (
+        MemoryStore(tmp_path / "db", embeddings=embeddings) as store,
+        pytest.raises(ConfigurationError, match="at most one"),
+    ):
+        Hindsight(server="http://127.0.0.1:1", store=store)
 
 
 def test_hindsight_server_connects(tmp_path: Path, embeddings: LocalEmbeddings) -> None:
@@ -389,7 +398,7 @@ def test_hindsight_server_connects(tmp_path: Path, embeddings: LocalEmbeddings) 
         running_chroma_server(tmp_path / "srv") as server,
         Hindsight(server=f"http://127.0.0.1:{server.port}", embeddings=embeddings) as hs,
     ):
-        unit = hs.store.add(MemoryUnit(task_type="weekly_report", content=LESSON))
+        unit = _add(hs.store, MemoryUnit(task_type="weekly_report", content=LESSON))
         assert [r.memory.memory_id for r in hs.recall(TASK)][:1] == [unit.memory_id]
 
 
@@ -406,3 +415,17 @@ def test_session_for_and_options(store: MemoryStore) -> None:
         session_for(object())
     with pytest.raises(ConfigurationError):
         HindsightSession(store, k=0)
+
+
+def test_hindsight_takes_reflection_options(tmp_path: Path, embeddings: LocalEmbeddings) -> None:
+    from langchain_hindsight import Reflector
+    from langchain_hindsight.testing import scripted_model
+
+    with Hindsight(tmp_path / "a", embeddings=embeddings, model=scripted_model("[]"), structured_output=False) as hs:
+        assert hs.reflector.structured_output is False
+    with Hindsight(tmp_path / "b", embeddings=embeddings) as first:
+        mine = Reflector(store=first.store, locale="en")
+        with Hindsight(store=first.store, reflector=mine) as hs:
+            assert hs.session.reflector is mine
+        with pytest.raises(ConfigurationError, match="either reflector"):
+            Hindsight(store=first.store, reflector=mine, model=scripted_model("[]"))
