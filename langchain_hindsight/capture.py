@@ -40,7 +40,7 @@ from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import BaseMessage
 from langchain_core.outputs import ChatGeneration, LLMResult
 
-from langchain_hindsight._capture_steps import Live, Raw, run_uuid, snapshot, to_step
+from langchain_hindsight._capture_steps import Live, Raw, conclude, run_uuid, snapshot, to_step, tool_error_parts
 from langchain_hindsight._capture_text import (
     as_text,
     clip_args,
@@ -249,12 +249,6 @@ class TrajectoryRecorder(BaseCallbackHandler):
             return text, False
         return clip_text(text, self.max_content_chars, self._marker)
 
-    def _root(self, parent_run_id: UUID | None) -> Live | None:
-        if parent_run_id is None:
-            return None
-        root = self._root_of.get(parent_run_id)
-        return None if root is None else self._live.get(root)
-
     def _start(
         self,
         run_id: UUID,
@@ -264,9 +258,10 @@ class TrajectoryRecorder(BaseCallbackHandler):
     ) -> Live | None:
         """Register a run; a run without a known parent starts a trajectory. Returns its live trajectory."""
         with self._lock:
-            live = self._root(parent_run_id)
-            if live is not None:
-                self._root_of[run_id] = live.run_id
+            root = self._root_of.get(parent_run_id) if parent_run_id is not None else None
+            live = None if root is None else self._live.get(root)
+            if root is not None and live is not None:
+                self._root_of[run_id] = root  # the root's own key (LangChain may pass a caller's str run id)
                 return live
         meta = dict(metadata or {})
         namespace = meta.get(_NAMESPACE_KEY)
@@ -309,47 +304,20 @@ class TrajectoryRecorder(BaseCallbackHandler):
         self._finish(live, outputs, error)
 
     def _finish(self, live: Live, outputs: Any, error: BaseException | None) -> None:
-        final: str | None = None
-        err_text: str | None = None
-        outcome: Outcome
         interrupted = error is not None and is_interrupt(error)
+        failure: tuple[str, str, bool] | None = None
         if error is not None and not interrupted:
             message, cut = self._clip(str(error))
-            err_text = f"{type(error).__name__}: {message}"
-            steps = live.steps
-            if not (steps and steps[-1][0] == "error" and steps[-1][5:7] == (type(error).__name__, message)):
-                steps.append(("error", message, time(), None, None, type(error).__name__, message, live.run_id, cut))
-            outcome = "failure"
-        elif interrupted:
-            outcome = "unknown"
-            live.metadata["interrupted"] = True
-        else:
-            answer = final_from_outputs(outputs)
-            steps = live.steps
-            last = next((i for i in range(len(steps) - 1, -1, -1) if steps[i][0] != "feedback"), None)
-            if last is not None and steps[last][0] == "thought" and (answer is None or steps[last][1] == answer):
-                _, text, ts, tool, args, etype, emsg, rid, cut = steps[last]
-                steps[last] = ("final_answer", text, ts, tool, args, etype, emsg, rid, cut)
-                final = text
-            elif answer is not None and answer.strip():
-                text, cut = self._clip(answer)
-                steps.append(("final_answer", text, time(), None, None, None, None, live.run_id, cut))
-                final = text
-            if last is not None and steps[last][0] == "error" and final is None:
-                outcome = "failure"  # error-terminated: the run ended on an error without an answer
-                err_text = f"{steps[last][5]}: {steps[last][6]}"
-            else:
-                outcome = "success"
-        if live.outcome_override is not None:
-            outcome = live.outcome_override
-        traj = snapshot(live, outcome=outcome, ended=time(), final=final, error=err_text)
+            failure = (type(error).__name__, message, cut)
+        answer = final_from_outputs(outputs) if error is None else None
+        traj = conclude(live, answer=answer, clip=self._clip, failure=failure, interrupted=interrupted)
         with self._lock:
             self._store_finished(traj)
             self._last = traj
         if self.on_finish is not None:
             result = self.on_finish(traj)
             if isinstance(result, Future):
-                result.add_done_callback(functools.partial(self._release_done, live.run_id))
+                result.add_done_callback(functools.partial(self._release_done, run_uuid(live.run_id)))
 
     def _release_done(self, run_id: UUID, future: Future[Any]) -> None:
         if not future.cancelled() and future.exception() is None:
@@ -495,7 +463,8 @@ class TrajectoryRecorder(BaseCallbackHandler):
         if live is not None:
             content, cut = self._clip(as_text(output))
             if getattr(output, "status", None) == "error":
-                raw: Raw = ("error", content, time(), name, args, "ToolError", content, run_id, cut)
+                etype, detail = tool_error_parts(content)
+                raw: Raw = ("error", content, time(), name, args, etype, detail, run_id, cut)
             else:
                 raw = ("tool_result", content, time(), name, args, None, None, run_id, cut)
             self._add(run_id, raw)

@@ -429,3 +429,61 @@ def test_hindsight_takes_reflection_options(tmp_path: Path, embeddings: LocalEmb
             assert hs.session.reflector is mine
         with pytest.raises(ConfigurationError, match="either reflector"):
             Hindsight(store=first.store, reflector=mine, model=scripted_model("[]"))
+
+
+# ---------------------------------------------------------------------------- one trajectory builder
+def _shape(trajectory: Trajectory) -> list[tuple[str, str | None, Any, str | None]]:
+    return [(s.type, s.tool_name, s.tool_args, s.error_type) for s in trajectory.steps]
+
+
+def test_recorder_messages_and_executor_steps_build_the_same_trajectory() -> None:
+    from langchain_core.agents import AgentAction
+
+    from langchain_hindsight import TrajectoryRecorder
+    from langchain_hindsight._adapters import trajectory_from_intermediate_steps, trajectory_from_messages
+
+    recorder = TrajectoryRecorder()
+    agent = create_agent(_model(), tools=[query_sales])
+    out = agent.invoke({"messages": [HumanMessage(TASK)]}, config={"callbacks": [recorder]})
+    recorded = recorder.last_trajectory
+    assert recorded is not None
+    rebuilt = trajectory_from_messages(out["messages"], run_id=recorded.run_id)
+    executor = trajectory_from_intermediate_steps(
+        [
+            (AgentAction("query_sales", {"start": "rolling", "end": "today"}, ""), "ValueError: start must be a date"),
+            (AgentAction("query_sales", {"start": "2024-06-03", "end": "2024-06-09"}, ""), "sales: 42"),
+        ],
+        task=TASK,
+        answer="周报：销售额 42",
+        run_id="r",
+    )
+    expected = [
+        ("tool_call", "query_sales", {"start": "rolling", "end": "today"}, None),
+        ("error", "query_sales", {"start": "rolling", "end": "today"}, "ValueError"),
+        ("tool_call", "query_sales", {"start": "2024-06-03", "end": "2024-06-09"}, None),
+        ("tool_result", "query_sales", {"start": "2024-06-03", "end": "2024-06-09"}, None),
+        ("final_answer", None, None, None),
+    ]
+    for trajectory in (recorded, rebuilt, executor):
+        assert _shape(trajectory) == expected
+        assert trajectory.outcome == "success"
+        assert trajectory.final_answer == "周报：销售额 42"
+        assert trajectory.task == TASK
+
+
+def test_message_builder_ending_rules() -> None:
+    from langchain_core.messages import AIMessage, ToolMessage
+
+    from langchain_hindsight._adapters import trajectory_from_messages
+
+    pending = [HumanMessage("t"), AIMessage("", tool_calls=[{"name": "f", "args": {}, "id": "c1"}])]
+    assert trajectory_from_messages(pending, run_id="r").outcome == "unknown"  # stopped mid-loop
+    failed = [*pending, ToolMessage("KeyError: 'x'", tool_call_id="c1", status="error")]
+    ended = trajectory_from_messages(failed, run_id="r")
+    assert ended.outcome == "failure"
+    assert ended.steps[-1].error_type == "KeyError"
+    long = trajectory_from_messages([HumanMessage("t"), AIMessage("x" * 5000)], run_id="r", max_content_chars=100)
+    assert long.outcome == "success"
+    assert long.steps[-1].truncated
+    assert len(long.final_answer or "") < 200
+    assert trajectory_from_messages(failed, run_id="r", outcome="success").outcome == "success"
