@@ -30,13 +30,14 @@ import functools
 import logging
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from time import time
 from typing import Any, TypeVar, cast, get_args
 from uuid import UUID
 
 from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.documents import Document
 from langchain_core.messages import BaseMessage
 from langchain_core.outputs import ChatGeneration, LLMResult
 
@@ -55,11 +56,14 @@ from langchain_hindsight.errors import ConfigurationError
 from langchain_hindsight.prompts import REFLECTION_ZH, ReflectionTemplates
 from langchain_hindsight.types import Outcome, Trajectory
 
-__all__ = ["TrajectoryRecorder", "clip_text"]
+__all__ = ["SERVED_KEY", "TrajectoryRecorder", "clip_text"]
 
 logger = logging.getLogger(__name__)
 
 _OUTCOMES = frozenset(get_args(Outcome))
+SERVED_KEY = "hindsight_served"
+"""Trajectory metadata key listing what a hindsight retriever served during the run
+(``[{"memory_id", "score", "similarity", "namespace"}, ...]``, in the order served)."""
 _NAMESPACE_KEY = "hindsight_namespace"
 _TASK_TYPE_KEY = "hindsight_task_type"
 
@@ -336,8 +340,8 @@ class TrajectoryRecorder(BaseCallbackHandler):
     # ------------------------------------------------------------------ callback events
     @property
     def ignore_retriever(self) -> bool:
-        """Retriever events carry no agent step."""
-        return True
+        """Retriever events are seen: what a hindsight retriever served inside a run is recorded."""
+        return False
 
     @property
     def ignore_retry(self) -> bool:
@@ -377,6 +381,53 @@ class TrajectoryRecorder(BaseCallbackHandler):
     ) -> None:
         """A root error ends the trajectory as a failure; inner chain errors surface as tool or root errors."""
         self._end(run_id, error=error)
+
+    @_guarded
+    def on_retriever_start(
+        self,
+        serialized: dict[str, Any] | None,
+        query: str,
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        tags: list[str] | None = None,
+        metadata: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        """Register a retriever call inside a run (a retriever invoked on its own starts no trajectory)."""
+        if parent_run_id is not None:
+            self._start(run_id, parent_run_id, query, metadata)
+
+    @_guarded
+    def on_retriever_end(
+        self, documents: Sequence[Document], *, run_id: UUID, parent_run_id: UUID | None = None, **kwargs: Any
+    ) -> None:
+        """Memories a hindsight retriever served (documents carrying ``memory_id``) go to ``metadata[SERVED_KEY]``."""
+        served = [
+            {
+                "memory_id": str(d.metadata["memory_id"]),
+                "score": float(d.metadata.get("score") or 0.0),
+                "similarity": float(d.metadata.get("similarity") or 0.0),
+                "namespace": str(d.metadata.get("namespace") or ""),
+            }
+            for d in documents
+            if isinstance(d.metadata.get("memory_id"), str)
+        ]
+        with self._lock:
+            root = self._root_of.pop(run_id, None)
+            live = None if root is None else self._live.get(root)
+            if live is not None and served:
+                known = {item["memory_id"] for item in live.metadata.get(SERVED_KEY, [])}
+                fresh = [item for item in served if item["memory_id"] not in known]
+                live.metadata[SERVED_KEY] = [*live.metadata.get(SERVED_KEY, []), *fresh]
+
+    @_guarded
+    def on_retriever_error(
+        self, error: BaseException, *, run_id: UUID, parent_run_id: UUID | None = None, **kwargs: Any
+    ) -> None:
+        """A failed retrieval serves nothing."""
+        with self._lock:
+            self._root_of.pop(run_id, None)
 
     @_guarded
     def on_chat_model_start(

@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from langchain_hindsight._adapters import resolve_namespace
 from langchain_hindsight._conversation import CORRECTION_PATTERNS, CorrectionDetector
+from langchain_hindsight.capture import SERVED_KEY
 from langchain_hindsight.errors import ConfigurationError, HindsightError, RunNotFoundError
 from langchain_hindsight.journal import RunJournal, RunRecord
 from langchain_hindsight.prompts import Locale, get_templates
@@ -555,6 +556,8 @@ class HindsightSession:
     def on_trajectory(self, trajectory: Trajectory) -> Future[list[MemoryUnit]] | None:
         """A captured run ended (``TrajectoryRecorder(on_finish=...)``): journal, credit and reflect it.
 
+        What a hindsight retriever served inside the run (an LCEL chain with
+        ``hs.retriever``) is journaled as served and credited like an adapter's.
         Runs an adapter already served (its run id is in the journal) are left to that
         adapter. Returns the background future when reflection was queued.
         """
@@ -563,13 +566,31 @@ class HindsightSession:
             return None
         except RunNotFoundError:
             pass
+        items = [i for i in trajectory.metadata.get(SERVED_KEY) or [] if isinstance(i, Mapping)]
+        spaces = {str(i.get("namespace") or "") for i in items}
+        if len(spaces) == 1 and "" not in spaces and trajectory.namespace == self.store.namespace:
+            trajectory = trajectory.model_copy(update={"namespace": spaces.pop()})  # the run used that namespace
         served, trajectory = self._align(None, trajectory)
         try:
+            served.memories = self._served_from_items(items, served.namespace)
             self._start(served)
         except Exception as e:  # noqa: BLE001
             self._fail("journal", e)
         self._conclude(served, trajectory)
         return self._reflect(trajectory)[1]
+
+    def _served_from_items(self, items: list[Mapping[str, Any]], namespace: str) -> list[ScoredMemory]:
+        """What a retriever served inside a captured run (``TrajectoryRecorder`` metadata), as recall results."""
+        if not items:
+            return []
+        units = {u.memory_id: u for u in self.store.get_many([str(i["memory_id"]) for i in items], namespace=namespace)}
+        return [
+            ScoredMemory(
+                memory=units[mid], score=float(i.get("score") or 0.0), similarity=float(i.get("similarity") or 0.0)
+            )
+            for i in items
+            if (mid := str(i["memory_id"])) in units
+        ]
 
     # ------------------------------------------------------------------ feedback
     def feedback(

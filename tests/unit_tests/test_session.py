@@ -488,3 +488,34 @@ def test_message_builder_ending_rules() -> None:
     assert long.steps[-1].truncated
     assert len(long.final_answer or "") < 200
     assert trajectory_from_messages(failed, run_id="r", outcome="success").outcome == "success"
+
+
+def test_lcel_chain_with_callbacks_journals_and_credits_what_the_retriever_served(
+    make_hs: Callable[..., Hindsight],
+) -> None:
+    from langchain_core.prompts import ChatPromptTemplate
+    from langchain_core.runnables import RunnablePassthrough
+
+    from langchain_hindsight import format_experiences
+    from langchain_hindsight.testing import scripted_model
+
+    hs = make_hs(task_type="weekly_report")
+    unit = _add(hs.store, MemoryUnit(task_type="weekly_report", content=LESSON, namespace="alice"))
+    hs.retriever.invoke(TASK, config={"callbacks": hs.callbacks})  # a retriever on its own is no run
+    assert hs.journal.list_runs(namespace="alice") == []
+    assert hs.journal.list_runs() == []
+    prompt = ChatPromptTemplate.from_messages([("human", "{experience}\n\n[当前任务]\n{task}")])
+    chain = (
+        {"experience": hs.retriever.bind(namespace="alice") | format_experiences, "task": RunnablePassthrough()}
+        | prompt
+        | scripted_model("周报已生成")
+    )
+    chain.invoke(TASK, config={"callbacks": hs.callbacks})
+    (record,) = hs.journal.list_runs(namespace="alice")  # the run used alice's memories: it is alice's run
+    assert record.task == TASK
+    assert record.served_ids == [unit.memory_id]
+    assert record.outcome == "success"
+    assert record.credit == {unit.memory_id: pytest.approx(0.05)}
+    assert hs.store.get(unit.memory_id, namespace="alice").score_confidence == pytest.approx(
+        unit.score_confidence + 0.05
+    )
