@@ -519,3 +519,50 @@ def test_lcel_chain_with_callbacks_journals_and_credits_what_the_retriever_serve
     assert hs.store.get(unit.memory_id, namespace="alice").score_confidence == pytest.approx(
         unit.score_confidence + 0.05
     )
+
+
+def test_correction_through_graph_nodes_in_a_checkpointed_thread(make_hs: Callable[..., Hindsight]) -> None:
+    class QA(TypedDict, total=False):
+        question: str
+        answer: str
+        experience: str
+        hindsight_served: dict[str, Any]
+
+    hs = make_hs(task_type="weekly_report")
+    wrong = _add(hs.store, MemoryUnit(task_type="weekly_report", content=WRONG))
+    builder: StateGraph[Any, Any, Any, Any] = StateGraph(QA)
+    builder.add_node("recall", recall_node(hs, input_key="question"))
+    builder.add_node("answer", lambda state: {"answer": "周报已生成"})
+    builder.add_node("reflect", reflect_node(hs, input_key="question", output_key="answer"))
+    builder.add_edge(START, "recall")
+    builder.add_edge("recall", "answer")
+    builder.add_edge("answer", "reflect")
+    builder.add_edge("reflect", END)
+    graph = builder.compile(checkpointer=InMemorySaver())
+    config: dict[str, Any] = {"configurable": {"thread_id": "nodes"}}
+    first = graph.invoke({"question": TASK}, config)["hindsight_served"]["run_id"]
+    assert hs.journal.get(first).credit == {wrong.memory_id: pytest.approx(0.05)}
+    graph.invoke({"question": "错了，周报只统计本周一到周日"}, config)
+    assert hs.journal.get(first).credit is None
+    assert hs.store.get(wrong.memory_id).score_confidence == pytest.approx(wrong.score_confidence * 0.5)
+    assert [u.source for u in hs.store.list_units(source="user_feedback")] == ["user_feedback"]
+
+
+def test_store_async_twins(store: MemoryStore) -> None:
+    unit = _add(store, MemoryUnit(task_type="weekly_report", content=LESSON))
+
+    async def main() -> tuple[Any, ...]:
+        got = await store.aget(unit.memory_id)
+        many = await store.aget_many([unit.memory_id])
+        credited = await store.arecord_feedback([unit.memory_id], success=True)
+        updated = await store.aupdate(unit.memory_id, tags=["weekly"])
+        gone = await store.aforget(unit.memory_id)
+        return got, many, credited, updated, gone
+
+    got, many, credited, updated, gone = asyncio.run(main())
+    assert got.content == LESSON
+    assert [u.memory_id for u in many] == [unit.memory_id]
+    assert credited[0].score_confidence == pytest.approx(unit.score_confidence + 0.05)
+    assert updated.tags == ["weekly"]
+    assert gone == 1
+    assert store.count() == 0
