@@ -16,7 +16,9 @@ Example:
 
 from __future__ import annotations
 
+import inspect
 import os
+from dataclasses import fields
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
@@ -195,19 +197,12 @@ class Hindsight:
     def wrap(
         self, graph: CompiledStateGraph[Any, Any, Any, Any], **options: Any
     ) -> CompiledStateGraph[Any, Any, Any, Any]:
-        """``with_hindsight(graph, ...)`` on this bundle's session."""
+        """``with_hindsight(graph, ...)`` on this bundle's session (its parts and options, ``options`` win)."""
         from langchain_hindsight.graph import with_hindsight
 
-        c = self.session.config
-        parts: dict[str, Any] = {
-            "retriever": c.retriever,
-            "reflector": c.reflector,
-            "journal": c.journal,
-            "k": c.k,
-            "task_type": c.task_type,
-            "locale": c.locale,
-            "on_error": c.on_error,
-        }
+        accepted = inspect.signature(with_hindsight).parameters
+        config = self.session.config
+        parts = {f.name: getattr(config, f.name) for f in fields(config) if f.name in accepted and f.name != "store"}
         return with_hindsight(graph, self.store, **{**parts, **options})
 
     def memory(self, **options: Any) -> HindsightMemory:
