@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeGuard
 
 from langchain_core.messages import BaseMessage
-from langchain_core.runnables import RunnableConfig
+from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
 
 from langchain_hindsight._adapters import (
     BLOCK_ID_PREFIX,
@@ -33,14 +33,16 @@ from langchain_hindsight._adapters import (
     resolve_namespace,
     trajectory_from_messages,
 )
-from langchain_hindsight._loop import ErrorPolicy, HindsightLoop, Served, new_run_id
+from langchain_hindsight._loop import ErrorPolicy, HindsightLoop
 from langchain_hindsight.errors import ConfigurationError
 from langchain_hindsight.prompts import Locale
+from langchain_hindsight.session import HindsightSession, Served, new_run_id, session_for
 from langchain_hindsight.types import Outcome, Step, Trajectory
 
 if TYPE_CHECKING:
     from langgraph.graph.state import CompiledStateGraph
 
+    from langchain_hindsight.hindsight import Hindsight
     from langchain_hindsight.journal import RunJournal
     from langchain_hindsight.reflection import BackgroundReflector, Reflector
     from langchain_hindsight.retriever import HindsightRetriever
@@ -48,8 +50,8 @@ if TYPE_CHECKING:
 
 __all__ = ["recall_node", "reflect_node", "with_hindsight"]
 
-StateNode = Callable[[dict[str, Any], RunnableConfig], dict[str, Any]]
-"""A LangGraph node: ``(state, config) -> update``."""
+StateNode = Runnable[dict[str, Any], dict[str, Any]]
+"""A LangGraph node: a runnable from state to a state update (sync ``invoke`` and async ``ainvoke``)."""
 
 OutcomeFn = Callable[[Mapping[str, Any]], Outcome]
 """Decides a run's outcome from the final state (``"success"``, ``"failure"`` or ``"unknown"``)."""
@@ -141,159 +143,136 @@ def _run_id(config: RunnableConfig | None) -> str | None:
 
 
 # ---------------------------------------------------------------------------- nodes
+def _thread_id(config: RunnableConfig | None) -> str | None:
+    value = ((config or {}).get("configurable") or {}).get("thread_id")
+    return str(value) if value not in (None, "") else None
+
+
 def recall_node(
-    store: MemoryStore,
+    hindsight: Hindsight | HindsightSession | MemoryStore,
     *,
-    retriever: HindsightRetriever | None = None,
-    journal: RunJournal | None = None,
-    k: int = 5,
-    task_type: str | None = None,
     namespace: str | None = None,
-    namespace_key: str | None = "user_id",
     input_key: str = "messages",
     block_key: str = "experience",
     served_key: str | None = "hindsight_served",
-    locale: Locale = "zh",
-    max_lines: int = 8,
-    on_error: ErrorPolicy = "log",
+    name: str = "hindsight_recall",
+    **options: Any,
 ) -> StateNode:
-    """A node that recalls experience for the task in ``state[input_key]``.
+    """A node that recalls experience for the task in ``state[input_key]`` (sync and async).
 
     It returns ``{block_key: "[相关经验] 1. ..."}`` (``""`` when nothing is
     relevant) for your prompt to use, and ``{served_key: {...}}`` (run id,
     namespace, served memory ids) for :func:`reflect_node`. Keys missing from
     your state schema are ignored by LangGraph, so add ``experience: str`` and
-    ``hindsight_served: dict`` to the state you want them in.
+    ``hindsight_served: dict`` to the state you want them in. The run is
+    journaled; in a thread (``config["configurable"]["thread_id"]``) a turn that
+    corrects the previous answer is feedback on the previous run.
 
     Example:
         .. code-block:: python
 
-            builder.add_node("recall", recall_node(store, input_key="question"))
+            hs = Hindsight(persist_directory="./memory_db")
+            builder.add_node("recall", recall_node(hs, input_key="question"))
             builder.add_edge(START, "recall")
 
     Args:
-        store: The memory store.
-        retriever: Custom recall component.
-        journal: Optional ``RunJournal``.
-        k: Experiences recalled.
-        task_type: Task type to prefer.
-        namespace: Fixed namespace or template (``"user-{user_id}"``).
-        namespace_key: ``config["configurable"]`` key naming the namespace.
+        hindsight: A :class:`~langchain_hindsight.Hindsight`, its ``session``, or a bare store.
+        namespace: Fixed namespace or template (``"user-{user_id}"``); default from
+            ``config["configurable"][namespace_key]``.
         input_key: Where the task is: a string, or a list of messages (the last
             human message is the task).
         block_key: Where the block is written.
         served_key: Where the served record is written; ``None`` writes none.
-        locale: ``"zh"`` or ``"en"``.
-        max_lines: At most this many block lines.
-        on_error: ``"log"`` (recall failure → empty block) or ``"raise"``.
+        name: The node's runnable name.
+        **options: :class:`~langchain_hindsight.session.SessionConfig` options changed for this node.
     """
-    loop = HindsightLoop(
-        store,
-        retriever=retriever,
-        journal=journal,
-        k=k,
-        task_type=task_type,
-        locale=locale,
-        max_lines=max_lines,
-        reflect=False,
-        on_error=on_error,
-    )
+    session = session_for(hindsight, **options)
+
+    def prepare(state: dict[str, Any], config: RunnableConfig) -> tuple[str, str, str | None, str | None]:
+        task = _task_text(state, input_key)
+        return task, session.resolve_namespace(config, explicit=namespace), _run_id(config), _thread_id(config)
+
+    def update(served: Served) -> dict[str, Any]:
+        out: dict[str, Any] = {block_key: served.block}
+        if served_key is not None:
+            out[served_key] = _served_record(served)
+        return out
 
     def hindsight_recall(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
-        task = _task_text(state, input_key)
-        ns = resolve_namespace(config, explicit=namespace, key=namespace_key)
-        served = loop.serve(task, namespace=ns, run_id=_run_id(config))
-        update: dict[str, Any] = {block_key: served.block}
-        if served_key is not None:
-            update[served_key] = _served_record(served)
-        return update
+        task, ns, run_id, thread_id = prepare(state, config)
+        return update(session.serve(task, namespace=ns, run_id=run_id, thread_id=thread_id))
 
-    return hindsight_recall
+    async def ahindsight_recall(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
+        task, ns, run_id, thread_id = prepare(state, config)
+        return update(await session.aserve(task, namespace=ns, run_id=run_id, thread_id=thread_id))
+
+    return RunnableLambda(hindsight_recall, afunc=ahindsight_recall, name=name)
 
 
 def reflect_node(
-    store: MemoryStore,
+    hindsight: Hindsight | HindsightSession | MemoryStore,
     *,
-    reflector: Reflector | BackgroundReflector | None = None,
-    journal: RunJournal | None = None,
-    task_type: str | None = None,
     namespace: str | None = None,
-    namespace_key: str | None = "user_id",
     input_key: str = "messages",
     output_key: str | None = None,
     served_key: str | None = "hindsight_served",
     outcome: OutcomeFn | None = None,
-    apply_outcome: bool = True,
-    locale: Locale = "zh",
-    on_error: ErrorPolicy = "log",
+    name: str = "hindsight_reflect",
+    **options: Any,
 ) -> StateNode:
-    """A node that learns from the finished task and credits the memories it was served.
+    """A node that learns from the finished task and credits the memories it was served (sync and async).
 
     The trajectory is rebuilt from ``state[input_key]`` when it holds messages
     (tool calls, tool errors, the answer); otherwise from the task string and
     ``state[output_key]``. The outcome is ``outcome(state)`` when given, else
-    inferred (an answer → success, ending on an error → failure). The node
+    inferred (an answer → success, ending on an error → failure). The memories
+    credited are those the journal recorded as served to the run. The node
     returns ``{}``: it never changes the state, and with ``on_error="log"`` a
     failed reflection never breaks the graph.
 
     Example:
         .. code-block:: python
 
-            builder.add_node("reflect", reflect_node(store, input_key="question", output_key="answer"))
+            builder.add_node("reflect", reflect_node(hs, input_key="question", output_key="answer"))
             builder.add_edge("answer", "reflect")
 
     Args:
-        store: The memory store.
-        reflector: ``Reflector`` or ``BackgroundReflector``; default rule-based.
-        journal: Optional ``RunJournal``.
-        task_type: Task type label for reflections.
+        hindsight: A :class:`~langchain_hindsight.Hindsight`, its ``session``, or a bare store.
         namespace: Fixed namespace or template; default from the served record or config.
-        namespace_key: ``config["configurable"]`` key naming the namespace.
         input_key: Where the task (string or messages) is.
         output_key: Where the answer is, for string-based states.
         served_key: Where :func:`recall_node` wrote its served record.
         outcome: Decides the outcome from the final state.
-        apply_outcome: Credit/penalise the served memories (seed §4.5).
-        locale: ``"zh"`` or ``"en"``.
-        on_error: ``"log"`` or ``"raise"``.
+        name: The node's runnable name.
+        **options: :class:`~langchain_hindsight.session.SessionConfig` options changed for this node.
     """
-    loop = HindsightLoop(
-        store,
-        reflector=reflector,
-        journal=journal,
-        task_type=task_type,
-        locale=locale,
-        recall=False,
-        apply_outcome=apply_outcome,
-        on_error=on_error,
-    )
+    session = session_for(hindsight, **options)
 
-    def hindsight_reflect(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
+    def prepare(state: dict[str, Any], config: RunnableConfig) -> tuple[Served, Trajectory]:
         record = state.get(served_key) if served_key is not None else None
         if isinstance(record, Mapping) and record:
-            served, ids = _served_from_record(record)
+            served, _ = _served_from_record(record)
         else:
-            served, ids = Served(run_id=_run_id(config) or new_run_id(), task="", namespace=""), []
+            served = Served(run_id=_run_id(config) or new_run_id(), task="", namespace="")
+        served.thread_id = _thread_id(config)
         if not served.namespace:
-            served.namespace = loop.namespace(resolve_namespace(config, explicit=namespace, key=namespace_key))
+            served.namespace = session.resolve_namespace(config, explicit=namespace)
         if not served.task:
             served.task = _task_text(state, input_key)
-        if ids:
-            served.memories = _placeholders(store, ids, served.namespace)
         trajectory = _final_trajectory(
             state, input_key=input_key, output_key=output_key, served=served, outcome=outcome
         )
-        loop.finish(served, trajectory)
+        return served, trajectory
+
+    def hindsight_reflect(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
+        session.finish(*prepare(state, config))
         return {}
 
-    return hindsight_reflect
+    async def ahindsight_reflect(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
+        await session.afinish(*prepare(state, config))
+        return {}
 
-
-def _placeholders(store: MemoryStore, ids: list[str], namespace: str) -> list[Any]:
-    """The served memories as ``ScoredMemory`` values (score unknown here: 0) so the loop can credit them."""
-    from langchain_hindsight.types import ScoredMemory
-
-    return [ScoredMemory(memory=u, score=0.0, similarity=0.0) for u in store.get_many(ids, namespace=namespace)]
+    return RunnableLambda(hindsight_reflect, afunc=ahindsight_reflect, name=name)
 
 
 # ---------------------------------------------------------------------------- wrapper

@@ -13,6 +13,7 @@ reading), ``_write`` (prepare, dedupe/merge/supersede planning, provenance),
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import logging
 import os
@@ -949,3 +950,24 @@ class MemoryStore:
 
     def _finish_interrupted_scrub(self) -> None:
         _forget.finish_interrupted_scrub(self)
+
+    # ------------------------------------------------------------------ async twins (store I/O off the event loop)
+    async def aget(self, memory_id: str, *, namespace: str | None = None) -> MemoryUnit:
+        """Async :meth:`get` (runs in a worker thread)."""
+        return await asyncio.to_thread(self.get, memory_id, namespace=namespace)
+
+    async def aget_many(self, memory_ids: Sequence[str], *, namespace: str | None = None) -> list[MemoryUnit]:
+        """Async :meth:`get_many` (runs in a worker thread)."""
+        return await asyncio.to_thread(self.get_many, memory_ids, namespace=namespace)
+
+    async def aupdate(self, memory_id: str, /, *, namespace: str | None = None, **changes: Any) -> MemoryUnit:
+        """Async :meth:`update` (runs in a worker thread)."""
+        return await asyncio.to_thread(functools.partial(self.update, memory_id, namespace=namespace, **changes))
+
+    async def arecord_feedback(self, memory_ids: Sequence[str] | str, **kwargs: Any) -> list[MemoryUnit]:
+        """Async :meth:`record_feedback` (runs in a worker thread)."""
+        return await asyncio.to_thread(functools.partial(self.record_feedback, memory_ids, **kwargs))
+
+    async def aforget(self, memory_id: str | Sequence[str] | None = None, **kwargs: Any) -> int:
+        """Async :meth:`forget` (runs in a worker thread)."""
+        return await asyncio.to_thread(functools.partial(self.forget, memory_id, **kwargs))

@@ -31,7 +31,7 @@ from langchain_hindsight import (
     TrajectoryRecorder,
 )
 from langchain_hindsight._codec import unit_from_record, unit_to_metadata
-from tests.fakes import call, scripted_model
+from langchain_hindsight.testing import call, scripted_model
 from tests.unit_tests.test_forget import HashEmbeddings
 
 FIELDS = list(MemoryUnit.model_fields)

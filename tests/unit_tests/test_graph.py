@@ -26,7 +26,7 @@ from langchain_hindsight import (
     with_hindsight,
 )
 from langchain_hindsight.errors import ReflectionError
-from tests.fakes import ReactiveToolModel, call
+from langchain_hindsight.testing import ReactiveToolModel, call
 
 BLOCK = "[相关经验]"
 LESSON = "读取 ERP 导出的销售 CSV 时，read_csv 需要指定 encoding='gbk' 和 delimiter=';'"

@@ -15,7 +15,7 @@ from langchain_core.tools import tool
 
 from langchain_hindsight import HindsightMemory, MemoryStore, MemoryUnit
 from langchain_hindsight.errors import ConfigurationError
-from tests.fakes import call, scripted_model
+from langchain_hindsight.testing import call, scripted_model
 
 BLOCK = "[相关经验]"
 LESSON = "读取 ERP 导出的销售 CSV 时，read_csv 需要指定 encoding='gbk'"

@@ -16,7 +16,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langchain_hindsight import HindsightMiddleware, HindsightRetriever, MemoryStore, MemoryUnit, RunJournal
 from langchain_hindsight._adapters import BLOCK_ID_PREFIX, trajectory_from_messages
 from langchain_hindsight.errors import HindsightError, StoreError
-from tests.fakes import ReactiveToolModel, call
+from langchain_hindsight.testing import ReactiveToolModel, call
 
 BLOCK = "[相关经验]"
 LESSON = "读取 ERP 导出的销售 CSV 时，read_csv 需要指定 encoding='gbk' 和 delimiter=';'"
