@@ -7,7 +7,6 @@ what feedback changed (:class:`FeedbackResult`).
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Literal
 
@@ -22,7 +21,7 @@ from langchain_hindsight.types import MemoryUnit, ScoredMemory
 if TYPE_CHECKING:
     from langchain_hindsight.retriever import HindsightRetriever
 
-__all__ = ["ErrorPolicy", "FeedbackResult", "Served", "SessionConfig", "infer_task_type_fn", "new_run_id"]
+__all__ = ["ErrorPolicy", "FeedbackResult", "Served", "SessionConfig", "new_run_id"]
 
 
 ErrorPolicy = Literal["log", "raise"]
@@ -143,11 +142,3 @@ class SessionConfig:
     def option_names(cls) -> frozenset[str]:
         """Names of the options (every field but ``store``)."""
         return frozenset(f.name for f in fields(cls)) - {"store"}
-
-
-def infer_task_type_fn() -> Callable[..., str] | None:
-    """``taxonomy.infer_task_type`` when this version has it (serve-time task types)."""
-    from langchain_hindsight import taxonomy
-
-    found = getattr(taxonomy, "infer_task_type", None)
-    return found if callable(found) else None

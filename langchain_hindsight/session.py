@@ -36,7 +36,7 @@ import logging
 from collections.abc import Mapping
 from concurrent.futures import Future
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from langchain_hindsight._adapters import resolve_namespace
 from langchain_hindsight._conversation import CorrectionDetector
@@ -45,19 +45,17 @@ from langchain_hindsight._session_config import (
     FeedbackResult,
     Served,
     SessionConfig,
-    infer_task_type_fn,
     new_run_id,
 )
 from langchain_hindsight.capture import SERVED_KEY
 from langchain_hindsight.errors import ConfigurationError, HindsightError, RunNotFoundError
+from langchain_hindsight.injection import build_task_prompt, format_experiences
 from langchain_hindsight.journal import RunJournal, RunRecord
 from langchain_hindsight.prompts import Locale
 from langchain_hindsight.reflection import BackgroundReflector, Reflector
+from langchain_hindsight.retriever import HindsightRetriever, RecallResult
 from langchain_hindsight.store import MemoryStore
 from langchain_hindsight.types import MemoryUnit, ScoredMemory, Trajectory
-
-if TYPE_CHECKING:
-    from langchain_hindsight.retriever import HindsightRetriever
 
 __all__ = [
     "ErrorPolicy",
@@ -100,8 +98,6 @@ class HindsightSession:
         else:
             config = SessionConfig(store=config, **options)
         store = config.store
-        from langchain_hindsight.retriever import HindsightRetriever
-
         retriever = config.retriever
         if retriever is None:
             floor: dict[str, Any] = {} if config.min_relevance is None else {"min_relevance": config.min_relevance}
@@ -167,13 +163,10 @@ class HindsightSession:
         )
 
     def task_type_for(self, task: str) -> str | None:
-        """The task type a task is served as: the fixed one, else inferred from its text."""
-        if self.config.task_type:
+        """The task type a task is served as: the fixed one, else what the retriever infers from its text."""
+        if not task.strip():
             return self.config.task_type
-        infer = infer_task_type_fn()
-        if infer is None or not task.strip():
-            return None
-        return infer(task, vocabulary=self.store.vocabulary)
+        return self.retriever.resolve_task_type(task, self.config.task_type)[0]
 
     # ------------------------------------------------------------------ helpers
     def _fail(self, what: str, error: Exception) -> None:
@@ -184,8 +177,6 @@ class HindsightSession:
         logger.warning("hindsight %s failed; the agent continues without it", what, exc_info=error)
 
     def _render(self, served: Served) -> Served:
-        from langchain_hindsight.injection import build_task_prompt, format_experiences
-
         if served.memories:
             served.block = format_experiences(served.memories, locale=self.locale, max_lines=self.config.max_lines)
             served.task_prompt = build_task_prompt(served.task, served.memories, locale=self.locale)
@@ -237,12 +228,19 @@ class HindsightSession:
                 rejected = set(previous.served_ids)
         except Exception as e:  # noqa: BLE001 - the error policy decides
             self._fail("conversation feedback", e)
+        return rejected
+
+    def _recalled(self, served: Served, result: RecallResult, rejected: set[str]) -> None:
+        served.task_type = result.task_type
+        served.memories = [m for m in result.memories if m.memory.memory_id not in rejected]
+
+    def _type_only(self, served: Served) -> None:
+        """The task type of a run that recalls nothing (recall off, or an empty task)."""
         if served.task_type is None:
             try:
                 served.task_type = self.task_type_for(served.task)
-            except Exception as e:  # noqa: BLE001
+            except Exception as e:  # noqa: BLE001 - the error policy decides
                 self._fail("task type inference", e)
-        return rejected
 
     # ------------------------------------------------------------------ serve
     def serve(
@@ -263,10 +261,13 @@ class HindsightSession:
         rejected = self._prepare(served)
         if self.config.recall and task.strip():
             try:
-                recalled = self.retriever.recall(task, k=self.k, task_type=served.task_type, namespace=served.namespace)
-                served.memories = [m for m in recalled if m.memory.memory_id not in rejected]
+                result = self.retriever.recall_result(
+                    task, k=self.k, task_type=served.task_type, namespace=served.namespace
+                )
+                self._recalled(served, result, rejected)
             except Exception as e:  # noqa: BLE001
                 self._fail("recall", e)
+        self._type_only(served)
         try:
             self._start(served)
         except Exception as e:  # noqa: BLE001
@@ -281,12 +282,13 @@ class HindsightSession:
         rejected = await asyncio.to_thread(self._prepare, served)
         if self.config.recall and task.strip():
             try:
-                recalled = await self.retriever.arecall(
+                result = await self.retriever.arecall_result(
                     task, k=self.k, task_type=served.task_type, namespace=served.namespace
                 )
-                served.memories = [m for m in recalled if m.memory.memory_id not in rejected]
+                self._recalled(served, result, rejected)
             except Exception as e:  # noqa: BLE001
                 self._fail("recall", e)
+        await asyncio.to_thread(self._type_only, served)
         try:
             await asyncio.to_thread(self._start, served)
         except Exception as e:  # noqa: BLE001

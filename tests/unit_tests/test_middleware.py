@@ -164,6 +164,9 @@ class BrokenRetriever(HindsightRetriever):
     def recall(self, query: str, **kwargs: Any) -> list[Any]:
         raise StoreError("chroma is down")
 
+    def recall_result(self, query: str, **kwargs: Any) -> Any:
+        raise StoreError("chroma is down")
+
 
 def test_recall_failure_never_breaks_the_agent_unless_asked(store: MemoryStore) -> None:
     broken = BrokenRetriever(store=store)
