@@ -23,12 +23,9 @@ from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableConfig
 
 from langchain_hindsight._adapters import (
-    BLOCK_ID_PREFIX,
-    INJECTED_MARKER,
     Placement,
     check_placement,
     find_task,
-    inject,
     message_text,
     resolve_namespace,
     trajectory_from_messages,
@@ -86,18 +83,6 @@ def _served_from_record(record: Mapping[str, Any]) -> tuple[Served, list[str]]:
         namespace=str(record.get("namespace") or ""),
     )
     return served, [str(i) for i in record.get("memory_ids") or []]
-
-
-def _restore(messages: list[BaseMessage], originals: Mapping[str, BaseMessage]) -> list[BaseMessage]:
-    """``messages`` without injected blocks, with rewritten task messages put back as they were."""
-    out: list[BaseMessage] = []
-    for message in messages:
-        if str(message.id or "").startswith(BLOCK_ID_PREFIX):
-            continue
-        if message.additional_kwargs.get(INJECTED_MARKER) and message.id is not None and message.id in originals:
-            message = originals[message.id]
-        out.append(message)
-    return out
 
 
 def _final_trajectory(
@@ -319,18 +304,29 @@ def with_hindsight(
     reflect: bool = True,
     apply_outcome: bool = True,
     on_error: ErrorPolicy = "log",
-    name: str = "hindsight",
+    name: str | None = None,
 ) -> CompiledStateGraph[Any, Any, Any, Any]:
-    """Wrap a compiled graph into recall → graph → reflect, with the same state schema.
+    """Your compiled graph, recalling experience before each task and learning after it.
 
-    Message-based state (``state[input_key]`` is a list of messages, and no
-    ``block_key``): the block is injected into your graph's input ephemerally
-    (``placement`` as in :class:`~langchain_hindsight.middleware.HindsightMiddleware`)
-    and removed from what the wrapper returns. Your graph runs without its own
-    checkpointer (the wrapper is compiled with it instead), so no checkpoint
-    holds the block; interrupts inside your graph are therefore not resumable
-    through the wrapper. Other schemas: give ``block_key``; the block is written
-    there before your graph runs.
+    The result is a copy of ``graph`` (same nodes, reducers, checkpointer,
+    store), so it keeps LangGraph's semantics: reducers apply once per step,
+    ``stream`` yields your graph's own chunks and node names (token streaming
+    included), an ``interrupt()`` is resumed with ``Command(resume=...)``, and
+    ``get_state``/``update_state``/``get_state_history`` read and write your
+    checkpointer. What it adds, per run whose input carries a new task:
+
+    * Message state (``state[input_key]`` holds messages, no ``block_key``):
+      the ``[相关经验]`` block is injected into the task's human message in the
+      run's input (``placement`` as in
+      :class:`~langchain_hindsight.middleware.HindsightMiddleware`), so every
+      model call of the run sees it. The message is put back as it was in
+      every checkpoint written to your checkpointer and in what the graph
+      returns and streams: the block is never persisted.
+    * Other schemas: give ``block_key``; the block is written there in the
+      run's input, and emptied in checkpoints and outputs the same way.
+    * When the run ends, the outcome is applied to the served memories, the
+      journal records the run and reflection learns from the final state. A
+      run that stops on an interrupt is finished when it is resumed.
 
     Example:
         .. code-block:: python
@@ -362,19 +358,18 @@ def with_hindsight(
         reflect: ``False`` never reflects.
         apply_outcome: Credit/penalise the served memories after each run.
         on_error: ``"log"`` (default; recall/reflection failures never break the graph) or ``"raise"``.
-        name: Name of the wrapper's single node.
+        name: Name of the returned graph (default: ``graph``'s name).
 
     Raises:
         ConfigurationError: ``graph`` is not a compiled ``StateGraph``.
     """
-    from langgraph.graph import END, START, StateGraph
+    from langgraph.graph.state import CompiledStateGraph
 
-    builder = getattr(graph, "builder", None)
-    schema = getattr(builder, "state_schema", None)
-    if schema is None or not hasattr(graph, "copy"):
+    from langchain_hindsight._wrapper import Scrubber, Wrapping, wrap_graph
+
+    if not isinstance(graph, CompiledStateGraph):
         raise ConfigurationError("with_hindsight needs a compiled StateGraph (builder.compile() or create_agent(...))")
     check_placement(placement)
-    inner = graph.copy(update={"checkpointer": False})
     loop = HindsightLoop(
         store,
         retriever=retriever,
@@ -390,54 +385,18 @@ def with_hindsight(
         on_error=on_error,
     )
 
-    def inputs_for(state: dict[str, Any], served: Served) -> tuple[dict[str, Any], dict[str, BaseMessage]]:
-        value = state.get(input_key)
-        if block_key is None and _is_messages(value):
-            found = find_task(value)
-            originals: dict[str, BaseMessage] = {found[1].id: found[1]} if found is not None and found[1].id else {}
-            injected = inject(value, block=served.block, task_prompt=served.task_prompt, placement=placement)
-            return {**state, input_key: injected}, originals
-        if block_key is not None:
-            return {**state, block_key: served.block}, {}
-        return dict(state), {}
+    def namespace_of(config: Mapping[str, Any] | None) -> str | None:
+        return resolve_namespace(config, explicit=namespace, key=namespace_key)
 
-    def finish_output(out: Any, originals: Mapping[str, BaseMessage]) -> dict[str, Any]:
-        result = dict(out) if isinstance(out, Mapping) else {}
-        value = result.get(input_key)
-        if block_key is None and _is_messages(value):
-            result[input_key] = _restore(value, originals)
-        return result
-
-    def run(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
-        task = _task_text(state, input_key)
-        ns = resolve_namespace(config, explicit=namespace, key=namespace_key)
-        served = loop.serve(task, namespace=ns, run_id=_run_id(config))
-        inputs, originals = inputs_for(state, served)
-        out = inner.invoke(inputs, config)
-        result = finish_output(out, originals)
-        loop.finish(
-            served,
-            _final_trajectory(result, input_key=input_key, output_key=output_key, served=served, outcome=outcome),
-        )
-        return result
-
-    async def arun(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
-        task = _task_text(state, input_key)
-        ns = resolve_namespace(config, explicit=namespace, key=namespace_key)
-        served = await loop.aserve(task, namespace=ns, run_id=_run_id(config))
-        inputs, originals = inputs_for(state, served)
-        out = await inner.ainvoke(inputs, config)
-        result = finish_output(out, originals)
-        await loop.afinish(
-            served,
-            _final_trajectory(result, input_key=input_key, output_key=output_key, served=served, outcome=outcome),
-        )
-        return result
-
-    from langchain_core.runnables import RunnableLambda
-
-    outer: StateGraph[Any, Any, Any, Any] = StateGraph(schema)
-    outer.add_node(name, RunnableLambda(run, afunc=arun, name=name))  # type: ignore[type-var]
-    outer.add_edge(START, name)
-    outer.add_edge(name, END)
-    return outer.compile(checkpointer=graph.checkpointer, store=graph.store, name=graph.get_name())
+    wrapping = Wrapping(
+        loop=loop,
+        scrubber=Scrubber(block_key=block_key),
+        input_key=input_key,
+        block_key=block_key,
+        output_key=output_key,
+        outcome=outcome,
+        placement=placement,
+        resolve_namespace=namespace_of,
+    )
+    wrapped = wrap_graph(graph, wrapping)
+    return wrapped.copy(update={"name": name}) if name is not None else wrapped

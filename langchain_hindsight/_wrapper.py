@@ -1,0 +1,589 @@
+"""The graph wrapper behind ``with_hindsight``: the caller's own compiled graph, plus recall and reflection.
+
+:class:`HindsightGraph` is a copy of the caller's ``CompiledStateGraph`` (same
+nodes, channels, reducers, store) whose ``stream``/``astream`` — and therefore
+``invoke``/``ainvoke``/``stream_events`` — serve the ``[相关经验]`` block into
+the run's input before LangGraph runs it, and hand the finished run to the
+session (outcome, journal, reflection) afterwards. Everything else
+(``get_state``, ``update_state``, ``get_state_history``, ``Command(resume=…)``,
+time travel, subgraphs, streaming) is LangGraph's own code on the same graph,
+so reducers apply once per step and streams carry the inner node names.
+
+The block lives only in memory: it is injected into the task message of this
+run's input, and :class:`ScrubbingSaver` (wrapping the caller's checkpointer)
+puts the original task message back — or drops the separate block message —
+in every checkpoint and pending write before they reach the caller's saver.
+The same scrub is applied to what the wrapper returns and streams.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import threading
+import uuid
+from collections import OrderedDict
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Literal, TypeGuard
+
+from langchain_core.messages import BaseMessage, HumanMessage, convert_to_messages
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.graph.state import CompiledStateGraph
+from langgraph.types import Command
+
+from langchain_hindsight._adapters import BLOCK_ID_PREFIX, Placement, find_task, inject, message_text
+from langchain_hindsight._loop import Served
+from langchain_hindsight.types import Outcome, Step, Trajectory
+
+if TYPE_CHECKING:
+    from langgraph.checkpoint.base import (
+        ChannelVersions,
+        Checkpoint,
+        CheckpointMetadata,
+        CheckpointTuple,
+        DeltaChannelHistory,
+    )
+
+    from langchain_hindsight._loop import HindsightLoop
+
+__all__ = ["HindsightGraph", "ScrubbingSaver", "wrap_graph"]
+
+logger = logging.getLogger(__name__)
+
+OutcomeFn = Callable[[Mapping[str, Any]], Outcome]
+"""Decides a run's outcome from the final state (``"success"``, ``"failure"`` or ``"unknown"``)."""
+
+_TASK_ID_KEY = "__pregel_task_id"
+"""``config["configurable"]`` key LangGraph sets when a graph runs as a node of another graph."""
+
+_INTERRUPT_KEY = "__interrupt__"
+"""Key of the ``updates`` chunk LangGraph emits when a run stops on an interrupt."""
+
+_MAX_PENDING = 1024
+"""At most this many interrupted runs remembered per wrapper (oldest forgotten first; see ``_resume``)."""
+
+
+# ---------------------------------------------------------------------------- scrubbing
+class Scrubber:
+    """Puts injected task messages back as they were and drops separate block messages.
+
+    Injected messages are recognised by id: while a run is in flight its
+    original task message is registered here under that id.
+    """
+
+    def __init__(self, *, block_key: str | None) -> None:
+        self._lock = threading.Lock()
+        self._originals: dict[str, BaseMessage] = {}
+        self._block_key = block_key
+
+    def register(self, original: BaseMessage) -> None:
+        """Remember ``original`` (which has an id) while its injected copy is in flight."""
+        with self._lock:
+            self._originals[str(original.id)] = original
+
+    def release(self, original: BaseMessage) -> None:
+        """Forget ``original`` once its run has ended (unless another run registered the same id since)."""
+        with self._lock:
+            if self._originals.get(str(original.id)) is original:
+                del self._originals[str(original.id)]
+
+    def scrub(self, value: Any) -> Any:
+        """``value`` without the block; containers are rebuilt only where something changed."""
+        with self._lock:
+            originals = dict(self._originals)
+        return _scrub(value, originals)
+
+    def scrub_channels(self, values: Mapping[str, Any]) -> dict[str, Any]:
+        """A state mapping (channel → value) without the block, ``block_key`` emptied."""
+        out = dict(self.scrub(dict(values)))
+        if self._block_key is not None and out.get(self._block_key):
+            out[self._block_key] = ""
+        return out
+
+    def scrub_writes(self, writes: Sequence[tuple[str, Any]]) -> list[tuple[str, Any]]:
+        """Pending writes (channel, value) without the block."""
+        out: list[tuple[str, Any]] = []
+        for channel, value in writes:
+            if self._block_key is not None and channel == self._block_key and value:
+                value = ""
+            out.append((channel, self.scrub(value)))
+        return out
+
+
+def _scrub(value: Any, originals: Mapping[str, BaseMessage]) -> Any:
+    if isinstance(value, BaseMessage):
+        if value.id is not None and value.id in originals and value is not originals[value.id]:
+            return originals[value.id]
+        return value
+    kind = type(value)
+    if kind is list or kind is tuple:
+        changed = False
+        items: list[Any] = []
+        for item in value:
+            if isinstance(item, BaseMessage) and str(item.id or "").startswith(BLOCK_ID_PREFIX):
+                changed = True
+                continue
+            new = _scrub(item, originals)
+            changed = changed or new is not item
+            items.append(new)
+        if not changed:
+            return value
+        return items if kind is list else tuple(items)
+    if kind is dict:
+        scrubbed = {k: _scrub(v, originals) for k, v in value.items()}
+        return value if all(scrubbed[k] is value[k] for k in value) else scrubbed
+    return value
+
+
+class ScrubbingSaver(BaseCheckpointSaver[Any]):
+    """The caller's checkpointer, seen through a :class:`Scrubber`: no checkpoint ever holds the block.
+
+    ``put``/``put_writes`` (and their async twins) scrub what they are given
+    before delegating; every read is the caller's saver's own.
+    """
+
+    def __init__(self, inner: BaseCheckpointSaver[Any], scrubber: Scrubber) -> None:
+        super().__init__(serde=inner.serde)
+        self.inner = inner
+        self.scrubber = scrubber
+
+    @property
+    def config_specs(self) -> list[Any]:
+        """The caller's saver's configuration fields."""
+        return list(self.inner.config_specs)
+
+    def _scrubbed(self, checkpoint: Checkpoint) -> Checkpoint:
+        return {**checkpoint, "channel_values": self.scrubber.scrub_channels(checkpoint["channel_values"])}
+
+    # writes ----------------------------------------------------------------
+    def put(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        """Store ``checkpoint`` without the block."""
+        return self.inner.put(config, self._scrubbed(checkpoint), self.scrubber.scrub(metadata), new_versions)
+
+    async def aput(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        """Async :meth:`put`."""
+        return await self.inner.aput(config, self._scrubbed(checkpoint), self.scrubber.scrub(metadata), new_versions)
+
+    def put_writes(
+        self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str, task_path: str = ""
+    ) -> None:
+        """Store pending ``writes`` without the block."""
+        self.inner.put_writes(config, self.scrubber.scrub_writes(writes), task_id, task_path)
+
+    async def aput_writes(
+        self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str, task_path: str = ""
+    ) -> None:
+        """Async :meth:`put_writes`."""
+        await self.inner.aput_writes(config, self.scrubber.scrub_writes(writes), task_id, task_path)
+
+    # everything else is the caller's saver ---------------------------------
+    def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        """The caller's saver's ``get_tuple``."""
+        return self.inner.get_tuple(config)
+
+    async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        """The caller's saver's ``aget_tuple``."""
+        return await self.inner.aget_tuple(config)
+
+    def list(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> Iterator[CheckpointTuple]:
+        """The caller's saver's ``list``."""
+        return self.inner.list(config, filter=filter, before=before, limit=limit)
+
+    def alist(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> AsyncIterator[CheckpointTuple]:
+        """The caller's saver's ``alist``."""
+        return self.inner.alist(config, filter=filter, before=before, limit=limit)
+
+    def delete_thread(self, thread_id: str) -> None:
+        """The caller's saver's ``delete_thread``."""
+        self.inner.delete_thread(thread_id)
+
+    async def adelete_thread(self, thread_id: str) -> None:
+        """The caller's saver's ``adelete_thread``."""
+        await self.inner.adelete_thread(thread_id)
+
+    def delete_for_runs(self, run_ids: Sequence[str]) -> None:
+        """The caller's saver's ``delete_for_runs``."""
+        self.inner.delete_for_runs(run_ids)
+
+    async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
+        """The caller's saver's ``adelete_for_runs``."""
+        await self.inner.adelete_for_runs(run_ids)
+
+    def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        """The caller's saver's ``copy_thread``."""
+        self.inner.copy_thread(source_thread_id, target_thread_id)
+
+    async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        """The caller's saver's ``acopy_thread``."""
+        await self.inner.acopy_thread(source_thread_id, target_thread_id)
+
+    def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        """The caller's saver's ``prune``."""
+        self.inner.prune(thread_ids, strategy=strategy)
+
+    async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        """The caller's saver's ``aprune``."""
+        await self.inner.aprune(thread_ids, strategy=strategy)
+
+    def get_delta_channel_history(
+        self, *, config: RunnableConfig, channels: Sequence[str]
+    ) -> Mapping[str, DeltaChannelHistory]:
+        """The caller's saver's ``get_delta_channel_history``."""
+        return self.inner.get_delta_channel_history(config=config, channels=channels)
+
+    async def aget_delta_channel_history(
+        self, *, config: RunnableConfig, channels: Sequence[str]
+    ) -> Mapping[str, DeltaChannelHistory]:
+        """The caller's saver's ``aget_delta_channel_history``."""
+        return await self.inner.aget_delta_channel_history(config=config, channels=channels)
+
+    def get_next_version(self, current: Any, channel: None) -> Any:
+        """The caller's saver's channel versions."""
+        return self.inner.get_next_version(current, channel)
+
+
+# ---------------------------------------------------------------------------- options
+@dataclasses.dataclass(frozen=True)
+class Wrapping:
+    """What ``with_hindsight`` was asked to do; shared by every copy of one wrapper."""
+
+    loop: HindsightLoop
+    scrubber: Scrubber
+    input_key: str
+    block_key: str | None
+    output_key: str | None
+    outcome: OutcomeFn | None
+    placement: Placement
+    resolve_namespace: Callable[[Mapping[str, Any] | None], str | None]
+    pending: OrderedDict[tuple[str, str], tuple[Served, BaseMessage | None]] = dataclasses.field(
+        default_factory=OrderedDict, compare=False
+    )
+    lock: threading.Lock = dataclasses.field(default_factory=threading.Lock, compare=False)
+
+    def stash(self, key: tuple[str, str], served: Served, original: BaseMessage | None) -> None:
+        """Remember an interrupted run's served record until the thread is resumed."""
+        with self.lock:
+            self.pending[key] = (served, original)
+            self.pending.move_to_end(key)
+            while len(self.pending) > _MAX_PENDING:
+                self.pending.popitem(last=False)
+
+    def unstash(self, key: tuple[str, str]) -> tuple[Served, BaseMessage | None] | None:
+        """The served record of the run interrupted on this thread, if this wrapper remembers one."""
+        with self.lock:
+            return self.pending.pop(key, None)
+
+
+def _thread_key(config: RunnableConfig | None) -> tuple[str, str] | None:
+    configurable = (config or {}).get("configurable") or {}
+    thread = configurable.get("thread_id")
+    if thread is None:
+        return None
+    return str(thread), str(configurable.get("checkpoint_ns") or "")
+
+
+def _is_messages(value: object) -> TypeGuard[list[BaseMessage]]:
+    return isinstance(value, list) and all(isinstance(m, BaseMessage) for m in value)
+
+
+# ---------------------------------------------------------------------------- one run
+@dataclasses.dataclass
+class _Run:
+    """One wrapped run: what was served, what the graph gets, what it ended with."""
+
+    wrapping: Wrapping
+    served: Served | None
+    input: Any
+    original: BaseMessage | None = None
+    key: tuple[str, str] | None = None
+    last_values: Mapping[str, Any] | None = None
+    interrupted: bool = False
+    checkpointed: bool = False
+
+    def observe(self, mode: str, data: Any) -> None:
+        """Note the root graph's latest values and whether it stopped on an interrupt."""
+        if mode == "values" and isinstance(data, Mapping):
+            self.last_values = data
+        elif mode == "updates" and isinstance(data, Mapping) and _INTERRUPT_KEY in data:
+            self.interrupted = True
+
+    def release(self) -> None:
+        if self.original is not None:
+            self.wrapping.scrubber.release(self.original)
+
+    def trajectory(self) -> Trajectory:
+        assert self.served is not None
+        w = self.wrapping
+        state = w.scrubber.scrub_channels(self.last_values or {})
+        decided = w.outcome(state) if w.outcome is not None else None
+        value = state.get(w.input_key)
+        if w.block_key is None and _is_messages(value):
+            from langchain_hindsight._adapters import trajectory_from_messages
+
+            return trajectory_from_messages(
+                value, run_id=self.served.run_id, namespace=self.served.namespace, outcome=decided
+            )
+        steps: list[Step] = []
+        final = None
+        if w.output_key is not None and state.get(w.output_key) not in (None, ""):
+            final = str(state[w.output_key])
+            steps.append(Step(type="final_answer", content=final))
+        return Trajectory(
+            run_id=self.served.run_id,
+            task=self.served.task,
+            steps=steps,
+            outcome=decided or ("success" if final else "unknown"),
+            final_answer=final,
+            namespace=self.served.namespace,
+        )
+
+    def ended(self) -> Served | None:
+        """The served record to finish now, or ``None`` (stashed until the interrupt is resumed)."""
+        if self.served is None:
+            return None
+        if self.interrupted and self.checkpointed and self.key is not None:
+            self.wrapping.stash(self.key, self.served, self.original)
+            return None
+        return self.served
+
+
+def _task_of(wrapping: Wrapping, input: Any) -> tuple[str, Any, HumanMessage | None] | None:
+    """(task text, input with ids assigned, the task message) when ``input`` starts a new task."""
+    if not isinstance(input, Mapping) or wrapping.input_key not in input:
+        return None
+    value = input[wrapping.input_key]
+    if wrapping.block_key is not None:
+        return (str(value), dict(input), None) if value not in (None, "") else None
+    try:
+        messages = convert_to_messages(value if isinstance(value, list) else [value])
+    except (ValueError, NotImplementedError, TypeError):
+        return None
+    messages = [m if m.id else m.model_copy(update={"id": str(uuid.uuid4())}) for m in messages]
+    found = find_task(messages)
+    if found is None:
+        return None
+    return message_text(found[1]), {**input, wrapping.input_key: messages}, found[1]
+
+
+def _injected(wrapping: Wrapping, run: _Run, messages: list[BaseMessage]) -> list[BaseMessage]:
+    assert run.served is not None
+    return inject(messages, block=run.served.block, task_prompt=run.served.task_prompt, placement=wrapping.placement)
+
+
+# ---------------------------------------------------------------------------- the graph
+class HindsightGraph(CompiledStateGraph[Any, Any, Any, Any]):
+    """A copy of a compiled graph that recalls before each task and reflects after it.
+
+    Built by :func:`~langchain_hindsight.graph.with_hindsight`; every method
+    other than ``stream``/``astream`` is LangGraph's own.
+    """
+
+    def __init__(self, *, hindsight: Wrapping, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.hindsight = hindsight
+
+    # ------------------------------------------------------------------ run setup
+    def _open(self, input: Any, config: RunnableConfig | None) -> _Run:
+        w = self.hindsight
+        checkpointed = isinstance(self.checkpointer, BaseCheckpointSaver)
+        key = _thread_key(config)
+        task = _task_of(w, input)
+        if task is not None:
+            text, prepared, message = task
+            ns = w.resolve_namespace(config)
+            run = _Run(w, None, prepared, original=message, key=key, checkpointed=checkpointed)
+            run.served = w.loop.serve(text, namespace=ns, run_id=_run_id(config))
+            return self._place(run)
+        return self._continue(input, config, key, checkpointed)
+
+    async def _aopen(self, input: Any, config: RunnableConfig | None) -> _Run:
+        w = self.hindsight
+        checkpointed = isinstance(self.checkpointer, BaseCheckpointSaver)
+        key = _thread_key(config)
+        task = _task_of(w, input)
+        if task is not None:
+            text, prepared, message = task
+            ns = w.resolve_namespace(config)
+            run = _Run(w, None, prepared, original=message, key=key, checkpointed=checkpointed)
+            run.served = await w.loop.aserve(text, namespace=ns, run_id=_run_id(config))
+            return self._place(run)
+        return self._continue(input, config, key, checkpointed)
+
+    def _place(self, run: _Run) -> _Run:
+        """Put the served block into the run's input (registering the original task message)."""
+        w = self.hindsight
+        assert run.served is not None
+        if w.block_key is not None:
+            run.input = {**run.input, w.block_key: run.served.block}
+            return run
+        if run.served.block and run.original is not None:
+            w.scrubber.register(run.original)
+            run.input = {**run.input, w.input_key: _injected(w, run, run.input[w.input_key])}
+        return run
+
+    def _continue(
+        self, input: Any, config: RunnableConfig | None, key: tuple[str, str] | None, checkpointed: bool
+    ) -> _Run:
+        """A run that continues a thread (``Command``, ``None``): the interrupted task's record, if any."""
+        w = self.hindsight
+        pending = w.unstash(key) if key is not None and checkpointed else None
+        if pending is None:
+            return _Run(w, None, input, key=key, checkpointed=checkpointed)
+        served, original = pending
+        run = _Run(w, served, input, original=original, key=key, checkpointed=checkpointed)
+        resumable = isinstance(input, Command) and input.update is None and input.graph is None
+        if w.block_key is None and original is not None and served.block and resumable:
+            w.scrubber.register(original)
+            update = {w.input_key: _injected(w, run, [original])}
+            run.input = dataclasses.replace(input, update=update)
+        return run
+
+    def _finish(self, run: _Run) -> None:
+        served = run.ended()
+        if served is not None:
+            self.hindsight.loop.finish(served, run.trajectory())
+
+    async def _afinish(self, run: _Run) -> None:
+        served = run.ended()
+        if served is not None:
+            await self.hindsight.loop.afinish(served, run.trajectory())
+
+    def _modes(self, stream_mode: Any, config: RunnableConfig | None) -> tuple[list[str], bool]:
+        if stream_mode is None:
+            configurable = (config or {}).get("configurable") or {}
+            stream_mode = "values" if _TASK_ID_KEY in configurable else self.stream_mode
+        if isinstance(stream_mode, str):
+            return [stream_mode], True
+        return list(stream_mode), False
+
+    # ------------------------------------------------------------------ streams
+    def stream(  # type: ignore[override]
+        self,
+        input: Any,
+        config: RunnableConfig | None = None,
+        *,
+        stream_mode: Any = None,
+        subgraphs: bool = False,
+        version: Literal["v1", "v2"] = "v1",
+        **kwargs: Any,
+    ) -> Iterator[Any]:
+        """LangGraph's ``stream`` with the block served into this run's input and reflection after it."""
+        requested, single = self._modes(stream_mode, config)
+        run = self._open(input, config)
+        shape = _Shape(requested, single, subgraphs, version)
+        try:
+            for chunk in super().stream(run.input, config, **shape.options(subgraphs, version, kwargs)):
+                out = shape.take(chunk, run, self.hindsight.scrubber)
+                if out is not _SKIP:
+                    yield out
+        finally:
+            run.release()
+        self._finish(run)
+
+    async def astream(  # type: ignore[override]
+        self,
+        input: Any,
+        config: RunnableConfig | None = None,
+        *,
+        stream_mode: Any = None,
+        subgraphs: bool = False,
+        version: Literal["v1", "v2"] = "v1",
+        **kwargs: Any,
+    ) -> AsyncIterator[Any]:
+        """Async :meth:`stream`."""
+        requested, single = self._modes(stream_mode, config)
+        run = await self._aopen(input, config)
+        shape = _Shape(requested, single, subgraphs, version)
+        try:
+            async for chunk in super().astream(run.input, config, **shape.options(subgraphs, version, kwargs)):
+                out = shape.take(chunk, run, self.hindsight.scrubber)
+                if out is not _SKIP:
+                    yield out
+        finally:
+            run.release()
+        await self._afinish(run)
+
+
+_SKIP = object()
+
+
+class _Shape:
+    """Adds the ``updates``/``values`` modes the wrapper needs and gives the caller exactly what it asked for."""
+
+    def __init__(self, requested: list[str], single: bool, subgraphs: bool, version: str) -> None:
+        self.requested = requested
+        self.extra = [m for m in ("updates", "values") if m not in requested]
+        self.modes = requested + self.extra
+        self.single = single
+        self.subgraphs = subgraphs
+        self.v2 = version == "v2"
+
+    def options(self, subgraphs: bool, version: str, kwargs: Mapping[str, Any]) -> dict[str, Any]:
+        """Keyword arguments for LangGraph's own ``stream``."""
+        return {**kwargs, "stream_mode": self.modes, "subgraphs": subgraphs, "version": version}
+
+    def take(self, chunk: Any, run: _Run, scrubber: Scrubber) -> Any:
+        """The chunk the caller asked for (scrubbed), or ``_SKIP`` for a mode only the wrapper wanted."""
+        if self.v2:
+            mode, ns, data = chunk["type"], tuple(chunk.get("ns") or ()), chunk["data"]
+        elif self.subgraphs:
+            ns, mode, data = chunk
+        else:
+            ns, (mode, data) = (), chunk
+        if ns == ():
+            run.observe(mode, data)
+        if mode in self.extra:
+            return _SKIP
+        if mode != "custom":
+            data = scrubber.scrub(data)
+        if self.v2:
+            return {**chunk, "data": data} if data is not chunk["data"] else chunk
+        if self.single:
+            return (ns, data) if self.subgraphs else data
+        return (ns, mode, data) if self.subgraphs else (mode, data)
+
+
+def _run_id(config: RunnableConfig | None) -> str | None:
+    value = (config or {}).get("run_id")
+    return str(value) if value else None
+
+
+def wrap_graph(
+    graph: CompiledStateGraph[Any, Any, Any, Any],
+    wrapping: Wrapping,
+) -> HindsightGraph:
+    """A :class:`HindsightGraph` over ``graph`` (whose checkpointer, if a saver, is scrubbed)."""
+    attrs = {k: v for k, v in graph.__dict__.items() if k != "__orig_class__"}
+    if isinstance(graph.checkpointer, BaseCheckpointSaver):
+        attrs["checkpointer"] = ScrubbingSaver(graph.checkpointer, wrapping.scrubber)
+    cls: type[HindsightGraph] = HindsightGraph
+    if type(graph) is not CompiledStateGraph:
+        cls = type(f"Hindsight{type(graph).__name__}", (HindsightGraph, type(graph)), {})
+    return cls(hindsight=wrapping, **attrs)
