@@ -326,6 +326,8 @@ class _Run:
     last_values: Mapping[str, Any] | None = None
     interrupted: bool = False
     checkpointed: bool = False
+    fresh: bool = False
+    """The run's input starts a new task (else it continues an interrupted one)."""
 
     def observe(self, mode: str, data: Any) -> None:
         """Note the root graph's latest values and whether it stopped on an interrupt."""
@@ -335,6 +337,7 @@ class _Run:
             self.interrupted = True
 
     def release(self) -> None:
+        """Stop recognising this run's injected task message."""
         if self.original is not None:
             self.wrapping.scrubber.release(self.original)
 
@@ -374,13 +377,13 @@ class _Run:
         return self.served
 
 
-def _task_of(wrapping: Wrapping, input: Any) -> tuple[str, Any, HumanMessage | None] | None:
-    """(task text, input with ids assigned, the task message) when ``input`` starts a new task."""
+def _task_of(wrapping: Wrapping, input: Any) -> tuple[Any, BaseMessage] | None:
+    """(input with message ids assigned, the task message) when ``input`` starts a new task."""
     if not isinstance(input, Mapping) or wrapping.input_key not in input:
         return None
     value = input[wrapping.input_key]
     if wrapping.block_key is not None:
-        return (str(value), dict(input), None) if value not in (None, "") else None
+        return (dict(input), HumanMessage(str(value))) if value not in (None, "") else None
     try:
         messages = convert_to_messages(value if isinstance(value, list) else [value])
     except (ValueError, NotImplementedError, TypeError):
@@ -389,7 +392,7 @@ def _task_of(wrapping: Wrapping, input: Any) -> tuple[str, Any, HumanMessage | N
     found = find_task(messages)
     if found is None:
         return None
-    return message_text(found[1]), {**input, wrapping.input_key: messages}, found[1]
+    return {**input, wrapping.input_key: messages}, found[1]
 
 
 def _injected(wrapping: Wrapping, run: _Run, messages: list[BaseMessage]) -> list[BaseMessage]:
@@ -412,57 +415,87 @@ class HindsightGraph(CompiledStateGraph[Any, Any, Any, Any]):
     # ------------------------------------------------------------------ run setup
     def _open(self, input: Any, config: RunnableConfig | None) -> _Run:
         w = self.hindsight
-        checkpointed = isinstance(self.checkpointer, BaseCheckpointSaver)
-        key = _thread_key(config)
-        task = _task_of(w, input)
-        if task is not None:
-            text, prepared, message = task
+        run = self._start(input, config)
+        if run.original is not None and run.served is None:  # a new task, or an interrupted one read back
             ns = w.resolve_namespace(config)
-            run = _Run(w, None, prepared, original=message, key=key, checkpointed=checkpointed)
-            run.served = w.loop.serve(text, namespace=ns, run_id=_run_id(config))
-            return self._place(run)
-        return self._continue(input, config, key, checkpointed)
+            run.served = w.loop.serve(message_text(run.original), namespace=ns, run_id=_run_id(config))
+        elif run.served is None and self._resumes_unknown(input, config):
+            run.original = self._interrupted_task(self.get_state(config or {}).values)
+            if run.original is not None:
+                ns = w.resolve_namespace(config)
+                run.served = w.loop.serve(message_text(run.original), namespace=ns, run_id=_run_id(config))
+        return self._place(run)
 
     async def _aopen(self, input: Any, config: RunnableConfig | None) -> _Run:
         w = self.hindsight
+        run = self._start(input, config)
+        if run.original is not None and run.served is None:
+            ns = w.resolve_namespace(config)
+            run.served = await w.loop.aserve(message_text(run.original), namespace=ns, run_id=_run_id(config))
+        elif run.served is None and self._resumes_unknown(input, config):
+            run.original = self._interrupted_task((await self.aget_state(config or {})).values)
+            if run.original is not None:
+                ns = w.resolve_namespace(config)
+                run.served = await w.loop.aserve(message_text(run.original), namespace=ns, run_id=_run_id(config))
+        return self._place(run)
+
+    def _start(self, input: Any, config: RunnableConfig | None) -> _Run:
+        """A new task's run (not served yet), an interrupted run this wrapper remembers, or a plain run."""
+        w = self.hindsight
         checkpointed = isinstance(self.checkpointer, BaseCheckpointSaver)
         key = _thread_key(config)
         task = _task_of(w, input)
         if task is not None:
-            text, prepared, message = task
-            ns = w.resolve_namespace(config)
-            run = _Run(w, None, prepared, original=message, key=key, checkpointed=checkpointed)
-            run.served = await w.loop.aserve(text, namespace=ns, run_id=_run_id(config))
-            return self._place(run)
-        return self._continue(input, config, key, checkpointed)
-
-    def _place(self, run: _Run) -> _Run:
-        """Put the served block into the run's input (registering the original task message)."""
-        w = self.hindsight
-        assert run.served is not None
-        if w.block_key is not None:
-            run.input = {**run.input, w.block_key: run.served.block}
-            return run
-        if run.served.block and run.original is not None:
-            w.scrubber.register(run.original)
-            run.input = {**run.input, w.input_key: _injected(w, run, run.input[w.input_key])}
-        return run
-
-    def _continue(
-        self, input: Any, config: RunnableConfig | None, key: tuple[str, str] | None, checkpointed: bool
-    ) -> _Run:
-        """A run that continues a thread (``Command``, ``None``): the interrupted task's record, if any."""
-        w = self.hindsight
+            prepared, message = task
+            return _Run(w, None, prepared, original=message, key=key, checkpointed=checkpointed, fresh=True)
         pending = w.unstash(key) if key is not None and checkpointed else None
         if pending is None:
             return _Run(w, None, input, key=key, checkpointed=checkpointed)
         served, original = pending
-        run = _Run(w, served, input, original=original, key=key, checkpointed=checkpointed)
-        resumable = isinstance(input, Command) and input.update is None and input.graph is None
-        if w.block_key is None and original is not None and served.block and resumable:
+        return _Run(w, served, input, original=original, key=key, checkpointed=checkpointed)
+
+    def _resumes_unknown(self, input: Any, config: RunnableConfig | None) -> bool:
+        """``Command(resume=...)`` on a thread whose interrupted run this wrapper did not start."""
+        checkpointed = isinstance(self.checkpointer, BaseCheckpointSaver)
+        return (
+            isinstance(input, Command) and input.resume is not None and checkpointed and _thread_key(config) is not None
+        )
+
+    def _interrupted_task(self, values: Mapping[str, Any]) -> BaseMessage | None:
+        """The task message of a checkpointed state (the last human message, or the task string)."""
+        w = self.hindsight
+        value = values.get(w.input_key)
+        if value in (None, ""):
+            return None
+        if w.block_key is not None:
+            return HumanMessage(str(value))
+        if not _is_messages(value):
+            return None
+        found = find_task(value)
+        return found[1] if found is not None else None
+
+    def _place(self, run: _Run) -> _Run:
+        """Put the served block into the run's input (registering the original task message)."""
+        w = self.hindsight
+        served, original = run.served, run.original
+        if served is None or original is None or not served.block:
+            return run
+        if run.fresh:
+            if w.block_key is not None:
+                run.input = {**run.input, w.block_key: served.block}
+            else:
+                w.scrubber.register(original)
+                run.input = {**run.input, w.input_key: _injected(w, run, run.input[w.input_key])}
+            return run
+        # a resumed run: the checkpoint holds the task without the block; put it back for the rest of the run
+        command = run.input
+        if not isinstance(command, Command) or command.update is not None or command.graph is not None:
+            return run
+        if w.block_key is not None:
+            run.input = dataclasses.replace(command, update={w.block_key: served.block})
+        elif w.placement == "task_message":  # replaces the task message in place (same id)
             w.scrubber.register(original)
-            update = {w.input_key: _injected(w, run, [original])}
-            run.input = dataclasses.replace(input, update=update)
+            run.input = dataclasses.replace(command, update={w.input_key: _injected(w, run, [original])})
         return run
 
     def _finish(self, run: _Run) -> None:
