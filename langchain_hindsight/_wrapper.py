@@ -22,7 +22,7 @@ import dataclasses
 import logging
 import threading
 import uuid
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, TypeGuard
 
@@ -75,6 +75,7 @@ class Scrubber:
     def __init__(self, *, block_key: str | None) -> None:
         self._lock = threading.Lock()
         self._originals: dict[str, BaseMessage] = {}
+        self._blocks: Counter[str] = Counter()
         self._block_key = block_key
 
     def register(self, original: BaseMessage) -> None:
@@ -88,11 +89,24 @@ class Scrubber:
             if self._originals.get(str(original.id)) is original:
                 del self._originals[str(original.id)]
 
+    def register_block(self, block: str) -> None:
+        """Remember a block written into ``block_key`` while its run is in flight."""
+        with self._lock:
+            self._blocks[block] += 1
+
+    def release_block(self, block: str) -> None:
+        """Forget a block registered with :meth:`register_block`."""
+        with self._lock:
+            self._blocks[block] -= 1
+            if self._blocks[block] <= 0:
+                del self._blocks[block]
+
     def scrub(self, value: Any) -> Any:
         """``value`` without the block; containers are rebuilt only where something changed."""
         with self._lock:
             originals = dict(self._originals)
-        return _scrub(value, originals)
+            blocks = frozenset(self._blocks)
+        return _scrub(value, originals, blocks)
 
     def scrub_channels(self, values: Mapping[str, Any]) -> dict[str, Any]:
         """A state mapping (channel → value) without the block, ``block_key`` emptied."""
@@ -111,7 +125,9 @@ class Scrubber:
         return out
 
 
-def _scrub(value: Any, originals: Mapping[str, BaseMessage]) -> Any:
+def _scrub(value: Any, originals: Mapping[str, BaseMessage], blocks: frozenset[str] = frozenset()) -> Any:
+    if blocks and type(value) is str and value in blocks:
+        return ""
     if isinstance(value, BaseMessage):
         if value.id is not None and value.id in originals and value is not originals[value.id]:
             return originals[value.id]
@@ -124,14 +140,14 @@ def _scrub(value: Any, originals: Mapping[str, BaseMessage]) -> Any:
             if isinstance(item, BaseMessage) and str(item.id or "").startswith(BLOCK_ID_PREFIX):
                 changed = True
                 continue
-            new = _scrub(item, originals)
+            new = _scrub(item, originals, blocks)
             changed = changed or new is not item
             items.append(new)
         if not changed:
             return value
         return items if kind is list else tuple(items)
     if kind is dict:
-        scrubbed = {k: _scrub(v, originals) for k, v in value.items()}
+        scrubbed = {k: _scrub(v, originals, blocks) for k, v in value.items()}
         return value if all(scrubbed[k] is value[k] for k in value) else scrubbed
     return value
 
@@ -327,6 +343,8 @@ class _Run:
     interrupted: bool = False
     checkpointed: bool = False
     fresh: bool = False
+    block: str | None = None
+    """The block written into ``block_key`` for this run (``block_key`` schemas only)."""
     """The run's input starts a new task (else it continues an interrupted one)."""
 
     def observe(self, mode: str, data: Any) -> None:
@@ -337,8 +355,10 @@ class _Run:
             self.interrupted = True
 
     def release(self) -> None:
-        """Stop recognising this run's injected task message."""
-        if self.original is not None:
+        """Stop recognising this run's injected task message (or block)."""
+        if self.block is not None:
+            self.wrapping.scrubber.release_block(self.block)
+        elif self.original is not None:
             self.wrapping.scrubber.release(self.original)
 
     def trajectory(self) -> Trajectory:
@@ -447,7 +467,12 @@ class HindsightGraph(CompiledStateGraph[Any, Any, Any, Any]):
         task = _task_of(w, input)
         if task is not None:
             prepared, message = task
+            if key is not None and w.unstash(key) is not None:
+                logger.debug("thread %s: a new task replaces the interrupted one; it will not be finished", key[0])
             return _Run(w, None, prepared, original=message, key=key, checkpointed=checkpointed, fresh=True)
+        configurable = (config or {}).get("configurable") or {}
+        if input is None and configurable.get("checkpoint_id"):  # replaying history is not a continuation
+            return _Run(w, None, input, key=key, checkpointed=checkpointed)
         pending = w.unstash(key) if key is not None and checkpointed else None
         if pending is None:
             return _Run(w, None, input, key=key, checkpointed=checkpointed)
@@ -482,16 +507,20 @@ class HindsightGraph(CompiledStateGraph[Any, Any, Any, Any]):
             return run
         if run.fresh:
             if w.block_key is not None:
+                run.block = served.block
+                w.scrubber.register_block(served.block)
                 run.input = {**run.input, w.block_key: served.block}
             else:
                 w.scrubber.register(original)
                 run.input = {**run.input, w.input_key: _injected(w, run, run.input[w.input_key])}
             return run
         # a resumed run: the checkpoint holds the task without the block; put it back for the rest of the run
-        command = run.input
+        command = Command() if run.input is None else run.input  # None continues a static breakpoint
         if not isinstance(command, Command) or command.update is not None or command.graph is not None:
             return run
         if w.block_key is not None:
+            run.block = served.block
+            w.scrubber.register_block(served.block)
             run.input = dataclasses.replace(command, update={w.block_key: served.block})
         elif w.placement == "task_message":  # replaces the task message in place (same id)
             w.scrubber.register(original)

@@ -11,7 +11,7 @@ import asyncio
 import operator
 import uuid
 from collections.abc import Iterator
-from typing import Annotated, Any
+from typing import Annotated, Any, TypedDict
 
 import pytest
 from langchain_core.callbacks import BaseCallbackHandler, CallbackManagerForLLMRun
@@ -234,6 +234,79 @@ def test_a_resume_without_the_interrupted_wrapper_recalls_again(store: MemorySto
     assert prompts.blocks() == [1, 1]
     assert BLOCK not in _saved(saver)
     assert store.get(lesson.memory_id).access_count == 1  # one outcome for the one task
+
+
+def test_a_static_breakpoint_is_continued_with_none(store: MemoryStore, lesson: MemoryUnit) -> None:
+    journal = RunJournal(store)
+    saver = InMemorySaver()
+    app = with_hindsight(_graph(saver), store, journal=journal)
+    prompts = Prompts()
+    run_id = str(uuid.uuid4())
+    app.invoke(_turn(TASKS[0]), {**_config("b", prompts), "run_id": run_id}, interrupt_before=["tools"])
+    assert app.get_state(_config("b")).next == ("tools",)
+    assert journal.get(run_id).ended_at is None
+    out = app.invoke(None, _config("b", prompts))
+    assert out["n"] == 1
+    assert prompts.blocks() == [1, 1]
+    assert journal.get(run_id).outcome == "success"
+    assert BLOCK not in _saved(saver)
+
+
+def test_a_new_task_replaces_an_interrupted_one(store: MemoryStore, lesson: MemoryUnit) -> None:
+    journal = RunJournal(store)
+    app = with_hindsight(_graph(), store, journal=journal)
+    abandoned = str(uuid.uuid4())
+    app.invoke(_turn(APPROVAL + TASKS[0]), {**_config("n"), "run_id": abandoned})
+    out = app.invoke(_turn(TASKS[1]), _config("n"))
+    assert out["n"] == 2
+    assert out["messages"][-1].type == "ai"
+    assert journal.get(abandoned).ended_at is None  # never finished: it did not end
+    assert store.get(lesson.memory_id).access_count == 1  # only the task that ran to its end
+
+
+def test_copies_of_the_wrapper_keep_recalling(store: MemoryStore, lesson: MemoryUnit) -> None:
+    prompts = Prompts()
+    app = with_hindsight(_graph(), store, name="weather").with_config(recursion_limit=20)
+    assert app.get_name() == "weather"
+    app.invoke(_turn(TASKS[0]), _config("c", prompts))
+    assert prompts.blocks() == [1, 1]
+
+
+class TaskState(TypedDict, total=False):
+    question: str
+    experience: str
+    answer: str
+    approved: str
+    n: Annotated[int, operator.add]
+
+
+def test_a_block_key_schema_keeps_the_block_out_of_checkpoints(store: MemoryStore, lesson: MemoryUnit) -> None:
+    seen: list[str] = []
+
+    def ask(state: TaskState) -> dict[str, Any]:
+        return {"approved": str(interrupt("ok?")), "n": 1}
+
+    def answer(state: TaskState) -> dict[str, Any]:
+        seen.append(state.get("experience", ""))
+        return {"answer": f"done {state['question']}"}
+
+    builder = StateGraph(TaskState)
+    builder.add_node("ask", ask)
+    builder.add_node("answer", answer)
+    builder.add_edge(START, "ask")
+    builder.add_edge("ask", "answer")
+    saver = InMemorySaver()
+    app = with_hindsight(
+        builder.compile(checkpointer=saver), store, input_key="question", block_key="experience", output_key="answer"
+    )
+    app.invoke({"question": TASKS[0]}, _config("k"))
+    out = app.invoke(Command(resume="yes"), _config("k"))
+    assert out["answer"] == f"done {TASKS[0]}"
+    assert out["n"] == 1
+    assert seen[0].count(BLOCK) == 1  # the node after the interrupt got the block back
+    assert not out.get("experience")
+    assert BLOCK not in _saved(saver)
+    assert store.get(lesson.memory_id).access_count == 1
 
 
 # ---------------------------------------------------------------------------- state API
