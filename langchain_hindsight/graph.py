@@ -1,13 +1,12 @@
 """LangGraph adapters: ``with_hindsight`` wraps a compiled graph; ``recall_node``/``reflect_node`` are nodes.
 
-``with_hindsight(graph, store)`` returns a new compiled graph with the same
-state schema that runs recall → your graph → reflect, without any change to
-your graph. For message-based graphs the ``[相关经验]`` block is injected
-ephemerally: your graph sees it in its input, but the wrapper removes it from
-what it returns, and your graph runs without its own checkpointer, so no
-checkpoint ever holds it. For other schemas the block is written into a state
-key you name. The namespace comes from ``config["configurable"]`` (e.g.
-``user_id``).
+``with_hindsight(graph, store)`` returns a copy of your compiled graph (see
+``_wrapper.HindsightGraph``) that recalls before each task and reflects after
+it, with LangGraph's semantics unchanged: reducers, streams, interrupts and
+the state API are LangGraph's own. The ``[相关经验]`` block is injected into
+the task message of the run's input (or a state key you name) and kept out of
+every checkpoint and output. The namespace comes from
+``config["configurable"]`` (e.g. ``user_id``).
 
 ``recall_node`` and ``reflect_node`` are plain callables for your own
 ``StateGraph``: the first writes the block (and what it served) into state
