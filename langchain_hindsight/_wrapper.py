@@ -23,7 +23,7 @@ import logging
 import threading
 import uuid
 from collections import Counter, OrderedDict
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Collection, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, TypeGuard
 
 from langchain_core.messages import BaseMessage, HumanMessage, convert_to_messages
@@ -56,6 +56,9 @@ OutcomeFn = Callable[[Mapping[str, Any]], Outcome]
 
 _TASK_ID_KEY = "__pregel_task_id"
 """``config["configurable"]`` key LangGraph sets when a graph runs as a node of another graph."""
+
+_LENT_SAVER_KEY = "__pregel_checkpointer"
+"""``config["configurable"]`` key through which a parent graph lends its checkpointer to a subgraph."""
 
 _INTERRUPT_KEY = "__interrupt__"
 """Key of the ``updates`` chunk LangGraph emits when a run stops on an interrupt."""
@@ -283,6 +286,11 @@ class ScrubbingSaver(BaseCheckpointSaver[Any]):
     def get_next_version(self, current: Any, channel: None) -> Any:
         """The caller's saver's channel versions."""
         return self.inner.get_next_version(current, channel)
+
+    def with_allowlist(self, extra_allowlist: Collection[tuple[str, ...]]) -> BaseCheckpointSaver[Any]:
+        """The caller's saver with LangGraph's msgpack allowlist for this graph, still scrubbed."""
+        inner = self.inner.with_allowlist(extra_allowlist)
+        return self if inner is self.inner else ScrubbingSaver(inner, self.scrubber)
 
 
 # ---------------------------------------------------------------------------- options
@@ -537,6 +545,17 @@ class HindsightGraph(CompiledStateGraph[Any, Any, Any, Any]):
         if served is not None:
             await self.hindsight.loop.afinish(served, run.trajectory())
 
+    def _scrubbed_config(self, config: RunnableConfig | None) -> RunnableConfig | None:
+        """``config`` whose lent checkpointer (this graph running as a parent's node) is scrubbed too."""
+        configurable = (config or {}).get("configurable") or {}
+        lent = configurable.get(_LENT_SAVER_KEY)
+        if config is None or not isinstance(lent, BaseCheckpointSaver):
+            return config
+        if isinstance(lent, ScrubbingSaver) and lent.scrubber is self.hindsight.scrubber:
+            return config
+        scrubbed = ScrubbingSaver(lent, self.hindsight.scrubber)
+        return {**config, "configurable": {**configurable, _LENT_SAVER_KEY: scrubbed}}
+
     def _modes(self, stream_mode: Any, config: RunnableConfig | None) -> tuple[list[str], bool]:
         if stream_mode is None:
             configurable = (config or {}).get("configurable") or {}
@@ -558,6 +577,7 @@ class HindsightGraph(CompiledStateGraph[Any, Any, Any, Any]):
     ) -> Iterator[Any]:
         """LangGraph's ``stream`` with the block served into this run's input and reflection after it."""
         requested, single = self._modes(stream_mode, config)
+        config = self._scrubbed_config(config)
         run = self._open(input, config)
         shape = _Shape(requested, single, subgraphs, version)
         try:
@@ -581,6 +601,7 @@ class HindsightGraph(CompiledStateGraph[Any, Any, Any, Any]):
     ) -> AsyncIterator[Any]:
         """Async :meth:`stream`."""
         requested, single = self._modes(stream_mode, config)
+        config = self._scrubbed_config(config)
         run = await self._aopen(input, config)
         shape = _Shape(requested, single, subgraphs, version)
         try:

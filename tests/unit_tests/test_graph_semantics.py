@@ -90,9 +90,9 @@ def _respond(messages: list[BaseMessage]) -> Any:
     return call("lookup", city="北京")
 
 
-def _graph(checkpointer: Any = None) -> Any:
+def _graph(checkpointer: Any = None, respond: Any = _respond) -> Any:
     """count (+1 per turn) → review (interrupts when the task asks for approval) → agent ⇄ tools."""
-    model = TokenModel(respond=_respond)
+    model = TokenModel(respond=respond)
 
     def count(state: State) -> dict[str, Any]:
         return {"n": 1}
@@ -374,6 +374,43 @@ def test_without_a_checkpointer(store: MemoryStore, lesson: MemoryUnit) -> None:
     assert prompts.blocks() == [1, 1]
     assert BLOCK not in repr(out)
     assert store.get(lesson.memory_id).access_count == 1  # the run was finished
+
+
+def test_as_a_subgraph_of_a_checkpointed_parent(store: MemoryStore, lesson: MemoryUnit) -> None:
+    """The parent lends its checkpointer to the wrapped graph: that one is scrubbed too."""
+    inner = with_hindsight(_graph().copy(update={"checkpointer": None}), store)
+    parent = StateGraph(State)
+    parent.add_node("weather", inner)
+    parent.add_edge(START, "weather")
+    saver = InMemorySaver()
+    app = parent.compile(checkpointer=saver)
+    prompts = Prompts()
+    out = app.invoke(_turn(TASKS[0]), _config("sub", prompts))
+    assert out["n"] == 1
+    assert prompts.blocks() == [1, 1]
+    assert BLOCK not in repr(out)
+    assert BLOCK not in _saved(saver)
+
+
+def test_a_failing_run_is_not_finished_and_the_next_one_works(store: MemoryStore, lesson: MemoryUnit) -> None:
+    journal = RunJournal(store)
+    calls = {"n": 0}
+
+    def flaky(messages: list[BaseMessage]) -> Any:
+        calls["n"] += 1
+        if calls["n"] == 1:
+            raise ConnectionError("model unreachable")
+        return _respond(messages)
+
+    app = with_hindsight(_graph(respond=flaky), store, journal=journal)
+    failed = str(uuid.uuid4())
+    with pytest.raises(ConnectionError):
+        app.invoke(_turn(TASKS[0]), {**_config("f"), "run_id": failed})
+    assert journal.get(failed).ended_at is None  # an API failure says nothing about the memories
+    assert store.get(lesson.memory_id).access_count == 0
+    out = app.invoke(_turn(TASKS[1]), _config("f2"))
+    assert out["messages"][-1].type == "ai"
+    assert store.get(lesson.memory_id).access_count == 1
 
 
 # ---------------------------------------------------------------------------- async
