@@ -305,7 +305,8 @@ class Wrapping:
     output_key: str | None
     outcome: OutcomeFn | None
     placement: Placement
-    resolve_namespace: Callable[[Mapping[str, Any] | None], str | None]
+    resolve_namespace: Callable[[Mapping[str, Any] | None, Any], str | None]
+    """``(config, runtime context) -> namespace``."""
     pending: OrderedDict[tuple[str, str], tuple[Served, BaseMessage | None]] = dataclasses.field(
         default_factory=OrderedDict, compare=False
     )
@@ -441,29 +442,29 @@ class HindsightGraph(CompiledStateGraph[Any, Any, Any, Any]):
         self.hindsight = hindsight
 
     # ------------------------------------------------------------------ run setup
-    def _open(self, input: Any, config: RunnableConfig | None) -> _Run:
+    def _open(self, input: Any, config: RunnableConfig | None, context: Any) -> _Run:
         w = self.hindsight
         run = self._start(input, config)
         if run.original is not None and run.served is None:  # a new task, or an interrupted one read back
-            ns = w.resolve_namespace(config)
+            ns = w.resolve_namespace(config, context)
             run.served = w.loop.serve(message_text(run.original), namespace=ns, run_id=_run_id(config))
         elif run.served is None and self._resumes_unknown(input, config):
             run.original = self._interrupted_task(self.get_state(config or {}).values)
             if run.original is not None:
-                ns = w.resolve_namespace(config)
+                ns = w.resolve_namespace(config, context)
                 run.served = w.loop.serve(message_text(run.original), namespace=ns, run_id=_run_id(config))
         return self._place(run)
 
-    async def _aopen(self, input: Any, config: RunnableConfig | None) -> _Run:
+    async def _aopen(self, input: Any, config: RunnableConfig | None, context: Any) -> _Run:
         w = self.hindsight
         run = self._start(input, config)
         if run.original is not None and run.served is None:
-            ns = w.resolve_namespace(config)
+            ns = w.resolve_namespace(config, context)
             run.served = await w.loop.aserve(message_text(run.original), namespace=ns, run_id=_run_id(config))
         elif run.served is None and self._resumes_unknown(input, config):
             run.original = self._interrupted_task((await self.aget_state(config or {})).values)
             if run.original is not None:
-                ns = w.resolve_namespace(config)
+                ns = w.resolve_namespace(config, context)
                 run.served = await w.loop.aserve(message_text(run.original), namespace=ns, run_id=_run_id(config))
         return self._place(run)
 
@@ -578,7 +579,7 @@ class HindsightGraph(CompiledStateGraph[Any, Any, Any, Any]):
         """LangGraph's ``stream`` with the block served into this run's input and reflection after it."""
         requested, single = self._modes(stream_mode, config)
         config = self._scrubbed_config(config)
-        run = self._open(input, config)
+        run = self._open(input, config, kwargs.get("context"))
         shape = _Shape(requested, single, subgraphs, version)
         try:
             for chunk in super().stream(run.input, config, **shape.options(subgraphs, version, kwargs)):
@@ -602,7 +603,7 @@ class HindsightGraph(CompiledStateGraph[Any, Any, Any, Any]):
         """Async :meth:`stream`."""
         requested, single = self._modes(stream_mode, config)
         config = self._scrubbed_config(config)
-        run = await self._aopen(input, config)
+        run = await self._aopen(input, config, kwargs.get("context"))
         shape = _Shape(requested, single, subgraphs, version)
         try:
             async for chunk in super().astream(run.input, config, **shape.options(subgraphs, version, kwargs)):

@@ -345,7 +345,8 @@ def with_hindsight(
         k: Experiences recalled per task.
         task_type: Task type to prefer in recall and label reflections.
         namespace: Fixed namespace or template filled from ``config["configurable"]``.
-        namespace_key: ``config["configurable"]`` key naming the namespace.
+        namespace_key: ``config["configurable"]`` key naming the namespace (else the
+            same attribute or key of the run's ``context=``).
         input_key: Where the task is (messages or a string).
         block_key: Write the block into this state key instead of injecting it.
         output_key: Where the answer is, for string-based states.
@@ -384,8 +385,8 @@ def with_hindsight(
         on_error=on_error,
     )
 
-    def namespace_of(config: Mapping[str, Any] | None) -> str | None:
-        return resolve_namespace(config, explicit=namespace, key=namespace_key)
+    def namespace_of(config: Mapping[str, Any] | None, context: Any) -> str | None:
+        return resolve_namespace(config, explicit=namespace, key=namespace_key, context=context)
 
     wrapping = Wrapping(
         loop=loop,

@@ -446,3 +446,6 @@ def test_the_journal_records_each_run_and_reflection_learns(store: MemoryStore) 
     record = journal.get(run_id, namespace="alice")
     assert record.outcome == "success"
     assert record.task == TASKS[0]
+    by_context = str(uuid.uuid4())
+    app.invoke(_turn(TASKS[1]), {**_config("j2"), "run_id": by_context}, context={"user_id": "bob"})
+    assert journal.get(by_context, namespace="bob").task == TASKS[1]  # namespace from the runtime context
