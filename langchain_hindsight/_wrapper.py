@@ -107,6 +107,8 @@ class Scrubber:
     def scrub(self, value: Any) -> Any:
         """``value`` without the block; containers are rebuilt only where something changed."""
         with self._lock:
+            if not self._originals and not self._blocks:
+                return value  # no run in flight has injected anything
             originals = dict(self._originals)
             blocks = frozenset(self._blocks)
         return _scrub(value, originals, blocks)
@@ -128,20 +130,23 @@ class Scrubber:
         return out
 
 
-def _scrub(value: Any, originals: Mapping[str, BaseMessage], blocks: frozenset[str] = frozenset()) -> Any:
-    if blocks and type(value) is str and value in blocks:
-        return ""
-    if isinstance(value, BaseMessage):
-        if value.id is not None and value.id in originals and value is not originals[value.id]:
-            return originals[value.id]
-        return value
+def _scrub(value: Any, originals: Mapping[str, BaseMessage], blocks: frozenset[str]) -> Any:
     kind = type(value)
     if kind is list or kind is tuple:
         changed = False
         items: list[Any] = []
         for item in value:
-            if isinstance(item, BaseMessage) and str(item.id or "").startswith(BLOCK_ID_PREFIX):
-                changed = True
+            if isinstance(item, BaseMessage):  # inline: message lists are long, recursion is not free
+                if item.id is None:
+                    items.append(item)
+                    continue
+                if item.id.startswith(BLOCK_ID_PREFIX):
+                    changed = True
+                    continue
+                original = originals.get(item.id)
+                if original is not None and original is not item:
+                    item, changed = original, True
+                items.append(item)
                 continue
             new = _scrub(item, originals, blocks)
             changed = changed or new is not item
@@ -152,6 +157,11 @@ def _scrub(value: Any, originals: Mapping[str, BaseMessage], blocks: frozenset[s
     if kind is dict:
         scrubbed = {k: _scrub(v, originals, blocks) for k, v in value.items()}
         return value if all(scrubbed[k] is value[k] for k in value) else scrubbed
+    if isinstance(value, BaseMessage):
+        original = originals.get(value.id) if value.id is not None else None
+        return original if original is not None else value
+    if blocks and kind is str and value in blocks:
+        return ""
     return value
 
 
