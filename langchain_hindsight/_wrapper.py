@@ -541,7 +541,7 @@ class HindsightGraph(CompiledStateGraph[Any, Any, Any, Any]):
             run.block = served.block
             w.scrubber.register_block(served.block)
             run.input = dataclasses.replace(command, update={w.block_key: served.block})
-        elif w.placement == "task_message":  # replaces the task message in place (same id)
+        elif w.placement == "task_message" and isinstance(original.content, str):  # replaced in place (same id)
             w.scrubber.register(original)
             run.input = dataclasses.replace(command, update={w.input_key: _injected(w, run, [original])})
         return run

@@ -199,6 +199,34 @@ def test_subgraph_and_v2_stream_shapes_pass_through(store: MemoryStore, lesson: 
         assert BLOCK not in repr(got)
 
 
+def test_invoke_output_shapes_pass_through(store: MemoryStore, lesson: MemoryUnit) -> None:
+    plain, wrapped = _graph(), with_hindsight(_graph(), store)
+    for app in (plain, wrapped):
+        first = app.invoke(_turn(APPROVAL + TASKS[0]), _config("o"), version="v2")
+        assert first.value["n"] == 1
+        assert [i.value for i in first.interrupts] == ["批准这次查询吗？"]
+        done = app.invoke(Command(resume="ok"), _config("o"), version="v2")
+        assert done.value["approved"] == "ok"
+        assert done.interrupts == ()
+        updates = app.invoke(_turn(TASKS[1]), _config("o"), stream_mode="updates")
+        assert [next(iter(u)) for u in updates] == ["count", "review", "agent", "tools", "agent"]
+        assert BLOCK not in repr(updates)
+
+
+def test_create_agent_streams_tokens_through_the_wrapper(store: MemoryStore, lesson: MemoryUnit) -> None:
+    from langchain.agents import create_agent
+
+    def agent() -> Any:
+        return create_agent(TokenModel(respond=_respond), tools=[lookup], checkpointer=InMemorySaver())
+
+    prompts = Prompts()
+    ref = list(agent().stream(_turn(TASKS[0]), _config("ca"), stream_mode="messages"))
+    got = list(with_hindsight(agent(), store).stream(_turn(TASKS[0]), _config("ca", prompts), stream_mode="messages"))
+    assert len(ref) > 5
+    assert [(m["langgraph_node"], c.content) for c, m in got] == [(m["langgraph_node"], c.content) for c, m in ref]
+    assert prompts.blocks() == [1, 1]
+
+
 # ---------------------------------------------------------------------------- interrupts
 def test_interrupt_is_resumed_through_the_wrapper(store: MemoryStore, lesson: MemoryUnit) -> None:
     journal = RunJournal(store)
@@ -234,6 +262,20 @@ def test_a_resume_without_the_interrupted_wrapper_recalls_again(store: MemorySto
     assert prompts.blocks() == [1, 1]
     assert BLOCK not in _saved(saver)
     assert store.get(lesson.memory_id).access_count == 1  # one outcome for the one task
+
+
+def test_a_multimodal_task_resumes_without_the_block(store: MemoryStore, lesson: MemoryUnit) -> None:
+    """Its block is a separate message, which cannot be put back in place: the rest of the run goes without it."""
+    saver = InMemorySaver()
+    app = with_hindsight(_graph(saver), store)
+    task = HumanMessage([{"type": "text", "text": APPROVAL + TASKS[0]}])
+    app.invoke({"messages": [task]}, _config("mm"))
+    prompts = Prompts()
+    out = app.invoke(Command(resume="ok"), _config("mm", prompts))
+    assert out["approved"] == "ok"
+    assert prompts.blocks() == [0, 0]
+    assert [m.type for m in prompts.seen[0]] == ["human"]  # nothing appended to the conversation
+    assert BLOCK not in _saved(saver)
 
 
 def test_a_static_breakpoint_is_continued_with_none(store: MemoryStore, lesson: MemoryUnit) -> None:
