@@ -365,7 +365,7 @@ def with_hindsight(
     """
     from langgraph.graph.state import CompiledStateGraph
 
-    from langchain_hindsight._wrapper import Scrubber, Wrapping, wrap_graph
+    from langchain_hindsight._wrapper import wrap_graph
 
     if not isinstance(graph, CompiledStateGraph):
         raise ConfigurationError("with_hindsight needs a compiled StateGraph (builder.compile() or create_agent(...))")
@@ -388,15 +388,14 @@ def with_hindsight(
     def namespace_of(config: Mapping[str, Any] | None, context: Any) -> str | None:
         return resolve_namespace(config, explicit=namespace, key=namespace_key, context=context)
 
-    wrapping = Wrapping(
-        loop=loop,
-        scrubber=Scrubber(block_key=block_key),
+    wrapped = wrap_graph(
+        graph,
+        loop,
+        resolve_namespace=namespace_of,
         input_key=input_key,
         block_key=block_key,
         output_key=output_key,
         outcome=outcome,
         placement=placement,
-        resolve_namespace=namespace_of,
     )
-    wrapped = wrap_graph(graph, wrapping)
     return wrapped.copy(update={"name": name}) if name is not None else wrapped
