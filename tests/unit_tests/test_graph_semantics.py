@@ -455,6 +455,41 @@ def test_a_failing_run_is_not_finished_and_the_next_one_works(store: MemoryStore
     assert store.get(lesson.memory_id).access_count == 1
 
 
+def test_concurrent_runs_on_one_wrapper(store: MemoryStore, lesson: MemoryUnit) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    saver = InMemorySaver()
+    app = with_hindsight(_graph(saver), store)
+    prompts = Prompts()
+
+    def run(i: int) -> Any:
+        return app.invoke(_turn(TASKS[i % 3]), _config(f"c{i}", prompts))
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        outs = list(pool.map(run, range(8)))
+    assert [o["n"] for o in outs] == [1] * 8
+    assert [o["messages"][0].content for o in outs] == [TASKS[i % 3] for i in range(8)]
+    assert prompts.blocks() == [1] * 16
+    assert BLOCK not in _saved(saver)
+
+
+def test_mid_run_checkpoints_and_values_are_clean_while_the_model_sees_the_block(
+    store: MemoryStore, lesson: MemoryUnit
+) -> None:
+    saver = InMemorySaver()
+    app = with_hindsight(_graph(saver), store)
+    prompts = Prompts()
+    seen: list[int] = []
+    for chunk in app.stream(_turn(TASKS[0]), _config("nm", prompts), stream_mode="values", durability="sync"):
+        seen.append(str(chunk).count(BLOCK))
+        live = saver.get_tuple(_config("nm"))
+        assert live is not None
+        assert BLOCK not in repr(live.checkpoint)  # already clean while the run is still going
+    assert len(seen) == len(list(_graph().stream(_turn(TASKS[0]), _config("nm"), stream_mode="values")))
+    assert set(seen) == {0}
+    assert prompts.blocks() == [1, 1]  # the running graph's own state kept it
+
+
 # ---------------------------------------------------------------------------- async
 def test_async_invoke_stream_and_resume(store: MemoryStore, lesson: MemoryUnit) -> None:
     saver = InMemorySaver()
