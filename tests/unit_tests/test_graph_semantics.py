@@ -8,6 +8,7 @@ guarantee is checked against the same graph run without the wrapper.
 from __future__ import annotations
 
 import asyncio
+import json
 import operator
 import uuid
 from collections.abc import Iterator
@@ -24,7 +25,7 @@ from langgraph.prebuilt import ToolNode, tools_condition
 from langgraph.types import Command, interrupt
 
 from langchain_hindsight import MemoryStore, MemoryUnit, RunJournal, with_hindsight
-from tests.fakes import ReactiveToolModel, _as_chunk, call
+from tests.fakes import ReactiveToolModel, call
 
 BLOCK = "[相关经验]"
 BLOCK_EN = "[Relevant experience]"
@@ -50,7 +51,11 @@ class TokenModel(ReactiveToolModel):
     ) -> Iterator[ChatGenerationChunk]:
         message = self._next_message(messages)
         if message.tool_calls or not isinstance(message.content, str):
-            chunks = [_as_chunk(message)]
+            calls = [
+                {"name": c["name"], "args": json.dumps(c["args"]), "id": c["id"], "index": i, "type": "tool_call_chunk"}
+                for i, c in enumerate(message.tool_calls)
+            ]
+            chunks = [AIMessageChunk(content=message.content, id=message.id, tool_call_chunks=calls)]
         else:
             words = message.content.split(" ")
             chunks = [
