@@ -195,20 +195,10 @@ class Hindsight:
     def wrap(
         self, graph: CompiledStateGraph[Any, Any, Any, Any], **options: Any
     ) -> CompiledStateGraph[Any, Any, Any, Any]:
-        """``with_hindsight(graph, ...)`` on this bundle's session."""
+        """``with_hindsight(graph, self, **options)``: the graph with this bundle's recall and reflection."""
         from langchain_hindsight.graph import with_hindsight
 
-        c = self.session.config
-        parts: dict[str, Any] = {
-            "retriever": c.retriever,
-            "reflector": c.reflector,
-            "journal": c.journal,
-            "k": c.k,
-            "task_type": c.task_type,
-            "locale": c.locale,
-            "on_error": c.on_error,
-        }
-        return with_hindsight(graph, self.store, **{**parts, **options})
+        return with_hindsight(graph, self, **options)
 
     def memory(self, **options: Any) -> HindsightMemory:
         """``HindsightMemory(self, **options)`` for classic chains (needs the ``classic`` extra)."""
