@@ -520,6 +520,19 @@ def test_async_invoke_stream_and_resume(store: MemoryStore, lesson: MemoryUnit) 
     assert store.get(lesson.memory_id).access_count == 3
 
 
+def test_astream_events_carry_the_token_stream(store: MemoryStore, lesson: MemoryUnit) -> None:
+    plain, app = _graph(), with_hindsight(_graph(), store)
+
+    async def tokens(graph: Any, thread: str) -> list[str]:
+        events = graph.astream_events(_turn(TASKS[0]), _config(thread), version="v2")
+        return [str(e["data"]["chunk"].content) async for e in events if e["event"] == "on_chat_model_stream"]
+
+    ref = asyncio.run(tokens(plain, "ev"))
+    assert len(ref) > 5
+    assert asyncio.run(tokens(app, "ev")) == ref
+    assert store.get(lesson.memory_id).access_count == 1
+
+
 def test_the_journal_records_each_run_and_reflection_learns(store: MemoryStore) -> None:
     journal = RunJournal(store)
     app = with_hindsight(_graph(), store, journal=journal, task_type="api_call")
