@@ -269,6 +269,19 @@ def test_a_resume_without_the_interrupted_wrapper_recalls_again(store: MemorySto
     assert store.get(lesson.memory_id).access_count == 1  # one outcome for the one task
 
 
+def test_interrupted_runs_remembered_are_bounded(store: MemoryStore) -> None:
+    from langchain_hindsight._loop import Served
+    from langchain_hindsight._wrapper import _MAX_PENDING
+
+    wrapping = with_hindsight(_graph(), store).hindsight
+    for i in range(_MAX_PENDING + 1):
+        wrapping.stash((f"t{i}", ""), Served(run_id=f"r{i}", task="t", namespace="default"), None)
+    assert wrapping.unstash(("t0", "")) is None  # the oldest is forgotten (a resume then recalls again)
+    remembered = wrapping.unstash((f"t{_MAX_PENDING}", ""))
+    assert remembered is not None
+    assert remembered[0].run_id == f"r{_MAX_PENDING}"
+
+
 def test_a_multimodal_task_resumes_without_the_block(store: MemoryStore, lesson: MemoryUnit) -> None:
     """Its block is a separate message, which cannot be put back in place: the rest of the run goes without it."""
     saver = InMemorySaver()
