@@ -85,7 +85,8 @@ class Wrapping:
             self.pending[key] = (served, original)
             self.pending.move_to_end(key)
             while len(self.pending) > _MAX_PENDING:
-                self.pending.popitem(last=False)
+                (thread, _), _ = self.pending.popitem(last=False)
+                logger.debug("thread %s: forgot its interrupted run; a resume will recall again", thread)
 
     def unstash(self, key: tuple[str, str]) -> tuple[Served, BaseMessage | None] | None:
         """The served record of the run interrupted on this thread, if this wrapper remembers one."""

@@ -269,6 +269,19 @@ def test_a_resume_without_the_interrupted_wrapper_recalls_again(store: MemorySto
     assert store.get(lesson.memory_id).access_count == 1  # one outcome for the one task
 
 
+def test_interrupted_runs_remembered_are_bounded(store: MemoryStore) -> None:
+    from langchain_hindsight._loop import Served
+    from langchain_hindsight._wrapper import _MAX_PENDING
+
+    wrapping = with_hindsight(_graph(), store).hindsight
+    for i in range(_MAX_PENDING + 1):
+        wrapping.stash((f"t{i}", ""), Served(run_id=f"r{i}", task="t", namespace="default"), None)
+    assert wrapping.unstash(("t0", "")) is None  # the oldest is forgotten (a resume then recalls again)
+    remembered = wrapping.unstash((f"t{_MAX_PENDING}", ""))
+    assert remembered is not None
+    assert remembered[0].run_id == f"r{_MAX_PENDING}"
+
+
 def test_a_multimodal_task_resumes_without_the_block(store: MemoryStore, lesson: MemoryUnit) -> None:
     """Its block is a separate message, which cannot be put back in place: the rest of the run goes without it."""
     saver = InMemorySaver()
@@ -518,6 +531,19 @@ def test_async_invoke_stream_and_resume(store: MemoryStore, lesson: MemoryUnit) 
     assert prompts.blocks() == [1, 1] * 3
     assert BLOCK not in _saved(saver)
     assert store.get(lesson.memory_id).access_count == 3
+
+
+def test_astream_events_carry_the_token_stream(store: MemoryStore, lesson: MemoryUnit) -> None:
+    plain, app = _graph(), with_hindsight(_graph(), store)
+
+    async def tokens(graph: Any, thread: str) -> list[str]:
+        events = graph.astream_events(_turn(TASKS[0]), _config(thread), version="v2")
+        return [str(e["data"]["chunk"].content) async for e in events if e["event"] == "on_chat_model_stream"]
+
+    ref = asyncio.run(tokens(plain, "ev"))
+    assert len(ref) > 5
+    assert asyncio.run(tokens(app, "ev")) == ref
+    assert store.get(lesson.memory_id).access_count == 1
 
 
 def test_the_journal_records_each_run_and_reflection_learns(store: MemoryStore) -> None:
