@@ -229,11 +229,12 @@ def test_async_session_serve_and_finish(make_hs: Callable[..., Hindsight]) -> No
 # ---------------------------------------------------------------------------- conversation feedback
 WRONG = "周报的数据范围取最近7天的滚动窗口"
 CASES = {
-    "zh": ("生成本周的销售周报", "不对，周报只统计本周一到周日", "本周一到周日"),
+    "zh": ("生成本周的销售周报", "不对，周报只统计本周一到周日", "本周一到周日", WRONG),
     "en": (
         "Write this week's sales report",
         "No, the weekly report only covers Monday to Sunday of this week",
         "Monday to Sunday",
+        "For the weekly sales report, use a rolling window of the last 7 days.",
     ),
 }
 
@@ -246,9 +247,9 @@ def _answer(messages: list[BaseMessage]) -> Any:
 def test_correction_turn_in_a_checkpointed_thread_is_feedback_on_the_previous_run(
     lang: str, make_hs: Callable[..., Hindsight]
 ) -> None:
-    task, correction, key = CASES[lang]
+    task, correction, key, lesson = CASES[lang]
     hs = make_hs(task_type="weekly_report")
-    wrong = _add(hs.store, MemoryUnit(task_type="weekly_report", content=WRONG))
+    wrong = _add(hs.store, MemoryUnit(task_type="weekly_report", content=lesson))
     agent = create_agent(
         ReactiveToolModel(respond=_answer), tools=[], middleware=[hs.middleware()], checkpointer=InMemorySaver()
     )
