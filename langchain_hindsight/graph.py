@@ -1,13 +1,12 @@
 """LangGraph adapters: ``with_hindsight`` wraps a compiled graph; ``recall_node``/``reflect_node`` are nodes.
 
-``with_hindsight(graph, store)`` returns a new compiled graph with the same
-state schema that runs recall → your graph → reflect, without any change to
-your graph. For message-based graphs the ``[相关经验]`` block is injected
-ephemerally: your graph sees it in its input, but the wrapper removes it from
-what it returns, and your graph runs without its own checkpointer, so no
-checkpoint ever holds it. For other schemas the block is written into a state
-key you name. The namespace comes from ``config["configurable"]`` (e.g.
-``user_id``).
+``with_hindsight(graph, hs)`` (what ``hs.wrap(graph)`` calls) returns a copy of your compiled graph (see
+``_wrapper.HindsightGraph``) that recalls before each task and reflects after
+it, with LangGraph's semantics unchanged: reducers, streams, interrupts and
+the state API are LangGraph's own. The ``[相关经验]`` block is injected into
+the task message of the run's input (or a state key you name) and kept out of
+every checkpoint and output. The namespace comes from
+``config["configurable"]`` (e.g. ``user_id``).
 
 ``recall_node`` and ``reflect_node`` are plain callables for your own
 ``StateGraph``: the first writes the block (and what it served) into state
@@ -23,19 +22,13 @@ from langchain_core.messages import BaseMessage
 from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
 
 from langchain_hindsight._adapters import (
-    BLOCK_ID_PREFIX,
-    INJECTED_MARKER,
     Placement,
     check_placement,
     find_task,
-    inject,
     message_text,
-    resolve_namespace,
     trajectory_from_messages,
 )
-from langchain_hindsight._loop import ErrorPolicy, HindsightLoop
 from langchain_hindsight.errors import ConfigurationError
-from langchain_hindsight.prompts import Locale
 from langchain_hindsight.session import HindsightSession, Served, new_run_id, session_for
 from langchain_hindsight.types import Outcome, Step, Trajectory
 
@@ -43,9 +36,6 @@ if TYPE_CHECKING:
     from langgraph.graph.state import CompiledStateGraph
 
     from langchain_hindsight.hindsight import Hindsight
-    from langchain_hindsight.journal import RunJournal
-    from langchain_hindsight.reflection import BackgroundReflector, Reflector
-    from langchain_hindsight.retriever import HindsightRetriever
     from langchain_hindsight.store import MemoryStore
 
 __all__ = ["recall_node", "reflect_node", "with_hindsight"]
@@ -88,18 +78,6 @@ def _served_from_record(record: Mapping[str, Any]) -> tuple[Served, list[str]]:
         namespace=str(record.get("namespace") or ""),
     )
     return served, [str(i) for i in record.get("memory_ids") or []]
-
-
-def _restore(messages: list[BaseMessage], originals: Mapping[str, BaseMessage]) -> list[BaseMessage]:
-    """``messages`` without injected blocks, with rewritten task messages put back as they were."""
-    out: list[BaseMessage] = []
-    for message in messages:
-        if str(message.id or "").startswith(BLOCK_ID_PREFIX):
-            continue
-        if message.additional_kwargs.get(INJECTED_MARKER) and message.id is not None and message.id in originals:
-            message = originals[message.id]
-        out.append(message)
-    return out
 
 
 def _final_trajectory(
@@ -278,145 +256,83 @@ def reflect_node(
 # ---------------------------------------------------------------------------- wrapper
 def with_hindsight(
     graph: CompiledStateGraph[Any, Any, Any, Any],
-    store: MemoryStore,
+    hindsight: Hindsight | HindsightSession | MemoryStore,
     *,
-    retriever: HindsightRetriever | None = None,
-    reflector: Reflector | BackgroundReflector | None = None,
-    journal: RunJournal | None = None,
-    k: int = 5,
-    task_type: str | None = None,
     namespace: str | None = None,
-    namespace_key: str | None = "user_id",
     input_key: str = "messages",
     block_key: str | None = None,
     output_key: str | None = None,
     outcome: OutcomeFn | None = None,
     placement: Placement = "task_message",
-    locale: Locale = "zh",
-    max_lines: int = 8,
-    recall: bool = True,
-    reflect: bool = True,
-    apply_outcome: bool = True,
-    on_error: ErrorPolicy = "log",
-    name: str = "hindsight",
+    name: str | None = None,
+    **options: Any,
 ) -> CompiledStateGraph[Any, Any, Any, Any]:
-    """Wrap a compiled graph into recall → graph → reflect, with the same state schema.
+    """Your compiled graph, recalling experience before each task and learning after it.
 
-    Message-based state (``state[input_key]`` is a list of messages, and no
-    ``block_key``): the block is injected into your graph's input ephemerally
-    (``placement`` as in :class:`~langchain_hindsight.middleware.HindsightMiddleware`)
-    and removed from what the wrapper returns. Your graph runs without its own
-    checkpointer (the wrapper is compiled with it instead), so no checkpoint
-    holds the block; interrupts inside your graph are therefore not resumable
-    through the wrapper. Other schemas: give ``block_key``; the block is written
-    there before your graph runs.
+    The result is a copy of ``graph`` (same nodes, reducers, checkpointer,
+    store), so it keeps LangGraph's semantics: reducers apply once per step,
+    ``stream`` yields your graph's own chunks and node names (token streaming
+    included), an ``interrupt()`` is resumed with ``Command(resume=...)``, and
+    ``get_state``/``update_state``/``get_state_history`` read and write your
+    checkpointer. What it adds, per run whose input carries a new task:
+
+    * Message state (``state[input_key]`` holds messages, no ``block_key``):
+      the ``[相关经验]`` block is injected into the task's human message in the
+      run's input (``placement`` as in
+      :class:`~langchain_hindsight.middleware.HindsightMiddleware`), so every
+      model call of the run sees it. The message is put back as it was in
+      every checkpoint written to your checkpointer and in what the graph
+      returns and streams: the block is never persisted.
+    * Other schemas: give ``block_key``; the block is written there in the
+      run's input, and emptied in checkpoints and outputs the same way.
+    * When the run ends, the session applies the outcome to the served
+      memories, journals the run and reflects on the final state. A run that
+      stops on an interrupt is finished when it is resumed.
 
     Example:
         .. code-block:: python
 
-            from langchain_hindsight import MemoryStore, with_hindsight
-
-            app = with_hindsight(my_graph, MemoryStore("./memory_db"))
+            hs = Hindsight(persist_directory="./memory_db")
+            app = hs.wrap(my_graph)            # with_hindsight(my_graph, hs)
             app.invoke({"messages": [("user", "清洗 data.csv")]},
                        config={"configurable": {"user_id": "alice", "thread_id": "1"}})
 
     Args:
         graph: A compiled ``StateGraph`` (``builder.compile()`` or ``create_agent(...)``).
-        store: The memory store.
-        retriever: Custom recall component.
-        reflector: ``Reflector`` or ``BackgroundReflector``; default rule-based.
-        journal: Optional ``RunJournal``.
-        k: Experiences recalled per task.
-        task_type: Task type to prefer in recall and label reflections.
-        namespace: Fixed namespace or template filled from ``config["configurable"]``.
-        namespace_key: ``config["configurable"]`` key naming the namespace.
+        hindsight: A :class:`~langchain_hindsight.Hindsight`, its ``session``, or a bare store.
+        namespace: Fixed namespace or template filled from ``config["configurable"]``;
+            default from ``config["configurable"][namespace_key]`` or the run's ``context=``.
         input_key: Where the task is (messages or a string).
         block_key: Write the block into this state key instead of injecting it.
         output_key: Where the answer is, for string-based states.
         outcome: Decides the outcome from the final state (default: inferred).
         placement: ``"task_message"`` or ``"separate_message"`` (message graphs).
-        locale: ``"zh"`` or ``"en"``.
-        max_lines: At most this many block lines.
-        recall: ``False`` learns without injecting.
-        reflect: ``False`` never reflects.
-        apply_outcome: Credit/penalise the served memories after each run.
-        on_error: ``"log"`` (default; recall/reflection failures never break the graph) or ``"raise"``.
-        name: Name of the wrapper's single node.
+        name: Name of the returned graph (default: ``graph``'s name).
+        **options: :class:`~langchain_hindsight.session.SessionConfig` options changed for this graph.
 
     Raises:
-        ConfigurationError: ``graph`` is not a compiled ``StateGraph``.
+        ConfigurationError: ``graph`` is not a compiled ``StateGraph``, or an unknown option.
     """
-    from langgraph.graph import END, START, StateGraph
+    from langgraph.graph.state import CompiledStateGraph
 
-    builder = getattr(graph, "builder", None)
-    schema = getattr(builder, "state_schema", None)
-    if schema is None or not hasattr(graph, "copy"):
+    from langchain_hindsight._wrapper import wrap_graph
+
+    if not isinstance(graph, CompiledStateGraph):
         raise ConfigurationError("with_hindsight needs a compiled StateGraph (builder.compile() or create_agent(...))")
     check_placement(placement)
-    inner = graph.copy(update={"checkpointer": False})
-    loop = HindsightLoop(
-        store,
-        retriever=retriever,
-        reflector=reflector,
-        journal=journal,
-        k=k,
-        task_type=task_type,
-        locale=locale,
-        max_lines=max_lines,
-        recall=recall,
-        reflect=reflect,
-        apply_outcome=apply_outcome,
-        on_error=on_error,
+    session = session_for(hindsight, **options)
+
+    def namespace_of(config: Mapping[str, Any] | None, context: Any) -> str | None:
+        return session.resolve_namespace(config, explicit=namespace, context=context)
+
+    wrapped = wrap_graph(
+        graph,
+        session,
+        resolve_namespace=namespace_of,
+        input_key=input_key,
+        block_key=block_key,
+        output_key=output_key,
+        outcome=outcome,
+        placement=placement,
     )
-
-    def inputs_for(state: dict[str, Any], served: Served) -> tuple[dict[str, Any], dict[str, BaseMessage]]:
-        value = state.get(input_key)
-        if block_key is None and _is_messages(value):
-            found = find_task(value)
-            originals: dict[str, BaseMessage] = {found[1].id: found[1]} if found is not None and found[1].id else {}
-            injected = inject(value, block=served.block, task_prompt=served.task_prompt, placement=placement)
-            return {**state, input_key: injected}, originals
-        if block_key is not None:
-            return {**state, block_key: served.block}, {}
-        return dict(state), {}
-
-    def finish_output(out: Any, originals: Mapping[str, BaseMessage]) -> dict[str, Any]:
-        result = dict(out) if isinstance(out, Mapping) else {}
-        value = result.get(input_key)
-        if block_key is None and _is_messages(value):
-            result[input_key] = _restore(value, originals)
-        return result
-
-    def run(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
-        task = _task_text(state, input_key)
-        ns = resolve_namespace(config, explicit=namespace, key=namespace_key)
-        served = loop.serve(task, namespace=ns, run_id=_run_id(config))
-        inputs, originals = inputs_for(state, served)
-        out = inner.invoke(inputs, config)
-        result = finish_output(out, originals)
-        loop.finish(
-            served,
-            _final_trajectory(result, input_key=input_key, output_key=output_key, served=served, outcome=outcome),
-        )
-        return result
-
-    async def arun(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
-        task = _task_text(state, input_key)
-        ns = resolve_namespace(config, explicit=namespace, key=namespace_key)
-        served = await loop.aserve(task, namespace=ns, run_id=_run_id(config))
-        inputs, originals = inputs_for(state, served)
-        out = await inner.ainvoke(inputs, config)
-        result = finish_output(out, originals)
-        await loop.afinish(
-            served,
-            _final_trajectory(result, input_key=input_key, output_key=output_key, served=served, outcome=outcome),
-        )
-        return result
-
-    from langchain_core.runnables import RunnableLambda
-
-    outer: StateGraph[Any, Any, Any, Any] = StateGraph(schema)
-    outer.add_node(name, RunnableLambda(run, afunc=arun, name=name))  # type: ignore[type-var]
-    outer.add_edge(START, name)
-    outer.add_edge(name, END)
-    return outer.compile(checkpointer=graph.checkpointer, store=graph.store, name=graph.get_name())
+    return wrapped.copy(update={"name": name}) if name is not None else wrapped

@@ -16,9 +16,7 @@ Example:
 
 from __future__ import annotations
 
-import inspect
 import os
-from dataclasses import fields
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
@@ -197,13 +195,10 @@ class Hindsight:
     def wrap(
         self, graph: CompiledStateGraph[Any, Any, Any, Any], **options: Any
     ) -> CompiledStateGraph[Any, Any, Any, Any]:
-        """``with_hindsight(graph, ...)`` on this bundle's session (its parts and options, ``options`` win)."""
+        """``with_hindsight(graph, self, **options)``: the graph with this bundle's recall and reflection."""
         from langchain_hindsight.graph import with_hindsight
 
-        accepted = inspect.signature(with_hindsight).parameters
-        config = self.session.config
-        parts = {f.name: getattr(config, f.name) for f in fields(config) if f.name in accepted and f.name != "store"}
-        return with_hindsight(graph, self.store, **{**parts, **options})
+        return with_hindsight(graph, self, **options)
 
     def memory(self, **options: Any) -> HindsightMemory:
         """``HindsightMemory(self, **options)`` for classic chains (needs the ``classic`` extra)."""
