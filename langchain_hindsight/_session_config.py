@@ -91,8 +91,9 @@ class SessionConfig:
         journal: The run journal; default ``RunJournal(store)`` (the journal is always on).
         k: Experiences recalled per task.
         task_type: A fixed task type for recall and reflection; ``None`` infers it from each task's text.
-        min_relevance: Relevance floor passed to the default retriever (results below it are
-            dropped; nothing relevant → no block); ``None`` keeps the retriever's default.
+        min_relevance: Relevance floor of recall (results below it are dropped; nothing
+            relevant → no block); ``"default"`` keeps the retriever's own floor, ``None``
+            switches the floor off.
         locale: ``"zh"`` (default) or ``"en"`` block and task prompt.
         max_lines: At most this many block lines.
         namespace_key: ``config["configurable"]`` key (or runtime context attribute) naming the
@@ -112,7 +113,7 @@ class SessionConfig:
     journal: RunJournal | None = None
     k: int = 5
     task_type: str | None = None
-    min_relevance: float | None = None
+    min_relevance: float | Literal["default"] | None = "default"
     locale: Locale = "zh"
     max_lines: int = 8
     namespace_key: str | None = "user_id"
@@ -132,10 +133,10 @@ class SessionConfig:
             raise ConfigurationError(f"k must be a positive int, got {self.k!r}")
         if isinstance(self.max_lines, bool) or not isinstance(self.max_lines, int) or self.max_lines < 1:
             raise ConfigurationError(f"max_lines must be a positive int, got {self.max_lines!r}")
-        if self.min_relevance is not None and (
+        if self.min_relevance not in (None, "default") and (
             isinstance(self.min_relevance, bool) or not isinstance(self.min_relevance, int | float)
         ):
-            raise ConfigurationError(f"min_relevance must be a number or None, got {self.min_relevance!r}")
+            raise ConfigurationError(f"min_relevance must be a number, None or 'default', got {self.min_relevance!r}")
         get_templates(self.locale)  # validates the locale
 
     @classmethod

@@ -17,7 +17,7 @@ Example:
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit
 
 from langchain_core.callbacks import BaseCallbackHandler
@@ -81,7 +81,7 @@ class Hindsight:
         task_type: A fixed task type for recall and reflection; ``None`` infers it
             from each task's text.
         min_relevance: Relevance floor for recall (nothing relevant → no block);
-            ``None`` keeps the retriever's default.
+            ``"default"`` keeps the retriever's floor, ``None`` switches it off.
         locale: ``"zh"`` (default) or ``"en"``.
         background: Reflect in a worker thread (never delays the agent); call
             :meth:`flush` before reading what was learned.
@@ -117,7 +117,7 @@ class Hindsight:
         namespace: str = "default",
         k: int = 5,
         task_type: str | None = None,
-        min_relevance: float | None = None,
+        min_relevance: float | Literal["default"] | None = "default",
         locale: Locale = "zh",
         background: bool = False,
         conversation_feedback: bool = True,

@@ -100,12 +100,12 @@ class HindsightSession:
         store = config.store
         retriever = config.retriever
         if retriever is None:
-            floor: dict[str, Any] = {} if config.min_relevance is None else {"min_relevance": config.min_relevance}
+            floor: dict[str, Any] = {} if config.min_relevance == "default" else {"min_relevance": config.min_relevance}
             retriever = HindsightRetriever(
                 store=store, k=config.k, task_type=config.task_type, locale=config.locale, **floor
             )
         elif (
-            config.min_relevance is not None
+            config.min_relevance != "default"
             and isinstance(retriever, HindsightRetriever)
             and retriever.min_relevance != config.min_relevance
         ):
