@@ -31,6 +31,7 @@ from langchain_hindsight._collections import (
     Collection,
     Role,
     acquire_directory,
+    check_embedder,
     check_namespace,
     filter_where,
     open_change_feed,
@@ -54,6 +55,7 @@ from langchain_hindsight._write import (
     write_plan,
     write_updates,
 )
+from langchain_hindsight.embeddings import EmbedderIdentity, embedder_identity
 from langchain_hindsight.errors import (
     ConfigurationError,
     HindsightError,
@@ -140,9 +142,13 @@ class MemoryStore:
             when ``client`` is given.
         client: A chromadb client to use instead (``HttpClient`` for a server,
             ``EphemeralClient`` for throwaway stores). The store does not close it.
-        embeddings: Any LangChain ``Embeddings``; default :class:`LocalEmbeddings`
-            (offline all-MiniLM-L6-v2). Must return normalised vectors for the
+        embeddings: Any LangChain ``Embeddings``; default
+            :class:`~langchain_hindsight.multilingual.MultilingualEmbeddings`
+            (offline, Chinese and English). Must return normalised vectors for the
             thresholds to mean cosine similarity (Chroma uses cosine distance).
+            The store records the embedder's identity; using the store's vectors
+            with another embedder raises :class:`EmbedderMismatchError` (migrate
+            with ``hindsight reembed``). Reading units needs no matching embedder.
         conflict_threshold: Similarity above which a new unit with different
             content supersedes an active one (seed §3.4). ``None`` disables.
         merge_threshold: Similarity at or above which a new unit is merged into
@@ -189,10 +195,11 @@ class MemoryStore:
         self.policy = policy or ConfidencePolicy()
         self.vocabulary = vocabulary or TaskTypeVocabulary()
         if embeddings is None:
-            from langchain_hindsight.embeddings import LocalEmbeddings
+            from langchain_hindsight.embeddings import default_embeddings
 
-            embeddings = LocalEmbeddings()
+            embeddings = default_embeddings()
         self.embeddings = embeddings
+        self._embedder_checked: set[str] = set()  # names of collections whose embedder identity matched
         self._lock = threading.RLock()
         self._collections: dict[tuple[str, Role], Collection] = {}
         self._lexical: dict[str, LexicalIndex] = {}
@@ -272,7 +279,7 @@ class MemoryStore:
         cached = self._collections.get(key)
         if cached is not None:
             return cached
-        col = open_collection(self.client, namespace, role, create=create)
+        col = open_collection(self.client, namespace, role, create=create, identity=self._identity)
         if col is None:
             return None
         self._collections[key] = col
@@ -280,6 +287,21 @@ class MemoryStore:
             self._repaired.add(namespace)
             self._repair(namespace)
         return col
+
+    @property
+    def _identity(self) -> EmbedderIdentity:
+        return embedder_identity(self.embeddings)
+
+    def _vectors(self, col: Collection | None) -> Collection | None:
+        """``col``, once its recorded embedder is this store's (see ``_collections.check_embedder``)."""
+        if col is not None and col.name not in self._embedder_checked:
+            check_embedder(col, self._identity)
+            self._embedder_checked.add(col.name)
+        return col
+
+    def _embed_into(self, col: Collection, texts: list[str]) -> list[list[float]]:
+        self._vectors(col)
+        return self.embeddings.embed_documents(texts)
 
     @_backend_errors
     def namespaces(self) -> list[str]:
@@ -469,7 +491,7 @@ class MemoryStore:
         if include_embeddings:
             include.append("embeddings")
         with self._lock:
-            col = self._collection(ns, create=False)
+            col = self._vectors(self._collection(ns, create=False))
             if col is None:
                 return []
             try:
@@ -504,7 +526,7 @@ class MemoryStore:
             return []
         ns = self._ns(namespace)
         with self._lock:
-            col = self._collection(ns, create=False)
+            col = self._vectors(self._collection(ns, create=False))
             if col is None:
                 return []
             try:
@@ -619,7 +641,7 @@ class MemoryStore:
     def _add_namespace(
         self, ns: str, units: list[MemoryUnit], vectors: list[list[float]], dedupe: bool
     ) -> list[MemoryUnit]:
-        col = self._collection(ns)
+        col = self._vectors(self._collection(ns))
         assert col is not None
         plan = plan_add(
             units,
@@ -682,7 +704,7 @@ class MemoryStore:
                 col = self._collection(ns, role, create=False)
                 if col is None:
                     continue
-                batch = write_updates(col, role, units, self.embeddings.embed_documents)
+                batch = write_updates(col, role, units, functools.partial(self._embed_into, col))
                 if not batch:
                     continue
                 if role == "memories":
