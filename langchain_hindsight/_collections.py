@@ -40,6 +40,9 @@ __all__ = [
     "EMBEDDER_DIM_KEY",
     "EMBEDDER_KEY",
     "LEGACY_IDENTITY",
+    "REEMBED_COMPLETE",
+    "REEMBED_OF",
+    "REEMBED_SUFFIX",
     "ROLES",
     "Collection",
     "Role",
@@ -56,6 +59,8 @@ __all__ = [
     "query_hits",
     "recorded_identity",
     "records",
+    "recover_reembed",
+    "switch_reembed",
 ]
 
 logger = logging.getLogger(__name__)
@@ -82,11 +87,17 @@ EMBEDDER_DIM_KEY = "hindsight_embedder_dim"
 LEGACY_IDENTITY = EmbedderIdentity(MINILM_NAME, MINILM_DIMENSION)
 """What a collection without a recorded identity is taken to hold: MiniLM was the only default then."""
 _BUILTIN = frozenset({MINILM_NAME, "use-multilingual-v3"})
+REEMBED_SUFFIX = "-reembed"
+"""Suffix of the side collection ``hindsight reembed`` writes into (canonical names end in a hex digest)."""
+REEMBED_OF = "hindsight_reembed_of"
+"""Side collection metadata key: the role of the collection it will replace."""
+REEMBED_COMPLETE = "hindsight_reembed_complete"
+"""Side collection metadata key: true once the copy was verified against the original."""
 _REEMBED_HINT = (
     "Similarities between two models' vectors mean nothing, so the store refuses to mix them. "
     "Migrate the store in place with `hindsight reembed --path DIR` (or `--server HOST:PORT`; it re-embeds "
     "every memory from its stored text and keeps every field; from Python: "
-    "langchain_hindsight.reembed(store)), or open it with the embedder that wrote it"
+    "store.reembed()), or open it with the embedder that wrote it"
 )
 
 
@@ -152,6 +163,29 @@ def recorded_identity(col: Collection) -> EmbedderIdentity | None:
     return EmbedderIdentity(name, dim if isinstance(dim, int) and not isinstance(dim, bool) and dim > 0 else None)
 
 
+def switch_reembed(client: Any, name: str, side: Collection) -> Collection:
+    """Drop collection ``name`` (if present) and rename the verified side collection ``side`` to it."""
+    if _get(client, name) is not None:
+        client.delete_collection(name)
+    meta = {k: v for k, v in (side.metadata or {}).items() if k not in (REEMBED_OF, REEMBED_COMPLETE)}
+    meta["hindsight_role"] = (side.metadata or {})[REEMBED_OF]
+    side.modify(name=name, metadata=meta)
+    return client.get_collection(name, embedding_function=None)
+
+
+def recover_reembed(client: Any, name: str) -> Collection | None:
+    """Finish a re-embedding of collection ``name`` that died between drop and rename; the collection or ``None``.
+
+    Only a side collection marked complete (verified against the original) is
+    renamed; an incomplete one is left for the next ``hindsight reembed``.
+    """
+    side = _get(client, name + REEMBED_SUFFIX)
+    if side is None or not (side.metadata or {}).get(REEMBED_COMPLETE):
+        return None
+    logger.warning("completing an interrupted re-embedding of collection %r", name)
+    return switch_reembed(client, name, side)
+
+
 def open_collection(
     client: Any, namespace: str, role: Role, *, create: bool, identity: EmbedderIdentity | None = None
 ) -> Collection | None:
@@ -164,6 +198,8 @@ def open_collection(
     name = collection_name(namespace, role)
     try:
         col = _get(client, name)
+        if col is None and role in ROLES:
+            col = recover_reembed(client, name)
         if col is None and create:
             metadata: dict[str, Any] = {"hindsight_namespace": namespace, "hindsight_role": role}
             if role in ROLES:

@@ -70,6 +70,8 @@ if TYPE_CHECKING:
     from chromadb.api import ClientAPI
     from filelock import BaseFileLock
 
+    from langchain_hindsight._reembed import ReembedReport
+
 __all__ = ["ConfidencePolicy", "MemoryStore"]
 
 logger = logging.getLogger(__name__)
@@ -901,6 +903,48 @@ class MemoryStore:
     def _delete_ids(self, ns: str, ids: list[str]) -> tuple[int, list[str]]:
         """Delete ``ids`` and every reference to them; return (count, names of collections touched)."""
         return _forget.delete_ids(self, ns, ids)
+
+    # ------------------------------------------------------------------ migration
+    @_backend_errors
+    def reembed(
+        self,
+        *,
+        namespaces: Sequence[str] | None = None,
+        batch_size: int = 64,
+        progress: Callable[[str, int, int], None] | None = None,
+    ) -> ReembedReport:
+        """Re-embed every unit with this store's embedder, in place (what ``hindsight reembed`` runs).
+
+        Use it after changing a store's embedder (the store then raises
+        :class:`EmbedderMismatchError` until this is done). Each memories and
+        archive collection is copied with new vectors from the stored text
+        (every field kept), verified, then switched; a crash leaves the old
+        collection intact and a re-run finishes the job (see ``_reembed``). An
+        embedded store is then scrubbed, so the old vectors leave the disk.
+        Nothing else may write to the store meanwhile.
+
+        Args:
+            namespaces: Namespaces to migrate (default: every namespace).
+            batch_size: Texts per embedding call.
+            progress: Called as ``progress("namespace/role", done, total)``.
+        """
+        from langchain_hindsight._reembed import reembed_collections
+
+        with self._lock:
+            self._ensure_open()
+            names = self.namespaces() if namespaces is None else [check_namespace(n) for n in namespaces]
+            self._collections.clear()
+            self._embedder_checked.clear()
+            try:
+                report = reembed_collections(
+                    self.client, self.embeddings, names, batch_size=batch_size, progress=progress
+                )
+            finally:
+                self._collections.clear()
+                self._embedder_checked.clear()
+            if report.migrated and self._owns_client and self.persist_directory is not None:
+                self._scrub(None)
+            return report
 
     # ------------------------------------------------------------------ physical erasure
     @_backend_errors
