@@ -57,6 +57,7 @@ __all__ = [
     "open_client",
     "open_collection",
     "query_hits",
+    "recorded_embedder",
     "recorded_identity",
     "records",
     "recover_reembed",
@@ -265,6 +266,33 @@ def check_embedder(col: Collection, identity: EmbedderIdentity) -> None:
             f"{identity}. {_REEMBED_HINT}."
         )
     col.modify(metadata={**meta, **identity_metadata(identity)})
+
+
+def recorded_embedder(client: Any, namespace: str) -> EmbedderIdentity | None:
+    """The embedder identity a store on ``client`` records, or ``None`` for a new (or mixed) store.
+
+    ``namespace``'s memories (else archive) collection decides; without one, the
+    identity every vector collection agrees on. A non-empty collection without a
+    recorded identity counts as :data:`LEGACY_IDENTITY`.
+    """
+
+    def identity(col: Collection) -> EmbedderIdentity | None:
+        found = recorded_identity(col)
+        return found if found is not None or not col.count() else LEGACY_IDENTITY
+
+    try:
+        for role in ROLES:
+            col = _get(client, collection_name(namespace, role))
+            if col is not None and (found := identity(col)) is not None:
+                return found
+        seen: set[EmbedderIdentity] = set()
+        for col in client.list_collections():
+            if (col.metadata or {}).get("hindsight_role") in ROLES and (found := identity(col)) is not None:
+                seen.add(found)
+    except Exception:  # an unreachable server is reported by the first real call
+        logger.debug("could not read the recorded embedder", exc_info=True)
+        return None
+    return seen.pop() if len(seen) == 1 else None
 
 
 def open_change_feed(client: Any, namespace: str) -> ChangeFeed:

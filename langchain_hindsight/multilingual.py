@@ -177,4 +177,3 @@ class MultilingualEmbeddings(Embeddings):
     async def aembed_query(self, text: str) -> list[float]:
         """:meth:`embed_query` in the default executor (the event loop keeps running)."""
         return await run_in_executor(None, self.embed_query, text)
-

@@ -38,6 +38,7 @@ from langchain_hindsight._collections import (
     open_client,
     open_collection,
     query_hits,
+    recorded_embedder,
     records,
 )
 from langchain_hindsight._collections import namespaces as _namespaces
@@ -144,8 +145,10 @@ class MemoryStore:
             when ``client`` is given.
         client: A chromadb client to use instead (``HttpClient`` for a server,
             ``EphemeralClient`` for throwaway stores). The store does not close it.
-        embeddings: Any LangChain ``Embeddings``; default
-            :class:`~langchain_hindsight.multilingual.MultilingualEmbeddings`
+        embeddings: Any LangChain ``Embeddings``. Default: the embedder the
+            store records if it is one of this package's (an existing MiniLM
+            store keeps :class:`LocalEmbeddings`, given the ``[minilm]`` extra),
+            else :class:`~langchain_hindsight.multilingual.MultilingualEmbeddings`
             (offline, Chinese and English). Must return normalised vectors for the
             thresholds to mean cosine similarity (Chroma uses cosine distance).
             The store records the embedder's identity; using the store's vectors
@@ -196,11 +199,6 @@ class MemoryStore:
         self.conflict_scope = conflict_scope
         self.policy = policy or ConfidencePolicy()
         self.vocabulary = vocabulary or TaskTypeVocabulary()
-        if embeddings is None:
-            from langchain_hindsight.embeddings import default_embeddings
-
-            embeddings = default_embeddings()
-        self.embeddings = embeddings
         self._embedder_checked: set[str] = set()  # names of collections whose embedder identity matched
         self._lock = threading.RLock()
         self._collections: dict[tuple[str, Role], Collection] = {}
@@ -221,6 +219,11 @@ class MemoryStore:
                 self._release_directory()
                 raise StoreError(f"could not open Chroma at {self.persist_directory}: {e}") from e
         self.client: Any = client
+        if embeddings is None:  # the embedder the store records (a new store: the multilingual default)
+            from langchain_hindsight.embeddings import default_embeddings
+
+            embeddings = default_embeddings(recorded_embedder(client, self.namespace))
+        self.embeddings: Embeddings = embeddings
         self._repaired: set[str] = set()
         if self._owns_client:
             try:

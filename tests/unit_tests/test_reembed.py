@@ -19,7 +19,7 @@ from langchain_core.embeddings import Embeddings
 
 from langchain_hindsight import _reembed
 from langchain_hindsight._collections import EMBEDDER_DIM_KEY, EMBEDDER_KEY, collection_name
-from langchain_hindsight.cli import EXIT_OK, EXIT_USAGE, main
+from langchain_hindsight.cli import EXIT_OK, main
 from langchain_hindsight.embeddings import EmbedderIdentity, LocalEmbeddings, embedder_identity
 from langchain_hindsight.errors import ConfigurationError, EmbedderMismatchError, EmbeddingError
 from langchain_hindsight.journal import RunJournal, RunRecord
@@ -226,6 +226,24 @@ def test_foreign_embedders_are_named_by_model_without_a_call() -> None:
     assert embedder_identity(NoEmbeddings()).name.endswith("test_reembed.NoEmbeddings")
 
 
+def test_the_default_embedder_follows_the_store(
+    tmp_path: Path, use: MultilingualEmbeddings, embeddings: LocalEmbeddings
+) -> None:
+    with MemoryStore(tmp_path / "new") as store:  # a new store: the multilingual default
+        assert isinstance(store.embeddings, MultilingualEmbeddings)
+        store.add(MemoryUnit(task_type="crm", content=ZH["mem_email"]))
+    with MemoryStore(tmp_path / "new") as store:
+        assert isinstance(store.embeddings, MultilingualEmbeddings)
+    _minilm_store(tmp_path / "old", embeddings)
+    with MemoryStore(tmp_path / "old") as store:  # a MiniLM store keeps MiniLM: no forced migration
+        assert isinstance(store.embeddings, LocalEmbeddings)
+        assert store.search("周报统计哪几天", k=1)[0][0].memory_id == "mem_weekly"
+        for col in store.client.list_collections():  # a store from before identities: MiniLM too
+            col.modify(metadata={k: v for k, v in col.metadata.items() if k not in (EMBEDDER_KEY, EMBEDDER_DIM_KEY)})
+    with MemoryStore(tmp_path / "old") as store:
+        assert isinstance(store.embeddings, LocalEmbeddings)
+
+
 # -- reembed --------------------------------------------------------------------------------------
 
 
@@ -316,11 +334,13 @@ def test_a_killed_reembed_loses_nothing(
     script = textwrap.dedent(
         f"""
         import os, signal
+        from langchain_hindsight.multilingual import MultilingualEmbeddings
         from langchain_hindsight.store import MemoryStore
         def progress(stage, done, total):
             if done >= 2:
                 os.kill(os.getpid(), signal.SIGKILL)
-        MemoryStore({str(tmp_path / "db")!r}).reembed(batch_size=1, progress=progress)
+        store = MemoryStore({str(tmp_path / "db")!r}, embeddings=MultilingualEmbeddings())
+        store.reembed(batch_size=1, progress=progress)
         """
     )
     proc = subprocess.run([sys.executable, "-c", script], timeout=300, env={**os.environ, "PYTHONPATH": os.getcwd()})
@@ -338,13 +358,13 @@ def test_cli_reembed_reports_progress_and_migrates(
 ) -> None:
     _minilm_store(tmp_path / "db", embeddings)
     path = str(tmp_path / "db")
-    assert main(["search", "邮件", "--path", path]) == EXIT_USAGE  # the default embedder is refused...
-    assert "hindsight reembed" in capsys.readouterr().err
+    assert main(["search", "邮件", "--path", path]) == EXIT_OK  # the store's own embedder (MiniLM) by default
+    capsys.readouterr()
     assert main(["reembed", "--path", path, "--json"]) == EXIT_OK
     out, err = capsys.readouterr()
     assert json.loads(out)["units"] == 14
     assert "default/memories: 6/6" in err
-    assert main(["search", "乙公司用什么方式联系", "--path", path, "--json"]) == EXIT_OK  # ...until migrated
+    assert main(["search", "乙公司用什么方式联系", "--path", path, "--json"]) == EXIT_OK  # now multilingual
     assert json.loads(capsys.readouterr().out)[0]["memory"]["memory_id"] == "mem_phone"
     assert main(["reembed", "--path", path, "--to", "minilm", "--namespace", "alice"]) == EXIT_OK
     assert "alice/memories: 6 unit(s) re-embedded" in capsys.readouterr().out
