@@ -87,7 +87,7 @@ EMBEDDER_DIM_KEY = "hindsight_embedder_dim"
 """Collection metadata key: the length of those vectors (0 when the embedder did not declare it)."""
 LEGACY_IDENTITY = EmbedderIdentity(MINILM_NAME, MINILM_DIMENSION)
 """What a collection without a recorded identity is taken to hold: MiniLM was the only default then."""
-_BUILTIN = frozenset({MINILM_NAME, "use-multilingual-v3"})
+_BUILTIN = frozenset({MINILM_NAME, "use-multilingual-v3", "minilm-l6+use-m3/routed@0.8"})
 REEMBED_SUFFIX = "-reembed"
 """Suffix of the side collection ``hindsight reembed`` writes into (canonical names end in a hex digest)."""
 REEMBED_OF = "hindsight_reembed_of"

@@ -219,22 +219,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The ``hindsight reembed`` options."""
     parser.add_argument(
         "--to",
-        choices=["multilingual", "minilm"],
-        default="multilingual",
-        help="new embedder: multilingual (default: Universal Sentence Encoder multilingual v3) or minilm "
-        "(all-MiniLM-L6-v2, needs the [minilm] extra)",
+        choices=["default", "multilingual", "minilm"],
+        default="default",
+        help="new embedder: default (MiniLM + Universal Sentence Encoder routed by script), multilingual "
+        "(Universal Sentence Encoder multilingual v3 alone) or minilm (all-MiniLM-L6-v2 alone)",
     )
     parser.add_argument("--batch-size", type=int, default=64, help="texts per embedding call")
 
 
 def _target(name: str) -> Embeddings:
+    from langchain_hindsight.embeddings import LocalEmbeddings
+    from langchain_hindsight.multilingual import MultilingualEmbeddings, ScriptRoutedEmbeddings
+
     if name == "minilm":
-        from langchain_hindsight.embeddings import LocalEmbeddings
-
         return LocalEmbeddings()
-    from langchain_hindsight.multilingual import MultilingualEmbeddings
-
-    return MultilingualEmbeddings()
+    if name == "multilingual":
+        return MultilingualEmbeddings()
+    return ScriptRoutedEmbeddings()
 
 
 def run_cli(

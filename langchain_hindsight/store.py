@@ -147,9 +147,9 @@ class MemoryStore:
             ``EphemeralClient`` for throwaway stores). The store does not close it.
         embeddings: Any LangChain ``Embeddings``. Default: the embedder the
             store records if it is one of this package's (an existing MiniLM
-            store keeps :class:`LocalEmbeddings`, given the ``[minilm]`` extra),
-            else :class:`~langchain_hindsight.multilingual.MultilingualEmbeddings`
-            (offline, Chinese and English). Must return normalised vectors for the
+            store keeps :class:`LocalEmbeddings`), else
+            :class:`~langchain_hindsight.multilingual.ScriptRoutedEmbeddings`
+            (offline; Chinese, English and across). Must return normalised vectors for the
             thresholds to mean cosine similarity (Chroma uses cosine distance).
             The store records the embedder's identity; using the store's vectors
             with another embedder raises :class:`EmbedderMismatchError` (migrate

@@ -20,7 +20,7 @@ from threadpoolctl import threadpool_info
 
 from langchain_hindsight.embeddings import EmbedderIdentity, LocalEmbeddings, check_vectors, embedder_identity
 from langchain_hindsight.errors import ConfigurationError, EmbeddingError, HindsightError
-from langchain_hindsight.multilingual import MultilingualEmbeddings
+from langchain_hindsight.multilingual import MultilingualEmbeddings, ScriptRoutedEmbeddings, text_script
 from langchain_hindsight.store import MemoryStore
 from langchain_hindsight.types import MemoryUnit
 
@@ -239,3 +239,71 @@ def test_check_vectors_rejects_degenerate_output(vectors: list[list[float]], mat
 def test_minilm_identity_is_declared_and_true(embeddings: LocalEmbeddings) -> None:
     assert embeddings.identity == EmbedderIdentity("all-MiniLM-L6-v2", 384)
     assert embeddings.identity.dimension == embeddings.dimension
+
+
+# -- the default: MiniLM and USE routed by script ------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def routed(use: MultilingualEmbeddings, embeddings: LocalEmbeddings) -> ScriptRoutedEmbeddings:
+    return ScriptRoutedEmbeddings(minilm=embeddings, use=use)
+
+
+@pytest.mark.parametrize(
+    ("text", "script"),
+    [
+        ("生成本周的销售周报", "cjk"),
+        ("查一下ClickHouse里昨天的报错日志", "cjk"),
+        ("Translate the 合同 into English", "latin"),
+        ("Read CSV with utf-8-sig", "latin"),
+        ("42", "latin"),
+        ("", "latin"),
+    ],
+)
+def test_text_script(text: str, script: str) -> None:
+    assert text_script(text) == script
+
+
+def test_routed_vectors_weight_each_model_by_script(
+    routed: ScriptRoutedEmbeddings, use: MultilingualEmbeddings, embeddings: LocalEmbeddings
+) -> None:
+    en_a, en_b = LESSONS["retry"], "Back off exponentially when the API rate-limits requests."
+    zh_a, zh_b = LESSONS["weekly"], LESSONS["csv"]
+    vectors = np.asarray(routed.embed_documents([en_a, en_b, zh_a, zh_b]))
+    assert vectors.shape == (4, 896)
+    np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-4)
+    assert not vectors[2:, :384].any()  # MiniLM does not run on Chinese
+    m = np.asarray(embeddings.embed_documents([en_a, en_b]))
+    u = np.asarray(use.embed_documents([en_a, en_b, zh_a, zh_b]))
+    assert vectors[0] @ vectors[1] == pytest.approx(0.8 * (m[0] @ m[1]) + 0.2 * (u[0] @ u[1]), abs=1e-4)
+    assert vectors[2] @ vectors[3] == pytest.approx(u[2] @ u[3], abs=1e-4)
+    assert vectors[0] @ vectors[2] == pytest.approx(np.sqrt(0.2) * (u[0] @ u[2]), abs=1e-4)
+    np.testing.assert_allclose(routed.embed_query(en_a), vectors[0], atol=1e-4)  # queries = documents
+    np.testing.assert_allclose(asyncio.run(routed.aembed_query(zh_a)), vectors[2], atol=1e-4)
+
+
+def test_routed_ranks_each_query_first_across_languages(routed: ScriptRoutedEmbeddings) -> None:
+    keys = list(LESSONS)
+    docs = np.asarray(routed.embed_documents([LESSONS[k] for k in keys]))
+    for query, expected in QUERIES:
+        sims = docs @ np.asarray(routed.embed_query(query))
+        assert keys[int(np.argmax(sims))] == expected, (query, dict(zip(keys, sims.round(3), strict=True)))
+
+
+def test_routed_is_the_default_and_declares_its_identity(tmp_path: Path) -> None:
+    assert embedder_identity(ScriptRoutedEmbeddings()) == EmbedderIdentity("minilm-l6+use-m3/routed@0.8", 896)
+    with MemoryStore(tmp_path / "db") as store:
+        assert isinstance(store.embeddings, ScriptRoutedEmbeddings)
+        store.add(MemoryUnit(task_type="crm", content=LESSONS["phone"]))
+        store.add(MemoryUnit(task_type="crm", content=LESSONS["email"]))
+        assert store.search("乙公司用什么方式联系", k=1)[0][0].content == LESSONS["phone"]
+        assert store.search("which customer prefers a phone call", k=1)[0][0].content == LESSONS["phone"]
+
+
+def test_routed_rejects_a_degenerate_minilm_vector(use: MultilingualEmbeddings) -> None:
+    class Zero(LocalEmbeddings):
+        def embed_documents(self, texts: list[str]) -> list[list[float]]:
+            return [[0.0] * 384 for _ in texts]
+
+    with pytest.raises(EmbeddingError, match="all-MiniLM-L6-v2"):
+        ScriptRoutedEmbeddings(minilm=Zero(), use=use).embed_documents(["an English lesson"])

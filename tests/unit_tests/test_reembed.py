@@ -23,7 +23,7 @@ from langchain_hindsight.cli import EXIT_OK, main
 from langchain_hindsight.embeddings import EmbedderIdentity, LocalEmbeddings, embedder_identity
 from langchain_hindsight.errors import ConfigurationError, EmbedderMismatchError, EmbeddingError
 from langchain_hindsight.journal import RunJournal, RunRecord
-from langchain_hindsight.multilingual import MultilingualEmbeddings
+from langchain_hindsight.multilingual import MultilingualEmbeddings, ScriptRoutedEmbeddings
 from langchain_hindsight.store import MemoryStore
 from langchain_hindsight.types import MemoryContext, MemoryUnit
 
@@ -229,10 +229,14 @@ def test_foreign_embedders_are_named_by_model_without_a_call() -> None:
 def test_the_default_embedder_follows_the_store(
     tmp_path: Path, use: MultilingualEmbeddings, embeddings: LocalEmbeddings
 ) -> None:
-    with MemoryStore(tmp_path / "new") as store:  # a new store: the multilingual default
-        assert isinstance(store.embeddings, MultilingualEmbeddings)
+    with MemoryStore(tmp_path / "new") as store:  # a new store: the routed default
+        assert isinstance(store.embeddings, ScriptRoutedEmbeddings)
         store.add(MemoryUnit(task_type="crm", content=ZH["mem_email"]))
     with MemoryStore(tmp_path / "new") as store:
+        assert isinstance(store.embeddings, ScriptRoutedEmbeddings)
+    with MemoryStore(tmp_path / "use", embeddings=use) as store:
+        store.add(MemoryUnit(task_type="crm", content=ZH["mem_email"]))
+    with MemoryStore(tmp_path / "use") as store:  # a store on USE alone keeps it
         assert isinstance(store.embeddings, MultilingualEmbeddings)
     _minilm_store(tmp_path / "old", embeddings)
     with MemoryStore(tmp_path / "old") as store:  # a MiniLM store keeps MiniLM: no forced migration
@@ -334,7 +338,7 @@ def test_a_killed_reembed_loses_nothing(
     script = textwrap.dedent(
         f"""
         import os, signal
-        from langchain_hindsight.multilingual import MultilingualEmbeddings
+        from langchain_hindsight.multilingual import MultilingualEmbeddings, ScriptRoutedEmbeddings
         from langchain_hindsight.store import MemoryStore
         def progress(stage, done, total):
             if done >= 2:
