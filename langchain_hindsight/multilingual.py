@@ -31,7 +31,7 @@ from langchain_hindsight.errors import ConfigurationError, EmbeddingError
 if TYPE_CHECKING:
     from numpy.typing import NDArray
 
-__all__ = ["MultilingualEmbeddings", "ScriptRoutedEmbeddings", "text_script"]
+__all__ = ["MultilingualEmbeddings", "ScriptRoutedEmbeddings", "script_of"]
 
 logger = logging.getLogger(__name__)
 
@@ -187,7 +187,7 @@ _CJK_CHAR = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\u
 _LATIN_WORD = re.compile(r"[A-Za-z\u00c0-\u024f]+")
 
 
-def text_script(text: str) -> Literal["cjk", "latin"]:
+def script_of(text: str) -> Literal["cjk", "latin"]:
     """Whether ``text`` is mostly CJK or Latin script: the routing rule of :class:`ScriptRoutedEmbeddings`.
 
     One CJK character counts as much as one Latin word, so a Chinese sentence
@@ -196,7 +196,7 @@ def text_script(text: str) -> Literal["cjk", "latin"]:
     embedder's identity (stored vectors depend on it), so it is kept here, frozen.
 
     Example:
-        >>> text_script("查一下ClickHouse里昨天的报错日志"), text_script("Translate the 合同 into English")
+        >>> script_of("查一下ClickHouse里昨天的报错日志"), script_of("Translate the 合同 into English")
         ('cjk', 'latin')
     """
     cjk = len(_CJK_CHAR.findall(text))
@@ -273,7 +273,7 @@ class ScriptRoutedEmbeddings(Embeddings):
         Raises:
             EmbeddingError: a model could not load or returned an unusable vector.
         """
-        latin = [i for i, t in enumerate(texts) if text_script(t) == "latin"]
+        latin = [i for i, t in enumerate(texts) if script_of(t) == "latin"]
         minilm = dict(zip(latin, self._minilm([texts[i] for i in latin], query=False), strict=True)) if latin else {}
         use = self.use.embed_documents(texts)
         return [self._join(minilm.get(i), u) for i, u in enumerate(use)]
@@ -284,7 +284,7 @@ class ScriptRoutedEmbeddings(Embeddings):
         Raises:
             EmbeddingError: a model could not load or returned an unusable vector.
         """
-        minilm = self._minilm([text], query=True)[0] if text_script(text) == "latin" else None
+        minilm = self._minilm([text], query=True)[0] if script_of(text) == "latin" else None
         return self._join(minilm, self.use.embed_query(text))
 
     async def aembed_documents(self, texts: list[str]) -> list[list[float]]:

@@ -20,7 +20,7 @@ from threadpoolctl import threadpool_info
 
 from langchain_hindsight.embeddings import EmbedderIdentity, LocalEmbeddings, check_vectors, embedder_identity
 from langchain_hindsight.errors import ConfigurationError, EmbeddingError, HindsightError
-from langchain_hindsight.multilingual import MultilingualEmbeddings, ScriptRoutedEmbeddings, text_script
+from langchain_hindsight.multilingual import MultilingualEmbeddings, ScriptRoutedEmbeddings, script_of
 from langchain_hindsight.store import MemoryStore
 from langchain_hindsight.types import MemoryUnit
 
@@ -260,8 +260,8 @@ def routed(use: MultilingualEmbeddings, embeddings: LocalEmbeddings) -> ScriptRo
         ("", "latin"),
     ],
 )
-def test_text_script(text: str, script: str) -> None:
-    assert text_script(text) == script
+def test_script_of(text: str, script: str) -> None:
+    assert script_of(text) == script
 
 
 def test_routed_vectors_weight_each_model_by_script(
