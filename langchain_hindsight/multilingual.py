@@ -192,8 +192,9 @@ def script_of(text: str) -> Literal["cjk", "latin"]:
 
     One CJK character counts as much as one Latin word, so a Chinese sentence
     naming an English product is CJK and an English sentence quoting one
-    Chinese term is Latin; text with neither is Latin. The rule is part of the
-    embedder's identity (stored vectors depend on it), so it is kept here, frozen.
+    Chinese term is Latin; text with neither is Latin. The retriever's fusion
+    uses the same rule to weigh its arms. Stored vectors depend on it: a changed
+    rule needs a new :attr:`ScriptRoutedEmbeddings.name` (and ``hindsight reembed``).
 
     Example:
         >>> script_of("查一下ClickHouse里昨天的报错日志"), script_of("Translate the 合同 into English")
