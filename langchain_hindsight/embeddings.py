@@ -95,7 +95,8 @@ def embedder_identity(embeddings: Embeddings) -> EmbedderIdentity:
     (the last component of its hub id or directory, so ``HuggingFaceEmbeddings``
     over the packaged MiniLM is ``"all-MiniLM-L6-v2"``, like
     :class:`LocalEmbeddings`); for other classes ``"ClassName:model"`` from their
-    ``model``/``model_name`` attribute, else the class's qualified name.
+    ``model``/``model_name`` attribute, else the class's name. To be exact,
+    give your embedder an ``identity`` attribute (an :class:`EmbedderIdentity`).
     """
     own = getattr(embeddings, "identity", None)
     if isinstance(own, EmbedderIdentity):
@@ -115,7 +116,7 @@ def embedder_identity(embeddings: Embeddings) -> EmbedderIdentity:
         return EmbedderIdentity(_model_name(model), dimension)
     if model is not None:
         return EmbedderIdentity(f"{cls.__name__}:{model}", dimension)
-    return EmbedderIdentity(f"{cls.__module__}.{cls.__qualname__}", dimension)
+    return EmbedderIdentity(cls.__qualname__, dimension)  # not the module: it differs between entry points
 
 
 def check_vectors(vectors: Any, count: int, dimension: int | None, *, source: str) -> None:
