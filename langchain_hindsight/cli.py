@@ -545,7 +545,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--yes", action="store_true")
     p = add("restore", _restore, "bring archived memories back")
     p.add_argument("memory_id", nargs="+")
-    p = add("reembed", _reembed, "re-embed every memory with another embedder, in place (resumable, no loss)")
+    p = add("reembed", _reembed, "re-embed every memory (every namespace unless --namespace) with another embedder")
     from langchain_hindsight._reembed import add_arguments
 
     add_arguments(p)
