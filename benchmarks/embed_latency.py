@@ -262,7 +262,8 @@ def main() -> None:
         "",
         f"{results['machine']['cpus']}-core CPU, Python {results['machine']['python']}; load average "
         f"{load_start[0]:.2f} at start, {load_end[0]:.2f} at end (1-min). Packaged all-MiniLM-L6-v2 "
-        "(torch-*, onnx-*), USE multilingual v3 (use-*) and the default routed embedder; query cache off. {args.queries} single queries (86 labelled zh/en recall queries + 2 long texts "
+        "(torch-*, onnx-*), USE multilingual v3 (use-*) and the default routed embedder; query cache off. "
+        f"{args.queries} single queries (86 labelled zh/en recall queries + 2 long texts "
         "truncated at 256 tokens, cycled; backends take turns on each query), first on the otherwise quiet "
         "machine, then with another process spinning on one core (busy). Ratios are torch-st / backend in the "
         "same phase (higher is faster).",
