@@ -43,6 +43,20 @@ _PROBES = ("Read CSV files that contain Chinese with encoding='utf-8-sig'.", "å‘
 """Two unrelated sentences embedded once at load: a broken model maps them to the same vector."""
 
 
+def _fusion_weights(**weights: float) -> Any:
+    """The retriever's ``FusionWeights`` (``None`` where the retriever has none).
+
+    Fusion weights suit one embedder: they were chosen together on the tuning
+    split of ``benchmarks/recall_quality.py``, so each embedder declares its own
+    and the retriever uses them for every weight its caller did not set.
+    """
+    try:
+        from langchain_hindsight._fusion import FusionWeights  # type: ignore[import-not-found,unused-ignore]
+    except ImportError:
+        return None
+    return FusionWeights(**weights)
+
+
 class MultilingualEmbeddings(Embeddings):
     """Offline multilingual embeddings: Universal Sentence Encoder multilingual v3 (512-d, L2-normalised).
 
@@ -97,6 +111,11 @@ class MultilingualEmbeddings(Embeddings):
     def identity(self) -> EmbedderIdentity:
         """Name and dimension recorded in a store (known without loading the model)."""
         return EmbedderIdentity(self.name, self.dimension)
+
+    @property
+    def fusion_weights(self) -> Any:
+        """The retriever's fusion weights chosen with this embedder alone (dense 0.6 English / 0.8 Chinese)."""
+        return _fusion_weights(alpha=0.6, alpha_cjk=0.8, cross_script=0.0)
 
     # ------------------------------------------------------------------ model
     def _load(self) -> Any:
@@ -250,12 +269,8 @@ class ScriptRoutedEmbeddings(Embeddings):
 
     @property
     def fusion_weights(self) -> Any:
-        """The retriever's fusion weights measured with this embedder (when the retriever supports them)."""
-        try:
-            from langchain_hindsight._fusion import FusionWeights  # type: ignore[import-not-found,unused-ignore]
-        except ImportError:
-            return None
-        return FusionWeights(alpha=0.5, alpha_cjk=0.2, cross_script=2.0)
+        """The retriever's fusion weights chosen with this embedder (dense 0.5 Latin / 0.2 CJK, cross-script 2.0)."""
+        return _fusion_weights(alpha=0.5, alpha_cjk=0.2, cross_script=2.0)
 
     def _join(self, minilm: Sequence[float] | None, use: Sequence[float]) -> list[float]:
         if minilm is None:
