@@ -219,7 +219,7 @@ class MemoryStore:
                 self._release_directory()
                 raise StoreError(f"could not open Chroma at {self.persist_directory}: {e}") from e
         self.client: Any = client
-        if embeddings is None:  # the embedder the store records (a new store: the multilingual default)
+        if embeddings is None:  # the built-in embedder the store records; a new store gets the routed default
             from langchain_hindsight.embeddings import default_embeddings
 
             embeddings = default_embeddings(recorded_embedder(client, self.namespace))
