@@ -120,8 +120,12 @@ def query_script(text: str) -> Script:
     English sentence quoting one Chinese term is Latin. Text with neither
     (digits, punctuation, empty) is Latin.
 
+    The same rule routes :class:`~langchain_hindsight.multilingual.ScriptRoutedEmbeddings`,
+    so stored vectors depend on it: a changed rule needs a new embedder name (and
+    ``hindsight reembed``).
+
     Args:
-        text: The query.
+        text: The query (or any text).
 
     Returns:
         ``"cjk"`` or ``"latin"``.

@@ -132,9 +132,9 @@ def _open(args: argparse.Namespace) -> Iterator[MemoryStore]:
         if not host or not port.isdigit():
             raise ConfigurationError(f"--server must be HOST:PORT, got {args.server!r}")
         client = chromadb.HttpClient(host=host, port=int(port), settings=Settings(anonymized_telemetry=False))
-        store = MemoryStore(client=client, namespace=namespace)
+        store = MemoryStore(client=client, namespace=namespace, embeddings=getattr(args, "embeddings", None))
     else:
-        store = MemoryStore(args.path, namespace=namespace)
+        store = MemoryStore(args.path, namespace=namespace, embeddings=getattr(args, "embeddings", None))
     try:
         yield store
     finally:
@@ -470,6 +470,12 @@ def _restore(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _reembed(args: argparse.Namespace) -> int:
+    from langchain_hindsight._reembed import run_cli
+
+    return run_cli(args, _open, _progress, print)
+
+
 # ----------------------------------------------------------------------------- parser
 def _parser() -> argparse.ArgumentParser:
     env = _environment()
@@ -541,6 +547,10 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--yes", action="store_true")
     p = add("restore", _restore, "bring archived memories back")
     p.add_argument("memory_id", nargs="+")
+    p = add("reembed", _reembed, "re-embed every memory (every namespace unless --namespace) with another embedder")
+    from langchain_hindsight._reembed import add_arguments
+
+    add_arguments(p)
     return parser
 
 

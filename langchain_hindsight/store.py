@@ -32,12 +32,14 @@ from langchain_hindsight._collections import (
     Collection,
     Role,
     acquire_directory,
+    check_embedder,
     check_namespace,
     filter_where,
     open_change_feed,
     open_client,
     open_collection,
     query_hits,
+    recorded_embedder,
     records,
 )
 from langchain_hindsight._collections import namespaces as _namespaces
@@ -55,6 +57,7 @@ from langchain_hindsight._write import (
     write_plan,
     write_updates,
 )
+from langchain_hindsight.embeddings import EmbedderIdentity, embedder_identity
 from langchain_hindsight.errors import (
     ConfigurationError,
     HindsightError,
@@ -69,6 +72,8 @@ from langchain_hindsight.writes import RuleWriteJudge, WriteJudge, WriteResult
 if TYPE_CHECKING:
     from chromadb.api import ClientAPI
     from filelock import BaseFileLock
+
+    from langchain_hindsight._reembed import ReembedReport
 
 __all__ = ["ConfidencePolicy", "MemoryStore"]
 
@@ -142,9 +147,15 @@ class MemoryStore:
             when ``client`` is given.
         client: A chromadb client to use instead (``HttpClient`` for a server,
             ``EphemeralClient`` for throwaway stores). The store does not close it.
-        embeddings: Any LangChain ``Embeddings``; default :class:`LocalEmbeddings`
-            (offline all-MiniLM-L6-v2). Must return normalised vectors for the
+        embeddings: Any LangChain ``Embeddings``. Default: the embedder the
+            store records if it is one of this package's (an existing MiniLM
+            store keeps :class:`LocalEmbeddings`), else
+            :class:`~langchain_hindsight.multilingual.ScriptRoutedEmbeddings`
+            (offline; Chinese, English and across). Must return normalised vectors for the
             thresholds to mean cosine similarity (Chroma uses cosine distance).
+            The store records the embedder's identity; using the store's vectors
+            with another embedder raises :class:`EmbedderMismatchError` (migrate
+            with ``hindsight reembed``). Reading units needs no matching embedder.
         conflict_threshold: Similarity above which an active unit in scope is
             a *candidate* conflict: the nearest such units go to ``judge``, which
             decides add / duplicate / update / conflict. ``None``: no judge is
@@ -205,11 +216,7 @@ class MemoryStore:
         self.conflict_scope = conflict_scope
         self.policy = policy or ConfidencePolicy()
         self.vocabulary = vocabulary or TaskTypeVocabulary()
-        if embeddings is None:
-            from langchain_hindsight.embeddings import LocalEmbeddings
-
-            embeddings = LocalEmbeddings()
-        self.embeddings = embeddings
+        self._embedder_checked: set[str] = set()  # names of collections whose embedder identity matched
         self._lock = threading.RLock()
         self._collections: dict[tuple[str, Role], Collection] = {}
         self._lexical: dict[str, LexicalIndex] = {}
@@ -229,6 +236,11 @@ class MemoryStore:
                 self._release_directory()
                 raise StoreError(f"could not open Chroma at {self.persist_directory}: {e}") from e
         self.client: Any = client
+        if embeddings is None:  # the built-in embedder the store records; a new store gets the routed default
+            from langchain_hindsight.embeddings import default_embeddings
+
+            embeddings = default_embeddings(recorded_embedder(client, self.namespace))
+        self.embeddings: Embeddings = embeddings
         self._repaired: set[str] = set()
         if self._owns_client:
             try:
@@ -289,7 +301,7 @@ class MemoryStore:
         cached = self._collections.get(key)
         if cached is not None:
             return cached
-        col = open_collection(self.client, namespace, role, create=create)
+        col = open_collection(self.client, namespace, role, create=create, identity=self._identity)
         if col is None:
             return None
         self._collections[key] = col
@@ -297,6 +309,21 @@ class MemoryStore:
             self._repaired.add(namespace)
             self._repair(namespace)
         return col
+
+    @property
+    def _identity(self) -> EmbedderIdentity:
+        return embedder_identity(self.embeddings)
+
+    def _vectors(self, col: Collection | None) -> Collection | None:
+        """``col``, once its recorded embedder is this store's (see ``_collections.check_embedder``)."""
+        if col is not None and col.name not in self._embedder_checked:
+            check_embedder(col, self._identity)
+            self._embedder_checked.add(col.name)
+        return col
+
+    def _embed_into(self, col: Collection, texts: list[str]) -> list[list[float]]:
+        self._vectors(col)
+        return self.embeddings.embed_documents(texts)
 
     @_backend_errors
     def namespaces(self) -> list[str]:
@@ -486,7 +513,7 @@ class MemoryStore:
         if include_embeddings:
             include.append("embeddings")
         with self._lock:
-            col = self._collection(ns, create=False)
+            col = self._vectors(self._collection(ns, create=False))
             if col is None:
                 return []
             try:
@@ -521,7 +548,7 @@ class MemoryStore:
             return []
         ns = self._ns(namespace)
         with self._lock:
-            col = self._collection(ns, create=False)
+            col = self._vectors(self._collection(ns, create=False))
             if col is None:
                 return []
             try:
@@ -647,7 +674,7 @@ class MemoryStore:
     def _add_namespace(
         self, ns: str, units: list[MemoryUnit], vectors: list[list[float]], dedupe: bool
     ) -> list[WriteResult]:
-        col = self._collection(ns)
+        col = self._vectors(self._collection(ns))
         assert col is not None
         plan = plan_add(
             units,
@@ -719,7 +746,7 @@ class MemoryStore:
                 col = self._collection(ns, role, create=False)
                 if col is None:
                     continue
-                batch = write_updates(col, role, units, self.embeddings.embed_documents)
+                batch = write_updates(col, role, units, functools.partial(self._embed_into, col))
                 if not batch:
                     continue
                 if role == "memories":
@@ -916,6 +943,48 @@ class MemoryStore:
     def _delete_ids(self, ns: str, ids: list[str]) -> tuple[int, list[str]]:
         """Delete ``ids`` and every reference to them; return (count, names of collections touched)."""
         return _forget.delete_ids(self, ns, ids)
+
+    # ------------------------------------------------------------------ migration
+    @_backend_errors
+    def reembed(
+        self,
+        *,
+        namespaces: Sequence[str] | None = None,
+        batch_size: int = 64,
+        progress: Callable[[str, int, int], None] | None = None,
+    ) -> ReembedReport:
+        """Re-embed every unit with this store's embedder, in place (what ``hindsight reembed`` runs).
+
+        Use it after changing a store's embedder (the store then raises
+        :class:`EmbedderMismatchError` until this is done). Each memories and
+        archive collection is copied with new vectors from the stored text
+        (every field kept), verified, then switched; a crash leaves the old
+        collection intact and a re-run finishes the job (see ``_reembed``). An
+        embedded store is then scrubbed, so the old vectors leave the disk.
+        Nothing else may write to the store meanwhile.
+
+        Args:
+            namespaces: Namespaces to migrate (default: every namespace).
+            batch_size: Texts per embedding call.
+            progress: Called as ``progress("namespace/role", done, total)``.
+        """
+        from langchain_hindsight._reembed import reembed_collections
+
+        with self._lock:
+            self._ensure_open()
+            names = self.namespaces() if namespaces is None else [check_namespace(n) for n in namespaces]
+            self._collections.clear()
+            self._embedder_checked.clear()
+            try:
+                report = reembed_collections(
+                    self.client, self.embeddings, names, batch_size=batch_size, progress=progress
+                )
+            finally:
+                self._collections.clear()
+                self._embedder_checked.clear()
+            if report.migrated and self._owns_client and self.persist_directory is not None:
+                self._scrub(None)
+            return report
 
     # ------------------------------------------------------------------ physical erasure
     @_backend_errors
