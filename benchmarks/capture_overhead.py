@@ -33,7 +33,7 @@ from langchain_core.outputs import ChatGeneration, LLMResult
 from langchain_core.tools import tool
 
 from langchain_hindsight import TrajectoryRecorder
-from tests.fakes import call, scripted_model
+from langchain_hindsight.testing import call, scripted_model
 
 RESULTS = Path(__file__).resolve().parent / "results"
 

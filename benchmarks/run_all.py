@@ -16,6 +16,7 @@ SCRIPTS = [
     "embed_latency.py",
     "recall_latency.py",
     "recall_quality.py",
+    "conversational_recall.py",
     "capture_overhead.py",
     "maintain.py",
     "forget_scrub.py",

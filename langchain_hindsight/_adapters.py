@@ -2,21 +2,24 @@
 
 Finding the task in a message list, injecting the ``[相关经验]`` block
 ephemerally (on a copy, with stable ids), reading the namespace from a
-``RunnableConfig``, and rebuilding a :class:`Trajectory` from agent messages.
+``RunnableConfig``, and feeding agent messages (or an ``AgentExecutor``'s steps)
+to the one trajectory builder (:mod:`langchain_hindsight._capture_steps`).
 Nothing here does I/O.
 """
 
 from __future__ import annotations
 
 import hashlib
-import re
 from collections.abc import Mapping, Sequence
+from time import time
 from typing import Any, Literal, get_args
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
+from langchain_hindsight._capture_steps import Live, conclude, tool_error_parts
+from langchain_hindsight._capture_text import clip_text
 from langchain_hindsight.errors import ConfigurationError
-from langchain_hindsight.types import Outcome, Step, Trajectory
+from langchain_hindsight.types import Outcome, Trajectory
 
 __all__ = [
     "BLOCK_ID_PREFIX",
@@ -28,6 +31,7 @@ __all__ = [
     "message_text",
     "resolve_namespace",
     "task_key",
+    "trajectory_from_intermediate_steps",
     "trajectory_from_messages",
 ]
 
@@ -149,9 +153,6 @@ def resolve_namespace(
     return str(value)
 
 
-_ERROR_TYPE = re.compile(r"^\s*([A-Z][A-Za-z0-9_.]*(?:Error|Exception|Timeout|Warning))\b")
-
-
 def _tool_calls(messages: Sequence[BaseMessage]) -> dict[str, tuple[str, dict[str, Any]]]:
     calls: dict[str, tuple[str, dict[str, Any]]] = {}
     for message in messages:
@@ -169,77 +170,92 @@ def trajectory_from_messages(
     namespace: str | None = None,
     task_type: str | None = None,
     outcome: Outcome | None = None,
+    max_content_chars: int = 2000,
 ) -> Trajectory:
     """The trajectory of the current task, rebuilt from an agent's messages.
 
-    The task is the last human message; its steps are the tool calls, tool
-    results and errors (``ToolMessage(status="error")``), each with its call's
-    arguments as the recorder's steps have them, and the final answer after it.
-    Without ``outcome``: ``"success"`` when the run ends with an answer (an AI
-    message without tool calls), ``"failure"`` when it ends on an error, else
-    ``"unknown"``.
+    The task is the last human message; its steps are the model's text
+    (``thought``), the tool calls, tool results and errors
+    (``ToolMessage(status="error")``), each with its call's arguments as the
+    recorder's steps have them. The run is ended by the same rule as the
+    recorder's (:func:`~langchain_hindsight._capture_steps.conclude`): the answer
+    is the last AI message when it calls no tool; ``"success"`` with an answer,
+    ``"failure"`` when the run ends on an error, else ``"unknown"``. ``outcome``
+    overrides that. Payloads longer than ``max_content_chars`` keep head and tail.
     """
     found = find_task(messages)
     start = found[0] + 1 if found else 0
-    task = message_text(found[1]) if found else ""
-    calls = _tool_calls(messages[start:])
-    steps: list[Step] = []
-    final: str | None = None
-    for message in messages[start:]:
-        if isinstance(message, AIMessage):
-            text = message_text(message).strip()
-            if message.tool_calls:
-                if text:
-                    steps.append(Step(type="thought", content=text))
-                steps.extend(
-                    Step(
-                        type="tool_call",
-                        tool_name=call["name"],
-                        tool_args=dict(call["args"]),
-                        content=str(call["args"]),
-                        run_id=call.get("id"),
-                    )
-                    for call in message.tool_calls
-                )
-            elif text:
-                final = text
-                steps.append(Step(type="final_answer", content=text))
-        elif isinstance(message, ToolMessage):
-            text = message_text(message)
-            name, args = calls.get(message.tool_call_id, (message.name, None))
-            name = message.name or name
-            if message.status == "error":
-                kind = _ERROR_TYPE.match(text)
-                detail = text[kind.end() :].lstrip(" :") if kind else text
-                steps.append(
-                    Step(
-                        type="error",
-                        tool_name=name,
-                        tool_args=args,
-                        content=text,
-                        error_type=kind.group(1) if kind else None,
-                        error_message=detail or text,
-                        run_id=message.tool_call_id,
-                    )
-                )
-            else:
-                steps.append(
-                    Step(type="tool_result", tool_name=name, tool_args=args, content=text, run_id=message.tool_call_id)
-                )
-    if outcome is None:
-        last = messages[-1] if len(messages) > start else None
-        if isinstance(last, AIMessage) and not last.tool_calls and final is not None:
-            outcome = "success"
-        elif steps and steps[-1].type == "error":
-            outcome = "failure"
-        else:
-            outcome = "unknown"
-    return Trajectory(
+
+    def clip(text: str) -> tuple[str, bool]:
+        return clip_text(text, max_content_chars)
+
+    live = Live(
         run_id=run_id,
-        task=task,
-        steps=steps,
-        outcome=outcome,
-        final_answer=final,
+        task=clip(message_text(found[1]))[0] if found else "",
+        started=time(),
         namespace=namespace or "default",
         task_type=task_type,
+        metadata={},
+        outcome_override=outcome,
     )
+    calls = _tool_calls(messages[start:])
+    for message in messages[start:]:
+        now = time()
+        if isinstance(message, AIMessage):
+            text, cut = clip(message_text(message).strip())
+            if text:
+                live.steps.append(("thought", text, now, None, None, None, None, message.id, cut))
+            for call in message.tool_calls:
+                call_args = dict(call["args"])
+                content, cut = clip(str(call_args))
+                live.steps.append(("tool_call", content, now, call["name"], call_args, None, None, call.get("id"), cut))
+        elif isinstance(message, ToolMessage):
+            name, args = calls.get(message.tool_call_id, (message.name, None))
+            name = message.name or name
+            text, cut = clip(message_text(message))
+            if message.status == "error":
+                etype, detail = tool_error_parts(text)
+                live.steps.append(("error", text, now, name, args, etype, detail, message.tool_call_id, cut))
+            else:
+                live.steps.append(("tool_result", text, now, name, args, None, None, message.tool_call_id, cut))
+    last = messages[-1] if len(messages) > start else None
+    answer = message_text(last).strip() or None if isinstance(last, AIMessage) and not last.tool_calls else None
+    return conclude(live, answer=answer, clip=clip, completed=False)
+
+
+def trajectory_from_intermediate_steps(
+    intermediate_steps: Sequence[Any],
+    *,
+    task: str,
+    answer: str,
+    run_id: str,
+    namespace: str | None = None,
+    task_type: str | None = None,
+    outcome: Outcome | None = None,
+) -> Trajectory:
+    """The trajectory of a classic ``AgentExecutor`` run, as AI/tool messages through :func:`trajectory_from_messages`.
+
+    ``intermediate_steps`` are the executor's ``(AgentAction, observation)`` pairs
+    (``return_intermediate_steps=True``); ``answer`` is its output. An observation
+    that reads as an error (``"ValueError: ..."``, what ``handle_tool_error=True``
+    hands back) is an ``error`` step. Without
+    ``outcome``: ``"success"`` with an answer, else ``"unknown"`` — the same rules as
+    for an agent's messages, because it *is* the same builder.
+    """
+    messages: list[BaseMessage] = [HumanMessage(content=task)]
+    for index, item in enumerate(intermediate_steps):
+        if not isinstance(item, tuple | list) or len(item) != 2:
+            continue
+        action, observation = item
+        tool = str(getattr(action, "tool", None) or "tool")
+        tool_input = getattr(action, "tool_input", None)
+        args = dict(tool_input) if isinstance(tool_input, Mapping) else {"input": tool_input}
+        call_id = f"step-{index}"
+        messages.append(AIMessage(content="", tool_calls=[{"name": tool, "args": args, "id": call_id}]))
+        text = str(observation)
+        failed = isinstance(observation, BaseException) or tool_error_parts(text)[0] != "ToolError"
+        status = "error" if failed else "success"
+        messages.append(ToolMessage(content=text, tool_call_id=call_id, name=tool, status=status))
+    if answer:
+        messages.append(AIMessage(content=answer))
+    return trajectory_from_messages(messages, run_id=run_id, namespace=namespace, task_type=task_type, outcome=outcome)

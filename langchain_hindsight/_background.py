@@ -37,7 +37,8 @@ class BackgroundReflector:
     Example:
         .. code-block:: python
 
-            from langchain_hindsight import BackgroundReflector, Reflector, TrajectoryRecorder
+            from langchain_hindsight import Reflector, TrajectoryRecorder
+            from langchain_hindsight.reflection import BackgroundReflector
 
             background = BackgroundReflector(Reflector(store=store))
             recorder = TrajectoryRecorder(on_finish=background.submit)   # write trigger: each finished run

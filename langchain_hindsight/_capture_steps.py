@@ -1,23 +1,47 @@
-"""Per-run state of ``TrajectoryRecorder``: raw steps, live runs, and the trajectories built from them.
+"""The one trajectory builder: raw steps of a live run, and the rule that ends it as a :class:`Trajectory`.
 
-The hot path appends plain tuples (:data:`Raw`) to a :class:`Live` run; pydantic
-models (:class:`Step`, :class:`Trajectory`) are built only when a trajectory is read.
+Every source of steps goes through here: ``TrajectoryRecorder`` (callback events),
+the agent-message builder (middleware, graph nodes, the wrapper) and the
+``AgentExecutor`` steps of the classic memory. Each appends plain tuples
+(:data:`Raw`) to a :class:`Live` run and ends it with :func:`conclude`, which
+decides the final answer and the outcome the same way for all of them; pydantic
+models (:class:`Step`, :class:`Trajectory`) are built only then.
 """
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from time import time
 from typing import Any
 from uuid import UUID
 
 from langchain_hindsight.errors import ConfigurationError
 from langchain_hindsight.types import Outcome, Step, StepType, Trajectory
 
-__all__ = ["Live", "Raw", "run_uuid", "snapshot", "to_step"]
+__all__ = ["Live", "Raw", "conclude", "run_uuid", "snapshot", "to_step", "tool_error_parts"]
+
+_ERROR_TYPE = re.compile(r"^\s*([A-Z][A-Za-z0-9_.]*(?:Error|Exception|Timeout|Warning))\b")
 
 
-Raw = tuple[StepType, str, float, str | None, dict[str, Any] | None, str | None, str | None, UUID | None, bool]
+def tool_error_parts(text: str) -> tuple[str, str]:
+    """``(error type, message)`` of a tool error handed back as text (``"ValueError: bad date"``).
+
+    Text that names no error type is a ``ToolError`` with the whole text as message.
+
+    Example:
+        >>> tool_error_parts("ValueError: start must be a date"), tool_error_parts("404 for x")
+        (('ValueError', 'start must be a date'), ('ToolError', '404 for x'))
+    """
+    kind = _ERROR_TYPE.match(text)
+    if kind is None:
+        return "ToolError", text
+    return kind.group(1), text[kind.end() :].lstrip(" :") or text
+
+
+Raw = tuple[StepType, str, float, str | None, dict[str, Any] | None, str | None, str | None, UUID | str | None, bool]
 """A raw step, turned into a :class:`Step` only when a trajectory is read:
 ``(type, content, timestamp, tool_name, tool_args, error_type, error_message, run_id, truncated)``."""
 
@@ -26,7 +50,7 @@ Raw = tuple[StepType, str, float, str | None, dict[str, Any] | None, str | None,
 class Live:
     """A root run in progress: its task, tags and raw steps (and the tool calls still open)."""
 
-    run_id: UUID
+    run_id: UUID | str
     task: str
     started: float
     namespace: str
@@ -35,6 +59,64 @@ class Live:
     steps: list[Raw] = field(default_factory=list)
     outcome_override: Outcome | None = None
     tools: dict[UUID, tuple[str, dict[str, Any] | None]] = field(default_factory=dict)
+
+
+Clip = Callable[[str], tuple[str, bool]]
+"""Cuts a payload to the builder's limit: ``text -> (text, was_cut)``."""
+
+
+def conclude(
+    live: Live,
+    *,
+    answer: str | None,
+    clip: Clip,
+    failure: tuple[str, str, bool] | None = None,
+    interrupted: bool = False,
+    completed: bool = True,
+    ended: float | None = None,
+) -> Trajectory:
+    """End ``live`` and build its :class:`Trajectory`: the one ending rule for every source of steps.
+
+    * ``failure`` (``(error type, message, was_cut)`` of the error that ended the run):
+      an ``error`` step (unless the last step already is that error); outcome ``failure``.
+    * ``interrupted`` (a LangGraph interrupt): outcome ``unknown``, ``metadata["interrupted"]``.
+    * otherwise the final answer is the last ``thought`` when it is the answer (or no
+      answer text is known), else ``answer`` is appended as a ``final_answer`` step; a run
+      whose last step is an error and that has no answer is a ``failure``; with an answer,
+      or ``completed`` (the run returned normally), ``success``; else ``unknown``.
+
+    ``live.outcome_override`` (``mark_outcome``) wins over all of these.
+    """
+    final: str | None = None
+    err_text: str | None = None
+    steps = live.steps
+    if failure is not None:
+        etype, message, cut = failure
+        err_text = f"{etype}: {message}"
+        if not (steps and steps[-1][0] == "error" and steps[-1][5:7] == (etype, message)):
+            steps.append(("error", message, time(), None, None, etype, message, live.run_id, cut))
+        outcome: Outcome = "failure"
+    elif interrupted:
+        outcome = "unknown"
+        live.metadata["interrupted"] = True
+    else:
+        last = next((i for i in range(len(steps) - 1, -1, -1) if steps[i][0] != "feedback"), None)
+        if last is not None and steps[last][0] == "thought" and (answer is None or steps[last][1] == answer):
+            _, text, ts, tool, args, etype_, emsg, rid, cut_ = steps[last]
+            steps[last] = ("final_answer", text, ts, tool, args, etype_, emsg, rid, cut_)
+            final = text
+        elif answer is not None and answer.strip():
+            text, cut_ = clip(answer)
+            steps.append(("final_answer", text, time(), None, None, None, None, live.run_id, cut_))
+            final = text
+        if last is not None and steps[last][0] == "error" and final is None:
+            outcome = "failure"  # error-terminated: the run ended on an error without an answer
+            err_text = f"{steps[last][5]}: {steps[last][6]}"
+        else:
+            outcome = "success" if completed or final is not None else "unknown"
+    if live.outcome_override is not None:
+        outcome = live.outcome_override
+    return snapshot(live, outcome=outcome, ended=time() if ended is None else ended, final=final, error=err_text)
 
 
 def _ts(seconds: float) -> datetime:

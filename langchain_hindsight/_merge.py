@@ -1,7 +1,12 @@
-"""The merge pass over stored units (seed §5.3): exact near-duplicate search and folding.
+"""The merge pass over stored units (seed §5.3): exact duplicate search and folding.
 
-Pure helpers (:func:`star_clusters`, :func:`fold`) plus the two store accesses
-the pass needs (:func:`active_with_vectors`, :func:`delete_folded`).
+Only true duplicates fold: units that make the same statement after normalising
+case, whitespace and punctuation (:func:`~langchain_hindsight._write.statement_key`,
+the rule of the write path). The similarity threshold only selects candidates;
+two different statements never fold, however close their vectors.
+
+Pure helpers (:func:`duplicate_groups`, :func:`star_clusters`, :func:`fold`) plus
+the two store accesses the pass needs (:func:`active_with_vectors`, :func:`delete_folded`).
 """
 
 from __future__ import annotations
@@ -10,6 +15,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from langchain_hindsight._codec import unit_from_record
+from langchain_hindsight._write import statement_key
 from langchain_hindsight.errors import StoreError
 from langchain_hindsight.types import DEFAULT_INITIAL_CONFIDENCE, MemoryUnit
 
@@ -18,7 +24,7 @@ if TYPE_CHECKING:
 
     from langchain_hindsight.store import MemoryStore
 
-__all__ = ["active_with_vectors", "delete_folded", "fold", "priority", "star_clusters"]
+__all__ = ["active_with_vectors", "delete_folded", "duplicate_groups", "fold", "priority", "star_clusters"]
 
 _READ_BATCH = 5000
 _DELETE_BATCH = 1000
@@ -110,8 +116,20 @@ def star_clusters(
     return out
 
 
+def duplicate_groups(units: Sequence[MemoryUnit], *, by_task_type: bool) -> list[list[int]]:
+    """Indices of ``units`` grouped by statement (and task type and kind when ``by_task_type``); groups of 2+."""
+    groups: dict[tuple[str, ...], list[int]] = {}
+    for i, u in enumerate(units):
+        scope = (u.task_type, u.kind) if by_task_type else ()
+        groups.setdefault((*scope, statement_key(u.content)), []).append(i)
+    return [idx for idx in groups.values() if len(idx) > 1]
+
+
 def fold(keeper: MemoryUnit, folded: Sequence[MemoryUnit]) -> MemoryUnit:
     """``keeper`` after absorbing ``folded``: max confidence, summed accesses, union of tags, provenance.
+
+    Times are the newest of the group (creation and last access), so recency
+    reflects the latest time the lesson was learned.
 
     A folded id already in ``keeper.merged_from`` (a merge interrupted between
     its write and its delete) adds no access count again.
@@ -129,6 +147,7 @@ def fold(keeper: MemoryUnit, folded: Sequence[MemoryUnit]) -> MemoryUnit:
         confidence=max(u.score_confidence for u in group),
         access_count=access,
         tags=[t for u in group for t in u.tags],
+        created_at=max(u.created_at for u in group),
         last_accessed_at=max(u.last_accessed_at for u in group),
         merged_from=[i for i in dict.fromkeys(merged_from) if i != keeper.memory_id],
         source=min((u.source for u in group), key=_SOURCE_RANK.index),

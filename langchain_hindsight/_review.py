@@ -198,7 +198,7 @@ def run_review(lc: Lifecycle, *, window_days: float, now: datetime, namespace: s
     candidates = list({u.memory_id: u for u in candidates}.values())
     known = {u.memory_id for u in lc.store.get_many([u.memory_id for u in candidates], namespace=namespace)}
     fresh = [u.evolve(created_at=now, last_accessed_at=now) for u in candidates if u.memory_id not in known]
-    created = lc.store.add_many(fresh, namespace=namespace) if fresh else []
+    created = [r.unit for r in lc.store.add_many(fresh, namespace=namespace)] if fresh else []
     record = RunRecord(
         run_id=f"review-{now.strftime('%Y%m%dT%H%M%S%fZ')}",
         kind="review",

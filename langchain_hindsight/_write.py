@@ -1,10 +1,14 @@
 """The write path of ``MemoryStore``: prepare, plan (dedupe, merge, supersede), write.
 
-Planning is pure: :func:`plan_add` walks the incoming units in order and decides,
-from each one's nearest active neighbour (stored or earlier in the batch), whether
-it is merged into it (seed §5.3), supersedes it (seed §3.4) or is simply new,
-under the provenance rules (a less trusted source never replaces a more trusted
-one). :func:`write_plan` then makes the Chroma calls in crash-safe order: new
+Planning is pure apart from the judge: :func:`plan_add` walks the incoming units in
+order and decides, from each one's nearest active neighbours (stored or earlier in
+the batch), whether it is merged into one (only the same statement, see
+:func:`statement_key`, or a judged duplicate), supersedes one (only when a
+:class:`~langchain_hindsight.writes.WriteJudge` says it updates or contradicts it)
+or is simply new, under the provenance rules (a less trusted source never replaces
+a more trusted one); each decision becomes a
+:class:`~langchain_hindsight.writes.WriteResult`. :func:`write_plan` then makes the
+Chroma calls in crash-safe order: new
 units first (a superseding one marked ``pending``), demotions and merges second,
 marks cleared last; ``MemoryStore._repair`` finishes a write a crash interrupted.
 """
@@ -13,6 +17,7 @@ from __future__ import annotations
 
 import json
 import logging
+import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -24,9 +29,11 @@ from langchain_hindsight._safety import SUSPICIOUS_TAG, looks_like_instruction
 from langchain_hindsight.errors import ConfigurationError, HindsightError, InvalidMemoryError, StoreError
 from langchain_hindsight.taxonomy import TaskTypeVocabulary
 from langchain_hindsight.types import DEFAULT_INITIAL_CONFIDENCE, MemoryUnit
+from langchain_hindsight.writes import Neighbour, RuleWriteJudge, WriteAction, WriteDecision, WriteJudge, WriteResult
 
 __all__ = [
     "WritePlan",
+    "candidates",
     "check_encodable",
     "check_source_change",
     "check_unit",
@@ -36,6 +43,7 @@ __all__ = [
     "plan_add",
     "prepare",
     "query_neighbours",
+    "statement_key",
     "write_plan",
     "write_updates",
 ]
@@ -44,6 +52,16 @@ __all__ = [
 logger = logging.getLogger("langchain_hindsight.store")
 
 _NEIGHBOURS = 5
+
+REASON_NEW = "new: no similar active unit in scope"
+REASON_NO_DEDUPE = "stored as given (dedupe=False)"
+REASON_SAME_STATEMENT = "the same statement (after normalising case, whitespace and punctuation) was already stored"
+REASON_KEPT_BOTH = "a different statement: kept alongside its similar units"
+REASON_DUPLICATE_BELOW = (
+    "judged a duplicate, but {similarity:.2f} is below merge_threshold {threshold}: kept alongside instead"
+)
+REASON_TRUSTED_REWORDING = "judged a duplicate ({reason}); the more trusted wording replaces the stored one"
+REASON_LESS_TRUSTED = "a {source} unit never replaces a {other} one: both kept active, ranked by source"
 
 Scope = Literal["task_type", "namespace"]
 Pending = dict[str, tuple[MemoryUnit, list[float]]]
@@ -121,18 +139,23 @@ def demote(unit: MemoryUnit, policy: ConfidencePolicy) -> MemoryUnit:
 
 
 def merge_units(existing: MemoryUnit, incoming: MemoryUnit) -> MemoryUnit:
-    """``existing`` after absorbing its near-duplicate ``incoming``."""
+    """``existing`` after absorbing ``incoming``, the same statement (or a judged duplicate).
+
+    Keeps the highest confidence, sums access counts, unions tags, records
+    ``incoming`` in ``merged_from`` and keeps the *newest* creation and access
+    times, so recency reflects that the lesson was just learned again.
+    """
+    merged_from = list(dict.fromkeys([*existing.merged_from, incoming.memory_id, *incoming.merged_from]))
     if trust(incoming.source) > trust(existing.source):
         # A less trusted echo corroborates nothing: record it, change nothing else.
-        return existing.evolve(
-            merged_from=list(dict.fromkeys([*existing.merged_from, incoming.memory_id, *incoming.merged_from]))
-        )
+        return existing.evolve(merged_from=merged_from)
     return existing.evolve(
         confidence=max(existing.score_confidence, incoming.score_confidence),
         access_count=existing.access_count + incoming.access_count,
         tags=[*existing.tags, *incoming.tags],
+        created_at=max(existing.created_at, incoming.created_at),
         last_accessed_at=max(existing.last_accessed_at, incoming.last_accessed_at),
-        merged_from=list(dict.fromkeys([*existing.merged_from, incoming.memory_id, *incoming.merged_from])),
+        merged_from=merged_from,
         # Provenance: a user's word outranks an inference; never lower it.
         source=min((existing.source, incoming.source), key=list(DEFAULT_INITIAL_CONFIDENCE).index),
     )
@@ -153,6 +176,80 @@ def query_neighbours(col: Collection, unit: MemoryUnit, vector: list[float], sco
     )
 
 
+def statement_key(text: str) -> str:
+    """``text`` reduced to its statement: two texts with the same key are true duplicates.
+
+    NFKC (full-width letters, digits and punctuation become their ASCII forms),
+    case-folded; punctuation (Chinese 。，、「」 included) and whitespace runs
+    become one separator, kept only between two word characters of a spaced
+    script (Latin, digits), so ``"你好，世界。"`` and ``"你好世界"`` match while
+    ``"no tone"`` and ``"not one"`` do not. Punctuation that is part of a number
+    (``1.5``, ``-5``, ``1,000``) is kept: ``"1.5"`` and ``"15"`` differ.
+
+    Example:
+        >>> statement_key("Read  GBK CSVs with encoding='gbk'.") == statement_key("read gbk csvs with encoding=gbk")
+        True
+        >>> statement_key("客户甲公司希望通过邮件联系。") == statement_key("客户乙公司希望通过邮件联系。")
+        False
+    """
+    t = unicodedata.normalize("NFKC", text).casefold()
+    chars: list[str] = []
+    for i, ch in enumerate(t):
+        category = unicodedata.category(ch)
+        if category.startswith("P"):
+            nxt = t[i + 1] if i + 1 < len(t) else ""
+            prev = t[i - 1] if i else ""
+            chars.append(ch if nxt.isdigit() and (prev.isdigit() or ch in "-+.") else " ")
+        elif ch.isspace() or category[0] in "ZC":
+            chars.append(" ")
+        else:
+            chars.append(ch)
+    out: list[str] = []
+    for token in "".join(chars).split():
+        if out and _spaced(out[-1][-1]) and _spaced(token[0]):
+            out.append(" ")
+        out.append(token)
+    # A text of punctuation only keeps its punctuation: "..." and "!!!" are not the same statement.
+    return "".join(out) or " ".join(t.split())
+
+
+def _spaced(ch: str) -> bool:
+    """A word character of a script that separates words with spaces (not CJK)."""
+    return ch.isalnum() and unicodedata.east_asian_width(ch) not in ("W", "F")
+
+
+def candidates(
+    unit: MemoryUnit,
+    vector: list[float],
+    stored: Any,
+    pending: Pending,
+    changed: dict[str, MemoryUnit],
+    scope: Scope,
+) -> list[Neighbour]:
+    """Active units in scope near ``unit``, most similar first: ``stored`` (a query result) and ``pending`` ones.
+
+    A stored unit already rewritten in this batch is judged by its ``changed``
+    version; every unit of the batch so far is a candidate (the batch is small).
+    """
+    found: dict[str, Neighbour] = {}
+    if stored is not None:
+        for j, memory_id in enumerate(stored["ids"][0]):
+            if memory_id == unit.memory_id or memory_id in pending:
+                continue
+            candidate = changed.get(memory_id) or unit_from_record(
+                memory_id, stored["documents"][0][j], stored["metadatas"][0][j]
+            )
+            if candidate.status == "active":
+                found[memory_id] = Neighbour(candidate, 1.0 - float(stored["distances"][0][j]))
+    for other, other_vec in pending.values():
+        if other.status != "active" or other.memory_id == unit.memory_id:
+            continue
+        if scope == "task_type" and (other.task_type, other.kind) != (unit.task_type, unit.kind):
+            continue
+        found[other.memory_id] = Neighbour(other, sum(a * b for a, b in zip(vector, other_vec, strict=True)))
+    return sorted(found.values(), key=lambda n: -n.similarity)
+
+
 def nearest(
     unit: MemoryUnit,
     vector: list[float],
@@ -161,31 +258,9 @@ def nearest(
     changed: dict[str, MemoryUnit],
     scope: Scope,
 ) -> tuple[MemoryUnit | None, float]:
-    """The most similar active unit in scope, among ``stored`` (a query result) and ``pending`` ones.
-
-    A stored unit already rewritten in this batch is judged by its ``changed`` version.
-    """
-    best: MemoryUnit | None = None
-    best_sim = -1.0
-    if stored is not None:
-        for j, memory_id in enumerate(stored["ids"][0]):
-            if memory_id == unit.memory_id:
-                continue
-            candidate = changed.get(memory_id) or unit_from_record(
-                memory_id, stored["documents"][0][j], stored["metadatas"][0][j]
-            )
-            sim = 1.0 - float(stored["distances"][0][j])
-            if candidate.status == "active" and sim > best_sim:
-                best, best_sim = candidate, sim
-    for other, other_vec in pending.values():
-        if other.status != "active" or other.memory_id == unit.memory_id:
-            continue
-        if scope == "task_type" and (other.task_type, other.kind) != (unit.task_type, unit.kind):
-            continue
-        sim = sum(a * b for a, b in zip(vector, other_vec, strict=True))
-        if sim > best_sim:
-            best, best_sim = other, sim
-    return best, best_sim
+    """The most similar active unit in scope (see :func:`candidates`) and its similarity, or ``(None, -1.0)``."""
+    found = candidates(unit, vector, stored, pending, changed, scope)
+    return (found[0].unit, found[0].similarity) if found else (None, -1.0)
 
 
 @dataclass(slots=True)
@@ -198,8 +273,53 @@ class WritePlan:
     """Already stored units to rewrite (merged into or demoted)."""
     superseding: set[str] = field(default_factory=set)
     """New units whose predecessor is an already stored unit (written marked ``pending``)."""
-    results: list[MemoryUnit] = field(default_factory=list)
-    """What is stored for each incoming unit, aligned with the input."""
+    results: list[WriteResult] = field(default_factory=list)
+    """What happened to each incoming unit, aligned with the input."""
+
+    def _put(self, unit: MemoryUnit) -> None:
+        """Record a new version of ``unit``, which is either new in this batch or already stored."""
+        if unit.memory_id in self.new:
+            self.new[unit.memory_id] = (unit, self.new[unit.memory_id][1])
+        else:
+            self.changed[unit.memory_id] = unit
+
+
+def _decide(
+    unit: MemoryUnit,
+    near: list[Neighbour],
+    *,
+    judge: WriteJudge,
+    merge_threshold: float | None,
+    conflict_threshold: float | None,
+    key: Callable[[MemoryUnit], str],
+) -> tuple[WriteDecision, Neighbour | None]:
+    """The validated decision for ``unit`` and the neighbour it concerns (``None`` for a plain add)."""
+    own = key(unit)
+    same = next((n for n in near if key(n.unit) == own), None)
+    if same is not None:
+        return WriteDecision("duplicate", same.unit.memory_id, REASON_SAME_STATEMENT), same
+    similar = [n for n in near if conflict_threshold is not None and n.similarity > conflict_threshold]
+    if not similar:
+        return WriteDecision("add", reason=REASON_NEW), None
+    decision = judge.judge(unit, similar)
+    target = next((n for n in similar if n.unit.memory_id == decision.target_id), None)
+    if decision.decision == "add" or target is None:
+        if decision.decision != "add":
+            logger.warning("write judge named %r, not a neighbour it was shown: stored as new", decision.target_id)
+        return WriteDecision("add", reason=decision.reason or REASON_KEPT_BOTH), None
+    if decision.decision == "duplicate" and (merge_threshold is None or target.similarity < merge_threshold):
+        reason = REASON_DUPLICATE_BELOW.format(similarity=target.similarity, threshold=merge_threshold)
+        return WriteDecision("add", reason=reason), None
+    if decision.decision == "duplicate" and trust(unit.source) < trust(target.unit.source):
+        # Merging keeps the stored wording: a more trusted source's own words replace a less trusted one's instead.
+        decision = WriteDecision(
+            "update", target.unit.memory_id, REASON_TRUSTED_REWORDING.format(reason=decision.reason)
+        )
+    if decision.decision in ("update", "conflict") and trust(unit.source) > trust(target.unit.source):
+        # Provenance: a less trusted unit never replaces a more trusted one; both stay, ranked by source.
+        reason = REASON_LESS_TRUSTED.format(source=unit.source, other=target.unit.source)
+        return WriteDecision("add", reason=reason), None
+    return decision, target
 
 
 def plan_add(
@@ -212,48 +332,55 @@ def plan_add(
     conflict_threshold: float | None,
     scope: Scope,
     policy: ConfidencePolicy,
+    judge: WriteJudge | None = None,
 ) -> WritePlan:
-    """Decide, unit by unit, between merge, supersede and plain insert (``neighbours`` is asked once per unit)."""
+    """Decide, unit by unit, between merge, supersede and plain insert (``neighbours`` is asked once per unit).
+
+    Only the same statement (see :func:`statement_key`) merges without a judge;
+    units more than ``conflict_threshold`` similar go to ``judge`` (default:
+    :class:`RuleWriteJudge`, which keeps both), whose decision is validated.
+    """
+    judge = judge or RuleWriteJudge()
+    keys: dict[tuple[str, str], str] = {}
+
+    def key(u: MemoryUnit) -> str:  # statement keys, computed once per text in the batch
+        k = keys.get((u.memory_id, u.content))
+        if k is None:
+            k = keys[(u.memory_id, u.content)] = statement_key(u.content)
+        return k
+
     plan = WritePlan()
-    new, changed = plan.new, plan.changed
-    results: list[MemoryUnit] = []
+    new = plan.new
+    outcomes: list[tuple[WriteAction, str, tuple[str, ...], str]] = []
     for unit, vector in zip(units, vectors, strict=True):
         if not dedupe:
             new[unit.memory_id] = (unit, vector)
-            results.append(unit)
+            outcomes.append(("added", unit.memory_id, (), REASON_NO_DEDUPE))
             continue
-        match, similarity = nearest(unit, vector, neighbours(unit, vector), new, changed, scope)
-        identical = match is not None and " ".join(match.content.split()) == " ".join(unit.content.split())
-        duplicate = match is not None and (identical or (merge_threshold is not None and similarity >= merge_threshold))
-        conflict = (
-            match is not None and not duplicate and conflict_threshold is not None and similarity > conflict_threshold
+        near = candidates(unit, vector, neighbours(unit, vector), new, plan.changed, scope)
+        decision, target = _decide(
+            unit, near, judge=judge, merge_threshold=merge_threshold, conflict_threshold=conflict_threshold, key=key
         )
-        # Provenance: a less trusted unit never replaces a more trusted one (both stay, ranked by
-        # source); a more trusted near-duplicate with other wording replaces a less trusted one.
-        if match is not None and duplicate and not identical and trust(unit.source) < trust(match.source):
-            duplicate, conflict = False, True
-        if match is not None and conflict and trust(unit.source) > trust(match.source):
-            conflict = False
-        if match is not None and duplicate:
-            merged = merge_units(match, unit)
-            if match.memory_id in new:
-                new[match.memory_id] = (merged, new[match.memory_id][1])
-            else:
-                changed[match.memory_id] = merged
-            results.append(merged)
-            continue
-        if match is not None and conflict:
-            unit = unit.evolve(supersedes=match.memory_id)
-            demoted = demote(match, policy)
-            if match.memory_id in new:
-                new[match.memory_id] = (demoted, new[match.memory_id][1])
-            else:
-                changed[match.memory_id] = demoted
+        if target is None:
+            new[unit.memory_id] = (unit, vector)
+            kept = tuple(
+                n.unit.memory_id for n in near if conflict_threshold is not None and n.similarity > conflict_threshold
+            )
+            outcomes.append(("added", unit.memory_id, kept, decision.reason))
+        elif decision.decision == "duplicate":
+            plan._put(merge_units(target.unit, unit))
+            outcomes.append(("merged", target.unit.memory_id, (target.unit.memory_id,), decision.reason))
+        else:
+            unit = unit.evolve(supersedes=target.unit.memory_id)
+            if target.unit.memory_id not in new:
                 plan.superseding.add(unit.memory_id)
-        new[unit.memory_id] = (unit, vector)
-        results.append(unit)
+            plan._put(demote(target.unit, policy))
+            new[unit.memory_id] = (unit, vector)
+            outcomes.append(("superseded", unit.memory_id, (target.unit.memory_id,), decision.reason))
     # Final values for units written in this batch (a later unit may have merged into an earlier one).
-    plan.results = [new[u.memory_id][0] if u.memory_id in new else changed.get(u.memory_id, u) for u in results]
+    for action, memory_id, related, reason in outcomes:
+        stored = new[memory_id][0] if memory_id in new else plan.changed[memory_id]
+        plan.results.append(WriteResult(action, stored, related, reason))
     return plan
 
 

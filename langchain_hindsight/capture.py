@@ -30,17 +30,18 @@ import functools
 import logging
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from time import time
 from typing import Any, TypeVar, cast, get_args
 from uuid import UUID
 
 from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.documents import Document
 from langchain_core.messages import BaseMessage
 from langchain_core.outputs import ChatGeneration, LLMResult
 
-from langchain_hindsight._capture_steps import Live, Raw, run_uuid, snapshot, to_step
+from langchain_hindsight._capture_steps import Live, Raw, conclude, run_uuid, snapshot, to_step, tool_error_parts
 from langchain_hindsight._capture_text import (
     as_text,
     clip_args,
@@ -55,11 +56,14 @@ from langchain_hindsight.errors import ConfigurationError
 from langchain_hindsight.prompts import REFLECTION_ZH, ReflectionTemplates
 from langchain_hindsight.types import Outcome, Trajectory
 
-__all__ = ["TrajectoryRecorder", "clip_text"]
+__all__ = ["SERVED_KEY", "TrajectoryRecorder", "clip_text"]
 
 logger = logging.getLogger(__name__)
 
 _OUTCOMES = frozenset(get_args(Outcome))
+SERVED_KEY = "hindsight_served"
+"""Trajectory metadata key listing what a hindsight retriever served during the run
+(``[{"memory_id", "score", "similarity", "namespace"}, ...]``, in the order served)."""
 _NAMESPACE_KEY = "hindsight_namespace"
 _TASK_TYPE_KEY = "hindsight_task_type"
 
@@ -249,12 +253,6 @@ class TrajectoryRecorder(BaseCallbackHandler):
             return text, False
         return clip_text(text, self.max_content_chars, self._marker)
 
-    def _root(self, parent_run_id: UUID | None) -> Live | None:
-        if parent_run_id is None:
-            return None
-        root = self._root_of.get(parent_run_id)
-        return None if root is None else self._live.get(root)
-
     def _start(
         self,
         run_id: UUID,
@@ -264,9 +262,10 @@ class TrajectoryRecorder(BaseCallbackHandler):
     ) -> Live | None:
         """Register a run; a run without a known parent starts a trajectory. Returns its live trajectory."""
         with self._lock:
-            live = self._root(parent_run_id)
-            if live is not None:
-                self._root_of[run_id] = live.run_id
+            root = self._root_of.get(parent_run_id) if parent_run_id is not None else None
+            live = None if root is None else self._live.get(root)
+            if root is not None and live is not None:
+                self._root_of[run_id] = root  # the root's own key (LangChain may pass a caller's str run id)
                 return live
         meta = dict(metadata or {})
         namespace = meta.get(_NAMESPACE_KEY)
@@ -309,47 +308,20 @@ class TrajectoryRecorder(BaseCallbackHandler):
         self._finish(live, outputs, error)
 
     def _finish(self, live: Live, outputs: Any, error: BaseException | None) -> None:
-        final: str | None = None
-        err_text: str | None = None
-        outcome: Outcome
         interrupted = error is not None and is_interrupt(error)
+        failure: tuple[str, str, bool] | None = None
         if error is not None and not interrupted:
             message, cut = self._clip(str(error))
-            err_text = f"{type(error).__name__}: {message}"
-            steps = live.steps
-            if not (steps and steps[-1][0] == "error" and steps[-1][5:7] == (type(error).__name__, message)):
-                steps.append(("error", message, time(), None, None, type(error).__name__, message, live.run_id, cut))
-            outcome = "failure"
-        elif interrupted:
-            outcome = "unknown"
-            live.metadata["interrupted"] = True
-        else:
-            answer = final_from_outputs(outputs)
-            steps = live.steps
-            last = next((i for i in range(len(steps) - 1, -1, -1) if steps[i][0] != "feedback"), None)
-            if last is not None and steps[last][0] == "thought" and (answer is None or steps[last][1] == answer):
-                _, text, ts, tool, args, etype, emsg, rid, cut = steps[last]
-                steps[last] = ("final_answer", text, ts, tool, args, etype, emsg, rid, cut)
-                final = text
-            elif answer is not None and answer.strip():
-                text, cut = self._clip(answer)
-                steps.append(("final_answer", text, time(), None, None, None, None, live.run_id, cut))
-                final = text
-            if last is not None and steps[last][0] == "error" and final is None:
-                outcome = "failure"  # error-terminated: the run ended on an error without an answer
-                err_text = f"{steps[last][5]}: {steps[last][6]}"
-            else:
-                outcome = "success"
-        if live.outcome_override is not None:
-            outcome = live.outcome_override
-        traj = snapshot(live, outcome=outcome, ended=time(), final=final, error=err_text)
+            failure = (type(error).__name__, message, cut)
+        answer = final_from_outputs(outputs) if error is None else None
+        traj = conclude(live, answer=answer, clip=self._clip, failure=failure, interrupted=interrupted)
         with self._lock:
             self._store_finished(traj)
             self._last = traj
         if self.on_finish is not None:
             result = self.on_finish(traj)
             if isinstance(result, Future):
-                result.add_done_callback(functools.partial(self._release_done, live.run_id))
+                result.add_done_callback(functools.partial(self._release_done, run_uuid(live.run_id)))
 
     def _release_done(self, run_id: UUID, future: Future[Any]) -> None:
         if not future.cancelled() and future.exception() is None:
@@ -368,8 +340,8 @@ class TrajectoryRecorder(BaseCallbackHandler):
     # ------------------------------------------------------------------ callback events
     @property
     def ignore_retriever(self) -> bool:
-        """Retriever events carry no agent step."""
-        return True
+        """Retriever events are seen: what a hindsight retriever served inside a run is recorded."""
+        return False
 
     @property
     def ignore_retry(self) -> bool:
@@ -409,6 +381,53 @@ class TrajectoryRecorder(BaseCallbackHandler):
     ) -> None:
         """A root error ends the trajectory as a failure; inner chain errors surface as tool or root errors."""
         self._end(run_id, error=error)
+
+    @_guarded
+    def on_retriever_start(
+        self,
+        serialized: dict[str, Any] | None,
+        query: str,
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        tags: list[str] | None = None,
+        metadata: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        """Register a retriever call inside a run (a retriever invoked on its own starts no trajectory)."""
+        if parent_run_id is not None:
+            self._start(run_id, parent_run_id, query, metadata)
+
+    @_guarded
+    def on_retriever_end(
+        self, documents: Sequence[Document], *, run_id: UUID, parent_run_id: UUID | None = None, **kwargs: Any
+    ) -> None:
+        """Memories a hindsight retriever served (documents carrying ``memory_id``) go to ``metadata[SERVED_KEY]``."""
+        served = [
+            {
+                "memory_id": str(d.metadata["memory_id"]),
+                "score": float(d.metadata.get("score") or 0.0),
+                "similarity": float(d.metadata.get("similarity") or 0.0),
+                "namespace": str(d.metadata.get("namespace") or ""),
+            }
+            for d in documents
+            if isinstance(d.metadata.get("memory_id"), str)
+        ]
+        with self._lock:
+            root = self._root_of.pop(run_id, None)
+            live = None if root is None else self._live.get(root)
+            if live is not None and served:
+                known = {item["memory_id"] for item in live.metadata.get(SERVED_KEY, [])}
+                fresh = [item for item in served if item["memory_id"] not in known]
+                live.metadata[SERVED_KEY] = [*live.metadata.get(SERVED_KEY, []), *fresh]
+
+    @_guarded
+    def on_retriever_error(
+        self, error: BaseException, *, run_id: UUID, parent_run_id: UUID | None = None, **kwargs: Any
+    ) -> None:
+        """A failed retrieval serves nothing."""
+        with self._lock:
+            self._root_of.pop(run_id, None)
 
     @_guarded
     def on_chat_model_start(
@@ -495,7 +514,8 @@ class TrajectoryRecorder(BaseCallbackHandler):
         if live is not None:
             content, cut = self._clip(as_text(output))
             if getattr(output, "status", None) == "error":
-                raw: Raw = ("error", content, time(), name, args, "ToolError", content, run_id, cut)
+                etype, detail = tool_error_parts(content)
+                raw: Raw = ("error", content, time(), name, args, etype, detail, run_id, cut)
             else:
                 raw = ("tool_result", content, time(), name, args, None, None, run_id, cut)
             self._add(run_id, raw)

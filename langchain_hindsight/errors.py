@@ -5,13 +5,15 @@ The tree::
     HindsightError(Exception)
     ├── AccessDeniedError(HindsightError, PermissionError) a principal lacks the grant
     ├── ConfigurationError(HindsightError, ValueError)   bad option or argument
+    │   └── EmbedderMismatchError                         the store was embedded by another model
     ├── InvalidMemoryError(HindsightError, ValueError)   a memory unit failed validation
     ├── MemoryNotFoundError(HindsightError, KeyError)    no such memory id in the namespace
     ├── RunNotFoundError(HindsightError, KeyError)       no such run in the journal
     ├── StoreLockedError(HindsightError, RuntimeError)   another process holds the directory
     ├── StoreClosedError(HindsightError, RuntimeError)   the store was closed
     ├── StoreError(HindsightError, RuntimeError)         the backend failed (chained cause)
-    └── ReflectionError(HindsightError, RuntimeError)    the reflection model call failed
+    ├── ReflectionError(HindsightError, RuntimeError)    the reflection model call failed
+    └── EmbeddingError(HindsightError, RuntimeError)     the embedder failed or returned unusable vectors
 
 Every leaf also subclasses the builtin it refines, so ``except ValueError`` keeps
 working for callers that do not know this package.
@@ -22,6 +24,8 @@ from __future__ import annotations
 __all__ = [
     "AccessDeniedError",
     "ConfigurationError",
+    "EmbedderMismatchError",
+    "EmbeddingError",
     "HindsightError",
     "InvalidMemoryError",
     "MemoryNotFoundError",
@@ -73,6 +77,23 @@ class StoreError(HindsightError, RuntimeError):
 
 class ReflectionError(HindsightError, RuntimeError):
     """Reflection failed as a whole (e.g. the extraction model call raised) and the policy is to raise."""
+
+
+class EmbedderMismatchError(ConfigurationError):
+    """The store's vectors come from another embedder (name or dimension) than the one configured.
+
+    Similarities between vectors of two models mean nothing, so the store refuses
+    to mix them; the message names both embedders and the ``hindsight reembed``
+    command that migrates the store.
+    """
+
+
+class EmbeddingError(HindsightError, RuntimeError):
+    """The embedder failed to load or returned unusable vectors (all-zero, NaN, wrong count or length).
+
+    Raised instead of storing such vectors: a unit stored with a zero vector can
+    never be recalled, and a corrupt model would silently spoil the whole store.
+    """
 
 
 class AccessDeniedError(HindsightError, PermissionError):

@@ -1,13 +1,12 @@
 """LangGraph adapters: ``with_hindsight`` wraps a compiled graph; ``recall_node``/``reflect_node`` are nodes.
 
-``with_hindsight(graph, store)`` returns a new compiled graph with the same
-state schema that runs recall → your graph → reflect, without any change to
-your graph. For message-based graphs the ``[相关经验]`` block is injected
-ephemerally: your graph sees it in its input, but the wrapper removes it from
-what it returns, and your graph runs without its own checkpointer, so no
-checkpoint ever holds it. For other schemas the block is written into a state
-key you name. The namespace comes from ``config["configurable"]`` (e.g.
-``user_id``).
+``with_hindsight(graph, hs)`` (what ``hs.wrap(graph)`` calls) returns a copy of your compiled graph (see
+``_wrapper.HindsightGraph``) that recalls before each task and reflects after
+it, with LangGraph's semantics unchanged: reducers, streams, interrupts and
+the state API are LangGraph's own. The ``[相关经验]`` block is injected into
+the task message of the run's input (or a state key you name) and kept out of
+every checkpoint and output. The namespace comes from
+``config["configurable"]`` (e.g. ``user_id``).
 
 ``recall_node`` and ``reflect_node`` are plain callables for your own
 ``StateGraph``: the first writes the block (and what it served) into state
@@ -20,36 +19,29 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeGuard
 
 from langchain_core.messages import BaseMessage
-from langchain_core.runnables import RunnableConfig
+from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
 
 from langchain_hindsight._adapters import (
-    BLOCK_ID_PREFIX,
-    INJECTED_MARKER,
     Placement,
     check_placement,
     find_task,
-    inject,
     message_text,
-    resolve_namespace,
     trajectory_from_messages,
 )
-from langchain_hindsight._loop import ErrorPolicy, HindsightLoop, Served, new_run_id
 from langchain_hindsight.errors import ConfigurationError
-from langchain_hindsight.prompts import Locale
+from langchain_hindsight.session import HindsightSession, Served, new_run_id, session_for
 from langchain_hindsight.types import Outcome, Step, Trajectory
 
 if TYPE_CHECKING:
     from langgraph.graph.state import CompiledStateGraph
 
-    from langchain_hindsight.journal import RunJournal
-    from langchain_hindsight.reflection import BackgroundReflector, Reflector
-    from langchain_hindsight.retriever import HindsightRetriever
+    from langchain_hindsight.hindsight import Hindsight
     from langchain_hindsight.store import MemoryStore
 
 __all__ = ["recall_node", "reflect_node", "with_hindsight"]
 
-StateNode = Callable[[dict[str, Any], RunnableConfig], dict[str, Any]]
-"""A LangGraph node: ``(state, config) -> update``."""
+StateNode = Runnable[dict[str, Any], dict[str, Any]]
+"""A LangGraph node: a runnable from state to a state update (sync ``invoke`` and async ``ainvoke``)."""
 
 OutcomeFn = Callable[[Mapping[str, Any]], Outcome]
 """Decides a run's outcome from the final state (``"success"``, ``"failure"`` or ``"unknown"``)."""
@@ -86,18 +78,6 @@ def _served_from_record(record: Mapping[str, Any]) -> tuple[Served, list[str]]:
         namespace=str(record.get("namespace") or ""),
     )
     return served, [str(i) for i in record.get("memory_ids") or []]
-
-
-def _restore(messages: list[BaseMessage], originals: Mapping[str, BaseMessage]) -> list[BaseMessage]:
-    """``messages`` without injected blocks, with rewritten task messages put back as they were."""
-    out: list[BaseMessage] = []
-    for message in messages:
-        if str(message.id or "").startswith(BLOCK_ID_PREFIX):
-            continue
-        if message.additional_kwargs.get(INJECTED_MARKER) and message.id is not None and message.id in originals:
-            message = originals[message.id]
-        out.append(message)
-    return out
 
 
 def _final_trajectory(
@@ -141,303 +121,218 @@ def _run_id(config: RunnableConfig | None) -> str | None:
 
 
 # ---------------------------------------------------------------------------- nodes
+def _thread_id(config: RunnableConfig | None) -> str | None:
+    value = ((config or {}).get("configurable") or {}).get("thread_id")
+    return str(value) if value not in (None, "") else None
+
+
 def recall_node(
-    store: MemoryStore,
+    hindsight: Hindsight | HindsightSession | MemoryStore,
     *,
-    retriever: HindsightRetriever | None = None,
-    journal: RunJournal | None = None,
-    k: int = 5,
-    task_type: str | None = None,
     namespace: str | None = None,
-    namespace_key: str | None = "user_id",
     input_key: str = "messages",
     block_key: str = "experience",
     served_key: str | None = "hindsight_served",
-    locale: Locale = "zh",
-    max_lines: int = 8,
-    on_error: ErrorPolicy = "log",
+    name: str = "hindsight_recall",
+    **options: Any,
 ) -> StateNode:
-    """A node that recalls experience for the task in ``state[input_key]``.
+    """A node that recalls experience for the task in ``state[input_key]`` (sync and async).
 
     It returns ``{block_key: "[相关经验] 1. ..."}`` (``""`` when nothing is
     relevant) for your prompt to use, and ``{served_key: {...}}`` (run id,
     namespace, served memory ids) for :func:`reflect_node`. Keys missing from
     your state schema are ignored by LangGraph, so add ``experience: str`` and
-    ``hindsight_served: dict`` to the state you want them in.
+    ``hindsight_served: dict`` to the state you want them in. The run is
+    journaled; in a thread (``config["configurable"]["thread_id"]``) a turn that
+    corrects the previous answer is feedback on the previous run.
 
     Example:
         .. code-block:: python
 
-            builder.add_node("recall", recall_node(store, input_key="question"))
+            hs = Hindsight(persist_directory="./memory_db")
+            builder.add_node("recall", recall_node(hs, input_key="question"))
             builder.add_edge(START, "recall")
 
     Args:
-        store: The memory store.
-        retriever: Custom recall component.
-        journal: Optional ``RunJournal``.
-        k: Experiences recalled.
-        task_type: Task type to prefer.
-        namespace: Fixed namespace or template (``"user-{user_id}"``).
-        namespace_key: ``config["configurable"]`` key naming the namespace.
+        hindsight: A :class:`~langchain_hindsight.Hindsight`, its ``session``, or a bare store.
+        namespace: Fixed namespace or template (``"user-{user_id}"``); default from
+            ``config["configurable"][namespace_key]``.
         input_key: Where the task is: a string, or a list of messages (the last
             human message is the task).
         block_key: Where the block is written.
         served_key: Where the served record is written; ``None`` writes none.
-        locale: ``"zh"`` or ``"en"``.
-        max_lines: At most this many block lines.
-        on_error: ``"log"`` (recall failure → empty block) or ``"raise"``.
+        name: The node's runnable name.
+        **options: :class:`~langchain_hindsight.session.SessionConfig` options changed for this node.
     """
-    loop = HindsightLoop(
-        store,
-        retriever=retriever,
-        journal=journal,
-        k=k,
-        task_type=task_type,
-        locale=locale,
-        max_lines=max_lines,
-        reflect=False,
-        on_error=on_error,
-    )
+    session = session_for(hindsight, **options)
+
+    def prepare(state: dict[str, Any], config: RunnableConfig) -> tuple[str, str, str | None, str | None]:
+        task = _task_text(state, input_key)
+        return task, session.resolve_namespace(config, explicit=namespace), _run_id(config), _thread_id(config)
+
+    def update(served: Served) -> dict[str, Any]:
+        out: dict[str, Any] = {block_key: served.block}
+        if served_key is not None:
+            out[served_key] = _served_record(served)
+        return out
 
     def hindsight_recall(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
-        task = _task_text(state, input_key)
-        ns = resolve_namespace(config, explicit=namespace, key=namespace_key)
-        served = loop.serve(task, namespace=ns, run_id=_run_id(config))
-        update: dict[str, Any] = {block_key: served.block}
-        if served_key is not None:
-            update[served_key] = _served_record(served)
-        return update
+        task, ns, run_id, thread_id = prepare(state, config)
+        return update(session.serve(task, namespace=ns, run_id=run_id, thread_id=thread_id))
 
-    return hindsight_recall
+    async def ahindsight_recall(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
+        task, ns, run_id, thread_id = prepare(state, config)
+        return update(await session.aserve(task, namespace=ns, run_id=run_id, thread_id=thread_id))
+
+    return RunnableLambda(hindsight_recall, afunc=ahindsight_recall, name=name)
 
 
 def reflect_node(
-    store: MemoryStore,
+    hindsight: Hindsight | HindsightSession | MemoryStore,
     *,
-    reflector: Reflector | BackgroundReflector | None = None,
-    journal: RunJournal | None = None,
-    task_type: str | None = None,
     namespace: str | None = None,
-    namespace_key: str | None = "user_id",
     input_key: str = "messages",
     output_key: str | None = None,
     served_key: str | None = "hindsight_served",
     outcome: OutcomeFn | None = None,
-    apply_outcome: bool = True,
-    locale: Locale = "zh",
-    on_error: ErrorPolicy = "log",
+    name: str = "hindsight_reflect",
+    **options: Any,
 ) -> StateNode:
-    """A node that learns from the finished task and credits the memories it was served.
+    """A node that learns from the finished task and credits the memories it was served (sync and async).
 
     The trajectory is rebuilt from ``state[input_key]`` when it holds messages
     (tool calls, tool errors, the answer); otherwise from the task string and
     ``state[output_key]``. The outcome is ``outcome(state)`` when given, else
-    inferred (an answer → success, ending on an error → failure). The node
+    inferred (an answer → success, ending on an error → failure). The memories
+    credited are those the journal recorded as served to the run. The node
     returns ``{}``: it never changes the state, and with ``on_error="log"`` a
     failed reflection never breaks the graph.
 
     Example:
         .. code-block:: python
 
-            builder.add_node("reflect", reflect_node(store, input_key="question", output_key="answer"))
+            builder.add_node("reflect", reflect_node(hs, input_key="question", output_key="answer"))
             builder.add_edge("answer", "reflect")
 
     Args:
-        store: The memory store.
-        reflector: ``Reflector`` or ``BackgroundReflector``; default rule-based.
-        journal: Optional ``RunJournal``.
-        task_type: Task type label for reflections.
+        hindsight: A :class:`~langchain_hindsight.Hindsight`, its ``session``, or a bare store.
         namespace: Fixed namespace or template; default from the served record or config.
-        namespace_key: ``config["configurable"]`` key naming the namespace.
         input_key: Where the task (string or messages) is.
         output_key: Where the answer is, for string-based states.
         served_key: Where :func:`recall_node` wrote its served record.
         outcome: Decides the outcome from the final state.
-        apply_outcome: Credit/penalise the served memories (seed §4.5).
-        locale: ``"zh"`` or ``"en"``.
-        on_error: ``"log"`` or ``"raise"``.
+        name: The node's runnable name.
+        **options: :class:`~langchain_hindsight.session.SessionConfig` options changed for this node.
     """
-    loop = HindsightLoop(
-        store,
-        reflector=reflector,
-        journal=journal,
-        task_type=task_type,
-        locale=locale,
-        recall=False,
-        apply_outcome=apply_outcome,
-        on_error=on_error,
-    )
+    session = session_for(hindsight, **options)
 
-    def hindsight_reflect(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
+    def prepare(state: dict[str, Any], config: RunnableConfig) -> tuple[Served, Trajectory]:
         record = state.get(served_key) if served_key is not None else None
         if isinstance(record, Mapping) and record:
-            served, ids = _served_from_record(record)
+            served, _ = _served_from_record(record)
         else:
-            served, ids = Served(run_id=_run_id(config) or new_run_id(), task="", namespace=""), []
+            served = Served(run_id=_run_id(config) or new_run_id(), task="", namespace="")
+        served.thread_id = _thread_id(config)
         if not served.namespace:
-            served.namespace = loop.namespace(resolve_namespace(config, explicit=namespace, key=namespace_key))
+            served.namespace = session.resolve_namespace(config, explicit=namespace)
         if not served.task:
             served.task = _task_text(state, input_key)
-        if ids:
-            served.memories = _placeholders(store, ids, served.namespace)
         trajectory = _final_trajectory(
             state, input_key=input_key, output_key=output_key, served=served, outcome=outcome
         )
-        loop.finish(served, trajectory)
+        return served, trajectory
+
+    def hindsight_reflect(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
+        session.finish(*prepare(state, config))
         return {}
 
-    return hindsight_reflect
+    async def ahindsight_reflect(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
+        await session.afinish(*prepare(state, config))
+        return {}
 
-
-def _placeholders(store: MemoryStore, ids: list[str], namespace: str) -> list[Any]:
-    """The served memories as ``ScoredMemory`` values (score unknown here: 0) so the loop can credit them."""
-    from langchain_hindsight.types import ScoredMemory
-
-    return [ScoredMemory(memory=u, score=0.0, similarity=0.0) for u in store.get_many(ids, namespace=namespace)]
+    return RunnableLambda(hindsight_reflect, afunc=ahindsight_reflect, name=name)
 
 
 # ---------------------------------------------------------------------------- wrapper
 def with_hindsight(
     graph: CompiledStateGraph[Any, Any, Any, Any],
-    store: MemoryStore,
+    hindsight: Hindsight | HindsightSession | MemoryStore,
     *,
-    retriever: HindsightRetriever | None = None,
-    reflector: Reflector | BackgroundReflector | None = None,
-    journal: RunJournal | None = None,
-    k: int = 5,
-    task_type: str | None = None,
     namespace: str | None = None,
-    namespace_key: str | None = "user_id",
     input_key: str = "messages",
     block_key: str | None = None,
     output_key: str | None = None,
     outcome: OutcomeFn | None = None,
     placement: Placement = "task_message",
-    locale: Locale = "zh",
-    max_lines: int = 8,
-    recall: bool = True,
-    reflect: bool = True,
-    apply_outcome: bool = True,
-    on_error: ErrorPolicy = "log",
-    name: str = "hindsight",
+    name: str | None = None,
+    **options: Any,
 ) -> CompiledStateGraph[Any, Any, Any, Any]:
-    """Wrap a compiled graph into recall → graph → reflect, with the same state schema.
+    """Your compiled graph, recalling experience before each task and learning after it.
 
-    Message-based state (``state[input_key]`` is a list of messages, and no
-    ``block_key``): the block is injected into your graph's input ephemerally
-    (``placement`` as in :class:`~langchain_hindsight.middleware.HindsightMiddleware`)
-    and removed from what the wrapper returns. Your graph runs without its own
-    checkpointer (the wrapper is compiled with it instead), so no checkpoint
-    holds the block; interrupts inside your graph are therefore not resumable
-    through the wrapper. Other schemas: give ``block_key``; the block is written
-    there before your graph runs.
+    The result is a copy of ``graph`` (same nodes, reducers, checkpointer,
+    store), so it keeps LangGraph's semantics: reducers apply once per step,
+    ``stream`` yields your graph's own chunks and node names (token streaming
+    included), an ``interrupt()`` is resumed with ``Command(resume=...)``, and
+    ``get_state``/``update_state``/``get_state_history`` read and write your
+    checkpointer. What it adds, per run whose input carries a new task:
+
+    * Message state (``state[input_key]`` holds messages, no ``block_key``):
+      the ``[相关经验]`` block is injected into the task's human message in the
+      run's input (``placement`` as in
+      :class:`~langchain_hindsight.middleware.HindsightMiddleware`), so every
+      model call of the run sees it. The message is put back as it was in
+      every checkpoint written to your checkpointer and in what the graph
+      returns and streams: the block is never persisted.
+    * Other schemas: give ``block_key``; the block is written there in the
+      run's input, and emptied in checkpoints and outputs the same way.
+    * When the run ends, the session applies the outcome to the served
+      memories, journals the run and reflects on the final state. A run that
+      stops on an interrupt is finished when it is resumed.
 
     Example:
         .. code-block:: python
 
-            from langchain_hindsight import MemoryStore, with_hindsight
-
-            app = with_hindsight(my_graph, MemoryStore("./memory_db"))
+            hs = Hindsight(persist_directory="./memory_db")
+            app = hs.wrap(my_graph)            # with_hindsight(my_graph, hs)
             app.invoke({"messages": [("user", "清洗 data.csv")]},
                        config={"configurable": {"user_id": "alice", "thread_id": "1"}})
 
     Args:
         graph: A compiled ``StateGraph`` (``builder.compile()`` or ``create_agent(...)``).
-        store: The memory store.
-        retriever: Custom recall component.
-        reflector: ``Reflector`` or ``BackgroundReflector``; default rule-based.
-        journal: Optional ``RunJournal``.
-        k: Experiences recalled per task.
-        task_type: Task type to prefer in recall and label reflections.
-        namespace: Fixed namespace or template filled from ``config["configurable"]``.
-        namespace_key: ``config["configurable"]`` key naming the namespace.
+        hindsight: A :class:`~langchain_hindsight.Hindsight`, its ``session``, or a bare store.
+        namespace: Fixed namespace or template filled from ``config["configurable"]``;
+            default from ``config["configurable"][namespace_key]`` or the run's ``context=``.
         input_key: Where the task is (messages or a string).
         block_key: Write the block into this state key instead of injecting it.
         output_key: Where the answer is, for string-based states.
         outcome: Decides the outcome from the final state (default: inferred).
         placement: ``"task_message"`` or ``"separate_message"`` (message graphs).
-        locale: ``"zh"`` or ``"en"``.
-        max_lines: At most this many block lines.
-        recall: ``False`` learns without injecting.
-        reflect: ``False`` never reflects.
-        apply_outcome: Credit/penalise the served memories after each run.
-        on_error: ``"log"`` (default; recall/reflection failures never break the graph) or ``"raise"``.
-        name: Name of the wrapper's single node.
+        name: Name of the returned graph (default: ``graph``'s name).
+        **options: :class:`~langchain_hindsight.session.SessionConfig` options changed for this graph.
 
     Raises:
-        ConfigurationError: ``graph`` is not a compiled ``StateGraph``.
+        ConfigurationError: ``graph`` is not a compiled ``StateGraph``, or an unknown option.
     """
-    from langgraph.graph import END, START, StateGraph
+    from langgraph.graph.state import CompiledStateGraph
 
-    builder = getattr(graph, "builder", None)
-    schema = getattr(builder, "state_schema", None)
-    if schema is None or not hasattr(graph, "copy"):
+    from langchain_hindsight._wrapper import wrap_graph
+
+    if not isinstance(graph, CompiledStateGraph):
         raise ConfigurationError("with_hindsight needs a compiled StateGraph (builder.compile() or create_agent(...))")
     check_placement(placement)
-    inner = graph.copy(update={"checkpointer": False})
-    loop = HindsightLoop(
-        store,
-        retriever=retriever,
-        reflector=reflector,
-        journal=journal,
-        k=k,
-        task_type=task_type,
-        locale=locale,
-        max_lines=max_lines,
-        recall=recall,
-        reflect=reflect,
-        apply_outcome=apply_outcome,
-        on_error=on_error,
+    session = session_for(hindsight, **options)
+
+    def namespace_of(config: Mapping[str, Any] | None, context: Any) -> str | None:
+        return session.resolve_namespace(config, explicit=namespace, context=context)
+
+    wrapped = wrap_graph(
+        graph,
+        session,
+        resolve_namespace=namespace_of,
+        input_key=input_key,
+        block_key=block_key,
+        output_key=output_key,
+        outcome=outcome,
+        placement=placement,
     )
-
-    def inputs_for(state: dict[str, Any], served: Served) -> tuple[dict[str, Any], dict[str, BaseMessage]]:
-        value = state.get(input_key)
-        if block_key is None and _is_messages(value):
-            found = find_task(value)
-            originals: dict[str, BaseMessage] = {found[1].id: found[1]} if found is not None and found[1].id else {}
-            injected = inject(value, block=served.block, task_prompt=served.task_prompt, placement=placement)
-            return {**state, input_key: injected}, originals
-        if block_key is not None:
-            return {**state, block_key: served.block}, {}
-        return dict(state), {}
-
-    def finish_output(out: Any, originals: Mapping[str, BaseMessage]) -> dict[str, Any]:
-        result = dict(out) if isinstance(out, Mapping) else {}
-        value = result.get(input_key)
-        if block_key is None and _is_messages(value):
-            result[input_key] = _restore(value, originals)
-        return result
-
-    def run(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
-        task = _task_text(state, input_key)
-        ns = resolve_namespace(config, explicit=namespace, key=namespace_key)
-        served = loop.serve(task, namespace=ns, run_id=_run_id(config))
-        inputs, originals = inputs_for(state, served)
-        out = inner.invoke(inputs, config)
-        result = finish_output(out, originals)
-        loop.finish(
-            served,
-            _final_trajectory(result, input_key=input_key, output_key=output_key, served=served, outcome=outcome),
-        )
-        return result
-
-    async def arun(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
-        task = _task_text(state, input_key)
-        ns = resolve_namespace(config, explicit=namespace, key=namespace_key)
-        served = await loop.aserve(task, namespace=ns, run_id=_run_id(config))
-        inputs, originals = inputs_for(state, served)
-        out = await inner.ainvoke(inputs, config)
-        result = finish_output(out, originals)
-        await loop.afinish(
-            served,
-            _final_trajectory(result, input_key=input_key, output_key=output_key, served=served, outcome=outcome),
-        )
-        return result
-
-    from langchain_core.runnables import RunnableLambda
-
-    outer: StateGraph[Any, Any, Any, Any] = StateGraph(schema)
-    outer.add_node(name, RunnableLambda(run, afunc=arun, name=name))  # type: ignore[type-var]
-    outer.add_edge(START, name)
-    outer.add_edge(name, END)
-    return outer.compile(checkpointer=graph.checkpointer, store=graph.store, name=graph.get_name())
+    return wrapped.copy(update={"name": name}) if name is not None else wrapped

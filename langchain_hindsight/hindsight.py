@@ -17,22 +17,23 @@ Example:
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
+from urllib.parse import urlsplit
 
 from langchain_core.callbacks import BaseCallbackHandler
 
-from langchain_hindsight._loop import ErrorPolicy
 from langchain_hindsight.capture import TrajectoryRecorder
 from langchain_hindsight.errors import ConfigurationError
-from langchain_hindsight.journal import RunJournal, RunRecord
+from langchain_hindsight.journal import RunJournal
 from langchain_hindsight.prompts import Locale
 from langchain_hindsight.reflection import BackgroundReflector, Reflector
 from langchain_hindsight.retriever import HindsightRetriever
+from langchain_hindsight.session import ErrorPolicy, FeedbackResult, HindsightSession, SessionConfig
 from langchain_hindsight.store import MemoryStore
-from langchain_hindsight.types import MemoryUnit, ScoredMemory, Trajectory
+from langchain_hindsight.types import ScoredMemory
 
 if TYPE_CHECKING:
+    from chromadb.api import ClientAPI
     from langchain_core.embeddings import Embeddings
     from langchain_core.language_models import BaseChatModel
     from langgraph.graph.state import CompiledStateGraph
@@ -43,46 +44,63 @@ if TYPE_CHECKING:
 __all__ = ["FeedbackResult", "Hindsight"]
 
 
-@dataclass(frozen=True, slots=True)
-class FeedbackResult:
-    """What :meth:`Hindsight.feedback` changed.
+def _server_client(server: str) -> ClientAPI:
+    """A chromadb ``HttpClient`` for ``"http://host:port"`` (or ``"host:port"``)."""
+    import chromadb
 
-    Attributes:
-        run: The run's journal record, with the feedback appended.
-        updated: Served memories whose confidence changed.
-        created: New ``user_feedback`` memories made from the comment.
-    """
-
-    run: RunRecord
-    updated: list[MemoryUnit] = field(default_factory=list)
-    created: list[MemoryUnit] = field(default_factory=list)
+    parts = urlsplit(server if "://" in server else f"http://{server}")
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ConfigurationError(f"server must look like 'http://host:port', got {server!r}")
+    port = parts.port or (443 if parts.scheme == "https" else 8000)
+    return chromadb.HttpClient(host=parts.hostname, port=port, ssl=parts.scheme == "https")
 
 
 class Hindsight:
-    """Store + retriever + recorder + reflector + journal, and the one-liners around them.
+    """The composition root: store, retriever, reflector, journal and one session, and the adapters over them.
+
+    Build it once; every adapter takes it (``HindsightMiddleware(hs)``,
+    ``recall_node(hs)``, ``HindsightMemory(hs)``) or comes from it
+    (``hs.middleware()``, ``hs.wrap(graph)``, ``hs.memory()``, ``hs.callbacks``), so
+    the options below are given in one place and every path journals its runs.
 
     Args:
-        persist_directory: Directory of the embedded store (ignored with ``store``).
+        persist_directory: Directory of the embedded store (ignored with ``store``,
+            ``client`` or ``server``).
         store: An existing :class:`MemoryStore` (not closed by :meth:`close`).
+        client: A chromadb client (e.g. ``chromadb.HttpClient(host=..., port=...)``)
+            to open the store on.
+        server: A Chroma server address, ``"http://host:port"``.
         model: Chat model for reflection; ``None`` reflects with rules only.
-        embeddings: Embedder for a new store (default: the offline MiniLM).
+        structured_output: ``False`` asks ``model`` for JSON text instead of a
+            forced tool call / structured output (e.g. a local llama.cpp server).
+        reflector: A prebuilt :class:`Reflector` (on this store) instead of
+            ``model`` and ``structured_output``.
+        embeddings: Embedder for a new store (default: the offline one).
         namespace: Default namespace of a new store.
         k: Experiences recalled per task.
-        task_type: Task type preferred in recall and used to label reflections.
+        task_type: A fixed task type for recall and reflection; ``None`` infers it
+            from each task's text.
+        min_relevance: Relevance floor for recall (nothing relevant → no block);
+            ``"default"`` keeps the retriever's floor, ``None`` switches it off.
         locale: ``"zh"`` (default) or ``"en"``.
         background: Reflect in a worker thread (never delays the agent); call
             :meth:`flush` before reading what was learned.
+        conversation_feedback: A turn in the same thread that corrects the
+            previous answer ("不对，…", "No, …") is feedback on the previous run.
         on_error: ``"log"`` (default) or ``"raise"`` for the adapters.
 
     Example:
         .. code-block:: python
 
-            hs = Hindsight(persist_directory="./memory_db")
-            app = hs.wrap(my_graph)                       # LangGraph
+            hs = Hindsight(persist_directory="./memory_db")          # or server="http://localhost:8000"
             agent = create_agent(model, tools, middleware=[hs.middleware()])
-            chain.invoke(x, config={"callbacks": hs.callbacks})  # capture + reflect any runnable
-            hs.feedback(run_id, success=True)
+            agent.invoke(inputs, config={"run_id": run_id})
+            hs.feedback(run_id, success=False, comment="不对，周报只统计本周一到周日的数据")
             hs.close()
+
+    Raises:
+        ConfigurationError: more than one of ``store``, ``client`` and ``server``, or
+            ``reflector`` together with ``model``.
     """
 
     def __init__(
@@ -90,102 +108,122 @@ class Hindsight:
         persist_directory: str | os.PathLike[str] = "./memory_db",
         *,
         store: MemoryStore | None = None,
+        client: ClientAPI | None = None,
+        server: str | None = None,
         model: BaseChatModel | None = None,
+        structured_output: bool = True,
+        reflector: Reflector | None = None,
         embeddings: Embeddings | None = None,
         namespace: str = "default",
         k: int = 5,
         task_type: str | None = None,
+        min_relevance: float | Literal["default"] | None = "default",
         locale: Locale = "zh",
         background: bool = False,
+        conversation_feedback: bool = True,
         on_error: ErrorPolicy = "log",
     ) -> None:
         self._owns_store = store is None
+        self.background: BackgroundReflector | None = None
+        if sum(x is not None for x in (store, client, server)) > 1:
+            raise ConfigurationError("give at most one of store, client and server")
+        if reflector is not None and (model is not None or not structured_output):
+            raise ConfigurationError("give either reflector or model/structured_output, not both")
+        if reflector is not None and not isinstance(reflector, Reflector):
+            raise ConfigurationError(f"reflector must be a Reflector, got {type(reflector).__name__}")
+        if server is not None:
+            client = _server_client(server)
         self.store = (
-            store if store is not None else MemoryStore(persist_directory, embeddings=embeddings, namespace=namespace)
+            store
+            if store is not None
+            else MemoryStore(persist_directory, client=client, embeddings=embeddings, namespace=namespace)
         )
         try:
-            self.k = k
-            self.task_type = task_type
-            self.locale: Locale = locale
-            self.on_error: ErrorPolicy = on_error
-            self.retriever = HindsightRetriever(store=self.store, k=k, task_type=task_type, locale=locale)
-            self.reflector = Reflector(store=self.store, model=model, locale=locale)
+            self.reflector = reflector or Reflector(
+                store=self.store, model=model, locale=locale, structured_output=structured_output
+            )
             self.background = BackgroundReflector(self.reflector) if background else None
-            self.journal = RunJournal(self.store)
-            self.recorder = TrajectoryRecorder(on_finish=self._on_trajectory, namespace=self.store.namespace)
+            self.config = SessionConfig(
+                store=self.store,
+                reflector=self.background or self.reflector,
+                k=k,
+                task_type=task_type,
+                min_relevance=min_relevance,
+                locale=locale,
+                conversation_feedback=conversation_feedback,
+                on_error=on_error,
+            )
+            self.session = HindsightSession(self.config)
+            self.recorder = TrajectoryRecorder(on_finish=self.session.on_trajectory, namespace=self.store.namespace)
         except Exception:
             self.close()
             raise
 
-    # ------------------------------------------------------------------ adapters
-    def _options(self, overrides: dict[str, Any]) -> dict[str, Any]:
-        options: dict[str, Any] = {
-            "retriever": self.retriever,
-            "reflector": self.background or self.reflector,
-            "journal": self.journal,
-            "k": self.k,
-            "task_type": self.task_type,
-            "locale": self.locale,
-            "on_error": self.on_error,
-        }
-        options.update(overrides)
-        return options
+    # ------------------------------------------------------------------ parts
+    @property
+    def retriever(self) -> HindsightRetriever:
+        """The retriever (also usable on its own in LCEL: ``hs.retriever | format_docs``)."""
+        return self.session.retriever
 
-    def middleware(self, **overrides: Any) -> HindsightMiddleware:
-        """A :class:`HindsightMiddleware` wired to this bundle (keyword overrides allowed)."""
+    @property
+    def journal(self) -> RunJournal:
+        """The run journal (always on)."""
+        return self.session.journal
+
+    @property
+    def k(self) -> int:
+        """Experiences recalled per task."""
+        return self.session.k
+
+    @property
+    def task_type(self) -> str | None:
+        """The fixed task type, or ``None``."""
+        return self.session.task_type
+
+    @property
+    def locale(self) -> Locale:
+        """Block and prompt language."""
+        return self.session.locale
+
+    # ------------------------------------------------------------------ adapters
+    def middleware(self, **options: Any) -> HindsightMiddleware:
+        """``HindsightMiddleware(self, **options)`` for ``create_agent``."""
         from langchain_hindsight.middleware import HindsightMiddleware
 
-        return HindsightMiddleware(self.store, **self._options(overrides))
+        return HindsightMiddleware(self, **options)
 
     def wrap(
-        self, graph: CompiledStateGraph[Any, Any, Any, Any], **overrides: Any
+        self, graph: CompiledStateGraph[Any, Any, Any, Any], **options: Any
     ) -> CompiledStateGraph[Any, Any, Any, Any]:
-        """``with_hindsight(graph, ...)`` wired to this bundle."""
+        """``with_hindsight(graph, self, **options)``: the graph with this bundle's recall and reflection."""
         from langchain_hindsight.graph import with_hindsight
 
-        return with_hindsight(graph, self.store, **self._options(overrides))
+        return with_hindsight(graph, self, **options)
 
-    def memory(self, **overrides: Any) -> HindsightMemory:
-        """A classic-chain :class:`HindsightMemory` (needs the ``classic`` extra)."""
+    def memory(self, **options: Any) -> HindsightMemory:
+        """``HindsightMemory(self, **options)`` for classic chains (needs the ``classic`` extra)."""
         from langchain_hindsight.memory import HindsightMemory
 
-        return HindsightMemory(store=self.store, **self._options(overrides))
+        return HindsightMemory(self, **options)
 
     @property
     def callbacks(self) -> list[BaseCallbackHandler]:
-        """Callbacks that capture any runnable's run and reflect on it when it ends.
+        """Callbacks that capture any runnable's run and journal, credit and reflect on it when it ends.
 
         Runs already handled by an adapter of this bundle (same run id in the
         journal) are not reflected twice.
         """
         return [self.recorder]
 
+    # ------------------------------------------------------------------ recall and feedback
     def recall(self, query: str, **kwargs: Any) -> list[ScoredMemory]:
         """``retriever.recall(query, ...)``: scored memories with their breakdowns."""
         return self.retriever.recall(query, **kwargs)
 
-    # ------------------------------------------------------------------ capture → reflect
-    def _on_trajectory(self, trajectory: Trajectory) -> object:
-        """Recorder hook: journal and reflect a run that no adapter handled."""
-        from langchain_hindsight.errors import RunNotFoundError
+    async def arecall(self, query: str, **kwargs: Any) -> list[ScoredMemory]:
+        """Async :meth:`recall`."""
+        return await self.retriever.arecall(query, **kwargs)
 
-        try:
-            self.journal.get(trajectory.run_id, namespace=trajectory.namespace)
-            return None  # an adapter served, journaled and reflects this run
-        except RunNotFoundError:
-            pass
-        self.journal.start(trajectory.run_id, task=trajectory.task, namespace=trajectory.namespace)
-        self.journal.finish(trajectory.run_id, outcome=trajectory.outcome, namespace=trajectory.namespace)
-        if self.background is not None:
-            return self.background.submit(trajectory)
-        produced = self.reflector.reflect(trajectory)
-        if produced:
-            self.journal.add_produced(
-                trajectory.run_id, [u.memory_id for u in produced], namespace=trajectory.namespace
-            )
-        return None
-
-    # ------------------------------------------------------------------ feedback
     def feedback(
         self,
         run_id: str,
@@ -194,41 +232,30 @@ class Hindsight:
         comment: str | None = None,
         namespace: str | None = None,
     ) -> FeedbackResult:
-        """Apply a user's verdict on a run to the memories that run used (seed §2.3, §4.5).
+        """Apply a user's verdict on a run to the memories that run used.
 
-        ``success=False`` means the user says the result was wrong: the served
-        memories are rejected (confidence × 0.5, seed §3.1). ``success=True``
-        credits them (+0.05) unless the run already ended as a success (the
-        adapters credit that automatically; no double counting). A ``comment``
-        with ``success`` not ``True`` is a correction: it becomes a new
-        ``user_feedback`` memory (high trust) for the run's task. Everything is
-        recorded in the journal.
+        ``success=False`` means the user says the result was wrong: the success
+        credit the run gave is taken back and the served memories are rejected
+        (confidence × 0.5). ``success=True`` credits them (+0.05) once per run. A
+        ``comment`` with ``success`` not ``True`` becomes a new ``user_feedback``
+        memory (high trust) for the run's task. Everything is recorded in the journal.
 
         Raises:
             RunNotFoundError: the journal has no such run.
             ConfigurationError: nothing to record (no verdict and no comment).
         """
-        if success is None and not (comment and comment.strip()):
-            raise ConfigurationError("give success=True/False, a comment, or both")
-        record = self.journal.get(run_id, namespace=namespace)
-        ns = record.namespace
-        updated: list[MemoryUnit] = []
-        ids = record.served_ids
-        if ids and success is False:
-            updated = self.store.record_feedback(ids, rejected=True, namespace=ns)
-        elif ids and success is True and record.outcome != "success":
-            updated = self.store.record_feedback(ids, success=True, namespace=ns)
-        created: list[MemoryUnit] = []
-        if comment and comment.strip() and success is not True:
-            created = self.reflector.record_user_feedback(
-                comment, task=record.task, task_type=record.task_type, namespace=ns, run_id=run_id
-            )
-            if created:
-                self.journal.add_produced(run_id, [u.memory_id for u in created], namespace=ns)
-        run = self.journal.add_feedback(
-            run_id, text=(comment or "").strip(), success=success, rejected=success is False, namespace=ns
-        )
-        return FeedbackResult(run=run, updated=updated, created=created)
+        return self.session.feedback(run_id, success=success, comment=comment, namespace=namespace)
+
+    async def afeedback(
+        self,
+        run_id: str,
+        *,
+        success: bool | None = None,
+        comment: str | None = None,
+        namespace: str | None = None,
+    ) -> FeedbackResult:
+        """Async :meth:`feedback`."""
+        return await self.session.afeedback(run_id, success=success, comment=comment, namespace=namespace)
 
     # ------------------------------------------------------------------ lifecycle
     def flush(self, timeout: float | None = None) -> bool:

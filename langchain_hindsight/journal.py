@@ -109,6 +109,14 @@ class RunRecord(BaseModel):
     produced: list[str] = Field(default_factory=list)
     """Ids of the memories reflection (or review) stored from this run."""
     feedback: list[RunFeedback] = Field(default_factory=list)
+    thread_id: str | None = None
+    """The conversation thread the run belongs to (LangGraph ``thread_id``), when known."""
+    credit: dict[str, float] | None = None
+    """Success credit currently applied to the served memories: memory id → confidence change.
+
+    ``None``: no credit is applied (never credited, or the credit was undone by a
+    rejection). Kept so a later rejection reverses exactly what was credited,
+    and a second success verdict does not credit again."""
 
     @field_validator("run_id")
     @classmethod
@@ -187,6 +195,7 @@ def _metadata(record: RunRecord) -> dict[str, str | int | float | bool]:
         "started_at_us": to_datetime_us(record.started_at),
         "ended_at_us": -1 if record.ended_at is None else to_datetime_us(record.ended_at),
         "n_served": len(record.served),
+        "thread_id": record.thread_id or "",
     }
 
 
@@ -279,6 +288,7 @@ class RunJournal:
         task_type: str | None = None,
         namespace: str | None = None,
         served: Sequence[ScoredMemory] = (),
+        thread_id: str | None = None,
         now: datetime | None = None,
     ) -> RunRecord:
         """Record that a run started and which memories it was served (best first).
@@ -296,6 +306,8 @@ class RunJournal:
                 changes["task"] = task
             if task_type:
                 changes["task_type"] = self.store.vocabulary.normalize(task_type)
+            if thread_id:
+                changes["thread_id"] = thread_id
             updated = current.model_copy(update=changes)
             self._write([updated])
             return updated
@@ -364,6 +376,37 @@ class RunJournal:
             if current is None:
                 raise RunNotFoundError(f"no run {run_id!r} in the journal of namespace {self._ns(namespace)!r}")
             return self._change(run_id, current.namespace, feedback=[*current.feedback, entry])
+
+    def set_credit(self, run_id: str, credit: dict[str, float] | None, *, namespace: str | None = None) -> RunRecord:
+        """Record the success credit now applied to the run's served memories (``None``: none applied).
+
+        Raises:
+            RunNotFoundError: no such run.
+        """
+        value = None if credit is None else {str(k): float(v) for k, v in credit.items()}
+        return self._change(run_id, namespace, credit=value)
+
+    def last_in_thread(
+        self, thread_id: str, *, namespace: str | None = None, exclude: Sequence[str] = ()
+    ) -> RunRecord | None:
+        """The newest finished run of conversation thread ``thread_id`` (``None`` when there is none).
+
+        Args:
+            thread_id: The thread (LangGraph ``thread_id``).
+            namespace: The namespace whose journal is searched.
+            exclude: Run ids to skip (e.g. the run being started).
+        """
+        if not thread_id:
+            return None
+        ns = self._ns(namespace)
+        skip = set(exclude)
+        with self.store._lock:
+            col = self._col(ns, create=False)
+            if col is None:
+                return None
+            where = {"$and": [{"thread_id": thread_id}, {"kind": "run"}, {"ended_at_us": {"$gte": 0}}]}
+            runs = [r for r in self._read(col, where=where) if r.run_id not in skip]
+        return max(runs, key=lambda r: (r.ended_at or r.started_at, r.started_at), default=None)
 
     def delete(self, run_ids: Sequence[str], *, namespace: str | None = None) -> int:
         """Delete run records; returns how many existed."""
@@ -532,3 +575,11 @@ class RunJournal:
     async def aadd_feedback(self, run_id: str, **kwargs: Any) -> RunRecord:
         """Async :meth:`add_feedback`."""
         return await asyncio.to_thread(lambda: self.add_feedback(run_id, **kwargs))
+
+    async def aget(self, run_id: str, *, namespace: str | None = None) -> RunRecord:
+        """Async :meth:`get`."""
+        return await asyncio.to_thread(lambda: self.get(run_id, namespace=namespace))
+
+    async def aexplain(self, run_id: str, *, namespace: str | None = None) -> RunExplanation:
+        """Async :meth:`explain`."""
+        return await asyncio.to_thread(lambda: self.explain(run_id, namespace=namespace))

@@ -2,7 +2,8 @@
 
 Seed §3.4: every full 30 days without access multiplies confidence by 0.9.
 Seed §5.3: units below 0.3 confidence and idle over 60 days move to the cold
-(archive) collection; units more than 0.95 similar merge into one. Seed §2.3:
+(archive) collection; duplicates merge into one (only the same statement, never
+merely similar content). Seed §2.3:
 a periodic review distils cross-task patterns from the run journal. Seed §6:
 a usage report finds memories that are often recalled but never help.
 
@@ -70,7 +71,9 @@ class LifecyclePolicy:
         decay_floor: Decay never lowers confidence below this (0: no floor).
         archive_below: Active units with confidence below this... (seed §5.3: 0.3)
         archive_idle_days: ...and not accessed for more than this many days are archived (60).
-        merge_threshold: Cosine similarity at or above which active units merge (0.95).
+        merge_threshold: Active units that make the same statement (equal after
+            normalising case, whitespace and punctuation) merge when at least this
+            cosine-similar (0.95). Different statements never merge, however similar.
         merge_scope: ``"task_type"`` merges only units of the same task type and
             kind (a weekly-report lesson never absorbs a monthly one);
             ``"namespace"`` merges across them; ``None`` follows the store's
@@ -333,16 +336,16 @@ class Lifecycle:
 
     # ------------------------------------------------------------------ merge (seed §5.3)
     def merge_duplicates(self, *, namespace: str | None = None) -> MergeReport:
-        """Fold active units at least ``merge_threshold`` similar into one.
+        """Fold active units that make the same statement (and are at least ``merge_threshold`` similar) into one.
 
         Each group keeps its most confident unit (ties: more accesses, older,
         smaller id) with the highest confidence, the summed access counts, the
-        union of tags, the latest access and the most trusted source;
+        union of tags, the newest creation and access times and the most trusted source;
         ``merged_from`` records the folded ids, which are deleted. A unit is only
         folded into a keeper it is itself similar to (no chaining through
-        intermediaries). Exact: all pairs within each task type (or the whole
-        namespace, see ``merge_scope``) in blocked matrix products over the
-        stored vectors (nothing is re-embedded).
+        intermediaries). Exact: all pairs among units with the same statement
+        within each task type (or the whole namespace, see ``merge_scope``) in
+        blocked matrix products over the stored vectors (nothing is re-embedded).
         """
         from langchain_hindsight._merge import active_with_vectors
 
@@ -354,23 +357,20 @@ class Lifecycle:
     def _apply_merge(self, units: list[MemoryUnit], vectors: np.ndarray, ns: str) -> MergeReport:
         import numpy as np
 
-        from langchain_hindsight._merge import delete_folded, fold, star_clusters
+        from langchain_hindsight._merge import delete_folded, duplicate_groups, fold, star_clusters
 
         scope = self.policy.merge_scope or getattr(self.store, "conflict_scope", "task_type")
-        groups: dict[tuple[str, str], list[int]] = {}
-        for i, u in enumerate(units):
-            groups.setdefault((u.task_type, u.kind) if scope == "task_type" else ("", ""), []).append(i)
         merged: dict[str, list[str]] = {}
         keepers: list[MemoryUnit] = []
         done = 0
-        for idx in groups.values():
-            if len(idx) > 1:
-                members = [units[i] for i in idx]
-                for keeper, folded in star_clusters(members, vectors[np.asarray(idx)], self.policy.merge_threshold):
-                    merged[keeper.memory_id] = [u.memory_id for u in folded]
-                    keepers.append(fold(keeper, folded))
+        for idx in duplicate_groups(units, by_task_type=scope == "task_type"):  # same statement only
+            members = [units[i] for i in idx]
+            for keeper, folded in star_clusters(members, vectors[np.asarray(idx)], self.policy.merge_threshold):
+                merged[keeper.memory_id] = [u.memory_id for u in folded]
+                keepers.append(fold(keeper, folded))
             done += len(idx)
             self._report("merge", done, len(units))
+        self._report("merge", len(units), len(units))
         if keepers:
             self._write("merge write", keepers, ns)
             delete_folded(self.store, ns, [i for ids in merged.values() for i in ids])

@@ -15,11 +15,11 @@ from typing import Any
 
 from pydantic import ConfigDict, Field, PrivateAttr
 
-from langchain_hindsight._loop import ErrorPolicy, HindsightLoop, Served, new_run_id
+from langchain_hindsight._adapters import trajectory_from_intermediate_steps
 from langchain_hindsight.errors import ConfigurationError
-from langchain_hindsight.prompts import Locale
+from langchain_hindsight.session import HindsightSession, Served, SessionConfig, new_run_id, session_for
 from langchain_hindsight.store import MemoryStore
-from langchain_hindsight.types import Outcome, Step, Trajectory
+from langchain_hindsight.types import Outcome, Trajectory
 
 try:
     from langchain_classic.base_memory import BaseMemory
@@ -29,21 +29,6 @@ except ImportError as e:  # pragma: no cover - exercised only without the extra
     ) from e
 
 __all__ = ["HindsightMemory"]
-
-
-def _intermediate_steps(outputs: Mapping[str, Any]) -> list[Step]:
-    """Steps from an ``AgentExecutor``'s ``intermediate_steps`` (``return_intermediate_steps=True``)."""
-    steps: list[Step] = []
-    for item in outputs.get("intermediate_steps") or []:
-        if not isinstance(item, tuple | list) or len(item) != 2:
-            continue
-        action, observation = item
-        tool = getattr(action, "tool", None)
-        tool_input = getattr(action, "tool_input", None)
-        args = dict(tool_input) if isinstance(tool_input, Mapping) else {"input": tool_input}
-        steps.append(Step(type="tool_call", tool_name=tool, tool_args=args, content=str(tool_input)))
-        steps.append(Step(type="tool_result", tool_name=tool, content=str(observation)))
-    return steps
 
 
 class HindsightMemory(BaseMemory):  # type: ignore[misc]  # BaseMemory is deprecated-decorated
@@ -59,71 +44,59 @@ class HindsightMemory(BaseMemory):  # type: ignore[misc]  # BaseMemory is deprec
         .. code-block:: python
 
             from langchain_core.prompts import PromptTemplate
-            from langchain_hindsight import HindsightMemory, MemoryStore
+            from langchain_hindsight import Hindsight, HindsightMemory
 
-            memory = HindsightMemory(store=MemoryStore("./memory_db"))
+            hs = Hindsight(persist_directory="./memory_db")
+            memory = HindsightMemory(hs)                      # = hs.memory()
             prompt = PromptTemplate.from_template("{experience}\n\n[当前任务]\n{input}")
             memory.load_memory_variables({"input": "清洗 sales.csv"})  # {"experience": "[相关经验] ..."}
 
+    The first positional argument is a :class:`~langchain_hindsight.Hindsight`
+    (recommended), its ``session``, or a :class:`~langchain_hindsight.MemoryStore`
+    (also accepted as ``store=``); other keywords that are
+    :class:`~langchain_hindsight.session.SessionConfig` options (``k``,
+    ``task_type``, ``reflect``, ...) change them for this memory only.
+
     Attributes:
-        store: The memory store.
         memory_key: Name of the prompt variable (``"experience"``).
         input_key: Input holding the task; default: the only input that is not a
             memory variable, else ``"input"``.
         output_key: Output holding the answer; default ``"output"`` or the only output.
-        k: Experiences recalled.
-        task_type: Task type to prefer in recall and label reflections.
         namespace: Namespace; ``None`` uses the store's default.
-        locale: ``"zh"`` or ``"en"``.
-        max_lines: At most this many block lines.
-        retriever: Custom recall component.
-        reflector: ``Reflector`` or ``BackgroundReflector``; default rule-based.
-        journal: Optional ``RunJournal``.
-        reflect: ``False`` never reflects.
-        on_error: ``"log"`` (default) or ``"raise"``.
+        max_pending: Tasks remembered between load and save (oldest dropped beyond that).
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
-    store: MemoryStore
     memory_key: str = "experience"
     input_key: str | None = None
     output_key: str | None = None
-    k: int = 5
-    task_type: str | None = None
     namespace: str | None = None
-    locale: Locale = "zh"
-    max_lines: int = 8
-    retriever: Any = None
-    reflector: Any = None
-    journal: Any = None
-    reflect: bool = True
-    on_error: ErrorPolicy = "log"
     max_pending: int = Field(default=256, ge=1)
 
-    _loop: HindsightLoop = PrivateAttr()
+    _session: HindsightSession = PrivateAttr()
     _pending: OrderedDict[str, Served] = PrivateAttr(default_factory=OrderedDict)
     _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
 
-    def __init__(self, **data: Any) -> None:
+    def __init__(self, hindsight: object = None, /, **data: Any) -> None:
+        options = {k: data.pop(k) for k in list(data) if k in SessionConfig.option_names()}
+        target = data.pop("store", None) if hindsight is None else hindsight
+        if target is None:
+            raise ConfigurationError("HindsightMemory needs a Hindsight, a HindsightSession or a MemoryStore")
         with warnings.catch_warnings():  # the user chose the classic API on purpose
             warnings.simplefilter("ignore", DeprecationWarning)
             super().__init__(**data)
+        self._session = session_for(target, **options)
 
-    def model_post_init(self, __context: Any) -> None:
-        """Build the shared hindsight loop."""
-        self._loop = HindsightLoop(
-            self.store,
-            retriever=self.retriever,
-            reflector=self.reflector,
-            journal=self.journal,
-            k=self.k,
-            task_type=self.task_type,
-            locale=self.locale,
-            max_lines=self.max_lines,
-            reflect=self.reflect,
-            on_error=self.on_error,
-        )
+    @property
+    def session(self) -> HindsightSession:
+        """The hindsight session this memory runs on."""
+        return self._session
+
+    @property
+    def store(self) -> MemoryStore:
+        """The memory store."""
+        return self._session.store
 
     @property
     def memory_variables(self) -> list[str]:
@@ -163,47 +136,42 @@ class HindsightMemory(BaseMemory):  # type: ignore[misc]  # BaseMemory is deprec
             return self._pending.pop(task, None)
 
     def _trajectory(self, served: Served, inputs: Mapping[str, Any], outputs: Mapping[str, Any]) -> Trajectory:
-        answer = self._answer(outputs)
-        steps = _intermediate_steps(outputs)
-        if answer:
-            steps.append(Step(type="final_answer", content=answer))
-        return Trajectory(
-            run_id=served.run_id,
+        return trajectory_from_intermediate_steps(
+            outputs.get("intermediate_steps") or [],
             task=served.task,
-            steps=steps,
-            outcome="success" if answer else "unknown",
-            final_answer=answer or None,
+            answer=self._answer(outputs),
+            run_id=served.run_id,
             namespace=served.namespace,
-            task_type=self.task_type,
+            task_type=served.task_type,
         )
 
     def _served_for(self, task: str) -> Served:
         return self._take(task) or Served(
-            run_id=new_run_id(), task=task, namespace=self._loop.namespace(self.namespace)
+            run_id=new_run_id(), task=task, namespace=self._session.namespace(self.namespace)
         )
 
     # ------------------------------------------------------------------ BaseMemory
     def load_memory_variables(self, inputs: dict[str, Any]) -> dict[str, Any]:
         """``{memory_key: block}`` for the task in ``inputs`` (recalled on every call)."""
-        served = self._loop.serve(self._task(inputs), namespace=self.namespace)
+        served = self._session.serve(self._task(inputs), namespace=self.namespace)
         self._remember(served)
         return {self.memory_key: served.block}
 
     async def aload_memory_variables(self, inputs: dict[str, Any]) -> dict[str, Any]:
         """Async :meth:`load_memory_variables`."""
-        served = await self._loop.aserve(self._task(inputs), namespace=self.namespace)
+        served = await self._session.aserve(self._task(inputs), namespace=self.namespace)
         self._remember(served)
         return {self.memory_key: served.block}
 
     def save_context(self, inputs: dict[str, Any], outputs: dict[str, str]) -> None:
         """The task completed: credit the served memories and reflect on the run."""
         served = self._served_for(self._task(inputs))
-        self._loop.finish(served, self._trajectory(served, inputs, outputs))
+        self._session.finish(served, self._trajectory(served, inputs, outputs))
 
     async def asave_context(self, inputs: dict[str, Any], outputs: dict[str, str]) -> None:
         """Async :meth:`save_context`."""
         served = self._served_for(self._task(inputs))
-        await self._loop.afinish(served, self._trajectory(served, inputs, outputs))
+        await self._session.afinish(served, self._trajectory(served, inputs, outputs))
 
     def record_outcome(self, inputs: dict[str, Any], outcome: Outcome) -> None:
         """Report how a task ended when the chain failed (no ``save_context``), e.g. after an exception."""
@@ -213,9 +181,9 @@ class HindsightMemory(BaseMemory):  # type: ignore[misc]  # BaseMemory is deprec
             task=served.task,
             outcome=outcome,
             namespace=served.namespace,
-            task_type=self.task_type,
+            task_type=served.task_type,
         )
-        self._loop.finish(served, trajectory)
+        self._session.finish(served, trajectory)
 
     def clear(self) -> None:
         """Forget pending tasks (stored memories are untouched: use the store to delete them)."""

@@ -23,21 +23,17 @@ from langchain_hindsight._adapters import (
     find_task,
     inject,
     message_text,
-    resolve_namespace,
     task_key,
     trajectory_from_messages,
 )
-from langchain_hindsight._loop import ErrorPolicy, HindsightLoop, Served
 from langchain_hindsight.errors import ConfigurationError
-from langchain_hindsight.prompts import Locale
+from langchain_hindsight.session import HindsightSession, Served, new_run_id, session_for
 
 if TYPE_CHECKING:
     from langchain.agents.middleware.types import ExtendedModelResponse
     from langgraph.runtime import Runtime
 
-    from langchain_hindsight.journal import RunJournal
-    from langchain_hindsight.reflection import BackgroundReflector, Reflector
-    from langchain_hindsight.retriever import HindsightRetriever
+    from langchain_hindsight.hindsight import Hindsight
     from langchain_hindsight.store import MemoryStore
 
 __all__ = ["HindsightMiddleware"]
@@ -50,45 +46,35 @@ class HindsightMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     block into each model request of the task, in the user turn (seed pitfall
     4), on a copy of the request, so state and checkpoints never contain it;
     after the agent ends, apply the outcome to the served memories (success
-    +0.05, failure −0.1, seed §4.5), record the run in the journal and reflect.
+    +0.05 once per run, failure −0.1), record the run in the journal and reflect.
+    On a checkpointed agent, a turn that corrects the previous answer
+    ("不对，…", "No, …") is feedback on the previous run of the thread.
 
     Setup:
         .. code-block:: python
 
             from langchain.agents import create_agent
-            from langchain_hindsight import HindsightMiddleware, MemoryStore
+            from langchain_hindsight import Hindsight, HindsightMiddleware
 
-            store = MemoryStore(persist_directory="./memory_db")
-            agent = create_agent(model, tools, middleware=[HindsightMiddleware(store)])
+            hs = Hindsight(persist_directory="./memory_db")
+            agent = create_agent(model, tools, middleware=[HindsightMiddleware(hs)])  # = hs.middleware()
             agent.invoke({"messages": [("user", "清洗 data.csv")]},
                          config={"configurable": {"user_id": "alice"}})
 
     Args:
-        store: The memory store.
-        retriever: Custom recall component; default ``HindsightRetriever(store=store, k=k)``.
-        reflector: ``Reflector`` (reflect right after the agent) or
-            ``BackgroundReflector`` (queued, never delays the answer). Default:
-            rule-based ``Reflector(store=store)``.
-        journal: ``RunJournal`` recording served/produced memories per run.
-        k: Experiences recalled per task.
-        task_type: Task type to prefer in recall and label reflections with.
+        hindsight: A :class:`~langchain_hindsight.Hindsight` (recommended), its
+            ``session``, or a bare :class:`~langchain_hindsight.MemoryStore`.
         namespace: Fixed namespace, or a template filled from
             ``config["configurable"]`` (``"user-{user_id}"``). Default: the value of
             ``config["configurable"][namespace_key]`` (or ``runtime.context``), else
             the store's default namespace.
-        namespace_key: The configurable key naming the namespace; ``None`` disables.
         placement: ``"task_message"`` (the task message is sent as the seed's task
             prompt, default) or ``"separate_message"`` (a block message with a stable
             id right before the task). See :data:`~langchain_hindsight._adapters.Placement`.
-        locale: ``"zh"`` or ``"en"`` block and task prompt.
-        max_lines: At most this many lines in the block.
-        recall: ``False`` learns without injecting anything.
-        reflect: ``False`` never reflects.
-        apply_outcome: ``False`` leaves served memories' confidence to explicit feedback.
-        on_error: ``"log"`` (default; recall/reflection failures never break the
-            agent) or ``"raise"``.
         max_pending: Tasks remembered between their first model call and the end
             of the agent (oldest dropped beyond that; e.g. runs that raised).
+        **options: :class:`~langchain_hindsight.session.SessionConfig` options changed
+            for this middleware only (``k``, ``task_type``, ``recall``, ``reflect``, ...).
 
     The run id of a task is ``config["run_id"]`` when the caller sets one
     (recommended: pass the same id to ``Hindsight.feedback``), else a fresh UUID.
@@ -98,61 +84,43 @@ class HindsightMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
 
     def __init__(
         self,
-        store: MemoryStore,
+        hindsight: Hindsight | HindsightSession | MemoryStore,
         *,
-        retriever: HindsightRetriever | None = None,
-        reflector: Reflector | BackgroundReflector | None = None,
-        journal: RunJournal | None = None,
-        k: int = 5,
-        task_type: str | None = None,
         namespace: str | None = None,
-        namespace_key: str | None = "user_id",
         placement: Placement = "task_message",
-        locale: Locale = "zh",
-        max_lines: int = 8,
-        recall: bool = True,
-        reflect: bool = True,
-        apply_outcome: bool = True,
-        on_error: ErrorPolicy = "log",
         max_pending: int = 1024,
+        **options: Any,
     ) -> None:
         super().__init__()
         check_placement(placement)
         if isinstance(max_pending, bool) or not isinstance(max_pending, int) or max_pending < 1:
             raise ConfigurationError(f"max_pending must be a positive int, got {max_pending!r}")
-        self.loop = HindsightLoop(
-            store,
-            retriever=retriever,
-            reflector=reflector,
-            journal=journal,
-            k=k,
-            task_type=task_type,
-            locale=locale,
-            max_lines=max_lines,
-            recall=recall,
-            reflect=reflect,
-            apply_outcome=apply_outcome,
-            on_error=on_error,
-        )
+        self.session = session_for(hindsight, **options)
         self.namespace = namespace
-        self.namespace_key = namespace_key
         self.placement: Placement = placement
         self.max_pending = max_pending
         self._pending: OrderedDict[str, Served] = OrderedDict()
         self._lock = threading.Lock()
 
+    @property
+    def loop(self) -> HindsightSession:
+        """Alias of :attr:`session`."""
+        return self.session
+
     # ------------------------------------------------------------------ pure helpers
-    def _identify(self, messages: Sequence[BaseMessage], runtime: Runtime[Any] | None) -> tuple[str, str, str] | None:
-        """``(key, task_text, run_id hint)`` of the current task, or ``None`` without a human message."""
+    def _identify(
+        self, messages: Sequence[BaseMessage], runtime: Runtime[Any] | None
+    ) -> tuple[str, str, str, str] | None:
+        """``(key, task_text, run_id hint, thread_id)`` of the current task, or ``None`` without a human message."""
         found = find_task(messages)
         if found is None:
             return None
         info = runtime.execution_info if runtime is not None else None
-        scope = (info.thread_id or "") if info is not None else ""
-        run_id = (info.run_id or "") if info is not None else ""
-        return task_key(found[1], scope=scope), message_text(found[1]), run_id
+        scope = str(info.thread_id or "") if info is not None else ""
+        run_id = str(info.run_id or "") if info is not None else ""
+        return task_key(found[1], scope=scope), message_text(found[1]), run_id, scope
 
-    def _resolve_namespace(self, runtime: Runtime[Any] | None) -> str | None:
+    def _resolve_namespace(self, runtime: Runtime[Any] | None) -> str:
         from langgraph.config import get_config
 
         try:
@@ -160,7 +128,7 @@ class HindsightMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         except RuntimeError:  # called outside a runnable context
             config = None
         context = runtime.context if runtime is not None else None
-        return resolve_namespace(config, explicit=self.namespace, key=self.namespace_key, context=context)
+        return self.session.resolve_namespace(config, explicit=self.namespace, context=context)
 
     def _cached(self, key: str) -> Served | None:
         with self._lock:
@@ -198,11 +166,13 @@ class HindsightMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         ident = self._identify(request.messages, request.runtime)
         if ident is None:
             return handler(request)
-        key, task, run_id = ident
+        key, task, run_id, thread_id = ident
         served = self._cached(key)
         if served is None:
             namespace = self._resolve_namespace(request.runtime)
-            served = self._remember(key, self.loop.serve(task, namespace=namespace, run_id=run_id or None))
+            served = self._remember(
+                key, self.session.serve(task, namespace=namespace, run_id=run_id or None, thread_id=thread_id)
+            )
         return handler(self._apply(request, served))
 
     async def awrap_model_call(
@@ -214,11 +184,13 @@ class HindsightMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         ident = self._identify(request.messages, request.runtime)
         if ident is None:
             return await handler(request)
-        key, task, run_id = ident
+        key, task, run_id, thread_id = ident
         served = self._cached(key)
         if served is None:
             namespace = self._resolve_namespace(request.runtime)
-            served = self._remember(key, await self.loop.aserve(task, namespace=namespace, run_id=run_id or None))
+            served = self._remember(
+                key, await self.session.aserve(task, namespace=namespace, run_id=run_id or None, thread_id=thread_id)
+            )
         return await handler(self._apply(request, served))
 
     # ------------------------------------------------------------------ after the agent
@@ -227,18 +199,17 @@ class HindsightMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         ident = self._identify(messages, runtime)
         if ident is None:
             return None
-        key, task, run_id = ident
+        key, task, run_id, thread_id = ident
         served = self._pop(key)
         if served is None:  # no model call was made for this task (e.g. a jump straight to the end)
             served = Served(
-                run_id=run_id or "", task=task, namespace=self.loop.namespace(self._resolve_namespace(runtime))
+                run_id=run_id or new_run_id(),
+                task=task,
+                namespace=self._resolve_namespace(runtime),
+                thread_id=thread_id or None,
             )
-            if not served.run_id:
-                from langchain_hindsight._loop import new_run_id
-
-                served.run_id = new_run_id()
         trajectory = trajectory_from_messages(
-            messages, run_id=served.run_id, namespace=served.namespace, task_type=self.loop.task_type
+            messages, run_id=served.run_id, namespace=served.namespace, task_type=served.task_type
         )
         return served, trajectory
 
@@ -246,12 +217,12 @@ class HindsightMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         """Apply the outcome to the served memories and reflect; never changes the state."""
         ended = self._end(state, runtime)
         if ended is not None:
-            self.loop.finish(*ended)
+            self.session.finish(*ended)
         return None
 
     async def aafter_agent(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
         """Async :meth:`after_agent`."""
         ended = self._end(state, runtime)
         if ended is not None:
-            await self.loop.afinish(*ended)
+            await self.session.afinish(*ended)
         return None

@@ -20,14 +20,22 @@ __all__ = [
     "REVIEW_PROMPT_EN",
     "REVIEW_PROMPT_ZH",
     "REVIEW_ZH",
+    "TASK_TYPE_PROMPT_EN",
+    "TASK_TYPE_PROMPT_ZH",
+    "WRITE_JUDGE_EN",
+    "WRITE_JUDGE_PROMPT_EN",
+    "WRITE_JUDGE_PROMPT_ZH",
+    "WRITE_JUDGE_ZH",
     "ZH",
     "Locale",
     "PromptTemplates",
     "ReflectionTemplates",
     "ReviewTemplates",
+    "WriteJudgeTemplates",
     "get_reflection_templates",
     "get_review_templates",
     "get_templates",
+    "get_write_judge_templates",
 ]
 
 Locale = Literal["zh", "en"]
@@ -208,6 +216,21 @@ Answer in JSON: {{"experiences": [...]}}, each item with task_type, content, con
 """English review prompt. Placeholders: ``{task_types}``, ``{runs}``."""
 
 
+TASK_TYPE_PROMPT_ZH = """请判断下面这个任务属于哪一种任务类型。只能从以下列表中选择一个，只回答类型标签本身，不要解释：
+{task_types}
+
+任务：
+{task}"""
+"""Serve-time task-type classification (optional model hook of the retriever). Placeholders: ``{task_types}``, ``{task}``."""
+
+TASK_TYPE_PROMPT_EN = """Which task type is the task below? Choose exactly one label from this list and answer with the label only, no explanation:
+{task_types}
+
+Task:
+{task}"""
+"""English serve-time task-type classification prompt. Placeholders: ``{task_types}``, ``{task}``."""
+
+
 @dataclass(frozen=True, slots=True)
 class PromptTemplates:
     """The user-visible strings of one locale.
@@ -215,8 +238,9 @@ class PromptTemplates:
     Attributes:
         block_header: First line of the injected block (seed §3.3).
         block_line: One memory line; placeholders ``{index}``, ``{content}``, ``{confidence}``.
-        conflict_note: Appended after the lines when recalled memories disagree
-            with close confidence (seed §3.4, §5.2); placeholder ``{indices}``.
+        conflict_note: Appended after the lines when shown memories prescribe
+            different things for the same subject (seed §3.4, §5.2); placeholder
+            ``{indices}``.
         data_notice: Tells the model the lines are recalled data, not instructions.
         task_header: Header before the current task (seed §4.4).
         task_instruction: Closing instruction of the task prompt (seed §4.4).
@@ -342,3 +366,79 @@ def get_review_templates(locale: Locale = "zh") -> ReviewTemplates:
     """
     get_templates(locale)  # validates the locale
     return REVIEW_ZH if locale == "zh" else REVIEW_EN
+
+
+# ---------------------------------------------------------------------------- write judge
+WRITE_JUDGE_PROMPT_ZH = """你是Agent记忆库的写入审核助手。下面是一条准备写入的新经验，以及记忆库中与它最相似的几条已有经验（每条带id）。
+请判断新经验与已有经验的关系，只能选择一种：
+- add：新经验说的是不同的对象、数字、渠道、条件或结论（哪怕措辞几乎一样），应作为新经验单独保存。不同条件下的互补建议（例如小于1万行用pandas、大于1万行用duckdb）也属于 add。
+- duplicate：新经验与某条已有经验是同一个结论，只是说法不同，不包含任何新信息。
+- update：新经验是对某条已有经验的更正或补充（同一对象、同一问题，新经验更准确或更完整），应取代它。
+- conflict：新经验与某条已有经验针对同一对象、同一条件给出了相互矛盾的做法；新经验更新，应取代它。
+拿不准时选择 add。target_id 只能是下面列出的某个id；选择 add 时 target_id 为 null。
+
+新经验：
+{new}
+
+已有经验：
+{neighbours}
+
+请以JSON格式返回：{{"decision": "add|duplicate|update|conflict", "target_id": "已有经验的id或null", "reason": "一句话理由"}}"""
+"""Write-judge prompt (one call per write that has similar neighbours). Placeholders: ``{new}``, ``{neighbours}``."""
+
+WRITE_JUDGE_PROMPT_EN = """You check writes to an agent's memory. Below is a new lesson about to be stored and the most similar lessons already stored (each with its id).
+Decide how the new lesson relates to them; choose exactly one:
+- add: the new lesson is about a different subject, number, channel, condition or conclusion (even if the wording is almost the same), so it is stored on its own. Complementary advice for different conditions (e.g. pandas under 10k rows, duckdb above) is also add.
+- duplicate: the new lesson says the same thing as one stored lesson in other words and adds nothing.
+- update: the new lesson corrects or completes one stored lesson (same subject, same question, more accurate or complete), so it replaces it.
+- conflict: the new lesson prescribes something contradictory to one stored lesson for the same subject and condition; it is newer, so it replaces it.
+When unsure, choose add. target_id must be one of the ids listed below; it is null for add.
+
+New lesson:
+{new}
+
+Stored lessons:
+{neighbours}
+
+Answer in JSON: {{"decision": "add|duplicate|update|conflict", "target_id": "a stored id or null", "reason": "one sentence"}}"""
+"""English write-judge prompt. Placeholders: ``{new}``, ``{neighbours}``."""
+
+
+@dataclass(frozen=True, slots=True)
+class WriteJudgeTemplates:
+    """Strings of the LLM write judge (``langchain_hindsight.writes.LLMWriteJudge``).
+
+    Attributes:
+        prompt: The judge prompt; placeholders ``{new}``, ``{neighbours}``.
+        unit_line: The new lesson in the prompt; ``{task_type}``, ``{source}``, ``{created}``, ``{content}``.
+        neighbour_line: One stored lesson; the same placeholders plus ``{memory_id}`` and ``{similarity}``.
+    """
+
+    prompt: str
+    unit_line: str
+    neighbour_line: str
+
+
+WRITE_JUDGE_ZH = WriteJudgeTemplates(
+    prompt=WRITE_JUDGE_PROMPT_ZH,
+    unit_line="[{task_type}｜来源：{source}｜{created}] {content}",
+    neighbour_line="- id={memory_id}（相似度{similarity:.2f}｜{task_type}｜来源：{source}｜{created}）：{content}",
+)
+"""Chinese write-judge templates (the default)."""
+
+WRITE_JUDGE_EN = WriteJudgeTemplates(
+    prompt=WRITE_JUDGE_PROMPT_EN,
+    unit_line="[{task_type} | source: {source} | {created}] {content}",
+    neighbour_line="- id={memory_id} (similarity {similarity:.2f} | {task_type} | source: {source} | {created}): {content}",
+)
+"""English write-judge templates."""
+
+
+def get_write_judge_templates(locale: Locale = "zh") -> WriteJudgeTemplates:
+    """The write-judge templates of ``locale`` (``"zh"`` or ``"en"``).
+
+    Raises:
+        ValueError: an unknown locale (as :class:`~langchain_hindsight.errors.ConfigurationError`).
+    """
+    get_templates(locale)  # validates the locale
+    return WRITE_JUDGE_ZH if locale == "zh" else WRITE_JUDGE_EN

@@ -8,8 +8,8 @@
 * **Rules** that need no LLM (``_rules``): error → fix, instability after retries, "avoid" after a
   failed task, and explicit user feedback (stored immediately with :meth:`Reflector.record_user_feedback`).
 
-Candidates go through ``MemoryStore.add_many(dedupe=True)``, so a repeated lesson merges into
-the stored one instead of duplicating it. :class:`BackgroundReflector` runs reflection off the
+Candidates go through ``MemoryStore.add_many(dedupe=True)``, so a repeated lesson (the same
+statement) merges into the stored one instead of duplicating it. :class:`BackgroundReflector` runs reflection off the
 agent's hot path.
 """
 
@@ -478,7 +478,7 @@ class Reflector:
         """
         store = self._require_store()
         units = self.extract(traj)
-        return store.add_many(units, dedupe=True) if units else []
+        return [r.unit for r in store.add_many(units, dedupe=True)] if units else []
 
     def record_user_feedback(
         self,
@@ -502,7 +502,7 @@ class Reflector:
         """
         store = self._require_store()
         unit = self._feedback_unit(text, task=task, task_type=task_type, namespace=namespace, run_id=run_id)
-        return store.add_many([unit], dedupe=True) if unit is not None else []
+        return [r.unit for r in store.add_many([unit], dedupe=True)] if unit is not None else []
 
     def _feedback_unit(
         self, text: str, *, task: str, task_type: str | None, namespace: str | None, run_id: str | None
@@ -536,7 +536,9 @@ class Reflector:
         """Async :meth:`reflect` (awaits the model; the store write runs in a worker thread)."""
         store = self._require_store()
         units = await self.aextract(traj)
-        return await asyncio.to_thread(store.add_many, units, dedupe=True) if units else []
+        if not units:
+            return []
+        return [r.unit for r in await asyncio.to_thread(store.add_many, units, dedupe=True)]
 
     async def arecord_user_feedback(
         self,
@@ -550,4 +552,6 @@ class Reflector:
         """Async :meth:`record_user_feedback` (the store write runs in a worker thread)."""
         store = self._require_store()
         unit = self._feedback_unit(text, task=task, task_type=task_type, namespace=namespace, run_id=run_id)
-        return await asyncio.to_thread(store.add_many, [unit], dedupe=True) if unit is not None else []
+        if unit is None:
+            return []
+        return [r.unit for r in await asyncio.to_thread(store.add_many, [unit], dedupe=True)]

@@ -13,6 +13,7 @@ reading), ``_write`` (prepare, dedupe/merge/supersede planning, provenance),
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import logging
 import os
@@ -31,12 +32,14 @@ from langchain_hindsight._collections import (
     Collection,
     Role,
     acquire_directory,
+    check_embedder,
     check_namespace,
     filter_where,
     open_change_feed,
     open_client,
     open_collection,
     query_hits,
+    recorded_embedder,
     records,
 )
 from langchain_hindsight._collections import namespaces as _namespaces
@@ -54,6 +57,7 @@ from langchain_hindsight._write import (
     write_plan,
     write_updates,
 )
+from langchain_hindsight.embeddings import EmbedderIdentity, embedder_identity
 from langchain_hindsight.errors import (
     ConfigurationError,
     HindsightError,
@@ -63,10 +67,13 @@ from langchain_hindsight.errors import (
 )
 from langchain_hindsight.taxonomy import TaskTypeVocabulary
 from langchain_hindsight.types import MemoryStatus, MemoryUnit, utcnow
+from langchain_hindsight.writes import RuleWriteJudge, WriteJudge, WriteResult
 
 if TYPE_CHECKING:
     from chromadb.api import ClientAPI
     from filelock import BaseFileLock
+
+    from langchain_hindsight._reembed import ReembedReport
 
 __all__ = ["ConfidencePolicy", "MemoryStore"]
 
@@ -131,23 +138,38 @@ class MemoryStore:
             from langchain_hindsight import MemoryStore, MemoryUnit
 
             with MemoryStore(persist_directory="./memory_db") as store:
-                unit = store.add(MemoryUnit(task_type="data_cleaning",
-                                            content="Read Chinese CSVs with encoding='utf-8-sig'."))
-                store.record_feedback([unit.memory_id], success=True)
+                result = store.add(MemoryUnit(task_type="data_cleaning",
+                                              content="Read Chinese CSVs with encoding='utf-8-sig'."))
+                store.record_feedback([result.memory_id], success=True)
 
     Args:
         persist_directory: Directory of the embedded Chroma database. Ignored
             when ``client`` is given.
         client: A chromadb client to use instead (``HttpClient`` for a server,
             ``EphemeralClient`` for throwaway stores). The store does not close it.
-        embeddings: Any LangChain ``Embeddings``; default :class:`LocalEmbeddings`
-            (offline all-MiniLM-L6-v2). Must return normalised vectors for the
+        embeddings: Any LangChain ``Embeddings``. Default: the embedder the
+            store records if it is one of this package's (an existing MiniLM
+            store keeps :class:`LocalEmbeddings`), else
+            :class:`~langchain_hindsight.multilingual.ScriptRoutedEmbeddings`
+            (offline; Chinese, English and across). Must return normalised vectors for the
             thresholds to mean cosine similarity (Chroma uses cosine distance).
-        conflict_threshold: Similarity above which a new unit with different
-            content supersedes an active one (seed §3.4). ``None`` disables.
-        merge_threshold: Similarity at or above which a new unit is merged into
-            an existing one instead of stored twice (seed §5.3). ``None`` disables
-            (identical content still merges).
+            The store records the embedder's identity; using the store's vectors
+            with another embedder raises :class:`EmbedderMismatchError` (migrate
+            with ``hindsight reembed``). Reading units needs no matching embedder.
+        conflict_threshold: Similarity above which an active unit in scope is
+            a *candidate* conflict: the nearest such units go to ``judge``, which
+            decides add / duplicate / update / conflict. ``None``: no judge is
+            asked (only the same statement merges).
+        merge_threshold: Similarity at or above which the judge may call a
+            differently worded unit a duplicate (merge). ``None``: only the same
+            statement merges. The same statement (after normalising case,
+            whitespace and punctuation) always merges; different statements
+            never merge or supersede on similarity alone.
+        judge: Decides what a unit with similar neighbours is (see
+            :mod:`langchain_hindsight.writes`). Default
+            :class:`~langchain_hindsight.writes.RuleWriteJudge`: keep both active,
+            so recency and the conflict note decide at recall;
+            ``LLMWriteJudge(model)`` asks a chat model once per such write.
         conflict_scope: ``"task_type"`` (default) compares a new unit only with
             units of the same task type and kind, so a weekly-report lesson never
             supersedes a monthly-report one; ``"namespace"`` compares with all.
@@ -168,6 +190,7 @@ class MemoryStore:
         policy: ConfidencePolicy | None = None,
         vocabulary: TaskTypeVocabulary | None = None,
         namespace: str = "default",
+        judge: WriteJudge | None = None,
     ) -> None:
         for name, value in (("conflict_threshold", conflict_threshold), ("merge_threshold", merge_threshold)):
             if value is not None and (
@@ -180,6 +203,11 @@ class MemoryStore:
             raise ConfigurationError(f"conflict_scope must be 'task_type' or 'namespace', got {conflict_scope!r}")
         if embeddings is not None and not isinstance(embeddings, Embeddings):
             raise ConfigurationError("embeddings must be a langchain_core.embeddings.Embeddings instance")
+        if judge is not None and not isinstance(judge, WriteJudge):
+            raise ConfigurationError(
+                "judge must have a judge(unit, neighbours) method (see langchain_hindsight.writes)"
+            )
+        self.judge: WriteJudge = judge or RuleWriteJudge()
         self.namespace = MemoryUnit(content="-", namespace=namespace).namespace if namespace else ""
         if not self.namespace:
             raise ConfigurationError("namespace must be a non-empty string")
@@ -188,11 +216,7 @@ class MemoryStore:
         self.conflict_scope = conflict_scope
         self.policy = policy or ConfidencePolicy()
         self.vocabulary = vocabulary or TaskTypeVocabulary()
-        if embeddings is None:
-            from langchain_hindsight.embeddings import LocalEmbeddings
-
-            embeddings = LocalEmbeddings()
-        self.embeddings = embeddings
+        self._embedder_checked: set[str] = set()  # names of collections whose embedder identity matched
         self._lock = threading.RLock()
         self._collections: dict[tuple[str, Role], Collection] = {}
         self._lexical: dict[str, LexicalIndex] = {}
@@ -212,6 +236,11 @@ class MemoryStore:
                 self._release_directory()
                 raise StoreError(f"could not open Chroma at {self.persist_directory}: {e}") from e
         self.client: Any = client
+        if embeddings is None:  # the built-in embedder the store records; a new store gets the routed default
+            from langchain_hindsight.embeddings import default_embeddings
+
+            embeddings = default_embeddings(recorded_embedder(client, self.namespace))
+        self.embeddings: Embeddings = embeddings
         self._repaired: set[str] = set()
         if self._owns_client:
             try:
@@ -272,7 +301,7 @@ class MemoryStore:
         cached = self._collections.get(key)
         if cached is not None:
             return cached
-        col = open_collection(self.client, namespace, role, create=create)
+        col = open_collection(self.client, namespace, role, create=create, identity=self._identity)
         if col is None:
             return None
         self._collections[key] = col
@@ -280,6 +309,21 @@ class MemoryStore:
             self._repaired.add(namespace)
             self._repair(namespace)
         return col
+
+    @property
+    def _identity(self) -> EmbedderIdentity:
+        return embedder_identity(self.embeddings)
+
+    def _vectors(self, col: Collection | None) -> Collection | None:
+        """``col``, once its recorded embedder is this store's (see ``_collections.check_embedder``)."""
+        if col is not None and col.name not in self._embedder_checked:
+            check_embedder(col, self._identity)
+            self._embedder_checked.add(col.name)
+        return col
+
+    def _embed_into(self, col: Collection, texts: list[str]) -> list[list[float]]:
+        self._vectors(col)
+        return self.embeddings.embed_documents(texts)
 
     @_backend_errors
     def namespaces(self) -> list[str]:
@@ -469,7 +513,7 @@ class MemoryStore:
         if include_embeddings:
             include.append("embeddings")
         with self._lock:
-            col = self._collection(ns, create=False)
+            col = self._vectors(self._collection(ns, create=False))
             if col is None:
                 return []
             try:
@@ -504,7 +548,7 @@ class MemoryStore:
             return []
         ns = self._ns(namespace)
         with self._lock:
-            col = self._collection(ns, create=False)
+            col = self._vectors(self._collection(ns, create=False))
             if col is None:
                 return []
             try:
@@ -573,12 +617,22 @@ class MemoryStore:
             unit, namespace, default_namespace=self.namespace, vocabulary=self.vocabulary, policy=self.policy
         )
 
-    def add(self, unit: MemoryUnit, *, namespace: str | None = None, dedupe: bool = True) -> MemoryUnit:
-        """Store ``unit``; return what is now stored for it.
+    def add(self, unit: MemoryUnit, *, namespace: str | None = None, dedupe: bool = True) -> WriteResult:
+        """Store ``unit``; return what the write did (:class:`~langchain_hindsight.writes.WriteResult`).
 
-        With ``dedupe`` (default) a near-identical active unit absorbs it (the
-        merged unit is returned), and a similar unit with different content is
-        superseded by it (seed §3.4). ``namespace`` overrides ``unit.namespace``.
+        With ``dedupe`` (default): an active unit in scope that makes the same
+        statement (after normalising case, whitespace and punctuation) absorbs it
+        (``"merged"``; ``result.unit`` is that unit, keeping the newest time).
+        A different statement is never merged on similarity alone: when active
+        units are more than ``conflict_threshold`` similar, the store's ``judge``
+        decides; the default keeps both (``"added"``, ``related_ids`` naming the
+        similar units), an LLM judge may also merge a reworded duplicate or
+        supersede an outdated unit (``"superseded"``). ``namespace`` overrides
+        ``unit.namespace``. Each write is logged at INFO.
+
+        Example:
+            >>> store.add(MemoryUnit(content="客户甲公司希望通过邮件联系。")).action  # doctest: +SKIP
+            'added'
 
         Raises:
             ConfigurationError: ``unit`` is not a :class:`MemoryUnit`.
@@ -589,9 +643,10 @@ class MemoryStore:
     @_backend_errors
     def add_many(
         self, units: Sequence[MemoryUnit], *, namespace: str | None = None, dedupe: bool = True
-    ) -> list[MemoryUnit]:
-        """Store many units with one batch embedding; results align with ``units``.
+    ) -> list[WriteResult]:
+        """Store many units with one batch embedding; one :class:`WriteResult` per unit, aligned with ``units``.
 
+        A unit may merge into, or supersede, an earlier unit of the same batch.
         ``dedupe=False`` stores every unit as given (bulk import); an id that
         already exists is then overwritten.
         """
@@ -608,18 +663,18 @@ class MemoryStore:
         vectors = self.embeddings.embed_documents([u.content for u in prepared])
         if len(vectors) != len(prepared):
             raise StoreError("the embedder returned a different number of vectors than texts")
-        results: list[MemoryUnit | None] = [None] * len(prepared)
+        results: list[WriteResult | None] = [None] * len(prepared)
         with self._lock:
             for ns, idx in by_ns.items():
                 stored = self._add_namespace(ns, [prepared[i] for i in idx], [vectors[i] for i in idx], dedupe)
-                for i, unit in zip(idx, stored, strict=True):
-                    results[i] = unit
+                for i, result in zip(idx, stored, strict=True):
+                    results[i] = result
         return [r for r in results if r is not None]
 
     def _add_namespace(
         self, ns: str, units: list[MemoryUnit], vectors: list[list[float]], dedupe: bool
-    ) -> list[MemoryUnit]:
-        col = self._collection(ns)
+    ) -> list[WriteResult]:
+        col = self._vectors(self._collection(ns))
         assert col is not None
         plan = plan_add(
             units,
@@ -630,9 +685,18 @@ class MemoryStore:
             conflict_threshold=self.conflict_threshold,
             scope=self.conflict_scope,
             policy=self.policy,
+            judge=self.judge,
         )
         write_plan(col, plan, self.client)
         self._reindex(ns, upserts=[*(u for u, _ in plan.new.values()), *plan.changed.values()])
+        for unit, result in zip(units, plan.results, strict=True):
+            if result.action == "added":
+                what = f"added as {result.memory_id}"
+            elif result.action == "merged":
+                what = f"merged into {result.memory_id}"
+            else:
+                what = f"superseded {', '.join(result.related_ids)}; stored as {result.memory_id}"
+            logger.info("write %s in %r: %s (%s)", unit.memory_id, ns, what, result.reason)
         return plan.results
 
     @_backend_errors
@@ -682,7 +746,7 @@ class MemoryStore:
                 col = self._collection(ns, role, create=False)
                 if col is None:
                     continue
-                batch = write_updates(col, role, units, self.embeddings.embed_documents)
+                batch = write_updates(col, role, units, functools.partial(self._embed_into, col))
                 if not batch:
                     continue
                 if role == "memories":
@@ -748,7 +812,7 @@ class MemoryStore:
         Namespaces never see each other's units; agents share experience by
         copying chosen units into a namespace they all read (e.g. ``"shared"``).
         The copy keeps id, content, provenance and counters, is active, and goes
-        through the target's dedup (a near-duplicate there absorbs it). It is
+        through the target's write rules (the same statement there absorbs it). It is
         independent afterwards: forgetting the original does not forget the copy
         (``forget(memory_id, namespace=to_namespace)`` does).
 
@@ -771,7 +835,7 @@ class MemoryStore:
                 u.evolve(namespace=dst, status="active", supersedes=None, merged_from=[])
                 for u in self.get_many(ids, namespace=src)
             ]
-            return self.add_many(copies, namespace=dst) if copies else []
+            return [r.unit for r in self.add_many(copies, namespace=dst)] if copies else []
 
     @_backend_errors
     def archive(self, memory_ids: Sequence[str], *, namespace: str | None = None) -> list[MemoryUnit]:
@@ -880,6 +944,48 @@ class MemoryStore:
         """Delete ``ids`` and every reference to them; return (count, names of collections touched)."""
         return _forget.delete_ids(self, ns, ids)
 
+    # ------------------------------------------------------------------ migration
+    @_backend_errors
+    def reembed(
+        self,
+        *,
+        namespaces: Sequence[str] | None = None,
+        batch_size: int = 64,
+        progress: Callable[[str, int, int], None] | None = None,
+    ) -> ReembedReport:
+        """Re-embed every unit with this store's embedder, in place (what ``hindsight reembed`` runs).
+
+        Use it after changing a store's embedder (the store then raises
+        :class:`EmbedderMismatchError` until this is done). Each memories and
+        archive collection is copied with new vectors from the stored text
+        (every field kept), verified, then switched; a crash leaves the old
+        collection intact and a re-run finishes the job (see ``_reembed``). An
+        embedded store is then scrubbed, so the old vectors leave the disk.
+        Nothing else may write to the store meanwhile.
+
+        Args:
+            namespaces: Namespaces to migrate (default: every namespace).
+            batch_size: Texts per embedding call.
+            progress: Called as ``progress("namespace/role", done, total)``.
+        """
+        from langchain_hindsight._reembed import reembed_collections
+
+        with self._lock:
+            self._ensure_open()
+            names = self.namespaces() if namespaces is None else [check_namespace(n) for n in namespaces]
+            self._collections.clear()
+            self._embedder_checked.clear()
+            try:
+                report = reembed_collections(
+                    self.client, self.embeddings, names, batch_size=batch_size, progress=progress
+                )
+            finally:
+                self._collections.clear()
+                self._embedder_checked.clear()
+            if report.migrated and self._owns_client and self.persist_directory is not None:
+                self._scrub(None)
+            return report
+
     # ------------------------------------------------------------------ physical erasure
     @_backend_errors
     def scrub(self) -> None:
@@ -913,3 +1019,24 @@ class MemoryStore:
 
     def _finish_interrupted_scrub(self) -> None:
         _forget.finish_interrupted_scrub(self)
+
+    # ------------------------------------------------------------------ async twins (store I/O off the event loop)
+    async def aget(self, memory_id: str, *, namespace: str | None = None) -> MemoryUnit:
+        """Async :meth:`get` (runs in a worker thread)."""
+        return await asyncio.to_thread(self.get, memory_id, namespace=namespace)
+
+    async def aget_many(self, memory_ids: Sequence[str], *, namespace: str | None = None) -> list[MemoryUnit]:
+        """Async :meth:`get_many` (runs in a worker thread)."""
+        return await asyncio.to_thread(self.get_many, memory_ids, namespace=namespace)
+
+    async def aupdate(self, memory_id: str, /, *, namespace: str | None = None, **changes: Any) -> MemoryUnit:
+        """Async :meth:`update` (runs in a worker thread)."""
+        return await asyncio.to_thread(functools.partial(self.update, memory_id, namespace=namespace, **changes))
+
+    async def arecord_feedback(self, memory_ids: Sequence[str] | str, **kwargs: Any) -> list[MemoryUnit]:
+        """Async :meth:`record_feedback` (runs in a worker thread)."""
+        return await asyncio.to_thread(functools.partial(self.record_feedback, memory_ids, **kwargs))
+
+    async def aforget(self, memory_id: str | Sequence[str] | None = None, **kwargs: Any) -> int:
+        """Async :meth:`forget` (runs in a worker thread)."""
+        return await asyncio.to_thread(functools.partial(self.forget, memory_id, **kwargs))

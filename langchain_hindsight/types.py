@@ -329,3 +329,5 @@ class ScoredMemory(BaseModel):
     score: float
     similarity: float
     breakdown: dict[str, float] = Field(default_factory=dict)
+    query_task_type: str | None = None
+    """The task type the recall scored against (given or inferred from the query), for journals."""

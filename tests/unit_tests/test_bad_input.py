@@ -31,7 +31,7 @@ from langchain_hindsight import (
     TrajectoryRecorder,
 )
 from langchain_hindsight._codec import unit_from_record, unit_to_metadata
-from tests.fakes import call, scripted_model
+from langchain_hindsight.testing import call, scripted_model
 from tests.unit_tests.test_forget import HashEmbeddings
 
 FIELDS = list(MemoryUnit.model_fields)
@@ -61,7 +61,7 @@ bad_namespace = st.one_of(
 def store(tmp_path: Path) -> Iterator[MemoryStore]:
     """A fast store (hash embeddings) holding two units and an archived one."""
     with MemoryStore(tmp_path / "db", embeddings=HashEmbeddings()) as s:
-        a = s.add(MemoryUnit(task_type="data_cleaning", content="Read Chinese CSVs with encoding='utf-8-sig'."))
+        a = s.add(MemoryUnit(task_type="data_cleaning", content="Read Chinese CSVs with encoding='utf-8-sig'.")).unit
         s.add(MemoryUnit(task_type="api_call", content="Retry the geocoding API three times."))
         s.archive([s.add(MemoryUnit(content="An archived lesson about weekly reports.")).memory_id])
         s.record_feedback([a.memory_id], success=True)
@@ -140,7 +140,7 @@ def _calls(store: MemoryStore, ids: list[str]) -> dict[str, Callable[[Any, Any],
     return {
         "add": lambda j, _: store.add(j),
         "add namespace": lambda _, ns: store.add(unit, namespace=ns),
-        "add dedupe": lambda j, _: store.add(unit, dedupe=j) if not isinstance(j, bool) else store.add(j),
+        "add dedupe": lambda j, _: store.add(unit, dedupe=j).unit if not isinstance(j, bool) else store.add(j).unit,
         "add_many": lambda j, _: store.add_many(j),
         "add_many mixed": lambda j, _: store.add_many([unit, j]),
         "get": lambda j, _: store.get(j),

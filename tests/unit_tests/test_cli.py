@@ -287,7 +287,7 @@ def test_cli_and_journal_on_a_chroma_server(
                 created_at=T0,
                 last_accessed_at=T0,
             )
-        )
+        ).unit
         RunJournal(store).start("srv-run", task="t", served=[score_memory(unit, 0.7, now=T0)], now=T0)
     server = f"{chroma_server.host}:{chroma_server.port}"
     code, out, err = run(capsys, "stats", "--server", server, "--json")

@@ -372,7 +372,7 @@ def test_a_cached_export_embeds_without_importing_torch(onnx_cache: Path, fast: 
 
 @pytest.mark.parametrize("index", range(len(BLOCKS)))
 def test_readme_examples_run(index: int, tmp_path: Path, onnx_cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    assert len(BLOCKS) == 3
+    assert len(BLOCKS) == 4
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("HINDSIGHT_CACHE_DIR", str(onnx_cache))
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)

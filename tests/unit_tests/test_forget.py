@@ -21,6 +21,8 @@ from langchain_core.embeddings import Embeddings
 
 from langchain_hindsight import ConfigurationError, MemoryNotFoundError, MemoryStore, MemoryUnit
 from langchain_hindsight._scrub import SCRUB_MARKER
+from langchain_hindsight.writes import LLMWriteJudge
+from tests.fakes import judge_model
 
 
 class HashEmbeddings(Embeddings):
@@ -111,8 +113,8 @@ def test_forget_erases_every_byte_and_the_store_keeps_working(tmp_path: Path) ->
     store = MemoryStore(directory, embeddings=emb)
     # > 1000 records: Chroma's HNSW index syncs to disk, so the vector is in data_level0.bin too.
     store.add_many(_filler(1100), dedupe=False)
-    secret = store.add(_secret_unit())
-    keep = store.add(_secret_unit("keeper"))
+    secret = store.add(_secret_unit()).unit
+    keep = store.add(_secret_unit("keeper")).unit
     store.add_many(_filler(50), dedupe=False)  # more writes after the secret one
     store.record_feedback([secret.memory_id], success=True)
     vector = emb.embed_query(secret.content)
@@ -136,7 +138,7 @@ def test_forget_erases_every_byte_and_the_store_keeps_working(tmp_path: Path) ->
             again.get(secret.memory_id)
         assert again.search(keep.content, k=1)[0][0].memory_id == keep.memory_id
         assert secret.memory_id not in {i for i, _ in again.lexical_search("SECRET alpha CONTENT", k=5)}
-        added = again.add(_secret_unit("after"))
+        added = again.add(_secret_unit("after")).unit
         assert again.get(added.memory_id) == added
     assert text_hits(directory, _needles(secret)) == {}
 
@@ -146,7 +148,7 @@ def test_api_delete_alone_leaves_bytes_and_scrub_erases_them(fast_store: MemoryS
     directory = fast_store.persist_directory
     assert directory is not None
     fast_store.add_many(_filler(20), dedupe=False)
-    secret = fast_store.add(_secret_unit())
+    secret = fast_store.add(_secret_unit()).unit
     assert fast_store.forget(secret.memory_id, scrub=False) == 1
     with pytest.raises(MemoryNotFoundError):
         fast_store.get(secret.memory_id)
@@ -159,9 +161,9 @@ def test_api_delete_alone_leaves_bytes_and_scrub_erases_them(fast_store: MemoryS
 def test_forget_namespace_erases_it_and_spares_the_others(fast_store: MemoryStore) -> None:
     directory = fast_store.persist_directory
     assert directory is not None
-    alice = fast_store.add(_secret_unit("alice"), namespace="alice")
+    alice = fast_store.add(_secret_unit("alice"), namespace="alice").unit
     fast_store.archive([fast_store.add(_secret_unit("alicearc"), namespace="alice").memory_id], namespace="alice")
-    bob = fast_store.add(_secret_unit("bob"), namespace="bob")
+    bob = fast_store.add(_secret_unit("bob"), namespace="bob").unit
     assert fast_store.forget(namespace="alice") == 2
     assert "alice" not in fast_store.namespaces()
     assert text_hits(directory, {**_needles(alice), "archived": "SECRET-alicearc-CONTENT"}) == {}
@@ -172,12 +174,12 @@ def test_forget_namespace_erases_it_and_spares_the_others(fast_store: MemoryStor
 def test_forget_removes_references_and_journal_entries(make_store: Callable[..., MemoryStore]) -> None:
     from langchain_hindsight.journal import RunJournal
 
-    fast_store = make_store()  # real embeddings: the two lessons must conflict
+    fast_store = make_store(judge=LLMWriteJudge(judge_model("conflict")))  # real embeddings: the lessons are similar
     directory = fast_store.persist_directory
     assert directory is not None
     lesson = "When reading a Chinese CSV with pandas, pass encoding='{}' to avoid garbled text."
-    old = fast_store.add(MemoryUnit(task_type="data_cleaning", content=lesson.format("gbk")))
-    new = fast_store.add(MemoryUnit(task_type="data_cleaning", content=lesson.format("utf-8-sig")))
+    old = fast_store.add(MemoryUnit(task_type="data_cleaning", content=lesson.format("gbk"))).unit
+    new = fast_store.add(MemoryUnit(task_type="data_cleaning", content=lesson.format("utf-8-sig"))).unit
     assert new.supersedes == old.memory_id
     journal = RunJournal(fast_store)
     journal.start("run-1", task="call the api", served=[])
@@ -196,7 +198,7 @@ def test_forget_removes_references_and_journal_entries(make_store: Callable[...,
 
 
 def test_forget_of_unknown_ids_changes_nothing(fast_store: MemoryStore) -> None:
-    unit = fast_store.add(_secret_unit())
+    unit = fast_store.add(_secret_unit()).unit
     assert fast_store.forget("mem_does_not_exist") == 0
     assert fast_store.get(unit.memory_id) == unit
 
@@ -212,7 +214,7 @@ def test_forget_of_unknown_ids_changes_nothing(fast_store: MemoryStore) -> None:
     ],
 )
 def test_forget_rejects_bad_arguments(fast_store: MemoryStore, kwargs: dict[str, object], match: str) -> None:
-    unit = fast_store.add(_secret_unit())
+    unit = fast_store.add(_secret_unit()).unit
     with pytest.raises(ConfigurationError, match=match):
         fast_store.forget(**kwargs)  # type: ignore[arg-type]
     assert fast_store.get(unit.memory_id) == unit
@@ -224,7 +226,7 @@ def test_scrub_needs_an_owned_directory(tmp_path: Path) -> None:
 
     client = chromadb.EphemeralClient(settings=Settings(anonymized_telemetry=False))
     store = MemoryStore(client=client, embeddings=HashEmbeddings(), namespace="scrub-needs-dir")
-    unit = store.add(_secret_unit())
+    unit = store.add(_secret_unit()).unit
     with pytest.raises(ConfigurationError, match="scrub"):
         store.scrub()
     with pytest.raises(ConfigurationError, match="scrub"):
@@ -270,5 +272,5 @@ def test_a_scrub_killed_midway_is_finished_on_reopen(tmp_path: Path, point: str)
         with pytest.raises(MemoryNotFoundError):
             store.get(secret_id)
         assert not (directory / SCRUB_MARKER).exists()
-        assert store.add(_secret_unit("after")).content.startswith("SECRET-after")
+        assert store.add(_secret_unit("after")).unit.content.startswith("SECRET-after")
     assert text_hits(directory, {"content": "SECRET-alpha-CONTENT", "id": secret_id}) == {}

@@ -26,7 +26,7 @@ from langchain_hindsight import (
     with_hindsight,
 )
 from langchain_hindsight.errors import ReflectionError
-from tests.fakes import ReactiveToolModel, call
+from langchain_hindsight.testing import ReactiveToolModel, call
 
 BLOCK = "[相关经验]"
 LESSON = "读取 ERP 导出的销售 CSV 时，read_csv 需要指定 encoding='gbk' 和 delimiter=';'"
@@ -50,7 +50,7 @@ def _all_checkpoints(saver: InMemorySaver) -> str:
 
 @pytest.fixture
 def lesson(store: MemoryStore) -> MemoryUnit:
-    return store.add(MemoryUnit(task_type="data_cleaning", content=LESSON, tags=["csv"]))
+    return store.add(MemoryUnit(task_type="data_cleaning", content=LESSON, tags=["csv"])).unit
 
 
 def _chat_graph() -> Any:

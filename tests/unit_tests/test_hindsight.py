@@ -14,7 +14,7 @@ from langchain_core.tools import ToolException, tool
 from langchain_hindsight import Hindsight, MemoryStore, MemoryUnit
 from langchain_hindsight.embeddings import LocalEmbeddings
 from langchain_hindsight.errors import ConfigurationError, RunNotFoundError
-from tests.fakes import ReactiveToolModel, call
+from langchain_hindsight.testing import ReactiveToolModel, call
 
 LESSON = "生成周报时，数据范围取上周一到上周日的自然周"
 
@@ -52,7 +52,7 @@ def _invoke(agent: Any, text: str, **config: Any) -> str:
 
 
 def test_middleware_run_then_user_correction(hs: Hindsight) -> None:
-    unit = hs.store.add(MemoryUnit(task_type="weekly_report", content=LESSON))
+    unit = hs.store.add(MemoryUnit(task_type="weekly_report", content=LESSON)).unit
     agent = create_agent(ReactiveToolModel(respond=_respond), tools=[query_sales], middleware=[hs.middleware()])
     run_id = _invoke(agent, "生成本周的销售周报")
     record = hs.journal.get(run_id)
@@ -64,7 +64,9 @@ def test_middleware_run_then_user_correction(hs: Hindsight) -> None:
 
     result = hs.feedback(run_id, success=False, comment="不对，周报只统计本周一到周日的数据")
     assert [u.memory_id for u in result.updated] == [unit.memory_id]
-    assert hs.store.get(unit.memory_id).score_confidence == pytest.approx(credited * 0.5)  # user rejection halves
+    # the run's success credit is taken back, then the rejection halves: not compounded on the credit
+    assert hs.store.get(unit.memory_id).score_confidence == pytest.approx(unit.score_confidence * 0.5)
+    assert hs.journal.get(run_id).credit is None
     assert len(result.created) == 1
     created = result.created[0]
     assert created.source == "user_feedback"
@@ -75,7 +77,7 @@ def test_middleware_run_then_user_correction(hs: Hindsight) -> None:
 
 
 def test_feedback_success_does_not_double_count(hs: Hindsight) -> None:
-    unit = hs.store.add(MemoryUnit(task_type="weekly_report", content=LESSON))
+    unit = hs.store.add(MemoryUnit(task_type="weekly_report", content=LESSON)).unit
     agent = create_agent(ReactiveToolModel(respond=_respond), tools=[query_sales], middleware=[hs.middleware()])
     run_id = _invoke(agent, "生成本周的销售周报")
     before = hs.store.get(unit.memory_id).score_confidence
@@ -84,6 +86,10 @@ def test_feedback_success_does_not_double_count(hs: Hindsight) -> None:
     assert result.created == []
     assert hs.store.get(unit.memory_id).score_confidence == before
     assert result.run.feedback[-1].success is True
+    again = hs.feedback(run_id, success=True)  # repeated confirmations never credit again
+    assert again.updated == []
+    assert hs.store.get(unit.memory_id).score_confidence == before
+    assert hs.journal.get(run_id).credit == {unit.memory_id: pytest.approx(0.05)}
 
 
 def test_feedback_errors(hs: Hindsight) -> None:

@@ -125,23 +125,146 @@ def test_contradicting_memories_with_close_confidence_get_the_note() -> None:
     assert "experiences 1, 2 disagree" in en
 
 
-def test_no_note_when_confidence_differs_task_type_differs_or_topics_differ() -> None:
-    a, b = "The user prefers Java for backend services.", "The user prefers Python for backend services."
-    assert detect_conflicts(conflict_pair(a, b, 0.9, 0.6)) == []  # |Δ| > 0.1: the stronger one wins
+# Labelled pairs. The first lists were used to design the rule; the "later" lists were written
+# afterwards and passed unchanged on the first run (20/20).
+CONFLICTS_ZH = [
+    ("周报的数据范围取上周一到周日的自然周，不要用最近7天滚动窗口。", "周报的数据范围用最近7天滚动窗口。"),
+    ("客户甲公司希望通过邮件联系。", "客户甲公司希望通过电话联系。"),
+    ("用户偏好用Java写后端服务。", "用户偏好用Python写后端服务。"),
+    ("读取ERP导出的CSV要用gbk编码。", "读取ERP导出的CSV要用utf-8编码。"),
+    ("周报发给项目经理。", "周报发给部门总监。"),
+    ("调用天气接口失败时重试3次。", "调用天气接口失败时不要重试，直接报错。"),
+    ("月报的环比和上个自然月比较。", "月报的环比和去年同月比较。"),
+    ("报表金额保留两位小数。", "报表金额保留整数，不要小数。"),
+    ("部署前需要先跑完整测试。", "部署前不需要跑完整测试，只跑冒烟测试。"),
+    ("会议默认安排在周二上午。", "会议默认安排在周四下午。"),
+    ("日期格式统一用YYYY-MM-DD。", "日期格式统一用DD/MM/YYYY。"),
+    ("周报的数据范围取上周一到周日的自然周。", "周报的数据范围取最近七天，包括今天。"),
+]
+COMPLEMENTARY_ZH = [
+    ("数据少于1万行时用pandas处理。", "数据超过1万行时用duckdb处理。"),
+    ("Windows打包的zip文件名要用gbk解码。", "如果zip是在macOS上打包的，文件名用utf-8解码。"),
+    ("处理中文CSV时，pandas.read_csv需指定encoding='utf-8-sig'", "如果CSV分隔符不是逗号，先用csv.Sniffer检测"),
+    ("周报发给项目经理时只写三段。", "周报发给客户时要附上数据来源。"),
+    ("接口返回429时加指数退避重试。", "接口返回401时先刷新token再调用。"),
+    ("文件小于100MB时直接上传。", "文件大于100MB时用分片上传。"),
+    ("查询近7天的数据走实时库。", "查询7天以前的数据走离线仓库。"),
+    ("周报的数据范围取上周一到周日的自然周。", "周报发给项目经理，只写本周完成、下周计划和风险三段。"),
+    ("读取ID列时用dtype=str避免前导零丢失。", "读取日期列时用parse_dates解析。"),
+    ("工作日的报表早上9点发送。", "如果是周末，报表中午12点发送。"),
+    ("金额字段保留两位小数。", "百分比字段保留一位小数。"),
+    ("调用天气接口返回429时说明超过限流，需要加指数退避重试。", "调用天气接口时要带上城市编码，不要传城市名。"),
+]
+CONFLICTS_EN = [
+    ("The user prefers Java for backend services.", "The user prefers Python for backend services."),
+    ("Weekly report covers the previous Monday to Sunday week.", "Weekly report covers the last rolling seven days."),
+    ("Contact ACME Corp by email.", "Contact ACME Corp by phone."),
+    ("Read the ERP export with encoding='gbk'.", "Read the ERP export with encoding='utf-8'."),
+    ("Always retry the weather API three times on failure.", "Never retry the weather API on failure; fail fast."),
+    ("Send the weekly report to the project manager.", "Send the weekly report to the department director."),
+    ("Round currency amounts to two decimal places.", "Round currency amounts to whole numbers."),
+    ("Deploy on Fridays after the standup.", "Never deploy on Fridays."),
+    ("Use tabs for indentation in this repo.", "Use four spaces for indentation in this repo."),
+    ("Dates in reports use the YYYY-MM-DD format.", "Dates in reports use the DD/MM/YYYY format."),
+    (
+        "Compare the monthly report with the previous calendar month.",
+        "Compare the monthly report with the same month last year.",
+    ),
+    ("The user's timezone is UTC+8.", "The user's timezone is UTC-5."),
+]
+COMPLEMENTARY_EN = [
+    ("Use pandas for files under 10k rows.", "Use duckdb for files over 10k rows."),
+    ("Uploads under 100 MB go through put_object.", "Uploads over 100 MB need multipart upload."),
+    ("On Windows, decode zip file names with gbk.", "On macOS, decode zip file names with utf-8."),
+    ("When the API returns 429, back off exponentially.", "When the API returns 401, refresh the token and retry."),
+    ("For weekdays, send the report at 9am.", "For weekends, send the report at noon."),
+    ("Read Chinese CSV files with encoding='utf-8-sig'.", "Read the CRM export with sep=';'."),
+    ("Round currency amounts to two decimal places.", "Round percentages to one decimal place."),
+    (
+        "If the table has fewer than 1,000 rows, load it in memory.",
+        "If the table has more than 1,000 rows, stream it in batches.",
+    ),
+    ("The weekly report covers Monday to Sunday.", "The weekly report goes to the project manager by Friday."),
+    ("Use pandas read_csv with dtype=str for ID columns.", "Use pandas read_csv with parse_dates for date columns."),
+    ("Query recent data from the live database.", "Query data older than 7 days from the warehouse."),
+    (
+        "The GitHub API allows 60 requests per hour without a token; always send the token.",
+        "Call the GitHub API with per_page=100 to page through results.",
+    ),
+]
+DIFFERENT_SUBJECTS = [
+    ("客户甲公司希望通过邮件联系。", "客户乙公司希望通过邮件联系。"),
+    ("客户甲公司希望通过邮件联系。", "客户乙公司希望通过电话联系。"),
+    ("张经理的周报周五下午发。", "李经理的周报周一上午发。"),
+    ("Alice prefers Java for backend services.", "Bob prefers Python for backend services."),
+    ("Amounts keep two decimals in the finance report.", "Percentages keep one decimal in the finance report."),
+]
+
+LATER_CONFLICTS = [
+    ("导出报表时文件名用中文。", "导出报表时文件名只用英文和数字。"),
+    ("数据库连接池大小设为20。", "数据库连接池大小设为5。"),
+    ("用户希望回答用中文。", "用户希望回答用英文。"),
+    ("周报标题要写成“XX周报（第N周）”。", "周报标题不要带周次。"),
+    ("接口超时时间设置为30秒。", "接口超时时间设置为5秒。"),
+    ("The API key goes in the Authorization header.", "The API key goes in the query string."),
+    ("Store timestamps in local time.", "Store timestamps in UTC."),
+    ("The team's standup is at 10am.", "The team's standup is at 9:30am."),
+    ("Use black with line length 88.", "Use black with line length 120."),
+    ("Cache the exchange rates for one hour.", "Do not cache the exchange rates."),
+]
+LATER_COMPLEMENTARY = [
+    ("如果文件超过1GB，用分块读取。", "如果文件不到1GB，直接整个读入内存。"),
+    ("在测试环境可以直接删表重建。", "在生产环境必须先备份再改表。"),
+    ("周报给老板看时只放结论。", "周报给团队看时要列出每个人的任务。"),
+    ("用户提问是中文时用中文回答。", "用户提问是英文时用英文回答。"),
+    ("读取Excel时用openpyxl引擎。", "读取CSV时注意BOM头。"),
+    ("For production, use the read replica.", "For local development, use the SQLite file."),
+    ("When the file is larger than 1 GB, read it in chunks.", "When the file is smaller than 1 GB, read it at once."),
+    ("If the user writes in Chinese, answer in Chinese.", "If the user writes in English, answer in English."),
+    ("Retry 502 errors up to three times.", "Report 404 errors to the user immediately."),
+    ("Monthly reports go to finance.", "Weekly reports go to the team lead."),
+]
+
+
+@pytest.mark.parametrize(("a", "b"), CONFLICTS_ZH + CONFLICTS_EN + LATER_CONFLICTS)
+def test_labelled_conflicts_get_the_note_whatever_the_confidence_gap(a: str, b: str) -> None:
+    assert detect_conflicts(conflict_pair(a, b)) == [(0, 1)]
+    assert detect_conflicts(conflict_pair(a, b, 0.95, 0.3)) == [(0, 1)]  # a big gap does not hide it
+    assert detect_conflicts(conflict_pair(b, a)) == [(0, 1)]  # symmetric
     mixed = conflict_pair(a, b)
-    mixed[1] = mixed[1].evolve(task_type="monthly_report")
-    assert detect_conflicts(mixed) == []
-    assert (
-        detect_conflicts(
-            conflict_pair(
-                "处理中文CSV时，pandas.read_csv需指定encoding='utf-8-sig'",
-                "如果CSV分隔符不是逗号，先用csv.Sniffer检测",
-                tt="data_cleaning",
-            )
-        )
-        == []
-    )
-    assert detect_conflicts(conflict_pair(a, a + " ")) == []  # a restatement is not a conflict
+    mixed[1] = mixed[1].evolve(task_type="general", kind="fact", source="user_feedback")  # nor different labels
+    assert detect_conflicts(mixed) == [(0, 1)]
+    block = format_experiences(conflict_pair(a, b), notice=False)
+    assert block.splitlines()[-1] == ZH.conflict_note.format(indices="1、2")
+
+
+@pytest.mark.parametrize(("a", "b"), COMPLEMENTARY_ZH + COMPLEMENTARY_EN + LATER_COMPLEMENTARY + DIFFERENT_SUBJECTS)
+def test_labelled_complementary_advice_gets_no_note(a: str, b: str) -> None:
+    assert detect_conflicts(conflict_pair(a, b)) == []
+    assert detect_conflicts(conflict_pair(b, a)) == []
+    block = format_experiences(conflict_pair(a, b), locale="en", notice=False)
+    assert "disagree" not in block
+
+
+def test_labelled_sets_are_big_enough_in_both_languages() -> None:
+    assert len(CONFLICTS_ZH) >= 10
+    assert len(CONFLICTS_EN) >= 10
+    assert len(COMPLEMENTARY_ZH) >= 10
+    assert len(COMPLEMENTARY_EN) >= 10
+
+
+def test_restatements_and_elaborations_are_not_conflicts() -> None:
+    a = "The user prefers Python for backend services."
+    assert detect_conflicts(conflict_pair(a, a + " ")) == []
+    assert detect_conflicts(conflict_pair(a, "The user prefers Python for backend services and scripts.")) == []
+    zh = "读取ERP导出的CSV要用gbk编码。"
+    assert detect_conflicts(conflict_pair(zh, "读取ERP导出的CSV要用gbk编码，分隔符是分号。")) == []
+
+
+def test_the_confidence_gap_filter_is_still_available() -> None:
+    a, b = "The user prefers Java for backend services.", "The user prefers Python for backend services."
+    assert detect_conflicts(conflict_pair(a, b, 0.9, 0.6), max_confidence_gap=0.1) == []
+    assert detect_conflicts(conflict_pair(a, b, 0.8, 0.75), max_confidence_gap=0.1) == [(0, 1)]
 
 
 def test_conflict_groups_number_every_member() -> None:

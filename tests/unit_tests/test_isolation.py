@@ -28,8 +28,8 @@ BOB_LESSON = "Bob's team reads Chinese CSV files with encoding='utf-8-sig' to av
 @pytest.fixture
 def tenants(make_store: Callable[..., MemoryStore]) -> tuple[MemoryStore, MemoryUnit, MemoryUnit]:
     store = make_store()
-    alice = store.add(MemoryUnit(task_type="data_analysis", content=ALICE_SECRET), namespace="alice")
-    bob = store.add(MemoryUnit(task_type="data_cleaning", content=BOB_LESSON), namespace="bob")
+    alice = store.add(MemoryUnit(task_type="data_analysis", content=ALICE_SECRET), namespace="alice").unit
+    bob = store.add(MemoryUnit(task_type="data_cleaning", content=BOB_LESSON), namespace="bob").unit
     return store, alice, bob
 
 
@@ -72,9 +72,9 @@ def test_writes_by_id_guess_never_touch_another_namespace(
 
 def test_a_unit_cannot_smuggle_itself_into_another_namespace(make_store: Callable[..., MemoryStore]) -> None:
     store = make_store(namespace="alice")
-    plain = store.add(MemoryUnit(content="A note with no namespace of its own."))
+    plain = store.add(MemoryUnit(content="A note with no namespace of its own.")).unit
     assert plain.namespace == "alice"  # the store's namespace, not a shared "default"
-    forced = store.add(MemoryUnit(content="A note that claims to be Bob's.", namespace="bob"), namespace="alice")
+    forced = store.add(MemoryUnit(content="A note that claims to be Bob's.", namespace="bob"), namespace="alice").unit
     assert forced.namespace == "alice"
     assert store.count(namespace="bob") == 0
     assert "default" not in store.namespaces()
@@ -86,7 +86,7 @@ def test_a_unit_cannot_smuggle_itself_into_another_namespace(make_store: Callabl
 )
 def test_lookalike_namespaces_are_distinct(make_store: Callable[..., MemoryStore], a: str, b: str) -> None:
     store = make_store()
-    unit = store.add(MemoryUnit(content=f"only in {a!r}"), namespace=a)
+    unit = store.add(MemoryUnit(content=f"only in {a!r}"), namespace=a).unit
     assert _collection_name(a, "memories") != _collection_name(b, "memories")
     assert store.count(namespace=b) == 0
     assert store.get_many([unit.memory_id], namespace=b) == []

@@ -22,13 +22,18 @@ def _scored(unit: MemoryUnit, similarity: float) -> ScoredMemory:
 
 @pytest.fixture
 def units(store: MemoryStore) -> list[MemoryUnit]:
-    return store.add_many(
-        [
-            MemoryUnit(task_type="data_cleaning", content="读取中文CSV时指定encoding='utf-8-sig'。", tags=["csv"]),
-            MemoryUnit(task_type="data_cleaning", content="Fill missing values before computing weekly totals."),
-            MemoryUnit(task_type="weekly_report", content="Weekly reports cover the last 7 days, Monday to Sunday."),
-        ]
-    )
+    return [
+        r.unit
+        for r in store.add_many(
+            [
+                MemoryUnit(task_type="data_cleaning", content="读取中文CSV时指定encoding='utf-8-sig'。", tags=["csv"]),
+                MemoryUnit(task_type="data_cleaning", content="Fill missing values before computing weekly totals."),
+                MemoryUnit(
+                    task_type="weekly_report", content="Weekly reports cover the last 7 days, Monday to Sunday."
+                ),
+            ]
+        )
+    ]
 
 
 def test_run_lifecycle_is_recorded_and_survives_reopen(

@@ -12,6 +12,8 @@ from chromadb.config import Settings
 from langchain_hindsight import MemoryStore, MemoryUnit
 from langchain_hindsight._lexical import ChangeFeed, LexicalIndex, tokenize
 from langchain_hindsight.embeddings import LocalEmbeddings
+from langchain_hindsight.writes import LLMWriteJudge
+from tests.fakes import judge_model
 
 
 def test_tokenize_chinese_english_and_identifiers() -> None:
@@ -66,9 +68,9 @@ def ids(store: MemoryStore, query: str, namespace: str | None = None) -> list[st
 
 
 def test_lexical_index_follows_add_update_supersede_archive_forget(store: MemoryStore) -> None:
-    a = store.add(MemoryUnit(task_type="file_operation", content="解压Windows的zip要用gbk解码文件名。"))
+    a = store.add(MemoryUnit(task_type="file_operation", content="解压Windows的zip要用gbk解码文件名。")).unit
     assert ids(store, "zip解压乱码") == [a.memory_id]  # built from Chroma on first use
-    b = store.add(MemoryUnit(task_type="api_call", content="Stripe POST requests need an Idempotency-Key header."))
+    b = store.add(MemoryUnit(task_type="api_call", content="Stripe POST requests need an Idempotency-Key header.")).unit
     assert ids(store, "stripe idempotency") == [b.memory_id]  # incremental add
     store.update(b.memory_id, content="Slack chat.postMessage needs the channel ID.")
     assert ids(store, "stripe idempotency") == []
@@ -82,17 +84,19 @@ def test_lexical_index_follows_add_update_supersede_archive_forget(store: Memory
 
 
 def test_superseded_unit_leaves_the_lexical_index(make_store: Callable[..., MemoryStore]) -> None:
-    store = make_store(conflict_threshold=0.5, merge_threshold=0.99)
-    old = store.add(MemoryUnit(task_type="code_generation", content="The user prefers Java for backend services."))
+    store = make_store(conflict_threshold=0.5, merge_threshold=0.99, judge=LLMWriteJudge(judge_model("conflict")))
+    old = store.add(MemoryUnit(task_type="code_generation", content="The user prefers Java for backend services.")).unit
     assert ids(store, "backend services") == [old.memory_id]
-    new = store.add(MemoryUnit(task_type="code_generation", content="The user prefers Python for backend services."))
+    new = store.add(
+        MemoryUnit(task_type="code_generation", content="The user prefers Python for backend services.")
+    ).unit
     assert new.supersedes == old.memory_id
     assert ids(store, "backend services") == [new.memory_id]
 
 
 def test_lexical_index_is_rebuilt_after_reopen(make_store: Callable[..., MemoryStore]) -> None:
     first = make_store("reopen")
-    u = first.add(MemoryUnit(content="BigQuery bills by bytes scanned; filter on the partition column."))
+    u = first.add(MemoryUnit(content="BigQuery bills by bytes scanned; filter on the partition column.")).unit
     first.close()
     second = make_store("reopen")
     assert ids(second, "bigquery partition") == [u.memory_id]
@@ -123,9 +127,9 @@ def test_other_writers_adds_updates_and_deletes_become_visible(
     shared: tuple[MemoryStore, MemoryStore, Callable[[str], MemoryUnit]],
 ) -> None:
     a, b, unit = shared
-    first = a.add(unit("Elasticsearch queries need a time range on @timestamp."))
+    first = a.add(unit("Elasticsearch queries need a time range on @timestamp.")).unit
     assert ids(b, "elasticsearch timestamp") == [first.memory_id]  # b builds its index now
-    second = a.add(unit("Redis: use SCAN instead of KEYS in production."))
+    second = a.add(unit("Redis: use SCAN instead of KEYS in production.")).unit
     assert ids(b, "redis scan keys") == [second.memory_id]  # a's add reached b's built index
     a.update(second.memory_id, content="Redis keys expire after 24 hours by default here.")
     assert ids(b, "scan") == []

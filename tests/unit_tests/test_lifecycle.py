@@ -63,7 +63,7 @@ def test_policy_validates_its_numbers() -> None:
 
 # ----------------------------------------------------------------------------- decay
 def test_decay_matches_the_seed_example_and_is_idempotent(store: MemoryStore) -> None:
-    u = store.add(MemoryUnit(content="Six months idle", confidence=0.8, created_at=T0, last_accessed_at=T0))
+    u = store.add(MemoryUnit(content="Six months idle", confidence=0.8, created_at=T0, last_accessed_at=T0)).unit
     lc = Lifecycle(store)
     six_months = T0 + timedelta(days=181)
     first = lc.decay(now=six_months)
@@ -89,7 +89,7 @@ def test_daily_decay_equals_one_decay_at_the_end(make_store: Callable[..., Memor
 
 
 def test_access_restarts_the_idle_clock(store: MemoryStore) -> None:
-    u = store.add(MemoryUnit(content="used again", confidence=0.7, created_at=T0, last_accessed_at=T0))
+    u = store.add(MemoryUnit(content="used again", confidence=0.7, created_at=T0, last_accessed_at=T0)).unit
     lc = Lifecycle(store)
     lc.decay(now=T0 + timedelta(days=31))  # one period: 0.63
     store.record_feedback([u.memory_id], success=True, now=T0 + timedelta(days=40))  # 0.68, accessed day 40
@@ -119,7 +119,7 @@ def test_archive_moves_only_low_and_idle_units_and_restore_brings_them_back(stor
             created_at=T0,
             last_accessed_at=now - timedelta(days=61),
         )
-    )
+    ).unit
     recent = store.add(
         MemoryUnit(
             content="doubtful but recently used",
@@ -127,10 +127,10 @@ def test_archive_moves_only_low_and_idle_units_and_restore_brings_them_back(stor
             created_at=T0,
             last_accessed_at=now - timedelta(days=59),
         )
-    )
+    ).unit
     trusted = store.add(
         MemoryUnit(content="old but trusted weekly report format", confidence=0.35, created_at=T0, last_accessed_at=T0)
-    )
+    ).unit
     report = Lifecycle(store).archive_stale(now=now)
     assert report.archived == [stale.memory_id]
     assert store.get(stale.memory_id).status == "archived"
@@ -140,33 +140,42 @@ def test_archive_moves_only_low_and_idle_units_and_restore_brings_them_back(stor
 
 
 def test_archive_thresholds_are_configurable(store: MemoryStore) -> None:
-    u = store.add(MemoryUnit(content="x", confidence=0.45, created_at=T0, last_accessed_at=T0))
+    u = store.add(MemoryUnit(content="x", confidence=0.45, created_at=T0, last_accessed_at=T0)).unit
     policy = LifecyclePolicy(archive_below=0.5, archive_idle_days=10)
     assert Lifecycle(store, policy=policy).archive_stale(now=T0 + timedelta(days=11)).archived == [u.memory_id]
 
 
 # ----------------------------------------------------------------------------- merge
+A_TEXT = "Read GBK CSVs with encoding='gbk'."
+B_TEXT = "read GBK CSVs with  encoding='gbk'"  # the same statement: case, whitespace, punctuation
+C_TEXT = "Read GBK CSVs，with encoding=“gbk”。"  # the same statement with full-width punctuation
+D_TEXT = "Weekly reports cover seven days."
+E_TEXT = "READ GBK CSVs with encoding='gbk'."  # the same statement, another task type
+F_TEXT = "Read GBK CSV files with encoding='gb18030'."  # ~0.99 similar, a different statement
+
+
 def _merge_store(make_store: Callable[..., MemoryStore]) -> tuple[MemoryStore, dict[str, list[float]]]:
     base = _unit_vector("csv encoding")
     other = _unit_vector("something else")
     vectors = {
-        "A: read GBK CSVs with encoding='gbk'.": base,
-        "B: read GBK CSV files with encoding='gbk'.": _blend(base, other, 0.05),  # ~0.99 similar to A
-        "C: GBK CSVs need encoding='gbk' when reading.": _blend(base, other, 0.12),
-        "D: weekly reports cover seven days.": _unit_vector("weekly"),
-        "E: read GBK CSVs with encoding='gbk' (monthly).": base,  # same vector, other task type
+        A_TEXT: base,
+        B_TEXT: _blend(base, other, 0.05),  # ~0.99 similar to A
+        C_TEXT: _blend(base, other, 0.12),
+        D_TEXT: _unit_vector("weekly"),
+        E_TEXT: base,  # same vector, other task type
+        F_TEXT: _blend(base, other, 0.02),
     }
     store = make_store(embeddings=ControlledEmbeddings(vectors))
     return store, vectors
 
 
-def test_merge_folds_near_duplicates_into_the_most_confident(make_store: Callable[..., MemoryStore]) -> None:
+def test_merge_folds_true_duplicates_into_the_most_confident(make_store: Callable[..., MemoryStore]) -> None:
     store, vectors = _merge_store(make_store)
-    a, b, c, d, e = (
+    a, b, c, d, e, f = (
         MemoryUnit(
             memory_id="a",
             task_type="data_cleaning",
-            content=next(t for t in vectors if t.startswith("A")),
+            content=A_TEXT,
             confidence=0.6,
             access_count=2,
             tags=["csv"],
@@ -176,7 +185,7 @@ def test_merge_folds_near_duplicates_into_the_most_confident(make_store: Callabl
         MemoryUnit(
             memory_id="b",
             task_type="data_cleaning",
-            content=next(t for t in vectors if t.startswith("B")),
+            content=B_TEXT,
             confidence=0.8,
             access_count=3,
             tags=["gbk"],
@@ -187,21 +196,23 @@ def test_merge_folds_near_duplicates_into_the_most_confident(make_store: Callabl
         MemoryUnit(
             memory_id="c",
             task_type="data_cleaning",
-            content=next(t for t in vectors if t.startswith("C")),
+            content=C_TEXT,
             confidence=0.5,
             access_count=1,
-            created_at=T0,
+            created_at=T0 + timedelta(days=5),
             last_accessed_at=T0,
         ),
-        MemoryUnit(memory_id="d", task_type="data_cleaning", content=next(t for t in vectors if t.startswith("D"))),
-        MemoryUnit(memory_id="e", task_type="monthly_report", content=next(t for t in vectors if t.startswith("E"))),
+        MemoryUnit(memory_id="d", task_type="data_cleaning", content=D_TEXT),
+        MemoryUnit(memory_id="e", task_type="monthly_report", content=E_TEXT),
+        MemoryUnit(memory_id="f", task_type="data_cleaning", content=F_TEXT, confidence=0.9),
     )
-    store.add_many([a, b, c, d, e], dedupe=False)  # bulk import: duplicates really stored
+    store.add_many([a, b, c, d, e, f], dedupe=False)  # bulk import: duplicates really stored
     sim_bc = _cos(vectors[b.content], vectors[c.content])
     sim_ab, sim_ac = _cos(vectors[a.content], vectors[b.content]), _cos(vectors[a.content], vectors[c.content])
     assert sim_ab >= 0.95
     assert sim_bc >= 0.95
     assert sim_ac >= 0.95
+    assert _cos(vectors[F_TEXT], vectors[B_TEXT]) >= 0.99
 
     report = Lifecycle(store).merge_duplicates()
     assert report.merged == {"b": ["a", "c"]}
@@ -212,10 +223,25 @@ def test_merge_folds_near_duplicates_into_the_most_confident(make_store: Callabl
     assert set(keeper.tags) == {"csv", "gbk"}
     assert keeper.merged_from == ["a", "c"]
     assert keeper.last_accessed_at == T0 + timedelta(days=3)
+    assert keeper.created_at == T0 + timedelta(days=5)  # the newest time, for recency
     assert keeper.source == "user_feedback"
     assert store.get_many(["a", "c"]) == []
-    assert {u.memory_id for u in store.list_units()} == {"b", "d", "e"}  # e: another task type, not merged
+    # e: another task type; f: more confident and ~0.99 similar, but a different statement: never folded.
+    assert {u.memory_id for u in store.list_units()} == {"b", "d", "e", "f"}
+    assert store.get("f").content == F_TEXT
     assert Lifecycle(store).merge_duplicates().merged == {}  # nothing left to merge
+
+
+def test_merge_never_folds_different_chinese_statements(make_store: Callable[..., MemoryStore]) -> None:
+    base = _unit_vector("客户")
+    texts = ["客户甲公司希望通过邮件联系。", "客户乙公司希望通过电话联系。", "客户甲公司每月订购300箱。"]
+    # Every pair at cosine 1.0, as a Chinese-blind embedder gives them.
+    store = make_store(embeddings=ControlledEmbeddings(dict.fromkeys([*texts, "客户甲公司希望通过邮件联系"], base)))
+    store.add_many([MemoryUnit(memory_id=f"u{i}", content=t) for i, t in enumerate(texts)], dedupe=False)
+    store.add(MemoryUnit(memory_id="dup", content="客户甲公司希望通过邮件联系"), dedupe=False)
+    report = Lifecycle(store).merge_duplicates()
+    assert report.merged == {"u0": ["dup"]}  # only the true duplicate (no final 。) folds, into the older unit
+    assert sorted(u.content for u in store.list_units()) == sorted(texts)
 
 
 def test_merge_does_not_chain_through_intermediaries(make_store: Callable[..., MemoryStore]) -> None:
@@ -229,13 +255,16 @@ def test_merge_does_not_chain_through_intermediaries(make_store: Callable[..., M
         return [math.cos(a) * x + math.sin(a) * y for x, y in zip(e1, e2, strict=True)]
 
     p, mid, q = at(15), at(0), at(-15)  # p~mid and q~mid (cos 15° = 0.966), but p !~ q (cos 30° = 0.866)
-    vectors = {"p": p, "m": mid, "q": q}
+    vectors = {"Use GBK.": p, "use gbk": mid, "USE  GBK!": q}  # one statement, three spellings
     assert _cos(p, mid) >= 0.95
     assert _cos(q, mid) >= 0.95
     assert _cos(p, q) < 0.95
     store = make_store(embeddings=ControlledEmbeddings(vectors))
     store.add_many(
-        [MemoryUnit(memory_id=t, content=t, confidence=c) for t, c in (("p", 0.9), ("m", 0.5), ("q", 0.8))],
+        [
+            MemoryUnit(memory_id=i, content=t, confidence=c)
+            for i, t, c in (("p", "Use GBK.", 0.9), ("m", "use gbk", 0.5), ("q", "USE  GBK!", 0.8))
+        ],
         dedupe=False,
     )
     report = Lifecycle(store).merge_duplicates()
@@ -245,12 +274,11 @@ def test_merge_does_not_chain_through_intermediaries(make_store: Callable[..., M
 
 
 def test_interrupted_merge_does_not_count_accesses_twice(make_store: Callable[..., MemoryStore]) -> None:
-    store, vectors = _merge_store(make_store)
-    texts = sorted(vectors)
+    store, _ = _merge_store(make_store)
     keeper = MemoryUnit(
-        memory_id="k", task_type="data_cleaning", content=texts[0], confidence=0.9, access_count=5, merged_from=["z"]
+        memory_id="k", task_type="data_cleaning", content=A_TEXT, confidence=0.9, access_count=5, merged_from=["z"]
     )  # already folded z, whose delete never happened
-    leftover = MemoryUnit(memory_id="z", task_type="data_cleaning", content=texts[1], confidence=0.4, access_count=2)
+    leftover = MemoryUnit(memory_id="z", task_type="data_cleaning", content=B_TEXT, confidence=0.4, access_count=2)
     store.add_many([keeper, leftover], dedupe=False)
     Lifecycle(store).merge_duplicates()
     assert store.get("k").access_count == 5
@@ -267,12 +295,12 @@ def _journal_runs(store: MemoryStore, journal: RunJournal, *, n: int, tagged: in
             created_at=T0,
             last_accessed_at=T0,
         )
-    )
+    ).unit
     plain = store.add(
         MemoryUnit(
             task_type="data_cleaning", content="Drop duplicated rows by order id.", created_at=T0, last_accessed_at=T0
         )
-    )
+    ).unit
     for i in range(n):
         unit = tagged_unit if i < tagged else plain
         served = [score_memory(unit, 0.8, task_type="data_cleaning", now=T0)]
@@ -362,13 +390,12 @@ def test_model_review_with_a_bad_answer_raises(store: MemoryStore) -> None:
 
 # ----------------------------------------------------------------------------- maintain + usage report
 def test_maintain_runs_decay_archive_and_merge_in_order(make_store: Callable[..., MemoryStore]) -> None:
-    store, vectors = _merge_store(make_store)
-    texts = sorted(vectors)
+    store, _ = _merge_store(make_store)
     store.add_many(
         [
             MemoryUnit(memory_id="old", content="forgotten lore", confidence=0.32, created_at=T0, last_accessed_at=T0),
-            MemoryUnit(memory_id="d1", task_type="data_cleaning", content=texts[0], confidence=0.9),
-            MemoryUnit(memory_id="d2", task_type="data_cleaning", content=texts[1], confidence=0.7),
+            MemoryUnit(memory_id="d1", task_type="data_cleaning", content=A_TEXT, confidence=0.9),
+            MemoryUnit(memory_id="d2", task_type="data_cleaning", content=B_TEXT, confidence=0.7),
         ],
         dedupe=False,
     )
@@ -383,13 +410,13 @@ def test_maintain_runs_decay_archive_and_merge_in_order(make_store: Callable[...
 
 def test_usage_report_finds_memories_that_never_help(store: MemoryStore) -> None:
     journal = RunJournal(store)
-    useless = store.add(MemoryUnit(task_type="weekly_report", content="Monthly report: cover the whole month."))
-    useful = store.add(MemoryUnit(task_type="weekly_report", content="Weekly report: Monday to Sunday only."))
-    old = store.add(MemoryUnit(task_type="general", content="The user prefers Java.", kind="fact"))
+    useless = store.add(MemoryUnit(task_type="weekly_report", content="Monthly report: cover the whole month.")).unit
+    useful = store.add(MemoryUnit(task_type="weekly_report", content="Weekly report: Monday to Sunday only.")).unit
+    old = store.add(MemoryUnit(task_type="general", content="The user prefers Java.", kind="fact")).unit
     new = store.add(
         MemoryUnit(task_type="general", content="The user prefers Python.", kind="fact", supersedes=old.memory_id),
         dedupe=False,
-    )
+    ).unit
     for i in range(4):
         served = [score_memory(useless, 0.45, now=T0), score_memory(useful, 0.9, now=T0)]
         journal.start(f"w{i}", task="写周报", task_type="weekly_report", served=served, now=T0 + timedelta(hours=i))

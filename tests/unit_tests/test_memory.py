@@ -15,7 +15,7 @@ from langchain_core.tools import tool
 
 from langchain_hindsight import HindsightMemory, MemoryStore, MemoryUnit
 from langchain_hindsight.errors import ConfigurationError
-from tests.fakes import call, scripted_model
+from langchain_hindsight.testing import call, scripted_model
 
 BLOCK = "[相关经验]"
 LESSON = "读取 ERP 导出的销售 CSV 时，read_csv 需要指定 encoding='gbk'"
@@ -33,13 +33,13 @@ class Prompts(BaseCallbackHandler):
 
 @pytest.fixture
 def lesson(store: MemoryStore) -> MemoryUnit:
-    return store.add(MemoryUnit(task_type="data_cleaning", content=LESSON))
+    return store.add(MemoryUnit(task_type="data_cleaning", content=LESSON)).unit
 
 
 def test_memory_variables_and_block(store: MemoryStore, lesson: MemoryUnit) -> None:
     memory = HindsightMemory(store=store, reflect=False)
     assert memory.memory_variables == ["experience"]
-    block = memory.load_memory_variables({"input": "清洗 sales.csv"})["experience"]
+    block = memory.load_memory_variables({"input": "清洗 ERP 导出的销售 CSV"})["experience"]
     assert block.startswith(BLOCK)
     assert lesson.content in block
     custom = HindsightMemory(store=store, memory_key="hindsight", reflect=False)
@@ -58,7 +58,7 @@ def test_llmchain_prompt_gets_the_block_once_and_save_context_credits(store: Mem
             prompt=PromptTemplate.from_template("{experience}\n\n[当前任务]\n{input}"),
             memory=memory,
         )
-    out = chain.invoke({"input": "清洗 sales.csv"}, config={"callbacks": [prompts]})
+    out = chain.invoke({"input": "清洗 ERP 导出的销售 CSV"}, config={"callbacks": [prompts]})
     assert out["text"] == "共 6 行"
     assert [t.count(BLOCK) for t in prompts.texts] == [1]
     after = store.get(lesson.memory_id)
@@ -98,8 +98,8 @@ def test_async_load_and_save(store: MemoryStore, lesson: MemoryUnit) -> None:
     memory = HindsightMemory(store=store, reflect=False)
 
     async def main() -> str:
-        variables = await memory.aload_memory_variables({"input": "清洗 sales.csv"})
-        await memory.asave_context({"input": "清洗 sales.csv"}, {"output": "done"})
+        variables = await memory.aload_memory_variables({"input": "清洗 ERP 导出的销售 CSV"})
+        await memory.asave_context({"input": "清洗 ERP 导出的销售 CSV"}, {"output": "done"})
         return str(variables["experience"])
 
     assert asyncio.run(main()).count(BLOCK) == 1
@@ -108,8 +108,8 @@ def test_async_load_and_save(store: MemoryStore, lesson: MemoryUnit) -> None:
 
 def test_record_outcome_failure_lowers_confidence(store: MemoryStore, lesson: MemoryUnit) -> None:
     memory = HindsightMemory(store=store, reflect=False)
-    memory.load_memory_variables({"input": "清洗 sales.csv"})
-    memory.record_outcome({"input": "清洗 sales.csv"}, "failure")
+    memory.load_memory_variables({"input": "清洗 ERP 导出的销售 CSV"})
+    memory.record_outcome({"input": "清洗 ERP 导出的销售 CSV"}, "failure")
     assert store.get(lesson.memory_id).confidence == pytest.approx(lesson.score_confidence - 0.1)
 
 

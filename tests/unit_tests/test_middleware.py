@@ -16,7 +16,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langchain_hindsight import HindsightMiddleware, HindsightRetriever, MemoryStore, MemoryUnit, RunJournal
 from langchain_hindsight._adapters import BLOCK_ID_PREFIX, trajectory_from_messages
 from langchain_hindsight.errors import HindsightError, StoreError
-from tests.fakes import ReactiveToolModel, call
+from langchain_hindsight.testing import ReactiveToolModel, call
 
 BLOCK = "[相关经验]"
 LESSON = "读取 ERP 导出的销售 CSV 时，read_csv 需要指定 encoding='gbk' 和 delimiter=';'"
@@ -65,7 +65,7 @@ def _checkpoint_text(agent: Any) -> str:
 
 @pytest.fixture
 def lesson_store(store: MemoryStore) -> tuple[MemoryStore, MemoryUnit]:
-    unit = store.add(MemoryUnit(task_type="data_cleaning", content=LESSON, tags=["csv", "encoding"]))
+    unit = store.add(MemoryUnit(task_type="data_cleaning", content=LESSON, tags=["csv", "encoding"])).unit
     return store, unit
 
 
@@ -162,6 +162,9 @@ def test_namespace_comes_from_configurable_user_id(store: MemoryStore) -> None:
 
 class BrokenRetriever(HindsightRetriever):
     def recall(self, query: str, **kwargs: Any) -> list[Any]:
+        raise StoreError("chroma is down")
+
+    def recall_result(self, query: str, **kwargs: Any) -> Any:
         raise StoreError("chroma is down")
 
 

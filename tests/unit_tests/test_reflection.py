@@ -30,7 +30,7 @@ from langchain_hindsight import (
 from langchain_hindsight._rules import clean_feedback
 from langchain_hindsight.prompts import REFLECTION_EN, REFLECTION_ZH
 from langchain_hindsight.reflection import parse_json_text, render_trajectory
-from tests.fakes import call, scripted_model
+from langchain_hindsight.testing import call, scripted_model
 
 SEED_JSON = {
     "task_type": "data-clean",
@@ -155,7 +155,7 @@ def test_the_prompt_carries_the_trajectory_and_the_vocabulary(gbk_csv: Path) -> 
     assert recorder.last_trajectory is not None
     seen: list[str] = []
 
-    from tests.fakes import ReactiveToolModel
+    from langchain_hindsight.testing import ReactiveToolModel
 
     def respond(messages: list[Any]) -> str:
         seen.append(messages[-1].content)
@@ -413,7 +413,7 @@ def test_invalid_options(store: MemoryStore) -> None:
 
 def test_custom_extraction_prompt_is_used() -> None:
     seen: list[str] = []
-    from tests.fakes import ReactiveToolModel
+    from langchain_hindsight.testing import ReactiveToolModel
 
     def respond(messages: list[Any]) -> str:
         seen.append(messages[-1].content)

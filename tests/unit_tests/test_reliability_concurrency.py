@@ -49,9 +49,12 @@ DISTINCT = [
 
 def test_threads_adding_recalling_and_feeding_back_lose_nothing(make_store: Callable[..., MemoryStore]) -> None:
     store = make_store()
-    seeds = store.add_many(
-        [MemoryUnit(task_type=t, content=c, confidence=0.3, source="manual") for t, c in TOPICS], dedupe=False
-    )
+    seeds = [
+        r.unit
+        for r in store.add_many(
+            [MemoryUnit(task_type=t, content=c, confidence=0.3, source="manual") for t, c in TOPICS], dedupe=False
+        )
+    ]
     ids = [u.memory_id for u in seeds]
     threads, rounds = 6, 2
     errors: list[BaseException] = []
@@ -63,7 +66,7 @@ def test_threads_adding_recalling_and_feeding_back_lose_nothing(make_store: Call
         try:
             start.wait()
             for r in range(rounds):
-                unit = store.add(MemoryUnit(task_type="general", content=DISTINCT[n * rounds + r]))
+                unit = store.add(MemoryUnit(task_type="general", content=DISTINCT[n * rounds + r])).unit
                 with lock:
                     added.append(unit.memory_id)
                 store.search(TOPICS[(n + r) % len(TOPICS)][1], k=3)
@@ -194,7 +197,7 @@ def test_server_store_uses_the_same_code_path(chroma_server: ChromaServer) -> No
     from langchain_hindsight import ConfigurationError
 
     store = MemoryStore(client=chroma_server.client(), embeddings=HashEmbeddings(), namespace="srv")
-    a = store.add(MemoryUnit(content="server lesson one"))
+    a = store.add(MemoryUnit(content="server lesson one")).unit
     store.record_feedback([a.memory_id], success=True)
     assert store.get(a.memory_id).access_count == 1
     store.archive([a.memory_id])

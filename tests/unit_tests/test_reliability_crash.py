@@ -14,12 +14,14 @@ import subprocess
 import sys
 import textwrap
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 from langchain_core.embeddings import Embeddings
 
 from langchain_hindsight import MemoryStore, MemoryUnit
+from langchain_hindsight.writes import Neighbour, WriteDecision
 from tests.unit_tests.test_forget import HashEmbeddings
 
 TESTS = str(Path(__file__).parents[1])
@@ -40,12 +42,19 @@ class PrefixEmbeddings(Embeddings):
         return [x / norm for x in v]
 
 
+class SupersedeNearest:
+    """A write judge that says every similar unit is outdated: the nearest one is superseded."""
+
+    def judge(self, unit: MemoryUnit, neighbours: Sequence[Neighbour]) -> WriteDecision:
+        return WriteDecision("update", neighbours[0].unit.memory_id, "test: supersede the nearest")
+
+
 _PRELUDE = f"""
 import os, signal, sys
 sys.path.insert(0, {TESTS!r})
 import chromadb.api.models.Collection as C
 from langchain_hindsight import MemoryStore, MemoryUnit
-from unit_tests.test_reliability_crash import PrefixEmbeddings
+from unit_tests.test_reliability_crash import PrefixEmbeddings, SupersedeNearest
 
 def die_on(method, nth=1):
     original = getattr(C.Collection, method)
@@ -108,7 +117,7 @@ def test_supersede_killed_between_steps_is_completed_once(tmp_path: Path, nth: i
     directory = tmp_path / "db"
     out = _run_child(
         f"""
-        store = MemoryStore({str(directory)!r}, embeddings=PrefixEmbeddings())
+        store = MemoryStore({str(directory)!r}, embeddings=PrefixEmbeddings(), judge=SupersedeNearest())
         old = store.add(MemoryUnit(task_type="data_cleaning", content={LESSON.format("gbk")!r}, confidence=0.8))
         print("OLD", old.memory_id, flush=True)
         die_on("update", {nth})
@@ -163,8 +172,8 @@ def test_archive_and_restore_killed_between_steps_end_in_one_place(tmp_path: Pat
 def test_a_user_restored_superseded_unit_stays_restored_after_reopen(tmp_path: Path) -> None:
     """The repair touches only marked writes (the first version re-demoted every superseded target)."""
     directory = tmp_path / "db"
-    with MemoryStore(directory, embeddings=PrefixEmbeddings()) as store:
-        old = store.add(MemoryUnit(task_type="data_cleaning", content=LESSON.format("gbk")))
+    with MemoryStore(directory, embeddings=PrefixEmbeddings(), judge=SupersedeNearest()) as store:
+        old = store.add(MemoryUnit(task_type="data_cleaning", content=LESSON.format("gbk"))).unit
         store.add(MemoryUnit(task_type="data_cleaning", content=LESSON.format("utf-8-sig")))
         assert store.get(old.memory_id).status == "superseded"
         store.update(old.memory_id, status="active")  # the user decides both apply
@@ -212,7 +221,7 @@ def test_random_sigkills_during_writes_leave_complete_units(tmp_path: Path) -> N
             units = check_consistent(store, embedder)
             assert len(units) >= previous  # nothing that was durable before is lost
             previous = len(units)
-            later = store.add(MemoryUnit(content=f"written after crash {seed}"))
+            later = store.add(MemoryUnit(content=f"written after crash {seed}")).unit
             assert store.search_by_vector(embedder.embed_query(later.content), k=1)[0][0].memory_id == later.memory_id
             previous += 1
 

@@ -16,6 +16,8 @@ from langchain_core.embeddings import Embeddings
 from langchain_hindsight import ConfigurationError, HindsightRetriever, MemoryStore, MemoryUnit, ScoringWeights
 from langchain_hindsight.embeddings import LocalEmbeddings
 from langchain_hindsight.retriever import ServedRecord, fuse
+from langchain_hindsight.writes import LLMWriteJudge
+from tests.fakes import judge_model
 
 NOW = datetime(2026, 6, 1, tzinfo=UTC)
 
@@ -63,7 +65,7 @@ def test_weekly_task_ranks_the_weekly_memory_first(store: MemoryStore) -> None:
             created_at=NOW,
             content="生成报告时数据范围取上个自然月，环比和前一个自然月比较，按部门汇总。",
         )
-    )
+    ).unit
     weekly = store.add(
         MemoryUnit(
             task_type="weekly_report",
@@ -71,7 +73,7 @@ def test_weekly_task_ranks_the_weekly_memory_first(store: MemoryStore) -> None:
             created_at=NOW,
             content="生成报告时数据范围取上周一到周日，按项目汇总本周完成和下周计划。",
         )
-    )
+    ).unit
     retriever = HindsightRetriever(store=store, k=2)
     task = "生成本周的团队报告，汇总数据"
     ranked = retriever.recall(task, task_type="weekly_report", now=NOW)
@@ -90,18 +92,22 @@ def test_chinese_query_finds_the_chinese_memory(corpus_store: MemoryStore) -> No
 
 
 def test_english_query_finds_the_english_memory(corpus_store: MemoryStore) -> None:
-    r = HindsightRetriever(store=corpus_store, k=3)
+    r = HindsightRetriever(store=corpus_store, k=3, min_relevance=None)  # ranking only; the floor has its own tests
     assert top_ids(r, "Upload a 2 GB video to our S3 bucket")[0] == "en_s3"
     assert top_ids(r, "List all repositories of our GitHub organisation")[0] == "en_gh"
     assert top_ids(r, "Run a BigQuery query over the events table")[0] == "en_sql"
 
 
 def test_superseded_and_archived_memories_never_appear(make_store) -> None:  # type: ignore[no-untyped-def]
-    store: MemoryStore = make_store(conflict_threshold=0.5, merge_threshold=0.99)
-    old = store.add(MemoryUnit(task_type="code_generation", content="The user prefers Java for backend services."))
-    new = store.add(MemoryUnit(task_type="code_generation", content="The user prefers Python for backend services."))
+    store: MemoryStore = make_store(
+        conflict_threshold=0.5, merge_threshold=0.99, judge=LLMWriteJudge(judge_model("conflict"))
+    )
+    old = store.add(MemoryUnit(task_type="code_generation", content="The user prefers Java for backend services.")).unit
+    new = store.add(
+        MemoryUnit(task_type="code_generation", content="The user prefers Python for backend services.")
+    ).unit
     assert new.supersedes == old.memory_id
-    other = store.add(MemoryUnit(task_type="code_generation", content="Backend services are deployed with Helm."))
+    other = store.add(MemoryUnit(task_type="code_generation", content="Backend services are deployed with Helm.")).unit
     store.archive([other.memory_id])
     for fusion in ("convex_idf", "convex", "rrf", "dense", "lexical"):
         r = HindsightRetriever(store=store, k=5, fusion=fusion)  # type: ignore[arg-type]
@@ -111,8 +117,10 @@ def test_superseded_and_archived_memories_never_appear(make_store) -> None:  # t
 
 def test_time_decay_and_confidence_change_the_order(store: MemoryStore) -> None:
     content = "Post the weekly report in the team channel by Friday 4pm."
-    fresh = store.add(MemoryUnit(memory_id="fresh", content=content, confidence=0.6, created_at=at(1)), dedupe=False)
-    old = store.add(MemoryUnit(memory_id="old", content=content, confidence=0.6, created_at=at(300)), dedupe=False)
+    fresh = store.add(
+        MemoryUnit(memory_id="fresh", content=content, confidence=0.6, created_at=at(1)), dedupe=False
+    ).unit
+    old = store.add(MemoryUnit(memory_id="old", content=content, confidence=0.6, created_at=at(300)), dedupe=False).unit
     r = HindsightRetriever(store=store, k=2)
     query = "When do I post the weekly report?"
     ranked = r.recall(query, now=NOW)
@@ -128,7 +136,7 @@ def test_time_decay_and_confidence_change_the_order(store: MemoryStore) -> None:
 
 
 def test_k_is_exact_and_per_call(corpus_store: MemoryStore) -> None:
-    r = HindsightRetriever(store=corpus_store, k=3)
+    r = HindsightRetriever(store=corpus_store, k=3, min_relevance=None)  # without the floor, k is exact
     assert len(r.invoke("csv")) == 3
     assert len(r.invoke("csv", k=1)) == 1
     assert len(r.recall("anything at all", k=len(CORPUS))) == len(CORPUS)
@@ -137,7 +145,7 @@ def test_k_is_exact_and_per_call(corpus_store: MemoryStore) -> None:
 
 
 def test_documents_carry_id_and_breakdown(corpus_store: MemoryStore) -> None:
-    docs = HindsightRetriever(store=corpus_store, k=2).invoke("S3 multipart upload")
+    docs = HindsightRetriever(store=corpus_store, k=2, min_relevance=None).invoke("S3 multipart upload")
     assert all(isinstance(d, Document) for d in docs)
     top = docs[0]
     assert top.page_content == CORPUS["en_s3"][1]
@@ -160,9 +168,10 @@ def test_documents_carry_id_and_breakdown(corpus_store: MemoryStore) -> None:
 
 
 def test_min_score_and_min_relevance_filter(corpus_store: MemoryStore) -> None:
-    everything = HindsightRetriever(store=corpus_store, k=8).recall("S3 multipart upload", now=NOW)
+    everything = HindsightRetriever(store=corpus_store, k=8, min_relevance=None).recall("S3 multipart upload", now=NOW)
     cut = everything[2].score
-    assert len(HindsightRetriever(store=corpus_store, k=8, min_score=cut).recall("S3 multipart upload", now=NOW)) == 3
+    by_score = HindsightRetriever(store=corpus_store, k=8, min_score=cut, min_relevance=None)
+    assert len(by_score.recall("S3 multipart upload", now=NOW)) == 3
     relevant = HindsightRetriever(store=corpus_store, k=8, min_relevance=0.3).recall("S3 multipart upload", now=NOW)
     assert [s.memory.memory_id for s in relevant] == ["en_s3"]
 
@@ -201,13 +210,17 @@ def test_fuse_methods() -> None:
 
 # ---------------------------------------------------------------- diagnostics and served ids
 def test_low_similarity_warns_once(corpus_store: MemoryStore, caplog: pytest.LogCaptureFixture) -> None:
-    r = HindsightRetriever(store=corpus_store, k=2)
+    r = HindsightRetriever(store=corpus_store, k=2, min_relevance=None)  # no floor: weak memories get served
     with caplog.at_level(logging.WARNING, logger="langchain_hindsight.retriever"):
         r.recall("Explain the offside rule in football")
         r.recall("Suggest a name for my new puppy")
     warnings = [rec for rec in caplog.records if "may not fit" in rec.getMessage()]
     assert len(warnings) == 1
     caplog.clear()
+    floored = HindsightRetriever(store=corpus_store, k=2, min_relevance=0.4)
+    with caplog.at_level(logging.WARNING, logger="langchain_hindsight.retriever"):
+        assert floored.recall("Explain the offside rule in football") == []  # nothing injected: nothing weak
+    assert not [rec for rec in caplog.records if "may not fit" in rec.getMessage()]
     with caplog.at_level(logging.WARNING, logger="langchain_hindsight.retriever"):
         HindsightRetriever(store=corpus_store, k=1).recall(CORPUS["en_s3"][1])  # similarity ~1: no warning
     assert not [rec for rec in caplog.records if "may not fit" in rec.getMessage()]
@@ -232,7 +245,7 @@ def test_served_records_and_callback(corpus_store: MemoryStore) -> None:
 
 def test_reads_through_the_store_no_stale_cache(store: MemoryStore) -> None:
     r = HindsightRetriever(store=store, k=3)
-    u = store.add(MemoryUnit(content="Quote identifiers in generated SQL; columns are named order and user."))
+    u = store.add(MemoryUnit(content="Quote identifiers in generated SQL; columns are named order and user.")).unit
     assert top_ids(r, "generated SQL identifiers") == [u.memory_id]
     store.update(u.memory_id, confidence=0.2)
     assert r.recall("generated SQL identifiers")[0].memory.confidence == 0.2

@@ -40,7 +40,7 @@ class TestHindsightRetrieverStandard(RetrieversIntegrationTests):
 
     @property
     def retriever_constructor_params(self) -> dict[str, Any]:
-        return {"store": self._store, "k": 2}
+        return {"store": self._store, "k": 2, "min_relevance": None}  # the suite expects exactly k documents
 
     @property
     def retriever_query_example(self) -> str:

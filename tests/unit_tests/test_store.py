@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import textwrap
@@ -12,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from langchain_core.embeddings import Embeddings
+from langchain_core.messages import BaseMessage
 
 from langchain_hindsight import (
     ConfidencePolicy,
@@ -25,6 +27,8 @@ from langchain_hindsight import (
     StoreLockedError,
 )
 from langchain_hindsight.embeddings import LocalEmbeddings
+from langchain_hindsight.writes import LLMWriteJudge
+from tests.fakes import ReactiveToolModel, Turn, call
 
 CSV_LESSON = "使用pandas读取CSV时，如果文件包含中文，需要指定encoding='utf-8-sig'，否则会出现乱码。"
 
@@ -53,7 +57,7 @@ def _unit(content: str = CSV_LESSON, **kwargs: object) -> MemoryUnit:
 
 
 def test_add_normalises_task_type_and_fills_defaults(store: MemoryStore) -> None:
-    stored = store.add(_unit(task_type="清洗数据"))
+    stored = store.add(_unit(task_type="清洗数据")).unit
     assert stored.task_type == "data_cleaning"
     assert stored.status == "active"
     assert stored.confidence == pytest.approx(0.65)  # agent inference starts in 0.6-0.7
@@ -62,9 +66,9 @@ def test_add_normalises_task_type_and_fills_defaults(store: MemoryStore) -> None
 
 def test_initial_confidence_by_source_and_policy(make_store: Callable[..., MemoryStore]) -> None:
     store = make_store(policy=ConfidencePolicy(initial={"agent_inference": 0.6, "user_feedback": 0.92}))
-    inferred = store.add(_unit("Call the weather API with units=metric for Celsius.", task_type="api_call"))
-    told = store.add(_unit("The weekly report goes to the team lead, not the director.", source="user_feedback"))
-    explicit = store.add(_unit("Use csv.Sniffer to detect the delimiter first.", confidence=0.72))
+    inferred = store.add(_unit("Call the weather API with units=metric for Celsius.", task_type="api_call")).unit
+    told = store.add(_unit("The weekly report goes to the team lead, not the director.", source="user_feedback")).unit
+    explicit = store.add(_unit("Use csv.Sniffer to detect the delimiter first.", confidence=0.72)).unit
     assert inferred.confidence == pytest.approx(0.6)
     assert told.confidence == pytest.approx(0.92)
     assert explicit.confidence == pytest.approx(0.72)
@@ -91,7 +95,7 @@ def test_every_field_round_trips_through_a_fresh_process(
         kind="experience",
         run_id="run-1",
     )
-    stored = store.add(unit)
+    stored = store.add(unit).unit
     expected = {u.memory_id: u.to_dict() for u in store.list_units()}
     store.close()
     script = textwrap.dedent(
@@ -125,7 +129,7 @@ def test_add_many_embeds_once_and_aligns_results(
         _unit("Monthly report: include the month-over-month revenue chart.", task_type="monthly_report"),
         _unit("Retry the flaky geocoding API up to 3 times with backoff.", task_type="api_call"),
     ]
-    stored = store.add_many(units)
+    stored = [r.unit for r in store.add_many(units)]
     assert counting.document_calls == [3]
     assert [u.memory_id for u in stored] == [u.memory_id for u in units]
     assert store.count() == 3
@@ -136,7 +140,7 @@ def test_client_injection_uses_the_same_code_path(embeddings: Embeddings) -> Non
 
     client = chromadb.EphemeralClient()
     with MemoryStore(client=client, embeddings=embeddings) as store:
-        stored = store.add(_unit())
+        stored = store.add(_unit()).unit
         assert store.get(stored.memory_id).content == CSV_LESSON
     # The store does not close a client it was given.
     assert client.heartbeat() > 0
@@ -158,11 +162,35 @@ def test_any_langchain_embeddings_is_accepted(tmp_path: Path) -> None:
 # ---------------------------------------------------------------- conflicts and merges
 
 
-def test_conflict_supersedes_and_keeps_history(store: MemoryStore) -> None:
+def test_similar_different_content_keeps_both_without_a_judge(store: MemoryStore) -> None:
     old = store.add(
         _unit("When reading a Chinese CSV with pandas, pass encoding='gbk' to avoid garbled text.", confidence=0.8)
     )
     new = store.add(_unit("When reading a Chinese CSV with pandas, pass encoding='utf-8-sig' to avoid garbled text."))
+    assert (old.action, new.action) == ("added", "added")
+    assert new.related_ids == (old.memory_id,)  # similar, named, but not superseded on cosine alone
+    assert new.unit.supersedes is None
+    assert {u.status for u in store.get_many([old.memory_id, new.memory_id])} == {"active"}
+
+
+def test_conflict_judged_by_a_model_supersedes_and_keeps_history(make_store: Callable[..., MemoryStore]) -> None:
+    def respond(messages: list[BaseMessage]) -> Turn:
+        shown = re.findall(r"id=(mem_\w+)", str(messages[-1].content))
+        return call("JudgeOutput", decision="conflict", target_id=shown[0], reason="same subject, other encoding")
+
+    store = make_store(judge=LLMWriteJudge(ReactiveToolModel(respond=respond), locale="en"))
+    old = store.add(
+        _unit("When reading a Chinese CSV with pandas, pass encoding='gbk' to avoid garbled text.", confidence=0.8)
+    ).unit
+    result = store.add(
+        _unit("When reading a Chinese CSV with pandas, pass encoding='utf-8-sig' to avoid garbled text.")
+    )
+    new = result.unit
+    assert (result.action, result.related_ids, result.reason) == (
+        "superseded",
+        (old.memory_id,),
+        "same subject, other encoding",
+    )
     assert new.supersedes == old.memory_id
     demoted = store.get(old.memory_id)
     assert demoted.status == "superseded"
@@ -173,8 +201,10 @@ def test_conflict_supersedes_and_keeps_history(store: MemoryStore) -> None:
 
 
 def test_identical_content_merges_instead_of_duplicating(store: MemoryStore) -> None:
-    first = store.add(_unit(confidence=0.7, access_count=2, tags=["csv"]))
-    second = store.add(_unit("  " + CSV_LESSON + " ", confidence=0.85, access_count=3, tags=["encoding"]))
+    first = store.add(_unit(confidence=0.7, access_count=2, tags=["csv"])).unit
+    result = store.add(_unit("  " + CSV_LESSON + " ", confidence=0.85, access_count=3, tags=["encoding"]))
+    second = result.unit
+    assert (result.action, result.related_ids) == ("merged", (first.memory_id,))
     assert second.memory_id == first.memory_id
     assert second.confidence == pytest.approx(0.85)
     assert second.access_count == 5
@@ -184,33 +214,39 @@ def test_identical_content_merges_instead_of_duplicating(store: MemoryStore) -> 
 
 
 def test_merge_keeps_the_more_trusted_source(store: MemoryStore) -> None:
-    told = store.add(_unit(source="user_feedback"))
-    again = store.add(_unit(source="tool_output"))
+    told = store.add(_unit(source="user_feedback")).unit
+    again = store.add(_unit(source="tool_output")).unit
     assert again.memory_id == told.memory_id
     assert again.source == "user_feedback"
 
 
 def test_duplicates_inside_one_batch_merge(store: MemoryStore) -> None:
-    stored = store.add_many([_unit(confidence=0.6), _unit(confidence=0.9)])
+    stored = [r.unit for r in store.add_many([_unit(confidence=0.6), _unit(confidence=0.9)])]
     assert stored[0].memory_id == stored[1].memory_id
     assert store.count() == 1
     assert store.get(stored[0].memory_id).confidence == pytest.approx(0.9)
 
 
 def test_conflicts_stay_within_a_task_type(store: MemoryStore) -> None:
-    weekly = store.add(_unit("The report covers the last 7 days and goes to the team lead.", task_type="weekly_report"))
+    weekly = store.add(
+        _unit("The report covers the last 7 days and goes to the team lead.", task_type="weekly_report")
+    ).unit
     monthly = store.add(
         _unit("The report covers the last 30 days and goes to the team lead.", task_type="monthly_report")
-    )
+    ).unit
     assert monthly.supersedes is None
     assert store.get(weekly.memory_id).status == "active"
 
 
 def test_thresholds_can_be_switched_off(make_store: Callable[..., MemoryStore]) -> None:
     store = make_store(conflict_threshold=None, merge_threshold=None)
-    a = store.add(_unit("When reading a Chinese CSV with pandas, pass encoding='gbk' to avoid garbled text."))
-    b = store.add(_unit("When reading a Chinese CSV with pandas, pass encoding='utf-8-sig' to avoid garbled text."))
-    c = store.add(_unit("When reading a Chinese CSV with pandas, pass encoding='utf-8-sig' to avoid garbled text."))
+    a = store.add(_unit("When reading a Chinese CSV with pandas, pass encoding='gbk' to avoid garbled text.")).unit
+    b = store.add(
+        _unit("When reading a Chinese CSV with pandas, pass encoding='utf-8-sig' to avoid garbled text.")
+    ).unit
+    c = store.add(
+        _unit("When reading a Chinese CSV with pandas, pass encoding='utf-8-sig' to avoid garbled text.")
+    ).unit
     assert b.supersedes is None
     assert store.get(a.memory_id).status == "active"
     assert c.memory_id == b.memory_id  # identical content still merges
@@ -242,7 +278,7 @@ def test_bad_options_raise_configuration_error(
 
 
 def test_feedback_follows_the_seed_policy(store: MemoryStore) -> None:
-    unit = store.add(_unit(confidence=0.7, last_accessed_at=datetime(2025, 1, 1, tzinfo=UTC)))
+    unit = store.add(_unit(confidence=0.7, last_accessed_at=datetime(2025, 1, 1, tzinfo=UTC))).unit
     now = datetime(2025, 2, 1, tzinfo=UTC)
     (after,) = store.record_feedback([unit.memory_id], success=True, now=now)
     assert after.confidence == pytest.approx(0.75)
@@ -257,10 +293,10 @@ def test_feedback_follows_the_seed_policy(store: MemoryStore) -> None:
 
 
 def test_feedback_cap_and_floor(store: MemoryStore) -> None:
-    high = store.add(_unit(confidence=0.93))
+    high = store.add(_unit(confidence=0.93)).unit
     low = store.add(
         _unit("Retry the flaky geocoding API up to 3 times with backoff.", task_type="api_call", confidence=0.15)
-    )
+    ).unit
     for _ in range(3):
         store.record_feedback([high.memory_id], success=True)
         store.record_feedback([low.memory_id], success=False)
@@ -269,7 +305,7 @@ def test_feedback_cap_and_floor(store: MemoryStore) -> None:
 
 
 def test_feedback_skips_unknown_ids_with_a_warning(store: MemoryStore, caplog: pytest.LogCaptureFixture) -> None:
-    unit = store.add(_unit())
+    unit = store.add(_unit()).unit
     updated = store.record_feedback([unit.memory_id, "mem_gone"], success=True)
     assert [u.memory_id for u in updated] == [unit.memory_id]
     assert "mem_gone" in caplog.text
@@ -278,7 +314,7 @@ def test_feedback_skips_unknown_ids_with_a_warning(store: MemoryStore, caplog: p
 def test_metadata_updates_never_reembed(make_store: Callable[..., MemoryStore], embeddings: Embeddings) -> None:
     counting = CountingEmbeddings(embeddings)
     store = make_store(embeddings=counting)
-    unit = store.add(_unit())
+    unit = store.add(_unit()).unit
     calls = len(counting.document_calls)
     store.record_feedback([unit.memory_id], success=True)
     store.update(unit.memory_id, tags=["csv", "bom"], confidence=0.9)
@@ -307,7 +343,7 @@ def test_list_filters_and_count(store: MemoryStore) -> None:
 
 
 def test_namespaces_are_separate(store: MemoryStore) -> None:
-    alice = store.add(_unit(), namespace="alice")
+    alice = store.add(_unit(), namespace="alice").unit
     store.add(_unit("Retry the flaky geocoding API up to 3 times.", task_type="api_call"), namespace="bob@example.com")
     assert alice.namespace == "alice"
     assert store.namespaces() == ["alice", "bob@example.com"]
@@ -318,8 +354,8 @@ def test_namespaces_are_separate(store: MemoryStore) -> None:
 
 
 def test_forget_by_id_and_by_namespace(store: MemoryStore) -> None:
-    a = store.add(_unit())
-    b = store.add(_unit("Retry the flaky geocoding API up to 3 times.", task_type="api_call"))
+    a = store.add(_unit()).unit
+    b = store.add(_unit("Retry the flaky geocoding API up to 3 times.", task_type="api_call")).unit
     store.add(_unit(), namespace="other")
     assert store.forget(a.memory_id) == 1
     assert store.get_many([a.memory_id, b.memory_id]) == [store.get(b.memory_id)]
@@ -331,7 +367,7 @@ def test_forget_by_id_and_by_namespace(store: MemoryStore) -> None:
 
 
 def test_archive_and_restore(store: MemoryStore) -> None:
-    unit = store.add(_unit())
+    unit = store.add(_unit()).unit
     (archived,) = store.archive([unit.memory_id])
     assert archived.status == "archived"
     assert store.search("CSV 编码 乱码", k=5) == []
@@ -367,7 +403,7 @@ def test_invalid_units_name_the_field(kwargs: dict[str, object], field: str) -> 
 
 
 def test_failed_calls_alter_nothing(store: MemoryStore) -> None:
-    unit = store.add(_unit())
+    unit = store.add(_unit()).unit
     before = store.get(unit.memory_id)
     with pytest.raises(InvalidMemoryError, match="confidence"):
         store.update(unit.memory_id, confidence=3)
@@ -435,7 +471,7 @@ def test_backend_failures_surface_as_store_error(tmp_path: Path, embeddings: Emb
 
     with running_chroma_server(tmp_path / "server") as server:
         store = MemoryStore(client=server.client(), embeddings=embeddings)
-        stored = store.add(_unit())
+        stored = store.add(_unit()).unit
         assert store.get(stored.memory_id).content == CSV_LESSON
         server.stop()  # the server goes away under a live store
         with pytest.raises(StoreError, match="add_many failed in the storage backend") as info:
