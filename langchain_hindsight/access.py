@@ -350,7 +350,7 @@ class ScopedMemory:
             tags=[t for t in tags if not str(t).startswith(PUBLISHED_TAG)],
             namespace=ns,
         )
-        stored = _stored(self.store.add(unit, namespace=ns))
+        stored = self.store.add(unit, namespace=ns).unit
         logger.info("principal %s remembered %s in %s", self.principal.name, stored.memory_id, ns)
         run = f"mcp-{uuid.uuid4().hex}"
         self.journal.start(run, task=f"[{self.principal.name}] remember", namespace=self.principal.namespace)
@@ -422,7 +422,7 @@ class ScopedMemory:
             merged_from=[],
             tags=[*(t for t in unit.tags if not t.startswith(PUBLISHED_TAG)), origin_tag(own)],
         )
-        return _stored(self.store.add(copy, namespace=dst))
+        return self.store.add(copy, namespace=dst).unit
 
     def unpublish(self, memory_id: str, *, from_namespace: str) -> int:
         """Remove this principal's published copy from ``from_namespace``."""
@@ -431,11 +431,3 @@ class ScopedMemory:
         if not published_from(copy, self.principal.namespace):
             raise AccessDeniedError(f"{memory_id!r} in {ns!r} was not published by {self.principal.name!r}")
         return self.store.forget(memory_id, namespace=ns)
-
-
-def _stored(result: Any) -> MemoryUnit:
-    """The unit a store write returned (a ``WriteResult`` or, before it existed, the unit)."""
-    unit = getattr(result, "unit", result)
-    if not isinstance(unit, MemoryUnit):
-        raise TypeError(f"unexpected store write result {type(result).__name__}")
-    return unit

@@ -40,13 +40,14 @@ class _Entry:
     confidence: float
     task_type: str
     kind: str
+    namespace: str | None = None
 
 
 def _entry(item: Recalled) -> _Entry:
     if isinstance(item, ScoredMemory):
         item = item.memory
     if isinstance(item, MemoryUnit):
-        return _Entry(item.content, item.score_confidence, item.task_type, item.kind)
+        return _Entry(item.content, item.score_confidence, item.task_type, item.kind, item.namespace)
     if isinstance(item, Document):
         meta = item.metadata
         confidence = meta.get("confidence")
@@ -323,6 +324,7 @@ def format_experiences(
     max_line_chars: int = 300,
     notice: bool = True,
     conflicts: bool = True,
+    own_namespace: str | None = None,
 ) -> str:
     """The ``[相关经验]`` block for recalled memories, or ``""`` when there are none.
 
@@ -336,6 +338,9 @@ def format_experiences(
             text is data, not instructions).
         conflicts: Add the conflict note for memories that prescribe different
             things for the same subject (:func:`detect_conflicts`).
+        own_namespace: The reading agent's namespace; a memory from any other
+            namespace (a shared pool, another agent's) is labelled with where it
+            came from. ``None`` labels nothing.
 
     Example:
         >>> u = MemoryUnit(task_type="data_cleaning", confidence=0.85,
@@ -358,7 +363,10 @@ def format_experiences(
         text = render_safe(entry.content)
         if len(text) > max_line_chars:
             text = text[: max_line_chars - len(t.line_ellipsis)].rstrip() + t.line_ellipsis
-        lines.append(t.block_line.format(index=index, content=text, confidence=entry.confidence))
+        line = t.block_line.format(index=index, content=text, confidence=entry.confidence)
+        if own_namespace is not None and entry.namespace is not None and entry.namespace != own_namespace:
+            line += t.origin_label.format(namespace=render_safe(entry.namespace))
+        lines.append(line)
     if conflicts:
         for group in _groups(detect_conflicts(shown)):
             lines.append(t.conflict_note.format(indices=t.index_separator.join(str(i + 1) for i in group)))

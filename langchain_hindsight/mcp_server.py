@@ -120,7 +120,7 @@ def create_server(
     async def recall(task: str, k: int = 5, task_type: str | None = None) -> dict[str, Any]:
         """Recall the experiences relevant to a task, best first, as a [相关经验] block and as data."""
         run_id, results = await _call(lambda: memory.recall(task, k=k, task_type=task_type))
-        block = format_experiences([r.scored for r in results], locale=locale) if results else ""
+        block = format_experiences([r.scored for r in results], locale=locale, own_namespace=memory.principal.namespace)
         return {"run_id": run_id, "block": block, "results": [_result(r) for r in results]}
 
     @server.tool()

@@ -248,6 +248,9 @@ class PromptTemplates:
         review_prompt: Periodic review prompt (seed §2.3).
         index_separator: Joins memory numbers in ``conflict_note`` (``1、2`` / ``1, 2``).
         line_ellipsis: Ends a memory line cut to the block's line length.
+        origin_label: Appended to a memory line when the memory comes from another
+            agent's or a shared namespace (recall across granted namespaces);
+            placeholder ``{namespace}``.
     """
 
     block_header: str
@@ -260,6 +263,7 @@ class PromptTemplates:
     review_prompt: str
     index_separator: str = "、"
     line_ellipsis: str = "…"
+    origin_label: str = "（来自：{namespace}）"
 
 
 ZH = PromptTemplates(
@@ -287,6 +291,7 @@ EN = PromptTemplates(
     review_prompt=REVIEW_PROMPT_EN,
     index_separator=", ",
     line_ellipsis="...",
+    origin_label=" (from: {namespace})",
 )
 """English templates."""
 

@@ -14,6 +14,7 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 
 from langchain_hindsight.embeddings import LocalEmbeddings
+from langchain_hindsight.multilingual import ScriptRoutedEmbeddings
 from langchain_hindsight.store import MemoryStore
 
 
@@ -21,6 +22,12 @@ from langchain_hindsight.store import MemoryStore
 def embeddings() -> LocalEmbeddings:
     """The real packaged all-MiniLM-L6-v2, shared by the whole session (loads once)."""
     return LocalEmbeddings()
+
+
+@pytest.fixture(scope="session")
+def routed_embeddings(embeddings: LocalEmbeddings) -> ScriptRoutedEmbeddings:
+    """The default embedder (MiniLM + USE routed by script), sharing the session's MiniLM."""
+    return ScriptRoutedEmbeddings(minilm=embeddings)
 
 
 @pytest.fixture

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from langchain_core.embeddings import Embeddings
 
 from langchain_hindsight.access import AccessPolicy, Principal, ScopedMemory, origin_tag, published_from
 from langchain_hindsight.errors import AccessDeniedError, ConfigurationError, MemoryNotFoundError
@@ -30,6 +32,12 @@ def policy(tmp_path: Path) -> AccessPolicy:
     path = tmp_path / "grants.toml"
     path.write_text(POLICY, encoding="utf-8")
     return AccessPolicy.from_file(path)
+
+
+@pytest.fixture
+def store(make_store: Callable[..., MemoryStore], routed_embeddings: Embeddings) -> MemoryStore:
+    """A store on the default (multilingual) embedder, whose relevance floor the recall uses."""
+    return make_store("routed", embeddings=routed_embeddings)
 
 
 @pytest.fixture
@@ -59,7 +67,7 @@ def test_malformed_policies_are_configuration_errors(bad: dict[str, dict[str, ob
 def test_publish_then_recall_in_one_call_labelled_shared(views: dict[str, ScopedMemory]) -> None:
     cleaner, analyst = views["cleaner"], views["analyst"]
     own = cleaner.remember(LESSON, task_type="data_cleaning")
-    analyst.remember("分析销售数据时，按门店分组前先统一门店名称的全角半角。", task_type="data_analysis")
+    analyst.remember("汇总销售CSV的金额前，先检查金额列里有没有空值。", task_type="data_analysis")
     copy = cleaner.publish(own.memory_id, to="shared")
     assert copy.namespace == "shared"
     assert published_from(copy, "cleaner")
@@ -151,7 +159,9 @@ def test_origin_tag_fits_the_tag_rules() -> None:
     assert long_tag.startswith("from:#")
 
 
-def test_readme_sharing_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, embeddings: object) -> None:
+def test_readme_sharing_example_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, routed_embeddings: object
+) -> None:
     import re
 
     doc = (Path(__file__).resolve().parents[2] / "docs" / "readme" / "sharing_mcp.md").read_text(encoding="utf-8")
@@ -160,6 +170,7 @@ def test_readme_sharing_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyP
     monkeypatch.chdir(tmp_path)
     (tmp_path / "grants.toml").write_text(toml, encoding="utf-8")
     code = code.replace('MemoryStore("./memory_db")', 'MemoryStore("./memory_db", embeddings=embeddings)')
+    embeddings = routed_embeddings
     printed: list[str] = []
 
     def capture(*args: object) -> None:
@@ -167,3 +178,17 @@ def test_readme_sharing_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyP
 
     exec(compile(code, "docs/readme/sharing_mcp.md", "exec"), {"embeddings": embeddings, "print": capture})
     assert any(line.startswith("shared shared 清洗销售CSV") for line in printed), printed
+
+
+def test_the_block_labels_memories_from_other_namespaces(views: dict[str, ScopedMemory]) -> None:
+    from langchain_hindsight.injection import format_experiences
+
+    cleaner, analyst = views["cleaner"], views["analyst"]
+    cleaner.publish(cleaner.remember(LESSON).memory_id, to="shared")
+    analyst.remember("汇总销售CSV的金额时，门店名称先统一成全称。")
+    _, results = analyst.recall("汇总销售CSV的金额", k=5)
+    block = format_experiences([r.scored for r in results], own_namespace="analyst", notice=False)
+    lines = block.splitlines()[1:]
+    assert any(line.endswith("（来自：shared）") and "千分位" in line for line in lines), block
+    assert all("来自" not in line for line in lines if "门店" in line), block
+    assert "来自" not in format_experiences([r.scored for r in results], notice=False)

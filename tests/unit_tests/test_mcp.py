@@ -124,6 +124,7 @@ async def test_sharing_between_two_agents_over_mcp(tmp_path: Path, config: Path)
         hits = {r["memory_id"]: r for r in recalled["results"]}
         assert hits[shared["memory_id"]]["shared"] is True
         assert hits[shared["memory_id"]]["namespace"] == "shared"
+        assert "（来自：shared）" in recalled["block"]
         assert all(r["namespace"] != "cleaner" for r in recalled["results"])
         refused = await analyst.call_tool("remember", {"content": "y", "namespace": "shared"})
         assert refused.isError
