@@ -402,13 +402,16 @@ def run_stream(
     extra: list[Any] = [ForceToolChoice()] if forced else []
     results: list[TaskResult] = []
     hs = (
-        Hindsight(workdir / "memory_db", namespace="agent_gain", model=model if _is_real(model) else None)
+        Hindsight(
+            workdir / "memory_db",
+            namespace="agent_gain",
+            model=model if _is_real(model) else None,
+            structured_output=structured_output,
+        )
         if hindsight
         else None
     )
     try:
-        if hs is not None and hasattr(hs, "reflector"):
-            hs.reflector.structured_output = structured_output
         for i, task in enumerate(tasks):
             middleware = [*extra, hs.middleware()] if hs is not None else extra
             agent = create_agent(model, tools=tools, system_prompt=SYSTEM_PROMPT, middleware=middleware)
