@@ -249,17 +249,33 @@ class RunJournal:
                 raise StoreError(f"chroma write of run records failed: {e}") from e
 
     def _find(self, run_id: str, namespace: str | None) -> RunRecord | None:
-        """The record of ``run_id``; without a namespace, the default one first, then every other."""
-        candidates = [self._ns(namespace)]
-        if namespace is None:
-            candidates += [ns for ns in self.store.namespaces() if ns != self.namespace]
-        for ns in candidates:
-            col = self._col(ns, create=False)
-            if col is not None:
-                found = self._read(col, ids=[run_id])
-                if found:
-                    return found[0]
-        return None
+        """The record of ``run_id`` in ``namespace`` (the journal's own when ``None``) — never another one.
+
+        A run id of another tenant is "not found" here; :meth:`locate` is the one
+        explicit cross-namespace lookup.
+        """
+        col = self._col(self._ns(namespace), create=False)
+        if col is None:
+            return None
+        found = self._read(col, ids=[run_id])
+        return found[0] if found else None
+
+    def locate(self, run_id: str) -> list[str]:
+        """Namespaces whose journal holds a run with this id (an explicit cross-namespace lookup).
+
+        Every other method looks a run id up in one namespace only (the
+        journal's own unless ``namespace=`` is given), so a tenant cannot read
+        or change another tenant's run by guessing its id. An operator who
+        holds a run id but not its namespace calls this, then passes the
+        namespace explicitly.
+        """
+        found: list[str] = []
+        with self.store._lock:
+            for ns in self.store.namespaces():
+                col = self._col(ns, create=False)
+                if col is not None and col.get(ids=[run_id], include=[])["ids"]:
+                    found.append(ns)
+        return found
 
     # ------------------------------------------------------------------ writes
     def record(self, record: RunRecord) -> RunRecord:
@@ -413,7 +429,7 @@ class RunJournal:
 
     # ------------------------------------------------------------------ reads
     def get(self, run_id: str, *, namespace: str | None = None) -> RunRecord:
-        """The record of ``run_id`` (searched in every namespace when none is given and it is not in the default).
+        """The record of ``run_id`` in ``namespace`` (default: the journal's namespace; never another one).
 
         Raises:
             RunNotFoundError: no such run.
