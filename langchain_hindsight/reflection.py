@@ -403,10 +403,10 @@ class Reflector:
         content = item.get("content")
         if not isinstance(content, str) or not content.strip():
             return None, "no content"
-        content = render_safe(content)
+        raw, content = content, render_safe(content)
         if len(content) > MAX_CONTENT_CHARS:
             return None, f"content too long ({len(content)} characters)"
-        if looks_like_instruction(content):
+        if looks_like_instruction(raw) or looks_like_instruction(content):  # the raw text: before neutralisation
             return None, "content reads like an instruction (possible prompt injection)"
         raw_type = item.get("task_type")
         task_type = self.vocabulary.normalize(raw_type) if isinstance(raw_type, str) and raw_type.strip() else None

@@ -41,7 +41,11 @@ from langchain_hindsight._collections import (
 )
 from langchain_hindsight._collections import namespaces as _namespaces
 from langchain_hindsight._lexical import ChangeFeed, LexicalIndex
-from langchain_hindsight._policy import DEFAULT_CONFIDENCE_CEILING, ConfidencePolicy  # noqa: F401 - re-exported
+from langchain_hindsight._policy import (  # noqa: F401 - the first two are re-exported
+    DEFAULT_CONFIDENCE_CEILING,
+    ConfidencePolicy,
+    fresh_ids_for_taken,
+)
 from langchain_hindsight._repair import move_units, repair_namespace
 from langchain_hindsight._safety import clean_text
 from langchain_hindsight._search import refresh_lexical, similarities
@@ -621,6 +625,12 @@ class MemoryStore:
     ) -> list[MemoryUnit]:
         col = self._collection(ns)
         assert col is not None
+        ids = [u.memory_id for u in units]
+        taken = set(col.get(ids=ids, include=[])["ids"])  # add never overwrites a stored id (either collection)
+        archive = self._collection(ns, "archive", create=False)
+        if archive is not None:
+            taken |= set(archive.get(ids=ids, include=[])["ids"])
+        units = fresh_ids_for_taken(units, taken)
         plan = plan_add(
             units,
             vectors,

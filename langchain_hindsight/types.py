@@ -18,7 +18,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from langchain_hindsight.errors import InvalidMemoryError
 
 __all__ = [
+    "MAX_ACCESS_COUNT",
     "MAX_CONTENT_CHARS",
+    "MAX_TAGS",
     "MemoryContext",
     "MemoryKind",
     "MemorySource",
@@ -53,6 +55,11 @@ Outcome = Literal["success", "failure", "unknown"]
 
 MAX_CONTENT_CHARS = 4000
 """Longest accepted ``content``. Experiences are short (seed §3.3: one line each)."""
+
+MAX_ACCESS_COUNT = 10**9
+"""Largest accepted ``access_count``: a unit claiming more could overflow the store's integer metadata."""
+MAX_TAGS = 256
+"""Most tags a unit may carry (each at most 64 characters; longer ones are dropped). Checked in linear time."""
 
 _NAMESPACE_MAX = 256
 _TAG_MAX = 64
@@ -208,19 +215,23 @@ class MemoryUnit(BaseModel):
     @field_validator("access_count")
     @classmethod
     def _access(cls, value: int) -> int:
-        if value < 0:
-            raise ValueError("must be >= 0")
+        if value < 0 or value > MAX_ACCESS_COUNT:
+            raise ValueError(f"must be in [0, {MAX_ACCESS_COUNT}], got {value!r}")
         return value
 
     @field_validator("tags")
     @classmethod
     def _tags(cls, value: list[str]) -> list[str]:
-        out: list[str] = []
+        if len(value) > 4 * MAX_TAGS:
+            raise ValueError(f"has {len(value)} tags; at most {MAX_TAGS} are allowed")
+        seen: dict[str, None] = {}  # insertion-ordered set: linear in the number of tags
         for tag in value:
             tag = tag.strip().lower()
-            if tag and len(tag) <= _TAG_MAX and tag not in out:
-                out.append(tag)
-        return out
+            if tag and len(tag) <= _TAG_MAX:
+                seen[tag] = None
+        if len(seen) > MAX_TAGS:
+            raise ValueError(f"has {len(seen)} distinct tags; at most {MAX_TAGS} are allowed")
+        return list(seen)
 
     @field_validator("namespace")
     @classmethod
