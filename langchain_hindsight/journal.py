@@ -14,7 +14,7 @@ from every record.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -168,6 +168,22 @@ class RunExplanation(BaseModel):
     """Served memories in rank order."""
     produced: list[tuple[str, MemoryUnit | None]] = Field(default_factory=list)
     """Produced memory ids with the unit as it is now (``None`` when it no longer exists)."""
+
+
+def _erase_comments(entries: list[RunFeedback], contents: Sequence[str]) -> list[RunFeedback]:
+    """``entries`` with the comments that became the forgotten units ``contents`` erased."""
+    if not contents:
+        return entries
+    from langchain_hindsight._rules import clean_feedback
+    from langchain_hindsight._safety import render_safe
+
+    def made(text: str) -> bool:
+        core = render_safe(clean_feedback(text) or text)
+        return any(core and core in c for c in contents)
+
+    matched = [e for e in entries if e.text and made(e.text)]
+    erase = matched or [e for e in entries if e.text]  # unmatched: erase every comment rather than keep one
+    return [e.model_copy(update={"text": ""}) if e in erase else e for e in entries]
 
 
 _FACTORS = ("similarity", "task_type", "confidence", "access", "source")
@@ -393,10 +409,20 @@ class RunJournal:
                 col.delete(ids=present)
             return len(present)
 
-    def scrub(self, memory_ids: Sequence[str] | str, *, namespace: str | None = None) -> int:
+    def scrub(
+        self,
+        memory_ids: Sequence[str] | str,
+        *,
+        namespace: str | None = None,
+        feedback: Mapping[str, Sequence[str]] | None = None,
+    ) -> int:
         """Remove forgotten memory ids from every record of the namespace (served, produced).
 
         Call it when memories are hard-deleted, so the journal keeps no trace of them.
+        ``feedback`` maps a run id to the contents of forgotten ``user_feedback``
+        units made from that run's comments: the comments they were made from are
+        erased from the run's feedback entries too (when no comment can be matched
+        to a forgotten unit, every comment of that run is erased).
 
         Returns:
             How many records changed.
@@ -421,6 +447,7 @@ class RunJournal:
                         update={
                             "served": [m for m in r.served if m.memory_id not in gone],
                             "produced": [p for p in r.produced if p not in gone],
+                            "feedback": _erase_comments(r.feedback, (feedback or {}).get(r.run_id, ())),
                         }
                     )
             if changed:

@@ -861,17 +861,21 @@ class MemoryStore:
         with self._lock:
             self._ensure_open()
             rebuild: list[str] = []
+            _forget.record_intent(self, ns, ids, do_scrub)  # durable before the first delete; finished on reopen
             try:
-                if ids is None:
-                    deleted = self._drop_namespace(ns)
-                else:
-                    deleted, rebuild = self._delete_ids(ns, ids)
-            except HindsightError:
-                raise
-            except Exception as e:
-                raise StoreError(f"chroma delete failed: {e}") from e
-            if do_scrub and (deleted or rebuild):
-                self._scrub(rebuild)
+                try:
+                    if ids is None:
+                        deleted = self._drop_namespace(ns)
+                    else:
+                        deleted, rebuild = self._delete_ids(ns, ids)
+                except HindsightError:
+                    raise
+                except Exception as e:
+                    raise StoreError(f"chroma delete failed: {e}") from e
+                if do_scrub and (deleted or rebuild):
+                    self._scrub(rebuild)
+            finally:
+                _forget.clear_intent(self)  # done, or failed with an error the caller receives
             return deleted
 
     delete = forget
