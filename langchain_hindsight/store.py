@@ -926,4 +926,7 @@ class MemoryStore:
         _forget.scrub(self, rebuild)
 
     def _finish_interrupted_scrub(self) -> None:
+        from langchain_hindsight._transfer import finish_interrupted_import
+
+        finish_interrupted_import(self)  # an import killed midway is rolled forward from its pending file
         _forget.finish_interrupted_scrub(self)

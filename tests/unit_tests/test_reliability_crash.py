@@ -237,3 +237,33 @@ def test_feedback_killed_mid_write_is_all_or_nothing(tmp_path: Path) -> None:
         assert states in ({(0, 0.5)}, {(1, 0.55)})  # the batch landed whole or not at all
         store.record_feedback(ids, success=True)
         assert {u.access_count for u in store.get_many(ids)} <= {1, 2}
+
+
+# ---------------------------------------------------------------- import: all or nothing across a kill
+IMPORT_KILL_POINTS = [("upsert", 1), ("upsert", 2), ("upsert", 3), ("delete", 1)]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("method", "nth"), IMPORT_KILL_POINTS, ids=[f"{m}-{n}" for m, n in IMPORT_KILL_POINTS])
+def test_import_killed_midway_is_rolled_forward_on_reopen(tmp_path: Path, method: str, nth: int) -> None:
+    from langchain_hindsight._transfer import IMPORT_PENDING
+
+    directory = tmp_path / "db"
+    body = f"""
+        from unit_tests.test_forget import HashEmbeddings
+        from langchain_hindsight._transfer import import_units
+        store = MemoryStore({str(directory)!r}, embeddings=HashEmbeddings())
+        moved = store.add(MemoryUnit(memory_id="mem_moved", content="archived in the file, active in the store"))
+        units = [MemoryUnit(memory_id=f"mem_{{i}}", content=f"imported lesson {{i}}") for i in range(600)]
+        units.append(moved.evolve(status="archived"))
+        print("START", flush=True)
+        die_on({method!r}, {nth})
+        import_units(store, units, replace=True)
+        """
+    _run_child(body)
+    assert (directory / IMPORT_PENDING).exists()
+    with MemoryStore(directory, embeddings=HashEmbeddings()) as store:
+        units = check_consistent(store, HashEmbeddings())  # no id in both memories and archive
+        assert len(units) == 601
+        assert store.get("mem_moved").status == "archived"
+        assert not (directory / IMPORT_PENDING).exists()
