@@ -59,7 +59,7 @@ def json_safe(params: dict[str, Any] | None) -> dict[str, Any]:
     for key, value in (params or {}).items():
         try:
             json.dumps(value, ensure_ascii=False, allow_nan=False)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, RecursionError):
             logger.debug("dropping non-JSON parameter %r from a memory context", key)
             continue
         out[str(key)] = value

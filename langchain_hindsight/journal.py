@@ -170,6 +170,11 @@ class RunExplanation(BaseModel):
     """Produced memory ids with the unit as it is now (``None`` when it no longer exists)."""
 
 
+def _check_run_id(run_id: object) -> None:
+    if not isinstance(run_id, str) or not run_id or len(run_id) > 256 or "\x00" in run_id:
+        raise ConfigurationError(f"run_id must be a string of 1-256 characters without NUL, got {run_id!r}")
+
+
 def _erase_comments(entries: list[RunFeedback], contents: Sequence[str]) -> list[RunFeedback]:
     """``entries`` with the comments that became the forgotten units ``contents`` erased."""
     if not contents:
@@ -270,6 +275,7 @@ class RunJournal:
         A run id of another tenant is "not found" here; :meth:`locate` is the one
         explicit cross-namespace lookup.
         """
+        _check_run_id(run_id)
         col = self._col(self._ns(namespace), create=False)
         if col is None:
             return None

@@ -32,7 +32,7 @@ from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, Callba
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables.config import run_in_executor
-from pydantic import ConfigDict, Field, PrivateAttr, field_validator
+from pydantic import ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
 from langchain_hindsight._safety import clean_text
 from langchain_hindsight.errors import ConfigurationError
@@ -195,6 +195,14 @@ class HindsightRetriever(BaseRetriever):
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    def __init__(self, **data: Any) -> None:
+        try:
+            super().__init__(**data)
+        except ValidationError as e:  # bad constructor arguments: a typed error, also a ValueError
+            raise ConfigurationError(
+                f"invalid HindsightRetriever argument: {e.errors()[0].get('loc')}: {e.errors()[0].get('msg')}"
+            ) from e
 
     store: MemoryStore
     k: int = 5

@@ -88,10 +88,28 @@ def _as_utc(value: Any, field: str) -> datetime:
     return value.astimezone(UTC)
 
 
+MAX_NESTING = 32
+"""Deepest nesting of lists/dicts accepted in ``context.parameters`` (checked without recursion)."""
+
+
+def _depth_exceeds(value: Any, limit: int) -> bool:
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict | list | tuple):
+            if depth > limit:
+                return True
+            children = item.values() if isinstance(item, dict) else item
+            stack.extend((child, depth + 1) for child in children)
+    return False
+
+
 def _check_json(value: Any, field: str) -> Any:
+    if _depth_exceeds(value, MAX_NESTING):
+        raise InvalidMemoryError(f"{field}: nested deeper than {MAX_NESTING} levels")
     try:
         json.dumps(value, ensure_ascii=False, allow_nan=False)
-    except (TypeError, ValueError) as e:
+    except (TypeError, ValueError, RecursionError) as e:
         raise InvalidMemoryError(f"{field}: must be JSON-serialisable ({e})") from e
     return value
 
@@ -107,6 +125,12 @@ class MemoryContext(BaseModel):
     """Key parameters, e.g. ``{"encoding": "utf-8-sig"}``. JSON-serialisable."""
     input_sample: str = ""
     output_sample: str = ""
+
+    def __init__(self, **data: Any) -> None:
+        try:
+            super().__init__(**data)
+        except ValidationError as e:
+            raise InvalidMemoryError(_describe(e)) from e
 
     @field_validator("tools_used")
     @classmethod
@@ -238,6 +262,8 @@ class MemoryUnit(BaseModel):
     def _namespace(cls, value: str) -> str:
         if not value or len(value) > _NAMESPACE_MAX or value != value.strip() or "\x00" in value:
             raise ValueError(f"must be 1-{_NAMESPACE_MAX} characters without surrounding spaces")
+        if re.search("[\ud800-\udfff]", value):
+            raise ValueError("must not contain lone surrogates (invalid Unicode)")
         return value
 
     def model_post_init(self, __context: Any) -> None:
