@@ -12,6 +12,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from langchain_core.embeddings import Embeddings
 
 from langchain_hindsight.cli import EXIT_LOCKED, EXIT_NOT_FOUND, EXIT_OK, EXIT_USAGE, main
@@ -462,3 +464,71 @@ def test_maintain_dry_run_changes_nothing_and_a_future_now_needs_confirmation(
     code, _, err = run(capsys, "maintain", "--path", str(populated), "--now", future, "--yes")
     assert code == EXIT_OK, err
     assert snapshot() != before
+
+
+_COMMANDS = ["search", "show", "history", "stats", "runs", "explain", "report", "review", "maintain", "export",
+             "import", "forget", "restore"]  # fmt: skip
+_TOKENS = st.one_of(
+    st.sampled_from(
+        [
+            "-k",
+            "--limit",
+            "--days",
+            "--now",
+            "--min-shown",
+            "--window-days",
+            "--json",
+            "--all",
+            "--yes",
+            "--namespace",
+            "--dry-run",
+            "--replace",
+            "--if-due",
+            "-o",
+            "--review",
+            "--server",
+        ]
+    ),
+    st.sampled_from(
+        [
+            "0",
+            "-1",
+            "nan",
+            "inf",
+            "1e308",
+            "9" * 30,
+            "0001-01-01",
+            "2999-01-01",
+            "x:y",
+            "a\x1b[2J",
+            "mem_csv",
+            "run-a",
+            "-",
+            "",
+            " ",
+            "\u202e",
+            "名字",
+            "/",
+        ]
+    ),
+    st.text(max_size=12),
+)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(command=st.sampled_from(_COMMANDS), tokens=st.lists(_TOKENS, max_size=5))
+def test_cli_fuzz_never_tracebacks(
+    populated: Path, capsys: pytest.CaptureFixture[str], command: str, tokens: list[str]
+) -> None:
+    """Random arguments: an exit code from the documented set and at most one error line, never a traceback."""
+    argv = [command, *tokens, "--path", str(populated)]
+    if command == "forget":
+        argv.append("--namespace=fuzz-only")  # never the fixture's data
+    if command == "import" and not any(t == "--namespace" for t in tokens):
+        argv.append("--namespace=fuzz-only")
+    code = main(argv)
+    _, err = capsys.readouterr()
+    assert code in (EXIT_OK, 1, EXIT_USAGE, EXIT_NOT_FOUND, EXIT_LOCKED)
+    assert "Traceback" not in err
+    if code not in (EXIT_OK, EXIT_USAGE):
+        assert len(err.strip().splitlines()) <= 1, err

@@ -464,3 +464,18 @@ def test_tags_validate_in_linear_time_with_a_documented_limit() -> None:
     with pytest.raises(InvalidMemoryError, match="tags"):
         MemoryUnit(content="x", tags=[f"t{i}" for i in range(16_000)])
     assert time.perf_counter() - start < 0.5
+
+
+def test_the_readme_quotes_the_red_team_results_file() -> None:
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    results = json.loads((root / "benchmarks" / "results" / "redteam.json").read_text(encoding="utf-8"))
+    doc = (root / "docs" / "readme" / "guarantees.md").read_text(encoding="utf-8")
+    assert results["structure_changes"] == 0
+    assert results["untrusted_as_trusted_top5"] == 0
+    total = f"| **total** | **{results['attacks']}** | **{results['structure_changes']}** | "
+    assert total + f"**{results['untrusted_as_trusted_top5']}** | {results['refused']} |" in doc
+    for channel, counts in results["per_channel"].items():
+        assert counts["attacks"] == 45, channel
+    assert f"{results['attacks']} generated attacks over 6 channels" in doc
