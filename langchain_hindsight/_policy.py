@@ -19,6 +19,7 @@ __all__ = [
     "TRUSTED_SOURCES",
     "TRUST_ORDER",
     "ConfidencePolicy",
+    "clamp_future",
     "fresh_ids_for_taken",
     "settle_claims",
     "trust",
@@ -45,6 +46,24 @@ def trust(source: str) -> int:
     return TRUST_ORDER.index(source)
 
 
+def clamp_future(unit: MemoryUnit, *, now: datetime | None = None) -> MemoryUnit:
+    """``unit`` with ``created_at``/``last_accessed_at``/``decayed_through`` beyond now clamped to now.
+
+    A future stamp would exempt a unit from decay (and archive) forever; the
+    clock belongs to the store, whatever the unit claims (also on import).
+    """
+    now = now or utcnow()
+    changes = {
+        name: now
+        for name in ("created_at", "last_accessed_at", "decayed_through")
+        if getattr(unit, name) is not None and getattr(unit, name) > now
+    }
+    if not changes:
+        return unit
+    logger.info("memory %s: future timestamps clamped to now: %s", unit.memory_id, sorted(changes))
+    return unit.evolve(**changes)
+
+
 def settle_claims(unit: MemoryUnit, *, now: datetime | None = None) -> MemoryUnit:
     """``unit`` with the system-owned fields it may not claim on arrival settled.
 
@@ -58,14 +77,8 @@ def settle_claims(unit: MemoryUnit, *, now: datetime | None = None) -> MemoryUni
     active, replacing nothing and merged from nothing. Feedback, merges and
     supersession then set these fields through the store's own operations.
     """
-    now = now or utcnow()
+    unit = clamp_future(unit, now=now)
     changes: dict[str, object] = {}
-    if unit.created_at > now:
-        changes["created_at"] = now
-    if unit.last_accessed_at > now:
-        changes["last_accessed_at"] = now
-    if unit.decayed_through is not None and unit.decayed_through > now:
-        changes["decayed_through"] = now
     if unit.source == "tool_output":
         if unit.access_count:
             changes["access_count"] = 0

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
 from langchain_hindsight._codec import unit_to_metadata
+from langchain_hindsight._policy import clamp_future
 from langchain_hindsight.errors import ConfigurationError, InvalidMemoryError, StoreError
 from langchain_hindsight.types import MemoryUnit
 
@@ -108,6 +109,7 @@ def import_units(
     """
     latest: dict[str, MemoryUnit] = {}
     for unit in units:
+        unit = clamp_future(unit)  # a future stamp would never decay
         if namespace is not None:
             unit = unit.evolve(namespace=store._ns(namespace))
         latest[unit.memory_id] = unit  # a later line wins

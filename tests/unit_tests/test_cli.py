@@ -532,3 +532,16 @@ def test_cli_fuzz_never_tracebacks(
     assert "Traceback" not in err
     if code not in (EXIT_OK, EXIT_USAGE):
         assert len(err.strip().splitlines()) <= 1, err
+
+
+def test_import_clamps_future_timestamps(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    future = datetime(2999, 1, 1, tzinfo=UTC)
+    line = MemoryUnit(content="stamped in the future", created_at=future, last_accessed_at=future).to_dict()
+    dump = tmp_path / "future.jsonl"
+    dump.write_text(json.dumps(line) + "\n", encoding="utf-8")
+    code, _, err = run(capsys, "import", str(dump), "--path", str(tmp_path / "db"))
+    assert code == EXIT_OK, err
+    with MemoryStore(tmp_path / "db", embeddings=_NoEmbeddings()) as s:
+        (unit,) = s.list_units()
+        assert unit.created_at <= datetime.now(UTC)
+        assert unit.last_accessed_at <= datetime.now(UTC)
