@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from langchain_hindsight.errors import (
     ConfigurationError,
@@ -559,6 +559,13 @@ def _restore(args: argparse.Namespace) -> int:
 
 
 # ----------------------------------------------------------------------------- parser
+class _Parser(argparse.ArgumentParser):
+    """argparse with one-line usage errors (exit 2), like every other CLI error."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, f"hindsight: {_safe(' '.join(message.split()))} (see '{self.prog} --help')\n")
+
+
 def _parser() -> argparse.ArgumentParser:
     env = _environment()
     common = argparse.ArgumentParser(add_help=False)
@@ -577,12 +584,12 @@ def _parser() -> argparse.ArgumentParser:
     clock = argparse.ArgumentParser(add_help=False)
     clock.add_argument("--now", help="pretend the current time is this ISO-8601 time")
 
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="hindsight",
         description="Experience memory for LangChain agents.",
         epilog="exit codes: 0 ok, 1 error, 2 usage, 3 not found, 4 store locked",
     )
-    sub = parser.add_subparsers(dest="command", required=True)
+    sub: Any = parser.add_subparsers(dest="command", required=True)
 
     def add(name: str, func: Callable[[argparse.Namespace], int], help: str, *parents: Any) -> Any:
         p = sub.add_parser(name, help=help, description=help, parents=[common, *parents])
