@@ -113,6 +113,8 @@ def check_namespace(namespace: object) -> str:
     """``namespace`` if it is a valid namespace name, else a :class:`ConfigurationError`."""
     if not isinstance(namespace, str) or not namespace or namespace != namespace.strip() or len(namespace) > 256:
         raise ConfigurationError(f"namespace must be a non-empty string of at most 256 characters, got {namespace!r}")
+    if any("\ud800" <= c <= "\udfff" for c in namespace):
+        raise ConfigurationError(f"namespace must be valid Unicode text (no lone surrogates), got {namespace!r}")
     return namespace
 
 

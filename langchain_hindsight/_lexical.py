@@ -85,9 +85,27 @@ def tokenize(text: str) -> list[str]:
     return out
 
 
+_LOW_TRUST_SOURCES = frozenset({"tool_output"})
+_HIDDEN_CHARS = 120
+_HIDDEN_TAGS = 5
+
+
 def unit_text(unit: MemoryUnit) -> str:
-    """The text the lexical arm indexes for ``unit``: content, task, tags, tools."""
-    return " ".join([unit.content, unit.task_description, " ".join(unit.tags), " ".join(unit.context.tools_used)])
+    """The text the lexical arm indexes for ``unit``: content, task, tags, tools.
+
+    The task description, tags and tools are never shown to the model, so for
+    a unit whose text came from a tool (``source="tool_output"``) or that was
+    tagged ``suspicious`` only the content is indexed, and for other sources
+    below ``manual`` these hidden fields are clipped (120 characters, 5 tags):
+    stuffing them with common task words cannot pull a low-trust unit into
+    unrelated recalls.
+    """
+    if unit.source in _LOW_TRUST_SOURCES or "suspicious" in unit.tags:
+        return unit.content
+    if unit.source in ("user_feedback", "manual"):
+        return " ".join([unit.content, unit.task_description, " ".join(unit.tags), " ".join(unit.context.tools_used)])
+    hidden = [unit.task_description[:_HIDDEN_CHARS], " ".join(unit.tags[:_HIDDEN_TAGS])]
+    return " ".join([unit.content, *hidden, " ".join(unit.context.tools_used[:_HIDDEN_TAGS])])
 
 
 class LexicalIndex:

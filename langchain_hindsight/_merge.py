@@ -76,8 +76,18 @@ def active_with_vectors(
 
 
 def priority(unit: MemoryUnit) -> tuple[Any, ...]:
-    """Sort key: the unit that should survive a merge comes first."""
-    return (-unit.score_confidence, -unit.access_count, unit.created_at, unit.memory_id)
+    """Sort key: the unit that should survive a merge comes first (most trusted source, then confidence).
+
+    The survivor's text is what remains, so it must be the most trusted one:
+    a merge never pairs one unit's text with another's (more trusted) source.
+    """
+    return (
+        _SOURCE_RANK.index(unit.source),
+        -unit.score_confidence,
+        -unit.access_count,
+        unit.created_at,
+        unit.memory_id,
+    )
 
 
 def star_clusters(
@@ -143,14 +153,15 @@ def fold(keeper: MemoryUnit, folded: Sequence[MemoryUnit]) -> MemoryUnit:
         merged_from.extend([u.memory_id, *u.merged_from])
     group = [keeper, *folded]
     supersedes = keeper.supersedes or next((u.supersedes for u in folded if u.supersedes), None)
+    peers = [u for u in group if u.source == keeper.source]  # a less trusted unit lends no confidence
     return keeper.evolve(
-        confidence=max(u.score_confidence for u in group),
+        confidence=max(u.score_confidence for u in peers),
         access_count=access,
         tags=[t for u in group for t in u.tags],
         created_at=max(u.created_at for u in group),
         last_accessed_at=max(u.last_accessed_at for u in group),
         merged_from=[i for i in dict.fromkeys(merged_from) if i != keeper.memory_id],
-        source=min((u.source for u in group), key=_SOURCE_RANK.index),
+        source=keeper.source,  # the keeper is the most trusted of its cluster (see priority)
         supersedes=supersedes,
     )
 

@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from langchain_hindsight._safety import render_safe
+from langchain_hindsight._safety import SUSPICIOUS_TAG, looks_like_instruction, render_safe
 from langchain_hindsight.capture import clip_text
 from langchain_hindsight.errors import InvalidMemoryError
 from langchain_hindsight.prompts import ReflectionTemplates
@@ -59,7 +59,7 @@ def json_safe(params: dict[str, Any] | None) -> dict[str, Any]:
     for key, value in (params or {}).items():
         try:
             json.dumps(value, ensure_ascii=False, allow_nan=False)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, RecursionError):
             logger.debug("dropping non-JSON parameter %r from a memory context", key)
             continue
         out[str(key)] = value
@@ -91,7 +91,21 @@ def _unit(
     params: dict[str, Any] | None = None,
     output_sample: str = "",
     tags: Iterable[str] = (),
+    tool_text: str = "",
 ) -> MemoryUnit | None:
+    """One rule-made unit.
+
+    ``tool_text`` is the part of ``content`` a tool supplied (an error message):
+    a lesson that embeds it keeps tool-output trust (``source="tool_output"``),
+    whichever rule produced it, so a tool cannot launder its text into a
+    trusted lesson. Instruction-like raw text is tagged ``suspicious`` before it
+    is neutralised for storage, so the store still caps it.
+    """
+    if tool_text.strip() and source == "rule":
+        source = "tool_output"
+    tags = [t.lower() for t in tags if t]
+    if source not in ("user_feedback", "manual") and looks_like_instruction(content):
+        tags.append(SUSPICIOUS_TAG)
     try:
         return MemoryUnit(
             task_type=settings.task_type,
@@ -103,7 +117,7 @@ def _unit(
                 output_sample=clip_text(output_sample, _SAMPLE_CHARS, "…")[0],
             ),
             source=source,
-            tags=[t.lower() for t in tags if t],
+            tags=tags,
             namespace=settings.namespace,
             run_id=traj.run_id,
         )
@@ -162,6 +176,7 @@ def _error_fix(traj: Trajectory, settings: RuleSettings) -> list[MemoryUnit]:
             params=params,
             output_sample=ok.content,
             tags=[ok.tool_name, *(e.error_type or "" for e in errors), *keys],
+            tool_text=" ".join(e.error_message or e.content or "" for e in errors),
         )
         if unit is not None:
             units.append(unit)
@@ -196,6 +211,7 @@ def _instability(traj: Trajectory, settings: RuleSettings) -> list[MemoryUnit]:
             tools=[tool],
             params={"attempts": attempts},
             tags=[tool, "unstable", "retry", last_error.error_type or ""],
+            tool_text=last_error.error_message or last_error.content or "",
         )
         if unit is not None:
             units.append(unit)
@@ -208,10 +224,12 @@ def _avoid(traj: Trajectory, settings: RuleSettings) -> list[MemoryUnit]:
         return []
     t = settings.templates
     last_error = next((s for s in reversed(traj.steps) if s.type == "error"), None)
+    tool_text = ""
     if traj.error:
-        reason = clip_text(" ".join(traj.error.split()), _ERROR_CHARS, "…")[0]
+        reason = tool_text = clip_text(" ".join(traj.error.split()), _ERROR_CHARS, "…")[0]
     elif last_error is not None:
         reason = _error_text(last_error)
+        tool_text = last_error.error_message or last_error.content or ""
     else:
         reason = t.rule_unknown_reason
     culprit = next((s for s in reversed(traj.steps) if s.type == "error" and s.tool_name), None)
@@ -232,6 +250,7 @@ def _avoid(traj: Trajectory, settings: RuleSettings) -> list[MemoryUnit]:
         tools=[tool],
         params={"avoid": params} if params else {},
         tags=["avoid", "failure", tool, error_type],
+        tool_text=tool_text,
     )
     return [unit] if unit is not None else []
 

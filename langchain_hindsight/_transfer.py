@@ -4,25 +4,39 @@ One line per unit, ``MemoryUnit.to_dict()``: every field, timestamps to the
 microsecond, status and namespace. Import writes the units *as they are* — no
 task-type normalisation, no dedupe, no confidence caps, archived units straight
 into the archive — re-embedding only the content (vectors are derived data).
+
+Import is all-or-nothing: every line is parsed and validated, and every id
+checked, before the first write (an id already stored with other data is
+refused unless ``replace=True``). For an embedded store it is crash-safe too:
+the units are written durably to a pending file first and the import is rolled
+forward from it when the directory is opened again after a kill.
 """
 
 from __future__ import annotations
 
 import json
+import logging
+import os
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
 from langchain_hindsight._codec import unit_to_metadata
-from langchain_hindsight.errors import InvalidMemoryError, StoreError
+from langchain_hindsight._policy import clamp_future
+from langchain_hindsight.errors import ConfigurationError, InvalidMemoryError, StoreError
 from langchain_hindsight.types import MemoryUnit
 
 if TYPE_CHECKING:
     from langchain_hindsight.store import MemoryStore
 
-__all__ = ["ImportReport", "export_units", "import_units", "read_jsonl"]
+__all__ = ["IMPORT_PENDING", "ImportReport", "export_units", "finish_interrupted_import", "import_units", "read_jsonl"]
+
+logger = logging.getLogger(__name__)
 
 _BATCH = 256
+IMPORT_PENDING = ".hindsight.import-pending.jsonl"
+"""The units of an import in progress, written durably before the first write; replayed on reopen."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,6 +45,8 @@ class ImportReport:
 
     imported: int
     namespaces: dict[str, int] = field(default_factory=dict)
+    unchanged: int = 0
+    """Units already stored exactly as in the file (not written again)."""
 
 
 def export_units(
@@ -77,23 +93,96 @@ def import_units(
     *,
     namespace: str | None = None,
     progress: Callable[[str, int, int], None] | None = None,
+    replace: bool = False,
 ) -> ImportReport:
-    """Write ``units`` exactly as given (an existing id is overwritten); ``namespace`` overrides theirs."""
-    batch: list[MemoryUnit] = []
-    per_ns: dict[str, int] = {}
-    done = 0
+    """Write ``units`` exactly as given, all or nothing; ``namespace`` overrides theirs.
+
+    Every unit is read and checked before anything is written. A unit whose id
+    is already stored with the same data is skipped; with other data it is
+    refused unless ``replace=True`` (an explicit overwrite, e.g. restoring a
+    backup): an import never silently replaces a stored unit.
+
+    Raises:
+        InvalidMemoryError: a line is not a valid unit (nothing was written).
+        ConfigurationError: ids already stored with other data and ``replace`` is false (nothing was written).
+        StoreError: the backend failed.
+    """
+    latest: dict[str, MemoryUnit] = {}
     for unit in units:
+        unit = clamp_future(unit)  # a future stamp would never decay
         if namespace is not None:
             unit = unit.evolve(namespace=store._ns(namespace))
-        batch.append(unit)
-        if len(batch) >= _BATCH:
-            done += _write(store, batch, per_ns)
-            batch = []
+        latest[unit.memory_id] = unit  # a later line wins
+    todo = list(latest.values())
+    unchanged = 0
+    with store._lock:
+        stored = _stored(store, todo)
+        clashes = [u.memory_id for u in todo if u.memory_id in stored and stored[u.memory_id] != u]
+        if clashes and not replace:
+            raise ConfigurationError(
+                f"{len(clashes)} id(s) already stored with other data (e.g. {clashes[0]}); nothing was imported. "
+                "Pass replace=True (hindsight import --replace) to overwrite them"
+            )
+        fresh = [u for u in todo if stored.get(u.memory_id) != u]
+        unchanged = len(todo) - len(fresh)
+        per_ns: dict[str, int] = {}
+        pending = _begin(store, fresh)
+        done = 0
+        for start in range(0, len(fresh), _BATCH):
+            done += _write(store, fresh[start : start + _BATCH], per_ns)
             if progress is not None:
-                progress("import", done, 0)
-    if batch:
-        done += _write(store, batch, per_ns)
-    return ImportReport(imported=done, namespaces=per_ns)
+                progress("import", done, len(fresh))
+        if pending is not None:
+            pending.unlink(missing_ok=True)
+    return ImportReport(imported=done, namespaces=per_ns, unchanged=unchanged)
+
+
+def _stored(store: MemoryStore, units: list[MemoryUnit]) -> dict[str, MemoryUnit]:
+    by_ns: dict[str, list[str]] = {}
+    for u in units:
+        by_ns.setdefault(u.namespace, []).append(u.memory_id)
+    found: dict[str, MemoryUnit] = {}
+    for ns, ids in by_ns.items():
+        for start in range(0, len(ids), 1000):
+            found.update({u.memory_id: u for u in store.get_many(ids[start : start + 1000], namespace=ns)})
+    return found
+
+
+def _begin(store: MemoryStore, units: list[MemoryUnit]) -> Path | None:
+    """Write the units to the pending file durably (embedded stores); return its path."""
+    if store.persist_directory is None or not units:
+        return None
+    path = store.persist_directory / IMPORT_PENDING
+    tmp = path.with_suffix(".tmp")
+    with tmp.open("w", encoding="utf-8") as fh:
+        for u in units:
+            fh.write(json.dumps(u.to_dict(), ensure_ascii=False, sort_keys=True) + "\n")
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+    fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    return path
+
+
+def finish_interrupted_import(store: MemoryStore) -> None:
+    """Roll forward an import a crash interrupted (its pending file is still there)."""
+    if store.persist_directory is None:
+        return
+    path = store.persist_directory / IMPORT_PENDING
+    if not path.exists():
+        return
+    logger.warning("finishing an interrupted import into %s", store.persist_directory)
+    with path.open(encoding="utf-8") as fh:
+        units = list(read_jsonl(fh))
+    per_ns: dict[str, int] = {}
+    with store._lock:
+        for start in range(0, len(units), _BATCH):
+            _write(store, units[start : start + _BATCH], per_ns)
+    path.unlink()
 
 
 def _write(store: MemoryStore, units: list[MemoryUnit], per_ns: dict[str, int]) -> int:

@@ -24,7 +24,7 @@ from typing import Any, Literal
 
 from langchain_hindsight._codec import PENDING_SUPERSEDE, unit_from_record, unit_to_metadata
 from langchain_hindsight._collections import Collection, Role, check_namespace
-from langchain_hindsight._policy import TRUST_ORDER, TRUSTED_SOURCES, ConfidencePolicy, trust
+from langchain_hindsight._policy import TRUST_ORDER, TRUSTED_SOURCES, ConfidencePolicy, settle_claims, trust
 from langchain_hindsight._safety import SUSPICIOUS_TAG, looks_like_instruction
 from langchain_hindsight.errors import ConfigurationError, HindsightError, InvalidMemoryError, StoreError
 from langchain_hindsight.taxonomy import TaskTypeVocabulary
@@ -100,7 +100,7 @@ def prepare(
     confidence is capped by source, and an instruction-like text from an
     untrusted source is tagged ``suspicious`` and capped lower.
     """
-    unit = check_encodable(check_unit(unit))
+    unit = settle_claims(check_encodable(check_unit(unit)))
     changes: dict[str, Any] = {"task_type": vocabulary.normalize(unit.task_type)}
     if namespace is not None:
         changes["namespace"] = check_namespace(namespace)
@@ -111,13 +111,15 @@ def prepare(
     if "confidence" not in unit.model_fields_set and unit.source in policy.initial:
         # A unit created without an explicit confidence gets this store's policy default.
         confidence = policy.initial[unit.source]
-    if unit.access_count == 0 and unit.source in policy.ceiling:
-        confidence = min(confidence, policy.ceiling[unit.source])  # claimed, not yet earned
-    if unit.source not in TRUSTED_SOURCES and looks_like_instruction(f"{unit.content}\n{unit.task_description}"):
+    if unit.source in policy.ceiling:
+        confidence = min(confidence, policy.ceiling[unit.source])  # claimed, not earned: access_count earns nothing
+    if unit.source not in TRUSTED_SOURCES and (
+        SUSPICIOUS_TAG in unit.tags or looks_like_instruction(f"{unit.content}\n{unit.task_description}")
+    ):
         logger.warning(
             "memory %s from %s reads like an instruction: tagged %r", unit.memory_id, unit.source, SUSPICIOUS_TAG
         )
-        changes["tags"] = [*unit.tags, SUSPICIOUS_TAG]
+        changes["tags"] = list(dict.fromkeys([*unit.tags, SUSPICIOUS_TAG]))
         confidence = min(confidence, policy.suspicious_cap)
     if confidence != unit.confidence:
         changes["confidence"] = confidence

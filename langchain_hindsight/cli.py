@@ -1,4 +1,4 @@
-"""The ``hindsight`` command line: inspect, maintain, export and forget memories.
+r"""The ``hindsight`` command line: inspect, maintain, export and forget memories.
 
 Every subcommand takes ``--path DIR`` (an embedded store directory), or
 ``--server HOST:PORT`` (a Chroma server started with ``chroma run``), plus
@@ -8,8 +8,13 @@ one place (:func:`_environment`):
 * ``HINDSIGHT_PATH`` — store directory (default ``./memory_db``);
 * ``HINDSIGHT_SERVER`` — ``host:port`` of a Chroma server (overrides the path).
 
-Exit codes: 0 ok, 1 error, 2 usage (bad arguments), 3 not found, 4 store locked
-by another process. Tables go to stdout, progress of long operations to stderr.
+Exit codes: 0 ok, 1 error (the store or server failed, or an unexpected error),
+2 usage (bad arguments or input), 3 not found (memory, run, file, or a store path
+that does not exist: only ``import`` creates a store), 4 store locked by another
+process. Every error is one line on stderr, never a traceback. Tables go to
+stdout, progress of long operations to stderr; text from the store is shown with
+control, escape and invisible characters escaped (``\x1b`` → ``\u001b``), so a
+stored memory cannot drive the operator's terminal.
 """
 
 from __future__ import annotations
@@ -25,7 +30,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from langchain_hindsight.errors import (
     ConfigurationError,
@@ -33,6 +38,7 @@ from langchain_hindsight.errors import (
     InvalidMemoryError,
     MemoryNotFoundError,
     RunNotFoundError,
+    StoreError,
     StoreLockedError,
 )
 
@@ -51,12 +57,39 @@ def _environment() -> dict[str, str | None]:
 
 
 # ----------------------------------------------------------------------------- output helpers
+def _safe(text: str) -> str:
+    r"""``text`` with control, escape and invisible format characters shown as ``\uXXXX`` (newlines kept)."""
+    return "".join(
+        c if c == "\n" or unicodedata.category(c) not in ("Cc", "Cf", "Cs", "Co") else f"\\u{ord(c):04x}" for c in text
+    )
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}") from None
+    if not 1 <= value <= 1_000_000:
+        raise argparse.ArgumentTypeError(f"expected a whole number in [1, 1000000], got {text!r}")
+    return value
+
+
+def _days(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of days, got {text!r}") from None
+    if not 0 < value <= 36_500:  # also refuses nan and inf
+        raise argparse.ArgumentTypeError(f"expected a number of days in (0, 36500], got {text!r}")
+    return value
+
+
 def _width(text: str) -> int:
     return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
 
 
 def _clip(text: str, cols: int = _CONTENT_COLS) -> str:
-    text = " ".join(str(text).split())
+    text = _safe(" ".join(str(text).split()))
     if _width(text) <= cols:
         return text
     out, used = [], 0
@@ -70,7 +103,7 @@ def _clip(text: str, cols: int = _CONTENT_COLS) -> str:
 
 
 def _table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
-    cells = [[str(h) for h in headers], *[["" if v is None else str(v) for v in row] for row in rows]]
+    cells = [[str(h) for h in headers], *[["" if v is None else _safe(str(v)) for v in row] for row in rows]]
     widths = [max(_width(r[i]) for r in cells) for i in range(len(headers))]
     lines = []
     for n, row in enumerate(cells):
@@ -95,7 +128,8 @@ def _jsonable(value: Any) -> Any:
 
 
 def _emit_json(value: Any) -> None:
-    print(json.dumps(_jsonable(value), ensure_ascii=False, indent=2))
+    text = json.dumps(_jsonable(value), ensure_ascii=False, indent=2)  # C0 controls are escaped by JSON
+    print("".join(c if unicodedata.category(c) not in ("Cc", "Cf") or c == "\n" else f"\\u{ord(c):04x}" for c in text))
 
 
 def _progress(stage: str, done: int, total: int) -> None:
@@ -115,7 +149,20 @@ def _parse_now(text: str | None) -> datetime | None:
         value = datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError as e:
         raise ConfigurationError(f"--now must be an ISO-8601 time, got {text!r}") from e
-    return value if value.tzinfo else value.replace(tzinfo=UTC)
+    value = value if value.tzinfo else value.replace(tzinfo=UTC)
+    if not 1970 <= value.year <= 9000:
+        raise ConfigurationError(f"--now must be between the years 1970 and 9000, got {text!r}")
+    return value
+
+
+def _check_future(args: argparse.Namespace, now: datetime | None) -> None:
+    """A ``--now`` in the future changes memories for good: it needs ``--dry-run`` or ``--yes``."""
+    future = now is not None and now > datetime.now(UTC) + timedelta(minutes=5)
+    if future and not (getattr(args, "dry_run", False) or getattr(args, "yes", False)):
+        raise ConfigurationError(
+            "--now is in the future: that decays and archives memories for good; "
+            "add --dry-run to see what would change, or --yes to apply it"
+        )
 
 
 # ----------------------------------------------------------------------------- store
@@ -129,11 +176,16 @@ def _open(args: argparse.Namespace) -> Iterator[MemoryStore]:
         from chromadb.config import Settings
 
         host, _, port = args.server.rpartition(":")
-        if not host or not port.isdigit():
+        if not host or not port.isdigit() or not 0 < int(port) < 65536 or any(c in host for c in "/ @?#"):
             raise ConfigurationError(f"--server must be HOST:PORT, got {args.server!r}")
-        client = chromadb.HttpClient(host=host, port=int(port), settings=Settings(anonymized_telemetry=False))
+        try:
+            client = chromadb.HttpClient(host=host, port=int(port), settings=Settings(anonymized_telemetry=False))
+        except Exception as e:  # connection refused, bad host name, not a Chroma server, ...
+            raise StoreError(f"cannot reach a Chroma server at {args.server}: {' '.join(str(e).split())[:200]}") from e
         store = MemoryStore(client=client, namespace=namespace, embeddings=getattr(args, "embeddings", None))
     else:
+        if not getattr(args, "creates_store", False) and not Path(args.path).is_dir():
+            raise MemoryNotFoundError(f"no store at {args.path!r} (only 'import' creates a store)")
         store = MemoryStore(args.path, namespace=namespace, embeddings=getattr(args, "embeddings", None))
     try:
         yield store
@@ -205,7 +257,7 @@ def _show(args: argparse.Namespace) -> int:
         width = max(map(len, data))
         for key, value in data.items():
             text = json.dumps(value, ensure_ascii=False) if isinstance(value, dict | list) else value
-            print(f"{key:<{width}}  {text}")
+            print(f"{key:<{width}}  {_safe(str(text))}")
         print()
     return EXIT_OK
 
@@ -274,8 +326,35 @@ def _lifecycle(args: argparse.Namespace, store: MemoryStore) -> Any:
 
 
 def _maintain(args: argparse.Namespace) -> int:
+    now = _parse_now(args.now)
+    _check_future(args, now)
+    if args.dry_run:
+        return _maintain_dry_run(args, now)
     with _open(args) as store:
-        report = _lifecycle(args, store).maintain(now=_parse_now(args.now), review=args.review)
+        report = _lifecycle(args, store).maintain(now=now, review=args.review)
+    return _print_maintain(args, report)
+
+
+def _maintain_dry_run(args: argparse.Namespace, now: datetime | None) -> int:
+    """Run ``maintain`` on a temporary copy of the store directory and report what it would change."""
+    import shutil
+
+    if args.server:
+        raise ConfigurationError("--dry-run needs --path (it works on a copy of the store directory)")
+    if not Path(args.path).is_dir():
+        raise MemoryNotFoundError(f"no store at {args.path!r}")
+    with tempfile.TemporaryDirectory(prefix="hindsight-dry-run-") as tmp:
+        copy = Path(tmp) / "store"
+        shutil.copytree(args.path, copy, ignore=shutil.ignore_patterns("*.lock"))
+        copied = argparse.Namespace(**{**vars(args), "path": str(copy), "server": None})
+        with _open(copied) as store:
+            report = _lifecycle(args, store).maintain(now=now, review=args.review)
+    if not args.json:
+        print("dry run: nothing was changed; this is what maintain would do:")
+    return _print_maintain(args, report)
+
+
+def _print_maintain(args: argparse.Namespace, report: Any) -> int:
     if args.json:
         _emit_json(report)
         return EXIT_OK
@@ -298,9 +377,10 @@ def _print_review(report: Any) -> None:
 
 
 def _review(args: argparse.Namespace) -> int:
+    now = _parse_now(args.now)
+    _check_future(args, now)
     with _open(args) as store:
         lc = _lifecycle(args, store)
-        now = _parse_now(args.now)
         if args.if_due:
             report = lc.review_if_due(every_days=args.window_days, now=now)
         else:
@@ -339,7 +419,7 @@ def _explain(args: argparse.Namespace) -> int:
         _emit_json(ex)
         return EXIT_OK
     r = ex.record
-    print(f"run {r.run_id} [{r.namespace}] {r.outcome}, started {_when(r.started_at)}")
+    print(_safe(f"run {r.run_id} [{r.namespace}] {r.outcome}, started {_when(r.started_at)}"))
     print(f"task ({r.task_type or '?'}): {_clip(r.task, 100)}")
     rows = []
     for m in ex.memories:
@@ -354,16 +434,19 @@ def _explain(args: argparse.Namespace) -> int:
     else:
         print("no memories were shown to this run")
     for memory_id, unit in ex.produced:
-        print(f"produced {memory_id}: {_clip(unit.content, 80) if unit else '(no longer exists)'}")
+        print(_safe(f"produced {memory_id}: {_clip(unit.content, 80) if unit else '(no longer exists)'}"))
     for f in r.feedback:
-        print(f"feedback {_when(f.at)} success={f.success} rejected={f.rejected}: {f.text}")
+        print(_safe(f"feedback {_when(f.at)} success={f.success} rejected={f.rejected}: {f.text}"))
     return EXIT_OK
 
 
 def _report(args: argparse.Namespace) -> int:
     with _open(args) as store:
         now = _parse_now(args.now) or datetime.now(UTC)
-        since = now - timedelta(days=args.days) if args.days else None
+        try:
+            since = now - timedelta(days=args.days) if args.days else None
+        except OverflowError as e:
+            raise ConfigurationError(f"--days {args.days} reaches before the year 1: use fewer days") from e
         rep = _lifecycle(args, store).usage_report(since=since, now=now, min_shown=args.min_shown)
     if args.json:
         _emit_json(rep)
@@ -427,14 +510,21 @@ def _import(args: argparse.Namespace) -> int:
 
     with _open(args) as store:
         if args.file == "-":
-            report = import_units(store, read_jsonl(sys.stdin), namespace=args.namespace, progress=_progress)
+            report = import_units(
+                store, read_jsonl(sys.stdin), namespace=args.namespace, progress=_progress, replace=args.replace
+            )
         else:
             try:
                 fh = open(args.file, encoding="utf-8")  # noqa: SIM115 - closed below, errors mapped first
             except FileNotFoundError as e:
                 raise MemoryNotFoundError(f"no such file: {args.file}") from e
             with fh:
-                report = import_units(store, read_jsonl(fh), namespace=args.namespace, progress=_progress)
+                try:
+                    report = import_units(
+                        store, read_jsonl(fh), namespace=args.namespace, progress=_progress, replace=args.replace
+                    )
+                except UnicodeDecodeError as e:
+                    raise InvalidMemoryError(f"{args.file} is not UTF-8 text ({e.reason} at byte {e.start})") from e
     if args.json:
         _emit_json(report)
     else:
@@ -504,6 +594,13 @@ def _mcp(args: argparse.Namespace) -> int:
 
 
 # ----------------------------------------------------------------------------- parser
+class _Parser(argparse.ArgumentParser):
+    """argparse with one-line usage errors (exit 2), like every other CLI error."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, f"hindsight: {_safe(' '.join(message.split()))} (see '{self.prog} --help')\n")
+
+
 def _parser() -> argparse.ArgumentParser:
     env = _environment()
     common = argparse.ArgumentParser(add_help=False)
@@ -522,12 +619,12 @@ def _parser() -> argparse.ArgumentParser:
     clock = argparse.ArgumentParser(add_help=False)
     clock.add_argument("--now", help="pretend the current time is this ISO-8601 time")
 
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="hindsight",
         description="Experience memory for LangChain agents.",
         epilog="exit codes: 0 ok, 1 error, 2 usage, 3 not found, 4 store locked",
     )
-    sub = parser.add_subparsers(dest="command", required=True)
+    sub: Any = parser.add_subparsers(dest="command", required=True)
 
     def add(name: str, func: Callable[[argparse.Namespace], int], help: str, *parents: Any) -> Any:
         p = sub.add_parser(name, help=help, description=help, parents=[common, *parents])
@@ -543,7 +640,7 @@ def _parser() -> argparse.ArgumentParser:
 
     p = add("search", _search, "recall the memories that match a task")
     p.add_argument("query")
-    p.add_argument("-k", type=int, default=5)
+    p.add_argument("-k", type=_positive_int, default=5)
     p.add_argument("--task-type")
     p = add("show", _show, "print memories by id")
     p.add_argument("memory_id", nargs="+")
@@ -552,22 +649,27 @@ def _parser() -> argparse.ArgumentParser:
     p = add("stats", _stats, "counts by status, task type and source")
     p.add_argument("--all", action="store_true", help="every namespace")
     p = add("runs", _runs, "recent journalled runs and reviews")
-    p.add_argument("--limit", type=int, default=20)
+    p.add_argument("--limit", type=_positive_int, default=20)
     p = add("explain", _explain, "which memories shaped a run, and why they were ranked so")
     p.add_argument("run_id")
     p = add("report", _report, "usage review: memories recalled often but never followed by success", clock)
-    p.add_argument("--days", type=float, default=None, help="only runs of the last DAYS days")
-    p.add_argument("--min-shown", type=int, default=3)
+    p.add_argument("--days", type=_days, default=None, help="only runs of the last DAYS days")
+    p.add_argument("--min-shown", type=_positive_int, default=3)
     p = add("review", _review, "distil cross-task patterns from recent runs", model, clock)
-    p.add_argument("--window-days", type=float, default=7.0)
+    p.add_argument("--window-days", type=_days, default=7.0)
     p.add_argument("--if-due", action="store_true", help="skip unless the last review is --window-days old")
+    p.add_argument("--yes", action="store_true", help="confirm a --now in the future")
     p = add("maintain", _maintain, "decay, archive and merge (idempotent; run it daily)", model, clock)
     p.add_argument("--review", action="store_true", help="also run a periodic review")
+    p.add_argument("--dry-run", action="store_true", help="report what would change, on a copy; change nothing")
+    p.add_argument("--yes", action="store_true", help="confirm a --now in the future (it changes memories for good)")
     p = add("export", _export, "write memories as JSONL (every field)")
     p.add_argument("-o", "--output", help="file (default: stdout)")
     p.add_argument("--all", action="store_true", help="every namespace")
     p = add("import", _import, "read memories from JSONL exactly as exported")
     p.add_argument("file", help="JSONL file, or - for stdin")
+    p.add_argument("--replace", action="store_true", help="overwrite ids that are already stored with other data")
+    p.set_defaults(creates_store=True)
     p = add("forget", _forget, "hard-delete memories (or a whole namespace)")
     p.add_argument("memory_id", nargs="*")
     p.add_argument("--all", action="store_true", help="the whole --namespace (needs --yes)")
@@ -598,19 +700,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.func(args))
     except StoreLockedError as e:
-        print(f"hindsight: {e}", file=sys.stderr)
+        print(f"hindsight: {_safe(str(e))}", file=sys.stderr)
         return EXIT_LOCKED
     except (MemoryNotFoundError, RunNotFoundError) as e:
-        print(f"hindsight: {e}", file=sys.stderr)
+        print(f"hindsight: {_safe(' '.join(str(e).split()))}", file=sys.stderr)
         return EXIT_NOT_FOUND
     except (ConfigurationError, InvalidMemoryError) as e:
-        print(f"hindsight: {e}", file=sys.stderr)
+        print(f"hindsight: {_safe(' '.join(str(e).split()))}", file=sys.stderr)
         return EXIT_USAGE
     except HindsightError as e:
-        print(f"hindsight: error: {e}", file=sys.stderr)
+        print(f"hindsight: error: {_safe(' '.join(str(e).split()))}", file=sys.stderr)
         return EXIT_ERROR
+    except (ValueError, TypeError, OverflowError, RecursionError, UnicodeError) as e:  # bad input the checks missed
+        print(f"hindsight: {_safe(' '.join(str(e).split()))[:500]}", file=sys.stderr)
+        return EXIT_USAGE
     except OSError as e:
-        print(f"hindsight: {e}", file=sys.stderr)
+        print(f"hindsight: {_safe(' '.join(str(e).split()))[:500]}", file=sys.stderr)
+        return EXIT_ERROR
+    except Exception as e:  # noqa: BLE001 - the last line of defence: one line, never a traceback
+        print(f"hindsight: error: {type(e).__name__}: {_safe(' '.join(str(e).split()))[:500]}", file=sys.stderr)
         return EXIT_ERROR
 
 

@@ -14,7 +14,7 @@ from every record.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -178,6 +178,27 @@ class RunExplanation(BaseModel):
     """Produced memory ids with the unit as it is now (``None`` when it no longer exists)."""
 
 
+def _check_run_id(run_id: object) -> None:
+    if not isinstance(run_id, str) or not run_id or len(run_id) > 256 or "\x00" in run_id:
+        raise ConfigurationError(f"run_id must be a string of 1-256 characters without NUL, got {run_id!r}")
+
+
+def _erase_comments(entries: list[RunFeedback], contents: Sequence[str]) -> list[RunFeedback]:
+    """``entries`` with the comments that became the forgotten units ``contents`` erased."""
+    if not contents:
+        return entries
+    from langchain_hindsight._rules import clean_feedback
+    from langchain_hindsight._safety import render_safe
+
+    def made(text: str) -> bool:
+        core = render_safe(clean_feedback(text) or text)
+        return any(core and core in c for c in contents)
+
+    matched = [e for e in entries if e.text and made(e.text)]
+    erase = matched or [e for e in entries if e.text]  # unmatched: erase every comment rather than keep one
+    return [e.model_copy(update={"text": ""}) if e in erase else e for e in entries]
+
+
 _FACTORS = ("similarity", "task_type", "confidence", "access", "source")
 
 
@@ -258,17 +279,34 @@ class RunJournal:
                 raise StoreError(f"chroma write of run records failed: {e}") from e
 
     def _find(self, run_id: str, namespace: str | None) -> RunRecord | None:
-        """The record of ``run_id``; without a namespace, the default one first, then every other."""
-        candidates = [self._ns(namespace)]
-        if namespace is None:
-            candidates += [ns for ns in self.store.namespaces() if ns != self.namespace]
-        for ns in candidates:
-            col = self._col(ns, create=False)
-            if col is not None:
-                found = self._read(col, ids=[run_id])
-                if found:
-                    return found[0]
-        return None
+        """The record of ``run_id`` in ``namespace`` (the journal's own when ``None``) — never another one.
+
+        A run id of another tenant is "not found" here; :meth:`locate` is the one
+        explicit cross-namespace lookup.
+        """
+        _check_run_id(run_id)
+        col = self._col(self._ns(namespace), create=False)
+        if col is None:
+            return None
+        found = self._read(col, ids=[run_id])
+        return found[0] if found else None
+
+    def locate(self, run_id: str) -> list[str]:
+        """Namespaces whose journal holds a run with this id (an explicit cross-namespace lookup).
+
+        Every other method looks a run id up in one namespace only (the
+        journal's own unless ``namespace=`` is given), so a tenant cannot read
+        or change another tenant's run by guessing its id. An operator who
+        holds a run id but not its namespace calls this, then passes the
+        namespace explicitly.
+        """
+        found: list[str] = []
+        with self.store._lock:
+            for ns in self.store.namespaces():
+                col = self._col(ns, create=False)
+                if col is not None and col.get(ids=[run_id], include=[])["ids"]:
+                    found.append(ns)
+        return found
 
     # ------------------------------------------------------------------ writes
     def record(self, record: RunRecord) -> RunRecord:
@@ -420,10 +458,20 @@ class RunJournal:
                 col.delete(ids=present)
             return len(present)
 
-    def scrub(self, memory_ids: Sequence[str] | str, *, namespace: str | None = None) -> int:
+    def scrub(
+        self,
+        memory_ids: Sequence[str] | str,
+        *,
+        namespace: str | None = None,
+        feedback: Mapping[str, Sequence[str]] | None = None,
+    ) -> int:
         """Remove forgotten memory ids from every record of the namespace (served, produced).
 
         Call it when memories are hard-deleted, so the journal keeps no trace of them.
+        ``feedback`` maps a run id to the contents of forgotten ``user_feedback``
+        units made from that run's comments: the comments they were made from are
+        erased from the run's feedback entries too (when no comment can be matched
+        to a forgotten unit, every comment of that run is erased).
 
         Returns:
             How many records changed.
@@ -448,6 +496,7 @@ class RunJournal:
                         update={
                             "served": [m for m in r.served if m.memory_id not in gone],
                             "produced": [p for p in r.produced if p not in gone],
+                            "feedback": _erase_comments(r.feedback, (feedback or {}).get(r.run_id, ())),
                         }
                     )
             if changed:
@@ -456,7 +505,7 @@ class RunJournal:
 
     # ------------------------------------------------------------------ reads
     def get(self, run_id: str, *, namespace: str | None = None) -> RunRecord:
-        """The record of ``run_id`` (searched in every namespace when none is given and it is not in the default).
+        """The record of ``run_id`` in ``namespace`` (default: the journal's namespace; never another one).
 
         Raises:
             RunNotFoundError: no such run.

@@ -16,6 +16,7 @@ nothing new, a repeated review does not store a pattern twice.
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -54,8 +55,8 @@ Progress = Callable[[str, int, int], None]
 
 
 def _number(owner: str, name: str, value: object, low: float, high: float, *, open_low: bool = False) -> None:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ConfigurationError(f"{owner}.{name} must be a number, got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise ConfigurationError(f"{owner}.{name} must be a finite number, got {value!r}")
     if value < low or value > high or (open_low and value == low):
         bound = f"({low}, {high}]" if open_low else f"[{low}, {high}]"
         raise ConfigurationError(f"{owner}.{name} must be in {bound}, got {value!r}")
@@ -243,9 +244,13 @@ class Lifecycle:
             self.progress(stage, done, total)
 
     def _now(self, now: datetime | None) -> datetime:
+        if now is not None and not isinstance(now, datetime):
+            raise ConfigurationError(f"now must be a datetime, got {type(now).__name__}")
         when = now or utcnow()
         if when.tzinfo is None:
             raise ConfigurationError("now must be timezone-aware (e.g. datetime.now(UTC))")
+        if not 1970 <= when.year <= 9000:
+            raise ConfigurationError(f"now must be between the years 1970 and 9000, got {when.isoformat()}")
         return when
 
     def _write(self, stage: str, units: list[MemoryUnit], ns: str) -> None:
@@ -412,6 +417,7 @@ class Lifecycle:
         LangGraph cron job, APScheduler); the journal remembers the last review.
         """
         when = self._now(now)
+        _number("review_if_due", "every_days", every_days, 0.0, 36_500.0, open_low=True)
         ns = self.store._ns(namespace)
         last = self.journal.last_started_at(namespace=ns, kind="review")
         if last is not None and when - last < timedelta(days=every_days):
@@ -462,6 +468,8 @@ class Lifecycle:
         """
         from langchain_hindsight._usage import build_usage_report
 
+        if since is not None and (not isinstance(since, datetime) or since.tzinfo is None):
+            raise ConfigurationError(f"since must be a timezone-aware datetime, got {since!r}")
         return build_usage_report(
             self.store,
             self.journal,

@@ -113,7 +113,7 @@ def parse_json_text(text: str) -> tuple[Any, bool]:
             return [], True
         try:
             return json.loads(candidate), True
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: absurdly nested JSON
             continue
     decoder = json.JSONDecoder()
     stripped = text.strip()
@@ -129,7 +129,7 @@ def parse_json_text(text: str) -> tuple[Any, bool]:
             break
         try:
             value, end = decoder.raw_decode(stripped, start)
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: absurdly nested JSON
             pos = start + 1
             continue
         if isinstance(value, dict) and "content" in value:
@@ -148,7 +148,7 @@ def _decode_at(decoder: json.JSONDecoder, text: str, start: int) -> Any:
     """The non-empty JSON object or array starting at ``start``, else ``None``."""
     try:
         value, _ = decoder.raw_decode(text, start)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     return value if isinstance(value, dict | list) and value else None
 
@@ -175,7 +175,7 @@ def _as_confidence(value: Any, default: float, band: tuple[float, float]) -> flo
         value = value.strip().rstrip("%")
         try:
             value = float(value)
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: absurdly nested JSON
             return default
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
         return default
@@ -403,10 +403,10 @@ class Reflector:
         content = item.get("content")
         if not isinstance(content, str) or not content.strip():
             return None, "no content"
-        content = render_safe(content)
+        raw, content = content, render_safe(content)
         if len(content) > MAX_CONTENT_CHARS:
             return None, f"content too long ({len(content)} characters)"
-        if looks_like_instruction(content):
+        if looks_like_instruction(raw) or looks_like_instruction(content):  # the raw text: before neutralisation
             return None, "content reads like an instruction (possible prompt injection)"
         raw_type = item.get("task_type")
         task_type = self.vocabulary.normalize(raw_type) if isinstance(raw_type, str) and raw_type.strip() else None

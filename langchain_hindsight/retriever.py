@@ -41,7 +41,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables.config import run_in_executor
-from pydantic import ConfigDict, Field, PrivateAttr, field_validator
+from pydantic import ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
 from langchain_hindsight._fusion import Fusion, FusionWeights, dense_weight, fuse, fusion_weights_for, query_script
 from langchain_hindsight._safety import clean_text
@@ -254,6 +254,14 @@ class HindsightRetriever(BaseRetriever):
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    def __init__(self, **data: Any) -> None:
+        try:
+            super().__init__(**data)
+        except ValidationError as e:  # bad constructor arguments: a typed error, also a ValueError
+            raise ConfigurationError(
+                f"invalid HindsightRetriever argument: {e.errors()[0].get('loc')}: {e.errors()[0].get('msg')}"
+            ) from e
 
     store: MemoryStore
     k: int = 5

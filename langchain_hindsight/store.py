@@ -44,7 +44,11 @@ from langchain_hindsight._collections import (
 )
 from langchain_hindsight._collections import namespaces as _namespaces
 from langchain_hindsight._lexical import ChangeFeed, LexicalIndex
-from langchain_hindsight._policy import DEFAULT_CONFIDENCE_CEILING, ConfidencePolicy  # noqa: F401 - re-exported
+from langchain_hindsight._policy import (  # noqa: F401 - the first two are re-exported
+    DEFAULT_CONFIDENCE_CEILING,
+    ConfidencePolicy,
+    fresh_ids_for_taken,
+)
 from langchain_hindsight._repair import move_units, repair_namespace
 from langchain_hindsight._safety import clean_text
 from langchain_hindsight._search import refresh_lexical, similarities
@@ -676,6 +680,12 @@ class MemoryStore:
     ) -> list[WriteResult]:
         col = self._vectors(self._collection(ns))
         assert col is not None
+        ids = [u.memory_id for u in units]
+        taken = set(col.get(ids=ids, include=[])["ids"])  # add never overwrites a stored id (either collection)
+        archive = self._collection(ns, "archive", create=False)
+        if archive is not None:
+            taken |= set(archive.get(ids=ids, include=[])["ids"])
+        units = fresh_ids_for_taken(units, taken)
         plan = plan_add(
             units,
             vectors,
@@ -915,17 +925,21 @@ class MemoryStore:
         with self._lock:
             self._ensure_open()
             rebuild: list[str] = []
+            _forget.record_intent(self, ns, ids, do_scrub)  # durable before the first delete; finished on reopen
             try:
-                if ids is None:
-                    deleted = self._drop_namespace(ns)
-                else:
-                    deleted, rebuild = self._delete_ids(ns, ids)
-            except HindsightError:
-                raise
-            except Exception as e:
-                raise StoreError(f"chroma delete failed: {e}") from e
-            if do_scrub and (deleted or rebuild):
-                self._scrub(rebuild)
+                try:
+                    if ids is None:
+                        deleted = self._drop_namespace(ns)
+                    else:
+                        deleted, rebuild = self._delete_ids(ns, ids)
+                except HindsightError:
+                    raise
+                except Exception as e:
+                    raise StoreError(f"chroma delete failed: {e}") from e
+                if do_scrub and (deleted or rebuild):
+                    self._scrub(rebuild)
+            finally:
+                _forget.clear_intent(self)  # done, or failed with an error the caller receives
             return deleted
 
     delete = forget
@@ -1018,6 +1032,9 @@ class MemoryStore:
         _forget.scrub(self, rebuild)
 
     def _finish_interrupted_scrub(self) -> None:
+        from langchain_hindsight._transfer import finish_interrupted_import
+
+        finish_interrupted_import(self)  # an import killed midway is rolled forward from its pending file
         _forget.finish_interrupted_scrub(self)
 
     # ------------------------------------------------------------------ async twins (store I/O off the event loop)

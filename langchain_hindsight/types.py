@@ -18,7 +18,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from langchain_hindsight.errors import InvalidMemoryError
 
 __all__ = [
+    "MAX_ACCESS_COUNT",
     "MAX_CONTENT_CHARS",
+    "MAX_TAGS",
     "MemoryContext",
     "MemoryKind",
     "MemorySource",
@@ -54,6 +56,11 @@ Outcome = Literal["success", "failure", "unknown"]
 MAX_CONTENT_CHARS = 4000
 """Longest accepted ``content``. Experiences are short (seed §3.3: one line each)."""
 
+MAX_ACCESS_COUNT = 10**9
+"""Largest accepted ``access_count``: a unit claiming more could overflow the store's integer metadata."""
+MAX_TAGS = 256
+"""Most tags a unit may carry (each at most 64 characters; longer ones are dropped). Checked in linear time."""
+
 _NAMESPACE_MAX = 256
 _TAG_MAX = 64
 
@@ -81,10 +88,28 @@ def _as_utc(value: Any, field: str) -> datetime:
     return value.astimezone(UTC)
 
 
+MAX_NESTING = 32
+"""Deepest nesting of lists/dicts accepted in ``context.parameters`` (checked without recursion)."""
+
+
+def _depth_exceeds(value: Any, limit: int) -> bool:
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict | list | tuple):
+            if depth > limit:
+                return True
+            children = item.values() if isinstance(item, dict) else item
+            stack.extend((child, depth + 1) for child in children)
+    return False
+
+
 def _check_json(value: Any, field: str) -> Any:
+    if _depth_exceeds(value, MAX_NESTING):
+        raise InvalidMemoryError(f"{field}: nested deeper than {MAX_NESTING} levels")
     try:
         json.dumps(value, ensure_ascii=False, allow_nan=False)
-    except (TypeError, ValueError) as e:
+    except (TypeError, ValueError, RecursionError) as e:
         raise InvalidMemoryError(f"{field}: must be JSON-serialisable ({e})") from e
     return value
 
@@ -100,6 +125,12 @@ class MemoryContext(BaseModel):
     """Key parameters, e.g. ``{"encoding": "utf-8-sig"}``. JSON-serialisable."""
     input_sample: str = ""
     output_sample: str = ""
+
+    def __init__(self, **data: Any) -> None:
+        try:
+            super().__init__(**data)
+        except ValidationError as e:
+            raise InvalidMemoryError(_describe(e)) from e
 
     @field_validator("tools_used")
     @classmethod
@@ -208,25 +239,31 @@ class MemoryUnit(BaseModel):
     @field_validator("access_count")
     @classmethod
     def _access(cls, value: int) -> int:
-        if value < 0:
-            raise ValueError("must be >= 0")
+        if value < 0 or value > MAX_ACCESS_COUNT:
+            raise ValueError(f"must be in [0, {MAX_ACCESS_COUNT}], got {value!r}")
         return value
 
     @field_validator("tags")
     @classmethod
     def _tags(cls, value: list[str]) -> list[str]:
-        out: list[str] = []
+        if len(value) > 4 * MAX_TAGS:
+            raise ValueError(f"has {len(value)} tags; at most {MAX_TAGS} are allowed")
+        seen: dict[str, None] = {}  # insertion-ordered set: linear in the number of tags
         for tag in value:
             tag = tag.strip().lower()
-            if tag and len(tag) <= _TAG_MAX and tag not in out:
-                out.append(tag)
-        return out
+            if tag and len(tag) <= _TAG_MAX:
+                seen[tag] = None
+        if len(seen) > MAX_TAGS:
+            raise ValueError(f"has {len(seen)} distinct tags; at most {MAX_TAGS} are allowed")
+        return list(seen)
 
     @field_validator("namespace")
     @classmethod
     def _namespace(cls, value: str) -> str:
         if not value or len(value) > _NAMESPACE_MAX or value != value.strip() or "\x00" in value:
             raise ValueError(f"must be 1-{_NAMESPACE_MAX} characters without surrounding spaces")
+        if re.search("[\ud800-\udfff]", value):
+            raise ValueError("must not contain lone surrogates (invalid Unicode)")
         return value
 
     def model_post_init(self, __context: Any) -> None:

@@ -23,6 +23,7 @@ from langchain_core.tools import tool
 from langchain_hindsight import (
     HindsightError,
     InvalidMemoryError,
+    MemoryContext,
     MemoryStore,
     MemoryUnit,
     Reflector,
@@ -341,3 +342,66 @@ def test_one_bad_llm_item_is_skipped_and_the_good_ones_kept(store: MemoryStore) 
     )
     assert [u.content for u in stored] == ["Pass encoding='utf-8-sig' when pandas reads a Chinese CSV."]
     assert store.get(stored[0].memory_id) == stored[0]
+
+
+# ----------------------------------------------------------------------------- round 2: the cases a red team found
+def _nested(depth: int, kind: type = list) -> Any:
+    value: Any = 1
+    for _ in range(depth):
+        value = [value] if kind is list else {"a": value}
+    return value
+
+
+def _api_cases(store: MemoryStore) -> dict[str, Callable[[], object]]:
+    from datetime import UTC, datetime
+
+    from langchain_hindsight import HindsightRetriever, Lifecycle, RunJournal
+
+    lc = Lifecycle(store)
+    return {  # 23 cases
+        "lone-surrogate namespace (count)": lambda: store.count(namespace="a\ud800"),
+        "lone-surrogate namespace (add)": lambda: store.add(MemoryUnit(content="x"), namespace="a\ud800"),
+        "lone-surrogate namespace (unit)": lambda: MemoryUnit(content="x", namespace="b\udfff"),
+        "deep context list": lambda: MemoryUnit(content="x", context={"parameters": {"p": _nested(5000)}}),
+        "deep context dict": lambda: MemoryUnit(content="x", context={"parameters": {"p": _nested(5000, dict)}}),
+        "deep MemoryContext": lambda: MemoryContext(parameters={"p": _nested(100)}),
+        "retriever k=-1": lambda: HindsightRetriever(store=store, k=-1),
+        "retriever k=nan": lambda: HindsightRetriever(store=store, k=float("nan")),
+        "retriever min_relevance=nan": lambda: HindsightRetriever(store=store, min_relevance=float("nan")),
+        "maintain now='x'": lambda: lc.maintain(now="x"),  # type: ignore[arg-type]
+        "decay now=nan": lambda: lc.decay(now=float("nan")),  # type: ignore[arg-type]
+        "maintain naive now": lambda: lc.maintain(now=datetime(2026, 1, 1)),
+        "review window nan": lambda: lc.review(window_days=float("nan")),
+        "review window inf": lambda: lc.review(window_days=float("inf")),
+        "review_if_due nan": lambda: lc.review_if_due(every_days=float("nan")),
+        "review_if_due -1": lambda: lc.review_if_due(every_days=-1),
+        "usage since 'x'": lambda: lc.usage_report(since="x"),  # type: ignore[arg-type]
+        "usage naive since": lambda: lc.usage_report(since=datetime(2026, 1, 1)),
+        "access_count 2**63": lambda: MemoryUnit(content="x", access_count=2**63),
+        "16k tags": lambda: MemoryUnit(content="x", tags=[f"t{i}" for i in range(16_000)]),
+        "journal run id with NUL": lambda: RunJournal(store).start("r\x00"),
+        "feedback unknown run": lambda: RunJournal(store).add_feedback("no-such-run", text="x"),
+        "utc-aware but absurd now": lambda: lc.maintain(now=datetime(1, 1, 1, tzinfo=UTC)),
+    }
+
+
+def test_each_bad_api_input_raises_a_typed_error_that_also_is_the_builtin(store: MemoryStore) -> None:
+    cases = _api_cases(store)
+    untyped = {}
+    for name, call_ in cases.items():
+        try:
+            call_()
+        except HindsightError as e:
+            if not isinstance(e, ValueError | KeyError | RuntimeError):
+                untyped[name] = f"{type(e).__name__} refines no builtin"
+        except BaseException as e:
+            untyped[name] = f"{type(e).__name__}: {e}"[:200]
+    assert untyped == {}, "\n".join(f"{k}: {v}" for k, v in untyped.items())
+
+
+@given(st.text(min_size=1, max_size=400).map(lambda t: "[" * (len(t) * 50) + t))
+@SETTINGS
+def test_absurdly_nested_llm_json_is_rejected_not_a_recursion_error(text: str) -> None:
+    from langchain_hindsight.reflection import parse_json_text
+
+    parse_json_text(text)  # whatever it returns, it does not raise

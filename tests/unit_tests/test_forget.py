@@ -274,3 +274,104 @@ def test_a_scrub_killed_midway_is_finished_on_reopen(tmp_path: Path, point: str)
         assert not (directory / SCRUB_MARKER).exists()
         assert store.add(_secret_unit("after")).unit.content.startswith("SECRET-after")
     assert text_hits(directory, {"content": "SECRET-alpha-CONTENT", "id": secret_id}) == {}
+
+
+# ----------------------------------------------------------------------------- every copy, every collection
+@pytest.mark.parametrize("history", ["archived", "archived-then-restored", "restored-twice"])
+def test_forget_erases_the_copies_a_unit_left_in_collections_it_moved_out_of(
+    fast_store: MemoryStore, history: str
+) -> None:
+    directory = fast_store.persist_directory
+    assert directory is not None
+    fast_store.add_many(_filler(20), dedupe=False)
+    secret = fast_store.add(_secret_unit())
+    moves = {"archived": 1, "archived-then-restored": 2, "restored-twice": 4}[history]
+    for n in range(moves):
+        (fast_store.archive if n % 2 == 0 else fast_store.restore)([secret.memory_id])
+    assert set(text_hits(directory, _needles(secret))) == set(_needles(secret))  # the scanner sees it
+    assert fast_store.forget(secret.memory_id) == 1
+    assert text_hits(directory, _needles(secret)) == {}
+    fast_store.close()
+    assert text_hits(directory, _needles(secret)) == {}
+
+
+def test_forget_erases_the_feedback_comment_a_unit_was_made_from(tmp_path: Path) -> None:
+    from langchain_hindsight import Hindsight
+
+    comment = "不对，SECRET-COMMENT 周报只统计本周一到周日的数据"
+    with Hindsight(tmp_path / "db", embeddings=HashEmbeddings()) as hs:
+        hs.journal.start("run-1", task="生成周报")
+        hs.journal.finish("run-1", outcome="failure")
+        result = hs.feedback("run-1", success=False, comment=comment)
+        (created,) = result.created
+        assert created.source == "user_feedback"
+        assert text_hits(tmp_path / "db", {"comment": "SECRET-COMMENT"})  # in the unit and the journal
+        assert hs.store.forget(created.memory_id) == 1
+        record = hs.journal.get("run-1")
+        assert [f.text for f in record.feedback] == [""]  # the verdict stays, the words are gone
+        assert record.feedback[0].rejected
+        assert created.memory_id not in record.produced
+        assert text_hits(tmp_path / "db", {"comment": "SECRET-COMMENT", "id": created.memory_id}) == {}
+    assert text_hits(tmp_path / "db", {"comment": "SECRET-COMMENT", "id": created.memory_id}) == {}
+
+
+_KILL_IN_FORGET = """
+import os, signal, sys
+import chromadb.api.models.Collection as C
+from langchain_hindsight import MemoryStore, MemoryUnit
+from langchain_hindsight.journal import RunJournal
+sys.path.insert(0, {tests!r})
+from unit_tests.test_forget import HashEmbeddings, _filler, _secret_unit
+
+def die(*args, **kwargs):
+    print("DYING", flush=True)
+    os.kill(os.getpid(), signal.SIGKILL)
+
+store = MemoryStore({path!r}, embeddings=HashEmbeddings())
+store.add_many(_filler(30), dedupe=False)
+secret = store.add(_secret_unit())
+store.archive([secret.memory_id]); store.restore([secret.memory_id])
+RunJournal(store).start("run-1", task="t")
+RunJournal(store).add_produced("run-1", [secret.memory_id])
+print(secret.memory_id, flush=True)
+point = {point!r}
+if point == "first-delete":  # the intent is durable, nothing deleted yet
+    C.Collection.delete = die
+elif point == "journal-scrub":  # the unit is deleted, the journal still names it
+    C.Collection.upsert = die
+elif point == "before-scrub":  # every Chroma delete done, no scrub marker yet: the bytes are still on disk
+    import langchain_hindsight._forget as F
+    F.scrub = die
+elif point == "rename":  # a rebuild half done
+    C.Collection.modify = die
+else:  # everything rebuilt, files not yet erased
+    import langchain_hindsight._scrub as S
+    S.erase_files = die
+store.forget(secret.memory_id)
+print("NOT KILLED", flush=True)
+"""
+FORGET_KILL_POINTS = ["first-delete", "journal-scrub", "before-scrub", "rename", "erase"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("point", FORGET_KILL_POINTS)
+def test_a_forget_killed_at_any_step_is_finished_on_reopen(tmp_path: Path, point: str) -> None:
+    from langchain_hindsight._forget import FORGET_INTENT
+    from langchain_hindsight.journal import RunJournal
+
+    directory = tmp_path / "db"
+    script = _KILL_IN_FORGET.format(tests=str(Path(__file__).parents[1]), path=str(directory), point=point)
+    proc = subprocess.run([sys.executable, "-c", textwrap.dedent(script)], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == -9, proc.stderr[-2000:]
+    assert "NOT KILLED" not in proc.stdout
+    secret_id = proc.stdout.split()[0]
+    assert (directory / FORGET_INTENT).exists()  # the intent was durable before the kill
+    with MemoryStore(directory, embeddings=HashEmbeddings()) as store:
+        assert store.count() == 30
+        with pytest.raises(MemoryNotFoundError):
+            store.get(secret_id)
+        assert RunJournal(store).get("run-1").produced == []
+        assert not (directory / FORGET_INTENT).exists()
+        assert not (directory / SCRUB_MARKER).exists()
+        assert store.add(_secret_unit("after")).content.startswith("SECRET-after")
+    assert text_hits(directory, {"content": "SECRET-alpha-CONTENT", "id": secret_id}) == {}

@@ -126,8 +126,10 @@ def test_namespaces_are_separate_and_forget_namespace_removes_the_journal(store:
     journal.start("alice-run", task="t", namespace="alice", now=T0)
     journal.start("bob-run", task="t", namespace="bob", now=T0)
     assert [r.run_id for r in journal.list_runs(namespace="alice")] == ["alice-run"]
-    # finish() without a namespace finds the run wherever it was started
-    assert journal.finish("alice-run", outcome="success").namespace == "alice"
+    # a run id is looked up in the journal's own namespace only, never in another tenant's
+    with pytest.raises(RunNotFoundError):
+        journal.finish("alice-run", outcome="success")
+    assert journal.finish("alice-run", outcome="success", namespace="alice").namespace == "alice"
 
     store.forget(namespace="alice")
     with pytest.raises(RunNotFoundError):

@@ -101,7 +101,7 @@ def test_rules_turn_a_real_encoding_error_and_fix_into_a_stored_experience(gbk_c
     stored = Reflector(store=store).reflect(traj)
     assert len(stored) == 1
     unit = stored[0]
-    assert unit.source == "rule"
+    assert unit.source == "tool_output"  # it embeds the tool's error message: tool-output trust
     assert unit.task_type == "data_cleaning"  # inferred from the task text "清洗…数据"
     assert "encoding='utf-8'" in unit.content
     assert "encoding='gbk'" in unit.content
@@ -260,7 +260,7 @@ def test_llm_and_rules_together_share_the_model_task_type(store: MemoryStore) ->
     llm = {"task_type": "api_call", "content": "调用慢接口时把timeout设为30秒以上。", "confidence": 0.7}
     model = scripted_model(json.dumps(llm, ensure_ascii=False))
     units = Reflector(store=store, model=model).reflect(_traj(steps, task="do the thing"))
-    assert [u.source for u in units] == ["agent_inference", "rule"]
+    assert [u.source for u in units] == ["agent_inference", "tool_output"]  # the rule unit quotes the tool's error
     assert {u.task_type for u in units} == {"api_call"}
 
 
@@ -527,7 +527,7 @@ def test_readme_capture_examples_run(capsys: pytest.CaptureFixture[str]) -> None
         exec(compile(block, str(doc), "exec"), {"__name__": "readme_example"})
     out = capsys.readouterr().out
     assert "success ['tool_call', 'error', 'tool_call', 'tool_result', 'final_answer']" in out
-    assert "data_cleaning rule" in out
+    assert "data_cleaning tool_output" in out
     assert "使用read_file时，encoding='utf-8'会失败（UnicodeDecodeError: 'utf-8' codec can't decode" in out
     assert "改为encoding='gbk'后成功。" in out
     assert "data_cleaning 0.8 ['csv', 'encoding']" in out

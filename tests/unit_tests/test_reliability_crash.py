@@ -246,3 +246,88 @@ def test_feedback_killed_mid_write_is_all_or_nothing(tmp_path: Path) -> None:
         assert states in ({(0, 0.5)}, {(1, 0.55)})  # the batch landed whole or not at all
         store.record_feedback(ids, success=True)
         assert {u.access_count for u in store.get_many(ids)} <= {1, 2}
+
+
+# ---------------------------------------------------------------- import: all or nothing across a kill
+IMPORT_KILL_POINTS = [("upsert", 1), ("upsert", 2), ("upsert", 3), ("delete", 1)]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("method", "nth"), IMPORT_KILL_POINTS, ids=[f"{m}-{n}" for m, n in IMPORT_KILL_POINTS])
+def test_import_killed_midway_is_rolled_forward_on_reopen(tmp_path: Path, method: str, nth: int) -> None:
+    from langchain_hindsight._transfer import IMPORT_PENDING
+
+    directory = tmp_path / "db"
+    body = f"""
+        from unit_tests.test_forget import HashEmbeddings
+        from langchain_hindsight._transfer import import_units
+        store = MemoryStore({str(directory)!r}, embeddings=HashEmbeddings())
+        moved = store.add(MemoryUnit(memory_id="mem_moved", content="archived in the file, active in the store"))
+        units = [MemoryUnit(memory_id=f"mem_{{i}}", content=f"imported lesson {{i}}") for i in range(600)]
+        units.append(moved.evolve(status="archived"))
+        print("START", flush=True)
+        die_on({method!r}, {nth})
+        import_units(store, units, replace=True)
+        """
+    _run_child(body)
+    assert (directory / IMPORT_PENDING).exists()
+    with MemoryStore(directory, embeddings=HashEmbeddings()) as store:
+        units = check_consistent(store, HashEmbeddings())  # no id in both memories and archive
+        assert len(units) == 601
+        assert store.get("mem_moved").status == "archived"
+        assert not (directory / IMPORT_PENDING).exists()
+
+
+_BUSY_IMPORT_FORGET = """
+import sys, random
+sys.path.insert(0, {tests!r})
+from langchain_hindsight import MemoryStore, MemoryUnit
+from langchain_hindsight._transfer import import_units
+from unit_tests.test_forget import HashEmbeddings
+rng = random.Random({seed})
+store = MemoryStore({path!r}, embeddings=HashEmbeddings())
+print("READY", flush=True)
+batch = 0
+while True:
+    batch += 1
+    tag = f"s{seed}b{{batch}}"
+    units = [MemoryUnit(memory_id=f"mem_{{tag}}_{{i}}", content=f"BATCH-{{tag}}-UNIT-{{i}} lesson") for i in range(120)]
+    import_units(store, units)
+    print("IMPORTED", tag, flush=True)
+    victims = rng.sample([u.memory_id for u in units], 2)
+    store.forget(victims)
+    print("FORGOT", " ".join(victims), flush=True)
+"""
+
+
+@pytest.mark.slow
+def test_random_sigkills_during_import_and_forget_leave_whole_batches_and_no_forgotten_text(tmp_path: Path) -> None:
+    from tests.unit_tests.test_forget import text_hits
+
+    directory = tmp_path / "db"
+    rng = random.Random(20261201)
+    imported_batches = 0
+    for seed in range(3):
+        script = _BUSY_IMPORT_FORGET.format(tests=TESTS, seed=seed, path=str(directory))
+        proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+        assert proc.stdout is not None
+        assert proc.stdout.readline().strip() == "READY"
+        time.sleep(rng.uniform(1.0, 4.0))
+        proc.kill()  # SIGKILL
+        assert proc.wait(timeout=60) == -9
+        lines = proc.stdout.read().splitlines()
+        forgotten = [i for line in lines if line.startswith("FORGOT ") for i in line.split()[1:]]
+        imported_batches += sum(line.startswith("IMPORTED ") for line in lines)
+        with MemoryStore(directory, embeddings=HashEmbeddings()) as store:
+            units = check_consistent(store, HashEmbeddings())
+            ids = {u.memory_id for u in units}
+            assert not ids & set(forgotten)
+            batches: dict[str, int] = {}
+            for i in ids:
+                tag = i.split("_")[1]
+                batches[tag] = batches.get(tag, 0) + 1
+            # every batch is whole (120), or whole minus the units forgotten from it (at most 2)
+            assert all(n >= 118 for n in batches.values()), batches
+        needles = {i: f"BATCH-{i.split('_')[1]}-UNIT-{i.split('_')[2]} " for i in forgotten}
+        assert text_hits(directory, needles) == {}
+    assert imported_batches > 0  # the kills landed in a busy writer, not before it started
