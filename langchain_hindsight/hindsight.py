@@ -31,6 +31,7 @@ from langchain_hindsight.retriever import HindsightRetriever
 from langchain_hindsight.session import ErrorPolicy, FeedbackResult, HindsightSession, SessionConfig
 from langchain_hindsight.store import MemoryStore
 from langchain_hindsight.types import ScoredMemory
+from langchain_hindsight.writes import LLMWriteJudge, WriteJudge
 
 if TYPE_CHECKING:
     from chromadb.api import ClientAPI
@@ -75,6 +76,11 @@ class Hindsight:
             forced tool call / structured output (e.g. a local llama.cpp server).
         reflector: A prebuilt :class:`Reflector` (on this store) instead of
             ``model`` and ``structured_output``.
+        judge: How a store this bundle opens decides a write that has similar
+            neighbours (see :mod:`langchain_hindsight.writes`). ``"auto"``: with a
+            ``model``, one bounded call to it (:class:`~langchain_hindsight.writes.LLMWriteJudge`:
+            add, duplicate, update or conflict); without one, the conservative rule
+            that keeps both. ``"rules"``: always the rule. Or any ``WriteJudge``.
         embeddings: Embedder for a new store (default: the offline one).
         namespace: Default namespace of a new store.
         k: Experiences recalled per task.
@@ -113,6 +119,7 @@ class Hindsight:
         model: BaseChatModel | None = None,
         structured_output: bool = True,
         reflector: Reflector | None = None,
+        judge: WriteJudge | Literal["auto", "rules"] = "auto",
         embeddings: Embeddings | None = None,
         namespace: str = "default",
         k: int = 5,
@@ -131,12 +138,22 @@ class Hindsight:
             raise ConfigurationError("give either reflector or model/structured_output, not both")
         if reflector is not None and not isinstance(reflector, Reflector):
             raise ConfigurationError(f"reflector must be a Reflector, got {type(reflector).__name__}")
+        if store is not None and judge != "auto":
+            raise ConfigurationError("judge applies to a store Hindsight opens; give it to MemoryStore(judge=...)")
         if server is not None:
             client = _server_client(server)
+        if judge == "auto":
+            judge = LLMWriteJudge(model, locale=locale, structured_output=structured_output) if model else "rules"
         self.store = (
             store
             if store is not None
-            else MemoryStore(persist_directory, client=client, embeddings=embeddings, namespace=namespace)
+            else MemoryStore(
+                persist_directory,
+                client=client,
+                embeddings=embeddings,
+                namespace=namespace,
+                judge=None if judge == "rules" else judge,
+            )
         )
         try:
             self.reflector = reflector or Reflector(

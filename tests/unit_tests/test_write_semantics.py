@@ -18,6 +18,7 @@ import math
 import re
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 from langchain_core.embeddings import Embeddings
@@ -36,7 +37,7 @@ from langchain_hindsight.writes import (
     WriteDecision,
     WriteResult,
 )
-from tests.fakes import ReactiveToolModel, Turn, call, scripted_model
+from tests.fakes import ReactiveToolModel, Turn, call, judge_model, scripted_model
 
 ZH_FACTS = {
     "客户甲公司希望通过邮件联系。": "客户甲公司希望我们用什么方式联系？",
@@ -441,3 +442,16 @@ def test_statement_key_normalises_only_form() -> None:
         assert statement_key(a) == statement_key(b), (a, b)
     for a, b in different:
         assert statement_key(a) != statement_key(b), (a, b)
+
+
+def test_the_facade_judges_similar_writes_with_its_model(tmp_path: Path, embeddings: Embeddings) -> None:
+    from langchain_hindsight import Hindsight
+
+    with Hindsight(tmp_path / "a", embeddings=embeddings, model=judge_model("conflict")) as hs:
+        assert isinstance(hs.store.judge, LLMWriteJudge)
+        with Hindsight(store=hs.store) as same, pytest.raises(ConfigurationError):
+            Hindsight(store=same.store, judge="rules")
+    with Hindsight(tmp_path / "b", embeddings=embeddings) as hs:
+        assert isinstance(hs.store.judge, RuleWriteJudge)
+    with Hindsight(tmp_path / "c", embeddings=embeddings, model=judge_model("conflict"), judge="rules") as hs:
+        assert isinstance(hs.store.judge, RuleWriteJudge)
