@@ -32,6 +32,7 @@ from langchain_hindsight._collections import (
     Role,
     acquire_directory,
     check_namespace,
+    collection_name,
     filter_where,
     open_change_feed,
     open_client,
@@ -44,7 +45,14 @@ from langchain_hindsight._lexical import ChangeFeed, LexicalIndex
 from langchain_hindsight._policy import DEFAULT_CONFIDENCE_CEILING, ConfidencePolicy  # noqa: F401 - re-exported
 from langchain_hindsight._repair import move_units, repair_namespace
 from langchain_hindsight._safety import clean_text
-from langchain_hindsight._search import refresh_lexical, similarities
+from langchain_hindsight._search import (
+    drop_snapshot,
+    load_snapshot,
+    refresh_lexical,
+    save_snapshot,
+    similarities,
+    snapshot_path,
+)
 from langchain_hindsight._write import (
     check_source_change,
     check_unit,
@@ -197,6 +205,8 @@ class MemoryStore:
         self._collections: dict[tuple[str, Role], Collection] = {}
         self._lexical: dict[str, LexicalIndex] = {}
         self._feeds: dict[str, ChangeFeed] = {}  # lexical change feeds on a shared client (see _lexical)
+        self._snapshot_fresh: set[str] = set()  # namespaces whose index equals its snapshot on disk
+        self._snapshot_dropped: set[str] = set()  # namespaces whose snapshot this store already erased
         self._file_lock: BaseFileLock | None = None
         self._owns_client = client is None
         self._closed = False
@@ -237,6 +247,7 @@ class MemoryStore:
         with self._lock:
             if self._closed:
                 return
+            self._save_lexical_snapshots()
             self._closed = True
             self._collections.clear()
             self._lexical.clear()
@@ -534,6 +545,14 @@ class MemoryStore:
         with self._lock:
             return self._lexical_index(ns).search(query, k, normalize=normalize)
 
+    def _drop_snapshot(self, namespace: str) -> None:
+        """Erase ``namespace``'s snapshot once it no longer matches Chroma (first write of this store)."""
+        self._snapshot_fresh.discard(namespace)
+        path = self._snapshot_path(namespace)
+        if path is not None and namespace not in self._snapshot_dropped:
+            drop_snapshot(path)
+            self._snapshot_dropped.add(namespace)
+
     def _change_feed(self, namespace: str) -> ChangeFeed | None:
         """The namespace's change feed, or ``None`` when this store is the only writer (embedded)."""
         if self._owns_client:
@@ -543,8 +562,36 @@ class MemoryStore:
             feed = self._feeds[namespace] = open_change_feed(self.client, namespace)
         return feed
 
+    def _snapshot_path(self, namespace: str) -> Path | None:
+        """Where an embedded store keeps ``namespace``'s lexical snapshot (``None`` on a shared client)."""
+        if not self._owns_client or self.persist_directory is None:
+            return None
+        return snapshot_path(self.persist_directory, collection_name(namespace, "memories"))
+
+    def _save_lexical_snapshots(self) -> None:
+        """Save each namespace's index that differs from its snapshot (at close; failures only logged)."""
+        for namespace, index in self._lexical.items():
+            path = self._snapshot_path(namespace)
+            if path is None or namespace in self._snapshot_fresh:
+                continue
+            try:
+                col = self._collection(namespace, create=False)
+            except HindsightError:
+                logger.warning("lexical snapshot of %r not saved", namespace, exc_info=True)
+                continue
+            if col is not None and save_snapshot(index, path, col):
+                self._snapshot_fresh.add(namespace)
+
     def _lexical_index(self, namespace: str) -> LexicalIndex:
         self._ensure_open()
+        path = self._snapshot_path(namespace)
+        if path is not None and namespace not in self._lexical and namespace not in self._snapshot_dropped:
+            col = self._collection(namespace, create=False)
+            index = load_snapshot(path, col) if col is not None else None
+            if index is not None:
+                self._lexical[namespace] = index
+                self._snapshot_fresh.add(namespace)
+                return index
         feed = self._change_feed(namespace)
         index = self._lexical[namespace] = refresh_lexical(
             self._lexical.get(namespace),
@@ -560,6 +607,7 @@ class MemoryStore:
         if index is not None:  # not built yet: it will be built from Chroma when first searched
             index.delete(deletes)
             index.upsert(upserts)
+        self._drop_snapshot(namespace)
         feed = self._change_feed(namespace)
         if feed is not None:
             try:
@@ -872,6 +920,8 @@ class MemoryStore:
         for key in [k for k in self._collections if k[0] == ns]:
             del self._collections[key]
         self._lexical.pop(ns, None)
+        self._snapshot_dropped.discard(ns)
+        self._drop_snapshot(ns)
         self._feeds.pop(ns, None)
         self._repaired.discard(ns)
         return deleted
