@@ -203,7 +203,25 @@ def _reference_bm25(
     return [(i, min(1.0, s / mass)) for i, s in best] if normalize and mass > 0 else best
 
 
-_WORDS = ["数据", "失败", "编码", "读取", "文件", "接口", "超时", "重试", "周报", "月报", "乱码", "pandas.read_csv", "retry", "timeout", "reports", "encoding", "header"]
+_WORDS = [
+    "数据",
+    "失败",
+    "编码",
+    "读取",
+    "文件",
+    "接口",
+    "超时",
+    "重试",
+    "周报",
+    "月报",
+    "乱码",
+    "pandas.read_csv",
+    "retry",
+    "timeout",
+    "reports",
+    "encoding",
+    "header",
+]
 _QUERIES = [
     "数据 失败",
     "pandas csv encoding",
