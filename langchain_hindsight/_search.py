@@ -83,7 +83,7 @@ def save_snapshot(index: LexicalIndex, path: Path, col: Any) -> bool:
     Only an index built with the default tokenizer is saved. Failures are logged,
     never raised: the snapshot is an optimisation and the next open rebuilds.
     """
-    if index.tokenizer is not tokenize:
+    if not isinstance(index, LexicalIndex) or index.tokenizer is not tokenize:
         return False
     try:
         index.compact()
