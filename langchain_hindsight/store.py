@@ -598,7 +598,7 @@ class MemoryStore:
             feed,
             namespace,
             fetch=functools.partial(self.get_many, namespace=namespace),
-            scan=functools.partial(self.iter_units, namespace=namespace, status="active"),
+            scan=functools.partial(self.iter_units, namespace=namespace, status="active", batch_size=5000),
         )
         return index
 
