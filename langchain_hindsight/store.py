@@ -46,6 +46,9 @@ from langchain_hindsight._policy import DEFAULT_CONFIDENCE_CEILING, ConfidencePo
 from langchain_hindsight._repair import move_units, repair_namespace
 from langchain_hindsight._safety import clean_text
 from langchain_hindsight._search import (
+    UnitCache,
+    cached_hits,
+    cached_similarities,
     drop_snapshot,
     load_snapshot,
     refresh_lexical,
@@ -93,6 +96,13 @@ def _check_ids(ids: object) -> list[str]:
     return list(dict.fromkeys(ids))
 
 
+def _forget_cached_units(args: tuple[Any, ...]) -> None:
+    """After a failed call (a write may have stopped half-way), drop the store's cached units."""
+    store = args[0] if args else None
+    if isinstance(store, MemoryStore):
+        store._units.clear()
+
+
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
 
@@ -116,8 +126,10 @@ def _backend_errors(method: Callable[_P, _R]) -> Callable[_P, _R]:
         try:
             return method(*args, **kwargs)
         except HindsightError:
+            _forget_cached_units(args)
             raise
         except Exception as e:
+            _forget_cached_units(args)
             if isinstance(e, _backend_exceptions()):
                 raise StoreError(f"MemoryStore.{method.__name__} failed in the storage backend: {e}") from e
             raise
@@ -207,6 +219,8 @@ class MemoryStore:
         self._feeds: dict[str, ChangeFeed] = {}  # lexical change feeds on a shared client (see _lexical)
         self._snapshot_fresh: set[str] = set()  # namespaces whose index equals its snapshot on disk
         self._snapshot_dropped: set[str] = set()  # namespaces whose snapshot this store already erased
+        # recently recalled units; only for an embedded store, whose writes all pass _reindex (which evicts)
+        self._units = UnitCache(4096 if client is None else 0)
         self._file_lock: BaseFileLock | None = None
         self._owns_client = client is None
         self._closed = False
@@ -251,6 +265,7 @@ class MemoryStore:
             self._closed = True
             self._collections.clear()
             self._lexical.clear()
+            self._units.clear()
             if self._owns_client:
                 try:
                     self.client.close()
@@ -484,7 +499,17 @@ class MemoryStore:
             if col is None:
                 return []
             try:
-                if where is None:
+                if where is None and self._units.size and not include_embeddings:  # units from the cache
+                    res = col.query(
+                        query_embeddings=[list(vector)], n_results=k + max(8, k // 2), include=["distances"]
+                    )
+                    hits: list[tuple[MemoryUnit, float, list[float] | None]] = list(
+                        cached_hits(self._units, ns, col, res)
+                    )
+                    active = [h for h in hits if h[0].status == "active"]
+                    if len(active) >= k or len(hits) < k + max(8, k // 2):
+                        return active[:k]
+                elif where is None:
                     res = col.query(query_embeddings=[list(vector)], n_results=k + max(8, k // 2), include=include)
                     hits = query_hits(res, include_embeddings)
                     active = [h for h in hits if h[0].status == "active"]
@@ -519,7 +544,11 @@ class MemoryStore:
             if col is None:
                 return []
             try:
+                if self._units.size:
+                    return cached_similarities(self._units, ns, col, vector, ids)
                 rows = col.get(ids=ids, include=["documents", "metadatas", "embeddings"])
+            except HindsightError:
+                raise
             except Exception as e:
                 raise StoreError(f"chroma get failed: {e}") from e
         return similarities(rows, vector, ids)
@@ -607,6 +636,7 @@ class MemoryStore:
         if index is not None:  # not built yet: it will be built from Chroma when first searched
             index.delete(deletes)
             index.upsert(upserts)
+        self._units.evict(namespace, [*(u.memory_id for u in upserts), *deletes])
         self._drop_snapshot(namespace)
         feed = self._change_feed(namespace)
         if feed is not None:
@@ -920,6 +950,7 @@ class MemoryStore:
         for key in [k for k in self._collections if k[0] == ns]:
             del self._collections[key]
         self._lexical.pop(ns, None)
+        self._units.clear(ns)
         self._snapshot_dropped.discard(ns)
         self._drop_snapshot(ns)
         self._feeds.pop(ns, None)
