@@ -103,6 +103,9 @@ def _forget_cached_units(args: tuple[Any, ...]) -> None:
         store._units.clear()
 
 
+_COUNT_PAGE = 5000
+"""Records per Chroma read in :meth:`MemoryStore.count_by`."""
+
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
 
@@ -404,6 +407,41 @@ class MemoryStore:
                 if len(page) < batch_size:
                     break
                 offset += batch_size
+
+    @_backend_errors
+    def count_by(self, *fields: str, namespace: str | None = None) -> dict[tuple[str, ...], int]:
+        """How many units (every status) have each combination of values of ``fields``.
+
+        Reads metadata only (no unit is built), so it stays fast on large stores.
+
+        Example:
+            >>> store.count_by("status", "task_type")  # doctest: +SKIP
+            {('active', 'weekly_report'): 12, ('superseded', 'weekly_report'): 2}
+
+        Args:
+            fields: Among ``status``, ``task_type``, ``kind``, ``source``, ``run_id``.
+            namespace: Namespace to count (default: the store's).
+        """
+        allowed = ("status", "task_type", "kind", "source", "run_id")
+        if not fields or any(f not in allowed for f in fields):
+            raise ConfigurationError(f"fields must be among {allowed}, got {fields!r}")
+        ns = self._ns(namespace)
+        counts: dict[tuple[str, ...], int] = {}
+        for role in ROLES:
+            offset = 0
+            while True:
+                with self._lock:
+                    col = self._collection(ns, role, create=False)
+                    if col is None:
+                        break
+                    page = col.get(include=["metadatas"], limit=_COUNT_PAGE, offset=offset)["metadatas"] or []
+                for meta in page:
+                    key = tuple(str((meta or {}).get(f, "")) for f in fields)
+                    counts[key] = counts.get(key, 0) + 1
+                if len(page) < _COUNT_PAGE:
+                    break
+                offset += _COUNT_PAGE
+        return counts
 
     @_backend_errors
     def count(self, *, namespace: str | None = None, status: MemoryStatus | None = None) -> int:
