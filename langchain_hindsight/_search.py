@@ -18,10 +18,11 @@ memory's tokens never stay on disk.
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import os
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +36,7 @@ from langchain_hindsight.types import MemoryUnit
 __all__ = [
     "SNAPSHOT_DIR",
     "UnitCache",
+    "active_texts",
     "cached_hits",
     "cached_similarities",
     "drop_snapshot",
@@ -48,6 +50,37 @@ __all__ = [
 SNAPSHOT_DIR = "lexical"
 """Sub-directory of an embedded store's directory holding the lexical index snapshots."""
 _SAMPLE = 16
+_SCAN_PAGE = 5000
+
+
+def record_text(document: str, metadata: Any) -> str:
+    """:func:`~langchain_hindsight._lexical.unit_text` of a stored record, without building the unit.
+
+    The metadata was written from a validated unit, so the fields are read as stored.
+    """
+    tags = json.loads(metadata["tags"])
+    tools = json.loads(metadata["context"]).get("tools_used") or []
+    return " ".join([document, metadata["task_description"], " ".join(tags), " ".join(tools)])
+
+
+def active_texts(col: Any) -> Iterator[tuple[str, str]]:
+    """``(memory_id, indexed text)`` of every active record of ``col`` (``None``: none), read in pages."""
+    if col is None:
+        return
+    offset = 0
+    while True:
+        rows = col.get(where={"status": "active"}, include=["documents", "metadatas"], limit=_SCAN_PAGE, offset=offset)
+        for memory_id, document, metadata in zip(
+            rows["ids"], rows["documents"] or [], rows["metadatas"] or [], strict=True
+        ):
+            try:
+                yield memory_id, record_text(document, metadata)
+            except (KeyError, TypeError, ValueError, AttributeError) as e:
+                raise StoreError(f"record {memory_id!r} is corrupt: {e}") from e
+        if len(rows["ids"]) < _SCAN_PAGE:
+            return
+        offset += _SCAN_PAGE
+
 
 # Records are logged under the public module's name, as before the split: logging config keeps applying.
 logger = logging.getLogger("langchain_hindsight.store")
@@ -271,7 +304,7 @@ def refresh_lexical(
     namespace: str,
     *,
     fetch: Callable[[list[str]], list[MemoryUnit]],
-    scan: Callable[[], Iterable[MemoryUnit]],
+    scan: Callable[[], Iterable[tuple[str, str]]],
 ) -> LexicalIndex:
     """``index`` brought up to date (or built when missing or too far behind the feed).
 
@@ -280,7 +313,7 @@ def refresh_lexical(
         feed: The namespace's change feed; ``None`` when this store is the only writer.
         namespace: For messages.
         fetch: The stored units among some ids (missing ones skipped).
-        scan: Every active unit of the namespace.
+        scan: ``(memory_id, indexed text)`` of every active unit of the namespace (see :func:`active_texts`).
     """
     try:
         if index is not None and feed is not None:
@@ -299,7 +332,7 @@ def refresh_lexical(
             index = LexicalIndex()
             if feed is not None:
                 index.seen = feed.snapshot()  # before reading: later writes are caught by the next poll
-            index.upsert(scan())
+            index.add_texts(scan())
     except HindsightError:
         raise
     except Exception as e:

@@ -47,6 +47,7 @@ from langchain_hindsight._repair import move_units, repair_namespace
 from langchain_hindsight._safety import clean_text
 from langchain_hindsight._search import (
     UnitCache,
+    active_texts,
     cached_hits,
     cached_similarities,
     drop_snapshot,
@@ -665,7 +666,7 @@ class MemoryStore:
             feed,
             namespace,
             fetch=functools.partial(self.get_many, namespace=namespace),
-            scan=functools.partial(self.iter_units, namespace=namespace, status="active", batch_size=5000),
+            scan=lambda: active_texts(self._collection(namespace, create=False)),
         )
         return index
 

@@ -17,7 +17,8 @@ from chromadb.config import Settings
 from langchain_hindsight import MemoryStore, MemoryUnit
 from langchain_hindsight import store as store_module
 from langchain_hindsight._collections import collection_name
-from langchain_hindsight._lexical import ChangeFeed, LexicalIndex, tokenize
+from langchain_hindsight._lexical import ChangeFeed, LexicalIndex, tokenize, unit_text
+from langchain_hindsight._search import active_texts
 from langchain_hindsight.embeddings import LocalEmbeddings
 
 
@@ -382,3 +383,21 @@ def test_forget_erases_the_tokens_from_the_snapshot(make_store: Callable[..., Me
             blob = path.read_bytes()
             assert b"zqxvplorb" not in blob, path
             assert "秘钥".encode() not in blob, path
+
+
+def test_rebuild_reads_the_same_text_as_the_units_hold(make_store: Callable[..., MemoryStore]) -> None:
+    store = make_store("texts")
+    unit = store.add(
+        MemoryUnit(
+            content="读取CSV",
+            task_description="导出 weekly numbers",
+            tags=["周报", "finance"],
+            context={"tools_used": ["pandas.read_csv", "openpyxl"]},
+        )
+    )
+    col = store._collection(store.namespace)
+    assert dict(active_texts(col)) == {unit.memory_id: unit_text(store.get(unit.memory_id))}
+    store.close()
+    assert not _snapshot(store).exists()  # no index was built: the next open rebuilds from the records
+    again = make_store("texts")
+    assert ids(again, "openpyxl 周报 weekly") == [unit.memory_id]
