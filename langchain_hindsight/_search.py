@@ -232,12 +232,19 @@ def save_snapshot(index: LexicalIndex, path: Path, col: Any) -> bool:
     return True
 
 
-def load_snapshot(path: Path, col: Any) -> LexicalIndex | None:
+def load_snapshot(path: Path, col: Any, *, count: int | None = None, skip: Iterable[str] = ()) -> LexicalIndex | None:
     """The index saved at ``path`` if it is consistent with ``col``, else ``None`` (the caller rebuilds).
 
     Consistent: the collection holds as many records as when it was saved, and a
     sample of the indexed memories is still there, active, with the same indexed
     text (content, task, tags, tools).
+
+    Args:
+        path: The snapshot file.
+        col: The namespace's memories collection.
+        count: The record count to compare with instead of ``col.count()`` (the
+            count before a write that has just happened).
+        skip: Ids that write changed: not compared with the sample.
     """
     loaded = LexicalIndex.load(path)
     if loaded is None:
@@ -246,12 +253,14 @@ def load_snapshot(path: Path, col: Any) -> LexicalIndex | None:
     try:
         sample = dict(meta["sample"])
         if (
-            int(meta["count"]) != col.count()
+            int(meta["count"]) != (col.count() if count is None else count)
             or int(meta["active"]) != len(index)
             or not set(sample) <= index.memory_ids
         ):
             logger.debug("lexical snapshot %s is stale (record count): rebuilding", path.name)
             return None
+        for memory_id in skip:
+            sample.pop(memory_id, None)
         if sample:
             rows = col.get(ids=sorted(sample), include=["documents", "metadatas"])
             current = {

@@ -223,6 +223,7 @@ class MemoryStore:
         self._feeds: dict[str, ChangeFeed] = {}  # lexical change feeds on a shared client (see _lexical)
         self._snapshot_fresh: set[str] = set()  # namespaces whose index equals its snapshot on disk
         self._snapshot_dropped: set[str] = set()  # namespaces whose snapshot this store already erased
+        self._open_counts: dict[str, int] = {}  # record count of a namespace with a snapshot, before any write
         # recently recalled units; only for an embedded store, whose writes all pass _reindex (which evicts)
         self._units = UnitCache(4096 if client is None else 0)
         self._file_lock: BaseFileLock | None = None
@@ -306,6 +307,9 @@ class MemoryStore:
         if col is None:
             return None
         self._collections[key] = col
+        path = self._snapshot_path(namespace) if role == "memories" else None
+        if path is not None and namespace not in self._open_counts and path.exists():
+            self._open_counts[namespace] = col.count()  # what the snapshot is checked against at the first write
         if role in ROLES and namespace not in self._repaired:
             self._repaired.add(namespace)
             self._repair(namespace)
@@ -613,6 +617,22 @@ class MemoryStore:
         with self._lock:
             return self._lexical_index(ns).search(query, k, normalize=normalize)
 
+    def _snapshot_before_write(self, namespace: str, written: list[str]) -> LexicalIndex | None:
+        """At the first write, the snapshot as it was before it (checked against the count at open), or ``None``.
+
+        The write is then applied to it and the result saved at close, so a session
+        that only writes still leaves a current snapshot.
+        """
+        path = self._snapshot_path(namespace)
+        count = self._open_counts.get(namespace)
+        col = self._collections.get((namespace, "memories"))
+        if path is None or count is None or col is None or namespace in self._snapshot_dropped:
+            return None
+        index = load_snapshot(path, col, count=count, skip=written)
+        if index is not None:
+            self._lexical[namespace] = index
+        return index
+
     def _drop_snapshot(self, namespace: str) -> None:
         """Erase ``namespace``'s snapshot once it no longer matches Chroma (first write of this store)."""
         self._snapshot_fresh.discard(namespace)
@@ -672,6 +692,8 @@ class MemoryStore:
 
     def _reindex(self, namespace: str, upserts: Sequence[MemoryUnit] = (), deletes: Sequence[str] = ()) -> None:
         index = self._lexical.get(namespace)
+        if index is None:
+            index = self._snapshot_before_write(namespace, [*(u.memory_id for u in upserts), *deletes])
         if index is not None:  # not built yet: it will be built from Chroma when first searched
             index.delete(deletes)
             index.upsert(upserts)
@@ -989,6 +1011,7 @@ class MemoryStore:
         for key in [k for k in self._collections if k[0] == ns]:
             del self._collections[key]
         self._lexical.pop(ns, None)
+        self._open_counts.pop(ns, None)
         self._units.clear(ns)
         self._snapshot_dropped.discard(ns)
         self._drop_snapshot(ns)

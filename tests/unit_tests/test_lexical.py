@@ -333,6 +333,24 @@ def test_store_saves_the_index_at_close_and_loads_it_on_reopen(
     assert set(ids(third, "partition")) == {u.memory_id, v.memory_id}
 
 
+def test_a_session_that_only_writes_keeps_the_snapshot_current(
+    make_store: Callable[..., MemoryStore], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first = make_store("writes")
+    u = first.add(MemoryUnit(content="BigQuery bills by bytes scanned; filter on the partition column."))
+    ids(first, "bigquery")
+    first.close()
+    second = make_store("writes")
+    v = second.add(MemoryUnit(content="Kafka consumers rebalance when a partition is added."))
+    second.forget(u.memory_id)
+    assert not _snapshot(second).exists()
+    second.close()
+    assert _snapshot(second).exists()  # the loaded snapshot took the writes and was saved
+    third = make_store("writes")
+    monkeypatch.setattr(store_module, "refresh_lexical", _no_rebuild)
+    assert ids(third, "partition") == [v.memory_id]
+
+
 def _no_rebuild(*args: object, **kwargs: object) -> LexicalIndex:
     raise AssertionError("the index was rebuilt instead of loaded from its snapshot")
 
@@ -348,8 +366,8 @@ def test_a_stale_snapshot_is_detected_and_rebuilt(make_store: Callable[..., Memo
     # snapshot): the sampled digests differ.
     second = make_store("stale")
     second.update(u.memory_id, content="Redis: use SCAN instead of KEYS in production.")
-    second.close()  # no index was built in this session: nothing saved
-    _snapshot(first).write_bytes(saved)
+    second.close()
+    _snapshot(first).write_bytes(saved)  # the old snapshot reappears
     third = make_store("stale")
     assert ids(third, "elasticsearch") == []
     assert set(ids(third, "redis keys")) == {u.memory_id, w.memory_id}
