@@ -37,6 +37,7 @@ __all__ = [
     "SNAPSHOT_DIR",
     "UnitCache",
     "active_texts",
+    "cached_candidates",
     "cached_hits",
     "cached_similarities",
     "drop_snapshot",
@@ -172,6 +173,45 @@ def cached_hits(cache: UnitCache, namespace: str, col: Any, res: Any) -> list[tu
         if entry is not None:
             out.append((entry[0], 1.0 - float(distance), None))
     return out
+
+
+def cached_candidates(
+    cache: UnitCache, namespace: str, col: Any, res: Any, vector: Sequence[float], k: int, extra: Sequence[str]
+) -> tuple[dict[str, tuple[MemoryUnit, float]], bool]:
+    """Hybrid recall's candidates from a ``col.query`` result (ids and distances only) plus ``extra`` ids.
+
+    Units and vectors come from ``cache``; what it lacks is read in **one**
+    ``col.get`` (documents, metadata and vectors) and cached. The dense arm's
+    ``k`` best active hits keep their query similarity; the ``extra`` ids found
+    nowhere in them (lexical matches) get their dot product with ``vector``.
+
+    Returns:
+        The candidates (id → unit, similarity), and whether the dense arm had
+        enough active hits (``False``: the caller repeats the query filtered).
+    """
+    ids: list[str] = list(res["ids"][0])
+    hit = set(ids)
+    need = [
+        i
+        for i in dict.fromkeys([*ids, *extra])
+        if (entry := cache.get(namespace, i)) is None or (i not in hit and entry[1] is None)
+    ]
+    if need:
+        rows = col.get(ids=need, include=["documents", "metadatas", "embeddings"])
+        embeddings = rows.get("embeddings")
+        for j, memory_id in enumerate(rows["ids"]):
+            unit = unit_from_record(memory_id, rows["documents"][j], rows["metadatas"][j])
+            cache.put(unit, None if embeddings is None else embeddings[j])
+    out: dict[str, tuple[MemoryUnit, float]] = {}
+    for memory_id, distance in zip(ids, res["distances"][0], strict=True):
+        entry = cache.get(namespace, memory_id)
+        if entry is not None and entry[0].status == "active" and len(out) < k:
+            out[memory_id] = (entry[0], 1.0 - float(distance))
+    enough = len(out) >= k or len(ids) < k + max(8, k // 2)
+    rest = [i for i in extra if i not in out]
+    for unit, sim in cached_similarities(cache, namespace, col, vector, rest) if rest else []:
+        out[unit.memory_id] = (unit, sim)
+    return out, enough
 
 
 def cached_similarities(

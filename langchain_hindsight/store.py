@@ -48,6 +48,7 @@ from langchain_hindsight._safety import clean_text
 from langchain_hindsight._search import (
     UnitCache,
     active_texts,
+    cached_candidates,
     cached_hits,
     cached_similarities,
     drop_snapshot,
@@ -595,6 +596,54 @@ class MemoryStore:
             except Exception as e:
                 raise StoreError(f"chroma get failed: {e}") from e
         return similarities(rows, vector, ids)
+
+    @_backend_errors
+    def hybrid_search(
+        self,
+        query: str,
+        vector: Sequence[float],
+        *,
+        k: int = 10,
+        namespace: str | None = None,
+        normalize: bool = False,
+    ) -> tuple[dict[str, tuple[MemoryUnit, float]], dict[str, float]]:
+        """Both arms of hybrid recall at once: the dense and lexical candidates, each with its cosine similarity.
+
+        Equivalent to :meth:`search_by_vector` (``k``), :meth:`lexical_search`
+        (``k``) and :meth:`similarity_by_ids` for the lexical matches the dense
+        arm did not return, in fewer round trips: an embedded store asks Chroma
+        one query for ids and distances, and reads only the units and vectors it
+        has not cached, in one ``get``.
+
+        Args:
+            query: The query text (lexical arm).
+            vector: Its embedding (dense arm).
+            k: Depth of each arm.
+            namespace: Namespace to search (default: the store's).
+            normalize: Lexical scores as a share of the query's idf mass (see :meth:`lexical_search`).
+
+        Returns:
+            ``(candidates, lexical)``: every candidate's ``(unit, cosine_similarity)``
+            by id, and the lexical arm's BM25 score by id.
+        """
+        lexical = dict(self.lexical_search(query, k=k, namespace=namespace, normalize=normalize))
+        ns = self._ns(namespace)
+        with self._lock:
+            col = self._collection(ns, create=False)
+            if self._units.size and col is not None:
+                n = k + max(8, k // 2)
+                try:
+                    res = col.query(query_embeddings=[list(vector)], n_results=n, include=["distances"])
+                except Exception as e:
+                    raise StoreError(f"chroma query failed: {e}") from e
+                found, enough = cached_candidates(self._units, ns, col, res, vector, k, list(lexical))
+                if enough:
+                    return found, lexical
+        dense = {u.memory_id: (u, sim) for u, sim, _ in self.search_by_vector(vector, k=k, namespace=ns)}
+        missing = [i for i in lexical if i not in dense]
+        if missing:
+            dense.update((u.memory_id, (u, sim)) for u, sim in self.similarity_by_ids(vector, missing, namespace=ns))
+        return dense, lexical
 
     @_backend_errors
     def lexical_search(

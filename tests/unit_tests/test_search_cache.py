@@ -99,6 +99,33 @@ def _served(store: MemoryStore, query: str) -> dict[str, MemoryUnit]:
     return {s.memory.memory_id: s.memory for s in retriever.recall(query, now=NOW)}
 
 
+def test_a_cold_recall_is_one_query_and_one_get(store: MemoryStore) -> None:
+    store.add_many(_units(60), dedupe=False)
+    warm = _recall(store, "CSV 编码 lesson 7")
+    store._units.clear()
+    col = _counting(store)
+    assert _recall(store, "CSV 编码 lesson 7") == warm
+    assert col.gets == 1  # dense hits and lexical-only matches read together
+    assert col.query_includes == [["distances"]]
+
+
+def test_hybrid_search_matches_the_separate_arms(store: MemoryStore) -> None:
+    store.add_many(_units(60), dedupe=False)
+    vector = store.embeddings.embed_query("CSV 编码 lesson 3")
+    dense, lexical = store.hybrid_search("CSV 编码 lesson 3", vector, k=9, normalize=True)
+    want = {u.memory_id: (u, sim) for u, sim, _ in store.search_by_vector(vector, k=9)}
+    want_lexical = dict(store.lexical_search("CSV 编码 lesson 3", k=9, normalize=True))
+    want.update(
+        (u.memory_id, (u, sim))
+        for u, sim in store.similarity_by_ids(vector, [i for i in want_lexical if i not in want])
+    )
+    assert lexical == want_lexical
+    assert dense.keys() == want.keys()
+    for memory_id, (unit, sim) in dense.items():
+        assert unit == want[memory_id][0]
+        assert sim == pytest.approx(want[memory_id][1], abs=1e-5)
+
+
 def test_writes_are_never_hidden_by_the_cache(store: MemoryStore) -> None:
     units = store.add_many(_units(12), dedupe=False)
     first = _served(store, "CSV 编码 lesson")
