@@ -13,11 +13,9 @@ from tests.unit_tests.test_search_cache import HashEmbeddings
 
 def test_count_by_agrees_with_iterating_the_units(tmp_path: Path) -> None:
     with MemoryStore(tmp_path / "db", embeddings=HashEmbeddings()) as store:
+        kinds = [("weekly_report", "agent_inference")] * 3 + [("api_call", "user_feedback")] * 2
         units = store.add_many(
-            [
-                MemoryUnit(task_type=t, source=s, content=f"lesson {i} 周报")
-                for i, (t, s) in enumerate([("weekly_report", "agent_inference")] * 3 + [("api_call", "user_feedback")] * 2)
-            ],
+            [MemoryUnit(task_type=t, source=s, content=f"lesson {i} 周报") for i, (t, s) in enumerate(kinds)],
             dedupe=False,
         )
         store.archive([units[0].memory_id])
