@@ -25,7 +25,8 @@ mix of two real vectors (its own text is indexed lexically).
 
 With ``--quality``, the MRR of the labelled set (``benchmarks/data``) is
 measured with the shipped lexical index and with the pre-vectorisation
-pure-Python BM25 (``_bm25_reference.py``) in the same run.
+pure-Python BM25 (``_bm25_reference.py``) in the same run, and both indexes'
+query time on the common and zh corpora at 10k (CPU time, no Chroma).
 
 Writes benchmarks/results/recall_scale.json and .md (``--out NAME`` changes the name).
 
@@ -280,6 +281,27 @@ def quality() -> dict[str, Any]:
     return out
 
 
+def lexical_versus_reference(n: int, n_queries: int = 100) -> dict[str, Any]:
+    """CPU ms per lexical query (k=15, normalised) of the pre-vectorisation BM25 and the shipped one, same corpus."""
+    from _bm25_reference import ReferenceIndex
+
+    from langchain_hindsight._lexical import LexicalIndex
+
+    out: dict[str, Any] = {"memories": n}
+    for corpus in ("common", "zh"):
+        texts, queries = CORPORA[corpus](n, n_queries)
+        units = [MemoryUnit(memory_id=f"m{i:06d}", content=t) for i, t in enumerate(texts)]
+        for name, index in (("reference_python_bm25", ReferenceIndex()), ("vectorised_bm25", LexicalIndex())):
+            index.upsert(units)
+            ms = []
+            for q in queries:
+                t0 = time.process_time()
+                index.search(q, 3 * K, normalize=True)
+                ms.append((time.process_time() - t0) * 1000)
+            out.setdefault(corpus, {})[name] = summary(ms)
+    return out
+
+
 def markdown(results: dict[str, Any]) -> str:
     lines = [
         "# Recall latency as memory grows (benchmarks/recall_scale.py)",
@@ -319,6 +341,20 @@ def markdown(results: dict[str, Any]) -> str:
             f"{qual['vectorised_bm25']['mrr@10']:.4f} with the vectorised BM25 vs "
             f"{qual['reference_python_bm25']['mrr@10']:.4f} with the pre-vectorisation pure-Python BM25 "
             f"({'identical' if qual['same'] else 'DIFFERENT'}).",
+        ]
+    if "lexical_vs_reference" in results:
+        lex = results["lexical_vs_reference"]
+        parts = [
+            f"{corpus}: {lex[corpus]['reference_python_bm25']['p50_ms']:.2f} / "
+            f"{lex[corpus]['reference_python_bm25']['p95_ms']:.2f} ms before, "
+            f"{lex[corpus]['vectorised_bm25']['p50_ms']:.2f} / {lex[corpus]['vectorised_bm25']['p95_ms']:.2f} ms now"
+            for corpus in ("common", "zh")
+        ]
+        lines += [
+            "",
+            f"Lexical arm alone at {lex['memories']:,} memories (CPU time per query, p50 / p95): "
+            + "; ".join(parts)
+            + ".",
         ]
     if results.get("note"):
         lines += ["", results["note"]]
@@ -374,6 +410,8 @@ def main() -> None:
     if args.quality:
         results["quality"] = quality()
         print("quality:", json.dumps(results["quality"]), flush=True)
+        results["lexical_vs_reference"] = lexical_versus_reference(10_000 if not args.quick else 1000)
+        print("lexical vs reference:", json.dumps(results["lexical_vs_reference"]), flush=True)
     out = ROOT / "results"
     out.mkdir(exist_ok=True)
     (out / f"{args.out}.json").write_text(json.dumps(results, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
