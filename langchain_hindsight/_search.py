@@ -321,30 +321,31 @@ def load_snapshot(path: Path, col: Any, *, count: int | None = None, skip: Itera
 
 
 def drop_snapshot(path: Path) -> None:
-    """Zero-fill and remove the snapshot at ``path`` (absent is fine).
+    """Zero-fill and remove the snapshot at ``path`` and any half-written copy of it (absent is fine).
 
     Raises:
-        StoreError: the file exists and could not be erased (it may hold the
+        StoreError: a file exists and could not be erased (it may hold the
             tokens of a memory being forgotten).
     """
-    try:
-        size = path.stat().st_size
-    except FileNotFoundError:
-        return
-    try:
-        with path.open("r+b") as fh:
-            remaining = size
-            while remaining > 0:
-                n = min(remaining, 1 << 20)
-                fh.write(b"\0" * n)
-                remaining -= n
-            fh.flush()
-            os.fsync(fh.fileno())
-        path.unlink()
-    except FileNotFoundError:
-        return
-    except OSError as e:
-        raise StoreError(f"could not erase the lexical index snapshot {path}: {e}") from e
+    for target in (path, path.with_name(path.name + ".tmp")):
+        try:
+            size = target.stat().st_size
+        except FileNotFoundError:
+            continue
+        try:
+            with target.open("r+b") as fh:
+                remaining = size
+                while remaining > 0:
+                    n = min(remaining, 1 << 20)
+                    fh.write(b"\0" * n)
+                    remaining -= n
+                fh.flush()
+                os.fsync(fh.fileno())
+            target.unlink()
+        except FileNotFoundError:
+            continue
+        except OSError as e:
+            raise StoreError(f"could not erase the lexical index snapshot {target}: {e}") from e
 
 
 def refresh_lexical(
