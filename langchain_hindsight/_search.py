@@ -180,8 +180,10 @@ def cached_candidates(
 ) -> tuple[dict[str, tuple[MemoryUnit, float]], bool]:
     """Hybrid recall's candidates from a ``col.query`` result (ids and distances only) plus ``extra`` ids.
 
-    Units and vectors come from ``cache``; what it lacks is read in **one**
-    ``col.get`` (documents, metadata and vectors) and cached. The dense arm's
+    Units and vectors come from ``cache``; what it lacks among the ``k`` nearest
+    and ``extra`` is read in **one** ``col.get`` (documents, metadata and
+    vectors) and cached; the query's over-fetched tail only when inactive units
+    among the ``k`` nearest leave too few. The dense arm's
     ``k`` best active hits keep their query similarity; the ``extra`` ids found
     nowhere in them (lexical matches) get their dot product with ``vector``.
 
@@ -191,17 +193,24 @@ def cached_candidates(
     """
     ids: list[str] = list(res["ids"][0])
     hit = set(ids)
-    need = [
-        i
-        for i in dict.fromkeys([*ids, *extra])
-        if (entry := cache.get(namespace, i)) is None or (i not in hit and entry[1] is None)
-    ]
-    if need:
-        rows = col.get(ids=need, include=["documents", "metadatas", "embeddings"])
-        embeddings = rows.get("embeddings")
-        for j, memory_id in enumerate(rows["ids"]):
-            unit = unit_from_record(memory_id, rows["documents"][j], rows["metadatas"][j])
-            cache.put(unit, None if embeddings is None else embeddings[j])
+
+    def fetch(wanted: Iterable[str]) -> None:
+        need = [
+            i
+            for i in dict.fromkeys(wanted)
+            if (entry := cache.get(namespace, i)) is None or (i not in hit and entry[1] is None)
+        ]
+        if need:
+            rows = col.get(ids=need, include=["documents", "metadatas", "embeddings"])
+            embeddings = rows.get("embeddings")
+            for j, memory_id in enumerate(rows["ids"]):
+                unit = unit_from_record(memory_id, rows["documents"][j], rows["metadatas"][j])
+                cache.put(unit, None if embeddings is None else embeddings[j])
+
+    fetch([*ids[:k], *extra])  # the over-fetched tail is read only if inactive units leave too few
+    head = [cache.get(namespace, i) for i in ids[:k]]
+    if sum(1 for e in head if e is not None and e[0].status == "active") < k:
+        fetch(ids[k:])
     out: dict[str, tuple[MemoryUnit, float]] = {}
     for memory_id, distance in zip(ids, res["distances"][0], strict=True):
         entry = cache.get(namespace, memory_id)

@@ -158,3 +158,39 @@ def test_a_shared_client_never_caches() -> None:
         _recall(a, "CSV 编码")
         assert all("metadatas" in include for include in col.query_includes)  # always read: others may write
         a.forget(namespace="cache-shared")
+
+
+class NearFar(Embeddings):
+    """Texts starting with "near" lie next to every query; others are spread out."""
+
+    def __init__(self) -> None:
+        self.anchor = np.eye(64)[0]
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        out = []
+        for t in texts:
+            seed = int.from_bytes(hashlib.sha256(t.encode()).digest()[:8], "little")
+            noise = np.random.default_rng(seed).standard_normal(64)
+            v = self.anchor + 0.05 * noise if t.startswith("near") else noise
+            out.append((v / np.linalg.norm(v)).tolist())
+        return out
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.anchor.tolist()
+
+
+def test_inactive_nearest_units_are_skipped_without_losing_active_ones(tmp_path: Path) -> None:
+    with MemoryStore(tmp_path / "db", embeddings=NearFar()) as store:
+        stored = store.add_many(
+            [MemoryUnit(content=f"near lesson {i}", status="superseded") for i in range(20)]
+            + [MemoryUnit(content=f"far lesson {i}") for i in range(10)],
+            dedupe=False,
+        )
+        assert sum(u.status == "superseded" for u in stored) == 20
+        vector = store.embeddings.embed_query("anything")
+        dense, _ = store.hybrid_search("lesson", vector, k=5)
+        active = [u for u in stored if u.status == "active"]
+        sims = {u.memory_id: float(np.dot(store.embeddings.embed_documents([u.content])[0], vector)) for u in active}
+        nearest = sorted(sims, key=lambda i: -sims[i])[:5]
+        assert set(nearest) <= set(dense)
+        assert all(unit.status == "active" for unit, _ in dense.values())
