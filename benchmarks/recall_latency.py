@@ -1,9 +1,9 @@
 """Recall latency at 1k / 10k / 100k memories next to a raw Chroma query on the same data.
 
-Corpus: embedding 100k texts with MiniLM takes far too long on 2 cores, so the
+Corpus: embedding 100k texts with the default embedder takes far too long on 2 cores, so the
 corpus vectors are synthesised: ~2,000 real sentences (the labelled memories
 plus sentences composed from realistic agent-experience fragments, Chinese and
-English) are embedded for real with the packaged MiniLM; every further memory
+English) are embedded for real with ``MemoryStore()``'s default embedder; every further memory
 is a normalised noisy mix of two real vectors (0.7·a + 0.3·b + N(0, 0.02²) per
 dimension, renormalised) whose text is the two source texts' fragments joined,
 so the lexical arm indexes realistic text too. Queries (the labelled queries,
@@ -41,7 +41,6 @@ sys.path.insert(0, str(ROOT.parent))
 
 from _stats import summary  # noqa: E402
 
-from langchain_hindsight.embeddings import LocalEmbeddings  # noqa: E402
 from langchain_hindsight.retriever import HindsightRetriever  # noqa: E402
 from langchain_hindsight.store import MemoryStore  # noqa: E402
 from langchain_hindsight.types import MemoryUnit  # noqa: E402
@@ -177,7 +176,9 @@ def main() -> None:
     sizes = [int(s) for s in args.sizes.split(",")]
     rng = random.Random(7)
     np_rng = np.random.default_rng(7)
-    real = LocalEmbeddings(query_cache_size=0)  # every query is embedded for real
+    from recall_scale import default_embedder
+
+    real = default_embedder()  # MemoryStore()'s default, query cache off: every query is embedded for real
     t0 = time.perf_counter()
     base_texts = real_texts(rng, args.real)
     base_vecs = np.asarray(real.embed_documents(base_texts), dtype=np.float32)
@@ -281,8 +282,8 @@ def main() -> None:
         "# Recall latency (benchmarks/recall_latency.py)",
         "",
         f"2-core CPU, k={K}, {QUERIES_PER_SIZE} queries per size after {WARMUP} warm-up queries, query embedding "
-        "for real on every call (MiniLM, cache off). Corpus vectors: "
-        f"{len(base_texts)} real MiniLM embeddings of zh/en agent-experience sentences, the rest normalised noisy "
+        f"for real on every call ({getattr(real, 'identity', type(real).__name__)}, cache off). Corpus vectors: "
+        f"{len(base_texts)} real embeddings of zh/en agent-experience sentences, the rest normalised noisy "
         "mixes of two real vectors (see the module docstring).",
         "",
         "| memories | recall p50 | recall p95 | embed+chroma p50 | embed+chroma p95 | ratio p50 | ratio p95 "

@@ -17,19 +17,26 @@ or rebuilds when the log no longer covers the gap.
 
 from __future__ import annotations
 
-import heapq
+import hashlib
 import json
+import logging
 import math
+import os
 import re
 import uuid
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from langchain_hindsight.types import MemoryUnit
 
-__all__ = ["ChangeFeed", "LexicalIndex", "tokenize", "unit_text"]
+__all__ = ["ChangeFeed", "LexicalIndex", "tokenize", "tokenizer_signature", "unit_text"]
+
+logger = logging.getLogger(__name__)
 
 _CJK_RANGES = "\u3400-\u4dbf\u4e00-\u9fff\u3040-\u30ff\uac00-\ud7af"
 _WORD = re.compile(rf"[a-z0-9]+(?:[._][a-z0-9]+)*|[{_CJK_RANGES}]+")
@@ -41,6 +48,13 @@ _STOP_WORDS = (
 )
 _STOP = frozenset(_STOP_WORDS.split())
 _SUFFIXES = ("ies", "ing", "ed", "es", "s")
+_TOKENIZER_VERSION = 1
+"""Bump when :func:`tokenize` changes in a way the constants above do not show (snapshots are then rebuilt)."""
+_SNAPSHOT_VERSION = 1
+_MIN_DELTA = 20_000
+"""Postings the delta may hold before it is folded into the compacted segment (at least)."""
+_NO_DOCS = np.zeros(0, dtype=np.int32)
+_NO_TFS = np.zeros(0, dtype=np.float64)
 
 
 def _stem(word: str) -> str:
@@ -109,17 +123,23 @@ def unit_text(unit: MemoryUnit) -> str:
 
 
 class LexicalIndex:
-    """Okapi BM25 over memory units, updated incrementally.
+    """Okapi BM25 over memory units: sparse postings scored in vectorised code, updated incrementally.
+
+    Postings live in a compressed term-major segment (for each term, the slots of
+    the memories that contain it and its counts) plus a small append-only delta
+    for units indexed since; a removed unit only clears its slot's ``alive`` flag
+    (a tombstone). When the delta or the tombstones grow past a share of the
+    index, both are folded into a fresh segment (:meth:`compact`). A query
+    gathers the postings of its terms, scores them with numpy and keeps the best
+    ``k`` by partial selection, so its cost follows the query's posting lengths
+    in vectorised code, never a Python loop over them. Scores are exact BM25,
+    whatever the terms' document frequencies.
 
     Args:
         k1: Term-frequency saturation.
         b: Length normalisation (memories are short; ``benchmarks/recall_quality.py``
             measured the default).
         tokenizer: Text → tokens; :func:`tokenize` by default.
-        full_scan_df: Query terms found in more memories than this (common
-            Chinese characters in a large store) do not add new candidates; they
-            only add to the scores of memories that rarer query terms matched.
-            Exact BM25 while no term is that common; keeps 100k stores fast.
     """
 
     def __init__(
@@ -128,54 +148,154 @@ class LexicalIndex:
         k1: float = 1.2,
         b: float = 0.5,
         tokenizer: Callable[[str], list[str]] = tokenize,
-        full_scan_df: int = 2000,
     ) -> None:
         self.k1 = k1
         self.b = b
-        self.full_scan_df = full_scan_df
         self.tokenizer = tokenizer
         self.seen: dict[str, int] = {}
         """Revisions of other writers already reflected here (see :class:`ChangeFeed`)."""
-        self._postings: dict[str, dict[str, int]] = {}
-        self._lengths: dict[str, int] = {}
-        self._terms: dict[str, tuple[str, ...]] = {}
-        self._total = 0
+        self._vocab: dict[str, int] = {}
+        self._ids: list[str] = []  # slot -> memory id (dead slots keep theirs until compaction)
+        self._slot: dict[str, int] = {}  # live memory id -> slot
+        self._lengths = np.zeros(16, dtype=np.float64)
+        self._alive = np.zeros(16, dtype=bool)
+        self._total = 0.0
+        self._dead = 0
+        # compacted segment: postings of term t are [_indptr[t], _indptr[t + 1]) of _docs/_tfs
+        self._indptr = np.zeros(1, dtype=np.int64)
+        self._docs = np.zeros(0, dtype=np.int32)
+        self._tfs = np.zeros(0, dtype=np.float64)
+        # delta: term id -> (slots, counts) of units indexed since the last compaction
+        self._delta: dict[int, tuple[list[int], list[int]]] = {}
+        self._delta_postings = 0
 
     def __len__(self) -> int:
-        return len(self._lengths)
+        return len(self._slot)
 
     def __contains__(self, memory_id: object) -> bool:
-        return memory_id in self._lengths
+        return memory_id in self._slot
 
+    @property
+    def memory_ids(self) -> frozenset[str]:
+        """The ids of every indexed (active) unit."""
+        return frozenset(self._slot)
+
+    # ------------------------------------------------------------------ updates
     def upsert(self, units: Iterable[MemoryUnit]) -> None:
         """Index ``units``; active ones are (re)indexed, others removed."""
         for unit in units:
             self.delete([unit.memory_id])
-            if unit.status != "active":
-                continue
-            counts = Counter(self.tokenizer(unit_text(unit)))
-            for term, tf in counts.items():
-                self._postings.setdefault(term, {})[unit.memory_id] = tf
-            length = sum(counts.values())
-            self._lengths[unit.memory_id] = length
-            self._terms[unit.memory_id] = tuple(counts)
-            self._total += length
+            if unit.status == "active":
+                self._append(unit.memory_id, Counter(self.tokenizer(unit_text(unit))))
+        self._maybe_compact()
+
+    def add_texts(self, items: Iterable[tuple[str, str]]) -> None:
+        """Index ``(memory_id, text)`` pairs of active units (replacing any earlier entry of the id)."""
+        for memory_id, text in items:
+            self.delete([memory_id])
+            self._append(memory_id, Counter(self.tokenizer(text)))
+        self._maybe_compact()
+
+    def _append(self, memory_id: str, counts: Counter[str]) -> None:
+        slot = len(self._ids)
+        if slot == len(self._alive):
+            self._lengths = np.concatenate([self._lengths, np.zeros(slot, dtype=np.float64)])
+            self._alive = np.concatenate([self._alive, np.zeros(slot, dtype=bool)])
+        self._ids.append(memory_id)
+        self._slot[memory_id] = slot
+        length = sum(counts.values())
+        self._lengths[slot] = length
+        self._alive[slot] = True
+        self._total += length
+        vocab = self._vocab
+        for term, tf in counts.items():
+            tid = vocab.setdefault(term, len(vocab))
+            posting = self._delta.get(tid)
+            if posting is None:
+                posting = self._delta[tid] = ([], [])
+            posting[0].append(slot)
+            posting[1].append(tf)
+        self._delta_postings += len(counts)
 
     def delete(self, memory_ids: Iterable[str]) -> None:
         """Forget ``memory_ids`` (unknown ids are ignored)."""
         for memory_id in memory_ids:
-            length = self._lengths.pop(memory_id, None)
-            if length is None:
+            slot = self._slot.pop(memory_id, None)
+            if slot is None:
                 continue
-            self._total -= length
-            for term in self._terms.pop(memory_id):
-                posting = self._postings[term]
-                del posting[memory_id]
-                if not posting:
-                    del self._postings[term]
+            self._alive[slot] = False
+            self._total -= float(self._lengths[slot])
+            self._dead += 1
+        if self._dead and self._dead * 4 > len(self._ids):
+            self.compact()
 
+    def _maybe_compact(self) -> None:
+        if self._delta_postings > max(_MIN_DELTA, len(self._docs) // 8):
+            self.compact()
+
+    def compact(self) -> None:
+        """Fold the delta and the tombstones into one segment; drop terms no live unit has.
+
+        Slots are renumbered densely, so nothing of a removed unit (id, counts,
+        terms only it had) remains in the index afterwards.
+        """
+        n_slots = len(self._ids)
+        alive = self._alive[:n_slots]
+        new_slot = np.cumsum(alive, dtype=np.int64) - 1
+        main_terms = np.repeat(np.arange(len(self._indptr) - 1, dtype=np.int64), np.diff(self._indptr))
+        keep = alive[self._docs]
+        terms = [main_terms[keep]]
+        docs = [self._docs[keep].astype(np.int64)]
+        tfs = [self._tfs[keep]]
+        for tid, (slots, counts) in self._delta.items():
+            s = np.asarray(slots, dtype=np.int64)
+            live = alive[s]
+            terms.append(np.full(int(live.sum()), tid, dtype=np.int64))
+            docs.append(s[live])
+            tfs.append(np.asarray(counts, dtype=np.float64)[live])
+        all_terms = np.concatenate(terms)
+        all_docs = new_slot[np.concatenate(docs)]
+        all_tfs = np.concatenate(tfs)
+        used = np.zeros(len(self._vocab), dtype=bool)
+        used[all_terms] = True
+        new_tid = np.cumsum(used, dtype=np.int64) - 1
+        all_terms = new_tid[all_terms]
+        order = np.lexsort((all_docs, all_terms))
+        n_terms = int(used.sum())
+        self._docs = all_docs[order].astype(np.int32)
+        self._tfs = all_tfs[order]
+        self._indptr = np.zeros(n_terms + 1, dtype=np.int64)
+        np.cumsum(np.bincount(all_terms, minlength=n_terms), out=self._indptr[1:])
+        self._vocab = {t: int(new_tid[i]) for t, i in self._vocab.items() if used[i]}
+        self._ids = [m for m, a in zip(self._ids, alive.tolist(), strict=True) if a]
+        self._slot = {m: i for i, m in enumerate(self._ids)}
+        n = len(self._ids)
+        self._lengths = np.concatenate([self._lengths[:n_slots][alive], np.zeros(max(16, n), dtype=np.float64)])
+        self._alive = np.zeros(len(self._lengths), dtype=bool)
+        self._alive[:n] = True
+        self._total = float(self._lengths[:n].sum())
+        self._dead = 0
+        self._delta = {}
+        self._delta_postings = 0
+
+    # ------------------------------------------------------------------ search
     def _idf(self, n: int, df: int) -> float:
         return math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+
+    def _postings(self, tid: int) -> tuple[np.ndarray, np.ndarray]:
+        """Live ``(slots, counts)`` of term ``tid``."""
+        docs: np.ndarray = (
+            self._docs[self._indptr[tid] : self._indptr[tid + 1]] if tid < len(self._indptr) - 1 else _NO_DOCS
+        )
+        tfs: np.ndarray = self._tfs[self._indptr[tid] : self._indptr[tid + 1]] if len(docs) else _NO_TFS
+        extra = self._delta.get(tid)
+        if extra is not None:
+            docs = np.concatenate([docs, np.asarray(extra[0], dtype=np.int32)])
+            tfs = np.concatenate([tfs, np.asarray(extra[1], dtype=np.float64)])
+        if self._dead:
+            live = self._alive[docs]
+            docs, tfs = docs[live], tfs[live]
+        return docs, tfs
 
     def search(self, query: str, k: int, *, normalize: bool = False) -> list[tuple[str, float]]:
         """The ``k`` best ``(memory_id, bm25_score)`` pairs, best first (ties by id).
@@ -185,32 +305,127 @@ class LexicalIndex:
         at 1: roughly the share of the query's information a memory matches. Unlike
         dividing by the best hit, an unrelated query keeps a low score.
         """
-        n = len(self._lengths)
+        n = len(self._slot)
         if n == 0 or k <= 0:
             return []
         avg = self._total / n or 1.0
         mass = 0.0
-        matched: list[tuple[int, str, dict[str, int]]] = []
+        matched: list[tuple[int, str, np.ndarray, np.ndarray]] = []
         for term in set(self.tokenizer(query)):
-            posting = self._postings.get(term)
-            mass += self._idf(n, len(posting) if posting else 0)
-            if posting:
-                matched.append((len(posting), term, posting))
-        matched.sort()  # rarest (most informative) terms first
-        scores: dict[str, float] = {}
-        for df, _, posting in matched:
+            tid = self._vocab.get(term)
+            docs, tfs = self._postings(tid) if tid is not None else (_NO_DOCS, _NO_TFS)
+            mass += self._idf(n, len(docs))
+            if len(docs):
+                matched.append((len(docs), term, docs, tfs))
+        if not matched:
+            return []
+        matched.sort(key=lambda m: (m[0], m[1]))  # rarest first, as the scores are summed
+        k1, b = self.k1, self.b
+        parts = []
+        for df, _, docs, tfs in matched:
             idf = self._idf(n, df)
-            if df <= self.full_scan_df or not scores:
-                items: Iterable[tuple[str, int]] = posting.items()
-            else:  # a very common term only re-scores candidates the rarer terms found
-                items = [(i, posting[i]) for i in scores if i in posting]
-            for memory_id, tf in items:
-                norm = self.k1 * (1.0 - self.b + self.b * self._lengths[memory_id] / avg)
-                scores[memory_id] = scores.get(memory_id, 0.0) + idf * tf * (self.k1 + 1.0) / (tf + norm)
-        best = heapq.nsmallest(k, scores.items(), key=lambda item: (-item[1], item[0]))
+            norm = k1 * (1.0 - b + b * self._lengths[docs] / avg)
+            parts.append((docs, idf * tfs * (k1 + 1.0) / (tfs + norm)))
+        slots = np.concatenate([d for d, _ in parts]) if len(parts) > 1 else parts[0][0]
+        weights = np.concatenate([w for _, w in parts]) if len(parts) > 1 else parts[0][1]
+        scores = np.bincount(slots, weights=weights, minlength=len(self._ids))
+        found = np.flatnonzero(scores)
+        values = scores[found]
+        if len(found) > k:  # partial selection: everything scoring at least the k-th best (ties included)
+            kth = np.partition(values, len(values) - k)[len(values) - k]
+            top = values >= kth
+            found, values = found[top], values[top]
+        ids = self._ids
+        best = sorted(zip((ids[i] for i in found.tolist()), values.tolist(), strict=True), key=_rank)[:k]
         if normalize and mass > 0:
             return [(i, min(1.0, s / mass)) for i, s in best]
         return best
+
+    # ------------------------------------------------------------------ snapshots
+    def save(self, path: Path, *, meta: Mapping[str, Any]) -> None:
+        """Write the index (compacted first) to ``path`` atomically, with ``meta`` for consistency checks.
+
+        Only an index with the default tokenizer can be saved (a snapshot is
+        reused only when the tokenizer that built it is the current one).
+
+        Raises:
+            ValueError: the index uses a custom tokenizer.
+        """
+        if self.tokenizer is not tokenize:
+            raise ValueError("only an index with the default tokenizer can be saved")
+        self.compact()
+        header = {"version": _SNAPSHOT_VERSION, "tokenizer": tokenizer_signature(), "k1": self.k1, "b": self.b}
+        header["meta"] = dict(meta)
+        terms = sorted(self._vocab, key=self._vocab.__getitem__)
+        n = len(self._ids)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(path.name + ".tmp")
+        with tmp.open("wb") as fh:
+            np.savez(
+                fh,
+                header=_utf8(json.dumps(header)),
+                vocab=_utf8(json.dumps(terms, ensure_ascii=False)),
+                ids=_utf8(json.dumps(self._ids, ensure_ascii=False)),
+                lengths=self._lengths[:n].astype(np.int64),
+                indptr=self._indptr,
+                docs=self._docs,
+                tfs=self._tfs.astype(np.int32),
+            )
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+
+    @classmethod
+    def load(cls, path: Path) -> tuple[LexicalIndex, dict[str, Any]] | None:
+        """The index saved at ``path`` and its ``meta``; ``None`` if absent, unreadable or from another format."""
+        try:
+            with np.load(path, allow_pickle=False) as data:
+                header = json.loads(bytes(data["header"]).decode())
+                if header.get("version") != _SNAPSHOT_VERSION or header.get("tokenizer") != tokenizer_signature():
+                    return None
+                index = cls(k1=float(header["k1"]), b=float(header["b"]))
+                terms = json.loads(bytes(data["vocab"]).decode())
+                index._ids = json.loads(bytes(data["ids"]).decode())
+                n = len(index._ids)
+                index._lengths = np.concatenate([data["lengths"].astype(np.float64), np.zeros(max(16, n))])
+                index._indptr = data["indptr"].astype(np.int64)
+                index._docs = data["docs"].astype(np.int32)
+                index._tfs = data["tfs"].astype(np.float64)
+        except FileNotFoundError:
+            return None
+        except Exception:  # a damaged snapshot is rebuilt, never trusted
+            logger.warning("ignoring unreadable lexical index snapshot %s", path, exc_info=True)
+            return None
+        if (
+            len(index._indptr) != len(terms) + 1
+            or int(index._indptr[-1]) != len(index._docs)
+            or len(index._docs) != len(index._tfs)
+        ):
+            return None
+        if len(index._docs) and int(index._docs.max()) >= n:
+            return None
+        index._vocab = {t: i for i, t in enumerate(terms)}
+        index._slot = {m: i for i, m in enumerate(index._ids)}
+        if len(index._slot) != n:
+            return None
+        index._alive = np.zeros(len(index._lengths), dtype=bool)
+        index._alive[:n] = True
+        index._total = float(index._lengths[:n].sum())
+        return index, dict(header.get("meta") or {})
+
+
+def _utf8(text: str) -> np.ndarray:
+    return np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
+
+
+def _rank(item: tuple[str, float]) -> tuple[float, str]:
+    return -item[1], item[0]
+
+
+def tokenizer_signature() -> str:
+    """A digest of :func:`tokenize`'s rules; a snapshot built under other rules is not reused."""
+    rules = json.dumps([_TOKENIZER_VERSION, _WORD.pattern, _STOP_WORDS, _SUFFIXES], ensure_ascii=False)
+    return hashlib.sha256(rules.encode()).hexdigest()[:16]
 
 
 @dataclass

@@ -288,11 +288,11 @@ def _stats(args: argparse.Namespace) -> int:
             status: Counter[str] = Counter()
             types: Counter[str] = Counter()
             sources: Counter[str] = Counter()
-            for u in store.iter_units(namespace=ns):
-                status[u.status] += 1
-                sources[u.source] += 1
-                if u.status == "active":
-                    types[u.task_type] += 1
+            for (state, task_type, source), n in store.count_by("status", "task_type", "source", namespace=ns).items():
+                status[state] += n
+                sources[source] += n
+                if state == "active":
+                    types[task_type] += n
             out[ns] = {
                 "total": sum(status.values()),
                 "status": dict(status),

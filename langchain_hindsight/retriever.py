@@ -361,13 +361,9 @@ class HindsightRetriever(BaseRetriever):
         query = clean_text(query)
         depth = limit * self.candidate_multiplier
         vector = self.store.embeddings.embed_query(query)
-        dense = {u.memory_id: (u, sim) for u, sim, _ in self.store.search_by_vector(vector, k=depth, namespace=ns)}
-        lexical = dict(self.store.lexical_search(query, k=depth, namespace=ns, normalize=self.fusion == "convex_idf"))
-        missing = [i for i in lexical if i not in dense]
-        if missing:
-            dense.update(
-                (u.memory_id, (u, sim)) for u, sim in self.store.similarity_by_ids(vector, missing, namespace=ns)
-            )
+        dense, lexical = self.store.hybrid_search(
+            query, vector, k=depth, namespace=ns, normalize=self.fusion == "convex_idf"
+        )
         memories = self._finish(query, ns, dense, lexical, limit, (chosen, source), when)
         return RecallResult(memories, chosen, source)
 

@@ -34,6 +34,7 @@ from langchain_hindsight._collections import (
     acquire_directory,
     check_embedder,
     check_namespace,
+    collection_name,
     filter_where,
     open_change_feed,
     open_client,
@@ -51,7 +52,19 @@ from langchain_hindsight._policy import (  # noqa: F401 - the first two are re-e
 )
 from langchain_hindsight._repair import move_units, repair_namespace
 from langchain_hindsight._safety import clean_text
-from langchain_hindsight._search import refresh_lexical, similarities
+from langchain_hindsight._search import (
+    UnitCache,
+    active_texts,
+    cached_candidates,
+    cached_hits,
+    cached_similarities,
+    drop_snapshot,
+    load_snapshot,
+    refresh_lexical,
+    save_snapshot,
+    similarities,
+    snapshot_path,
+)
 from langchain_hindsight._write import (
     check_source_change,
     check_unit,
@@ -96,6 +109,16 @@ def _check_ids(ids: object) -> list[str]:
     return list(dict.fromkeys(ids))
 
 
+def _forget_cached_units(args: tuple[Any, ...]) -> None:
+    """After a failed call (a write may have stopped half-way), drop the store's cached units."""
+    store = args[0] if args else None
+    if isinstance(store, MemoryStore):
+        store._units.clear()
+
+
+_COUNT_PAGE = 5000
+"""Records per Chroma read in :meth:`MemoryStore.count_by`."""
+
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
 
@@ -119,8 +142,10 @@ def _backend_errors(method: Callable[_P, _R]) -> Callable[_P, _R]:
         try:
             return method(*args, **kwargs)
         except HindsightError:
+            _forget_cached_units(args)
             raise
         except Exception as e:
+            _forget_cached_units(args)
             if isinstance(e, _backend_exceptions()):
                 raise StoreError(f"MemoryStore.{method.__name__} failed in the storage backend: {e}") from e
             raise
@@ -225,6 +250,11 @@ class MemoryStore:
         self._collections: dict[tuple[str, Role], Collection] = {}
         self._lexical: dict[str, LexicalIndex] = {}
         self._feeds: dict[str, ChangeFeed] = {}  # lexical change feeds on a shared client (see _lexical)
+        self._snapshot_fresh: set[str] = set()  # namespaces whose index equals its snapshot on disk
+        self._snapshot_dropped: set[str] = set()  # namespaces whose snapshot this store already erased
+        self._open_counts: dict[str, int] = {}  # record count of a namespace with a snapshot, before any write
+        # recently recalled units; only for an embedded store, whose writes all pass _reindex (which evicts)
+        self._units = UnitCache(4096 if client is None else 0)
         self._file_lock: BaseFileLock | None = None
         self._owns_client = client is None
         self._closed = False
@@ -270,9 +300,11 @@ class MemoryStore:
         with self._lock:
             if self._closed:
                 return
+            self._save_lexical_snapshots()
             self._closed = True
             self._collections.clear()
             self._lexical.clear()
+            self._units.clear()
             if self._owns_client:
                 try:
                     self.client.close()
@@ -309,6 +341,9 @@ class MemoryStore:
         if col is None:
             return None
         self._collections[key] = col
+        path = self._snapshot_path(namespace) if role == "memories" else None
+        if path is not None and namespace not in self._open_counts and path.exists():
+            self._open_counts[namespace] = col.count()  # what the snapshot is checked against at the first write
         if role in ROLES and namespace not in self._repaired:
             self._repaired.add(namespace)
             self._repair(namespace)
@@ -428,6 +463,41 @@ class MemoryStore:
                 offset += batch_size
 
     @_backend_errors
+    def count_by(self, *fields: str, namespace: str | None = None) -> dict[tuple[str, ...], int]:
+        """How many units (every status) have each combination of values of ``fields``.
+
+        Reads metadata only (no unit is built), so it stays fast on large stores.
+
+        Example:
+            >>> store.count_by("status", "task_type")  # doctest: +SKIP
+            {('active', 'weekly_report'): 12, ('superseded', 'weekly_report'): 2}
+
+        Args:
+            fields: Among ``status``, ``task_type``, ``kind``, ``source``, ``run_id``.
+            namespace: Namespace to count (default: the store's).
+        """
+        allowed = ("status", "task_type", "kind", "source", "run_id")
+        if not fields or any(f not in allowed for f in fields):
+            raise ConfigurationError(f"fields must be among {allowed}, got {fields!r}")
+        ns = self._ns(namespace)
+        counts: dict[tuple[str, ...], int] = {}
+        for role in ROLES:
+            offset = 0
+            while True:
+                with self._lock:
+                    col = self._collection(ns, role, create=False)
+                    if col is None:
+                        break
+                    page = col.get(include=["metadatas"], limit=_COUNT_PAGE, offset=offset)["metadatas"] or []
+                for meta in page:
+                    key = tuple(str((meta or {}).get(f, "")) for f in fields)
+                    counts[key] = counts.get(key, 0) + 1
+                if len(page) < _COUNT_PAGE:
+                    break
+                offset += _COUNT_PAGE
+        return counts
+
+    @_backend_errors
     def count(self, *, namespace: str | None = None, status: MemoryStatus | None = None) -> int:
         """Number of units in ``namespace`` (all statuses unless ``status`` is given)."""
         if status is not None and status not in ALLOWED["status"]:
@@ -521,7 +591,17 @@ class MemoryStore:
             if col is None:
                 return []
             try:
-                if where is None:
+                if where is None and self._units.size and not include_embeddings:  # units from the cache
+                    res = col.query(
+                        query_embeddings=[list(vector)], n_results=k + max(8, k // 2), include=["distances"]
+                    )
+                    hits: list[tuple[MemoryUnit, float, list[float] | None]] = list(
+                        cached_hits(self._units, ns, col, res)
+                    )
+                    active = [h for h in hits if h[0].status == "active"]
+                    if len(active) >= k or len(hits) < k + max(8, k // 2):
+                        return active[:k]
+                elif where is None:
                     res = col.query(query_embeddings=[list(vector)], n_results=k + max(8, k // 2), include=include)
                     hits = query_hits(res, include_embeddings)
                     active = [h for h in hits if h[0].status == "active"]
@@ -556,10 +636,62 @@ class MemoryStore:
             if col is None:
                 return []
             try:
+                if self._units.size:
+                    return cached_similarities(self._units, ns, col, vector, ids)
                 rows = col.get(ids=ids, include=["documents", "metadatas", "embeddings"])
+            except HindsightError:
+                raise
             except Exception as e:
                 raise StoreError(f"chroma get failed: {e}") from e
         return similarities(rows, vector, ids)
+
+    @_backend_errors
+    def hybrid_search(
+        self,
+        query: str,
+        vector: Sequence[float],
+        *,
+        k: int = 10,
+        namespace: str | None = None,
+        normalize: bool = False,
+    ) -> tuple[dict[str, tuple[MemoryUnit, float]], dict[str, float]]:
+        """Both arms of hybrid recall at once: the dense and lexical candidates, each with its cosine similarity.
+
+        Equivalent to :meth:`search_by_vector` (``k``), :meth:`lexical_search`
+        (``k``) and :meth:`similarity_by_ids` for the lexical matches the dense
+        arm did not return, in fewer round trips: an embedded store asks Chroma
+        one query for ids and distances, and reads only the units and vectors it
+        has not cached, in one ``get``.
+
+        Args:
+            query: The query text (lexical arm).
+            vector: Its embedding (dense arm).
+            k: Depth of each arm.
+            namespace: Namespace to search (default: the store's).
+            normalize: Lexical scores as a share of the query's idf mass (see :meth:`lexical_search`).
+
+        Returns:
+            ``(candidates, lexical)``: every candidate's ``(unit, cosine_similarity)``
+            by id, and the lexical arm's BM25 score by id.
+        """
+        lexical = dict(self.lexical_search(query, k=k, namespace=namespace, normalize=normalize))
+        ns = self._ns(namespace)
+        with self._lock:
+            col = self._collection(ns, create=False)
+            if self._units.size and col is not None:
+                n = k + max(8, k // 2)
+                try:
+                    res = col.query(query_embeddings=[list(vector)], n_results=n, include=["distances"])
+                except Exception as e:
+                    raise StoreError(f"chroma query failed: {e}") from e
+                found, enough = cached_candidates(self._units, ns, col, res, vector, k, list(lexical))
+                if enough:
+                    return found, lexical
+        dense = {u.memory_id: (u, sim) for u, sim, _ in self.search_by_vector(vector, k=k, namespace=ns)}
+        missing = [i for i in lexical if i not in dense]
+        if missing:
+            dense.update((u.memory_id, (u, sim)) for u, sim in self.similarity_by_ids(vector, missing, namespace=ns))
+        return dense, lexical
 
     @_backend_errors
     def lexical_search(
@@ -582,6 +714,30 @@ class MemoryStore:
         with self._lock:
             return self._lexical_index(ns).search(query, k, normalize=normalize)
 
+    def _snapshot_before_write(self, namespace: str, written: list[str]) -> LexicalIndex | None:
+        """At the first write, the snapshot as it was before it (checked against the count at open), or ``None``.
+
+        The write is then applied to it and the result saved at close, so a session
+        that only writes still leaves a current snapshot.
+        """
+        path = self._snapshot_path(namespace)
+        count = self._open_counts.get(namespace)
+        col = self._collections.get((namespace, "memories"))
+        if path is None or count is None or col is None or namespace in self._snapshot_dropped:
+            return None
+        index = load_snapshot(path, col, count=count, skip=written)
+        if index is not None:
+            self._lexical[namespace] = index
+        return index
+
+    def _drop_snapshot(self, namespace: str) -> None:
+        """Erase ``namespace``'s snapshot once it no longer matches Chroma (first write of this store)."""
+        self._snapshot_fresh.discard(namespace)
+        path = self._snapshot_path(namespace)
+        if path is not None and namespace not in self._snapshot_dropped:
+            drop_snapshot(path)
+            self._snapshot_dropped.add(namespace)
+
     def _change_feed(self, namespace: str) -> ChangeFeed | None:
         """The namespace's change feed, or ``None`` when this store is the only writer (embedded)."""
         if self._owns_client:
@@ -591,23 +747,55 @@ class MemoryStore:
             feed = self._feeds[namespace] = open_change_feed(self.client, namespace)
         return feed
 
+    def _snapshot_path(self, namespace: str) -> Path | None:
+        """Where an embedded store keeps ``namespace``'s lexical snapshot (``None`` on a shared client)."""
+        if not self._owns_client or self.persist_directory is None:
+            return None
+        return snapshot_path(self.persist_directory, collection_name(namespace, "memories"))
+
+    def _save_lexical_snapshots(self) -> None:
+        """Save each namespace's index that differs from its snapshot (at close; failures only logged)."""
+        for namespace, index in self._lexical.items():
+            path = self._snapshot_path(namespace)
+            if path is None or namespace in self._snapshot_fresh:
+                continue
+            try:
+                col = self._collection(namespace, create=False)
+            except HindsightError:
+                logger.warning("lexical snapshot of %r not saved", namespace, exc_info=True)
+                continue
+            if col is not None and save_snapshot(index, path, col):
+                self._snapshot_fresh.add(namespace)
+
     def _lexical_index(self, namespace: str) -> LexicalIndex:
         self._ensure_open()
+        path = self._snapshot_path(namespace)
+        if path is not None and namespace not in self._lexical and namespace not in self._snapshot_dropped:
+            col = self._collection(namespace, create=False)
+            index = load_snapshot(path, col) if col is not None else None
+            if index is not None:
+                self._lexical[namespace] = index
+                self._snapshot_fresh.add(namespace)
+                return index
         feed = self._change_feed(namespace)
         index = self._lexical[namespace] = refresh_lexical(
             self._lexical.get(namespace),
             feed,
             namespace,
             fetch=functools.partial(self.get_many, namespace=namespace),
-            scan=functools.partial(self.iter_units, namespace=namespace, status="active"),
+            scan=lambda: active_texts(self._collection(namespace, create=False)),
         )
         return index
 
     def _reindex(self, namespace: str, upserts: Sequence[MemoryUnit] = (), deletes: Sequence[str] = ()) -> None:
         index = self._lexical.get(namespace)
+        if index is None:
+            index = self._snapshot_before_write(namespace, [*(u.memory_id for u in upserts), *deletes])
         if index is not None:  # not built yet: it will be built from Chroma when first searched
             index.delete(deletes)
             index.upsert(upserts)
+        self._units.evict(namespace, [*(u.memory_id for u in upserts), *deletes])
+        self._drop_snapshot(namespace)
         feed = self._change_feed(namespace)
         if feed is not None:
             try:
@@ -950,6 +1138,10 @@ class MemoryStore:
         for key in [k for k in self._collections if k[0] == ns]:
             del self._collections[key]
         self._lexical.pop(ns, None)
+        self._open_counts.pop(ns, None)
+        self._units.clear(ns)
+        self._snapshot_dropped.discard(ns)
+        self._drop_snapshot(ns)
         self._feeds.pop(ns, None)
         self._repaired.discard(ns)
         return deleted

@@ -117,6 +117,12 @@ def test_forget_erases_every_byte_and_the_store_keeps_working(tmp_path: Path) ->
     keep = store.add(_secret_unit("keeper")).unit
     store.add_many(_filler(50), dedupe=False)  # more writes after the secret one
     store.record_feedback([secret.memory_id], success=True)
+    store.lexical_search("SECRET alpha", k=1)  # builds the lexical index, whose snapshot is written at close
+    store.close()
+    store = MemoryStore(directory, embeddings=emb)
+    snapshots = list(directory.glob("lexical/*.npz"))
+    assert snapshots
+    assert secret.memory_id.encode() in snapshots[0].read_bytes()  # the scans below include the snapshot
     vector = emb.embed_query(secret.content)
 
     assert set(text_hits(directory, _needles(secret))) == set(_needles(secret))  # the scanner sees it

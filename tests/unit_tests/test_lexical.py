@@ -2,15 +2,23 @@
 
 from __future__ import annotations
 
+import heapq
+import math
+import random
 import uuid
+from collections import Counter
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import chromadb
 import pytest
 from chromadb.config import Settings
 
 from langchain_hindsight import MemoryStore, MemoryUnit
-from langchain_hindsight._lexical import ChangeFeed, LexicalIndex, tokenize
+from langchain_hindsight import store as store_module
+from langchain_hindsight._collections import collection_name
+from langchain_hindsight._lexical import ChangeFeed, LexicalIndex, tokenize, unit_text
+from langchain_hindsight._search import active_texts
 from langchain_hindsight.embeddings import LocalEmbeddings
 from langchain_hindsight.writes import LLMWriteJudge
 from tests.fakes import judge_model
@@ -166,15 +174,254 @@ def test_change_feed_poll_reports_changed_ids() -> None:
     assert changed is None
 
 
-def test_common_terms_only_rescore_candidates() -> None:
+def _reference_bm25(
+    docs: dict[str, str], query: str, k: int, *, k1: float = 1.2, b: float = 0.5, normalize: bool = False
+) -> list[tuple[str, float]]:
+    """The pure-Python BM25 the lexical arm used before it was vectorised (walks every posting)."""
+    postings: dict[str, dict[str, int]] = {}
+    lengths = {}
+    for memory_id, text in docs.items():
+        counts = Counter(tokenize(text))
+        for term, tf in counts.items():
+            postings.setdefault(term, {})[memory_id] = tf
+        lengths[memory_id] = sum(counts.values())
+    n = len(lengths)
+    avg = sum(lengths.values()) / n or 1.0
+
+    def idf(df: int) -> float:
+        return math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+
+    mass = 0.0
+    matched = []
+    for term in set(tokenize(query)):
+        posting = postings.get(term)
+        mass += idf(len(posting) if posting else 0)
+        if posting:
+            matched.append((len(posting), term, posting))
+    matched.sort(key=lambda m: (m[0], m[1]))
+    scores: dict[str, float] = {}
+    for df, _, posting in matched:
+        for memory_id, tf in posting.items():
+            norm = k1 * (1.0 - b + b * lengths[memory_id] / avg)
+            scores[memory_id] = scores.get(memory_id, 0.0) + idf(df) * tf * (k1 + 1.0) / (tf + norm)
+    best = heapq.nsmallest(k, scores.items(), key=lambda item: (-item[1], item[0]))
+    return [(i, min(1.0, s / mass)) for i, s in best] if normalize and mass > 0 else best
+
+
+_WORDS = [
+    "数据",
+    "失败",
+    "编码",
+    "读取",
+    "文件",
+    "接口",
+    "超时",
+    "重试",
+    "周报",
+    "月报",
+    "乱码",
+    "pandas.read_csv",
+    "retry",
+    "timeout",
+    "reports",
+    "encoding",
+    "header",
+]
+_QUERIES = [
+    "数据 失败",
+    "pandas csv encoding",
+    "周报超时重试",
+    "words nobody wrote",
+    "读取文件 timeout",
+    "数据",
+    "乱码",
+]
+
+
+def _common_vocabulary_units(n: int, seed: int = 3) -> list[MemoryUnit]:
+    rng = random.Random(seed)
+    return [
+        MemoryUnit(memory_id=f"m{i:04d}", content=" ".join(rng.choice(_WORDS) for _ in range(rng.randint(2, 12))))
+        for i in range(n)
+    ]
+
+
+def test_vectorised_bm25_has_the_same_ranking_and_scores_as_the_reference() -> None:
+    units = _common_vocabulary_units(1500)
+    index = LexicalIndex()
+    index.upsert(units)
+    index.delete([u.memory_id for u in units[::5]])  # tombstones
+    index.upsert([u.evolve(content=u.content + " 新增 内容") for u in units[::10]])  # re-adds into the delta
+    live = {u.memory_id: u.content for u in units}
+    for u in units[::5]:
+        del live[u.memory_id]
+    for u in units[::10]:
+        live[u.memory_id] = u.content + " 新增 内容"
+    for compacted in (False, True):
+        if compacted:
+            index.compact()
+        for query in _QUERIES:
+            for normalize in (False, True):
+                got = index.search(query, 20, normalize=normalize)
+                want = _reference_bm25(live, query, 20, normalize=normalize)
+                assert [i for i, _ in got] == [i for i, _ in want], query
+                assert [s for _, s in got] == pytest.approx([s for _, s in want], rel=1e-12, abs=0.0)
+    assert len(index) == len(live)
+
+
+def test_common_terms_are_scored_exactly_for_every_memory() -> None:
     units = [MemoryUnit(memory_id=f"u{i}", content=f"周报 常见 内容 第{i}条") for i in range(50)]
     units.append(MemoryUnit(memory_id="rare", content="周报 常见 内容 需要 Jira 工时"))
-    exact, pruned = LexicalIndex(), LexicalIndex(full_scan_df=5)
-    exact.upsert(units)
-    pruned.upsert(units)
-    query = "周报 Jira 工时"
-    assert pruned.search(query, 3)[0] == exact.search(query, 3)[0]
-    assert pruned.search(query, 3)[0][0] == "rare"
-    assert len(pruned.search(query, 100)) == 1  # the common term added no new candidates
-    assert len(exact.search(query, 100)) == 51
-    assert len(pruned.search("周报", 100)) == 51  # with no rarer term, the common one is scanned
+    index = LexicalIndex()
+    index.upsert(units)
+    assert index.search("周报 Jira 工时", 3)[0][0] == "rare"
+    assert len(index.search("周报 Jira 工时", 100)) == 51  # a term in every memory still scores them all
+    top = index.search("周报", 5)
+    assert [i for i, _ in top] == sorted(i for i, _ in top)  # equal scores: ties broken by id
+
+
+def test_compaction_removes_every_trace_of_deleted_units() -> None:
+    index = LexicalIndex()
+    index.upsert([MemoryUnit(memory_id="keep", content="rsync copies"), MemoryUnit(memory_id="gone", content="zqxv")])
+    index.delete(["gone"])
+    index.compact()
+    assert index.memory_ids == {"keep"}
+    assert index.search("zqxv", 5) == []
+    assert "zqxv" not in index._vocab  # the term only the deleted unit had is gone too
+
+
+def test_snapshot_round_trip_and_damaged_files(tmp_path: Path) -> None:
+    units = _common_vocabulary_units(400)
+    index = LexicalIndex()
+    index.upsert(units)
+    index.delete([units[0].memory_id])
+    path = tmp_path / "snap.npz"
+    index.save(path, meta={"count": 399})
+    loaded = LexicalIndex.load(path)
+    assert loaded is not None
+    again, meta = loaded
+    assert meta == {"count": 399}
+    for query in _QUERIES:
+        assert again.search(query, 10, normalize=True) == index.search(query, 10, normalize=True)
+    again.upsert([MemoryUnit(memory_id="new", content="周报 乱码 zqxv")])  # a loaded index keeps updating
+    assert again.search("zqxv", 1)[0][0] == "new"
+    path.write_bytes(b"not a snapshot")
+    assert LexicalIndex.load(path) is None
+    assert LexicalIndex.load(tmp_path / "missing.npz") is None
+    with pytest.raises(ValueError, match="default tokenizer"):
+        LexicalIndex(tokenizer=str.split).save(path, meta={})
+
+
+def _snapshot(store: MemoryStore) -> Path:
+    assert store.persist_directory is not None
+    return store.persist_directory / "lexical" / f"{collection_name(store.namespace, 'memories')}.npz"
+
+
+def test_store_saves_the_index_at_close_and_loads_it_on_reopen(
+    make_store: Callable[..., MemoryStore], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first = make_store("snap")
+    u = first.add(MemoryUnit(content="BigQuery bills by bytes scanned; filter on the partition column."))
+    assert ids(first, "bigquery partition") == [u.memory_id]
+    first.close()
+    assert _snapshot(first).exists()
+    second = make_store("snap")
+    monkeypatch.setattr(store_module, "refresh_lexical", _no_rebuild)
+    assert ids(second, "bigquery partition") == [u.memory_id]  # from the snapshot, no rebuild
+    monkeypatch.undo()
+    v = second.add(MemoryUnit(content="Kafka consumers rebalance when a partition is added."))
+    assert not _snapshot(second).exists()  # a write erases the snapshot: never stale on disk
+    assert set(ids(second, "partition")) == {u.memory_id, v.memory_id}
+    second.close()
+    third = make_store("snap")
+    assert set(ids(third, "partition")) == {u.memory_id, v.memory_id}
+
+
+def test_a_session_that_only_writes_keeps_the_snapshot_current(
+    make_store: Callable[..., MemoryStore], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first = make_store("writes")
+    u = first.add(MemoryUnit(content="BigQuery bills by bytes scanned; filter on the partition column."))
+    ids(first, "bigquery")
+    first.close()
+    second = make_store("writes")
+    v = second.add(MemoryUnit(content="Kafka consumers rebalance when a partition is added."))
+    second.forget(u.memory_id)
+    assert not _snapshot(second).exists()
+    second.close()
+    assert _snapshot(second).exists()  # the loaded snapshot took the writes and was saved
+    third = make_store("writes")
+    monkeypatch.setattr(store_module, "refresh_lexical", _no_rebuild)
+    assert ids(third, "partition") == [v.memory_id]
+
+
+def _no_rebuild(*args: object, **kwargs: object) -> LexicalIndex:
+    raise AssertionError("the index was rebuilt instead of loaded from its snapshot")
+
+
+def test_a_stale_snapshot_is_detected_and_rebuilt(make_store: Callable[..., MemoryStore]) -> None:
+    first = make_store("stale")
+    u = first.add(MemoryUnit(content="Elasticsearch queries need a time range on @timestamp."))
+    w = first.add(MemoryUnit(content="Another lesson about Redis keys."))
+    ids(first, "elasticsearch")
+    first.close()
+    saved = _snapshot(first).read_bytes()
+    # Same record count as the snapshot, but a memory's text changed (e.g. by an older version that keeps no
+    # snapshot): the sampled digests differ.
+    second = make_store("stale")
+    second.update(u.memory_id, content="Redis: use SCAN instead of KEYS in production.")
+    second.close()
+    _snapshot(first).write_bytes(saved)  # the old snapshot reappears
+    third = make_store("stale")
+    assert ids(third, "elasticsearch") == []
+    assert set(ids(third, "redis keys")) == {u.memory_id, w.memory_id}
+    third.close()
+    # A different record count.
+    fourth = make_store("stale")
+    fourth.add(MemoryUnit(content="Elasticsearch scroll contexts expire after a minute."))
+    fourth.close()
+    _snapshot(first).write_bytes(saved)
+    fifth = make_store("stale")
+    assert len(ids(fifth, "elasticsearch")) == 1
+
+
+def test_forget_erases_the_tokens_from_the_snapshot(make_store: Callable[..., MemoryStore]) -> None:
+    first = make_store("forget-snap")
+    secret = first.add(MemoryUnit(content="The vault passphrase is zqxvplorb 秘钥甲乙丙"))
+    first.add(MemoryUnit(content="An ordinary lesson about CSV encodings."))
+    ids(first, "csv")
+    first.close()
+    assert b"zqxvplorb" in _snapshot(first).read_bytes()  # the scan below can fail
+    assert "秘钥".encode() in _snapshot(first).read_bytes()
+    leftover = _snapshot(first).with_name(_snapshot(first).name + ".tmp")
+    leftover.write_bytes(_snapshot(first).read_bytes())  # a save that a crash cut short
+    second = make_store("forget-snap")
+    second.forget(secret.memory_id)
+    assert second.persist_directory is not None
+    leftovers = [p for p in second.persist_directory.rglob("*") if p.is_file() and b"zqxvplorb" in p.read_bytes()]
+    assert leftovers == []
+    assert ids(second, "csv encodings") != []
+    second.close()
+    for path in second.persist_directory.rglob("*"):
+        if path.is_file():
+            blob = path.read_bytes()
+            assert b"zqxvplorb" not in blob, path
+            assert "秘钥".encode() not in blob, path
+
+
+def test_rebuild_reads_the_same_text_as_the_units_hold(make_store: Callable[..., MemoryStore]) -> None:
+    store = make_store("texts")
+    unit = store.add(
+        MemoryUnit(
+            content="读取CSV",
+            task_description="导出 weekly numbers",
+            tags=["周报", "finance"],
+            context={"tools_used": ["pandas.read_csv", "openpyxl"]},
+        )
+    )
+    col = store._collection(store.namespace)
+    assert dict(active_texts(col)) == {unit.memory_id: unit_text(store.get(unit.memory_id))}
+    store.close()
+    assert not _snapshot(store).exists()  # no index was built: the next open rebuilds from the records
+    again = make_store("texts")
+    assert ids(again, "openpyxl 周报 weekly") == [unit.memory_id]
