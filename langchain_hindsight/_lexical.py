@@ -53,6 +53,17 @@ _TOKENIZER_VERSION = 1
 _SNAPSHOT_VERSION = 1
 _MIN_DELTA = 20_000
 """Postings the delta may hold before it is folded into the compacted segment (at least)."""
+PRIOR_DOCUMENTS = 50
+"""Pseudo-documents, matching no query term, added to the corpus size in the idf of a normalised search.
+
+The normalised score is the share of the query's idf mass a memory matches. In a store
+of a few memories every matched term occurs in most of them and gets almost no idf,
+while the query's unmatched terms get the most, so a plainly related lesson scored as
+if it shared nothing (“生成本周的销售周报” against the only weekly-report lesson: 0.06).
+The prior makes the share mean the same in a new store as in a grown one; at thousands
+of memories it changes nothing.
+"""
+
 _NO_DOCS = np.zeros(0, dtype=np.int32)
 _NO_TFS = np.zeros(0, dtype=np.float64)
 
@@ -309,12 +320,13 @@ class LexicalIndex:
         if n == 0 or k <= 0:
             return []
         avg = self._total / n or 1.0
+        corpus = n + PRIOR_DOCUMENTS if normalize else n
         mass = 0.0
         matched: list[tuple[int, str, np.ndarray, np.ndarray]] = []
         for term in set(self.tokenizer(query)):
             tid = self._vocab.get(term)
             docs, tfs = self._postings(tid) if tid is not None else (_NO_DOCS, _NO_TFS)
-            mass += self._idf(n, len(docs))
+            mass += self._idf(corpus, len(docs))
             if len(docs):
                 matched.append((len(docs), term, docs, tfs))
         if not matched:
@@ -323,7 +335,7 @@ class LexicalIndex:
         k1, b = self.k1, self.b
         parts = []
         for df, _, docs, tfs in matched:
-            idf = self._idf(n, df)
+            idf = self._idf(corpus, df)
             norm = k1 * (1.0 - b + b * self._lengths[docs] / avg)
             parts.append((docs, idf * tfs * (k1 + 1.0) / (tfs + norm)))
         slots = np.concatenate([d for d, _ in parts]) if len(parts) > 1 else parts[0][0]

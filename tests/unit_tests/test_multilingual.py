@@ -310,20 +310,8 @@ def test_routed_rejects_a_degenerate_minilm_vector(use: MultilingualEmbeddings) 
         ScriptRoutedEmbeddings(minilm=Zero(), use=use).embed_documents(["an English lesson"])
 
 
-def test_each_embedder_declares_the_fusion_weights_chosen_with_it(monkeypatch: pytest.MonkeyPatch) -> None:
-    import dataclasses
-    import types
+def test_each_embedder_declares_the_fusion_weights_chosen_with_it() -> None:
+    from langchain_hindsight._fusion import FusionWeights
 
-    @dataclasses.dataclass(frozen=True)
-    class FusionWeights:  # the retriever's type (langchain_hindsight._fusion), stood in for here
-        alpha: float
-        alpha_cjk: float | None
-        cross_script: float
-
-    fusion = types.ModuleType("langchain_hindsight._fusion")
-    fusion.FusionWeights = FusionWeights  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "langchain_hindsight._fusion", fusion)
     assert ScriptRoutedEmbeddings().fusion_weights == FusionWeights(0.5, 0.2, 2.0)
     assert MultilingualEmbeddings().fusion_weights == FusionWeights(0.6, 0.8, 0.0)
-    monkeypatch.setitem(sys.modules, "langchain_hindsight._fusion", None)  # a retriever without declared weights
-    assert MultilingualEmbeddings().fusion_weights is None

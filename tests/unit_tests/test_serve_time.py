@@ -27,6 +27,9 @@ from langchain_hindsight.prompts import EN, TASK_TYPE_PROMPT_EN, TASK_TYPE_PROMP
 from langchain_hindsight.retriever import DEFAULT_MIN_RELEVANCE, RecallResult, ServedRecord
 
 NOW = datetime(2026, 6, 1, tzinfo=UTC)
+WEEKLY_IDS = ("weekly", "weekly_en")
+"""The weekly-report lesson, kept in Chinese and in English."""
+MONTHLY_IDS = ("monthly", "monthly_en")
 
 
 class USEEmbeddings(Embeddings):
@@ -146,7 +149,7 @@ def test_without_the_floor_the_same_tasks_would_get_a_block(work_store: MemorySt
 @pytest.mark.parametrize(
     ("task", "expected"),
     [
-        ("生成本周的销售周报", "weekly"),
+        ("生成本周的销售周报", "weekly|weekly_en"),
         ("统计上个月的销售额，写月报", "monthly"),
         ("读取这个中文CSV文件，表头是乱码", "csv"),
         ("天气接口一直返回429怎么办", "api"),
@@ -158,7 +161,8 @@ def test_without_the_floor_the_same_tasks_would_get_a_block(work_store: MemorySt
 def test_related_tasks_keep_their_lesson_above_the_floor(work_store: MemoryStore, task: str, expected: str) -> None:
     memories = HindsightRetriever(store=work_store).recall(task, now=NOW)
     assert memories
-    assert memories[0].memory.memory_id == expected
+    # the same lesson kept in both languages: either copy may come first (both are served)
+    assert memories[0].memory.memory_id in expected.split("|")
     assert all(m.similarity >= DEFAULT_MIN_RELEVANCE for m in memories)
 
 
@@ -216,7 +220,8 @@ def test_the_demo_on_its_default_data_logs_no_embedder_warning(
 def test_weekly_task_ranks_the_weekly_lesson_first_without_task_type(work_store: MemoryStore) -> None:
     retriever = HindsightRetriever(store=work_store)  # no task_type=: inferred from the task text
     zh = retriever.recall("生成本周的销售周报", now=NOW)
-    assert ids(zh)[0] == "weekly"
+    assert ids(zh)[0] in WEEKLY_IDS  # the weekly lesson (in either language) before any monthly one
+    assert ids(zh).index("weekly") < min((ids(zh).index(m) for m in MONTHLY_IDS if m in ids(zh)), default=99)
     assert zh[0].query_task_type == "weekly_report"
     assert zh[0].breakdown["task_type"] == pytest.approx(0.2)
     en = retriever.recall("Generate this week's weekly sales report", now=NOW)
@@ -228,7 +233,7 @@ def test_weekly_task_ranks_the_weekly_lesson_first_without_task_type(work_store:
     en_all = ids(unfloored.recall("Generate this week's weekly sales report", now=NOW))
     assert en_all.index("weekly_en") < en_all.index("monthly_en")
     monthly = retriever.recall("生成本月的销售月报", now=NOW)
-    assert ids(monthly)[0] == "monthly"
+    assert ids(monthly)[0] in MONTHLY_IDS
     assert monthly[0].query_task_type == "monthly_report"
 
 
@@ -254,7 +259,7 @@ def test_the_facade_defaults_infer_the_task_type(work_store: MemoryStore) -> Non
     hs = Hindsight(store=work_store)  # no task_type=
     try:
         memories = hs.recall("生成本周的销售周报", now=NOW)
-        assert ids(memories)[0] == "weekly"
+        assert ids(memories)[0] in WEEKLY_IDS
         assert memories[0].query_task_type == "weekly_report"
     finally:
         hs.close()
@@ -293,7 +298,7 @@ async def test_async_recall_result_matches_sync(work_store: MemoryStore) -> None
     retriever = HindsightRetriever(store=work_store)
     result = await retriever.arecall_result("生成本周的销售周报", now=NOW)
     assert result.task_type == "weekly_report"
-    assert ids(result.memories)[0] == "weekly"
+    assert ids(result.memories)[0] in WEEKLY_IDS
     assert ids(await retriever.arecall("写一首关于秋天的诗", now=NOW)) == []
 
 
