@@ -250,7 +250,7 @@ from unit_tests.test_forget import HashEmbeddings, _filler, _secret_unit
 
 store = MemoryStore({path!r}, embeddings=HashEmbeddings())
 store.add_many(_filler(30), dedupe=False)
-secret = store.add(_secret_unit())
+secret = store.add(_secret_unit()).unit
 print(secret.memory_id, flush=True)
 point = {point!r}
 if point == "rename":  # the old collection is dropped, the complete copy not yet renamed
@@ -290,7 +290,7 @@ def test_forget_erases_the_copies_a_unit_left_in_collections_it_moved_out_of(
     directory = fast_store.persist_directory
     assert directory is not None
     fast_store.add_many(_filler(20), dedupe=False)
-    secret = fast_store.add(_secret_unit())
+    secret = fast_store.add(_secret_unit()).unit
     moves = {"archived": 1, "archived-then-restored": 2, "restored-twice": 4}[history]
     for n in range(moves):
         (fast_store.archive if n % 2 == 0 else fast_store.restore)([secret.memory_id])
@@ -335,7 +335,7 @@ def die(*args, **kwargs):
 
 store = MemoryStore({path!r}, embeddings=HashEmbeddings())
 store.add_many(_filler(30), dedupe=False)
-secret = store.add(_secret_unit())
+secret = store.add(_secret_unit()).unit
 store.archive([secret.memory_id]); store.restore([secret.memory_id])
 RunJournal(store).start("run-1", task="t")
 RunJournal(store).add_produced("run-1", [secret.memory_id])
@@ -379,5 +379,5 @@ def test_a_forget_killed_at_any_step_is_finished_on_reopen(tmp_path: Path, point
         assert RunJournal(store).get("run-1").produced == []
         assert not (directory / FORGET_INTENT).exists()
         assert not (directory / SCRUB_MARKER).exists()
-        assert store.add(_secret_unit("after")).content.startswith("SECRET-after")
+        assert store.add(_secret_unit("after")).unit.content.startswith("SECRET-after")
     assert text_hits(directory, {"content": "SECRET-alpha-CONTENT", "id": secret_id}) == {}

@@ -184,7 +184,7 @@ def test_feedback_cannot_reach_another_tenants_run(make_store: Callable[..., Mem
     from langchain_hindsight.errors import RunNotFoundError
 
     store = make_store(namespace="alice")
-    bob = store.add(MemoryUnit(task_type="data_cleaning", content=BOB_LESSON), namespace="bob")
+    bob = store.add(MemoryUnit(task_type="data_cleaning", content=BOB_LESSON), namespace="bob").unit
     run_id = _bob_run(store, bob)
     before = store.get(bob.memory_id, namespace="bob")
     with Hindsight(store=store) as hs:  # tenant alice
@@ -201,7 +201,7 @@ def test_cli_explain_is_scoped_to_the_namespace(make_store: Callable[..., Memory
     from langchain_hindsight.cli import EXIT_NOT_FOUND, EXIT_OK, main
 
     store = make_store("cli")
-    bob = store.add(MemoryUnit(task_type="data_cleaning", content=BOB_LESSON), namespace="bob")
+    bob = store.add(MemoryUnit(task_type="data_cleaning", content=BOB_LESSON), namespace="bob").unit
     run_id = _bob_run(store, bob)
     store.close()
     path = str(tmp_path / "cli")

@@ -262,7 +262,7 @@ def test_import_killed_midway_is_rolled_forward_on_reopen(tmp_path: Path, method
         from unit_tests.test_forget import HashEmbeddings
         from langchain_hindsight._transfer import import_units
         store = MemoryStore({str(directory)!r}, embeddings=HashEmbeddings())
-        moved = store.add(MemoryUnit(memory_id="mem_moved", content="archived in the file, active in the store"))
+        moved = store.add(MemoryUnit(memory_id="mem_moved", content="archived in the file, active in the store")).unit
         units = [MemoryUnit(memory_id=f"mem_{{i}}", content=f"imported lesson {{i}}") for i in range(600)]
         units.append(moved.evolve(status="archived"))
         print("START", flush=True)
