@@ -34,7 +34,7 @@ import numpy as np
 
 from langchain_hindsight.types import MemoryUnit
 
-__all__ = ["ChangeFeed", "LexicalIndex", "tokenize", "tokenizer_signature", "unit_text"]
+__all__ = ["ChangeFeed", "LexicalIndex", "indexed_text", "tokenize", "tokenizer_signature", "unit_text"]
 
 logger = logging.getLogger(__name__)
 
@@ -116,7 +116,12 @@ _HIDDEN_TAGS = 5
 
 
 def unit_text(unit: MemoryUnit) -> str:
-    """The text the lexical arm indexes for ``unit``: content, task, tags, tools.
+    """The text the lexical arm indexes for ``unit`` (see :func:`indexed_text`)."""
+    return indexed_text(unit.content, unit.task_description, unit.tags, unit.context.tools_used, unit.source)
+
+
+def indexed_text(content: str, task_description: str, tags: Sequence[str], tools: Sequence[str], source: str) -> str:
+    """The text the lexical arm indexes: content, task, tags, tools.
 
     The task description, tags and tools are never shown to the model, so for
     a unit whose text came from a tool (``source="tool_output"``) or that was
@@ -125,12 +130,12 @@ def unit_text(unit: MemoryUnit) -> str:
     stuffing them with common task words cannot pull a low-trust unit into
     unrelated recalls.
     """
-    if unit.source in _LOW_TRUST_SOURCES or "suspicious" in unit.tags:
-        return unit.content
-    if unit.source in ("user_feedback", "manual"):
-        return " ".join([unit.content, unit.task_description, " ".join(unit.tags), " ".join(unit.context.tools_used)])
-    hidden = [unit.task_description[:_HIDDEN_CHARS], " ".join(unit.tags[:_HIDDEN_TAGS])]
-    return " ".join([unit.content, *hidden, " ".join(unit.context.tools_used[:_HIDDEN_TAGS])])
+    if source in _LOW_TRUST_SOURCES or "suspicious" in tags:
+        return content
+    if source in ("user_feedback", "manual"):
+        return " ".join([content, task_description, " ".join(tags), " ".join(tools)])
+    hidden = [task_description[:_HIDDEN_CHARS], " ".join(tags[:_HIDDEN_TAGS])]
+    return " ".join([content, *hidden, " ".join(tools[:_HIDDEN_TAGS])])
 
 
 class LexicalIndex:

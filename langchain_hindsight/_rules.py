@@ -41,6 +41,7 @@ _VALUE_CHARS = 80
 _ERROR_CHARS = 160
 _SAMPLE_CHARS = 200
 _TASK_CHARS = 120
+_LESSON_TASK_CHARS = 60
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,6 +164,7 @@ def _error_fix(traj: Trajectory, settings: RuleSettings) -> list[MemoryUnit]:
             failed=t.list_separator.join(failed),
             error=_error_text(errors[-1]),
             fixed=format_args(fixed),
+            task=clip_text(" ".join(traj.task.split()), _LESSON_TASK_CHARS, "…")[0] or "-",
         )
         if content in seen:
             continue

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from langchain_hindsight._codec import unit_from_record
-from langchain_hindsight._lexical import ChangeFeed, LexicalIndex, tokenize, unit_text
+from langchain_hindsight._lexical import ChangeFeed, LexicalIndex, indexed_text, tokenize, unit_text
 from langchain_hindsight.errors import HindsightError, StoreError
 from langchain_hindsight.types import MemoryUnit
 
@@ -61,7 +61,7 @@ def record_text(document: str, metadata: Any) -> str:
     """
     tags = json.loads(metadata["tags"])
     tools = json.loads(metadata["context"]).get("tools_used") or []
-    return " ".join([document, metadata["task_description"], " ".join(tags), " ".join(tools)])
+    return indexed_text(document, metadata["task_description"], tags, tools, metadata["source"])
 
 
 def active_texts(col: Any) -> Iterator[tuple[str, str]]:

@@ -687,6 +687,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--host", default="127.0.0.1", help="bind address for --transport http")
     p.add_argument("--port", type=int, default=8765, help="port for --transport http")
     p.add_argument("--locale", choices=["zh", "en"], default="zh", help="language of the recalled block")
+    p.set_defaults(creates_store=True)  # an agent's first remember creates its store
     return parser
 
 

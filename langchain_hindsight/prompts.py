@@ -94,7 +94,9 @@ class ReflectionTemplates:
         trajectory_steps: Header before the numbered steps.
         step_labels: Label of each step type in the rendered trajectory.
         outcome_labels: Label of each outcome.
-        rule_error_fix: A failed call fixed by changed arguments; ``{tool}``, ``{failed}``, ``{error}``, ``{fixed}``.
+        rule_error_fix: A failed call fixed by changed arguments; ``{tool}``, ``{failed}``, ``{error}``, ``{fixed}``,
+            ``{task}`` (the run's task, clipped: the lesson says where it was learned, and recall can
+            match the next similar task on the text the model is shown).
         rule_unstable_fixed: A call that needed ``{attempts}`` attempts; ``{tool}``, ``{error}``.
         rule_unstable_failed: A call that failed ``{attempts}`` times in a row; ``{tool}``, ``{error}``.
         rule_avoid: A failed task (seed pitfall 5); ``{task}``, ``{reason}``, ``{action}``.
@@ -138,7 +140,7 @@ REFLECTION_ZH = ReflectionTemplates(
         "feedback": "用户反馈",
     },
     outcome_labels={"success": "成功", "failure": "失败", "unknown": "未知"},
-    rule_error_fix="使用{tool}时，{failed}会失败（{error}），改为{fixed}后成功。",
+    rule_error_fix="使用{tool}时，{failed}会失败（{error}），改为{fixed}后成功（任务：{task}）。",
     rule_unstable_fixed="{tool}调用了{attempts}次才成功（期间出错：{error}），该操作不稳定，需要加异常处理（重试、超时或参数校验）。",
     rule_unstable_failed="{tool}连续{attempts}次调用失败（{error}），该操作不稳定，需要加异常处理，或换一种方法。",
     rule_avoid="执行“{task}”时失败：{reason}。下次避免重复同样的做法{action}，换一种方法。",
@@ -165,7 +167,7 @@ REFLECTION_EN = ReflectionTemplates(
         "feedback": "user feedback",
     },
     outcome_labels={"success": "success", "failure": "failure", "unknown": "unknown"},
-    rule_error_fix="With {tool}, {failed} fails ({error}); {fixed} works.",
+    rule_error_fix="With {tool}, {failed} fails ({error}); {fixed} works (task: {task}).",
     rule_unstable_fixed="{tool} needed {attempts} attempts to succeed (errors: {error}); the operation is unstable and needs exception handling (retries, timeouts or input checks).",
     rule_unstable_failed="{tool} failed {attempts} times in a row ({error}); the operation is unstable: add exception handling or use another approach.",
     rule_avoid='The task "{task}" failed: {reason}. Next time avoid repeating the same approach{action} and try another one.',

@@ -17,7 +17,7 @@ from chromadb.config import Settings
 from langchain_hindsight import MemoryStore, MemoryUnit
 from langchain_hindsight import store as store_module
 from langchain_hindsight._collections import collection_name
-from langchain_hindsight._lexical import ChangeFeed, LexicalIndex, tokenize, unit_text
+from langchain_hindsight._lexical import PRIOR_DOCUMENTS, ChangeFeed, LexicalIndex, tokenize, unit_text
 from langchain_hindsight._search import active_texts
 from langchain_hindsight.embeddings import LocalEmbeddings
 from langchain_hindsight.writes import LLMWriteJudge
@@ -177,7 +177,10 @@ def test_change_feed_poll_reports_changed_ids() -> None:
 def _reference_bm25(
     docs: dict[str, str], query: str, k: int, *, k1: float = 1.2, b: float = 0.5, normalize: bool = False
 ) -> list[tuple[str, float]]:
-    """The pure-Python BM25 the lexical arm used before it was vectorised (walks every posting)."""
+    """The pure-Python BM25 the lexical arm used before it was vectorised (walks every posting).
+
+    A normalised search counts :data:`PRIOR_DOCUMENTS` more documents in its idf, as the arm does.
+    """
     postings: dict[str, dict[str, int]] = {}
     lengths = {}
     for memory_id, text in docs.items():
@@ -188,8 +191,10 @@ def _reference_bm25(
     n = len(lengths)
     avg = sum(lengths.values()) / n or 1.0
 
+    corpus = n + PRIOR_DOCUMENTS if normalize else n
+
     def idf(df: int) -> float:
-        return math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+        return math.log(1.0 + (corpus - df + 0.5) / (df + 0.5))
 
     mass = 0.0
     matched = []

@@ -165,7 +165,7 @@ async def test_http_round_trip(http_server: str) -> None:
         unit = data(
             await session.call_tool("remember", {"content": "Call get_orders with api_version='v2'; v1 is retired."})
         )
-        recalled = data(await session.call_tool("recall", {"task": "count the orders of the north region", "k": 3}))
+        recalled = data(await session.call_tool("recall", {"task": "call get_orders for the north region", "k": 3}))
         assert recalled["results"][0]["memory_id"] == unit["memory_id"]
         denied = await session.call_tool("remember", {"content": "z", "namespace": "analyst"})
         assert denied.isError

@@ -529,7 +529,7 @@ def test_readme_capture_examples_run(capsys: pytest.CaptureFixture[str]) -> None
     assert "success ['tool_call', 'error', 'tool_call', 'tool_result', 'final_answer']" in out
     assert "data_cleaning tool_output" in out
     assert "使用read_file时，encoding='utf-8'会失败（UnicodeDecodeError: 'utf-8' codec can't decode" in out
-    assert "改为encoding='gbk'后成功。" in out
+    assert "改为encoding='gbk'后成功（任务：" in out
     assert "data_cleaning 0.8 ['csv', 'encoding']" in out
     assert "\n[]\n" in out
     assert "user_feedback 0.9 weekly_report" in out

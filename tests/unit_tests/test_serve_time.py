@@ -392,3 +392,13 @@ def test_a_chat_model_classifier_gets_the_prompt_and_a_bounded_task(work_store: 
         "model",
     )
     assert zh.prompts[0].startswith(TASK_TYPE_PROMPT_ZH.split("{")[0])
+
+
+def test_a_new_store_with_one_lesson_serves_it_to_a_related_task(tmp_path: Path, use_embeddings: Embeddings) -> None:
+    """In a store of one memory every matched term is in every memory; the idf prior keeps it relevant."""
+    with MemoryStore(tmp_path / "new", embeddings=use_embeddings) as store:
+        store.add(MemoryUnit(task_type="weekly_report", content=WEEKLY))
+        memories = HindsightRetriever(store=store).recall("生成本周的销售周报", now=NOW)
+        assert [m.memory.content for m in memories] == [WEEKLY]
+        assert memories[0].similarity >= DEFAULT_MIN_RELEVANCE
+        assert HindsightRetriever(store=store).recall("写一首关于秋天的诗", now=NOW) == []
