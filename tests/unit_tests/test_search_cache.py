@@ -181,11 +181,14 @@ class NearFar(Embeddings):
 
 def test_inactive_nearest_units_are_skipped_without_losing_active_ones(tmp_path: Path) -> None:
     with MemoryStore(tmp_path / "db", embeddings=NearFar()) as store:
-        stored = store.add_many(
-            [MemoryUnit(content=f"near lesson {i}", status="superseded") for i in range(20)]
-            + [MemoryUnit(content=f"far lesson {i}") for i in range(10)],
-            dedupe=False,
-        )
+        stored = [
+            r.unit
+            for r in store.add_many(
+                [MemoryUnit(content=f"near lesson {i}", status="superseded") for i in range(20)]
+                + [MemoryUnit(content=f"far lesson {i}") for i in range(10)],
+                dedupe=False,
+            )
+        ]
         assert sum(u.status == "superseded" for u in stored) == 20
         vector = store.embeddings.embed_query("anything")
         dense, _ = store.hybrid_search("lesson", vector, k=5)
