@@ -54,3 +54,20 @@ def test_intro_example_runs_with_a_scripted_model(tmp_path: Path, monkeypatch: p
     with MemoryStore(tmp_path / "memory_db", embeddings=hs.store.embeddings) as store:
         contents = [u.content for u in store.list_units(source="user_feedback")]
     assert any("去掉重复行" in c for c in contents)
+
+
+def test_benchmark_numbers_are_copied_from_the_results_files() -> None:
+    spec = importlib.util.spec_from_file_location("build_readme", ROOT / "docs" / "build_readme.py")
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    section = (ROOT / "docs" / "readme" / "90_benchmarks.md").read_text(encoding="utf-8")
+    markers = re.findall(r"^<!-- results: ([\w.-]+\.md)(?: # ([^>]+?))? -->$", section, re.M)
+    assert len(markers) >= 8
+    assert not re.search(r"\d+\.\d+ ?(?:ms|×|x)\b", section)  # no number typed by hand
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    for name, heading in markers:
+        table = module.results_table(name, heading or None)
+        assert table.startswith("|")
+        assert table in readme, name
