@@ -49,12 +49,13 @@ from typing import Any
 
 from langchain.agents import create_agent
 from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResponse
-from langchain_core.callbacks import BaseCallbackHandler, CallbackManagerForLLMRun
-from langchain_core.language_models import BaseChatModel, LanguageModelInput
+from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolCall, ToolMessage
-from langchain_core.outputs import ChatGeneration, ChatResult
-from langchain_core.runnables import Runnable, RunnableConfig
+from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, StructuredTool, ToolException
+
+from langchain_hindsight.testing import ReactiveToolModel
 
 RESULTS = Path(__file__).resolve().parent / "results"
 SYSTEM_PROMPT = (
@@ -315,28 +316,9 @@ def _last_args(messages: Sequence[BaseMessage], tool: str) -> dict[str, Any]:
     return {}
 
 
-class ScriptedPolicyModel(BaseChatModel):
+def scripted_policy(*, forced: bool = False) -> ReactiveToolModel:
     """Offline chat model: :func:`decide` applied to the prompt it receives (not an LLM)."""
-
-    forced: bool = False
-
-    @property
-    def _llm_type(self) -> str:
-        return "agent-gain-scripted"
-
-    def bind_tools(
-        self, tools: Sequence[Any], *, tool_choice: Any = None, **kwargs: Any
-    ) -> Runnable[LanguageModelInput, AIMessage]:
-        return self
-
-    def _generate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
-        return ChatResult(generations=[ChatGeneration(message=decide(messages, forced=self.forced))])
+    return ReactiveToolModel(respond=lambda messages: decide(messages, forced=forced))
 
 
 # ---------------------------------------------------------------------------- forced-tool mode
@@ -444,7 +426,7 @@ def run_stream(
 
 
 def _is_real(model: BaseChatModel) -> bool:
-    return not isinstance(model, ScriptedPolicyModel)
+    return not isinstance(model, ReactiveToolModel)
 
 
 def summarize(without: list[TaskResult], with_: list[TaskResult]) -> dict[str, Any]:
@@ -482,9 +464,9 @@ def render(report: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def select_model(name: str | None, base_url: str | None) -> BaseChatModel:
+def select_model(name: str | None, base_url: str | None, *, forced: bool = False) -> BaseChatModel:
     if not name:
-        return ScriptedPolicyModel()
+        return scripted_policy(forced=forced)
     from langchain_hindsight.demo import select_model as demo_select
 
     return demo_select(name, base_url)[0]
@@ -499,9 +481,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--tasks", type=int, default=None, help="run only the first N tasks")
     parser.add_argument("--no-write", action="store_true", help="do not write benchmarks/results")
     args = parser.parse_args(argv)
-    model = select_model(args.model, args.base_url)
-    if isinstance(model, ScriptedPolicyModel):
-        model.forced = args.forced_tool
+    model = select_model(args.model, args.base_url, forced=args.forced_tool)
     runs: dict[str, list[TaskResult]] = {}
     for arm, on in (("without", False), ("with", True)):
         with tempfile.TemporaryDirectory(prefix=f"agent_gain_{arm}_") as tmp:

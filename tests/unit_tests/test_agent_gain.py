@@ -56,7 +56,7 @@ def test_policy_follows_the_hint_in_a_tool_error() -> None:
 
 @pytest.mark.parametrize("forced", [False, True])
 def test_hindsight_removes_repeated_tool_errors(tmp_path: Path, forced: bool) -> None:
-    model = ag.ScriptedPolicyModel(forced=forced)
+    model = ag.scripted_policy(forced=forced)
     options = {"model": model, "forced": forced, "structured_output": True, "tasks_limit": 7}
     without = ag.run_stream(hindsight=False, workdir=tmp_path / "without", **options)
     with_ = ag.run_stream(hindsight=True, workdir=tmp_path / "with", **options)
