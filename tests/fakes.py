@@ -17,6 +17,7 @@ from langchain_hindsight.testing import (
 )
 
 __all__ = [
+    "GRANTS_TOML",
     "ReactiveToolModel",
     "ScriptExhaustedError",
     "ScriptedToolModel",
@@ -41,3 +42,18 @@ def judge_model(decision: str, *, reason: str = "scripted") -> ReactiveToolModel
         return call("JudgeOutput", decision=decision, target_id=target, reason=reason)
 
     return ReactiveToolModel(respond=respond)
+
+
+GRANTS_TOML = """
+[principals.cleaner]
+namespace = "cleaner"
+write = ["shared"]
+
+[principals.analyst]
+namespace = "analyst"
+read = ["shared"]
+
+[principals.outsider]
+namespace = "outsider"
+"""
+"""A cleaning agent that publishes to ``shared``, an analysis agent that reads it, and one with no grant."""

@@ -11,26 +11,15 @@ from langchain_core.embeddings import Embeddings
 from langchain_hindsight.access import AccessPolicy, Principal, ScopedMemory, origin_tag, published_from
 from langchain_hindsight.errors import AccessDeniedError, ConfigurationError, MemoryNotFoundError
 from langchain_hindsight.store import MemoryStore
+from tests.fakes import GRANTS_TOML
 
 LESSON = "清洗销售CSV时，金额列先去掉千分位逗号再转成数字，否则求和会报ValueError。"
-POLICY = """
-[principals.cleaner]
-namespace = "cleaner"
-write = ["shared"]
-
-[principals.analyst]
-namespace = "analyst"
-read = ["shared"]
-
-[principals.outsider]
-namespace = "outsider"
-"""
 
 
 @pytest.fixture
 def policy(tmp_path: Path) -> AccessPolicy:
     path = tmp_path / "grants.toml"
-    path.write_text(POLICY, encoding="utf-8")
+    path.write_text(GRANTS_TOML, encoding="utf-8")
     return AccessPolicy.from_file(path)
 
 

@@ -24,21 +24,12 @@ from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
 from langchain_hindsight.mcp_server import TOOL_NAMES
-from tests.fakes import call, scripted_model
+from tests.fakes import GRANTS_TOML, call, scripted_model
 
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
 LESSON = "读取ERP导出的CSV时要用encoding='gbk'和sep=';'，默认的utf-8会报UnicodeDecodeError。"
-GRANTS = """
-[principals.cleaner]
-namespace = "cleaner"
-write = ["shared"]
-
-[principals.analyst]
-namespace = "analyst"
-read = ["shared"]
-"""
 
 
 def _env() -> dict[str, str]:
@@ -66,7 +57,7 @@ def _args(db: Path, config: Path, principal: str, *extra: str) -> list[str]:
 @pytest.fixture
 def config(tmp_path: Path) -> Path:
     path = tmp_path / "grants.toml"
-    path.write_text(GRANTS, encoding="utf-8")
+    path.write_text(GRANTS_TOML, encoding="utf-8")
     return path
 
 
