@@ -34,10 +34,10 @@ ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT.parent))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from langchain_hindsight.embeddings import LocalEmbeddings  # noqa: E402
-from langchain_hindsight.retriever import HindsightRetriever  # noqa: E402
-from langchain_hindsight.scoring import ScoringWeights  # noqa: E402
-from langchain_hindsight.store import MemoryStore  # noqa: E402
+from langchain_hindsight.embeddings.local import LocalEmbeddings  # noqa: E402
+from langchain_hindsight.recall.retriever import HindsightRetriever  # noqa: E402
+from langchain_hindsight.recall.scoring import ScoringWeights  # noqa: E402
+from langchain_hindsight.store.memory_store import MemoryStore  # noqa: E402
 from langchain_hindsight.types import MemoryUnit  # noqa: E402
 
 NOW = datetime(2026, 11, 1, tzinfo=UTC)
@@ -125,7 +125,7 @@ class ScriptRouted(Embeddings):
         return [math.sqrt(self.p) * x for x in _unit(vm)] + [math.sqrt(1.0 - self.p) * x for x in _unit(vu)]
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
-        from langchain_hindsight._fusion import query_script
+        from langchain_hindsight.recall.fusion import query_script
 
         latin = [t for t in texts if query_script(t) == "latin"]
         vm = dict(zip(latin, self.minilm.embed_documents(latin), strict=True)) if latin else {}

@@ -467,7 +467,7 @@ def render(report: dict[str, Any]) -> str:
 def select_model(name: str | None, base_url: str | None, *, forced: bool = False) -> BaseChatModel:
     if not name:
         return scripted_policy(forced=forced)
-    from langchain_hindsight.demo import select_model as demo_select
+    from hindsight_demo import select_model as demo_select
 
     return demo_select(name, base_url)[0]
 

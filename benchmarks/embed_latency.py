@@ -51,8 +51,8 @@ sys.path.insert(0, str(ROOT.parent))
 
 from _stats import summary  # noqa: E402
 
-from langchain_hindsight.embeddings import LocalEmbeddings, default_model_path  # noqa: E402
-from langchain_hindsight.multilingual import MultilingualEmbeddings, ScriptRoutedEmbeddings  # noqa: E402
+from langchain_hindsight.embeddings.local import LocalEmbeddings, default_model_path  # noqa: E402
+from langchain_hindsight.embeddings.multilingual import MultilingualEmbeddings, ScriptRoutedEmbeddings  # noqa: E402
 
 WARMUP = 10
 LONG = [
@@ -110,7 +110,7 @@ def cold_start(env: dict[str, str]) -> float:
     if env["BENCH_BACKEND"] in ("multilingual", "routed"):
         code = (
             "import time; t = time.perf_counter()\n"
-            "from langchain_hindsight.multilingual import MultilingualEmbeddings, ScriptRoutedEmbeddings\n"
+            "from langchain_hindsight.embeddings.multilingual import MultilingualEmbeddings, ScriptRoutedEmbeddings\n"
             "e = (MultilingualEmbeddings if __import__('os').environ['BENCH_BACKEND'] == 'multilingual'"
             " else ScriptRoutedEmbeddings)()\n"
             "e.embed_query('cold start'); print(time.perf_counter() - t, __import__('os').environ['BENCH_BACKEND'])\n"
@@ -118,7 +118,7 @@ def cold_start(env: dict[str, str]) -> float:
     else:
         code = (
             "import time; t = time.perf_counter()\n"
-            "from langchain_hindsight.embeddings import LocalEmbeddings\n"
+            "from langchain_hindsight.embeddings.local import LocalEmbeddings\n"
             "e = LocalEmbeddings(backend=__import__('os').environ['BENCH_BACKEND'])\n"
             "e.embed_query('cold start'); print(time.perf_counter() - t, e.active_backend)\n"
         )

@@ -2,7 +2,7 @@
 
 For every query the signals are computed once with the real components (MiniLM
 and USE vectors, the store's BM25 normalised by the query's idf mass, the
-query's and each memory's script from ``langchain_hindsight._fusion``), then
+query's and each memory's script from ``langchain_hindsight.recall.fusion``), then
 every grid point is scored the way the retriever fuses them:
 
 * ``routed`` (script-routed MiniLM + USE in one vector, MiniLM share ``p``):
@@ -44,7 +44,7 @@ from _candidates import ROOT, build_embedders, open_store  # type: ignore[import
 from conversational_recall import data as conversation_data  # type: ignore[import-not-found]
 from recall_quality import SLICES, split, units  # type: ignore[import-not-found]
 
-from langchain_hindsight._fusion import query_script
+from langchain_hindsight.recall.fusion import query_script
 from langchain_hindsight.types import MemoryUnit
 
 GRID_ALPHA = tuple(round(0.1 * i, 1) for i in range(1, 10))

@@ -70,7 +70,7 @@ def install(variant: str, work: Path) -> dict[str, Any]:
         seconds += _run([*pip, *[d for d in deps if _name(d) not in MINILM_STACK]])
     probe = (
         "import importlib.util as u\n"
-        "from langchain_hindsight.multilingual import MultilingualEmbeddings\n"
+        "from langchain_hindsight.embeddings.multilingual import MultilingualEmbeddings\n"
         "v = MultilingualEmbeddings().embed_query('周报只统计本周一到周日')\n"
         "print(len(v), u.find_spec('torch') is not None)\n"
     )

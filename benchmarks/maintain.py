@@ -43,8 +43,8 @@ from _corpus import TASKS as CORPUS_TASKS
 from _corpus import experiences
 
 from langchain_hindsight import Lifecycle, MemoryStore, MemoryUnit
-from langchain_hindsight._codec import unit_to_metadata
-from langchain_hindsight.embeddings import LocalEmbeddings
+from langchain_hindsight.embeddings.local import LocalEmbeddings
+from langchain_hindsight.store._codec import unit_to_metadata
 
 RESULTS = Path(__file__).parent / "results"
 NOW = datetime(2026, 11, 1, tzinfo=UTC)

@@ -41,8 +41,8 @@ sys.path.insert(0, str(ROOT.parent))
 
 from _stats import summary  # noqa: E402
 
-from langchain_hindsight.retriever import HindsightRetriever  # noqa: E402
-from langchain_hindsight.store import MemoryStore  # noqa: E402
+from langchain_hindsight.recall.retriever import HindsightRetriever  # noqa: E402
+from langchain_hindsight.store.memory_store import MemoryStore  # noqa: E402
 from langchain_hindsight.types import MemoryUnit  # noqa: E402
 
 K = 5

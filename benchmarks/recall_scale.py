@@ -60,8 +60,8 @@ sys.path.insert(0, str(ROOT))
 from _corpora import CORPORA, min_query_term_share  # noqa: E402
 from _stats import summary  # noqa: E402
 
-from langchain_hindsight.retriever import HindsightRetriever  # noqa: E402
-from langchain_hindsight.store import MemoryStore  # noqa: E402
+from langchain_hindsight.recall.retriever import HindsightRetriever  # noqa: E402
+from langchain_hindsight.store.memory_store import MemoryStore  # noqa: E402
 from langchain_hindsight.types import MemoryUnit  # noqa: E402
 
 K = 5
@@ -130,7 +130,7 @@ def cli_seconds(path: Path, argv: list[str], runs: int) -> dict[str, Any]:
     for _ in range(runs):
         t0 = time.perf_counter()
         proc = subprocess.run(
-            [sys.executable, "-m", "langchain_hindsight.cli", *argv, "--path", str(path)],
+            [sys.executable, "-m", "langchain_hindsight.cli.main", *argv, "--path", str(path)],
             env=env,
             capture_output=True,
             text=True,
@@ -244,7 +244,7 @@ def quality() -> dict[str, Any]:
     """MRR@10 of the labelled set with the shipped index and with the pre-vectorisation BM25."""
     from _bm25_reference import ReferenceIndex
 
-    from langchain_hindsight._lexical import LexicalIndex
+    from langchain_hindsight.store._lexical import LexicalIndex
 
     def load(name: str) -> list[dict[str, Any]]:
         return [json.loads(line) for line in (ROOT / "data" / name).read_text(encoding="utf-8").splitlines()]
@@ -285,7 +285,7 @@ def lexical_versus_reference(n: int, n_queries: int = 100) -> dict[str, Any]:
     """CPU ms per lexical query (k=15, normalised) of the pre-vectorisation BM25 and the shipped one, same corpus."""
     from _bm25_reference import ReferenceIndex
 
-    from langchain_hindsight._lexical import LexicalIndex
+    from langchain_hindsight.store._lexical import LexicalIndex
 
     out: dict[str, Any] = {"memories": n}
     for corpus in ("common", "zh"):

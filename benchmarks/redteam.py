@@ -24,7 +24,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from langchain_hindsight import MemoryStore
-from langchain_hindsight.embeddings import LocalEmbeddings
+from langchain_hindsight.embeddings.local import LocalEmbeddings
 from tests import redteam
 
 RESULTS = Path(__file__).parent / "results"

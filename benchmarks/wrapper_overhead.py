@@ -34,7 +34,7 @@ from langgraph.prebuilt import ToolNode, tools_condition
 
 from benchmarks._stats import summary
 from langchain_hindsight import HindsightRetriever, MemoryStore, MemoryUnit, ScoredMemory, with_hindsight
-from langchain_hindsight.embeddings import LocalEmbeddings
+from langchain_hindsight.embeddings.local import LocalEmbeddings
 from tests.fakes import ReactiveToolModel, call
 
 RESULTS = Path(__file__).resolve().parent / "results"

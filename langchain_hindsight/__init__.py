@@ -9,7 +9,7 @@ optional extras (``langchain-classic``) are only needed for what uses them.
 The root exports the facade (:class:`Hindsight`), the adapters, the store, the
 unit, the retriever, the recorder, the reflector, the lifecycle, the journal and
 the errors callers catch; everything else is imported from its module
-(``langchain_hindsight.session``, ``.embeddings``, ``.taxonomy``, ``.testing``, ...).
+(``langchain_hindsight.session.loop``, ``.embeddings``, ``.taxonomy``, ``.testing``, ...).
 """
 
 from __future__ import annotations
@@ -18,7 +18,10 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from langchain_hindsight.capture import TrajectoryRecorder
+    from langchain_hindsight.adapters.graph import recall_node, reflect_node, with_hindsight
+    from langchain_hindsight.adapters.memory import HindsightMemory
+    from langchain_hindsight.adapters.middleware import HindsightMiddleware
+    from langchain_hindsight.capture.recorder import TrajectoryRecorder
     from langchain_hindsight.errors import (
         ConfigurationError,
         HindsightError,
@@ -26,17 +29,14 @@ if TYPE_CHECKING:
         RunNotFoundError,
         StoreLockedError,
     )
-    from langchain_hindsight.graph import recall_node, reflect_node, with_hindsight
     from langchain_hindsight.hindsight import Hindsight
-    from langchain_hindsight.injection import build_task_prompt, format_experiences
-    from langchain_hindsight.journal import RunJournal
-    from langchain_hindsight.lifecycle import Lifecycle
-    from langchain_hindsight.memory import HindsightMemory
-    from langchain_hindsight.middleware import HindsightMiddleware
-    from langchain_hindsight.reflection import Reflector
-    from langchain_hindsight.retriever import HindsightRetriever
-    from langchain_hindsight.scoring import ScoringWeights
-    from langchain_hindsight.store import MemoryStore
+    from langchain_hindsight.lifecycle.maintenance import Lifecycle
+    from langchain_hindsight.recall.injection import build_task_prompt, format_experiences
+    from langchain_hindsight.recall.retriever import HindsightRetriever
+    from langchain_hindsight.recall.scoring import ScoringWeights
+    from langchain_hindsight.reflection.reflector import Reflector
+    from langchain_hindsight.store.journal import RunJournal
+    from langchain_hindsight.store.memory_store import MemoryStore
     from langchain_hindsight.types import MemoryUnit, Step, Trajectory
 
 __version__ = "0.1.0"

@@ -22,16 +22,16 @@ from urllib.parse import urlsplit
 
 from langchain_core.callbacks import BaseCallbackHandler
 
-from langchain_hindsight.capture import TrajectoryRecorder
+from langchain_hindsight.capture.recorder import TrajectoryRecorder
 from langchain_hindsight.errors import ConfigurationError
-from langchain_hindsight.journal import RunJournal
 from langchain_hindsight.prompts import Locale
-from langchain_hindsight.reflection import BackgroundReflector, Reflector
-from langchain_hindsight.retriever import HindsightRetriever
-from langchain_hindsight.session import ErrorPolicy, FeedbackResult, HindsightSession, SessionConfig
-from langchain_hindsight.store import MemoryStore
+from langchain_hindsight.recall.retriever import HindsightRetriever
+from langchain_hindsight.reflection.reflector import BackgroundReflector, Reflector
+from langchain_hindsight.session.loop import ErrorPolicy, FeedbackResult, HindsightSession, SessionConfig
+from langchain_hindsight.store.journal import RunJournal
+from langchain_hindsight.store.memory_store import MemoryStore
+from langchain_hindsight.store.writes import LLMWriteJudge, WriteJudge
 from langchain_hindsight.types import ScoredMemory
-from langchain_hindsight.writes import LLMWriteJudge, WriteJudge
 
 if TYPE_CHECKING:
     from chromadb.api import ClientAPI
@@ -39,8 +39,8 @@ if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
     from langgraph.graph.state import CompiledStateGraph
 
-    from langchain_hindsight.memory import HindsightMemory
-    from langchain_hindsight.middleware import HindsightMiddleware
+    from langchain_hindsight.adapters.memory import HindsightMemory
+    from langchain_hindsight.adapters.middleware import HindsightMiddleware
 
 __all__ = ["FeedbackResult", "Hindsight"]
 
@@ -77,8 +77,8 @@ class Hindsight:
         reflector: A prebuilt :class:`Reflector` (on this store) instead of
             ``model`` and ``structured_output``.
         judge: How a store this bundle opens decides a write that has similar
-            neighbours (see :mod:`langchain_hindsight.writes`). ``"auto"``: with a
-            ``model``, one bounded call to it (:class:`~langchain_hindsight.writes.LLMWriteJudge`:
+            neighbours (see :mod:`langchain_hindsight.store.writes`). ``"auto"``: with a
+            ``model``, one bounded call to it (:class:`~langchain_hindsight.store.writes.LLMWriteJudge`:
             add, duplicate, update or conflict); without one, the conservative rule
             that keeps both. ``"rules"``: always the rule. Or any ``WriteJudge``.
         embeddings: Embedder for a new store (default: the offline one).
@@ -205,7 +205,7 @@ class Hindsight:
     # ------------------------------------------------------------------ adapters
     def middleware(self, **options: Any) -> HindsightMiddleware:
         """``HindsightMiddleware(self, **options)`` for ``create_agent``."""
-        from langchain_hindsight.middleware import HindsightMiddleware
+        from langchain_hindsight.adapters.middleware import HindsightMiddleware
 
         return HindsightMiddleware(self, **options)
 
@@ -213,13 +213,13 @@ class Hindsight:
         self, graph: CompiledStateGraph[Any, Any, Any, Any], **options: Any
     ) -> CompiledStateGraph[Any, Any, Any, Any]:
         """``with_hindsight(graph, self, **options)``: the graph with this bundle's recall and reflection."""
-        from langchain_hindsight.graph import with_hindsight
+        from langchain_hindsight.adapters.graph import with_hindsight
 
         return with_hindsight(graph, self, **options)
 
     def memory(self, **options: Any) -> HindsightMemory:
         """``HindsightMemory(self, **options)`` for classic chains (needs the ``classic`` extra)."""
-        from langchain_hindsight.memory import HindsightMemory
+        from langchain_hindsight.adapters.memory import HindsightMemory
 
         return HindsightMemory(self, **options)
 

@@ -13,9 +13,9 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 
-from langchain_hindsight.embeddings import LocalEmbeddings
-from langchain_hindsight.multilingual import ScriptRoutedEmbeddings
-from langchain_hindsight.store import MemoryStore
+from langchain_hindsight.embeddings.local import LocalEmbeddings
+from langchain_hindsight.embeddings.multilingual import ScriptRoutedEmbeddings
+from langchain_hindsight.store.memory_store import MemoryStore
 
 
 @pytest.fixture(scope="session")

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from langchain_core.embeddings import Embeddings
 
-from langchain_hindsight.access import AccessPolicy, Principal, ScopedMemory, origin_tag, published_from
 from langchain_hindsight.errors import AccessDeniedError, ConfigurationError, MemoryNotFoundError
-from langchain_hindsight.store import MemoryStore
+from langchain_hindsight.sharing.access import AccessPolicy, Principal, ScopedMemory, origin_tag, published_from
+from langchain_hindsight.store.memory_store import MemoryStore
 from tests.fakes import GRANTS_TOML
 
 LESSON = "清洗销售CSV时，金额列先去掉千分位逗号再转成数字，否则求和会报ValueError。"
@@ -170,7 +170,7 @@ def test_readme_sharing_example_runs(
 
 
 def test_the_block_labels_memories_from_other_namespaces(views: dict[str, ScopedMemory]) -> None:
-    from langchain_hindsight.injection import format_experiences
+    from langchain_hindsight.recall.injection import format_experiences
 
     cleaner, analyst = views["cleaner"], views["analyst"]
     cleaner.publish(cleaner.remember(LESSON).memory_id, to="shared")

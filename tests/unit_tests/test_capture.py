@@ -22,7 +22,7 @@ from langgraph.graph.message import add_messages
 from langgraph.prebuilt import ToolNode, tools_condition
 
 from langchain_hindsight import ConfigurationError, Trajectory, TrajectoryRecorder
-from langchain_hindsight.capture import clip_text, task_from_inputs
+from langchain_hindsight.capture.recorder import clip_text, task_from_inputs
 from langchain_hindsight.testing import ReactiveToolModel, call, scripted_model
 
 GBK_TEXT = "姓名,城市\n张三,北京\n李四,上海\n"
@@ -423,10 +423,10 @@ def test_recorder_errors_never_reach_the_agent(caplog: pytest.LogCaptureFixture)
 
     recorder = TrajectoryRecorder(on_finish=broken)
     chain = ChatPromptTemplate.from_messages([("human", "{q}")]) | scripted_model("1", "2") | StrOutputParser()
-    with caplog.at_level(logging.WARNING, logger="langchain_hindsight.capture"):
+    with caplog.at_level(logging.WARNING, logger="langchain_hindsight.capture.recorder"):
         assert chain.invoke({"q": "a"}, config={"callbacks": [recorder]}) == "1"
         assert chain.invoke({"q": "b"}, config={"callbacks": [recorder]}) == "2"
-    warnings_ = [r for r in caplog.records if r.name == "langchain_hindsight.capture"]
+    warnings_ = [r for r in caplog.records if r.name == "langchain_hindsight.capture.recorder"]
     assert len(warnings_) == 1  # logged once, then swallowed quietly
     assert "on_chain_end" in warnings_[0].getMessage()
 

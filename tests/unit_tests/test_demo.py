@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
-from langchain_hindsight.demo import decide, demo_tools, run_demo, select_model, write_demo_files
+from hindsight_demo import decide, demo_tools, run_demo, select_model, write_demo_files
 from langchain_hindsight.errors import ConfigurationError
 
 
@@ -102,7 +102,7 @@ def test_hindsight_demo_command_exits_zero_offline(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k not in {"HINDSIGHT_MODEL", "OPENAI_API_KEY"}}
     env["HF_HUB_OFFLINE"] = "1"
     done = subprocess.run(
-        [sys.executable, "-m", "langchain_hindsight.cli", "demo", "--path", str(tmp_path)],
+        [sys.executable, "-m", "langchain_hindsight.cli.main", "demo", "--path", str(tmp_path)],
         capture_output=True,
         text=True,
         env=env,

@@ -20,8 +20,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from langchain_hindsight import _onnx
-from langchain_hindsight.embeddings import LocalEmbeddings, default_model_path
+from langchain_hindsight.embeddings import _onnx
+from langchain_hindsight.embeddings.local import LocalEmbeddings, default_model_path
 from langchain_hindsight.errors import ConfigurationError
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "readme" / "embeddings.md"

@@ -20,8 +20,8 @@ import pytest
 from langchain_core.embeddings import Embeddings
 
 from langchain_hindsight import ConfigurationError, MemoryNotFoundError, MemoryStore, MemoryUnit
-from langchain_hindsight._scrub import SCRUB_MARKER
-from langchain_hindsight.writes import LLMWriteJudge
+from langchain_hindsight.store._scrub import SCRUB_MARKER
+from langchain_hindsight.store.writes import LLMWriteJudge
 from tests.fakes import judge_model
 
 
@@ -178,7 +178,7 @@ def test_forget_namespace_erases_it_and_spares_the_others(fast_store: MemoryStor
 
 
 def test_forget_removes_references_and_journal_entries(make_store: Callable[..., MemoryStore]) -> None:
-    from langchain_hindsight.journal import RunJournal
+    from langchain_hindsight.store.journal import RunJournal
 
     fast_store = make_store(judge=LLMWriteJudge(judge_model("conflict")))  # real embeddings: the lessons are similar
     directory = fast_store.persist_directory
@@ -256,7 +256,7 @@ point = {point!r}
 if point == "rename":  # the old collection is dropped, the complete copy not yet renamed
     C.Collection.modify = lambda self, **kw: os.kill(os.getpid(), signal.SIGKILL)
 else:  # everything rebuilt, files not yet erased
-    import langchain_hindsight._scrub as S
+    import langchain_hindsight.store._scrub as S
     S.erase_files = lambda directory: os.kill(os.getpid(), signal.SIGKILL)
 store.forget(secret.memory_id)
 print("NOT KILLED", flush=True)
@@ -325,7 +325,7 @@ _KILL_IN_FORGET = """
 import os, signal, sys
 import chromadb.api.models.Collection as C
 from langchain_hindsight import MemoryStore, MemoryUnit
-from langchain_hindsight.journal import RunJournal
+from langchain_hindsight.store.journal import RunJournal
 sys.path.insert(0, {tests!r})
 from unit_tests.test_forget import HashEmbeddings, _filler, _secret_unit
 
@@ -346,12 +346,12 @@ if point == "first-delete":  # the intent is durable, nothing deleted yet
 elif point == "journal-scrub":  # the unit is deleted, the journal still names it
     C.Collection.upsert = die
 elif point == "before-scrub":  # every Chroma delete done, no scrub marker yet: the bytes are still on disk
-    import langchain_hindsight._forget as F
+    import langchain_hindsight.store._forget as F
     F.scrub = die
 elif point == "rename":  # a rebuild half done
     C.Collection.modify = die
 else:  # everything rebuilt, files not yet erased
-    import langchain_hindsight._scrub as S
+    import langchain_hindsight.store._scrub as S
     S.erase_files = die
 store.forget(secret.memory_id)
 print("NOT KILLED", flush=True)
@@ -362,8 +362,8 @@ FORGET_KILL_POINTS = ["first-delete", "journal-scrub", "before-scrub", "rename",
 @pytest.mark.slow
 @pytest.mark.parametrize("point", FORGET_KILL_POINTS)
 def test_a_forget_killed_at_any_step_is_finished_on_reopen(tmp_path: Path, point: str) -> None:
-    from langchain_hindsight._forget import FORGET_INTENT
-    from langchain_hindsight.journal import RunJournal
+    from langchain_hindsight.store._forget import FORGET_INTENT
+    from langchain_hindsight.store.journal import RunJournal
 
     directory = tmp_path / "db"
     script = _KILL_IN_FORGET.format(tests=str(Path(__file__).parents[1]), path=str(directory), point=point)

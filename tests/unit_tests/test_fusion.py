@@ -1,4 +1,4 @@
-"""The fusion functions (langchain_hindsight._fusion) and how the retriever applies them."""
+"""The fusion functions (langchain_hindsight.recall.fusion) and how the retriever applies them."""
 
 from __future__ import annotations
 
@@ -11,13 +11,13 @@ from pathlib import Path
 import pytest
 from langchain_core.embeddings import Embeddings
 
-from langchain_hindsight import _fusion
-from langchain_hindsight._fusion import FusionWeights, dense_weight, fuse, fusion_weights_for, query_script
 from langchain_hindsight.errors import ConfigurationError
-from langchain_hindsight.retriever import HindsightRetriever
-from langchain_hindsight.retriever import fuse as retriever_fuse
-from langchain_hindsight.scoring import ScoringWeights
-from langchain_hindsight.store import MemoryStore
+from langchain_hindsight.recall import fusion as _fusion
+from langchain_hindsight.recall.fusion import FusionWeights, dense_weight, fuse, fusion_weights_for, query_script
+from langchain_hindsight.recall.retriever import HindsightRetriever
+from langchain_hindsight.recall.retriever import fuse as retriever_fuse
+from langchain_hindsight.recall.scoring import ScoringWeights
+from langchain_hindsight.store.memory_store import MemoryStore
 from langchain_hindsight.types import MemoryUnit
 
 NOW = datetime(2026, 6, 1, tzinfo=UTC)

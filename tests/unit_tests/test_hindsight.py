@@ -12,7 +12,7 @@ from langchain_core.messages import BaseMessage, HumanMessage
 from langchain_core.tools import ToolException, tool
 
 from langchain_hindsight import Hindsight, MemoryStore, MemoryUnit
-from langchain_hindsight.embeddings import LocalEmbeddings
+from langchain_hindsight.embeddings.local import LocalEmbeddings
 from langchain_hindsight.errors import ConfigurationError, RunNotFoundError
 from langchain_hindsight.testing import ReactiveToolModel, call
 

@@ -9,8 +9,8 @@ import pytest
 from langchain_core.documents import Document
 
 from langchain_hindsight import ConfigurationError, MemoryUnit, build_task_prompt, format_experiences
-from langchain_hindsight.injection import detect_conflicts
 from langchain_hindsight.prompts import ZH, get_templates
+from langchain_hindsight.recall.injection import detect_conflicts
 from langchain_hindsight.types import ScoredMemory
 
 SEED = [

@@ -20,7 +20,7 @@ from langchain_hindsight import (
     MemoryUnit,
     StoreError,
 )
-from langchain_hindsight._collections import collection_name as _collection_name
+from langchain_hindsight.store._collections import collection_name as _collection_name
 
 ALICE_SECRET = "Alice's payroll export must use the key ALICE-7731 and goes to finance only."
 BOB_LESSON = "Bob's team reads Chinese CSV files with encoding='utf-8-sig' to avoid garbled text."
@@ -137,7 +137,7 @@ def test_sharing_is_explicit_and_copies_only_what_is_chosen(
 
 # ----------------------------------------------------------------------------- run ids (journal, feedback, CLI)
 def _bob_run(store: MemoryStore, bob: MemoryUnit) -> str:
-    from langchain_hindsight.journal import RunJournal
+    from langchain_hindsight.store.journal import RunJournal
     from langchain_hindsight.types import ScoredMemory
 
     RunJournal(store).start(
@@ -151,7 +151,7 @@ def _bob_run(store: MemoryStore, bob: MemoryUnit) -> str:
 
 def test_a_run_id_of_another_tenant_is_not_found(tenants: tuple[MemoryStore, MemoryUnit, MemoryUnit]) -> None:
     from langchain_hindsight.errors import RunNotFoundError
-    from langchain_hindsight.journal import RunJournal
+    from langchain_hindsight.store.journal import RunJournal
 
     store, _, bob = tenants
     run_id = _bob_run(store, bob)
@@ -198,7 +198,7 @@ def test_feedback_cannot_reach_another_tenants_run(make_store: Callable[..., Mem
 
 
 def test_cli_explain_is_scoped_to_the_namespace(make_store: Callable[..., MemoryStore], tmp_path: Path) -> None:
-    from langchain_hindsight.cli import EXIT_NOT_FOUND, EXIT_OK, main
+    from langchain_hindsight.cli.main import EXIT_NOT_FOUND, EXIT_OK, main
 
     store = make_store("cli")
     bob = store.add(MemoryUnit(task_type="data_cleaning", content=BOB_LESSON), namespace="bob").unit

@@ -8,9 +8,9 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from langchain_hindsight.errors import RunNotFoundError
-from langchain_hindsight.journal import RunJournal, RunRecord
-from langchain_hindsight.scoring import score_memory
-from langchain_hindsight.store import MemoryStore
+from langchain_hindsight.recall.scoring import score_memory
+from langchain_hindsight.store.journal import RunJournal, RunRecord
+from langchain_hindsight.store.memory_store import MemoryStore
 from langchain_hindsight.types import MemoryUnit, ScoredMemory
 
 T0 = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)

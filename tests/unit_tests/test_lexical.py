@@ -15,12 +15,12 @@ import pytest
 from chromadb.config import Settings
 
 from langchain_hindsight import MemoryStore, MemoryUnit
-from langchain_hindsight import store as store_module
-from langchain_hindsight._collections import collection_name
-from langchain_hindsight._lexical import PRIOR_DOCUMENTS, ChangeFeed, LexicalIndex, tokenize, unit_text
-from langchain_hindsight._search import active_texts
-from langchain_hindsight.embeddings import LocalEmbeddings
-from langchain_hindsight.writes import LLMWriteJudge
+from langchain_hindsight.embeddings.local import LocalEmbeddings
+from langchain_hindsight.store import memory_store as store_module
+from langchain_hindsight.store._collections import collection_name
+from langchain_hindsight.store._lexical import PRIOR_DOCUMENTS, ChangeFeed, LexicalIndex, tokenize, unit_text
+from langchain_hindsight.store._search import active_texts
+from langchain_hindsight.store.writes import LLMWriteJudge
 from tests.fakes import judge_model
 
 

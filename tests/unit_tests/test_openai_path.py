@@ -23,10 +23,10 @@ from langchain_core.messages import HumanMessage
 from langchain_core.tools import tool
 from langchain_openai import ChatOpenAI
 
+from hindsight_demo import run_demo
 from langchain_hindsight import HindsightMiddleware, MemoryStore, MemoryUnit, Reflector, RunJournal
-from langchain_hindsight.cli import EXIT_ERROR, EXIT_OK, EXIT_USAGE, main
-from langchain_hindsight.demo import run_demo
-from langchain_hindsight.embeddings import LocalEmbeddings
+from langchain_hindsight.cli.main import EXIT_ERROR, EXIT_OK, EXIT_USAGE, main
+from langchain_hindsight.embeddings.local import LocalEmbeddings
 from langchain_hindsight.errors import ReflectionError
 from langchain_hindsight.types import Step, Trajectory
 from tests.openai_stub import OpenAIStub, RawReply, StubHTTPError, running_openai_stub, tool_call, tool_results
@@ -231,7 +231,7 @@ def test_malformed_tool_arguments_store_nothing_and_say_so(
     reflector = Reflector(model=chat(stub), store=store, rules=False)
     for _ in range(3):
         caplog.clear()
-        with caplog.at_level(logging.WARNING, logger="langchain_hindsight.reflection"):
+        with caplog.at_level(logging.WARNING, logger="langchain_hindsight.reflection.reflector"):
             assert reflector.reflect(trajectory()) == []
         # Regression: cut-off arguments (an invalid tool call) used to pass silently as "nothing learned".
         assert [r.getMessage() for r in caplog.records if "not the expected JSON" in r.getMessage()], caplog.text

@@ -27,8 +27,8 @@ from langchain_hindsight import (
     format_experiences,
 )
 from langchain_hindsight._safety import SUSPICIOUS_TAG, looks_like_instruction, render_safe
+from langchain_hindsight.store.writes import LLMWriteJudge
 from langchain_hindsight.testing import scripted_model
-from langchain_hindsight.writes import LLMWriteJudge
 from tests.fakes import judge_model
 
 CSV = "When reading a Chinese CSV with pandas, pass encoding='{}' to avoid garbled text."

@@ -17,14 +17,14 @@ import numpy as np
 import pytest
 from langchain_core.embeddings import Embeddings
 
-from langchain_hindsight import _reembed
-from langchain_hindsight._collections import EMBEDDER_DIM_KEY, EMBEDDER_KEY, collection_name
-from langchain_hindsight.cli import EXIT_OK, main
-from langchain_hindsight.embeddings import EmbedderIdentity, LocalEmbeddings, embedder_identity
+from langchain_hindsight.cli.main import EXIT_OK, main
+from langchain_hindsight.embeddings.local import EmbedderIdentity, LocalEmbeddings, embedder_identity
+from langchain_hindsight.embeddings.multilingual import MultilingualEmbeddings, ScriptRoutedEmbeddings
 from langchain_hindsight.errors import ConfigurationError, EmbedderMismatchError, EmbeddingError
-from langchain_hindsight.journal import RunJournal, RunRecord
-from langchain_hindsight.multilingual import MultilingualEmbeddings, ScriptRoutedEmbeddings
-from langchain_hindsight.store import MemoryStore
+from langchain_hindsight.store import _reembed
+from langchain_hindsight.store._collections import EMBEDDER_DIM_KEY, EMBEDDER_KEY, collection_name
+from langchain_hindsight.store.journal import RunJournal, RunRecord
+from langchain_hindsight.store.memory_store import MemoryStore
 from langchain_hindsight.types import MemoryContext, MemoryUnit
 
 ZH = {
@@ -215,7 +215,7 @@ def test_an_empty_collection_adopts_the_new_embedder(
 def test_foreign_embedders_are_named_by_model_without_a_call() -> None:
     from langchain_huggingface import HuggingFaceEmbeddings
 
-    from langchain_hindsight.embeddings import default_model_path
+    from langchain_hindsight.embeddings.local import default_model_path
 
     hf = HuggingFaceEmbeddings.model_construct(model_name=default_model_path())  # no model load
     assert embedder_identity(hf).name == "all-MiniLM-L6-v2"  # the same vectors as LocalEmbeddings
@@ -338,8 +338,8 @@ def test_a_killed_reembed_loses_nothing(
     script = textwrap.dedent(
         f"""
         import os, signal
-        from langchain_hindsight.multilingual import MultilingualEmbeddings, ScriptRoutedEmbeddings
-        from langchain_hindsight.store import MemoryStore
+        from langchain_hindsight.embeddings.multilingual import MultilingualEmbeddings, ScriptRoutedEmbeddings
+        from langchain_hindsight.store.memory_store import MemoryStore
         def progress(stage, done, total):
             if done >= 2:
                 os.kill(os.getpid(), signal.SIGKILL)

@@ -27,9 +27,9 @@ from langchain_hindsight import (
     Trajectory,
     TrajectoryRecorder,
 )
-from langchain_hindsight._rules import clean_feedback
 from langchain_hindsight.prompts import REFLECTION_EN, REFLECTION_ZH
-from langchain_hindsight.reflection import parse_json_text, render_trajectory
+from langchain_hindsight.reflection._rules import clean_feedback
+from langchain_hindsight.reflection.reflector import parse_json_text, render_trajectory
 from langchain_hindsight.testing import call, scripted_model
 
 SEED_JSON = {
@@ -208,7 +208,7 @@ def test_garbage_stores_nothing_with_one_log_line(store: MemoryStore, caplog: py
         )
     assert out == []
     assert store.count() == 0
-    lines = [r for r in caplog.records if r.name == "langchain_hindsight.reflection"]
+    lines = [r for r in caplog.records if r.name == "langchain_hindsight.reflection.reflector"]
     assert len(lines) == 1
     assert "not the expected JSON" in lines[0].getMessage()
 
@@ -235,7 +235,7 @@ def test_partial_output_keeps_only_valid_items(caplog: pytest.LogCaptureFixture)
     assert second.confidence == pytest.approx(0.65)  # no confidence given: agent inference default
     assert second.context.tools_used == ["http"]
     assert second.context.parameters == {"retry": 3}  # unknown context keys are kept as parameters
-    lines = [r.getMessage() for r in caplog.records if r.name == "langchain_hindsight.reflection"]
+    lines = [r.getMessage() for r in caplog.records if r.name == "langchain_hindsight.reflection.reflector"]
     assert len(lines) == 1
     assert "kept 2 of 6" in lines[0]
 

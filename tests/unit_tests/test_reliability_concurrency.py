@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from langchain_hindsight import MemoryStore, MemoryUnit, StoreLockedError
-from langchain_hindsight.embeddings import LocalEmbeddings
+from langchain_hindsight.embeddings.local import LocalEmbeddings
 from tests.server import ChromaServer, chroma_server  # noqa: F401 - the fixture
 from tests.unit_tests.test_forget import HashEmbeddings
 

@@ -14,9 +14,9 @@ from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 
 from langchain_hindsight import ConfigurationError, HindsightRetriever, MemoryStore, MemoryUnit, ScoringWeights
-from langchain_hindsight.embeddings import LocalEmbeddings
-from langchain_hindsight.retriever import ServedRecord, fuse
-from langchain_hindsight.writes import LLMWriteJudge
+from langchain_hindsight.embeddings.local import LocalEmbeddings
+from langchain_hindsight.recall.retriever import ServedRecord, fuse
+from langchain_hindsight.store.writes import LLMWriteJudge
 from tests.fakes import judge_model
 
 NOW = datetime(2026, 6, 1, tzinfo=UTC)
@@ -211,17 +211,17 @@ def test_fuse_methods() -> None:
 # ---------------------------------------------------------------- diagnostics and served ids
 def test_low_similarity_warns_once(corpus_store: MemoryStore, caplog: pytest.LogCaptureFixture) -> None:
     r = HindsightRetriever(store=corpus_store, k=2, min_relevance=None)  # no floor: weak memories get served
-    with caplog.at_level(logging.WARNING, logger="langchain_hindsight.retriever"):
+    with caplog.at_level(logging.WARNING, logger="langchain_hindsight.recall.retriever"):
         r.recall("Explain the offside rule in football")
         r.recall("Suggest a name for my new puppy")
     warnings = [rec for rec in caplog.records if "may not fit" in rec.getMessage()]
     assert len(warnings) == 1
     caplog.clear()
     floored = HindsightRetriever(store=corpus_store, k=2, min_relevance=0.4)
-    with caplog.at_level(logging.WARNING, logger="langchain_hindsight.retriever"):
+    with caplog.at_level(logging.WARNING, logger="langchain_hindsight.recall.retriever"):
         assert floored.recall("Explain the offside rule in football") == []  # nothing injected: nothing weak
     assert not [rec for rec in caplog.records if "may not fit" in rec.getMessage()]
-    with caplog.at_level(logging.WARNING, logger="langchain_hindsight.retriever"):
+    with caplog.at_level(logging.WARNING, logger="langchain_hindsight.recall.retriever"):
         HindsightRetriever(store=corpus_store, k=1).recall(CORPUS["en_s3"][1])  # similarity ~1: no warning
     assert not [rec for rec in caplog.records if "may not fit" in rec.getMessage()]
 

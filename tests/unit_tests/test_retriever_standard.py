@@ -10,7 +10,7 @@ import pytest
 from langchain_tests.integration_tests import RetrieversIntegrationTests
 
 from langchain_hindsight import HindsightRetriever, MemoryStore, MemoryUnit
-from langchain_hindsight.embeddings import LocalEmbeddings
+from langchain_hindsight.embeddings.local import LocalEmbeddings
 
 LESSONS = [
     "Read Chinese CSV files with encoding='utf-8-sig'.",

@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from langchain_hindsight import ConfigurationError, MemoryUnit, ScoringWeights, score_memory
-from langchain_hindsight.scoring import time_factor
+from langchain_hindsight.recall.scoring import time_factor
 
 NOW = datetime(2026, 6, 1, tzinfo=UTC)
 

@@ -24,7 +24,7 @@ from pydantic import Field
 
 from langchain_hindsight import HindsightRetriever, MemoryStore, MemoryUnit, build_task_prompt, format_experiences
 from langchain_hindsight.prompts import EN, TASK_TYPE_PROMPT_EN, TASK_TYPE_PROMPT_ZH, ZH
-from langchain_hindsight.retriever import DEFAULT_MIN_RELEVANCE, RecallResult, ServedRecord
+from langchain_hindsight.recall.retriever import DEFAULT_MIN_RELEVANCE, RecallResult, ServedRecord
 
 NOW = datetime(2026, 6, 1, tzinfo=UTC)
 WEEKLY_IDS = ("weekly", "weekly_en")
@@ -50,7 +50,7 @@ class USEEmbeddings(Embeddings):
 @pytest.fixture(scope="module")
 def use_embeddings() -> Embeddings:
     """The library's multilingual default when this version has one, else USE through the wrapper above."""
-    from langchain_hindsight import embeddings as module
+    from langchain_hindsight.embeddings import local as module
 
     default = getattr(module, "default_embeddings", None)
     if callable(default):
@@ -189,7 +189,7 @@ def test_the_weak_match_warning_looks_only_at_what_is_served(
     def warned() -> int:
         return len([r for r in caplog.records if "may not fit" in r.getMessage()])
 
-    with caplog.at_level(logging.WARNING, logger="langchain_hindsight.retriever"):
+    with caplog.at_level(logging.WARNING, logger="langchain_hindsight.recall.retriever"):
         # nothing served (below the floor): nothing weak was injected, no warning
         assert HindsightRetriever(store=work_store).recall("write a poem about autumn", now=NOW) == []
         assert warned() == 0
@@ -207,7 +207,7 @@ def test_the_weak_match_warning_looks_only_at_what_is_served(
 def test_the_demo_on_its_default_data_logs_no_embedder_warning(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    from langchain_hindsight.demo import run_demo
+    from hindsight_demo import run_demo
 
     out = io.StringIO()
     with caplog.at_level(logging.WARNING, logger="langchain_hindsight"):
@@ -360,7 +360,7 @@ def test_a_failing_classifier_costs_nothing_but_a_warning(
     work_store: MemoryStore, caplog: pytest.LogCaptureFixture
 ) -> None:
     retriever = HindsightRetriever(store=work_store, task_classifier=Recorder(TimeoutError("model down")))
-    with caplog.at_level(logging.WARNING, logger="langchain_hindsight.retriever"):
+    with caplog.at_level(logging.WARNING, logger="langchain_hindsight.recall.retriever"):
         assert retriever.recall_result("写一首关于秋天的诗", now=NOW).task_type == "general"
         assert retriever.recall_result("给我讲个笑话", now=NOW).task_type == "general"
     assert len([r for r in caplog.records if "classifier failed" in r.getMessage()]) == 1

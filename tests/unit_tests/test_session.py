@@ -26,10 +26,10 @@ from langchain_hindsight import (
     recall_node,
     reflect_node,
 )
-from langchain_hindsight._conversation import CorrectionDetector
-from langchain_hindsight.embeddings import LocalEmbeddings
-from langchain_hindsight.journal import RunRecord
-from langchain_hindsight.session import HindsightSession, SessionConfig, session_for
+from langchain_hindsight.embeddings.local import LocalEmbeddings
+from langchain_hindsight.session._conversation import CorrectionDetector
+from langchain_hindsight.session.loop import HindsightSession, SessionConfig, session_for
+from langchain_hindsight.store.journal import RunRecord
 from langchain_hindsight.testing import ReactiveToolModel, call
 from langchain_hindsight.types import Trajectory
 
@@ -435,7 +435,7 @@ def test_recorder_messages_and_executor_steps_build_the_same_trajectory() -> Non
     from langchain_core.agents import AgentAction
 
     from langchain_hindsight import TrajectoryRecorder
-    from langchain_hindsight._adapters import trajectory_from_intermediate_steps, trajectory_from_messages
+    from langchain_hindsight.capture.messages import trajectory_from_intermediate_steps, trajectory_from_messages
 
     recorder = TrajectoryRecorder()
     agent = create_agent(_model(), tools=[query_sales])
@@ -469,7 +469,7 @@ def test_recorder_messages_and_executor_steps_build_the_same_trajectory() -> Non
 def test_message_builder_ending_rules() -> None:
     from langchain_core.messages import AIMessage, ToolMessage
 
-    from langchain_hindsight._adapters import trajectory_from_messages
+    from langchain_hindsight.capture.messages import trajectory_from_messages
 
     pending = [HumanMessage("t"), AIMessage("", tool_calls=[{"name": "f", "args": {}, "id": "c1"}])]
     assert trajectory_from_messages(pending, run_id="r").outcome == "unknown"  # stopped mid-loop

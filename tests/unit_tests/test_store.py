@@ -26,8 +26,8 @@ from langchain_hindsight import (
     StoreError,
     StoreLockedError,
 )
-from langchain_hindsight.embeddings import LocalEmbeddings
-from langchain_hindsight.writes import LLMWriteJudge
+from langchain_hindsight.embeddings.local import LocalEmbeddings
+from langchain_hindsight.store.writes import LLMWriteJudge
 from tests.fakes import ReactiveToolModel, Turn, call
 
 CSV_LESSON = "使用pandas读取CSV时，如果文件包含中文，需要指定encoding='utf-8-sig'，否则会出现乱码。"
@@ -102,7 +102,7 @@ def test_every_field_round_trips_through_a_fresh_process(
         f"""
         import json, sys
         from langchain_hindsight import MemoryStore
-        from langchain_hindsight.embeddings import LocalEmbeddings
+        from langchain_hindsight.embeddings.local import LocalEmbeddings
         with MemoryStore({str(tmp_path / "persist")!r}, embeddings=LocalEmbeddings()) as s:
             print(json.dumps({{u.memory_id: u.to_dict() for u in s.list_units()}}))
         """
@@ -149,7 +149,7 @@ def test_client_injection_uses_the_same_code_path(embeddings: Embeddings) -> Non
 def test_any_langchain_embeddings_is_accepted(tmp_path: Path) -> None:
     from langchain_huggingface import HuggingFaceEmbeddings
 
-    from langchain_hindsight.embeddings import default_model_path
+    from langchain_hindsight.embeddings.local import default_model_path
 
     hf = HuggingFaceEmbeddings(model_name=default_model_path(), encode_kwargs={"normalize_embeddings": True})
     with MemoryStore(tmp_path / "hf", embeddings=hf) as store:
@@ -451,7 +451,7 @@ def test_second_process_is_refused_with_a_clear_error(make_store: Callable[..., 
     script = textwrap.dedent(
         f"""
         from langchain_hindsight import MemoryStore, StoreLockedError
-        from langchain_hindsight.embeddings import LocalEmbeddings
+        from langchain_hindsight.embeddings.local import LocalEmbeddings
         try:
             MemoryStore({str(tmp_path / "shared")!r}, embeddings=LocalEmbeddings())
         except StoreLockedError as e:

@@ -27,16 +27,16 @@ from langchain_core.messages import AIMessage, BaseMessage
 
 from langchain_hindsight.errors import ConfigurationError
 from langchain_hindsight.prompts import WRITE_JUDGE_EN, WRITE_JUDGE_ZH, get_write_judge_templates
-from langchain_hindsight.retriever import HindsightRetriever
-from langchain_hindsight.store import MemoryStore
-from langchain_hindsight.types import MemoryUnit, utcnow
-from langchain_hindsight.writes import (
+from langchain_hindsight.recall.retriever import HindsightRetriever
+from langchain_hindsight.store.memory_store import MemoryStore
+from langchain_hindsight.store.writes import (
     LLMWriteJudge,
     Neighbour,
     RuleWriteJudge,
     WriteDecision,
     WriteResult,
 )
+from langchain_hindsight.types import MemoryUnit, utcnow
 from tests.fakes import ReactiveToolModel, Turn, call, judge_model, scripted_model
 
 ZH_FACTS = {
@@ -98,7 +98,7 @@ def _judge_model(decide: Callable[[list[str]], Turn]) -> ReactiveToolModel:
 def test_distinct_facts_all_stay_active_and_each_is_recalled_first(
     store: MemoryStore, facts: dict[str, str], caplog: pytest.LogCaptureFixture
 ) -> None:
-    with caplog.at_level(logging.INFO, logger="langchain_hindsight.store"):
+    with caplog.at_level(logging.INFO, logger="langchain_hindsight.store.memory_store"):
         results = [store.add(_fact(text)) for text in facts]
     assert [r.action for r in results] == ["added"] * 5
     assert [r.unit.content for r in results] == list(facts)  # each returns its own text, not another's
@@ -349,14 +349,16 @@ def test_garbage_from_the_judge_falls_back_to_keeping_both_logged_once(
     model = scripted_model(answer, answer)
     store = _near_store(make_store, judge=LLMWriteJudge(model))
     first = store.add(_fact("客户甲公司希望通过邮件联系。"))
-    with caplog.at_level(logging.DEBUG, logger="langchain_hindsight.writes"):
+    with caplog.at_level(logging.DEBUG, logger="langchain_hindsight.store.writes"):
         second = store.add(_fact("客户乙公司希望通过电话联系。"))
         third = store.add(_fact("客户丙公司希望通过微信联系。"))
     assert model.calls == 2
     assert (second.action, third.action) == ("added", "added")
     assert first.memory_id in second.related_ids
     assert store.count(status="active") == 3
-    warnings = [r for r in caplog.records if r.levelno == logging.WARNING and r.name == "langchain_hindsight.writes"]
+    warnings = [
+        r for r in caplog.records if r.levelno == logging.WARNING and r.name == "langchain_hindsight.store.writes"
+    ]
     assert len(warnings) == 1
     assert "fell back to RuleWriteJudge" in warnings[0].getMessage()
 
@@ -429,7 +431,7 @@ def test_four_chinese_corrections_through_the_facade_stay_four(store: MemoryStor
 
 
 def test_statement_key_normalises_only_form() -> None:
-    from langchain_hindsight._write import statement_key
+    from langchain_hindsight.store._write import statement_key
 
     same = [
         ("客户甲公司希望通过邮件联系。", "客户甲公司 希望通过邮件联系"),

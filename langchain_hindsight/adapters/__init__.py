@@ -1,0 +1,1 @@
+"""Adapters: create_agent middleware, LangGraph nodes and wrapper, classic memory."""

@@ -1,0 +1,1 @@
+"""Capture: trajectories recorded from callback events and from message lists."""

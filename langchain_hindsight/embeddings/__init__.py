@@ -1,0 +1,1 @@
+"""Embedders: the offline MiniLM (ONNX), USE multilingual, and the script-routed default."""

@@ -1,0 +1,1 @@
+"""Lifecycle: decay, archive, merge, review and usage reports."""

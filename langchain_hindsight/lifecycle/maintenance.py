@@ -1,0 +1,481 @@
+"""Memory lifecycle: confidence decay, archiving, duplicate merge, periodic review, usage report.
+
+Seed §3.4: every full 30 days without access multiplies confidence by 0.9.
+Seed §5.3: units below 0.3 confidence and idle over 60 days move to the cold
+(archive) collection; duplicates merge into one (only the same statement, never
+merely similar content). Seed §2.3:
+a periodic review distils cross-task patterns from the run journal. Seed §6:
+a usage report finds memories that are often recalled but never help.
+
+Every operation takes an injectable ``now`` and a ``namespace``, and returns a
+small typed report. All are safe to repeat: decay remembers how much idle time
+it has already charged (``MemoryUnit.decayed_through``), a repeated merge finds
+nothing new, a repeated review does not store a pattern twice.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Literal
+
+from langchain_hindsight.errors import ConfigurationError
+from langchain_hindsight.lifecycle._usage import UsageReport
+from langchain_hindsight.types import MemoryUnit, utcnow
+
+if TYPE_CHECKING:
+    import numpy as np
+    from langchain_core.language_models import BaseChatModel
+
+    from langchain_hindsight.prompts import Locale
+    from langchain_hindsight.store.journal import RunJournal
+    from langchain_hindsight.store.memory_store import MemoryStore
+
+__all__ = [
+    "ArchiveReport",
+    "DecayReport",
+    "Lifecycle",
+    "LifecyclePolicy",
+    "MaintenanceReport",
+    "MergeReport",
+    "ReviewReport",
+    "UsageReport",
+]
+
+logger = logging.getLogger(__name__)
+
+_WRITE_BATCH = 1000
+_READ_BATCH = 5000
+
+Progress = Callable[[str, int, int], None]
+"""``progress(stage, done, total)``: called during long operations (the CLI prints it to stderr)."""
+
+
+def _number(owner: str, name: str, value: object, low: float, high: float, *, open_low: bool = False) -> None:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise ConfigurationError(f"{owner}.{name} must be a finite number, got {value!r}")
+    if value < low or value > high or (open_low and value == low):
+        bound = f"({low}, {high}]" if open_low else f"[{low}, {high}]"
+        raise ConfigurationError(f"{owner}.{name} must be in {bound}, got {value!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class LifecyclePolicy:
+    """The numbers of the memory lifecycle. Defaults are the seed's.
+
+    Attributes:
+        decay_factor: Confidence multiplier per full idle period (seed §3.4: 0.9).
+        decay_period_days: Length of one idle period (30).
+        decay_floor: Decay never lowers confidence below this (0: no floor).
+        archive_below: Active units with confidence below this... (seed §5.3: 0.3)
+        archive_idle_days: ...and not accessed for more than this many days are archived (60).
+        merge_threshold: Active units that make the same statement (equal after
+            normalising case, whitespace and punctuation) merge when at least this
+            cosine-similar (0.95). Different statements never merge, however similar.
+        merge_scope: ``"task_type"`` merges only units of the same task type and
+            kind (a weekly-report lesson never absorbs a monthly one);
+            ``"namespace"`` merges across them; ``None`` follows the store's
+            ``conflict_scope``.
+        review_window_days: Default window of :meth:`Lifecycle.review` (7).
+        review_min_runs: A review needs at least this many runs (and a rule
+            pattern at least this many runs of one task type) (3).
+        review_share: A rule pattern must hold in at least this share of a task
+            type's runs (0.6).
+        review_max_runs: At most this many runs go into the one review prompt (50).
+        review_confidence: Confidence of a rule-made review unit (0.6).
+        review_confidence_cap: An LLM-made review unit never starts above this (0.75).
+    """
+
+    decay_factor: float = 0.9
+    decay_period_days: float = 30.0
+    decay_floor: float = 0.0
+    archive_below: float = 0.3
+    archive_idle_days: float = 60.0
+    merge_threshold: float = 0.95
+    merge_scope: Literal["task_type", "namespace"] | None = None
+    review_window_days: float = 7.0
+    review_min_runs: int = 3
+    review_share: float = 0.6
+    review_max_runs: int = 50
+    review_confidence: float = 0.6
+    review_confidence_cap: float = 0.75
+
+    def __post_init__(self) -> None:
+        owner = "LifecyclePolicy"
+        _number(owner, "decay_factor", self.decay_factor, 0.0, 1.0)
+        _number(owner, "decay_period_days", self.decay_period_days, 0.0, 36_500.0, open_low=True)
+        _number(owner, "decay_floor", self.decay_floor, 0.0, 1.0)
+        _number(owner, "archive_below", self.archive_below, 0.0, 1.0)
+        _number(owner, "archive_idle_days", self.archive_idle_days, 0.0, 36_500.0)
+        _number(owner, "merge_threshold", self.merge_threshold, 0.0, 1.0, open_low=True)
+        _number(owner, "review_window_days", self.review_window_days, 0.0, 36_500.0, open_low=True)
+        _number(owner, "review_share", self.review_share, 0.0, 1.0, open_low=True)
+        _number(owner, "review_confidence", self.review_confidence, 0.0, 1.0)
+        _number(owner, "review_confidence_cap", self.review_confidence_cap, 0.0, 1.0)
+        for name in ("review_min_runs", "review_max_runs"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ConfigurationError(f"{owner}.{name} must be a positive int, got {value!r}")
+        if self.merge_scope not in (None, "task_type", "namespace"):
+            raise ConfigurationError(f"{owner}.merge_scope must be 'task_type', 'namespace' or None")
+
+
+@dataclass(frozen=True, slots=True)
+class DecayReport:
+    """What :meth:`Lifecycle.decay` did."""
+
+    namespace: str
+    examined: int
+    decayed: int
+    """Units whose confidence was lowered."""
+    periods: int
+    """Idle periods charged in total (one unit idle 90 days counts 3)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ArchiveReport:
+    """What :meth:`Lifecycle.archive_stale` did."""
+
+    namespace: str
+    examined: int
+    archived: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class MergeReport:
+    """What :meth:`Lifecycle.merge_duplicates` did."""
+
+    namespace: str
+    examined: int
+    merged: dict[str, list[str]] = field(default_factory=dict)
+    """Keeper id → ids folded into it (and deleted)."""
+
+    @property
+    def removed(self) -> int:
+        """Units deleted by the merge."""
+        return sum(len(v) for v in self.merged.values())
+
+
+@dataclass(frozen=True, slots=True)
+class ReviewReport:
+    """What :meth:`Lifecycle.review` did."""
+
+    namespace: str
+    runs: int
+    """Runs in the review window."""
+    created: list[MemoryUnit] = field(default_factory=list)
+    """Review units stored (as returned by the store: merged or superseding)."""
+    used_model: bool = False
+    skipped: str | None = None
+    """Why nothing was reviewed (``"too few runs"``, ``"not due"``), else ``None``."""
+    review_id: str | None = None
+    """Journal id of this review (``kind="review"``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class MaintenanceReport:
+    """What :meth:`Lifecycle.maintain` did."""
+
+    decay: DecayReport
+    archive: ArchiveReport
+    merge: MergeReport
+    review: ReviewReport | None = None
+
+
+class Lifecycle:
+    """Decay, archive, merge and review the memories of a store.
+
+    Example:
+        .. code-block:: python
+
+            from datetime import UTC, datetime
+            from langchain_hindsight import Lifecycle, MemoryStore
+
+            with MemoryStore("./memory_db") as store:
+                report = Lifecycle(store).maintain(now=datetime.now(UTC))
+                print(report.decay.decayed, report.archive.archived, report.merge.removed)
+
+    Concurrency: each operation holds the store's lock for its read-modify-write,
+    so it is safe against other threads of the process. Through a Chroma server,
+    feedback written by *another process* while an operation runs can be lost
+    for the units that operation rewrites; schedule maintenance off-peak.
+
+    Args:
+        store: The store to maintain.
+        policy: The numbers (default: the seed's).
+        model: A LangChain chat model for :meth:`review`; ``None`` uses rules.
+        journal: The run journal :meth:`review` and :meth:`usage_report` read;
+            default ``RunJournal(store)``.
+        locale: Language of review units and prompt (``"zh"`` default, ``"en"``).
+        progress: Optional callback ``(stage, done, total)`` for long operations.
+    """
+
+    def __init__(
+        self,
+        store: MemoryStore,
+        *,
+        policy: LifecyclePolicy | None = None,
+        model: BaseChatModel | None = None,
+        journal: RunJournal | None = None,
+        locale: Locale = "zh",
+        progress: Progress | None = None,
+    ) -> None:
+        from langchain_hindsight.prompts import get_templates
+
+        if policy is not None and not isinstance(policy, LifecyclePolicy):
+            raise ConfigurationError(f"policy must be a LifecyclePolicy, got {type(policy).__name__}")
+        get_templates(locale)  # validates
+        self.store = store
+        self.policy = policy or LifecyclePolicy()
+        self.model = model
+        if journal is None:
+            from langchain_hindsight.store.journal import RunJournal
+
+            journal = RunJournal(store)
+        self.journal = journal
+        self.locale: Locale = locale
+        self.progress = progress
+
+    def _report(self, stage: str, done: int, total: int) -> None:
+        if self.progress is not None:
+            self.progress(stage, done, total)
+
+    def _now(self, now: datetime | None) -> datetime:
+        if now is not None and not isinstance(now, datetime):
+            raise ConfigurationError(f"now must be a datetime, got {type(now).__name__}")
+        when = now or utcnow()
+        if when.tzinfo is None:
+            raise ConfigurationError("now must be timezone-aware (e.g. datetime.now(UTC))")
+        if not 1970 <= when.year <= 9000:
+            raise ConfigurationError(f"now must be between the years 1970 and 9000, got {when.isoformat()}")
+        return when
+
+    def _write(self, stage: str, units: list[MemoryUnit], ns: str) -> None:
+        for start in range(0, len(units), _WRITE_BATCH):
+            self.store.update_many(units[start : start + _WRITE_BATCH], namespace=ns)
+            self._report(stage, min(start + _WRITE_BATCH, len(units)), len(units))
+
+    # ------------------------------------------------------------------ decay (seed §3.4)
+    def decayed(self, unit: MemoryUnit, now: datetime) -> MemoryUnit | None:
+        """``unit`` with the idle periods not yet charged applied, or ``None`` when there are none.
+
+        The idle clock starts at the later of the last access and the previous
+        decay marker, so repeating a decay (or running it daily) never charges
+        the same period twice, and an access restarts the clock. The marker
+        advances by whole periods only: a partial period is charged once it is full.
+
+        Example:
+            .. code-block:: python
+
+                u = MemoryUnit(content="x", confidence=0.8, last_accessed_at=datetime(2026, 1, 1, tzinfo=UTC))
+                Lifecycle(store).decayed(u, datetime(2026, 7, 1, tzinfo=UTC)).confidence  # 0.8 * 0.9**6 = 0.425
+        """
+        charged = self._charge(unit, now)
+        return None if charged is None else charged[0]
+
+    def _charge(self, unit: MemoryUnit, now: datetime) -> tuple[MemoryUnit, int] | None:
+        p = self.policy
+        period = timedelta(days=p.decay_period_days)
+        start = unit.last_accessed_at
+        if unit.decayed_through is not None and unit.decayed_through > start:
+            start = unit.decayed_through
+        periods = (now - start) // period if now > start else 0
+        if periods <= 0:
+            return None
+        before = unit.score_confidence
+        after = before if before <= p.decay_floor else max(p.decay_floor, before * p.decay_factor**periods)
+        return unit.evolve(confidence=round(after, 6), decayed_through=start + periods * period), periods
+
+    def decay(self, *, now: datetime | None = None, namespace: str | None = None) -> DecayReport:
+        """Multiply the confidence of idle units by ``decay_factor`` per full idle period.
+
+        Applies to active and superseded units (archived ones are cold).
+        Idempotent: running it twice with the same ``now`` changes nothing the second time.
+        """
+        when = self._now(now)
+        ns = self.store._ns(namespace)
+        with self.store._lock:
+            units = [
+                *self.store.iter_units(namespace=ns, status="active", batch_size=_READ_BATCH),
+                *self.store.iter_units(namespace=ns, status="superseded", batch_size=_READ_BATCH),
+            ]
+            return self._apply_decay(units, when, ns)[0]
+
+    def _apply_decay(self, units: list[MemoryUnit], when: datetime, ns: str) -> tuple[DecayReport, list[MemoryUnit]]:
+        """Decay ``units`` (already read) and write the changed ones; also return them."""
+        periods = 0
+        changed: list[MemoryUnit] = []
+        for unit in units:
+            charged = self._charge(unit, when)
+            if charged is not None:
+                changed.append(charged[0])
+                periods += charged[1]
+        self._write("decay", changed, ns)
+        logger.info("decay in %r: %d of %d units lowered", ns, len(changed), len(units))
+        return DecayReport(namespace=ns, examined=len(units), decayed=len(changed), periods=periods), changed
+
+    # ------------------------------------------------------------------ archive (seed §5.3)
+    def archive_stale(self, *, now: datetime | None = None, namespace: str | None = None) -> ArchiveReport:
+        """Move active units below ``archive_below`` idle for over ``archive_idle_days`` to cold storage.
+
+        Archived units are excluded from recall and kept whole; ``store.restore(ids)`` brings them back.
+        """
+        when = self._now(now)
+        ns = self.store._ns(namespace)
+        with self.store._lock:
+            active = list(self.store.iter_units(namespace=ns, status="active", batch_size=_READ_BATCH))
+            return self._apply_archive(active, when, ns)
+
+    def _apply_archive(self, active: list[MemoryUnit], when: datetime, ns: str) -> ArchiveReport:
+        p = self.policy
+        cutoff = when - timedelta(days=p.archive_idle_days)
+        stale = [u.memory_id for u in active if u.score_confidence < p.archive_below and u.last_accessed_at < cutoff]
+        for start in range(0, len(stale), _WRITE_BATCH):
+            self.store.archive(stale[start : start + _WRITE_BATCH], namespace=ns)
+            self._report("archive", min(start + _WRITE_BATCH, len(stale)), len(stale))
+        logger.info("archive in %r: %d of %d active units archived", ns, len(stale), len(active))
+        return ArchiveReport(namespace=ns, examined=len(active), archived=stale)
+
+    # ------------------------------------------------------------------ merge (seed §5.3)
+    def merge_duplicates(self, *, namespace: str | None = None) -> MergeReport:
+        """Fold active units that make the same statement (and are at least ``merge_threshold`` similar) into one.
+
+        Each group keeps its most confident unit (ties: more accesses, older,
+        smaller id) with the highest confidence, the summed access counts, the
+        union of tags, the newest creation and access times and the most trusted source;
+        ``merged_from`` records the folded ids, which are deleted. A unit is only
+        folded into a keeper it is itself similar to (no chaining through
+        intermediaries). Exact: all pairs among units with the same statement
+        within each task type (or the whole namespace, see ``merge_scope``) in
+        blocked matrix products over the stored vectors (nothing is re-embedded).
+        """
+        from langchain_hindsight.lifecycle._merge import active_with_vectors
+
+        ns = self.store._ns(namespace)
+        with self.store._lock:
+            units, vectors = active_with_vectors(self.store, ns, self.progress)
+            return self._apply_merge(units, vectors, ns)
+
+    def _apply_merge(self, units: list[MemoryUnit], vectors: np.ndarray, ns: str) -> MergeReport:
+        import numpy as np
+
+        from langchain_hindsight.lifecycle._merge import delete_folded, duplicate_groups, fold, star_clusters
+
+        scope = self.policy.merge_scope or getattr(self.store, "conflict_scope", "task_type")
+        merged: dict[str, list[str]] = {}
+        keepers: list[MemoryUnit] = []
+        done = 0
+        for idx in duplicate_groups(units, by_task_type=scope == "task_type"):  # same statement only
+            members = [units[i] for i in idx]
+            for keeper, folded in star_clusters(members, vectors[np.asarray(idx)], self.policy.merge_threshold):
+                merged[keeper.memory_id] = [u.memory_id for u in folded]
+                keepers.append(fold(keeper, folded))
+            done += len(idx)
+            self._report("merge", done, len(units))
+        self._report("merge", len(units), len(units))
+        if keepers:
+            self._write("merge write", keepers, ns)
+            delete_folded(self.store, ns, [i for ids in merged.values() for i in ids])
+        logger.info("merge in %r: %d units folded into %d", ns, sum(map(len, merged.values())), len(merged))
+        return MergeReport(namespace=ns, examined=len(units), merged=merged)
+
+    # ------------------------------------------------------------------ review (seed §2.3)
+    def review(
+        self,
+        *,
+        window_days: float | None = None,
+        now: datetime | None = None,
+        namespace: str | None = None,
+    ) -> ReviewReport:
+        """Distil cross-task patterns from the runs of the last ``window_days`` into ``source="review"`` units.
+
+        With a model: one LLM call per review (at most ``review_max_runs`` runs
+        in the prompt). Without: rules — a tag or tool shared by at least
+        ``review_share`` of one task type's runs (e.g. "4 of the last 5
+        data_cleaning tasks involved missing values"), and task types that
+        failed at least half the time. The review is journalled (``kind="review"``).
+
+        Raises:
+            ReflectionError: the model call failed or its answer was not valid JSON.
+        """
+        from langchain_hindsight.lifecycle._review import run_review
+
+        when = self._now(now)
+        days = self.policy.review_window_days if window_days is None else window_days
+        _number("review", "window_days", days, 0.0, 36_500.0, open_low=True)
+        return run_review(self, window_days=float(days), now=when, namespace=self.store._ns(namespace))
+
+    def review_if_due(
+        self, *, every_days: float = 7.0, now: datetime | None = None, namespace: str | None = None
+    ) -> ReviewReport:
+        """Run :meth:`review` over the last ``every_days`` unless a review ran less than ``every_days`` ago.
+
+        Call it from any scheduler (cron with ``hindsight review --if-due``, a
+        LangGraph cron job, APScheduler); the journal remembers the last review.
+        """
+        when = self._now(now)
+        _number("review_if_due", "every_days", every_days, 0.0, 36_500.0, open_low=True)
+        ns = self.store._ns(namespace)
+        last = self.journal.last_started_at(namespace=ns, kind="review")
+        if last is not None and when - last < timedelta(days=every_days):
+            return ReviewReport(namespace=ns, runs=0, skipped="not due")
+        return self.review(window_days=every_days, now=when, namespace=ns)
+
+    # ------------------------------------------------------------------ all at once
+    def maintain(
+        self, *, now: datetime | None = None, namespace: str | None = None, review: bool = False
+    ) -> MaintenanceReport:
+        """Decay, then archive, then merge (and review when asked). Safe to run as often as you like.
+
+        Reads the namespace once (units and vectors) and feeds each step the
+        result of the previous one, so it costs about one full scan plus the writes.
+        """
+        from langchain_hindsight.lifecycle._merge import active_with_vectors
+
+        when = self._now(now)
+        ns = self.store._ns(namespace)
+        with self.store._lock:
+            active, vectors = active_with_vectors(self.store, ns, self.progress)
+            superseded = list(self.store.iter_units(namespace=ns, status="superseded", batch_size=_READ_BATCH))
+            decay, changed = self._apply_decay([*active, *superseded], when, ns)
+            latest = {u.memory_id: u for u in changed}
+            active = [latest.get(u.memory_id, u) for u in active]
+            archive = self._apply_archive(active, when, ns)
+            gone = set(archive.archived)
+            keep = [i for i, u in enumerate(active) if u.memory_id not in gone]
+            merge = self._apply_merge([active[i] for i in keep], vectors[keep] if keep else vectors[:0], ns)
+        reviewed = self.review(now=when, namespace=ns) if review else None
+        return MaintenanceReport(decay=decay, archive=archive, merge=merge, review=reviewed)
+
+    # ------------------------------------------------------------------ usage report (seed §6)
+    def usage_report(
+        self,
+        *,
+        namespace: str | None = None,
+        since: datetime | None = None,
+        now: datetime | None = None,
+        min_shown: int = 3,
+        low_similarity: float = 0.6,
+    ) -> UsageReport:
+        """Which memories help, from the journal of runs in ``[since, now)`` (seed §6).
+
+        Finds memories often recalled (at least ``min_shown`` times) but never
+        followed by a successful run, recalls below ``low_similarity``,
+        supersede chains, and counts per task type. See :class:`UsageReport`.
+        """
+        from langchain_hindsight.lifecycle._usage import build_usage_report
+
+        if since is not None and (not isinstance(since, datetime) or since.tzinfo is None):
+            raise ConfigurationError(f"since must be a timezone-aware datetime, got {since!r}")
+        return build_usage_report(
+            self.store,
+            self.journal,
+            namespace=self.store._ns(namespace),
+            since=since,
+            until=self._now(now),
+            min_shown=min_shown,
+            low_similarity=low_similarity,
+        )

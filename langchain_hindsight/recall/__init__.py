@@ -1,0 +1,1 @@
+"""Recall: candidate fusion, the weighted score, the retriever and the injected block."""

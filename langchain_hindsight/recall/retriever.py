@@ -1,0 +1,549 @@
+"""``HindsightRetriever``: hybrid candidate generation, weighted scoring, served-id records.
+
+One recall (seed §2.4, §4.4):
+
+1. embed the query once;
+2. dense arm: Chroma nearest neighbours, over-fetching ``candidate_multiplier × k``;
+   lexical arm: BM25 over content, task description, tags and tools (Chinese
+   and English tokenisation), same depth;
+3. candidates found only lexically get their cosine similarity from their stored
+   vectors, so every candidate has both signals;
+4. fusion turns the two signals into one relevance in [0, 1]; candidates below
+   the relevance floor (``min_relevance``) are dropped, so an unrelated task gets
+   nothing (and the adapters inject no block);
+5. :func:`~langchain_hindsight.recall.scoring.score_memory` adds task type, confidence,
+   access heat, source and time decay; the best ``k`` are returned.
+
+The task type used in step 5 is the caller's ``task_type`` when given, else
+inferred from the query text (:func:`~langchain_hindsight.taxonomy.infer_task_type`,
+then an optional model classifier when the rules find nothing).
+
+Only active units can come back: the dense arm and the id lookup drop
+superseded units, archived ones live in another collection, and the lexical
+index holds active units only.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import re
+import threading
+from collections import deque
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Literal
+
+from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, CallbackManagerForRetrieverRun
+from langchain_core.documents import Document
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import HumanMessage
+from langchain_core.retrievers import BaseRetriever
+from langchain_core.runnables.config import run_in_executor
+from pydantic import ConfigDict, Field, PrivateAttr, ValidationError, field_validator
+
+from langchain_hindsight._safety import clean_text
+from langchain_hindsight.errors import ConfigurationError
+from langchain_hindsight.prompts import TASK_TYPE_PROMPT_EN, TASK_TYPE_PROMPT_ZH, Locale, get_templates
+from langchain_hindsight.recall.fusion import (
+    Fusion,
+    FusionWeights,
+    dense_weight,
+    fuse,
+    fusion_weights_for,
+    query_script,
+)
+from langchain_hindsight.recall.scoring import ScoringWeights, score_memory
+from langchain_hindsight.store.memory_store import MemoryStore
+from langchain_hindsight.taxonomy import TaskTypeVocabulary
+from langchain_hindsight.types import MemoryUnit, ScoredMemory, utcnow
+
+__all__ = [
+    "DEFAULT_LOW_RELEVANCE",
+    "DEFAULT_MIN_RELEVANCE",
+    "Fusion",
+    "HindsightRetriever",
+    "RecallResult",
+    "ServedRecord",
+    "TaskClassifier",
+    "TaskTypeSource",
+    "fuse",
+]
+
+logger = logging.getLogger(__name__)
+
+
+DEFAULT_MIN_RELEVANCE = 0.18
+"""Default relevance floor: a memory whose fused query relevance (before
+confidence, task type, access, source and recency are added) is below it is
+never served, so an unrelated task gets no block. Calibrated by
+``benchmarks/recall_quality.py`` for the default embedder on the tuning split
+(midpoint of the highest no-answer relevance, 0.161, and the weakest correct
+answer, 0.194); on the held-out splits 17 of 18 no-answer queries got no block.
+It also fits USE alone (no-answer max 0.175, weakest answer 0.222); re-measure
+for another embedder or fusion."""
+
+DEFAULT_LOW_RELEVANCE = DEFAULT_MIN_RELEVANCE
+"""Default ``low_similarity_threshold``: served memories below the calibrated
+relevance level are weak matches (only possible with a lowered or disabled
+floor), and the retriever warns that the embedder may not fit."""
+
+TaskTypeSource = Literal["fixed", "inferred", "model"]
+"""Where a recall's task type came from: the caller (``task_type=`` on the call or
+the retriever), the keyword rules (:func:`~langchain_hindsight.taxonomy.infer_task_type`),
+or the optional model classifier."""
+
+TaskClassifier = Callable[[str, Sequence[str]], "str | None"]
+"""A task-type classifier hook: ``(task text, allowed labels) -> label or None``."""
+
+_CLASSIFY_MAX_CHARS = 2000
+"""The model classifier sees at most this much of the task text."""
+_CLASSIFY_MAX_ANSWER = 200
+"""Only this much of the model's answer is read."""
+
+
+@dataclass(frozen=True, slots=True)
+class ServedRecord:
+    """Which memories one recall served (for the feedback loop, seed §4.5), and the task type it used."""
+
+    query: str
+    namespace: str
+    memory_ids: tuple[str, ...]
+    at: datetime
+    task_type: str | None = None
+    task_type_source: TaskTypeSource | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RecallResult:
+    """One recall with its context: the memories and the task type they were scored against.
+
+    Attributes:
+        memories: Best first, at most ``k``; empty when nothing passed the relevance floor.
+        task_type: The task type used in the score (``None`` only when inference is off
+            and no ``task_type`` was given). The fallback label (``"general"``) when
+            nothing was recognised: recorded, but it earns no task-type bonus.
+        task_type_source: :data:`TaskTypeSource`, ``None`` together with ``task_type``.
+    """
+
+    memories: list[ScoredMemory]
+    task_type: str | None
+    task_type_source: TaskTypeSource | None
+
+
+def _to_document(scored: ScoredMemory) -> Document:
+    unit = scored.memory
+    return Document(
+        id=unit.memory_id,
+        page_content=unit.content,
+        metadata={
+            "memory_id": unit.memory_id,
+            "task_type": unit.task_type,
+            "kind": unit.kind,
+            "confidence": unit.score_confidence,
+            "source": unit.source,
+            "namespace": unit.namespace,
+            "tags": list(unit.tags),
+            "score": scored.score,
+            "similarity": scored.similarity,
+            "breakdown": dict(scored.breakdown),
+            "query_task_type": scored.query_task_type,
+        },
+    )
+
+
+def _answer_text(content: object) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return " ".join(
+            str(p.get("text", "")) if isinstance(p, dict) else str(p) for p in content if isinstance(p, str | dict)
+        )
+    return str(content)
+
+
+def _pick_label(answer: str | None, vocabulary: TaskTypeVocabulary) -> str | None:
+    """A classifier's answer as a label of ``vocabulary``, or ``None`` when it names none."""
+    if not isinstance(answer, str):
+        return None
+    text = answer[:_CLASSIFY_MAX_ANSWER].strip().strip("`'\"。.，, ").lower()
+    if text in vocabulary:
+        return text
+    for label in sorted(vocabulary.labels, key=len, reverse=True):
+        if re.search(rf"(?<![a-z0-9_]){re.escape(label)}(?![a-z0-9_])", text):
+            return label
+    label = vocabulary.normalize(text) if text else vocabulary.fallback
+    return None if label == vocabulary.fallback else label
+
+
+def _model_classifier(model: BaseChatModel, locale: Locale) -> TaskClassifier:
+    prompt = TASK_TYPE_PROMPT_ZH if locale == "zh" else TASK_TYPE_PROMPT_EN
+
+    def classify(text: str, labels: Sequence[str]) -> str | None:
+        message = HumanMessage(content=prompt.format(task_types=", ".join(labels), task=text[:_CLASSIFY_MAX_CHARS]))
+        return _answer_text(model.invoke([message]).content)[:_CLASSIFY_MAX_ANSWER]
+
+    return classify
+
+
+class HindsightRetriever(BaseRetriever):
+    """Recall the memories that matter for a task (hybrid search + the seed's weighted score).
+
+    Setup:
+        Needs a :class:`~langchain_hindsight.store.memory_store.MemoryStore`.
+
+    Instantiate:
+        .. code-block:: python
+
+            from langchain_hindsight import HindsightRetriever, MemoryStore, MemoryUnit
+
+            store = MemoryStore(persist_directory="./memory_db")
+            store.add(MemoryUnit(task_type="weekly_report", content="周报的数据范围取上周一到周日的自然周。"))
+            retriever = HindsightRetriever(store=store, k=5, task_type="weekly_report")
+
+    Use:
+        .. code-block:: python
+
+            docs = retriever.invoke("生成本周的团队周报")          # Documents, best first
+            docs[0].metadata["memory_id"], docs[0].metadata["breakdown"]
+            memories = retriever.recall("生成本周的团队周报", k=3)  # typed: list[ScoredMemory]
+
+    Async:
+        .. code-block:: python
+
+            docs = await retriever.ainvoke("生成本周的团队周报", k=3)
+            memories = await retriever.arecall("生成本周的团队周报")
+
+    Attributes:
+        store: Where memories live (read through on every call, never cached here).
+        k: Memories returned per call; a per-call ``k`` keyword overrides it.
+        task_type: Task type of the current task (normalised with the store's
+            vocabulary); matching memories get the task-type bonus. ``None``
+            (default) infers it from each query's text (``infer_task_type``).
+        infer_task_type: ``False`` turns serve-time inference off (no task-type
+            bonus unless a ``task_type`` is given).
+        task_classifier: Optional model hook used when the keyword rules recognise
+            nothing: a chat model (asked once with ``TASK_TYPE_PROMPT_*``, the task
+            cut to 2,000 characters, its answer must name a vocabulary label) or a
+            callable ``(text, labels) -> label | None``. Failures and answers outside
+            the vocabulary fall back to ``"general"`` (logged, never raised).
+        namespace: Namespace to search; ``None`` uses the store's default.
+        weights: The scoring weights (seed defaults).
+        min_score: Drop memories whose weighted score is below this.
+        min_relevance: The relevance floor: memories whose fused query relevance
+            (the similarity before confidence, task type, access, source and
+            recency are added) is below it are never served, so a task unrelated
+            to everything stored gets no memories and no block.
+            :data:`DEFAULT_MIN_RELEVANCE` by default; ``None`` disables the floor.
+        locale: Locale of the ``[相关经验]`` block the adapters render.
+        fusion: How the dense and lexical arms combine (:data:`Fusion`).
+        fusion_alpha: Weight of the dense arm in the convex fusions for a Latin-script query
+            (and for every query when ``fusion_alpha_cjk`` is ``None``).
+        fusion_alpha_cjk: Weight of the dense arm for a mostly-CJK query (Chinese has no word
+            boundaries, so its lexical arm behaves differently); ``None`` uses ``fusion_alpha``.
+        fusion_cross_script: For a candidate written in another script than the query (an English
+            memory for a Chinese task), the lexical arm cannot match a word; its missing lexical
+            share is filled with this multiple of its cosine (0 counts it as zero).
+            The three fusion weights depend on the embedder: when the store's embedder
+            declares ``fusion_weights`` (as the packaged embedders do, measured on the tuning
+            split of ``benchmarks/recall_quality.py``), those are used for every fusion field
+            not set here; otherwise the values above (0.3, ``None``, 0: measured for MiniLM).
+        candidate_multiplier: Each arm fetches ``candidate_multiplier × k`` (seed: 3k).
+        low_similarity_threshold: When memories are served but even the best of
+            them has a relevance below this, warn (once per retriever, then at
+            debug level) that the served memories are weak matches and the
+            embedder may not fit the domain or language (seed §5.1). Nothing
+            served → no warning. The default equals the default floor, so only a
+            lowered or disabled floor lets weak memories through to warn about.
+        on_served: Called after every recall with a :class:`ServedRecord`.
+        served_log_size: How many :class:`ServedRecord` s :meth:`served` keeps.
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    def __init__(self, **data: Any) -> None:
+        try:
+            super().__init__(**data)
+        except ValidationError as e:  # bad constructor arguments: a typed error, also a ValueError
+            raise ConfigurationError(
+                f"invalid HindsightRetriever argument: {e.errors()[0].get('loc')}: {e.errors()[0].get('msg')}"
+            ) from e
+
+    store: MemoryStore
+    k: int = 5
+    task_type: str | None = None
+    namespace: str | None = None
+    weights: ScoringWeights = Field(default_factory=ScoringWeights)
+    min_score: float = 0.0
+    min_relevance: float | None = DEFAULT_MIN_RELEVANCE
+    infer_task_type: bool = True
+    task_classifier: TaskClassifier | BaseChatModel | None = None
+    locale: Locale = "zh"
+    fusion: Fusion = "convex_idf"
+    fusion_alpha: float = 0.3
+    fusion_alpha_cjk: float | None = Field(default=None, ge=0.0, le=1.0, allow_inf_nan=False)
+    fusion_cross_script: float = Field(default=0.0, ge=0.0, allow_inf_nan=False)
+    candidate_multiplier: int = 3
+    low_similarity_threshold: float = DEFAULT_LOW_RELEVANCE
+    on_served: Callable[[ServedRecord], None] | None = None
+    served_log_size: int = 256
+
+    _served: deque[ServedRecord] = PrivateAttr()
+    _served_lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
+    _warned: bool = PrivateAttr(default=False)
+    _classifier_warned: bool = PrivateAttr(default=False)
+
+    def model_post_init(self, __context: Any) -> None:
+        """Create the bounded served log."""
+        self._served = deque(maxlen=self.served_log_size)
+
+    @field_validator("k", "candidate_multiplier", "served_log_size")
+    @classmethod
+    def _positive(cls, value: int) -> int:
+        if isinstance(value, bool) or value < 1:
+            raise ValueError(f"must be a positive int, got {value!r}")
+        return value
+
+    @field_validator("fusion_alpha", "min_relevance", "low_similarity_threshold")
+    @classmethod
+    def _unit_interval(cls, value: float | None) -> float | None:
+        if value is None:
+            return None
+        if not math.isfinite(value) or not 0.0 <= value <= 1.0:
+            raise ValueError(f"must be in [0, 1], got {value!r}")
+        return value
+
+    @field_validator("locale")
+    @classmethod
+    def _locale(cls, value: Locale) -> Locale:
+        get_templates(value)
+        return value
+
+    # ------------------------------------------------------------------ typed API
+    def recall(
+        self,
+        query: str,
+        *,
+        k: int | None = None,
+        task_type: str | None = None,
+        namespace: str | None = None,
+        now: datetime | None = None,
+    ) -> list[ScoredMemory]:
+        """The best memories for ``query``, scored, best first (at most ``k``; none below the relevance floor).
+
+        Args:
+            query: The task description.
+            k: Overrides :attr:`k`.
+            task_type: Overrides :attr:`task_type`; when both are ``None`` the task
+                type is inferred from ``query`` (each result's ``query_task_type``
+                says which one was used).
+            namespace: Overrides :attr:`namespace`.
+            now: The clock for time decay (aware datetime); defaults to now.
+
+        Raises:
+            ConfigurationError: a bad argument.
+            StoreError: the store failed.
+        """
+        return self.recall_result(query, k=k, task_type=task_type, namespace=namespace, now=now).memories
+
+    def recall_result(
+        self,
+        query: str,
+        *,
+        k: int | None = None,
+        task_type: str | None = None,
+        namespace: str | None = None,
+        now: datetime | None = None,
+    ) -> RecallResult:
+        """:meth:`recall` plus the task type the memories were scored against (also when none were found).
+
+        Adapters and the run journal use it to record the task type of a run.
+        Arguments and errors as in :meth:`recall`.
+        """
+        limit, fixed, ns, when = self._prepare(query, k, task_type, namespace, now)
+        chosen, source = self._resolve_task_type(query, fixed)
+        if not query.strip():
+            return RecallResult([], chosen, source)
+        query = clean_text(query)
+        depth = limit * self.candidate_multiplier
+        vector = self.store.embeddings.embed_query(query)
+        dense, lexical = self.store.hybrid_search(
+            query, vector, k=depth, namespace=ns, normalize=self.fusion == "convex_idf"
+        )
+        memories = self._finish(query, ns, dense, lexical, limit, (chosen, source), when)
+        return RecallResult(memories, chosen, source)
+
+    async def arecall(
+        self,
+        query: str,
+        *,
+        k: int | None = None,
+        task_type: str | None = None,
+        namespace: str | None = None,
+        now: datetime | None = None,
+    ) -> list[ScoredMemory]:
+        """Async :meth:`recall`: the blocking embedding and store work runs in a thread executor."""
+        result = await self.arecall_result(query, k=k, task_type=task_type, namespace=namespace, now=now)
+        return result.memories
+
+    async def arecall_result(
+        self,
+        query: str,
+        *,
+        k: int | None = None,
+        task_type: str | None = None,
+        namespace: str | None = None,
+        now: datetime | None = None,
+    ) -> RecallResult:
+        """Async :meth:`recall_result` (runs in a thread executor)."""
+        return await run_in_executor(
+            None, lambda: self.recall_result(query, k=k, task_type=task_type, namespace=namespace, now=now)
+        )
+
+    def resolve_task_type(self, query: str, task_type: str | None = None) -> tuple[str | None, TaskTypeSource | None]:
+        """The task type a recall of ``query`` would score against, and where it comes from.
+
+        A given ``task_type`` (or :attr:`task_type`) wins and is normalised with the
+        store's vocabulary; otherwise the keyword rules classify ``query``, then
+        :attr:`task_classifier` when the rules recognise nothing.
+
+        Example:
+            >>> retriever.resolve_task_type("生成本周的销售周报")  # doctest: +SKIP
+            ('weekly_report', 'inferred')
+        """
+        if not isinstance(query, str):
+            raise ConfigurationError(f"query must be a string, got {type(query).__name__}")
+        wanted = task_type if task_type is not None else self.task_type
+        fixed = None if wanted is None else self.store.vocabulary.normalize(wanted)
+        return self._resolve_task_type(query, fixed)
+
+    def served(self) -> list[ServedRecord]:
+        """The latest served records, oldest first (bounded by ``served_log_size``)."""
+        with self._served_lock:
+            return list(self._served)
+
+    # ------------------------------------------------------------------ task type
+    def _resolve_task_type(self, query: str, fixed: str | None) -> tuple[str | None, TaskTypeSource | None]:
+        if fixed is not None:
+            return fixed, "fixed"
+        if not self.infer_task_type:
+            return None, None
+        vocabulary = self.store.vocabulary
+        inferred = vocabulary.infer(query)
+        if inferred != vocabulary.fallback or self.task_classifier is None or not query.strip():
+            return inferred, "inferred"
+        label = self._classify(query, vocabulary)
+        return (label, "model") if label is not None else (inferred, "inferred")
+
+    def _classify(self, query: str, vocabulary: TaskTypeVocabulary) -> str | None:
+        classifier = self.task_classifier
+        if isinstance(classifier, BaseChatModel):
+            classifier = _model_classifier(classifier, self.locale)
+        if classifier is None:
+            return None
+        try:
+            answer = classifier(query[:_CLASSIFY_MAX_CHARS], vocabulary.labels)
+        except Exception:  # noqa: BLE001 - a classifier failure must not cost the recall
+            with self._served_lock:
+                first, self._classifier_warned = not self._classifier_warned, True
+            (logger.warning if first else logger.debug)(
+                "task-type classifier failed; using the keyword rules' answer", exc_info=True
+            )
+            return None
+        label = _pick_label(answer, vocabulary)
+        if label is None:
+            logger.debug("task-type classifier answered %r, not a label of the vocabulary", answer)
+        return label
+
+    # ------------------------------------------------------------------ pure helpers
+    def _prepare(
+        self, query: object, k: int | None, task_type: str | None, namespace: str | None, now: datetime | None
+    ) -> tuple[int, str | None, str, datetime]:
+        if not isinstance(query, str):
+            raise ConfigurationError(f"query must be a string, got {type(query).__name__}")
+        limit = self.k if k is None else k
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+            raise ConfigurationError(f"k must be a positive int, got {limit!r}")
+        wanted = task_type if task_type is not None else self.task_type
+        wanted_type = None if wanted is None else self.store.vocabulary.normalize(wanted)
+        ns = namespace if namespace is not None else self.namespace
+        when = now or utcnow()
+        if when.tzinfo is None:
+            raise ConfigurationError("now must be timezone-aware")
+        return limit, wanted_type, self.store._ns(ns), when
+
+    def _finish(
+        self,
+        query: str,
+        namespace: str,
+        dense: Mapping[str, tuple[MemoryUnit, float]],
+        lexical: Mapping[str, float],
+        limit: int,
+        task: tuple[str | None, TaskTypeSource | None],
+        now: datetime,
+    ) -> list[ScoredMemory]:
+        cosine = {i: sim for i, (_, sim) in dense.items()}
+        script = query_script(query)
+        given = FusionWeights(self.fusion_alpha, self.fusion_alpha_cjk, self.fusion_cross_script)
+        fw = fusion_weights_for(self.store.embeddings, given, explicit=self.model_fields_set)
+        relevance = fuse(
+            cosine,
+            {i: s for i, s in lexical.items() if i in dense},
+            method=self.fusion,
+            alpha=dense_weight(query, latin=fw.alpha, cjk=fw.alpha_cjk),
+            lexically_blind=[i for i, (u, _) in dense.items() if query_script(u.content) != script],
+            blind_gain=fw.cross_script,
+        )
+        label, source = task
+        # "general" found by inference means "not recognised": recorded, but no bonus for general memories
+        bonus_type = label if source == "fixed" or label != self.store.vocabulary.fallback else None
+        scored = [
+            score_memory(
+                unit,
+                relevance[i],
+                task_type=bonus_type,
+                now=now,
+                weights=self.weights,
+                extra={"dense": cosine[i], "lexical": lexical.get(i, 0.0)},
+            )
+            for i, (unit, _) in dense.items()
+        ]
+        floor = self.min_relevance
+        kept = [s for s in scored if s.score >= self.min_score and (floor is None or s.similarity >= floor)]
+        kept.sort(key=lambda s: (-s.score, s.memory.memory_id))
+        result = [s.model_copy(update={"query_task_type": label}) for s in kept[:limit]]
+        self._diagnose(result)
+        record = ServedRecord(query, namespace, tuple(s.memory.memory_id for s in result), now, label, source)
+        with self._served_lock:
+            self._served.append(record)
+        if self.on_served is not None:
+            self.on_served(record)
+        return result
+
+    def _diagnose(self, result: Sequence[ScoredMemory]) -> None:
+        """Warn when what is about to be injected is weak (nothing injected → nothing to warn about)."""
+        if not result:
+            return
+        best = max(s.similarity for s in result)
+        if best < self.low_similarity_threshold:
+            with self._served_lock:
+                first, self._warned = not self._warned, True
+            log = logger.warning if first else logger.debug
+            log(
+                "the best served memory's relevance is %.2f (< %.2f): the served memories are weak matches; if "
+                "this is frequent, the embedding model may not fit this domain or language",
+                best,
+                self.low_similarity_threshold,
+            )
+
+    # ------------------------------------------------------------------ BaseRetriever
+    def _get_relevant_documents(
+        self, query: str, *, run_manager: CallbackManagerForRetrieverRun, k: int | None = None, **kwargs: Any
+    ) -> list[Document]:
+        return [_to_document(s) for s in self.recall(query, k=k, **kwargs)]
+
+    async def _aget_relevant_documents(
+        self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, k: int | None = None, **kwargs: Any
+    ) -> list[Document]:
+        return [_to_document(s) for s in await self.arecall(query, k=k, **kwargs)]

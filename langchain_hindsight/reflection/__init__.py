@@ -1,0 +1,1 @@
+"""Reflection: trajectories distilled into memory units by an LLM and by rules."""

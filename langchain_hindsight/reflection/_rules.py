@@ -1,0 +1,320 @@
+r"""Reflection rules that need no LLM (seed §3.2 "用规则补充", §2.3, pitfall 5).
+
+Pure functions from a :class:`Trajectory` to candidate :class:`MemoryUnit`\\ s:
+
+* error → fix: a tool call that failed and then succeeded with changed arguments;
+* instability: a tool that needed ``retry_threshold`` or more attempts;
+* avoid: a failed task, with the failure reason;
+* user feedback: an explicit correction, as a high-trust unit.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from langchain_hindsight._safety import SUSPICIOUS_TAG, looks_like_instruction, render_safe
+from langchain_hindsight.capture.recorder import clip_text
+from langchain_hindsight.errors import InvalidMemoryError
+from langchain_hindsight.prompts import ReflectionTemplates
+from langchain_hindsight.types import MemoryContext, MemorySource, MemoryUnit, Step, Trajectory
+
+__all__ = ["RuleSettings", "apply_rules", "clean_feedback", "feedback_unit", "format_args", "json_safe"]
+
+logger = logging.getLogger(__name__)
+
+_ACK = re.compile(
+    r"^(?:好的?|好滴|谢谢(?:你)?|多谢|感谢|可以|没问题|很好|不错|收到|ok(?:ay)?|thanks?(?: you)?|thx|great|good|nice|"
+    r"perfect|cool|fine|yes|yep|👍)[\s!！。.~～]*$",
+    re.IGNORECASE,
+)
+_NEGATION = re.compile(
+    r"^(?:不对|不是这样|不是|错了|不正确|不行|no|nope|wrong|incorrect|that'?s (?:wrong|not right|incorrect))"
+    r"(?=[\s,，。.!！:：;；]|$)[\s,，。.!！:：;；]*",
+    re.IGNORECASE,
+)
+_VALUE_CHARS = 80
+_ERROR_CHARS = 160
+_SAMPLE_CHARS = 200
+_TASK_CHARS = 120
+_LESSON_TASK_CHARS = 60
+
+
+@dataclass(frozen=True, slots=True)
+class RuleSettings:
+    """What the rules need besides the trajectory."""
+
+    templates: ReflectionTemplates
+    task_type: str
+    namespace: str
+    retry_threshold: int = 3
+
+
+def json_safe(params: dict[str, Any] | None) -> dict[str, Any]:
+    """``params`` without the values that are not JSON-serialisable (never stringified: no degraded writes)."""
+    out: dict[str, Any] = {}
+    for key, value in (params or {}).items():
+        try:
+            json.dumps(value, ensure_ascii=False, allow_nan=False)
+        except (TypeError, ValueError, RecursionError):
+            logger.debug("dropping non-JSON parameter %r from a memory context", key)
+            continue
+        out[str(key)] = value
+    return out
+
+
+def format_args(args: dict[str, Any]) -> str:
+    """``encoding='utf-8', sep=';'`` — Python-literal style, each value clipped."""
+    parts = []
+    for key, value in args.items():
+        text = repr(value)
+        parts.append(f"{key}={clip_text(text, _VALUE_CHARS, '…')[0]}")
+    return ", ".join(parts)
+
+
+def _error_text(step: Step) -> str:
+    message = " ".join((step.error_message or step.content or "").split())
+    text = f"{step.error_type}: {message}" if step.error_type else message
+    return clip_text(text, _ERROR_CHARS, "…")[0]
+
+
+def _unit(
+    content: str,
+    settings: RuleSettings,
+    traj: Trajectory,
+    *,
+    source: MemorySource = "rule",
+    tools: Iterable[str] = (),
+    params: dict[str, Any] | None = None,
+    output_sample: str = "",
+    tags: Iterable[str] = (),
+    tool_text: str = "",
+) -> MemoryUnit | None:
+    """One rule-made unit.
+
+    ``tool_text`` is the part of ``content`` a tool supplied (an error message):
+    a lesson that embeds it keeps tool-output trust (``source="tool_output"``),
+    whichever rule produced it, so a tool cannot launder its text into a
+    trusted lesson. Instruction-like raw text is tagged ``suspicious`` before it
+    is neutralised for storage, so the store still caps it.
+    """
+    if tool_text.strip() and source == "rule":
+        source = "tool_output"
+    tags = [t.lower() for t in tags if t]
+    if source not in ("user_feedback", "manual") and looks_like_instruction(content):
+        tags.append(SUSPICIOUS_TAG)
+    try:
+        return MemoryUnit(
+            task_type=settings.task_type,
+            task_description=clip_text(traj.task, 500, "…")[0],
+            content=render_safe(content),
+            context=MemoryContext(
+                tools_used=[t for t in tools if t],
+                parameters=json_safe(params),
+                output_sample=clip_text(output_sample, _SAMPLE_CHARS, "…")[0],
+            ),
+            source=source,
+            tags=tags,
+            namespace=settings.namespace,
+            run_id=traj.run_id,
+        )
+    except InvalidMemoryError as e:
+        logger.warning("reflection rule produced an invalid unit for run %s, skipped: %s", traj.run_id, e)
+        return None
+
+
+def _changed(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
+    return [k for k in dict.fromkeys([*a, *b]) if a.get(k) != b.get(k)]
+
+
+def _error_fix(traj: Trajectory, settings: RuleSettings) -> list[MemoryUnit]:
+    """An error followed by a success of the same tool with changed arguments."""
+    t = settings.templates
+    units: list[MemoryUnit] = []
+    seen: set[str] = set()
+    steps = traj.steps
+    for i, ok in enumerate(steps):
+        if ok.type != "tool_result" or not ok.tool_name or ok.tool_args is None:
+            continue
+        errors: list[Step] = []
+        for prev in reversed(steps[:i]):
+            if prev.tool_name != ok.tool_name:
+                continue
+            if prev.type == "tool_result":
+                break  # only errors since the previous success of this tool
+            if prev.type == "error" and prev.tool_args is not None and prev.tool_args != ok.tool_args:
+                errors.append(prev)
+        if not errors:
+            continue
+        errors.reverse()
+        keys = list(dict.fromkeys(k for e in errors for k in _changed(e.tool_args or {}, ok.tool_args)))
+        failed = list(
+            dict.fromkeys(
+                format_args({k: (e.tool_args or {})[k] for k in keys if k in (e.tool_args or {})}) or t.default_args
+                for e in errors
+            )
+        )
+        fixed = {k: ok.tool_args.get(k) for k in keys}
+        content = t.rule_error_fix.format(
+            tool=ok.tool_name,
+            failed=t.list_separator.join(failed),
+            error=_error_text(errors[-1]),
+            fixed=format_args(fixed),
+            task=clip_text(" ".join(traj.task.split()), _LESSON_TASK_CHARS, "…")[0] or "-",
+        )
+        if content in seen:
+            continue
+        seen.add(content)
+        params = {**fixed, "failed_parameters": [{k: (e.tool_args or {}).get(k) for k in keys} for e in errors]}
+        unit = _unit(
+            content,
+            settings,
+            traj,
+            tools=[ok.tool_name],
+            params=params,
+            output_sample=ok.content,
+            tags=[ok.tool_name, *(e.error_type or "" for e in errors), *keys],
+            tool_text=" ".join(e.error_message or e.content or "" for e in errors),
+        )
+        if unit is not None:
+            units.append(unit)
+    return units
+
+
+def _instability(traj: Trajectory, settings: RuleSettings) -> list[MemoryUnit]:
+    """A tool that needed ``retry_threshold`` or more attempts (errors since its last success)."""
+    t = settings.templates
+    streak: dict[str, list[Step]] = {}
+    found: list[tuple[str, int, Step, bool]] = []
+    for step in traj.steps:
+        if not step.tool_name:
+            continue
+        if step.type == "error":
+            streak.setdefault(step.tool_name, []).append(step)
+        elif step.type == "tool_result":
+            errors = streak.pop(step.tool_name, [])
+            if errors and len(errors) + 1 >= settings.retry_threshold:
+                found.append((step.tool_name, len(errors) + 1, errors[-1], True))
+    for tool, errors in streak.items():
+        if len(errors) >= settings.retry_threshold:
+            found.append((tool, len(errors), errors[-1], False))
+    units = []
+    for tool, attempts, last_error, fixed in found:
+        template = t.rule_unstable_fixed if fixed else t.rule_unstable_failed
+        content = template.format(tool=tool, attempts=attempts, error=_error_text(last_error))
+        unit = _unit(
+            content,
+            settings,
+            traj,
+            tools=[tool],
+            params={"attempts": attempts},
+            tags=[tool, "unstable", "retry", last_error.error_type or ""],
+            tool_text=last_error.error_message or last_error.content or "",
+        )
+        if unit is not None:
+            units.append(unit)
+    return units
+
+
+def _avoid(traj: Trajectory, settings: RuleSettings) -> list[MemoryUnit]:
+    """A failed task becomes an "avoid" experience with the failure reason (seed pitfall 5)."""
+    if traj.outcome != "failure":
+        return []
+    t = settings.templates
+    last_error = next((s for s in reversed(traj.steps) if s.type == "error"), None)
+    tool_text = ""
+    if traj.error:
+        reason = tool_text = clip_text(" ".join(traj.error.split()), _ERROR_CHARS, "…")[0]
+    elif last_error is not None:
+        reason = _error_text(last_error)
+        tool_text = last_error.error_message or last_error.content or ""
+    else:
+        reason = t.rule_unknown_reason
+    culprit = next((s for s in reversed(traj.steps) if s.type == "error" and s.tool_name), None)
+    culprit = culprit or next((s for s in reversed(traj.steps) if s.type == "tool_call" and s.tool_name), None)
+    action = ""
+    params: dict[str, Any] = {}
+    if culprit is not None and culprit.tool_name:
+        params = dict(culprit.tool_args or {})
+        action = t.rule_avoid_action.format(tool=culprit.tool_name, args=format_args(params) or "-")
+    task = clip_text(" ".join(traj.task.split()), _TASK_CHARS, "…")[0] or "-"
+    content = t.rule_avoid.format(task=task, reason=reason, action=action)
+    tool = culprit.tool_name if culprit is not None and culprit.tool_name else ""
+    error_type = last_error.error_type if last_error is not None and last_error.error_type else ""
+    unit = _unit(
+        content,
+        settings,
+        traj,
+        tools=[tool],
+        params={"avoid": params} if params else {},
+        tags=["avoid", "failure", tool, error_type],
+        tool_text=tool_text,
+    )
+    return [unit] if unit is not None else []
+
+
+def clean_feedback(text: str) -> str | None:
+    """The correction in a piece of user feedback, or ``None`` for a bare acknowledgement.
+
+    Example:
+        >>> clean_feedback("不对，应该用utf-8-sig"), clean_feedback("No, you should use gbk."), clean_feedback("谢谢！")
+        ('应该用utf-8-sig', 'you should use gbk.', None)
+    """
+    text = " ".join(text.split())
+    if not text or _ACK.match(text):
+        return None
+    stripped = _NEGATION.sub("", text, count=1).strip()
+    return stripped or text
+
+
+def feedback_unit(
+    text: str,
+    *,
+    templates: ReflectionTemplates,
+    task: str,
+    task_type: str,
+    namespace: str,
+    run_id: str | None,
+) -> MemoryUnit | None:
+    """A ``user_feedback`` unit from an explicit correction (``None`` for an acknowledgement)."""
+    correction = clean_feedback(text)
+    if correction is None:
+        return None
+    short_task = clip_text(" ".join(task.split()), _TASK_CHARS, "…")[0]
+    template = templates.rule_user_feedback if short_task else templates.rule_user_feedback_no_task
+    content = template.format(task=short_task, text=correction)
+    try:
+        return MemoryUnit(
+            task_type=task_type,
+            task_description=clip_text(task, 500, "…")[0],
+            content=render_safe(content),
+            source="user_feedback",
+            tags=["user_feedback", "correction"],
+            namespace=namespace,
+            run_id=run_id,
+        )
+    except InvalidMemoryError as e:
+        logger.warning("user feedback could not become a memory unit, skipped: %s", e)
+        return None
+
+
+def apply_rules(traj: Trajectory, settings: RuleSettings) -> list[MemoryUnit]:
+    """Every rule-made candidate for ``traj`` (error→fix, instability, avoid, user feedback)."""
+    units = [*_error_fix(traj, settings), *_instability(traj, settings), *_avoid(traj, settings)]
+    for step in traj.steps:
+        if step.type == "feedback":
+            unit = feedback_unit(
+                step.content,
+                templates=settings.templates,
+                task=traj.task,
+                task_type=settings.task_type,
+                namespace=settings.namespace,
+                run_id=traj.run_id,
+            )
+            if unit is not None:
+                units.append(unit)
+    return units

@@ -1,0 +1,1 @@
+"""The per-task loop every adapter shares: serve, finish, feedback."""

@@ -1,0 +1,145 @@
+"""Values of the hindsight session, re-exported by :mod:`langchain_hindsight.session.loop`.
+
+Its options (:class:`SessionConfig`), what a task was served (:class:`Served`) and
+what feedback changed (:class:`FeedbackResult`).
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field, fields
+from typing import TYPE_CHECKING, Literal
+
+from langchain_hindsight.errors import ConfigurationError
+from langchain_hindsight.prompts import Locale, get_templates
+from langchain_hindsight.reflection.reflector import BackgroundReflector, Reflector
+from langchain_hindsight.session._conversation import CORRECTION_PATTERNS
+from langchain_hindsight.store.journal import RunJournal, RunRecord
+from langchain_hindsight.store.memory_store import MemoryStore
+from langchain_hindsight.types import MemoryUnit, ScoredMemory
+
+if TYPE_CHECKING:
+    from langchain_hindsight.recall.retriever import HindsightRetriever
+
+__all__ = ["ErrorPolicy", "FeedbackResult", "Served", "SessionConfig", "new_run_id"]
+
+
+ErrorPolicy = Literal["log", "raise"]
+"""What an adapter does when recall or reflection fails.
+
+``"log"`` (default): log a warning with the traceback and let the agent go on
+(without experiences, or without learning from this run). ``"raise"``: raise
+the typed error (for tests and debugging).
+"""
+
+
+def new_run_id() -> str:
+    """A fresh run id (a UUID4 string, like LangChain's)."""
+    return str(uuid.uuid4())
+
+
+@dataclass
+class Served:
+    """What one task was given: its recalled memories and the rendered block."""
+
+    run_id: str
+    task: str
+    namespace: str
+    memories: list[ScoredMemory] = field(default_factory=list)
+    block: str = ""
+    """The ``[相关经验]`` block, or ``""`` when nothing relevant was recalled."""
+    task_prompt: str = ""
+    """The task as the seed's task prompt (block + ``[当前任务]`` + instruction), or the task itself."""
+    task_type: str | None = None
+    """The task type the task was served as (the fixed one, else inferred from the task text)."""
+    thread_id: str | None = None
+    """The conversation thread, when the adapter knows it."""
+    corrects: str | None = None
+    """Run id of the previous run in the thread that this turn corrected (feedback from the conversation)."""
+
+    @property
+    def memory_ids(self) -> list[str]:
+        """Ids of the served memories, best first."""
+        return [m.memory.memory_id for m in self.memories]
+
+
+@dataclass(frozen=True, slots=True)
+class FeedbackResult:
+    """What :meth:`HindsightSession.feedback` changed.
+
+    Attributes:
+        run: The run's journal record, with the feedback appended.
+        updated: Served memories whose confidence changed.
+        created: New ``user_feedback`` memories made from the comment.
+    """
+
+    run: RunRecord
+    updated: list[MemoryUnit] = field(default_factory=list)
+    created: list[MemoryUnit] = field(default_factory=list)
+
+
+@dataclass(frozen=True, kw_only=True)
+class SessionConfig:
+    """Every option of the hindsight loop, in one place (adapters never repeat them).
+
+    Attributes:
+        store: The memory store (the single source of truth).
+        retriever: Recall component; default ``HindsightRetriever(store=store, k=k, task_type=task_type,
+            locale=locale)`` (with ``min_relevance`` when given).
+        reflector: A ``Reflector`` (runs when the task ends) or a ``BackgroundReflector``
+            (queued, never delays the agent); default a rule-based ``Reflector(store=store)``.
+        journal: The run journal; default ``RunJournal(store)`` (the journal is always on).
+        k: Experiences recalled per task.
+        task_type: A fixed task type for recall and reflection; ``None`` infers it from each task's text.
+        min_relevance: Relevance floor of recall (results below it are dropped; nothing
+            relevant → no block); ``"default"`` keeps the retriever's own floor, ``None``
+            switches the floor off.
+        locale: ``"zh"`` (default) or ``"en"`` block and task prompt.
+        max_lines: At most this many block lines.
+        namespace_key: ``config["configurable"]`` key (or runtime context attribute) naming the
+            namespace of a run; ``None`` disables.
+        recall: ``False`` learns without injecting (e.g. the baseline arm of an A/B test).
+        reflect: ``False`` never reflects.
+        apply_outcome: ``False`` leaves the served memories' confidence to explicit feedback.
+        conversation_feedback: A human turn in the same thread that corrects the previous answer
+            ("不对，…", "No, …") is feedback on the previous run.
+        correction_patterns: Regular expressions recognising such a correction at the start of a turn.
+        on_error: :data:`ErrorPolicy`.
+    """
+
+    store: MemoryStore
+    retriever: HindsightRetriever | None = None
+    reflector: Reflector | BackgroundReflector | None = None
+    journal: RunJournal | None = None
+    k: int = 5
+    task_type: str | None = None
+    min_relevance: float | Literal["default"] | None = "default"
+    locale: Locale = "zh"
+    max_lines: int = 8
+    namespace_key: str | None = "user_id"
+    recall: bool = True
+    reflect: bool = True
+    apply_outcome: bool = True
+    conversation_feedback: bool = True
+    correction_patterns: tuple[str, ...] = CORRECTION_PATTERNS
+    on_error: ErrorPolicy = "log"
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.store, MemoryStore):
+            raise ConfigurationError(f"store must be a MemoryStore, got {type(self.store).__name__}")
+        if self.on_error not in ("log", "raise"):
+            raise ConfigurationError(f"on_error must be 'log' or 'raise', got {self.on_error!r}")
+        if isinstance(self.k, bool) or not isinstance(self.k, int) or self.k < 1:
+            raise ConfigurationError(f"k must be a positive int, got {self.k!r}")
+        if isinstance(self.max_lines, bool) or not isinstance(self.max_lines, int) or self.max_lines < 1:
+            raise ConfigurationError(f"max_lines must be a positive int, got {self.max_lines!r}")
+        if self.min_relevance not in (None, "default") and (
+            isinstance(self.min_relevance, bool) or not isinstance(self.min_relevance, int | float)
+        ):
+            raise ConfigurationError(f"min_relevance must be a number, None or 'default', got {self.min_relevance!r}")
+        get_templates(self.locale)  # validates the locale
+
+    @classmethod
+    def option_names(cls) -> frozenset[str]:
+        """Names of the options (every field but ``store``)."""
+        return frozenset(f.name for f in fields(cls)) - {"store"}

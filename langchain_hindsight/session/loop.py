@@ -1,0 +1,566 @@
+"""One task's hindsight from start to end: serve → journal → (agent runs) → capture → reflect → credit.
+
+:class:`HindsightSession` is the single orchestration path. Every adapter is a
+thin shell over it that only decides *where* the ``[相关经验]`` block goes and
+*when* a task ends:
+
+==============================  ==============================================
+adapter                         calls
+==============================  ==============================================
+``HindsightMiddleware``         ``serve`` at the first model call of a task,
+                                ``finish`` after the agent
+``recall_node``/``reflect_node``  ``serve`` / ``finish``
+``HindsightMemory``             ``serve`` on load, ``finish`` on save
+``Hindsight.callbacks``         ``on_trajectory`` when a captured run ends
+``Hindsight.feedback``          ``feedback``
+==============================  ==============================================
+
+The journal is always on: every served task gets a run record with what it was
+served (and the task type it was served as), how it ended, what reflection
+stored from it (background reflection included) and the success credit applied
+to its memories, so a later rejection reverses exactly that credit.
+
+A human turn in the same conversation thread that corrects the previous answer
+("不对，…", "No, …") is taken as feedback on the previous run (see
+:mod:`langchain_hindsight.session._conversation`).
+
+Options are written out once, in :class:`SessionConfig`; :class:`~langchain_hindsight.Hindsight`
+builds one and every adapter takes the ``Hindsight`` (or a session, or a bare
+store plus ``SessionConfig`` keywords).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Mapping
+from concurrent.futures import Future
+from dataclasses import replace
+from typing import Any
+
+from langchain_hindsight.capture.messages import resolve_namespace
+from langchain_hindsight.capture.recorder import SERVED_KEY
+from langchain_hindsight.errors import ConfigurationError, HindsightError, RunNotFoundError
+from langchain_hindsight.prompts import Locale
+from langchain_hindsight.recall.injection import build_task_prompt, format_experiences
+from langchain_hindsight.recall.retriever import HindsightRetriever, RecallResult
+from langchain_hindsight.reflection.reflector import BackgroundReflector, Reflector
+from langchain_hindsight.session._conversation import CorrectionDetector
+from langchain_hindsight.session.config import (
+    ErrorPolicy,
+    FeedbackResult,
+    Served,
+    SessionConfig,
+    new_run_id,
+)
+from langchain_hindsight.store.journal import RunJournal, RunRecord
+from langchain_hindsight.store.memory_store import MemoryStore
+from langchain_hindsight.types import MemoryUnit, ScoredMemory, Trajectory
+
+__all__ = [
+    "ErrorPolicy",
+    "FeedbackResult",
+    "HindsightSession",
+    "Served",
+    "SessionConfig",
+    "new_run_id",
+    "session_for",
+]
+
+logger = logging.getLogger(__name__)
+
+
+class HindsightSession:
+    """Recall before a task, outcome + reflection + credit after it, journaled, with one error policy.
+
+    Build it from a :class:`SessionConfig`, or from a store plus ``SessionConfig``
+    keywords; usually you get one from :class:`~langchain_hindsight.Hindsight`
+    (``hs.session``) and never build it yourself.
+
+    Example:
+        .. code-block:: python
+
+            session = HindsightSession(store, k=3)
+            served = session.serve("生成本周的销售周报", thread_id="t1")
+            answer = my_agent(served.task_prompt)
+            session.finish(served, trajectory)   # credit, journal, reflect
+
+    Raises:
+        ConfigurationError: an unknown or invalid option.
+    """
+
+    def __init__(self, config: SessionConfig | MemoryStore, /, **options: Any) -> None:
+        unknown = set(options) - SessionConfig.option_names()
+        if unknown:
+            raise ConfigurationError(f"unknown hindsight option(s): {sorted(unknown)}")
+        if isinstance(config, SessionConfig):
+            config = replace(config, **options) if options else config
+        else:
+            config = SessionConfig(store=config, **options)
+        store = config.store
+        retriever = config.retriever
+        if retriever is None:
+            floor: dict[str, Any] = {} if config.min_relevance == "default" else {"min_relevance": config.min_relevance}
+            retriever = HindsightRetriever(
+                store=store, k=config.k, task_type=config.task_type, locale=config.locale, **floor
+            )
+        elif (
+            config.min_relevance != "default"
+            and isinstance(retriever, HindsightRetriever)
+            and retriever.min_relevance != config.min_relevance
+        ):
+            retriever = retriever.model_copy(update={"min_relevance": config.min_relevance})
+        reflector = config.reflector
+        if reflector is None and config.reflect:
+            reflector = Reflector(store=store, locale=config.locale)
+        journal = config.journal if config.journal is not None else RunJournal(store)
+        self.config = replace(config, retriever=retriever, reflector=reflector, journal=journal)
+        self.store: MemoryStore = store
+        self.retriever: HindsightRetriever = retriever
+        self.reflector: Reflector | BackgroundReflector | None = reflector
+        self.journal: RunJournal = journal
+        self._is_correction = CorrectionDetector(config.correction_patterns)
+
+    # ------------------------------------------------------------------ options
+    def derive(self, **options: Any) -> HindsightSession:
+        """A session sharing this one's store, retriever, reflector and journal, with some options changed."""
+        return HindsightSession(self.config, **options) if options else self
+
+    @property
+    def k(self) -> int:
+        """Experiences recalled per task."""
+        return self.config.k
+
+    @property
+    def task_type(self) -> str | None:
+        """The fixed task type, or ``None`` (inferred per task)."""
+        return self.config.task_type
+
+    @property
+    def locale(self) -> Locale:
+        """Block and prompt language."""
+        return self.config.locale
+
+    @property
+    def on_error(self) -> ErrorPolicy:
+        """The error policy."""
+        return self.config.on_error
+
+    def namespace(self, namespace: str | None) -> str:
+        """``namespace`` or the store's default."""
+        return namespace or self.store.namespace
+
+    def resolve_namespace(
+        self, config: Mapping[str, Any] | None, *, explicit: str | None = None, context: Any = None
+    ) -> str:
+        """The namespace of a run.
+
+        ``explicit`` (a name or a ``"user-{user_id}"`` template), else
+        ``config["configurable"][namespace_key]`` (or the runtime context), else the store's default.
+        """
+        return self.namespace(
+            resolve_namespace(config, explicit=explicit, key=self.config.namespace_key, context=context)
+        )
+
+    def task_type_for(self, task: str) -> str | None:
+        """The task type a task is served as: the fixed one, else what the retriever infers from its text."""
+        if not task.strip():
+            return self.config.task_type
+        return self.retriever.resolve_task_type(task, self.config.task_type)[0]
+
+    # ------------------------------------------------------------------ helpers
+    def _fail(self, what: str, error: Exception) -> None:
+        if self.config.on_error == "raise":
+            if isinstance(error, HindsightError):
+                raise error
+            raise HindsightError(f"{what} failed: {error}") from error
+        logger.warning("hindsight %s failed; the agent continues without it", what, exc_info=error)
+
+    def _render(self, served: Served) -> Served:
+        if served.memories:
+            served.block = format_experiences(served.memories, locale=self.locale, max_lines=self.config.max_lines)
+            served.task_prompt = build_task_prompt(served.task, served.memories, locale=self.locale)
+        else:
+            served.task_prompt = served.task
+        return served
+
+    def _new(self, task: str, namespace: str | None, run_id: str | None, thread_id: str | None) -> Served:
+        if not isinstance(task, str):
+            raise ConfigurationError(f"task must be a string, got {type(task).__name__}")
+        return Served(
+            run_id=run_id or new_run_id(),
+            task=task,
+            namespace=self.namespace(namespace),
+            thread_id=thread_id or None,
+        )
+
+    def _start(self, served: Served) -> None:
+        self.journal.start(
+            served.run_id,
+            task=served.task,
+            task_type=served.task_type,
+            namespace=served.namespace,
+            served=served.memories,
+            thread_id=served.thread_id,
+        )
+
+    def _corrected_run(self, served: Served) -> RunRecord | None:
+        """The previous run of the thread when this turn corrects it (not yet rejected with this text)."""
+        if not (self.config.conversation_feedback and served.thread_id and self._is_correction(served.task)):
+            return None
+        previous = self.journal.last_in_thread(served.thread_id, namespace=served.namespace, exclude=[served.run_id])
+        if previous is None:
+            return None
+        text = served.task.strip()
+        if any(f.rejected and f.text == text for f in previous.feedback):
+            return None  # this very turn was already applied (e.g. served twice)
+        return previous
+
+    def _prepare(self, served: Served) -> set[str]:
+        """Task type, and the conversation correction; returns the ids the correction just rejected."""
+        rejected: set[str] = set()
+        try:
+            previous = self._corrected_run(served)
+            if previous is not None:
+                self.feedback(previous.run_id, success=False, comment=served.task, namespace=previous.namespace)
+                served.corrects = previous.run_id
+                served.task_type = previous.task_type
+                rejected = set(previous.served_ids)
+        except Exception as e:  # noqa: BLE001 - the error policy decides
+            self._fail("conversation feedback", e)
+        return rejected
+
+    def _recalled(self, served: Served, result: RecallResult, rejected: set[str]) -> None:
+        served.task_type = result.task_type
+        served.memories = [m for m in result.memories if m.memory.memory_id not in rejected]
+
+    def _type_only(self, served: Served) -> None:
+        """The task type of a run that recalls nothing (recall off, or an empty task)."""
+        if served.task_type is None:
+            try:
+                served.task_type = self.task_type_for(served.task)
+            except Exception as e:  # noqa: BLE001 - the error policy decides
+                self._fail("task type inference", e)
+
+    # ------------------------------------------------------------------ serve
+    def serve(
+        self, task: str, *, namespace: str | None = None, run_id: str | None = None, thread_id: str | None = None
+    ) -> Served:
+        """Recall experiences for ``task``, journal what was served, render the block.
+
+        Never raises under ``on_error="log"`` (the agent then runs without experience).
+
+        Args:
+            task: The task text (the user's request).
+            namespace: Namespace of the run; default the store's.
+            run_id: The run id (pass the same to ``feedback``); default a fresh UUID.
+            thread_id: The conversation thread; a turn that corrects the previous answer of
+                the thread is applied as feedback on that run first.
+        """
+        served = self._new(task, namespace, run_id, thread_id)
+        rejected = self._prepare(served)
+        if self.config.recall and task.strip():
+            try:
+                result = self.retriever.recall_result(
+                    task, k=self.k, task_type=served.task_type, namespace=served.namespace
+                )
+                self._recalled(served, result, rejected)
+            except Exception as e:  # noqa: BLE001
+                self._fail("recall", e)
+        self._type_only(served)
+        try:
+            self._start(served)
+        except Exception as e:  # noqa: BLE001
+            self._fail("journal", e)
+        return self._render(served)
+
+    async def aserve(
+        self, task: str, *, namespace: str | None = None, run_id: str | None = None, thread_id: str | None = None
+    ) -> Served:
+        """Async :meth:`serve` (store and journal I/O off the event loop)."""
+        served = self._new(task, namespace, run_id, thread_id)
+        rejected = await asyncio.to_thread(self._prepare, served)
+        if self.config.recall and task.strip():
+            try:
+                result = await self.retriever.arecall_result(
+                    task, k=self.k, task_type=served.task_type, namespace=served.namespace
+                )
+                self._recalled(served, result, rejected)
+            except Exception as e:  # noqa: BLE001
+                self._fail("recall", e)
+        await asyncio.to_thread(self._type_only, served)
+        try:
+            await asyncio.to_thread(self._start, served)
+        except Exception as e:  # noqa: BLE001
+            self._fail("journal", e)
+        return self._render(served)
+
+    # ------------------------------------------------------------------ credit
+    def _credit(self, ids: list[str], namespace: str) -> tuple[list[MemoryUnit], dict[str, float]]:
+        """Apply success credit; returns the updated units and the confidence change of each."""
+        before = {u.memory_id: u.score_confidence for u in self.store.get_many(ids, namespace=namespace)}
+        updated = self.store.record_feedback(ids, success=True, namespace=namespace)
+        return updated, {u.memory_id: u.score_confidence - before.get(u.memory_id, u.score_confidence) for u in updated}
+
+    def _undo_credit(self, credit: Mapping[str, float], namespace: str) -> None:
+        """Take back exactly the confidence a success credit added."""
+        units = self.store.get_many(list(credit), namespace=namespace)
+        changed = [
+            u.evolve(confidence=min(1.0, max(0.0, u.score_confidence - credit[u.memory_id])))
+            for u in units
+            if credit.get(u.memory_id)
+        ]
+        if changed:
+            self.store.update_many(changed, namespace=namespace)
+
+    def _record(self, served: Served) -> RunRecord:
+        """The run's journal record, started now when no adapter started it."""
+        try:
+            return self.journal.get(served.run_id, namespace=served.namespace)
+        except RunNotFoundError:
+            return self.journal.start(
+                served.run_id,
+                task=served.task,
+                task_type=served.task_type,
+                namespace=served.namespace,
+                served=served.memories,
+                thread_id=served.thread_id,
+            )
+
+    def _conclude(self, served: Served, trajectory: Trajectory) -> None:
+        """Apply the outcome to what the journal says was served, credit once, journal the end."""
+        try:
+            record = self._record(served)
+            ids, ns = record.served_ids, record.namespace
+            credit: dict[str, float] | None = None
+            if self.config.apply_outcome and ids:
+                if trajectory.outcome == "success":
+                    if record.credit is None:
+                        credit = self._credit(ids, ns)[1]
+                else:
+                    success = False if trajectory.outcome == "failure" else None
+                    self.store.record_feedback(ids, success=success, namespace=ns)
+            self.journal.finish(
+                trajectory.run_id, outcome=trajectory.outcome, task_type=trajectory.task_type, namespace=ns
+            )
+            if credit is not None:
+                self.journal.set_credit(trajectory.run_id, credit, namespace=ns)
+        except Exception as e:  # noqa: BLE001
+            self._fail("outcome feedback", e)
+
+    # ------------------------------------------------------------------ reflect
+    def _journal_produced(self, trajectory: Trajectory, produced: list[MemoryUnit]) -> None:
+        if produced:
+            self.journal.add_produced(
+                trajectory.run_id, [u.memory_id for u in produced], namespace=trajectory.namespace
+            )
+
+    def _submit(self, background: BackgroundReflector, trajectory: Trajectory) -> Future[list[MemoryUnit]]:
+        future = background.submit(trajectory)
+
+        def done(f: Future[list[MemoryUnit]]) -> None:
+            if f.cancelled() or f.exception() is not None:
+                return  # the background reflector logs its own failures
+            try:
+                self._journal_produced(trajectory, f.result())
+            except Exception:  # a worker thread: nobody to raise to
+                logger.warning("could not journal produced memories of run %s", trajectory.run_id, exc_info=True)
+
+        future.add_done_callback(done)
+        return future
+
+    def _reflect(self, trajectory: Trajectory) -> tuple[list[MemoryUnit], Future[list[MemoryUnit]] | None]:
+        reflector = self.reflector
+        if not self.config.reflect or reflector is None:
+            return [], None
+        try:
+            if isinstance(reflector, BackgroundReflector):
+                return [], self._submit(reflector, trajectory)
+            produced = list(reflector.reflect(trajectory))
+            self._journal_produced(trajectory, produced)
+            return produced, None
+        except Exception as e:  # noqa: BLE001
+            self._fail("reflection", e)
+            return [], None
+
+    async def _areflect(self, trajectory: Trajectory) -> list[MemoryUnit]:
+        reflector = self.reflector
+        if not self.config.reflect or reflector is None:
+            return []
+        try:
+            if isinstance(reflector, BackgroundReflector):
+                self._submit(reflector, trajectory)
+                return []
+            produced = list(await reflector.areflect(trajectory))
+            await asyncio.to_thread(self._journal_produced, trajectory, produced)
+            return produced
+        except Exception as e:  # noqa: BLE001
+            self._fail("reflection", e)
+            return []
+
+    # ------------------------------------------------------------------ finish
+    def _align(self, served: Served | None, trajectory: Trajectory) -> tuple[Served, Trajectory]:
+        if served is None:
+            served = Served(run_id=trajectory.run_id, task=trajectory.task, namespace=trajectory.namespace)
+            served.task_type = trajectory.task_type or self.task_type_for(trajectory.task)
+        changes: dict[str, Any] = {"run_id": served.run_id, "namespace": served.namespace}
+        if served.task:
+            changes["task"] = served.task
+        if trajectory.task_type is None and (served.task_type or self.task_type):
+            changes["task_type"] = served.task_type or self.task_type
+        if served.memories:
+            changes["metadata"] = {**trajectory.metadata, "served_memory_ids": served.memory_ids}
+        return served, trajectory.model_copy(update=changes)
+
+    def finish(self, served: Served | None, trajectory: Trajectory) -> list[MemoryUnit]:
+        """The task ended: apply its outcome to the served memories, journal it, reflect.
+
+        Success credit is applied once per run and recorded in the journal, so a
+        later rejection (:meth:`feedback` with ``success=False``, or a correcting
+        turn in the thread) takes it back exactly.
+
+        Returns:
+            The memory units reflection stored (empty when reflection is off,
+            queued in the background, found nothing, or failed under ``"log"``).
+        """
+        served, trajectory = self._align(served, trajectory)
+        self._conclude(served, trajectory)
+        return self._reflect(trajectory)[0]
+
+    async def afinish(self, served: Served | None, trajectory: Trajectory) -> list[MemoryUnit]:
+        """Async :meth:`finish` (store writes in a worker thread, the reflection model awaited)."""
+        served, trajectory = self._align(served, trajectory)
+        await asyncio.to_thread(self._conclude, served, trajectory)
+        return await self._areflect(trajectory)
+
+    def on_trajectory(self, trajectory: Trajectory) -> Future[list[MemoryUnit]] | None:
+        """A captured run ended (``TrajectoryRecorder(on_finish=...)``): journal, credit and reflect it.
+
+        What a hindsight retriever served inside the run (an LCEL chain with
+        ``hs.retriever``) is journaled as served and credited like an adapter's.
+        Runs an adapter already served (its run id is in the journal) are left to that
+        adapter. Returns the background future when reflection was queued.
+        """
+        try:
+            self.journal.get(trajectory.run_id, namespace=trajectory.namespace)
+            return None
+        except RunNotFoundError:
+            pass
+        items = [i for i in trajectory.metadata.get(SERVED_KEY) or [] if isinstance(i, Mapping)]
+        spaces = {str(i.get("namespace") or "") for i in items}
+        if len(spaces) == 1 and "" not in spaces and trajectory.namespace == self.store.namespace:
+            trajectory = trajectory.model_copy(update={"namespace": spaces.pop()})  # the run used that namespace
+        served, trajectory = self._align(None, trajectory)
+        try:
+            served.memories = self._served_from_items(items, served.namespace)
+            self._start(served)
+        except Exception as e:  # noqa: BLE001
+            self._fail("journal", e)
+        self._conclude(served, trajectory)
+        return self._reflect(trajectory)[1]
+
+    def _served_from_items(self, items: list[Mapping[str, Any]], namespace: str) -> list[ScoredMemory]:
+        """What a retriever served inside a captured run (``TrajectoryRecorder`` metadata), as recall results."""
+        if not items:
+            return []
+        units = {u.memory_id: u for u in self.store.get_many([str(i["memory_id"]) for i in items], namespace=namespace)}
+        return [
+            ScoredMemory(
+                memory=units[mid], score=float(i.get("score") or 0.0), similarity=float(i.get("similarity") or 0.0)
+            )
+            for i in items
+            if (mid := str(i["memory_id"])) in units
+        ]
+
+    # ------------------------------------------------------------------ feedback
+    def feedback(
+        self,
+        run_id: str,
+        *,
+        success: bool | None = None,
+        comment: str | None = None,
+        namespace: str | None = None,
+    ) -> FeedbackResult:
+        """Apply a user's verdict on a run to the memories that run was served.
+
+        ``success=False``: the user says the result was wrong. Any success credit
+        the run gave is taken back exactly (as the journal recorded it), then the
+        served memories are rejected (confidence × 0.5). ``success=True``: the
+        served memories are credited (+0.05) unless a credit is already applied
+        for this run (a run is credited once, however often it is confirmed). A
+        ``comment`` with ``success`` not ``True`` is a correction: it becomes a new
+        ``user_feedback`` memory (high trust) that names the run's task.
+        Everything is recorded in the journal.
+
+        Raises:
+            RunNotFoundError: the journal has no such run.
+            ConfigurationError: nothing to record (no verdict and no comment).
+        """
+        if success is not None and not isinstance(success, bool):
+            raise ConfigurationError(f"success must be True, False or None, got {success!r}")
+        text = comment.strip() if isinstance(comment, str) else ""
+        if success is None and not text:
+            raise ConfigurationError("give success=True/False, a comment, or both")
+        record = self.journal.get(run_id, namespace=namespace)
+        ns = record.namespace
+        ids = record.served_ids
+        updated: list[MemoryUnit] = []
+        if success is False:
+            if record.credit:
+                self._undo_credit(record.credit, ns)
+            if ids:
+                updated = self.store.record_feedback(ids, rejected=True, namespace=ns)
+            if record.credit is not None:
+                self.journal.set_credit(run_id, None, namespace=ns)
+        elif success is True and ids and record.credit is None:
+            updated, credit = self._credit(ids, ns)
+            self.journal.set_credit(run_id, credit, namespace=ns)
+        created: list[MemoryUnit] = []
+        if text and success is not True:
+            created = self._user_feedback(text, record)
+            if created:
+                self.journal.add_produced(run_id, [u.memory_id for u in created], namespace=ns)
+        run = self.journal.add_feedback(run_id, text=text, success=success, rejected=success is False, namespace=ns)
+        return FeedbackResult(run=run, updated=updated, created=created)
+
+    async def afeedback(
+        self,
+        run_id: str,
+        *,
+        success: bool | None = None,
+        comment: str | None = None,
+        namespace: str | None = None,
+    ) -> FeedbackResult:
+        """Async :meth:`feedback` (store and journal I/O off the event loop)."""
+        return await asyncio.to_thread(
+            lambda: self.feedback(run_id, success=success, comment=comment, namespace=namespace)
+        )
+
+    def _user_feedback(self, text: str, record: RunRecord) -> list[MemoryUnit]:
+        reflector = self.reflector
+        if isinstance(reflector, BackgroundReflector):
+            reflector = reflector.reflector
+        if reflector is None:
+            reflector = Reflector(store=self.store, locale=self.locale)
+        return reflector.record_user_feedback(
+            text, task=record.task, task_type=record.task_type, namespace=record.namespace, run_id=record.run_id
+        )
+
+
+def session_for(target: object, /, **options: Any) -> HindsightSession:
+    """The session an adapter runs on.
+
+    Args:
+        target: A :class:`~langchain_hindsight.Hindsight` (its session), a
+            :class:`HindsightSession`, a :class:`SessionConfig` or a :class:`MemoryStore`.
+        **options: :class:`SessionConfig` options to change for this adapter only.
+
+    Raises:
+        ConfigurationError: ``target`` is none of these, or an option is unknown.
+    """
+    session = getattr(target, "session", target)
+    if isinstance(session, HindsightSession):
+        return session.derive(**options)
+    if isinstance(target, SessionConfig | MemoryStore):
+        return HindsightSession(target, **options)
+    raise ConfigurationError(f"expected a Hindsight, a HindsightSession or a MemoryStore, got {type(target).__name__}")

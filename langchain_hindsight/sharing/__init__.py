@@ -1,0 +1,1 @@
+"""Sharing: principals, grants, scoped memory, and the MCP server."""

@@ -1,0 +1,361 @@
+"""Chroma collections of a namespace: naming, opening, listing, reading records.
+
+Each namespace has one collection per role (memories, archive, journal), named
+from the namespace and tagged with it in the collection metadata; opening checks
+the tag, so a name collision can never hand one namespace another's units.
+
+The memories and archive collections also record the identity (name and
+dimension) of the embedder that wrote their vectors; :func:`check_embedder`
+refuses another embedder before its vectors are compared with or written among
+them. Reading units needs no embedder and is never refused.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, get_args
+
+from langchain_hindsight.embeddings.local import MINILM_DIMENSION, MINILM_NAME, EmbedderIdentity
+from langchain_hindsight.errors import (
+    ConfigurationError,
+    EmbedderMismatchError,
+    HindsightError,
+    StoreError,
+    StoreLockedError,
+)
+from langchain_hindsight.store._codec import unit_from_record
+from langchain_hindsight.store._lexical import ChangeFeed
+from langchain_hindsight.types import MemoryKind, MemorySource, MemoryStatus, MemoryUnit
+
+if TYPE_CHECKING:
+    from filelock import BaseFileLock
+
+__all__ = [
+    "ALLOWED",
+    "ALL_ROLES",
+    "EMBEDDER_DIM_KEY",
+    "EMBEDDER_KEY",
+    "LEGACY_IDENTITY",
+    "REEMBED_COMPLETE",
+    "REEMBED_OF",
+    "REEMBED_SUFFIX",
+    "ROLES",
+    "Collection",
+    "Role",
+    "acquire_directory",
+    "check_embedder",
+    "check_namespace",
+    "collection_name",
+    "filter_where",
+    "identity_metadata",
+    "namespaces",
+    "open_change_feed",
+    "open_client",
+    "open_collection",
+    "query_hits",
+    "recorded_embedder",
+    "recorded_identity",
+    "records",
+    "recover_reembed",
+    "switch_reembed",
+]
+
+logger = logging.getLogger(__name__)
+
+# chromadb's type hints are narrower than what it accepts (plain float lists, nested where
+# clauses); collections are handled as ``Any`` and every call is covered by tests.
+Collection = Any
+
+Role = Literal["memories", "archive", "journal"]
+ROLES: tuple[Role, ...] = ("memories", "archive")
+"""Collections that hold memory units (the journal holds run records, see ``journal.py``)."""
+ALL_ROLES: tuple[Role, ...] = ("memories", "archive", "journal")
+_PREFIXES: dict[str, str] = {"memories": "hs", "archive": "hsarc", "journal": "hsjrn"}
+ALLOWED: dict[str, tuple[str, ...]] = {
+    "status": get_args(MemoryStatus),
+    "kind": get_args(MemoryKind),
+    "source": get_args(MemorySource),
+}
+_LOCK_FILE = ".hindsight.lock"
+EMBEDDER_KEY = "hindsight_embedder"
+"""Collection metadata key: the name of the embedder that wrote the collection's vectors."""
+EMBEDDER_DIM_KEY = "hindsight_embedder_dim"
+"""Collection metadata key: the length of those vectors (0 when the embedder did not declare it)."""
+LEGACY_IDENTITY = EmbedderIdentity(MINILM_NAME, MINILM_DIMENSION)
+"""What a collection without a recorded identity is taken to hold: MiniLM was the only default then."""
+_BUILTIN = frozenset({MINILM_NAME, "use-multilingual-v3", "minilm-l6+use-m3/routed@0.8"})
+REEMBED_SUFFIX = "-reembed"
+"""Suffix of the side collection ``hindsight reembed`` writes into (canonical names end in a hex digest)."""
+REEMBED_OF = "hindsight_reembed_of"
+"""Side collection metadata key: the role of the collection it will replace."""
+REEMBED_COMPLETE = "hindsight_reembed_complete"
+"""Side collection metadata key: true once the copy was verified against the original."""
+_REEMBED_HINT = (
+    "Similarities between two models' vectors mean nothing, so the store refuses to mix them. "
+    "Migrate the store in place with `hindsight reembed --path DIR` (or `--server HOST:PORT`; it re-embeds "
+    "every memory from its stored text and keeps every field; from Python: "
+    "store.reembed()), or open it with the embedder that wrote it"
+)
+
+
+def collection_name(namespace: str, role: Role) -> str:
+    """The Chroma collection name of ``namespace``'s ``role`` collection (slug + digest, collision-safe)."""
+    slug = re.sub(r"[^a-z0-9]+", "-", namespace.lower()).strip("-")[:32] or "ns"
+    digest = hashlib.sha256(namespace.encode()).hexdigest()[:12]
+    return f"{_PREFIXES[role]}-{slug}-{digest}"
+
+
+def check_namespace(namespace: object) -> str:
+    """``namespace`` if it is a valid namespace name, else a :class:`ConfigurationError`."""
+    if not isinstance(namespace, str) or not namespace or namespace != namespace.strip() or len(namespace) > 256:
+        raise ConfigurationError(f"namespace must be a non-empty string of at most 256 characters, got {namespace!r}")
+    if any("\ud800" <= c <= "\udfff" for c in namespace):
+        raise ConfigurationError(f"namespace must be valid Unicode text (no lone surrogates), got {namespace!r}")
+    return namespace
+
+
+def acquire_directory(path: Path) -> BaseFileLock:
+    """Create ``path`` and take its single-writer lock (never waits)."""
+    from filelock import FileLock, Timeout
+
+    path.mkdir(parents=True, exist_ok=True)
+    lock = FileLock(str(path / _LOCK_FILE), timeout=0, is_singleton=False)
+    try:
+        lock.acquire()
+    except Timeout as e:
+        raise StoreLockedError(
+            f"the memory store at {path} is already open in another process or MemoryStore object. "
+            "An embedded Chroma directory supports one writer: two processes silently lose vectors. "
+            f"For several processes, run a Chroma server (`chroma run --path {path} --port 8000`) and "
+            "pass client=chromadb.HttpClient(port=8000) to every MemoryStore."
+        ) from e
+    return lock
+
+
+def open_client(path: Path | None) -> Any:
+    """An embedded Chroma client on ``path`` (telemetry off)."""
+    import chromadb
+    from chromadb.config import Settings
+
+    return chromadb.PersistentClient(path=str(path), settings=Settings(anonymized_telemetry=False))
+
+
+def _get(client: Any, name: str) -> Collection | None:
+    try:
+        return client.get_collection(name, embedding_function=None)
+    except Exception:  # noqa: BLE001 - chroma raises several types for "missing"
+        return None
+
+
+def identity_metadata(identity: EmbedderIdentity) -> dict[str, Any]:
+    """The collection metadata entries that record ``identity``."""
+    return {EMBEDDER_KEY: identity.name, EMBEDDER_DIM_KEY: identity.dimension or 0}
+
+
+def recorded_identity(col: Collection) -> EmbedderIdentity | None:
+    """The embedder identity recorded on ``col``, or ``None`` (a collection created before identities)."""
+    meta = col.metadata or {}
+    name = meta.get(EMBEDDER_KEY)
+    if not isinstance(name, str) or not name:
+        return None
+    dim = meta.get(EMBEDDER_DIM_KEY)
+    return EmbedderIdentity(name, dim if isinstance(dim, int) and not isinstance(dim, bool) and dim > 0 else None)
+
+
+def switch_reembed(client: Any, name: str, side: Collection) -> Collection:
+    """Drop collection ``name`` (if present) and rename the verified side collection ``side`` to it."""
+    if _get(client, name) is not None:
+        client.delete_collection(name)
+    meta = {k: v for k, v in (side.metadata or {}).items() if k not in (REEMBED_OF, REEMBED_COMPLETE)}
+    meta["hindsight_role"] = (side.metadata or {})[REEMBED_OF]
+    side.modify(name=name, metadata=meta)
+    return client.get_collection(name, embedding_function=None)
+
+
+def recover_reembed(client: Any, name: str) -> Collection | None:
+    """Finish a re-embedding of collection ``name`` that died between drop and rename; the collection or ``None``.
+
+    Only a side collection marked complete (verified against the original) is
+    renamed; an incomplete one is left for the next ``hindsight reembed``.
+    """
+    side = _get(client, name + REEMBED_SUFFIX)
+    if side is None or not (side.metadata or {}).get(REEMBED_COMPLETE):
+        return None
+    logger.warning("completing an interrupted re-embedding of collection %r", name)
+    return switch_reembed(client, name, side)
+
+
+def open_collection(
+    client: Any, namespace: str, role: Role, *, create: bool, identity: EmbedderIdentity | None = None
+) -> Collection | None:
+    """``namespace``'s ``role`` collection; ``None`` if it does not exist and ``create`` is false.
+
+    A memories or archive collection created here records an embedder identity:
+    its sibling's (the archive receives copies of the memories' vectors), else
+    ``identity`` (the store's embedder).
+    """
+    name = collection_name(namespace, role)
+    try:
+        col = _get(client, name)
+        if col is None and role in ROLES:
+            col = recover_reembed(client, name)
+        if col is None and create:
+            metadata: dict[str, Any] = {"hindsight_namespace": namespace, "hindsight_role": role}
+            if role in ROLES:
+                sibling = _get(client, collection_name(namespace, "archive" if role == "memories" else "memories"))
+                inherited = recorded_identity(sibling) if sibling is not None else None
+                if inherited is not None or identity is not None:
+                    metadata.update(identity_metadata(inherited or identity))  # type: ignore[arg-type]
+            col = client.get_or_create_collection(
+                name, metadata=metadata, configuration={"hnsw": {"space": "cosine"}}, embedding_function=None
+            )
+        elif col is None:
+            return None
+    except HindsightError:
+        raise
+    except Exception as e:
+        raise StoreError(f"could not open collection for namespace {namespace!r}: {e}") from e
+    if (col.metadata or {}).get("hindsight_namespace") != namespace:  # isolation: never trust a name alone
+        raise StoreError(f"collection {name!r} does not belong to namespace {namespace!r}")
+    return col
+
+
+def _same(recorded: EmbedderIdentity, identity: EmbedderIdentity) -> bool:
+    return recorded.name == identity.name and (
+        recorded.dimension is None or identity.dimension is None or recorded.dimension == identity.dimension
+    )
+
+
+def check_embedder(col: Collection, identity: EmbedderIdentity) -> None:
+    """Refuse ``identity`` on ``col`` unless its vectors were written by that embedder.
+
+    An empty collection adopts ``identity``. A collection created before
+    identities were recorded is taken as all-MiniLM-L6-v2 (the only default
+    then): it adopts MiniLM, and a custom embedder too (it may well be the one
+    that wrote it; logged), but not the other built-in embedder. A recorded
+    identity that matches with a newly known dimension is completed.
+
+    Raises:
+        EmbedderMismatchError: the vectors come from another embedder (the
+            message names both and ``hindsight reembed``).
+    """
+    meta = dict(col.metadata or {})
+    recorded = recorded_identity(col)
+    if recorded is not None and _same(recorded, identity):
+        if recorded.dimension is None and identity.dimension is not None:
+            col.modify(metadata={**meta, **identity_metadata(identity)})
+        return
+    namespace, role = meta.get("hindsight_namespace"), meta.get("hindsight_role")
+    if recorded is None:
+        if identity.name in _BUILTIN and not _same(LEGACY_IDENTITY, identity) and col.count():
+            raise EmbedderMismatchError(
+                f"the {role} of namespace {namespace!r} has no embedder recorded: it was created before "
+                f"embedder identities were recorded and is taken as {LEGACY_IDENTITY}, the default then; this "
+                f"store's embedder is {identity}. {_REEMBED_HINT} (for MiniLM: "
+                "embeddings=LocalEmbeddings(), from the [minilm] extra)."
+            )
+        if identity.name not in _BUILTIN and col.count():
+            logger.warning(
+                "the %s of namespace %r records no embedder; taking it as written by %s", role, namespace, identity
+            )
+    elif col.count():
+        raise EmbedderMismatchError(
+            f"the {role} of namespace {namespace!r} holds vectors from {recorded}, but this store's embedder is "
+            f"{identity}. {_REEMBED_HINT}."
+        )
+    col.modify(metadata={**meta, **identity_metadata(identity)})
+
+
+def recorded_embedder(client: Any, namespace: str) -> EmbedderIdentity | None:
+    """The embedder identity a store on ``client`` records, or ``None`` for a new (or mixed) store.
+
+    ``namespace``'s memories (else archive) collection decides; without one, the
+    identity every vector collection agrees on. A non-empty collection without a
+    recorded identity counts as :data:`LEGACY_IDENTITY`.
+    """
+
+    def identity(col: Collection) -> EmbedderIdentity | None:
+        found = recorded_identity(col)
+        return found if found is not None or not col.count() else LEGACY_IDENTITY
+
+    try:
+        for role in ROLES:
+            col = _get(client, collection_name(namespace, role))
+            if col is not None and (found := identity(col)) is not None:
+                return found
+        seen: set[EmbedderIdentity] = set()
+        for col in client.list_collections():
+            if (col.metadata or {}).get("hindsight_role") in ROLES and (found := identity(col)) is not None:
+                seen.add(found)
+    except Exception:  # an unreachable server is reported by the first real call
+        logger.debug("could not read the recorded embedder", exc_info=True)
+        return None
+    return seen.pop() if len(seen) == 1 else None
+
+
+def open_change_feed(client: Any, namespace: str) -> ChangeFeed:
+    """The lexical change feed of ``namespace`` on a shared server (see ``_lexical.ChangeFeed``)."""
+    name = "hslex" + collection_name(namespace, "memories")[2:]
+    try:
+        col = client.get_or_create_collection(
+            name,
+            metadata={"hindsight_namespace": namespace, "hindsight_role": "lexical_feed"},
+            embedding_function=None,
+        )
+    except Exception as e:
+        raise StoreError(f"could not open the change feed of namespace {namespace!r}: {e}") from e
+    return ChangeFeed(col)
+
+
+def namespaces(client: Any) -> list[str]:
+    """Every namespace that has a collection on ``client``, sorted."""
+    found = set()
+    for col in client.list_collections():
+        meta = col.metadata or {}
+        if meta.get("hindsight_role") in ALL_ROLES and isinstance(meta.get("hindsight_namespace"), str):
+            found.add(meta["hindsight_namespace"])
+    return sorted(found)
+
+
+def records(col: Collection, **kwargs: Any) -> list[MemoryUnit]:
+    """The units a ``col.get(**kwargs)`` returns."""
+    try:
+        rows = col.get(include=["documents", "metadatas"], **kwargs)
+    except Exception as e:
+        raise StoreError(f"chroma get failed: {e}") from e
+    return [
+        unit_from_record(i, d, m)
+        for i, d, m in zip(rows["ids"], rows["documents"] or [], rows["metadatas"] or [], strict=True)
+    ]
+
+
+def query_hits(res: Any, include_embeddings: bool) -> list[tuple[MemoryUnit, float, list[float] | None]]:
+    """``(unit, cosine_similarity, embedding)`` for each result of a single-vector ``col.query``."""
+    out: list[tuple[MemoryUnit, float, list[float] | None]] = []
+    embs = res.get("embeddings")
+    for j, memory_id in enumerate(res["ids"][0]):
+        unit = unit_from_record(memory_id, res["documents"][0][j], res["metadatas"][0][j])
+        emb = [float(x) for x in embs[0][j]] if include_embeddings and embs is not None else None
+        out.append((unit, 1.0 - float(res["distances"][0][j]), emb))
+    return out
+
+
+def filter_where(filters: dict[str, object], normalize_task_type: Callable[[str], str]) -> dict[str, Any] | None:
+    """The Chroma ``where`` clause for the given field filters (``None`` values are ignored)."""
+    clauses: list[dict[str, Any]] = []
+    for key, value in filters.items():
+        if value is not None:
+            if not isinstance(value, str):
+                raise ConfigurationError(f"{key} filter must be a string, got {type(value).__name__}")
+            if key in ALLOWED and value not in ALLOWED[key]:
+                raise ConfigurationError(f"{key} filter must be one of {ALLOWED[key]}, got {value!r}")
+            clauses.append({key: normalize_task_type(value) if key == "task_type" else value})
+    if len(clauses) == 1:
+        return clauses[0]
+    if clauses:
+        return {"$and": clauses}
+    return None

@@ -1,0 +1,98 @@
+"""Two-step writes and their crash repair: ``pending`` markers.
+
+A write that touches two records cannot be atomic in Chroma, so it marks the
+record it writes first and clears the mark last:
+
+* a supersede (see ``_write.write_plan``) writes the new unit marked
+  ``pending=supersede``, demotes the old unit, then clears the mark;
+* a move between memories and archive (:func:`move_units`) writes the
+  destination copy marked ``pending=move``, deletes the source copy, then clears
+  the mark.
+
+A marked record found when a namespace is first opened means a process died in
+between; :func:`repair_namespace` does the remaining steps.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+
+from langchain_hindsight.errors import HindsightError, StoreError
+from langchain_hindsight.store._codec import PENDING_MOVE, PENDING_SUPERSEDE, unit_from_record, unit_to_metadata
+from langchain_hindsight.store._collections import ROLES, Collection, Role, records
+from langchain_hindsight.store._policy import ConfidencePolicy
+from langchain_hindsight.store._write import demote
+from langchain_hindsight.types import MemoryStatus, MemoryUnit
+
+__all__ = ["move_units", "repair_namespace"]
+
+# Records are logged under the public module's name, as before the split: logging config keeps applying.
+logger = logging.getLogger("langchain_hindsight.store.memory_store")
+
+
+def repair_namespace(
+    open_collection: Callable[[Role], Collection | None], namespace: str, policy: ConfidencePolicy
+) -> list[str]:
+    """Finish the interrupted two-step writes of ``namespace``; return the ids it rewrote.
+
+    Only marked records are touched, so a unit restored on purpose stays restored.
+    ``open_collection(role)`` returns the namespace's collection, or ``None`` if
+    it does not exist.
+    """
+    touched: list[str] = []
+    try:
+        for role in ROLES:
+            col = open_collection(role)
+            if col is None:
+                continue
+            rows = col.get(where={"pending": {"$in": [PENDING_SUPERSEDE, PENDING_MOVE]}}, include=["metadatas"])
+            marks = {i: m or {} for i, m in zip(rows["ids"], rows["metadatas"] or [], strict=True)}
+            if not marks:
+                continue
+            targets = sorted(
+                {str(m["supersedes"]) for m in marks.values() if m.get("pending") == PENDING_SUPERSEDE} - {""}
+            )
+            found = records(col, ids=targets) if targets else []
+            stale = [demote(u, policy) for u in found if u.status == "active"]
+            if stale:
+                col.update(ids=[u.memory_id for u in stale], metadatas=[unit_to_metadata(u) for u in stale])
+            moved = [i for i, m in marks.items() if m.get("pending") == PENDING_MOVE]
+            other = open_collection("archive" if role == "memories" else "memories")
+            if moved and other is not None:
+                other.delete(ids=moved)
+            col.update(ids=list(marks), metadatas=[{"pending": ""} for _ in marks])
+            touched += [*marks, *(u.memory_id for u in stale)]
+            logger.warning("completed %d interrupted write(s) in namespace %r", len(marks), namespace)
+    except HindsightError:
+        raise
+    except Exception as e:
+        raise StoreError(f"could not repair namespace {namespace!r}: {e}") from e
+    return touched
+
+
+def move_units(
+    src: Collection, open_dst: Callable[[], Collection | None], ids: Sequence[str], status: MemoryStatus
+) -> list[MemoryUnit]:
+    """Move ``ids`` from ``src`` to the collection ``open_dst()`` with ``status``; return the moved units."""
+    rows = src.get(ids=ids, include=["documents", "metadatas", "embeddings"])
+    if not rows["ids"]:
+        return []
+    moved = [
+        unit_from_record(i, d, m).evolve(status=status)
+        for i, d, m in zip(rows["ids"], rows["documents"] or [], rows["metadatas"] or [], strict=True)
+    ]
+    dst = open_dst()
+    assert dst is not None
+    try:  # copy first, delete second: repair_namespace completes an interrupted move
+        dst.upsert(
+            ids=[u.memory_id for u in moved],
+            embeddings=rows["embeddings"],
+            documents=[u.content for u in moved],
+            metadatas=[unit_to_metadata(u, pending=PENDING_MOVE) for u in moved],
+        )
+        src.delete(ids=[u.memory_id for u in moved])
+        dst.update(ids=[u.memory_id for u in moved], metadatas=[{"pending": ""} for _ in moved])
+    except Exception as e:
+        raise StoreError(f"chroma move failed: {e}") from e
+    return moved

@@ -1,0 +1,453 @@
+"""The write path of ``MemoryStore``: prepare, plan (dedupe, merge, supersede), write.
+
+Planning is pure apart from the judge: :func:`plan_add` walks the incoming units in
+order and decides, from each one's nearest active neighbours (stored or earlier in
+the batch), whether it is merged into one (only the same statement, see
+:func:`statement_key`, or a judged duplicate), supersedes one (only when a
+:class:`~langchain_hindsight.store.writes.WriteJudge` says it updates or contradicts it)
+or is simply new, under the provenance rules (a less trusted source never replaces
+a more trusted one); each decision becomes a
+:class:`~langchain_hindsight.store.writes.WriteResult`. :func:`write_plan` then makes the
+Chroma calls in crash-safe order: new
+units first (a superseding one marked ``pending``), demotions and merges second,
+marks cleared last; ``MemoryStore._repair`` finishes a write a crash interrupted.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import unicodedata
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from langchain_hindsight._safety import SUSPICIOUS_TAG, looks_like_instruction
+from langchain_hindsight.errors import ConfigurationError, HindsightError, InvalidMemoryError, StoreError
+from langchain_hindsight.store._codec import PENDING_SUPERSEDE, unit_from_record, unit_to_metadata
+from langchain_hindsight.store._collections import Collection, Role, check_namespace
+from langchain_hindsight.store._policy import TRUST_ORDER, TRUSTED_SOURCES, ConfidencePolicy, settle_claims, trust
+from langchain_hindsight.store.writes import (
+    Neighbour,
+    RuleWriteJudge,
+    WriteAction,
+    WriteDecision,
+    WriteJudge,
+    WriteResult,
+)
+from langchain_hindsight.taxonomy import TaskTypeVocabulary
+from langchain_hindsight.types import DEFAULT_INITIAL_CONFIDENCE, MemoryUnit
+
+__all__ = [
+    "WritePlan",
+    "candidates",
+    "check_encodable",
+    "check_source_change",
+    "check_unit",
+    "demote",
+    "merge_units",
+    "nearest",
+    "plan_add",
+    "prepare",
+    "query_neighbours",
+    "statement_key",
+    "write_plan",
+    "write_updates",
+]
+
+# Records are logged under the public module's name, as before the split: logging config keeps applying.
+logger = logging.getLogger("langchain_hindsight.store.memory_store")
+
+_NEIGHBOURS = 5
+
+REASON_NEW = "new: no similar active unit in scope"
+REASON_NO_DEDUPE = "stored as given (dedupe=False)"
+REASON_SAME_STATEMENT = "the same statement (after normalising case, whitespace and punctuation) was already stored"
+REASON_KEPT_BOTH = "a different statement: kept alongside its similar units"
+REASON_DUPLICATE_BELOW = (
+    "judged a duplicate, but {similarity:.2f} is below merge_threshold {threshold}: kept alongside instead"
+)
+REASON_TRUSTED_REWORDING = "judged a duplicate ({reason}); the more trusted wording replaces the stored one"
+REASON_LESS_TRUSTED = "a {source} unit never replaces a {other} one: both kept active, ranked by source"
+
+Scope = Literal["task_type", "namespace"]
+Pending = dict[str, tuple[MemoryUnit, list[float]]]
+Neighbours = Callable[[MemoryUnit, list[float]], Any]
+"""``(unit, vector) -> `` a raw single-vector ``col.query`` result of stored candidates, or ``None``."""
+
+
+def check_unit(value: object, what: str = "unit") -> MemoryUnit:
+    """``value`` if it is a :class:`MemoryUnit`, else a :class:`ConfigurationError`."""
+    if not isinstance(value, MemoryUnit):
+        raise ConfigurationError(f"{what} must be a MemoryUnit, got {type(value).__name__}")
+    return value
+
+
+def check_encodable(unit: MemoryUnit) -> MemoryUnit:
+    """Refuse text Chroma cannot store (lone surrogates, e.g. from a JSON escape in LLM output), naming the field."""
+    for name, value in unit.to_dict().items():
+        try:
+            json.dumps(value, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError as e:
+            raise InvalidMemoryError(f"invalid memory unit: {name}: is not valid Unicode text ({e.reason})") from e
+    return unit
+
+
+def prepare(
+    unit: object,
+    namespace: str | None,
+    *,
+    default_namespace: str,
+    vocabulary: TaskTypeVocabulary,
+    policy: ConfidencePolicy,
+) -> MemoryUnit:
+    """``unit`` as it will be stored: checked, task type normalised, namespace and confidence settled.
+
+    A unit that names no namespace gets ``default_namespace``; its claimed
+    confidence is capped by source, and an instruction-like text from an
+    untrusted source is tagged ``suspicious`` and capped lower.
+    """
+    unit = settle_claims(check_encodable(check_unit(unit)))
+    changes: dict[str, Any] = {"task_type": vocabulary.normalize(unit.task_type)}
+    if namespace is not None:
+        changes["namespace"] = check_namespace(namespace)
+    elif "namespace" not in unit.model_fields_set:
+        # A unit that names no namespace belongs to this store's, never to a shared "default".
+        changes["namespace"] = default_namespace
+    confidence = unit.score_confidence
+    if "confidence" not in unit.model_fields_set and unit.source in policy.initial:
+        # A unit created without an explicit confidence gets this store's policy default.
+        confidence = policy.initial[unit.source]
+    if unit.source in policy.ceiling:
+        confidence = min(confidence, policy.ceiling[unit.source])  # claimed, not earned: access_count earns nothing
+    if unit.source not in TRUSTED_SOURCES and (
+        SUSPICIOUS_TAG in unit.tags or looks_like_instruction(f"{unit.content}\n{unit.task_description}")
+    ):
+        logger.warning(
+            "memory %s from %s reads like an instruction: tagged %r", unit.memory_id, unit.source, SUSPICIOUS_TAG
+        )
+        changes["tags"] = list(dict.fromkeys([*unit.tags, SUSPICIOUS_TAG]))
+        confidence = min(confidence, policy.suspicious_cap)
+    if confidence != unit.confidence:
+        changes["confidence"] = confidence
+    return unit.evolve(**changes)
+
+
+def check_source_change(current: MemoryUnit, source: object) -> None:
+    """Provenance is fixed on add: an update may lower a unit's source, never raise it."""
+    if source in TRUST_ORDER and trust(str(source)) < trust(current.source):
+        raise ConfigurationError(
+            f"source cannot be raised from {current.source!r} to {source!r}: provenance is fixed when a "
+            "unit is added (add a new unit with the trusted source instead)"
+        )
+
+
+def demote(unit: MemoryUnit, policy: ConfidencePolicy) -> MemoryUnit:
+    """``unit`` superseded by a newer one: status ``superseded``, confidence × ``supersede_factor``."""
+    return unit.evolve(status="superseded", confidence=round(unit.score_confidence * policy.supersede_factor, 6))
+
+
+def merge_units(existing: MemoryUnit, incoming: MemoryUnit) -> MemoryUnit:
+    """``existing`` after absorbing ``incoming``, the same statement (or a judged duplicate).
+
+    Keeps the highest confidence, sums access counts, unions tags, records
+    ``incoming`` in ``merged_from`` and keeps the *newest* creation and access
+    times, so recency reflects that the lesson was just learned again.
+    """
+    merged_from = list(dict.fromkeys([*existing.merged_from, incoming.memory_id, *incoming.merged_from]))
+    if trust(incoming.source) > trust(existing.source):
+        # A less trusted echo corroborates nothing: record it, change nothing else.
+        return existing.evolve(merged_from=merged_from)
+    return existing.evolve(
+        confidence=max(existing.score_confidence, incoming.score_confidence),
+        access_count=existing.access_count + incoming.access_count,
+        tags=[*existing.tags, *incoming.tags],
+        created_at=max(existing.created_at, incoming.created_at),
+        last_accessed_at=max(existing.last_accessed_at, incoming.last_accessed_at),
+        merged_from=merged_from,
+        # Provenance: a user's word outranks an inference; never lower it.
+        source=min((existing.source, incoming.source), key=list(DEFAULT_INITIAL_CONFIDENCE).index),
+    )
+
+
+def query_neighbours(col: Collection, unit: MemoryUnit, vector: list[float], scope: Scope) -> Any:
+    """The stored active units nearest to ``vector`` in ``unit``'s scope (raw query result; ``None`` if empty)."""
+    clauses: list[dict[str, Any]] = [{"status": "active"}]
+    if scope == "task_type":
+        clauses += [{"task_type": unit.task_type}, {"kind": unit.kind}]
+    if not col.count():
+        return None
+    return col.query(
+        query_embeddings=[vector],
+        n_results=_NEIGHBOURS,
+        where={"$and": clauses} if len(clauses) > 1 else clauses[0],
+        include=["documents", "metadatas", "distances"],
+    )
+
+
+def statement_key(text: str) -> str:
+    """``text`` reduced to its statement: two texts with the same key are true duplicates.
+
+    NFKC (full-width letters, digits and punctuation become their ASCII forms),
+    case-folded; punctuation (Chinese 。，、「」 included) and whitespace runs
+    become one separator, kept only between two word characters of a spaced
+    script (Latin, digits), so ``"你好，世界。"`` and ``"你好世界"`` match while
+    ``"no tone"`` and ``"not one"`` do not. Punctuation that is part of a number
+    (``1.5``, ``-5``, ``1,000``) is kept: ``"1.5"`` and ``"15"`` differ.
+
+    Example:
+        >>> statement_key("Read  GBK CSVs with encoding='gbk'.") == statement_key("read gbk csvs with encoding=gbk")
+        True
+        >>> statement_key("客户甲公司希望通过邮件联系。") == statement_key("客户乙公司希望通过邮件联系。")
+        False
+    """
+    t = unicodedata.normalize("NFKC", text).casefold()
+    chars: list[str] = []
+    for i, ch in enumerate(t):
+        category = unicodedata.category(ch)
+        if category.startswith("P"):
+            nxt = t[i + 1] if i + 1 < len(t) else ""
+            prev = t[i - 1] if i else ""
+            chars.append(ch if nxt.isdigit() and (prev.isdigit() or ch in "-+.") else " ")
+        elif ch.isspace() or category[0] in "ZC":
+            chars.append(" ")
+        else:
+            chars.append(ch)
+    out: list[str] = []
+    for token in "".join(chars).split():
+        if out and _spaced(out[-1][-1]) and _spaced(token[0]):
+            out.append(" ")
+        out.append(token)
+    # A text of punctuation only keeps its punctuation: "..." and "!!!" are not the same statement.
+    return "".join(out) or " ".join(t.split())
+
+
+def _spaced(ch: str) -> bool:
+    """A word character of a script that separates words with spaces (not CJK)."""
+    return ch.isalnum() and unicodedata.east_asian_width(ch) not in ("W", "F")
+
+
+def candidates(
+    unit: MemoryUnit,
+    vector: list[float],
+    stored: Any,
+    pending: Pending,
+    changed: dict[str, MemoryUnit],
+    scope: Scope,
+) -> list[Neighbour]:
+    """Active units in scope near ``unit``, most similar first: ``stored`` (a query result) and ``pending`` ones.
+
+    A stored unit already rewritten in this batch is judged by its ``changed``
+    version; every unit of the batch so far is a candidate (the batch is small).
+    """
+    found: dict[str, Neighbour] = {}
+    if stored is not None:
+        for j, memory_id in enumerate(stored["ids"][0]):
+            if memory_id == unit.memory_id or memory_id in pending:
+                continue
+            candidate = changed.get(memory_id) or unit_from_record(
+                memory_id, stored["documents"][0][j], stored["metadatas"][0][j]
+            )
+            if candidate.status == "active":
+                found[memory_id] = Neighbour(candidate, 1.0 - float(stored["distances"][0][j]))
+    for other, other_vec in pending.values():
+        if other.status != "active" or other.memory_id == unit.memory_id:
+            continue
+        if scope == "task_type" and (other.task_type, other.kind) != (unit.task_type, unit.kind):
+            continue
+        found[other.memory_id] = Neighbour(other, sum(a * b for a, b in zip(vector, other_vec, strict=True)))
+    return sorted(found.values(), key=lambda n: -n.similarity)
+
+
+def nearest(
+    unit: MemoryUnit,
+    vector: list[float],
+    stored: Any,
+    pending: Pending,
+    changed: dict[str, MemoryUnit],
+    scope: Scope,
+) -> tuple[MemoryUnit | None, float]:
+    """The most similar active unit in scope (see :func:`candidates`) and its similarity, or ``(None, -1.0)``."""
+    found = candidates(unit, vector, stored, pending, changed, scope)
+    return (found[0].unit, found[0].similarity) if found else (None, -1.0)
+
+
+@dataclass(slots=True)
+class WritePlan:
+    """What one batch of adds writes to a namespace's memories collection."""
+
+    new: Pending = field(default_factory=dict)
+    """Units (with vectors) to upsert, in batch order; includes demotions/merges of earlier batch units."""
+    changed: dict[str, MemoryUnit] = field(default_factory=dict)
+    """Already stored units to rewrite (merged into or demoted)."""
+    superseding: set[str] = field(default_factory=set)
+    """New units whose predecessor is an already stored unit (written marked ``pending``)."""
+    results: list[WriteResult] = field(default_factory=list)
+    """What happened to each incoming unit, aligned with the input."""
+
+    def _put(self, unit: MemoryUnit) -> None:
+        """Record a new version of ``unit``, which is either new in this batch or already stored."""
+        if unit.memory_id in self.new:
+            self.new[unit.memory_id] = (unit, self.new[unit.memory_id][1])
+        else:
+            self.changed[unit.memory_id] = unit
+
+
+def _decide(
+    unit: MemoryUnit,
+    near: list[Neighbour],
+    *,
+    judge: WriteJudge,
+    merge_threshold: float | None,
+    conflict_threshold: float | None,
+    key: Callable[[MemoryUnit], str],
+) -> tuple[WriteDecision, Neighbour | None]:
+    """The validated decision for ``unit`` and the neighbour it concerns (``None`` for a plain add)."""
+    own = key(unit)
+    same = next((n for n in near if key(n.unit) == own), None)
+    if same is not None:
+        return WriteDecision("duplicate", same.unit.memory_id, REASON_SAME_STATEMENT), same
+    similar = [n for n in near if conflict_threshold is not None and n.similarity > conflict_threshold]
+    if not similar:
+        return WriteDecision("add", reason=REASON_NEW), None
+    decision = judge.judge(unit, similar)
+    target = next((n for n in similar if n.unit.memory_id == decision.target_id), None)
+    if decision.decision == "add" or target is None:
+        if decision.decision != "add":
+            logger.warning("write judge named %r, not a neighbour it was shown: stored as new", decision.target_id)
+        return WriteDecision("add", reason=decision.reason or REASON_KEPT_BOTH), None
+    if decision.decision == "duplicate" and (merge_threshold is None or target.similarity < merge_threshold):
+        reason = REASON_DUPLICATE_BELOW.format(similarity=target.similarity, threshold=merge_threshold)
+        return WriteDecision("add", reason=reason), None
+    if decision.decision == "duplicate" and trust(unit.source) < trust(target.unit.source):
+        # Merging keeps the stored wording: a more trusted source's own words replace a less trusted one's instead.
+        decision = WriteDecision(
+            "update", target.unit.memory_id, REASON_TRUSTED_REWORDING.format(reason=decision.reason)
+        )
+    if decision.decision in ("update", "conflict") and trust(unit.source) > trust(target.unit.source):
+        # Provenance: a less trusted unit never replaces a more trusted one; both stay, ranked by source.
+        reason = REASON_LESS_TRUSTED.format(source=unit.source, other=target.unit.source)
+        return WriteDecision("add", reason=reason), None
+    return decision, target
+
+
+def plan_add(
+    units: Sequence[MemoryUnit],
+    vectors: Sequence[list[float]],
+    *,
+    dedupe: bool,
+    neighbours: Neighbours,
+    merge_threshold: float | None,
+    conflict_threshold: float | None,
+    scope: Scope,
+    policy: ConfidencePolicy,
+    judge: WriteJudge | None = None,
+) -> WritePlan:
+    """Decide, unit by unit, between merge, supersede and plain insert (``neighbours`` is asked once per unit).
+
+    Only the same statement (see :func:`statement_key`) merges without a judge;
+    units more than ``conflict_threshold`` similar go to ``judge`` (default:
+    :class:`RuleWriteJudge`, which keeps both), whose decision is validated.
+    """
+    judge = judge or RuleWriteJudge()
+    keys: dict[tuple[str, str], str] = {}
+
+    def key(u: MemoryUnit) -> str:  # statement keys, computed once per text in the batch
+        k = keys.get((u.memory_id, u.content))
+        if k is None:
+            k = keys[(u.memory_id, u.content)] = statement_key(u.content)
+        return k
+
+    plan = WritePlan()
+    new = plan.new
+    outcomes: list[tuple[WriteAction, str, tuple[str, ...], str]] = []
+    for unit, vector in zip(units, vectors, strict=True):
+        if not dedupe:
+            new[unit.memory_id] = (unit, vector)
+            outcomes.append(("added", unit.memory_id, (), REASON_NO_DEDUPE))
+            continue
+        near = candidates(unit, vector, neighbours(unit, vector), new, plan.changed, scope)
+        decision, target = _decide(
+            unit, near, judge=judge, merge_threshold=merge_threshold, conflict_threshold=conflict_threshold, key=key
+        )
+        if target is None:
+            new[unit.memory_id] = (unit, vector)
+            kept = tuple(
+                n.unit.memory_id for n in near if conflict_threshold is not None and n.similarity > conflict_threshold
+            )
+            outcomes.append(("added", unit.memory_id, kept, decision.reason))
+        elif decision.decision == "duplicate":
+            plan._put(merge_units(target.unit, unit))
+            outcomes.append(("merged", target.unit.memory_id, (target.unit.memory_id,), decision.reason))
+        else:
+            unit = unit.evolve(supersedes=target.unit.memory_id)
+            if target.unit.memory_id not in new:
+                plan.superseding.add(unit.memory_id)
+            plan._put(demote(target.unit, policy))
+            new[unit.memory_id] = (unit, vector)
+            outcomes.append(("superseded", unit.memory_id, (target.unit.memory_id,), decision.reason))
+    # Final values for units written in this batch (a later unit may have merged into an earlier one).
+    for action, memory_id, related, reason in outcomes:
+        stored = new[memory_id][0] if memory_id in new else plan.changed[memory_id]
+        plan.results.append(WriteResult(action, stored, related, reason))
+    return plan
+
+
+def write_plan(col: Collection, plan: WritePlan, client: Any) -> None:
+    """Write ``plan`` to ``col``: upserts (in ``client``-sized batches), then rewrites, then clear the marks."""
+    new, changed, superseding = plan.new, plan.changed, plan.superseding
+    try:
+        if new:
+            ids = list(new)
+            batch = client.get_max_batch_size()
+            for start in range(0, len(ids), batch):
+                chunk = ids[start : start + batch]
+                col.upsert(
+                    ids=chunk,
+                    embeddings=[new[i][1] for i in chunk],
+                    documents=[new[i][0].content for i in chunk],
+                    metadatas=[
+                        unit_to_metadata(new[i][0], pending=PENDING_SUPERSEDE if i in superseding else "")
+                        for i in chunk
+                    ],
+                )
+        # Second step (merges, demotions); a crash before the marks are cleared is finished by _repair.
+        if changed:
+            col.update(ids=list(changed), metadatas=[unit_to_metadata(u) for u in changed.values()])
+        live = [i for i in superseding if i in new]
+        if live:
+            col.update(ids=live, metadatas=[{"pending": ""} for _ in live])
+    except HindsightError:
+        raise
+    except Exception as e:
+        raise StoreError(f"chroma write failed: {e}") from e
+
+
+def write_updates(
+    col: Collection, role: Role, units: Sequence[MemoryUnit], embed: Callable[[list[str]], list[list[float]]]
+) -> list[MemoryUnit]:
+    """Rewrite the units of ``units`` that live in ``col`` (re-embedding changed content); return them."""
+    rows = col.get(ids=[u.memory_id for u in units], include=["documents"])
+    docs = dict(zip(rows["ids"], rows["documents"] or [], strict=True))
+    batch = [u for u in units if u.memory_id in docs]
+    if not batch:
+        return []
+    if role == "archive" and any(u.status != "archived" for u in batch):
+        raise ConfigurationError("use restore() to bring an archived unit back")
+    if role == "memories" and any(u.status == "archived" for u in batch):
+        raise ConfigurationError("use archive() to archive a unit")
+    reembed = [u for u in batch if u.content != docs[u.memory_id]]
+    try:
+        if reembed:
+            col.update(
+                ids=[u.memory_id for u in reembed],
+                embeddings=embed([u.content for u in reembed]),
+                documents=[u.content for u in reembed],
+                metadatas=[unit_to_metadata(u) for u in reembed],
+            )
+        same = [u for u in batch if u.content == docs[u.memory_id]]
+        if same:
+            col.update(ids=[u.memory_id for u in same], metadatas=[unit_to_metadata(u) for u in same])
+    except Exception as e:
+        raise StoreError(f"chroma update failed: {e}") from e
+    return batch

@@ -1,0 +1,321 @@
+"""What a write did, and who decides it: :class:`WriteResult` and the write judges.
+
+Every :meth:`MemoryStore.add <langchain_hindsight.store.memory_store.MemoryStore.add>` returns a
+:class:`WriteResult` that says what happened to the lesson: ``"added"`` (stored as
+a new unit), ``"merged"`` (the same statement was already stored; that unit absorbed
+it) or ``"superseded"`` (stored, and it replaced an older unit).
+
+The rules, in order, for each incoming unit:
+
+1. **True duplicates merge.** A stored active unit (in the same scope) that makes
+   the same statement after normalising Unicode (NFKC), case, whitespace and
+   punctuation (full-width Chinese punctuation included) absorbs the new one. No
+   cosine similarity, however high, makes two different statements one.
+2. **Similar units go to the judge.** The nearest active units above the store's
+   ``conflict_threshold`` are shown to a :class:`WriteJudge`, which decides
+   ``add`` / ``duplicate`` / ``update`` / ``conflict``.
+
+   - :class:`RuleWriteJudge` (the default, no model): always ``add``. Both units
+     stay active; at recall, recency and the conflict note decide. A newer
+     correction is never discarded and nothing is superseded on cosine alone.
+   - :class:`LLMWriteJudge` (``MemoryStore(judge=LLMWriteJudge(model))``): one
+     bounded model call over a few neighbours with their ids. Its answer is
+     validated (the id must be one it was shown, a ``duplicate`` must be at least
+     ``merge_threshold`` similar); anything else falls back to the rule judge.
+3. **Provenance holds.** A less trusted unit never supersedes a more trusted one
+   (both stay active), a less trusted echo adds no confidence to a merge, and a
+   judged ``duplicate`` from a *more* trusted source supersedes instead of merging,
+   so a user's own wording never vanishes into an inference's.
+
+Example:
+    >>> from langchain_hindsight.store.writes import WriteResult
+    >>> result = store.add(MemoryUnit(content="客户甲公司希望通过邮件联系。"))  # doctest: +SKIP
+    >>> result.action, result.memory_id  # doctest: +SKIP
+    ('added', 'mem_...')
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
+
+from pydantic import BaseModel, Field, ValidationError
+
+from langchain_hindsight.errors import ConfigurationError
+from langchain_hindsight.prompts import Locale, WriteJudgeTemplates, get_write_judge_templates
+from langchain_hindsight.types import MemoryUnit
+
+if TYPE_CHECKING:
+    from langchain_core.language_models import BaseChatModel
+    from langchain_core.runnables import Runnable
+
+__all__ = [
+    "JudgeOutput",
+    "LLMWriteJudge",
+    "Neighbour",
+    "RuleWriteJudge",
+    "WriteAction",
+    "WriteDecision",
+    "WriteJudge",
+    "WriteResult",
+]
+
+logger = logging.getLogger(__name__)
+
+WriteAction = Literal["added", "merged", "superseded"]
+"""What :meth:`MemoryStore.add` did with a unit."""
+
+Decision = Literal["add", "duplicate", "update", "conflict"]
+
+_CONTENT_CHARS = 600
+"""A lesson's text is cut to this many characters in the judge prompt (the call stays bounded)."""
+
+
+@dataclass(frozen=True, slots=True)
+class WriteResult:
+    """What one write did.
+
+    Attributes:
+        action: ``"added"``: stored as a new unit. ``"merged"``: the same
+            statement was already stored; ``unit`` is that stored unit after
+            absorbing this one. ``"superseded"``: stored as a new unit that
+            replaced the units in ``related_ids`` (now ``superseded``).
+        unit: The stored unit that now carries the lesson.
+        related_ids: ``"merged"``: the id merged into. ``"superseded"``: the
+            superseded id. ``"added"``: similar active units it was kept alongside
+            (possibly none).
+        reason: Why, in one sentence (also logged at INFO).
+    """
+
+    action: WriteAction
+    unit: MemoryUnit
+    related_ids: tuple[str, ...] = ()
+    reason: str = ""
+
+    @property
+    def memory_id(self) -> str:
+        """Id of :attr:`unit`."""
+        return self.unit.memory_id
+
+
+@dataclass(frozen=True, slots=True)
+class Neighbour:
+    """A stored active unit similar to the incoming one, as shown to a judge."""
+
+    unit: MemoryUnit
+    similarity: float
+
+
+@dataclass(frozen=True, slots=True)
+class WriteDecision:
+    """A judge's verdict on one incoming unit.
+
+    Attributes:
+        decision: ``"add"``: store it alongside. ``"duplicate"``: same lesson as
+            ``target_id`` in other words (merge). ``"update"``: corrects or
+            completes ``target_id`` (supersede). ``"conflict"``: contradicts
+            ``target_id`` for the same subject; the newer wins (supersede).
+        target_id: The neighbour concerned (``None`` for ``"add"``).
+        reason: One sentence, for the caller and the log.
+    """
+
+    decision: Decision
+    target_id: str | None = None
+    reason: str = ""
+
+
+@runtime_checkable
+class WriteJudge(Protocol):
+    """Decides how a new unit relates to its similar stored neighbours.
+
+    ``judge`` is called at most once per incoming unit, only when some active
+    unit in scope is more than the store's ``conflict_threshold`` similar, with
+    the nearest such units (best first). It must not raise for a bad model
+    answer: it returns a conservative ``"add"`` instead. The store validates the
+    decision again (an unknown ``target_id`` is treated as ``"add"``).
+    """
+
+    def judge(self, unit: MemoryUnit, neighbours: Sequence[Neighbour]) -> WriteDecision:
+        """The decision for ``unit`` given ``neighbours`` (non-empty, most similar first)."""
+        ...
+
+
+class RuleWriteJudge:
+    """The default judge, without a model: keep both units active.
+
+    Different content is never merged or superseded on similarity alone: the
+    new unit is added next to its neighbours, and at recall the newer one ranks
+    higher by recency while the conflict note flags disagreeing memories.
+    """
+
+    def judge(self, unit: MemoryUnit, neighbours: Sequence[Neighbour]) -> WriteDecision:
+        """Always ``"add"``, naming the closest neighbour in the reason."""
+        best = neighbours[0]
+        return WriteDecision(
+            "add",
+            reason=(
+                f"similar to {best.unit.memory_id} ({best.similarity:.2f}) but a different statement: "
+                "both kept active (recency and the conflict note decide at recall)"
+            ),
+        )
+
+
+class JudgeOutput(BaseModel):
+    """Structured answer of the LLM write judge."""
+
+    decision: Decision = Field(description="add, duplicate, update or conflict")
+    target_id: str | None = Field(default=None, description="id of the stored lesson concerned; null for add")
+    reason: str = Field(default="", description="one sentence")
+
+
+class LLMWriteJudge:
+    """A write judge that asks a chat model, once per write, over a few neighbours.
+
+    Example:
+        >>> from langchain_hindsight.store.writes import LLMWriteJudge
+        >>> store = MemoryStore("./memory_db", judge=LLMWriteJudge(model))  # doctest: +SKIP
+
+    Args:
+        model: Any LangChain chat model.
+        locale: ``"zh"`` (default) or ``"en"``: the prompt's language.
+        templates: Override the prompt templates (see ``prompts.WRITE_JUDGE_ZH``).
+        max_neighbours: At most this many neighbours go into the prompt (1-10).
+        structured_output: Use ``with_structured_output`` when the model
+            supports it; otherwise (or when it does not) parse JSON from the text.
+        fallback: Judge used when the model fails or answers garbage (default
+            :class:`RuleWriteJudge`). The first such failure is logged as a
+            warning, later ones at debug level.
+    """
+
+    def __init__(
+        self,
+        model: BaseChatModel,
+        *,
+        locale: Locale = "zh",
+        templates: WriteJudgeTemplates | None = None,
+        max_neighbours: int = 3,
+        structured_output: bool = True,
+        fallback: WriteJudge | None = None,
+    ) -> None:
+        if isinstance(max_neighbours, bool) or not isinstance(max_neighbours, int) or not 1 <= max_neighbours <= 10:
+            raise ConfigurationError(f"max_neighbours must be an int in [1, 10], got {max_neighbours!r}")
+        self.model = model
+        self.templates = templates or get_write_judge_templates(locale)
+        self.max_neighbours = max_neighbours
+        self.structured_output = structured_output
+        self.fallback: WriteJudge = fallback or RuleWriteJudge()
+        self._runnable: Runnable[Any, Any] | None = None
+        self._lock = threading.Lock()
+        self._warned = False
+
+    def _prepare_prompt(self, unit: MemoryUnit, neighbours: Sequence[Neighbour]) -> str:
+        t = self.templates
+
+        def fields(u: MemoryUnit) -> dict[str, Any]:
+            text = " ".join(u.content.split())
+            if len(text) > _CONTENT_CHARS:
+                text = text[:_CONTENT_CHARS] + "…"
+            return {
+                "task_type": u.task_type,
+                "source": u.source,
+                "created": u.created_at.date().isoformat(),
+                "content": text,
+            }
+
+        lines = [
+            t.neighbour_line.format(memory_id=n.unit.memory_id, similarity=n.similarity, **fields(n.unit))
+            for n in neighbours
+        ]
+        return t.prompt.format(new=t.unit_line.format(**fields(unit)), neighbours="\n".join(lines))
+
+    def _prepare_runnable(self) -> Runnable[Any, Any]:
+        with self._lock:
+            if self._runnable is None:
+                runnable: Runnable[Any, Any] = self.model
+                if self.structured_output:
+                    try:
+                        runnable = self.model.with_structured_output(
+                            JudgeOutput, include_raw=True, method="function_calling"
+                        )
+                    except (NotImplementedError, TypeError, ValueError):
+                        logger.debug("%s has no structured output; parsing JSON text", type(self.model).__name__)
+                self._runnable = runnable
+            return self._runnable
+
+    def judge(self, unit: MemoryUnit, neighbours: Sequence[Neighbour]) -> WriteDecision:
+        """One model call; a failed call or an invalid answer falls back to :attr:`fallback`."""
+        from langchain_core.messages import HumanMessage
+
+        shown = list(neighbours)[: self.max_neighbours]
+        prompt = self._prepare_prompt(unit, shown)
+        try:
+            response = self._prepare_runnable().invoke([HumanMessage(content=prompt)])
+        except Exception as e:  # noqa: BLE001 - a model failure must not lose the write: fall back, logged once
+            return self._fall_back(unit, shown, f"the model call failed: {type(e).__name__}: {e}")
+        decision = parse_decision(response, {n.unit.memory_id for n in shown})
+        if decision is None:
+            return self._fall_back(unit, shown, f"unusable answer: {str(_text(response))[:200]!r}")
+        return decision
+
+    def _fall_back(self, unit: MemoryUnit, neighbours: Sequence[Neighbour], why: str) -> WriteDecision:
+        with self._lock:
+            first, self._warned = not self._warned, True
+        log = logger.warning if first else logger.debug
+        log("write judge fell back to %s for %s: %s", type(self.fallback).__name__, unit.memory_id, why)
+        return self.fallback.judge(unit, neighbours)
+
+
+def _text(response: Any) -> Any:
+    if isinstance(response, dict) and "raw" in response:
+        response = response["raw"]
+    content = getattr(response, "content", response)
+    return content if isinstance(content, str) else getattr(response, "text", content)
+
+
+def _payload(response: Any) -> Any:
+    """The raw answer: a structured result, tool-call arguments, or JSON parsed from text."""
+    from langchain_core.messages import AIMessage, BaseMessage
+
+    from langchain_hindsight.reflection.reflector import parse_json_text
+
+    if isinstance(response, dict) and "raw" in response:
+        parsed = response.get("parsed")
+        if isinstance(parsed, BaseModel):
+            return parsed.model_dump()
+        response = response["raw"]
+    if isinstance(response, AIMessage) and response.tool_calls:
+        return response.tool_calls[0]["args"]
+    if isinstance(response, BaseMessage):
+        text = response.content if isinstance(response.content, str) else response.text
+        return parse_json_text(text)[0]
+    if isinstance(response, str):
+        return parse_json_text(response)[0]
+    return None
+
+
+def parse_decision(response: Any, allowed_ids: set[str]) -> WriteDecision | None:
+    """A validated :class:`WriteDecision` from a model response, or ``None`` if it is unusable.
+
+    Unusable: not a JSON object of :class:`JudgeOutput` shape, or a non-``add``
+    decision whose ``target_id`` is not among ``allowed_ids`` (the neighbours shown).
+    """
+    payload = _payload(response)
+    if isinstance(payload, list) and len(payload) == 1:
+        payload = payload[0]
+    if not isinstance(payload, dict):
+        return None
+    if isinstance(payload.get("decision"), str):
+        payload = {**payload, "decision": payload["decision"].strip().lower()}
+    try:
+        out = JudgeOutput.model_validate(payload)
+    except ValidationError:
+        return None
+    target = out.target_id.strip() if isinstance(out.target_id, str) else None
+    if out.decision == "add":
+        return WriteDecision("add", None, out.reason)
+    if target not in allowed_ids:
+        return None
+    return WriteDecision(out.decision, target, out.reason)
