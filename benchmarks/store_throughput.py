@@ -20,7 +20,7 @@ from _corpus import experiences
 from langchain_core.embeddings import Embeddings
 
 from langchain_hindsight import MemoryStore, MemoryUnit
-from langchain_hindsight.embeddings.local import default_embeddings
+from langchain_hindsight.embeddings.multilingual import default_embeddings
 
 RESULTS = Path(__file__).parent / "results"
 

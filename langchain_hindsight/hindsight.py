@@ -22,11 +22,14 @@ from urllib.parse import urlsplit
 
 from langchain_core.callbacks import BaseCallbackHandler
 
+from langchain_hindsight.adapters.graph import with_hindsight
+from langchain_hindsight.adapters.middleware import HindsightMiddleware
 from langchain_hindsight.capture.recorder import TrajectoryRecorder
 from langchain_hindsight.errors import ConfigurationError
 from langchain_hindsight.prompts import Locale
 from langchain_hindsight.recall.retriever import HindsightRetriever
-from langchain_hindsight.reflection.reflector import BackgroundReflector, Reflector
+from langchain_hindsight.reflection.background import BackgroundReflector
+from langchain_hindsight.reflection.reflector import Reflector
 from langchain_hindsight.session.loop import ErrorPolicy, FeedbackResult, HindsightSession, SessionConfig
 from langchain_hindsight.store.journal import RunJournal
 from langchain_hindsight.store.memory_store import MemoryStore
@@ -40,7 +43,6 @@ if TYPE_CHECKING:
     from langgraph.graph.state import CompiledStateGraph
 
     from langchain_hindsight.adapters.memory import HindsightMemory
-    from langchain_hindsight.adapters.middleware import HindsightMiddleware
 
 __all__ = ["FeedbackResult", "Hindsight"]
 
@@ -205,21 +207,17 @@ class Hindsight:
     # ------------------------------------------------------------------ adapters
     def middleware(self, **options: Any) -> HindsightMiddleware:
         """``HindsightMiddleware(self, **options)`` for ``create_agent``."""
-        from langchain_hindsight.adapters.middleware import HindsightMiddleware
-
         return HindsightMiddleware(self, **options)
 
     def wrap(
         self, graph: CompiledStateGraph[Any, Any, Any, Any], **options: Any
     ) -> CompiledStateGraph[Any, Any, Any, Any]:
         """``with_hindsight(graph, self, **options)``: the graph with this bundle's recall and reflection."""
-        from langchain_hindsight.adapters.graph import with_hindsight
-
         return with_hindsight(graph, self, **options)
 
     def memory(self, **options: Any) -> HindsightMemory:
         """``HindsightMemory(self, **options)`` for classic chains (needs the ``classic`` extra)."""
-        from langchain_hindsight.adapters.memory import HindsightMemory
+        from langchain_hindsight.adapters.memory import HindsightMemory  # optional extra: langchain-classic
 
         return HindsightMemory(self, **options)
 

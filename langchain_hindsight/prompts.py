@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from langchain_hindsight.errors import ConfigurationError
+
 __all__ = [
     "EN",
     "EXTRACTION_PROMPT_EN",
@@ -191,8 +193,6 @@ def get_reflection_templates(locale: Locale = "zh") -> ReflectionTemplates:
         return REFLECTION_ZH
     if locale == "en":
         return REFLECTION_EN
-    from langchain_hindsight.errors import ConfigurationError
-
     raise ConfigurationError(f"locale must be 'zh' or 'en', got {locale!r}")
 
 
@@ -308,8 +308,6 @@ def get_templates(locale: Locale = "zh") -> PromptTemplates:
         return ZH
     if locale == "en":
         return EN
-    from langchain_hindsight.errors import ConfigurationError
-
     raise ConfigurationError(f"locale must be 'zh' or 'en', got {locale!r}")
 
 

@@ -33,7 +33,13 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command
 
 from langchain_hindsight.adapters._scrubbing import Scrubber, ScrubbingSaver
-from langchain_hindsight.capture.messages import Placement, find_task, inject, message_text
+from langchain_hindsight.capture.messages import (
+    Placement,
+    find_task,
+    inject,
+    message_text,
+    trajectory_from_messages,
+)
 from langchain_hindsight.session.loop import Served
 from langchain_hindsight.types import Outcome, Step, Trajectory
 
@@ -145,8 +151,6 @@ class _Run:
         decided = w.outcome(state) if w.outcome is not None else None
         value = state.get(w.input_key)
         if w.block_key is None and _is_messages(value):
-            from langchain_hindsight.capture.messages import trajectory_from_messages
-
             return trajectory_from_messages(
                 value, run_id=self.served.run_id, namespace=self.served.namespace, outcome=decided
             )

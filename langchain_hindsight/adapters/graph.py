@@ -16,11 +16,13 @@ keys, the second reflects on the run and credits the served memories.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, TypeGuard
+from typing import Any, TypeGuard
 
 from langchain_core.messages import BaseMessage
 from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
+from langgraph.graph.state import CompiledStateGraph
 
+from langchain_hindsight.adapters._wrapper import wrap_graph
 from langchain_hindsight.capture.messages import (
     Placement,
     check_placement,
@@ -29,14 +31,8 @@ from langchain_hindsight.capture.messages import (
     trajectory_from_messages,
 )
 from langchain_hindsight.errors import ConfigurationError
-from langchain_hindsight.session.loop import HindsightSession, Served, new_run_id, session_for
+from langchain_hindsight.session.loop import Served, SessionSource, new_run_id, session_for
 from langchain_hindsight.types import Outcome, Step, Trajectory
-
-if TYPE_CHECKING:
-    from langgraph.graph.state import CompiledStateGraph
-
-    from langchain_hindsight.hindsight import Hindsight
-    from langchain_hindsight.store.memory_store import MemoryStore
 
 __all__ = ["recall_node", "reflect_node", "with_hindsight"]
 
@@ -127,7 +123,7 @@ def _thread_id(config: RunnableConfig | None) -> str | None:
 
 
 def recall_node(
-    hindsight: Hindsight | HindsightSession | MemoryStore,
+    hindsight: SessionSource,
     *,
     namespace: str | None = None,
     input_key: str = "messages",
@@ -188,7 +184,7 @@ def recall_node(
 
 
 def reflect_node(
-    hindsight: Hindsight | HindsightSession | MemoryStore,
+    hindsight: SessionSource,
     *,
     namespace: str | None = None,
     input_key: str = "messages",
@@ -256,7 +252,7 @@ def reflect_node(
 # ---------------------------------------------------------------------------- wrapper
 def with_hindsight(
     graph: CompiledStateGraph[Any, Any, Any, Any],
-    hindsight: Hindsight | HindsightSession | MemoryStore,
+    hindsight: SessionSource,
     *,
     namespace: str | None = None,
     input_key: str = "messages",
@@ -313,10 +309,6 @@ def with_hindsight(
     Raises:
         ConfigurationError: ``graph`` is not a compiled ``StateGraph``, or an unknown option.
     """
-    from langgraph.graph.state import CompiledStateGraph
-
-    from langchain_hindsight.adapters._wrapper import wrap_graph
-
     if not isinstance(graph, CompiledStateGraph):
         raise ConfigurationError("with_hindsight needs a compiled StateGraph (builder.compile() or create_agent(...))")
     check_placement(placement)

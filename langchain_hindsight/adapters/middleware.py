@@ -27,14 +27,11 @@ from langchain_hindsight.capture.messages import (
     trajectory_from_messages,
 )
 from langchain_hindsight.errors import ConfigurationError
-from langchain_hindsight.session.loop import HindsightSession, Served, new_run_id, session_for
+from langchain_hindsight.session.loop import HindsightSession, Served, SessionSource, new_run_id, session_for
 
 if TYPE_CHECKING:
     from langchain.agents.middleware.types import ExtendedModelResponse
     from langgraph.runtime import Runtime
-
-    from langchain_hindsight.hindsight import Hindsight
-    from langchain_hindsight.store.memory_store import MemoryStore
 
 __all__ = ["HindsightMiddleware"]
 
@@ -84,7 +81,7 @@ class HindsightMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
 
     def __init__(
         self,
-        hindsight: Hindsight | HindsightSession | MemoryStore,
+        hindsight: SessionSource,
         *,
         namespace: str | None = None,
         placement: Placement = "task_message",

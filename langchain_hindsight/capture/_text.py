@@ -3,7 +3,7 @@
 Pure functions: the task of a root run (:func:`task_from_inputs`), its final
 answer (:func:`final_from_outputs`), message and value text, tool arguments
 (:func:`parse_args`, :func:`clip_args`) and head-and-tail truncation
-(:func:`clip_text`, re-exported by ``langchain_hindsight.capture.recorder``).
+(:func:`~langchain_hindsight._text.clip_text`, re-exported here and by ``langchain_hindsight.capture.recorder``).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage
 
-from langchain_hindsight.prompts import REFLECTION_ZH
+from langchain_hindsight._text import clip_text
 
 __all__ = [
     "as_text",
@@ -29,23 +29,6 @@ __all__ = [
 ]
 
 _TASK_KEYS = ("input", "question", "query", "task", "prompt", "text")
-
-
-def clip_text(text: str, limit: int, marker: str = REFLECTION_ZH.truncation_marker) -> tuple[str, bool]:
-    """``text`` cut to about ``limit`` characters, keeping head and tail; returns ``(text, was_cut)``.
-
-    The marker (``{cut}`` = characters removed) records the cut in the text itself.
-
-    Example:
-        >>> clip_text("a" * 50 + "b" * 50, 20, " [{cut} cut] ")
-        ('aaaaaaaaaaaaa [80 cut] bbbbbbb', True)
-    """
-    if len(text) <= limit:
-        return text, False
-    head = (limit * 2) // 3
-    tail = limit - head
-    cut = len(text) - head - tail
-    return text[:head] + marker.format(cut=cut) + (text[-tail:] if tail else ""), True
 
 
 def message_text(message: BaseMessage) -> str:

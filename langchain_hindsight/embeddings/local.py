@@ -31,12 +31,12 @@ from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from langchain_core.embeddings import Embeddings
 
+from langchain_hindsight.embeddings import _onnx
+from langchain_hindsight.embeddings._onnx import OnnxEncoder
 from langchain_hindsight.errors import ConfigurationError, EmbeddingError
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
-
-    from langchain_hindsight.embeddings._onnx import OnnxEncoder
 
 __all__ = [
     "MINILM_NAME",
@@ -44,7 +44,6 @@ __all__ = [
     "EmbedderIdentity",
     "LocalEmbeddings",
     "check_vectors",
-    "default_embeddings",
     "default_model_path",
     "embedder_identity",
 ]
@@ -141,26 +140,6 @@ def check_vectors(vectors: Any, count: int, dimension: int | None, *, source: st
             f"{source} returned a vector of length {norms[bad[0]]:.3g} (text {int(bad[0])}), not 1: "
             "an all-zero vector means its model is damaged"
         )
-
-
-def default_embeddings(recorded: EmbedderIdentity | None = None) -> Embeddings:
-    """A new instance of the default embedder for a store that records ``recorded`` (nothing loads yet).
-
-    A store written by one of this package's embedders keeps it (a store that
-    records none was written by MiniLM, the only default before identities were
-    recorded). A new store, or one written by another embedder, gets
-    :class:`~langchain_hindsight.embeddings.multilingual.ScriptRoutedEmbeddings`; a store it
-    cannot read then raises :class:`EmbedderMismatchError` naming
-    ``hindsight reembed`` when its vectors are first used.
-    """
-    from langchain_hindsight.embeddings.multilingual import MultilingualEmbeddings, ScriptRoutedEmbeddings
-
-    name = recorded.name if recorded is not None else None
-    if name == MINILM_NAME:
-        return LocalEmbeddings()
-    if name == MultilingualEmbeddings.name:
-        return MultilingualEmbeddings()
-    return ScriptRoutedEmbeddings()
 
 
 def default_model_path() -> str:
@@ -302,8 +281,6 @@ class LocalEmbeddings(Embeddings):
             if self.backend == "torch" or self.device != "cpu":
                 self._torch = _TorchEncoder(path, self.device)
                 return self._torch
-            from langchain_hindsight.embeddings import _onnx
-
             try:
                 self._onnx = _onnx.load_encoder(path, cache_dir=self.cache_dir, query_threads=self.query_threads)
             # The exporter and ONNX Runtime raise many unrelated types; any failure means torch.

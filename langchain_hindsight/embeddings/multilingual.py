@@ -24,14 +24,14 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from langchain_core.embeddings import Embeddings
 from langchain_core.runnables.config import run_in_executor
 
-from langchain_hindsight.embeddings.local import EmbedderIdentity, check_vectors
+from langchain_hindsight._script import FusionWeights, query_script
+from langchain_hindsight.embeddings.local import MINILM_NAME, EmbedderIdentity, LocalEmbeddings, check_vectors
 from langchain_hindsight.errors import ConfigurationError, EmbeddingError
-from langchain_hindsight.recall.fusion import FusionWeights, query_script
 
 if TYPE_CHECKING:
     from numpy.typing import NDArray
 
-__all__ = ["MultilingualEmbeddings", "ScriptRoutedEmbeddings"]
+__all__ = ["MultilingualEmbeddings", "ScriptRoutedEmbeddings", "default_embeddings"]
 
 logger = logging.getLogger(__name__)
 
@@ -222,8 +222,6 @@ class ScriptRoutedEmbeddings(Embeddings):
     """``p``: MiniLM's share of the cosine between two Latin-script texts."""
 
     def __init__(self, *, minilm: Embeddings | None = None, use: Embeddings | None = None) -> None:
-        from langchain_hindsight.embeddings.local import LocalEmbeddings
-
         self.minilm = minilm if minilm is not None else LocalEmbeddings()
         self.use = use if use is not None else MultilingualEmbeddings()
 
@@ -275,3 +273,21 @@ class ScriptRoutedEmbeddings(Embeddings):
     async def aembed_query(self, text: str) -> list[float]:
         """:meth:`embed_query` in the default executor (the event loop keeps running)."""
         return await run_in_executor(None, self.embed_query, text)
+
+
+def default_embeddings(recorded: EmbedderIdentity | None = None) -> Embeddings:
+    """A new instance of the default embedder for a store that records ``recorded`` (nothing loads yet).
+
+    A store written by one of this package's embedders keeps it (a store that
+    records none was written by MiniLM, the only default before identities were
+    recorded). A new store, or one written by another embedder, gets
+    :class:`~langchain_hindsight.embeddings.multilingual.ScriptRoutedEmbeddings`; a store it
+    cannot read then raises :class:`EmbedderMismatchError` naming
+    ``hindsight reembed`` when its vectors are first used.
+    """
+    name = recorded.name if recorded is not None else None
+    if name == MINILM_NAME:
+        return LocalEmbeddings()
+    if name == MultilingualEmbeddings.name:
+        return MultilingualEmbeddings()
+    return ScriptRoutedEmbeddings()

@@ -9,21 +9,24 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+from langchain_hindsight._json import json_items, parse_json_text
 from langchain_hindsight._safety import render_safe
+from langchain_hindsight._text import clip_text
 from langchain_hindsight.errors import InvalidMemoryError, ReflectionError
-from langchain_hindsight.prompts import ReviewTemplates, get_review_templates
-from langchain_hindsight.store.journal import RunRecord
+from langchain_hindsight.lifecycle.policy import LifecyclePolicy, ReviewReport
+from langchain_hindsight.prompts import Locale, ReviewTemplates, get_review_templates
+from langchain_hindsight.store.journal import RunJournal, RunRecord
+from langchain_hindsight.store.memory_store import MemoryStore
 from langchain_hindsight.taxonomy import FALLBACK_TASK_TYPE
 from langchain_hindsight.types import MemoryUnit
 
 if TYPE_CHECKING:
-    from langchain_hindsight.lifecycle.maintenance import Lifecycle, LifecyclePolicy, ReviewReport
+    from langchain_core.language_models import BaseChatModel
 
 __all__ = ["format_runs", "parse_experiences", "review_id", "rule_patterns", "run_review"]
 
@@ -31,7 +34,6 @@ _TASK_CHARS = 200
 _MEMORY_CHARS = 120
 _MEMORIES_PER_RUN = 3
 _FEATURES_PER_TYPE = 3
-_FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
 
 
 def review_id(namespace: str, task_type: str, content: str) -> str:
@@ -41,8 +43,7 @@ def review_id(namespace: str, task_type: str, content: str) -> str:
 
 
 def _clip(text: str, limit: int) -> str:
-    text = render_safe(text) if text else ""
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return clip_text(render_safe(text), limit, "…")[0] if text else ""
 
 
 def format_runs(runs: Sequence[RunRecord], units: Mapping[str, MemoryUnit], templates: ReviewTemplates) -> str:
@@ -72,20 +73,10 @@ def parse_experiences(text: str) -> list[dict[str, Any]]:
     Raises:
         ReflectionError: no JSON object with an ``experiences`` list is found.
     """
-    candidates = [m.group(1) for m in _FENCE.finditer(text)]
-    start, end = text.find("{"), text.rfind("}")
-    if start != -1 and end > start:
-        candidates.append(text[start : end + 1])
-    candidates.append(text)
-    for candidate in candidates:
-        try:
-            data = json.loads(candidate)
-        except ValueError:
-            continue
-        if isinstance(data, list):
-            data = {"experiences": data}
-        if isinstance(data, dict) and isinstance(data.get("experiences"), list):
-            return [e for e in data["experiences"] if isinstance(e, dict)]
+    payload, ok = parse_json_text(text)
+    items = json_items(payload) if ok else None
+    if items is not None:
+        return [e for e in items if isinstance(e, dict)]
     raise ReflectionError(f"the review model did not answer with JSON experiences: {text[:200]!r}")
 
 
@@ -129,25 +120,29 @@ def rule_patterns(
 
 
 def _model_units(
-    lc: Lifecycle, runs: Sequence[RunRecord], units: Mapping[str, MemoryUnit], ns: str
+    store: MemoryStore,
+    model: BaseChatModel,
+    policy: LifecyclePolicy,
+    templates: ReviewTemplates,
+    runs: Sequence[RunRecord],
+    units: Mapping[str, MemoryUnit],
+    ns: str,
 ) -> list[MemoryUnit]:
-    templates = get_review_templates(lc.locale)
     prompt = templates.prompt.format(
-        task_types=", ".join(lc.store.vocabulary.labels), runs=format_runs(runs, units, templates)
+        task_types=", ".join(store.vocabulary.labels), runs=format_runs(runs, units, templates)
     )
-    assert lc.model is not None
     try:
-        answer = lc.model.invoke(prompt)
+        answer = model.invoke(prompt)
     except Exception as e:
         raise ReflectionError(f"the review model call failed: {e}") from e
     content = answer.content if isinstance(answer.content, str) else json.dumps(answer.content, ensure_ascii=False)
-    cap = lc.policy.review_confidence_cap
+    cap = policy.review_confidence_cap
     out: list[MemoryUnit] = []
     for item in parse_experiences(content):
         text = item.get("content")
         if not isinstance(text, str) or not text.strip():
             continue
-        task_type = lc.store.vocabulary.normalize(str(item.get("task_type") or FALLBACK_TASK_TYPE))
+        task_type = store.vocabulary.normalize(str(item.get("task_type") or FALLBACK_TASK_TYPE))
         raw = item.get("confidence")
         confidence = float(raw) if isinstance(raw, int | float) and not isinstance(raw, bool) else cap
         tags = [str(t) for t in item.get("tags") or [] if isinstance(t, str | int)]
@@ -168,20 +163,27 @@ def _model_units(
     return out
 
 
-def run_review(lc: Lifecycle, *, window_days: float, now: datetime, namespace: str) -> ReviewReport:
+def run_review(
+    store: MemoryStore,
+    journal: RunJournal,
+    model: BaseChatModel | None,
+    policy: LifecyclePolicy,
+    locale: Locale,
+    *,
+    window_days: float,
+    now: datetime,
+    namespace: str,
+) -> ReviewReport:
     """One review of ``namespace`` over ``[now - window_days, now)``; see :meth:`Lifecycle.review`."""
-    from langchain_hindsight.lifecycle.maintenance import ReviewReport
-
-    policy = lc.policy
-    runs = lc.journal.list_runs(namespace=namespace, since=now - timedelta(days=window_days), until=now, kind="run")
+    runs = journal.list_runs(namespace=namespace, since=now - timedelta(days=window_days), until=now, kind="run")
     if len(runs) < policy.review_min_runs:
         return ReviewReport(namespace=namespace, runs=len(runs), skipped="too few runs")
     runs = runs[: policy.review_max_runs]  # newest first: bounded prompt, bounded cost
     ids = list(dict.fromkeys(i for r in runs for i in [*r.served_ids, *r.produced]))
-    units = {u.memory_id: u for u in lc.store.get_many(ids, namespace=namespace)} if ids else {}
-    templates = get_review_templates(lc.locale)
-    if lc.model is not None:
-        candidates = _model_units(lc, runs, units, namespace)
+    units = {u.memory_id: u for u in store.get_many(ids, namespace=namespace)} if ids else {}
+    templates = get_review_templates(locale)
+    if model is not None:
+        candidates = _model_units(store, model, policy, templates, runs, units, namespace)
     else:
         candidates = [
             MemoryUnit(
@@ -196,9 +198,9 @@ def run_review(lc: Lifecycle, *, window_days: float, now: datetime, namespace: s
             for task_type, content, feature in rule_patterns(runs, units, policy, templates)
         ]
     candidates = list({u.memory_id: u for u in candidates}.values())
-    known = {u.memory_id for u in lc.store.get_many([u.memory_id for u in candidates], namespace=namespace)}
+    known = {u.memory_id for u in store.get_many([u.memory_id for u in candidates], namespace=namespace)}
     fresh = [u.evolve(created_at=now, last_accessed_at=now) for u in candidates if u.memory_id not in known]
-    created = [r.unit for r in lc.store.add_many(fresh, namespace=namespace)] if fresh else []
+    created = [r.unit for r in store.add_many(fresh, namespace=namespace)] if fresh else []
     record = RunRecord(
         run_id=f"review-{now.strftime('%Y%m%dT%H%M%S%fZ')}",
         kind="review",
@@ -209,7 +211,7 @@ def run_review(lc: Lifecycle, *, window_days: float, now: datetime, namespace: s
         ended_at=now,
         produced=[u.memory_id for u in created],
     )
-    lc.journal.record(record)
+    journal.record(record)
     return ReviewReport(
-        namespace=namespace, runs=len(runs), created=created, used_model=lc.model is not None, review_id=record.run_id
+        namespace=namespace, runs=len(runs), created=created, used_model=model is not None, review_id=record.run_id
     )

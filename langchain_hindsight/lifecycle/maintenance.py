@@ -16,23 +16,38 @@ nothing new, a repeated review does not store a pattern twice.
 from __future__ import annotations
 
 import logging
-import math
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
+
+import numpy as np
 
 from langchain_hindsight.errors import ConfigurationError
-from langchain_hindsight.lifecycle._usage import UsageReport
+from langchain_hindsight.lifecycle._merge import (
+    active_with_vectors,
+    delete_folded,
+    duplicate_groups,
+    fold,
+    star_clusters,
+)
+from langchain_hindsight.lifecycle._review import run_review
+from langchain_hindsight.lifecycle._usage import UsageReport, build_usage_report
+from langchain_hindsight.lifecycle.policy import (
+    ArchiveReport,
+    DecayReport,
+    LifecyclePolicy,
+    MaintenanceReport,
+    MergeReport,
+    Progress,
+    ReviewReport,
+    check_number,
+)
+from langchain_hindsight.prompts import Locale, get_templates
+from langchain_hindsight.store.journal import RunJournal
+from langchain_hindsight.store.memory_store import MemoryStore
 from langchain_hindsight.types import MemoryUnit, utcnow
 
 if TYPE_CHECKING:
-    import numpy as np
     from langchain_core.language_models import BaseChatModel
-
-    from langchain_hindsight.prompts import Locale
-    from langchain_hindsight.store.journal import RunJournal
-    from langchain_hindsight.store.memory_store import MemoryStore
 
 __all__ = [
     "ArchiveReport",
@@ -49,140 +64,6 @@ logger = logging.getLogger(__name__)
 
 _WRITE_BATCH = 1000
 _READ_BATCH = 5000
-
-Progress = Callable[[str, int, int], None]
-"""``progress(stage, done, total)``: called during long operations (the CLI prints it to stderr)."""
-
-
-def _number(owner: str, name: str, value: object, low: float, high: float, *, open_low: bool = False) -> None:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise ConfigurationError(f"{owner}.{name} must be a finite number, got {value!r}")
-    if value < low or value > high or (open_low and value == low):
-        bound = f"({low}, {high}]" if open_low else f"[{low}, {high}]"
-        raise ConfigurationError(f"{owner}.{name} must be in {bound}, got {value!r}")
-
-
-@dataclass(frozen=True, slots=True)
-class LifecyclePolicy:
-    """The numbers of the memory lifecycle. Defaults are the seed's.
-
-    Attributes:
-        decay_factor: Confidence multiplier per full idle period (seed §3.4: 0.9).
-        decay_period_days: Length of one idle period (30).
-        decay_floor: Decay never lowers confidence below this (0: no floor).
-        archive_below: Active units with confidence below this... (seed §5.3: 0.3)
-        archive_idle_days: ...and not accessed for more than this many days are archived (60).
-        merge_threshold: Active units that make the same statement (equal after
-            normalising case, whitespace and punctuation) merge when at least this
-            cosine-similar (0.95). Different statements never merge, however similar.
-        merge_scope: ``"task_type"`` merges only units of the same task type and
-            kind (a weekly-report lesson never absorbs a monthly one);
-            ``"namespace"`` merges across them; ``None`` follows the store's
-            ``conflict_scope``.
-        review_window_days: Default window of :meth:`Lifecycle.review` (7).
-        review_min_runs: A review needs at least this many runs (and a rule
-            pattern at least this many runs of one task type) (3).
-        review_share: A rule pattern must hold in at least this share of a task
-            type's runs (0.6).
-        review_max_runs: At most this many runs go into the one review prompt (50).
-        review_confidence: Confidence of a rule-made review unit (0.6).
-        review_confidence_cap: An LLM-made review unit never starts above this (0.75).
-    """
-
-    decay_factor: float = 0.9
-    decay_period_days: float = 30.0
-    decay_floor: float = 0.0
-    archive_below: float = 0.3
-    archive_idle_days: float = 60.0
-    merge_threshold: float = 0.95
-    merge_scope: Literal["task_type", "namespace"] | None = None
-    review_window_days: float = 7.0
-    review_min_runs: int = 3
-    review_share: float = 0.6
-    review_max_runs: int = 50
-    review_confidence: float = 0.6
-    review_confidence_cap: float = 0.75
-
-    def __post_init__(self) -> None:
-        owner = "LifecyclePolicy"
-        _number(owner, "decay_factor", self.decay_factor, 0.0, 1.0)
-        _number(owner, "decay_period_days", self.decay_period_days, 0.0, 36_500.0, open_low=True)
-        _number(owner, "decay_floor", self.decay_floor, 0.0, 1.0)
-        _number(owner, "archive_below", self.archive_below, 0.0, 1.0)
-        _number(owner, "archive_idle_days", self.archive_idle_days, 0.0, 36_500.0)
-        _number(owner, "merge_threshold", self.merge_threshold, 0.0, 1.0, open_low=True)
-        _number(owner, "review_window_days", self.review_window_days, 0.0, 36_500.0, open_low=True)
-        _number(owner, "review_share", self.review_share, 0.0, 1.0, open_low=True)
-        _number(owner, "review_confidence", self.review_confidence, 0.0, 1.0)
-        _number(owner, "review_confidence_cap", self.review_confidence_cap, 0.0, 1.0)
-        for name in ("review_min_runs", "review_max_runs"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ConfigurationError(f"{owner}.{name} must be a positive int, got {value!r}")
-        if self.merge_scope not in (None, "task_type", "namespace"):
-            raise ConfigurationError(f"{owner}.merge_scope must be 'task_type', 'namespace' or None")
-
-
-@dataclass(frozen=True, slots=True)
-class DecayReport:
-    """What :meth:`Lifecycle.decay` did."""
-
-    namespace: str
-    examined: int
-    decayed: int
-    """Units whose confidence was lowered."""
-    periods: int
-    """Idle periods charged in total (one unit idle 90 days counts 3)."""
-
-
-@dataclass(frozen=True, slots=True)
-class ArchiveReport:
-    """What :meth:`Lifecycle.archive_stale` did."""
-
-    namespace: str
-    examined: int
-    archived: list[str] = field(default_factory=list)
-
-
-@dataclass(frozen=True, slots=True)
-class MergeReport:
-    """What :meth:`Lifecycle.merge_duplicates` did."""
-
-    namespace: str
-    examined: int
-    merged: dict[str, list[str]] = field(default_factory=dict)
-    """Keeper id → ids folded into it (and deleted)."""
-
-    @property
-    def removed(self) -> int:
-        """Units deleted by the merge."""
-        return sum(len(v) for v in self.merged.values())
-
-
-@dataclass(frozen=True, slots=True)
-class ReviewReport:
-    """What :meth:`Lifecycle.review` did."""
-
-    namespace: str
-    runs: int
-    """Runs in the review window."""
-    created: list[MemoryUnit] = field(default_factory=list)
-    """Review units stored (as returned by the store: merged or superseding)."""
-    used_model: bool = False
-    skipped: str | None = None
-    """Why nothing was reviewed (``"too few runs"``, ``"not due"``), else ``None``."""
-    review_id: str | None = None
-    """Journal id of this review (``kind="review"``)."""
-
-
-@dataclass(frozen=True, slots=True)
-class MaintenanceReport:
-    """What :meth:`Lifecycle.maintain` did."""
-
-    decay: DecayReport
-    archive: ArchiveReport
-    merge: MergeReport
-    review: ReviewReport | None = None
 
 
 class Lifecycle:
@@ -223,8 +104,6 @@ class Lifecycle:
         locale: Locale = "zh",
         progress: Progress | None = None,
     ) -> None:
-        from langchain_hindsight.prompts import get_templates
-
         if policy is not None and not isinstance(policy, LifecyclePolicy):
             raise ConfigurationError(f"policy must be a LifecyclePolicy, got {type(policy).__name__}")
         get_templates(locale)  # validates
@@ -232,8 +111,6 @@ class Lifecycle:
         self.policy = policy or LifecyclePolicy()
         self.model = model
         if journal is None:
-            from langchain_hindsight.store.journal import RunJournal
-
             journal = RunJournal(store)
         self.journal = journal
         self.locale: Locale = locale
@@ -352,18 +229,12 @@ class Lifecycle:
         within each task type (or the whole namespace, see ``merge_scope``) in
         blocked matrix products over the stored vectors (nothing is re-embedded).
         """
-        from langchain_hindsight.lifecycle._merge import active_with_vectors
-
         ns = self.store._ns(namespace)
         with self.store._lock:
             units, vectors = active_with_vectors(self.store, ns, self.progress)
             return self._apply_merge(units, vectors, ns)
 
     def _apply_merge(self, units: list[MemoryUnit], vectors: np.ndarray, ns: str) -> MergeReport:
-        import numpy as np
-
-        from langchain_hindsight.lifecycle._merge import delete_folded, duplicate_groups, fold, star_clusters
-
         scope = self.policy.merge_scope or getattr(self.store, "conflict_scope", "task_type")
         merged: dict[str, list[str]] = {}
         keepers: list[MemoryUnit] = []
@@ -401,12 +272,19 @@ class Lifecycle:
         Raises:
             ReflectionError: the model call failed or its answer was not valid JSON.
         """
-        from langchain_hindsight.lifecycle._review import run_review
-
         when = self._now(now)
         days = self.policy.review_window_days if window_days is None else window_days
-        _number("review", "window_days", days, 0.0, 36_500.0, open_low=True)
-        return run_review(self, window_days=float(days), now=when, namespace=self.store._ns(namespace))
+        check_number("review", "window_days", days, 0.0, 36_500.0, open_low=True)
+        return run_review(
+            self.store,
+            self.journal,
+            self.model,
+            self.policy,
+            self.locale,
+            window_days=float(days),
+            now=when,
+            namespace=self.store._ns(namespace),
+        )
 
     def review_if_due(
         self, *, every_days: float = 7.0, now: datetime | None = None, namespace: str | None = None
@@ -417,7 +295,7 @@ class Lifecycle:
         LangGraph cron job, APScheduler); the journal remembers the last review.
         """
         when = self._now(now)
-        _number("review_if_due", "every_days", every_days, 0.0, 36_500.0, open_low=True)
+        check_number("review_if_due", "every_days", every_days, 0.0, 36_500.0, open_low=True)
         ns = self.store._ns(namespace)
         last = self.journal.last_started_at(namespace=ns, kind="review")
         if last is not None and when - last < timedelta(days=every_days):
@@ -433,8 +311,6 @@ class Lifecycle:
         Reads the namespace once (units and vectors) and feeds each step the
         result of the previous one, so it costs about one full scan plus the writes.
         """
-        from langchain_hindsight.lifecycle._merge import active_with_vectors
-
         when = self._now(now)
         ns = self.store._ns(namespace)
         with self.store._lock:
@@ -466,8 +342,6 @@ class Lifecycle:
         followed by a successful run, recalls below ``low_similarity``,
         supersede chains, and counts per task type. See :class:`UsageReport`.
         """
-        from langchain_hindsight.lifecycle._usage import build_usage_report
-
         if since is not None and (not isinstance(since, datetime) or since.tzinfo is None):
             raise ConfigurationError(f"since must be a timezone-aware datetime, got {since!r}")
         return build_usage_report(

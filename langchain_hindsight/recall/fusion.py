@@ -19,11 +19,11 @@ held-out split.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Literal, get_args
 
+from langchain_hindsight._script import FusionWeights, Script, query_script
 from langchain_hindsight.errors import ConfigurationError
 
 __all__ = ["Fusion", "FusionWeights", "Script", "dense_weight", "fuse", "fusion_weights_for", "query_script"]
@@ -39,45 +39,6 @@ always counts 1); ``rrf``: reciprocal-rank fusion
 ``Σ 1/(c + rank)`` scaled so rank 1 in both arms is 1; ``dense`` / ``lexical``:
 one arm only (for comparison).
 """
-
-Script = Literal["cjk", "latin"]
-"""The writing system a query is mostly in (see :func:`query_script`)."""
-
-_CJK_CHAR = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
-_LATIN_WORD = re.compile(r"[A-Za-z\u00c0-\u024f]+")
-
-
-@dataclass(frozen=True, slots=True)
-class FusionWeights:
-    """The fusion weights that suit one embedder (they were tuned together).
-
-    An embedder can declare the weights measured for it as a ``fusion_weights``
-    attribute; the retriever uses them for every weight the caller did not set
-    (see :func:`fusion_weights_for`).
-
-    Attributes:
-        alpha: Dense-arm weight for a Latin-script query (for every query when
-            ``alpha_cjk`` is ``None``).
-        alpha_cjk: Dense-arm weight for a mostly-CJK query, or ``None``.
-        cross_script: Gain of the lexical share imputed for a candidate written in
-            another script than the query (see :func:`fuse`); 0 turns it off.
-
-    Example:
-        >>> FusionWeights(alpha=0.5, alpha_cjk=0.7, cross_script=0.4).alpha_cjk
-        0.7
-    """
-
-    alpha: float = 0.3
-    alpha_cjk: float | None = None
-    cross_script: float = 0.0
-
-    def __post_init__(self) -> None:
-        for name, value in (("alpha", self.alpha), ("alpha_cjk", self.alpha_cjk)):
-            if value is not None and (not math.isfinite(value) or not 0.0 <= value <= 1.0):
-                raise ConfigurationError(f"{name} must be in [0, 1], got {value!r}")
-        if not math.isfinite(self.cross_script) or self.cross_script < 0.0:
-            raise ConfigurationError(f"cross_script must be a finite number >= 0, got {self.cross_script!r}")
-
 
 _FIELDS = {"alpha": "fusion_alpha", "alpha_cjk": "fusion_alpha_cjk", "cross_script": "fusion_cross_script"}
 
@@ -110,39 +71,6 @@ def fusion_weights_for(embeddings: object, given: FusionWeights, *, explicit: Co
     if not isinstance(declared, FusionWeights):
         return given
     return replace(declared, **{k: getattr(given, k) for k, field in _FIELDS.items() if field in explicit})
-
-
-def query_script(text: str) -> Script:
-    """Whether ``text`` is mostly CJK (Chinese, Japanese, Korean) or Latin script.
-
-    One CJK character counts as much as one Latin word, so a Chinese sentence
-    that names an English product (``查一下ClickHouse里的日志``) is CJK and an
-    English sentence quoting one Chinese term is Latin. Text with neither
-    (digits, punctuation, empty) is Latin.
-
-    The same rule routes :class:`~langchain_hindsight.embeddings.multilingual.ScriptRoutedEmbeddings`,
-    so stored vectors depend on it: a changed rule needs a new embedder name (and
-    ``hindsight reembed``).
-
-    Args:
-        text: The query (or any text).
-
-    Returns:
-        ``"cjk"`` or ``"latin"``.
-
-    Example:
-        >>> query_script("生成本周的销售周报")
-        'cjk'
-        >>> query_script("查一下ClickHouse里昨天的报错日志")
-        'cjk'
-        >>> query_script("Translate the 合同 into English")
-        'latin'
-        >>> query_script("42")
-        'latin'
-    """
-    cjk = len(_CJK_CHAR.findall(text))
-    latin = len(_LATIN_WORD.findall(text))
-    return "cjk" if cjk > 0 and cjk >= latin else "latin"
 
 
 def dense_weight(text: str, *, latin: float, cjk: float | None = None) -> float:

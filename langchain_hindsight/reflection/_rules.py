@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from langchain_hindsight._safety import SUSPICIOUS_TAG, looks_like_instruction, render_safe
-from langchain_hindsight.capture.recorder import clip_text
+from langchain_hindsight._text import clip_text
 from langchain_hindsight.errors import InvalidMemoryError
 from langchain_hindsight.prompts import ReflectionTemplates
 from langchain_hindsight.types import MemoryContext, MemorySource, MemoryUnit, Step, Trajectory

@@ -9,19 +9,24 @@ import threading
 from collections import OrderedDict
 from collections.abc import Collection
 from concurrent.futures import Future
-from typing import TYPE_CHECKING, Any, get_args
+from typing import Any, Protocol, get_args
 
 from langchain_hindsight.errors import ConfigurationError, ReflectionError
 from langchain_hindsight.types import MemoryUnit, Outcome, Trajectory
 
-if TYPE_CHECKING:
-    from langchain_hindsight.reflection.reflector import Reflector
-
-__all__ = ["BackgroundReflector"]
+__all__ = ["BackgroundReflector", "SupportsReflect"]
 
 logger = logging.getLogger(__name__)
 
 _STOP = object()
+
+
+class SupportsReflect(Protocol):
+    """What :class:`BackgroundReflector` runs: anything with ``reflect(trajectory)`` (a ``Reflector``)."""
+
+    def reflect(self, traj: Trajectory, /) -> list[MemoryUnit]:
+        """Extract and store the units of ``traj``; returns the stored units."""
+        ...
 
 
 class BackgroundReflector:
@@ -33,6 +38,9 @@ class BackgroundReflector:
     recorder then keeps the trajectory, and you can reflect on it later). Errors
     are logged once per task and set on its future; they never reach the agent.
     ``close()`` (also called at interpreter exit) finishes queued work first.
+
+    Nothing starts at construction: the worker threads start, and the exit hook
+    is registered, at the first trajectory queued for reflection.
 
     Example:
         .. code-block:: python
@@ -47,7 +55,8 @@ class BackgroundReflector:
             background.close()
 
     Args:
-        reflector: The :class:`Reflector` to run.
+        reflector: The :class:`~langchain_hindsight.reflection.reflector.Reflector` to run
+            (anything with ``reflect(trajectory)``).
         max_queue: Trajectories waiting at most; more are refused (never blocking).
         workers: Worker threads (1 keeps writes in submission order).
         triggers: Outcomes that trigger reflection (seed §2.3: success and failure).
@@ -57,7 +66,7 @@ class BackgroundReflector:
 
     def __init__(
         self,
-        reflector: Reflector,
+        reflector: SupportsReflect,
         *,
         max_queue: int = 100,
         workers: int = 1,
@@ -81,8 +90,21 @@ class BackgroundReflector:
         self._idle = threading.Condition(self._lock)
         self._pending = 0
         self._closed = False
+        self.workers = workers
+        self._threads: list[threading.Thread] = []
+
+    @property
+    def started(self) -> bool:
+        """Whether the worker threads are running (they start at the first queued trajectory)."""
+        with self._lock:
+            return bool(self._threads)
+
+    def _start_workers(self) -> None:
+        """Start the workers and register the exit hook, once (called with ``self._lock`` held)."""
+        if self._threads:
+            return
         self._threads = [
-            threading.Thread(target=self._work, name=f"hindsight-reflect-{i}", daemon=True) for i in range(workers)
+            threading.Thread(target=self._work, name=f"hindsight-reflect-{i}", daemon=True) for i in range(self.workers)
         ]
         for thread in self._threads:
             thread.start()
@@ -109,6 +131,7 @@ class BackgroundReflector:
                 logger.debug("run %s: outcome %s is not a reflection trigger", trajectory.run_id, trajectory.outcome)
                 future.set_result([])
                 return future
+            self._start_workers()  # before the put: a worker is waiting when the item arrives
             try:
                 self._queue.put_nowait((future, trajectory))
             except queue.Full:
@@ -161,10 +184,13 @@ class BackgroundReflector:
             if self._closed:
                 return
             self._closed = True
+            threads = list(self._threads)
+        if not threads:
+            return  # never started: nothing queued, no threads, no exit hook
         atexit.unregister(self.close)
-        for _ in self._threads:
+        for _ in threads:
             self._queue.put(_STOP)  # after the queued work: FIFO keeps it
-        for thread in self._threads:
+        for thread in threads:
             thread.join(timeout)
 
     def __enter__(self) -> BackgroundReflector:

@@ -28,8 +28,9 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.runnables import Runnable
 from pydantic import BaseModel, Field
 
+from langchain_hindsight._json import json_items, parse_json_text
 from langchain_hindsight._safety import looks_like_instruction, render_safe
-from langchain_hindsight.capture.recorder import clip_text
+from langchain_hindsight._text import clip_text
 from langchain_hindsight.errors import ConfigurationError, InvalidMemoryError, ReflectionError
 from langchain_hindsight.prompts import Locale, ReflectionTemplates, get_reflection_templates, get_templates
 from langchain_hindsight.reflection._rules import RuleSettings, apply_rules, feedback_unit, json_safe
@@ -38,15 +39,12 @@ from langchain_hindsight.store.memory_store import MemoryStore
 from langchain_hindsight.taxonomy import TaskTypeVocabulary
 from langchain_hindsight.types import MAX_CONTENT_CHARS, MemoryContext, MemoryUnit, Trajectory
 
-__all__ = ["BackgroundReflector", "ExtractedExperience", "ExtractionOutput", "Reflector"]
+__all__ = ["BackgroundReflector", "ExtractedExperience", "ExtractionOutput", "Reflector", "parse_json_text"]
 
 logger = logging.getLogger(__name__)
 
-_FENCE = re.compile(r"```[a-zA-Z]*\s*\n?(.*?)```", re.DOTALL)
-_EMPTY_ANSWERS = frozenset({"", "空", "无", "[]", "{}", "none", "null", "nothing", "empty", "n/a"})
 _CONTEXT_KEYS = ("tools_used", "tools", "parameters", "input_sample", "output_sample")
 _STEP_CHARS = 600
-_MAX_DECODE_ATTEMPTS = 50
 
 
 class ExtractedExperience(BaseModel):
@@ -91,83 +89,6 @@ def render_trajectory(traj: Trajectory, templates: ReflectionTemplates, *, max_c
         body = clip_text(" ".join(body.split()), _STEP_CHARS, t.truncation_marker)[0]
         lines.append(f"{i}. [{label}] {body}")
     return clip_text("\n".join(lines), max_chars, t.truncation_marker)[0]
-
-
-def _json_candidates(text: str) -> list[str]:
-    stripped = text.strip()
-    return [stripped, *(m.strip() for m in _FENCE.findall(stripped))]
-
-
-def parse_json_text(text: str) -> tuple[Any, bool]:
-    r"""JSON from model text: the whole text, a fenced block, or the first JSON value in it.
-
-    Returns ``(value, ok)``. Complete items are salvaged from truncated output
-    (``ok`` is then True and the value a list of the complete objects).
-
-    Example:
-        >>> parse_json_text('Sure!\\n```json\\n{"experiences": []}\\n```')
-        ({'experiences': []}, True)
-    """
-    for candidate in _json_candidates(text):
-        if candidate.lower() in _EMPTY_ANSWERS:
-            return [], True
-        try:
-            return json.loads(candidate), True
-        except (ValueError, RecursionError):  # RecursionError: absurdly nested JSON
-            continue
-    decoder = json.JSONDecoder()
-    stripped = text.strip()
-    starts = [i for i, ch in enumerate(stripped) if ch in "{["][:_MAX_DECODE_ATTEMPTS]
-    first = _decode_at(decoder, stripped, starts[0]) if starts else None
-    if first is not None:
-        return first, True
-    salvaged: list[Any] = []
-    pos = 0
-    for _ in range(_MAX_DECODE_ATTEMPTS):  # truncated output: keep the complete item objects
-        start = stripped.find("{", pos)
-        if start < 0:
-            break
-        try:
-            value, end = decoder.raw_decode(stripped, start)
-        except (ValueError, RecursionError):  # RecursionError: absurdly nested JSON
-            pos = start + 1
-            continue
-        if isinstance(value, dict) and "content" in value:
-            salvaged.append(value)
-        pos = end
-    if salvaged:
-        return salvaged, True
-    for start in starts[1:]:
-        value = _decode_at(decoder, stripped, start)
-        if value is not None:
-            return value, True
-    return None, False
-
-
-def _decode_at(decoder: json.JSONDecoder, text: str, start: int) -> Any:
-    """The non-empty JSON object or array starting at ``start``, else ``None``."""
-    try:
-        value, _ = decoder.raw_decode(text, start)
-    except (ValueError, RecursionError):
-        return None
-    return value if isinstance(value, dict | list) and value else None
-
-
-def _items(payload: Any) -> list[Any] | None:
-    """The list of experience items in a parsed payload (``None``: not a recognisable shape)."""
-    if payload is None:
-        return None
-    if isinstance(payload, list):
-        return payload
-    if isinstance(payload, dict):
-        for key in ("experiences", "memories", "items", "results"):
-            if key in payload:
-                value = payload[key]
-                return value if isinstance(value, list) else [] if value in (None, "", {}) else None
-        if "content" in payload:  # the seed's single-object shape; empty content means "nothing"
-            return [payload] if payload.get("content") else []
-        return [] if not payload else None
-    return None
 
 
 def _as_confidence(value: Any, default: float, band: tuple[float, float]) -> float:
@@ -372,7 +293,7 @@ class Reflector:
     def _parse_units(self, traj: Trajectory, response: Any) -> list[MemoryUnit]:
         """Validated units from a model response. Bad items are rejected; the verdict is one log line."""
         payload, ok = self._payload(response)
-        items = _items(payload) if ok else None
+        items = json_items(payload) if ok else None
         if items is None:
             logger.warning("reflection of run %s: model output is not the expected JSON; nothing kept", traj.run_id)
             return []

@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Literal
 
 from langchain_hindsight.errors import ConfigurationError
 from langchain_hindsight.prompts import Locale, get_templates
-from langchain_hindsight.reflection.reflector import BackgroundReflector, Reflector
+from langchain_hindsight.reflection.background import BackgroundReflector
+from langchain_hindsight.reflection.reflector import Reflector
 from langchain_hindsight.session._conversation import CORRECTION_PATTERNS
 from langchain_hindsight.store.journal import RunJournal, RunRecord
 from langchain_hindsight.store.memory_store import MemoryStore

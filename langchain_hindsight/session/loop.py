@@ -36,7 +36,7 @@ import logging
 from collections.abc import Mapping
 from concurrent.futures import Future
 from dataclasses import replace
-from typing import Any
+from typing import Any, Protocol, TypeAlias
 
 from langchain_hindsight.capture.messages import resolve_namespace
 from langchain_hindsight.capture.recorder import SERVED_KEY
@@ -44,7 +44,8 @@ from langchain_hindsight.errors import ConfigurationError, HindsightError, RunNo
 from langchain_hindsight.prompts import Locale
 from langchain_hindsight.recall.injection import build_task_prompt, format_experiences
 from langchain_hindsight.recall.retriever import HindsightRetriever, RecallResult
-from langchain_hindsight.reflection.reflector import BackgroundReflector, Reflector
+from langchain_hindsight.reflection.background import BackgroundReflector
+from langchain_hindsight.reflection.reflector import Reflector
 from langchain_hindsight.session._conversation import CorrectionDetector
 from langchain_hindsight.session.config import (
     ErrorPolicy,
@@ -63,6 +64,8 @@ __all__ = [
     "HindsightSession",
     "Served",
     "SessionConfig",
+    "SessionOwner",
+    "SessionSource",
     "new_run_id",
     "session_for",
 ]
@@ -539,7 +542,8 @@ class HindsightSession:
     def _user_feedback(self, text: str, record: RunRecord) -> list[MemoryUnit]:
         reflector = self.reflector
         if isinstance(reflector, BackgroundReflector):
-            reflector = reflector.reflector
+            inner = reflector.reflector
+            reflector = inner if isinstance(inner, Reflector) else None
         if reflector is None:
             reflector = Reflector(store=self.store, locale=self.locale)
         return reflector.record_user_feedback(
@@ -547,7 +551,24 @@ class HindsightSession:
         )
 
 
-def session_for(target: object, /, **options: Any) -> HindsightSession:
+class SessionOwner(Protocol):
+    """Anything that owns a hindsight session, such as :class:`~langchain_hindsight.Hindsight`.
+
+    Adapters take one through :func:`session_for` and only ever use its ``session``,
+    so they depend on the session, not on the facade that builds them.
+    """
+
+    @property
+    def session(self) -> HindsightSession:
+        """The session the owner's adapters run on."""
+        ...
+
+
+SessionSource: TypeAlias = SessionOwner | HindsightSession | SessionConfig | MemoryStore
+"""What an adapter accepts: a ``Hindsight`` (its session), a session, a :class:`SessionConfig` or a bare store."""
+
+
+def session_for(target: SessionSource | object, /, **options: Any) -> HindsightSession:
     """The session an adapter runs on.
 
     Args:

@@ -271,7 +271,7 @@ class MemoryStore:
                 raise StoreError(f"could not open Chroma at {self.persist_directory}: {e}") from e
         self.client: Any = client
         if embeddings is None:  # the built-in embedder the store records; a new store gets the routed default
-            from langchain_hindsight.embeddings.local import default_embeddings
+            from langchain_hindsight.embeddings.multilingual import default_embeddings
 
             embeddings = default_embeddings(recorded_embedder(client, self.namespace))
         self.embeddings: Embeddings = embeddings

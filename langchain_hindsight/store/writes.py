@@ -42,8 +42,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
+from langchain_core.messages import AIMessage, BaseMessage
 from pydantic import BaseModel, Field, ValidationError
 
+from langchain_hindsight._json import parse_json_text
 from langchain_hindsight.errors import ConfigurationError
 from langchain_hindsight.prompts import Locale, WriteJudgeTemplates, get_write_judge_templates
 from langchain_hindsight.types import MemoryUnit
@@ -277,10 +279,6 @@ def _text(response: Any) -> Any:
 
 def _payload(response: Any) -> Any:
     """The raw answer: a structured result, tool-call arguments, or JSON parsed from text."""
-    from langchain_core.messages import AIMessage, BaseMessage
-
-    from langchain_hindsight.reflection.reflector import parse_json_text
-
     if isinstance(response, dict) and "raw" in response:
         parsed = response.get("parsed")
         if isinstance(parsed, BaseModel):

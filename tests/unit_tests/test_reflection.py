@@ -505,6 +505,39 @@ def test_close_finishes_queued_work(store: MemoryStore) -> None:
     assert store.count() == 3
 
 
+def test_background_starts_no_thread_and_no_exit_hook_before_the_first_submit(
+    store: MemoryStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    hooks: list[Callable[..., Any]] = []
+    monkeypatch.setattr("langchain_hindsight.reflection.background.atexit.register", hooks.append)
+    monkeypatch.setattr("langchain_hindsight.reflection.background.atexit.unregister", hooks.remove)
+    before = {t.ident for t in threading.enumerate()}
+    background = BackgroundReflector(Reflector(store=store), workers=2)
+    assert not background.started
+    assert {t.ident for t in threading.enumerate()} == before  # construction starts nothing
+    assert hooks == []
+    skipped = background.submit(_traj([], outcome="unknown"))  # not a trigger: nothing is queued
+    assert skipped.result(timeout=1) == []
+    assert not background.started
+    done = background.submit(_traj([], outcome="failure", task="清洗 sales.csv"))
+    assert background.started
+    workers = [t for t in threading.enumerate() if t.name.startswith("hindsight-reflect-")]
+    assert len(workers) == 2
+    assert hooks == [background.close]  # interpreter exit finishes queued work
+    assert len(done.result(timeout=30)) == 1
+    background.close()
+    assert hooks == []
+    assert not any(t.is_alive() for t in workers)
+
+
+def test_background_closed_before_use_never_starts(store: MemoryStore) -> None:
+    background = BackgroundReflector(Reflector(store=store))
+    background.close()
+    refused = background.submit(_traj([], outcome="failure"))
+    assert isinstance(refused.exception(), ReflectionError)
+    assert not background.started
+
+
 def test_background_invalid_options(store: MemoryStore) -> None:
     with pytest.raises(ConfigurationError):
         BackgroundReflector(Reflector(store=store), max_queue=0)

@@ -50,7 +50,7 @@ class USEEmbeddings(Embeddings):
 @pytest.fixture(scope="module")
 def use_embeddings() -> Embeddings:
     """The library's multilingual default when this version has one, else USE through the wrapper above."""
-    from langchain_hindsight.embeddings import local as module
+    from langchain_hindsight.embeddings import multilingual as module
 
     default = getattr(module, "default_embeddings", None)
     if callable(default):
