@@ -1,14 +1,30 @@
-"""Text clipping: the one way the package shortens a text (prompts, trajectories, review lines).
+"""Small text helpers every layer shares.
 
-Head and tail are kept, and a marker records the cut in the text itself, so a
-clipped error message still shows how it ended.
+:func:`clip_text` is the one way the package shortens a text (prompts,
+trajectories, review lines): head and tail are kept, and a marker records the
+cut in the text itself, so a clipped error message still shows how it ended.
+:func:`clean_feedback` reads the correction out of a user's feedback (used when
+it becomes a memory, and when forgetting that memory erases the comment).
 """
 
 from __future__ import annotations
 
+import re
+
 from langchain_hindsight.prompts import REFLECTION_ZH
 
-__all__ = ["clip_text"]
+__all__ = ["clean_feedback", "clip_text"]
+
+_ACK = re.compile(
+    r"^(?:好的?|好滴|谢谢(?:你)?|多谢|感谢|可以|没问题|很好|不错|收到|ok(?:ay)?|thanks?(?: you)?|thx|great|good|nice|"
+    r"perfect|cool|fine|yes|yep|👍)[\s!！。.~～]*$",
+    re.IGNORECASE,
+)
+_NEGATION = re.compile(
+    r"^(?:不对|不是这样|不是|错了|不正确|不行|no|nope|wrong|incorrect|that'?s (?:wrong|not right|incorrect))"
+    r"(?=[\s,，。.!！:：;；]|$)[\s,，。.!！:：;；]*",
+    re.IGNORECASE,
+)
 
 
 def clip_text(text: str, limit: int, marker: str = REFLECTION_ZH.truncation_marker) -> tuple[str, bool]:
@@ -32,3 +48,17 @@ def clip_text(text: str, limit: int, marker: str = REFLECTION_ZH.truncation_mark
     tail = limit - head
     cut = len(text) - head - tail
     return text[:head] + marker.format(cut=cut) + (text[-tail:] if tail else ""), True
+
+
+def clean_feedback(text: str) -> str | None:
+    """The correction in a piece of user feedback, or ``None`` for a bare acknowledgement.
+
+    Example:
+        >>> clean_feedback("不对，应该用utf-8-sig"), clean_feedback("No, you should use gbk."), clean_feedback("谢谢！")
+        ('应该用utf-8-sig', 'you should use gbk.', None)
+    """
+    text = " ".join(text.split())
+    if not text or _ACK.match(text):
+        return None
+    stripped = _NEGATION.sub("", text, count=1).strip()
+    return stripped or text

@@ -11,13 +11,15 @@ import math
 import re
 import uuid
 from datetime import UTC, datetime
-from typing import Any, Literal, get_args
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from langchain_hindsight._trust import DEFAULT_INITIAL_CONFIDENCE, MemorySource
 from langchain_hindsight.errors import InvalidMemoryError
 
 __all__ = [
+    "DEFAULT_INITIAL_CONFIDENCE",
     "MAX_ACCESS_COUNT",
     "MAX_CONTENT_CHARS",
     "MAX_TAGS",
@@ -39,16 +41,6 @@ MemoryKind = Literal["experience", "fact", "entity"]
 """Seed §2.2: experience (the hindsight core), fact, entity."""
 
 MemoryStatus = Literal["active", "superseded", "archived"]
-
-MemorySource = Literal["user_feedback", "manual", "agent_inference", "rule", "review", "tool_output"]
-"""Where a unit came from, most trusted first.
-
-``user_feedback``: an explicit user correction (seed §2.3, highest trust);
-``manual``: written by the application developer; ``agent_inference``: extracted
-by the reflection LLM; ``rule``: derived by reflection rules from the trajectory;
-``review``: a cross-task pattern from periodic review; ``tool_output``: text that
-came from a tool (untrusted, ranks lowest).
-"""
 
 StepType = Literal["thought", "tool_call", "tool_result", "error", "final_answer", "feedback"]
 Outcome = Literal["success", "failure", "unknown"]
@@ -300,19 +292,6 @@ class MemoryUnit(BaseModel):
         if not isinstance(data, dict):
             raise InvalidMemoryError(f"expected a dict, got {type(data).__name__}")
         return cls(**data)
-
-
-DEFAULT_INITIAL_CONFIDENCE: dict[str, float] = {
-    "user_feedback": 0.9,
-    "manual": 0.8,
-    "agent_inference": 0.65,
-    "rule": 0.7,
-    "review": 0.6,
-    "tool_output": 0.4,
-}
-"""Initial confidence when none is given (seed §3.1: agent inference 0.6-0.7; user feedback high)."""
-
-assert set(DEFAULT_INITIAL_CONFIDENCE) == set(get_args(MemorySource))
 
 
 def _describe(error: ValidationError) -> str:

@@ -14,10 +14,11 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from langchain_hindsight._trust import trust_rank
 from langchain_hindsight.errors import StoreError
 from langchain_hindsight.store._codec import unit_from_record
 from langchain_hindsight.store._write import statement_key
-from langchain_hindsight.types import DEFAULT_INITIAL_CONFIDENCE, MemoryUnit
+from langchain_hindsight.types import MemoryUnit
 
 if TYPE_CHECKING:
     import numpy as np
@@ -30,7 +31,6 @@ _READ_BATCH = 5000
 _DELETE_BATCH = 1000
 _BLOCK_ELEMENTS = 1 << 25
 """Similarity block size in floats (~128 MB)."""
-_SOURCE_RANK = list(DEFAULT_INITIAL_CONFIDENCE)
 
 
 def active_with_vectors(
@@ -82,7 +82,7 @@ def priority(unit: MemoryUnit) -> tuple[Any, ...]:
     a merge never pairs one unit's text with another's (more trusted) source.
     """
     return (
-        _SOURCE_RANK.index(unit.source),
+        trust_rank(unit.source),
         -unit.score_confidence,
         -unit.access_count,
         unit.created_at,

@@ -16,24 +16,12 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from types import MappingProxyType
 
+from langchain_hindsight._trust import DEFAULT_SOURCE_PRIOR
 from langchain_hindsight.errors import ConfigurationError
 from langchain_hindsight.types import MemoryUnit, ScoredMemory, utcnow
 
 __all__ = ["DEFAULT_SOURCE_PRIOR", "ScoringWeights", "score_memory", "time_factor"]
-
-DEFAULT_SOURCE_PRIOR: Mapping[str, float] = MappingProxyType(
-    {
-        "user_feedback": 1.0,
-        "manual": 0.9,
-        "rule": 0.6,
-        "agent_inference": 0.5,
-        "review": 0.5,
-        "tool_output": 0.0,
-    }
-)
-"""Trust of each ``MemoryUnit.source`` in [0, 1], multiplied by ``ScoringWeights.source``."""
 
 _SECONDS_PER_DAY = 86_400
 

@@ -12,13 +12,12 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from langchain_hindsight._safety import SUSPICIOUS_TAG, looks_like_instruction, render_safe
-from langchain_hindsight._text import clip_text
+from langchain_hindsight._text import clean_feedback, clip_text
 from langchain_hindsight.errors import InvalidMemoryError
 from langchain_hindsight.prompts import ReflectionTemplates
 from langchain_hindsight.types import MemoryContext, MemorySource, MemoryUnit, Step, Trajectory
@@ -27,16 +26,6 @@ __all__ = ["RuleSettings", "apply_rules", "clean_feedback", "feedback_unit", "fo
 
 logger = logging.getLogger(__name__)
 
-_ACK = re.compile(
-    r"^(?:好的?|好滴|谢谢(?:你)?|多谢|感谢|可以|没问题|很好|不错|收到|ok(?:ay)?|thanks?(?: you)?|thx|great|good|nice|"
-    r"perfect|cool|fine|yes|yep|👍)[\s!！。.~～]*$",
-    re.IGNORECASE,
-)
-_NEGATION = re.compile(
-    r"^(?:不对|不是这样|不是|错了|不正确|不行|no|nope|wrong|incorrect|that'?s (?:wrong|not right|incorrect))"
-    r"(?=[\s,，。.!！:：;；]|$)[\s,，。.!！:：;；]*",
-    re.IGNORECASE,
-)
 _VALUE_CHARS = 80
 _ERROR_CHARS = 160
 _SAMPLE_CHARS = 200
@@ -255,20 +244,6 @@ def _avoid(traj: Trajectory, settings: RuleSettings) -> list[MemoryUnit]:
         tool_text=tool_text,
     )
     return [unit] if unit is not None else []
-
-
-def clean_feedback(text: str) -> str | None:
-    """The correction in a piece of user feedback, or ``None`` for a bare acknowledgement.
-
-    Example:
-        >>> clean_feedback("不对，应该用utf-8-sig"), clean_feedback("No, you should use gbk."), clean_feedback("谢谢！")
-        ('应该用utf-8-sig', 'you should use gbk.', None)
-    """
-    text = " ".join(text.split())
-    if not text or _ACK.match(text):
-        return None
-    stripped = _NEGATION.sub("", text, count=1).strip()
-    return stripped or text
 
 
 def feedback_unit(

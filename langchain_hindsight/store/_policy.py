@@ -11,8 +11,15 @@ import logging
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from langchain_hindsight._trust import (
+    DEFAULT_CONFIDENCE_CEILING,
+    DEFAULT_INITIAL_CONFIDENCE,
+    TRUST_ORDER,
+    TRUSTED_SOURCES,
+    trust_rank,
+)
 from langchain_hindsight.errors import ConfigurationError
-from langchain_hindsight.types import DEFAULT_INITIAL_CONFIDENCE, MemoryUnit, new_memory_id, utcnow
+from langchain_hindsight.types import MemoryUnit, new_memory_id, utcnow
 
 __all__ = [
     "DEFAULT_CONFIDENCE_CEILING",
@@ -27,23 +34,8 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-TRUST_ORDER: tuple[str, ...] = tuple(DEFAULT_INITIAL_CONFIDENCE)
-"""Sources, most trusted first (see ``types.MemorySource``)."""
-TRUSTED_SOURCES = frozenset({"user_feedback", "manual"})
-"""Sources whose instruction-like wording is legitimate (a user telling the agent what to do)."""
-
-DEFAULT_CONFIDENCE_CEILING: dict[str, float] = {
-    "agent_inference": 0.9,
-    "rule": 0.9,
-    "review": 0.8,
-    "tool_output": 0.5,
-}
-"""Highest confidence a unit may *claim* on arrival, by source; feedback can raise it later."""
-
-
-def trust(source: str) -> int:
-    """Rank of ``source``: 0 is the most trusted."""
-    return TRUST_ORDER.index(source)
+trust = trust_rank
+"""Rank of a source: 0 is the most trusted (see ``langchain_hindsight._trust``)."""
 
 
 def clamp_future(unit: MemoryUnit, *, now: datetime | None = None) -> MemoryUnit:

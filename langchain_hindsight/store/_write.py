@@ -36,7 +36,7 @@ from langchain_hindsight.store.writes import (
     WriteResult,
 )
 from langchain_hindsight.taxonomy import TaskTypeVocabulary
-from langchain_hindsight.types import DEFAULT_INITIAL_CONFIDENCE, MemoryUnit
+from langchain_hindsight.types import MemoryUnit
 
 __all__ = [
     "WritePlan",
@@ -166,7 +166,7 @@ def merge_units(existing: MemoryUnit, incoming: MemoryUnit) -> MemoryUnit:
         last_accessed_at=max(existing.last_accessed_at, incoming.last_accessed_at),
         merged_from=merged_from,
         # Provenance: a user's word outranks an inference; never lower it.
-        source=min((existing.source, incoming.source), key=list(DEFAULT_INITIAL_CONFIDENCE).index),
+        source=min((existing.source, incoming.source), key=trust),
     )
 
 

@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from langchain_hindsight._safety import render_safe
+from langchain_hindsight._text import clean_feedback
 from langchain_hindsight.errors import ConfigurationError, RunNotFoundError, StoreError
 from langchain_hindsight.store._codec import from_datetime_us, to_datetime_us
 from langchain_hindsight.types import MemoryStatus, MemoryUnit, Outcome, ScoredMemory, utcnow
@@ -187,8 +189,6 @@ def _erase_comments(entries: list[RunFeedback], contents: Sequence[str]) -> list
     """``entries`` with the comments that became the forgotten units ``contents`` erased."""
     if not contents:
         return entries
-    from langchain_hindsight._safety import render_safe
-    from langchain_hindsight.reflection._rules import clean_feedback
 
     def made(text: str) -> bool:
         core = render_safe(clean_feedback(text) or text)
