@@ -12,7 +12,9 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-__all__ = ["CORRECTION_PATTERNS", "CorrectionDetector"]
+from langchain_hindsight.store.journal import RunJournal, RunRecord
+
+__all__ = ["CORRECTION_PATTERNS", "CorrectionDetector", "corrected_run"]
 
 CORRECTION_PATTERNS: tuple[str, ...] = (
     # Chinese: the turn opens by saying the previous answer was wrong.
@@ -67,3 +69,22 @@ class CorrectionDetector:
             return False
         head = _OPENERS.sub("", text, count=1)
         return self._regex.match(head) is not None
+
+
+def corrected_run(
+    journal: RunJournal, turn: str, run_id: str, thread_id: str | None, namespace: str
+) -> RunRecord | None:
+    """The previous run of the thread that the correcting ``turn`` is a verdict on, if any.
+
+    ``None`` without a thread, without a previous run, or when this very turn was
+    already applied to it (e.g. the same turn served twice).
+    """
+    if not thread_id:
+        return None
+    previous = journal.last_in_thread(thread_id, namespace=namespace, exclude=[run_id])
+    if previous is None:
+        return None
+    text = turn.strip()
+    if any(f.rejected and f.text == text for f in previous.feedback):
+        return None
+    return previous

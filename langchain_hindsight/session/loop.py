@@ -46,7 +46,16 @@ from langchain_hindsight.recall.injection import build_task_prompt, format_exper
 from langchain_hindsight.recall.retriever import HindsightRetriever, RecallResult
 from langchain_hindsight.reflection.background import BackgroundReflector
 from langchain_hindsight.reflection.reflector import Reflector
-from langchain_hindsight.session._conversation import CorrectionDetector
+from langchain_hindsight.session._conversation import CorrectionDetector, corrected_run
+from langchain_hindsight.session._credit import (
+    apply_outcome,
+    apply_verdict,
+    journal_produced,
+    run_record,
+    served_from_items,
+    start_run,
+    submit_background,
+)
 from langchain_hindsight.session.config import (
     ErrorPolicy,
     FeedbackResult,
@@ -56,7 +65,7 @@ from langchain_hindsight.session.config import (
 )
 from langchain_hindsight.store.journal import RunJournal, RunRecord
 from langchain_hindsight.store.memory_store import MemoryStore
-from langchain_hindsight.types import MemoryUnit, ScoredMemory, Trajectory
+from langchain_hindsight.types import MemoryUnit, Trajectory
 
 __all__ = [
     "ErrorPolicy",
@@ -197,33 +206,15 @@ class HindsightSession:
             thread_id=thread_id or None,
         )
 
-    def _start(self, served: Served) -> None:
-        self.journal.start(
-            served.run_id,
-            task=served.task,
-            task_type=served.task_type,
-            namespace=served.namespace,
-            served=served.memories,
-            thread_id=served.thread_id,
-        )
-
-    def _corrected_run(self, served: Served) -> RunRecord | None:
-        """The previous run of the thread when this turn corrects it (not yet rejected with this text)."""
-        if not (self.config.conversation_feedback and served.thread_id and self._is_correction(served.task)):
-            return None
-        previous = self.journal.last_in_thread(served.thread_id, namespace=served.namespace, exclude=[served.run_id])
-        if previous is None:
-            return None
-        text = served.task.strip()
-        if any(f.rejected and f.text == text for f in previous.feedback):
-            return None  # this very turn was already applied (e.g. served twice)
-        return previous
-
     def _prepare(self, served: Served) -> set[str]:
         """Task type, and the conversation correction; returns the ids the correction just rejected."""
         rejected: set[str] = set()
         try:
-            previous = self._corrected_run(served)
+            previous = (
+                corrected_run(self.journal, served.task, served.run_id, served.thread_id, served.namespace)
+                if self.config.conversation_feedback and self._is_correction(served.task)
+                else None
+            )
             if previous is not None:
                 self.feedback(previous.run_id, success=False, comment=served.task, namespace=previous.namespace)
                 served.corrects = previous.run_id
@@ -272,7 +263,7 @@ class HindsightSession:
                 self._fail("recall", e)
         self._type_only(served)
         try:
-            self._start(served)
+            start_run(self.journal, served)
         except Exception as e:  # noqa: BLE001
             self._fail("journal", e)
         return self._render(served)
@@ -293,94 +284,30 @@ class HindsightSession:
                 self._fail("recall", e)
         await asyncio.to_thread(self._type_only, served)
         try:
-            await asyncio.to_thread(self._start, served)
+            await asyncio.to_thread(start_run, self.journal, served)
         except Exception as e:  # noqa: BLE001
             self._fail("journal", e)
         return self._render(served)
 
     # ------------------------------------------------------------------ credit
-    def _credit(self, ids: list[str], namespace: str) -> tuple[list[MemoryUnit], dict[str, float]]:
-        """Apply success credit; returns the updated units and the confidence change of each."""
-        before = {u.memory_id: u.score_confidence for u in self.store.get_many(ids, namespace=namespace)}
-        updated = self.store.record_feedback(ids, success=True, namespace=namespace)
-        return updated, {u.memory_id: u.score_confidence - before.get(u.memory_id, u.score_confidence) for u in updated}
-
-    def _undo_credit(self, credit: Mapping[str, float], namespace: str) -> None:
-        """Take back exactly the confidence a success credit added."""
-        units = self.store.get_many(list(credit), namespace=namespace)
-        changed = [
-            u.evolve(confidence=min(1.0, max(0.0, u.score_confidence - credit[u.memory_id])))
-            for u in units
-            if credit.get(u.memory_id)
-        ]
-        if changed:
-            self.store.update_many(changed, namespace=namespace)
-
-    def _record(self, served: Served) -> RunRecord:
-        """The run's journal record, started now when no adapter started it."""
-        try:
-            return self.journal.get(served.run_id, namespace=served.namespace)
-        except RunNotFoundError:
-            return self.journal.start(
-                served.run_id,
-                task=served.task,
-                task_type=served.task_type,
-                namespace=served.namespace,
-                served=served.memories,
-                thread_id=served.thread_id,
-            )
-
     def _conclude(self, served: Served, trajectory: Trajectory) -> None:
         """Apply the outcome to what the journal says was served, credit once, journal the end."""
         try:
-            record = self._record(served)
-            ids, ns = record.served_ids, record.namespace
-            credit: dict[str, float] | None = None
-            if self.config.apply_outcome and ids:
-                if trajectory.outcome == "success":
-                    if record.credit is None:
-                        credit = self._credit(ids, ns)[1]
-                else:
-                    success = False if trajectory.outcome == "failure" else None
-                    self.store.record_feedback(ids, success=success, namespace=ns)
-            self.journal.finish(
-                trajectory.run_id, outcome=trajectory.outcome, task_type=trajectory.task_type, namespace=ns
-            )
-            if credit is not None:
-                self.journal.set_credit(trajectory.run_id, credit, namespace=ns)
+            record = run_record(self.journal, served)
+            apply_outcome(self.store, self.journal, record, trajectory, to_memories=self.config.apply_outcome)
         except Exception as e:  # noqa: BLE001
             self._fail("outcome feedback", e)
 
     # ------------------------------------------------------------------ reflect
-    def _journal_produced(self, trajectory: Trajectory, produced: list[MemoryUnit]) -> None:
-        if produced:
-            self.journal.add_produced(
-                trajectory.run_id, [u.memory_id for u in produced], namespace=trajectory.namespace
-            )
-
-    def _submit(self, background: BackgroundReflector, trajectory: Trajectory) -> Future[list[MemoryUnit]]:
-        future = background.submit(trajectory)
-
-        def done(f: Future[list[MemoryUnit]]) -> None:
-            if f.cancelled() or f.exception() is not None:
-                return  # the background reflector logs its own failures
-            try:
-                self._journal_produced(trajectory, f.result())
-            except Exception:  # a worker thread: nobody to raise to
-                logger.warning("could not journal produced memories of run %s", trajectory.run_id, exc_info=True)
-
-        future.add_done_callback(done)
-        return future
-
     def _reflect(self, trajectory: Trajectory) -> tuple[list[MemoryUnit], Future[list[MemoryUnit]] | None]:
         reflector = self.reflector
         if not self.config.reflect or reflector is None:
             return [], None
         try:
             if isinstance(reflector, BackgroundReflector):
-                return [], self._submit(reflector, trajectory)
+                return [], submit_background(reflector, self.journal, trajectory)
             produced = list(reflector.reflect(trajectory))
-            self._journal_produced(trajectory, produced)
+            journal_produced(self.journal, trajectory, produced)
             return produced, None
         except Exception as e:  # noqa: BLE001
             self._fail("reflection", e)
@@ -392,10 +319,10 @@ class HindsightSession:
             return []
         try:
             if isinstance(reflector, BackgroundReflector):
-                self._submit(reflector, trajectory)
+                submit_background(reflector, self.journal, trajectory)
                 return []
             produced = list(await reflector.areflect(trajectory))
-            await asyncio.to_thread(self._journal_produced, trajectory, produced)
+            await asyncio.to_thread(journal_produced, self.journal, trajectory, produced)
             return produced
         except Exception as e:  # noqa: BLE001
             self._fail("reflection", e)
@@ -455,25 +382,12 @@ class HindsightSession:
             trajectory = trajectory.model_copy(update={"namespace": spaces.pop()})  # the run used that namespace
         served, trajectory = self._align(None, trajectory)
         try:
-            served.memories = self._served_from_items(items, served.namespace)
-            self._start(served)
+            served.memories = served_from_items(self.store, items, served.namespace)
+            start_run(self.journal, served)
         except Exception as e:  # noqa: BLE001
             self._fail("journal", e)
         self._conclude(served, trajectory)
         return self._reflect(trajectory)[1]
-
-    def _served_from_items(self, items: list[Mapping[str, Any]], namespace: str) -> list[ScoredMemory]:
-        """What a retriever served inside a captured run (``TrajectoryRecorder`` metadata), as recall results."""
-        if not items:
-            return []
-        units = {u.memory_id: u for u in self.store.get_many([str(i["memory_id"]) for i in items], namespace=namespace)}
-        return [
-            ScoredMemory(
-                memory=units[mid], score=float(i.get("score") or 0.0), similarity=float(i.get("similarity") or 0.0)
-            )
-            for i in items
-            if (mid := str(i["memory_id"])) in units
-        ]
 
     # ------------------------------------------------------------------ feedback
     def feedback(
@@ -506,18 +420,7 @@ class HindsightSession:
             raise ConfigurationError("give success=True/False, a comment, or both")
         record = self.journal.get(run_id, namespace=namespace)
         ns = record.namespace
-        ids = record.served_ids
-        updated: list[MemoryUnit] = []
-        if success is False:
-            if record.credit:
-                self._undo_credit(record.credit, ns)
-            if ids:
-                updated = self.store.record_feedback(ids, rejected=True, namespace=ns)
-            if record.credit is not None:
-                self.journal.set_credit(run_id, None, namespace=ns)
-        elif success is True and ids and record.credit is None:
-            updated, credit = self._credit(ids, ns)
-            self.journal.set_credit(run_id, credit, namespace=ns)
+        updated = apply_verdict(self.store, self.journal, record, success)
         created: list[MemoryUnit] = []
         if text and success is not True:
             created = self._user_feedback(text, record)

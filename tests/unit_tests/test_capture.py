@@ -22,7 +22,7 @@ from langgraph.graph.message import add_messages
 from langgraph.prebuilt import ToolNode, tools_condition
 
 from langchain_hindsight import ConfigurationError, Trajectory, TrajectoryRecorder
-from langchain_hindsight.capture.recorder import clip_text, task_from_inputs
+from langchain_hindsight.capture._text import clip_text, task_from_inputs
 from langchain_hindsight.testing import ReactiveToolModel, call, scripted_model
 
 GBK_TEXT = "姓名,城市\n张三,北京\n李四,上海\n"

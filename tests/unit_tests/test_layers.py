@@ -1,0 +1,143 @@
+"""The package's shape: import contracts (layers, no cycles), module size, and the one source-trust table."""
+
+from __future__ import annotations
+
+import ast
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import get_args
+
+import pytest
+
+from langchain_hindsight import _trust
+from langchain_hindsight.recall.scoring import DEFAULT_SOURCE_PRIOR
+from langchain_hindsight.store import _policy
+from langchain_hindsight.types import DEFAULT_INITIAL_CONFIDENCE, MemorySource, MemoryUnit
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGE = ROOT / "langchain_hindsight"
+MAX_LINES = 500
+# Modules still being split by their owners (issue 15); everything else must stay small.
+NOT_YET_SPLIT = {"store/memory_store.py", "store/journal.py", "store/_lexical.py", "cli/main.py", "recall/retriever.py"}
+# Imports inside functions are allowed only for optional extras and heavy third-party stacks, never our own modules.
+OWN = "langchain_hindsight"
+
+
+# ---------------------------------------------------------------- the import contracts
+def _lint_imports(workdir: Path) -> subprocess.CompletedProcess[str]:
+    exe = shutil.which("lint-imports", path=str(Path(sys.executable).parent))
+    if exe is None:
+        pytest.skip("import-linter is not installed (pip install import-linter)")
+    return subprocess.run(
+        [exe, "--config", str(workdir / ".importlinter"), "--no-cache"],
+        cwd=workdir,
+        env={"PYTHONPATH": str(workdir), "PATH": str(Path(sys.executable).parent)},
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+
+
+@pytest.fixture
+def package_copy(tmp_path: Path) -> Path:
+    shutil.copytree(PACKAGE, tmp_path / OWN, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / ".importlinter", tmp_path / ".importlinter")
+    return tmp_path
+
+
+def test_the_import_contracts_hold() -> None:
+    result = _lint_imports(ROOT)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "0 broken" in result.stdout
+
+
+def test_an_upward_import_breaks_the_layers(package_copy: Path) -> None:
+    codec = package_copy / OWN / "store" / "_codec.py"
+    codec.write_text(codec.read_text() + "\nfrom langchain_hindsight.session.loop import HindsightSession  # noqa\n")
+    result = _lint_imports(package_copy)
+    assert result.returncode != 0
+    assert "langchain_hindsight.store is not allowed to import langchain_hindsight.session" in " ".join(
+        result.stdout.split()
+    )
+
+
+def test_a_cycle_inside_one_layer_is_refused_even_in_a_function(package_copy: Path) -> None:
+    background = package_copy / OWN / "reflection" / "background.py"
+    late = "\n\ndef _late() -> None:\n    from langchain_hindsight.reflection import reflector  # noqa\n"
+    background.write_text(background.read_text() + late)
+    result = _lint_imports(package_copy)
+    assert result.returncode != 0
+    assert "No cycles are allowed in langchain_hindsight.reflection" in " ".join(result.stdout.split())
+
+
+def test_a_new_module_must_be_placed_in_a_layer(package_copy: Path) -> None:
+    (package_copy / OWN / "_stray.py").write_text('"""A module nobody placed."""\n')
+    result = _lint_imports(package_copy)
+    assert result.returncode != 0
+    assert "_stray" in result.stdout
+
+
+def _function_level_imports(path: Path) -> list[tuple[int, str]]:
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            for inner in ast.walk(node):
+                if isinstance(inner, ast.ImportFrom) and (inner.level or (inner.module or "").startswith(OWN)):
+                    found.append((inner.lineno, inner.module or "."))
+                elif isinstance(inner, ast.Import):
+                    found += [(inner.lineno, a.name) for a in inner.names if a.name.startswith(OWN)]
+    return found
+
+
+# Optional extras only: the classic memory adapter needs langchain-classic.
+OPTIONAL_EXTRA_IMPORTS = {("hindsight.py", "langchain_hindsight.adapters.memory")}
+OWNED_BY_OTHERS = ("store/", "cli/", "sharing/")  # their owners remove theirs (issue 15)
+
+
+def test_no_function_level_imports_of_our_own_modules() -> None:
+    offenders = [
+        f"{rel}:{line} imports {module}"
+        for path in sorted(PACKAGE.rglob("*.py"))
+        if not (rel := path.relative_to(PACKAGE).as_posix()).startswith(OWNED_BY_OTHERS)
+        for line, module in _function_level_imports(path)
+        if (rel, module) not in OPTIONAL_EXTRA_IMPORTS
+    ]
+    assert offenders == []
+
+
+def test_modules_stay_small() -> None:
+    big = {
+        rel: n
+        for path in PACKAGE.rglob("*.py")
+        if (rel := path.relative_to(PACKAGE).as_posix()) not in NOT_YET_SPLIT
+        and (n := len(path.read_text(encoding="utf-8").splitlines())) > MAX_LINES
+    }
+    assert big == {}
+
+
+# ---------------------------------------------------------------- one source-trust table
+def test_the_trust_table_has_one_row_per_source_in_trust_order() -> None:
+    assert tuple(_trust.SOURCE_TRUST) == get_args(MemorySource)  # same sources, same (most trusted first) order
+    rows = list(_trust.SOURCE_TRUST.values())
+    initial = [r.initial_confidence for r in rows]
+    assert initial == sorted(initial, reverse=True)
+    assert len(set(initial)) == len(initial)  # strictly: no two sources tie
+    assert [r.prior for r in rows] == sorted((r.prior for r in rows), reverse=True)
+    assert [r.ceiling for r in rows] == sorted((r.ceiling for r in rows), reverse=True)
+    assert all(r.initial_confidence <= r.ceiling for r in rows)
+
+
+def test_every_reader_uses_the_one_table() -> None:
+    assert _policy.TRUST_ORDER == _trust.TRUST_ORDER
+    assert {"user_feedback", "manual"} == _policy.TRUSTED_SOURCES
+    assert dict(DEFAULT_SOURCE_PRIOR) == {s: t.prior for s, t in _trust.SOURCE_TRUST.items()}
+    assert {s: t.initial_confidence for s, t in _trust.SOURCE_TRUST.items()} == DEFAULT_INITIAL_CONFIDENCE
+    assert _policy.ConfidencePolicy().ceiling == _trust.DEFAULT_CONFIDENCE_CEILING
+    # a rule-made lesson (what the trajectory showed) outranks the model's inference in every table
+    assert _trust.trust_rank("rule") < _trust.trust_rank("agent_inference")
+    assert DEFAULT_SOURCE_PRIOR["rule"] > DEFAULT_SOURCE_PRIOR["agent_inference"]
+    assert MemoryUnit(content="x", source="rule").confidence == 0.7
+    assert MemoryUnit(content="用户说：周报只统计本周", source="user_feedback").confidence == 0.9
