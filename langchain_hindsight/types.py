@@ -30,8 +30,11 @@ __all__ = [
     "MemoryUnit",
     "Outcome",
     "ScoredMemory",
+    "Served",
+    "ServedMemory",
     "Step",
     "StepType",
+    "TaskTypeSource",
     "Trajectory",
     "new_memory_id",
     "utcnow",
@@ -41,6 +44,11 @@ MemoryKind = Literal["experience", "fact", "entity"]
 """Seed §2.2: experience (the hindsight core), fact, entity."""
 
 MemoryStatus = Literal["active", "superseded", "archived"]
+
+TaskTypeSource = Literal["fixed", "inferred", "model"]
+"""Where a recall's task type came from: the caller (``task_type=`` on the call or
+the retriever), the keyword rules (:func:`~langchain_hindsight.taxonomy.infer_task_type`),
+or the optional model classifier."""
 
 StepType = Literal["thought", "tool_call", "tool_result", "error", "final_answer", "feedback"]
 Outcome = Literal["success", "failure", "unknown"]
@@ -347,3 +355,77 @@ class ScoredMemory(BaseModel):
     breakdown: dict[str, float] = Field(default_factory=dict)
     query_task_type: str | None = None
     """The task type the recall scored against (given or inferred from the query), for journals."""
+
+
+class ServedMemory(BaseModel):
+    """One memory a run was shown, with the numbers that ranked it (one line of the ``[相关经验]`` block)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    memory_id: str
+    rank: int
+    """1 = first line of the ``[相关经验]`` block."""
+    score: float
+    similarity: float
+    confidence: float
+    """The memory's confidence when it was shown."""
+    breakdown: dict[str, float] = Field(default_factory=dict)
+    """Per-factor contributions (``similarity``, ``task_type``, ``confidence``, ``access``, ``source``, ...)."""
+
+    @classmethod
+    def from_scored(cls, scored: ScoredMemory, rank: int) -> ServedMemory:
+        """The entry for one recalled memory shown at ``rank``."""
+        return cls(
+            memory_id=scored.memory.memory_id,
+            rank=rank,
+            score=float(scored.score),
+            similarity=float(scored.similarity),
+            confidence=scored.memory.score_confidence,
+            breakdown={k: float(v) for k, v in scored.breakdown.items()},
+        )
+
+
+class Served(BaseModel):
+    """What was served for one task: the recalled memories, the task type they were scored for, and the block.
+
+    The one record of a serving, from the bare retriever (``HindsightRetriever.served()``
+    and its ``on_served`` hook: ``run_id`` is empty) up to the session and every
+    adapter (which fill in the run, the thread, the rendered block and task prompt).
+    The journal keeps each served memory as a :class:`ServedMemory`.
+
+    Example:
+        >>> s = Served(task="生成本周的销售周报", namespace="default")
+        >>> s.memory_ids, s.query, s.block
+        ((), '生成本周的销售周报', '')
+    """
+
+    run_id: str = ""
+    """The run it was served to (``""`` for a retriever called on its own)."""
+    task: str
+    """The task text (the retriever's query)."""
+    namespace: str
+    memories: list[ScoredMemory] = Field(default_factory=list)
+    """Best first."""
+    task_type: str | None = None
+    """The task type the memories were scored for (the fixed one, else inferred from the task text)."""
+    task_type_source: TaskTypeSource | None = None
+    """Where ``task_type`` came from (``None`` when no recall ran)."""
+    at: datetime = Field(default_factory=utcnow)
+    block: str = ""
+    """The ``[相关经验]`` block, or ``""`` when nothing relevant was recalled."""
+    task_prompt: str = ""
+    """The task as the seed's task prompt (block + ``[当前任务]`` + instruction), or the task itself."""
+    thread_id: str | None = None
+    """The conversation thread, when the adapter knows it."""
+    corrects: str | None = None
+    """Run id of the previous run in the thread that this turn corrected (feedback from the conversation)."""
+
+    @property
+    def memory_ids(self) -> tuple[str, ...]:
+        """Ids of the served memories, best first."""
+        return tuple(m.memory.memory_id for m in self.memories)
+
+    @property
+    def query(self) -> str:
+        """The task text, as the retriever's query."""
+        return self.task

@@ -63,7 +63,7 @@ def _served_record(served: Served) -> dict[str, Any]:
         "run_id": served.run_id,
         "namespace": served.namespace,
         "task": served.task,
-        "memory_ids": served.memory_ids,
+        "memory_ids": list(served.memory_ids),
     }
 
 

@@ -33,7 +33,7 @@ from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any
 
 from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
@@ -57,7 +57,7 @@ from langchain_hindsight.recall.fusion import (
 from langchain_hindsight.recall.scoring import ScoringWeights, score_memory
 from langchain_hindsight.store.memory_store import MemoryStore
 from langchain_hindsight.taxonomy import TaskTypeVocabulary
-from langchain_hindsight.types import MemoryUnit, ScoredMemory, utcnow
+from langchain_hindsight.types import MemoryUnit, ScoredMemory, Served, TaskTypeSource, utcnow
 
 __all__ = [
     "DEFAULT_LOW_RELEVANCE",
@@ -89,11 +89,6 @@ DEFAULT_LOW_RELEVANCE = DEFAULT_MIN_RELEVANCE
 relevance level are weak matches (only possible with a lowered or disabled
 floor), and the retriever warns that the embedder may not fit."""
 
-TaskTypeSource = Literal["fixed", "inferred", "model"]
-"""Where a recall's task type came from: the caller (``task_type=`` on the call or
-the retriever), the keyword rules (:func:`~langchain_hindsight.taxonomy.infer_task_type`),
-or the optional model classifier."""
-
 TaskClassifier = Callable[[str, Sequence[str]], "str | None"]
 """A task-type classifier hook: ``(task text, allowed labels) -> label or None``."""
 
@@ -103,16 +98,9 @@ _CLASSIFY_MAX_ANSWER = 200
 """Only this much of the model's answer is read."""
 
 
-@dataclass(frozen=True, slots=True)
-class ServedRecord:
-    """Which memories one recall served (for the feedback loop, seed §4.5), and the task type it used."""
-
-    query: str
-    namespace: str
-    memory_ids: tuple[str, ...]
-    at: datetime
-    task_type: str | None = None
-    task_type_source: TaskTypeSource | None = None
+ServedRecord = Served
+"""What one recall served: the same type as the session's :class:`~langchain_hindsight.types.Served`
+(``run_id`` empty, ``query`` = ``task``), under the name this module has always exported."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -514,7 +502,9 @@ class HindsightRetriever(BaseRetriever):
         kept.sort(key=lambda s: (-s.score, s.memory.memory_id))
         result = [s.model_copy(update={"query_task_type": label}) for s in kept[:limit]]
         self._diagnose(result)
-        record = ServedRecord(query, namespace, tuple(s.memory.memory_id for s in result), now, label, source)
+        record = Served(
+            task=query, namespace=namespace, memories=result, at=now, task_type=label, task_type_source=source
+        )
         with self._served_lock:
             self._served.append(record)
         if self.on_served is not None:

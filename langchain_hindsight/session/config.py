@@ -1,7 +1,7 @@
 """Values of the hindsight session, re-exported by :mod:`langchain_hindsight.session.loop`.
 
-Its options (:class:`SessionConfig`), what a task was served (:class:`Served`) and
-what feedback changed (:class:`FeedbackResult`).
+Its options (:class:`SessionConfig`) and what feedback changed (:class:`FeedbackResult`);
+what a task was served is :class:`~langchain_hindsight.types.Served` (re-exported here).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from langchain_hindsight.reflection.reflector import Reflector
 from langchain_hindsight.session._conversation import CORRECTION_PATTERNS
 from langchain_hindsight.store.journal import RunJournal, RunRecord
 from langchain_hindsight.store.memory_store import MemoryStore
-from langchain_hindsight.types import MemoryUnit, ScoredMemory
+from langchain_hindsight.types import MemoryUnit, Served
 
 if TYPE_CHECKING:
     from langchain_hindsight.recall.retriever import HindsightRetriever
@@ -37,31 +37,6 @@ the typed error (for tests and debugging).
 def new_run_id() -> str:
     """A fresh run id (a UUID4 string, like LangChain's)."""
     return str(uuid.uuid4())
-
-
-@dataclass
-class Served:
-    """What one task was given: its recalled memories and the rendered block."""
-
-    run_id: str
-    task: str
-    namespace: str
-    memories: list[ScoredMemory] = field(default_factory=list)
-    block: str = ""
-    """The ``[相关经验]`` block, or ``""`` when nothing relevant was recalled."""
-    task_prompt: str = ""
-    """The task as the seed's task prompt (block + ``[当前任务]`` + instruction), or the task itself."""
-    task_type: str | None = None
-    """The task type the task was served as (the fixed one, else inferred from the task text)."""
-    thread_id: str | None = None
-    """The conversation thread, when the adapter knows it."""
-    corrects: str | None = None
-    """Run id of the previous run in the thread that this turn corrected (feedback from the conversation)."""
-
-    @property
-    def memory_ids(self) -> list[str]:
-        """Ids of the served memories, best first."""
-        return [m.memory.memory_id for m in self.memories]
 
 
 @dataclass(frozen=True, slots=True)

@@ -339,7 +339,7 @@ class HindsightSession:
         if trajectory.task_type is None and (served.task_type or self.task_type):
             changes["task_type"] = served.task_type or self.task_type
         if served.memories:
-            changes["metadata"] = {**trajectory.metadata, "served_memory_ids": served.memory_ids}
+            changes["metadata"] = {**trajectory.metadata, "served_memory_ids": list(served.memory_ids)}
         return served, trajectory.model_copy(update=changes)
 
     def finish(self, served: Served | None, trajectory: Trajectory) -> list[MemoryUnit]:

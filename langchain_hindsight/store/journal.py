@@ -24,7 +24,7 @@ from langchain_hindsight._safety import render_safe
 from langchain_hindsight._text import clean_feedback
 from langchain_hindsight.errors import ConfigurationError, RunNotFoundError, StoreError
 from langchain_hindsight.store._codec import from_datetime_us, to_datetime_us
-from langchain_hindsight.types import MemoryStatus, MemoryUnit, Outcome, ScoredMemory, utcnow
+from langchain_hindsight.types import MemoryStatus, MemoryUnit, Outcome, ScoredMemory, ServedMemory, utcnow
 
 if TYPE_CHECKING:
     from langchain_hindsight.store.memory_store import MemoryStore
@@ -46,34 +46,6 @@ JOURNAL_SCHEMA = 1
 _EMBEDDING = [1.0]
 """Records are never searched by similarity: every one gets the same 1-d vector."""
 _PAGE = 1000
-
-
-class ServedMemory(BaseModel):
-    """One memory a run was shown, with the numbers that ranked it."""
-
-    model_config = ConfigDict(frozen=True)
-
-    memory_id: str
-    rank: int
-    """1 = first line of the ``[相关经验]`` block."""
-    score: float
-    similarity: float
-    confidence: float
-    """The memory's confidence when it was shown."""
-    breakdown: dict[str, float] = Field(default_factory=dict)
-    """Per-factor contributions (``similarity``, ``task_type``, ``confidence``, ``access``, ``source``, ...)."""
-
-    @classmethod
-    def from_scored(cls, scored: ScoredMemory, rank: int) -> ServedMemory:
-        """The journal entry for one recalled memory."""
-        return cls(
-            memory_id=scored.memory.memory_id,
-            rank=rank,
-            score=float(scored.score),
-            similarity=float(scored.similarity),
-            confidence=scored.memory.score_confidence,
-            breakdown={k: float(v) for k, v in scored.breakdown.items()},
-        )
 
 
 class RunFeedback(BaseModel):

@@ -219,7 +219,7 @@ def test_async_session_serve_and_finish(make_hs: Callable[..., Hindsight]) -> No
         return served, await hs.journal.aget(served.run_id)
 
     served, record = asyncio.run(main())
-    assert served.memory_ids == [unit.memory_id]
+    assert served.memory_ids == (unit.memory_id,)
     assert LESSON in served.block
     assert record.thread_id == "t-async"
     assert record.outcome == "success"
