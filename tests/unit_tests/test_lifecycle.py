@@ -380,6 +380,19 @@ def test_model_review_makes_one_call_and_stores_capped_units(store: MemoryStore)
     assert unit.confidence == 0.75  # capped: a review is an inference over inferences
 
 
+def test_model_review_keeps_the_complete_items_of_a_cut_off_answer(store: MemoryStore) -> None:
+    """The review reads model JSON with the same salvager as reflection: a truncated list keeps its whole items."""
+    journal = RunJournal(store)
+    _journal_runs(store, journal, n=4, tagged=4)
+    answer = (
+        '[{"task_type": "data_cleaning", "content": "Profile missing values per column before choosing a fill."}, '
+        '{"task_type": "data_cleaning", "content": "先统计每列缺失比例再决定填充方式'  # cut off at the token limit
+    )
+    model = GenericFakeChatModel(messages=iter([AIMessage(content=answer)]))
+    report = Lifecycle(store, journal=journal, model=model).review(now=T0 + timedelta(days=2))
+    assert [u.content for u in report.created] == ["Profile missing values per column before choosing a fill."]
+
+
 def test_model_review_with_a_bad_answer_raises(store: MemoryStore) -> None:
     journal = RunJournal(store)
     _journal_runs(store, journal, n=3, tagged=3)
