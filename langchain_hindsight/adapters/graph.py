@@ -31,7 +31,8 @@ from langchain_hindsight.capture.messages import (
     trajectory_from_messages,
 )
 from langchain_hindsight.errors import ConfigurationError
-from langchain_hindsight.session.loop import Served, SessionSource, new_run_id, session_for
+from langchain_hindsight.session.loop import Served, new_run_id
+from langchain_hindsight.session.source import SessionSource, session_for
 from langchain_hindsight.types import Outcome, Step, Trajectory
 
 __all__ = ["recall_node", "reflect_node", "with_hindsight"]

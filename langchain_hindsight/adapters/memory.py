@@ -17,7 +17,8 @@ from pydantic import ConfigDict, Field, PrivateAttr
 
 from langchain_hindsight.capture.messages import trajectory_from_intermediate_steps
 from langchain_hindsight.errors import ConfigurationError
-from langchain_hindsight.session.loop import HindsightSession, Served, SessionConfig, new_run_id, session_for
+from langchain_hindsight.session.loop import HindsightSession, Served, SessionConfig, new_run_id
+from langchain_hindsight.session.source import session_for
 from langchain_hindsight.store.memory_store import MemoryStore
 from langchain_hindsight.types import Outcome, Trajectory
 

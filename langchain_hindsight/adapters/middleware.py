@@ -27,7 +27,8 @@ from langchain_hindsight.capture.messages import (
     trajectory_from_messages,
 )
 from langchain_hindsight.errors import ConfigurationError
-from langchain_hindsight.session.loop import HindsightSession, Served, SessionSource, new_run_id, session_for
+from langchain_hindsight.session.loop import HindsightSession, Served, new_run_id
+from langchain_hindsight.session.source import SessionSource, session_for
 
 if TYPE_CHECKING:
     from langchain.agents.middleware.types import ExtendedModelResponse

@@ -76,7 +76,13 @@ def undo_credit(store: MemoryStore, given: Mapping[str, float], namespace: str) 
 
 
 def apply_outcome(
-    store: MemoryStore, journal: RunJournal, record: RunRecord, trajectory: Trajectory, *, to_memories: bool
+    store: MemoryStore,
+    journal: RunJournal,
+    record: RunRecord,
+    trajectory: Trajectory,
+    *,
+    ids: list[str],
+    to_memories: bool,
 ) -> None:
     """Apply the run's outcome to what the journal says it was served (credit once), and journal its end.
 
@@ -85,9 +91,10 @@ def apply_outcome(
         journal: The run journal holding ``record``.
         record: The run's journal record.
         trajectory: The finished run.
+        ids: The served memories the outcome applies to (``record.served_ids``, or a subset of them).
         to_memories: ``False`` only journals the end (``SessionConfig.apply_outcome``).
     """
-    ids, ns = record.served_ids, record.namespace
+    ns = record.namespace
     given: dict[str, float] | None = None
     if to_memories and ids:
         if trajectory.outcome == "success":
@@ -101,13 +108,17 @@ def apply_outcome(
         journal.set_credit(trajectory.run_id, given, namespace=ns)
 
 
-def apply_verdict(store: MemoryStore, journal: RunJournal, record: RunRecord, success: bool | None) -> list[MemoryUnit]:
-    """A user's verdict on a run: ``False`` undoes its credit and rejects what it was served; ``True`` credits once.
+def apply_verdict(
+    store: MemoryStore, journal: RunJournal, record: RunRecord, success: bool | None, *, ids: list[str]
+) -> list[MemoryUnit]:
+    """A user's verdict on a run: ``False`` undoes its credit and rejects ``ids``; ``True`` credits them once.
+
+    ``ids`` are the served memories the verdict applies to (``record.served_ids``, or a subset of them).
 
     Returns:
         The served memories whose confidence changed.
     """
-    ns, ids, run_id = record.namespace, record.served_ids, record.run_id
+    ns, run_id = record.namespace, record.run_id
     updated: list[MemoryUnit] = []
     if success is False:
         if record.credit:

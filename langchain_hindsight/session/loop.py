@@ -36,7 +36,7 @@ import logging
 from collections.abc import Mapping
 from concurrent.futures import Future
 from dataclasses import replace
-from typing import Any, Protocol, TypeAlias
+from typing import Any
 
 from langchain_hindsight.capture.messages import resolve_namespace
 from langchain_hindsight.capture.recorder import SERVED_KEY
@@ -73,10 +73,7 @@ __all__ = [
     "HindsightSession",
     "Served",
     "SessionConfig",
-    "SessionOwner",
-    "SessionSource",
     "new_run_id",
-    "session_for",
 ]
 
 logger = logging.getLogger(__name__)
@@ -294,7 +291,14 @@ class HindsightSession:
         """Apply the outcome to what the journal says was served, credit once, journal the end."""
         try:
             record = run_record(self.journal, served)
-            apply_outcome(self.store, self.journal, record, trajectory, to_memories=self.config.apply_outcome)
+            apply_outcome(
+                self.store,
+                self.journal,
+                record,
+                trajectory,
+                ids=record.served_ids,
+                to_memories=self.config.apply_outcome,
+            )
         except Exception as e:  # noqa: BLE001
             self._fail("outcome feedback", e)
 
@@ -420,7 +424,7 @@ class HindsightSession:
             raise ConfigurationError("give success=True/False, a comment, or both")
         record = self.journal.get(run_id, namespace=namespace)
         ns = record.namespace
-        updated = apply_verdict(self.store, self.journal, record, success)
+        updated = apply_verdict(self.store, self.journal, record, success, ids=record.served_ids)
         created: list[MemoryUnit] = []
         if text and success is not True:
             created = self._user_feedback(text, record)
@@ -452,39 +456,3 @@ class HindsightSession:
         return reflector.record_user_feedback(
             text, task=record.task, task_type=record.task_type, namespace=record.namespace, run_id=record.run_id
         )
-
-
-class SessionOwner(Protocol):
-    """Anything that owns a hindsight session, such as :class:`~langchain_hindsight.Hindsight`.
-
-    Adapters take one through :func:`session_for` and only ever use its ``session``,
-    so they depend on the session, not on the facade that builds them.
-    """
-
-    @property
-    def session(self) -> HindsightSession:
-        """The session the owner's adapters run on."""
-        ...
-
-
-SessionSource: TypeAlias = SessionOwner | HindsightSession | SessionConfig | MemoryStore
-"""What an adapter accepts: a ``Hindsight`` (its session), a session, a :class:`SessionConfig` or a bare store."""
-
-
-def session_for(target: SessionSource | object, /, **options: Any) -> HindsightSession:
-    """The session an adapter runs on.
-
-    Args:
-        target: A :class:`~langchain_hindsight.Hindsight` (its session), a
-            :class:`HindsightSession`, a :class:`SessionConfig` or a :class:`MemoryStore`.
-        **options: :class:`SessionConfig` options to change for this adapter only.
-
-    Raises:
-        ConfigurationError: ``target`` is none of these, or an option is unknown.
-    """
-    session = getattr(target, "session", target)
-    if isinstance(session, HindsightSession):
-        return session.derive(**options)
-    if isinstance(target, SessionConfig | MemoryStore):
-        return HindsightSession(target, **options)
-    raise ConfigurationError(f"expected a Hindsight, a HindsightSession or a MemoryStore, got {type(target).__name__}")

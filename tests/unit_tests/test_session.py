@@ -28,7 +28,8 @@ from langchain_hindsight import (
 )
 from langchain_hindsight.embeddings.local import LocalEmbeddings
 from langchain_hindsight.session._conversation import CorrectionDetector
-from langchain_hindsight.session.loop import HindsightSession, SessionConfig, session_for
+from langchain_hindsight.session.loop import HindsightSession, SessionConfig
+from langchain_hindsight.session.source import session_for
 from langchain_hindsight.store.journal import RunRecord
 from langchain_hindsight.testing import ReactiveToolModel, call
 from langchain_hindsight.types import Trajectory
