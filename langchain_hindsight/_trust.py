@@ -3,16 +3,16 @@
 Every number the package attaches to a unit's ``source`` lives in :data:`SOURCE_TRUST`,
 row by row, most trusted first:
 
-=================  ==========  =======  =====  =========================
-source             initial     ceiling  prior  instruction-like wording
-=================  ==========  =======  =====  =========================
-``user_feedback``  0.9         1.0      1.0    legitimate
-``manual``         0.8         1.0      0.9    legitimate
-``rule``           0.7         0.9      0.6    suspicious
-``agent_inference`` 0.65       0.9      0.5    suspicious
-``review``         0.6         0.8      0.5    suspicious
-``tool_output``    0.4         0.5      0.0    suspicious
-=================  ==========  =======  =====  =========================
+===================  =======  =======  =====  ========================  =========
+source               initial  ceiling  prior  instruction-like wording  untrusted
+===================  =======  =======  =====  ========================  =========
+``user_feedback``    0.9      1.0      1.0    legitimate
+``manual``           0.8      1.0      0.9    legitimate
+``rule``             0.7      0.9      0.6    suspicious
+``agent_inference``  0.65     0.9      0.5    suspicious
+``review``           0.6      0.8      0.5    suspicious
+``tool_output``      0.4      0.5      0.0    suspicious                yes
+===================  =======  =======  =====  ========================  =========
 
 A user's explicit correction is trusted most (a strong signal, stored at once);
 the developer's own notes next. A rule-made lesson is derived from what the
@@ -37,6 +37,7 @@ __all__ = [
     "SOURCE_TRUST",
     "TRUSTED_SOURCES",
     "TRUST_ORDER",
+    "UNTRUSTED_SOURCES",
     "MemorySource",
     "SourceTrust",
     "trust_rank",
@@ -62,12 +63,14 @@ class SourceTrust:
         ceiling: Highest confidence a unit may *claim* on arrival (feedback can raise it later).
         prior: Trust in the recall score, in [0, 1] (multiplied by ``ScoringWeights.source``).
         may_instruct: Instruction-like wording is legitimate (a user telling the agent what to do).
+    untrusted: The text came from outside (a tool): only its content is searchable, never its hidden fields.
     """
 
     initial_confidence: float
     ceiling: float
     prior: float
     may_instruct: bool = False
+    untrusted: bool = False
 
 
 SOURCE_TRUST: Mapping[MemorySource, SourceTrust] = MappingProxyType(
@@ -77,7 +80,7 @@ SOURCE_TRUST: Mapping[MemorySource, SourceTrust] = MappingProxyType(
         "rule": SourceTrust(initial_confidence=0.7, ceiling=0.9, prior=0.6),
         "agent_inference": SourceTrust(initial_confidence=0.65, ceiling=0.9, prior=0.5),
         "review": SourceTrust(initial_confidence=0.6, ceiling=0.8, prior=0.5),
-        "tool_output": SourceTrust(initial_confidence=0.4, ceiling=0.5, prior=0.0),
+        "tool_output": SourceTrust(initial_confidence=0.4, ceiling=0.5, prior=0.0, untrusted=True),
     }
 )
 """One row per :data:`MemorySource`, most trusted first (a test checks every source has one)."""
@@ -87,6 +90,9 @@ TRUST_ORDER: tuple[MemorySource, ...] = tuple(SOURCE_TRUST)
 
 TRUSTED_SOURCES: frozenset[MemorySource] = frozenset(s for s, t in SOURCE_TRUST.items() if t.may_instruct)
 """Sources whose instruction-like wording is legitimate (a user telling the agent what to do)."""
+
+UNTRUSTED_SOURCES: frozenset[MemorySource] = frozenset(s for s, t in SOURCE_TRUST.items() if t.untrusted)
+"""Sources whose text came from outside the conversation (a tool's output)."""
 
 DEFAULT_INITIAL_CONFIDENCE: dict[str, float] = {s: t.initial_confidence for s, t in SOURCE_TRUST.items()}
 """Initial confidence when none is given, by source (agent inference 0.65; user feedback high)."""

@@ -18,6 +18,7 @@ from typing import Any
 
 from langchain_hindsight._safety import SUSPICIOUS_TAG, looks_like_instruction, render_safe
 from langchain_hindsight._text import clean_feedback, clip_text
+from langchain_hindsight._trust import TRUSTED_SOURCES
 from langchain_hindsight.errors import InvalidMemoryError
 from langchain_hindsight.prompts import ReflectionTemplates
 from langchain_hindsight.types import MemoryContext, MemorySource, MemoryUnit, Step, Trajectory
@@ -94,7 +95,7 @@ def _unit(
     if tool_text.strip() and source == "rule":
         source = "tool_output"
     tags = [t.lower() for t in tags if t]
-    if source not in ("user_feedback", "manual") and looks_like_instruction(content):
+    if source not in TRUSTED_SOURCES and looks_like_instruction(content):
         tags.append(SUSPICIOUS_TAG)
     try:
         return MemoryUnit(

@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from langchain_hindsight._trust import TRUSTED_SOURCES, UNTRUSTED_SOURCES
 from langchain_hindsight.types import MemoryUnit
 
 __all__ = ["ChangeFeed", "LexicalIndex", "indexed_text", "tokenize", "tokenizer_signature", "unit_text"]
@@ -110,7 +111,6 @@ def tokenize(text: str) -> list[str]:
     return out
 
 
-_LOW_TRUST_SOURCES = frozenset({"tool_output"})
 _HIDDEN_CHARS = 120
 _HIDDEN_TAGS = 5
 
@@ -130,9 +130,9 @@ def indexed_text(content: str, task_description: str, tags: Sequence[str], tools
     stuffing them with common task words cannot pull a low-trust unit into
     unrelated recalls.
     """
-    if source in _LOW_TRUST_SOURCES or "suspicious" in tags:
+    if source in UNTRUSTED_SOURCES or "suspicious" in tags:
         return content
-    if source in ("user_feedback", "manual"):
+    if source in TRUSTED_SOURCES:
         return " ".join([content, task_description, " ".join(tags), " ".join(tools)])
     hidden = [task_description[:_HIDDEN_CHARS], " ".join(tags[:_HIDDEN_TAGS])]
     return " ".join([content, *hidden, " ".join(tools[:_HIDDEN_TAGS])])

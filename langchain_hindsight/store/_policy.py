@@ -16,6 +16,7 @@ from langchain_hindsight._trust import (
     DEFAULT_INITIAL_CONFIDENCE,
     TRUST_ORDER,
     TRUSTED_SOURCES,
+    UNTRUSTED_SOURCES,
     trust_rank,
 )
 from langchain_hindsight.errors import ConfigurationError
@@ -71,7 +72,7 @@ def settle_claims(unit: MemoryUnit, *, now: datetime | None = None) -> MemoryUni
     """
     unit = clamp_future(unit, now=now)
     changes: dict[str, object] = {}
-    if unit.source == "tool_output":
+    if unit.source in UNTRUSTED_SOURCES:
         if unit.access_count:
             changes["access_count"] = 0
         if unit.supersedes is not None:
