@@ -26,10 +26,11 @@ from langchain_hindsight import (
     recall_node,
     reflect_node,
 )
+from langchain_hindsight.adapters.middleware import HindsightMiddleware
 from langchain_hindsight.embeddings.local import LocalEmbeddings
 from langchain_hindsight.session._conversation import CorrectionDetector
 from langchain_hindsight.session.loop import HindsightSession, SessionConfig
-from langchain_hindsight.session.source import session_for
+from langchain_hindsight.session.source import SessionOwner, session_for
 from langchain_hindsight.store.journal import RunRecord
 from langchain_hindsight.testing import ReactiveToolModel, call
 from langchain_hindsight.types import Trajectory
@@ -411,6 +412,20 @@ def test_session_for_and_options(store: MemoryStore) -> None:
         session_for(object())
     with pytest.raises(ConfigurationError):
         HindsightSession(store, k=0)
+
+
+def test_adapters_take_any_session_owner_not_only_the_facade(store: MemoryStore) -> None:
+    """Adapters depend on the session: anything with a ``session`` (a SessionOwner) works, e.g. an app's own bundle."""
+
+    class Bundle:
+        def __init__(self, session: HindsightSession) -> None:
+            self.session = session
+
+    own = HindsightSession(store, k=2)
+    bundle: SessionOwner = Bundle(own)
+    assert session_for(bundle) is own
+    assert session_for(bundle, k=3).k == 3
+    assert HindsightMiddleware(bundle).session is own
 
 
 def test_hindsight_takes_reflection_options(tmp_path: Path, embeddings: LocalEmbeddings) -> None:
