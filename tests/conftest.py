@@ -1,4 +1,22 @@
-"""Shared fixtures: the real offline embedder (loaded once) and temporary stores."""
+"""Shared fixtures, the environment every test runs in, and the two test tiers.
+
+Tiers (both run by ``make test``):
+
+- **unit** (``pytest -m "not integration"``): fake embeddings (:class:`tests.fakes.NgramEmbeddings`),
+  no model load, no Chroma server, no subprocess, no notebook kernel. A unit test that loads a real
+  embedding model fails with a message saying how to mark it.
+- **integration** (``pytest -m integration``): the real models, Chroma servers, SIGKILL crash tests,
+  notebooks, the CLI and MCP server in child processes.
+
+A test is integration when it carries the ``integration`` marker (or ``slow``, ``server``,
+``notebooks``, which imply it), or when it uses, directly or through another fixture, one of
+:data:`INTEGRATION_FIXTURES`. Everything else is unit.
+
+Environment: :func:`isolated_environment` (autouse) removes every variable the package or the
+libraries it drives read (``HINDSIGHT_*``, ``OPENAI_*``, ``LANGCHAIN_*``/``LANGSMITH_*``,
+``CHROMA_*``, ``XDG_CACHE_HOME``), so a developer's shell cannot change a test's outcome; a test
+that needs one sets it with ``monkeypatch.setenv``.
+"""
 
 from __future__ import annotations
 
@@ -9,35 +27,122 @@ from typing import Any
 
 import pytest
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
+_OFFLINE = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "ANONYMIZED_TELEMETRY": "False"}
+# Set before anything imports the model stacks (they read these at import time); the autouse fixture
+# below sets them again for every test, in case a test changed them.
+for _name, _value in _OFFLINE.items():
+    os.environ.setdefault(_name, _value)
 
-from langchain_hindsight.embeddings.local import LocalEmbeddings
-from langchain_hindsight.embeddings.multilingual import ScriptRoutedEmbeddings
-from langchain_hindsight.store.memory_store import MemoryStore
+from langchain_hindsight.embeddings.local import LocalEmbeddings  # noqa: E402 - after the offline switches
+from langchain_hindsight.embeddings.multilingual import MultilingualEmbeddings, ScriptRoutedEmbeddings  # noqa: E402
+from langchain_hindsight.store.memory_store import MemoryStore  # noqa: E402
+from tests.fakes import GBK_TEXT, NgramEmbeddings  # noqa: E402
+from tests.server import chroma_server  # noqa: E402, F401 - the fixture, available to every test module
+
+CLEARED_PREFIXES = ("HINDSIGHT_", "OPENAI_", "LANGCHAIN_", "LANGSMITH_", "CHROMA_")
+"""Environment variables removed before every test: the package's own (``HINDSIGHT_PATH``,
+``HINDSIGHT_SERVER``, ``HINDSIGHT_MODEL``, ``HINDSIGHT_CACHE_DIR``), the OpenAI client's (the demo reads
+``OPENAI_API_KEY``/``OPENAI_BASE_URL``), LangSmith tracing (which would send runs over the network) and
+Chroma's settings."""
+
+CLEARED = ("XDG_CACHE_HOME",)
+"""Single variables removed before every test (the ONNX cache falls back to ``$XDG_CACHE_HOME``)."""
+
+INTEGRATION_FIXTURES = frozenset({"real_models", "chroma_server"})
+"""Fixtures that make a test integration when it uses them, directly or through another fixture: the real
+models (every fixture that loads one requests ``real_models``) and a Chroma server."""
+
+IMPLY_INTEGRATION = ("integration", "slow", "server", "notebooks")
+"""Markers that make a test integration."""
+
+_ONNX_CACHE = os.environ.get("HINDSIGHT_CACHE_DIR") or str(
+    Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "langchain-hindsight"
+)
+"""Where the real model's ONNX export is kept for the session: the cache the developer's shell names,
+resolved once before the variables are cleared (the export is keyed by a hash of the weights and written
+atomically, so sharing it is safe and saves exporting it again every run). Tests of the cache's own rules
+point ``HINDSIGHT_CACHE_DIR`` at a temporary directory themselves."""
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest applies -m
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark integration tests: by marker, or by the fixtures they use (directly or through others)."""
+    for item in items:
+        names = set(getattr(item, "fixturenames", ()))
+        if names & INTEGRATION_FIXTURES or any(item.get_closest_marker(m) for m in IMPLY_INTEGRATION):
+            item.add_marker(pytest.mark.integration)
+
+
+def _is_integration(request: pytest.FixtureRequest) -> bool:
+    return request.node.get_closest_marker("integration") is not None
+
+
+@pytest.fixture(autouse=True)
+def isolated_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every test starts from the same environment, whatever the developer's shell exports."""
+    for name in list(os.environ):
+        if name.startswith(CLEARED_PREFIXES) or name in CLEARED:
+            monkeypatch.delenv(name)
+    for name, value in _OFFLINE.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("HINDSIGHT_CACHE_DIR", _ONNX_CACHE)
+
+
+@pytest.fixture(autouse=True)
+def _no_real_model_in_unit_tests(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """In the unit tier, loading a real embedding model fails the test (with how to fix it)."""
+    if _is_integration(request):
+        return
+
+    def refuse(self: object, *args: Any, **kwargs: Any) -> Any:
+        pytest.fail(
+            f"{request.node.nodeid} loads the real {type(self).__name__} model in the unit tier: give it "
+            "fake embeddings (the `fake_embeddings` fixture, tests.fakes.NgramEmbeddings) or mark it "
+            "@pytest.mark.integration",
+            pytrace=False,
+        )
+
+    monkeypatch.setattr(LocalEmbeddings, "_load", refuse)
+    monkeypatch.setattr(MultilingualEmbeddings, "_load", refuse)
+
+
+@pytest.fixture
+def gbk_csv(tmp_path: Path) -> Path:
+    """A real GBK-encoded CSV (two rows): reading it as utf-8 raises UnicodeDecodeError for real."""
+    path = tmp_path / "客户.csv"
+    path.write_bytes(GBK_TEXT.encode("gbk"))
+    return path
 
 
 @pytest.fixture(scope="session")
-def embeddings() -> LocalEmbeddings:
-    """The real packaged all-MiniLM-L6-v2, shared by the whole session (loads once)."""
+def fake_embeddings() -> NgramEmbeddings:
+    """A deterministic, similarity-preserving fake embedder (hashed words and character n-grams, 384-d)."""
+    return NgramEmbeddings()
+
+
+@pytest.fixture(scope="session")
+def real_models() -> None:
+    """Request this from any fixture that loads a real embedding model: its tests become integration tests."""
+
+
+@pytest.fixture(scope="session")
+def embeddings(real_models: None) -> LocalEmbeddings:
+    """The real packaged all-MiniLM-L6-v2, shared by the whole session (loads once). Integration tier."""
     return LocalEmbeddings()
 
 
 @pytest.fixture(scope="session")
 def routed_embeddings(embeddings: LocalEmbeddings) -> ScriptRoutedEmbeddings:
-    """The default embedder (MiniLM + USE routed by script), sharing the session's MiniLM."""
+    """The default embedder (MiniLM + USE routed by script), sharing the session's MiniLM. Integration tier."""
     return ScriptRoutedEmbeddings(minilm=embeddings)
 
 
-@pytest.fixture
-def make_store(tmp_path: Path, embeddings: LocalEmbeddings) -> Iterator[Callable[..., MemoryStore]]:
-    """Factory for embedded stores in a temporary directory; all are closed afterwards."""
+def _store_factory(directory: Path, embedder: Any) -> Iterator[Callable[..., MemoryStore]]:
     opened: list[MemoryStore] = []
 
     def factory(name: str = "db", **kwargs: Any) -> MemoryStore:
-        kwargs.setdefault("embeddings", embeddings)
-        store = MemoryStore(tmp_path / name, **kwargs)
+        kwargs.setdefault("embeddings", embedder)
+        store = MemoryStore(directory / name, **kwargs)
         opened.append(store)
         return store
 
@@ -47,6 +152,24 @@ def make_store(tmp_path: Path, embeddings: LocalEmbeddings) -> Iterator[Callable
 
 
 @pytest.fixture
+def make_store(tmp_path: Path, embeddings: LocalEmbeddings) -> Iterator[Callable[..., MemoryStore]]:
+    """Factory for embedded stores in a temporary directory on the real embedder; all closed afterwards."""
+    yield from _store_factory(tmp_path, embeddings)
+
+
+@pytest.fixture
 def store(make_store: Callable[..., MemoryStore]) -> MemoryStore:
-    """A fresh embedded store on the real embedder."""
+    """A fresh embedded store on the real embedder. Integration tier."""
     return make_store()
+
+
+@pytest.fixture
+def make_fake_store(tmp_path: Path, fake_embeddings: NgramEmbeddings) -> Iterator[Callable[..., MemoryStore]]:
+    """Factory for embedded stores in a temporary directory on the fake embedder; all closed afterwards."""
+    yield from _store_factory(tmp_path, fake_embeddings)
+
+
+@pytest.fixture
+def fake_store(make_fake_store: Callable[..., MemoryStore]) -> MemoryStore:
+    """A fresh embedded store on the fake embedder. Unit tier."""
+    return make_fake_store()

@@ -3,6 +3,9 @@
 - the scripted chat models (from :mod:`langchain_hindsight.testing`) and a write-judge model;
 - two fake embedders that load no model: :class:`NgramEmbeddings` (similarity-preserving, for the unit
   tier) and :class:`HashEmbeddings` (one unrelated vector per exact text);
+- tools and a scripted policy several test modules drive agents with, and a callback that records
+  every prompt a chat model received;
+- :func:`child_env`, the environment of a child Python process that imports this package and ``tests``;
 - the grants TOML of the sharing and MCP tests.
 
 Child processes started by tests import this module as ``tests.fakes`` (the repository root on
@@ -13,13 +16,17 @@ from __future__ import annotations
 
 import hashlib
 import math
+import os
 import re
 import zlib
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.embeddings import Embeddings
 from langchain_core.messages import BaseMessage
+from langchain_core.tools import ToolException, tool
 
 from langchain_hindsight.testing import (
     ReactiveToolModel,
@@ -32,22 +39,42 @@ from langchain_hindsight.testing import (
 )
 
 __all__ = [
+    "GBK_TEXT",
     "GRANTS_TOML",
     "REPO_ROOT",
+    "WEEKLY_REPORT_LESSON",
     "HashEmbeddings",
     "NgramEmbeddings",
+    "Prompts",
     "ReactiveToolModel",
     "ScriptExhaustedError",
     "ScriptedToolModel",
     "Turn",
     "call",
+    "child_env",
     "judge_model",
+    "query_sales",
+    "read_file",
     "scripted_model",
     "to_message",
+    "weekly_report_policy",
 ]
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 """The repository root: put it first on a child process's ``sys.path`` to import ``tests.fakes`` there."""
+
+
+def child_env(**extra: str) -> dict[str, str]:
+    """The environment for a child Python process: this one's, with the repository root first on ``PYTHONPATH``.
+
+    The child imports this checkout's package and ``tests.*``; it inherits the test's isolated
+    environment (see ``tests/conftest.py``). ``extra`` variables are added last.
+    """
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT), env.get("PYTHONPATH")]))
+    env.update(extra)
+    return env
+
 
 _WORD = re.compile(r"[^\W\u3000-\u9fff\uf900-\ufaff\uac00-\ud7af]+")
 _CJK_RUN = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]+")
@@ -162,3 +189,57 @@ read = ["shared"]
 namespace = "outsider"
 """
 """A cleaning agent that publishes to ``shared``, an analysis agent that reads it, and one with no grant."""
+
+
+class Prompts(BaseCallbackHandler):
+    """Every message list a chat model really received (from the callback event)."""
+
+    def __init__(self) -> None:
+        self.seen: list[list[BaseMessage]] = []
+
+    def on_chat_model_start(self, serialized: Any, messages: list[list[BaseMessage]], **kwargs: Any) -> None:
+        self.seen.extend(list(m) for m in messages)
+
+    @property
+    def texts(self) -> list[str]:
+        """Each prompt as one string (its messages' contents joined by newlines)."""
+        return ["\n".join(str(m.content) for m in prompt) for prompt in self.seen]
+
+
+@tool
+def read_file(path: str, encoding: str = "utf-8") -> str:
+    """Read a text file with the given encoding."""
+    with open(path, encoding=encoding) as f:
+        return f.read()
+
+
+GBK_TEXT = "姓名,城市\n张三,北京\n李四,上海\n"
+"""The content of the ``gbk_csv`` fixture's file (written GBK-encoded)."""
+
+WEEKLY_REPORT_LESSON = "生成周报时，数据范围取上周一到上周日的自然周"
+"""The lesson :func:`weekly_report_policy`'s first failure teaches."""
+
+
+@tool
+def query_sales(start: str, end: str) -> str:
+    """Query sales between two dates."""
+    if start == "rolling":
+        raise ToolException("ValueError: start must be a date")
+    return f"sales {start}..{end}: 42"
+
+
+query_sales.handle_tool_error = True
+
+
+def weekly_report_policy(messages: list[BaseMessage]) -> Turn:
+    """A ``ReactiveToolModel`` policy for :func:`query_sales`: a bad start date, the retry, then the report.
+
+    First call fails (``start="rolling"``), the retry with a natural week succeeds, then the answer:
+    three model calls per task, and reflection learns error → fix.
+    """
+    last = messages[-1]
+    if last.type == "tool":
+        if "Error" in str(last.content):
+            return call("query_sales", start="2024-06-03", end="2024-06-09")
+        return "周报：销售额 42"
+    return call("query_sales", start="rolling", end="today")

@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import langchain_hindsight
 
 PINNED = [  # the Public API block of the shared design notes: must stay importable from the root
@@ -54,6 +56,7 @@ def test_all_is_pinned_sorted_and_small() -> None:
     assert len(EXPECTED) <= 25
 
 
+@pytest.mark.integration
 def test_every_pinned_name_imports_from_the_root_in_a_fresh_process() -> None:
     code = f"from langchain_hindsight import {', '.join(PINNED)}; print('ok')"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
@@ -100,6 +103,7 @@ def test_no_user_document_imports_the_test_suite() -> None:
     assert offending == []
 
 
+@pytest.mark.integration
 def test_import_is_cheap_and_does_no_work() -> None:
     code = "import sys, langchain_hindsight; print('chromadb' in sys.modules, 'torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
