@@ -79,11 +79,22 @@ def child_env(**extra: str) -> dict[str, str]:
 _WORD = re.compile(r"[^\W\u3000-\u9fff\uf900-\ufaff\uac00-\ud7af]+")
 _CJK_RUN = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]+")
 
+# fmt: off
+_STOPWORDS = frozenset({
+    "a", "an", "the", "and", "or", "of", "to", "in", "on", "at", "for", "with", "by", "from", "as", "is", "are",
+    "was", "be", "it", "this", "that", "these", "those", "i", "you", "we", "he", "she", "they", "my", "your", "our",
+    "its", "me", "us", "not", "no", "do", "does", "did", "can", "will", "should",
+    "的", "了", "是", "在", "和", "与", "时", "要", "把", "被", "就", "也", "都", "个", "这", "那", "吗", "呢", "吧",
+})
+# fmt: on
+"""Function words left out, so that two texts sharing only "the"/"with"/"的" are not similar."""
+
 
 class NgramEmbeddings(Embeddings):
     """A deterministic, similarity-preserving fake embedder: hashed words and character n-grams.
 
-    Latin-script text contributes its lower-cased words (weight 1) and their character 3-grams
+    Latin-script text contributes its lower-cased words (weight 1; function words such as "the" and
+    "的" are left out) and their character 3-grams
     (weight 0.5, with word-boundary marks, so ``encoding``/``encodings`` stay close); CJK text
     contributes its characters and character bigrams. Each feature adds its weight, with a sign,
     to one of ``dimensions`` buckets chosen by CRC32 (stable across processes, unlike ``hash``);
@@ -109,11 +120,13 @@ class NgramEmbeddings(Embeddings):
         lowered = text.lower()
         out: list[tuple[str, float]] = []
         for word in _WORD.findall(lowered):
+            if word in _STOPWORDS:
+                continue
             out.append(("w:" + word, 1.0))
             marked = f"<{word}>"
             out.extend(("g:" + marked[i : i + 3], 0.5) for i in range(len(marked) - 2))
         for run in _CJK_RUN.findall(lowered):
-            out.extend(("c:" + ch, 1.0) for ch in run)
+            out.extend(("c:" + ch, 1.0) for ch in run if ch not in _STOPWORDS)
             out.extend(("b:" + run[i : i + 2], 1.0) for i in range(len(run) - 1))
         return out
 
