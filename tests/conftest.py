@@ -21,39 +21,19 @@ that needs one sets it with ``monkeypatch.setenv``.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-_OFFLINE = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "ANONYMIZED_TELEMETRY": "False"}
-# Set before anything imports the model stacks (they read these at import time); the autouse fixture
-# below sets them again for every test, in case a test changed them.
-for _name, _value in _OFFLINE.items():
-    os.environ.setdefault(_name, _value)
-
-from langchain_hindsight.embeddings.local import LocalEmbeddings  # noqa: E402 - after the offline switches
-from langchain_hindsight.embeddings.multilingual import MultilingualEmbeddings, ScriptRoutedEmbeddings  # noqa: E402
-from langchain_hindsight.store.memory_store import MemoryStore  # noqa: E402
-from tests.fakes import GBK_TEXT, NgramEmbeddings  # noqa: E402
-from tests.server import chroma_server  # noqa: E402, F401 - the fixture, available to every test module
-
 CLEARED_PREFIXES = ("HINDSIGHT_", "OPENAI_", "LANGCHAIN_", "LANGSMITH_", "CHROMA_")
-"""Environment variables removed before every test: the package's own (``HINDSIGHT_PATH``,
-``HINDSIGHT_SERVER``, ``HINDSIGHT_MODEL``, ``HINDSIGHT_CACHE_DIR``), the OpenAI client's (the demo reads
-``OPENAI_API_KEY``/``OPENAI_BASE_URL``), LangSmith tracing (which would send runs over the network) and
-Chroma's settings."""
+"""Environment variables removed for the tests: the package's own (``HINDSIGHT_PATH``, ``HINDSIGHT_SERVER``,
+``HINDSIGHT_MODEL``, ``HINDSIGHT_CACHE_DIR``), the OpenAI client's (the demo reads ``OPENAI_API_KEY``/
+``OPENAI_BASE_URL``), LangSmith tracing (which would send runs over the network) and Chroma's settings."""
 
 CLEARED = ("XDG_CACHE_HOME",)
-"""Single variables removed before every test (the ONNX cache falls back to ``$XDG_CACHE_HOME``)."""
-
-INTEGRATION_FIXTURES = frozenset({"real_models", "chroma_server"})
-"""Fixtures that make a test integration when it uses them, directly or through another fixture: the real
-models (every fixture that loads one requests ``real_models``) and a Chroma server."""
-
-IMPLY_INTEGRATION = ("integration", "slow", "server", "notebooks")
-"""Markers that make a test integration."""
+"""Single variables removed for the tests (the ONNX cache falls back to ``$XDG_CACHE_HOME``)."""
 
 _ONNX_CACHE = os.environ.get("HINDSIGHT_CACHE_DIR") or str(
     Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "langchain-hindsight"
@@ -62,6 +42,40 @@ _ONNX_CACHE = os.environ.get("HINDSIGHT_CACHE_DIR") or str(
 resolved once before the variables are cleared (the export is keyed by a hash of the weights and written
 atomically, so sharing it is safe and saves exporting it again every run). Tests of the cache's own rules
 point ``HINDSIGHT_CACHE_DIR`` at a temporary directory themselves."""
+
+FIXED = {
+    "HF_HUB_OFFLINE": "1",
+    "TRANSFORMERS_OFFLINE": "1",
+    "ANONYMIZED_TELEMETRY": "False",
+    "HINDSIGHT_CACHE_DIR": _ONNX_CACHE,
+}
+"""Variables every test sees with these values: offline model stacks, no Chroma telemetry, the session's cache."""
+
+
+def _isolation(environ: Mapping[str, str]) -> tuple[list[str], dict[str, str]]:
+    """The variables to remove from ``environ`` and those to set, for an isolated test."""
+    return [n for n in environ if n.startswith(CLEARED_PREFIXES) or n in CLEARED], FIXED
+
+
+# The whole session runs isolated (module- and session-scoped fixtures too, and the model stacks read some
+# of these at import); the autouse fixture below restores it before every test, whatever the last one did.
+_removed, _fixed = _isolation(os.environ)
+for _name in _removed:
+    del os.environ[_name]
+os.environ.update(_fixed)
+
+from langchain_hindsight.embeddings.local import LocalEmbeddings  # noqa: E402 - after the environment is set
+from langchain_hindsight.embeddings.multilingual import MultilingualEmbeddings, ScriptRoutedEmbeddings  # noqa: E402
+from langchain_hindsight.store.memory_store import MemoryStore  # noqa: E402
+from tests.fakes import GBK_TEXT, NgramEmbeddings  # noqa: E402
+from tests.server import chroma_server  # noqa: E402, F401 - the fixture, available to every test module
+
+INTEGRATION_FIXTURES = frozenset({"real_models", "chroma_server"})
+"""Fixtures that make a test integration when it uses them, directly or through another fixture: the real
+models (every fixture that loads one requests ``real_models``) and a Chroma server."""
+
+IMPLY_INTEGRATION = ("integration", "slow", "server", "notebooks")
+"""Markers that make a test integration."""
 
 
 @pytest.hookimpl(tryfirst=True)  # before pytest applies -m
@@ -80,12 +94,11 @@ def _is_integration(request: pytest.FixtureRequest) -> bool:
 @pytest.fixture(autouse=True)
 def isolated_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every test starts from the same environment, whatever the developer's shell exports."""
-    for name in list(os.environ):
-        if name.startswith(CLEARED_PREFIXES) or name in CLEARED:
-            monkeypatch.delenv(name)
-    for name, value in _OFFLINE.items():
+    removed, fixed = _isolation(os.environ)
+    for name in removed:
+        monkeypatch.delenv(name)
+    for name, value in fixed.items():
         monkeypatch.setenv(name, value)
-    monkeypatch.setenv("HINDSIGHT_CACHE_DIR", _ONNX_CACHE)
 
 
 @pytest.fixture(autouse=True)
