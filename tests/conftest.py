@@ -4,7 +4,8 @@ Tiers (both run by ``make test``):
 
 - **unit** (``pytest -m "not integration"``): fake embeddings (:class:`tests.fakes.NgramEmbeddings`),
   no model load, no Chroma server, no subprocess, no notebook kernel. A unit test that loads a real
-  embedding model fails with a message saying how to mark it.
+  embedding model or starts a Python, Chroma or ``hindsight`` child process fails with a message saying
+  how to mark it.
 - **integration** (``pytest -m integration``): the real models, Chroma servers, SIGKILL crash tests,
   notebooks, the CLI and MCP server in child processes.
 
@@ -21,6 +22,7 @@ that needs one sets it with ``monkeypatch.setenv``.
 from __future__ import annotations
 
 import os
+import subprocess
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -101,22 +103,48 @@ def isolated_environment(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.setenv(name, value)
 
 
+CHILD_PROGRAMS = ("python", "chroma", "hindsight", "jupyter")
+"""Child processes the unit tier refuses to start (by the program's file name): the interpreter (CLI, MCP
+server, crash children, notebook kernels), a Chroma server, the ``hindsight`` command."""
+
+
+def _starts_a_child(args: Any) -> bool:
+    """Whether ``subprocess.Popen(args)`` runs one of :data:`CHILD_PROGRAMS`."""
+    if isinstance(args, str | bytes):
+        words = os.fsdecode(args).split()
+        program = words[0] if words else ""
+    else:
+        program = os.fsdecode(args if isinstance(args, os.PathLike) else next(iter(args), ""))
+    return Path(program).name.startswith(CHILD_PROGRAMS)
+
+
 @pytest.fixture(autouse=True)
-def _no_real_model_in_unit_tests(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
-    """In the unit tier, loading a real embedding model fails the test (with how to fix it)."""
+def _unit_tier_guard(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """In the unit tier, loading a real embedding model or starting a child process fails the test."""
     if _is_integration(request):
         return
 
-    def refuse(self: object, *args: Any, **kwargs: Any) -> Any:
+    def refuse(what: str) -> None:
         pytest.fail(
-            f"{request.node.nodeid} loads the real {type(self).__name__} model in the unit tier: give it "
-            "fake embeddings (the `fake_embeddings` fixture, tests.fakes.NgramEmbeddings) or mark it "
-            "@pytest.mark.integration",
+            f"{request.node.nodeid} {what} in the unit tier: give it fake embeddings (the `fake_embeddings` "
+            "fixture, tests.fakes.NgramEmbeddings) and no child process, or mark it @pytest.mark.integration",
             pytrace=False,
         )
 
-    monkeypatch.setattr(LocalEmbeddings, "_load", refuse)
-    monkeypatch.setattr(MultilingualEmbeddings, "_load", refuse)
+    def no_model(self: object, *args: Any, **kwargs: Any) -> Any:
+        refuse(f"loads the real {type(self).__name__} model")
+
+    monkeypatch.setattr(LocalEmbeddings, "_load", no_model)
+    monkeypatch.setattr(MultilingualEmbeddings, "_load", no_model)
+
+    popen_init = subprocess.Popen.__init__
+
+    def no_child(self: subprocess.Popen[Any], args: Any, *rest: Any, **kwargs: Any) -> None:
+        if _starts_a_child(args):
+            refuse(f"starts a child process ({args if isinstance(args, str) else ' '.join(map(str, args))[:80]})")
+        popen_init(self, args, *rest, **kwargs)
+
+    monkeypatch.setattr(subprocess.Popen, "__init__", no_child)
 
 
 @pytest.fixture

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -14,10 +18,27 @@ from tests import conftest
 def test_a_unit_test_that_loads_a_real_model_fails_and_says_how_to_fix_it(request: pytest.FixtureRequest) -> None:
     assert request.node.get_closest_marker("integration") is None
     for embedder in (LocalEmbeddings(), MultilingualEmbeddings()):
-        with pytest.raises(
-            pytest.fail.Exception, match=r"in the unit tier: give it fake embeddings .*@pytest\.mark\.integration"
-        ):
+        advice = r"loads the real .* model in the unit tier: give it fake embeddings .*@pytest\.mark\.integration"
+        with pytest.raises(pytest.fail.Exception, match=advice):
             embedder.embed_query("读取CSV read a CSV")
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [[sys.executable, "-c", "pass"], f"{sys.executable} -c pass", [Path(sys.executable), "-V"], ["chroma", "run"]],
+)
+def test_a_unit_test_that_starts_a_python_or_chroma_child_fails(argv: Any) -> None:
+    with pytest.raises(pytest.fail.Exception, match=r"starts a child process .* in the unit tier"):
+        subprocess.run(argv, shell=isinstance(argv, str), check=False)
+
+
+def test_other_programs_still_run_in_the_unit_tier() -> None:
+    assert subprocess.run(["true"], check=False).returncode == 0
+
+
+@pytest.mark.integration
+def test_an_integration_test_may_start_a_child_and_load_the_real_model() -> None:
+    assert subprocess.run([sys.executable, "-c", "pass"], check=False).returncode == 0
 
 
 @pytest.mark.integration
@@ -26,7 +47,7 @@ def test_an_integration_test_may_load_the_real_model(request: pytest.FixtureRequ
 
 
 def test_every_collected_test_on_a_real_model_or_server_is_integration(request: pytest.FixtureRequest) -> None:
-    real = {"embeddings", "routed_embeddings", "make_store", "store", "real_models", "chroma_server"}
+    real = {"embeddings", "routed_embeddings", "real_models", "chroma_server"}  # store/make_store need embeddings
     items = request.session.items
     assert any(item.nodeid == request.node.nodeid for item in items)
     unmarked = [i.nodeid for i in items if real & set(i.fixturenames) and not i.get_closest_marker("integration")]
