@@ -66,9 +66,9 @@ for _name in _removed:
     del os.environ[_name]
 os.environ.update(_fixed)
 
+from langchain_hindsight import MemoryStore  # noqa: E402 - the pinned public name
 from langchain_hindsight.embeddings.local import LocalEmbeddings  # noqa: E402 - after the environment is set
 from langchain_hindsight.embeddings.multilingual import MultilingualEmbeddings, ScriptRoutedEmbeddings  # noqa: E402
-from langchain_hindsight.store.memory_store import MemoryStore  # noqa: E402
 from tests.fakes import GBK_TEXT, NgramEmbeddings  # noqa: E402
 from tests.server import chroma_server  # noqa: E402, F401 - the fixture, available to every test module
 
