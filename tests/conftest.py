@@ -1,43 +1,189 @@
-"""Shared fixtures: the real offline embedder (loaded once) and temporary stores."""
+"""Shared fixtures, the environment every test runs in, and the two test tiers.
+
+Tiers (both run by ``make test``):
+
+- **unit** (``pytest -m "not integration"``): fake embeddings (:class:`tests.fakes.NgramEmbeddings`),
+  no model load, no Chroma server, no subprocess, no notebook kernel. A unit test that loads a real
+  embedding model or starts a Python, Chroma or ``hindsight`` child process fails with a message saying
+  how to mark it.
+- **integration** (``pytest -m integration``): the real models, Chroma servers, SIGKILL crash tests,
+  notebooks, the CLI and MCP server in child processes.
+
+A test is integration when it carries the ``integration`` marker (or ``slow``, ``server``,
+``notebooks``, which imply it), or when it uses, directly or through another fixture, one of
+:data:`INTEGRATION_FIXTURES`. Everything else is unit.
+
+Environment: :func:`isolated_environment` (autouse) removes every variable the package or the
+libraries it drives read (``HINDSIGHT_*``, ``OPENAI_*``, ``LANGCHAIN_*``/``LANGSMITH_*``,
+``CHROMA_*``, ``XDG_CACHE_HOME``), so a developer's shell cannot change a test's outcome; a test
+that needs one sets it with ``monkeypatch.setenv``.
+"""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
+import subprocess
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
+CLEARED_PREFIXES = ("HINDSIGHT_", "OPENAI_", "LANGCHAIN_", "LANGSMITH_", "CHROMA_")
+"""Environment variables removed for the tests: the package's own (``HINDSIGHT_PATH``, ``HINDSIGHT_SERVER``,
+``HINDSIGHT_MODEL``, ``HINDSIGHT_CACHE_DIR``), the OpenAI client's (the demo reads ``OPENAI_API_KEY``/
+``OPENAI_BASE_URL``), LangSmith tracing (which would send runs over the network) and Chroma's settings."""
 
-from langchain_hindsight.embeddings.local import LocalEmbeddings
-from langchain_hindsight.embeddings.multilingual import ScriptRoutedEmbeddings
-from langchain_hindsight.store.memory_store import MemoryStore
+CLEARED = ("XDG_CACHE_HOME",)
+"""Single variables removed for the tests (the ONNX cache falls back to ``$XDG_CACHE_HOME``)."""
+
+_ONNX_CACHE = os.environ.get("HINDSIGHT_CACHE_DIR") or str(
+    Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "langchain-hindsight"
+)
+"""Where the real model's ONNX export is kept for the session: the cache the developer's shell names,
+resolved once before the variables are cleared (the export is keyed by a hash of the weights and written
+atomically, so sharing it is safe and saves exporting it again every run). Tests of the cache's own rules
+point ``HINDSIGHT_CACHE_DIR`` at a temporary directory themselves."""
+
+FIXED = {
+    "HF_HUB_OFFLINE": "1",
+    "TRANSFORMERS_OFFLINE": "1",
+    "ANONYMIZED_TELEMETRY": "False",
+    "HINDSIGHT_CACHE_DIR": _ONNX_CACHE,
+}
+"""Variables every test sees with these values: offline model stacks, no Chroma telemetry, the session's cache."""
+
+
+def _isolation(environ: Mapping[str, str]) -> tuple[list[str], dict[str, str]]:
+    """The variables to remove from ``environ`` and those to set, for an isolated test."""
+    return [n for n in environ if n.startswith(CLEARED_PREFIXES) or n in CLEARED], FIXED
+
+
+# The whole session runs isolated (module- and session-scoped fixtures too, and the model stacks read some
+# of these at import); the autouse fixture below restores it before every test, whatever the last one did.
+_removed, _fixed = _isolation(os.environ)
+for _name in _removed:
+    del os.environ[_name]
+os.environ.update(_fixed)
+
+from langchain_hindsight import MemoryStore  # noqa: E402 - the pinned public name
+from langchain_hindsight.embeddings.local import LocalEmbeddings  # noqa: E402 - after the environment is set
+from langchain_hindsight.embeddings.multilingual import MultilingualEmbeddings, ScriptRoutedEmbeddings  # noqa: E402
+from tests.fakes import GBK_TEXT, NgramEmbeddings  # noqa: E402
+from tests.server import chroma_server  # noqa: E402, F401 - the fixture, available to every test module
+
+INTEGRATION_FIXTURES = frozenset({"real_models", "chroma_server"})
+"""Fixtures that make a test integration when it uses them, directly or through another fixture: the real
+models (every fixture that loads one requests ``real_models``) and a Chroma server."""
+
+IMPLY_INTEGRATION = ("integration", "slow", "server", "notebooks")
+"""Markers that make a test integration."""
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest applies -m
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark integration tests: by marker, or by the fixtures they use (directly or through others)."""
+    for item in items:
+        names = set(getattr(item, "fixturenames", ()))
+        if names & INTEGRATION_FIXTURES or any(item.get_closest_marker(m) for m in IMPLY_INTEGRATION):
+            item.add_marker(pytest.mark.integration)
+
+
+def _is_integration(request: pytest.FixtureRequest) -> bool:
+    return request.node.get_closest_marker("integration") is not None
+
+
+@pytest.fixture(autouse=True)
+def isolated_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every test starts from the same environment, whatever the developer's shell exports."""
+    removed, fixed = _isolation(os.environ)
+    for name in removed:
+        monkeypatch.delenv(name)
+    for name, value in fixed.items():
+        monkeypatch.setenv(name, value)
+
+
+CHILD_PROGRAMS = ("python", "chroma", "hindsight", "jupyter")
+"""Child processes the unit tier refuses to start (by the program's file name): the interpreter (CLI, MCP
+server, crash children, notebook kernels), a Chroma server, the ``hindsight`` command."""
+
+
+def _starts_a_child(args: Any) -> bool:
+    """Whether ``subprocess.Popen(args)`` runs one of :data:`CHILD_PROGRAMS`."""
+    if isinstance(args, str | bytes):
+        words = os.fsdecode(args).split()
+        program = words[0] if words else ""
+    else:
+        program = os.fsdecode(args if isinstance(args, os.PathLike) else next(iter(args), ""))
+    return Path(program).name.startswith(CHILD_PROGRAMS)
+
+
+@pytest.fixture(autouse=True)
+def _unit_tier_guard(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """In the unit tier, loading a real embedding model or starting a child process fails the test."""
+    if _is_integration(request):
+        return
+
+    def refuse(what: str) -> None:
+        pytest.fail(
+            f"{request.node.nodeid} {what} in the unit tier: give it fake embeddings (the `fake_embeddings` "
+            "fixture, tests.fakes.NgramEmbeddings) and no child process, or mark it @pytest.mark.integration",
+            pytrace=False,
+        )
+
+    def no_model(self: object, *args: Any, **kwargs: Any) -> Any:
+        refuse(f"loads the real {type(self).__name__} model")
+
+    monkeypatch.setattr(LocalEmbeddings, "_load", no_model)
+    monkeypatch.setattr(MultilingualEmbeddings, "_load", no_model)
+
+    popen_init = subprocess.Popen.__init__
+
+    def no_child(self: subprocess.Popen[Any], args: Any, *rest: Any, **kwargs: Any) -> None:
+        if _starts_a_child(args):
+            refuse(f"starts a child process ({args if isinstance(args, str) else ' '.join(map(str, args))[:80]})")
+        popen_init(self, args, *rest, **kwargs)
+
+    monkeypatch.setattr(subprocess.Popen, "__init__", no_child)
+
+
+@pytest.fixture
+def gbk_csv(tmp_path: Path) -> Path:
+    """A real GBK-encoded CSV (two rows): reading it as utf-8 raises UnicodeDecodeError for real."""
+    path = tmp_path / "客户.csv"
+    path.write_bytes(GBK_TEXT.encode("gbk"))
+    return path
 
 
 @pytest.fixture(scope="session")
-def embeddings() -> LocalEmbeddings:
-    """The real packaged all-MiniLM-L6-v2, shared by the whole session (loads once)."""
+def fake_embeddings() -> NgramEmbeddings:
+    """A deterministic, similarity-preserving fake embedder (hashed words and character n-grams, 384-d)."""
+    return NgramEmbeddings()
+
+
+@pytest.fixture(scope="session")
+def real_models() -> None:
+    """Request this from any fixture that loads a real embedding model: its tests become integration tests."""
+
+
+@pytest.fixture(scope="session")
+def embeddings(real_models: None) -> LocalEmbeddings:
+    """The real packaged all-MiniLM-L6-v2, shared by the whole session (loads once). Integration tier."""
     return LocalEmbeddings()
 
 
 @pytest.fixture(scope="session")
 def routed_embeddings(embeddings: LocalEmbeddings) -> ScriptRoutedEmbeddings:
-    """The default embedder (MiniLM + USE routed by script), sharing the session's MiniLM."""
+    """The default embedder (MiniLM + USE routed by script), sharing the session's MiniLM. Integration tier."""
     return ScriptRoutedEmbeddings(minilm=embeddings)
 
 
-@pytest.fixture
-def make_store(tmp_path: Path, embeddings: LocalEmbeddings) -> Iterator[Callable[..., MemoryStore]]:
-    """Factory for embedded stores in a temporary directory; all are closed afterwards."""
+def _store_factory(directory: Path, embedder: Any) -> Iterator[Callable[..., MemoryStore]]:
     opened: list[MemoryStore] = []
 
     def factory(name: str = "db", **kwargs: Any) -> MemoryStore:
-        kwargs.setdefault("embeddings", embeddings)
-        store = MemoryStore(tmp_path / name, **kwargs)
+        kwargs.setdefault("embeddings", embedder)
+        store = MemoryStore(directory / name, **kwargs)
         opened.append(store)
         return store
 
@@ -47,6 +193,24 @@ def make_store(tmp_path: Path, embeddings: LocalEmbeddings) -> Iterator[Callable
 
 
 @pytest.fixture
+def make_store(tmp_path: Path, embeddings: LocalEmbeddings) -> Iterator[Callable[..., MemoryStore]]:
+    """Factory for embedded stores in a temporary directory on the real embedder; all closed afterwards."""
+    yield from _store_factory(tmp_path, embeddings)
+
+
+@pytest.fixture
 def store(make_store: Callable[..., MemoryStore]) -> MemoryStore:
-    """A fresh embedded store on the real embedder."""
+    """A fresh embedded store on the real embedder. Integration tier."""
     return make_store()
+
+
+@pytest.fixture
+def make_fake_store(tmp_path: Path, fake_embeddings: NgramEmbeddings) -> Iterator[Callable[..., MemoryStore]]:
+    """Factory for embedded stores in a temporary directory on the fake embedder; all closed afterwards."""
+    yield from _store_factory(tmp_path, fake_embeddings)
+
+
+@pytest.fixture
+def fake_store(make_fake_store: Callable[..., MemoryStore]) -> MemoryStore:
+    """A fresh embedded store on the fake embedder. Unit tier."""
+    return make_fake_store()

@@ -2,8 +2,9 @@
 
 Nothing to install or start by hand: the ``chroma`` command ships with the
 ``chromadb`` package (next to the test interpreter). Use the ``chroma_server``
-fixture (import it into a test module: ``from tests.server import chroma_server``)
-or the :func:`running_chroma_server` context manager::
+fixture (tests/conftest.py makes it available to every test module, and marks the tests that use it
+``integration``) or the :func:`running_chroma_server` context manager (mark such a test
+``@pytest.mark.integration`` yourself)::
 
     with running_chroma_server(tmp_path / "srv") as server:
         client = server.client()

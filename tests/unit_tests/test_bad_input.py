@@ -33,7 +33,7 @@ from langchain_hindsight import (
 )
 from langchain_hindsight.store._codec import unit_from_record, unit_to_metadata
 from langchain_hindsight.testing import call, scripted_model
-from tests.unit_tests.test_forget import HashEmbeddings
+from tests.fakes import HashEmbeddings
 
 FIELDS = list(MemoryUnit.model_fields)
 SETTINGS = settings(

@@ -24,23 +24,7 @@ from langgraph.prebuilt import ToolNode, tools_condition
 from langchain_hindsight import ConfigurationError, Trajectory, TrajectoryRecorder
 from langchain_hindsight.capture._text import clip_text, task_from_inputs
 from langchain_hindsight.testing import ReactiveToolModel, call, scripted_model
-
-GBK_TEXT = "姓名,城市\n张三,北京\n李四,上海\n"
-
-
-@pytest.fixture
-def gbk_csv(tmp_path: Path) -> Path:
-    """A real GBK-encoded CSV: reading it as utf-8 raises UnicodeDecodeError for real."""
-    path = tmp_path / "客户.csv"
-    path.write_bytes(GBK_TEXT.encode("gbk"))
-    return path
-
-
-@tool
-def read_file(path: str, encoding: str = "utf-8") -> str:
-    """Read a text file with the given encoding."""
-    with open(path, encoding=encoding) as f:
-        return f.read()
+from tests.fakes import GBK_TEXT, read_file
 
 
 def _tool_errors_to_model() -> ToolErrorMiddleware:

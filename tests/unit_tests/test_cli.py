@@ -21,7 +21,7 @@ from langchain_hindsight.recall.scoring import score_memory
 from langchain_hindsight.store.journal import RunJournal
 from langchain_hindsight.store.memory_store import MemoryStore
 from langchain_hindsight.types import MemoryContext, MemoryUnit
-from tests.server import ChromaServer, chroma_server  # noqa: F401 - the fixture
+from tests.server import ChromaServer
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "readme"
@@ -247,6 +247,7 @@ def test_real_subprocess(populated: Path) -> None:
     assert missing.returncode == EXIT_NOT_FOUND
 
 
+@pytest.mark.integration
 def test_cli_readme_commands_run(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -276,7 +277,7 @@ def test_cli_readme_commands_run(
 
 @pytest.mark.server
 def test_cli_and_journal_on_a_chroma_server(
-    chroma_server: ChromaServer,  # noqa: F811 - the fixture
+    chroma_server: ChromaServer,
     capsys: pytest.CaptureFixture[str],
     embeddings: Embeddings,
 ) -> None:
@@ -311,6 +312,7 @@ def test_cli_and_journal_on_a_chroma_server(
     assert "mem_srv" in out
 
 
+@pytest.mark.integration
 def test_demo_subcommand_runs_the_offline_demo(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = run(capsys, "demo", "--path", str(tmp_path / "demo"), "--quiet")
     assert code == EXIT_OK, err
@@ -531,6 +533,7 @@ def test_cli_fuzz_never_tracebacks(
         assert len(err.strip().splitlines()) <= 1, err
 
 
+@pytest.mark.integration
 def test_import_clamps_future_timestamps(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     future = datetime(2999, 1, 1, tzinfo=UTC)
     line = MemoryUnit(content="stamped in the future", created_at=future, last_accessed_at=future).to_dict()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import io
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -58,9 +57,6 @@ def test_scripted_policy_depends_on_the_prompt_it_receives() -> None:
 
 
 def test_model_selection(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("HINDSIGHT_MODEL", raising=False)
-    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
     model, real = select_model()
     assert not real
     assert type(model).__name__ == "ScriptedDemoModel"
@@ -76,8 +72,8 @@ def test_model_selection(monkeypatch: pytest.MonkeyPatch) -> None:
     assert getattr(chat, "model_name", None) == "gpt-4o-mini"
 
 
-def test_run_demo_learns_in_run_one_and_uses_it_in_run_two(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("HINDSIGHT_MODEL", raising=False)
+@pytest.mark.integration
+def test_run_demo_learns_in_run_one_and_uses_it_in_run_two(tmp_path: Path) -> None:
     out = io.StringIO()
     assert run_demo(path=tmp_path, out=out) == 0
     text = out.getvalue()
@@ -99,13 +95,10 @@ def test_run_demo_learns_in_run_one_and_uses_it_in_run_two(tmp_path: Path, monke
 
 @pytest.mark.slow
 def test_hindsight_demo_command_exits_zero_offline(tmp_path: Path) -> None:
-    env = {k: v for k, v in os.environ.items() if k not in {"HINDSIGHT_MODEL", "OPENAI_API_KEY"}}
-    env["HF_HUB_OFFLINE"] = "1"
     done = subprocess.run(
         [sys.executable, "-m", "langchain_hindsight.cli.main", "demo", "--path", str(tmp_path)],
         capture_output=True,
         text=True,
-        env=env,
         timeout=300,
         check=False,
     )

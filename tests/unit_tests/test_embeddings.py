@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import re
 import socket
 import subprocess
@@ -23,6 +22,7 @@ import pytest
 from langchain_hindsight.embeddings import _onnx
 from langchain_hindsight.embeddings.local import LocalEmbeddings, default_model_path
 from langchain_hindsight.errors import ConfigurationError
+from tests.fakes import child_env
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "readme" / "embeddings.md"
 BLOCKS = re.findall(r"```python\n(.*?)```", DOC.read_text(encoding="utf-8"), flags=re.DOTALL)
@@ -73,7 +73,7 @@ def _hindsight_records(caplog: pytest.LogCaptureFixture, level: int) -> list[log
 
 
 @pytest.fixture(scope="module")
-def onnx_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def onnx_cache(tmp_path_factory: pytest.TempPathFactory, real_models: None) -> Path:
     return tmp_path_factory.mktemp("onnx-cache")
 
 
@@ -284,7 +284,7 @@ def test_cache_key_follows_the_model_files(tmp_path: Path) -> None:
 
 
 def test_cache_dir_resolution(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.delenv("HINDSIGHT_CACHE_DIR", raising=False)
+    monkeypatch.delenv("HINDSIGHT_CACHE_DIR")  # the isolated environment points it at the session's cache
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     assert _onnx.resolve_cache_dir() == tmp_path / "xdg" / "langchain-hindsight"
     monkeypatch.delenv("XDG_CACHE_HOME")
@@ -337,11 +337,12 @@ async def test_async_twins_match_sync(fast: LocalEmbeddings) -> None:
 
 def _run_python(code: str, **env: str) -> str:
     result = subprocess.run(
-        [sys.executable, "-c", code], env={**os.environ, **env}, capture_output=True, text=True, check=True, timeout=120
+        [sys.executable, "-c", code], env=child_env(**env), capture_output=True, text=True, check=True, timeout=120
     )
     return result.stdout.strip()
 
 
+@pytest.mark.integration
 def test_importing_the_package_loads_no_model_runtime() -> None:
     out = _run_python(
         "import sys, langchain_hindsight\n"
@@ -375,7 +376,6 @@ def test_readme_examples_run(index: int, tmp_path: Path, onnx_cache: Path, monke
     assert len(BLOCKS) == 4
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("HINDSIGHT_CACHE_DIR", str(onnx_cache))
-    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     module = types.ModuleType(f"embeddings_example_{index}")
     monkeypatch.setitem(sys.modules, module.__name__, module)
     exec(compile(BLOCKS[index], f"docs/readme/embeddings.md#{index}", "exec"), module.__dict__)

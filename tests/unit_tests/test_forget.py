@@ -7,7 +7,6 @@ the delete, so a passing "nothing found" is not a blind scanner.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import subprocess
 import sys
@@ -17,27 +16,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from langchain_core.embeddings import Embeddings
 
 from langchain_hindsight import ConfigurationError, MemoryNotFoundError, MemoryStore, MemoryUnit
 from langchain_hindsight.store._scrub import SCRUB_MARKER
 from langchain_hindsight.store.writes import LLMWriteJudge
-from tests.fakes import judge_model
-
-
-class HashEmbeddings(Embeddings):
-    """Deterministic pseudo-random unit vectors (384-d): fast, and every text gets its own vector."""
-
-    def _vec(self, text: str) -> list[float]:
-        seed = int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "little")
-        v = np.random.default_rng(seed).standard_normal(384)
-        return (v / np.linalg.norm(v)).tolist()
-
-    def embed_documents(self, texts: list[str]) -> list[list[float]]:
-        return [self._vec(t) for t in texts]
-
-    def embed_query(self, text: str) -> list[float]:
-        return self._vec(text)
+from tests.fakes import REPO_ROOT, HashEmbeddings, judge_model
 
 
 def _files(directory: Path) -> list[Path]:
@@ -245,8 +228,9 @@ _KILL_IN_SCRUB = """
 import os, signal, sys
 import chromadb.api.models.Collection as C
 from langchain_hindsight import MemoryStore, MemoryUnit
-sys.path.insert(0, {tests!r})
-from unit_tests.test_forget import HashEmbeddings, _filler, _secret_unit
+sys.path.insert(0, {root!r})
+from tests.fakes import HashEmbeddings
+from tests.unit_tests.test_forget import _filler, _secret_unit
 
 store = MemoryStore({path!r}, embeddings=HashEmbeddings())
 store.add_many(_filler(30), dedupe=False)
@@ -267,7 +251,7 @@ print("NOT KILLED", flush=True)
 @pytest.mark.parametrize("point", ["rename", "erase"])
 def test_a_scrub_killed_midway_is_finished_on_reopen(tmp_path: Path, point: str) -> None:
     directory = tmp_path / "db"
-    script = _KILL_IN_SCRUB.format(tests=str(Path(__file__).parents[1]), path=str(directory), point=point)
+    script = _KILL_IN_SCRUB.format(root=str(REPO_ROOT), path=str(directory), point=point)
     proc = subprocess.run([sys.executable, "-c", textwrap.dedent(script)], capture_output=True, text=True, timeout=300)
     assert proc.returncode == -9, proc.stderr[-2000:]
     assert "NOT KILLED" not in proc.stdout
@@ -326,8 +310,9 @@ import os, signal, sys
 import chromadb.api.models.Collection as C
 from langchain_hindsight import MemoryStore, MemoryUnit
 from langchain_hindsight.store.journal import RunJournal
-sys.path.insert(0, {tests!r})
-from unit_tests.test_forget import HashEmbeddings, _filler, _secret_unit
+sys.path.insert(0, {root!r})
+from tests.fakes import HashEmbeddings
+from tests.unit_tests.test_forget import _filler, _secret_unit
 
 def die(*args, **kwargs):
     print("DYING", flush=True)
@@ -366,7 +351,7 @@ def test_a_forget_killed_at_any_step_is_finished_on_reopen(tmp_path: Path, point
     from langchain_hindsight.store.journal import RunJournal
 
     directory = tmp_path / "db"
-    script = _KILL_IN_FORGET.format(tests=str(Path(__file__).parents[1]), path=str(directory), point=point)
+    script = _KILL_IN_FORGET.format(root=str(REPO_ROOT), path=str(directory), point=point)
     proc = subprocess.run([sys.executable, "-c", textwrap.dedent(script)], capture_output=True, text=True, timeout=300)
     assert proc.returncode == -9, proc.stderr[-2000:]
     assert "NOT KILLED" not in proc.stdout

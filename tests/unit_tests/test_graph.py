@@ -9,7 +9,6 @@ from typing import Annotated, Any, TypedDict
 
 import pytest
 from langchain.agents import create_agent
-from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import BaseMessage, HumanMessage
 from langchain_core.tools import ToolException, tool
 from langgraph.checkpoint.memory import InMemorySaver
@@ -27,17 +26,10 @@ from langchain_hindsight import (
 )
 from langchain_hindsight.errors import ReflectionError
 from langchain_hindsight.testing import ReactiveToolModel, call
+from tests.fakes import Prompts
 
 BLOCK = "[相关经验]"
 LESSON = "读取 ERP 导出的销售 CSV 时，read_csv 需要指定 encoding='gbk' 和 delimiter=';'"
-
-
-class Prompts(BaseCallbackHandler):
-    def __init__(self) -> None:
-        self.seen: list[list[BaseMessage]] = []
-
-    def on_chat_model_start(self, serialized: Any, messages: list[list[BaseMessage]], **kwargs: Any) -> None:
-        self.seen.extend(list(m) for m in messages)
 
 
 def _count(messages: list[BaseMessage]) -> int:

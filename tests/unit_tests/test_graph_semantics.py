@@ -25,6 +25,7 @@ from langgraph.prebuilt import ToolNode, tools_condition
 from langgraph.types import Command, interrupt
 
 from langchain_hindsight import MemoryStore, MemoryUnit, RunJournal, with_hindsight
+from tests import fakes
 from tests.fakes import ReactiveToolModel, call
 
 BLOCK = "[相关经验]"
@@ -69,14 +70,8 @@ class TokenModel(ReactiveToolModel):
             yield generation
 
 
-class Prompts(BaseCallbackHandler):
-    """Every prompt the chat model was sent."""
-
-    def __init__(self) -> None:
-        self.seen: list[list[BaseMessage]] = []
-
-    def on_chat_model_start(self, serialized: Any, messages: list[list[BaseMessage]], **kwargs: Any) -> None:
-        self.seen.extend(list(m) for m in messages)
+class Prompts(fakes.Prompts):
+    """Every prompt the chat model was sent, and how many experience blocks each held."""
 
     def blocks(self) -> list[int]:
         return [sum(str(m.content).count(BLOCK) + str(m.content).count(BLOCK_EN) for m in p) for p in self.seen]

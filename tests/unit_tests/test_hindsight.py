@@ -8,35 +8,15 @@ from typing import Any
 
 import pytest
 from langchain.agents import create_agent
-from langchain_core.messages import BaseMessage, HumanMessage
-from langchain_core.tools import ToolException, tool
+from langchain_core.messages import HumanMessage
 
 from langchain_hindsight import Hindsight, MemoryStore, MemoryUnit
 from langchain_hindsight.embeddings.local import LocalEmbeddings
 from langchain_hindsight.errors import ConfigurationError, RunNotFoundError
-from langchain_hindsight.testing import ReactiveToolModel, call
-
-LESSON = "生成周报时，数据范围取上周一到上周日的自然周"
-
-
-@tool
-def query_sales(start: str, end: str) -> str:
-    """Query sales between two dates."""
-    if start == "rolling":
-        raise ToolException("ValueError: start must be a date")
-    return f"sales {start}..{end}: 42"
-
-
-query_sales.handle_tool_error = True
-
-
-def _respond(messages: list[BaseMessage]) -> Any:
-    last = messages[-1]
-    if last.type == "tool":
-        if "Error" in str(last.content):
-            return call("query_sales", start="2024-06-03", end="2024-06-09")
-        return "周报：销售额 42"
-    return call("query_sales", start="rolling", end="today")
+from langchain_hindsight.testing import ReactiveToolModel
+from tests.fakes import WEEKLY_REPORT_LESSON as LESSON
+from tests.fakes import query_sales
+from tests.fakes import weekly_report_policy as _respond
 
 
 @pytest.fixture
@@ -140,6 +120,7 @@ DOCS = Path(__file__).resolve().parents[2] / "docs" / "readme"
 
 
 @pytest.mark.parametrize("name", ["quickstart.md", "adapters.md"])
+@pytest.mark.integration
 def test_readme_examples_run(name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import re
     import sys

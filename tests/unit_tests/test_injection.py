@@ -289,6 +289,7 @@ def test_no_false_conflicts_on_the_labelled_set() -> None:
 
 
 # ---------------------------------------------------------------- README section
+@pytest.mark.integration
 def test_readme_examples_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     text = (Path(__file__).parents[2] / "docs/readme/recall.md").read_text(encoding="utf-8")
     blocks = re.findall(r"```python\n(.*?)```", text, flags=re.DOTALL)

@@ -456,6 +456,7 @@ def test_usage_report_finds_memories_that_never_help(store: MemoryStore) -> None
 
 
 # ----------------------------------------------------------------------------- README section
+@pytest.mark.integration
 def test_lifecycle_readme_examples_run(capsys: pytest.CaptureFixture[str]) -> None:
     import re
     from pathlib import Path

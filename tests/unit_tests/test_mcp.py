@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import socket
 import subprocess
 import sys
@@ -24,19 +23,13 @@ from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
 from langchain_hindsight.sharing.mcp_server import TOOL_NAMES
-from tests.fakes import GRANTS_TOML, call, scripted_model
+from tests.fakes import GRANTS_TOML, call, child_env, scripted_model
+from tests.server import free_port
 
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
 LESSON = "读取ERP导出的CSV时要用encoding='gbk'和sep=';'，默认的utf-8会报UnicodeDecodeError。"
-
-
-def _env() -> dict[str, str]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
-    env["HF_HUB_OFFLINE"] = "1"
-    return env
 
 
 def _args(db: Path, config: Path, principal: str, *extra: str) -> list[str]:
@@ -63,7 +56,7 @@ def config(tmp_path: Path) -> Path:
 
 @asynccontextmanager
 async def stdio_session(db: Path, config: Path, principal: str) -> AsyncIterator[ClientSession]:
-    params = StdioServerParameters(command=sys.executable, args=_args(db, config, principal), env=_env())
+    params = StdioServerParameters(command=sys.executable, args=_args(db, config, principal), env=child_env())
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
         await session.initialize()
         yield session
@@ -123,17 +116,11 @@ async def test_sharing_between_two_agents_over_mcp(tmp_path: Path, config: Path)
         assert skipped["skipped"] == [shared["memory_id"]]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture
 def http_server(tmp_path: Path, config: Path) -> Iterator[str]:
-    port = _free_port()
+    port = free_port()
     args = _args(tmp_path / "db", config, "cleaner", "--transport", "http", "--port", str(port))
-    proc = subprocess.Popen([sys.executable, *args], env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen([sys.executable, *args], env=child_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
@@ -171,7 +158,7 @@ async def test_langchain_agent_uses_the_server_tools(tmp_path: Path, config: Pat
                 "transport": "stdio",
                 "command": sys.executable,
                 "args": _args(tmp_path / "db", config, "cleaner"),
-                "env": _env(),
+                "env": child_env(),
             }
         }
     )
@@ -207,7 +194,7 @@ async def test_readme_langchain_example_runs(tmp_path: Path, config: Path, monke
     body = (
         "async def _example():\n" + "".join(f"    {line}\n" for line in code.splitlines()) + "    return agent, tools\n"
     )
-    scope: dict[str, Any] = {"sys": sys, "env": _env(), "model": model}
+    scope: dict[str, Any] = {"sys": sys, "env": child_env(), "model": model}
     exec(compile(body, "docs/readme/sharing_mcp.md", "exec"), scope)
     agent, tools = await scope["_example"]()
     assert {t.name for t in tools} == set(TOOL_NAMES)

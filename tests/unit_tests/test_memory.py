@@ -4,31 +4,21 @@ from __future__ import annotations
 
 import asyncio
 import warnings
-from typing import Any
 
 import pytest
-from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
-from langchain_core.messages import BaseMessage
 from langchain_core.prompts import ChatPromptTemplate, PromptTemplate
 from langchain_core.tools import tool
 
 from langchain_hindsight import HindsightMemory, MemoryStore, MemoryUnit
 from langchain_hindsight.errors import ConfigurationError
 from langchain_hindsight.testing import call, scripted_model
+from tests.fakes import Prompts
 
 BLOCK = "[相关经验]"
 LESSON = "读取 ERP 导出的销售 CSV 时，read_csv 需要指定 encoding='gbk'"
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
-
-
-class Prompts(BaseCallbackHandler):
-    def __init__(self) -> None:
-        self.texts: list[str] = []
-
-    def on_chat_model_start(self, serialized: Any, messages: list[list[BaseMessage]], **kwargs: Any) -> None:
-        self.texts.extend("\n".join(str(m.content) for m in batch) for batch in messages)
 
 
 @pytest.fixture

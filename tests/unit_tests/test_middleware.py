@@ -8,7 +8,6 @@ from typing import Any
 
 import pytest
 from langchain.agents import create_agent
-from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import BaseMessage, HumanMessage
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
@@ -17,19 +16,10 @@ from langchain_hindsight import HindsightMiddleware, HindsightRetriever, MemoryS
 from langchain_hindsight.capture.messages import BLOCK_ID_PREFIX, trajectory_from_messages
 from langchain_hindsight.errors import HindsightError, StoreError
 from langchain_hindsight.testing import ReactiveToolModel, call
+from tests.fakes import Prompts
 
 BLOCK = "[相关经验]"
 LESSON = "读取 ERP 导出的销售 CSV 时，read_csv 需要指定 encoding='gbk' 和 delimiter=';'"
-
-
-class Prompts(BaseCallbackHandler):
-    """Every message list a chat model really received (from the callback event)."""
-
-    def __init__(self) -> None:
-        self.seen: list[list[BaseMessage]] = []
-
-    def on_chat_model_start(self, serialized: Any, messages: list[list[BaseMessage]], **kwargs: Any) -> None:
-        self.seen.extend(list(m) for m in messages)
 
 
 @tool

@@ -46,12 +46,13 @@ def _blas_threads() -> list[int]:
 
 
 @pytest.fixture(scope="module")
-def use() -> MultilingualEmbeddings:
+def use(real_models: None) -> MultilingualEmbeddings:
     emb = MultilingualEmbeddings()
     emb.embed_query("load")
     return emb
 
 
+@pytest.mark.integration
 def test_construction_and_import_load_nothing() -> None:
     code = (
         "import sys\n"
@@ -194,6 +195,7 @@ def damaged_resources(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Callab
     return damage
 
 
+@pytest.mark.integration
 def test_a_truncated_weights_file_raises_embedding_error(damaged_resources: Callable[[int], None]) -> None:
     damaged_resources(1 << 20)
     emb = MultilingualEmbeddings()
@@ -203,6 +205,7 @@ def test_a_truncated_weights_file_raises_embedding_error(damaged_resources: Call
 
 
 @pytest.mark.parametrize("value", [0.0, np.nan])
+@pytest.mark.integration
 def test_weights_that_give_zero_or_nan_vectors_raise_and_store_nothing(
     value: float, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
@@ -291,6 +294,7 @@ def test_routed_ranks_each_query_first_across_languages(routed: ScriptRoutedEmbe
         assert keys[int(np.argmax(sims))] == expected, (query, dict(zip(keys, sims.round(3), strict=True)))
 
 
+@pytest.mark.integration
 def test_routed_is_the_default_and_declares_its_identity(tmp_path: Path) -> None:
     assert embedder_identity(ScriptRoutedEmbeddings()) == EmbedderIdentity("minilm-l6+use-m3/routed@0.8", 896)
     with MemoryStore(tmp_path / "db") as store:

@@ -39,10 +39,8 @@ def test_notebook_runs(path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPat
 
     # ipykernel in this environment provides the "python3" kernel for sys.executable: nothing to install by hand.
     assert "python3" in KernelSpecManager().find_kernel_specs() or KernelSpecManager().get_kernel_spec("python3")
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("MPLBACKEND", "Agg")
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(path.parents[1]), os.environ.get("PYTHONPATH", "")]))
-    monkeypatch.delenv("HINDSIGHT_MODEL", raising=False)
     nb = nbformat.read(path, as_version=4)
     client = NotebookClient(nb, kernel_name="python3", timeout=300, resources={"metadata": {"path": str(tmp_path)}})
     client.execute()

@@ -406,8 +406,6 @@ def test_demo_runs_on_an_openai_compatible_model(
     stub: OpenAIStub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, embeddings: LocalEmbeddings
 ) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
-    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
-    monkeypatch.delenv("HINDSIGHT_MODEL", raising=False)
     model = DemoModel()
     stub.reply = model
 
@@ -516,8 +514,6 @@ def test_cli_review_local_base_url_needs_no_key(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     """Regression: without OPENAI_API_KEY, ``--base-url`` used to die in ChatOpenAI's constructor with a traceback."""
-    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
     stub.reply = review_reply
     code = main(["review", "--path", journalled, "--model", "local-model", "--base-url", stub.url, "--now", NOW])
     assert code == EXIT_OK, capsys.readouterr().err
@@ -529,8 +525,6 @@ def test_cli_review_without_key_or_url_is_a_usage_error(
     journalled: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Regression: a named model with no key and no base URL is a clean usage error (exit 2), not a traceback."""
-    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
     code = main(["review", "--path", journalled, "--model", "gpt-4o-mini", "--now", NOW])
     _, err = capsys.readouterr()
     assert code == EXIT_USAGE

@@ -38,6 +38,7 @@ def test_quick_start_has_exactly_the_two_commands() -> None:
     assert "test" in (ROOT / ".ci" / "run").read_text(encoding="utf-8")
 
 
+@pytest.mark.integration
 def test_intro_example_runs_with_a_scripted_model(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     intro = (ROOT / "docs" / "readme" / "00_intro.md").read_text(encoding="utf-8")
     code = next(block for block in re.findall(r"```python\n(.*?)```", intro, re.S) if "Hindsight(" in block)

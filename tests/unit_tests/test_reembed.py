@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import signal
 import subprocess
 import sys
@@ -26,6 +25,7 @@ from langchain_hindsight.store._collections import EMBEDDER_DIM_KEY, EMBEDDER_KE
 from langchain_hindsight.store.journal import RunJournal, RunRecord
 from langchain_hindsight.store.memory_store import MemoryStore
 from langchain_hindsight.types import MemoryContext, MemoryUnit
+from tests.fakes import child_env
 
 ZH = {
     "mem_email": "客户甲公司希望通过邮件联系。",
@@ -41,7 +41,7 @@ WHEN = datetime(2026, 1, 2, 3, 4, 5, 123456, tzinfo=UTC)
 
 
 @pytest.fixture(scope="module")
-def use() -> MultilingualEmbeddings:
+def use(real_models: None) -> MultilingualEmbeddings:
     return MultilingualEmbeddings()
 
 
@@ -347,7 +347,7 @@ def test_a_killed_reembed_loses_nothing(
         store.reembed(batch_size=1, progress=progress)
         """
     )
-    proc = subprocess.run([sys.executable, "-c", script], timeout=300, env={**os.environ, "PYTHONPATH": os.getcwd()})
+    proc = subprocess.run([sys.executable, "-c", script], timeout=300, env=child_env())
     assert proc.returncode == -signal.SIGKILL
     with MemoryStore(tmp_path / "db", embeddings=embeddings) as store:
         assert {k: v for k, v in _raw(store).items() if not k.endswith("-reembed")} == before

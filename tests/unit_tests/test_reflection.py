@@ -15,7 +15,6 @@ from typing import Any
 import pytest
 from langchain.agents import create_agent
 from langchain.agents.middleware import ToolErrorMiddleware
-from langchain_core.tools import tool
 
 from langchain_hindsight import (
     BackgroundReflector,
@@ -31,6 +30,7 @@ from langchain_hindsight.prompts import REFLECTION_EN, REFLECTION_ZH
 from langchain_hindsight.reflection._rules import clean_feedback
 from langchain_hindsight.reflection.reflector import parse_json_text, render_trajectory
 from langchain_hindsight.testing import call, scripted_model
+from tests.fakes import read_file
 
 SEED_JSON = {
     "task_type": "data-clean",
@@ -44,20 +44,6 @@ SEED_JSON = {
     "confidence": 0.8,
     "tags": ["csv", "encoding", "chinese", "pandas"],
 }
-
-
-@tool
-def read_file(path: str, encoding: str = "utf-8") -> str:
-    """Read a text file with the given encoding."""
-    with open(path, encoding=encoding) as f:
-        return f.read()
-
-
-@pytest.fixture
-def gbk_csv(tmp_path: Path) -> Path:
-    path = tmp_path / "客户.csv"
-    path.write_bytes("姓名,城市\n张三,北京\n".encode("gbk"))  # read as utf-8: a real UnicodeDecodeError
-    return path
 
 
 def _run_encoding_agent(path: Path, recorder: TrajectoryRecorder) -> dict[str, Any]:
@@ -550,6 +536,7 @@ def test_background_invalid_options(store: MemoryStore) -> None:
 # ---------------------------------------------------------------- README section examples
 
 
+@pytest.mark.integration
 def test_readme_capture_examples_run(capsys: pytest.CaptureFixture[str]) -> None:
     import re
 

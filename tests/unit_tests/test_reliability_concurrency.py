@@ -15,10 +15,10 @@ import pytest
 
 from langchain_hindsight import MemoryStore, MemoryUnit, StoreLockedError
 from langchain_hindsight.embeddings.local import LocalEmbeddings
-from tests.server import ChromaServer, chroma_server  # noqa: F401 - the fixture
-from tests.unit_tests.test_forget import HashEmbeddings
+from tests.fakes import REPO_ROOT, HashEmbeddings
+from tests.server import ChromaServer
 
-TESTS = str(Path(__file__).parents[1])
+ROOT = str(REPO_ROOT)  # first on a child's sys.path: it imports tests.*
 
 TOPICS = [
     ("data_cleaning", "Read Chinese CSV files with encoding='utf-8-sig' to avoid garbled text"),
@@ -95,9 +95,9 @@ def test_a_killed_owner_does_not_leave_the_directory_locked(tmp_path: Path, embe
     script = textwrap.dedent(
         f"""
         import os, signal, sys
-        sys.path.insert(0, {TESTS!r})
+        sys.path.insert(0, {ROOT!r})
         from langchain_hindsight import MemoryStore, MemoryUnit
-        from unit_tests.test_forget import HashEmbeddings
+        from tests.fakes import HashEmbeddings
         store = MemoryStore({str(directory)!r}, embeddings=HashEmbeddings())
         store.add(MemoryUnit(content="written before the crash"))
         print("OPEN", flush=True)
@@ -127,11 +127,11 @@ def test_a_killed_owner_does_not_leave_the_directory_locked(tmp_path: Path, embe
 _WRITER = """
 import json, sys, time
 from pathlib import Path
-sys.path.insert(0, {tests!r})
+sys.path.insert(0, {root!r})
 import chromadb
 from chromadb.config import Settings
 from langchain_hindsight import MemoryStore, MemoryUnit
-from unit_tests.test_forget import HashEmbeddings
+from tests.fakes import HashEmbeddings
 
 me, other, n, sync = {me!r}, {other!r}, {n}, Path({sync!r})
 client = chromadb.HttpClient(host={host!r}, port={port}, settings=Settings(anonymized_telemetry=False))
@@ -163,7 +163,7 @@ print(json.dumps({{"mine": mine, "dense": seen_dense, "lexical": sorted(seen_lex
 @pytest.mark.slow
 @pytest.mark.server
 def test_two_writer_processes_on_a_server_lose_nothing_and_see_each_other(
-    chroma_server: ChromaServer,  # noqa: F811 - the fixture
+    chroma_server: ChromaServer,
     tmp_path: Path,
 ) -> None:
     n = 30
@@ -172,7 +172,7 @@ def test_two_writer_processes_on_a_server_lose_nothing_and_see_each_other(
     procs = {}
     for me, other in (("alpha", "beta"), ("beta", "alpha")):
         script = _WRITER.format(
-            tests=TESTS, me=me, other=other, n=n, sync=str(sync), host=chroma_server.host, port=chroma_server.port
+            root=ROOT, me=me, other=other, n=n, sync=str(sync), host=chroma_server.host, port=chroma_server.port
         )
         procs[me] = subprocess.Popen(
             [sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
@@ -192,7 +192,7 @@ def test_two_writer_processes_on_a_server_lose_nothing_and_see_each_other(
 
 
 @pytest.mark.server
-def test_server_store_uses_the_same_code_path(chroma_server: ChromaServer) -> None:  # noqa: F811
+def test_server_store_uses_the_same_code_path(chroma_server: ChromaServer) -> None:
     """Supersede, feedback, archive and forget behave on a server as embedded (scrub is refused)."""
     from langchain_hindsight import ConfigurationError
 

@@ -22,9 +22,9 @@ from langchain_core.embeddings import Embeddings
 
 from langchain_hindsight import MemoryStore, MemoryUnit
 from langchain_hindsight.store.writes import Neighbour, WriteDecision
-from tests.unit_tests.test_forget import HashEmbeddings
+from tests.fakes import REPO_ROOT, HashEmbeddings
 
-TESTS = str(Path(__file__).parents[1])
+ROOT = str(REPO_ROOT)  # first on a child's sys.path: it imports tests.*
 LESSON = "When reading a Chinese CSV with pandas, pass encoding='{}' to avoid garbled text."
 
 
@@ -51,10 +51,10 @@ class SupersedeNearest:
 
 _PRELUDE = f"""
 import os, signal, sys
-sys.path.insert(0, {TESTS!r})
+sys.path.insert(0, {ROOT!r})
 import chromadb.api.models.Collection as C
 from langchain_hindsight import MemoryStore, MemoryUnit
-from unit_tests.test_reliability_crash import PrefixEmbeddings, SupersedeNearest
+from tests.unit_tests.test_reliability_crash import PrefixEmbeddings, SupersedeNearest
 
 def die_on(method, nth=1):
     original = getattr(C.Collection, method)
@@ -157,7 +157,7 @@ def test_archive_and_restore_killed_between_steps_end_in_one_place(tmp_path: Pat
         die_on({method!r})
         store.{operation}([unit.memory_id])
         """
-    out = _run_child("from unit_tests.test_forget import HashEmbeddings\n" + textwrap.dedent(body))
+    out = _run_child("from tests.fakes import HashEmbeddings\n" + textwrap.dedent(body))
     unit_id = out.split("UNIT ")[1].split()[0]
     expected = "archived" if operation == "archive" else "active"
     with MemoryStore(directory, embeddings=HashEmbeddings()) as store:
@@ -185,9 +185,9 @@ def test_a_user_restored_superseded_unit_stays_restored_after_reopen(tmp_path: P
 
 _BUSY = """
 import sys, random
-sys.path.insert(0, {tests!r})
+sys.path.insert(0, {root!r})
 from langchain_hindsight import MemoryStore, MemoryUnit
-from unit_tests.test_forget import HashEmbeddings
+from tests.fakes import HashEmbeddings
 rng = random.Random({seed})
 store = MemoryStore({path!r}, embeddings=HashEmbeddings())
 print("READY", flush=True)
@@ -210,7 +210,7 @@ def test_random_sigkills_during_writes_leave_complete_units(tmp_path: Path) -> N
     embedder = HashEmbeddings()
     previous = 0
     for seed in range(3):
-        script = _BUSY.format(tests=TESTS, seed=seed, path=str(directory))
+        script = _BUSY.format(root=ROOT, seed=seed, path=str(directory))
         proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
         assert proc.stdout is not None
         assert proc.stdout.readline().strip() == "READY"
@@ -230,7 +230,7 @@ def test_random_sigkills_during_writes_leave_complete_units(tmp_path: Path) -> N
 def test_feedback_killed_mid_write_is_all_or_nothing(tmp_path: Path) -> None:
     directory = tmp_path / "db"
     body = f"""
-        from unit_tests.test_forget import HashEmbeddings
+        from tests.fakes import HashEmbeddings
         store = MemoryStore({str(directory)!r}, embeddings=HashEmbeddings())
         units = store.add_many([MemoryUnit(content=f"lesson {{i}}", confidence=0.5) for i in range(50)])
         print("IDS", " ".join(u.memory_id for u in units), flush=True)
@@ -259,7 +259,7 @@ def test_import_killed_midway_is_rolled_forward_on_reopen(tmp_path: Path, method
 
     directory = tmp_path / "db"
     body = f"""
-        from unit_tests.test_forget import HashEmbeddings
+        from tests.fakes import HashEmbeddings
         from langchain_hindsight.store._transfer import import_units
         store = MemoryStore({str(directory)!r}, embeddings=HashEmbeddings())
         moved = store.add(MemoryUnit(memory_id="mem_moved", content="archived in the file, active in the store")).unit
@@ -280,10 +280,10 @@ def test_import_killed_midway_is_rolled_forward_on_reopen(tmp_path: Path, method
 
 _BUSY_IMPORT_FORGET = """
 import sys, random
-sys.path.insert(0, {tests!r})
+sys.path.insert(0, {root!r})
 from langchain_hindsight import MemoryStore, MemoryUnit
 from langchain_hindsight.store._transfer import import_units
-from unit_tests.test_forget import HashEmbeddings
+from tests.fakes import HashEmbeddings
 rng = random.Random({seed})
 store = MemoryStore({path!r}, embeddings=HashEmbeddings())
 print("READY", flush=True)
@@ -308,7 +308,7 @@ def test_random_sigkills_during_import_and_forget_leave_whole_batches_and_no_for
     rng = random.Random(20261201)
     imported_batches = 0
     for seed in range(3):
-        script = _BUSY_IMPORT_FORGET.format(tests=TESTS, seed=seed, path=str(directory))
+        script = _BUSY_IMPORT_FORGET.format(root=ROOT, seed=seed, path=str(directory))
         proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
         assert proc.stdout is not None
         assert proc.stdout.readline().strip() == "READY"

@@ -14,6 +14,7 @@ BLOCKS = re.findall(r"```python\n(.*?)```", DOC.read_text(encoding="utf-8"), fla
 
 
 @pytest.mark.parametrize("index", range(len(BLOCKS)))
+@pytest.mark.integration
 def test_guarantees_examples_run(index: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     module = types.ModuleType(f"guarantees_example_{index}")

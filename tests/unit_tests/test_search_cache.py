@@ -15,23 +15,9 @@ from chromadb.config import Settings
 from langchain_core.embeddings import Embeddings
 
 from langchain_hindsight import HindsightRetriever, MemoryStore, MemoryUnit
+from tests.fakes import HashEmbeddings
 
 NOW = datetime(2026, 11, 1, tzinfo=UTC)
-
-
-class HashEmbeddings(Embeddings):
-    """Deterministic pseudo-random unit vectors (64-d)."""
-
-    def _vec(self, text: str) -> list[float]:
-        seed = int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "little")
-        v = np.random.default_rng(seed).standard_normal(64)
-        return (v / np.linalg.norm(v)).tolist()
-
-    def embed_documents(self, texts: list[str]) -> list[list[float]]:
-        return [self._vec(t) for t in texts]
-
-    def embed_query(self, text: str) -> list[float]:
-        return self._vec(text)
 
 
 class CountingCollection:
@@ -56,7 +42,7 @@ class CountingCollection:
 
 @pytest.fixture
 def store(tmp_path: Path) -> Iterator[MemoryStore]:
-    with MemoryStore(tmp_path / "db", embeddings=HashEmbeddings()) as s:
+    with MemoryStore(tmp_path / "db", embeddings=HashEmbeddings(64)) as s:
         yield s
 
 
@@ -151,7 +137,7 @@ def test_cached_units_are_the_stored_ones(store: MemoryStore) -> None:
 
 def test_a_shared_client_never_caches() -> None:
     client = chromadb.EphemeralClient(settings=Settings(anonymized_telemetry=False))
-    with MemoryStore(client=client, embeddings=HashEmbeddings(), namespace="cache-shared") as a:
+    with MemoryStore(client=client, embeddings=HashEmbeddings(64), namespace="cache-shared") as a:
         a.add_many(_units(10), dedupe=False)
         _recall(a, "CSV 编码")
         col = _counting(a)

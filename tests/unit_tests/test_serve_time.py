@@ -48,7 +48,7 @@ class USEEmbeddings(Embeddings):
 
 
 @pytest.fixture(scope="module")
-def use_embeddings() -> Embeddings:
+def use_embeddings(real_models: None) -> Embeddings:
     """The library's multilingual default when this version has one, else USE through the wrapper above."""
     from langchain_hindsight.embeddings import multilingual as module
 
@@ -204,6 +204,7 @@ def test_the_weak_match_warning_looks_only_at_what_is_served(
         assert warned() == 1
 
 
+@pytest.mark.integration
 def test_the_demo_on_its_default_data_logs_no_embedder_warning(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -12,7 +12,6 @@ from typing import Annotated, Any, TypedDict
 import pytest
 from langchain.agents import create_agent
 from langchain_core.messages import AnyMessage, BaseMessage, HumanMessage
-from langchain_core.tools import ToolException, tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
@@ -32,32 +31,13 @@ from langchain_hindsight.session._conversation import CorrectionDetector
 from langchain_hindsight.session.loop import HindsightSession, SessionConfig
 from langchain_hindsight.session.source import SessionOwner, session_for
 from langchain_hindsight.store.journal import RunRecord
-from langchain_hindsight.testing import ReactiveToolModel, call
+from langchain_hindsight.testing import ReactiveToolModel
 from langchain_hindsight.types import Trajectory
+from tests.fakes import WEEKLY_REPORT_LESSON as LESSON
+from tests.fakes import query_sales
+from tests.fakes import weekly_report_policy as _respond
 
-LESSON = "生成周报时，数据范围取上周一到上周日的自然周"
 TASK = "生成本周的销售周报"
-
-
-@tool
-def query_sales(start: str, end: str) -> str:
-    """Query sales between two dates."""
-    if start == "rolling":
-        raise ToolException("ValueError: start must be a date")
-    return f"sales {start}..{end}: 42"
-
-
-query_sales.handle_tool_error = True
-
-
-def _respond(messages: list[BaseMessage]) -> Any:
-    """First call fails (bad start), the retry succeeds, then the answer: reflection learns error → fix."""
-    last = messages[-1]
-    if last.type == "tool":
-        if "Error" in str(last.content):
-            return call("query_sales", start="2024-06-03", end="2024-06-09")
-        return "周报：销售额 42"
-    return call("query_sales", start="rolling", end="today")
 
 
 def _add(store: MemoryStore, unit: MemoryUnit) -> MemoryUnit:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from langchain_hindsight import ConfigurationError, MemoryStore, MemoryUnit
-from tests.unit_tests.test_search_cache import HashEmbeddings
+from tests.fakes import HashEmbeddings
 
 
 def test_count_by_agrees_with_iterating_the_units(tmp_path: Path) -> None:
