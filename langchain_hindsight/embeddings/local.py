@@ -180,8 +180,6 @@ class _TorchEncoder:
     """sentence-transformers on torch; the reference implementation and the fallback."""
 
     def __init__(self, path: str, device: str) -> None:
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")
-        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
         try:
             from sentence_transformers import SentenceTransformer
         except ImportError as e:
@@ -189,7 +187,8 @@ class _TorchEncoder:
                 f"the torch backend of LocalEmbeddings needs sentence-transformers: {_MINILM_INSTALL}"
             ) from e
 
-        self.model: SentenceTransformer = SentenceTransformer(path, device=device)
+        # local_files_only: a directory is read as it is, never completed from the hub (no env var is set).
+        self.model: SentenceTransformer = SentenceTransformer(path, device=device, local_files_only=True)
         self._lock = threading.Lock()  # torch.set_num_threads is process-wide
 
     @property

@@ -12,6 +12,7 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
 from hindsight_demo import decide, demo_tools, run_demo, select_model, write_demo_files
+from hindsight_demo.cli import main as demo_main
 from langchain_hindsight.errors import ConfigurationError
 
 
@@ -97,17 +98,61 @@ def test_run_demo_learns_in_run_one_and_uses_it_in_run_two(tmp_path: Path, monke
     assert "active memories: 1 before, 1 after" in again.getvalue()
 
 
-@pytest.mark.slow
-def test_hindsight_demo_command_exits_zero_offline(tmp_path: Path) -> None:
+def _offline_env() -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in {"HINDSIGHT_MODEL", "OPENAI_API_KEY"}}
     env["HF_HUB_OFFLINE"] = "1"
+    return env
+
+
+@pytest.mark.slow
+def test_python_m_hindsight_demo_exits_zero_offline(tmp_path: Path) -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "langchain_hindsight.cli.main", "demo", "--path", str(tmp_path)],
+        [sys.executable, "-m", "hindsight_demo", "--path", str(tmp_path)],
         capture_output=True,
         text=True,
-        env=env,
+        env=_offline_env(),
         timeout=300,
         check=False,
     )
     assert done.returncode == 0, done.stderr
     assert "[相关经验]" in done.stdout.split("[run 2]")[1]
+
+
+def test_demo_cli_passes_its_options_and_reports_a_missing_key(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    assert demo_main(["--path", str(tmp_path), "--model", "gpt-4o-mini"]) == 2
+    assert "OPENAI_API_KEY" in capsys.readouterr().err
+    assert not (tmp_path / "memory_db").exists()  # refused before anything was written
+    monkeypatch.delenv("HINDSIGHT_MODEL", raising=False)
+    assert demo_main(["--path", str(tmp_path), "--quiet"]) == 0
+    assert capsys.readouterr().out == ""
+    assert (tmp_path / "memory_db").is_dir()
+
+
+def test_the_library_never_imports_the_demo() -> None:
+    code = (
+        "import sys, langchain_hindsight, langchain_hindsight.cli.main, langchain_hindsight.hindsight\n"
+        "assert 'hindsight_demo' not in sys.modules, 'the library imported the demo'"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+
+
+def test_hindsight_demo_command_runs_the_entry_point(monkeypatch: pytest.MonkeyPatch) -> None:
+    from importlib.metadata import EntryPoint
+
+    import langchain_hindsight.cli.main as cli
+
+    seen: list[list[str]] = []
+
+    def fake_entry_points(**selector: str) -> list[EntryPoint]:
+        assert selector == {"group": "console_scripts", "name": "hindsight-demo"}
+        return [EntryPoint(name="hindsight-demo", value="hindsight_demo.cli:main", group="console_scripts")]
+
+    monkeypatch.setattr(cli, "entry_points", fake_entry_points)
+    monkeypatch.setattr("hindsight_demo.cli.main", lambda argv: seen.append(list(argv)) or 0)
+    assert cli.main(["demo", "--path", "/tmp/x", "--quiet"]) == 0
+    assert seen == [["--path", "/tmp/x", "--quiet"]]
