@@ -20,7 +20,7 @@ Example:
 
         from hindsight_demo import run_demo
 
-        exit_code = run_demo(path="/tmp/hindsight_demo", quiet=True)
+        exit_code = run_demo(path="/tmp/hindsight-demo", quiet=True)
 """
 
 from __future__ import annotations
@@ -429,7 +429,9 @@ def run_demo(
     merges the identical lesson).
 
     Args:
-        path: Demo directory (CSV files and the store); default ``<tmp>/hindsight_demo``.
+        path: Demo directory (CSV files and the store); default ``<tmp>/hindsight-demo``
+            (not the package's name: such a directory in the working directory would shadow
+            an editable install).
         model: A model name (OpenAI-compatible) or a chat model; default scripted, offline.
         base_url: OpenAI-compatible endpoint for a named model.
         quiet: Print nothing.
@@ -440,7 +442,7 @@ def run_demo(
     from langchain_hindsight.hindsight import Hindsight
 
     screen = _Screen(out or sys.stdout, quiet)
-    root = Path(path) if path is not None else Path(tempfile.gettempdir()) / "hindsight_demo"
+    root = Path(path) if path is not None else Path(tempfile.gettempdir()) / "hindsight-demo"
     chat, real = select_model(model, base_url)
     files = write_demo_files(root / "data")
     tools = demo_tools(root / "data")
