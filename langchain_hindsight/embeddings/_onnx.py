@@ -1,9 +1,12 @@
 """ONNX Runtime backend of :class:`~langchain_hindsight.embeddings.local.LocalEmbeddings`.
 
 A sentence-transformers model directory (Transformer → Pooling → optional
-Normalize) is exported once to ONNX with ``torch.onnx.export`` into a cache
-directory, keyed by a hash of the model's weights and config; later processes
-load the cached file in a fraction of a second without importing torch. Tokenisation uses the
+Normalize) is turned once into an ONNX graph in a cache directory, keyed by a
+hash of the model's weights and config: a BERT (the packaged MiniLM) is built
+from its weights without torch (:mod:`~langchain_hindsight.embeddings._bert_onnx`,
+checked against a numpy reference); other architectures are exported with
+``torch.onnx.export`` (the ``torch`` extra) and checked against torch. Later
+processes load the cached file in a fraction of a second. Tokenisation uses the
 model's own ``tokenizer.json`` through ``tokenizers`` (truncated at the model's
 ``max_seq_length``), and pooling + L2 normalisation are done in numpy exactly as
 the model's pooling config says, so vectors match sentence-transformers'.
@@ -34,6 +37,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 
 from langchain_hindsight import settings
+from langchain_hindsight.embeddings import _bert_onnx
 from langchain_hindsight.errors import ConfigurationError
 
 if TYPE_CHECKING:
@@ -226,7 +230,45 @@ class OnnxEncoder:
 
 
 def _export(spec: SentenceModelSpec, target: str | io.BytesIO) -> None:
-    """Export the transformer to ONNX and check it against torch on probe texts."""
+    """Write the transformer as ONNX to ``target``: built without torch for BERT, else exported by torch."""
+    if _bert_onnx.supported(spec.transformer_dir):
+        _build(spec, target)
+    else:
+        _torch_export(spec, target)
+
+
+def _check(
+    spec: SentenceModelSpec,
+    source: str | bytes,
+    feeds: dict[str, NDArray[np.int64]],
+    mask: NDArray[np.int64],
+    expected: NDArray[np.float32],
+) -> None:
+    """Raise unless ONNX Runtime's pooled output on ``feeds`` matches ``expected`` (cosine ≥ ``_MIN_COSINE``)."""
+    got = pool(_session(source, 1).run(None, feeds)[0], mask, spec.pooling)
+    worst = float((got * expected).sum(axis=1).min())
+    if worst < _MIN_COSINE:
+        raise RuntimeError(
+            f"the ONNX model of {spec.transformer_dir} disagrees with its reference (cosine {worst:.6f})"
+        )
+
+
+def _build(spec: SentenceModelSpec, target: str | io.BytesIO) -> None:
+    """Build a BERT's graph from its weights and check it against the numpy reference on probe texts."""
+    weights = _bert_onnx.load_weights(spec.transformer_dir)
+    model = _bert_onnx.build(spec.transformer_dir, weights)
+    # Two probes of different lengths: the batch is padded, so the attention-mask path is checked.
+    feeds, mask = _feeds(_encode(_load_tokenizer(spec), _PROBES), spec.pad_token_id, _bert_onnx.INPUTS)
+    expected = pool(_bert_onnx.reference_hidden(spec.transformer_dir, weights, feeds), mask, spec.pooling)
+    _check(spec, model, feeds, mask, expected)
+    if isinstance(target, io.BytesIO):
+        target.write(model)
+    else:
+        Path(target).write_bytes(model)
+
+
+def _torch_export(spec: SentenceModelSpec, target: str | io.BytesIO) -> None:
+    """Export the transformer with ``torch.onnx.export`` and check it against torch on probe texts."""
     import torch
     from transformers import AutoModel
 
@@ -260,11 +302,7 @@ def _export(spec: SentenceModelSpec, target: str | io.BytesIO) -> None:
             opset_version=_OPSET,
             do_constant_folding=True,
         )
-    source = target.getvalue() if isinstance(target, io.BytesIO) else target
-    got = pool(_session(source, 1).run(None, feeds)[0], mask, spec.pooling)
-    worst = float((got * expected).sum(axis=1).min())
-    if worst < _MIN_COSINE:
-        raise RuntimeError(f"exported ONNX model disagrees with torch (cosine {worst:.6f})")
+    _check(spec, target.getvalue() if isinstance(target, io.BytesIO) else target, feeds, mask, expected)
 
 
 def _export_to_cache(spec: SentenceModelSpec, path: Path) -> str | bytes:
