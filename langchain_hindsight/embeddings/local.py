@@ -31,13 +31,12 @@ from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from langchain_core.embeddings import Embeddings
 
-from langchain_hindsight.embeddings._onnx import TORCH_EXTRA
+from langchain_hindsight.embeddings import _onnx
+from langchain_hindsight.embeddings._onnx import OnnxEncoder
 from langchain_hindsight.errors import ConfigurationError, EmbeddingError
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
-
-    from langchain_hindsight.embeddings._onnx import OnnxEncoder
 
 __all__ = [
     "MINILM_NAME",
@@ -185,7 +184,7 @@ class _TorchEncoder:
             from sentence_transformers import SentenceTransformer
         except ImportError as e:
             raise ImportError(
-                f"the torch backend of LocalEmbeddings needs sentence-transformers and torch: {TORCH_EXTRA}"
+                f"the torch backend of LocalEmbeddings needs sentence-transformers and torch: {_onnx.TORCH_EXTRA}"
             ) from e
 
         # local_files_only: a directory is read as it is, never completed from the hub (no env var is set).
@@ -304,8 +303,6 @@ class LocalEmbeddings(Embeddings):
             if self.backend == "torch" or self.device != "cpu":
                 self._torch = _TorchEncoder(path, self.device)
                 return self._torch
-            from langchain_hindsight.embeddings import _onnx
-
             try:
                 self._onnx = _onnx.load_encoder(path, cache_dir=self.cache_dir, query_threads=self.query_threads)
             # The exporter and ONNX Runtime raise many unrelated types; any failure means torch.
