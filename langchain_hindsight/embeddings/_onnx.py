@@ -49,10 +49,10 @@ __all__ = ["OnnxEncoder", "SentenceModelSpec", "cache_key", "load_encoder", "poo
 logger = logging.getLogger(__name__)
 
 TORCH_EXTRA = "pip install 'langchain-hindsight[torch]'"
-"""What models other than BERT (and the torch backend) need: torch, transformers, sentence-transformers, onnx."""
+"""What models other than BERT (and the torch backend) need: torch, transformers, sentence-transformers."""
 _FORMAT_VERSION = 1  # bump when the exported graph changes, so stale cache files are not reused
 _OPSET = 17
-_MIN_COSINE = 0.9999  # an export whose output differs more from torch's is rejected
+_MIN_COSINE = 0.9999  # a graph whose output differs more from its reference (numpy or torch) is rejected
 _PROBES = ("hindsight probe", "读取 CSV 文件时使用 utf-8-sig 编码，避免 BOM 导致列名错误。")
 _WEIGHT_SUFFIXES = (".safetensors", ".bin")
 Pooling = Literal["mean", "cls", "max", "mean_sqrt_len"]
@@ -321,7 +321,7 @@ def _export_to_cache(spec: SentenceModelSpec, path: Path) -> str | bytes:
         buffer = io.BytesIO()
         _export(spec, buffer)
         return buffer.getvalue()
-    logger.info("exporting %s to ONNX at %s (once per model)", spec.transformer_dir, path)
+    logger.info("writing the ONNX graph of %s to %s (once per model)", spec.transformer_dir, path)
     try:
         _export(spec, tmp)
         os.chmod(tmp, 0o644)  # mkstemp creates 0600; the cache may be shared
