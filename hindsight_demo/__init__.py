@@ -8,15 +8,19 @@ the injected ``[相关经验]`` block. The default model is a *scripted* policy
 (:class:`ScriptedDemoModel`) whose every choice is computed from the messages
 it receives, so whether run 2 calls the tool correctly the first time really
 depends on the block in its prompt. Name a model (``--model`` or
-``HINDSIGHT_MODEL``, with ``OPENAI_API_KEY`` / ``OPENAI_BASE_URL``) to run the
-same demo on any OpenAI-compatible chat model.
+``HINDSIGHT_MODEL``, with ``OPENAI_API_KEY`` / ``OPENAI_BASE_URL``; needs the
+``openai`` extra) to run the same demo on any OpenAI-compatible chat model.
+
+Run it with ``hindsight-demo`` or ``python -m hindsight_demo`` (``make demo``).
+The package sits beside the library, not inside it: ``langchain_hindsight``
+never imports it.
 
 Example:
     .. code-block:: python
 
         from hindsight_demo import run_demo
 
-        exit_code = run_demo(path="/tmp/hindsight_demo", quiet=True)
+        exit_code = run_demo(path="/tmp/hindsight-demo", quiet=True)
 """
 
 from __future__ import annotations
@@ -39,6 +43,8 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolCa
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.tools import BaseTool, StructuredTool, ToolException
+
+from langchain_hindsight.settings import openai_chat_model
 
 __all__ = [
     "DEMO_FILES",
@@ -392,30 +398,18 @@ def select_model(model: str | BaseChatModel | None = None, base_url: str | None 
     """The demo's chat model and whether it is a real LLM.
 
     ``model`` (or ``HINDSIGHT_MODEL``) names an OpenAI-compatible model served at
-    ``base_url`` (or ``OPENAI_BASE_URL``, default OpenAI) with ``OPENAI_API_KEY``;
-    nothing named means the offline :class:`ScriptedDemoModel`.
+    ``base_url`` (or ``OPENAI_BASE_URL``, default OpenAI) with ``OPENAI_API_KEY``
+    (:func:`langchain_hindsight.settings.openai_chat_model`); nothing named means
+    the offline :class:`ScriptedDemoModel`.
 
     Raises:
         ConfigurationError: a model is named but there is no key and no base URL.
+        ImportError: a model is named and ``langchain-openai`` (the ``openai`` extra) is missing.
     """
     if isinstance(model, BaseChatModel):
         return model, not isinstance(model, ScriptedDemoModel)
-    name = model or os.environ.get("HINDSIGHT_MODEL")
-    if not name:
-        return ScriptedDemoModel(), False
-    from langchain_openai import ChatOpenAI
-
-    from langchain_hindsight.errors import ConfigurationError
-
-    url = base_url or os.environ.get("OPENAI_BASE_URL")
-    options: dict[str, Any] = {"model": name, "temperature": 0}
-    if url:
-        options["base_url"] = url
-    if not os.environ.get("OPENAI_API_KEY"):
-        if not url:
-            raise ConfigurationError(f"model {name!r} needs OPENAI_API_KEY (or a local OpenAI-compatible --base-url)")
-        options["api_key"] = "not-needed"  # local OpenAI-compatible servers usually ignore the key
-    return ChatOpenAI(**options), True
+    chat = openai_chat_model(model, base_url)
+    return (ScriptedDemoModel(), False) if chat is None else (chat, True)
 
 
 def run_demo(
@@ -435,7 +429,9 @@ def run_demo(
     merges the identical lesson).
 
     Args:
-        path: Demo directory (CSV files and the store); default ``<tmp>/hindsight_demo``.
+        path: Demo directory (CSV files and the store); default ``<tmp>/hindsight-demo``
+            (not the package's name: such a directory in the working directory would shadow
+            an editable install).
         model: A model name (OpenAI-compatible) or a chat model; default scripted, offline.
         base_url: OpenAI-compatible endpoint for a named model.
         quiet: Print nothing.
@@ -446,7 +442,7 @@ def run_demo(
     from langchain_hindsight.hindsight import Hindsight
 
     screen = _Screen(out or sys.stdout, quiet)
-    root = Path(path) if path is not None else Path(tempfile.gettempdir()) / "hindsight_demo"
+    root = Path(path) if path is not None else Path(tempfile.gettempdir()) / "hindsight-demo"
     chat, real = select_model(model, base_url)
     files = write_demo_files(root / "data")
     tools = demo_tools(root / "data")

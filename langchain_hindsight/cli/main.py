@@ -22,13 +22,13 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import os
 import sys
 import tempfile
 import unicodedata
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
+from importlib.metadata import entry_points
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -41,6 +41,7 @@ from langchain_hindsight.errors import (
     StoreError,
     StoreLockedError,
 )
+from langchain_hindsight.settings import openai_chat_model, read_environment
 
 if TYPE_CHECKING:
     from langchain_hindsight.store.memory_store import MemoryStore
@@ -52,8 +53,9 @@ _CONTENT_COLS = 60
 
 
 def _environment() -> dict[str, str | None]:
-    """The only place the CLI reads environment variables."""
-    return {"path": os.environ.get("HINDSIGHT_PATH") or None, "server": os.environ.get("HINDSIGHT_SERVER") or None}
+    """The CLI's defaults from the environment (read in :mod:`langchain_hindsight.settings`)."""
+    env = read_environment()
+    return {"path": env.store_path, "server": env.server}
 
 
 # ----------------------------------------------------------------------------- output helpers
@@ -195,11 +197,15 @@ def _open(args: argparse.Namespace) -> Iterator[MemoryStore]:
 
 # ----------------------------------------------------------------------------- commands
 def _demo(args: argparse.Namespace) -> int:
-    try:
-        from hindsight_demo import run_demo
-    except ImportError:
+    """Run the ``hindsight-demo`` entry point (found by name: the library never imports the demo package)."""
+    found = entry_points(group="console_scripts", name="hindsight-demo")
+    if not found:
+        print("hindsight-demo is not installed; running the store-only demo instead")
         return _store_demo(args)
-    return int(run_demo(path=args.demo_path, model=args.model, base_url=args.base_url, quiet=args.quiet))
+    options = {"--path": args.demo_path, "--model": args.model, "--base-url": args.base_url}
+    argv = [part for flag, value in options.items() if value for part in (flag, value)]
+    argv += ["--quiet"] if args.quiet else []
+    return int(next(iter(found)).load()(argv))
 
 
 def _store_demo(args: argparse.Namespace) -> int:
@@ -319,9 +325,7 @@ def _lifecycle(args: argparse.Namespace, store: MemoryStore) -> Any:
 
     model = None
     if getattr(args, "model", None):
-        from hindsight_demo import select_model
-
-        model, _ = select_model(args.model, args.base_url)  # no key: a ConfigurationError, not a traceback
+        model = openai_chat_model(args.model, args.base_url)  # no key: a ConfigurationError, not a traceback
     return Lifecycle(store, model=model, locale=getattr(args, "locale", "zh"), progress=_progress)
 
 

