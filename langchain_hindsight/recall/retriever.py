@@ -11,7 +11,8 @@ One recall (seed §2.4, §4.4):
 4. fusion turns the two signals into one relevance in [0, 1]; candidates below
    the relevance floor (``min_relevance``) are dropped, so an unrelated task gets
    nothing (and the adapters inject no block);
-5. :func:`~langchain_hindsight.recall.scoring.score_memory` adds task type, confidence,
+5. the weighted score (:func:`~langchain_hindsight.recall.scoring.score_memory`, computed for all
+   candidates at once by :func:`~langchain_hindsight.recall.scoring.score_many`) adds task type, confidence,
    access heat, source and time decay; the best ``k`` are returned.
 
 The task type used in step 5 is the caller's ``task_type`` when given, else
@@ -35,6 +36,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+import numpy as np
 from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
 from langchain_core.language_models import BaseChatModel
@@ -49,12 +51,13 @@ from langchain_hindsight.prompts import TASK_TYPE_PROMPT_EN, TASK_TYPE_PROMPT_ZH
 from langchain_hindsight.recall.fusion import (
     Fusion,
     FusionWeights,
-    dense_weight,
+    Script,
     fuse,
+    fuse_arrays,
     fusion_weights_for,
     query_script,
 )
-from langchain_hindsight.recall.scoring import ScoringWeights, score_memory
+from langchain_hindsight.recall.scoring import ScoringWeights, score_many
 from langchain_hindsight.store.memory_store import MemoryStore
 from langchain_hindsight.taxonomy import TaskTypeVocabulary
 from langchain_hindsight.types import MemoryUnit, ScoredMemory, Served, TaskTypeSource, utcnow
@@ -96,6 +99,8 @@ _CLASSIFY_MAX_CHARS = 2000
 """The model classifier sees at most this much of the task text."""
 _CLASSIFY_MAX_ANSWER = 200
 """Only this much of the model's answer is read."""
+_SCRIPT_CACHE_SIZE = 65_536
+"""Candidates whose content script a retriever remembers (emptied when full)."""
 
 
 ServedRecord = Served
@@ -281,6 +286,7 @@ class HindsightRetriever(BaseRetriever):
     _served_lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
     _warned: bool = PrivateAttr(default=False)
     _classifier_warned: bool = PrivateAttr(default=False)
+    _scripts: dict[str, tuple[str, Script]] = PrivateAttr(default_factory=dict)
 
     def model_post_init(self, __context: Any) -> None:
         """Create the bounded served log."""
@@ -471,36 +477,38 @@ class HindsightRetriever(BaseRetriever):
         task: tuple[str | None, TaskTypeSource | None],
         now: datetime,
     ) -> list[ScoredMemory]:
-        cosine = {i: sim for i, (_, sim) in dense.items()}
+        ids = list(dense)
+        units = [unit for unit, _ in dense.values()]
+        cosine = np.fromiter((sim for _, sim in dense.values()), dtype=np.float64, count=len(ids))
+        lex = np.fromiter((lexical.get(i, 0.0) for i in ids), dtype=np.float64, count=len(ids))
         script = query_script(query)
         given = FusionWeights(self.fusion_alpha, self.fusion_alpha_cjk, self.fusion_cross_script)
         fw = fusion_weights_for(self.store.embeddings, given, explicit=self.model_fields_set)
-        relevance = fuse(
+        alpha = fw.alpha if fw.alpha_cjk is None else (fw.alpha_cjk if script == "cjk" else fw.alpha)
+        relevance = fuse_arrays(
+            ids,
             cosine,
-            {i: s for i, s in lexical.items() if i in dense},
+            lex,
             method=self.fusion,
-            alpha=dense_weight(query, latin=fw.alpha, cjk=fw.alpha_cjk),
-            lexically_blind=[i for i, (u, _) in dense.items() if query_script(u.content) != script],
+            alpha=alpha,
+            lexically_blind=np.fromiter((self._script(u) != script for u in units), dtype=bool, count=len(ids)),
             blind_gain=fw.cross_script,
+            lexical_found=np.fromiter((i in lexical for i in ids), dtype=bool, count=len(ids)),
         )
         label, source = task
         # "general" found by inference means "not recognised": recorded, but no bonus for general memories
         bonus_type = label if source == "fixed" or label != self.store.vocabulary.fallback else None
-        scored = [
-            score_memory(
-                unit,
-                relevance[i],
-                task_type=bonus_type,
-                now=now,
-                weights=self.weights,
-                extra={"dense": cosine[i], "lexical": lexical.get(i, 0.0)},
-            )
-            for i, (unit, _) in dense.items()
+        table = score_many(units, relevance, task_type=bonus_type, now=now, weights=self.weights)
+        keep = table.score >= self.min_score
+        if self.min_relevance is not None:
+            keep &= table.similarity >= self.min_relevance
+        rows = np.flatnonzero(keep).tolist()
+        scores = table.score.tolist()
+        rows.sort(key=lambda j: (-scores[j], ids[j]))
+        result = [
+            table.scored(j, extra={"dense": float(cosine[j]), "lexical": float(lex[j])}, query_task_type=label)
+            for j in rows[:limit]
         ]
-        floor = self.min_relevance
-        kept = [s for s in scored if s.score >= self.min_score and (floor is None or s.similarity >= floor)]
-        kept.sort(key=lambda s: (-s.score, s.memory.memory_id))
-        result = [s.model_copy(update={"query_task_type": label}) for s in kept[:limit]]
         self._diagnose(result)
         record = Served(
             task=query, namespace=namespace, memories=result, at=now, task_type=label, task_type_source=source
@@ -510,6 +518,17 @@ class HindsightRetriever(BaseRetriever):
         if self.on_served is not None:
             self.on_served(record)
         return result
+
+    def _script(self, unit: MemoryUnit) -> Script:
+        """:func:`query_script` of a candidate's content, computed once per memory (and content)."""
+        cached = self._scripts.get(unit.memory_id)
+        if cached is not None and (cached[0] is unit.content or cached[0] == unit.content):
+            return cached[1]
+        script = query_script(unit.content)
+        if len(self._scripts) >= _SCRIPT_CACHE_SIZE:
+            self._scripts.clear()
+        self._scripts[unit.memory_id] = (unit.content, script)
+        return script
 
     def _diagnose(self, result: Sequence[ScoredMemory]) -> None:
         """Warn when what is about to be injected is weak (nothing injected → nothing to warn about)."""

@@ -9,11 +9,20 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from langchain_core.embeddings import Embeddings
 
 from langchain_hindsight.errors import ConfigurationError
 from langchain_hindsight.recall import fusion as _fusion
-from langchain_hindsight.recall.fusion import FusionWeights, dense_weight, fuse, fusion_weights_for, query_script
+from langchain_hindsight.recall.fusion import (
+    FusionWeights,
+    dense_weight,
+    fuse,
+    fuse_arrays,
+    fusion_weights_for,
+    query_script,
+)
 from langchain_hindsight.recall.retriever import HindsightRetriever
 from langchain_hindsight.recall.retriever import fuse as retriever_fuse
 from langchain_hindsight.recall.scoring import ScoringWeights
@@ -110,6 +119,48 @@ def test_single_arm_and_rank_fusions() -> None:
 def test_unknown_fusion_is_a_configuration_error() -> None:
     with pytest.raises(ConfigurationError, match="fusion must be one of"):
         fuse({"a": 0.5}, {}, method="nope")  # type: ignore[arg-type]
+
+
+@given(
+    rows=st.lists(
+        st.tuples(
+            st.floats(allow_nan=True, allow_infinity=True, width=64),
+            st.one_of(st.none(), st.floats(min_value=0, max_value=30)),
+            st.booleans(),
+        ),
+        min_size=1,
+        max_size=10,
+    ),
+    method=st.sampled_from(["convex_idf", "convex", "rrf", "dense", "lexical"]),
+    alpha=st.floats(min_value=0, max_value=1),
+    gain=st.floats(min_value=0, max_value=3),
+)
+def test_fuse_arrays_equals_fuse_to_the_last_bit(
+    rows: list[tuple[float, float | None, bool]], method: str, alpha: float, gain: float
+) -> None:
+    ids = [f"m{j}" for j in range(len(rows))]
+    dense = {i: r[0] for i, r in zip(ids, rows, strict=True)}
+    lexical = {i: r[1] for i, r in zip(ids, rows, strict=True) if r[1] is not None}
+    blind = [i for i, r in zip(ids, rows, strict=True) if r[2]]
+    expected = fuse(dense, lexical, method=method, alpha=alpha, lexically_blind=blind, blind_gain=gain)  # type: ignore[arg-type]
+    got = fuse_arrays(
+        ids,
+        [r[0] for r in rows],
+        [r[1] or 0.0 for r in rows],
+        method=method,  # type: ignore[arg-type]
+        alpha=alpha,
+        lexically_blind=[r[2] for r in rows],
+        blind_gain=gain,
+        lexical_found=[r[1] is not None for r in rows],
+    )
+    assert got.tolist() == [expected[i] for i in ids]
+
+
+def test_fuse_arrays_checks_its_input() -> None:
+    with pytest.raises(ConfigurationError, match="one entry per candidate"):
+        fuse_arrays(["a", "b"], [0.5], [0.0, 0.1])
+    with pytest.raises(ConfigurationError, match="fusion must be one of"):
+        fuse_arrays(["a"], [0.5], [0.0], method="nope")  # type: ignore[arg-type]
 
 
 def test_the_retriever_module_still_exports_fuse() -> None:

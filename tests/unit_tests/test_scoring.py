@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from langchain_hindsight import ConfigurationError, MemoryUnit, ScoringWeights, score_memory
-from langchain_hindsight.recall.scoring import time_factor
+from langchain_hindsight.recall.scoring import score_many, time_factor
 
 NOW = datetime(2026, 6, 1, tzinfo=UTC)
 
@@ -128,3 +128,64 @@ def test_score_is_bounded_and_breakdown_sums(sim: float, conf: float, access: in
     assert s.score == pytest.approx(terms * s.breakdown["time_factor"])
     assert 0.0 <= s.score <= 0.5 + 0.2 + 0.2 + 0.1 + 0.1
     assert 0.0 <= s.similarity <= 1.0
+
+
+# ---------------------------------------------------------------- score_many (recall scores all candidates at once)
+SOURCES = ["user_feedback", "manual", "rule", "agent_inference", "review", "tool_output"]
+TYPES = ["weekly_report", "data_cleaning", "general"]
+
+
+@given(
+    rows=st.lists(
+        st.tuples(
+            st.floats(allow_nan=True, allow_infinity=True, width=64),
+            st.floats(min_value=0, max_value=1),
+            st.integers(min_value=0, max_value=10_000),
+            st.integers(min_value=-10 * 86_400, max_value=5000 * 86_400),
+            st.sampled_from(SOURCES),
+            st.sampled_from(TYPES),
+        ),
+        min_size=1,
+        max_size=12,
+    ),
+    wanted=st.sampled_from([None, *TYPES]),
+)
+def test_score_many_equals_score_memory_to_the_last_bit(
+    rows: list[tuple[float, float, int, int, str, str]], wanted: str | None
+) -> None:
+    weights = ScoringWeights(task_type=0.3, source=0.15, time_horizon_days=200.0)
+    units = [
+        unit(
+            memory_id=f"m{j}",
+            confidence=conf,
+            access_count=access,
+            created_at=NOW - timedelta(seconds=age),
+            source=source,
+            task_type=task,
+        )
+        for j, (_, conf, access, age, source, task) in enumerate(rows)
+    ]
+    sims = [r[0] for r in rows]
+    table = score_many(units, sims, task_type=wanted, now=NOW, weights=weights)
+    for j, (u, sim) in enumerate(zip(units, sims, strict=True)):
+        one = score_memory(u, sim, task_type=wanted, now=NOW, weights=weights, extra={"dense": 0.25})
+        got = table.scored(j, extra={"dense": 0.25}, query_task_type=wanted)
+        assert got.score == one.score
+        assert got.similarity == one.similarity
+        assert got.breakdown == one.breakdown
+        assert list(got.breakdown) == list(one.breakdown)  # same keys, same order
+        assert got.memory is u
+        assert got.query_task_type == wanted
+
+
+def test_score_many_orders_like_the_formula_and_checks_its_input() -> None:
+    old = unit(memory_id="old", created_at=NOW - timedelta(days=300))
+    fresh = unit(memory_id="fresh", created_at=NOW - timedelta(days=1), task_type="weekly_report")
+    table = score_many([old, fresh], [0.6, 0.6], task_type="weekly_report", now=NOW)
+    assert table.score[1] > table.score[0]
+    assert table.terms["task_type"].tolist() == [0.0, 0.2]
+    assert score_many([], [], now=NOW).score.shape == (0,)
+    with pytest.raises(ConfigurationError):
+        score_many([old], [0.5, 0.6], now=NOW)
+    with pytest.raises(ConfigurationError):
+        score_many([old], [0.5], now=datetime(2026, 1, 1))
