@@ -289,3 +289,30 @@ def test_the_docstring_examples_are_correct() -> None:
     result = doctest.testmod(_fusion, optionflags=doctest.ELLIPSIS)
     assert result.attempted >= 10
     assert result.failed == 0
+
+
+def test_a_memory_rewritten_in_another_script_is_fused_by_its_new_script(bilingual_store: MemoryStore) -> None:
+    # the retriever remembers each candidate's script; a rewrite of the content must not keep the old one
+    retriever = HindsightRetriever(
+        store=bilingual_store,
+        k=3,
+        weights=RELEVANCE_ONLY,
+        min_relevance=None,
+        low_similarity_threshold=0.0,
+        fusion_alpha=0.5,
+        fusion_alpha_cjk=0.2,
+        fusion_cross_script=2.0,
+    )
+
+    def weekly() -> tuple[float, float, float]:
+        got = {s.memory.memory_id: s for s in retriever.recall("本周的周报怎么发", now=NOW)}
+        b = got["en_weekly"].breakdown
+        return got["en_weekly"].similarity, b["dense"], b["lexical"]
+
+    relevance, cosine, lexical = weekly()  # English content, Chinese query: lexically blind
+    assert lexical < min(1.0, 2.0 * cosine)  # so blindness changes the relevance
+    assert relevance == pytest.approx(0.2 * cosine + 0.8 * min(1.0, 2.0 * cosine))
+    bilingual_store.update("en_weekly", content="周报周五前发到团队群里。")
+    relevance, cosine, lexical = weekly()  # now Chinese: judged by its own lexical score
+    assert lexical < min(1.0, 2.0 * cosine)
+    assert relevance == pytest.approx(0.2 * cosine + 0.8 * lexical)
