@@ -3,7 +3,8 @@
 Builds (or reuses, with ``--keep DIR``) one store per corpus (``benchmarks/_corpora.py``)
 at ``--size`` memories (embedder and vectors as in ``recall_scale.py``, every query
 cache off), then times each stage in its own pass over the same queries
-(perf_counter, p50 / p95):
+(p50 / p95 of wall time, or with ``--clock cpu`` of the process's CPU time, which a
+shared machine disturbs less):
 
 * ``embed``: ``embed_query``;
 * ``floor``: embedding + a raw Chroma query (k, documents and metadatas): the
@@ -78,20 +79,25 @@ def build(path: Path, corpus: str, size: int, real: object, n_real: int) -> list
     return queries
 
 
-def timed(fn: Callable[[int, str], Any], queries: list[str]) -> dict[str, float]:
+CLOCKS: dict[str, Callable[[], float]] = {"wall": time.perf_counter, "cpu": time.process_time}
+"""``wall``: elapsed time; ``cpu``: the process's CPU time (all its threads), steadier on a shared machine."""
+
+
+def timed(fn: Callable[[int, str], Any], queries: list[str], clock: Callable[[], float]) -> dict[str, float]:
     """p50 / p95 of ``fn(n, query)`` over the queries, after ``WARMUP`` untimed calls."""
     ms = []
     for n in range(WARMUP + len(queries)):
         q = queries[n % len(queries)]
-        t0 = time.perf_counter()
+        t0 = clock()
         fn(n, q)
         if n >= WARMUP:
-            ms.append((time.perf_counter() - t0) * 1000)
+            ms.append((clock() - t0) * 1000)
     return summary(ms)
 
 
 def profile_corpus(path: Path, queries: list[str], real: Any, args: argparse.Namespace) -> None:
     """Print the stage timings and the cProfile summary of one built store."""
+    clock = CLOCKS[args.clock]
     with MemoryStore(path, embeddings=real) as store:
         retriever = HindsightRetriever(store=store, k=K, low_similarity_threshold=0.0)
         col = store._collection(store.namespace)
@@ -109,9 +115,9 @@ def profile_corpus(path: Path, queries: list[str], real: Any, args: argparse.Nam
 
         def cold(n: int, q: str) -> None:
             store._units.clear()
-            t0 = time.perf_counter()
+            t0 = clock()
             recall(n, q)
-            cold_ms.append((time.perf_counter() - t0) * 1000)
+            cold_ms.append((clock() - t0) * 1000)
 
         passes: dict[str, Callable[[int, str], Any]] = {
             "embed": lambda n, q: real.embed_query(q),
@@ -123,11 +129,11 @@ def profile_corpus(path: Path, queries: list[str], real: Any, args: argparse.Nam
             "recall": recall,
             "hybrid_warm": lambda n, q: store.hybrid_search(q, vectors[q], k=depth, normalize=True),
         }
-        print(f"== {path.name}: p50 / p95 ms (one pass per stage, {WARMUP} warm-up queries)", flush=True)
+        print(f"== {path.name}: p50 / p95 {args.clock} ms (one pass per stage, {WARMUP} warm-up queries)", flush=True)
         for name, fn in passes.items():
-            s = timed(fn, queries)
+            s = timed(fn, queries, clock)
             print(f"  {name:12s} {s['p50_ms']:7.2f} / {s['p95_ms']:7.2f}", flush=True)
-        timed(cold, queries)
+        timed(cold, queries, clock)
         s = summary(cold_ms[WARMUP:])
         print(f"  {'recall_cold':12s} {s['p50_ms']:7.2f} / {s['p95_ms']:7.2f}", flush=True)
         if args.no_cprofile:
@@ -154,6 +160,7 @@ def main() -> None:
     parser.add_argument("--profile-queries", type=int, default=300)
     parser.add_argument("--no-cprofile", action="store_true")
     parser.add_argument("--cold", action="store_true", help="profile cold recalls (unit cache emptied)")
+    parser.add_argument("--clock", choices=sorted(CLOCKS), default="wall", help="wall or process CPU time")
     args = parser.parse_args()
     real = default_embedder()
     base = Path(args.keep) if args.keep else Path(tempfile.mkdtemp())
