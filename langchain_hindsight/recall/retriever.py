@@ -125,6 +125,18 @@ class RecallResult:
     task_type_source: TaskTypeSource | None
 
 
+def _content_script(scripts: dict[str, tuple[str, Script]], unit: MemoryUnit) -> Script:
+    """:func:`query_script` of a candidate's content, remembered in ``scripts`` per memory (and content)."""
+    cached = scripts.get(unit.memory_id)
+    if cached is not None and (cached[0] is unit.content or cached[0] == unit.content):
+        return cached[1]
+    script = query_script(unit.content)
+    if len(scripts) >= _SCRIPT_CACHE_SIZE:
+        scripts.clear()
+    scripts[unit.memory_id] = (unit.content, script)
+    return script
+
+
 def _to_document(scored: ScoredMemory) -> Document:
     unit = scored.memory
     return Document(
@@ -479,6 +491,7 @@ class HindsightRetriever(BaseRetriever):
     ) -> list[ScoredMemory]:
         ids = list(dense)
         units = [unit for unit, _ in dense.values()]
+        scripts = self._scripts  # one attribute read: a pydantic private attribute costs a __getattr__ each
         cosine = np.fromiter((sim for _, sim in dense.values()), dtype=np.float64, count=len(ids))
         lex = np.fromiter((lexical.get(i, 0.0) for i in ids), dtype=np.float64, count=len(ids))
         script = query_script(query)
@@ -491,7 +504,9 @@ class HindsightRetriever(BaseRetriever):
             lex,
             method=self.fusion,
             alpha=alpha,
-            lexically_blind=np.fromiter((self._script(u) != script for u in units), dtype=bool, count=len(ids)),
+            lexically_blind=np.fromiter(
+                (_content_script(scripts, u) != script for u in units), dtype=bool, count=len(ids)
+            ),
             blind_gain=fw.cross_script,
             lexical_found=np.fromiter((i in lexical for i in ids), dtype=bool, count=len(ids)),
         )
@@ -518,17 +533,6 @@ class HindsightRetriever(BaseRetriever):
         if self.on_served is not None:
             self.on_served(record)
         return result
-
-    def _script(self, unit: MemoryUnit) -> Script:
-        """:func:`query_script` of a candidate's content, computed once per memory (and content)."""
-        cached = self._scripts.get(unit.memory_id)
-        if cached is not None and (cached[0] is unit.content or cached[0] == unit.content):
-            return cached[1]
-        script = query_script(unit.content)
-        if len(self._scripts) >= _SCRIPT_CACHE_SIZE:
-            self._scripts.clear()
-        self._scripts[unit.memory_id] = (unit.content, script)
-        return script
 
     def _diagnose(self, result: Sequence[ScoredMemory]) -> None:
         """Warn when what is about to be injected is weak (nothing injected → nothing to warn about)."""
