@@ -99,8 +99,8 @@ _CLASSIFY_MAX_CHARS = 2000
 """The model classifier sees at most this much of the task text."""
 _CLASSIFY_MAX_ANSWER = 200
 """Only this much of the model's answer is read."""
-_SCRIPT_CACHE_SIZE = 65_536
-"""Candidates whose content script a retriever remembers (emptied when full)."""
+_SCRIPT_CACHE_SIZE = 16_384
+"""Candidates whose content script a retriever remembers (emptied when full; it holds their content strings)."""
 
 
 ServedRecord = Served
