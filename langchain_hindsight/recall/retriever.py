@@ -8,27 +8,30 @@ One recall (seed §2.4, §4.4):
    and English tokenisation), same depth;
 3. candidates found only lexically get their cosine similarity from their stored
    vectors, so every candidate has both signals;
-4. fusion turns the two signals into one relevance in [0, 1]; candidates below
-   the relevance floor (``min_relevance``) are dropped, so an unrelated task gets
-   nothing (and the adapters inject no block);
-5. the weighted score (:func:`~langchain_hindsight.recall.scoring.score_memory`, computed for all
-   candidates at once by :func:`~langchain_hindsight.recall.scoring.score_many`) adds task type, confidence,
-   access heat, source and time decay; the best ``k`` are returned.
+4. :func:`~langchain_hindsight.recall.ranking.rank_candidates` fuses the two signals
+   into one relevance in [0, 1] and drops candidates below the relevance floor
+   (``min_relevance``), so an unrelated task gets nothing (and the adapters inject no block);
+5. it then adds the weighted score (:func:`~langchain_hindsight.recall.scoring.score_memory`,
+   computed for all candidates at once by :func:`~langchain_hindsight.recall.scoring.score_many`):
+   task type, confidence, access heat, source and time decay; the best ``k`` are returned.
 
 The task type used in step 5 is the caller's ``task_type`` when given, else
 inferred from the query text (:func:`~langchain_hindsight.taxonomy.infer_task_type`,
-then an optional model classifier when the rules find nothing).
+then an optional model classifier when the rules find nothing), as
+:mod:`langchain_hindsight.recall.task_type` resolves it.
 
 Only active units can come back: the dense arm and the id lookup drop
 superseded units, archived ones live in another collection, and the lexical
 index holds active units only.
+
+This module keeps the retriever (its options, the served log, the diagnostics and the
+``BaseRetriever`` hooks); every name it has exported stays importable from here.
 """
 
 from __future__ import annotations
 
 import logging
 import math
-import re
 import threading
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
@@ -36,28 +39,26 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-import numpy as np
 from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import HumanMessage
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables.config import run_in_executor
 from pydantic import ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
 from langchain_hindsight._safety import clean_text
 from langchain_hindsight.errors import ConfigurationError
-from langchain_hindsight.prompts import TASK_TYPE_PROMPT_EN, TASK_TYPE_PROMPT_ZH, Locale, get_templates
-from langchain_hindsight.recall.fusion import (
-    Fusion,
-    FusionWeights,
-    Script,
-    fuse,
-    fuse_arrays,
-    fusion_weights_for,
-    query_script,
+from langchain_hindsight.prompts import Locale, get_templates
+from langchain_hindsight.recall.fusion import Fusion, FusionWeights, fuse, fusion_weights_for
+from langchain_hindsight.recall.ranking import ScriptCache, rank_candidates
+from langchain_hindsight.recall.scoring import ScoringWeights
+from langchain_hindsight.recall.task_type import (
+    CLASSIFY_MAX_CHARS,
+    TaskClassifier,
+    as_classifier,
+    pick_label,
+    resolve_task_type,
 )
-from langchain_hindsight.recall.scoring import ScoringWeights, score_many
 from langchain_hindsight.store.memory_store import MemoryStore
 from langchain_hindsight.taxonomy import TaskTypeVocabulary
 from langchain_hindsight.types import MemoryUnit, ScoredMemory, Served, TaskTypeSource, utcnow
@@ -92,17 +93,6 @@ DEFAULT_LOW_RELEVANCE = DEFAULT_MIN_RELEVANCE
 relevance level are weak matches (only possible with a lowered or disabled
 floor), and the retriever warns that the embedder may not fit."""
 
-TaskClassifier = Callable[[str, Sequence[str]], "str | None"]
-"""A task-type classifier hook: ``(task text, allowed labels) -> label or None``."""
-
-_CLASSIFY_MAX_CHARS = 2000
-"""The model classifier sees at most this much of the task text."""
-_CLASSIFY_MAX_ANSWER = 200
-"""Only this much of the model's answer is read."""
-_SCRIPT_CACHE_SIZE = 16_384
-"""Candidates whose content script a retriever remembers (emptied when full; it holds their content strings)."""
-
-
 ServedRecord = Served
 """What one recall served: the same type as the session's :class:`~langchain_hindsight.types.Served`
 (``run_id`` empty, ``query`` = ``task``), under the name this module has always exported."""
@@ -125,18 +115,6 @@ class RecallResult:
     task_type_source: TaskTypeSource | None
 
 
-def _content_script(scripts: dict[str, tuple[str, Script]], unit: MemoryUnit) -> Script:
-    """:func:`query_script` of a candidate's content, remembered in ``scripts`` per memory (and content)."""
-    cached = scripts.get(unit.memory_id)
-    if cached is not None and (cached[0] is unit.content or cached[0] == unit.content):
-        return cached[1]
-    script = query_script(unit.content)
-    if len(scripts) >= _SCRIPT_CACHE_SIZE:
-        scripts.clear()
-    scripts[unit.memory_id] = (unit.content, script)
-    return script
-
-
 def _to_document(scored: ScoredMemory) -> Document:
     unit = scored.memory
     return Document(
@@ -156,40 +134,6 @@ def _to_document(scored: ScoredMemory) -> Document:
             "query_task_type": scored.query_task_type,
         },
     )
-
-
-def _answer_text(content: object) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return " ".join(
-            str(p.get("text", "")) if isinstance(p, dict) else str(p) for p in content if isinstance(p, str | dict)
-        )
-    return str(content)
-
-
-def _pick_label(answer: str | None, vocabulary: TaskTypeVocabulary) -> str | None:
-    """A classifier's answer as a label of ``vocabulary``, or ``None`` when it names none."""
-    if not isinstance(answer, str):
-        return None
-    text = answer[:_CLASSIFY_MAX_ANSWER].strip().strip("`'\"。.，, ").lower()
-    if text in vocabulary:
-        return text
-    for label in sorted(vocabulary.labels, key=len, reverse=True):
-        if re.search(rf"(?<![a-z0-9_]){re.escape(label)}(?![a-z0-9_])", text):
-            return label
-    label = vocabulary.normalize(text) if text else vocabulary.fallback
-    return None if label == vocabulary.fallback else label
-
-
-def _model_classifier(model: BaseChatModel, locale: Locale) -> TaskClassifier:
-    prompt = TASK_TYPE_PROMPT_ZH if locale == "zh" else TASK_TYPE_PROMPT_EN
-
-    def classify(text: str, labels: Sequence[str]) -> str | None:
-        message = HumanMessage(content=prompt.format(task_types=", ".join(labels), task=text[:_CLASSIFY_MAX_CHARS]))
-        return _answer_text(model.invoke([message]).content)[:_CLASSIFY_MAX_ANSWER]
-
-    return classify
 
 
 class HindsightRetriever(BaseRetriever):
@@ -298,7 +242,7 @@ class HindsightRetriever(BaseRetriever):
     _served_lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
     _warned: bool = PrivateAttr(default=False)
     _classifier_warned: bool = PrivateAttr(default=False)
-    _scripts: dict[str, tuple[str, Script]] = PrivateAttr(default_factory=dict)
+    _scripts: ScriptCache = PrivateAttr(default_factory=dict)
 
     def model_post_init(self, __context: Any) -> None:
         """Create the bounded served log."""
@@ -431,25 +375,16 @@ class HindsightRetriever(BaseRetriever):
 
     # ------------------------------------------------------------------ task type
     def _resolve_task_type(self, query: str, fixed: str | None) -> tuple[str | None, TaskTypeSource | None]:
-        if fixed is not None:
-            return fixed, "fixed"
-        if not self.infer_task_type:
-            return None, None
         vocabulary = self.store.vocabulary
-        inferred = vocabulary.infer(query)
-        if inferred != vocabulary.fallback or self.task_classifier is None or not query.strip():
-            return inferred, "inferred"
-        label = self._classify(query, vocabulary)
-        return (label, "model") if label is not None else (inferred, "inferred")
+        classify = None if self.task_classifier is None else (lambda text: self._classify(text, vocabulary))
+        return resolve_task_type(query, fixed, vocabulary, infer=self.infer_task_type, classify=classify)
 
     def _classify(self, query: str, vocabulary: TaskTypeVocabulary) -> str | None:
-        classifier = self.task_classifier
-        if isinstance(classifier, BaseChatModel):
-            classifier = _model_classifier(classifier, self.locale)
+        classifier = as_classifier(self.task_classifier, self.locale)
         if classifier is None:
             return None
         try:
-            answer = classifier(query[:_CLASSIFY_MAX_CHARS], vocabulary.labels)
+            answer = classifier(query[:CLASSIFY_MAX_CHARS], vocabulary.labels)
         except Exception:  # noqa: BLE001 - a classifier failure must not cost the recall
             with self._served_lock:
                 first, self._classifier_warned = not self._classifier_warned, True
@@ -457,7 +392,7 @@ class HindsightRetriever(BaseRetriever):
                 "task-type classifier failed; using the keyword rules' answer", exc_info=True
             )
             return None
-        label = _pick_label(answer, vocabulary)
+        label = pick_label(answer, vocabulary)
         if label is None:
             logger.debug("task-type classifier answered %r, not a label of the vocabulary", answer)
         return label
@@ -489,42 +424,24 @@ class HindsightRetriever(BaseRetriever):
         task: tuple[str | None, TaskTypeSource | None],
         now: datetime,
     ) -> list[ScoredMemory]:
-        ids = list(dense)
-        units = [unit for unit, _ in dense.values()]
-        scripts = self._scripts  # one attribute read: a pydantic private attribute costs a __getattr__ each
-        cosine = np.fromiter((sim for _, sim in dense.values()), dtype=np.float64, count=len(ids))
-        lex = np.fromiter((lexical.get(i, 0.0) for i in ids), dtype=np.float64, count=len(ids))
-        script = query_script(query)
         given = FusionWeights(self.fusion_alpha, self.fusion_alpha_cjk, self.fusion_cross_script)
-        fw = fusion_weights_for(self.store.embeddings, given, explicit=self.model_fields_set)
-        alpha = fw.alpha if fw.alpha_cjk is None else (fw.alpha_cjk if script == "cjk" else fw.alpha)
-        relevance = fuse_arrays(
-            ids,
-            cosine,
-            lex,
-            method=self.fusion,
-            alpha=alpha,
-            lexically_blind=np.fromiter(
-                (_content_script(scripts, u) != script for u in units), dtype=bool, count=len(ids)
-            ),
-            blind_gain=fw.cross_script,
-            lexical_found=np.fromiter((i in lexical for i in ids), dtype=bool, count=len(ids)),
+        result = rank_candidates(
+            query,
+            dense,
+            lexical,
+            limit=limit,
+            task=task,
+            fallback_task_type=self.store.vocabulary.fallback,
+            fusion=self.fusion,
+            fusion_weights=fusion_weights_for(self.store.embeddings, given, explicit=self.model_fields_set),
+            weights=self.weights,
+            min_score=self.min_score,
+            min_relevance=self.min_relevance,
+            now=now,
+            scripts=self._scripts,  # one attribute read: a pydantic private attribute costs a __getattr__ each
         )
-        label, source = task
-        # "general" found by inference means "not recognised": recorded, but no bonus for general memories
-        bonus_type = label if source == "fixed" or label != self.store.vocabulary.fallback else None
-        table = score_many(units, relevance, task_type=bonus_type, now=now, weights=self.weights)
-        keep = table.score >= self.min_score
-        if self.min_relevance is not None:
-            keep &= table.similarity >= self.min_relevance
-        rows = np.flatnonzero(keep).tolist()
-        scores = table.score.tolist()
-        rows.sort(key=lambda j: (-scores[j], ids[j]))
-        result = [
-            table.scored(j, extra={"dense": float(cosine[j]), "lexical": float(lex[j])}, query_task_type=label)
-            for j in rows[:limit]
-        ]
         self._diagnose(result)
+        label, source = task
         record = Served(
             task=query, namespace=namespace, memories=result, at=now, task_type=label, task_type_source=source
         )
