@@ -27,7 +27,29 @@ from langchain_hindsight.recall.fusion import Fusion, FusionWeights, Script, fus
 from langchain_hindsight.recall.scoring import ScoringWeights, score_many
 from langchain_hindsight.types import MemoryUnit, ScoredMemory, TaskTypeSource
 
-__all__ = ["SCRIPT_CACHE_SIZE", "ScriptCache", "content_script", "rank_candidates"]
+__all__ = [
+    "DEFAULT_LOW_RELEVANCE",
+    "DEFAULT_MIN_RELEVANCE",
+    "SCRIPT_CACHE_SIZE",
+    "ScriptCache",
+    "content_script",
+    "rank_candidates",
+]
+
+DEFAULT_MIN_RELEVANCE = 0.18
+"""Default relevance floor: a memory whose fused query relevance (before
+confidence, task type, access, source and recency are added) is below it is
+never served, so an unrelated task gets no block. Calibrated by
+``benchmarks/recall_quality.py`` for the default embedder on the tuning split
+(midpoint of the highest no-answer relevance, 0.161, and the weakest correct
+answer, 0.194); on the held-out splits 17 of 18 no-answer queries got no block.
+It also fits USE alone (no-answer max 0.175, weakest answer 0.222); re-measure
+for another embedder or fusion."""
+
+DEFAULT_LOW_RELEVANCE = DEFAULT_MIN_RELEVANCE
+"""Default ``low_similarity_threshold``: served memories below the calibrated
+relevance level are weak matches (only possible with a lowered or disabled
+floor), and the retriever warns that the embedder may not fit."""
 
 SCRIPT_CACHE_SIZE = 16_384
 """Candidates whose content script a retriever remembers (emptied when full; it holds their content strings)."""

@@ -50,7 +50,12 @@ from langchain_hindsight._safety import clean_text
 from langchain_hindsight.errors import ConfigurationError
 from langchain_hindsight.prompts import Locale, get_templates
 from langchain_hindsight.recall.fusion import Fusion, FusionWeights, fuse, fusion_weights_for
-from langchain_hindsight.recall.ranking import ScriptCache, rank_candidates
+from langchain_hindsight.recall.ranking import (
+    DEFAULT_LOW_RELEVANCE,
+    DEFAULT_MIN_RELEVANCE,
+    ScriptCache,
+    rank_candidates,
+)
 from langchain_hindsight.recall.scoring import ScoringWeights
 from langchain_hindsight.recall.task_type import (
     CLASSIFY_MAX_CHARS,
@@ -77,21 +82,6 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-
-DEFAULT_MIN_RELEVANCE = 0.18
-"""Default relevance floor: a memory whose fused query relevance (before
-confidence, task type, access, source and recency are added) is below it is
-never served, so an unrelated task gets no block. Calibrated by
-``benchmarks/recall_quality.py`` for the default embedder on the tuning split
-(midpoint of the highest no-answer relevance, 0.161, and the weakest correct
-answer, 0.194); on the held-out splits 17 of 18 no-answer queries got no block.
-It also fits USE alone (no-answer max 0.175, weakest answer 0.222); re-measure
-for another embedder or fusion."""
-
-DEFAULT_LOW_RELEVANCE = DEFAULT_MIN_RELEVANCE
-"""Default ``low_similarity_threshold``: served memories below the calibrated
-relevance level are weak matches (only possible with a lowered or disabled
-floor), and the retriever warns that the embedder may not fit."""
 
 ServedRecord = Served
 """What one recall served: the same type as the session's :class:`~langchain_hindsight.types.Served`
