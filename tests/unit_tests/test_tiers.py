@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -77,6 +78,20 @@ def test_isolation_removes_the_variables_the_package_and_its_clients_read() -> N
     assert sorted(removed) == sorted(set(developer) - {"PATH", "HOME"})
     assert fixed["HF_HUB_OFFLINE"] == "1"
     assert fixed["ANONYMIZED_TELEMETRY"] == "False"
+
+
+def test_isolation_covers_every_variable_the_package_reads() -> None:
+    """``langchain_hindsight.settings`` names every variable the package reads: none may leak into a test."""
+    from langchain_hindsight import settings
+
+    names = {
+        value
+        for name in settings.__all__
+        if isinstance(value := getattr(settings, name), str) and re.fullmatch(r"[A-Z][A-Z0-9_]+", value)
+    }
+    assert {"HINDSIGHT_PATH", "HINDSIGHT_CACHE_DIR", "OPENAI_API_KEY", "XDG_CACHE_HOME"} <= names
+    removed, _ = conftest._isolation(dict.fromkeys(names, "set by the developer"))
+    assert set(removed) == names
 
 
 def test_a_test_sees_the_isolated_environment() -> None:
