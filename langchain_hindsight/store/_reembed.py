@@ -29,7 +29,7 @@ import logging
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from langchain_hindsight.embeddings.local import EmbedderIdentity, LocalEmbeddings, check_vectors, embedder_identity
 from langchain_hindsight.embeddings.multilingual import MultilingualEmbeddings, ScriptRoutedEmbeddings
@@ -53,7 +53,6 @@ from langchain_hindsight.store.backend import Backend, Include
 if TYPE_CHECKING:
     from langchain_core.embeddings import Embeddings
 
-    from langchain_hindsight.store.memory_store import MemoryStore
 
 __all__ = ["ReembedReport", "add_arguments", "reembed_collections", "run_cli"]
 
@@ -62,6 +61,20 @@ logger = logging.getLogger(__name__)
 _PAGE = 256
 
 Progress = Callable[[str, int, int], None]
+
+
+class Reembeds(Protocol):
+    """What ``hindsight reembed`` needs of a store (``MemoryStore.reembed``)."""
+
+    def reembed(
+        self,
+        *,
+        namespaces: Sequence[str] | None = None,
+        batch_size: int = 64,
+        progress: Callable[[str, int, int], None] | None = None,
+    ) -> ReembedReport:
+        """Re-embed every unit in place."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -222,7 +235,7 @@ def _target(name: str) -> Embeddings:
 
 def run_cli(
     args: argparse.Namespace,
-    open_store: Callable[[argparse.Namespace], AbstractContextManager[MemoryStore]],
+    open_store: Callable[[argparse.Namespace], AbstractContextManager[Reembeds]],
     progress: Progress,
     emit: Callable[[str], None],
 ) -> int:

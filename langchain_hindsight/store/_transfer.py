@@ -20,16 +20,14 @@ import os
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, TYPE_CHECKING
+from typing import IO
 
 from langchain_hindsight.errors import ConfigurationError, InvalidMemoryError
 from langchain_hindsight.store._core import backend_errors
 from langchain_hindsight.store._policy import clamp_future
+from langchain_hindsight.store._store_reads import ReadMixin
 from langchain_hindsight.store._store_writes import WriteMixin
 from langchain_hindsight.types import MemoryUnit
-
-if TYPE_CHECKING:
-    from langchain_hindsight.store.memory_store import MemoryStore
 
 __all__ = ["IMPORT_PENDING", "ImportReport", "TransferMixin", "export_units", "import_units", "read_jsonl"]
 
@@ -51,7 +49,7 @@ class ImportReport:
 
 
 def export_units(
-    store: MemoryStore,
+    store: ReadMixin,
     out: IO[str],
     *,
     namespaces: Iterable[str],
@@ -89,7 +87,7 @@ def read_jsonl(lines: Iterable[str]) -> Iterator[MemoryUnit]:
 
 
 def import_units(
-    store: MemoryStore,
+    store: TransferMixin,
     units: Iterable[MemoryUnit],
     *,
     namespace: str | None = None,
