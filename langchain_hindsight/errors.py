@@ -12,6 +12,7 @@ The tree::
     ├── StoreLockedError(HindsightError, RuntimeError)   another process holds the directory
     ├── StoreClosedError(HindsightError, RuntimeError)   the store was closed
     ├── StoreError(HindsightError, RuntimeError)         the backend failed (chained cause)
+    │   └── BackendError                                  the database itself failed (I/O, server, SQLite)
     ├── ReflectionError(HindsightError, RuntimeError)    the reflection model call failed
     └── EmbeddingError(HindsightError, RuntimeError)     the embedder failed or returned unusable vectors
 
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 __all__ = [
     "AccessDeniedError",
+    "BackendError",
     "ConfigurationError",
     "EmbedderMismatchError",
     "EmbeddingError",
@@ -73,6 +75,14 @@ class StoreClosedError(HindsightError, RuntimeError):
 
 class StoreError(HindsightError, RuntimeError):
     """The storage backend failed; the original exception is chained as ``__cause__``."""
+
+
+class BackendError(StoreError):
+    """The database under the store failed (Chroma, SQLite, the file system, the server's HTTP connection).
+
+    Raised by the storage backend layer for its own failures, with the backend's
+    exception chained; a programming error (a bad argument) is not one.
+    """
 
 
 class ReflectionError(HindsightError, RuntimeError):

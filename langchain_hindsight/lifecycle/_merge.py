@@ -15,8 +15,6 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from langchain_hindsight._trust import trust_rank
-from langchain_hindsight.errors import StoreError
-from langchain_hindsight.store._codec import unit_from_record
 from langchain_hindsight.store._write import statement_key
 from langchain_hindsight.types import MemoryUnit
 
@@ -28,7 +26,6 @@ if TYPE_CHECKING:
 __all__ = ["active_with_vectors", "delete_folded", "duplicate_groups", "fold", "priority", "star_clusters"]
 
 _READ_BATCH = 5000
-_DELETE_BATCH = 1000
 _BLOCK_ELEMENTS = 1 << 25
 """Similarity block size in floats (~128 MB)."""
 
@@ -39,35 +36,14 @@ def active_with_vectors(
     """Every active unit of ``ns`` with its stored (L2-normalised) vector, read in pages."""
     import numpy as np
 
-    col = store._collection(ns, create=False)
     units: list[MemoryUnit] = []
     chunks: list[np.ndarray] = []
-    if col is None:
-        return units, np.zeros((0, 0), dtype=np.float32)
-    total = col.count()
-    offset = 0
-    while True:
-        try:
-            rows = col.get(
-                where={"status": "active"},
-                include=["documents", "metadatas", "embeddings"],
-                limit=_READ_BATCH,
-                offset=offset,
-            )
-        except Exception as e:
-            raise StoreError(f"chroma get failed: {e}") from e
-        ids = rows["ids"]
-        units.extend(
-            unit_from_record(i, d, m)
-            for i, d, m in zip(ids, rows["documents"] or [], rows["metadatas"] or [], strict=True)
-        )
-        if ids:
-            chunks.append(np.asarray(rows["embeddings"], dtype=np.float32))
+    total = store.count(namespace=ns, status="active")
+    for page, page_vectors in store.iter_vectors(namespace=ns, status="active", batch_size=_READ_BATCH):
+        units.extend(page)
+        chunks.append(page_vectors)
         if progress is not None:
-            progress("merge read", min(offset + len(ids), total), total)
-        if len(ids) < _READ_BATCH:
-            break
-        offset += _READ_BATCH
+            progress("merge read", min(len(units), total), total)
     vectors = np.concatenate(chunks) if chunks else np.zeros((0, 0), dtype=np.float32)
     if len(vectors):
         norms = np.linalg.norm(vectors, axis=1, keepdims=True)
@@ -168,12 +144,4 @@ def fold(keeper: MemoryUnit, folded: Sequence[MemoryUnit]) -> MemoryUnit:
 
 def delete_folded(store: MemoryStore, ns: str, ids: list[str]) -> None:
     """Delete merged-away units. Not :meth:`MemoryStore.forget`: their ids stay as provenance."""
-    col = store._collection(ns, create=False)
-    if col is None or not ids:
-        return
-    try:
-        for start in range(0, len(ids), _DELETE_BATCH):
-            col.delete(ids=ids[start : start + _DELETE_BATCH])
-    except Exception as e:
-        raise StoreError(f"chroma delete failed: {e}") from e
-    store._reindex(ns, deletes=ids)
+    store.discard(ids, namespace=ns)

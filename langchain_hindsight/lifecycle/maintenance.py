@@ -173,8 +173,8 @@ class Lifecycle:
         Idempotent: running it twice with the same ``now`` changes nothing the second time.
         """
         when = self._now(now)
-        ns = self.store._ns(namespace)
-        with self.store._lock:
+        ns = self.store.resolve_namespace(namespace)
+        with self.store.lock:
             units = [
                 *self.store.iter_units(namespace=ns, status="active", batch_size=_READ_BATCH),
                 *self.store.iter_units(namespace=ns, status="superseded", batch_size=_READ_BATCH),
@@ -201,8 +201,8 @@ class Lifecycle:
         Archived units are excluded from recall and kept whole; ``store.restore(ids)`` brings them back.
         """
         when = self._now(now)
-        ns = self.store._ns(namespace)
-        with self.store._lock:
+        ns = self.store.resolve_namespace(namespace)
+        with self.store.lock:
             active = list(self.store.iter_units(namespace=ns, status="active", batch_size=_READ_BATCH))
             return self._apply_archive(active, when, ns)
 
@@ -229,8 +229,8 @@ class Lifecycle:
         within each task type (or the whole namespace, see ``merge_scope``) in
         blocked matrix products over the stored vectors (nothing is re-embedded).
         """
-        ns = self.store._ns(namespace)
-        with self.store._lock:
+        ns = self.store.resolve_namespace(namespace)
+        with self.store.lock:
             units, vectors = active_with_vectors(self.store, ns, self.progress)
             return self._apply_merge(units, vectors, ns)
 
@@ -283,7 +283,7 @@ class Lifecycle:
             self.locale,
             window_days=float(days),
             now=when,
-            namespace=self.store._ns(namespace),
+            namespace=self.store.resolve_namespace(namespace),
         )
 
     def review_if_due(
@@ -296,7 +296,7 @@ class Lifecycle:
         """
         when = self._now(now)
         check_number("review_if_due", "every_days", every_days, 0.0, 36_500.0, open_low=True)
-        ns = self.store._ns(namespace)
+        ns = self.store.resolve_namespace(namespace)
         last = self.journal.last_started_at(namespace=ns, kind="review")
         if last is not None and when - last < timedelta(days=every_days):
             return ReviewReport(namespace=ns, runs=0, skipped="not due")
@@ -312,8 +312,8 @@ class Lifecycle:
         result of the previous one, so it costs about one full scan plus the writes.
         """
         when = self._now(now)
-        ns = self.store._ns(namespace)
-        with self.store._lock:
+        ns = self.store.resolve_namespace(namespace)
+        with self.store.lock:
             active, vectors = active_with_vectors(self.store, ns, self.progress)
             superseded = list(self.store.iter_units(namespace=ns, status="superseded", batch_size=_READ_BATCH))
             decay, changed = self._apply_decay([*active, *superseded], when, ns)
@@ -347,7 +347,7 @@ class Lifecycle:
         return build_usage_report(
             self.store,
             self.journal,
-            namespace=self.store._ns(namespace),
+            namespace=self.store.resolve_namespace(namespace),
             since=since,
             until=self._now(now),
             min_shown=min_shown,

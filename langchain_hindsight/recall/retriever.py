@@ -402,7 +402,7 @@ class HindsightRetriever(BaseRetriever):
         when = now or utcnow()
         if when.tzinfo is None:
             raise ConfigurationError("now must be timezone-aware")
-        return limit, wanted_type, self.store._ns(ns), when
+        return limit, wanted_type, self.store.resolve_namespace(ns), when
 
     def _finish(
         self,

@@ -16,23 +16,18 @@ import hashlib
 import logging
 import re
 from collections.abc import Callable
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, get_args
+from typing import Any, Literal, get_args
 
 from langchain_hindsight.embeddings.local import MINILM_DIMENSION, MINILM_NAME, EmbedderIdentity
 from langchain_hindsight.errors import (
     ConfigurationError,
     EmbedderMismatchError,
-    HindsightError,
     StoreError,
-    StoreLockedError,
 )
 from langchain_hindsight.store._codec import unit_from_record
-from langchain_hindsight.store._lexical import ChangeFeed
+from langchain_hindsight.store._feed import ChangeFeed
+from langchain_hindsight.store.backend import Backend, Records
 from langchain_hindsight.types import MemoryKind, MemorySource, MemoryStatus, MemoryUnit
-
-if TYPE_CHECKING:
-    from filelock import BaseFileLock
 
 __all__ = [
     "ALLOWED",
@@ -46,7 +41,6 @@ __all__ = [
     "ROLES",
     "Collection",
     "Role",
-    "acquire_directory",
     "check_embedder",
     "check_namespace",
     "collection_name",
@@ -54,7 +48,6 @@ __all__ = [
     "identity_metadata",
     "namespaces",
     "open_change_feed",
-    "open_client",
     "open_collection",
     "query_hits",
     "recorded_embedder",
@@ -66,9 +59,8 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-# chromadb's type hints are narrower than what it accepts (plain float lists, nested where
-# clauses); collections are handled as ``Any`` and every call is covered by tests.
-Collection = Any
+Collection = Records
+"""A collection of the storage backend (see ``backend.Records``)."""
 
 Role = Literal["memories", "archive", "journal"]
 ROLES: tuple[Role, ...] = ("memories", "archive")
@@ -80,7 +72,6 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "kind": get_args(MemoryKind),
     "source": get_args(MemorySource),
 }
-_LOCK_FILE = ".hindsight.lock"
 EMBEDDER_KEY = "hindsight_embedder"
 """Collection metadata key: the name of the embedder that wrote the collection's vectors."""
 EMBEDDER_DIM_KEY = "hindsight_embedder_dim"
@@ -118,39 +109,6 @@ def check_namespace(namespace: object) -> str:
     return namespace
 
 
-def acquire_directory(path: Path) -> BaseFileLock:
-    """Create ``path`` and take its single-writer lock (never waits)."""
-    from filelock import FileLock, Timeout
-
-    path.mkdir(parents=True, exist_ok=True)
-    lock = FileLock(str(path / _LOCK_FILE), timeout=0, is_singleton=False)
-    try:
-        lock.acquire()
-    except Timeout as e:
-        raise StoreLockedError(
-            f"the memory store at {path} is already open in another process or MemoryStore object. "
-            "An embedded Chroma directory supports one writer: two processes silently lose vectors. "
-            f"For several processes, run a Chroma server (`chroma run --path {path} --port 8000`) and "
-            "pass client=chromadb.HttpClient(port=8000) to every MemoryStore."
-        ) from e
-    return lock
-
-
-def open_client(path: Path | None) -> Any:
-    """An embedded Chroma client on ``path`` (telemetry off)."""
-    import chromadb
-    from chromadb.config import Settings
-
-    return chromadb.PersistentClient(path=str(path), settings=Settings(anonymized_telemetry=False))
-
-
-def _get(client: Any, name: str) -> Collection | None:
-    try:
-        return client.get_collection(name, embedding_function=None)
-    except Exception:  # noqa: BLE001 - chroma raises several types for "missing"
-        return None
-
-
 def identity_metadata(identity: EmbedderIdentity) -> dict[str, Any]:
     """The collection metadata entries that record ``identity``."""
     return {EMBEDDER_KEY: identity.name, EMBEDDER_DIM_KEY: identity.dimension or 0}
@@ -158,7 +116,7 @@ def identity_metadata(identity: EmbedderIdentity) -> dict[str, Any]:
 
 def recorded_identity(col: Collection) -> EmbedderIdentity | None:
     """The embedder identity recorded on ``col``, or ``None`` (a collection created before identities)."""
-    meta = col.metadata or {}
+    meta = col.metadata
     name = meta.get(EMBEDDER_KEY)
     if not isinstance(name, str) or not name:
         return None
@@ -166,31 +124,34 @@ def recorded_identity(col: Collection) -> EmbedderIdentity | None:
     return EmbedderIdentity(name, dim if isinstance(dim, int) and not isinstance(dim, bool) and dim > 0 else None)
 
 
-def switch_reembed(client: Any, name: str, side: Collection) -> Collection:
+def switch_reembed(backend: Backend, name: str, side: Collection) -> Collection:
     """Drop collection ``name`` (if present) and rename the verified side collection ``side`` to it."""
-    if _get(client, name) is not None:
-        client.delete_collection(name)
-    meta = {k: v for k, v in (side.metadata or {}).items() if k not in (REEMBED_OF, REEMBED_COMPLETE)}
-    meta["hindsight_role"] = (side.metadata or {})[REEMBED_OF]
+    if backend.get_collection(name) is not None:
+        backend.delete_collection(name)
+    meta = {k: v for k, v in side.metadata.items() if k not in (REEMBED_OF, REEMBED_COMPLETE)}
+    meta["hindsight_role"] = side.metadata[REEMBED_OF]
     side.modify(name=name, metadata=meta)
-    return client.get_collection(name, embedding_function=None)
+    found = backend.get_collection(name)
+    if found is None:
+        raise StoreError(f"collection {name!r} vanished while it was renamed")
+    return found
 
 
-def recover_reembed(client: Any, name: str) -> Collection | None:
+def recover_reembed(backend: Backend, name: str) -> Collection | None:
     """Finish a re-embedding of collection ``name`` that died between drop and rename; the collection or ``None``.
 
     Only a side collection marked complete (verified against the original) is
     renamed; an incomplete one is left for the next ``hindsight reembed``.
     """
-    side = _get(client, name + REEMBED_SUFFIX)
+    side = backend.get_collection(name + REEMBED_SUFFIX)
     if side is None or not (side.metadata or {}).get(REEMBED_COMPLETE):
         return None
     logger.warning("completing an interrupted re-embedding of collection %r", name)
-    return switch_reembed(client, name, side)
+    return switch_reembed(backend, name, side)
 
 
 def open_collection(
-    client: Any, namespace: str, role: Role, *, create: bool, identity: EmbedderIdentity | None = None
+    backend: Backend, namespace: str, role: Role, *, create: bool, identity: EmbedderIdentity | None = None
 ) -> Collection | None:
     """``namespace``'s ``role`` collection; ``None`` if it does not exist and ``create`` is false.
 
@@ -200,26 +161,24 @@ def open_collection(
     """
     name = collection_name(namespace, role)
     try:
-        col = _get(client, name)
+        col = backend.get_collection(name)
         if col is None and role in ROLES:
-            col = recover_reembed(client, name)
+            col = recover_reembed(backend, name)
         if col is None and create:
             metadata: dict[str, Any] = {"hindsight_namespace": namespace, "hindsight_role": role}
             if role in ROLES:
-                sibling = _get(client, collection_name(namespace, "archive" if role == "memories" else "memories"))
+                sibling = backend.get_collection(
+                    collection_name(namespace, "archive" if role == "memories" else "memories")
+                )
                 inherited = recorded_identity(sibling) if sibling is not None else None
                 if inherited is not None or identity is not None:
                     metadata.update(identity_metadata(inherited or identity))  # type: ignore[arg-type]
-            col = client.get_or_create_collection(
-                name, metadata=metadata, configuration={"hnsw": {"space": "cosine"}}, embedding_function=None
-            )
+            col = backend.get_or_create(name, metadata)
         elif col is None:
             return None
-    except HindsightError:
-        raise
-    except Exception as e:
-        raise StoreError(f"could not open collection for namespace {namespace!r}: {e}") from e
-    if (col.metadata or {}).get("hindsight_namespace") != namespace:  # isolation: never trust a name alone
+    except StoreError as e:
+        raise type(e)(f"could not open collection for namespace {namespace!r}: {e}") from e
+    if col.metadata.get("hindsight_namespace") != namespace:  # isolation: never trust a name alone
         raise StoreError(f"collection {name!r} does not belong to namespace {namespace!r}")
     return col
 
@@ -243,7 +202,7 @@ def check_embedder(col: Collection, identity: EmbedderIdentity) -> None:
         EmbedderMismatchError: the vectors come from another embedder (the
             message names both and ``hindsight reembed``).
     """
-    meta = dict(col.metadata or {})
+    meta = col.metadata
     recorded = recorded_identity(col)
     if recorded is not None and _same(recorded, identity):
         if recorded.dimension is None and identity.dimension is not None:
@@ -270,8 +229,8 @@ def check_embedder(col: Collection, identity: EmbedderIdentity) -> None:
     col.modify(metadata={**meta, **identity_metadata(identity)})
 
 
-def recorded_embedder(client: Any, namespace: str) -> EmbedderIdentity | None:
-    """The embedder identity a store on ``client`` records, or ``None`` for a new (or mixed) store.
+def recorded_embedder(backend: Backend, namespace: str) -> EmbedderIdentity | None:
+    """The embedder identity a store on ``backend`` records, or ``None`` for a new (or mixed) store.
 
     ``namespace``'s memories (else archive) collection decides; without one, the
     identity every vector collection agrees on. A non-empty collection without a
@@ -284,12 +243,12 @@ def recorded_embedder(client: Any, namespace: str) -> EmbedderIdentity | None:
 
     try:
         for role in ROLES:
-            col = _get(client, collection_name(namespace, role))
+            col = backend.get_collection(collection_name(namespace, role))
             if col is not None and (found := identity(col)) is not None:
                 return found
         seen: set[EmbedderIdentity] = set()
-        for col in client.list_collections():
-            if (col.metadata or {}).get("hindsight_role") in ROLES and (found := identity(col)) is not None:
+        for col in backend.list_collections():
+            if col.metadata.get("hindsight_role") in ROLES and (found := identity(col)) is not None:
                 seen.add(found)
     except Exception:  # an unreachable server is reported by the first real call
         logger.debug("could not read the recorded embedder", exc_info=True)
@@ -297,25 +256,21 @@ def recorded_embedder(client: Any, namespace: str) -> EmbedderIdentity | None:
     return seen.pop() if len(seen) == 1 else None
 
 
-def open_change_feed(client: Any, namespace: str) -> ChangeFeed:
+def open_change_feed(backend: Backend, namespace: str) -> ChangeFeed:
     """The lexical change feed of ``namespace`` on a shared server (see ``_lexical.ChangeFeed``)."""
     name = "hslex" + collection_name(namespace, "memories")[2:]
     try:
-        col = client.get_or_create_collection(
-            name,
-            metadata={"hindsight_namespace": namespace, "hindsight_role": "lexical_feed"},
-            embedding_function=None,
-        )
-    except Exception as e:
+        col = backend.get_or_create(name, {"hindsight_namespace": namespace, "hindsight_role": "lexical_feed"})
+    except StoreError as e:
         raise StoreError(f"could not open the change feed of namespace {namespace!r}: {e}") from e
     return ChangeFeed(col)
 
 
-def namespaces(client: Any) -> list[str]:
-    """Every namespace that has a collection on ``client``, sorted."""
+def namespaces(backend: Backend) -> list[str]:
+    """Every namespace that has a collection on ``backend``, sorted."""
     found = set()
-    for col in client.list_collections():
-        meta = col.metadata or {}
+    for col in backend.list_collections():
+        meta = col.metadata
         if meta.get("hindsight_role") in ALL_ROLES and isinstance(meta.get("hindsight_namespace"), str):
             found.add(meta["hindsight_namespace"])
     return sorted(found)
@@ -323,10 +278,7 @@ def namespaces(client: Any) -> list[str]:
 
 def records(col: Collection, **kwargs: Any) -> list[MemoryUnit]:
     """The units a ``col.get(**kwargs)`` returns."""
-    try:
-        rows = col.get(include=["documents", "metadatas"], **kwargs)
-    except Exception as e:
-        raise StoreError(f"chroma get failed: {e}") from e
+    rows = col.get(include=["documents", "metadatas"], **kwargs)
     return [
         unit_from_record(i, d, m)
         for i, d, m in zip(rows["ids"], rows["documents"] or [], rows["metadatas"] or [], strict=True)

@@ -9,10 +9,7 @@ segmentation. ``benchmarks/recall_quality.py`` compares this with a dictionary
 segmenter (rjieba) and picks the defaults.
 
 When several stores share one Chroma server, each store's writes are announced
-in a small side collection (:class:`ChangeFeed`): one record per writer holding
-a revision counter and the ids its recent revisions touched. A reader compares
-those counters with what its index has seen and re-reads only the changed ids,
-or rebuilds when the log no longer covers the gap.
+in a small side collection (``_feed.ChangeFeed``, re-exported here).
 """
 
 from __future__ import annotations
@@ -23,16 +20,15 @@ import logging
 import math
 import os
 import re
-import uuid
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from langchain_hindsight._trust import TRUSTED_SOURCES, UNTRUSTED_SOURCES
+from langchain_hindsight.store._feed import ChangeFeed
 from langchain_hindsight.types import MemoryUnit
 
 __all__ = ["ChangeFeed", "LexicalIndex", "indexed_text", "tokenize", "tokenizer_signature", "unit_text"]
@@ -443,74 +439,3 @@ def tokenizer_signature() -> str:
     """A digest of :func:`tokenize`'s rules; a snapshot built under other rules is not reused."""
     rules = json.dumps([_TOKENIZER_VERSION, _WORD.pattern, _STOP_WORDS, _SUFFIXES], ensure_ascii=False)
     return hashlib.sha256(rules.encode()).hexdigest()[:16]
-
-
-@dataclass
-class ChangeFeed:
-    """Per-writer change markers in a side collection (shared-server consistency).
-
-    Each writer (one store object) owns one record ``writer`` in ``collection``
-    with metadata ``rev`` (its write counter) and ``log`` (JSON
-    ``[[rev, [ids...]], ...]`` for its latest revisions, at most ``log_ids`` ids).
-    Only the owner writes its record, so concurrent writers never overwrite each
-    other's markers. Markers are published *after* the data is written, so a reader
-    that sees a marker finds the data.
-
-    Args:
-        collection: The chromadb collection holding the markers.
-        writer: This writer's record id.
-        log_ids: How many changed ids the log keeps; a reader further behind rebuilds.
-    """
-
-    collection: Any
-    writer: str = field(default_factory=lambda: f"w-{uuid.uuid4().hex}")
-    log_ids: int = 256
-    rev: int = 0
-    _log: list[tuple[int, list[str]]] = field(default_factory=list)
-
-    def publish(self, ids: Sequence[str]) -> None:
-        """Announce that this writer changed ``ids`` (call after the data write)."""
-        self.rev += 1
-        changed = list(dict.fromkeys(ids))
-        if len(changed) > self.log_ids:  # too many to list: readers behind this revision rebuild
-            self._log = [(self.rev, ["*"])]
-        else:
-            self._log.append((self.rev, changed))
-            while sum(len(i) for _, i in self._log) > self.log_ids and len(self._log) > 1:
-                self._log.pop(0)
-        self.collection.upsert(
-            ids=[self.writer],
-            embeddings=[[1.0]],
-            metadatas=[{"rev": self.rev, "log": json.dumps(self._log)}],
-        )
-
-    def poll(self, seen: dict[str, int]) -> tuple[dict[str, int], set[str] | None]:
-        """Compare other writers' markers with ``seen``.
-
-        Returns:
-            The new ``seen`` and the ids to re-read, or ``None`` when the logs no
-            longer cover what changed (the caller rebuilds from the store).
-        """
-        rows = self.collection.get(include=["metadatas"])
-        current = dict(seen)
-        changed: set[str] | None = set()
-        for writer, meta in zip(rows["ids"], rows["metadatas"] or [], strict=True):
-            if writer == self.writer or not meta:
-                continue
-            rev = int(meta["rev"])
-            before = seen.get(writer, 0)
-            current[writer] = rev
-            if rev <= before or changed is None:
-                continue
-            log = {int(r): ids for r, ids in json.loads(str(meta["log"]))}
-            needed = range(before + 1, rev + 1)
-            if any(r not in log or "*" in log[r] for r in needed):
-                changed = None
-            else:
-                changed.update(i for r in needed for i in log[r])
-        return current, changed
-
-    def snapshot(self) -> dict[str, int]:
-        """Every other writer's current revision (take it *before* reading the data)."""
-        seen, _ = self.poll({})
-        return seen

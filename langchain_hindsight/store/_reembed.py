@@ -29,9 +29,10 @@ import logging
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
-from langchain_hindsight.embeddings.local import EmbedderIdentity, check_vectors, embedder_identity
+from langchain_hindsight.embeddings.local import EmbedderIdentity, LocalEmbeddings, check_vectors, embedder_identity
+from langchain_hindsight.embeddings.multilingual import MultilingualEmbeddings, ScriptRoutedEmbeddings
 from langchain_hindsight.errors import ConfigurationError, StoreError
 from langchain_hindsight.store._collections import (
     EMBEDDER_DIM_KEY,
@@ -47,11 +48,11 @@ from langchain_hindsight.store._collections import (
     recover_reembed,
     switch_reembed,
 )
+from langchain_hindsight.store.backend import Backend, Include
 
 if TYPE_CHECKING:
     from langchain_core.embeddings import Embeddings
 
-    from langchain_hindsight.store.memory_store import MemoryStore
 
 __all__ = ["ReembedReport", "add_arguments", "reembed_collections", "run_cli"]
 
@@ -60,6 +61,20 @@ logger = logging.getLogger(__name__)
 _PAGE = 256
 
 Progress = Callable[[str, int, int], None]
+
+
+class Reembeds(Protocol):
+    """What ``hindsight reembed`` needs of a store (``MemoryStore.reembed``)."""
+
+    def reembed(
+        self,
+        *,
+        namespaces: Sequence[str] | None = None,
+        batch_size: int = 64,
+        progress: Callable[[str, int, int], None] | None = None,
+    ) -> ReembedReport:
+        """Re-embed every unit in place."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -84,45 +99,28 @@ class ReembedReport:
         return sum(n for _, _, n in self.migrated)
 
 
-def _get(client: Any, name: str) -> Collection | None:
-    try:
-        return client.get_collection(name, embedding_function=None)
-    except Exception:  # noqa: BLE001 - chroma raises several types for "missing"
-        return None
+def _pages(col: Collection, include: list[Include]) -> Iterator[dict[str, Any]]:
+    return col.pages(include=include, size=_PAGE)
 
 
-def _pages(col: Collection, include: list[str]) -> Iterator[dict[str, Any]]:
-    offset = 0
-    while True:
-        rows = col.get(include=include, limit=_PAGE, offset=offset)
-        if not rows["ids"]:
-            return
-        yield rows
-        offset += len(rows["ids"])
-        if len(rows["ids"]) < _PAGE:
-            return
-
-
-def _side_collection(client: Any, src: Collection, target: EmbedderIdentity) -> Collection:
+def _side_collection(backend: Backend, src: Collection, target: EmbedderIdentity) -> Collection:
     """The side collection for ``src``, reused when an earlier run to the same embedder left it."""
     name = src.name + REEMBED_SUFFIX
-    side = _get(client, name)
+    side = backend.get_collection(name)
     if side is not None and recorded_identity(side) != target:
-        client.delete_collection(name)  # left by a run towards another embedder: start over
+        backend.delete_collection(name)  # left by a run towards another embedder: start over
         side = None
-    src_meta = {k: v for k, v in (src.metadata or {}).items() if k not in (EMBEDDER_KEY, EMBEDDER_DIM_KEY)}
+    src_meta = {k: v for k, v in src.metadata.items() if k not in (EMBEDDER_KEY, EMBEDDER_DIM_KEY)}
     meta = {**src_meta, **identity_metadata(target), "hindsight_role": "reembed"}
     meta[REEMBED_OF] = src_meta["hindsight_role"]
     if side is None:
-        return client.create_collection(
-            name, metadata={**meta, REEMBED_COMPLETE: False}, configuration=src.configuration, embedding_function=None
-        )
+        return backend.create_collection(name, {**meta, REEMBED_COMPLETE: False}, like=src)
     side.modify(metadata={**meta, REEMBED_COMPLETE: False})  # the original may have changed since: verify again
     return side
 
 
 def _migrate(
-    client: Any,
+    backend: Backend,
     src: Collection,
     embeddings: Embeddings,
     target: EmbedderIdentity,
@@ -131,7 +129,7 @@ def _migrate(
     stage: str,
 ) -> tuple[int, int]:
     """Copy, verify and switch one collection; return (units, texts embedded)."""
-    side = _side_collection(client, src, target)
+    side = _side_collection(backend, src, target)
     total, done, embedded = src.count(), 0, 0
     src_ids: set[str] = set()
     progress(stage, 0, total)
@@ -165,20 +163,20 @@ def _migrate(
             f"re-embedding {stage} copied {side.count()} of {src.count()} records; the original is untouched, "
             "run `hindsight reembed` again"
         )
-    side.modify(metadata={**dict(side.metadata or {}), REEMBED_COMPLETE: True})
-    switch_reembed(client, src.name, side)
+    side.modify(metadata={**side.metadata, REEMBED_COMPLETE: True})
+    switch_reembed(backend, src.name, side)
     return len(src_ids), embedded
 
 
 def reembed_collections(
-    client: Any,
+    backend: Backend,
     embeddings: Embeddings,
     namespaces: Sequence[str],
     *,
     batch_size: int = 64,
     progress: Progress | None = None,
 ) -> ReembedReport:
-    """Migrate the memories and archive collections of ``namespaces`` on ``client`` to ``embeddings``.
+    """Migrate the memories and archive collections of ``namespaces`` on ``backend`` to ``embeddings``.
 
     Use :meth:`MemoryStore.reembed <langchain_hindsight.store.memory_store.MemoryStore.reembed>`;
     nothing else may write to these collections meanwhile.
@@ -197,13 +195,13 @@ def reembed_collections(
     for ns in namespaces:
         for role in ROLES:
             name = collection_name(ns, role)
-            src = _get(client, name) or recover_reembed(client, name)
+            src = backend.get_collection(name) or recover_reembed(backend, name)
             if src is None:
                 continue
-            if recorded_identity(src) == target and _get(client, name + REEMBED_SUFFIX) is None:
+            if recorded_identity(src) == target and backend.get_collection(name + REEMBED_SUFFIX) is None:
                 report.unchanged.append((ns, role))
                 continue
-            units, n = _migrate(client, src, embeddings, target, batch_size, progress or _quiet, f"{ns}/{role}")
+            units, n = _migrate(backend, src, embeddings, target, batch_size, progress or _quiet, f"{ns}/{role}")
             report.migrated.append((ns, role, units))
             embedded += n
             logger.info("re-embedded %d unit(s) of %s/%s with %s", units, ns, role, target)
@@ -228,9 +226,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _target(name: str) -> Embeddings:
-    from langchain_hindsight.embeddings.local import LocalEmbeddings
-    from langchain_hindsight.embeddings.multilingual import MultilingualEmbeddings, ScriptRoutedEmbeddings
-
     if name == "minilm":
         return LocalEmbeddings()
     if name == "multilingual":
@@ -240,7 +235,7 @@ def _target(name: str) -> Embeddings:
 
 def run_cli(
     args: argparse.Namespace,
-    open_store: Callable[[argparse.Namespace], AbstractContextManager[MemoryStore]],
+    open_store: Callable[[argparse.Namespace], AbstractContextManager[Reembeds]],
     progress: Progress,
     emit: Callable[[str], None],
 ) -> int:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 
-from langchain_hindsight.errors import HindsightError, StoreError
+from langchain_hindsight.errors import StoreError
 from langchain_hindsight.store._codec import PENDING_MOVE, PENDING_SUPERSEDE, unit_from_record, unit_to_metadata
 from langchain_hindsight.store._collections import ROLES, Collection, Role, records
 from langchain_hindsight.store._policy import ConfidencePolicy
@@ -27,8 +27,7 @@ from langchain_hindsight.types import MemoryStatus, MemoryUnit
 
 __all__ = ["move_units", "repair_namespace"]
 
-# Records are logged under the public module's name, as before the split: logging config keeps applying.
-logger = logging.getLogger("langchain_hindsight.store.memory_store")
+logger = logging.getLogger(__name__)
 
 
 def repair_namespace(
@@ -64,10 +63,8 @@ def repair_namespace(
             col.update(ids=list(marks), metadatas=[{"pending": ""} for _ in marks])
             touched += [*marks, *(u.memory_id for u in stale)]
             logger.warning("completed %d interrupted write(s) in namespace %r", len(marks), namespace)
-    except HindsightError:
-        raise
-    except Exception as e:
-        raise StoreError(f"could not repair namespace {namespace!r}: {e}") from e
+    except StoreError as e:
+        raise type(e)(f"could not repair namespace {namespace!r}: {e}") from e
     return touched
 
 
@@ -84,15 +81,13 @@ def move_units(
     ]
     dst = open_dst()
     assert dst is not None
-    try:  # copy first, delete second: repair_namespace completes an interrupted move
-        dst.upsert(
-            ids=[u.memory_id for u in moved],
-            embeddings=rows["embeddings"],
-            documents=[u.content for u in moved],
-            metadatas=[unit_to_metadata(u, pending=PENDING_MOVE) for u in moved],
-        )
-        src.delete(ids=[u.memory_id for u in moved])
-        dst.update(ids=[u.memory_id for u in moved], metadatas=[{"pending": ""} for _ in moved])
-    except Exception as e:
-        raise StoreError(f"chroma move failed: {e}") from e
+    # copy first, delete second: repair_namespace completes an interrupted move
+    dst.upsert(
+        ids=[u.memory_id for u in moved],
+        embeddings=rows["embeddings"],
+        documents=[u.content for u in moved],
+        metadatas=[unit_to_metadata(u, pending=PENDING_MOVE) for u in moved],
+    )
+    src.delete(ids=[u.memory_id for u in moved])
+    dst.update(ids=[u.memory_id for u in moved], metadatas=[{"pending": ""} for _ in moved])
     return moved

@@ -83,8 +83,7 @@ def active_texts(col: Any) -> Iterator[tuple[str, str]]:
         offset += _SCAN_PAGE
 
 
-# Records are logged under the public module's name, as before the split: logging config keeps applying.
-logger = logging.getLogger("langchain_hindsight.store.memory_store")
+logger = logging.getLogger(__name__)
 
 
 def similarities(rows: Any, vector: Sequence[float], ids: Sequence[str]) -> list[tuple[MemoryUnit, float]]:
@@ -392,8 +391,6 @@ def refresh_lexical(
             if feed is not None:
                 index.seen = feed.snapshot()  # before reading: later writes are caught by the next poll
             index.add_texts(scan())
-    except HindsightError:
-        raise
-    except Exception as e:
-        raise StoreError(f"lexical index refresh failed: {e}") from e
+    except StoreError as e:
+        raise type(e)(f"lexical index refresh failed: {e}") from e
     return index

@@ -20,17 +20,16 @@ import os
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, TYPE_CHECKING
+from typing import IO
 
-from langchain_hindsight.errors import ConfigurationError, InvalidMemoryError, StoreError
-from langchain_hindsight.store._codec import unit_to_metadata
+from langchain_hindsight.errors import ConfigurationError, InvalidMemoryError
+from langchain_hindsight.store._core import backend_errors
 from langchain_hindsight.store._policy import clamp_future
+from langchain_hindsight.store._store_reads import ReadMixin
+from langchain_hindsight.store._store_writes import WriteMixin
 from langchain_hindsight.types import MemoryUnit
 
-if TYPE_CHECKING:
-    from langchain_hindsight.store.memory_store import MemoryStore
-
-__all__ = ["IMPORT_PENDING", "ImportReport", "export_units", "finish_interrupted_import", "import_units", "read_jsonl"]
+__all__ = ["IMPORT_PENDING", "ImportReport", "TransferMixin", "export_units", "import_units", "read_jsonl"]
 
 logger = logging.getLogger(__name__)
 
@@ -50,7 +49,7 @@ class ImportReport:
 
 
 def export_units(
-    store: MemoryStore,
+    store: ReadMixin,
     out: IO[str],
     *,
     namespaces: Iterable[str],
@@ -88,134 +87,120 @@ def read_jsonl(lines: Iterable[str]) -> Iterator[MemoryUnit]:
 
 
 def import_units(
-    store: MemoryStore,
+    store: TransferMixin,
     units: Iterable[MemoryUnit],
     *,
     namespace: str | None = None,
     progress: Callable[[str, int, int], None] | None = None,
     replace: bool = False,
 ) -> ImportReport:
-    """Write ``units`` exactly as given, all or nothing; ``namespace`` overrides theirs.
-
-    Every unit is read and checked before anything is written. A unit whose id
-    is already stored with the same data is skipped; with other data it is
-    refused unless ``replace=True`` (an explicit overwrite, e.g. restoring a
-    backup): an import never silently replaces a stored unit.
-
-    Raises:
-        InvalidMemoryError: a line is not a valid unit (nothing was written).
-        ConfigurationError: ids already stored with other data and ``replace`` is false (nothing was written).
-        StoreError: the backend failed.
-    """
-    latest: dict[str, MemoryUnit] = {}
-    for unit in units:
-        unit = clamp_future(unit)  # a future stamp would never decay
-        if namespace is not None:
-            unit = unit.evolve(namespace=store._ns(namespace))
-        latest[unit.memory_id] = unit  # a later line wins
-    todo = list(latest.values())
-    unchanged = 0
-    with store._lock:
-        stored = _stored(store, todo)
-        clashes = [u.memory_id for u in todo if u.memory_id in stored and stored[u.memory_id] != u]
-        if clashes and not replace:
-            raise ConfigurationError(
-                f"{len(clashes)} id(s) already stored with other data (e.g. {clashes[0]}); nothing was imported. "
-                "Pass replace=True (hindsight import --replace) to overwrite them"
-            )
-        fresh = [u for u in todo if stored.get(u.memory_id) != u]
-        unchanged = len(todo) - len(fresh)
-        per_ns: dict[str, int] = {}
-        pending = _begin(store, fresh)
-        done = 0
-        for start in range(0, len(fresh), _BATCH):
-            done += _write(store, fresh[start : start + _BATCH], per_ns)
-            if progress is not None:
-                progress("import", done, len(fresh))
-        if pending is not None:
-            pending.unlink(missing_ok=True)
-    return ImportReport(imported=done, namespaces=per_ns, unchanged=unchanged)
+    """:meth:`MemoryStore.import_units <TransferMixin.import_units>` (what ``hindsight import`` runs)."""
+    return store.import_units(units, namespace=namespace, progress=progress, replace=replace)
 
 
-def _stored(store: MemoryStore, units: list[MemoryUnit]) -> dict[str, MemoryUnit]:
-    by_ns: dict[str, list[str]] = {}
-    for u in units:
-        by_ns.setdefault(u.namespace, []).append(u.memory_id)
-    found: dict[str, MemoryUnit] = {}
-    for ns, ids in by_ns.items():
-        for start in range(0, len(ids), 1000):
-            found.update({u.memory_id: u for u in store.get_many(ids[start : start + 1000], namespace=ns)})
-    return found
+class TransferMixin(WriteMixin):
+    """Exact import (part of :class:`~langchain_hindsight.store.memory_store.MemoryStore`)."""
 
+    @backend_errors
+    def import_units(
+        self,
+        units: Iterable[MemoryUnit],
+        *,
+        namespace: str | None = None,
+        progress: Callable[[str, int, int], None] | None = None,
+        replace: bool = False,
+    ) -> ImportReport:
+        """Write ``units`` exactly as given, all or nothing; ``namespace`` overrides theirs.
 
-def _begin(store: MemoryStore, units: list[MemoryUnit]) -> Path | None:
-    """Write the units to the pending file durably (embedded stores); return its path."""
-    if store.persist_directory is None or not units:
-        return None
-    path = store.persist_directory / IMPORT_PENDING
-    tmp = path.with_suffix(".tmp")
-    with tmp.open("w", encoding="utf-8") as fh:
-        for u in units:
-            fh.write(json.dumps(u.to_dict(), ensure_ascii=False, sort_keys=True) + "\n")
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
-    fd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    return path
+        For restoring a backup or moving a store (see ``hindsight export``/``import``):
+        no task-type normalisation, no dedupe, no confidence caps; archived units go
+        straight to the archive; only the content is re-embedded. Every unit is read
+        and checked before anything is written. A unit whose id is already stored
+        with the same data is skipped; with other data it is refused unless
+        ``replace=True`` (an explicit overwrite): an import never silently replaces
+        a stored unit. An embedded store writes the units to a pending file first and
+        rolls a killed import forward when the directory is opened again.
 
-
-def finish_interrupted_import(store: MemoryStore) -> None:
-    """Roll forward an import a crash interrupted (its pending file is still there)."""
-    if store.persist_directory is None:
-        return
-    path = store.persist_directory / IMPORT_PENDING
-    if not path.exists():
-        return
-    logger.warning("finishing an interrupted import into %s", store.persist_directory)
-    with path.open(encoding="utf-8") as fh:
-        units = list(read_jsonl(fh))
-    per_ns: dict[str, int] = {}
-    with store._lock:
-        for start in range(0, len(units), _BATCH):
-            _write(store, units[start : start + _BATCH], per_ns)
-    path.unlink()
-
-
-def _write(store: MemoryStore, units: list[MemoryUnit], per_ns: dict[str, int]) -> int:
-    units = list({u.memory_id: u for u in units}.values())  # a later line wins
-    vectors = store.embeddings.embed_documents([u.content for u in units])
-    if len(vectors) != len(units):
-        raise StoreError("the embedder returned a different number of vectors than texts")
-    groups: dict[tuple[str, bool], list[int]] = {}
-    for i, u in enumerate(units):
-        groups.setdefault((u.namespace, u.status == "archived"), []).append(i)
-    with store._lock:
-        for (ns, archived), idx in groups.items():
-            target = store._collection(ns, "archive" if archived else "memories")
-            assert target is not None  # create=True always returns a collection
-            other = store._collection(ns, "memories" if archived else "archive", create=False)
-            batch = [units[i] for i in idx]
-            ids = [u.memory_id for u in batch]
-            try:
-                target.upsert(
-                    ids=ids,
-                    embeddings=[vectors[i] for i in idx],
-                    documents=[u.content for u in batch],
-                    metadatas=[unit_to_metadata(u) for u in batch],
+        Raises:
+            InvalidMemoryError: a unit is invalid (nothing was written).
+            ConfigurationError: ids already stored with other data and ``replace`` is false (nothing was written).
+            StoreError: the backend failed.
+        """
+        latest: dict[str, MemoryUnit] = {}
+        for unit in units:
+            unit = clamp_future(unit)  # a future stamp would never decay
+            if namespace is not None:
+                unit = unit.evolve(namespace=self.resolve_namespace(namespace))
+            latest[unit.memory_id] = unit  # a later line wins
+        todo = list(latest.values())
+        with self._lock:
+            stored = self._stored(todo)
+            clashes = [u.memory_id for u in todo if u.memory_id in stored and stored[u.memory_id] != u]
+            if clashes and not replace:
+                raise ConfigurationError(
+                    f"{len(clashes)} id(s) already stored with other data (e.g. {clashes[0]}); nothing was "
+                    "imported. Pass replace=True (hindsight import --replace) to overwrite them"
                 )
-                if other is not None:  # an id lives in one collection only
-                    stale = other.get(ids=ids, include=[])["ids"]
-                    if stale:
-                        other.delete(ids=stale)
-            except Exception as e:
-                raise StoreError(f"chroma import failed: {e}") from e
-            if archived:
-                store._reindex(ns, deletes=ids)
-            else:
-                store._reindex(ns, upserts=batch)
-            per_ns[ns] = per_ns.get(ns, 0) + len(batch)
-    return len(units)
+            fresh = [u for u in todo if stored.get(u.memory_id) != u]
+            per_ns: dict[str, int] = {}
+            pending = self._begin_import(fresh)
+            done = 0
+            for start in range(0, len(fresh), _BATCH):
+                done += self._import_batch(fresh[start : start + _BATCH], per_ns)
+                if progress is not None:
+                    progress("import", done, len(fresh))
+            if pending is not None:
+                pending.unlink(missing_ok=True)
+        return ImportReport(imported=done, namespaces=per_ns, unchanged=len(todo) - len(fresh))
+
+    def _stored(self, units: list[MemoryUnit]) -> dict[str, MemoryUnit]:
+        by_ns: dict[str, list[str]] = {}
+        for u in units:
+            by_ns.setdefault(u.namespace, []).append(u.memory_id)
+        found: dict[str, MemoryUnit] = {}
+        for ns, ids in by_ns.items():
+            for start in range(0, len(ids), 1000):
+                found.update({u.memory_id: u for u in self._get_many(ids[start : start + 1000], ns)})
+        return found
+
+    def _begin_import(self, units: list[MemoryUnit]) -> Path | None:
+        """Write the units to the pending file durably (a store with a directory); return its path."""
+        if self.persist_directory is None or not units:
+            return None
+        path = self.persist_directory / IMPORT_PENDING
+        tmp = path.with_suffix(".tmp")
+        with tmp.open("w", encoding="utf-8") as fh:
+            for u in units:
+                fh.write(json.dumps(u.to_dict(), ensure_ascii=False, sort_keys=True) + "\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+        fd = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        return path
+
+    def _finish_interrupted_import(self) -> None:
+        """Roll forward an import a crash interrupted (its pending file is still there)."""
+        if self.persist_directory is None:
+            return
+        path = self.persist_directory / IMPORT_PENDING
+        if not path.exists():
+            return
+        logger.warning("finishing an interrupted import into %s", self.persist_directory)
+        with path.open(encoding="utf-8") as fh:
+            units = list(read_jsonl(fh))
+        per_ns: dict[str, int] = {}
+        with self._lock:
+            for start in range(0, len(units), _BATCH):
+                self._import_batch(units[start : start + _BATCH], per_ns)
+        path.unlink()
+
+    def _import_batch(self, units: list[MemoryUnit], per_ns: dict[str, int]) -> int:
+        units = list({u.memory_id: u for u in units}.values())  # a later line wins
+        vectors = self._embed_batched([u.content for u in units])
+        for ns, n in self._write_exact(units, vectors).items():
+            per_ns[ns] = per_ns.get(ns, 0) + n
+        return len(units)

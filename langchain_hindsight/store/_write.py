@@ -17,16 +17,18 @@ from __future__ import annotations
 
 import json
 import logging
-import unicodedata
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+import numpy as np
+
 from langchain_hindsight._safety import SUSPICIOUS_TAG, looks_like_instruction
-from langchain_hindsight.errors import ConfigurationError, HindsightError, InvalidMemoryError, StoreError
+from langchain_hindsight.errors import ConfigurationError, InvalidMemoryError
 from langchain_hindsight.store._codec import PENDING_SUPERSEDE, unit_from_record, unit_to_metadata
 from langchain_hindsight.store._collections import Collection, Role, check_namespace
 from langchain_hindsight.store._policy import TRUST_ORDER, TRUSTED_SOURCES, ConfidencePolicy, settle_claims, trust
+from langchain_hindsight.store._statement import statement_key
 from langchain_hindsight.store.writes import (
     Neighbour,
     RuleWriteJudge,
@@ -55,10 +57,11 @@ __all__ = [
     "write_updates",
 ]
 
-# Records are logged under the public module's name, as before the split: logging config keeps applying.
-logger = logging.getLogger("langchain_hindsight.store.memory_store")
+logger = logging.getLogger(__name__)
 
 _NEIGHBOURS = 5
+_QUERY_BATCH = 1000
+"""Query vectors per backend call when looking up a batch's stored neighbours."""
 
 REASON_NEW = "new: no similar active unit in scope"
 REASON_NO_DEDUPE = "stored as given (dedupe=False)"
@@ -72,8 +75,6 @@ REASON_LESS_TRUSTED = "a {source} unit never replaces a {other} one: both kept a
 
 Scope = Literal["task_type", "namespace"]
 Pending = dict[str, tuple[MemoryUnit, list[float]]]
-Neighbours = Callable[[MemoryUnit, list[float]], Any]
-"""``(unit, vector) -> `` a raw single-vector ``col.query`` result of stored candidates, or ``None``."""
 
 
 def check_unit(value: object, what: str = "unit") -> MemoryUnit:
@@ -170,61 +171,38 @@ def merge_units(existing: MemoryUnit, incoming: MemoryUnit) -> MemoryUnit:
     )
 
 
-def query_neighbours(col: Collection, unit: MemoryUnit, vector: list[float], scope: Scope) -> Any:
-    """The stored active units nearest to ``vector`` in ``unit``'s scope (raw query result; ``None`` if empty)."""
-    clauses: list[dict[str, Any]] = [{"status": "active"}]
-    if scope == "task_type":
-        clauses += [{"task_type": unit.task_type}, {"kind": unit.kind}]
-    if not col.count():
-        return None
-    return col.query(
-        query_embeddings=[vector],
-        n_results=_NEIGHBOURS,
-        where={"$and": clauses} if len(clauses) > 1 else clauses[0],
-        include=["documents", "metadatas", "distances"],
-    )
+def query_neighbours(
+    col: Collection, units: Sequence[MemoryUnit], vectors: Sequence[list[float]], scope: Scope
+) -> list[Any]:
+    """For each unit, the stored active units nearest to its vector in its scope (``None`` when there are none).
 
-
-def statement_key(text: str) -> str:
-    """``text`` reduced to its statement: two texts with the same key are true duplicates.
-
-    NFKC (full-width letters, digits and punctuation become their ASCII forms),
-    case-folded; punctuation (Chinese 。，、「」 included) and whitespace runs
-    become one separator, kept only between two word characters of a spaced
-    script (Latin, digits), so ``"你好，世界。"`` and ``"你好世界"`` match while
-    ``"no tone"`` and ``"not one"`` do not. Punctuation that is part of a number
-    (``1.5``, ``-5``, ``1,000``) is kept: ``"1.5"`` and ``"15"`` differ.
-
-    Example:
-        >>> statement_key("Read  GBK CSVs with encoding='gbk'.") == statement_key("read gbk csvs with encoding=gbk")
-        True
-        >>> statement_key("客户甲公司希望通过邮件联系。") == statement_key("客户乙公司希望通过邮件联系。")
-        False
+    One batched nearest-neighbour query per scope present in the batch (one for
+    ``"namespace"``; one per task type and kind for ``"task_type"``), the same
+    filter and depth a query per unit would use. Each result has the shape of a
+    single-vector query result.
     """
-    t = unicodedata.normalize("NFKC", text).casefold()
-    chars: list[str] = []
-    for i, ch in enumerate(t):
-        category = unicodedata.category(ch)
-        if category.startswith("P"):
-            nxt = t[i + 1] if i + 1 < len(t) else ""
-            prev = t[i - 1] if i else ""
-            chars.append(ch if nxt.isdigit() and (prev.isdigit() or ch in "-+.") else " ")
-        elif ch.isspace() or category[0] in "ZC":
-            chars.append(" ")
-        else:
-            chars.append(ch)
-    out: list[str] = []
-    for token in "".join(chars).split():
-        if out and _spaced(out[-1][-1]) and _spaced(token[0]):
-            out.append(" ")
-        out.append(token)
-    # A text of punctuation only keeps its punctuation: "..." and "!!!" are not the same statement.
-    return "".join(out) or " ".join(t.split())
-
-
-def _spaced(ch: str) -> bool:
-    """A word character of a script that separates words with spaces (not CJK)."""
-    return ch.isalnum() and unicodedata.east_asian_width(ch) not in ("W", "F")
+    out: list[Any] = [None] * len(units)
+    if not units or not col.count():
+        return out
+    groups: dict[tuple[str, ...], list[int]] = {}
+    for i, u in enumerate(units):
+        groups.setdefault((u.task_type, u.kind) if scope == "task_type" else (), []).append(i)
+    for key, idx in groups.items():
+        clauses: list[dict[str, Any]] = [{"status": "active"}]
+        if key:
+            clauses += [{"task_type": key[0]}, {"kind": key[1]}]
+        where = {"$and": clauses} if len(clauses) > 1 else clauses[0]
+        for start in range(0, len(idx), _QUERY_BATCH):
+            chunk = idx[start : start + _QUERY_BATCH]
+            res = col.query(
+                query_embeddings=[vectors[i] for i in chunk],
+                n_results=_NEIGHBOURS,
+                where=where,
+                include=["documents", "metadatas", "distances"],
+            )
+            for j, i in enumerate(chunk):
+                out[i] = {k: [res[k][j]] for k in ("ids", "documents", "metadatas", "distances")}
+    return out
 
 
 def candidates(
@@ -234,11 +212,15 @@ def candidates(
     pending: Pending,
     changed: dict[str, MemoryUnit],
     scope: Scope,
+    *,
+    similarities: Mapping[str, float] | None = None,
 ) -> list[Neighbour]:
     """Active units in scope near ``unit``, most similar first: ``stored`` (a query result) and ``pending`` ones.
 
     A stored unit already rewritten in this batch is judged by its ``changed``
-    version; every unit of the batch so far is a candidate (the batch is small).
+    version. ``similarities``: only these pending units are candidates, with these
+    similarities to ``unit`` (computed by the caller in one matrix product);
+    ``None``: every pending unit, its similarity computed here.
     """
     found: dict[str, Neighbour] = {}
     if stored is not None:
@@ -250,12 +232,18 @@ def candidates(
             )
             if candidate.status == "active":
                 found[memory_id] = Neighbour(candidate, 1.0 - float(stored["distances"][0][j]))
-    for other, other_vec in pending.values():
+    chosen = pending.values() if similarities is None else (pending[i] for i in similarities)
+    for other, other_vec in chosen:
         if other.status != "active" or other.memory_id == unit.memory_id:
             continue
         if scope == "task_type" and (other.task_type, other.kind) != (unit.task_type, unit.kind):
             continue
-        found[other.memory_id] = Neighbour(other, sum(a * b for a, b in zip(vector, other_vec, strict=True)))
+        similarity = (
+            similarities[other.memory_id]
+            if similarities is not None
+            else sum(a * b for a, b in zip(vector, other_vec, strict=True))
+        )
+        found[other.memory_id] = Neighbour(other, similarity)
     return sorted(found.values(), key=lambda n: -n.similarity)
 
 
@@ -336,14 +324,17 @@ def plan_add(
     vectors: Sequence[list[float]],
     *,
     dedupe: bool,
-    neighbours: Neighbours,
+    stored: Sequence[Any] | None = None,
     merge_threshold: float | None,
     conflict_threshold: float | None,
     scope: Scope,
     policy: ConfidencePolicy,
     judge: WriteJudge | None = None,
 ) -> WritePlan:
-    """Decide, unit by unit, between merge, supersede and plain insert (``neighbours`` is asked once per unit).
+    """Decide, unit by unit, between merge, supersede and plain insert.
+
+    ``stored`` holds each unit's stored neighbours (see :func:`query_neighbours`;
+    ``None``: none are stored); earlier units of the batch are candidates too.
 
     Only the same statement (see :func:`statement_key`) merges without a judge;
     units more than ``conflict_threshold`` similar go to ``judge`` (default:
@@ -361,17 +352,40 @@ def plan_add(
     plan = WritePlan()
     new = plan.new
     outcomes: list[tuple[WriteAction, str, tuple[str, ...], str]] = []
-    for unit, vector in zip(units, vectors, strict=True):
+    found = list(stored) if stored is not None else [None] * len(units)
+    # The batch so far as one matrix: a unit's similarity to every earlier one is one matrix-vector product.
+    # Only earlier units that could matter become candidates: the same statement, or above conflict_threshold.
+    matrix = np.zeros((len(units) if dedupe else 0, len(vectors[0]) if len(vectors) else 0), dtype=np.float64)
+    order: list[str] = []
+    row: dict[str, int] = {}
+    by_key: dict[str, list[str]] = {}
+
+    def admit(unit: MemoryUnit, vector: list[float]) -> None:
+        new[unit.memory_id] = (unit, vector)
         if not dedupe:
-            new[unit.memory_id] = (unit, vector)
+            return
+        if unit.memory_id not in row:
+            row[unit.memory_id] = len(order)
+            order.append(unit.memory_id)
+            by_key.setdefault(key(unit), []).append(unit.memory_id)
+        matrix[row[unit.memory_id]] = vector
+
+    for unit, vector, near_stored in zip(units, vectors, found, strict=True):
+        if not dedupe:
+            admit(unit, vector)
             outcomes.append(("added", unit.memory_id, (), REASON_NO_DEDUPE))
             continue
-        near = candidates(unit, vector, neighbours(unit, vector), new, plan.changed, scope)
+        sims = matrix[: len(order)] @ np.asarray(vector, dtype=np.float64)
+        picked = set(by_key.get(key(unit), ()))
+        if conflict_threshold is not None:
+            picked.update(order[i] for i in np.flatnonzero(sims > conflict_threshold).tolist())
+        similar = {i: float(sims[row[i]]) for i in picked}
+        near = candidates(unit, vector, near_stored, new, plan.changed, scope, similarities=similar)
         decision, target = _decide(
             unit, near, judge=judge, merge_threshold=merge_threshold, conflict_threshold=conflict_threshold, key=key
         )
         if target is None:
-            new[unit.memory_id] = (unit, vector)
+            admit(unit, vector)
             kept = tuple(
                 n.unit.memory_id for n in near if conflict_threshold is not None and n.similarity > conflict_threshold
             )
@@ -384,43 +398,36 @@ def plan_add(
             if target.unit.memory_id not in new:
                 plan.superseding.add(unit.memory_id)
             plan._put(demote(target.unit, policy))
-            new[unit.memory_id] = (unit, vector)
+            admit(unit, vector)
             outcomes.append(("superseded", unit.memory_id, (target.unit.memory_id,), decision.reason))
     # Final values for units written in this batch (a later unit may have merged into an earlier one).
     for action, memory_id, related, reason in outcomes:
-        stored = new[memory_id][0] if memory_id in new else plan.changed[memory_id]
-        plan.results.append(WriteResult(action, stored, related, reason))
+        final = new[memory_id][0] if memory_id in new else plan.changed[memory_id]
+        plan.results.append(WriteResult(action, final, related, reason))
     return plan
 
 
-def write_plan(col: Collection, plan: WritePlan, client: Any) -> None:
-    """Write ``plan`` to ``col``: upserts (in ``client``-sized batches), then rewrites, then clear the marks."""
+def write_plan(col: Collection, plan: WritePlan, batch: int) -> None:
+    """Write ``plan`` to ``col``: upserts (``batch`` records per call), then rewrites, then clear the marks."""
     new, changed, superseding = plan.new, plan.changed, plan.superseding
-    try:
-        if new:
-            ids = list(new)
-            batch = client.get_max_batch_size()
-            for start in range(0, len(ids), batch):
-                chunk = ids[start : start + batch]
-                col.upsert(
-                    ids=chunk,
-                    embeddings=[new[i][1] for i in chunk],
-                    documents=[new[i][0].content for i in chunk],
-                    metadatas=[
-                        unit_to_metadata(new[i][0], pending=PENDING_SUPERSEDE if i in superseding else "")
-                        for i in chunk
-                    ],
-                )
-        # Second step (merges, demotions); a crash before the marks are cleared is finished by _repair.
-        if changed:
-            col.update(ids=list(changed), metadatas=[unit_to_metadata(u) for u in changed.values()])
-        live = [i for i in superseding if i in new]
-        if live:
-            col.update(ids=live, metadatas=[{"pending": ""} for _ in live])
-    except HindsightError:
-        raise
-    except Exception as e:
-        raise StoreError(f"chroma write failed: {e}") from e
+    if new:
+        ids = list(new)
+        for start in range(0, len(ids), batch):
+            chunk = ids[start : start + batch]
+            col.upsert(
+                ids=chunk,
+                embeddings=[new[i][1] for i in chunk],
+                documents=[new[i][0].content for i in chunk],
+                metadatas=[
+                    unit_to_metadata(new[i][0], pending=PENDING_SUPERSEDE if i in superseding else "") for i in chunk
+                ],
+            )
+    # Second step (merges, demotions); a crash before the marks are cleared is finished by _repair.
+    if changed:
+        col.update(ids=list(changed), metadatas=[unit_to_metadata(u) for u in changed.values()])
+    live = [i for i in superseding if i in new]
+    if live:
+        col.update(ids=live, metadatas=[{"pending": ""} for _ in live])
 
 
 def write_updates(
@@ -437,17 +444,14 @@ def write_updates(
     if role == "memories" and any(u.status == "archived" for u in batch):
         raise ConfigurationError("use archive() to archive a unit")
     reembed = [u for u in batch if u.content != docs[u.memory_id]]
-    try:
-        if reembed:
-            col.update(
-                ids=[u.memory_id for u in reembed],
-                embeddings=embed([u.content for u in reembed]),
-                documents=[u.content for u in reembed],
-                metadatas=[unit_to_metadata(u) for u in reembed],
-            )
-        same = [u for u in batch if u.content == docs[u.memory_id]]
-        if same:
-            col.update(ids=[u.memory_id for u in same], metadatas=[unit_to_metadata(u) for u in same])
-    except Exception as e:
-        raise StoreError(f"chroma update failed: {e}") from e
+    if reembed:
+        col.update(
+            ids=[u.memory_id for u in reembed],
+            embeddings=embed([u.content for u in reembed]),
+            documents=[u.content for u in reembed],
+            metadatas=[unit_to_metadata(u) for u in reembed],
+        )
+    same = [u for u in batch if u.content == docs[u.memory_id]]
+    if same:
+        col.update(ids=[u.memory_id for u in same], metadatas=[unit_to_metadata(u) for u in same])
     return batch

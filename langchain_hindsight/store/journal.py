@@ -1,10 +1,10 @@
 """The run journal: which memories each run was shown, what it produced, how it ended (seed §6).
 
 Every run is one :class:`RunRecord` stored in the namespace's ``journal``
-collection of the same Chroma database as the memories (so it works with a
-Chroma server, and ``store.forget(namespace=...)`` removes it). A record is a
-JSON document with a constant one-dimensional embedding and filterable
-metadata (``kind``, ``outcome``, ``task_type``, ``started_at_us``).
+collection of the same backend as the memories (so it works with a Chroma
+server, and ``store.forget(namespace=...)`` removes it); the storage itself is
+``_runs.RunRecords`` (``store.run_records``), which ``store.forget`` also uses
+to scrub forgotten ids.
 
 :meth:`RunJournal.explain` answers "which memories shaped this run, and why
 were they ranked so"; :meth:`RunJournal.scrub` removes forgotten memory ids
@@ -16,18 +16,15 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field
 
-from langchain_hindsight._safety import render_safe
-from langchain_hindsight._text import clean_feedback
-from langchain_hindsight.errors import ConfigurationError, RunNotFoundError, StoreError
-from langchain_hindsight.store._codec import from_datetime_us, to_datetime_us
-from langchain_hindsight.types import MemoryStatus, MemoryUnit, Outcome, ScoredMemory, ServedMemory, utcnow
-
-if TYPE_CHECKING:
-    from langchain_hindsight.store.memory_store import MemoryStore
+from langchain_hindsight.errors import ConfigurationError, RunNotFoundError
+from langchain_hindsight.store._codec import to_datetime_us
+from langchain_hindsight.store._runs import RunFeedback, RunKind, RunRecord, RunRecords, ServedMemory
+from langchain_hindsight.store.memory_store import MemoryStore
+from langchain_hindsight.types import MemoryStatus, MemoryUnit, Outcome, ScoredMemory, utcnow
 
 __all__ = [
     "ExplainedMemory",
@@ -38,87 +35,6 @@ __all__ = [
     "RunRecord",
     "ServedMemory",
 ]
-
-RunKind = Literal["run", "review"]
-"""``run``: one agent task; ``review``: one periodic review pass (see ``Lifecycle.review``)."""
-
-JOURNAL_SCHEMA = 1
-_EMBEDDING = [1.0]
-"""Records are never searched by similarity: every one gets the same 1-d vector."""
-_PAGE = 1000
-
-
-class RunFeedback(BaseModel):
-    """A user's verdict on a run."""
-
-    model_config = ConfigDict(frozen=True)
-
-    at: datetime = Field(default_factory=utcnow)
-    text: str = ""
-    success: bool | None = None
-    rejected: bool = False
-    """The user said the served memories were wrong."""
-
-
-class RunRecord(BaseModel):
-    """What one run was shown, what it produced and how it ended.
-
-    Example:
-        >>> r = RunRecord(run_id="run-1", task="clean sales.csv", task_type="data_cleaning")
-        >>> r.outcome, r.served_ids
-        ('unknown', [])
-    """
-
-    model_config = ConfigDict(frozen=True)
-
-    run_id: str
-    kind: RunKind = "run"
-    task: str = ""
-    task_type: str | None = None
-    namespace: str = "default"
-    outcome: Outcome = "unknown"
-    started_at: datetime = Field(default_factory=utcnow)
-    ended_at: datetime | None = None
-    served: list[ServedMemory] = Field(default_factory=list)
-    produced: list[str] = Field(default_factory=list)
-    """Ids of the memories reflection (or review) stored from this run."""
-    feedback: list[RunFeedback] = Field(default_factory=list)
-    thread_id: str | None = None
-    """The conversation thread the run belongs to (LangGraph ``thread_id``), when known."""
-    credit: dict[str, float] | None = None
-    """Success credit currently applied to the served memories: memory id → confidence change.
-
-    ``None``: no credit is applied (never credited, or the credit was undone by a
-    rejection). Kept so a later rejection reverses exactly what was credited,
-    and a second success verdict does not credit again."""
-
-    @field_validator("run_id")
-    @classmethod
-    def _run_id(cls, value: str) -> str:
-        if not value or len(value) > 256 or "\x00" in value:
-            raise ValueError("run_id must be 1-256 characters")
-        return value
-
-    @property
-    def served_ids(self) -> list[str]:
-        """Ids of the served memories, best first."""
-        return [m.memory_id for m in sorted(self.served, key=lambda m: m.rank)]
-
-    def to_json(self) -> str:
-        """The record as the JSON document stored in Chroma."""
-        return self.model_dump_json()
-
-    @classmethod
-    def from_json(cls, text: str) -> RunRecord:
-        """Inverse of :meth:`to_json`.
-
-        Raises:
-            StoreError: the document is not a run record.
-        """
-        try:
-            return cls.model_validate_json(text)
-        except ValidationError as e:
-            raise StoreError(f"corrupt run record: {e}") from e
 
 
 class ExplainedMemory(BaseModel):
@@ -152,44 +68,12 @@ class RunExplanation(BaseModel):
     """Produced memory ids with the unit as it is now (``None`` when it no longer exists)."""
 
 
-def _check_run_id(run_id: object) -> None:
-    if not isinstance(run_id, str) or not run_id or len(run_id) > 256 or "\x00" in run_id:
-        raise ConfigurationError(f"run_id must be a string of 1-256 characters without NUL, got {run_id!r}")
-
-
-def _erase_comments(entries: list[RunFeedback], contents: Sequence[str]) -> list[RunFeedback]:
-    """``entries`` with the comments that became the forgotten units ``contents`` erased."""
-    if not contents:
-        return entries
-
-    def made(text: str) -> bool:
-        core = render_safe(clean_feedback(text) or text)
-        return any(core and core in c for c in contents)
-
-    matched = [e for e in entries if e.text and made(e.text)]
-    erase = matched or [e for e in entries if e.text]  # unmatched: erase every comment rather than keep one
-    return [e.model_copy(update={"text": ""}) if e in erase else e for e in entries]
-
-
 _FACTORS = ("similarity", "task_type", "confidence", "access", "source")
 
 
 def _factors(breakdown: dict[str, float]) -> list[tuple[str, float]]:
     found = [(k, float(breakdown[k])) for k in _FACTORS if k in breakdown]
     return sorted(found, key=lambda kv: kv[1], reverse=True)
-
-
-def _metadata(record: RunRecord) -> dict[str, str | int | float | bool]:
-    return {
-        "schema": JOURNAL_SCHEMA,
-        "kind": record.kind,
-        "outcome": record.outcome,
-        "task_type": record.task_type or "",
-        "started_at_us": to_datetime_us(record.started_at),
-        "ended_at_us": -1 if record.ended_at is None else to_datetime_us(record.ended_at),
-        "n_served": len(record.served),
-        "thread_id": record.thread_id or "",
-    }
 
 
 class RunJournal:
@@ -218,37 +102,18 @@ class RunJournal:
 
     def __init__(self, store: MemoryStore, *, namespace: str | None = None) -> None:
         self.store = store
-        self.namespace = store._ns(namespace)
+        self.namespace = store.resolve_namespace(namespace)
 
     # ------------------------------------------------------------------ storage
+    @property
+    def _records(self) -> RunRecords:
+        return self.store.run_records
+
     def _ns(self, namespace: str | None) -> str:
-        return self.namespace if namespace is None else self.store._ns(namespace)
-
-    def _col(self, namespace: str, *, create: bool) -> Any:
-        return self.store._collection(namespace, "journal", create=create)
-
-    def _read(self, col: Any, **kwargs: Any) -> list[RunRecord]:
-        try:
-            rows = col.get(include=["documents"], **kwargs)
-        except Exception as e:
-            raise StoreError(f"chroma get failed: {e}") from e
-        return [RunRecord.from_json(d) for d in rows["documents"] or []]
+        return self.namespace if namespace is None else self.store.resolve_namespace(namespace)
 
     def _write(self, records: Sequence[RunRecord]) -> None:
-        by_ns: dict[str, list[RunRecord]] = {}
-        for r in records:
-            by_ns.setdefault(r.namespace, []).append(r)
-        for ns, batch in by_ns.items():
-            col = self._col(ns, create=True)
-            try:
-                col.upsert(
-                    ids=[r.run_id for r in batch],
-                    embeddings=[_EMBEDDING] * len(batch),
-                    documents=[r.to_json() for r in batch],
-                    metadatas=[_metadata(r) for r in batch],
-                )
-            except Exception as e:
-                raise StoreError(f"chroma write of run records failed: {e}") from e
+        self._records.write(records)
 
     def _find(self, run_id: str, namespace: str | None) -> RunRecord | None:
         """The record of ``run_id`` in ``namespace`` (the journal's own when ``None``) — never another one.
@@ -256,12 +121,7 @@ class RunJournal:
         A run id of another tenant is "not found" here; :meth:`locate` is the one
         explicit cross-namespace lookup.
         """
-        _check_run_id(run_id)
-        col = self._col(self._ns(namespace), create=False)
-        if col is None:
-            return None
-        found = self._read(col, ids=[run_id])
-        return found[0] if found else None
+        return self._records.find(self._ns(namespace), run_id)
 
     def locate(self, run_id: str) -> list[str]:
         """Namespaces whose journal holds a run with this id (an explicit cross-namespace lookup).
@@ -273,10 +133,9 @@ class RunJournal:
         namespace explicitly.
         """
         found: list[str] = []
-        with self.store._lock:
+        with self.store.lock:
             for ns in self.store.namespaces():
-                col = self._col(ns, create=False)
-                if col is not None and col.get(ids=[run_id], include=[])["ids"]:
+                if self._records.exists(ns, [run_id]):
                     found.append(ns)
         return found
 
@@ -285,8 +144,8 @@ class RunJournal:
         """Store ``record`` as given, replacing any record with the same run id in its namespace."""
         if not isinstance(record, RunRecord):
             raise ConfigurationError(f"record must be a RunRecord, got {type(record).__name__}")
-        self.store._ns(record.namespace)
-        with self.store._lock:
+        self.store.resolve_namespace(record.namespace)
+        with self.store.lock:
             self._write([record])
         return record
 
@@ -307,7 +166,7 @@ class RunJournal:
         """
         ns = self._ns(namespace)
         shown = [ServedMemory.from_scored(s, rank) for rank, s in enumerate(served, start=1)]
-        with self.store._lock:
+        with self.store.lock:
             current = self._find(run_id, ns)
             if current is None:
                 current = RunRecord(run_id=run_id, namespace=ns, started_at=now or utcnow())
@@ -323,7 +182,7 @@ class RunJournal:
             return updated
 
     def _change(self, run_id: str, namespace: str | None, **changes: Any) -> RunRecord:
-        with self.store._lock:
+        with self.store.lock:
             current = self._find(run_id, namespace)
             if current is None:
                 raise RunNotFoundError(f"no run {run_id!r} in the journal of namespace {self._ns(namespace)!r}")
@@ -358,7 +217,7 @@ class RunJournal:
         Raises:
             RunNotFoundError: the run was never started.
         """
-        with self.store._lock:
+        with self.store.lock:
             current = self._find(run_id, namespace)
             if current is None:
                 raise RunNotFoundError(f"no run {run_id!r} in the journal of namespace {self._ns(namespace)!r}")
@@ -381,7 +240,7 @@ class RunJournal:
             RunNotFoundError: no such run.
         """
         entry = RunFeedback(at=now or utcnow(), text=text, success=success, rejected=rejected)
-        with self.store._lock:
+        with self.store.lock:
             current = self._find(run_id, namespace)
             if current is None:
                 raise RunNotFoundError(f"no run {run_id!r} in the journal of namespace {self._ns(namespace)!r}")
@@ -410,25 +269,16 @@ class RunJournal:
             return None
         ns = self._ns(namespace)
         skip = set(exclude)
-        with self.store._lock:
-            col = self._col(ns, create=False)
-            if col is None:
-                return None
-            where = {"$and": [{"thread_id": thread_id}, {"kind": "run"}, {"ended_at_us": {"$gte": 0}}]}
-            runs = [r for r in self._read(col, where=where) if r.run_id not in skip]
+        where = {"$and": [{"thread_id": thread_id}, {"kind": "run"}, {"ended_at_us": {"$gte": 0}}]}
+        with self.store.lock:
+            runs = [r for r in self._records.read(ns, where=where) if r.run_id not in skip]
         return max(runs, key=lambda r: (r.ended_at or r.started_at, r.started_at), default=None)
 
     def delete(self, run_ids: Sequence[str], *, namespace: str | None = None) -> int:
         """Delete run records; returns how many existed."""
         ns = self._ns(namespace)
-        with self.store._lock:
-            col = self._col(ns, create=False)
-            if col is None:
-                return 0
-            present = col.get(ids=list(run_ids), include=[])["ids"]
-            if present:
-                col.delete(ids=present)
-            return len(present)
+        with self.store.lock:
+            return self._records.delete(ns, list(run_ids))
 
     def scrub(
         self,
@@ -449,31 +299,9 @@ class RunJournal:
             How many records changed.
         """
         ids = [memory_ids] if isinstance(memory_ids, str) else list(dict.fromkeys(memory_ids))
-        if not ids:
-            return 0
-        gone = set(ids)
         ns = self._ns(namespace)
-        with self.store._lock:
-            col = self._col(ns, create=False)
-            if col is None:
-                return 0
-            changed: dict[str, RunRecord] = {}
-            for start in range(0, len(ids), 50):
-                chunk = ids[start : start + 50]
-                clauses: list[dict[str, Any]] = [{"$contains": i} for i in chunk]
-                where_document = clauses[0] if len(clauses) == 1 else {"$or": clauses}
-                for r in self._read(col, where_document=where_document):
-                    r = changed.get(r.run_id, r)
-                    changed[r.run_id] = r.model_copy(
-                        update={
-                            "served": [m for m in r.served if m.memory_id not in gone],
-                            "produced": [p for p in r.produced if p not in gone],
-                            "feedback": _erase_comments(r.feedback, (feedback or {}).get(r.run_id, ())),
-                        }
-                    )
-            if changed:
-                self._write(list(changed.values()))
-            return len(changed)
+        with self.store.lock:
+            return self._records.scrub(ns, ids, feedback)
 
     # ------------------------------------------------------------------ reads
     def get(self, run_id: str, *, namespace: str | None = None) -> RunRecord:
@@ -482,7 +310,7 @@ class RunJournal:
         Raises:
             RunNotFoundError: no such run.
         """
-        with self.store._lock:
+        with self.store.lock:
             found = self._find(run_id, namespace)
         if found is None:
             raise RunNotFoundError(f"no run {run_id!r} in the journal of namespace {self._ns(namespace)!r}")
@@ -509,17 +337,13 @@ class RunJournal:
         if kind is not None:
             clauses.append({"kind": kind})
         where = None if not clauses else clauses[0] if len(clauses) == 1 else {"$and": clauses}
-        offset = 0
+        pages = self._records.pages(ns, where)
         while True:
-            with self.store._lock:
-                col = self._col(ns, create=False)
-                if col is None:
-                    return
-                page = self._read(col, where=where, limit=_PAGE, offset=offset)
-            yield from page
-            if len(page) < _PAGE:
+            with self.store.lock:
+                page = next(pages, None)
+            if page is None:
                 return
-            offset += _PAGE
+            yield from page
 
     def list_runs(
         self,
@@ -542,19 +366,13 @@ class RunJournal:
     def last_started_at(self, *, namespace: str | None = None, kind: RunKind = "run") -> datetime | None:
         """When the newest record of ``kind`` started, or ``None`` when there is none."""
         ns = self._ns(namespace)
-        with self.store._lock:
-            col = self._col(ns, create=False)
-            if col is None:
-                return None
-            rows = col.get(where={"kind": kind}, include=["metadatas"])
-        stamps = [int(m["started_at_us"]) for m in rows["metadatas"] or [] if m]
-        return from_datetime_us(max(stamps)) if stamps else None
+        with self.store.lock:
+            return self._records.last_started_at(ns, kind)
 
     def count(self, *, namespace: str | None = None) -> int:
         """Number of records in the namespace's journal."""
-        with self.store._lock:
-            col = self._col(self._ns(namespace), create=False)
-            return 0 if col is None else int(col.count())
+        with self.store.lock:
+            return self._records.count(self._ns(namespace))
 
     def explain(self, run_id: str, *, namespace: str | None = None) -> RunExplanation:
         """Which memories shaped this run, and why they were ranked so.

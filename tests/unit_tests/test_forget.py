@@ -21,6 +21,7 @@ from langchain_hindsight import ConfigurationError, MemoryNotFoundError, MemoryS
 from langchain_hindsight.store._scrub import SCRUB_MARKER
 from langchain_hindsight.store.writes import LLMWriteJudge
 from tests.fakes import REPO_ROOT, HashEmbeddings, judge_model
+from tests.unit_tests.store_backends import chroma_store_factory, fake_embedding_store  # noqa: F401 - fixtures
 
 
 def _files(directory: Path) -> list[Path]:
@@ -160,10 +161,12 @@ def test_forget_namespace_erases_it_and_spares_the_others(fast_store: MemoryStor
     assert fast_store.count(namespace="alice") == 0
 
 
-def test_forget_removes_references_and_journal_entries(make_store: Callable[..., MemoryStore]) -> None:
+def test_forget_removes_references_and_journal_entries(make_chroma_store: Callable[..., MemoryStore]) -> None:
     from langchain_hindsight.store.journal import RunJournal
 
-    fast_store = make_store(judge=LLMWriteJudge(judge_model("conflict")))  # real embeddings: the lessons are similar
+    fast_store = make_chroma_store(
+        judge=LLMWriteJudge(judge_model("conflict"))
+    )  # real embeddings: the lessons are similar
     directory = fast_store.persist_directory
     assert directory is not None
     lesson = "When reading a Chinese CSV with pandas, pass encoding='{}' to avoid garbled text."
@@ -186,10 +189,44 @@ def test_forget_removes_references_and_journal_entries(make_store: Callable[...,
     assert text_hits(directory, {"id": old.memory_id, "content": "encoding='gbk'"}) == {}
 
 
-def test_forget_of_unknown_ids_changes_nothing(fast_store: MemoryStore) -> None:
-    unit = fast_store.add(_secret_unit()).unit
-    assert fast_store.forget("mem_does_not_exist") == 0
-    assert fast_store.get(unit.memory_id) == unit
+def test_forget_of_unknown_ids_changes_nothing(hash_store: MemoryStore) -> None:
+    unit = hash_store.add(_secret_unit()).unit
+    assert hash_store.forget("mem_does_not_exist") == 0
+    assert hash_store.get(unit.memory_id) == unit
+
+
+def test_forget_cleans_references_run_records_and_comments_on_every_backend(hash_store: MemoryStore) -> None:
+    from langchain_hindsight.store.journal import RunJournal, RunRecord
+
+    store = hash_store
+    old = store.add(MemoryUnit(task_type="report", content="周报按自然周统计。")).unit
+    feedback = store.add(
+        MemoryUnit(
+            task_type="report",
+            content="用户纠正：SECRET-COMMENT 周报只统计工作日",
+            source="user_feedback",
+            run_id="run-1",
+            supersedes=old.memory_id,
+            merged_from=[old.memory_id],
+        )
+    ).unit
+    journal = RunJournal(store)
+    journal.record(RunRecord(run_id="run-1", namespace=store.namespace, produced=[old.memory_id, feedback.memory_id]))
+    journal.add_feedback("run-1", text="不对，SECRET-COMMENT 周报只统计工作日", success=False)
+    journal.add_feedback("run-1", text="谢谢", success=True)
+
+    assert store.forget(old.memory_id) == 1
+    kept = store.get(feedback.memory_id)
+    assert kept.supersedes is None
+    assert kept.merged_from == []
+    assert journal.get("run-1").produced == [feedback.memory_id]
+    assert journal.get("run-1").feedback[0].text.startswith("不对")  # not made into the forgotten unit
+
+    assert store.forget(feedback.memory_id) == 1
+    record = journal.get("run-1")
+    assert record.produced == []
+    assert [f.text for f in record.feedback] == ["", "谢谢"]  # the comment that became the unit is erased
+    assert store.lexical_search("SECRET-COMMENT") == []
 
 
 @pytest.mark.parametrize(
@@ -202,11 +239,11 @@ def test_forget_of_unknown_ids_changes_nothing(fast_store: MemoryStore) -> None:
         ({"memory_id": "x", "namespace": ""}, "namespace"),
     ],
 )
-def test_forget_rejects_bad_arguments(fast_store: MemoryStore, kwargs: dict[str, object], match: str) -> None:
-    unit = fast_store.add(_secret_unit()).unit
+def test_forget_rejects_bad_arguments(hash_store: MemoryStore, kwargs: dict[str, object], match: str) -> None:
+    unit = hash_store.add(_secret_unit()).unit
     with pytest.raises(ConfigurationError, match=match):
-        fast_store.forget(**kwargs)  # type: ignore[arg-type]
-    assert fast_store.get(unit.memory_id) == unit
+        hash_store.forget(**kwargs)  # type: ignore[arg-type]
+    assert hash_store.get(unit.memory_id) == unit
 
 
 def test_scrub_needs_an_owned_directory(tmp_path: Path) -> None:
@@ -331,8 +368,8 @@ if point == "first-delete":  # the intent is durable, nothing deleted yet
 elif point == "journal-scrub":  # the unit is deleted, the journal still names it
     C.Collection.upsert = die
 elif point == "before-scrub":  # every Chroma delete done, no scrub marker yet: the bytes are still on disk
-    import langchain_hindsight.store._forget as F
-    F.scrub = die
+    from langchain_hindsight.store._forget import ForgetMixin
+    ForgetMixin._scrub = die
 elif point == "rename":  # a rebuild half done
     C.Collection.modify = die
 else:  # everything rebuilt, files not yet erased

@@ -1,4 +1,4 @@
-"""Run journal: records in Chroma, explain(), scrub(), namespaces and forget."""
+"""Run journal: records beside the memories (both backends), explain(), scrub(), namespaces and forget."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from langchain_hindsight.recall.scoring import score_memory
 from langchain_hindsight.store.journal import RunJournal, RunRecord
 from langchain_hindsight.store.memory_store import MemoryStore
 from langchain_hindsight.types import MemoryUnit, ScoredMemory
+from tests.unit_tests.store_backends import chroma_store_factory, store_factory  # noqa: F401 - fixtures
 
 T0 = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
 

@@ -16,7 +16,7 @@ from chromadb.config import Settings
 
 from langchain_hindsight import MemoryStore, MemoryUnit
 from langchain_hindsight.embeddings.local import LocalEmbeddings
-from langchain_hindsight.store import memory_store as store_module
+from langchain_hindsight.store import _core as store_module
 from langchain_hindsight.store._collections import collection_name
 from langchain_hindsight.store._lexical import PRIOR_DOCUMENTS, ChangeFeed, LexicalIndex, tokenize, unit_text
 from langchain_hindsight.store._search import active_texts

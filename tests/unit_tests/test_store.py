@@ -1,4 +1,9 @@
-"""MemoryStore: persistence, dedup/conflicts, feedback, locking, validation (issue: foundation)."""
+"""MemoryStore: persistence, dedup/conflicts, feedback, locking, validation (issue: foundation).
+
+Backend-independent behaviour runs on both backends (the ``make_store``/``store``
+fixtures are parametrised: embedded Chroma and the in-memory backend); the lock,
+a fresh process and a Chroma server are Chroma-only (``make_chroma_store``).
+"""
 
 from __future__ import annotations
 
@@ -29,6 +34,7 @@ from langchain_hindsight import (
 from langchain_hindsight.embeddings.local import LocalEmbeddings
 from langchain_hindsight.store.writes import LLMWriteJudge
 from tests.fakes import ReactiveToolModel, Turn, call
+from tests.unit_tests.store_backends import chroma_store_factory, store_factory  # noqa: F401 - fixtures
 
 CSV_LESSON = "使用pandas读取CSV时，如果文件包含中文，需要指定encoding='utf-8-sig'，否则会出现乱码。"
 
@@ -75,9 +81,9 @@ def test_initial_confidence_by_source_and_policy(make_store: Callable[..., Memor
 
 
 def test_every_field_round_trips_through_a_fresh_process(
-    make_store: Callable[..., MemoryStore], tmp_path: Path
+    make_chroma_store: Callable[..., MemoryStore], tmp_path: Path
 ) -> None:
-    store = make_store("persist")
+    store = make_chroma_store("persist")
     created = datetime(2025, 1, 15, 10, 30, 0, 123456, tzinfo=UTC)
     unit = _unit(
         task_description="清洗包含中文和英文的CSV文件",
@@ -436,17 +442,21 @@ def test_closed_store_refuses_use(make_store: Callable[..., MemoryStore]) -> Non
 # ---------------------------------------------------------------- one process per directory
 
 
-def test_second_store_on_one_directory_is_refused(make_store: Callable[..., MemoryStore], tmp_path: Path) -> None:
-    first = make_store("locked")
+def test_second_store_on_one_directory_is_refused(
+    make_chroma_store: Callable[..., MemoryStore], tmp_path: Path
+) -> None:
+    first = make_chroma_store("locked")
     with pytest.raises(StoreLockedError, match="chroma run"):
         MemoryStore(tmp_path / "locked", embeddings=LocalEmbeddings())
     first.close()
-    again = make_store("locked")
+    again = make_chroma_store("locked")
     assert again.count() == 0
 
 
-def test_second_process_is_refused_with_a_clear_error(make_store: Callable[..., MemoryStore], tmp_path: Path) -> None:
-    store = make_store("shared")
+def test_second_process_is_refused_with_a_clear_error(
+    make_chroma_store: Callable[..., MemoryStore], tmp_path: Path
+) -> None:
+    store = make_chroma_store("shared")
     store.add(_unit())
     script = textwrap.dedent(
         f"""

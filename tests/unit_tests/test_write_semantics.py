@@ -98,7 +98,7 @@ def _judge_model(decide: Callable[[list[str]], Turn]) -> ReactiveToolModel:
 def test_distinct_facts_all_stay_active_and_each_is_recalled_first(
     store: MemoryStore, facts: dict[str, str], caplog: pytest.LogCaptureFixture
 ) -> None:
-    with caplog.at_level(logging.INFO, logger="langchain_hindsight.store.memory_store"):
+    with caplog.at_level(logging.INFO, logger="langchain_hindsight.store"):
         results = [store.add(_fact(text)) for text in facts]
     assert [r.action for r in results] == ["added"] * 5
     assert [r.unit.content for r in results] == list(facts)  # each returns its own text, not another's

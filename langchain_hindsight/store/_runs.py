@@ -1,0 +1,262 @@
+"""Run records in the storage layer: the record models and their storage in a namespace's journal collection.
+
+:class:`RunRecords` is the storage half of :class:`~langchain_hindsight.store.journal.RunJournal`:
+reading, writing, deleting and scrubbing run records through the backend layer.
+The store uses it directly when it forgets memories, so forgetting never reaches
+up to the journal's API. Every record is a JSON document with a constant
+one-dimensional embedding and filterable metadata (``kind``, ``outcome``,
+``task_type``, ``started_at_us``, ``ended_at_us``, ``thread_id``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from langchain_hindsight._safety import render_safe
+from langchain_hindsight._text import clean_feedback
+from langchain_hindsight.errors import ConfigurationError, StoreError
+from langchain_hindsight.store._codec import from_datetime_us, to_datetime_us
+from langchain_hindsight.store.backend import Records
+from langchain_hindsight.types import Outcome, ServedMemory, utcnow
+
+__all__ = [
+    "JOURNAL_SCHEMA",
+    "RunFeedback",
+    "RunKind",
+    "RunRecord",
+    "RunRecords",
+    "ServedMemory",
+    "check_run_id",
+]
+
+RunKind = Literal["run", "review"]
+"""``run``: one agent task; ``review``: one periodic review pass (see ``Lifecycle.review``)."""
+
+JOURNAL_SCHEMA = 1
+_EMBEDDING = [1.0]
+"""Records are never searched by similarity: every one gets the same 1-d vector."""
+_PAGE = 1000
+
+
+class RunFeedback(BaseModel):
+    """A user's verdict on a run."""
+
+    model_config = ConfigDict(frozen=True)
+
+    at: datetime = Field(default_factory=utcnow)
+    text: str = ""
+    success: bool | None = None
+    rejected: bool = False
+    """The user said the served memories were wrong."""
+
+
+class RunRecord(BaseModel):
+    """What one run was shown, what it produced and how it ended.
+
+    Example:
+        >>> r = RunRecord(run_id="run-1", task="clean sales.csv", task_type="data_cleaning")
+        >>> r.outcome, r.served_ids
+        ('unknown', [])
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    run_id: str
+    kind: RunKind = "run"
+    task: str = ""
+    task_type: str | None = None
+    namespace: str = "default"
+    outcome: Outcome = "unknown"
+    started_at: datetime = Field(default_factory=utcnow)
+    ended_at: datetime | None = None
+    served: list[ServedMemory] = Field(default_factory=list)
+    produced: list[str] = Field(default_factory=list)
+    """Ids of the memories reflection (or review) stored from this run."""
+    feedback: list[RunFeedback] = Field(default_factory=list)
+    thread_id: str | None = None
+    """The conversation thread the run belongs to (LangGraph ``thread_id``), when known."""
+    credit: dict[str, float] | None = None
+    """Success credit currently applied to the served memories: memory id → confidence change.
+
+    ``None``: no credit is applied (never credited, or the credit was undone by a
+    rejection). Kept so a later rejection reverses exactly what was credited,
+    and a second success verdict does not credit again."""
+
+    @field_validator("run_id")
+    @classmethod
+    def _run_id(cls, value: str) -> str:
+        if not value or len(value) > 256 or "\x00" in value:
+            raise ValueError("run_id must be 1-256 characters")
+        return value
+
+    @property
+    def served_ids(self) -> list[str]:
+        """Ids of the served memories, best first."""
+        return [m.memory_id for m in sorted(self.served, key=lambda m: m.rank)]
+
+    def to_json(self) -> str:
+        """The record as the JSON document stored in Chroma."""
+        return self.model_dump_json()
+
+    @classmethod
+    def from_json(cls, text: str) -> RunRecord:
+        """Inverse of :meth:`to_json`.
+
+        Raises:
+            StoreError: the document is not a run record.
+        """
+        try:
+            return cls.model_validate_json(text)
+        except ValidationError as e:
+            raise StoreError(f"corrupt run record: {e}") from e
+
+
+def check_run_id(run_id: object) -> None:
+    if not isinstance(run_id, str) or not run_id or len(run_id) > 256 or "\x00" in run_id:
+        raise ConfigurationError(f"run_id must be a string of 1-256 characters without NUL, got {run_id!r}")
+
+
+def erase_comments(entries: list[RunFeedback], contents: Sequence[str]) -> list[RunFeedback]:
+    """``entries`` with the comments that became the forgotten units ``contents`` erased."""
+    if not contents:
+        return entries
+
+    def made(text: str) -> bool:
+        core = render_safe(clean_feedback(text) or text)
+        return any(core and core in c for c in contents)
+
+    matched = [e for e in entries if e.text and made(e.text)]
+    erase = matched or [e for e in entries if e.text]  # unmatched: erase every comment rather than keep one
+    return [e.model_copy(update={"text": ""}) if e in erase else e for e in entries]
+
+
+def _metadata(record: RunRecord) -> dict[str, str | int | float | bool]:
+    return {
+        "schema": JOURNAL_SCHEMA,
+        "kind": record.kind,
+        "outcome": record.outcome,
+        "task_type": record.task_type or "",
+        "started_at_us": to_datetime_us(record.started_at),
+        "ended_at_us": -1 if record.ended_at is None else to_datetime_us(record.ended_at),
+        "n_served": len(record.served),
+        "thread_id": record.thread_id or "",
+    }
+
+
+OpenJournal = Callable[[str, bool], Records | None]
+"""``(namespace, create) ->`` the namespace's journal collection (``None`` when missing and not created)."""
+
+
+class RunRecords:
+    """The run records of every namespace's journal collection (storage only: no locking, no validation).
+
+    Args:
+        open_collection: Opens a namespace's journal collection (see :data:`OpenJournal`).
+    """
+
+    def __init__(self, open_collection: OpenJournal) -> None:
+        self._open = open_collection
+
+    def read(self, namespace: str, **kwargs: Any) -> list[RunRecord]:
+        """The records a ``get(**kwargs)`` of the namespace's journal returns (none when it has no journal)."""
+        col = self._open(namespace, False)
+        if col is None:
+            return []
+        return [RunRecord.from_json(d) for d in col.get(include=["documents"], **kwargs)["documents"] or []]
+
+    def find(self, namespace: str, run_id: str) -> RunRecord | None:
+        """The record of ``run_id`` in ``namespace``, or ``None``."""
+        check_run_id(run_id)
+        found = self.read(namespace, ids=[run_id])
+        return found[0] if found else None
+
+    def exists(self, namespace: str, run_ids: Sequence[str]) -> list[str]:
+        """The ids among ``run_ids`` that have a record in ``namespace``."""
+        col = self._open(namespace, False)
+        return [] if col is None else col.exists(list(run_ids))
+
+    def write(self, records: Sequence[RunRecord]) -> None:
+        """Store ``records`` (each in its own namespace), replacing records with the same run id."""
+        by_ns: dict[str, list[RunRecord]] = {}
+        for r in records:
+            by_ns.setdefault(r.namespace, []).append(r)
+        for ns, batch in by_ns.items():
+            col = self._open(ns, True)
+            assert col is not None  # created on demand
+            col.upsert(
+                ids=[r.run_id for r in batch],
+                embeddings=[_EMBEDDING] * len(batch),
+                documents=[r.to_json() for r in batch],
+                metadatas=[_metadata(r) for r in batch],
+            )
+
+    def delete(self, namespace: str, run_ids: Sequence[str]) -> int:
+        """Delete run records; return how many existed."""
+        col = self._open(namespace, False)
+        if col is None:
+            return 0
+        present = col.exists(list(run_ids))
+        if present:
+            col.delete(ids=present)
+        return len(present)
+
+    def pages(self, namespace: str, where: Mapping[str, Any] | None) -> Iterator[list[RunRecord]]:
+        """The matching records of ``namespace``, a page at a time (unordered)."""
+        offset = 0
+        while True:
+            page = self.read(namespace, where=where, limit=_PAGE, offset=offset)
+            if page:
+                yield page
+            if len(page) < _PAGE:
+                return
+            offset += _PAGE
+
+    def last_started_at(self, namespace: str, kind: RunKind) -> datetime | None:
+        """When the newest record of ``kind`` started, or ``None``."""
+        col = self._open(namespace, False)
+        if col is None:
+            return None
+        rows = col.get(where={"kind": kind}, include=["metadatas"])
+        stamps = [int(m["started_at_us"]) for m in rows["metadatas"] or [] if m]
+        return from_datetime_us(max(stamps)) if stamps else None
+
+    def count(self, namespace: str) -> int:
+        """How many records the namespace's journal holds."""
+        col = self._open(namespace, False)
+        return 0 if col is None else col.count()
+
+    def scrub(
+        self, namespace: str, memory_ids: Sequence[str], feedback: Mapping[str, Sequence[str]] | None = None
+    ) -> int:
+        """Remove memory ids from every record of ``namespace`` (served, produced); return how many changed.
+
+        ``feedback`` maps a run id to the contents of forgotten ``user_feedback``
+        units made from that run's comments: those comments are erased too (see
+        :func:`erase_comments`).
+        """
+        ids = list(dict.fromkeys(memory_ids))
+        col = self._open(namespace, False)
+        if not ids or col is None:
+            return 0
+        gone = set(ids)
+        changed: dict[str, RunRecord] = {}
+        for start in range(0, len(ids), 50):
+            chunk = ids[start : start + 50]
+            clauses: list[dict[str, Any]] = [{"$contains": i} for i in chunk]
+            where_document = clauses[0] if len(clauses) == 1 else {"$or": clauses}
+            for r in self.read(namespace, where_document=where_document):
+                r = changed.get(r.run_id, r)
+                changed[r.run_id] = r.model_copy(
+                    update={
+                        "served": [m for m in r.served if m.memory_id not in gone],
+                        "produced": [p for p in r.produced if p not in gone],
+                        "feedback": erase_comments(r.feedback, (feedback or {}).get(r.run_id, ())),
+                    }
+                )
+        if changed:
+            self.write(list(changed.values()))
+        return len(changed)

@@ -1,0 +1,208 @@
+"""The read methods of ``MemoryStore``: listing, counting, paging units (with or without vectors), history."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+
+from langchain_hindsight.errors import ConfigurationError
+from langchain_hindsight.store._codec import unit_from_record
+from langchain_hindsight.store._collections import ALLOWED, ROLES, Role, filter_where, records
+from langchain_hindsight.store._collections import namespaces as _namespaces
+from langchain_hindsight.store._core import StoreCore, backend_errors
+from langchain_hindsight.types import MemoryStatus, MemoryUnit
+
+__all__ = ["ReadMixin"]
+
+_COUNT_PAGE = 5000
+"""Records per backend read in :meth:`ReadMixin.count_by`."""
+_MAX_PAGE = 2**31 - 1
+
+
+def check_page_size(batch_size: object) -> None:
+    """Refuse a page size that is not an int in ``[1, 2**31 - 1]`` (what a backend read can carry)."""
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or not 1 <= batch_size <= _MAX_PAGE:
+        raise ConfigurationError(f"batch_size must be an int from 1 to {_MAX_PAGE}, got {batch_size!r}")
+
+
+class ReadMixin(StoreCore):
+    """Reads of stored units (part of :class:`~langchain_hindsight.store.memory_store.MemoryStore`)."""
+
+    @backend_errors
+    def namespaces(self) -> list[str]:
+        """Every namespace that has a collection, sorted."""
+        with self._lock:
+            self._ensure_open()
+            return _namespaces(self.backend)
+
+    # ------------------------------------------------------------------ reads
+    @backend_errors
+    def list_units(
+        self,
+        *,
+        namespace: str | None = None,
+        status: MemoryStatus | None = None,
+        task_type: str | None = None,
+        kind: str | None = None,
+        source: str | None = None,
+        limit: int | None = None,
+    ) -> list[MemoryUnit]:
+        """Units matching every given filter, newest first. ``status=None`` means all statuses."""
+        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
+            raise ConfigurationError(f"limit must be a non-negative int or None, got {limit!r}")
+        units = list(self.iter_units(namespace=namespace, status=status, task_type=task_type, kind=kind, source=source))
+        units.sort(key=lambda u: (u.created_at, u.memory_id), reverse=True)
+        return units if limit is None else units[:limit]
+
+    def iter_units(
+        self,
+        *,
+        namespace: str | None = None,
+        status: MemoryStatus | None = None,
+        task_type: str | None = None,
+        kind: str | None = None,
+        source: str | None = None,
+        batch_size: int = 1000,
+    ) -> Iterator[MemoryUnit]:
+        """Iterate over matching units in pages of ``batch_size`` (unordered)."""
+        ns = self._ns(namespace)
+        filters: dict[str, object] = {"status": status, "task_type": task_type, "kind": kind, "source": source}
+        where = filter_where(filters, self.vocabulary.normalize)
+        check_page_size(batch_size)
+        roles: tuple[Role, ...] = ("archive",) if status == "archived" else ("memories",) if status else ROLES
+        for role in roles:
+            offset = 0
+            while True:
+                with self._lock:
+                    col = self._collection(ns, role, create=False)
+                    if col is None:
+                        break
+                    page = records(col, where=where, limit=batch_size, offset=offset)
+                yield from page
+                if len(page) < batch_size:
+                    break
+                offset += batch_size
+
+    def iter_vectors(
+        self, *, namespace: str | None = None, status: MemoryStatus = "active", batch_size: int = 1000
+    ) -> Iterator[tuple[list[MemoryUnit], np.ndarray]]:
+        """Units with ``status`` and their stored vectors, in pages of ``batch_size``: ``(units, vectors)``.
+
+        ``vectors`` is a float32 array with one row per unit, as stored (nothing is
+        re-embedded). Used by maintenance passes that compare units with each other.
+
+        Example:
+            >>> for units, vectors in store.iter_vectors(status="active"):  # doctest: +SKIP
+            ...     print(len(units), vectors.shape)
+        """
+        ns = self._ns(namespace)
+        if status not in ALLOWED["status"]:
+            raise ConfigurationError(f"status must be one of {ALLOWED['status']}, got {status!r}")
+        check_page_size(batch_size)
+        role: Role = "archive" if status == "archived" else "memories"
+        offset = 0
+        while True:
+            with self._lock:
+                col = self._collection(ns, role, create=False)
+                if col is None:
+                    return
+                rows = col.get(
+                    where={"status": status},
+                    include=["documents", "metadatas", "embeddings"],
+                    limit=batch_size,
+                    offset=offset,
+                )
+            ids = rows["ids"]
+            if ids:
+                units = [
+                    unit_from_record(i, d, m)
+                    for i, d, m in zip(ids, rows["documents"] or [], rows["metadatas"] or [], strict=True)
+                ]
+                yield units, np.asarray(rows["embeddings"], dtype=np.float32).reshape(len(ids), -1)
+            if len(ids) < batch_size:
+                return
+            offset += batch_size
+
+    @backend_errors
+    def count_by(self, *fields: str, namespace: str | None = None) -> dict[tuple[str, ...], int]:
+        """How many units (every status) have each combination of values of ``fields``.
+
+        Reads metadata only (no unit is built), so it stays fast on large stores.
+
+        Example:
+            >>> store.count_by("status", "task_type")  # doctest: +SKIP
+            {('active', 'weekly_report'): 12, ('superseded', 'weekly_report'): 2}
+
+        Args:
+            fields: Among ``status``, ``task_type``, ``kind``, ``source``, ``run_id``.
+            namespace: Namespace to count (default: the store's).
+        """
+        allowed = ("status", "task_type", "kind", "source", "run_id")
+        if not fields or any(f not in allowed for f in fields):
+            raise ConfigurationError(f"fields must be among {allowed}, got {fields!r}")
+        ns = self._ns(namespace)
+        counts: dict[tuple[str, ...], int] = {}
+        for role in ROLES:
+            offset = 0
+            while True:
+                with self._lock:
+                    col = self._collection(ns, role, create=False)
+                    if col is None:
+                        break
+                    page = col.get(include=["metadatas"], limit=_COUNT_PAGE, offset=offset)["metadatas"] or []
+                for meta in page:
+                    key = tuple(str((meta or {}).get(f, "")) for f in fields)
+                    counts[key] = counts.get(key, 0) + 1
+                if len(page) < _COUNT_PAGE:
+                    break
+                offset += _COUNT_PAGE
+        return counts
+
+    @backend_errors
+    def count(self, *, namespace: str | None = None, status: MemoryStatus | None = None) -> int:
+        """Number of units in ``namespace`` (all statuses unless ``status`` is given)."""
+        if status is not None and status not in ALLOWED["status"]:
+            raise ConfigurationError(f"status must be one of {ALLOWED['status']} or None, got {status!r}")
+        ns = self._ns(namespace)
+        with self._lock:
+            total = 0
+            for role in ROLES:
+                col = self._collection(ns, role, create=False)
+                if col is None:
+                    continue
+                if status is None:
+                    total += col.count()
+                elif (status == "archived") == (role == "archive"):
+                    total += len(col.get(where={"status": status}, include=[])["ids"])
+            return total
+
+    @backend_errors
+    def history(self, memory_id: str, *, namespace: str | None = None) -> list[MemoryUnit]:
+        """The supersedes chain through ``memory_id``, newest first.
+
+        Starts at the newest unit that (transitively) supersedes ``memory_id`` and
+        follows ``supersedes`` back to the oldest ancestor.
+
+        Raises:
+            MemoryNotFoundError: ``memory_id`` does not exist.
+        """
+        ns = self._ns(namespace)
+        with self._lock:
+            head = self.get(memory_id, namespace=ns)
+            seen = {head.memory_id}
+            col = self._collection(ns)
+            assert col is not None
+            while True:  # walk forward to the newest successor
+                nxt = records(col, where={"supersedes": head.memory_id}, limit=1)
+                if not nxt or nxt[0].memory_id in seen:
+                    break
+                head = nxt[0]
+                seen.add(head.memory_id)
+            chain = [head]
+            while chain[-1].supersedes and chain[-1].supersedes not in {u.memory_id for u in chain}:
+                older = self.get_many([chain[-1].supersedes], namespace=ns)
+                if not older:
+                    break
+                chain.append(older[0])
+            return chain

@@ -1,0 +1,241 @@
+"""The storage backend layer: the one narrow interface every store module writes through.
+
+A :class:`Backend` holds named collections (:class:`Records`); a collection holds
+records of ``(id, embedding, document, metadata)``. The operations are the few a
+memory store needs, with Chroma's names and result shapes so both implementations
+answer alike:
+
+* :class:`~langchain_hindsight.store.chroma.ChromaBackend`: embedded Chroma in a
+  directory (holding a single-writer lock on it) or a Chroma server
+  (``chroma run``) through ``chromadb.HttpClient``;
+* :class:`~langchain_hindsight.store.inmemory.InMemoryBackend`: a dict and a
+  brute-force cosine search in numpy, for fast unit tests and throwaway stores.
+
+In the spirit of LangGraph's ``BaseStore``, subclasses implement a handful of
+abstract methods and everything else (``add``, ``get_or_create``, paging) is
+built on them. Failures of the storage itself surface as
+:class:`~langchain_hindsight.errors.StoreError`; a programming error (a bad
+argument, a wrong type) keeps its own type.
+
+Filters (``where``) are Chroma's subset the store uses: ``{"field": value}``,
+``{"field": {"$eq" | "$ne" | "$gt" | "$gte" | "$lt" | "$lte" | "$in" | "$nin": ...}}``
+and ``{"$and" | "$or": [clauses]}``; document filters (``where_document``) are
+``{"$contains": text}`` combined the same way.
+"""
+
+from __future__ import annotations
+
+import logging
+from abc import ABC, abstractmethod
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+from langchain_hindsight.errors import StoreError
+
+__all__ = ["Backend", "Include", "Metadata", "Records", "Rows", "Vector"]
+
+logger = logging.getLogger(__name__)
+
+Include = Literal["documents", "metadatas", "embeddings", "distances"]
+"""What a read returns besides ids."""
+Metadata = Mapping[str, str | int | float | bool]
+"""A record's (or a collection's) metadata: flat scalar values."""
+Vector = Sequence[float]
+Rows = dict[str, Any]
+"""A read result, shaped like Chroma's: ``ids`` always; ``documents``, ``metadatas``, ``embeddings``
+(a 2-d float array) when included, else ``None``. A query result nests one such list per query vector
+and adds ``distances`` (cosine distance, ``1 - similarity``)."""
+
+
+class Records(ABC):
+    """One named collection of records (``id``, embedding, document, metadata) in a :class:`Backend`.
+
+    Implement :attr:`name`, :attr:`metadata`, :meth:`get`, :meth:`query`,
+    :meth:`upsert`, :meth:`update`, :meth:`delete`, :meth:`count` and
+    :meth:`modify`; :meth:`add` and :meth:`pages` are built on them.
+    """
+
+    @property
+    @abstractmethod
+    def name(self) -> str:
+        """The collection's name."""
+
+    @property
+    @abstractmethod
+    def metadata(self) -> dict[str, Any]:
+        """The collection's own metadata (a copy)."""
+
+    @abstractmethod
+    def get(
+        self,
+        *,
+        ids: Sequence[str] | None = None,
+        where: Mapping[str, Any] | None = None,
+        where_document: Mapping[str, Any] | None = None,
+        include: Sequence[Include] = ("documents", "metadatas"),
+        limit: int | None = None,
+        offset: int | None = None,
+    ) -> Rows:
+        """The records among ``ids`` (default: all) that match the filters, in a stable order, paged."""
+
+    @abstractmethod
+    def query(
+        self,
+        *,
+        query_embeddings: Sequence[Vector],
+        n_results: int,
+        where: Mapping[str, Any] | None = None,
+        include: Sequence[Include] = ("documents", "metadatas", "distances"),
+    ) -> Rows:
+        """The ``n_results`` records nearest (cosine) to each query vector that match ``where``."""
+
+    @abstractmethod
+    def upsert(
+        self,
+        *,
+        ids: Sequence[str],
+        embeddings: Sequence[Vector] | Any,
+        documents: Sequence[str] | None = None,
+        metadatas: Sequence[Metadata] | None = None,
+    ) -> None:
+        """Insert or replace whole records."""
+
+    @abstractmethod
+    def update(
+        self,
+        *,
+        ids: Sequence[str],
+        embeddings: Sequence[Vector] | Any | None = None,
+        documents: Sequence[str] | None = None,
+        metadatas: Sequence[Metadata] | None = None,
+    ) -> None:
+        """Change existing records: given embeddings and documents replace, metadata keys merge in."""
+
+    @abstractmethod
+    def delete(self, *, ids: Sequence[str]) -> None:
+        """Delete the records among ``ids`` (missing ids are ignored)."""
+
+    @abstractmethod
+    def count(self) -> int:
+        """How many records the collection holds."""
+
+    @abstractmethod
+    def modify(self, *, name: str | None = None, metadata: Metadata | None = None) -> None:
+        """Rename the collection and/or replace its metadata."""
+
+    # ------------------------------------------------------------------ built on the above
+    def add(
+        self,
+        *,
+        ids: Sequence[str],
+        embeddings: Sequence[Vector] | Any,
+        documents: Sequence[str] | None = None,
+        metadatas: Sequence[Metadata] | None = None,
+    ) -> None:
+        """Insert new records.
+
+        Raises:
+            StoreError: one of ``ids`` is already stored (nothing is written).
+        """
+        taken = self.get(ids=list(ids), include=[])["ids"]
+        if taken:
+            raise StoreError(f"record {taken[0]!r} already exists in collection {self.name!r}")
+        self.upsert(ids=ids, embeddings=embeddings, documents=documents, metadatas=metadatas)
+
+    def pages(
+        self,
+        *,
+        include: Sequence[Include] = ("documents", "metadatas"),
+        where: Mapping[str, Any] | None = None,
+        size: int = 1000,
+    ) -> Iterator[Rows]:
+        """Every matching record, ``size`` at a time (stable while nothing writes)."""
+        offset = 0
+        while True:
+            rows = self.get(where=where, include=include, limit=size, offset=offset)
+            if rows["ids"]:
+                yield rows
+            if len(rows["ids"]) < size:
+                return
+            offset += size
+
+    def exists(self, ids: Sequence[str]) -> list[str]:
+        """The ids among ``ids`` that are stored."""
+        return list(self.get(ids=list(ids), include=[])["ids"]) if ids else []
+
+
+class Backend(ABC):
+    """A database of named :class:`Records` collections.
+
+    Implement :meth:`get_collection`, :meth:`create_collection`,
+    :meth:`list_collections` and :meth:`delete_collection`; override
+    :meth:`close`, :meth:`erase` and the properties where the storage differs.
+    """
+
+    @abstractmethod
+    def get_collection(self, name: str) -> Records | None:
+        """The collection called ``name``, or ``None`` if there is none."""
+
+    @abstractmethod
+    def create_collection(self, name: str, metadata: Metadata, *, like: Records | None = None) -> Records:
+        """Create the (cosine) collection ``name``; ``like``: copy that collection's index configuration.
+
+        Raises:
+            StoreError: it exists already.
+        """
+
+    @abstractmethod
+    def list_collections(self) -> list[Records]:
+        """Every collection."""
+
+    @abstractmethod
+    def delete_collection(self, name: str) -> None:
+        """Drop the collection ``name`` and every record in it."""
+
+    # ------------------------------------------------------------------ built on the above / defaults
+    def get_or_create(self, name: str, metadata: Metadata) -> Records:
+        """The collection ``name``, created with ``metadata`` when missing."""
+        found = self.get_collection(name)
+        return found if found is not None else self.create_collection(name, metadata)
+
+    @property
+    def max_batch_size(self) -> int:
+        """The most records one write may carry."""
+        return 5000
+
+    @property
+    def client(self) -> Any:
+        """The underlying database client (``None`` when there is none)."""
+        return None
+
+    @property
+    def persist_directory(self) -> Path | None:
+        """The directory this backend owns exclusively (``None``: none, e.g. in memory or a server)."""
+        return None
+
+    @property
+    def single_writer(self) -> bool:
+        """True when nothing but this object writes the data (an embedded directory, memory)."""
+        return True
+
+    @property
+    def can_erase(self) -> bool:
+        """True when :meth:`erase` can physically erase deleted records (a directory this backend owns)."""
+        return False
+
+    def erase(self, rebuild: Sequence[str] | None) -> None:  # noqa: B027 - optional, nothing by default
+        """Physically erase deleted records: rebuild ``rebuild`` (names; ``None``: every collection), then files.
+
+        The default does nothing: a backend whose deletes leave no bytes behind needs nothing more.
+        """
+
+    def recover_interrupted(self) -> bool:
+        """Finish or undo maintenance (an :meth:`erase`) a crash interrupted; True if there was any.
+
+        The default has nothing to recover.
+        """
+        return False
+
+    def close(self) -> None:  # noqa: B027 - optional, nothing by default
+        """Release what the backend holds (idempotent). The default does nothing."""

@@ -1,0 +1,386 @@
+"""The Chroma :class:`~langchain_hindsight.store.backend.Backend`: embedded in a directory, or a server.
+
+:meth:`ChromaBackend.embedded` opens ``chromadb.PersistentClient`` on a directory
+after taking the directory's single-writer lock (two processes writing one
+embedded directory silently lose vectors); :meth:`ChromaBackend.server` (or the
+constructor with any chromadb client) shares a ``chroma run`` server between
+processes. Every Chroma, SQLite, file-system or HTTP failure becomes a
+:class:`~langchain_hindsight.errors.StoreError` naming the operation.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import os
+import sqlite3
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
+
+import numpy as np
+
+from langchain_hindsight.errors import BackendError, HindsightError, StoreError, StoreLockedError
+from langchain_hindsight.store import _scrub
+from langchain_hindsight.store.backend import Backend, Include, Metadata, Records, Rows, Vector
+
+if TYPE_CHECKING:
+    from filelock import BaseFileLock
+
+__all__ = ["LOCK_FILE", "ChromaBackend", "ChromaRecords", "acquire_directory", "backend_errors", "backend_exceptions"]
+
+logger = logging.getLogger(__name__)
+
+LOCK_FILE = ".hindsight.lock"
+
+
+@functools.cache
+def backend_exceptions() -> tuple[type[BaseException], ...]:
+    """What Chroma (embedded or over HTTP) raises when storage fails (chromadb is imported on first use)."""
+    import httpx
+    from chromadb.errors import ChromaError
+
+    return (ChromaError, sqlite3.Error, OSError, httpx.HTTPError)
+
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+@contextmanager
+def backend_errors(what: str) -> Iterator[None]:
+    """Re-raise a storage failure inside the block as :class:`BackendError` (chained); other errors pass."""
+    try:
+        yield
+    except HindsightError:
+        raise
+    except Exception as e:
+        if isinstance(e, backend_exceptions()):
+            raise BackendError(f"chroma {what} failed: {e}") from e
+        raise
+
+
+def _mapped(method: Callable[_P, _R]) -> Callable[_P, _R]:
+    @functools.wraps(method)
+    def wrapper(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+        with backend_errors(method.__name__):
+            return method(*args, **kwargs)
+
+    return wrapper
+
+
+def acquire_directory(path: Path) -> BaseFileLock:
+    """Create ``path`` and take its single-writer lock (never waits).
+
+    Raises:
+        StoreLockedError: another process or store object holds it.
+    """
+    from filelock import FileLock, Timeout
+
+    path.mkdir(parents=True, exist_ok=True)
+    lock = FileLock(str(path / LOCK_FILE), timeout=0, is_singleton=False)
+    try:
+        lock.acquire()
+    except Timeout as e:
+        raise StoreLockedError(
+            f"the memory store at {path} is already open in another process or MemoryStore object. "
+            "An embedded Chroma directory supports one writer: two processes silently lose vectors. "
+            f"For several processes, run a Chroma server (`chroma run --path {path} --port 8000`) and "
+            "pass client=chromadb.HttpClient(port=8000) to every MemoryStore."
+        ) from e
+    return lock
+
+
+def _open_client(path: Path) -> Any:
+    import chromadb
+    from chromadb.config import Settings
+
+    return chromadb.PersistentClient(path=str(path), settings=Settings(anonymized_telemetry=False))
+
+
+def _load_index(col: Any) -> None:
+    """Load ``col``'s vector index (a nearest-neighbour query does), so a client writes it now if it will.
+
+    Measured: a rebuilt index whose writes still wait in Chroma's log is persisted
+    empty and written again by the next client that loads it, from an
+    uninitialised buffer that can hold the text of a memory just forgotten (about
+    one scrub in five left it on disk). Loading it before the last wipe of unused
+    index space leaves nothing to rewrite.
+    """
+    first = col.get(limit=1, include=["embeddings"])
+    embeddings = first.get("embeddings")
+    if first["ids"] and embeddings is not None and len(embeddings):
+        col.query(query_embeddings=[list(embeddings[0])], n_results=1, include=[])
+
+
+class ChromaRecords(Records):
+    """A chromadb collection behind the :class:`Records` interface (errors mapped to :class:`StoreError`)."""
+
+    def __init__(self, collection: Any) -> None:
+        self.collection = collection
+
+    @property
+    def name(self) -> str:
+        """The collection's name."""
+        return str(self.collection.name)
+
+    @property
+    def metadata(self) -> dict[str, Any]:
+        """The collection's metadata (a copy)."""
+        return dict(self.collection.metadata or {})
+
+    @_mapped
+    def get(
+        self,
+        *,
+        ids: Sequence[str] | None = None,
+        where: Mapping[str, Any] | None = None,
+        where_document: Mapping[str, Any] | None = None,
+        include: Sequence[Include] = ("documents", "metadatas"),
+        limit: int | None = None,
+        offset: int | None = None,
+    ) -> Rows:
+        """See :meth:`Records.get`."""
+        rows = self.collection.get(
+            ids=None if ids is None else list(ids),
+            where=where,
+            where_document=where_document,
+            include=list(include),
+            limit=limit,
+            offset=offset,
+        )
+        return dict(rows)
+
+    @_mapped
+    def query(
+        self,
+        *,
+        query_embeddings: Sequence[Vector],
+        n_results: int,
+        where: Mapping[str, Any] | None = None,
+        include: Sequence[Include] = ("documents", "metadatas", "distances"),
+    ) -> Rows:
+        """See :meth:`Records.query`."""
+        res = self.collection.query(
+            query_embeddings=np.asarray(query_embeddings, dtype=np.float32),
+            n_results=n_results,
+            where=where,
+            include=list(include),
+        )
+        return dict(res)
+
+    @_mapped
+    def upsert(
+        self,
+        *,
+        ids: Sequence[str],
+        embeddings: Sequence[Vector] | Any,
+        documents: Sequence[str] | None = None,
+        metadatas: Sequence[Metadata] | None = None,
+    ) -> None:
+        """See :meth:`Records.upsert`."""
+        self.collection.upsert(ids=list(ids), embeddings=embeddings, documents=documents, metadatas=metadatas)
+
+    @_mapped
+    def update(
+        self,
+        *,
+        ids: Sequence[str],
+        embeddings: Sequence[Vector] | Any | None = None,
+        documents: Sequence[str] | None = None,
+        metadatas: Sequence[Metadata] | None = None,
+    ) -> None:
+        """See :meth:`Records.update`."""
+        self.collection.update(ids=list(ids), embeddings=embeddings, documents=documents, metadatas=metadatas)
+
+    @_mapped
+    def delete(self, *, ids: Sequence[str]) -> None:
+        """See :meth:`Records.delete`."""
+        if ids:
+            self.collection.delete(ids=list(ids))
+
+    @_mapped
+    def count(self) -> int:
+        """See :meth:`Records.count`."""
+        return int(self.collection.count())
+
+    @_mapped
+    def modify(self, *, name: str | None = None, metadata: Metadata | None = None) -> None:
+        """See :meth:`Records.modify`."""
+        self.collection.modify(name=name, metadata=None if metadata is None else dict(metadata))
+
+    @property
+    def configuration(self) -> Any:
+        """The collection's chromadb configuration (index space and parameters)."""
+        return self.collection.configuration
+
+
+class ChromaBackend(Backend):
+    """Chroma behind the :class:`~langchain_hindsight.store.backend.Backend` interface.
+
+    Example:
+        >>> backend = ChromaBackend.embedded("./memory_db")  # doctest: +SKIP
+        >>> store = MemoryStore(backend=backend)  # doctest: +SKIP
+
+    Args:
+        client: A chromadb client (``HttpClient`` for a server, ``EphemeralClient`` for a throwaway
+            database). Not closed by :meth:`close` unless the backend opened it.
+    """
+
+    def __init__(self, client: Any) -> None:
+        self._client = client
+        self._directory: Path | None = None
+        self._file_lock: BaseFileLock | None = None
+        self._closed = False
+
+    @classmethod
+    def embedded(cls, path: str | os.PathLike[str]) -> ChromaBackend:
+        """An embedded Chroma database in ``path``, holding the directory's single-writer lock until :meth:`close`.
+
+        Raises:
+            StoreLockedError: the directory is open elsewhere.
+            StoreError: Chroma could not open it.
+        """
+        directory = Path(path).expanduser().resolve()
+        lock = acquire_directory(directory)
+        try:
+            client = _open_client(directory)
+        except Exception as e:
+            lock.release()
+            raise BackendError(f"could not open Chroma at {directory}: {e}") from e
+        backend = cls(client)
+        backend._directory, backend._file_lock = directory, lock
+        return backend
+
+    @classmethod
+    def server(cls, host: str = "localhost", port: int = 8000) -> ChromaBackend:
+        """A Chroma server (``chroma run --path DIR --port PORT``), shared by any number of processes."""
+        import chromadb
+
+        with backend_errors("connect"):
+            return cls(chromadb.HttpClient(host=host, port=port))
+
+    # ------------------------------------------------------------------ Backend
+    def _wrap(self, col: Any) -> ChromaRecords:
+        return ChromaRecords(col)
+
+    def get_collection(self, name: str) -> ChromaRecords | None:
+        """See :meth:`Backend.get_collection`."""
+        from chromadb.errors import ChromaError
+
+        try:
+            return self._wrap(self._client.get_collection(name, embedding_function=None))
+        except (ChromaError, ValueError):  # chroma raises several types for "missing"
+            return None
+        except Exception as e:
+            if isinstance(e, backend_exceptions()):
+                raise BackendError(f"chroma get_collection failed: {e}") from e
+            raise
+
+    @_mapped
+    def create_collection(self, name: str, metadata: Metadata, *, like: Records | None = None) -> ChromaRecords:
+        """See :meth:`Backend.create_collection`."""
+        configuration = like.configuration if isinstance(like, ChromaRecords) else {"hnsw": {"space": "cosine"}}
+        col = self._client.create_collection(
+            name, metadata=dict(metadata) or None, configuration=configuration, embedding_function=None
+        )
+        return self._wrap(col)
+
+    @_mapped
+    def get_or_create(self, name: str, metadata: Metadata) -> ChromaRecords:
+        """See :meth:`Backend.get_or_create` (one Chroma call)."""
+        col = self._client.get_or_create_collection(
+            name, metadata=dict(metadata), configuration={"hnsw": {"space": "cosine"}}, embedding_function=None
+        )
+        return self._wrap(col)
+
+    @_mapped
+    def list_collections(self) -> list[Records]:
+        """See :meth:`Backend.list_collections`."""
+        return [self._wrap(c) for c in self._client.list_collections()]
+
+    @_mapped
+    def delete_collection(self, name: str) -> None:
+        """See :meth:`Backend.delete_collection`."""
+        self._client.delete_collection(name)
+
+    @property
+    def max_batch_size(self) -> int:
+        """Chroma's limit on records per write."""
+        with backend_errors("get_max_batch_size"):
+            return int(self._client.get_max_batch_size())
+
+    @property
+    def client(self) -> Any:
+        """The chromadb client."""
+        return self._client
+
+    @property
+    def persist_directory(self) -> Path | None:
+        """The embedded directory this backend holds the lock of (``None`` for a server or injected client)."""
+        return self._directory
+
+    @property
+    def single_writer(self) -> bool:
+        """True for an embedded directory (its lock excludes every other writer)."""
+        return self._directory is not None
+
+    @property
+    def can_erase(self) -> bool:
+        """True for an embedded directory (a server's files are the server's)."""
+        return self._directory is not None
+
+    def erase(self, rebuild: Sequence[str] | None) -> None:
+        """Rebuild ``rebuild`` (``None``: every hindsight collection), then scrub the files (see ``_scrub``).
+
+        The client is closed for the file scrub and a fresh one opened.
+        """
+        if self._directory is None:
+            raise StoreError("only an embedded Chroma directory can be erased")
+        with backend_errors("scrub"):
+            if rebuild is None:
+                rebuild = [c.name for c in self._client.list_collections() if "hindsight_role" in (c.metadata or {})]
+            for name in rebuild:
+                _scrub.rebuild_collection(self._client, self._client.get_collection(name, embedding_function=None))
+            self._client.close()
+            try:
+                removed = _scrub.erase_files(self._directory)
+            finally:
+                self._client = _open_client(self._directory)
+            # The client that first loads a rebuilt index may write it again from an uninitialised buffer (which
+            # can hold the text just forgotten): load each one in the client that stays open, then zero the unused
+            # space once more (hnswlib never reads it; close() zeroes whatever a later persist writes there).
+            for name in rebuild:
+                _load_index(self._client.get_collection(name, embedding_function=None))
+            _scrub.wipe_unused_index_space(self._directory)
+        logger.debug(
+            "scrubbed %s: rebuilt %d collection(s), removed %d segment dir(s)",
+            self._directory,
+            len(rebuild),
+            len(removed),
+        )
+
+    def recover_interrupted(self) -> bool:
+        """Finish or discard collection rebuilds a crash interrupted; True if there were any."""
+        with backend_errors("recover"):
+            return _scrub.recover_rebuilds(self._client)
+
+    def close(self) -> None:
+        """Close the client this backend opened, zero the index files' unused space, release the lock."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._directory is None:
+            return
+        try:
+            self._client.close()
+        except Exception:
+            logger.debug("chroma client close failed", exc_info=True)
+        try:  # hnswlib writes uninitialised heap bytes into unused slots: zero them
+            _scrub.wipe_unused_index_space(self._directory)
+        except OSError:
+            logger.warning("could not wipe unused index space in %s", self._directory, exc_info=True)
+        if self._file_lock is not None:
+            self._file_lock.release()
+            self._file_lock = None

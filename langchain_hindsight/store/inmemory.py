@@ -1,0 +1,340 @@
+"""An in-memory :class:`~langchain_hindsight.store.backend.Backend`: dicts and a brute-force cosine search.
+
+Same answers as Chroma for what the store asks (exact, where Chroma's HNSW index
+is approximate), no files, no lock, nothing to import: unit tests run on it in
+milliseconds, and a throwaway store needs nothing else.
+
+Example:
+    >>> from langchain_hindsight.store.inmemory import InMemoryBackend
+    >>> backend = InMemoryBackend()
+    >>> col = backend.create_collection("notes", {"kind": "demo"})
+    >>> col.upsert(ids=["a", "b"], embeddings=[[1.0, 0.0], [0.0, 1.0]], documents=["x", "y"],
+    ...            metadatas=[{"n": 1}, {"n": 2}])
+    >>> col.query(query_embeddings=[[0.9, 0.1]], n_results=1, where={"n": {"$gte": 1}})["ids"]
+    [['a']]
+
+A store on it (``MemoryStore(backend=InMemoryBackend())``) lives as long as the
+backend object: a second store on the same backend sees the same data.
+"""
+
+from __future__ import annotations
+
+import operator
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from langchain_hindsight.errors import BackendError
+from langchain_hindsight.store.backend import Backend, Include, Metadata, Records, Rows, Vector
+
+__all__ = ["InMemoryBackend", "InMemoryRecords", "matches", "matches_document"]
+
+_COMPARE: dict[str, Callable[[Any, Any], bool]] = {
+    "$eq": operator.eq,
+    "$ne": operator.ne,
+    "$gt": operator.gt,
+    "$gte": operator.ge,
+    "$lt": operator.lt,
+    "$lte": operator.le,
+    "$in": lambda a, b: a in b,
+    "$nin": lambda a, b: a not in b,
+}
+
+
+def _same_kind(a: object, b: object) -> bool:
+    numeric = (int, float)
+    if isinstance(a, bool) or isinstance(b, bool):
+        return isinstance(a, bool) and isinstance(b, bool)
+    return (isinstance(a, numeric) and isinstance(b, numeric)) or type(a) is type(b)
+
+
+def matches(metadata: Mapping[str, Any], where: Mapping[str, Any] | None) -> bool:
+    """Whether a record's ``metadata`` satisfies a Chroma ``where`` clause (a missing field never matches)."""
+    if not where:
+        return True
+    for key, cond in where.items():
+        if key == "$and":
+            if not all(matches(metadata, c) for c in cond):
+                return False
+            continue
+        if key == "$or":
+            if not any(matches(metadata, c) for c in cond):
+                return False
+            continue
+        if key.startswith("$"):
+            raise ValueError(f"unsupported where operator {key!r}")
+        ops = cond if isinstance(cond, Mapping) else {"$eq": cond}
+        unknown = [op for op in ops if op not in _COMPARE]
+        if unknown:
+            raise ValueError(f"unsupported where operator {unknown[0]!r}")
+        if key not in metadata:
+            return False
+        value = metadata[key]
+        for op, operand in ops.items():
+            if op in ("$in", "$nin"):
+                ok = _COMPARE[op](value, [o for o in operand if _same_kind(value, o)])
+            elif not _same_kind(value, operand):
+                ok = op == "$ne"
+            else:
+                ok = _COMPARE[op](value, operand)
+            if not ok:
+                return False
+    return True
+
+
+def matches_document(document: str | None, where: Mapping[str, Any] | None) -> bool:
+    """Whether ``document`` satisfies a Chroma ``where_document`` clause (``$contains``/``$not_contains``)."""
+    if not where:
+        return True
+    text = document or ""
+    for key, cond in where.items():
+        if key == "$and":
+            ok = all(matches_document(document, c) for c in cond)
+        elif key == "$or":
+            ok = any(matches_document(document, c) for c in cond)
+        elif key == "$contains":
+            ok = str(cond) in text
+        elif key == "$not_contains":
+            ok = str(cond) not in text
+        else:
+            raise ValueError(f"unsupported where_document operator {key!r}")
+        if not ok:
+            return False
+    return True
+
+
+@dataclass(slots=True)
+class _Record:
+    vector: np.ndarray
+    document: str | None
+    metadata: dict[str, Any]
+
+
+class InMemoryRecords(Records):
+    """One in-memory collection (records in insertion order; a re-written record keeps its place)."""
+
+    def __init__(self, backend: InMemoryBackend, name: str, metadata: Metadata) -> None:
+        self._backend = backend
+        self._name = name
+        self._metadata = dict(metadata)
+        self._rows: dict[str, _Record] = {}
+        self._dim: int | None = None
+        self._stacked: tuple[list[tuple[str, _Record]], np.ndarray | None] | None = None  # reset by every write
+
+    @property
+    def name(self) -> str:
+        """The collection's name."""
+        return self._name
+
+    @property
+    def metadata(self) -> dict[str, Any]:
+        """The collection's metadata (a copy)."""
+        return dict(self._metadata)
+
+    def _vector(self, values: Vector | Any) -> np.ndarray:
+        vector = np.asarray(values, dtype=np.float32).reshape(-1)
+        if self._dim is None:
+            self._dim = int(vector.shape[0])
+        elif vector.shape[0] != self._dim:
+            raise BackendError(
+                f"collection {self._name!r} holds {self._dim}-dimensional vectors, got {vector.shape[0]} dimensions"
+            )
+        return vector
+
+    def _rows_out(self, items: list[tuple[str, _Record]], include: Sequence[Include]) -> Rows:
+        out: Rows = {"ids": [i for i, _ in items], "documents": None, "metadatas": None, "embeddings": None}
+        if "documents" in include:
+            out["documents"] = [r.document for _, r in items]
+        if "metadatas" in include:
+            out["metadatas"] = [dict(r.metadata) for _, r in items]
+        if "embeddings" in include:
+            dim = self._dim or 0
+            out["embeddings"] = np.stack([r.vector for _, r in items]) if items else np.zeros((0, dim), np.float32)
+        return out
+
+    def get(
+        self,
+        *,
+        ids: Sequence[str] | None = None,
+        where: Mapping[str, Any] | None = None,
+        where_document: Mapping[str, Any] | None = None,
+        include: Sequence[Include] = ("documents", "metadatas"),
+        limit: int | None = None,
+        offset: int | None = None,
+    ) -> Rows:
+        """See :meth:`Records.get`."""
+        with self._backend.lock:
+            if ids is None:
+                pool = list(self._rows.items())
+            else:
+                pool = [(i, self._rows[i]) for i in dict.fromkeys(ids) if i in self._rows]
+            found = [
+                (i, r) for i, r in pool if matches(r.metadata, where) and matches_document(r.document, where_document)
+            ]
+            start = offset or 0
+            found = found[start : None if limit is None else start + limit]
+            return self._rows_out(found, include)
+
+    def query(
+        self,
+        *,
+        query_embeddings: Sequence[Vector],
+        n_results: int,
+        where: Mapping[str, Any] | None = None,
+        include: Sequence[Include] = ("documents", "metadatas", "distances"),
+    ) -> Rows:
+        """See :meth:`Records.query` (exact cosine over every matching record)."""
+        if isinstance(n_results, bool) or not isinstance(n_results, int) or n_results < 1:
+            raise ValueError(f"n_results must be a positive int, got {n_results!r}")
+        with self._backend.lock:
+            if where:
+                pool = [(i, r) for i, r in self._rows.items() if matches(r.metadata, where)]
+                matrix = np.stack([r.vector for _, r in pool]) if pool else None
+            else:  # unfiltered: the stacked matrix is kept until the next write
+                pool, matrix = self._all()
+            out: Rows = {"ids": [], "documents": [], "metadatas": [], "embeddings": [], "distances": []}
+            norms = np.linalg.norm(matrix, axis=1) if matrix is not None else None
+            for q in query_embeddings:
+                qv = self._vector(q) if self._dim is not None else np.asarray(q, dtype=np.float32)
+                if matrix is None or norms is None:
+                    chosen: list[tuple[str, _Record]] = []
+                    dist: list[float] = []
+                else:
+                    qn = float(np.linalg.norm(qv)) or 1.0
+                    sims = (matrix @ qv) / (np.where(norms == 0, 1.0, norms) * qn)
+                    k = min(n_results, len(pool))
+                    top = np.argpartition(-sims, k - 1)[:k] if k < len(pool) else np.arange(len(pool))
+                    top = top[np.lexsort((top, -sims[top]))]
+                    chosen = [pool[j] for j in top.tolist()]
+                    dist = [float(1.0 - sims[j]) for j in top.tolist()]
+                rows = self._rows_out(chosen, include)
+                for key in ("ids", "documents", "metadatas", "embeddings"):
+                    out[key].append(rows[key])
+                out["distances"].append(dist)
+            for key in ("documents", "metadatas", "embeddings", "distances"):
+                if key not in include:
+                    out[key] = None
+            return out
+
+    def _all(self) -> tuple[list[tuple[str, _Record]], np.ndarray | None]:
+        if self._stacked is None:
+            pool = list(self._rows.items())
+            self._stacked = (pool, np.stack([r.vector for _, r in pool]) if pool else None)
+        return self._stacked
+
+    def _check(self, ids: Sequence[str], *columns: Sequence[Any] | Any | None) -> list[str]:
+        ids = list(ids)
+        if len(set(ids)) != len(ids):
+            raise ValueError(f"duplicate ids in one write to collection {self._name!r}")
+        for column in columns:
+            if column is not None and len(column) != len(ids):
+                raise ValueError("every column of a write must have one entry per id")
+        return ids
+
+    def upsert(
+        self,
+        *,
+        ids: Sequence[str],
+        embeddings: Sequence[Vector] | Any,
+        documents: Sequence[str] | None = None,
+        metadatas: Sequence[Metadata] | None = None,
+    ) -> None:
+        """See :meth:`Records.upsert`."""
+        ids = self._check(ids, embeddings, documents, metadatas)
+        with self._backend.lock:
+            self._stacked = None
+            vectors = [self._vector(v) for v in embeddings]
+            for j, memory_id in enumerate(ids):
+                self._rows[memory_id] = _Record(
+                    vectors[j],
+                    None if documents is None else documents[j],
+                    {} if metadatas is None else dict(metadatas[j]),
+                )
+
+    def update(
+        self,
+        *,
+        ids: Sequence[str],
+        embeddings: Sequence[Vector] | Any | None = None,
+        documents: Sequence[str] | None = None,
+        metadatas: Sequence[Metadata] | None = None,
+    ) -> None:
+        """See :meth:`Records.update` (ids that are not stored are skipped, as in Chroma)."""
+        ids = self._check(ids, embeddings, documents, metadatas)
+        with self._backend.lock:
+            self._stacked = None
+            vectors = None if embeddings is None else [self._vector(v) for v in embeddings]
+            for j, memory_id in enumerate(ids):
+                row = self._rows.get(memory_id)
+                if row is None:
+                    continue
+                if vectors is not None:
+                    row.vector = vectors[j]
+                if documents is not None:
+                    row.document = documents[j]
+                if metadatas is not None:
+                    row.metadata.update(metadatas[j])
+
+    def delete(self, *, ids: Sequence[str]) -> None:
+        """See :meth:`Records.delete`."""
+        with self._backend.lock:
+            self._stacked = None
+            for memory_id in ids:
+                self._rows.pop(memory_id, None)
+
+    def count(self) -> int:
+        """See :meth:`Records.count`."""
+        return len(self._rows)
+
+    def modify(self, *, name: str | None = None, metadata: Metadata | None = None) -> None:
+        """See :meth:`Records.modify`."""
+        with self._backend.lock:
+            if name is not None and name != self._name:
+                self._backend._rename(self._name, name)
+                self._name = name
+            if metadata is not None:
+                self._metadata = dict(metadata)
+
+
+class InMemoryBackend(Backend):
+    """Collections held in this object (see the module docstring). Thread-safe; lives as long as the object."""
+
+    def __init__(self) -> None:
+        self.lock = threading.RLock()
+        self._collections: dict[str, InMemoryRecords] = {}
+
+    def get_collection(self, name: str) -> InMemoryRecords | None:
+        """See :meth:`Backend.get_collection`."""
+        return self._collections.get(name)
+
+    def create_collection(self, name: str, metadata: Metadata, *, like: Records | None = None) -> InMemoryRecords:
+        """See :meth:`Backend.create_collection`."""
+        with self.lock:
+            if name in self._collections:
+                raise BackendError(f"collection {name!r} already exists")
+            col = self._collections[name] = InMemoryRecords(self, name, metadata)
+            return col
+
+    def list_collections(self) -> list[Records]:
+        """See :meth:`Backend.list_collections`."""
+        with self.lock:
+            return list(self._collections.values())
+
+    def delete_collection(self, name: str) -> None:
+        """See :meth:`Backend.delete_collection`."""
+        with self.lock:
+            if self._collections.pop(name, None) is None:
+                raise BackendError(f"collection {name!r} does not exist")
+
+    def _rename(self, old: str, new: str) -> None:
+        if new in self._collections:
+            raise BackendError(f"collection {new!r} already exists")
+        self._collections[new] = self._collections.pop(old)
+
+    @property
+    def can_erase(self) -> bool:
+        """True: a deleted record leaves no copy behind, so erasing needs nothing more."""
+        return True

@@ -1,0 +1,204 @@
+"""The storage backend layer: Chroma and the in-memory backend answer the store's operations alike.
+
+Each contract test runs on both backends and, where it matters, compares the
+in-memory answer with Chroma's on the same data.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from langchain_hindsight import MemoryStore, MemoryUnit
+from langchain_hindsight.errors import BackendError, StoreError, StoreLockedError
+from langchain_hindsight.store.backend import Backend, Records
+from langchain_hindsight.store.chroma import ChromaBackend
+from langchain_hindsight.store.inmemory import InMemoryBackend
+from tests.fakes import HashEmbeddings
+
+_META = {"hindsight_namespace": "t", "hindsight_role": "memories"}
+
+
+def _vectors(n: int, dim: int = 8, seed: int = 0) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    v = rng.normal(size=(n, dim)).astype(np.float32)
+    return v / np.linalg.norm(v, axis=1, keepdims=True)
+
+
+@pytest.fixture(params=["chroma", "memory"])
+def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]:
+    made: Backend = ChromaBackend.embedded(tmp_path / "db") if request.param == "chroma" else InMemoryBackend()
+    yield made
+    made.close()
+
+
+def _fill(col: Records, n: int = 40) -> np.ndarray:
+    vectors = _vectors(n)
+    col.upsert(
+        ids=[f"id{i:02d}" for i in range(n)],
+        embeddings=vectors,
+        documents=[f"doc {i} {'红色' if i % 3 == 0 else 'blue'}" for i in range(n)],
+        metadatas=[
+            {"status": "active" if i % 4 else "superseded", "n": i, "task_type": f"t{i % 2}", "merged_from": "[]"}
+            for i in range(n)
+        ],
+    )
+    return vectors
+
+
+def test_collections_are_created_listed_renamed_and_dropped(backend: Backend) -> None:
+    assert backend.get_collection("col-a") is None
+    col = backend.create_collection("col-a", _META)
+    assert col.metadata == _META
+    with pytest.raises(StoreError):
+        backend.create_collection("col-a", _META)
+    assert backend.get_or_create("col-a", {"other": 1}).metadata == _META  # existing: metadata unchanged
+    col.modify(name="col-b", metadata={**_META, "x": 1})
+    assert backend.get_collection("col-a") is None
+    renamed = backend.get_collection("col-b")
+    assert renamed is not None
+    assert renamed.metadata["x"] == 1
+    assert sorted(c.name for c in backend.list_collections()) == ["col-b"]
+    backend.delete_collection("col-b")
+    assert backend.list_collections() == []
+
+
+def test_records_get_update_delete_and_count(backend: Backend) -> None:
+    col = backend.create_collection("col-c", _META)
+    _fill(col)
+    assert col.count() == 40
+    rows = col.get(ids=["id05", "nope", "id01"], include=["documents", "metadatas"])
+    assert sorted(rows["ids"]) == ["id01", "id05"]
+    assert rows["embeddings"] is None
+    col.update(ids=["id05", "missing"], metadatas=[{"status": "archived"}, {"status": "x"}])
+    after = col.get(ids=["id05"], include=["metadatas"])["metadatas"][0]
+    assert after["status"] == "archived"
+    assert after["n"] == 5
+    col.delete(ids=["id05", "id06", "never"])
+    assert col.count() == 38
+    assert col.exists(["id05", "id07"]) == ["id07"]
+    with pytest.raises(StoreError):
+        col.add(ids=["id07"], embeddings=_vectors(1))
+
+
+@pytest.mark.parametrize(
+    ("where", "where_document"),
+    [
+        ({"status": "active"}, None),
+        ({"n": {"$gte": 30}}, None),
+        ({"$and": [{"status": "active"}, {"task_type": "t1"}]}, None),
+        ({"$or": [{"n": {"$lt": 3}}, {"n": {"$in": [10, 11]}}]}, None),
+        ({"status": {"$ne": "active"}}, None),
+        ({"merged_from": {"$ne": "[]"}}, None),
+        ({"n": {"$nin": [1, 2, 3]}}, {"$contains": "红色"}),
+        (None, {"$or": [{"$contains": "doc 1 "}, {"$contains": "doc 2 "}]}),
+    ],
+)
+def test_filters_select_the_same_records_on_both_backends(
+    tmp_path: Path, where: dict[str, Any] | None, where_document: dict[str, Any] | None
+) -> None:
+    chroma = ChromaBackend.embedded(tmp_path / "db")
+    try:
+        answers = []
+        for backend in (chroma, InMemoryBackend()):
+            col = backend.create_collection("col-f", _META)
+            _fill(col)
+            rows = col.get(where=where, where_document=where_document, include=[])
+            answers.append(sorted(rows["ids"]))
+        assert answers[0] == answers[1]
+    finally:
+        chroma.close()
+
+
+def test_nearest_neighbours_match_chroma(tmp_path: Path) -> None:
+    chroma = ChromaBackend.embedded(tmp_path / "db")
+    try:
+        queries = _vectors(5, seed=7)
+        answers = []
+        for backend in (chroma, InMemoryBackend()):
+            col = backend.create_collection("col-q", _META)
+            _fill(col)
+            res = col.query(query_embeddings=queries, n_results=6, where={"status": "active"})
+            answers.append((res["ids"], np.asarray(res["distances"])))
+        assert answers[0][0] == answers[1][0]
+        assert np.allclose(answers[0][1], answers[1][1], atol=1e-4)
+    finally:
+        chroma.close()
+
+
+def test_pages_read_everything_once(backend: Backend) -> None:
+    col = backend.create_collection("col-p", _META)
+    vectors = _fill(col)
+    seen = [i for rows in col.pages(include=["embeddings"], size=7) for i in rows["ids"]]
+    assert sorted(seen) == sorted(f"id{i:02d}" for i in range(40))
+    got = col.get(ids=["id03"], include=["embeddings"])["embeddings"]
+    assert np.allclose(np.asarray(got)[0], vectors[3], atol=1e-6)
+
+
+def test_the_in_memory_backend_refuses_vectors_of_another_dimension() -> None:
+    col = InMemoryBackend().create_collection("col-d", _META)
+    col.upsert(ids=["a"], embeddings=[[1.0, 0.0]])
+    with pytest.raises(BackendError, match="2-dimensional"):
+        col.upsert(ids=["b"], embeddings=[[1.0, 0.0, 0.0]])
+    with pytest.raises(ValueError, match="unsupported where operator"):
+        col.get(where={"n": {"$regex": "x"}})
+
+
+def test_chroma_failures_are_backend_errors_and_bad_arguments_are_not(tmp_path: Path) -> None:
+    backend = ChromaBackend.embedded(tmp_path / "db")
+    col = backend.create_collection("col-e", _META)
+    with pytest.raises(StoreLockedError):
+        ChromaBackend.embedded(tmp_path / "db")
+    backend.delete_collection("col-e")
+    with pytest.raises(BackendError) as info:
+        col.count()  # the collection is gone under the handle
+    assert info.value.__cause__ is not None
+    backend.close()
+    reopened = ChromaBackend.embedded(tmp_path / "db")  # the lock was released
+    reopened.close()
+
+
+def test_a_store_on_the_in_memory_backend_lives_as_long_as_the_backend() -> None:
+    backend = InMemoryBackend()
+    with MemoryStore(backend=backend, embeddings=HashEmbeddings()) as store:
+        stored = store.add(MemoryUnit(task_type="data_cleaning", content="读取中文CSV时指定 encoding='utf-8-sig'。"))
+        assert store.client is None
+        assert store.persist_directory is None
+    with MemoryStore(backend=backend, embeddings=HashEmbeddings()) as again:
+        assert again.get(stored.memory_id).content.startswith("读取中文CSV")
+        assert again.lexical_search("utf-8-sig", k=1)[0][0] == stored.memory_id
+        assert again.forget(stored.memory_id) == 1  # scrub needs nothing more in memory
+        again.scrub()
+        assert again.count() == 0
+
+
+def test_backend_and_client_are_exclusive(tmp_path: Path) -> None:
+    from langchain_hindsight import ConfigurationError
+
+    with pytest.raises(ConfigurationError, match="backend"):
+        MemoryStore(backend=InMemoryBackend(), client=object(), embeddings=HashEmbeddings())
+    with pytest.raises(ConfigurationError, match="backend"):
+        MemoryStore(backend="memory", embeddings=HashEmbeddings())  # type: ignore[arg-type]
+
+
+def test_export_then_import_round_trips_between_backends(tmp_path: Path) -> None:
+    import io
+
+    from langchain_hindsight.store._transfer import export_units, read_jsonl
+
+    source = MemoryStore(backend=InMemoryBackend(), embeddings=HashEmbeddings())
+    kept = source.add(MemoryUnit(task_type="weekly_report", content="周报只统计本周一到周日。", tags=["周报"])).unit
+    gone = source.add(MemoryUnit(task_type="api_call", content="Retry the flaky geocoding API 3 times.")).unit
+    source.archive([gone.memory_id])
+    out = io.StringIO()
+    assert export_units(source, out, namespaces=source.namespaces()) == 2
+    with MemoryStore(tmp_path / "db", embeddings=HashEmbeddings()) as target:
+        report = target.import_units(read_jsonl(out.getvalue().splitlines()))
+        assert report.imported == 2
+        assert target.get(kept.memory_id) == source.get(kept.memory_id)
+        assert target.get(gone.memory_id).status == "archived"
+        assert target.import_units(read_jsonl(out.getvalue().splitlines())).unchanged == 2
