@@ -31,6 +31,9 @@ from langchain_hindsight.recall.retriever import HindsightRetriever
 from langchain_hindsight.reflection.background import BackgroundReflector
 from langchain_hindsight.reflection.reflector import Reflector
 from langchain_hindsight.session.loop import ErrorPolicy, FeedbackResult, HindsightSession, SessionConfig
+from langchain_hindsight.sharing.access import ScopedMemory
+from langchain_hindsight.sharing.principals import AccessPolicy, Principal, resolve_principal
+from langchain_hindsight.sharing.retriever import ScopedRetriever
 from langchain_hindsight.store.journal import RunJournal
 from langchain_hindsight.store.memory_store import MemoryStore
 from langchain_hindsight.store.writes import LLMWriteJudge, WriteJudge
@@ -96,6 +99,16 @@ class Hindsight:
         conversation_feedback: A turn in the same thread that corrects the
             previous answer ("不对，…", "No, …") is feedback on the previous run.
         on_error: ``"log"`` (default) or ``"raise"`` for the adapters.
+        principal: Act as this agent identity (a :class:`~langchain_hindsight.sharing.principals.Principal`,
+            or its name in ``policy``): every run recalls the principal's own namespace
+            plus every namespace it may read, in one call, and memories from another
+            namespace are labelled in the block (``（来自：shared）``); runs, lessons and
+            feedback go to its own namespace only (a run naming another one is refused
+            with :class:`~langchain_hindsight.errors.AccessDeniedError`), and a run's
+            outcome credits only its own memories. :attr:`scoped` publishes and
+            unpublishes. ``None`` (default): no grants apply.
+        policy: The grants: an :class:`~langchain_hindsight.sharing.principals.AccessPolicy`
+            or the path of its TOML file (needed when ``principal`` is a name).
 
     Example:
         .. code-block:: python
@@ -107,8 +120,9 @@ class Hindsight:
             hs.close()
 
     Raises:
-        ConfigurationError: more than one of ``store``, ``client`` and ``server``, or
-            ``reflector`` together with ``model``.
+        ConfigurationError: more than one of ``store``, ``client`` and ``server``,
+            ``reflector`` together with ``model``, or a principal that is unknown,
+            unreadable, or whose namespace differs from ``namespace``.
     """
 
     def __init__(
@@ -131,9 +145,23 @@ class Hindsight:
         background: bool = False,
         conversation_feedback: bool = True,
         on_error: ErrorPolicy = "log",
+        principal: Principal | str | None = None,
+        policy: AccessPolicy | str | os.PathLike[str] | None = None,
     ) -> None:
         self._owns_store = store is None
         self.background: BackgroundReflector | None = None
+        self.principal: Principal | None = None
+        self.scoped: ScopedMemory | None = None  # the principal's view: publish, unpublish, forget with copies
+        if principal is not None:
+            self.principal = resolve_principal(principal, policy)
+            if namespace not in ("default", self.principal.namespace):
+                raise ConfigurationError(
+                    f"principal {self.principal.name!r} acts in namespace {self.principal.namespace!r}, "
+                    f"not {namespace!r}: leave namespace out"
+                )
+            namespace = self.principal.namespace
+        elif policy is not None:
+            raise ConfigurationError("policy= needs principal= (the name of the agent to act as)")
         if sum(x is not None for x in (store, client, server)) > 1:
             raise ConfigurationError("give at most one of store, client and server")
         if reflector is not None and (model is not None or not structured_output):
@@ -162,9 +190,19 @@ class Hindsight:
                 store=self.store, model=model, locale=locale, structured_output=structured_output
             )
             self.background = BackgroundReflector(self.reflector) if background else None
+            scope: dict[str, Any] = {}
+            if self.principal is not None:
+                own = self.principal.namespace
+                retriever = ScopedRetriever(
+                    store=self.store, principal=self.principal, k=k, task_type=task_type, locale=locale
+                )
+                journal = RunJournal(self.store, namespace=own)
+                self.scoped = ScopedMemory(self.store, self.principal, retriever=retriever, journal=journal)
+                scope = {"retriever": retriever, "journal": journal, "namespace": own, "namespace_key": None}
             self.config = SessionConfig(
                 store=self.store,
                 reflector=self.background or self.reflector,
+                **scope,
                 k=k,
                 task_type=task_type,
                 min_relevance=min_relevance,
@@ -173,7 +211,9 @@ class Hindsight:
                 on_error=on_error,
             )
             self.session = HindsightSession(self.config)
-            self.recorder = TrajectoryRecorder(on_finish=self.session.on_trajectory, namespace=self.store.namespace)
+            self.recorder = TrajectoryRecorder(
+                on_finish=self.session.on_trajectory, namespace=self.session.namespace(None)
+            )
         except Exception:
             self.close()
             raise
@@ -255,11 +295,15 @@ class Hindsight:
         ``comment`` with ``success`` not ``True`` becomes a new ``user_feedback``
         memory (high trust) for the run's task. Everything is recorded in the journal.
 
+        With a ``principal``, the run is looked up in its own journal and only its
+        own memories change (shared ones it was served are left as they are).
+
         Raises:
             RunNotFoundError: the journal has no such run.
             ConfigurationError: nothing to record (no verdict and no comment).
+            AccessDeniedError: ``namespace`` is not the principal's own.
         """
-        return self.session.feedback(run_id, success=success, comment=comment, namespace=namespace)
+        return self.session.feedback(run_id, success=success, comment=comment, namespace=self._own(namespace))
 
     async def afeedback(
         self,
@@ -270,7 +314,11 @@ class Hindsight:
         namespace: str | None = None,
     ) -> FeedbackResult:
         """Async :meth:`feedback`."""
-        return await self.session.afeedback(run_id, success=success, comment=comment, namespace=namespace)
+        return await self.session.afeedback(run_id, success=success, comment=comment, namespace=self._own(namespace))
+
+    def _own(self, namespace: str | None) -> str | None:
+        """The namespace a feedback call may act on: any without a principal, else only the principal's own."""
+        return namespace if self.principal is None else self.session.namespace(namespace)
 
     # ------------------------------------------------------------------ lifecycle
     def flush(self, timeout: float | None = None) -> bool:

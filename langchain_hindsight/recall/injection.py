@@ -383,6 +383,7 @@ def build_task_prompt(
     templates: PromptTemplates | None = None,
     max_lines: int = DEFAULT_MAX_LINES,
     notice: bool = True,
+    own_namespace: str | None = None,
 ) -> str:
     """The seed's task prompt: the block, ``[当前任务]``, the task, the closing instruction.
 
@@ -397,7 +398,7 @@ def build_task_prompt(
     if not isinstance(task, str):
         raise ConfigurationError(f"task must be a string, got {type(task).__name__}")
     t = _templates(locale, templates)
-    block = format_experiences(memories, templates=t, max_lines=max_lines, notice=notice)
+    block = format_experiences(memories, templates=t, max_lines=max_lines, notice=notice, own_namespace=own_namespace)
     current = f"{t.task_header}\n{task.strip()}"
     if not block:
         return current

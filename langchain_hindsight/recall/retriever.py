@@ -168,6 +168,12 @@ class HindsightRetriever(BaseRetriever):
             callable ``(text, labels) -> label | None``. Failures and answers outside
             the vocabulary fall back to ``"general"`` (logged, never raised).
         namespace: Namespace to search; ``None`` uses the store's default.
+        extra_namespaces: Namespaces recalled together with the searched one, in the
+            same call: one query embedding, every namespace's candidates ranked
+            together, each result's unit carrying its namespace. A memory found in
+            several (a published copy keeps its id) is served once, from the first:
+            the searched namespace, then these in order. Access control is the
+            caller's (see :class:`~langchain_hindsight.sharing.access.ScopedRetriever`).
         weights: The scoring weights (seed defaults).
         min_score: Drop memories whose weighted score is below this.
         min_relevance: The relevance floor: memories whose fused query relevance
@@ -213,6 +219,7 @@ class HindsightRetriever(BaseRetriever):
     k: int = 5
     task_type: str | None = None
     namespace: str | None = None
+    extra_namespaces: tuple[str, ...] = ()
     weights: ScoringWeights = Field(default_factory=ScoringWeights)
     min_score: float = 0.0
     min_relevance: float | None = DEFAULT_MIN_RELEVANCE
@@ -311,6 +318,16 @@ class HindsightRetriever(BaseRetriever):
         dense, lexical = self.store.hybrid_search(
             query, vector, k=depth, namespace=ns, normalize=self.fusion == "convex_idf"
         )
+        for extra in dict.fromkeys(self.extra_namespaces):
+            if extra != ns:
+                dense, lexical = dict(dense), dict(lexical)
+                more, more_lexical = self.store.hybrid_search(
+                    query, vector, k=depth, namespace=extra, normalize=self.fusion == "convex_idf"
+                )
+                for i in more.keys() - dense.keys():
+                    dense[i] = more[i]
+                    if i in more_lexical:
+                        lexical[i] = more_lexical[i]
         memories = self._finish(query, ns, dense, lexical, limit, (chosen, source), when)
         return RecallResult(memories, chosen, source)
 

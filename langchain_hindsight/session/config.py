@@ -74,6 +74,9 @@ class SessionConfig:
         max_lines: At most this many block lines.
         namespace_key: ``config["configurable"]`` key (or runtime context attribute) naming the
             namespace of a run; ``None`` disables.
+        namespace: Pin every run to this namespace (an agent acting as one principal): a run
+            that names another one is refused with ``AccessDeniedError``. ``None`` (default):
+            a run uses the namespace it names, else the store's default.
         recall: ``False`` learns without injecting (e.g. the baseline arm of an A/B test).
         reflect: ``False`` never reflects.
         apply_outcome: ``False`` leaves the served memories' confidence to explicit feedback.
@@ -93,6 +96,7 @@ class SessionConfig:
     locale: Locale = "zh"
     max_lines: int = 8
     namespace_key: str | None = "user_id"
+    namespace: str | None = None
     recall: bool = True
     reflect: bool = True
     apply_outcome: bool = True

@@ -40,7 +40,7 @@ from typing import Any
 
 from langchain_hindsight.capture.messages import resolve_namespace
 from langchain_hindsight.capture.recorder import SERVED_KEY
-from langchain_hindsight.errors import ConfigurationError, HindsightError, RunNotFoundError
+from langchain_hindsight.errors import AccessDeniedError, ConfigurationError, HindsightError, RunNotFoundError
 from langchain_hindsight.prompts import Locale
 from langchain_hindsight.recall.injection import build_task_prompt, format_experiences
 from langchain_hindsight.recall.retriever import HindsightRetriever, RecallResult
@@ -156,8 +156,15 @@ class HindsightSession:
         return self.config.on_error
 
     def namespace(self, namespace: str | None) -> str:
-        """``namespace`` or the store's default."""
-        return namespace or self.store.namespace
+        """``namespace`` or the default (the pinned namespace, else the store's).
+
+        Raises:
+            AccessDeniedError: the session is pinned to another namespace.
+        """
+        pinned = self.config.namespace
+        if pinned is not None and namespace and namespace != pinned:
+            raise AccessDeniedError(f"this session acts in namespace {pinned!r} only, not {namespace!r}")
+        return namespace or pinned or self.store.namespace
 
     def resolve_namespace(
         self, config: Mapping[str, Any] | None, *, explicit: str | None = None, context: Any = None
@@ -187,8 +194,11 @@ class HindsightSession:
 
     def _render(self, served: Served) -> Served:
         if served.memories:
-            served.block = format_experiences(served.memories, locale=self.locale, max_lines=self.config.max_lines)
-            served.task_prompt = build_task_prompt(served.task, served.memories, locale=self.locale)
+            own = served.namespace  # a memory from another (shared) namespace is labelled with its origin
+            served.block = format_experiences(
+                served.memories, locale=self.locale, max_lines=self.config.max_lines, own_namespace=own
+            )
+            served.task_prompt = build_task_prompt(served.task, served.memories, locale=self.locale, own_namespace=own)
         else:
             served.task_prompt = served.task
         return served
@@ -382,7 +392,7 @@ class HindsightSession:
             pass
         items = [i for i in trajectory.metadata.get(SERVED_KEY) or [] if isinstance(i, Mapping)]
         spaces = {str(i.get("namespace") or "") for i in items}
-        if len(spaces) == 1 and "" not in spaces and trajectory.namespace == self.store.namespace:
+        if len(spaces) == 1 and "" not in spaces and trajectory.namespace == self.namespace(None):
             trajectory = trajectory.model_copy(update={"namespace": spaces.pop()})  # the run used that namespace
         served, trajectory = self._align(None, trajectory)
         try:

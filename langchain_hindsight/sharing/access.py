@@ -20,38 +20,39 @@ Sharing protocol:
 * **feedback** and **supersede** act on the copy a reader was served: the shared
   pool learns from its readers without rewriting the owner's original.
 
-Grants come from code or a small TOML file::
-
-    [principals.cleaner]
-    namespace = "cleaner"
-    write = ["shared"]
-
-    [principals.analyst]
-    namespace = "analyst"
-    read = ["shared"]
+Grants (:class:`Principal`, :class:`AccessPolicy`) come from code or a small TOML
+file; see :mod:`langchain_hindsight.sharing.principals`. To recall for a principal
+from LangChain, use :meth:`ScopedMemory.as_retriever` (a
+:class:`~langchain_hindsight.sharing.retriever.ScopedRetriever`), or give the
+principal to the facade: ``Hindsight(..., principal="analyst", policy="grants.toml")``.
 
 Example:
     >>> policy = AccessPolicy.from_mapping({"analyst": {"namespace": "analyst", "read": ["shared"]}})
-    >>> p = policy.principal("analyst")
-    >>> p.readable, p.can_write("shared")
-    (('analyst', 'shared'), False)
+    >>> policy.principal("analyst").readable
+    ('analyst', 'shared')
 """
 
 from __future__ import annotations
 
-import hashlib
 import logging
-import tomllib
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
-from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from langchain_hindsight.errors import AccessDeniedError, ConfigurationError, MemoryNotFoundError
 from langchain_hindsight.recall.retriever import HindsightRetriever
-from langchain_hindsight.store.journal import RunExplanation, RunJournal
+from langchain_hindsight.sharing.principals import (
+    PUBLISHED_TAG,
+    AccessPolicy,
+    Operation,
+    Principal,
+    origin_tag,
+    published_from,
+)
+from langchain_hindsight.sharing.retriever import ScopedRetriever
+from langchain_hindsight.store.journal import ExplainedMemory, RunExplanation, RunJournal
 from langchain_hindsight.store.memory_store import MemoryStore
 from langchain_hindsight.types import MemoryKind, MemorySource, MemoryUnit, ScoredMemory
 
@@ -61,164 +62,12 @@ __all__ = [
     "Principal",
     "ScopedMemory",
     "ScopedResult",
+    "ScopedRetriever",
     "origin_tag",
     "published_from",
 ]
 
 logger = logging.getLogger(__name__)
-
-PUBLISHED_TAG = "from:"
-"""Tag prefix a published copy carries: ``from:<source namespace>``."""
-
-_TAG_MAX = 64
-Operation = Literal["read", "write"]
-_REMEMBER_SOURCES: frozenset[str] = frozenset({"agent_inference", "user_feedback", "manual", "tool_output"})
-
-
-def origin_tag(namespace: str) -> str:
-    """The tag a copy published from ``namespace`` carries.
-
-    Tags are lower-case and at most 64 characters, so a namespace that does not
-    fit as it is is named by a digest instead.
-
-    Example:
-        >>> origin_tag("cleaner")
-        'from:cleaner'
-    """
-    tag = PUBLISHED_TAG + namespace
-    if tag == tag.lower() and len(tag) <= _TAG_MAX and tag.strip() == tag:
-        return tag
-    return PUBLISHED_TAG + "#" + hashlib.sha256(namespace.encode("utf-8", "surrogatepass")).hexdigest()[:24]
-
-
-def published_from(unit: MemoryUnit, namespace: str) -> bool:
-    """Whether ``unit`` is a copy published from ``namespace``."""
-    return origin_tag(namespace) in unit.tags
-
-
-def _names(value: object, what: str) -> frozenset[str]:
-    if value is None:
-        return frozenset()
-    if isinstance(value, str) or not isinstance(value, Iterable):
-        raise ConfigurationError(f"{what} must be a list of namespace names, got {value!r}")
-    names = list(value)
-    if not all(isinstance(n, str) and n.strip() == n and n for n in names):
-        raise ConfigurationError(f"{what} must hold non-empty namespace names, got {names!r}")
-    return frozenset(names)
-
-
-@dataclass(frozen=True, slots=True)
-class Principal:
-    """An agent identity: its own namespace plus read/write grants on others.
-
-    Attributes:
-        name: The identity (e.g. ``"analyst"``), recorded in the journal.
-        namespace: Its own namespace (always readable and writable).
-        read: Namespaces it may recall from.
-        write: Namespaces it may publish into (write implies read).
-        trust: The source its lessons are stored with. ``"user_feedback"`` lets it
-            relay a human's corrections at full trust; the default,
-            ``"agent_inference"``, stores everything it says as an agent's inference.
-    """
-
-    name: str
-    namespace: str
-    read: frozenset[str] = field(default_factory=frozenset)
-    write: frozenset[str] = field(default_factory=frozenset)
-    trust: MemorySource = "agent_inference"
-
-    def __post_init__(self) -> None:
-        for what, value in (("name", self.name), ("namespace", self.namespace)):
-            if not isinstance(value, str) or not value or value.strip() != value:
-                raise ConfigurationError(f"principal {what} must be a non-empty string, got {value!r}")
-        if self.trust not in _REMEMBER_SOURCES:
-            raise ConfigurationError(f"trust must be one of {sorted(_REMEMBER_SOURCES)}, got {self.trust!r}")
-        object.__setattr__(self, "read", _names(self.read, "read"))
-        object.__setattr__(self, "write", _names(self.write, "write"))
-
-    def can_read(self, namespace: str) -> bool:
-        """Whether this principal may read ``namespace``."""
-        return namespace == self.namespace or namespace in self.read or namespace in self.write
-
-    def can_write(self, namespace: str) -> bool:
-        """Whether this principal may write ``namespace``."""
-        return namespace == self.namespace or namespace in self.write
-
-    @property
-    def readable(self) -> tuple[str, ...]:
-        """Every namespace it may read: its own first, then the others sorted."""
-        return (self.namespace, *sorted((self.read | self.write) - {self.namespace}))
-
-    def check(self, operation: Operation, namespace: str) -> None:
-        """Raise :class:`AccessDeniedError` unless ``operation`` on ``namespace`` is granted."""
-        allowed = self.can_read(namespace) if operation == "read" else self.can_write(namespace)
-        if not allowed:
-            raise AccessDeniedError(f"principal {self.name!r} has no {operation} grant on namespace {namespace!r}")
-
-
-class AccessPolicy:
-    """The principals of a deployment, by name (from code or a TOML file)."""
-
-    def __init__(self, principals: Iterable[Principal]) -> None:
-        self._principals: dict[str, Principal] = {}
-        for p in principals:
-            if not isinstance(p, Principal):
-                raise ConfigurationError(f"principals must be Principal objects, got {type(p).__name__}")
-            if p.name in self._principals:
-                raise ConfigurationError(f"principal {p.name!r} is defined twice")
-            self._principals[p.name] = p
-
-    @classmethod
-    def from_mapping(cls, data: Mapping[str, Mapping[str, Any]]) -> AccessPolicy:
-        """Build from ``{name: {"namespace": ..., "read": [...], "write": [...]}}``."""
-        if not isinstance(data, Mapping):
-            raise ConfigurationError("the principals table must be a mapping of names to tables")
-        principals = []
-        for name, spec in data.items():
-            if not isinstance(spec, Mapping):
-                raise ConfigurationError(f"principal {name!r} must be a table")
-            unknown = set(spec) - {"namespace", "read", "write", "trust"}
-            if unknown:
-                raise ConfigurationError(f"principal {name!r} has unknown keys {sorted(unknown)}")
-            principals.append(
-                Principal(
-                    name=name,
-                    namespace=spec.get("namespace", name),
-                    read=_names(spec.get("read"), f"{name}.read"),
-                    write=_names(spec.get("write"), f"{name}.write"),
-                    trust=spec.get("trust", "agent_inference"),
-                )
-            )
-        return cls(principals)
-
-    @classmethod
-    def from_file(cls, path: str | Path) -> AccessPolicy:
-        """Load a TOML file with a ``[principals.NAME]`` table per principal.
-
-        Raises:
-            ConfigurationError: the file is missing, not TOML, or malformed.
-        """
-        try:
-            data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
-            raise ConfigurationError(f"cannot read access config {str(path)!r}: {e}") from e
-        return cls.from_mapping(data.get("principals", {}))
-
-    def principal(self, name: str) -> Principal:
-        """The principal called ``name``.
-
-        Raises:
-            ConfigurationError: no such principal.
-        """
-        try:
-            return self._principals[name]
-        except KeyError:
-            raise ConfigurationError(
-                f"unknown principal {name!r}; known: {', '.join(sorted(self._principals)) or 'none'}"
-            ) from None
-
-    def __iter__(self) -> Any:
-        return iter(self._principals.values())
 
 
 @dataclass(frozen=True, slots=True)
@@ -249,8 +98,11 @@ class ScopedMemory:
     Args:
         store: The shared :class:`MemoryStore` (not closed by this view).
         principal: Whose view this is.
-        retriever: Recall settings (default: ``HindsightRetriever(store=store)``).
-        journal: Where reads and writes are recorded (default: ``RunJournal(store)``).
+        retriever: Recall settings (default: a :class:`ScopedRetriever` with the
+            retriever's defaults); a plain :class:`HindsightRetriever` keeps its
+            settings and is scoped to the principal.
+        journal: Where reads and writes are recorded (default: the principal's
+            namespace of ``RunJournal(store)``).
     """
 
     def __init__(
@@ -265,8 +117,28 @@ class ScopedMemory:
             raise ConfigurationError(f"principal must be a Principal, got {type(principal).__name__}")
         self.store = store
         self.principal = principal
-        self.retriever = retriever if retriever is not None else HindsightRetriever(store=store)
-        self.journal = journal if journal is not None else RunJournal(store)
+        self.retriever: ScopedRetriever = self._scoped(retriever)
+        self.journal = journal if journal is not None else RunJournal(store, namespace=principal.namespace)
+
+    def _scoped(self, retriever: HindsightRetriever | None, **options: Any) -> ScopedRetriever:
+        if isinstance(retriever, ScopedRetriever) and retriever.principal == self.principal and not options:
+            return retriever
+        kept: dict[str, Any] = {}
+        if retriever is not None:
+            if retriever.store is not self.store:
+                raise ConfigurationError("the retriever must read the same store as the ScopedMemory")
+            unscoped = {"store", "principal", "namespace", "extra_namespaces"}
+            kept = {name: getattr(retriever, name) for name in retriever.model_fields_set - unscoped}
+        return ScopedRetriever(store=self.store, principal=self.principal, **{**kept, **options})
+
+    def as_retriever(self, **options: Any) -> ScopedRetriever:
+        """A LangChain retriever over what this principal may read (own namespace first, then the granted ones).
+
+        Args:
+            **options: :class:`~langchain_hindsight.recall.retriever.HindsightRetriever`
+                settings (``k``, ``min_relevance``, ...) on top of this view's retriever.
+        """
+        return self._scoped(self.retriever, **options)
 
     def _ns(self, namespace: str | None, operation: Operation) -> str:
         ns = self.principal.namespace if namespace is None else namespace
@@ -291,12 +163,9 @@ class ScopedMemory:
         Returns:
             The run id and the results, best first.
         """
-        results: list[ScopedResult] = []
-        for ns in self.principal.readable:
-            for scored in self.retriever.recall(query, k=k, task_type=task_type, namespace=ns, now=now):
-                results.append(ScopedResult(scored, ns, ns == self.principal.namespace))
-        results.sort(key=lambda r: (-r.scored.score, not r.own, r.memory.memory_id))
-        results = results[:k]
+        own = self.principal.namespace
+        scored = self.retriever.recall(query, k=k, task_type=task_type, now=now)
+        results = [ScopedResult(m, m.memory.namespace, m.memory.namespace == own) for m in scored]
         run = run_id or f"mcp-{uuid.uuid4().hex}"
         self.journal.start(
             run,
@@ -316,8 +185,22 @@ class ScopedMemory:
         return self.store.list_units(namespace=self._ns(namespace, "read"), status="active", limit=limit)
 
     def explain(self, run_id: str) -> RunExplanation:
-        """Why a run of this principal was shown what it was shown (own journal only)."""
-        return self.journal.explain(run_id, namespace=self.principal.namespace)
+        """Why a run of this principal was shown what it was shown (own journal only).
+
+        A served memory that is not in the principal's own namespace (a shared one)
+        is shown as it is now in the first readable namespace that holds it.
+        """
+        explanation = self.journal.explain(run_id, namespace=self.principal.namespace)
+        memories: list[ExplainedMemory] = []
+        for m in explanation.memories:
+            if m.unit is None:
+                for ns in self.principal.readable[1:]:
+                    found = self.store.get_many([m.served.memory_id], namespace=ns)
+                    if found:
+                        m = m.model_copy(update={"unit": found[0], "status": found[0].status})
+                        break
+            memories.append(m)
+        return explanation.model_copy(update={"memories": memories})
 
     # ------------------------------------------------------------------ write
     def remember(

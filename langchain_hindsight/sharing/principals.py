@@ -1,0 +1,225 @@
+"""Principals and grants: which agent may read and write which namespaces.
+
+A *principal* is an agent identity. It owns one namespace (read and write) and may
+hold grants on others: ``read`` (recall from it) and ``write`` (publish into it;
+write implies read). Grants come from code (:class:`Principal`,
+:meth:`AccessPolicy.from_mapping`) or a small TOML file (:meth:`AccessPolicy.from_file`)::
+
+    [principals.cleaner]
+    namespace = "cleaner"
+    write = ["shared"]
+
+    [principals.analyst]
+    namespace = "analyst"
+    read = ["shared"]
+
+Example:
+    >>> policy = AccessPolicy.from_mapping({"analyst": {"namespace": "analyst", "read": ["shared"]}})
+    >>> p = policy.principal("analyst")
+    >>> p.readable, p.can_write("shared")
+    (('analyst', 'shared'), False)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tomllib
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from langchain_hindsight.errors import AccessDeniedError, ConfigurationError
+from langchain_hindsight.types import MemorySource, MemoryUnit
+
+__all__ = [
+    "PUBLISHED_TAG",
+    "AccessPolicy",
+    "Operation",
+    "Principal",
+    "origin_tag",
+    "published_from",
+    "resolve_principal",
+]
+
+PUBLISHED_TAG = "from:"
+"""Tag prefix a published copy carries: ``from:<source namespace>``."""
+
+_TAG_MAX = 64
+Operation = Literal["read", "write"]
+_REMEMBER_SOURCES: frozenset[str] = frozenset({"agent_inference", "user_feedback", "manual", "tool_output"})
+
+
+def origin_tag(namespace: str) -> str:
+    """The tag a copy published from ``namespace`` carries.
+
+    Tags are lower-case and at most 64 characters, so a namespace that does not
+    fit as it is is named by a digest instead.
+
+    Example:
+        >>> origin_tag("cleaner")
+        'from:cleaner'
+    """
+    tag = PUBLISHED_TAG + namespace
+    if tag == tag.lower() and len(tag) <= _TAG_MAX and tag.strip() == tag:
+        return tag
+    return PUBLISHED_TAG + "#" + hashlib.sha256(namespace.encode("utf-8", "surrogatepass")).hexdigest()[:24]
+
+
+def published_from(unit: MemoryUnit, namespace: str) -> bool:
+    """Whether ``unit`` is a copy published from ``namespace``."""
+    return origin_tag(namespace) in unit.tags
+
+
+def _names(value: object, what: str) -> frozenset[str]:
+    if value is None:
+        return frozenset()
+    if isinstance(value, str) or not isinstance(value, Iterable):
+        raise ConfigurationError(f"{what} must be a list of namespace names, got {value!r}")
+    names = list(value)
+    if not all(isinstance(n, str) and n.strip() == n and n for n in names):
+        raise ConfigurationError(f"{what} must hold non-empty namespace names, got {names!r}")
+    return frozenset(names)
+
+
+@dataclass(frozen=True, slots=True)
+class Principal:
+    """An agent identity: its own namespace plus read/write grants on others.
+
+    Attributes:
+        name: The identity (e.g. ``"analyst"``), recorded in the journal.
+        namespace: Its own namespace (always readable and writable).
+        read: Namespaces it may recall from.
+        write: Namespaces it may publish into (write implies read).
+        trust: The source its lessons are stored with. ``"user_feedback"`` lets it
+            relay a human's corrections at full trust; the default,
+            ``"agent_inference"``, stores everything it says as an agent's inference.
+    """
+
+    name: str
+    namespace: str
+    read: frozenset[str] = field(default_factory=frozenset)
+    write: frozenset[str] = field(default_factory=frozenset)
+    trust: MemorySource = "agent_inference"
+
+    def __post_init__(self) -> None:
+        for what, value in (("name", self.name), ("namespace", self.namespace)):
+            if not isinstance(value, str) or not value or value.strip() != value:
+                raise ConfigurationError(f"principal {what} must be a non-empty string, got {value!r}")
+        if self.trust not in _REMEMBER_SOURCES:
+            raise ConfigurationError(f"trust must be one of {sorted(_REMEMBER_SOURCES)}, got {self.trust!r}")
+        object.__setattr__(self, "read", _names(self.read, "read"))
+        object.__setattr__(self, "write", _names(self.write, "write"))
+
+    def can_read(self, namespace: str) -> bool:
+        """Whether this principal may read ``namespace``."""
+        return namespace == self.namespace or namespace in self.read or namespace in self.write
+
+    def can_write(self, namespace: str) -> bool:
+        """Whether this principal may write ``namespace``."""
+        return namespace == self.namespace or namespace in self.write
+
+    @property
+    def readable(self) -> tuple[str, ...]:
+        """Every namespace it may read: its own first, then the others sorted."""
+        return (self.namespace, *sorted((self.read | self.write) - {self.namespace}))
+
+    def check(self, operation: Operation, namespace: str) -> None:
+        """Raise :class:`AccessDeniedError` unless ``operation`` on ``namespace`` is granted."""
+        allowed = self.can_read(namespace) if operation == "read" else self.can_write(namespace)
+        if not allowed:
+            raise AccessDeniedError(f"principal {self.name!r} has no {operation} grant on namespace {namespace!r}")
+
+
+class AccessPolicy:
+    """The principals of a deployment, by name (from code or a TOML file)."""
+
+    def __init__(self, principals: Iterable[Principal]) -> None:
+        self._principals: dict[str, Principal] = {}
+        for p in principals:
+            if not isinstance(p, Principal):
+                raise ConfigurationError(f"principals must be Principal objects, got {type(p).__name__}")
+            if p.name in self._principals:
+                raise ConfigurationError(f"principal {p.name!r} is defined twice")
+            self._principals[p.name] = p
+
+    @classmethod
+    def from_mapping(cls, data: Mapping[str, Mapping[str, Any]]) -> AccessPolicy:
+        """Build from ``{name: {"namespace": ..., "read": [...], "write": [...]}}``."""
+        if not isinstance(data, Mapping):
+            raise ConfigurationError("the principals table must be a mapping of names to tables")
+        principals = []
+        for name, spec in data.items():
+            if not isinstance(spec, Mapping):
+                raise ConfigurationError(f"principal {name!r} must be a table")
+            unknown = set(spec) - {"namespace", "read", "write", "trust"}
+            if unknown:
+                raise ConfigurationError(f"principal {name!r} has unknown keys {sorted(unknown)}")
+            principals.append(
+                Principal(
+                    name=name,
+                    namespace=spec.get("namespace", name),
+                    read=_names(spec.get("read"), f"{name}.read"),
+                    write=_names(spec.get("write"), f"{name}.write"),
+                    trust=spec.get("trust", "agent_inference"),
+                )
+            )
+        return cls(principals)
+
+    @classmethod
+    def from_file(cls, path: str | os.PathLike[str]) -> AccessPolicy:
+        """Load a TOML file with a ``[principals.NAME]`` table per principal.
+
+        Raises:
+            ConfigurationError: the file is missing, not TOML, or malformed.
+        """
+        try:
+            data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
+            raise ConfigurationError(f"cannot read access config {str(path)!r}: {e}") from e
+        return cls.from_mapping(data.get("principals", {}))
+
+    def principal(self, name: str) -> Principal:
+        """The principal called ``name``.
+
+        Raises:
+            ConfigurationError: no such principal.
+        """
+        try:
+            return self._principals[name]
+        except KeyError:
+            raise ConfigurationError(
+                f"unknown principal {name!r}; known: {', '.join(sorted(self._principals)) or 'none'}"
+            ) from None
+
+    def __iter__(self) -> Iterator[Principal]:
+        return iter(self._principals.values())
+
+
+def resolve_principal(
+    principal: Principal | str, policy: AccessPolicy | str | os.PathLike[str] | None = None
+) -> Principal:
+    """The :class:`Principal` meant by ``principal``: itself, or a name looked up in ``policy``.
+
+    Args:
+        principal: A :class:`Principal`, or the name of one in ``policy``.
+        policy: An :class:`AccessPolicy`, or the path of its TOML file; needed when
+            ``principal`` is a name.
+
+    Raises:
+        ConfigurationError: a name without a policy, an unknown name, or an unreadable policy file.
+    """
+    if isinstance(principal, Principal):
+        if policy is not None:
+            raise ConfigurationError("give policy= only with a principal name, not with a Principal")
+        return principal
+    if not isinstance(principal, str):
+        raise ConfigurationError(f"principal must be a Principal or a name, got {type(principal).__name__}")
+    if policy is None:
+        raise ConfigurationError(f"principal {principal!r} is a name: give policy= (an AccessPolicy or a TOML path)")
+    if not isinstance(policy, AccessPolicy):
+        if not isinstance(policy, str | os.PathLike):
+            raise ConfigurationError(f"policy must be an AccessPolicy or a path, got {type(policy).__name__}")
+        policy = AccessPolicy.from_file(policy)
+    return policy.principal(principal)
