@@ -297,6 +297,14 @@ class HindsightSession:
         return self._render(served)
 
     # ------------------------------------------------------------------ credit
+    def _own_ids(self, record: RunRecord) -> list[str]:
+        """The served ids a run's outcome applies to: all, or in a pinned session its own namespace's only."""
+        ids = record.served_ids
+        if self.config.namespace is None or not ids:
+            return ids
+        stored = {u.memory_id for u in self.store.get_many(ids, namespace=record.namespace)}
+        return [i for i in ids if i in stored]
+
     def _conclude(self, served: Served, trajectory: Trajectory) -> None:
         """Apply the outcome to what the journal says was served, credit once, journal the end."""
         try:
@@ -306,7 +314,7 @@ class HindsightSession:
                 self.journal,
                 record,
                 trajectory,
-                ids=record.served_ids,
+                ids=self._own_ids(record),
                 to_memories=self.config.apply_outcome,
             )
         except Exception as e:  # noqa: BLE001
@@ -434,7 +442,7 @@ class HindsightSession:
             raise ConfigurationError("give success=True/False, a comment, or both")
         record = self.journal.get(run_id, namespace=namespace)
         ns = record.namespace
-        updated = apply_verdict(self.store, self.journal, record, success, ids=record.served_ids)
+        updated = apply_verdict(self.store, self.journal, record, success, ids=self._own_ids(record))
         created: list[MemoryUnit] = []
         if text and success is not True:
             created = self._user_feedback(text, record)

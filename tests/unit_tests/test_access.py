@@ -2,14 +2,24 @@
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from langchain_core.embeddings import Embeddings
 
+from langchain_hindsight import Hindsight, MemoryUnit
 from langchain_hindsight.errors import AccessDeniedError, ConfigurationError, MemoryNotFoundError
-from langchain_hindsight.sharing.access import AccessPolicy, Principal, ScopedMemory, origin_tag, published_from
+from langchain_hindsight.sharing.access import (
+    AccessPolicy,
+    Principal,
+    ScopedMemory,
+    ScopedRetriever,
+    origin_tag,
+    published_from,
+)
 from langchain_hindsight.store.memory_store import MemoryStore
 from tests.fakes import GRANTS_TOML
 
@@ -181,3 +191,134 @@ def test_the_block_labels_memories_from_other_namespaces(views: dict[str, Scoped
     assert any(line.endswith("（来自：shared）") and "千分位" in line for line in lines), block
     assert all("来自" not in line for line in lines if "门店" in line), block
     assert "来自" not in format_experiences([r.scored for r in results], notice=False)
+
+
+# ----------------------------------------------------------------------------- the facade and the retriever
+EN_LESSON = "When cleaning the sales CSV, strip the thousands separators from the amount column before summing."
+
+
+def _agent_seeing(hs: Any, seen: list[str]) -> Any:
+    """A create_agent agent on a scripted model that records every prompt it is sent, then answers."""
+    from langchain.agents import create_agent
+
+    from langchain_hindsight.testing import ReactiveToolModel
+
+    def respond(messages: list[Any]) -> str:
+        seen.append("\n".join(str(m.content) for m in messages))
+        return "汇总完成 / done"
+
+    return create_agent(ReactiveToolModel(respond=respond), tools=[], middleware=[hs.middleware()])
+
+
+def _invoke(agent: Any, text: str) -> str:
+    from langchain_core.messages import HumanMessage
+
+    run_id = str(uuid.uuid4())
+    agent.invoke({"messages": [HumanMessage(text)]}, config={"run_id": run_id})
+    return run_id
+
+
+@pytest.fixture
+def grants(tmp_path: Path) -> Path:
+    path = tmp_path / "grants.toml"
+    path.write_text(GRANTS_TOML, encoding="utf-8")
+    return path
+
+
+def _publish(store: MemoryStore, grants: Path, *lessons: str) -> list[str]:
+    """The cleaning agent remembers each lesson and publishes it to the shared pool."""
+    with Hindsight(store=store, principal="cleaner", policy=grants) as cleaner:
+        assert cleaner.scoped is not None
+        ids = [cleaner.scoped.remember(text, task_type="data_cleaning").memory_id for text in lessons]
+        for memory_id in ids:
+            cleaner.scoped.publish(memory_id, to="shared")
+    return ids
+
+
+def test_facade_agent_recalls_the_shared_pool_in_one_call_labelled(
+    store: MemoryStore, grants: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    zh, en = _publish(store, grants, LESSON, EN_LESSON)
+    own_unit = store.add(MemoryUnit(content="汇总销售CSV的金额时，门店名称先统一成全称。"), namespace="analyst").unit
+    confidence = {ns: store.get(zh, namespace=ns).score_confidence for ns in ("cleaner", "shared")}
+    queries: list[str] = []
+    embed_query = store.embeddings.embed_query
+    monkeypatch.setattr(store.embeddings, "embed_query", lambda text: queries.append(text) or embed_query(text))
+    seen: list[str] = []
+    with Hindsight(store=store, principal="analyst", policy=grants) as analyst:
+        run_id = _invoke(_agent_seeing(analyst, seen), "汇总销售CSV的金额，求和时报错了")
+        assert len(queries) == 1  # own namespace and the shared pool: one query embedding
+        record = analyst.journal.get(run_id)
+        assert record.namespace == "analyst"
+        assert zh in record.served_ids
+        assert own_unit.memory_id in record.served_ids
+        prompt = seen[0]
+        shared_lines = [line for line in prompt.splitlines() if "千分位" in line]
+        assert shared_lines, prompt
+        assert shared_lines[0].endswith("（来自：shared）"), prompt
+        assert all("来自" not in line for line in prompt.splitlines() if "门店" in line), prompt
+        # the successful run credits the analyst's own memory only; the shared pool and the original are untouched
+        assert store.get(own_unit.memory_id, namespace="analyst").access_count == 1
+        analyst.feedback(run_id, success=False, comment="不对，金额要先按门店去重")
+        for ns, before in confidence.items():
+            assert store.get(zh, namespace=ns).score_confidence == before
+        assert store.count(namespace="shared") == 2  # its run and its correction were written to its own namespace
+        assert any("去重" in u.content for u in store.list_units(namespace="analyst"))
+        # English works the same way, through the facade's recall
+        found = {
+            m.memory.memory_id: m.memory.namespace for m in analyst.recall("sum the amount column of the sales CSV")
+        }
+        assert found.get(en) == "shared"
+
+
+def test_facade_without_the_grant_never_sees_the_shared_pool(store: MemoryStore, grants: Path) -> None:
+    (zh,) = _publish(store, grants, LESSON)
+    seen: list[str] = []
+    with Hindsight(store=store, principal="outsider", policy=grants) as outsider:
+        run_id = _invoke(_agent_seeing(outsider, seen), "汇总销售CSV的金额，求和时报错了")
+        assert outsider.journal.get(run_id).served_ids == []
+        assert "千分位" not in seen[0]
+        assert "相关经验" not in seen[0]
+        assert outsider.recall(LESSON) == []
+        for denied in (
+            lambda: outsider.recall(LESSON, namespace="shared"),
+            lambda: outsider.recall(LESSON, namespace="cleaner"),
+            lambda: outsider.feedback(run_id, success=False, namespace="cleaner"),
+            lambda: outsider.session.serve(LESSON, namespace="shared"),
+        ):
+            with pytest.raises(AccessDeniedError):
+                denied()
+        retriever = outsider.scoped.as_retriever(k=5) if outsider.scoped else None
+        assert retriever is not None
+        assert retriever.invoke(LESSON) == []
+        with pytest.raises(AccessDeniedError):
+            retriever.invoke(LESSON, namespace="shared")
+    assert store.count(namespace="shared") == 1
+    assert store.get(zh, namespace="shared").access_count == 0
+
+
+def test_scoped_retriever_reads_every_granted_namespace(store: MemoryStore, grants: Path, policy: AccessPolicy) -> None:
+    (zh,) = _publish(store, grants, LESSON)
+    analyst = ScopedMemory(store, policy.principal("analyst")).as_retriever(k=3)
+    docs = analyst.invoke("清洗销售CSV的金额列")
+    assert [(d.metadata["memory_id"], d.metadata["namespace"]) for d in docs][:1] == [(zh, "shared")]
+    with pytest.raises(ConfigurationError):
+        ScopedRetriever(store=store, principal=policy.principal("analyst"), namespace="shared")
+    # the publisher reads its own original and the shared copy: served once, from its own namespace
+    cleaner = ScopedMemory(store, policy.principal("cleaner"))
+    _, results = cleaner.recall("清洗销售CSV的金额列", k=5)
+    assert [(r.memory.memory_id, r.namespace, r.own) for r in results] == [(zh, "cleaner", True)]
+
+
+def test_facade_principal_arguments(store: MemoryStore, grants: Path, policy: AccessPolicy) -> None:
+    with pytest.raises(ConfigurationError, match="policy"):
+        Hindsight(store=store, principal="analyst")
+    with pytest.raises(ConfigurationError, match="principal"):
+        Hindsight(store=store, policy=grants)
+    with pytest.raises(ConfigurationError, match="namespace"):
+        Hindsight(store=store, principal="analyst", policy=grants, namespace="other")
+    with pytest.raises(ConfigurationError, match="unknown principal"):
+        Hindsight(store=store, principal="nobody", policy=policy)
+    with Hindsight(store=store, principal=policy.principal("analyst")) as hs:
+        assert hs.session.namespace(None) == "analyst"
+        assert isinstance(hs.retriever, ScopedRetriever)
