@@ -184,17 +184,34 @@ class ScopedMemory:
         """Active units of a readable namespace (at most ``limit``)."""
         return self.store.list_units(namespace=self._ns(namespace, "read"), status="active", limit=limit)
 
-    def explain(self, run_id: str) -> RunExplanation:
-        """Why a run of this principal was shown what it was shown (own journal only).
+    def find(self, memory_id: str) -> MemoryUnit:
+        """A unit by id from the first namespace this principal may read that holds it (own first).
 
-        A served memory that is not in the principal's own namespace (a shared one)
-        is shown as it is now in the first readable namespace that holds it.
+        Raises:
+            MemoryNotFoundError: no readable namespace holds it (whether another one does is not said).
         """
-        explanation = self.journal.explain(run_id, namespace=self.principal.namespace)
+        ns = self._locate(memory_id)
+        if ns is None:
+            raise MemoryNotFoundError(
+                f"no memory {memory_id!r} in a namespace principal {self.principal.name!r} may read"
+            )
+        return self.store.get(memory_id, namespace=ns)
+
+    def history(self, memory_id: str, *, namespace: str | None = None) -> list[MemoryUnit]:
+        """The supersede chain through a unit of a readable namespace, newest first."""
+        return self.store.history(memory_id, namespace=self._ns(namespace, "read"))
+
+    def explain(self, run_id: str, *, namespace: str | None = None) -> RunExplanation:
+        """Why a run was shown what it was shown, from the journal of a readable namespace (default: own).
+
+        A served memory that is not in that namespace (a shared one) is shown as it
+        is now in the first readable namespace that holds it.
+        """
+        explanation = self.journal.explain(run_id, namespace=self._ns(namespace, "read"))
         memories: list[ExplainedMemory] = []
         for m in explanation.memories:
             if m.unit is None:
-                for ns in self.principal.readable[1:]:
+                for ns in (n for n in self.principal.readable if n != explanation.record.namespace):
                     found = self.store.get_many([m.served.memory_id], namespace=ns)
                     if found:
                         m = m.model_copy(update={"unit": found[0], "status": found[0].status})

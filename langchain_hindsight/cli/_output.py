@@ -1,0 +1,157 @@
+r"""What the ``hindsight`` commands print, and the argument types they parse (standard library only).
+
+Text from the store is shown with control, escape and invisible characters
+escaped (``\x1b`` → ``\u001b``), so a stored memory cannot drive the operator's
+terminal.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+import unicodedata
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from langchain_hindsight.errors import ConfigurationError
+
+__all__ = [
+    "CONTENT_COLS",
+    "check_future",
+    "clip",
+    "days",
+    "emit_json",
+    "parse_now",
+    "positive_int",
+    "progress",
+    "safe",
+    "table",
+    "when",
+]
+
+CONTENT_COLS = 60
+
+
+def safe(text: str) -> str:
+    r"""``text`` with control, escape and invisible format characters shown as ``\uXXXX`` (newlines kept)."""
+    return "".join(
+        c if c == "\n" or unicodedata.category(c) not in ("Cc", "Cf", "Cs", "Co") else f"\\u{ord(c):04x}" for c in text
+    )
+
+
+def one_line(text: str, limit: int | None = None) -> str:
+    """``text`` made safe and folded to one line (at most ``limit`` characters)."""
+    folded = safe(" ".join(str(text).split()))
+    return folded if limit is None else folded[:limit]
+
+
+def positive_int(text: str) -> int:
+    """Parse a whole number in [1, 1000000]."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}") from None
+    if not 1 <= value <= 1_000_000:
+        raise argparse.ArgumentTypeError(f"expected a whole number in [1, 1000000], got {text!r}")
+    return value
+
+
+def days(text: str) -> float:
+    """Parse a number of days in (0, 36500]."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of days, got {text!r}") from None
+    if not 0 < value <= 36_500:  # also refuses nan and inf
+        raise argparse.ArgumentTypeError(f"expected a number of days in (0, 36500], got {text!r}")
+    return value
+
+
+def _width(text: str) -> int:
+    return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
+
+
+def clip(text: str, cols: int = CONTENT_COLS) -> str:
+    """One safe line of at most ``cols`` terminal columns (CJK characters count two)."""
+    text = safe(" ".join(str(text).split()))
+    if _width(text) <= cols:
+        return text
+    out, used = [], 0
+    for c in text:
+        w = _width(c)
+        if used + w > cols - 1:
+            break
+        out.append(c)
+        used += w
+    return "".join(out) + "…"
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    """A plain-text table aligned for CJK and Latin text."""
+    cells = [[str(h) for h in headers], *[["" if v is None else safe(str(v)) for v in row] for row in rows]]
+    widths = [max(_width(r[i]) for r in cells) for i in range(len(headers))]
+    lines = []
+    for n, row in enumerate(cells):
+        lines.append("  ".join(v + " " * (widths[i] - _width(v)) for i, v in enumerate(row)).rstrip())
+        if n == 0:
+            lines.append("  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def _jsonable(value: Any) -> Any:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if hasattr(value, "model_dump"):
+        return value.model_dump(mode="json")
+    if isinstance(value, Mapping):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, datetime):
+        return value.isoformat()
+    return value
+
+
+def emit_json(value: Any) -> None:
+    """Print ``value`` as indented JSON (dataclasses and pydantic models included), control characters escaped."""
+    text = json.dumps(_jsonable(value), ensure_ascii=False, indent=2)  # C0 controls are escaped by JSON
+    print("".join(c if unicodedata.category(c) not in ("Cc", "Cf") or c == "\n" else f"\\u{ord(c):04x}" for c in text))
+
+
+def progress(stage: str, done: int, total: int) -> None:
+    """Progress of a long operation, on stderr."""
+    print(f"\r{stage}: {done}/{total}" if total else f"\r{stage}: {done}", end="", file=sys.stderr, flush=True)
+    if total and done >= total:
+        print(file=sys.stderr)
+
+
+def when(value: datetime) -> str:
+    """A timestamp to the minute."""
+    return value.strftime("%Y-%m-%d %H:%M")
+
+
+def parse_now(text: str | None) -> datetime | None:
+    """``--now``: an ISO-8601 time (UTC when it names no zone)."""
+    if text is None:
+        return None
+    try:
+        value = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError as e:
+        raise ConfigurationError(f"--now must be an ISO-8601 time, got {text!r}") from e
+    value = value if value.tzinfo else value.replace(tzinfo=UTC)
+    if not 1970 <= value.year <= 9000:
+        raise ConfigurationError(f"--now must be between the years 1970 and 9000, got {text!r}")
+    return value
+
+
+def check_future(args: argparse.Namespace, now: datetime | None) -> None:
+    """A ``--now`` in the future changes memories for good: it needs ``--dry-run`` or ``--yes``."""
+    future = now is not None and now > datetime.now(UTC) + timedelta(minutes=5)
+    if future and not (getattr(args, "dry_run", False) or getattr(args, "yes", False)):
+        raise ConfigurationError(
+            "--now is in the future: that decays and archives memories for good; "
+            "add --dry-run to see what would change, or --yes to apply it"
+        )

@@ -1,0 +1,134 @@
+"""Opening the store a ``hindsight`` command works on, as the operator or as one principal.
+
+Without ``--principal`` a command sees the whole store (the operator's view).
+With ``--principal NAME`` (grants from ``--config grants.toml``) every read goes
+through the principal's :class:`~langchain_hindsight.sharing.access.ScopedMemory`:
+``--namespace`` must be one it may read (its own by default), ``--all`` means
+every namespace it may read, and a memory in any other namespace does not exist
+for it. Heavy modules (Chroma, the store, the embedder) are imported only when a
+command opens the store.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from langchain_hindsight.errors import ConfigurationError, MemoryNotFoundError, StoreError
+
+if TYPE_CHECKING:
+    from langchain_hindsight.sharing.access import ScopedMemory
+    from langchain_hindsight.sharing.principals import Principal
+    from langchain_hindsight.store.memory_store import MemoryStore
+    from langchain_hindsight.types import MemoryUnit
+
+__all__ = ["View", "environment", "open_store", "open_view", "principal_of"]
+
+
+def environment() -> dict[str, str | None]:
+    """The only place the CLI reads environment variables."""
+    return {"path": os.environ.get("HINDSIGHT_PATH") or None, "server": os.environ.get("HINDSIGHT_SERVER") or None}
+
+
+def principal_of(args: argparse.Namespace) -> Principal | None:
+    """The principal of ``--principal`` (grants from ``--config``), or ``None``.
+
+    Without ``--config`` the principal owns ``--namespace`` (default: its name) and
+    holds no grants.
+
+    Raises:
+        ConfigurationError: ``--config`` without ``--principal``, an unreadable
+            config, or a principal it does not define.
+    """
+    name, config = getattr(args, "principal", None), getattr(args, "config", None)
+    if name is None:
+        if config:
+            raise ConfigurationError("--config needs --principal NAME (the agent whose grants apply)")
+        return None
+    from langchain_hindsight.sharing.principals import AccessPolicy, Principal
+
+    if config:
+        return AccessPolicy.from_file(config).principal(name)
+    return Principal(name, args.namespace or name)
+
+
+@contextmanager
+def open_store(args: argparse.Namespace) -> Iterator[MemoryStore]:
+    """The store of ``--path`` or ``--server``, default namespace ``--namespace`` (closed afterwards)."""
+    from langchain_hindsight.store.memory_store import MemoryStore
+
+    namespace = args.namespace or "default"
+    if args.server:
+        import chromadb
+        from chromadb.config import Settings
+
+        host, _, port = args.server.rpartition(":")
+        if not host or not port.isdigit() or not 0 < int(port) < 65536 or any(c in host for c in "/ @?#"):
+            raise ConfigurationError(f"--server must be HOST:PORT, got {args.server!r}")
+        try:
+            client = chromadb.HttpClient(host=host, port=int(port), settings=Settings(anonymized_telemetry=False))
+        except Exception as e:  # connection refused, bad host name, not a Chroma server, ...
+            raise StoreError(f"cannot reach a Chroma server at {args.server}: {' '.join(str(e).split())[:200]}") from e
+        store = MemoryStore(client=client, namespace=namespace, embeddings=getattr(args, "embeddings", None))
+    else:
+        if not getattr(args, "creates_store", False) and not Path(args.path).is_dir():
+            raise MemoryNotFoundError(f"no store at {args.path!r} (only 'import' creates a store)")
+        store = MemoryStore(args.path, namespace=namespace, embeddings=getattr(args, "embeddings", None))
+    try:
+        yield store
+    finally:
+        store.close()
+
+
+@dataclass(frozen=True)
+class View:
+    """The store as a command may see it: whole (no principal) or through a principal's grants."""
+
+    store: MemoryStore
+    scoped: ScopedMemory | None = None
+
+    @property
+    def namespace(self) -> str:
+        """The namespace the command works on (``--namespace``, else the principal's own or ``default``)."""
+        return self.store.namespace
+
+    def namespaces(self, every: bool) -> list[str]:
+        """``[namespace]``, or with ``every`` (``--all``) every namespace this view may read."""
+        if not every:
+            return [self.namespace]
+        if self.scoped is None:
+            return self.store.namespaces()
+        present = set(self.store.namespaces())
+        return [ns for ns in self.scoped.principal.readable if ns in present]
+
+    def get(self, memory_id: str, *, explicit: bool) -> MemoryUnit:
+        """A memory of :attr:`namespace`; for a principal without ``--namespace``, of any namespace it may read."""
+        if self.scoped is None or explicit:
+            return self.store.get(memory_id, namespace=self.namespace)
+        return self.scoped.find(memory_id)
+
+
+@contextmanager
+def open_view(args: argparse.Namespace) -> Iterator[View]:
+    """Open the store for a reading command; with ``--principal``, through its grants.
+
+    Raises:
+        AccessDeniedError: ``--namespace`` is not one the principal may read (nothing is opened).
+    """
+    principal = principal_of(args)
+    if principal is None:
+        with open_store(args) as store:
+            yield View(store)
+        return
+    namespace = args.namespace or principal.namespace
+    principal.check("read", namespace)
+    from langchain_hindsight.sharing.access import ScopedMemory
+
+    scoped_args = argparse.Namespace(**{**vars(args), "namespace": namespace})
+    with open_store(scoped_args) as store:
+        yield View(store, ScopedMemory(store, principal))

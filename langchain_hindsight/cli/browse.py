@@ -1,0 +1,189 @@
+"""Commands that read: ``search``, ``show``, ``history``, ``stats``, ``runs``, ``explain``, ``export``.
+
+Each works on the operator's whole store, or with ``--principal`` through that
+principal's grants (see :mod:`langchain_hindsight.cli._store`). Only ``search``
+embeds (it loads the embedding model); the others read stored units and never
+load a model.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import Counter
+from typing import Any
+
+from langchain_hindsight.cli._output import clip, emit_json, progress, safe, table, when
+from langchain_hindsight.cli._store import open_view
+
+__all__ = ["explain", "export", "history", "runs", "search", "show", "stats"]
+
+
+def search(args: argparse.Namespace) -> int:
+    """``hindsight search QUERY``: the best k memories with their relevance (below the serving floor too)."""
+    with open_view(args) as view:
+        if view.scoped is None:
+            from langchain_hindsight.recall.retriever import HindsightRetriever
+
+            retriever = HindsightRetriever(store=view.store, k=args.k, min_relevance=None)
+        else:  # the principal's own namespace (or --namespace) first, then every one it may read
+            retriever = view.scoped.as_retriever(k=args.k, min_relevance=None)
+        scored = retriever.recall(args.query, k=args.k, task_type=args.task_type, namespace=view.namespace)
+    if args.json:
+        emit_json(
+            [
+                {"memory": m.memory, "score": m.score, "similarity": m.similarity, "breakdown": m.breakdown}
+                for m in scored
+            ]
+        )
+        return 0
+    shared = view.scoped is not None and any(m.memory.namespace != view.namespace for m in scored)
+    rows = []
+    for i, m in enumerate(scored, start=1):
+        u = m.memory
+        row = [i, f"{m.score:.3f}", f"{m.similarity:.3f}", f"{u.score_confidence:.2f}", u.task_type, u.memory_id]
+        rows.append([*row, *([u.namespace] if shared else []), clip(u.content)])
+    headers = ["#", "score", "sim", "conf", "task_type", "memory_id", *(["namespace"] if shared else []), "content"]
+    print(table(headers, rows) if rows else "no match")
+    return 0
+
+
+def show(args: argparse.Namespace) -> int:
+    """``hindsight show ID...``: every field of each memory."""
+    with open_view(args) as view:
+        units = [view.get(i, explicit=args.namespace is not None) for i in args.memory_id]
+    if args.json:
+        emit_json(units if len(units) > 1 else units[0])
+        return 0
+    for unit in units:
+        data = unit.to_dict()
+        width = max(map(len, data))
+        for key, value in data.items():
+            text = json.dumps(value, ensure_ascii=False) if isinstance(value, dict | list) else value
+            print(f"{key:<{width}}  {safe(str(text))}")
+        print()
+    return 0
+
+
+def history(args: argparse.Namespace) -> int:
+    """``hindsight history ID``: the supersede chain through a memory, newest first."""
+    with open_view(args) as view:
+        if view.scoped is None:
+            chain = view.store.history(args.memory_id)
+        else:
+            chain = view.scoped.history(args.memory_id, namespace=view.namespace)
+    if args.json:
+        emit_json(chain)
+        return 0
+    rows = [
+        (u.memory_id, u.status, f"{u.score_confidence:.2f}", when(u.created_at), clip(u.content, 50)) for u in chain
+    ]
+    print(table(["memory_id (newest first)", "status", "conf", "created", "content"], rows))
+    return 0
+
+
+def stats(args: argparse.Namespace) -> int:
+    """``hindsight stats``: counts by status, task type and source, and journalled runs, per namespace."""
+    from langchain_hindsight.store.journal import RunJournal
+
+    with open_view(args) as view:
+        store = view.store
+        journal = RunJournal(store)
+        out: dict[str, Any] = {}
+        for ns in view.namespaces(args.all):
+            status: Counter[str] = Counter()
+            types: Counter[str] = Counter()
+            sources: Counter[str] = Counter()
+            for (state, task_type, source), n in store.count_by("status", "task_type", "source", namespace=ns).items():
+                status[state] += n
+                sources[source] += n
+                if state == "active":
+                    types[task_type] += n
+            out[ns] = {
+                "total": sum(status.values()),
+                "status": dict(status),
+                "active_by_task_type": dict(types.most_common()),
+                "by_source": dict(sources.most_common()),
+                "runs": journal.count(namespace=ns),
+            }
+    if args.json:
+        emit_json(out)
+        return 0
+    for ns, s in out.items():
+        print(f"namespace {ns}: {s['total']} memories, {s['runs']} journalled runs")
+        print(table(["status", "count"], sorted(s["status"].items())) if s["status"] else "  (empty)")
+        if s["active_by_task_type"]:
+            print(table(["task_type (active)", "count"], list(s["active_by_task_type"].items())))
+        if s["by_source"]:
+            print(table(["source", "count"], list(s["by_source"].items())))
+        print()
+    return 0
+
+
+def runs(args: argparse.Namespace) -> int:
+    """``hindsight runs``: recent journalled runs and reviews."""
+    from langchain_hindsight.store.journal import RunJournal
+
+    with open_view(args) as view:
+        records = RunJournal(view.store).list_runs(limit=args.limit, kind=None, namespace=view.namespace)
+    if args.json:
+        emit_json(records)
+        return 0
+    rows = [
+        (r.run_id, r.kind, when(r.started_at), r.task_type or "", r.outcome, len(r.served), len(r.produced),
+         clip(r.task, 40))
+        for r in records
+    ]  # fmt: skip
+    headers = ["run_id", "kind", "started", "task_type", "outcome", "served", "produced", "task"]
+    print(table(headers, rows) if rows else "no runs")
+    return 0
+
+
+def explain(args: argparse.Namespace) -> int:
+    """``hindsight explain RUN``: which memories shaped a run, and why they were ranked so."""
+    from langchain_hindsight.store.journal import RunJournal
+
+    with open_view(args) as view:
+        if view.scoped is None:
+            ex = RunJournal(view.store).explain(args.run_id)
+        else:
+            ex = view.scoped.explain(args.run_id, namespace=view.namespace)
+    if args.json:
+        emit_json(ex)
+        return 0
+    r = ex.record
+    print(safe(f"run {r.run_id} [{r.namespace}] {r.outcome}, started {when(r.started_at)}"))
+    print(f"task ({r.task_type or '?'}): {clip(r.task, 100)}")
+    rows = []
+    for m in ex.memories:
+        s = m.served
+        factors = ", ".join(f"{name} {value:.3f}" for name, value in m.factors)
+        now = f"{m.unit.score_confidence:.2f}" if m.unit else "-"
+        text = clip(m.unit.content, 40) if m.unit else ""
+        rows.append((s.rank, s.memory_id, f"{s.score:.3f}", f"{s.similarity:.3f}", factors, m.status, now, text))
+    if rows:
+        print("memories shown (rank order; factors largest first):")
+        print(table(["#", "memory_id", "score", "sim", "factors", "status", "conf now", "content"], rows))
+    else:
+        print("no memories were shown to this run")
+    for memory_id, unit in ex.produced:
+        print(safe(f"produced {memory_id}: {clip(unit.content, 80) if unit else '(no longer exists)'}"))
+    for f in r.feedback:
+        print(safe(f"feedback {when(f.at)} success={f.success} rejected={f.rejected}: {f.text}"))
+    return 0
+
+
+def export(args: argparse.Namespace) -> int:
+    """``hindsight export``: memories as JSONL (every field); ``--all``: of every namespace the view may read."""
+    from langchain_hindsight.store._transfer import export_units
+
+    with open_view(args) as view:
+        namespaces = view.namespaces(args.all)
+        if args.output in (None, "-"):
+            count = export_units(view.store, sys.stdout, namespaces=namespaces, progress=progress)
+        else:
+            with open(args.output, "w", encoding="utf-8") as fh:
+                count = export_units(view.store, fh, namespaces=namespaces, progress=progress)
+    print(f"exported {count} memories", file=sys.stderr)
+    return 0

@@ -1,0 +1,70 @@
+"""Commands that run something: ``demo`` (the offline end-to-end demo) and ``mcp`` (the MCP server)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from pathlib import Path
+
+from langchain_hindsight.cli._store import open_store, principal_of
+from langchain_hindsight.errors import ConfigurationError
+
+__all__ = ["demo", "mcp"]
+
+
+def demo(args: argparse.Namespace) -> int:
+    """``hindsight demo``: the scripted agent demo when ``hindsight_demo`` is installed, else a store round trip."""
+    try:
+        from hindsight_demo import run_demo
+    except ImportError:
+        return _store_demo(args)
+    return int(run_demo(path=args.demo_path, model=args.model, base_url=args.base_url, quiet=args.quiet))
+
+
+def _store_demo(args: argparse.Namespace) -> int:
+    from langchain_hindsight.store.memory_store import MemoryStore
+    from langchain_hindsight.types import MemoryUnit
+
+    path = Path(args.demo_path or Path(tempfile.gettempdir()) / "hindsight_demo")
+    print(f"store: {path}")
+    with MemoryStore(path) as store:
+        unit = store.add(
+            MemoryUnit(
+                task_type="清洗数据",
+                content="使用pandas读取CSV时，如果文件包含中文，需要指定encoding='utf-8-sig'，否则会出现乱码。",
+                tags=["csv", "encoding"],
+            )
+        ).unit
+        print(f"stored {unit.memory_id} as task_type={unit.task_type} confidence={unit.confidence:.2f}")
+        for found, similarity, _ in store.search("读取中文CSV文件出现乱码", k=3):
+            print(f"  recall {similarity:.2f}  {found.content}")
+        print(f"{store.count()} memories in {path}")
+    return 0
+
+
+def mcp(args: argparse.Namespace) -> int:
+    """``hindsight mcp --principal NAME``: serve one principal's view of the store over MCP."""
+    from langchain_hindsight.sharing.access import ScopedMemory
+
+    try:
+        from langchain_hindsight.sharing.mcp_server import create_server
+    except ImportError as e:
+        raise ConfigurationError(
+            f'hindsight mcp needs the mcp extra: pip install "langchain-hindsight[mcp]" ({e})'
+        ) from e
+    principal = principal_of(args)
+    if principal is None:
+        raise ConfigurationError("hindsight mcp needs --principal NAME (the agent identity the server acts as)")
+    if not 0 < args.port < 65536:
+        raise ConfigurationError(f"--port must be 1-65535, got {args.port}")
+    args.namespace = principal.namespace
+    with open_store(args) as store:
+        server = create_server(ScopedMemory(store, principal), locale=args.locale, host=args.host, port=args.port)
+        print(
+            f"hindsight mcp: principal {principal.name!r} (namespace {principal.namespace!r}, reads "
+            f"{', '.join(principal.readable)}) over {args.transport}",
+            file=sys.stderr,
+        )
+        server.run("streamable-http" if args.transport == "http" else "stdio")
+    return 0
