@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from langchain_core.embeddings import Embeddings
 
-from langchain_hindsight.cli.main import EXIT_LOCKED, EXIT_NOT_FOUND, EXIT_OK, EXIT_USAGE, main
+from langchain_hindsight.cli.main import EXIT_DENIED, EXIT_LOCKED, EXIT_NOT_FOUND, EXIT_OK, EXIT_USAGE, main
 from langchain_hindsight.recall.scoring import score_memory
 from langchain_hindsight.store.journal import RunJournal
 from langchain_hindsight.store.memory_store import MemoryStore
@@ -545,3 +545,124 @@ def test_import_clamps_future_timestamps(tmp_path: Path, capsys: pytest.CaptureF
         (unit,) = s.list_units()
         assert unit.created_at <= datetime.now(UTC)
         assert unit.last_accessed_at <= datetime.now(UTC)
+
+
+# ----------------------------------------------------------------------------- --principal: reads through the grants
+SHARED_ZH = "清洗销售CSV时，金额列先去掉千分位逗号再转成数字，否则求和会报ValueError。"
+SHARED_EN = "When cleaning the sales CSV, strip the thousands separators from the amount column before summing."
+PRIVATE = "清洗销售CSV的草稿：门店编码表在 /tmp/cleaner-only.csv，只给清洗代理自己用。"
+
+
+@pytest.fixture
+def team(make_store: Callable[..., MemoryStore], tmp_path: Path) -> dict[str, str]:
+    """A closed store where the cleaner published two lessons to ``shared`` and kept one private; the grants file."""
+    from langchain_hindsight.sharing.access import AccessPolicy, ScopedMemory
+    from tests.fakes import GRANTS_TOML
+
+    grants = tmp_path / "grants.toml"
+    grants.write_text(GRANTS_TOML, encoding="utf-8")
+    policy = AccessPolicy.from_file(grants)
+    store = make_store("team")
+    cleaner = ScopedMemory(store, policy.principal("cleaner"))
+    ids = {}
+    for key, text in (("zh", SHARED_ZH), ("en", SHARED_EN), ("private", PRIVATE)):
+        ids[key] = cleaner.remember(text, task_type="data_cleaning").memory_id
+    for key in ("zh", "en"):
+        cleaner.publish(ids[key], to="shared")
+    ids["run"], _ = ScopedMemory(store, policy.principal("analyst")).recall("汇总销售CSV的金额列", k=3)
+    store.close()
+    return {**ids, "path": str(tmp_path / "team"), "config": str(grants)}
+
+
+def as_(team: dict[str, str], name: str, *argv: str) -> list[str]:
+    return [*argv, "--path", team["path"], "--principal", name, "--config", team["config"]]
+
+
+def _denied(code: int, err: str) -> None:
+    assert code == EXIT_DENIED, err
+    assert err.startswith("hindsight: access denied:"), err
+    assert len(err.strip().splitlines()) == 1, err
+
+
+def test_a_principal_searches_its_own_and_the_shared_namespaces(
+    team: dict[str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = run(capsys, *as_(team, "analyst", "search", "汇总销售CSV的金额时先处理千分位", "--json"))
+    assert code == EXIT_OK, err
+    found = {hit["memory"]["memory_id"]: hit["memory"]["namespace"] for hit in json.loads(out)}
+    assert found.get(team["zh"]) == "shared"
+    assert team["private"] not in found
+    code, out, err = run(capsys, *as_(team, "analyst", "search", "strip thousands separators from the amount"))
+    assert code == EXIT_OK, err
+    assert team["en"] in out
+    assert "shared" in out  # the namespace column appears when a result is not the principal's own
+    code, out, _ = run(capsys, *as_(team, "analyst", "show", team["zh"], "--json"))
+    assert code == EXIT_OK
+    assert json.loads(out)["namespace"] == "shared"
+    code, out, _ = run(capsys, *as_(team, "analyst", "export", "--all"))
+    assert code == EXIT_OK
+    exported = {json.loads(line)["memory_id"] for line in out.splitlines()}
+    assert exported == {team["zh"], team["en"]}
+    code, out, err = run(capsys, *as_(team, "analyst", "explain", team["run"]))
+    assert code == EXIT_OK, err
+    assert "forgotten" not in out  # the shared memories it was shown are resolved in the shared namespace
+
+
+def test_without_the_grant_no_command_shows_the_shared_pool(
+    team: dict[str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = run(capsys, *as_(team, "outsider", "search", SHARED_ZH))
+    assert code == EXIT_OK, err
+    assert out.strip() == "no match"
+    for memory_id in (team["zh"], team["private"]):
+        code, out, err = run(capsys, *as_(team, "outsider", "show", memory_id))
+        assert code == EXIT_NOT_FOUND, err  # not even whether it exists elsewhere
+        assert out == ""
+    for argv in (
+        ["show", team["zh"], "--namespace", "shared"],
+        ["search", SHARED_ZH, "--namespace", "shared"],
+        ["export", "--namespace", "shared"],
+        ["stats", "--namespace", "cleaner"],
+        ["runs", "--namespace", "analyst"],
+        ["explain", team["run"], "--namespace", "analyst"],
+        ["history", team["zh"], "--namespace", "shared"],
+        ["report", "--namespace", "shared"],
+    ):
+        code, out, err = run(capsys, *as_(team, "outsider", *argv))
+        _denied(code, err)
+        assert out == ""
+    code, out, err = run(capsys, *as_(team, "outsider", "export", "--all"))
+    assert code == EXIT_OK, err
+    assert out == ""
+    code, out, _ = run(capsys, *as_(team, "outsider", "stats", "--all", "--json"))
+    assert set(json.loads(out)) <= {"outsider"}
+    # the analyst may read the shared pool, never the cleaner's own namespace
+    code, _, err = run(capsys, *as_(team, "analyst", "show", team["private"]))
+    assert code == EXIT_NOT_FOUND, err
+    _denied(*run(capsys, *as_(team, "analyst", "show", team["private"], "--namespace", "cleaner"))[::2])
+
+
+def test_a_principal_forgets_its_own_memory_with_every_published_copy(
+    team: dict[str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, _, err = run(capsys, *as_(team, "analyst", "forget", team["zh"]))
+    assert code == EXIT_NOT_FOUND, err  # not its own: nothing is deleted
+    code, out, err = run(capsys, *as_(team, "cleaner", "forget", team["zh"]))
+    assert code == EXIT_OK, err
+    assert out.strip() == "forgot 2 memories"
+    code, _, _ = run(capsys, *as_(team, "analyst", "show", team["zh"]))
+    assert code == EXIT_NOT_FOUND
+    code, out, _ = run(capsys, "show", team["en"], "--path", team["path"], "--namespace", "shared")
+    assert code == EXIT_OK  # the other published lesson stays
+
+
+def test_principal_flags_are_checked(team: dict[str, str], capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(capsys, *as_(team, "analyst", "maintain"))
+    assert code == EXIT_USAGE
+    assert "operator command" in err
+    code, _, err = run(capsys, "stats", "--path", team["path"], "--config", team["config"])
+    assert code == EXIT_USAGE
+    assert "--principal" in err
+    code, _, err = run(capsys, *as_(team, "nobody", "stats"))
+    assert code == EXIT_USAGE
+    assert "unknown principal" in err
