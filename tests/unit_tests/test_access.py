@@ -163,7 +163,7 @@ def test_readme_sharing_example_runs(
 ) -> None:
     import re
 
-    doc = (Path(__file__).resolve().parents[2] / "docs" / "readme" / "sharing_mcp.md").read_text(encoding="utf-8")
+    doc = _sharing_page().read_text(encoding="utf-8")
     (toml,) = re.findall(r"```toml\n(.*?)```", doc, re.S)
     code = re.findall(r"```python\n(.*?)```", doc, re.S)[0]
     monkeypatch.chdir(tmp_path)
@@ -322,3 +322,41 @@ def test_facade_principal_arguments(store: MemoryStore, grants: Path, policy: Ac
     with Hindsight(store=store, principal=policy.principal("analyst")) as hs:
         assert hs.session.namespace(None) == "analyst"
         assert isinstance(hs.retriever, ScopedRetriever)
+
+
+def _sharing_page() -> Path:
+    docs = Path(__file__).resolve().parents[2] / "docs"
+    return next(p for p in (docs / "sharing.md", docs / "readme" / "sharing_mcp.md") if p.exists())
+
+
+def test_docs_facade_example_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, routed_embeddings: Embeddings
+) -> None:
+    """The sharing page's facade example (docs/sharing.md), with a scripted model that records its prompt."""
+    import re
+
+    from langchain_hindsight.testing import ReactiveToolModel
+
+    page = _sharing_page()
+    (code,) = [
+        c for c in re.findall(r"```python\n(.*?)```", page.read_text(encoding="utf-8"), re.S) if "principal=" in c
+    ]
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "grants.toml").write_text(GRANTS_TOML, encoding="utf-8")
+    code = code.replace('MemoryStore("./memory_db")', 'MemoryStore("./memory_db", embeddings=embeddings)')
+    prompts: list[str] = []
+    printed: list[str] = []
+
+    def respond(messages: list[Any]) -> str:
+        prompts.append("\n".join(str(m.content) for m in messages))
+        return "好的"
+
+    namespace = {
+        "embeddings": routed_embeddings,
+        "model": ReactiveToolModel(respond=respond),
+        "tools": [],
+        "print": lambda *args: printed.append(" ".join(map(str, args))),
+    }
+    exec(compile(code, str(page), "exec"), namespace)
+    assert any("千分位" in line and line.endswith("（来自：shared）") for line in prompts[0].splitlines()), prompts
+    assert any(line.startswith("shared 清洗销售CSV") for line in printed), printed
