@@ -360,3 +360,17 @@ def test_docs_facade_example_runs(
     exec(compile(code, str(page), "exec"), namespace)
     assert any("千分位" in line and line.endswith("（来自：shared）") for line in prompts[0].splitlines()), prompts
     assert any(line.startswith("shared 清洗销售CSV") for line in printed), printed
+
+
+def test_facade_forget_of_the_source_removes_what_readers_recall(store: MemoryStore, grants: Path) -> None:
+    zh, en = _publish(store, grants, LESSON, EN_LESSON)
+    with Hindsight(store=store, principal="analyst", policy=grants) as analyst:
+        assert zh in {m.memory.memory_id for m in analyst.recall("清洗销售CSV的金额列")}
+        with Hindsight(store=store, principal="cleaner", policy=grants) as cleaner:
+            assert cleaner.scoped is not None
+            assert analyst.scoped is not None
+            with pytest.raises(MemoryNotFoundError):
+                analyst.scoped.forget(zh)  # a reader cannot forget the owner's lesson
+            assert cleaner.scoped.forget(zh) == 2  # the original and its published copy
+        assert zh not in {m.memory.memory_id for m in analyst.recall("清洗销售CSV的金额列")}
+        assert en in {m.memory.memory_id for m in analyst.recall("strip the thousands separators of the amount")}
