@@ -374,3 +374,18 @@ def test_facade_forget_of_the_source_removes_what_readers_recall(store: MemorySt
             assert cleaner.scoped.forget(zh) == 2  # the original and its published copy
         assert zh not in {m.memory.memory_id for m in analyst.recall("清洗销售CSV的金额列")}
         assert en in {m.memory.memory_id for m in analyst.recall("strip the thousands separators of the amount")}
+
+
+async def test_facade_async_agent_recalls_the_shared_pool_labelled(store: MemoryStore, grants: Path) -> None:
+    from langchain_core.messages import HumanMessage
+
+    (zh,) = _publish(store, grants, LESSON)
+    seen: list[str] = []
+    with Hindsight(store=store, principal="analyst", policy=grants, locale="en") as analyst:
+        run_id = str(uuid.uuid4())
+        await _agent_seeing(analyst, seen).ainvoke(
+            {"messages": [HumanMessage("汇总销售CSV的金额，求和时报错了")]}, config={"run_id": run_id}
+        )
+        assert analyst.journal.get(run_id).served_ids == [zh]
+        (line,) = [line for line in seen[0].splitlines() if "千分位" in line]
+        assert line.endswith(" (from: shared)"), seen[0]
