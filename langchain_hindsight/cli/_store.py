@@ -5,34 +5,31 @@ With ``--principal NAME`` (grants from ``--config grants.toml``) every read goes
 through the principal's :class:`~langchain_hindsight.sharing.access.ScopedMemory`:
 ``--namespace`` must be one it may read (its own by default), ``--all`` means
 every namespace it may read, and a memory in any other namespace does not exist
-for it. Heavy modules (Chroma, the store, the embedder) are imported only when a
-command opens the store.
+for it. This module (Chroma, the store) is imported only by the commands that
+open a store, never by ``hindsight --help`` or a usage error.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import chromadb
+from chromadb.config import Settings
+
 from langchain_hindsight.errors import ConfigurationError, MemoryNotFoundError, StoreError
+from langchain_hindsight.sharing.principals import AccessPolicy, Principal
+from langchain_hindsight.store.memory_store import MemoryStore
 
 if TYPE_CHECKING:
     from langchain_hindsight.sharing.access import ScopedMemory
-    from langchain_hindsight.sharing.principals import Principal
-    from langchain_hindsight.store.memory_store import MemoryStore
     from langchain_hindsight.types import MemoryUnit
 
-__all__ = ["View", "environment", "open_store", "open_view", "principal_of"]
-
-
-def environment() -> dict[str, str | None]:
-    """The only place the CLI reads environment variables."""
-    return {"path": os.environ.get("HINDSIGHT_PATH") or None, "server": os.environ.get("HINDSIGHT_SERVER") or None}
+__all__ = ["View", "open_store", "open_view", "principal_of"]
 
 
 def principal_of(args: argparse.Namespace) -> Principal | None:
@@ -50,8 +47,6 @@ def principal_of(args: argparse.Namespace) -> Principal | None:
         if config:
             raise ConfigurationError("--config needs --principal NAME (the agent whose grants apply)")
         return None
-    from langchain_hindsight.sharing.principals import AccessPolicy, Principal
-
     if config:
         return AccessPolicy.from_file(config).principal(name)
     return Principal(name, args.namespace or name)
@@ -62,13 +57,8 @@ def open_store(args: argparse.Namespace) -> Iterator[MemoryStore]:
     """The store of ``--path`` or ``--server``, default namespace ``--namespace`` (closed afterwards)."""
     if not args.server and not getattr(args, "creates_store", False) and not Path(args.path).is_dir():
         raise MemoryNotFoundError(f"no store at {args.path!r} (only 'import' creates a store)")
-    from langchain_hindsight.store.memory_store import MemoryStore
-
     namespace = args.namespace or "default"
     if args.server:
-        import chromadb
-        from chromadb.config import Settings
-
         host, _, port = args.server.rpartition(":")
         if not host or not port.isdigit() or not 0 < int(port) < 65536 or any(c in host for c in "/ @?#"):
             raise ConfigurationError(f"--server must be HOST:PORT, got {args.server!r}")
@@ -127,6 +117,8 @@ def open_view(args: argparse.Namespace) -> Iterator[View]:
         return
     namespace = args.namespace or principal.namespace
     principal.check("read", namespace)
+    # The one function-level import of the CLI: a principal's view pulls in the retriever (and with it
+    # langchain_core's runnables, ~0.3 s CPU), which stats/show/export for the operator never need.
     from langchain_hindsight.sharing.access import ScopedMemory
 
     scoped_args = argparse.Namespace(**{**vars(args), "namespace": namespace})

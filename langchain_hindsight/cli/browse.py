@@ -1,9 +1,8 @@
-"""Commands that read: ``search``, ``show``, ``history``, ``stats``, ``runs``, ``explain``, ``export``.
+"""Commands that read stored memories and runs: ``show``, ``history``, ``stats``, ``runs``, ``explain``, ``export``.
 
 Each works on the operator's whole store, or with ``--principal`` through that
-principal's grants (see :mod:`langchain_hindsight.cli._store`). Only ``search``
-embeds (it loads the embedding model); the others read stored units and never
-load a model.
+principal's grants (see :mod:`langchain_hindsight.cli._store`). None of them
+embeds: no model is loaded (``search``, which embeds, is in its own module).
 """
 
 from __future__ import annotations
@@ -16,37 +15,10 @@ from typing import Any
 
 from langchain_hindsight.cli._output import clip, emit_json, progress, safe, table, when
 from langchain_hindsight.cli._store import open_view
+from langchain_hindsight.store._transfer import export_units
+from langchain_hindsight.store.journal import RunJournal
 
-__all__ = ["explain", "export", "history", "runs", "search", "show", "stats"]
-
-
-def search(args: argparse.Namespace) -> int:
-    """``hindsight search QUERY``: the best k memories with their relevance (below the serving floor too)."""
-    with open_view(args) as view:
-        if view.scoped is None:
-            from langchain_hindsight.recall.retriever import HindsightRetriever
-
-            retriever = HindsightRetriever(store=view.store, k=args.k, min_relevance=None)
-        else:  # the principal's own namespace (or --namespace) first, then every one it may read
-            retriever = view.scoped.as_retriever(k=args.k, min_relevance=None)
-        scored = retriever.recall(args.query, k=args.k, task_type=args.task_type, namespace=view.namespace)
-    if args.json:
-        emit_json(
-            [
-                {"memory": m.memory, "score": m.score, "similarity": m.similarity, "breakdown": m.breakdown}
-                for m in scored
-            ]
-        )
-        return 0
-    shared = view.scoped is not None and any(m.memory.namespace != view.namespace for m in scored)
-    rows = []
-    for i, m in enumerate(scored, start=1):
-        u = m.memory
-        row = [i, f"{m.score:.3f}", f"{m.similarity:.3f}", f"{u.score_confidence:.2f}", u.task_type, u.memory_id]
-        rows.append([*row, *([u.namespace] if shared else []), clip(u.content)])
-    headers = ["#", "score", "sim", "conf", "task_type", "memory_id", *(["namespace"] if shared else []), "content"]
-    print(table(headers, rows) if rows else "no match")
-    return 0
+__all__ = ["explain", "export", "history", "runs", "show", "stats"]
 
 
 def show(args: argparse.Namespace) -> int:
@@ -85,8 +57,6 @@ def history(args: argparse.Namespace) -> int:
 
 def stats(args: argparse.Namespace) -> int:
     """``hindsight stats``: counts by status, task type and source, and journalled runs, per namespace."""
-    from langchain_hindsight.store.journal import RunJournal
-
     with open_view(args) as view:
         store = view.store
         journal = RunJournal(store)
@@ -123,8 +93,6 @@ def stats(args: argparse.Namespace) -> int:
 
 def runs(args: argparse.Namespace) -> int:
     """``hindsight runs``: recent journalled runs and reviews."""
-    from langchain_hindsight.store.journal import RunJournal
-
     with open_view(args) as view:
         records = RunJournal(view.store).list_runs(limit=args.limit, kind=None, namespace=view.namespace)
     if args.json:
@@ -142,8 +110,6 @@ def runs(args: argparse.Namespace) -> int:
 
 def explain(args: argparse.Namespace) -> int:
     """``hindsight explain RUN``: which memories shaped a run, and why they were ranked so."""
-    from langchain_hindsight.store.journal import RunJournal
-
     with open_view(args) as view:
         if view.scoped is None:
             ex = RunJournal(view.store).explain(args.run_id)
@@ -176,8 +142,6 @@ def explain(args: argparse.Namespace) -> int:
 
 def export(args: argparse.Namespace) -> int:
     """``hindsight export``: memories as JSONL (every field); ``--all``: of every namespace the view may read."""
-    from langchain_hindsight.store._transfer import export_units
-
     with open_view(args) as view:
         namespaces = view.namespaces(args.all)
         if args.output in (None, "-"):

@@ -3,7 +3,7 @@ r"""The ``hindsight`` command line: inspect, maintain, export and forget memorie
 Every subcommand takes ``--path DIR`` (an embedded store directory), or
 ``--server HOST:PORT`` (a Chroma server started with ``chroma run``), plus
 ``--namespace`` and ``--json``. Defaults come from the environment, read in
-one place (:func:`langchain_hindsight.cli._store.environment`):
+one place (:func:`_environment`):
 
 * ``HINDSIGHT_PATH`` — store directory (default ``./memory_db``);
 * ``HINDSIGHT_SERVER`` — ``host:port`` of a Chroma server (overrides the path).
@@ -34,12 +34,13 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Callable, Sequence
+from types import ModuleType
 from typing import Any, NoReturn
 
 from langchain_hindsight.cli._output import days, one_line, positive_int, safe
-from langchain_hindsight.cli._store import environment
 from langchain_hindsight.errors import (
     AccessDeniedError,
     ConfigurationError,
@@ -58,6 +59,16 @@ _OPERATOR_ONLY = frozenset({"maintain", "review", "import", "restore", "reembed"
 """Commands that change or rewrite a whole store: never run as a principal."""
 
 
+def _environment() -> dict[str, str | None]:
+    """The only place the CLI reads environment variables."""
+    return {"path": os.environ.get("HINDSIGHT_PATH") or None, "server": os.environ.get("HINDSIGHT_SERVER") or None}
+
+
+def _module(name: str) -> ModuleType:
+    """A command module of this package, imported when its command runs (so ``stats`` never imports ``search``'s)."""
+    return importlib.import_module(f"{__package__}.{name}")
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse with one-line usage errors (exit 2), like every other CLI error."""
 
@@ -67,7 +78,7 @@ class _Parser(argparse.ArgumentParser):
 
 def _parser(words: Sequence[str] = ()) -> argparse.ArgumentParser:
     """The argument parser; ``words`` (the command line) says which command's heavy options to add."""
-    env = environment()
+    env = _environment()
     common = argparse.ArgumentParser(add_help=False)
     where = common.add_mutually_exclusive_group()
     where.add_argument("--path", default=env["path"] or "./memory_db", help="store directory (env HINDSIGHT_PATH)")
@@ -107,7 +118,7 @@ def _parser(words: Sequence[str] = ()) -> argparse.ArgumentParser:
     demo.add_argument("--quiet", action="store_true")
     demo.set_defaults(func="serve:demo")
 
-    p = add("search", "browse:search", "recall the memories that match a task")
+    p = add("search", "search:search", "recall the memories that match a task")
     p.add_argument("query")
     p.add_argument("-k", type=positive_int, default=5)
     p.add_argument("--task-type")
@@ -149,9 +160,7 @@ def _parser(words: Sequence[str] = ()) -> argparse.ArgumentParser:
     p.add_argument("memory_id", nargs="+")
     p = add("reembed", "maintenance:reembed", "re-embed every memory (every namespace unless --namespace)")
     if "reembed" in words:  # its options live with the re-embedding code, which imports the embedders
-        from langchain_hindsight.store._reembed import add_arguments
-
-        add_arguments(p)
+        _module("maintenance").add_reembed_arguments(p)
     p = add("mcp", "serve:mcp", "serve the store to MCP clients as one principal (needs the [mcp] extra)")
     p.add_argument("--transport", choices=["stdio", "http"], default="stdio")
     p.add_argument("--host", default="127.0.0.1", help="bind address for --transport http")
@@ -166,9 +175,7 @@ def _command(args: argparse.Namespace) -> Callable[[argparse.Namespace], int]:
     if getattr(args, "principal", None) and args.command in _OPERATOR_ONLY:
         raise ConfigurationError(f"'{args.command}' is an operator command: run it without --principal")
     module, _, name = str(args.func).partition(":")
-    func: Callable[[argparse.Namespace], int] = getattr(
-        importlib.import_module(f"langchain_hindsight.cli.{module}"), name
-    )
+    func: Callable[[argparse.Namespace], int] = getattr(_module(module), name)
     return func
 
 

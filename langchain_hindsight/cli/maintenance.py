@@ -14,22 +14,29 @@ import sys
 import tempfile
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from langchain_hindsight.cli._output import check_future, clip, emit_json, parse_now, progress, table
 from langchain_hindsight.cli._store import open_store, open_view, principal_of
 from langchain_hindsight.errors import ConfigurationError, InvalidMemoryError, MemoryNotFoundError
+from langchain_hindsight.lifecycle.maintenance import Lifecycle
+from langchain_hindsight.store import _reembed
+from langchain_hindsight.store._transfer import import_units, read_jsonl
+from langchain_hindsight.store.memory_store import MemoryStore
 
-if TYPE_CHECKING:
-    from langchain_hindsight.lifecycle.maintenance import Lifecycle
-    from langchain_hindsight.store.memory_store import MemoryStore
-
-__all__ = ["forget", "import_", "maintain", "reembed", "report", "restore", "review"]
+__all__ = [
+    "add_reembed_arguments",
+    "forget",
+    "import_",
+    "maintain",
+    "reembed",
+    "report",
+    "restore",
+    "review",
+]
 
 
 def _lifecycle(args: argparse.Namespace, store: MemoryStore) -> Lifecycle:
-    from langchain_hindsight.lifecycle.maintenance import Lifecycle
-
     model = None
     if getattr(args, "model", None):
         from hindsight_demo import select_model
@@ -159,8 +166,6 @@ def report(args: argparse.Namespace) -> int:
 
 def import_(args: argparse.Namespace) -> int:
     """``hindsight import FILE``: memories from JSONL exactly as exported."""
-    from langchain_hindsight.store._transfer import import_units, read_jsonl
-
     with open_store(args) as store:
         if args.file == "-":
             result = import_units(
@@ -228,6 +233,9 @@ def restore(args: argparse.Namespace) -> int:
 
 def reembed(args: argparse.Namespace) -> int:
     """``hindsight reembed --to NAME``: re-embed every memory with another embedder."""
-    from langchain_hindsight.store._reembed import run_cli
+    return _reembed.run_cli(args, open_store, progress, print)
 
-    return run_cli(args, open_store, progress, print)
+
+def add_reembed_arguments(parser: argparse.ArgumentParser) -> None:
+    """The ``hindsight reembed`` options (they live with the re-embedding code)."""
+    _reembed.add_arguments(parser)

@@ -9,6 +9,9 @@ from pathlib import Path
 
 from langchain_hindsight.cli._store import open_store, principal_of
 from langchain_hindsight.errors import ConfigurationError
+from langchain_hindsight.sharing.access import ScopedMemory
+from langchain_hindsight.store.memory_store import MemoryStore
+from langchain_hindsight.types import MemoryUnit
 
 __all__ = ["demo", "mcp"]
 
@@ -23,9 +26,6 @@ def demo(args: argparse.Namespace) -> int:
 
 
 def _store_demo(args: argparse.Namespace) -> int:
-    from langchain_hindsight.store.memory_store import MemoryStore
-    from langchain_hindsight.types import MemoryUnit
-
     path = Path(args.demo_path or Path(tempfile.gettempdir()) / "hindsight_demo")
     print(f"store: {path}")
     with MemoryStore(path) as store:
@@ -45,9 +45,7 @@ def _store_demo(args: argparse.Namespace) -> int:
 
 def mcp(args: argparse.Namespace) -> int:
     """``hindsight mcp --principal NAME``: serve one principal's view of the store over MCP."""
-    from langchain_hindsight.sharing.access import ScopedMemory
-
-    try:
+    try:  # the [mcp] extra
         from langchain_hindsight.sharing.mcp_server import create_server
     except ImportError as e:
         raise ConfigurationError(

@@ -181,8 +181,10 @@ async def test_langchain_agent_uses_the_server_tools(tmp_path: Path, config: Pat
 async def test_readme_langchain_example_runs(tmp_path: Path, config: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import re
 
-    doc = (ROOT / "docs" / "readme" / "sharing_mcp.md").read_text(encoding="utf-8")
-    code = re.findall(r"```python\n(.*?)```", doc, re.S)[1]
+    page = next(p for p in (ROOT / "docs" / "sharing.md", ROOT / "docs" / "readme" / "sharing_mcp.md") if p.exists())
+    (code,) = [
+        c for c in re.findall(r"```python\n(.*?)```", page.read_text(encoding="utf-8"), re.S) if "MultiServer" in c
+    ]
     assert '"command": "hindsight"' in code
     assert '"openai:gpt-4o-mini"' in code
     monkeypatch.chdir(tmp_path)
@@ -195,7 +197,7 @@ async def test_readme_langchain_example_runs(tmp_path: Path, config: Path, monke
         "async def _example():\n" + "".join(f"    {line}\n" for line in code.splitlines()) + "    return agent, tools\n"
     )
     scope: dict[str, Any] = {"sys": sys, "env": child_env(), "model": model}
-    exec(compile(body, "docs/readme/sharing_mcp.md", "exec"), scope)
+    exec(compile(body, str(page), "exec"), scope)
     agent, tools = await scope["_example"]()
     assert {t.name for t in tools} == set(TOOL_NAMES)
     state = await agent.ainvoke({"messages": [HumanMessage("分析销售数据")]})
