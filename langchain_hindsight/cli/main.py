@@ -3,7 +3,7 @@ r"""The ``hindsight`` command line: inspect, maintain, export and forget memorie
 Every subcommand takes ``--path DIR`` (an embedded store directory), or
 ``--server HOST:PORT`` (a Chroma server started with ``chroma run``), plus
 ``--namespace`` and ``--json``. Defaults come from the environment, read in
-one place (:func:`_environment`):
+one place (:mod:`langchain_hindsight.settings`):
 
 * ``HINDSIGHT_PATH`` — store directory (default ``./memory_db``);
 * ``HINDSIGHT_SERVER`` — ``host:port`` of a Chroma server (overrides the path).
@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import os
 import sys
 from collections.abc import Callable, Sequence
 from types import ModuleType
@@ -50,6 +49,7 @@ from langchain_hindsight.errors import (
     RunNotFoundError,
     StoreLockedError,
 )
+from langchain_hindsight.settings import read_environment
 
 __all__ = ["EXIT_DENIED", "EXIT_ERROR", "EXIT_LOCKED", "EXIT_NOT_FOUND", "EXIT_OK", "EXIT_USAGE", "main"]
 
@@ -60,8 +60,9 @@ _OPERATOR_ONLY = frozenset({"maintain", "review", "import", "restore", "reembed"
 
 
 def _environment() -> dict[str, str | None]:
-    """The only place the CLI reads environment variables."""
-    return {"path": os.environ.get("HINDSIGHT_PATH") or None, "server": os.environ.get("HINDSIGHT_SERVER") or None}
+    """The CLI's defaults from the environment (read in :mod:`langchain_hindsight.settings`)."""
+    env = read_environment()
+    return {"path": env.store_path, "server": env.server}
 
 
 def _module(name: str) -> ModuleType:

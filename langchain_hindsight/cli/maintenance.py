@@ -20,6 +20,7 @@ from langchain_hindsight.cli._output import check_future, clip, emit_json, parse
 from langchain_hindsight.cli._store import open_store, open_view, principal_of
 from langchain_hindsight.errors import ConfigurationError, InvalidMemoryError, MemoryNotFoundError
 from langchain_hindsight.lifecycle.maintenance import Lifecycle
+from langchain_hindsight.settings import openai_chat_model
 from langchain_hindsight.store import _reembed
 from langchain_hindsight.store._transfer import import_units, read_jsonl
 from langchain_hindsight.store.memory_store import MemoryStore
@@ -39,9 +40,7 @@ __all__ = [
 def _lifecycle(args: argparse.Namespace, store: MemoryStore) -> Lifecycle:
     model = None
     if getattr(args, "model", None):
-        from hindsight_demo import select_model
-
-        model, _ = select_model(args.model, args.base_url)  # no key: a ConfigurationError, not a traceback
+        model = openai_chat_model(args.model, args.base_url)  # no key: a ConfigurationError, not a traceback
     return Lifecycle(store, model=model, locale=getattr(args, "locale", "zh"), progress=progress)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 import tempfile
+from importlib.metadata import entry_points
 from pathlib import Path
 
 from langchain_hindsight.cli._store import open_store, principal_of
@@ -17,12 +18,15 @@ __all__ = ["demo", "mcp"]
 
 
 def demo(args: argparse.Namespace) -> int:
-    """``hindsight demo``: the scripted agent demo when ``hindsight_demo`` is installed, else a store round trip."""
-    try:
-        from hindsight_demo import run_demo
-    except ImportError:
+    """Run the ``hindsight-demo`` entry point (found by name: the library never imports the demo package)."""
+    found = entry_points(group="console_scripts", name="hindsight-demo")
+    if not found:
+        print("hindsight-demo is not installed; running the store-only demo instead")
         return _store_demo(args)
-    return int(run_demo(path=args.demo_path, model=args.model, base_url=args.base_url, quiet=args.quiet))
+    options = {"--path": args.demo_path, "--model": args.model, "--base-url": args.base_url}
+    argv = [part for flag, value in options.items() if value for part in (flag, value)]
+    argv += ["--quiet"] if args.quiet else []
+    return int(next(iter(found)).load()(argv))
 
 
 def _store_demo(args: argparse.Namespace) -> int:

@@ -136,6 +136,7 @@ def test_hindsight_demo_command_runs_the_entry_point(monkeypatch: pytest.MonkeyP
     from importlib.metadata import EntryPoint
 
     import langchain_hindsight.cli.main as cli
+    import langchain_hindsight.cli.serve as serve  # where `hindsight demo` looks the entry point up
 
     seen: list[list[str]] = []
 
@@ -143,7 +144,7 @@ def test_hindsight_demo_command_runs_the_entry_point(monkeypatch: pytest.MonkeyP
         assert selector == {"group": "console_scripts", "name": "hindsight-demo"}
         return [EntryPoint(name="hindsight-demo", value="hindsight_demo.cli:main", group="console_scripts")]
 
-    monkeypatch.setattr(cli, "entry_points", fake_entry_points)
+    monkeypatch.setattr(serve, "entry_points", fake_entry_points)
     monkeypatch.setattr("hindsight_demo.cli.main", lambda argv: seen.append(list(argv)) or 0)
     assert cli.main(["demo", "--path", "/tmp/x", "--quiet"]) == 0
     assert seen == [["--path", "/tmp/x", "--quiet"]]
