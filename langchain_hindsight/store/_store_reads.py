@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -11,12 +11,13 @@ from langchain_hindsight.store._codec import unit_from_record
 from langchain_hindsight.store._collections import ALLOWED, ROLES, Role, filter_where, records
 from langchain_hindsight.store._collections import namespaces as _namespaces
 from langchain_hindsight.store._core import StoreCore, backend_errors
+from langchain_hindsight.store.backend import Records, Rows
 from langchain_hindsight.types import MemoryStatus, MemoryUnit
 
 __all__ = ["ReadMixin"]
 
 _COUNT_PAGE = 5000
-"""Records per backend read in :meth:`ReadMixin.count_by`."""
+"""Records per backend read when :meth:`ReadMixin.count_by` reads metadata."""
 _MAX_PAGE = 2**31 - 1
 
 
@@ -128,7 +129,12 @@ class ReadMixin(StoreCore):
     def count_by(self, *fields: str, namespace: str | None = None) -> dict[tuple[str, ...], int]:
         """How many units (every status) have each combination of values of ``fields``.
 
-        Reads metadata only (no unit is built), so it stays fast on large stores.
+        Exact, and cheap on large stores: a field with a known set of values
+        (``status``, ``kind``, ``source``, and ``task_type`` through the store's
+        vocabulary) is read as one id-only filtered query per value, and only the
+        units whose value is outside that set (or missing: counted as ``""``) have
+        their metadata read. ``run_id`` has no known values, so counting by it
+        reads every unit's metadata.
 
         Example:
             >>> store.count_by("status", "task_type")  # doctest: +SKIP
@@ -142,21 +148,16 @@ class ReadMixin(StoreCore):
         if not fields or any(f not in allowed for f in fields):
             raise ConfigurationError(f"fields must be among {allowed}, got {fields!r}")
         ns = self._ns(namespace)
+        known = {f: self.vocabulary.labels if f == "task_type" else ALLOWED.get(f, ()) for f in fields}
         counts: dict[tuple[str, ...], int] = {}
         for role in ROLES:
-            offset = 0
-            while True:
-                with self._lock:
-                    col = self._collection(ns, role, create=False)
-                    if col is None:
-                        break
-                    page = col.get(include=["metadatas"], limit=_COUNT_PAGE, offset=offset)["metadatas"] or []
-                for meta in page:
-                    key = tuple(str((meta or {}).get(f, "")) for f in fields)
-                    counts[key] = counts.get(key, 0) + 1
-                if len(page) < _COUNT_PAGE:
-                    break
-                offset += _COUNT_PAGE
+            with self._lock:
+                col = self._collection(ns, role, create=False)
+                if col is None:
+                    continue
+                keys = _value_tuples(col, fields, known)
+            for key in keys:
+                counts[key] = counts.get(key, 0) + 1
         return counts
 
     @backend_errors
@@ -206,3 +207,34 @@ class ReadMixin(StoreCore):
                     break
                 chain.append(older[0])
             return chain
+
+
+def _value_tuples(col: Records, fields: tuple[str, ...], known: Mapping[str, Sequence[str]]) -> list[tuple[str, ...]]:
+    """Each record's values of ``fields`` (``str`` of the stored value, ``""`` when missing), one tuple per record.
+
+    A known value costs one id-only filtered query; the records left over are
+    read with their metadata (by id when few, else page by page).
+    """
+    ids = col.get(include=[])["ids"]
+    if not ids:
+        return []
+    value_of: list[dict[str, str]] = []
+    for field in fields:
+        got: dict[str, str] = {}
+        for value in known[field]:
+            got.update(dict.fromkeys(col.get(where={field: value}, include=[])["ids"], value))
+        value_of.append(got)
+    rest = {i for got in value_of if len(got) < len(ids) for i in ids if i not in got}
+    if rest:
+        pages: Iterable[Rows] = (
+            [col.get(ids=sorted(rest), include=["metadatas"])]
+            if len(rest) <= _COUNT_PAGE
+            else col.pages(include=["metadatas"], size=_COUNT_PAGE)
+        )
+        for rows in pages:
+            for i, meta in zip(rows["ids"], rows["metadatas"] or [], strict=True):
+                for field, got in zip(fields, value_of, strict=True):
+                    if i not in got:
+                        got[i] = str((meta or {}).get(field, ""))
+    # a record deleted by another process between the queries has no value for some field: left out
+    return [tuple(got[i] for got in value_of) for i in ids if all(i in got for got in value_of)]

@@ -1,0 +1,153 @@
+"""Wall time of ``hindsight`` CLI commands on a store of N memories, next to the import floor.
+
+Builds (or reuses, ``--path``) a store of ``--size`` memories of the ``common``
+corpus (``benchmarks/_corpora.py``; 5 % of them archived, so both collections
+are read), then times fresh processes of
+
+* ``hindsight stats`` and ``hindsight search "<a corpus query>"``;
+* ``python -c "import chromadb"``: the floor every command that opens a store
+  pays before any of our code runs (measured in the same run, same interpreter).
+
+Each is run ``--runs`` times; the report gives p50 and min (seconds). Document
+vectors are precomputed as in ``recall_scale.py`` (``--real`` texts embedded for
+real, the rest noisy mixes), queries are embedded for real by the CLI itself.
+
+Writes benchmarks/results/cli_latency.json and .md.
+
+Run: HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/cli_latency.py [--size 10000] [--runs 7]
+     [--path DIR (kept; reused when it exists)] [--note "machine shared"]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent
+sys.path.insert(0, str(ROOT.parent))
+sys.path.insert(0, str(ROOT))
+
+from _corpora import CORPORA  # noqa: E402
+from recall_scale import NOW, TASK_TYPES, TableEmbeddings, default_embedder, vectors_for  # noqa: E402
+
+from langchain_hindsight.store.memory_store import MemoryStore  # noqa: E402
+from langchain_hindsight.types import MemoryUnit  # noqa: E402
+
+TARGETS = {"stats": 1.0, "search": 1.5}
+"""Issue 13's acceptance at 10k memories (seconds)."""
+
+
+def build(path: Path, size: int, n_real: int) -> str:
+    """A store of ``size`` common-corpus memories at ``path`` (5 % archived); returns a query of the corpus."""
+    texts, queries = CORPORA["common"](size, 20)
+    real = default_embedder()
+    vecs, _ = vectors_for(texts, real, n_real, seed=size)
+    emb = TableEmbeddings({t: v.tolist() for t, v in zip(texts, vecs, strict=True)}, real)
+    rng = random.Random(size)
+    with MemoryStore(path, embeddings=emb) as store:
+        for start in range(0, size, 5000):
+            units = store.add_many(
+                [
+                    MemoryUnit(
+                        content=t,
+                        task_type=TASK_TYPES[(start + j) % len(TASK_TYPES)],
+                        confidence=round(0.4 + 0.5 * rng.random(), 2),
+                        created_at=NOW,
+                        last_accessed_at=NOW,
+                    )
+                    for j, t in enumerate(texts[start : start + 5000])
+                ],
+                dedupe=False,
+            )
+            store.archive([u.memory_id for u in units[::20]])
+        store.lexical_search("warm up", k=1)  # the lexical snapshot is written at close
+    return queries[0]
+
+
+def wall(argv: list[str], runs: int) -> dict[str, Any]:
+    """p50 and min wall seconds of ``argv`` in ``runs`` fresh processes (exit code of the last failure)."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT.parent), HF_HUB_OFFLINE="1")
+    times: list[float] = []
+    code = 0
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        proc = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
+        times.append(time.perf_counter() - t0)
+        if proc.returncode:
+            code = proc.returncode
+            print(f"  {argv[3:5]} failed: {proc.stderr.strip()[-300:]}", flush=True)
+    return {"p50_s": round(statistics.median(times), 3), "min_s": round(min(times), 3), "exit": code}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--size", type=int, default=10000)
+    parser.add_argument("--runs", type=int, default=7)
+    parser.add_argument("--real", type=int, default=300, help="texts embedded for real when building")
+    parser.add_argument("--path", default="", help="store directory, kept (reused if it already holds a store)")
+    parser.add_argument("--note", default="", help="a line added to the report (e.g. 'machine shared')")
+    args = parser.parse_args()
+    tmp = None
+    if args.path:
+        path = Path(args.path)
+    else:
+        tmp = tempfile.TemporaryDirectory()
+        path = Path(tmp.name) / "store"
+    query_file = path.parent / (path.name + ".query")
+    if path.exists() and query_file.exists():
+        query = query_file.read_text(encoding="utf-8")
+    else:
+        query = build(path, args.size, args.real)
+        query_file.write_text(query, encoding="utf-8")
+    py = sys.executable
+    cli = [py, "-m", "langchain_hindsight.cli.main"]
+    rows = {
+        "import chromadb (floor)": wall([py, "-c", "import chromadb"], args.runs),
+        "hindsight stats": wall([*cli, "stats", "--path", str(path)], args.runs),
+        "hindsight search": wall([*cli, "search", query, "--path", str(path)], args.runs),
+    }
+    loads = os.getloadavg()
+    result = {
+        "size": args.size,
+        "runs": args.runs,
+        "query": query,
+        "load_average_after": [round(x, 2) for x in loads],
+        "cpus": os.cpu_count(),
+        "python": platform.python_version(),
+        "note": args.note,
+        "targets_s": TARGETS,
+        "rows": rows,
+    }
+    out = ROOT / "results"
+    (out / "cli_latency.json").write_text(json.dumps(result, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+    lines = [
+        f"# CLI wall time at {args.size} memories",
+        "",
+        f"Fresh processes, {args.runs} runs each; p50 and min in seconds. Store: `common` corpus, 5 % archived. "
+        f"Load average after the run: {', '.join(f'{x:.2f}' for x in loads)} on {os.cpu_count()} CPUs."
+        + (f" {args.note}" if args.note else ""),
+        "",
+        "| command | p50 s | min s | target s |",
+        "|---|---|---|---|",
+    ]
+    for name, row in rows.items():
+        target = next((f"{v:g}" for k, v in TARGETS.items() if name.endswith(k)), "–")
+        lines.append(f"| `{name}` | {row['p50_s']} | {row['min_s']} | {target} |")
+    (out / "cli_latency.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    print("\n".join(lines))
+    if tmp is not None:
+        tmp.cleanup()
+
+
+if __name__ == "__main__":
+    main()
