@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import logging
 import shutil
 import subprocess
 import sys
@@ -51,7 +52,15 @@ def package_copy(tmp_path: Path) -> Path:
 def test_the_import_contracts_hold(capsys: pytest.CaptureFixture[str]) -> None:
     """In-process (the unit tier starts no child): the package as imported here keeps both contracts."""
     cli = pytest.importorskip("importlinter.cli", reason="import-linter is not installed (pip install import-linter)")
-    code = cli.lint_imports(config_filename=str(ROOT / ".importlinter"), no_cache=True, no_logo=True)
+    # lint_imports calls logging.config.dictConfig, which disables every logger that exists already; put them
+    # back, or later tests in this process capture no log records.
+    loggers = [lg for lg in logging.root.manager.loggerDict.values() if isinstance(lg, logging.Logger)]
+    disabled = [lg.disabled for lg in loggers]
+    try:
+        code = cli.lint_imports(config_filename=str(ROOT / ".importlinter"), no_cache=True, no_logo=True)
+    finally:
+        for lg, was in zip(loggers, disabled, strict=True):
+            lg.disabled = was
     out = capsys.readouterr().out
     assert code == 0, out
     assert "0 broken" in out
