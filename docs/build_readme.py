@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -129,4 +130,4 @@ if __name__ == "__main__":
     for page, text in build().items():
         if page.read_text(encoding="utf-8") != text:
             page.write_text(text, encoding="utf-8")
-            print(f"updated {page.relative_to(ROOT)}")
+            sys.stdout.write(f"updated {page.relative_to(ROOT)}\n")

@@ -132,9 +132,7 @@ def test_readme_examples_cover_every_use_case() -> None:
 
 def test_every_python_example_is_executed_somewhere() -> None:
     """A python block is runnable here, run by a feature test that names its page, or says why not."""
-    tests_text = "\n".join(
-        p.read_text(encoding="utf-8") for p in TESTS.rglob("*.py") if p.name != Path(__file__).name
-    )
+    tests_text = "\n".join(p.read_text(encoding="utf-8") for p in TESTS.rglob("*.py") if p.name != Path(__file__).name)
     unexecuted = [
         b.label
         for page in PAGES
@@ -244,9 +242,8 @@ def test_links_resolve(page: Path) -> None:
             continue  # an external address
         path, _, anchor = target.partition("#")
         resolved = (page.parent / path).resolve() if path else page
-        if not resolved.exists():
-            broken.append(target)
-        elif anchor and resolved.suffix == ".md" and anchor not in _anchors(resolved):
+        missing_anchor = bool(anchor) and resolved.suffix == ".md" and anchor not in _anchors(resolved)
+        if not resolved.exists() or missing_anchor:
             broken.append(target)
     assert broken == []
 
