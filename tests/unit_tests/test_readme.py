@@ -259,3 +259,49 @@ def test_every_docs_page_is_listed_in_the_readme() -> None:
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     missing = [p.name for p in PAGES[1:] if f"(docs/{p.name})" not in readme]
     assert missing == []
+
+
+# ------------------------------------------------------------------- documented defaults
+def _fmt(value: float) -> str:
+    return f"{value:g}"
+
+
+def test_documented_defaults_are_the_codes() -> None:
+    """The rules the pages state with numbers are the code's defaults (a changed default fails here)."""
+    from langchain_hindsight import ConfidencePolicy, LifecyclePolicy, ScoringWeights
+    from langchain_hindsight.recall.retriever import DEFAULT_MIN_RELEVANCE
+
+    c, life, w = ConfidencePolicy(), LifecyclePolicy(), ScoringWeights()
+    period, idle = _fmt(life.decay_period_days), _fmt(life.archive_idle_days)
+    stated = {
+        "docs/concepts.md": [
+            f"(+{_fmt(c.success_delta)})",
+            f"(−{_fmt(c.failure_delta)})",
+        ],
+        "docs/adapters.md": [
+            f"(success +{_fmt(c.success_delta)}, failure −{_fmt(c.failure_delta)})",
+            f"(confidence × {_fmt(c.rejection_factor)})",
+        ],
+        "docs/recall.md": [
+            f"`DEFAULT_MIN_RELEVANCE` ({_fmt(DEFAULT_MIN_RELEVANCE)})",
+            f"score = ({_fmt(w.similarity)}·relevance + {_fmt(w.task_type)}·[task type matches] "
+            f"+ {_fmt(w.confidence)}·confidence",
+            f"min(access_count/{_fmt(w.access_scale)}, {_fmt(w.access_cap)}) + {_fmt(w.source)}·source_trust)",
+            f"× max({_fmt(w.time_floor)}, 1 − days_since_created/{_fmt(w.time_horizon_days)})",
+        ],
+        "docs/lifecycle.md": [
+            f"confidence × {_fmt(life.decay_factor)} for every full {period} days without access",
+            f"confidence < {_fmt(life.archive_below)} and idle > {idle} days",
+            f"≥ {_fmt(life.merge_threshold)} similar",
+            f"`review(window_days={_fmt(life.review_window_days)}, now=)`",
+            f"with at most {life.review_max_runs} runs in the prompt",
+            f"(confidence capped at {_fmt(life.review_confidence_cap)})",
+        ],
+    }
+    missing = [
+        (page, text)
+        for page, texts in stated.items()
+        for text in texts
+        if text not in (ROOT / page).read_text(encoding="utf-8").replace("\n", " ")
+    ]
+    assert missing == []
