@@ -97,6 +97,7 @@ def _run_bash(block: Block, cwd: Path) -> None:
         assert done.returncode == 0, f"{block.label}: `{line.strip()}` exited {done.returncode}\n{done.stderr}"
 
 
+@pytest.mark.slow  # the real embedders, several stores and `hindsight` child processes
 @pytest.mark.parametrize("page", RUNNABLE_PAGES, ids=_page_id)
 def test_runnable_blocks_run(page: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
