@@ -306,3 +306,37 @@ def test_documented_defaults_are_the_codes() -> None:
         if text not in (ROOT / page).read_text(encoding="utf-8").replace("\n", " ")
     ]
     assert missing == []
+
+
+# ------------------------------------------------------------------ commands and variables
+def test_every_cli_subcommand_is_documented() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "langchain_hindsight.cli", "--help"],
+        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), *sys.path])},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    (choices,) = set(re.findall(r"\{([\w,-]+)\}", done.stdout))
+    cli = (ROOT / "docs" / "cli.md").read_text(encoding="utf-8")
+    undocumented = [name for name in choices.split(",") if f"hindsight {name}" not in cli]
+    assert len(choices.split(",")) >= 10
+    assert undocumented == []
+
+
+_VARIABLE = re.compile(r"\b(?:HINDSIGHT|OPENAI)_[A-Z_]+\b|\bXDG_CACHE_HOME\b")
+
+
+def test_every_environment_variable_read_is_documented() -> None:
+    """The variables the code names are in docs/configuration.md, and it names no other of ours."""
+    code = "\n".join(
+        p.read_text(encoding="utf-8")
+        for folder in ("langchain_hindsight", "hindsight_demo")
+        for p in (ROOT / folder).rglob("*.py")
+    )
+    in_code = set(re.findall(r"[\"']((?:HINDSIGHT|OPENAI)_[A-Z_]+|XDG_CACHE_HOME)[\"']", code))
+    documented = set(_VARIABLE.findall((ROOT / "docs" / "configuration.md").read_text(encoding="utf-8")))
+    assert {"HINDSIGHT_PATH", "HINDSIGHT_CACHE_DIR"} <= in_code
+    assert in_code - documented == set()
+    assert {v for v in documented if v.startswith("HINDSIGHT_")} - in_code == set()
