@@ -39,13 +39,17 @@ def _with_examples() -> list[str]:
 
 
 MODULES = _with_examples()
+LOADS_A_MODEL = {"langchain_hindsight.embeddings.local", "langchain_hindsight.embeddings.multilingual"}
+"""Modules whose examples load a real embedder: the integration (slow) tier."""
+CASES = [pytest.param(name, marks=pytest.mark.slow) if name in LOADS_A_MODEL else name for name in MODULES]
 
 
 def test_the_package_has_docstring_examples() -> None:
     assert len(MODULES) >= 10
+    assert set(MODULES) >= LOADS_A_MODEL
 
 
-@pytest.mark.parametrize("name", MODULES)
+@pytest.mark.parametrize("name", CASES)
 def test_docstring_examples_run(name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")

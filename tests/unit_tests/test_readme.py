@@ -309,6 +309,7 @@ def test_documented_defaults_are_the_codes() -> None:
 
 
 # ------------------------------------------------------------------ commands and variables
+@pytest.mark.slow  # a child process
 def test_every_cli_subcommand_is_documented() -> None:
     done = subprocess.run(
         [sys.executable, "-m", "langchain_hindsight.cli", "--help"],
