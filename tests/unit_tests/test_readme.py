@@ -336,7 +336,11 @@ def test_every_environment_variable_read_is_documented() -> None:
         for folder in ("langchain_hindsight", "hindsight_demo")
         for p in (ROOT / folder).rglob("*.py")
     )
-    in_code = set(re.findall(r"[\"']((?:HINDSIGHT|OPENAI)_[A-Z_]+|XDG_CACHE_HOME)[\"']", code))
+    name = r"[\"']((?:HINDSIGHT|OPENAI)_[A-Z_]+|XDG_CACHE_HOME)[\"']"
+    # a constant holding the name (settings.CACHE_DIR = "HINDSIGHT_CACHE_DIR"), or a direct read
+    in_code = set(re.findall(r"^\w+ = " + name, code, re.M)) | set(
+        re.findall(r"(?:environ\.get\(|environ\[|getenv\()" + name, code)
+    )
     documented = set(_VARIABLE.findall((ROOT / "docs" / "configuration.md").read_text(encoding="utf-8")))
     assert {"HINDSIGHT_PATH", "HINDSIGHT_CACHE_DIR"} <= in_code
     assert in_code - documented == set()
