@@ -10,6 +10,7 @@ import doctest
 import importlib
 import importlib.util
 import pkgutil
+import re
 from pathlib import Path
 
 import pytest
@@ -61,3 +62,15 @@ def test_docstring_examples_run(name: str, tmp_path: Path, monkeypatch: pytest.M
         runner.run(test)
     results = runner.summarize(verbose=False)
     assert results.failed == 0, f"{results.failed} of {results.attempted} docstring examples failed in {name}"
+
+
+def test_package_text_states_rules_instead_of_citing_sections() -> None:
+    """Docstrings, messages and help say what a rule is; none points at a section ("seed §3.4") users can't see."""
+    root = Path(langchain_hindsight.__file__).parent
+    citing = [
+        f"{path.relative_to(root.parent)}:{number}"
+        for path in sorted(root.rglob("*.py"))
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if re.search(r"\bseed\s*§|§\s*\d", line, re.IGNORECASE)
+    ]
+    assert citing == []
