@@ -1,37 +1,61 @@
-"""Assemble README.md from the sections in docs/readme/ (each owned and tested with its feature).
+"""Fill the measured numbers of README.md and docs/*.md from benchmarks/results/.
 
-Run ``python docs/build_readme.py``; ``tests/unit_tests/test_readme.py`` fails when README.md is
-out of date, so a section cannot change without the README changing with it.
+A page carries a measured number only between two markers::
 
-Numbers are never typed into a section: a line ``<!-- results: NAME.md -->`` (or
-``<!-- results: NAME.md # HEADING -->``) is replaced by the first table of
-``benchmarks/results/NAME.md`` (after the heading that starts with ``HEADING``), exactly
-as the benchmark script wrote it. Re-running a benchmark and rebuilding the README is the
-only way a number in it changes.
+    <!-- results: NAME.md # HEADING -->
+
+    | ... |
+
+    <!-- /results -->
+
+``python docs/build_readme.py`` rewrites what lies between them, in place: the first Markdown table
+of ``benchmarks/results/NAME.md`` (after the heading, or at the table whose first header cell,
+starts with ``HEADING`` when one is given), exactly as the benchmark script wrote it.
+``<!-- results: redteam.json -->`` renders the red-team counts of ``redteam.json`` against
+``redteam_baseline.json``. Re-running a benchmark and then this script is the only way a number in
+the docs changes: ``tests/unit_tests/test_readme.py`` fails when a page differs from what this
+script would write, and when a measured number (ms, µs, s, MiB, GB, ×) is typed outside the markers.
 """
 
 from __future__ import annotations
 
+import json
 import re
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results"
-SECTIONS = [
-    "00_intro.md",
-    "quickstart.md",
-    "adapters.md",
-    "recall.md",
-    "capture.md",
-    "lifecycle.md",
-    "cli.md",
-    "embeddings.md",
-    "sharing_mcp.md",
-    "guarantees.md",
-    "90_benchmarks.md",
-    "99_development.md",
-]
-_MARKER = re.compile(r"^<!-- results: (?P<name>[\w.-]+\.md)(?: # (?P<heading>[^>]+?))? -->$", re.M)
+DOCS = ROOT / "docs"
+OWNED_ELSEWHERE = {"DESIGN.md"}  # the architecture page is written by hand, without generated tables
+
+MARKER = re.compile(
+    r"^<!-- results: (?P<name>[\w.-]+\.(?:md|json))(?: # (?P<heading>[^>]+?))? -->\n"
+    r"(?P<body>.*?)"
+    r"^<!-- /results -->$",
+    re.M | re.S,
+)
+
+REDTEAM_CHANNELS = {
+    "direct_add": "direct add (tool text, confidence 1.0, stuffed hidden fields)",
+    "reflection": "reflection by a compromised model",
+    "error_fix": "error → fix rule (payload in the tool's error)",
+    "avoid": "avoid rule (payload in the run's error)",
+    "user_feedback": "user feedback (trusted author: structure only)",
+    "access_claim": "access-count claims (up to 2⁶³)",
+}
+_TRUSTED_AUTHORS = {"user_feedback"}  # "untrusted shown as trusted" does not apply to the user's own words
+
+
+def pages() -> list[Path]:
+    """Every page whose numbers this script fills: the README and the docs/ pages."""
+    docs = sorted(p for p in DOCS.glob("*.md") if p.name not in OWNED_ELSEWHERE)
+    return [ROOT / "README.md", *docs]
+
+
+def _starts_table(line: str, heading: str) -> bool:
+    cells = [c.strip() for c in line.strip().strip("|").split("|")]
+    return line.startswith("|") and cells[0].startswith(heading)
 
 
 def results_table(name: str, heading: str | None = None) -> str:
@@ -39,21 +63,71 @@ def results_table(name: str, heading: str | None = None) -> str:
     lines = (RESULTS / name).read_text(encoding="utf-8").splitlines()
     start = 0
     if heading:
-        start = next(i for i, line in enumerate(lines) if line.lstrip("#").strip().startswith(heading.strip()))
+        heading = heading.strip()
+        start = next(
+            i
+            for i, line in enumerate(lines)
+            if (line.startswith("#") and line.lstrip("#").strip().startswith(heading)) or _starts_table(line, heading)
+        )
     first = next(i for i in range(start, len(lines)) if lines[i].startswith("|"))
     end = next((i for i in range(first, len(lines)) if not lines[i].startswith("|")), len(lines))
     return "\n".join(lines[first:end])
 
 
-def _expand(text: str) -> str:
-    return _MARKER.sub(lambda m: results_table(m["name"], m["heading"]), text)
+def redteam_table() -> str:
+    """The red-team counts per channel, now and before the hardening (``benchmarks/redteam.py``)."""
+    now = json.loads((RESULTS / "redteam.json").read_text(encoding="utf-8"))
+    before = json.loads((RESULTS / "redteam_baseline.json").read_text(encoding="utf-8"))
+    rows = [
+        "| channel | attacks | structure changes | untrusted shown as trusted (top 5) | refused at the door "
+        "| before: structure / untrusted |",
+        "|---|---|---|---|---|---|",
+    ]
+    for key, label in REDTEAM_CHANNELS.items():
+        n, b = now["per_channel"][key], before["per_channel"][key]
+        trusted = key in _TRUSTED_AUTHORS
+        untrusted = "—" if trusted else str(n["untrusted_as_trusted_top5"])
+        was = f"{b['structure_changes']} / {'—' if trusted else b['untrusted_as_trusted_top5']}"
+        rows.append(f"| {label} | {n['attacks']} | {n['structure_changes']} | {untrusted} | {n['refused']} | {was} |")
+    rows.append(
+        f"| **total** | **{now['attacks']}** | **{now['structure_changes']}** | "
+        f"**{now['untrusted_as_trusted_top5']}** | {now['refused']} | "
+        f"{before['structure_changes']} / {before['untrusted_as_trusted_top5']} |"
+    )
+    return "\n".join(rows)
 
 
-def build() -> str:
-    """The README text."""
-    parts = [_expand((ROOT / "docs" / "readme" / name).read_text(encoding="utf-8").strip()) for name in SECTIONS]
-    return "\n\n".join(parts) + "\n"
+def render(name: str, heading: str | None = None) -> str:
+    """What a marker stands for."""
+    if name == "redteam.json":
+        return redteam_table()
+    if name.endswith(".json"):
+        raise ValueError(f"no renderer for {name}: point the marker at a .md results file")
+    return results_table(name, heading)
+
+
+def expand(text: str) -> str:
+    """``text`` with every marker region refilled from the results files."""
+
+    def fill(m: re.Match[str]) -> str:
+        opening = m.group(0).split("\n", 1)[0]
+        return f"{opening}\n\n{render(m['name'], m['heading'])}\n\n<!-- /results -->"
+
+    return MARKER.sub(fill, text)
+
+
+def outside_markers(text: str) -> str:
+    """``text`` without its generated regions (what a person typed)."""
+    return MARKER.sub("", text)
+
+
+def build() -> dict[Path, str]:
+    """Every page as this script would write it."""
+    return {page: expand(page.read_text(encoding="utf-8")) for page in pages()}
 
 
 if __name__ == "__main__":
-    (ROOT / "README.md").write_text(build(), encoding="utf-8")
+    for page, text in build().items():
+        if page.read_text(encoding="utf-8") != text:
+            page.write_text(text, encoding="utf-8")
+            sys.stdout.write(f"updated {page.relative_to(ROOT)}\n")

@@ -339,7 +339,7 @@ class _PromptCapture(BaseCallbackHandler):
 
 # ---------------------------------------------------------------------------- screen
 SYSTEM_PROMPT = "你是一个数据助手。用工具读取用户给出的 CSV 文件并回答问题。"
-"""The demo agent's system prompt (the block never goes here: seed pitfall 4)."""
+"""The demo agent's system prompt (the block never goes here: a model would take it as a standing instruction)."""
 
 _SCRIPTED_NOTE = (
     "model: scripted offline policy, not an LLM (hindsight_demo.decide). Its first tool call is computed "

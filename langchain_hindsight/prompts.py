@@ -61,7 +61,7 @@ EXTRACTION_PROMPT_ZH = """你是一个Agent经验提炼助手。下面是一个A
 - context: 相关的工具、参数、输入输出示例（tools_used, parameters, input_sample, output_sample）
 - confidence: 你对这条经验的置信度（0-1）
 - tags: 标签列表"""
-"""Seed §3.2 extraction prompt. Placeholders: ``{task_types}``, ``{trajectory}``."""
+"""The extraction prompt (trajectory in, JSON experiences out). Placeholders: ``{task_types}``, ``{trajectory}``."""
 
 EXTRACTION_PROMPT_EN = """You distil experience from agent runs. Below is the full trajectory of one task: the task, the steps, the tools used, intermediate results and the final result.
 Extract the experience that will help with similar tasks in the future. Rules:
@@ -101,7 +101,7 @@ class ReflectionTemplates:
             match the next similar task on the text the model is shown).
         rule_unstable_fixed: A call that needed ``{attempts}`` attempts; ``{tool}``, ``{error}``.
         rule_unstable_failed: A call that failed ``{attempts}`` times in a row; ``{tool}``, ``{error}``.
-        rule_avoid: A failed task (seed pitfall 5); ``{task}``, ``{reason}``, ``{action}``.
+        rule_avoid: A failed task (failures are lessons too); ``{task}``, ``{reason}``, ``{action}``.
         rule_avoid_action: The action to avoid; ``{tool}``, ``{args}``.
         rule_unknown_reason: The reason given when a failed run recorded no error.
         rule_user_feedback: An explicit user correction; ``{task}``, ``{text}``.
@@ -204,7 +204,7 @@ task_type 必须从以下列表中选择一个：{task_types}
 {runs}
 
 请以JSON格式返回：{{"experiences": [...]}}，每项包含 task_type, content, confidence, tags。"""
-"""Seed §2.3 periodic review prompt. Placeholders: ``{task_types}``, ``{runs}``."""
+"""The periodic review prompt (patterns across recent runs). Placeholders: ``{task_types}``, ``{runs}``."""
 
 REVIEW_PROMPT_EN = """You review an agent's recent runs (task, task type, outcome, memories used and produced).
 Find patterns across tasks (e.g. "the last five data-cleaning tasks all involved missing values"). Only write
@@ -238,16 +238,16 @@ class PromptTemplates:
     """The user-visible strings of one locale.
 
     Attributes:
-        block_header: First line of the injected block (seed §3.3).
+        block_header: First line of the injected block.
         block_line: One memory line; placeholders ``{index}``, ``{content}``, ``{confidence}``.
         conflict_note: Appended after the lines when shown memories prescribe
-            different things for the same subject (seed §3.4, §5.2); placeholder
+            different things for the same subject; placeholder
             ``{indices}``.
         data_notice: Tells the model the lines are recalled data, not instructions.
-        task_header: Header before the current task (seed §4.4).
-        task_instruction: Closing instruction of the task prompt (seed §4.4).
-        extraction_prompt: Reflection prompt (seed §3.2).
-        review_prompt: Periodic review prompt (seed §2.3).
+        task_header: Header before the current task.
+        task_instruction: Closing instruction of the task prompt (ignore experience that does not apply, and say why).
+        extraction_prompt: Reflection prompt (trajectory in, JSON experiences out).
+        review_prompt: Periodic review prompt (patterns across recent runs).
         index_separator: Joins memory numbers in ``conflict_note`` (``1、2`` / ``1, 2``).
         line_ellipsis: Ends a memory line cut to the block's line length.
         origin_label: Appended to a memory line when the memory comes from another
@@ -278,7 +278,7 @@ ZH = PromptTemplates(
     extraction_prompt=EXTRACTION_PROMPT_ZH,
     review_prompt=REVIEW_PROMPT_ZH,
 )
-"""Chinese templates (the default, as in the seed)."""
+"""Chinese templates (the default)."""
 
 EN = PromptTemplates(
     block_header="[Relevant experience]",
@@ -313,7 +313,7 @@ def get_templates(locale: Locale = "zh") -> PromptTemplates:
 
 @dataclass(frozen=True, slots=True)
 class ReviewTemplates:
-    """Strings of the periodic review (seed §2.3): the prompt's run lines and rule-made patterns.
+    """Strings of the periodic review: the prompt's run lines and rule-made patterns.
 
     Attributes:
         prompt: The review prompt; placeholders ``{task_types}``, ``{runs}``.

@@ -1,4 +1,4 @@
-"""The task-type vocabulary (seed pitfall 3: one spelling per task type).
+"""The task-type vocabulary (one spelling per task type, or type matching fails).
 
 Free-form labels from an LLM or a caller (``"data-clean"``, ``"清洗数据"``,
 ``"Data Cleaning"``) are folded onto one canonical label so that task-type

@@ -41,7 +41,7 @@ __all__ = [
 ]
 
 MemoryKind = Literal["experience", "fact", "entity"]
-"""Seed §2.2: experience (the hindsight core), fact, entity."""
+"""What a unit holds: an experience (a lesson from hindsight, the core), a fact, or an entity."""
 
 MemoryStatus = Literal["active", "superseded", "archived"]
 
@@ -54,7 +54,7 @@ StepType = Literal["thought", "tool_call", "tool_result", "error", "final_answer
 Outcome = Literal["success", "failure", "unknown"]
 
 MAX_CONTENT_CHARS = 4000
-"""Longest accepted ``content``. Experiences are short (seed §3.3: one line each)."""
+"""Longest accepted ``content``. Experiences are short (one line each in the block)."""
 
 MAX_ACCESS_COUNT = 10**9
 """Largest accepted ``access_count``: a unit claiming more could overflow the store's integer metadata."""
@@ -115,7 +115,7 @@ def _check_json(value: Any, field: str) -> Any:
 
 
 class MemoryContext(BaseModel):
-    """Structured detail behind an experience (seed §3.1 ``context``)."""
+    """Structured detail behind an experience (its ``context``: tools, parameters, error types)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -144,7 +144,7 @@ class MemoryContext(BaseModel):
 
 
 class MemoryUnit(BaseModel):
-    """One piece of long-term memory (seed §3.1, plus ``kind``, ``status``, ``namespace``).
+    """One piece of long-term memory: a lesson with its context, confidence, source and history.
 
     Example:
         >>> u = MemoryUnit(task_type="data_cleaning",
@@ -171,7 +171,7 @@ class MemoryUnit(BaseModel):
     access_count: int = 0
     tags: list[str] = Field(default_factory=list)
     supersedes: str | None = None
-    """The id of the unit this one replaced (seed §3.4)."""
+    """The id of the unit this one replaced (the old one is kept as ``superseded``)."""
     kind: MemoryKind = "experience"
     status: MemoryStatus = "active"
     namespace: str = "default"
@@ -312,7 +312,7 @@ def _describe(error: ValidationError) -> str:
 
 
 class Step(BaseModel):
-    """One event in a trajectory (seed §4.3)."""
+    """One event in a trajectory."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -345,7 +345,7 @@ class Trajectory(BaseModel):
 
 
 class ScoredMemory(BaseModel):
-    """A recalled memory with its weighted score and per-factor breakdown (seed §4.4)."""
+    """A recalled memory with its weighted score and per-factor breakdown."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -414,7 +414,7 @@ class Served(BaseModel):
     block: str = ""
     """The ``[相关经验]`` block, or ``""`` when nothing relevant was recalled."""
     task_prompt: str = ""
-    """The task as the seed's task prompt (block + ``[当前任务]`` + instruction), or the task itself."""
+    """The task as the task prompt (block + ``[当前任务]`` + instruction), or the task itself."""
     thread_id: str | None = None
     """The conversation thread, when the adapter knows it."""
     corrects: str | None = None

@@ -38,7 +38,7 @@ class HindsightMemory(BaseMemory):  # type: ignore[misc]  # BaseMemory is deprec
     ``load_memory_variables`` recalls for the task input and returns
     ``{"experience": block}`` (``""`` when nothing is relevant), to be placed in
     the user part of your prompt; ``save_context`` records that the task
-    completed (success for the served memories, seed §4.5) and reflects on it.
+    completed (success for the served memories) and reflects on it.
     Report failures with ``Hindsight.feedback`` or :meth:`record_outcome`.
 
     Example:

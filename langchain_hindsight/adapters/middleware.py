@@ -41,8 +41,8 @@ class HindsightMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     """Agent middleware that recalls experience before a task and learns after it.
 
     Per task (a new human message): recall once with the task text; inject the
-    block into each model request of the task, in the user turn (seed pitfall
-    4), on a copy of the request, so state and checkpoints never contain it;
+    block into each model request of the task, in the user turn (never
+    the system prompt), on a copy of the request, so state and checkpoints never contain it;
     after the agent ends, apply the outcome to the served memories (success
     +0.05 once per run, failure −0.1), record the run in the journal and reflect.
     On a checkpointed agent, a turn that corrects the previous answer
@@ -66,7 +66,7 @@ class HindsightMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             ``config["configurable"]`` (``"user-{user_id}"``). Default: the value of
             ``config["configurable"][namespace_key]`` (or ``runtime.context``), else
             the store's default namespace.
-        placement: ``"task_message"`` (the task message is sent as the seed's task
+        placement: ``"task_message"`` (the task message is sent as the task
             prompt, default) or ``"separate_message"`` (a block message with a stable
             id right before the task). See :data:`~langchain_hindsight.capture.messages.Placement`.
         max_pending: Tasks remembered between their first model call and the end

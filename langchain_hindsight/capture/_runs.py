@@ -127,7 +127,7 @@ class RunRegistry:
             return updated
 
     def add_feedback(self, run_id: UUID | str, text: str) -> Trajectory:
-        """Append a user-feedback step (seed §4.3) to a live or retained run; returns the updated trajectory.
+        """Append a user-feedback step to a live or retained run; returns the updated trajectory.
 
         To write the correction to memory immediately, also call
         :meth:`langchain_hindsight.reflection.reflector.Reflector.record_user_feedback`.

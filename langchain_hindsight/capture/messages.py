@@ -38,11 +38,12 @@ __all__ = [
 Placement = Literal["task_message", "separate_message"]
 """Where the block goes in the model's request.
 
-``"task_message"`` (default): the task's own human message is sent as the seed's
-task prompt (``[相关经验]`` … ``[当前任务]`` task … closing instruction, seed §4.4),
+``"task_message"`` (default): the task's own human message is sent as the
+task prompt (``[相关经验]`` … ``[当前任务]`` task … closing instruction),
 keeping its id. ``"separate_message"``: a separate human message holding only
 the block, with a stable id, placed right before the task message.
-Both are in the user turn, never in the system prompt (seed pitfall 4).
+Both are in the user turn, never in the system prompt: there a model
+treats experience as a standing instruction and follows it too strictly.
 """
 
 BLOCK_ID_PREFIX = "hindsight-experience-"
@@ -96,7 +97,7 @@ def inject(
     Args:
         messages: The conversation (the state's messages, without system prompt).
         block: The ``[相关经验]`` block (``format_experiences``); empty means no-op.
-        task_prompt: The task rewritten as the seed's task prompt
+        task_prompt: The task rewritten as the task prompt
             (``build_task_prompt``), used by ``placement="task_message"``.
         placement: See :data:`Placement`.
     """

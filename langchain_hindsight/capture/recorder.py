@@ -5,7 +5,7 @@ Works with anything that emits LangChain callbacks: ``langchain.agents.create_ag
 ``AgentExecutor`` and plain LCEL chains, sync and async. Events are keyed by
 ``run_id``/``parent_run_id``, so concurrent runs sharing one recorder never mix.
 
-What becomes a step (seed §4.3):
+What becomes a step:
 
 ========================  =====================================================
 event                     step
@@ -90,7 +90,7 @@ class TrajectoryRecorder(RunRegistry, BaseCallbackHandler):
     task type, and with ``config={"run_id": uuid}`` to know its id in advance.
 
     Args:
-        on_finish: Called with each finished trajectory (write trigger, seed §2.3),
+        on_finish: Called with each finished trajectory (the moment to write memories),
             e.g. ``BackgroundReflector.submit``. It runs inside the callback, so it
             must be quick. If it returns a ``Future``, the trajectory is released
             from the recorder when that future completes without error.

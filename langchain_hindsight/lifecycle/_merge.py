@@ -1,4 +1,4 @@
-"""The merge pass over stored units (seed §5.3): exact duplicate search and folding.
+"""The merge pass over stored units (keeps the store from bloating): exact duplicate search and folding.
 
 Only true duplicates fold: units that make the same statement after normalising
 case, whitespace and punctuation (:func:`~langchain_hindsight.store._write.statement_key`,

@@ -1,4 +1,4 @@
-"""Periodic review (seed §2.3): cross-task patterns from the run journal, by one LLM call or by rules.
+"""Periodic review: cross-task patterns from the run journal, by one LLM call or by rules.
 
 Pure helpers (:func:`format_runs`, :func:`parse_experiences`, :func:`rule_patterns`)
 plus :func:`run_review`, which :meth:`Lifecycle.review` calls.

@@ -1,4 +1,4 @@
-"""The usage review report (seed §6 "小技巧"): which memories are recalled, and whether that helps.
+"""The usage review report: which memories are recalled, and whether that helps.
 
 "Some memories are retrieved often but never lead to success: they look relevant
 and are not; lower their weight or delete them." This module computes that list
@@ -45,7 +45,7 @@ class MemoryUsage:
 
 @dataclass(frozen=True, slots=True)
 class LowSimilarityRecall:
-    """One served memory whose similarity to the task was low (seed §5.1: below 0.6)."""
+    """One served memory whose similarity to the task was low (below 0.6: the embedder may not fit the domain)."""
 
     run_id: str
     memory_id: str

@@ -1,11 +1,10 @@
 """Memory lifecycle: confidence decay, archiving, duplicate merge, periodic review, usage report.
 
-Seed §3.4: every full 30 days without access multiplies confidence by 0.9.
-Seed §5.3: units below 0.3 confidence and idle over 60 days move to the cold
-(archive) collection; duplicates merge into one (only the same statement, never
-merely similar content). Seed §2.3:
-a periodic review distils cross-task patterns from the run journal. Seed §6:
-a usage report finds memories that are often recalled but never help.
+Every full 30 days without access multiplies confidence by 0.9. Units below
+0.3 confidence and idle over 60 days move to the cold (archive) collection;
+duplicates merge into one (only the same statement, never merely similar
+content). A periodic review distils cross-task patterns from the run journal,
+and a usage report finds memories that are often recalled but never help.
 
 Every operation takes an injectable ``now`` and a ``namespace``, and returns a
 small typed report. All are safe to repeat: decay remembers how much idle time
@@ -86,7 +85,7 @@ class Lifecycle:
 
     Args:
         store: The store to maintain.
-        policy: The numbers (default: the seed's).
+        policy: The numbers (default: :class:`LifecyclePolicy`).
         model: A LangChain chat model for :meth:`review`; ``None`` uses rules.
         journal: The run journal :meth:`review` and :meth:`usage_report` read;
             default ``RunJournal(store)``.
@@ -135,7 +134,7 @@ class Lifecycle:
             self.store.update_many(units[start : start + _WRITE_BATCH], namespace=ns)
             self._report(stage, min(start + _WRITE_BATCH, len(units)), len(units))
 
-    # ------------------------------------------------------------------ decay (seed §3.4)
+    # ------------------------------------------------------------------ decay
     def decayed(self, unit: MemoryUnit, now: datetime) -> MemoryUnit | None:
         """``unit`` with the idle periods not yet charged applied, or ``None`` when there are none.
 
@@ -194,7 +193,7 @@ class Lifecycle:
         logger.info("decay in %r: %d of %d units lowered", ns, len(changed), len(units))
         return DecayReport(namespace=ns, examined=len(units), decayed=len(changed), periods=periods), changed
 
-    # ------------------------------------------------------------------ archive (seed §5.3)
+    # ------------------------------------------------------------------ archive
     def archive_stale(self, *, now: datetime | None = None, namespace: str | None = None) -> ArchiveReport:
         """Move active units below ``archive_below`` idle for over ``archive_idle_days`` to cold storage.
 
@@ -216,7 +215,7 @@ class Lifecycle:
         logger.info("archive in %r: %d of %d active units archived", ns, len(stale), len(active))
         return ArchiveReport(namespace=ns, examined=len(active), archived=stale)
 
-    # ------------------------------------------------------------------ merge (seed §5.3)
+    # ------------------------------------------------------------------ merge
     def merge_duplicates(self, *, namespace: str | None = None) -> MergeReport:
         """Fold active units that make the same statement (and are at least ``merge_threshold`` similar) into one.
 
@@ -253,7 +252,7 @@ class Lifecycle:
         logger.info("merge in %r: %d units folded into %d", ns, sum(map(len, merged.values())), len(merged))
         return MergeReport(namespace=ns, examined=len(units), merged=merged)
 
-    # ------------------------------------------------------------------ review (seed §2.3)
+    # ------------------------------------------------------------------ review
     def review(
         self,
         *,
@@ -326,7 +325,7 @@ class Lifecycle:
         reviewed = self.review(now=when, namespace=ns) if review else None
         return MaintenanceReport(decay=decay, archive=archive, merge=merge, review=reviewed)
 
-    # ------------------------------------------------------------------ usage report (seed §6)
+    # ------------------------------------------------------------------ usage report
     def usage_report(
         self,
         *,
@@ -336,7 +335,7 @@ class Lifecycle:
         min_shown: int = 3,
         low_similarity: float = 0.6,
     ) -> UsageReport:
-        """Which memories help, from the journal of runs in ``[since, now)`` (seed §6).
+        """Which memories help, from the journal of runs in ``[since, now)``.
 
         Finds memories often recalled (at least ``min_shown`` times) but never
         followed by a successful run, recalls below ``low_similarity``,

@@ -40,13 +40,13 @@ def check_number(owner: str, name: str, value: object, low: float, high: float, 
 
 @dataclass(frozen=True, slots=True)
 class LifecyclePolicy:
-    """The numbers of the memory lifecycle. Defaults are the seed's.
+    """The numbers of the memory lifecycle; every one is configurable.
 
     Attributes:
-        decay_factor: Confidence multiplier per full idle period (seed §3.4: 0.9).
+        decay_factor: Confidence multiplier per full idle period (0.9).
         decay_period_days: Length of one idle period (30).
         decay_floor: Decay never lowers confidence below this (0: no floor).
-        archive_below: Active units with confidence below this... (seed §5.3: 0.3)
+        archive_below: Active units with confidence below this (0.3)...
         archive_idle_days: ...and not accessed for more than this many days are archived (60).
         merge_threshold: Active units that make the same statement (equal after
             normalising case, whitespace and punctuation) merge when at least this

@@ -1,11 +1,11 @@
-"""The ``[相关经验]`` block and the task prompt (seed §3.3, §4.4; pitfalls 2 and 4).
+"""The ``[相关经验]`` block and the task prompt (plain text, in the user turn).
 
 The block is plain text: one line per memory, Markdown flattened and anything
 that imitates our prompt structure neutralised (``_safety.render_safe``), at most
 ``max_lines`` memory lines whatever ``k`` the caller recalled; nothing recalled
 means no block at all. When two shown memories prescribe different things for
 the same subject (whatever their confidences), both stay and a conflict note
-tells the model to judge (seed §3.4, §5.2); advice for different cases ("< 10k
+tells the model to judge; advice for different cases ("< 10k
 rows" / "> 10k rows") is not a conflict. Every string comes from
 :mod:`langchain_hindsight.prompts`.
 """
@@ -31,7 +31,7 @@ Recalled = ScoredMemory | MemoryUnit | Document
 """What the block accepts: recall results, plain units, or the retriever's Documents."""
 
 DEFAULT_MAX_LINES = 8
-"""Seed §3.3: inject 5-8 memories; more dilutes the model's attention."""
+"""Inject at most 8 memories: more dilutes the model's attention."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -330,9 +330,9 @@ def format_experiences(
 
     Args:
         memories: Best first (as :meth:`HindsightRetriever.recall` returns them).
-        locale: ``"zh"`` (default, the seed's format) or ``"en"``.
+        locale: ``"zh"`` (default) or ``"en"``.
         templates: Overrides the locale's strings.
-        max_lines: At most this many memory lines (seed §3.3: 5-8), whatever ``k`` was.
+        max_lines: At most this many memory lines (a short block reads best), whatever ``k`` was.
         max_line_chars: Longer memory text is cut and ends with an ellipsis.
         notice: Close the block with the templates' ``data_notice`` (recalled
             text is data, not instructions).
@@ -385,7 +385,7 @@ def build_task_prompt(
     notice: bool = True,
     own_namespace: str | None = None,
 ) -> str:
-    """The seed's task prompt: the block, ``[当前任务]``, the task, the closing instruction.
+    """The task prompt: the block, ``[当前任务]``, the task, the closing instruction.
 
     With nothing recalled it is only ``[当前任务]`` and the task (the closing
     instruction refers to experience above, so it is left out).

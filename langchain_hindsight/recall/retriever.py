@@ -1,6 +1,6 @@
 """``HindsightRetriever``: hybrid candidate generation, weighted scoring, served-id records.
 
-One recall (seed §2.4, §4.4):
+One recall (similarity is one factor among several):
 
 1. embed the query once;
 2. dense arm: Chroma nearest neighbours, over-fetching ``candidate_multiplier × k``;
@@ -127,7 +127,7 @@ def _to_document(scored: ScoredMemory) -> Document:
 
 
 class HindsightRetriever(BaseRetriever):
-    """Recall the memories that matter for a task (hybrid search + the seed's weighted score).
+    """Recall the memories that matter for a task (hybrid search + a weighted score).
 
     Setup:
         Needs a :class:`~langchain_hindsight.store.memory_store.MemoryStore`.
@@ -174,7 +174,7 @@ class HindsightRetriever(BaseRetriever):
             several (a published copy keeps its id) is served once, from the first:
             the searched namespace, then these in order. Access control is the
             caller's (see :class:`~langchain_hindsight.sharing.access.ScopedRetriever`).
-        weights: The scoring weights (seed defaults).
+        weights: The scoring weights (default: :class:`ScoringWeights`).
         min_score: Drop memories whose weighted score is below this.
         min_relevance: The relevance floor: memories whose fused query relevance
             (the similarity before confidence, task type, access, source and
@@ -194,11 +194,11 @@ class HindsightRetriever(BaseRetriever):
             declares ``fusion_weights`` (as the packaged embedders do, measured on the tuning
             split of ``benchmarks/recall_quality.py``), those are used for every fusion field
             not set here; otherwise the values above (0.3, ``None``, 0: measured for MiniLM).
-        candidate_multiplier: Each arm fetches ``candidate_multiplier × k`` (seed: 3k).
+        candidate_multiplier: Each arm fetches ``candidate_multiplier × k`` (default 3).
         low_similarity_threshold: When memories are served but even the best of
             them has a relevance below this, warn (once per retriever, then at
             debug level) that the served memories are weak matches and the
-            embedder may not fit the domain or language (seed §5.1). Nothing
+            embedder may not fit the domain or language. Nothing
             served → no warning. The default equals the default floor, so only a
             lowered or disabled floor lets weak memories through to warn about.
         on_served: Called after every recall with a :class:`ServedRecord`.

@@ -1,12 +1,12 @@
-"""The weighted recall score (seed §2.4, §4.4) as a pure function.
+"""The weighted recall score as a pure function: similarity is one factor among several.
 
 ``score = (w_sim·similarity + w_type·[task type matches] + w_conf·confidence
 + min(access_count / access_scale, access_cap) + w_source·source_prior)
 × max(time_floor, 1 − days_since_created / time_horizon_days)``
 
-The defaults are the seed's numbers (0.5 / 0.2 / 0.2 / access ≤ 0.1, time factor
+The defaults (0.5 / 0.2 / 0.2 / access ≤ 0.1, time factor
 ``max(0.5, 1 − days/365)`` multiplying the sum) plus a small source term
-(seed §2.4: a user's correction outranks an agent's inference; tool output ranks
+(a user's correction outranks an agent's inference; tool output ranks
 lowest). Every number is configurable through :class:`ScoringWeights`.
 """
 
@@ -39,7 +39,7 @@ def _check_number(name: str, value: object, *, low: float = 0.0, high: float = m
 
 @dataclass(frozen=True, slots=True)
 class ScoringWeights:
-    """Weights of the recall score. Defaults are the seed's (§4.4).
+    """Weights of the recall score. Every weight is configurable.
 
     Attributes:
         similarity: Weight of the query relevance in [0, 1] (fused dense + lexical).
@@ -83,7 +83,7 @@ class ScoringWeights:
 
 
 def time_factor(created_at: datetime, now: datetime, *, weights: ScoringWeights | None = None) -> float:
-    """``max(time_floor, 1 - days_since_created / time_horizon_days)`` with whole days, as in seed §4.4.
+    """``max(time_floor, 1 - days_since_created / time_horizon_days)`` with whole days.
 
     A ``created_at`` in the future counts as zero days old.
     """
@@ -108,7 +108,7 @@ def score_memory(
         similarity: Its relevance to the query in [0, 1] (clamped).
         task_type: The task type of the current task; ``None`` gives no bonus.
         now: The clock (aware datetime); defaults to the current UTC time.
-        weights: The weights; defaults to the seed's.
+        weights: The weights (default: :class:`ScoringWeights`).
         extra: Further diagnostic numbers to put in the breakdown (e.g. the
             dense cosine and the BM25 score); they do not change the score.
 
@@ -214,7 +214,7 @@ def score_many(
         similarity: Relevance per candidate in [0, 1] (clamped; non-finite counts 0).
         task_type: The task type of the current task; ``None`` gives no bonus.
         now: The clock (aware datetime); defaults to the current UTC time.
-        weights: The weights; defaults to the seed's.
+        weights: The weights (default: :class:`ScoringWeights`).
 
     Raises:
         ConfigurationError: ``now`` is naive or ``similarity`` does not match ``units``.

@@ -1,4 +1,4 @@
-r"""Reflection rules that need no LLM (seed §3.2 "用规则补充", §2.3, pitfall 5).
+r"""Reflection rules that need no LLM (they complement the LLM; failures are lessons too).
 
 Pure functions from a :class:`Trajectory` to candidate :class:`MemoryUnit`\\ s:
 
@@ -211,7 +211,7 @@ def _instability(traj: Trajectory, settings: RuleSettings) -> list[MemoryUnit]:
 
 
 def _avoid(traj: Trajectory, settings: RuleSettings) -> list[MemoryUnit]:
-    """A failed task becomes an "avoid" experience with the failure reason (seed pitfall 5)."""
+    """A failed task becomes an "avoid" experience with the failure reason (a failure is worth remembering)."""
     if traj.outcome != "failure":
         return []
     t = settings.templates

@@ -59,7 +59,7 @@ class BackgroundReflector:
             (anything with ``reflect(trajectory)``).
         max_queue: Trajectories waiting at most; more are refused (never blocking).
         workers: Worker threads (1 keeps writes in submission order).
-        triggers: Outcomes that trigger reflection (seed §2.3: success and failure).
+        triggers: Outcomes that trigger reflection (default: success and failure).
             A trajectory with user feedback is always reflected.
         remember: How many run ids are remembered for de-duplication.
     """

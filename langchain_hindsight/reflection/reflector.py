@@ -1,6 +1,6 @@
-"""``Reflector``: turn a :class:`Trajectory` into memory units (seed §3.2), with an LLM, rules, or both.
+"""``Reflector``: turn a :class:`Trajectory` into memory units, with an LLM, rules, or both.
 
-* **LLM extraction** with the seed's prompt (:data:`~langchain_hindsight.prompts.EXTRACTION_PROMPT_ZH`),
+* **LLM extraction** with the extraction prompt (:data:`~langchain_hindsight.prompts.EXTRACTION_PROMPT_ZH`),
   structured output validated by :class:`ExtractionOutput` (``with_structured_output`` when the
   model supports tool calling, otherwise JSON parsed from the text, fenced blocks included).
   Malformed items are repaired or rejected with one log line; "nothing worth keeping" is an
@@ -48,7 +48,7 @@ _STEP_CHARS = 600
 
 
 class ExtractedExperience(BaseModel):
-    """One experience as the reflection LLM returns it (seed §3.2 JSON shape)."""
+    """One experience as the reflection LLM returns it (the extraction prompt's JSON shape)."""
 
     task_type: str = Field(default="", description="One label from the given task-type list.")
     content: str = Field(description="The reusable experience, specific, with key parameters and conditions.")
@@ -163,16 +163,16 @@ class Reflector:
     Args:
         store: Where :meth:`reflect` writes (``add_many(dedupe=True)``). Optional for :meth:`extract`.
         model: A chat model for LLM extraction. Without one, only the rules run.
-        rules: Apply the rules (also alongside a model: the seed's "用规则补充").
+        rules: Apply the rules (also alongside a model: rules catch what a model misses).
         locale: ``"zh"`` (default) or ``"en"`` prompt and rule texts.
         vocabulary: Task-type vocabulary (default: the store's, else the built-in one).
         namespace: Namespace of produced units (default: the trajectory's).
         extraction_prompt: Override the extraction prompt; placeholders ``{trajectory}``
             (required) and ``{task_types}``.
         confidence_band: Model-given confidence is clamped into this band (self-report
-            never exceeds 0.85 by default, seed §3.1).
-        default_confidence: Confidence of LLM units when the model gives none (seed: 0.6-0.7).
-        retry_threshold: Attempts of one tool that count as instability (seed §3.2: three).
+            never exceeds 0.85 by default).
+        default_confidence: Confidence of LLM units when the model gives none.
+        retry_threshold: Attempts of one tool that count as instability (three).
         structured_output: Use ``with_structured_output`` when the model supports it.
         on_model_error: ``"raise"`` (default): a failing model call raises
             :class:`ReflectionError` and nothing is stored; ``"skip"``: log one warning and
@@ -410,7 +410,7 @@ class Reflector:
         namespace: str | None = None,
         run_id: str | None = None,
     ) -> list[MemoryUnit]:
-        """Write an explicit user correction now (seed §2.3: a strong signal, stored immediately).
+        """Write an explicit user correction now (a strong signal, stored immediately).
 
         ``"不对，应该…"`` / ``"No, you should …"`` becomes a ``user_feedback`` unit with high
         confidence; a bare acknowledgement ("谢谢", "ok") stores nothing.

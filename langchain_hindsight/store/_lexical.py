@@ -83,12 +83,14 @@ def tokenize(text: str) -> list[str]:
     """Lower-cased word tokens; CJK runs become unigrams plus bigrams.
 
     Dotted or underscored identifiers are kept whole *and* split
-    (``pandas.read_csv`` → ``pandas.read_csv``, ``pandas``, ``read``, ``csv``);
+    (``pandas.read_csv`` → ``pandas.read_csv``, ``panda``, ``read``, ``csv``);
     English words lose plural and -ing/-ed endings.
 
     Example:
         >>> tokenize("用pandas读取CSV reports")
-        ['用', 'pandas', '读', '取', '读取', 'csv', 'report']
+        ['用', 'panda', '读', '取', '读取', 'csv', 'report']
+        >>> tokenize("pandas.read_csv")
+        ['pandas.read_csv', 'panda', 'read', 'csv']
     """
     out: list[str] = []
     for match in _WORD.finditer(text.lower()):

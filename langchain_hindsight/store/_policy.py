@@ -1,4 +1,4 @@
-"""How confidence moves and which sources outrank which (seed §3.1, §3.4, §4.5).
+"""How confidence moves and which sources outrank which (a user's word over an inference).
 
 :class:`ConfidencePolicy` is public through ``langchain_hindsight.store.memory_store``; the
 provenance order (:func:`trust`) is what the write path consults when two units
@@ -91,7 +91,7 @@ def settle_claims(unit: MemoryUnit, *, now: datetime | None = None) -> MemoryUni
 
 @dataclass(frozen=True, slots=True)
 class ConfidencePolicy:
-    """How confidence moves (seed §3.1, §3.4, §4.5). Every number is configurable.
+    """How confidence moves with outcomes, rejections and supersedes. Every number is configurable.
 
     Attributes:
         success_delta: Added on a successful reuse.

@@ -214,7 +214,7 @@ class WriteMixin(StoreCore):
         namespace: str | None = None,
         now: datetime | None = None,
     ) -> list[MemoryUnit]:
-        """Apply the outcome of a task that used these memories (seed §4.5).
+        """Apply the outcome of a task that used these memories (success raises confidence, failure lowers it).
 
         ``success=True``: access count +1, last access now, confidence
         +``success_delta`` (capped). ``success=False``: access +1, confidence

@@ -1,4 +1,4 @@
-"""The run journal: which memories each run was shown, what it produced, how it ended (seed §6).
+"""The run journal: which memories each run was shown, what it produced, how it ended (to review which memories help).
 
 Every run is one :class:`RunRecord` stored in the namespace's ``journal``
 collection of the same backend as the memories (so it works with a Chroma

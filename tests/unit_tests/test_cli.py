@@ -25,7 +25,7 @@ from langchain_hindsight.types import MemoryContext, MemoryUnit
 from tests.server import ChromaServer
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
-DOCS = Path(__file__).resolve().parents[2] / "docs" / "readme"
+DOCS = Path(__file__).resolve().parents[2] / "docs"
 
 
 @pytest.fixture

@@ -24,7 +24,7 @@ from langchain_hindsight.embeddings.local import LocalEmbeddings, default_model_
 from langchain_hindsight.errors import ConfigurationError
 from tests.fakes import child_env
 
-DOC = Path(__file__).resolve().parents[2] / "docs" / "readme" / "embeddings.md"
+DOC = Path(__file__).resolve().parents[2] / "docs" / "embeddings.md"
 BLOCKS = re.findall(r"```python\n(.*?)```", DOC.read_text(encoding="utf-8"), flags=re.DOTALL)
 
 LONG_EN = "When the weekly report job calls the sales API it must page through every result set. " * 30
@@ -415,4 +415,4 @@ def test_readme_examples_run(index: int, tmp_path: Path, onnx_cache: Path, monke
     monkeypatch.setenv("HINDSIGHT_CACHE_DIR", str(onnx_cache))
     module = types.ModuleType(f"embeddings_example_{index}")
     monkeypatch.setitem(sys.modules, module.__name__, module)
-    exec(compile(BLOCKS[index], f"docs/readme/embeddings.md#{index}", "exec"), module.__dict__)
+    exec(compile(BLOCKS[index], f"docs/embeddings.md#{index}", "exec"), module.__dict__)

@@ -1,4 +1,4 @@
-"""``with_hindsight`` keeps LangGraph's semantics: one test per guarantee in docs/readme/adapters.md.
+"""``with_hindsight`` keeps LangGraph's semantics: one test per guarantee in docs/adapters.md.
 
 The graph under test has an ``operator.add`` counter, a ToolNode loop, an
 ``interrupt()`` and a model that streams its answer token by token; each

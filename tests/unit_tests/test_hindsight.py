@@ -116,10 +116,10 @@ def test_wrap_and_recall(hs: Hindsight) -> None:
     assert all(set(r.breakdown) >= {"similarity", "confidence"} for r in recalled)
 
 
-DOCS = Path(__file__).resolve().parents[2] / "docs" / "readme"
+DOCS = Path(__file__).resolve().parents[2] / "docs"
 
 
-@pytest.mark.parametrize("name", ["quickstart.md", "adapters.md"])
+@pytest.mark.parametrize("name", ["demo.md", "adapters.md"])  # docs/demo.md, docs/adapters.md
 @pytest.mark.integration
 def test_readme_examples_run(name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import re
@@ -136,4 +136,4 @@ def test_readme_examples_run(name: str, tmp_path: Path, monkeypatch: pytest.Monk
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
         for block in blocks:
-            exec(compile(block, f"docs/readme/{name}", "exec"), module.__dict__)
+            exec(compile(block, f"docs/{name}", "exec"), module.__dict__)

@@ -291,13 +291,13 @@ def test_no_false_conflicts_on_the_labelled_set() -> None:
 # ---------------------------------------------------------------- README section
 @pytest.mark.integration
 def test_readme_examples_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    text = (Path(__file__).parents[2] / "docs/readme/recall.md").read_text(encoding="utf-8")
+    text = (Path(__file__).parents[2] / "docs/recall.md").read_text(encoding="utf-8")
     blocks = re.findall(r"```python\n(.*?)```", text, flags=re.DOTALL)
     assert blocks
     monkeypatch.chdir(tmp_path)
     namespace: dict[str, object] = {}
     for block in blocks:
-        exec(compile(block, "docs/readme/recall.md", "exec"), namespace)
+        exec(compile(block, "docs/recall.md", "exec"), namespace)
     store = namespace.get("store")
     if store is not None:
         store.close()  # type: ignore[attr-defined]

@@ -461,11 +461,11 @@ def test_lifecycle_readme_examples_run(capsys: pytest.CaptureFixture[str]) -> No
     import re
     from pathlib import Path
 
-    text = (Path(__file__).resolve().parents[2] / "docs" / "readme" / "lifecycle.md").read_text(encoding="utf-8")
+    text = (Path(__file__).resolve().parents[2] / "docs" / "lifecycle.md").read_text(encoding="utf-8")
     blocks = re.findall(r"```python\n(.*?)```", text, re.DOTALL)
     assert len(blocks) == 4
     for block in blocks:
-        exec(compile(block, "lifecycle.md", "exec"), {})
+        exec(compile(block, "docs/lifecycle.md", "exec"), {})
     out = capsys.readouterr().out.splitlines()
     assert out[0] == "1 0.43"
     assert out[1] == "True"

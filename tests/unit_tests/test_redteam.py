@@ -486,11 +486,11 @@ def test_the_readme_quotes_the_red_team_results_file() -> None:
 
     root = Path(__file__).resolve().parents[2]
     results = json.loads((root / "benchmarks" / "results" / "redteam.json").read_text(encoding="utf-8"))
-    doc = (root / "docs" / "readme" / "guarantees.md").read_text(encoding="utf-8")
+    doc = (root / "docs" / "storage.md").read_text(encoding="utf-8")
     assert results["structure_changes"] == 0
     assert results["untrusted_as_trusted_top5"] == 0
     total = f"| **total** | **{results['attacks']}** | **{results['structure_changes']}** | "
     assert total + f"**{results['untrusted_as_trusted_top5']}** | {results['refused']} |" in doc
     for channel, counts in results["per_channel"].items():
         assert counts["attacks"] == 45, channel
-    assert f"{results['attacks']} generated attacks over 6 channels" in doc
+    assert "<!-- results: redteam.json -->" in doc  # the table is generated from the file (docs/build_readme.py)

@@ -545,7 +545,7 @@ def test_background_invalid_options(store: MemoryStore) -> None:
 def test_readme_capture_examples_run(capsys: pytest.CaptureFixture[str]) -> None:
     import re
 
-    doc = Path(__file__).resolve().parents[2] / "docs" / "readme" / "capture.md"
+    doc = Path(__file__).resolve().parents[2] / "docs" / "capture.md"
     blocks = re.findall(r"```python\n(.*?)```", doc.read_text(encoding="utf-8"), flags=re.DOTALL)
     assert len(blocks) == 3
     for block in blocks:

@@ -1,4 +1,4 @@
-"""The Guarantees README section: every example runs, and every test file it cites exists."""
+"""The storage page (docs/storage.md): every example runs, and every test file it cites exists."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-DOC = Path(__file__).resolve().parents[2] / "docs" / "readme" / "guarantees.md"
+DOC = Path(__file__).resolve().parents[2] / "docs" / "storage.md"
 BLOCKS = re.findall(r"```python\n(.*?)```", DOC.read_text(encoding="utf-8"), flags=re.DOTALL)
 
 
@@ -19,7 +19,7 @@ def test_guarantees_examples_run(index: int, tmp_path: Path, monkeypatch: pytest
     monkeypatch.chdir(tmp_path)
     module = types.ModuleType(f"guarantees_example_{index}")
     monkeypatch.setitem(sys.modules, module.__name__, module)
-    exec(compile(BLOCKS[index], f"docs/readme/guarantees.md#{index}", "exec"), module.__dict__)
+    exec(compile(BLOCKS[index], f"docs/storage.md#{index}", "exec"), module.__dict__)
 
 
 def test_cited_tests_exist() -> None:
