@@ -38,10 +38,9 @@ sys.path.insert(0, str(ROOT.parent))
 sys.path.insert(0, str(ROOT))
 
 from _corpora import CORPORA  # noqa: E402
-from recall_scale import NOW, TASK_TYPES, TableEmbeddings, default_embedder, vectors_for  # noqa: E402
+from recall_scale import TableEmbeddings, default_embedder, synthetic_units, vectors_for  # noqa: E402
 
 from langchain_hindsight.store.memory_store import MemoryStore  # noqa: E402
-from langchain_hindsight.types import MemoryUnit  # noqa: E402
 
 TARGETS = {"stats": 1.0, "search": 1.5}
 """Issue 13's acceptance at 10k memories (seconds)."""
@@ -57,16 +56,7 @@ def build(path: Path, size: int, n_real: int) -> str:
     with MemoryStore(path, embeddings=emb) as store:
         for start in range(0, size, 5000):
             units = store.add_many(
-                [
-                    MemoryUnit(
-                        content=t,
-                        task_type=TASK_TYPES[(start + j) % len(TASK_TYPES)],
-                        confidence=round(0.4 + 0.5 * rng.random(), 2),
-                        created_at=NOW,
-                        last_accessed_at=NOW,
-                    )
-                    for j, t in enumerate(texts[start : start + 5000])
-                ],
+                synthetic_units(texts[start : start + 5000], start, rng),
                 dedupe=False,
             )
             store.archive([u.memory_id for u in units[::20]])

@@ -43,11 +43,10 @@ sys.path.insert(0, str(ROOT))
 
 from _corpora import CORPORA  # noqa: E402
 from _stats import summary  # noqa: E402
-from recall_scale import NOW, TASK_TYPES, TableEmbeddings, default_embedder, vectors_for  # noqa: E402
+from recall_scale import NOW, TASK_TYPES, TableEmbeddings, default_embedder, synthetic_units, vectors_for  # noqa: E402
 
 from langchain_hindsight.recall.retriever import HindsightRetriever  # noqa: E402
 from langchain_hindsight.store.memory_store import MemoryStore  # noqa: E402
-from langchain_hindsight.types import MemoryUnit  # noqa: E402
 
 K = 5
 WARMUP = 10
@@ -63,16 +62,7 @@ def build(path: Path, corpus: str, size: int, real: object, n_real: int) -> list
     with MemoryStore(path, embeddings=TableEmbeddings(table, real)) as store:  # type: ignore[arg-type]
         for start in range(0, size, 5000):
             store.add_many(
-                [
-                    MemoryUnit(
-                        content=t,
-                        task_type=TASK_TYPES[(start + j) % len(TASK_TYPES)],
-                        confidence=round(0.4 + 0.5 * rng.random(), 2),
-                        created_at=NOW,
-                        last_accessed_at=NOW,
-                    )
-                    for j, t in enumerate(texts[start : start + 5000])
-                ],
+                synthetic_units(texts[start : start + 5000], start, rng),
                 dedupe=False,
             )
         store.lexical_search("warm up", k=1)

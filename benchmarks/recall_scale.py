@@ -71,6 +71,22 @@ K = 5
 WARMUP = 10
 TASK_TYPES = ["data_cleaning", "data_analysis", "weekly_report", "api_call", "file_operation", "database_query"]
 NOW = datetime(2026, 11, 1, tzinfo=UTC)
+
+
+def synthetic_units(texts: list[str], start: int, rng: random.Random) -> list[MemoryUnit]:
+    """Units for ``texts`` (the corpus slice starting at ``start``): task types in turn, random confidence."""
+    return [
+        MemoryUnit(
+            content=t,
+            task_type=TASK_TYPES[(start + j) % len(TASK_TYPES)],
+            confidence=round(0.4 + 0.5 * rng.random(), 2),
+            created_at=NOW,
+            last_accessed_at=NOW,
+        )
+        for j, t in enumerate(texts)
+    ]
+
+
 TARGETS = {
     "10k_recall_p95_ms": 25.0,
     "10k_recall_p50_vs_floor": 1.5,
@@ -167,16 +183,7 @@ def run_size(corpus: str, size: int, real: Embeddings, args: argparse.Namespace,
         t0 = time.perf_counter()
         for start in range(0, size, args.batch):
             store.add_many(
-                [
-                    MemoryUnit(
-                        content=t,
-                        task_type=TASK_TYPES[(start + j) % len(TASK_TYPES)],
-                        confidence=round(0.4 + 0.5 * rng.random(), 2),
-                        created_at=NOW,
-                        last_accessed_at=NOW,
-                    )
-                    for j, t in enumerate(texts[start : start + args.batch])
-                ],
+                synthetic_units(texts[start : start + args.batch], start, rng),
                 dedupe=False,
             )
         add_s = time.perf_counter() - t0
