@@ -65,6 +65,7 @@ from langchain_hindsight.recall.task_type import (
     resolve_task_type,
 )
 from langchain_hindsight.store.memory_store import MemoryStore
+from langchain_hindsight.store.snapshot import StoreSnapshot
 from langchain_hindsight.taxonomy import TaskTypeVocabulary
 from langchain_hindsight.types import MemoryUnit, ScoredMemory, Served, TaskTypeSource, utcnow
 
@@ -155,7 +156,8 @@ class HindsightRetriever(BaseRetriever):
             memories = await retriever.arecall("生成本周的团队周报")
 
     Attributes:
-        store: Where memories live (read through on every call, never cached here).
+        store: Where memories live (read through on every call, never cached here): a
+            :class:`MemoryStore`, or a read-only :class:`~langchain_hindsight.store.snapshot.StoreSnapshot`.
         k: Memories returned per call; a per-call ``k`` keyword overrides it.
         task_type: Task type of the current task (normalised with the store's
             vocabulary); matching memories get the task-type bonus. ``None``
@@ -215,7 +217,7 @@ class HindsightRetriever(BaseRetriever):
                 f"invalid HindsightRetriever argument: {e.errors()[0].get('loc')}: {e.errors()[0].get('msg')}"
             ) from e
 
-    store: MemoryStore
+    store: MemoryStore | StoreSnapshot
     k: int = 5
     task_type: str | None = None
     namespace: str | None = None

@@ -42,6 +42,15 @@ from langchain_hindsight.store._collections import (
 )
 from langchain_hindsight.store._feed import ChangeFeed
 from langchain_hindsight.store._lexical import LexicalIndex
+from langchain_hindsight.store._mirror import (
+    MIRROR_MAX_ROWS,
+    Mirror,
+    build_mirror,
+    load_mirror,
+    mirror_path,
+    refresh_mirror,
+    save_mirror,
+)
 from langchain_hindsight.store._policy import ConfidencePolicy
 from langchain_hindsight.store._repair import repair_namespace
 from langchain_hindsight.store._runs import RunRecords
@@ -50,6 +59,7 @@ from langchain_hindsight.store._search import (
     active_texts,
     drop_snapshot,
     load_snapshot,
+    record_text,
     refresh_lexical,
     save_snapshot,
     snapshot_path,
@@ -94,11 +104,13 @@ def backend_errors(method: Callable[_P, _R]) -> Callable[_P, _R]:
             return method(*args, **kwargs)
         except Exception as e:
             store = args[0] if args else None
-            if isinstance(store, StoreCore):
-                store._units.clear()
             backend = isinstance(e, BackendError) or (
                 isinstance(e, OSError | sqlite3.Error) and not isinstance(e, HindsightError)
             )
+            if isinstance(store, StoreCore):
+                store._units.clear()
+                if not isinstance(e, ConfigurationError | MemoryNotFoundError):  # a write may have stopped half-way
+                    store._distrust_derived(drop_files=backend)
             if backend and not getattr(e, "store_method", None):
                 error = BackendError(f"MemoryStore.{method.__name__} failed in the storage backend: {e}")
                 error.store_method = method.__name__  # type: ignore[attr-defined]
@@ -135,6 +147,12 @@ class StoreCore:
         self._open_counts: dict[str, int] = {}  # record count of a namespace with a snapshot, before any write
         # recently recalled units; only with a single writer, whose writes all pass _reindex (which evicts)
         self._units = UnitCache(4096 if backend.single_writer else 0)
+        # recall mirrors of an embedded store's namespaces (see _mirror), and their snapshot state
+        self._mirrors: dict[str, Mirror] = {}
+        self._mirror_fresh: set[str] = set()  # namespaces whose mirror equals its snapshot on disk
+        self._mirror_off: set[str] = set()  # namespaces too large to mirror (checked once a session)
+        self.mirror_max_rows = MIRROR_MAX_ROWS
+        """Largest namespace (active memories) this store mirrors for recall (0: never; see ``_mirror``)."""
         self._repaired: set[str] = set()
         self._closed = False
         self.run_records = RunRecords(self._journal_collection)
@@ -176,9 +194,9 @@ class StoreCore:
         if col is None:
             return None
         self._collections[key] = col
-        path = self._snapshot_path(namespace) if role == "memories" else None
-        if path is not None and namespace not in self._open_counts and path.exists():
-            self._open_counts[namespace] = col.count()  # what the snapshot is checked against at the first write
+        paths = [self._snapshot_path(namespace), self._mirror_path(namespace)] if role == "memories" else []
+        if namespace not in self._open_counts and any(p is not None and p.exists() for p in paths):
+            self._open_counts[namespace] = col.count()  # what the snapshots are checked against at the first write
         if role in ROLES and namespace not in self._repaired:
             self._repaired.add(namespace)
             self._repair(namespace)
@@ -263,13 +281,43 @@ class StoreCore:
             self._lexical[namespace] = index
         return index
 
+    def _mirror_before_write(self, namespace: str, written: list[str]) -> Mirror | None:
+        """Like :meth:`_snapshot_before_write`, for the recall mirror."""
+        path = self._mirror_path(namespace)
+        count = self._open_counts.get(namespace)
+        col = self._collections.get((namespace, "memories"))
+        if path is None or count is None or col is None or namespace in self._snapshot_dropped:
+            return None
+        if namespace in self._mirror_off or not path.exists():
+            return None
+        mirror = load_mirror(path, col, str(self._identity), count=count, skip=written)
+        if mirror is not None:
+            self._mirrors[namespace] = mirror
+        return mirror
+
     def _drop_snapshot(self, namespace: str) -> None:
-        """Erase ``namespace``'s snapshot once it no longer matches the data (first write of this store)."""
+        """Erase ``namespace``'s snapshots once they no longer match the data (first write of this store)."""
         self._snapshot_fresh.discard(namespace)
-        path = self._snapshot_path(namespace)
-        if path is not None and namespace not in self._snapshot_dropped:
-            drop_snapshot(path)
+        self._mirror_fresh.discard(namespace)
+        if self.persist_directory is not None and namespace not in self._snapshot_dropped:
+            for path in (self._snapshot_path(namespace), self._mirror_path(namespace)):
+                if path is not None:
+                    drop_snapshot(path)
             self._snapshot_dropped.add(namespace)
+
+    def _distrust_derived(self, *, drop_files: bool) -> None:
+        """After a failure that may have stopped a write half-way, forget the recall mirrors (rebuilt on use).
+
+        With ``drop_files`` the snapshots of every namespace this store opened are erased too.
+        """
+        self._mirrors.clear()
+        self._mirror_fresh.clear()
+        if drop_files:
+            for namespace in {ns for ns, _ in self._collections}:
+                try:
+                    self._drop_snapshot(namespace)
+                except StoreError:
+                    logger.warning("could not erase the snapshots of %r", namespace, exc_info=True)
 
     def _change_feed(self, namespace: str) -> ChangeFeed | None:
         """The namespace's change feed, or ``None`` when this store is the only writer."""
@@ -285,6 +333,54 @@ class StoreCore:
         if self.persist_directory is None:
             return None
         return snapshot_path(self.persist_directory, collection_name(namespace, "memories"))
+
+    def _mirror_path(self, namespace: str) -> Path | None:
+        """Where an embedded store keeps ``namespace``'s recall mirror snapshot (``None`` without a directory)."""
+        if self.persist_directory is None:
+            return None
+        return mirror_path(self.persist_directory, collection_name(namespace, "memories"))
+
+    def _recall_mirror(self, namespace: str) -> Mirror | None:
+        """``namespace``'s recall mirror, current (loaded, or built on first use), or ``None`` when it has none.
+
+        Only an embedded store mirrors (it is the only writer of its directory), and only namespaces of at
+        most :attr:`mirror_max_rows` records. The embedder check of :meth:`_vectors` runs first, as for any
+        search.
+        """
+        path = self._mirror_path(namespace)
+        if path is None or namespace in self._mirror_off or self.mirror_max_rows <= 0:
+            return None
+        col = self._vectors(self._collection(namespace, create=False))
+        if col is None:
+            return None
+        mirror = self._mirrors.get(namespace)
+        identity = str(self._identity)
+        if mirror is None and namespace not in self._snapshot_dropped:
+            mirror = load_mirror(path, col, identity)
+            if mirror is not None:
+                self._mirror_fresh.add(namespace)
+        if mirror is None:
+            mirror = build_mirror(col, identity, self._identity.dimension, self.mirror_max_rows)
+            if mirror is None:
+                self._mirror_off.add(namespace)
+                return None
+        self._mirrors[namespace] = mirror
+        refresh_mirror(mirror, col)
+        return mirror
+
+    def _save_mirrors(self) -> None:
+        """Save each namespace's mirror that differs from its snapshot (at close; failures only logged)."""
+        for namespace, mirror in self._mirrors.items():
+            path = self._mirror_path(namespace)
+            if path is None or namespace in self._mirror_fresh:
+                continue
+            try:
+                col = self._collection(namespace, create=False)
+            except HindsightError:
+                logger.warning("recall mirror of %r not saved", namespace, exc_info=True)
+                continue
+            if col is not None and save_mirror(mirror, path, col):
+                self._mirror_fresh.add(namespace)
 
     def _save_lexical_snapshots(self) -> None:
         """Save each namespace's index that differs from its snapshot (at close; failures only logged)."""
@@ -311,22 +407,36 @@ class StoreCore:
                 self._snapshot_fresh.add(namespace)
                 return index
         feed = self._change_feed(namespace)
+        mirror = self._mirrors.get(namespace) if feed is None else None
+
+        def scan() -> Any:
+            if mirror is not None and not mirror.stale:  # the mirror holds every active record: no second read
+                return ((i, record_text(d, m)) for i, d, m in mirror.records())
+            return active_texts(self._collection(namespace, create=False))
+
         index = self._lexical[namespace] = refresh_lexical(
             self._lexical.get(namespace),
             feed,
             namespace,
             fetch=functools.partial(self._get_many, ns=namespace),
-            scan=lambda: active_texts(self._collection(namespace, create=False)),
+            scan=scan,
         )
         return index
 
     def _reindex(self, namespace: str, upserts: Sequence[MemoryUnit] = (), deletes: Sequence[str] = ()) -> None:
+        written = [*(u.memory_id for u in upserts), *deletes]
         index = self._lexical.get(namespace)
+        mirror = self._mirrors.get(namespace)
+        if mirror is None:
+            mirror = self._mirror_before_write(namespace, written)
         if index is None:
-            index = self._snapshot_before_write(namespace, [*(u.memory_id for u in upserts), *deletes])
+            index = self._snapshot_before_write(namespace, written)
         if index is not None:  # not built yet: it will be built from the backend when first searched
             index.delete(deletes)
             index.upsert(upserts)
+        if mirror is not None:
+            mirror.forget(deletes)
+            mirror.apply(upserts)
         self._units.evict(namespace, [*(u.memory_id for u in upserts), *deletes])
         self._drop_snapshot(namespace)
         feed = self._change_feed(namespace)

@@ -201,6 +201,8 @@ class ForgetMixin(StoreCore):
         for key in [k for k in self._collections if k[0] == ns]:
             del self._collections[key]
         self._lexical.pop(ns, None)
+        self._mirrors.pop(ns, None)
+        self._mirror_off.discard(ns)
         self._open_counts.pop(ns, None)
         self._units.clear(ns)
         self._snapshot_dropped.discard(ns)

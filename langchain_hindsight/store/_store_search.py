@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import Any
 
 from langchain_hindsight._safety import clean_text
-from langchain_hindsight.errors import ConfigurationError
+from langchain_hindsight.errors import BackendError, ConfigurationError, StoreError
 from langchain_hindsight.store._collections import query_hits
 from langchain_hindsight.store._core import StoreCore, backend_errors, check_ids
+from langchain_hindsight.store._mirror import Mirror, mirror_candidates
 from langchain_hindsight.store._search import cached_candidates, cached_hits, cached_similarities, similarities
 from langchain_hindsight.types import MemoryUnit
 
@@ -17,6 +19,19 @@ __all__ = ["SearchMixin"]
 
 _MAX_K = 1 << 30
 """Largest ``k``: the over-fetched query depth (``k`` and half again) must fit a backend's 32-bit count."""
+
+
+def check_dimension(mirror: Mirror, vector: Sequence[float]) -> None:
+    """Refuse a query vector whose length is not the stored vectors' (as Chroma refuses it)."""
+    if len(vector) != mirror.dimension:
+        raise BackendError(
+            f"the query vector has {len(vector)} dimensions, the stored vectors {mirror.dimension}: "
+            "was the store written with another embedder?"
+        )
+
+
+def _as_list(vector: Any) -> list[float] | None:
+    return None if vector is None else [float(x) for x in vector]
 
 
 def check_k(k: object) -> None:
@@ -67,6 +82,15 @@ class SearchMixin(StoreCore):
         if include_embeddings:
             include.append("embeddings")
         with self._lock:
+            mirror = self._recall_mirror(ns) if where is None else None
+            if mirror is not None:
+                check_dimension(mirror, vector)
+                nearest = mirror.nearest(vector, k)
+                vectors = [_as_list(mirror.vector(i)) if include_embeddings else None for i, _ in nearest]
+                return [
+                    (self._mirrored_unit(ns, mirror, i), sim, vec)
+                    for (i, sim), vec in zip(nearest, vectors, strict=True)
+                ]
             col = self._vectors(self._collection(ns, create=False))
             if col is None:
                 return []
@@ -103,6 +127,11 @@ class SearchMixin(StoreCore):
             return []
         ns = self._ns(namespace)
         with self._lock:
+            mirror = self._recall_mirror(ns)
+            if mirror is not None:
+                check_dimension(mirror, vector)
+                sims = mirror.similarities(vector, ids)
+                return [(self._mirrored_unit(ns, mirror, i), sims[i]) for i in ids if i in sims]
             col = self._vectors(self._collection(ns, create=False))
             if col is None:
                 return []
@@ -140,9 +169,13 @@ class SearchMixin(StoreCore):
             ``(candidates, lexical)``: every candidate's ``(unit, cosine_similarity)``
             by id, and the lexical arm's BM25 score by id.
         """
-        lexical = dict(self.lexical_search(query, k=k, namespace=namespace, normalize=normalize))
         ns = self._ns(namespace)
         with self._lock:
+            mirror = self._recall_mirror(ns)  # first: a lexical index built now is read from it
+            lexical = dict(self.lexical_search(query, k=k, namespace=ns, normalize=normalize))
+            if mirror is not None:
+                unit_of = functools.partial(self._mirrored_unit, ns, mirror)
+                return mirror_candidates(mirror, vector, lexical, k, unit_of), lexical
             col = self._collection(ns, create=False)
             if self._units.size and col is not None:
                 n = k + max(8, k // 2)
@@ -155,6 +188,17 @@ class SearchMixin(StoreCore):
         if missing:
             dense.update((u.memory_id, (u, sim)) for u, sim in self.similarity_by_ids(vector, missing, namespace=ns))
         return dense, lexical
+
+    def _mirrored_unit(self, namespace: str, mirror: Mirror, memory_id: str) -> MemoryUnit:
+        """A mirrored unit, from the unit cache or rebuilt from its mirrored record (then cached)."""
+        entry = self._units.get(namespace, memory_id)
+        if entry is not None:
+            return entry[0]
+        unit = mirror.unit(memory_id)
+        if unit is None:  # callers pass ids the mirror just returned
+            raise StoreError(f"memory {memory_id!r} is not in the recall mirror of {namespace!r}")
+        self._units.put(unit)
+        return unit
 
     @backend_errors
     def lexical_search(

@@ -177,9 +177,11 @@ class MemoryStore(ForgetMixin, TransferMixin, SearchMixin, ReadMixin):
             if self._closed:
                 return
             self._save_lexical_snapshots()
+            self._save_mirrors()
             self._closed = True
             self._collections.clear()
             self._lexical.clear()
+            self._mirrors.clear()
             self._units.clear()
             if self._owns_backend:
                 self.backend.close()
@@ -217,6 +219,10 @@ class MemoryStore(ForgetMixin, TransferMixin, SearchMixin, ReadMixin):
         with self._lock:
             self._ensure_open()
             names = self.namespaces() if namespaces is None else [check_namespace(n) for n in namespaces]
+            for name in names:  # new vectors: the cached and mirrored ones are the old embedder's
+                self._drop_snapshot(name)
+                self._mirrors.pop(name, None)
+                self._units.clear(name)
             self._collections.clear()
             self._embedder_checked.clear()
             try:

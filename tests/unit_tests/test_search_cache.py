@@ -1,4 +1,8 @@
-"""Recall reads from Chroma only what it has not seen, and never serves a unit a write has changed."""
+"""Recall reads from Chroma only what it has not seen, and never serves a unit a write has changed.
+
+Both ways an embedded store serves recall are covered: its recall mirror (every active unit in memory,
+see ``store/_mirror.py``) and, for a namespace above the mirror's limit, the unit cache in front of Chroma.
+"""
 
 from __future__ import annotations
 
@@ -40,9 +44,19 @@ class CountingCollection:
         return getattr(self.inner, name)
 
 
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[MemoryStore]:
+@pytest.fixture(params=["mirror", "unit-cache"])
+def store(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[MemoryStore]:
     with MemoryStore(tmp_path / "db", embeddings=HashEmbeddings(64)) as s:
+        if request.param == "unit-cache":
+            s.mirror_max_rows = 0  # as for a namespace above the mirror's limit
+        yield s
+
+
+@pytest.fixture
+def cache_store(tmp_path: Path) -> Iterator[MemoryStore]:
+    """A store whose recall goes through the unit cache (the mirror off, as above its limit)."""
+    with MemoryStore(tmp_path / "db", embeddings=HashEmbeddings(64)) as s:
+        s.mirror_max_rows = 0
         yield s
 
 
@@ -70,7 +84,8 @@ def _recall(store: MemoryStore, query: str) -> list[tuple[str, float, float]]:
     return [(s.memory.memory_id, s.score, s.memory.score_confidence) for s in retriever.recall(query, now=NOW)]
 
 
-def test_a_repeated_recall_reads_nothing_more_and_scores_the_same(store: MemoryStore) -> None:
+def test_a_repeated_recall_reads_nothing_more_and_scores_the_same(cache_store: MemoryStore) -> None:
+    store = cache_store
     store.add_many(_units(40), dedupe=False)
     first = _recall(store, "CSV 编码")
     col = _counting(store)
@@ -85,7 +100,8 @@ def _served(store: MemoryStore, query: str) -> dict[str, MemoryUnit]:
     return {s.memory.memory_id: s.memory for s in retriever.recall(query, now=NOW)}
 
 
-def test_a_cold_recall_is_one_query_and_one_get(store: MemoryStore) -> None:
+def test_a_cold_recall_is_one_query_and_one_get(cache_store: MemoryStore) -> None:
+    store = cache_store
     store.add_many(_units(60), dedupe=False)
     warm = _recall(store, "CSV 编码 lesson 7")
     store._units.clear()
@@ -165,8 +181,10 @@ class NearFar(Embeddings):
         return self.anchor.tolist()
 
 
-def test_inactive_nearest_units_are_skipped_without_losing_active_ones(tmp_path: Path) -> None:
+@pytest.mark.parametrize("mirror_max_rows", [30_000, 0])
+def test_inactive_nearest_units_are_skipped_without_losing_active_ones(tmp_path: Path, mirror_max_rows: int) -> None:
     with MemoryStore(tmp_path / "db", embeddings=NearFar()) as store:
+        store.mirror_max_rows = mirror_max_rows
         stored = [
             r.unit
             for r in store.add_many(

@@ -1,0 +1,142 @@
+"""Recall from a closed embedded store's derived files, without opening Chroma (what ``hindsight search`` uses).
+
+A store that closes cleanly leaves, next to Chroma's files, the lexical index
+and the recall mirror of each namespace it searched (``lexical/`` and
+``mirror/``), and a stamp listing them (``_stamp``: the stamp exists only while
+no process has the store open, and only when every write of the last session
+was followed by the close that saved these files). :class:`StoreSnapshot`
+answers hybrid recall for one namespace from those two files alone: it never
+imports chromadb and reads no record, so a one-off command pays for loading two
+arrays instead of starting a database. It is read-only, and it exists only when
+the files are trusted; otherwise the caller opens a
+:class:`~langchain_hindsight.store.memory_store.MemoryStore` as usual.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Collection, Sequence
+from pathlib import Path
+
+from langchain_core.embeddings import Embeddings
+
+from langchain_hindsight.embeddings.local import embedder_identity
+from langchain_hindsight.embeddings.multilingual import default_embeddings
+from langchain_hindsight.errors import ConfigurationError, StoreError
+from langchain_hindsight.store._collections import check_namespace, collection_name
+from langchain_hindsight.store._lexical import LexicalIndex
+from langchain_hindsight.store._mirror import Mirror, mirror_candidates, mirror_path
+from langchain_hindsight.store._search import snapshot_path
+from langchain_hindsight.taxonomy import TaskTypeVocabulary
+from langchain_hindsight.types import MemoryUnit
+
+__all__ = ["StoreSnapshot"]
+
+logger = logging.getLogger(__name__)
+
+
+class StoreSnapshot:
+    """One namespace of a closed embedded store, searchable from its lexical index and recall mirror.
+
+    Offers what :class:`~langchain_hindsight.recall.retriever.HindsightRetriever`
+    needs of a store (``embeddings``, ``vocabulary``, ``namespace``,
+    ``resolve_namespace`` and ``hybrid_search``), with the same results
+    :meth:`MemoryStore.hybrid_search` gives for a mirrored namespace. Build it
+    with :meth:`open`.
+    """
+
+    def __init__(
+        self,
+        namespace: str,
+        index: LexicalIndex,
+        mirror: Mirror,
+        embeddings: Embeddings,
+        vocabulary: TaskTypeVocabulary | None = None,
+    ) -> None:
+        self.namespace = check_namespace(namespace)
+        self.embeddings = embeddings
+        self.vocabulary = vocabulary or TaskTypeVocabulary()
+        self._index = index
+        self._mirror = mirror
+
+    @classmethod
+    def open(
+        cls,
+        directory: str | Path,
+        *,
+        trusted: Collection[str],
+        namespace: str = "default",
+        embeddings: Embeddings | None = None,
+        vocabulary: TaskTypeVocabulary | None = None,
+    ) -> StoreSnapshot | None:
+        """The snapshot of ``namespace`` in the store at ``directory``, or ``None`` when it cannot answer.
+
+        It answers only when both files of the namespace are among ``trusted``
+        (paths relative to ``directory``, as the clean-close stamp lists them),
+        load, agree with each other (the same memories), and hold vectors of
+        ``embeddings`` (default: the store's default embedder). The caller then
+        opens the store instead.
+
+        Args:
+            directory: The embedded store's directory.
+            trusted: The derived files the stamp vouches for (relative paths).
+            namespace: The namespace to search.
+            embeddings: The embedder of the store (its identity is checked; the model is not loaded here).
+            vocabulary: The task-type vocabulary (default: the built-in one).
+        """
+        root = Path(directory)
+        name = collection_name(check_namespace(namespace), "memories")
+        lexical_file, mirror_file = snapshot_path(root, name), mirror_path(root, name)
+        if not {_relative(lexical_file, root), _relative(mirror_file, root)} <= set(trusted):
+            return None
+        embeddings = embeddings if embeddings is not None else default_embeddings()
+        loaded_mirror = Mirror.load(mirror_file)
+        loaded_index = LexicalIndex.load(lexical_file)
+        if loaded_mirror is None or loaded_index is None:
+            return None
+        mirror, index = loaded_mirror[0], loaded_index[0]
+        identity = str(embedder_identity(embeddings))
+        if mirror.identity != identity:
+            logger.debug("snapshot of %r holds vectors of %s, not %s", namespace, mirror.identity, identity)
+            return None
+        if index.memory_ids != mirror.memory_ids:
+            logger.debug("the lexical index and the recall mirror of %r disagree", namespace)
+            return None
+        return cls(namespace, index, mirror, embeddings, vocabulary)
+
+    def resolve_namespace(self, namespace: str | None) -> str:
+        """``namespace`` if it is this snapshot's (``None``: this snapshot's), else a :class:`ConfigurationError`."""
+        if namespace is None or namespace == self.namespace:
+            return self.namespace
+        raise ConfigurationError(f"this snapshot holds namespace {self.namespace!r}, not {namespace!r}")
+
+    def __len__(self) -> int:
+        return len(self._mirror)
+
+    def hybrid_search(
+        self,
+        query: str,
+        vector: Sequence[float],
+        *,
+        k: int = 10,
+        namespace: str | None = None,
+        normalize: bool = False,
+    ) -> tuple[dict[str, tuple[MemoryUnit, float]], dict[str, float]]:
+        """:meth:`MemoryStore.hybrid_search <langchain_hindsight.store.memory_store.MemoryStore.hybrid_search>`
+        over the snapshot: the dense arm's ``k`` nearest (exact) and the lexical arm's ``k`` best, with cosines.
+        """  # noqa: D205
+        self.resolve_namespace(namespace)
+        if not isinstance(k, int) or isinstance(k, bool) or k < 1:
+            raise ConfigurationError(f"k must be a positive int, got {k!r}")
+        lexical = dict(self._index.search(query, k, normalize=normalize))
+        return mirror_candidates(self._mirror, vector, lexical, k, self._unit), lexical
+
+    def _unit(self, memory_id: str) -> MemoryUnit:
+        unit = self._mirror.unit(memory_id)
+        if unit is None:
+            raise StoreError(f"memory {memory_id!r} is not in the snapshot of {self.namespace!r}")
+        return unit
+
+
+def _relative(path: Path, root: Path) -> str:
+    return path.relative_to(root).as_posix()

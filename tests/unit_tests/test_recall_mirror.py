@@ -1,0 +1,236 @@
+"""The recall mirror of an embedded store: exact, kept in step by every write, saved and checked like a snapshot."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from langchain_hindsight import HindsightRetriever, MemoryStore, MemoryUnit
+from langchain_hindsight.errors import ConfigurationError
+from langchain_hindsight.store._mirror import Mirror, record_bytes
+from langchain_hindsight.store.snapshot import StoreSnapshot
+from tests.fakes import HashEmbeddings
+
+NOW = datetime(2026, 11, 1, tzinfo=UTC)
+
+
+def _units(n: int, prefix: str = "lesson") -> list[MemoryUnit]:
+    return [
+        MemoryUnit(
+            task_type="data_cleaning" if i % 2 else "api_call",
+            content=f"读取CSV文件时指定编码 {prefix} {i} about encoding and retries",
+            created_at=NOW,
+            last_accessed_at=NOW,
+        )
+        for i in range(n)
+    ]
+
+
+def _recall(store: MemoryStore, query: str, k: int = 8) -> list[tuple[str, float]]:
+    retriever = HindsightRetriever(store=store, k=k, low_similarity_threshold=0.0, min_relevance=None)
+    return [(s.memory.memory_id, round(s.score, 6)) for s in retriever.recall(query, now=NOW)]
+
+
+def _mirror_file(path: Path) -> Path:
+    (found,) = (path / "mirror").glob("*.npz")
+    return found
+
+
+class Counting:
+    """Counts the Chroma reads of a collection (``get``, ``query``, ``pages``)."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.calls: list[str] = []
+
+    def get(self, *args: Any, **kwargs: Any) -> Any:
+        self.calls.append("get")
+        return self.inner.get(*args, **kwargs)
+
+    def query(self, *args: Any, **kwargs: Any) -> Any:
+        self.calls.append("query")
+        return self.inner.query(*args, **kwargs)
+
+    def pages(self, *args: Any, **kwargs: Any) -> Any:
+        self.calls.append("pages")
+        return self.inner.pages(*args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+def _counting(store: MemoryStore) -> Counting:
+    key = (store.namespace, "memories")
+    wrapped = Counting(store._collections[key])
+    store._collections[key] = wrapped
+    return wrapped
+
+
+@pytest.fixture
+def path(tmp_path: Path) -> Path:
+    return tmp_path / "db"
+
+
+@pytest.fixture
+def store(path: Path) -> Iterator[MemoryStore]:
+    with MemoryStore(path, embeddings=HashEmbeddings(64)) as s:
+        yield s
+
+
+def test_recall_from_the_mirror_reads_nothing_from_chroma_and_ranks_as_chroma_does(path: Path) -> None:
+    queries = ["CSV 编码 lesson 3", "retries encoding", "读取文件 编码 lesson 17"]
+    with MemoryStore(path, embeddings=HashEmbeddings(64)) as store:
+        store.add_many(_units(80), dedupe=False)
+        store.mirror_max_rows = 0
+        through_chroma = [_recall(store, q) for q in queries]
+        store.mirror_max_rows = 30_000
+        _recall(store, "warm up")
+        col = _counting(store)
+        mirrored = [_recall(store, q) for q in queries]
+        assert col.calls == []  # no query, no get: both arms and every candidate came from memory
+    assert [[i for i, _ in r] for r in mirrored] == [[i for i, _ in r] for r in through_chroma]
+    for got, want in zip(mirrored, through_chroma, strict=True):
+        assert [s for _, s in got] == pytest.approx([s for _, s in want], abs=1e-4)
+
+
+def test_every_write_is_seen_by_the_next_recall(store: MemoryStore) -> None:
+    units = [r.unit for r in store.add_many(_units(30), dedupe=False)]
+    served = dict(_recall(store, "CSV 编码 lesson", k=30))
+    assert set(served) == {u.memory_id for u in units}
+    best = units[0].memory_id
+    before = store.get(best).score_confidence
+    store.record_feedback([best], success=False)  # metadata only: updated in place
+    retriever = HindsightRetriever(store=store, k=30, low_similarity_threshold=0.0, min_relevance=None)
+    got = {s.memory.memory_id: s.memory for s in retriever.recall("CSV 编码 lesson", now=NOW)}
+    assert got[best].score_confidence < before
+    slack = "Slack chat.postMessage needs the channel ID, not its name"
+    store.update(best, content=slack)  # new content, so a new vector: read again before the next search
+    (hit,) = store.search(slack, k=1)
+    assert hit[0].memory_id == best
+    assert hit[0].content == slack
+    assert hit[1] == pytest.approx(float(np.dot(*store.embeddings.embed_documents([slack] * 2))), abs=1e-5)
+    store.archive([units[1].memory_id])
+    store.forget(units[2].memory_id)
+    added = store.add_many(_units(2, prefix="新的经验"), dedupe=False)
+    served = dict(_recall(store, "CSV 编码 lesson 新的经验", k=40))
+    active = {u.memory_id for u in store.list_units(status="active")}
+    assert set(served) == active
+    assert {r.unit.memory_id for r in added} <= set(served)
+    assert units[1].memory_id not in served
+    assert units[2].memory_id not in served
+
+
+def test_the_mirror_is_saved_at_close_and_loaded_without_reading_every_record(path: Path) -> None:
+    with MemoryStore(path, embeddings=HashEmbeddings(64)) as store:
+        store.add_many(_units(50), dedupe=False)
+        first = _recall(store, "CSV 编码 lesson 9")
+    assert _mirror_file(path).stat().st_size > 0
+    with MemoryStore(path, embeddings=HashEmbeddings(64)) as store:
+        store._collection(store.namespace)
+        col = _counting(store)
+        assert _recall(store, "CSV 编码 lesson 9") == first
+        assert "pages" not in col.calls  # loaded from the snapshot, checked against a sample of records
+        assert col.calls.count("get") <= 2
+
+
+def test_a_write_erases_the_snapshot_at_once_and_close_saves_a_current_one(path: Path) -> None:
+    with MemoryStore(path, embeddings=HashEmbeddings(64)) as store:
+        units = [r.unit for r in store.add_many(_units(20), dedupe=False)]
+        _recall(store, "warm up")
+    secret = "the database password is hunter2-绝密"
+    with MemoryStore(path, embeddings=HashEmbeddings(64)) as store:
+        store.update(units[0].memory_id, content=secret)  # before any search: the snapshot is loaded and updated
+        assert not (path / "mirror").exists() or not list((path / "mirror").glob("*.npz"))
+    with MemoryStore(path, embeddings=HashEmbeddings(64)) as store:
+        store._collection(store.namespace)
+        col = _counting(store)
+        hits = store.search(secret, k=1)
+        assert "pages" not in col.calls  # the snapshot saved at close already held the update
+        assert hits[0][0].content == secret
+        store.forget(units[0].memory_id)
+    assert secret.encode() not in b"".join(p.read_bytes() for p in path.rglob("*.npz"))
+
+
+def test_a_snapshot_that_no_longer_matches_the_records_is_rebuilt(path: Path) -> None:
+    with MemoryStore(path, embeddings=HashEmbeddings(64)) as store:
+        units = [r.unit for r in store.add_many(_units(20), dedupe=False)]
+        _recall(store, "warm up")
+    old = path.parent / "old.npz"
+    shutil.copy(_mirror_file(path), old)
+    with MemoryStore(path, embeddings=HashEmbeddings(64)) as store:
+        store.record_feedback([u.memory_id for u in units], success=False)  # every record changes
+        _recall(store, "warm up")
+    shutil.copy(old, _mirror_file(path))  # as if a stale snapshot survived
+    with MemoryStore(path, embeddings=HashEmbeddings(64)) as store:
+        store._collection(store.namespace)
+        col = _counting(store)
+        retriever = HindsightRetriever(store=store, k=20, low_similarity_threshold=0.0, min_relevance=None)
+        got = {s.memory.memory_id: s.memory for s in retriever.recall("CSV 编码 lesson", now=NOW)}
+        assert "pages" in col.calls  # the sample check failed: rebuilt from the records
+        for unit in units:
+            assert got[unit.memory_id].score_confidence == store.get(unit.memory_id).score_confidence
+
+
+def test_a_namespace_above_the_limit_is_not_mirrored(store: MemoryStore) -> None:
+    store.mirror_max_rows = 10
+    store.add_many(_units(15), dedupe=False)
+    assert len(_recall(store, "CSV 编码 lesson", k=15)) == 15
+    assert store._mirrors == {}
+
+
+def test_mirror_rows_hold_the_stored_records_and_vectors() -> None:
+    mirror = Mirror(4, "fake (4-d)")
+    mirror.put("a", [1.0, 0.0, 0.0, 0.0], record_bytes("甲", {"status": "active"}))
+    mirror.put("b", [0.0, 1.0, 0.0, 0.0], record_bytes("乙", {"status": "active"}))
+    mirror.put("c", [0.6, 0.8, 0.0, 0.0], record_bytes("丙", {"status": "active"}))
+    assert [i for i, _ in mirror.nearest([1.0, 0.0, 0.0, 0.0], 2)] == ["a", "c"]
+    mirror.discard(["a"])
+    assert [i for i, _ in mirror.nearest([1.0, 0.0, 0.0, 0.0], 5)] == ["c", "b"]
+    assert mirror.similarities([0.0, 1.0, 0.0, 0.0], ["a", "b", "c"]) == pytest.approx({"b": 1.0, "c": 0.8})
+    assert mirror.record("c") == ("丙", {"status": "active"})
+    with pytest.raises(ValueError, match="4-d"):
+        mirror.put("d", [1.0, 0.0], record_bytes("丁", {}))
+
+
+def _derived(path: Path) -> set[str]:
+    return {p.relative_to(path).as_posix() for p in path.rglob("*.npz")}
+
+
+def test_a_snapshot_of_a_closed_store_recalls_what_the_store_recalls(path: Path) -> None:
+    queries = ["CSV 编码 lesson 3", "retries encoding", "读取文件 编码 lesson 17", "完全无关的查询"]
+    embeddings = HashEmbeddings(64)
+    with MemoryStore(path, embeddings=embeddings) as store:
+        store.add_many(_units(60), dedupe=False)
+        want = [_recall(store, q) for q in queries]
+    snapshot = StoreSnapshot.open(path, trusted=_derived(path), embeddings=embeddings)
+    assert snapshot is not None
+    assert len(snapshot) == 60
+    assert [_recall_from(snapshot, q) for q in queries] == want
+
+
+def _recall_from(snapshot: StoreSnapshot, query: str) -> list[tuple[str, float]]:
+    retriever = HindsightRetriever(store=snapshot, k=8, low_similarity_threshold=0.0, min_relevance=None)
+    return [(s.memory.memory_id, round(s.score, 6)) for s in retriever.recall(query, now=NOW)]
+
+
+def test_a_snapshot_answers_only_from_trusted_matching_files(path: Path) -> None:
+    embeddings = HashEmbeddings(64)
+    with MemoryStore(path, embeddings=embeddings) as store:
+        store.add_many(_units(10), dedupe=False)
+        _recall(store, "warm up")
+    files = _derived(path)
+    assert StoreSnapshot.open(path, trusted=files, embeddings=embeddings) is not None
+    for missing in files:  # either file not vouched for
+        assert StoreSnapshot.open(path, trusted=files - {missing}, embeddings=embeddings) is None
+    assert StoreSnapshot.open(path, trusted=files, embeddings=HashEmbeddings(32)) is None  # another embedder
+    assert StoreSnapshot.open(path, trusted=files, namespace="other", embeddings=embeddings) is None
+    snapshot = StoreSnapshot.open(path, trusted=files, embeddings=embeddings)
+    assert snapshot is not None
+    with pytest.raises(ConfigurationError, match="not 'other'"):
+        snapshot.hybrid_search("x", embeddings.embed_query("x"), namespace="other")
