@@ -8,15 +8,18 @@ zh/en corpus of ``recall_latency.py``) and each size, in the same run:
   and metadatas included): what a plain vector-store retriever pays;
 * ``recall``: ``HindsightRetriever.recall`` (embedding, both arms, scoring), k=5,
   with the store's cache of recalled units kept across the run's (distinct)
-  queries: a candidate is read from Chroma unless an earlier query fetched it,
-  as in a long-running agent whose tasks resemble each other;
+  queries. A namespace of at most ``MIRROR_MAX_ROWS`` memories is served from
+  the store's recall mirror (exact dense arm, every candidate in memory: the
+  ``path`` column says ``mirror``); a larger one queries Chroma's index and reads
+  the candidates no earlier query fetched (``chroma``);
 * ``recall_cold``: the same in a second pass with that cache emptied before every
-  query (every candidate read from Chroma: a fresh process, the worst case);
+  query (each candidate rebuilt from the mirror's record, or read from Chroma);
 * ``lexical``: the BM25 arm alone (``store.lexical_search``, depth 3k);
 * add throughput (``add_many(dedupe=False)``, embeddings precomputed, so it is
   the store's own cost) and the real embedder's throughput on the base texts;
-* store open: ``MemoryStore(...)`` plus the first lexical search (index loaded
-  from its snapshot), and the same with the snapshot removed (full rebuild);
+* store open: ``MemoryStore(...)`` plus the first hybrid search (lexical index
+  and recall mirror loaded from their snapshots), and the same with both
+  snapshots removed (full rebuild);
 * CLI wall time of ``hindsight stats`` and ``hindsight search`` (fresh processes).
 
 The embedder is whatever ``MemoryStore()`` defaults to, with every query cache
@@ -64,6 +67,7 @@ from _corpora import CORPORA, min_query_term_share  # noqa: E402
 from _stats import summary  # noqa: E402
 
 from langchain_hindsight.recall.retriever import HindsightRetriever  # noqa: E402
+from langchain_hindsight.store._mirror import MIRROR_MAX_ROWS  # noqa: E402
 from langchain_hindsight.store.memory_store import MemoryStore  # noqa: E402
 from langchain_hindsight.types import MemoryUnit  # noqa: E402
 
@@ -228,6 +232,8 @@ def run_size(corpus: str, size: int, real: Embeddings, args: argparse.Namespace,
             t1 = time.perf_counter()
             if n >= WARMUP:
                 timings["recall_cold"].append((t1 - t0) * 1000)
+        row["path"] = "mirror" if store._recall_mirror(store.namespace) is not None else "chroma"
+    first_vector = real.embed_query(queries[0])
     row.update({name: summary(ms) for name, ms in timings.items()})
     row["ratio_recall_vs_floor_p50"] = round(row["recall"]["p50_ms"] / row["floor"]["p50_ms"], 2)
     row["ratio_recall_vs_floor_p95"] = round(row["recall"]["p95_ms"] / row["floor"]["p95_ms"], 2)
@@ -238,20 +244,18 @@ def run_size(corpus: str, size: int, real: Embeddings, args: argparse.Namespace,
         t0 = time.perf_counter()
         with MemoryStore(path, embeddings=emb) as store:
             t1 = time.perf_counter()
-            store.lexical_search(queries[0], k=K)
+            store.hybrid_search(queries[0], first_vector, k=3 * K, normalize=True)
             t2 = time.perf_counter()
         opens.append((t1 - t0, t2 - t0))
     row["open_constructor_s"] = round(min(o[0] for o in opens), 3)
     row["open_first_search_s"] = round(min(o[1] for o in opens), 3)
-    snapshot_dir = path / "lexical"
-    if snapshot_dir.exists():
-        saved = tmp / "snapshot-copy"
-        shutil.rmtree(saved, ignore_errors=True)
-        shutil.copytree(snapshot_dir, saved)
-        shutil.rmtree(snapshot_dir)
+    snapshot_dirs = [d for d in (path / "lexical", path / "mirror") if d.exists()]
+    if snapshot_dirs:
+        for snapshot_dir in snapshot_dirs:
+            shutil.rmtree(snapshot_dir)
         t0 = time.perf_counter()
         with MemoryStore(path, embeddings=emb) as store:
-            store.lexical_search(queries[0], k=K)
+            store.hybrid_search(queries[0], first_vector, k=3 * K, normalize=True)
             rebuilds.append(time.perf_counter() - t0)
         row["open_rebuild_first_search_s"] = round(rebuilds[0], 3)
     if not args.no_cli:
@@ -334,20 +338,23 @@ def markdown(results: dict[str, Any]) -> str:
         "query. Corpora: see benchmarks/_corpora.py. Targets (10k): recall p95 <= 25 ms, p50 <= 1.5x floor; "
         "(100k): p95 <= 40 ms, open <= 2 s; CLI at 10k: stats <= 1 s, search <= 1.5 s. "
         "Query-term share: the smallest share of memories holding a query term (the common corpus guarantees "
-        ">= 30 %; the others have query words no memory holds, so 0 %). Open: MemoryStore() (+ first lexical "
-        "search, index from its snapshot); rebuild: the same without the snapshot. CLI: wall time of a fresh "
+        ">= 30 %; the others have query words no memory holds, so 0 %). Path: `mirror` when the namespace is "
+        f"served from the store's recall mirror (at most {MIRROR_MAX_ROWS:,} memories: exact dense arm, "
+        "candidates in memory), "
+        "`chroma` when recall queries Chroma's index. Open: MemoryStore() (+ first hybrid search, lexical index "
+        "and mirror from their snapshots); rebuild: the same without the snapshots. CLI: wall time of a fresh "
         "process, model load included for search.",
         "",
-        "| corpus | memories | min query-term share | recall p50 / p95 | floor p50 / p95 | ratio p50 / p95 "
+        "| corpus | memories | path | min query-term share | recall p50 / p95 | floor p50 / p95 | ratio p50 / p95 "
         "| cold recall p50 / p95 (ratio p50) | lexical p50 / p95 | add units/s | open (+first search) | rebuild "
         "| cli stats / search |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for corpus, sizes in results["corpora"].items():
         for size, r in sizes.items():
             cli = f"{r['cli_stats']['median_s']:.2f} / {r['cli_search']['median_s']:.2f} s" if "cli_stats" in r else "-"
             lines.append(
-                f"| {corpus} | {int(size):,} | {r['min_query_term_share']:.0%} | "
+                f"| {corpus} | {int(size):,} | {r.get('path', 'chroma')} | {r['min_query_term_share']:.0%} | "
                 f"{r['recall']['p50_ms']:.1f} / {r['recall']['p95_ms']:.1f} ms | "
                 f"{r['floor']['p50_ms']:.1f} / {r['floor']['p95_ms']:.1f} ms | "
                 f"{r['ratio_recall_vs_floor_p50']}x / {r['ratio_recall_vs_floor_p95']}x | "

@@ -30,6 +30,7 @@ from langchain_hindsight.errors import ConfigurationError
 from langchain_hindsight.store._collections import check_namespace, recorded_embedder
 from langchain_hindsight.store._core import backend_errors
 from langchain_hindsight.store._forget import ForgetMixin
+from langchain_hindsight.store._mirror import MIRROR_MAX_ROWS
 from langchain_hindsight.store._policy import (  # noqa: F401 - the first two are re-exported
     DEFAULT_CONFIDENCE_CEILING,
     ConfidencePolicy,
@@ -107,6 +108,11 @@ class MemoryStore(ForgetMixin, TransferMixin, SearchMixin, ReadMixin):
         policy: Confidence policy (feedback deltas, initial confidence by source).
         vocabulary: Task-type vocabulary used to normalise ``task_type`` on write.
         namespace: Default namespace for calls that do not name one.
+        mirror_max_rows: An embedded store serves recall for a namespace of at
+            most this many memories from its recall mirror (every active unit's
+            vector and record in memory, ~4.5 KB a memory with the default
+            embedder: an exact dense arm and no Chroma read per query); a larger
+            namespace queries Chroma's index. ``0`` turns the mirror off.
     """
 
     def __init__(
@@ -123,6 +129,7 @@ class MemoryStore(ForgetMixin, TransferMixin, SearchMixin, ReadMixin):
         vocabulary: TaskTypeVocabulary | None = None,
         namespace: str = "default",
         judge: WriteJudge | None = None,
+        mirror_max_rows: int = MIRROR_MAX_ROWS,
     ) -> None:
         for name, value in (("conflict_threshold", conflict_threshold), ("merge_threshold", merge_threshold)):
             if value is not None and (
@@ -139,6 +146,8 @@ class MemoryStore(ForgetMixin, TransferMixin, SearchMixin, ReadMixin):
             raise ConfigurationError(
                 "judge must have a judge(unit, neighbours) method (see langchain_hindsight.store.writes)"
             )
+        if isinstance(mirror_max_rows, bool) or not isinstance(mirror_max_rows, int) or mirror_max_rows < 0:
+            raise ConfigurationError(f"mirror_max_rows must be an int >= 0, got {mirror_max_rows!r}")
         if backend is not None and (client is not None or not isinstance(backend, Backend)):
             raise ConfigurationError("backend must be a langchain_hindsight.store.backend.Backend, without client")
         self.judge = judge or RuleWriteJudge()
@@ -159,6 +168,7 @@ class MemoryStore(ForgetMixin, TransferMixin, SearchMixin, ReadMixin):
             else:
                 backend = ChromaBackend.embedded(persist_directory)
         self._init_state(backend)
+        self.mirror_max_rows = mirror_max_rows
         if embeddings is None:  # the built-in embedder the store records; a new store gets the routed default
             embeddings = default_embeddings(recorded_embedder(backend, self.namespace))
         self.embeddings = embeddings

@@ -234,3 +234,10 @@ def test_a_snapshot_answers_only_from_trusted_matching_files(path: Path) -> None
     assert snapshot is not None
     with pytest.raises(ConfigurationError, match="not 'other'"):
         snapshot.hybrid_search("x", embeddings.embed_query("x"), namespace="other")
+
+
+@pytest.mark.parametrize("bad", [-1, True, 2.5, "10"])
+def test_a_bad_mirror_limit_is_refused(tmp_path: Path, bad: object) -> None:
+    with pytest.raises(ConfigurationError, match="mirror_max_rows"):
+        MemoryStore(tmp_path / "db", embeddings=HashEmbeddings(64), mirror_max_rows=bad)  # type: ignore[arg-type]
+    assert not (tmp_path / "db").exists()  # refused before anything was opened
