@@ -22,12 +22,16 @@ from langchain_core.embeddings import Embeddings
 
 from langchain_hindsight.embeddings.local import EmbedderIdentity, embedder_identity
 from langchain_hindsight.errors import (
+    AccessDeniedError,
     BackendError,
     ConfigurationError,
     HindsightError,
+    InvalidMemoryError,
     MemoryNotFoundError,
+    RunNotFoundError,
     StoreClosedError,
     StoreError,
+    StoreLockedError,
 )
 from langchain_hindsight.store._collections import (
     ROLES,
@@ -73,6 +77,17 @@ __all__ = ["StoreCore", "backend_errors", "check_ids"]
 
 logger = logging.getLogger(__name__)
 
+_NOTHING_WRITTEN = (
+    ConfigurationError,
+    InvalidMemoryError,
+    MemoryNotFoundError,
+    RunNotFoundError,
+    StoreClosedError,
+    StoreLockedError,
+    AccessDeniedError,
+)
+"""Errors a store method raises before it writes anything (bad input, unknown ids, closed store)."""
+
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
 
@@ -109,8 +124,8 @@ def backend_errors(method: Callable[_P, _R]) -> Callable[_P, _R]:
             )
             if isinstance(store, StoreCore):
                 store._units.clear()
-                if not isinstance(e, ConfigurationError | MemoryNotFoundError):  # a write may have stopped half-way
-                    store._distrust_derived(drop_files=backend)
+                if not isinstance(e, _NOTHING_WRITTEN):  # a write may have stopped half-way
+                    store._distrust_derived()
             if backend and not getattr(e, "store_method", None):
                 error = BackendError(f"MemoryStore.{method.__name__} failed in the storage backend: {e}")
                 error.store_method = method.__name__  # type: ignore[attr-defined]
@@ -305,19 +320,19 @@ class StoreCore:
                     drop_snapshot(path)
             self._snapshot_dropped.add(namespace)
 
-    def _distrust_derived(self, *, drop_files: bool) -> None:
-        """After a failure that may have stopped a write half-way, forget the recall mirrors (rebuilt on use).
-
-        With ``drop_files`` the snapshots of every namespace this store opened are erased too.
-        """
+    def _distrust_derived(self) -> None:
+        """After a failure that may have stopped a write half-way: forget the lexical indexes and recall mirrors
+        (rebuilt from the data on use) and erase the snapshots of every namespace this store opened, so none
+        outlives data it no longer matches.
+        """  # noqa: D205
+        self._lexical.clear()
         self._mirrors.clear()
         self._mirror_fresh.clear()
-        if drop_files:
-            for namespace in {ns for ns, _ in self._collections}:
-                try:
-                    self._drop_snapshot(namespace)
-                except StoreError:
-                    logger.warning("could not erase the snapshots of %r", namespace, exc_info=True)
+        for namespace in {ns for ns, _ in self._collections}:
+            try:
+                self._drop_snapshot(namespace)
+            except StoreError:
+                logger.warning("could not erase the snapshots of %r", namespace, exc_info=True)
 
     def _change_feed(self, namespace: str) -> ChangeFeed | None:
         """The namespace's change feed, or ``None`` when this store is the only writer."""

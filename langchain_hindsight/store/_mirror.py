@@ -283,6 +283,19 @@ class Mirror:
             os.fsync(fh.fileno())
         os.replace(tmp, path)
 
+    @staticmethod
+    def read_identity(path: Path) -> str | None:
+        """The embedder identity recorded in the snapshot at ``path`` (its header only), or ``None``."""
+        try:
+            with np.load(path, allow_pickle=False) as data:
+                header = json.loads(bytes(data["header"]).decode())
+        except FileNotFoundError:
+            return None
+        except Exception:  # a damaged snapshot is never trusted
+            logger.warning("ignoring unreadable recall mirror snapshot %s", path, exc_info=True)
+            return None
+        return str(header["identity"]) if header.get("version") == _VERSION and "identity" in header else None
+
     @classmethod
     def load(cls, path: Path) -> tuple[Mirror, dict[str, Any]] | None:
         """The mirror saved at ``path`` and its ``meta``; ``None`` if absent, unreadable or of another format."""

@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Collection, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from langchain_core.embeddings import Embeddings
 
-from langchain_hindsight.embeddings.local import embedder_identity
-from langchain_hindsight.embeddings.multilingual import default_embeddings
+from langchain_hindsight.embeddings.local import MINILM_NAME, EmbedderIdentity, embedder_identity
+from langchain_hindsight.embeddings.multilingual import MultilingualEmbeddings, default_embeddings
 from langchain_hindsight.errors import ConfigurationError, StoreError
 from langchain_hindsight.store._collections import check_namespace, collection_name
 from langchain_hindsight.store._lexical import LexicalIndex
@@ -30,9 +31,49 @@ from langchain_hindsight.store._search import snapshot_path
 from langchain_hindsight.taxonomy import TaskTypeVocabulary
 from langchain_hindsight.types import MemoryUnit
 
-__all__ = ["StoreSnapshot"]
+__all__ = ["SnapshotFiles", "StoreSnapshot"]
 
 logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class SnapshotFiles:
+    """The trusted derived files of one namespace, found by :meth:`StoreSnapshot.locate` (nothing loaded yet).
+
+    Attributes:
+        namespace: The namespace.
+        lexical: Its lexical index snapshot.
+        mirror: Its recall mirror snapshot.
+        identity: The embedder identity the mirror's vectors were written with.
+    """
+
+    namespace: str
+    lexical: Path
+    mirror: Path
+    identity: str
+
+    def default_embeddings(self) -> Embeddings | None:
+        """A new instance of the built-in embedder that wrote the vectors (``None``: another embedder)."""
+        for recorded in (None, EmbedderIdentity(MINILM_NAME), EmbedderIdentity(MultilingualEmbeddings.name)):
+            candidate = default_embeddings(recorded)
+            if str(embedder_identity(candidate)) == self.identity:
+                return candidate
+        return None
+
+    def load(self, embeddings: Embeddings, vocabulary: TaskTypeVocabulary | None = None) -> StoreSnapshot | None:
+        """Load both files; ``None`` when they cannot answer for ``embeddings`` (unreadable, or they disagree)."""
+        if str(embedder_identity(embeddings)) != self.identity:
+            logger.debug("snapshot of %r holds vectors of %s, not this embedder's", self.namespace, self.identity)
+            return None
+        loaded_mirror = Mirror.load(self.mirror)
+        loaded_index = LexicalIndex.load(self.lexical)
+        if loaded_mirror is None or loaded_index is None or loaded_mirror[0].identity != self.identity:
+            return None
+        mirror, index = loaded_mirror[0], loaded_index[0]
+        if index.memory_ids != mirror.memory_ids:
+            logger.debug("the lexical index and the recall mirror of %r disagree", self.namespace)
+            return None
+        return StoreSnapshot(self.namespace, index, mirror, embeddings, vocabulary)
 
 
 class StoreSnapshot:
@@ -42,7 +83,14 @@ class StoreSnapshot:
     needs of a store (``embeddings``, ``vocabulary``, ``namespace``,
     ``resolve_namespace`` and ``hybrid_search``), with the same results
     :meth:`MemoryStore.hybrid_search` gives for a mirrored namespace. Build it
-    with :meth:`open`.
+    with :meth:`open` (or :meth:`locate`, then :meth:`SnapshotFiles.load`).
+
+    Example:
+        >>> from langchain_hindsight.store._stamp import trusted_store  # doctest: +SKIP
+        >>> with trusted_store("./memory_db") as trusted:  # doctest: +SKIP
+        ...     snapshot = StoreSnapshot.open("./memory_db", trusted=trusted)
+        >>> if snapshot is not None:  # else open a MemoryStore  # doctest: +SKIP
+        ...     HindsightRetriever(store=snapshot).recall("清洗销售数据")
     """
 
     def __init__(
@@ -59,6 +107,23 @@ class StoreSnapshot:
         self._index = index
         self._mirror = mirror
 
+    @staticmethod
+    def locate(directory: str | Path, *, trusted: Collection[str], namespace: str = "default") -> SnapshotFiles | None:
+        """``namespace``'s derived files in the store at ``directory`` if both are among ``trusted``, else ``None``.
+
+        Args:
+            directory: The embedded store's directory.
+            trusted: The derived files the clean-close stamp vouches for (paths relative to ``directory``).
+            namespace: The namespace to search.
+        """
+        root = Path(directory)
+        name = collection_name(check_namespace(namespace), "memories")
+        lexical_file, mirror_file = snapshot_path(root, name), mirror_path(root, name)
+        if not {_relative(lexical_file, root), _relative(mirror_file, root)} <= set(trusted):
+            return None
+        identity = Mirror.read_identity(mirror_file)
+        return None if identity is None else SnapshotFiles(namespace, lexical_file, mirror_file, identity)
+
     @classmethod
     def open(
         cls,
@@ -71,38 +136,24 @@ class StoreSnapshot:
     ) -> StoreSnapshot | None:
         """The snapshot of ``namespace`` in the store at ``directory``, or ``None`` when it cannot answer.
 
-        It answers only when both files of the namespace are among ``trusted``
-        (paths relative to ``directory``, as the clean-close stamp lists them),
+        It answers only when both files of the namespace are among ``trusted``,
         load, agree with each other (the same memories), and hold vectors of
-        ``embeddings`` (default: the store's default embedder). The caller then
-        opens the store instead.
+        ``embeddings`` (default: the built-in embedder that wrote them; a store
+        written by another embedder needs it passed). The caller then opens the
+        store instead.
 
         Args:
             directory: The embedded store's directory.
-            trusted: The derived files the stamp vouches for (relative paths).
+            trusted: The derived files the clean-close stamp vouches for (paths relative to ``directory``).
             namespace: The namespace to search.
-            embeddings: The embedder of the store (its identity is checked; the model is not loaded here).
+            embeddings: The store's embedder (its identity is checked; the model is not loaded here).
             vocabulary: The task-type vocabulary (default: the built-in one).
         """
-        root = Path(directory)
-        name = collection_name(check_namespace(namespace), "memories")
-        lexical_file, mirror_file = snapshot_path(root, name), mirror_path(root, name)
-        if not {_relative(lexical_file, root), _relative(mirror_file, root)} <= set(trusted):
+        files = cls.locate(directory, trusted=trusted, namespace=namespace)
+        if files is None:
             return None
-        embeddings = embeddings if embeddings is not None else default_embeddings()
-        loaded_mirror = Mirror.load(mirror_file)
-        loaded_index = LexicalIndex.load(lexical_file)
-        if loaded_mirror is None or loaded_index is None:
-            return None
-        mirror, index = loaded_mirror[0], loaded_index[0]
-        identity = str(embedder_identity(embeddings))
-        if mirror.identity != identity:
-            logger.debug("snapshot of %r holds vectors of %s, not %s", namespace, mirror.identity, identity)
-            return None
-        if index.memory_ids != mirror.memory_ids:
-            logger.debug("the lexical index and the recall mirror of %r disagree", namespace)
-            return None
-        return cls(namespace, index, mirror, embeddings, vocabulary)
+        embedder = embeddings if embeddings is not None else files.default_embeddings()
+        return None if embedder is None else files.load(embedder, vocabulary)
 
     def resolve_namespace(self, namespace: str | None) -> str:
         """``namespace`` if it is this snapshot's (``None``: this snapshot's), else a :class:`ConfigurationError`."""

@@ -12,9 +12,11 @@ import numpy as np
 import pytest
 
 from langchain_hindsight import HindsightRetriever, MemoryStore, MemoryUnit
-from langchain_hindsight.errors import ConfigurationError
+from langchain_hindsight.embeddings.local import LocalEmbeddings, embedder_identity
+from langchain_hindsight.embeddings.multilingual import MultilingualEmbeddings, ScriptRoutedEmbeddings
+from langchain_hindsight.errors import ConfigurationError, StoreError
 from langchain_hindsight.store._mirror import Mirror, record_bytes
-from langchain_hindsight.store.snapshot import StoreSnapshot
+from langchain_hindsight.store.snapshot import SnapshotFiles, StoreSnapshot
 from tests.fakes import HashEmbeddings
 
 NOW = datetime(2026, 11, 1, tzinfo=UTC)
@@ -241,3 +243,42 @@ def test_a_bad_mirror_limit_is_refused(tmp_path: Path, bad: object) -> None:
     with pytest.raises(ConfigurationError, match="mirror_max_rows"):
         MemoryStore(tmp_path / "db", embeddings=HashEmbeddings(64), mirror_max_rows=bad)  # type: ignore[arg-type]
     assert not (tmp_path / "db").exists()  # refused before anything was opened
+
+
+def test_a_write_that_fails_half_way_leaves_no_stale_mirror_or_snapshot(path: Path) -> None:
+    with MemoryStore(path, embeddings=HashEmbeddings(64)) as store:
+        units = [r.unit for r in store.add_many(_units(20), dedupe=False)]
+        _recall(store, "warm up")
+    target = units[3].memory_id
+    with MemoryStore(path, embeddings=HashEmbeddings(64)) as store:
+        _recall(store, "warm up")  # mirror and lexical index loaded from their snapshots
+        inner = store._collections[(store.namespace, "memories")]
+
+        class FailsAfterWriting(Counting):
+            def update(self, *args: Any, **kwargs: Any) -> Any:
+                self.inner.update(*args, **kwargs)  # Chroma applied it ...
+                raise OSError("disk went away")  # ... and then the call failed
+
+        store._collections[(store.namespace, "memories")] = FailsAfterWriting(inner)
+        with pytest.raises(StoreError):
+            store.record_feedback([target], success=False)
+        assert not list(path.rglob("*.npz"))  # no snapshot outlives data it may not match
+        store._collections[(store.namespace, "memories")] = inner
+        stored = store.get(target).score_confidence
+        assert stored < units[3].score_confidence
+        retriever = HindsightRetriever(store=store, k=20, low_similarity_threshold=0.0, min_relevance=None)
+        served = {s.memory.memory_id: s.memory for s in retriever.recall("CSV 编码 lesson", now=NOW)}
+        assert served[target].score_confidence == stored
+
+
+def test_the_snapshot_picks_the_built_in_embedder_that_wrote_it(path: Path) -> None:
+    for embedder in (ScriptRoutedEmbeddings(), LocalEmbeddings(), MultilingualEmbeddings()):  # nothing loads
+        files = SnapshotFiles("default", path / "l.npz", path / "m.npz", str(embedder_identity(embedder)))
+        assert type(files.default_embeddings()) is type(embedder)
+    with MemoryStore(path, embeddings=HashEmbeddings(64)) as store:
+        store.add_many(_units(5), dedupe=False)
+        _recall(store, "warm up")
+    located = StoreSnapshot.locate(path, trusted=_derived(path))
+    assert located is not None
+    assert located.default_embeddings() is None  # a custom embedder: the caller must pass it
+    assert StoreSnapshot.open(path, trusted=_derived(path)) is None
