@@ -6,7 +6,8 @@ through the principal's :class:`~langchain_hindsight.sharing.access.ScopedMemory
 ``--namespace`` must be one it may read (its own by default), ``--all`` means
 every namespace it may read, and a memory in any other namespace does not exist
 for it. This module (Chroma, the store) is imported only by the commands that
-open a store, never by ``hindsight --help`` or a usage error.
+open a store, never by ``hindsight --help`` or a usage error, and chromadb only
+when a store is actually opened.
 """
 
 from __future__ import annotations
@@ -17,9 +18,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
-
-import chromadb
-from chromadb.config import Settings
 
 from langchain_hindsight.errors import ConfigurationError, MemoryNotFoundError, StoreError
 from langchain_hindsight.sharing.principals import AccessPolicy, Principal
@@ -62,6 +60,9 @@ def open_store(args: argparse.Namespace) -> Iterator[MemoryStore]:
         host, _, port = args.server.rpartition(":")
         if not host or not port.isdigit() or not 0 < int(port) < 65536 or any(c in host for c in "/ @?#"):
             raise ConfigurationError(f"--server must be HOST:PORT, got {args.server!r}")
+        import chromadb  # here, not at the top: only --server needs the HTTP client
+        from chromadb.config import Settings
+
         try:
             client = chromadb.HttpClient(host=host, port=int(port), settings=Settings(anonymized_telemetry=False))
         except Exception as e:  # connection refused, bad host name, not a Chroma server, ...

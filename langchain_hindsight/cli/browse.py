@@ -9,16 +9,23 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import sys
 from collections import Counter
 from typing import Any
 
 from langchain_hindsight.cli._output import clip, emit_json, progress, safe, table, when
+from langchain_hindsight.cli._stats import print_stats
 from langchain_hindsight.cli._store import open_view
+from langchain_hindsight.store._stamp import SUMMARY_FILE
+from langchain_hindsight.store._summary import read_summary, write_summary
 from langchain_hindsight.store._transfer import export_units
 from langchain_hindsight.store.journal import RunJournal
+from langchain_hindsight.store.memory_store import MemoryStore
 
 __all__ = ["explain", "export", "history", "runs", "show", "stats"]
+
+logger = logging.getLogger(__name__)
 
 
 def show(args: argparse.Namespace) -> int:
@@ -55,39 +62,54 @@ def history(args: argparse.Namespace) -> int:
     return 0
 
 
+def _count(store: MemoryStore, journal: RunJournal, namespace: str) -> dict[str, Any]:
+    """``namespace``'s numbers as ``stats`` prints them (every mapping in printing order)."""
+    status: Counter[str] = Counter()
+    types: Counter[str] = Counter()
+    sources: Counter[str] = Counter()
+    for (state, task_type, source), n in store.count_by("status", "task_type", "source", namespace=namespace).items():
+        status[state] += n
+        sources[source] += n
+        if state == "active":
+            types[task_type] += n
+    return {
+        "total": sum(status.values()),
+        "status": dict(status),
+        "active_by_task_type": dict(types.most_common()),
+        "by_source": dict(sources.most_common()),
+        "runs": journal.count(namespace=namespace),
+    }
+
+
+def _save_summary(store: MemoryStore, counted: dict[str, dict[str, Any]]) -> None:
+    """Keep what was counted in the store's ``summary.json`` for the next ``stats`` (embedded store only).
+
+    Counts of other namespaces in a summary the clean-close stamp vouched for at
+    open are kept: nothing has changed them, or this session wrote, and then its
+    close removes the whole file. Failures are logged: the file is only a shortcut.
+    """
+    directory = store.persist_directory
+    if directory is None:
+        return
+    previous = read_summary(directory) if SUMMARY_FILE in store.backend.trusted_files else None
+    try:
+        write_summary(directory, store.namespaces(), {**(previous.stats if previous else {}), **counted})
+    except OSError:
+        logger.warning("could not save the statistics summary in %s", directory, exc_info=True)
+
+
 def stats(args: argparse.Namespace) -> int:
-    """``hindsight stats``: counts by status, task type and source, and journalled runs, per namespace."""
+    """``hindsight stats``: counts by status, task type and source, and journalled runs, per namespace.
+
+    The operator's view of an embedded store saves what it counted (see
+    :mod:`langchain_hindsight.cli._stats`, which answers from it while nothing writes).
+    """
     with open_view(args) as view:
-        store = view.store
-        journal = RunJournal(store)
-        out: dict[str, Any] = {}
-        for ns in view.namespaces(args.all):
-            status: Counter[str] = Counter()
-            types: Counter[str] = Counter()
-            sources: Counter[str] = Counter()
-            for (state, task_type, source), n in store.count_by("status", "task_type", "source", namespace=ns).items():
-                status[state] += n
-                sources[source] += n
-                if state == "active":
-                    types[task_type] += n
-            out[ns] = {
-                "total": sum(status.values()),
-                "status": dict(status),
-                "active_by_task_type": dict(types.most_common()),
-                "by_source": dict(sources.most_common()),
-                "runs": journal.count(namespace=ns),
-            }
-    if args.json:
-        emit_json(out)
-        return 0
-    for ns, s in out.items():
-        print(f"namespace {ns}: {s['total']} memories, {s['runs']} journalled runs")
-        print(table(["status", "count"], sorted(s["status"].items())) if s["status"] else "  (empty)")
-        if s["active_by_task_type"]:
-            print(table(["task_type (active)", "count"], list(s["active_by_task_type"].items())))
-        if s["by_source"]:
-            print(table(["source", "count"], list(s["by_source"].items())))
-        print()
+        journal = RunJournal(view.store)
+        out = {ns: _count(view.store, journal, ns) for ns in view.namespaces(args.all)}
+        if view.scoped is None:
+            _save_summary(view.store, out)
+    print_stats(out, as_json=args.json)
     return 0
 
 

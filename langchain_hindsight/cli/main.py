@@ -27,7 +27,8 @@ drive the operator's terminal.
 
 Each command's module is imported only when it runs, and only ``search`` (and
 ``demo``, ``maintain --review`` with a model, ``reembed``, ``mcp``) loads an
-embedding or chat model.
+embedding or chat model. ``stats`` first tries its quick path (``_stats``),
+which answers from the store's summary file without importing Chroma.
 """
 
 from __future__ import annotations
@@ -129,6 +130,7 @@ def _parser(words: Sequence[str] = ()) -> argparse.ArgumentParser:
     p.add_argument("memory_id")
     p = add("stats", "browse:stats", "counts by status, task type and source")
     p.add_argument("--all", action="store_true", help="every namespace (a principal: every one it may read)")
+    p.set_defaults(quick="_stats:quick")  # answered from the store's trusted summary when it can be
     p = add("runs", "browse:runs", "recent journalled runs and reviews")
     p.add_argument("--limit", type=positive_int, default=20)
     p = add("explain", "browse:explain", "which memories shaped a run, and why they were ranked so")
@@ -171,13 +173,23 @@ def _parser(words: Sequence[str] = ()) -> argparse.ArgumentParser:
     return parser
 
 
-def _command(args: argparse.Namespace) -> Callable[[argparse.Namespace], int]:
-    """The function of the chosen command (its module imported now, not before)."""
+def _function(spec: str) -> Callable[[argparse.Namespace], Any]:
+    """The function ``module:name`` of this package (its module imported now, not before)."""
+    module, _, name = spec.partition(":")
+    func: Callable[[argparse.Namespace], Any] = getattr(_module(module), name)
+    return func
+
+
+def _run(args: argparse.Namespace) -> int:
+    """Run the chosen command: its quick path first if it has one (``None`` from it: not answerable there)."""
     if getattr(args, "principal", None) and args.command in _OPERATOR_ONLY:
         raise ConfigurationError(f"'{args.command}' is an operator command: run it without --principal")
-    module, _, name = str(args.func).partition(":")
-    func: Callable[[argparse.Namespace], int] = getattr(_module(module), name)
-    return func
+    quick = getattr(args, "quick", None)
+    if quick is not None:
+        code = _function(str(quick))(args)
+        if code is not None:
+            return int(code)
+    return int(_function(str(args.func))(args))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -189,7 +201,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as e:  # argparse: --help (0) or a usage error (2)
         return int(e.code) if isinstance(e.code, int) else EXIT_USAGE
     try:
-        return int(_command(args)(args))
+        return _run(args)
     except StoreLockedError as e:
         print(f"hindsight: {safe(str(e))}", file=sys.stderr)
         return EXIT_LOCKED

@@ -33,7 +33,7 @@ from typing import Any, Literal
 
 from langchain_hindsight.errors import StoreError
 
-__all__ = ["Backend", "Include", "Metadata", "Records", "Rows", "Vector"]
+__all__ = ["BACKEND_WRITES", "RECORDS_WRITES", "Backend", "Include", "Metadata", "Records", "Rows", "Vector"]
 
 logger = logging.getLogger(__name__)
 
@@ -47,13 +47,22 @@ Rows = dict[str, Any]
 (a 2-d float array) when included, else ``None``. A query result nests one such list per query vector
 and adds ``distances`` (cosine distance, ``1 - similarity``)."""
 
+RECORDS_WRITES = frozenset({"upsert", "update", "delete", "modify"})
+"""The :class:`Records` methods that change stored data (``add`` writes through ``upsert``). A backend whose
+directory keeps derived files (the embedded Chroma one) notes every call of these, so its close knows the
+session changed the data."""
+BACKEND_WRITES = frozenset({"create_collection", "get_or_create", "delete_collection", "erase", "recover_interrupted"})
+"""The :class:`Backend` methods that change stored data (``get_or_create`` is only called to create;
+``recover_interrupted`` writes when it returns True)."""
+
 
 class Records(ABC):
     """One named collection of records (``id``, embedding, document, metadata) in a :class:`Backend`.
 
     Implement :attr:`name`, :attr:`metadata`, :meth:`get`, :meth:`query`,
     :meth:`upsert`, :meth:`update`, :meth:`delete`, :meth:`count` and
-    :meth:`modify`; :meth:`add` and :meth:`pages` are built on them.
+    :meth:`modify`; :meth:`add` and :meth:`pages` are built on them. The writes are
+    :data:`RECORDS_WRITES`.
     """
 
     @property
@@ -170,7 +179,8 @@ class Backend(ABC):
 
     Implement :meth:`get_collection`, :meth:`create_collection`,
     :meth:`list_collections` and :meth:`delete_collection`; override
-    :meth:`close`, :meth:`erase` and the properties where the storage differs.
+    :meth:`close`, :meth:`erase` and the properties where the storage differs. The writes are
+    :data:`BACKEND_WRITES`.
     """
 
     @abstractmethod
@@ -223,6 +233,15 @@ class Backend(ABC):
     def can_erase(self) -> bool:
         """True when :meth:`erase` can physically erase deleted records (a directory this backend owns)."""
         return False
+
+    @property
+    def trusted_files(self) -> frozenset[str]:
+        """Derived files of :attr:`persist_directory` that the last clean close vouched for (relative paths).
+
+        Empty when there is no directory, no valid clean-close stamp, or the previous
+        process crashed (see ``_stamp``).
+        """
+        return frozenset()
 
     def erase(self, rebuild: Sequence[str] | None) -> None:  # noqa: B027 - optional, nothing by default
         """Physically erase deleted records: rebuild ``rebuild`` (names; ``None``: every collection), then files.

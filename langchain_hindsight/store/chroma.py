@@ -17,12 +17,13 @@ import sqlite3
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, Protocol, TypeVar
 
 import numpy as np
 
-from langchain_hindsight.errors import BackendError, HindsightError, StoreError, StoreLockedError
+from langchain_hindsight.errors import BackendError, HindsightError, StoreError
 from langchain_hindsight.store import _scrub
+from langchain_hindsight.store._stamp import LOCK_FILE, CleanClose, acquire_directory
 from langchain_hindsight.store.backend import Backend, Include, Metadata, Records, Rows, Vector
 
 if TYPE_CHECKING:
@@ -31,8 +32,6 @@ if TYPE_CHECKING:
 __all__ = ["LOCK_FILE", "ChromaBackend", "ChromaRecords", "acquire_directory", "backend_errors", "backend_exceptions"]
 
 logger = logging.getLogger(__name__)
-
-LOCK_FILE = ".hindsight.lock"
 
 
 @functools.cache
@@ -70,26 +69,27 @@ def _mapped(method: Callable[_P, _R]) -> Callable[_P, _R]:
     return wrapper
 
 
-def acquire_directory(path: Path) -> BaseFileLock:
-    """Create ``path`` and take its single-writer lock (never waits).
+class _Writer(Protocol):
+    def _mark_written(self) -> None: ...
 
-    Raises:
-        StoreLockedError: another process or store object holds it.
+
+_W = TypeVar("_W", bound=_Writer)
+
+
+def _writes(method: Callable[Concatenate[_W, _P], _R]) -> Callable[Concatenate[_W, _P], _R]:
+    """A method that changes stored data: the session counts as written, and storage failures are mapped.
+
+    The mark comes first: a write that fails may have written part.
     """
-    from filelock import FileLock, Timeout
 
-    path.mkdir(parents=True, exist_ok=True)
-    lock = FileLock(str(path / LOCK_FILE), timeout=0, is_singleton=False)
-    try:
-        lock.acquire()
-    except Timeout as e:
-        raise StoreLockedError(
-            f"the memory store at {path} is already open in another process or MemoryStore object. "
-            "An embedded Chroma directory supports one writer: two processes silently lose vectors. "
-            f"For several processes, run a Chroma server (`chroma run --path {path} --port 8000`) and "
-            "pass client=chromadb.HttpClient(port=8000) to every MemoryStore."
-        ) from e
-    return lock
+    @functools.wraps(method)
+    def wrapper(self: _W, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+        self._mark_written()
+        with backend_errors(method.__name__):
+            return method(self, *args, **kwargs)
+
+    wrapper.marks_written = True  # type: ignore[attr-defined]
+    return wrapper
 
 
 def _open_client(path: Path) -> Any:
@@ -115,10 +115,20 @@ def _load_index(col: Any) -> None:
 
 
 class ChromaRecords(Records):
-    """A chromadb collection behind the :class:`Records` interface (errors mapped to :class:`StoreError`)."""
+    """A chromadb collection behind the :class:`Records` interface (errors mapped to :class:`StoreError`).
 
-    def __init__(self, collection: Any) -> None:
+    Args:
+        collection: The chromadb collection.
+        on_write: Called before every write (the backend's record that its session changed data).
+    """
+
+    def __init__(self, collection: Any, on_write: Callable[[], None] | None = None) -> None:
         self.collection = collection
+        self._on_write = on_write
+
+    def _mark_written(self) -> None:
+        if self._on_write is not None:
+            self._on_write()
 
     @property
     def name(self) -> str:
@@ -170,7 +180,7 @@ class ChromaRecords(Records):
         )
         return dict(res)
 
-    @_mapped
+    @_writes
     def upsert(
         self,
         *,
@@ -182,7 +192,7 @@ class ChromaRecords(Records):
         """See :meth:`Records.upsert`."""
         self.collection.upsert(ids=list(ids), embeddings=embeddings, documents=documents, metadatas=metadatas)
 
-    @_mapped
+    @_writes
     def update(
         self,
         *,
@@ -194,7 +204,7 @@ class ChromaRecords(Records):
         """See :meth:`Records.update`."""
         self.collection.update(ids=list(ids), embeddings=embeddings, documents=documents, metadatas=metadatas)
 
-    @_mapped
+    @_writes
     def delete(self, *, ids: Sequence[str]) -> None:
         """See :meth:`Records.delete`."""
         if ids:
@@ -205,7 +215,7 @@ class ChromaRecords(Records):
         """See :meth:`Records.count`."""
         return int(self.collection.count())
 
-    @_mapped
+    @_writes
     def modify(self, *, name: str | None = None, metadata: Metadata | None = None) -> None:
         """See :meth:`Records.modify`."""
         self.collection.modify(name=name, metadata=None if metadata is None else dict(metadata))
@@ -232,6 +242,8 @@ class ChromaBackend(Backend):
         self._client = client
         self._directory: Path | None = None
         self._file_lock: BaseFileLock | None = None
+        self._stamp: CleanClose | None = None
+        self._wrote = False
         self._closed = False
 
     @classmethod
@@ -245,12 +257,13 @@ class ChromaBackend(Backend):
         directory = Path(path).expanduser().resolve()
         lock = acquire_directory(directory)
         try:
+            stamp = CleanClose(directory)  # before the client opens: it touches chroma.sqlite3
             client = _open_client(directory)
         except Exception as e:
             lock.release()
             raise BackendError(f"could not open Chroma at {directory}: {e}") from e
         backend = cls(client)
-        backend._directory, backend._file_lock = directory, lock
+        backend._directory, backend._file_lock, backend._stamp = directory, lock, stamp
         return backend
 
     @classmethod
@@ -262,8 +275,11 @@ class ChromaBackend(Backend):
             return cls(chromadb.HttpClient(host=host, port=port))
 
     # ------------------------------------------------------------------ Backend
+    def _mark_written(self) -> None:
+        self._wrote = True
+
     def _wrap(self, col: Any) -> ChromaRecords:
-        return ChromaRecords(col)
+        return ChromaRecords(col, self._mark_written)
 
     def get_collection(self, name: str) -> ChromaRecords | None:
         """See :meth:`Backend.get_collection`."""
@@ -278,7 +294,7 @@ class ChromaBackend(Backend):
                 raise BackendError(f"chroma get_collection failed: {e}") from e
             raise
 
-    @_mapped
+    @_writes
     def create_collection(self, name: str, metadata: Metadata, *, like: Records | None = None) -> ChromaRecords:
         """See :meth:`Backend.create_collection`."""
         configuration = like.configuration if isinstance(like, ChromaRecords) else {"hnsw": {"space": "cosine"}}
@@ -287,7 +303,7 @@ class ChromaBackend(Backend):
         )
         return self._wrap(col)
 
-    @_mapped
+    @_writes
     def get_or_create(self, name: str, metadata: Metadata) -> ChromaRecords:
         """See :meth:`Backend.get_or_create` (one Chroma call)."""
         col = self._client.get_or_create_collection(
@@ -300,7 +316,7 @@ class ChromaBackend(Backend):
         """See :meth:`Backend.list_collections`."""
         return [self._wrap(c) for c in self._client.list_collections()]
 
-    @_mapped
+    @_writes
     def delete_collection(self, name: str) -> None:
         """See :meth:`Backend.delete_collection`."""
         self._client.delete_collection(name)
@@ -313,7 +329,8 @@ class ChromaBackend(Backend):
 
     @property
     def client(self) -> Any:
-        """The chromadb client."""
+        """The chromadb client. Handing it out counts as a write (what its holder does is not seen)."""
+        self._mark_written()
         return self._client
 
     @property
@@ -331,6 +348,17 @@ class ChromaBackend(Backend):
         """True for an embedded directory (a server's files are the server's)."""
         return self._directory is not None
 
+    @property
+    def trusted_files(self) -> frozenset[str]:
+        """See :attr:`Backend.trusted_files` (from the clean-close stamp found when the directory was opened)."""
+        return self._stamp.trusted if self._stamp is not None else frozenset()
+
+    @property
+    def wrote(self) -> bool:
+        """True once this backend has changed stored data (or handed out its client): the close then says so."""
+        return self._wrote
+
+    @_writes
     def erase(self, rebuild: Sequence[str] | None) -> None:
         """Rebuild ``rebuild`` (``None``: every hindsight collection), then scrub the files (see ``_scrub``).
 
@@ -364,23 +392,37 @@ class ChromaBackend(Backend):
     def recover_interrupted(self) -> bool:
         """Finish or discard collection rebuilds a crash interrupted; True if there were any."""
         with backend_errors("recover"):
-            return _scrub.recover_rebuilds(self._client)
+            recovered = _scrub.recover_rebuilds(self._client)
+        if recovered:
+            self._mark_written()
+        return recovered
 
     def close(self) -> None:
-        """Close the client this backend opened, zero the index files' unused space, release the lock."""
+        """Close the client this backend opened, zero the index files' unused space, stamp, release the lock.
+
+        The clean-close stamp (see ``_stamp``) is written only when the client closed
+        without error; a session that wrote removes the statistics summary first.
+        """
         if self._closed:
             return
         self._closed = True
         if self._directory is None:
             return
+        closed = True
         try:
             self._client.close()
         except Exception:
+            closed = False
             logger.debug("chroma client close failed", exc_info=True)
         try:  # hnswlib writes uninitialised heap bytes into unused slots: zero them
             _scrub.wipe_unused_index_space(self._directory)
         except OSError:
             logger.warning("could not wipe unused index space in %s", self._directory, exc_info=True)
+        if self._stamp is not None and closed:
+            try:
+                self._stamp.close(wrote=self._wrote)
+            except OSError:
+                logger.warning("could not write the clean-close stamp in %s", self._directory, exc_info=True)
         if self._file_lock is not None:
             self._file_lock.release()
             self._file_lock = None

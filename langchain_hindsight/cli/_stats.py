@@ -1,0 +1,64 @@
+"""What ``hindsight stats`` prints, and its quick path: the answer from the store's summary file.
+
+Counting needs Chroma, and importing and opening Chroma alone costs about a
+second. So ``stats`` first tries :func:`quick`: for the operator's view of an
+embedded directory, when the store's clean-close stamp vouches for its
+``summary.json`` (written by the last ``stats`` that counted, removed by any
+session that wrote since; see ``store._stamp``) and the summary holds every
+namespace asked for, it prints from the file under the directory's lock. This
+module imports neither Chroma nor the store, only the standard library and the
+two small modules that read those files.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from langchain_hindsight.cli._output import emit_json, table
+from langchain_hindsight.store._stamp import SUMMARY_FILE, trusted_store
+from langchain_hindsight.store._summary import read_summary
+
+__all__ = ["print_stats", "quick"]
+
+
+def print_stats(out: Mapping[str, Mapping[str, Any]], *, as_json: bool) -> None:
+    """Print the statistics ``out`` (by namespace) as ``hindsight stats`` does: tables, or JSON with ``as_json``."""
+    if as_json:
+        emit_json(out)
+        return
+    for ns, s in out.items():
+        print(f"namespace {ns}: {s['total']} memories, {s['runs']} journalled runs")
+        print(table(["status", "count"], sorted(s["status"].items())) if s["status"] else "  (empty)")
+        if s["active_by_task_type"]:
+            print(table(["task_type (active)", "count"], list(s["active_by_task_type"].items())))
+        if s["by_source"]:
+            print(table(["source", "count"], list(s["by_source"].items())))
+        print()
+
+
+def quick(args: argparse.Namespace) -> int | None:
+    """Answer ``hindsight stats`` from the store's trusted summary; ``None`` when it cannot (the caller counts).
+
+    Only for the operator's view (no ``--principal``/``--config``) of an embedded
+    directory (no ``--server``).
+
+    Raises:
+        StoreLockedError: the store is open in another process (as opening it would).
+    """
+    if getattr(args, "principal", None) or getattr(args, "config", None) or args.server:
+        return None
+    directory = Path(args.path)
+    if not directory.is_dir():
+        return None
+    with trusted_store(directory) as trusted:
+        summary = read_summary(directory) if SUMMARY_FILE in trusted else None
+    if summary is None:
+        return None
+    namespaces = summary.namespaces if args.all else [args.namespace or "default"]
+    if not summary.answers(namespaces):
+        return None
+    print_stats({ns: summary.stats[ns] for ns in namespaces}, as_json=args.json)
+    return 0
