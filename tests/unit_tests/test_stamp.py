@@ -152,7 +152,8 @@ def test_a_writing_session_removes_the_summary_a_reading_one_keeps_it(
         assert len(store.list_units(namespace="团队甲")) == 1
     assert SUMMARY_FILE in read_stamp(directory)
     summary = read_summary(directory)
-    assert summary is not None and summary.namespaces == ["default", "团队甲"]
+    assert summary is not None
+    assert summary.namespaces == ["default", "团队甲"]
 
     with MemoryStore(directory, embeddings=None) as store:  # a session that writes anything
         store.archive(["m_report"])
@@ -195,7 +196,8 @@ def test_reads_leave_the_session_clean_writes_mark_it(tmp_path: Path) -> None:
     try:
         col = backend.get_collection("col")
         assert col is not None
-        assert col.count() == 0 and col.get()["ids"] == []
+        assert col.count() == 0
+        assert col.get()["ids"] == []
         assert not backend.wrote
         col.upsert(ids=["a"], embeddings=[[1.0, 0.0]], documents=["文档"], metadatas=[{"k": 1}])
         assert backend.wrote
@@ -220,9 +222,8 @@ def test_trusted_store_holds_the_lock_and_leaves_the_stamp(closed: Path) -> None
 
 
 def test_trusted_store_on_an_open_store_raises_the_open_error(closed: Path) -> None:
-    with MemoryStore(closed, embeddings=None), pytest.raises(StoreLockedError) as reader:
-        with trusted_store(closed):
-            pass
+    with MemoryStore(closed, embeddings=None), pytest.raises(StoreLockedError) as reader, trusted_store(closed):
+        pass
     with MemoryStore(closed, embeddings=None), pytest.raises(StoreLockedError) as opener:
         MemoryStore(closed, embeddings=None)
     assert str(reader.value) == str(opener.value)
