@@ -1,7 +1,7 @@
 """What ``hindsight stats`` prints, and its quick path: the answer from the store's summary file.
 
-Counting needs Chroma, and importing and opening Chroma alone costs about a
-second. So ``stats`` first tries :func:`quick`: for the operator's view of an
+Counting needs Chroma, and importing and opening Chroma costs more than
+everything else ``stats`` does. So ``stats`` first tries :func:`quick`: for the operator's view of an
 embedded directory, when the store's clean-close stamp vouches for its
 ``summary.json`` (written by the last ``stats`` that counted, removed by any
 session that wrote since; see ``store._stamp``) and the summary holds every
