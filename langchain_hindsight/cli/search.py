@@ -1,24 +1,48 @@
-"""``hindsight search``: the one reading command that embeds (it loads the embedding model)."""
+"""``hindsight search``: the one reading command that embeds (it loads the embedding model).
+
+A store that closed cleanly is searched from its derived files
+(:class:`~langchain_hindsight.store.snapshot.StoreSnapshot`: the lexical index
+and the recall mirror, trusted through the clean-close stamp) without starting
+Chroma, while a background thread loads the model and embeds the query; the
+ranking is the retriever's, the same as through the store. Any other case (a
+server, a principal, a store written since, a namespace too large to mirror)
+opens the store as every other command does.
+"""
 
 from __future__ import annotations
 
 import argparse
+import logging
+import threading
+from pathlib import Path
 
+from langchain_core.embeddings import Embeddings
+
+from langchain_hindsight._safety import clean_text
 from langchain_hindsight.cli._output import clip, emit_json, table
 from langchain_hindsight.cli._store import open_view
 from langchain_hindsight.recall.retriever import HindsightRetriever
+from langchain_hindsight.store._stamp import trusted_store
+from langchain_hindsight.store.snapshot import StoreSnapshot
+from langchain_hindsight.types import ScoredMemory
 
 __all__ = ["search"]
+
+logger = logging.getLogger(__name__)
 
 
 def search(args: argparse.Namespace) -> int:
     """``hindsight search QUERY``: the best k memories with their relevance (below the serving floor too)."""
-    with open_view(args) as view:
-        if view.scoped is None:
-            retriever = HindsightRetriever(store=view.store, k=args.k, min_relevance=None)
-        else:  # the principal's own namespace (or --namespace) first, then every one it may read
-            retriever = view.scoped.as_retriever(k=args.k, min_relevance=None)
-        scored = retriever.recall(args.query, k=args.k, task_type=args.task_type, namespace=view.namespace)
+    scored = _from_snapshot(args)
+    shared = False
+    if scored is None:
+        with open_view(args) as view:
+            if view.scoped is None:
+                retriever = HindsightRetriever(store=view.store, k=args.k, min_relevance=None)
+            else:  # the principal's own namespace (or --namespace) first, then every one it may read
+                retriever = view.scoped.as_retriever(k=args.k, min_relevance=None)
+            scored = retriever.recall(args.query, k=args.k, task_type=args.task_type, namespace=view.namespace)
+        shared = view.scoped is not None and any(m.memory.namespace != view.namespace for m in scored)
     if args.json:
         emit_json(
             [
@@ -27,7 +51,6 @@ def search(args: argparse.Namespace) -> int:
             ]
         )
         return 0
-    shared = view.scoped is not None and any(m.memory.namespace != view.namespace for m in scored)
     rows = []
     for i, m in enumerate(scored, start=1):
         u = m.memory
@@ -36,3 +59,46 @@ def search(args: argparse.Namespace) -> int:
     headers = ["#", "score", "sim", "conf", "task_type", "memory_id", *(["namespace"] if shared else []), "content"]
     print(table(headers, rows) if rows else "no match")
     return 0
+
+
+def _from_snapshot(args: argparse.Namespace) -> list[ScoredMemory] | None:
+    """The operator's search of an embedded store answered from its trusted snapshot, or ``None`` (open it)."""
+    if args.server or getattr(args, "principal", None) or getattr(args, "config", None):
+        return None
+    path = Path(args.path)
+    if not path.is_dir():
+        return None  # opening it reports the missing store
+    namespace = args.namespace or "default"
+    with trusted_store(path) as trusted:
+        files = StoreSnapshot.locate(path, trusted=trusted, namespace=namespace)
+        if files is None:
+            return None
+        embeddings = getattr(args, "embeddings", None) or files.default_embeddings()
+        if embeddings is None:
+            return None
+        warm = _embed_in_background(embeddings, args.query)
+        snapshot = files.load(embeddings)
+    warm.join()
+    if snapshot is None:
+        return None
+    logger.debug("searching %s/%s from its snapshot", path, namespace)
+    retriever = HindsightRetriever(store=snapshot, k=args.k, min_relevance=None)
+    return retriever.recall(args.query, k=args.k, task_type=args.task_type, namespace=namespace)
+
+
+def _embed_in_background(embeddings: Embeddings, query: str) -> threading.Thread:
+    """Start loading the model and embedding ``query`` (as recall will) while the files load.
+
+    The embedders of this package remember recent queries, so recall then finds
+    the vector ready; a failure here is left for recall to raise.
+    """
+
+    def run() -> None:
+        try:
+            embeddings.embed_query(clean_text(query))
+        except Exception:  # recall embeds again and reports the error
+            logger.debug("background query embedding failed", exc_info=True)
+
+    thread = threading.Thread(target=run, name="hindsight-search-embed", daemon=True)
+    thread.start()
+    return thread

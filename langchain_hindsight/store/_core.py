@@ -289,21 +289,32 @@ class StoreCore:
         path = self._snapshot_path(namespace)
         count = self._open_counts.get(namespace)
         col = self._collections.get((namespace, "memories"))
-        if path is None or count is None or col is None or namespace in self._snapshot_dropped:
+        if path is None or count is None or col is None or not self._trusted(path, namespace):
             return None
         index = load_snapshot(path, col, count=count, skip=written)
         if index is not None:
             self._lexical[namespace] = index
         return index
 
+    def _trusted(self, path: Path, namespace: str) -> bool:
+        """Whether the snapshot at ``path`` may be loaded: vouched for by the clean-close stamp found at open
+        (see ``_stamp``: written by a session that closed cleanly, unchanged since) and not erased since.
+
+        A snapshot the stamp does not vouch for (left by a process that died between a write and erasing
+        it, or from before stamps existed) is rebuilt from the data instead, however plausible it looks.
+        """  # noqa: D205
+        if self.persist_directory is None or namespace in self._snapshot_dropped:
+            return False
+        return path.relative_to(self.persist_directory).as_posix() in self.backend.trusted_files
+
     def _mirror_before_write(self, namespace: str, written: list[str]) -> Mirror | None:
         """Like :meth:`_snapshot_before_write`, for the recall mirror."""
         path = self._mirror_path(namespace)
         count = self._open_counts.get(namespace)
         col = self._collections.get((namespace, "memories"))
-        if path is None or count is None or col is None or namespace in self._snapshot_dropped:
+        if path is None or count is None or col is None or not self._trusted(path, namespace):
             return None
-        if namespace in self._mirror_off or not path.exists():
+        if namespace in self._mirror_off:
             return None
         mirror = load_mirror(path, col, str(self._identity), count=count, skip=written)
         if mirror is not None:
@@ -370,7 +381,7 @@ class StoreCore:
             return None
         mirror = self._mirrors.get(namespace)
         identity = str(self._identity)
-        if mirror is None and namespace not in self._snapshot_dropped:
+        if mirror is None and self._trusted(path, namespace):
             mirror = load_mirror(path, col, identity)
             if mirror is not None:
                 self._mirror_fresh.add(namespace)
@@ -414,7 +425,7 @@ class StoreCore:
     def _lexical_index(self, namespace: str) -> LexicalIndex:
         self._ensure_open()
         path = self._snapshot_path(namespace)
-        if path is not None and namespace not in self._lexical and namespace not in self._snapshot_dropped:
+        if path is not None and namespace not in self._lexical and self._trusted(path, namespace):
             col = self._collection(namespace, create=False)
             index = load_snapshot(path, col) if col is not None else None
             if index is not None:

@@ -282,3 +282,15 @@ def test_the_snapshot_picks_the_built_in_embedder_that_wrote_it(path: Path) -> N
     assert located is not None
     assert located.default_embeddings() is None  # a custom embedder: the caller must pass it
     assert StoreSnapshot.open(path, trusted=_derived(path)) is None
+
+
+def test_a_snapshot_the_clean_close_stamp_does_not_vouch_for_is_rebuilt(path: Path) -> None:
+    with MemoryStore(path, embeddings=HashEmbeddings(64)) as store:
+        store.add_many(_units(20), dedupe=False)
+        first = _recall(store, "CSV 编码 lesson 4")
+    (path / ".hindsight-clean").unlink()  # as after a process that died: the files may not match the data
+    with MemoryStore(path, embeddings=HashEmbeddings(64)) as store:
+        store._collection(store.namespace)
+        col = _counting(store)
+        assert _recall(store, "CSV 编码 lesson 4") == first
+        assert "pages" in col.calls  # rebuilt from the records, not loaded
