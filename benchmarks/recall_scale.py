@@ -338,6 +338,11 @@ def lexical_versus_reference(n: int, n_queries: int = 100) -> dict[str, Any]:
     return out
 
 
+def _seconds(value: float | None) -> str:
+    """A measured duration, or a dash when the result file predates the measurement."""
+    return "–" if value is None else f"{value:.2f} s"
+
+
 def _cli(row: dict[str, Any], key: str) -> str:
     """One CLI timing of a row (older result files lack the first/rest split)."""
     return f"{row.get(key, row['median_s']):.2f}"
@@ -386,7 +391,7 @@ def markdown(results: dict[str, Any]) -> str:
                 f"{r['recall_cold']['p50_ms']:.1f} / {r['recall_cold']['p95_ms']:.1f} ms "
                 f"({r['ratio_recall_cold_vs_floor_p50']}x) | {r['lexical']['p50_ms']:.2f} / {r['lexical']['p95_ms']:.2f} ms | {r['add_units_per_s']:,.0f} | "
                 f"{r['open_constructor_s']:.2f} s (+{r['open_first_search_s']:.2f} / "
-                f"+{r.get('open_first_recall_s', float('nan')):.2f} s) | "
+                f"+{_seconds(r.get('open_first_recall_s'))}) | "
                 f"{r.get('open_rebuild_first_search_s', float('nan')):.2f} s | {cli} |"
             )
     if "quality" in results:
