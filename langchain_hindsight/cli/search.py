@@ -3,8 +3,11 @@
 A store that closed cleanly is searched from its derived files
 (:class:`~langchain_hindsight.store.snapshot.StoreSnapshot`: the lexical index
 and the recall mirror, trusted through the clean-close stamp) without starting
-Chroma, while a background thread loads the model and embeds the query; the
-ranking is the retriever's, the same as through the store. Any other case (a
+Chroma, while a background thread loads the model and embeds the query. Both
+ways rank with :func:`~langchain_hindsight.recall.engine.recall`, the computation
+``HindsightRetriever`` delegates to, so the answer is the retriever's; the command
+never imports the LangChain retriever and chat-model stack (only a principal's
+view, which recalls through its ``ScopedRetriever``, loads it). Any other case (a
 server, a principal, a store written since, a namespace too large to mirror)
 opens the store as every other command does.
 """
@@ -21,7 +24,7 @@ from langchain_core.embeddings import Embeddings
 from langchain_hindsight._safety import clean_text
 from langchain_hindsight.cli._output import clip, emit_json, table
 from langchain_hindsight.cli._store import open_view
-from langchain_hindsight.recall.retriever import HindsightRetriever
+from langchain_hindsight.recall.engine import RecallSettings, RecallSource, recall
 from langchain_hindsight.store._stamp import trusted_store
 from langchain_hindsight.store.snapshot import StoreSnapshot
 from langchain_hindsight.types import ScoredMemory
@@ -38,10 +41,10 @@ def search(args: argparse.Namespace) -> int:
     if scored is None:
         with open_view(args) as view:
             if view.scoped is None:
-                retriever = HindsightRetriever(store=view.store, k=args.k, min_relevance=None)
+                scored = _recall(view.store, args, view.namespace)
             else:  # the principal's own namespace (or --namespace) first, then every one it may read
                 retriever = view.scoped.as_retriever(k=args.k, min_relevance=None)
-            scored = retriever.recall(args.query, k=args.k, task_type=args.task_type, namespace=view.namespace)
+                scored = retriever.recall(args.query, k=args.k, task_type=args.task_type, namespace=view.namespace)
         shared = view.scoped is not None and any(m.memory.namespace != view.namespace for m in scored)
     if args.json:
         emit_json(
@@ -82,8 +85,13 @@ def _from_snapshot(args: argparse.Namespace) -> list[ScoredMemory] | None:
     if snapshot is None:
         return None
     logger.debug("searching %s/%s from its snapshot", path, namespace)
-    retriever = HindsightRetriever(store=snapshot, k=args.k, min_relevance=None)
-    return retriever.recall(args.query, k=args.k, task_type=args.task_type, namespace=namespace)
+    return _recall(snapshot, args, namespace)
+
+
+def _recall(source: RecallSource, args: argparse.Namespace, namespace: str | None) -> list[ScoredMemory]:
+    """The search's recall: the retriever's defaults with no relevance floor (weak matches are shown too)."""
+    settings = RecallSettings(k=args.k, min_relevance=None)
+    return recall(source, settings, args.query, task_type=args.task_type, namespace=namespace).result.memories
 
 
 def _embed_in_background(embeddings: Embeddings, query: str) -> threading.Thread:

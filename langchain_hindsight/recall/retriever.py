@@ -24,8 +24,12 @@ Only active units can come back: the dense arm and the id lookup drop
 superseded units, archived ones live in another collection, and the lexical
 index holds active units only.
 
-This module keeps the retriever (its options, the served log, the diagnostics and the
-``BaseRetriever`` hooks); every name it has exported stays importable from here.
+Steps 1–5 are computed by :func:`langchain_hindsight.recall.engine.recall`, the one
+implementation of a recall (``hindsight search`` calls it without this module): the
+retriever turns its fields into a :class:`~langchain_hindsight.recall.engine.RecallSettings`
+on every call and delegates. This module keeps the retriever (its options, the served log,
+``on_served``, the diagnostics and the ``BaseRetriever`` hooks); every name it has exported
+stays importable from here (:class:`RecallResult` is the engine's).
 """
 
 from __future__ import annotations
@@ -34,8 +38,7 @@ import logging
 import math
 import threading
 from collections import deque
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -46,28 +49,17 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables.config import run_in_executor
 from pydantic import ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
-from langchain_hindsight._safety import clean_text
 from langchain_hindsight.errors import ConfigurationError
 from langchain_hindsight.prompts import Locale, get_templates
-from langchain_hindsight.recall.fusion import Fusion, FusionWeights, fuse, fusion_weights_for
-from langchain_hindsight.recall.ranking import (
-    DEFAULT_LOW_RELEVANCE,
-    DEFAULT_MIN_RELEVANCE,
-    ScriptCache,
-    rank_candidates,
-)
+from langchain_hindsight.recall.engine import Recalled, RecallResult, RecallSettings, resolve_task
+from langchain_hindsight.recall.engine import recall as engine_recall
+from langchain_hindsight.recall.fusion import Fusion, FusionWeights, fuse
+from langchain_hindsight.recall.ranking import DEFAULT_LOW_RELEVANCE, DEFAULT_MIN_RELEVANCE, ScriptCache
 from langchain_hindsight.recall.scoring import ScoringWeights
-from langchain_hindsight.recall.task_type import (
-    CLASSIFY_MAX_CHARS,
-    TaskClassifier,
-    as_classifier,
-    pick_label,
-    resolve_task_type,
-)
+from langchain_hindsight.recall.task_type import TaskClassifier, as_classifier
 from langchain_hindsight.store.memory_store import MemoryStore
 from langchain_hindsight.store.snapshot import StoreSnapshot
-from langchain_hindsight.taxonomy import TaskTypeVocabulary
-from langchain_hindsight.types import MemoryUnit, ScoredMemory, Served, TaskTypeSource, utcnow
+from langchain_hindsight.types import ScoredMemory, Served, TaskTypeSource
 
 __all__ = [
     "DEFAULT_LOW_RELEVANCE",
@@ -88,22 +80,8 @@ ServedRecord = Served
 """What one recall served: the same type as the session's :class:`~langchain_hindsight.types.Served`
 (``run_id`` empty, ``query`` = ``task``), under the name this module has always exported."""
 
-
-@dataclass(frozen=True, slots=True)
-class RecallResult:
-    """One recall with its context: the memories and the task type they were scored against.
-
-    Attributes:
-        memories: Best first, at most ``k``; empty when nothing passed the relevance floor.
-        task_type: The task type used in the score (``None`` only when inference is off
-            and no ``task_type`` was given). The fallback label (``"general"``) when
-            nothing was recognised: recorded, but it earns no task-type bonus.
-        task_type_source: :data:`TaskTypeSource`, ``None`` together with ``task_type``.
-    """
-
-    memories: list[ScoredMemory]
-    task_type: str | None
-    task_type_source: TaskTypeSource | None
+_FUSION_FIELDS = frozenset({"fusion_alpha", "fusion_alpha_cjk", "fusion_cross_script"})
+"""The fields whose explicit values win over the embedder's declared fusion weights."""
 
 
 def _to_document(scored: ScoredMemory) -> Document:
@@ -310,28 +288,20 @@ class HindsightRetriever(BaseRetriever):
         Adapters and the run journal use it to record the task type of a run.
         Arguments and errors as in :meth:`recall`.
         """
-        limit, fixed, ns, when = self._prepare(query, k, task_type, namespace, now)
-        chosen, source = self._resolve_task_type(query, fixed)
-        if not query.strip():
-            return RecallResult([], chosen, source)
-        query = clean_text(query)
-        depth = limit * self.candidate_multiplier
-        vector = self.store.embeddings.embed_query(query)
-        dense, lexical = self.store.hybrid_search(
-            query, vector, k=depth, namespace=ns, normalize=self.fusion == "convex_idf"
+        recalled = engine_recall(
+            self.store,
+            self._settings(),
+            query,
+            k=k,
+            task_type=task_type,
+            namespace=namespace,
+            now=now,
+            scripts=self._scripts,  # one attribute read: a pydantic private attribute costs a __getattr__ each
+            on_classifier_error=self._classifier_failed,
         )
-        for extra in dict.fromkeys(self.extra_namespaces):
-            if extra != ns:
-                dense, lexical = dict(dense), dict(lexical)
-                more, more_lexical = self.store.hybrid_search(
-                    query, vector, k=depth, namespace=extra, normalize=self.fusion == "convex_idf"
-                )
-                for i in more.keys() - dense.keys():
-                    dense[i] = more[i]
-                    if i in more_lexical:
-                        lexical[i] = more_lexical[i]
-        memories = self._finish(query, ns, dense, lexical, limit, (chosen, source), when)
-        return RecallResult(memories, chosen, source)
+        if recalled.searched:
+            self._record(recalled)
+        return recalled.result
 
     async def arecall(
         self,
@@ -371,94 +341,56 @@ class HindsightRetriever(BaseRetriever):
             >>> retriever.resolve_task_type("生成本周的销售周报")  # doctest: +SKIP
             ('weekly_report', 'inferred')
         """
-        if not isinstance(query, str):
-            raise ConfigurationError(f"query must be a string, got {type(query).__name__}")
-        wanted = task_type if task_type is not None else self.task_type
-        fixed = None if wanted is None else self.store.vocabulary.normalize(wanted)
-        return self._resolve_task_type(query, fixed)
+        return resolve_task(self.store, self._settings(), query, task_type, on_classifier_error=self._classifier_failed)
 
     def served(self) -> list[ServedRecord]:
         """The latest served records, oldest first (bounded by ``served_log_size``)."""
         with self._served_lock:
             return list(self._served)
 
-    # ------------------------------------------------------------------ task type
-    def _resolve_task_type(self, query: str, fixed: str | None) -> tuple[str | None, TaskTypeSource | None]:
-        vocabulary = self.store.vocabulary
-        classify = None if self.task_classifier is None else (lambda text: self._classify(text, vocabulary))
-        return resolve_task_type(query, fixed, vocabulary, infer=self.infer_task_type, classify=classify)
-
-    def _classify(self, query: str, vocabulary: TaskTypeVocabulary) -> str | None:
-        classifier = as_classifier(self.task_classifier, self.locale)
-        if classifier is None:
-            return None
-        try:
-            answer = classifier(query[:CLASSIFY_MAX_CHARS], vocabulary.labels)
-        except Exception:  # noqa: BLE001 - a classifier failure must not cost the recall
-            with self._served_lock:
-                first, self._classifier_warned = not self._classifier_warned, True
-            (logger.warning if first else logger.debug)(
-                "task-type classifier failed; using the keyword rules' answer", exc_info=True
-            )
-            return None
-        label = pick_label(answer, vocabulary)
-        if label is None:
-            logger.debug("task-type classifier answered %r, not a label of the vocabulary", answer)
-        return label
-
-    # ------------------------------------------------------------------ pure helpers
-    def _prepare(
-        self, query: object, k: int | None, task_type: str | None, namespace: str | None, now: datetime | None
-    ) -> tuple[int, str | None, str, datetime]:
-        if not isinstance(query, str):
-            raise ConfigurationError(f"query must be a string, got {type(query).__name__}")
-        limit = self.k if k is None else k
-        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
-            raise ConfigurationError(f"k must be a positive int, got {limit!r}")
-        wanted = task_type if task_type is not None else self.task_type
-        wanted_type = None if wanted is None else self.store.vocabulary.normalize(wanted)
-        ns = namespace if namespace is not None else self.namespace
-        when = now or utcnow()
-        if when.tzinfo is None:
-            raise ConfigurationError("now must be timezone-aware")
-        return limit, wanted_type, self.store.resolve_namespace(ns), when
-
-    def _finish(
-        self,
-        query: str,
-        namespace: str,
-        dense: Mapping[str, tuple[MemoryUnit, float]],
-        lexical: Mapping[str, float],
-        limit: int,
-        task: tuple[str | None, TaskTypeSource | None],
-        now: datetime,
-    ) -> list[ScoredMemory]:
-        given = FusionWeights(self.fusion_alpha, self.fusion_alpha_cjk, self.fusion_cross_script)
-        result = rank_candidates(
-            query,
-            dense,
-            lexical,
-            limit=limit,
-            task=task,
-            fallback_task_type=self.store.vocabulary.fallback,
-            fusion=self.fusion,
-            fusion_weights=fusion_weights_for(self.store.embeddings, given, explicit=self.model_fields_set),
+    # ------------------------------------------------------------------ the engine's inputs and outputs
+    def _settings(self) -> RecallSettings:
+        """This retriever's fields as the engine's settings (read afresh on every call: fields may change)."""
+        return RecallSettings(
+            k=self.k,
+            task_type=self.task_type,
+            namespace=self.namespace,
+            extra_namespaces=self.extra_namespaces,
             weights=self.weights,
             min_score=self.min_score,
             min_relevance=self.min_relevance,
-            now=now,
-            scripts=self._scripts,  # one attribute read: a pydantic private attribute costs a __getattr__ each
+            infer_task_type=self.infer_task_type,
+            classifier=as_classifier(self.task_classifier, self.locale),
+            fusion=self.fusion,
+            fusion_weights=FusionWeights(self.fusion_alpha, self.fusion_alpha_cjk, self.fusion_cross_script),
+            explicit_fusion=_FUSION_FIELDS.intersection(self.model_fields_set),
+            candidate_multiplier=self.candidate_multiplier,
         )
-        self._diagnose(result)
-        label, source = task
+
+    def _classifier_failed(self) -> None:
+        """The classifier raised (called inside the engine's ``except``): warn once per retriever, then debug."""
+        with self._served_lock:
+            first, self._classifier_warned = not self._classifier_warned, True
+        (logger.warning if first else logger.debug)(
+            "task-type classifier failed; using the keyword rules' answer", exc_info=True
+        )
+
+    def _record(self, recalled: Recalled) -> None:
+        """Diagnose what was served, log it and hand it to ``on_served``."""
+        result = recalled.result
+        self._diagnose(result.memories)
         record = Served(
-            task=query, namespace=namespace, memories=result, at=now, task_type=label, task_type_source=source
+            task=recalled.query,
+            namespace=recalled.namespace,
+            memories=result.memories,
+            at=recalled.at,
+            task_type=result.task_type,
+            task_type_source=result.task_type_source,
         )
         with self._served_lock:
             self._served.append(record)
         if self.on_served is not None:
             self.on_served(record)
-        return result
 
     def _diagnose(self, result: Sequence[ScoredMemory]) -> None:
         """Warn when what is about to be injected is weak (nothing injected → nothing to warn about)."""

@@ -8,19 +8,22 @@ and only when they recognise nothing an optional classifier hook is asked: a cal
 (:func:`pick_label`); anything else falls back to the rules' answer.
 
 Pure functions: the retriever owns the once-per-retriever warning when a classifier fails.
+Importing this module does not import ``langchain_core.language_models``: only
+:func:`as_classifier` and :func:`model_classifier` need it, when a hook is given.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-
-from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import HumanMessage
+from typing import TYPE_CHECKING
 
 from langchain_hindsight.prompts import TASK_TYPE_PROMPT_EN, TASK_TYPE_PROMPT_ZH, Locale
 from langchain_hindsight.taxonomy import TaskTypeVocabulary
 from langchain_hindsight.types import TaskTypeSource
+
+if TYPE_CHECKING:
+    from langchain_core.language_models import BaseChatModel
 
 __all__ = [
     "CLASSIFY_MAX_ANSWER",
@@ -71,6 +74,8 @@ def model_classifier(model: BaseChatModel, locale: Locale) -> TaskClassifier:
     The task is cut to :data:`CLASSIFY_MAX_CHARS` characters and the answer to
     :data:`CLASSIFY_MAX_ANSWER`; errors of the model propagate to the caller.
     """
+    from langchain_core.messages import HumanMessage  # a chat model was given: LangChain's messages are loaded
+
     prompt = TASK_TYPE_PROMPT_ZH if locale == "zh" else TASK_TYPE_PROMPT_EN
 
     def classify(text: str, labels: Sequence[str]) -> str | None:
@@ -82,6 +87,12 @@ def model_classifier(model: BaseChatModel, locale: Locale) -> TaskClassifier:
 
 def as_classifier(hook: TaskClassifier | BaseChatModel | None, locale: Locale) -> TaskClassifier | None:
     """The classifier hook as a callable (a chat model is wrapped by :func:`model_classifier`)."""
+    if hook is None:
+        return None
+    # here, not at the top: importing language_models costs ~0.3 s, and the recall engine
+    # (which ``hindsight search`` runs) imports this module without needing it
+    from langchain_core.language_models import BaseChatModel
+
     if isinstance(hook, BaseChatModel):
         return model_classifier(hook, locale)
     return hook

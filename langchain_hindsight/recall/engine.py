@@ -1,0 +1,298 @@
+"""The recall computation, without the LangChain retriever stack: one implementation for every caller.
+
+:func:`recall` is what a recall computes (steps 1–5 of
+:mod:`langchain_hindsight.recall.retriever`): it checks the arguments, resolves the
+task type (the caller's, else the keyword rules, else the optional classifier),
+cleans the query, embeds it once, runs the hybrid search on the searched namespace
+and every extra one, and ranks the candidates with
+:func:`~langchain_hindsight.recall.ranking.rank_candidates` under the fusion weights
+:func:`~langchain_hindsight.recall.fusion.fusion_weights_for` picks.
+:class:`~langchain_hindsight.recall.retriever.HindsightRetriever` builds a
+:class:`RecallSettings` from its fields and delegates here (it keeps the served log,
+``on_served`` and the weak-match warning); ``hindsight search`` calls it on a store
+snapshot directly, so the command never imports ``langchain_core.retrievers`` or
+``langchain_core.language_models`` (whose import alone costs a few hundred
+milliseconds, more than the search).
+
+The source is anything with the store's recall surface (:class:`RecallSource`):
+a :class:`~langchain_hindsight.store.memory_store.MemoryStore` or a
+:class:`~langchain_hindsight.store.snapshot.StoreSnapshot`.
+
+Example:
+    >>> from langchain_hindsight.recall.engine import RecallSettings, recall
+    >>> recalled = recall(store, RecallSettings(k=3), "生成本周的销售周报")  # doctest: +SKIP
+    >>> recalled.result.task_type, [m.memory.memory_id for m in recalled.result.memories]  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Protocol
+
+from langchain_hindsight._safety import clean_text
+from langchain_hindsight.errors import ConfigurationError
+from langchain_hindsight.recall.fusion import Fusion, FusionWeights, fusion_weights_for
+from langchain_hindsight.recall.ranking import DEFAULT_MIN_RELEVANCE, ScriptCache, rank_candidates
+from langchain_hindsight.recall.scoring import ScoringWeights
+from langchain_hindsight.recall.task_type import CLASSIFY_MAX_CHARS, TaskClassifier, pick_label, resolve_task_type
+from langchain_hindsight.taxonomy import TaskTypeVocabulary
+from langchain_hindsight.types import MemoryUnit, ScoredMemory, TaskTypeSource, utcnow
+
+__all__ = ["RecallResult", "RecallSettings", "RecallSource", "Recalled", "recall", "resolve_task"]
+
+logger = logging.getLogger(__name__)
+
+Candidates = tuple[dict[str, tuple[MemoryUnit, float]], dict[str, float]]
+"""What one hybrid search returns: memory id → (memory, cosine), and memory id → BM25 score."""
+
+
+class QueryEmbedder(Protocol):
+    """What recall needs of an embedder: one query vector."""
+
+    def embed_query(self, text: str) -> list[float]:
+        """The vector of ``text``."""
+        ...
+
+
+class RecallSource(Protocol):
+    """The recall surface of a store (a :class:`MemoryStore` and a :class:`StoreSnapshot` both have it)."""
+
+    @property
+    def embeddings(self) -> QueryEmbedder:
+        """The store's embedder (its ``fusion_weights``, when declared, are the default fusion weights)."""
+        ...
+
+    @property
+    def vocabulary(self) -> TaskTypeVocabulary:
+        """The store's task-type vocabulary."""
+        ...
+
+    def resolve_namespace(self, namespace: str | None) -> str:
+        """``namespace`` checked, or the default namespace when ``None``."""
+        ...
+
+    def hybrid_search(
+        self, query: str, vector: Sequence[float], *, k: int = 10, namespace: str | None = None, normalize: bool = False
+    ) -> Candidates:
+        """Both arms' candidates for ``query`` in ``namespace``, ``k`` deep each."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class RecallSettings:
+    """The options of a recall (the :class:`HindsightRetriever` fields recall reads; same defaults).
+
+    Attributes:
+        k: Memories returned per call (a per-call ``k`` overrides it).
+        task_type: The task type scored against (normalised with the vocabulary); ``None`` infers it.
+        namespace: Namespace to search; ``None`` uses the source's default.
+        extra_namespaces: Namespaces recalled with it in the same call, in order.
+        weights: The scoring weights.
+        min_score: Drop memories whose weighted score is below this.
+        min_relevance: The relevance floor; ``None`` disables it.
+        infer_task_type: ``False``: no inference (no task-type bonus unless a task type is given).
+        classifier: Asked when the keyword rules recognise nothing (already a callable:
+            :func:`~langchain_hindsight.recall.task_type.as_classifier` wraps a chat model).
+        fusion: How the two arms combine.
+        fusion_weights: The caller's fusion weights.
+        explicit_fusion: Which of them the caller set (``fusion_alpha``, ``fusion_alpha_cjk``,
+            ``fusion_cross_script``); the embedder's declared weights fill in the others.
+        candidate_multiplier: Each arm fetches ``candidate_multiplier × k``.
+    """
+
+    k: int = 5
+    task_type: str | None = None
+    namespace: str | None = None
+    extra_namespaces: tuple[str, ...] = ()
+    weights: ScoringWeights = field(default_factory=ScoringWeights)
+    min_score: float = 0.0
+    min_relevance: float | None = DEFAULT_MIN_RELEVANCE
+    infer_task_type: bool = True
+    classifier: TaskClassifier | None = None
+    fusion: Fusion = "convex_idf"
+    fusion_weights: FusionWeights = field(default_factory=FusionWeights)
+    explicit_fusion: frozenset[str] = frozenset()
+    candidate_multiplier: int = 3
+
+
+@dataclass(frozen=True, slots=True)
+class RecallResult:
+    """One recall with its context: the memories and the task type they were scored against.
+
+    Attributes:
+        memories: Best first, at most ``k``; empty when nothing passed the relevance floor.
+        task_type: The task type used in the score (``None`` only when inference is off
+            and no ``task_type`` was given). The fallback label (``"general"``) when
+            nothing was recognised: recorded, but it earns no task-type bonus.
+        task_type_source: :data:`TaskTypeSource`, ``None`` together with ``task_type``.
+    """
+
+    memories: list[ScoredMemory]
+    task_type: str | None
+    task_type_source: TaskTypeSource | None
+
+
+@dataclass(frozen=True, slots=True)
+class Recalled:
+    """A :class:`RecallResult` with what a served record needs.
+
+    Attributes:
+        result: The memories and the task type.
+        query: The cleaned query that was searched.
+        namespace: The searched namespace (resolved).
+        at: The clock the time decay used.
+        searched: ``False`` for a blank query: nothing was searched (nothing to record as served).
+    """
+
+    result: RecallResult
+    query: str
+    namespace: str
+    at: datetime
+    searched: bool
+
+
+def recall(
+    source: RecallSource,
+    settings: RecallSettings,
+    query: str,
+    *,
+    k: int | None = None,
+    task_type: str | None = None,
+    namespace: str | None = None,
+    now: datetime | None = None,
+    scripts: ScriptCache | None = None,
+    on_classifier_error: Callable[[], None] | None = None,
+) -> Recalled:
+    """The best memories of ``source`` for ``query``, scored, best first (at most ``k``; none below the floor).
+
+    Args:
+        source: Where to search (:class:`RecallSource`).
+        settings: The recall options.
+        query: The task description.
+        k: Overrides ``settings.k``.
+        task_type: Overrides ``settings.task_type``; when both are ``None`` the task type is inferred.
+        namespace: Overrides ``settings.namespace``.
+        now: The clock for time decay (aware datetime); defaults to now.
+        scripts: The caller's content-script cache, kept across calls (``None``: a fresh one).
+        on_classifier_error: Called inside the ``except`` block when the classifier raises (so it
+            may log with ``exc_info``); the recall goes on with the rules' answer. ``None``: a warning.
+
+    Raises:
+        ConfigurationError: a bad argument.
+        StoreError: the store failed.
+    """
+    limit, fixed, ns, when = _prepare(source, settings, query, k, task_type, namespace, now)
+    chosen, origin = _resolve(source, settings, query, fixed, on_classifier_error)
+    if not query.strip():
+        return Recalled(RecallResult([], chosen, origin), query, ns, when, searched=False)
+    query = clean_text(query)
+    depth = limit * settings.candidate_multiplier
+    normalize = settings.fusion == "convex_idf"
+    vector = source.embeddings.embed_query(query)
+    dense, lexical = source.hybrid_search(query, vector, k=depth, namespace=ns, normalize=normalize)
+    for extra in dict.fromkeys(settings.extra_namespaces):
+        if extra != ns:
+            dense, lexical = dict(dense), dict(lexical)
+            more, more_lexical = source.hybrid_search(query, vector, k=depth, namespace=extra, normalize=normalize)
+            for i in more.keys() - dense.keys():
+                dense[i] = more[i]
+                if i in more_lexical:
+                    lexical[i] = more_lexical[i]
+    memories = rank_candidates(
+        query,
+        dense,
+        lexical,
+        limit=limit,
+        task=(chosen, origin),
+        fallback_task_type=source.vocabulary.fallback,
+        fusion=settings.fusion,
+        fusion_weights=fusion_weights_for(
+            source.embeddings, settings.fusion_weights, explicit=settings.explicit_fusion
+        ),
+        weights=settings.weights,
+        min_score=settings.min_score,
+        min_relevance=settings.min_relevance,
+        now=when,
+        scripts={} if scripts is None else scripts,
+    )
+    return Recalled(RecallResult(memories, chosen, origin), query, ns, when, searched=True)
+
+
+def resolve_task(
+    source: RecallSource,
+    settings: RecallSettings,
+    query: str,
+    task_type: str | None = None,
+    *,
+    on_classifier_error: Callable[[], None] | None = None,
+) -> tuple[str | None, TaskTypeSource | None]:
+    """The task type a recall of ``query`` would score against, and where it comes from.
+
+    A given ``task_type`` (or ``settings.task_type``) wins and is normalised with the
+    source's vocabulary; otherwise the keyword rules classify ``query``, then
+    ``settings.classifier`` when the rules recognise nothing.
+
+    Raises:
+        ConfigurationError: ``query`` is not a string.
+    """
+    if not isinstance(query, str):
+        raise ConfigurationError(f"query must be a string, got {type(query).__name__}")
+    wanted = task_type if task_type is not None else settings.task_type
+    fixed = None if wanted is None else source.vocabulary.normalize(wanted)
+    return _resolve(source, settings, query, fixed, on_classifier_error)
+
+
+def _resolve(
+    source: RecallSource,
+    settings: RecallSettings,
+    query: str,
+    fixed: str | None,
+    on_error: Callable[[], None] | None,
+) -> tuple[str | None, TaskTypeSource | None]:
+    vocabulary = source.vocabulary
+    classifier = settings.classifier
+    classify = None if classifier is None else (lambda text: _classify(classifier, text, vocabulary, on_error))
+    return resolve_task_type(query, fixed, vocabulary, infer=settings.infer_task_type, classify=classify)
+
+
+def _classify(
+    classifier: TaskClassifier, query: str, vocabulary: TaskTypeVocabulary, on_error: Callable[[], None] | None
+) -> str | None:
+    try:
+        answer = classifier(query[:CLASSIFY_MAX_CHARS], vocabulary.labels)
+    except Exception:  # a classifier failure must not cost the recall
+        if on_error is None:
+            logger.warning("task-type classifier failed; using the keyword rules' answer", exc_info=True)
+        else:
+            on_error()
+        return None
+    label = pick_label(answer, vocabulary)
+    if label is None:
+        logger.debug("task-type classifier answered %r, not a label of the vocabulary", answer)
+    return label
+
+
+def _prepare(
+    source: RecallSource,
+    settings: RecallSettings,
+    query: object,
+    k: int | None,
+    task_type: str | None,
+    namespace: str | None,
+    now: datetime | None,
+) -> tuple[int, str | None, str, datetime]:
+    if not isinstance(query, str):
+        raise ConfigurationError(f"query must be a string, got {type(query).__name__}")
+    limit = settings.k if k is None else k
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+        raise ConfigurationError(f"k must be a positive int, got {limit!r}")
+    wanted = task_type if task_type is not None else settings.task_type
+    wanted_type = None if wanted is None else source.vocabulary.normalize(wanted)
+    ns = namespace if namespace is not None else settings.namespace
+    when = now or utcnow()
+    if when.tzinfo is None:
+        raise ConfigurationError("now must be timezone-aware")
+    return limit, wanted_type, source.resolve_namespace(ns), when
