@@ -1,1 +1,1 @@
-"""Recall: candidate fusion, the weighted score, the retriever and the injected block."""
+"""Recall: candidate fusion, the weighted score, the recall engine, the retriever and the injected block."""
