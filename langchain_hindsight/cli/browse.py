@@ -11,14 +11,13 @@ import argparse
 import json
 import logging
 import sys
-from collections import Counter
 from typing import Any
 
 from langchain_hindsight.cli._output import clip, emit_json, progress, safe, table, when
 from langchain_hindsight.cli._stats import print_stats
 from langchain_hindsight.cli._store import open_view
 from langchain_hindsight.store._stamp import SUMMARY_FILE
-from langchain_hindsight.store._summary import read_summary, write_summary
+from langchain_hindsight.store._summary import read_summary, summary_entry, write_summary
 from langchain_hindsight.store._transfer import export_units
 from langchain_hindsight.store.journal import RunJournal
 from langchain_hindsight.store.memory_store import MemoryStore
@@ -64,21 +63,8 @@ def history(args: argparse.Namespace) -> int:
 
 def _count(store: MemoryStore, journal: RunJournal, namespace: str) -> dict[str, Any]:
     """``namespace``'s numbers as ``stats`` prints them (every mapping in printing order)."""
-    status: Counter[str] = Counter()
-    types: Counter[str] = Counter()
-    sources: Counter[str] = Counter()
-    for (state, task_type, source), n in store.count_by("status", "task_type", "source", namespace=namespace).items():
-        status[state] += n
-        sources[source] += n
-        if state == "active":
-            types[task_type] += n
-    return {
-        "total": sum(status.values()),
-        "status": dict(status),
-        "active_by_task_type": dict(types.most_common()),
-        "by_source": dict(sources.most_common()),
-        "runs": journal.count(namespace=namespace),
-    }
+    counts = store.count_by("status", "task_type", "source", namespace=namespace)
+    return summary_entry(counts, journal.count(namespace=namespace))
 
 
 def _save_summary(store: MemoryStore, counted: dict[str, dict[str, Any]]) -> None:

@@ -169,6 +169,7 @@ class StoreCore:
         self.mirror_max_rows = MIRROR_MAX_ROWS
         """Largest namespace (active memories) this store mirrors for recall (0: never; see ``_mirror``)."""
         self._repaired: set[str] = set()
+        self._write_failed = False  # a write may have stopped half-way: the close refreshes no summary entry
         self._closed = False
         self.run_records = RunRecords(self._journal_collection)
         """The run records of every namespace (storage of :class:`~langchain_hindsight.store.journal.RunJournal`)."""
@@ -336,6 +337,7 @@ class StoreCore:
         (rebuilt from the data on use) and erase the snapshots of every namespace this store opened, so none
         outlives data it no longer matches.
         """  # noqa: D205
+        self._write_failed = True
         self._lexical.clear()
         self._mirrors.clear()
         self._mirror_fresh.clear()

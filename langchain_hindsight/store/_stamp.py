@@ -16,9 +16,11 @@ written, and only the last process that held the directory lock can say so. So:
   modification time of ``chroma.sqlite3`` and of each derived file the session
   inherited as trusted or wrote itself. A file that was neither (left by a
   crashed process, or copied in) is not vouched for;
-* a session that wrote anything removes the summary first: it has no
-  per-write upkeep, unlike the snapshots, which their owners drop or rewrite
-  when the data they derive from changes;
+* a session that wrote anything removes the summary first, unless its owner
+  (the store) rewrote it after the session's last write and says so
+  (``close(summary_current=True)``; see ``_summary`` for what it refreshes and
+  what it drops); the snapshots' owners drop or rewrite them when the data they
+  derive from changes;
 * a reader that only wants derived files (:func:`trusted_store`) takes the same
   lock, validates the stamp and leaves it in place.
 
@@ -68,7 +70,7 @@ STAMP_FORMAT = 1
 DATA_FILE = "chroma.sqlite3"
 """Chroma's database: every record's document and metadata, and the write log of the vectors."""
 SUMMARY_FILE = "summary.json"
-"""What ``hindsight stats`` prints, per namespace (see ``_summary``); removed by a session that writes."""
+"""What ``hindsight stats`` prints, per namespace (see ``_summary``); a writing session rewrites or removes it."""
 DERIVED = ("lexical", "mirror", SUMMARY_FILE)
 """The derived data of a store directory (folders: every regular file under them), listed in the stamp."""
 
@@ -211,17 +213,22 @@ class CleanClose:
         self._at_open = file_states(directory)
         remove_stamp(directory)
 
-    def close(self, *, wrote: bool) -> None:
+    def close(self, *, wrote: bool, summary_current: bool = False) -> None:
         """Write the stamp; ``wrote``: the session changed the data, so the summary is removed first.
 
         The stamp lists ``chroma.sqlite3`` and each derived file that was trusted at
         open or changed during the session (so written by it: the lock excluded
         every other process).
 
+        Args:
+            wrote: The session changed the data.
+            summary_current: The summary was rewritten after the session's last write and
+                matches the data (the store's word): kept even though the session wrote.
+
         Raises:
             OSError: the summary could not be removed or the stamp written.
         """
-        if wrote:
+        if wrote and not summary_current:
             (self.directory / SUMMARY_FILE).unlink(missing_ok=True)
         now = file_states(self.directory)
         if DATA_FILE not in now:  # no database (nothing was ever written): nothing to vouch for

@@ -2,9 +2,21 @@
 
 Counting a namespace's memories reads Chroma, and opening Chroma costs a second
 before anything is read. The summary lets ``hindsight stats`` answer from a file
-instead: written by a ``stats`` that counted (with the store open, so the close
-stamps it), removed by the close of any session that wrote, and read only when
-the clean-close stamp vouches for it (see ``_stamp``). Standard library only.
+instead, read only when the clean-close stamp vouches for it (see ``_stamp``).
+Standard library only. Its life:
+
+* a ``stats`` that counted writes it (with the store open, so the close stamps it);
+* the close of a session that wrote rewrites it (``MemoryStore`` close, before the
+  backend closes; see ``_store_reads``): a namespace none of whose collections the
+  session wrote keeps the entry trusted at open; one whose journal alone was
+  written keeps it with its run count read again; one whose memories were
+  written is counted again if the store holds its recall mirror (active memories
+  from memory, the rest read from Chroma, within a bound), else its entry is
+  dropped; the namespace list is read again. Nothing is kept after a write
+  whose scope the backend cannot tell (the raw client, an erase) or a write that
+  failed half-way, nor when a write follows the rewrite: the close then removes
+  the file, as it does when nothing could be kept;
+* a ``stats`` asked for a namespace the file lacks counts it (and adds it).
 
 File format::
 
@@ -20,6 +32,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,7 +40,7 @@ from typing import Any
 
 from langchain_hindsight.store._stamp import SUMMARY_FILE, replace_file
 
-__all__ = ["SUMMARY_FILE", "Summary", "read_summary", "write_summary"]
+__all__ = ["SUMMARY_FILE", "Summary", "read_summary", "summary_entry", "write_summary"]
 
 logger = logging.getLogger(__name__)
 
@@ -52,6 +65,35 @@ class Summary:
     def answers(self, namespaces: Sequence[str]) -> bool:
         """Whether every one of ``namespaces`` was counted."""
         return all(ns in self.stats for ns in namespaces)
+
+
+def _ranked(counts: Counter[str]) -> dict[str, int]:
+    """``counts`` most common first, ties by name (the same order however the counts were gathered)."""
+    return dict(sorted(counts.items(), key=lambda item: (-item[1], item[0])))
+
+
+def summary_entry(counts: Mapping[tuple[str, ...], int], runs: int) -> dict[str, Any]:
+    """A namespace's entry as ``hindsight stats`` prints it, in printing order.
+
+    Args:
+        counts: ``MemoryStore.count_by("status", "task_type", "source")`` of the namespace.
+        runs: How many run records its journal holds.
+    """
+    status: Counter[str] = Counter()
+    types: Counter[str] = Counter()
+    sources: Counter[str] = Counter()
+    for (state, task_type, source), n in counts.items():
+        status[state] += n
+        sources[source] += n
+        if state == "active":
+            types[task_type] += n
+    return {
+        "total": sum(status.values()),
+        "status": dict(sorted(status.items())),
+        "active_by_task_type": _ranked(types),
+        "by_source": _ranked(sources),
+        "runs": runs,
+    }
 
 
 def _valid_entry(entry: object) -> bool:

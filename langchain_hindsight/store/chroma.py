@@ -74,6 +74,7 @@ class _Writer(Protocol):
 
 
 _W = TypeVar("_W", bound=_Writer)
+_B = TypeVar("_B", bound="ChromaBackend")
 
 
 def _writes(method: Callable[Concatenate[_W, _P], _R]) -> Callable[Concatenate[_W, _P], _R]:
@@ -87,6 +88,19 @@ def _writes(method: Callable[Concatenate[_W, _P], _R]) -> Callable[Concatenate[_
         self._mark_written()
         with backend_errors(method.__name__):
             return method(self, *args, **kwargs)
+
+    wrapper.marks_written = True  # type: ignore[attr-defined]
+    return wrapper
+
+
+def _writes_collection(method: Callable[Concatenate[_B, str, _P], _R]) -> Callable[Concatenate[_B, str, _P], _R]:
+    """A backend method that changes the collection named by its first argument: :func:`_writes`, for that name."""
+
+    @functools.wraps(method)
+    def wrapper(self: _B, name: str, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+        self._mark_collection(name)
+        with backend_errors(method.__name__):
+            return method(self, name, *args, **kwargs)
 
     wrapper.marks_written = True  # type: ignore[attr-defined]
     return wrapper
@@ -119,16 +133,17 @@ class ChromaRecords(Records):
 
     Args:
         collection: The chromadb collection.
-        on_write: Called before every write (the backend's record that its session changed data).
+        on_write: Called with the collection's name before every write (the backend's record that its
+            session changed data, and where).
     """
 
-    def __init__(self, collection: Any, on_write: Callable[[], None] | None = None) -> None:
+    def __init__(self, collection: Any, on_write: Callable[[str], None] | None = None) -> None:
         self.collection = collection
         self._on_write = on_write
 
     def _mark_written(self) -> None:
         if self._on_write is not None:
-            self._on_write()
+            self._on_write(self.name)
 
     @property
     def name(self) -> str:
@@ -218,6 +233,8 @@ class ChromaRecords(Records):
     @_writes
     def modify(self, *, name: str | None = None, metadata: Metadata | None = None) -> None:
         """See :meth:`Records.modify`."""
+        if name is not None and self._on_write is not None:
+            self._on_write(name)  # renamed: the collection now called ``name`` changed too
         self.collection.modify(name=name, metadata=None if metadata is None else dict(metadata))
 
     @property
@@ -244,6 +261,9 @@ class ChromaBackend(Backend):
         self._file_lock: BaseFileLock | None = None
         self._stamp: CleanClose | None = None
         self._wrote = False
+        self._writes = 0
+        self._written: set[str] | None = set()  # names of the collections written; None: not known
+        self._summary_as_of: int | None = None
         self._closed = False
 
     @classmethod
@@ -276,10 +296,20 @@ class ChromaBackend(Backend):
 
     # ------------------------------------------------------------------ Backend
     def _mark_written(self) -> None:
+        """A write whose scope is not known (the raw client, an erase, a recovery): any collection may differ."""
         self._wrote = True
+        self._writes += 1
+        self._written = None
+
+    def _mark_collection(self, name: str) -> None:
+        """A write to the collection ``name`` only."""
+        self._wrote = True
+        self._writes += 1
+        if self._written is not None:
+            self._written.add(name)
 
     def _wrap(self, col: Any) -> ChromaRecords:
-        return ChromaRecords(col, self._mark_written)
+        return ChromaRecords(col, self._mark_collection)
 
     def get_collection(self, name: str) -> ChromaRecords | None:
         """See :meth:`Backend.get_collection`."""
@@ -294,7 +324,7 @@ class ChromaBackend(Backend):
                 raise BackendError(f"chroma get_collection failed: {e}") from e
             raise
 
-    @_writes
+    @_writes_collection
     def create_collection(self, name: str, metadata: Metadata, *, like: Records | None = None) -> ChromaRecords:
         """See :meth:`Backend.create_collection`."""
         configuration = like.configuration if isinstance(like, ChromaRecords) else {"hnsw": {"space": "cosine"}}
@@ -303,7 +333,7 @@ class ChromaBackend(Backend):
         )
         return self._wrap(col)
 
-    @_writes
+    @_writes_collection
     def get_or_create(self, name: str, metadata: Metadata) -> ChromaRecords:
         """See :meth:`Backend.get_or_create` (one Chroma call)."""
         col = self._client.get_or_create_collection(
@@ -316,7 +346,7 @@ class ChromaBackend(Backend):
         """See :meth:`Backend.list_collections`."""
         return [self._wrap(c) for c in self._client.list_collections()]
 
-    @_writes
+    @_writes_collection
     def delete_collection(self, name: str) -> None:
         """See :meth:`Backend.delete_collection`."""
         self._client.delete_collection(name)
@@ -357,6 +387,30 @@ class ChromaBackend(Backend):
     def wrote(self) -> bool:
         """True once this backend has changed stored data (or handed out its client): the close then says so."""
         return self._wrote
+
+    @property
+    def write_count(self) -> int:
+        """How many writes this backend has made (each call of a write method counts, even a failed one)."""
+        return self._writes
+
+    @property
+    def written_collections(self) -> frozenset[str] | None:
+        """Names of the collections this backend has written (created, changed, renamed or dropped).
+
+        ``None`` once a write whose scope is not known happened: the raw client was
+        handed out, or an erase or a recovery ran (any collection may differ).
+        """
+        return None if self._written is None else frozenset(self._written)
+
+    def summary_current(self, as_of: int) -> None:
+        """Say that the statistics summary file was written from the data as it stood after ``as_of`` writes.
+
+        The close then keeps it (and the stamp vouches for it) if no write followed
+        (``as_of`` equals :attr:`write_count` at close); otherwise a session that wrote
+        removes it, as without this call. What the summary holds is the caller's
+        business (see ``_summary``); this layer only keeps the file or not.
+        """
+        self._summary_as_of = as_of
 
     @_writes
     def erase(self, rebuild: Sequence[str] | None) -> None:
@@ -401,7 +455,8 @@ class ChromaBackend(Backend):
         """Close the client this backend opened, zero the index files' unused space, stamp, release the lock.
 
         The clean-close stamp (see ``_stamp``) is written only when the client closed
-        without error; a session that wrote removes the statistics summary first.
+        without error; a session that wrote removes the statistics summary first, unless
+        :meth:`summary_current` said it matches the data after the session's last write.
         """
         if self._closed:
             return
@@ -420,7 +475,8 @@ class ChromaBackend(Backend):
             logger.warning("could not wipe unused index space in %s", self._directory, exc_info=True)
         if self._stamp is not None and closed:
             try:
-                self._stamp.close(wrote=self._wrote)
+                current = self._summary_as_of == self._writes
+                self._stamp.close(wrote=self._wrote, summary_current=current)
             except OSError:
                 logger.warning("could not write the clean-close stamp in %s", self._directory, exc_info=True)
         if self._file_lock is not None:

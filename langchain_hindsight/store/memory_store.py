@@ -188,6 +188,7 @@ class MemoryStore(ForgetMixin, TransferMixin, SearchMixin, ReadMixin):
                 return
             self._save_lexical_snapshots()
             self._save_mirrors()
+            self._refresh_summary()  # last: a write after it would make the close remove the summary
             self._closed = True
             self._collections.clear()
             self._lexical.clear()
