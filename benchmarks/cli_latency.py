@@ -4,13 +4,20 @@ Builds (or reuses, ``--path``) a store of ``--size`` memories of the ``common``
 corpus (``benchmarks/_corpora.py``; 5 % of them archived, so both collections
 are read), then times fresh processes of
 
-* ``hindsight stats`` in its two cases: while nothing has written since the last
-  ``stats`` counted, it answers from the store's ``summary.json`` (vouched for by
-  the clean-close stamp) without importing Chroma; the first ``stats`` after a
-  write counts and saves the summary. Three rows: the first run of a series
-  (after a write), the rest of that series (from the summary), and runs that
-  each follow a tiny write (one memory archived and restored through the store,
-  outside the timed region), so each of them counts;
+* ``hindsight stats`` in its two cases: it answers from the store's
+  ``summary.json`` (vouched for by the clean-close stamp) without importing
+  Chroma, or it counts (and saves the summary). Each run follows an untimed
+  store session that archives and restores one memory (the counts end as they
+  were). Four rows:
+
+  - after a session that recalled, then wrote (an agent's session: recalling
+    holds the recall mirror, so its close rewrites the summary);
+  - after a session that only wrote (it holds the mirror too when the mirror's
+    snapshot was trusted: loaded at the first write);
+  - after a session whose writes the summary cannot vouch for (here it hands
+    out the raw Chroma client; a namespace written without its mirror, an
+    erase or a failed write do the same): ``stats`` counts;
+  - repeated ``stats`` with nothing written in between (from the summary);
 * ``hindsight search "<a corpus query>"``;
 * ``python -c "import chromadb"``: the floor every command that opens a store
   pays before any of our code runs (measured in the same run, same interpreter).
@@ -72,12 +79,21 @@ def build(path: Path, size: int, n_real: int) -> str:
     return queries[0]
 
 
-def touch(path: Path) -> None:
-    """A tiny write, untimed: archive one active memory and restore it (the counts end as they were)."""
+def touch(path: Path, *, recall: str | None = None, unvouched: bool = False) -> None:
+    """A tiny write, untimed: archive one active memory and restore it (the counts end as they were).
+
+    ``recall``: first search for it, as an agent recalls before it writes (the
+    store's embedder, loaded for real). ``unvouched``: also hand out the raw
+    Chroma client, a write the store cannot see, so the close keeps no summary.
+    """
     with MemoryStore(path, embeddings=None) as store:
+        if recall is not None:
+            store.search(recall, k=5)
         memory_id = next(u.memory_id for u in store.iter_units(status="active"))
         store.archive([memory_id])
         store.restore([memory_id])
+        if unvouched:
+            assert store.client is not None
 
 
 def timed(argv: list[str], runs: int, before: Callable[[], None] | None = None) -> tuple[list[float], int]:
@@ -113,18 +129,20 @@ def wall(argv: list[str], runs: int, target: float | None = None) -> dict[str, A
     return row(*timed(argv, runs), target)
 
 
-def stats_rows(cli: list[str], path: Path, runs: int) -> dict[str, dict[str, Any]]:
-    """The three ``hindsight stats`` rows (see the module docstring); the series starts right after a write."""
+def stats_rows(cli: list[str], path: Path, runs: int, query: str) -> dict[str, dict[str, Any]]:
+    """The four ``hindsight stats`` rows (see the module docstring)."""
     argv = [*cli, "stats", "--path", str(path)]
-    touch(path)
-    series, code = timed(argv, max(runs, 2))
-    after, after_code = timed(argv, runs, before=lambda: touch(path))
     target = TARGETS["stats"]
-    return {
-        "hindsight stats (first after a write: counts)": row(series[:1], code, target),
-        "hindsight stats (repeated: from the summary)": row(series[1:], code, target),
-        "hindsight stats (each right after a write: counts)": row(after, after_code, target),
-    }
+    rows: dict[str, dict[str, Any]] = {}
+    for name, before in (
+        ("each right after a session that recalled, then wrote", lambda: touch(path, recall=query)),
+        ("each right after a session that only wrote", lambda: touch(path)),
+        ("each right after a write it cannot vouch for: counts", lambda: touch(path, unvouched=True)),
+    ):
+        rows[f"hindsight stats ({name})"] = row(*timed(argv, runs, before=before), target)
+    series, code = timed(argv, runs + 1)  # the first counts (the last session kept no summary)
+    rows["hindsight stats (repeated: from the summary)"] = row(series[1:], code, target)
+    return rows
 
 
 def main() -> None:
@@ -151,7 +169,7 @@ def main() -> None:
     cli = [py, "-m", "langchain_hindsight.cli.main"]
     rows = {
         "import chromadb (floor)": wall([py, "-c", "import chromadb"], args.runs),
-        **stats_rows(cli, path, args.runs),
+        **stats_rows(cli, path, args.runs, query),
         "hindsight search": wall([*cli, "search", query, "--path", str(path)], args.runs, TARGETS["search"]),
     }
     loads = os.getloadavg()
@@ -171,8 +189,8 @@ def main() -> None:
     lines = [
         f"# CLI wall time at {args.size} memories",
         "",
-        f"Fresh processes, {args.runs} runs each (the first `stats` after a write: one; repeated `stats`: the "
-        f"rest of that series); p50 and min in seconds. Store: `common` corpus, 5 % archived. "
+        f"Fresh processes, {args.runs} runs each; each `stats` run after a write follows its own untimed store "
+        f"session (see `benchmarks/cli_latency.py`); p50 and min in seconds. Store: `common` corpus, 5 % archived. "
         f"Load average after the run: {', '.join(f'{x:.2f}' for x in loads)} on {os.cpu_count()} CPUs."
         + (f" {args.note}" if args.note else ""),
         "",
