@@ -156,7 +156,10 @@ class ReadMixin(StoreCore):
         vocabulary) is read as one id-only filtered query per value, and only the
         units whose value is outside that set (or missing: counted as ``""``) have
         their metadata read. ``run_id`` has no known values, so counting by it
-        reads every unit's metadata.
+        reads every unit's metadata. When the store holds the namespace's recall
+        mirror (or its snapshot is vouched for: it is loaded, never built for
+        this), the active units are counted from it and only the others are read.
+        Keys come sorted.
 
         Example:
             >>> store.count_by("status", "task_type")  # doctest: +SKIP
