@@ -3,9 +3,11 @@
 Counting needs Chroma, and importing and opening Chroma costs more than
 everything else ``stats`` does. So ``stats`` first tries :func:`quick`: for the operator's view of an
 embedded directory, when the store's clean-close stamp vouches for its
-``summary.json`` (written by the last ``stats`` that counted, removed by any
-session that wrote since; see ``store._stamp``) and the summary holds every
-namespace asked for, it prints from the file under the directory's lock. This
+``summary.json`` (written by a ``stats`` that counted, rewritten or removed by
+the close of any session that wrote since; see ``store._summary``) and the
+summary holds every namespace asked for, it prints from the file under the
+directory's lock. A namespace the file lacks (a writing session could not
+recount it) is counted by the caller, which saves it. This
 module imports neither Chroma nor the store, only the standard library and the
 two small modules that read those files.
 """
