@@ -72,7 +72,7 @@ def _save_summary(store: MemoryStore, counted: dict[str, dict[str, Any]]) -> Non
 
     Counts of other namespaces in a summary the clean-close stamp vouched for at
     open are kept: nothing has changed them, or this session wrote, and then its
-    close removes the whole file. Failures are logged: the file is only a shortcut.
+    close recounts or drops what it wrote. Failures are logged: the file is only a shortcut.
     """
     directory = store.persist_directory
     if directory is None:
