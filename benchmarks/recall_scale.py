@@ -366,8 +366,8 @@ def markdown(results: dict[str, Any]) -> str:
         "(index from its snapshot), + its first hybrid search (the mirror from its snapshot, or Chroma's index "
         "loaded); rebuild: the first hybrid search without the snapshots. CLI: median wall time of "
         f"{results.get('cli_runs', 3)} fresh processes right after the store's last session, model load included for "
-        "search; stats: the first run (it counts every record, then saves the summary) and the median of the "
-        "rest (answered from the summary); search answers from the store's snapshot when the last close left "
+        "search; stats: the first run (it counts unless the last session left a current summary, then saves "
+        "one) and the median of the rest (answered from the summary); search answers from the store's snapshot when the last close left "
         "a trusted one.",
         "",
         "| corpus | memories | path | min query-term share | recall p50 / p95 | floor p50 / p95 | ratio p50 / p95 "

@@ -315,7 +315,7 @@ class StoreCore:
         col = self._collections.get((namespace, "memories"))
         if path is None or count is None or col is None or not self._trusted(path, namespace):
             return None
-        if namespace in self._mirror_off:
+        if namespace in self._mirror_off or self.mirror_max_rows <= 0:
             return None
         mirror = load_mirror(path, col, str(self._identity), count=count, skip=written)
         if mirror is not None:
