@@ -213,7 +213,7 @@ class CleanClose:
         self._at_open = file_states(directory)
         remove_stamp(directory)
 
-    def close(self, *, wrote: bool, summary_current: bool = False) -> None:
+    def close(self, *, wrote: bool, summary_current: bool = False, vouch_derived: bool = True) -> None:
         """Write the stamp; ``wrote``: the session changed the data, so the summary is removed first.
 
         The stamp lists ``chroma.sqlite3`` and each derived file that was trusted at
@@ -224,11 +224,14 @@ class CleanClose:
             wrote: The session changed the data.
             summary_current: The summary was rewritten after the session's last write and
                 matches the data (the store's word): kept even though the session wrote.
+            vouch_derived: ``False`` when the session cannot account for its writes (the raw
+                client was handed out): the stamp then vouches for ``chroma.sqlite3`` only, so
+                every derived file is rebuilt or recounted before it is used again.
 
         Raises:
             OSError: the summary could not be removed or the stamp written.
         """
-        if wrote and not summary_current:
+        if wrote and not (summary_current and vouch_derived):
             (self.directory / SUMMARY_FILE).unlink(missing_ok=True)
         now = file_states(self.directory)
         if DATA_FILE not in now:  # no database (nothing was ever written): nothing to vouch for
@@ -236,7 +239,7 @@ class CleanClose:
         keep = {
             rel: state
             for rel, state in now.items()
-            if rel == DATA_FILE or rel in self.trusted or self._at_open.get(rel) != state
+            if rel == DATA_FILE or (vouch_derived and (rel in self.trusted or self._at_open.get(rel) != state))
         }
         write_stamp(self.directory, keep)
 

@@ -264,6 +264,7 @@ class ChromaBackend(Backend):
         self._writes = 0
         self._written: set[str] | None = set()  # names of the collections written; None: not known
         self._summary_as_of: int | None = None
+        self._client_handed_out = False
         self._closed = False
 
     @classmethod
@@ -359,8 +360,13 @@ class ChromaBackend(Backend):
 
     @property
     def client(self) -> Any:
-        """The chromadb client. Handing it out counts as a write (what its holder does is not seen)."""
+        """The chromadb client. Handing it out counts as a write (what its holder does is not seen).
+
+        The derived files then lose the stamp's word at close: what the holder wrote
+        never reached the store, so no snapshot was erased for it.
+        """
         self._mark_written()
+        self._client_handed_out = True
         return self._client
 
     @property
@@ -476,7 +482,7 @@ class ChromaBackend(Backend):
         if self._stamp is not None and closed:
             try:
                 current = self._summary_as_of == self._writes
-                self._stamp.close(wrote=self._wrote, summary_current=current)
+                self._stamp.close(wrote=self._wrote, summary_current=current, vouch_derived=not self._client_handed_out)
             except OSError:
                 logger.warning("could not write the clean-close stamp in %s", self._directory, exc_info=True)
         if self._file_lock is not None:

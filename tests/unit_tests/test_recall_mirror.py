@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -294,3 +295,20 @@ def test_a_snapshot_the_clean_close_stamp_does_not_vouch_for_is_rebuilt(path: Pa
         col = _counting(store)
         assert _recall(store, "CSV 编码 lesson 4") == first
         assert "pages" in col.calls  # rebuilt from the records, not loaded
+
+
+def test_writes_through_the_raw_client_void_every_snapshot(path: Path) -> None:
+    with MemoryStore(path, embeddings=HashEmbeddings(64)) as store:
+        units = [r.unit for r in store.add_many(_units(20), dedupe=False)]
+        _recall(store, "warm up")
+    target = units[7].memory_id
+    with MemoryStore(path, embeddings=HashEmbeddings(64)) as store:
+        name = store._collections.get((store.namespace, "memories")) or store._collection(store.namespace)
+        raw = store.client.get_collection(name.name)  # the store cannot see what is written through it
+        raw.update(ids=[target], metadatas=[{"confidence": 0.11}])
+    stamp = json.loads((path / ".hindsight-clean").read_text(encoding="utf-8"))
+    assert set(stamp["files"]) == {"chroma.sqlite3"}  # no derived file is vouched for any more
+    with MemoryStore(path, embeddings=HashEmbeddings(64)) as store:
+        retriever = HindsightRetriever(store=store, k=20, low_similarity_threshold=0.0, min_relevance=None)
+        served = {s.memory.memory_id: s.memory for s in retriever.recall("CSV 编码 lesson", now=NOW)}
+        assert served[target].score_confidence == pytest.approx(0.11)
