@@ -14,7 +14,7 @@ import functools
 import logging
 import sqlite3
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal, ParamSpec, TypeVar
 
@@ -87,6 +87,9 @@ _NOTHING_WRITTEN = (
     AccessDeniedError,
 )
 """Errors a store method raises before it writes anything (bad input, unknown ids, closed store)."""
+
+_SnapshotKind = tuple[str, Mapping[str, Any], Callable[[str], Path | None], set[str], Callable[..., bool]]
+"""What close saves of one kind of derived index: name, held indexes, snapshot path, fresh set, saver."""
 
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
@@ -396,33 +399,27 @@ class StoreCore:
         refresh_mirror(mirror, col)
         return mirror
 
-    def _save_mirrors(self) -> None:
-        """Save each namespace's mirror that differs from its snapshot (at close; failures only logged)."""
-        for namespace, mirror in self._mirrors.items():
-            path = self._mirror_path(namespace)
-            if path is None or namespace in self._mirror_fresh:
-                continue
-            try:
-                col = self._collection(namespace, create=False)
-            except HindsightError:
-                logger.warning("recall mirror of %r not saved", namespace, exc_info=True)
-                continue
-            if col is not None and save_mirror(mirror, path, col):
-                self._mirror_fresh.add(namespace)
+    def _save_snapshots(self) -> None:
+        """Save each namespace's lexical index and recall mirror that differ from their snapshots.
 
-    def _save_lexical_snapshots(self) -> None:
-        """Save each namespace's index that differs from its snapshot (at close; failures only logged)."""
-        for namespace, index in self._lexical.items():
-            path = self._snapshot_path(namespace)
-            if path is None or namespace in self._snapshot_fresh:
-                continue
-            try:
-                col = self._collection(namespace, create=False)
-            except HindsightError:
-                logger.warning("lexical snapshot of %r not saved", namespace, exc_info=True)
-                continue
-            if col is not None and save_snapshot(index, path, col):
-                self._snapshot_fresh.add(namespace)
+        At close; failures are only logged (a snapshot is an optimisation: the next open rebuilds).
+        """
+        kinds: list[_SnapshotKind] = [
+            ("lexical snapshot", self._lexical, self._snapshot_path, self._snapshot_fresh, save_snapshot),
+            ("recall mirror", self._mirrors, self._mirror_path, self._mirror_fresh, save_mirror),
+        ]
+        for what, held, path_of, fresh, save in kinds:
+            for namespace, derived in held.items():
+                path = path_of(namespace)
+                if path is None or namespace in fresh:
+                    continue
+                try:
+                    col = self._collection(namespace, create=False)
+                except HindsightError:
+                    logger.warning("%s of %r not saved", what, namespace, exc_info=True)
+                    continue
+                if col is not None and save(derived, path, col):
+                    fresh.add(namespace)
 
     def _lexical_index(self, namespace: str) -> LexicalIndex:
         self._ensure_open()

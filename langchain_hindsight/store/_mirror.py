@@ -193,6 +193,18 @@ class Mirror:
         self._dead = 0
 
     # ------------------------------------------------------------------ reads
+    def check_query(self, vector: Sequence[float]) -> None:
+        """Refuse a query vector whose length is not the mirrored vectors' (as Chroma refuses it).
+
+        Raises:
+            BackendError: ``vector`` has another length.
+        """
+        if len(vector) != self.dimension:
+            raise BackendError(
+                f"the query vector has {len(vector)} dimensions, the stored vectors {self.dimension}: "
+                "was the store written with another embedder?"
+            )
+
     def nearest(self, vector: Sequence[float], k: int) -> list[tuple[str, float]]:
         """The ``k`` mirrored units with the highest dot product with ``vector`` (exact), best first.
 
@@ -352,11 +364,7 @@ def mirror_candidates(
     Raises:
         BackendError: ``vector`` is not as long as the mirrored vectors.
     """
-    if len(vector) != mirror.dimension:
-        raise BackendError(
-            f"the query vector has {len(vector)} dimensions, the stored vectors {mirror.dimension}: "
-            "was the store written with another embedder?"
-        )
+    mirror.check_query(vector)
     found = {i: (unit_of(i), sim) for i, sim in mirror.nearest(vector, k)}
     rest = [i for i in lexical if i not in found]
     sims = mirror.similarities(vector, rest) if rest else {}

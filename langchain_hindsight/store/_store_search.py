@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from langchain_hindsight._safety import clean_text
-from langchain_hindsight.errors import BackendError, ConfigurationError, StoreError
+from langchain_hindsight.errors import ConfigurationError, StoreError
 from langchain_hindsight.store._collections import query_hits
 from langchain_hindsight.store._core import StoreCore, backend_errors, check_ids
 from langchain_hindsight.store._mirror import Mirror, mirror_candidates
@@ -19,15 +19,6 @@ __all__ = ["SearchMixin"]
 
 _MAX_K = 1 << 30
 """Largest ``k``: the over-fetched query depth (``k`` and half again) must fit a backend's 32-bit count."""
-
-
-def check_dimension(mirror: Mirror, vector: Sequence[float]) -> None:
-    """Refuse a query vector whose length is not the stored vectors' (as Chroma refuses it)."""
-    if len(vector) != mirror.dimension:
-        raise BackendError(
-            f"the query vector has {len(vector)} dimensions, the stored vectors {mirror.dimension}: "
-            "was the store written with another embedder?"
-        )
 
 
 def _as_list(vector: Any) -> list[float] | None:
@@ -84,7 +75,7 @@ class SearchMixin(StoreCore):
         with self._lock:
             mirror = self._recall_mirror(ns) if where is None else None
             if mirror is not None:
-                check_dimension(mirror, vector)
+                mirror.check_query(vector)
                 nearest = mirror.nearest(vector, k)
                 vectors = [_as_list(mirror.vector(i)) if include_embeddings else None for i, _ in nearest]
                 return [
@@ -129,7 +120,7 @@ class SearchMixin(StoreCore):
         with self._lock:
             mirror = self._recall_mirror(ns)
             if mirror is not None:
-                check_dimension(mirror, vector)
+                mirror.check_query(vector)
                 sims = mirror.similarities(vector, ids)
                 return [(self._mirrored_unit(ns, mirror, i), sims[i]) for i in ids if i in sims]
             col = self._vectors(self._collection(ns, create=False))

@@ -186,8 +186,7 @@ class MemoryStore(ForgetMixin, TransferMixin, SearchMixin, ReadMixin):
         with self._lock:
             if self._closed:
                 return
-            self._save_lexical_snapshots()
-            self._save_mirrors()
+            self._save_snapshots()
             self._refresh_summary()  # last: a write after it would make the close remove the summary
             self._closed = True
             self._collections.clear()
