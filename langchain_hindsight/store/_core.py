@@ -397,7 +397,20 @@ class StoreCore:
                 return None
         self._mirrors[namespace] = mirror
         refresh_mirror(mirror, col)
+        if len(mirror) > self.mirror_max_rows:  # the namespace grew past the limit: back to Chroma's index
+            self._mirrors.pop(namespace)
+            self._mirror_fresh.discard(namespace)
+            self._mirror_off.add(namespace)
+            drop_snapshot(path)
+            return None
         return mirror
+
+    def _save_mirror(self, mirror: Mirror, path: Path, col: Collection) -> bool:
+        """:func:`save_mirror`, unless writes took the namespace past :attr:`mirror_max_rows` (then erased)."""
+        if len(mirror) + len(mirror.stale) > self.mirror_max_rows:
+            drop_snapshot(path)
+            return False
+        return save_mirror(mirror, path, col)
 
     def _save_snapshots(self) -> None:
         """Save each namespace's lexical index and recall mirror that differ from their snapshots.
@@ -406,7 +419,7 @@ class StoreCore:
         """
         kinds: list[_SnapshotKind] = [
             ("lexical snapshot", self._lexical, self._snapshot_path, self._snapshot_fresh, save_snapshot),
-            ("recall mirror", self._mirrors, self._mirror_path, self._mirror_fresh, save_mirror),
+            ("recall mirror", self._mirrors, self._mirror_path, self._mirror_fresh, self._save_mirror),
         ]
         for what, held, path_of, fresh, save in kinds:
             for namespace, derived in held.items():

@@ -312,3 +312,24 @@ def test_writes_through_the_raw_client_void_every_snapshot(path: Path) -> None:
         retriever = HindsightRetriever(store=store, k=20, low_similarity_threshold=0.0, min_relevance=None)
         served = {s.memory.memory_id: s.memory for s in retriever.recall("CSV 编码 lesson", now=NOW)}
         assert served[target].score_confidence == pytest.approx(0.11)
+
+
+def test_a_namespace_that_grows_past_the_limit_leaves_the_mirror(path: Path) -> None:
+    with MemoryStore(path, embeddings=HashEmbeddings(64), mirror_max_rows=12) as store:
+        store.add_many(_units(10), dedupe=False)
+        _recall(store, "warm up")
+        assert store.namespace in store._mirrors
+        store.add_many(_units(5, prefix="更多"), dedupe=False)
+        assert len(_recall(store, "CSV 编码 lesson 更多", k=15)) == 15  # served from Chroma's index now
+        assert store._mirrors == {}
+    assert not list((path / "mirror").glob("*.npz"))  # no snapshot of a namespace above the limit
+
+
+def test_a_session_that_only_writes_past_the_limit_saves_no_mirror(path: Path) -> None:
+    with MemoryStore(path, embeddings=HashEmbeddings(64), mirror_max_rows=12) as store:
+        store.add_many(_units(10), dedupe=False)
+        _recall(store, "warm up")
+    assert list((path / "mirror").glob("*.npz"))
+    with MemoryStore(path, embeddings=HashEmbeddings(64), mirror_max_rows=12) as store:
+        store.add_many(_units(5, prefix="更多"), dedupe=False)  # the mirror is loaded to apply the writes
+    assert not list((path / "mirror").glob("*.npz"))
