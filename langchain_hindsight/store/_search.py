@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from langchain_hindsight.errors import HindsightError, StoreError
+from langchain_hindsight.errors import ConfigurationError, HindsightError, StoreError
 from langchain_hindsight.store._codec import unit_from_record
 from langchain_hindsight.store._lexical import ChangeFeed, LexicalIndex, indexed_text, tokenize, unit_text
 from langchain_hindsight.types import MemoryUnit
@@ -40,6 +40,7 @@ __all__ = [
     "cached_candidates",
     "cached_hits",
     "cached_similarities",
+    "check_k",
     "drop_snapshot",
     "load_snapshot",
     "refresh_lexical",
@@ -47,6 +48,17 @@ __all__ = [
     "similarities",
     "snapshot_path",
 ]
+
+_MAX_K = 1 << 30
+"""Largest search depth ``k``: the over-fetched query depth (``k`` and half again) must fit a backend's
+32-bit count."""
+
+
+def check_k(k: object) -> None:
+    """Refuse a search depth that is not an int in ``[1, 2**30]`` (a store's or a snapshot's search)."""
+    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= _MAX_K:
+        raise ConfigurationError(f"k must be an int from 1 to {_MAX_K}, got {k!r}")
+
 
 SNAPSHOT_DIR = "lexical"
 """Sub-directory of an embedded store's directory holding the lexical index snapshots."""

@@ -11,24 +11,20 @@ from langchain_hindsight.errors import ConfigurationError, StoreError
 from langchain_hindsight.store._collections import query_hits
 from langchain_hindsight.store._core import StoreCore, backend_errors, check_ids
 from langchain_hindsight.store._mirror import Mirror, mirror_candidates
-from langchain_hindsight.store._search import cached_candidates, cached_hits, cached_similarities, similarities
+from langchain_hindsight.store._search import (
+    cached_candidates,
+    cached_hits,
+    cached_similarities,
+    check_k,
+    similarities,
+)
 from langchain_hindsight.types import MemoryUnit
 
 __all__ = ["SearchMixin"]
 
 
-_MAX_K = 1 << 30
-"""Largest ``k``: the over-fetched query depth (``k`` and half again) must fit a backend's 32-bit count."""
-
-
 def _as_list(vector: Any) -> list[float] | None:
     return None if vector is None else [float(x) for x in vector]
-
-
-def check_k(k: object) -> None:
-    """Refuse a search depth that is not an int in ``[1, 2**30]``."""
-    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= _MAX_K:
-        raise ConfigurationError(f"k must be an int from 1 to {_MAX_K}, got {k!r}")
 
 
 class SearchMixin(StoreCore):

@@ -27,7 +27,7 @@ from langchain_hindsight.errors import ConfigurationError, StoreError
 from langchain_hindsight.store._collections import check_namespace, collection_name
 from langchain_hindsight.store._lexical import LexicalIndex
 from langchain_hindsight.store._mirror import Mirror, mirror_candidates, mirror_path
-from langchain_hindsight.store._search import snapshot_path
+from langchain_hindsight.store._search import check_k, snapshot_path
 from langchain_hindsight.taxonomy import TaskTypeVocabulary
 from langchain_hindsight.types import MemoryUnit
 
@@ -177,8 +177,7 @@ class StoreSnapshot:
         over the snapshot: the dense arm's ``k`` nearest (exact) and the lexical arm's ``k`` best, with cosines.
         """  # noqa: D205
         self.resolve_namespace(namespace)
-        if not isinstance(k, int) or isinstance(k, bool) or k < 1:
-            raise ConfigurationError(f"k must be a positive int, got {k!r}")
+        check_k(k)
         lexical = dict(self._index.search(query, k, normalize=normalize))
         return mirror_candidates(self._mirror, vector, lexical, k, self._unit), lexical
 

@@ -237,6 +237,9 @@ def test_a_snapshot_answers_only_from_trusted_matching_files(path: Path) -> None
     assert snapshot is not None
     with pytest.raises(ConfigurationError, match="not 'other'"):
         snapshot.hybrid_search("x", embeddings.embed_query("x"), namespace="other")
+    for bad in (0, True, 1 << 31):  # the store's own depth rule
+        with pytest.raises(ConfigurationError, match="k must be an int from 1"):
+            snapshot.hybrid_search("x", embeddings.embed_query("x"), k=bad)
 
 
 @pytest.mark.parametrize("bad", [-1, True, 2.5, "10"])
