@@ -87,7 +87,8 @@ class SessionConfig:
             acknowledgements are not (see :mod:`langchain_hindsight.session._feedback_rules`).
         correction_patterns: Verdicts (regular expressions) that open a correcting turn; each counts
             only when punctuation or the end follows it (also a space, after a Chinese verdict), so
-            "不对外…", "Nobody…" never match (default ``CORRECTION_PATTERNS``).
+            "不对外…", "Nobody…" never match (default ``CORRECTION_PATTERNS``). Only the openers are
+            replaced: the other rules (a verdict clause, a redirect, a contrast) still apply.
         feedback_model: A chat model asked, in one bounded call, whether a turn is a correction
             when the rules are unsure (a contrast, a "should be", a softener such as "Actually",
             or the previous task's words with another value); a failed call or a garbage answer
