@@ -1,8 +1,10 @@
 """Which human turns count as corrections: precision and recall of the correction detector, per slice.
 
-Data: ``benchmarks/data/feedback_turns_tuning.jsonl`` (the rules were chosen on it) and
-``benchmarks/data/feedback_turns_heldout.jsonl`` (written after the rules were fixed, scored
-once; see ``benchmarks/data/README.md``). Each row is one human turn in a thread with the task
+Data (see ``benchmarks/data/README.md``): ``feedback_turns_tuning.jsonl`` (the rules were chosen
+on it); ``feedback_turns_heldout.jsonl`` (held-out A: written after the rules were fixed and scored
+once; four rules were then revised on its errors, so it is reported as *seen*);
+``feedback_turns_heldoutb.jsonl`` (held-out B: written before that revision, scored once after
+it; the target is judged on it). Each row is one human turn in a thread with the task
 of the run it answers (``previous_task``), a label (``correction``, ``question``, ``request``,
 ``acknowledgement``, ``continuation``, ``new_task``), ``hard_negative`` (a non-correction that
 looks like one: it opens with 不对/错/有误/不是/其实/No/Wrong/Actually…, or a word that begins
@@ -15,7 +17,7 @@ previous_task=...)``, no model) and, for reference, the prefix patterns of main 
 
 Slices: zh / en; hard negatives (every turn is a non-correction, so only false corrections
 count); question-form and request-form turns. Acceptance target on held-out: precision ≥ 0.97,
-recall ≥ 0.90.
+recall ≥ 0.90 (on held-out B).
 
 Run: ``HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/feedback_detection.py`` (well under a second);
 writes ``benchmarks/results/feedback_detection.{json,md}``.
@@ -35,7 +37,13 @@ from langchain_hindsight.session._conversation import CorrectionDetector
 ROOT = Path(__file__).resolve().parent
 DATA = ROOT / "data"
 RESULTS = ROOT / "results"
-SPLITS = {"tuning": "feedback_turns_tuning.jsonl", "held-out": "feedback_turns_heldout.jsonl"}
+SPLITS = {
+    "tuning": "feedback_turns_tuning.jsonl",
+    "held-out A (seen)": "feedback_turns_heldout.jsonl",
+    "held-out B": "feedback_turns_heldoutb.jsonl",
+}
+CLEAN = "held-out B"
+"""The split the target is judged on: no rule was chosen or revised after seeing it."""
 TARGET = {"precision": 0.97, "recall": 0.90}
 
 # The detector of main @ 709fe06, verbatim: these patterns matched at the start of the turn.
@@ -94,7 +102,7 @@ def _fmt(x: float | None) -> str:
 
 
 def main() -> int:
-    """Score both detectors on both splits; print and write the results; exit 1 if held-out misses the target."""
+    """Score both detectors on every split; print and write the results; exit 1 if held-out B misses the target."""
     detector = CorrectionDetector()
     results: dict[str, Any] = {"target": TARGET, "splits": {}, "errors": {}}
     for split, name in SPLITS.items():
@@ -116,7 +124,7 @@ def main() -> int:
             for r, d in zip(rows, detections, strict=True)
             if d.is_correction != r["is_correction"]
         ]
-    held = results["splits"]["held-out"]["rules"]["all"]
+    held = results["splits"][CLEAN]["rules"]["all"]
     results["meets_target"] = bool(
         held["precision"] is not None
         and held["precision"] >= TARGET["precision"]
@@ -125,7 +133,7 @@ def main() -> int:
     lines = [
         "# Which turns count as corrections",
         "",
-        f"Held-out target: precision ≥ {TARGET['precision']}, recall ≥ {TARGET['recall']}; "
+        f"Target on {CLEAN}: precision ≥ {TARGET['precision']}, recall ≥ {TARGET['recall']}; "
         f"met: {'yes' if results['meets_target'] else 'no'}. `false corrections`: non-corrections taken for one.",
         "",
         "| split | slice | turns | corrections | rules: precision | rules: recall | rules: false corrections "

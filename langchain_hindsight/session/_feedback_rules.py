@@ -136,22 +136,31 @@ _EN_VERDICT_CLAUSE = re.compile(
     r"^(?:the|this|that|these|those|your|its|my|our|all the)?\s*[\w\s'./-]{0,40}?\b(?:is|are|was|were|looks?|seems?)\s+"
     r"(?:wrong|incorrect|off|not right|not correct|missing|mixed up|swapped)\b"
     r"|^you(?:'ve| have)?\s+(?:missed|forgot|left out|dropped|skipped|mixed up|swapped|used the wrong|got the wrong)\b"
+    r"|^(?:you(?:'ve| have)? )?mis(?:read|understood|spelled|spelt|typed|counted|calculated|translated|labell?ed)\b"
+    r"|\byou(?:'ve| have)? got (?:it|that|this|these|those|the [\w ]{1,20}?) wrong\b"
     r"|^(?:the )?(?:numbers|figures|totals?|dates?) (?:don'?t|do not) (?:add up|match)\b"
-    r"|^(?:that'?s|this is|it'?s) the wrong\b|^(?:the )?wrong (?:file|date|number|order|person|recipient|table|column|"
-    r"region|store|week|month|year|price|range|one|currency|version|customer|account)s?(?: again)?$",
+    r"|^(?:that'?s|this is|it'?s) the wrong\b",
     re.IGNORECASE,
 )
+_EN_WRONG_THING = re.compile(
+    r"^(?:the |that'?s the )?wrong (?!(?:or|and|to|in|on|at|for|with|of|is|are|was|were|be|not|way|answers?)\b)"
+    r"[a-z][\w-]*(?: (?!(?:or|and|to|in|on|at|for|with|of|is|are|was|were)\b)[a-z][\w-]*)?(?: again)?$",
+    re.IGNORECASE,
+)
+"""A clause that is only "Wrong supplier" / "Wrong format" / "wrong address" (not in a question)."""
 _EN_CHECKS = re.compile(r"\b(?:whether|if|check|verify|see|find|make sure|in case|let me know|tell me)\b", re.I)
 _ZH_REDIRECT = re.compile(
-    r"^(?:我(?:说|要|指|问|想要)的是|我的意思是|我是说|我是要|不是说好|我不是说|我不是要|你理解错|说好的是|我刚才说的是)"
+    r"^(?:我(?:说|要|指|问|想要)的是|我的意思是|我是说|我是要|不是说(?:好|了|过)|我不是说|我不是要|你理解错|说好的是|我刚才说的是)"
     r"|^不是(?!很|太|特别|所有|每|都|一定|说|吗|吧|的|这样)[^，,。？?]{1,20}[，,]\s*(?:而)?是"
     r"|^不是这[个些次]"
 )
 _EN_REDIRECT = re.compile(
     r"^(?:i (?:said|meant|asked (?:for|about)|wanted|was asking (?:for|about))\b"
-    r"|what i (?:meant|asked for|wanted|need) (?:was|is)\b)"
+    r"|what i (?:meant|asked for|wanted|need) (?:was|is)\b|(?:didn'?t|did not) i (?:say|ask|tell you|mention|specify)\b"
+    r"|i told you\b|as i said\b)"
     r"|^(?:it|that|this|they|he|she)(?:'s| is| was| are|'re) [\w .'-]{1,30}, not\b"
-    r"|^not (?!bad|sure|yet|now|really|much|a problem|at all|only|just|necessarily|exactly|quite|right|correct)"
+    r"|^not (?!bad|sure|yet|now|really|much|a problem|at all|only|just|necessarily|exactly|quite|right|correct|"
+    r"all|every|many|enough|too|so|that|very|always|one of)"
     r"[\w .'-]{1,25}[,，;] ?(?:but )?\w",
     re.IGNORECASE,
 )
@@ -279,7 +288,13 @@ def _opener(head: str, openers: Sequence[tuple[str, re.Pattern[str]]]) -> tuple[
     return best[0], head[best[1] :]
 
 
-def _verdict_clause(text: str) -> bool:
+def _en_verdict(clause: str, asks: bool) -> bool:
+    if _EN_VERDICT_CLAUSE.search(clause) and not (_EN_ASKS.match(clause) or _EN_CHECKS.search(clause)):
+        return True
+    return not asks and _EN_WRONG_THING.match(clause) is not None
+
+
+def _verdict_clause(text: str, asks: bool) -> bool:
     for clause in _CLAUSES.split(text):
         clause = clause.strip()
         if not clause:
@@ -287,7 +302,7 @@ def _verdict_clause(text: str) -> bool:
         if _CJK.search(clause):
             if _ZH_VERDICT_CLAUSE.match(clause) and not _ZH_ASKS.search(clause):
                 return True
-        elif _EN_VERDICT_CLAUSE.search(clause) and not (_EN_ASKS.match(clause) or _EN_CHECKS.search(clause)):
+        elif _en_verdict(clause, asks):
             return True
     return False
 
@@ -366,7 +381,7 @@ def classify_turn(
         if any(r.match(head) or r.match(body) for _, r in _ACKS):
             return FeedbackDetection(False, "acknowledgement", "acknowledgement")
         return FeedbackDetection(True, "correction", f"opener:{verdict}", _statement(rest))
-    if _verdict_clause(head):
+    if _verdict_clause(head, asks):
         return FeedbackDetection(True, "correction", "verdict-clause", _statement(head))
     if _ZH_REDIRECT.search(body) or _EN_REDIRECT.search(body):
         return FeedbackDetection(True, "correction", "redirect", _statement(body))
