@@ -484,9 +484,6 @@ The user's turn:
 Answer in JSON only: {{"kind": "correction|question|request|acknowledgement|other"}}"""
 """English feedback-classification prompt. Placeholders: ``{previous_task}``, ``{turn}``."""
 
-FEEDBACK_PROMPTS: dict[Locale, str] = {"zh": FEEDBACK_PROMPT_ZH, "en": FEEDBACK_PROMPT_EN}
-"""The feedback-classification prompt of each locale."""
-
 
 def get_feedback_prompt(locale: Locale = "zh") -> str:
     """The feedback-classification prompt of ``locale`` (``"zh"`` or ``"en"``).
@@ -495,4 +492,4 @@ def get_feedback_prompt(locale: Locale = "zh") -> str:
         ValueError: an unknown locale (as :class:`~langchain_hindsight.errors.ConfigurationError`).
     """
     get_templates(locale)  # validates the locale
-    return FEEDBACK_PROMPTS[locale]
+    return FEEDBACK_PROMPT_ZH if locale == "zh" else FEEDBACK_PROMPT_EN
