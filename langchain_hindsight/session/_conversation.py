@@ -27,6 +27,7 @@ from langchain_hindsight.session._feedback_rules import (
     FeedbackKind,
     classify_turn,
     compile_openers,
+    may_restate,
 )
 from langchain_hindsight.store.journal import RunJournal, RunRecord
 from langchain_hindsight.types import Served
@@ -102,6 +103,19 @@ class CorrectionDetector:
             return rules
         return self.model.classify(turn, previous_task=previous_task, rules=rules)
 
+    def wants_context(self, turn: str) -> bool:
+        """Whether classifying ``turn`` needs the previous run (and its task).
+
+        Yes when the rules say correction, when the previous task could make it one (a short
+        turn naming a value), or when the model would be asked (the rules are unsure). A turn
+        the rules reject for certain ("有误差的数据怎么处理？", "Actually, could you also add
+        a chart?") needs no journal lookup.
+        """
+        if not isinstance(turn, str) or not turn.strip():
+            return False
+        rules = classify_turn(turn, self._openers)
+        return rules.is_correction or (self.model is not None and not rules.certain) or may_restate(turn)
+
     def __call__(self, text: str) -> bool:
         """``True`` when ``text`` corrects the previous answer (the rules only, no context)."""
         if not isinstance(text, str):
@@ -158,19 +172,24 @@ def detect_correction(
 ) -> tuple[RunRecord, FeedbackDetection] | None:
     """The run a served turn corrects and the detection that says so, or ``None``.
 
-    Looks up the previous run of the turn's thread, classifies the turn against that run's
-    task, and logs the decision: a correction at INFO (the turn and the task clipped, the run
+    Looks up the previous run of the turn's thread (only when the turn may be a correction:
+    :meth:`CorrectionDetector.wants_context`), classifies the turn against that run's task,
+    and logs the decision: a correction at INFO (the turn and the task clipped, the run
     it answers, the kind and the rule that fired), anything else at DEBUG. ``None`` without a
     thread or a previous run, for a turn that is not a correction, and for a correction
     already applied to that run (:func:`corrected_run`).
     """
-    if not served.task.strip():
+    if not served.thread_id or not served.task.strip():
+        return None
+    turn = clip_text(" ".join(served.task.split()), _LOG_CHARS, "…")[0]
+    if not detector.wants_context(served.task):
+        rules = detector.classify(served.task)
+        logger.debug("turn %r: not a correction (kind=%s, rule=%s)", turn, rules.kind, rules.rule)
         return None
     last = previous_run(journal, served.run_id, served.thread_id, served.namespace)
     if last is None:
         return None
     detection = detector.classify(served.task, previous_task=last.task)
-    turn = clip_text(" ".join(served.task.split()), _LOG_CHARS, "…")[0]
     if not detection.is_correction:
         logger.debug(
             "turn %r answers run %s: not a correction (kind=%s, rule=%s)",

@@ -51,6 +51,7 @@ __all__ = [
     "classify_turn",
     "cleaned_statement",
     "compile_openers",
+    "may_restate",
 ]
 
 FeedbackKind = Literal["correction", "question", "request", "acknowledgement", "other"]
@@ -326,6 +327,18 @@ def _restates(turn: str, previous_task: str | None) -> bool:
     mine = set(_NUMBERISH.findall(turn))
     theirs = set(_NUMBERISH.findall(previous_task))
     return bool(mine - theirs) and bool(theirs - mine)
+
+
+def may_restate(turn: str) -> bool:
+    """Whether the previous task could make ``turn`` a ``restated-value`` correction (it is short and names a value).
+
+    The session looks the previous run up only for such a turn, a correction, or (with a model) an unsure one.
+    """
+    text = " ".join(turn.split())
+    head = _FILLERS.sub("", text, count=1).strip() or text
+    soft = _SOFTENER.match(head)
+    body = head[soft.end() :] if soft else head
+    return len(body) <= _MAX_CONTEXT_TURN and bool(_CHANGE.search(body) or _NUMBERISH.search(body))
 
 
 def _other_kind(text: str) -> tuple[FeedbackKind, str]:
