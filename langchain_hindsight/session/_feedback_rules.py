@@ -12,8 +12,10 @@ The rules, in order (the first that fires names the result, see :attr:`FeedbackD
 
 1. ``opener:<verdict>`` — a verdict opens the turn (:data:`CORRECTION_PATTERNS`, after polite
    fillers such as 嗯/呃/hmm/well/sorry) **and is a word of its own**: punctuation, a space or the
-   end follows it (不对， / 错了。 / No, / Wrong —), never more letters (不对外, 错了的, Nobody,
-   Wrong-way). "No, thanks" / "Nope, that's all" are acknowledgements; "不对吗？" is a question.
+   end follows it (不对， / 错了。 / No, / Wrong —; after an English verdict a plain space does not
+   count: "No need…", "Wrong answers…"), never more letters (不对外, 错了的, Nobody, Wrong-way).
+   "No, thanks" / "Nope, that's all" are acknowledgements; "不对吗？" is a question; a bare "No."
+   is left undecided (``bare-no``, unsure: it may answer a question the agent asked).
 2. ``verdict-clause`` — a clause of its own says that a part of the answer is wrong
    (日期不对 / 收件人错了 / 结果有误 / The total is wrong / You missed the Shenzhen store),
    unless the clause asks (是不是有错？ / Is the total wrong?).
@@ -116,6 +118,7 @@ _FILLERS = re.compile(
 )
 _BOUNDARY = re.compile(r"(?:[啊呀吧哦啦呢嘛]*)(?=$|[\s,，。.!！:：;；、—–…~～)）\]】]|-\s|\s-)")
 """After a Chinese verdict: end, punctuation, a space, or a spaced dash (never more characters)."""
+_BARE_NO = re.compile(r"^(?:no|nope|nah)\W*$", re.IGNORECASE)
 _LATIN_BOUNDARY = re.compile(r"(?=\s*(?:$|[,，。.!！:：;；…)—–]|-(?![\w-])))")
 """After an English verdict: end or punctuation, never a plain space ("No need…", "Wrong answers…") or a
 hyphenated compound ("Wrong-way")."""
@@ -207,6 +210,9 @@ _EN_WORD = re.compile(r"[a-z][a-z0-9'-]{2,}", re.IGNORECASE)
 _STOP = frozenset(
     r"the and for with this that you your from into all are was were will not but can could please also then".split()  # noqa: SIM905
 )
+_SCAN_CHARS = 600
+"""The rules read at most this many characters of a turn (its head; the question mark is read at its end),
+so a pasted document costs no more than a sentence. The corrected statement keeps the whole turn."""
 _MAX_CONTEXT_TURN = 40
 """A context-only correction ("发给张经理" after "把周报发给李经理") must be at most this many characters."""
 
@@ -222,7 +228,7 @@ class FeedbackDetection:
             ``"question"``, ``"model:correction"``…).
         correction: The corrected statement in the user's words, cleaned of the opening verdict
             ("周报只统计本周一到周日"); ``None`` when the turn is not a correction or is only a
-            verdict ("不对", "No.").
+            verdict ("不对", "错了。").
         certain: ``False`` when only weak evidence decided it (a contrast, a softener, the previous
             task); a configured feedback model is asked then.
     """
@@ -384,8 +390,9 @@ def classify_turn(
     text = " ".join(turn.split()) if isinstance(turn, str) else ""
     if not text:
         return FeedbackDetection(False, "other", "empty")
-    head = _FILLERS.sub("", text, count=1).strip() or text
-    asks = _asks(head)
+    head = _FILLERS.sub("", text[:_SCAN_CHARS], count=1).strip() or text[:_SCAN_CHARS]
+    full = head + text[_SCAN_CHARS:]  # the statement keeps the whole turn; the rules read ``head``
+    asks = _asks(head if len(text) <= _SCAN_CHARS else text[-_SCAN_CHARS:])
     soft = _SOFTENER.match(head)
     body = head[soft.end() :] if soft else head
     found = _opener(head, openers) or (_opener(body, openers) if soft else None)
@@ -393,21 +400,25 @@ def classify_turn(
         verdict, rest = found
         if any(r.match(head) or r.match(body) for _, r in _ACKS):
             return FeedbackDetection(False, "acknowledgement", "acknowledgement")
-        return FeedbackDetection(True, "correction", f"opener:{verdict}", _statement(rest))
+        if not _statement(rest) and _BARE_NO.match(head):
+            # A bare "No." may answer a question the agent asked as well as judge its answer.
+            return FeedbackDetection(False, "other", "bare-no", certain=False)
+        return FeedbackDetection(True, "correction", f"opener:{verdict}", _statement(full[len(head) - len(rest) :]))
+    whole = _statement(full[len(head) - len(body) :])  # the turn without fillers and a softener
     if _verdict_clause(head, asks):
-        return FeedbackDetection(True, "correction", "verdict-clause", _statement(head))
+        return FeedbackDetection(True, "correction", "verdict-clause", _statement(full))
     if _ZH_REDIRECT.search(body) or _EN_REDIRECT.search(body):
-        return FeedbackDetection(True, "correction", "redirect", _statement(body))
+        return FeedbackDetection(True, "correction", "redirect", whole)
     if asks or _requests(body) or _ACK.match(body) or _ACK_BODY.match(body):
         kind, rule = _other_kind(body)
         return FeedbackDetection(False, kind, rule)
     if _CONTRAST.search(body):
-        return FeedbackDetection(True, "correction", "contrast", _statement(body), certain=False)
+        return FeedbackDetection(True, "correction", "contrast", whole, certain=False)
     if _ZH_SHOULD.match(body) or _EN_SHOULD.search(body):
-        return FeedbackDetection(True, "correction", "should-be", _statement(body), certain=False)
+        return FeedbackDetection(True, "correction", "should-be", whole, certain=False)
     if soft and (_EN_IMPERATIVE.match(body) or _ZH_IMPERATIVE.match(body)):
-        return FeedbackDetection(True, "correction", "softener", _statement(body), certain=False)
+        return FeedbackDetection(True, "correction", "softener", whole, certain=False)
     if _restates(body, previous_task):
-        return FeedbackDetection(True, "correction", "restated-value", _statement(body), certain=False)
+        return FeedbackDetection(True, "correction", "restated-value", whole, certain=False)
     kind, rule = _other_kind(body)
     return FeedbackDetection(False, kind, rule, certain=not soft and not _ZH_VERDICT_WORD.search(body))

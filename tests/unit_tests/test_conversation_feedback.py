@@ -70,6 +70,16 @@ def test_bare_verdict_is_a_correction_without_a_statement() -> None:
     assert (d.is_correction, d.rule, d.correction) == (True, "opener:错了", None)
 
 
+def test_a_bare_no_is_left_unsure_and_a_long_turn_is_read_in_bounded_time() -> None:
+    detect = CorrectionDetector()
+    bare = detect.classify("No.")
+    assert (bare.is_correction, bare.rule, bare.certain) == (False, "bare-no", False)
+    long = detect.classify("不对，" + "周报只统计本周一到周日。" * 5000)
+    assert long.is_correction
+    assert long.correction is not None
+    assert len(long.correction) == 12 * 5000  # the statement keeps the whole turn; the rules read its head
+
+
 def test_the_previous_task_turns_a_restated_value_into_a_correction() -> None:
     detect = CorrectionDetector()
     assert detect.classify("发给张经理", previous_task="把周报发给李经理").is_correction
