@@ -390,7 +390,7 @@ def classify_turn(
     text = " ".join(turn.split()) if isinstance(turn, str) else ""
     if not text:
         return FeedbackDetection(False, "other", "empty")
-    head = _FILLERS.sub("", text[:_SCAN_CHARS], count=1).strip() or text[:_SCAN_CHARS]
+    head = _FILLERS.sub("", text[:_SCAN_CHARS], count=1).lstrip() or text[:_SCAN_CHARS]
     full = head + text[_SCAN_CHARS:]  # the statement keeps the whole turn; the rules read ``head``
     asks = _asks(head if len(text) <= _SCAN_CHARS else text[-_SCAN_CHARS:])
     soft = _SOFTENER.match(head)
