@@ -281,3 +281,24 @@ def test_only_a_turn_that_may_correct_looks_up_the_previous_run(hs: Hindsight, m
     hs.session.serve("发给张经理", thread_id="t")  # short, names a value: the previous task may make it a correction
     hs.session.serve("不对，周报只统计本周一到周日", thread_id="t")
     assert lookups == ["t", "t"]
+
+
+def test_aserve_classifies_the_same_way(hs: Hindsight) -> None:
+    import asyncio
+
+    run_id, _ = _first_run(hs, "t")
+
+    async def main() -> tuple[str | None, str | None]:
+        question = await hs.session.aserve("错了的订单要从周报里剔除吗？", thread_id="t")
+        hs.session.finish(question, Trajectory(run_id=question.run_id, task=question.task, outcome="success"))
+        correction = await hs.session.aserve("No, the week starts on Monday", thread_id="t")
+        return question.corrects, correction.corrects
+
+    corrects = asyncio.run(main())
+    question_run = hs.journal.last_in_thread("t", exclude=[run_id])
+    assert question_run is not None
+    assert corrects == (None, question_run.run_id)  # the correction answers the run just before it
+    assert hs.journal.get(run_id).feedback == []
+    assert [(e.text, e.rule) for e in hs.journal.get(question_run.run_id).feedback] == [
+        ("The week starts on Monday", "opener:no")
+    ]
