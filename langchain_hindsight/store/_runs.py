@@ -52,6 +52,8 @@ class RunFeedback(BaseModel):
     success: bool | None = None
     rejected: bool = False
     """The user said the served memories were wrong."""
+    rule: str | None = None
+    """What recognised a feedback typed in the conversation (the correction detector's rule), else ``None``."""
 
 
 class RunRecord(BaseModel):

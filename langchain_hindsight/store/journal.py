@@ -233,13 +233,14 @@ class RunJournal:
         rejected: bool = False,
         namespace: str | None = None,
         now: datetime | None = None,
+        rule: str | None = None,
     ) -> RunRecord:
-        """Record a user's verdict on a run.
+        """Record a user's verdict on a run (``rule``: what recognised it in the conversation, if anything).
 
         Raises:
             RunNotFoundError: no such run.
         """
-        entry = RunFeedback(at=now or utcnow(), text=text, success=success, rejected=rejected)
+        entry = RunFeedback(at=now or utcnow(), text=text, success=success, rejected=rejected, rule=rule)
         with self.store.lock:
             current = self._find(run_id, namespace)
             if current is None:
