@@ -38,16 +38,22 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Literal
 
-from langchain_hindsight.types import StepType
+from langchain_hindsight.types import Outcome, StepType
 
 __all__ = [
     "GIVE_UP_PATTERNS",
     "MENTION_PATTERNS",
+    "OUTCOME_REASON_KEY",
     "SUCCESS_PATTERNS",
     "GiveUp",
+    "answer_outcome",
     "gives_up",
     "unrecovered_error",
 ]
+
+OUTCOME_REASON_KEY = "hindsight_outcome_reason"
+"""Trajectory metadata key saying why a run that returned normally is a ``failure``
+(``"final answer gives up: 放弃"``, ``"unrecovered tool error: FileNotFoundError: ..."``)."""
 
 PatternKind = Literal["strong", "soft"]
 
@@ -336,3 +342,24 @@ def unrecovered_error(steps: Sequence[tuple[StepType, str | None]]) -> int | Non
         elif kind == "tool_result" and (called_after or (tool is not None and name == tool)):
             return None
     return last
+
+
+def answer_outcome(answer: str | None) -> tuple[Outcome, str | None]:
+    """The outcome of a run known only by its final answer, and why when it is a failure.
+
+    ``failure`` when the answer gives up (:func:`gives_up`), ``success`` with any
+    other answer, ``unknown`` without one. Graph nodes whose state holds a plain
+    output (no messages) end their runs by this rule.
+
+    Example:
+        >>> answer_outcome("周报已生成。"), answer_outcome(None)
+        (('success', None), ('unknown', None))
+        >>> answer_outcome("抱歉，我无法完成这个任务")
+        ('failure', 'final answer gives up: 无法完成')
+    """
+    if answer is None or not answer.strip():
+        return "unknown", None
+    gave_up = gives_up(answer)
+    if gave_up is not None:
+        return "failure", f"final answer gives up: {gave_up.matched}"
+    return "success", None
