@@ -310,9 +310,9 @@ def gives_up(answer: str | None) -> GiveUp | None:
         return None
     for lang, table in _GIVE_UP.items():
         for p in table["soft"]:
-            m = p.search(text)
-            if m is not None:
-                return GiveUp("soft", lang, answer[m.start() : m.end()].strip())
+            found = p.search(text)
+            if found is not None:
+                return GiveUp("soft", lang, answer[found.start() : found.end()].strip())
     return None
 
 

@@ -186,7 +186,8 @@ def trajectory_from_messages(
     is the last AI message when it calls no tool; ``"success"`` with an answer,
     ``"failure"`` when the run ends on an error, when the answer gives up
     (``放弃：多次失败。``, ``I was unable to complete the task``) or when the last tool
-    error was never recovered from, else ``"unknown"``. ``outcome`` overrides that. Payloads longer than ``max_content_chars`` keep head and tail.
+    error was never recovered from, else ``"unknown"``. ``outcome`` overrides that.
+    Payloads longer than ``max_content_chars`` keep head and tail.
     """
     found = find_task(messages)
     start = found[0] + 1 if found else 0

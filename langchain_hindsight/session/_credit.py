@@ -35,6 +35,7 @@ __all__ = [
     "served_from_items",
     "start_run",
     "submit_background",
+    "undo_change",
     "undo_credit",
 ]
 
@@ -102,7 +103,12 @@ def credit(
     (:func:`earlier_credits`) multiplies it by ``repeat_factor``, and the log names the run.
     Without them every credit is the full ``success_delta`` (a bare store call).
     """
-    repeats = earlier_credits(store, journal, record, ids) if journal is not None and record is not None else {}
+    repeats: dict[str, int] = {}
+    if journal is not None and record is not None:
+        repeats = earlier_credits(store, journal, record, ids)
+        if record.debit:  # an explicit success verdict on a run the rules took as a failure
+            undo_change(store, record.debit, namespace, why=f"failure of run {record.run_id} overruled")
+            journal.set_debit(record.run_id, None, namespace=record.namespace)
     reason = f"success of run {record.run_id}" if record is not None else "success"
     before = {u.memory_id: u.score_confidence for u in store.get_many(ids, namespace=namespace)}
     updated = store.record_feedback(ids, success=True, namespace=namespace, repeats=repeats, reason=reason)
@@ -111,6 +117,11 @@ def credit(
 
 def undo_credit(store: MemoryStore, given: Mapping[str, float], namespace: str) -> None:
     """Take back exactly the confidence a success credit added."""
+    undo_change(store, given, namespace, why="credit taken back")
+
+
+def undo_change(store: MemoryStore, given: Mapping[str, float], namespace: str, *, why: str) -> None:
+    """Take back exactly the confidence change ``given`` (a credit, or a debit), logged with ``why``."""
     units = store.get_many(list(given), namespace=namespace)
     changed = [
         u.evolve(confidence=min(1.0, max(0.0, u.score_confidence - given[u.memory_id])))
@@ -122,8 +133,12 @@ def undo_credit(store: MemoryStore, given: Mapping[str, float], namespace: str) 
         old = {u.memory_id: u.score_confidence for u in units}
         for u in changed:
             logger.info(
-                "confidence of %s in %r: %.4f → %.4f (credit taken back)",
-                u.memory_id, namespace, old[u.memory_id], u.score_confidence,
+                "confidence of %s in %r: %.4f → %.4f (%s)",
+                u.memory_id,
+                namespace,
+                old[u.memory_id],
+                u.score_confidence,
+                why,
             )
 
 
@@ -148,18 +163,26 @@ def apply_outcome(
     """
     ns = record.namespace
     given: dict[str, float] | None = None
+    taken: dict[str, float] | None = None
     if to_memories and ids:
         if trajectory.outcome == "success":
             if record.credit is None:
                 given = credit(store, ids, ns, journal=journal, record=record)[1]
         elif trajectory.outcome == "failure":
             why = trajectory.metadata.get(OUTCOME_REASON_KEY) or trajectory.error or "the run failed"
-            store.record_feedback(ids, success=False, namespace=ns, reason=f"failure of run {record.run_id}: {why}")
+            if record.debit is None:
+                before = {u.memory_id: u.score_confidence for u in store.get_many(ids, namespace=ns)}
+                after = store.record_feedback(
+                    ids, success=False, namespace=ns, reason=f"failure of run {record.run_id}: {why}"
+                )
+                taken = {u.memory_id: u.score_confidence - before[u.memory_id] for u in after if u.memory_id in before}
         else:
             store.record_feedback(ids, success=None, namespace=ns)
     journal.finish(trajectory.run_id, outcome=trajectory.outcome, task_type=trajectory.task_type, namespace=ns)
     if given is not None:
         journal.set_credit(trajectory.run_id, given, namespace=ns)
+    if taken:
+        journal.set_debit(trajectory.run_id, taken, namespace=ns)
 
 
 def apply_verdict(

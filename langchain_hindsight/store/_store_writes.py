@@ -271,8 +271,12 @@ class WriteMixin(StoreCore):
                     self.policy, success=success, rejected=rejected, repeats=counts.get(old.memory_id, 0), reason=reason
                 )
                 logger.info(
-                    "confidence of %s in %r: %.4f → %.4f (%s)", old.memory_id, ns, old.score_confidence,
-                    new.score_confidence, why,
+                    "confidence of %s in %r: %.4f → %.4f (%s)",
+                    old.memory_id,
+                    ns,
+                    old.score_confidence,
+                    new.score_confidence,
+                    why,
                 )
         return written
 
