@@ -80,6 +80,7 @@ GIVE_UP_PATTERNS: Mapping[str, Mapping[PatternKind, tuple[str, ...]]] = MappingP
                     r"(先放一放|暂时搁置|先搁置|只能作罢)",
                     r"超出(了)?(我的)?(能力|处理)范围",
                     r"(我不会|不会做|不知道(该)?怎么(做|办|处理))",
+                    r"(先停在这里|先停下来|停在这里|到这里为止|只能停下)",
                 ),
                 "soft": (
                     r"(无法|未能|没能|不能|没法|没办法|不能够)[^，。；]{0,4}"
@@ -99,6 +100,10 @@ GIVE_UP_PATTERNS: Mapping[str, Mapping[PatternKind, tuple[str, ...]]] = MappingP
                     r"(只完成了一半|未完成|不完整|中断了?|停了|卡住了?|损坏|溢出|崩溃)",
                     r"请重(跑|试|新)",
                     r"都没有",
+                    r"[\u4e00-\u9fff]不(了(?!解)|出来|起来|上|到|清|开|进去|动)",
+                    r"(不能用|无法使用|用不了)",
+                    r"没(能)?[\u4e00-\u9fff]{1,2}(出去|出来|成功|完)",
+                    r"被(退回|拒绝|拦截|驳回|锁定|封)",
                     r"(出错|报错)" + r"(?=" + _END + r"|$)",
                 ),
             }
@@ -132,6 +137,7 @@ GIVE_UP_PATTERNS: Mapping[str, Mapping[PatternKind, tuple[str, ...]]] = MappingP
                     r"\bkeeps?\s+(failing|erroring)\b",
                     r"\bI'm\s+afraid\s+I\s+(can't|cannot)\b",
                     r"\bI\s+(don't|do\s+not)\s+know\s+how\b",
+                    r"\b(so\s+)?I\s+(stopped|quit|aborted)\b",
                     r"\bon\s+every\s+attempt\b",
                     r"\b(was|were|has\s+been)\s+never\s+(sent|generated|created|completed|finished|produced|delivered)\b",
                     r"\bbeyond\s+(what\s+I\s+can\s+do|my\s+(abilities|capabilities))\b",
@@ -156,6 +162,11 @@ GIVE_UP_PATTERNS: Mapping[str, Mapping[PatternKind, tuple[str, ...]]] = MappingP
                     r"\bfail(s|ed)?\s+to\b",
                     r"\bplease\s+(rerun|re-run|retry|try\s+again)\b",
                     r"\bkeeps?\s+(returning|giving|throwing)\b",
+                    r"\b(hasn't|haven't|has\s+not|have\s+not)\s+\w+\s+yet\b",
+                    r"\bthere\s+(is|are)\s+no\b",
+                    r"\btoo\s+\w+\s+(for\s+me\s+)?to\s+\w+",
+                    r"\bI\s+(don't|do\s+not)\s+have\b",
+                    r"\b(unusable|partial|incomplete|unavailable)\b",
                 ),
             }
         ),
@@ -170,7 +181,8 @@ MENTION_PATTERNS: Mapping[str, tuple[str, ...]] = MappingProxyType(
             r"(之前|上次|以前|此前|昨天|上周|先前|刚才|那个)[^，。；]{0,12}(失败|报错|错误|问题|无法)",
             r"(为什么|为何|原因)[^，。；：]{0,10}(失败|出错|报错)",
             r"(防止|避免|以免|免得|以防)[^，。；]{0,8}(失败|出错|报错)",
-            r"(一开始|起初|开始时|刚开始|最初)[^，。；]{0,6}(没|无法|失败|找不到)",
+            r"(一开始|起初|开始时|刚开始|最初)[^，。；]{0,6}(没|无法|失败|不)[^，。；]{0,4}",
+            r"(失败|中断|报错|错误|出错)(的)?问题",
             r"(表示|意思是|指的是|代表)[^，。；]{0,20}",
             r"失败(的|率|记录|订单|笔|条|次数|项|用例|交易|请求|数|原因|问题|时|后|清单|任务清单|案例|样本)",
             r"失败\s*\d+\s*(笔|条|个|次|项|行|单)",
@@ -218,6 +230,9 @@ SUCCESS_PATTERNS: Mapping[str, tuple[str, ...]] = MappingProxyType(
             r"(现在|目前)[^，。；]{0,8}(能|可以|正常)",
             r"(跑|做|写|修|改|连|读|发|算|导|传)(完|好|上|通)了?",
             r"(结果一致|改用|换成|所以我用了|于是我用了|改为)",
+            r"[\u4e00-\u9fff](下来|出来|回来)了",
+            r"(后来|最后|最终|随后)[^，。；]{0,12}(了|成功|好)",
+            r"(完整|正常|无误)",
         ),
         "en": (
             r"\b(done|completed?|complete|finished|succeeded|successful(ly)?|succeeds|passes|passed|ready|saved|"
