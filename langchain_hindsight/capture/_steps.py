@@ -91,7 +91,7 @@ def conclude(
     * "returned normally" is not yet success (:mod:`~langchain_hindsight.capture._outcome`):
       a final answer that gives up or reports failure, or a last tool error that
       nothing recovered from, makes it a ``failure``; the reason is in
-      ``metadata[OUTCOME_REASON_KEY]`` (and the tool error in ``error``).
+      ``metadata[OUTCOME_REASON_KEY]``, and ``error`` holds the tool error (else the answer).
 
     ``live.outcome_override`` (``mark_outcome``, an adapter's ``outcome=``) wins over all of these.
     """
@@ -130,7 +130,10 @@ def conclude(
 
 
 def _not_success(live: Live, final: str | None) -> tuple[Outcome, str | None]:
-    """``failure`` (with the tool error, if any) when the answer gives up or a tool error stayed unrecovered."""
+    """``failure`` when the answer gives up or a tool error stayed unrecovered, with its error text.
+
+    The error text is the unrecovered tool error's, else the give-up answer itself.
+    """
     reasons: list[str] = []
     error: str | None = None
     gave_up = gives_up(final)
@@ -143,6 +146,8 @@ def _not_success(live: Live, final: str | None) -> tuple[Outcome, str | None]:
         reasons.append(f"unrecovered tool error: {error}")
     if not reasons:
         return "success", None
+    if error is None:
+        error = final  # a give-up alone: the agent's own words are the failure's reason (reflection's avoid rule)
     live.metadata[OUTCOME_REASON_KEY] = "; ".join(reasons)
     logger.info("run %s ended normally but is a failure: %s", live.run_id, live.metadata[OUTCOME_REASON_KEY])
     return "failure", error

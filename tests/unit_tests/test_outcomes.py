@@ -183,6 +183,14 @@ def test_the_reason_is_on_the_trajectory() -> None:
     assert "unrecovered tool error: FileNotFoundError" in traj.metadata[OUTCOME_REASON_KEY]
 
 
+def test_a_give_up_alone_gives_its_words_as_the_error() -> None:
+    answer = "无法连接到 ERP 系统，请稍后再试。"
+    traj = trajectory_from_messages([HumanMessage("导出本周订单"), AIMessage(answer)], run_id="r")
+    assert traj.outcome == "failure"
+    assert traj.error == answer  # what reflection's avoid rule names as the reason
+    assert traj.metadata[OUTCOME_REASON_KEY] == "final answer gives up: 无法连接"
+
+
 def test_an_explicit_outcome_wins_over_the_rules() -> None:
     task, answer = HumanMessage("t"), AIMessage("放弃：多次失败。")
     assert trajectory_from_messages([task, answer], run_id="r").outcome == "failure"
