@@ -9,8 +9,11 @@ Splits, in the order they were written:
 * ``dev`` / ``heldout`` (A): written in one sitting; the patterns were written against ``dev`` only.
 * ``dev_b`` (B), ``dev_c`` (C), ``dev_d`` (D): each written after the patterns were frozen, scored once
   (the first-score numbers below), then used to widen the patterns — so they are tuning data now.
-* ``heldout_e`` (E): written after the last freeze, scored once, never used to change a pattern. Its
-  numbers are the honest estimate for phrasing the rules have not seen.
+* ``heldout_e`` (E): written after the fourth freeze, never used to change a pattern (its first score is
+  below; the chat round narrowed two broad rules, which moved it).
+* ``dev_chat``, ``dev_chat2``: conversational replies (``好的，我不会再用这个格式了。``, ``I can't wait to see
+  it``), scored once each, then tuned on. ``heldout_chat``: written after that, scored once, never tuned on.
+  E and ``heldout_chat`` are the honest estimates for phrasing the rules have not seen.
 
 Run: ``.venv/bin/python benchmarks/outcome_detector.py`` (a second; writes ``results/outcome_detector.{json,md}``).
 """
@@ -25,11 +28,16 @@ from langchain_hindsight.capture._outcome import gives_up
 
 DATA = Path(__file__).parent / "data" / "final_answers.jsonl"
 RESULTS = Path(__file__).parent / "results"
-SPLITS = ("dev", "heldout", "dev_b", "dev_c", "dev_d", "heldout_e")
+HELD_OUT = ("heldout", "heldout_e", "heldout_chat")
+"""Splits never used to choose a pattern (the first table)."""
+SPLITS = ("dev", "heldout", "dev_b", "dev_c", "dev_d", "dev_chat", "dev_chat2", "heldout_e", "heldout_chat")
 FIRST_SCORES = {
     "dev_b": {"precision": 0.538, "recall": 0.35, "note": "scored once with the first patterns, then tuned on"},
     "dev_c": {"precision": 0.7, "recall": 0.35, "note": "scored once with the second patterns, then tuned on"},
     "dev_d": {"precision": 0.8, "recall": 0.4, "note": "scored once with the third patterns, then tuned on"},
+    "heldout_e": {"precision": 0.867, "recall": 0.65, "note": "first score (fourth patterns); never tuned on"},
+    "dev_chat": {"precision": 0.429, "recall": 1.0, "note": "chat replies, fourth patterns, then tuned on"},
+    "dev_chat2": {"precision": 0.556, "recall": 0.833, "note": "chat replies, fifth patterns, then tuned on"},
 }
 """Recorded when B and C were first scored (before they became tuning data); the patterns differ since."""
 
@@ -72,19 +80,27 @@ def main() -> None:
         "# outcome detector (give-ups in final answers)",
         "",
         f"{len(rows)} hand-written final answers (benchmarks/data/final_answers.jsonl); "
-        "E was written after the patterns were frozen and never tuned on.",
+        "heldout (A) was written with dev, so it is optimistic; heldout_e and heldout_chat were written after the "
+        "patterns were frozen and never tuned on.",
         "",
+    ]
+    header = [
         "| split | lang | answers | give-ups | hard negatives | precision | recall | hard-negative false alarms |",
         "|---|---|---|---|---|---|---|---|",
     ]
-    for r in table:
-        lines.append(
+
+    def row(r: dict[str, Any]) -> str:
+        return (
             f"| {r['split']} | {r['lang']} | {r['n']} | {r['give_ups']} | {r['hard_negatives']} | "
             f"{fmt(r['precision'])} | {fmt(r['recall'])} | {r['hard_negative_false_alarms']} |"
         )
+
+    lines += header + [row(r) for r in table if r["split"] in HELD_OUT]
+    lines += ["", "## Every split (tuning splits score what they were tuned to)", "", *header]
+    lines += [row(r) for r in table]
     lines += [
         "",
-        "## First scores of the splits that became tuning data",
+        "## First scores (before a split was tuned on, or before later rounds moved it)",
         "",
         "| split | precision | recall | note |",
         "|---|---|---|---|",

@@ -79,7 +79,7 @@ GIVE_UP_PATTERNS: Mapping[str, Mapping[PatternKind, tuple[str, ...]]] = MappingP
                     r"(依旧|依然|仍然|还是|仍|始终)不(通过|行|成功|能)",
                     r"(先放一放|暂时搁置|先搁置|只能作罢)",
                     r"超出(了)?(我的)?(能力|处理)范围",
-                    r"(我不会|不会做|不知道(该)?怎么(做|办|处理))",
+                    r"((这个|这|那)我(也)?不会|我不会(做|处理|弄|解决|写)|不会做|不知道(该)?怎么(做|办|处理))",
                     r"(先停在这里|先停下来|停在这里|到这里为止|只能停下)",
                 ),
                 "soft": (
@@ -100,7 +100,8 @@ GIVE_UP_PATTERNS: Mapping[str, Mapping[PatternKind, tuple[str, ...]]] = MappingP
                     r"(只完成了一半|未完成|不完整|中断了?|停了|卡住了?|损坏|溢出|崩溃)",
                     r"请重(跑|试|新)",
                     r"都没有",
-                    r"[\u4e00-\u9fff]不(了(?!解)|出来|起来|上|到|清|开|进去|动)",
+                    r"(打|连|登|装|跑|启|起|解|读|写|找|查|拿|发|传|导|算|做|出|看|用|答|回答|解决|处理|识别|访问|弄|修|搞|订|买|帮)"
+                    r"不(了(?!解)|出来|起来|上|到|清|开|进去|动|掉)",
                     r"(不能用|无法使用|用不了)",
                     r"没(能)?[\u4e00-\u9fff]{1,2}(出去|出来|成功|完)",
                     r"被(退回|拒绝|拦截|驳回|锁定|封)",
@@ -140,7 +141,7 @@ GIVE_UP_PATTERNS: Mapping[str, Mapping[PatternKind, tuple[str, ...]]] = MappingP
                     r"\b(so\s+)?I\s+(stopped|quit|aborted)\b",
                     r"\bon\s+every\s+attempt\b",
                     r"\b(was|were|has\s+been)\s+never\s+(sent|generated|created|completed|finished|produced|delivered)\b",
-                    r"\bbeyond\s+(what\s+I\s+can\s+do|my\s+(abilities|capabilities))\b",
+                    r"\b(beyond|outside)\s+(what\s+I\s+can\s+do|my\s+(abilities|capabilities))\b",
                     r"\bstill\s+(don't|doesn't|do\s+not|does\s+not|won't|will\s+not)\b",
                     r"\bleave\s+it\s+(for\s+now|there)\b",
                     r"\b(is|was|are|were|has|have)\s+(not|n't)\s+(been\s+)?(finished|completed|done|generated|sent)\b",
@@ -156,16 +157,18 @@ GIVE_UP_PATTERNS: Mapping[str, Mapping[PatternKind, tuple[str, ...]]] = MappingP
                     r"\b(an?\s+)?(internal\s+|unexpected\s+|unknown\s+)?error\s+(occurred|happened)\b",
                     r"\bplease\s+(try|start|run)\b.{0,20}\bagain\b",
                     r"\b\w+ing\s+error\b",
-                    r"\b(didn't|did\s+not|won't|wouldn't|will\s+not)\s+[a-z]+",
+                    r"\b(didn't|did\s+not|won't|wouldn't|will\s+not)\s+(start|run|open|load|work|compile|build|install|"
+                    r"extract|connect|go\s+(out|through)|send|finish|complete|succeed|parse|decode|import|export|sync|"
+                    r"respond|upload|download|save|pass|dare|get)\b",
                     r"\b(produced|returned|found|got|yielded)\s+nothing\b",
                     r"\b(is|are|was|were)\s+(incomplete|corrupted|corrupt|broken|missing|unreadable)\b",
                     r"\bfail(s|ed)?\s+to\b",
                     r"\bplease\s+(rerun|re-run|retry|try\s+again)\b",
                     r"\bkeeps?\s+(returning|giving|throwing)\b",
                     r"\b(hasn't|haven't|has\s+not|have\s+not)\s+\w+\s+yet\b",
-                    r"\bthere\s+(is|are)\s+no\b",
+                    r"\bthere\s+(is|are)\s+no\s+(\w+\s+){0,3}(data|report|result|file|record|output|access|way)s?\b",
                     r"\btoo\s+\w+\s+(for\s+me\s+)?to\s+\w+",
-                    r"\bI\s+(don't|do\s+not)\s+have\b",
+                    r"\bI\s+(don't|do\s+not)\s+have\s+(the|any|access|permission|enough)\b",
                     r"\b(unusable|partial|incomplete|unavailable)\b",
                 ),
             }
@@ -199,6 +202,7 @@ MENTION_PATTERNS: Mapping[str, tuple[str, ...]] = MappingProxyType(
             r"\b(almost|nearly|never|didn't|did\s+not)\s+(gave|give|giving)\s+up\b",
             r"\bgiving\s+up\s+at\b",
             r"\b(couldn't|could\s+not)\s+be\s+(happier|better|more)\b",
+            r"\b(can't|cannot|couldn't|could\s+not)\s+(wait|stress|thank|agree|recommend|emphasi[sz]e|believe|imagine|tell|think)\b",
             r"\b(nothing|no\s+\w+)\s+(that\s+)?(I|we)\s+(can't|cannot|couldn't|could\s+not)\b",
             r"\b(couldn't|could\s+not|can't|cannot|did\s+not|didn't)\s+find\s+(any|a\s+single)\s+"
             r"(error|issue|problem|bug|duplicate|anomal|discrepanc|mismatch|failure|outlier)\w*",

@@ -77,7 +77,7 @@ def test_the_labelled_set_has_hard_negatives_and_a_held_out_split() -> None:
     rows = _labelled()
     assert len(rows) >= 120
     assert sum(r["kind"] == "hard_negative" for r in rows) >= 0.4 * len(rows)
-    assert {"dev", "heldout", "heldout_e"} <= {r["split"] for r in rows}
+    assert {"dev", "heldout", "heldout_e", "heldout_chat"} <= {r["split"] for r in rows}
     assert {r["lang"] for r in rows} == {"zh", "en"}
 
 
@@ -90,16 +90,19 @@ def test_held_out_precision_and_recall(lang: str) -> None:
     assert recall >= 0.95, (precision, recall)
 
 
-def test_fresh_phrasing_precision_and_recall() -> None:
-    """Held-out E: written after the patterns were frozen, scored once, never tuned on.
+@pytest.mark.parametrize(
+    ("split", "min_precision", "min_recall"), [("heldout_e", 0.9, 0.65), ("heldout_chat", 0.8, 0.8)]
+)
+def test_fresh_phrasing_precision_and_recall(split: str, min_precision: float, min_recall: float) -> None:
+    """Held-out E (task answers) and chat (conversational replies): written after the patterns were frozen.
 
     A guard against regressions at the numbers ``benchmarks/outcome_detector.py`` reports, not a
     target: rules miss much fresh phrasing (recall), and precision is what matters more (a false
     give-up debits the served memories; a missed one earns a bounded credit).
     """
-    precision, recall = _precision_recall([r for r in _labelled() if r["split"] == "heldout_e"])
-    assert precision >= 0.85, (precision, recall)
-    assert recall >= 0.6, (precision, recall)
+    precision, recall = _precision_recall([r for r in _labelled() if r["split"] == split])
+    assert precision >= min_precision, (precision, recall)
+    assert recall >= min_recall, (precision, recall)
 
 
 def test_unrecovered_error_is_the_last_error_no_later_tool_success_followed() -> None:
