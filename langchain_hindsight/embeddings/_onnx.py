@@ -277,7 +277,8 @@ def _torch_export(spec: SentenceModelSpec, target: str | io.BytesIO) -> None:
     except ImportError as e:
         raise ImportError(f"exporting {spec.transformer_dir} to ONNX needs torch: {TORCH_EXTRA}") from e
 
-    model = AutoModel.from_pretrained(str(spec.transformer_dir), local_files_only=True).eval()
+    # .float(): trace in 32 bits whatever the weights' storage type (16-bit weights would export a 16-bit graph).
+    model = AutoModel.from_pretrained(str(spec.transformer_dir), local_files_only=True).float().eval()
     accepted = inspect.signature(model.forward).parameters
     names = [n for n in ("input_ids", "attention_mask", "token_type_ids") if n in accepted]
     # Two probes of different lengths: the traced batch is padded, so the attention-mask path is exported.
