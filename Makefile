@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck unit integration notebooks bench clean
+.PHONY: demo test lint typecheck unit integration notebooks bench wheel-check clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -30,6 +30,9 @@ integration: $(STAMP)
 	HF_HUB_OFFLINE=1 $(BIN)/pytest -m integration
 
 test: lint typecheck unit integration
+
+wheel-check:
+	bash .ci/wheel-check $(PYTHON)
 
 bench: $(STAMP)
 	HF_HUB_OFFLINE=1 $(BIN)/python benchmarks/run_all.py

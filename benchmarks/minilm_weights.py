@@ -138,8 +138,7 @@ def main() -> int:
         f"| cosine, sentence-transformers (32-bit, torch) vs packaged ONNX (16-bit), min | {ref_cos.min():.7f} |",
         "",
         "A swap only exchanges two neighbours whose original scores differ by less than the largest gap shown:",
-        "below the precision any ranking decision here relies on (recall results are compared in "
-        "`recall_quality.md`).",
+        "below the precision any ranking decision here relies on (recall results are compared in `recall_quality.md`).",
         "",
     ]
     (ROOT / "results" / "minilm_weights.md").write_text("\n".join(lines), encoding="utf-8")

@@ -158,7 +158,9 @@ def default_model_path() -> str:
         ConfigurationError: the weights are missing (a damaged install).
     """
     if not (_MINILM_DIR / "model.safetensors").is_file():
-        raise ConfigurationError(f"the packaged MiniLM weights are missing from {_MINILM_DIR}: reinstall langchain-hindsight")
+        raise ConfigurationError(
+            f"the packaged MiniLM weights are missing from {_MINILM_DIR}: reinstall langchain-hindsight"
+        )
     return str(_MINILM_DIR)
 
 
