@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 
 from langchain_hindsight import settings
+from langchain_hindsight.embeddings._cache_files import used
 from langchain_hindsight.embeddings import _bert_onnx
 from langchain_hindsight.errors import ConfigurationError
 
@@ -349,7 +350,12 @@ def load_encoder(
     path = resolve_cache_dir(cache_dir) / f"sentence-model-{cache_key(spec)}.onnx"
     if path.is_file():
         try:
-            return OnnxEncoder(spec, str(path), query_threads=query_threads)
+            encoder = OnnxEncoder(spec, str(path), query_threads=query_threads)
+            used(path, "sentence-model-*.onnx")
+            return encoder
         except Exception as e:  # noqa: BLE001 - ONNX Runtime's load errors share no base class
             logger.warning("cached ONNX model %s is unreadable (%s); exporting it again", path, e)
-    return OnnxEncoder(spec, _export_to_cache(spec, path), query_threads=query_threads)
+    source = _export_to_cache(spec, path)
+    if isinstance(source, str):
+        used(path, "sentence-model-*.onnx")
+    return OnnxEncoder(spec, source, query_threads=query_threads)
