@@ -194,11 +194,25 @@ class HindsightSession:
 
     def _render(self, served: Served) -> Served:
         if served.memories:
+            c = self.config
             own = served.namespace  # a memory from another (shared) namespace is labelled with its origin
             served.block = format_experiences(
-                served.memories, locale=self.locale, max_lines=self.config.max_lines, own_namespace=own
+                served.memories,
+                locale=self.locale,
+                own_namespace=own,
+                max_lines=c.max_lines,
+                max_line_chars=c.max_line_chars,
+                max_block_chars=c.max_block_chars,
             )
-            served.task_prompt = build_task_prompt(served.task, served.memories, locale=self.locale, own_namespace=own)
+            served.task_prompt = build_task_prompt(
+                served.task,
+                served.memories,
+                locale=self.locale,
+                own_namespace=own,
+                max_lines=c.max_lines,
+                max_line_chars=c.max_line_chars,
+                max_block_chars=c.max_block_chars,
+            )
         else:
             served.task_prompt = served.task
         return served
