@@ -79,8 +79,8 @@ _TOKEN = re.compile(rf"[{_CJK}]+|[^\W_{_CJK}]+")
 _CJK_RUN = re.compile(rf"[{_CJK}]")
 """Runs of CJK characters, and runs of other letters and digits (punctuation, spaces, symbols and emoji drop out)."""
 _MIN_WEIGHT = 3
-"""A text must weigh at least this much: a letter or digit weighs 1, a CJK character 2 (``x``, ``ok``, ``好`` do not)."""
-_EN_EMPTY = frozenset(
+"""A text must weigh at least this: a letter or digit weighs 1, a CJK character 2 (``x``, ``ok``, ``好`` do not)."""
+_EN_WORDS = (
     # acknowledgements, greetings, fillers and verdicts without content
     "ok okay okey k kk yes yeah yea yep yup ya sure no nope nah thanks thank thx ty tks cheers great good nice cool "
     "fine perfect awesome excellent done alright right hello hi hey heya bye goodbye lol hmm hm um uh ah oh ooh wow "
@@ -93,18 +93,23 @@ _EN_EMPTY = frozenset(
     "with about against between into through during before after above below to from up down in out on off over "
     "under again further then once here there when where why how all any both each few more most other some such "
     "only own same so than too very s t can will just don should now d ll m o re ve y ain isn aren wasn weren hasn "
-    "haven hadn doesn didn won wouldn shouldn couldn mustn needn shan let lets also much many not nor".split()
+    "haven hadn doesn didn won wouldn shouldn couldn mustn needn shan let lets also much many not nor"
 )
-_ZH_EMPTY = frozenset(
+_ZH_WORDS = (
     # acknowledgements, greetings, fillers and bare verdicts
-    "好 好的 好滴 好哒 好嘞 好吧 好了 好啊 行 行吧 行的 可以 可 没问题 收到 谢谢 谢 感谢 多谢 谢啦 谢谢你 谢谢您 辛苦 辛苦了 "
-    "明白 明白了 了解 知道 知道了 懂 懂了 嗯 嗯嗯 恩 哦 噢 喔 哈 哈哈 呵呵 嘿 嘻嘻 啊 呀 哇 唉 哎 诶 欸 额 呃 "
-    "是 是的 对 对的 没错 不错 很好 太好 真好 挺好 非常 棒 厉害 完美 不对 错了 错 不是 不行 不好 "
-    "你好 您好 嗨 在吗 再见 拜拜 晚安 早安 早上好 下午好 晚上好 不客气 没事 算了 继续 然后 "
+    "好 好的 好滴 好哒 好嘞 好吧 好了 好啊 行 行吧 行的 可以 可 没问题 收到 "
+    "谢谢 谢 感谢 多谢 谢啦 谢谢你 谢谢您 辛苦 辛苦了 明白 明白了 了解 "
+    "知道 知道了 懂 懂了 嗯 嗯嗯 恩 哦 噢 喔 哈 哈哈 呵呵 嘿 嘻嘻 啊 呀 "
+    "哇 唉 哎 诶 欸 额 呃 是 是的 对 对的 没错 不错 很好 太好 真好 挺好 "
+    "非常 棒 厉害 完美 不对 错了 错 不是 不行 不好 你好 您好 嗨 在吗 "
+    "再见 拜拜 晚安 早安 早上好 下午好 晚上好 不客气 没事 算了 继续 然后 "
     # particles and function words
-    "的 了 吗 呢 吧 么 嘛 啦 哟 呗 之 地 得 着 过 也 和 与 及 或 就 都 还 又 很 太 更 最 这 那 这个 那个 这样 那样 "
-    "我 你 您 他 她 它 我们 你们 他们 一下 一个 不 没 有 在".split()
+    "的 了 吗 呢 吧 么 嘛 啦 哟 呗 之 地 得 着 过 也 和 与 及 或 就 都 "
+    "还 又 很 太 更 最 这 那 这个 那个 这样 那样 我 你 您 他 她 它 我们 "
+    "你们 他们 一下 一个 不 没 有 在"
 )
+_EN_EMPTY = frozenset(_EN_WORDS.split())
+_ZH_EMPTY = frozenset(_ZH_WORDS.split())
 _ZH_LONGEST = max(map(len, _ZH_EMPTY))
 _LAUGH = re.compile(r"(?:ha|he|hi|ho)+h?|(?:lo)+l")
 _REPEAT = re.compile(r"(.)\1+")

@@ -63,9 +63,7 @@ def _numbers(value: object) -> dict[str, float]:
     """A served document's score breakdown as plain ``{factor: float}`` (anything else left out)."""
     if not isinstance(value, Mapping):
         return {}
-    return {
-        str(k): float(v) for k, v in value.items() if isinstance(v, int | float) and not isinstance(v, bool)
-    }
+    return {str(k): float(v) for k, v in value.items() if isinstance(v, int | float) and not isinstance(v, bool)}
 
 
 def _guarded(method: _F) -> _F:

@@ -25,6 +25,13 @@ from langchain_core.documents import Document
 from langchain_hindsight._safety import render_safe
 from langchain_hindsight.errors import ConfigurationError
 from langchain_hindsight.prompts import Locale, PromptTemplates, get_templates
+from langchain_hindsight.recall._block import (
+    DEFAULT_MAX_LINE_CHARS,
+    MIN_BLOCK_CHARS,
+    MIN_LINE_CHARS,
+    check_block_size,
+    clip_line,
+)
 from langchain_hindsight.store._lexical import tokenize
 from langchain_hindsight.types import MemoryUnit, ScoredMemory
 
@@ -45,32 +52,6 @@ Recalled = ScoredMemory | MemoryUnit | Document
 
 DEFAULT_MAX_LINES = 8
 """Inject at most 8 memories: more dilutes the model's attention."""
-DEFAULT_MAX_LINE_CHARS = 300
-"""At most 300 characters of one memory's text per line (the truncation notice comes on top)."""
-MIN_LINE_CHARS = 20
-"""The smallest ``max_line_chars``: a shorter cut says nothing."""
-MIN_BLOCK_CHARS = 200
-"""The smallest ``max_block_chars``: room for the header, one cut line with its notice, and the data notice."""
-_SAFE_TOKEN = re.compile(r"[A-Za-z0-9_\-.:@]{1,256}")
-"""An id or namespace that can be printed inside a shell command as is."""
-
-
-def check_block_size(*, max_lines: object, max_line_chars: object, max_block_chars: object) -> None:
-    """Validate the block's size options (see :func:`format_experiences`).
-
-    Raises:
-        ConfigurationError: naming the option and the accepted values.
-    """
-    if isinstance(max_lines, bool) or not isinstance(max_lines, int) or max_lines < 1:
-        raise ConfigurationError(f"max_lines must be a positive int, got {max_lines!r}")
-    if isinstance(max_line_chars, bool) or not isinstance(max_line_chars, int) or max_line_chars < MIN_LINE_CHARS:
-        raise ConfigurationError(f"max_line_chars must be an int >= {MIN_LINE_CHARS}, got {max_line_chars!r}")
-    if max_block_chars is not None and (
-        isinstance(max_block_chars, bool) or not isinstance(max_block_chars, int) or max_block_chars < MIN_BLOCK_CHARS
-    ):
-        raise ConfigurationError(
-            f"max_block_chars must be None or an int >= {MIN_BLOCK_CHARS}, got {max_block_chars!r}"
-        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -357,19 +338,6 @@ def _templates(locale: Locale, templates: PromptTemplates | None) -> PromptTempl
     return get_templates(locale)
 
 
-def _truncation_notice(t: PromptTemplates, entry: _Entry) -> str:
-    """What follows a cut line: the notice with the command that shows the whole memory (when it can be shown)."""
-    memory_id = entry.memory_id
-    if memory_id is None or not _SAFE_TOKEN.fullmatch(memory_id) or render_safe(memory_id) != memory_id:
-        return t.truncation_notice_no_id  # an id that would need quoting or neutralising is not printed
-    namespace = entry.namespace
-    if namespace and namespace != "default" and _SAFE_TOKEN.fullmatch(namespace) and render_safe(namespace) == namespace:
-        command = t.show_command_namespace.format(memory_id=memory_id, namespace=namespace)
-    else:
-        command = t.show_command.format(memory_id=memory_id)
-    return t.truncation_notice.format(command=command)
-
-
 def _line(
     t: PromptTemplates, index: int, entry: _Entry, limit: int, own_namespace: str | None, *, short: bool = False
 ) -> str:
@@ -377,10 +345,9 @@ def _line(
 
     ``short``: the notice without the command (when even a minimal line with it overflows the block).
     """
-    text = render_safe(entry.content)
-    if len(text) > limit:
-        tail = t.truncation_notice_no_id if short else _truncation_notice(t, entry)
-        text = text[: max(1, limit - len(t.line_ellipsis))].rstrip() + t.line_ellipsis + tail
+    text = clip_line(
+        render_safe(entry.content), limit, t, memory_id=entry.memory_id, namespace=entry.namespace, short=short
+    )
     line = t.block_line.format(index=index, content=text, confidence=entry.confidence)
     if own_namespace is not None and entry.namespace is not None and entry.namespace != own_namespace:
         line += t.origin_label.format(namespace=render_safe(entry.namespace))
