@@ -5,11 +5,12 @@ trajectories, review lines): head and tail are kept, and a marker records the
 cut in the text itself, so a clipped error message still shows how it ended.
 :func:`clean_feedback` reads the correction out of a user's feedback (used when
 it becomes a memory, and when forgetting that memory erases the comment).
+:func:`informative` is the one rule for junk: the store refuses a unit whose
+content carries no information, reflection skips one, and recall never serves one.
 """
 
 from __future__ import annotations
 
-import functools
 import re
 import unicodedata
 
@@ -125,16 +126,19 @@ def _empty_word(word: str) -> bool:
 def _empty_run(run: str) -> bool:
     """A run of CJK characters made only of acknowledgements, fillers and particles (longest match first)."""
     reachable = [True] + [False] * len(run)  # reachable[i]: run[:i] splits into empty words
+    last = 0  # the last reachable position: past it by a whole word's length, nothing further can be reached
     for i in range(len(run)):
+        if i - last >= _ZH_LONGEST:
+            return False
         if not reachable[i]:
             continue
+        last = i
         for n in range(1, min(_ZH_LONGEST, len(run) - i) + 1):
             if run[i : i + n] in _ZH_EMPTY:
                 reachable[i + n] = True
     return reachable[-1]
 
 
-@functools.lru_cache(maxsize=8192)
 def informative(text: str) -> bool:
     """Whether ``text`` carries any information worth storing or serving as a memory.
 
@@ -154,12 +158,12 @@ def informative(text: str) -> bool:
     """
     weight = 0
     empty = True
-    for match in _TOKEN.finditer(unicodedata.normalize("NFKC", text).lower()):
+    for match in _TOKEN.finditer(text):
         token = match.group()
         cjk = _CJK_RUN.match(token) is not None
         weight += 2 * len(token) if cjk else len(token)
-        if empty and not (_empty_run(token) if cjk else _empty_word(token)):
-            empty = False
+        if empty and not (_empty_run(token) if cjk else _empty_word(unicodedata.normalize("NFKC", token).lower())):
+            empty = False  # full-width "ｏｋ" folds to "ok": only the words still in question are folded
         if not empty and weight >= _MIN_WEIGHT:
             return True
     return False
