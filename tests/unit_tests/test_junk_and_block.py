@@ -17,8 +17,17 @@ import pytest
 from langchain.agents import create_agent
 from langchain_core.language_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, HumanMessage
+from langgraph.graph import END, START, MessagesState, StateGraph
 
-from langchain_hindsight import ConfigurationError, Hindsight, HindsightMemory, MemoryStore, MemoryUnit
+from langchain_hindsight import (
+    ConfigurationError,
+    Hindsight,
+    HindsightMemory,
+    MemoryStore,
+    MemoryUnit,
+    recall_node,
+    reflect_node,
+)
 from langchain_hindsight._text import informative
 from langchain_hindsight.errors import InvalidMemoryError, UninformativeMemoryError
 from langchain_hindsight.recall.injection import MIN_BLOCK_CHARS, format_experiences
@@ -152,6 +161,19 @@ def test_legacy_junk_written_raw_is_never_served(store: MemoryStore, query: str)
 
     served = HindsightRetriever(store=store, min_relevance=None, k=10).recall(query)  # no floor: only the filter
     assert [m.memory.memory_id for m in served] == [lesson.memory_id]
+
+
+def test_an_agent_with_the_middleware_gets_no_block_from_legacy_junk(tmp_path: Path) -> None:
+    with _hs(tmp_path) as hs:  # no relevance floor: only the junk filter stands between the junk and the prompt
+        legacy = [MemoryUnit(content=t, confidence=0.95) for t in ("x", "ok", "好")]
+        hs.store._write_exact(legacy, hs.store.embeddings.embed_documents([u.content for u in legacy]))
+        prompts = Prompts()
+        agent = create_agent(scripted_model("好的", "Hello!", "已汇总"), tools=[], middleware=[hs.middleware()])
+        for task in ("你好", "hello", "汇总金额"):
+            agent.invoke({"messages": [HumanMessage(task)]}, config={"callbacks": [prompts]})
+        assert len(prompts.seen) == 3
+        assert all("[相关经验]" not in str(m.content) for p in prompts.seen for m in p)
+        assert all(r.served_ids == [] for r in hs.journal.list_runs())
 
 
 # ---------------------------------------------------------------- the block
@@ -301,8 +323,27 @@ def _memory(hs: Hindsight) -> None:
         executor.invoke({"input": TASK})
 
 
+class _State(MessagesState, total=False):
+    experience: str
+    hindsight_served: dict[str, Any]
+
+
+def _nodes(hs: Hindsight) -> None:
+    inner = create_agent(ReactiveToolModel(respond=_respond), tools=[query_sales])
+    builder: StateGraph[Any, Any, Any, Any] = StateGraph(_State)
+    builder.add_node("recall", recall_node(hs))
+    builder.add_node("agent", lambda state: {"messages": inner.invoke({"messages": state["messages"]})["messages"]})
+    builder.add_node("reflect", reflect_node(hs))
+    builder.add_edge(START, "recall")
+    builder.add_edge("recall", "agent")
+    builder.add_edge("agent", "reflect")
+    builder.add_edge("reflect", END)
+    builder.compile().invoke({"messages": [HumanMessage(TASK)]})
+
+
 PATHS: dict[str, Callable[[Hindsight], None]] = {
     "middleware": _middleware,
+    "graph_nodes": _nodes,
     "wrapped_graph": _wrapped,
     "classic_memory": _memory,
     "lcel_callbacks": _lcel,
