@@ -17,6 +17,8 @@ notice names no command (``truncation_notice_no_id``).
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from typing import Protocol
 
 from langchain_hindsight._safety import render_safe
 from langchain_hindsight.errors import ConfigurationError
@@ -26,8 +28,11 @@ __all__ = [
     "DEFAULT_MAX_LINE_CHARS",
     "MIN_BLOCK_CHARS",
     "MIN_LINE_CHARS",
+    "LineSource",
     "check_block_size",
     "clip_line",
+    "fit_block",
+    "memory_line",
     "truncation_notice",
 ]
 
@@ -116,3 +121,73 @@ def clip_line(
         return text
     tail = t.truncation_notice_no_id if short else truncation_notice(t, memory_id, namespace)
     return text[: max(1, limit - len(t.line_ellipsis))].rstrip() + t.line_ellipsis + tail
+
+
+class LineSource(Protocol):
+    """What a memory line shows of a memory (the block's entries have these attributes)."""
+
+    @property
+    def content(self) -> str:
+        """The memory's text (not yet rendered safe)."""
+        ...
+
+    @property
+    def confidence(self) -> float:
+        """Its confidence."""
+        ...
+
+    @property
+    def memory_id(self) -> str | None:
+        """Its id (``None``: unknown, e.g. a Document without one)."""
+        ...
+
+    @property
+    def namespace(self) -> str | None:
+        """Its namespace (``None``: unknown)."""
+        ...
+
+
+def memory_line(
+    t: PromptTemplates, index: int, entry: LineSource, limit: int, own_namespace: str | None, *, short: bool = False
+) -> str:
+    """One memory line: the text (rendered safe; cut to ``limit`` characters, saying so), confidence and origin.
+
+    A memory from another namespace than ``own_namespace`` is labelled with where it came from.
+    """
+    text = clip_line(
+        render_safe(entry.content), limit, t, memory_id=entry.memory_id, namespace=entry.namespace, short=short
+    )
+    line = t.block_line.format(index=index, content=text, confidence=entry.confidence)
+    if own_namespace is not None and entry.namespace is not None and entry.namespace != own_namespace:
+        line += t.origin_label.format(namespace=render_safe(entry.namespace))
+    return line
+
+
+def fit_block(
+    render: Callable[[int, int, bool], str],
+    count: int,
+    *,
+    max_line_chars: int,
+    max_block_chars: int | None,
+    first: str,
+) -> tuple[str, int]:
+    """The block within ``max_block_chars``, and how many lines it shows.
+
+    ``render(n, limit, short)`` is the block of the first ``n`` lines, the last one cut to
+    ``limit`` characters (``short``: with the notice that names no command). Trailing lines
+    are left out first; a single remaining line (whose text is ``first``) is then cut further,
+    down to :data:`MIN_LINE_CHARS`, and finally given the short notice.
+    """
+    block = render(count, max_line_chars, False)
+    if max_block_chars is None:
+        return block, count
+    while count > 1 and len(block) > max_block_chars:
+        count -= 1
+        block = render(count, max_line_chars, False)
+    limit = min(max_line_chars, len(first))
+    while count == 1 and len(block) > max_block_chars and limit > MIN_LINE_CHARS:
+        limit = max(MIN_LINE_CHARS, limit - (len(block) - max_block_chars))
+        block = render(1, limit, False)
+    if len(block) > max_block_chars:  # the command itself does not fit (a long namespace): the short notice
+        block = render(1, MIN_LINE_CHARS, True)
+    return block, count

@@ -30,7 +30,8 @@ from langchain_hindsight.recall._block import (
     MIN_BLOCK_CHARS,
     MIN_LINE_CHARS,
     check_block_size,
-    clip_line,
+    fit_block,
+    memory_line,
 )
 from langchain_hindsight.store._lexical import tokenize
 from langchain_hindsight.types import MemoryUnit, ScoredMemory
@@ -44,6 +45,7 @@ __all__ = [
     "build_task_prompt",
     "check_block_size",
     "detect_conflicts",
+    "fit_experiences",
     "format_experiences",
 ]
 
@@ -338,22 +340,6 @@ def _templates(locale: Locale, templates: PromptTemplates | None) -> PromptTempl
     return get_templates(locale)
 
 
-def _line(
-    t: PromptTemplates, index: int, entry: _Entry, limit: int, own_namespace: str | None, *, short: bool = False
-) -> str:
-    """One memory line: its text (cut to ``limit`` characters, saying so), confidence and origin.
-
-    ``short``: the notice without the command (when even a minimal line with it overflows the block).
-    """
-    text = clip_line(
-        render_safe(entry.content), limit, t, memory_id=entry.memory_id, namespace=entry.namespace, short=short
-    )
-    line = t.block_line.format(index=index, content=text, confidence=entry.confidence)
-    if own_namespace is not None and entry.namespace is not None and entry.namespace != own_namespace:
-        line += t.origin_label.format(namespace=render_safe(entry.namespace))
-    return line
-
-
 def _assemble(
     t: PromptTemplates, lines: Sequence[str], shown: Sequence[Recalled], *, notice: bool, conflicts: bool
 ) -> str:
@@ -417,27 +403,51 @@ def format_experiences(
         [相关经验]
         1. 周报的数据范围取上周一到周日的自然周，周报的数…（已截断，完整内容：hindsight show mem_42）（置信度：0.80）
     """
+    return fit_experiences(
+        memories,
+        locale=locale,
+        templates=templates,
+        max_lines=max_lines,
+        max_line_chars=max_line_chars,
+        max_block_chars=max_block_chars,
+        notice=notice,
+        conflicts=conflicts,
+        own_namespace=own_namespace,
+    )[0]
+
+
+def fit_experiences(
+    memories: Sequence[Recalled],
+    *,
+    locale: Locale = "zh",
+    templates: PromptTemplates | None = None,
+    max_lines: int = DEFAULT_MAX_LINES,
+    max_line_chars: int = DEFAULT_MAX_LINE_CHARS,
+    max_block_chars: int | None = None,
+    notice: bool = True,
+    conflicts: bool = True,
+    own_namespace: str | None = None,
+) -> tuple[str, int]:
+    """:func:`format_experiences`, and how many of ``memories`` (the first ones) the block shows.
+
+    The session journals and credits only the memories the block showed, never one
+    ``max_lines`` or ``max_block_chars`` left out. Arguments as in :func:`format_experiences`.
+
+    """
     t = _templates(locale, templates)
     check_block_size(max_lines=max_lines, max_line_chars=max_line_chars, max_block_chars=max_block_chars)
     shown = list(memories)[:max_lines]
     if not shown:
-        return ""
+        return "", 0
     entries = [_entry(m) for m in shown]
-    lines = [_line(t, i, e, max_line_chars, own_namespace) for i, e in enumerate(entries, 1)]
-    block = _assemble(t, lines, shown, notice=notice, conflicts=conflicts)
-    if max_block_chars is None or len(block) <= max_block_chars:
-        return block
-    while len(lines) > 1 and len(block) > max_block_chars:
-        lines, shown = lines[:-1], shown[:-1]
-        block = _assemble(t, lines, shown, notice=notice, conflicts=conflicts)
-    limit = min(max_line_chars, len(render_safe(entries[0].content)))
-    while len(block) > max_block_chars and limit > MIN_LINE_CHARS:  # one line left: cut its text to what fits
-        limit = max(MIN_LINE_CHARS, limit - (len(block) - max_block_chars))
-        block = _assemble(t, [_line(t, 1, entries[0], limit, own_namespace)], shown, notice=notice, conflicts=conflicts)
-    if len(block) > max_block_chars:  # the command itself does not fit (a long namespace): the short notice
-        line = _line(t, 1, entries[0], MIN_LINE_CHARS, own_namespace, short=True)
-        block = _assemble(t, [line], shown, notice=notice, conflicts=conflicts)
-    return block
+
+    def render(count: int, limit: int, short: bool) -> str:  # the first `count` lines; the last cut to `limit`
+        cut = [limit if i == count else max_line_chars for i in range(1, count + 1)]
+        lines = [memory_line(t, i, e, cut[i - 1], own_namespace, short=short) for i, e in enumerate(entries[:count], 1)]
+        return _assemble(t, lines, shown[:count], notice=notice, conflicts=conflicts)
+
+    first = render_safe(entries[0].content)
+    return fit_block(render, len(shown), max_line_chars=max_line_chars, max_block_chars=max_block_chars, first=first)
 
 
 def build_task_prompt(

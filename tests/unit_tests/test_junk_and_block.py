@@ -363,3 +363,29 @@ def test_explain_shows_the_factors_on_every_path(tmp_path: Path, path: str) -> N
         assert {"similarity", "task_type", "confidence"} <= set(factors), factors
         assert factors["task_type"] > 0  # the weekly_report bonus, as the retriever computed it
         assert explained.served.breakdown["score"] == pytest.approx(explained.served.score)
+
+
+def test_only_what_the_block_shows_is_journaled_and_credited(tmp_path: Path) -> None:
+    lessons = [f"周报第{i}条经验：金额使用含税价，数据范围取自然周，保留两位小数，按门店拆分后汇总。" for i in range(5)]
+    with _hs(tmp_path, k=5, max_lines=2) as hs:
+        units = [r.unit for r in hs.store.add_many([MemoryUnit(task_type="weekly_report", content=c) for c in lessons])]
+        served = hs.session.serve(TASK)
+        assert served.block.count("\n") == 3  # header, 2 lines, notice
+        assert len(served.memory_ids) == 2
+        record = hs.journal.get(served.run_id)
+        assert record.served_ids == list(served.memory_ids)
+        hs.feedback(served.run_id, success=True)
+        credited = {u.memory_id for u in hs.store.get_many([u.memory_id for u in units]) if u.score_confidence > 0.65}
+        assert credited == set(served.memory_ids)  # the three left out of the block earn nothing
+
+
+def test_fit_experiences_says_how_many_lines_it_shows() -> None:
+    from langchain_hindsight.recall.injection import fit_experiences
+
+    units = [MemoryUnit(content=f"第{i}条：金额使用含税价并保留两位小数。" * 8) for i in range(5)]
+    block, shown = fit_experiences(units, max_lines=4, max_block_chars=400)
+    assert len(block) <= 400
+    assert block.count("\n") == shown + 1
+    assert 1 <= shown < 4
+    assert fit_experiences([]) == ("", 0)
+    assert fit_experiences(units)[1] == 5
