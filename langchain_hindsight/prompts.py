@@ -253,6 +253,13 @@ class PromptTemplates:
         origin_label: Appended to a memory line when the memory comes from another
             agent's or a shared namespace (recall across granted namespaces);
             placeholder ``{namespace}``.
+        truncation_notice: Follows ``line_ellipsis`` on a cut line: says it was cut and how to
+            read the whole memory; placeholder ``{command}`` (``show_command`` filled in).
+        truncation_notice_no_id: The same when the memory's id cannot be shown (a Document
+            without ``memory_id``, or an id that would not render as plain text).
+        show_command: The command that prints a whole memory; placeholder ``{memory_id}``.
+        show_command_namespace: The same for a memory outside the ``default`` namespace;
+            placeholders ``{memory_id}``, ``{namespace}``.
     """
 
     block_header: str
@@ -266,6 +273,10 @@ class PromptTemplates:
     index_separator: str = "、"
     line_ellipsis: str = "…"
     origin_label: str = "（来自：{namespace}）"
+    truncation_notice: str = "（已截断，完整内容：{command}）"
+    truncation_notice_no_id: str = "（已截断）"
+    show_command: str = "hindsight show {memory_id}"
+    show_command_namespace: str = "hindsight show {memory_id} --namespace {namespace}"
 
 
 ZH = PromptTemplates(
@@ -294,6 +305,8 @@ EN = PromptTemplates(
     index_separator=", ",
     line_ellipsis="...",
     origin_label=" (from: {namespace})",
+    truncation_notice=" (truncated; full text: {command})",
+    truncation_notice_no_id=" (truncated)",
 )
 """English templates."""
 

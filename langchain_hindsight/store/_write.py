@@ -24,7 +24,8 @@ from typing import Any, Literal
 import numpy as np
 
 from langchain_hindsight._safety import SUSPICIOUS_TAG, looks_like_instruction
-from langchain_hindsight.errors import ConfigurationError, InvalidMemoryError
+from langchain_hindsight._text import informative
+from langchain_hindsight.errors import ConfigurationError, InvalidMemoryError, UninformativeMemoryError
 from langchain_hindsight.store._codec import PENDING_SUPERSEDE, unit_from_record, unit_to_metadata
 from langchain_hindsight.store._collections import Collection, Role, check_namespace
 from langchain_hindsight.store._policy import TRUST_ORDER, TRUSTED_SOURCES, ConfidencePolicy, settle_claims, trust
@@ -44,6 +45,7 @@ __all__ = [
     "WritePlan",
     "candidates",
     "check_encodable",
+    "check_informative",
     "check_source_change",
     "check_unit",
     "demote",
@@ -94,6 +96,21 @@ def check_encodable(unit: MemoryUnit) -> MemoryUnit:
     return unit
 
 
+def check_informative(unit: MemoryUnit) -> MemoryUnit:
+    """Refuse a unit whose content carries no information (``"x"``, ``"ok"``, ``"好的"``, emoji only).
+
+    Raises:
+        UninformativeMemoryError: naming the content and why.
+    """
+    if not informative(unit.content):
+        raise UninformativeMemoryError(
+            f"invalid memory unit: content: {unit.content[:40]!r} carries no information (at most two letters or "
+            "one CJK character once punctuation, spaces and emoji are dropped, or only acknowledgements, "
+            "greetings and function words such as 'ok', '好的', 'thanks', 'the'): not stored"
+        )
+    return unit
+
+
 def prepare(
     unit: object,
     namespace: str | None,
@@ -106,7 +123,8 @@ def prepare(
 
     A unit that names no namespace gets ``default_namespace``; its claimed
     confidence is capped by source, and an instruction-like text from an
-    untrusted source is tagged ``suspicious`` and capped lower.
+    untrusted source is tagged ``suspicious`` and capped lower. A unit whose
+    content carries no information is refused (:func:`check_informative`).
     """
     unit = settle_claims(check_encodable(check_unit(unit)))
     changes: dict[str, Any] = {"task_type": vocabulary.normalize(unit.task_type)}
@@ -131,7 +149,7 @@ def prepare(
         confidence = min(confidence, policy.suspicious_cap)
     if confidence != unit.confidence:
         changes["confidence"] = confidence
-    return unit.evolve(**changes)
+    return check_informative(unit.evolve(**changes))
 
 
 def check_source_change(current: MemoryUnit, source: object) -> None:

@@ -140,7 +140,7 @@ def test_archive_moves_only_low_and_idle_units_and_restore_brings_them_back(stor
 
 
 def test_archive_thresholds_are_configurable(store: MemoryStore) -> None:
-    u = store.add(MemoryUnit(content="x", confidence=0.45, created_at=T0, last_accessed_at=T0)).unit
+    u = store.add(MemoryUnit(content="a stale lesson", confidence=0.45, created_at=T0, last_accessed_at=T0)).unit
     policy = LifecyclePolicy(archive_below=0.5, archive_idle_days=10)
     assert Lifecycle(store, policy=policy).archive_stale(now=T0 + timedelta(days=11)).archived == [u.memory_id]
 

@@ -359,7 +359,9 @@ def test_clean_feedback() -> None:
     assert clean_feedback("No, you should sort first") == "you should sort first"
     assert clean_feedback("Nobody told me") == "Nobody told me"  # "No" only as a word
     assert clean_feedback("好的") is None
-    assert clean_feedback("不对") == "不对"
+    assert clean_feedback("不对") is None  # a bare verdict: the verdict applies, but there is no correction to store
+    assert clean_feedback("No.") is None
+    assert clean_feedback("不对，用gbk") == "用gbk"
 
 
 def test_trajectory_rendering_snapshot() -> None:
