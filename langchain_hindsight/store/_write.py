@@ -24,6 +24,7 @@ from typing import Any, Literal
 import numpy as np
 
 from langchain_hindsight._safety import SUSPICIOUS_TAG, looks_like_instruction
+from langchain_hindsight._trust import SOURCE_TRUST
 from langchain_hindsight.errors import ConfigurationError, InvalidMemoryError
 from langchain_hindsight.store._codec import PENDING_SUPERSEDE, unit_from_record, unit_to_metadata
 from langchain_hindsight.store._collections import Collection, Role, check_namespace
@@ -38,14 +39,16 @@ from langchain_hindsight.store.writes import (
     WriteResult,
 )
 from langchain_hindsight.taxonomy import TaskTypeVocabulary
-from langchain_hindsight.types import MemoryUnit
+from langchain_hindsight.types import MAX_ACCESS_COUNT, MemoryUnit
 
 __all__ = [
+    "EVIDENCE_GAIN",
     "WritePlan",
     "candidates",
     "check_encodable",
     "check_source_change",
     "check_unit",
+    "corroborated",
     "demote",
     "merge_units",
     "nearest",
@@ -66,6 +69,7 @@ _QUERY_BATCH = 1000
 REASON_NEW = "new: no similar active unit in scope"
 REASON_NO_DEDUPE = "stored as given (dedupe=False)"
 REASON_SAME_STATEMENT = "the same statement (after normalising case, whitespace and punctuation) was already stored"
+REASON_LEARNED_AGAIN = "{reason}: learned again (evidence {evidence}, confidence {confidence:.2f})"
 REASON_KEPT_BOTH = "a different statement: kept alongside its similar units"
 REASON_DUPLICATE_BELOW = (
     "judged a duplicate, but {similarity:.2f} is below merge_threshold {threshold}: kept alongside instead"
@@ -148,26 +152,55 @@ def demote(unit: MemoryUnit, policy: ConfidencePolicy) -> MemoryUnit:
     return unit.evolve(status="superseded", confidence=round(unit.score_confidence * policy.supersede_factor, 6))
 
 
+EVIDENCE_GAIN = 0.25
+"""Share of the gap to the source's ceiling that each further learning of a lesson closes (see :func:`corroborated`)."""
+
+
+def corroborated(confidence: float, source: str, added: int) -> float:
+    """``confidence`` after a lesson from ``source`` was learned ``added`` more times.
+
+    Each further learning closes :data:`EVIDENCE_GAIN` of the gap to the source's
+    ceiling (``langchain_hindsight._trust``: 0.9 for a rule, 0.5 for a lesson quoting a
+    tool's text): bounded, with diminishing steps, and never above the ceiling. A
+    confidence already at or above it (earned by feedback) is left as it is.
+
+    Example:
+        >>> corroborated(0.7, "rule", 4)  # a rule lesson learned five times: 0.9 - 0.2 * 0.75**4
+        0.836719
+        >>> corroborated(0.4, "tool_output", 4), corroborated(0.95, "rule", 3)
+        (0.468359, 0.95)
+    """
+    ceiling = SOURCE_TRUST[source].ceiling  # type: ignore[index]
+    if added <= 0 or confidence >= ceiling:
+        return confidence
+    return round(ceiling - (ceiling - confidence) * (1.0 - EVIDENCE_GAIN) ** added, 6)
+
+
 def merge_units(existing: MemoryUnit, incoming: MemoryUnit) -> MemoryUnit:
     """``existing`` after absorbing ``incoming``, the same statement (or a judged duplicate).
 
-    Keeps the highest confidence, sums access counts, unions tags, records
-    ``incoming`` in ``merged_from`` and keeps the *newest* creation and access
-    times, so recency reflects that the lesson was just learned again.
+    The lesson was learned again: ``evidence`` adds up and confidence grows with it
+    (from the higher of the two, see :func:`corroborated`; never above the source's
+    ceiling). Sums access counts, unions tags, records ``incoming`` in
+    ``merged_from`` and keeps the *newest* creation and access times, so recency
+    reflects that the lesson was just learned again.
     """
     merged_from = list(dict.fromkeys([*existing.merged_from, incoming.memory_id, *incoming.merged_from]))
     if trust(incoming.source) > trust(existing.source):
         # A less trusted echo corroborates nothing: record it, change nothing else.
         return existing.evolve(merged_from=merged_from)
+    # Provenance: a user's word outranks an inference; never lower it.
+    source = min((existing.source, incoming.source), key=trust)
+    confidence = max(existing.score_confidence, incoming.score_confidence)
     return existing.evolve(
-        confidence=max(existing.score_confidence, incoming.score_confidence),
+        confidence=corroborated(confidence, source, incoming.evidence),
+        evidence=min(MAX_ACCESS_COUNT, existing.evidence + incoming.evidence),
         access_count=existing.access_count + incoming.access_count,
         tags=[*existing.tags, *incoming.tags],
         created_at=max(existing.created_at, incoming.created_at),
         last_accessed_at=max(existing.last_accessed_at, incoming.last_accessed_at),
         merged_from=merged_from,
-        # Provenance: a user's word outranks an inference; never lower it.
-        source=min((existing.source, incoming.source), key=trust),
+        source=source,
     )
 
 
@@ -391,8 +424,12 @@ def plan_add(
             )
             outcomes.append(("added", unit.memory_id, kept, decision.reason))
         elif decision.decision == "duplicate":
-            plan._put(merge_units(target.unit, unit))
-            outcomes.append(("merged", target.unit.memory_id, (target.unit.memory_id,), decision.reason))
+            merged = merge_units(target.unit, unit)
+            plan._put(merged)
+            reason = REASON_LEARNED_AGAIN.format(
+                reason=decision.reason, evidence=merged.evidence, confidence=merged.score_confidence
+            )
+            outcomes.append(("merged", target.unit.memory_id, (target.unit.memory_id,), reason))
         else:
             unit = unit.evolve(supersedes=target.unit.memory_id)
             if target.unit.memory_id not in new:
