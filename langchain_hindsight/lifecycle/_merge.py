@@ -27,7 +27,8 @@ from typing import TYPE_CHECKING, Any
 
 from langchain_hindsight._trust import SOURCE_TRUST, trust_rank
 from langchain_hindsight.store._statement import generalise, lesson_key, rule_made
-from langchain_hindsight.store._write import EVIDENCE_GAIN, corroborated, statement_key
+from langchain_hindsight.store._policy import ConfidencePolicy
+from langchain_hindsight.store._write import EVIDENCE_GAIN, corroborated, evidence_cap, statement_key
 from langchain_hindsight.types import MemoryUnit
 
 if TYPE_CHECKING:
@@ -149,13 +150,13 @@ def masked_only(members: Sequence[MemoryUnit]) -> bool:
     return all(rule_made(u) for u in members) and len({statement_key(u.content) for u in members}) > 1
 
 
-def fold(keeper: MemoryUnit, folded: Sequence[MemoryUnit]) -> MemoryUnit:
+def fold(keeper: MemoryUnit, folded: Sequence[MemoryUnit], policy: ConfidencePolicy | None = None) -> MemoryUnit:
     """``keeper`` after absorbing ``folded``: evidence added up, summed accesses, union of tags, provenance.
 
     Confidence is the highest of the keeper's source, grown by the evidence the
     folded units of that source bring (:func:`~langchain_hindsight.store._write.corroborated`,
-    never above the source's ceiling); a less trusted unit lends no confidence and
-    no evidence. Times are the newest of the group (creation and last access), so
+    never above the source's ceiling nor ``policy``'s, never for a ``suspicious`` unit);
+    a less trusted unit lends no confidence and no evidence. Times are the newest of the group (creation and last access), so
     recency reflects the latest time the lesson was learned. A rule-made keeper's
     text is masked (:func:`~langchain_hindsight.store._statement.generalise`): the
     file name of the one run it came from is not the lesson.
@@ -177,11 +178,13 @@ def fold(keeper: MemoryUnit, folded: Sequence[MemoryUnit]) -> MemoryUnit:
     supersedes = keeper.supersedes or next((u.supersedes for u in folded if u.supersedes), None)
     peers = [u for u in group if u.source == keeper.source]  # a less trusted unit lends no confidence
     changes = {"content": generalise(keeper.content)} if rule_made(keeper) else {}
+    tags = [t for u in group for t in u.tags]
+    best = keeper.evolve(confidence=max(u.score_confidence for u in peers), tags=tags)
     return keeper.evolve(
-        confidence=corroborated(max(u.score_confidence for u in peers), keeper.source, evidence),
+        confidence=corroborated(best.score_confidence, keeper.source, evidence, ceiling=evidence_cap(best, policy)),
         evidence=keeper.evidence + evidence,
         access_count=access,
-        tags=[t for u in group for t in u.tags],
+        tags=tags,
         created_at=max(u.created_at for u in group),
         last_accessed_at=max(u.last_accessed_at for u in group),
         merged_from=[i for i in dict.fromkeys(merged_from) if i != keeper.memory_id],

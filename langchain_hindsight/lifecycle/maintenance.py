@@ -265,7 +265,7 @@ class Lifecycle:
             else:
                 clusters = star_clusters(members, vectors[np.asarray(idx)], self.policy.merge_threshold)
             for keeper, folded in clusters:
-                after = fold(keeper, folded)
+                after = fold(keeper, folded, self.store.policy)
                 merged[keeper.memory_id] = [u.memory_id for u in folded]
                 reasons[keeper.memory_id] = fold_reason(keeper, after, folded, masked=masked)
                 keepers.append(after)

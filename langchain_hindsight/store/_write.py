@@ -50,6 +50,7 @@ __all__ = [
     "check_unit",
     "corroborated",
     "demote",
+    "evidence_cap",
     "merge_units",
     "nearest",
     "plan_add",
@@ -156,13 +157,14 @@ EVIDENCE_GAIN = 0.25
 """Share of the gap to the source's ceiling that each further learning of a lesson closes (see :func:`corroborated`)."""
 
 
-def corroborated(confidence: float, source: str, added: int) -> float:
+def corroborated(confidence: float, source: str, added: int, *, ceiling: float | None = None) -> float:
     """``confidence`` after a lesson from ``source`` was learned ``added`` more times.
 
     Each further learning closes :data:`EVIDENCE_GAIN` of the gap to the source's
     ceiling (``langchain_hindsight._trust``: 0.9 for a rule, 0.5 for a lesson quoting a
-    tool's text): bounded, with diminishing steps, and never above the ceiling. A
-    confidence already at or above it (earned by feedback) is left as it is.
+    tool's text; ``ceiling`` lowers it, e.g. a store's own policy): bounded, with
+    diminishing steps, and never above the ceiling. A confidence already at or
+    above it (earned by feedback) is left as it is.
 
     Example:
         >>> corroborated(0.7, "rule", 4)  # a rule lesson learned five times: 0.9 - 0.2 * 0.75**4
@@ -170,38 +172,54 @@ def corroborated(confidence: float, source: str, added: int) -> float:
         >>> corroborated(0.4, "tool_output", 4), corroborated(0.95, "rule", 3)
         (0.468359, 0.95)
     """
-    ceiling = SOURCE_TRUST[source].ceiling  # type: ignore[index]
-    if added <= 0 or confidence >= ceiling:
+    cap = SOURCE_TRUST[source].ceiling  # type: ignore[index]
+    if ceiling is not None:
+        cap = min(cap, ceiling)
+    if added <= 0 or confidence >= cap:
         return confidence
-    return round(ceiling - (ceiling - confidence) * (1.0 - EVIDENCE_GAIN) ** added, 6)
+    return round(cap - (cap - confidence) * (1.0 - EVIDENCE_GAIN) ** added, 6)
 
 
-def merge_units(existing: MemoryUnit, incoming: MemoryUnit) -> MemoryUnit:
+def evidence_cap(unit: MemoryUnit, policy: ConfidencePolicy | None) -> float | None:
+    """How high evidence may lift ``unit`` under ``policy``: its source's ceiling, the suspicious cap if tagged.
+
+    A unit tagged ``suspicious`` (instruction-like text from an untrusted source)
+    never gains by repetition: an injection repeated is not corroborated.
+    """
+    if SUSPICIOUS_TAG in unit.tags:
+        return min(unit.score_confidence, policy.suspicious_cap) if policy is not None else unit.score_confidence
+    return None if policy is None else policy.ceiling.get(unit.source)
+
+
+def merge_units(existing: MemoryUnit, incoming: MemoryUnit, policy: ConfidencePolicy | None = None) -> MemoryUnit:
     """``existing`` after absorbing ``incoming``, the same statement (or a judged duplicate).
 
     The lesson was learned again: ``evidence`` adds up and confidence grows with it
     (from the higher of the two, see :func:`corroborated`; never above the source's
-    ceiling). Sums access counts, unions tags, records ``incoming`` in
-    ``merged_from`` and keeps the *newest* creation and access times, so recency
-    reflects that the lesson was just learned again.
+    ceiling, nor ``policy``'s; never for a unit tagged ``suspicious``). Sums access
+    counts, unions tags, records ``incoming`` in ``merged_from`` and keeps the
+    *newest* creation and access times, so recency reflects that the lesson was
+    just learned again.
     """
     merged_from = list(dict.fromkeys([*existing.merged_from, incoming.memory_id, *incoming.merged_from]))
     if trust(incoming.source) > trust(existing.source):
         # A less trusted echo corroborates nothing: record it, change nothing else.
         return existing.evolve(merged_from=merged_from)
-    # Provenance: a user's word outranks an inference; never lower it.
-    source = min((existing.source, incoming.source), key=trust)
-    confidence = max(existing.score_confidence, incoming.score_confidence)
-    return existing.evolve(
-        confidence=corroborated(confidence, source, incoming.evidence),
+    merged = existing.evolve(
         evidence=min(MAX_ACCESS_COUNT, existing.evidence + incoming.evidence),
         access_count=existing.access_count + incoming.access_count,
         tags=[*existing.tags, *incoming.tags],
         created_at=max(existing.created_at, incoming.created_at),
         last_accessed_at=max(existing.last_accessed_at, incoming.last_accessed_at),
         merged_from=merged_from,
-        source=source,
+        # Provenance: a user's word outranks an inference; never lower it.
+        source=min((existing.source, incoming.source), key=trust),
+        confidence=max(existing.score_confidence, incoming.score_confidence),
     )
+    grown = corroborated(
+        merged.score_confidence, merged.source, incoming.evidence, ceiling=evidence_cap(merged, policy)
+    )
+    return merged.evolve(confidence=grown) if grown != merged.score_confidence else merged
 
 
 def query_neighbours(
@@ -424,7 +442,7 @@ def plan_add(
             )
             outcomes.append(("added", unit.memory_id, kept, decision.reason))
         elif decision.decision == "duplicate":
-            merged = merge_units(target.unit, unit)
+            merged = merge_units(target.unit, unit, policy)
             plan._put(merged)
             reason = REASON_LEARNED_AGAIN.format(
                 reason=decision.reason, evidence=merged.evidence, confidence=merged.score_confidence

@@ -467,13 +467,17 @@ def test_lifecycle_readme_examples_run(capsys: pytest.CaptureFixture[str]) -> No
 
     text = (Path(__file__).resolve().parents[2] / "docs" / "lifecycle.md").read_text(encoding="utf-8")
     blocks = re.findall(r"```python\n(.*?)```", text, re.DOTALL)
-    assert len(blocks) == 4
+    assert len(blocks) == 5
     for block in blocks:
         exec(compile(block, "docs/lifecycle.md", "exec"), {})
     out = capsys.readouterr().out.splitlines()
     assert out[0] == "1 0.43"
     assert out[1] == "True"
-    assert out[2] == "1 similarity active"
-    assert out[3].startswith("[('similarity', 0.415)")
-    assert out[4].startswith("最近5个data_cleaning任务中有5个都涉及“missing-values”")
-    assert out[5] == "0 [] []"
+    # the merge section: five per-file lessons folded into one, then unmerged
+    assert out[2] == "4 5"
+    assert out[3] == "使用read_csv时，默认参数会失败，改为encoding='gbk'后成功（任务：统计 *.csv 的销售额）。"
+    assert out[4] == "4 1"
+    assert out[5] == "1 similarity active"
+    assert out[6].startswith("[('similarity', 0.415)")
+    assert out[7].startswith("最近5个data_cleaning任务中有5个都涉及“missing-values”")
+    assert out[8] == "0 [] []"
