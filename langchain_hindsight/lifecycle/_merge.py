@@ -13,7 +13,7 @@ removed, so the masked statement alone decides (no similarity threshold). A
 person's facts are keyed on their text as it is: their numbers are the fact.
 
 Folding sums ``evidence`` (how many times the lesson was learned), grows
-confidence with it (:func:`~langchain_hindsight.store._write.corroborated`) and
+confidence with it (:func:`~langchain_hindsight.store._evidence.corroborated`) and
 *archives* the folded units whole (not served, kept for :func:`unfold`).
 
 Pure helpers (:func:`duplicate_groups`, :func:`star_clusters`, :func:`fold`, :func:`unfold`)
@@ -25,10 +25,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from langchain_hindsight._trust import SOURCE_TRUST, trust_rank
-from langchain_hindsight.store._statement import generalise, lesson_key, rule_made
+from langchain_hindsight._trust import trust_rank
+from langchain_hindsight.store._evidence import corroborated, evidence_cap, uncorroborated
 from langchain_hindsight.store._policy import ConfidencePolicy
-from langchain_hindsight.store._write import EVIDENCE_GAIN, corroborated, evidence_cap, statement_key
+from langchain_hindsight.store._statement import generalise, lesson_key, rule_made, statement_key
 from langchain_hindsight.types import MemoryUnit
 
 if TYPE_CHECKING:
@@ -154,10 +154,11 @@ def fold(keeper: MemoryUnit, folded: Sequence[MemoryUnit], policy: ConfidencePol
     """``keeper`` after absorbing ``folded``: evidence added up, summed accesses, union of tags, provenance.
 
     Confidence is the highest of the keeper's source, grown by the evidence the
-    folded units of that source bring (:func:`~langchain_hindsight.store._write.corroborated`,
+    folded units of that source bring (:func:`~langchain_hindsight.store._evidence.corroborated`,
     never above the source's ceiling nor ``policy``'s, never for a ``suspicious`` unit);
-    a less trusted unit lends no confidence and no evidence. Times are the newest of the group (creation and last access), so
-    recency reflects the latest time the lesson was learned. A rule-made keeper's
+    a less trusted unit lends no confidence and no evidence. Times are the newest of
+    the group (creation and last access), so recency reflects the latest time the
+    lesson was learned. A rule-made keeper's
     text is masked (:func:`~langchain_hindsight.store._statement.generalise`): the
     file name of the one run it came from is not the lesson.
 
@@ -217,12 +218,8 @@ def unfold(keeper: MemoryUnit, restored: Sequence[MemoryUnit]) -> MemoryUnit:
     gone = {i for u in restored for i in (u.memory_id, *u.merged_from)}
     evidence = sum(u.evidence for u in restored if u.source == keeper.source)
     evidence = min(evidence, keeper.evidence - 1)
-    ceiling = SOURCE_TRUST[keeper.source].ceiling
-    confidence = keeper.score_confidence
-    if evidence and confidence < ceiling:
-        confidence = max(0.0, ceiling - (ceiling - confidence) / (1.0 - EVIDENCE_GAIN) ** evidence)
     return keeper.evolve(
-        confidence=round(confidence, 6),
+        confidence=uncorroborated(keeper.score_confidence, keeper.source, evidence),
         evidence=keeper.evidence - evidence,
         access_count=max(0, keeper.access_count - sum(u.access_count for u in restored)),
         merged_from=[i for i in keeper.merged_from if i not in gone],

@@ -24,10 +24,10 @@ from typing import Any, Literal
 import numpy as np
 
 from langchain_hindsight._safety import SUSPICIOUS_TAG, looks_like_instruction
-from langchain_hindsight._trust import SOURCE_TRUST
 from langchain_hindsight.errors import ConfigurationError, InvalidMemoryError
 from langchain_hindsight.store._codec import PENDING_SUPERSEDE, unit_from_record, unit_to_metadata
 from langchain_hindsight.store._collections import Collection, Role, check_namespace
+from langchain_hindsight.store._evidence import corroborated, evidence_cap
 from langchain_hindsight.store._policy import TRUST_ORDER, TRUSTED_SOURCES, ConfidencePolicy, settle_claims, trust
 from langchain_hindsight.store._statement import statement_key
 from langchain_hindsight.store.writes import (
@@ -42,15 +42,12 @@ from langchain_hindsight.taxonomy import TaskTypeVocabulary
 from langchain_hindsight.types import MAX_ACCESS_COUNT, MemoryUnit
 
 __all__ = [
-    "EVIDENCE_GAIN",
     "WritePlan",
     "candidates",
     "check_encodable",
     "check_source_change",
     "check_unit",
-    "corroborated",
     "demote",
-    "evidence_cap",
     "merge_units",
     "nearest",
     "plan_add",
@@ -153,49 +150,12 @@ def demote(unit: MemoryUnit, policy: ConfidencePolicy) -> MemoryUnit:
     return unit.evolve(status="superseded", confidence=round(unit.score_confidence * policy.supersede_factor, 6))
 
 
-EVIDENCE_GAIN = 0.25
-"""Share of the gap to the source's ceiling that each further learning of a lesson closes (see :func:`corroborated`)."""
-
-
-def corroborated(confidence: float, source: str, added: int, *, ceiling: float | None = None) -> float:
-    """``confidence`` after a lesson from ``source`` was learned ``added`` more times.
-
-    Each further learning closes :data:`EVIDENCE_GAIN` of the gap to the source's
-    ceiling (``langchain_hindsight._trust``: 0.9 for a rule, 0.5 for a lesson quoting a
-    tool's text; ``ceiling`` lowers it, e.g. a store's own policy): bounded, with
-    diminishing steps, and never above the ceiling. A confidence already at or
-    above it (earned by feedback) is left as it is.
-
-    Example:
-        >>> corroborated(0.7, "rule", 4)  # a rule lesson learned five times: 0.9 - 0.2 * 0.75**4
-        0.836719
-        >>> corroborated(0.4, "tool_output", 4), corroborated(0.95, "rule", 3)
-        (0.468359, 0.95)
-    """
-    cap = SOURCE_TRUST[source].ceiling  # type: ignore[index]
-    if ceiling is not None:
-        cap = min(cap, ceiling)
-    if added <= 0 or confidence >= cap:
-        return confidence
-    return round(cap - (cap - confidence) * (1.0 - EVIDENCE_GAIN) ** added, 6)
-
-
-def evidence_cap(unit: MemoryUnit, policy: ConfidencePolicy | None) -> float | None:
-    """How high evidence may lift ``unit`` under ``policy``: its source's ceiling, the suspicious cap if tagged.
-
-    A unit tagged ``suspicious`` (instruction-like text from an untrusted source)
-    never gains by repetition: an injection repeated is not corroborated.
-    """
-    if SUSPICIOUS_TAG in unit.tags:
-        return min(unit.score_confidence, policy.suspicious_cap) if policy is not None else unit.score_confidence
-    return None if policy is None else policy.ceiling.get(unit.source)
-
-
 def merge_units(existing: MemoryUnit, incoming: MemoryUnit, policy: ConfidencePolicy | None = None) -> MemoryUnit:
     """``existing`` after absorbing ``incoming``, the same statement (or a judged duplicate).
 
     The lesson was learned again: ``evidence`` adds up and confidence grows with it
-    (from the higher of the two, see :func:`corroborated`; never above the source's
+    (from the higher of the two, see
+    :func:`~langchain_hindsight.store._evidence.corroborated`; never above the source's
     ceiling, nor ``policy``'s; never for a unit tagged ``suspicious``). Sums access
     counts, unions tags, records ``incoming`` in ``merged_from`` and keeps the
     *newest* creation and access times, so recency reflects that the lesson was

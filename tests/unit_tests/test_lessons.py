@@ -8,6 +8,7 @@ before the mask, undoably; a person's numbers never fold; a deterministic error 
 from __future__ import annotations
 
 import io
+import itertools
 import json
 import logging
 import re
@@ -32,9 +33,9 @@ from langchain_hindsight import (
 )
 from langchain_hindsight.recall.injection import format_experiences
 from langchain_hindsight.store._codec import unit_from_record, unit_to_metadata
+from langchain_hindsight.store._evidence import corroborated
 from langchain_hindsight.store._statement import generalise, lesson_key
 from langchain_hindsight.store._transfer import export_units, read_jsonl
-from langchain_hindsight.store._write import corroborated
 from langchain_hindsight.testing import call, scripted_model
 from tests.fakes import GBK_TEXT, read_file
 
@@ -100,7 +101,8 @@ def test_five_files_become_one_lesson_with_evidence_five(
     assert str(tmp_path) not in lesson.content
     # ... they are in the context: the first run's call as made and its error as raised.
     assert lesson.context.parameters["arguments"]["path"].endswith(FILES[0])
-    assert "position" in lesson.context.input_sample and "<n>" not in lesson.context.input_sample
+    assert "position" in lesson.context.input_sample
+    assert "<n>" not in lesson.context.input_sample
     assert FILES[0] in lesson.task_description
     assert len(lesson.merged_from) == 4
     # Confidence grew with the evidence, within the ceiling of a lesson quoting a tool's text (0.5).
@@ -118,7 +120,9 @@ def test_five_files_become_one_lesson_with_evidence_five(
 
 
 def test_a_merge_reports_learned_again_with_the_evidence(fake_store: MemoryStore) -> None:
-    unit = MemoryUnit(task_type="data_cleaning", content="使用read_file时，encoding='utf-8'会失败，改为encoding='gbk'后成功。")
+    unit = MemoryUnit(
+        task_type="data_cleaning", content="使用read_file时，encoding='utf-8'会失败，改为encoding='gbk'后成功。"
+    )
     first = fake_store.add(unit, dedupe=True)
     again = fake_store.add(unit.evolve(memory_id="mem_again"), dedupe=True)
     assert first.action == "added"
@@ -129,11 +133,11 @@ def test_a_merge_reports_learned_again_with_the_evidence(fake_store: MemoryStore
 
 
 def test_confidence_grows_with_evidence_but_never_above_the_source_ceiling() -> None:
-    steps = [corroborated(0.7, "rule", n) for n in range(0, 40)]
+    steps = [corroborated(0.7, "rule", n) for n in range(40)]
     assert steps[0] == 0.7
-    assert all(a < b for a, b in zip(steps[:10], steps[1:11], strict=True))  # grows...
-    gains = [b - a for a, b in zip(steps, steps[1:], strict=False)]
-    assert all(g2 <= g1 for g1, g2 in zip(gains, gains[1:], strict=False))  # ...with diminishing steps
+    assert all(a < b for a, b in itertools.pairwise(steps[:11]))  # grows...
+    gains = [b - a for a, b in itertools.pairwise(steps)]
+    assert all(g2 <= g1 + 1e-9 for g1, g2 in itertools.pairwise(gains))  # ...with diminishing steps
     assert max(steps) <= 0.9  # the rule source's ceiling
     assert corroborated(0.4, "tool_output", 1000) <= 0.5
     assert corroborated(0.95, "rule", 5) == 0.95  # earned above the ceiling by feedback: left as it is
@@ -180,7 +184,7 @@ def _old_format(i: int, name: str, *, source: Any = "tool_output") -> MemoryUnit
         task_description=f"统计 /data/{name} 的销售额",
         content=(
             "使用read_csv时，encoding='utf-8'会失败（UnicodeDecodeError: 'utf-8' codec can't decode byte "
-            f"0x{0xc0 + i:x} in position {i * 7}: invalid continuation byte），改为encoding='gbk'后成功"
+            f"0x{0xC0 + i:x} in position {i * 7}: invalid continuation byte），改为encoding='gbk'后成功"
             f"（任务：统计 /data/{name} 的销售额）。"
         ),
         source=source,
@@ -244,8 +248,12 @@ def test_maintain_never_folds_facts_whose_numbers_differ(fake_store: MemoryStore
         MemoryUnit(memory_id="a1", content="Alice's report is /home/alice/q1.csv.", run_id="r3"),
         MemoryUnit(memory_id="a2", content="Alice's report is /home/alice/q2.csv.", run_id="r4"),
         # rule-made, but the numbers are the lesson: never masked
-        MemoryUnit(memory_id="t10", content="With fetch, timeout=10 fails; timeout=500 works.", source="rule", run_id="r5"),
-        MemoryUnit(memory_id="t30", content="With fetch, timeout=10 fails; timeout=30 works.", source="rule", run_id="r6"),
+        MemoryUnit(
+            memory_id="t10", content="With fetch, timeout=10 fails; timeout=500 works.", source="rule", run_id="r5"
+        ),
+        MemoryUnit(
+            memory_id="t30", content="With fetch, timeout=10 fails; timeout=30 works.", source="rule", run_id="r6"
+        ),
     ]
     fake_store.add_many(facts, dedupe=False)
     assert len({lesson_key(u) for u in facts}) == len(facts)

@@ -230,7 +230,12 @@ def test_merge_folds_true_duplicates_into_the_most_confident(make_store: Callabl
     assert [u.status for u in store.get_many(["a", "c"])] == ["archived", "archived"]
     assert "folded and archived" in report.reasons["b"]
     # e: another task type; f: more confident and ~0.99 similar, but a different statement: never folded.
-    assert {u.memory_id for u in store.list_units(status="active")} == {"b", "d", "e", "f"}  # the folded ones are archived
+    assert {u.memory_id for u in store.list_units(status="active")} == {
+        "b",
+        "d",
+        "e",
+        "f",
+    }  # the folded ones are archived
     assert store.get("f").content == F_TEXT
     assert Lifecycle(store).merge_duplicates().merged == {}  # nothing left to merge
 
