@@ -53,6 +53,7 @@ KEPT_APART_TAG = "kept-apart"
 """Tag of a unit an :func:`unfold` brought back: the merge pass never folds it again."""
 
 _READ_BATCH = 5000
+_ARCHIVE_BATCH = 1000
 _BLOCK_ELEMENTS = 1 << 25
 """Similarity block size in floats (~128 MB)."""
 
@@ -228,5 +229,5 @@ def unfold(keeper: MemoryUnit, restored: Sequence[MemoryUnit]) -> MemoryUnit:
 
 def archive_folded(store: MemoryStore, ns: str, ids: list[str]) -> None:
     """Move merged-away units to the archive, whole: not served, their ids kept in the keeper's ``merged_from``."""
-    if ids:
-        store.archive(ids, namespace=ns)
+    for start in range(0, len(ids), _ARCHIVE_BATCH):
+        store.archive(ids[start : start + _ARCHIVE_BATCH], namespace=ns)
