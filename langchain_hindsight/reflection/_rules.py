@@ -89,11 +89,13 @@ def format_args(args: dict[str, Any]) -> str:
 
 _TRANSIENT = re.compile(
     r"time(?:d)?[\s_-]?out|deadline exceeded|connection(?:\s*(?:error|reset|refused|aborted|closed|lost|dropped))"
-    r"|reset by peer|broken pipe|temporar(?:y|ily)|unavailable|try again|retry later|rate[\s_-]?limit|throttl"
+    r"|reset by peer|broken pipe|temporar(?:ily unavailable|y failure)|unavailable|try again|retry later"
+    r"|rate[\s_-]?limit|throttl"
     r"|too many requests|overloaded|server error|bad gateway|gateway timeout|network (?:error|is unreachable)"
-    r"|\b(?:http|status|code|error)\s*[:=]?\s*(?:429|5\d\d)\b|\b(?:429|5\d\d)\s+[a-z]"
+    r"|\b(?:http|status|code|error)\s*[:=]?\s*(?:429|5\d\d)\b"
+    r"|\b(?:429|5\d\d)\s+(?:internal|server|service|gateway|too many)"
     r"|超时|连接(?:被)?(?:重置|拒绝|中断|断开|失败)|网络(?:错误|异常|不可用)|限流|频率限制|请求过(?:多|于频繁)"
-    r"|服务(?:暂时)?不可用|服务器(?:错误|繁忙|内部错误)|稍后(?:再)?重试|网关",
+    r"|服务(?:暂时)?不可用|服务器(?:错误|繁忙|内部错误)|稍后(?:再)?重试|网关(?:超时|错误)",
     re.IGNORECASE,
 )
 """Error types and messages of failures that may pass on their own (zh and en); anything else is deterministic."""

@@ -301,6 +301,7 @@ def test_a_missing_file_three_times_is_not_unstable() -> None:
         ("PermissionError", "[Errno 13] Permission denied: '/srv/data/sales.csv'"),
         ("HTTPError", "404 Client Error: Not Found for url: https://api.example.com/v1/items/7"),
         ("ValueError", "could not convert string to float: 'N/A'"),
+        ("ValueError", "expected 500 rows, got 499"),  # a number is not a status code
     ],
 )
 def test_deterministic_errors_then_success_with_the_same_fix_are_not_instability(etype: str, msg: str) -> None:
