@@ -28,6 +28,7 @@ from langchain_hindsight._text import informative
 from langchain_hindsight.errors import ConfigurationError, InvalidMemoryError, UninformativeMemoryError
 from langchain_hindsight.store._codec import PENDING_SUPERSEDE, unit_from_record, unit_to_metadata
 from langchain_hindsight.store._collections import Collection, Role, check_namespace
+from langchain_hindsight.store._evidence import corroborated, evidence_cap
 from langchain_hindsight.store._policy import TRUST_ORDER, TRUSTED_SOURCES, ConfidencePolicy, settle_claims, trust
 from langchain_hindsight.store._statement import statement_key
 from langchain_hindsight.store.writes import (
@@ -39,7 +40,7 @@ from langchain_hindsight.store.writes import (
     WriteResult,
 )
 from langchain_hindsight.taxonomy import TaskTypeVocabulary
-from langchain_hindsight.types import MemoryUnit
+from langchain_hindsight.types import MAX_ACCESS_COUNT, MemoryUnit
 
 __all__ = [
     "WritePlan",
@@ -68,6 +69,7 @@ _QUERY_BATCH = 1000
 REASON_NEW = "new: no similar active unit in scope"
 REASON_NO_DEDUPE = "stored as given (dedupe=False)"
 REASON_SAME_STATEMENT = "the same statement (after normalising case, whitespace and punctuation) was already stored"
+REASON_LEARNED_AGAIN = "{reason}: learned again (evidence {evidence}, confidence {confidence:.2f})"
 REASON_KEPT_BOTH = "a different statement: kept alongside its similar units"
 REASON_DUPLICATE_BELOW = (
     "judged a duplicate, but {similarity:.2f} is below merge_threshold {threshold}: kept alongside instead"
@@ -166,19 +168,23 @@ def demote(unit: MemoryUnit, policy: ConfidencePolicy) -> MemoryUnit:
     return unit.evolve(status="superseded", confidence=round(unit.score_confidence * policy.supersede_factor, 6))
 
 
-def merge_units(existing: MemoryUnit, incoming: MemoryUnit) -> MemoryUnit:
+def merge_units(existing: MemoryUnit, incoming: MemoryUnit, policy: ConfidencePolicy | None = None) -> MemoryUnit:
     """``existing`` after absorbing ``incoming``, the same statement (or a judged duplicate).
 
-    Keeps the highest confidence, sums access counts, unions tags, records
-    ``incoming`` in ``merged_from`` and keeps the *newest* creation and access
-    times, so recency reflects that the lesson was just learned again.
+    The lesson was learned again: ``evidence`` adds up and confidence grows with it
+    (from the higher of the two, see
+    :func:`~langchain_hindsight.store._evidence.corroborated`; never above the source's
+    ceiling, nor ``policy``'s; never for a unit tagged ``suspicious``). Sums access
+    counts, unions tags, records ``incoming`` in ``merged_from`` and keeps the
+    *newest* creation and access times, so recency reflects that the lesson was
+    just learned again.
     """
     merged_from = list(dict.fromkeys([*existing.merged_from, incoming.memory_id, *incoming.merged_from]))
     if trust(incoming.source) > trust(existing.source):
         # A less trusted echo corroborates nothing: record it, change nothing else.
         return existing.evolve(merged_from=merged_from)
-    return existing.evolve(
-        confidence=max(existing.score_confidence, incoming.score_confidence),
+    merged = existing.evolve(
+        evidence=min(MAX_ACCESS_COUNT, existing.evidence + incoming.evidence),
         access_count=existing.access_count + incoming.access_count,
         tags=[*existing.tags, *incoming.tags],
         created_at=max(existing.created_at, incoming.created_at),
@@ -186,7 +192,12 @@ def merge_units(existing: MemoryUnit, incoming: MemoryUnit) -> MemoryUnit:
         merged_from=merged_from,
         # Provenance: a user's word outranks an inference; never lower it.
         source=min((existing.source, incoming.source), key=trust),
+        confidence=max(existing.score_confidence, incoming.score_confidence),
     )
+    grown = corroborated(
+        merged.score_confidence, merged.source, incoming.evidence, ceiling=evidence_cap(merged, policy)
+    )
+    return merged.evolve(confidence=grown) if grown != merged.score_confidence else merged
 
 
 def query_neighbours(
@@ -409,8 +420,12 @@ def plan_add(
             )
             outcomes.append(("added", unit.memory_id, kept, decision.reason))
         elif decision.decision == "duplicate":
-            plan._put(merge_units(target.unit, unit))
-            outcomes.append(("merged", target.unit.memory_id, (target.unit.memory_id,), decision.reason))
+            merged = merge_units(target.unit, unit, policy)
+            plan._put(merged)
+            reason = REASON_LEARNED_AGAIN.format(
+                reason=decision.reason, evidence=merged.evidence, confidence=merged.score_confidence
+            )
+            outcomes.append(("merged", target.unit.memory_id, (target.unit.memory_id,), reason))
         else:
             unit = unit.evolve(supersedes=target.unit.memory_id)
             if target.unit.memory_id not in new:

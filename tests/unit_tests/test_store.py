@@ -213,7 +213,10 @@ def test_identical_content_merges_instead_of_duplicating(store: MemoryStore) -> 
     second = result.unit
     assert (result.action, result.related_ids) == ("merged", (first.memory_id,))
     assert second.memory_id == first.memory_id
-    assert second.confidence == pytest.approx(0.85)
+    # Learned again: evidence 2, and confidence grows from the higher (0.85) by a quarter of the gap to the
+    # source's ceiling (agent_inference: 0.9), so a lesson learned twice outranks one learned once.
+    assert second.evidence == 2
+    assert second.confidence == pytest.approx(0.85 + (0.9 - 0.85) * 0.25)
     assert second.access_count == 5
     assert second.tags == ["csv", "encoding"]
     assert len(second.merged_from) == 1
