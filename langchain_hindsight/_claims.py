@@ -295,6 +295,8 @@ def _free(a: Claim, b: Claim) -> Relation:
     first_relational = _first_relational(ua)
     first_relational = len(ua) if first_relational is None else first_relational
     for _tag, i1, i2, j1, j2 in substantive:
+        if i1 < i2 and j1 < j2 and not (_values(ua[i1:i2]) and _values(ub[j1:j2])):
+            return "unsure"  # a function word for another ("to" / "through"): no value differs
         rel_a = {u.text for u in ua[i1:i2] if u.relational}
         rel_b = {u.text for u in ub[j1:j2] if u.relational}
         if rel_a and rel_b and rel_a != rel_b:
@@ -303,6 +305,11 @@ def _free(a: Claim, b: Claim) -> Relation:
         if not in_prescription and not _between_shared(blocks, i1, i2):
             return "unsure"
     return "contradicts"
+
+
+def _values(units: Sequence[Unit]) -> list[Unit]:
+    """The units of a span that can be a value: not a negation, not a relational word."""
+    return [u for u in units if u.text != NEG and not u.relational]
 
 
 def _negated(units: Sequence[Unit]) -> set[str]:

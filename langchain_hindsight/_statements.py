@@ -186,8 +186,15 @@ def _stem(word: str) -> str:
     return word
 
 
+def _proper(text: str, start: int) -> bool:
+    """A capitalised word inside a sentence is a name ("prefers Go"), not the verb it spells."""
+    return start > 0 and text[start].isupper() and text[:start].rstrip()[-1:] not in ("", ".", "!", "?", ";", ":")
+
+
 def units_of(text: str) -> tuple[Unit, ...]:
-    lowered = unicodedata.normalize("NFKC", text).lower()
+    normal = unicodedata.normalize("NFKC", text)
+    lowered = normal.lower()
+    cased = normal if len(normal) == len(lowered) else lowered
     relational = [False] * len(lowered)
     for m in _ZH_RELATIONAL.finditer(lowered):
         for i in range(*m.span()):
@@ -213,7 +220,13 @@ def units_of(text: str) -> tuple[Unit, ...]:
             if kind == "lit":
                 out.append(Unit(piece.replace("'", ""), keyed, True))
             else:
-                out.append(Unit(_stem(piece), keyed or piece in _EN_RELATIONAL, piece.isdigit()))
+                out.append(
+                    Unit(
+                        _stem(piece),
+                        keyed or (piece in _EN_RELATIONAL and not _proper(cased, m.start())),
+                        piece.isdigit(),
+                    )
+                )
         elif piece not in _ZH_FILLER and not modal[m.start()]:
             out.append(Unit(piece, relational[m.start()], False))
     return tuple(out)

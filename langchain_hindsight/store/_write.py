@@ -23,6 +23,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from langchain_hindsight._claims import claim_of, relation_of
 from langchain_hindsight._safety import SUSPICIOUS_TAG, looks_like_instruction
 from langchain_hindsight.errors import ConfigurationError, InvalidMemoryError
 from langchain_hindsight.store._codec import PENDING_SUPERSEDE, unit_from_record, unit_to_metadata
@@ -295,7 +296,15 @@ def _decide(
     same = next((n for n in near if key(n.unit) == own), None)
     if same is not None:
         return WriteDecision("duplicate", same.unit.memory_id, REASON_SAME_STATEMENT), same
-    similar = [n for n in near if conflict_threshold is not None and n.similarity > conflict_threshold]
+    if conflict_threshold is None:
+        return WriteDecision("add", reason=REASON_NEW), None
+    # Candidates: above conflict_threshold, or contradicted by the rules whatever the cosine (see writes.py).
+    new = claim_of(unit.content)
+    similar = [
+        n
+        for n in near
+        if n.similarity > conflict_threshold or relation_of(claim_of(n.unit.content), new) == "contradicts"
+    ]
     if not similar:
         return WriteDecision("add", reason=REASON_NEW), None
     decision = judge.judge(unit, similar)
@@ -379,6 +388,9 @@ def plan_add(
         picked = set(by_key.get(key(unit), ()))
         if conflict_threshold is not None:
             picked.update(order[i] for i in np.flatnonzero(sims > conflict_threshold).tolist())
+            # the nearest few whatever the cosine, as for stored units: the rules may find a contradiction there
+            nearest_rows = np.argsort(-sims, kind="stable")[:_NEIGHBOURS].tolist()
+            picked.update(order[i] for i in nearest_rows)
         similar = {i: float(sims[row[i]]) for i in picked}
         near = candidates(unit, vector, near_stored, new, plan.changed, scope, similarities=similar)
         decision, target = _decide(
