@@ -72,6 +72,7 @@ REASON_DUPLICATE_BELOW = (
     "judged a duplicate, but {similarity:.2f} is below merge_threshold {threshold}: kept alongside instead"
 )
 REASON_TRUSTED_REWORDING = "judged a duplicate ({reason}); the more trusted wording replaces the stored one"
+REASON_SUPERSEDED = "{reason} ({old}: confidence {before:.2f} -> {after:.2f}, kept as superseded)"
 REASON_LESS_TRUSTED = "a {source} unit never replaces a {other} one: both kept active, ranked by source"
 
 Scope = Literal["task_type", "namespace"]
@@ -409,9 +410,17 @@ def plan_add(
             unit = unit.evolve(supersedes=target.unit.memory_id)
             if target.unit.memory_id not in new:
                 plan.superseding.add(unit.memory_id)
-            plan._put(demote(target.unit, policy))
+            demoted = demote(target.unit, policy)
+            plan._put(demoted)
             admit(unit, vector)
-            outcomes.append(("superseded", unit.memory_id, (target.unit.memory_id,), decision.reason))
+            # what it takes to undo it: the old unit's confidence before (status back to "active")
+            reason = REASON_SUPERSEDED.format(
+                reason=decision.reason,
+                old=target.unit.memory_id,
+                before=target.unit.score_confidence,
+                after=demoted.score_confidence,
+            )
+            outcomes.append(("superseded", unit.memory_id, (target.unit.memory_id,), reason))
     # Final values for units written in this batch (a later unit may have merged into an earlier one).
     for action, memory_id, related, reason in outcomes:
         final = new[memory_id][0] if memory_id in new else plan.changed[memory_id]

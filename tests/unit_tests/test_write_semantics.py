@@ -183,11 +183,16 @@ def test_merge_keeps_the_newest_time(store: MemoryStore) -> None:
     ],
 )
 def test_different_statements_never_merge(store: MemoryStore, a: str, b: str) -> None:
-    store.add(_fact(a))
+    first = store.add(_fact(a))
     result = store.add(_fact(b))
-    assert result.action == "added"
+    assert result.action != "merged"
     assert result.unit.content == b
-    assert store.count(status="active") == 2
+    assert store.count() == 2  # both kept: active, or (a contradicted value, 1.5 -> 15) superseded in history
+    if result.action == "superseded":
+        assert (a, b) == ("阈值设为1.5。", "阈值设为15。")
+        assert store.history(result.memory_id)[-1].memory_id == first.memory_id
+    else:
+        assert store.count(status="active") == 2
 
 
 def test_thresholds_off_still_merge_only_the_same_statement(make_store: Callable[..., MemoryStore]) -> None:
@@ -291,7 +296,11 @@ def test_judge_update_or_conflict_supersedes_the_named_neighbour(
     store = _near_store(make_store, judge=LLMWriteJudge(model), conflict_threshold=0.5)
     old = store.add(_fact("周报统计上周一到上周日的数据。", task_type="weekly_report"))
     new = store.add(_fact("周报只统计本周一到本周日的数据。", task_type="weekly_report"))
-    assert (new.action, new.related_ids, new.reason) == ("superseded", (old.memory_id,), decision)
+    assert (new.action, new.related_ids) == ("superseded", (old.memory_id,))
+    before = old.unit.score_confidence
+    assert (
+        new.reason == f"{decision} ({old.memory_id}: confidence {before:.2f} -> {before / 2:.2f}, kept as superseded)"
+    )
     assert new.unit.supersedes == old.memory_id
     assert store.get(old.memory_id).status == "superseded"
     assert [u.memory_id for u in store.history(old.memory_id)] == [new.memory_id, old.memory_id]
@@ -337,7 +346,8 @@ def test_judge_answer_as_json_text_is_understood(make_store: Callable[..., Memor
     judged = _near_store(make_store, "other", judge=LLMWriteJudge(model), conflict_threshold=0.5)
     judged.add(old.unit.evolve())
     new = judged.add(_fact("周报只统计本周一到本周日的数据。", task_type="weekly_report"))
-    assert (new.action, new.related_ids, new.reason) == ("superseded", (old.memory_id,), "更正")
+    assert (new.action, new.related_ids) == ("superseded", (old.memory_id,))
+    assert new.reason.startswith("更正 (")
 
 
 @pytest.mark.parametrize(
@@ -501,6 +511,16 @@ def test_a_contradicting_statement_supersedes_with_the_chain_in_history(
         assert [u.memory_id for u in store.history(new.memory_id)] == [new.memory_id, old.memory_id]
         assert [u.content for u in store.list_units(status="active")] == [new_text]
         assert any(f"superseded {old.memory_id}" in m and "contradicts" in m for m in caplog.messages)
+
+
+def test_a_rule_supersede_says_how_to_undo_it() -> None:
+    with _rule_store() as store:
+        old = store.add(_fact("用户偏好用Java写后端服务。", confidence=0.9))
+        new = store.add(_fact("用户偏好用Python写后端服务。"))
+        assert f"({old.memory_id}: confidence 0.90 -> 0.45, kept as superseded)" in new.reason
+        back = store.update(old.memory_id, status="active", confidence=0.9)  # the undo the reason spells out
+        assert (back.status, back.confidence, back.content) == ("active", 0.9, old.unit.content)
+        assert store.count(status="active") == 2
 
 
 def test_a_contradiction_below_the_cosine_threshold_is_still_a_candidate() -> None:
