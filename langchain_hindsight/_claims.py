@@ -98,7 +98,7 @@ class Claim:
     def __init__(self, text: str) -> None:
         self.text = text
         self.template, self.fields = parse_template(text)
-        self.body = text.strip() if self.template is None else statement(text)
+        self.body = statement(text)
 
     @cached_property
     def units(self) -> tuple[Unit, ...]:
