@@ -23,6 +23,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from langchain_hindsight._claims import claim_of, relation_of
 from langchain_hindsight._safety import SUSPICIOUS_TAG, looks_like_instruction
 from langchain_hindsight._text import informative
 from langchain_hindsight.errors import ConfigurationError, InvalidMemoryError, UninformativeMemoryError
@@ -75,6 +76,7 @@ REASON_DUPLICATE_BELOW = (
     "judged a duplicate, but {similarity:.2f} is below merge_threshold {threshold}: kept alongside instead"
 )
 REASON_TRUSTED_REWORDING = "judged a duplicate ({reason}); the more trusted wording replaces the stored one"
+REASON_SUPERSEDED = "{reason} ({old}: confidence {before:.2f} -> {after:.2f}, kept as superseded)"
 REASON_LESS_TRUSTED = "a {source} unit never replaces a {other} one: both kept active, ranked by source"
 
 Scope = Literal["task_type", "namespace"]
@@ -324,7 +326,15 @@ def _decide(
     same = next((n for n in near if key(n.unit) == own), None)
     if same is not None:
         return WriteDecision("duplicate", same.unit.memory_id, REASON_SAME_STATEMENT), same
-    similar = [n for n in near if conflict_threshold is not None and n.similarity > conflict_threshold]
+    if conflict_threshold is None:
+        return WriteDecision("add", reason=REASON_NEW), None
+    # Candidates: above conflict_threshold, or contradicted by the rules whatever the cosine (see writes.py).
+    new = claim_of(unit.content)
+    similar = [
+        n
+        for n in near
+        if n.similarity > conflict_threshold or relation_of(claim_of(n.unit.content), new) == "contradicts"
+    ]
     if not similar:
         return WriteDecision("add", reason=REASON_NEW), None
     decision = judge.judge(unit, similar)
@@ -408,6 +418,9 @@ def plan_add(
         picked = set(by_key.get(key(unit), ()))
         if conflict_threshold is not None:
             picked.update(order[i] for i in np.flatnonzero(sims > conflict_threshold).tolist())
+            # the nearest few whatever the cosine, as for stored units: the rules may find a contradiction there
+            nearest_rows = np.argsort(-sims, kind="stable")[:_NEIGHBOURS].tolist()
+            picked.update(order[i] for i in nearest_rows)
         similar = {i: float(sims[row[i]]) for i in picked}
         near = candidates(unit, vector, near_stored, new, plan.changed, scope, similarities=similar)
         decision, target = _decide(
@@ -430,9 +443,17 @@ def plan_add(
             unit = unit.evolve(supersedes=target.unit.memory_id)
             if target.unit.memory_id not in new:
                 plan.superseding.add(unit.memory_id)
-            plan._put(demote(target.unit, policy))
+            demoted = demote(target.unit, policy)
+            plan._put(demoted)
             admit(unit, vector)
-            outcomes.append(("superseded", unit.memory_id, (target.unit.memory_id,), decision.reason))
+            # what it takes to undo it: the old unit's confidence before (status back to "active")
+            reason = REASON_SUPERSEDED.format(
+                reason=decision.reason,
+                old=target.unit.memory_id,
+                before=target.unit.score_confidence,
+                after=demoted.score_confidence,
+            )
+            outcomes.append(("superseded", unit.memory_id, (target.unit.memory_id,), reason))
     # Final values for units written in this batch (a later unit may have merged into an earlier one).
     for action, memory_id, related, reason in outcomes:
         final = new[memory_id][0] if memory_id in new else plan.changed[memory_id]
