@@ -92,7 +92,9 @@ class Hindsight:
         task_type: A fixed task type for recall and reflection; ``None`` infers it
             from each task's text.
         min_relevance: Relevance floor for recall (nothing relevant → no block);
-            ``"default"`` keeps the retriever's floor, ``None`` switches it off.
+            ``"default"`` keeps the retriever's floor (the calibrated ``"auto"`` rule unless
+            the retriever was given another), ``"auto"`` the calibrated rule, a number an
+            absolute floor on the fused relevance, ``None`` switches it off.
         locale: ``"zh"`` (default) or ``"en"``.
         background: Reflect in a worker thread (never delays the agent); call
             :meth:`flush` before reading what was learned.
@@ -140,7 +142,7 @@ class Hindsight:
         namespace: str = "default",
         k: int = 5,
         task_type: str | None = None,
-        min_relevance: float | Literal["default"] | None = "default",
+        min_relevance: float | Literal["default", "auto"] | None = "default",
         locale: Locale = "zh",
         background: bool = False,
         conversation_feedback: bool = True,

@@ -68,8 +68,8 @@ class SessionConfig:
         k: Experiences recalled per task.
         task_type: A fixed task type for recall and reflection; ``None`` infers it from each task's text.
         min_relevance: Relevance floor of recall (results below it are dropped; nothing
-            relevant → no block); ``"default"`` keeps the retriever's own floor, ``None``
-            switches the floor off.
+            relevant → no block); ``"default"`` keeps the retriever's own floor, ``"auto"`` the
+            calibrated rule, a number an absolute floor, ``None`` switches the floor off.
         locale: ``"zh"`` (default) or ``"en"`` block and task prompt.
         max_lines: At most this many block lines.
         namespace_key: ``config["configurable"]`` key (or runtime context attribute) naming the
@@ -92,7 +92,7 @@ class SessionConfig:
     journal: RunJournal | None = None
     k: int = 5
     task_type: str | None = None
-    min_relevance: float | Literal["default"] | None = "default"
+    min_relevance: float | Literal["default", "auto"] | None = "default"
     locale: Locale = "zh"
     max_lines: int = 8
     namespace_key: str | None = "user_id"
@@ -113,10 +113,10 @@ class SessionConfig:
             raise ConfigurationError(f"k must be a positive int, got {self.k!r}")
         if isinstance(self.max_lines, bool) or not isinstance(self.max_lines, int) or self.max_lines < 1:
             raise ConfigurationError(f"max_lines must be a positive int, got {self.max_lines!r}")
-        if self.min_relevance not in (None, "default") and (
+        if self.min_relevance not in (None, "default", "auto") and (
             isinstance(self.min_relevance, bool) or not isinstance(self.min_relevance, int | float)
         ):
-            raise ConfigurationError(f"min_relevance must be a number, None or 'default', got {self.min_relevance!r}")
+            raise ConfigurationError(f"min_relevance must be a number, None, 'auto' or 'default', got {self.min_relevance!r}")
         get_templates(self.locale)  # validates the locale
 
     @classmethod
