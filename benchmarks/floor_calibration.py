@@ -140,7 +140,9 @@ def main() -> None:
         result["splits"][split] = run_split(embeddings, stem)
     result["seconds"] = round(time.perf_counter() - start, 1)
     out = ROOT / "results"
-    (out / "floor_calibration.json").write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    (out / "floor_calibration.json").write_text(
+        json.dumps(result, indent=1, ensure_ascii=False) + "\n", encoding="utf-8"
+    )
     (out / "floor_calibration.md").write_text(markdown(result) + "\n", encoding="utf-8")
     print(markdown(result))
 

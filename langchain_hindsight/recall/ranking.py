@@ -36,10 +36,10 @@ __all__ = [
     "AUTO_FLOOR",
     "DEFAULT_LOW_RELEVANCE",
     "DEFAULT_MIN_RELEVANCE",
+    "SCRIPT_CACHE_SIZE",
     "FloorRule",
     "LowRelevance",
     "MinRelevance",
-    "SCRIPT_CACHE_SIZE",
     "ScriptCache",
     "content_script",
     "rank_candidates",
@@ -112,9 +112,7 @@ class FloorRule:
     threshold_latin: float = 0.34
     cross_script: float = 0.11
 
-    def margins(
-        self, cosine: npt.ArrayLike, share: npt.ArrayLike, blind: npt.ArrayLike, script: Script
-    ) -> np.ndarray:
+    def margins(self, cosine: npt.ArrayLike, share: npt.ArrayLike, blind: npt.ArrayLike, script: Script) -> np.ndarray:
         """Each candidate's evidence minus the threshold it needs (``>= 0`` passes).
 
         Args:
@@ -131,9 +129,7 @@ class FloorRule:
         same = cos + weight * lex - threshold
         return np.where(np.asarray(blind, dtype=bool), cos - self.cross_script, same)
 
-    def passes(
-        self, cosine: npt.ArrayLike, share: npt.ArrayLike, blind: npt.ArrayLike, script: Script
-    ) -> np.ndarray:
+    def passes(self, cosine: npt.ArrayLike, share: npt.ArrayLike, blind: npt.ArrayLike, script: Script) -> np.ndarray:
         """Boolean mask of the candidates that pass (see :meth:`margins`)."""
         return self.margins(cosine, share, blind, script) >= 0.0
 
@@ -222,7 +218,9 @@ def rank_candidates(
     table = score_many(units, relevance, task_type=bonus_type, now=now, weights=weights)
     keep = table.score >= min_score
     rule = min_relevance if isinstance(min_relevance, FloorRule) else AUTO_FLOOR
-    margin = rule.margins(cosine, lex, blind, script) if fusion == "convex_idf" else table.similarity - DEFAULT_MIN_RELEVANCE
+    margin = (
+        rule.margins(cosine, lex, blind, script) if fusion == "convex_idf" else table.similarity - DEFAULT_MIN_RELEVANCE
+    )
     if isinstance(min_relevance, FloorRule):
         keep &= margin >= 0.0
     elif min_relevance is not None:

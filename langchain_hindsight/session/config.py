@@ -116,7 +116,9 @@ class SessionConfig:
         if self.min_relevance not in (None, "default", "auto") and (
             isinstance(self.min_relevance, bool) or not isinstance(self.min_relevance, int | float)
         ):
-            raise ConfigurationError(f"min_relevance must be a number, None, 'auto' or 'default', got {self.min_relevance!r}")
+            raise ConfigurationError(
+                f"min_relevance must be a number, None, 'auto' or 'default', got {self.min_relevance!r}"
+            )
         get_templates(self.locale)  # validates the locale
 
     @classmethod

@@ -12,14 +12,13 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
-import numpy as np
 import pytest
 from langchain_core.embeddings import Embeddings
 
 from langchain_hindsight import HindsightRetriever, MemoryStore, MemoryUnit
 from langchain_hindsight.errors import ConfigurationError
-from langchain_hindsight.recall.ranking import AUTO_FLOOR, DEFAULT_MIN_RELEVANCE, FloorRule, rank_candidates
 from langchain_hindsight.recall.fusion import FusionWeights
+from langchain_hindsight.recall.ranking import AUTO_FLOOR, DEFAULT_MIN_RELEVANCE, FloorRule, rank_candidates
 from langchain_hindsight.recall.scoring import ScoringWeights
 from langchain_hindsight.session.config import SessionConfig
 
@@ -65,7 +64,8 @@ def _rank(min_relevance: float | FloorRule | None, lexical: dict[str, float], fu
 def test_a_long_chinese_task_passes_the_rule_where_the_old_absolute_floor_dropped_it() -> None:
     lexical = {"a": 0.06}  # a long task matches a small share of its own idf mass
     fused = 0.2 * 0.36 + 0.8 * 0.06
-    assert fused < DEFAULT_MIN_RELEVANCE and _rank(DEFAULT_MIN_RELEVANCE, lexical) == []
+    assert fused < DEFAULT_MIN_RELEVANCE
+    assert _rank(DEFAULT_MIN_RELEVANCE, lexical) == []
     assert _rank(AUTO_FLOOR, lexical) == ["a"]  # 0.36 + 0.06 >= 0.39; the coffee memory (0.20) fails
     assert _rank(None, lexical) == ["a", "b"]
 
@@ -129,11 +129,28 @@ def default_store(real_models: None, tmp_path_factory: pytest.TempPathFactory) -
 
     lessons = [
         MemoryUnit(memory_id="weekly", task_type="weekly_report", content=WEEKLY, source="user_feedback"),
-        MemoryUnit(memory_id="monthly", task_type="monthly_report", content="月报的环比要和上一个自然月比较，不要和去年同月比较。"),
-        MemoryUnit(memory_id="csv", task_type="data_cleaning", content="用pandas读取含中文的CSV时要指定encoding='utf-8-sig'。"),
-        MemoryUnit(memory_id="peanut", task_type="general", kind="fact", content="用户对花生过敏，推荐菜谱时要避开含花生的菜。"),
-        MemoryUnit(memory_id="emma", task_type="general", kind="fact", content="Alice's daughter Emma starts school in September."),
-        MemoryUnit(memory_id="retry", task_type="api_integration", content="Retry the payment webhook at most 5 times with exponential backoff."),
+        MemoryUnit(
+            memory_id="monthly",
+            task_type="monthly_report",
+            content="月报的环比要和上一个自然月比较，不要和去年同月比较。",
+        ),
+        MemoryUnit(
+            memory_id="csv", task_type="data_cleaning", content="用pandas读取含中文的CSV时要指定encoding='utf-8-sig'。"
+        ),
+        MemoryUnit(
+            memory_id="peanut", task_type="general", kind="fact", content="用户对花生过敏，推荐菜谱时要避开含花生的菜。"
+        ),
+        MemoryUnit(
+            memory_id="emma",
+            task_type="general",
+            kind="fact",
+            content="Alice's daughter Emma starts school in September.",
+        ),
+        MemoryUnit(
+            memory_id="retry",
+            task_type="api_integration",
+            content="Retry the payment webhook at most 5 times with exponential backoff.",
+        ),
     ]
     with MemoryStore(tmp_path_factory.mktemp("floor") / "db", embeddings=default_embeddings()) as store:
         store.add_many(lessons, dedupe=False)
@@ -151,12 +168,16 @@ def default_store(real_models: None, tmp_path_factory: pytest.TempPathFactory) -
 )
 def test_the_weekly_report_tasks_get_the_weekly_lesson(default_store: MemoryStore, query: str) -> None:
     served = HindsightRetriever(store=default_store, k=5).recall(query, now=NOW)
-    assert served and served[0].memory.memory_id == "weekly"
+    assert served
+    assert served[0].memory.memory_id == "weekly"
     old = HindsightRetriever(store=default_store, k=5, min_relevance=DEFAULT_MIN_RELEVANCE).recall(query, now=NOW)
-    assert served[0].breakdown["floor_margin"] >= 0 and len(served) >= len(old)
+    assert served[0].breakdown["floor_margin"] >= 0
+    assert len(served) >= len(old)
 
 
 @pytest.mark.parametrize("query", ["写一首关于秋天的诗", "write a haiku about autumn"])
 def test_an_autumn_poem_gets_nothing(default_store: MemoryStore, query: str) -> None:
     assert HindsightRetriever(store=default_store, k=5).recall(query, now=NOW) == []
-    assert HindsightRetriever(store=default_store, k=5, min_relevance=None).recall(query, now=NOW)  # only the floor drops them
+    assert HindsightRetriever(store=default_store, k=5, min_relevance=None).recall(
+        query, now=NOW
+    )  # only the floor drops them
