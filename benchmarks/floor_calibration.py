@@ -2,7 +2,7 @@
 
 Data (benchmarks/data/README.md says how it was written): ``floor_tuning_*.jsonl``
 (80 memories, 199 queries; :data:`~langchain_hindsight.recall.ranking.AUTO_FLOOR` was
-chosen on it) and ``floor_heldout_*.jsonl`` (40 memories, 111 queries; never used to
+chosen on it) and ``floor_heldout_*.jsonl`` (80 memories, 223 queries; never used to
 choose anything). Memories are task lessons and conversational memory (a person's
 preferences, facts and plans) in Chinese and English; queries are short tasks, long
 multi-clause tasks and chat transcripts (the last turns joined, ``用户：…`` /
