@@ -8,6 +8,8 @@ an autumn poem gets nothing, in both languages.
 
 from __future__ import annotations
 
+import argparse
+import json
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -16,6 +18,7 @@ import pytest
 from langchain_core.embeddings import Embeddings
 
 from langchain_hindsight import HindsightRetriever, MemoryStore, MemoryUnit
+from langchain_hindsight.cli import search as search_command
 from langchain_hindsight.errors import ConfigurationError
 from langchain_hindsight.recall.fusion import FusionWeights
 from langchain_hindsight.recall.ranking import AUTO_FLOOR, DEFAULT_MIN_RELEVANCE, FloorRule, rank_candidates
@@ -181,3 +184,37 @@ def test_an_autumn_poem_gets_nothing(default_store: MemoryStore, query: str) -> 
     assert HindsightRetriever(store=default_store, k=5, min_relevance=None).recall(
         query, now=NOW
     )  # only the floor drops them
+
+
+# ------------------------------------------------------------------ hindsight search says what the floor serves
+def test_search_marks_what_the_retriever_would_serve(
+    tmp_path: Path, fake_embeddings: Embeddings, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "db"
+    with MemoryStore(path, embeddings=fake_embeddings) as store:
+        store.add_many(
+            [
+                MemoryUnit(task_type="weekly_report", content=WEEKLY),
+                MemoryUnit(task_type="general", content="The user prefers aisle seats on long flights."),
+            ],
+            dedupe=False,
+        )
+        served = {m.memory.memory_id for m in HindsightRetriever(store=store, k=5).recall("生成本周的销售周报")}
+    args = argparse.Namespace(
+        path=str(path),
+        server=None,
+        principal=None,
+        config=None,
+        namespace=None,
+        k=5,
+        task_type=None,
+        json=True,
+        query="生成本周的销售周报",
+        embeddings=fake_embeddings,
+    )
+    assert search_command.search(args) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert len(shown) == 2  # the search shows weak matches too…
+    assert len(served) == 1  # (the weekly lesson passes the floor, the flight preference does not)
+    assert {r["memory"]["memory_id"] for r in shown if r["served"]} == served  # …and marks what the floor serves
+    assert all(r["served"] == (r["breakdown"]["floor_margin"] >= 0) for r in shown)
