@@ -20,6 +20,7 @@ Pure: no store access, no logging; the retriever records and diagnoses what is s
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -28,6 +29,7 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 
+from langchain_hindsight.errors import ConfigurationError
 from langchain_hindsight.recall.fusion import Fusion, FusionWeights, Script, fuse_arrays, query_script
 from langchain_hindsight.recall.scoring import ScoringWeights, score_many
 from langchain_hindsight.types import MemoryUnit, ScoredMemory, TaskTypeSource
@@ -111,6 +113,12 @@ class FloorRule:
     lexical_weight_latin: float = 0.5
     threshold_latin: float = 0.34
     cross_script: float = 0.11
+
+    def __post_init__(self) -> None:
+        for name in ("lexical_weight_cjk", "threshold_cjk", "lexical_weight_latin", "threshold_latin", "cross_script"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
+                raise ConfigurationError(f"FloorRule.{name} must be a finite number >= 0, got {value!r}")
 
     def margins(self, cosine: npt.ArrayLike, share: npt.ArrayLike, blind: npt.ArrayLike, script: Script) -> np.ndarray:
         """Each candidate's evidence minus the threshold it needs (``>= 0`` passes).

@@ -38,6 +38,9 @@ def test_the_rule_weighs_cosine_and_lexical_share_per_query_script() -> None:
     # a memory in the other script is lexically blind: its cosine alone, against cross_script
     assert rule.passes([0.12, 0.10], [0.9, 0.9], [True, True], "cjk").tolist() == [True, False]
     assert rule.margins([float("nan")], [0.0], [False], "latin")[0] == pytest.approx(-0.3)  # NaN counts nothing
+    for bad in (float("nan"), -0.1, True):
+        with pytest.raises(ConfigurationError, match="threshold_cjk"):
+            FloorRule(threshold_cjk=bad)
 
 
 def _rank(min_relevance: float | FloorRule | None, lexical: dict[str, float], fusion: str = "convex_idf") -> list[str]:
