@@ -93,7 +93,9 @@ class Hindsight:
         task_type: A fixed task type for recall and reflection; ``None`` infers it
             from each task's text.
         min_relevance: Relevance floor for recall (nothing relevant → no block);
-            ``"default"`` keeps the retriever's floor, ``None`` switches it off.
+            ``"default"`` keeps the retriever's floor (the calibrated ``"auto"`` rule unless
+            the retriever was given another), ``"auto"`` the calibrated rule, a number an
+            absolute floor on the fused relevance, ``None`` switches it off.
         locale: ``"zh"`` (default) or ``"en"``.
         max_lines: At most this many memory lines in the ``[相关经验]`` block.
         max_line_chars: At most this many characters of one memory's text in the block; a
@@ -150,7 +152,7 @@ class Hindsight:
         namespace: str = "default",
         k: int = 5,
         task_type: str | None = None,
-        min_relevance: float | Literal["default"] | None = "default",
+        min_relevance: float | Literal["default", "auto"] | None = "default",
         locale: Locale = "zh",
         max_lines: int = DEFAULT_MAX_LINES,
         max_line_chars: int = DEFAULT_MAX_LINE_CHARS,

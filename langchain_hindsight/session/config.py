@@ -71,8 +71,8 @@ class SessionConfig:
         k: Experiences recalled per task.
         task_type: A fixed task type for recall and reflection; ``None`` infers it from each task's text.
         min_relevance: Relevance floor of recall (results below it are dropped; nothing
-            relevant → no block); ``"default"`` keeps the retriever's own floor, ``None``
-            switches the floor off.
+            relevant → no block); ``"default"`` keeps the retriever's own floor, ``"auto"`` the
+            calibrated rule, a number an absolute floor, ``None`` switches the floor off.
         locale: ``"zh"`` (default) or ``"en"`` block and task prompt.
         max_lines: At most this many memory lines in the block.
         max_line_chars: At most this many characters of one memory's text in the block; a longer
@@ -107,7 +107,7 @@ class SessionConfig:
     journal: RunJournal | None = None
     k: int = 5
     task_type: str | None = None
-    min_relevance: float | Literal["default"] | None = "default"
+    min_relevance: float | Literal["default", "auto"] | None = "default"
     locale: Locale = "zh"
     max_lines: int = 8
     max_line_chars: int = DEFAULT_MAX_LINE_CHARS
@@ -132,10 +132,12 @@ class SessionConfig:
         check_block_size(
             max_lines=self.max_lines, max_line_chars=self.max_line_chars, max_block_chars=self.max_block_chars
         )
-        if self.min_relevance not in (None, "default") and (
+        if self.min_relevance not in (None, "default", "auto") and (
             isinstance(self.min_relevance, bool) or not isinstance(self.min_relevance, int | float)
         ):
-            raise ConfigurationError(f"min_relevance must be a number, None or 'default', got {self.min_relevance!r}")
+            raise ConfigurationError(
+                f"min_relevance must be a number, None, 'auto' or 'default', got {self.min_relevance!r}"
+            )
         get_templates(self.locale)  # validates the locale
         if isinstance(self.correction_patterns, str):
             raise ConfigurationError("correction_patterns must be a sequence of regular expressions, not one string")
