@@ -146,13 +146,19 @@ class LineSource(Protocol):
         """Its namespace (``None``: unknown)."""
         ...
 
+    @property
+    def suspicious(self) -> bool:
+        """Tagged ``suspicious``: untrusted text that reads like an instruction (the line says so)."""
+        ...
+
 
 def memory_line(
     t: PromptTemplates, index: int, entry: LineSource, limit: int, own_namespace: str | None, *, short: bool = False
 ) -> str:
     """One memory line: the text (rendered safe; cut to ``limit`` characters, saying so), confidence and origin.
 
-    A memory from another namespace than ``own_namespace`` is labelled with where it came from.
+    A memory from another namespace than ``own_namespace`` is labelled with where it came from;
+    a suspicious one ends with the templates' ``suspicious_label``.
     """
     text = clip_line(
         render_safe(entry.content), limit, t, memory_id=entry.memory_id, namespace=entry.namespace, short=short
@@ -160,6 +166,8 @@ def memory_line(
     line = t.block_line.format(index=index, content=text, confidence=entry.confidence)
     if own_namespace is not None and entry.namespace is not None and entry.namespace != own_namespace:
         line += t.origin_label.format(namespace=render_safe(entry.namespace))
+    if entry.suspicious:
+        line += t.suspicious_label
     return line
 
 
