@@ -179,7 +179,7 @@ def _skeleton_char(c: str) -> str:
                     out.append(kind)
                 elif mapped == ":" or (not low.isascii() and any(w in unicodedata.name(low, "") for w in _COLON_NAMES)):
                     out.append(":")
-                elif mapped in "|l" and not low.isalnum() and not low.isascii():
+                elif mapped in "|l" and not low.isascii() and (not low.isalnum() or low.upper() == low):
                     out.append("|")
                 else:
                     out.append(mapped.translate(_TRADITIONAL).translate(_VARIANTS))
@@ -244,10 +244,7 @@ _ROLE = (
     r"系统|助手|用户|人类|开发者|工具|模型|机器人|ai助手)"
 )
 _STRONG_ROLE = r"(?:assistant|human|developer|ipython|chatgpt|助手|人类|开发者)"
-_CONF_WORD = (
-    r"(?:置信度|置信|可信度|可信|信心值|信心|确信度|把握度|把握|可靠度|概率|confidence|conf|certainty|certain|"
-    r"probability|prob|likelihood|reliability|trust)"
-)
+_CONF_WORD = r"(?:置信度|置信|可信度|可信|信心值|信心|确信度|confidence|conf|certainty)"
 _NUMBER = r"(?:\d+(?:[.,]\d+)?|[.,]\d+)\s?%?"
 _SUFFIX_WORD = r"(?:来自|来源|出自|出处|已截断|截断|完整内容|存疑|from|source|origin|truncated|full text|doubtful)"
 _SENTENCES = (

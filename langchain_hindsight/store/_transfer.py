@@ -28,6 +28,7 @@ from langchain_hindsight.store._core import backend_errors
 from langchain_hindsight.store._policy import clamp_future
 from langchain_hindsight.store._store_reads import ReadMixin
 from langchain_hindsight.store._store_writes import WriteMixin
+from langchain_hindsight.store._write import flag_suspicious
 from langchain_hindsight.types import MemoryUnit
 
 __all__ = ["IMPORT_PENDING", "ImportReport", "TransferMixin", "export_units", "import_units", "read_jsonl"]
@@ -117,7 +118,8 @@ class TransferMixin(WriteMixin):
         """Write ``units`` exactly as given, all or nothing; ``namespace`` overrides theirs.
 
         For restoring a backup or moving a store (see ``hindsight export``/``import``):
-        no task-type normalisation, no dedupe, no confidence caps; archived units go
+        no task-type normalisation, no dedupe, no confidence caps (but untrusted text that reads like an
+        instruction is tagged ``suspicious`` and capped, as on every write); archived units go
         straight to the archive; only the content is re-embedded. Every unit is read
         and checked before anything is written. A unit whose id is already stored
         with the same data is skipped; with other data it is refused unless
@@ -139,6 +141,11 @@ class TransferMixin(WriteMixin):
                 refused.append(unit.memory_id)
                 continue
             unit = clamp_future(unit)  # a future stamp would never decay
+            flagged = flag_suspicious(unit, self.policy)  # untrusted text that reads like an instruction
+            if flagged is not unit:
+                logger.warning("import: memory %s from %s reads like an instruction: tagged suspicious, capped",
+                               unit.memory_id, unit.source)  # fmt: skip
+                unit = flagged
             if namespace is not None:
                 unit = unit.evolve(namespace=self.resolve_namespace(namespace))
             latest[unit.memory_id] = unit  # a later line wins
