@@ -20,7 +20,7 @@ import re
 from collections.abc import Callable
 from typing import Protocol
 
-from langchain_hindsight._safety import render_safe
+from langchain_hindsight._safety import render_label, render_safe
 from langchain_hindsight.errors import ConfigurationError
 from langchain_hindsight.prompts import PromptTemplates
 
@@ -120,7 +120,10 @@ def clip_line(
     if len(text) <= limit:
         return text
     tail = t.truncation_notice_no_id if short else truncation_notice(t, memory_id, namespace)
-    return text[: max(1, limit - len(t.line_ellipsis))].rstrip() + t.line_ellipsis + tail
+    head = text[: max(1, limit - len(t.line_ellipsis))].rstrip()
+    if head.count("‹") > head.count("›"):  # never cut inside a quote: it would stay open
+        head = head[: head.rindex("‹")].rstrip() or head + "›"
+    return head + t.line_ellipsis + tail
 
 
 class LineSource(Protocol):
@@ -165,7 +168,7 @@ def memory_line(
     )
     line = t.block_line.format(index=index, content=text, confidence=entry.confidence)
     if own_namespace is not None and entry.namespace is not None and entry.namespace != own_namespace:
-        line += t.origin_label.format(namespace=render_safe(entry.namespace))
+        line += t.origin_label.format(namespace=render_label(entry.namespace))
     if entry.suspicious:
         line += t.suspicious_label
     return line

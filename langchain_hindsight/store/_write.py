@@ -118,8 +118,11 @@ def check_informative(unit: MemoryUnit) -> MemoryUnit:
 
 
 def suspicious(unit: MemoryUnit) -> bool:
-    """An untrusted unit (any source but the user's and the developer's) already tagged, or whose text reads
-    like an instruction or like prompt structure (:func:`~langchain_hindsight._safety.looks_like_instruction`)."""
+    """Whether ``unit`` is untrusted text to doubt: tagged already, or reading like an instruction or structure.
+
+    Untrusted: any source but the user's and the developer's; reading like one:
+    :func:`~langchain_hindsight._safety.looks_like_instruction`.
+    """
     return unit.source not in TRUSTED_SOURCES and (
         SUSPICIOUS_TAG in unit.tags or looks_like_instruction(f"{unit.content}\n{unit.task_description}")
     )
