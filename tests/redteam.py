@@ -385,10 +385,16 @@ def _judge_char(c: str) -> str:
                 continue
             angle = any(w in name for w in ("ANGLE", "ARROWHEAD", "LESS-THAN", "GREATER-THAN"))
             shaped = angle or any(w in name for w in ("BRACKET", "PARENTHESIS", "CEILING", "FLOOR", "CORNER"))
-            if cat in ("Ps", "Pi") or (shaped and any(w in name for w in ("LEFT", "LESS-THAN", "TOP"))):
+            opening = cat in ("Ps", "Pi") or (
+                cat[0] == "S" and shaped and any(w in name for w in ("LEFT", "LESS-THAN", "TOP"))
+            )
+            closing = cat in ("Pe", "Pf") or (
+                cat[0] == "S" and shaped and any(w in name for w in ("RIGHT", "GREATER-THAN", "BOTTOM"))
+            )
+            if opening and not (cat[0] == "S" and "RIGHT" in name):
                 out.append("<" if angle else "[")
                 continue
-            if cat in ("Pe", "Pf") or (shaped and any(w in name for w in ("RIGHT", "GREATER-THAN", "BOTTOM"))):
+            if closing:
                 out.append(">" if angle else "]")
                 continue
             if "COLON" in name:
