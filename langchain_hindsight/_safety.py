@@ -155,9 +155,9 @@ def _bracket_kind(c: str) -> str | None:
     name = unicodedata.name(c, "")
     angle = any(w in name for w in ("ANGLE", "LESS-THAN", "GREATER-THAN", "ARROWHEAD"))
     if category in ("Ps", "Pi"):
-        return "<" if angle else "["
+        return "<" if angle else "“" if category == "Pi" else "["
     if category in ("Pe", "Pf"):
-        return ">" if angle else "]"
+        return ">" if angle else "”" if category == "Pf" else "]"
     if category[0] == "S" and any(w in name for w in _BRACKET_WORDS):
         closing = ("RIGHT" in name or "GREATER-THAN" in name or "BOTTOM" in name) and "LEFT" not in name
         return ("]" if closing else "[") if not angle else (">" if closing else "<")
@@ -222,11 +222,11 @@ def _skeleton_with_owners(text: str) -> tuple[str, list[int]]:
 
 
 # ----------------------------------------------------------------------------- structure, on the skeleton
-_PAD = r"[^\w\[\]<>:¤]"  # one padding character inside a word: a space, a dot, a dash, a symbol
+_PAD = r"[^\w\[\]<>:¤“”]"  # one padding character inside a word: a space, a dot, a dash, a symbol
 _GAP = rf"(?:{_PAD}|_){{0,3}}"
-_ANY_OPEN = r"[\[<]"
-_ANY_CLOSE = r"[\]>]"
-_ANY_BRACKET = r"[\[\]<>]"
+_ANY_OPEN = r"[\[<“]"
+_ANY_CLOSE = r"[\]>”]"
+_ANY_BRACKET = r"[\[\]<>“”]"  # quotation marks too (Pi/Pf: “ ”), but a quoted word is no label
 
 
 def _spaced(word: str) -> str:
@@ -285,7 +285,7 @@ _STRUCTURE_PATTERNS = (
     # our headers (and near-spellings) in any bracket, padded
     rf"{_ANY_BRACKET}+{_GAP}(?:{_LONG_HEADERS}){_GAP}{_ANY_BRACKET}+"
     # a short label in brackets naming a section, a role or a template slot: [经验], <system>, [INST], [/SYS]
-    rf"|{_ANY_OPEN}{_GAP}/?{_GAP}{_LABEL}{_GAP}/?{_GAP}{_ANY_CLOSE}"
+    rf"|[\[<]{_GAP}/?{_GAP}{_LABEL}{_GAP}/?{_GAP}[\]>]"
     # a bare header: 当前任务：, relevant experience:
     rf"|{_LONG_HEADERS}{_GAP}:"
     # chat-template tokens: <|im_start|>, <|begin_of_text|>, DeepSeek <｜User｜>
@@ -311,7 +311,7 @@ _STRUCTURE_PATTERNS = (
     r"|(?:^|(?<=[.;!?。；！？\]>¤\n]))\s*\d{1,3}\s*[.．、\]]\s"
 )
 _STRUCTURE = re.compile(_STRUCTURE_PATTERNS)
-_ABSORBED = frozenset("[]<>:| \n")
+_ABSORBED = frozenset("[]<>“”:| \n")
 """Prompt structure, matched on the :func:`skeleton` (lower-case; brackets, colons and bars folded)."""
 
 _QUALIFIER_EN = (
@@ -401,7 +401,7 @@ def _neutral(span: str) -> str:
     kept = []
     for c in span:
         s = _skeleton_char(c)
-        if c in (_QUOTE_OPEN, _QUOTE_CLOSE) or (s and all(x in "[]<>:|/#*=~\"'`¤" for x in s)):
+        if c in (_QUOTE_OPEN, _QUOTE_CLOSE) or (s and all(x in "[]<>“”:|/#*=~\"'`¤" for x in s)):
             kept.append(" ")
         else:
             kept.append(c)
@@ -421,7 +421,7 @@ def _own_quotes(text: str) -> str:
     """
     out, last = [], 0
     for m in re.finditer(f"{_QUOTE_OPEN}([^{_QUOTE_OPEN}{_QUOTE_CLOSE}]*){_QUOTE_CLOSE}", text):
-        if any(x in "[]<>:|¤" for x in skeleton(m.group(1))):
+        if any(x in "[]<>“”:|¤" for x in skeleton(m.group(1))):
             continue
         out += [text[last : m.start()].translate(_own_marks()), m.group(0)]
         last = m.end()
@@ -493,7 +493,7 @@ def render_label(text: str) -> str:
     """
     rendered = render_safe(text)
     kept = "".join(
-        c if c in (_QUOTE_OPEN, _QUOTE_CLOSE) or not any(x in "[]<>:" for x in _skeleton_char(c)) else " "
+        c if c in (_QUOTE_OPEN, _QUOTE_CLOSE) or not any(x in "[]<>“”:" for x in _skeleton_char(c)) else " "
         for c in rendered
     )
     return " ".join(kept.split())
