@@ -44,8 +44,10 @@ def test_middleware_run_then_user_correction(hs: Hindsight) -> None:
 
     result = hs.feedback(run_id, success=False, comment="不对，周报只统计本周一到周日的数据")
     assert [u.memory_id for u in result.updated] == [unit.memory_id]
-    # the run's success credit is taken back, then the rejection halves: not compounded on the credit
+    # the run's success credit is taken back; the correction (this week) contradicts the lesson (last week), so
+    # it supersedes it, halving it once, not compounded on the credit (issue 20: only what it contradicts)
     assert hs.store.get(unit.memory_id).score_confidence == pytest.approx(unit.score_confidence * 0.5)
+    assert hs.store.get(unit.memory_id).status == "superseded"
     assert hs.journal.get(run_id).credit is None
     assert len(result.created) == 1
     created = result.created[0]
@@ -54,6 +56,12 @@ def test_middleware_run_then_user_correction(hs: Hindsight) -> None:
     assert "本周一到周日" in created.content
     assert result.run.feedback[-1].rejected is True
     assert created.memory_id in hs.journal.get(run_id).produced
+    assert created.supersedes == unit.memory_id
+    assert [u.memory_id for u in hs.store.history(created.memory_id)] == [created.memory_id, unit.memory_id]
+    hs.undo_feedback(run_id)  # and the user's undo puts it all back
+    assert hs.store.get(unit.memory_id).score_confidence == pytest.approx(credited)
+    assert hs.store.get(unit.memory_id).status == "active"
+    assert hs.store.get(created.memory_id).status == "archived"
 
 
 def test_feedback_success_does_not_double_count(hs: Hindsight) -> None:

@@ -168,6 +168,7 @@ def test_every_adapter_journals_served_and_produced(
 def test_async_nodes_and_facade(make_hs: Callable[..., Hindsight]) -> None:
     hs = make_hs(task_type="weekly_report")
     unit = _add(hs.store, MemoryUnit(task_type="weekly_report", content=LESSON))
+    stored = hs.store.get(unit.memory_id).score_confidence
     graph = _nodes_graph(hs)
 
     async def main() -> tuple[Any, Any, Any]:
@@ -186,8 +187,12 @@ def test_async_nodes_and_facade(make_hs: Callable[..., Hindsight]) -> None:
     assert record.produced
     assert result.created
     assert result.created[0].source == "user_feedback"
-    # the success credit was taken back, then the rejection applied once
-    assert hs.store.get(unit.memory_id).score_confidence == pytest.approx(unit.score_confidence * 0.5)
+    # the success credit was taken back; the correction contradicts the lesson (this week vs last week), so it
+    # supersedes it: halved once (issue 20: a correction demotes what it contradicts, not everything served)
+    old = hs.store.get(unit.memory_id)
+    assert old.status == "superseded"
+    assert old.score_confidence == pytest.approx(stored * 0.5)
+    assert result.created[0].supersedes == unit.memory_id
 
 
 def test_async_session_serve_and_finish(make_hs: Callable[..., Hindsight]) -> None:
@@ -232,6 +237,7 @@ def test_correction_turn_in_a_checkpointed_thread_is_feedback_on_the_previous_ru
     task, correction, key, lesson = CASES[lang]
     hs = make_hs(task_type="weekly_report")
     wrong = _add(hs.store, MemoryUnit(task_type="weekly_report", content=lesson))
+    stored = hs.store.get(wrong.memory_id).score_confidence
     agent = create_agent(
         ReactiveToolModel(respond=_answer), tools=[], middleware=[hs.middleware()], checkpointer=InMemorySaver()
     )
@@ -246,13 +252,16 @@ def test_correction_turn_in_a_checkpointed_thread_is_feedback_on_the_previous_ru
     assert previous.credit is None  # the success credit was taken back ...
     assert previous.feedback[-1].rejected
     assert previous.feedback[-1].text == correction
-    # ... and nothing compounded: rejection of the original confidence, no +0.05 left on it
-    now = hs.store.get(wrong.memory_id).score_confidence
-    assert now == pytest.approx(wrong.score_confidence * 0.5)
+    # ... and nothing compounded: the correction contradicts the rolling window, so it supersedes it (issue 20:
+    # only what a correction contradicts is demoted), halving the original confidence, no +0.05 left on it
+    now = hs.store.get(wrong.memory_id)
+    assert now.status == "superseded"
+    assert now.score_confidence == pytest.approx(stored * 0.5)
     created = [u for u in hs.store.list_units() if u.source == "user_feedback"]
     assert len(created) == 1
     assert key in created[0].content
     assert created[0].memory_id in previous.produced
+    assert created[0].supersedes == wrong.memory_id
     correcting = hs.journal.get(second)
     assert wrong.memory_id not in correcting.served_ids  # the rejected memory is not served (nor credited) again
     assert correcting.thread_id == f"thread-{lang}"
@@ -322,7 +331,9 @@ def test_feedback_success_after_apply_outcome_off_credits_once(make_hs: Callable
     hs.feedback(served.run_id, success=True)
     assert hs.store.get(unit.memory_id).score_confidence == pytest.approx(unit.score_confidence + 0.05)
     hs.feedback(served.run_id, success=False)
-    assert hs.store.get(unit.memory_id).score_confidence == pytest.approx(unit.score_confidence * 0.5)
+    # issue 20: a failure verdict without a comment names nothing wrong: the credit back, then the failure
+    # debit (−0.1), no longer a rejection that halves
+    assert hs.store.get(unit.memory_id).score_confidence == pytest.approx(unit.score_confidence - 0.1)
 
 
 # ---------------------------------------------------------------------------- composition root
