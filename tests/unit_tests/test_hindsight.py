@@ -13,6 +13,7 @@ from langchain_core.messages import HumanMessage
 from langchain_hindsight import Hindsight, MemoryStore, MemoryUnit
 from langchain_hindsight.embeddings.local import LocalEmbeddings
 from langchain_hindsight.errors import ConfigurationError, RunNotFoundError
+from langchain_hindsight.session import _verdict
 from langchain_hindsight.testing import ReactiveToolModel
 from tests.fakes import WEEKLY_REPORT_LESSON as LESSON
 from tests.fakes import query_sales
@@ -31,7 +32,9 @@ def _invoke(agent: Any, text: str, **config: Any) -> str:
     return run_id
 
 
-def test_middleware_run_then_user_correction(hs: Hindsight) -> None:
+def test_middleware_run_then_user_correction(hs: Hindsight, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the flow, not the contradiction rules (test_claims): the correction contradicts the lesson
+    monkeypatch.setattr(_verdict, "relation", lambda claim, memory: "contradicts" if memory == LESSON else "unsure")
     unit = hs.store.add(MemoryUnit(task_type="weekly_report", content=LESSON)).unit
     agent = create_agent(ReactiveToolModel(respond=_respond), tools=[query_sales], middleware=[hs.middleware()])
     run_id = _invoke(agent, "生成本周的销售周报")

@@ -27,6 +27,7 @@ from langchain_hindsight import (
 )
 from langchain_hindsight.adapters.middleware import HindsightMiddleware
 from langchain_hindsight.embeddings.local import LocalEmbeddings
+from langchain_hindsight.session import _verdict
 from langchain_hindsight.session._conversation import CorrectionDetector
 from langchain_hindsight.session.loop import HindsightSession, SessionConfig
 from langchain_hindsight.session.source import SessionOwner, session_for
@@ -44,6 +45,19 @@ def _add(store: MemoryStore, unit: MemoryUnit) -> MemoryUnit:
     """Store ``unit`` in an empty store (kept as given) and return it, whatever ``add`` returns."""
     store.add(unit)
     return unit
+
+
+@pytest.fixture
+def contradicts(monkeypatch: pytest.MonkeyPatch) -> Callable[..., None]:
+    """Script which stored lessons a correction contradicts: these tests are about the flow through the adapters
+    (which memory a correction supersedes, credit, journal); the contradiction rules are tested in test_claims."""
+
+    def install(*lessons: str) -> None:
+        monkeypatch.setattr(
+            _verdict, "relation", lambda claim, memory: "contradicts" if memory in lessons else "unsure"
+        )
+
+    return install
 
 
 def _model() -> ReactiveToolModel:
@@ -165,7 +179,8 @@ def test_every_adapter_journals_served_and_produced(
         assert record.credit == {unit.memory_id: pytest.approx(0.05)}  # credited once, and recorded
 
 
-def test_async_nodes_and_facade(make_hs: Callable[..., Hindsight]) -> None:
+def test_async_nodes_and_facade(make_hs: Callable[..., Hindsight], contradicts: Callable[..., None]) -> None:
+    contradicts(LESSON)
     hs = make_hs(task_type="weekly_report")
     unit = _add(hs.store, MemoryUnit(task_type="weekly_report", content=LESSON))
     stored = hs.store.get(unit.memory_id).score_confidence
@@ -232,9 +247,10 @@ def _answer(messages: list[BaseMessage]) -> Any:
 
 @pytest.mark.parametrize("lang", list(CASES))
 def test_correction_turn_in_a_checkpointed_thread_is_feedback_on_the_previous_run(
-    lang: str, make_hs: Callable[..., Hindsight]
+    lang: str, make_hs: Callable[..., Hindsight], contradicts: Callable[..., None]
 ) -> None:
     task, correction, key, lesson = CASES[lang]
+    contradicts(lesson)
     hs = make_hs(task_type="weekly_report")
     wrong = _add(hs.store, MemoryUnit(task_type="weekly_report", content=lesson))
     stored = hs.store.get(wrong.memory_id).score_confidence
@@ -522,7 +538,11 @@ def test_lcel_chain_with_callbacks_journals_and_credits_what_the_retriever_serve
     )
 
 
-def test_correction_through_graph_nodes_in_a_checkpointed_thread(make_hs: Callable[..., Hindsight]) -> None:
+def test_correction_through_graph_nodes_in_a_checkpointed_thread(
+    make_hs: Callable[..., Hindsight], contradicts: Callable[..., None]
+) -> None:
+    contradicts(WRONG)
+
     class QA(TypedDict, total=False):
         question: str
         answer: str
@@ -531,6 +551,7 @@ def test_correction_through_graph_nodes_in_a_checkpointed_thread(make_hs: Callab
 
     hs = make_hs(task_type="weekly_report")
     wrong = _add(hs.store, MemoryUnit(task_type="weekly_report", content=WRONG))
+    stored = hs.store.get(wrong.memory_id).score_confidence
     builder: StateGraph[Any, Any, Any, Any] = StateGraph(QA)
     builder.add_node("recall", recall_node(hs, input_key="question"))
     builder.add_node("answer", lambda state: {"answer": "周报已生成"})
@@ -545,7 +566,9 @@ def test_correction_through_graph_nodes_in_a_checkpointed_thread(make_hs: Callab
     assert hs.journal.get(first).credit == {wrong.memory_id: pytest.approx(0.05)}
     graph.invoke({"question": "错了，周报只统计本周一到周日"}, config)
     assert hs.journal.get(first).credit is None
-    assert hs.store.get(wrong.memory_id).score_confidence == pytest.approx(wrong.score_confidence * 0.5)
+    # the correction supersedes the lesson it contradicts: halved once, no longer active (issue 20)
+    assert hs.store.get(wrong.memory_id).score_confidence == pytest.approx(stored * 0.5)
+    assert hs.store.get(wrong.memory_id).status == "superseded"
     assert [u.source for u in hs.store.list_units(source="user_feedback")] == ["user_feedback"]
 
 
