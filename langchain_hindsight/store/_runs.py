@@ -230,8 +230,12 @@ def scrub_effects(entries: list[RunFeedback], gone: set[str]) -> list[RunFeedbac
     """``entries`` without the effects on the forgotten ids ``gone`` (nor any other reference to them)."""
 
     def clean(e: FeedbackEffect) -> FeedbackEffect:
+        reason = e.reason
+        for memory_id in gone:
+            reason = reason.replace(memory_id, "(a forgotten memory)")
         return e.model_copy(
             update={
+                "reason": reason,
                 "before": _clean_state(e.before, gone),
                 "after": _clean_state(e.after, gone),
                 "by": None if e.by in gone else e.by,

@@ -432,3 +432,29 @@ def test_cli_undo_feedback(
     assert main(["undo-feedback", "no-such-run", "--path", str(path)]) == EXIT_NOT_FOUND
     with MemoryStore(path, embeddings=fake_embeddings) as store:
         assert store.get(lesson.memory_id).score_confidence == pytest.approx(0.75)
+
+
+def test_feedback_journaled_before_effects_cannot_be_undone(make_hs: Callable[..., Hindsight]) -> None:
+    hs = make_hs()
+    served = _run(hs, "生成本周的销售周报")
+    hs.journal.add_feedback(served.run_id, text="不对", success=False, rejected=True)  # an entry of an older version
+    with pytest.raises(FeedbackNotFoundError, match="before its effects were recorded"):
+        hs.undo_feedback(served.run_id)
+
+
+def test_forget_scrubs_the_effects_and_undo_skips_what_is_gone(
+    make_hs: Callable[..., Hindsight], scripted: Callable[..., None]
+) -> None:
+    scripted({("本周一到周日", "滚动"): "contradicts"})
+    hs = make_hs()
+    wrong = _lesson(hs, "周报按最近7天滚动窗口统计销售额。")
+    served = _run(hs, "生成本周的销售周报")
+    new = hs.feedback(served.run_id, success=False, comment="不对，周报只统计本周一到周日").created[0]
+    hs.store.forget(new.memory_id)
+    entry = hs.journal.get(served.run_id).feedback[-1]
+    assert new.memory_id not in json.dumps(entry.model_dump(mode="json"))  # no trace of the forgotten unit
+    assert "本周一到周日" not in entry.text  # nor of the comment it was made from
+    assert [e.memory_id for e in entry.effects or []] == [wrong.memory_id]
+    hs.undo_feedback(served.run_id)
+    assert hs.store.get(wrong.memory_id).status == "active"
+    assert hs.store.get(wrong.memory_id).score_confidence == pytest.approx(0.75)
