@@ -158,7 +158,9 @@ class WriteMixin(StoreCore):
         ``supersedes`` naming the first of them, and each of them becomes
         ``superseded`` (confidence × ``supersede_factor``), in the crash-safe order
         of every supersede (the new unit marked ``pending`` until the demotions are
-        written). ``history(unit id)`` then shows the chain. Logged at INFO with ``reason``.
+        written; a crash in between is finished at the next open for the first of
+        them, the others then stay active, as before the write). ``history(unit id)``
+        then shows the chain. Logged at INFO with ``reason``.
 
         Returns:
             ``"superseded"``, ``related_ids`` the ids demoted, ``previous`` their state before.
