@@ -49,7 +49,7 @@ LANGS = {
         "task": "Write this week's sales report",
         "lesson": "For the weekly sales report, use a rolling window of the last 7 days.",
         "corrections": [
-            "No, the weekly report only covers Monday to Sunday of this week",
+            "No, for the weekly sales report, use Monday to Sunday of this week.",
             "No, amounts must include tax",
             "That's wrong: the report goes to manager Zhang, not manager Li",
         ],
@@ -180,10 +180,10 @@ def scripted(monkeypatch: pytest.MonkeyPatch) -> Callable[[dict[tuple[str, str],
 def test_only_contradicted_memories_are_superseded_and_every_effect_has_a_reason(
     make_hs: Callable[..., Hindsight], scripted: Callable[..., None], caplog: pytest.LogCaptureFixture
 ) -> None:
-    scripted({("本周一到周日", "滚动"): "contradicts", ("本周一到周日", "门店"): "unsure"})
+    scripted({("本周一到周日", "滚动"): "contradicts", ("本周一到周日", "环比"): "unsure"})
     hs = make_hs()
     wrong = _lesson(hs, "周报按最近7天滚动窗口统计销售额。")
-    other = _lesson(hs, "周报按门店拆分销售额。")
+    other = _lesson(hs, "周报要附上环比。")
     served = _run(hs, "生成本周的销售周报")
     assert set(served.memory_ids) == {wrong.memory_id, other.memory_id}
     with caplog.at_level(logging.INFO, logger="langchain_hindsight"):
@@ -247,7 +247,7 @@ def test_failure_without_a_comment_debits_but_never_a_users_correction(
 ) -> None:
     scripted({})
     hs = make_hs()
-    lesson = _lesson(hs, "周报按门店拆分销售额。")
+    lesson = _lesson(hs, "周报要附上环比。")
     first = _run(hs, "生成本周的销售周报")
     correction = hs.feedback(first.run_id, success=False, comment="不对，周报只统计本周一到周日").created[0]
     second = _run(hs, "生成本周的销售周报")
@@ -270,7 +270,7 @@ def test_undo_restores_every_unit_byte_for_byte_and_archives_the_correction(
     scripted({(case["keys"][0], case["lesson"][:8]): "contradicts"})
     hs = make_hs(locale=lang)
     wrong = _lesson(hs, case["lesson"])
-    other = _lesson(hs, "周报按门店拆分销售额。" if lang == "zh" else "Split the weekly report by store.")
+    other = _lesson(hs, "周报要附上环比。" if lang == "zh" else "Split the weekly report by store.")
     served = _run(hs, case["task"])
     assert set(served.memory_ids) == {wrong.memory_id, other.memory_id}
     before = _snapshot(hs)
@@ -301,7 +301,7 @@ def test_undo_restores_every_unit_byte_for_byte_and_archives_the_correction(
 
 def test_undo_of_a_success_verdict_and_a_bare_failure(make_hs: Callable[..., Hindsight]) -> None:
     hs = make_hs()
-    lesson = _lesson(hs, "周报按门店拆分销售额。")
+    lesson = _lesson(hs, "周报要附上环比。")
     served = hs.session.derive(apply_outcome=False).serve("生成本周的销售周报")
     before = _snapshot(hs)
     hs.feedback(served.run_id, success=True)
@@ -321,7 +321,7 @@ def test_undo_of_a_success_verdict_and_a_bare_failure(make_hs: Callable[..., Hin
 def test_undo_keeps_credit_earned_since(make_hs: Callable[..., Hindsight], scripted: Callable[..., None]) -> None:
     scripted({})
     hs = make_hs()
-    lesson = _lesson(hs, "周报按门店拆分销售额。")
+    lesson = _lesson(hs, "周报要附上环比。")
     first = _run(hs, "生成本周的销售周报")
     hs.feedback(first.run_id, success=False)  # 0.75 → 0.7 → 0.6
     _run(hs, "生成本周的销售周报")  # a later run credits it: 0.65
@@ -341,7 +341,7 @@ def test_undo_errors(make_hs: Callable[..., Hindsight]) -> None:
 def test_async_undo(make_hs: Callable[..., Hindsight], scripted: Callable[..., None]) -> None:
     scripted({})
     hs = make_hs()
-    lesson = _lesson(hs, "周报按门店拆分销售额。")
+    lesson = _lesson(hs, "周报要附上环比。")
     served = _run(hs, "生成本周的销售周报")
     before = _snapshot(hs)
 
@@ -415,7 +415,7 @@ def test_cli_undo_feedback(
 ) -> None:
     path = tmp_path / "db"
     with Hindsight(path, embeddings=fake_embeddings, task_type="weekly_report", min_relevance=None) as hs:
-        lesson = _lesson(hs, "周报按门店拆分销售额。")
+        lesson = _lesson(hs, "周报要附上环比。")
         served = _run(hs, "生成本周的销售周报")
         hs.feedback(served.run_id, success=False)
         debited = hs.store.get(lesson.memory_id).score_confidence
