@@ -176,7 +176,8 @@ def apply_verdict(
     * ``success=False`` without a correction (no comment): the run failed but the user
       named nothing, so the served memories get the ordinary failure debit (not a
       rejection), except ``user_feedback`` ones: an unexplained failure never
-      outweighs a user's own correction.
+      outweighs a user's own correction. A run that already ended as a failure was
+      debited by its outcome: the verdict confirms it and debits nothing more.
     * ``success=True`` credits ``ids`` once per run.
 
     ``ids`` are the served memories the verdict applies to (``record.served_ids``, or a subset of them).
@@ -230,7 +231,7 @@ def apply_verdict(
                     result.memory_id,
                     reason,
                 )
-    elif success is False and ids:
+    elif success is False and ids and record.outcome != "failure":  # a failed run's outcome already debited
         debit = [u.memory_id for u in store.get_many(ids, namespace=ns) if u.source != "user_feedback"]
         if debit:
             store.record_feedback(debit, success=False, namespace=ns)

@@ -458,3 +458,14 @@ def test_forget_scrubs_the_effects_and_undo_skips_what_is_gone(
     hs.undo_feedback(served.run_id)
     assert hs.store.get(wrong.memory_id).status == "active"
     assert hs.store.get(wrong.memory_id).score_confidence == pytest.approx(0.75)
+
+
+def test_failure_verdict_on_a_failed_run_debits_nothing_more(make_hs: Callable[..., Hindsight]) -> None:
+    hs = make_hs()
+    lesson = _lesson(hs, "周报要附上环比。")
+    served = _run(hs, "生成本周的销售周报", outcome="failure")
+    debited = hs.store.get(lesson.memory_id).score_confidence
+    assert debited == pytest.approx(0.6)  # the outcome's failure debit
+    result = hs.feedback(served.run_id, success=False)
+    assert hs.store.get(lesson.memory_id).score_confidence == pytest.approx(debited)
+    assert result.run.feedback[-1].effects == []
