@@ -22,7 +22,12 @@ from dataclasses import dataclass, field
 
 from langchain_hindsight._claims import relation
 from langchain_hindsight._text import clean_feedback
-from langchain_hindsight.errors import FeedbackAlreadyUndoneError, FeedbackNotFoundError
+from langchain_hindsight.errors import (
+    ConfigurationError,
+    FeedbackAlreadyUndoneError,
+    FeedbackNotFoundError,
+    InvalidMemoryError,
+)
 from langchain_hindsight.prompts import ReflectionTemplates, get_reflection_templates
 from langchain_hindsight.reflection._rules import feedback_unit
 from langchain_hindsight.session._credit import credit, undo_credit
@@ -202,10 +207,16 @@ def apply_verdict(
     effects: list[FeedbackEffect] = []
     created: list[MemoryUnit] = []
     superseded: list[str] = []
+    result: WriteResult | None = None
+    against: list[MemoryUnit] = []
     if correction is not None:
         current = store.get_many(ids, namespace=ns) if ids else []
         against = contradicted(claim, current, relation or (lambda a, b: "unsure"))
-        result = _write_correction(store, correction, against, run_id, ns)
+        try:
+            result = _write_correction(store, correction, against, run_id, ns)
+        except (InvalidMemoryError, ConfigurationError) as e:  # e.g. refused as content without information
+            logger.warning("feedback on run %s: the correction was not stored (%s); nothing superseded", run_id, e)
+    if result is not None:
         created = [result.unit]
         if result.action == "merged":
             old = result.previous[0] if result.previous else None
@@ -231,13 +242,13 @@ def apply_verdict(
                     result.memory_id,
                     reason,
                 )
-    elif success is False and ids and record.outcome != "failure":  # a failed run's outcome already debited
+    elif correction is None and success is False and ids and record.outcome != "failure":  # else: already debited
         debit = [u.memory_id for u in store.get_many(ids, namespace=ns) if u.source != "user_feedback"]
         if debit:
             store.record_feedback(debit, success=False, namespace=ns)
             for mid in debit:
                 mark(mid, "debited", REASON_DEBIT.format(run_id=run_id))
-    elif success is True and ids and record.credit is None:
+    elif correction is None and success is True and ids and record.credit is None:
         credit_after = credit(store, ids, ns)[1]
         for mid in credit_after:
             mark(mid, "credited", REASON_CREDIT.format(run_id=run_id))

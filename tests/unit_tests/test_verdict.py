@@ -28,6 +28,7 @@ from langchain_hindsight.errors import (
     ConfigurationError,
     FeedbackAlreadyUndoneError,
     FeedbackNotFoundError,
+    InvalidMemoryError,
     MemoryNotFoundError,
     RunNotFoundError,
 )
@@ -469,3 +470,23 @@ def test_failure_verdict_on_a_failed_run_debits_nothing_more(make_hs: Callable[.
     result = hs.feedback(served.run_id, success=False)
     assert hs.store.get(lesson.memory_id).score_confidence == pytest.approx(debited)
     assert result.run.feedback[-1].effects == []
+
+
+def test_a_correction_the_store_refuses_is_still_journaled_and_undoable(
+    make_hs: Callable[..., Hindsight], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    hs = make_hs()
+    lesson = _lesson(hs, "周报要附上环比。")
+    served = _run(hs, "生成本周的销售周报")
+
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise InvalidMemoryError("invalid memory unit: content: carries no information")
+
+    monkeypatch.setattr(hs.store, "add", refuse)
+    result = hs.feedback(served.run_id, success=False, comment="不对，好")
+    assert result.created == []
+    entry = result.run.feedback[-1]
+    assert [(e.memory_id, e.action) for e in entry.effects or []] == [(lesson.memory_id, "uncredited")]
+    monkeypatch.undo()
+    hs.undo_feedback(served.run_id)
+    assert hs.store.get(lesson.memory_id).score_confidence == pytest.approx(0.75)
