@@ -290,10 +290,12 @@ class Hindsight:
         """Apply a user's verdict on a run to the memories that run used.
 
         ``success=False`` means the user says the result was wrong: the success
-        credit the run gave is taken back and the served memories are rejected
-        (confidence × 0.5). ``success=True`` credits them (+0.05) once per run. A
-        ``comment`` with ``success`` not ``True`` becomes a new ``user_feedback``
-        memory (high trust) for the run's task. Everything is recorded in the journal.
+        credit the run gave is taken back. A ``comment`` with ``success`` not
+        ``True`` becomes a new ``user_feedback`` memory (high trust) for the run's
+        task, which supersedes only the served memories it contradicts; without a
+        comment the served memories get the failure debit (never a user's own
+        correction). ``success=True`` credits them (+0.05) once per run. Every
+        change is journaled with its reason; :meth:`undo_feedback` reverts it.
 
         With a ``principal``, the run is looked up in its own journal and only its
         own memories change (shared ones it was served are left as they are).
