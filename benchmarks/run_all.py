@@ -20,6 +20,7 @@ SCRIPTS = [
     "capture_overhead.py",
     "maintain.py",
     "forget_scrub.py",
+    "outcome_detector.py",
 ]
 
 

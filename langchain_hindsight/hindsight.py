@@ -97,7 +97,11 @@ class Hindsight:
         background: Reflect in a worker thread (never delays the agent); call
             :meth:`flush` before reading what was learned.
         conversation_feedback: A turn in the same thread that corrects the
-            previous answer ("不对，…", "No, …") is feedback on the previous run.
+            previous answer ("不对，…", "No, …") is feedback on the previous run
+            (questions, requests for more and acknowledgements are not).
+        feedback_model: A chat model asked, in one bounded call, whether a turn is a
+            correction when the rules are unsure; ``None`` (default): rules only. Not
+            ``model`` by default, so no turn costs a model call unless you ask for it.
         on_error: ``"log"`` (default) or ``"raise"`` for the adapters.
         principal: Act as this agent identity (a :class:`~langchain_hindsight.sharing.principals.Principal`,
             or its name in ``policy``): every run recalls the principal's own namespace
@@ -144,6 +148,7 @@ class Hindsight:
         locale: Locale = "zh",
         background: bool = False,
         conversation_feedback: bool = True,
+        feedback_model: BaseChatModel | None = None,
         on_error: ErrorPolicy = "log",
         principal: Principal | str | None = None,
         policy: AccessPolicy | str | os.PathLike[str] | None = None,
@@ -208,6 +213,7 @@ class Hindsight:
                 min_relevance=min_relevance,
                 locale=locale,
                 conversation_feedback=conversation_feedback,
+                feedback_model=feedback_model,
                 on_error=on_error,
             )
             self.session = HindsightSession(self.config)

@@ -447,3 +447,49 @@ def get_write_judge_templates(locale: Locale = "zh") -> WriteJudgeTemplates:
     """
     get_templates(locale)  # validates the locale
     return WRITE_JUDGE_ZH if locale == "zh" else WRITE_JUDGE_EN
+
+
+# ---------------------------------------------------------------------------- conversation feedback
+FEEDBACK_PROMPT_ZH = """你在判断对话中用户的一句话是不是在纠正Agent上一次的回答。
+- correction：用户断言上一次回答里有东西应该不同（数值、范围、对象、做法错了），例如“不对，周报只统计本周一到周日”“收件人错了，应该是张经理”。
+- question：用户在提问，即使以“不对”“错了”“有误”开头（例如“不对外公开的门店数据也要统计吗？”“错了的订单要剔除吗？”）。
+- request：用户要求补充或追加内容（“另外再加一个环比”“能不能再加个图表”），没有说原来的回答错了。
+- acknowledgement：确认、感谢、结束对话（“好的”“不错”“不用了”）。
+- other：新任务、继续、其他。
+拿不准时选择 other。
+
+上一次的任务：
+{previous_task}
+
+用户这句话：
+{turn}
+
+只以JSON返回：{{"kind": "correction|question|request|acknowledgement|other"}}"""
+"""Classification of a human turn as feedback (optional model call of the correction detector). Placeholders: ``{previous_task}``, ``{turn}``."""
+
+FEEDBACK_PROMPT_EN = """Decide whether the user's turn below corrects the agent's previous answer.
+- correction: the user asserts that something in the previous answer should be different (a value, range, recipient or method was wrong), e.g. "No, the week starts on Monday", "That's wrong — use the tax-inclusive price".
+- question: the user asks something, even when the turn begins with "wrong", "no" or "actually" (e.g. "Wrong-way trades: should they be excluded?").
+- request: the user asks for more ("Actually, could you also add a chart?") without saying the answer was wrong.
+- acknowledgement: confirms, thanks, or closes the conversation ("No problem", "Looks good").
+- other: a new task, a continuation, anything else.
+When unsure, choose other.
+
+Previous task:
+{previous_task}
+
+The user's turn:
+{turn}
+
+Answer in JSON only: {{"kind": "correction|question|request|acknowledgement|other"}}"""
+"""English feedback-classification prompt. Placeholders: ``{previous_task}``, ``{turn}``."""
+
+
+def get_feedback_prompt(locale: Locale = "zh") -> str:
+    """The feedback-classification prompt of ``locale`` (``"zh"`` or ``"en"``).
+
+    Raises:
+        ValueError: an unknown locale (as :class:`~langchain_hindsight.errors.ConfigurationError`).
+    """
+    get_templates(locale)  # validates the locale
+    return FEEDBACK_PROMPT_ZH if locale == "zh" else FEEDBACK_PROMPT_EN

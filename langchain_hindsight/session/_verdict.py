@@ -82,6 +82,8 @@ class Verdict:
     """Ids the correction superseded (no longer served)."""
     credit_before: dict[str, float] | None = None
     credit_after: dict[str, float] | None = None
+    debit_before: dict[str, float] | None = None
+    debit_after: dict[str, float] | None = None
 
 
 def _template_regex(template: str) -> re.Pattern[str]:
@@ -242,18 +244,27 @@ def apply_verdict(
                     result.memory_id,
                     reason,
                 )
-    elif correction is None and success is False and ids and record.outcome != "failure":  # else: already debited
-        debit = [u.memory_id for u in store.get_many(ids, namespace=ns) if u.source != "user_feedback"]
+    elif correction is None and success is False and ids and record.debit is None:  # else: the outcome debited it
+        debit = [u for u in store.get_many(ids, namespace=ns) if u.source != "user_feedback"]
         if debit:
-            store.record_feedback(debit, success=False, namespace=ns)
-            for mid in debit:
-                mark(mid, "debited", REASON_DEBIT.format(run_id=run_id))
+            reason = REASON_DEBIT.format(run_id=run_id)
+            lowered = store.record_feedback([u.memory_id for u in debit], success=False, namespace=ns, reason=reason)
+            was = {u.memory_id: u.score_confidence for u in debit}
+            # journaled as the run's debit, so a later success verdict takes it back (see credit())
+            taken = {u.memory_id: u.score_confidence - was[u.memory_id] for u in lowered}
+            journal.set_debit(run_id, taken, namespace=ns)
+            for u in lowered:
+                mark(u.memory_id, "debited", reason)
     elif correction is None and success is True and ids and record.credit is None:
-        credit_after = credit(store, ids, ns)[1]
+        credit_after = credit(store, ids, ns, journal=journal, record=record)[1]
+        reason = REASON_CREDIT.format(run_id=run_id)
+        if record.debit:
+            reason += " (the outcome's failure debit taken back first)"
         for mid in credit_after:
-            mark(mid, "credited", REASON_CREDIT.format(run_id=run_id))
+            mark(mid, "credited", reason)
     if credit_after != record.credit:
         journal.set_credit(run_id, credit_after, namespace=ns)
+    debit_after = journal.get(run_id, namespace=ns).debit
     after = {u.memory_id: u for u in store.get_many(list(actions), namespace=ns)} if actions else {}
     for mid, (action, reasons, successor) in actions.items():
         if mid in before and mid in after and (action != "uncredited" or before[mid] != after[mid]):
@@ -273,6 +284,8 @@ def apply_verdict(
         superseded=superseded,
         credit_before=record.credit,
         credit_after=credit_after,
+        debit_before=record.debit,
+        debit_after=debit_after,
     )
 
 
@@ -366,12 +379,17 @@ def revert_feedback(
     for e in done:
         logger.info("undo of run %s: memory %s %s (%s)", run_id, e.memory_id, e.action, e.reason)
     logger.info("undid the feedback on run %s: %d memories reverted", run_id, len(done))
-    credit_now = record.credit
+    credit_now, debit_now = record.credit, record.debit
     if credit_now == entry.credit_after:
         credit_now = entry.credit_before
     else:
         logger.warning("undo of run %s: its credit changed since the feedback, left as it is", run_id)
-    return journal.add_undo(run_id, index, effects=done, credit=credit_now, namespace=ns), done
+    if debit_now == entry.debit_after:
+        debit_now = entry.debit_before
+    else:
+        logger.warning("undo of run %s: its debit changed since the feedback, left as it is", run_id)
+    run = journal.add_undo(run_id, index, effects=done, credit=credit_now, debit=debit_now, namespace=ns)
+    return run, done
 
 
 def correction_unit(
@@ -397,11 +415,13 @@ def record_verdict(
     *,
     ids: list[str],
     correction: MemoryUnit | None,
+    rule: str | None = None,
 ) -> FeedbackResult:
     """Apply a verdict (:func:`apply_verdict`, the relation of :mod:`langchain_hindsight._claims`) and journal it.
 
     The run's feedback entry gets the comment, the verdict, every effect and the
-    credit before and after; a created correction is journaled as ``produced``.
+    credit and debit before and after, and the detection ``rule`` of a conversation
+    turn; a created correction is journaled as ``produced``.
     """
     ns, run_id = record.namespace, record.run_id
     verdict = apply_verdict(
@@ -425,6 +445,9 @@ def record_verdict(
         effects=verdict.effects,
         credit_before=verdict.credit_before,
         credit_after=verdict.credit_after,
+        debit_before=verdict.debit_before,
+        debit_after=verdict.debit_after,
+        rule=rule,
     )
     logger.info(
         "feedback on run %s (success=%s, comment=%s): %d memories changed, %d superseded, %d created",

@@ -10,11 +10,13 @@ import uuid
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Literal
 
+from langchain_core.language_models import BaseChatModel
+
 from langchain_hindsight.errors import ConfigurationError
 from langchain_hindsight.prompts import Locale, get_templates
 from langchain_hindsight.reflection.background import BackgroundReflector
 from langchain_hindsight.reflection.reflector import Reflector
-from langchain_hindsight.session._conversation import CORRECTION_PATTERNS
+from langchain_hindsight.session._conversation import CORRECTION_PATTERNS, CorrectionDetector
 from langchain_hindsight.store.journal import RunJournal, RunRecord
 from langchain_hindsight.store.memory_store import MemoryStore
 from langchain_hindsight.types import MemoryUnit, Served
@@ -81,8 +83,16 @@ class SessionConfig:
         reflect: ``False`` never reflects.
         apply_outcome: ``False`` leaves the served memories' confidence to explicit feedback.
         conversation_feedback: A human turn in the same thread that corrects the previous answer
-            ("不对，…", "No, …") is feedback on the previous run.
-        correction_patterns: Regular expressions recognising such a correction at the start of a turn.
+            ("不对，…", "No, …") is feedback on the previous run; questions, requests for more and
+            acknowledgements are not (see :mod:`langchain_hindsight.session._feedback_rules`).
+        correction_patterns: Verdicts (regular expressions) that open a correcting turn; each counts
+            only when punctuation or the end follows it (also a space, after a Chinese verdict), so
+            "不对外…", "Nobody…" never match (default ``CORRECTION_PATTERNS``). Only the openers are
+            replaced: the other rules (a verdict clause, a redirect, a contrast) still apply.
+        feedback_model: A chat model asked, in one bounded call, whether a turn is a correction
+            when the rules are unsure (a contrast, a "should be", a softener such as "Actually",
+            or the previous task's words with another value); a failed call or a garbage answer
+            keeps the rules' result. ``None`` (default): rules only.
         on_error: :data:`ErrorPolicy`.
     """
 
@@ -102,6 +112,7 @@ class SessionConfig:
     apply_outcome: bool = True
     conversation_feedback: bool = True
     correction_patterns: tuple[str, ...] = CORRECTION_PATTERNS
+    feedback_model: BaseChatModel | None = None
     on_error: ErrorPolicy = "log"
 
     def __post_init__(self) -> None:
@@ -118,6 +129,13 @@ class SessionConfig:
         ):
             raise ConfigurationError(f"min_relevance must be a number, None or 'default', got {self.min_relevance!r}")
         get_templates(self.locale)  # validates the locale
+        if isinstance(self.correction_patterns, str):
+            raise ConfigurationError("correction_patterns must be a sequence of regular expressions, not one string")
+        CorrectionDetector(self.correction_patterns)  # validates the patterns
+        if self.feedback_model is not None and not isinstance(self.feedback_model, BaseChatModel):
+            raise ConfigurationError(
+                f"feedback_model must be a LangChain chat model or None, got {type(self.feedback_model).__name__}"
+            )
 
     @classmethod
     def option_names(cls) -> frozenset[str]:

@@ -46,7 +46,7 @@ from langchain_hindsight.recall.injection import build_task_prompt, format_exper
 from langchain_hindsight.recall.retriever import HindsightRetriever, RecallResult
 from langchain_hindsight.reflection.background import BackgroundReflector
 from langchain_hindsight.reflection.reflector import Reflector
-from langchain_hindsight.session._conversation import CorrectionDetector, corrected_run
+from langchain_hindsight.session._conversation import CorrectionDetector, detect_correction
 from langchain_hindsight.session._credit import (
     apply_outcome,
     journal_produced,
@@ -128,7 +128,9 @@ class HindsightSession:
         self.retriever: HindsightRetriever = retriever
         self.reflector: Reflector | BackgroundReflector | None = reflector
         self.journal: RunJournal = journal
-        self._is_correction = CorrectionDetector(config.correction_patterns)
+        self._detector = CorrectionDetector(
+            config.correction_patterns, model=config.feedback_model, locale=config.locale
+        )
 
     # ------------------------------------------------------------------ options
     def derive(self, **options: Any) -> HindsightSession:
@@ -217,14 +219,17 @@ class HindsightSession:
         """Task type, and the conversation correction; returns the ids the correction just superseded."""
         rejected: set[str] = set()
         try:
-            previous = (
-                corrected_run(self.journal, served.task, served.run_id, served.thread_id, served.namespace)
-                if self.config.conversation_feedback and self._is_correction(served.task)
-                else None
+            found = (
+                detect_correction(self._detector, self.journal, served) if self.config.conversation_feedback else None
             )
-            if previous is not None:
+            if found is not None:
+                previous, detection = found
                 result = self.feedback(
-                    previous.run_id, success=False, comment=served.task, namespace=previous.namespace
+                    previous.run_id,
+                    success=False,
+                    comment=detection.correction,
+                    namespace=previous.namespace,
+                    detection_rule=detection.rule,
                 )
                 served.corrects = previous.run_id
                 served.task_type = previous.task_type
@@ -422,6 +427,7 @@ class HindsightSession:
         success: bool | None = None,
         comment: str | None = None,
         namespace: str | None = None,
+        detection_rule: str | None = None,
     ) -> FeedbackResult:
         """Apply a user's verdict on a run to the memories that run was served (journaled, undoable).
 
@@ -432,6 +438,8 @@ class HindsightSession:
         included, stay as they are. ``success=False`` without a comment: the failure
         debit (−0.1), never on a user's own correction. ``success=True`` credits
         (+0.05) once per run. See :mod:`~langchain_hindsight.session._verdict`.
+        ``detection_rule`` (what recognised a feedback typed in the conversation) goes
+        into the journal's feedback entry.
 
         Raises:
             RunNotFoundError: the journal has no such run.
@@ -445,7 +453,14 @@ class HindsightSession:
         record = self.journal.get(run_id, namespace=namespace)
         correction = self._correction_unit(text, record) if text and success is not True else None
         return record_verdict(
-            self.store, self.journal, record, success, text, ids=self._own_ids(record), correction=correction
+            self.store,
+            self.journal,
+            record,
+            success,
+            text,
+            ids=self._own_ids(record),
+            correction=correction,
+            rule=detection_rule,
         )
 
     async def afeedback(

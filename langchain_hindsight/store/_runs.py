@@ -133,6 +133,12 @@ class RunFeedback(BaseModel):
     """A verdict: when an undo reverted it (``None``: in force)."""
     undoes: int | None = None
     """An undo: the index (in ``RunRecord.feedback``) of the verdict it reverted."""
+    rule: str | None = None
+    """What recognised a feedback typed in the conversation (the correction detector's rule), else ``None``."""
+    debit_before: dict[str, float] | None = None
+    """The run's failure ``debit`` before this entry (restored by an undo)."""
+    debit_after: dict[str, float] | None = None
+    """The run's failure ``debit`` after this entry."""
 
 
 class RunRecord(BaseModel):
@@ -166,6 +172,11 @@ class RunRecord(BaseModel):
     ``None``: no credit is applied (never credited, or the credit was undone by a
     rejection). Kept so a later rejection reverses exactly what was credited,
     and a second success verdict does not credit again."""
+    debit: dict[str, float] | None = None
+    """Failure debit the run's outcome applied to the served memories: memory id → (negative) change.
+
+    Kept so an explicit success verdict (``hs.feedback(run_id, success=True)``) takes the automatic
+    failure back before crediting; ``None`` when no debit is applied."""
 
     @field_validator("run_id")
     @classmethod
@@ -247,7 +258,7 @@ def scrub_effects(entries: list[RunFeedback], gone: set[str]) -> list[RunFeedbac
         changes: dict[str, Any] = {}
         if entry.effects is not None:
             changes["effects"] = [clean(e) for e in entry.effects if e.memory_id not in gone]
-        for name in ("credit_before", "credit_after"):
+        for name in ("credit_before", "credit_after", "debit_before", "debit_after"):
             credit = getattr(entry, name)
             if credit is not None:
                 changes[name] = {k: v for k, v in credit.items() if k not in gone}
@@ -377,6 +388,7 @@ class RunRecords:
                         "produced": [p for p in r.produced if p not in gone],
                         "feedback": scrub_effects(erase_comments(r.feedback, (feedback or {}).get(r.run_id, ())), gone),
                         "credit": None if r.credit is None else {k: v for k, v in r.credit.items() if k not in gone},
+                        "debit": None if r.debit is None else {k: v for k, v in r.debit.items() if k not in gone},
                     }
                 )
         if changed:

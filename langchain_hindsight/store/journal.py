@@ -246,8 +246,13 @@ class RunJournal:
         effects: Sequence[FeedbackEffect] | None = None,
         credit_before: Mapping[str, float] | None = None,
         credit_after: Mapping[str, float] | None = None,
+        debit_before: Mapping[str, float] | None = None,
+        debit_after: Mapping[str, float] | None = None,
+        rule: str | None = None,
     ) -> RunRecord:
-        """Record a user's verdict on a run, and what it did (``effects``, the credit before and after).
+        """Record a user's verdict on a run, and what it did (``effects``, the credit and debit before and after).
+
+        ``rule``: what recognised it in the conversation, if anything.
 
         Raises:
             RunNotFoundError: no such run.
@@ -260,6 +265,9 @@ class RunJournal:
             effects=None if effects is None else list(effects),
             credit_before=None if credit_before is None else dict(credit_before),
             credit_after=None if credit_after is None else dict(credit_after),
+            debit_before=None if debit_before is None else dict(debit_before),
+            debit_after=None if debit_after is None else dict(debit_after),
+            rule=rule,
         )
         with self.store.lock:
             current = self._find(run_id, namespace)
@@ -274,10 +282,11 @@ class RunJournal:
         *,
         effects: Sequence[FeedbackEffect],
         credit: Mapping[str, float] | None,
+        debit: Mapping[str, float] | None = None,
         namespace: str | None = None,
         now: datetime | None = None,
     ) -> RunRecord:
-        """Record that the verdict ``feedback[index]`` was undone: mark it, append the undo entry, set the credit.
+        """Record that the verdict ``feedback[index]`` was undone: mark it, append the undo entry, set credit and debit.
 
         Raises:
             RunNotFoundError: no such run.
@@ -299,9 +308,12 @@ class RunJournal:
                 effects=list(effects),
                 credit_before=current.credit,
                 credit_after=None if credit is None else dict(credit),
+                debit_before=current.debit,
+                debit_after=None if debit is None else dict(debit),
             )
             value = None if credit is None else {str(k): float(v) for k, v in credit.items()}
-            return self._change(run_id, current.namespace, feedback=[*entries, undo], credit=value)
+            taken = None if debit is None else {str(k): float(v) for k, v in debit.items()}
+            return self._change(run_id, current.namespace, feedback=[*entries, undo], credit=value, debit=taken)
 
     def set_credit(self, run_id: str, credit: dict[str, float] | None, *, namespace: str | None = None) -> RunRecord:
         """Record the success credit now applied to the run's served memories (``None``: none applied).
@@ -311,6 +323,15 @@ class RunJournal:
         """
         value = None if credit is None else {str(k): float(v) for k, v in credit.items()}
         return self._change(run_id, namespace, credit=value)
+
+    def set_debit(self, run_id: str, debit: dict[str, float] | None, *, namespace: str | None = None) -> RunRecord:
+        """Record the failure debit now applied to the run's served memories (``None``: none applied).
+
+        Raises:
+            RunNotFoundError: no such run.
+        """
+        value = None if debit is None else {str(k): float(v) for k, v in debit.items()}
+        return self._change(run_id, namespace, debit=value)
 
     def last_in_thread(
         self, thread_id: str, *, namespace: str | None = None, exclude: Sequence[str] = ()

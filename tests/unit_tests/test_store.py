@@ -153,6 +153,7 @@ def test_client_injection_uses_the_same_code_path(embeddings: Embeddings) -> Non
 
 
 def test_any_langchain_embeddings_is_accepted(tmp_path: Path) -> None:
+    pytest.importorskip("sentence_transformers", reason="HuggingFaceEmbeddings loads models with the torch extra")
     from langchain_huggingface import HuggingFaceEmbeddings
 
     from langchain_hindsight.embeddings.local import default_model_path
