@@ -516,3 +516,37 @@ def test_store_supersede_killed_between_steps_is_completed_once(tmp_path: Path, 
         assert store.get(old_id).status == "superseded"
         assert store.get(old_id).confidence == pytest.approx(0.4)  # demoted exactly once
         assert [u.memory_id for u in store.history(old_id)] == [new.memory_id, old_id]
+
+
+def test_undo_of_a_success_verdict_on_a_failed_run_puts_the_outcomes_debit_back(
+    make_hs: Callable[..., Hindsight],
+) -> None:
+    hs = make_hs()
+    lesson = _lesson(hs, "周报要附上环比。")
+    served = _run(hs, "生成本周的销售周报", outcome="failure")
+    debit = hs.journal.get(served.run_id).debit
+    assert debit == {lesson.memory_id: pytest.approx(-0.1)}
+    before = _snapshot(hs)
+    hs.feedback(served.run_id, success=True)  # the user overrules the failure: debit back, then credit
+    assert hs.store.get(lesson.memory_id).score_confidence == pytest.approx(0.75)
+    assert hs.journal.get(served.run_id).debit is None
+    run = hs.undo_feedback(served.run_id)
+    assert _snapshot(hs) == before
+    assert (run.credit, run.debit) == (None, debit)
+
+
+def test_a_bare_failure_verdict_is_the_runs_debit_a_later_success_verdict_takes_back(
+    make_hs: Callable[..., Hindsight],
+) -> None:
+    hs = make_hs()
+    lesson = _lesson(hs, "周报要附上环比。")
+    served = hs.session.derive(apply_outcome=False).serve("生成本周的销售周报")
+    hs.feedback(served.run_id, success=False)
+    assert hs.store.get(lesson.memory_id).score_confidence == pytest.approx(0.6)
+    assert hs.journal.get(served.run_id).debit == {lesson.memory_id: pytest.approx(-0.1)}
+    hs.feedback(served.run_id, success=True)  # the user changed their mind
+    assert hs.store.get(lesson.memory_id).score_confidence == pytest.approx(0.75)
+    hs.undo_feedback(served.run_id)
+    hs.undo_feedback(served.run_id)
+    assert hs.store.get(lesson.memory_id).score_confidence == pytest.approx(0.7)
+    assert (hs.journal.get(served.run_id).credit, hs.journal.get(served.run_id).debit) == (None, None)
