@@ -17,6 +17,7 @@ import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from langchain_hindsight._text import clean_feedback
 from langchain_hindsight.prompts import REFLECTION_EN, REFLECTION_ZH, REVIEW_EN, REVIEW_ZH
 
 __all__ = [
@@ -99,18 +100,30 @@ def parse_template(text: str) -> tuple[str | None, dict[str, str]]:
 def statement(text: str) -> str:
     """``text`` without our templates' fixed parts and run-specific fields: what it says.
 
+    A user's turn loses the words that only say it is a correction (``不对，`` /
+    ``错了，`` / ``No,`` / ``Actually,``, as :func:`langchain_hindsight._text.clean_feedback`
+    reads them), so the raw turn compares like the stored correction.
+
     Example:
         >>> statement("用户纠正（任务：生成本周的销售周报）：金额要用含税价")
         '金额要用含税价'
         >>> statement("User correction (task: weekly report): amounts include tax.")
         'amounts include tax'
+        >>> statement("不对，金额要用含税价"), statement("Actually, amounts include tax.")
+        ('金额要用含税价', 'amounts include tax.')
         >>> statement("客户甲公司希望通过邮件联系。")
         '客户甲公司希望通过邮件联系。'
     """
     name, fields = parse_template(text)
     if name is None:
+        text = _LEAD_IN.sub("", clean_feedback(text) or text, count=1)
         return text.strip()
     return "，".join(v for v in fields.values() if v and v != "-")
+
+
+_LEAD_IN = re.compile(
+    r"^\s*(?:actually|in fact|well|hmm|sorry|其实|实际上|更正一下|纠正一下)\s*[,，:：]?\s*", re.IGNORECASE
+)
 
 
 # ---------------------------------------------------------------- units
@@ -186,8 +199,15 @@ def _stem(word: str) -> str:
     return word
 
 
+def _proper(text: str, start: int) -> bool:
+    """A capitalised word inside a sentence is a name ("prefers Go"), not the verb it spells."""
+    return start > 0 and text[start].isupper() and text[:start].rstrip()[-1:] not in ("", ".", "!", "?", ";", ":")
+
+
 def units_of(text: str) -> tuple[Unit, ...]:
-    lowered = unicodedata.normalize("NFKC", text).lower()
+    normal = unicodedata.normalize("NFKC", text)
+    lowered = normal.lower()
+    cased = normal if len(normal) == len(lowered) else lowered
     relational = [False] * len(lowered)
     for m in _ZH_RELATIONAL.finditer(lowered):
         for i in range(*m.span()):
@@ -213,7 +233,13 @@ def units_of(text: str) -> tuple[Unit, ...]:
             if kind == "lit":
                 out.append(Unit(piece.replace("'", ""), keyed, True))
             else:
-                out.append(Unit(_stem(piece), keyed or piece in _EN_RELATIONAL, piece.isdigit()))
+                out.append(
+                    Unit(
+                        _stem(piece),
+                        keyed or (piece in _EN_RELATIONAL and not _proper(cased, m.start())),
+                        piece.isdigit(),
+                    )
+                )
         elif piece not in _ZH_FILLER and not modal[m.start()]:
             out.append(Unit(piece, relational[m.start()], False))
     return tuple(out)

@@ -97,12 +97,16 @@ class ReflectionTemplates:
         step_labels: Label of each step type in the rendered trajectory.
         outcome_labels: Label of each outcome.
         rule_error_fix: A failed call fixed by changed arguments; ``{tool}``, ``{failed}``, ``{error}``, ``{fixed}``,
-            ``{task}`` (the run's task, clipped: the lesson says where it was learned, and recall can
-            match the next similar task on the text the model is shown).
-        rule_unstable_fixed: A call that needed ``{attempts}`` attempts; ``{tool}``, ``{error}``.
-        rule_unstable_failed: A call that failed ``{attempts}`` times in a row; ``{tool}``, ``{error}``.
-        rule_avoid: A failed task (failures are lessons too); ``{task}``, ``{reason}``, ``{action}``.
-        rule_avoid_action: The action to avoid; ``{tool}``, ``{args}``.
+            ``{task}``. ``{error}`` and ``{task}`` come with the parts that only identify the run masked
+            (file names become ``*.csv``, ids ``<id>``, positions ``<n>``): the lesson says what kind of
+            task it was learned on, recall matches the next similar task on it, and the same lesson
+            learned on another file is the same statement (it merges). The run's own values stay in
+            the unit's ``context`` and ``task_description``.
+        rule_unstable_fixed: A call that needed several attempts (errors that look transient); ``{tool}``,
+            ``{error}`` (masked), ``{attempts}`` (this run's count, also in ``context.parameters``).
+        rule_unstable_failed: A call that failed several times in a row with transient errors; the same placeholders.
+        rule_avoid: A failed task (failures are lessons too); ``{task}``, ``{reason}``, ``{action}`` (masked).
+        rule_avoid_action: The action to avoid; ``{tool}``, ``{args}`` (string values masked).
         rule_unknown_reason: The reason given when a failed run recorded no error.
         rule_user_feedback: An explicit user correction; ``{task}``, ``{text}``.
         rule_user_feedback_no_task: The same without a known task; ``{text}``.
@@ -143,8 +147,8 @@ REFLECTION_ZH = ReflectionTemplates(
     },
     outcome_labels={"success": "成功", "failure": "失败", "unknown": "未知"},
     rule_error_fix="使用{tool}时，{failed}会失败（{error}），改为{fixed}后成功（任务：{task}）。",
-    rule_unstable_fixed="{tool}调用了{attempts}次才成功（期间出错：{error}），该操作不稳定，需要加异常处理（重试、超时或参数校验）。",
-    rule_unstable_failed="{tool}连续{attempts}次调用失败（{error}），该操作不稳定，需要加异常处理，或换一种方法。",
+    rule_unstable_fixed="{tool}需要重试多次才成功（期间出错：{error}），该操作不稳定，需要加异常处理（重试、超时或参数校验）。",
+    rule_unstable_failed="{tool}多次重试仍然失败（{error}），该操作不稳定，需要加异常处理，或换一种方法。",
     rule_avoid="执行“{task}”时失败：{reason}。下次避免重复同样的做法{action}，换一种方法。",
     rule_avoid_action="（{tool}，参数{args}）",
     rule_unknown_reason="结果被判定为失败",
@@ -170,8 +174,8 @@ REFLECTION_EN = ReflectionTemplates(
     },
     outcome_labels={"success": "success", "failure": "failure", "unknown": "unknown"},
     rule_error_fix="With {tool}, {failed} fails ({error}); {fixed} works (task: {task}).",
-    rule_unstable_fixed="{tool} needed {attempts} attempts to succeed (errors: {error}); the operation is unstable and needs exception handling (retries, timeouts or input checks).",
-    rule_unstable_failed="{tool} failed {attempts} times in a row ({error}); the operation is unstable: add exception handling or use another approach.",
+    rule_unstable_fixed="{tool} needed several attempts to succeed (errors: {error}); the operation is unstable and needs exception handling (retries, timeouts or input checks).",
+    rule_unstable_failed="{tool} kept failing on retries ({error}); the operation is unstable: add exception handling or use another approach.",
     rule_avoid='The task "{task}" failed: {reason}. Next time avoid repeating the same approach{action} and try another one.',
     rule_avoid_action=" ({tool} with {args})",
     rule_unknown_reason="the run was judged a failure",
@@ -253,6 +257,13 @@ class PromptTemplates:
         origin_label: Appended to a memory line when the memory comes from another
             agent's or a shared namespace (recall across granted namespaces);
             placeholder ``{namespace}``.
+        truncation_notice: Follows ``line_ellipsis`` on a cut line: says it was cut and how to
+            read the whole memory; placeholder ``{command}`` (``show_command`` filled in).
+        truncation_notice_no_id: The same when the memory's id cannot be shown (a Document
+            without ``memory_id``, or an id that would not render as plain text).
+        show_command: The command that prints a whole memory; placeholder ``{memory_id}``.
+        show_command_namespace: The same for a memory outside the ``default`` namespace;
+            placeholders ``{memory_id}``, ``{namespace}``.
     """
 
     block_header: str
@@ -266,6 +277,10 @@ class PromptTemplates:
     index_separator: str = "、"
     line_ellipsis: str = "…"
     origin_label: str = "（来自：{namespace}）"
+    truncation_notice: str = "（已截断，完整内容：{command}）"
+    truncation_notice_no_id: str = "（已截断）"
+    show_command: str = "hindsight show {memory_id}"
+    show_command_namespace: str = "hindsight show {memory_id} --namespace {namespace}"
 
 
 ZH = PromptTemplates(
@@ -294,6 +309,8 @@ EN = PromptTemplates(
     index_separator=", ",
     line_ellipsis="...",
     origin_label=" (from: {namespace})",
+    truncation_notice=" (truncated; full text: {command})",
+    truncation_notice_no_id=" (truncated)",
 )
 """English templates."""
 

@@ -2,8 +2,11 @@
 
 The block is plain text: one line per memory, Markdown flattened and anything
 that imitates our prompt structure neutralised (``_safety.render_safe``), at most
-``max_lines`` memory lines whatever ``k`` the caller recalled; nothing recalled
-means no block at all. When two shown memories prescribe different things for
+``max_lines`` memory lines whatever ``k`` the caller recalled, each memory's text at
+most ``max_line_chars`` characters (a cut line says so and names the command that
+shows the whole memory) and, with ``max_block_chars``, the whole block at most that
+many characters (trailing lines are left out first); nothing recalled means no
+block at all. When two shown memories prescribe different things for
 the same subject (whatever their confidences), both stay and a conflict note
 tells the model to judge; advice for different cases ("< 10k
 rows" / "> 10k rows"), restatements and text our own templates share are not
@@ -22,9 +25,28 @@ from langchain_hindsight._claims import claim_of, relation_of
 from langchain_hindsight._safety import render_safe
 from langchain_hindsight.errors import ConfigurationError
 from langchain_hindsight.prompts import Locale, PromptTemplates, get_templates
+from langchain_hindsight.recall._block import (
+    DEFAULT_MAX_LINE_CHARS,
+    MIN_BLOCK_CHARS,
+    MIN_LINE_CHARS,
+    check_block_size,
+    fit_block,
+    memory_line,
+)
 from langchain_hindsight.types import MemoryUnit, ScoredMemory
 
-__all__ = ["Recalled", "build_task_prompt", "detect_conflicts", "format_experiences"]
+__all__ = [
+    "DEFAULT_MAX_LINES",
+    "DEFAULT_MAX_LINE_CHARS",
+    "MIN_BLOCK_CHARS",
+    "MIN_LINE_CHARS",
+    "Recalled",
+    "build_task_prompt",
+    "check_block_size",
+    "detect_conflicts",
+    "fit_experiences",
+    "format_experiences",
+]
 
 Recalled = ScoredMemory | MemoryUnit | Document
 """What the block accepts: recall results, plain units, or the retriever's Documents."""
@@ -40,23 +62,26 @@ class _Entry:
     task_type: str
     kind: str
     namespace: str | None = None
+    memory_id: str | None = None
 
 
 def _entry(item: Recalled) -> _Entry:
     if isinstance(item, ScoredMemory):
         item = item.memory
     if isinstance(item, MemoryUnit):
-        return _Entry(item.content, item.score_confidence, item.task_type, item.kind, item.namespace)
+        return _Entry(item.content, item.score_confidence, item.task_type, item.kind, item.namespace, item.memory_id)
     if isinstance(item, Document):
         meta = item.metadata
         confidence = meta.get("confidence")
         if isinstance(confidence, bool) or not isinstance(confidence, int | float):
             raise ConfigurationError("a Document given to format_experiences needs a numeric metadata['confidence']")
+        memory_id = meta.get("memory_id", item.id)
         return _Entry(
             item.page_content,
             float(confidence),
             str(meta.get("task_type", "")),
             str(meta.get("kind", "experience")),
+            memory_id=memory_id if isinstance(memory_id, str) and memory_id else None,
         )
     raise ConfigurationError(f"expected ScoredMemory, MemoryUnit or Document, got {type(item).__name__}")
 
@@ -131,13 +156,26 @@ def _templates(locale: Locale, templates: PromptTemplates | None) -> PromptTempl
     return get_templates(locale)
 
 
+def _assemble(
+    t: PromptTemplates, lines: Sequence[str], shown: Sequence[Recalled], *, notice: bool, conflicts: bool
+) -> str:
+    out = [t.block_header, *lines]
+    if conflicts:
+        for group in _groups(detect_conflicts(shown)):
+            out.append(t.conflict_note.format(indices=t.index_separator.join(str(i + 1) for i in group)))
+    if notice and t.data_notice:
+        out.append(t.data_notice)
+    return "\n".join(out)
+
+
 def format_experiences(
     memories: Sequence[Recalled],
     *,
     locale: Locale = "zh",
     templates: PromptTemplates | None = None,
     max_lines: int = DEFAULT_MAX_LINES,
-    max_line_chars: int = 300,
+    max_line_chars: int = DEFAULT_MAX_LINE_CHARS,
+    max_block_chars: int | None = None,
     notice: bool = True,
     conflicts: bool = True,
     own_namespace: str | None = None,
@@ -149,7 +187,16 @@ def format_experiences(
         locale: ``"zh"`` (default) or ``"en"``.
         templates: Overrides the locale's strings.
         max_lines: At most this many memory lines (a short block reads best), whatever ``k`` was.
-        max_line_chars: Longer memory text is cut and ends with an ellipsis.
+        max_line_chars: At most this many characters of a memory's text (at least
+            :data:`MIN_LINE_CHARS`); a longer one is cut and the line says so, naming
+            the command that prints the whole memory (``…（已截断，完整内容：hindsight show
+            <memory_id>）``, the templates' ``truncation_notice``).
+        max_block_chars: At most this many characters in the whole block (header,
+            lines, notes; at least :data:`MIN_BLOCK_CHARS`): the last lines are left
+            out until it fits, and a single remaining line is cut further (down to
+            :data:`MIN_LINE_CHARS` characters, then with the notice that names no
+            command; only a very long origin label can still overflow). ``None``
+            (default): only ``max_lines`` and ``max_line_chars`` bound it.
         notice: Close the block with the templates' ``data_notice`` (recalled
             text is data, not instructions).
         conflicts: Add the conflict note for memories that prescribe different
@@ -158,37 +205,65 @@ def format_experiences(
             namespace (a shared pool, another agent's) is labelled with where it
             came from. ``None`` labels nothing.
 
+    Raises:
+        ConfigurationError: a size option out of range (see :func:`check_block_size`).
+
     Example:
         >>> u = MemoryUnit(task_type="data_cleaning", confidence=0.85,
         ...                content="处理中文CSV时，pandas.read_csv需指定encoding='utf-8-sig'")
         >>> print(format_experiences([u], notice=False))
         [相关经验]
         1. 处理中文CSV时，pandas.read_csv需指定encoding='utf-8-sig'（置信度：0.85）
+        >>> long = MemoryUnit(memory_id="mem_42", confidence=0.8, content="周报的数据范围取上周一到周日的自然周，" * 3)
+        >>> print(format_experiences([long], notice=False, max_line_chars=24))
+        [相关经验]
+        1. 周报的数据范围取上周一到周日的自然周，周报的数…（已截断，完整内容：hindsight show mem_42）（置信度：0.80）
+    """
+    return fit_experiences(
+        memories,
+        locale=locale,
+        templates=templates,
+        max_lines=max_lines,
+        max_line_chars=max_line_chars,
+        max_block_chars=max_block_chars,
+        notice=notice,
+        conflicts=conflicts,
+        own_namespace=own_namespace,
+    )[0]
+
+
+def fit_experiences(
+    memories: Sequence[Recalled],
+    *,
+    locale: Locale = "zh",
+    templates: PromptTemplates | None = None,
+    max_lines: int = DEFAULT_MAX_LINES,
+    max_line_chars: int = DEFAULT_MAX_LINE_CHARS,
+    max_block_chars: int | None = None,
+    notice: bool = True,
+    conflicts: bool = True,
+    own_namespace: str | None = None,
+) -> tuple[str, int]:
+    """:func:`format_experiences`, and how many of ``memories`` (the first ones) the block shows.
+
+    The session journals and credits only the memories the block showed, never one
+    ``max_lines`` or ``max_block_chars`` left out. Arguments as in :func:`format_experiences`.
+
     """
     t = _templates(locale, templates)
-    if isinstance(max_lines, bool) or not isinstance(max_lines, int) or max_lines < 1:
-        raise ConfigurationError(f"max_lines must be a positive int, got {max_lines!r}")
-    if isinstance(max_line_chars, bool) or not isinstance(max_line_chars, int) or max_line_chars < 20:
-        raise ConfigurationError(f"max_line_chars must be an int >= 20, got {max_line_chars!r}")
+    check_block_size(max_lines=max_lines, max_line_chars=max_line_chars, max_block_chars=max_block_chars)
     shown = list(memories)[:max_lines]
     if not shown:
-        return ""
+        return "", 0
     entries = [_entry(m) for m in shown]
-    lines = [t.block_header]
-    for index, entry in enumerate(entries, 1):
-        text = render_safe(entry.content)
-        if len(text) > max_line_chars:
-            text = text[: max_line_chars - len(t.line_ellipsis)].rstrip() + t.line_ellipsis
-        line = t.block_line.format(index=index, content=text, confidence=entry.confidence)
-        if own_namespace is not None and entry.namespace is not None and entry.namespace != own_namespace:
-            line += t.origin_label.format(namespace=render_safe(entry.namespace))
-        lines.append(line)
-    if conflicts:
-        for group in _groups(detect_conflicts(shown)):
-            lines.append(t.conflict_note.format(indices=t.index_separator.join(str(i + 1) for i in group)))
-    if notice and t.data_notice:
-        lines.append(t.data_notice)
-    return "\n".join(lines)
+
+    def render(count: int, limit: int, short: bool) -> str:  # the first `count` lines; the last cut to `limit`
+        cut = [limit if i == count else max_line_chars for i in range(1, count + 1)]
+        lines = [memory_line(t, i, e, cut[i - 1], own_namespace, short=short) for i, e in enumerate(entries[:count], 1)]
+        return _assemble(t, lines, shown[:count], notice=notice, conflicts=conflicts)
+
+    first = render_safe(entries[0].content)
+    return fit_block(render, len(shown), max_line_chars=max_line_chars, max_block_chars=max_block_chars, first=first)
 
 
 def build_task_prompt(
@@ -198,13 +273,16 @@ def build_task_prompt(
     locale: Locale = "zh",
     templates: PromptTemplates | None = None,
     max_lines: int = DEFAULT_MAX_LINES,
+    max_line_chars: int = DEFAULT_MAX_LINE_CHARS,
+    max_block_chars: int | None = None,
     notice: bool = True,
     own_namespace: str | None = None,
 ) -> str:
     """The task prompt: the block, ``[当前任务]``, the task, the closing instruction.
 
     With nothing recalled it is only ``[当前任务]`` and the task (the closing
-    instruction refers to experience above, so it is left out).
+    instruction refers to experience above, so it is left out). The size options
+    are :func:`format_experiences`'s.
 
     Example:
         >>> print(build_task_prompt("生成本周周报", []))
@@ -214,7 +292,15 @@ def build_task_prompt(
     if not isinstance(task, str):
         raise ConfigurationError(f"task must be a string, got {type(task).__name__}")
     t = _templates(locale, templates)
-    block = format_experiences(memories, templates=t, max_lines=max_lines, notice=notice, own_namespace=own_namespace)
+    block = format_experiences(
+        memories,
+        templates=t,
+        max_lines=max_lines,
+        max_line_chars=max_line_chars,
+        max_block_chars=max_block_chars,
+        notice=notice,
+        own_namespace=own_namespace,
+    )
     current = f"{t.task_header}\n{task.strip()}"
     if not block:
         return current

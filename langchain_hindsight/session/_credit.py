@@ -186,17 +186,32 @@ def apply_outcome(
 
 
 def served_from_items(store: MemoryStore, items: list[Mapping[str, Any]], namespace: str) -> list[ScoredMemory]:
-    """What a retriever served inside a captured run (``TrajectoryRecorder`` metadata), as recall results."""
+    """What a retriever served inside a captured run (``TrajectoryRecorder`` metadata), as recall results.
+
+    Each keeps the score breakdown the retriever computed (the recorder carries it), so
+    ``RunJournal.explain`` shows the factors of an LCEL run as it does an adapter's.
+    """
     if not items:
         return []
     units = {u.memory_id: u for u in store.get_many([str(i["memory_id"]) for i in items], namespace=namespace)}
     return [
         ScoredMemory(
-            memory=units[mid], score=float(i.get("score") or 0.0), similarity=float(i.get("similarity") or 0.0)
+            memory=units[mid],
+            score=float(i.get("score") or 0.0),
+            similarity=float(i.get("similarity") or 0.0),
+            breakdown=_breakdown(i.get("breakdown")),
+            query_task_type=i["query_task_type"] if isinstance(i.get("query_task_type"), str) else None,
         )
         for i in items
         if (mid := str(i["memory_id"])) in units
     ]
+
+
+def _breakdown(value: object) -> dict[str, float]:
+    """A recorded breakdown as ``{factor: float}`` (a record without one, or with junk in it, gives ``{}``)."""
+    if not isinstance(value, Mapping):
+        return {}
+    return {str(k): float(v) for k, v in value.items() if isinstance(v, int | float) and not isinstance(v, bool)}
 
 
 def journal_produced(journal: RunJournal, trajectory: Trajectory, produced: list[MemoryUnit]) -> None:

@@ -14,6 +14,7 @@ from langchain_core.language_models import BaseChatModel
 
 from langchain_hindsight.errors import ConfigurationError
 from langchain_hindsight.prompts import Locale, get_templates
+from langchain_hindsight.recall.injection import DEFAULT_MAX_LINE_CHARS, check_block_size
 from langchain_hindsight.reflection.background import BackgroundReflector
 from langchain_hindsight.reflection.reflector import Reflector
 from langchain_hindsight.session._conversation import CORRECTION_PATTERNS, CorrectionDetector
@@ -73,7 +74,11 @@ class SessionConfig:
             relevant → no block); ``"default"`` keeps the retriever's own floor, ``None``
             switches the floor off.
         locale: ``"zh"`` (default) or ``"en"`` block and task prompt.
-        max_lines: At most this many block lines.
+        max_lines: At most this many memory lines in the block.
+        max_line_chars: At most this many characters of one memory's text in the block; a longer
+            one is cut and its line says so, naming ``hindsight show <memory_id>``.
+        max_block_chars: At most this many characters in the whole block (trailing lines are
+            left out first); ``None`` (default): bounded by the two options above only.
         namespace_key: ``config["configurable"]`` key (or runtime context attribute) naming the
             namespace of a run; ``None`` disables.
         namespace: Pin every run to this namespace (an agent acting as one principal): a run
@@ -105,6 +110,8 @@ class SessionConfig:
     min_relevance: float | Literal["default"] | None = "default"
     locale: Locale = "zh"
     max_lines: int = 8
+    max_line_chars: int = DEFAULT_MAX_LINE_CHARS
+    max_block_chars: int | None = None
     namespace_key: str | None = "user_id"
     namespace: str | None = None
     recall: bool = True
@@ -122,8 +129,9 @@ class SessionConfig:
             raise ConfigurationError(f"on_error must be 'log' or 'raise', got {self.on_error!r}")
         if isinstance(self.k, bool) or not isinstance(self.k, int) or self.k < 1:
             raise ConfigurationError(f"k must be a positive int, got {self.k!r}")
-        if isinstance(self.max_lines, bool) or not isinstance(self.max_lines, int) or self.max_lines < 1:
-            raise ConfigurationError(f"max_lines must be a positive int, got {self.max_lines!r}")
+        check_block_size(
+            max_lines=self.max_lines, max_line_chars=self.max_line_chars, max_block_chars=self.max_block_chars
+        )
         if self.min_relevance not in (None, "default") and (
             isinstance(self.min_relevance, bool) or not isinstance(self.min_relevance, int | float)
         ):

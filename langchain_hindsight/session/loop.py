@@ -42,7 +42,7 @@ from langchain_hindsight.capture.messages import resolve_namespace
 from langchain_hindsight.capture.recorder import SERVED_KEY
 from langchain_hindsight.errors import AccessDeniedError, ConfigurationError, HindsightError, RunNotFoundError
 from langchain_hindsight.prompts import Locale, get_reflection_templates
-from langchain_hindsight.recall.injection import build_task_prompt, format_experiences
+from langchain_hindsight.recall.injection import build_task_prompt, fit_experiences
 from langchain_hindsight.recall.retriever import HindsightRetriever, RecallResult
 from langchain_hindsight.reflection.background import BackgroundReflector
 from langchain_hindsight.reflection.reflector import Reflector
@@ -196,11 +196,26 @@ class HindsightSession:
 
     def _render(self, served: Served) -> Served:
         if served.memories:
+            c = self.config
             own = served.namespace  # a memory from another (shared) namespace is labelled with its origin
-            served.block = format_experiences(
-                served.memories, locale=self.locale, max_lines=self.config.max_lines, own_namespace=own
+            served.block, shown = fit_experiences(
+                served.memories,
+                locale=self.locale,
+                own_namespace=own,
+                max_lines=c.max_lines,
+                max_line_chars=c.max_line_chars,
+                max_block_chars=c.max_block_chars,
             )
-            served.task_prompt = build_task_prompt(served.task, served.memories, locale=self.locale, own_namespace=own)
+            served.memories = served.memories[:shown]  # what the block left out was not served (nor credited)
+            served.task_prompt = build_task_prompt(
+                served.task,
+                served.memories,
+                locale=self.locale,
+                own_namespace=own,
+                max_lines=c.max_lines,
+                max_line_chars=c.max_line_chars,
+                max_block_chars=c.max_block_chars,
+            )
         else:
             served.task_prompt = served.task
         return served
@@ -277,11 +292,12 @@ class HindsightSession:
             except Exception as e:  # noqa: BLE001
                 self._fail("recall", e)
         self._type_only(served)
+        self._render(served)  # first: the journal records what the block shows
         try:
             start_run(self.journal, served)
         except Exception as e:  # noqa: BLE001
             self._fail("journal", e)
-        return self._render(served)
+        return served
 
     async def aserve(
         self, task: str, *, namespace: str | None = None, run_id: str | None = None, thread_id: str | None = None
@@ -298,11 +314,12 @@ class HindsightSession:
             except Exception as e:  # noqa: BLE001
                 self._fail("recall", e)
         await asyncio.to_thread(self._type_only, served)
+        self._render(served)  # first: the journal records what the block shows
         try:
             await asyncio.to_thread(start_run, self.journal, served)
         except Exception as e:  # noqa: BLE001
             self._fail("journal", e)
-        return self._render(served)
+        return served
 
     # ------------------------------------------------------------------ credit
     def _own_ids(self, record: RunRecord) -> list[str]:

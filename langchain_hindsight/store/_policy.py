@@ -81,7 +81,7 @@ def settle_claims(unit: MemoryUnit, *, now: datetime | None = None) -> MemoryUni
     bounded by ``MAX_ACCESS_COUNT`` (the model refuses more) and earns no
     confidence (the per-source cap applies whatever count is claimed), and a
     unit whose text came from a tool (``source="tool_output"``) arrives unused,
-    active, replacing nothing and merged from nothing. Feedback, merges and
+    active, replacing nothing and merged from nothing (learned once: ``evidence`` 1). Feedback, merges and
     supersession then set these fields through the store's own operations.
     """
     unit = clamp_future(unit, now=now)
@@ -93,6 +93,8 @@ def settle_claims(unit: MemoryUnit, *, now: datetime | None = None) -> MemoryUni
             changes["supersedes"] = None
         if unit.merged_from:
             changes["merged_from"] = []
+        if unit.evidence != 1:
+            changes["evidence"] = 1
         if unit.status != "active":
             changes["status"] = "active"
     if not changes:

@@ -16,6 +16,7 @@ from langchain_hindsight.store._policy import feedback_reason, fresh_ids_for_tak
 from langchain_hindsight.store._repair import move_units
 from langchain_hindsight.store._write import (
     WritePlan,
+    check_informative,
     check_source_change,
     check_unit,
     demote,
@@ -63,6 +64,8 @@ class WriteMixin(StoreCore):
 
         Raises:
             ConfigurationError: ``unit`` is not a :class:`MemoryUnit`.
+            UninformativeMemoryError: its content carries no information (``"ok"``, ``"好的"``, emoji only);
+                an :class:`~langchain_hindsight.errors.InvalidMemoryError`. Nothing was changed.
             StoreError: the backend failed; nothing was changed.
         """
         return self.add_many([unit], namespace=namespace, dedupe=dedupe)[0]
@@ -75,12 +78,15 @@ class WriteMixin(StoreCore):
 
         A unit may merge into, or supersede, an earlier unit of the same batch.
         ``dedupe=False`` stores every unit as given (bulk import); an id that
-        already exists is then overwritten.
+        already exists is then overwritten. Every unit is checked before anything
+        is written: one uninformative unit (``UninformativeMemoryError``) refuses the batch.
         """
         if isinstance(units, MemoryUnit) or not isinstance(units, Sequence):
             raise ConfigurationError("units must be a sequence of MemoryUnit")
         if not isinstance(dedupe, bool):
             raise ConfigurationError(f"dedupe must be a bool, got {dedupe!r}")
+        for u in units:
+            check_unit(u)  # a wrong type is reported before anything about a unit's content
         prepared = [self._prepare(u, namespace) for u in units]
         if not prepared:
             return []
@@ -212,7 +218,8 @@ class WriteMixin(StoreCore):
 
         Raises:
             MemoryNotFoundError: no such unit.
-            InvalidMemoryError: the changed unit would be invalid (nothing is written).
+            InvalidMemoryError: the changed unit would be invalid, or its new content carries
+                no information (``UninformativeMemoryError``); nothing is written.
         """
         if {"memory_id", "namespace"} & set(changes):
             raise ConfigurationError("memory_id and namespace cannot be changed; add a new unit instead")
@@ -220,6 +227,8 @@ class WriteMixin(StoreCore):
         with self._lock:
             current = self.get(memory_id, namespace=ns)
             check_source_change(current, changes.get("source", current.source))
+            if "content" in changes:
+                check_informative(current.evolve(content=changes["content"]))
             if "task_type" in changes:
                 if not isinstance(changes["task_type"], str):
                     raise ConfigurationError(f"task_type must be a string, got {type(changes['task_type']).__name__}")

@@ -84,11 +84,16 @@ def test_markdown_is_flattened_and_structure_cannot_be_imitated() -> None:
     assert "[相关经验]" not in lines[1]
 
 
-def test_long_lines_are_cut() -> None:
+def test_long_lines_are_cut_and_say_so() -> None:
     long = MemoryUnit(content="很长的经验" * 200)
     line = format_experiences([long], notice=False, max_line_chars=50).splitlines()[1]
-    assert "…（置信度" in line
-    assert len(line) < 80
+    assert line.endswith(f"…（已截断，完整内容：hindsight show {long.memory_id}）（置信度：0.65）")
+    assert line.startswith("1. " + "很长的经验" * 9)
+    assert len(line) < 50 + 80  # the text is cut to 50 characters; the notice and confidence come on top
+    en = format_experiences([long], locale="en", notice=False, max_line_chars=50).splitlines()[1]
+    assert en.endswith(f"... (truncated; full text: hindsight show {long.memory_id}) (confidence: 0.65)")
+    short = MemoryUnit(content="很长的经验" * 10)
+    assert "已截断" not in format_experiences([short], max_line_chars=50)  # 50 characters fit: not cut
 
 
 def test_accepts_scored_memories_and_documents() -> None:

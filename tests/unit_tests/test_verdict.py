@@ -485,7 +485,7 @@ def test_a_correction_the_store_refuses_is_still_journaled_and_undoable(
         raise InvalidMemoryError("invalid memory unit: content: carries no information")
 
     monkeypatch.setattr(hs.store, "add", refuse)
-    result = hs.feedback(served.run_id, success=False, comment="不对，好")
+    result = hs.feedback(served.run_id, success=False, comment="不对，金额要用含税价")
     assert result.created == []
     entry = result.run.feedback[-1]
     assert [(e.memory_id, e.action) for e in entry.effects or []] == [(lesson.memory_id, "uncredited")]
