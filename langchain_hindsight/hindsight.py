@@ -35,7 +35,7 @@ from langchain_hindsight.session.loop import ErrorPolicy, FeedbackResult, Hindsi
 from langchain_hindsight.sharing.access import ScopedMemory
 from langchain_hindsight.sharing.principals import AccessPolicy, Principal, resolve_principal
 from langchain_hindsight.sharing.retriever import ScopedRetriever
-from langchain_hindsight.store.journal import RunJournal
+from langchain_hindsight.store.journal import RunJournal, RunRecord
 from langchain_hindsight.store.memory_store import MemoryStore
 from langchain_hindsight.store.writes import LLMWriteJudge, WriteJudge
 from langchain_hindsight.types import ScoredMemory
@@ -310,10 +310,12 @@ class Hindsight:
         """Apply a user's verdict on a run to the memories that run used.
 
         ``success=False`` means the user says the result was wrong: the success
-        credit the run gave is taken back and the served memories are rejected
-        (confidence × 0.5). ``success=True`` credits them (+0.05) once per run. A
-        ``comment`` with ``success`` not ``True`` becomes a new ``user_feedback``
-        memory (high trust) for the run's task. Everything is recorded in the journal.
+        credit the run gave is taken back. A ``comment`` with ``success`` not
+        ``True`` becomes a new ``user_feedback`` memory (high trust) for the run's
+        task, which supersedes only the served memories it contradicts; without a
+        comment the served memories get the failure debit (never a user's own
+        correction). ``success=True`` credits them (+0.05) once per run. Every
+        change is journaled with its reason; :meth:`undo_feedback` reverts it.
 
         With a ``principal``, the run is looked up in its own journal and only its
         own memories change (shared ones it was served are left as they are).
@@ -335,6 +337,31 @@ class Hindsight:
     ) -> FeedbackResult:
         """Async :meth:`feedback`."""
         return await self.session.afeedback(run_id, success=success, comment=comment, namespace=self._own(namespace))
+
+    def undo_feedback(self, run_id: str, *, namespace: str | None = None) -> RunRecord:
+        """Revert exactly what the run's newest feedback did (see :meth:`HindsightSession.undo_feedback`).
+
+        Confidences and statuses come back as the journal recorded them, a memory
+        the correction superseded is active again, the correction it created is
+        archived (restorable), the run's credit is restored; the undo is journaled.
+
+        Example:
+            .. code-block:: python
+
+                hs.feedback(run_id, success=False, comment="不对，周报只统计本周一到周日")
+                hs.undo_feedback(run_id)   # as if the comment had never been given
+
+        Raises:
+            RunNotFoundError: the journal has no such run.
+            FeedbackNotFoundError: the run has no feedback to undo.
+            FeedbackAlreadyUndoneError: its feedback is already undone (nothing changed).
+            AccessDeniedError: ``namespace`` is not the principal's own.
+        """
+        return self.session.undo_feedback(run_id, namespace=self._own(namespace))
+
+    async def aundo_feedback(self, run_id: str, *, namespace: str | None = None) -> RunRecord:
+        """Async :meth:`undo_feedback`."""
+        return await self.session.aundo_feedback(run_id, namespace=self._own(namespace))
 
     def _own(self, namespace: str | None) -> str | None:
         """The namespace a feedback call may act on: any without a principal, else only the principal's own."""
