@@ -17,13 +17,15 @@ Example:
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any, Literal
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Literal, Unpack
 from urllib.parse import urlsplit
 
 from langchain_core.callbacks import BaseCallbackHandler
 
-from langchain_hindsight.adapters.graph import with_hindsight
+from langchain_hindsight.adapters.graph import OutcomeFn, with_hindsight
 from langchain_hindsight.adapters.middleware import HindsightMiddleware
+from langchain_hindsight.capture.messages import Placement
 from langchain_hindsight.capture.recorder import TrajectoryRecorder
 from langchain_hindsight.errors import ConfigurationError
 from langchain_hindsight.prompts import Locale
@@ -31,6 +33,7 @@ from langchain_hindsight.recall.injection import DEFAULT_MAX_LINE_CHARS, DEFAULT
 from langchain_hindsight.recall.retriever import HindsightRetriever
 from langchain_hindsight.reflection.background import BackgroundReflector
 from langchain_hindsight.reflection.reflector import Reflector
+from langchain_hindsight.session.config import AdapterOptions
 from langchain_hindsight.session.loop import ErrorPolicy, FeedbackResult, HindsightSession, SessionConfig
 from langchain_hindsight.sharing.access import ScopedMemory
 from langchain_hindsight.sharing.principals import AccessPolicy, Principal, resolve_principal
@@ -265,15 +268,43 @@ class Hindsight:
         return self.session.locale
 
     # ------------------------------------------------------------------ adapters
-    def middleware(self, **options: Any) -> HindsightMiddleware:
-        """``HindsightMiddleware(self, **options)`` for ``create_agent``."""
-        return HindsightMiddleware(self, **options)
+    def middleware(
+        self,
+        *,
+        namespace: str | None = None,
+        placement: Placement = "task_message",
+        max_pending: int = 1024,
+        **options: Unpack[AdapterOptions],
+    ) -> HindsightMiddleware:
+        """``HindsightMiddleware(self, ...)`` for ``create_agent`` (the same keywords, typed)."""
+        return HindsightMiddleware(self, namespace=namespace, placement=placement, max_pending=max_pending, **options)
 
     def wrap(
-        self, graph: CompiledStateGraph[Any, Any, Any, Any], **options: Any
+        self,
+        graph: CompiledStateGraph[Any, Any, Any, Any],
+        *,
+        namespace: str | None = None,
+        input_key: str = "messages",
+        block_key: str | None = None,
+        output_key: str | None = None,
+        outcome: OutcomeFn | None = None,
+        placement: Placement = "task_message",
+        name: str | None = None,
+        **options: Unpack[AdapterOptions],
     ) -> CompiledStateGraph[Any, Any, Any, Any]:
-        """``with_hindsight(graph, self, **options)``: the graph with this bundle's recall and reflection."""
-        return with_hindsight(graph, self, **options)
+        """``with_hindsight(graph, self, ...)``: the graph with this bundle's recall and reflection (typed keywords)."""
+        return with_hindsight(
+            graph,
+            self,
+            namespace=namespace,
+            input_key=input_key,
+            block_key=block_key,
+            output_key=output_key,
+            outcome=outcome,
+            placement=placement,
+            name=name,
+            **options,
+        )
 
     def memory(self, **options: Any) -> HindsightMemory:
         """``HindsightMemory(self, **options)`` for classic chains (needs the ``classic`` extra)."""
@@ -291,13 +322,37 @@ class Hindsight:
         return [self.recorder]
 
     # ------------------------------------------------------------------ recall and feedback
-    def recall(self, query: str, **kwargs: Any) -> list[ScoredMemory]:
-        """``retriever.recall(query, ...)``: scored memories with their breakdowns."""
-        return self.retriever.recall(query, **kwargs)
+    def recall(
+        self,
+        query: str,
+        *,
+        k: int | None = None,
+        task_type: str | None = None,
+        namespace: str | None = None,
+        now: datetime | None = None,
+    ) -> list[ScoredMemory]:
+        """``retriever.recall(query, ...)``: scored memories with their breakdowns, best first.
 
-    async def arecall(self, query: str, **kwargs: Any) -> list[ScoredMemory]:
+        Args:
+            query: The task description.
+            k: At most this many (default: this bundle's ``k``).
+            task_type: The task type to score against (default: fixed, else inferred from ``query``).
+            namespace: The namespace to recall from (default: the store's).
+            now: The clock for time decay (aware datetime); defaults to now.
+        """
+        return self.retriever.recall(query, k=k, task_type=task_type, namespace=namespace, now=now)
+
+    async def arecall(
+        self,
+        query: str,
+        *,
+        k: int | None = None,
+        task_type: str | None = None,
+        namespace: str | None = None,
+        now: datetime | None = None,
+    ) -> list[ScoredMemory]:
         """Async :meth:`recall`."""
-        return await self.retriever.arecall(query, **kwargs)
+        return await self.retriever.arecall(query, k=k, task_type=task_type, namespace=namespace, now=now)
 
     def feedback(
         self,
