@@ -152,6 +152,9 @@ def _parser(words: Sequence[str] = ()) -> argparse.ArgumentParser:
     p.add_argument("--yes", action="store_true", help="confirm a --now in the future (it changes memories for good)")
     p = add("export", "browse:export", "write memories as JSONL (every field)")
     p.add_argument("-o", "--output", help="file (default: stdout)")
+    p.add_argument(
+        "--journal", action="store_true", help="also the run journal (a complete backup: import restores it)"
+    )
     p.add_argument("--all", action="store_true", help="every namespace (a principal: every one it may read)")
     p = add("import", "maintenance:import_", "read memories from JSONL exactly as exported")
     p.add_argument("file", help="JSONL file, or - for stdin")
