@@ -170,6 +170,7 @@ def default_store(real_models: None, tmp_path_factory: pytest.TempPathFactory) -
         "生成本周的销售周报（补充：按门店拆分）",
         "帮我做一下这周各门店的销售周报，按门店拆分，附上环比",
         "用户：周报做好了吗？\n助手：还没有，需要我现在生成吗？\n用户：嗯，这周各门店的销售周报，按门店拆分",
+        "嗯，这周各门店的销售周报，按门店拆分",  # the last human turn alone: what the middleware recalls with
     ],
 )
 def test_the_weekly_report_tasks_get_the_weekly_lesson(default_store: MemoryStore, query: str) -> None:
