@@ -9,7 +9,7 @@ its undo. The browser tests (Playwright on the system Chromium) drive the same p
 from __future__ import annotations
 
 import re
-from html import escape
+from markupsafe import escape
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import timedelta
