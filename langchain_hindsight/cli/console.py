@@ -40,7 +40,9 @@ def _token(args: argparse.Namespace) -> str | None:
 def ui(args: argparse.Namespace) -> int:
     """``hindsight ui``: print the URL with the access token, then serve until SIGTERM/SIGINT."""
     if _UI_ERROR is not None:
-        raise ConfigurationError(f'hindsight ui needs the ui extra: pip install "langchain-hindsight[ui]" ({_UI_ERROR})')
+        raise ConfigurationError(
+            f'hindsight ui needs the ui extra: pip install "langchain-hindsight[ui]" ({_UI_ERROR})'
+        )
     if not 0 <= args.port < 65536:
         raise ConfigurationError(f"--port must be 0-65535, got {args.port}")
     token = _token(args)

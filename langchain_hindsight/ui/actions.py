@@ -50,8 +50,17 @@ _SUSPICIOUS = "suspicious"
 def _successor(unit: MemoryUnit, **changes: object) -> MemoryUnit:
     """A new unit carrying ``unit``'s lesson and context (a fresh id), with ``changes``."""
     data = unit.model_dump(
-        include={"task_type", "task_description", "content", "context", "confidence", "source", "tags", "kind",
-                 "run_id"}  # fmt: skip
+        include={
+            "task_type",
+            "task_description",
+            "content",
+            "context",
+            "confidence",
+            "source",
+            "tags",
+            "kind",
+            "run_id",
+        }
     )
     data.update(changes)
     return MemoryUnit(**data)
@@ -75,7 +84,9 @@ def confirm(console: Console, t: Mapping[str, str], namespace: str, memory_id: s
     result = console.store.supersede([memory_id], new, reason=reason, namespace=namespace)
     console.invalidate(namespace)
     logger.info("console confirm in %r: %s → %s (%s)", namespace, memory_id, result.unit.memory_id, reason)
-    return t["done_confirm"].format(old=memory_id, new=result.unit.memory_id, conf=f"{result.unit.score_confidence:.2f}")
+    return t["done_confirm"].format(
+        old=memory_id, new=result.unit.memory_id, conf=f"{result.unit.score_confidence:.2f}"
+    )
 
 
 def edit(console: Console, t: Mapping[str, str], namespace: str, memory_id: str, content: str) -> str:
@@ -128,7 +139,9 @@ def merge(console: Console, t: Mapping[str, str], namespace: str, first: str, se
     b = _active(console, namespace, second)
     keeper, other = sorted([a, b], key=priority)
     after = fold(keeper, [other], console.store.policy)
-    reason = "merged by a reviewer in the console; " + fold_reason(keeper, after, [other], masked=False).split(": ", 1)[1]
+    reason = (
+        "merged by a reviewer in the console; " + fold_reason(keeper, after, [other], masked=False).split(": ", 1)[1]
+    )
     with console.store.lock:
         console.store.update_many([after], namespace=namespace)
         archive_folded(console.store, namespace, [other.memory_id])

@@ -273,7 +273,7 @@ class _App:
 
     # ------------------------------------------------------------------ actions
     async def act(self, request: Request) -> Response:
-        """``POST /act/{action}``: check the session, CSRF, origin and grant; run the action; redirect with its message."""
+        """``POST /act/{action}``: check session, CSRF, origin and grant; run the action; redirect with its message."""
         session = self._session(request)
         origin = request.headers.get("origin")
         if origin and urlsplit(origin).netloc.lower() != request.headers.get("host", "").lower():

@@ -33,11 +33,11 @@ def _axis() -> str:
 
 
 def histogram(values: Sequence[float], *, bins: int = 10, title: str = "") -> Markup:
-    """A histogram of values in [0, 1] (e.g. confidences), ``bins`` equal bins.
+    r"""A histogram of values in [0, 1] (e.g. confidences), ``bins`` equal bins.
 
     Example:
         >>> svg = histogram([0.1, 0.15, 0.9], bins=10, title="confidence")
-        >>> svg.count("<rect"), "data-count=\\"2\\"" in svg
+        >>> svg.count("<rect"), 'data-count="2"' in svg
         (10, True)
     """
     counts = [0] * bins

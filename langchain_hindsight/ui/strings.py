@@ -248,7 +248,8 @@ _EN: dict[str, str] = {
     "plot_success": "Success rate per memory (the 15 served most)",
     "legend_serves": "serves",
     "legend_successes": "successful runs",
-    "done_confirm": "Confirmed {old}: stored as {new} (source manual, confidence {conf}); the old version is superseded.",
+    "done_confirm": "Confirmed {old}: stored as {new} (source manual, confidence {conf}); "
+    "the old version is superseded.",
     "done_edit": "Edited {old}: the new version {new} supersedes it.",
     "done_revert": "Undone: {old} is active again (confidence {conf}); {new} is archived.",
     "done_merge": "Merged {other} into {keeper}: {reason}",

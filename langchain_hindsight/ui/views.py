@@ -22,8 +22,8 @@ import numpy as np
 from langchain_hindsight.errors import AccessDeniedError, MemoryNotFoundError
 from langchain_hindsight.hindsight import Hindsight
 from langchain_hindsight.lifecycle._merge import active_with_vectors
-from langchain_hindsight.lifecycle.maintenance import Lifecycle
 from langchain_hindsight.lifecycle._usage import MemoryUsage
+from langchain_hindsight.lifecycle.maintenance import Lifecycle
 from langchain_hindsight.recall.engine import RecallSettings, recall
 from langchain_hindsight.sharing.principals import Principal
 from langchain_hindsight.store._statement import statement_key
@@ -204,9 +204,9 @@ class Console:
             "status": sorted({u.status for u in units}),
         }
 
-    def search(self, namespace: str, query: str, *, k: int = 10, task_type: str | None = None) -> tuple[
-        list[SearchRow], str | None, str | None
-    ]:
+    def search(
+        self, namespace: str, query: str, *, k: int = 10, task_type: str | None = None
+    ) -> tuple[list[SearchRow], str | None, str | None]:
         """The real recall for ``query`` with no floor applied, each result marked served or not.
 
         Returns:
@@ -219,7 +219,9 @@ class Console:
         for m in result.memories:
             factors = [(name, float(m.breakdown[name])) for name in FACTOR_ORDER if name in m.breakdown]
             factors += [
-                (name, float(v)) for name, v in m.breakdown.items() if name not in FACTOR_ORDER and name != "floor_margin"
+                (name, float(v))
+                for name, v in m.breakdown.items()
+                if name not in FACTOR_ORDER and name != "floor_margin"
             ]
             margin = m.breakdown.get("floor_margin")
             rows.append(SearchRow(m, factors, margin, margin is None or margin >= 0.0))

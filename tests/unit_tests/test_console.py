@@ -9,12 +9,12 @@ its undo. The browser tests (Playwright on the system Chromium) drive the same p
 from __future__ import annotations
 
 import re
-from markupsafe import escape
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import timedelta
 
 import pytest
+from markupsafe import escape
 from starlette.testclient import TestClient
 
 from langchain_hindsight import Hindsight, MemoryStore, MemoryUnit
@@ -48,7 +48,8 @@ class Env:
 def _login(client: TestClient, gate: TokenGate) -> None:
     r = client.get(f"/?token={gate.token}", follow_redirects=False)
     assert r.status_code == 303
-    assert "httponly" in r.headers["set-cookie"].lower() and "samesite=strict" in r.headers["set-cookie"].lower()
+    assert "httponly" in r.headers["set-cookie"].lower()
+    assert "samesite=strict" in r.headers["set-cookie"].lower()
     assert client.cookies.get(COOKIE) == r.cookies[COOKIE]  # kept by the client, as a browser would
 
 
@@ -82,7 +83,9 @@ def _seed(store: MemoryStore) -> dict[str, str]:
     for i in range(3):  # served three times, never followed by success: the review queue's first list
         journal.start(f"run-fail-{i}", task="clean the csv export", task_type="data_cleaning", served=[_served(csv)])
         journal.finish(f"run-fail-{i}", outcome="failure")
-    journal.start("run-ok", task="生成本周的销售周报", task_type="weekly_report", served=[_served(store.get(ids["weekly"]))])
+    journal.start(
+        "run-ok", task="生成本周的销售周报", task_type="weekly_report", served=[_served(store.get(ids["weekly"]))]
+    )
     journal.finish("run-ok", outcome="success")
     journal.start("run-chat", task="生成本周的销售周报", task_type="weekly_report",
                   served=[_served(store.get(ids["weekly"]))])  # fmt: skip
@@ -131,9 +134,11 @@ def test_every_page_renders_in_both_languages(env: Env, lang: str) -> None:
         r = env.client.get(path + ("&" if "?" in path else "?") + f"lang={lang}")
         assert r.status_code == 200, path
         assert f'<html lang="{lang}">' in r.text, path
-        assert t["nav_memories"] in r.text and t["nav_review"] in r.text, path
+        assert t["nav_memories"] in r.text, path
+        assert t["nav_review"] in r.text, path
         assert r.headers["content-security-policy"].startswith("default-src 'none'")
-        assert "<script" not in r.text and "http://" not in r.text.replace('xmlns="http://www.w3.org/2000/svg"', "")
+        assert "<script" not in r.text
+        assert "http://" not in r.text.replace('xmlns="http://www.w3.org/2000/svg"', "")
 
 
 def test_the_language_is_remembered_in_a_cookie(env: Env) -> None:
@@ -157,11 +162,13 @@ def test_the_list_filters_by_task_type_source_status_and_confidence(env: Env) ->
 def test_the_search_runs_the_real_recall_and_shows_every_factor_and_the_floor(env: Env) -> None:
     html = env.client.get("/memories?q=生成本周的销售周报").text
     rows = re.findall(r'data-testid="search-row" data-memory-id="([^"]+)" data-served="(yes|no)"', html)
-    assert rows and rows[0][0] == env.ids["weekly"]  # the weekly lesson ranks first
+    assert rows
+    assert rows[0][0] == env.ids["weekly"]
     assert rows[0][1] == "yes"
     for factor in ("similarity", "task_type", "confidence"):
         assert f'data-factor="{factor}"' in html
-    assert 'data-testid="floor-margin"' in html and "weekly_report" in html  # the task type scored against
+    assert 'data-testid="floor-margin"' in html
+    assert "weekly_report" in html
     unrelated = env.client.get("/memories?q=写一首关于秋天的诗&lang=en").text
     served = re.findall(r'data-served="(yes|no)"', unrelated)
     assert "yes" not in served  # shown for judgement, none would be served
@@ -174,8 +181,10 @@ def test_the_memory_page_shows_fields_history_runs_and_feedback(env: Env) -> Non
     assert WEEKLY in html
     for field in ("memory_id", "confidence", "source", "supersedes", "merged_from", "evidence"):
         assert f'data-field="{field}"' in html
-    assert 'data-run-id="run-ok"' in html and 'data-run-id="run-chat"' in html
-    assert "不对，周报只统计本周一到周日" in html and "zh:不对-prefix" in html
+    assert 'data-run-id="run-ok"' in html
+    assert 'data-run-id="run-chat"' in html
+    assert "不对，周报只统计本周一到周日" in html
+    assert "zh:不对-prefix" in html
 
 
 def test_the_run_page_is_explain_with_the_feedback_and_its_rule(env: Env) -> None:
@@ -191,8 +200,10 @@ def test_the_review_queue_lists_each_kind_of_suspect(env: Env) -> None:
     assert f'data-testid="review-never-row" data-memory-id="{env.ids["csv"]}"' in html
     assert f'data-testid="review-doubtful-row" data-memory-id="{env.ids["low"]}"' in html
     pair = re.search(r'data-testid="review-pair" data-a="([^"]+)" data-b="([^"]+)"', html)
-    assert pair and {pair.group(1), pair.group(2)} == {env.ids["near_a"], env.ids["near_b"]}
-    assert 'data-testid="review-correction" data-run-id="run-chat"' in html and "zh:不对-prefix" in html
+    assert pair
+    assert {pair.group(1), pair.group(2)} == {env.ids["near_a"], env.ids["near_b"]}
+    assert 'data-testid="review-correction" data-run-id="run-chat"' in html
+    assert "zh:不对-prefix" in html
 
 
 def test_the_plots_are_inline_svg(env: Env) -> None:
@@ -200,12 +211,14 @@ def test_the_plots_are_inline_svg(env: Env) -> None:
     for testid in ("plot-histogram", "plot-timeline", "plot-success"):
         assert f'data-testid="{testid}"' in html
     assert 'data-count="1"' in html  # the 0.2 memory in its bin
-    assert 'data-rate="0.00"' in html and 'data-rate="1.00"' in html  # csv never, weekly always succeeded
+    assert 'data-rate="0.00"' in html
+    assert 'data-rate="1.00"' in html
 
 
 def test_a_missing_memory_is_a_404_page(env: Env) -> None:
     r = env.client.get("/memories/mem_nope")
-    assert r.status_code == 404 and 'data-testid="error-title"' in r.text
+    assert r.status_code == 404
+    assert 'data-testid="error-title"' in r.text
 
 
 # ---------------------------------------------------------------------- refusals
@@ -216,7 +229,8 @@ def test_without_a_session_every_route_is_401(env: Env) -> None:
     for path in _pages(env.ids):
         r = anonymous.get(path)
         assert r.status_code == 401, path
-        assert WEEKLY not in r.text and escape(CSV) not in r.text
+        assert WEEKLY not in r.text
+        assert escape(CSV) not in r.text
     r = anonymous.post("/act/forget", data={"memory_id": env.ids["weekly"], "csrf": "x"})
     assert r.status_code == 401
     assert env.store.get(env.ids["weekly"]).status == "active"
@@ -266,7 +280,8 @@ def test_a_principal_without_write_grants_gets_a_read_only_console(env: Env) -> 
     client = TestClient(app, base_url=BASE)
     _login(client, gate)
     html = client.get(f"/memories/{env.ids['weekly']}").text
-    assert 'data-testid="read-only"' in html and 'data-testid="actions"' not in html
+    assert 'data-testid="read-only"' in html
+    assert 'data-testid="actions"' not in html
     assert 'data-testid="action-undo_feedback"' not in client.get("/runs/run-chat").text
     assert 'data-testid="action-' not in client.get("/review").text
     csrf = _csrf(client, gate)
@@ -298,14 +313,19 @@ def test_confirm_raises_to_trusted_by_a_manual_version_and_revert_undoes_it(env:
     before = env.store.get(old_id)
     said = _act(env, "confirm", memory_id=old_id)
     new = env.store.list_units(source="manual")[0]
-    assert new.memory_id in said and old_id in said
-    assert new.content == LOW and new.supersedes == old_id and new.score_confidence >= 0.8 and "confirmed" in new.tags
+    assert new.memory_id in said
+    assert old_id in said
+    assert new.content == LOW
+    assert new.supersedes == old_id
+    assert new.score_confidence >= 0.8
+    assert "confirmed" in new.tags
     assert env.store.get(old_id).status == "superseded"
     assert [u.memory_id for u in env.store.history(new.memory_id)] == [new.memory_id, old_id]
     said = _act(env, "revert", memory_id=new.memory_id)
     assert old_id in said
     back = env.store.get(old_id)
-    assert back.status == "active" and back.score_confidence == pytest.approx(before.score_confidence)
+    assert back.status == "active"
+    assert back.score_confidence == pytest.approx(before.score_confidence)
     assert env.store.get(new.memory_id).status == "archived"
 
 
@@ -316,7 +336,9 @@ def test_edit_stores_a_version_that_supersedes_and_revert_undoes_it(env: Env, ke
     old_id = env.ids[key]
     said = _act(env, "edit", memory_id=old_id, content=text)
     new = next(u for u in env.store.list_units(status="active") if u.content == text)
-    assert new.memory_id in said and new.supersedes == old_id and new.source == env.store.get(old_id).source
+    assert new.memory_id in said
+    assert new.supersedes == old_id
+    assert new.source == env.store.get(old_id).source
     assert env.store.get(old_id).status == "superseded"
     assert escape(text) in env.client.get(f"/memories/{new.memory_id}").text
     _act(env, "revert", memory_id=new.memory_id)
@@ -336,16 +358,20 @@ def test_merge_folds_one_into_the_other_and_unmerge_undoes_it(env: Env) -> None:
     assert sorted(statuses.values()) == ["active", "archived"]
     keeper = a if statuses[a] == "active" else b
     folded = b if keeper == a else a
-    assert folded in env.store.get(keeper).merged_from and keeper in said
+    assert folded in env.store.get(keeper).merged_from
+    assert keeper in said
     said = _act(env, "unmerge", memory_id=keeper)
     assert folded in said
-    assert env.store.get(folded).status == "active" and folded not in env.store.get(keeper).merged_from
+    assert env.store.get(folded).status == "active"
+    assert folded not in env.store.get(keeper).merged_from
 
 
 def test_forget_asks_first_naming_what_is_erased_then_deletes(env: Env) -> None:
     w = env.ids["weekly"]
     page = env.client.get(f"/memories/{w}/forget?lang=en").text
-    assert WEEKLY in page and 'data-testid="forget-refs"' in page and "2 run records" in page
+    assert WEEKLY in page
+    assert 'data-testid="forget-refs"' in page
+    assert "2 run records" in page
     assert env.store.get(w).status == "active"  # the page itself deletes nothing
     said = _act(env, "forget", memory_id=w, next=f"/memories/{w}")
     assert w in said
@@ -361,7 +387,8 @@ def test_restore_brings_an_archived_memory_back(env: Env) -> None:
     env.console.invalidate("default")
     assert 'data-testid="action-restore"' in env.client.get(f"/memories/{c}").text
     said = _act(env, "restore", memory_id=c)
-    assert c in said and env.store.get(c).status == "active"
+    assert c in said
+    assert env.store.get(c).status == "active"
 
 
 def test_undo_feedback_reverts_a_correction_through_the_library(env: Env) -> None:
@@ -377,7 +404,8 @@ def test_undo_feedback_reverts_a_correction_through_the_library(env: Env) -> Non
     said = _act(env, "undo_feedback", run_id="run-wrong", next="/runs/run-wrong")
     assert "run-wrong" in said
     record = env.console.journal("default").get("run-wrong")
-    assert record.feedback[0].undone_at is not None and record.feedback[-1].kind == "undo"
+    assert record.feedback[0].undone_at is not None
+    assert record.feedback[-1].kind == "undo"
     assert env.store.get(created[0].memory_id).status == "archived"
     assert env.store.get(weekly.memory_id).status == "active"
     again = _act(env, "undo_feedback", run_id="run-wrong")  # nothing left to undo: said, not raised
@@ -400,7 +428,8 @@ def test_both_languages_have_the_same_strings() -> None:
 def test_a_session_expires() -> None:
     gate = TokenGate()
     session_id = gate.exchange(gate.token)
-    assert session_id is not None and gate.session(session_id) is not None
+    assert session_id is not None
+    assert gate.session(session_id) is not None
     gate.session(session_id).created -= timedelta(hours=13).total_seconds()  # type: ignore[union-attr]
     assert gate.session(session_id) is None
     assert utcnow()  # the module's clock is unrelated (sessions use a monotonic one)
