@@ -54,6 +54,7 @@ def ui(args: argparse.Namespace) -> int:
         args.namespace = args.namespace or principal.namespace
     with open_store(args) as store:
         console = Console(store, principal=principal, namespace=args.namespace)
+        console.warm()  # the listing is read while the browser opens the URL
         try:
             app, gate = create_app(console, token=token, locale=args.locale,
                                    allowed_hosts=LOOPBACK_HOSTS if loopback else None)  # fmt: skip

@@ -20,8 +20,8 @@ undo feedback      ``Hindsight.undo_feedback`` (journaled)              none in 
 never raises a unit's ``source`` in place (``update`` refuses it), so the reviewer's
 confirmation is a new unit with source ``manual`` (a person's own statement) that
 supersedes the old one, keeping it in the history. Every function checks the
-identity's write grant, returns the message the page shows and invalidates the
-console's listing of the namespace.
+identity's write grant, returns the message the page shows and brings the
+console's listing of the namespace up to date for the units it touched.
 """
 
 from __future__ import annotations
@@ -82,7 +82,7 @@ def confirm(console: Console, t: Mapping[str, str], namespace: str, memory_id: s
     new = _successor(unit, source="manual", confidence=confidence, tags=tags)
     reason = f"confirmed by a reviewer in the console (source {unit.source} → manual)"
     result = console.store.supersede([memory_id], new, reason=reason, namespace=namespace)
-    console.invalidate(namespace)
+    console.refresh(namespace, [memory_id, result.unit.memory_id])
     logger.info("console confirm in %r: %s → %s (%s)", namespace, memory_id, result.unit.memory_id, reason)
     return t["done_confirm"].format(
         old=memory_id, new=result.unit.memory_id, conf=f"{result.unit.score_confidence:.2f}"
@@ -99,7 +99,7 @@ def edit(console: Console, t: Mapping[str, str], namespace: str, memory_id: str,
     new = _successor(unit, content=content.strip(), confidence=unit.score_confidence)
     reason = "edited by a reviewer in the console"
     result = console.store.supersede([memory_id], new, reason=reason, namespace=namespace)
-    console.invalidate(namespace)
+    console.refresh(namespace, [memory_id, result.unit.memory_id])
     logger.info("console edit in %r: %s → %s (%s)", namespace, memory_id, result.unit.memory_id, reason)
     return t["done_edit"].format(old=memory_id, new=result.unit.memory_id)
 
@@ -120,7 +120,7 @@ def revert(console: Console, t: Mapping[str, str], namespace: str, memory_id: st
     confidence = min(1.0, round(old.score_confidence / factor, 6)) if factor > 0 else old.score_confidence
     console.store.update(old.memory_id, namespace=namespace, status="active", confidence=confidence)
     console.store.archive([memory_id], namespace=namespace)
-    console.invalidate(namespace)
+    console.refresh(namespace, [old.memory_id, memory_id])
     logger.info(
         "console revert in %r: %s active again (confidence %.2f), %s archived (undo of a confirm/edit)",
         namespace,
@@ -145,7 +145,7 @@ def merge(console: Console, t: Mapping[str, str], namespace: str, first: str, se
     with console.store.lock:
         console.store.update_many([after], namespace=namespace)
         archive_folded(console.store, namespace, [other.memory_id])
-    console.invalidate(namespace)
+    console.refresh(namespace, [keeper.memory_id, other.memory_id])
     logger.info("console merge in %r: %s folded into %s: %s", namespace, other.memory_id, keeper.memory_id, reason)
     return t["done_merge"].format(other=other.memory_id, keeper=keeper.memory_id, reason=reason)
 
@@ -154,7 +154,7 @@ def unmerge(console: Console, t: Mapping[str, str], namespace: str, memory_id: s
     """``Lifecycle.unmerge``: the units folded into ``memory_id`` come back, tagged ``kept-apart``."""
     console.check_write(namespace)
     restored = Lifecycle(console.store).unmerge(memory_id, namespace=namespace)
-    console.invalidate(namespace)
+    console.refresh(namespace, [memory_id, *(u.memory_id for u in restored)])
     if not restored:
         return t["done_unmerge_none"].format(keeper=memory_id)
     return t["done_unmerge"].format(keeper=memory_id, ids=", ".join(u.memory_id for u in restored))
@@ -164,11 +164,16 @@ def forget(console: Console, t: Mapping[str, str], namespace: str, memory_id: st
     """Hard-delete ``memory_id`` (every copy, references, journal mentions; erased from disk when embedded)."""
     console.check_write(namespace)
     console.store.get(memory_id, namespace=namespace)  # MemoryNotFoundError before anything is deleted
+    referring = [
+        u.memory_id for u in console.units(namespace) if u.supersedes == memory_id or memory_id in u.merged_from
+    ]
     if console.principal is None:
         n = console.store.forget(memory_id, namespace=namespace)
     else:
         n = ScopedMemory(console.store, console.principal).forget(memory_id)
-    console.invalidate(namespace)
+        for other in console.principal.write:  # its published copies went too
+            console.invalidate(other)
+    console.refresh(namespace, [memory_id, *referring])
     logger.info("console forget in %r: %s hard-deleted (%d units) by a reviewer", namespace, memory_id, n)
     return t["done_forget"].format(memory_id=memory_id, n=n)
 
@@ -177,7 +182,7 @@ def restore(console: Console, t: Mapping[str, str], namespace: str, memory_id: s
     """``store.restore``: an archived memory is active again."""
     console.check_write(namespace)
     restored = console.store.restore([memory_id], namespace=namespace)
-    console.invalidate(namespace)
+    console.refresh(namespace, [memory_id])
     if not restored:
         return t["done_restore_none"].format(memory_id=memory_id)
     logger.info("console restore in %r: %s restored from the archive by a reviewer", namespace, memory_id)
@@ -188,8 +193,10 @@ def undo_feedback(console: Console, t: Mapping[str, str], namespace: str, run_id
     """``Hindsight.undo_feedback``: revert exactly what the run's newest feedback did (journaled)."""
     console.check_write(namespace)
     record = console.hindsight.undo_feedback(run_id, namespace=namespace)
-    console.invalidate(namespace)
     last = record.feedback[-1] if record.feedback else None
+    undone = record.feedback[last.undoes] if last is not None and last.undoes is not None else None
+    touched = [e.memory_id for entry in (last, undone) if entry is not None for e in entry.effects or []]
+    console.refresh(namespace, touched)
     effects = "; ".join(f"{e.memory_id} {e.action}" for e in (last.effects or [])) if last else ""
     logger.info("console undo of the newest feedback of run %s in %r: %s", run_id, namespace, effects or "no effect")
     return t["done_undo"].format(run_id=run_id, effects=effects or "–")

@@ -1,18 +1,20 @@
 """What the console's pages show, read through the library's own API (no page reaches into storage).
 
 :class:`Console` holds the open store, the identity the console acts as and a
-cache of each namespace's listing (its own actions invalidate the cache, and a
-listing is re-read after ``LISTING_SECONDS`` for writes by others, e.g. through a
-Chroma server). Every read checks the
+cache of each namespace's listing (its own actions update the units they touched;
+on a store other processes may write — a Chroma server — a listing is re-read after
+``LISTING_SECONDS``). Every read checks the
 identity's read grant; :meth:`Console.writable` says whether actions are shown.
 """
 
 from __future__ import annotations
 
+import logging
 import math
 import threading
 import time
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
@@ -33,8 +35,10 @@ from langchain_hindsight.types import MemoryUnit, ScoredMemory, utcnow
 
 __all__ = ["LISTING_SECONDS", "Console", "Correction", "MemoryPage", "NearDuplicate", "SearchRow"]
 
+logger = logging.getLogger(__name__)
+
 LISTING_SECONDS = 30.0
-"""A cached listing is re-read after this many seconds (writes by other processes show up then)."""
+"""On a store others may write (a Chroma server), a cached listing is re-read after this many seconds."""
 
 FACTOR_ORDER = ("similarity", "task_type", "confidence", "recency", "access", "source", "dense", "lexical")
 """Score factors in the order the search shows them (``floor_margin`` has its own column)."""
@@ -158,15 +162,45 @@ class Console:
         self.check_read(namespace)
         with self._lock:
             cached = self._listings.get(namespace)
-            if cached is None or time.monotonic() - cached.at > LISTING_SECONDS:
+            expired = cached is not None and not self.store.backend.single_writer
+            if cached is None or (expired and time.monotonic() - cached.at > LISTING_SECONDS):
                 cached = _Listing(self.store.list_units(namespace=namespace))
                 self._listings[namespace] = cached
             return cached.units
 
+    def warm(self) -> threading.Thread:
+        """Read the default namespace's listing in a background thread (the first page is then quick)."""
+
+        def run() -> None:
+            try:
+                self.units(self.default_namespace)
+            except Exception:  # the page that needs it reads it again and reports the error
+                logger.warning("could not read the listing of %r ahead of time", self.default_namespace, exc_info=True)
+
+        thread = threading.Thread(target=run, name="hindsight-ui-warm", daemon=True)
+        thread.start()
+        return thread
+
     def invalidate(self, namespace: str) -> None:
-        """Forget the cached listing of ``namespace`` (after a write)."""
+        """Forget the cached listing of ``namespace`` (the next page reads it again)."""
         with self._lock:
             self._listings.pop(namespace, None)
+
+    def refresh(self, namespace: str, memory_ids: Iterable[str]) -> None:
+        """Bring the cached listing up to date for ``memory_ids`` after a write (deleted ones dropped).
+
+        Reads only those units, so the page after an action costs no full re-read.
+        """
+        ids = set(memory_ids)
+        with self._lock:
+            cached = self._listings.get(namespace)
+            if cached is None or not ids:
+                return
+            fresh = {u.memory_id: u for u in self.store.get_many(sorted(ids), namespace=namespace)}
+            kept = [fresh.pop(u.memory_id, u) for u in cached.units if u.memory_id not in ids or u.memory_id in fresh]
+            units = [*kept, *fresh.values()]
+            units.sort(key=lambda u: (u.created_at, u.memory_id), reverse=True)
+            cached.units = units
 
     def listing(
         self,

@@ -302,6 +302,26 @@ def test_a_principal_without_write_grants_gets_a_read_only_console(env: Env) -> 
     console.close()
 
 
+def test_a_principal_with_write_grants_acts_only_where_it_may_write(env: Env) -> None:
+    writer = Principal("cleaner", "cleaner", read=frozenset({"default"}), write=frozenset({"shared"}))
+    env.store.add(MemoryUnit(content="Drop duplicate rows before aggregating.", task_type="data_cleaning"),
+                  namespace="cleaner")  # fmt: skip
+    console = Console(env.store, principal=writer)
+    app, gate = create_app(console)
+    client = TestClient(app, base_url=BASE)
+    _login(client, gate)
+    own = env.store.list_units(namespace="cleaner")[0].memory_id
+    assert 'data-testid="action-confirm"' in client.get(f"/memories/{own}?namespace=cleaner").text
+    assert 'data-testid="read-only"' not in client.get("/memories?namespace=cleaner").text
+    page = client.get(f"/memories/{env.ids['csv']}?namespace=default").text  # readable, not writable
+    assert escape(CSV) in page
+    assert 'data-testid="actions"' not in page
+    data = {"memory_id": env.ids["csv"], "namespace": "default", "csrf": _csrf(client, gate)}
+    assert client.post("/act/confirm", data=data).status_code == 403
+    assert env.store.get(env.ids["csv"]).source == "agent_inference"
+    console.close()
+
+
 # ---------------------------------------------------------------------- actions
 
 
@@ -327,6 +347,8 @@ def test_confirm_raises_to_trusted_by_a_manual_version_and_revert_undoes_it(env:
     assert "confirmed" in new.tags
     assert env.store.get(old_id).status == "superseded"
     assert [u.memory_id for u in env.store.history(new.memory_id)] == [new.memory_id, old_id]
+    listed = env.client.get("/memories?source=manual").text  # the cached listing follows the action
+    assert f'data-memory-id="{new.memory_id}"' in listed
     said = _act(env, "revert", memory_id=new.memory_id)
     assert old_id in said
     back = env.store.get(old_id)
@@ -414,6 +436,7 @@ def test_undo_feedback_reverts_a_correction_through_the_library(env: Env) -> Non
     assert record.feedback[-1].kind == "undo"
     assert env.store.get(created[0].memory_id).status == "archived"
     assert env.store.get(weekly.memory_id).status == "active"
+    assert f'data-memory-id="{created[0].memory_id}"' in env.client.get("/memories?status=archived").text
     again = _act(env, "undo_feedback", run_id="run-wrong")  # nothing left to undo: said, not raised
     assert again.startswith(STRINGS["zh"]["failed"].split("{")[0])
 
