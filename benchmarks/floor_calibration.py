@@ -160,7 +160,8 @@ def markdown(result: dict[str, Any]) -> str:
         f"Default embedder (script-routed MiniLM + USE), real MemoryStore + HindsightRetriever (k=5, task type inferred). "
         f"`auto` = `FloorRule`: same script `cosine + {rule.lexical_weight_cjk:g}·lexical share ≥ {rule.threshold_cjk:g}` "
         f"(zh query), `cosine + {rule.lexical_weight_latin:g}·lexical share ≥ {rule.threshold_latin:g}` (en query); "
-        f"other script `cosine ≥ {rule.cross_script:g}`; chosen on tuning only. Cells: related = right memory served; "
+        f"other script `cosine ≥ {rule.cross_script_cjk:g}` (zh query), `≥ {rule.cross_script:g}` (en query); "
+        f"chosen on tuning only. Cells: related = right memory served; "
         f"unrelated = nothing served (query count). Target on held-out: ≥ {100 * TARGET:.0f}% / ≥ {100 * TARGET:.0f}%.",
         "",
     ]
