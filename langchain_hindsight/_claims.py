@@ -69,11 +69,14 @@ from difflib import Match, SequenceMatcher
 from functools import cached_property, lru_cache
 from typing import Literal
 
+from langchain_hindsight._lexicon import SOFT, Value
 from langchain_hindsight._statements import (
     COMPARISON_PATTERNS,
     CONDITION_PATTERNS,
     NEG,
+    Frame,
     Unit,
+    frame_of,
     normal_text,
     parse_template,
     script_of,
@@ -129,6 +132,11 @@ class Claim:
         spans = [m.group() for p in CONDITION_PATTERNS for m in p.finditer(text) if m.end() > m.start()]
         thresholds = [m.group() for p in COMPARISON_PATTERNS for m in p.finditer(text)]
         return frozenset(_condition_key(s) for s in spans + thresholds) - {frozenset()}, bool(thresholds)
+
+    @cached_property
+    def frame(self) -> Frame:
+        """Its typed values and the concepts around them (:func:`langchain_hindsight._statements.frame_of`)."""
+        return frame_of(self.body)
 
     @property
     def conditions(self) -> frozenset[frozenset[str]]:
@@ -254,14 +262,75 @@ def _subject_hunk(a: Sequence[Unit], b: Sequence[Unit], i1: int, j1: int) -> boo
 
 
 def _free(a: Claim, b: Claim) -> Relation:
-    """The rule on two statements' text (see the module docstring)."""
-    ua, ub = a.units, b.units
-    if not ua or not ub:
+    """The rule on two statements' text (see the module docstring), then their frames."""
+    if not a.units or not b.units:
         return "unsure"
     if a.key == b.key:
         return "same"
     if a.script != b.script and "none" not in (a.script, b.script):
-        return "unsure"  # a Chinese and an English statement: no dictionary to compare them with
+        # a Chinese and an English statement: only their frames compare (the lexicon aligns the words)
+        return _frame_relation(a, b) or "unsure"
+    if _negation_flip(a.units, b.units):
+        return "contradicts"
+    found = _text(a, b)
+    if found in ("same", "contradicts") or _complementary(a, b):
+        return found
+    return _frame_relation(a, b) or found
+
+
+_FLIP_SYNONYMS = frozenset({"include", "put", "add", "attach", "带", "加", "附", "放"})
+"""Verbs that put something in (``include`` / ``put`` / ``带上`` / ``加上``): "always include X" and "never put X"
+speak of one act."""
+_FLIP_DROP = frozenset({"to", "in", "into", "on", "at", "在", "里", "中"})
+"""Prepositions a negated sentence reorders ("不要在请求头里带X" / "请求头里要带上X")."""
+
+
+def _flip_key(units: Sequence[Unit]) -> tuple[str, ...]:
+    out: list[str] = []
+    for u in units:
+        if u.text == NEG or u.text in _FLIP_DROP:
+            continue
+        if u.text == "上" and out and out[-1] == "include":
+            continue  # 带上 / 加上
+        out.append("include" if u.text in _FLIP_SYNONYMS else u.text)
+    return tuple(out)
+
+
+def _negation_flip(ua: Sequence[Unit], ub: Sequence[Unit]) -> bool:
+    """One side negated, the other not, and otherwise the same words: "always include X" / "never put X"."""
+    neg_a, neg_b = sum(u.text == NEG for u in ua), sum(u.text == NEG for u in ub)
+    if (neg_a == 0) == (neg_b == 0):
+        return False
+    key_a = _flip_key(ua)
+    return len(key_a) >= 2 and key_a == _flip_key(ub)
+
+
+def _values_differ(va: frozenset[Value], vb: frozenset[Value]) -> bool:
+    """Every value of one side disagrees with every value of the other (a kind, or a stated detail, differs)."""
+    return all(x[1] != y[1] or (x[2] and y[2] and x[2] != y[2]) for x in va for y in vb)
+
+
+def _frame_relation(a: Claim, b: Claim) -> Relation | None:
+    """``"contradicts"`` when two frames name different values of one class about the same concepts, else ``None``.
+
+    Both name values of exactly one and the same class, none of them agree, neither
+    is negated or limited by a threshold, and the concepts around the values are the
+    same (one side may add only :data:`langchain_hindsight._lexicon.SOFT` ones).
+    """
+    fa, fb = a.frame, b.frame
+    if fa.negated or fb.negated or a.has_threshold or b.has_threshold:
+        return None
+    if len(fa.classes) != 1 or fa.classes != fb.classes or not _values_differ(fa.values, fb.values):
+        return None
+    ca, cb = set(fa.concepts), set(fb.concepts)
+    if not ca & cb or not (ca ^ cb) <= SOFT:
+        return None
+    return "contradicts"
+
+
+def _text(a: Claim, b: Claim) -> Relation:
+    """The rule on two statements' units (steps 3–9 of the module docstring)."""
+    ua, ub = a.units, b.units
     matcher = SequenceMatcher(None, a.key, b.key, autojunk=False)
     blocks = [blk for blk in matcher.get_matching_blocks() if blk.size]
     if not blocks:
@@ -312,6 +381,8 @@ def _free(a: Claim, b: Claim) -> Relation:
         in_prescription = i1 > first_relational or (i1 < i2 and ua[i1].relational) or (j1 < j2 and ub[j1].relational)
         if not in_prescription and not _between_shared(blocks, i1, i2):
             return "unsure"
+    if a.frame.classes and b.frame.classes and not a.frame.classes & b.frame.classes:
+        return "unsure"  # values of different kinds ("按门店拆分" / "按最近7天…统计"): other aspects
     return "contradicts"
 
 
