@@ -30,24 +30,46 @@ modal words such as 要/需要/should dropped, relational words such as ``用``,
 differing spans ("hunks") are then read in this order:
 
 1. no difference → same;
-2. a Chinese and an English statement → unsure (no dictionary);
-3. one side only adds → compatible (an elaboration), or contradicts when what
+2. a Chinese and an English statement → only their frames compare (below);
+   anything else is unsure (never same: a translation is not merged);
+3. one side negated, the other not, and otherwise the same words (``include`` /
+   ``put`` / ``带上`` / ``加上`` read as one act, prepositions ignored: "Always
+   include X in Y" / "Never put X in Y", "请求头里要带上X" / "不要在请求头里带X") →
+   contradicts;
+4. one side only adds → compatible (an elaboration), or contradicts when what
    it adds is a negation (``…张经理而不是李经理`` against ``…李经理``);
-4. a difference at the start, or before the first relational word, names
+5. a difference at the start, or before the first relational word, names
    another subject (客户甲公司 / 客户乙公司) → unrelated, or compatible when the
    two are scoped to different cases; so does sharing under 30 % of the units;
-5. advice scoped to different cases (conditions such as ``如果…`` / ``when …`` /
-   ``for …`` / ``…时`` that differ, or a threshold on one side only) → compatible;
-6. no shared aspect (no relational word in common, no two-unit block in common
+6. advice scoped to different cases (conditions such as ``如果…`` / ``when …`` /
+   ``for <case>`` / ``…时`` that differ, or a threshold on one side only) →
+   compatible (``for 30 days`` is a duration, not a case);
+7. no shared aspect (no relational word in common, no two-unit block in common
    after the opening) → unrelated;
-7. a negation on one side only, of something the other says → contradicts;
-8. at most two differing spans, each a value on both sides inside the
+8. a negation on one side only, of something the other says → contradicts;
+9. at most two differing spans, each a value on both sides inside the
    prescription (after a relational word, or next to a shared verb:
-   ``周报[按最近7天滚动窗口]统计[销售额]``), the same relational words → contradicts;
-9. anything else → unsure.
+   ``周报[按最近7天滚动窗口]统计[销售额]``), the same relational words, and no
+   typed values of different kinds (``按门店拆分`` is a split, ``按最近7天`` a
+   window: other aspects) → contradicts;
+10. otherwise, when steps 5–9 answered unrelated, unsure or compatible (not
+    for different cases), the frames decide: → contradicts when both name values
+    of one and the same class (a period, a clock time, a duration, an encoding,
+    a language, a currency, a person by title …, read by
+    :mod:`langchain_hindsight._lexicon`), the values differ, neither is negated
+    or limited by a threshold, and the concepts around the values are the same
+    after the bilingual lexicon (``周报`` = ``weekly report``, ``偏好`` =
+    ``prefers``; one side may add only a soft word such as "sales"). So "No, the
+    weekly report only covers Monday to Sunday" contradicts "The weekly sales
+    report uses a rolling 7-day window", and ``库存报表每天早上8点生成`` contradicts
+    "Generate the inventory report at 6pm every day";
+11. anything else → the answer of steps 4–9 (unsure when none).
+
+The lexicon only aligns frames: it never produces ``contradicts`` unless the
+frame and the differing value are both aligned.
 
 ``contradicts`` is the precise answer (a wrong one demotes a good memory): the
-labelled pairs in ``tests/unit_tests/data/claim_pairs_{tuning,heldout}.jsonl``
+labelled pairs in ``tests/unit_tests/data/claim_pairs_{tuning,heldout,heldout_c}.jsonl``
 measure it (``tests/unit_tests/test_claims.py``).
 
 Example:
@@ -58,6 +80,8 @@ Example:
     'unrelated'
     >>> relation("Use pandas for files under 10k rows.", "Use duckdb for files over 10k rows.")
     'compatible'
+    >>> relation("用户偏好用Java写后端服务。", "The user prefers Python for backend services.")
+    'contradicts'
 """
 
 from __future__ import annotations
@@ -168,8 +192,11 @@ def relation(a: str, b: str) -> Relation:
         'contradicts'
         >>> relation("客户甲公司希望通过邮件联系。", "客户乙公司希望通过邮件联系。")
         'unrelated'
-        >>> relation("Read the ERP export with encoding='gbk'.", "read the ERP export with encoding=gbk")
+            >>> relation("Read the ERP export with encoding='gbk'.", "read the ERP export with encoding=gbk")
         'same'
+        >>> relation("The weekly sales report uses a rolling 7-day window.",
+        ...          "No, the weekly report only covers Monday to Sunday of this week")
+        'contradicts'
     """
     return relation_of(claim_of(a), claim_of(b))
 

@@ -119,7 +119,8 @@ _E = r"(?![a-z0-9])"
 _LANGS = {"english": "en", "英文": "en", "英语": "en", "german": "de", "德语": "de", "德文": "de", "french": "fr"}
 _LANGS |= {"法语": "fr", "法文": "fr", "spanish": "es", "西班牙语": "es", "chinese": "zh", "中文": "zh"}
 _LANGS |= {"汉语": "zh", "japanese": "ja", "日语": "ja", "日文": "ja", "korean": "ko", "韩语": "ko"}
-_PROGS = {p: p for p in "java python rust javascript typescript kotlin swift ruby php scala golang c++ c#".split()}
+_PROG_NAMES = "java python rust javascript typescript kotlin swift ruby php scala golang c++ c#"
+_PROGS = {p: p for p in _PROG_NAMES.split()}
 _DBS = {"postgresql": "postgresql", "postgres": "postgresql", "mysql": "mysql", "sqlite": "sqlite"}
 _DBS |= {"mongodb": "mongodb", "oracle": "oracle"}
 _CURRENCIES = {"usd": "usd", "美元": "usd", "eur": "eur", "欧元": "eur", "rmb": "cny", "cny": "cny", "人民币": "cny"}
@@ -166,7 +167,10 @@ VALUE_CLASSES: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], Value | No
         ),
         # clock times
         (rf"{_B}(?:at\s+)?(?P<h>\d{{1,2}})(?::(?P<m>\d{{2}}))?\s*(?P<ap>am|pm){_E}", _clock),
-        (rf"(?P<ap>早上|上午|中午|下午|晚上|傍晚|凌晨)?\s*(?P<h>{_NUM[1:-1]})\s*点(?P<m>半|\d{{1,2}}(?=分)|)分?", _clock),
+        (
+            rf"(?P<ap>早上|上午|中午|下午|晚上|傍晚|凌晨)?\s*(?P<h>{_NUM[1:-1]})\s*点(?P<m>半|\d{{1,2}}(?=分)|)分?",
+            _clock,
+        ),
         (rf"{_B}(?:at\s+)?noon{_E}", _fixed("clock", "12:00")),
         (rf"{_B}(?:at\s+)?midnight{_E}", _fixed("clock", "00:00")),
         # durations
@@ -174,7 +178,7 @@ VALUE_CLASSES: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], Value | No
             rf"{_B}(?:for\s+)?(?P<n>\d+)[-\s]?(?P<u>seconds?|secs?|minutes?|hours?|days?|weeks?|months?|years?){_E}",
             _duration,
         ),
-        (rf"(?P<n>\d+|[一二两三四五六七八九十]+)\s*(?P<u>秒|分钟|小时|天|周|个月|年)", _duration),
+        (r"(?P<n>\d+|[一二两三四五六七八九十]+)\s*(?P<u>秒|分钟|小时|天|周|个月|年)", _duration),
         # named values
         (
             rf"{_B}(utf-?8-sig|utf-?8|utf-?16|gbk|gb2312|gb18030|latin-?1|iso-8859-1|ascii|big5|cp1252){_E}",
@@ -186,16 +190,12 @@ VALUE_CLASSES: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], Value | No
         (rf"{_B}({_alternatives(_CURRENCIES)}){_E}", _named("currency", _CURRENCIES)),
         (rf"({'|'.join(_SURNAMES)})(经理|总监|总)", _person_zh),
         (rf"{_B}(manager|director)\s+({'|'.join(p for p in _SURNAMES.values())}){_E}", _person_en),
+        (
+            r"(?<![a-z])(dark|light)\s+(?:mode|theme)(?![a-z])|(深色|暗色|浅色|亮色)(?:主题|模式)?",
+            lambda m: ("theme", _THEMES[m.group(1) or m.group(2)], ""),
+        ),
+        (rf"{_B}(tabs?|spaces){_E}|(制表符|空格)", lambda m: ("indent", _INDENTS[m.group(1) or m.group(2)], "")),
     )
-) + (
-    (
-        re.compile(r"(?<![a-z])(dark|light)\s+(?:mode|theme)(?![a-z])|(深色|暗色|浅色|亮色)(?:主题|模式)?"),
-        lambda m: ("theme", _THEMES[m.group(1) or m.group(2)], ""),
-    ),
-    (
-        re.compile(rf"{_B}(tabs?|spaces){_E}|(制表符|空格)"),
-        lambda m: ("indent", _INDENTS[m.group(1) or m.group(2)], ""),
-    ),
 )
 """Typed values, read in order on the lowered text (an earlier pattern's span is not read again)."""
 
@@ -237,11 +237,12 @@ CONCEPTS: Mapping[str, tuple[str, ...]] = {
 }
 """Subject and frame words, both languages, to one id each (a word may name two ids: ``周报`` is weekly + report)."""
 
-GENERIC: frozenset[str] = frozenset(
+_GENERIC_WORDS = (
     "用 按 是 为 写 统计 只 仅 要 请 的 了 在 里 中 通过 使用 采用 以 和 范围 统计范围 数据范围 取 覆盖 计算 做 "
     "use uses using used cover covers covered only be is are was were 's of for with by via to as in on at from "
-    "write written should must always a an the this that it its please also just all".split()
+    "write written should must always a an the this that it its please also just all"
 )
+GENERIC: frozenset[str] = frozenset(_GENERIC_WORDS.split())
 """Words that carry no part of the subject (relational and function words, the verbs of a value's frame)."""
 
 SOFT: frozenset[str] = frozenset({"sales", "数据", "data"})

@@ -25,12 +25,12 @@ __all__ = [
     "COMPARISON_PATTERNS",
     "CONDITION_PATTERNS",
     "NEG",
-    "Frame",
     "TEMPLATE_FIELDS",
+    "Frame",
     "Unit",
+    "frame_of",
     "normal_text",
     "parse_template",
-    "frame_of",
     "script_of",
     "statement",
     "units_of",
@@ -165,9 +165,9 @@ _ANTONYMS: Mapping[str, str] = {
 }
 """English words read as a negation of their opposite (``exclude tax`` = ``¬ include tax``)."""
 _ZH_RELATIONAL = re.compile(
-    r"使用|采用|改用|改为|设为|设置为|设成|换成|按照|按(?!钮)|(?<![费信应作])用(?![户量途])"
+    r"使用|采用|改用|改为|设为|设置为|设成|换成|按照|按(?!钮)|(?<![费信应作调])用(?![户量途])"
     r"|(?<![读获提选抽领采录争])取(?!消)|是(?!否)|(?<![因认成作])为(?!了)|希望|偏好|喜欢|倾向|发给|发送|发到|交给"
-    r"|保留|通过|安排在|走|计入|计价|写成|和|与|跟|在|给|以(?![上下内前后外])|统一|默认"
+    r"|保留|通过|安排在|走|计入|计价|写成|(?<![编描改撰])写(?![作字])|和|与|跟|在|给|以(?![上下内前后外])|统一|默认"
 )
 """Chinese words that introduce a value (``用X``, ``按X``, ``发给X``, ``是X``): what follows is the prescription."""
 _EN_RELATIONAL_WORDS = (
@@ -316,8 +316,10 @@ def _lexicon_terms() -> tuple[dict[str, tuple[str, ...]], dict[tuple[str, ...], 
     en: dict[tuple[str, ...], list[str]] = {}
     for concept, words in CONCEPTS.items():
         for word in words:
-            ids = zh.setdefault(word, []) if re.search(f"[{_CJK}]", word) else en.setdefault(
-                tuple(_stem(w) for w in word.split()), []
+            ids = (
+                zh.setdefault(word, [])
+                if re.search(f"[{_CJK}]", word)
+                else en.setdefault(tuple(_stem(w) for w in word.split()), [])
             )
             if concept not in ids:
                 ids.append(concept)
