@@ -192,7 +192,7 @@ def relation(a: str, b: str) -> Relation:
         'contradicts'
         >>> relation("客户甲公司希望通过邮件联系。", "客户乙公司希望通过邮件联系。")
         'unrelated'
-            >>> relation("Read the ERP export with encoding='gbk'.", "read the ERP export with encoding=gbk")
+        >>> relation("Read the ERP export with encoding='gbk'.", "read the ERP export with encoding=gbk")
         'same'
         >>> relation("The weekly sales report uses a rolling 7-day window.",
         ...          "No, the weekly report only covers Monday to Sunday of this week")
