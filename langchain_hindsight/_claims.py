@@ -296,13 +296,15 @@ def _free(a: Claim, b: Claim) -> Relation:
         return "same"
     if a.script != b.script and "none" not in (a.script, b.script):
         # a Chinese and an English statement: only their frames compare (the lexicon aligns the words)
-        return _frame_relation(a, b) or "unsure"
+        return "contradicts" if _frame_relation(a, b) == "contradicts" else "unsure"
     if _negation_flip(a.units, b.units):
         return "contradicts"
     found = _text(a, b)
+    if found == "contradicts" and _frame_relation(a, b) == "unaligned":
+        return "unsure"  # other values, but also other concepts around them: perhaps another case
     if found in ("same", "contradicts") or _complementary(a, b):
         return found
-    return _frame_relation(a, b) or found
+    return "contradicts" if _frame_relation(a, b) == "contradicts" else found
 
 
 _FLIP_SYNONYMS = frozenset({"include", "put", "add", "attach", "带", "加", "附", "放"})
@@ -337,12 +339,15 @@ def _values_differ(va: frozenset[Value], vb: frozenset[Value]) -> bool:
     return all(x[1] != y[1] or (x[2] and y[2] and x[2] != y[2]) for x in va for y in vb)
 
 
-def _frame_relation(a: Claim, b: Claim) -> Relation | None:
-    """``"contradicts"`` when two frames name different values of one class about the same concepts, else ``None``.
+def _frame_relation(a: Claim, b: Claim) -> Literal["contradicts", "unaligned"] | None:
+    """How two frames compare: ``"contradicts"``, ``"unaligned"`` or ``None`` (nothing to say).
 
-    Both name values of exactly one and the same class, none of them agree, neither
-    is negated or limited by a threshold, and the concepts around the values are the
-    same (one side may add only :data:`langchain_hindsight._lexicon.SOFT` ones).
+    ``"contradicts"``: both name values of exactly one and the same class, none of
+    them agree, neither is negated or limited by a threshold, and the concepts
+    around the values are the same (one side may add only
+    :data:`langchain_hindsight._lexicon.SOFT` ones). ``"unaligned"``: the same,
+    except that other concepts differ too ("dark mode *in the editor*" / "light mode
+    *in the terminal*", on both sides), so the other value may belong to another case.
     """
     fa, fb = a.frame, b.frame
     if fa.negated or fb.negated or a.has_threshold or b.has_threshold:
@@ -351,7 +356,8 @@ def _frame_relation(a: Claim, b: Claim) -> Relation | None:
         return None
     ca, cb = set(fa.concepts), set(fb.concepts)
     if not ca & cb or not (ca ^ cb) <= SOFT:
-        return None
+        both = bool(ca - cb - SOFT) and bool(cb - ca - SOFT)  # one side only adds: an elaboration ("four spaces")
+        return "unaligned" if both else None
     return "contradicts"
 
 

@@ -212,6 +212,7 @@ CONCEPTS: Mapping[str, tuple[str, ...]] = {
     "report": ("周报", "月报", "日报", "报表", "报告", "report"),
     "inventory": ("库存", "inventory", "stock"),
     "sales": ("销售额", "销售", "sales", "sale"),
+    "data": ("数据", "data"),
     "log": ("日志", "log"),
     "backup": ("备份", "backup"),
     "retain": ("保留", "保存", "留存", "keep", "retain", "store"),
