@@ -19,7 +19,8 @@ and ``en``). Floors compared: ``min_relevance=0.18`` (the old default) and ``"au
 A fourth form, ``last turn``, is derived from every chat transcript: its last ``用户：`` /
 ``User:`` line alone, which is what the agent middleware and the graph node actually recall
 with (the last human message, ``capture.messages.find_task``); a transcript is what a caller
-passing the conversation as one text sends. For related queries the ``auto`` misses are split
+passing the conversation as one text sends. A fifth, ``user turns``, keeps the transcript's user
+lines and drops the assistant's: a candidate query for the adapters (measured, not used). For related queries the ``auto`` misses are split
 by kind: ``floor`` (the memory is among the best ``k`` without a floor, the rule dropped it) and
 ``retrieval`` (not even ranked in the best ``k`` without a floor: a floor cannot serve it). The
 ``margins`` table gives, per slice, the median ``floor_margin`` of the labelled memory (related,
@@ -47,7 +48,7 @@ from langchain_hindsight.store.memory_store import MemoryStore  # noqa: E402
 from langchain_hindsight.types import MemoryUnit  # noqa: E402
 
 SPLITS = (("tuning", "floor_tuning"), ("held-out", "floor_heldout"))
-FORMS = ("short", "long", "dialogue", "last turn")
+FORMS = ("short", "long", "dialogue", "last turn", "user turns")
 SPEAKERS = ("用户：", "User:")
 LANGS = ("zh", "en", "cross")
 FLOORS: tuple[tuple[str, float | str], ...] = (("old default 0.18", DEFAULT_MIN_RELEVANCE), ("auto", "auto"))
@@ -58,21 +59,31 @@ def load(name: str) -> list[dict[str, Any]]:
     return [json.loads(line) for line in (ROOT / "data" / name).read_text(encoding="utf-8").splitlines() if line]
 
 
+def user_turns(transcript: str) -> list[str]:
+    """The user lines of a chat transcript, in order, without their speaker label."""
+    out = []
+    for line in transcript.splitlines():
+        for label in SPEAKERS:
+            if line.startswith(label):
+                out.append(line[len(label) :].strip())
+    return out or [transcript.strip()]
+
+
 def last_turn(transcript: str) -> str:
     """The last user line of a chat transcript, without its speaker label (what the middleware recalls with)."""
-    line = transcript.rstrip().splitlines()[-1]
-    for label in SPEAKERS:
-        if line.startswith(label):
-            return line[len(label) :].strip()
-    return line.strip()
+    return user_turns(transcript)[-1]
 
 
 def with_last_turns(queries: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The queries plus, for each chat transcript, its last user turn as a ``last turn`` query."""
+    """The queries plus, per chat transcript, its last user turn (``last turn``) and its user lines (``user turns``)."""
     derived = [
-        {**q, "id": f"{q['id']}-last", "form": "last turn", "query": last_turn(q["query"])}
+        {**q, "id": f"{q['id']}-{suffix}", "form": form, "query": text}
         for q in queries
         if q["form"] == "dialogue"
+        for suffix, form, text in (
+            ("last", "last turn", last_turn(q["query"])),
+            ("user", "user turns", "\n".join(user_turns(q["query"]))),
+        )
     ]
     return queries + derived
 

@@ -1,7 +1,7 @@
 """Floor designs compared on the tuning split only: does query length, the query's own score distribution,
 a background set, the best candidate's lead or a deeper fetch beat the shipped rule?
 
-For every tuning query of ``floor_calibration.py`` (its four forms, ``last turn`` included) the real
+For every tuning query of ``floor_calibration.py`` (every form, ``last turn`` and ``user turns`` included) the real
 default embedder, ``MemoryStore.hybrid_search`` and ``rank_candidates`` (no floor) give every
 candidate with its cosine, lexical share and script. Each design is a family of floors; its
 parameters are chosen by grid search per query script (a Chinese query's slices, an English
@@ -15,7 +15,7 @@ other-script candidate brings its cosine against threshold ``c``):
 * ``auto``: :data:`~langchain_hindsight.recall.ranking.AUTO_FLOOR` as shipped (no search);
 * ``lower cross zh``: ``AUTO_FLOOR`` with ``cross_script_cjk=0.08`` (the ``refit`` optimum's direction
   for Chinese queries, kept at the shipped ``w`` and ``t``; scored once on held-out, where it lost);
-* ``refit``: ``e ≥ t`` with ``w``, ``t``, ``c`` searched again (on the four forms);
+* ``refit``: ``e ≥ t`` with ``w``, ``t``, ``c`` searched again (on every form);
 * ``length``: ``t`` for short queries, another for long ones (cut searched: CJK characters or Latin words);
 * ``namespace``: ``e − β·median(candidate cosines) ≥ t`` (the query's own score distribution);
 * ``background``: ``e − β·max(cosine to generic requests) ≥ t`` (``floor_background.txt``: poems, jokes,
@@ -233,7 +233,7 @@ def main() -> None:
     lines = [
         "# Floor designs on the tuning split (benchmarks/floor_designs.py)",
         "",
-        "Objective per query script: mean + ½·min of its per-slice rates (four forms; related served their "
+        "Objective per query script: mean + ½·min of its per-slice rates (every form; related served their "
         "memory among the best 5, unrelated served nothing); parameters searched on tuning only. "
         "The held-out split is not read.",
         "",
