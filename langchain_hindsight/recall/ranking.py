@@ -92,12 +92,13 @@ class FloorRule:
       on held-out, see ``docs/recall.md``).
 
     The defaults were chosen on the tuning split of ``benchmarks/floor_calibration.py`` for the
-    default embedder (script-routed MiniLM + USE, ``convex_idf``): they maximise the mean plus half
-    the minimum of the per-slice rates (short / long / chat transcript / last chat turn × zh / en /
-    cross-language, related queries served their memory, unrelated ones served nothing);
-    ``benchmarks/floor_designs.py`` compares them there with floors per query length, relative to
-    the query's own score distribution or to a background set, and a deeper fetch. They assume ``convex_idf``
-    lexical shares; with another fusion the engine applies :data:`DEFAULT_MIN_RELEVANCE` instead.
+    default embedder (script-routed MiniLM + USE, ``convex_idf``) to maximise the mean plus half
+    the minimum of the per-slice rates (short / long / chat transcript × zh / en / cross-language,
+    related queries served their memory, unrelated ones served nothing).
+    ``benchmarks/floor_designs.py`` compares them on that split, with the chat forms an adapter sends
+    added, against floors per query length, relative to the query's own score distribution or to a
+    background set, and a deeper fetch. They assume ``convex_idf`` lexical shares; with another
+    fusion the engine applies :data:`DEFAULT_MIN_RELEVANCE` instead.
     Re-measure for another embedder.
 
     Attributes:
