@@ -14,12 +14,12 @@ that agent: ``search``, ``show``, ``history``, ``stats``, ``runs``, ``explain``,
 default; ``--namespace`` picks another readable one, ``--all`` means all of
 them); ``forget`` deletes its own memories and every copy it published; the
 operator commands (``maintain``, ``review``, ``import``, ``restore``,
-``reembed``) refuse it.
+``reembed``, ``undo-feedback``) refuse it.
 
 Exit codes: 0 ok, 1 error (the store or server failed, or an unexpected error),
-2 usage (bad arguments or input), 3 not found (memory, run, file, a store path
-that does not exist or holds no store — only ``import`` creates a store — or a
-``--namespace`` the store does not hold), 4 store locked by another
+2 usage (bad arguments or input), 3 not found (memory, run, file, a run's feedback
+to undo, a store path that does not exist or holds no store — only ``import``
+creates a store — or a ``--namespace`` the store does not hold), 4 store locked by another
 process, 5 access denied (the principal has no grant for it). Every error is one
 line on stderr, never a traceback. Tables go to stdout, progress of long
 operations to stderr; text from the store is shown with control, escape and
@@ -45,6 +45,7 @@ from langchain_hindsight.cli._output import days, one_line, positive_int, safe
 from langchain_hindsight.errors import (
     AccessDeniedError,
     ConfigurationError,
+    FeedbackNotFoundError,
     HindsightError,
     InvalidMemoryError,
     MemoryNotFoundError,
@@ -57,7 +58,7 @@ __all__ = ["EXIT_DENIED", "EXIT_ERROR", "EXIT_LOCKED", "EXIT_NOT_FOUND", "EXIT_O
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_NOT_FOUND, EXIT_LOCKED, EXIT_DENIED = 0, 1, 2, 3, 4, 5
 
-_OPERATOR_ONLY = frozenset({"maintain", "review", "import", "restore", "reembed"})
+_OPERATOR_ONLY = frozenset({"maintain", "review", "import", "restore", "reembed", "undo-feedback"})
 """Commands that change or rewrite a whole store: never run as a principal."""
 
 
@@ -121,9 +122,10 @@ def _parser(words: Sequence[str] = ()) -> argparse.ArgumentParser:
     demo.add_argument("--quiet", action="store_true")
     demo.set_defaults(func="serve:demo")
 
-    p = add("search", "search:search", "recall the memories that match a task")
+    p = add("search", "search:search", "what recall would serve for a task, with each factor of the score")
     p.add_argument("query")
     p.add_argument("-k", type=positive_int, default=5)
+    p.add_argument("--all", action="store_true", help="also the matches below the relevance floor (marked served: no)")
     p.add_argument("--task-type")
     p = add("show", "browse:show", "print memories by id")
     p.add_argument("memory_id", nargs="+")
@@ -151,6 +153,9 @@ def _parser(words: Sequence[str] = ()) -> argparse.ArgumentParser:
     p.add_argument("--yes", action="store_true", help="confirm a --now in the future (it changes memories for good)")
     p = add("export", "browse:export", "write memories as JSONL (every field)")
     p.add_argument("-o", "--output", help="file (default: stdout)")
+    p.add_argument(
+        "--journal", action="store_true", help="also the run journal (a complete backup: import restores it)"
+    )
     p.add_argument("--all", action="store_true", help="every namespace (a principal: every one it may read)")
     p = add("import", "maintenance:import_", "read memories from JSONL exactly as exported")
     p.add_argument("file", help="JSONL file, or - for stdin")
@@ -160,6 +165,8 @@ def _parser(words: Sequence[str] = ()) -> argparse.ArgumentParser:
     p.add_argument("memory_id", nargs="*")
     p.add_argument("--all", action="store_true", help="the whole --namespace (needs --yes)")
     p.add_argument("--yes", action="store_true")
+    p = add("undo-feedback", "feedback:undo_feedback", "revert exactly what a user's feedback on a run did")
+    p.add_argument("run_id")
     p = add("restore", "maintenance:restore", "bring archived memories back")
     p.add_argument("memory_id", nargs="+")
     p = add("reembed", "maintenance:reembed", "re-embed every memory (every namespace unless --namespace)")
@@ -171,6 +178,11 @@ def _parser(words: Sequence[str] = ()) -> argparse.ArgumentParser:
     p.add_argument("--port", type=int, default=8765, help="port for --transport http")
     p.add_argument("--locale", choices=["zh", "en"], default="zh", help="language of the recalled block")
     p.set_defaults(creates_store=True)  # an agent's first remember creates its store
+    p = add("ui", "console:ui", "the review console: a local web page (needs the [ui] extra)")
+    p.add_argument("--host", default="127.0.0.1", help="bind address (not loopback: needs --token-file)")
+    p.add_argument("--port", type=int, default=8766, help="port (0: any free one)")
+    p.add_argument("--token-file", help="file holding a fixed access token (at least 16 characters)")
+    p.add_argument("--locale", choices=["zh", "en"], default="zh", help="default language of the pages")
     return parser
 
 
@@ -209,7 +221,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except AccessDeniedError as e:
         print(f"hindsight: access denied: {one_line(str(e))}", file=sys.stderr)
         return EXIT_DENIED
-    except (MemoryNotFoundError, RunNotFoundError) as e:
+    except (MemoryNotFoundError, RunNotFoundError, FeedbackNotFoundError) as e:
         print(f"hindsight: {one_line(str(e))}", file=sys.stderr)
         return EXIT_NOT_FOUND
     except (ConfigurationError, InvalidMemoryError) as e:
