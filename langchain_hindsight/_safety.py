@@ -106,8 +106,14 @@ def _confusables() -> dict[str, str]:
     character is mapped when its group holds an ASCII character of the same kind (a letter
     for a letter, a symbol for a symbol; otherwise any ASCII one), the group's prototype first.
     """
-    path = resources.files("confusable_homoglyphs").joinpath("confusables.json")
-    table: dict[str, list[dict[str, str]]] = json.loads(path.read_text(encoding="utf-8"))
+    try:
+        path = resources.files("confusable_homoglyphs").joinpath("confusables.json")
+        table: dict[str, list[dict[str, str]]] = json.loads(path.read_text(encoding="utf-8"))
+    except ModuleNotFoundError as e:  # a dependency of the package: only a broken install lacks it
+        raise ImportError(
+            "langchain-hindsight needs the confusable-homoglyphs package (its Unicode TR39 table): "
+            "pip install 'confusable-homoglyphs>=3.3.1,<4'"
+        ) from e
     parent: dict[str, str] = {}
 
     def root(x: str) -> str:
@@ -267,7 +273,8 @@ _ROOTS = (
 _LABEL = rf"(?:[^\W\d]+{_GAP})?{_ROOTS}"  # at most one word before the root, nothing after it
 _ROLE_WORDS = (
     "system", "assistant", "user", "human", "ai", "model", "developer", "tool", "function", "ipython", "bot", "gpt",
-    "chatgpt", "claude", "gemini", "llama", "系统", "助手", "用户", "人类", "开发者", "工具", "模型", "机器人", "ai助手",
+    "chatgpt", "claude", "gemini", "llama", "系统", "助手", "用户", "人类", "开发者", "工具", "模型", "机器人",
+    "ai助手",
 )  # fmt: skip
 _ROLE = "(?:" + "|".join(_spaced(w) for w in _ROLE_WORDS) + ")"
 _STRONG_ROLE = r"(?:assistant|human|developer|ipython|chatgpt|助手|人类|开发者)"
