@@ -14,6 +14,8 @@ moment it is needed (not at import), and only through this module:
                               :func:`openai_chat_model` when none is given
 ``OPENAI_BASE_URL``           that model's endpoint when none is given
 ``OPENAI_API_KEY``            only checked for presence (``ChatOpenAI`` reads it itself)
+``HINDSIGHT_MCP_TOKEN``       the bearer token ``hindsight mcp --transport http`` requires
+                              (:func:`mcp_token`; else it generates one and prints it)
 ============================  ==========================================================
 
 :func:`read_environment` and :func:`cache_dir` take an optional ``environ``
@@ -36,6 +38,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CACHE_DIR",
+    "MCP_TOKEN",
     "MODEL",
     "OPENAI_API_KEY",
     "OPENAI_BASE_URL",
@@ -45,6 +48,7 @@ __all__ = [
     "XDG_CACHE_HOME",
     "Environment",
     "cache_dir",
+    "mcp_token",
     "openai_chat_model",
     "read_environment",
 ]
@@ -56,6 +60,7 @@ SERVER = "HINDSIGHT_SERVER"
 MODEL = "HINDSIGHT_MODEL"
 OPENAI_BASE_URL = "OPENAI_BASE_URL"
 OPENAI_API_KEY = "OPENAI_API_KEY"
+MCP_TOKEN = "HINDSIGHT_MCP_TOKEN"
 
 OPENAI_EXTRA = "pip install 'langchain-hindsight[openai]'"
 """How to install what :func:`openai_chat_model` needs (``langchain-openai`` is an optional extra)."""
@@ -119,6 +124,19 @@ def cache_dir(explicit: str | os.PathLike[str] | None = None, *, environ: Mappin
         return Path(env.cache_dir).expanduser()
     base = Path(env.xdg_cache_home) if env.xdg_cache_home else Path.home() / ".cache"
     return base / "langchain-hindsight"
+
+
+def mcp_token(environ: Mapping[str, str] | None = None) -> str | None:
+    """The MCP HTTP bearer token from ``$HINDSIGHT_MCP_TOKEN`` (surrounding spaces dropped), or ``None``.
+
+    Kept out of :class:`Environment`, so it is never shown with the other values.
+
+    Example:
+        >>> mcp_token(environ={"HINDSIGHT_MCP_TOKEN": " s3cret-token-for-tests "})
+        's3cret-token-for-tests'
+    """
+    env = os.environ if environ is None else environ
+    return (env.get(MCP_TOKEN) or "").strip() or None
 
 
 def openai_chat_model(model: str | None = None, base_url: str | None = None) -> BaseChatModel | None:
