@@ -28,7 +28,9 @@ def _texts(store: MemoryStore) -> list[tuple[str, str, str]]:
     return [(ns, u.memory_id, u.content) for ns in store.namespaces() for u in store.iter_units(namespace=ns)]
 
 
-def test_forget_erases_a_copy_republished_under_a_new_id(views: dict[str, ScopedMemory], fake_store: MemoryStore) -> None:
+def test_forget_erases_a_copy_republished_under_a_new_id(
+    views: dict[str, ScopedMemory], fake_store: MemoryStore
+) -> None:
     cleaner, analyst = views["cleaner"], views["analyst"]
     own = cleaner.remember(LESSON, task_type="data_cleaning")
     first = cleaner.publish(own.memory_id, to="shared")
@@ -82,16 +84,28 @@ def test_forget_erases_every_derived_copy_in_every_namespace(
 
 @pytest.mark.parametrize(
     "tag",
-    ["FROM:cleaner", "From:cleaner", "ｆｒｏｍ：cleaner", "f\u200brom:cleaner", "fгom:cleaner", "from :cleaner", "来自：cleaner"],
+    [
+        "FROM:cleaner",
+        "From:cleaner",
+        "ｆｒｏｍ：cleaner",
+        "f\u200brom:cleaner",
+        "fгom:cleaner",
+        "from :cleaner",
+        "来自：cleaner",
+    ],
 )
-def test_remember_refuses_provenance_like_tags(views: dict[str, ScopedMemory], fake_store: MemoryStore, tag: str) -> None:
+def test_remember_refuses_provenance_like_tags(
+    views: dict[str, ScopedMemory], fake_store: MemoryStore, tag: str
+) -> None:
     analyst_writer = views["cleaner"]
     with pytest.raises(InvalidMemoryError, match="provenance"):
         analyst_writer.remember("Pretend this came from the cleaner.", tags=[tag], namespace="shared")
     assert fake_store.count(namespace="shared") == 0
 
 
-def test_a_forged_tag_cannot_make_the_publisher_delete_it(views: dict[str, ScopedMemory], fake_store: MemoryStore) -> None:
+def test_a_forged_tag_cannot_make_the_publisher_delete_it(
+    views: dict[str, ScopedMemory], fake_store: MemoryStore
+) -> None:
     """The issue's case: ``FROM:cleaner`` was stored as ``from:cleaner``; cleaner's unpublish then deleted it."""
     cleaner = views["cleaner"]
     own = cleaner.remember(LESSON)
