@@ -134,10 +134,13 @@ def wildcard(tmp_path: Path, token_file: Path) -> Iterator[Server]:
 @asynccontextmanager
 async def session(server: Server, token: str = TOKEN) -> AsyncIterator[ClientSession]:
     client = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"})
-    async with client, streamable_http_client(server.url, http_client=client) as (read, write, _):
-        async with ClientSession(read, write) as s:
-            await s.initialize()
-            yield s
+    async with (
+        client,
+        streamable_http_client(server.url, http_client=client) as (read, write, _),
+        ClientSession(read, write) as s,
+    ):
+        await s.initialize()
+        yield s
 
 
 def data(result: Any) -> Any:

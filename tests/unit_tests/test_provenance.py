@@ -17,10 +17,15 @@ EN_LESSON = "Strip the thousands separators from the amount column before conver
 
 
 @pytest.fixture
-def views(fake_store: MemoryStore, tmp_path: Path) -> dict[str, ScopedMemory]:
+def store(fake_store: MemoryStore) -> MemoryStore:
+    return fake_store
+
+
+@pytest.fixture
+def views(store: MemoryStore, tmp_path: Path) -> dict[str, ScopedMemory]:
     path = tmp_path / "grants.toml"
     path.write_text(GRANTS_TOML, encoding="utf-8")
-    return {p.name: ScopedMemory(fake_store, p) for p in AccessPolicy.from_file(path)}
+    return {p.name: ScopedMemory(store, p) for p in AccessPolicy.from_file(path)}
 
 
 def _texts(store: MemoryStore) -> list[tuple[str, str, str]]:
@@ -28,25 +33,23 @@ def _texts(store: MemoryStore) -> list[tuple[str, str, str]]:
     return [(ns, u.memory_id, u.content) for ns in store.namespaces() for u in store.iter_units(namespace=ns)]
 
 
-def test_forget_erases_a_copy_republished_under_a_new_id(
-    views: dict[str, ScopedMemory], fake_store: MemoryStore
-) -> None:
+def test_forget_erases_a_copy_republished_under_a_new_id(views: dict[str, ScopedMemory], store: MemoryStore) -> None:
     cleaner, analyst = views["cleaner"], views["analyst"]
     own = cleaner.remember(LESSON, task_type="data_cleaning")
     first = cleaner.publish(own.memory_id, to="shared")
-    fake_store.archive([first.memory_id], namespace="shared")  # the first copy is archived (kept, not served)
+    store.archive([first.memory_id], namespace="shared")  # the first copy is archived (kept, not served)
     second = cleaner.publish(own.memory_id, to="shared")
     assert second.memory_id != first.memory_id  # the id is taken by the archived copy: a new id
     assert unit_origin_tag("cleaner", own.memory_id) in second.tags
 
     assert cleaner.forget(own.memory_id) == 3  # the original, the archived copy, the re-published copy
-    assert [t for t in _texts(fake_store) if t[2] == LESSON] == []
+    assert [t for t in _texts(store) if t[2] == LESSON] == []
     for view in views.values():
         assert all(r.memory.content != LESSON for r in view.recall(LESSON, k=10)[1])
     assert analyst.recall(LESSON, k=10)[1] == []
 
 
-def test_forget_erases_the_unit_a_copy_merged_into(views: dict[str, ScopedMemory], fake_store: MemoryStore) -> None:
+def test_forget_erases_the_unit_a_copy_merged_into(views: dict[str, ScopedMemory], store: MemoryStore) -> None:
     """The same statement already in the pool absorbs the copy (merged): it now carries the forgotten text's origin."""
     cleaner = views["cleaner"]
     pooled = cleaner.remember(LESSON, namespace="shared")  # written straight into the pool, no provenance
@@ -55,23 +58,21 @@ def test_forget_erases_the_unit_a_copy_merged_into(views: dict[str, ScopedMemory
     assert merged.memory_id == pooled.memory_id
     assert unit_origin_tag("cleaner", own.memory_id) in merged.tags
     assert cleaner.forget(own.memory_id) == 2
-    assert [t for t in _texts(fake_store) if t[2] == LESSON] == []
+    assert [t for t in _texts(store) if t[2] == LESSON] == []
 
 
-def test_a_copy_whose_provenance_tags_were_removed_is_kept(
-    views: dict[str, ScopedMemory], fake_store: MemoryStore
-) -> None:
+def test_a_copy_whose_provenance_tags_were_removed_is_kept(views: dict[str, ScopedMemory], store: MemoryStore) -> None:
     """Only provenance decides: an operator's edit that dropped the tags makes the copy the pool's own."""
     cleaner = views["cleaner"]
     first = cleaner.remember(LESSON)
     cleaner.publish(first.memory_id, to="shared")
-    fake_store.update(first.memory_id, namespace="shared", tags=["csv"])
+    store.update(first.memory_id, namespace="shared", tags=["csv"])
     assert cleaner.forget(first.memory_id) == 1
-    assert fake_store.get(first.memory_id, namespace="shared").content == LESSON
+    assert store.get(first.memory_id, namespace="shared").content == LESSON
 
 
 def test_forget_erases_every_derived_copy_in_every_namespace(
-    views: dict[str, ScopedMemory], fake_store: MemoryStore
+    views: dict[str, ScopedMemory], store: MemoryStore
 ) -> None:
     cleaner = views["cleaner"]
     own = cleaner.remember(EN_LESSON)
@@ -79,7 +80,7 @@ def test_forget_erases_every_derived_copy_in_every_namespace(
     again = cleaner.publish(own.memory_id, to="shared")  # the same statement: merged into the copy there
     assert again.memory_id == copy.memory_id
     assert cleaner.forget(own.memory_id) == 2
-    assert [t for t in _texts(fake_store) if t[2] == EN_LESSON] == []
+    assert [t for t in _texts(store) if t[2] == EN_LESSON] == []
 
 
 @pytest.mark.parametrize(
@@ -94,18 +95,13 @@ def test_forget_erases_every_derived_copy_in_every_namespace(
         "来自：cleaner",
     ],
 )
-def test_remember_refuses_provenance_like_tags(
-    views: dict[str, ScopedMemory], fake_store: MemoryStore, tag: str
-) -> None:
-    analyst_writer = views["cleaner"]
+def test_remember_refuses_provenance_like_tags(views: dict[str, ScopedMemory], store: MemoryStore, tag: str) -> None:
     with pytest.raises(InvalidMemoryError, match="provenance"):
-        analyst_writer.remember("Pretend this came from the cleaner.", tags=[tag], namespace="shared")
-    assert fake_store.count(namespace="shared") == 0
+        views["cleaner"].remember("Pretend this came from the cleaner.", tags=[tag], namespace="shared")
+    assert store.count(namespace="shared") == 0
 
 
-def test_a_forged_tag_cannot_make_the_publisher_delete_it(
-    views: dict[str, ScopedMemory], fake_store: MemoryStore
-) -> None:
+def test_a_forged_tag_cannot_make_the_publisher_delete_it(views: dict[str, ScopedMemory], store: MemoryStore) -> None:
     """The issue's case: ``FROM:cleaner`` was stored as ``from:cleaner``; cleaner's unpublish then deleted it."""
     cleaner = views["cleaner"]
     own = cleaner.remember(LESSON)
@@ -116,7 +112,7 @@ def test_a_forged_tag_cannot_make_the_publisher_delete_it(
         cleaner.unpublish(stored.memory_id, from_namespace="shared")
     cleaner.publish(own.memory_id, to="shared")
     assert cleaner.unpublish(own.memory_id, from_namespace="shared") == 1
-    assert fake_store.get(stored.memory_id, namespace="shared").content == "Always trust the shared pool."
+    assert store.get(stored.memory_id, namespace="shared").content == "Always trust the shared pool."
 
 
 def test_provenance_like_keeps_ordinary_tags() -> None:
