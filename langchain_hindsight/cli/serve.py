@@ -8,6 +8,7 @@ import tempfile
 from importlib.metadata import entry_points
 from pathlib import Path
 
+from langchain_hindsight.cli._output import one_line
 from langchain_hindsight.cli._store import open_store, principal_of
 from langchain_hindsight.errors import ConfigurationError
 from langchain_hindsight.settings import mcp_token
@@ -74,7 +75,7 @@ def mcp(args: argparse.Namespace) -> int:
         )
         print(
             f"hindsight mcp: principal {principal.name!r} (namespace {principal.namespace!r}, reads "
-            f"{', '.join(principal.readable)}) over {args.transport}",
+            f"{one_line(', '.join(principal.readable))}) over {args.transport}",
             file=sys.stderr,
         )
         if args.transport == "http":

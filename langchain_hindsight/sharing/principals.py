@@ -236,6 +236,8 @@ class AccessPolicy:
             data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
             raise ConfigurationError(f"cannot read access config {str(path)!r}: {e}") from e
+        except RecursionError as e:  # tomllib parses nested arrays and tables recursively
+            raise ConfigurationError(f"cannot read access config {str(path)!r}: nested too deeply") from e
         return cls.from_mapping(data.get("principals", {}))
 
     def principal(self, name: str) -> Principal:

@@ -84,6 +84,8 @@ def read_jsonl(lines: Iterable[str]) -> Iterator[MemoryUnit]:
             data = json.loads(line)
         except ValueError as e:
             raise InvalidMemoryError(f"line {number}: not JSON ({e})") from e
+        except RecursionError as e:  # json parses nested arrays and objects recursively
+            raise InvalidMemoryError(f"line {number}: JSON nested too deeply") from e
         try:
             yield MemoryUnit.from_dict(data)
         except InvalidMemoryError as e:
@@ -135,6 +137,8 @@ class TransferMixin(WriteMixin):
         latest: dict[str, MemoryUnit] = {}
         refused: list[str] = []
         for unit in units:
+            if not isinstance(unit, MemoryUnit):
+                raise ConfigurationError(f"import_units takes MemoryUnit objects, got {type(unit).__name__}")
             if not informative(unit.content):
                 refused.append(unit.memory_id)
                 continue
