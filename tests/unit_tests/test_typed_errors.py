@@ -34,7 +34,7 @@ def test_a_timestamp_out_of_range_in_utc_is_an_invalid_memory(field: str, when: 
 def test_such_a_timestamp_on_import_names_the_line() -> None:
     good = json.dumps(MemoryUnit(content=LESSON).to_dict())
     bad = json.dumps({"content": LESSON, "created_at": "0001-01-01T00:00:00+05:00"})
-    with pytest.raises(InvalidMemoryError, match="line 2: .*out of range"):
+    with pytest.raises(InvalidMemoryError, match=r"line 2: .*out of range"):
         list(read_jsonl([good, bad]))
 
 
@@ -45,7 +45,8 @@ def test_the_edges_that_fit_stay_valid() -> None:
 
 @pytest.mark.parametrize("depth", [1_000, 100_000])
 def test_deeply_nested_jsonl_is_an_invalid_memory(depth: int) -> None:
-    for line in ("[" * depth + "]" * depth, '{"content": "x", "context": ' + '{"a": ' * depth + "1" + "}" * depth + "}"):
+    nested_object = '{"content": "x", "context": ' + '{"a": ' * depth + "1" + "}" * depth + "}"
+    for line in ("[" * depth + "]" * depth, nested_object):
         with pytest.raises(InvalidMemoryError, match="line 1: JSON nested too deeply"):
             list(read_jsonl([line]))
 
@@ -58,13 +59,11 @@ def test_a_deeply_nested_grants_file_is_a_configuration_error(tmp_path: Path, de
         AccessPolicy.from_file(path)
 
 
-def test_the_cli_reports_a_deeply_nested_import_in_one_line(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_the_cli_reports_a_deeply_nested_import_in_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     data = tmp_path / "deep.jsonl"
     data.write_text("[" * 50_000 + "]" * 50_000 + "\n", encoding="utf-8")
     code = main(["import", str(data), "--path", str(tmp_path / "db")])
-    out, err = capsys.readouterr()
+    _, err = capsys.readouterr()
     assert code != EXIT_OK
     assert "Traceback" not in err
     assert "nested too deeply" in err
@@ -124,5 +123,6 @@ def test_stats_never_prints_a_namespace_raw(
         capsys.readouterr()
     assert main(argv) == EXIT_OK
     out, _ = capsys.readouterr()
-    assert "\x1b" not in out and "\x07" not in out
+    assert "\x1b" not in out
+    assert "\x07" not in out
     assert "evil\\u001b[2J" in out
