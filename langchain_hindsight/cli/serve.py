@@ -101,8 +101,8 @@ def _token(args: argparse.Namespace) -> tuple[str | None, str | None]:
         if not token:
             raise ConfigurationError(f"--token-file {args.token_file!r} is empty")
         return token, "--token-file"
-    token = mcp_token()
-    return (token, "$HINDSIGHT_MCP_TOKEN") if token else (None, None)
+    from_env = mcp_token()
+    return (from_env, "$HINDSIGHT_MCP_TOKEN") if from_env else (None, None)
 
 
 def _url_host(host: str) -> str:

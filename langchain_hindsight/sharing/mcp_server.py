@@ -338,7 +338,7 @@ def create_server(
             raise ToolError(f"k must be a whole number from 1 to {MAX_K}, got {k!r}")
         run_id, results = await _call(lambda: memory.recall(text, k=k, task_type=task_type))
         block = format_experiences([r.scored for r in results], locale=locale, own_namespace=own)
-        out = {"run_id": run_id, "block": block, "results": [_result(r) for r in results]}
+        out: dict[str, Any] = {"run_id": run_id, "block": block, "results": [_result(r) for r in results]}
         if clipped is not None:
             out["task_clipped"] = {"from": clipped, "to": MAX_TASK_CHARS}
         return out
