@@ -195,7 +195,9 @@ async def test_readme_langchain_example_runs(tmp_path: Path, config: Path, monke
 
     page = next(p for p in (ROOT / "docs" / "sharing.md", ROOT / "docs" / "readme" / "sharing_mcp.md") if p.exists())
     (code,) = [
-        c for c in re.findall(r"```python\n(.*?)```", page.read_text(encoding="utf-8"), re.S) if "MultiServer" in c
+        c
+        for c in re.findall(r"```python\n(.*?)```", page.read_text(encoding="utf-8"), re.S)
+        if "MultiServer" in c and '"stdio"' in c
     ]
     assert '"command": "hindsight"' in code
     assert '"openai:gpt-4o-mini"' in code
@@ -215,6 +217,37 @@ async def test_readme_langchain_example_runs(tmp_path: Path, config: Path, monke
     state, tools = await scope["_example"]()
     assert {t.name for t in tools} == set(TOOL_NAMES)
     assert json.loads(state["messages"][-2].text)["results"] == []
+
+
+async def test_readme_http_example_runs_with_the_token(http_server: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    import re
+
+    page = ROOT / "docs" / "sharing.md"
+    (code,) = [
+        c
+        for c in re.findall(r"```python\n(.*?)```", page.read_text(encoding="utf-8"), re.S)
+        if "MultiServer" in c and "streamable_http" in c
+    ]
+    assert "Authorization" in code
+    code = code.replace("http://127.0.0.1:8765/mcp", http_server).replace('"openai:gpt-4o-mini"', "model")
+    code = code.replace("await agent.ainvoke(", "state = await agent.ainvoke(")
+    body = "async def _example():\n" + "".join(f"    {line}\n" for line in code.splitlines()) + "    return state\n"
+    monkeypatch.setenv("HINDSIGHT_MCP_TOKEN", TOKEN)
+    model = scripted_model(call("recall", task="分析销售数据"), "没有相关经验。")
+    scope: dict[str, Any] = {"model": model}
+    exec(compile(body, str(page), "exec"), scope)
+    state = await scope["_example"]()
+    assert json.loads(state["messages"][-2].text)["results"] == []
+    monkeypatch.setenv("HINDSIGHT_MCP_TOKEN", "not-the-token-0123456789")
+    with pytest.raises(BaseException) as refused:  # the same client without the right token is refused
+        await scope["_example"]()
+    assert "401" in _messages(refused.value)
+
+
+def _messages(error: BaseException) -> str:
+    """Every message in ``error`` and the exceptions grouped inside it."""
+    inner = error.exceptions if isinstance(error, BaseExceptionGroup) else ()
+    return " ".join([str(error), *(_messages(e) for e in inner)])
 
 
 async def test_a_persistent_session_serves_many_tool_calls_from_one_server(tmp_path: Path, config: Path) -> None:
