@@ -126,3 +126,15 @@ def test_stats_never_prints_a_namespace_raw(
     assert "\x1b" not in out
     assert "\x07" not in out
     assert "evil\\u001b[2J" in out
+
+
+def test_a_newline_in_a_cell_cannot_add_rows_to_a_table(
+    make_fake_store: Callable[..., MemoryStore], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = make_fake_store("db")
+    RunJournal(store).start("run-1\nrun-forged  review  2026-01-01 00:00", task="clean sales.csv")
+    store.close()
+    assert main(["runs", "--path", str(tmp_path / "db")]) == EXIT_OK
+    out, _ = capsys.readouterr()
+    assert "\nrun-forged" not in out
+    assert "run-1\\nrun-forged" in out
