@@ -27,7 +27,8 @@ takes one from ``--token-file`` or ``$HINDSIGHT_MCP_TOKEN``), ``Host`` and
 ``Origin`` must name this server (421/403 otherwise: a DNS-rebinding page gets
 nowhere), and a body over :data:`MAX_REQUEST_BYTES` gets 413. Each call is
 bounded: at most :data:`MAX_IDS` ids, :data:`MAX_K` results, :data:`MAX_TAGS`
-tags, and a ``recall`` task is read up to :data:`MAX_TASK_CHARS` characters.
+tags, labels of :data:`MAX_LABEL_CHARS` and comments of 4,000 characters, and a
+``recall`` task is read up to :data:`MAX_TASK_CHARS` characters.
 ``feedback`` goes through the library's verdict path
 (:meth:`~langchain_hindsight.session.loop.HindsightSession.feedback`): a run is
 credited once however often it is confirmed, with the bounded-credit policy and
@@ -64,11 +65,12 @@ from langchain_hindsight.prompts import Locale
 from langchain_hindsight.recall.injection import format_experiences
 from langchain_hindsight.session.loop import HindsightSession
 from langchain_hindsight.sharing.access import ScopedMemory, ScopedResult
-from langchain_hindsight.types import MemoryUnit, ScoredMemory
+from langchain_hindsight.types import MAX_CONTENT_CHARS, MemoryUnit, ScoredMemory
 
 __all__ = [
     "MAX_IDS",
     "MAX_K",
+    "MAX_LABEL_CHARS",
     "MAX_REQUEST_BYTES",
     "MAX_TASK_CHARS",
     "SERVER_NAME",
@@ -102,6 +104,8 @@ MAX_K = 50
 """At most this many results from one ``recall``."""
 MAX_TAGS = 32
 """At most this many tags in one ``remember`` call."""
+MAX_LABEL_CHARS = 128
+"""At most this many characters in a ``task_type`` (the store's own limit)."""
 _MIN_TOKEN = 16
 _LOOPBACK = ("127.0.0.1", "localhost", "[::1]")
 _WILDCARD = ("0.0.0.0", "::", "")
@@ -256,6 +260,11 @@ def _clipped_task(task: object) -> tuple[str, int | None]:
     return task[:MAX_TASK_CHARS], len(task)
 
 
+def _label(task_type: object) -> None:
+    if task_type is not None and (not isinstance(task_type, str) or len(task_type) > MAX_LABEL_CHARS):
+        raise ToolError(f"task_type must be a label of at most {MAX_LABEL_CHARS} characters")
+
+
 def _feedback_run(memory: ScopedMemory, ids: list[str]) -> tuple[str | None, list[str]]:
     """A journaled run for feedback given on memory ids (no recall run): the own-namespace ones, the rest skipped.
 
@@ -334,6 +343,7 @@ def create_server(
     async def recall(task: str, k: int = 5, task_type: str | None = None) -> dict[str, Any]:
         """Recall the experiences relevant to a task, best first, as a [相关经验] block and as data."""
         text, clipped = _clipped_task(task)
+        _label(task_type)
         if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
             raise ToolError(f"k must be a whole number from 1 to {MAX_K}, got {k!r}")
         run_id, results = await _call(lambda: memory.recall(text, k=k, task_type=task_type))
@@ -355,6 +365,7 @@ def create_server(
 
         namespace: a namespace this agent may write (default: its own), e.g. a shared pool.
         """
+        _label(task_type)
         if tags is not None and len(tags) > MAX_TAGS:
             raise ToolError(f"tags holds {len(tags)} tags; at most {MAX_TAGS} per call")
         unit = await _call(
@@ -381,8 +392,8 @@ def create_server(
         if run_id and memory_ids:
             raise ToolError("give run_id (the memories a recall served) or memory_ids, not both")
         ids = _bounded_ids(memory_ids) if memory_ids else []
-        if comment is not None and not isinstance(comment, str):
-            raise ToolError("comment must be a string")
+        if comment is not None and (not isinstance(comment, str) or len(comment) > MAX_CONTENT_CHARS):
+            raise ToolError(f"comment must be a string of at most {MAX_CONTENT_CHARS} characters")
 
         def apply() -> dict[str, Any]:
             run, skipped = (run_id, []) if run_id else _feedback_run(memory, ids)

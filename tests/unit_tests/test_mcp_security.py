@@ -256,6 +256,8 @@ async def test_bounds_per_call(loopback: Server) -> None:
         assert "at most 100" in many.content[0].text
         assert (await s.call_tool("recall", {"task": "x", "k": 10_000})).isError
         assert (await s.call_tool("remember", {"content": "a", "tags": [f"t{i}" for i in range(100)]})).isError
+        assert (await s.call_tool("recall", {"task": "x", "task_type": "t" * 100_000})).isError
+        assert (await s.call_tool("feedback", {"success": False, "memory_ids": ["m"], "comment": "c" * 5_000})).isError
 
 
 async def test_remember_refuses_a_forged_publisher_tag(loopback: Server) -> None:
