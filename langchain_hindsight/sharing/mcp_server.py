@@ -194,8 +194,8 @@ class _Guard:
 class HindsightMCP(FastMCP):
     """The :class:`FastMCP` server :func:`create_server` returns: its HTTP app needs the bearer token.
 
-    ``server.token`` is the token; ``server.run("streamable-http")`` and
-    ``server.streamable_http_app()`` (mounted in another ASGI app) are both guarded.
+    ``server.token`` is the token; ``server.run("streamable-http")``, ``server.run("sse")``
+    and the apps (``streamable_http_app()``, ``sse_app()``, mounted in another ASGI app) are all guarded.
     """
 
     def __init__(self, *args: Any, token: str, security: TransportSecuritySettings, **kwargs: Any) -> None:
@@ -206,6 +206,12 @@ class HindsightMCP(FastMCP):
     def streamable_http_app(self) -> Starlette:
         """The streamable HTTP app behind the Host/Origin checks and the bearer token."""
         app = super().streamable_http_app()
+        app.add_middleware(_Guard, token=self.token, security=self._security)
+        return app
+
+    def sse_app(self, mount_path: str | None = None) -> Starlette:
+        """The (legacy) SSE app, guarded like :meth:`streamable_http_app`."""
+        app = super().sse_app(mount_path)
         app.add_middleware(_Guard, token=self.token, security=self._security)
         return app
 

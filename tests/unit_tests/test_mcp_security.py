@@ -270,3 +270,19 @@ async def test_remember_refuses_a_forged_publisher_tag(loopback: Server) -> None
             assert "provenance" in refused.content[0].text
         listing = await s.read_resource("hindsight://memories/shared")  # type: ignore[arg-type]
         assert json.loads(listing.contents[0].text) == []  # type: ignore[union-attr]
+
+
+def test_every_http_app_of_the_server_is_guarded(fake_store: Any) -> None:
+    """In process: the apps a caller mounts itself need the token too (streamable HTTP and legacy SSE)."""
+    from starlette.testclient import TestClient
+
+    from langchain_hindsight.sharing.access import Principal, ScopedMemory
+    from langchain_hindsight.sharing.mcp_server import create_server
+
+    server = create_server(ScopedMemory(fake_store, Principal("a", "a")), token=TOKEN, host="0.0.0.0")
+    for app, path in ((server.sse_app(), "/sse"), (server.streamable_http_app(), "/mcp")):
+        with TestClient(app, base_url="http://127.0.0.1:9") as client:
+            assert client.get(path).status_code == 401
+            assert client.get(path, headers={"Origin": "http://evil.example"}).status_code == 403
+    with pytest.raises(ValueError, match="at least 16"):
+        create_server(ScopedMemory(fake_store, Principal("a", "a")), token="short")
