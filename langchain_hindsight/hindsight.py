@@ -17,13 +17,15 @@ Example:
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any, Literal
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Literal, Unpack
 from urllib.parse import urlsplit
 
 from langchain_core.callbacks import BaseCallbackHandler
 
-from langchain_hindsight.adapters.graph import with_hindsight
+from langchain_hindsight.adapters.graph import OutcomeFn, with_hindsight
 from langchain_hindsight.adapters.middleware import HindsightMiddleware
+from langchain_hindsight.capture.messages import Placement
 from langchain_hindsight.capture.recorder import TrajectoryRecorder
 from langchain_hindsight.errors import ConfigurationError
 from langchain_hindsight.prompts import Locale
@@ -31,7 +33,9 @@ from langchain_hindsight.recall.injection import DEFAULT_MAX_LINE_CHARS, DEFAULT
 from langchain_hindsight.recall.retriever import HindsightRetriever
 from langchain_hindsight.reflection.background import BackgroundReflector
 from langchain_hindsight.reflection.reflector import Reflector
+from langchain_hindsight.session.config import AdapterOptions
 from langchain_hindsight.session.loop import ErrorPolicy, FeedbackResult, HindsightSession, SessionConfig
+from langchain_hindsight.settings import session_defaults
 from langchain_hindsight.sharing.access import ScopedMemory
 from langchain_hindsight.sharing.principals import AccessPolicy, Principal, resolve_principal
 from langchain_hindsight.sharing.retriever import ScopedRetriever
@@ -60,6 +64,27 @@ def _server_client(server: str) -> ClientAPI:
         raise ConfigurationError(f"server must look like 'http://host:port', got {server!r}")
     port = parts.port or (443 if parts.scheme == "https" else 8000)
     return chromadb.HttpClient(host=parts.hostname, port=port, ssl=parts.scheme == "https")
+
+
+class _FromEnvironment:
+    """The default of an option that an environment variable may set (see :mod:`langchain_hindsight.settings`)."""
+
+    def __repr__(self) -> str:
+        return "<$HINDSIGHT_… or the default>"
+
+
+FROM_ENVIRONMENT: Any = _FromEnvironment()
+"""Sentinel: the option was not given; its ``HINDSIGHT_…`` variable applies, else the default."""
+_DEFAULTS: dict[str, Any] = {
+    "namespace": "default",
+    "k": 5,
+    "min_relevance": "default",
+    "locale": "zh",
+    "max_lines": DEFAULT_MAX_LINES,
+    "max_line_chars": DEFAULT_MAX_LINE_CHARS,
+    "max_block_chars": None,
+}
+"""Each environment-settable option's default when neither the caller nor the environment gives one."""
 
 
 class Hindsight:
@@ -111,6 +136,10 @@ class Hindsight:
             correction when the rules are unsure; ``None`` (default): rules only. Not
             ``model`` by default, so no turn costs a model call unless you ask for it.
         on_error: ``"log"`` (default) or ``"raise"`` for the adapters.
+
+    ``namespace``, ``k``, ``min_relevance``, ``locale``, ``max_lines``, ``max_line_chars`` and
+    ``max_block_chars`` take their default from an environment variable when not given
+    (``HINDSIGHT_K``, …: see :mod:`langchain_hindsight.settings`); an argument always wins.
         principal: Act as this agent identity (a :class:`~langchain_hindsight.sharing.principals.Principal`,
             or its name in ``policy``): every run recalls the principal's own namespace
             plus every namespace it may read, in one call, and memories from another
@@ -149,14 +178,14 @@ class Hindsight:
         reflector: Reflector | None = None,
         judge: WriteJudge | Literal["auto", "rules"] = "auto",
         embeddings: Embeddings | None = None,
-        namespace: str = "default",
-        k: int = 5,
+        namespace: str = FROM_ENVIRONMENT,
+        k: int = FROM_ENVIRONMENT,
         task_type: str | None = None,
-        min_relevance: float | Literal["default", "auto"] | None = "default",
-        locale: Locale = "zh",
-        max_lines: int = DEFAULT_MAX_LINES,
-        max_line_chars: int = DEFAULT_MAX_LINE_CHARS,
-        max_block_chars: int | None = None,
+        min_relevance: float | Literal["default", "auto"] | None = FROM_ENVIRONMENT,
+        locale: Locale = FROM_ENVIRONMENT,
+        max_lines: int = FROM_ENVIRONMENT,
+        max_line_chars: int = FROM_ENVIRONMENT,
+        max_block_chars: int | None = FROM_ENVIRONMENT,
         background: bool = False,
         conversation_feedback: bool = True,
         feedback_model: BaseChatModel | None = None,
@@ -164,6 +193,21 @@ class Hindsight:
         principal: Principal | str | None = None,
         policy: AccessPolicy | str | os.PathLike[str] | None = None,
     ) -> None:
+        settable = (namespace, k, min_relevance, locale, max_lines, max_line_chars, max_block_chars)
+        env = session_defaults() if any(v is FROM_ENVIRONMENT for v in settable) else {}
+
+        def pick(name: str, value: Any) -> Any:
+            return env.get(name, _DEFAULTS[name]) if value is FROM_ENVIRONMENT else value
+
+        namespace, k, min_relevance, locale = (
+            pick("namespace", namespace),
+            pick("k", k),
+            pick("min_relevance", min_relevance),
+            pick("locale", locale),
+        )
+        max_lines = pick("max_lines", max_lines)
+        max_line_chars = pick("max_line_chars", max_line_chars)
+        max_block_chars = pick("max_block_chars", max_block_chars)
         self._owns_store = store is None
         self.background: BackgroundReflector | None = None
         self.principal: Principal | None = None
@@ -265,15 +309,43 @@ class Hindsight:
         return self.session.locale
 
     # ------------------------------------------------------------------ adapters
-    def middleware(self, **options: Any) -> HindsightMiddleware:
-        """``HindsightMiddleware(self, **options)`` for ``create_agent``."""
-        return HindsightMiddleware(self, **options)
+    def middleware(
+        self,
+        *,
+        namespace: str | None = None,
+        placement: Placement = "task_message",
+        max_pending: int = 1024,
+        **options: Unpack[AdapterOptions],
+    ) -> HindsightMiddleware:
+        """``HindsightMiddleware(self, ...)`` for ``create_agent`` (the same keywords, typed)."""
+        return HindsightMiddleware(self, namespace=namespace, placement=placement, max_pending=max_pending, **options)
 
     def wrap(
-        self, graph: CompiledStateGraph[Any, Any, Any, Any], **options: Any
+        self,
+        graph: CompiledStateGraph[Any, Any, Any, Any],
+        *,
+        namespace: str | None = None,
+        input_key: str = "messages",
+        block_key: str | None = None,
+        output_key: str | None = None,
+        outcome: OutcomeFn | None = None,
+        placement: Placement = "task_message",
+        name: str | None = None,
+        **options: Unpack[AdapterOptions],
     ) -> CompiledStateGraph[Any, Any, Any, Any]:
-        """``with_hindsight(graph, self, **options)``: the graph with this bundle's recall and reflection."""
-        return with_hindsight(graph, self, **options)
+        """``with_hindsight(graph, self, ...)``: the graph with this bundle's recall and reflection (typed keywords)."""
+        return with_hindsight(
+            graph,
+            self,
+            namespace=namespace,
+            input_key=input_key,
+            block_key=block_key,
+            output_key=output_key,
+            outcome=outcome,
+            placement=placement,
+            name=name,
+            **options,
+        )
 
     def memory(self, **options: Any) -> HindsightMemory:
         """``HindsightMemory(self, **options)`` for classic chains (needs the ``classic`` extra)."""
@@ -291,13 +363,37 @@ class Hindsight:
         return [self.recorder]
 
     # ------------------------------------------------------------------ recall and feedback
-    def recall(self, query: str, **kwargs: Any) -> list[ScoredMemory]:
-        """``retriever.recall(query, ...)``: scored memories with their breakdowns."""
-        return self.retriever.recall(query, **kwargs)
+    def recall(
+        self,
+        query: str,
+        *,
+        k: int | None = None,
+        task_type: str | None = None,
+        namespace: str | None = None,
+        now: datetime | None = None,
+    ) -> list[ScoredMemory]:
+        """``retriever.recall(query, ...)``: scored memories with their breakdowns, best first.
 
-    async def arecall(self, query: str, **kwargs: Any) -> list[ScoredMemory]:
+        Args:
+            query: The task description.
+            k: At most this many (default: this bundle's ``k``).
+            task_type: The task type to score against (default: fixed, else inferred from ``query``).
+            namespace: The namespace to recall from (default: the store's).
+            now: The clock for time decay (aware datetime); defaults to now.
+        """
+        return self.retriever.recall(query, k=k, task_type=task_type, namespace=namespace, now=now)
+
+    async def arecall(
+        self,
+        query: str,
+        *,
+        k: int | None = None,
+        task_type: str | None = None,
+        namespace: str | None = None,
+        now: datetime | None = None,
+    ) -> list[ScoredMemory]:
         """Async :meth:`recall`."""
-        return await self.retriever.arecall(query, **kwargs)
+        return await self.retriever.arecall(query, k=k, task_type=task_type, namespace=namespace, now=now)
 
     def feedback(
         self,

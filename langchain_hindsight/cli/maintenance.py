@@ -16,13 +16,13 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from langchain_hindsight.cli._output import check_future, clip, emit_json, one_line, parse_now, progress, table
+from langchain_hindsight.cli._output import Progress, check_future, clip, emit_json, one_line, parse_now, table
 from langchain_hindsight.cli._store import open_store, open_view, principal_of
 from langchain_hindsight.errors import ConfigurationError, InvalidMemoryError, MemoryNotFoundError
 from langchain_hindsight.lifecycle.maintenance import Lifecycle
 from langchain_hindsight.settings import openai_chat_model
 from langchain_hindsight.store import _reembed
-from langchain_hindsight.store._transfer import import_units, read_jsonl
+from langchain_hindsight.store._transfer import import_units, read_backup
 from langchain_hindsight.store.memory_store import MemoryStore
 
 __all__ = [
@@ -41,7 +41,7 @@ def _lifecycle(args: argparse.Namespace, store: MemoryStore) -> Lifecycle:
     model = None
     if getattr(args, "model", None):
         model = openai_chat_model(args.model, args.base_url)  # no key: a ConfigurationError, not a traceback
-    return Lifecycle(store, model=model, locale=getattr(args, "locale", "zh"), progress=progress)
+    return Lifecycle(store, model=model, locale=getattr(args, "locale", "zh"), progress=Progress())
 
 
 def maintain(args: argparse.Namespace) -> int:
@@ -164,12 +164,10 @@ def report(args: argparse.Namespace) -> int:
 
 
 def import_(args: argparse.Namespace) -> int:
-    """``hindsight import FILE``: memories from JSONL exactly as exported."""
+    """``hindsight import FILE``: memories (and journal records, from ``export --journal``) exactly as exported."""
     with open_store(args) as store:
         if args.file == "-":
-            result = import_units(
-                store, read_jsonl(sys.stdin), namespace=args.namespace, progress=progress, replace=args.replace
-            )
+            units, runs = read_backup(sys.stdin)
         else:
             try:
                 fh = open(args.file, encoding="utf-8")  # noqa: SIM115 - closed below, errors mapped first
@@ -177,16 +175,19 @@ def import_(args: argparse.Namespace) -> int:
                 raise MemoryNotFoundError(f"no such file: {args.file}") from e
             with fh:
                 try:
-                    result = import_units(
-                        store, read_jsonl(fh), namespace=args.namespace, progress=progress, replace=args.replace
-                    )
+                    units, runs = read_backup(fh)
                 except UnicodeDecodeError as e:
                     raise InvalidMemoryError(f"{args.file} is not UTF-8 text ({e.reason} at byte {e.start})") from e
+        result = import_units(
+            store, units, runs=runs, namespace=args.namespace, progress=Progress(), replace=args.replace
+        )
     if args.json:
         emit_json(result)
     else:
         counts = ", ".join(f"{one_line(k)}: {v}" for k, v in result.namespaces.items())
         print(f"imported {result.imported} memories {counts}")
+        if result.runs or result.runs_unchanged:
+            print(f"journaled {result.runs} runs ({result.runs_unchanged} already there)")
         if result.refused:
             print(f"refused {result.refused} memories whose content carries no information (e.g. 'ok', '好的')")
     return 0
@@ -235,7 +236,7 @@ def restore(args: argparse.Namespace) -> int:
 
 def reembed(args: argparse.Namespace) -> int:
     """``hindsight reembed --to NAME``: re-embed every memory with another embedder."""
-    return _reembed.run_cli(args, open_store, progress, print)
+    return _reembed.run_cli(args, open_store, Progress(), print)
 
 
 def add_reembed_arguments(parser: argparse.ArgumentParser) -> None:

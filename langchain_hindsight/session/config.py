@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field, fields
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, TypedDict
 
 from langchain_core.language_models import BaseChatModel
 
@@ -25,7 +25,7 @@ from langchain_hindsight.types import MemoryUnit, Served
 if TYPE_CHECKING:
     from langchain_hindsight.recall.retriever import HindsightRetriever
 
-__all__ = ["ErrorPolicy", "FeedbackResult", "Served", "SessionConfig", "new_run_id"]
+__all__ = ["AdapterOptions", "ErrorPolicy", "FeedbackResult", "Served", "SessionConfig", "SessionOptions", "new_run_id"]
 
 
 ErrorPolicy = Literal["log", "raise"]
@@ -55,6 +55,45 @@ class FeedbackResult:
     run: RunRecord
     updated: list[MemoryUnit] = field(default_factory=list)
     created: list[MemoryUnit] = field(default_factory=list)
+
+
+class AdapterOptions(TypedDict, total=False):
+    """The :class:`SessionConfig` options an adapter changes for itself, as keywords.
+
+    Every option but ``namespace``, which adapters (``hs.middleware()``, ``hs.wrap()``, the graph
+    nodes) take as their own parameter (a fixed namespace or a template).
+
+    Typed so that a type checker catches a misspelt option (``**options: Unpack[AdapterOptions]``);
+    each key means what the :class:`SessionConfig` field of the same name means.
+    """
+
+    retriever: HindsightRetriever | None
+    reflector: Reflector | BackgroundReflector | None
+    journal: RunJournal | None
+    k: int
+    task_type: str | None
+    min_relevance: float | Literal["default", "auto"] | None
+    locale: Locale
+    max_lines: int
+    max_line_chars: int
+    max_block_chars: int | None
+    namespace_key: str | None
+    recall: bool
+    reflect: bool
+    apply_outcome: bool
+    conversation_feedback: bool
+    correction_patterns: tuple[str, ...]
+    feedback_model: BaseChatModel | None
+    on_error: ErrorPolicy
+
+
+class SessionOptions(AdapterOptions, total=False):
+    """Every :class:`SessionConfig` option as keywords (``HindsightSession(store, **options)``).
+
+    A test keeps its keys equal to :meth:`SessionConfig.option_names`.
+    """
+
+    namespace: str | None
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -36,7 +36,7 @@ import logging
 from collections.abc import Mapping
 from concurrent.futures import Future
 from dataclasses import replace
-from typing import Any
+from typing import Any, Unpack
 
 from langchain_hindsight.capture.messages import resolve_namespace
 from langchain_hindsight.capture.recorder import SERVED_KEY
@@ -61,6 +61,7 @@ from langchain_hindsight.session.config import (
     FeedbackResult,
     Served,
     SessionConfig,
+    SessionOptions,
     new_run_id,
 )
 from langchain_hindsight.store.journal import RunJournal, RunRecord
@@ -98,7 +99,7 @@ class HindsightSession:
         ConfigurationError: an unknown or invalid option.
     """
 
-    def __init__(self, config: SessionConfig | MemoryStore, /, **options: Any) -> None:
+    def __init__(self, config: SessionConfig | MemoryStore, /, **options: Unpack[SessionOptions]) -> None:
         unknown = set(options) - SessionConfig.option_names()
         if unknown:
             raise ConfigurationError(f"unknown hindsight option(s): {sorted(unknown)}")
@@ -133,7 +134,7 @@ class HindsightSession:
         )
 
     # ------------------------------------------------------------------ options
-    def derive(self, **options: Any) -> HindsightSession:
+    def derive(self, **options: Unpack[SessionOptions]) -> HindsightSession:
         """A session sharing this one's store, retriever, reflector and journal, with some options changed."""
         return HindsightSession(self.config, **options) if options else self
 

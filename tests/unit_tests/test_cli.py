@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
@@ -125,6 +126,29 @@ def test_export_import_round_trips_every_field(
     with MemoryStore(tmp_path / "copy", embeddings=_NoEmbeddings()) as s:
         assert s.history("mem_java")[0].memory_id == "mem_py"  # links survive
         assert s.get("mem_old").status == "archived"
+
+
+def test_export_with_the_journal_round_trips_the_runs(
+    populated: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    dump = tmp_path / "backup.jsonl"
+    code, _, err = run(capsys, "export", "--path", str(populated), "--all", "--journal", "-o", str(dump))
+    assert code == EXIT_OK, err
+    assert "and 1 journal records" in err
+    assert sum('"run": {' in line for line in dump.read_text(encoding="utf-8").splitlines()) == 1
+    copy = tmp_path / "restored"
+    code, out, err = run(capsys, "import", str(dump), "--path", str(copy))
+    assert code == EXIT_OK, err
+    assert "journaled 1 runs" in out
+    for command in (["runs", "--json"], ["explain", "run-a", "--json"]):
+        assert run(capsys, *command, "--path", str(copy))[:2] == run(capsys, *command, "--path", str(populated))[:2]
+    code, out, _ = run(capsys, "import", str(dump), "--path", str(copy))  # again: nothing new, nothing refused
+    assert code == EXIT_OK
+    assert "journaled 0 runs (1 already there)" in out
+    # a memories-only export stays what it was: no journal lines, and importing it journals nothing
+    plain = tmp_path / "plain.jsonl"
+    run(capsys, "export", "--path", str(populated), "--all", "-o", str(plain))
+    assert '"run": {' not in plain.read_text(encoding="utf-8")
 
 
 class _NoEmbeddings(Embeddings):
@@ -718,3 +742,34 @@ print("loaded:", loaded)
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.strip().splitlines()[-1] == "loaded: []", proc.stdout[-500:]
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_progress_counts_estimates_the_time_left_and_prints_no_blank_lines() -> None:
+    from langchain_hindsight.cli._output import Progress
+
+    now = [0.0]
+    log = io.StringIO()  # not a terminal: a line at most every 10 %, each stage ended once
+    progress = Progress(log, clock=lambda: now[0])
+    for done in range(0, 101, 5):
+        now[0] = done * 0.5
+        progress("reembed default/active", done, 100)
+    progress("merge read", 3, 0)  # an unknown total: just the count
+    progress("merge read", 7, 0)
+    lines = log.getvalue().splitlines()
+    assert "" not in lines
+    assert lines[0] == "reembed default/active: 0/100 (0%)"
+    assert "reembed default/active: 50/100 (50%), about 25 s left" in lines
+    assert lines[10] == "reembed default/active: 100/100 (100%) in 50 s"
+    assert len(lines) == 13  # 0, 10, …, 100 % and the two counts of the stage without a total
+    screen = _Terminal()  # a terminal: one line per stage, rewritten in place, ended when the stage changes
+    progress = Progress(screen, clock=lambda: now[0])
+    progress("export default", 1000, 3000)
+    progress("export alice", 10, 20)
+    progress("export alice", 20, 20)
+    assert screen.getvalue().count("\n") == 2
+    assert screen.getvalue().endswith("export alice: 20/20 (100%) in 0 s\x1b[K\n")

@@ -594,3 +594,12 @@ def test_store_async_twins(store: MemoryStore) -> None:
     assert updated.tags == ["weekly"]
     assert gone == 1
     assert store.count() == 0
+
+
+def test_the_typed_option_lists_are_the_session_config_options() -> None:
+    """``SessionOptions``/``AdapterOptions`` (what type checkers see on the facade) never drift from the config."""
+    from langchain_hindsight.session.config import AdapterOptions, SessionConfig, SessionOptions
+
+    assert set(SessionOptions.__annotations__) | set(AdapterOptions.__annotations__) == SessionConfig.option_names()
+    assert set(SessionOptions.__optional_keys__) == SessionConfig.option_names()
+    assert set(AdapterOptions.__optional_keys__) == SessionConfig.option_names() - {"namespace"}
