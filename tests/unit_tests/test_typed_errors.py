@@ -14,7 +14,7 @@ from langchain_hindsight import Hindsight, MemoryUnit
 from langchain_hindsight.cli.main import EXIT_OK, main
 from langchain_hindsight.errors import ConfigurationError, HindsightError, InvalidMemoryError
 from langchain_hindsight.sharing.principals import AccessPolicy
-from langchain_hindsight.store._transfer import read_jsonl
+from langchain_hindsight.store._transfer import read_backup, read_jsonl
 from langchain_hindsight.store.journal import RunJournal
 from langchain_hindsight.store.memory_store import MemoryStore
 
@@ -36,6 +36,13 @@ def test_such_a_timestamp_on_import_names_the_line() -> None:
     bad = json.dumps({"content": LESSON, "created_at": "0001-01-01T00:00:00+05:00"})
     with pytest.raises(InvalidMemoryError, match=r"line 2: .*out of range"):
         list(read_jsonl([good, bad]))
+
+
+@pytest.mark.parametrize("when", [YEAR_1_EAST.isoformat(), YEAR_9999_WEST.isoformat()])
+def test_such_a_timestamp_in_a_backup_run_record_names_the_line(when: str) -> None:
+    line = json.dumps({"run": {"run_id": "r1", "namespace": "default", "started_at": when}})
+    with pytest.raises(InvalidMemoryError, match=r"line 1: .*out of range"):
+        read_backup([line])
 
 
 def test_the_edges_that_fit_stay_valid() -> None:
