@@ -115,6 +115,8 @@ def _lines(lines: Iterable[str]) -> Iterator[tuple[int, MemoryUnit | RunRecord]]
             data = json.loads(line)
         except ValueError as e:
             raise InvalidMemoryError(f"line {number}: not JSON ({e})") from e
+        except RecursionError as e:  # json parses nested arrays and objects recursively
+            raise InvalidMemoryError(f"line {number}: JSON nested too deeply") from e
         try:
             if isinstance(data, dict) and set(data) == {RUN_KEY}:
                 yield number, RunRecord.model_validate(data[RUN_KEY])
@@ -200,6 +202,8 @@ class TransferMixin(WriteMixin):
         latest: dict[str, MemoryUnit] = {}
         refused: list[str] = []
         for unit in units:
+            if not isinstance(unit, MemoryUnit):
+                raise ConfigurationError(f"import_units takes MemoryUnit objects, got {type(unit).__name__}")
             if not informative(unit.content):
                 refused.append(unit.memory_id)
                 continue
