@@ -324,6 +324,10 @@ class Reflector:
         content = item.get("content")
         if not isinstance(content, str) or not content.strip():
             return None, "no content"
+        try:
+            content.encode("utf-8")
+        except UnicodeEncodeError as e:  # a lone surrogate (a bad JSON escape): corrupt, not to be repaired silently
+            return None, f"content is not valid Unicode text ({e.reason})"
         raw, content = content, render_safe(content)
         if len(content) > MAX_CONTENT_CHARS:
             return None, f"content too long ({len(content)} characters)"
