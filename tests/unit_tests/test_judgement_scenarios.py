@@ -117,7 +117,7 @@ def _served(block: str) -> str:
 
 
 def _confidences(hs: Hindsight) -> dict[str, float]:
-    return {u.memory_id: u.confidence or 0.0 for u in hs.store.list_units()}
+    return {u.memory_id: u.score_confidence for u in hs.store.list_units()}
 
 
 def _feedback_units(hs: Hindsight) -> list[MemoryUnit]:
@@ -177,8 +177,7 @@ def test_follow_up_questions_are_not_corrections(locale: str, question: str, mak
     user.say(CORRECTION[locale], thread="earlier")
     (correction,) = _feedback_units(hs)
 
-    user.say(TASK[locale], thread="t")
-    previous = hs.journal.list_runs()[0]
+    previous = hs.journal.get(user.say(TASK[locale], thread="t"))
     assert correction.memory_id in previous.served_ids, "precondition: the real correction is served"
     before = _confidences(hs)
 
@@ -227,7 +226,7 @@ def test_corrections_on_different_points_do_not_wear_each_other_down(
     assert all(len(units) == 1 for units in stored.values()), {p: [u.content for u in us] for p, us in stored.items()}
     units = {point: hs.store.get(us[0].memory_id) for point, us in stored.items()}
     problems = []
-    worn = {p: f"{u.confidence:.3f}" for p, u in units.items() if (u.confidence or 0.0) < 0.85}
+    worn = {p: f"{u.score_confidence:.3f}" for p, u in units.items() if u.score_confidence < 0.85}
     if worn:
         problems.append(f"corrections worn below 0.85: {worn}")
     inactive = {p: u.status for p, u in units.items() if u.status != "active"}
@@ -258,7 +257,9 @@ def test_corrected_lesson_is_superseded_and_never_served_again(locale: str, make
     after_correction = hs.store.get(wrong.memory_id)
     problems = []
     if after_correction.status != "superseded":
-        problems.append(f"still {after_correction.status!r} at {after_correction.confidence:.3f} after the correction")
+        problems.append(
+            f"still {after_correction.status!r} at {after_correction.score_confidence:.3f} after the correction"
+        )
     chain = [u.memory_id for u in hs.store.history(wrong.memory_id)]
     if chain[:2] != [correction.memory_id, wrong.memory_id]:
         problems.append(f"history() does not lead to the correction: {chain}")
@@ -271,8 +272,8 @@ def test_corrected_lesson_is_superseded_and_never_served_again(locale: str, make
     if served_again:
         problems.append(f"served again in {len(served_again)} of 12 later runs")
     final = hs.store.get(wrong.memory_id)
-    if (final.confidence or 0.0) > (after_correction.confidence or 0.0) + 1e-9:
-        problems.append(f"regained credit: {after_correction.confidence:.3f} -> {final.confidence:.3f}")
+    if final.score_confidence > after_correction.score_confidence + 1e-9:
+        problems.append(f"regained credit: {after_correction.score_confidence:.3f} -> {final.score_confidence:.3f}")
     assert not problems, "the corrected lesson: " + "; ".join(problems)
 
 
@@ -363,7 +364,7 @@ def test_give_ups_and_trivial_answers_earn_no_credit(
     credit = {i: round(v, 3) for i, v in (hs.journal.get(run).credit or {}).items() if v > 0}
     if credit:
         problems.append(f"{give_up!r} was credited as a success: {list(credit.values())}")
-    after_give_up = hs.store.get(lesson.memory_id).confidence or 0.0
+    after_give_up = hs.store.get(lesson.memory_id).score_confidence
     if after_give_up > 0.8 + 1e-9:
         problems.append(f"{give_up!r} raised the lesson 0.80 -> {after_give_up:.3f}")
 
@@ -372,7 +373,7 @@ def test_give_ups_and_trivial_answers_earn_no_credit(
     trivial = User(fresh, answer("ok"))
     for i in range(3):
         trivial.say(TASK[locale], thread=f"ok-{i}")
-    reached = fresh.store.get(served.memory_id).confidence or 0.0
+    reached = fresh.store.get(served.memory_id).score_confidence
     if reached >= 0.95 - 1e-6:
         problems.append(f"three runs answering 'ok' pushed a served lesson to the cap: 0.80 -> {reached:.3f}")
     assert not problems, "credit: " + "; ".join(problems)
