@@ -410,17 +410,25 @@ LONGER = {
 }
 
 
+WEEKLY_LESSONS = {  # two ways a weekly-report lesson is written; the short task reaches both today
+    "natural-week": WEEKLY_REPORT_LESSON,
+    "calendar-week": "做周报时，日期范围用自然周（周一到周日），不要用最近7天。",
+}
+
+
 @pytest.mark.parametrize("form", list(LONGER))
+@pytest.mark.parametrize("lesson", list(WEEKLY_LESSONS))
 def test_longer_and_chat_weekly_queries_get_the_weekly_lesson(
-    form: str, make_real_hs: Callable[..., Hindsight]
+    lesson: str, form: str, make_real_hs: Callable[..., Hindsight]
 ) -> None:
+    weekly = WEEKLY_LESSONS[lesson]
     hs = make_real_hs()
-    hs.store.add(_lesson(WEEKLY_REPORT_LESSON))
+    hs.store.add(_lesson(weekly))
     for task_type, content in OTHER_MEMORIES:
         hs.store.add(MemoryUnit(task_type=task_type, content=content))
     user = User(hs, answer("好的。"))
     user.say(TASK["zh"], thread="short")
-    assert WEEKLY_REPORT_LESSON in _served(user.block), "precondition: the short task gets the weekly lesson"
+    assert weekly in _served(user.block), "precondition: the short task gets the weekly lesson"
     user.say("写一首关于秋天的诗", thread="poem")
     assert not _served(user.block), "precondition: an unrelated task gets no block (the floor is on)"
 
@@ -429,7 +437,7 @@ def test_longer_and_chat_weekly_queries_get_the_weekly_lesson(
         user.say(turn, thread=form)
     run = user.say(request, thread=form)
     served = _served(user.block)
-    assert WEEKLY_REPORT_LESSON in served, (
+    assert weekly in served, (
         f"{request!r} got no weekly lesson; it was served {hs.journal.get(run).served_ids}:\n{served}"
     )
 
