@@ -416,21 +416,24 @@ WEEKLY_LESSONS = {  # two ways a weekly-report lesson is written; the short task
 }
 
 
+def _weekly_store(make_real_hs: Callable[..., Hindsight], weekly: str) -> Hindsight:
+    hs = make_real_hs()
+    hs.store.add(_lesson(weekly))
+    for task_type, content in OTHER_MEMORIES:
+        hs.store.add(MemoryUnit(task_type=task_type, content=content))
+    return hs
+
+
 @pytest.mark.parametrize("form", list(LONGER))
 @pytest.mark.parametrize("lesson", list(WEEKLY_LESSONS))
 def test_longer_and_chat_weekly_queries_get_the_weekly_lesson(
     lesson: str, form: str, make_real_hs: Callable[..., Hindsight]
 ) -> None:
     weekly = WEEKLY_LESSONS[lesson]
-    hs = make_real_hs()
-    hs.store.add(_lesson(weekly))
-    for task_type, content in OTHER_MEMORIES:
-        hs.store.add(MemoryUnit(task_type=task_type, content=content))
+    hs = _weekly_store(make_real_hs, weekly)
     user = User(hs, answer("好的。"))
     user.say(TASK["zh"], thread="short")
     assert weekly in _served(user.block), "precondition: the short task gets the weekly lesson"
-    user.say("写一首关于秋天的诗", thread="poem")
-    assert not _served(user.block), "precondition: an unrelated task gets no block (the floor is on)"
 
     *chat, request = LONGER[form]
     for turn in chat:
@@ -440,6 +443,18 @@ def test_longer_and_chat_weekly_queries_get_the_weekly_lesson(
     assert weekly in served, (
         f"{request!r} got no weekly lesson; it was served {hs.journal.get(run).served_ids}:\n{served}"
     )
+
+
+UNRELATED = {"poem": "写一首关于秋天的诗", "flight": "帮我订一张去北京的机票"}
+
+
+@pytest.mark.parametrize("task", list(UNRELATED))
+def test_an_unrelated_task_still_gets_no_block(task: str, make_real_hs: Callable[..., Hindsight]) -> None:
+    """The guard beside the floor scenario: serving the longer queries must not come from dropping the floor."""
+    hs = _weekly_store(make_real_hs, WEEKLY_REPORT_LESSON)
+    user = User(hs, answer("好的。"))
+    user.say(UNRELATED[task], thread=task)
+    assert not _served(user.block), f"{UNRELATED[task]!r} was given a block:\n{_served(user.block)}"
 
 
 # ---------------------------------------------------------------------------- 7. the article's conflict chain
