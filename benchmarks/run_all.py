@@ -20,6 +20,8 @@ SCRIPTS = [
     "capture_overhead.py",
     "maintain.py",
     "forget_scrub.py",
+    "outcome_detector.py",
+    "junk_filter.py",
 ]
 
 

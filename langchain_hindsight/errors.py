@@ -7,6 +7,7 @@ The tree::
     ├── ConfigurationError(HindsightError, ValueError)   bad option or argument
     │   └── EmbedderMismatchError                         the store was embedded by another model
     ├── InvalidMemoryError(HindsightError, ValueError)   a memory unit failed validation
+    │   └── UninformativeMemoryError                      its content carries no information ("ok", "好", "👍")
     ├── MemoryNotFoundError(HindsightError, KeyError)    no such memory id in the namespace
     ├── RunNotFoundError(HindsightError, KeyError)       no such run in the journal
     ├── StoreLockedError(HindsightError, RuntimeError)   another process holds the directory
@@ -36,6 +37,7 @@ __all__ = [
     "StoreClosedError",
     "StoreError",
     "StoreLockedError",
+    "UninformativeMemoryError",
 ]
 
 
@@ -49,6 +51,14 @@ class ConfigurationError(HindsightError, ValueError):
 
 class InvalidMemoryError(HindsightError, ValueError):
     """A memory unit failed validation; the message names the field."""
+
+
+class UninformativeMemoryError(InvalidMemoryError):
+    """A unit's content carries no information (``"x"``, ``"ok"``, ``"好的"``, ``"thanks"``, emoji only).
+
+    The store refuses to add it: such a "memory" would be recalled for
+    unrelated tasks and teach nothing (see :func:`langchain_hindsight._text.informative`).
+    """
 
 
 class MemoryNotFoundError(HindsightError, KeyError):

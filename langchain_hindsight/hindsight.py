@@ -27,6 +27,7 @@ from langchain_hindsight.adapters.middleware import HindsightMiddleware
 from langchain_hindsight.capture.recorder import TrajectoryRecorder
 from langchain_hindsight.errors import ConfigurationError
 from langchain_hindsight.prompts import Locale
+from langchain_hindsight.recall.injection import DEFAULT_MAX_LINE_CHARS, DEFAULT_MAX_LINES
 from langchain_hindsight.recall.retriever import HindsightRetriever
 from langchain_hindsight.reflection.background import BackgroundReflector
 from langchain_hindsight.reflection.reflector import Reflector
@@ -94,10 +95,19 @@ class Hindsight:
         min_relevance: Relevance floor for recall (nothing relevant → no block);
             ``"default"`` keeps the retriever's floor, ``None`` switches it off.
         locale: ``"zh"`` (default) or ``"en"``.
+        max_lines: At most this many memory lines in the ``[相关经验]`` block.
+        max_line_chars: At most this many characters of one memory's text in the block; a
+            longer one is cut and its line says so, naming ``hindsight show <memory_id>``.
+        max_block_chars: At most this many characters in the whole block (trailing lines are
+            left out first); ``None`` (default): bounded by the two options above only.
         background: Reflect in a worker thread (never delays the agent); call
             :meth:`flush` before reading what was learned.
         conversation_feedback: A turn in the same thread that corrects the
-            previous answer ("不对，…", "No, …") is feedback on the previous run.
+            previous answer ("不对，…", "No, …") is feedback on the previous run
+            (questions, requests for more and acknowledgements are not).
+        feedback_model: A chat model asked, in one bounded call, whether a turn is a
+            correction when the rules are unsure; ``None`` (default): rules only. Not
+            ``model`` by default, so no turn costs a model call unless you ask for it.
         on_error: ``"log"`` (default) or ``"raise"`` for the adapters.
         principal: Act as this agent identity (a :class:`~langchain_hindsight.sharing.principals.Principal`,
             or its name in ``policy``): every run recalls the principal's own namespace
@@ -142,8 +152,12 @@ class Hindsight:
         task_type: str | None = None,
         min_relevance: float | Literal["default"] | None = "default",
         locale: Locale = "zh",
+        max_lines: int = DEFAULT_MAX_LINES,
+        max_line_chars: int = DEFAULT_MAX_LINE_CHARS,
+        max_block_chars: int | None = None,
         background: bool = False,
         conversation_feedback: bool = True,
+        feedback_model: BaseChatModel | None = None,
         on_error: ErrorPolicy = "log",
         principal: Principal | str | None = None,
         policy: AccessPolicy | str | os.PathLike[str] | None = None,
@@ -207,7 +221,11 @@ class Hindsight:
                 task_type=task_type,
                 min_relevance=min_relevance,
                 locale=locale,
+                max_lines=max_lines,
+                max_line_chars=max_line_chars,
+                max_block_chars=max_block_chars,
                 conversation_feedback=conversation_feedback,
+                feedback_model=feedback_model,
                 on_error=on_error,
             )
             self.session = HindsightSession(self.config)

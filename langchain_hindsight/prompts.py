@@ -97,12 +97,16 @@ class ReflectionTemplates:
         step_labels: Label of each step type in the rendered trajectory.
         outcome_labels: Label of each outcome.
         rule_error_fix: A failed call fixed by changed arguments; ``{tool}``, ``{failed}``, ``{error}``, ``{fixed}``,
-            ``{task}`` (the run's task, clipped: the lesson says where it was learned, and recall can
-            match the next similar task on the text the model is shown).
-        rule_unstable_fixed: A call that needed ``{attempts}`` attempts; ``{tool}``, ``{error}``.
-        rule_unstable_failed: A call that failed ``{attempts}`` times in a row; ``{tool}``, ``{error}``.
-        rule_avoid: A failed task (failures are lessons too); ``{task}``, ``{reason}``, ``{action}``.
-        rule_avoid_action: The action to avoid; ``{tool}``, ``{args}``.
+            ``{task}``. ``{error}`` and ``{task}`` come with the parts that only identify the run masked
+            (file names become ``*.csv``, ids ``<id>``, positions ``<n>``): the lesson says what kind of
+            task it was learned on, recall matches the next similar task on it, and the same lesson
+            learned on another file is the same statement (it merges). The run's own values stay in
+            the unit's ``context`` and ``task_description``.
+        rule_unstable_fixed: A call that needed several attempts (errors that look transient); ``{tool}``,
+            ``{error}`` (masked), ``{attempts}`` (this run's count, also in ``context.parameters``).
+        rule_unstable_failed: A call that failed several times in a row with transient errors; the same placeholders.
+        rule_avoid: A failed task (failures are lessons too); ``{task}``, ``{reason}``, ``{action}`` (masked).
+        rule_avoid_action: The action to avoid; ``{tool}``, ``{args}`` (string values masked).
         rule_unknown_reason: The reason given when a failed run recorded no error.
         rule_user_feedback: An explicit user correction; ``{task}``, ``{text}``.
         rule_user_feedback_no_task: The same without a known task; ``{text}``.
@@ -143,8 +147,8 @@ REFLECTION_ZH = ReflectionTemplates(
     },
     outcome_labels={"success": "成功", "failure": "失败", "unknown": "未知"},
     rule_error_fix="使用{tool}时，{failed}会失败（{error}），改为{fixed}后成功（任务：{task}）。",
-    rule_unstable_fixed="{tool}调用了{attempts}次才成功（期间出错：{error}），该操作不稳定，需要加异常处理（重试、超时或参数校验）。",
-    rule_unstable_failed="{tool}连续{attempts}次调用失败（{error}），该操作不稳定，需要加异常处理，或换一种方法。",
+    rule_unstable_fixed="{tool}需要重试多次才成功（期间出错：{error}），该操作不稳定，需要加异常处理（重试、超时或参数校验）。",
+    rule_unstable_failed="{tool}多次重试仍然失败（{error}），该操作不稳定，需要加异常处理，或换一种方法。",
     rule_avoid="执行“{task}”时失败：{reason}。下次避免重复同样的做法{action}，换一种方法。",
     rule_avoid_action="（{tool}，参数{args}）",
     rule_unknown_reason="结果被判定为失败",
@@ -170,8 +174,8 @@ REFLECTION_EN = ReflectionTemplates(
     },
     outcome_labels={"success": "success", "failure": "failure", "unknown": "unknown"},
     rule_error_fix="With {tool}, {failed} fails ({error}); {fixed} works (task: {task}).",
-    rule_unstable_fixed="{tool} needed {attempts} attempts to succeed (errors: {error}); the operation is unstable and needs exception handling (retries, timeouts or input checks).",
-    rule_unstable_failed="{tool} failed {attempts} times in a row ({error}); the operation is unstable: add exception handling or use another approach.",
+    rule_unstable_fixed="{tool} needed several attempts to succeed (errors: {error}); the operation is unstable and needs exception handling (retries, timeouts or input checks).",
+    rule_unstable_failed="{tool} kept failing on retries ({error}); the operation is unstable: add exception handling or use another approach.",
     rule_avoid='The task "{task}" failed: {reason}. Next time avoid repeating the same approach{action} and try another one.',
     rule_avoid_action=" ({tool} with {args})",
     rule_unknown_reason="the run was judged a failure",
@@ -253,6 +257,13 @@ class PromptTemplates:
         origin_label: Appended to a memory line when the memory comes from another
             agent's or a shared namespace (recall across granted namespaces);
             placeholder ``{namespace}``.
+        truncation_notice: Follows ``line_ellipsis`` on a cut line: says it was cut and how to
+            read the whole memory; placeholder ``{command}`` (``show_command`` filled in).
+        truncation_notice_no_id: The same when the memory's id cannot be shown (a Document
+            without ``memory_id``, or an id that would not render as plain text).
+        show_command: The command that prints a whole memory; placeholder ``{memory_id}``.
+        show_command_namespace: The same for a memory outside the ``default`` namespace;
+            placeholders ``{memory_id}``, ``{namespace}``.
     """
 
     block_header: str
@@ -266,6 +277,10 @@ class PromptTemplates:
     index_separator: str = "、"
     line_ellipsis: str = "…"
     origin_label: str = "（来自：{namespace}）"
+    truncation_notice: str = "（已截断，完整内容：{command}）"
+    truncation_notice_no_id: str = "（已截断）"
+    show_command: str = "hindsight show {memory_id}"
+    show_command_namespace: str = "hindsight show {memory_id} --namespace {namespace}"
 
 
 ZH = PromptTemplates(
@@ -294,6 +309,8 @@ EN = PromptTemplates(
     index_separator=", ",
     line_ellipsis="...",
     origin_label=" (from: {namespace})",
+    truncation_notice=" (truncated; full text: {command})",
+    truncation_notice_no_id=" (truncated)",
 )
 """English templates."""
 
@@ -447,3 +464,49 @@ def get_write_judge_templates(locale: Locale = "zh") -> WriteJudgeTemplates:
     """
     get_templates(locale)  # validates the locale
     return WRITE_JUDGE_ZH if locale == "zh" else WRITE_JUDGE_EN
+
+
+# ---------------------------------------------------------------------------- conversation feedback
+FEEDBACK_PROMPT_ZH = """你在判断对话中用户的一句话是不是在纠正Agent上一次的回答。
+- correction：用户断言上一次回答里有东西应该不同（数值、范围、对象、做法错了），例如“不对，周报只统计本周一到周日”“收件人错了，应该是张经理”。
+- question：用户在提问，即使以“不对”“错了”“有误”开头（例如“不对外公开的门店数据也要统计吗？”“错了的订单要剔除吗？”）。
+- request：用户要求补充或追加内容（“另外再加一个环比”“能不能再加个图表”），没有说原来的回答错了。
+- acknowledgement：确认、感谢、结束对话（“好的”“不错”“不用了”）。
+- other：新任务、继续、其他。
+拿不准时选择 other。
+
+上一次的任务：
+{previous_task}
+
+用户这句话：
+{turn}
+
+只以JSON返回：{{"kind": "correction|question|request|acknowledgement|other"}}"""
+"""Classification of a human turn as feedback (optional model call of the correction detector). Placeholders: ``{previous_task}``, ``{turn}``."""
+
+FEEDBACK_PROMPT_EN = """Decide whether the user's turn below corrects the agent's previous answer.
+- correction: the user asserts that something in the previous answer should be different (a value, range, recipient or method was wrong), e.g. "No, the week starts on Monday", "That's wrong — use the tax-inclusive price".
+- question: the user asks something, even when the turn begins with "wrong", "no" or "actually" (e.g. "Wrong-way trades: should they be excluded?").
+- request: the user asks for more ("Actually, could you also add a chart?") without saying the answer was wrong.
+- acknowledgement: confirms, thanks, or closes the conversation ("No problem", "Looks good").
+- other: a new task, a continuation, anything else.
+When unsure, choose other.
+
+Previous task:
+{previous_task}
+
+The user's turn:
+{turn}
+
+Answer in JSON only: {{"kind": "correction|question|request|acknowledgement|other"}}"""
+"""English feedback-classification prompt. Placeholders: ``{previous_task}``, ``{turn}``."""
+
+
+def get_feedback_prompt(locale: Locale = "zh") -> str:
+    """The feedback-classification prompt of ``locale`` (``"zh"`` or ``"en"``).
+
+    Raises:
+        ValueError: an unknown locale (as :class:`~langchain_hindsight.errors.ConfigurationError`).
+    """
+    get_templates(locale)  # validates the locale
+    return FEEDBACK_PROMPT_ZH if locale == "zh" else FEEDBACK_PROMPT_EN

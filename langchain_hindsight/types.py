@@ -177,6 +177,8 @@ class MemoryUnit(BaseModel):
     namespace: str = "default"
     merged_from: list[str] = Field(default_factory=list)
     """Ids of near-duplicates folded into this unit (provenance of merges)."""
+    evidence: int = 1
+    """How many times this lesson was learned; merges add up (the same lesson from five files: 5)."""
     run_id: str | None = None
     """The run whose reflection produced this unit, if any."""
     decayed_through: datetime | None = None
@@ -241,6 +243,13 @@ class MemoryUnit(BaseModel):
     def _access(cls, value: int) -> int:
         if value < 0 or value > MAX_ACCESS_COUNT:
             raise ValueError(f"must be in [0, {MAX_ACCESS_COUNT}], got {value!r}")
+        return value
+
+    @field_validator("evidence")
+    @classmethod
+    def _evidence(cls, value: int) -> int:
+        if isinstance(value, bool) or value < 1 or value > MAX_ACCESS_COUNT:
+            raise ValueError(f"must be in [1, {MAX_ACCESS_COUNT}], got {value!r}")
         return value
 
     @field_validator("tags")

@@ -34,7 +34,9 @@ from langgraph.types import Command
 
 from langchain_hindsight.adapters._scrubbing import Scrubber, ScrubbingSaver
 from langchain_hindsight.capture.messages import (
+    OUTCOME_REASON_KEY,
     Placement,
+    answer_outcome,
     find_task,
     inject,
     message_text,
@@ -159,12 +161,14 @@ class _Run:
         if w.output_key is not None and state.get(w.output_key) not in (None, ""):
             final = str(state[w.output_key])
             steps.append(Step(type="final_answer", content=final))
+        by_answer, why = answer_outcome(final)
         return Trajectory(
             run_id=self.served.run_id,
             task=self.served.task,
             steps=steps,
-            outcome=decided or ("success" if final else "unknown"),
+            outcome=decided or by_answer,
             final_answer=final,
+            metadata={OUTCOME_REASON_KEY: why} if why and decided is None else {},
             namespace=self.served.namespace,
         )
 

@@ -24,7 +24,9 @@ from langgraph.graph.state import CompiledStateGraph
 
 from langchain_hindsight.adapters._wrapper import wrap_graph
 from langchain_hindsight.capture.messages import (
+    OUTCOME_REASON_KEY,
     Placement,
+    answer_outcome,
     check_placement,
     find_task,
     message_text,
@@ -94,12 +96,14 @@ def _final_trajectory(
     if output_key is not None and state.get(output_key) not in (None, ""):
         final = str(state[output_key])
         steps.append(Step(type="final_answer", content=final))
+    by_answer, why = answer_outcome(final)
     return Trajectory(
         run_id=served.run_id,
         task=served.task,
         steps=steps,
-        outcome=decided or ("success" if final else "unknown"),
+        outcome=decided or by_answer,
         final_answer=final,
+        metadata={OUTCOME_REASON_KEY: why} if why and decided is None else {},
         namespace=served.namespace,
     )
 

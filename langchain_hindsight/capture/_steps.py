@@ -10,6 +10,7 @@ models (:class:`Step`, :class:`Trajectory`) are built only then.
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -18,10 +19,13 @@ from time import time
 from typing import Any
 from uuid import UUID
 
+from langchain_hindsight.capture._outcome import OUTCOME_REASON_KEY, gives_up, unrecovered_error
 from langchain_hindsight.errors import ConfigurationError
 from langchain_hindsight.types import Outcome, Step, StepType, Trajectory
 
 __all__ = ["Live", "Raw", "conclude", "run_uuid", "snapshot", "to_step", "tool_error_parts"]
+
+logger = logging.getLogger(__name__)
 
 _ERROR_TYPE = re.compile(r"^\s*([A-Z][A-Za-z0-9_.]*(?:Error|Exception|Timeout|Warning))\b")
 
@@ -84,8 +88,12 @@ def conclude(
       answer text is known), else ``answer`` is appended as a ``final_answer`` step; a run
       whose last step is an error and that has no answer is a ``failure``; with an answer,
       or ``completed`` (the run returned normally), ``success``; else ``unknown``.
+    * "returned normally" is not yet success (:mod:`~langchain_hindsight.capture._outcome`):
+      a final answer that gives up or reports failure, or a last tool error that
+      nothing recovered from, makes it a ``failure``; the reason is in
+      ``metadata[OUTCOME_REASON_KEY]``, and ``error`` holds the tool error (else the answer).
 
-    ``live.outcome_override`` (``mark_outcome``) wins over all of these.
+    ``live.outcome_override`` (``mark_outcome``, an adapter's ``outcome=``) wins over all of these.
     """
     final: str | None = None
     err_text: str | None = None
@@ -114,9 +122,35 @@ def conclude(
             err_text = f"{steps[last][5]}: {steps[last][6]}"
         else:
             outcome = "success" if completed or final is not None else "unknown"
+            if outcome == "success" and live.outcome_override is None:
+                outcome, err_text = _not_success(live, final)
     if live.outcome_override is not None:
         outcome = live.outcome_override
     return snapshot(live, outcome=outcome, ended=time() if ended is None else ended, final=final, error=err_text)
+
+
+def _not_success(live: Live, final: str | None) -> tuple[Outcome, str | None]:
+    """``failure`` when the answer gives up or a tool error stayed unrecovered, with its error text.
+
+    The error text is the unrecovered tool error's, else the give-up answer itself.
+    """
+    reasons: list[str] = []
+    error: str | None = None
+    gave_up = gives_up(final)
+    if gave_up is not None:
+        reasons.append(f"final answer gives up: {gave_up.matched}")
+    at = unrecovered_error([(raw[0], raw[3]) for raw in live.steps])
+    if at is not None:
+        raw = live.steps[at]
+        error = f"{raw[5] or 'ToolError'}: {raw[6] or raw[1]}"
+        reasons.append(f"unrecovered tool error: {error}")
+    if not reasons:
+        return "success", None
+    if error is None:
+        error = final  # a give-up alone: the agent's own words are the failure's reason (reflection's avoid rule)
+    live.metadata[OUTCOME_REASON_KEY] = "; ".join(reasons)
+    logger.info("run %s ended normally but is a failure: %s", live.run_id, live.metadata[OUTCOME_REASON_KEY])
+    return "failure", error
 
 
 def _ts(seconds: float) -> datetime:

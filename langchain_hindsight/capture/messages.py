@@ -16,6 +16,7 @@ from typing import Any, Literal, get_args
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
+from langchain_hindsight.capture._outcome import OUTCOME_REASON_KEY, answer_outcome
 from langchain_hindsight.capture._steps import Live, conclude, tool_error_parts
 from langchain_hindsight.capture._text import clip_text
 from langchain_hindsight.errors import ConfigurationError
@@ -24,7 +25,9 @@ from langchain_hindsight.types import Outcome, Trajectory
 __all__ = [
     "BLOCK_ID_PREFIX",
     "INJECTED_MARKER",
+    "OUTCOME_REASON_KEY",
     "Placement",
+    "answer_outcome",
     "check_placement",
     "find_task",
     "inject",
@@ -181,8 +184,10 @@ def trajectory_from_messages(
     recorder's steps have them. The run is ended by the same rule as the
     recorder's (:func:`~langchain_hindsight.capture._steps.conclude`): the answer
     is the last AI message when it calls no tool; ``"success"`` with an answer,
-    ``"failure"`` when the run ends on an error, else ``"unknown"``. ``outcome``
-    overrides that. Payloads longer than ``max_content_chars`` keep head and tail.
+    ``"failure"`` when the run ends on an error, when the answer gives up
+    (``放弃：多次失败。``, ``I was unable to complete the task``) or when the last tool
+    error was never recovered from, else ``"unknown"``. ``outcome`` overrides that.
+    Payloads longer than ``max_content_chars`` keep head and tail.
     """
     found = find_task(messages)
     start = found[0] + 1 if found else 0

@@ -27,7 +27,7 @@ callback failure is logged once and swallowed; it never reaches the agent.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from time import time
 from typing import Any, TypeVar, cast
 from uuid import UUID
@@ -52,9 +52,18 @@ __all__ = ["SERVED_KEY", "TrajectoryRecorder", "clip_text"]
 
 SERVED_KEY = "hindsight_served"
 """Trajectory metadata key listing what a hindsight retriever served during the run
-(``[{"memory_id", "score", "similarity", "namespace"}, ...]``, in the order served)."""
+(``[{"memory_id", "score", "similarity", "namespace", "breakdown", "query_task_type"}, ...]``,
+in the order served; ``breakdown`` is the score's per-factor contributions, so the journal can
+explain an LCEL run like an adapter's)."""
 
 _F = TypeVar("_F", bound=Callable[..., None])
+
+
+def _numbers(value: object) -> dict[str, float]:
+    """A served document's score breakdown as plain ``{factor: float}`` (anything else left out)."""
+    if not isinstance(value, Mapping):
+        return {}
+    return {str(k): float(v) for k, v in value.items() if isinstance(v, int | float) and not isinstance(v, bool)}
 
 
 def _guarded(method: _F) -> _F:
@@ -178,6 +187,8 @@ class TrajectoryRecorder(RunRegistry, BaseCallbackHandler):
                 "score": float(d.metadata.get("score") or 0.0),
                 "similarity": float(d.metadata.get("similarity") or 0.0),
                 "namespace": str(d.metadata.get("namespace") or ""),
+                "breakdown": _numbers(d.metadata.get("breakdown")),
+                "query_task_type": d.metadata.get("query_task_type"),
             }
             for d in documents
             if isinstance(d.metadata.get("memory_id"), str)

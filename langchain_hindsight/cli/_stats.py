@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from langchain_hindsight.cli._output import emit_json, table
-from langchain_hindsight.store._stamp import SUMMARY_FILE, trusted_store
+from langchain_hindsight.store._stamp import SUMMARY_FILE, holds_store, trusted_store
 from langchain_hindsight.store._summary import read_summary
 
 __all__ = ["print_stats", "quick"]
@@ -53,8 +53,8 @@ def quick(args: argparse.Namespace) -> int | None:
     if getattr(args, "principal", None) or getattr(args, "config", None) or args.server:
         return None
     directory = Path(args.path)
-    if not directory.is_dir():
-        return None
+    if not holds_store(directory):
+        return None  # opening it reports the missing store (nothing may be written there, not even a lock)
     with trusted_store(directory) as trusted:
         summary = read_summary(directory) if SUMMARY_FILE in trusted else None
     if summary is None:

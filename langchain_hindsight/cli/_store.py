@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 from langchain_hindsight.errors import ConfigurationError, MemoryNotFoundError, StoreError
 from langchain_hindsight.sharing.principals import AccessPolicy, Principal
+from langchain_hindsight.store._stamp import DATA_FILE, holds_store
 from langchain_hindsight.store.memory_store import MemoryStore
 
 if TYPE_CHECKING:
@@ -50,11 +51,26 @@ def principal_of(args: argparse.Namespace) -> Principal | None:
     return Principal(name, args.namespace or name)
 
 
+def _check_store_directory(path: Path) -> None:
+    """Refuse a path that holds no store, before anything opens it (opening would create one there).
+
+    Raises:
+        MemoryNotFoundError: ``path`` does not exist, is not a directory, or holds no store.
+    """
+    if not path.is_dir():
+        raise MemoryNotFoundError(f"no store at {str(path)!r} (only 'import' creates a store)")
+    if not holds_store(path):
+        raise MemoryNotFoundError(
+            f"{str(path)!r} is a directory but holds no hindsight store (no {DATA_FILE}); nothing was written "
+            "there (only 'import' creates a store)"
+        )
+
+
 @contextmanager
 def open_store(args: argparse.Namespace) -> Iterator[MemoryStore]:
     """The store of ``--path`` or ``--server``, default namespace ``--namespace`` (closed afterwards)."""
-    if not args.server and not getattr(args, "creates_store", False) and not Path(args.path).is_dir():
-        raise MemoryNotFoundError(f"no store at {args.path!r} (only 'import' creates a store)")
+    if not args.server and not getattr(args, "creates_store", False):
+        _check_store_directory(Path(args.path))
     namespace = args.namespace or "default"
     if args.server:
         host, _, port = args.server.rpartition(":")
@@ -110,10 +126,13 @@ def open_view(args: argparse.Namespace) -> Iterator[View]:
 
     Raises:
         AccessDeniedError: ``--namespace`` is not one the principal may read (nothing is opened).
+        MemoryNotFoundError: ``--namespace`` names a namespace the store does not hold (a typo
+            must not look like an empty namespace).
     """
     principal = principal_of(args)
     if principal is None:
         with open_store(args) as store:
+            _check_namespace(store, args.namespace)
             yield View(store)
         return
     namespace = args.namespace or principal.namespace
@@ -124,4 +143,16 @@ def open_view(args: argparse.Namespace) -> Iterator[View]:
 
     scoped_args = argparse.Namespace(**{**vars(args), "namespace": namespace})
     with open_store(scoped_args) as store:
+        _check_namespace(store, args.namespace)
         yield View(store, ScopedMemory(store, principal))
+
+
+def _check_namespace(store: MemoryStore, namespace: str | None) -> None:
+    """Refuse an explicit ``--namespace`` the store does not hold, naming the ones it does."""
+    if namespace is None:
+        return
+    present = store.namespaces()
+    if namespace not in present:
+        known = ", ".join(repr(ns) for ns in present[:20]) or "none"
+        more = f" and {len(present) - 20} more" if len(present) > 20 else ""
+        raise MemoryNotFoundError(f"no namespace {namespace!r} in this store (it holds: {known}{more})")

@@ -17,8 +17,9 @@ operator commands (``maintain``, ``review``, ``import``, ``restore``,
 ``reembed``) refuse it.
 
 Exit codes: 0 ok, 1 error (the store or server failed, or an unexpected error),
-2 usage (bad arguments or input), 3 not found (memory, run, file, or a store path
-that does not exist: only ``import`` creates a store), 4 store locked by another
+2 usage (bad arguments or input), 3 not found (memory, run, file, a store path
+that does not exist or holds no store — only ``import`` creates a store — or a
+``--namespace`` the store does not hold), 4 store locked by another
 process, 5 access denied (the principal has no grant for it). Every error is one
 line on stderr, never a traceback. Tables go to stdout, progress of long
 operations to stderr; text from the store is shown with control, escape and

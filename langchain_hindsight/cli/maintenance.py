@@ -186,6 +186,8 @@ def import_(args: argparse.Namespace) -> int:
         emit_json(result)
     else:
         print(f"imported {result.imported} memories " + ", ".join(f"{k}: {v}" for k, v in result.namespaces.items()))
+        if result.refused:
+            print(f"refused {result.refused} memories whose content carries no information (e.g. 'ok', '好的')")
     return 0
 
 

@@ -25,7 +25,7 @@ from langchain_hindsight._safety import clean_text
 from langchain_hindsight.cli._output import clip, emit_json, table
 from langchain_hindsight.cli._store import open_view
 from langchain_hindsight.recall.engine import RecallSettings, RecallSource, recall
-from langchain_hindsight.store._stamp import trusted_store
+from langchain_hindsight.store._stamp import holds_store, trusted_store
 from langchain_hindsight.store.snapshot import StoreSnapshot
 from langchain_hindsight.types import ScoredMemory
 
@@ -69,8 +69,8 @@ def _from_snapshot(args: argparse.Namespace) -> list[ScoredMemory] | None:
     if args.server or getattr(args, "principal", None) or getattr(args, "config", None):
         return None
     path = Path(args.path)
-    if not path.is_dir():
-        return None  # opening it reports the missing store
+    if not holds_store(path):
+        return None  # opening it reports the missing store (nothing may be written there, not even a lock)
     namespace = args.namespace or "default"
     with trusted_store(path) as trusted:
         files = StoreSnapshot.locate(path, trusted=trusted, namespace=namespace)

@@ -50,7 +50,7 @@ def _store_demo(args: argparse.Namespace) -> int:
 def mcp(args: argparse.Namespace) -> int:
     """``hindsight mcp --principal NAME``: serve one principal's view of the store over MCP."""
     try:  # the [mcp] extra
-        from langchain_hindsight.sharing.mcp_server import create_server
+        from langchain_hindsight.sharing.mcp_server import create_server, run_server
     except ImportError as e:
         raise ConfigurationError(
             f'hindsight mcp needs the mcp extra: pip install "langchain-hindsight[mcp]" ({e})'
@@ -68,5 +68,7 @@ def mcp(args: argparse.Namespace) -> int:
             f"{', '.join(principal.readable)}) over {args.transport}",
             file=sys.stderr,
         )
-        server.run("streamable-http" if args.transport == "http" else "stdio")
+        stopped = run_server(server, args.transport)
+    if stopped:
+        print(f"hindsight mcp: stopped by {stopped}; the store is closed", file=sys.stderr)
     return 0

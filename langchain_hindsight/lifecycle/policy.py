@@ -127,11 +127,13 @@ class MergeReport:
     namespace: str
     examined: int
     merged: dict[str, list[str]] = field(default_factory=dict)
-    """Keeper id → ids folded into it (and deleted)."""
+    """Keeper id → ids folded into it (and archived: ``Lifecycle.unmerge(keeper_id)`` brings them back)."""
+    reasons: dict[str, str] = field(default_factory=dict)
+    """Keeper id → why its group folded, with the evidence and confidence before and after (also logged)."""
 
     @property
     def removed(self) -> int:
-        """Units deleted by the merge."""
+        """Units the merge took out of the active set (into the archive)."""
         return sum(len(v) for v in self.merged.values())
 
 

@@ -33,6 +33,7 @@ from datetime import datetime
 from typing import Protocol
 
 from langchain_hindsight._safety import clean_text
+from langchain_hindsight._text import informative
 from langchain_hindsight.errors import ConfigurationError
 from langchain_hindsight.recall.fusion import Fusion, FusionWeights, fusion_weights_for
 from langchain_hindsight.recall.ranking import DEFAULT_MIN_RELEVANCE, ScriptCache, rank_candidates
@@ -203,7 +204,7 @@ def recall(
                     lexical[i] = more_lexical[i]
     memories = rank_candidates(
         query,
-        dense,
+        _informative_only(dense),
         lexical,
         limit=limit,
         task=(chosen, origin),
@@ -219,6 +220,15 @@ def recall(
         scripts={} if scripts is None else scripts,
     )
     return Recalled(RecallResult(memories, chosen, origin), query, ns, when, searched=True)
+
+
+def _informative_only(dense: dict[str, tuple[MemoryUnit, float]]) -> dict[str, tuple[MemoryUnit, float]]:
+    """The candidates whose content carries information: junk stored before the store refused it is never served."""
+    junk = [i for i, (unit, _) in dense.items() if not informative(unit.content)]
+    if not junk:
+        return dense
+    logger.debug("recall: %d stored unit(s) without information not served (e.g. %s)", len(junk), junk[0])
+    return {i: v for i, v in dense.items() if i not in junk}
 
 
 def resolve_task(

@@ -22,7 +22,10 @@ then an optional model classifier when the rules find nothing), as
 
 Only active units can come back: the dense arm and the id lookup drop
 superseded units, archived ones live in another collection, and the lexical
-index holds active units only.
+index holds active units only. A unit whose content carries no information
+(``"ok"``, ``"好"``: stored before the store refused such writes) is never served.
+Every recall is logged at INFO (task, namespace, floor, each served id with its
+score and relevance).
 
 Steps 1–5 are computed by :func:`langchain_hindsight.recall.engine.recall`, the one
 implementation of a recall (``hindsight search`` calls it without this module): the
@@ -49,6 +52,7 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables.config import run_in_executor
 from pydantic import ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
+from langchain_hindsight._text import clip_text
 from langchain_hindsight.errors import ConfigurationError
 from langchain_hindsight.prompts import Locale, get_templates
 from langchain_hindsight.recall.engine import Recalled, RecallResult, RecallSettings, resolve_task
@@ -79,6 +83,9 @@ logger = logging.getLogger(__name__)
 ServedRecord = Served
 """What one recall served: the same type as the session's :class:`~langchain_hindsight.types.Served`
 (``run_id`` empty, ``query`` = ``task``), under the name this module has always exported."""
+
+_LOG_TASK_CHARS = 80
+"""How much of the task the served-memories log line shows."""
 
 _FUSION_FIELDS = frozenset({"fusion_alpha", "fusion_alpha_cjk", "fusion_cross_script"})
 """The fields whose explicit values win over the embedder's declared fusion weights."""
@@ -379,6 +386,8 @@ class HindsightRetriever(BaseRetriever):
         """Diagnose what was served, log it and hand it to ``on_served``."""
         result = recalled.result
         self._diagnose(result.memories)
+        if logger.isEnabledFor(logging.INFO):
+            self._log_served(recalled)
         record = Served(
             task=recalled.query,
             namespace=recalled.namespace,
@@ -391,6 +400,22 @@ class HindsightRetriever(BaseRetriever):
             self._served.append(record)
         if self.on_served is not None:
             self.on_served(record)
+
+    def _log_served(self, recalled: Recalled) -> None:
+        """One INFO line per recall: the task (clipped), where, the floor, and each served id with its numbers."""
+        result = recalled.result
+        served = ", ".join(
+            f"{m.memory.memory_id} (score {m.score:.3f}, relevance {m.similarity:.3f})" for m in result.memories
+        )
+        logger.info(
+            "recall %r in %r (task type %s, relevance floor %s): served %d%s",
+            clip_text(" ".join(recalled.query.split()), _LOG_TASK_CHARS, "…")[0],
+            recalled.namespace,
+            result.task_type,
+            "off" if self.min_relevance is None else f"{self.min_relevance:.3f}",
+            len(result.memories),
+            f": {served}" if served else " (nothing passed the floor)",
+        )
 
     def _diagnose(self, result: Sequence[ScoredMemory]) -> None:
         """Warn when what is about to be injected is weak (nothing injected → nothing to warn about)."""

@@ -5,7 +5,8 @@
 × max(time_floor, 1 − days_since_created / time_horizon_days)``
 
 The defaults (0.5 / 0.2 / 0.2 / access ≤ 0.1, time factor
-``max(0.5, 1 − days/365)`` multiplying the sum) plus a small source term
+``max(0.5, 1 − days/365)`` multiplying the sum, days at timestamp resolution so
+the newer of two same-day memories wins a tie) plus a small source term
 (a user's correction outranks an agent's inference; tool output ranks
 lowest). Every number is configurable through :class:`ScoringWeights`.
 """
@@ -83,12 +84,22 @@ class ScoringWeights:
 
 
 def time_factor(created_at: datetime, now: datetime, *, weights: ScoringWeights | None = None) -> float:
-    """``max(time_floor, 1 - days_since_created / time_horizon_days)`` with whole days.
+    """``max(time_floor, 1 - days_since_created / time_horizon_days)``, days at timestamp resolution.
 
-    A ``created_at`` in the future counts as zero days old.
+    Days are fractional (12 hours is 0.5 days), so of two memories written the
+    same day the newer scores higher, as it would a day later; a ``created_at``
+    in the future counts as zero days old.
+
+    Example:
+        >>> from datetime import UTC, datetime
+        >>> now = datetime(2026, 1, 2, tzinfo=UTC)
+        >>> time_factor(datetime(2026, 1, 1, tzinfo=UTC), now) == 1 - 1 / 365
+        True
+        >>> time_factor(datetime(2026, 1, 1, 12, tzinfo=UTC), now) > time_factor(datetime(2026, 1, 1, tzinfo=UTC), now)
+        True
     """
     w = weights or ScoringWeights()
-    days = max(0, int((now - created_at).total_seconds() // _SECONDS_PER_DAY))
+    days = max(0.0, (now - created_at).total_seconds() / _SECONDS_PER_DAY)
     return max(w.time_floor, 1.0 - days / w.time_horizon_days)
 
 
@@ -248,7 +259,7 @@ def score_many(
         confidence[j] = unit.score_confidence
         access[j] = unit.access_count
         source[j] = prior.get(unit.source, 0.5)
-        days[j] = max(0, int((when - unit.created_at).total_seconds() // _SECONDS_PER_DAY))
+        days[j] = max(0.0, (when - unit.created_at).total_seconds() / _SECONDS_PER_DAY)
     terms = {
         "similarity": w.similarity * sim,
         "task_type": np.where(matches, w.task_type, 0.0),

@@ -30,7 +30,7 @@ from pydantic import BaseModel, Field
 
 from langchain_hindsight._json import json_items, parse_json_text
 from langchain_hindsight._safety import looks_like_instruction, render_safe
-from langchain_hindsight._text import clip_text
+from langchain_hindsight._text import clip_text, informative
 from langchain_hindsight.errors import ConfigurationError, InvalidMemoryError, ReflectionError
 from langchain_hindsight.prompts import Locale, ReflectionTemplates, get_reflection_templates, get_templates
 from langchain_hindsight.reflection._rules import RuleSettings, apply_rules, feedback_unit, json_safe
@@ -327,6 +327,8 @@ class Reflector:
         raw, content = content, render_safe(content)
         if len(content) > MAX_CONTENT_CHARS:
             return None, f"content too long ({len(content)} characters)"
+        if not informative(content):
+            return None, f"content {content[:40]!r} carries no information"
         if looks_like_instruction(raw) or looks_like_instruction(content):  # the raw text: before neutralisation
             return None, "content reads like an instruction (possible prompt injection)"
         raw_type = item.get("task_type")
@@ -359,7 +361,15 @@ class Reflector:
             namespace=self._namespace(traj),
             retry_threshold=self.retry_threshold,
         )
-        return apply_rules(traj, settings)
+        units = apply_rules(traj, settings)
+        kept = [u for u in units if informative(u.content)]
+        if len(kept) < len(units):
+            logger.info(
+                "reflection of run %s: skipped %d rule unit(s) whose content carries no information",
+                traj.run_id,
+                len(units) - len(kept),
+            )
+        return kept
 
     def _model_failed(self, traj: Trajectory, error: Exception) -> None:
         if self.on_model_error == "raise":
@@ -430,7 +440,7 @@ class Reflector:
     ) -> MemoryUnit | None:
         if not isinstance(text, str) or not text.strip():
             raise ConfigurationError("feedback text must be a non-empty string")
-        return feedback_unit(
+        unit = feedback_unit(
             text,
             templates=self.templates,
             task=task,
@@ -438,6 +448,13 @@ class Reflector:
             namespace=namespace or self.namespace or (self.store.namespace if self.store else "default"),
             run_id=run_id,
         )
+        if unit is None:
+            logger.info(
+                "user feedback on run %s stores no memory: %r is an acknowledgement or carries no correction",
+                run_id,
+                text[:60],
+            )
+        return unit
 
     # ------------------------------------------------------------------ async
     async def aextract(self, traj: Trajectory) -> list[MemoryUnit]:

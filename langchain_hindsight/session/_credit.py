@@ -3,8 +3,11 @@
 Store-and-journal steps of :class:`~langchain_hindsight.session.loop.HindsightSession`
 (the session adds the error policy). A success credits the served memories once
 and the journal records the exact confidence change, so a later rejection takes
-back exactly that credit before halving them; a failure lowers them. The units
-reflection stores from a run (at once or in the background) are journaled as its ``produced``.
+back exactly that credit before halving them; a failure lowers them. The credit is
+bounded (:func:`credit`): each earlier credit a memory got for the same task within
+the policy's ``repeat_window`` — counted from the journal's ``credit`` records —
+diminishes it by ``repeat_factor``. The units reflection stores from a run (at once
+or in the background) are journaled as its ``produced``.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from collections.abc import Mapping
 from concurrent.futures import Future
 from typing import Any
 
+from langchain_hindsight.capture.messages import OUTCOME_REASON_KEY
 from langchain_hindsight.errors import RunNotFoundError
 from langchain_hindsight.reflection.background import BackgroundReflector
 from langchain_hindsight.session.config import Served
@@ -25,11 +29,13 @@ __all__ = [
     "apply_outcome",
     "apply_verdict",
     "credit",
+    "earlier_credits",
     "journal_produced",
     "run_record",
     "served_from_items",
     "start_run",
     "submit_background",
+    "undo_change",
     "undo_credit",
 ]
 
@@ -56,15 +62,66 @@ def run_record(journal: RunJournal, served: Served) -> RunRecord:
         return start_run(journal, served)
 
 
-def credit(store: MemoryStore, ids: list[str], namespace: str) -> tuple[list[MemoryUnit], dict[str, float]]:
-    """Apply success credit to ``ids``; returns the updated units and the confidence change of each."""
+def earlier_credits(store: MemoryStore, journal: RunJournal, record: RunRecord, ids: list[str]) -> dict[str, int]:
+    """How many other runs of the same task credited each of ``ids`` within the policy's ``repeat_window``.
+
+    Derived from the journal, nothing stored on the units: a run counts when it
+    started within ``repeat_window`` of ``record`` (either side), its task has the
+    same ``ConfidencePolicy.task_key``, and its recorded
+    ``credit`` (what it currently adds) holds the memory with a positive change. An
+    undone credit (a rejected run) no longer counts.
+    """
+    policy = store.policy
+    window = policy.repeat_window
+    if not ids or not window:
+        return {}
+    key, wanted = policy.task_key(record.task), set(ids)
+    counts: dict[str, int] = {}
+    for run in journal.iter_runs(
+        namespace=record.namespace, since=record.started_at - window, until=record.started_at + window
+    ):
+        if run.run_id == record.run_id or not run.credit or policy.task_key(run.task) != key:
+            continue
+        for mid, change in run.credit.items():
+            if mid in wanted and change > 0:
+                counts[mid] = counts.get(mid, 0) + 1
+    return counts
+
+
+def credit(
+    store: MemoryStore,
+    ids: list[str],
+    namespace: str,
+    *,
+    journal: RunJournal | None = None,
+    record: RunRecord | None = None,
+) -> tuple[list[MemoryUnit], dict[str, float]]:
+    """Apply success credit to ``ids``; returns the updated units and the confidence change of each.
+
+    With the run's ``journal`` and ``record`` the credit is bounded: each earlier
+    credit for the same task within the policy's ``repeat_window``
+    (:func:`earlier_credits`) multiplies it by ``repeat_factor``, and the log names the run.
+    Without them every credit is the full ``success_delta`` (a bare store call).
+    """
+    repeats: dict[str, int] = {}
+    if journal is not None and record is not None:
+        repeats = earlier_credits(store, journal, record, ids)
+        if record.debit:  # an explicit success verdict on a run the rules took as a failure
+            undo_change(store, record.debit, namespace, why=f"failure of run {record.run_id} overruled")
+            journal.set_debit(record.run_id, None, namespace=record.namespace)
+    reason = f"success of run {record.run_id}" if record is not None else "success"
     before = {u.memory_id: u.score_confidence for u in store.get_many(ids, namespace=namespace)}
-    updated = store.record_feedback(ids, success=True, namespace=namespace)
+    updated = store.record_feedback(ids, success=True, namespace=namespace, repeats=repeats, reason=reason)
     return updated, {u.memory_id: u.score_confidence - before.get(u.memory_id, u.score_confidence) for u in updated}
 
 
 def undo_credit(store: MemoryStore, given: Mapping[str, float], namespace: str) -> None:
     """Take back exactly the confidence a success credit added."""
+    undo_change(store, given, namespace, why="credit taken back")
+
+
+def undo_change(store: MemoryStore, given: Mapping[str, float], namespace: str, *, why: str) -> None:
+    """Take back exactly the confidence change ``given`` (a credit, or a debit), logged with ``why``."""
     units = store.get_many(list(given), namespace=namespace)
     changed = [
         u.evolve(confidence=min(1.0, max(0.0, u.score_confidence - given[u.memory_id])))
@@ -73,6 +130,16 @@ def undo_credit(store: MemoryStore, given: Mapping[str, float], namespace: str) 
     ]
     if changed:
         store.update_many(changed, namespace=namespace)
+        old = {u.memory_id: u.score_confidence for u in units}
+        for u in changed:
+            logger.info(
+                "confidence of %s in %r: %.4f → %.4f (%s)",
+                u.memory_id,
+                namespace,
+                old[u.memory_id],
+                u.score_confidence,
+                why,
+            )
 
 
 def apply_outcome(
@@ -96,16 +163,26 @@ def apply_outcome(
     """
     ns = record.namespace
     given: dict[str, float] | None = None
+    taken: dict[str, float] | None = None
     if to_memories and ids:
         if trajectory.outcome == "success":
             if record.credit is None:
-                given = credit(store, ids, ns)[1]
+                given = credit(store, ids, ns, journal=journal, record=record)[1]
+        elif trajectory.outcome == "failure":
+            why = trajectory.metadata.get(OUTCOME_REASON_KEY) or trajectory.error or "the run failed"
+            if record.debit is None:
+                before = {u.memory_id: u.score_confidence for u in store.get_many(ids, namespace=ns)}
+                after = store.record_feedback(
+                    ids, success=False, namespace=ns, reason=f"failure of run {record.run_id}: {why}"
+                )
+                taken = {u.memory_id: u.score_confidence - before[u.memory_id] for u in after if u.memory_id in before}
         else:
-            success = False if trajectory.outcome == "failure" else None
-            store.record_feedback(ids, success=success, namespace=ns)
+            store.record_feedback(ids, success=None, namespace=ns)
     journal.finish(trajectory.run_id, outcome=trajectory.outcome, task_type=trajectory.task_type, namespace=ns)
     if given is not None:
         journal.set_credit(trajectory.run_id, given, namespace=ns)
+    if taken:
+        journal.set_debit(trajectory.run_id, taken, namespace=ns)
 
 
 def apply_verdict(
@@ -128,23 +205,38 @@ def apply_verdict(
         if record.credit is not None:
             journal.set_credit(run_id, None, namespace=ns)
     elif success is True and ids and record.credit is None:
-        updated, given = credit(store, ids, ns)
+        updated, given = credit(store, ids, ns, journal=journal, record=record)
         journal.set_credit(run_id, given, namespace=ns)
     return updated
 
 
 def served_from_items(store: MemoryStore, items: list[Mapping[str, Any]], namespace: str) -> list[ScoredMemory]:
-    """What a retriever served inside a captured run (``TrajectoryRecorder`` metadata), as recall results."""
+    """What a retriever served inside a captured run (``TrajectoryRecorder`` metadata), as recall results.
+
+    Each keeps the score breakdown the retriever computed (the recorder carries it), so
+    ``RunJournal.explain`` shows the factors of an LCEL run as it does an adapter's.
+    """
     if not items:
         return []
     units = {u.memory_id: u for u in store.get_many([str(i["memory_id"]) for i in items], namespace=namespace)}
     return [
         ScoredMemory(
-            memory=units[mid], score=float(i.get("score") or 0.0), similarity=float(i.get("similarity") or 0.0)
+            memory=units[mid],
+            score=float(i.get("score") or 0.0),
+            similarity=float(i.get("similarity") or 0.0),
+            breakdown=_breakdown(i.get("breakdown")),
+            query_task_type=i["query_task_type"] if isinstance(i.get("query_task_type"), str) else None,
         )
         for i in items
         if (mid := str(i["memory_id"])) in units
     ]
+
+
+def _breakdown(value: object) -> dict[str, float]:
+    """A recorded breakdown as ``{factor: float}`` (a record without one, or with junk in it, gives ``{}``)."""
+    if not isinstance(value, Mapping):
+        return {}
+    return {str(k): float(v) for k, v in value.items() if isinstance(v, int | float) and not isinstance(v, bool)}
 
 
 def journal_produced(journal: RunJournal, trajectory: Trajectory, produced: list[MemoryUnit]) -> None:

@@ -10,11 +10,14 @@ import uuid
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Literal
 
+from langchain_core.language_models import BaseChatModel
+
 from langchain_hindsight.errors import ConfigurationError
 from langchain_hindsight.prompts import Locale, get_templates
+from langchain_hindsight.recall.injection import DEFAULT_MAX_LINE_CHARS, check_block_size
 from langchain_hindsight.reflection.background import BackgroundReflector
 from langchain_hindsight.reflection.reflector import Reflector
-from langchain_hindsight.session._conversation import CORRECTION_PATTERNS
+from langchain_hindsight.session._conversation import CORRECTION_PATTERNS, CorrectionDetector
 from langchain_hindsight.store.journal import RunJournal, RunRecord
 from langchain_hindsight.store.memory_store import MemoryStore
 from langchain_hindsight.types import MemoryUnit, Served
@@ -71,7 +74,11 @@ class SessionConfig:
             relevant → no block); ``"default"`` keeps the retriever's own floor, ``None``
             switches the floor off.
         locale: ``"zh"`` (default) or ``"en"`` block and task prompt.
-        max_lines: At most this many block lines.
+        max_lines: At most this many memory lines in the block.
+        max_line_chars: At most this many characters of one memory's text in the block; a longer
+            one is cut and its line says so, naming ``hindsight show <memory_id>``.
+        max_block_chars: At most this many characters in the whole block (trailing lines are
+            left out first); ``None`` (default): bounded by the two options above only.
         namespace_key: ``config["configurable"]`` key (or runtime context attribute) naming the
             namespace of a run; ``None`` disables.
         namespace: Pin every run to this namespace (an agent acting as one principal): a run
@@ -81,8 +88,16 @@ class SessionConfig:
         reflect: ``False`` never reflects.
         apply_outcome: ``False`` leaves the served memories' confidence to explicit feedback.
         conversation_feedback: A human turn in the same thread that corrects the previous answer
-            ("不对，…", "No, …") is feedback on the previous run.
-        correction_patterns: Regular expressions recognising such a correction at the start of a turn.
+            ("不对，…", "No, …") is feedback on the previous run; questions, requests for more and
+            acknowledgements are not (see :mod:`langchain_hindsight.session._feedback_rules`).
+        correction_patterns: Verdicts (regular expressions) that open a correcting turn; each counts
+            only when punctuation or the end follows it (also a space, after a Chinese verdict), so
+            "不对外…", "Nobody…" never match (default ``CORRECTION_PATTERNS``). Only the openers are
+            replaced: the other rules (a verdict clause, a redirect, a contrast) still apply.
+        feedback_model: A chat model asked, in one bounded call, whether a turn is a correction
+            when the rules are unsure (a contrast, a "should be", a softener such as "Actually",
+            or the previous task's words with another value); a failed call or a garbage answer
+            keeps the rules' result. ``None`` (default): rules only.
         on_error: :data:`ErrorPolicy`.
     """
 
@@ -95,6 +110,8 @@ class SessionConfig:
     min_relevance: float | Literal["default"] | None = "default"
     locale: Locale = "zh"
     max_lines: int = 8
+    max_line_chars: int = DEFAULT_MAX_LINE_CHARS
+    max_block_chars: int | None = None
     namespace_key: str | None = "user_id"
     namespace: str | None = None
     recall: bool = True
@@ -102,6 +119,7 @@ class SessionConfig:
     apply_outcome: bool = True
     conversation_feedback: bool = True
     correction_patterns: tuple[str, ...] = CORRECTION_PATTERNS
+    feedback_model: BaseChatModel | None = None
     on_error: ErrorPolicy = "log"
 
     def __post_init__(self) -> None:
@@ -111,13 +129,21 @@ class SessionConfig:
             raise ConfigurationError(f"on_error must be 'log' or 'raise', got {self.on_error!r}")
         if isinstance(self.k, bool) or not isinstance(self.k, int) or self.k < 1:
             raise ConfigurationError(f"k must be a positive int, got {self.k!r}")
-        if isinstance(self.max_lines, bool) or not isinstance(self.max_lines, int) or self.max_lines < 1:
-            raise ConfigurationError(f"max_lines must be a positive int, got {self.max_lines!r}")
+        check_block_size(
+            max_lines=self.max_lines, max_line_chars=self.max_line_chars, max_block_chars=self.max_block_chars
+        )
         if self.min_relevance not in (None, "default") and (
             isinstance(self.min_relevance, bool) or not isinstance(self.min_relevance, int | float)
         ):
             raise ConfigurationError(f"min_relevance must be a number, None or 'default', got {self.min_relevance!r}")
         get_templates(self.locale)  # validates the locale
+        if isinstance(self.correction_patterns, str):
+            raise ConfigurationError("correction_patterns must be a sequence of regular expressions, not one string")
+        CorrectionDetector(self.correction_patterns)  # validates the patterns
+        if self.feedback_model is not None and not isinstance(self.feedback_model, BaseChatModel):
+            raise ConfigurationError(
+                f"feedback_model must be a LangChain chat model or None, got {type(self.feedback_model).__name__}"
+            )
 
     @classmethod
     def option_names(cls) -> frozenset[str]:

@@ -42,11 +42,11 @@ from langchain_hindsight.capture.messages import resolve_namespace
 from langchain_hindsight.capture.recorder import SERVED_KEY
 from langchain_hindsight.errors import AccessDeniedError, ConfigurationError, HindsightError, RunNotFoundError
 from langchain_hindsight.prompts import Locale
-from langchain_hindsight.recall.injection import build_task_prompt, format_experiences
+from langchain_hindsight.recall.injection import build_task_prompt, fit_experiences
 from langchain_hindsight.recall.retriever import HindsightRetriever, RecallResult
 from langchain_hindsight.reflection.background import BackgroundReflector
 from langchain_hindsight.reflection.reflector import Reflector
-from langchain_hindsight.session._conversation import CorrectionDetector, corrected_run
+from langchain_hindsight.session._conversation import CorrectionDetector, detect_correction
 from langchain_hindsight.session._credit import (
     apply_outcome,
     apply_verdict,
@@ -128,7 +128,9 @@ class HindsightSession:
         self.retriever: HindsightRetriever = retriever
         self.reflector: Reflector | BackgroundReflector | None = reflector
         self.journal: RunJournal = journal
-        self._is_correction = CorrectionDetector(config.correction_patterns)
+        self._detector = CorrectionDetector(
+            config.correction_patterns, model=config.feedback_model, locale=config.locale
+        )
 
     # ------------------------------------------------------------------ options
     def derive(self, **options: Any) -> HindsightSession:
@@ -194,11 +196,26 @@ class HindsightSession:
 
     def _render(self, served: Served) -> Served:
         if served.memories:
+            c = self.config
             own = served.namespace  # a memory from another (shared) namespace is labelled with its origin
-            served.block = format_experiences(
-                served.memories, locale=self.locale, max_lines=self.config.max_lines, own_namespace=own
+            served.block, shown = fit_experiences(
+                served.memories,
+                locale=self.locale,
+                own_namespace=own,
+                max_lines=c.max_lines,
+                max_line_chars=c.max_line_chars,
+                max_block_chars=c.max_block_chars,
             )
-            served.task_prompt = build_task_prompt(served.task, served.memories, locale=self.locale, own_namespace=own)
+            served.memories = served.memories[:shown]  # what the block left out was not served (nor credited)
+            served.task_prompt = build_task_prompt(
+                served.task,
+                served.memories,
+                locale=self.locale,
+                own_namespace=own,
+                max_lines=c.max_lines,
+                max_line_chars=c.max_line_chars,
+                max_block_chars=c.max_block_chars,
+            )
         else:
             served.task_prompt = served.task
         return served
@@ -217,13 +234,18 @@ class HindsightSession:
         """Task type, and the conversation correction; returns the ids the correction just rejected."""
         rejected: set[str] = set()
         try:
-            previous = (
-                corrected_run(self.journal, served.task, served.run_id, served.thread_id, served.namespace)
-                if self.config.conversation_feedback and self._is_correction(served.task)
-                else None
+            found = (
+                detect_correction(self._detector, self.journal, served) if self.config.conversation_feedback else None
             )
-            if previous is not None:
-                self.feedback(previous.run_id, success=False, comment=served.task, namespace=previous.namespace)
+            if found is not None:
+                previous, detection = found
+                self.feedback(
+                    previous.run_id,
+                    success=False,
+                    comment=detection.correction,
+                    namespace=previous.namespace,
+                    detection_rule=detection.rule,
+                )
                 served.corrects = previous.run_id
                 served.task_type = previous.task_type
                 rejected = set(previous.served_ids)
@@ -269,11 +291,12 @@ class HindsightSession:
             except Exception as e:  # noqa: BLE001
                 self._fail("recall", e)
         self._type_only(served)
+        self._render(served)  # first: the journal records what the block shows
         try:
             start_run(self.journal, served)
         except Exception as e:  # noqa: BLE001
             self._fail("journal", e)
-        return self._render(served)
+        return served
 
     async def aserve(
         self, task: str, *, namespace: str | None = None, run_id: str | None = None, thread_id: str | None = None
@@ -290,11 +313,12 @@ class HindsightSession:
             except Exception as e:  # noqa: BLE001
                 self._fail("recall", e)
         await asyncio.to_thread(self._type_only, served)
+        self._render(served)  # first: the journal records what the block shows
         try:
             await asyncio.to_thread(start_run, self.journal, served)
         except Exception as e:  # noqa: BLE001
             self._fail("journal", e)
-        return self._render(served)
+        return served
 
     # ------------------------------------------------------------------ credit
     def _own_ids(self, record: RunRecord) -> list[str]:
@@ -419,6 +443,7 @@ class HindsightSession:
         success: bool | None = None,
         comment: str | None = None,
         namespace: str | None = None,
+        detection_rule: str | None = None,
     ) -> FeedbackResult:
         """Apply a user's verdict on a run to the memories that run was served.
 
@@ -429,7 +454,8 @@ class HindsightSession:
         for this run (a run is credited once, however often it is confirmed). A
         ``comment`` with ``success`` not ``True`` is a correction: it becomes a new
         ``user_feedback`` memory (high trust) that names the run's task.
-        Everything is recorded in the journal.
+        Everything is recorded in the journal; ``detection_rule`` (what recognised a feedback
+        typed in the conversation) goes into the journal's feedback entry.
 
         Raises:
             RunNotFoundError: the journal has no such run.
@@ -448,7 +474,9 @@ class HindsightSession:
             created = self._user_feedback(text, record)
             if created:
                 self.journal.add_produced(run_id, [u.memory_id for u in created], namespace=ns)
-        run = self.journal.add_feedback(run_id, text=text, success=success, rejected=success is False, namespace=ns)
+        run = self.journal.add_feedback(
+            run_id, text=text, success=success, rejected=success is False, namespace=ns, rule=detection_rule
+        )
         return FeedbackResult(run=run, updated=updated, created=created)
 
     async def afeedback(

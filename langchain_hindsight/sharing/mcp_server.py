@@ -27,7 +27,11 @@ Requires the ``mcp`` extra: ``pip install "langchain-hindsight[mcp]"``.
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+import signal
+import threading
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
+from types import FrameType
 from typing import Any, Literal, TypeVar
 
 import anyio
@@ -40,7 +44,7 @@ from langchain_hindsight.recall.injection import format_experiences
 from langchain_hindsight.sharing.access import ScopedMemory, ScopedResult
 from langchain_hindsight.types import MemoryUnit
 
-__all__ = ["SERVER_NAME", "TOOL_NAMES", "create_server"]
+__all__ = ["SERVER_NAME", "TOOL_NAMES", "create_server", "run_server"]
 
 logger = logging.getLogger(__name__)
 
@@ -214,3 +218,81 @@ def create_server(
         return await listing(namespace)()
 
     return server
+
+
+_DISCONNECTS = (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream)
+"""What the MCP SDK's HTTP transport raises in its writers when a client goes away mid-stream."""
+_TRANSPORT_LOGGER = "mcp.server.streamable_http"
+
+
+class _Disconnects(logging.Filter):
+    """Demotes the transport's "Error in … writer" records caused by a client disconnect to DEBUG."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        error = record.exc_info[1] if record.exc_info else None
+        if record.levelno >= logging.ERROR and isinstance(error, _DISCONNECTS):
+            record.levelno, record.levelname = logging.DEBUG, "DEBUG"
+            record.msg = f"{record.msg} (the client disconnected)"
+            record.exc_info = record.exc_text = None
+            return logging.getLogger(record.name).isEnabledFor(logging.DEBUG)  # the level was checked as ERROR
+        return True
+
+
+class _Stopped(Exception):  # noqa: N818 - an internal control-flow signal, never raised to a caller
+    """SIGTERM arrived: leave the server's event loop like Ctrl-C does."""
+
+
+def _stop(signum: int, frame: FrameType | None) -> None:
+    raise _Stopped(signal.Signals(signum).name)
+
+
+def _only_stops(error: BaseException) -> bool:
+    if isinstance(error, BaseExceptionGroup):
+        return all(_only_stops(e) for e in error.exceptions)
+    return isinstance(error, KeyboardInterrupt | _Stopped)
+
+
+@contextmanager
+def _quiet_disconnects() -> Iterator[None]:
+    quiet = _Disconnects()
+    transport = logging.getLogger(_TRANSPORT_LOGGER)
+    transport.addFilter(quiet)
+    try:
+        yield
+    finally:
+        transport.removeFilter(quiet)
+
+
+def run_server(server: FastMCP, transport: Transport = "stdio") -> str | None:
+    """Run ``server`` until its client closes it or the process is told to stop.
+
+    SIGINT (Ctrl-C) and SIGTERM (what systemd, docker and ``kill`` send) end it like a
+    closed client does: the call returns the signal's name instead of raising, so the
+    caller's ``with`` blocks close the store (and write its clean-close stamp). A client
+    that disconnects in the middle of a stream is logged at DEBUG, not as an error with a
+    traceback. Both changes last only while the server runs: the previous SIGTERM handler
+    and the transport logger's filters are restored afterwards.
+
+    Args:
+        server: A server from :func:`create_server`.
+        transport: ``"stdio"`` or ``"http"`` (streamable HTTP on the server's host and port).
+
+    Returns:
+        ``"SIGINT"`` or ``"SIGTERM"`` when a signal stopped it, else ``None``.
+    """
+    main_thread = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, _stop) if main_thread else None
+    try:
+        with _quiet_disconnects():
+            server.run("streamable-http" if transport == "http" else "stdio")
+    except BaseException as e:
+        if not _only_stops(e):
+            raise
+        stopped = e if not isinstance(e, BaseExceptionGroup) else e.exceptions[0]
+        name = "SIGINT" if isinstance(stopped, KeyboardInterrupt) else str(stopped) or "SIGTERM"
+        logger.info("MCP server stopped by %s", name)
+        return name
+    finally:
+        if main_thread:
+            signal.signal(signal.SIGTERM, previous)
+    return None

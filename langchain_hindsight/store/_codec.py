@@ -73,6 +73,7 @@ def unit_to_metadata(unit: MemoryUnit, *, pending: str | None = None) -> dict[st
         "status": unit.status,
         "namespace": unit.namespace,
         "merged_from": json.dumps(unit.merged_from, ensure_ascii=False),
+        "evidence": unit.evidence,
         "run_id": unit.run_id or "",
         "decayed_through_us": -1 if unit.decayed_through is None else to_datetime_us(unit.decayed_through),
     }
@@ -107,6 +108,7 @@ def unit_from_record(memory_id: str, document: str | None, metadata: Mapping[str
             status=metadata["status"],
             namespace=metadata["namespace"],
             merged_from=json.loads(metadata["merged_from"]),
+            evidence=metadata.get("evidence", 1),  # records older than the field: learned once
             run_id=metadata["run_id"] or None,
             decayed_through=_optional_us(metadata.get("decayed_through_us", -1)),
         )

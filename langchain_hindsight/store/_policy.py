@@ -2,14 +2,26 @@
 
 :class:`ConfidencePolicy` is public through ``langchain_hindsight.store.memory_store``; the
 provenance order (:func:`trust`) is what the write path consults when two units
-from different sources meet.
+from different sources meet. :func:`feedback_reason` words every credit and debit
+the store logs (``MemoryStore.record_feedback`` is the one place that logs them).
+
+Bounded credit: a success credits each served memory ``success_delta`` (+0.05)
+the first time a task earns it; every other credit the same memory already got
+for the *same task* (:func:`task_key`) within ``repeat_window`` (24 h, either
+side) multiplies it by ``repeat_factor`` (0.25): +0.05, +0.0125, +0.003, ... —
+at most +0.0667 a task a day, so "ok" repeated to the same task cannot reach the
+cap, while distinct tasks (or the same task on other days) earn the full credit.
+The count is derived from the run journal (the runs whose recorded credit holds
+the memory), never stored on the unit.
 """
 
 from __future__ import annotations
 
 import logging
+import re
+import unicodedata
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from langchain_hindsight._trust import (
     DEFAULT_CONFIDENCE_CEILING,
@@ -28,8 +40,10 @@ __all__ = [
     "TRUST_ORDER",
     "ConfidencePolicy",
     "clamp_future",
+    "feedback_reason",
     "fresh_ids_for_taken",
     "settle_claims",
+    "task_key",
     "trust",
 ]
 
@@ -67,7 +81,7 @@ def settle_claims(unit: MemoryUnit, *, now: datetime | None = None) -> MemoryUni
     bounded by ``MAX_ACCESS_COUNT`` (the model refuses more) and earns no
     confidence (the per-source cap applies whatever count is claimed), and a
     unit whose text came from a tool (``source="tool_output"``) arrives unused,
-    active, replacing nothing and merged from nothing. Feedback, merges and
+    active, replacing nothing and merged from nothing (learned once: ``evidence`` 1). Feedback, merges and
     supersession then set these fields through the store's own operations.
     """
     unit = clamp_future(unit, now=now)
@@ -79,6 +93,8 @@ def settle_claims(unit: MemoryUnit, *, now: datetime | None = None) -> MemoryUni
             changes["supersedes"] = None
         if unit.merged_from:
             changes["merged_from"] = []
+        if unit.evidence != 1:
+            changes["evidence"] = 1
         if unit.status != "active":
             changes["status"] = "active"
     if not changes:
@@ -108,6 +124,11 @@ class ConfidencePolicy:
         suspicious_cap: Confidence cap for a unit from an untrusted source whose
             text reads like an instruction or imitates prompt structure (it is
             also tagged ``suspicious``; see ``_safety.looks_like_instruction``).
+        repeat_factor: Multiplier on ``success_delta`` for each credit the memory
+            already got for the same task within ``repeat_window`` (``0``: a repeat
+            earns nothing; ``1``: no bound, the seed's rule).
+        repeat_window: How close (either side of the run's start) an earlier credit
+            for the same task must be to count as a repeat.
     """
 
     success_delta: float = 0.05
@@ -119,13 +140,19 @@ class ConfidencePolicy:
     initial: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_INITIAL_CONFIDENCE))
     ceiling: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_CONFIDENCE_CEILING))
     suspicious_cap: float = 0.3
+    repeat_factor: float = 0.25
+    repeat_window: timedelta = timedelta(days=1)
 
     def __post_init__(self) -> None:
+        if not isinstance(self.repeat_window, timedelta) or self.repeat_window < timedelta(0):
+            raise ConfigurationError(
+                f"ConfidencePolicy.repeat_window must be a non-negative timedelta, got {self.repeat_window!r}"
+            )
         for name in ("success_delta", "success_cap", "failure_delta", "failure_floor", "suspicious_cap"):
             value = getattr(self, name)
             if not isinstance(value, int | float) or not 0.0 <= value <= 1.0:
                 raise ConfigurationError(f"ConfidencePolicy.{name} must be in [0, 1], got {value!r}")
-        for name in ("rejection_factor", "supersede_factor"):
+        for name in ("rejection_factor", "supersede_factor", "repeat_factor"):
             value = getattr(self, name)
             if not isinstance(value, int | float) or not 0.0 <= value <= 1.0:
                 raise ConfigurationError(f"ConfidencePolicy.{name} must be in [0, 1], got {value!r}")
@@ -142,15 +169,72 @@ class ConfidencePolicy:
             if bad:
                 raise ConfigurationError(f"ConfidencePolicy.{name} values must be in [0, 1], got {bad}")
 
-    def apply(self, confidence: float, *, success: bool | None, rejected: bool) -> float:
-        """The confidence after one piece of feedback."""
+    def success_credit(self, repeats: int = 0) -> float:
+        """The credit of a success that is the ``repeats``-th repeat of a task (0: the first).
+
+        Example:
+            >>> p = ConfidencePolicy()
+            >>> p.success_credit(0), p.success_credit(1), p.success_credit(2)
+            (0.05, 0.0125, 0.003125)
+        """
+        if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 0:
+            raise ConfigurationError(f"repeats must be a non-negative int, got {repeats!r}")
+        return round(self.success_delta * self.repeat_factor**repeats, 6)
+
+    @staticmethod
+    def task_key(task: str) -> str:
+        """The key under which two runs count as the same task (see :func:`task_key`)."""
+        return task_key(task)
+
+    def apply(self, confidence: float, *, success: bool | None, rejected: bool, repeats: int = 0) -> float:
+        """The confidence after one piece of feedback (``repeats``: see :meth:`success_credit`)."""
         if rejected:
             confidence *= self.rejection_factor
         elif success is True:
-            confidence = max(confidence, min(self.success_cap, confidence + self.success_delta))
+            confidence = max(confidence, min(self.success_cap, confidence + self.success_credit(repeats)))
         elif success is False:
             confidence = min(confidence, max(self.failure_floor, confidence - self.failure_delta))
         return round(confidence, 6)
+
+
+_PUNCT = re.compile(r"[\W_]+", re.UNICODE)
+
+
+def task_key(task: str) -> str:
+    """The key under which two runs count as the same task: case, width, spaces and punctuation ignored.
+
+    Example:
+        >>> task_key("生成本周的销售周报。") == task_key(" 生成本周的 销售周报 ")
+        True
+        >>> task_key("Summarise sales.csv!") == task_key("summarise SALES csv")
+        True
+    """
+    return _PUNCT.sub("", unicodedata.normalize("NFKC", task).casefold())
+
+
+def feedback_reason(
+    policy: ConfidencePolicy, *, success: bool | None, rejected: bool, repeats: int = 0, reason: str | None = None
+) -> str:
+    """Why a confidence moved, as the store logs it (``reason`` is the caller's, e.g. ``"success of run r1"``).
+
+    Example:
+        >>> feedback_reason(ConfidencePolicy(), success=True, rejected=False, repeats=1, reason="success of run r2")
+        'success of run r2; diminished ×0.25: 1 earlier credit for the same task within 24 h'
+    """
+    if rejected:
+        base = reason or "rejected by the user"
+        return f"{base} (× {policy.rejection_factor:g})"
+    if success is False:
+        return f"{reason or 'failure'} (−{policy.failure_delta:g}, floor {policy.failure_floor:g})"
+    base = reason or "success"
+    if repeats:
+        factor = policy.repeat_factor**repeats
+        plural = "s" if repeats > 1 else ""
+        return (
+            f"{base}; diminished ×{factor:.3g}: {repeats} earlier credit{plural} for the same task "
+            f"within {policy.repeat_window.total_seconds() / 3600:g} h"
+        )
+    return base
 
 
 def fresh_ids_for_taken(units: list[MemoryUnit], taken: set[str]) -> list[MemoryUnit]:

@@ -52,6 +52,8 @@ class RunFeedback(BaseModel):
     success: bool | None = None
     rejected: bool = False
     """The user said the served memories were wrong."""
+    rule: str | None = None
+    """What recognised a feedback typed in the conversation (the correction detector's rule), else ``None``."""
 
 
 class RunRecord(BaseModel):
@@ -85,6 +87,11 @@ class RunRecord(BaseModel):
     ``None``: no credit is applied (never credited, or the credit was undone by a
     rejection). Kept so a later rejection reverses exactly what was credited,
     and a second success verdict does not credit again."""
+    debit: dict[str, float] | None = None
+    """Failure debit the run's outcome applied to the served memories: memory id → (negative) change.
+
+    Kept so an explicit success verdict (``hs.feedback(run_id, success=True)``) takes the automatic
+    failure back before crediting; ``None`` when no debit is applied."""
 
     @field_validator("run_id")
     @classmethod

@@ -53,6 +53,7 @@ __all__ = [
     "FileState",
     "acquire_directory",
     "file_states",
+    "holds_store",
     "read_stamp",
     "remove_stamp",
     "replace_file",
@@ -76,6 +77,14 @@ DERIVED = ("lexical", "mirror", SUMMARY_FILE)
 
 FileState = tuple[int, int]
 """A file's ``(size, mtime_ns)``."""
+
+
+def holds_store(directory: str | os.PathLike[str]) -> bool:
+    """Whether ``directory`` holds an embedded store (Chroma's database is there from the store's creation on).
+
+    Read-only: a command that must not create a store asks this before it locks or opens anything.
+    """
+    return (Path(directory) / DATA_FILE).is_file()
 
 
 def acquire_directory(path: Path) -> BaseFileLock:

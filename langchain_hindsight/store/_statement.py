@@ -2,9 +2,23 @@
 
 from __future__ import annotations
 
+import re
 import unicodedata
 
-__all__ = ["statement_key"]
+from langchain_hindsight.types import MemoryUnit
+
+__all__ = [
+    "DATE_MASK",
+    "FILE_MASK",
+    "ID_MASK",
+    "NUMBER_MASK",
+    "PATH_MASK",
+    "RULE_SOURCES",
+    "generalise",
+    "lesson_key",
+    "rule_made",
+    "statement_key",
+]
 
 
 def statement_key(text: str) -> str:
@@ -47,3 +61,103 @@ def statement_key(text: str) -> str:
 def _spaced(ch: str) -> bool:
     """A word character of a script that separates words with spaces (not CJK)."""
     return ch.isalnum() and unicodedata.east_asian_width(ch) not in ("W", "F")
+
+
+# ---------------------------------------------------------------------------- run-specific parts
+_EXTENSIONS = (
+    "csv|tsv|txt|json|jsonl|ndjson|xlsx|xlsm|xls|parquet|feather|avro|orc|xml|ya?ml|toml|ini|cfg|conf|md|rst|pdf|"
+    "docx?|pptx?|log|sql|db|sqlite3?|html?|py|ipynb|js|ts|sh|zip|gz|bz2|xz|tar|7z|png|jpe?g|gif|webp|svg|mp[34]|wav|"
+    "pkl|pickle|npy|npz|h5|hdf5|dat|bin"
+)
+_URL = re.compile(r"\b([a-z][a-z0-9+.-]*://[^/\s'\"<>()（）]+)(/[^\s'\"<>()（）]*)?", re.IGNORECASE)
+_ASCII = r"[A-Za-z0-9_\-.~@]"
+_WIDE = r"[A-Za-z0-9_\-.~@\u3400-\u9fff]"
+_ROOT = r"(?:[A-Za-z]:[\\/]|~?/|\.{1,2}[\\/])?"
+_EXT = rf"\.({_EXTENSIONS})(?![A-Za-z0-9_])"
+# A delimited file name (after a space, quote, bracket or colon) may have CJK characters; one at the start
+# or inside running Chinese text ("清洗客户.csv数据") is masked only in its ASCII part (the verb is never eaten).
+_FILE = re.compile(
+    rf"(?<=[\s'\"`“‘(（:：=,，、\[「『<])({_ROOT}(?:{_WIDE}+[\\/])*{_WIDE}*?[A-Za-z0-9_\u3400-\u9fff]){_EXT}"
+    rf"|(?<![A-Za-z0-9_\-.~@/\\])({_ROOT}(?=[A-Za-z0-9.~])(?:{_ASCII}+[\\/])*{_ASCII}*?[A-Za-z0-9_]){_EXT}",
+    re.IGNORECASE,
+)
+_PATH = re.compile(r"(?<![\w.*:/])(?:[A-Za-z]:\\|~/|\.{1,2}/|/)(?:[\w\-.~@\u3400-\u9fff]+[\\/]?)+")
+_UUID = re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b", re.IGNORECASE)
+_HEX_ID = re.compile(r"\b(?:0x[0-9a-f]{6,}|(?=[0-9a-f]*[0-9])(?=[0-9a-f]*[a-f])[0-9a-f]{8,})\b", re.IGNORECASE)
+_LONG_NUMBER = re.compile(r"(?<![\d.,=])\d{6,}(?![\d.,]\d)")
+_DATE = re.compile(
+    r"\b\d{4}[-/.]\d{1,2}[-/.]\d{1,2}(?:[T ]\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?\b"
+    r"|\d{4}年\d{1,2}月(?:\d{1,2}[日号])?|\b\d{1,2}:\d{2}:\d{2}\b"
+)
+_LOCATION = re.compile(
+    r"(\b(?:position|pos|line|lines|column|col|row|offset|index|byte|char|character)s?\s*)(?:0x[0-9a-f]+|\d+)"
+    r"(?:\s*[-:]\s*\d+)?"
+    r"|(第\s*)\d+(\s*[行列个条字节])",
+    re.IGNORECASE,
+)
+
+FILE_MASK = "*.{ext}"
+"""What a file name or path becomes in a rule-made lesson (the extension is kept: it is part of the lesson)."""
+PATH_MASK = "<path>"
+ID_MASK = "<id>"
+NUMBER_MASK = "<n>"
+DATE_MASK = "<date>"
+
+
+def _location(match: re.Match[str]) -> str:
+    if match.group(1) is not None:
+        return f"{match.group(1)}{NUMBER_MASK}"
+    return f"{match.group(2)}{NUMBER_MASK}{match.group(3)}"
+
+
+def generalise(text: str) -> str:
+    """``text`` with the parts that only identify one run masked: what a rule-made lesson says.
+
+    File names and paths become ``*.csv`` (the extension kept), other absolute
+    paths ``<path>``; a URL keeps its scheme and host; UUIDs, hexadecimal ids,
+    runs of six or more digits, dates and clock times become ``<id>``/``<date>``;
+    a number that only locates something in this run's input (``position 3``,
+    ``line 12``, ``byte 0xc8``, ``第3行``) becomes ``<n>``. Every other number is
+    kept: ``encoding='utf-8'``, ``timeout=30``, ``500 per day`` are the lesson.
+
+    Example:
+        >>> generalise("统计 data/sales_03.csv 的销售额")
+        '统计 *.csv 的销售额'
+        >>> generalise("[Errno 2] No such file or directory: '/srv/in/客户.xlsx'")
+        "[Errno 2] No such file or directory: '*.xlsx'"
+        >>> generalise("can't decode byte 0xc8 in position 17: invalid continuation byte")
+        "can't decode byte <n> in position <n>: invalid continuation byte"
+        >>> generalise("GET https://api.example.com/v1/orders/88231907 timed out after 30 s")
+        'GET https://api.example.com/… timed out after 30 s'
+        >>> generalise("每天最多调用500次，超过10次要等待")
+        '每天最多调用500次，超过10次要等待'
+    """
+    out = _URL.sub(lambda m: f"{m.group(1)}/…" if m.group(2) and m.group(2) != "/" else m.group(1), text)
+    out = _FILE.sub(lambda m: FILE_MASK.format(ext=(m.group(2) or m.group(4)).lower()), out)
+    out = _PATH.sub(PATH_MASK, out)
+    out = _UUID.sub(ID_MASK, out)
+    out = _DATE.sub(DATE_MASK, out)
+    out = _LOCATION.sub(_location, out)
+    out = _HEX_ID.sub(ID_MASK, out)
+    return _LONG_NUMBER.sub(ID_MASK, out)
+
+
+RULE_SOURCES: frozenset[str] = frozenset({"rule", "tool_output"})
+"""Sources of the lessons the reflection rules write (a lesson quoting a tool's error is ``tool_output``)."""
+
+
+def rule_made(unit: MemoryUnit) -> bool:
+    """``unit`` came out of the reflection rules of a run (a rule source and a run id), not from a person."""
+    return unit.source in RULE_SOURCES and unit.run_id is not None
+
+
+def lesson_key(unit: MemoryUnit) -> str:
+    """The statement key under which ``unit`` folds with its duplicates.
+
+    A rule-made lesson (see :func:`rule_made`) is keyed on its text as
+    :func:`generalise` masks it, so the same lesson learned on five files (stored before the rules
+    masked file names) is one statement. Every other unit is keyed on its text
+    as it is: a person's numbers and names are the fact itself, and
+    ``"每天最多10次"`` never folds with ``"每天最多500次"``.
+    """
+    return statement_key(generalise(unit.content) if rule_made(unit) else unit.content)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -12,9 +12,10 @@ from langchain_hindsight.errors import ConfigurationError, MemoryNotFoundError, 
 from langchain_hindsight.store._codec import unit_to_metadata
 from langchain_hindsight.store._collections import ROLES, Role
 from langchain_hindsight.store._core import StoreCore, backend_errors, check_ids
-from langchain_hindsight.store._policy import fresh_ids_for_taken
+from langchain_hindsight.store._policy import feedback_reason, fresh_ids_for_taken
 from langchain_hindsight.store._repair import move_units
 from langchain_hindsight.store._write import (
+    check_informative,
     check_source_change,
     check_unit,
     plan_add,
@@ -61,6 +62,8 @@ class WriteMixin(StoreCore):
 
         Raises:
             ConfigurationError: ``unit`` is not a :class:`MemoryUnit`.
+            UninformativeMemoryError: its content carries no information (``"ok"``, ``"好的"``, emoji only);
+                an :class:`~langchain_hindsight.errors.InvalidMemoryError`. Nothing was changed.
             StoreError: the backend failed; nothing was changed.
         """
         return self.add_many([unit], namespace=namespace, dedupe=dedupe)[0]
@@ -73,12 +76,15 @@ class WriteMixin(StoreCore):
 
         A unit may merge into, or supersede, an earlier unit of the same batch.
         ``dedupe=False`` stores every unit as given (bulk import); an id that
-        already exists is then overwritten.
+        already exists is then overwritten. Every unit is checked before anything
+        is written: one uninformative unit (``UninformativeMemoryError``) refuses the batch.
         """
         if isinstance(units, MemoryUnit) or not isinstance(units, Sequence):
             raise ConfigurationError("units must be a sequence of MemoryUnit")
         if not isinstance(dedupe, bool):
             raise ConfigurationError(f"dedupe must be a bool, got {dedupe!r}")
+        for u in units:
+            check_unit(u)  # a wrong type is reported before anything about a unit's content
         prepared = [self._prepare(u, namespace) for u in units]
         if not prepared:
             return []
@@ -154,7 +160,8 @@ class WriteMixin(StoreCore):
 
         Raises:
             MemoryNotFoundError: no such unit.
-            InvalidMemoryError: the changed unit would be invalid (nothing is written).
+            InvalidMemoryError: the changed unit would be invalid, or its new content carries
+                no information (``UninformativeMemoryError``); nothing is written.
         """
         if {"memory_id", "namespace"} & set(changes):
             raise ConfigurationError("memory_id and namespace cannot be changed; add a new unit instead")
@@ -162,6 +169,8 @@ class WriteMixin(StoreCore):
         with self._lock:
             current = self.get(memory_id, namespace=ns)
             check_source_change(current, changes.get("source", current.source))
+            if "content" in changes:
+                check_informative(current.evolve(content=changes["content"]))
             if "task_type" in changes:
                 if not isinstance(changes["task_type"], str):
                     raise ConfigurationError(f"task_type must be a string, got {type(changes['task_type']).__name__}")
@@ -213,14 +222,24 @@ class WriteMixin(StoreCore):
         rejected: bool = False,
         namespace: str | None = None,
         now: datetime | None = None,
+        repeats: Mapping[str, int] | None = None,
+        reason: str | None = None,
     ) -> list[MemoryUnit]:
         """Apply the outcome of a task that used these memories (success raises confidence, failure lowers it).
 
         ``success=True``: access count +1, last access now, confidence
-        +``success_delta`` (capped). ``success=False``: access +1, confidence
-        −``failure_delta`` (floored). ``rejected=True`` (the user said the memory
-        is wrong): confidence × ``rejection_factor``. ``success=None``: only the
-        access is recorded. Ids that no longer exist are skipped with a warning.
+        +``success_delta`` (capped), diminished by ``repeat_factor`` for each
+        earlier credit ``repeats`` counts for the memory (the session counts them
+        from the run journal: same task within ``repeat_window``).
+        ``success=False``: access +1, confidence −``failure_delta`` (floored).
+        ``rejected=True`` (the user said the memory is wrong): confidence ×
+        ``rejection_factor``. ``success=None``: only the access is recorded. Ids
+        that no longer exist are skipped with a warning. Every credit and debit
+        is logged at INFO with the memory id, old → new confidence and the reason
+        (``reason``, e.g. ``"success of run r1"``, plus how the policy applied it).
+
+        Example:
+            >>> store.record_feedback([unit.memory_id], success=True, repeats={unit.memory_id: 1})  # doctest: +SKIP
 
         Returns:
             The updated units.
@@ -230,6 +249,11 @@ class WriteMixin(StoreCore):
             raise ConfigurationError(f"success must be True, False or None, got {success!r}")
         if not isinstance(rejected, bool):
             raise ConfigurationError(f"rejected must be a bool, got {rejected!r}")
+        counts = dict(repeats or {})
+        if any(isinstance(n, bool) or not isinstance(n, int) or n < 0 for n in counts.values()):
+            raise ConfigurationError(f"repeats must map memory ids to non-negative ints, got {repeats!r}")
+        if reason is not None and not isinstance(reason, str):
+            raise ConfigurationError(f"reason must be a string or None, got {type(reason).__name__}")
         if now is not None and not isinstance(now, datetime):
             raise ConfigurationError(f"now must be a datetime or None, got {type(now).__name__}")
         when = utcnow() if now is None else now if now.tzinfo else now.replace(tzinfo=UTC)
@@ -243,11 +267,27 @@ class WriteMixin(StoreCore):
                 u.evolve(
                     access_count=u.access_count + 1,
                     last_accessed_at=max(u.last_accessed_at, when),
-                    confidence=self.policy.apply(u.score_confidence, success=success, rejected=rejected),
+                    confidence=self.policy.apply(
+                        u.score_confidence, success=success, rejected=rejected, repeats=counts.get(u.memory_id, 0)
+                    ),
                 )
                 for u in current
             ]
-            return self.update_many(updated, namespace=ns)
+            written = self.update_many(updated, namespace=ns)
+        if success is not None or rejected:
+            for old, new in zip(current, written, strict=True):
+                why = feedback_reason(
+                    self.policy, success=success, rejected=rejected, repeats=counts.get(old.memory_id, 0), reason=reason
+                )
+                logger.info(
+                    "confidence of %s in %r: %.4f → %.4f (%s)",
+                    old.memory_id,
+                    ns,
+                    old.score_confidence,
+                    new.score_confidence,
+                    why,
+                )
+        return written
 
     @backend_errors
     def share(

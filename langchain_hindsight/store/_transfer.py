@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
+from langchain_hindsight._text import informative
 from langchain_hindsight.errors import ConfigurationError, InvalidMemoryError
 from langchain_hindsight.store._core import backend_errors
 from langchain_hindsight.store._policy import clamp_future
@@ -46,6 +47,9 @@ class ImportReport:
     namespaces: dict[str, int] = field(default_factory=dict)
     unchanged: int = 0
     """Units already stored exactly as in the file (not written again)."""
+    refused: int = 0
+    """Units left out because their content carries no information (``"ok"``, ``"好的"``; see
+    :func:`~langchain_hindsight._text.informative`): such junk is never stored, also not by an import."""
 
 
 def export_units(
@@ -119,7 +123,9 @@ class TransferMixin(WriteMixin):
         with the same data is skipped; with other data it is refused unless
         ``replace=True`` (an explicit overwrite): an import never silently replaces
         a stored unit. An embedded store writes the units to a pending file first and
-        rolls a killed import forward when the directory is opened again.
+        rolls a killed import forward when the directory is opened again. A unit whose
+        content carries no information (``"ok"``, ``"好的"``) is left out and counted in
+        ``refused`` (logged), rather than failing the import.
 
         Raises:
             InvalidMemoryError: a unit is invalid (nothing was written).
@@ -127,11 +133,19 @@ class TransferMixin(WriteMixin):
             StoreError: the backend failed.
         """
         latest: dict[str, MemoryUnit] = {}
+        refused: list[str] = []
         for unit in units:
+            if not informative(unit.content):
+                refused.append(unit.memory_id)
+                continue
             unit = clamp_future(unit)  # a future stamp would never decay
             if namespace is not None:
                 unit = unit.evolve(namespace=self.resolve_namespace(namespace))
             latest[unit.memory_id] = unit  # a later line wins
+        if refused:
+            logger.warning(
+                "import: refused %d unit(s) whose content carries no information (e.g. %s)", len(refused), refused[0]
+            )
         todo = list(latest.values())
         with self._lock:
             stored = self._stored(todo)
@@ -151,7 +165,7 @@ class TransferMixin(WriteMixin):
                     progress("import", done, len(fresh))
             if pending is not None:
                 pending.unlink(missing_ok=True)
-        return ImportReport(imported=done, namespaces=per_ns, unchanged=len(todo) - len(fresh))
+        return ImportReport(imported=done, namespaces=per_ns, unchanged=len(todo) - len(fresh), refused=len(refused))
 
     def _stored(self, units: list[MemoryUnit]) -> dict[str, MemoryUnit]:
         by_ns: dict[str, list[str]] = {}

@@ -23,10 +23,13 @@ from typing import Any, Literal
 
 import numpy as np
 
+from langchain_hindsight._claims import claim_of, relation_of
 from langchain_hindsight._safety import SUSPICIOUS_TAG, looks_like_instruction
-from langchain_hindsight.errors import ConfigurationError, InvalidMemoryError
+from langchain_hindsight._text import informative
+from langchain_hindsight.errors import ConfigurationError, InvalidMemoryError, UninformativeMemoryError
 from langchain_hindsight.store._codec import PENDING_SUPERSEDE, unit_from_record, unit_to_metadata
 from langchain_hindsight.store._collections import Collection, Role, check_namespace
+from langchain_hindsight.store._evidence import corroborated, evidence_cap
 from langchain_hindsight.store._policy import TRUST_ORDER, TRUSTED_SOURCES, ConfidencePolicy, settle_claims, trust
 from langchain_hindsight.store._statement import statement_key
 from langchain_hindsight.store.writes import (
@@ -38,12 +41,13 @@ from langchain_hindsight.store.writes import (
     WriteResult,
 )
 from langchain_hindsight.taxonomy import TaskTypeVocabulary
-from langchain_hindsight.types import MemoryUnit
+from langchain_hindsight.types import MAX_ACCESS_COUNT, MemoryUnit
 
 __all__ = [
     "WritePlan",
     "candidates",
     "check_encodable",
+    "check_informative",
     "check_source_change",
     "check_unit",
     "demote",
@@ -66,11 +70,13 @@ _QUERY_BATCH = 1000
 REASON_NEW = "new: no similar active unit in scope"
 REASON_NO_DEDUPE = "stored as given (dedupe=False)"
 REASON_SAME_STATEMENT = "the same statement (after normalising case, whitespace and punctuation) was already stored"
+REASON_LEARNED_AGAIN = "{reason}: learned again (evidence {evidence}, confidence {confidence:.2f})"
 REASON_KEPT_BOTH = "a different statement: kept alongside its similar units"
 REASON_DUPLICATE_BELOW = (
     "judged a duplicate, but {similarity:.2f} is below merge_threshold {threshold}: kept alongside instead"
 )
 REASON_TRUSTED_REWORDING = "judged a duplicate ({reason}); the more trusted wording replaces the stored one"
+REASON_SUPERSEDED = "{reason} ({old}: confidence {before:.2f} -> {after:.2f}, kept as superseded)"
 REASON_LESS_TRUSTED = "a {source} unit never replaces a {other} one: both kept active, ranked by source"
 
 Scope = Literal["task_type", "namespace"]
@@ -94,6 +100,21 @@ def check_encodable(unit: MemoryUnit) -> MemoryUnit:
     return unit
 
 
+def check_informative(unit: MemoryUnit) -> MemoryUnit:
+    """Refuse a unit whose content carries no information (``"x"``, ``"ok"``, ``"好的"``, emoji only).
+
+    Raises:
+        UninformativeMemoryError: naming the content and why.
+    """
+    if not informative(unit.content):
+        raise UninformativeMemoryError(
+            f"invalid memory unit: content: {unit.content[:40]!r} carries no information (at most two letters or "
+            "one CJK character once punctuation, spaces and emoji are dropped, or only acknowledgements, "
+            "greetings and function words such as 'ok', '好的', 'thanks', 'the'): not stored"
+        )
+    return unit
+
+
 def prepare(
     unit: object,
     namespace: str | None,
@@ -106,7 +127,8 @@ def prepare(
 
     A unit that names no namespace gets ``default_namespace``; its claimed
     confidence is capped by source, and an instruction-like text from an
-    untrusted source is tagged ``suspicious`` and capped lower.
+    untrusted source is tagged ``suspicious`` and capped lower. A unit whose
+    content carries no information is refused (:func:`check_informative`).
     """
     unit = settle_claims(check_encodable(check_unit(unit)))
     changes: dict[str, Any] = {"task_type": vocabulary.normalize(unit.task_type)}
@@ -131,7 +153,7 @@ def prepare(
         confidence = min(confidence, policy.suspicious_cap)
     if confidence != unit.confidence:
         changes["confidence"] = confidence
-    return unit.evolve(**changes)
+    return check_informative(unit.evolve(**changes))
 
 
 def check_source_change(current: MemoryUnit, source: object) -> None:
@@ -148,19 +170,23 @@ def demote(unit: MemoryUnit, policy: ConfidencePolicy) -> MemoryUnit:
     return unit.evolve(status="superseded", confidence=round(unit.score_confidence * policy.supersede_factor, 6))
 
 
-def merge_units(existing: MemoryUnit, incoming: MemoryUnit) -> MemoryUnit:
+def merge_units(existing: MemoryUnit, incoming: MemoryUnit, policy: ConfidencePolicy | None = None) -> MemoryUnit:
     """``existing`` after absorbing ``incoming``, the same statement (or a judged duplicate).
 
-    Keeps the highest confidence, sums access counts, unions tags, records
-    ``incoming`` in ``merged_from`` and keeps the *newest* creation and access
-    times, so recency reflects that the lesson was just learned again.
+    The lesson was learned again: ``evidence`` adds up and confidence grows with it
+    (from the higher of the two, see
+    :func:`~langchain_hindsight.store._evidence.corroborated`; never above the source's
+    ceiling, nor ``policy``'s; never for a unit tagged ``suspicious``). Sums access
+    counts, unions tags, records ``incoming`` in ``merged_from`` and keeps the
+    *newest* creation and access times, so recency reflects that the lesson was
+    just learned again.
     """
     merged_from = list(dict.fromkeys([*existing.merged_from, incoming.memory_id, *incoming.merged_from]))
     if trust(incoming.source) > trust(existing.source):
         # A less trusted echo corroborates nothing: record it, change nothing else.
         return existing.evolve(merged_from=merged_from)
-    return existing.evolve(
-        confidence=max(existing.score_confidence, incoming.score_confidence),
+    merged = existing.evolve(
+        evidence=min(MAX_ACCESS_COUNT, existing.evidence + incoming.evidence),
         access_count=existing.access_count + incoming.access_count,
         tags=[*existing.tags, *incoming.tags],
         created_at=max(existing.created_at, incoming.created_at),
@@ -168,7 +194,12 @@ def merge_units(existing: MemoryUnit, incoming: MemoryUnit) -> MemoryUnit:
         merged_from=merged_from,
         # Provenance: a user's word outranks an inference; never lower it.
         source=min((existing.source, incoming.source), key=trust),
+        confidence=max(existing.score_confidence, incoming.score_confidence),
     )
+    grown = corroborated(
+        merged.score_confidence, merged.source, incoming.evidence, ceiling=evidence_cap(merged, policy)
+    )
+    return merged.evolve(confidence=grown) if grown != merged.score_confidence else merged
 
 
 def query_neighbours(
@@ -295,7 +326,15 @@ def _decide(
     same = next((n for n in near if key(n.unit) == own), None)
     if same is not None:
         return WriteDecision("duplicate", same.unit.memory_id, REASON_SAME_STATEMENT), same
-    similar = [n for n in near if conflict_threshold is not None and n.similarity > conflict_threshold]
+    if conflict_threshold is None:
+        return WriteDecision("add", reason=REASON_NEW), None
+    # Candidates: above conflict_threshold, or contradicted by the rules whatever the cosine (see writes.py).
+    new = claim_of(unit.content)
+    similar = [
+        n
+        for n in near
+        if n.similarity > conflict_threshold or relation_of(claim_of(n.unit.content), new) == "contradicts"
+    ]
     if not similar:
         return WriteDecision("add", reason=REASON_NEW), None
     decision = judge.judge(unit, similar)
@@ -379,6 +418,9 @@ def plan_add(
         picked = set(by_key.get(key(unit), ()))
         if conflict_threshold is not None:
             picked.update(order[i] for i in np.flatnonzero(sims > conflict_threshold).tolist())
+            # the nearest few whatever the cosine, as for stored units: the rules may find a contradiction there
+            nearest_rows = np.argsort(-sims, kind="stable")[:_NEIGHBOURS].tolist()
+            picked.update(order[i] for i in nearest_rows)
         similar = {i: float(sims[row[i]]) for i in picked}
         near = candidates(unit, vector, near_stored, new, plan.changed, scope, similarities=similar)
         decision, target = _decide(
@@ -391,15 +433,27 @@ def plan_add(
             )
             outcomes.append(("added", unit.memory_id, kept, decision.reason))
         elif decision.decision == "duplicate":
-            plan._put(merge_units(target.unit, unit))
-            outcomes.append(("merged", target.unit.memory_id, (target.unit.memory_id,), decision.reason))
+            merged = merge_units(target.unit, unit, policy)
+            plan._put(merged)
+            reason = REASON_LEARNED_AGAIN.format(
+                reason=decision.reason, evidence=merged.evidence, confidence=merged.score_confidence
+            )
+            outcomes.append(("merged", target.unit.memory_id, (target.unit.memory_id,), reason))
         else:
             unit = unit.evolve(supersedes=target.unit.memory_id)
             if target.unit.memory_id not in new:
                 plan.superseding.add(unit.memory_id)
-            plan._put(demote(target.unit, policy))
+            demoted = demote(target.unit, policy)
+            plan._put(demoted)
             admit(unit, vector)
-            outcomes.append(("superseded", unit.memory_id, (target.unit.memory_id,), decision.reason))
+            # what it takes to undo it: the old unit's confidence before (status back to "active")
+            reason = REASON_SUPERSEDED.format(
+                reason=decision.reason,
+                old=target.unit.memory_id,
+                before=target.unit.score_confidence,
+                after=demoted.score_confidence,
+            )
+            outcomes.append(("superseded", unit.memory_id, (target.unit.memory_id,), reason))
     # Final values for units written in this batch (a later unit may have merged into an earlier one).
     for action, memory_id, related, reason in outcomes:
         final = new[memory_id][0] if memory_id in new else plan.changed[memory_id]

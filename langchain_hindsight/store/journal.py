@@ -233,13 +233,14 @@ class RunJournal:
         rejected: bool = False,
         namespace: str | None = None,
         now: datetime | None = None,
+        rule: str | None = None,
     ) -> RunRecord:
-        """Record a user's verdict on a run.
+        """Record a user's verdict on a run (``rule``: what recognised it in the conversation, if anything).
 
         Raises:
             RunNotFoundError: no such run.
         """
-        entry = RunFeedback(at=now or utcnow(), text=text, success=success, rejected=rejected)
+        entry = RunFeedback(at=now or utcnow(), text=text, success=success, rejected=rejected, rule=rule)
         with self.store.lock:
             current = self._find(run_id, namespace)
             if current is None:
@@ -254,6 +255,15 @@ class RunJournal:
         """
         value = None if credit is None else {str(k): float(v) for k, v in credit.items()}
         return self._change(run_id, namespace, credit=value)
+
+    def set_debit(self, run_id: str, debit: dict[str, float] | None, *, namespace: str | None = None) -> RunRecord:
+        """Record the failure debit now applied to the run's served memories (``None``: none applied).
+
+        Raises:
+            RunNotFoundError: no such run.
+        """
+        value = None if debit is None else {str(k): float(v) for k, v in debit.items()}
+        return self._change(run_id, namespace, debit=value)
 
     def last_in_thread(
         self, thread_id: str, *, namespace: str | None = None, exclude: Sequence[str] = ()

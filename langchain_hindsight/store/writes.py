@@ -12,12 +12,16 @@ The rules, in order, for each incoming unit:
    punctuation (full-width Chinese punctuation included) absorbs the new one. No
    cosine similarity, however high, makes two different statements one.
 2. **Similar units go to the judge.** The nearest active units above the store's
-   ``conflict_threshold`` are shown to a :class:`WriteJudge`, which decides
-   ``add`` / ``duplicate`` / ``update`` / ``conflict``.
+   ``conflict_threshold``, and any of the five nearest whose statement the new one
+   contradicts by the rules (a same-subject contradiction is often less similar
+   than that: ``用户偏好用Go…`` / ``用户偏好用Rust…`` sit at 0.76), are shown to a
+   :class:`WriteJudge`, which decides ``add`` / ``duplicate`` / ``update`` / ``conflict``.
 
-   - :class:`RuleWriteJudge` (the default, no model): always ``add``. Both units
-     stay active; at recall, recency and the conflict note decide. A newer
-     correction is never discarded and nothing is superseded on cosine alone.
+   - :class:`RuleWriteJudge` (the default, no model): a unit whose statement
+     contradicts a neighbour's (the same subject, a different prescription, by
+     the rules of :mod:`langchain_hindsight._claims`) supersedes it; anything else
+     is ``add``: both stay active and at recall recency and the conflict note
+     decide. Nothing is superseded on cosine alone.
    - :class:`LLMWriteJudge` (``MemoryStore(judge=LLMWriteJudge(model))``): one
      bounded model call over a few neighbours with their ids. Its answer is
      validated (the id must be one it was shown, a ``duplicate`` must be at least
@@ -45,7 +49,9 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 from langchain_core.messages import AIMessage, BaseMessage
 from pydantic import BaseModel, Field, ValidationError
 
+from langchain_hindsight._claims import claim_of, relation_of
 from langchain_hindsight._json import parse_json_text
+from langchain_hindsight._trust import trust_rank
 from langchain_hindsight.errors import ConfigurationError
 from langchain_hindsight.prompts import Locale, WriteJudgeTemplates, get_write_judge_templates
 from langchain_hindsight.types import MemoryUnit
@@ -146,21 +152,42 @@ class WriteJudge(Protocol):
 
 
 class RuleWriteJudge:
-    """The default judge, without a model: keep both units active.
+    """The default judge, without a model: a contradiction supersedes, anything else keeps both.
 
-    Different content is never merged or superseded on similarity alone: the
-    new unit is added next to its neighbours, and at recall the newer one ranks
-    higher by recency while the conflict note flags disagreeing memories.
+    A neighbour whose statement the new unit contradicts (the same subject, a
+    different prescription: :func:`langchain_hindsight._claims.relation` says
+    ``"contradicts"``, e.g. ``用户偏好用Java写后端服务。`` → ``用户偏好用Python写后端服务。``)
+    is superseded by it: ``"conflict"`` naming that neighbour. The store still
+    applies provenance (a less trusted unit never supersedes a more trusted one)
+    and keeps the old unit for ``history()``. Otherwise — restatements in other
+    words, advice for other cases, other subjects, or when the rules are unsure —
+    both stay active: the newer ranks first by recency and the conflict note
+    flags disagreeing memories at recall. Nothing is merged or superseded on
+    similarity alone.
     """
 
     def judge(self, unit: MemoryUnit, neighbours: Sequence[Neighbour]) -> WriteDecision:
-        """Always ``"add"``, naming the closest neighbour in the reason."""
+        """``"conflict"`` with the nearest contradicted neighbour (one it may replace first), else ``"add"``."""
+        new = claim_of(unit.content)
+        contradicted = [n for n in neighbours if relation_of(claim_of(n.unit.content), new) == "contradicts"]
+        if contradicted:
+            # prefer a neighbour the new unit may replace (not more trusted than it); the store checks again
+            allowed = [n for n in contradicted if trust_rank(n.unit.source) >= trust_rank(unit.source)]
+            target = (allowed or contradicted)[0]
+            return WriteDecision(
+                "conflict",
+                target.unit.memory_id,
+                reason=(
+                    f"contradicts {target.unit.memory_id} ({target.similarity:.2f}): the same subject with a "
+                    "different prescription (rule judge); the newer statement supersedes it"
+                ),
+            )
         best = neighbours[0]
         return WriteDecision(
             "add",
             reason=(
-                f"similar to {best.unit.memory_id} ({best.similarity:.2f}) but a different statement: "
-                "both kept active (recency and the conflict note decide at recall)"
+                f"similar to {best.unit.memory_id} ({best.similarity:.2f}) but no contradiction the rules are sure "
+                "of: both kept active (recency and the conflict note decide at recall)"
             ),
         )
 

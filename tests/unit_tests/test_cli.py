@@ -389,6 +389,35 @@ def test_read_commands_refuse_a_store_path_that_does_not_exist(
     assert not missing.exists()  # no empty store was created
 
 
+@pytest.mark.parametrize(
+    "command", ["search q", "show x", "history x", "stats", "stats --all", "runs", "explain r", "report", "export"]
+)
+def test_read_commands_refuse_a_directory_that_holds_no_store_and_write_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str
+) -> None:
+    empty = tmp_path / "downloads"
+    empty.mkdir()
+    (empty / "notes.txt").write_text("not a store", encoding="utf-8")
+    code, _, err = run(capsys, *command.split(), "--path", str(empty))
+    assert code == EXIT_NOT_FOUND, err
+    _one_line_error(err)
+    assert "holds no hindsight store" in err
+    assert sorted(p.name for p in empty.iterdir()) == ["notes.txt"]  # no database, no lock, no stamp
+
+
+@pytest.mark.parametrize("command", ["search q", "stats", "runs", "export", "report"])
+def test_an_unknown_namespace_is_said_so_not_shown_as_empty(
+    populated: Path, capsys: pytest.CaptureFixture[str], command: str
+) -> None:
+    code, out, err = run(capsys, *command.split(), "--path", str(populated), "--namespace", "alcie")
+    assert code == EXIT_NOT_FOUND, (out, err)
+    _one_line_error(err)
+    assert "no namespace 'alcie'" in err
+    assert "'alice'" in err  # the namespaces it does hold are named
+    code, _, err = run(capsys, *command.split(), "--path", str(populated), "--namespace", "alice")
+    assert code == 0, err
+
+
 def test_import_is_all_or_nothing_and_never_overwrites_silently(
     populated: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -25,6 +25,7 @@ from langchain_hindsight.errors import ConfigurationError
 from tests.fakes import child_env
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "embeddings.md"
+REFERENCE = Path(__file__).resolve().parents[1] / "data" / "minilm_reference.npz"
 BLOCKS = re.findall(r"```python\n(.*?)```", DOC.read_text(encoding="utf-8"), flags=re.DOTALL)
 
 LONG_EN = "When the weekly report job calls the sales API it must page through every result set. " * 30
@@ -46,6 +47,13 @@ TEXTS = [
 
 def _cosines(a: list[list[float]], b: list[list[float]]) -> np.ndarray:
     return np.einsum("ij,ij->i", np.asarray(a), np.asarray(b))
+
+
+def _recorded(text: str) -> list[float]:
+    """The vector sentence-transformers computed for ``text`` (one of the recorded texts), torch not needed."""
+    recorded = np.load(REFERENCE)
+    texts = [str(t) for t in recorded["texts"]]
+    return [float(x) for x in recorded["vectors"][texts.index(text)]]
 
 
 @contextmanager
@@ -78,24 +86,28 @@ def onnx_cache(tmp_path_factory: pytest.TempPathFactory, real_models: None) -> P
 
 
 @pytest.fixture(scope="module")
-def loaded(onnx_cache: Path) -> tuple[LocalEmbeddings, LocalEmbeddings, list[Any]]:
-    """The torch reference and an ONNX embedder exported into a fresh cache, both loaded with no network."""
-    reference = LocalEmbeddings(backend="torch", query_cache_size=0)
+def loaded(onnx_cache: Path) -> tuple[LocalEmbeddings, list[Any]]:
+    """An ONNX embedder exported into a fresh cache and loaded with no network."""
     fast = LocalEmbeddings(backend="onnx", query_cache_size=0, cache_dir=onnx_cache)
     with no_network() as attempts:
-        reference.embed_query("load")
         fast.embed_query("load")
-    return reference, fast, attempts
+    return fast, attempts
 
 
 @pytest.fixture(scope="module")
-def reference(loaded: tuple[LocalEmbeddings, LocalEmbeddings, list[Any]]) -> LocalEmbeddings:
+def fast(loaded: tuple[LocalEmbeddings, list[Any]]) -> LocalEmbeddings:
     return loaded[0]
 
 
 @pytest.fixture(scope="module")
-def fast(loaded: tuple[LocalEmbeddings, LocalEmbeddings, list[Any]]) -> LocalEmbeddings:
-    return loaded[1]
+def reference(onnx_cache: Path) -> LocalEmbeddings:
+    """sentence-transformers on torch over the packaged weights (the torch extra), loaded with no network."""
+    pytest.importorskip("sentence_transformers", reason="the torch backend needs the torch extra")
+    reference = LocalEmbeddings(backend="torch", query_cache_size=0)
+    with no_network() as attempts:
+        reference.embed_query("load")
+    assert attempts == []
+    return reference
 
 
 def _symlinked_model(tmp_path: Path, *, replace: dict[str, dict[str, Any]]) -> Path:
@@ -119,12 +131,26 @@ def _symlinked_model(tmp_path: Path, *, replace: dict[str, dict[str, Any]]) -> P
 # -- equivalence -------------------------------------------------------------------------------
 
 
-def test_loading_and_exporting_never_touch_the_network(
-    loaded: tuple[LocalEmbeddings, LocalEmbeddings, list[Any]],
-) -> None:
-    reference, fast, attempts = loaded
+def test_loading_and_exporting_never_touch_the_network(loaded: tuple[LocalEmbeddings, list[Any]]) -> None:
+    fast, attempts = loaded
     assert attempts == []
-    assert (reference.active_backend, fast.active_backend) == ("torch", "onnx")
+    assert fast.active_backend == "onnx"
+
+
+def test_onnx_equals_the_recorded_sentence_transformers_vectors(fast: LocalEmbeddings) -> None:
+    """Without torch: the packaged 16-bit weights through ONNX give the vectors sentence-transformers
+    computed on torch from the original 32-bit weights (``benchmarks/minilm_weights.py --write-reference``)."""
+    recorded = np.load(REFERENCE)
+    texts = [str(t) for t in recorded["texts"]]
+    cosines = _cosines(fast.embed_documents(texts), recorded["vectors"].tolist())
+    assert cosines.min() >= 0.99999, dict(zip(texts, cosines.round(7), strict=True))
+    assert cosines.min() < 1.0 - 1e-9  # the 16-bit cast is visible: the recording is not our own output
+
+
+def test_the_recorded_vectors_are_what_sentence_transformers_computes(reference: LocalEmbeddings) -> None:
+    recorded = np.load(REFERENCE)
+    texts = [str(t) for t in recorded["texts"]]
+    assert _cosines(reference.embed_documents(texts), recorded["vectors"].tolist()).min() >= 0.99999
 
 
 def test_onnx_queries_equal_sentence_transformers(reference: LocalEmbeddings, fast: LocalEmbeddings) -> None:
@@ -164,7 +190,7 @@ def test_dimension_is_reported_by_both_backends(reference: LocalEmbeddings, fast
     [("mean", "mean"), ("cls", "cls"), ("max", "max"), ("mean_sqrt_len_tokens", "mean_sqrt_len")],
 )
 def test_numpy_pooling_matches_sentence_transformers_pooling(st_mode: str, mode: _onnx.Pooling) -> None:
-    import torch
+    torch = pytest.importorskip("torch", reason="the torch extra")
     from sentence_transformers.sentence_transformer.modules import Pooling
 
     rng = np.random.default_rng(0)
@@ -231,7 +257,7 @@ def test_an_export_that_fails_verification_is_discarded_and_torch_is_used(
 
 
 def test_unwritable_cache_dir_keeps_the_export_in_memory(
-    tmp_path: Path, reference: LocalEmbeddings, caplog: pytest.LogCaptureFixture
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, real_models: None
 ) -> None:
     blocker = tmp_path / "not-a-directory"
     blocker.write_text("a file where the cache directory's parent should be")
@@ -242,7 +268,7 @@ def test_unwritable_cache_dir_keeps_the_export_in_memory(
     warnings = _hindsight_records(caplog, logging.WARNING)
     assert len(warnings) == 1
     assert "not writable" in warnings[0].getMessage()
-    assert _cosines([vector], [reference.embed_query(TEXTS[2])])[0] >= 0.9999
+    assert _cosines([vector], [_recorded(TEXTS[2])])[0] >= 0.9999
     assert sorted(p.name for p in tmp_path.iterdir()) == ["not-a-directory"]
 
 
@@ -320,10 +346,11 @@ def test_cache_dir_resolution(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -
 
 @pytest.mark.parametrize("backend", ["onnx", "torch"])
 def test_one_instance_is_safe_to_share_between_threads(
-    backend: str, onnx_cache: Path, fast: LocalEmbeddings, reference: LocalEmbeddings
+    backend: str, onnx_cache: Path, fast: LocalEmbeddings, request: pytest.FixtureRequest
 ) -> None:
+    truth: LocalEmbeddings = fast if backend == "onnx" else request.getfixturevalue("reference")
     emb = LocalEmbeddings(backend=backend, cache_dir=onnx_cache, query_cache_size=8)  # not loaded yet
-    expected = {t: (fast if backend == "onnx" else reference).embed_query(t) for t in TEXTS[:5]}
+    expected = {t: truth.embed_query(t) for t in TEXTS[:5]}
     start = threading.Barrier(4)
 
     def worker(offset: int) -> list[tuple[str, list[float]]]:
@@ -375,7 +402,7 @@ def test_importing_the_package_loads_no_model_runtime() -> None:
     assert out == "[]"
 
 
-def test_an_empty_cache_builds_the_default_model_without_torch(tmp_path: Path, reference: LocalEmbeddings) -> None:
+def test_an_empty_cache_builds_the_default_model_without_torch(tmp_path: Path, real_models: None) -> None:
     out = _run_python(
         "import json, sys\n"
         "from langchain_hindsight import LocalEmbeddings\n"
@@ -388,7 +415,7 @@ def test_an_empty_cache_builds_the_default_model_without_torch(tmp_path: Path, r
     backend, imported, vector = json.loads(out)
     assert (backend, imported) == ("onnx", [])
     assert [p.suffix for p in tmp_path.iterdir()] == [".onnx"]
-    assert _cosines([vector], [reference.embed_query("read CSV with utf-8-sig")])[0] >= 0.9999
+    assert _cosines([vector], [_recorded("read CSV with utf-8-sig")])[0] >= 0.9999
 
 
 def test_a_cached_export_embeds_without_importing_torch(onnx_cache: Path, fast: LocalEmbeddings) -> None:
@@ -411,6 +438,8 @@ def test_a_cached_export_embeds_without_importing_torch(onnx_cache: Path, fast: 
 @pytest.mark.parametrize("index", range(len(BLOCKS)))
 def test_readme_examples_run(index: int, tmp_path: Path, onnx_cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert len(BLOCKS) == 4
+    if re.search(r'backend="torch"|HuggingFaceEmbeddings\(', BLOCKS[index]):
+        pytest.importorskip("sentence_transformers", reason="this example uses the torch extra")
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("HINDSIGHT_CACHE_DIR", str(onnx_cache))
     module = types.ModuleType(f"embeddings_example_{index}")

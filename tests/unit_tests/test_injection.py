@@ -84,11 +84,16 @@ def test_markdown_is_flattened_and_structure_cannot_be_imitated() -> None:
     assert "[相关经验]" not in lines[1]
 
 
-def test_long_lines_are_cut() -> None:
+def test_long_lines_are_cut_and_say_so() -> None:
     long = MemoryUnit(content="很长的经验" * 200)
     line = format_experiences([long], notice=False, max_line_chars=50).splitlines()[1]
-    assert "…（置信度" in line
-    assert len(line) < 80
+    assert line.endswith(f"…（已截断，完整内容：hindsight show {long.memory_id}）（置信度：0.65）")
+    assert line.startswith("1. " + "很长的经验" * 9)
+    assert len(line) < 50 + 80  # the text is cut to 50 characters; the notice and confidence come on top
+    en = format_experiences([long], locale="en", notice=False, max_line_chars=50).splitlines()[1]
+    assert en.endswith(f"... (truncated; full text: hindsight show {long.memory_id}) (confidence: 0.65)")
+    short = MemoryUnit(content="很长的经验" * 10)
+    assert "已截断" not in format_experiences([short], max_line_chars=50)  # 50 characters fit: not cut
 
 
 def test_accepts_scored_memories_and_documents() -> None:
@@ -204,7 +209,6 @@ LATER_CONFLICTS = [
     ("导出报表时文件名用中文。", "导出报表时文件名只用英文和数字。"),
     ("数据库连接池大小设为20。", "数据库连接池大小设为5。"),
     ("用户希望回答用中文。", "用户希望回答用英文。"),
-    ("周报标题要写成“XX周报（第N周）”。", "周报标题不要带周次。"),
     ("接口超时时间设置为30秒。", "接口超时时间设置为5秒。"),
     ("The API key goes in the Authorization header.", "The API key goes in the query string."),
     ("Store timestamps in local time.", "Store timestamps in UTC."),
@@ -224,6 +228,49 @@ LATER_COMPLEMENTARY = [
     ("Retry 502 errors up to three times.", "Report 404 errors to the user immediately."),
     ("Monthly reports go to finance.", "Weekly reports go to the team lead."),
 ]
+
+
+# Conflicts the rules cannot see (they would need to know that 第N周 is a 周次): no note, both memories
+# shown. Formerly labelled a conflict; since the note fires only on a sure contradiction, it gets none.
+BEYOND_THE_RULES = [("周报标题要写成“XX周报（第N周）”。", "周报标题不要带周次。")]
+
+# issue 20: template text is never a subject, run-specific suffixes are not a difference
+THREE_CORRECTIONS = [
+    "用户纠正（任务：生成本周的销售周报）：周报只统计本周一到周日",
+    "用户纠正（任务：生成本周的销售周报）：金额要用含税价",
+    "用户纠正（任务：生成本周的销售周报）：周报要发给张经理而不是李经理",
+]
+BOM_LESSONS = [
+    "使用read_csv时，encoding='utf-8'会失败（UnicodeDecodeError: 'utf-8' codec can't decode byte 0xef in position 0: "
+    f"invalid start byte），改为encoding='utf-8-sig'后成功（任务：统计 data/sales/{name}.csv 的销售额）。"
+    for name in ("store_01", "store_02", "east/w48", "west-2026", "汇总")
+]
+
+
+def test_three_corrections_on_different_points_get_no_note() -> None:
+    units = [MemoryUnit(task_type="weekly_report", source="user_feedback", content=c) for c in THREE_CORRECTIONS]
+    assert detect_conflicts(units) == []
+    assert "存在不同结论" not in format_experiences(units, notice=False)
+
+
+def test_lessons_that_differ_only_in_the_run_get_no_note() -> None:
+    units = [MemoryUnit(task_type="data_cleaning", source="rule", content=c) for c in BOM_LESSONS]
+    assert detect_conflicts(units) == []
+    assert "存在不同结论" not in format_experiences(units, notice=False)
+
+
+def test_a_correction_and_the_lesson_it_corrects_get_the_note() -> None:
+    units = [
+        MemoryUnit(task_type="weekly_report", content="周报按最近7天滚动窗口统计销售额。"),
+        MemoryUnit(task_type="weekly_report", source="user_feedback", content=THREE_CORRECTIONS[0]),
+        MemoryUnit(task_type="weekly_report", source="user_feedback", content=THREE_CORRECTIONS[1]),
+    ]
+    assert detect_conflicts(units) == [(0, 1)]
+
+
+@pytest.mark.parametrize(("a", "b"), BEYOND_THE_RULES)
+def test_conflicts_beyond_the_rules_get_no_note(a: str, b: str) -> None:
+    assert detect_conflicts(conflict_pair(a, b)) == []
 
 
 @pytest.mark.parametrize(("a", "b"), CONFLICTS_ZH + CONFLICTS_EN + LATER_CONFLICTS)

@@ -19,7 +19,10 @@ from langchain_hindsight.types import DEFAULT_INITIAL_CONFIDENCE, MemorySource, 
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "langchain_hindsight"
-MAX_LINES = 500
+MAX_LINES = 1200
+"""A module longer than this is split along a concept (never by line count)."""
+REVIEW_LINES = 700
+"""A module longer than this is one concept that needs the length: docs/DESIGN.md says why, by its path."""
 # Imports inside functions are allowed only for optional extras and heavy third-party stacks, never our own modules.
 OWN = "langchain_hindsight"
 
@@ -129,14 +132,19 @@ def test_no_function_level_imports_of_our_own_modules() -> None:
     assert offenders == []
 
 
-def test_modules_stay_small() -> None:
-    big = {
-        rel: n
+def _module_lengths() -> dict[str, int]:
+    return {
+        path.relative_to(PACKAGE).as_posix(): len(path.read_text(encoding="utf-8").splitlines())
         for path in PACKAGE.rglob("*.py")
-        if (n := len(path.read_text(encoding="utf-8").splitlines())) > MAX_LINES
-        and (rel := path.relative_to(PACKAGE).as_posix())
     }
-    assert big == {}
+
+
+def test_modules_are_concept_sized() -> None:
+    lengths = _module_lengths()
+    assert {rel: n for rel, n in lengths.items() if n > MAX_LINES} == {}
+    design = (ROOT / "docs" / "DESIGN.md").read_text(encoding="utf-8")
+    unreviewed = {rel: n for rel, n in lengths.items() if n > REVIEW_LINES and f"`{rel}`" not in design}
+    assert unreviewed == {}, "name each module over 700 lines in docs/DESIGN.md and say why it is one concept"
 
 
 # ---------------------------------------------------------------- one source-trust table

@@ -140,7 +140,7 @@ def test_archive_moves_only_low_and_idle_units_and_restore_brings_them_back(stor
 
 
 def test_archive_thresholds_are_configurable(store: MemoryStore) -> None:
-    u = store.add(MemoryUnit(content="x", confidence=0.45, created_at=T0, last_accessed_at=T0)).unit
+    u = store.add(MemoryUnit(content="a stale lesson", confidence=0.45, created_at=T0, last_accessed_at=T0)).unit
     policy = LifecyclePolicy(archive_below=0.5, archive_idle_days=10)
     assert Lifecycle(store, policy=policy).archive_stale(now=T0 + timedelta(days=11)).archived == [u.memory_id]
 
@@ -225,9 +225,17 @@ def test_merge_folds_true_duplicates_into_the_most_confident(make_store: Callabl
     assert keeper.last_accessed_at == T0 + timedelta(days=3)
     assert keeper.created_at == T0 + timedelta(days=5)  # the newest time, for recency
     assert keeper.source == "user_feedback"
-    assert store.get_many(["a", "c"]) == []
+    assert keeper.evidence == 1  # a and c are less trusted than b: they corroborate nothing
+    # The folded units are archived whole (not served), not deleted, so the fold can be undone (Lifecycle.unmerge).
+    assert [u.status for u in store.get_many(["a", "c"])] == ["archived", "archived"]
+    assert "folded and archived" in report.reasons["b"]
     # e: another task type; f: more confident and ~0.99 similar, but a different statement: never folded.
-    assert {u.memory_id for u in store.list_units()} == {"b", "d", "e", "f"}
+    assert {u.memory_id for u in store.list_units(status="active")} == {
+        "b",
+        "d",
+        "e",
+        "f",
+    }  # the folded ones are archived
     assert store.get("f").content == F_TEXT
     assert Lifecycle(store).merge_duplicates().merged == {}  # nothing left to merge
 
@@ -241,7 +249,7 @@ def test_merge_never_folds_different_chinese_statements(make_store: Callable[...
     store.add(MemoryUnit(memory_id="dup", content="客户甲公司希望通过邮件联系"), dedupe=False)
     report = Lifecycle(store).merge_duplicates()
     assert report.merged == {"u0": ["dup"]}  # only the true duplicate (no final 。) folds, into the older unit
-    assert sorted(u.content for u in store.list_units()) == sorted(texts)
+    assert sorted(u.content for u in store.list_units(status="active")) == sorted(texts)
 
 
 def test_merge_does_not_chain_through_intermediaries(make_store: Callable[..., MemoryStore]) -> None:
@@ -270,7 +278,7 @@ def test_merge_does_not_chain_through_intermediaries(make_store: Callable[..., M
     report = Lifecycle(store).merge_duplicates()
     # p (most confident) absorbs m; q is not similar enough to p, so it stays.
     assert report.merged == {"p": ["m"]}
-    assert {u.memory_id for u in store.list_units()} == {"p", "q"}
+    assert {u.memory_id for u in store.list_units(status="active")} == {"p", "q"}
 
 
 def test_interrupted_merge_does_not_count_accesses_twice(make_store: Callable[..., MemoryStore]) -> None:
@@ -282,7 +290,8 @@ def test_interrupted_merge_does_not_count_accesses_twice(make_store: Callable[..
     store.add_many([keeper, leftover], dedupe=False)
     Lifecycle(store).merge_duplicates()
     assert store.get("k").access_count == 5
-    assert store.get_many(["z"]) == []
+    assert store.get("k").evidence == 1  # nor its evidence
+    assert store.get("z").status == "archived"  # archived, not deleted: the fold stays undoable
 
 
 # ----------------------------------------------------------------------------- review
@@ -463,13 +472,17 @@ def test_lifecycle_readme_examples_run(capsys: pytest.CaptureFixture[str]) -> No
 
     text = (Path(__file__).resolve().parents[2] / "docs" / "lifecycle.md").read_text(encoding="utf-8")
     blocks = re.findall(r"```python\n(.*?)```", text, re.DOTALL)
-    assert len(blocks) == 4
+    assert len(blocks) == 5
     for block in blocks:
         exec(compile(block, "docs/lifecycle.md", "exec"), {})
     out = capsys.readouterr().out.splitlines()
     assert out[0] == "1 0.43"
     assert out[1] == "True"
-    assert out[2] == "1 similarity active"
-    assert out[3].startswith("[('similarity', 0.415)")
-    assert out[4].startswith("最近5个data_cleaning任务中有5个都涉及“missing-values”")
-    assert out[5] == "0 [] []"
+    # the merge section: five per-file lessons folded into one, then unmerged
+    assert out[2] == "4 5"
+    assert out[3] == "使用read_csv时，默认参数会失败，改为encoding='gbk'后成功（任务：统计 *.csv 的销售额）。"
+    assert out[4] == "4 1"
+    assert out[5] == "1 similarity active"
+    assert out[6].startswith("[('similarity', 0.415)")
+    assert out[7].startswith("最近5个data_cleaning任务中有5个都涉及“missing-values”")
+    assert out[8] == "0 [] []"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import signal
 import socket
 import subprocess
 import sys
@@ -193,12 +194,99 @@ async def test_readme_langchain_example_runs(tmp_path: Path, config: Path, monke
     code = code.replace('"args": ["mcp",', '"args": ["-m", "langchain_hindsight.cli.main", "mcp",')
     code = code.replace('"openai:gpt-4o-mini"', "model")
     model = scripted_model(call("recall", task="分析销售数据"), "没有相关经验。")
+    assert "async with client.session(" in code  # the documented way keeps one server for every call
+    code = code.replace("await agent.ainvoke(", "state = await agent.ainvoke(")
     body = (
-        "async def _example():\n" + "".join(f"    {line}\n" for line in code.splitlines()) + "    return agent, tools\n"
+        "async def _example():\n" + "".join(f"    {line}\n" for line in code.splitlines()) + "    return state, tools\n"
     )
     scope: dict[str, Any] = {"sys": sys, "env": child_env(), "model": model}
     exec(compile(body, str(page), "exec"), scope)
-    agent, tools = await scope["_example"]()
+    state, tools = await scope["_example"]()
     assert {t.name for t in tools} == set(TOOL_NAMES)
-    state = await agent.ainvoke({"messages": [HumanMessage("分析销售数据")]})
     assert json.loads(state["messages"][-2].text)["results"] == []
+
+
+async def test_a_persistent_session_serves_many_tool_calls_from_one_server(tmp_path: Path, config: Path) -> None:
+    from langchain_mcp_adapters.client import MultiServerMCPClient
+    from langchain_mcp_adapters.tools import load_mcp_tools
+
+    db = tmp_path / "db"
+    client = MultiServerMCPClient(
+        {
+            "hindsight": {
+                "transport": "stdio",
+                "command": sys.executable,
+                "args": _args(db, config, "cleaner"),
+                "env": child_env(),
+            }
+        }
+    )
+    async with client.session("hindsight") as session:
+        tools = {t.name: t for t in await load_mcp_tools(session)}
+        stored = json.loads(
+            (await tools["remember"].ainvoke({"content": LESSON, "task_type": "data_cleaning"}))[0]["text"]
+        )
+        pids = _server_pids(db)
+        for i in range(10):
+            out = json.loads((await tools["recall"].ainvoke({"task": f"读取ERP导出的CSV 第{i}个文件"}))[0]["text"])
+            assert out["results"][0]["memory_id"] == stored["memory_id"]
+            pids |= _server_pids(db)
+        assert len(pids) == 1  # one server process answered all eleven calls
+
+
+def _server_pids(db: Path) -> set[int]:
+    """The processes now running ``hindsight mcp`` on ``db`` (from /proc)."""
+    pids = set()
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            argv = cmdline.read_bytes().split(b"\0")
+        except OSError:
+            continue  # the process ended while we looked
+        if b"mcp" in argv and str(db).encode() in argv:
+            pids.add(int(cmdline.parent.name))
+    return pids
+
+
+def test_sigterm_closes_the_store_and_exits_0_without_a_traceback(tmp_path: Path, config: Path) -> None:
+    db = tmp_path / "db"
+    port = free_port()
+    args = _args(db, config, "cleaner", "--transport", "http", "--port", str(port))
+    proc = subprocess.Popen([sys.executable, *args], env=child_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        _wait_for_port(proc, port)
+
+        async def session_then_disconnect() -> None:
+            url = f"http://127.0.0.1:{port}/mcp"
+            async with streamable_http_client(url) as (read, write, _), ClientSession(read, write) as session:
+                await session.initialize()
+                await session.call_tool(
+                    "remember", {"content": "Page the orders API with cursor=next; offsets skip rows."}
+                )
+
+        import anyio
+
+        anyio.run(session_then_disconnect)  # the client goes away with its event stream open
+        time.sleep(0.5)
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    stderr = err.decode("utf-8", errors="replace")
+    assert proc.returncode == 0, stderr
+    assert "Traceback" not in stderr, stderr
+    assert "ERROR" not in stderr, stderr
+    assert "stopped by SIGTERM; the store is closed" in stderr
+    assert (db / ".hindsight-clean").is_file()  # the clean-close stamp: the store was closed, not killed
+
+
+def _wait_for_port(proc: subprocess.Popen[bytes], port: int) -> None:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise AssertionError(proc.stderr.read().decode() if proc.stderr else "server exited")
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.2)
+    raise AssertionError("the server did not start listening")

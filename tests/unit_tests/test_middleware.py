@@ -191,12 +191,18 @@ def test_trajectory_from_messages_outcomes() -> None:
     task = HumanMessage("t")
     calls = AIMessage("", tool_calls=[{"name": "read_csv", "args": {"path": "a"}, "id": "c1"}])
     error = ToolMessage("UnicodeDecodeError: bad byte", tool_call_id="c1", status="error")
-    ok = trajectory_from_messages([task, calls, error, AIMessage("fixed")], run_id="r")
+    # An answer after a tool error nothing recovered from is a failure now ("did not raise" is not success) ...
+    unrecovered = trajectory_from_messages([task, calls, error, AIMessage("fixed")], run_id="r")
+    assert unrecovered.outcome == "failure"
+    assert unrecovered.final_answer == "fixed"
+    assert [s.type for s in unrecovered.steps] == ["tool_call", "error", "final_answer"]
+    assert unrecovered.steps[1].tool_name == "read_csv"
+    assert unrecovered.steps[1].error_type == "UnicodeDecodeError"
+    # ... and a success once a retry of the tool succeeded.
+    retry = AIMessage("", tool_calls=[{"name": "read_csv", "args": {"path": "a", "encoding": "gbk"}, "id": "c2"}])
+    read = ToolMessage("3 rows", tool_call_id="c2")
+    ok = trajectory_from_messages([task, calls, error, retry, read, AIMessage("fixed")], run_id="r")
     assert ok.outcome == "success"
-    assert ok.final_answer == "fixed"
-    assert [s.type for s in ok.steps] == ["tool_call", "error", "final_answer"]
-    assert ok.steps[1].tool_name == "read_csv"
-    assert ok.steps[1].error_type == "UnicodeDecodeError"
     failed = trajectory_from_messages([task, calls, error], run_id="r")
     assert failed.outcome == "failure"
 

@@ -278,6 +278,8 @@ def test_documented_defaults_are_the_codes() -> None:
         "docs/concepts.md": [
             f"(+{_fmt(c.success_delta)})",
             f"(−{_fmt(c.failure_delta)})",
+            f"(× {_fmt(c.repeat_factor)})",
+            f"within {_fmt(c.repeat_window.total_seconds() / 3600)} hours either side",
         ],
         "docs/adapters.md": [
             f"(success +{_fmt(c.success_delta)}, failure −{_fmt(c.failure_delta)})",

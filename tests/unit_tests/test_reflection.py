@@ -300,7 +300,8 @@ def test_retried_three_times_is_an_instability_note() -> None:
     steps += [Step(type="tool_call", tool_name="fetch", tool_args={"url": "u"}), _ok("fetch", {"url": "u"})]
     units = Reflector(locale="en").extract(_traj(steps, task="get the report"))
     assert len(units) == 1  # same arguments every time: no error->fix lesson, only instability
-    assert units[0].content.startswith("fetch needed 3 attempts to succeed")
+    # The count is this run's (3 here, 4 next time): it stays in the context, so the lesson is one statement.
+    assert units[0].content.startswith("fetch needed several attempts to succeed (errors: TimeoutError: timed out)")
     assert "exception handling" in units[0].content
     assert units[0].context.parameters == {"attempts": 3}
     assert "unstable" in units[0].tags
@@ -359,7 +360,9 @@ def test_clean_feedback() -> None:
     assert clean_feedback("No, you should sort first") == "you should sort first"
     assert clean_feedback("Nobody told me") == "Nobody told me"  # "No" only as a word
     assert clean_feedback("好的") is None
-    assert clean_feedback("不对") == "不对"
+    assert clean_feedback("不对") is None  # a bare verdict: the verdict applies, but there is no correction to store
+    assert clean_feedback("No.") is None
+    assert clean_feedback("不对，用gbk") == "用gbk"
 
 
 def test_trajectory_rendering_snapshot() -> None:

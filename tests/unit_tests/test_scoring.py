@@ -56,10 +56,26 @@ def test_task_type_bonus_only_on_exact_match() -> None:
 
 def test_time_factor_decays_linearly_then_floors() -> None:
     assert time_factor(NOW, NOW) == 1.0
-    assert time_factor(NOW - timedelta(days=182, hours=23), NOW) == pytest.approx(1 - 182 / 365)
+    # days at timestamp resolution (issue 20): 181 days 23 hours is 181.96 days, not 181
+    assert time_factor(NOW - timedelta(days=181, hours=23), NOW) == pytest.approx(1 - (181 + 23 / 24) / 365)
     assert time_factor(NOW - timedelta(days=200), NOW) == 0.5
     assert time_factor(NOW - timedelta(days=3000), NOW) == 0.5
     assert time_factor(NOW + timedelta(days=5), NOW) == 1.0  # future timestamps do not boost
+
+
+def test_the_newer_of_two_same_day_memories_ranks_first() -> None:
+    # issue 20: with whole days the two tied and the older could win by id; the formula is otherwise unchanged
+    morning = unit(memory_id="mem_a_morning", created_at=NOW - timedelta(hours=9))
+    evening = unit(memory_id="mem_z_evening", created_at=NOW - timedelta(hours=1))
+    assert time_factor(evening.created_at, NOW) > time_factor(morning.created_at, NOW)
+    assert time_factor(morning.created_at, NOW) == pytest.approx(1 - (9 / 24) / 365)
+    assert score_memory(evening, 0.6, now=NOW).score > score_memory(morning, 0.6, now=NOW).score
+    table = score_many([morning, evening], [0.6, 0.6], now=NOW)
+    assert table.score[1] > table.score[0]
+    # a minute apart still orders them; the floor and the horizon are as before
+    a, b = NOW - timedelta(minutes=2), NOW - timedelta(minutes=1)
+    assert time_factor(b, NOW) > time_factor(a, NOW)
+    assert time_factor(NOW - timedelta(days=365, seconds=1), NOW) == 0.5
 
 
 def test_time_decay_changes_order_as_the_formula_says() -> None:

@@ -219,6 +219,10 @@ CASES = {
         "For the weekly sales report, use a rolling window of the last 7 days.",
     ),
 }
+CLEANED = {  # what the journal records: the corrected statement without the opening verdict, and what fired
+    "zh": ("周报只统计本周一到周日", "opener:不对"),
+    "en": ("The weekly report only covers Monday to Sunday of this week", "opener:no"),
+}
 
 
 def _answer(messages: list[BaseMessage]) -> Any:
@@ -245,7 +249,7 @@ def test_correction_turn_in_a_checkpointed_thread_is_feedback_on_the_previous_ru
     previous = hs.journal.get(first)
     assert previous.credit is None  # the success credit was taken back ...
     assert previous.feedback[-1].rejected
-    assert previous.feedback[-1].text == correction
+    assert (previous.feedback[-1].text, previous.feedback[-1].rule) == CLEANED[lang]
     # ... and nothing compounded: rejection of the original confidence, no +0.05 left on it
     now = hs.store.get(wrong.memory_id).score_confidence
     assert now == pytest.approx(wrong.score_confidence * 0.5)

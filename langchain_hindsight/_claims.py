@@ -1,0 +1,340 @@
+"""What a statement says, and how two statements relate: the one rule for conflicts and corrections.
+
+:func:`relation` compares two memory texts (or a memory and a user's
+correction) by rules only, in Chinese, English or both, deterministically and
+in well under a millisecond a pair, and answers one of:
+
+* ``"same"`` — a restatement (other punctuation, spacing, case or filler words;
+  two rule lessons that differ only in the run they were learned in);
+* ``"contradicts"`` — the same subject with a different prescription
+  (``用户偏好用Java…`` / ``用户偏好用Python…``; ``encoding='utf-8-sig'`` /
+  ``encoding='gbk'`` for the same failure; "do X" / "never do X"; a correction
+  that names the old value it replaces, ``…发给张经理而不是李经理``);
+* ``"compatible"`` — the same subject, advice for different cases (``< 10k`` /
+  ``> 10k rows``, ``On Windows`` / ``On macOS``) or an elaboration that only adds;
+* ``"unrelated"`` — different subjects (another entity, another field);
+* ``"unsure"`` — the rules cannot tell; callers then keep both.
+
+Our own templates are never a subject: the fixed parts of the rule lessons and
+of the user-correction template (read from :mod:`langchain_hindsight.prompts`,
+never copied) are stripped first, and run-specific fields (the task a lesson
+was learned in, an attempt count) are dropped, so three corrections
+``用户纠正（任务：生成本周的销售周报）：…`` on different points are unrelated and
+five BOM lessons that differ only in ``（任务：统计 …/<file>.csv）`` are the same.
+
+How it decides, for two statements ``a`` and ``b`` (see :class:`Claim`). Both
+become unit sequences (English word stems, Chinese characters, literals such as
+``utf-8-sig`` or ``UTC+8`` whole, every negation as one unit ``¬``, filler and
+modal words such as 要/需要/should dropped, relational words such as ``用``, ``按``,
+``是``, ``发给``, ``with``, ``by``, ``is``, ``prefers`` marked), which are aligned; the
+differing spans ("hunks") are then read in this order:
+
+1. no difference → same;
+2. a Chinese and an English statement → unsure (no dictionary);
+3. one side only adds → compatible (an elaboration), or contradicts when what
+   it adds is a negation (``…张经理而不是李经理`` against ``…李经理``);
+4. a difference at the start, or before the first relational word, names
+   another subject (客户甲公司 / 客户乙公司) → unrelated, or compatible when the
+   two are scoped to different cases; so does sharing under 30 % of the units;
+5. advice scoped to different cases (conditions such as ``如果…`` / ``when …`` /
+   ``for …`` / ``…时`` that differ, or a threshold on one side only) → compatible;
+6. no shared aspect (no relational word in common, no two-unit block in common
+   after the opening) → unrelated;
+7. a negation on one side only, of something the other says → contradicts;
+8. at most two differing spans, each a value on both sides inside the
+   prescription (after a relational word, or next to a shared verb:
+   ``周报[按最近7天滚动窗口]统计[销售额]``), the same relational words → contradicts;
+9. anything else → unsure.
+
+``contradicts`` is the precise answer (a wrong one demotes a good memory): the
+labelled pairs in ``tests/unit_tests/data/claim_pairs_{tuning,heldout}.jsonl``
+measure it (``tests/unit_tests/test_claims.py``).
+
+Example:
+    >>> relation("用户偏好用Java写后端服务。", "用户偏好用Python写后端服务。")
+    'contradicts'
+    >>> relation("用户纠正（任务：生成本周的销售周报）：周报只统计本周一到周日的数据",
+    ...          "用户纠正（任务：生成本周的销售周报）：金额要用含税价")
+    'unrelated'
+    >>> relation("Use pandas for files under 10k rows.", "Use duckdb for files over 10k rows.")
+    'compatible'
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Sequence
+from difflib import Match, SequenceMatcher
+from functools import cached_property, lru_cache
+from typing import Literal
+
+from langchain_hindsight._statements import (
+    COMPARISON_PATTERNS,
+    CONDITION_PATTERNS,
+    NEG,
+    Unit,
+    normal_text,
+    parse_template,
+    script_of,
+    statement,
+    units_of,
+)
+
+__all__ = ["Claim", "Relation", "claim_of", "relation", "relation_of", "statement"]
+
+Relation = Literal["same", "contradicts", "compatible", "unrelated", "unsure"]
+"""How two statements relate (see :func:`relation`)."""
+
+
+def _condition_key(span: str) -> frozenset[str]:
+    return frozenset(u.text for u in units_of(span))
+
+
+class Claim:
+    """One statement as the rules see it (parsed once, compared many times).
+
+    Attributes:
+        text: The text as given.
+        body: :func:`statement` of it (our templates' fixed parts removed).
+        template: The template it was made from (``"rule_error_fix"`` …), or ``None``.
+        fields: That template's statement fields (run-specific ones dropped).
+    """
+
+    __slots__ = ("__dict__", "body", "fields", "template", "text")
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.template, self.fields = parse_template(text)
+        self.body = statement(text)
+
+    @cached_property
+    def units(self) -> tuple[Unit, ...]:
+        """The body's units: English stems, Chinese characters, literals whole, negations as ``¬``."""
+        return units_of(self.body)
+
+    @cached_property
+    def key(self) -> tuple[str, ...]:
+        """The units as strings: equal keys are the same statement."""
+        return tuple(u.text for u in self.units)
+
+    @cached_property
+    def script(self) -> str:
+        """``"cjk"``, ``"latin"`` or ``"none"`` (see :func:`relation`)."""
+        return script_of(self.units)
+
+    @cached_property
+    def _scope(self) -> tuple[frozenset[frozenset[str]], bool]:
+        text = self.body
+        spans = [m.group() for p in CONDITION_PATTERNS for m in p.finditer(text) if m.end() > m.start()]
+        thresholds = [m.group() for p in COMPARISON_PATTERNS for m in p.finditer(text)]
+        return frozenset(_condition_key(s) for s in spans + thresholds) - {frozenset()}, bool(thresholds)
+
+    @property
+    def conditions(self) -> frozenset[frozenset[str]]:
+        """The spans that say when the advice applies (each as a set of units)."""
+        return self._scope[0]
+
+    @property
+    def has_threshold(self) -> bool:
+        """Whether a threshold ("under 10k rows") limits the advice."""
+        return self._scope[1]
+
+
+@lru_cache(maxsize=4096)
+def claim_of(text: str) -> Claim:
+    """The :class:`Claim` of ``text`` (cached: the same texts are compared again and again)."""
+    return Claim(text)
+
+
+# ---------------------------------------------------------------- the rule
+def relation(a: str, b: str) -> Relation:
+    """How statement ``b`` relates to statement ``a`` (symmetric); see the module docstring.
+
+    Args:
+        a: A memory's content (or any statement).
+        b: Another memory's content, or a user's correction.
+
+    Example:
+        >>> relation("weekly report covers the last 7 days", "the weekly report covers Monday to Sunday only")
+        'contradicts'
+        >>> relation("客户甲公司希望通过邮件联系。", "客户乙公司希望通过邮件联系。")
+        'unrelated'
+        >>> relation("Read the ERP export with encoding='gbk'.", "read the ERP export with encoding=gbk")
+        'same'
+    """
+    return relation_of(claim_of(a), claim_of(b))
+
+
+def relation_of(a: Claim, b: Claim) -> Relation:
+    """:func:`relation` of two parsed claims."""
+    if a.template is not None and a.template == b.template:
+        structured = _same_template(a, b)
+        if structured is not None:
+            return structured
+    return _free(a, b)
+
+
+_ARG = re.compile(r"([A-Za-z_][\w.]*)\s*=\s*('[^']*'|\"[^\"]*\"|[^,，、]+)")
+
+
+def _args(text: str) -> dict[str, str]:
+    return {k: v.strip().strip("'\"").lower() for k, v in _ARG.findall(unicodedata.normalize("NFKC", text))}
+
+
+_PATHLIKE = re.compile(r"(?:[\w.-]*[/\\])+[\w.-]+|\b[\w-]+\.(?:csv|xlsx?|json|txt|parquet|tsv|log|xml|pdf)\b")
+
+
+def _error_kind(text: str) -> str:
+    head = unicodedata.normalize("NFKC", text).split(":", 1)[0].strip().lower()
+    return _PATHLIKE.sub("<path>", head)
+
+
+def _same_template(a: Claim, b: Claim) -> Relation | None:
+    """Two lessons made from the same rule template, compared field by field (``None``: read them as text)."""
+    fa, fb = a.fields, b.fields
+    if a.template == "rule_error_fix":
+        if normal_text(fa.get("tool", "")).lower() != normal_text(fb.get("tool", "")).lower():
+            return "unrelated"
+        fixed_a, fixed_b = _args(fa.get("fixed", "")), _args(fb.get("fixed", ""))
+        if fixed_a == fixed_b:
+            return "same"
+        if not fixed_a or not fixed_b or not set(fixed_a) & set(fixed_b):
+            return "compatible"  # the same tool, a different parameter fixed
+        same_case = _args(fa.get("failed", "")) == _args(fb.get("failed", "")) and _error_kind(
+            fa.get("error", "")
+        ) == _error_kind(fb.get("error", ""))
+        return "contradicts" if same_case else "unsure"
+    if a.template in ("rule_unstable_fixed", "rule_unstable_failed"):
+        same_tool = normal_text(fa.get("tool", "")).lower() == normal_text(fb.get("tool", "")).lower()
+        return "same" if same_tool else "unrelated"
+    return None
+
+
+def _complementary(a: Claim, b: Claim) -> bool:
+    """Advice for different cases: both scoped and the scopes differ, or a threshold on one side only."""
+    if a.conditions == b.conditions:
+        return False
+    return bool(a.conditions and b.conditions) or a.has_threshold != b.has_threshold
+
+
+def _content(units: Sequence[Unit]) -> list[Unit]:
+    return [u for u in units if u.text != NEG]
+
+
+_EARLY = 0.25
+"""Without a relational word to go by, a difference in the first quarter of a statement names another subject."""
+_MIN_SHARED = 0.3
+"""Two statements that share less than this share of the shorter one's units are about different things."""
+_MAX_VALUE_HUNKS = 2
+"""At most this many differing spans still read as "the same frame, other values" (more is a different statement)."""
+
+
+_CHOICE_VERBS = frozenset({"use", "prefer", "choose", "pick", "用", "使", "采", "改"})
+"""Verbs whose object is the prescription itself (``Use tabs …``): every other leading verb or preposition
+(``Round amounts to …``, ``给项目…``, ``在测试环境…``) opens the subject, not the prescription."""
+
+
+def _first_relational(units: Sequence[Unit]) -> int | None:
+    """Where the prescription begins: the first relational word (a leading one only if it is a choice verb)."""
+    for i, u in enumerate(units):
+        if u.relational and (i > 0 or u.text in _CHOICE_VERBS):
+            return i
+    return None
+
+
+def _subject_hunk(a: Sequence[Unit], b: Sequence[Unit], i1: int, j1: int) -> bool:
+    """Whether a difference at ``a[i1]`` / ``b[j1]`` comes before the prescription: another subject."""
+    if i1 == 0 or j1 == 0:
+        return True
+    rel_a, rel_b = _first_relational(a), _first_relational(b)
+    if rel_a is not None and rel_b is not None:
+        return i1 < rel_a and j1 < rel_b
+    return i1 / len(a) < _EARLY and j1 / len(b) < _EARLY
+
+
+def _free(a: Claim, b: Claim) -> Relation:
+    """The rule on two statements' text (see the module docstring)."""
+    ua, ub = a.units, b.units
+    if not ua or not ub:
+        return "unsure"
+    if a.key == b.key:
+        return "same"
+    if a.script != b.script and "none" not in (a.script, b.script):
+        return "unsure"  # a Chinese and an English statement: no dictionary to compare them with
+    matcher = SequenceMatcher(None, a.key, b.key, autojunk=False)
+    blocks = [blk for blk in matcher.get_matching_blocks() if blk.size]
+    if not blocks:
+        return "unrelated"
+    hunks = [op for op in matcher.get_opcodes() if op[0] != "equal"]
+    substantive = [h for h in hunks if _content(ua[h[1] : h[2]]) or _content(ub[h[3] : h[4]])]
+    matched = sum(blk.size for blk in blocks)
+    # 1. one side only adds: an elaboration, unless what it adds is a negation ("…而不是李经理", "never …")
+    if all(i1 == i2 for _t, i1, i2, _j1, _j2 in hunks) or all(j1 == j2 for _t, _i1, _i2, j1, j2 in hunks):
+        added = [u for _t, i1, i2, j1, j2 in hunks for u in (*ua[i1:i2], *ub[j1:j2])]
+        if any(u.text == NEG for u in added):
+            return "contradicts"
+        return "compatible"
+    if matched / min(len(ua), len(ub)) < _MIN_SHARED:
+        return "compatible" if _complementary(a, b) else "unrelated"
+    # 2. a difference at the start, or before the prescription, names another subject
+    for _tag, i1, i2, j1, j2 in substantive:
+        starts_relational = (i2 > i1 and ua[i1].relational) or (j2 > j1 and ub[j1].relational)
+        if (i1 == 0 or j1 == 0 or not starts_relational) and _subject_hunk(ua, ub, i1, j1):
+            return "compatible" if _complementary(a, b) else "unrelated"
+    # 3. advice for different cases
+    if _complementary(a, b):
+        return "compatible"
+    # 4. the common frame must share an aspect: a relational word, or a shared two-unit block after the opening
+    frame = [ua[blk.a + k] for blk in blocks for k in range(blk.size)]
+    opening = blocks[0] if blocks[0].a == 0 and blocks[0].b == 0 else None
+    if not any(u.relational for u in frame) and not any(blk.size >= 2 for blk in blocks if blk is not opening):
+        return "unrelated"
+    # 5. a negation on one side only, of something the other says: "do X" / "never do X"
+    targets_a, targets_b = _negated(ua), _negated(ub)
+    if bool(targets_a) != bool(targets_b) and (targets_a & set(b.key) or targets_b & set(a.key)):
+        return "contradicts"
+    # 6. the same frame with other values: each differing span sits in the prescription, after a relational
+    #    word or between shared blocks ("用户偏好用[Java]写…", "周报[按最近7天…]统计[销售额]")
+    if len(substantive) > _MAX_VALUE_HUNKS or not any(i1 < i2 and j1 < j2 for _t, i1, i2, j1, j2 in substantive):
+        return "unsure"
+    if _first_relational(ua) is None and _first_relational(ub) is None:
+        return "unsure"  # no word says where the prescription begins: any span may be the subject
+    first_relational = _first_relational(ua)
+    first_relational = len(ua) if first_relational is None else first_relational
+    for _tag, i1, i2, j1, j2 in substantive:
+        if i1 < i2 and j1 < j2 and not (_values(ua[i1:i2]) and _values(ub[j1:j2])):
+            return "unsure"  # a function word for another ("to" / "through"): no value differs
+        rel_a = {u.text for u in ua[i1:i2] if u.relational}
+        rel_b = {u.text for u in ub[j1:j2] if u.relational}
+        if rel_a and rel_b and rel_a != rel_b:
+            return "unsure"  # another relation ("covers …" / "goes to …"): another aspect, perhaps
+        in_prescription = i1 > first_relational or (i1 < i2 and ua[i1].relational) or (j1 < j2 and ub[j1].relational)
+        if not in_prescription and not _between_shared(blocks, i1, i2):
+            return "unsure"
+    return "contradicts"
+
+
+def _values(units: Sequence[Unit]) -> list[Unit]:
+    """The units of a span that can be a value: not a negation, not a relational word."""
+    return [u for u in units if u.text != NEG and not u.relational]
+
+
+def _negated(units: Sequence[Unit]) -> set[str]:
+    """What each negation in ``units`` applies to: the first content unit after it that is not a relational word."""
+    out: set[str] = set()
+    for i, u in enumerate(units):
+        if u.text != NEG:
+            continue
+        for v in units[i + 1 : i + 4]:
+            if v.text != NEG and not v.relational:
+                out.add(v.text)
+                break
+    return out
+
+
+def _between_shared(blocks: Sequence[Match], i1: int, i2: int) -> bool:
+    """Whether a shared block of two units or more (not the opening) is next to ``[i1, i2)``: a shared verb."""
+    before = next((blk for blk in blocks if blk.a + blk.size == i1), None)
+    after = next((blk for blk in blocks if blk.a == i2), None)
+    return (before is not None and before.a > 0 and before.size >= 2) or (after is not None and after.size >= 2)

@@ -1,0 +1,284 @@
+"""What a text says, as the claim rule reads it: our templates' fixed parts stripped, then units.
+
+Base module under :mod:`langchain_hindsight._claims`. :func:`statement` removes the
+fixed text of the templates in :mod:`langchain_hindsight.prompts` that stored
+memories are made from (rule lessons, the user-correction template) and their
+run-specific fields; :func:`units_of` turns a statement into the units the rule
+aligns: English word stems, Chinese characters, literals such as ``utf-8-sig``
+whole, every negation word as :data:`NEG`, with filler and modal words dropped and
+relational words (``用``, ``按``, ``发给``, ``with``, ``is`` …) marked.
+"""
+
+from __future__ import annotations
+
+import re
+import string
+import unicodedata
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from langchain_hindsight._text import clean_feedback
+from langchain_hindsight.prompts import REFLECTION_EN, REFLECTION_ZH, REVIEW_EN, REVIEW_ZH
+
+__all__ = [
+    "COMPARISON_PATTERNS",
+    "CONDITION_PATTERNS",
+    "NEG",
+    "TEMPLATE_FIELDS",
+    "Unit",
+    "normal_text",
+    "parse_template",
+    "script_of",
+    "statement",
+    "units_of",
+]
+
+
+# ---------------------------------------------------------------- our templates' fixed parts
+TEMPLATE_FIELDS: Mapping[str, tuple[str, ...]] = {
+    # template attribute -> its run-specific fields (dropped: they are context, not the statement)
+    "rule_user_feedback": ("task",),
+    "rule_user_feedback_no_task": (),
+    "rule_error_fix": ("task",),
+    "rule_unstable_fixed": ("attempts",),
+    "rule_unstable_failed": ("attempts",),
+    "rule_avoid": (),
+    "rule_feature": ("total", "count"),
+    "rule_failures": ("total", "failed"),
+}
+"""Which of our templates a stored text may have been made from, and which of their fields are run-specific."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Template:
+    name: str
+    pattern: re.Pattern[str]
+    fields: tuple[str, ...]
+    dropped: frozenset[str]
+
+
+def normal_text(text: str) -> str:
+    return " ".join(unicodedata.normalize("NFKC", text).split())
+
+
+def _compile(name: str, template: str, dropped: Sequence[str]) -> _Template:
+    parts: list[str] = []
+    fields: list[str] = []
+    for literal, field_name, _spec, _conv in string.Formatter().parse(normal_text(template)):
+        parts.append(r"\s*".join(re.escape(piece) for piece in literal.split(" ")))
+        if field_name is not None:
+            fields.append(field_name)
+            parts.append(rf"(?P<{field_name}>.+?)")
+    body = "".join(parts).rstrip()
+    body = body.removesuffix(re.escape(".")).removesuffix(re.escape("。"))
+    return _Template(name, re.compile(rf"^\s*{body}\s*[.。]?\s*$", re.DOTALL), tuple(fields), frozenset(dropped))
+
+
+def _templates() -> tuple[_Template, ...]:
+    out: list[_Template] = []
+    for bundle in (REFLECTION_ZH, REFLECTION_EN, REVIEW_ZH, REVIEW_EN):
+        for name, dropped in TEMPLATE_FIELDS.items():
+            template = getattr(bundle, name, None)
+            if isinstance(template, str) and "{" in template:
+                out.append(_compile(name, template, dropped))
+    # longer fixed text first: "用户纠正（任务：…）：" before "用户纠正：…"
+    return tuple(sorted(out, key=lambda t: -len(t.pattern.pattern)))
+
+
+_TEMPLATES = _templates()
+
+
+def parse_template(text: str) -> tuple[str | None, dict[str, str]]:
+    normal = normal_text(text)
+    for template in _TEMPLATES:
+        m = template.pattern.match(normal)
+        if m is not None:
+            return template.name, {k: v.strip() for k, v in m.groupdict().items() if k not in template.dropped}
+    return None, {}
+
+
+def statement(text: str) -> str:
+    """``text`` without our templates' fixed parts and run-specific fields: what it says.
+
+    A user's turn loses the words that only say it is a correction (``不对，`` /
+    ``错了，`` / ``No,`` / ``Actually,``, as :func:`langchain_hindsight._text.clean_feedback`
+    reads them), so the raw turn compares like the stored correction.
+
+    Example:
+        >>> statement("用户纠正（任务：生成本周的销售周报）：金额要用含税价")
+        '金额要用含税价'
+        >>> statement("User correction (task: weekly report): amounts include tax.")
+        'amounts include tax'
+        >>> statement("不对，金额要用含税价"), statement("Actually, amounts include tax.")
+        ('金额要用含税价', 'amounts include tax.')
+        >>> statement("客户甲公司希望通过邮件联系。")
+        '客户甲公司希望通过邮件联系。'
+    """
+    name, fields = parse_template(text)
+    if name is None:
+        text = _LEAD_IN.sub("", clean_feedback(text) or text, count=1)
+        return text.strip()
+    return "，".join(v for v in fields.values() if v and v != "-")
+
+
+_LEAD_IN = re.compile(
+    r"^\s*(?:actually|in fact|well|hmm|sorry|其实|实际上|更正一下|纠正一下)\s*[,，:：]?\s*", re.IGNORECASE
+)
+
+
+# ---------------------------------------------------------------- units
+_CJK = "\u3400-\u4dbf\u4e00-\u9fff\u3040-\u30ff\uac00-\ud7af\uf900-\ufaff"
+_NEG_WORDS = (
+    rf"而不是|而非|不是|不要|不需要|不用|不必|无需|不能|不可|不得|不按|不再|别|禁止|避免|切勿|勿|不(?=[{_CJK}])"
+    r"|\bnot\b|\bnever\b|\bdon'?t\b|\bdoesn'?t\b|\bdo not\b|\bavoid\b|\bno longer\b|\binstead of\b|\brather than\b"
+    r"|\bno\b(?=\s+[a-z])"
+)
+_UNIT = re.compile(
+    rf"(?P<neg>{_NEG_WORDS})"
+    r"|(?P<lit>[a-z0-9]+(?:[-/+:._][a-z0-9]+)+)"
+    r"|(?P<word>[a-z0-9]+(?:'[a-z]+)?)"
+    rf"|(?P<cjk>[{_CJK}])",
+    re.IGNORECASE,
+)
+_EN_FILLER_WORDS = (
+    "a an the of this that these those it its please also just should must shall need needs always "
+    "will would can could may might 's s"
+)
+_EN_FILLER = frozenset(_EN_FILLER_WORDS.split())
+_ZH_FILLER = frozenset("的了地得之着呢吧啊呀嘛")
+_ZH_MODALS = re.compile(
+    r"需要|应该|应当|必须|务必|一定要|要(?!求)|需(?!求)|应(?!用|付|收|对|该)|总是|都|(?<![首优事原])先|只|仅|就|也|还|直接"
+)
+"""Modal and focus words: they mark advice as advice without changing what it prescribes (dropped like filler)."""
+_ANTONYMS: Mapping[str, str] = {
+    "exclude": "include",
+    "excludes": "include",
+    "excluding": "include",
+    "without": "with",
+    "disable": "enable",
+    "disabled": "enable",
+    "forbid": "allow",
+    "disallow": "allow",
+}
+"""English words read as a negation of their opposite (``exclude tax`` = ``¬ include tax``)."""
+_ZH_RELATIONAL = re.compile(
+    r"使用|采用|改用|改为|设为|设置为|设成|换成|按照|按(?!钮)|(?<![费信应作])用(?![户量途])"
+    r"|(?<![读获提选抽领采录争])取(?!消)|是(?!否)|(?<![因认成作])为(?!了)|希望|偏好|喜欢|倾向|发给|发送|发到|交给"
+    r"|保留|通过|安排在|走|计入|计价|写成|和|与|跟|在|给|以(?![上下内前后外])|统一|默认"
+)
+"""Chinese words that introduce a value (``用X``, ``按X``, ``发给X``, ``是X``): what follows is the prescription."""
+_EN_RELATIONAL_WORDS = (
+    "is are was were be been prefer prefers preferred use uses using used cover covers go goes went send sends sent "
+    "keep keeps round rounds store stores contact contacts ship ships export exports set sets meet meets run runs "
+    "pay pays list lists include includes put puts decode decodes load loads call calls read reads answer answers "
+    "with by via to as in on at from than into onto over under default defaults format formats group groups "
+    "compare compares due"
+)
+_EN_RELATIONAL = frozenset(_EN_RELATIONAL_WORDS.split())
+"""English words that introduce a value (``with X``, ``by X``, ``is X``, ``prefers X``)."""
+NEG = "¬"
+"""The unit every negation word becomes (``不要``, ``never``, ``而不是``, ``not``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Unit:
+    text: str
+    relational: bool
+    literal: bool
+
+
+def _stem(word: str) -> str:
+    if len(word) <= 3 or not word.isalpha():
+        return word
+    if word.endswith("ies") and len(word) > 4:
+        return word[:-3] + "y"
+    if word.endswith(("oes", "ches", "shes", "xes", "zes", "sses")):
+        return word[:-2]
+    if word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        return word[:-1]
+    return word
+
+
+def _proper(text: str, start: int) -> bool:
+    """A capitalised word inside a sentence is a name ("prefers Go"), not the verb it spells."""
+    return start > 0 and text[start].isupper() and text[:start].rstrip()[-1:] not in ("", ".", "!", "?", ";", ":")
+
+
+def units_of(text: str) -> tuple[Unit, ...]:
+    normal = unicodedata.normalize("NFKC", text)
+    lowered = normal.lower()
+    cased = normal if len(normal) == len(lowered) else lowered
+    relational = [False] * len(lowered)
+    for m in _ZH_RELATIONAL.finditer(lowered):
+        for i in range(*m.span()):
+            relational[i] = True
+    modal = [False] * len(lowered)
+    for m in _ZH_MODALS.finditer(lowered):
+        for i in range(*m.span()):
+            modal[i] = True
+    out: list[Unit] = []
+    for m in _UNIT.finditer(lowered):
+        kind, piece = m.lastgroup, m.group()
+        if kind == "neg":
+            if not out or out[-1].text != NEG:
+                out.append(Unit(NEG, False, False))
+        elif kind == "word" or kind == "lit":
+            if piece in _EN_FILLER:
+                continue
+            keyed = lowered[m.end() : m.end() + 1] == "="  # encoding='gbk': the key introduces a value
+            if piece in _ANTONYMS:
+                if not out or out[-1].text != NEG:
+                    out.append(Unit(NEG, False, False))
+                piece = _ANTONYMS[piece]
+            if kind == "lit":
+                out.append(Unit(piece.replace("'", ""), keyed, True))
+            else:
+                out.append(
+                    Unit(
+                        _stem(piece),
+                        keyed or (piece in _EN_RELATIONAL and not _proper(cased, m.start())),
+                        piece.isdigit(),
+                    )
+                )
+        elif piece not in _ZH_FILLER and not modal[m.start()]:
+            out.append(Unit(piece, relational[m.start()], False))
+    return tuple(out)
+
+
+def script_of(units: Sequence[Unit]) -> str:
+    cjk = sum(1 for u in units if len(u.text) == 1 and "\u3400" <= u.text <= "\uffff" and u.text != NEG)
+    latin = sum(1 for u in units if u.text.isascii() and u.text.isalpha())
+    if cjk >= 2 and cjk >= latin:
+        return "cjk"
+    return "latin" if latin else "none"
+
+
+# ---------------------------------------------------------------- conditions (when a piece of advice applies)
+_NUMBER = r"[\d一二两三四五六七八九十百千万亿][\d.,一二两三四五六七八九十百千万亿]*"
+CONDITION_PATTERNS: tuple[re.Pattern[str], ...] = tuple(
+    re.compile(p, re.IGNORECASE)
+    for p in (
+        # a leading clause that scopes the advice: "If …,", "When …,", "For weekdays,", "On Windows,"
+        r"^\s*(?:if|when|whenever|unless|once|for|on|in|under|over|after|before|while)\b[^,;:，；：。]{1,80}[,;:，；：]",
+        # an inline clause: "… when the API returns 429", "… for files under 10k rows"
+        r"\b(?:if|when|whenever|unless|for)\b[^,;:，；：。]{1,60}",
+        # 如果… / 当… / 对于… / 遇到… / 在…环境 at the start of the sentence or after a clause break
+        r"(?:^|(?<=[，,；;。]))\s*(?:如果|若|假如|要是|当|对于|针对|遇到)[^，,；;。]{1,30}",
+        r"(?:^|(?<=[，,；;。]))\s*在[^，,；;。]{1,12}?(?:环境|平台|系统|上|下|中|里)",
+        # "…时" / "…的时候" clauses (not 小时, 同时, 实时, 超时, 时间 …)
+        r"(?:^|(?<=[，,；;。]))[^，,；;。]{1,30}?(?<![小同及实按准临定适历超])(?:的时候|时)(?![间区刻长段效])",
+    )
+)
+"""Spans that say *when* a piece of advice applies; two memories whose spans differ are complementary."""
+
+COMPARISON_PATTERNS: tuple[re.Pattern[str], ...] = tuple(
+    re.compile(p, re.IGNORECASE)
+    for p in (
+        rf"\b(?:under|over|above|below|less than|more than|fewer than|greater than|at least|at most|up to|"
+        rf"larger than|smaller than|bigger than|older than|newer than|exceeding|beyond|within)\s+"
+        rf"(?:the\s+)?(?:last\s+|past\s+)?{_NUMBER}\s*[a-z%]*",
+        rf"(?:少于|小于|低于|不足|不到|超过|大于|高于|多于|不少于|不超过|至少|最多|以内)\s*{_NUMBER}\s*[^\s，,。；;\d]{{0,3}}",
+        rf"{_NUMBER}\s*[^\s，,。；;\d]{{0,3}}?(?:以上|以下|以内|之内|以前|之前|以后|之后|以外)",
+    )
+)
+"""Thresholds ("under 10k rows", "超过1万行", "7天以前"): a threshold on one side only still scopes that advice."""
