@@ -10,6 +10,8 @@ The tree::
     │   └── UninformativeMemoryError                      its content carries no information ("ok", "好", "👍")
     ├── MemoryNotFoundError(HindsightError, KeyError)    no such memory id in the namespace
     ├── RunNotFoundError(HindsightError, KeyError)       no such run in the journal
+    ├── FeedbackNotFoundError(HindsightError, LookupError) the run has no feedback to undo
+    │   └── FeedbackAlreadyUndoneError                    every feedback of the run is already undone
     ├── StoreLockedError(HindsightError, RuntimeError)   another process holds the directory
     ├── StoreClosedError(HindsightError, RuntimeError)   the store was closed
     ├── StoreError(HindsightError, RuntimeError)         the backend failed (chained cause)
@@ -29,6 +31,8 @@ __all__ = [
     "ConfigurationError",
     "EmbedderMismatchError",
     "EmbeddingError",
+    "FeedbackAlreadyUndoneError",
+    "FeedbackNotFoundError",
     "HindsightError",
     "InvalidMemoryError",
     "MemoryNotFoundError",
@@ -73,6 +77,14 @@ class RunNotFoundError(HindsightError, KeyError):
 
     def __str__(self) -> str:
         return str(self.args[0]) if self.args else ""
+
+
+class FeedbackNotFoundError(HindsightError, LookupError):
+    """The run has no feedback ``undo_feedback`` could revert (none given, or journaled before its effects were)."""
+
+
+class FeedbackAlreadyUndoneError(FeedbackNotFoundError):
+    """Every feedback entry of the run was already undone: undoing twice changes nothing."""
 
 
 class StoreLockedError(HindsightError, RuntimeError):

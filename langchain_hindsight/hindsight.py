@@ -17,13 +17,15 @@ Example:
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any, Literal
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Literal, Unpack
 from urllib.parse import urlsplit
 
 from langchain_core.callbacks import BaseCallbackHandler
 
-from langchain_hindsight.adapters.graph import with_hindsight
+from langchain_hindsight.adapters.graph import OutcomeFn, with_hindsight
 from langchain_hindsight.adapters.middleware import HindsightMiddleware
+from langchain_hindsight.capture.messages import Placement
 from langchain_hindsight.capture.recorder import TrajectoryRecorder
 from langchain_hindsight.errors import ConfigurationError
 from langchain_hindsight.prompts import Locale
@@ -31,11 +33,12 @@ from langchain_hindsight.recall.injection import DEFAULT_MAX_LINE_CHARS, DEFAULT
 from langchain_hindsight.recall.retriever import HindsightRetriever
 from langchain_hindsight.reflection.background import BackgroundReflector
 from langchain_hindsight.reflection.reflector import Reflector
+from langchain_hindsight.session.config import AdapterOptions
 from langchain_hindsight.session.loop import ErrorPolicy, FeedbackResult, HindsightSession, SessionConfig
 from langchain_hindsight.sharing.access import ScopedMemory
 from langchain_hindsight.sharing.principals import AccessPolicy, Principal, resolve_principal
 from langchain_hindsight.sharing.retriever import ScopedRetriever
-from langchain_hindsight.store.journal import RunJournal
+from langchain_hindsight.store.journal import RunJournal, RunRecord
 from langchain_hindsight.store.memory_store import MemoryStore
 from langchain_hindsight.store.writes import LLMWriteJudge, WriteJudge
 from langchain_hindsight.types import ScoredMemory
@@ -93,7 +96,9 @@ class Hindsight:
         task_type: A fixed task type for recall and reflection; ``None`` infers it
             from each task's text.
         min_relevance: Relevance floor for recall (nothing relevant → no block);
-            ``"default"`` keeps the retriever's floor, ``None`` switches it off.
+            ``"default"`` keeps the retriever's floor (the calibrated ``"auto"`` rule unless
+            the retriever was given another), ``"auto"`` the calibrated rule, a number an
+            absolute floor on the fused relevance, ``None`` switches it off.
         locale: ``"zh"`` (default) or ``"en"``.
         max_lines: At most this many memory lines in the ``[相关经验]`` block.
         max_line_chars: At most this many characters of one memory's text in the block; a
@@ -150,7 +155,7 @@ class Hindsight:
         namespace: str = "default",
         k: int = 5,
         task_type: str | None = None,
-        min_relevance: float | Literal["default"] | None = "default",
+        min_relevance: float | Literal["default", "auto"] | None = "default",
         locale: Locale = "zh",
         max_lines: int = DEFAULT_MAX_LINES,
         max_line_chars: int = DEFAULT_MAX_LINE_CHARS,
@@ -263,15 +268,43 @@ class Hindsight:
         return self.session.locale
 
     # ------------------------------------------------------------------ adapters
-    def middleware(self, **options: Any) -> HindsightMiddleware:
-        """``HindsightMiddleware(self, **options)`` for ``create_agent``."""
-        return HindsightMiddleware(self, **options)
+    def middleware(
+        self,
+        *,
+        namespace: str | None = None,
+        placement: Placement = "task_message",
+        max_pending: int = 1024,
+        **options: Unpack[AdapterOptions],
+    ) -> HindsightMiddleware:
+        """``HindsightMiddleware(self, ...)`` for ``create_agent`` (the same keywords, typed)."""
+        return HindsightMiddleware(self, namespace=namespace, placement=placement, max_pending=max_pending, **options)
 
     def wrap(
-        self, graph: CompiledStateGraph[Any, Any, Any, Any], **options: Any
+        self,
+        graph: CompiledStateGraph[Any, Any, Any, Any],
+        *,
+        namespace: str | None = None,
+        input_key: str = "messages",
+        block_key: str | None = None,
+        output_key: str | None = None,
+        outcome: OutcomeFn | None = None,
+        placement: Placement = "task_message",
+        name: str | None = None,
+        **options: Unpack[AdapterOptions],
     ) -> CompiledStateGraph[Any, Any, Any, Any]:
-        """``with_hindsight(graph, self, **options)``: the graph with this bundle's recall and reflection."""
-        return with_hindsight(graph, self, **options)
+        """``with_hindsight(graph, self, ...)``: the graph with this bundle's recall and reflection (typed keywords)."""
+        return with_hindsight(
+            graph,
+            self,
+            namespace=namespace,
+            input_key=input_key,
+            block_key=block_key,
+            output_key=output_key,
+            outcome=outcome,
+            placement=placement,
+            name=name,
+            **options,
+        )
 
     def memory(self, **options: Any) -> HindsightMemory:
         """``HindsightMemory(self, **options)`` for classic chains (needs the ``classic`` extra)."""
@@ -289,13 +322,37 @@ class Hindsight:
         return [self.recorder]
 
     # ------------------------------------------------------------------ recall and feedback
-    def recall(self, query: str, **kwargs: Any) -> list[ScoredMemory]:
-        """``retriever.recall(query, ...)``: scored memories with their breakdowns."""
-        return self.retriever.recall(query, **kwargs)
+    def recall(
+        self,
+        query: str,
+        *,
+        k: int | None = None,
+        task_type: str | None = None,
+        namespace: str | None = None,
+        now: datetime | None = None,
+    ) -> list[ScoredMemory]:
+        """``retriever.recall(query, ...)``: scored memories with their breakdowns, best first.
 
-    async def arecall(self, query: str, **kwargs: Any) -> list[ScoredMemory]:
+        Args:
+            query: The task description.
+            k: At most this many (default: this bundle's ``k``).
+            task_type: The task type to score against (default: fixed, else inferred from ``query``).
+            namespace: The namespace to recall from (default: the store's).
+            now: The clock for time decay (aware datetime); defaults to now.
+        """
+        return self.retriever.recall(query, k=k, task_type=task_type, namespace=namespace, now=now)
+
+    async def arecall(
+        self,
+        query: str,
+        *,
+        k: int | None = None,
+        task_type: str | None = None,
+        namespace: str | None = None,
+        now: datetime | None = None,
+    ) -> list[ScoredMemory]:
         """Async :meth:`recall`."""
-        return await self.retriever.arecall(query, **kwargs)
+        return await self.retriever.arecall(query, k=k, task_type=task_type, namespace=namespace, now=now)
 
     def feedback(
         self,
@@ -308,10 +365,12 @@ class Hindsight:
         """Apply a user's verdict on a run to the memories that run used.
 
         ``success=False`` means the user says the result was wrong: the success
-        credit the run gave is taken back and the served memories are rejected
-        (confidence × 0.5). ``success=True`` credits them (+0.05) once per run. A
-        ``comment`` with ``success`` not ``True`` becomes a new ``user_feedback``
-        memory (high trust) for the run's task. Everything is recorded in the journal.
+        credit the run gave is taken back. A ``comment`` with ``success`` not
+        ``True`` becomes a new ``user_feedback`` memory (high trust) for the run's
+        task, which supersedes only the served memories it contradicts; without a
+        comment the served memories get the failure debit (never a user's own
+        correction). ``success=True`` credits them (+0.05) once per run. Every
+        change is journaled with its reason; :meth:`undo_feedback` reverts it.
 
         With a ``principal``, the run is looked up in its own journal and only its
         own memories change (shared ones it was served are left as they are).
@@ -333,6 +392,31 @@ class Hindsight:
     ) -> FeedbackResult:
         """Async :meth:`feedback`."""
         return await self.session.afeedback(run_id, success=success, comment=comment, namespace=self._own(namespace))
+
+    def undo_feedback(self, run_id: str, *, namespace: str | None = None) -> RunRecord:
+        """Revert exactly what the run's newest feedback did (see :meth:`HindsightSession.undo_feedback`).
+
+        Confidences and statuses come back as the journal recorded them, a memory
+        the correction superseded is active again, the correction it created is
+        archived (restorable), the run's credit is restored; the undo is journaled.
+
+        Example:
+            .. code-block:: python
+
+                hs.feedback(run_id, success=False, comment="不对，周报只统计本周一到周日")
+                hs.undo_feedback(run_id)   # as if the comment had never been given
+
+        Raises:
+            RunNotFoundError: the journal has no such run.
+            FeedbackNotFoundError: the run has no feedback to undo.
+            FeedbackAlreadyUndoneError: its feedback is already undone (nothing changed).
+            AccessDeniedError: ``namespace`` is not the principal's own.
+        """
+        return self.session.undo_feedback(run_id, namespace=self._own(namespace))
+
+    async def aundo_feedback(self, run_id: str, *, namespace: str | None = None) -> RunRecord:
+        """Async :meth:`undo_feedback`."""
+        return await self.session.aundo_feedback(run_id, namespace=self._own(namespace))
 
     def _own(self, namespace: str | None) -> str | None:
         """The namespace a feedback call may act on: any without a principal, else only the principal's own."""

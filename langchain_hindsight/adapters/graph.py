@@ -16,7 +16,7 @@ keys, the second reflects on the run and credits the served memories.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any, TypeGuard
+from typing import Any, TypeGuard, Unpack
 
 from langchain_core.messages import BaseMessage
 from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
@@ -33,6 +33,7 @@ from langchain_hindsight.capture.messages import (
     trajectory_from_messages,
 )
 from langchain_hindsight.errors import ConfigurationError
+from langchain_hindsight.session.config import AdapterOptions
 from langchain_hindsight.session.loop import Served, new_run_id
 from langchain_hindsight.session.source import SessionSource, session_for
 from langchain_hindsight.types import Outcome, Step, Trajectory
@@ -135,7 +136,7 @@ def recall_node(
     block_key: str = "experience",
     served_key: str | None = "hindsight_served",
     name: str = "hindsight_recall",
-    **options: Any,
+    **options: Unpack[AdapterOptions],
 ) -> StateNode:
     """A node that recalls experience for the task in ``state[input_key]`` (sync and async).
 
@@ -197,7 +198,7 @@ def reflect_node(
     served_key: str | None = "hindsight_served",
     outcome: OutcomeFn | None = None,
     name: str = "hindsight_reflect",
-    **options: Any,
+    **options: Unpack[AdapterOptions],
 ) -> StateNode:
     """A node that learns from the finished task and credits the memories it was served (sync and async).
 
@@ -266,7 +267,7 @@ def with_hindsight(
     outcome: OutcomeFn | None = None,
     placement: Placement = "task_message",
     name: str | None = None,
-    **options: Any,
+    **options: Unpack[AdapterOptions],
 ) -> CompiledStateGraph[Any, Any, Any, Any]:
     """Your compiled graph, recalling experience before each task and learning after it.
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Unpack
 
 from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest, ModelResponse
 from langchain_core.messages import AIMessage, BaseMessage
@@ -27,6 +27,7 @@ from langchain_hindsight.capture.messages import (
     trajectory_from_messages,
 )
 from langchain_hindsight.errors import ConfigurationError
+from langchain_hindsight.session.config import AdapterOptions
 from langchain_hindsight.session.loop import HindsightSession, Served, new_run_id
 from langchain_hindsight.session.source import SessionSource, session_for
 
@@ -87,7 +88,7 @@ class HindsightMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         namespace: str | None = None,
         placement: Placement = "task_message",
         max_pending: int = 1024,
-        **options: Any,
+        **options: Unpack[AdapterOptions],
     ) -> None:
         super().__init__()
         check_placement(placement)

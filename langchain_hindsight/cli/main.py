@@ -14,12 +14,12 @@ that agent: ``search``, ``show``, ``history``, ``stats``, ``runs``, ``explain``,
 default; ``--namespace`` picks another readable one, ``--all`` means all of
 them); ``forget`` deletes its own memories and every copy it published; the
 operator commands (``maintain``, ``review``, ``import``, ``restore``,
-``reembed``) refuse it.
+``reembed``, ``undo-feedback``) refuse it.
 
 Exit codes: 0 ok, 1 error (the store or server failed, or an unexpected error),
-2 usage (bad arguments or input), 3 not found (memory, run, file, a store path
-that does not exist or holds no store — only ``import`` creates a store — or a
-``--namespace`` the store does not hold), 4 store locked by another
+2 usage (bad arguments or input), 3 not found (memory, run, file, a run's feedback
+to undo, a store path that does not exist or holds no store — only ``import``
+creates a store — or a ``--namespace`` the store does not hold), 4 store locked by another
 process, 5 access denied (the principal has no grant for it). Every error is one
 line on stderr, never a traceback. Tables go to stdout, progress of long
 operations to stderr; text from the store is shown with control, escape and
@@ -45,6 +45,7 @@ from langchain_hindsight.cli._output import days, one_line, positive_int, safe
 from langchain_hindsight.errors import (
     AccessDeniedError,
     ConfigurationError,
+    FeedbackNotFoundError,
     HindsightError,
     InvalidMemoryError,
     MemoryNotFoundError,
@@ -57,7 +58,7 @@ __all__ = ["EXIT_DENIED", "EXIT_ERROR", "EXIT_LOCKED", "EXIT_NOT_FOUND", "EXIT_O
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_NOT_FOUND, EXIT_LOCKED, EXIT_DENIED = 0, 1, 2, 3, 4, 5
 
-_OPERATOR_ONLY = frozenset({"maintain", "review", "import", "restore", "reembed"})
+_OPERATOR_ONLY = frozenset({"maintain", "review", "import", "restore", "reembed", "undo-feedback"})
 """Commands that change or rewrite a whole store: never run as a principal."""
 
 
@@ -160,6 +161,8 @@ def _parser(words: Sequence[str] = ()) -> argparse.ArgumentParser:
     p.add_argument("memory_id", nargs="*")
     p.add_argument("--all", action="store_true", help="the whole --namespace (needs --yes)")
     p.add_argument("--yes", action="store_true")
+    p = add("undo-feedback", "feedback:undo_feedback", "revert exactly what a user's feedback on a run did")
+    p.add_argument("run_id")
     p = add("restore", "maintenance:restore", "bring archived memories back")
     p.add_argument("memory_id", nargs="+")
     p = add("reembed", "maintenance:reembed", "re-embed every memory (every namespace unless --namespace)")
@@ -209,7 +212,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except AccessDeniedError as e:
         print(f"hindsight: access denied: {one_line(str(e))}", file=sys.stderr)
         return EXIT_DENIED
-    except (MemoryNotFoundError, RunNotFoundError) as e:
+    except (MemoryNotFoundError, RunNotFoundError, FeedbackNotFoundError) as e:
         print(f"hindsight: {one_line(str(e))}", file=sys.stderr)
         return EXIT_NOT_FOUND
     except (ConfigurationError, InvalidMemoryError) as e:

@@ -35,7 +35,11 @@ logger = logging.getLogger(__name__)
 
 
 def search(args: argparse.Namespace) -> int:
-    """``hindsight search QUERY``: the best k memories with their relevance (below the serving floor too)."""
+    """``hindsight search QUERY``: the best k memories with their relevance (below the serving floor too).
+
+    Each result says whether the default floor (``min_relevance="auto"``) would serve it: its
+    ``floor_margin`` (in the breakdown) is at least 0, the same test the retriever applies.
+    """
     scored = _from_snapshot(args)
     shared = False
     if scored is None:
@@ -49,7 +53,13 @@ def search(args: argparse.Namespace) -> int:
     if args.json:
         emit_json(
             [
-                {"memory": m.memory, "score": m.score, "similarity": m.similarity, "breakdown": m.breakdown}
+                {
+                    "memory": m.memory,
+                    "score": m.score,
+                    "similarity": m.similarity,
+                    "served": _served(m),
+                    "breakdown": m.breakdown,
+                }
                 for m in scored
             ]
         )
@@ -57,11 +67,27 @@ def search(args: argparse.Namespace) -> int:
     rows = []
     for i, m in enumerate(scored, start=1):
         u = m.memory
-        row = [i, f"{m.score:.3f}", f"{m.similarity:.3f}", f"{u.score_confidence:.2f}", u.task_type, u.memory_id]
+        row = [i, f"{m.score:.3f}", f"{m.similarity:.3f}", "yes" if _served(m) else "no"]
+        row += [f"{u.score_confidence:.2f}", u.task_type, u.memory_id]
         rows.append([*row, *([u.namespace] if shared else []), clip(u.content)])
-    headers = ["#", "score", "sim", "conf", "task_type", "memory_id", *(["namespace"] if shared else []), "content"]
+    headers = [
+        "#",
+        "score",
+        "sim",
+        "served",
+        "conf",
+        "task_type",
+        "memory_id",
+        *(["namespace"] if shared else []),
+        "content",
+    ]
     print(table(headers, rows) if rows else "no match")
     return 0
+
+
+def _served(scored: ScoredMemory) -> bool:
+    """Whether the retriever's default floor would serve this result (the engine's ``floor_margin``)."""
+    return scored.breakdown.get("floor_margin", 0.0) >= 0.0
 
 
 def _from_snapshot(args: argparse.Namespace) -> list[ScoredMemory] | None:

@@ -36,7 +36,7 @@ from langchain_hindsight._safety import clean_text
 from langchain_hindsight._text import informative
 from langchain_hindsight.errors import ConfigurationError
 from langchain_hindsight.recall.fusion import Fusion, FusionWeights, fusion_weights_for
-from langchain_hindsight.recall.ranking import DEFAULT_MIN_RELEVANCE, ScriptCache, rank_candidates
+from langchain_hindsight.recall.ranking import AUTO_FLOOR, FloorRule, MinRelevance, ScriptCache, rank_candidates
 from langchain_hindsight.recall.scoring import ScoringWeights
 from langchain_hindsight.recall.task_type import CLASSIFY_MAX_CHARS, TaskClassifier, pick_label, resolve_task_type
 from langchain_hindsight.taxonomy import TaskTypeVocabulary
@@ -93,7 +93,11 @@ class RecallSettings:
         extra_namespaces: Namespaces recalled with it in the same call, in order.
         weights: The scoring weights.
         min_score: Drop memories whose weighted score is below this.
-        min_relevance: The relevance floor; ``None`` disables it.
+        min_relevance: The relevance floor (:data:`~langchain_hindsight.recall.ranking.MinRelevance`):
+            ``"auto"`` (default) applies :data:`~langchain_hindsight.recall.ranking.AUTO_FLOOR`, a
+            number is an absolute floor on the fused relevance, a
+            :class:`~langchain_hindsight.recall.ranking.FloorRule` is applied as given, ``None``
+            disables it.
         infer_task_type: ``False``: no inference (no task-type bonus unless a task type is given).
         classifier: Asked when the keyword rules recognise nothing (already a callable:
             :func:`~langchain_hindsight.recall.task_type.as_classifier` wraps a chat model).
@@ -110,7 +114,7 @@ class RecallSettings:
     extra_namespaces: tuple[str, ...] = ()
     weights: ScoringWeights = field(default_factory=ScoringWeights)
     min_score: float = 0.0
-    min_relevance: float | None = DEFAULT_MIN_RELEVANCE
+    min_relevance: MinRelevance | FloorRule = "auto"
     infer_task_type: bool = True
     classifier: TaskClassifier | None = None
     fusion: Fusion = "convex_idf"
@@ -215,7 +219,7 @@ def recall(
         ),
         weights=settings.weights,
         min_score=settings.min_score,
-        min_relevance=settings.min_relevance,
+        min_relevance=AUTO_FLOOR if isinstance(settings.min_relevance, str) else settings.min_relevance,
         now=when,
         scripts={} if scripts is None else scripts,
     )

@@ -10,7 +10,10 @@ One recall (similarity is one factor among several):
    vectors, so every candidate has both signals;
 4. :func:`~langchain_hindsight.recall.ranking.rank_candidates` fuses the two signals
    into one relevance in [0, 1] and drops candidates below the relevance floor
-   (``min_relevance``), so an unrelated task gets nothing (and the adapters inject no block);
+   (``min_relevance``: by default the calibrated rule
+   :data:`~langchain_hindsight.recall.ranking.AUTO_FLOOR`, which judges each candidate's
+   cosine and lexical share per script pair), so an unrelated task gets nothing (and the
+   adapters inject no block);
 5. it then adds the weighted score (:func:`~langchain_hindsight.recall.scoring.score_memory`,
    computed for all candidates at once by :func:`~langchain_hindsight.recall.scoring.score_many`):
    task type, confidence, access heat, source and time decay; the best ``k`` are returned.
@@ -43,7 +46,7 @@ import threading
 from collections import deque
 from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
@@ -58,7 +61,14 @@ from langchain_hindsight.prompts import Locale, get_templates
 from langchain_hindsight.recall.engine import Recalled, RecallResult, RecallSettings, resolve_task
 from langchain_hindsight.recall.engine import recall as engine_recall
 from langchain_hindsight.recall.fusion import Fusion, FusionWeights, fuse
-from langchain_hindsight.recall.ranking import DEFAULT_LOW_RELEVANCE, DEFAULT_MIN_RELEVANCE, ScriptCache
+from langchain_hindsight.recall.ranking import (
+    AUTO_FLOOR,
+    DEFAULT_LOW_RELEVANCE,
+    DEFAULT_MIN_RELEVANCE,
+    FloorRule,
+    LowRelevance,
+    ScriptCache,
+)
 from langchain_hindsight.recall.scoring import ScoringWeights
 from langchain_hindsight.recall.task_type import TaskClassifier, as_classifier
 from langchain_hindsight.store.memory_store import MemoryStore
@@ -66,8 +76,10 @@ from langchain_hindsight.store.snapshot import StoreSnapshot
 from langchain_hindsight.types import ScoredMemory, Served, TaskTypeSource
 
 __all__ = [
+    "AUTO_FLOOR",
     "DEFAULT_LOW_RELEVANCE",
     "DEFAULT_MIN_RELEVANCE",
+    "FloorRule",
     "Fusion",
     "HindsightRetriever",
     "RecallResult",
@@ -163,11 +175,16 @@ class HindsightRetriever(BaseRetriever):
             caller's (see :class:`~langchain_hindsight.sharing.access.ScopedRetriever`).
         weights: The scoring weights (default: :class:`ScoringWeights`).
         min_score: Drop memories whose weighted score is below this.
-        min_relevance: The relevance floor: memories whose fused query relevance
-            (the similarity before confidence, task type, access, source and
-            recency are added) is below it are never served, so a task unrelated
-            to everything stored gets no memories and no block.
-            :data:`DEFAULT_MIN_RELEVANCE` by default; ``None`` disables the floor.
+        min_relevance: The relevance floor, so a task unrelated to everything stored gets
+            no memories and no block. ``"auto"`` (default): the calibrated rule
+            :data:`AUTO_FLOOR` (:class:`FloorRule`: each candidate's cosine plus a weighted
+            lexical share against a threshold for the query's script; the cosine alone for a
+            memory in the other script), which holds for short tasks, long multi-clause tasks
+            and chat transcripts in Chinese and English (``benchmarks/floor_calibration.py``).
+            A number is an absolute floor on the fused relevance (the similarity before
+            confidence, task type, access, source and recency are added;
+            :data:`DEFAULT_MIN_RELEVANCE`, 0.18, was the old default); a :class:`FloorRule`
+            applies your own thresholds; ``None`` disables the floor.
         locale: Locale of the ``[相关经验]`` block the adapters render.
         fusion: How the dense and lexical arms combine (:data:`Fusion`).
         fusion_alpha: Weight of the dense arm in the convex fusions for a Latin-script query
@@ -183,11 +200,12 @@ class HindsightRetriever(BaseRetriever):
             not set here; otherwise the values above (0.3, ``None``, 0: measured for MiniLM).
         candidate_multiplier: Each arm fetches ``candidate_multiplier × k`` (default 3).
         low_similarity_threshold: When memories are served but even the best of
-            them has a relevance below this, warn (once per retriever, then at
-            debug level) that the served memories are weak matches and the
-            embedder may not fit the domain or language. Nothing
-            served → no warning. The default equals the default floor, so only a
-            lowered or disabled floor lets weak memories through to warn about.
+            them is a weak match, warn (once per retriever, then at debug level) that
+            the embedder may not fit the domain or language. ``"auto"`` (default): weak
+            means failing :data:`AUTO_FLOOR` (a negative ``floor_margin`` in the
+            breakdown), so only a lowered or disabled floor lets weak memories through to
+            warn about; a number: the best fused relevance is below it. Nothing served →
+            no warning.
         on_served: Called after every recall with a :class:`ServedRecord`.
         served_log_size: How many :class:`ServedRecord` s :meth:`served` keeps.
     """
@@ -209,7 +227,7 @@ class HindsightRetriever(BaseRetriever):
     extra_namespaces: tuple[str, ...] = ()
     weights: ScoringWeights = Field(default_factory=ScoringWeights)
     min_score: float = 0.0
-    min_relevance: float | None = DEFAULT_MIN_RELEVANCE
+    min_relevance: float | Literal["auto"] | FloorRule | None = "auto"
     infer_task_type: bool = True
     task_classifier: TaskClassifier | BaseChatModel | None = None
     locale: Locale = "zh"
@@ -218,7 +236,7 @@ class HindsightRetriever(BaseRetriever):
     fusion_alpha_cjk: float | None = Field(default=None, ge=0.0, le=1.0, allow_inf_nan=False)
     fusion_cross_script: float = Field(default=0.0, ge=0.0, allow_inf_nan=False)
     candidate_multiplier: int = 3
-    low_similarity_threshold: float = DEFAULT_LOW_RELEVANCE
+    low_similarity_threshold: LowRelevance = DEFAULT_LOW_RELEVANCE
     on_served: Callable[[ServedRecord], None] | None = None
     served_log_size: int = 256
 
@@ -239,11 +257,20 @@ class HindsightRetriever(BaseRetriever):
             raise ValueError(f"must be a positive int, got {value!r}")
         return value
 
+    @field_validator("min_relevance", "low_similarity_threshold", mode="before")
+    @classmethod
+    def _floor(cls, value: object) -> object:
+        if isinstance(value, str) and value != "auto":
+            raise ValueError(f"must be 'auto', a number in [0, 1] or None, got {value!r}")
+        if isinstance(value, bool):
+            raise ValueError(f"must be 'auto', a number in [0, 1] or None, got {value!r}")
+        return value
+
     @field_validator("fusion_alpha", "min_relevance", "low_similarity_threshold")
     @classmethod
-    def _unit_interval(cls, value: float | None) -> float | None:
-        if value is None:
-            return None
+    def _unit_interval(cls, value: Any) -> Any:
+        if value is None or isinstance(value, str | FloorRule):
+            return value
         if not math.isfinite(value) or not 0.0 <= value <= 1.0:
             raise ValueError(f"must be in [0, 1], got {value!r}")
         return value
@@ -421,16 +448,21 @@ class HindsightRetriever(BaseRetriever):
         """Warn when what is about to be injected is weak (nothing injected → nothing to warn about)."""
         if not result:
             return
-        best = max(s.similarity for s in result)
-        if best < self.low_similarity_threshold:
+        level = self.low_similarity_threshold
+        if level == "auto":  # the calibrated rule's verdict, carried in the breakdown
+            weak = max(s.breakdown.get("floor_margin", 0.0) for s in result) < 0.0
+        else:
+            weak = max(s.similarity for s in result) < level
+        if weak:
+            best = max(s.similarity for s in result)
             with self._served_lock:
                 first, self._warned = not self._warned, True
             log = logger.warning if first else logger.debug
             log(
-                "the best served memory's relevance is %.2f (< %.2f): the served memories are weak matches; if "
+                "the best served memory's relevance is %.2f (below %s): the served memories are weak matches; if "
                 "this is frequent, the embedding model may not fit this domain or language",
                 best,
-                self.low_similarity_threshold,
+                "the calibrated floor" if level == "auto" else f"{level:.2f}",
             )
 
     # ------------------------------------------------------------------ BaseRetriever

@@ -3,7 +3,8 @@
 Store-and-journal steps of :class:`~langchain_hindsight.session.loop.HindsightSession`
 (the session adds the error policy). A success credits the served memories once
 and the journal records the exact confidence change, so a later rejection takes
-back exactly that credit before halving them; a failure lowers them. The credit is
+back exactly that credit (see :mod:`~langchain_hindsight.session._verdict`); a
+failure lowers them. The credit is
 bounded (:func:`credit`): each earlier credit a memory got for the same task within
 the policy's ``repeat_window`` — counted from the journal's ``credit`` records —
 diminishes it by ``repeat_factor``. The units reflection stores from a run (at once
@@ -27,7 +28,6 @@ from langchain_hindsight.types import MemoryUnit, ScoredMemory, Trajectory
 
 __all__ = [
     "apply_outcome",
-    "apply_verdict",
     "credit",
     "earlier_credits",
     "journal_produced",
@@ -183,31 +183,6 @@ def apply_outcome(
         journal.set_credit(trajectory.run_id, given, namespace=ns)
     if taken:
         journal.set_debit(trajectory.run_id, taken, namespace=ns)
-
-
-def apply_verdict(
-    store: MemoryStore, journal: RunJournal, record: RunRecord, success: bool | None, *, ids: list[str]
-) -> list[MemoryUnit]:
-    """A user's verdict on a run: ``False`` undoes its credit and rejects ``ids``; ``True`` credits them once.
-
-    ``ids`` are the served memories the verdict applies to (``record.served_ids``, or a subset of them).
-
-    Returns:
-        The served memories whose confidence changed.
-    """
-    ns, run_id = record.namespace, record.run_id
-    updated: list[MemoryUnit] = []
-    if success is False:
-        if record.credit:
-            undo_credit(store, record.credit, ns)
-        if ids:
-            updated = store.record_feedback(ids, rejected=True, namespace=ns)
-        if record.credit is not None:
-            journal.set_credit(run_id, None, namespace=ns)
-    elif success is True and ids and record.credit is None:
-        updated, given = credit(store, ids, ns, journal=journal, record=record)
-        journal.set_credit(run_id, given, namespace=ns)
-    return updated
 
 
 def served_from_items(store: MemoryStore, items: list[Mapping[str, Any]], namespace: str) -> list[ScoredMemory]:

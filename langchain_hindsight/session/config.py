@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field, fields
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, TypedDict
 
 from langchain_core.language_models import BaseChatModel
 
@@ -25,7 +25,7 @@ from langchain_hindsight.types import MemoryUnit, Served
 if TYPE_CHECKING:
     from langchain_hindsight.recall.retriever import HindsightRetriever
 
-__all__ = ["ErrorPolicy", "FeedbackResult", "Served", "SessionConfig", "new_run_id"]
+__all__ = ["AdapterOptions", "ErrorPolicy", "FeedbackResult", "Served", "SessionConfig", "SessionOptions", "new_run_id"]
 
 
 ErrorPolicy = Literal["log", "raise"]
@@ -57,6 +57,45 @@ class FeedbackResult:
     created: list[MemoryUnit] = field(default_factory=list)
 
 
+class AdapterOptions(TypedDict, total=False):
+    """The :class:`SessionConfig` options an adapter changes for itself, as keywords.
+
+    Every option but ``namespace``, which adapters (``hs.middleware()``, ``hs.wrap()``, the graph
+    nodes) take as their own parameter (a fixed namespace or a template).
+
+    Typed so that a type checker catches a misspelt option (``**options: Unpack[AdapterOptions]``);
+    each key means what the :class:`SessionConfig` field of the same name means.
+    """
+
+    retriever: HindsightRetriever | None
+    reflector: Reflector | BackgroundReflector | None
+    journal: RunJournal | None
+    k: int
+    task_type: str | None
+    min_relevance: float | Literal["default", "auto"] | None
+    locale: Locale
+    max_lines: int
+    max_line_chars: int
+    max_block_chars: int | None
+    namespace_key: str | None
+    recall: bool
+    reflect: bool
+    apply_outcome: bool
+    conversation_feedback: bool
+    correction_patterns: tuple[str, ...]
+    feedback_model: BaseChatModel | None
+    on_error: ErrorPolicy
+
+
+class SessionOptions(AdapterOptions, total=False):
+    """Every :class:`SessionConfig` option as keywords (``HindsightSession(store, **options)``).
+
+    A test keeps its keys equal to :meth:`SessionConfig.option_names`.
+    """
+
+    namespace: str | None
+
+
 @dataclass(frozen=True, kw_only=True)
 class SessionConfig:
     """Every option of the hindsight loop, in one place (adapters never repeat them).
@@ -71,8 +110,8 @@ class SessionConfig:
         k: Experiences recalled per task.
         task_type: A fixed task type for recall and reflection; ``None`` infers it from each task's text.
         min_relevance: Relevance floor of recall (results below it are dropped; nothing
-            relevant → no block); ``"default"`` keeps the retriever's own floor, ``None``
-            switches the floor off.
+            relevant → no block); ``"default"`` keeps the retriever's own floor, ``"auto"`` the
+            calibrated rule, a number an absolute floor, ``None`` switches the floor off.
         locale: ``"zh"`` (default) or ``"en"`` block and task prompt.
         max_lines: At most this many memory lines in the block.
         max_line_chars: At most this many characters of one memory's text in the block; a longer
@@ -107,7 +146,7 @@ class SessionConfig:
     journal: RunJournal | None = None
     k: int = 5
     task_type: str | None = None
-    min_relevance: float | Literal["default"] | None = "default"
+    min_relevance: float | Literal["default", "auto"] | None = "default"
     locale: Locale = "zh"
     max_lines: int = 8
     max_line_chars: int = DEFAULT_MAX_LINE_CHARS
@@ -132,10 +171,12 @@ class SessionConfig:
         check_block_size(
             max_lines=self.max_lines, max_line_chars=self.max_line_chars, max_block_chars=self.max_block_chars
         )
-        if self.min_relevance not in (None, "default") and (
+        if self.min_relevance not in (None, "default", "auto") and (
             isinstance(self.min_relevance, bool) or not isinstance(self.min_relevance, int | float)
         ):
-            raise ConfigurationError(f"min_relevance must be a number, None or 'default', got {self.min_relevance!r}")
+            raise ConfigurationError(
+                f"min_relevance must be a number, None, 'auto' or 'default', got {self.min_relevance!r}"
+            )
         get_templates(self.locale)  # validates the locale
         if isinstance(self.correction_patterns, str):
             raise ConfigurationError("correction_patterns must be a sequence of regular expressions, not one string")

@@ -36,12 +36,12 @@ import logging
 from collections.abc import Mapping
 from concurrent.futures import Future
 from dataclasses import replace
-from typing import Any
+from typing import Any, Unpack
 
 from langchain_hindsight.capture.messages import resolve_namespace
 from langchain_hindsight.capture.recorder import SERVED_KEY
 from langchain_hindsight.errors import AccessDeniedError, ConfigurationError, HindsightError, RunNotFoundError
-from langchain_hindsight.prompts import Locale
+from langchain_hindsight.prompts import Locale, get_reflection_templates
 from langchain_hindsight.recall.injection import build_task_prompt, fit_experiences
 from langchain_hindsight.recall.retriever import HindsightRetriever, RecallResult
 from langchain_hindsight.reflection.background import BackgroundReflector
@@ -49,18 +49,19 @@ from langchain_hindsight.reflection.reflector import Reflector
 from langchain_hindsight.session._conversation import CorrectionDetector, detect_correction
 from langchain_hindsight.session._credit import (
     apply_outcome,
-    apply_verdict,
     journal_produced,
     run_record,
     served_from_items,
     start_run,
     submit_background,
 )
+from langchain_hindsight.session._verdict import correction_unit, record_verdict, revert_feedback
 from langchain_hindsight.session.config import (
     ErrorPolicy,
     FeedbackResult,
     Served,
     SessionConfig,
+    SessionOptions,
     new_run_id,
 )
 from langchain_hindsight.store.journal import RunJournal, RunRecord
@@ -98,7 +99,7 @@ class HindsightSession:
         ConfigurationError: an unknown or invalid option.
     """
 
-    def __init__(self, config: SessionConfig | MemoryStore, /, **options: Any) -> None:
+    def __init__(self, config: SessionConfig | MemoryStore, /, **options: Unpack[SessionOptions]) -> None:
         unknown = set(options) - SessionConfig.option_names()
         if unknown:
             raise ConfigurationError(f"unknown hindsight option(s): {sorted(unknown)}")
@@ -133,7 +134,7 @@ class HindsightSession:
         )
 
     # ------------------------------------------------------------------ options
-    def derive(self, **options: Any) -> HindsightSession:
+    def derive(self, **options: Unpack[SessionOptions]) -> HindsightSession:
         """A session sharing this one's store, retriever, reflector and journal, with some options changed."""
         return HindsightSession(self.config, **options) if options else self
 
@@ -231,7 +232,7 @@ class HindsightSession:
         )
 
     def _prepare(self, served: Served) -> set[str]:
-        """Task type, and the conversation correction; returns the ids the correction just rejected."""
+        """Task type, and the conversation correction; returns the ids the correction just superseded."""
         rejected: set[str] = set()
         try:
             found = (
@@ -239,7 +240,7 @@ class HindsightSession:
             )
             if found is not None:
                 previous, detection = found
-                self.feedback(
+                result = self.feedback(
                     previous.run_id,
                     success=False,
                     comment=detection.correction,
@@ -248,7 +249,8 @@ class HindsightSession:
                 )
                 served.corrects = previous.run_id
                 served.task_type = previous.task_type
-                rejected = set(previous.served_ids)
+                effects = result.run.feedback[-1].effects or []
+                rejected = {e.memory_id for e in effects if e.action == "superseded"}
         except Exception as e:  # noqa: BLE001 - the error policy decides
             self._fail("conversation feedback", e)
         return rejected
@@ -445,17 +447,17 @@ class HindsightSession:
         namespace: str | None = None,
         detection_rule: str | None = None,
     ) -> FeedbackResult:
-        """Apply a user's verdict on a run to the memories that run was served.
+        """Apply a user's verdict on a run to the memories that run was served (journaled, undoable).
 
-        ``success=False``: the user says the result was wrong. Any success credit
-        the run gave is taken back exactly (as the journal recorded it), then the
-        served memories are rejected (confidence × 0.5). ``success=True``: the
-        served memories are credited (+0.05) unless a credit is already applied
-        for this run (a run is credited once, however often it is confirmed). A
-        ``comment`` with ``success`` not ``True`` is a correction: it becomes a new
-        ``user_feedback`` memory (high trust) that names the run's task.
-        Everything is recorded in the journal; ``detection_rule`` (what recognised a feedback
-        typed in the conversation) goes into the journal's feedback entry.
+        ``success=False`` takes back exactly the run's success credit. A ``comment``
+        with ``success`` not ``True`` is a correction: a new ``user_feedback`` memory
+        that *supersedes* only the served memories it contradicts (same subject,
+        another prescription); the others, another correction on a different point
+        included, stay as they are. ``success=False`` without a comment: the failure
+        debit (−0.1), never on a user's own correction. ``success=True`` credits
+        (+0.05) once per run. See :mod:`~langchain_hindsight.session._verdict`.
+        ``detection_rule`` (what recognised a feedback typed in the conversation) goes
+        into the journal's feedback entry.
 
         Raises:
             RunNotFoundError: the journal has no such run.
@@ -467,17 +469,17 @@ class HindsightSession:
         if success is None and not text:
             raise ConfigurationError("give success=True/False, a comment, or both")
         record = self.journal.get(run_id, namespace=namespace)
-        ns = record.namespace
-        updated = apply_verdict(self.store, self.journal, record, success, ids=self._own_ids(record))
-        created: list[MemoryUnit] = []
-        if text and success is not True:
-            created = self._user_feedback(text, record)
-            if created:
-                self.journal.add_produced(run_id, [u.memory_id for u in created], namespace=ns)
-        run = self.journal.add_feedback(
-            run_id, text=text, success=success, rejected=success is False, namespace=ns, rule=detection_rule
+        correction = self._correction_unit(text, record) if text and success is not True else None
+        return record_verdict(
+            self.store,
+            self.journal,
+            record,
+            success,
+            text,
+            ids=self._own_ids(record),
+            correction=correction,
+            rule=detection_rule,
         )
-        return FeedbackResult(run=run, updated=updated, created=created)
 
     async def afeedback(
         self,
@@ -492,13 +494,34 @@ class HindsightSession:
             lambda: self.feedback(run_id, success=success, comment=comment, namespace=namespace)
         )
 
-    def _user_feedback(self, text: str, record: RunRecord) -> list[MemoryUnit]:
+    def undo_feedback(self, run_id: str, *, namespace: str | None = None) -> RunRecord:
+        """Revert exactly what the run's newest feedback did, and journal the undo.
+
+        States come back as the feedback entry recorded them; a superseded memory is
+        active again; the correction it created is archived (restorable); the credit
+        is restored. Several verdicts are undone newest first, one per call.
+
+        Returns:
+            The run's record, ending with the undo entry (``kind="undo"``, its ``effects``).
+
+        Raises:
+            RunNotFoundError: the journal has no such run.
+            FeedbackNotFoundError: the run has no feedback to undo.
+            FeedbackAlreadyUndoneError: its feedback is already undone (nothing changed).
+        """
+        return revert_feedback(self.store, self.journal, self.journal.get(run_id, namespace=namespace))[0]
+
+    async def aundo_feedback(self, run_id: str, *, namespace: str | None = None) -> RunRecord:
+        """Async :meth:`undo_feedback`."""
+        return await asyncio.to_thread(lambda: self.undo_feedback(run_id, namespace=namespace))
+
+    def _correction_unit(self, text: str, record: RunRecord) -> MemoryUnit | None:
         reflector = self.reflector
         if isinstance(reflector, BackgroundReflector):
             inner = reflector.reflector
             reflector = inner if isinstance(inner, Reflector) else None
         if reflector is None:
-            reflector = Reflector(store=self.store, locale=self.locale)
-        return reflector.record_user_feedback(
-            text, task=record.task, task_type=record.task_type, namespace=record.namespace, run_id=record.run_id
-        )
+            templates, vocabulary = get_reflection_templates(self.locale), self.store.vocabulary
+        else:
+            templates, vocabulary = reflector.templates, reflector.vocabulary
+        return correction_unit(text, record, templates=templates, vocabulary=vocabulary)

@@ -21,16 +21,20 @@ from langchain_hindsight._text import clean_feedback
 from langchain_hindsight.errors import ConfigurationError, StoreError
 from langchain_hindsight.store._codec import from_datetime_us, to_datetime_us
 from langchain_hindsight.store.backend import Records
-from langchain_hindsight.types import Outcome, ServedMemory, utcnow
+from langchain_hindsight.types import MemorySource, MemoryStatus, MemoryUnit, Outcome, ServedMemory, utcnow
 
 __all__ = [
     "JOURNAL_SCHEMA",
+    "EffectAction",
+    "FeedbackEffect",
     "RunFeedback",
     "RunKind",
     "RunRecord",
     "RunRecords",
     "ServedMemory",
+    "UnitState",
     "check_run_id",
+    "scrub_effects",
 ]
 
 RunKind = Literal["run", "review"]
@@ -42,8 +46,74 @@ _EMBEDDING = [1.0]
 _PAGE = 1000
 
 
+class UnitState(BaseModel):
+    """The fields of a memory unit that feedback changes, as they were at one moment (no content: see ``scrub``).
+
+    Example:
+        >>> from langchain_hindsight.types import MemoryUnit
+        >>> UnitState.of(MemoryUnit(content="x", confidence=0.7)).confidence
+        0.7
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    confidence: float | None = None
+    status: MemoryStatus = "active"
+    access_count: int = 0
+    last_accessed_at: datetime | None = None
+    created_at: datetime | None = None
+    tags: list[str] = Field(default_factory=list)
+    supersedes: str | None = None
+    merged_from: list[str] = Field(default_factory=list)
+    source: MemorySource = "agent_inference"
+
+    @classmethod
+    def of(cls, unit: MemoryUnit) -> UnitState:
+        """The state of ``unit``."""
+        return cls(
+            confidence=unit.confidence,
+            status=unit.status,
+            access_count=unit.access_count,
+            last_accessed_at=unit.last_accessed_at,
+            created_at=unit.created_at,
+            tags=list(unit.tags),
+            supersedes=unit.supersedes,
+            merged_from=list(unit.merged_from),
+            source=unit.source,
+        )
+
+    def changes(self) -> dict[str, Any]:
+        """The fields as ``MemoryUnit.evolve`` keywords."""
+        return {name: getattr(self, name) for name in type(self).model_fields}
+
+
+EffectAction = Literal["credited", "uncredited", "debited", "superseded", "created", "merged", "archived", "restored"]
+"""What a feedback (or its undo) did to one memory.
+
+``credited``: success credit applied; ``uncredited``: the run's credit taken back;
+``debited``: the failure debit; ``superseded``: replaced by ``by`` (a correction
+that contradicts it); ``created``: a new ``user_feedback`` unit; ``merged``: the
+correction restated a stored unit, which absorbed it; ``archived``: an undo took a
+created unit out of recall; ``restored``: an undo put a memory back as it was."""
+
+
+class FeedbackEffect(BaseModel):
+    """One memory a feedback (or its undo) changed: how, why, and its state before and after."""
+
+    model_config = ConfigDict(frozen=True)
+
+    memory_id: str
+    action: EffectAction
+    reason: str = ""
+    before: UnitState | None = None
+    """``None`` for a unit the feedback created."""
+    after: UnitState | None = None
+    by: str | None = None
+    """``superseded``: the id of the unit that superseded it."""
+
+
 class RunFeedback(BaseModel):
-    """A user's verdict on a run."""
+    """A user's verdict on a run, what it did to memory, or the undo of an earlier verdict."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -51,9 +121,24 @@ class RunFeedback(BaseModel):
     text: str = ""
     success: bool | None = None
     rejected: bool = False
-    """The user said the served memories were wrong."""
+    """The user said the run's result was wrong (``success=False`` or a correcting comment)."""
+    kind: Literal["verdict", "undo"] = "verdict"
+    effects: list[FeedbackEffect] | None = None
+    """Per memory, what the entry did and why; ``None`` for entries journaled before effects were recorded."""
+    credit_before: dict[str, float] | None = None
+    """The run's ``credit`` before this entry (restored by an undo)."""
+    credit_after: dict[str, float] | None = None
+    """The run's ``credit`` after this entry."""
+    undone_at: datetime | None = None
+    """A verdict: when an undo reverted it (``None``: in force)."""
+    undoes: int | None = None
+    """An undo: the index (in ``RunRecord.feedback``) of the verdict it reverted."""
     rule: str | None = None
     """What recognised a feedback typed in the conversation (the correction detector's rule), else ``None``."""
+    debit_before: dict[str, float] | None = None
+    """The run's failure ``debit`` before this entry (restored by an undo)."""
+    debit_after: dict[str, float] | None = None
+    """The run's failure ``debit`` after this entry."""
 
 
 class RunRecord(BaseModel):
@@ -139,6 +224,46 @@ def erase_comments(entries: list[RunFeedback], contents: Sequence[str]) -> list[
     matched = [e for e in entries if e.text and made(e.text)]
     erase = matched or [e for e in entries if e.text]  # unmatched: erase every comment rather than keep one
     return [e.model_copy(update={"text": ""}) if e in erase else e for e in entries]
+
+
+def _clean_state(state: UnitState | None, gone: set[str]) -> UnitState | None:
+    if state is None:
+        return None
+    return state.model_copy(
+        update={
+            "supersedes": None if state.supersedes in gone else state.supersedes,
+            "merged_from": [i for i in state.merged_from if i not in gone],
+        }
+    )
+
+
+def scrub_effects(entries: list[RunFeedback], gone: set[str]) -> list[RunFeedback]:
+    """``entries`` without the effects on the forgotten ids ``gone`` (nor any other reference to them)."""
+
+    def clean(e: FeedbackEffect) -> FeedbackEffect:
+        reason = e.reason
+        for memory_id in gone:
+            reason = reason.replace(memory_id, "(a forgotten memory)")
+        return e.model_copy(
+            update={
+                "reason": reason,
+                "before": _clean_state(e.before, gone),
+                "after": _clean_state(e.after, gone),
+                "by": None if e.by in gone else e.by,
+            }
+        )
+
+    out: list[RunFeedback] = []
+    for entry in entries:
+        changes: dict[str, Any] = {}
+        if entry.effects is not None:
+            changes["effects"] = [clean(e) for e in entry.effects if e.memory_id not in gone]
+        for name in ("credit_before", "credit_after", "debit_before", "debit_after"):
+            credit = getattr(entry, name)
+            if credit is not None:
+                changes[name] = {k: v for k, v in credit.items() if k not in gone}
+        out.append(entry.model_copy(update=changes) if changes else entry)
+    return out
 
 
 def _metadata(record: RunRecord) -> dict[str, str | int | float | bool]:
@@ -261,7 +386,9 @@ class RunRecords:
                     update={
                         "served": [m for m in r.served if m.memory_id not in gone],
                         "produced": [p for p in r.produced if p not in gone],
-                        "feedback": erase_comments(r.feedback, (feedback or {}).get(r.run_id, ())),
+                        "feedback": scrub_effects(erase_comments(r.feedback, (feedback or {}).get(r.run_id, ())), gone),
+                        "credit": None if r.credit is None else {k: v for k, v in r.credit.items() if k not in gone},
+                        "debit": None if r.debit is None else {k: v for k, v in r.debit.items() if k not in gone},
                     }
                 )
         if changed:

@@ -12,12 +12,14 @@ from langchain_hindsight.errors import ConfigurationError, MemoryNotFoundError, 
 from langchain_hindsight.store._codec import unit_to_metadata
 from langchain_hindsight.store._collections import ROLES, Role
 from langchain_hindsight.store._core import StoreCore, backend_errors, check_ids
-from langchain_hindsight.store._policy import feedback_reason, fresh_ids_for_taken
+from langchain_hindsight.store._policy import feedback_reason, fresh_ids_for_taken, trust
 from langchain_hindsight.store._repair import move_units
 from langchain_hindsight.store._write import (
+    WritePlan,
     check_informative,
     check_source_change,
     check_unit,
+    demote,
     plan_add,
     prepare,
     query_neighbours,
@@ -150,6 +152,62 @@ class WriteMixin(StoreCore):
                 what = f"superseded {', '.join(result.related_ids)}; stored as {result.memory_id}"
             logger.info("write %s in %r: %s (%s)", unit.memory_id, ns, what, result.reason)
         return plan.results
+
+    @backend_errors
+    def supersede(
+        self, memory_ids: Sequence[str] | str, unit: MemoryUnit, *, reason: str, namespace: str | None = None
+    ) -> WriteResult:
+        """Store ``unit`` as the successor of the active units ``memory_ids`` (e.g. a user's correction).
+
+        The caller has decided the relation (say, the correction contradicts them),
+        so no judge is asked and nothing is merged: ``unit`` is stored as new with
+        ``supersedes`` naming the first of them, and each of them becomes
+        ``superseded`` (confidence × ``supersede_factor``), in the crash-safe order
+        of every supersede (the new unit marked ``pending`` until the demotions are
+        written; a crash in between is finished at the next open for the first of
+        them, the others then stay active, as before the write). ``history(unit id)``
+        then shows the chain. Logged at INFO with ``reason``.
+
+        Returns:
+            ``"superseded"``, ``related_ids`` the ids demoted, ``previous`` their state before.
+
+        Raises:
+            MemoryNotFoundError: none of ``memory_ids`` is an active unit of the namespace.
+            ConfigurationError: no ``reason``, or ``unit`` is less trusted than one it would replace.
+        """
+        ids = check_ids(memory_ids)
+        if not ids:
+            raise ConfigurationError("supersede needs at least one memory id")
+        if not isinstance(reason, str) or not reason.strip():
+            raise ConfigurationError("supersede needs a reason (it is logged and shown in history)")
+        prepared = self._prepare(check_unit(unit), namespace)
+        ns = prepared.namespace
+        vector = self._embed_batched([prepared.content])[0]
+        with self._lock:
+            old = [u for u in self.get_many(ids, namespace=ns) if u.status == "active"]
+            if not old:
+                raise MemoryNotFoundError(f"no active memory among {ids[:5]} in namespace {ns!r}")
+            weaker = [u.memory_id for u in old if trust(prepared.source) > trust(u.source)]
+            if weaker:
+                raise ConfigurationError(
+                    f"a {prepared.source} unit never replaces a more trusted one ({', '.join(weaker)})"
+                )
+            col = self._vectors(self._collection(ns))
+            assert col is not None
+            taken = set(col.exists([prepared.memory_id]))
+            archive = self._collection(ns, "archive", create=False)
+            if archive is not None:
+                taken |= set(archive.exists([prepared.memory_id]))
+            new = fresh_ids_for_taken([prepared], taken)[0].evolve(supersedes=old[0].memory_id)
+            plan = WritePlan()
+            plan.new[new.memory_id] = (new, vector)
+            plan.changed.update((u.memory_id, demote(u, self.policy)) for u in old)
+            plan.superseding.add(new.memory_id)
+            write_plan(col, plan, self.backend.max_batch_size)
+            self._reindex(ns, upserts=[new, *plan.changed.values()])
+        related = tuple(u.memory_id for u in old)
+        logger.info("write %s in %r: superseded %s (%s)", new.memory_id, ns, ", ".join(related), reason)
+        return WriteResult("superseded", new, related, reason, tuple(old))
 
     @backend_errors
     def update(self, memory_id: str, /, *, namespace: str | None = None, **changes: Any) -> MemoryUnit:

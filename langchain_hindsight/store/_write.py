@@ -391,6 +391,7 @@ def plan_add(
     plan = WritePlan()
     new = plan.new
     outcomes: list[tuple[WriteAction, str, tuple[str, ...], str]] = []
+    previous: dict[int, tuple[MemoryUnit, ...]] = {}  # outcome index -> stored units it rewrote, as they were
     found = list(stored) if stored is not None else [None] * len(units)
     # The batch so far as one matrix: a unit's similarity to every earlier one is one matrix-vector product.
     # Only earlier units that could matter become candidates: the same statement, or above conflict_threshold.
@@ -433,6 +434,7 @@ def plan_add(
             )
             outcomes.append(("added", unit.memory_id, kept, decision.reason))
         elif decision.decision == "duplicate":
+            previous[len(outcomes)] = (target.unit,)
             merged = merge_units(target.unit, unit, policy)
             plan._put(merged)
             reason = REASON_LEARNED_AGAIN.format(
@@ -443,6 +445,7 @@ def plan_add(
             unit = unit.evolve(supersedes=target.unit.memory_id)
             if target.unit.memory_id not in new:
                 plan.superseding.add(unit.memory_id)
+            previous[len(outcomes)] = (target.unit,)
             demoted = demote(target.unit, policy)
             plan._put(demoted)
             admit(unit, vector)
@@ -455,9 +458,9 @@ def plan_add(
             )
             outcomes.append(("superseded", unit.memory_id, (target.unit.memory_id,), reason))
     # Final values for units written in this batch (a later unit may have merged into an earlier one).
-    for action, memory_id, related, reason in outcomes:
+    for n, (action, memory_id, related, reason) in enumerate(outcomes):
         final = new[memory_id][0] if memory_id in new else plan.changed[memory_id]
-        plan.results.append(WriteResult(action, final, related, reason))
+        plan.results.append(WriteResult(action, final, related, reason, previous.get(n, ())))
     return plan
 
 

@@ -22,18 +22,28 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from langchain_hindsight.errors import ConfigurationError, RunNotFoundError
 from langchain_hindsight.store._codec import to_datetime_us
-from langchain_hindsight.store._runs import RunFeedback, RunKind, RunRecord, RunRecords, ServedMemory
+from langchain_hindsight.store._runs import (
+    FeedbackEffect,
+    RunFeedback,
+    RunKind,
+    RunRecord,
+    RunRecords,
+    ServedMemory,
+    UnitState,
+)
 from langchain_hindsight.store.memory_store import MemoryStore
 from langchain_hindsight.types import MemoryStatus, MemoryUnit, Outcome, ScoredMemory, utcnow
 
 __all__ = [
     "ExplainedMemory",
+    "FeedbackEffect",
     "RunExplanation",
     "RunFeedback",
     "RunJournal",
     "RunKind",
     "RunRecord",
     "ServedMemory",
+    "UnitState",
 ]
 
 
@@ -233,19 +243,77 @@ class RunJournal:
         rejected: bool = False,
         namespace: str | None = None,
         now: datetime | None = None,
+        effects: Sequence[FeedbackEffect] | None = None,
+        credit_before: Mapping[str, float] | None = None,
+        credit_after: Mapping[str, float] | None = None,
+        debit_before: Mapping[str, float] | None = None,
+        debit_after: Mapping[str, float] | None = None,
         rule: str | None = None,
     ) -> RunRecord:
-        """Record a user's verdict on a run (``rule``: what recognised it in the conversation, if anything).
+        """Record a user's verdict on a run, and what it did (``effects``, the credit and debit before and after).
+
+        ``rule``: what recognised it in the conversation, if anything.
 
         Raises:
             RunNotFoundError: no such run.
         """
-        entry = RunFeedback(at=now or utcnow(), text=text, success=success, rejected=rejected, rule=rule)
+        entry = RunFeedback(
+            at=now or utcnow(),
+            text=text,
+            success=success,
+            rejected=rejected,
+            effects=None if effects is None else list(effects),
+            credit_before=None if credit_before is None else dict(credit_before),
+            credit_after=None if credit_after is None else dict(credit_after),
+            debit_before=None if debit_before is None else dict(debit_before),
+            debit_after=None if debit_after is None else dict(debit_after),
+            rule=rule,
+        )
         with self.store.lock:
             current = self._find(run_id, namespace)
             if current is None:
                 raise RunNotFoundError(f"no run {run_id!r} in the journal of namespace {self._ns(namespace)!r}")
             return self._change(run_id, current.namespace, feedback=[*current.feedback, entry])
+
+    def add_undo(
+        self,
+        run_id: str,
+        index: int,
+        *,
+        effects: Sequence[FeedbackEffect],
+        credit: Mapping[str, float] | None,
+        debit: Mapping[str, float] | None = None,
+        namespace: str | None = None,
+        now: datetime | None = None,
+    ) -> RunRecord:
+        """Record that the verdict ``feedback[index]`` was undone: mark it, append the undo entry, set credit and debit.
+
+        Raises:
+            RunNotFoundError: no such run.
+            ConfigurationError: ``index`` is not a verdict in force.
+        """
+        when = now or utcnow()
+        with self.store.lock:
+            current = self._find(run_id, namespace)
+            if current is None:
+                raise RunNotFoundError(f"no run {run_id!r} in the journal of namespace {self._ns(namespace)!r}")
+            entries = list(current.feedback)
+            if not 0 <= index < len(entries) or entries[index].kind != "verdict" or entries[index].undone_at:
+                raise ConfigurationError(f"feedback {index} of run {run_id!r} is not a verdict in force")
+            entries[index] = entries[index].model_copy(update={"undone_at": when})
+            undo = RunFeedback(
+                at=when,
+                kind="undo",
+                undoes=index,
+                effects=list(effects),
+                credit_before=current.credit,
+                credit_after=None if credit is None else dict(credit),
+                debit_before=current.debit,
+                debit_after=None if debit is None else dict(debit),
+            )
+            value = None if credit is None else {str(k): float(v) for k, v in credit.items()}
+            taken = None if debit is None else {str(k): float(v) for k, v in debit.items()}
+            return self._change(run_id, current.namespace, feedback=[*entries, undo], credit=value, debit=taken)
 
     def set_credit(self, run_id: str, credit: dict[str, float] | None, *, namespace: str | None = None) -> RunRecord:
         """Record the success credit now applied to the run's served memories (``None``: none applied).

@@ -96,12 +96,15 @@ class WriteResult:
             superseded id. ``"added"``: similar active units it was kept alongside
             (possibly none).
         reason: Why, in one sentence (also logged at INFO).
+        previous: The stored units this write rewrote (the one merged into, or
+            the superseded ones), as they were before it (what an undo restores).
     """
 
     action: WriteAction
     unit: MemoryUnit
     related_ids: tuple[str, ...] = ()
     reason: str = ""
+    previous: tuple[MemoryUnit, ...] = ()
 
     @property
     def memory_id(self) -> str:

@@ -6,7 +6,7 @@ import argparse
 import os
 import subprocess
 import sys
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -14,6 +14,7 @@ import pytest
 from langchain_hindsight import MemoryStore, MemoryUnit
 from langchain_hindsight.cli import search as search_command
 from langchain_hindsight.embeddings.multilingual import ScriptRoutedEmbeddings
+from langchain_hindsight.recall import engine as recall_engine
 from langchain_hindsight.store._stamp import STAMP_FILE
 from tests.fakes import HashEmbeddings
 
@@ -59,6 +60,8 @@ def test_the_snapshot_answer_is_the_stores_answer(
 ) -> None:
     path = tmp_path / "db"
     _build(path, HashEmbeddings(64))
+    # Recency counts to the second, so both answers are ranked at one instant (the clock is an input too).
+    monkeypatch.setattr(recall_engine, "utcnow", lambda: NOW + timedelta(days=3, seconds=17))
     for as_json in (False, True):
         with monkeypatch.context() as m:
             m.setattr(search_command, "open_view", _refuse)  # the store is never opened

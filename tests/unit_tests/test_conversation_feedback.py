@@ -239,7 +239,7 @@ def test_a_correction_is_applied_logged_and_journaled_with_its_rule(
     assert TASK in record.getMessage()
 
 
-def test_a_bare_verdict_rejects_once_and_stores_no_statement(hs: Hindsight) -> None:
+def test_a_bare_verdict_debits_once_and_stores_no_statement(hs: Hindsight) -> None:
     run_id, credited = _first_run(hs, "t")
     first = hs.session.serve("不对", thread_id="t", run_id="r2")
     again = hs.session.serve("不对", thread_id="t", run_id="r2")  # the same turn served twice (a retry)
@@ -247,7 +247,8 @@ def test_a_bare_verdict_rejects_once_and_stores_no_statement(hs: Hindsight) -> N
     entries = hs.journal.get(run_id).feedback
     assert [(e.text, e.rule) for e in entries] == [("", "opener:不对")]
     assert [u for u in hs.store.list_units() if u.source == "user_feedback"] == []
-    assert hs.store.get(credited.memory_id).score_confidence == pytest.approx((credited.score_confidence - 0.05) * 0.5)
+    # a bare verdict names nothing wrong: the credit back, then the failure debit (−0.1), no halving (issue 20)
+    assert hs.store.get(credited.memory_id).score_confidence == pytest.approx(credited.score_confidence - 0.05 - 0.1)
 
 
 def test_hindsight_passes_the_feedback_model_to_the_session() -> None:

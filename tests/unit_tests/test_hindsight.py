@@ -13,6 +13,7 @@ from langchain_core.messages import HumanMessage
 from langchain_hindsight import Hindsight, MemoryStore, MemoryUnit
 from langchain_hindsight.embeddings.local import LocalEmbeddings
 from langchain_hindsight.errors import ConfigurationError, RunNotFoundError
+from langchain_hindsight.session import _verdict
 from langchain_hindsight.testing import ReactiveToolModel
 from tests.fakes import WEEKLY_REPORT_LESSON as LESSON
 from tests.fakes import query_sales
@@ -31,7 +32,9 @@ def _invoke(agent: Any, text: str, **config: Any) -> str:
     return run_id
 
 
-def test_middleware_run_then_user_correction(hs: Hindsight) -> None:
+def test_middleware_run_then_user_correction(hs: Hindsight, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the flow, not the contradiction rules (test_claims): the correction contradicts the lesson
+    monkeypatch.setattr(_verdict, "relation", lambda claim, memory: "contradicts" if memory == LESSON else "unsure")
     unit = hs.store.add(MemoryUnit(task_type="weekly_report", content=LESSON)).unit
     agent = create_agent(ReactiveToolModel(respond=_respond), tools=[query_sales], middleware=[hs.middleware()])
     run_id = _invoke(agent, "生成本周的销售周报")
@@ -44,8 +47,10 @@ def test_middleware_run_then_user_correction(hs: Hindsight) -> None:
 
     result = hs.feedback(run_id, success=False, comment="不对，周报只统计本周一到周日的数据")
     assert [u.memory_id for u in result.updated] == [unit.memory_id]
-    # the run's success credit is taken back, then the rejection halves: not compounded on the credit
+    # the run's success credit is taken back; the correction (this week) contradicts the lesson (last week), so
+    # it supersedes it, halving it once, not compounded on the credit (issue 20: only what it contradicts)
     assert hs.store.get(unit.memory_id).score_confidence == pytest.approx(unit.score_confidence * 0.5)
+    assert hs.store.get(unit.memory_id).status == "superseded"
     assert hs.journal.get(run_id).credit is None
     assert len(result.created) == 1
     created = result.created[0]
@@ -54,6 +59,12 @@ def test_middleware_run_then_user_correction(hs: Hindsight) -> None:
     assert "本周一到周日" in created.content
     assert result.run.feedback[-1].rejected is True
     assert created.memory_id in hs.journal.get(run_id).produced
+    assert created.supersedes == unit.memory_id
+    assert [u.memory_id for u in hs.store.history(created.memory_id)] == [created.memory_id, unit.memory_id]
+    hs.undo_feedback(run_id)  # and the user's undo puts it all back
+    assert hs.store.get(unit.memory_id).score_confidence == pytest.approx(credited)
+    assert hs.store.get(unit.memory_id).status == "active"
+    assert hs.store.get(created.memory_id).status == "archived"
 
 
 def test_feedback_success_does_not_double_count(hs: Hindsight) -> None:

@@ -277,11 +277,12 @@ def test_the_policy_is_configurable_and_validated(fake_embeddings: NgramEmbeddin
     store.close()
 
 
-def test_a_rejection_is_logged_with_its_reason(hs: Hindsight, caplog: pytest.LogCaptureFixture) -> None:
+def test_a_failure_verdict_is_logged_with_its_reason(hs: Hindsight, caplog: pytest.LogCaptureFixture) -> None:
     unit = _lesson(hs)
     run_id = _run(hs, scripted_model("周报已生成"))
     with caplog.at_level(logging.INFO, logger="langchain_hindsight"):
         hs.feedback(run_id, success=False)
     logged = [r.getMessage() for r in caplog.records if r.getMessage().startswith(f"confidence of {unit.memory_id}")]
     assert any("0.7500 → 0.7000 (credit taken back)" in m for m in logged)
-    assert any("0.7000 → 0.3500 (rejected by the user (× 0.5))" in m for m in logged)
+    # a failure verdict without a comment is the failure debit with its reason, not a halving (issue 20)
+    assert any("0.7000 → 0.6000 (the user said run" in m and "failure debit" in m for m in logged)

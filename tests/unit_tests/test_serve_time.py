@@ -174,7 +174,7 @@ def test_the_floor_is_on_relevance_not_on_the_weighted_score(work_store: MemoryS
 
 
 def test_min_relevance_is_validated_and_none_disables(work_store: MemoryStore) -> None:
-    assert HindsightRetriever(store=work_store).min_relevance == DEFAULT_MIN_RELEVANCE
+    assert HindsightRetriever(store=work_store).min_relevance == "auto"  # the calibrated rule (test_floor.py)
     assert HindsightRetriever(store=work_store, min_relevance=None).min_relevance is None
     for bad in (-0.1, 1.5, float("nan")):
         with pytest.raises(ValueError, match=r"\[0, 1\]"):

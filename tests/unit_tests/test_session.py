@@ -27,6 +27,7 @@ from langchain_hindsight import (
 )
 from langchain_hindsight.adapters.middleware import HindsightMiddleware
 from langchain_hindsight.embeddings.local import LocalEmbeddings
+from langchain_hindsight.session import _verdict
 from langchain_hindsight.session._conversation import CorrectionDetector
 from langchain_hindsight.session.loop import HindsightSession, SessionConfig
 from langchain_hindsight.session.source import SessionOwner, session_for
@@ -44,6 +45,19 @@ def _add(store: MemoryStore, unit: MemoryUnit) -> MemoryUnit:
     """Store ``unit`` in an empty store (kept as given) and return it, whatever ``add`` returns."""
     store.add(unit)
     return unit
+
+
+@pytest.fixture
+def contradicts(monkeypatch: pytest.MonkeyPatch) -> Callable[..., None]:
+    """Script which stored lessons a correction contradicts: these tests are about the flow through the adapters
+    (which memory a correction supersedes, credit, journal); the contradiction rules are tested in test_claims."""
+
+    def install(*lessons: str) -> None:
+        monkeypatch.setattr(
+            _verdict, "relation", lambda claim, memory: "contradicts" if memory in lessons else "unsure"
+        )
+
+    return install
 
 
 def _model() -> ReactiveToolModel:
@@ -165,9 +179,11 @@ def test_every_adapter_journals_served_and_produced(
         assert record.credit == {unit.memory_id: pytest.approx(0.05)}  # credited once, and recorded
 
 
-def test_async_nodes_and_facade(make_hs: Callable[..., Hindsight]) -> None:
+def test_async_nodes_and_facade(make_hs: Callable[..., Hindsight], contradicts: Callable[..., None]) -> None:
+    contradicts(LESSON)
     hs = make_hs(task_type="weekly_report")
     unit = _add(hs.store, MemoryUnit(task_type="weekly_report", content=LESSON))
+    stored = hs.store.get(unit.memory_id).score_confidence
     graph = _nodes_graph(hs)
 
     async def main() -> tuple[Any, Any, Any]:
@@ -186,8 +202,12 @@ def test_async_nodes_and_facade(make_hs: Callable[..., Hindsight]) -> None:
     assert record.produced
     assert result.created
     assert result.created[0].source == "user_feedback"
-    # the success credit was taken back, then the rejection applied once
-    assert hs.store.get(unit.memory_id).score_confidence == pytest.approx(unit.score_confidence * 0.5)
+    # the success credit was taken back; the correction contradicts the lesson (this week vs last week), so it
+    # supersedes it: halved once (issue 20: a correction demotes what it contradicts, not everything served)
+    old = hs.store.get(unit.memory_id)
+    assert old.status == "superseded"
+    assert old.score_confidence == pytest.approx(stored * 0.5)
+    assert result.created[0].supersedes == unit.memory_id
 
 
 def test_async_session_serve_and_finish(make_hs: Callable[..., Hindsight]) -> None:
@@ -231,11 +251,13 @@ def _answer(messages: list[BaseMessage]) -> Any:
 
 @pytest.mark.parametrize("lang", list(CASES))
 def test_correction_turn_in_a_checkpointed_thread_is_feedback_on_the_previous_run(
-    lang: str, make_hs: Callable[..., Hindsight]
+    lang: str, make_hs: Callable[..., Hindsight], contradicts: Callable[..., None]
 ) -> None:
     task, correction, key, lesson = CASES[lang]
+    contradicts(lesson)
     hs = make_hs(task_type="weekly_report")
     wrong = _add(hs.store, MemoryUnit(task_type="weekly_report", content=lesson))
+    stored = hs.store.get(wrong.memory_id).score_confidence
     agent = create_agent(
         ReactiveToolModel(respond=_answer), tools=[], middleware=[hs.middleware()], checkpointer=InMemorySaver()
     )
@@ -250,13 +272,16 @@ def test_correction_turn_in_a_checkpointed_thread_is_feedback_on_the_previous_ru
     assert previous.credit is None  # the success credit was taken back ...
     assert previous.feedback[-1].rejected
     assert (previous.feedback[-1].text, previous.feedback[-1].rule) == CLEANED[lang]
-    # ... and nothing compounded: rejection of the original confidence, no +0.05 left on it
-    now = hs.store.get(wrong.memory_id).score_confidence
-    assert now == pytest.approx(wrong.score_confidence * 0.5)
+    # ... and nothing compounded: the correction contradicts the rolling window, so it supersedes it (issue 20:
+    # only what a correction contradicts is demoted), halving the original confidence, no +0.05 left on it
+    now = hs.store.get(wrong.memory_id)
+    assert now.status == "superseded"
+    assert now.score_confidence == pytest.approx(stored * 0.5)
     created = [u for u in hs.store.list_units() if u.source == "user_feedback"]
     assert len(created) == 1
     assert key in created[0].content
     assert created[0].memory_id in previous.produced
+    assert created[0].supersedes == wrong.memory_id
     correcting = hs.journal.get(second)
     assert wrong.memory_id not in correcting.served_ids  # the rejected memory is not served (nor credited) again
     assert correcting.thread_id == f"thread-{lang}"
@@ -326,7 +351,9 @@ def test_feedback_success_after_apply_outcome_off_credits_once(make_hs: Callable
     hs.feedback(served.run_id, success=True)
     assert hs.store.get(unit.memory_id).score_confidence == pytest.approx(unit.score_confidence + 0.05)
     hs.feedback(served.run_id, success=False)
-    assert hs.store.get(unit.memory_id).score_confidence == pytest.approx(unit.score_confidence * 0.5)
+    # issue 20: a failure verdict without a comment names nothing wrong: the credit back, then the failure
+    # debit (−0.1), no longer a rejection that halves
+    assert hs.store.get(unit.memory_id).score_confidence == pytest.approx(unit.score_confidence - 0.1)
 
 
 # ---------------------------------------------------------------------------- composition root
@@ -515,7 +542,11 @@ def test_lcel_chain_with_callbacks_journals_and_credits_what_the_retriever_serve
     )
 
 
-def test_correction_through_graph_nodes_in_a_checkpointed_thread(make_hs: Callable[..., Hindsight]) -> None:
+def test_correction_through_graph_nodes_in_a_checkpointed_thread(
+    make_hs: Callable[..., Hindsight], contradicts: Callable[..., None]
+) -> None:
+    contradicts(WRONG)
+
     class QA(TypedDict, total=False):
         question: str
         answer: str
@@ -524,6 +555,7 @@ def test_correction_through_graph_nodes_in_a_checkpointed_thread(make_hs: Callab
 
     hs = make_hs(task_type="weekly_report")
     wrong = _add(hs.store, MemoryUnit(task_type="weekly_report", content=WRONG))
+    stored = hs.store.get(wrong.memory_id).score_confidence
     builder: StateGraph[Any, Any, Any, Any] = StateGraph(QA)
     builder.add_node("recall", recall_node(hs, input_key="question"))
     builder.add_node("answer", lambda state: {"answer": "周报已生成"})
@@ -538,7 +570,9 @@ def test_correction_through_graph_nodes_in_a_checkpointed_thread(make_hs: Callab
     assert hs.journal.get(first).credit == {wrong.memory_id: pytest.approx(0.05)}
     graph.invoke({"question": "错了，周报只统计本周一到周日"}, config)
     assert hs.journal.get(first).credit is None
-    assert hs.store.get(wrong.memory_id).score_confidence == pytest.approx(wrong.score_confidence * 0.5)
+    # the correction supersedes the lesson it contradicts: halved once, no longer active (issue 20)
+    assert hs.store.get(wrong.memory_id).score_confidence == pytest.approx(stored * 0.5)
+    assert hs.store.get(wrong.memory_id).status == "superseded"
     assert [u.source for u in hs.store.list_units(source="user_feedback")] == ["user_feedback"]
 
 
@@ -560,3 +594,12 @@ def test_store_async_twins(store: MemoryStore) -> None:
     assert updated.tags == ["weekly"]
     assert gone == 1
     assert store.count() == 0
+
+
+def test_the_typed_option_lists_are_the_session_config_options() -> None:
+    """``SessionOptions``/``AdapterOptions`` (what type checkers see on the facade) never drift from the config."""
+    from langchain_hindsight.session.config import AdapterOptions, SessionConfig, SessionOptions
+
+    assert set(SessionOptions.__annotations__) | set(AdapterOptions.__annotations__) == SessionConfig.option_names()
+    assert set(SessionOptions.__optional_keys__) == SessionConfig.option_names()
+    assert set(AdapterOptions.__optional_keys__) == SessionConfig.option_names() - {"namespace"}

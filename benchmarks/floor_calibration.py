@@ -1,0 +1,151 @@
+"""The relevance floor per slice: old absolute default vs the calibrated rule, on a tuning and a held-out split.
+
+Data (benchmarks/data/README.md says how it was written): ``floor_tuning_*.jsonl``
+(80 memories, 199 queries; :data:`~langchain_hindsight.recall.ranking.AUTO_FLOOR` was
+chosen on it) and ``floor_heldout_*.jsonl`` (80 memories, 223 queries; never used to
+choose anything). Memories are task lessons and conversational memory (a person's
+preferences, facts and plans) in Chinese and English; queries are short tasks, long
+multi-clause tasks and chat transcripts (the last turns joined, ``用户：…`` /
+``User: …`` lines), same-language and cross-language, plus unrelated queries (hard ones
+share vocabulary: 报表, 周报, data, report).
+
+Each split is one real ``MemoryStore`` on the default embedder (script-routed MiniLM +
+USE, offline) and the real ``HindsightRetriever`` with its defaults (``k=5``, task type
+inferred). Per slice (form × ``zh`` / ``en`` / ``cross``): for related queries the share
+whose labelled memory is among the served memories, for unrelated queries the share that
+are served nothing (unrelated queries have no answer language: their slices are ``zh``
+and ``en``). Floors compared: ``min_relevance=0.18`` (the old default) and ``"auto"``.
+
+Run: HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/floor_calibration.py
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent
+sys.path.insert(0, str(ROOT.parent))
+
+from langchain_hindsight.embeddings.multilingual import default_embeddings  # noqa: E402
+from langchain_hindsight.recall.ranking import AUTO_FLOOR, DEFAULT_MIN_RELEVANCE  # noqa: E402
+from langchain_hindsight.recall.retriever import HindsightRetriever  # noqa: E402
+from langchain_hindsight.store.memory_store import MemoryStore  # noqa: E402
+from langchain_hindsight.types import MemoryUnit  # noqa: E402
+
+SPLITS = (("tuning", "floor_tuning"), ("held-out", "floor_heldout"))
+FORMS = ("short", "long", "dialogue")
+LANGS = ("zh", "en", "cross")
+FLOORS: tuple[tuple[str, float | str], ...] = (("old default 0.18", DEFAULT_MIN_RELEVANCE), ("auto", "auto"))
+TARGET = 0.95
+
+
+def load(name: str) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (ROOT / "data" / name).read_text(encoding="utf-8").splitlines() if line]
+
+
+def run_split(embeddings: Any, stem: str) -> dict[str, Any]:
+    memories = load(f"{stem}_memories.jsonl")
+    queries = load(f"{stem}_queries.jsonl")
+    lang = {m["id"]: m["lang"] for m in memories}
+    rows: dict[str, dict[str, list[bool]]] = {name: {} for name, _ in FLOORS}
+    with tempfile.TemporaryDirectory() as tmp, MemoryStore(tmp, embeddings=embeddings) as store:
+        store.add_many(
+            [
+                MemoryUnit(
+                    memory_id=m["id"],
+                    task_type=m["task_type"],
+                    content=m["content"],
+                    kind="fact" if m["kind"] == "conversation" else "experience",
+                    confidence=0.7,
+                    source="manual",
+                )
+                for m in memories
+            ],
+            dedupe=False,
+        )
+        for name, floor in FLOORS:
+            retriever = HindsightRetriever(store=store, k=5, min_relevance=floor, low_similarity_threshold=0.0)
+            for q in queries:
+                served = [m.memory.memory_id for m in retriever.recall(q["query"])]
+                if q["relevant"]:
+                    answer = lang[q["relevant"][0]]
+                    key = f"{q['form']}/{q['lang'] if answer == q['lang'] else 'cross'}/related"
+                    ok = any(r in served for r in q["relevant"])
+                else:
+                    key = f"{q['form']}/{q['lang']}/unrelated"
+                    ok = not served
+                rows[name].setdefault(key, []).append(ok)
+    return {
+        "memories": len(memories),
+        "queries": len(queries),
+        "unrelated": sum(1 for q in queries if not q["relevant"]),
+        "slices": {name: {k: {"n": len(v), "rate": sum(v) / len(v)} for k, v in r.items()} for name, r in rows.items()},
+    }
+
+
+def cell(slices: dict[str, Any], key: str) -> str:
+    s = slices.get(key)
+    return "—" if s is None else f"{100 * s['rate']:.0f}% ({s['n']})"
+
+
+def markdown(result: dict[str, Any]) -> str:
+    rule = AUTO_FLOOR
+    lines = [
+        "# Relevance floor per slice (benchmarks/floor_calibration.py)",
+        "",
+        f"Default embedder (script-routed MiniLM + USE), real MemoryStore + HindsightRetriever (k=5, task type inferred). "
+        f"`auto` = `FloorRule`: same script `cosine + {rule.lexical_weight_cjk:g}·lexical share ≥ {rule.threshold_cjk:g}` "
+        f"(zh query), `cosine + {rule.lexical_weight_latin:g}·lexical share ≥ {rule.threshold_latin:g}` (en query); "
+        f"other script `cosine ≥ {rule.cross_script:g}`; chosen on tuning only. Cells: related = right memory served; "
+        f"unrelated = nothing served (query count). Target on held-out: ≥ {100 * TARGET:.0f}% / ≥ {100 * TARGET:.0f}%.",
+        "",
+    ]
+    for split, _ in SPLITS:
+        r = result["splits"][split]
+        lines += [
+            f"## {split}",
+            "",
+            f"{r['memories']} memories, {r['queries']} queries ({r['unrelated']} unrelated).",
+            "",
+            "| slice | related, old 0.18 | related, auto | unrelated, old 0.18 | unrelated, auto |",
+            "|---|---|---|---|---|",
+        ]
+        old, new = r["slices"]["old default 0.18"], r["slices"]["auto"]
+        for form in FORMS:
+            for lang in LANGS:
+                rel, unrel = f"{form}/{lang}/related", f"{form}/{lang}/unrelated"
+                lines.append(
+                    f"| {form} {lang} | {cell(old, rel)} | {cell(new, rel)} | {cell(old, unrel)} | {cell(new, unrel)} |"
+                )
+        for name, slices in (("old 0.18", old), ("auto", new)):
+            related = [v for k, v in slices.items() if k.endswith("/related")]
+            unrelated = [v for k, v in slices.items() if k.endswith("/unrelated")]
+            rate = sum(v["rate"] * v["n"] for v in related) / sum(v["n"] for v in related)
+            silent = sum(v["rate"] * v["n"] for v in unrelated) / sum(v["n"] for v in unrelated)
+            lines.append(f"| **all, {name}** | {100 * rate:.0f}% | | {100 * silent:.0f}% | |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    start = time.perf_counter()
+    embeddings = default_embeddings()
+    result: dict[str, Any] = {"floor": {"auto": AUTO_FLOOR.__repr__(), "old": DEFAULT_MIN_RELEVANCE}, "splits": {}}
+    for split, stem in SPLITS:
+        result["splits"][split] = run_split(embeddings, stem)
+    result["seconds"] = round(time.perf_counter() - start, 1)
+    out = ROOT / "results"
+    (out / "floor_calibration.json").write_text(
+        json.dumps(result, indent=1, ensure_ascii=False) + "\n", encoding="utf-8"
+    )
+    (out / "floor_calibration.md").write_text(markdown(result) + "\n", encoding="utf-8")
+    print(markdown(result))
+
+
+if __name__ == "__main__":
+    main()

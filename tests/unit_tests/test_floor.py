@@ -1,0 +1,223 @@
+"""The relevance floor: ``min_relevance="auto"`` (the calibrated :class:`FloorRule`), a number, ``None``.
+
+Unit tier: the rule's arithmetic and the options (fake embeddings). Integration tier
+(the default embedder, real weights): the issue's weekly-report queries — short, with
+an addition, long and multi-clause, and a chat transcript — get the weekly lesson, and
+an autumn poem gets nothing, in both languages.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from langchain_core.embeddings import Embeddings
+
+from langchain_hindsight import HindsightRetriever, MemoryStore, MemoryUnit
+from langchain_hindsight.cli import search as search_command
+from langchain_hindsight.errors import ConfigurationError
+from langchain_hindsight.recall.fusion import FusionWeights
+from langchain_hindsight.recall.ranking import AUTO_FLOOR, DEFAULT_MIN_RELEVANCE, FloorRule, rank_candidates
+from langchain_hindsight.recall.scoring import ScoringWeights
+from langchain_hindsight.session.config import SessionConfig
+
+NOW = datetime(2026, 6, 1, tzinfo=UTC)
+WEEKLY = "用户纠正（任务：生成本周的销售周报）：周报只统计本周一到周日的数据"
+
+
+# ------------------------------------------------------------------ the rule (pure)
+def test_the_rule_weighs_cosine_and_lexical_share_per_query_script() -> None:
+    rule = FloorRule(lexical_weight_cjk=1.0, threshold_cjk=0.4, lexical_weight_latin=0.5, threshold_latin=0.3)
+    cosine, share, blind = [0.3, 0.3, 0.2], [0.1, 0.0, 0.4], [False, False, False]
+    assert rule.margins(cosine, share, blind, "cjk") == pytest.approx([0.0, -0.1, 0.2])
+    assert rule.margins(cosine, share, blind, "latin") == pytest.approx([0.05, 0.0, 0.1])
+    # a memory in the other script is lexically blind: its cosine alone, against cross_script
+    assert rule.passes([0.12, 0.10], [0.9, 0.9], [True, True], "cjk").tolist() == [True, False]
+    assert rule.margins([float("nan")], [0.0], [False], "latin")[0] == pytest.approx(-0.3)  # NaN counts nothing
+    for bad in (float("nan"), -0.1, True):
+        with pytest.raises(ConfigurationError, match="threshold_cjk"):
+            FloorRule(threshold_cjk=bad)
+
+
+def _rank(min_relevance: float | FloorRule | None, lexical: dict[str, float], fusion: str = "convex_idf") -> list[str]:
+    units = {
+        "a": MemoryUnit(memory_id="a", task_type="weekly_report", content="周报只统计本周一到周日的数据"),
+        "b": MemoryUnit(memory_id="b", task_type="general", content="用户喜欢喝美式咖啡"),
+    }
+    dense = {"a": (units["a"], 0.36), "b": (units["b"], 0.20)}
+    ranked = rank_candidates(
+        "帮我做一下这周各门店的销售周报，按门店拆分，附上环比",
+        dense,
+        lexical,
+        limit=5,
+        task=(None, None),
+        fallback_task_type="general",
+        fusion=fusion,  # type: ignore[arg-type]
+        fusion_weights=FusionWeights(alpha=0.5, alpha_cjk=0.2, cross_script=2.0),
+        weights=ScoringWeights(),
+        min_score=0.0,
+        min_relevance=min_relevance,
+        now=NOW,
+        scripts={},
+    )
+    return [m.memory.memory_id for m in ranked]
+
+
+def test_a_long_chinese_task_passes_the_rule_where_the_old_absolute_floor_dropped_it() -> None:
+    lexical = {"a": 0.06}  # a long task matches a small share of its own idf mass
+    fused = 0.2 * 0.36 + 0.8 * 0.06
+    assert fused < DEFAULT_MIN_RELEVANCE
+    assert _rank(DEFAULT_MIN_RELEVANCE, lexical) == []
+    assert _rank(AUTO_FLOOR, lexical) == ["a"]  # 0.36 + 0.06 >= 0.39; the coffee memory (0.20) fails
+    assert _rank(None, lexical) == ["a", "b"]
+
+
+def test_every_result_carries_its_margin_to_the_calibrated_floor() -> None:
+    units = {"a": MemoryUnit(memory_id="a", task_type="general", content="周报只统计本周一到周日的数据")}
+    [only] = rank_candidates(
+        "生成本周的销售周报",
+        {"a": (units["a"], 0.30)},
+        {"a": 0.05},
+        limit=1,
+        task=(None, None),
+        fallback_task_type="general",
+        fusion="convex_idf",
+        fusion_weights=FusionWeights(alpha=0.5, alpha_cjk=0.2),
+        weights=ScoringWeights(),
+        min_score=0.0,
+        min_relevance=None,
+        now=NOW,
+        scripts={},
+    )
+    expected = 0.30 + AUTO_FLOOR.lexical_weight_cjk * 0.05 - AUTO_FLOOR.threshold_cjk
+    assert only.breakdown["floor_margin"] == pytest.approx(expected)
+
+
+def test_with_another_fusion_the_rule_falls_back_to_the_absolute_floor() -> None:
+    # raw BM25 scores are no lexical share: the rule does not apply, DEFAULT_MIN_RELEVANCE on the fused relevance does
+    assert _rank(AUTO_FLOOR, {"a": 3.0}, fusion="convex") == ["a"]
+    assert _rank(AUTO_FLOOR, {}, fusion="convex") == []
+
+
+# ------------------------------------------------------------------ the options
+@pytest.fixture
+def fake_store(tmp_path: Path, fake_embeddings: Embeddings) -> Iterator[MemoryStore]:
+    with MemoryStore(tmp_path / "db", embeddings=fake_embeddings) as store:
+        yield store
+
+
+def test_auto_is_the_default_and_other_values_are_validated(fake_store: MemoryStore) -> None:
+    assert HindsightRetriever(store=fake_store).min_relevance == "auto"
+    assert HindsightRetriever(store=fake_store).low_similarity_threshold == "auto"
+    assert HindsightRetriever(store=fake_store, min_relevance=0.25).min_relevance == pytest.approx(0.25)
+    assert HindsightRetriever(store=fake_store, min_relevance=AUTO_FLOOR).min_relevance is AUTO_FLOOR
+    for bad in ("automatic", True, -0.1, 1.5, float("nan")):
+        with pytest.raises(ConfigurationError):
+            HindsightRetriever(store=fake_store, min_relevance=bad)
+    with pytest.raises(ConfigurationError):
+        HindsightRetriever(store=fake_store, low_similarity_threshold="loose")
+
+
+def test_the_session_accepts_auto(fake_store: MemoryStore) -> None:
+    assert SessionConfig(store=fake_store, min_relevance="auto").min_relevance == "auto"
+    with pytest.raises(ConfigurationError, match="'auto'"):
+        SessionConfig(store=fake_store, min_relevance="loose")  # type: ignore[arg-type]
+
+
+# ------------------------------------------------------------------ the issue's queries, default embedder
+@pytest.fixture(scope="module")
+def default_store(real_models: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[MemoryStore]:
+    from langchain_hindsight.embeddings.multilingual import default_embeddings
+
+    lessons = [
+        MemoryUnit(memory_id="weekly", task_type="weekly_report", content=WEEKLY, source="user_feedback"),
+        MemoryUnit(
+            memory_id="monthly",
+            task_type="monthly_report",
+            content="月报的环比要和上一个自然月比较，不要和去年同月比较。",
+        ),
+        MemoryUnit(
+            memory_id="csv", task_type="data_cleaning", content="用pandas读取含中文的CSV时要指定encoding='utf-8-sig'。"
+        ),
+        MemoryUnit(
+            memory_id="peanut", task_type="general", kind="fact", content="用户对花生过敏，推荐菜谱时要避开含花生的菜。"
+        ),
+        MemoryUnit(
+            memory_id="emma",
+            task_type="general",
+            kind="fact",
+            content="Alice's daughter Emma starts school in September.",
+        ),
+        MemoryUnit(
+            memory_id="retry",
+            task_type="api_integration",
+            content="Retry the payment webhook at most 5 times with exponential backoff.",
+        ),
+    ]
+    with MemoryStore(tmp_path_factory.mktemp("floor") / "db", embeddings=default_embeddings()) as store:
+        store.add_many(lessons, dedupe=False)
+        yield store
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "生成本周的销售周报",
+        "生成本周的销售周报（补充：按门店拆分）",
+        "帮我做一下这周各门店的销售周报，按门店拆分，附上环比",
+        "用户：周报做好了吗？\n助手：还没有，需要我现在生成吗？\n用户：嗯，这周各门店的销售周报，按门店拆分",
+    ],
+)
+def test_the_weekly_report_tasks_get_the_weekly_lesson(default_store: MemoryStore, query: str) -> None:
+    served = HindsightRetriever(store=default_store, k=5).recall(query, now=NOW)
+    assert served
+    assert served[0].memory.memory_id == "weekly"
+    old = HindsightRetriever(store=default_store, k=5, min_relevance=DEFAULT_MIN_RELEVANCE).recall(query, now=NOW)
+    assert served[0].breakdown["floor_margin"] >= 0
+    assert len(served) >= len(old)
+
+
+@pytest.mark.parametrize("query", ["写一首关于秋天的诗", "write a haiku about autumn"])
+def test_an_autumn_poem_gets_nothing(default_store: MemoryStore, query: str) -> None:
+    assert HindsightRetriever(store=default_store, k=5).recall(query, now=NOW) == []
+    assert HindsightRetriever(store=default_store, k=5, min_relevance=None).recall(
+        query, now=NOW
+    )  # only the floor drops them
+
+
+# ------------------------------------------------------------------ hindsight search says what the floor serves
+def test_search_marks_what_the_retriever_would_serve(
+    tmp_path: Path, fake_embeddings: Embeddings, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "db"
+    with MemoryStore(path, embeddings=fake_embeddings) as store:
+        store.add_many(
+            [
+                MemoryUnit(task_type="weekly_report", content=WEEKLY),
+                MemoryUnit(task_type="general", content="The user prefers aisle seats on long flights."),
+            ],
+            dedupe=False,
+        )
+        served = {m.memory.memory_id for m in HindsightRetriever(store=store, k=5).recall("生成本周的销售周报")}
+    args = argparse.Namespace(
+        path=str(path),
+        server=None,
+        principal=None,
+        config=None,
+        namespace=None,
+        k=5,
+        task_type=None,
+        json=True,
+        query="生成本周的销售周报",
+        embeddings=fake_embeddings,
+    )
+    assert search_command.search(args) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert len(shown) == 2  # the search shows weak matches too…
+    assert len(served) == 1  # (the weekly lesson passes the floor, the flight preference does not)
+    assert {r["memory"]["memory_id"] for r in shown if r["served"]} == served  # …and marks what the floor serves
+    assert all(r["served"] == (r["breakdown"]["floor_margin"] >= 0) for r in shown)
