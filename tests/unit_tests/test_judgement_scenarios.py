@@ -532,9 +532,15 @@ def test_undo_feedback_restores_what_a_correction_did(locale: str, make_hs: Call
     user = User(hs, answer(REPORT[locale]))
     corrected_run = user.say(TASK[locale], thread="t")
     before = hs.store.get(wrong.memory_id)
-    user.say(CORRECTION[locale], thread="t")
+    correcting_run = user.say(CORRECTION[locale], thread="t")
     (correction,) = _feedback_units(hs)
-    assert hs.store.get(wrong.memory_id) != before, "precondition: the correction changed the lesson"
+    # The correcting turn is a run of its own: what it was served and credited is not the correction's doing.
+    gained = (hs.journal.get(correcting_run).credit or {}).get(wrong.memory_id, 0.0)
+    expected = before.score_confidence + gained
+    changed = hs.store.get(wrong.memory_id)
+    assert (changed.status, round(changed.score_confidence, 6)) != (before.status, round(expected, 6)), (
+        "precondition: the correction changed the lesson"
+    )
 
     undo: Callable[[str], Any] = getattr(hs, "undo_feedback", None) or pytest.fail(
         "Hindsight has no undo_feedback(run_id)"
@@ -542,9 +548,9 @@ def test_undo_feedback_restores_what_a_correction_did(locale: str, make_hs: Call
     undo(corrected_run)
 
     restored = hs.store.get(wrong.memory_id)
-    was = f"it was {before.status!r} at {before.confidence}"
+    was = f"it was {before.status!r} at {expected:.3f} without the correction"
     assert restored.status == before.status, f"undo left the lesson {restored.status!r}; {was}"
-    assert restored.confidence == pytest.approx(before.confidence), f"undo left it at {restored.confidence}; {was}"
+    assert restored.score_confidence == pytest.approx(expected), f"undo left it at {restored.confidence}; {was}"
     left: str
     try:
         left = hs.store.get(correction.memory_id).status
