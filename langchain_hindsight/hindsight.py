@@ -35,6 +35,7 @@ from langchain_hindsight.reflection.background import BackgroundReflector
 from langchain_hindsight.reflection.reflector import Reflector
 from langchain_hindsight.session.config import AdapterOptions
 from langchain_hindsight.session.loop import ErrorPolicy, FeedbackResult, HindsightSession, SessionConfig
+from langchain_hindsight.settings import session_defaults
 from langchain_hindsight.sharing.access import ScopedMemory
 from langchain_hindsight.sharing.principals import AccessPolicy, Principal, resolve_principal
 from langchain_hindsight.sharing.retriever import ScopedRetriever
@@ -63,6 +64,27 @@ def _server_client(server: str) -> ClientAPI:
         raise ConfigurationError(f"server must look like 'http://host:port', got {server!r}")
     port = parts.port or (443 if parts.scheme == "https" else 8000)
     return chromadb.HttpClient(host=parts.hostname, port=port, ssl=parts.scheme == "https")
+
+
+class _FromEnvironment:
+    """The default of an option that an environment variable may set (see :mod:`langchain_hindsight.settings`)."""
+
+    def __repr__(self) -> str:
+        return "<$HINDSIGHT_… or the default>"
+
+
+FROM_ENVIRONMENT: Any = _FromEnvironment()
+"""Sentinel: the option was not given; its ``HINDSIGHT_…`` variable applies, else the default."""
+_DEFAULTS: dict[str, Any] = {
+    "namespace": "default",
+    "k": 5,
+    "min_relevance": "default",
+    "locale": "zh",
+    "max_lines": DEFAULT_MAX_LINES,
+    "max_line_chars": DEFAULT_MAX_LINE_CHARS,
+    "max_block_chars": None,
+}
+"""Each environment-settable option's default when neither the caller nor the environment gives one."""
 
 
 class Hindsight:
@@ -114,6 +136,10 @@ class Hindsight:
             correction when the rules are unsure; ``None`` (default): rules only. Not
             ``model`` by default, so no turn costs a model call unless you ask for it.
         on_error: ``"log"`` (default) or ``"raise"`` for the adapters.
+
+    ``namespace``, ``k``, ``min_relevance``, ``locale``, ``max_lines``, ``max_line_chars`` and
+    ``max_block_chars`` take their default from an environment variable when not given
+    (``HINDSIGHT_K``, …: see :mod:`langchain_hindsight.settings`); an argument always wins.
         principal: Act as this agent identity (a :class:`~langchain_hindsight.sharing.principals.Principal`,
             or its name in ``policy``): every run recalls the principal's own namespace
             plus every namespace it may read, in one call, and memories from another
@@ -152,14 +178,14 @@ class Hindsight:
         reflector: Reflector | None = None,
         judge: WriteJudge | Literal["auto", "rules"] = "auto",
         embeddings: Embeddings | None = None,
-        namespace: str = "default",
-        k: int = 5,
+        namespace: str = FROM_ENVIRONMENT,
+        k: int = FROM_ENVIRONMENT,
         task_type: str | None = None,
-        min_relevance: float | Literal["default", "auto"] | None = "default",
-        locale: Locale = "zh",
-        max_lines: int = DEFAULT_MAX_LINES,
-        max_line_chars: int = DEFAULT_MAX_LINE_CHARS,
-        max_block_chars: int | None = None,
+        min_relevance: float | Literal["default", "auto"] | None = FROM_ENVIRONMENT,
+        locale: Locale = FROM_ENVIRONMENT,
+        max_lines: int = FROM_ENVIRONMENT,
+        max_line_chars: int = FROM_ENVIRONMENT,
+        max_block_chars: int | None = FROM_ENVIRONMENT,
         background: bool = False,
         conversation_feedback: bool = True,
         feedback_model: BaseChatModel | None = None,
@@ -167,6 +193,21 @@ class Hindsight:
         principal: Principal | str | None = None,
         policy: AccessPolicy | str | os.PathLike[str] | None = None,
     ) -> None:
+        settable = (namespace, k, min_relevance, locale, max_lines, max_line_chars, max_block_chars)
+        env = session_defaults() if any(v is FROM_ENVIRONMENT for v in settable) else {}
+
+        def pick(name: str, value: Any) -> Any:
+            return env.get(name, _DEFAULTS[name]) if value is FROM_ENVIRONMENT else value
+
+        namespace, k, min_relevance, locale = (
+            pick("namespace", namespace),
+            pick("k", k),
+            pick("min_relevance", min_relevance),
+            pick("locale", locale),
+        )
+        max_lines = pick("max_lines", max_lines)
+        max_line_chars = pick("max_line_chars", max_line_chars)
+        max_block_chars = pick("max_block_chars", max_block_chars)
         self._owns_store = store is None
         self.background: BackgroundReflector | None = None
         self.principal: Principal | None = None

@@ -14,7 +14,18 @@ moment it is needed (not at import), and only through this module:
                               :func:`openai_chat_model` when none is given
 ``OPENAI_BASE_URL``           that model's endpoint when none is given
 ``OPENAI_API_KEY``            only checked for presence (``ChatOpenAI`` reads it itself)
+``HINDSIGHT_K``               ``Hindsight(k=...)`` when not given: experiences per task
+``HINDSIGHT_LOCALE``          ``Hindsight(locale=...)``: ``zh`` or ``en``
+``HINDSIGHT_MIN_RELEVANCE``   ``Hindsight(min_relevance=...)``: ``auto``, ``off`` (no floor) or a number
+``HINDSIGHT_NAMESPACE``       ``Hindsight(namespace=...)``: the default namespace
+``HINDSIGHT_MAX_LINES``       ``Hindsight(max_lines=...)``: memory lines in the block
+``HINDSIGHT_MAX_LINE_CHARS``  ``Hindsight(max_line_chars=...)``: characters of one memory's text
+``HINDSIGHT_MAX_BLOCK_CHARS`` ``Hindsight(max_block_chars=...)``: characters of the whole block (``off``: unbounded)
 ============================  ==========================================================
+
+An argument given to ``Hindsight(...)`` always wins over its variable; a variable wins over the
+default. A malformed value is a :class:`~langchain_hindsight.errors.ConfigurationError` naming the
+variable (see :func:`session_defaults`).
 
 :func:`read_environment` and :func:`cache_dir` take an optional ``environ``
 mapping (default ``os.environ``), so a caller or a test can pass its own instead
@@ -41,12 +52,14 @@ __all__ = [
     "OPENAI_BASE_URL",
     "OPENAI_EXTRA",
     "SERVER",
+    "SESSION_VARIABLES",
     "STORE_PATH",
     "XDG_CACHE_HOME",
     "Environment",
     "cache_dir",
     "openai_chat_model",
     "read_environment",
+    "session_defaults",
 ]
 
 CACHE_DIR = "HINDSIGHT_CACHE_DIR"
@@ -56,6 +69,18 @@ SERVER = "HINDSIGHT_SERVER"
 MODEL = "HINDSIGHT_MODEL"
 OPENAI_BASE_URL = "OPENAI_BASE_URL"
 OPENAI_API_KEY = "OPENAI_API_KEY"
+
+SESSION_VARIABLES: dict[str, str] = {
+    "k": "HINDSIGHT_K",
+    "locale": "HINDSIGHT_LOCALE",
+    "min_relevance": "HINDSIGHT_MIN_RELEVANCE",
+    "namespace": "HINDSIGHT_NAMESPACE",
+    "max_lines": "HINDSIGHT_MAX_LINES",
+    "max_line_chars": "HINDSIGHT_MAX_LINE_CHARS",
+    "max_block_chars": "HINDSIGHT_MAX_BLOCK_CHARS",
+}
+"""``Hindsight(...)`` option → the variable that gives its default."""
+_OFF = frozenset({"off", "none"})
 
 OPENAI_EXTRA = "pip install 'langchain-hindsight[openai]'"
 """How to install what :func:`openai_chat_model` needs (``langchain-openai`` is an optional extra)."""
@@ -100,6 +125,62 @@ def read_environment(environ: Mapping[str, str] | None = None) -> Environment:
         openai_base_url=get(OPENAI_BASE_URL),
         has_openai_key=bool(get(OPENAI_API_KEY)),
     )
+
+
+def _positive_int(name: str, text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError as e:
+        raise ConfigurationError(f"${name} must be a positive whole number, got {text!r}") from e
+    if value < 1:
+        raise ConfigurationError(f"${name} must be a positive whole number, got {text!r}")
+    return value
+
+
+def _min_relevance(name: str, text: str) -> float | str | None:
+    lowered = text.strip().lower()
+    if lowered == "auto":
+        return "auto"
+    if lowered in _OFF:
+        return None
+    try:
+        value = float(lowered)
+    except ValueError as e:
+        raise ConfigurationError(f"${name} must be 'auto', 'off' or a number, got {text!r}") from e
+    if value != value or value < 0:  # NaN or negative
+        raise ConfigurationError(f"${name} must be 'auto', 'off' or a number >= 0, got {text!r}")
+    return value
+
+
+def session_defaults(environ: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """The ``Hindsight(...)`` options the environment sets (:data:`SESSION_VARIABLES`), parsed and checked.
+
+    Only variables that are set (non-empty) appear. Example:
+        >>> session_defaults({"HINDSIGHT_K": "3", "HINDSIGHT_LOCALE": "en", "HINDSIGHT_MIN_RELEVANCE": "off"})
+        {'k': 3, 'locale': 'en', 'min_relevance': None}
+
+    Raises:
+        ConfigurationError: a value that does not parse, naming the variable.
+    """
+    env = os.environ if environ is None else environ
+    out: dict[str, Any] = {}
+    for option, name in SESSION_VARIABLES.items():
+        text = (env.get(name) or "").strip()
+        if not text:
+            continue
+        if option == "locale":
+            if text not in ("zh", "en"):
+                raise ConfigurationError(f"${name} must be 'zh' or 'en', got {text!r}")
+            out[option] = text
+        elif option == "namespace":
+            out[option] = text
+        elif option == "min_relevance":
+            out[option] = _min_relevance(name, text)
+        elif option == "max_block_chars" and text.lower() in _OFF:
+            out[option] = None
+        else:
+            out[option] = _positive_int(name, text)
+    return out
 
 
 def cache_dir(explicit: str | os.PathLike[str] | None = None, *, environ: Mapping[str, str] | None = None) -> Path:

@@ -11,14 +11,14 @@ import argparse
 import json
 import logging
 import sys
-from typing import Any
+from typing import IO, Any
 
 from langchain_hindsight.cli._output import clip, emit_json, progress, safe, table, when
 from langchain_hindsight.cli._stats import print_stats
 from langchain_hindsight.cli._store import open_view
 from langchain_hindsight.store._stamp import SUMMARY_FILE
 from langchain_hindsight.store._summary import read_summary, summary_entry, write_summary
-from langchain_hindsight.store._transfer import export_units
+from langchain_hindsight.store._transfer import export_runs, export_units
 from langchain_hindsight.store.journal import RunJournal
 from langchain_hindsight.store.memory_store import MemoryStore
 
@@ -152,10 +152,15 @@ def export(args: argparse.Namespace) -> int:
     """``hindsight export``: memories as JSONL (every field); ``--all``: of every namespace the view may read."""
     with open_view(args) as view:
         namespaces = view.namespaces(args.all)
+
+        def write(out: IO[str]) -> tuple[int, int]:
+            count = export_units(view.store, out, namespaces=namespaces, progress=progress)
+            return count, export_runs(view.store, out, namespaces=namespaces) if args.journal else 0
+
         if args.output in (None, "-"):
-            count = export_units(view.store, sys.stdout, namespaces=namespaces, progress=progress)
+            count, runs = write(sys.stdout)
         else:
             with open(args.output, "w", encoding="utf-8") as fh:
-                count = export_units(view.store, fh, namespaces=namespaces, progress=progress)
-    print(f"exported {count} memories", file=sys.stderr)
+                count, runs = write(fh)
+    print(f"exported {count} memories" + (f" and {runs} journal records" if args.journal else ""), file=sys.stderr)
     return 0

@@ -122,9 +122,10 @@ def _parser(words: Sequence[str] = ()) -> argparse.ArgumentParser:
     demo.add_argument("--quiet", action="store_true")
     demo.set_defaults(func="serve:demo")
 
-    p = add("search", "search:search", "recall the memories that match a task")
+    p = add("search", "search:search", "what recall would serve for a task, with each factor of the score")
     p.add_argument("query")
     p.add_argument("-k", type=positive_int, default=5)
+    p.add_argument("--all", action="store_true", help="also the matches below the relevance floor (marked served: no)")
     p.add_argument("--task-type")
     p = add("show", "browse:show", "print memories by id")
     p.add_argument("memory_id", nargs="+")
@@ -152,6 +153,9 @@ def _parser(words: Sequence[str] = ()) -> argparse.ArgumentParser:
     p.add_argument("--yes", action="store_true", help="confirm a --now in the future (it changes memories for good)")
     p = add("export", "browse:export", "write memories as JSONL (every field)")
     p.add_argument("-o", "--output", help="file (default: stdout)")
+    p.add_argument(
+        "--journal", action="store_true", help="also the run journal (a complete backup: import restores it)"
+    )
     p.add_argument("--all", action="store_true", help="every namespace (a principal: every one it may read)")
     p = add("import", "maintenance:import_", "read memories from JSONL exactly as exported")
     p.add_argument("file", help="JSONL file, or - for stdin")

@@ -22,7 +22,7 @@ from langchain_hindsight.errors import ConfigurationError, InvalidMemoryError, M
 from langchain_hindsight.lifecycle.maintenance import Lifecycle
 from langchain_hindsight.settings import openai_chat_model
 from langchain_hindsight.store import _reembed
-from langchain_hindsight.store._transfer import import_units, read_jsonl
+from langchain_hindsight.store._transfer import import_units, read_backup
 from langchain_hindsight.store.memory_store import MemoryStore
 
 __all__ = [
@@ -164,12 +164,10 @@ def report(args: argparse.Namespace) -> int:
 
 
 def import_(args: argparse.Namespace) -> int:
-    """``hindsight import FILE``: memories from JSONL exactly as exported."""
+    """``hindsight import FILE``: memories (and journal records, from ``export --journal``) exactly as exported."""
     with open_store(args) as store:
         if args.file == "-":
-            result = import_units(
-                store, read_jsonl(sys.stdin), namespace=args.namespace, progress=progress, replace=args.replace
-            )
+            units, runs = read_backup(sys.stdin)
         else:
             try:
                 fh = open(args.file, encoding="utf-8")  # noqa: SIM115 - closed below, errors mapped first
@@ -177,15 +175,18 @@ def import_(args: argparse.Namespace) -> int:
                 raise MemoryNotFoundError(f"no such file: {args.file}") from e
             with fh:
                 try:
-                    result = import_units(
-                        store, read_jsonl(fh), namespace=args.namespace, progress=progress, replace=args.replace
-                    )
+                    units, runs = read_backup(fh)
                 except UnicodeDecodeError as e:
                     raise InvalidMemoryError(f"{args.file} is not UTF-8 text ({e.reason} at byte {e.start})") from e
+        result = import_units(
+            store, units, runs=runs, namespace=args.namespace, progress=progress, replace=args.replace
+        )
     if args.json:
         emit_json(result)
     else:
         print(f"imported {result.imported} memories " + ", ".join(f"{k}: {v}" for k, v in result.namespaces.items()))
+        if result.runs or result.runs_unchanged:
+            print(f"journaled {result.runs} runs ({result.runs_unchanged} already there)")
         if result.refused:
             print(f"refused {result.refused} memories whose content carries no information (e.g. 'ok', '好的')")
     return 0

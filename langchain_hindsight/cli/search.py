@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import sys
 import threading
 from pathlib import Path
 
@@ -35,10 +36,12 @@ logger = logging.getLogger(__name__)
 
 
 def search(args: argparse.Namespace) -> int:
-    """``hindsight search QUERY``: the best k memories with their relevance (below the serving floor too).
+    """``hindsight search QUERY``: what recall would serve for the query, with each factor of its score.
 
-    Each result says whether the default floor (``min_relevance="auto"``) would serve it: its
-    ``floor_margin`` (in the breakdown) is at least 0, the same test the retriever applies.
+    By default only the results the default floor (``min_relevance="auto"``) would serve are
+    listed — a ``floor_margin`` (in the breakdown) of at least 0, the same test the retriever
+    applies — and stderr says how many more were found below it; ``--all`` lists those too,
+    each marked ``served: no``.
     """
     scored = _from_snapshot(args)
     shared = False
@@ -50,6 +53,12 @@ def search(args: argparse.Namespace) -> int:
                 retriever = view.scoped.as_retriever(k=args.k, min_relevance=None)
                 scored = retriever.recall(args.query, k=args.k, task_type=args.task_type, namespace=view.namespace)
         shared = view.scoped is not None and any(m.memory.namespace != view.namespace for m in scored)
+    below = sum(not _served(m) for m in scored)
+    if below and not getattr(args, "all", False):
+        scored = [m for m in scored if _served(m)]
+        print(
+            f"{below} more below the relevance floor (recall would not serve them): --all lists them", file=sys.stderr
+        )
     if args.json:
         emit_json(
             [

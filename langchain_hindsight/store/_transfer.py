@@ -1,7 +1,10 @@
-"""JSONL export and import of memory units that round-trip exactly.
+"""JSONL export and import of memory units (and, optionally, the run journal) that round-trip exactly.
 
 One line per unit, ``MemoryUnit.to_dict()``: every field, timestamps to the
-microsecond, status and namespace. Import writes the units *as they are* — no
+microsecond, status and namespace. A backup that includes the journal adds one
+line per run record, ``{"run": {...}}`` (the record as the journal stores it), so
+``explain``, ``report`` and review work on the restored store; a file without
+such lines is a memories-only export, as before. Import writes the units *as they are* — no
 task-type normalisation, no dedupe, no confidence caps, archived units straight
 into the archive — re-embedding only the content (vectors are derived data).
 
@@ -26,17 +29,30 @@ from langchain_hindsight._text import informative
 from langchain_hindsight.errors import ConfigurationError, InvalidMemoryError
 from langchain_hindsight.store._core import backend_errors
 from langchain_hindsight.store._policy import clamp_future
+from langchain_hindsight.store._runs import RunRecord
 from langchain_hindsight.store._store_reads import ReadMixin
 from langchain_hindsight.store._store_writes import WriteMixin
 from langchain_hindsight.types import MemoryUnit
 
-__all__ = ["IMPORT_PENDING", "ImportReport", "TransferMixin", "export_units", "import_units", "read_jsonl"]
+__all__ = [
+    "IMPORT_PENDING",
+    "RUN_KEY",
+    "ImportReport",
+    "TransferMixin",
+    "export_runs",
+    "export_units",
+    "import_units",
+    "read_backup",
+    "read_jsonl",
+]
 
 logger = logging.getLogger(__name__)
 
 _BATCH = 256
 IMPORT_PENDING = ".hindsight.import-pending.jsonl"
 """The units of an import in progress, written durably before the first write; replayed on reopen."""
+RUN_KEY = "run"
+"""The one key of a run-record line in a backup (a memory line is the unit's own fields)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +66,10 @@ class ImportReport:
     refused: int = 0
     """Units left out because their content carries no information (``"ok"``, ``"好的"``; see
     :func:`~langchain_hindsight._text.informative`): such junk is never stored, also not by an import."""
+    runs: int = 0
+    """Run records written to the journal (a backup made with the journal)."""
+    runs_unchanged: int = 0
+    """Run records already in the journal exactly as in the file."""
 
 
 def export_units(
@@ -71,12 +91,22 @@ def export_units(
     return count
 
 
-def read_jsonl(lines: Iterable[str]) -> Iterator[MemoryUnit]:
-    """Parse JSONL lines into units (blank lines skipped).
+def export_runs(store: ReadMixin, out: IO[str], *, namespaces: Iterable[str]) -> int:
+    """Write every run record of ``namespaces`` (runs and reviews) as ``{"run": ...}`` lines; return how many."""
+    count = 0
+    for ns in namespaces:
+        records: list[RunRecord] = []
+        with store.lock:
+            for page in store.run_records.pages(ns, None):
+                records.extend(page)
+        for record in sorted(records, key=lambda r: (r.started_at, r.run_id)):
+            # the record exactly as the journal stores it (key order kept: a breakdown's order is its rank order)
+            out.write(f'{{"{RUN_KEY}": {record.to_json()}}}\n')
+            count += 1
+    return count
 
-    Raises:
-        InvalidMemoryError: a line is not JSON or not a valid unit; the message names the line.
-    """
+
+def _lines(lines: Iterable[str]) -> Iterator[tuple[int, MemoryUnit | RunRecord]]:
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
@@ -85,21 +115,49 @@ def read_jsonl(lines: Iterable[str]) -> Iterator[MemoryUnit]:
         except ValueError as e:
             raise InvalidMemoryError(f"line {number}: not JSON ({e})") from e
         try:
-            yield MemoryUnit.from_dict(data)
-        except InvalidMemoryError as e:
-            raise InvalidMemoryError(f"line {number}: {e}") from e
+            if isinstance(data, dict) and set(data) == {RUN_KEY}:
+                yield number, RunRecord.model_validate(data[RUN_KEY])
+            else:
+                yield number, MemoryUnit.from_dict(data)
+        except (InvalidMemoryError, ValueError) as e:  # pydantic's ValidationError is a ValueError
+            raise InvalidMemoryError(f"line {number}: {' '.join(str(e).split())[:300]}") from e
+
+
+def read_jsonl(lines: Iterable[str]) -> Iterator[MemoryUnit]:
+    """Parse JSONL lines into units (blank lines and run-record lines skipped).
+
+    Raises:
+        InvalidMemoryError: a line is not JSON or not a valid unit; the message names the line.
+    """
+    for _, item in _lines(lines):
+        if isinstance(item, MemoryUnit):
+            yield item
+
+
+def read_backup(lines: Iterable[str]) -> tuple[list[MemoryUnit], list[RunRecord]]:
+    """Parse a backup: its memory units and its run records (every line validated first).
+
+    Raises:
+        InvalidMemoryError: a line is not JSON, not a valid unit, or not a valid run record.
+    """
+    units: list[MemoryUnit] = []
+    runs: list[RunRecord] = []
+    for _, item in _lines(lines):
+        (units if isinstance(item, MemoryUnit) else runs).append(item)  # type: ignore[arg-type]
+    return units, runs
 
 
 def import_units(
     store: TransferMixin,
     units: Iterable[MemoryUnit],
     *,
+    runs: Iterable[RunRecord] = (),
     namespace: str | None = None,
     progress: Callable[[str, int, int], None] | None = None,
     replace: bool = False,
 ) -> ImportReport:
     """:meth:`MemoryStore.import_units <TransferMixin.import_units>` (what ``hindsight import`` runs)."""
-    return store.import_units(units, namespace=namespace, progress=progress, replace=replace)
+    return store.import_units(units, runs=runs, namespace=namespace, progress=progress, replace=replace)
 
 
 class TransferMixin(WriteMixin):
@@ -110,11 +168,12 @@ class TransferMixin(WriteMixin):
         self,
         units: Iterable[MemoryUnit],
         *,
+        runs: Iterable[RunRecord] = (),
         namespace: str | None = None,
         progress: Callable[[str, int, int], None] | None = None,
         replace: bool = False,
     ) -> ImportReport:
-        """Write ``units`` exactly as given, all or nothing; ``namespace`` overrides theirs.
+        """Write ``units`` (and the journal's ``runs``) exactly as given, all or nothing (``namespace``: into it).
 
         For restoring a backup or moving a store (see ``hindsight export``/``import``):
         no task-type normalisation, no dedupe, no confidence caps; archived units go
@@ -126,6 +185,10 @@ class TransferMixin(WriteMixin):
         rolls a killed import forward when the directory is opened again. A unit whose
         content carries no information (``"ok"``, ``"好的"``) is left out and counted in
         ``refused`` (logged), rather than failing the import.
+
+        ``runs`` are run records of a backup made with the journal (``hindsight export
+        --journal``): checked with the units (a run id already journaled with other data is
+        refused unless ``replace``), written after them.
 
         Raises:
             InvalidMemoryError: a unit is invalid (nothing was written).
@@ -147,14 +210,24 @@ class TransferMixin(WriteMixin):
                 "import: refused %d unit(s) whose content carries no information (e.g. %s)", len(refused), refused[0]
             )
         todo = list(latest.values())
+        records = {
+            (r.namespace, r.run_id): r
+            for r in (
+                r if namespace is None else r.model_copy(update={"namespace": self.resolve_namespace(namespace)})
+                for r in runs
+            )
+        }
         with self._lock:
             stored = self._stored(todo)
             clashes = [u.memory_id for u in todo if u.memory_id in stored and stored[u.memory_id] != u]
+            journaled = self._journaled(list(records.values()))
+            clashes += [r.run_id for key, r in records.items() if key in journaled and journaled[key] != r]
             if clashes and not replace:
                 raise ConfigurationError(
                     f"{len(clashes)} id(s) already stored with other data (e.g. {clashes[0]}); nothing was "
                     "imported. Pass replace=True (hindsight import --replace) to overwrite them"
                 )
+            new_runs = [r for key, r in records.items() if journaled.get(key) != r]
             fresh = [u for u in todo if stored.get(u.memory_id) != u]
             per_ns: dict[str, int] = {}
             pending = self._begin_import(fresh)
@@ -165,7 +238,28 @@ class TransferMixin(WriteMixin):
                     progress("import", done, len(fresh))
             if pending is not None:
                 pending.unlink(missing_ok=True)
-        return ImportReport(imported=done, namespaces=per_ns, unchanged=len(todo) - len(fresh), refused=len(refused))
+            if new_runs:
+                self.run_records.write(new_runs)
+        if records:
+            logger.info("import: %d run record(s) journaled, %d unchanged", len(new_runs), len(records) - len(new_runs))
+        return ImportReport(
+            imported=done,
+            namespaces=per_ns,
+            unchanged=len(todo) - len(fresh),
+            refused=len(refused),
+            runs=len(new_runs),
+            runs_unchanged=len(records) - len(new_runs),
+        )
+
+    def _journaled(self, records: list[RunRecord]) -> dict[tuple[str, str], RunRecord]:
+        by_ns: dict[str, list[str]] = {}
+        for r in records:
+            by_ns.setdefault(r.namespace, []).append(r.run_id)
+        found: dict[tuple[str, str], RunRecord] = {}
+        for ns, ids in by_ns.items():
+            for start in range(0, len(ids), 1000):
+                found.update({(ns, r.run_id): r for r in self.run_records.read(ns, ids=ids[start : start + 1000])})
+        return found
 
     def _stored(self, units: list[MemoryUnit]) -> dict[str, MemoryUnit]:
         by_ns: dict[str, list[str]] = {}

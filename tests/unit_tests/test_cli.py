@@ -127,6 +127,29 @@ def test_export_import_round_trips_every_field(
         assert s.get("mem_old").status == "archived"
 
 
+def test_export_with_the_journal_round_trips_the_runs(
+    populated: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    dump = tmp_path / "backup.jsonl"
+    code, _, err = run(capsys, "export", "--path", str(populated), "--all", "--journal", "-o", str(dump))
+    assert code == EXIT_OK, err
+    assert "and 1 journal records" in err
+    assert sum('"run": {' in line for line in dump.read_text(encoding="utf-8").splitlines()) == 1
+    copy = tmp_path / "restored"
+    code, out, err = run(capsys, "import", str(dump), "--path", str(copy))
+    assert code == EXIT_OK, err
+    assert "journaled 1 runs" in out
+    for command in (["runs", "--json"], ["explain", "run-a", "--json"]):
+        assert run(capsys, *command, "--path", str(copy))[:2] == run(capsys, *command, "--path", str(populated))[:2]
+    code, out, _ = run(capsys, "import", str(dump), "--path", str(copy))  # again: nothing new, nothing refused
+    assert code == EXIT_OK
+    assert "journaled 0 runs (1 already there)" in out
+    # a memories-only export stays what it was: no journal lines, and importing it journals nothing
+    plain = tmp_path / "plain.jsonl"
+    run(capsys, "export", "--path", str(populated), "--all", "-o", str(plain))
+    assert '"run": {' not in plain.read_text(encoding="utf-8")
+
+
 class _NoEmbeddings(Embeddings):
     """Reading a store needs no embedder; fail loudly if one is used."""
 

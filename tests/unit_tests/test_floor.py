@@ -214,10 +214,16 @@ def test_search_marks_what_the_retriever_would_serve(
         json=True,
         query="生成本周的销售周报",
         embeddings=fake_embeddings,
+        all=True,
     )
     assert search_command.search(args) == 0
     shown = json.loads(capsys.readouterr().out)
-    assert len(shown) == 2  # the search shows weak matches too…
+    assert len(shown) == 2  # with --all the search shows weak matches too…
     assert len(served) == 1  # (the weekly lesson passes the floor, the flight preference does not)
     assert {r["memory"]["memory_id"] for r in shown if r["served"]} == served  # …and marks what the floor serves
     assert all(r["served"] == (r["breakdown"]["floor_margin"] >= 0) for r in shown)
+    args.all = False  # by default: what recall would serve, and how many more lie below the floor
+    assert search_command.search(args) == 0
+    out, err = capsys.readouterr()
+    assert {r["memory"]["memory_id"] for r in json.loads(out)} == served
+    assert "1 more below the relevance floor" in err

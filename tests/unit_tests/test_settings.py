@@ -11,6 +11,7 @@ import pytest
 import langchain_hindsight
 from langchain_hindsight import settings
 from langchain_hindsight.errors import ConfigurationError
+from tests.fakes import NgramEmbeddings
 
 PACKAGE = Path(langchain_hindsight.__file__).parent
 DEMO = PACKAGE.parent / "hindsight_demo"
@@ -93,3 +94,58 @@ def test_openai_chat_model_names_the_extra_when_langchain_openai_is_missing(monk
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     with pytest.raises(ImportError, match=r"langchain-hindsight\[openai\]"):
         settings.openai_chat_model("gpt-4o-mini")
+
+
+def test_session_defaults_parse_and_name_the_variable() -> None:
+    from langchain_hindsight.settings import session_defaults
+
+    env = {
+        "HINDSIGHT_K": "3",
+        "HINDSIGHT_LOCALE": "en",
+        "HINDSIGHT_MIN_RELEVANCE": "0.25",
+        "HINDSIGHT_NAMESPACE": "alice",
+        "HINDSIGHT_MAX_LINES": "4",
+        "HINDSIGHT_MAX_LINE_CHARS": "120",
+        "HINDSIGHT_MAX_BLOCK_CHARS": "off",
+    }
+    assert session_defaults(env) == {
+        "k": 3,
+        "locale": "en",
+        "min_relevance": 0.25,
+        "namespace": "alice",
+        "max_lines": 4,
+        "max_line_chars": 120,
+        "max_block_chars": None,
+    }
+    assert session_defaults({"HINDSIGHT_MIN_RELEVANCE": "AUTO"}) == {"min_relevance": "auto"}
+    assert session_defaults({"HINDSIGHT_MIN_RELEVANCE": "off", "HINDSIGHT_K": ""}) == {"min_relevance": None}
+    for bad in (
+        {"HINDSIGHT_K": "0"},
+        {"HINDSIGHT_K": "three"},
+        {"HINDSIGHT_LOCALE": "fr"},
+        {"HINDSIGHT_MIN_RELEVANCE": "nan"},
+        {"HINDSIGHT_MIN_RELEVANCE": "-1"},
+        {"HINDSIGHT_MAX_LINES": "2.5"},
+    ):
+        with pytest.raises(ConfigurationError, match=next(iter(bad))):
+            session_defaults(bad)
+
+
+def test_hindsight_takes_its_defaults_from_the_environment_and_arguments_win(
+    monkeypatch: pytest.MonkeyPatch, fake_embeddings: NgramEmbeddings
+) -> None:
+    from langchain_hindsight import Hindsight, MemoryStore
+    from langchain_hindsight.store.inmemory import InMemoryBackend
+
+    monkeypatch.setenv("HINDSIGHT_K", "2")
+    monkeypatch.setenv("HINDSIGHT_LOCALE", "en")
+    monkeypatch.setenv("HINDSIGHT_MAX_LINES", "3")
+    monkeypatch.setenv("HINDSIGHT_MIN_RELEVANCE", "off")
+    store = MemoryStore(backend=InMemoryBackend(), embeddings=fake_embeddings)
+    hs = Hindsight(store=store)
+    assert (hs.k, hs.locale, hs.session.config.max_lines, hs.retriever.min_relevance) == (2, "en", 3, None)
+    hs = Hindsight(store=store, k=7, locale="zh", min_relevance=0.3)
+    assert (hs.k, hs.locale, hs.retriever.min_relevance) == (7, "zh", 0.3)
+    monkeypatch.setenv("HINDSIGHT_K", "many")
+    with pytest.raises(ConfigurationError, match="HINDSIGHT_K"):
+        Hindsight(store=store)
