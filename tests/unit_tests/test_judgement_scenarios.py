@@ -338,7 +338,7 @@ def test_the_same_failure_on_five_files_is_one_lesson_with_evidence_five(
     problems = []
     if len(lessons) != 1:
         problems.append(f"{len(lessons)} active lessons for one failure")
-    evidence = [getattr(u, "evidence", None) for u in lessons]
+    evidence = [u.evidence for u in lessons]
     if evidence != [5]:
         problems.append(f"evidence {evidence}, not [5]")
     per_file = [u.content for u in lessons if re.search(r"store_\d+\.csv", u.content)]
@@ -556,10 +556,7 @@ def test_undo_feedback_restores_what_a_correction_did(locale: str, make_hs: Call
         "precondition: the correction changed the lesson"
     )
 
-    undo: Callable[[str], Any] = getattr(hs, "undo_feedback", None) or pytest.fail(
-        "Hindsight has no undo_feedback(run_id)"
-    )
-    undo(corrected_run)
+    hs.undo_feedback(corrected_run)
 
     restored = hs.store.get(wrong.memory_id)
     was = f"it was {before.status!r} at {expected:.3f} without the correction"
@@ -572,3 +569,6 @@ def test_undo_feedback_restores_what_a_correction_did(locale: str, make_hs: Call
         left = "forgotten"
     assert left != "active", "the correction's memory is still active after undo"
     assert correction.memory_id not in {m.memory.memory_id for m in hs.recall(TASK[locale])}
+    verdicts = [f for f in hs.journal.get(corrected_run).feedback if f.rejected]
+    assert verdicts, "the correction's verdict is gone from the journal"
+    assert all(f.undone_at is not None for f in verdicts), "the journal does not record the undo"
