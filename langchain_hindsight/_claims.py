@@ -30,24 +30,46 @@ modal words such as 要/需要/should dropped, relational words such as ``用``,
 differing spans ("hunks") are then read in this order:
 
 1. no difference → same;
-2. a Chinese and an English statement → unsure (no dictionary);
-3. one side only adds → compatible (an elaboration), or contradicts when what
+2. a Chinese and an English statement → only their frames compare (below);
+   anything else is unsure (never same: a translation is not merged);
+3. one side negated, the other not, and otherwise the same words (``include`` /
+   ``put`` / ``带上`` / ``加上`` read as one act, prepositions ignored: "Always
+   include X in Y" / "Never put X in Y", "请求头里要带上X" / "不要在请求头里带X") →
+   contradicts;
+4. one side only adds → compatible (an elaboration), or contradicts when what
    it adds is a negation (``…张经理而不是李经理`` against ``…李经理``);
-4. a difference at the start, or before the first relational word, names
+5. a difference at the start, or before the first relational word, names
    another subject (客户甲公司 / 客户乙公司) → unrelated, or compatible when the
    two are scoped to different cases; so does sharing under 30 % of the units;
-5. advice scoped to different cases (conditions such as ``如果…`` / ``when …`` /
-   ``for …`` / ``…时`` that differ, or a threshold on one side only) → compatible;
-6. no shared aspect (no relational word in common, no two-unit block in common
+6. advice scoped to different cases (conditions such as ``如果…`` / ``when …`` /
+   ``for <case>`` / ``…时`` that differ, or a threshold on one side only) →
+   compatible (``for 30 days`` is a duration, not a case);
+7. no shared aspect (no relational word in common, no two-unit block in common
    after the opening) → unrelated;
-7. a negation on one side only, of something the other says → contradicts;
-8. at most two differing spans, each a value on both sides inside the
+8. a negation on one side only, of something the other says → contradicts;
+9. at most two differing spans, each a value on both sides inside the
    prescription (after a relational word, or next to a shared verb:
-   ``周报[按最近7天滚动窗口]统计[销售额]``), the same relational words → contradicts;
-9. anything else → unsure.
+   ``周报[按最近7天滚动窗口]统计[销售额]``), the same relational words, and no
+   typed values of different kinds (``按门店拆分`` is a split, ``按最近7天`` a
+   window: other aspects) → contradicts;
+10. otherwise, when steps 5–9 answered unrelated, unsure or compatible (not
+    for different cases), the frames decide: → contradicts when both name values
+    of one and the same class (a period, a clock time, a duration, an encoding,
+    a language, a currency, a person by title …, read by
+    :mod:`langchain_hindsight._lexicon`), the values differ, neither is negated
+    or limited by a threshold, and the concepts around the values are the same
+    after the bilingual lexicon (``周报`` = ``weekly report``, ``偏好`` =
+    ``prefers``; one side may add only a soft word such as "sales"). So "No, the
+    weekly report only covers Monday to Sunday" contradicts "The weekly sales
+    report uses a rolling 7-day window", and ``库存报表每天早上8点生成`` contradicts
+    "Generate the inventory report at 6pm every day";
+11. anything else → the answer of steps 4–9 (unsure when none).
+
+The lexicon only aligns frames: it never produces ``contradicts`` unless the
+frame and the differing value are both aligned.
 
 ``contradicts`` is the precise answer (a wrong one demotes a good memory): the
-labelled pairs in ``tests/unit_tests/data/claim_pairs_{tuning,heldout}.jsonl``
+labelled pairs in ``tests/unit_tests/data/claim_pairs_{tuning,heldout,heldout_c}.jsonl``
 measure it (``tests/unit_tests/test_claims.py``).
 
 Example:
@@ -58,6 +80,8 @@ Example:
     'unrelated'
     >>> relation("Use pandas for files under 10k rows.", "Use duckdb for files over 10k rows.")
     'compatible'
+    >>> relation("用户偏好用Java写后端服务。", "The user prefers Python for backend services.")
+    'contradicts'
 """
 
 from __future__ import annotations
@@ -69,11 +93,14 @@ from difflib import Match, SequenceMatcher
 from functools import cached_property, lru_cache
 from typing import Literal
 
+from langchain_hindsight._lexicon import SOFT, Value
 from langchain_hindsight._statements import (
     COMPARISON_PATTERNS,
     CONDITION_PATTERNS,
     NEG,
+    Frame,
     Unit,
+    frame_of,
     normal_text,
     parse_template,
     script_of,
@@ -130,6 +157,11 @@ class Claim:
         thresholds = [m.group() for p in COMPARISON_PATTERNS for m in p.finditer(text)]
         return frozenset(_condition_key(s) for s in spans + thresholds) - {frozenset()}, bool(thresholds)
 
+    @cached_property
+    def frame(self) -> Frame:
+        """Its typed values and the concepts around them (:func:`langchain_hindsight._statements.frame_of`)."""
+        return frame_of(self.body)
+
     @property
     def conditions(self) -> frozenset[frozenset[str]]:
         """The spans that say when the advice applies (each as a set of units)."""
@@ -162,6 +194,9 @@ def relation(a: str, b: str) -> Relation:
         'unrelated'
         >>> relation("Read the ERP export with encoding='gbk'.", "read the ERP export with encoding=gbk")
         'same'
+        >>> relation("The weekly sales report uses a rolling 7-day window.",
+        ...          "No, the weekly report only covers Monday to Sunday of this week")
+        'contradicts'
     """
     return relation_of(claim_of(a), claim_of(b))
 
@@ -254,14 +289,81 @@ def _subject_hunk(a: Sequence[Unit], b: Sequence[Unit], i1: int, j1: int) -> boo
 
 
 def _free(a: Claim, b: Claim) -> Relation:
-    """The rule on two statements' text (see the module docstring)."""
-    ua, ub = a.units, b.units
-    if not ua or not ub:
+    """The rule on two statements' text (see the module docstring), then their frames."""
+    if not a.units or not b.units:
         return "unsure"
     if a.key == b.key:
         return "same"
     if a.script != b.script and "none" not in (a.script, b.script):
-        return "unsure"  # a Chinese and an English statement: no dictionary to compare them with
+        # a Chinese and an English statement: only their frames compare (the lexicon aligns the words)
+        return "contradicts" if _frame_relation(a, b) == "contradicts" else "unsure"
+    if _negation_flip(a.units, b.units):
+        return "contradicts"
+    found = _text(a, b)
+    if found == "contradicts" and _frame_relation(a, b) == "unaligned":
+        return "unsure"  # other values, but also other concepts around them: perhaps another case
+    if found in ("same", "contradicts") or _complementary(a, b):
+        return found
+    return "contradicts" if _frame_relation(a, b) == "contradicts" else found
+
+
+_FLIP_SYNONYMS = frozenset({"include", "put", "add", "attach", "带", "加", "附", "放"})
+"""Verbs that put something in (``include`` / ``put`` / ``带上`` / ``加上``): "always include X" and "never put X"
+speak of one act."""
+_FLIP_DROP = frozenset({"to", "in", "into", "on", "at", "在", "里", "中"})
+"""Prepositions a negated sentence reorders ("不要在请求头里带X" / "请求头里要带上X")."""
+
+
+def _flip_key(units: Sequence[Unit]) -> tuple[str, ...]:
+    out: list[str] = []
+    for u in units:
+        if u.text == NEG or u.text in _FLIP_DROP:
+            continue
+        if u.text == "上" and out and out[-1] == "include":
+            continue  # 带上 / 加上
+        out.append("include" if u.text in _FLIP_SYNONYMS else u.text)
+    return tuple(out)
+
+
+def _negation_flip(ua: Sequence[Unit], ub: Sequence[Unit]) -> bool:
+    """One side negated, the other not, and otherwise the same words: "always include X" / "never put X"."""
+    neg_a, neg_b = sum(u.text == NEG for u in ua), sum(u.text == NEG for u in ub)
+    if (neg_a == 0) == (neg_b == 0):
+        return False
+    key_a = _flip_key(ua)
+    return len(key_a) >= 2 and key_a == _flip_key(ub)
+
+
+def _values_differ(va: frozenset[Value], vb: frozenset[Value]) -> bool:
+    """Every value of one side disagrees with every value of the other (a kind, or a stated detail, differs)."""
+    return all(x[1] != y[1] or (x[2] and y[2] and x[2] != y[2]) for x in va for y in vb)
+
+
+def _frame_relation(a: Claim, b: Claim) -> Literal["contradicts", "unaligned"] | None:
+    """How two frames compare: ``"contradicts"``, ``"unaligned"`` or ``None`` (nothing to say).
+
+    ``"contradicts"``: both name values of exactly one and the same class, none of
+    them agree, neither is negated or limited by a threshold, and the concepts
+    around the values are the same (one side may add only
+    :data:`langchain_hindsight._lexicon.SOFT` ones). ``"unaligned"``: the same,
+    except that other concepts differ too ("dark mode *in the editor*" / "light mode
+    *in the terminal*", on both sides), so the other value may belong to another case.
+    """
+    fa, fb = a.frame, b.frame
+    if fa.negated or fb.negated or a.has_threshold or b.has_threshold:
+        return None
+    if len(fa.classes) != 1 or fa.classes != fb.classes or not _values_differ(fa.values, fb.values):
+        return None
+    ca, cb = set(fa.concepts), set(fb.concepts)
+    if not ca & cb or not (ca ^ cb) <= SOFT:
+        both = bool(ca - cb - SOFT) and bool(cb - ca - SOFT)  # one side only adds: an elaboration ("four spaces")
+        return "unaligned" if both else None
+    return "contradicts"
+
+
+def _text(a: Claim, b: Claim) -> Relation:
+    """The rule on two statements' units (steps 3–9 of the module docstring)."""
+    ua, ub = a.units, b.units
     matcher = SequenceMatcher(None, a.key, b.key, autojunk=False)
     blocks = [blk for blk in matcher.get_matching_blocks() if blk.size]
     if not blocks:
@@ -312,6 +414,8 @@ def _free(a: Claim, b: Claim) -> Relation:
         in_prescription = i1 > first_relational or (i1 < i2 and ua[i1].relational) or (j1 < j2 and ub[j1].relational)
         if not in_prescription and not _between_shared(blocks, i1, i2):
             return "unsure"
+    if a.frame.classes and b.frame.classes and not a.frame.classes & b.frame.classes:
+        return "unsure"  # values of different kinds ("按门店拆分" / "按最近7天…统计"): other aspects
     return "contradicts"
 
 

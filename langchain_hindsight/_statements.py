@@ -17,6 +17,7 @@ import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from langchain_hindsight._lexicon import CONCEPTS, GENERIC, VALUE_CLASSES, Value
 from langchain_hindsight._text import clean_feedback
 from langchain_hindsight.prompts import REFLECTION_EN, REFLECTION_ZH, REVIEW_EN, REVIEW_ZH
 
@@ -25,7 +26,9 @@ __all__ = [
     "CONDITION_PATTERNS",
     "NEG",
     "TEMPLATE_FIELDS",
+    "Frame",
     "Unit",
+    "frame_of",
     "normal_text",
     "parse_template",
     "script_of",
@@ -162,9 +165,9 @@ _ANTONYMS: Mapping[str, str] = {
 }
 """English words read as a negation of their opposite (``exclude tax`` = ``¬ include tax``)."""
 _ZH_RELATIONAL = re.compile(
-    r"使用|采用|改用|改为|设为|设置为|设成|换成|按照|按(?!钮)|(?<![费信应作])用(?![户量途])"
+    r"使用|采用|改用|改为|设为|设置为|设成|换成|按照|按(?!钮)|(?<![费信应作调])用(?![户量途])"
     r"|(?<![读获提选抽领采录争])取(?!消)|是(?!否)|(?<![因认成作])为(?!了)|希望|偏好|喜欢|倾向|发给|发送|发到|交给"
-    r"|保留|通过|安排在|走|计入|计价|写成|和|与|跟|在|给|以(?![上下内前后外])|统一|默认"
+    r"|保留|通过|安排在|走|计入|计价|写成|(?<![编描改撰])写(?![作字])|和|与|跟|在|给|以(?![上下内前后外])|统一|默认"
 )
 """Chinese words that introduce a value (``用X``, ``按X``, ``发给X``, ``是X``): what follows is the prescription."""
 _EN_RELATIONAL_WORDS = (
@@ -260,8 +263,10 @@ CONDITION_PATTERNS: tuple[re.Pattern[str], ...] = tuple(
     for p in (
         # a leading clause that scopes the advice: "If …,", "When …,", "For weekdays,", "On Windows,"
         r"^\s*(?:if|when|whenever|unless|once|for|on|in|under|over|after|before|while)\b[^,;:，；：。]{1,80}[,;:，；：]",
-        # an inline clause: "… when the API returns 429", "… for files under 10k rows"
-        r"\b(?:if|when|whenever|unless|for)\b[^,;:，；：。]{1,60}",
+        # an inline clause: "… when the API returns 429", "… for files under 10k rows" (not "for 30 days", a
+        # duration, and not past "is": "the language for replies | is English" names the value, not the case)
+        r"\b(?:if|when|whenever|unless)\b[^,;:，；：。]{1,60}",
+        r"\bfor\b(?!\s+\d)(?:(?!\b(?:is|are|was|were)\b)[^,;:，；：。]){1,60}",
         # 如果… / 当… / 对于… / 遇到… / 在…环境 at the start of the sentence or after a clause break
         r"(?:^|(?<=[，,；;。]))\s*(?:如果|若|假如|要是|当|对于|针对|遇到)[^，,；;。]{1,30}",
         r"(?:^|(?<=[，,；;。]))\s*在[^，,；;。]{1,12}?(?:环境|平台|系统|上|下|中|里)",
@@ -282,3 +287,102 @@ COMPARISON_PATTERNS: tuple[re.Pattern[str], ...] = tuple(
     )
 )
 """Thresholds ("under 10k rows", "超过1万行", "7天以前"): a threshold on one side only still scopes that advice."""
+
+
+# ---------------------------------------------------------------- frames (typed values and the concepts around them)
+@dataclass(frozen=True, slots=True)
+class Frame:
+    """A statement read through :mod:`langchain_hindsight._lexicon`: what it names, in no particular language.
+
+    Attributes:
+        values: The typed values it names (``("period", "rolling", "7")``, ``("clock", "08:00", "")`` …).
+        concepts: The other content, in order: a concept id where the lexicon knows the word, else the word
+            (an English stem or a Chinese character); function words dropped.
+        negated: Whether it contains a negation (frames of negated statements are not compared).
+    """
+
+    values: frozenset[Value]
+    concepts: tuple[str, ...]
+    negated: bool
+
+    @property
+    def classes(self) -> frozenset[str]:
+        """The classes of its values (``{"period"}``)."""
+        return frozenset(v[0] for v in self.values)
+
+
+def _lexicon_terms() -> tuple[dict[str, tuple[str, ...]], dict[tuple[str, ...], tuple[str, ...]]]:
+    zh: dict[str, list[str]] = {w: [] for w in GENERIC if re.search(f"[{_CJK}]", w)}  # function words: no concept
+    en: dict[tuple[str, ...], list[str]] = {}
+    for concept, words in CONCEPTS.items():
+        for word in words:
+            ids = (
+                zh.setdefault(word, [])
+                if re.search(f"[{_CJK}]", word)
+                else en.setdefault(tuple(_stem(w) for w in word.split()), [])
+            )
+            if concept not in ids:
+                ids.append(concept)
+    return {k: tuple(v) for k, v in zh.items()}, {k: tuple(v) for k, v in en.items()}
+
+
+_ZH_TERMS, _EN_TERMS = _lexicon_terms()
+_ZH_LONGEST = max(map(len, _ZH_TERMS))
+_EN_LONGEST = max(map(len, _EN_TERMS))
+_GO = re.compile(r"(?<![A-Za-z])Go(?![A-Za-z])(?!\s+to\b)")
+"""``Go`` capitalised is the language (``用Go写…``, ``prefers Go``); the verb is lowercase or "Go to …"."""
+_FRAME_TOKEN = re.compile(rf"[a-z0-9]+(?:[-'][a-z0-9]+)*|[{_CJK}]")
+_SKIP = re.compile(rf"{_NEG_WORDS}|{_ZH_MODALS.pattern}", re.IGNORECASE)
+
+
+def frame_of(text: str) -> Frame:
+    """The :class:`Frame` of a statement (its body, as :func:`statement` gives it).
+
+    Example:
+        >>> f = frame_of("库存报表每天早上8点生成。")
+        >>> sorted(f.values), f.concepts
+        ([('clock', '08:00', '')], ('inventory', 'report', 'daily', 'generate'))
+        >>> frame_of("Generate the inventory report at 8am every day.").values == f.values
+        True
+    """
+    working = unicodedata.normalize("NFKC", text)
+    working = _GO.sub("golang", working).lower()
+    values: set[Value] = set()
+    for pattern, reader in VALUE_CLASSES:
+        for m in pattern.finditer(working):
+            if m.end() == m.start():
+                continue
+            value = reader(m)
+            if value is not None:
+                values.add(value)
+                working = working[: m.start()] + " " * (m.end() - m.start()) + working[m.end() :]
+    negated = False
+    for m in _SKIP.finditer(working):
+        negated = negated or bool(re.fullmatch(_NEG_WORDS, m.group(), re.IGNORECASE))
+    working = _SKIP.sub(lambda m: " " * len(m.group()), working)
+    tokens = [t.removesuffix("'s") for t in _FRAME_TOKEN.findall(working)]
+    concepts: list[str] = []
+    i = 0
+    while i < len(tokens):
+        token = tokens[i]
+        if len(token) == 1 and not token.isascii():
+            run = "".join(tokens[i : i + _ZH_LONGEST])
+            size = next((n for n in range(len(run), 0, -1) if run[:n] in _ZH_TERMS), 0)
+            if size:
+                concepts.extend(_ZH_TERMS[run[:size]])
+                i += size
+                continue
+            if token not in GENERIC and token not in _ZH_FILLER:
+                concepts.append(token)
+            i += 1
+            continue
+        stems = [_stem(t) for t in tokens[i : i + _EN_LONGEST]]
+        size = next((n for n in range(len(stems), 0, -1) if tuple(stems[:n]) in _EN_TERMS), 0)
+        if size:
+            concepts.extend(_EN_TERMS[tuple(stems[:size])])
+            i += size
+            continue
+        if token not in GENERIC and token not in _EN_FILLER and stems[0] not in GENERIC:
+            concepts.append(stems[0])
+        i += 1
+    return Frame(frozenset(values), tuple(concepts), negated)

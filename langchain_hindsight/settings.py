@@ -47,7 +47,13 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CACHE_DIR",
+    "LOCALE",
+    "MAX_BLOCK_CHARS",
+    "MAX_LINES",
+    "MAX_LINE_CHARS",
+    "MIN_RELEVANCE",
     "MODEL",
+    "NAMESPACE",
     "OPENAI_API_KEY",
     "OPENAI_BASE_URL",
     "OPENAI_EXTRA",
@@ -56,6 +62,7 @@ __all__ = [
     "STORE_PATH",
     "XDG_CACHE_HOME",
     "Environment",
+    "K",
     "cache_dir",
     "openai_chat_model",
     "read_environment",
@@ -70,14 +77,21 @@ MODEL = "HINDSIGHT_MODEL"
 OPENAI_BASE_URL = "OPENAI_BASE_URL"
 OPENAI_API_KEY = "OPENAI_API_KEY"
 
+K = "HINDSIGHT_K"
+LOCALE = "HINDSIGHT_LOCALE"
+MIN_RELEVANCE = "HINDSIGHT_MIN_RELEVANCE"
+NAMESPACE = "HINDSIGHT_NAMESPACE"
+MAX_LINES = "HINDSIGHT_MAX_LINES"
+MAX_LINE_CHARS = "HINDSIGHT_MAX_LINE_CHARS"
+MAX_BLOCK_CHARS = "HINDSIGHT_MAX_BLOCK_CHARS"
 SESSION_VARIABLES: dict[str, str] = {
-    "k": "HINDSIGHT_K",
-    "locale": "HINDSIGHT_LOCALE",
-    "min_relevance": "HINDSIGHT_MIN_RELEVANCE",
-    "namespace": "HINDSIGHT_NAMESPACE",
-    "max_lines": "HINDSIGHT_MAX_LINES",
-    "max_line_chars": "HINDSIGHT_MAX_LINE_CHARS",
-    "max_block_chars": "HINDSIGHT_MAX_BLOCK_CHARS",
+    "k": K,
+    "locale": LOCALE,
+    "min_relevance": MIN_RELEVANCE,
+    "namespace": NAMESPACE,
+    "max_lines": MAX_LINES,
+    "max_line_chars": MAX_LINE_CHARS,
+    "max_block_chars": MAX_BLOCK_CHARS,
 }
 """``Hindsight(...)`` option → the variable that gives its default."""
 _OFF = frozenset({"off", "none"})

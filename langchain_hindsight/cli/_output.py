@@ -11,22 +11,23 @@ import argparse
 import dataclasses
 import json
 import sys
+import time
 import unicodedata
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, TextIO
 
 from langchain_hindsight.errors import ConfigurationError
 
 __all__ = [
     "CONTENT_COLS",
+    "Progress",
     "check_future",
     "clip",
     "days",
     "emit_json",
     "parse_now",
     "positive_int",
-    "progress",
     "safe",
     "table",
     "when",
@@ -121,11 +122,82 @@ def emit_json(value: Any) -> None:
     print("".join(c if unicodedata.category(c) not in ("Cc", "Cf") or c == "\n" else f"\\u{ord(c):04x}" for c in text))
 
 
-def progress(stage: str, done: int, total: int) -> None:
-    """Progress of a long operation, on stderr."""
-    print(f"\r{stage}: {done}/{total}" if total else f"\r{stage}: {done}", end="", file=sys.stderr, flush=True)
-    if total and done >= total:
-        print(file=sys.stderr)
+class Progress:
+    """Progress of a long operation on stderr: counts, percentage and an estimate of the time left.
+
+    Called as ``progress(stage, done, total)`` by the library's long operations (maintain,
+    reembed, import, export). One line per stage: rewritten in place on a terminal, and on
+    anything else (a log file, CI) printed at most every 10 % (or, with no total, each time the
+    count doubles) so the output stays readable; a
+    stage's line is finished exactly once, when it completes or the next stage starts, so no
+    blank lines appear between stages.
+
+    Args:
+        stream: Where to write (default ``sys.stderr``).
+        clock: Seconds, monotonic (for tests).
+    """
+
+    def __init__(self, stream: TextIO | None = None, clock: Callable[[], float] = time.monotonic) -> None:
+        self._stream = stream
+        self._clock = clock
+        self._stage: str | None = None
+        self._started = 0.0
+        self._open = False  # a line of the current stage is on screen, not yet ended
+        self._shown_tenth = -1
+
+    @property
+    def stream(self) -> TextIO:
+        """The output stream."""
+        return self._stream if self._stream is not None else sys.stderr
+
+    def __call__(self, stage: str, done: int, total: int) -> None:
+        out = self.stream
+        if stage != self._stage:
+            self._end_line()
+            self._stage, self._started, self._shown_tenth = stage, self._clock(), -1
+        finished = bool(total) and done >= total
+        tty = out.isatty()
+        # without a terminal: a line per tenth of the total, or (no total known) each time the count doubles
+        step = (10 * done // total) if total else max(done, 1).bit_length()
+        if not tty and not finished and step == self._shown_tenth:
+            return
+        self._shown_tenth = step
+        text = self._text(stage, done, total)
+        if tty:
+            print(f"\r{text}\x1b[K", end="", file=out, flush=True)
+            self._open = True
+        else:
+            print(text, file=out, flush=True)
+        if finished:
+            self._end_line()
+            self._stage = None
+
+    def _text(self, stage: str, done: int, total: int) -> str:
+        elapsed = self._clock() - self._started
+        if not total:
+            return f"{stage}: {done}"
+        text = f"{stage}: {done}/{total} ({100 * done // total}%)"
+        if done >= total:
+            return f"{text} in {_duration(elapsed)}"
+        if done and elapsed >= 1.0:
+            text += f", about {_duration(elapsed * (total - done) / done)} left"
+        return text
+
+    def _end_line(self) -> None:
+        if self._open:
+            print(file=self.stream, flush=True)
+            self._open = False
+
+
+def _duration(seconds: float) -> str:
+    seconds = max(0, round(seconds))
+    if seconds < 60:
+        return f"{seconds} s"
+    minutes, seconds = divmod(seconds, 60)
+    if minutes < 60:
+        return f"{minutes} min {seconds:02d} s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes:02d} min"
 
 
 def when(value: datetime) -> str:

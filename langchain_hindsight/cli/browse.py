@@ -13,7 +13,7 @@ import logging
 import sys
 from typing import IO, Any
 
-from langchain_hindsight.cli._output import clip, emit_json, progress, safe, table, when
+from langchain_hindsight.cli._output import Progress, clip, emit_json, safe, table, when
 from langchain_hindsight.cli._stats import print_stats
 from langchain_hindsight.cli._store import open_view
 from langchain_hindsight.store._stamp import SUMMARY_FILE
@@ -154,7 +154,7 @@ def export(args: argparse.Namespace) -> int:
         namespaces = view.namespaces(args.all)
 
         def write(out: IO[str]) -> tuple[int, int]:
-            count = export_units(view.store, out, namespaces=namespaces, progress=progress)
+            count = export_units(view.store, out, namespaces=namespaces, progress=Progress())
             return count, export_runs(view.store, out, namespaces=namespaces) if args.journal else 0
 
         if args.output in (None, "-"):

@@ -178,6 +178,11 @@ def _parser(words: Sequence[str] = ()) -> argparse.ArgumentParser:
     p.add_argument("--port", type=int, default=8765, help="port for --transport http")
     p.add_argument("--locale", choices=["zh", "en"], default="zh", help="language of the recalled block")
     p.set_defaults(creates_store=True)  # an agent's first remember creates its store
+    p = add("ui", "console:ui", "the review console: a local web page (needs the [ui] extra)")
+    p.add_argument("--host", default="127.0.0.1", help="bind address (not loopback: needs --token-file)")
+    p.add_argument("--port", type=int, default=8766, help="port (0: any free one)")
+    p.add_argument("--token-file", help="file holding a fixed access token (at least 16 characters)")
+    p.add_argument("--locale", choices=["zh", "en"], default="zh", help="default language of the pages")
     return parser
 
 

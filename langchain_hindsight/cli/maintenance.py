@@ -16,7 +16,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from langchain_hindsight.cli._output import check_future, clip, emit_json, parse_now, progress, table
+from langchain_hindsight.cli._output import Progress, check_future, clip, emit_json, parse_now, table
 from langchain_hindsight.cli._store import open_store, open_view, principal_of
 from langchain_hindsight.errors import ConfigurationError, InvalidMemoryError, MemoryNotFoundError
 from langchain_hindsight.lifecycle.maintenance import Lifecycle
@@ -41,7 +41,7 @@ def _lifecycle(args: argparse.Namespace, store: MemoryStore) -> Lifecycle:
     model = None
     if getattr(args, "model", None):
         model = openai_chat_model(args.model, args.base_url)  # no key: a ConfigurationError, not a traceback
-    return Lifecycle(store, model=model, locale=getattr(args, "locale", "zh"), progress=progress)
+    return Lifecycle(store, model=model, locale=getattr(args, "locale", "zh"), progress=Progress())
 
 
 def maintain(args: argparse.Namespace) -> int:
@@ -179,7 +179,7 @@ def import_(args: argparse.Namespace) -> int:
                 except UnicodeDecodeError as e:
                     raise InvalidMemoryError(f"{args.file} is not UTF-8 text ({e.reason} at byte {e.start})") from e
         result = import_units(
-            store, units, runs=runs, namespace=args.namespace, progress=progress, replace=args.replace
+            store, units, runs=runs, namespace=args.namespace, progress=Progress(), replace=args.replace
         )
     if args.json:
         emit_json(result)
@@ -235,7 +235,7 @@ def restore(args: argparse.Namespace) -> int:
 
 def reembed(args: argparse.Namespace) -> int:
     """``hindsight reembed --to NAME``: re-embed every memory with another embedder."""
-    return _reembed.run_cli(args, open_store, progress, print)
+    return _reembed.run_cli(args, open_store, Progress(), print)
 
 
 def add_reembed_arguments(parser: argparse.ArgumentParser) -> None:

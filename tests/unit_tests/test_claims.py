@@ -1,8 +1,10 @@
 """What a statement says and how two statements relate (``langchain_hindsight._claims``).
 
-The labelled pairs live in ``tests/unit_tests/data/claim_pairs_{tuning,heldout}.jsonl``: the rule was
-designed on the tuning split; the held-out split was written before the rule was run on it and was never
-used to change it. ``contradicts`` must be precise on both (a wrong one demotes a good memory).
+The labelled pairs live in ``tests/unit_tests/data/claim_pairs_{tuning,heldout,heldout_c}.jsonl``: the rule
+was designed on the tuning split; the first held-out split was written before the rule was run on it (its
+misses were later reported and fixed, so it is no longer blind); split C was written before the frames and
+the lexicon were added and scored once, after them, never tuned on. ``contradicts`` must be precise on all
+three (a wrong one demotes a good memory).
 """
 
 from __future__ import annotations
@@ -30,17 +32,24 @@ def confusion(rows: list[dict[str, Any]]) -> Counter[tuple[str, str]]:
     return Counter((r["relation"], relation(r["a"], r["b"])) for r in rows)
 
 
+SPLITS = ("tuning", "heldout", "heldout_c")
+
+
 def test_the_labelled_sets_are_big_and_hard_enough() -> None:
-    rows = load("tuning") + load("heldout")
-    assert len(rows) >= 150
+    rows = load("tuning") + load("heldout") + load("heldout_c")
+    assert len(rows) >= 250
     assert len({r["id"] for r in rows}) == len(rows)
     assert {r["relation"] for r in rows} == set(RELATIONS)
     assert {r["lang"] for r in rows} == {"zh", "en", "mixed"}
     hard = [r for r in rows if r["relation"] != "contradicts" and r["slice"] in HARD_SLICES]
     assert len(hard) / len(rows) >= 0.4
+    c = load("heldout_c")
+    assert len(c) >= 60
+    assert {r["lang"] for r in c} == {"zh", "en", "mixed"}
+    assert sum(r["relation"] != "contradicts" and r["slice"] in HARD_SLICES for r in c) / len(c) >= 0.4
 
 
-@pytest.mark.parametrize("split", ["tuning", "heldout"])
+@pytest.mark.parametrize("split", SPLITS)
 def test_relation_is_symmetric(split: str) -> None:
     for r in load(split):
         assert relation(r["a"], r["b"]) == relation(r["b"], r["a"]), r["id"]
@@ -49,9 +58,12 @@ def test_relation_is_symmetric(split: str) -> None:
 @pytest.mark.parametrize(
     ("split", "precision", "recall", "safe"),
     [
-        # measured: tuning 39/39 contradicts correct, recall 39/40; held-out 22/22, recall 22/30
-        ("tuning", 1.0, 0.95, 1.0),
-        ("heldout", 1.0, 0.70, 1.0),
+        # measured: tuning 59/59 contradicts correct, recall 59/60; held-out 30/30, recall 30/30;
+        # held-out C, scored blind once: 23/24 correct (one wrong: 调用…接口 read 用 as "use"), recall 23/24;
+        # after that family was fixed on new tuning pairs (t142–t144): 23/23, recall 23/24 (no longer blind)
+        ("tuning", 1.0, 0.98, 1.0),
+        ("heldout", 1.0, 1.0, 1.0),
+        ("heldout_c", 1.0, 0.95, 1.0),
     ],
 )
 def test_contradicts_is_precise(split: str, precision: float, recall: float, safe: float) -> None:
@@ -69,16 +81,28 @@ def test_contradicts_is_precise(split: str, precision: float, recall: float, saf
 
 
 @pytest.mark.parametrize(
+    ("lang", "recall"),
+    # measured recall of contradicts per language, all three splits: zh 52/52, en 46/46, mixed 14/16
+    [("zh", 1.0), ("en", 1.0), ("mixed", 0.85)],
+)
+def test_recall_per_language(lang: str, recall: float) -> None:
+    rows = [r for split in SPLITS for r in load(split) if r["lang"] == lang and r["relation"] == "contradicts"]
+    assert sum(relation(r["a"], r["b"]) == "contradicts" for r in rows) / len(rows) >= recall
+
+
+@pytest.mark.parametrize(
     ("split", "minimum"),
-    # measured accuracy per relation (exact label): tuning same 11/11, compatible 22/24, unrelated 27/33;
-    # held-out same 8/8, compatible 15/16, unrelated 24/27
+    # measured accuracy per relation (exact label) on the pairs the floors were set on (tuning t000–t107, the
+    # first held-out split): tuning same 11/11, compatible 22/24, unrelated 27/33; held-out same 8/8,
+    # compatible 15/16, unrelated 24/27. The later tuning pairs are hard negatives for the frames: the
+    # precision test holds them to "no contradicts", and compatible/unrelated/unsure all keep both memories.
     [
         ("tuning", {"same": 1.0, "compatible": 0.9, "unrelated": 0.75}),
         ("heldout", {"same": 1.0, "compatible": 0.9, "unrelated": 0.85}),
     ],
 )
 def test_accuracy_per_relation(split: str, minimum: dict[str, float]) -> None:
-    c = confusion(load(split))
+    c = confusion([r for r in load(split) if split != "tuning" or r["id"] < "t108"])
     for gold, floor in minimum.items():
         total = sum(c[(gold, p)] for p in (*RELATIONS, "unsure"))
         assert c[(gold, gold)] / total >= floor, (gold, c[(gold, gold)], total)
@@ -173,7 +197,36 @@ def test_statement_strips_only_our_templates() -> None:
         ("读取ERP导出的CSV要用gbk编码。", "读取ERP导出的CSV要用gbk编码，分隔符是分号。", "compatible"),
         ("周报发给项目经理。", "周报要发给项目经理", "same"),
         ("Deploy on Fridays after the standup.", "Never deploy on Fridays.", "contradicts"),
-        ("用户偏好用Java写后端服务。", "The user prefers Python for backend services.", "unsure"),  # no dictionary
+        # across languages: the lexicon aligns the frame, the typed values differ
+        ("用户偏好用Java写后端服务。", "The user prefers Python for backend services.", "contradicts"),
+        ("库存报表每天早上8点生成。", "Generate the inventory report at 6pm every day.", "contradicts"),
+        ("Alice prefers Java for backend services.", "用户偏好用Python写后端服务。", "unsure"),  # another subject
+        ("周报发给李经理。", "The weekly report covers Monday to Sunday.", "unsure"),  # another aspect
+        ("用户偏好用Python写后端服务。", "The user prefers Python for backend services.", "unsure"),  # never "same"
+        # natural corrections in other words than the lesson
+        (
+            "The weekly sales report uses a rolling 7-day window.",
+            "No, the weekly report only covers Monday to Sunday",
+            "contradicts",
+        ),
+        ("Keep logs for 30 days.", "Keep logs for 90 days.", "contradicts"),
+        (
+            "Always include the PO number in the email subject.",
+            "Never put the PO number in the email subject.",
+            "contradicts",
+        ),
+        ("请求头里要带上X-Api-Key。", "不要在请求头里带X-Api-Key。", "contradicts"),
+        ("库存报表每天早上8点生成。", "库存报表每天晚上10点生成。", "contradicts"),
+        # other values, but for other cases on both sides: not a contradiction
+        ("用户偏好用Python做数据分析。", "用户偏好用Java写后端服务。", "unsure"),
+        ("The user prefers dark mode in the editor.", "The user prefers light mode in the terminal.", "unsure"),
+        # but a split and a window are other aspects of the same report, and a region scopes the advice
+        ("周报按门店拆分销售额。", "周报按最近7天滚动窗口统计销售额。", "unsure"),
+        (
+            "The weekly report for the east region uses a rolling 7-day window.",
+            "The weekly report covers Monday to Sunday.",
+            "unrelated",
+        ),
         ("", "周报发给项目经理。", "unsure"),
     ],
 )
@@ -190,4 +243,22 @@ def test_claims_are_cached_and_cheap() -> None:
     start = time.perf_counter()
     for r in rows:
         relation_of(Claim(r["a"]), Claim(r["b"]))
-    assert (time.perf_counter() - start) / len(rows) < 0.01  # well under 10 ms a pair, uncached
+    # measured 0.3 ms a pair uncached on an idle core, 0.65-0.8 ms with 5 jobs on 2 cores; the write path
+    # wants under ~1 ms (the bound leaves room for a loaded CI machine)
+    assert (time.perf_counter() - start) / len(rows) < 0.005
+
+
+def test_the_scenario_corrections_in_english() -> None:
+    # the turns of tests/unit_tests/test_judgement_scenarios.py: the correction supersedes the rolling lesson
+    rolling = "The weekly sales report uses a rolling 7-day window."
+    turn = "No, the weekly report only covers Monday to Sunday of this week"
+    stored = REFLECTION_EN.rule_user_feedback.format(task="Write this week's sales report", text=statement(turn))
+    assert relation(rolling, turn) == relation(rolling, stored) == "contradicts"
+    assert relation("For the weekly sales report, use a rolling window of the last 7 days.", turn) == "contradicts"
+    # and three corrections on different points never contradict each other
+    points = [turn, "No, amounts must include tax", "Wrong, the report goes to Manager Zhang, not Manager Li"]
+    made = [REFLECTION_EN.rule_user_feedback.format(task="Write this week's sales report", text=p) for p in points]
+    for texts in (points, made):
+        for i in range(3):
+            for j in range(i + 1, 3):
+                assert relation(texts[i], texts[j]) != "contradicts", (texts[i], texts[j])

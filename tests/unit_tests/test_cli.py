@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
@@ -741,3 +742,34 @@ print("loaded:", loaded)
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.strip().splitlines()[-1] == "loaded: []", proc.stdout[-500:]
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_progress_counts_estimates_the_time_left_and_prints_no_blank_lines() -> None:
+    from langchain_hindsight.cli._output import Progress
+
+    now = [0.0]
+    log = io.StringIO()  # not a terminal: a line at most every 10 %, each stage ended once
+    progress = Progress(log, clock=lambda: now[0])
+    for done in range(0, 101, 5):
+        now[0] = done * 0.5
+        progress("reembed default/active", done, 100)
+    progress("merge read", 3, 0)  # an unknown total: just the count
+    progress("merge read", 7, 0)
+    lines = log.getvalue().splitlines()
+    assert "" not in lines
+    assert lines[0] == "reembed default/active: 0/100 (0%)"
+    assert "reembed default/active: 50/100 (50%), about 25 s left" in lines
+    assert lines[10] == "reembed default/active: 100/100 (100%) in 50 s"
+    assert len(lines) == 13  # 0, 10, …, 100 % and the two counts of the stage without a total
+    screen = _Terminal()  # a terminal: one line per stage, rewritten in place, ended when the stage changes
+    progress = Progress(screen, clock=lambda: now[0])
+    progress("export default", 1000, 3000)
+    progress("export alice", 10, 20)
+    progress("export alice", 20, 20)
+    assert screen.getvalue().count("\n") == 2
+    assert screen.getvalue().endswith("export alice: 20/20 (100%) in 0 s\x1b[K\n")
