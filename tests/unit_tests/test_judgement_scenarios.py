@@ -245,15 +245,7 @@ def test_corrections_on_different_points_do_not_wear_each_other_down(
 
 
 # ---------------------------------------------------------------------------- 3. a corrected lesson stays corrected
-ENGLISH_CORRECTION_GAP = pytest.mark.xfail(
-    strict=True,
-    reason="known gap (docs/DESIGN.md, 'How two statements relate'): the claim rules read the natural English "
-    "correction and the rolling-window lesson as 'unrelated', so the lesson is neither superseded nor kept from "
-    "being served and credited",
-)
-
-
-@pytest.mark.parametrize("locale", ["zh", pytest.param("en", marks=ENGLISH_CORRECTION_GAP)])
+@pytest.mark.parametrize("locale", ["zh", "en"])
 def test_corrected_lesson_is_superseded_and_never_served_again(locale: str, make_hs: Callable[..., Hindsight]) -> None:
     hs = make_hs(locale=locale)
     wrong = hs.store.add(_lesson(ROLLING[locale])).unit
