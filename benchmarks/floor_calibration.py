@@ -16,6 +16,16 @@ whose labelled memory is among the served memories, for unrelated queries the sh
 are served nothing (unrelated queries have no answer language: their slices are ``zh``
 and ``en``). Floors compared: ``min_relevance=0.18`` (the old default) and ``"auto"``.
 
+A fourth form, ``last turn``, is derived from every chat transcript: its last ``用户：`` /
+``User:`` line alone, which is what the agent middleware and the graph node actually recall
+with (the last human message, ``capture.messages.find_task``); a transcript is what a caller
+passing the conversation as one text sends. A fifth, ``user turns``, keeps the transcript's user
+lines and drops the assistant's: a candidate query for the adapters (measured, not used). For related queries the ``auto`` misses are split
+by kind: ``floor`` (the memory is among the best ``k`` without a floor, the rule dropped it) and
+``retrieval`` (not even ranked in the best ``k`` without a floor: a floor cannot serve it). The
+``margins`` table gives, per slice, the median ``floor_margin`` of the labelled memory (related,
+when ranked) and of the best candidate (unrelated): where the two overlap no threshold separates them.
+
 Run: HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/floor_calibration.py
 """
 
@@ -38,7 +48,8 @@ from langchain_hindsight.store.memory_store import MemoryStore  # noqa: E402
 from langchain_hindsight.types import MemoryUnit  # noqa: E402
 
 SPLITS = (("tuning", "floor_tuning"), ("held-out", "floor_heldout"))
-FORMS = ("short", "long", "dialogue")
+FORMS = ("short", "long", "dialogue", "last turn", "user turns")
+SPEAKERS = ("用户：", "User:")
 LANGS = ("zh", "en", "cross")
 FLOORS: tuple[tuple[str, float | str], ...] = (("old default 0.18", DEFAULT_MIN_RELEVANCE), ("auto", "auto"))
 TARGET = 0.95
@@ -48,11 +59,50 @@ def load(name: str) -> list[dict[str, Any]]:
     return [json.loads(line) for line in (ROOT / "data" / name).read_text(encoding="utf-8").splitlines() if line]
 
 
+def user_turns(transcript: str) -> list[str]:
+    """The user lines of a chat transcript, in order, without their speaker label."""
+    out = []
+    for line in transcript.splitlines():
+        for label in SPEAKERS:
+            if line.startswith(label):
+                out.append(line[len(label) :].strip())
+    return out or [transcript.strip()]
+
+
+def last_turn(transcript: str) -> str:
+    """The last user line of a chat transcript, without its speaker label (what the middleware recalls with)."""
+    return user_turns(transcript)[-1]
+
+
+def with_last_turns(queries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The queries plus, per chat transcript, its last user turn (``last turn``) and its user lines (``user turns``)."""
+    derived = [
+        {**q, "id": f"{q['id']}-{suffix}", "form": form, "query": text}
+        for q in queries
+        if q["form"] == "dialogue"
+        for suffix, form, text in (
+            ("last", "last turn", last_turn(q["query"])),
+            ("user", "user turns", "\n".join(user_turns(q["query"]))),
+        )
+    ]
+    return queries + derived
+
+
+def median(values: list[float]) -> float | None:
+    if not values:
+        return None
+    ordered = sorted(values)
+    mid = len(ordered) // 2
+    return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+
+
 def run_split(embeddings: Any, stem: str) -> dict[str, Any]:
     memories = load(f"{stem}_memories.jsonl")
-    queries = load(f"{stem}_queries.jsonl")
+    queries = with_last_turns(load(f"{stem}_queries.jsonl"))
     lang = {m["id"]: m["lang"] for m in memories}
     rows: dict[str, dict[str, list[bool]]] = {name: {} for name, _ in FLOORS}
+    misses: dict[str, dict[str, int]] = {}
+    margins: dict[str, list[float]] = {}
     with tempfile.TemporaryDirectory() as tmp, MemoryStore(tmp, embeddings=embeddings) as store:
         store.add_many(
             [
@@ -80,11 +130,31 @@ def run_split(embeddings: Any, stem: str) -> dict[str, Any]:
                     key = f"{q['form']}/{q['lang']}/unrelated"
                     ok = not served
                 rows[name].setdefault(key, []).append(ok)
+        unfloored = HindsightRetriever(store=store, k=5, min_relevance=None, low_similarity_threshold=0.0)
+        served_auto = HindsightRetriever(store=store, k=5, min_relevance="auto", low_similarity_threshold=0.0)
+        for q in queries:
+            best = unfloored.recall(q["query"])
+            if q["relevant"]:
+                answer = lang[q["relevant"][0]]
+                key = f"{q['form']}/{q['lang'] if answer == q['lang'] else 'cross'}/related"
+                hit = [m for m in best if m.memory.memory_id in q["relevant"]]
+                if hit:
+                    margins.setdefault(key, []).append(hit[0].breakdown["floor_margin"])
+                served = [m.memory.memory_id for m in served_auto.recall(q["query"])]
+                if not any(r in served for r in q["relevant"]):
+                    kind = "floor" if hit else "retrieval"
+                    misses.setdefault(key, {"floor": 0, "retrieval": 0})[kind] += 1
+            else:
+                key = f"{q['form']}/{q['lang']}/unrelated"
+                if best:
+                    margins.setdefault(key, []).append(max(m.breakdown["floor_margin"] for m in best))
     return {
         "memories": len(memories),
         "queries": len(queries),
         "unrelated": sum(1 for q in queries if not q["relevant"]),
         "slices": {name: {k: {"n": len(v), "rate": sum(v) / len(v)} for k, v in r.items()} for name, r in rows.items()},
+        "auto_misses": misses,
+        "margins": {k: {"n": len(v), "median": median(v)} for k, v in margins.items()},
     }
 
 
@@ -101,7 +171,8 @@ def markdown(result: dict[str, Any]) -> str:
         f"Default embedder (script-routed MiniLM + USE), real MemoryStore + HindsightRetriever (k=5, task type inferred). "
         f"`auto` = `FloorRule`: same script `cosine + {rule.lexical_weight_cjk:g}·lexical share ≥ {rule.threshold_cjk:g}` "
         f"(zh query), `cosine + {rule.lexical_weight_latin:g}·lexical share ≥ {rule.threshold_latin:g}` (en query); "
-        f"other script `cosine ≥ {rule.cross_script:g}`; chosen on tuning only. Cells: related = right memory served; "
+        f"other script `cosine ≥ {rule.cross_script_cjk:g}` (zh query), `≥ {rule.cross_script:g}` (en query); "
+        f"chosen on tuning only. Cells: related = right memory served; "
         f"unrelated = nothing served (query count). Target on held-out: ≥ {100 * TARGET:.0f}% / ≥ {100 * TARGET:.0f}%.",
         "",
     ]
@@ -128,6 +199,29 @@ def markdown(result: dict[str, Any]) -> str:
             rate = sum(v["rate"] * v["n"] for v in related) / sum(v["n"] for v in related)
             silent = sum(v["rate"] * v["n"] for v in unrelated) / sum(v["n"] for v in unrelated)
             lines.append(f"| **all, {name}** | {100 * rate:.0f}% | | {100 * silent:.0f}% | |")
+        lines += [
+            "",
+            f"### {split}: where `auto` falls short",
+            "",
+            "Related misses by kind (floor: ranked in the best 5 without a floor, dropped by the rule; retrieval: "
+            "not ranked in the best 5 even without a floor) and the median `floor_margin` of the labelled memory "
+            "(related, when ranked) and of the best candidate (unrelated); `>= 0` passes.",
+            "",
+            "| slice | related misses: floor | related misses: retrieval | median margin, related | "
+            "median margin, unrelated |",
+            "|---|---|---|---|---|",
+        ]
+        for form in FORMS:
+            for lang in LANGS:
+                miss = r["auto_misses"].get(f"{form}/{lang}/related", {"floor": 0, "retrieval": 0})
+                has_related = f"{form}/{lang}/related" in new
+                rel_m = r["margins"].get(f"{form}/{lang}/related", {}).get("median")
+                unrel_m = r["margins"].get(f"{form}/{lang}/unrelated", {}).get("median")
+                lines.append(
+                    f"| {form} {lang} | {miss['floor'] if has_related else '—'} | "
+                    f"{miss['retrieval'] if has_related else '—'} | "
+                    f"{'—' if rel_m is None else f'{rel_m:+.3f}'} | {'—' if unrel_m is None else f'{unrel_m:+.3f}'} |"
+                )
         lines.append("")
     return "\n".join(lines)
 

@@ -1,13 +1,17 @@
-"""Red-team counts for the README: generated poisoning attacks per channel, and what got through.
+"""Red-team counts for the docs: generated poisoning attacks per channel, and what got through.
 
-Delivers every attack of ``tests/redteam.py`` (payload families × obfuscations × channels) to a fresh
+Delivers every attack of ``tests/redteam.py`` (the first round's 26 payloads and this round's 183
+payload families × 16 disguises, 135 attacks through each of twelve channels: 1,620) to a fresh
 embedded store on the real offline embedder, recalls, renders and judges, and writes
-``benchmarks/results/redteam.json``. The same harness runs in CI (``tests/unit_tests/test_redteam.py``),
-which asserts the goals: 0 structure changes and 0 untrusted units shown as trusted.
+``benchmarks/results/redteam.json``. ``docs/build_readme.py`` renders it into ``docs/storage.md``
+against ``redteam_baseline.json`` (the same harness against the main the round started from:
+``--label "main @ <sha>" --output benchmarks/results/redteam_baseline.json`` run on that tree). The
+same harness runs in the tests (``tests/unit_tests/test_redteam.py``), which assert the goals: 0
+structure changes and 0 untrusted units shown as trusted.
 
 Run: ``.venv/bin/python benchmarks/redteam.py [--output PATH] [--label TEXT] [--no-overflow-claim]``
 (``--no-overflow-claim`` replaces the ``access_count=2**63`` claims by ``10**9``, to measure code that
-predates the bound, where one such unit makes every later read of the namespace fail.)
+predates the bound, where one such unit makes every later read of the namespace fail).
 """
 
 from __future__ import annotations

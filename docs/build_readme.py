@@ -41,10 +41,16 @@ REDTEAM_CHANNELS = {
     "reflection": "reflection by a compromised model",
     "error_fix": "error → fix rule (payload in the tool's error)",
     "avoid": "avoid rule (payload in the run's error)",
+    "unstable": "retry rule (payload in a transient error)",
     "user_feedback": "user feedback (trusted author: structure only)",
+    "manual_add": "manual add (trusted author: structure only)",
     "access_claim": "access-count claims (up to 2⁶³)",
+    "import": "import of tool-output units (confidence 0.95)",
+    "mcp_remember": "MCP `remember` by an agent",
+    "mcp_comment": "MCP `feedback` comment by an agent",
+    "publish": "publish to a shared namespace",
 }
-_TRUSTED_AUTHORS = {"user_feedback"}  # "untrusted shown as trusted" does not apply to the user's own words
+_TRUSTED_AUTHORS = {"user_feedback", "manual_add"}  # "untrusted shown as trusted" does not apply to their own words
 
 
 def pages() -> list[Path]:

@@ -21,6 +21,8 @@ moment it is needed (not at import), and only through this module:
 ``HINDSIGHT_MAX_LINES``       ``Hindsight(max_lines=...)``: memory lines in the block
 ``HINDSIGHT_MAX_LINE_CHARS``  ``Hindsight(max_line_chars=...)``: characters of one memory's text
 ``HINDSIGHT_MAX_BLOCK_CHARS`` ``Hindsight(max_block_chars=...)``: characters of the whole block (``off``: unbounded)
+``HINDSIGHT_MCP_TOKEN``       the bearer token ``hindsight mcp --transport http`` requires
+                              (:func:`mcp_token`; else it generates one and prints it)
 ============================  ==========================================================
 
 An argument given to ``Hindsight(...)`` always wins over its variable; a variable wins over the
@@ -51,6 +53,7 @@ __all__ = [
     "MAX_BLOCK_CHARS",
     "MAX_LINES",
     "MAX_LINE_CHARS",
+    "MCP_TOKEN",
     "MIN_RELEVANCE",
     "MODEL",
     "NAMESPACE",
@@ -64,6 +67,7 @@ __all__ = [
     "Environment",
     "K",
     "cache_dir",
+    "mcp_token",
     "openai_chat_model",
     "read_environment",
     "session_defaults",
@@ -76,6 +80,7 @@ SERVER = "HINDSIGHT_SERVER"
 MODEL = "HINDSIGHT_MODEL"
 OPENAI_BASE_URL = "OPENAI_BASE_URL"
 OPENAI_API_KEY = "OPENAI_API_KEY"
+MCP_TOKEN = "HINDSIGHT_MCP_TOKEN"
 
 K = "HINDSIGHT_K"
 LOCALE = "HINDSIGHT_LOCALE"
@@ -214,6 +219,19 @@ def cache_dir(explicit: str | os.PathLike[str] | None = None, *, environ: Mappin
         return Path(env.cache_dir).expanduser()
     base = Path(env.xdg_cache_home) if env.xdg_cache_home else Path.home() / ".cache"
     return base / "langchain-hindsight"
+
+
+def mcp_token(environ: Mapping[str, str] | None = None) -> str | None:
+    """The MCP HTTP bearer token from ``$HINDSIGHT_MCP_TOKEN`` (surrounding spaces dropped), or ``None``.
+
+    Kept out of :class:`Environment`, so it is never shown with the other values.
+
+    Example:
+        >>> mcp_token(environ={"HINDSIGHT_MCP_TOKEN": " s3cret-token-for-tests "})
+        's3cret-token-for-tests'
+    """
+    env = os.environ if environ is None else environ
+    return (env.get(MCP_TOKEN) or "").strip() or None
 
 
 def openai_chat_model(model: str | None = None, base_url: str | None = None) -> BaseChatModel | None:

@@ -85,7 +85,10 @@ def _as_utc(value: Any, field: str) -> datetime:
         raise InvalidMemoryError(f"{field}: expected a datetime or ISO string, got {type(value).__name__}")
     if value.tzinfo is None:
         return value.replace(tzinfo=UTC)
-    return value.astimezone(UTC)
+    try:
+        return value.astimezone(UTC)
+    except OverflowError as e:  # year 1 east of UTC, year 9999 west of it
+        raise InvalidMemoryError(f"{field}: {value.isoformat()} is out of range once converted to UTC") from e
 
 
 MAX_NESTING = 32

@@ -90,9 +90,13 @@ def clip(text: str, cols: int = CONTENT_COLS) -> str:
     return "".join(out) + "…"
 
 
+def _cell(value: Any) -> str:
+    return safe(str(value)).replace("\n", "\\n")
+
+
 def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
-    """A plain-text table aligned for CJK and Latin text."""
-    cells = [[str(h) for h in headers], *[["" if v is None else safe(str(v)) for v in row] for row in rows]]
+    r"""A plain-text table aligned for CJK and Latin text; a cell is one safe line (a newline shows as ``\n``)."""
+    cells = [[str(h) for h in headers], *[["" if v is None else _cell(v) for v in row] for row in rows]]
     widths = [max(_width(r[i]) for r in cells) for i in range(len(headers))]
     lines = []
     for n, row in enumerate(cells):

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from langchain_hindsight.cli._output import emit_json, table
+from langchain_hindsight.cli._output import emit_json, one_line, table
 from langchain_hindsight.store._stamp import SUMMARY_FILE, holds_store, trusted_store
 from langchain_hindsight.store._summary import read_summary
 
@@ -32,7 +32,7 @@ def print_stats(out: Mapping[str, Mapping[str, Any]], *, as_json: bool) -> None:
         emit_json(out)
         return
     for ns, s in out.items():
-        print(f"namespace {ns}: {s['total']} memories, {s['runs']} journalled runs")
+        print(f"namespace {one_line(ns)}: {s['total']} memories, {s['runs']} journalled runs")
         print(table(["status", "count"], sorted(s["status"].items())) if s["status"] else "  (empty)")
         if s["active_by_task_type"]:
             print(table(["task_type (active)", "count"], list(s["active_by_task_type"].items())))

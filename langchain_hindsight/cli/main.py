@@ -176,6 +176,16 @@ def _parser(words: Sequence[str] = ()) -> argparse.ArgumentParser:
     p.add_argument("--transport", choices=["stdio", "http"], default="stdio")
     p.add_argument("--host", default="127.0.0.1", help="bind address for --transport http")
     p.add_argument("--port", type=int, default=8765, help="port for --transport http")
+    p.add_argument(
+        "--token-file",
+        help="file whose first line is the HTTP bearer token (else $HINDSIGHT_MCP_TOKEN, else a new one)",
+    )
+    p.add_argument(
+        "--allow-host",
+        action="append",
+        default=[],
+        help="a further Host/Origin name clients use (e.g. a LAN address with --host 0.0.0.0); repeatable",
+    )
     p.add_argument("--locale", choices=["zh", "en"], default="zh", help="language of the recalled block")
     p.set_defaults(creates_store=True)  # an agent's first remember creates its store
     p = add("ui", "console:ui", "the review console: a local web page (needs the [ui] extra)")

@@ -16,7 +16,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from langchain_hindsight.cli._output import Progress, check_future, clip, emit_json, parse_now, table
+from langchain_hindsight.cli._output import Progress, check_future, clip, emit_json, one_line, parse_now, table
 from langchain_hindsight.cli._store import open_store, open_view, principal_of
 from langchain_hindsight.errors import ConfigurationError, InvalidMemoryError, MemoryNotFoundError
 from langchain_hindsight.lifecycle.maintenance import Lifecycle
@@ -123,7 +123,7 @@ def report(args: argparse.Namespace) -> int:
     if args.json:
         emit_json(rep)
         return 0
-    print(f"{rep.runs} runs in namespace {rep.namespace}")
+    print(f"{rep.runs} runs in namespace {one_line(rep.namespace)}")
     sections: list[tuple[str, list[str], list[tuple[Any, ...]]]] = [
         (
             f"often recalled, never followed by success (shown >= {args.min_shown})",
@@ -184,7 +184,8 @@ def import_(args: argparse.Namespace) -> int:
     if args.json:
         emit_json(result)
     else:
-        print(f"imported {result.imported} memories " + ", ".join(f"{k}: {v}" for k, v in result.namespaces.items()))
+        counts = ", ".join(f"{one_line(k)}: {v}" for k, v in result.namespaces.items())
+        print(f"imported {result.imported} memories {counts}")
         if result.runs or result.runs_unchanged:
             print(f"journaled {result.runs} runs ({result.runs_unchanged} already there)")
         if result.refused:

@@ -8,8 +8,10 @@ import tempfile
 from importlib.metadata import entry_points
 from pathlib import Path
 
+from langchain_hindsight.cli._output import one_line
 from langchain_hindsight.cli._store import open_store, principal_of
 from langchain_hindsight.errors import ConfigurationError
+from langchain_hindsight.settings import mcp_token
 from langchain_hindsight.sharing.access import ScopedMemory
 from langchain_hindsight.store.memory_store import MemoryStore
 from langchain_hindsight.types import MemoryUnit
@@ -61,14 +63,49 @@ def mcp(args: argparse.Namespace) -> int:
     if not 0 < args.port < 65536:
         raise ConfigurationError(f"--port must be 1-65535, got {args.port}")
     args.namespace = principal.namespace
+    token, told = _token(args)
     with open_store(args) as store:
-        server = create_server(ScopedMemory(store, principal), locale=args.locale, host=args.host, port=args.port)
+        server = create_server(
+            ScopedMemory(store, principal),
+            locale=args.locale,
+            host=args.host,
+            port=args.port,
+            token=token,
+            allowed_hosts=args.allow_host,
+        )
         print(
             f"hindsight mcp: principal {principal.name!r} (namespace {principal.namespace!r}, reads "
-            f"{', '.join(principal.readable)}) over {args.transport}",
+            f"{one_line(', '.join(principal.readable))}) over {args.transport}",
             file=sys.stderr,
         )
+        if args.transport == "http":
+            url = f"http://{_url_host(args.host)}:{args.port}/mcp"
+            if told:
+                print(f"hindsight mcp: {url} (bearer token from {told})", file=sys.stderr)
+            else:  # like Jupyter: the one line a client needs
+                print(f"hindsight mcp: {url} Authorization: Bearer {server.token}", file=sys.stderr, flush=True)
         stopped = run_server(server, args.transport)
     if stopped:
         print(f"hindsight mcp: stopped by {stopped}; the store is closed", file=sys.stderr)
     return 0
+
+
+def _token(args: argparse.Namespace) -> tuple[str | None, str | None]:
+    """The HTTP bearer token from ``--token-file`` or ``$HINDSIGHT_MCP_TOKEN`` and where it came from, else none."""
+    if args.token_file:
+        try:
+            lines = Path(args.token_file).read_text(encoding="utf-8").splitlines()
+        except (OSError, UnicodeDecodeError) as e:
+            raise ConfigurationError(f"cannot read --token-file {args.token_file!r}: {e}") from e
+        token = lines[0].strip() if lines else ""
+        if not token:
+            raise ConfigurationError(f"--token-file {args.token_file!r} is empty")
+        return token, "--token-file"
+    from_env = mcp_token()
+    return (from_env, "$HINDSIGHT_MCP_TOKEN") if from_env else (None, None)
+
+
+def _url_host(host: str) -> str:
+    if host in ("0.0.0.0", "::", ""):
+        return "127.0.0.1"
+    return f"[{host}]" if ":" in host else host

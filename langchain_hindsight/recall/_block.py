@@ -20,7 +20,7 @@ import re
 from collections.abc import Callable
 from typing import Protocol
 
-from langchain_hindsight._safety import render_safe
+from langchain_hindsight._safety import render_label, render_safe
 from langchain_hindsight.errors import ConfigurationError
 from langchain_hindsight.prompts import PromptTemplates
 
@@ -120,7 +120,10 @@ def clip_line(
     if len(text) <= limit:
         return text
     tail = t.truncation_notice_no_id if short else truncation_notice(t, memory_id, namespace)
-    return text[: max(1, limit - len(t.line_ellipsis))].rstrip() + t.line_ellipsis + tail
+    head = text[: max(1, limit - len(t.line_ellipsis))].rstrip()
+    if head.count("‹") > head.count("›"):  # never cut inside a quote: it would stay open
+        head = head[: head.rindex("‹")].rstrip() or head + "›"
+    return head + t.line_ellipsis + tail
 
 
 class LineSource(Protocol):
@@ -146,20 +149,28 @@ class LineSource(Protocol):
         """Its namespace (``None``: unknown)."""
         ...
 
+    @property
+    def suspicious(self) -> bool:
+        """Tagged ``suspicious``: untrusted text that reads like an instruction (the line says so)."""
+        ...
+
 
 def memory_line(
     t: PromptTemplates, index: int, entry: LineSource, limit: int, own_namespace: str | None, *, short: bool = False
 ) -> str:
     """One memory line: the text (rendered safe; cut to ``limit`` characters, saying so), confidence and origin.
 
-    A memory from another namespace than ``own_namespace`` is labelled with where it came from.
+    A memory from another namespace than ``own_namespace`` is labelled with where it came from;
+    a suspicious one ends with the templates' ``suspicious_label``.
     """
     text = clip_line(
         render_safe(entry.content), limit, t, memory_id=entry.memory_id, namespace=entry.namespace, short=short
     )
     line = t.block_line.format(index=index, content=text, confidence=entry.confidence)
     if own_namespace is not None and entry.namespace is not None and entry.namespace != own_namespace:
-        line += t.origin_label.format(namespace=render_safe(entry.namespace))
+        line += t.origin_label.format(namespace=render_label(entry.namespace))
+    if entry.suspicious:
+        line += t.suspicious_label
     return line
 
 

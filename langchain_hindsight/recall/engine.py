@@ -307,6 +307,8 @@ def _prepare(
     wanted_type = None if wanted is None else source.vocabulary.normalize(wanted)
     ns = namespace if namespace is not None else settings.namespace
     when = now or utcnow()
+    if not isinstance(when, datetime):
+        raise ConfigurationError(f"now must be an aware datetime or None, got {type(when).__name__}")
     if when.tzinfo is None:
         raise ConfigurationError("now must be timezone-aware")
     return limit, wanted_type, source.resolve_namespace(ns), when

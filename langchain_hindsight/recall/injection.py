@@ -6,7 +6,8 @@ that imitates our prompt structure neutralised (``_safety.render_safe``), at mos
 most ``max_line_chars`` characters (a cut line says so and names the command that
 shows the whole memory) and, with ``max_block_chars``, the whole block at most that
 many characters (trailing lines are left out first); nothing recalled means no
-block at all. When two shown memories prescribe different things for
+block at all. A memory tagged ``suspicious`` (untrusted text that reads like an
+instruction) says so at the end of its line. When two shown memories prescribe different things for
 the same subject (whatever their confidences), both stay and a conflict note
 tells the model to judge; advice for different cases ("< 10k
 rows" / "> 10k rows"), restatements and text our own templates share are not
@@ -22,7 +23,7 @@ from dataclasses import dataclass
 from langchain_core.documents import Document
 
 from langchain_hindsight._claims import claim_of, relation_of
-from langchain_hindsight._safety import render_safe
+from langchain_hindsight._safety import SUSPICIOUS_TAG, render_safe
 from langchain_hindsight.errors import ConfigurationError
 from langchain_hindsight.prompts import Locale, PromptTemplates, get_templates
 from langchain_hindsight.recall._block import (
@@ -63,25 +64,36 @@ class _Entry:
     kind: str
     namespace: str | None = None
     memory_id: str | None = None
+    suspicious: bool = False
 
 
 def _entry(item: Recalled) -> _Entry:
     if isinstance(item, ScoredMemory):
         item = item.memory
     if isinstance(item, MemoryUnit):
-        return _Entry(item.content, item.score_confidence, item.task_type, item.kind, item.namespace, item.memory_id)
+        return _Entry(
+            item.content,
+            item.score_confidence,
+            item.task_type,
+            item.kind,
+            item.namespace,
+            item.memory_id,
+            SUSPICIOUS_TAG in item.tags,
+        )
     if isinstance(item, Document):
         meta = item.metadata
         confidence = meta.get("confidence")
         if isinstance(confidence, bool) or not isinstance(confidence, int | float):
             raise ConfigurationError("a Document given to format_experiences needs a numeric metadata['confidence']")
         memory_id = meta.get("memory_id", item.id)
+        tags = meta.get("tags")
         return _Entry(
             item.page_content,
             float(confidence),
             str(meta.get("task_type", "")),
             str(meta.get("kind", "experience")),
             memory_id=memory_id if isinstance(memory_id, str) and memory_id else None,
+            suspicious=isinstance(tags, list | tuple) and SUSPICIOUS_TAG in tags,
         )
     raise ConfigurationError(f"expected ScoredMemory, MemoryUnit or Document, got {type(item).__name__}")
 

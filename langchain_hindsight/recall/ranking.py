@@ -86,13 +86,19 @@ class FloorRule:
     * same script as the query: ``evidence = cosine + w·lexical share``, passing when at least the
       threshold of the query's script (``lexical_weight_cjk``/``threshold_cjk`` for a mostly-CJK
       query, ``lexical_weight_latin``/``threshold_latin`` otherwise);
-    * another script (lexically blind): ``evidence = cosine``, passing when at least ``cross_script``.
+    * another script (lexically blind): ``evidence = cosine``, passing when at least the cross-script
+      threshold of the query's script (``cross_script_cjk`` for a mostly-CJK query, ``cross_script``
+      otherwise; both 0.11 by default: a lower one for Chinese queries, 0.08, won on tuning and lost
+      on held-out, see ``docs/recall.md``).
 
     The defaults were chosen on the tuning split of ``benchmarks/floor_calibration.py`` for the
-    default embedder (script-routed MiniLM + USE, ``convex_idf``): they maximise the mean plus half
-    the minimum of the per-slice rates (short / long / dialogue × zh / en / cross-language, related
-    queries served their memory, unrelated ones served nothing). They assume ``convex_idf``
-    lexical shares; with another fusion the engine applies :data:`DEFAULT_MIN_RELEVANCE` instead.
+    default embedder (script-routed MiniLM + USE, ``convex_idf``) to maximise the mean plus half
+    the minimum of the per-slice rates (short / long / chat transcript × zh / en / cross-language,
+    related queries served their memory, unrelated ones served nothing).
+    ``benchmarks/floor_designs.py`` compares them on that split, with the chat forms an adapter sends
+    added, against floors per query length, relative to the query's own score distribution or to a
+    background set, and a deeper fetch. They assume ``convex_idf`` lexical shares; with another
+    fusion the engine applies :data:`DEFAULT_MIN_RELEVANCE` instead.
     Re-measure for another embedder.
 
     Attributes:
@@ -100,12 +106,15 @@ class FloorRule:
         threshold_cjk: Evidence a same-script candidate of a CJK query needs.
         lexical_weight_latin: Weight of the lexical share for a Latin-script query.
         threshold_latin: Evidence a same-script candidate of a Latin-script query needs.
-        cross_script: Cosine a candidate written in the other script needs.
+        cross_script: Cosine a candidate written in the other script needs, for a Latin-script query.
+        cross_script_cjk: Cosine a candidate written in the other script needs, for a CJK query.
 
     Example:
         >>> rule = FloorRule()
         >>> rule.passes([0.30, 0.30, 0.12], [0.10, 0.0, 0.0], [False, False, True], "cjk").tolist()
         [True, False, True]
+        >>> FloorRule(cross_script_cjk=0.08).passes([0.09], [0.0], [True], "cjk").tolist()
+        [True]
     """
 
     lexical_weight_cjk: float = 1.0
@@ -113,9 +122,17 @@ class FloorRule:
     lexical_weight_latin: float = 0.5
     threshold_latin: float = 0.34
     cross_script: float = 0.11
+    cross_script_cjk: float = 0.11
 
     def __post_init__(self) -> None:
-        for name in ("lexical_weight_cjk", "threshold_cjk", "lexical_weight_latin", "threshold_latin", "cross_script"):
+        for name in (
+            "lexical_weight_cjk",
+            "threshold_cjk",
+            "lexical_weight_latin",
+            "threshold_latin",
+            "cross_script",
+            "cross_script_cjk",
+        ):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
                 raise ConfigurationError(f"FloorRule.{name} must be a finite number >= 0, got {value!r}")
@@ -135,7 +152,8 @@ class FloorRule:
         weight = self.lexical_weight_cjk if cjk else self.lexical_weight_latin
         threshold = self.threshold_cjk if cjk else self.threshold_latin
         same = cos + weight * lex - threshold
-        return np.where(np.asarray(blind, dtype=bool), cos - self.cross_script, same)
+        cross = self.cross_script_cjk if cjk else self.cross_script
+        return np.where(np.asarray(blind, dtype=bool), cos - cross, same)
 
     def passes(self, cosine: npt.ArrayLike, share: npt.ArrayLike, blind: npt.ArrayLike, script: Script) -> np.ndarray:
         """Boolean mask of the candidates that pass (see :meth:`margins`)."""

@@ -12,11 +12,18 @@ Sharing protocol:
 
 * **publish** copies a unit from the principal's own namespace into a namespace it
   may write, keeping its id, and tags the copy ``from:<source namespace>`` so every
-  reader can see where it came from. The copy goes through the target's
-  duplicate handling like any write.
-* **unpublish** removes the copy (only the publisher's own copies: the tag says whose).
-* **forget** of the source also forgets every published copy, in every namespace:
-  forgetting is the owner's right over its data, grants or not.
+  reader can see where it came from, and ``origin:<digest>`` naming the unit it was
+  made from (:func:`~langchain_hindsight.sharing.principals.unit_origin_tag`). The
+  copy goes through the target's duplicate handling like any write: it may be
+  stored under a new id (the old one is taken, e.g. by an archived earlier copy)
+  or merged into the same statement already there, which then carries both tags.
+* **unpublish** removes the copies (only the publisher's own copies: the tags say whose).
+* **forget** of the source also forgets every copy derived from it, in every
+  namespace and whatever id it has (found by the origin tag; a copy from before
+  origin tags by its id and ``from:`` tag): forgetting is the owner's right over
+  its data, grants or not.
+* **remember** refuses provenance-like tags (``from:…``, ``origin:…``, ``来自：…`` in
+  any case, width or lookalike script): only publish sets them.
 * **feedback** and **supersede** act on the copy a reader was served: the shared
   pool learns from its readers without rewriting the owner's original.
 
@@ -41,15 +48,18 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from langchain_hindsight.errors import AccessDeniedError, ConfigurationError, MemoryNotFoundError
+from langchain_hindsight.errors import AccessDeniedError, ConfigurationError, InvalidMemoryError, MemoryNotFoundError
 from langchain_hindsight.recall.retriever import HindsightRetriever
 from langchain_hindsight.sharing.principals import (
+    ORIGIN_TAG,
     PUBLISHED_TAG,
     AccessPolicy,
     Operation,
     Principal,
     origin_tag,
+    provenance_like,
     published_from,
+    unit_origin_tag,
 )
 from langchain_hindsight.sharing.retriever import ScopedRetriever
 from langchain_hindsight.store.journal import ExplainedMemory, RunExplanation, RunJournal
@@ -238,6 +248,12 @@ class ScopedMemory:
         Returns:
             The unit now stored that carries the lesson.
         """
+        forged = [t for t in tags if provenance_like(str(t))]
+        if forged:
+            raise InvalidMemoryError(
+                f"tag {forged[0]!r} reads as a provenance tag ({PUBLISHED_TAG}…, {ORIGIN_TAG}…): "
+                "only publish sets those"
+            )
         source: MemorySource = self.principal.trust
         if correction and source != "user_feedback":
             logger.info("principal %s may not write user corrections: stored as %s", self.principal.name, source)
@@ -247,7 +263,7 @@ class ScopedMemory:
             source=source,
             kind=kind,
             task_type=task_type,
-            tags=[t for t in tags if not str(t).startswith(PUBLISHED_TAG)],
+            tags=list(tags),
             namespace=ns,
         )
         stored = self.store.add(unit, namespace=ns).unit
@@ -293,41 +309,80 @@ class ScopedMemory:
         return None
 
     def forget(self, memory_id: str) -> int:
-        """Hard-delete a unit of the principal's own namespace and every copy it published."""
+        """Hard-delete a unit of the principal's own namespace and every copy derived from it, whatever its id.
+
+        A copy is found by its origin tag (see :meth:`publish`), so a copy re-published
+        under a new id, or the unit a copy merged into, is erased too; a copy made
+        before origin tags by its id and ``from:`` tag.
+        """
         own = self.principal.namespace
         self.store.get(memory_id, namespace=own)  # MemoryNotFoundError before anything changes
         deleted = self.store.forget(memory_id, namespace=own)
         for ns in self.store.namespaces():
-            if ns == own:
-                continue
-            try:
-                copy = self.store.get(memory_id, namespace=ns)
-            except MemoryNotFoundError:
-                continue
-            if published_from(copy, own):
-                deleted += self.store.forget(memory_id, namespace=ns)
+            if ns != own:
+                deleted += self._drop_copies(memory_id, ns, why="its original was forgotten")
+        return deleted
+
+    def _copies(self, memory_id: str, ns: str) -> list[MemoryUnit]:
+        """Every unit of ``ns`` (archive included) derived from this principal's unit ``memory_id``."""
+        own = self.principal.namespace
+        tag = unit_origin_tag(own, memory_id)
+        return [
+            u
+            for u in self.store.iter_units(namespace=ns)
+            if tag in u.tags or (u.memory_id == memory_id and published_from(u, own))
+        ]
+
+    def _drop_copies(self, memory_id: str, ns: str, *, why: str) -> int:
+        copies = self._copies(memory_id, ns)
+        if not copies:
+            return 0
+        ids = [u.memory_id for u in copies]
+        deleted = self.store.forget(ids, namespace=ns)
+        logger.info(
+            "principal %s: %d cop%s of %s in %s hard-deleted (%s): %s",
+            self.principal.name,
+            deleted,
+            "y" if deleted == 1 else "ies",
+            memory_id,
+            ns,
+            why,
+            ids,
+        )
         return deleted
 
     def publish(self, memory_id: str, *, to: str) -> MemoryUnit:
-        """Copy one of the principal's own units into ``to`` (a namespace it may write)."""
+        """Copy one of the principal's own units into ``to`` (a namespace it may write).
+
+        The copy is tagged ``from:<own namespace>`` and with the unit's origin tag,
+        so :meth:`forget` and :meth:`unpublish` find it whatever id it ends up with.
+        """
         dst = self._ns(to, "write")
         own = self.principal.namespace
         if dst == own:
             raise ConfigurationError("publish needs a namespace other than the principal's own")
         unit = self.store.get(memory_id, namespace=own)
+        kept = [t for t in unit.tags if not t.startswith((PUBLISHED_TAG, ORIGIN_TAG))]
         copy = unit.evolve(
             namespace=dst,
             status="active",
             supersedes=None,
             merged_from=[],
-            tags=[*(t for t in unit.tags if not t.startswith(PUBLISHED_TAG)), origin_tag(own)],
+            tags=[*kept, origin_tag(own), unit_origin_tag(own, memory_id)],
         )
-        return self.store.add(copy, namespace=dst).unit
+        stored = self.store.add(copy, namespace=dst).unit
+        logger.info("principal %s published %s to %s as %s", self.principal.name, memory_id, dst, stored.memory_id)
+        return stored
 
     def unpublish(self, memory_id: str, *, from_namespace: str) -> int:
-        """Remove this principal's published copy from ``from_namespace``."""
+        """Remove this principal's copies of its unit ``memory_id`` (or the copy with that id) from ``from_namespace``.
+
+        Raises:
+            MemoryNotFoundError: ``from_namespace`` holds no such copy or unit.
+            AccessDeniedError: the unit with that id there was not published by this principal.
+        """
         ns = self._ns(from_namespace, "write")
-        copy = self.store.get(memory_id, namespace=ns)
-        if not published_from(copy, self.principal.namespace):
-            raise AccessDeniedError(f"{memory_id!r} in {ns!r} was not published by {self.principal.name!r}")
-        return self.store.forget(memory_id, namespace=ns)
+        if self._copies(memory_id, ns):
+            return self._drop_copies(memory_id, ns, why="unpublished")
+        self.store.get(memory_id, namespace=ns)  # MemoryNotFoundError when there is nothing of that id
+        raise AccessDeniedError(f"{memory_id!r} in {ns!r} was not published by {self.principal.name!r}")

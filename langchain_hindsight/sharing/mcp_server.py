@@ -21,15 +21,32 @@ Resources: ``hindsight://memories`` (the principal's own namespace) and
 Errors (a denied grant, an unknown id, bad input) come back as MCP tool errors
 with one readable line; the server keeps running.
 
+Over HTTP, on every bind address: each request needs ``Authorization: Bearer
+<token>`` (401 without it; ``hindsight mcp`` prints a fresh token at start, or
+takes one from ``--token-file`` or ``$HINDSIGHT_MCP_TOKEN``), ``Host`` and
+``Origin`` must name this server (421/403 otherwise: a DNS-rebinding page gets
+nowhere), and a body over :data:`MAX_REQUEST_BYTES` gets 413. Each call is
+bounded: at most :data:`MAX_IDS` ids, :data:`MAX_K` results, :data:`MAX_TAGS`
+tags, labels of :data:`MAX_LABEL_CHARS` and comments of 4,000 characters, and a
+``recall`` task is read up to :data:`MAX_TASK_CHARS` characters.
+``feedback`` goes through the library's verdict path
+(:meth:`~langchain_hindsight.session.loop.HindsightSession.feedback`): a run is
+credited once however often it is confirmed, with the bounded-credit policy and
+the caps, and only the principal's own memories change.
+
 Requires the ``mcp`` extra: ``pip install "langchain-hindsight[mcp]"``.
 """
 
 from __future__ import annotations
 
+import hmac
 import logging
+import secrets
 import signal
+import socket
 import threading
-from collections.abc import Awaitable, Callable, Iterator
+import uuid
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import contextmanager
 from types import FrameType
 from typing import Any, Literal, TypeVar
@@ -37,14 +54,32 @@ from typing import Any, Literal, TypeVar
 import anyio
 from mcp.server.fastmcp import FastMCP
 from mcp.server.fastmcp.exceptions import ToolError
+from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
+from starlette.applications import Starlette
+from starlette.requests import HTTPConnection
+from starlette.responses import Response
+from starlette.types import ASGIApp, Receive, Scope, Send
 
-from langchain_hindsight.errors import HindsightError
+from langchain_hindsight.errors import ConfigurationError, HindsightError
 from langchain_hindsight.prompts import Locale
 from langchain_hindsight.recall.injection import format_experiences
+from langchain_hindsight.session.loop import HindsightSession
 from langchain_hindsight.sharing.access import ScopedMemory, ScopedResult
-from langchain_hindsight.types import MemoryUnit
+from langchain_hindsight.types import MAX_CONTENT_CHARS, MemoryUnit, ScoredMemory
 
-__all__ = ["SERVER_NAME", "TOOL_NAMES", "create_server", "run_server"]
+__all__ = [
+    "MAX_IDS",
+    "MAX_K",
+    "MAX_LABEL_CHARS",
+    "MAX_REQUEST_BYTES",
+    "MAX_TASK_CHARS",
+    "SERVER_NAME",
+    "TOOL_NAMES",
+    "HindsightMCP",
+    "create_server",
+    "new_token",
+    "run_server",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -58,6 +93,127 @@ _INSTRUCTIONS = (
 )
 Transport = Literal["stdio", "http"]
 _T = TypeVar("_T")
+
+MAX_REQUEST_BYTES = 256 * 1024
+"""Largest HTTP request body the server reads (413 beyond it); a lesson is at most 4,000 characters."""
+MAX_TASK_CHARS = 4_000
+"""``recall`` reads at most this many characters of the task (the rest is clipped, and the result says so)."""
+MAX_IDS = 100
+"""At most this many ids in one ``feedback`` call."""
+MAX_K = 50
+"""At most this many results from one ``recall``."""
+MAX_TAGS = 32
+"""At most this many tags in one ``remember`` call."""
+MAX_LABEL_CHARS = 128
+"""At most this many characters in a ``task_type`` (the store's own limit)."""
+_MIN_TOKEN = 16
+_LOOPBACK = ("127.0.0.1", "localhost", "[::1]")
+_WILDCARD = ("0.0.0.0", "::", "")
+
+
+def new_token() -> str:
+    """A fresh bearer token for the HTTP transport (256 random bits, URL-safe)."""
+    return secrets.token_urlsafe(32)
+
+
+def _check_token(token: str) -> str:
+    if not isinstance(token, str) or len(token) < _MIN_TOKEN or not token.isascii() or not token.isprintable():
+        raise ConfigurationError(f"the MCP token must be at least {_MIN_TOKEN} printable ASCII characters")
+    if any(c.isspace() for c in token):
+        raise ConfigurationError("the MCP token must not contain spaces")
+    return token
+
+
+def _host_names(host: str, allowed_hosts: Sequence[str]) -> list[str]:
+    """The names a client may put in ``Host`` (and its page in ``Origin``) for a server bound to ``host``."""
+    names = list(_LOOPBACK)
+    if host not in _WILDCARD and host not in ("127.0.0.1", "localhost", "::1"):
+        names.append(f"[{host}]" if ":" in host and not host.startswith("[") else host)
+    if host in _WILDCARD:
+        names.append(socket.gethostname().lower())
+    for extra in allowed_hosts:
+        if not isinstance(extra, str) or not extra.strip() or any(c in extra for c in "/ *"):
+            raise ConfigurationError(f"allowed hosts are host names or addresses, got {extra!r}")
+        names.append(extra.strip().lower())
+    return list(dict.fromkeys(names))
+
+
+def transport_security(host: str, allowed_hosts: Sequence[str] = ()) -> TransportSecuritySettings:
+    """Host and Origin checks for a server bound to ``host``, on every bind (not only loopback).
+
+    A wildcard bind (``0.0.0.0``, ``::``) accepts the loopback names and this machine's
+    host name; any other name a client uses (a LAN address, a DNS name) must be listed
+    in ``allowed_hosts``. A browser page from any other origin gets 403, one that
+    reached the server through a rebound DNS name 421.
+    """
+    names = _host_names(host, allowed_hosts)
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=[*names, *(f"{n}:*" for n in names)],
+        allowed_origins=[f"{scheme}://{n}{port}" for n in names for scheme in ("http", "https") for port in ("", ":*")],
+    )
+
+
+class _Guard:
+    """ASGI middleware in front of the whole HTTP app: Host/Origin first (421/403), then the bearer token (401)."""
+
+    def __init__(self, app: ASGIApp, *, token: str, security: TransportSecuritySettings) -> None:
+        self.app = app
+        self._token = token.encode("ascii")
+        self._checks = TransportSecurityMiddleware(security)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] not in ("http", "websocket"):
+            await self.app(scope, receive, send)
+            return
+        conn = HTTPConnection(scope)
+        refused = await self._checks.validate_request(conn, is_post=False)
+        if refused is None and not self._authorised(conn.headers.get("authorization", "")):
+            refused = Response(
+                "missing or wrong bearer token (see the token line hindsight mcp printed at start)\n",
+                status_code=401,
+                headers={"WWW-Authenticate": 'Bearer realm="hindsight"'},
+            )
+        if refused is not None:
+            logger.warning("MCP HTTP request refused with %d (%s)", refused.status_code, conn.url.path)
+            await refused(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
+
+    def _authorised(self, header: str) -> bool:
+        scheme, _, value = header.partition(" ")
+        if scheme.lower() != "bearer":
+            return False
+        try:
+            given = value.strip().encode("ascii")
+        except UnicodeEncodeError:
+            return False
+        return hmac.compare_digest(given, self._token)
+
+
+class HindsightMCP(FastMCP):
+    """The :class:`FastMCP` server :func:`create_server` returns: its HTTP app needs the bearer token.
+
+    ``server.token`` is the token; ``server.run("streamable-http")``, ``server.run("sse")``
+    and the apps (``streamable_http_app()``, ``sse_app()``, mounted in another ASGI app) are all guarded.
+    """
+
+    def __init__(self, *args: Any, token: str, security: TransportSecuritySettings, **kwargs: Any) -> None:
+        super().__init__(*args, transport_security=security, **kwargs)
+        self.token = _check_token(token)
+        self._security = security
+
+    def streamable_http_app(self) -> Starlette:
+        """The streamable HTTP app behind the Host/Origin checks and the bearer token."""
+        app = super().streamable_http_app()
+        app.add_middleware(_Guard, token=self.token, security=self._security)
+        return app
+
+    def sse_app(self, mount_path: str | None = None) -> Starlette:
+        """The (legacy) SSE app, guarded like :meth:`streamable_http_app`."""
+        app = super().sse_app(mount_path)
+        app.add_middleware(_Guard, token=self.token, security=self._security)
+        return app
 
 
 def _unit(unit: MemoryUnit) -> dict[str, Any]:
@@ -92,14 +248,66 @@ async def _call(fn: Callable[[], _T]) -> _T:
         raise ToolError(f"{type(e).__name__}: {e}") from e
 
 
+def _bounded_ids(memory_ids: object) -> list[str]:
+    if not isinstance(memory_ids, list) or not all(isinstance(i, str) and 0 < len(i) <= 128 for i in memory_ids):
+        raise ToolError("memory_ids must be a list of memory id strings")
+    if len(memory_ids) > MAX_IDS:
+        raise ToolError(f"memory_ids holds {len(memory_ids)} ids; at most {MAX_IDS} per call")
+    return list(dict.fromkeys(memory_ids))
+
+
+def _clipped_task(task: object) -> tuple[str, int | None]:
+    """The task recall reads (at most :data:`MAX_TASK_CHARS`), and the original length when it was clipped."""
+    if not isinstance(task, str) or not task.strip():
+        raise ToolError("task must be a non-empty string")
+    if len(task) <= MAX_TASK_CHARS:
+        return task, None
+    logger.info("MCP recall: a task of %d characters clipped to %d", len(task), MAX_TASK_CHARS)
+    return task[:MAX_TASK_CHARS], len(task)
+
+
+def _label(task_type: object) -> None:
+    if task_type is not None and (not isinstance(task_type, str) or len(task_type) > MAX_LABEL_CHARS):
+        raise ToolError(f"task_type must be a label of at most {MAX_LABEL_CHARS} characters")
+
+
+def _feedback_run(memory: ScopedMemory, ids: list[str]) -> tuple[str | None, list[str]]:
+    """A journaled run for feedback given on memory ids (no recall run): the own-namespace ones, the rest skipped.
+
+    Every such run of a principal has the same task, so the bounded-credit policy
+    counts repeated credits of one memory as repeats of one task (+0.05, then
+    ×0.25 each, within the policy's window) instead of one full credit per call.
+    """
+    own = memory.principal.namespace
+    units = memory.store.get_many(ids, namespace=own)
+    found = {u.memory_id for u in units}
+    skipped = [i for i in ids if i not in found]
+    if not units:
+        return None, skipped
+    run_id = f"mcp-{uuid.uuid4().hex}"
+    memory.journal.start(
+        run_id,
+        task=f"[{memory.principal.name}] feedback on memories",
+        namespace=own,
+        served=[ScoredMemory(memory=u, score=0.0, similarity=0.0) for u in units],
+    )
+    return run_id, skipped
+
+
 def create_server(
     memory: ScopedMemory,
     *,
     locale: Locale = "zh",
     host: str = "127.0.0.1",
     port: int = 8000,
-) -> FastMCP:
+    token: str | None = None,
+    allowed_hosts: Sequence[str] = (),
+) -> HindsightMCP:
     """The MCP server for one principal's view of a store.
+
+    Over HTTP every request needs ``Authorization: Bearer <token>`` (401 without
+    it) and passes Host/Origin checks on every bind (403 for a foreign
+    ``Origin``); bodies over :data:`MAX_REQUEST_BYTES` get 413. Stdio needs no token.
 
     Example:
         .. code-block:: python
@@ -117,15 +325,39 @@ def create_server(
         locale: Language of the rendered block.
         host: Bind address for the HTTP transport (loopback by default).
         port: Port for the HTTP transport.
+        token: The HTTP bearer token (default: a fresh one, :func:`new_token`; read it from ``server.token``).
+        allowed_hosts: Further names clients may use in ``Host``/``Origin`` (e.g. a LAN address
+            for a server bound to ``0.0.0.0``); see :func:`transport_security`.
+
+    Raises:
+        ConfigurationError: a token shorter than 16 characters or with spaces, or a malformed allowed host.
     """
-    server = FastMCP(SERVER_NAME, instructions=_INSTRUCTIONS, host=host, port=port, log_level="WARNING")
+    server = HindsightMCP(
+        SERVER_NAME,
+        instructions=_INSTRUCTIONS,
+        host=host,
+        port=port,
+        log_level="WARNING",
+        max_request_body_size=MAX_REQUEST_BYTES,
+        token=new_token() if token is None else token,
+        security=transport_security(host, allowed_hosts),
+    )
+    own = memory.principal.namespace
+    session = HindsightSession(memory.store, journal=memory.journal, namespace=own, reflect=False, locale=locale)
 
     @server.tool()
     async def recall(task: str, k: int = 5, task_type: str | None = None) -> dict[str, Any]:
         """Recall the experiences relevant to a task, best first, as a [相关经验] block and as data."""
-        run_id, results = await _call(lambda: memory.recall(task, k=k, task_type=task_type))
-        block = format_experiences([r.scored for r in results], locale=locale, own_namespace=memory.principal.namespace)
-        return {"run_id": run_id, "block": block, "results": [_result(r) for r in results]}
+        text, clipped = _clipped_task(task)
+        _label(task_type)
+        if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
+            raise ToolError(f"k must be a whole number from 1 to {MAX_K}, got {k!r}")
+        run_id, results = await _call(lambda: memory.recall(text, k=k, task_type=task_type))
+        block = format_experiences([r.scored for r in results], locale=locale, own_namespace=own)
+        out: dict[str, Any] = {"run_id": run_id, "block": block, "results": [_result(r) for r in results]}
+        if clipped is not None:
+            out["task_clipped"] = {"from": clipped, "to": MAX_TASK_CHARS}
+        return out
 
     @server.tool()
     async def remember(
@@ -139,6 +371,9 @@ def create_server(
 
         namespace: a namespace this agent may write (default: its own), e.g. a shared pool.
         """
+        _label(task_type)
+        if tags is not None and len(tags) > MAX_TAGS:
+            raise ToolError(f"tags holds {len(tags)} tags; at most {MAX_TAGS} per call")
         unit = await _call(
             lambda: memory.remember(
                 content, correction=correction, task_type=task_type, tags=tags or [], namespace=namespace
@@ -153,25 +388,38 @@ def create_server(
         memory_ids: list[str] | None = None,
         comment: str | None = None,
     ) -> dict[str, Any]:
-        """Report how a task went: on the memories a recall run served (run_id) or on memory ids."""
+        """Report how a task went: on the memories a recall run served (run_id) or on memory ids.
+
+        A run is credited once, however often it is confirmed; only this agent's own
+        memories change (a shared one it was served is listed as skipped).
+        """
+        if not run_id and not memory_ids:
+            raise ToolError("feedback needs run_id or memory_ids")
+        if run_id and memory_ids:
+            raise ToolError("give run_id (the memories a recall served) or memory_ids, not both")
+        ids = _bounded_ids(memory_ids) if memory_ids else []
+        if comment is not None and (not isinstance(comment, str) or len(comment) > MAX_CONTENT_CHARS):
+            raise ToolError(f"comment must be a string of at most {MAX_CONTENT_CHARS} characters")
 
         def apply() -> dict[str, Any]:
-            if not run_id and not memory_ids:
-                raise ToolError("feedback needs run_id or memory_ids")
-            ids = list(memory_ids or [])
-            if run_id:
-                ids += memory.journal.get(run_id, namespace=memory.principal.namespace).served_ids
-            rejected = bool(comment) and not success
-            outcome = memory.feedback(ids, success=success, rejected=rejected)
-            correction = memory.remember(comment, correction=True) if comment else None
-            if run_id:
-                memory.journal.add_feedback(
-                    run_id, text=comment or "", success=success, rejected=rejected, namespace=memory.principal.namespace
-                )
+            run, skipped = (run_id, []) if run_id else _feedback_run(memory, ids)
+            if run is None:
+                return {"updated": [], "skipped": skipped, "correction": None, "run_id": None}
+            record = memory.journal.get(run, namespace=own)
+            stored = {u.memory_id for u in memory.store.get_many(record.served_ids, namespace=own)}
+            skipped += [i for i in record.served_ids if i not in stored and i not in skipped]
+            trusted = memory.principal.trust == "user_feedback"  # only then is a comment a user's correction
+            result = session.feedback(run, success=success, comment=comment if trusted else None, namespace=own)
+            corrections = list(result.created)
+            if comment and comment.strip() and not trusted:
+                corrections.append(memory.remember(comment, correction=True))
+                memory.journal.add_produced(run, [corrections[-1].memory_id], namespace=own)
             return {
-                "updated": [_unit(u) for u in outcome.updated],
-                "skipped": outcome.skipped,
-                "correction": _unit(correction) if correction is not None else None,
+                "run_id": run,
+                "updated": [_unit(u) for u in result.updated],
+                "skipped": skipped,
+                "credited": bool(result.run.credit),
+                "correction": _unit(corrections[0]) if corrections else None,
             }
 
         return await _call(apply)

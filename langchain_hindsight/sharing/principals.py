@@ -25,6 +25,7 @@ from __future__ import annotations
 import hashlib
 import os
 import tomllib
+import unicodedata
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,19 +35,28 @@ from langchain_hindsight.errors import AccessDeniedError, ConfigurationError
 from langchain_hindsight.types import MemorySource, MemoryUnit
 
 __all__ = [
+    "ORIGIN_TAG",
     "PUBLISHED_TAG",
     "AccessPolicy",
     "Operation",
     "Principal",
     "origin_tag",
+    "provenance_like",
     "published_from",
     "resolve_principal",
+    "unit_origin_tag",
 ]
 
 PUBLISHED_TAG = "from:"
 """Tag prefix a published copy carries: ``from:<source namespace>``."""
 
+ORIGIN_TAG = "origin:"
+"""Tag prefix naming the unit a published copy was made from: ``origin:<digest of namespace and id>``."""
+
 _TAG_MAX = 64
+_PROVENANCE_HEADS = frozenset({"from", "origin", "来自", "來自", "出自", "源自"})
+"""What a provenance-like tag starts with before its colon (en and zh), compared on a folded skeleton."""
+_LOOKALIKE_SCRIPTS = ("LATIN", "CYRILLIC", "GREEK", "ARMENIAN", "CHEROKEE", "COPTIC", "MODIFIER")
 Operation = Literal["read", "write"]
 _REMEMBER_SOURCES: frozenset[str] = frozenset({"agent_inference", "user_feedback", "manual", "tool_output"})
 
@@ -67,9 +77,57 @@ def origin_tag(namespace: str) -> str:
     return PUBLISHED_TAG + "#" + hashlib.sha256(namespace.encode("utf-8", "surrogatepass")).hexdigest()[:24]
 
 
+def unit_origin_tag(namespace: str, memory_id: str) -> str:
+    """The tag every copy published from unit ``memory_id`` of ``namespace`` carries, whatever id the copy has.
+
+    Example:
+        >>> unit_origin_tag("cleaner", "mem_1") == unit_origin_tag("cleaner", "mem_1") != unit_origin_tag("x", "mem_1")
+        True
+    """
+    key = f"{namespace}\x00{memory_id}".encode("utf-8", "surrogatepass")
+    return ORIGIN_TAG + hashlib.sha256(key).hexdigest()[:32]
+
+
 def published_from(unit: MemoryUnit, namespace: str) -> bool:
     """Whether ``unit`` is a copy published from ``namespace``."""
     return origin_tag(namespace) in unit.tags
+
+
+def _colon(c: str) -> bool:
+    return c == ":" or "COLON" in unicodedata.name(c, "") or c in "\u2236\u02d0\u02f8"  # ∶ ː ˸
+
+
+def provenance_like(tag: str) -> bool:
+    """Whether ``tag`` reads as a provenance tag (``from:…``, ``origin:…``, ``来自：…``) in any case or form.
+
+    Compared on a skeleton: NFKC (full-width ``ＦＲＯＭ：``), combining marks,
+    invisible and space characters dropped, case folded, any colon-like character
+    (``:``, ``：``, ``∶``, ``꞉`` …) as the separator. A head before the colon
+    written in a script that imitates Latin letters (Cyrillic ``fгom:``, Greek,
+    mixed) is provenance-like too: only ``publish`` sets such tags.
+
+    Example:
+        >>> [provenance_like(t) for t in ("FROM:cleaner", "ｆｒｏｍ：cleaner", "f\u200brom:x", "fгom:x")]
+        [True, True, True, True]
+        >>> provenance_like("lang:zh"), provenance_like("语言:中文"), provenance_like("来自：cleaner")
+        (False, False, True)
+    """
+    text = unicodedata.normalize("NFKC", str(tag))
+    folded = "".join(
+        c
+        for c in unicodedata.normalize("NFD", text)
+        if unicodedata.category(c) not in ("Mn", "Me", "Cf", "Cc", "Zs", "Zl", "Zp") and not c.isspace()
+    ).casefold()
+    cut = next((i for i, c in enumerate(folded) if _colon(c)), None)
+    if cut is None:
+        return False
+    head = unicodedata.normalize("NFKC", folded[:cut])
+    if head in _PROVENANCE_HEADS:
+        return True
+    letters = [c for c in head if c.isalpha()]
+    if not letters or head.isascii():
+        return False
+    return all(unicodedata.name(c, "").startswith(_LOOKALIKE_SCRIPTS) for c in letters)
 
 
 def _names(value: object, what: str) -> frozenset[str]:
@@ -178,6 +236,8 @@ class AccessPolicy:
             data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
             raise ConfigurationError(f"cannot read access config {str(path)!r}: {e}") from e
+        except RecursionError as e:  # tomllib parses nested arrays and tables recursively
+            raise ConfigurationError(f"cannot read access config {str(path)!r}: nested too deeply") from e
         return cls.from_mapping(data.get("principals", {}))
 
     def principal(self, name: str) -> Principal:

@@ -53,7 +53,7 @@ def _read_intents(path: Path) -> list[dict[str, Any]]:
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         return []
-    except ValueError:  # a torn write of the intent itself: nothing was deleted yet under it
+    except (ValueError, RecursionError):  # a torn (or garbled) write of the intent itself: nothing deleted under it
         logger.warning("ignoring an unreadable forget intent in %s", path.parent)
         return []
     return [d for d in data if isinstance(d, dict)] if isinstance(data, list) else []

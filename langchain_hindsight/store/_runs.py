@@ -11,7 +11,7 @@ one-dimensional embedding and filterable metadata (``kind``, ``outcome``,
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -184,6 +184,19 @@ class RunRecord(BaseModel):
         if not value or len(value) > 256 or "\x00" in value:
             raise ValueError("run_id must be 1-256 characters")
         return value
+
+    @field_validator("started_at", "ended_at")
+    @classmethod
+    def _utc(cls, value: datetime | None) -> datetime | None:
+        """Kept in UTC; a time that leaves the calendar once in UTC (year 1 east of it, 9999 west) is refused."""
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            return value.replace(tzinfo=UTC)
+        try:
+            return value.astimezone(UTC)
+        except OverflowError as e:
+            raise ValueError(f"{value.isoformat()} is out of range once converted to UTC") from e
 
     @property
     def served_ids(self) -> list[str]:

@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from langchain_hindsight._safety import SUSPICIOUS_TAG
 from langchain_hindsight.errors import ConfigurationError, MemoryNotFoundError, StoreError
 from langchain_hindsight.store._codec import unit_to_metadata
 from langchain_hindsight.store._collections import ROLES, Role
@@ -288,7 +289,8 @@ class WriteMixin(StoreCore):
         ``success=True``: access count +1, last access now, confidence
         +``success_delta`` (capped), diminished by ``repeat_factor`` for each
         earlier credit ``repeats`` counts for the memory (the session counts them
-        from the run journal: same task within ``repeat_window``).
+        from the run journal: same task within ``repeat_window``); a unit tagged
+        ``suspicious`` is never credited above ``suspicious_cap``.
         ``success=False``: access +1, confidence −``failure_delta`` (floored).
         ``rejected=True`` (the user said the memory is wrong): confidence ×
         ``rejection_factor``. ``success=None``: only the access is recorded. Ids
@@ -325,8 +327,8 @@ class WriteMixin(StoreCore):
                 u.evolve(
                     access_count=u.access_count + 1,
                     last_accessed_at=max(u.last_accessed_at, when),
-                    confidence=self.policy.apply(
-                        u.score_confidence, success=success, rejected=rejected, repeats=counts.get(u.memory_id, 0)
+                    confidence=self._credited(
+                        u, success=success, rejected=rejected, repeats=counts.get(u.memory_id, 0)
                     ),
                 )
                 for u in current
@@ -346,6 +348,16 @@ class WriteMixin(StoreCore):
                     why,
                 )
         return written
+
+    def _credited(self, unit: MemoryUnit, *, success: bool | None, rejected: bool, repeats: int) -> float:
+        """The policy's new confidence for ``unit``; a credit never lifts a ``suspicious`` unit over the cap."""
+        confidence = self.policy.apply(unit.score_confidence, success=success, rejected=rejected, repeats=repeats)
+        if success is True and not rejected and SUSPICIOUS_TAG in unit.tags:
+            capped = max(unit.score_confidence, self.policy.suspicious_cap)
+            if confidence > capped:
+                logger.info("memory %s is suspicious: its credit stops at %.2f", unit.memory_id, capped)
+                confidence = capped
+        return confidence
 
     @backend_errors
     def share(

@@ -32,6 +32,7 @@ from langchain_hindsight.store._policy import clamp_future
 from langchain_hindsight.store._runs import RunRecord
 from langchain_hindsight.store._store_reads import ReadMixin
 from langchain_hindsight.store._store_writes import WriteMixin
+from langchain_hindsight.store._write import flag_suspicious
 from langchain_hindsight.types import MemoryUnit
 
 __all__ = [
@@ -114,6 +115,8 @@ def _lines(lines: Iterable[str]) -> Iterator[tuple[int, MemoryUnit | RunRecord]]
             data = json.loads(line)
         except ValueError as e:
             raise InvalidMemoryError(f"line {number}: not JSON ({e})") from e
+        except RecursionError as e:  # json parses nested arrays and objects recursively
+            raise InvalidMemoryError(f"line {number}: JSON nested too deeply") from e
         try:
             if isinstance(data, dict) and set(data) == {RUN_KEY}:
                 yield number, RunRecord.model_validate(data[RUN_KEY])
@@ -176,7 +179,8 @@ class TransferMixin(WriteMixin):
         """Write ``units`` (and the journal's ``runs``) exactly as given, all or nothing (``namespace``: into it).
 
         For restoring a backup or moving a store (see ``hindsight export``/``import``):
-        no task-type normalisation, no dedupe, no confidence caps; archived units go
+        no task-type normalisation, no dedupe, no confidence caps (but untrusted text that reads like an
+        instruction is tagged ``suspicious`` and capped, as on every write); archived units go
         straight to the archive; only the content is re-embedded. Every unit is read
         and checked before anything is written. A unit whose id is already stored
         with the same data is skipped; with other data it is refused unless
@@ -198,10 +202,17 @@ class TransferMixin(WriteMixin):
         latest: dict[str, MemoryUnit] = {}
         refused: list[str] = []
         for unit in units:
+            if not isinstance(unit, MemoryUnit):
+                raise ConfigurationError(f"import_units takes MemoryUnit objects, got {type(unit).__name__}")
             if not informative(unit.content):
                 refused.append(unit.memory_id)
                 continue
             unit = clamp_future(unit)  # a future stamp would never decay
+            flagged = flag_suspicious(unit, self.policy)  # untrusted text that reads like an instruction
+            if flagged is not unit:
+                logger.warning("import: memory %s from %s reads like an instruction: tagged suspicious, capped",
+                               unit.memory_id, unit.source)  # fmt: skip
+                unit = flagged
             if namespace is not None:
                 unit = unit.evolve(namespace=self.resolve_namespace(namespace))
             latest[unit.memory_id] = unit  # a later line wins

@@ -51,12 +51,14 @@ __all__ = [
     "check_source_change",
     "check_unit",
     "demote",
+    "flag_suspicious",
     "merge_units",
     "nearest",
     "plan_add",
     "prepare",
     "query_neighbours",
     "statement_key",
+    "suspicious",
     "write_plan",
     "write_updates",
 ]
@@ -115,6 +117,28 @@ def check_informative(unit: MemoryUnit) -> MemoryUnit:
     return unit
 
 
+def suspicious(unit: MemoryUnit) -> bool:
+    """Whether ``unit`` is untrusted text to doubt: tagged already, or reading like an instruction or structure.
+
+    Untrusted: any source but the user's and the developer's; reading like one:
+    :func:`~langchain_hindsight._safety.looks_like_instruction`.
+    """
+    return unit.source not in TRUSTED_SOURCES and (
+        SUSPICIOUS_TAG in unit.tags or looks_like_instruction(f"{unit.content}\n{unit.task_description}")
+    )
+
+
+def flag_suspicious(unit: MemoryUnit, policy: ConfidencePolicy) -> MemoryUnit:
+    """``unit`` tagged ``suspicious`` and capped at ``policy.suspicious_cap`` when :func:`suspicious` (else as is)."""
+    if not suspicious(unit):
+        return unit
+    tags = list(dict.fromkeys([*unit.tags, SUSPICIOUS_TAG]))
+    confidence = min(unit.score_confidence, policy.suspicious_cap)
+    if tags == unit.tags and confidence == unit.confidence:
+        return unit
+    return unit.evolve(tags=tags, confidence=confidence)
+
+
 def prepare(
     unit: object,
     namespace: str | None,
@@ -143,9 +167,7 @@ def prepare(
         confidence = policy.initial[unit.source]
     if unit.source in policy.ceiling:
         confidence = min(confidence, policy.ceiling[unit.source])  # claimed, not earned: access_count earns nothing
-    if unit.source not in TRUSTED_SOURCES and (
-        SUSPICIOUS_TAG in unit.tags or looks_like_instruction(f"{unit.content}\n{unit.task_description}")
-    ):
+    if suspicious(unit):
         logger.warning(
             "memory %s from %s reads like an instruction: tagged %r", unit.memory_id, unit.source, SUSPICIOUS_TAG
         )

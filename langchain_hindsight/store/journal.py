@@ -14,11 +14,12 @@ from every record.
 from __future__ import annotations
 
 import asyncio
+import math
 from collections.abc import Iterator, Mapping, Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from langchain_hindsight.errors import ConfigurationError, RunNotFoundError
 from langchain_hindsight.store._codec import to_datetime_us
@@ -84,6 +85,38 @@ _FACTORS = ("similarity", "task_type", "confidence", "access", "source")
 def _factors(breakdown: dict[str, float]) -> list[tuple[str, float]]:
     found = [(k, float(breakdown[k])) for k in _FACTORS if k in breakdown]
     return sorted(found, key=lambda kv: kv[1], reverse=True)
+
+
+def _when(now: datetime | None, what: str = "now") -> datetime:
+    """``now`` as an aware UTC datetime (``None``: the current time); anything else is a :class:`ConfigurationError`."""
+    if now is None:
+        return utcnow()
+    if not isinstance(now, datetime):
+        raise ConfigurationError(f"{what} must be a datetime or None, got {type(now).__name__}")
+    try:
+        return now.replace(tzinfo=UTC) if now.tzinfo is None else now.astimezone(UTC)
+    except (OverflowError, ValueError) as e:
+        raise ConfigurationError(f"{what} {now.isoformat()} is out of range once converted to UTC") from e
+
+
+def _changes(value: Mapping[str, float] | None, what: str) -> dict[str, float] | None:
+    """A credit or debit (memory id → confidence change) checked: string ids, finite numbers."""
+    if value is None:
+        return None
+    if not isinstance(value, Mapping):
+        raise ConfigurationError(f"{what} must map memory ids to numbers, got {type(value).__name__}")
+    out: dict[str, float] = {}
+    for k, v in value.items():
+        if not isinstance(k, str) or isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
+            raise ConfigurationError(f"{what} must map memory ids to finite numbers, got {k!r}: {v!r}")
+        out[k] = float(v)
+    return out
+
+
+def _text(value: object, what: str) -> str:
+    if not isinstance(value, str):
+        raise ConfigurationError(f"{what} must be a string, got {type(value).__name__}")
+    return value
 
 
 class RunJournal:
@@ -175,11 +208,14 @@ class RunJournal:
         Starting a run id again replaces the served list and keeps what else was recorded.
         """
         ns = self._ns(namespace)
+        _text(run_id, "run_id")
+        _text(task, "task")
+        started = _when(now)
         shown = [ServedMemory.from_scored(s, rank) for rank, s in enumerate(served, start=1)]
         with self.store.lock:
             current = self._find(run_id, ns)
             if current is None:
-                current = RunRecord(run_id=run_id, namespace=ns, started_at=now or utcnow())
+                current = RunRecord(run_id=run_id, namespace=ns, started_at=started)
             changes: dict[str, Any] = {"served": shown}
             if task:
                 changes["task"] = task
@@ -216,7 +252,7 @@ class RunJournal:
         """
         if outcome not in ("success", "failure", "unknown"):
             raise ConfigurationError(f"outcome must be 'success', 'failure' or 'unknown', got {outcome!r}")
-        changes: dict[str, Any] = {"outcome": outcome, "ended_at": now or utcnow()}
+        changes: dict[str, Any] = {"outcome": outcome, "ended_at": _when(now)}
         if task_type:
             changes["task_type"] = self.store.vocabulary.normalize(task_type)
         return self._change(run_id, namespace, **changes)
@@ -257,18 +293,21 @@ class RunJournal:
         Raises:
             RunNotFoundError: no such run.
         """
-        entry = RunFeedback(
-            at=now or utcnow(),
-            text=text,
-            success=success,
-            rejected=rejected,
-            effects=None if effects is None else list(effects),
-            credit_before=None if credit_before is None else dict(credit_before),
-            credit_after=None if credit_after is None else dict(credit_after),
-            debit_before=None if debit_before is None else dict(debit_before),
-            debit_after=None if debit_after is None else dict(debit_after),
-            rule=rule,
-        )
+        try:
+            entry = RunFeedback(
+                at=_when(now),
+                text=_text(text, "text"),
+                success=success,
+                rejected=rejected,
+                effects=None if effects is None else list(effects),
+                credit_before=_changes(credit_before, "credit_before"),
+                credit_after=_changes(credit_after, "credit_after"),
+                debit_before=_changes(debit_before, "debit_before"),
+                debit_after=_changes(debit_after, "debit_after"),
+                rule=rule,
+            )
+        except ValidationError as e:
+            raise ConfigurationError(f"invalid feedback entry for run {run_id!r}: {e.errors()[0]['msg']}") from e
         with self.store.lock:
             current = self._find(run_id, namespace)
             if current is None:
@@ -292,7 +331,7 @@ class RunJournal:
             RunNotFoundError: no such run.
             ConfigurationError: ``index`` is not a verdict in force.
         """
-        when = now or utcnow()
+        when = _when(now)
         with self.store.lock:
             current = self._find(run_id, namespace)
             if current is None:
@@ -307,12 +346,11 @@ class RunJournal:
                 undoes=index,
                 effects=list(effects),
                 credit_before=current.credit,
-                credit_after=None if credit is None else dict(credit),
+                credit_after=_changes(credit, "credit"),
                 debit_before=current.debit,
-                debit_after=None if debit is None else dict(debit),
+                debit_after=_changes(debit, "debit"),
             )
-            value = None if credit is None else {str(k): float(v) for k, v in credit.items()}
-            taken = None if debit is None else {str(k): float(v) for k, v in debit.items()}
+            value, taken = _changes(credit, "credit"), _changes(debit, "debit")
             return self._change(run_id, current.namespace, feedback=[*entries, undo], credit=value, debit=taken)
 
     def set_credit(self, run_id: str, credit: dict[str, float] | None, *, namespace: str | None = None) -> RunRecord:
@@ -321,8 +359,7 @@ class RunJournal:
         Raises:
             RunNotFoundError: no such run.
         """
-        value = None if credit is None else {str(k): float(v) for k, v in credit.items()}
-        return self._change(run_id, namespace, credit=value)
+        return self._change(run_id, namespace, credit=_changes(credit, "credit"))
 
     def set_debit(self, run_id: str, debit: dict[str, float] | None, *, namespace: str | None = None) -> RunRecord:
         """Record the failure debit now applied to the run's served memories (``None``: none applied).
@@ -330,8 +367,7 @@ class RunJournal:
         Raises:
             RunNotFoundError: no such run.
         """
-        value = None if debit is None else {str(k): float(v) for k, v in debit.items()}
-        return self._change(run_id, namespace, debit=value)
+        return self._change(run_id, namespace, debit=_changes(debit, "debit"))
 
     def last_in_thread(
         self, thread_id: str, *, namespace: str | None = None, exclude: Sequence[str] = ()
@@ -376,7 +412,12 @@ class RunJournal:
         Returns:
             How many records changed.
         """
-        ids = [memory_ids] if isinstance(memory_ids, str) else list(dict.fromkeys(memory_ids))
+        if isinstance(memory_ids, str):
+            ids = [memory_ids]
+        elif isinstance(memory_ids, Sequence) and all(isinstance(i, str) for i in memory_ids):
+            ids = list(dict.fromkeys(memory_ids))
+        else:
+            raise ConfigurationError(f"memory_ids must be an id or a sequence of ids, got {type(memory_ids).__name__}")
         ns = self._ns(namespace)
         with self.store.lock:
             return self._records.scrub(ns, ids, feedback)
@@ -407,9 +448,9 @@ class RunJournal:
         ns = self._ns(namespace)
         clauses: list[dict[str, Any]] = []
         if since is not None:
-            clauses.append({"started_at_us": {"$gte": to_datetime_us(since)}})
+            clauses.append({"started_at_us": {"$gte": to_datetime_us(_when(since, "since"))}})
         if until is not None:
-            clauses.append({"started_at_us": {"$lt": to_datetime_us(until)}})
+            clauses.append({"started_at_us": {"$lt": to_datetime_us(_when(until, "until"))}})
         if outcome is not None:
             clauses.append({"outcome": outcome})
         if kind is not None:

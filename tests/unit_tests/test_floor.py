@@ -35,8 +35,15 @@ def test_the_rule_weighs_cosine_and_lexical_share_per_query_script() -> None:
     cosine, share, blind = [0.3, 0.3, 0.2], [0.1, 0.0, 0.4], [False, False, False]
     assert rule.margins(cosine, share, blind, "cjk") == pytest.approx([0.0, -0.1, 0.2])
     assert rule.margins(cosine, share, blind, "latin") == pytest.approx([0.05, 0.0, 0.1])
-    # a memory in the other script is lexically blind: its cosine alone, against cross_script
-    assert rule.passes([0.12, 0.10], [0.9, 0.9], [True, True], "cjk").tolist() == [True, False]
+    # a memory in the other script is lexically blind: its cosine alone, against the cross-script
+    # threshold of the query's script (cross_script_cjk for a Chinese query, cross_script otherwise)
+    assert rule.passes([0.12, 0.10], [0.9, 0.9], [True, True], "latin").tolist() == [True, False]
+    assert rule.margins([0.12, 0.07], [0.9, 0.9], [True, True], "cjk") == pytest.approx([0.01, -0.04])
+    own = FloorRule(cross_script=0.2, cross_script_cjk=0.05)
+    assert own.passes([0.1, 0.1], [0.0, 0.0], [True, True], "cjk").tolist() == [True, True]
+    assert own.passes([0.1], [0.0], [True], "latin").tolist() == [False]
+    with pytest.raises(ConfigurationError, match="cross_script_cjk"):
+        FloorRule(cross_script_cjk=-0.01)
     assert rule.margins([float("nan")], [0.0], [False], "latin")[0] == pytest.approx(-0.3)  # NaN counts nothing
     for bad in (float("nan"), -0.1, True):
         with pytest.raises(ConfigurationError, match="threshold_cjk"):
@@ -170,6 +177,7 @@ def default_store(real_models: None, tmp_path_factory: pytest.TempPathFactory) -
         "生成本周的销售周报（补充：按门店拆分）",
         "帮我做一下这周各门店的销售周报，按门店拆分，附上环比",
         "用户：周报做好了吗？\n助手：还没有，需要我现在生成吗？\n用户：嗯，这周各门店的销售周报，按门店拆分",
+        "嗯，这周各门店的销售周报，按门店拆分",  # the last human turn alone: what the middleware recalls with
     ],
 )
 def test_the_weekly_report_tasks_get_the_weekly_lesson(default_store: MemoryStore, query: str) -> None:

@@ -22,6 +22,7 @@ from langchain_core.messages import HumanMessage
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
 
 from langchain_hindsight.sharing.mcp_server import TOOL_NAMES
 from tests.fakes import GRANTS_TOML, call, child_env, scripted_model
@@ -31,6 +32,7 @@ pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
 LESSON = "读取ERP导出的CSV时要用encoding='gbk'和sep=';'，默认的utf-8会报UnicodeDecodeError。"
+TOKEN = "mcp-test-token-0123456789"
 
 
 def _args(db: Path, config: Path, principal: str, *extra: str) -> list[str]:
@@ -121,7 +123,8 @@ async def test_sharing_between_two_agents_over_mcp(tmp_path: Path, config: Path)
 def http_server(tmp_path: Path, config: Path) -> Iterator[str]:
     port = free_port()
     args = _args(tmp_path / "db", config, "cleaner", "--transport", "http", "--port", str(port))
-    proc = subprocess.Popen([sys.executable, *args], env=child_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    env = child_env(HINDSIGHT_MCP_TOKEN=TOKEN)
+    proc = subprocess.Popen([sys.executable, *args], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
@@ -137,8 +140,16 @@ def http_server(tmp_path: Path, config: Path) -> Iterator[str]:
         proc.wait(timeout=20)
 
 
+def _client() -> Any:
+    return create_mcp_http_client(headers={"Authorization": f"Bearer {TOKEN}"})
+
+
 async def test_http_round_trip(http_server: str) -> None:
-    async with streamable_http_client(http_server) as (read, write, _), ClientSession(read, write) as session:
+    async with (
+        _client() as client,
+        streamable_http_client(http_server, http_client=client) as (read, write, _),
+        ClientSession(read, write) as session,
+    ):
         await session.initialize()
         assert {t.name for t in (await session.list_tools()).tools} >= set(TOOL_NAMES)
         unit = data(
@@ -184,7 +195,9 @@ async def test_readme_langchain_example_runs(tmp_path: Path, config: Path, monke
 
     page = next(p for p in (ROOT / "docs" / "sharing.md", ROOT / "docs" / "readme" / "sharing_mcp.md") if p.exists())
     (code,) = [
-        c for c in re.findall(r"```python\n(.*?)```", page.read_text(encoding="utf-8"), re.S) if "MultiServer" in c
+        c
+        for c in re.findall(r"```python\n(.*?)```", page.read_text(encoding="utf-8"), re.S)
+        if "MultiServer" in c and '"stdio"' in c
     ]
     assert '"command": "hindsight"' in code
     assert '"openai:gpt-4o-mini"' in code
@@ -204,6 +217,37 @@ async def test_readme_langchain_example_runs(tmp_path: Path, config: Path, monke
     state, tools = await scope["_example"]()
     assert {t.name for t in tools} == set(TOOL_NAMES)
     assert json.loads(state["messages"][-2].text)["results"] == []
+
+
+async def test_readme_http_example_runs_with_the_token(http_server: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    import re
+
+    page = ROOT / "docs" / "sharing.md"
+    (code,) = [
+        c
+        for c in re.findall(r"```python\n(.*?)```", page.read_text(encoding="utf-8"), re.S)
+        if "MultiServer" in c and "streamable_http" in c
+    ]
+    assert "Authorization" in code
+    code = code.replace("http://127.0.0.1:8765/mcp", http_server).replace('"openai:gpt-4o-mini"', "model")
+    code = code.replace("await agent.ainvoke(", "state = await agent.ainvoke(")
+    body = "async def _example():\n" + "".join(f"    {line}\n" for line in code.splitlines()) + "    return state\n"
+    monkeypatch.setenv("HINDSIGHT_MCP_TOKEN", TOKEN)
+    model = scripted_model(call("recall", task="分析销售数据"), "没有相关经验。")
+    scope: dict[str, Any] = {"model": model}
+    exec(compile(body, str(page), "exec"), scope)
+    state = await scope["_example"]()
+    assert json.loads(state["messages"][-2].text)["results"] == []
+    monkeypatch.setenv("HINDSIGHT_MCP_TOKEN", "not-the-token-0123456789")
+    with pytest.raises(BaseException) as refused:  # the same client without the right token is refused
+        await scope["_example"]()
+    assert "401" in _messages(refused.value)
+
+
+def _messages(error: BaseException) -> str:
+    """Every message in ``error`` and the exceptions grouped inside it."""
+    inner = error.exceptions if isinstance(error, BaseExceptionGroup) else ()
+    return " ".join([str(error), *(_messages(e) for e in inner)])
 
 
 async def test_a_persistent_session_serves_many_tool_calls_from_one_server(tmp_path: Path, config: Path) -> None:
@@ -251,13 +295,18 @@ def test_sigterm_closes_the_store_and_exits_0_without_a_traceback(tmp_path: Path
     db = tmp_path / "db"
     port = free_port()
     args = _args(db, config, "cleaner", "--transport", "http", "--port", str(port))
-    proc = subprocess.Popen([sys.executable, *args], env=child_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    env = child_env(HINDSIGHT_MCP_TOKEN=TOKEN)
+    proc = subprocess.Popen([sys.executable, *args], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         _wait_for_port(proc, port)
 
         async def session_then_disconnect() -> None:
             url = f"http://127.0.0.1:{port}/mcp"
-            async with streamable_http_client(url) as (read, write, _), ClientSession(read, write) as session:
+            async with (
+                _client() as client,
+                streamable_http_client(url, http_client=client) as (read, write, _),
+                ClientSession(read, write) as session,
+            ):
                 await session.initialize()
                 await session.call_tool(
                     "remember", {"content": "Page the orders API with cursor=next; offsets skip rows."}
