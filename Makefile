@@ -31,6 +31,10 @@ integration: $(STAMP)
 
 test: lint typecheck unit integration
 
+# Re-execute the notebooks in place (offline), so their committed outputs are regenerated, never edited by hand.
+notebooks: $(STAMP)
+	HF_HUB_OFFLINE=1 $(BIN)/python notebooks/execute.py
+
 wheel-check:
 	bash .ci/wheel-check $(PYTHON)
 

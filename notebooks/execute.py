@@ -53,7 +53,26 @@ def execute(path: Path, *, timeout: int = 300) -> nbformat.NotebookNode:
         client.execute()
     for cell in nb.cells:
         cell.metadata.pop("execution", None)
+        if cell.cell_type == "code":
+            cell.outputs = _coalesce_streams(cell.outputs)
     return nb
+
+
+def _coalesce_streams(outputs: list[nbformat.NotebookNode]) -> list[nbformat.NotebookNode]:
+    """Join consecutive stdout (or stderr) chunks: where the kernel flushed is timing, not content."""
+    merged: list[nbformat.NotebookNode] = []
+    for output in outputs:
+        last = merged[-1] if merged else None
+        if (
+            last is not None
+            and output.output_type == "stream"
+            and last.output_type == "stream"
+            and output.name == last.name
+        ):
+            last.text += output.text
+        else:
+            merged.append(output)
+    return merged
 
 
 def main(argv: list[str] | None = None) -> int:
