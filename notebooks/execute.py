@@ -76,6 +76,7 @@ def _coalesce_streams(outputs: list[nbformat.NotebookNode]) -> list[nbformat.Not
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Execute the named notebooks (default: all) and write each back with its outputs."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("notebooks", nargs="*", type=Path, default=NOTEBOOKS)
     parser.add_argument("--timeout", type=int, default=300, help="seconds per cell (default 300)")
@@ -83,7 +84,8 @@ def main(argv: list[str] | None = None) -> int:
     for path in args.notebooks:
         nb = execute(path, timeout=args.timeout)
         nbformat.write(nb, path)
-        print(f"executed {path.relative_to(ROOT) if path.is_absolute() else path} ({path.stat().st_size // 1024} KB)")
+        name = path.relative_to(ROOT) if path.is_absolute() else path
+        sys.stdout.write(f"executed {name} ({path.stat().st_size // 1024} KB)\n")
     return 0
 
 

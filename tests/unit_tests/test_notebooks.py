@@ -22,7 +22,8 @@ pytestmark = pytest.mark.notebooks
 
 def _execute_module():  # type: ignore[no-untyped-def]
     spec = importlib.util.spec_from_file_location("notebooks_execute", ROOT / "notebooks" / "execute.py")
-    assert spec is not None and spec.loader is not None
+    assert spec is not None
+    assert spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
