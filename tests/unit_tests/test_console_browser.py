@@ -104,7 +104,9 @@ def seed(store: MemoryStore) -> dict[str, str]:
         add(f"{lang}:forget", t["forget"], source="user_feedback")
         corrected = add(f"{lang}:corrected", t["corrected"], task_type="weekly_report")
         for i in range(3):  # served three times and never followed by success: the review queue's first list
-            hs.journal.start(f"run-fail-{lang}-{i}", task=t["task"], task_type=searched.task_type, served=[_served(searched)])
+            hs.journal.start(
+                f"run-fail-{lang}-{i}", task=t["task"], task_type=searched.task_type, served=[_served(searched)]
+            )
             hs.journal.finish(f"run-fail-{lang}-{i}", outcome="failure")
         run = f"run-wrong-{lang}"
         hs.journal.start(run, task=t["task"], task_type="weekly_report", served=[_served(corrected)])
