@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from langchain_hindsight.errors import ConfigurationError
+from langchain_hindsight.errors import ConfigurationError, MemoryNotFoundError
 from langchain_hindsight.lifecycle._merge import (
     KEPT_APART_TAG,
     active_with_vectors,
@@ -284,6 +284,38 @@ class Lifecycle:
             archive_folded(self.store, ns, [i for ids in merged.values() for i in ids])
         logger.info("merge in %r: %d units folded into %d", ns, sum(map(len, merged.values())), len(merged))
         return MergeReport(namespace=ns, examined=len(units), merged=merged, reasons=reasons)
+
+    def merge_pair(
+        self, first: str, second: str, *, namespace: str | None = None, reason: str
+    ) -> tuple[MemoryUnit, MemoryUnit, str]:
+        """Fold one of two active memories into the other, as the merge pass would (a reviewer's merge).
+
+        The keeper is the one the pass would keep (its priority); the other is archived,
+        its evidence and accesses added to the keeper. Undo with :meth:`unmerge` on the
+        keeper. Logged at INFO with ``reason``.
+
+        Returns:
+            ``(keeper as now stored, the folded unit as it was, the full reason)``.
+
+        Raises:
+            ConfigurationError: the two ids are the same.
+            MemoryNotFoundError: either is not an active memory of the namespace.
+        """
+        if first == second:
+            raise ConfigurationError("a memory cannot be merged with itself")
+        ns = self.store.resolve_namespace(namespace)
+        with self.store.lock:
+            pair = [self.store.get(i, namespace=ns) for i in (first, second)]
+            for unit in pair:
+                if unit.status != "active":
+                    raise MemoryNotFoundError(f"{unit.memory_id} is {unit.status}, not an active memory of {ns!r}")
+            keeper, other = sorted(pair, key=priority)
+            after = fold(keeper, [other], self.store.policy)
+            full = f"{reason}; " + fold_reason(keeper, after, [other], masked=False).split(": ", 1)[1]
+            self.store.update_many([after], namespace=ns)
+            archive_folded(self.store, ns, [other.memory_id])
+        logger.info("merge in %r: %s folded into %s: %s", ns, other.memory_id, keeper.memory_id, full)
+        return after, other, full
 
     def unmerge(self, memory_id: str, *, namespace: str | None = None) -> list[MemoryUnit]:
         """Undo the merge pass's folds into ``memory_id``: the folded units come back active, as they were.

@@ -124,6 +124,15 @@ def _to_document(scored: ScoredMemory) -> Document:
     )
 
 
+def _floor_label(floor: object) -> str:
+    """The relevance floor as the recall log shows it: ``off``, ``auto`` (the calibrated rule) or the number."""
+    if floor is None:
+        return "off"
+    if isinstance(floor, int | float) and not isinstance(floor, bool):
+        return f"{floor:.3f}"
+    return "auto" if floor == "auto" or isinstance(floor, FloorRule) else str(floor)
+
+
 class HindsightRetriever(BaseRetriever):
     """Recall the memories that matter for a task (hybrid search + a weighted score).
 
@@ -439,7 +448,7 @@ class HindsightRetriever(BaseRetriever):
             clip_text(" ".join(recalled.query.split()), _LOG_TASK_CHARS, "…")[0],
             recalled.namespace,
             result.task_type,
-            "off" if self.min_relevance is None else f"{self.min_relevance:.3f}",
+            _floor_label(self.min_relevance),
             len(result.memories),
             f": {served}" if served else " (nothing passed the floor)",
         )

@@ -7,8 +7,8 @@ confirm            ``store.supersede`` by a ``manual`` copy             :func:`r
 edit               ``store.supersede`` by a new version (same source)   :func:`revert`
 revert             ``store.update`` (predecessor active again) +        confirm/edit again
                    ``store.archive`` (this version, restorable)
-merge              ``lifecycle._merge.fold`` + ``store.update_many`` +  :func:`unmerge`
-                   ``store.archive`` (the merge pass's own fold)        (``Lifecycle.unmerge``)
+merge              ``Lifecycle.merge_pair`` (the merge pass's own       :func:`unmerge`
+                   fold: the other one archived)                        (``Lifecycle.unmerge``)
 unmerge            ``Lifecycle.unmerge``                                merge again
 forget             ``store.forget`` (``ScopedMemory.forget`` for a      none: a hard delete
                    principal: its published copies too)                 (a confirmation page first)
@@ -31,7 +31,6 @@ from collections.abc import Mapping
 
 from langchain_hindsight._trust import SOURCE_TRUST
 from langchain_hindsight.errors import ConfigurationError
-from langchain_hindsight.lifecycle._merge import archive_folded, fold, fold_reason, priority
 from langchain_hindsight.lifecycle.maintenance import Lifecycle
 from langchain_hindsight.sharing.access import ScopedMemory
 from langchain_hindsight.types import MemoryUnit
@@ -132,21 +131,13 @@ def revert(console: Console, t: Mapping[str, str], namespace: str, memory_id: st
 
 
 def merge(console: Console, t: Mapping[str, str], namespace: str, first: str, second: str) -> str:
-    """Fold one of two active memories into the other as the merge pass does (keeper: the pass's priority)."""
-    if first == second:
-        raise ConfigurationError("a memory cannot be merged with itself")
-    a = _active(console, namespace, first)
-    b = _active(console, namespace, second)
-    keeper, other = sorted([a, b], key=priority)
-    after = fold(keeper, [other], console.store.policy)
-    reason = (
-        "merged by a reviewer in the console; " + fold_reason(keeper, after, [other], masked=False).split(": ", 1)[1]
+    """Fold one of two active memories into the other as the merge pass does (``Lifecycle.merge_pair``)."""
+    _active(console, namespace, first)
+    _active(console, namespace, second)
+    keeper, other, reason = Lifecycle(console.store).merge_pair(
+        first, second, namespace=namespace, reason="merged by a reviewer in the console"
     )
-    with console.store.lock:
-        console.store.update_many([after], namespace=namespace)
-        archive_folded(console.store, namespace, [other.memory_id])
     console.refresh(namespace, [keeper.memory_id, other.memory_id])
-    logger.info("console merge in %r: %s folded into %s: %s", namespace, other.memory_id, keeper.memory_id, reason)
     return t["done_merge"].format(other=other.memory_id, keeper=keeper.memory_id, reason=reason)
 
 

@@ -129,6 +129,22 @@ def test_auto_is_the_default_and_other_values_are_validated(fake_store: MemorySt
         HindsightRetriever(store=fake_store, low_similarity_threshold="loose")
 
 
+@pytest.mark.parametrize("floor", ["auto", AUTO_FLOOR, 0.18, None])
+def test_recall_logs_its_floor_at_info_whatever_the_floor_is(
+    fake_store: MemoryStore, caplog: pytest.LogCaptureFixture, floor: object
+) -> None:
+    """The recall log line is built only at INFO: a floor it could not print broke every recall there."""
+    import logging
+
+    fake_store.add(MemoryUnit(task_type="weekly_report", content=WEEKLY))
+    caplog.set_level(logging.INFO, logger="langchain_hindsight.recall.retriever")
+    retriever = HindsightRetriever(store=fake_store, k=3, min_relevance=floor)  # type: ignore[arg-type]
+    retriever.recall("生成本周的销售周报")
+    (line,) = [r.getMessage() for r in caplog.records if r.getMessage().startswith("recall ")]
+    expected = {"auto": "auto", None: "off", 0.18: "0.180"}.get(floor, "auto")  # type: ignore[call-overload]
+    assert f"relevance floor {expected})" in line
+
+
 def test_the_session_accepts_auto(fake_store: MemoryStore) -> None:
     assert SessionConfig(store=fake_store, min_relevance="auto").min_relevance == "auto"
     with pytest.raises(ConfigurationError, match="'auto'"):

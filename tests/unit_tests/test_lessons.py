@@ -31,6 +31,7 @@ from langchain_hindsight import (
     Trajectory,
     TrajectoryRecorder,
 )
+from langchain_hindsight.errors import ConfigurationError
 from langchain_hindsight.recall.injection import format_experiences
 from langchain_hindsight.store._codec import unit_from_record, unit_to_metadata
 from langchain_hindsight.store._evidence import corroborated
@@ -402,3 +403,22 @@ def test_evidence_respects_the_stores_own_ceiling_and_never_lifts_a_suspicious_u
         result = store.add(injection.evolve(memory_id=f"i{i}"))
     assert result.unit.evidence == 10  # every echo is on record...
     assert result.unit.score_confidence <= store.policy.suspicious_cap  # ...but repetition earns it nothing
+
+
+def test_a_reviewer_merges_two_memories_and_unmerge_takes_it_back(fake_store: MemoryStore) -> None:
+    a, b = (
+        fake_store.add(MemoryUnit(task_type="data_cleaning", content=text), dedupe=False).unit
+        for text in ("读取ERP导出的CSV时用encoding='gbk'。", "ERP的CSV导出要用gbk编码读取。")
+    )
+    keeper, folded, reason = Lifecycle(fake_store).merge_pair(a.memory_id, b.memory_id, reason="merged by hand")
+    assert reason.startswith("merged by hand; ")
+    assert {keeper.memory_id, folded.memory_id} == {a.memory_id, b.memory_id}
+    assert keeper.evidence == 2
+    assert folded.memory_id in keeper.merged_from
+    assert fake_store.get(folded.memory_id).status == "archived"  # kept, not deleted
+    restored = Lifecycle(fake_store).unmerge(keeper.memory_id)
+    assert [u.memory_id for u in restored] == [folded.memory_id]
+    assert fake_store.get(folded.memory_id).status == "active"
+    assert fake_store.get(keeper.memory_id).evidence == 1
+    with pytest.raises(ConfigurationError):
+        Lifecycle(fake_store).merge_pair(a.memory_id, a.memory_id, reason="x")
