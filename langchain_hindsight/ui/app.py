@@ -6,8 +6,10 @@ Every request needs the session cookie the access token was exchanged for
 an ``Origin``, when the browser sends one, that is this server; a read-only
 identity gets 403 for every action (and the pages hide them). The ``Host`` header
 must be one of ``allowed_hosts`` (DNS rebinding). Responses forbid framing,
-scripts and caching, and send no referrer (the token never leaves in a
-``Referer``). Pages carry stable ``id``/``data-testid`` attributes for browser tests.
+scripts and caching, and send a referrer only to this server (the token never
+leaves in a ``Referer``; ``no-referrer`` would make a browser send ``Origin: null``
+with every form post, which the origin check refuses). Pages carry stable
+``id``/``data-testid`` attributes for browser tests.
 """
 
 from __future__ import annotations
@@ -54,7 +56,7 @@ _HEADERS = {
     "frame-ancestors 'none'; base-uri 'none'",
     "X-Frame-Options": "DENY",
     "X-Content-Type-Options": "nosniff",
-    "Referrer-Policy": "no-referrer",
+    "Referrer-Policy": "same-origin",  # not no-referrer: browsers then post Origin: null
     "Cache-Control": "no-store",
 }
 _PER_PAGE = 50
