@@ -74,6 +74,21 @@ def last_turn(transcript: str) -> str:
     return user_turns(transcript)[-1]
 
 
+def memory_units(memories: list[dict]) -> list[MemoryUnit]:
+    """The labelled memories as stored units (one confidence and source for all, so only relevance differs)."""
+    return [
+        MemoryUnit(
+            memory_id=m["id"],
+            task_type=m["task_type"],
+            content=m["content"],
+            kind="fact" if m["kind"] == "conversation" else "experience",
+            confidence=0.7,
+            source="manual",
+        )
+        for m in memories
+    ]
+
+
 def with_last_turns(queries: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The queries plus, per chat transcript, its last user turn (``last turn``) and its user lines (``user turns``)."""
     derived = [
@@ -104,20 +119,7 @@ def run_split(embeddings: Any, stem: str) -> dict[str, Any]:
     misses: dict[str, dict[str, int]] = {}
     margins: dict[str, list[float]] = {}
     with tempfile.TemporaryDirectory() as tmp, MemoryStore(tmp, embeddings=embeddings) as store:
-        store.add_many(
-            [
-                MemoryUnit(
-                    memory_id=m["id"],
-                    task_type=m["task_type"],
-                    content=m["content"],
-                    kind="fact" if m["kind"] == "conversation" else "experience",
-                    confidence=0.7,
-                    source="manual",
-                )
-                for m in memories
-            ],
-            dedupe=False,
-        )
+        store.add_many(memory_units(memories), dedupe=False)
         for name, floor in FLOORS:
             retriever = HindsightRetriever(store=store, k=5, min_relevance=floor, low_similarity_threshold=0.0)
             for q in queries:

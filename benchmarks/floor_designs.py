@@ -42,14 +42,13 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT.parent))
 
-from benchmarks.floor_calibration import load, with_last_turns  # noqa: E402
+from benchmarks.floor_calibration import load, memory_units, with_last_turns  # noqa: E402
 from langchain_hindsight.embeddings.multilingual import default_embeddings  # noqa: E402
 from langchain_hindsight.recall.engine import RecallSettings  # noqa: E402
 from langchain_hindsight.recall.fusion import fusion_weights_for, query_script  # noqa: E402
 from langchain_hindsight.recall.ranking import AUTO_FLOOR, FloorRule, rank_candidates  # noqa: E402
 from langchain_hindsight.recall.task_type import resolve_task_type  # noqa: E402
 from langchain_hindsight.store.memory_store import MemoryStore  # noqa: E402
-from langchain_hindsight.types import MemoryUnit  # noqa: E402
 
 THRESHOLDS = np.round(np.arange(0.10, 0.80, 0.02), 3)
 CROSS = np.round(np.arange(0.05, 0.20, 0.01), 3)
@@ -194,20 +193,7 @@ def main() -> None:
     background = np.asarray(embeddings.embed_documents(texts))
     tables: dict[int, list[dict]] = {}
     with tempfile.TemporaryDirectory() as tmp, MemoryStore(tmp, embeddings=embeddings) as store:
-        store.add_many(
-            [
-                MemoryUnit(
-                    memory_id=m["id"],
-                    task_type=m["task_type"],
-                    content=m["content"],
-                    kind="fact" if m["kind"] == "conversation" else "experience",
-                    confidence=0.7,
-                    source="manual",
-                )
-                for m in memories
-            ],
-            dedupe=False,
-        )
+        store.add_many(memory_units(memories), dedupe=False)
         for depth in (15, 40):
             tables[depth] = candidates(store, queries, depth, background)
     result: dict[str, Any] = {"designs": {}}
