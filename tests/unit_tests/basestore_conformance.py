@@ -113,7 +113,8 @@ def view(result: Any) -> Any:
 
 def check_times(item: Item) -> None:
     """Timestamps are aware and ``created_at <= updated_at``."""
-    assert item.created_at.tzinfo is not None and item.updated_at.tzinfo is not None
+    assert item.created_at.tzinfo is not None
+    assert item.updated_at.tzinfo is not None
     assert item.created_at <= item.updated_at
 
 
@@ -139,6 +140,9 @@ async def pages(d: Driver, prefix: tuple[str, ...], size: int, **kw: Any) -> Non
 
 
 # ---------------------------------------------------------------------- scenarios
+Scenario = Callable[[Driver], Awaitable[None]]
+"""A scenario: drives one store and records what it observed."""
+
 NS = ("memories", "alice")
 EDITOR = {"content": "Alice prefers dark mode in the code editor", "topic": "editor", "stars": 3}
 REPORT = {"content": "The weekly sales report goes out every Friday afternoon", "topic": "report", "stars": 5}
@@ -174,7 +178,9 @@ async def update(d: Driver) -> None:
     first = await d.get(NS, "pref")
     await d.put(NS, "pref", {**EDITOR, "content": "Alice now prefers light mode in the code editor", "stars": 4})
     second = await d.get(NS, "pref")
-    assert first is not None and second is not None and second.updated_at >= first.updated_at
+    assert first is not None
+    assert second is not None
+    assert second.updated_at >= first.updated_at
     listed = await d.search(NS)
     d.observe("listed", [view(i) for i in listed])
 
@@ -273,11 +279,12 @@ async def query_search(d: Driver) -> None:
         d.observe("best", query, view(found))
         everything = await d.search(NS, query=query, limit=10)
         scores = [i.score for i in everything]
-        assert all(isinstance(s, float) for s in scores) and scores == sorted(scores, reverse=True)  # type: ignore[type-var]
+        assert all(isinstance(s, float) for s in scores)
+        assert scores == sorted(scores, reverse=True)
         d.observe("all", query, keys(everything))
     await pages(d, NS, 2, query="bank CSV encoding")
     d.observe("filtered", keys(await d.search(("memories",), query="bank CSV encoding", filter={"stars": {"$lte": 2}})))
-    d.observe("across", view((await d.search(("memories",), query="Bob GBK codec bank CSV", limit=1))))
+    d.observe("across", view(await d.search(("memories",), query="Bob GBK codec bank CSV", limit=1)))
 
 
 async def invalid(d: Driver) -> None:
@@ -293,7 +300,7 @@ async def invalid(d: Driver) -> None:
     d.observe("nothing written", keys(await d.search(())))
 
 
-SCENARIOS: dict[str, Callable[[Driver], Awaitable[None]]] = {
+SCENARIOS: dict[str, Scenario] = {
     "round_trip": round_trip,
     "update": update,
     "delete": delete,
@@ -308,9 +315,10 @@ SCENARIOS: dict[str, Callable[[Driver], Awaitable[None]]] = {
 """Every scenario, by name."""
 
 
-async def run_scenario(scenario: Callable[[Driver], Awaitable[None]], store: BaseStore, *, use_async: bool) -> list[Any]:
+async def run_scenario(
+    scenario: Callable[[Driver], Awaitable[None]], store: BaseStore, *, use_async: bool
+) -> list[Any]:
     """Run ``scenario`` on ``store`` and return what it observed."""
     driver = Driver(store, use_async=use_async)
     await scenario(driver)
     return driver.seen
-

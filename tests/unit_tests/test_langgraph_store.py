@@ -11,16 +11,27 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import pytest
-from langgraph.store.base import ListNamespacesOp, PutOp, SearchOp
+from langchain.agents import create_agent
+from langchain_core.tools import tool
+from langgraph.prebuilt import InjectedStore
+from langgraph.store.base import BaseStore, ListNamespacesOp, PutOp, SearchOp
 from langgraph.store.memory import InMemoryStore
+from pydantic import BaseModel
 
-from langchain_hindsight import ConfigurationError, HindsightStore, Lifecycle, MemoryStore, MemoryUnit
+from langchain_hindsight import (
+    ConfigurationError,
+    HindsightRetriever,
+    HindsightStore,
+    Lifecycle,
+    MemoryStore,
+    MemoryUnit,
+)
 from langchain_hindsight.errors import UninformativeMemoryError
 from langchain_hindsight.store.inmemory import InMemoryBackend
-from tests.fakes import NgramEmbeddings
+from tests.fakes import NgramEmbeddings, call, scripted_model
 from tests.unit_tests.basestore_conformance import SCENARIOS, run_scenario
 
 
@@ -103,7 +114,8 @@ def test_put_on_a_key_supersedes_and_keeps_history(make_memory: Callable[..., Me
     first = store.get(NS, "drink")
     store.put(NS, "drink", {"content": "Alice switched to black coffee in the mornings"})
     item = store.get(NS, "drink")
-    assert first is not None and item is not None
+    assert first is not None
+    assert item is not None
     assert item.value == {"content": "Alice switched to black coffee in the mornings"}
     assert item.created_at == first.created_at < item.updated_at  # created by the first put, as PostgresStore keeps it
     units = memory.list_units(namespace="memories.alice")
@@ -131,7 +143,9 @@ def test_delete_forgets_every_version(make_memory: Callable[..., MemoryStore]) -
     store.put(NS, "editor", {"content": "Alice uses vim keybindings everywhere"})
     store.delete(NS, "drink")
     assert store.get(NS, "drink") is None
-    assert [u.content for u in memory.list_units(namespace="memories.alice")] == ["Alice uses vim keybindings everywhere"]
+    assert [u.content for u in memory.list_units(namespace="memories.alice")] == [
+        "Alice uses vim keybindings everywhere"
+    ]
     store.delete(NS, "editor")
     assert memory.count(namespace="memories.alice") == 0
     assert store.list_namespaces() == []  # a namespace is listed while it holds an item (as PostgresStore)
@@ -168,7 +182,8 @@ def test_values_read_back_as_json(make_memory: Callable[..., MemoryStore]) -> No
     store = HindsightStore(make_memory())
     store.put(NS, "k", {"content": "Alice keeps a tuple of favourite editors", "editors": ("vim", "helix")})
     item = store.get(NS, "k")
-    assert item is not None and item.value["editors"] == ["vim", "helix"]  # as a JSON store (PostgresStore) reads it
+    assert item is not None
+    assert item.value["editors"] == ["vim", "helix"]
 
 
 def test_units_written_elsewhere_are_items_keyed_by_their_id(make_memory: Callable[..., MemoryStore]) -> None:
@@ -180,10 +195,13 @@ def test_units_written_elsewhere_are_items_keyed_by_their_id(make_memory: Callab
     store = HindsightStore(memory)
     assert store.list_namespaces() == [("alice",)]
     [found] = store.search(("alice",), query="bank CSV encoding")
-    assert found.key == lesson.memory_id and found.value["content"] == lesson.content
-    assert found.value["task_type"] == "data_cleaning" and found.value["source"] == "rule"
+    assert found.key == lesson.memory_id
+    assert found.value["content"] == lesson.content
+    assert found.value["task_type"] == "data_cleaning"
+    assert found.value["source"] == "rule"
     item = store.get(("alice",), lesson.memory_id)
-    assert item is not None and item.value == found.value
+    assert item is not None
+    assert item.value == found.value
     # our fields filter too when the value does not hold the key
     assert [i.key for i in store.search(("alice",), filter={"source": "rule"})] == [lesson.memory_id]
     assert store.search(("alice",), filter={"confidence": {"$gt": 0.99}}) == []
@@ -196,20 +214,28 @@ def test_units_written_elsewhere_are_items_keyed_by_their_id(make_memory: Callab
         ("alice",), lesson.memory_id, {"content": "Read bank CSV exports with encoding='gb18030'"}
     )
     item = store.get(("alice",), lesson.memory_id)
-    assert item is not None and item.value == {"content": "Read bank CSV exports with encoding='gb18030'"}
+    assert item is not None
+    assert item.value == {"content": "Read bank CSV exports with encoding='gb18030'"}
     assert memory.get(lesson.memory_id, namespace="alice").status == "superseded"
 
 
 def test_value_fields_set_the_units_fields(make_memory: Callable[..., MemoryStore]) -> None:
     memory = make_memory()
     store = HindsightStore(memory, kind="entity")
-    store.put(NS, "k", {"content": "Weekly reports go to the sales director", "task_type": "weekly report", "tags": ["Sales"]})
+    store.put(
+        NS, "k", {"content": "Weekly reports go to the sales director", "task_type": "weekly report", "tags": ["Sales"]}
+    )
     store.put(NS, "j", {"content": "Alice owns the billing service"})
     units = {u.content: u for u in memory.list_units(namespace="memories.alice")}
     report = units["Weekly reports go to the sales director"]
-    assert report.task_type == "weekly_report" and "sales" in report.tags and report.kind == "entity"
-    assert report.source == "agent_inference" and "langgraph" in report.tags
-    assert [i.key for i in store.search(NS, filter={"task_type": "weekly report"})] == ["k"]  # the value's own field wins
+    assert report.task_type == "weekly_report"
+    assert "sales" in report.tags
+    assert report.kind == "entity"
+    assert report.source == "agent_inference"
+    assert "langgraph" in report.tags
+    assert [i.key for i in store.search(NS, filter={"task_type": "weekly report"})] == [
+        "k"
+    ]  # the value's own field wins
     assert {i.key for i in store.search(NS, filter={"kind": "entity"})} == {"j", "k"}  # ours, read from the unit
     assert store.search(NS, filter={"kind": "fact"}) == []
 
@@ -230,8 +256,10 @@ def test_archived_items_read_by_key_and_a_put_continues_them(make_memory: Callab
     [unit] = memory.list_units(namespace="memories.alice")
     memory.archive([unit.memory_id], namespace="memories.alice")
     item = store.get(NS, "k")
-    assert item is not None and item.value == TEA  # kept, not served
-    assert store.search(NS) == [] and store.search(NS, query="green tea") == []
+    assert item is not None
+    assert item.value == TEA
+    assert store.search(NS) == []
+    assert store.search(NS, query="green tea") == []
     store.put(NS, "k", {"content": "Alice drinks oolong tea now"})
     assert [i.value for i in store.search(NS)] == [{"content": "Alice drinks oolong tea now"}]
     store.delete(NS, "k")
@@ -247,4 +275,122 @@ def test_delete_on_chroma_leaves_no_bytes(tmp_path: Path) -> None:
         store.delete(NS, "secret")
         assert store.get(NS, "secret") is None
     blobs = [p.read_bytes() for p in directory.rglob("*") if p.is_file()]
-    assert blobs and not any(b"SECRETVALUE4711" in b or b"SECRETPIN0815" in b for b in blobs)
+    assert blobs
+    assert not any(b"SECRETVALUE4711" in b or b"SECRETPIN0815" in b for b in blobs)
+
+
+# ---------------------------------------------------------------------- agents
+USER = {"configurable": {"langgraph_user_id": "alice"}}
+MEMORIES = ("memories", "{langgraph_user_id}")
+
+
+def _langmem_agent(store: HindsightStore, *turns: Any, schema: type = str) -> Any:
+    from langmem import create_manage_memory_tool, create_search_memory_tool
+
+    tools = [
+        create_manage_memory_tool(namespace=MEMORIES, schema=schema),
+        create_search_memory_tool(namespace=MEMORIES),
+    ]
+    return create_agent(scripted_model(*turns), tools=tools, store=store)
+
+
+class UserProfile(BaseModel):
+    """A structured LangMem memory (LangMem stores ``{"content": profile.model_dump()}``)."""
+
+    name: str
+    languages: list[str] = []
+    timezone: str | None = None
+
+
+def _tool_outputs(result: dict[str, Any]) -> list[str]:
+    return [str(m.content) for m in result["messages"] if m.type == "tool"]
+
+
+def test_langmem_memory_tools_in_create_agent_round_trip(make_memory: Callable[..., MemoryStore]) -> None:
+    memory = make_memory()
+    store = HindsightStore(memory)
+    # put (create) -> search, through the agent
+    agent = _langmem_agent(
+        store,
+        call("manage_memory", content="User prefers green tea over coffee", action="create"),
+        call("search_memory", query="green tea preference"),
+        "Noted: green tea.",
+    )
+    result = agent.invoke({"messages": [{"role": "user", "content": "Remember: I prefer green tea."}]}, USER)
+    created, searched = _tool_outputs(result)
+    assert created.startswith("created memory ")
+    key = created.removeprefix("created memory ")
+    assert "User prefers green tea over coffee" in searched
+    assert key in searched
+    # get: the item is hindsight memory in namespace "memories.alice"
+    item = store.get(("memories", "alice"), key)
+    assert item is not None
+    assert item.value == {"content": "User prefers green tea over coffee"}
+    [unit] = memory.list_units(namespace="memories.alice")
+    assert unit.content == "User prefers green tea over coffee"
+    assert unit.source == "agent_inference"
+    # update: supersedes, history kept
+    agent = _langmem_agent(
+        store, call("manage_memory", content="User now drinks black coffee", action="update", id=key), "Updated."
+    )
+    result = agent.invoke({"messages": [{"role": "user", "content": "I switched to coffee."}]}, USER)
+    assert _tool_outputs(result) == [f"updated memory {key}"]
+    item = store.get(("memories", "alice"), key)
+    assert item is not None
+    assert item.value == {"content": "User now drinks black coffee"}
+    assert sorted(u.status for u in memory.list_units(namespace="memories.alice")) == ["active", "superseded"]
+    # delete: our forget, every version
+    agent = _langmem_agent(store, call("manage_memory", action="delete", id=key), "Forgotten.")
+    result = agent.invoke({"messages": [{"role": "user", "content": "Forget my drink preference."}]}, USER)
+    assert _tool_outputs(result) == [f"Deleted memory {key}"]
+    assert store.get(("memories", "alice"), key) is None
+    assert memory.count(namespace="memories.alice") == 0
+
+
+def test_langmem_tools_async_and_structured_content(make_memory: Callable[..., MemoryStore]) -> None:
+    memory = make_memory()
+    store = HindsightStore(memory)
+    profile = {"name": "Alice", "languages": ["go", "python"], "timezone": "Europe/Berlin"}
+    agent = _langmem_agent(
+        store,
+        call("manage_memory", content=profile, action="create"),
+        call("search_memory", query="Alice timezone Berlin", limit=3),
+        "Saved your profile.",
+        schema=UserProfile,
+    )
+    result = asyncio.run(agent.ainvoke({"messages": [{"role": "user", "content": "Here is my profile."}]}, USER))
+    created, searched = _tool_outputs(result)
+    assert created.startswith("created memory ")
+    key = created.removeprefix("created memory ")
+    assert "Europe/Berlin" in searched
+    item = asyncio.run(store.aget(("memories", "alice"), key))
+    assert item is not None
+    assert item.value == {"content": profile}
+    assert "Europe/Berlin" in memory.list_units(namespace="memories.alice")[0].content  # its JSON is what recall reads
+
+
+def test_injected_store_tools_and_hindsight_recall_share_memory(make_memory: Callable[..., MemoryStore]) -> None:
+    @tool
+    def save_preference(text: str, store: Annotated[BaseStore, InjectedStore()]) -> str:
+        """Save one preference of the user."""
+        store.put(("alice",), "editor", {"content": text})
+        return "saved"
+
+    @tool
+    def read_preference(store: Annotated[BaseStore, InjectedStore()]) -> str:
+        """Read the user's editor preference."""
+        item = store.get(("alice",), "editor")
+        return "none" if item is None else str(item.value["content"])
+
+    memory = make_memory()
+    model = scripted_model(
+        call("save_preference", text="Alice wants the code editor in dark mode with vim keys"),
+        call("read_preference"),
+        "Done.",
+    )
+    agent = create_agent(model, tools=[save_preference, read_preference], store=HindsightStore(memory))
+    result = agent.invoke({"messages": [{"role": "user", "content": "Set up my editor."}]})
+    assert _tool_outputs(result) == ["saved", "Alice wants the code editor in dark mode with vim keys"]
+    # the same memory is hindsight's: recall for the next task in namespace "alice" serves it
+    docs = HindsightRetriever(store=memory, namespace="alice", min_relevance=None).invoke("configure the code editor")
+    assert [d.page_content for d in docs] == ["Alice wants the code editor in dark mode with vim keys"]
