@@ -60,6 +60,7 @@ from langgraph.store.base import (
 from langgraph.store.base.embed import get_text_at_path, tokenize_path
 
 from langchain_hindsight._text import informative
+from langchain_hindsight._trust import trust_rank
 from langchain_hindsight.errors import ConfigurationError, UninformativeMemoryError
 from langchain_hindsight.lifecycle._merge import KEPT_APART_TAG
 from langchain_hindsight.recall.engine import RecallSettings, recall
@@ -391,9 +392,9 @@ class HindsightStore(BaseStore):
                     puts.pop((op.namespace, op.key), None)
                     puts[(op.namespace, op.key)] = op
                     results.append(None)
-            prepared = [(op, None if op.value is None else _prepared(op)) for op in puts.values()]
-            for op, content in prepared:
-                self._put(op, content)
+            planned = [self._plan(op) for op in puts.values()]  # every put checked before any is written
+            for op, content, found in planned:
+                self._put(op, content, found)
         return results
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
@@ -487,9 +488,26 @@ class HindsightStore(BaseStore):
         return found[op.offset : op.offset + op.limit]
 
     # ------------------------------------------------------------------ writes
-    def _put(self, op: PutOp, content: tuple[dict[str, Any], str] | None) -> None:
+    def _plan(self, op: PutOp) -> tuple[PutOp, tuple[dict[str, Any], str] | None, _Found | None]:
+        """A put checked against the store: its value, its unit content and the key's chain.
+
+        Raises:
+            ConfigurationError: the value is not JSON, or the put would replace a more trusted unit.
+            UninformativeMemoryError: the value's text carries no information.
+        """
+        content = None if op.value is None else _prepared(op)
+        found = self._find(namespace_name(op.namespace), op.key)
+        head = None if found is None else found.head
+        active = head is not None and head.status == "active"
+        if content is not None and head is not None and active and trust_rank(self.source) > trust_rank(head.source):
+            raise ConfigurationError(
+                f"HindsightStore put {op.namespace!r}/{op.key!r}: a {self.source} unit never replaces a more "
+                f"trusted one ({head.memory_id} is {head.source}); nothing was written"
+            )
+        return op, content, found
+
+    def _put(self, op: PutOp, content: tuple[dict[str, Any], str] | None, found: _Found | None) -> None:
         ns = namespace_name(op.namespace)
-        found = self._find(ns, op.key)
         if op.value is None:
             if found is None:
                 logger.info("HindsightStore delete %s/%r: no such item, nothing forgotten", ns, op.key)
@@ -517,9 +535,9 @@ class HindsightStore(BaseStore):
                 [found.head.memory_id], unit, reason=f"LangGraph put on key {op.key!r}", namespace=ns
             )
             what = f"superseded {found.head.memory_id} by {result.memory_id}"
-        else:  # archived: the new version continues the chain (the archived one stays archived)
+        else:  # archived (or superseded): the new version continues the chain, the old one stays as it is
             result = self.store.add(unit.evolve(supersedes=found.head.memory_id), namespace=ns, dedupe=False)
-            what = f"continued archived {found.head.memory_id} with {result.memory_id}"
+            what = f"continued {found.head.status} {found.head.memory_id} with {result.memory_id}"
         logger.info("HindsightStore put %s/%r: %s", ns, op.key, what)
 
     def _unit(self, value: dict[str, Any], text: str, key: str, created: datetime) -> MemoryUnit:

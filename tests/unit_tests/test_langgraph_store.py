@@ -208,7 +208,10 @@ def test_units_written_elsewhere_are_items_keyed_by_their_id(make_memory: Callab
     # an agent may not overwrite a more trusted lesson: a typed error, nothing changed
     with pytest.raises(ConfigurationError, match="never replaces a more trusted"):
         store.put(("alice",), lesson.memory_id, {"content": "Read bank CSV exports as UTF-8"})
+    with pytest.raises(ConfigurationError, match="nothing was written"):
+        store.batch([PutOp(("alice",), "new", TEA), PutOp(("alice",), lesson.memory_id, TEA)])
     assert memory.get(lesson.memory_id, namespace="alice").status == "active"
+    assert store.get(("alice",), "new") is None  # the batch was refused as a whole
     # a trusted writer's put supersedes it, and the key then reads the new value
     HindsightStore(memory, source="user_feedback").put(
         ("alice",), lesson.memory_id, {"content": "Read bank CSV exports with encoding='gb18030'"}
