@@ -3,7 +3,7 @@
 With it, ``create_agent(store=...)``, tools that take an ``InjectedStore`` and
 LangMem's ``create_manage_memory_tool`` / ``create_search_memory_tool`` read and
 write hindsight memory (any backend the store has). The mapping (see
-``docs/adapters.md``, "LangGraph BaseStore"):
+``docs/adapters.md``, "LangGraph's store"):
 
 - **Namespaces.** A LangGraph namespace tuple is our namespace joined with ``"."``
   (``("memories", "alice")`` → ``"memories.alice"``; ``("alice",)`` → ``"alice"``, the
@@ -20,8 +20,8 @@ write hindsight memory (any backend the store has). The mapping (see
   folds it (it carries ``kept-apart``); a put of the value already stored writes nothing.
 - **Values.** The caller's value is kept exactly (JSON) in the unit's
   ``context.parameters["langgraph"]`` beside the key and the item's creation time;
-  the unit's content, the text recall searches, is ``value["content"]`` when it is a
-  string, else the value as JSON (or the ``index`` paths' text). A unit written
+  the unit's content, the text recall searches, is ``value["content"]`` (as JSON when
+  it is not a string), else the whole value as JSON (or the ``index`` paths' text). A unit written
   elsewhere reads as ``{"content", "kind", "task_type", "task_description", "source",
   "confidence", "tags", "evidence", "context"}``.
 - **Search.** With a query: our hybrid recall (dense + BM25 fusion, then the weighted
@@ -76,7 +76,15 @@ from langchain_hindsight.types import (
     utcnow,
 )
 
-__all__ = ["LANGGRAPH_PARAMETER", "LANGGRAPH_TAG", "HindsightStore", "namespace_name", "namespace_tuple"]
+__all__ = [
+    "LANGGRAPH_PARAMETER",
+    "LANGGRAPH_TAG",
+    "HindsightStore",
+    "key_of",
+    "namespace_name",
+    "namespace_tuple",
+    "value_of",
+]
 
 logger = logging.getLogger(__name__)
 

@@ -17,7 +17,7 @@ import pytest
 from langchain.agents import create_agent
 from langchain_core.tools import tool
 from langgraph.prebuilt import InjectedStore
-from langgraph.store.base import BaseStore, ListNamespacesOp, PutOp, SearchOp
+from langgraph.store.base import BaseStore, InvalidNamespaceError, ListNamespacesOp, PutOp, SearchOp
 from langgraph.store.memory import InMemoryStore
 from pydantic import BaseModel
 
@@ -241,6 +241,35 @@ def test_value_fields_set_the_units_fields(make_memory: Callable[..., MemoryStor
     ]  # the value's own field wins
     assert {i.key for i in store.search(NS, filter={"kind": "entity"})} == {"j", "k"}  # ours, read from the unit
     assert store.search(NS, filter={"kind": "fact"}) == []
+
+
+def test_index_paths_choose_the_searched_text(make_memory: Callable[..., MemoryStore]) -> None:
+    memory = make_memory()
+    store = HindsightStore(memory)
+    doc = {"title": "Quarterly revenue summary", "body": {"text": "Revenue grew in every region"}, "n": 7}
+    store.put(NS, "doc", doc, index=["title", "body.text"])
+    store.put(NS, "plain", {"content": "Alice keeps her notes in markdown"}, index=False)  # still searchable
+    contents = sorted(u.content for u in memory.list_units(namespace="memories.alice"))
+    assert contents == ["Alice keeps her notes in markdown", "Quarterly revenue summary\nRevenue grew in every region"]
+    assert [i.key for i in store.search(NS, query="notes in markdown", limit=1)] == ["plain"]
+    item = store.get(NS, "doc")
+    assert item is not None
+    assert item.value == doc
+
+
+def test_namespaces_that_are_not_ours_are_refused_and_ours_without_a_tuple_are_not_listed(
+    make_memory: Callable[..., MemoryStore],
+) -> None:
+    memory = make_memory()
+    store = HindsightStore(memory)
+    with pytest.raises(InvalidNamespaceError):
+        store.put(("x" * 200, "y" * 100), "k", TEA)  # joins to more than 256 characters
+    with pytest.raises(InvalidNamespaceError):
+        store.put((" padded",), "k", TEA)
+    memory.add(MemoryUnit(content="A memory in a namespace no tuple reaches"), namespace="a..b")
+    memory.add(MemoryUnit(content="A memory in a dotted namespace of ours"), namespace="team.alpha")
+    assert store.list_namespaces() == [("team", "alpha")]
+    assert [i.value["content"] for i in store.search(("team",))] == ["A memory in a dotted namespace of ours"]
 
 
 def test_search_floor_is_an_option(make_memory: Callable[..., MemoryStore]) -> None:
