@@ -23,6 +23,7 @@ from pydantic import BaseModel
 
 from langchain_hindsight import (
     ConfigurationError,
+    Hindsight,
     HindsightRetriever,
     HindsightStore,
     Lifecycle,
@@ -31,7 +32,7 @@ from langchain_hindsight import (
 )
 from langchain_hindsight.errors import UninformativeMemoryError
 from langchain_hindsight.store.inmemory import InMemoryBackend
-from tests.fakes import NgramEmbeddings, call, scripted_model
+from tests.fakes import NgramEmbeddings, Prompts, call, scripted_model
 from tests.unit_tests.basestore_conformance import SCENARIOS, run_scenario
 
 
@@ -426,6 +427,32 @@ def test_injected_store_tools_and_hindsight_recall_share_memory(make_memory: Cal
     # the same memory is hindsight's: recall for the next task in namespace "alice" serves it
     docs = HindsightRetriever(store=memory, namespace="alice", min_relevance=None).invoke("configure the code editor")
     assert [d.page_content for d in docs] == ["Alice wants the code editor in dark mode with vim keys"]
+
+
+def test_what_a_langmem_tool_saved_is_in_the_next_tasks_block(make_memory: Callable[..., MemoryStore]) -> None:
+    from langmem import create_manage_memory_tool
+
+    memory = make_memory()
+    hs = Hindsight(store=memory)
+    saving = create_agent(
+        scripted_model(
+            call("manage_memory", content="Bank CSV exports from Alice's bank are GBK encoded: read them as gbk"),
+            "Noted.",
+        ),
+        tools=[create_manage_memory_tool(namespace=("{langgraph_user_id}",))],
+        store=HindsightStore(memory),
+    )
+    alice = {"configurable": {"user_id": "alice", "langgraph_user_id": "alice"}}
+    saving.invoke({"messages": [{"role": "user", "content": "Remember how my bank's CSV files are encoded."}]}, alice)
+    prompts = Prompts()
+    working = create_agent(scripted_model("Done."), tools=[], middleware=[hs.middleware()])
+    working.invoke(
+        {"messages": [{"role": "user", "content": "Read the bank CSV export and total the amounts"}]},
+        {**alice, "callbacks": [prompts]},
+    )
+    [prompt] = prompts.texts
+    assert "[相关经验]" in prompt
+    assert "Bank CSV exports from Alice's bank are GBK encoded" in prompt
 
 
 # ---------------------------------------------------------------------- the real default embedder
