@@ -24,7 +24,7 @@ typecheck: $(STAMP)
 	$(BIN)/mypy
 
 unit: $(STAMP)
-	HF_HUB_OFFLINE=1 $(BIN)/pytest -m "not integration" -n auto
+	HF_HUB_OFFLINE=1 $(BIN)/pytest tests/unit_tests -m "not integration" -n auto
 
 integration: $(STAMP)
 	HF_HUB_OFFLINE=1 $(BIN)/pytest -m integration
