@@ -15,7 +15,7 @@ from pathlib import Path
 
 from playwright.sync_api import sync_playwright
 
-from tests.unit_tests.test_console_browser import CHROMIUM, TEXTS, running_console
+from tests.integration_tests.ui.test_console_browser import CHROMIUM, TEXTS, running_console
 
 OUT = Path(__file__).resolve().parents[1] / "img"
 VIEWPORT = {"width": 1000, "height": 640}
