@@ -185,6 +185,7 @@ def test_dimension_is_reported_by_both_backends(reference: LocalEmbeddings, fast
     assert reference.dimension == fast.dimension == 384
 
 
+@pytest.mark.integration  # a comparison with torch (imports torch and sentence-transformers when installed)
 @pytest.mark.parametrize(
     ("st_mode", "mode"),
     [("mean", "mean"), ("cls", "cls"), ("max", "max"), ("mean_sqrt_len_tokens", "mean_sqrt_len")],

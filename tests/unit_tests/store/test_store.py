@@ -152,6 +152,7 @@ def test_client_injection_uses_the_same_code_path(embeddings: Embeddings) -> Non
     assert client.heartbeat() > 0
 
 
+@pytest.mark.integration  # loads the real model through torch (HuggingFaceEmbeddings) where the extra is installed
 def test_any_langchain_embeddings_is_accepted(tmp_path: Path) -> None:
     pytest.importorskip("sentence_transformers", reason="HuggingFaceEmbeddings loads models with the torch extra")
     from langchain_huggingface import HuggingFaceEmbeddings
