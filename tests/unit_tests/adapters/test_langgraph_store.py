@@ -33,7 +33,7 @@ from langchain_hindsight import (
 from langchain_hindsight.errors import UninformativeMemoryError
 from langchain_hindsight.store.inmemory import InMemoryBackend
 from tests.fakes import NgramEmbeddings, Prompts, call, scripted_model
-from tests.unit_tests.basestore_conformance import SCENARIOS, run_scenario
+from tests.unit_tests.adapters.basestore_conformance import SCENARIOS, run_scenario
 
 
 @pytest.fixture
