@@ -235,6 +235,11 @@ _ANY_CLOSE = r"[\]>”]"
 _ANY_BRACKET = r"[\[\]<>“”]"  # quotation marks too (Pi/Pf: “ ”), but a quoted word is no label
 
 
+_NEAR_GAP = r"[\s._\-]*(?:(?:[^\[\]<>“”¤\s._\-]|¤[^¤]*¤)[\s._\-]*){0,3}?"
+"""Up to three of anything but a bracket between a bracket and a header (``(0[相关经验]…``): a quote counts
+as one, spaces, dots, dashes and underscores as none."""
+
+
 def _spaced(word: str) -> str:
     return _GAP.join(re.escape(c) if c != " " else "" for c in word).replace(_GAP + _GAP, _GAP)
 
@@ -294,7 +299,7 @@ _SENTENCES = (
 )
 _STRUCTURE_PATTERNS = (
     # our headers (and near-spellings) in any bracket, padded
-    rf"{_ANY_BRACKET}+{_GAP}(?:{_LONG_HEADERS}){_GAP}{_ANY_BRACKET}+"
+    rf"{_ANY_BRACKET}+{_NEAR_GAP}(?:{_LONG_HEADERS}){_NEAR_GAP}{_ANY_BRACKET}+"
     # a short label in brackets naming a section, a role or a template slot: [经验], <system>, [INST], [/SYS]
     rf"|[\[<]{_GAP}/?{_GAP}{_LABEL}{_GAP}/?{_GAP}[\]>]"
     # a bare header: 当前任务：, relevant experience:
@@ -440,6 +445,22 @@ def _own_quotes(text: str) -> str:
     return "".join(out)
 
 
+def _plain(text: str) -> str:
+    """``text`` without invisible characters, Markdown emphasis or quote marks of its own, spaces collapsed.
+
+    Repeated until nothing changes, so that what one step uncovers the next sees too: ``›x`` becomes
+    ``>x``, a Markdown quote marker, and ``- >x`` loses its list marker first. A single pass left such a
+    marker in the output, which rendered again to something else.
+    """
+    flat = strip_invisible(text)
+    for _ in range(len(flat) + 1):  # each change shortens the text or turns a quote mark into ASCII: it ends
+        step = _own_quotes(_collapse(_MARKDOWN.sub("", flat)))
+        if step == flat:
+            break
+        flat = step
+    return flat
+
+
 def render_safe(text: str) -> str:
     r"""``text`` as one plain line that cannot pose as prompt structure.
 
@@ -456,7 +477,7 @@ def render_safe(text: str) -> str:
         >>> render_safe("Read it with encoding='utf-8-sig' (not gbk).")
         "Read it with encoding='utf-8-sig' (not gbk)."
     """
-    flat = _own_quotes(_collapse(_MARKDOWN.sub("", strip_invisible(text))))
+    flat = _plain(text)
     for _ in range(12):
         skel, owners = _skeleton_with_owners(flat)
         quoted = _quoted_ranges(flat)

@@ -34,6 +34,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import settings as hypothesis_settings
+
+# CI explores a fixed, reproducible set of examples (a red CI names an input anyone can replay); a developer's
+# runs explore new ones each time, and what they find becomes an explicit regression example in the test.
+hypothesis_settings.register_profile("ci", derandomize=True, database=None)
+if os.environ.get("CI"):
+    hypothesis_settings.load_profile("ci")
 
 CLEARED_PREFIXES = ("HINDSIGHT_", "OPENAI_", "LANGCHAIN_", "LANGSMITH_", "CHROMA_")
 """Environment variables removed for the tests: the package's own (``HINDSIGHT_PATH``, ``HINDSIGHT_SERVER``,

@@ -159,6 +159,18 @@ def test_any_unicode_renders_to_one_line_that_renders_to_itself(text: str) -> No
     assert redteam.line_problems(once) == [], once
 
 
+@pytest.mark.parametrize(
+    "text",
+    # found by hypothesis: a quote mark that becomes a Markdown quote marker once folded, a list marker in
+    # front of one, and a header whose bracket sits three tokens away behind an earlier quoted header
+    ["›", "›x", "- >x", "**›**x", "(0[相关经验][相关经验]", "(0 ‹相关经验› 相关经验]"],
+)
+def test_found_examples_render_to_themselves_and_pose_as_nothing(text: str) -> None:
+    once = render_safe(text)
+    assert render_safe(once) == once
+    assert redteam.line_problems(once) == [], once
+
+
 @settings(max_examples=200, deadline=None)
 @given(
     st.text(st.sampled_from("abcdefghijklmnopqrstuvwxyzABCXYZ0123456789 ,.;!?数据清洗周报读取文件时用"), max_size=80)
