@@ -40,8 +40,7 @@ from langchain_hindsight.store._reembed import ReembedReport, reembed_collection
 from langchain_hindsight.store._store_reads import ReadMixin
 from langchain_hindsight.store._store_search import SearchMixin
 from langchain_hindsight.store._transfer import TransferMixin
-from langchain_hindsight.store.backend import Backend
-from langchain_hindsight.store.chroma import ChromaBackend
+from langchain_hindsight.store.backend import Backend, ChromaBackend
 from langchain_hindsight.store.writes import RuleWriteJudge, WriteJudge
 from langchain_hindsight.taxonomy import TaskTypeVocabulary
 from langchain_hindsight.types import MemoryUnit
@@ -75,8 +74,8 @@ class MemoryStore(ForgetMixin, TransferMixin, SearchMixin, ReadMixin):
             when ``client`` or ``backend`` is given.
         client: A chromadb client to use instead (``HttpClient`` for a server,
             ``EphemeralClient`` for throwaway stores). The store does not close it.
-        backend: A storage backend to use instead (see :mod:`langchain_hindsight.store.backend`):
-            ``InMemoryBackend()`` (:mod:`langchain_hindsight.store.inmemory`) for fast tests and
+        backend: A storage backend to use instead (see :mod:`langchain_hindsight.store.backend.base`):
+            ``InMemoryBackend()`` (:mod:`langchain_hindsight.store.backend.inmemory`) for fast tests and
             throwaway stores, ``ChromaBackend.embedded(path)`` / ``ChromaBackend.server(host, port)``.
             The store does not close it.
         embeddings: Any LangChain ``Embeddings``. Default: the embedder the
@@ -149,7 +148,7 @@ class MemoryStore(ForgetMixin, TransferMixin, SearchMixin, ReadMixin):
         if isinstance(mirror_max_rows, bool) or not isinstance(mirror_max_rows, int) or mirror_max_rows < 0:
             raise ConfigurationError(f"mirror_max_rows must be an int >= 0, got {mirror_max_rows!r}")
         if backend is not None and (client is not None or not isinstance(backend, Backend)):
-            raise ConfigurationError("backend must be a langchain_hindsight.store.backend.Backend, without client")
+            raise ConfigurationError("backend must be a langchain_hindsight.store.backend.base.Backend, without client")
         self.judge = judge or RuleWriteJudge()
         self.namespace = MemoryUnit(content="-", namespace=namespace).namespace if namespace else ""
         if not self.namespace:
