@@ -68,8 +68,8 @@ from _corpora import CORPORA, min_query_term_share  # noqa: E402
 from _stats import summary  # noqa: E402
 
 from langchain_hindsight.recall.retriever import HindsightRetriever  # noqa: E402
-from langchain_hindsight.store._mirror import MIRROR_MAX_ROWS  # noqa: E402
 from langchain_hindsight.store.memory_store import MemoryStore  # noqa: E402
+from langchain_hindsight.store.replica.records import MIRROR_MAX_ROWS  # noqa: E402
 from langchain_hindsight.types import MemoryUnit  # noqa: E402
 
 K = 5
@@ -280,7 +280,7 @@ def quality() -> dict[str, Any]:
     """MRR@10 of the labelled set with the shipped index and with the pre-vectorisation BM25."""
     from _bm25_reference import ReferenceIndex
 
-    from langchain_hindsight.store._lexical import LexicalIndex
+    from langchain_hindsight.store.replica.lexical import LexicalIndex
 
     def load(name: str) -> list[dict[str, Any]]:
         return [json.loads(line) for line in (ROOT / "data" / name).read_text(encoding="utf-8").splitlines()]
@@ -321,7 +321,7 @@ def lexical_versus_reference(n: int, n_queries: int = 100) -> dict[str, Any]:
     """CPU ms per lexical query (k=15, normalised) of the pre-vectorisation BM25 and the shipped one, same corpus."""
     from _bm25_reference import ReferenceIndex
 
-    from langchain_hindsight.store._lexical import LexicalIndex
+    from langchain_hindsight.store.replica.lexical import LexicalIndex
 
     out: dict[str, Any] = {"memories": n}
     for corpus in ("common", "zh"):

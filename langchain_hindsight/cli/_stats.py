@@ -21,7 +21,7 @@ from typing import Any
 
 from langchain_hindsight.cli._output import emit_json, one_line, table
 from langchain_hindsight.store._stamp import SUMMARY_FILE, holds_store, trusted_store
-from langchain_hindsight.store._summary import read_summary
+from langchain_hindsight.store.replica.summary import read_summary
 
 __all__ = ["print_stats", "quick"]
 

@@ -17,10 +17,10 @@ from langchain_hindsight.cli._output import Progress, clip, emit_json, safe, tab
 from langchain_hindsight.cli._stats import print_stats
 from langchain_hindsight.cli._store import open_view
 from langchain_hindsight.store._stamp import SUMMARY_FILE
-from langchain_hindsight.store._summary import read_summary, summary_entry, write_summary
 from langchain_hindsight.store._transfer import export_runs, export_units
 from langchain_hindsight.store.journal import RunJournal
 from langchain_hindsight.store.memory_store import MemoryStore
+from langchain_hindsight.store.replica.summary import read_summary, summary_entry, write_summary
 
 __all__ = ["explain", "export", "history", "runs", "show", "stats"]
 

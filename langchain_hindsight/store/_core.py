@@ -40,13 +40,25 @@ from langchain_hindsight.store._collections import (
     check_embedder,
     check_namespace,
     collection_name,
-    open_change_feed,
     open_collection,
     records,
 )
-from langchain_hindsight.store._feed import ChangeFeed
-from langchain_hindsight.store._lexical import LexicalIndex
-from langchain_hindsight.store._mirror import (
+from langchain_hindsight.store._policy import ConfidencePolicy
+from langchain_hindsight.store._repair import repair_namespace
+from langchain_hindsight.store._runs import RunRecords
+from langchain_hindsight.store.backend import Backend
+from langchain_hindsight.store.replica.feed import ChangeFeed, open_change_feed
+from langchain_hindsight.store.replica.files import drop_snapshot
+from langchain_hindsight.store.replica.lexical import (
+    LexicalIndex,
+    active_texts,
+    load_snapshot,
+    record_text,
+    refresh_lexical,
+    save_snapshot,
+    snapshot_path,
+)
+from langchain_hindsight.store.replica.records import (
     MIRROR_MAX_ROWS,
     Mirror,
     build_mirror,
@@ -55,20 +67,7 @@ from langchain_hindsight.store._mirror import (
     refresh_mirror,
     save_mirror,
 )
-from langchain_hindsight.store._policy import ConfidencePolicy
-from langchain_hindsight.store._repair import repair_namespace
-from langchain_hindsight.store._runs import RunRecords
-from langchain_hindsight.store._search import (
-    UnitCache,
-    active_texts,
-    drop_snapshot,
-    load_snapshot,
-    record_text,
-    refresh_lexical,
-    save_snapshot,
-    snapshot_path,
-)
-from langchain_hindsight.store.backend import Backend
+from langchain_hindsight.store.replica.units import UnitCache
 from langchain_hindsight.store.writes import WriteJudge
 from langchain_hindsight.taxonomy import TaskTypeVocabulary
 from langchain_hindsight.types import MemoryUnit

@@ -17,10 +17,10 @@ from langchain_hindsight.store._codec import unit_from_record
 from langchain_hindsight.store._collections import ALLOWED, ROLES, Role, collection_name, filter_where, records
 from langchain_hindsight.store._collections import namespaces as _namespaces
 from langchain_hindsight.store._core import StoreCore, backend_errors
-from langchain_hindsight.store._mirror import Mirror, load_mirror, refresh_mirror
 from langchain_hindsight.store._stamp import SUMMARY_FILE
-from langchain_hindsight.store._summary import read_summary, summary_entry, write_summary
 from langchain_hindsight.store.backend import ChromaBackend, Records, Rows
+from langchain_hindsight.store.replica.records import Mirror, load_mirror, refresh_mirror
+from langchain_hindsight.store.replica.summary import read_summary, summary_entry, write_summary
 from langchain_hindsight.types import MemoryStatus, MemoryUnit
 
 __all__ = ["SUMMARY_MAX_READ", "ReadMixin"]

@@ -8,16 +8,11 @@ from typing import Any
 
 from langchain_hindsight._safety import clean_text
 from langchain_hindsight.errors import ConfigurationError, StoreError
+from langchain_hindsight.store._checks import check_k
 from langchain_hindsight.store._collections import query_hits
 from langchain_hindsight.store._core import StoreCore, backend_errors, check_ids
-from langchain_hindsight.store._mirror import Mirror, mirror_candidates
-from langchain_hindsight.store._search import (
-    cached_candidates,
-    cached_hits,
-    cached_similarities,
-    check_k,
-    similarities,
-)
+from langchain_hindsight.store.replica.records import Mirror, mirror_candidates
+from langchain_hindsight.store.replica.units import cached_candidates, cached_hits, cached_similarities, similarities
 from langchain_hindsight.types import MemoryUnit
 
 __all__ = ["SearchMixin"]
@@ -194,7 +189,7 @@ class SearchMixin(StoreCore):
         """BM25 matches among active units: ``(memory_id, score)``, best first.
 
         ``normalize=True`` scales scores to [0, 1] by the query's idf mass (see
-        :meth:`LexicalIndex.search <langchain_hindsight.store._lexical.LexicalIndex.search>`).
+        :meth:`LexicalIndex.search <langchain_hindsight.store.replica.lexical.LexicalIndex.search>`).
 
         The index is built from the backend on first use and kept in step with this
         store's writes; with a shared client (``HttpClient``), other stores'

@@ -30,7 +30,6 @@ from langchain_hindsight.errors import ConfigurationError
 from langchain_hindsight.store._collections import check_namespace, recorded_embedder
 from langchain_hindsight.store._core import backend_errors
 from langchain_hindsight.store._forget import ForgetMixin
-from langchain_hindsight.store._mirror import MIRROR_MAX_ROWS
 from langchain_hindsight.store._policy import (  # noqa: F401 - the first two are re-exported
     DEFAULT_CONFIDENCE_CEILING,
     ConfidencePolicy,
@@ -41,6 +40,7 @@ from langchain_hindsight.store._store_reads import ReadMixin
 from langchain_hindsight.store._store_search import SearchMixin
 from langchain_hindsight.store._transfer import TransferMixin
 from langchain_hindsight.store.backend import Backend, ChromaBackend
+from langchain_hindsight.store.replica.records import MIRROR_MAX_ROWS
 from langchain_hindsight.store.writes import RuleWriteJudge, WriteJudge
 from langchain_hindsight.taxonomy import TaskTypeVocabulary
 from langchain_hindsight.types import MemoryUnit

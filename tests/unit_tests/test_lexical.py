@@ -18,8 +18,8 @@ from langchain_hindsight import MemoryStore, MemoryUnit
 from langchain_hindsight.embeddings.local import LocalEmbeddings
 from langchain_hindsight.store import _core as store_module
 from langchain_hindsight.store._collections import collection_name
-from langchain_hindsight.store._lexical import PRIOR_DOCUMENTS, ChangeFeed, LexicalIndex, tokenize, unit_text
-from langchain_hindsight.store._search import active_texts
+from langchain_hindsight.store.replica.feed import ChangeFeed
+from langchain_hindsight.store.replica.lexical import PRIOR_DOCUMENTS, LexicalIndex, active_texts, tokenize, unit_text
 from langchain_hindsight.store.writes import LLMWriteJudge
 from tests.fakes import judge_model
 

@@ -16,8 +16,8 @@ from langchain_hindsight import HindsightRetriever, MemoryStore, MemoryUnit
 from langchain_hindsight.embeddings.local import LocalEmbeddings, embedder_identity
 from langchain_hindsight.embeddings.multilingual import MultilingualEmbeddings, ScriptRoutedEmbeddings
 from langchain_hindsight.errors import ConfigurationError, StoreError
-from langchain_hindsight.store._mirror import Mirror, record_bytes
-from langchain_hindsight.store.snapshot import SnapshotFiles, StoreSnapshot
+from langchain_hindsight.store.replica.records import Mirror, record_bytes
+from langchain_hindsight.store.replica.snapshot import SnapshotFiles, StoreSnapshot
 from tests.fakes import HashEmbeddings
 
 NOW = datetime(2026, 11, 1, tzinfo=UTC)

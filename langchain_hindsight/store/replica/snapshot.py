@@ -24,10 +24,10 @@ from langchain_core.embeddings import Embeddings
 from langchain_hindsight.embeddings.local import MINILM_NAME, EmbedderIdentity, embedder_identity
 from langchain_hindsight.embeddings.multilingual import MultilingualEmbeddings, default_embeddings
 from langchain_hindsight.errors import ConfigurationError, StoreError
+from langchain_hindsight.store._checks import check_k
 from langchain_hindsight.store._collections import check_namespace, collection_name
-from langchain_hindsight.store._lexical import LexicalIndex
-from langchain_hindsight.store._mirror import Mirror, mirror_candidates, mirror_path
-from langchain_hindsight.store._search import check_k, snapshot_path
+from langchain_hindsight.store.replica.lexical import LexicalIndex, snapshot_path
+from langchain_hindsight.store.replica.records import Mirror, mirror_candidates, mirror_path
 from langchain_hindsight.taxonomy import TaskTypeVocabulary
 from langchain_hindsight.types import MemoryUnit
 

@@ -1,0 +1,32 @@
+"""Where recall reads from: the store's derived copies of its data, and the only code that reads or writes their files.
+
+Derived data is rebuilt from the backend whenever it cannot be trusted; it is never the only copy.
+
+* :mod:`~langchain_hindsight.store.replica.records`: the recall mirror, every active unit's vector and
+  record of a namespace in memory (an exact dense arm, no backend read per query);
+* :mod:`~langchain_hindsight.store.replica.lexical`: the BM25 index of the lexical arm and its snapshot file;
+* :mod:`~langchain_hindsight.store.replica.units`: the cache of recently recalled units;
+* :mod:`~langchain_hindsight.store.replica.feed`: the change feed that keeps other writers' changes in view on
+  a shared server;
+* :mod:`~langchain_hindsight.store.replica.summary`: the statistics summary ``hindsight stats`` answers from;
+* :mod:`~langchain_hindsight.store.replica.snapshot`: :class:`StoreSnapshot`, recall from the files alone
+  (the CLI's quick path);
+* :mod:`~langchain_hindsight.store.replica.files`: the one eraser of a derived file.
+"""
+
+from langchain_hindsight.store.replica.feed import ChangeFeed
+from langchain_hindsight.store.replica.lexical import LexicalIndex, tokenize
+from langchain_hindsight.store.replica.records import MIRROR_MAX_ROWS, Mirror
+from langchain_hindsight.store.replica.snapshot import SnapshotFiles, StoreSnapshot
+from langchain_hindsight.store.replica.units import UnitCache
+
+__all__ = [
+    "MIRROR_MAX_ROWS",
+    "ChangeFeed",
+    "LexicalIndex",
+    "Mirror",
+    "SnapshotFiles",
+    "StoreSnapshot",
+    "UnitCache",
+    "tokenize",
+]
