@@ -234,13 +234,13 @@ def run_size(corpus: str, size: int, real: Embeddings, args: argparse.Namespace,
         # cold: the cache emptied before every query (each candidate read from Chroma; a fresh process)
         for n in range(WARMUP + len(queries)):
             q = queries[n % len(queries)]
-            store._units.clear()
+            store._replica.units.clear()
             t0 = time.perf_counter()
             retriever.recall(q, task_type=TASK_TYPES[n % len(TASK_TYPES)], now=NOW)
             t1 = time.perf_counter()
             if n >= WARMUP:
                 timings["recall_cold"].append((t1 - t0) * 1000)
-        row["path"] = "mirror" if store._recall_mirror(store.namespace) is not None else "chroma"
+        row["path"] = "mirror" if store._replica.recall_mirror(store.namespace) is not None else "chroma"
     first_vector = real.embed_query(queries[0])
     row.update({name: summary(ms) for name, ms in timings.items()})
     row["ratio_recall_vs_floor_p50"] = round(row["recall"]["p50_ms"] / row["floor"]["p50_ms"], 2)
@@ -305,7 +305,7 @@ def quality() -> dict[str, Any]:
         store.add_many(units, dedupe=False)
         for name, index in (("reference_python_bm25", ReferenceIndex()), ("vectorised_bm25", LexicalIndex())):
             index.upsert(units)
-            store._lexical[store.namespace] = index  # type: ignore[assignment]
+            store._replica.lexical[store.namespace] = index  # type: ignore[assignment]
             retriever = HindsightRetriever(store=store, k=10, low_similarity_threshold=0.0)
             rr = []
             for q in labelled:

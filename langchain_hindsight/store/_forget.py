@@ -199,14 +199,7 @@ class ForgetMixin(StoreCore):
         deleted = drop_collections(self.backend, ns)
         for key in [k for k in self._collections if k[0] == ns]:
             del self._collections[key]
-        self._lexical.pop(ns, None)
-        self._mirrors.pop(ns, None)
-        self._mirror_off.discard(ns)
-        self._open_counts.pop(ns, None)
-        self._units.clear(ns)
-        self._snapshot_dropped.discard(ns)
-        self._drop_snapshot(ns)
-        self._feeds.pop(ns, None)
+        self._replica.reset(ns)
         self._repaired.discard(ns)
         return deleted
 
@@ -243,8 +236,8 @@ class ForgetMixin(StoreCore):
                 if col.name not in touched:
                     touched.append(col.name)
                 if role == "memories":
-                    self._reindex(ns, upserts=list(cleaned.values()))
-        self._reindex(ns, deletes=ids)
+                    self._replica.reindex(ns, upserts=list(cleaned.values()))
+        self._replica.reindex(ns, deletes=ids)
         # The run records name the ids they served and produced, and hold the comments: scrubbed in storage.
         if self.run_records.scrub(ns, ids, feedback):
             journal = self._collection(ns, "journal", create=False)

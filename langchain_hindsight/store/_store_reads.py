@@ -19,7 +19,6 @@ from langchain_hindsight.store._collections import namespaces as _namespaces
 from langchain_hindsight.store._core import StoreCore, backend_errors
 from langchain_hindsight.store._stamp import SUMMARY_FILE
 from langchain_hindsight.store.backend import ChromaBackend, Records, Rows
-from langchain_hindsight.store.replica.records import Mirror, load_mirror, refresh_mirror
 from langchain_hindsight.store.replica.summary import read_summary, summary_entry, write_summary
 from langchain_hindsight.types import MemoryStatus, MemoryUnit
 
@@ -187,28 +186,6 @@ class ReadMixin(StoreCore):
                 counts[key] = counts.get(key, 0) + 1
         return dict(sorted(counts.items()))
 
-    def _held_mirror(self, ns: str, *, load: bool) -> Mirror | None:
-        """``ns``'s recall mirror, current (stale rows read again), if held; with ``load``, also one loaded from
-        a trusted snapshot. Never built (that would read every active record).
-        """  # noqa: D205
-        mirror = self._mirrors.get(ns)
-        path = self._mirror_path(ns)
-        if mirror is None and (not load or path is None or ns in self._mirror_off or self.mirror_max_rows <= 0):
-            return None
-        col = self._collection(ns, create=False)
-        if col is None:
-            return None
-        if mirror is None:
-            if path is None or not self._trusted(path, ns):
-                return None
-            mirror = load_mirror(path, col, str(self._identity))
-            if mirror is None:
-                return None
-            self._mirrors[ns] = mirror
-            self._mirror_fresh.add(ns)
-        refresh_mirror(mirror, col)
-        return mirror
-
     def _count_with_mirror(
         self, ns: str, fields: tuple[str, ...], *, load: bool, max_read: int | None
     ) -> dict[tuple[str, ...], int] | None:
@@ -221,7 +198,7 @@ class ReadMixin(StoreCore):
         mirrored and the other records): the caller then reads everything.
         """
         with self._lock:
-            mirror = self._held_mirror(ns, load=load)
+            mirror = self._replica.held_mirror(ns, load=load)
             if mirror is None:
                 return None
             col = self._collection(ns, create=False)
@@ -263,7 +240,7 @@ class ReadMixin(StoreCore):
         if not isinstance(backend, ChromaBackend) or directory is None or not backend.wrote:
             return
         written = backend.written_collections
-        if written is None or self._write_failed:
+        if written is None or self._replica.write_failed:
             return
         as_of = backend.write_count
         try:

@@ -64,7 +64,7 @@ class SearchMixin(StoreCore):
         if include_embeddings:
             include.append("embeddings")
         with self._lock:
-            mirror = self._recall_mirror(ns) if where is None else None
+            mirror = self._replica.recall_mirror(ns) if where is None else None
             if mirror is not None:
                 mirror.check_query(vector)
                 nearest = mirror.nearest(vector, k)
@@ -76,9 +76,11 @@ class SearchMixin(StoreCore):
             col = self._vectors(self._collection(ns, create=False))
             if col is None:
                 return []
-            if where is None and self._units.size and not include_embeddings:  # units from the cache
+            if where is None and self._replica.units.size and not include_embeddings:  # units from the cache
                 res = col.query(query_embeddings=[list(vector)], n_results=k + max(8, k // 2), include=["distances"])
-                hits: list[tuple[MemoryUnit, float, list[float] | None]] = list(cached_hits(self._units, ns, col, res))
+                hits: list[tuple[MemoryUnit, float, list[float] | None]] = list(
+                    cached_hits(self._replica.units, ns, col, res)
+                )
                 active = [h for h in hits if h[0].status == "active"]
                 if len(active) >= k or len(hits) < k + max(8, k // 2):
                     return active[:k]
@@ -109,7 +111,7 @@ class SearchMixin(StoreCore):
             return []
         ns = self._ns(namespace)
         with self._lock:
-            mirror = self._recall_mirror(ns)
+            mirror = self._replica.recall_mirror(ns)
             if mirror is not None:
                 mirror.check_query(vector)
                 sims = mirror.similarities(vector, ids)
@@ -117,8 +119,8 @@ class SearchMixin(StoreCore):
             col = self._vectors(self._collection(ns, create=False))
             if col is None:
                 return []
-            if self._units.size:
-                return cached_similarities(self._units, ns, col, vector, ids)
+            if self._replica.units.size:
+                return cached_similarities(self._replica.units, ns, col, vector, ids)
             rows = col.get(ids=ids, include=["documents", "metadatas", "embeddings"])
         return similarities(rows, vector, ids)
 
@@ -153,16 +155,16 @@ class SearchMixin(StoreCore):
         """
         ns = self._ns(namespace)
         with self._lock:
-            mirror = self._recall_mirror(ns)  # first: a lexical index built now is read from it
+            mirror = self._replica.recall_mirror(ns)  # first: a lexical index built now is read from it
             lexical = dict(self.lexical_search(query, k=k, namespace=ns, normalize=normalize))
             if mirror is not None:
                 unit_of = functools.partial(self._mirrored_unit, ns, mirror)
                 return mirror_candidates(mirror, vector, lexical, k, unit_of), lexical
             col = self._collection(ns, create=False)
-            if self._units.size and col is not None:
+            if self._replica.units.size and col is not None:
                 n = k + max(8, k // 2)
                 res = col.query(query_embeddings=[list(vector)], n_results=n, include=["distances"])
-                found, enough = cached_candidates(self._units, ns, col, res, vector, k, list(lexical))
+                found, enough = cached_candidates(self._replica.units, ns, col, res, vector, k, list(lexical))
                 if enough:
                     return found, lexical
         dense = {u.memory_id: (u, sim) for u, sim, _ in self.search_by_vector(vector, k=k, namespace=ns)}
@@ -173,13 +175,13 @@ class SearchMixin(StoreCore):
 
     def _mirrored_unit(self, namespace: str, mirror: Mirror, memory_id: str) -> MemoryUnit:
         """A mirrored unit, from the unit cache or rebuilt from its mirrored record (then cached)."""
-        entry = self._units.get(namespace, memory_id)
+        entry = self._replica.units.get(namespace, memory_id)
         if entry is not None:
             return entry[0]
         unit = mirror.unit(memory_id)
         if unit is None:  # callers pass ids the mirror just returned
             raise StoreError(f"memory {memory_id!r} is not in the recall mirror of {namespace!r}")
-        self._units.put(unit)
+        self._replica.units.put(unit)
         return unit
 
     @backend_errors
@@ -200,4 +202,4 @@ class SearchMixin(StoreCore):
         check_k(k)
         ns = self._ns(namespace)
         with self._lock:
-            return self._lexical_index(ns).search(query, k, normalize=normalize)
+            return self._replica.lexical_index(ns).search(query, k, normalize=normalize)

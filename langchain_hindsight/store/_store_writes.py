@@ -143,7 +143,7 @@ class WriteMixin(StoreCore):
             judge=self.judge,
         )
         write_plan(col, plan, self.backend.max_batch_size)
-        self._reindex(ns, upserts=[*(u for u, _ in plan.new.values()), *plan.changed.values()])
+        self._replica.reindex(ns, upserts=[*(u for u, _ in plan.new.values()), *plan.changed.values()])
         for unit, result in zip(units, plan.results, strict=True):
             if result.action == "added":
                 what = f"added as {result.memory_id}"
@@ -205,7 +205,7 @@ class WriteMixin(StoreCore):
             plan.changed.update((u.memory_id, demote(u, self.policy)) for u in old)
             plan.superseding.add(new.memory_id)
             write_plan(col, plan, self.backend.max_batch_size)
-            self._reindex(ns, upserts=[new, *plan.changed.values()])
+            self._replica.reindex(ns, upserts=[new, *plan.changed.values()])
         related = tuple(u.memory_id for u in old)
         logger.info("write %s in %r: superseded %s (%s)", new.memory_id, ns, ", ".join(related), reason)
         return WriteResult("superseded", new, related, reason, tuple(old))
@@ -264,7 +264,7 @@ class WriteMixin(StoreCore):
                 if not batch:
                     continue
                 if role == "memories":
-                    self._reindex(ns, upserts=batch)
+                    self._replica.reindex(ns, upserts=batch)
                 written.extend(batch)
             missing = {u.memory_id for u in units} - {u.memory_id for u in written}
             if missing:
@@ -415,9 +415,9 @@ class WriteMixin(StoreCore):
             if not moved:
                 return []
             if dst_role == "archive":
-                self._reindex(ns, deletes=[u.memory_id for u in moved])
+                self._replica.reindex(ns, deletes=[u.memory_id for u in moved])
             else:
-                self._reindex(ns, upserts=moved)
+                self._replica.reindex(ns, upserts=moved)
             return moved
 
     @backend_errors
@@ -438,7 +438,7 @@ class WriteMixin(StoreCore):
             step = self.backend.max_batch_size
             for start in range(0, len(present), step):
                 col.delete(ids=present[start : start + step])
-            self._reindex(ns, deletes=present)
+            self._replica.reindex(ns, deletes=present)
             return len(present)
 
     def _write_exact(self, units: list[MemoryUnit], vectors: list[list[float]]) -> dict[str, int]:
@@ -468,8 +468,8 @@ class WriteMixin(StoreCore):
                 if other is not None and stale:  # an id lives in one collection only
                     other.delete(ids=stale)
                 if archived:
-                    self._reindex(ns, deletes=ids)
+                    self._replica.reindex(ns, deletes=ids)
                 else:
-                    self._reindex(ns, upserts=batch)
+                    self._replica.reindex(ns, upserts=batch)
                 per_ns[ns] = per_ns.get(ns, 0) + len(batch)
         return per_ns

@@ -185,13 +185,11 @@ class MemoryStore(ForgetMixin, TransferMixin, SearchMixin, ReadMixin):
         with self._lock:
             if self._closed:
                 return
-            self._save_snapshots()
+            self._replica.save()
             self._refresh_summary()  # last: a write after it would make the close remove the summary
             self._closed = True
             self._collections.clear()
-            self._lexical.clear()
-            self._mirrors.clear()
-            self._units.clear()
+            self._replica.clear()
             if self._owns_backend:
                 self.backend.close()
 
@@ -229,9 +227,7 @@ class MemoryStore(ForgetMixin, TransferMixin, SearchMixin, ReadMixin):
             self._ensure_open()
             names = self.namespaces() if namespaces is None else [check_namespace(n) for n in namespaces]
             for name in names:  # new vectors: the cached and mirrored ones are the old embedder's
-                self._drop_snapshot(name)
-                self._mirrors.pop(name, None)
-                self._units.clear(name)
+                self._replica.revector(name)
             self._collections.clear()
             self._embedder_checked.clear()
             try:

@@ -1,5 +1,7 @@
 """Where recall reads from: the store's derived copies of its data, and the only code that reads or writes their files.
 
+:class:`Replica` (``replica``) is their one owner in a store; the modules below are its parts.
+
 Derived data is rebuilt from the backend whenever it cannot be trusted; it is never the only copy.
 
 * :mod:`~langchain_hindsight.store.replica.records`: the recall mirror, every active unit's vector and
@@ -17,6 +19,7 @@ Derived data is rebuilt from the backend whenever it cannot be trusted; it is ne
 from langchain_hindsight.store.replica.feed import ChangeFeed
 from langchain_hindsight.store.replica.lexical import LexicalIndex, tokenize
 from langchain_hindsight.store.replica.records import MIRROR_MAX_ROWS, Mirror
+from langchain_hindsight.store.replica.replica import Replica
 from langchain_hindsight.store.replica.snapshot import SnapshotFiles, StoreSnapshot
 from langchain_hindsight.store.replica.units import UnitCache
 
@@ -25,6 +28,7 @@ __all__ = [
     "ChangeFeed",
     "LexicalIndex",
     "Mirror",
+    "Replica",
     "SnapshotFiles",
     "StoreSnapshot",
     "UnitCache",
