@@ -4,7 +4,7 @@ Counting needs Chroma, and importing and opening Chroma costs more than
 everything else ``stats`` does. So ``stats`` first tries :func:`quick`: for the operator's view of an
 embedded directory, when the store's clean-close stamp vouches for its
 ``summary.json`` (written by a ``stats`` that counted, rewritten or removed by
-the close of any session that wrote since; see ``store._summary``) and the
+the close of any session that wrote since; see ``store.replica.summary``) and the
 summary holds every namespace asked for, it prints from the file under the
 directory's lock. A namespace the file lacks (a writing session could not
 recount it) is counted by the caller, which saves it. This
@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from langchain_hindsight.cli._output import emit_json, one_line, table
-from langchain_hindsight.store._stamp import SUMMARY_FILE, holds_store, trusted_store
+from langchain_hindsight.store._directory import SUMMARY_FILE, holds_store, trusted_store
 from langchain_hindsight.store.replica.summary import read_summary
 
 __all__ = ["print_stats", "quick"]

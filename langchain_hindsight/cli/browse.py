@@ -16,7 +16,7 @@ from typing import IO, Any
 from langchain_hindsight.cli._output import Progress, clip, emit_json, safe, table, when
 from langchain_hindsight.cli._stats import print_stats
 from langchain_hindsight.cli._store import open_view
-from langchain_hindsight.store._stamp import SUMMARY_FILE
+from langchain_hindsight.store._directory import SUMMARY_FILE
 from langchain_hindsight.store._transfer import export_runs, export_units
 from langchain_hindsight.store.journal import RunJournal
 from langchain_hindsight.store.memory_store import MemoryStore

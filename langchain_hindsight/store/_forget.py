@@ -13,21 +13,19 @@ scrub a crash cut short.
 
 from __future__ import annotations
 
-import json
 import logging
-import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from langchain_hindsight.errors import ConfigurationError, HindsightError, StoreError
+from langchain_hindsight.store import _directory
 from langchain_hindsight.store._codec import unit_to_metadata
 from langchain_hindsight.store._collections import ROLES, Collection, records
 from langchain_hindsight.store._core import StoreCore, backend_errors, check_ids
 from langchain_hindsight.store.backend import Backend, _scrub
 from langchain_hindsight.types import MemoryUnit
 
-__all__ = ["FORGET_INTENT", "NO_SCRUB", "ForgetMixin", "drop_collections"]
+__all__ = ["NO_SCRUB", "ForgetMixin", "drop_collections"]
 
 logger = logging.getLogger(__name__)
 
@@ -35,27 +33,6 @@ NO_SCRUB = (
     "scrub needs a store that owns an embedded directory (MemoryStore(persist_directory=...)); for a Chroma "
     "server, stop it, open its --path with MemoryStore(persist_directory=...) and call scrub() there"
 )
-FORGET_INTENT = ".hindsight.forget-pending"
-"""JSON file listing forgets in progress; written durably before the first delete, finished on reopen."""
-
-
-def _fsync_dir(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _read_intents(path: Path) -> list[dict[str, Any]]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return []
-    except (ValueError, RecursionError):  # a torn (or garbled) write of the intent itself: nothing deleted under it
-        logger.warning("ignoring an unreadable forget intent in %s", path.parent)
-        return []
-    return [d for d in data if isinstance(d, dict)] if isinstance(data, list) else []
 
 
 def _record_intent(directory: Path | None, ns: str, ids: list[str] | None, scrub: bool) -> None:
@@ -66,22 +43,13 @@ def _record_intent(directory: Path | None, ns: str, ids: list[str] | None, scrub
     are idempotent), references and run records cleaned, and the directory
     scrubbed. A backend without a directory has no place for the note.
     """
-    if directory is None:
-        return
-    path = directory / FORGET_INTENT
-    entries = [*_read_intents(path), {"namespace": ns, "ids": ids, "scrub": scrub}]
-    tmp = path.with_suffix(".tmp")
-    with tmp.open("w", encoding="utf-8") as fh:
-        json.dump(entries, fh)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
-    _fsync_dir(path.parent)
+    if directory is not None:
+        _directory.record_intent(directory, {"namespace": ns, "ids": ids, "scrub": scrub})
 
 
 def _clear_intent(directory: Path | None) -> None:
     if directory is not None:
-        (directory / FORGET_INTENT).unlink(missing_ok=True)
+        _directory.clear_intents(directory)
 
 
 def drop_collections(backend: Backend, ns: str) -> int:
@@ -263,13 +231,11 @@ class ForgetMixin(StoreCore):
         if directory is None:  # nothing on disk (memory): the backend's deletes leave nothing behind
             self.backend.erase(rebuild)
             return
-        marker = directory / _scrub.SCRUB_MARKER
         try:
-            with marker.open("w") as fh:  # durable before any step: a crash resumes on reopen
-                os.fsync(fh.fileno())
+            _directory.begin_scrub(directory)  # durable before any step: a crash resumes on reopen
             self._collections.clear()
             self.backend.erase(rebuild)
-            marker.unlink()
+            _directory.end_scrub(directory)
             _clear_intent(directory)  # a scrub of everything also finishes any forget noted before it
         except HindsightError:
             raise
@@ -282,7 +248,7 @@ class ForgetMixin(StoreCore):
         if directory is None:
             return
         interrupted = self.backend.recover_interrupted()
-        intents = _read_intents(directory / FORGET_INTENT)
+        intents = _directory.read_intents(directory)
         if intents:
             logger.warning("finishing %d interrupted forget(s) in %s", len(intents), directory)
             with self._lock:
@@ -295,7 +261,6 @@ class ForgetMixin(StoreCore):
                         self._delete_ids(ns, [str(i) for i in ids])
             if not any(intent.get("scrub") for intent in intents):
                 _clear_intent(directory)
-        marker = directory / _scrub.SCRUB_MARKER
-        if interrupted or marker.exists() or (directory / FORGET_INTENT).exists():
+        if interrupted or _directory.scrub_pending(directory) or _directory.intents_pending(directory):
             logger.warning("finishing an interrupted scrub of %s", directory)
             self._scrub(None)

@@ -17,7 +17,7 @@ from langchain_hindsight.store._codec import unit_from_record
 from langchain_hindsight.store._collections import ALLOWED, ROLES, Role, collection_name, filter_where, records
 from langchain_hindsight.store._collections import namespaces as _namespaces
 from langchain_hindsight.store._core import StoreCore, backend_errors
-from langchain_hindsight.store._stamp import SUMMARY_FILE
+from langchain_hindsight.store._directory import SUMMARY_FILE
 from langchain_hindsight.store.backend import ChromaBackend, Records, Rows
 from langchain_hindsight.store.replica.summary import read_summary, summary_entry, write_summary
 from langchain_hindsight.types import MemoryStatus, MemoryUnit
@@ -230,7 +230,7 @@ class ReadMixin(StoreCore):
     def _refresh_summary(self) -> None:
         """At close, before the backend closes: rewrite the statistics summary a writing session leaves current.
 
-        See ``_summary`` for which entries are kept, counted again or dropped. Does
+        See ``replica.summary`` for which entries are kept, counted again or dropped. Does
         nothing for a session that wrote nothing (the file stays as it was), a
         store without a directory, or another backend than Chroma. Failures are
         logged: without the backend's word the close removes the file.

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,6 +26,7 @@ from typing import IO
 
 from langchain_hindsight._text import informative
 from langchain_hindsight.errors import ConfigurationError, InvalidMemoryError
+from langchain_hindsight.store import _directory
 from langchain_hindsight.store._core import backend_errors
 from langchain_hindsight.store._policy import clamp_future
 from langchain_hindsight.store._runs import RunRecord
@@ -36,7 +36,6 @@ from langchain_hindsight.store._write import flag_suspicious
 from langchain_hindsight.types import MemoryUnit
 
 __all__ = [
-    "IMPORT_PENDING",
     "RUN_KEY",
     "ImportReport",
     "TransferMixin",
@@ -50,7 +49,6 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 _BATCH = 256
-IMPORT_PENDING = ".hindsight.import-pending.jsonl"
 """The units of an import in progress, written durably before the first write; replayed on reopen."""
 RUN_KEY = "run"
 """The one key of a run-record line in a backup (a memory line is the unit's own fields)."""
@@ -248,7 +246,7 @@ class TransferMixin(WriteMixin):
                 if progress is not None:
                     progress("import", done, len(fresh))
             if pending is not None:
-                pending.unlink(missing_ok=True)
+                _directory.end_import(pending)
             if new_runs:
                 self.run_records.write(new_runs)
         if records:
@@ -283,30 +281,19 @@ class TransferMixin(WriteMixin):
         return found
 
     def _begin_import(self, units: list[MemoryUnit]) -> Path | None:
-        """Write the units to the pending file durably (a store with a directory); return its path."""
+        """Write the units to the pending file durably (a store with a directory); return the directory."""
         if self.persist_directory is None or not units:
             return None
-        path = self.persist_directory / IMPORT_PENDING
-        tmp = path.with_suffix(".tmp")
-        with tmp.open("w", encoding="utf-8") as fh:
-            for u in units:
-                fh.write(json.dumps(u.to_dict(), ensure_ascii=False, sort_keys=True) + "\n")
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-        fd = os.open(path.parent, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        return path
+        lines = (json.dumps(u.to_dict(), ensure_ascii=False, sort_keys=True) for u in units)
+        _directory.begin_import(self.persist_directory, lines)
+        return self.persist_directory
 
     def _finish_interrupted_import(self) -> None:
         """Roll forward an import a crash interrupted (its pending file is still there)."""
         if self.persist_directory is None:
             return
-        path = self.persist_directory / IMPORT_PENDING
-        if not path.exists():
+        path = _directory.pending_import(self.persist_directory)
+        if path is None:
             return
         logger.warning("finishing an interrupted import into %s", self.persist_directory)
         with path.open(encoding="utf-8") as fh:
@@ -315,7 +302,7 @@ class TransferMixin(WriteMixin):
         with self._lock:
             for start in range(0, len(units), _BATCH):
                 self._import_batch(units[start : start + _BATCH], per_ns)
-        path.unlink()
+        _directory.end_import(self.persist_directory)
 
     def _import_batch(self, units: list[MemoryUnit], per_ns: dict[str, int]) -> int:
         units = list({u.memory_id: u for u in units}.values())  # a later line wins

@@ -16,7 +16,7 @@ import pytest
 
 from langchain_hindsight.cli import _stats, browse
 from langchain_hindsight.cli.main import EXIT_LOCKED, EXIT_OK, main
-from langchain_hindsight.store._stamp import STAMP_FILE, SUMMARY_FILE, read_stamp
+from langchain_hindsight.store._directory import STAMP_FILE, SUMMARY_FILE, read_stamp
 from langchain_hindsight.store.journal import RunJournal
 from langchain_hindsight.store.memory_store import MemoryStore
 from langchain_hindsight.store.replica.summary import read_summary

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from langchain_hindsight import ConfigurationError, MemoryNotFoundError, MemoryStore, MemoryUnit
-from langchain_hindsight.store.backend._scrub import SCRUB_MARKER
+from langchain_hindsight.store._directory import SCRUB_MARKER
 from langchain_hindsight.store.writes import LLMWriteJudge
 from tests.fakes import REPO_ROOT, HashEmbeddings, judge_model
 from tests.unit_tests.store_backends import chroma_store_factory, fake_embedding_store  # noqa: F401 - fixtures
@@ -384,7 +384,7 @@ FORGET_KILL_POINTS = ["first-delete", "journal-scrub", "before-scrub", "rename",
 @pytest.mark.slow
 @pytest.mark.parametrize("point", FORGET_KILL_POINTS)
 def test_a_forget_killed_at_any_step_is_finished_on_reopen(tmp_path: Path, point: str) -> None:
-    from langchain_hindsight.store._forget import FORGET_INTENT
+    from langchain_hindsight.store._directory import FORGET_INTENT
     from langchain_hindsight.store.journal import RunJournal
 
     directory = tmp_path / "db"

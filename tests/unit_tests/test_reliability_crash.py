@@ -255,7 +255,7 @@ IMPORT_KILL_POINTS = [("upsert", 1), ("upsert", 2), ("upsert", 3), ("delete", 1)
 @pytest.mark.slow
 @pytest.mark.parametrize(("method", "nth"), IMPORT_KILL_POINTS, ids=[f"{m}-{n}" for m, n in IMPORT_KILL_POINTS])
 def test_import_killed_midway_is_rolled_forward_on_reopen(tmp_path: Path, method: str, nth: int) -> None:
-    from langchain_hindsight.store._transfer import IMPORT_PENDING
+    from langchain_hindsight.store._directory import IMPORT_PENDING
 
     directory = tmp_path / "db"
     body = f"""

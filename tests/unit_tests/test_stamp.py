@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from langchain_hindsight.errors import StoreLockedError
-from langchain_hindsight.store._stamp import (
+from langchain_hindsight.store._directory import (
     DATA_FILE,
     STAMP_FILE,
     SUMMARY_FILE,

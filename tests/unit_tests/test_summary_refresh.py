@@ -20,7 +20,7 @@ from langchain_hindsight.cli import browse
 from langchain_hindsight.cli.main import EXIT_OK, main
 from langchain_hindsight.errors import BackendError, StoreError
 from langchain_hindsight.store import _store_reads
-from langchain_hindsight.store._stamp import SUMMARY_FILE, read_stamp
+from langchain_hindsight.store._directory import SUMMARY_FILE, read_stamp
 from langchain_hindsight.store._store_reads import ReadMixin
 from langchain_hindsight.store.backend import ChromaBackend, ChromaRecords
 from langchain_hindsight.store.journal import RunJournal

@@ -239,7 +239,7 @@ class Backend(ABC):
         """Derived files of :attr:`persist_directory` that the last clean close vouched for (relative paths).
 
         Empty when there is no directory, no valid clean-close stamp, or the previous
-        process crashed (see ``_stamp``).
+        process crashed (see ``store._directory``).
         """
         return frozenset()
 

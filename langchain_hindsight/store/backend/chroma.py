@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, Protocol, TypeVar
 import numpy as np
 
 from langchain_hindsight.errors import BackendError, HindsightError, StoreError
-from langchain_hindsight.store._stamp import LOCK_FILE, CleanClose, acquire_directory
+from langchain_hindsight.store._directory import LOCK_FILE, CleanClose, acquire_directory
 from langchain_hindsight.store.backend import _scrub
 from langchain_hindsight.store.backend.base import Backend, Include, Metadata, Records, Rows, Vector
 
@@ -414,7 +414,7 @@ class ChromaBackend(Backend):
         The close then keeps it (and the stamp vouches for it) if no write followed
         (``as_of`` equals :attr:`write_count` at close); otherwise a session that wrote
         removes it, as without this call. What the summary holds is the caller's
-        business (see ``_summary``); this layer only keeps the file or not.
+        business (see ``replica.summary``); this layer only keeps the file or not.
         """
         self._summary_as_of = as_of
 
@@ -460,7 +460,7 @@ class ChromaBackend(Backend):
     def close(self) -> None:
         """Close the client this backend opened, zero the index files' unused space, stamp, release the lock.
 
-        The clean-close stamp (see ``_stamp``) is written only when the client closed
+        The clean-close stamp (see ``store._directory``) is written only when the client closed
         without error; a session that wrote removes the statistics summary first, unless
         :meth:`summary_current` said it matches the data after the session's last write.
         """

@@ -11,7 +11,7 @@ derived file.
 
 The trust rule: a snapshot file is loaded only when the clean-close stamp found
 at open vouches for it (written by a session that closed cleanly, unchanged
-since; see ``_stamp``) and this store has not erased it since; the file's own
+since; see ``store._directory``) and this store has not erased it since; the file's own
 checks (record count, a sample of the indexed memories) come on top. Anything
 else is rebuilt from the backend. The first write to a namespace erases its
 snapshots (after applying the write to what was loaded), so a crash can leave a

@@ -2,7 +2,7 @@
 
 A store that closes cleanly leaves, next to Chroma's files, the lexical index
 and the recall mirror of each namespace it searched (``lexical/`` and
-``mirror/``), and a stamp listing them (``_stamp``: the stamp exists only while
+``mirror/``), and a stamp listing them (``store._directory``: the stamp exists only while
 no process has the store open, and only when every write of the last session
 was followed by the close that saved these files). :class:`StoreSnapshot`
 answers hybrid recall for one namespace from those two files alone: it never
@@ -86,7 +86,7 @@ class StoreSnapshot:
     with :meth:`open` (or :meth:`locate`, then :meth:`SnapshotFiles.load`).
 
     Example:
-        >>> from langchain_hindsight.store._stamp import trusted_store  # doctest: +SKIP
+        >>> from langchain_hindsight.store._directory import trusted_store  # doctest: +SKIP
         >>> with trusted_store("./memory_db") as trusted:  # doctest: +SKIP
         ...     snapshot = StoreSnapshot.open("./memory_db", trusted=trusted)
         >>> if snapshot is not None:  # else open a MemoryStore  # doctest: +SKIP

@@ -2,7 +2,7 @@
 
 Counting a namespace's memories reads Chroma, and opening Chroma costs a second
 before anything is read. The summary lets ``hindsight stats`` answer from a file
-instead, read only when the clean-close stamp vouches for it (see ``_stamp``).
+instead, read only when the clean-close stamp vouches for it (see ``store._directory``).
 Standard library only. Its life:
 
 * a ``stats`` that counted writes it (with the store open, so the close stamps it);
@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from langchain_hindsight.store._stamp import SUMMARY_FILE, replace_file
+from langchain_hindsight.store._directory import SUMMARY_FILE, replace_file
 
 __all__ = ["SUMMARY_FILE", "Summary", "read_summary", "summary_entry", "write_summary"]
 
