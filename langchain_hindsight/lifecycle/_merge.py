@@ -26,8 +26,8 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from langchain_hindsight._trust import trust_rank
+from langchain_hindsight.store import ConfidencePolicy
 from langchain_hindsight.store._evidence import corroborated, evidence_cap, uncorroborated
-from langchain_hindsight.store._policy import ConfidencePolicy
 from langchain_hindsight.store._statement import generalise, lesson_key, rule_made, statement_key
 from langchain_hindsight.types import MemoryUnit
 

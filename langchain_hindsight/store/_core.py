@@ -43,9 +43,9 @@ from langchain_hindsight.store._collections import (
 )
 from langchain_hindsight.store._policy import ConfidencePolicy
 from langchain_hindsight.store._repair import repair_namespace
-from langchain_hindsight.store._runs import RunRecords
 from langchain_hindsight.store.backend import Backend
 from langchain_hindsight.store.replica import Replica
+from langchain_hindsight.store.runs import RunRecords
 from langchain_hindsight.store.writes import WriteJudge
 from langchain_hindsight.taxonomy import TaskTypeVocabulary
 from langchain_hindsight.types import MemoryUnit

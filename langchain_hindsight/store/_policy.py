@@ -26,8 +26,6 @@ from datetime import datetime, timedelta
 from langchain_hindsight._trust import (
     DEFAULT_CONFIDENCE_CEILING,
     DEFAULT_INITIAL_CONFIDENCE,
-    TRUST_ORDER,
-    TRUSTED_SOURCES,
     UNTRUSTED_SOURCES,
     trust_rank,
 )
@@ -35,9 +33,6 @@ from langchain_hindsight.errors import ConfigurationError
 from langchain_hindsight.types import MemoryUnit, new_memory_id, utcnow
 
 __all__ = [
-    "DEFAULT_CONFIDENCE_CEILING",
-    "TRUSTED_SOURCES",
-    "TRUST_ORDER",
     "ConfidencePolicy",
     "clamp_future",
     "feedback_reason",

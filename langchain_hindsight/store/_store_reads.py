@@ -14,12 +14,10 @@ import numpy as np
 
 from langchain_hindsight.errors import ConfigurationError
 from langchain_hindsight.store._codec import unit_from_record
-from langchain_hindsight.store._collections import ALLOWED, ROLES, Role, collection_name, filter_where, records
+from langchain_hindsight.store._collections import ALLOWED, ROLES, Role, filter_where, records
 from langchain_hindsight.store._collections import namespaces as _namespaces
 from langchain_hindsight.store._core import StoreCore, backend_errors
-from langchain_hindsight.store._directory import SUMMARY_FILE
-from langchain_hindsight.store.backend import ChromaBackend, Records, Rows
-from langchain_hindsight.store.replica.summary import read_summary, summary_entry, write_summary
+from langchain_hindsight.store.backend import Records, Rows
 from langchain_hindsight.types import MemoryStatus, MemoryUnit
 
 __all__ = ["SUMMARY_MAX_READ", "ReadMixin"]
@@ -228,44 +226,14 @@ class ReadMixin(StoreCore):
         return dict(sorted(counts.items()))
 
     def _refresh_summary(self) -> None:
-        """At close, before the backend closes: rewrite the statistics summary a writing session leaves current.
+        """At close, before the backend closes: the replica rewrites the statistics summary (see ``replica.summary``).
 
-        See ``replica.summary`` for which entries are kept, counted again or dropped. Does
-        nothing for a session that wrote nothing (the file stays as it was), a
-        store without a directory, or another backend than Chroma. Failures are
-        logged: without the backend's word the close removes the file.
+        A namespace whose memories were written is counted with its recall mirror (:meth:`_count_with_mirror`).
         """
-        backend = self.backend
-        directory = self.persist_directory
-        if not isinstance(backend, ChromaBackend) or directory is None or not backend.wrote:
-            return
-        written = backend.written_collections
-        if written is None or self._replica.write_failed:
-            return
-        as_of = backend.write_count
-        try:
-            trusted = SUMMARY_FILE in backend.trusted_files
-            previous = read_summary(directory) if trusted else None
-            present = _namespaces(backend)
-            stats: dict[str, dict[str, Any]] = {}
-            for ns in present:
-                entry = previous.stats.get(ns) if previous is not None else None
-                changed = {role for role in ("memories", "archive", "journal") if collection_name(ns, role) in written}
-                if entry is not None and not changed:
-                    stats[ns] = entry
-                elif entry is not None and changed == {"journal"}:
-                    stats[ns] = {**entry, "runs": self.run_records.count(ns)}
-                else:
-                    counts = self._count_with_mirror(ns, _SUMMARY_FIELDS, load=False, max_read=SUMMARY_MAX_READ)
-                    if counts is not None:
-                        stats[ns] = summary_entry(counts, self.run_records.count(ns))
-            if not stats:
-                return
-            write_summary(directory, present, stats)
-        except Exception:  # the summary is a shortcut: the close goes on without it
-            logger.warning("statistics summary of %s not kept", directory, exc_info=True)
-            return
-        backend.summary_current(as_of)
+        self._replica.save_summary(
+            count=lambda ns: self._count_with_mirror(ns, _SUMMARY_FIELDS, load=False, max_read=SUMMARY_MAX_READ),
+            runs=self.run_records.count,
+        )
 
     @backend_errors
     def count(self, *, namespace: str | None = None, status: MemoryStatus | None = None) -> int:

@@ -29,10 +29,10 @@ from langchain_hindsight.errors import ConfigurationError, InvalidMemoryError
 from langchain_hindsight.store import _directory
 from langchain_hindsight.store._core import backend_errors
 from langchain_hindsight.store._policy import clamp_future
-from langchain_hindsight.store._runs import RunRecord
 from langchain_hindsight.store._store_reads import ReadMixin
 from langchain_hindsight.store._store_writes import WriteMixin
 from langchain_hindsight.store._write import flag_suspicious
+from langchain_hindsight.store.runs import RunRecord
 from langchain_hindsight.types import MemoryUnit
 
 __all__ = [

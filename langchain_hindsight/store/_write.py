@@ -26,11 +26,12 @@ import numpy as np
 from langchain_hindsight._claims import claim_of, relation_of
 from langchain_hindsight._safety import SUSPICIOUS_TAG, looks_like_instruction
 from langchain_hindsight._text import informative
+from langchain_hindsight._trust import TRUST_ORDER, TRUSTED_SOURCES
 from langchain_hindsight.errors import ConfigurationError, InvalidMemoryError, UninformativeMemoryError
 from langchain_hindsight.store._codec import PENDING_SUPERSEDE, unit_from_record, unit_to_metadata
 from langchain_hindsight.store._collections import Collection, Role, check_namespace
 from langchain_hindsight.store._evidence import corroborated, evidence_cap
-from langchain_hindsight.store._policy import TRUST_ORDER, TRUSTED_SOURCES, ConfidencePolicy, settle_claims, trust
+from langchain_hindsight.store._policy import ConfidencePolicy, settle_claims, trust
 from langchain_hindsight.store._statement import statement_key
 from langchain_hindsight.store.writes import (
     Neighbour,
@@ -57,7 +58,6 @@ __all__ = [
     "plan_add",
     "prepare",
     "query_neighbours",
-    "statement_key",
     "suspicious",
     "write_plan",
     "write_updates",

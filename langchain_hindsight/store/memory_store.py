@@ -30,11 +30,7 @@ from langchain_hindsight.errors import ConfigurationError
 from langchain_hindsight.store._collections import check_namespace, recorded_embedder
 from langchain_hindsight.store._core import backend_errors
 from langchain_hindsight.store._forget import ForgetMixin
-from langchain_hindsight.store._policy import (  # noqa: F401 - the first two are re-exported
-    DEFAULT_CONFIDENCE_CEILING,
-    ConfidencePolicy,
-    fresh_ids_for_taken,
-)
+from langchain_hindsight.store._policy import ConfidencePolicy
 from langchain_hindsight.store._reembed import ReembedReport, reembed_collections
 from langchain_hindsight.store._store_reads import ReadMixin
 from langchain_hindsight.store._store_search import SearchMixin
@@ -45,7 +41,7 @@ from langchain_hindsight.store.writes import RuleWriteJudge, WriteJudge
 from langchain_hindsight.taxonomy import TaskTypeVocabulary
 from langchain_hindsight.types import MemoryUnit
 
-__all__ = ["ConfidencePolicy", "MemoryStore"]
+__all__ = ["MemoryStore"]
 
 logger = logging.getLogger(__name__)
 

@@ -188,7 +188,7 @@ def test_a_principal_never_reads_nor_writes_the_summary(
     def no_summary(*args: object) -> None:
         raise AssertionError("the summary was read for a principal")
 
-    monkeypatch.setattr(_stats, "trusted_store", no_summary)
+    monkeypatch.setattr(_stats, "trusted_summary", no_summary)
     code, out, err = run(capsys, "stats", "--path", str(store_dir), "--principal", TEAM, "--json")
     assert code == EXIT_OK, err
     assert list(json.loads(out)) == [TEAM]

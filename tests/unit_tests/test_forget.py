@@ -196,7 +196,8 @@ def test_forget_of_unknown_ids_changes_nothing(hash_store: MemoryStore) -> None:
 
 
 def test_forget_cleans_references_run_records_and_comments_on_every_backend(hash_store: MemoryStore) -> None:
-    from langchain_hindsight.store.journal import RunJournal, RunRecord
+    from langchain_hindsight.store.journal import RunJournal
+    from langchain_hindsight.store.runs import RunRecord
 
     store = hash_store
     old = store.add(MemoryUnit(task_type="report", content="周报按自然周统计。")).unit

@@ -390,7 +390,7 @@ def test_generalise_keeps_what_is_the_lesson(text: str) -> None:
 def test_evidence_respects_the_stores_own_ceiling_and_never_lifts_a_suspicious_unit(
     make_fake_store: Callable[..., MemoryStore],
 ) -> None:
-    from langchain_hindsight.store.memory_store import ConfidencePolicy
+    from langchain_hindsight.store import ConfidencePolicy
 
     store = make_fake_store("capped", policy=ConfidencePolicy(ceiling={"rule": 0.75}))
     lesson = MemoryUnit(task_type="api_call", content="With fetch, timeout=5 fails; timeout=30 works.", source="rule")

@@ -22,14 +22,14 @@ from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, Protocol, TypeVar
 import numpy as np
 
 from langchain_hindsight.errors import BackendError, HindsightError, StoreError
-from langchain_hindsight.store._directory import LOCK_FILE, CleanClose, acquire_directory
+from langchain_hindsight.store._directory import CleanClose, acquire_directory
 from langchain_hindsight.store.backend import _scrub
 from langchain_hindsight.store.backend.base import Backend, Include, Metadata, Records, Rows, Vector
 
 if TYPE_CHECKING:
     from filelock import BaseFileLock
 
-__all__ = ["LOCK_FILE", "ChromaBackend", "ChromaRecords", "acquire_directory", "backend_errors", "backend_exceptions"]
+__all__ = ["ChromaBackend", "ChromaRecords", "backend_errors", "backend_exceptions"]
 
 logger = logging.getLogger(__name__)
 

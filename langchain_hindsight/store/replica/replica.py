@@ -27,8 +27,9 @@ from typing import Any
 
 from langchain_hindsight.embeddings.local import EmbedderIdentity
 from langchain_hindsight.errors import HindsightError, StoreError
-from langchain_hindsight.store._collections import Collection, Role, collection_name
-from langchain_hindsight.store.backend import Backend
+from langchain_hindsight.store._collections import Collection, Role, collection_name, namespaces
+from langchain_hindsight.store._directory import SUMMARY_FILE
+from langchain_hindsight.store.backend import Backend, ChromaBackend
 from langchain_hindsight.store.replica.feed import ChangeFeed, open_change_feed
 from langchain_hindsight.store.replica.files import drop_snapshot
 from langchain_hindsight.store.replica.lexical import (
@@ -49,6 +50,7 @@ from langchain_hindsight.store.replica.records import (
     refresh_mirror,
     save_mirror,
 )
+from langchain_hindsight.store.replica.summary import read_summary, summary_entry, write_summary
 from langchain_hindsight.store.replica.units import UnitCache
 from langchain_hindsight.types import MemoryUnit
 
@@ -196,6 +198,47 @@ class Replica:
                     continue
                 if col is not None and save(derived, path, col):
                     fresh.add(namespace)
+
+    def save_summary(
+        self, *, count: Callable[[str], dict[tuple[str, ...], int] | None], runs: Callable[[str], int]
+    ) -> None:
+        """At close, before the backend closes: rewrite the statistics summary a writing session leaves current.
+
+        See ``replica.summary`` for which entries are kept, counted again (``count``: a namespace's counts by
+        status, task type and source, ``None`` when they cannot be had cheaply; ``runs``: its journalled runs)
+        or dropped. Does nothing for a session that wrote nothing (the file stays as it was), a store without
+        a directory, or another backend than Chroma. Failures are logged: without the backend's word the close
+        removes the file.
+        """
+        backend, directory = self.backend, self.directory
+        if not isinstance(backend, ChromaBackend) or directory is None or not backend.wrote:
+            return
+        written = backend.written_collections
+        if written is None or self.write_failed:
+            return
+        as_of = backend.write_count
+        try:
+            previous = read_summary(directory) if SUMMARY_FILE in backend.trusted_files else None
+            present = namespaces(backend)
+            stats: dict[str, dict[str, Any]] = {}
+            for ns in present:
+                entry = previous.stats.get(ns) if previous is not None else None
+                changed = {role for role in ("memories", "archive", "journal") if collection_name(ns, role) in written}
+                if entry is not None and not changed:
+                    stats[ns] = entry
+                elif entry is not None and changed == {"journal"}:
+                    stats[ns] = {**entry, "runs": runs(ns)}
+                else:
+                    counts = count(ns)
+                    if counts is not None:
+                        stats[ns] = summary_entry(counts, runs(ns))
+            if not stats:
+                return
+            write_summary(directory, present, stats)
+        except Exception:  # the summary is a shortcut: the close goes on without it
+            logger.warning("statistics summary of %s not kept", directory, exc_info=True)
+            return
+        backend.summary_current(as_of)
 
     def _save_mirror(self, mirror: Mirror, path: Path, col: Collection) -> bool:
         """:func:`save_mirror`, unless writes took the namespace past :attr:`max_rows` (then erased)."""
