@@ -1,6 +1,6 @@
 """Hard delete for ``MemoryStore``: ``forget`` and ``scrub``, records, references, run journal, then the bytes.
 
-:meth:`ForgetMixin.forget` removes units and every reference to them (a
+:func:`forget` removes units and every reference to them (a
 successor's ``supersedes``, a merge's ``merged_from``, the run records that
 served or produced them, the comments that became them), or a whole namespace.
 The run records are scrubbed through the storage layer's
@@ -25,7 +25,7 @@ from langchain_hindsight.store._core import StoreCore, backend_errors, check_ids
 from langchain_hindsight.store.backend import Backend, _scrub
 from langchain_hindsight.types import MemoryUnit
 
-__all__ = ["NO_SCRUB", "ForgetMixin", "drop_collections"]
+__all__ = ["NO_SCRUB", "drop_collections", "finish_interrupted_scrub", "forget", "scrub", "scrub_collections"]
 
 logger = logging.getLogger(__name__)
 
@@ -65,202 +65,155 @@ def drop_collections(backend: Backend, ns: str) -> int:
     return deleted
 
 
-class ForgetMixin(StoreCore):
-    """Hard delete and physical erasure (part of :class:`~langchain_hindsight.store.memory_store.MemoryStore`)."""
-
-    @backend_errors
-    def forget(
-        self,
-        memory_id: str | Sequence[str] | None = None,
-        *,
-        namespace: str | None = None,
-        scrub: bool | None = None,
-    ) -> int:
-        """Hard-delete units (every copy, archive included), or a whole namespace.
-
-        ``forget("mem_...")`` deletes those ids in ``namespace``: the record
-        (vector, document, metadata) in memories and archive, the lexical index
-        entry, and every reference to the id in other units (``supersedes``,
-        ``merged_from``) and in the run journal. ``forget(namespace="alice")``
-        deletes every collection of that namespace.
-
-        With ``scrub`` (the default for an embedded store) the bytes are then
-        physically erased from the directory (see :meth:`scrub`); a Chroma API
-        delete alone leaves them in ``chroma.sqlite3`` and the HNSW files.
-
-        Example:
-            >>> n = store.forget(unit.memory_id)  # doctest: +SKIP
-
-        Args:
-            memory_id: One id or a sequence of ids; ``None`` with an explicit
-                ``namespace`` forgets the whole namespace.
-            namespace: Namespace to delete from (default: the store's).
-            scrub: ``None``: scrub when the backend can erase (an embedded
-                directory this store holds; memory). ``False``: defer (call
-                :meth:`scrub` later, e.g. after a batch).
-
-        Returns:
-            How many units were deleted.
-
-        Raises:
-            ConfigurationError: bad arguments, or ``scrub=True`` on a store whose
-                backend cannot erase (a server or an injected client).
-        """
-        if scrub is not None and not isinstance(scrub, bool):
-            raise ConfigurationError(f"scrub must be True, False or None, got {scrub!r}")
-        if scrub and not self.backend.can_erase:
-            raise ConfigurationError(NO_SCRUB)
-        do_scrub = self.backend.can_erase if scrub is None else scrub
-        ns = self._ns(namespace)
-        ids = None if memory_id is None else check_ids(memory_id)
-        if ids is None and namespace is None:
-            raise ConfigurationError("forget() needs a memory id or an explicit namespace")
-        if ids == []:
-            return 0
-        with self._lock:
-            self._ensure_open()
-            rebuild: list[str] = []
-            _record_intent(self.persist_directory, ns, ids, do_scrub)  # durable before the first delete
-            try:
-                if ids is None:
-                    deleted = self._drop_namespace(ns)
-                else:
-                    deleted, rebuild = self._delete_ids(ns, ids)
-                if do_scrub and (deleted or rebuild):
-                    self._scrub(rebuild)
-            finally:
-                _clear_intent(self.persist_directory)  # done, or failed with an error the caller receives
-            return deleted
-
-    delete = forget
-
-    @backend_errors
-    def scrub(self) -> None:
-        """Physically erase every deleted record from the store's directory.
-
-        Rebuilds every collection from its live records (dropping the HNSW files
-        that still hold deleted vectors), merges the full-text index, rewrites
-        ``chroma.sqlite3`` with ``VACUUM`` under ``secure_delete`` and removes
-        orphaned segment files. Costs a full copy of the store; :meth:`forget`
-        does it for the collections it touched unless told ``scrub=False``.
-        Resumable: a crash mid-way is finished when the directory is reopened.
-        On the in-memory backend there is nothing left to erase.
-
-        Example:
-            >>> store.forget(ids, scrub=False); store.scrub()  # doctest: +SKIP
-
-        Raises:
-            ConfigurationError: the backend cannot erase (a server or an injected
-                client). For a Chroma server, stop it, open the directory with
-                ``MemoryStore(persist_directory=...)`` and scrub there.
-            StoreError: the backend failed.
-        """
-        if not self.backend.can_erase:
-            raise ConfigurationError(NO_SCRUB)
-        with self._lock:
-            self._ensure_open()
-            self._scrub(None)
-
-    # ------------------------------------------------------------------ internals
-    def _drop_namespace(self, ns: str) -> int:
-        """Drop every collection that belongs to ``ns`` (any role, leftovers included)."""
-        deleted = drop_collections(self.backend, ns)
-        for key in [k for k in self._collections if k[0] == ns]:
-            del self._collections[key]
-        self._replica.reset(ns)
-        self._repaired.discard(ns)
+@backend_errors
+def forget(
+    store: StoreCore,
+    memory_id: str | Sequence[str] | None = None,
+    *,
+    namespace: str | None = None,
+    scrub: bool | None = None,
+) -> int:
+    """The body of :meth:`MemoryStore.forget` (see there)."""
+    if scrub is not None and not isinstance(scrub, bool):
+        raise ConfigurationError(f"scrub must be True, False or None, got {scrub!r}")
+    if scrub and not store.backend.can_erase:
+        raise ConfigurationError(NO_SCRUB)
+    do_scrub = store.backend.can_erase if scrub is None else scrub
+    ns = store._ns(namespace)
+    ids = None if memory_id is None else check_ids(memory_id)
+    if ids is None and namespace is None:
+        raise ConfigurationError("forget() needs a memory id or an explicit namespace")
+    if ids == []:
+        return 0
+    with store._lock:
+        store._ensure_open()
+        rebuild: list[str] = []
+        _record_intent(store.persist_directory, ns, ids, do_scrub)  # durable before the first delete
+        try:
+            if ids is None:
+                deleted = _drop_namespace(store, ns)
+            else:
+                deleted, rebuild = _delete_ids(store, ns, ids)
+            if do_scrub and (deleted or rebuild):
+                scrub_collections(store, rebuild)
+        finally:
+            _clear_intent(store.persist_directory)  # done, or failed with an error the caller receives
         return deleted
 
-    def _delete_ids(self, ns: str, ids: list[str]) -> tuple[int, list[str]]:
-        """Delete ``ids`` and every reference to them; return (count, names of collections touched)."""
-        deleted = 0
-        touched: list[str] = []
-        gone = set(ids)
-        feedback: dict[str, list[str]] = {}  # run id -> contents of forgotten user_feedback units made in it
-        for role in ROLES:
-            col = self._collection(ns, role, create=False)
-            if col is None:
-                continue
-            rows = col.get(ids=ids, include=["documents", "metadatas"])
-            for doc, meta in zip(rows["documents"] or [], rows["metadatas"] or [], strict=True):
-                if (meta or {}).get("source") == "user_feedback" and (meta or {}).get("run_id"):
-                    feedback.setdefault(str(meta["run_id"]), []).append(doc or "")
-            present = list(rows["ids"])
-            if present:
-                col.delete(ids=present)
-                deleted += len(present)
+
+@backend_errors
+def scrub(store: StoreCore) -> None:
+    """The body of :meth:`MemoryStore.scrub` (see there)."""
+    if not store.backend.can_erase:
+        raise ConfigurationError(NO_SCRUB)
+    with store._lock:
+        store._ensure_open()
+        scrub_collections(store, None)
+
+
+# ------------------------------------------------------------------ internals
+def _drop_namespace(store: StoreCore, ns: str) -> int:
+    """Drop every collection that belongs to ``ns`` (any role, leftovers included)."""
+    deleted = drop_collections(store.backend, ns)
+    for key in [k for k in store._collections if k[0] == ns]:
+        del store._collections[key]
+    store._replica.reset(ns)
+    store._repaired.discard(ns)
+    return deleted
+
+
+def _delete_ids(store: StoreCore, ns: str, ids: list[str]) -> tuple[int, list[str]]:
+    """Delete ``ids`` and every reference to them; return (count, names of collections touched)."""
+    deleted = 0
+    touched: list[str] = []
+    gone = set(ids)
+    feedback: dict[str, list[str]] = {}  # run id -> contents of forgotten user_feedback units made in it
+    for role in ROLES:
+        col = store._collection(ns, role, create=False)
+        if col is None:
+            continue
+        rows = col.get(ids=ids, include=["documents", "metadatas"])
+        for doc, meta in zip(rows["documents"] or [], rows["metadatas"] or [], strict=True):
+            if (meta or {}).get("source") == "user_feedback" and (meta or {}).get("run_id"):
+                feedback.setdefault(str(meta["run_id"]), []).append(doc or "")
+        present = list(rows["ids"])
+        if present:
+            col.delete(ids=present)
+            deleted += len(present)
+            touched.append(col.name)
+        # References: a successor's ``supersedes`` and a merge's ``merged_from`` name the id.
+        referring = _referring(col, ids, gone)
+        cleaned = {
+            u.memory_id: u.evolve(
+                supersedes=None if u.supersedes in gone else u.supersedes,
+                merged_from=[m for m in u.merged_from if m not in gone],
+            )
+            for u in referring
+        }
+        if cleaned:
+            col.update(ids=list(cleaned), metadatas=[unit_to_metadata(u) for u in cleaned.values()])
+            if col.name not in touched:
                 touched.append(col.name)
-            # References: a successor's ``supersedes`` and a merge's ``merged_from`` name the id.
-            referring = self._referring(col, ids, gone)
-            cleaned = {
-                u.memory_id: u.evolve(
-                    supersedes=None if u.supersedes in gone else u.supersedes,
-                    merged_from=[m for m in u.merged_from if m not in gone],
-                )
-                for u in referring
-            }
-            if cleaned:
-                col.update(ids=list(cleaned), metadatas=[unit_to_metadata(u) for u in cleaned.values()])
-                if col.name not in touched:
-                    touched.append(col.name)
-                if role == "memories":
-                    self._replica.reindex(ns, upserts=list(cleaned.values()))
-        self._replica.reindex(ns, deletes=ids)
-        # The run records name the ids they served and produced, and hold the comments: scrubbed in storage.
-        if self.run_records.scrub(ns, ids, feedback):
-            journal = self._collection(ns, "journal", create=False)
-            if journal is not None:
-                touched.append(journal.name)
-        if deleted or touched:
-            # A delete is logical, and a unit may have lived in another collection before (archived,
-            # then restored; older journal versions): rebuild every collection of the namespace.
-            for role in ("memories", "archive", "journal"):
-                col = self._collection(ns, role, create=False)  # type: ignore[arg-type]
-                if col is not None and col.name not in touched:
-                    touched.append(col.name)
-        return deleted, touched
+            if role == "memories":
+                store._replica.reindex(ns, upserts=list(cleaned.values()))
+    store._replica.reindex(ns, deletes=ids)
+    # The run records name the ids they served and produced, and hold the comments: scrubbed in storage.
+    if store.run_records.scrub(ns, ids, feedback):
+        journal = store._collection(ns, "journal", create=False)
+        if journal is not None:
+            touched.append(journal.name)
+    if deleted or touched:
+        # A delete is logical, and a unit may have lived in another collection before (archived,
+        # then restored; older journal versions): rebuild every collection of the namespace.
+        for role in ("memories", "archive", "journal"):
+            col = store._collection(ns, role, create=False)  # type: ignore[arg-type]
+            if col is not None and col.name not in touched:
+                touched.append(col.name)
+    return deleted, touched
 
-    @staticmethod
-    def _referring(col: Collection, ids: list[str], gone: set[str]) -> list[MemoryUnit]:
-        found = records(col, where={"supersedes": {"$in": ids}})
-        return found + [u for u in records(col, where={"merged_from": {"$ne": "[]"}}) if gone & set(u.merged_from)]
 
-    def _scrub(self, rebuild: list[str] | None) -> None:
-        """Rebuild ``rebuild`` (names; ``None``: every hindsight collection), then erase files (resumably)."""
-        directory = self.persist_directory
-        if directory is None:  # nothing on disk (memory): the backend's deletes leave nothing behind
-            self.backend.erase(rebuild)
-            return
-        try:
-            _directory.begin_scrub(directory)  # durable before any step: a crash resumes on reopen
-            self._collections.clear()
-            self.backend.erase(rebuild)
-            _directory.end_scrub(directory)
-            _clear_intent(directory)  # a scrub of everything also finishes any forget noted before it
-        except HindsightError:
-            raise
-        except OSError as e:
-            raise StoreError(f"scrub of {directory} failed: {e}") from e
+def _referring(col: Collection, ids: list[str], gone: set[str]) -> list[MemoryUnit]:
+    found = records(col, where={"supersedes": {"$in": ids}})
+    return found + [u for u in records(col, where={"merged_from": {"$ne": "[]"}}) if gone & set(u.merged_from)]
 
-    def _finish_interrupted_scrub(self) -> None:
-        """Complete a forget or scrub that a crash interrupted (a rebuild half-done, a marker or intent left)."""
-        directory = self.persist_directory
-        if directory is None:
-            return
-        interrupted = self.backend.recover_interrupted()
-        intents = _directory.read_intents(directory)
-        if intents:
-            logger.warning("finishing %d interrupted forget(s) in %s", len(intents), directory)
-            with self._lock:
-                for intent in intents:
-                    ns, ids = str(intent.get("namespace")), intent.get("ids")
-                    if ids is None:
-                        drop_collections(self.backend, ns)
-                        self._collections.clear()
-                    else:
-                        self._delete_ids(ns, [str(i) for i in ids])
-            if not any(intent.get("scrub") for intent in intents):
-                _clear_intent(directory)
-        if interrupted or _directory.scrub_pending(directory) or _directory.intents_pending(directory):
-            logger.warning("finishing an interrupted scrub of %s", directory)
-            self._scrub(None)
+
+def scrub_collections(store: StoreCore, rebuild: list[str] | None) -> None:
+    """Rebuild ``rebuild`` (names; ``None``: every hindsight collection), then erase files (resumably)."""
+    directory = store.persist_directory
+    if directory is None:  # nothing on disk (memory): the backend's deletes leave nothing behind
+        store.backend.erase(rebuild)
+        return
+    try:
+        _directory.begin_scrub(directory)  # durable before any step: a crash resumes on reopen
+        store._collections.clear()
+        store.backend.erase(rebuild)
+        _directory.end_scrub(directory)
+        _clear_intent(directory)  # a scrub of everything also finishes any forget noted before it
+    except HindsightError:
+        raise
+    except OSError as e:
+        raise StoreError(f"scrub of {directory} failed: {e}") from e
+
+
+def finish_interrupted_scrub(store: StoreCore) -> None:
+    """Complete a forget or scrub that a crash interrupted (a rebuild half-done, a marker or intent left)."""
+    directory = store.persist_directory
+    if directory is None:
+        return
+    interrupted = store.backend.recover_interrupted()
+    intents = _directory.read_intents(directory)
+    if intents:
+        logger.warning("finishing %d interrupted forget(s) in %s", len(intents), directory)
+        with store._lock:
+            for intent in intents:
+                ns, ids = str(intent.get("namespace")), intent.get("ids")
+                if ids is None:
+                    drop_collections(store.backend, ns)
+                    store._collections.clear()
+                else:
+                    _delete_ids(store, ns, [str(i) for i in ids])
+        if not any(intent.get("scrub") for intent in intents):
+            _clear_intent(directory)
+    if interrupted or _directory.scrub_pending(directory) or _directory.intents_pending(directory):
+        logger.warning("finishing an interrupted scrub of %s", directory)
+        scrub_collections(store, None)

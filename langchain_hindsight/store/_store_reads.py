@@ -1,7 +1,7 @@
 """The read methods of ``MemoryStore``: listing, counting, paging units (with or without vectors), history.
 
-Also the statistics summary's upkeep at close (:meth:`ReadMixin._refresh_summary`):
-it counts with the recall mirror, as :meth:`ReadMixin.count_by` does when it can.
+Also the statistics summary's upkeep at close (:func:`refresh_summary`):
+it counts with the recall mirror, as :func:`count_by` does when it can.
 """
 
 from __future__ import annotations
@@ -20,12 +20,23 @@ from langchain_hindsight.store._core import StoreCore, backend_errors
 from langchain_hindsight.store.backend import Records, Rows
 from langchain_hindsight.types import MemoryStatus, MemoryUnit
 
-__all__ = ["SUMMARY_MAX_READ", "ReadMixin"]
+__all__ = [
+    "SUMMARY_MAX_READ",
+    "check_page_size",
+    "count",
+    "count_by",
+    "history",
+    "iter_units",
+    "iter_vectors",
+    "list_units",
+    "namespaces",
+    "refresh_summary",
+]
 
 logger = logging.getLogger(__name__)
 
 _COUNT_PAGE = 5000
-"""Records per backend read when :meth:`ReadMixin.count_by` reads metadata."""
+"""Records per backend read when :func:`count_by` reads metadata."""
 _MAX_PAGE = 2**31 - 1
 _SUMMARY_FIELDS = ("status", "task_type", "source")
 
@@ -45,243 +56,214 @@ def check_page_size(batch_size: object) -> None:
         raise ConfigurationError(f"batch_size must be an int from 1 to {_MAX_PAGE}, got {batch_size!r}")
 
 
-class ReadMixin(StoreCore):
-    """Reads of stored units (part of :class:`~langchain_hindsight.store.memory_store.MemoryStore`)."""
+@backend_errors
+def namespaces(store: StoreCore) -> list[str]:
+    """The body of :meth:`MemoryStore.namespaces` (see there)."""
+    with store._lock:
+        store._ensure_open()
+        return _namespaces(store.backend)
 
-    @backend_errors
-    def namespaces(self) -> list[str]:
-        """Every namespace that has a collection, sorted."""
-        with self._lock:
-            self._ensure_open()
-            return _namespaces(self.backend)
 
-    # ------------------------------------------------------------------ reads
-    @backend_errors
-    def list_units(
-        self,
-        *,
-        namespace: str | None = None,
-        status: MemoryStatus | None = None,
-        task_type: str | None = None,
-        kind: str | None = None,
-        source: str | None = None,
-        limit: int | None = None,
-    ) -> list[MemoryUnit]:
-        """Units matching every given filter, newest first. ``status=None`` means all statuses."""
-        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
-            raise ConfigurationError(f"limit must be a non-negative int or None, got {limit!r}")
-        units = list(self.iter_units(namespace=namespace, status=status, task_type=task_type, kind=kind, source=source))
-        units.sort(key=lambda u: (u.created_at, u.memory_id), reverse=True)
-        return units if limit is None else units[:limit]
+# ------------------------------------------------------------------ reads
+@backend_errors
+def list_units(
+    store: StoreCore,
+    *,
+    namespace: str | None = None,
+    status: MemoryStatus | None = None,
+    task_type: str | None = None,
+    kind: str | None = None,
+    source: str | None = None,
+    limit: int | None = None,
+) -> list[MemoryUnit]:
+    """The body of :meth:`MemoryStore.list_units` (see there)."""
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
+        raise ConfigurationError(f"limit must be a non-negative int or None, got {limit!r}")
+    units = list(iter_units(store, namespace=namespace, status=status, task_type=task_type, kind=kind, source=source))
+    units.sort(key=lambda u: (u.created_at, u.memory_id), reverse=True)
+    return units if limit is None else units[:limit]
 
-    def iter_units(
-        self,
-        *,
-        namespace: str | None = None,
-        status: MemoryStatus | None = None,
-        task_type: str | None = None,
-        kind: str | None = None,
-        source: str | None = None,
-        batch_size: int = 1000,
-    ) -> Iterator[MemoryUnit]:
-        """Iterate over matching units in pages of ``batch_size`` (unordered)."""
-        ns = self._ns(namespace)
-        filters: dict[str, object] = {"status": status, "task_type": task_type, "kind": kind, "source": source}
-        where = filter_where(filters, self.vocabulary.normalize)
-        check_page_size(batch_size)
-        roles: tuple[Role, ...] = ("archive",) if status == "archived" else ("memories",) if status else ROLES
-        for role in roles:
-            offset = 0
-            while True:
-                with self._lock:
-                    col = self._collection(ns, role, create=False)
-                    if col is None:
-                        break
-                    page = records(col, where=where, limit=batch_size, offset=offset)
-                yield from page
-                if len(page) < batch_size:
-                    break
-                offset += batch_size
 
-    def iter_vectors(
-        self, *, namespace: str | None = None, status: MemoryStatus = "active", batch_size: int = 1000
-    ) -> Iterator[tuple[list[MemoryUnit], np.ndarray]]:
-        """Units with ``status`` and their stored vectors, in pages of ``batch_size``: ``(units, vectors)``.
-
-        ``vectors`` is a float32 array with one row per unit, as stored (nothing is
-        re-embedded). Used by maintenance passes that compare units with each other.
-
-        Example:
-            >>> for units, vectors in store.iter_vectors(status="active"):  # doctest: +SKIP
-            ...     print(len(units), vectors.shape)
-        """
-        ns = self._ns(namespace)
-        if status not in ALLOWED["status"]:
-            raise ConfigurationError(f"status must be one of {ALLOWED['status']}, got {status!r}")
-        check_page_size(batch_size)
-        role: Role = "archive" if status == "archived" else "memories"
+def iter_units(
+    store: StoreCore,
+    *,
+    namespace: str | None = None,
+    status: MemoryStatus | None = None,
+    task_type: str | None = None,
+    kind: str | None = None,
+    source: str | None = None,
+    batch_size: int = 1000,
+) -> Iterator[MemoryUnit]:
+    """The body of :meth:`MemoryStore.iter_units` (see there)."""
+    ns = store._ns(namespace)
+    filters: dict[str, object] = {"status": status, "task_type": task_type, "kind": kind, "source": source}
+    where = filter_where(filters, store.vocabulary.normalize)
+    check_page_size(batch_size)
+    roles: tuple[Role, ...] = ("archive",) if status == "archived" else ("memories",) if status else ROLES
+    for role in roles:
         offset = 0
         while True:
-            with self._lock:
-                col = self._collection(ns, role, create=False)
+            with store._lock:
+                col = store._collection(ns, role, create=False)
                 if col is None:
-                    return
-                rows = col.get(
-                    where={"status": status},
-                    include=["documents", "metadatas", "embeddings"],
-                    limit=batch_size,
-                    offset=offset,
-                )
-            ids = rows["ids"]
-            if ids:
-                units = [
-                    unit_from_record(i, d, m)
-                    for i, d, m in zip(ids, rows["documents"] or [], rows["metadatas"] or [], strict=True)
-                ]
-                yield units, np.asarray(rows["embeddings"], dtype=np.float32).reshape(len(ids), -1)
-            if len(ids) < batch_size:
-                return
+                    break
+                page = records(col, where=where, limit=batch_size, offset=offset)
+            yield from page
+            if len(page) < batch_size:
+                break
             offset += batch_size
 
-    @backend_errors
-    def count_by(self, *fields: str, namespace: str | None = None) -> dict[tuple[str, ...], int]:
-        """How many units (every status) have each combination of values of ``fields``.
 
-        Exact, and cheap on large stores: a field with a known set of values
-        (``status``, ``kind``, ``source``, and ``task_type`` through the store's
-        vocabulary) is read as one id-only filtered query per value, and only the
-        units whose value is outside that set (or missing: counted as ``""``) have
-        their metadata read. ``run_id`` has no known values, so counting by it
-        reads every unit's metadata. When the store holds the namespace's recall
-        mirror (or its snapshot is vouched for: it is loaded, never built for
-        this), the active units are counted from it and only the others are read.
-        Keys come sorted.
+def iter_vectors(
+    store: StoreCore, *, namespace: str | None = None, status: MemoryStatus = "active", batch_size: int = 1000
+) -> Iterator[tuple[list[MemoryUnit], np.ndarray]]:
+    """The body of :meth:`MemoryStore.iter_vectors` (see there)."""
+    ns = store._ns(namespace)
+    if status not in ALLOWED["status"]:
+        raise ConfigurationError(f"status must be one of {ALLOWED['status']}, got {status!r}")
+    check_page_size(batch_size)
+    role: Role = "archive" if status == "archived" else "memories"
+    offset = 0
+    while True:
+        with store._lock:
+            col = store._collection(ns, role, create=False)
+            if col is None:
+                return
+            rows = col.get(
+                where={"status": status},
+                include=["documents", "metadatas", "embeddings"],
+                limit=batch_size,
+                offset=offset,
+            )
+        ids = rows["ids"]
+        if ids:
+            units = [
+                unit_from_record(i, d, m)
+                for i, d, m in zip(ids, rows["documents"] or [], rows["metadatas"] or [], strict=True)
+            ]
+            yield units, np.asarray(rows["embeddings"], dtype=np.float32).reshape(len(ids), -1)
+        if len(ids) < batch_size:
+            return
+        offset += batch_size
 
-        Example:
-            >>> store.count_by("status", "task_type")  # doctest: +SKIP
-            {('active', 'weekly_report'): 12, ('superseded', 'weekly_report'): 2}
 
-        Args:
-            fields: Among ``status``, ``task_type``, ``kind``, ``source``, ``run_id``.
-            namespace: Namespace to count (default: the store's).
-        """
-        allowed = ("status", "task_type", "kind", "source", "run_id")
-        if not fields or any(f not in allowed for f in fields):
-            raise ConfigurationError(f"fields must be among {allowed}, got {fields!r}")
-        ns = self._ns(namespace)
-        counts = self._count_with_mirror(ns, fields, load=True, max_read=None)
-        if counts is not None:
-            return counts
-        known = {f: self.vocabulary.labels if f == "task_type" else ALLOWED.get(f, ()) for f in fields}
-        counts = {}
-        for role in ROLES:
-            with self._lock:
-                col = self._collection(ns, role, create=False)
-                if col is None:
-                    continue
-                keys = _value_tuples(col, fields, known)
-            for key in keys:
-                counts[key] = counts.get(key, 0) + 1
-        return dict(sorted(counts.items()))
+@backend_errors
+def count_by(store: StoreCore, *fields: str, namespace: str | None = None) -> dict[tuple[str, ...], int]:
+    """The body of :meth:`MemoryStore.count_by` (see there)."""
+    allowed = ("status", "task_type", "kind", "source", "run_id")
+    if not fields or any(f not in allowed for f in fields):
+        raise ConfigurationError(f"fields must be among {allowed}, got {fields!r}")
+    ns = store._ns(namespace)
+    counts = _count_with_mirror(store, ns, fields, load=True, max_read=None)
+    if counts is not None:
+        return counts
+    known = {f: store.vocabulary.labels if f == "task_type" else ALLOWED.get(f, ()) for f in fields}
+    counts = {}
+    for role in ROLES:
+        with store._lock:
+            col = store._collection(ns, role, create=False)
+            if col is None:
+                continue
+            keys = _value_tuples(col, fields, known)
+        for key in keys:
+            counts[key] = counts.get(key, 0) + 1
+    return dict(sorted(counts.items()))
 
-    def _count_with_mirror(
-        self, ns: str, fields: tuple[str, ...], *, load: bool, max_read: int | None
-    ) -> dict[tuple[str, ...], int] | None:
-        """:meth:`count_by` from ``ns``'s recall mirror (see :meth:`_held_mirror`), or ``None`` without one.
 
-        The mirror holds every active record of the memories collection; the
-        memories collection's other records and the archive's are read (metadata
-        only). ``None`` too when they are more than ``max_read``, or when the
-        counts do not add up (the memories collection holds neither exactly the
-        mirrored and the other records): the caller then reads everything.
-        """
-        with self._lock:
-            mirror = self._replica.held_mirror(ns, load=load)
-            if mirror is None:
+def _count_with_mirror(
+    store: StoreCore, ns: str, fields: tuple[str, ...], *, load: bool, max_read: int | None
+) -> dict[tuple[str, ...], int] | None:
+    """:meth:`count_by` from ``ns``'s recall mirror (see :meth:`_held_mirror`), or ``None`` without one.
+
+    The mirror holds every active record of the memories collection; the
+    memories collection's other records and the archive's are read (metadata
+    only). ``None`` too when they are more than ``max_read``, or when the
+    counts do not add up (the memories collection holds neither exactly the
+    mirrored and the other records): the caller then reads everything.
+    """
+    with store._lock:
+        mirror = store._replica.held_mirror(ns, load=load)
+        if mirror is None:
+            return None
+        col = store._collection(ns, create=False)
+        archive = store._collection(ns, "archive", create=False)
+        assert col is not None  # the mirror's collection
+        stored = col.count()
+        archived = 0 if archive is None else archive.count()
+        if max_read is not None and stored - len(mirror) + archived > max_read:
+            return None
+        metadatas: list[Mapping[str, Any] | None] = []
+        inactive = 0
+        for rows in col.pages(include=["metadatas"], where={"status": {"$ne": "active"}}, size=_COUNT_PAGE):
+            if any(i in mirror for i in rows["ids"]):
                 return None
-            col = self._collection(ns, create=False)
-            archive = self._collection(ns, "archive", create=False)
-            assert col is not None  # the mirror's collection
-            stored = col.count()
-            archived = 0 if archive is None else archive.count()
-            if max_read is not None and stored - len(mirror) + archived > max_read:
-                return None
-            metadatas: list[Mapping[str, Any] | None] = []
-            inactive = 0
-            for rows in col.pages(include=["metadatas"], where={"status": {"$ne": "active"}}, size=_COUNT_PAGE):
-                if any(i in mirror for i in rows["ids"]):
-                    return None
+            metadatas.extend(rows["metadatas"] or [])
+            inactive += len(rows["ids"])
+        if archive is not None:
+            for rows in archive.pages(include=["metadatas"], size=_COUNT_PAGE):
                 metadatas.extend(rows["metadatas"] or [])
-                inactive += len(rows["ids"])
-            if archive is not None:
-                for rows in archive.pages(include=["metadatas"], size=_COUNT_PAGE):
-                    metadatas.extend(rows["metadatas"] or [])
-            if inactive + len(mirror) != stored or len(metadatas) != inactive + archived:
-                logger.debug("namespace %r: the recall mirror does not add up to the stored records", ns)
-                return None
-            counts: dict[tuple[str, ...], int] = {}
-            for meta in [*(m for _, _, m in mirror.records()), *metadatas]:
-                key = tuple(str((meta or {}).get(f, "")) for f in fields)
-                counts[key] = counts.get(key, 0) + 1
-        return dict(sorted(counts.items()))
+        if inactive + len(mirror) != stored or len(metadatas) != inactive + archived:
+            logger.debug("namespace %r: the recall mirror does not add up to the stored records", ns)
+            return None
+        counts: dict[tuple[str, ...], int] = {}
+        for meta in [*(m for _, _, m in mirror.records()), *metadatas]:
+            key = tuple(str((meta or {}).get(f, "")) for f in fields)
+            counts[key] = counts.get(key, 0) + 1
+    return dict(sorted(counts.items()))
 
-    def _refresh_summary(self) -> None:
-        """At close, before the backend closes: the replica rewrites the statistics summary (see ``replica.summary``).
 
-        A namespace whose memories were written is counted with its recall mirror (:meth:`_count_with_mirror`).
-        """
-        self._replica.save_summary(
-            count=lambda ns: self._count_with_mirror(ns, _SUMMARY_FIELDS, load=False, max_read=SUMMARY_MAX_READ),
-            runs=self.run_records.count,
-        )
+def refresh_summary(store: StoreCore) -> None:
+    """At close, before the backend closes: the replica rewrites the statistics summary (see ``replica.summary``).
 
-    @backend_errors
-    def count(self, *, namespace: str | None = None, status: MemoryStatus | None = None) -> int:
-        """Number of units in ``namespace`` (all statuses unless ``status`` is given)."""
-        if status is not None and status not in ALLOWED["status"]:
-            raise ConfigurationError(f"status must be one of {ALLOWED['status']} or None, got {status!r}")
-        ns = self._ns(namespace)
-        with self._lock:
-            total = 0
-            for role in ROLES:
-                col = self._collection(ns, role, create=False)
-                if col is None:
-                    continue
-                if status is None:
-                    total += col.count()
-                elif (status == "archived") == (role == "archive"):
-                    total += len(col.get(where={"status": status}, include=[])["ids"])
-            return total
+    A namespace whose memories were written is counted with its recall mirror (:meth:`_count_with_mirror`).
+    """
+    store._replica.save_summary(
+        count=lambda ns: _count_with_mirror(store, ns, _SUMMARY_FIELDS, load=False, max_read=SUMMARY_MAX_READ),
+        runs=store.run_records.count,
+    )
 
-    @backend_errors
-    def history(self, memory_id: str, *, namespace: str | None = None) -> list[MemoryUnit]:
-        """The supersedes chain through ``memory_id``, newest first.
 
-        Starts at the newest unit that (transitively) supersedes ``memory_id`` and
-        follows ``supersedes`` back to the oldest ancestor.
+@backend_errors
+def count(store: StoreCore, *, namespace: str | None = None, status: MemoryStatus | None = None) -> int:
+    """The body of :meth:`MemoryStore.count` (see there)."""
+    if status is not None and status not in ALLOWED["status"]:
+        raise ConfigurationError(f"status must be one of {ALLOWED['status']} or None, got {status!r}")
+    ns = store._ns(namespace)
+    with store._lock:
+        total = 0
+        for role in ROLES:
+            col = store._collection(ns, role, create=False)
+            if col is None:
+                continue
+            if status is None:
+                total += col.count()
+            elif (status == "archived") == (role == "archive"):
+                total += len(col.get(where={"status": status}, include=[])["ids"])
+        return total
 
-        Raises:
-            MemoryNotFoundError: ``memory_id`` does not exist.
-        """
-        ns = self._ns(namespace)
-        with self._lock:
-            head = self.get(memory_id, namespace=ns)
-            seen = {head.memory_id}
-            col = self._collection(ns)
-            assert col is not None
-            while True:  # walk forward to the newest successor
-                nxt = records(col, where={"supersedes": head.memory_id}, limit=1)
-                if not nxt or nxt[0].memory_id in seen:
-                    break
-                head = nxt[0]
-                seen.add(head.memory_id)
-            chain = [head]
-            while chain[-1].supersedes and chain[-1].supersedes not in {u.memory_id for u in chain}:
-                older = self.get_many([chain[-1].supersedes], namespace=ns)
-                if not older:
-                    break
-                chain.append(older[0])
-            return chain
+
+@backend_errors
+def history(store: StoreCore, memory_id: str, *, namespace: str | None = None) -> list[MemoryUnit]:
+    """The body of :meth:`MemoryStore.history` (see there)."""
+    ns = store._ns(namespace)
+    with store._lock:
+        head = store.get(memory_id, namespace=ns)
+        seen = {head.memory_id}
+        col = store._collection(ns)
+        assert col is not None
+        while True:  # walk forward to the newest successor
+            nxt = records(col, where={"supersedes": head.memory_id}, limit=1)
+            if not nxt or nxt[0].memory_id in seen:
+                break
+            head = nxt[0]
+            seen.add(head.memory_id)
+        chain = [head]
+        while chain[-1].supersedes and chain[-1].supersedes not in {u.memory_id for u in chain}:
+            older = store.get_many([chain[-1].supersedes], namespace=ns)
+            if not older:
+                break
+            chain.append(older[0])
+        return chain
 
 
 def _value_tuples(col: Records, fields: tuple[str, ...], known: Mapping[str, Sequence[str]]) -> list[tuple[str, ...]]:

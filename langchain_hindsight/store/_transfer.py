@@ -27,10 +27,10 @@ from typing import IO
 from langchain_hindsight._text import informative
 from langchain_hindsight.errors import ConfigurationError, InvalidMemoryError
 from langchain_hindsight.store import _directory
-from langchain_hindsight.store._core import backend_errors
+from langchain_hindsight.store import _store_reads as _read_ops
+from langchain_hindsight.store import _store_writes as _write_ops
+from langchain_hindsight.store._core import StoreCore, backend_errors
 from langchain_hindsight.store._policy import clamp_future
-from langchain_hindsight.store._store_reads import ReadMixin
-from langchain_hindsight.store._store_writes import WriteMixin
 from langchain_hindsight.store._write import flag_suspicious
 from langchain_hindsight.store.runs import RunRecord
 from langchain_hindsight.types import MemoryUnit
@@ -38,9 +38,9 @@ from langchain_hindsight.types import MemoryUnit
 __all__ = [
     "RUN_KEY",
     "ImportReport",
-    "TransferMixin",
     "export_runs",
     "export_units",
+    "finish_interrupted_import",
     "import_units",
     "read_backup",
     "read_jsonl",
@@ -72,7 +72,7 @@ class ImportReport:
 
 
 def export_units(
-    store: ReadMixin,
+    store: StoreCore,
     out: IO[str],
     *,
     namespaces: Iterable[str],
@@ -81,8 +81,8 @@ def export_units(
     """Write every unit of ``namespaces`` (all statuses) as JSONL; return how many."""
     count = 0
     for ns in namespaces:
-        total = store.count(namespace=ns)
-        for unit in store.iter_units(namespace=ns):
+        total = _read_ops.count(store, namespace=ns)
+        for unit in _read_ops.iter_units(store, namespace=ns):
             out.write(json.dumps(unit.to_dict(), ensure_ascii=False, sort_keys=True) + "\n")
             count += 1
             if progress is not None and count % 1000 == 0:
@@ -90,7 +90,7 @@ def export_units(
     return count
 
 
-def export_runs(store: ReadMixin, out: IO[str], *, namespaces: Iterable[str]) -> int:
+def export_runs(store: StoreCore, out: IO[str], *, namespaces: Iterable[str]) -> int:
     """Write every run record of ``namespaces`` (runs and reviews) as ``{"run": ...}`` lines; return how many."""
     count = 0
     for ns in namespaces:
@@ -148,8 +148,9 @@ def read_backup(lines: Iterable[str]) -> tuple[list[MemoryUnit], list[RunRecord]
     return units, runs
 
 
+@backend_errors
 def import_units(
-    store: TransferMixin,
+    store: StoreCore,
     units: Iterable[MemoryUnit],
     *,
     runs: Iterable[RunRecord] = (),
@@ -157,156 +158,122 @@ def import_units(
     progress: Callable[[str, int, int], None] | None = None,
     replace: bool = False,
 ) -> ImportReport:
-    """:meth:`MemoryStore.import_units <TransferMixin.import_units>` (what ``hindsight import`` runs)."""
-    return store.import_units(units, runs=runs, namespace=namespace, progress=progress, replace=replace)
-
-
-class TransferMixin(WriteMixin):
-    """Exact import (part of :class:`~langchain_hindsight.store.memory_store.MemoryStore`)."""
-
-    @backend_errors
-    def import_units(
-        self,
-        units: Iterable[MemoryUnit],
-        *,
-        runs: Iterable[RunRecord] = (),
-        namespace: str | None = None,
-        progress: Callable[[str, int, int], None] | None = None,
-        replace: bool = False,
-    ) -> ImportReport:
-        """Write ``units`` (and the journal's ``runs``) exactly as given, all or nothing (``namespace``: into it).
-
-        For restoring a backup or moving a store (see ``hindsight export``/``import``):
-        no task-type normalisation, no dedupe, no confidence caps (but untrusted text that reads like an
-        instruction is tagged ``suspicious`` and capped, as on every write); archived units go
-        straight to the archive; only the content is re-embedded. Every unit is read
-        and checked before anything is written. A unit whose id is already stored
-        with the same data is skipped; with other data it is refused unless
-        ``replace=True`` (an explicit overwrite): an import never silently replaces
-        a stored unit. An embedded store writes the units to a pending file first and
-        rolls a killed import forward when the directory is opened again. A unit whose
-        content carries no information (``"ok"``, ``"好的"``) is left out and counted in
-        ``refused`` (logged), rather than failing the import.
-
-        ``runs`` are run records of a backup made with the journal (``hindsight export
-        --journal``): checked with the units (a run id already journaled with other data is
-        refused unless ``replace``), written after them.
-
-        Raises:
-            InvalidMemoryError: a unit is invalid (nothing was written).
-            ConfigurationError: ids already stored with other data and ``replace`` is false (nothing was written).
-            StoreError: the backend failed.
-        """
-        latest: dict[str, MemoryUnit] = {}
-        refused: list[str] = []
-        for unit in units:
-            if not isinstance(unit, MemoryUnit):
-                raise ConfigurationError(f"import_units takes MemoryUnit objects, got {type(unit).__name__}")
-            if not informative(unit.content):
-                refused.append(unit.memory_id)
-                continue
-            unit = clamp_future(unit)  # a future stamp would never decay
-            flagged = flag_suspicious(unit, self.policy)  # untrusted text that reads like an instruction
-            if flagged is not unit:
-                logger.warning("import: memory %s from %s reads like an instruction: tagged suspicious, capped",
-                               unit.memory_id, unit.source)  # fmt: skip
-                unit = flagged
-            if namespace is not None:
-                unit = unit.evolve(namespace=self.resolve_namespace(namespace))
-            latest[unit.memory_id] = unit  # a later line wins
-        if refused:
-            logger.warning(
-                "import: refused %d unit(s) whose content carries no information (e.g. %s)", len(refused), refused[0]
-            )
-        todo = list(latest.values())
-        records = {
-            (r.namespace, r.run_id): r
-            for r in (
-                r if namespace is None else r.model_copy(update={"namespace": self.resolve_namespace(namespace)})
-                for r in runs
-            )
-        }
-        with self._lock:
-            stored = self._stored(todo)
-            clashes = [u.memory_id for u in todo if u.memory_id in stored and stored[u.memory_id] != u]
-            journaled = self._journaled(list(records.values()))
-            clashes += [r.run_id for key, r in records.items() if key in journaled and journaled[key] != r]
-            if clashes and not replace:
-                raise ConfigurationError(
-                    f"{len(clashes)} id(s) already stored with other data (e.g. {clashes[0]}); nothing was "
-                    "imported. Pass replace=True (hindsight import --replace) to overwrite them"
-                )
-            new_runs = [r for key, r in records.items() if journaled.get(key) != r]
-            fresh = [u for u in todo if stored.get(u.memory_id) != u]
-            per_ns: dict[str, int] = {}
-            pending = self._begin_import(fresh)
-            done = 0
-            for start in range(0, len(fresh), _BATCH):
-                done += self._import_batch(fresh[start : start + _BATCH], per_ns)
-                if progress is not None:
-                    progress("import", done, len(fresh))
-            if pending is not None:
-                _directory.end_import(pending)
-            if new_runs:
-                self.run_records.write(new_runs)
-        if records:
-            logger.info("import: %d run record(s) journaled, %d unchanged", len(new_runs), len(records) - len(new_runs))
-        return ImportReport(
-            imported=done,
-            namespaces=per_ns,
-            unchanged=len(todo) - len(fresh),
-            refused=len(refused),
-            runs=len(new_runs),
-            runs_unchanged=len(records) - len(new_runs),
+    """The body of :meth:`MemoryStore.import_units` (see there)."""
+    latest: dict[str, MemoryUnit] = {}
+    refused: list[str] = []
+    for unit in units:
+        if not isinstance(unit, MemoryUnit):
+            raise ConfigurationError(f"import_units takes MemoryUnit objects, got {type(unit).__name__}")
+        if not informative(unit.content):
+            refused.append(unit.memory_id)
+            continue
+        unit = clamp_future(unit)  # a future stamp would never decay
+        flagged = flag_suspicious(unit, store.policy)  # untrusted text that reads like an instruction
+        if flagged is not unit:
+            logger.warning("import: memory %s from %s reads like an instruction: tagged suspicious, capped",
+                           unit.memory_id, unit.source)  # fmt: skip
+            unit = flagged
+        if namespace is not None:
+            unit = unit.evolve(namespace=store.resolve_namespace(namespace))
+        latest[unit.memory_id] = unit  # a later line wins
+    if refused:
+        logger.warning(
+            "import: refused %d unit(s) whose content carries no information (e.g. %s)", len(refused), refused[0]
         )
-
-    def _journaled(self, records: list[RunRecord]) -> dict[tuple[str, str], RunRecord]:
-        by_ns: dict[str, list[str]] = {}
-        for r in records:
-            by_ns.setdefault(r.namespace, []).append(r.run_id)
-        found: dict[tuple[str, str], RunRecord] = {}
-        for ns, ids in by_ns.items():
-            for start in range(0, len(ids), 1000):
-                found.update({(ns, r.run_id): r for r in self.run_records.read(ns, ids=ids[start : start + 1000])})
-        return found
-
-    def _stored(self, units: list[MemoryUnit]) -> dict[str, MemoryUnit]:
-        by_ns: dict[str, list[str]] = {}
-        for u in units:
-            by_ns.setdefault(u.namespace, []).append(u.memory_id)
-        found: dict[str, MemoryUnit] = {}
-        for ns, ids in by_ns.items():
-            for start in range(0, len(ids), 1000):
-                found.update({u.memory_id: u for u in self._get_many(ids[start : start + 1000], ns)})
-        return found
-
-    def _begin_import(self, units: list[MemoryUnit]) -> Path | None:
-        """Write the units to the pending file durably (a store with a directory); return the directory."""
-        if self.persist_directory is None or not units:
-            return None
-        lines = (json.dumps(u.to_dict(), ensure_ascii=False, sort_keys=True) for u in units)
-        _directory.begin_import(self.persist_directory, lines)
-        return self.persist_directory
-
-    def _finish_interrupted_import(self) -> None:
-        """Roll forward an import a crash interrupted (its pending file is still there)."""
-        if self.persist_directory is None:
-            return
-        path = _directory.pending_import(self.persist_directory)
-        if path is None:
-            return
-        logger.warning("finishing an interrupted import into %s", self.persist_directory)
-        with path.open(encoding="utf-8") as fh:
-            units = list(read_jsonl(fh))
+    todo = list(latest.values())
+    records = {
+        (r.namespace, r.run_id): r
+        for r in (
+            r if namespace is None else r.model_copy(update={"namespace": store.resolve_namespace(namespace)})
+            for r in runs
+        )
+    }
+    with store._lock:
+        stored = _stored(store, todo)
+        clashes = [u.memory_id for u in todo if u.memory_id in stored and stored[u.memory_id] != u]
+        journaled = _journaled(store, list(records.values()))
+        clashes += [r.run_id for key, r in records.items() if key in journaled and journaled[key] != r]
+        if clashes and not replace:
+            raise ConfigurationError(
+                f"{len(clashes)} id(s) already stored with other data (e.g. {clashes[0]}); nothing was "
+                "imported. Pass replace=True (hindsight import --replace) to overwrite them"
+            )
+        new_runs = [r for key, r in records.items() if journaled.get(key) != r]
+        fresh = [u for u in todo if stored.get(u.memory_id) != u]
         per_ns: dict[str, int] = {}
-        with self._lock:
-            for start in range(0, len(units), _BATCH):
-                self._import_batch(units[start : start + _BATCH], per_ns)
-        _directory.end_import(self.persist_directory)
+        pending = _begin_import(store, fresh)
+        done = 0
+        for start in range(0, len(fresh), _BATCH):
+            done += _import_batch(store, fresh[start : start + _BATCH], per_ns)
+            if progress is not None:
+                progress("import", done, len(fresh))
+        if pending is not None:
+            _directory.end_import(pending)
+        if new_runs:
+            store.run_records.write(new_runs)
+    if records:
+        logger.info("import: %d run record(s) journaled, %d unchanged", len(new_runs), len(records) - len(new_runs))
+    return ImportReport(
+        imported=done,
+        namespaces=per_ns,
+        unchanged=len(todo) - len(fresh),
+        refused=len(refused),
+        runs=len(new_runs),
+        runs_unchanged=len(records) - len(new_runs),
+    )
 
-    def _import_batch(self, units: list[MemoryUnit], per_ns: dict[str, int]) -> int:
-        units = list({u.memory_id: u for u in units}.values())  # a later line wins
-        vectors = self._embed_batched([u.content for u in units])
-        for ns, n in self._write_exact(units, vectors).items():
-            per_ns[ns] = per_ns.get(ns, 0) + n
-        return len(units)
+
+def _journaled(store: StoreCore, records: list[RunRecord]) -> dict[tuple[str, str], RunRecord]:
+    by_ns: dict[str, list[str]] = {}
+    for r in records:
+        by_ns.setdefault(r.namespace, []).append(r.run_id)
+    found: dict[tuple[str, str], RunRecord] = {}
+    for ns, ids in by_ns.items():
+        for start in range(0, len(ids), 1000):
+            found.update({(ns, r.run_id): r for r in store.run_records.read(ns, ids=ids[start : start + 1000])})
+    return found
+
+
+def _stored(store: StoreCore, units: list[MemoryUnit]) -> dict[str, MemoryUnit]:
+    by_ns: dict[str, list[str]] = {}
+    for u in units:
+        by_ns.setdefault(u.namespace, []).append(u.memory_id)
+    found: dict[str, MemoryUnit] = {}
+    for ns, ids in by_ns.items():
+        for start in range(0, len(ids), 1000):
+            found.update({u.memory_id: u for u in store._get_many(ids[start : start + 1000], ns)})
+    return found
+
+
+def _begin_import(store: StoreCore, units: list[MemoryUnit]) -> Path | None:
+    """Write the units to the pending file durably (a store with a directory); return the directory."""
+    if store.persist_directory is None or not units:
+        return None
+    lines = (json.dumps(u.to_dict(), ensure_ascii=False, sort_keys=True) for u in units)
+    _directory.begin_import(store.persist_directory, lines)
+    return store.persist_directory
+
+
+def finish_interrupted_import(store: StoreCore) -> None:
+    """Roll forward an import a crash interrupted (its pending file is still there)."""
+    if store.persist_directory is None:
+        return
+    path = _directory.pending_import(store.persist_directory)
+    if path is None:
+        return
+    logger.warning("finishing an interrupted import into %s", store.persist_directory)
+    with path.open(encoding="utf-8") as fh:
+        units = list(read_jsonl(fh))
+    per_ns: dict[str, int] = {}
+    with store._lock:
+        for start in range(0, len(units), _BATCH):
+            _import_batch(store, units[start : start + _BATCH], per_ns)
+    _directory.end_import(store.persist_directory)
+
+
+def _import_batch(store: StoreCore, units: list[MemoryUnit], per_ns: dict[str, int]) -> int:
+    units = list({u.memory_id: u for u in units}.values())  # a later line wins
+    vectors = _write_ops.embed_batched(store, [u.content for u in units])
+    for ns, n in _write_ops.write_exact(store, units, vectors).items():
+        per_ns[ns] = per_ns.get(ns, 0) + n
+    return len(units)

@@ -369,8 +369,8 @@ if point == "first-delete":  # the intent is durable, nothing deleted yet
 elif point == "journal-scrub":  # the unit is deleted, the journal still names it
     C.Collection.upsert = die
 elif point == "before-scrub":  # every Chroma delete done, no scrub marker yet: the bytes are still on disk
-    from langchain_hindsight.store._forget import ForgetMixin
-    ForgetMixin._scrub = die
+    import langchain_hindsight.store._forget as F
+    F.scrub_collections = die
 elif point == "rename":  # a rebuild half done
     C.Collection.modify = die
 else:  # everything rebuilt, files not yet erased

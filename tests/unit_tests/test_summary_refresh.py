@@ -21,7 +21,6 @@ from langchain_hindsight.cli.main import EXIT_OK, main
 from langchain_hindsight.errors import BackendError, StoreError
 from langchain_hindsight.store import _store_reads
 from langchain_hindsight.store._directory import SUMMARY_FILE, read_stamp
-from langchain_hindsight.store._store_reads import ReadMixin
 from langchain_hindsight.store.backend import ChromaBackend, ChromaRecords
 from langchain_hindsight.store.journal import RunJournal
 from langchain_hindsight.store.memory_store import MemoryStore
@@ -62,12 +61,12 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
 
 def _plain(store: MemoryStore, namespace: str | None = None) -> dict[tuple[str, ...], int]:
     """``count_by`` as it reads without a mirror (every record's metadata from Chroma)."""
-    saved = ReadMixin._count_with_mirror
+    saved = _store_reads._count_with_mirror
     try:
-        ReadMixin._count_with_mirror = lambda *a, **k: None  # type: ignore[method-assign]
+        _store_reads._count_with_mirror = lambda *a, **k: None
         return store.count_by(*FIELDS, namespace=namespace)
     finally:
-        ReadMixin._count_with_mirror = saved  # type: ignore[method-assign]
+        _store_reads._count_with_mirror = saved
 
 
 @pytest.fixture

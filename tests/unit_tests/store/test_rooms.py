@@ -122,7 +122,6 @@ def test_a_store_module_exports_only_what_it_defines(rel: str) -> None:
     assert sorted(set(_all(tree)) - _defined(tree)) == []
 
 
-@pytest.mark.xfail(strict=True, reason="issue 21: the five mixins are not folded into one class yet")
 def test_no_mixin_assembles_the_store() -> None:
     mixins = {
         rel: [n.name for n in ast.walk(tree) if isinstance(n, ast.ClassDef) and n.name.endswith("Mixin")]
