@@ -261,13 +261,20 @@ def finish_interrupted_import(store: StoreCore) -> None:
     path = _directory.pending_import(store.persist_directory)
     if path is None:
         return
-    logger.warning("finishing an interrupted import into %s", store.persist_directory)
     with path.open(encoding="utf-8") as fh:
-        units = list(read_jsonl(fh))
+        units = list({u.memory_id: u for u in read_jsonl(fh)}.values())  # a later line wins
     per_ns: dict[str, int] = {}
     with store._lock:
-        for start in range(0, len(units), _BATCH):
-            _import_batch(store, units[start : start + _BATCH], per_ns)
+        stored = _stored(store, units)
+        todo = [u for u in units if stored.get(u.memory_id) != u]  # what reached the store is not written twice
+        logger.warning(
+            "finishing an interrupted import into %s: %d of %d unit(s) still to write",
+            store.persist_directory,
+            len(todo),
+            len(units),
+        )
+        for start in range(0, len(todo), _BATCH):
+            _import_batch(store, todo[start : start + _BATCH], per_ns)
     _directory.end_import(store.persist_directory)
 
 
