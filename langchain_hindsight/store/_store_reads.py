@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from langchain_hindsight.errors import ConfigurationError
+from langchain_hindsight.store._checks import is_int
 from langchain_hindsight.store._codec import unit_from_record
 from langchain_hindsight.store._collections import ALLOWED, ROLES, Role, filter_where, records
 from langchain_hindsight.store._collections import namespaces as _namespaces
@@ -52,7 +53,7 @@ next ``stats`` counts it)."""
 
 def check_page_size(batch_size: object) -> None:
     """Refuse a page size that is not an int in ``[1, 2**31 - 1]`` (what a backend read can carry)."""
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or not 1 <= batch_size <= _MAX_PAGE:
+    if not is_int(batch_size, 1, _MAX_PAGE):
         raise ConfigurationError(f"batch_size must be an int from 1 to {_MAX_PAGE}, got {batch_size!r}")
 
 
@@ -77,7 +78,7 @@ def list_units(
     limit: int | None = None,
 ) -> list[MemoryUnit]:
     """The body of :meth:`MemoryStore.list_units` (see there)."""
-    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
+    if limit is not None and not is_int(limit, 0):
         raise ConfigurationError(f"limit must be a non-negative int or None, got {limit!r}")
     units = list(iter_units(store, namespace=namespace, status=status, task_type=task_type, kind=kind, source=source))
     units.sort(key=lambda u: (u.created_at, u.memory_id), reverse=True)

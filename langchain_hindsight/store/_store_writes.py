@@ -10,6 +10,7 @@ from typing import Any
 
 from langchain_hindsight._safety import SUSPICIOUS_TAG
 from langchain_hindsight.errors import ConfigurationError, MemoryNotFoundError, StoreError
+from langchain_hindsight.store._checks import is_int
 from langchain_hindsight.store._codec import unit_to_metadata
 from langchain_hindsight.store._collections import ROLES, Role
 from langchain_hindsight.store._core import StoreCore, backend_errors, check_ids
@@ -248,7 +249,7 @@ def record_feedback(
     if not isinstance(rejected, bool):
         raise ConfigurationError(f"rejected must be a bool, got {rejected!r}")
     counts = dict(repeats or {})
-    if any(isinstance(n, bool) or not isinstance(n, int) or n < 0 for n in counts.values()):
+    if not all(is_int(n, 0) for n in counts.values()):
         raise ConfigurationError(f"repeats must map memory ids to non-negative ints, got {repeats!r}")
     if reason is not None and not isinstance(reason, str):
         raise ConfigurationError(f"reason must be a string or None, got {type(reason).__name__}")

@@ -36,6 +36,7 @@ from langchain_hindsight.store import _store_reads as _read_ops
 from langchain_hindsight.store import _store_search as _search_ops
 from langchain_hindsight.store import _store_writes as _write_ops
 from langchain_hindsight.store import _transfer as _transfer_ops
+from langchain_hindsight.store._checks import is_int
 from langchain_hindsight.store._collections import check_namespace, recorded_embedder
 from langchain_hindsight.store._core import StoreCore, backend_errors
 from langchain_hindsight.store._policy import ConfidencePolicy
@@ -148,7 +149,7 @@ class MemoryStore(StoreCore):
             raise ConfigurationError(
                 "judge must have a judge(unit, neighbours) method (see langchain_hindsight.store.writes)"
             )
-        if isinstance(mirror_max_rows, bool) or not isinstance(mirror_max_rows, int) or mirror_max_rows < 0:
+        if not is_int(mirror_max_rows, 0):
             raise ConfigurationError(f"mirror_max_rows must be an int >= 0, got {mirror_max_rows!r}")
         if backend is not None and (client is not None or not isinstance(backend, Backend)):
             raise ConfigurationError("backend must be a langchain_hindsight.store.backend.base.Backend, without client")
