@@ -16,10 +16,10 @@ from typing import IO, Any
 from langchain_hindsight.cli._output import Progress, clip, emit_json, safe, table, when
 from langchain_hindsight.cli._stats import print_stats
 from langchain_hindsight.cli._store import open_view
-from langchain_hindsight.store._transfer import export_runs, export_units
 from langchain_hindsight.store.journal import RunJournal
 from langchain_hindsight.store.memory_store import MemoryStore
 from langchain_hindsight.store.replica.summary import save_counted, summary_entry
+from langchain_hindsight.store.transfer import export_runs, export_units
 
 __all__ = ["explain", "export", "history", "runs", "show", "stats"]
 

@@ -1,11 +1,11 @@
-"""The core of ``MemoryStore``: state, collections, embedder checks, reads by id, and the derived indexes.
+"""The core of ``MemoryStore``: state, collections, embedder checks and reads by id.
 
-:class:`StoreCore` holds what every part of the store shares: the backend, the
-open collections, the lexical indexes and their snapshots, the unit cache, the
-lock. The public methods live in mixins by concept (``_store_reads``,
-``_store_search``, ``_store_writes``, ``_forget``) combined in
-:class:`~langchain_hindsight.store.memory_store.MemoryStore`; every one of them
-reaches the data through the backend layer (``backend.Backend``).
+:class:`StoreCore` holds what every function of the store shares: the backend, the
+open collections, the lock, the run records and the replica (``replica.Replica``: every
+derived copy of the data). The public methods are :class:`~langchain_hindsight.store.memory_store.MemoryStore`'s,
+each calling one function of its concept's module (``reads``, ``search``, ``_store_writes``,
+``forget``, ``transfer``); every one of them reaches the data through the backend layer
+(``backend.Backend``).
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ from langchain_hindsight.store._collections import (
     records,
 )
 from langchain_hindsight.store._policy import ConfidencePolicy
-from langchain_hindsight.store._repair import repair_namespace
+from langchain_hindsight.store.apply import repair_namespace
 from langchain_hindsight.store.backend import Backend
 from langchain_hindsight.store.replica import Replica
 from langchain_hindsight.store.runs import RunRecords
@@ -218,7 +218,7 @@ class StoreCore:
         """Finish two-step writes that a crash interrupted (run once per namespace, idempotent).
 
         A ``pending`` mark found here means a process died between the steps of a
-        supersede or a move; the remaining steps are done now (see the ``_repair``
+        supersede or a move; the remaining steps are done now (see the ``apply``
         module). Only marked records are touched, so a unit restored on purpose
         stays restored.
         """

@@ -15,8 +15,8 @@ from langchain_hindsight.store._codec import unit_to_metadata
 from langchain_hindsight.store._collections import ROLES, Role
 from langchain_hindsight.store._core import StoreCore, backend_errors, check_ids
 from langchain_hindsight.store._policy import feedback_reason, fresh_ids_for_taken, trust
-from langchain_hindsight.store._repair import move_units
-from langchain_hindsight.store._write import (
+from langchain_hindsight.store.apply import move_units, write_plan, write_updates
+from langchain_hindsight.store.decide import (
     WritePlan,
     check_informative,
     check_source_change,
@@ -25,8 +25,6 @@ from langchain_hindsight.store._write import (
     plan_add,
     prepare,
     query_neighbours,
-    write_plan,
-    write_updates,
 )
 from langchain_hindsight.store.writes import WriteResult
 from langchain_hindsight.types import MemoryStatus, MemoryUnit, utcnow

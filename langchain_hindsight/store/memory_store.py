@@ -8,11 +8,11 @@ The store reaches its data only through the backend layer (``backend.Backend``:
 ``backend.ChromaBackend``, embedded or server; ``backend.InMemoryBackend``), and
 recall reads through its replica (``replica.Replica``: the derived copies of the data).
 :class:`MemoryStore` is one class: each public method checks its arguments and calls
-one function of the module for its concept — ``_store_reads`` (listing, counting,
-history), ``_store_search`` (dense, lexical, hybrid), ``_store_writes`` (add, update,
-feedback, moves), ``_transfer`` (exact import) and ``_forget`` (forget, scrub) — over
+one function of the module for its concept — ``reads`` (listing, counting,
+history), ``search`` (dense, lexical, hybrid), ``_store_writes`` (add, update,
+feedback, moves), ``transfer`` (exact import) and ``forget`` (forget, scrub) — over
 the shared state of ``_core.StoreCore``. The mechanics live in ``_collections``
-(naming, opening, reading), ``_write`` (dedupe/merge/supersede planning), ``_repair``
+(naming, opening, reading), ``decide`` (dedupe/merge/supersede planning), ``apply``
 (two-step writes), ``runs`` (run records) and ``_policy`` (:class:`ConfidencePolicy`).
 """
 
@@ -31,20 +31,20 @@ from langchain_core.embeddings import Embeddings
 
 from langchain_hindsight.embeddings.multilingual import default_embeddings
 from langchain_hindsight.errors import ConfigurationError
-from langchain_hindsight.store import _forget as _forget_ops
-from langchain_hindsight.store import _store_reads as _read_ops
-from langchain_hindsight.store import _store_search as _search_ops
 from langchain_hindsight.store import _store_writes as _write_ops
-from langchain_hindsight.store import _transfer as _transfer_ops
+from langchain_hindsight.store import forget as _forget_ops
+from langchain_hindsight.store import reads as _read_ops
+from langchain_hindsight.store import search as _search_ops
+from langchain_hindsight.store import transfer as _transfer_ops
 from langchain_hindsight.store._checks import is_int
 from langchain_hindsight.store._collections import check_namespace, recorded_embedder
 from langchain_hindsight.store._core import StoreCore, backend_errors
 from langchain_hindsight.store._policy import ConfidencePolicy
 from langchain_hindsight.store._reembed import ReembedReport, reembed_collections
-from langchain_hindsight.store._transfer import ImportReport
 from langchain_hindsight.store.backend import Backend, ChromaBackend
 from langchain_hindsight.store.replica.records import MIRROR_MAX_ROWS
 from langchain_hindsight.store.runs import RunRecord
+from langchain_hindsight.store.transfer import ImportReport
 from langchain_hindsight.store.writes import RuleWriteJudge, WriteJudge, WriteResult
 from langchain_hindsight.taxonomy import TaskTypeVocabulary
 from langchain_hindsight.types import MemoryStatus, MemoryUnit

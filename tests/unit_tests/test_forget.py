@@ -369,7 +369,7 @@ if point == "first-delete":  # the intent is durable, nothing deleted yet
 elif point == "journal-scrub":  # the unit is deleted, the journal still names it
     C.Collection.upsert = die
 elif point == "before-scrub":  # every Chroma delete done, no scrub marker yet: the bytes are still on disk
-    import langchain_hindsight.store._forget as F
+    import langchain_hindsight.store.forget as F
     F.scrub_collections = die
 elif point == "rename":  # a rebuild half done
     C.Collection.modify = die

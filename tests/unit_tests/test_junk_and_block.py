@@ -106,7 +106,7 @@ def test_import_leaves_junk_out_and_counts_it(store: MemoryStore, caplog: pytest
         MemoryUnit(content="好"),
     ]
     lines = io.StringIO("".join(json.dumps(u.to_dict(), ensure_ascii=False) + "\n" for u in units))
-    from langchain_hindsight.store._transfer import read_jsonl
+    from langchain_hindsight.store.transfer import read_jsonl
 
     with caplog.at_level(logging.WARNING):
         report = store.import_units(read_jsonl(lines))

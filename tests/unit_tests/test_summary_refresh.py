@@ -19,7 +19,7 @@ from langchain_core.embeddings import Embeddings
 from langchain_hindsight.cli import browse
 from langchain_hindsight.cli.main import EXIT_OK, main
 from langchain_hindsight.errors import BackendError, StoreError
-from langchain_hindsight.store import _store_reads
+from langchain_hindsight.store import reads as store_reads
 from langchain_hindsight.store._directory import SUMMARY_FILE, read_stamp
 from langchain_hindsight.store.backend import ChromaBackend, ChromaRecords
 from langchain_hindsight.store.journal import RunJournal
@@ -61,12 +61,12 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
 
 def _plain(store: MemoryStore, namespace: str | None = None) -> dict[tuple[str, ...], int]:
     """``count_by`` as it reads without a mirror (every record's metadata from Chroma)."""
-    saved = _store_reads._count_with_mirror
+    saved = store_reads._count_with_mirror
     try:
-        _store_reads._count_with_mirror = lambda *a, **k: None
+        store_reads._count_with_mirror = lambda *a, **k: None
         return store.count_by(*FIELDS, namespace=namespace)
     finally:
-        _store_reads._count_with_mirror = saved
+        store_reads._count_with_mirror = saved
 
 
 @pytest.fixture
@@ -94,7 +94,7 @@ def _no_plain_read(monkeypatch: pytest.MonkeyPatch) -> None:
     def refuse(*args: object, **kwargs: object) -> None:
         raise AssertionError("count_by read every record's metadata")
 
-    monkeypatch.setattr(_store_reads, "_value_tuples", refuse)
+    monkeypatch.setattr(store_reads, "_value_tuples", refuse)
 
 
 # ---------------------------------------------------------------- count_by from the mirror
@@ -316,7 +316,7 @@ def test_too_many_records_to_read_drops_the_entry(
     reopen: Callable[[Path], MemoryStore],
 ) -> None:
     _stats(capsys, store_dir, "--all")
-    monkeypatch.setattr(_store_reads, "SUMMARY_MAX_READ", 2)  # default holds 3 records that are not active
+    monkeypatch.setattr(store_reads, "SUMMARY_MAX_READ", 2)  # default holds 3 records that are not active
     with reopen(store_dir) as store:
         store.search("周报", k=2)
         store.archive(["m_csv"])

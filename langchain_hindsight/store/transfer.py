@@ -27,11 +27,11 @@ from typing import IO
 from langchain_hindsight._text import informative
 from langchain_hindsight.errors import ConfigurationError, InvalidMemoryError
 from langchain_hindsight.store import _directory
-from langchain_hindsight.store import _store_reads as _read_ops
 from langchain_hindsight.store import _store_writes as _write_ops
+from langchain_hindsight.store import reads as _read_ops
 from langchain_hindsight.store._core import StoreCore, backend_errors
 from langchain_hindsight.store._policy import clamp_future
-from langchain_hindsight.store._write import flag_suspicious
+from langchain_hindsight.store.decide import flag_suspicious
 from langchain_hindsight.store.runs import RunRecord
 from langchain_hindsight.types import MemoryUnit
 
