@@ -230,6 +230,8 @@ def test_stats_on_a_stamped_store_does_not_import_chromadb(store_dir: Path) -> N
     assert again.returncode == EXIT_OK, again.stderr[-2000:]
     assert again.stdout == first.stdout
     assert [line for line in again.stderr.splitlines() if "chromadb" in line] == []
+    heavy = ("numpy", "langchain_core", "langchain_hindsight.store.replica.replica")  # the quick path stays small
+    assert [line for line in again.stderr.splitlines() if line.split("|")[-1].strip() in heavy] == []
     root = Path(__file__).resolve().parents[2]
     wrapped = subprocess.run(
         [sys.executable, "-c", _NO_CHROMA, "stats", "--path", str(store_dir), "--all"],

@@ -14,14 +14,34 @@ Derived data is rebuilt from the backend whenever it cannot be trusted; it is ne
 * :mod:`~langchain_hindsight.store.replica.snapshot`: :class:`StoreSnapshot`, recall from the files alone
   (the CLI's quick path);
 * :mod:`~langchain_hindsight.store.replica.files`: the one eraser of a derived file.
+
+Names are imported on first use: ``hindsight stats`` reads the summary without importing numpy or the store.
 """
 
-from langchain_hindsight.store.replica.feed import ChangeFeed
-from langchain_hindsight.store.replica.lexical import LexicalIndex, tokenize
-from langchain_hindsight.store.replica.records import MIRROR_MAX_ROWS, Mirror
-from langchain_hindsight.store.replica.replica import Replica
-from langchain_hindsight.store.replica.snapshot import SnapshotFiles, StoreSnapshot
-from langchain_hindsight.store.replica.units import UnitCache
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from langchain_hindsight.store.replica.feed import ChangeFeed
+    from langchain_hindsight.store.replica.lexical import LexicalIndex, tokenize
+    from langchain_hindsight.store.replica.records import MIRROR_MAX_ROWS, Mirror
+    from langchain_hindsight.store.replica.replica import Replica
+    from langchain_hindsight.store.replica.snapshot import SnapshotFiles, StoreSnapshot
+    from langchain_hindsight.store.replica.units import UnitCache
+
+_EXPORTS: dict[str, str] = {
+    "MIRROR_MAX_ROWS": "records",
+    "ChangeFeed": "feed",
+    "LexicalIndex": "lexical",
+    "Mirror": "records",
+    "Replica": "replica",
+    "SnapshotFiles": "snapshot",
+    "StoreSnapshot": "snapshot",
+    "UnitCache": "units",
+    "tokenize": "lexical",
+}
 
 __all__ = [
     "MIRROR_MAX_ROWS",
@@ -34,3 +54,14 @@ __all__ = [
     "UnitCache",
     "tokenize",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{module}"), name)
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *__all__])
