@@ -39,8 +39,9 @@ from langchain_hindsight.settings import session_defaults
 from langchain_hindsight.sharing.access import ScopedMemory
 from langchain_hindsight.sharing.principals import AccessPolicy, Principal, resolve_principal
 from langchain_hindsight.sharing.retriever import ScopedRetriever
-from langchain_hindsight.store.journal import RunJournal, RunRecord
+from langchain_hindsight.store.journal import RunJournal
 from langchain_hindsight.store.memory_store import MemoryStore
+from langchain_hindsight.store.runs import RunRecord
 from langchain_hindsight.store.writes import LLMWriteJudge, WriteJudge
 from langchain_hindsight.types import ScoredMemory
 

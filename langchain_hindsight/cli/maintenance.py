@@ -22,8 +22,8 @@ from langchain_hindsight.errors import ConfigurationError, InvalidMemoryError, M
 from langchain_hindsight.lifecycle.maintenance import Lifecycle
 from langchain_hindsight.settings import openai_chat_model
 from langchain_hindsight.store import _reembed
-from langchain_hindsight.store._transfer import import_units, read_backup
 from langchain_hindsight.store.memory_store import MemoryStore
+from langchain_hindsight.store.transfer import import_units, read_backup
 
 __all__ = [
     "add_reembed_arguments",

@@ -1,0 +1,40 @@
+"""Storage backends: the one narrow interface the store writes through, and its implementations.
+
+* :mod:`~langchain_hindsight.store.backend.base`: :class:`Backend` (named collections) and
+  :class:`Records` (one collection of ``(id, embedding, document, metadata)`` records), with
+  Chroma's names and result shapes;
+* :mod:`~langchain_hindsight.store.backend.chroma`: :class:`ChromaBackend`, embedded Chroma in a
+  directory (under the directory's single-writer lock) or a ``chroma run`` server;
+* :mod:`~langchain_hindsight.store.backend.inmemory`: :class:`InMemoryBackend`, dicts and an exact
+  numpy cosine search, for fast tests and throwaway stores.
+
+A new backend (e.g. PostgreSQL) subclasses :class:`Backend` and :class:`Records` in a module of
+its own here; nothing else in the store changes.
+"""
+
+from langchain_hindsight.store.backend.base import (
+    BACKEND_WRITES,
+    RECORDS_WRITES,
+    Backend,
+    Include,
+    Metadata,
+    Records,
+    Rows,
+    Vector,
+)
+from langchain_hindsight.store.backend.chroma import ChromaBackend, ChromaRecords
+from langchain_hindsight.store.backend.inmemory import InMemoryBackend
+
+__all__ = [
+    "BACKEND_WRITES",
+    "RECORDS_WRITES",
+    "Backend",
+    "ChromaBackend",
+    "ChromaRecords",
+    "InMemoryBackend",
+    "Include",
+    "Metadata",
+    "Records",
+    "Rows",
+    "Vector",
+]
