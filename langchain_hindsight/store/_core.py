@@ -198,6 +198,19 @@ class StoreCore:
 
     _ns = resolve_namespace
 
+    def _atomic(self, namespace: str, plan: Callable[[], _R]) -> _R:
+        """Run a write ``plan`` on ``namespace`` through :meth:`Backend.atomic` (one transaction on a database).
+
+        A database backend may re-run ``plan`` after a serialization failure, so a plan
+        re-reads what it decides on. After a failure the opened collections are forgotten:
+        one created inside a rolled-back transaction must not be reused.
+        """
+        try:
+            return self.backend.atomic(namespace, plan)
+        except BaseException:
+            self._collections.clear()
+            raise
+
     def _ensure_open(self) -> None:
         if self._closed:
             raise StoreClosedError("this MemoryStore is closed")
@@ -354,6 +367,8 @@ class StoreCore:
         """The namespace's change feed, or ``None`` when this store is the only writer."""
         if self.backend.single_writer:
             return None  # the directory lock (or memory) guarantees no other writer
+        if self.backend.answers_lexical:
+            return None  # the database answers the lexical arm: there is no in-process index to keep in step
         feed = self._feeds.get(namespace)
         if feed is None:
             feed = self._feeds[namespace] = open_change_feed(self.backend, namespace)

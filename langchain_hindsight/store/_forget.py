@@ -13,6 +13,7 @@ scrub a crash cut short.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
@@ -156,9 +157,9 @@ class ForgetMixin(StoreCore):
             _record_intent(self.persist_directory, ns, ids, do_scrub)  # durable before the first delete
             try:
                 if ids is None:
-                    deleted = self._drop_namespace(ns)
+                    deleted = self._atomic(ns, functools.partial(self._drop_namespace, ns))
                 else:
-                    deleted, rebuild = self._delete_ids(ns, ids)
+                    deleted, rebuild = self._atomic(ns, functools.partial(self._delete_ids, ns, ids))
                 if do_scrub and (deleted or rebuild):
                     self._scrub(rebuild)
             finally:

@@ -205,4 +205,9 @@ class SearchMixin(StoreCore):
         check_k(k)
         ns = self._ns(namespace)
         with self._lock:
+            if self.backend.answers_lexical:  # the database scores the lexical arm: no in-process index
+                col = self._collection(ns, create=False)
+                found = col.lexical_search(query, k, normalize=normalize) if col is not None else []
+                if found is not None:
+                    return found
             return self._lexical_index(ns).search(query, k, normalize=normalize)

@@ -11,7 +11,7 @@ from typing import Any
 from langchain_hindsight._safety import SUSPICIOUS_TAG
 from langchain_hindsight.errors import ConfigurationError, MemoryNotFoundError, StoreError
 from langchain_hindsight.store._codec import unit_to_metadata
-from langchain_hindsight.store._collections import ROLES, Role
+from langchain_hindsight.store._collections import ROLES, Collection, Role
 from langchain_hindsight.store._core import StoreCore, backend_errors, check_ids
 from langchain_hindsight.store._policy import feedback_reason, fresh_ids_for_taken, trust
 from langchain_hindsight.store._repair import move_units
@@ -103,7 +103,9 @@ class WriteMixin(StoreCore):
                 batch = [prepared[i] for i in chunk]
                 vectors = self._embed_batched([u.content for u in batch])
                 with self._lock:
-                    stored = self._add_namespace(ns, batch, vectors, dedupe)
+                    self._collection(ns)  # created outside the plan's transaction (a retry re-runs only the plan)
+                    plan = functools.partial(self._add_namespace, ns, batch, vectors, dedupe)
+                    stored = self._atomic(ns, plan)
                 for i, result in zip(chunk, stored, strict=True):
                     results[i] = result
         return [r for r in results if r is not None]
@@ -185,30 +187,38 @@ class WriteMixin(StoreCore):
         ns = prepared.namespace
         vector = self._embed_batched([prepared.content])[0]
         with self._lock:
-            old = [u for u in self.get_many(ids, namespace=ns) if u.status == "active"]
-            if not old:
-                raise MemoryNotFoundError(f"no active memory among {ids[:5]} in namespace {ns!r}")
-            weaker = [u.memory_id for u in old if trust(prepared.source) > trust(u.source)]
-            if weaker:
-                raise ConfigurationError(
-                    f"a {prepared.source} unit never replaces a more trusted one ({', '.join(weaker)})"
-                )
-            col = self._vectors(self._collection(ns))
-            assert col is not None
-            taken = set(col.exists([prepared.memory_id]))
-            archive = self._collection(ns, "archive", create=False)
-            if archive is not None:
-                taken |= set(archive.exists([prepared.memory_id]))
-            new = fresh_ids_for_taken([prepared], taken)[0].evolve(supersedes=old[0].memory_id)
-            plan = WritePlan()
-            plan.new[new.memory_id] = (new, vector)
-            plan.changed.update((u.memory_id, demote(u, self.policy)) for u in old)
-            plan.superseding.add(new.memory_id)
-            write_plan(col, plan, self.backend.max_batch_size)
-            self._reindex(ns, upserts=[new, *plan.changed.values()])
+            self._collection(ns)
+            old, new = self._atomic(ns, functools.partial(self._supersede_plan, ids, prepared, vector, ns))
         related = tuple(u.memory_id for u in old)
         logger.info("write %s in %r: superseded %s (%s)", new.memory_id, ns, ", ".join(related), reason)
         return WriteResult("superseded", new, related, reason, tuple(old))
+
+    def _supersede_plan(
+        self, ids: list[str], prepared: MemoryUnit, vector: list[float], ns: str
+    ) -> tuple[list[MemoryUnit], MemoryUnit]:
+        """Plan and write a supersede (see :meth:`supersede`); returns the demoted units and the new one."""
+        old = [u for u in self.get_many(ids, namespace=ns) if u.status == "active"]
+        if not old:
+            raise MemoryNotFoundError(f"no active memory among {ids[:5]} in namespace {ns!r}")
+        weaker = [u.memory_id for u in old if trust(prepared.source) > trust(u.source)]
+        if weaker:
+            raise ConfigurationError(
+                f"a {prepared.source} unit never replaces a more trusted one ({', '.join(weaker)})"
+            )
+        col = self._vectors(self._collection(ns))
+        assert col is not None
+        taken = set(col.exists([prepared.memory_id]))
+        archive = self._collection(ns, "archive", create=False)
+        if archive is not None:
+            taken |= set(archive.exists([prepared.memory_id]))
+        new = fresh_ids_for_taken([prepared], taken)[0].evolve(supersedes=old[0].memory_id)
+        plan = WritePlan()
+        plan.new[new.memory_id] = (new, vector)
+        plan.changed.update((u.memory_id, demote(u, self.policy)) for u in old)
+        plan.superseding.add(new.memory_id)
+        write_plan(col, plan, self.backend.max_batch_size)
+        self._reindex(ns, upserts=[new, *plan.changed.values()])
+        return old, new
 
     @backend_errors
     def update(self, memory_id: str, /, *, namespace: str | None = None, **changes: Any) -> MemoryUnit:
@@ -225,16 +235,20 @@ class WriteMixin(StoreCore):
         if {"memory_id", "namespace"} & set(changes):
             raise ConfigurationError("memory_id and namespace cannot be changed; add a new unit instead")
         ns = self._ns(namespace)
-        with self._lock:
+        if "task_type" in changes:
+            if not isinstance(changes["task_type"], str):
+                raise ConfigurationError(f"task_type must be a string, got {type(changes['task_type']).__name__}")
+            changes["task_type"] = self.vocabulary.normalize(changes["task_type"])
+
+        def plan() -> MemoryUnit:  # read, check and write as one plan (one transaction on a database)
             current = self.get(memory_id, namespace=ns)
             check_source_change(current, changes.get("source", current.source))
             if "content" in changes:
                 check_informative(current.evolve(content=changes["content"]))
-            if "task_type" in changes:
-                if not isinstance(changes["task_type"], str):
-                    raise ConfigurationError(f"task_type must be a string, got {type(changes['task_type']).__name__}")
-                changes["task_type"] = self.vocabulary.normalize(changes["task_type"])
             return self.update_many([current.evolve(**changes)], namespace=ns)[0]
+
+        with self._lock:
+            return self._atomic(ns, plan)
 
     @backend_errors
     def update_many(self, units: Sequence[MemoryUnit], *, namespace: str | None = None) -> list[MemoryUnit]:
@@ -255,22 +269,26 @@ class WriteMixin(StoreCore):
         if not units:
             return []
         with self._lock:
-            written: list[MemoryUnit] = []
-            for role in ROLES:
-                col = self._collection(ns, role, create=False)
-                if col is None:
-                    continue
-                batch = write_updates(col, role, units, functools.partial(self._embed_into, col))
-                if not batch:
-                    continue
-                if role == "memories":
-                    self._reindex(ns, upserts=batch)
-                written.extend(batch)
-            missing = {u.memory_id for u in units} - {u.memory_id for u in written}
-            if missing:
-                raise MemoryNotFoundError(f"no memory {sorted(missing)[0]!r} in namespace {ns!r}")
-            order = {u.memory_id: i for i, u in enumerate(units)}
-            return sorted(written, key=lambda u: order[u.memory_id])
+            return self._atomic(ns, functools.partial(self._update_plan, units, ns))
+
+    def _update_plan(self, units: list[MemoryUnit], ns: str) -> list[MemoryUnit]:
+        """Write :meth:`update_many`'s new versions (one plan)."""
+        written: list[MemoryUnit] = []
+        for role in ROLES:
+            col = self._collection(ns, role, create=False)
+            if col is None:
+                continue
+            batch = write_updates(col, role, units, functools.partial(self._embed_into, col))
+            if not batch:
+                continue
+            if role == "memories":
+                self._reindex(ns, upserts=batch)
+            written.extend(batch)
+        missing = {u.memory_id for u in units} - {u.memory_id for u in written}
+        if missing:
+            raise MemoryNotFoundError(f"no memory {sorted(missing)[0]!r} in namespace {ns!r}")
+        order = {u.memory_id: i for i, u in enumerate(units)}
+        return sorted(written, key=lambda u: order[u.memory_id])
 
     @backend_errors
     def record_feedback(
@@ -319,21 +337,9 @@ class WriteMixin(StoreCore):
         when = utcnow() if now is None else now if now.tzinfo else now.replace(tzinfo=UTC)
         ns = self._ns(namespace)
         with self._lock:
-            current = self.get_many(ids, namespace=ns)
-            if len(current) != len(ids):
-                gone = sorted(set(ids) - {u.memory_id for u in current})
-                logger.warning("feedback skipped for %d unknown memory id(s): %s", len(gone), gone[:5])
-            updated = [
-                u.evolve(
-                    access_count=u.access_count + 1,
-                    last_accessed_at=max(u.last_accessed_at, when),
-                    confidence=self._credited(
-                        u, success=success, rejected=rejected, repeats=counts.get(u.memory_id, 0)
-                    ),
-                )
-                for u in current
-            ]
-            written = self.update_many(updated, namespace=ns)
+            current, written = self._atomic(
+                ns, functools.partial(self._feedback_plan, ids, ns, when, success, rejected, counts)
+            )
         if success is not None or rejected:
             for old, new in zip(current, written, strict=True):
                 why = feedback_reason(
@@ -348,6 +354,25 @@ class WriteMixin(StoreCore):
                     why,
                 )
         return written
+
+    def _feedback_plan(
+        self, ids: list[str], ns: str, when: datetime, success: bool | None, rejected: bool, counts: dict[str, int]
+    ) -> tuple[list[MemoryUnit], list[MemoryUnit]]:
+        """Read the units and write their credited versions (one plan of :meth:`record_feedback`)."""
+        current = self.get_many(ids, namespace=ns)
+        if len(current) != len(ids):
+            gone = sorted(set(ids) - {u.memory_id for u in current})
+            logger.warning("feedback skipped for %d unknown memory id(s): %s", len(gone), gone[:5])
+        updated = [
+            u.evolve(
+                access_count=u.access_count + 1,
+                last_accessed_at=max(u.last_accessed_at, when),
+                confidence=self._credited(u, success=success, rejected=rejected, repeats=counts.get(u.memory_id, 0)),
+            )
+            for u in current
+        ]
+        written = self.update_many(updated, namespace=ns)
+        return current, written
 
     def _credited(self, unit: MemoryUnit, *, success: bool | None, rejected: bool, repeats: int) -> float:
         """The policy's new confidence for ``unit``; a credit never lifts a ``suspicious`` unit over the cap."""
@@ -410,15 +435,20 @@ class WriteMixin(StoreCore):
             src = self._collection(ns, src_role, create=False)
             if src is None:
                 return []
-            status: MemoryStatus = "archived" if dst_role == "archive" else "active"
-            moved = move_units(src, functools.partial(self._collection, ns, dst_role), ids, status)
-            if not moved:
-                return []
-            if dst_role == "archive":
-                self._reindex(ns, deletes=[u.memory_id for u in moved])
-            else:
-                self._reindex(ns, upserts=moved)
-            return moved
+            self._collection(ns, dst_role)  # created outside the plan's transaction
+            return self._atomic(ns, functools.partial(self._move_plan, ids, ns, src, dst_role))
+
+    def _move_plan(self, ids: list[str], ns: str, src: Collection, dst_role: Role) -> list[MemoryUnit]:
+        """Move ``ids`` from ``src`` to the ``dst_role`` collection (one plan of :meth:`_move`)."""
+        status: MemoryStatus = "archived" if dst_role == "archive" else "active"
+        moved = move_units(src, functools.partial(self._collection, ns, dst_role), ids, status)
+        if not moved:
+            return []
+        if dst_role == "archive":
+            self._reindex(ns, deletes=[u.memory_id for u in moved])
+        else:
+            self._reindex(ns, upserts=moved)
+        return moved
 
     @backend_errors
     def discard(self, memory_ids: Sequence[str], *, namespace: str | None = None) -> int:
@@ -434,12 +464,16 @@ class WriteMixin(StoreCore):
             col = self._collection(ns, create=False)
             if col is None or not ids:
                 return 0
-            present = col.exists(ids)
-            step = self.backend.max_batch_size
-            for start in range(0, len(present), step):
-                col.delete(ids=present[start : start + step])
-            self._reindex(ns, deletes=present)
-            return len(present)
+
+            def plan() -> int:
+                present = col.exists(ids)
+                step = self.backend.max_batch_size
+                for start in range(0, len(present), step):
+                    col.delete(ids=present[start : start + step])
+                self._reindex(ns, deletes=present)
+                return len(present)
+
+            return self._atomic(ns, plan)
 
     def _write_exact(self, units: list[MemoryUnit], vectors: list[list[float]]) -> dict[str, int]:
         """Write ``units`` exactly as given (import, restore): each into its collection, out of the other one.

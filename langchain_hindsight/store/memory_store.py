@@ -37,6 +37,7 @@ from langchain_hindsight.store._policy import (  # noqa: F401 - the first two ar
     fresh_ids_for_taken,
 )
 from langchain_hindsight.store._reembed import ReembedReport, reembed_collections
+from langchain_hindsight.store._search import lexical_scheme
 from langchain_hindsight.store._store_reads import ReadMixin
 from langchain_hindsight.store._store_search import SearchMixin
 from langchain_hindsight.store._transfer import TransferMixin
@@ -51,13 +52,23 @@ __all__ = ["ConfidencePolicy", "MemoryStore"]
 logger = logging.getLogger(__name__)
 
 
+def _postgres_backend(database_url: str) -> Backend:
+    """A :class:`~langchain_hindsight.store.postgres.PostgresBackend` on ``database_url`` with the store's tokenizer."""
+    if not isinstance(database_url, str) or not database_url.strip():
+        raise ConfigurationError(f"database_url must be a postgresql:// URL, got {database_url!r}")
+    from langchain_hindsight.store.postgres import PostgresBackend  # here: psycopg is an optional extra
+
+    return PostgresBackend(database_url.strip(), lexical=lexical_scheme())
+
+
 class MemoryStore(ForgetMixin, TransferMixin, SearchMixin, ReadMixin):
     """Durable memory units in Chroma, with dedup, conflicts and feedback.
 
     Setup:
         Embedded (default): one process owns ``persist_directory`` and holds a
-        lock on it. Shared: run ``chroma run --path DIR --port 8000`` and pass
-        ``client=chromadb.HttpClient(port=8000)`` from any number of processes.
+        lock on it. Shared: ``database_url="postgresql://..."`` (Postgres with
+        pgvector; many writers on many hosts), or run ``chroma run --path DIR --port 8000``
+        and pass ``client=chromadb.HttpClient(port=8000)`` from any number of processes.
         In memory (tests, throwaway stores): ``backend=InMemoryBackend()``.
 
     Instantiate:
@@ -79,6 +90,10 @@ class MemoryStore(ForgetMixin, TransferMixin, SearchMixin, ReadMixin):
             ``InMemoryBackend()`` (:mod:`langchain_hindsight.store.inmemory`) for fast tests and
             throwaway stores, ``ChromaBackend.embedded(path)`` / ``ChromaBackend.server(host, port)``.
             The store does not close it.
+        database_url: A PostgreSQL database (``postgresql://user:pass@host/db``, with pgvector) to
+            use instead: any number of processes and hosts may write it at once, and every recall
+            reads what any of them committed (see :mod:`langchain_hindsight.store.postgres`). Needs
+            the ``postgres`` extra. The store opens and closes its connection pool.
         embeddings: Any LangChain ``Embeddings``. Default: the embedder the
             store records if it is one of this package's (an existing MiniLM
             store keeps :class:`LocalEmbeddings`), else
@@ -121,6 +136,7 @@ class MemoryStore(ForgetMixin, TransferMixin, SearchMixin, ReadMixin):
         *,
         client: Any = None,
         backend: Backend | None = None,
+        database_url: str | None = None,
         embeddings: Embeddings | None = None,
         conflict_threshold: float | None = 0.85,
         merge_threshold: float | None = 0.95,
@@ -150,6 +166,8 @@ class MemoryStore(ForgetMixin, TransferMixin, SearchMixin, ReadMixin):
             raise ConfigurationError(f"mirror_max_rows must be an int >= 0, got {mirror_max_rows!r}")
         if backend is not None and (client is not None or not isinstance(backend, Backend)):
             raise ConfigurationError("backend must be a langchain_hindsight.store.backend.Backend, without client")
+        if database_url is not None and (backend is not None or client is not None):
+            raise ConfigurationError("give database_url, client or backend, not several")
         self.judge = judge or RuleWriteJudge()
         self.namespace = MemoryUnit(content="-", namespace=namespace).namespace if namespace else ""
         if not self.namespace:
@@ -160,7 +178,9 @@ class MemoryStore(ForgetMixin, TransferMixin, SearchMixin, ReadMixin):
         self.policy = policy or ConfidencePolicy()
         self.vocabulary = vocabulary or TaskTypeVocabulary()
         self._owns_backend = backend is None and client is None
-        if backend is None:
+        if database_url is not None:
+            backend = _postgres_backend(database_url)
+        elif backend is None:
             if client is not None:
                 backend = ChromaBackend(client)
             elif persist_directory is None:
