@@ -22,11 +22,10 @@ from pathlib import Path
 from typing import Any
 
 from langchain_hindsight.errors import ConfigurationError, HindsightError, StoreError
-from langchain_hindsight.store import _scrub
 from langchain_hindsight.store._codec import unit_to_metadata
 from langchain_hindsight.store._collections import ROLES, Collection, records
 from langchain_hindsight.store._core import StoreCore, backend_errors, check_ids
-from langchain_hindsight.store.backend import Backend
+from langchain_hindsight.store.backend import Backend, _scrub
 from langchain_hindsight.types import MemoryUnit
 
 __all__ = ["FORGET_INTENT", "NO_SCRUB", "ForgetMixin", "drop_collections"]

@@ -20,8 +20,7 @@ from langchain_hindsight.store._core import StoreCore, backend_errors
 from langchain_hindsight.store._mirror import Mirror, load_mirror, refresh_mirror
 from langchain_hindsight.store._stamp import SUMMARY_FILE
 from langchain_hindsight.store._summary import read_summary, summary_entry, write_summary
-from langchain_hindsight.store.backend import Records, Rows
-from langchain_hindsight.store.chroma import ChromaBackend
+from langchain_hindsight.store.backend import ChromaBackend, Records, Rows
 from langchain_hindsight.types import MemoryStatus, MemoryUnit
 
 __all__ = ["SUMMARY_MAX_READ", "ReadMixin"]

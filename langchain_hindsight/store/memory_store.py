@@ -41,8 +41,7 @@ from langchain_hindsight.store._search import lexical_scheme
 from langchain_hindsight.store._store_reads import ReadMixin
 from langchain_hindsight.store._store_search import SearchMixin
 from langchain_hindsight.store._transfer import TransferMixin
-from langchain_hindsight.store.backend import Backend
-from langchain_hindsight.store.chroma import ChromaBackend
+from langchain_hindsight.store.backend import Backend, ChromaBackend
 from langchain_hindsight.store.writes import RuleWriteJudge, WriteJudge
 from langchain_hindsight.taxonomy import TaskTypeVocabulary
 from langchain_hindsight.types import MemoryUnit
@@ -53,10 +52,10 @@ logger = logging.getLogger(__name__)
 
 
 def _postgres_backend(database_url: str) -> Backend:
-    """A :class:`~langchain_hindsight.store.postgres.PostgresBackend` on ``database_url`` with the store's tokenizer."""
+    """A :class:`~langchain_hindsight.store.backend.postgres.PostgresBackend` on ``database_url`` (store tokenizer)."""
     if not isinstance(database_url, str) or not database_url.strip():
         raise ConfigurationError(f"database_url must be a postgresql:// URL, got {database_url!r}")
-    from langchain_hindsight.store.postgres import PostgresBackend  # here: psycopg is an optional extra
+    from langchain_hindsight.store.backend.postgres import PostgresBackend  # here: psycopg is an optional extra
 
     return PostgresBackend(database_url.strip(), lexical=lexical_scheme())
 
@@ -86,13 +85,13 @@ class MemoryStore(ForgetMixin, TransferMixin, SearchMixin, ReadMixin):
             when ``client`` or ``backend`` is given.
         client: A chromadb client to use instead (``HttpClient`` for a server,
             ``EphemeralClient`` for throwaway stores). The store does not close it.
-        backend: A storage backend to use instead (see :mod:`langchain_hindsight.store.backend`):
-            ``InMemoryBackend()`` (:mod:`langchain_hindsight.store.inmemory`) for fast tests and
+        backend: A storage backend to use instead (see :mod:`langchain_hindsight.store.backend.base`):
+            ``InMemoryBackend()`` (:mod:`langchain_hindsight.store.backend.inmemory`) for fast tests and
             throwaway stores, ``ChromaBackend.embedded(path)`` / ``ChromaBackend.server(host, port)``.
             The store does not close it.
         database_url: A PostgreSQL database (``postgresql://user:pass@host/db``, with pgvector) to
             use instead: any number of processes and hosts may write it at once, and every recall
-            reads what any of them committed (see :mod:`langchain_hindsight.store.postgres`). Needs
+            reads what any of them committed (see :mod:`langchain_hindsight.store.backend.postgres`). Needs
             the ``postgres`` extra. The store opens and closes its connection pool.
         embeddings: Any LangChain ``Embeddings``. Default: the embedder the
             store records if it is one of this package's (an existing MiniLM
@@ -165,7 +164,7 @@ class MemoryStore(ForgetMixin, TransferMixin, SearchMixin, ReadMixin):
         if isinstance(mirror_max_rows, bool) or not isinstance(mirror_max_rows, int) or mirror_max_rows < 0:
             raise ConfigurationError(f"mirror_max_rows must be an int >= 0, got {mirror_max_rows!r}")
         if backend is not None and (client is not None or not isinstance(backend, Backend)):
-            raise ConfigurationError("backend must be a langchain_hindsight.store.backend.Backend, without client")
+            raise ConfigurationError("backend must be a langchain_hindsight.store.backend.base.Backend, without client")
         if database_url is not None and (backend is not None or client is not None):
             raise ConfigurationError("give database_url, client or backend, not several")
         self.judge = judge or RuleWriteJudge()

@@ -17,7 +17,7 @@ import pytest
 from langchain_core.embeddings import Embeddings
 
 from langchain_hindsight import MemoryStore
-from langchain_hindsight.store.inmemory import InMemoryBackend
+from langchain_hindsight.store.backend import InMemoryBackend
 from tests.fakes import HashEmbeddings
 from tests.postgres import PostgresServer
 

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from langchain_hindsight import ConfigurationError, MemoryNotFoundError, MemoryStore, MemoryUnit
-from langchain_hindsight.store._scrub import SCRUB_MARKER
+from langchain_hindsight.store.backend._scrub import SCRUB_MARKER
 from langchain_hindsight.store.writes import LLMWriteJudge
 from tests.fakes import REPO_ROOT, HashEmbeddings, judge_model
 from tests.unit_tests.store_backends import chroma_store_factory, fake_embedding_store  # noqa: F401 - fixtures
@@ -277,7 +277,7 @@ point = {point!r}
 if point == "rename":  # the old collection is dropped, the complete copy not yet renamed
     C.Collection.modify = lambda self, **kw: os.kill(os.getpid(), signal.SIGKILL)
 else:  # everything rebuilt, files not yet erased
-    import langchain_hindsight.store._scrub as S
+    import langchain_hindsight.store.backend._scrub as S
     S.erase_files = lambda directory: os.kill(os.getpid(), signal.SIGKILL)
 store.forget(secret.memory_id)
 print("NOT KILLED", flush=True)
@@ -373,7 +373,7 @@ elif point == "before-scrub":  # every Chroma delete done, no scrub marker yet: 
 elif point == "rename":  # a rebuild half done
     C.Collection.modify = die
 else:  # everything rebuilt, files not yet erased
-    import langchain_hindsight.store._scrub as S
+    import langchain_hindsight.store.backend._scrub as S
     S.erase_files = die
 store.forget(secret.memory_id)
 print("NOT KILLED", flush=True)

@@ -24,8 +24,7 @@ from langchain_hindsight.store._stamp import (
     trusted_store,
 )
 from langchain_hindsight.store._summary import read_summary, write_summary
-from langchain_hindsight.store.backend import BACKEND_WRITES, RECORDS_WRITES
-from langchain_hindsight.store.chroma import ChromaBackend, ChromaRecords
+from langchain_hindsight.store.backend import BACKEND_WRITES, RECORDS_WRITES, ChromaBackend, ChromaRecords
 from langchain_hindsight.store.memory_store import MemoryStore
 from langchain_hindsight.types import MemoryUnit
 

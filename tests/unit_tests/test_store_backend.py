@@ -15,9 +15,7 @@ import pytest
 
 from langchain_hindsight import MemoryStore, MemoryUnit
 from langchain_hindsight.errors import BackendError, StoreError, StoreLockedError
-from langchain_hindsight.store.backend import Backend, Records
-from langchain_hindsight.store.chroma import ChromaBackend
-from langchain_hindsight.store.inmemory import InMemoryBackend
+from langchain_hindsight.store.backend import Backend, ChromaBackend, InMemoryBackend, Records
 from tests.fakes import HashEmbeddings
 
 _META = {"hindsight_namespace": "t", "hindsight_role": "memories"}

@@ -23,7 +23,7 @@ from langchain_hindsight.store import _store_reads
 from langchain_hindsight.store._stamp import SUMMARY_FILE, read_stamp
 from langchain_hindsight.store._store_reads import ReadMixin
 from langchain_hindsight.store._summary import read_summary, summary_entry, write_summary
-from langchain_hindsight.store.chroma import ChromaBackend, ChromaRecords
+from langchain_hindsight.store.backend import ChromaBackend, ChromaRecords
 from langchain_hindsight.store.journal import RunJournal
 from langchain_hindsight.store.memory_store import MemoryStore
 from langchain_hindsight.types import MemoryUnit

@@ -29,7 +29,7 @@ from langchain_hindsight.errors import ConfigurationError
 from langchain_hindsight.prompts import WRITE_JUDGE_EN, WRITE_JUDGE_ZH, get_write_judge_templates
 from langchain_hindsight.recall.retriever import HindsightRetriever
 from langchain_hindsight.recall.scoring import score_many
-from langchain_hindsight.store.inmemory import InMemoryBackend
+from langchain_hindsight.store.backend import InMemoryBackend
 from langchain_hindsight.store.memory_store import MemoryStore
 from langchain_hindsight.store.writes import (
     LLMWriteJudge,

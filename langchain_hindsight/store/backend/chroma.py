@@ -1,4 +1,4 @@
-"""The Chroma :class:`~langchain_hindsight.store.backend.Backend`: embedded in a directory, or a server.
+"""The Chroma :class:`~langchain_hindsight.store.backend.base.Backend`: embedded in a directory, or a server.
 
 :meth:`ChromaBackend.embedded` opens ``chromadb.PersistentClient`` on a directory
 after taking the directory's single-writer lock (two processes writing one
@@ -22,9 +22,9 @@ from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, Protocol, TypeVar
 import numpy as np
 
 from langchain_hindsight.errors import BackendError, HindsightError, StoreError
-from langchain_hindsight.store import _scrub
 from langchain_hindsight.store._stamp import LOCK_FILE, CleanClose, acquire_directory
-from langchain_hindsight.store.backend import Backend, Include, Metadata, Records, Rows, Vector
+from langchain_hindsight.store.backend import _scrub
+from langchain_hindsight.store.backend.base import Backend, Include, Metadata, Records, Rows, Vector
 
 if TYPE_CHECKING:
     from filelock import BaseFileLock
@@ -244,7 +244,7 @@ class ChromaRecords(Records):
 
 
 class ChromaBackend(Backend):
-    """Chroma behind the :class:`~langchain_hindsight.store.backend.Backend` interface.
+    """Chroma behind the :class:`~langchain_hindsight.store.backend.base.Backend` interface.
 
     Example:
         >>> backend = ChromaBackend.embedded("./memory_db")  # doctest: +SKIP

@@ -5,10 +5,10 @@ records of ``(id, embedding, document, metadata)``. The operations are the few a
 memory store needs, with Chroma's names and result shapes so both implementations
 answer alike:
 
-* :class:`~langchain_hindsight.store.chroma.ChromaBackend`: embedded Chroma in a
+* :class:`~langchain_hindsight.store.backend.chroma.ChromaBackend`: embedded Chroma in a
   directory (holding a single-writer lock on it) or a Chroma server
   (``chroma run``) through ``chromadb.HttpClient``;
-* :class:`~langchain_hindsight.store.inmemory.InMemoryBackend`: a dict and a
+* :class:`~langchain_hindsight.store.backend.inmemory.InMemoryBackend`: a dict and a
   brute-force cosine search in numpy, for fast unit tests and throwaway stores.
 
 In the spirit of LangGraph's ``BaseStore``, subclasses implement a handful of

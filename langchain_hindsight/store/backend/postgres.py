@@ -56,7 +56,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from langchain_hindsight.errors import BackendError, ConfigurationError, HindsightError, StoreError
-from langchain_hindsight.store.backend import Backend, Include, LexicalScheme, Metadata, Records, Rows, Vector
+from langchain_hindsight.store.backend.base import Backend, Include, LexicalScheme, Metadata, Records, Rows, Vector
 
 __all__ = ["MIGRATIONS", "SCHEMA_VERSION", "PostgresBackend", "PostgresRecords"]
 
