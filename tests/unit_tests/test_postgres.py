@@ -1,0 +1,258 @@
+"""The PostgreSQL backend: many writer processes on one database, crash safety, hard delete, schema, lexical parity.
+
+The store's own suites (store, journal, forget, counts) also run on Postgres through the backend
+fixtures of ``store_backends``; this module covers what only a shared database has. Every test uses the
+session's embedded server (tests/postgres.py), so all are integration tests.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from langchain_hindsight import MemoryStore, MemoryUnit
+from langchain_hindsight.errors import BackendError, ConfigurationError
+from langchain_hindsight.store._search import lexical_scheme
+from langchain_hindsight.store.backend.inmemory import InMemoryBackend
+from langchain_hindsight.store.backend.postgres import SCHEMA_VERSION, PostgresBackend
+from tests.fakes import HashEmbeddings, NgramEmbeddings
+from tests.postgres import PostgresServer
+
+pytestmark = pytest.mark.integration
+
+ROOT = str(Path(__file__).resolve().parents[2])
+
+_WRITER = """
+import sys
+sys.path.insert(0, {root!r})
+from langchain_hindsight import MemoryStore, MemoryUnit
+from tests.fakes import HashEmbeddings
+store = MemoryStore(database_url={url!r}, embeddings=HashEmbeddings())
+print("READY", flush=True)
+sys.stdin.readline()  # every writer starts at once
+p = {proc}
+for start in range(0, 300, 10):
+    units = []
+    for i in range(start, start + 10):
+        if i % 2:
+            text = f"writer{{p}} lesson{{i}}: read the csv report with encoding utf-8-sig before cleaning w{{p}}x{{i}}"
+        else:
+            text = f"进程{{p}}的第{{i}}条经验：清洗销售数据前先检查编码和空值 标记{{p}}号{{i}}"
+        units.append(MemoryUnit(task_type="data_cleaning", content=text))
+    results = store.add_many(units)
+    print("COMMITTED", " ".join(r.memory_id for r in results), flush=True)
+store.close()
+print("DONE", flush=True)
+"""
+
+
+def _writer(url: str, proc: int) -> subprocess.Popen[str]:
+    script = _WRITER.format(root=ROOT, url=url, proc=proc)
+    child = subprocess.Popen([sys.executable, "-c", script], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert child.stdout is not None
+    assert child.stdout.readline().strip() == "READY"
+    return child
+
+
+def test_three_writer_processes_store_900_units_all_recallable(postgres_url: str) -> None:
+    children = [_writer(postgres_url, p) for p in range(3)]
+    for child in children:  # release them together: their write plans interleave
+        assert child.stdin is not None
+        child.stdin.write("go\n")
+        child.stdin.flush()
+    committed: list[str] = []
+    for child in children:
+        out, _ = child.communicate(timeout=300)
+        assert child.returncode == 0
+        lines = out.splitlines()
+        assert lines[-1] == "DONE"
+        committed += [i for line in lines if line.startswith("COMMITTED") for i in line.split()[1:]]
+    assert len(committed) == len(set(committed)) == 900
+    with MemoryStore(database_url=postgres_url, embeddings=HashEmbeddings()) as store:
+        assert store.count() == 900
+        units = store.get_many(committed)
+        assert len(units) == 900 and all(u.status == "active" for u in units)
+        zh = [u for u in units if "经验" in u.content]
+        assert len(zh) == 450
+        for unit in units:  # every unit is found by both arms, Chinese and English alike
+            dense = store.search(unit.content, k=1)
+            assert dense[0][0].memory_id == unit.memory_id
+            lexical = [i for i, _ in store.lexical_search(unit.content, k=3)]
+            assert unit.memory_id in lexical, unit.content
+
+
+def test_a_write_in_one_store_is_recalled_by_another_at_once(postgres_url: str) -> None:
+    embedder = NgramEmbeddings()
+    with (
+        MemoryStore(database_url=postgres_url, embeddings=embedder) as a,
+        MemoryStore(database_url=postgres_url, embeddings=embedder) as b,
+    ):
+        assert b.lexical_search("周报 模板", k=5) == []
+        unit = a.add(MemoryUnit(task_type="report", content="生成销售周报时使用公司统一的周报模板")).unit
+        assert [i for i, _ in b.lexical_search("周报 模板", k=5)] == [unit.memory_id]  # no stale index in b
+        assert b.search("销售周报模板", k=1)[0][0].memory_id == unit.memory_id
+        b.record_feedback([unit.memory_id], success=True)
+        assert a.get(unit.memory_id).access_count == 1
+        a.forget(unit.memory_id)
+        assert b.lexical_search("周报 模板", k=5) == []
+        assert b.search("销售周报模板", k=1) == []
+
+
+def test_concurrent_adds_of_one_statement_merge_into_one_unit(postgres_url: str) -> None:
+    stores = [MemoryStore(database_url=postgres_url, embeddings=HashEmbeddings()) for _ in range(4)]
+    try:
+        barrier = threading.Barrier(len(stores))
+        actions: list[str] = []
+
+        def add(store: MemoryStore) -> None:
+            barrier.wait()
+            actions.append(store.add(MemoryUnit(content="Always back up the database before a migration.")).action)
+
+        threads = [threading.Thread(target=add, args=(s,)) for s in stores]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert sorted(actions) == ["added", "merged", "merged", "merged"]  # the plans ran one after another
+        assert stores[0].count() == 1
+    finally:
+        for s in stores:
+            s.close()
+
+
+@pytest.mark.parametrize("normalize", [False, True])
+def test_lexical_scores_equal_the_in_process_index(postgres_url: str, normalize: bool) -> None:
+    texts = [
+        "用pandas读取CSV文件时指定encoding='utf-8-sig'",
+        "生成销售周报时使用统一模板",
+        "Weekly sales reports use the company template",
+        "清洗数据前先检查空值和重复行",
+        "Check for duplicate rows before cleaning reports",
+        "pandas.read_csv handles large files in chunks",
+    ]
+    units = [MemoryUnit(task_type="general", content=t, tags=["demo"]) for t in texts]
+    embedder = HashEmbeddings()
+    with (
+        MemoryStore(database_url=postgres_url, embeddings=embedder) as pg,
+        MemoryStore(backend=InMemoryBackend(), embeddings=embedder) as mem,
+    ):
+        pg.add_many(units)
+        mem.add_many(units)
+        superseded = pg.get_many([units[1].memory_id])[0]
+        pg.update(superseded.memory_id, status="superseded")
+        mem.update(superseded.memory_id, status="superseded")
+        for query in ["销售周报模板", "read csv with pandas", "reports", "检查重复行", "nothing matches this"]:
+            got = pg.lexical_search(query, k=4, normalize=normalize)
+            want = mem.lexical_search(query, k=4, normalize=normalize)
+            assert [i for i, _ in got] == [i for i, _ in want], query
+            assert [s for _, s in got] == pytest.approx([s for _, s in want], rel=1e-9), query
+
+
+def test_schema_is_versioned_and_a_newer_one_is_refused(postgres_url: str) -> None:
+    with MemoryStore(database_url=postgres_url, embeddings=HashEmbeddings()) as store:
+        store.add(MemoryUnit(content="A lesson that survives reopening."))
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        assert conn.execute("SELECT value FROM hindsight.meta WHERE key = 'schema_version'").fetchone() == (
+            str(SCHEMA_VERSION),
+        )
+        conn.execute("UPDATE hindsight.meta SET value = %s WHERE key = 'schema_version'", [str(SCHEMA_VERSION + 1)])
+    with pytest.raises(BackendError, match="newer"):
+        PostgresBackend(postgres_url, lexical=lexical_scheme())
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        conn.execute("UPDATE hindsight.meta SET value = %s WHERE key = 'schema_version'", [str(SCHEMA_VERSION)])
+        conn.execute("UPDATE hindsight.meta SET value = 'old' WHERE key = 'lexical_signature'")
+        conn.execute("UPDATE hindsight.records SET lex_terms = NULL, lex_tfs = NULL, lex_len = NULL")
+    with MemoryStore(database_url=postgres_url, embeddings=HashEmbeddings()) as store:  # terms recomputed
+        assert store.count() == 1
+        assert len(store.lexical_search("lesson reopening", k=3)) == 1
+
+
+def test_bad_database_urls_are_configuration_errors() -> None:
+    with pytest.raises(ConfigurationError, match="postgresql://"):
+        MemoryStore(database_url="mysql://nope", embeddings=HashEmbeddings())
+    with pytest.raises(ConfigurationError, match="not several"):
+        MemoryStore(database_url="postgresql://x/y", backend=InMemoryBackend(), embeddings=HashEmbeddings())
+    with pytest.raises(BackendError, match="cannot connect"):
+        PostgresBackend("postgresql://nobody@/nowhere?host=/nonexistent", lexical=lexical_scheme(), connect_timeout=1)
+
+
+def _scan(directory: Path, needle: bytes) -> list[str]:
+    """Files under ``directory`` whose bytes contain ``needle``."""
+    found = []
+    for path in directory.rglob("*"):
+        if path.is_file():
+            try:
+                if needle in path.read_bytes():
+                    found.append(str(path.relative_to(directory)))
+            except OSError:
+                continue
+    return found
+
+
+def test_forget_erases_the_bytes_from_the_data_directory(postgres_server: PostgresServer, postgres_url: str) -> None:
+    secret = "zebracorn7731"
+    secret_zh = "绝密口令青龙偃月"
+    with MemoryStore(database_url=postgres_url, embeddings=HashEmbeddings()) as store:
+        keep = store.add(MemoryUnit(content="An unrelated lesson that stays.")).unit
+        gone = store.add(MemoryUnit(content=f"The vault code is {secret}; 口令是{secret_zh}")).unit
+        with psycopg.connect(postgres_server.url(), autocommit=True) as conn:
+            conn.execute("CHECKPOINT")
+        assert _scan(postgres_server.data_dir, secret.encode())  # the scan can see it: the test can fail
+        assert _scan(postgres_server.data_dir, secret_zh.encode())
+        assert store.forget(gone.memory_id) == 1  # scrubs by default: VACUUM FULL, WAL switched and checkpointed
+        with psycopg.connect(postgres_server.url(), autocommit=True) as conn:
+            conn.execute("CHECKPOINT")
+        assert _scan(postgres_server.data_dir, secret.encode()) == []
+        assert _scan(postgres_server.data_dir, secret_zh.encode()) == []
+        assert store.get(keep.memory_id).content == keep.content
+
+
+_KILLED = """
+import sys
+sys.path.insert(0, {root!r})
+from langchain_hindsight import MemoryStore, MemoryUnit
+from tests.fakes import HashEmbeddings
+store = MemoryStore(database_url={url!r}, embeddings=HashEmbeddings())
+print("READY", flush=True)
+batch = 0
+while True:
+    batch += 1
+    units = [MemoryUnit(task_type="general", content=f"batch {{batch}} unit {{i}} lesson") for i in range(25)]
+    results = store.add_many(units)
+    print("COMMITTED", " ".join(r.memory_id for r in results), flush=True)
+    new = store.supersede([results[0].memory_id], MemoryUnit(task_type="general", content=f"batch {{batch}} fix"),
+                          reason="test")
+    print("COMMITTED", new.memory_id, flush=True)
+"""
+
+
+def test_sigkill_of_a_writer_mid_transaction_loses_nothing_committed(postgres_url: str) -> None:
+    script = _KILLED.format(root=ROOT, url=postgres_url)
+    child = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    assert child.stdout is not None
+    assert child.stdout.readline().strip() == "READY"
+    committed: list[str] = []
+    deadline = time.monotonic() + 3.0
+    while time.monotonic() < deadline:
+        line = child.stdout.readline()
+        committed += line.split()[1:]
+    child.kill()  # SIGKILL, most likely inside a transaction
+    rest, _ = child.communicate()
+    committed += [i for line in rest.splitlines() if line.startswith("COMMITTED") for i in line.split()[1:]]
+    assert len(committed) > 25
+    with MemoryStore(database_url=postgres_url, embeddings=HashEmbeddings()) as store:
+        found = store.get_many(committed)
+        assert len(found) == len(set(committed))  # every acknowledged write is there
+        units = store.list_units()
+        extra = len(units) - len(set(committed))
+        assert extra in (0, 1, 25)  # at most the one plan committed just before the kill, whole
+        assert all(u.content for u in units)
+        for unit in units:  # a supersede is whole: every successor's predecessor is demoted
+            if unit.supersedes:
+                assert store.get(unit.supersedes).status == "superseded"
