@@ -7,21 +7,27 @@ session's embedded server (tests/postgres.py), so all are integration tests.
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import threading
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
+from langchain_core.embeddings import Embeddings
 
-from langchain_hindsight import MemoryStore, MemoryUnit
+from langchain_hindsight import Hindsight, MemoryStore, MemoryUnit
+from langchain_hindsight.cli.main import EXIT_NOT_FOUND, EXIT_OK, main
 from langchain_hindsight.errors import BackendError, ConfigurationError
 from langchain_hindsight.store._search import lexical_scheme
 from langchain_hindsight.store.backend.inmemory import InMemoryBackend
 from langchain_hindsight.store.backend.postgres import SCHEMA_VERSION, PostgresBackend
-from tests.fakes import HashEmbeddings, NgramEmbeddings
+from tests.fakes import GRANTS_TOML, HashEmbeddings, NgramEmbeddings, child_env
 from tests.postgres import PostgresServer
 
 pytestmark = pytest.mark.integration
@@ -77,7 +83,8 @@ def test_three_writer_processes_store_900_units_all_recallable(postgres_url: str
     with MemoryStore(database_url=postgres_url, embeddings=HashEmbeddings()) as store:
         assert store.count() == 900
         units = store.get_many(committed)
-        assert len(units) == 900 and all(u.status == "active" for u in units)
+        assert len(units) == 900
+        assert all(u.status == "active" for u in units)
         zh = [u for u in units if "经验" in u.content]
         assert len(zh) == 450
         for unit in units:  # every unit is found by both arms, Chinese and English alike
@@ -256,3 +263,93 @@ def test_sigkill_of_a_writer_mid_transaction_loses_nothing_committed(postgres_ur
         for unit in units:  # a supersede is whole: every successor's predecessor is demoted
             if unit.supersedes:
                 assert store.get(unit.supersedes).status == "superseded"
+
+
+def test_cli_stats_search_export_forget_with_a_database_url(
+    postgres_url: str, embeddings: Embeddings, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with MemoryStore(database_url=postgres_url, embeddings=embeddings) as store:
+        csv = store.add(
+            MemoryUnit(task_type="data_cleaning", content="读取中文CSV时用encoding='utf-8-sig'，否则会乱码。")
+        )
+        store.add(MemoryUnit(task_type="report", content="Weekly reports cover Monday to Sunday."))
+
+    def cli(*argv: str) -> tuple[int, str, str]:
+        code = main([*argv, "--database-url", postgres_url])
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    code, out, err = cli("stats", "--json")
+    assert code == EXIT_OK, err
+    assert json.loads(out)["default"]["total"] == 2
+    code, out, err = cli("search", "读取中文CSV乱码", "--json", "-k", "2")
+    assert code == EXIT_OK, err
+    assert json.loads(out)[0]["memory"]["memory_id"] == csv.unit.memory_id
+    dump = tmp_path / "dump.jsonl"
+    code, _, err = cli("export", "--all", "-o", str(dump))
+    assert code == EXIT_OK, err
+    assert len(dump.read_text(encoding="utf-8").splitlines()) == 2
+    code, out, err = cli("forget", csv.unit.memory_id)
+    assert (code, out.strip()) == (EXIT_OK, "forgot 1 memories"), err
+    code, _, _ = cli("show", csv.unit.memory_id)
+    assert code == EXIT_NOT_FOUND
+
+
+def test_cli_reads_the_database_url_from_the_environment(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with MemoryStore(database_url=postgres_url, embeddings=HashEmbeddings()) as store:
+        store.add(MemoryUnit(content="A lesson kept in Postgres."))
+    monkeypatch.setenv("HINDSIGHT_DATABASE_URL", postgres_url)
+    assert main(["stats", "--json"]) == EXIT_OK
+    assert json.loads(capsys.readouterr().out)["default"]["total"] == 1
+
+
+def test_hindsight_opens_a_database_url(postgres_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    with Hindsight(database_url=postgres_url, embeddings=HashEmbeddings()) as hs:
+        assert isinstance(hs.store.backend, PostgresBackend)
+    monkeypatch.setenv("HINDSIGHT_DATABASE_URL", postgres_url)
+    with Hindsight(embeddings=HashEmbeddings()) as hs:
+        assert isinstance(hs.store.backend, PostgresBackend)
+    with pytest.raises(ConfigurationError, match="at most one"):
+        Hindsight(database_url=postgres_url, server="http://localhost:8000")
+
+
+@asynccontextmanager
+async def _mcp_session(url: str, config: Path, principal: str) -> AsyncIterator[Any]:
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    args = ["-m", "langchain_hindsight.cli.main", "mcp", "--database-url", url, "--config", str(config)]
+    params = StdioServerParameters(command=sys.executable, args=[*args, "--principal", principal], env=child_env())
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        yield session
+
+
+def _data(result: Any) -> Any:
+    assert not result.isError, result.content
+    return json.loads(result.content[0].text)
+
+
+async def test_mcp_serves_two_principals_from_two_processes_at_once(postgres_url: str, tmp_path: Path) -> None:
+    pytest.importorskip("mcp")
+    config = tmp_path / "grants.toml"
+    config.write_text(GRANTS_TOML, encoding="utf-8")
+    lesson = "读取ERP导出的CSV时要用encoding='gbk'和sep=';'，默认的utf-8会报UnicodeDecodeError。"
+    async with (
+        _mcp_session(postgres_url, config, "cleaner") as cleaner,
+        _mcp_session(postgres_url, config, "analyst") as analyst,
+    ):
+        shared = _data(await cleaner.call_tool("remember", {"content": lesson, "namespace": "shared"}))
+        own = _data(await cleaner.call_tool("remember", {"content": "清洗时把全角数字转成半角。"}))
+        recalled = _data(await analyst.call_tool("recall", {"task": "分析ERP导出的CSV的销售额"}))
+        ids = [r["memory_id"] for r in recalled["results"]]
+        assert shared["memory_id"] in ids  # written by the other process a moment ago
+        assert own["memory_id"] not in ids  # the cleaner's own namespace stays private
+        refused = await analyst.call_tool("remember", {"content": "y", "namespace": "shared"})
+        assert refused.isError
+        mine = _data(await analyst.call_tool("remember", {"content": "分析销售额时先按月份汇总再比较。"}))
+        assert _data(await cleaner.call_tool("forget", {"memory_id": own["memory_id"]}))["deleted"] == 1
+        again = _data(await analyst.call_tool("recall", {"task": "按月份汇总销售额"}))
+        assert mine["memory_id"] in [r["memory_id"] for r in again["results"]]
