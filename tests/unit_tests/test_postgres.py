@@ -174,7 +174,8 @@ def test_schema_is_versioned_and_a_newer_one_is_refused(postgres_url: str) -> No
     with psycopg.connect(postgres_url, autocommit=True) as conn:
         conn.execute("UPDATE hindsight.meta SET value = %s WHERE key = 'schema_version'", [str(SCHEMA_VERSION)])
         conn.execute("UPDATE hindsight.meta SET value = 'old' WHERE key = 'lexical_signature'")
-        conn.execute("UPDATE hindsight.records SET lex_terms = NULL, lex_tfs = NULL, lex_len = NULL")
+        conn.execute("DELETE FROM hindsight.postings")
+        conn.execute("UPDATE hindsight.records SET lex_len = NULL")
     with MemoryStore(database_url=postgres_url, embeddings=HashEmbeddings()) as store:  # terms recomputed
         assert store.count() == 1
         assert len(store.lexical_search("lesson reopening", k=3)) == 1

@@ -44,6 +44,7 @@ Example:
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import math
 import random
@@ -83,15 +84,21 @@ MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
             " embedding vector NOT NULL,"
             " document text,"
             " metadata jsonb NOT NULL DEFAULT '{}',"
-            " lex_terms text[],"
-            " lex_tfs integer[],"
             " lex_len integer,"
             " PRIMARY KEY (collection_id, id))",
+            "CREATE TABLE hindsight.postings ("
+            " collection_id bigint NOT NULL,"
+            " term bigint NOT NULL,"
+            " id text NOT NULL,"
+            " tf integer NOT NULL,"
+            " len integer NOT NULL,"
+            " PRIMARY KEY (collection_id, term, id),"
+            " FOREIGN KEY (collection_id, id) REFERENCES hindsight.records (collection_id, id) ON DELETE CASCADE)",
+            "CREATE INDEX postings_record ON hindsight.postings (collection_id, id)",
             "CREATE INDEX records_order ON hindsight.records (collection_id, seq)",
             "CREATE INDEX records_metadata ON hindsight.records USING gin (metadata jsonb_path_ops)",
-            "CREATE INDEX records_lexical ON hindsight.records USING gin (lex_terms) WHERE lex_terms IS NOT NULL",
             "CREATE INDEX records_lexical_stats ON hindsight.records (collection_id) INCLUDE (lex_len)"
-            " WHERE lex_terms IS NOT NULL",
+            " WHERE lex_len IS NOT NULL",
         ),
     ),
 )
@@ -329,16 +336,15 @@ class PostgresRecords(Records):
     def lexical_search(self, query: str, k: int, *, normalize: bool = False) -> list[tuple[str, float]] | None:
         """BM25 over the collection's lexically indexed records, computed by the database (see the module doc)."""
         scheme = self._backend.lexical
-        terms = sorted(set(scheme.query_terms(query)))
-        if not terms or k <= 0:
+        words = sorted(set(scheme.query_terms(query)))
+        if not words or k <= 0:
             return []
+        terms = [_term_key(w) for w in words]
         sql = (
             "WITH stats AS (SELECT count(*)::float8 AS n, coalesce(sum(lex_len), 0)::float8 AS total"
-            f" FROM hindsight.records WHERE collection_id = {self._cid} AND lex_terms IS NOT NULL),"
-            " m AS (SELECT r.id, r.lex_len, u.term, u.tf FROM hindsight.records r,"
-            " unnest(r.lex_terms, r.lex_tfs) AS u(term, tf)"
-            f" WHERE r.collection_id = {self._cid} AND r.lex_terms && %(terms)s::text[]"
-            " AND r.lex_terms IS NOT NULL AND u.term = ANY(%(terms)s::text[])),"
+            f" FROM hindsight.records WHERE collection_id = {self._cid} AND lex_len IS NOT NULL),"
+            " m AS (SELECT id, len AS lex_len, term, tf FROM hindsight.postings"
+            f" WHERE collection_id = {self._cid} AND term = ANY(%(terms)s::bigint[])),"
             " df AS (SELECT term, count(*)::float8 AS df FROM m GROUP BY term),"
             " scored AS (SELECT m.id, sum("
             " ln(1.0 + (s.n + %(prior)s - df.df + 0.5) / (df.df + 0.5)) * m.tf * (%(k1)s + 1.0)"
@@ -362,7 +368,7 @@ class PostgresRecords(Records):
             return [(r[0], float(r[1])) for r in rows]
         corpus = float(rows[0][2]) + scheme.prior_documents
         dfs: dict[str, float] = rows[0][3] or {}
-        mass = sum(_idf(corpus, float(dfs.get(t, 0.0))) for t in terms)
+        mass = sum(_idf(corpus, float(dfs.get(str(t), 0.0))) for t in terms)
         if mass <= 0:
             return [(r[0], float(r[1])) for r in rows]
         return [(r[0], min(1.0, float(r[1]) / mass)) for r in rows]
@@ -398,12 +404,30 @@ class PostgresRecords(Records):
         if dim != self._dim:
             raise BackendError(f"collection {self._name!r} holds {self._dim}-dimensional vectors, got {dim} dimensions")
 
-    def _lexical_columns(self, document: str | None, metadata: Mapping[str, Any]) -> tuple[Any, Any, Any]:
+    def _lexical(self, document: str | None, metadata: Mapping[str, Any]) -> tuple[int | None, list[tuple[int, int]]]:
+        """A record's token count and its postings ``(term key, count)`` (``None, []``: not lexically indexed)."""
         tokens = self._backend.lexical.record_tokens(document, metadata)
         if tokens is None:
-            return None, None, None
-        counts = Counter(tokens)
-        return list(counts), list(counts.values()), sum(counts.values())
+            return None, []
+        counts = Counter(_term_key(t) for t in tokens)
+        return len(tokens), list(counts.items())
+
+    def _write_postings(
+        self, conn: Any, postings: Mapping[str, tuple[int | None, list[tuple[int, int]]]], *, replace: bool
+    ) -> None:
+        """Store the postings of the records ``postings`` names (replacing their old ones when ``replace``)."""
+        if replace:
+            conn.execute(
+                "DELETE FROM hindsight.postings WHERE collection_id = %s AND id = ANY(%s::text[])",
+                [self._cid, list(postings)],
+            )
+        with (
+            conn.cursor() as cur,
+            cur.copy("COPY hindsight.postings (collection_id, term, id, tf, len) FROM STDIN") as copy,
+        ):
+            for memory_id, (length, terms) in postings.items():
+                for term, tf in terms:
+                    copy.write_row((self._cid, term, memory_id, tf, length))
 
     def _check(self, ids: Sequence[str], *columns: Sequence[Any] | Any | None) -> list[str]:
         ids = list(ids)
@@ -420,21 +444,23 @@ class PostgresRecords(Records):
         embeddings: Sequence[Vector] | Any,
         documents: Sequence[str] | None,
         metadatas: Sequence[Metadata] | None,
-    ) -> list[tuple[Any, ...]]:
+    ) -> tuple[list[tuple[Any, ...]], dict[str, tuple[int | None, list[tuple[int, int]]]]]:
+        """The records' rows and their postings by id."""
         jsonb = self._backend.psycopg.types.json.Jsonb
         rows = []
+        postings = {}
         for j, memory_id in enumerate(ids):
             document = None if documents is None else documents[j]
             metadata = {} if metadatas is None else dict(metadatas[j])
+            postings[memory_id] = self._lexical(document, metadata)
             rows.append(
-                (self._cid, memory_id, _vector(embeddings[j]), document, jsonb(metadata),
-                 *self._lexical_columns(document, metadata))
-            )  # fmt: skip
-        return rows
+                (self._cid, memory_id, _vector(embeddings[j]), document, jsonb(metadata), postings[memory_id][0])
+            )
+        return rows, postings
 
     _INSERT = (
-        "INSERT INTO hindsight.records (collection_id, id, embedding, document, metadata, lex_terms, lex_tfs, lex_len)"
-        " VALUES (%s, %s, %s::real[]::vector, %s, %s, %s, %s, %s)"
+        "INSERT INTO hindsight.records (collection_id, id, embedding, document, metadata, lex_len)"
+        " VALUES (%s, %s, %s::real[]::vector, %s, %s, %s)"
     )
 
     def upsert(
@@ -449,11 +475,10 @@ class PostgresRecords(Records):
         ids = self._check(ids, embeddings, documents, metadatas)
         if not ids:
             return
-        rows = self._rows_in(ids, embeddings, documents, metadatas)
+        rows, postings = self._rows_in(ids, embeddings, documents, metadatas)
         sql = self._INSERT + (
             " ON CONFLICT (collection_id, id) DO UPDATE SET embedding = EXCLUDED.embedding,"
-            " document = EXCLUDED.document, metadata = EXCLUDED.metadata, lex_terms = EXCLUDED.lex_terms,"
-            " lex_tfs = EXCLUDED.lex_tfs, lex_len = EXCLUDED.lex_len"
+            " document = EXCLUDED.document, metadata = EXCLUDED.metadata, lex_len = EXCLUDED.lex_len"
         )
 
         def write(conn: Any) -> None:
@@ -465,6 +490,7 @@ class PostgresRecords(Records):
                     )
             with conn.cursor() as cur:
                 cur.executemany(sql, rows)
+            self._write_postings(conn, postings, replace=True)
 
         self._backend.run(write, "upsert")
 
@@ -480,7 +506,7 @@ class PostgresRecords(Records):
         ids = self._check(ids, embeddings, documents, metadatas)
         if not ids:
             return
-        rows = self._rows_in(ids, embeddings, documents, metadatas)
+        rows, postings = self._rows_in(ids, embeddings, documents, metadatas)
 
         def write(conn: Any) -> None:
             self._ensure_dimension(conn, len(rows[0][2]))
@@ -492,6 +518,7 @@ class PostgresRecords(Records):
                 raise StoreError(f"record {taken[0]!r} already exists in collection {self._name!r}")
             with conn.cursor() as cur:
                 cur.executemany(self._INSERT, rows)
+            self._write_postings(conn, postings, replace=False)
 
         self._backend.run(write, "add")
 
@@ -520,6 +547,7 @@ class PostgresRecords(Records):
                 ).fetchall()
             }
             rows = []
+            postings = {}
             for j, memory_id in enumerate(ids):
                 if memory_id not in found:
                     continue
@@ -532,16 +560,16 @@ class PostgresRecords(Records):
                 vector = None if vectors is None else vectors[j]
                 if vector is not None:
                     self._ensure_dimension(conn, len(vector))
-                lex = self._lexical_columns(document, metadata)
-                rows.append((vector, document, jsonb(metadata), *lex, self._cid, memory_id))
+                postings[memory_id] = self._lexical(document, metadata)
+                rows.append((vector, document, jsonb(metadata), postings[memory_id][0], self._cid, memory_id))
             if rows:
                 with conn.cursor() as cur:
                     cur.executemany(
                         "UPDATE hindsight.records SET embedding = coalesce(%s::real[]::vector, embedding),"
-                        " document = %s, metadata = %s, lex_terms = %s, lex_tfs = %s, lex_len = %s"
-                        " WHERE collection_id = %s AND id = %s",
+                        " document = %s, metadata = %s, lex_len = %s WHERE collection_id = %s AND id = %s",
                         rows,
                     )
+                self._write_postings(conn, postings, replace=True)
 
         self._backend.run(write, "update")
 
@@ -587,6 +615,11 @@ class PostgresRecords(Records):
             self._name = name
         if metadata is not None:
             self._metadata = dict(metadata)
+
+
+def _term_key(term: str) -> int:
+    """A lexical term's 64-bit key in ``postings.term`` (a hash: compact, compared as an integer)."""
+    return int.from_bytes(hashlib.blake2b(term.encode("utf-8"), digest_size=8).digest(), "big", signed=True)
 
 
 def _idf(n: float, df: float) -> float:
@@ -769,20 +802,23 @@ class PostgresBackend(Backend):
         self._retrying(migrate, "schema migration")
 
     def _retokenise(self, conn: Any) -> None:
-        rows = conn.execute(f"SELECT collection_id, id, document, metadata FROM {SCHEMA}.records").fetchall()
-        changes = []
-        for cid, memory_id, document, metadata in rows:
-            tokens = self.lexical.record_tokens(document, metadata)
-            counts = Counter(tokens or [])
-            lex = (None, None, None) if tokens is None else (list(counts), list(counts.values()), sum(counts.values()))
-            changes.append((*lex, cid, memory_id))
-        if changes:
-            with conn.cursor() as cur:
-                cur.executemany(
-                    f"UPDATE {SCHEMA}.records SET lex_terms = %s, lex_tfs = %s, lex_len = %s"
-                    " WHERE collection_id = %s AND id = %s",
-                    changes,
-                )
+        """Recompute every record's lexical postings (the tokenizer changed)."""
+        conn.execute(f"DELETE FROM {SCHEMA}.postings")
+        rows = conn.execute(
+            f"SELECT r.collection_id, r.id, r.document, r.metadata, c.dimension FROM {SCHEMA}.records r"
+            f" JOIN {SCHEMA}.collections c ON c.id = r.collection_id"
+        ).fetchall()
+        by_collection: dict[int, dict[str, tuple[int | None, list[tuple[int, int]]]]] = {}
+        for cid, memory_id, document, metadata, dim in rows:
+            records = PostgresRecords(self, cid, "", {}, dim)
+            by_collection.setdefault(cid, {})[memory_id] = records._lexical(document, metadata)
+        for cid, postings in by_collection.items():
+            PostgresRecords(self, cid, "", {}, None)._write_postings(conn, postings, replace=False)
+            conn.execute(
+                f"UPDATE {SCHEMA}.records r SET lex_len = v.len FROM unnest(%s::text[], %s::int[]) AS v(id, len)"
+                " WHERE r.collection_id = %s AND r.id = v.id",
+                [list(postings), [p[0] for p in postings.values()], cid],
+            )
 
     # ------------------------------------------------------------------ collections
     def _records(self, row: tuple[Any, ...]) -> PostgresRecords:
