@@ -116,7 +116,8 @@ def recall_size(size: int, real: Any, server: Server, args: argparse.Namespace, 
         row["chroma_path"] = "mirror" if stores["chroma"]._recall_mirror(stores["chroma"].namespace) else "chroma"
         # the same top result from both backends (HNSW is approximate; the lexical arm is exact on both)
         same = sum(
-            retrievers["chroma"].recall(q, now=NOW)[:1] == retrievers["postgres"].recall(q, now=NOW)[:1]
+            [m.memory.memory_id for m in retrievers["chroma"].recall(q, now=NOW)[:1]]
+            == [m.memory.memory_id for m in retrievers["postgres"].recall(q, now=NOW)[:1]]
             for q in queries[:50]
         )
         row["same_top1_of_50"] = int(same)
@@ -261,13 +262,17 @@ def main() -> None:
             for size in [int(x) for x in args.sizes.split(",") if x]:
                 print(f"recall {size}", flush=True)
                 results["recall"].append(recall_size(size, real, server, args, Path(tmp)))
-                (OUT / f"{args.out}.json").write_text(json.dumps(results, indent=2, ensure_ascii=False) + "\n")
+                write(results, args.out)  # after every size: a size that does not finish leaves the others
     finally:
         server.close()
-    OUT.mkdir(exist_ok=True)
-    (OUT / f"{args.out}.json").write_text(json.dumps(results, indent=2, ensure_ascii=False) + "\n")
-    (OUT / f"{args.out}.md").write_text(markdown(results), encoding="utf-8")
+    write(results, args.out)
     print(markdown(results))
+
+
+def write(results: dict[str, Any], name: str) -> None:
+    OUT.mkdir(exist_ok=True)
+    (OUT / f"{name}.json").write_text(json.dumps(results, indent=2, ensure_ascii=False) + "\n")
+    (OUT / f"{name}.md").write_text(markdown(results), encoding="utf-8")
 
 
 if __name__ == "__main__":

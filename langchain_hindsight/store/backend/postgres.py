@@ -107,6 +107,8 @@ SCHEMA_VERSION = MIGRATIONS[-1][0]
 """The schema version this code writes."""
 
 _RETRIES = 8
+_EF_SEARCH = 100
+"""HNSW candidate list of every pooled session (``hnsw.ef_search``); a deeper query widens it for itself."""
 _MIGRATION_LOCK = 0x68696E64  # advisory lock key of schema migrations ("hind")
 _TYPE = {bool: "boolean", int: "number", float: "number", str: "string"}
 _ORDER_OPS = {"$gt": ">", "$gte": ">=", "$lt": "<", "$lte": "<="}
@@ -307,12 +309,10 @@ class PostgresRecords(Records):
             f" FROM hindsight.records WHERE collection_id = {self._cid} AND {clause}"
             " ORDER BY distance LIMIT %s) SELECT * FROM hits ORDER BY distance, id"
         )
-        ef = max(40, n_results)
 
         def run(conn: Any) -> list[list[tuple[Any, ...]]]:
-            conn.execute(f"SET LOCAL hnsw.ef_search = {ef}")
-            if where:
-                conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+            if n_results > _EF_SEARCH:  # the session's candidate list is shorter than asked: widen it
+                conn.execute(f"SET LOCAL hnsw.ef_search = {int(n_results)}")
             results = []
             for q in query_embeddings:
                 vector = _vector(q)
@@ -323,7 +323,7 @@ class PostgresRecords(Records):
                 results.append(conn.execute(sql, [vector, *f.params, n_results]).fetchall() if dim else [])
             return results
 
-        for rows in self._backend.run(run, "query"):
+        for rows in self._backend.run(run, "query", write=n_results > _EF_SEARCH):
             shaped = self._rows_out([r[:-1] for r in rows], include)
             for key in ("ids", "documents", "metadatas", "embeddings"):
                 out[key].append(shaped[key])
@@ -492,7 +492,7 @@ class PostgresRecords(Records):
                 cur.executemany(sql, rows)
             self._write_postings(conn, postings, replace=True)
 
-        self._backend.run(write, "upsert")
+        self._backend.run(write, "upsert", write=True)
 
     def add(
         self,
@@ -520,7 +520,7 @@ class PostgresRecords(Records):
                 cur.executemany(self._INSERT, rows)
             self._write_postings(conn, postings, replace=False)
 
-        self._backend.run(write, "add")
+        self._backend.run(write, "add", write=True)
 
     def update(
         self,
@@ -571,7 +571,7 @@ class PostgresRecords(Records):
                     )
                 self._write_postings(conn, postings, replace=True)
 
-        self._backend.run(write, "update")
+        self._backend.run(write, "update", write=True)
 
     def delete(self, *, ids: Sequence[str]) -> None:
         """See :meth:`Records.delete` (the rows are dead at once; their bytes go at the next erase)."""
@@ -583,6 +583,7 @@ class PostgresRecords(Records):
                 "DELETE FROM hindsight.records WHERE collection_id = %s AND id = ANY(%s::text[])", [self._cid, wanted]
             ),
             "delete",
+            write=True,
         )
 
     def count(self) -> int:
@@ -610,11 +611,19 @@ class PostgresRecords(Records):
                     "UPDATE hindsight.collections SET metadata = %s WHERE id = %s", [jsonb(dict(metadata)), self._cid]
                 )
 
-        self._backend.run(write, "modify")
+        self._backend.run(write, "modify", write=True)
         if name is not None:
             self._name = name
         if metadata is not None:
             self._metadata = dict(metadata)
+
+
+def _configure(conn: Any) -> None:
+    """Session settings of every pooled connection: the HNSW candidate list, and iterative index scans
+    (so a filtered query still finds ``n_results`` matches).
+    """  # noqa: D205
+    conn.execute(f"SET hnsw.ef_search = {_EF_SEARCH}")
+    conn.execute("SET hnsw.iterative_scan = relaxed_order")
 
 
 def _term_key(term: str) -> int:
@@ -668,8 +677,8 @@ class PostgresBackend(Backend):
                 min_size=min_connections,
                 max_size=max(min_connections, max_connections),
                 timeout=connect_timeout,
-                kwargs={"connect_timeout": max(1, int(connect_timeout))},
-                check=pool_module.ConnectionPool.check_connection,
+                kwargs={"connect_timeout": max(1, int(connect_timeout)), "autocommit": True},
+                configure=_configure,
                 name="hindsight",
                 open=False,
             )
@@ -683,8 +692,12 @@ class PostgresBackend(Backend):
             raise
 
     # ------------------------------------------------------------------ connections and transactions
-    def run(self, fn: Callable[[Any], _T], what: str) -> _T:
-        """``fn(connection)`` in a transaction: the current :meth:`atomic` one, else its own (retried when transient).
+    def run(self, fn: Callable[[Any], _T], what: str, *, write: bool = False) -> _T:
+        """``fn(connection)``: inside the current :meth:`atomic` transaction, else on a pooled connection.
+
+        Outside :meth:`atomic`, a ``write`` runs in a transaction of its own (retried after a
+        serialization failure or deadlock); a read runs its one statement as it is (autocommit:
+        one round trip). A connection the server dropped is replaced and the call retried once.
 
         Raises:
             BackendError: the database failed (chained).
@@ -699,17 +712,20 @@ class PostgresBackend(Backend):
                 if _transient(e):
                     raise  # the enclosing atomic() retries the whole plan
                 raise BackendError(f"postgres {what} failed: {e}") from e
-        return self._retrying(fn, what)
+        return self._retrying(fn, what, write=write)
 
-    def _retrying(self, fn: Callable[[Any], _T], what: str) -> _T:
+    def _retrying(self, fn: Callable[[Any], _T], what: str, *, write: bool = True) -> _T:
         for attempt in range(_RETRIES):
             try:
                 with self._pool.connection() as conn:
-                    return fn(conn)
+                    if not write:
+                        return fn(conn)
+                    with conn.transaction():
+                        return fn(conn)
             except HindsightError:
                 raise
             except self.psycopg.Error as e:
-                if _transient(e) and attempt + 1 < _RETRIES:
+                if (_transient(e) or (attempt == 0 and self._dropped(e))) and attempt + 1 < _RETRIES:
                     logger.info("postgres %s: %s; retrying (attempt %d)", what, e.sqlstate, attempt + 2)
                     time.sleep(random.uniform(0.005, 0.05) * (attempt + 1))
                     continue
@@ -717,6 +733,10 @@ class PostgresBackend(Backend):
             except self._pool_errors() as e:
                 raise BackendError(f"postgres {what} failed: {e}") from e
         raise BackendError(f"postgres {what} failed after {_RETRIES} attempts")  # pragma: no cover
+
+    def _dropped(self, e: BaseException) -> bool:
+        """A connection the server closed (restart, idle timeout): the pool discards it; a retry gets a new one."""
+        return isinstance(e, self.psycopg.OperationalError) and getattr(e, "sqlstate", None) in (None, "57P01")
 
     def _pool_errors(self) -> tuple[type[BaseException], ...]:
         import psycopg_pool
@@ -737,7 +757,7 @@ class PostgresBackend(Backend):
             raise BackendError("the Postgres backend is closed")
         for attempt in range(_RETRIES):
             try:
-                with self._pool.connection() as conn:
+                with self._pool.connection() as conn, conn.transaction():
                     conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", [key])
                     self._local.conn = conn
                     try:
@@ -848,7 +868,7 @@ class PostgresBackend(Backend):
                 raise BackendError(f"collection {name!r} already exists")
             return tuple(row)
 
-        return self._records(self.run(create, "create_collection"))
+        return self._records(self.run(create, "create_collection", write=True))
 
     def get_or_create(self, name: str, metadata: Metadata) -> Records:
         """The collection ``name``, created with ``metadata`` when missing (a concurrent creator's wins)."""
@@ -882,7 +902,7 @@ class PostgresBackend(Backend):
                 raise BackendError(f"collection {name!r} does not exist")
             conn.execute(f"DROP INDEX IF EXISTS {SCHEMA}.records_hnsw_{int(row[0])}")
 
-        self.run(drop, "delete_collection")
+        self.run(drop, "delete_collection", write=True)
 
     # ------------------------------------------------------------------ properties
     @property
