@@ -158,7 +158,9 @@ def write_throughput(writers: int, per_writer: int, server: Server) -> dict[str,
         child = subprocess.Popen(
             [sys.executable, "-c", script], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
         )
-        assert child.stdout is not None and child.stdout.readline().strip() == "READY"
+        assert child.stdout is not None
+        if child.stdout.readline().strip() != "READY":
+            raise RuntimeError("a writer did not start")
         children.append(child)
     t0 = time.perf_counter()
     for child in children:
