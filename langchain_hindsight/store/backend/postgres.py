@@ -1,11 +1,11 @@
-"""A PostgreSQL :class:`~langchain_hindsight.store.backend.Backend`: many writers, many machines, one database.
+"""A PostgreSQL :class:`~langchain_hindsight.store.backend.base.Backend`: many writers, many machines, one database.
 
 Where an embedded Chroma directory holds one writer process, a Postgres database holds any
 number: every gunicorn worker, every MCP server, every agent on every host opens
 ``MemoryStore(database_url="postgresql://...")`` and they all read and write the same memory.
 There is no lock file; what keeps writers apart is the database:
 
-* **Transactions.** Every backend call is one transaction; a store write plan (add with its
+* **Transactions.** Every backend write is one transaction; a store write plan (add with its
   dedupe, supersede, move, forget) runs in one transaction through :meth:`PostgresBackend.atomic`,
   which also takes a transaction-scoped advisory lock on the namespace. Two processes adding the
   same lesson at once therefore plan one after the other and the second merges into the first;
@@ -13,25 +13,26 @@ There is no lock file; what keeps writers apart is the database:
   committed stays. A serialization failure or deadlock is retried (the whole plan, re-planned
   from what is then stored).
 * **No replica.** Both arms of recall are answered by the database on every call: the dense arm
-  by pgvector's HNSW cosine index (one partial index per collection, on
-  ``embedding::vector(dim)``), the lexical arm by BM25 computed in SQL over the store's own
-  tokens (:class:`~langchain_hindsight.store.backend.LexicalScheme`: English words, Chinese
-  character unigrams + bigrams) kept in a GIN-indexed ``text[]`` column written in the same
-  statement as the record. Postgres' own full text cannot segment Chinese, so the tokens come
-  from the store's tokenizer, not from ``to_tsvector``. Nothing is cached across calls, so a
-  recall sees every write any process committed before it began.
+  by pgvector's HNSW cosine index (one partial index per collection, on ``embedding::vector(dim)``,
+  iterative scans under a filter), the lexical arm by BM25 computed in one SQL statement over a
+  ``postings`` table (collection, 64-bit term key, record id, term count, record length) written in
+  the same transaction as the record. The terms are the store's own tokens
+  (:class:`~langchain_hindsight.store.backend.base.LexicalScheme`: English words, Chinese character
+  unigrams + bigrams): Postgres' full text cannot segment Chinese. Nothing is cached across calls,
+  so a recall sees every write any process committed before it began. Reads take one round trip
+  (an autocommit pool whose sessions carry the HNSW settings).
 
 Schema: the ``hindsight`` schema holds ``meta`` (``schema_version``, ``lexical_signature``),
-``collections`` (name, metadata, vector dimension) and ``records`` (collection, id, insertion
-order, ``vector`` embedding, document, ``jsonb`` metadata, lexical terms and counts). Opening a
+``collections`` (name, metadata, vector dimension), ``records`` (collection, id, insertion order,
+``vector`` embedding, document, ``jsonb`` metadata, token count) and ``postings``. Opening a
 database applies the missing :data:`MIGRATIONS` under an advisory lock; a database written by a
 newer schema is refused. When the tokenizer changes (another ``lexical_signature``), every
-record's terms are recomputed at open.
+record's postings are recomputed at open.
 
 Hard delete: a ``DELETE`` only marks rows dead; their bytes stay in the table's pages, in
 the indexes and in the write-ahead log (WAL) until they are vacuumed and the WAL segments that
 hold them are removed. :meth:`PostgresBackend.erase` (what ``forget`` and ``scrub()`` run)
-rewrites the records table with ``VACUUM FULL`` (new files holding only live rows, indexes
+rewrites the tables with ``VACUUM FULL`` (new files holding only live rows, indexes
 rebuilt, old files unlinked), then, where the role may, switches WAL segments and checkpoints
 twice with WAL recycling off, so the segments that held the deleted rows are unlinked rather
 than kept for reuse. It takes an exclusive lock on the table while it rewrites (other
@@ -942,8 +943,8 @@ class PostgresBackend(Backend):
             raise BackendError("the Postgres backend is closed")
         try:
             with self.psycopg.connect(self._url, autocommit=True) as conn:
-                conn.execute(f"VACUUM (FULL, ANALYZE) {SCHEMA}.records")
-                conn.execute(f"VACUUM (FULL) {SCHEMA}.collections")
+                for table in ("records", "postings", "collections"):
+                    conn.execute(f"VACUUM (FULL, ANALYZE) {SCHEMA}.{table}")
                 try:
                     superuser = conn.execute("SELECT rolsuper FROM pg_roles WHERE rolname = current_user").fetchone()
                     if superuser and superuser[0]:
