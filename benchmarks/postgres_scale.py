@@ -13,7 +13,9 @@ vectors, so the dense arm sees real structure). Then for every query:
 
 Writes: 1, 4 and 8 writer processes, each adding ``--per-writer`` units through ``add_many``
 (batches of 10, dedupe on, so every plan queries its neighbours) into one fresh database, all
-released at once; units per second over the wall time from release to the last commit. The
+released at once; units per second over the wall time from release to the last commit. Once with
+every writer in one namespace (their plans take turns: a namespace's write plans are serialised so
+dedupe sees every earlier write) and once with a namespace per writer. The
 embedder is ``tests.fakes.HashEmbeddings``, so the number is the store's and the database's cost.
 
 Writes benchmarks/results/postgres_scale.json and .md.
@@ -137,7 +139,7 @@ import sys
 sys.path.insert(0, {root!r})
 from langchain_hindsight import MemoryStore, MemoryUnit
 from tests.fakes import HashEmbeddings
-store = MemoryStore(database_url={url!r}, embeddings=HashEmbeddings())
+store = MemoryStore(database_url={url!r}, embeddings=HashEmbeddings(), namespace={namespace!r})
 store.count()
 print("READY", flush=True)
 sys.stdin.readline()
@@ -149,12 +151,13 @@ print("DONE", flush=True)
 """
 
 
-def write_throughput(writers: int, per_writer: int, server: Server) -> dict[str, Any]:
+def write_throughput(writers: int, per_writer: int, server: Server, *, own_namespaces: bool) -> dict[str, Any]:
     url = server.database()
     MemoryStore(database_url=url, embeddings=_hash()).close()  # the schema is created once, before the clock
     children = []
     for p in range(writers):
-        script = _WRITER.format(root=str(ROOT.parent), url=url, n=per_writer, p=p)
+        namespace = f"writer-{p}" if own_namespaces else "default"
+        script = _WRITER.format(root=str(ROOT.parent), url=url, n=per_writer, p=p, namespace=namespace)
         child = subprocess.Popen(
             [sys.executable, "-c", script], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
         )
@@ -173,10 +176,11 @@ def write_throughput(writers: int, per_writer: int, server: Server) -> dict[str,
             raise RuntimeError(f"a writer failed (exit {child.returncode})")
     wall = time.perf_counter() - t0
     with MemoryStore(database_url=url, embeddings=_hash()) as store:
-        stored = store.count()
+        stored = sum(store.count(namespace=ns) for ns in store.namespaces())
     total = writers * per_writer
     return {
         "writers": writers,
+        "namespaces": writers if own_namespaces else 1,
         "units": total,
         "stored": stored,
         "wall_s": round(wall, 2),
@@ -221,12 +225,13 @@ def markdown(results: dict[str, Any]) -> str:
         "",
         "## Write throughput",
         "",
-        "| writer processes | units | stored | wall | units/s |",
-        "|---:|---:|---:|---:|---:|",
+        "| writer processes | namespaces | units | stored | wall | units/s |",
+        "|---:|---:|---:|---:|---:|---:|",
     ]
     for row in results["writes"]:
         lines.append(
-            f"| {row['writers']} | {row['units']:,} | {row['stored']:,} | {row['wall_s']:.1f} s | {row['units_per_s']:,.0f} |"
+            f"| {row['writers']} | {row['namespaces']} | {row['units']:,} | {row['stored']:,} | {row['wall_s']:.1f} s "
+            f"| {row['units_per_s']:,.0f} |"
         )
     lines += ["", *results.get("notes", [])]
     return "\n".join(lines) + "\n"
@@ -257,8 +262,9 @@ def main() -> None:
     try:
         for w in [int(x) for x in args.writers.split(",") if x]:
             print(f"writers {w}", flush=True)
-            results["writes"].append(write_throughput(w, args.per_writer, server))
-            print(f"  {results['writes'][-1]}", flush=True)
+            for own in (False, True) if w > 1 else (False,):
+                results["writes"].append(write_throughput(w, args.per_writer, server, own_namespaces=own))
+                print(f"  {results['writes'][-1]}", flush=True)
         real = default_embedder()
         with tempfile.TemporaryDirectory() as tmp:
             for size in [int(x) for x in args.sizes.split(",") if x]:

@@ -44,6 +44,7 @@ __all__ = [
     "Records",
     "Rows",
     "Vector",
+    "check_write",
 ]
 
 logger = logging.getLogger(__name__)
@@ -67,6 +68,17 @@ BACKEND_WRITES = frozenset({"create_collection", "get_or_create", "delete_collec
 ``recover_interrupted`` writes when it returns True)."""
 
 _T = TypeVar("_T")
+
+
+def check_write(collection: str, ids: Sequence[str], *columns: Sequence[Any] | Any | None) -> list[str]:
+    """``ids`` as a list, once each, with every given column one entry per id (else :class:`ValueError`)."""
+    ids = list(ids)
+    if len(set(ids)) != len(ids):
+        raise ValueError(f"duplicate ids in one write to collection {collection!r}")
+    for column in columns:
+        if column is not None and len(column) != len(ids):
+            raise ValueError("every column of a write must have one entry per id")
+    return ids
 
 
 @dataclass(frozen=True)

@@ -58,7 +58,16 @@ from typing import Any, TypeVar
 import numpy as np
 
 from langchain_hindsight.errors import BackendError, ConfigurationError, HindsightError, StoreError
-from langchain_hindsight.store.backend.base import Backend, Include, LexicalScheme, Metadata, Records, Rows, Vector
+from langchain_hindsight.store.backend.base import (
+    Backend,
+    Include,
+    LexicalScheme,
+    Metadata,
+    Records,
+    Rows,
+    Vector,
+    check_write,
+)
 
 __all__ = ["MIGRATIONS", "SCHEMA_VERSION", "PostgresBackend", "PostgresRecords"]
 
@@ -430,15 +439,6 @@ class PostgresRecords(Records):
                 for term, tf in terms:
                     copy.write_row((self._cid, term, memory_id, tf, length))
 
-    def _check(self, ids: Sequence[str], *columns: Sequence[Any] | Any | None) -> list[str]:
-        ids = list(ids)
-        if len(set(ids)) != len(ids):
-            raise ValueError(f"duplicate ids in one write to collection {self._name!r}")
-        for column in columns:
-            if column is not None and len(column) != len(ids):
-                raise ValueError("every column of a write must have one entry per id")
-        return ids
-
     def _rows_in(
         self,
         ids: list[str],
@@ -473,27 +473,7 @@ class PostgresRecords(Records):
         metadatas: Sequence[Metadata] | None = None,
     ) -> None:
         """See :meth:`Records.upsert` (a re-written record keeps its place in the order)."""
-        ids = self._check(ids, embeddings, documents, metadatas)
-        if not ids:
-            return
-        rows, postings = self._rows_in(ids, embeddings, documents, metadatas)
-        sql = self._INSERT + (
-            " ON CONFLICT (collection_id, id) DO UPDATE SET embedding = EXCLUDED.embedding,"
-            " document = EXCLUDED.document, metadata = EXCLUDED.metadata, lex_len = EXCLUDED.lex_len"
-        )
-
-        def write(conn: Any) -> None:
-            self._ensure_dimension(conn, len(rows[0][2]))
-            for row in rows[1:]:
-                if len(row[2]) != self._dim:
-                    raise BackendError(
-                        f"collection {self._name!r} holds {self._dim}-dimensional vectors, got {len(row[2])} dimensions"
-                    )
-            with conn.cursor() as cur:
-                cur.executemany(sql, rows)
-            self._write_postings(conn, postings, replace=True)
-
-        self._backend.run(write, "upsert", write=True)
+        self._insert(ids, embeddings, documents, metadatas, upsert=True)
 
     def add(
         self,
@@ -504,24 +484,44 @@ class PostgresRecords(Records):
         metadatas: Sequence[Metadata] | None = None,
     ) -> None:
         """See :meth:`Records.add`: one transaction, so a concurrent add of the same id cannot slip between."""
-        ids = self._check(ids, embeddings, documents, metadatas)
+        self._insert(ids, embeddings, documents, metadatas, upsert=False)
+
+    def _insert(
+        self,
+        ids: Sequence[str],
+        embeddings: Sequence[Vector] | Any,
+        documents: Sequence[str] | None,
+        metadatas: Sequence[Metadata] | None,
+        *,
+        upsert: bool,
+    ) -> None:
+        """Write whole records in one transaction: replacing stored ones (``upsert``), else refusing them."""
+        ids = check_write(self._name, ids, embeddings, documents, metadatas)
         if not ids:
             return
         rows, postings = self._rows_in(ids, embeddings, documents, metadatas)
+        sql = self._INSERT
+        if upsert:
+            sql += (
+                " ON CONFLICT (collection_id, id) DO UPDATE SET embedding = EXCLUDED.embedding,"
+                " document = EXCLUDED.document, metadata = EXCLUDED.metadata, lex_len = EXCLUDED.lex_len"
+            )
 
         def write(conn: Any) -> None:
-            self._ensure_dimension(conn, len(rows[0][2]))
-            taken = conn.execute(
-                "SELECT id FROM hindsight.records WHERE collection_id = %s AND id = ANY(%s::text[]) LIMIT 1",
-                [self._cid, ids],
-            ).fetchone()
-            if taken:
-                raise StoreError(f"record {taken[0]!r} already exists in collection {self._name!r}")
+            for row in rows:
+                self._ensure_dimension(conn, len(row[2]))
+            if not upsert:
+                taken = conn.execute(
+                    "SELECT id FROM hindsight.records WHERE collection_id = %s AND id = ANY(%s::text[]) LIMIT 1",
+                    [self._cid, ids],
+                ).fetchone()
+                if taken:
+                    raise StoreError(f"record {taken[0]!r} already exists in collection {self._name!r}")
             with conn.cursor() as cur:
-                cur.executemany(self._INSERT, rows)
-            self._write_postings(conn, postings, replace=False)
+                cur.executemany(sql, rows)
+            self._write_postings(conn, postings, replace=upsert)
 
-        self._backend.run(write, "add", write=True)
+        self._backend.run(write, "upsert" if upsert else "add", write=True)
 
     def update(
         self,
@@ -532,7 +532,7 @@ class PostgresRecords(Records):
         metadatas: Sequence[Metadata] | None = None,
     ) -> None:
         """See :meth:`Records.update`: ids that are not stored are skipped; one transaction, rows locked."""
-        ids = self._check(ids, embeddings, documents, metadatas)
+        ids = check_write(self._name, ids, embeddings, documents, metadatas)
         if not ids:
             return
         jsonb = self._backend.psycopg.types.json.Jsonb
