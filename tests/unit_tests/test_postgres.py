@@ -17,6 +17,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import psycopg
 import pytest
 from langchain_core.embeddings import Embeddings
@@ -29,6 +30,7 @@ from langchain_hindsight.store.backend.inmemory import InMemoryBackend
 from langchain_hindsight.store.backend.postgres import SCHEMA_VERSION, PostgresBackend
 from tests.fakes import GRANTS_TOML, HashEmbeddings, NgramEmbeddings, child_env
 from tests.postgres import PostgresServer
+from tests.unit_tests.test_store_backend import _META, _fill, _vectors
 
 pytestmark = pytest.mark.integration
 
@@ -354,3 +356,38 @@ async def test_mcp_serves_two_principals_from_two_processes_at_once(postgres_url
         assert _data(await cleaner.call_tool("forget", {"memory_id": own["memory_id"]}))["deleted"] == 1
         again = _data(await analyst.call_tool("recall", {"task": "按月份汇总销售额"}))
         assert mine["memory_id"] in [r["memory_id"] for r in again["results"]]
+
+
+FILTERS = [
+    ({"status": "active"}, None),
+    ({"n": {"$gte": 30}}, None),
+    ({"$and": [{"status": "active"}, {"task_type": "t1"}]}, None),
+    ({"$or": [{"n": {"$lt": 3}}, {"n": {"$in": [10, 11]}}]}, None),
+    ({"status": {"$ne": "active"}}, None),
+    ({"merged_from": {"$ne": "[]"}}, None),
+    ({"n": {"$nin": [1, 2, 3]}}, {"$contains": "红色"}),
+    ({"n": {"$gt": 5.5}, "status": "superseded"}, None),
+    ({"missing": {"$ne": 1}}, None),
+    (None, {"$or": [{"$contains": "doc 1 "}, {"$contains": "doc 2 "}]}),
+    (None, {"$not_contains": "blue"}),
+]
+
+
+def test_filters_and_nearest_neighbours_match_the_in_memory_backend(postgres_url: str) -> None:
+    pg = PostgresBackend(postgres_url, lexical=lexical_scheme())
+    try:
+        cols = [b.create_collection("col-f", _META) for b in (pg, InMemoryBackend())]
+        for col in cols:
+            _fill(col)
+        for where, where_document in FILTERS:
+            got = [sorted(c.get(where=where, where_document=where_document, include=[])["ids"]) for c in cols]
+            assert got[0] == got[1], (where, where_document)
+        queries = _vectors(5, seed=7)
+        for where in (None, {"status": "active"}, {"$and": [{"status": "active"}, {"task_type": "t1"}]}):
+            res = [c.query(query_embeddings=queries, n_results=6, where=where) for c in cols]
+            assert res[0]["ids"] == res[1]["ids"]
+            assert np.allclose(np.asarray(res[0]["distances"]), np.asarray(res[1]["distances"]), atol=1e-4)
+        paged = [i for rows in cols[0].pages(include=["embeddings"], size=7) for i in rows["ids"]]
+        assert paged == cols[1].get(include=[])["ids"]  # insertion order, like the in-memory backend
+    finally:
+        pg.close()
