@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from langchain_hindsight.adapters.graph import recall_node, reflect_node, with_hindsight
+    from langchain_hindsight.adapters.langgraph_store import HindsightStore
     from langchain_hindsight.adapters.memory import HindsightMemory
     from langchain_hindsight.adapters.middleware import HindsightMiddleware
     from langchain_hindsight.capture.recorder import TrajectoryRecorder
@@ -48,6 +49,7 @@ _EXPORTS: dict[str, str] = {
     "HindsightMemory": "adapters.memory",
     "HindsightMiddleware": "adapters.middleware",
     "HindsightRetriever": "recall.retriever",
+    "HindsightStore": "adapters.langgraph_store",
     "Lifecycle": "lifecycle.maintenance",
     "MemoryNotFoundError": "errors",
     "MemoryStore": "store.memory_store",
@@ -95,6 +97,7 @@ __all__ = [
     "HindsightMemory",
     "HindsightMiddleware",
     "HindsightRetriever",
+    "HindsightStore",
     "Lifecycle",
     "MemoryNotFoundError",
     "MemoryStore",

@@ -18,8 +18,11 @@ PINNED = [  # the Public API block of the shared design notes: must stay importa
     "Lifecycle", "RunJournal", "HindsightError",
 ]  # fmt: skip
 
-EXTRAS = ["ConfigurationError", "MemoryNotFoundError", "RunNotFoundError", "StoreLockedError", "__version__"]
-"""Names exported at the root beyond the pinned ones (errors a caller catches, the version)."""
+EXTRAS = [
+    "ConfigurationError", "MemoryNotFoundError", "RunNotFoundError", "StoreLockedError", "__version__",
+    "HindsightStore",
+]  # fmt: skip
+"""Names exported at the root beyond the pinned ones (errors a caller catches, the version, LangGraph's store)."""
 
 EXPECTED = [  # sorted(PINNED + EXTRAS), written out: a change to the root's __all__ must change this list
     "ConfigurationError",
@@ -28,6 +31,7 @@ EXPECTED = [  # sorted(PINNED + EXTRAS), written out: a change to the root's __a
     "HindsightMemory",
     "HindsightMiddleware",
     "HindsightRetriever",
+    "HindsightStore",
     "Lifecycle",
     "MemoryNotFoundError",
     "MemoryStore",
