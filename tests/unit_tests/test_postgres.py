@@ -7,6 +7,7 @@ session's embedded server (tests/postgres.py), so all are integration tests.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import sys
@@ -22,7 +23,7 @@ import psycopg
 import pytest
 from langchain_core.embeddings import Embeddings
 
-from langchain_hindsight import Hindsight, MemoryStore, MemoryUnit
+from langchain_hindsight import Hindsight, HindsightStore, MemoryStore, MemoryUnit
 from langchain_hindsight.cli.main import EXIT_NOT_FOUND, EXIT_OK, main
 from langchain_hindsight.errors import BackendError, ConfigurationError
 from langchain_hindsight.store._search import lexical_scheme
@@ -30,6 +31,8 @@ from langchain_hindsight.store.backend.inmemory import InMemoryBackend
 from langchain_hindsight.store.backend.postgres import SCHEMA_VERSION, PostgresBackend
 from tests.fakes import GRANTS_TOML, HashEmbeddings, NgramEmbeddings, child_env
 from tests.postgres import PostgresServer
+from tests.unit_tests.basestore_conformance import SCENARIOS, run_scenario
+from tests.unit_tests.test_langgraph_store import reference
 from tests.unit_tests.test_store_backend import _META, _fill, _vectors
 
 pytestmark = pytest.mark.integration
@@ -391,3 +394,12 @@ def test_filters_and_nearest_neighbours_match_the_in_memory_backend(postgres_url
         assert paged == cols[1].get(include=[])["ids"]  # insertion order, like the in-memory backend
     finally:
         pg.close()
+
+
+@pytest.mark.parametrize("name", sorted(SCENARIOS))
+def test_hindsight_store_conformance_on_postgres(name: str, postgres_url: str) -> None:
+    """LangGraph's ``BaseStore`` over a Postgres-backed store answers as LangGraph's ``InMemoryStore`` does."""
+    expected = asyncio.run(run_scenario(SCENARIOS[name], reference(), use_async=False))
+    with MemoryStore(database_url=postgres_url, embeddings=NgramEmbeddings()) as memory:
+        got = asyncio.run(run_scenario(SCENARIOS[name], HindsightStore(memory), use_async=False))
+    assert got == expected

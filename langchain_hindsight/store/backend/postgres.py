@@ -151,7 +151,7 @@ def _json(psycopg: Any, value: Any) -> Any:
 class _Filter:
     """Chroma ``where`` / ``where_document`` filters compiled to SQL over ``metadata``/``document``.
 
-    Semantics follow :func:`~langchain_hindsight.store.inmemory.matches`: a missing field never
+    Semantics follow :func:`~langchain_hindsight.store.backend.inmemory.matches`: a missing field never
     matches (not even ``$ne``), orderings compare values of the same kind only.
     """
 
