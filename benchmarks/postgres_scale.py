@@ -116,10 +116,10 @@ def recall_size(size: int, real: Any, server: Server, args: argparse.Namespace, 
                     timings[f"{name}_recall"].append((t1 - t0) * 1000)
                     timings[f"{name}_lexical"].append((t2 - t1) * 1000)
         row["chroma_path"] = "mirror" if stores["chroma"]._recall_mirror(stores["chroma"].namespace) else "chroma"
-        # the same top result from both backends (HNSW is approximate; the lexical arm is exact on both)
+        # the same top memory from both backends (by content: each store gave its copy its own id)
         same = sum(
-            [m.memory.memory_id for m in retrievers["chroma"].recall(q, now=NOW)[:1]]
-            == [m.memory.memory_id for m in retrievers["postgres"].recall(q, now=NOW)[:1]]
+            [m.memory.content for m in retrievers["chroma"].recall(q, now=NOW)[:1]]
+            == [m.memory.content for m in retrievers["postgres"].recall(q, now=NOW)[:1]]
             for q in queries[:50]
         )
         row["same_top1_of_50"] = int(same)

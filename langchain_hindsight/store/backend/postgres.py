@@ -295,7 +295,7 @@ class PostgresRecords(Records):
         if offset:
             sql += " OFFSET %s"
             params.append(int(offset))
-        rows = self._backend.run(lambda conn: conn.execute(sql, params).fetchall(), "get")
+        rows = self._backend.run(lambda conn: conn.execute(sql, params, binary=True).fetchall(), "get")
         return self._rows_out(rows, include)
 
     def query(
@@ -330,7 +330,7 @@ class PostgresRecords(Records):
                     raise BackendError(
                         f"collection {self._name!r} holds {dim}-dimensional vectors, got {len(vector)} dimensions"
                     )
-                results.append(conn.execute(sql, [vector, *f.params, n_results]).fetchall() if dim else [])
+                results.append(conn.execute(sql, [vector, *f.params, n_results], binary=True).fetchall() if dim else [])
             return results
 
         for rows in self._backend.run(run, "query", write=n_results > _EF_SEARCH):
