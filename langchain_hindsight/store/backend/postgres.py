@@ -102,9 +102,12 @@ MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
             " id text NOT NULL,"
             " tf integer NOT NULL,"
             " len integer NOT NULL,"
-            " PRIMARY KEY (collection_id, term, id),"
+            " PRIMARY KEY (collection_id, term, id) INCLUDE (tf, len),"  # index-only scans of a term's postings
             " FOREIGN KEY (collection_id, id) REFERENCES hindsight.records (collection_id, id) ON DELETE CASCADE)",
             "CREATE INDEX postings_record ON hindsight.postings (collection_id, id)",
+            # vectors stay in the row (not TOASTed): a scan then costs what it reads, and the planner
+            # prefers the HNSW index over a sequential scan that would detoast every vector
+            "ALTER TABLE hindsight.records ALTER COLUMN embedding SET STORAGE MAIN",
             "CREATE INDEX records_order ON hindsight.records (collection_id, seq)",
             "CREATE INDEX records_metadata ON hindsight.records USING gin (metadata jsonb_path_ops)",
             "CREATE INDEX records_lexical_stats ON hindsight.records (collection_id) INCLUDE (lex_len)"
