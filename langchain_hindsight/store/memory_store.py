@@ -42,6 +42,7 @@ from langchain_hindsight.store._store_reads import ReadMixin
 from langchain_hindsight.store._store_search import SearchMixin
 from langchain_hindsight.store._transfer import TransferMixin
 from langchain_hindsight.store.backend import Backend, ChromaBackend
+from langchain_hindsight.store.backend.postgres import PostgresBackend
 from langchain_hindsight.store.writes import RuleWriteJudge, WriteJudge
 from langchain_hindsight.taxonomy import TaskTypeVocabulary
 from langchain_hindsight.types import MemoryUnit
@@ -55,9 +56,7 @@ def _postgres_backend(database_url: str) -> Backend:
     """A :class:`~langchain_hindsight.store.backend.postgres.PostgresBackend` on ``database_url`` (store tokenizer)."""
     if not isinstance(database_url, str) or not database_url.strip():
         raise ConfigurationError(f"database_url must be a postgresql:// URL, got {database_url!r}")
-    from langchain_hindsight.store.backend.postgres import PostgresBackend  # here: psycopg is an optional extra
-
-    return PostgresBackend(database_url.strip(), lexical=lexical_scheme())
+    return PostgresBackend(database_url.strip(), lexical=lexical_scheme())  # psycopg is imported only now
 
 
 class MemoryStore(ForgetMixin, TransferMixin, SearchMixin, ReadMixin):
