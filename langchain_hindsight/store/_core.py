@@ -202,14 +202,10 @@ class StoreCore:
         """Run a write ``plan`` on ``namespace`` through :meth:`Backend.atomic` (one transaction on a database).
 
         A database backend may re-run ``plan`` after a serialization failure, so a plan
-        re-reads what it decides on. After a failure the opened collections are forgotten:
-        one created inside a rolled-back transaction must not be reused.
+        re-reads what it decides on; the collections a plan writes are created (committed)
+        before it, so none the store holds can vanish with a rolled-back transaction.
         """
-        try:
-            return self.backend.atomic(namespace, plan)
-        except BaseException:
-            self._collections.clear()
-            raise
+        return self.backend.atomic(namespace, plan)
 
     def _ensure_open(self) -> None:
         if self._closed:
