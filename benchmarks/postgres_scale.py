@@ -267,6 +267,11 @@ def main() -> None:
         "writes": [],
         "notes": [],
     }
+    previous = OUT / f"{args.out}.json"
+    if not args.writers and previous.exists():  # --writers "": keep the write measurements of the last run
+        kept = json.loads(previous.read_text())
+        results["writes"] = kept["writes"]
+        results["notes"].append(f"Write throughput from an earlier run on {kept['postgres']}.")
     try:
         for w in [int(x) for x in args.writers.split(",") if x]:
             print(f"writers {w}", flush=True)
