@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck unit integration notebooks bench wheel-check clean
+.PHONY: demo test lint typecheck unit unit-cpu integration notebooks bench wheel-check clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -23,8 +23,14 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
+# The unit tier: tests/unit_tests/ minus the few integration tests its mixed files hold (tests/conftest.py marks
+# them), one worker per core; a file's tests stay on one worker, so a module-scoped fixture is built once.
 unit: $(STAMP)
-	HF_HUB_OFFLINE=1 $(BIN)/pytest -m "not integration" -n auto
+	HF_HUB_OFFLINE=1 $(BIN)/pytest tests/unit_tests -m "not integration" -n auto --dist loadfile
+
+# The unit tier's CPU time (summed over workers) and where it goes: benchmarks/results/unit_tier_cpu.{json,md}.
+unit-cpu: $(STAMP)
+	$(BIN)/python benchmarks/unit_tier_cpu.py
 
 integration: $(STAMP)
 	HF_HUB_OFFLINE=1 $(BIN)/pytest -m integration

@@ -1,7 +1,7 @@
 """The pure-Python BM25 index the lexical arm used before it was vectorised (kept for comparison).
 
 ``recall_scale.py --quality`` ranks the labelled set with it and with the shipped
-``LexicalIndex`` in the same run; ``tests/unit_tests/test_lexical.py`` compares
+``LexicalIndex`` in the same run; ``tests/unit_tests/store/test_lexical.py`` compares
 the scores on a corpus. Copied unchanged from the version it replaced.
 """
 

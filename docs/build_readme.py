@@ -13,7 +13,7 @@ of ``benchmarks/results/NAME.md`` (after the heading, or at the table whose firs
 starts with ``HEADING`` when one is given), exactly as the benchmark script wrote it.
 ``<!-- results: redteam.json -->`` renders the red-team counts of ``redteam.json`` against
 ``redteam_baseline.json``. Re-running a benchmark and then this script is the only way a number in
-the docs changes: ``tests/unit_tests/test_readme.py`` fails when a page differs from what this
+the docs changes: ``tests/unit_tests/repo/test_readme.py`` fails when a page differs from what this
 script would write, and when a measured number (ms, µs, s, MiB, GB, ×) is typed outside the markers.
 """
 

@@ -240,9 +240,13 @@ def _spaced(word: str) -> str:
 
 
 def _near(word: str) -> str:
-    """``word`` with any one of its characters replaced (a near-spelling: 仼 for 任, 経 for 经)."""
+    """``word`` with any one of its characters replaced (a near-spelling: 仼 for 任, 経 for 经, or 相)经验).
+
+    The stand-in may be any character, a bracket included: ``(相)经验)`` folds to ``[相]经验]`` on the
+    skeleton, which still reads as our header with one character changed.
+    """
     return "|".join(
-        _GAP.join([*(re.escape(c) for c in word[:i]), r"\w", *(re.escape(c) for c in word[i + 1 :])])
+        _GAP.join([*(re.escape(c) for c in word[:i]), r".", *(re.escape(c) for c in word[i + 1 :])])
         for i in range(len(word))
     )
 

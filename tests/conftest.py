@@ -9,9 +9,15 @@ Tiers (both run by ``make test``):
 - **integration** (``pytest -m integration``): the real models, Chroma servers, SIGKILL crash tests,
   notebooks, the CLI and MCP server in child processes.
 
-A test is integration when it carries the ``integration`` marker (or ``slow``, ``server``,
-``notebooks``, which imply it), or when it uses, directly or through another fixture, one of
-:data:`INTEGRATION_FIXTURES`. Everything else is unit.
+Layout: tests mirror the package. ``tests/unit_tests/<subpackage>/`` and
+``tests/integration_tests/<subpackage>/`` hold the tests of ``langchain_hindsight/<subpackage>/`` (tests of the
+package's root modules sit at the top of each tier, ``repo/`` holds the checks of the repository as a whole: docs,
+layers, notebooks, this suite's own rules; ``demo/`` the demo package's). A file under ``integration_tests/`` is
+integration as a whole; a file under ``unit_tests/`` may still hold a few integration tests, selected as below.
+
+A test is integration when it lives under ``tests/integration_tests/``, when it carries the ``integration``
+marker (or ``slow``, ``server``, ``notebooks``, which imply it), or when it uses, directly or through another
+fixture, one of :data:`INTEGRATION_FIXTURES`. Everything else is unit.
 
 Environment: :func:`isolated_environment` (autouse) removes every variable the package or the
 libraries it drives read (``HINDSIGHT_*``, ``OPENAI_*``, ``LANGCHAIN_*``/``LANGSMITH_*``,
@@ -81,12 +87,20 @@ IMPLY_INTEGRATION = ("integration", "slow", "server", "notebooks")
 """Markers that make a test integration."""
 
 
+INTEGRATION_DIR = Path(__file__).parent / "integration_tests"
+"""Every test under this folder is integration."""
+
+
 @pytest.hookimpl(tryfirst=True)  # before pytest applies -m
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Mark integration tests: by marker, or by the fixtures they use (directly or through others)."""
+    """Mark integration tests: by folder, by marker, or by the fixtures they use (directly or through others)."""
     for item in items:
         names = set(getattr(item, "fixturenames", ()))
-        if names & INTEGRATION_FIXTURES or any(item.get_closest_marker(m) for m in IMPLY_INTEGRATION):
+        if (
+            item.path.is_relative_to(INTEGRATION_DIR)
+            or names & INTEGRATION_FIXTURES
+            or any(item.get_closest_marker(m) for m in IMPLY_INTEGRATION)
+        ):
             item.add_marker(pytest.mark.integration)
 
 

@@ -42,6 +42,7 @@ for anything that changes the block's structure.
 
 from __future__ import annotations
 
+import functools
 import json
 import random
 import re
@@ -368,6 +369,7 @@ class _Folded:
     text: str
 
 
+@functools.cache  # a pure function of one character; the judge folds ~200k characters per run
 def _judge_char(c: str) -> str:
     if unicodedata.category(c) in ("Cf", "Cc", "Co", "Cn", "Cs"):
         return "\x00"  # invisible: a problem of its own

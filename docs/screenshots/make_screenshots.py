@@ -1,6 +1,6 @@
 """Write the console screenshots ``docs/console.md`` shows: ``docs/img/console-*.png``.
 
-Runs the same seeded console the browser tests drive (``tests/unit_tests/test_console_browser.py``:
+Runs the same seeded console the browser tests drive (``tests/integration_tests/ui/test_console_browser.py``:
 an embedded store with the fake n-gram embedder, served on a free loopback port) and photographs each
 page in the system Chromium with Playwright (no browser download). From the repository root::
 
@@ -15,7 +15,7 @@ from pathlib import Path
 
 from playwright.sync_api import sync_playwright
 
-from tests.unit_tests.test_console_browser import CHROMIUM, TEXTS, running_console
+from tests.integration_tests.ui.test_console_browser import CHROMIUM, TEXTS, running_console
 
 OUT = Path(__file__).resolve().parents[1] / "img"
 VIEWPORT = {"width": 1000, "height": 640}

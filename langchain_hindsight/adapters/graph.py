@@ -30,6 +30,7 @@ from langchain_hindsight.capture.messages import (
     check_placement,
     find_task,
     message_text,
+    recall_query,
     trajectory_from_messages,
 )
 from langchain_hindsight.errors import ConfigurationError
@@ -160,7 +161,8 @@ def recall_node(
         namespace: Fixed namespace or template (``"user-{user_id}"``); default from
             ``config["configurable"][namespace_key]``.
         input_key: Where the task is: a string, or a list of messages (the last
-            human message is the task).
+            human message is the task; recall searches with the last two human turns,
+            :func:`~langchain_hindsight.capture.messages.recall_query`).
         block_key: Where the block is written.
         served_key: Where the served record is written; ``None`` writes none.
         name: The node's runnable name.
@@ -168,9 +170,11 @@ def recall_node(
     """
     session = session_for(hindsight, **options)
 
-    def prepare(state: dict[str, Any], config: RunnableConfig) -> tuple[str, str, str | None, str | None]:
+    def prepare(state: dict[str, Any], config: RunnableConfig) -> tuple[str, str, str | None, str | None, str | None]:
         task = _task_text(state, input_key)
-        return task, session.resolve_namespace(config, explicit=namespace), _run_id(config), _thread_id(config)
+        value = state[input_key]
+        query = recall_query(value) if _is_messages(value) else None
+        return task, session.resolve_namespace(config, explicit=namespace), _run_id(config), _thread_id(config), query
 
     def update(served: Served) -> dict[str, Any]:
         out: dict[str, Any] = {block_key: served.block}
@@ -179,12 +183,12 @@ def recall_node(
         return out
 
     def hindsight_recall(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
-        task, ns, run_id, thread_id = prepare(state, config)
-        return update(session.serve(task, namespace=ns, run_id=run_id, thread_id=thread_id))
+        task, ns, run_id, thread_id, query = prepare(state, config)
+        return update(session.serve(task, namespace=ns, run_id=run_id, thread_id=thread_id, query=query))
 
     async def ahindsight_recall(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
-        task, ns, run_id, thread_id = prepare(state, config)
-        return update(await session.aserve(task, namespace=ns, run_id=run_id, thread_id=thread_id))
+        task, ns, run_id, thread_id, query = prepare(state, config)
+        return update(await session.aserve(task, namespace=ns, run_id=run_id, thread_id=thread_id, query=query))
 
     return RunnableLambda(hindsight_recall, afunc=ahindsight_recall, name=name)
 

@@ -23,6 +23,7 @@ from langchain_hindsight.capture.messages import (
     find_task,
     inject,
     message_text,
+    recall_query,
     task_key,
     trajectory_from_messages,
 )
@@ -170,7 +171,14 @@ class HindsightMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         if served is None:
             namespace = self._resolve_namespace(request.runtime)
             served = self._remember(
-                key, self.session.serve(task, namespace=namespace, run_id=run_id or None, thread_id=thread_id)
+                key,
+                self.session.serve(
+                    task,
+                    namespace=namespace,
+                    run_id=run_id or None,
+                    thread_id=thread_id,
+                    query=recall_query(request.messages),
+                ),
             )
         return handler(self._apply(request, served))
 
@@ -188,7 +196,14 @@ class HindsightMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         if served is None:
             namespace = self._resolve_namespace(request.runtime)
             served = self._remember(
-                key, await self.session.aserve(task, namespace=namespace, run_id=run_id or None, thread_id=thread_id)
+                key,
+                await self.session.aserve(
+                    task,
+                    namespace=namespace,
+                    run_id=run_id or None,
+                    thread_id=thread_id,
+                    query=recall_query(request.messages),
+                ),
             )
         return await handler(self._apply(request, served))
 

@@ -26,12 +26,14 @@ __all__ = [
     "BLOCK_ID_PREFIX",
     "INJECTED_MARKER",
     "OUTCOME_REASON_KEY",
+    "RECALL_TURNS",
     "Placement",
     "answer_outcome",
     "check_placement",
     "find_task",
     "inject",
     "message_text",
+    "recall_query",
     "resolve_namespace",
     "task_key",
     "trajectory_from_intermediate_steps",
@@ -55,6 +57,9 @@ BLOCK_ID_PREFIX = "hindsight-experience-"
 INJECTED_MARKER = "hindsight_injected"
 """``additional_kwargs`` marker on a task message that already carries the block."""
 
+RECALL_TURNS = 2
+"""How many of the conversation's last human turns the adapters recall with (see :func:`recall_query`)."""
+
 
 def check_placement(placement: object) -> Placement:
     """``placement`` if it is a :data:`Placement`; else a :class:`ConfigurationError` naming it."""
@@ -75,6 +80,33 @@ def find_task(messages: Sequence[BaseMessage]) -> tuple[int, HumanMessage] | Non
         if isinstance(message, HumanMessage) and not str(message.id or "").startswith(BLOCK_ID_PREFIX):
             return index, message
     return None
+
+
+def recall_query(messages: Sequence[BaseMessage], *, turns: int = RECALL_TURNS) -> str:
+    """The text the adapters recall with: the last ``turns`` human messages, oldest first, one per line.
+
+    The current task alone (the last human message) is the weakest query a chat gives: a follow-up
+    such as ``就下周那个需求评审会，帮我约一下`` or ``Yes, and book the service that's due anyway`` names
+    nothing the memory is about, while the turn before it usually does. Measured on the floor
+    benchmark's chat transcripts (``benchmarks/floor_calibration.py``, forms ``last turn`` and
+    ``user turns``), the user turns joined serve the right memory far more often than the last one,
+    at a small cost in silence on unrelated chats. Injected block messages and task messages that
+    already carry the block are skipped; assistant turns are left out (they add the assistant's
+    words, not the user's subject). The task itself (what is journaled, reflected on and shown in
+    the block) stays the last human message.
+    """
+    texts: list[str] = []
+    for message in reversed(messages):
+        if len(texts) >= turns:
+            break
+        if not isinstance(message, HumanMessage) or str(message.id or "").startswith(BLOCK_ID_PREFIX):
+            continue
+        if message.additional_kwargs.get(INJECTED_MARKER):
+            continue
+        text = message_text(message).strip()
+        if text:
+            texts.append(text)
+    return "\n".join(reversed(texts))
 
 
 def task_key(message: BaseMessage, *, scope: str = "") -> str:

@@ -269,7 +269,13 @@ class HindsightSession:
 
     # ------------------------------------------------------------------ serve
     def serve(
-        self, task: str, *, namespace: str | None = None, run_id: str | None = None, thread_id: str | None = None
+        self,
+        task: str,
+        *,
+        namespace: str | None = None,
+        run_id: str | None = None,
+        thread_id: str | None = None,
+        query: str | None = None,
     ) -> Served:
         """Recall experiences for ``task``, journal what was served, render the block.
 
@@ -281,13 +287,16 @@ class HindsightSession:
             run_id: The run id (pass the same to ``feedback``); default a fresh UUID.
             thread_id: The conversation thread; a turn that corrects the previous answer of
                 the thread is applied as feedback on that run first.
+            query: The text recall searches with; default ``task``. The chat adapters pass the
+                conversation's last human turns (:func:`~langchain_hindsight.capture.messages.recall_query`);
+                the task stays what is journaled, reflected on and shown in the block.
         """
         served = self._new(task, namespace, run_id, thread_id)
         rejected = self._prepare(served)
         if self.config.recall and task.strip():
             try:
                 result = self.retriever.recall_result(
-                    task, k=self.k, task_type=served.task_type, namespace=served.namespace
+                    _query(task, query), k=self.k, task_type=served.task_type, namespace=served.namespace
                 )
                 self._recalled(served, result, rejected)
             except Exception as e:  # noqa: BLE001
@@ -301,7 +310,13 @@ class HindsightSession:
         return served
 
     async def aserve(
-        self, task: str, *, namespace: str | None = None, run_id: str | None = None, thread_id: str | None = None
+        self,
+        task: str,
+        *,
+        namespace: str | None = None,
+        run_id: str | None = None,
+        thread_id: str | None = None,
+        query: str | None = None,
     ) -> Served:
         """Async :meth:`serve` (store and journal I/O off the event loop)."""
         served = self._new(task, namespace, run_id, thread_id)
@@ -309,7 +324,7 @@ class HindsightSession:
         if self.config.recall and task.strip():
             try:
                 result = await self.retriever.arecall_result(
-                    task, k=self.k, task_type=served.task_type, namespace=served.namespace
+                    _query(task, query), k=self.k, task_type=served.task_type, namespace=served.namespace
                 )
                 self._recalled(served, result, rejected)
             except Exception as e:  # noqa: BLE001
@@ -525,3 +540,10 @@ class HindsightSession:
         else:
             templates, vocabulary = reflector.templates, reflector.vocabulary
         return correction_unit(text, record, templates=templates, vocabulary=vocabulary)
+
+
+def _query(task: str, query: str | None) -> str:
+    """What recall searches with: ``query`` when it has text, else the task."""
+    if query is None or not query.strip():
+        return task
+    return query

@@ -249,7 +249,7 @@ def test_claims_are_cached_and_cheap() -> None:
 
 
 def test_the_scenario_corrections_in_english() -> None:
-    # the turns of tests/unit_tests/test_judgement_scenarios.py: the correction supersedes the rolling lesson
+    # the turns of tests/unit_tests/session/test_judgement_scenarios.py: the correction supersedes the rolling lesson
     rolling = "The weekly sales report uses a rolling 7-day window."
     turn = "No, the weekly report only covers Monday to Sunday of this week"
     stored = REFLECTION_EN.rule_user_feedback.format(task="Write this week's sales report", text=statement(turn))

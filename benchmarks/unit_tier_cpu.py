@@ -1,0 +1,171 @@
+"""CPU time of the unit tier, as ``make unit`` runs it: the total over every process, and where it goes.
+
+Runs ``pytest tests/unit_tests -m "not integration" -n WORKERS --dist loadfile`` (``make unit``'s command;
+``-n auto`` is one worker per core, 2 on CI) once, in a child process, and reports
+
+* the CPU time of the whole run (user + system, summed over the controller and every xdist worker:
+  :func:`resource.getrusage` of the finished children), next to its wall time;
+* per process, the CPU spent before the first test (start-up, plugins, importing the test modules —
+  every worker pays it) and in the tests;
+* the test files that cost the most CPU (setup + call + teardown, via ``benchmarks/_tier_cpu_plugin.py``).
+
+The unit tier's budget (issue 21) is 60 s of CPU; this script measures it, it asserts nothing: a run
+that fails a test is reported with its exit code. CPU time is less sensitive than wall time to other
+load on a shared machine, but not immune (caches, frequency): compare runs made on an idle machine.
+
+Writes benchmarks/results/unit_tier_cpu.json and .md.
+
+Run: .venv/bin/python benchmarks/unit_tier_cpu.py [--workers 2] [--top 15] [--note "..."]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+RESULTS = HERE / "results"
+BUDGET_S = 60.0
+"""Issue 21: the unit tier under 60 s of CPU, summed over the workers."""
+
+
+def command(workers: str) -> list[str]:
+    """``make unit``'s pytest command, with the measuring plugin."""
+    return [
+        sys.executable,
+        "-m",
+        "pytest",
+        "tests/unit_tests",
+        "-m",
+        "not integration",
+        "-n",
+        workers,
+        "--dist",
+        "loadfile",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "-p",
+        "_tier_cpu_plugin",
+    ]
+
+
+def measure(workers: str) -> dict[str, Any]:
+    """Run the unit tier once; its CPU and wall time, and each process's report."""
+    with tempfile.TemporaryDirectory() as reports:
+        env = {
+            **os.environ,
+            "HF_HUB_OFFLINE": "1",
+            "TIER_CPU_DIR": reports,
+            "PYTHONPATH": os.pathsep.join(filter(None, [str(HERE), os.environ.get("PYTHONPATH")])),
+        }
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        start = time.perf_counter()
+        done = subprocess.run(command(workers), cwd=ROOT, env=env, capture_output=True, text=True, check=False)
+        wall = time.perf_counter() - start
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        processes = [json.loads(p.read_text(encoding="utf-8")) for p in sorted(Path(reports).glob("*.json"))]
+    summary = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else ""
+    return {
+        "exit_code": done.returncode,
+        "pytest_summary": summary,
+        "cpu_user_s": after.ru_utime - before.ru_utime,
+        "cpu_system_s": after.ru_stime - before.ru_stime,
+        "cpu_s": (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime),
+        "wall_s": wall,
+        "processes": processes,
+    }
+
+
+def per_file(processes: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
+    """CPU seconds and test counts per test file, summed over the workers that ran its tests."""
+    files: dict[str, dict[str, float]] = {}
+    for process in processes:
+        for path, row in process["files"].items():
+            entry = files.setdefault(path, {"cpu_s": 0.0, "tests": 0})
+            entry["cpu_s"] += row["cpu_s"]
+            entry["tests"] += row["tests"]
+    return dict(sorted(files.items(), key=lambda kv: -kv[1]["cpu_s"]))
+
+
+def report(run: dict[str, Any], workers: str, top: int, note: str) -> tuple[dict[str, Any], str]:
+    """The JSON record and the Markdown page."""
+    files = per_file(run["processes"])
+    workers_only = [p for p in run["processes"] if p["worker"] != "controller"] or run["processes"]
+    start_up = sum(p["cpu_at_collection_s"] or 0.0 for p in workers_only)
+    in_tests = sum(row["cpu_s"] for row in files.values())
+    record = {
+        "command": " ".join(["pytest", *command(workers)[3:]]),
+        "workers": workers,
+        "machine": {
+            "python": platform.python_version(),
+            "cpus": os.cpu_count(),
+            "platform": platform.platform(),
+            "load_average": os.getloadavg(),
+            # Set (as on the machine these numbers come from), every process compiles and assert-rewrites the test
+            # modules afresh; unset, the second run reads them from __pycache__ and starts faster.
+            "PYTHONDONTWRITEBYTECODE": os.environ.get("PYTHONDONTWRITEBYTECODE", ""),
+        },
+        "note": note,
+        "budget_cpu_s": BUDGET_S,
+        "tests": int(sum(row["tests"] for row in files.values())),
+        "worker_start_up_cpu_s": start_up,
+        "in_tests_cpu_s": in_tests,
+        "files": files,
+        **{k: v for k, v in run.items() if k != "processes"},
+        "processes": [{k: v for k, v in p.items() if k != "files"} for p in run["processes"]],
+    }
+    lines = [
+        "# Unit tier CPU time",
+        "",
+        f"`{record['command']}` on {record['machine']['cpus']} CPUs, Python {record['machine']['python']}"
+        + (f" ({note})" if note else "")
+        + f", load average {os.getloadavg()[0]:.1f}"
+        + f"; pytest: {run['pytest_summary']} (exit {run['exit_code']}).",
+        "",
+        "| measure | value |",
+        "|---|---|",
+        f"| tests run | {record['tests']} |",
+        f"| CPU, all processes (user + system) | {run['cpu_s']:.1f} s |",
+        f"| budget | {BUDGET_S:.0f} s ({'within' if run['cpu_s'] <= BUDGET_S else 'over'}) |",
+        f"| of which worker start-up and collection | {start_up:.1f} s |",
+        f"| of which in tests (setup, call, teardown) | {in_tests:.1f} s |",
+        f"| wall time | {run['wall_s']:.1f} s |",
+        "",
+        f"## The {top} test files that cost the most CPU",
+        "",
+        "| test file | tests | CPU |",
+        "|---|---|---|",
+    ]
+    for path, row in list(files.items())[:top]:
+        lines.append(f"| `{path}` | {int(row['tests'])} | {row['cpu_s']:.1f} s |")
+    return record, "\n".join(lines) + "\n"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--workers", default="2", help="pytest-xdist workers (-n); make unit uses auto")
+    parser.add_argument("--top", type=int, default=15, help="how many test files to list")
+    parser.add_argument("--note", default="", help="a note on the machine's state, shown in the report")
+    args = parser.parse_args()
+    run = measure(args.workers)
+    record, page = report(run, args.workers, args.top, args.note)
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / "unit_tier_cpu.json").write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n", "utf-8")
+    (RESULTS / "unit_tier_cpu.md").write_text(page, encoding="utf-8")
+    print(page)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

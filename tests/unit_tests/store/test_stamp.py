@@ -1,0 +1,272 @@
+"""The clean-close stamp of an embedded store: written at close, absent while open or after a crash, void when
+a file it lists changed; a session that wrote removes the statistics summary; the lock-only reader."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from langchain_hindsight.errors import StoreLockedError
+from langchain_hindsight.store._stamp import (
+    DATA_FILE,
+    STAMP_FILE,
+    SUMMARY_FILE,
+    file_states,
+    read_stamp,
+    trusted_store,
+)
+from langchain_hindsight.store._summary import read_summary, write_summary
+from langchain_hindsight.store.backend import BACKEND_WRITES, RECORDS_WRITES, ChromaBackend, ChromaRecords
+from langchain_hindsight.store.memory_store import MemoryStore
+from langchain_hindsight.types import MemoryUnit
+
+UNITS = [
+    MemoryUnit(memory_id="m_csv", content="读取中文CSV时指定encoding='utf-8-sig'。", task_type="data_cleaning"),
+    MemoryUnit(memory_id="m_report", content="Weekly reports cover last week only.", task_type="weekly_report"),
+    MemoryUnit(memory_id="m_team", content="团队甲的周报周一提交。", namespace="团队甲", source="manual"),
+]
+SUMMARY = {"default": {"total": 2, "status": {"active": 2}, "active_by_task_type": {}, "by_source": {}, "runs": 0}}
+
+
+def _stamp(directory: Path) -> dict[str, list[int]]:
+    files: dict[str, list[int]] = json.loads((directory / STAMP_FILE).read_text(encoding="utf-8"))["files"]
+    return files
+
+
+@pytest.fixture
+def closed(make_fake_store: Callable[..., MemoryStore], tmp_path: Path) -> Path:
+    """A store closed cleanly after writing units of two namespaces and searching (a lexical snapshot)."""
+    store = make_fake_store("db")
+    store.add_many(UNITS, dedupe=False)
+    store.lexical_search("中文CSV", k=1)  # builds the index: its snapshot is saved at close
+    store.close()
+    return tmp_path / "db"
+
+
+def test_a_clean_close_stamps_the_data_and_the_derived_files(closed: Path) -> None:
+    files = _stamp(closed)
+    assert DATA_FILE in files
+    assert any(rel.startswith("lexical/") for rel in files)
+    assert {rel: tuple(state) for rel, state in files.items()} == {
+        rel: state for rel, state in file_states(closed).items() if rel in files
+    }
+    assert read_stamp(closed) == frozenset(files)
+
+
+def test_the_stamp_is_absent_while_open_and_back_after_a_read_only_session(closed: Path) -> None:
+    listed = frozenset(_stamp(closed))
+    backend = ChromaBackend.embedded(closed)
+    try:
+        assert not (closed / STAMP_FILE).exists()  # what a crash now would leave: nothing vouched for
+        assert backend.trusted_files == listed
+        store = MemoryStore(backend=backend, embeddings=None)
+        assert store.get("m_csv").task_type == "data_cleaning"
+        store.close()
+        assert not backend.wrote
+    finally:
+        backend.close()
+    assert frozenset(_stamp(closed)) == listed
+    assert read_stamp(closed) == listed
+
+
+def test_a_store_open_in_this_process_has_no_stamp(make_fake_store: Callable[..., MemoryStore], tmp_path: Path) -> None:
+    store = make_fake_store("db")
+    store.add_many(UNITS[:1], dedupe=False)
+    assert not (tmp_path / "db" / STAMP_FILE).exists()
+    store.close()
+    assert (tmp_path / "db" / STAMP_FILE).exists()
+
+
+@pytest.mark.parametrize("change", ["touch data", "grow data", "edit snapshot", "delete snapshot"])
+def test_a_changed_listed_file_voids_the_stamp(closed: Path, change: str) -> None:
+    snapshot = next(closed / rel for rel in _stamp(closed) if rel.startswith("lexical/"))
+    data = closed / DATA_FILE
+    if change == "touch data":
+        st = data.stat()
+        os.utime(data, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000))
+    elif change == "grow data":
+        mtime = data.stat().st_mtime_ns
+        with data.open("ab") as fh:
+            fh.write(b"\0")
+        os.utime(data, ns=(mtime, mtime))  # same mtime: the size still gives it away
+    elif change == "edit snapshot":
+        snapshot.write_bytes(snapshot.read_bytes() + b"x")
+    else:
+        snapshot.unlink()
+    assert read_stamp(closed) == frozenset()
+    with trusted_store(closed) as trusted:
+        assert trusted == frozenset()
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "not json",
+        json.dumps({"format": 2, "files": {DATA_FILE: [1, 1]}}),
+        json.dumps({"format": 1, "files": {}}),  # no data file
+        json.dumps({"format": 1, "files": {DATA_FILE: "big"}}),
+    ],
+)
+def test_a_malformed_stamp_trusts_nothing(closed: Path, text: str) -> None:
+    (closed / STAMP_FILE).write_text(text, encoding="utf-8")
+    assert read_stamp(closed) == frozenset()
+
+
+def test_a_stamp_never_names_a_file_outside_the_derived_paths(closed: Path) -> None:
+    outside = closed.parent / "elsewhere.json"
+    outside.write_text("{}", encoding="utf-8")
+    files = _stamp(closed)
+    st = outside.stat()
+    files["../elsewhere.json"] = [st.st_size, st.st_mtime_ns]
+    (closed / STAMP_FILE).write_text(json.dumps({"format": 1, "files": files}), encoding="utf-8")
+    assert read_stamp(closed) == frozenset()
+
+
+def test_a_writing_session_removes_the_summary_a_reading_one_keeps_it(
+    make_fake_store: Callable[..., MemoryStore], tmp_path: Path
+) -> None:
+    directory = tmp_path / "db"
+    store = make_fake_store("db")
+    store.add_many(UNITS, dedupe=False)
+    write_summary(directory, ["default"], SUMMARY)  # counted, then the session wrote: stale
+    store.close()
+    assert not (directory / SUMMARY_FILE).exists()
+    assert SUMMARY_FILE not in _stamp(directory)
+
+    with MemoryStore(directory, embeddings=None) as store:  # a read-only session writes the summary
+        assert store.count() == 2
+        write_summary(directory, ["default", "团队甲"], SUMMARY)
+    assert SUMMARY_FILE in read_stamp(directory)
+
+    with MemoryStore(directory, embeddings=None) as store:  # another read-only session: still trusted
+        assert SUMMARY_FILE in store.backend.trusted_files
+        assert len(store.list_units(namespace="团队甲")) == 1
+    assert SUMMARY_FILE in read_stamp(directory)
+    summary = read_summary(directory)
+    assert summary is not None
+    assert summary.namespaces == ["default", "团队甲"]
+
+    with MemoryStore(directory, embeddings=None) as store:  # a session that writes anything
+        store.archive(["m_report"])
+    assert not (directory / SUMMARY_FILE).exists()
+    assert SUMMARY_FILE not in read_stamp(directory)
+    assert DATA_FILE in read_stamp(directory)
+
+
+def test_a_summary_left_without_a_stamp_is_not_vouched_for(closed: Path) -> None:
+    """After a crash there is no stamp: a summary the dead process left stays untrusted after the next close."""
+    write_summary(closed, ["default"], SUMMARY)
+    (closed / STAMP_FILE).unlink()  # the directory as a process killed after writing the summary leaves it
+    with MemoryStore(closed, embeddings=None) as store:
+        assert store.backend.trusted_files == frozenset()
+        assert store.count() == 2
+    assert (closed / SUMMARY_FILE).exists()
+    assert SUMMARY_FILE not in read_stamp(closed)
+    assert DATA_FILE in read_stamp(closed)
+
+
+def test_every_write_method_of_the_interface_marks_the_session() -> None:
+    for name in RECORDS_WRITES:
+        assert getattr(getattr(ChromaRecords, name), "marks_written", False), name
+    for name in BACKEND_WRITES - {"recover_interrupted"}:  # marked only when it recovered something
+        assert getattr(getattr(ChromaBackend, name), "marks_written", False), name
+
+
+def test_reads_leave_the_session_clean_writes_mark_it(tmp_path: Path) -> None:
+    backend = ChromaBackend.embedded(tmp_path / "db")
+    try:
+        assert backend.list_collections() == []
+        assert backend.get_collection("nothing") is None
+        assert backend.recover_interrupted() is False
+        assert not backend.wrote
+        col = backend.create_collection("col", {"hindsight_role": "memories"})
+        assert backend.wrote
+    finally:
+        backend.close()
+    backend = ChromaBackend.embedded(tmp_path / "db")
+    try:
+        col = backend.get_collection("col")
+        assert col is not None
+        assert col.count() == 0
+        assert col.get()["ids"] == []
+        assert not backend.wrote
+        col.upsert(ids=["a"], embeddings=[[1.0, 0.0]], documents=["文档"], metadatas=[{"k": 1}])
+        assert backend.wrote
+    finally:
+        backend.close()
+    backend = ChromaBackend.embedded(tmp_path / "db")
+    try:
+        assert backend.client is not None  # the raw client may write anything: counted as a write
+        assert backend.wrote
+    finally:
+        backend.close()
+
+
+def test_trusted_store_holds_the_lock_and_leaves_the_stamp(closed: Path) -> None:
+    listed = frozenset(_stamp(closed))
+    with trusted_store(closed) as trusted:
+        assert trusted == listed
+        with pytest.raises(StoreLockedError):
+            ChromaBackend.embedded(closed)
+    assert frozenset(_stamp(closed)) == listed
+    ChromaBackend.embedded(closed).close()  # the lock was released
+
+
+def test_trusted_store_on_an_open_store_raises_the_open_error(closed: Path) -> None:
+    with MemoryStore(closed, embeddings=None), pytest.raises(StoreLockedError) as reader, trusted_store(closed):
+        pass
+    with MemoryStore(closed, embeddings=None), pytest.raises(StoreLockedError) as opener:
+        MemoryStore(closed, embeddings=None)
+    assert str(reader.value) == str(opener.value)
+
+
+def test_trusted_store_of_a_missing_directory_creates_nothing(tmp_path: Path) -> None:
+    with trusted_store(tmp_path / "nowhere") as trusted:
+        assert trusted == frozenset()
+    assert not (tmp_path / "nowhere").exists()
+
+
+_CHILD = """
+import sys, time
+from langchain_hindsight.store._summary import write_summary
+from langchain_hindsight.store.memory_store import MemoryStore
+from langchain_hindsight.types import MemoryUnit
+from tests.fakes import NgramEmbeddings
+store = MemoryStore(sys.argv[1], embeddings=NgramEmbeddings())
+store.add_many([MemoryUnit(content="进程被杀之前写入的经验。")], dedupe=False)
+write_summary(store.persist_directory, ["default"], {})
+print("ready", flush=True)
+time.sleep(600)
+"""
+
+
+@pytest.mark.integration
+def test_a_killed_process_leaves_no_stamp_and_its_summary_untrusted(closed: Path) -> None:
+    root = Path(__file__).resolve().parents[3]
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    child = subprocess.Popen(
+        [sys.executable, "-c", _CHILD, str(closed)], stdout=subprocess.PIPE, text=True, env=env, cwd=root
+    )
+    try:
+        assert child.stdout is not None
+        assert child.stdout.readline().strip() == "ready"
+        assert not (closed / STAMP_FILE).exists()
+    finally:
+        child.send_signal(signal.SIGKILL)
+        child.wait(timeout=60)
+    time.sleep(0.1)
+    assert not (closed / STAMP_FILE).exists()
+    with MemoryStore(closed, embeddings=None) as store:
+        assert store.backend.trusted_files == frozenset()
+        assert store.count() == 3  # the killed process's write is there
+    assert (closed / SUMMARY_FILE).exists()
+    assert SUMMARY_FILE not in read_stamp(closed)  # its summary (which missed nothing here) is not vouched for
+    assert DATA_FILE in read_stamp(closed)
