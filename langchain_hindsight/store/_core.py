@@ -174,6 +174,15 @@ class StoreCore:
 
     _ns = resolve_namespace
 
+    def _atomic(self, namespace: str, plan: Callable[[], _R]) -> _R:
+        """Run a write ``plan`` on ``namespace`` through :meth:`Backend.atomic` (one transaction on a database).
+
+        A database backend may re-run ``plan`` after a serialization failure, so a plan
+        re-reads what it decides on; the collections a plan writes are created (committed)
+        before it, so none the store holds can vanish with a rolled-back transaction.
+        """
+        return self.backend.atomic(namespace, plan)
+
     def _ensure_open(self) -> None:
         if self._closed:
             raise StoreClosedError("this MemoryStore is closed")

@@ -12,7 +12,7 @@ from langchain_hindsight._safety import SUSPICIOUS_TAG
 from langchain_hindsight.errors import ConfigurationError, MemoryNotFoundError, StoreError
 from langchain_hindsight.store._checks import is_int
 from langchain_hindsight.store._codec import unit_to_metadata
-from langchain_hindsight.store._collections import ROLES, Role
+from langchain_hindsight.store._collections import ROLES, Collection, Role
 from langchain_hindsight.store._core import StoreCore, backend_errors, check_ids
 from langchain_hindsight.store._policy import feedback_reason, fresh_ids_for_taken, trust
 from langchain_hindsight.store.apply import move_units, write_plan, write_updates
@@ -86,7 +86,9 @@ def add_many(
             batch = [prepared[i] for i in chunk]
             vectors = embed_batched(store, [u.content for u in batch])
             with store._lock:
-                stored = _add_namespace(store, ns, batch, vectors, dedupe)
+                store._collection(ns)  # created outside the plan's transaction (a retry re-runs only the plan)
+                plan = functools.partial(_add_namespace, store, ns, batch, vectors, dedupe)
+                stored = store._atomic(ns, plan)
             for i, result in zip(chunk, stored, strict=True):
                 results[i] = result
     return [r for r in results if r is not None]
@@ -154,30 +156,37 @@ def supersede(
     ns = prepared.namespace
     vector = embed_batched(store, [prepared.content])[0]
     with store._lock:
-        old = [u for u in store.get_many(ids, namespace=ns) if u.status == "active"]
-        if not old:
-            raise MemoryNotFoundError(f"no active memory among {ids[:5]} in namespace {ns!r}")
-        weaker = [u.memory_id for u in old if trust(prepared.source) > trust(u.source)]
-        if weaker:
-            raise ConfigurationError(
-                f"a {prepared.source} unit never replaces a more trusted one ({', '.join(weaker)})"
-            )
-        col = store._vectors(store._collection(ns))
-        assert col is not None
-        taken = set(col.exists([prepared.memory_id]))
-        archive = store._collection(ns, "archive", create=False)
-        if archive is not None:
-            taken |= set(archive.exists([prepared.memory_id]))
-        new = fresh_ids_for_taken([prepared], taken)[0].evolve(supersedes=old[0].memory_id)
-        plan = WritePlan()
-        plan.new[new.memory_id] = (new, vector)
-        plan.changed.update((u.memory_id, demote(u, store.policy)) for u in old)
-        plan.superseding.add(new.memory_id)
-        write_plan(col, plan, store.backend.max_batch_size)
-        store._replica.reindex(ns, upserts=[new, *plan.changed.values()])
+        store._collection(ns)  # created outside the plan's transaction
+        old, new = store._atomic(ns, functools.partial(_supersede_plan, store, ids, prepared, vector, ns))
     related = tuple(u.memory_id for u in old)
     logger.info("write %s in %r: superseded %s (%s)", new.memory_id, ns, ", ".join(related), reason)
     return WriteResult("superseded", new, related, reason, tuple(old))
+
+
+def _supersede_plan(
+    store: StoreCore, ids: list[str], prepared: MemoryUnit, vector: list[float], ns: str
+) -> tuple[list[MemoryUnit], MemoryUnit]:
+    """Plan and write a supersede (see :func:`supersede`); returns the demoted units and the new one."""
+    old = [u for u in store.get_many(ids, namespace=ns) if u.status == "active"]
+    if not old:
+        raise MemoryNotFoundError(f"no active memory among {ids[:5]} in namespace {ns!r}")
+    weaker = [u.memory_id for u in old if trust(prepared.source) > trust(u.source)]
+    if weaker:
+        raise ConfigurationError(f"a {prepared.source} unit never replaces a more trusted one ({', '.join(weaker)})")
+    col = store._vectors(store._collection(ns))
+    assert col is not None
+    taken = set(col.exists([prepared.memory_id]))
+    archive = store._collection(ns, "archive", create=False)
+    if archive is not None:
+        taken |= set(archive.exists([prepared.memory_id]))
+    new = fresh_ids_for_taken([prepared], taken)[0].evolve(supersedes=old[0].memory_id)
+    plan = WritePlan()
+    plan.new[new.memory_id] = (new, vector)
+    plan.changed.update((u.memory_id, demote(u, store.policy)) for u in old)
+    plan.superseding.add(new.memory_id)
+    write_plan(col, plan, store.backend.max_batch_size)
+    store._replica.reindex(ns, upserts=[new, *plan.changed.values()])
+    return old, new
 
 
 @backend_errors
@@ -186,16 +195,20 @@ def update(store: StoreCore, memory_id: str, /, *, namespace: str | None = None,
     if {"memory_id", "namespace"} & set(changes):
         raise ConfigurationError("memory_id and namespace cannot be changed; add a new unit instead")
     ns = store._ns(namespace)
-    with store._lock:
+    if "task_type" in changes:
+        if not isinstance(changes["task_type"], str):
+            raise ConfigurationError(f"task_type must be a string, got {type(changes['task_type']).__name__}")
+        changes["task_type"] = store.vocabulary.normalize(changes["task_type"])
+
+    def plan() -> MemoryUnit:  # read, check and write as one plan (one transaction on a database)
         current = store.get(memory_id, namespace=ns)
         check_source_change(current, changes.get("source", current.source))
         if "content" in changes:
             check_informative(current.evolve(content=changes["content"]))
-        if "task_type" in changes:
-            if not isinstance(changes["task_type"], str):
-                raise ConfigurationError(f"task_type must be a string, got {type(changes['task_type']).__name__}")
-            changes["task_type"] = store.vocabulary.normalize(changes["task_type"])
         return update_many(store, [current.evolve(**changes)], namespace=ns)[0]
+
+    with store._lock:
+        return store._atomic(ns, plan)
 
 
 @backend_errors
@@ -210,22 +223,27 @@ def update_many(store: StoreCore, units: Sequence[MemoryUnit], *, namespace: str
     if not units:
         return []
     with store._lock:
-        written: list[MemoryUnit] = []
-        for role in ROLES:
-            col = store._collection(ns, role, create=False)
-            if col is None:
-                continue
-            batch = write_updates(col, role, units, functools.partial(store._embed_into, col))
-            if not batch:
-                continue
-            if role == "memories":
-                store._replica.reindex(ns, upserts=batch)
-            written.extend(batch)
-        missing = {u.memory_id for u in units} - {u.memory_id for u in written}
-        if missing:
-            raise MemoryNotFoundError(f"no memory {sorted(missing)[0]!r} in namespace {ns!r}")
-        order = {u.memory_id: i for i, u in enumerate(units)}
-        return sorted(written, key=lambda u: order[u.memory_id])
+        return store._atomic(ns, functools.partial(_update_plan, store, units, ns))
+
+
+def _update_plan(store: StoreCore, units: list[MemoryUnit], ns: str) -> list[MemoryUnit]:
+    """Write :func:`update_many`'s new versions (one plan)."""
+    written: list[MemoryUnit] = []
+    for role in ROLES:
+        col = store._collection(ns, role, create=False)
+        if col is None:
+            continue
+        batch = write_updates(col, role, units, functools.partial(store._embed_into, col))
+        if not batch:
+            continue
+        if role == "memories":
+            store._replica.reindex(ns, upserts=batch)
+        written.extend(batch)
+    missing = {u.memory_id for u in units} - {u.memory_id for u in written}
+    if missing:
+        raise MemoryNotFoundError(f"no memory {sorted(missing)[0]!r} in namespace {ns!r}")
+    order = {u.memory_id: i for i, u in enumerate(units)}
+    return sorted(written, key=lambda u: order[u.memory_id])
 
 
 @backend_errors
@@ -256,19 +274,9 @@ def record_feedback(
     when = utcnow() if now is None else now if now.tzinfo else now.replace(tzinfo=UTC)
     ns = store._ns(namespace)
     with store._lock:
-        current = store.get_many(ids, namespace=ns)
-        if len(current) != len(ids):
-            gone = sorted(set(ids) - {u.memory_id for u in current})
-            logger.warning("feedback skipped for %d unknown memory id(s): %s", len(gone), gone[:5])
-        updated = [
-            u.evolve(
-                access_count=u.access_count + 1,
-                last_accessed_at=max(u.last_accessed_at, when),
-                confidence=_credited(store, u, success=success, rejected=rejected, repeats=counts.get(u.memory_id, 0)),
-            )
-            for u in current
-        ]
-        written = update_many(store, updated, namespace=ns)
+        current, written = store._atomic(
+            ns, functools.partial(_feedback_plan, store, ids, ns, when, success, rejected, counts)
+        )
     if success is not None or rejected:
         for old, new in zip(current, written, strict=True):
             why = feedback_reason(
@@ -283,6 +291,32 @@ def record_feedback(
                 why,
             )
     return written
+
+
+def _feedback_plan(
+    store: StoreCore,
+    ids: list[str],
+    ns: str,
+    when: datetime,
+    success: bool | None,
+    rejected: bool,
+    counts: dict[str, int],
+) -> tuple[list[MemoryUnit], list[MemoryUnit]]:
+    """Read the units and write their credited versions (one plan of :func:`record_feedback`)."""
+    current = store.get_many(ids, namespace=ns)
+    if len(current) != len(ids):
+        gone = sorted(set(ids) - {u.memory_id for u in current})
+        logger.warning("feedback skipped for %d unknown memory id(s): %s", len(gone), gone[:5])
+    updated = [
+        u.evolve(
+            access_count=u.access_count + 1,
+            last_accessed_at=max(u.last_accessed_at, when),
+            confidence=_credited(store, u, success=success, rejected=rejected, repeats=counts.get(u.memory_id, 0)),
+        )
+        for u in current
+    ]
+    written = update_many(store, updated, namespace=ns)
+    return current, written
 
 
 def _credited(store: StoreCore, unit: MemoryUnit, *, success: bool | None, rejected: bool, repeats: int) -> float:
@@ -333,15 +367,21 @@ def _move(store: StoreCore, ids: list[str], ns: str, src_role: Role, dst_role: R
         src = store._collection(ns, src_role, create=False)
         if src is None:
             return []
-        status: MemoryStatus = "archived" if dst_role == "archive" else "active"
-        moved = move_units(src, functools.partial(store._collection, ns, dst_role), ids, status)
-        if not moved:
-            return []
-        if dst_role == "archive":
-            store._replica.reindex(ns, deletes=[u.memory_id for u in moved])
-        else:
-            store._replica.reindex(ns, upserts=moved)
-        return moved
+        store._collection(ns, dst_role)  # created outside the plan's transaction
+        return store._atomic(ns, functools.partial(_move_plan, store, ids, ns, src, dst_role))
+
+
+def _move_plan(store: StoreCore, ids: list[str], ns: str, src: Collection, dst_role: Role) -> list[MemoryUnit]:
+    """Move ``ids`` from ``src`` to the ``dst_role`` collection (one plan of :func:`_move`)."""
+    status: MemoryStatus = "archived" if dst_role == "archive" else "active"
+    moved = move_units(src, functools.partial(store._collection, ns, dst_role), ids, status)
+    if not moved:
+        return []
+    if dst_role == "archive":
+        store._replica.reindex(ns, deletes=[u.memory_id for u in moved])
+    else:
+        store._replica.reindex(ns, upserts=moved)
+    return moved
 
 
 @backend_errors
@@ -353,12 +393,16 @@ def discard(store: StoreCore, memory_ids: Sequence[str], *, namespace: str | Non
         col = store._collection(ns, create=False)
         if col is None or not ids:
             return 0
-        present = col.exists(ids)
-        step = store.backend.max_batch_size
-        for start in range(0, len(present), step):
-            col.delete(ids=present[start : start + step])
-        store._replica.reindex(ns, deletes=present)
-        return len(present)
+
+        def plan() -> int:
+            present = col.exists(ids)
+            step = store.backend.max_batch_size
+            for start in range(0, len(present), step):
+                col.delete(ids=present[start : start + step])
+            store._replica.reindex(ns, deletes=present)
+            return len(present)
+
+        return store._atomic(ns, plan)
 
 
 def write_exact(store: StoreCore, units: list[MemoryUnit], vectors: list[list[float]]) -> dict[str, int]:

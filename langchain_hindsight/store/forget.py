@@ -13,6 +13,7 @@ scrub a crash cut short.
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Sequence
 from pathlib import Path
@@ -91,9 +92,9 @@ def forget(
         _record_intent(store.persist_directory, ns, ids, do_scrub)  # durable before the first delete
         try:
             if ids is None:
-                deleted = _drop_namespace(store, ns)
+                deleted = store._atomic(ns, functools.partial(_drop_namespace, store, ns))
             else:
-                deleted, rebuild = _delete_ids(store, ns, ids)
+                deleted, rebuild = store._atomic(ns, functools.partial(_delete_ids, store, ns, ids))
             if do_scrub and (deleted or rebuild):
                 scrub_collections(store, rebuild)
         finally:

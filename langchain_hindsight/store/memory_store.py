@@ -42,6 +42,8 @@ from langchain_hindsight.store._core import StoreCore, backend_errors
 from langchain_hindsight.store._policy import ConfidencePolicy
 from langchain_hindsight.store._reembed import ReembedReport, reembed_collections
 from langchain_hindsight.store.backend import Backend, ChromaBackend
+from langchain_hindsight.store.backend.postgres import PostgresBackend
+from langchain_hindsight.store.replica.lexical import lexical_scheme
 from langchain_hindsight.store.replica.records import MIRROR_MAX_ROWS
 from langchain_hindsight.store.runs import RunRecord
 from langchain_hindsight.store.transfer import ImportReport
@@ -54,13 +56,21 @@ __all__ = ["MemoryStore"]
 logger = logging.getLogger(__name__)
 
 
+def _postgres_backend(database_url: str) -> Backend:
+    """A :class:`~langchain_hindsight.store.backend.postgres.PostgresBackend` on ``database_url`` (store tokenizer)."""
+    if not isinstance(database_url, str) or not database_url.strip():
+        raise ConfigurationError(f"database_url must be a postgresql:// URL, got {database_url!r}")
+    return PostgresBackend(database_url.strip(), lexical=lexical_scheme())  # psycopg is imported only now
+
+
 class MemoryStore(StoreCore):
     """Durable memory units in Chroma, with dedup, conflicts and feedback.
 
     Setup:
         Embedded (default): one process owns ``persist_directory`` and holds a
-        lock on it. Shared: run ``chroma run --path DIR --port 8000`` and pass
-        ``client=chromadb.HttpClient(port=8000)`` from any number of processes.
+        lock on it. Shared: ``database_url="postgresql://..."`` (Postgres with
+        pgvector; many writers on many hosts), or run ``chroma run --path DIR --port 8000``
+        and pass ``client=chromadb.HttpClient(port=8000)`` from any number of processes.
         In memory (tests, throwaway stores): ``backend=InMemoryBackend()``.
 
     Instantiate:
@@ -82,6 +92,10 @@ class MemoryStore(StoreCore):
             ``InMemoryBackend()`` (:mod:`langchain_hindsight.store.backend.inmemory`) for fast tests and
             throwaway stores, ``ChromaBackend.embedded(path)`` / ``ChromaBackend.server(host, port)``.
             The store does not close it.
+        database_url: A PostgreSQL database (``postgresql://user:pass@host/db``, with pgvector) to
+            use instead: any number of processes and hosts may write it at once, and every recall
+            reads what any of them committed (see :mod:`langchain_hindsight.store.backend.postgres`). Needs
+            the ``postgres`` extra. The store opens and closes its connection pool.
         embeddings: Any LangChain ``Embeddings``. Default: the embedder the
             store records if it is one of this package's (an existing MiniLM
             store keeps :class:`LocalEmbeddings`), else
@@ -124,6 +138,7 @@ class MemoryStore(StoreCore):
         *,
         client: Any = None,
         backend: Backend | None = None,
+        database_url: str | None = None,
         embeddings: Embeddings | None = None,
         conflict_threshold: float | None = 0.85,
         merge_threshold: float | None = 0.95,
@@ -153,6 +168,8 @@ class MemoryStore(StoreCore):
             raise ConfigurationError(f"mirror_max_rows must be an int >= 0, got {mirror_max_rows!r}")
         if backend is not None and (client is not None or not isinstance(backend, Backend)):
             raise ConfigurationError("backend must be a langchain_hindsight.store.backend.base.Backend, without client")
+        if database_url is not None and (backend is not None or client is not None):
+            raise ConfigurationError("give database_url, client or backend, not several")
         self.judge = judge or RuleWriteJudge()
         self.namespace = MemoryUnit(content="-", namespace=namespace).namespace if namespace else ""
         if not self.namespace:
@@ -163,7 +180,9 @@ class MemoryStore(StoreCore):
         self.policy = policy or ConfidencePolicy()
         self.vocabulary = vocabulary or TaskTypeVocabulary()
         self._owns_backend = backend is None and client is None
-        if backend is None:
+        if database_url is not None:
+            backend = _postgres_backend(database_url)
+        elif backend is None:
             if client is not None:
                 backend = ChromaBackend(client)
             elif persist_directory is None:

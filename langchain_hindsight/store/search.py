@@ -166,4 +166,9 @@ def lexical_search(
     check_k(k)
     ns = store._ns(namespace)
     with store._lock:
+        if store.backend.answers_lexical:  # the database scores the lexical arm: no in-process index
+            col = store._collection(ns, create=False)
+            found = col.lexical_search(query, k, normalize=normalize) if col is not None else []
+            if found is not None:
+                return found
         return store._replica.lexical_index(ns).search(query, k, normalize=normalize)

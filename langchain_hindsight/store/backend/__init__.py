@@ -6,10 +6,12 @@
 * :mod:`~langchain_hindsight.store.backend.chroma`: :class:`ChromaBackend`, embedded Chroma in a
   directory (under the directory's single-writer lock) or a ``chroma run`` server;
 * :mod:`~langchain_hindsight.store.backend.inmemory`: :class:`InMemoryBackend`, dicts and an exact
-  numpy cosine search, for fast tests and throwaway stores.
+  numpy cosine search, for fast tests and throwaway stores;
+* :mod:`~langchain_hindsight.store.backend.postgres`: ``PostgresBackend``, PostgreSQL with pgvector
+  for many writers on many hosts (not imported here: psycopg is the optional ``postgres`` extra).
 
-A new backend (e.g. PostgreSQL) subclasses :class:`Backend` and :class:`Records` in a module of
-its own here; nothing else in the store changes.
+A new backend subclasses :class:`Backend` and :class:`Records` in a module of its own here; nothing
+else in the store changes.
 """
 
 from langchain_hindsight.store.backend.base import (
@@ -17,6 +19,7 @@ from langchain_hindsight.store.backend.base import (
     RECORDS_WRITES,
     Backend,
     Include,
+    LexicalScheme,
     Metadata,
     Records,
     Rows,
@@ -33,6 +36,7 @@ __all__ = [
     "ChromaRecords",
     "InMemoryBackend",
     "Include",
+    "LexicalScheme",
     "Metadata",
     "Records",
     "Rows",

@@ -34,6 +34,7 @@ import numpy as np
 from langchain_hindsight._trust import TRUSTED_SOURCES, UNTRUSTED_SOURCES
 from langchain_hindsight.errors import HindsightError, StoreError
 from langchain_hindsight.store._codec import unit_from_record
+from langchain_hindsight.store.backend import LexicalScheme
 from langchain_hindsight.store.replica.feed import ChangeFeed
 from langchain_hindsight.types import MemoryUnit
 
@@ -42,6 +43,7 @@ __all__ = [
     "LexicalIndex",
     "active_texts",
     "indexed_text",
+    "lexical_scheme",
     "load_snapshot",
     "record_text",
     "refresh_lexical",
@@ -496,6 +498,40 @@ def active_texts(col: Any) -> Iterator[tuple[str, str]]:
         if len(rows["ids"]) < _SCAN_PAGE:
             return
         offset += _SCAN_PAGE
+
+
+def _record_tokens(document: str | None, metadata: Any) -> list[str] | None:
+    """The lexical tokens of a stored *active* unit record (``None``: inactive, or not a unit record)."""
+    if not isinstance(metadata, dict) or metadata.get("status") != "active" or document is None:
+        return None
+    try:
+        return tokenize(record_text(document, metadata))
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return None
+
+
+def lexical_scheme() -> LexicalScheme:
+    """The store's lexical arm as a backend that answers it itself needs it: tokens, query terms, BM25 constants.
+
+    Scores computed from it equal :class:`LexicalIndex`'s (the same tokenizer, ``k1``, ``b`` and prior).
+    """
+    defaults = LexicalIndex()
+    return LexicalScheme(
+        record_tokens=_record_tokens,
+        query_terms=tokenize,
+        signature=f"{tokenizer_signature()}:{_record_signature()}",
+        k1=defaults.k1,
+        b=defaults.b,
+        prior_documents=PRIOR_DOCUMENTS,
+    )
+
+
+def _record_signature() -> str:
+    """Version of what :func:`record_text` indexes (bump ``_RECORD_TEXT_VERSION`` when it changes)."""
+    return str(_RECORD_TEXT_VERSION)
+
+
+_RECORD_TEXT_VERSION = 1
 
 
 def snapshot_path(directory: Path, collection_name: str) -> Path:

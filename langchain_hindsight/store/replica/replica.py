@@ -252,6 +252,8 @@ class Replica:
         """The namespace's change feed, or ``None`` when this store is the only writer."""
         if self.backend.single_writer:
             return None  # the directory lock (or memory) guarantees no other writer
+        if self.backend.answers_lexical:
+            return None  # the database answers the lexical arm: there is no in-process index to keep in step
         feed = self.feeds.get(namespace)
         if feed is None:
             feed = self.feeds[namespace] = open_change_feed(self.backend, namespace)

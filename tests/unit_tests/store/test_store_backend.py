@@ -27,9 +27,15 @@ def _vectors(n: int, dim: int = 8, seed: int = 0) -> np.ndarray:
     return v / np.linalg.norm(v, axis=1, keepdims=True)
 
 
-@pytest.fixture(params=["chroma", "memory"])
+@pytest.fixture(params=["chroma", "memory", pytest.param("postgres", marks=pytest.mark.integration)])
 def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]:
-    made: Backend = ChromaBackend.embedded(tmp_path / "db") if request.param == "chroma" else InMemoryBackend()
+    if request.param == "postgres":  # the session's embedded server (tests/postgres.py), a fresh database
+        from langchain_hindsight.store.backend.postgres import PostgresBackend
+        from langchain_hindsight.store.replica.lexical import lexical_scheme
+
+        made: Backend = PostgresBackend(request.getfixturevalue("postgres_url"), lexical=lexical_scheme())
+    else:
+        made = ChromaBackend.embedded(tmp_path / "db") if request.param == "chroma" else InMemoryBackend()
     yield made
     made.close()
 
