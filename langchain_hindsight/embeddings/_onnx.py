@@ -285,7 +285,7 @@ def _torch_export(spec: SentenceModelSpec, target: str | io.BytesIO) -> None:
     # Two probes of different lengths: the traced batch is padded, so the attention-mask path is exported.
     feeds, mask = _feeds(_encode(_load_tokenizer(spec), _PROBES), spec.pad_token_id, names)
 
-    class _Hidden(torch.nn.Module):
+    class _Hidden(torch.nn.Module):  # type: ignore[misc]  # torch is Any where the torch extra is absent
         def __init__(self) -> None:
             super().__init__()
             self.model = model
