@@ -104,7 +104,7 @@ def profile_corpus(path: Path, queries: list[str], real: Any, args: argparse.Nam
         cold_ms: list[float] = []
 
         def cold(n: int, q: str) -> None:
-            store._units.clear()
+            store._replica.units.clear()
             t0 = clock()
             recall(n, q)
             cold_ms.append((clock() - t0) * 1000)
@@ -132,7 +132,7 @@ def profile_corpus(path: Path, queries: list[str], real: Any, args: argparse.Nam
         prof.enable()
         for n in range(args.profile_queries):
             if args.cold:
-                store._units.clear()
+                store._replica.units.clear()
             recall(n, queries[n % len(queries)])
         prof.disable()
         out = io.StringIO()

@@ -68,8 +68,8 @@ from _corpora import CORPORA, min_query_term_share  # noqa: E402
 from _stats import summary  # noqa: E402
 
 from langchain_hindsight.recall.retriever import HindsightRetriever  # noqa: E402
-from langchain_hindsight.store._mirror import MIRROR_MAX_ROWS  # noqa: E402
 from langchain_hindsight.store.memory_store import MemoryStore  # noqa: E402
+from langchain_hindsight.store.replica.records import MIRROR_MAX_ROWS  # noqa: E402
 from langchain_hindsight.types import MemoryUnit  # noqa: E402
 
 K = 5
@@ -234,13 +234,13 @@ def run_size(corpus: str, size: int, real: Embeddings, args: argparse.Namespace,
         # cold: the cache emptied before every query (each candidate read from Chroma; a fresh process)
         for n in range(WARMUP + len(queries)):
             q = queries[n % len(queries)]
-            store._units.clear()
+            store._replica.units.clear()
             t0 = time.perf_counter()
             retriever.recall(q, task_type=TASK_TYPES[n % len(TASK_TYPES)], now=NOW)
             t1 = time.perf_counter()
             if n >= WARMUP:
                 timings["recall_cold"].append((t1 - t0) * 1000)
-        row["path"] = "mirror" if store._recall_mirror(store.namespace) is not None else "chroma"
+        row["path"] = "mirror" if store._replica.recall_mirror(store.namespace) is not None else "chroma"
     first_vector = real.embed_query(queries[0])
     row.update({name: summary(ms) for name, ms in timings.items()})
     row["ratio_recall_vs_floor_p50"] = round(row["recall"]["p50_ms"] / row["floor"]["p50_ms"], 2)
@@ -280,7 +280,7 @@ def quality() -> dict[str, Any]:
     """MRR@10 of the labelled set with the shipped index and with the pre-vectorisation BM25."""
     from _bm25_reference import ReferenceIndex
 
-    from langchain_hindsight.store._lexical import LexicalIndex
+    from langchain_hindsight.store.replica.lexical import LexicalIndex
 
     def load(name: str) -> list[dict[str, Any]]:
         return [json.loads(line) for line in (ROOT / "data" / name).read_text(encoding="utf-8").splitlines()]
@@ -305,7 +305,7 @@ def quality() -> dict[str, Any]:
         store.add_many(units, dedupe=False)
         for name, index in (("reference_python_bm25", ReferenceIndex()), ("vectorised_bm25", LexicalIndex())):
             index.upsert(units)
-            store._lexical[store.namespace] = index  # type: ignore[assignment]
+            store._replica.lexical[store.namespace] = index  # type: ignore[assignment]
             retriever = HindsightRetriever(store=store, k=10, low_similarity_threshold=0.0)
             rr = []
             for q in labelled:
@@ -321,7 +321,7 @@ def lexical_versus_reference(n: int, n_queries: int = 100) -> dict[str, Any]:
     """CPU ms per lexical query (k=15, normalised) of the pre-vectorisation BM25 and the shipped one, same corpus."""
     from _bm25_reference import ReferenceIndex
 
-    from langchain_hindsight.store._lexical import LexicalIndex
+    from langchain_hindsight.store.replica.lexical import LexicalIndex
 
     out: dict[str, Any] = {"memories": n}
     for corpus in ("common", "zh"):

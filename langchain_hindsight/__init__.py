@@ -72,14 +72,14 @@ _EXPORTS: dict[str, str] = {
 
 _ALSO_IMPORTABLE: dict[str, str] = {
     "BackgroundReflector": "reflection.reflector",
-    "ConfidencePolicy": "store.memory_store",
+    "ConfidencePolicy": "store",
     "InvalidMemoryError": "errors",
     "LifecyclePolicy": "lifecycle.maintenance",
     "LocalEmbeddings": "embeddings.local",
     "MemoryContext": "types",
     "PromptTemplates": "prompts",
     "ReflectionError": "errors",
-    "RunRecord": "store.journal",
+    "RunRecord": "store.runs",
     "ScoredMemory": "types",
     "StoreClosedError": "errors",
     "StoreError": "errors",

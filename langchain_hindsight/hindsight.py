@@ -35,12 +35,13 @@ from langchain_hindsight.reflection.background import BackgroundReflector
 from langchain_hindsight.reflection.reflector import Reflector
 from langchain_hindsight.session.config import AdapterOptions
 from langchain_hindsight.session.loop import ErrorPolicy, FeedbackResult, HindsightSession, SessionConfig
-from langchain_hindsight.settings import session_defaults
+from langchain_hindsight.settings import read_environment, session_defaults
 from langchain_hindsight.sharing.access import ScopedMemory
 from langchain_hindsight.sharing.principals import AccessPolicy, Principal, resolve_principal
 from langchain_hindsight.sharing.retriever import ScopedRetriever
-from langchain_hindsight.store.journal import RunJournal, RunRecord
+from langchain_hindsight.store.journal import RunJournal
 from langchain_hindsight.store.memory_store import MemoryStore
+from langchain_hindsight.store.runs import RunRecord
 from langchain_hindsight.store.writes import LLMWriteJudge, WriteJudge
 from langchain_hindsight.types import ScoredMemory
 
@@ -102,6 +103,9 @@ class Hindsight:
         client: A chromadb client (e.g. ``chromadb.HttpClient(host=..., port=...)``)
             to open the store on.
         server: A Chroma server address, ``"http://host:port"``.
+        database_url: A PostgreSQL database with pgvector (``"postgresql://user@host/db"``):
+            any number of processes and hosts share it (the ``postgres`` extra). Default:
+            ``$HINDSIGHT_DATABASE_URL`` when neither ``store``, ``client`` nor ``server`` is given.
         model: Chat model for reflection; ``None`` reflects with rules only.
         structured_output: ``False`` asks ``model`` for JSON text instead of a
             forced tool call / structured output (e.g. a local llama.cpp server).
@@ -161,7 +165,7 @@ class Hindsight:
             hs.close()
 
     Raises:
-        ConfigurationError: more than one of ``store``, ``client`` and ``server``,
+        ConfigurationError: more than one of ``store``, ``client``, ``server`` and ``database_url``,
             ``reflector`` together with ``model``, or a principal that is unknown,
             unreadable, or whose namespace differs from ``namespace``.
     """
@@ -173,6 +177,7 @@ class Hindsight:
         store: MemoryStore | None = None,
         client: ClientAPI | None = None,
         server: str | None = None,
+        database_url: str | None = FROM_ENVIRONMENT,
         model: BaseChatModel | None = None,
         structured_output: bool = True,
         reflector: Reflector | None = None,
@@ -222,8 +227,12 @@ class Hindsight:
             namespace = self.principal.namespace
         elif policy is not None:
             raise ConfigurationError("policy= needs principal= (the name of the agent to act as)")
-        if sum(x is not None for x in (store, client, server)) > 1:
-            raise ConfigurationError("give at most one of store, client and server")
+        if database_url is FROM_ENVIRONMENT:
+            database_url = (
+                read_environment().database_url if store is None and client is None and server is None else None
+            )
+        if sum(x is not None for x in (store, client, server, database_url)) > 1:
+            raise ConfigurationError("give at most one of store, client, server and database_url")
         if reflector is not None and (model is not None or not structured_output):
             raise ConfigurationError("give either reflector or model/structured_output, not both")
         if reflector is not None and not isinstance(reflector, Reflector):
@@ -240,6 +249,7 @@ class Hindsight:
             else MemoryStore(
                 persist_directory,
                 client=client,
+                database_url=database_url,
                 embeddings=embeddings,
                 namespace=namespace,
                 judge=None if judge == "rules" else judge,

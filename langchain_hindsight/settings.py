@@ -10,6 +10,8 @@ moment it is needed (not at import), and only through this module:
                               else ``~/.cache/langchain-hindsight``
 ``HINDSIGHT_PATH``            the ``hindsight`` CLI's default store directory
 ``HINDSIGHT_SERVER``          the ``hindsight`` CLI's default Chroma server URL
+``HINDSIGHT_DATABASE_URL``    a PostgreSQL database (``postgresql://...``): the default store of the
+                              ``hindsight`` CLI and of ``Hindsight()`` when no other store is given
 ``HINDSIGHT_MODEL``           an OpenAI-compatible chat model name for
                               :func:`openai_chat_model` when none is given
 ``OPENAI_BASE_URL``           that model's endpoint when none is given
@@ -49,6 +51,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CACHE_DIR",
+    "DATABASE_URL",
     "LOCALE",
     "MAX_BLOCK_CHARS",
     "MAX_LINES",
@@ -77,6 +80,7 @@ CACHE_DIR = "HINDSIGHT_CACHE_DIR"
 XDG_CACHE_HOME = "XDG_CACHE_HOME"
 STORE_PATH = "HINDSIGHT_PATH"
 SERVER = "HINDSIGHT_SERVER"
+DATABASE_URL = "HINDSIGHT_DATABASE_URL"
 MODEL = "HINDSIGHT_MODEL"
 OPENAI_BASE_URL = "OPENAI_BASE_URL"
 OPENAI_API_KEY = "OPENAI_API_KEY"
@@ -114,6 +118,7 @@ class Environment:
         xdg_cache_home: ``XDG_CACHE_HOME``.
         store_path: ``HINDSIGHT_PATH``.
         server: ``HINDSIGHT_SERVER``.
+        database_url: ``HINDSIGHT_DATABASE_URL``.
         model: ``HINDSIGHT_MODEL``.
         openai_base_url: ``OPENAI_BASE_URL``.
         has_openai_key: Whether ``OPENAI_API_KEY`` is set (its value is never kept).
@@ -123,6 +128,7 @@ class Environment:
     xdg_cache_home: str | None = None
     store_path: str | None = None
     server: str | None = None
+    database_url: str | None = None
     model: str | None = None
     openai_base_url: str | None = None
     has_openai_key: bool = False
@@ -140,6 +146,7 @@ def read_environment(environ: Mapping[str, str] | None = None) -> Environment:
         xdg_cache_home=get(XDG_CACHE_HOME),
         store_path=get(STORE_PATH),
         server=get(SERVER),
+        database_url=get(DATABASE_URL),
         model=get(MODEL),
         openai_base_url=get(OPENAI_BASE_URL),
         has_openai_key=bool(get(OPENAI_API_KEY)),

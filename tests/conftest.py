@@ -83,9 +83,10 @@ from langchain_hindsight import MemoryStore  # noqa: E402 - the pinned public na
 from langchain_hindsight.embeddings.local import LocalEmbeddings  # noqa: E402 - after the environment is set
 from langchain_hindsight.embeddings.multilingual import MultilingualEmbeddings, ScriptRoutedEmbeddings  # noqa: E402
 from tests.fakes import GBK_TEXT, NgramEmbeddings  # noqa: E402
+from tests.postgres import postgres_server, postgres_url  # noqa: E402, F401 - fixtures for every test module
 from tests.server import chroma_server  # noqa: E402, F401 - the fixture, available to every test module
 
-INTEGRATION_FIXTURES = frozenset({"real_models", "chroma_server"})
+INTEGRATION_FIXTURES = frozenset({"real_models", "chroma_server", "postgres_server"})
 """Fixtures that make a test integration when it uses them, directly or through another fixture: the real
 models (every fixture that loads one requests ``real_models``) and a Chroma server."""
 

@@ -4,7 +4,7 @@ Counting needs Chroma, and importing and opening Chroma costs more than
 everything else ``stats`` does. So ``stats`` first tries :func:`quick`: for the operator's view of an
 embedded directory, when the store's clean-close stamp vouches for its
 ``summary.json`` (written by a ``stats`` that counted, rewritten or removed by
-the close of any session that wrote since; see ``store._summary``) and the
+the close of any session that wrote since; see ``store.replica.summary``) and the
 summary holds every namespace asked for, it prints from the file under the
 directory's lock. A namespace the file lacks (a writing session could not
 recount it) is counted by the caller, which saves it. This
@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from langchain_hindsight.cli._output import emit_json, one_line, table
-from langchain_hindsight.store._stamp import SUMMARY_FILE, holds_store, trusted_store
-from langchain_hindsight.store._summary import read_summary
+from langchain_hindsight.store._directory import holds_store
+from langchain_hindsight.store.replica.summary import trusted_summary
 
 __all__ = ["print_stats", "quick"]
 
@@ -50,13 +50,17 @@ def quick(args: argparse.Namespace) -> int | None:
     Raises:
         StoreLockedError: the store is open in another process (as opening it would).
     """
-    if getattr(args, "principal", None) or getattr(args, "config", None) or args.server:
+    if (
+        getattr(args, "principal", None)
+        or getattr(args, "config", None)
+        or args.server
+        or getattr(args, "database_url", None)
+    ):
         return None
     directory = Path(args.path)
     if not holds_store(directory):
         return None  # opening it reports the missing store (nothing may be written there, not even a lock)
-    with trusted_store(directory) as trusted:
-        summary = read_summary(directory) if SUMMARY_FILE in trusted else None
+    summary = trusted_summary(directory)
     if summary is None:
         return None
     namespaces = summary.namespaces if args.all else [args.namespace or "default"]

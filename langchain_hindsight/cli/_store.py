@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from langchain_hindsight.errors import ConfigurationError, MemoryNotFoundError, StoreError
 from langchain_hindsight.sharing.principals import AccessPolicy, Principal
-from langchain_hindsight.store._stamp import DATA_FILE, holds_store
+from langchain_hindsight.store._directory import DATA_FILE, holds_store
 from langchain_hindsight.store.memory_store import MemoryStore
 
 if TYPE_CHECKING:
@@ -68,11 +68,16 @@ def _check_store_directory(path: Path) -> None:
 
 @contextmanager
 def open_store(args: argparse.Namespace) -> Iterator[MemoryStore]:
-    """The store of ``--path`` or ``--server``, default namespace ``--namespace`` (closed afterwards)."""
-    if not args.server and not getattr(args, "creates_store", False):
+    """The store of ``--path``, ``--server`` or ``--database-url``, default namespace ``--namespace`` (closed after)."""
+    database_url = getattr(args, "database_url", None)
+    if not args.server and not database_url and not getattr(args, "creates_store", False):
         _check_store_directory(Path(args.path))
     namespace = args.namespace or "default"
-    if args.server:
+    if database_url:
+        store = MemoryStore(
+            database_url=database_url, namespace=namespace, embeddings=getattr(args, "embeddings", None)
+        )
+    elif args.server:
         host, _, port = args.server.rpartition(":")
         if not host or not port.isdigit() or not 0 < int(port) < 65536 or any(c in host for c in "/ @?#"):
             raise ConfigurationError(f"--server must be HOST:PORT, got {args.server!r}")

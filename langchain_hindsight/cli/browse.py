@@ -16,11 +16,10 @@ from typing import IO, Any
 from langchain_hindsight.cli._output import Progress, clip, emit_json, safe, table, when
 from langchain_hindsight.cli._stats import print_stats
 from langchain_hindsight.cli._store import open_view
-from langchain_hindsight.store._stamp import SUMMARY_FILE
-from langchain_hindsight.store._summary import read_summary, summary_entry, write_summary
-from langchain_hindsight.store._transfer import export_runs, export_units
 from langchain_hindsight.store.journal import RunJournal
 from langchain_hindsight.store.memory_store import MemoryStore
+from langchain_hindsight.store.replica.summary import save_counted, summary_entry
+from langchain_hindsight.store.transfer import export_runs, export_units
 
 __all__ = ["explain", "export", "history", "runs", "show", "stats"]
 
@@ -68,20 +67,9 @@ def _count(store: MemoryStore, journal: RunJournal, namespace: str) -> dict[str,
 
 
 def _save_summary(store: MemoryStore, counted: dict[str, dict[str, Any]]) -> None:
-    """Keep what was counted in the store's ``summary.json`` for the next ``stats`` (embedded store only).
-
-    Counts of other namespaces in a summary the clean-close stamp vouched for at
-    open are kept: nothing has changed them, or this session wrote, and then its
-    close recounts or drops what it wrote. Failures are logged: the file is only a shortcut.
-    """
-    directory = store.persist_directory
-    if directory is None:
-        return
-    previous = read_summary(directory) if SUMMARY_FILE in store.backend.trusted_files else None
-    try:
-        write_summary(directory, store.namespaces(), {**(previous.stats if previous else {}), **counted})
-    except OSError:
-        logger.warning("could not save the statistics summary in %s", directory, exc_info=True)
+    """Keep what was counted in the store's summary for the next ``stats`` (embedded store only)."""
+    if store.persist_directory is not None:
+        save_counted(store.persist_directory, store.backend.trusted_files, store.namespaces(), counted)
 
 
 def stats(args: argparse.Namespace) -> int:

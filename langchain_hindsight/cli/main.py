@@ -1,12 +1,14 @@
 r"""The ``hindsight`` command line: inspect, maintain, export and forget memories.
 
 Every subcommand takes ``--path DIR`` (an embedded store directory), or
-``--server HOST:PORT`` (a Chroma server started with ``chroma run``), plus
-``--namespace`` and ``--json``. Defaults come from the environment, read in
-one place (:mod:`langchain_hindsight.settings`):
+``--server HOST:PORT`` (a Chroma server started with ``chroma run``), or
+``--database-url postgresql://...`` (a PostgreSQL database with pgvector, shared by
+any number of processes), plus ``--namespace`` and ``--json``. Defaults come from the
+environment, read in one place (:mod:`langchain_hindsight.settings`):
 
 * ``HINDSIGHT_PATH`` — store directory (default ``./memory_db``);
-* ``HINDSIGHT_SERVER`` — ``host:port`` of a Chroma server (overrides the path).
+* ``HINDSIGHT_SERVER`` — ``host:port`` of a Chroma server (overrides the path);
+* ``HINDSIGHT_DATABASE_URL`` — a Postgres database (overrides the path and the server).
 
 ``--principal NAME`` (grants from ``--config grants.toml``) runs a command as
 that agent: ``search``, ``show``, ``history``, ``stats``, ``runs``, ``explain``,
@@ -65,7 +67,7 @@ _OPERATOR_ONLY = frozenset({"maintain", "review", "import", "restore", "reembed"
 def _environment() -> dict[str, str | None]:
     """The CLI's defaults from the environment (read in :mod:`langchain_hindsight.settings`)."""
     env = read_environment()
-    return {"path": env.store_path, "server": env.server}
+    return {"path": env.store_path, "server": env.server, "database_url": env.database_url}
 
 
 def _module(name: str) -> ModuleType:
@@ -86,7 +88,16 @@ def _parser(words: Sequence[str] = ()) -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     where = common.add_mutually_exclusive_group()
     where.add_argument("--path", default=env["path"] or "./memory_db", help="store directory (env HINDSIGHT_PATH)")
-    where.add_argument("--server", default=env["server"], help="Chroma server HOST:PORT (env HINDSIGHT_SERVER)")
+    where.add_argument(
+        "--server",
+        default=None if env["database_url"] else env["server"],
+        help="Chroma server HOST:PORT (env HINDSIGHT_SERVER)",
+    )
+    where.add_argument(
+        "--database-url",
+        default=env["database_url"],
+        help="PostgreSQL database postgresql://USER@HOST/DB, shared by many processes (env HINDSIGHT_DATABASE_URL)",
+    )
     common.add_argument("--namespace", help="namespace (default: 'default', or the principal's own)")
     common.add_argument("--json", action="store_true", help="machine-readable JSON output")
     common.add_argument("--principal", help="act as this agent: only what its grants allow (see --config)")

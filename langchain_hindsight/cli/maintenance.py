@@ -22,8 +22,8 @@ from langchain_hindsight.errors import ConfigurationError, InvalidMemoryError, M
 from langchain_hindsight.lifecycle.maintenance import Lifecycle
 from langchain_hindsight.settings import openai_chat_model
 from langchain_hindsight.store import _reembed
-from langchain_hindsight.store._transfer import import_units, read_backup
 from langchain_hindsight.store.memory_store import MemoryStore
+from langchain_hindsight.store.transfer import import_units, read_backup
 
 __all__ = [
     "add_reembed_arguments",
@@ -57,14 +57,14 @@ def maintain(args: argparse.Namespace) -> int:
 
 def _maintain_dry_run(args: argparse.Namespace, now: datetime | None) -> int:
     """Run ``maintain`` on a temporary copy of the store directory and report what it would change."""
-    if args.server:
+    if args.server or getattr(args, "database_url", None):
         raise ConfigurationError("--dry-run needs --path (it works on a copy of the store directory)")
     if not Path(args.path).is_dir():
         raise MemoryNotFoundError(f"no store at {args.path!r}")
     with tempfile.TemporaryDirectory(prefix="hindsight-dry-run-") as tmp:
         copy = Path(tmp) / "store"
         shutil.copytree(args.path, copy, ignore=shutil.ignore_patterns("*.lock"))
-        copied = argparse.Namespace(**{**vars(args), "path": str(copy), "server": None})
+        copied = argparse.Namespace(**{**vars(args), "path": str(copy), "server": None, "database_url": None})
         with open_store(copied) as store:
             result = _lifecycle(args, store).maintain(now=now, review=args.review)
     if not args.json:

@@ -1,7 +1,7 @@
 """``hindsight search``: the one reading command that embeds (it loads the embedding model).
 
 A store that closed cleanly is searched from its derived files
-(:class:`~langchain_hindsight.store.snapshot.StoreSnapshot`: the lexical index
+(:class:`~langchain_hindsight.store.replica.snapshot.StoreSnapshot`: the lexical index
 and the recall mirror, trusted through the clean-close stamp) without starting
 Chroma, while a background thread loads the model and embeds the query. Both
 ways rank with :func:`~langchain_hindsight.recall.engine.recall`, the computation
@@ -26,8 +26,8 @@ from langchain_hindsight._safety import clean_text
 from langchain_hindsight.cli._output import clip, emit_json, table
 from langchain_hindsight.cli._store import open_view
 from langchain_hindsight.recall.engine import RecallSettings, RecallSource, recall
-from langchain_hindsight.store._stamp import holds_store, trusted_store
-from langchain_hindsight.store.snapshot import StoreSnapshot
+from langchain_hindsight.store._directory import holds_store, trusted_store
+from langchain_hindsight.store.replica.snapshot import StoreSnapshot
 from langchain_hindsight.types import ScoredMemory
 
 __all__ = ["search"]
@@ -101,7 +101,12 @@ def _served(scored: ScoredMemory) -> bool:
 
 def _from_snapshot(args: argparse.Namespace) -> list[ScoredMemory] | None:
     """The operator's search of an embedded store answered from its trusted snapshot, or ``None`` (open it)."""
-    if args.server or getattr(args, "principal", None) or getattr(args, "config", None):
+    if (
+        args.server
+        or getattr(args, "database_url", None)
+        or getattr(args, "principal", None)
+        or getattr(args, "config", None)
+    ):
         return None
     path = Path(args.path)
     if not holds_store(path):

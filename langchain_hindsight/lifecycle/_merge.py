@@ -1,7 +1,7 @@
 """The merge pass over stored units (keeps the store from bloating): exact duplicate search and folding.
 
 Only true duplicates fold: units that make the same statement after normalising
-case, whitespace and punctuation (:func:`~langchain_hindsight.store._write.statement_key`,
+case, whitespace and punctuation (:func:`~langchain_hindsight.store.decide.statement_key`,
 the rule of the write path). The similarity threshold only selects candidates;
 two different statements never fold, however close their vectors.
 
@@ -26,8 +26,8 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from langchain_hindsight._trust import trust_rank
+from langchain_hindsight.store import ConfidencePolicy
 from langchain_hindsight.store._evidence import corroborated, evidence_cap, uncorroborated
-from langchain_hindsight.store._policy import ConfidencePolicy
 from langchain_hindsight.store._statement import generalise, lesson_key, rule_made, statement_key
 from langchain_hindsight.types import MemoryUnit
 

@@ -20,8 +20,9 @@ from langchain_hindsight._text import clip_text
 from langchain_hindsight.errors import InvalidMemoryError, ReflectionError
 from langchain_hindsight.lifecycle.policy import LifecyclePolicy, ReviewReport
 from langchain_hindsight.prompts import Locale, ReviewTemplates, get_review_templates
-from langchain_hindsight.store.journal import RunJournal, RunRecord
+from langchain_hindsight.store.journal import RunJournal
 from langchain_hindsight.store.memory_store import MemoryStore
+from langchain_hindsight.store.runs import RunRecord
 from langchain_hindsight.taxonomy import FALLBACK_TASK_TYPE
 from langchain_hindsight.types import MemoryUnit
 

@@ -16,7 +16,7 @@ milliseconds, more than the search).
 
 The source is anything with the store's recall surface (:class:`RecallSource`):
 a :class:`~langchain_hindsight.store.memory_store.MemoryStore` or a
-:class:`~langchain_hindsight.store.snapshot.StoreSnapshot`.
+:class:`~langchain_hindsight.store.replica.snapshot.StoreSnapshot`.
 
 Example:
     >>> from langchain_hindsight.recall.engine import RecallSettings, recall

@@ -72,7 +72,7 @@ from langchain_hindsight.recall.ranking import (
 from langchain_hindsight.recall.scoring import ScoringWeights
 from langchain_hindsight.recall.task_type import TaskClassifier, as_classifier
 from langchain_hindsight.store.memory_store import MemoryStore
-from langchain_hindsight.store.snapshot import StoreSnapshot
+from langchain_hindsight.store.replica.snapshot import StoreSnapshot
 from langchain_hindsight.types import ScoredMemory, Served, TaskTypeSource
 
 __all__ = [
@@ -163,7 +163,7 @@ class HindsightRetriever(BaseRetriever):
 
     Attributes:
         store: Where memories live (read through on every call, never cached here): a
-            :class:`MemoryStore`, or a read-only :class:`~langchain_hindsight.store.snapshot.StoreSnapshot`.
+            :class:`MemoryStore`, or a read-only :class:`~langchain_hindsight.store.replica.snapshot.StoreSnapshot`.
         k: Memories returned per call; a per-call ``k`` keyword overrides it.
         task_type: Task type of the current task (normalised with the store's
             vocabulary); matching memories get the task-type bonus. ``None``

@@ -29,7 +29,8 @@ from langchain_hindsight.session._feedback_rules import (
     compile_openers,
     may_restate,
 )
-from langchain_hindsight.store.journal import RunJournal, RunRecord
+from langchain_hindsight.store.journal import RunJournal
+from langchain_hindsight.store.runs import RunRecord
 from langchain_hindsight.types import Served
 
 if TYPE_CHECKING:

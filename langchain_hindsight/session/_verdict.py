@@ -32,9 +32,9 @@ from langchain_hindsight.prompts import ReflectionTemplates, get_reflection_temp
 from langchain_hindsight.reflection._rules import feedback_unit
 from langchain_hindsight.session._credit import credit, undo_credit
 from langchain_hindsight.session.config import FeedbackResult
-from langchain_hindsight.store._runs import EffectAction
-from langchain_hindsight.store.journal import FeedbackEffect, RunJournal, RunRecord, UnitState
+from langchain_hindsight.store.journal import RunJournal
 from langchain_hindsight.store.memory_store import MemoryStore
+from langchain_hindsight.store.runs import EffectAction, FeedbackEffect, RunRecord, UnitState
 from langchain_hindsight.store.writes import WriteResult
 from langchain_hindsight.taxonomy import TaskTypeVocabulary
 from langchain_hindsight.types import MemoryUnit

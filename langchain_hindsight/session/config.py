@@ -18,8 +18,9 @@ from langchain_hindsight.recall.injection import DEFAULT_MAX_LINE_CHARS, check_b
 from langchain_hindsight.reflection.background import BackgroundReflector
 from langchain_hindsight.reflection.reflector import Reflector
 from langchain_hindsight.session._conversation import CORRECTION_PATTERNS, CorrectionDetector
-from langchain_hindsight.store.journal import RunJournal, RunRecord
+from langchain_hindsight.store.journal import RunJournal
 from langchain_hindsight.store.memory_store import MemoryStore
+from langchain_hindsight.store.runs import RunRecord
 from langchain_hindsight.types import MemoryUnit, Served
 
 if TYPE_CHECKING:

@@ -64,8 +64,9 @@ from langchain_hindsight.session.config import (
     SessionOptions,
     new_run_id,
 )
-from langchain_hindsight.store.journal import RunJournal, RunRecord
+from langchain_hindsight.store.journal import RunJournal
 from langchain_hindsight.store.memory_store import MemoryStore
+from langchain_hindsight.store.runs import RunRecord
 from langchain_hindsight.types import MemoryUnit, Trajectory
 
 __all__ = [

@@ -1,1 +1,61 @@
-"""Storage layer: memory units and run records in Chroma (or in memory), one collection per namespace."""
+"""Storage layer: memory units and run records in a backend (Chroma, or memory), one collection set per namespace.
+
+The rooms (docs/storage.md walks through them):
+
+* :mod:`~langchain_hindsight.store.memory_store`: :class:`MemoryStore`, the store's public surface;
+* :mod:`~langchain_hindsight.store.writes`: how a write is judged (:class:`WriteResult`, the judges);
+* :mod:`~langchain_hindsight.store.journal` and :mod:`~langchain_hindsight.store.runs`: the run journal
+  and its records;
+* :mod:`~langchain_hindsight.store.replica`: where recall reads from — the derived copies of the data and
+  the only code that reads or writes their files;
+* :mod:`~langchain_hindsight.store.backend`: the backends (the narrow interface, Chroma, in memory);
+* ``_directory``: an embedded store's directory (lock, clean-close stamp, intent files).
+
+Names are imported on first use, so a command that needs one small module (``hindsight stats`` reading the
+summary) does not import the whole store.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from langchain_hindsight.store._policy import ConfidencePolicy
+    from langchain_hindsight.store.journal import RunJournal
+    from langchain_hindsight.store.memory_store import MemoryStore
+    from langchain_hindsight.store.runs import RunRecord
+    from langchain_hindsight.store.writes import LLMWriteJudge, RuleWriteJudge, WriteJudge, WriteResult
+
+_EXPORTS: dict[str, str] = {
+    "ConfidencePolicy": "_policy",
+    "LLMWriteJudge": "writes",
+    "MemoryStore": "memory_store",
+    "RuleWriteJudge": "writes",
+    "RunJournal": "journal",
+    "RunRecord": "runs",
+    "WriteJudge": "writes",
+    "WriteResult": "writes",
+}
+
+__all__ = [
+    "ConfidencePolicy",
+    "LLMWriteJudge",
+    "MemoryStore",
+    "RuleWriteJudge",
+    "RunJournal",
+    "RunRecord",
+    "WriteJudge",
+    "WriteResult",
+]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{module}"), name)
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *__all__])

@@ -25,7 +25,6 @@ from langchain_hindsight.errors import (
     StoreError,
 )
 from langchain_hindsight.store._codec import unit_from_record
-from langchain_hindsight.store._feed import ChangeFeed
 from langchain_hindsight.store.backend import Backend, Records
 from langchain_hindsight.types import MemoryKind, MemorySource, MemoryStatus, MemoryUnit
 
@@ -47,7 +46,6 @@ __all__ = [
     "filter_where",
     "identity_metadata",
     "namespaces",
-    "open_change_feed",
     "open_collection",
     "query_hits",
     "recorded_embedder",
@@ -254,16 +252,6 @@ def recorded_embedder(backend: Backend, namespace: str) -> EmbedderIdentity | No
         logger.debug("could not read the recorded embedder", exc_info=True)
         return None
     return seen.pop() if len(seen) == 1 else None
-
-
-def open_change_feed(backend: Backend, namespace: str) -> ChangeFeed:
-    """The lexical change feed of ``namespace`` on a shared server (see ``_lexical.ChangeFeed``)."""
-    name = "hslex" + collection_name(namespace, "memories")[2:]
-    try:
-        col = backend.get_or_create(name, {"hindsight_namespace": namespace, "hindsight_role": "lexical_feed"})
-    except StoreError as e:
-        raise StoreError(f"could not open the change feed of namespace {namespace!r}: {e}") from e
-    return ChangeFeed(col)
 
 
 def namespaces(backend: Backend) -> list[str]:

@@ -1,11 +1,11 @@
-"""The core of ``MemoryStore``: state, collections, embedder checks, reads by id, and the derived indexes.
+"""The core of ``MemoryStore``: state, collections, embedder checks and reads by id.
 
-:class:`StoreCore` holds what every part of the store shares: the backend, the
-open collections, the lexical indexes and their snapshots, the unit cache, the
-lock. The public methods live in mixins by concept (``_store_reads``,
-``_store_search``, ``_store_writes``, ``_forget``) combined in
-:class:`~langchain_hindsight.store.memory_store.MemoryStore`; every one of them
-reaches the data through the backend layer (``backend.Backend``).
+:class:`StoreCore` holds what every function of the store shares: the backend, the
+open collections, the lock, the run records and the replica (``replica.Replica``: every
+derived copy of the data). The public methods are :class:`~langchain_hindsight.store.memory_store.MemoryStore`'s,
+each calling one function of its concept's module (``reads``, ``search``, ``_store_writes``,
+``forget``, ``transfer``); every one of them reaches the data through the backend layer
+(``backend.Backend``).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import functools
 import logging
 import sqlite3
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Literal, ParamSpec, TypeVar
 
@@ -30,7 +30,6 @@ from langchain_hindsight.errors import (
     MemoryNotFoundError,
     RunNotFoundError,
     StoreClosedError,
-    StoreError,
     StoreLockedError,
 )
 from langchain_hindsight.store._collections import (
@@ -39,36 +38,14 @@ from langchain_hindsight.store._collections import (
     Role,
     check_embedder,
     check_namespace,
-    collection_name,
-    open_change_feed,
     open_collection,
     records,
 )
-from langchain_hindsight.store._feed import ChangeFeed
-from langchain_hindsight.store._lexical import LexicalIndex
-from langchain_hindsight.store._mirror import (
-    MIRROR_MAX_ROWS,
-    Mirror,
-    build_mirror,
-    load_mirror,
-    mirror_path,
-    refresh_mirror,
-    save_mirror,
-)
 from langchain_hindsight.store._policy import ConfidencePolicy
-from langchain_hindsight.store._repair import repair_namespace
-from langchain_hindsight.store._runs import RunRecords
-from langchain_hindsight.store._search import (
-    UnitCache,
-    active_texts,
-    drop_snapshot,
-    load_snapshot,
-    record_text,
-    refresh_lexical,
-    save_snapshot,
-    snapshot_path,
-)
+from langchain_hindsight.store.apply import repair_namespace
 from langchain_hindsight.store.backend import Backend
+from langchain_hindsight.store.replica import Replica
+from langchain_hindsight.store.runs import RunRecords
 from langchain_hindsight.store.writes import WriteJudge
 from langchain_hindsight.taxonomy import TaskTypeVocabulary
 from langchain_hindsight.types import MemoryUnit
@@ -87,9 +64,6 @@ _NOTHING_WRITTEN = (
     AccessDeniedError,
 )
 """Errors a store method raises before it writes anything (bad input, unknown ids, closed store)."""
-
-_SnapshotKind = tuple[str, Mapping[str, Any], Callable[[str], Path | None], set[str], Callable[..., bool]]
-"""What close saves of one kind of derived index: name, held indexes, snapshot path, fresh set, saver."""
 
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
@@ -126,9 +100,9 @@ def backend_errors(method: Callable[_P, _R]) -> Callable[_P, _R]:
                 isinstance(e, OSError | sqlite3.Error) and not isinstance(e, HindsightError)
             )
             if isinstance(store, StoreCore):
-                store._units.clear()
+                store._replica.units.clear()
                 if not isinstance(e, _NOTHING_WRITTEN):  # a write may have stopped half-way
-                    store._distrust_derived()
+                    store._replica.distrust(ns for ns, _ in store._collections)
             if backend and not getattr(e, "store_method", None):
                 error = BackendError(f"MemoryStore.{method.__name__} failed in the storage backend: {e}")
                 error.store_method = method.__name__  # type: ignore[attr-defined]
@@ -158,21 +132,14 @@ class StoreCore:
         self._embedder_checked: set[str] = set()  # names of collections whose embedder identity matched
         self._lock = threading.RLock()
         self._collections: dict[tuple[str, Role], Collection] = {}
-        self._lexical: dict[str, LexicalIndex] = {}
-        self._feeds: dict[str, ChangeFeed] = {}  # lexical change feeds on a shared server (see _feed)
-        self._snapshot_fresh: set[str] = set()  # namespaces whose index equals its snapshot on disk
-        self._snapshot_dropped: set[str] = set()  # namespaces whose snapshot this store already erased
-        self._open_counts: dict[str, int] = {}  # record count of a namespace with a snapshot, before any write
-        # recently recalled units; only with a single writer, whose writes all pass _reindex (which evicts)
-        self._units = UnitCache(4096 if backend.single_writer else 0)
-        # recall mirrors of an embedded store's namespaces (see _mirror), and their snapshot state
-        self._mirrors: dict[str, Mirror] = {}
-        self._mirror_fresh: set[str] = set()  # namespaces whose mirror equals its snapshot on disk
-        self._mirror_off: set[str] = set()  # namespaces too large to mirror (checked once a session)
-        self.mirror_max_rows = MIRROR_MAX_ROWS
-        """Largest namespace (active memories) this store mirrors for recall (0: never; see ``_mirror``)."""
+        self._replica = Replica(
+            backend,
+            collection=lambda namespace, role: self._collection(namespace, role, create=False),
+            checked=self._vectors,
+            identity=lambda: self._identity,
+            fetch=self._get_many,
+        )
         self._repaired: set[str] = set()
-        self._write_failed = False  # a write may have stopped half-way: the close refreshes no summary entry
         self._closed = False
         self.run_records = RunRecords(self._journal_collection)
         """The run records of every namespace (storage of :class:`~langchain_hindsight.store.journal.RunJournal`)."""
@@ -182,6 +149,15 @@ class StoreCore:
     def lock(self) -> threading.RLock:
         """The store's re-entrant lock: hold it (``with store.lock:``) across a read-modify-write of several calls."""
         return self._lock
+
+    @property
+    def mirror_max_rows(self) -> int:
+        """Largest namespace (active memories) this store mirrors for recall (0: never; see ``replica.records``)."""
+        return self._replica.max_rows
+
+    @mirror_max_rows.setter
+    def mirror_max_rows(self, value: int) -> None:
+        self._replica.max_rows = value
 
     @property
     def client(self) -> Any:
@@ -198,6 +174,15 @@ class StoreCore:
 
     _ns = resolve_namespace
 
+    def _atomic(self, namespace: str, plan: Callable[[], _R]) -> _R:
+        """Run a write ``plan`` on ``namespace`` through :meth:`Backend.atomic` (one transaction on a database).
+
+        A database backend may re-run ``plan`` after a serialization failure, so a plan
+        re-reads what it decides on; the collections a plan writes are created (committed)
+        before it, so none the store holds can vanish with a rolled-back transaction.
+        """
+        return self.backend.atomic(namespace, plan)
+
     def _ensure_open(self) -> None:
         if self._closed:
             raise StoreClosedError("this MemoryStore is closed")
@@ -213,9 +198,8 @@ class StoreCore:
         if col is None:
             return None
         self._collections[key] = col
-        paths = [self._snapshot_path(namespace), self._mirror_path(namespace)] if role == "memories" else []
-        if namespace not in self._open_counts and any(p is not None and p.exists() for p in paths):
-            self._open_counts[namespace] = col.count()  # what the snapshots are checked against at the first write
+        if role == "memories":
+            self._replica.opened(namespace, col)  # what its snapshots are checked against at the first write
         if role in ROLES and namespace not in self._repaired:
             self._repaired.add(namespace)
             self._repair(namespace)
@@ -243,7 +227,7 @@ class StoreCore:
         """Finish two-step writes that a crash interrupted (run once per namespace, idempotent).
 
         A ``pending`` mark found here means a process died between the steps of a
-        supersede or a move; the remaining steps are done now (see the ``_repair``
+        supersede or a move; the remaining steps are done now (see the ``apply``
         module). Only marked records are touched, so a unit restored on purpose
         stays restored.
         """
@@ -251,7 +235,7 @@ class StoreCore:
         if touched:
             current = self._get_many(touched, namespace)
             gone = sorted(set(touched) - {u.memory_id for u in current})
-            self._reindex(namespace, upserts=current, deletes=gone)
+            self._replica.reindex(namespace, upserts=current, deletes=gone)
 
     # ------------------------------------------------------------------ reads by id
     def _get_many(self, ids: list[str], ns: str) -> list[MemoryUnit]:
@@ -282,204 +266,3 @@ class StoreCore:
     def get_many(self, memory_ids: Sequence[str], *, namespace: str | None = None) -> list[MemoryUnit]:
         """The units that exist among ``memory_ids``, in the given order (missing ones skipped)."""
         return self._get_many(check_ids(memory_ids), self._ns(namespace))
-
-    # ------------------------------------------------------------------ lexical index upkeep
-    def _snapshot_before_write(self, namespace: str, written: list[str]) -> LexicalIndex | None:
-        """At the first write, the snapshot as it was before it (checked against the count at open), or ``None``.
-
-        The write is then applied to it and the result saved at close, so a session
-        that only writes still leaves a current snapshot.
-        """
-        path = self._snapshot_path(namespace)
-        count = self._open_counts.get(namespace)
-        col = self._collections.get((namespace, "memories"))
-        if path is None or count is None or col is None or not self._trusted(path, namespace):
-            return None
-        index = load_snapshot(path, col, count=count, skip=written)
-        if index is not None:
-            self._lexical[namespace] = index
-        return index
-
-    def _trusted(self, path: Path, namespace: str) -> bool:
-        """Whether the snapshot at ``path`` may be loaded: vouched for by the clean-close stamp found at open
-        (see ``_stamp``: written by a session that closed cleanly, unchanged since) and not erased since.
-
-        A snapshot the stamp does not vouch for (left by a process that died between a write and erasing
-        it, or from before stamps existed) is rebuilt from the data instead, however plausible it looks.
-        """  # noqa: D205
-        if self.persist_directory is None or namespace in self._snapshot_dropped:
-            return False
-        return path.relative_to(self.persist_directory).as_posix() in self.backend.trusted_files
-
-    def _mirror_before_write(self, namespace: str, written: list[str]) -> Mirror | None:
-        """Like :meth:`_snapshot_before_write`, for the recall mirror."""
-        path = self._mirror_path(namespace)
-        count = self._open_counts.get(namespace)
-        col = self._collections.get((namespace, "memories"))
-        if path is None or count is None or col is None or not self._trusted(path, namespace):
-            return None
-        if namespace in self._mirror_off or self.mirror_max_rows <= 0:
-            return None
-        mirror = load_mirror(path, col, str(self._identity), count=count, skip=written)
-        if mirror is not None:
-            self._mirrors[namespace] = mirror
-        return mirror
-
-    def _drop_snapshot(self, namespace: str) -> None:
-        """Erase ``namespace``'s snapshots once they no longer match the data (first write of this store)."""
-        self._snapshot_fresh.discard(namespace)
-        self._mirror_fresh.discard(namespace)
-        if self.persist_directory is not None and namespace not in self._snapshot_dropped:
-            for path in (self._snapshot_path(namespace), self._mirror_path(namespace)):
-                if path is not None:
-                    drop_snapshot(path)
-            self._snapshot_dropped.add(namespace)
-
-    def _distrust_derived(self) -> None:
-        """After a failure that may have stopped a write half-way: forget the lexical indexes and recall mirrors
-        (rebuilt from the data on use) and erase the snapshots of every namespace this store opened, so none
-        outlives data it no longer matches.
-        """  # noqa: D205
-        self._write_failed = True
-        self._lexical.clear()
-        self._mirrors.clear()
-        self._mirror_fresh.clear()
-        for namespace in {ns for ns, _ in self._collections}:
-            try:
-                self._drop_snapshot(namespace)
-            except StoreError:
-                logger.warning("could not erase the snapshots of %r", namespace, exc_info=True)
-
-    def _change_feed(self, namespace: str) -> ChangeFeed | None:
-        """The namespace's change feed, or ``None`` when this store is the only writer."""
-        if self.backend.single_writer:
-            return None  # the directory lock (or memory) guarantees no other writer
-        feed = self._feeds.get(namespace)
-        if feed is None:
-            feed = self._feeds[namespace] = open_change_feed(self.backend, namespace)
-        return feed
-
-    def _snapshot_path(self, namespace: str) -> Path | None:
-        """Where an embedded store keeps ``namespace``'s lexical snapshot (``None`` without a directory)."""
-        if self.persist_directory is None:
-            return None
-        return snapshot_path(self.persist_directory, collection_name(namespace, "memories"))
-
-    def _mirror_path(self, namespace: str) -> Path | None:
-        """Where an embedded store keeps ``namespace``'s recall mirror snapshot (``None`` without a directory)."""
-        if self.persist_directory is None:
-            return None
-        return mirror_path(self.persist_directory, collection_name(namespace, "memories"))
-
-    def _recall_mirror(self, namespace: str) -> Mirror | None:
-        """``namespace``'s recall mirror, current (loaded, or built on first use), or ``None`` when it has none.
-
-        Only an embedded store mirrors (it is the only writer of its directory), and only namespaces of at
-        most :attr:`mirror_max_rows` records. The embedder check of :meth:`_vectors` runs first, as for any
-        search.
-        """
-        path = self._mirror_path(namespace)
-        if path is None or namespace in self._mirror_off or self.mirror_max_rows <= 0:
-            return None
-        col = self._vectors(self._collection(namespace, create=False))
-        if col is None:
-            return None
-        mirror = self._mirrors.get(namespace)
-        identity = str(self._identity)
-        if mirror is None and self._trusted(path, namespace):
-            mirror = load_mirror(path, col, identity)
-            if mirror is not None:
-                self._mirror_fresh.add(namespace)
-        if mirror is None:
-            mirror = build_mirror(col, identity, self._identity.dimension, self.mirror_max_rows)
-            if mirror is None:
-                self._mirror_off.add(namespace)
-                return None
-        self._mirrors[namespace] = mirror
-        refresh_mirror(mirror, col)
-        if len(mirror) > self.mirror_max_rows:  # the namespace grew past the limit: back to Chroma's index
-            self._mirrors.pop(namespace)
-            self._mirror_fresh.discard(namespace)
-            self._mirror_off.add(namespace)
-            drop_snapshot(path)
-            return None
-        return mirror
-
-    def _save_mirror(self, mirror: Mirror, path: Path, col: Collection) -> bool:
-        """:func:`save_mirror`, unless writes took the namespace past :attr:`mirror_max_rows` (then erased)."""
-        if len(mirror) + len(mirror.stale) > self.mirror_max_rows:
-            drop_snapshot(path)
-            return False
-        return save_mirror(mirror, path, col)
-
-    def _save_snapshots(self) -> None:
-        """Save each namespace's lexical index and recall mirror that differ from their snapshots.
-
-        At close; failures are only logged (a snapshot is an optimisation: the next open rebuilds).
-        """
-        kinds: list[_SnapshotKind] = [
-            ("lexical snapshot", self._lexical, self._snapshot_path, self._snapshot_fresh, save_snapshot),
-            ("recall mirror", self._mirrors, self._mirror_path, self._mirror_fresh, self._save_mirror),
-        ]
-        for what, held, path_of, fresh, save in kinds:
-            for namespace, derived in held.items():
-                path = path_of(namespace)
-                if path is None or namespace in fresh:
-                    continue
-                try:
-                    col = self._collection(namespace, create=False)
-                except HindsightError:
-                    logger.warning("%s of %r not saved", what, namespace, exc_info=True)
-                    continue
-                if col is not None and save(derived, path, col):
-                    fresh.add(namespace)
-
-    def _lexical_index(self, namespace: str) -> LexicalIndex:
-        self._ensure_open()
-        path = self._snapshot_path(namespace)
-        if path is not None and namespace not in self._lexical and self._trusted(path, namespace):
-            col = self._collection(namespace, create=False)
-            index = load_snapshot(path, col) if col is not None else None
-            if index is not None:
-                self._lexical[namespace] = index
-                self._snapshot_fresh.add(namespace)
-                return index
-        feed = self._change_feed(namespace)
-        mirror = self._mirrors.get(namespace) if feed is None else None
-
-        def scan() -> Any:
-            if mirror is not None and not mirror.stale:  # the mirror holds every active record: no second read
-                return ((i, record_text(d, m)) for i, d, m in mirror.records())
-            return active_texts(self._collection(namespace, create=False))
-
-        index = self._lexical[namespace] = refresh_lexical(
-            self._lexical.get(namespace),
-            feed,
-            namespace,
-            fetch=functools.partial(self._get_many, ns=namespace),
-            scan=scan,
-        )
-        return index
-
-    def _reindex(self, namespace: str, upserts: Sequence[MemoryUnit] = (), deletes: Sequence[str] = ()) -> None:
-        written = [*(u.memory_id for u in upserts), *deletes]
-        index = self._lexical.get(namespace)
-        mirror = self._mirrors.get(namespace)
-        if mirror is None:
-            mirror = self._mirror_before_write(namespace, written)
-        if index is None:
-            index = self._snapshot_before_write(namespace, written)
-        if index is not None:  # not built yet: it will be built from the backend when first searched
-            index.delete(deletes)
-            index.upsert(upserts)
-        if mirror is not None:
-            mirror.forget(deletes)
-            mirror.apply(upserts)
-        self._units.evict(namespace, [*(u.memory_id for u in upserts), *deletes])
-        self._drop_snapshot(namespace)
-        feed = self._change_feed(namespace)
-        if feed is not None:
-            try:
-                feed.publish([*(u.memory_id for u in upserts), *deletes])
-            except StoreError as e:
-                raise StoreError(f"could not publish the change to namespace {namespace!r}: {e}") from e

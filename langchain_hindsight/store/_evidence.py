@@ -1,6 +1,6 @@
 """How far evidence lifts a lesson: the same lesson learned again is more credible, within bounds.
 
-Shared by the write path (``_write.merge_units``: a re-learned lesson merges) and the
+Shared by the write path (``decide.merge_units``: a re-learned lesson merges) and the
 merge pass (``lifecycle._merge.fold``: stored duplicates fold). ``MemoryUnit.evidence``
 counts the learnings; each further one closes :data:`EVIDENCE_GAIN` of the gap to the
 source's ceiling (``langchain_hindsight._trust``), so confidence rises with diminishing

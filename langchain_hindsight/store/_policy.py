@@ -26,18 +26,14 @@ from datetime import datetime, timedelta
 from langchain_hindsight._trust import (
     DEFAULT_CONFIDENCE_CEILING,
     DEFAULT_INITIAL_CONFIDENCE,
-    TRUST_ORDER,
-    TRUSTED_SOURCES,
     UNTRUSTED_SOURCES,
     trust_rank,
 )
 from langchain_hindsight.errors import ConfigurationError
+from langchain_hindsight.store._checks import is_int
 from langchain_hindsight.types import MemoryUnit, new_memory_id, utcnow
 
 __all__ = [
-    "DEFAULT_CONFIDENCE_CEILING",
-    "TRUSTED_SOURCES",
-    "TRUST_ORDER",
     "ConfidencePolicy",
     "clamp_future",
     "feedback_reason",
@@ -177,7 +173,7 @@ class ConfidencePolicy:
             >>> p.success_credit(0), p.success_credit(1), p.success_credit(2)
             (0.05, 0.0125, 0.003125)
         """
-        if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 0:
+        if not is_int(repeats, 0):
             raise ConfigurationError(f"repeats must be a non-negative int, got {repeats!r}")
         return round(self.success_delta * self.repeat_factor**repeats, 6)
 

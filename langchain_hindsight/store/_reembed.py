@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from langchain_hindsight.embeddings.local import EmbedderIdentity, LocalEmbeddings, check_vectors, embedder_identity
 from langchain_hindsight.embeddings.multilingual import MultilingualEmbeddings, ScriptRoutedEmbeddings
 from langchain_hindsight.errors import ConfigurationError, StoreError
+from langchain_hindsight.store._checks import is_int
 from langchain_hindsight.store._collections import (
     EMBEDDER_DIM_KEY,
     EMBEDDER_KEY,
@@ -185,7 +186,7 @@ def reembed_collections(
         EmbeddingError: the new embedder returned unusable vectors (nothing switched).
         StoreError: the backend failed or a copy did not verify (the original is untouched).
     """
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+    if not is_int(batch_size, 1):
         raise ConfigurationError(f"batch_size must be a positive int, got {batch_size!r}")
     target = embedder_identity(embeddings)
     if target.dimension is None:  # not declared: measure it, so the store records it

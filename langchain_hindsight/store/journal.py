@@ -3,7 +3,7 @@
 Every run is one :class:`RunRecord` stored in the namespace's ``journal``
 collection of the same backend as the memories (so it works with a Chroma
 server, and ``store.forget(namespace=...)`` removes it); the storage itself is
-``_runs.RunRecords`` (``store.run_records``), which ``store.forget`` also uses
+``runs.RunRecords`` (``store.run_records``), which ``store.forget`` also uses
 to scrub forgotten ids.
 
 :meth:`RunJournal.explain` answers "which memories shaped this run, and why
@@ -23,28 +23,14 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from langchain_hindsight.errors import ConfigurationError, RunNotFoundError
 from langchain_hindsight.store._codec import to_datetime_us
-from langchain_hindsight.store._runs import (
-    FeedbackEffect,
-    RunFeedback,
-    RunKind,
-    RunRecord,
-    RunRecords,
-    ServedMemory,
-    UnitState,
-)
 from langchain_hindsight.store.memory_store import MemoryStore
-from langchain_hindsight.types import MemoryStatus, MemoryUnit, Outcome, ScoredMemory, utcnow
+from langchain_hindsight.store.runs import FeedbackEffect, RunFeedback, RunKind, RunRecord, RunRecords
+from langchain_hindsight.types import MemoryStatus, MemoryUnit, Outcome, ScoredMemory, ServedMemory, utcnow
 
 __all__ = [
     "ExplainedMemory",
-    "FeedbackEffect",
     "RunExplanation",
-    "RunFeedback",
     "RunJournal",
-    "RunKind",
-    "RunRecord",
-    "ServedMemory",
-    "UnitState",
 ]
 
 

@@ -5,13 +5,15 @@ in a private dict that a restart would lose. The in-memory lexical index is
 derived data, rebuilt from the backend and updated on every write.
 
 The store reaches its data only through the backend layer (``backend.Backend``:
-``chroma.ChromaBackend``, embedded or server; ``inmemory.InMemoryBackend``). The
-class is assembled from mixins by concept: ``_core`` (state, collections,
-lexical upkeep), ``_store_reads``, ``_store_search``, ``_store_writes``, ``_transfer``
-and ``_forget``; the mechanics live in ``_collections`` (naming, opening, reading),
-``_write`` (dedupe/merge/supersede planning), ``_repair`` (two-step writes),
-``_search`` (caches, snapshots), ``_runs`` (run records) and ``_policy``
-(:class:`ConfidencePolicy`).
+``backend.ChromaBackend``, embedded or server; ``backend.InMemoryBackend``), and
+recall reads through its replica (``replica.Replica``: the derived copies of the data).
+:class:`MemoryStore` is one class: each public method checks its arguments and calls
+one function of the module for its concept — ``reads`` (listing, counting,
+history), ``search`` (dense, lexical, hybrid), ``_store_writes`` (add, update,
+feedback, moves), ``transfer`` (exact import) and ``forget`` (forget, scrub) — over
+the shared state of ``_core.StoreCore``. The mechanics live in ``_collections``
+(naming, opening, reading), ``decide`` (dedupe/merge/supersede planning), ``apply``
+(two-step writes), ``runs`` (run records) and ``_policy`` (:class:`ConfidencePolicy`).
 """
 
 from __future__ import annotations
@@ -20,44 +22,55 @@ import asyncio
 import functools
 import logging
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from datetime import datetime
 from typing import Any, Literal
 
+import numpy as np
 from langchain_core.embeddings import Embeddings
 
 from langchain_hindsight.embeddings.multilingual import default_embeddings
 from langchain_hindsight.errors import ConfigurationError
+from langchain_hindsight.store import _store_writes as _write_ops
+from langchain_hindsight.store import forget as _forget_ops
+from langchain_hindsight.store import reads as _read_ops
+from langchain_hindsight.store import search as _search_ops
+from langchain_hindsight.store import transfer as _transfer_ops
+from langchain_hindsight.store._checks import is_int
 from langchain_hindsight.store._collections import check_namespace, recorded_embedder
-from langchain_hindsight.store._core import backend_errors
-from langchain_hindsight.store._forget import ForgetMixin
-from langchain_hindsight.store._mirror import MIRROR_MAX_ROWS
-from langchain_hindsight.store._policy import (  # noqa: F401 - the first two are re-exported
-    DEFAULT_CONFIDENCE_CEILING,
-    ConfidencePolicy,
-    fresh_ids_for_taken,
-)
+from langchain_hindsight.store._core import StoreCore, backend_errors
+from langchain_hindsight.store._policy import ConfidencePolicy
 from langchain_hindsight.store._reembed import ReembedReport, reembed_collections
-from langchain_hindsight.store._store_reads import ReadMixin
-from langchain_hindsight.store._store_search import SearchMixin
-from langchain_hindsight.store._transfer import TransferMixin
-from langchain_hindsight.store.backend import Backend
-from langchain_hindsight.store.chroma import ChromaBackend
-from langchain_hindsight.store.writes import RuleWriteJudge, WriteJudge
+from langchain_hindsight.store.backend import Backend, ChromaBackend
+from langchain_hindsight.store.backend.postgres import PostgresBackend
+from langchain_hindsight.store.replica.lexical import lexical_scheme
+from langchain_hindsight.store.replica.records import MIRROR_MAX_ROWS
+from langchain_hindsight.store.runs import RunRecord
+from langchain_hindsight.store.transfer import ImportReport
+from langchain_hindsight.store.writes import RuleWriteJudge, WriteJudge, WriteResult
 from langchain_hindsight.taxonomy import TaskTypeVocabulary
-from langchain_hindsight.types import MemoryUnit
+from langchain_hindsight.types import MemoryStatus, MemoryUnit
 
-__all__ = ["ConfidencePolicy", "MemoryStore"]
+__all__ = ["MemoryStore"]
 
 logger = logging.getLogger(__name__)
 
 
-class MemoryStore(ForgetMixin, TransferMixin, SearchMixin, ReadMixin):
+def _postgres_backend(database_url: str) -> Backend:
+    """A :class:`~langchain_hindsight.store.backend.postgres.PostgresBackend` on ``database_url`` (store tokenizer)."""
+    if not isinstance(database_url, str) or not database_url.strip():
+        raise ConfigurationError(f"database_url must be a postgresql:// URL, got {database_url!r}")
+    return PostgresBackend(database_url.strip(), lexical=lexical_scheme())  # psycopg is imported only now
+
+
+class MemoryStore(StoreCore):
     """Durable memory units in Chroma, with dedup, conflicts and feedback.
 
     Setup:
         Embedded (default): one process owns ``persist_directory`` and holds a
-        lock on it. Shared: run ``chroma run --path DIR --port 8000`` and pass
-        ``client=chromadb.HttpClient(port=8000)`` from any number of processes.
+        lock on it. Shared: ``database_url="postgresql://..."`` (Postgres with
+        pgvector; many writers on many hosts), or run ``chroma run --path DIR --port 8000``
+        and pass ``client=chromadb.HttpClient(port=8000)`` from any number of processes.
         In memory (tests, throwaway stores): ``backend=InMemoryBackend()``.
 
     Instantiate:
@@ -75,10 +88,14 @@ class MemoryStore(ForgetMixin, TransferMixin, SearchMixin, ReadMixin):
             when ``client`` or ``backend`` is given.
         client: A chromadb client to use instead (``HttpClient`` for a server,
             ``EphemeralClient`` for throwaway stores). The store does not close it.
-        backend: A storage backend to use instead (see :mod:`langchain_hindsight.store.backend`):
-            ``InMemoryBackend()`` (:mod:`langchain_hindsight.store.inmemory`) for fast tests and
+        backend: A storage backend to use instead (see :mod:`langchain_hindsight.store.backend.base`):
+            ``InMemoryBackend()`` (:mod:`langchain_hindsight.store.backend.inmemory`) for fast tests and
             throwaway stores, ``ChromaBackend.embedded(path)`` / ``ChromaBackend.server(host, port)``.
             The store does not close it.
+        database_url: A PostgreSQL database (``postgresql://user:pass@host/db``, with pgvector) to
+            use instead: any number of processes and hosts may write it at once, and every recall
+            reads what any of them committed (see :mod:`langchain_hindsight.store.backend.postgres`). Needs
+            the ``postgres`` extra. The store opens and closes its connection pool.
         embeddings: Any LangChain ``Embeddings``. Default: the embedder the
             store records if it is one of this package's (an existing MiniLM
             store keeps :class:`LocalEmbeddings`), else
@@ -121,6 +138,7 @@ class MemoryStore(ForgetMixin, TransferMixin, SearchMixin, ReadMixin):
         *,
         client: Any = None,
         backend: Backend | None = None,
+        database_url: str | None = None,
         embeddings: Embeddings | None = None,
         conflict_threshold: float | None = 0.85,
         merge_threshold: float | None = 0.95,
@@ -146,10 +164,12 @@ class MemoryStore(ForgetMixin, TransferMixin, SearchMixin, ReadMixin):
             raise ConfigurationError(
                 "judge must have a judge(unit, neighbours) method (see langchain_hindsight.store.writes)"
             )
-        if isinstance(mirror_max_rows, bool) or not isinstance(mirror_max_rows, int) or mirror_max_rows < 0:
+        if not is_int(mirror_max_rows, 0):
             raise ConfigurationError(f"mirror_max_rows must be an int >= 0, got {mirror_max_rows!r}")
         if backend is not None and (client is not None or not isinstance(backend, Backend)):
-            raise ConfigurationError("backend must be a langchain_hindsight.store.backend.Backend, without client")
+            raise ConfigurationError("backend must be a langchain_hindsight.store.backend.base.Backend, without client")
+        if database_url is not None and (backend is not None or client is not None):
+            raise ConfigurationError("give database_url, client or backend, not several")
         self.judge = judge or RuleWriteJudge()
         self.namespace = MemoryUnit(content="-", namespace=namespace).namespace if namespace else ""
         if not self.namespace:
@@ -160,7 +180,9 @@ class MemoryStore(ForgetMixin, TransferMixin, SearchMixin, ReadMixin):
         self.policy = policy or ConfidencePolicy()
         self.vocabulary = vocabulary or TaskTypeVocabulary()
         self._owns_backend = backend is None and client is None
-        if backend is None:
+        if database_url is not None:
+            backend = _postgres_backend(database_url)
+        elif backend is None:
             if client is not None:
                 backend = ChromaBackend(client)
             elif persist_directory is None:
@@ -174,8 +196,10 @@ class MemoryStore(ForgetMixin, TransferMixin, SearchMixin, ReadMixin):
         self.embeddings = embeddings
         if self.persist_directory is not None:
             try:
-                self._finish_interrupted_import()  # an import killed midway is rolled forward from its pending file
-                self._finish_interrupted_scrub()
+                _transfer_ops.finish_interrupted_import(
+                    self
+                )  # an import killed midway is rolled forward from its pending file
+                _forget_ops.finish_interrupted_scrub(self)
             except BaseException:
                 self.close()
                 raise
@@ -186,13 +210,11 @@ class MemoryStore(ForgetMixin, TransferMixin, SearchMixin, ReadMixin):
         with self._lock:
             if self._closed:
                 return
-            self._save_snapshots()
-            self._refresh_summary()  # last: a write after it would make the close remove the summary
+            self._replica.save()
+            _read_ops.refresh_summary(self)  # last: a write after it would make the close remove the summary
             self._closed = True
             self._collections.clear()
-            self._lexical.clear()
-            self._mirrors.clear()
-            self._units.clear()
+            self._replica.clear()
             if self._owns_backend:
                 self.backend.close()
 
@@ -228,11 +250,9 @@ class MemoryStore(ForgetMixin, TransferMixin, SearchMixin, ReadMixin):
         """
         with self._lock:
             self._ensure_open()
-            names = self.namespaces() if namespaces is None else [check_namespace(n) for n in namespaces]
+            names = _read_ops.namespaces(self) if namespaces is None else [check_namespace(n) for n in namespaces]
             for name in names:  # new vectors: the cached and mirrored ones are the old embedder's
-                self._drop_snapshot(name)
-                self._mirrors.pop(name, None)
-                self._units.clear(name)
+                self._replica.revector(name)
             self._collections.clear()
             self._embedder_checked.clear()
             try:
@@ -243,8 +263,456 @@ class MemoryStore(ForgetMixin, TransferMixin, SearchMixin, ReadMixin):
                 self._collections.clear()
                 self._embedder_checked.clear()
             if report.migrated and self.backend.can_erase:
-                self._scrub(None)
+                _forget_ops.scrub_collections(self, None)
             return report
+
+    # ------------------------------------------------------------------ the public methods, by concept
+    def search(
+        self,
+        query: str,
+        *,
+        k: int = 10,
+        namespace: str | None = None,
+        include_embeddings: bool = False,
+    ) -> list[tuple[MemoryUnit, float, list[float] | None]]:
+        """Dense nearest neighbours among *active* units: ``(unit, cosine_similarity, embedding)``."""
+        return _search_ops.search(self, query, k=k, namespace=namespace, include_embeddings=include_embeddings)
+
+    def search_by_vector(
+        self,
+        vector: Sequence[float],
+        *,
+        k: int = 10,
+        namespace: str | None = None,
+        include_embeddings: bool = False,
+        where: dict[str, Any] | None = None,
+    ) -> list[tuple[MemoryUnit, float, list[float] | None]]:
+        """Like :meth:`search` with a precomputed query vector.
+
+        Without ``where``, Chroma is queried *unfiltered* for ``k`` plus a margin
+        and inactive units are dropped: a ``where`` filter makes Chroma scan
+        instead of using its index (~40x slower at 100k). Only when too few active
+        units remain does it repeat the query with the status filter.
+        """
+        return _search_ops.search_by_vector(
+            self, vector, k=k, namespace=namespace, include_embeddings=include_embeddings, where=where
+        )
+
+    def similarity_by_ids(
+        self, vector: Sequence[float], memory_ids: Sequence[str], *, namespace: str | None = None
+    ) -> list[tuple[MemoryUnit, float]]:
+        """The *active* units among ``memory_ids`` with their cosine similarity to ``vector``.
+
+        Used by hybrid recall for candidates found only by the lexical arm, so
+        every candidate is scored on the same dense similarity. Order follows
+        ``memory_ids``; missing or inactive ids are skipped.
+        """
+        return _search_ops.similarity_by_ids(self, vector, memory_ids, namespace=namespace)
+
+    def hybrid_search(
+        self,
+        query: str,
+        vector: Sequence[float],
+        *,
+        k: int = 10,
+        namespace: str | None = None,
+        normalize: bool = False,
+    ) -> tuple[dict[str, tuple[MemoryUnit, float]], dict[str, float]]:
+        """Both arms of hybrid recall at once: the dense and lexical candidates, each with its cosine similarity.
+
+        Equivalent to :meth:`search_by_vector` (``k``), :meth:`lexical_search`
+        (``k``) and :meth:`similarity_by_ids` for the lexical matches the dense
+        arm did not return, in fewer round trips: an embedded store asks Chroma
+        one query for ids and distances, and reads only the units and vectors it
+        has not cached, in one ``get``.
+
+        Args:
+            query: The query text (lexical arm).
+            vector: Its embedding (dense arm).
+            k: Depth of each arm.
+            namespace: Namespace to search (default: the store's).
+            normalize: Lexical scores as a share of the query's idf mass (see :meth:`lexical_search`).
+
+        Returns:
+            ``(candidates, lexical)``: every candidate's ``(unit, cosine_similarity)``
+            by id, and the lexical arm's BM25 score by id.
+        """
+        return _search_ops.hybrid_search(self, query, vector, k=k, namespace=namespace, normalize=normalize)
+
+    def lexical_search(
+        self, query: str, *, k: int = 10, namespace: str | None = None, normalize: bool = False
+    ) -> list[tuple[str, float]]:
+        """BM25 matches among active units: ``(memory_id, score)``, best first.
+
+        ``normalize=True`` scales scores to [0, 1] by the query's idf mass (see
+        :meth:`LexicalIndex.search <langchain_hindsight.store.replica.lexical.LexicalIndex.search>`).
+
+        The index is built from the backend on first use and kept in step with this
+        store's writes; with a shared client (``HttpClient``), other stores'
+        writes are picked up through the namespace's change feed on every call.
+        """
+        return _search_ops.lexical_search(self, query, k=k, namespace=namespace, normalize=normalize)
+
+    def namespaces(self) -> list[str]:
+        """Every namespace that has a collection, sorted."""
+        return _read_ops.namespaces(self)
+
+    def list_units(
+        self,
+        *,
+        namespace: str | None = None,
+        status: MemoryStatus | None = None,
+        task_type: str | None = None,
+        kind: str | None = None,
+        source: str | None = None,
+        limit: int | None = None,
+    ) -> list[MemoryUnit]:
+        """Units matching every given filter, newest first. ``status=None`` means all statuses."""
+        return _read_ops.list_units(
+            self, namespace=namespace, status=status, task_type=task_type, kind=kind, source=source, limit=limit
+        )
+
+    def iter_units(
+        self,
+        *,
+        namespace: str | None = None,
+        status: MemoryStatus | None = None,
+        task_type: str | None = None,
+        kind: str | None = None,
+        source: str | None = None,
+        batch_size: int = 1000,
+    ) -> Iterator[MemoryUnit]:
+        """Iterate over matching units in pages of ``batch_size`` (unordered)."""
+        return _read_ops.iter_units(
+            self,
+            namespace=namespace,
+            status=status,
+            task_type=task_type,
+            kind=kind,
+            source=source,
+            batch_size=batch_size,
+        )
+
+    def iter_vectors(
+        self, *, namespace: str | None = None, status: MemoryStatus = "active", batch_size: int = 1000
+    ) -> Iterator[tuple[list[MemoryUnit], np.ndarray]]:
+        """Units with ``status`` and their stored vectors, in pages of ``batch_size``: ``(units, vectors)``.
+
+        ``vectors`` is a float32 array with one row per unit, as stored (nothing is
+        re-embedded). Used by maintenance passes that compare units with each other.
+
+        Example:
+            >>> for units, vectors in store.iter_vectors(status="active"):  # doctest: +SKIP
+            ...     print(len(units), vectors.shape)
+        """
+        return _read_ops.iter_vectors(self, namespace=namespace, status=status, batch_size=batch_size)
+
+    def count_by(self, *fields: str, namespace: str | None = None) -> dict[tuple[str, ...], int]:
+        """How many units (every status) have each combination of values of ``fields``.
+
+        Exact, and cheap on large stores: a field with a known set of values
+        (``status``, ``kind``, ``source``, and ``task_type`` through the store's
+        vocabulary) is read as one id-only filtered query per value, and only the
+        units whose value is outside that set (or missing: counted as ``""``) have
+        their metadata read. ``run_id`` has no known values, so counting by it
+        reads every unit's metadata. When the store holds the namespace's recall
+        mirror (or its snapshot is vouched for: it is loaded, never built for
+        this), the active units are counted from it and only the others are read.
+        Keys come sorted.
+
+        Example:
+            >>> store.count_by("status", "task_type")  # doctest: +SKIP
+            {('active', 'weekly_report'): 12, ('superseded', 'weekly_report'): 2}
+
+        Args:
+            fields: Among ``status``, ``task_type``, ``kind``, ``source``, ``run_id``.
+            namespace: Namespace to count (default: the store's).
+        """
+        return _read_ops.count_by(self, *fields, namespace=namespace)
+
+    def count(self, *, namespace: str | None = None, status: MemoryStatus | None = None) -> int:
+        """Number of units in ``namespace`` (all statuses unless ``status`` is given)."""
+        return _read_ops.count(self, namespace=namespace, status=status)
+
+    def history(self, memory_id: str, *, namespace: str | None = None) -> list[MemoryUnit]:
+        """The supersedes chain through ``memory_id``, newest first.
+
+        Starts at the newest unit that (transitively) supersedes ``memory_id`` and
+        follows ``supersedes`` back to the oldest ancestor.
+
+        Raises:
+            MemoryNotFoundError: ``memory_id`` does not exist.
+        """
+        return _read_ops.history(self, memory_id, namespace=namespace)
+
+    def add(self, unit: MemoryUnit, *, namespace: str | None = None, dedupe: bool = True) -> WriteResult:
+        """Store ``unit``; return what the write did (:class:`~langchain_hindsight.store.writes.WriteResult`).
+
+        With ``dedupe`` (default): an active unit in scope that makes the same
+        statement (after normalising case, whitespace and punctuation) absorbs it
+        (``"merged"``; ``result.unit`` is that unit, keeping the newest time).
+        A different statement is never merged on similarity alone: when active
+        units are more than ``conflict_threshold`` similar, the store's ``judge``
+        decides; the default keeps both (``"added"``, ``related_ids`` naming the
+        similar units), an LLM judge may also merge a reworded duplicate or
+        supersede an outdated unit (``"superseded"``). ``namespace`` overrides
+        ``unit.namespace``. Each write is logged at INFO.
+
+        Example:
+            >>> store.add(MemoryUnit(content="客户甲公司希望通过邮件联系。")).action  # doctest: +SKIP
+            'added'
+
+        Raises:
+            ConfigurationError: ``unit`` is not a :class:`MemoryUnit`.
+            UninformativeMemoryError: its content carries no information (``"ok"``, ``"好的"``, emoji only);
+                an :class:`~langchain_hindsight.errors.InvalidMemoryError`. Nothing was changed.
+            StoreError: the backend failed; nothing was changed.
+        """
+        return _write_ops.add(self, unit, namespace=namespace, dedupe=dedupe)
+
+    def add_many(
+        self, units: Sequence[MemoryUnit], *, namespace: str | None = None, dedupe: bool = True
+    ) -> list[WriteResult]:
+        """Store many units with one batch embedding; one :class:`WriteResult` per unit, aligned with ``units``.
+
+        A unit may merge into, or supersede, an earlier unit of the same batch.
+        ``dedupe=False`` stores every unit as given (bulk import); an id that
+        already exists is then overwritten. Every unit is checked before anything
+        is written: one uninformative unit (``UninformativeMemoryError``) refuses the batch.
+        """
+        return _write_ops.add_many(self, units, namespace=namespace, dedupe=dedupe)
+
+    def supersede(
+        self, memory_ids: Sequence[str] | str, unit: MemoryUnit, *, reason: str, namespace: str | None = None
+    ) -> WriteResult:
+        """Store ``unit`` as the successor of the active units ``memory_ids`` (e.g. a user's correction).
+
+        The caller has decided the relation (say, the correction contradicts them),
+        so no judge is asked and nothing is merged: ``unit`` is stored as new with
+        ``supersedes`` naming the first of them, and each of them becomes
+        ``superseded`` (confidence × ``supersede_factor``), in the crash-safe order
+        of every supersede (the new unit marked ``pending`` until the demotions are
+        written; a crash in between is finished at the next open for the first of
+        them, the others then stay active, as before the write). ``history(unit id)``
+        then shows the chain. Logged at INFO with ``reason``.
+
+        Returns:
+            ``"superseded"``, ``related_ids`` the ids demoted, ``previous`` their state before.
+
+        Raises:
+            MemoryNotFoundError: none of ``memory_ids`` is an active unit of the namespace.
+            ConfigurationError: no ``reason``, or ``unit`` is less trusted than one it would replace.
+        """
+        return _write_ops.supersede(self, memory_ids, unit, reason=reason, namespace=namespace)
+
+    def update(self, memory_id: str, /, *, namespace: str | None = None, **changes: Any) -> MemoryUnit:
+        """Change fields of a stored unit; return the stored result.
+
+        Metadata changes are written without re-embedding; a ``content`` change
+        re-embeds. ``memory_id`` and ``namespace`` cannot change.
+
+        Raises:
+            MemoryNotFoundError: no such unit.
+            InvalidMemoryError: the changed unit would be invalid, or its new content carries
+                no information (``UninformativeMemoryError``); nothing is written.
+        """
+        return _write_ops.update(self, memory_id, namespace=namespace, **changes)
+
+    def update_many(self, units: Sequence[MemoryUnit], *, namespace: str | None = None) -> list[MemoryUnit]:
+        """Write new versions of existing units in one batch (re-embedding only changed content).
+
+        Units keep their collection; use :meth:`archive`/:meth:`restore` to change
+        between active/superseded and archived.
+
+        Raises:
+            MemoryNotFoundError: one of the units does not exist (nothing is written).
+        """
+        return _write_ops.update_many(self, units, namespace=namespace)
+
+    def record_feedback(
+        self,
+        memory_ids: Sequence[str] | str,
+        *,
+        success: bool | None = None,
+        rejected: bool = False,
+        namespace: str | None = None,
+        now: datetime | None = None,
+        repeats: Mapping[str, int] | None = None,
+        reason: str | None = None,
+    ) -> list[MemoryUnit]:
+        """Apply the outcome of a task that used these memories (success raises confidence, failure lowers it).
+
+        ``success=True``: access count +1, last access now, confidence
+        +``success_delta`` (capped), diminished by ``repeat_factor`` for each
+        earlier credit ``repeats`` counts for the memory (the session counts them
+        from the run journal: same task within ``repeat_window``); a unit tagged
+        ``suspicious`` is never credited above ``suspicious_cap``.
+        ``success=False``: access +1, confidence −``failure_delta`` (floored).
+        ``rejected=True`` (the user said the memory is wrong): confidence ×
+        ``rejection_factor``. ``success=None``: only the access is recorded. Ids
+        that no longer exist are skipped with a warning. Every credit and debit
+        is logged at INFO with the memory id, old → new confidence and the reason
+        (``reason``, e.g. ``"success of run r1"``, plus how the policy applied it).
+
+        Example:
+            >>> store.record_feedback([unit.memory_id], success=True, repeats={unit.memory_id: 1})  # doctest: +SKIP
+
+        Returns:
+            The updated units.
+        """
+        return _write_ops.record_feedback(
+            self,
+            memory_ids,
+            success=success,
+            rejected=rejected,
+            namespace=namespace,
+            now=now,
+            repeats=repeats,
+            reason=reason,
+        )
+
+    def share(
+        self, memory_ids: Sequence[str] | str, *, to_namespace: str, namespace: str | None = None
+    ) -> list[MemoryUnit]:
+        """Copy units into another namespace: the one explicit way a memory crosses namespaces.
+
+        Namespaces never see each other's units; agents share experience by
+        copying chosen units into a namespace they all read (e.g. ``"shared"``).
+        The copy keeps id, content, provenance and counters, is active, and goes
+        through the target's write rules (the same statement there absorbs it). It is
+        independent afterwards: forgetting the original does not forget the copy
+        (``forget(memory_id, namespace=to_namespace)`` does).
+
+        Example:
+            >>> store.share([unit.memory_id], namespace="alice", to_namespace="shared")  # doctest: +SKIP
+
+        Returns:
+            What is now stored in ``to_namespace`` for each unit found (missing ids are skipped).
+
+        Raises:
+            ConfigurationError: ``to_namespace`` equals the source namespace or is invalid.
+        """
+        return _write_ops.share(self, memory_ids, to_namespace=to_namespace, namespace=namespace)
+
+    def archive(self, memory_ids: Sequence[str], *, namespace: str | None = None) -> list[MemoryUnit]:
+        """Move units to the namespace's cold collection (excluded from recall, restorable)."""
+        return _write_ops.archive(self, memory_ids, namespace=namespace)
+
+    def restore(self, memory_ids: Sequence[str], *, namespace: str | None = None) -> list[MemoryUnit]:
+        """Bring archived units back as active units."""
+        return _write_ops.restore(self, memory_ids, namespace=namespace)
+
+    def discard(self, memory_ids: Sequence[str], *, namespace: str | None = None) -> int:
+        """Delete units *without* cleaning references to them; return how many existed.
+
+        For units folded into another by a merge pass: their ids stay in the
+        keeper's ``merged_from`` as provenance. To remove every trace of a unit,
+        use :meth:`forget` instead.
+        """
+        return _write_ops.discard(self, memory_ids, namespace=namespace)
+
+    def forget(
+        self,
+        memory_id: str | Sequence[str] | None = None,
+        *,
+        namespace: str | None = None,
+        scrub: bool | None = None,
+    ) -> int:
+        """Hard-delete units (every copy, archive included), or a whole namespace.
+
+        ``forget("mem_...")`` deletes those ids in ``namespace``: the record
+        (vector, document, metadata) in memories and archive, the lexical index
+        entry, and every reference to the id in other units (``supersedes``,
+        ``merged_from``) and in the run journal. ``forget(namespace="alice")``
+        deletes every collection of that namespace.
+
+        With ``scrub`` (the default for an embedded store) the bytes are then
+        physically erased from the directory (see :meth:`scrub`); a Chroma API
+        delete alone leaves them in ``chroma.sqlite3`` and the HNSW files.
+
+        Example:
+            >>> n = store.forget(unit.memory_id)  # doctest: +SKIP
+
+        Args:
+            memory_id: One id or a sequence of ids; ``None`` with an explicit
+                ``namespace`` forgets the whole namespace.
+            namespace: Namespace to delete from (default: the store's).
+            scrub: ``None``: scrub when the backend can erase (an embedded
+                directory this store holds; memory). ``False``: defer (call
+                :meth:`scrub` later, e.g. after a batch).
+
+        Returns:
+            How many units were deleted.
+
+        Raises:
+            ConfigurationError: bad arguments, or ``scrub=True`` on a store whose
+                backend cannot erase (a server or an injected client).
+        """
+        return _forget_ops.forget(self, memory_id, namespace=namespace, scrub=scrub)
+
+    def scrub(self) -> None:
+        """Physically erase every deleted record from the store's directory.
+
+        Rebuilds every collection from its live records (dropping the HNSW files
+        that still hold deleted vectors), merges the full-text index, rewrites
+        ``chroma.sqlite3`` with ``VACUUM`` under ``secure_delete`` and removes
+        orphaned segment files. Costs a full copy of the store; :meth:`forget`
+        does it for the collections it touched unless told ``scrub=False``.
+        Resumable: a crash mid-way is finished when the directory is reopened.
+        On the in-memory backend there is nothing left to erase.
+
+        Example:
+            >>> store.forget(ids, scrub=False); store.scrub()  # doctest: +SKIP
+
+        Raises:
+            ConfigurationError: the backend cannot erase (a server or an injected
+                client). For a Chroma server, stop it, open the directory with
+                ``MemoryStore(persist_directory=...)`` and scrub there.
+            StoreError: the backend failed.
+        """
+        return _forget_ops.scrub(self)
+
+    def import_units(
+        self,
+        units: Iterable[MemoryUnit],
+        *,
+        runs: Iterable[RunRecord] = (),
+        namespace: str | None = None,
+        progress: Callable[[str, int, int], None] | None = None,
+        replace: bool = False,
+    ) -> ImportReport:
+        """Write ``units`` (and the journal's ``runs``) exactly as given, all or nothing (``namespace``: into it).
+
+        For restoring a backup or moving a store (see ``hindsight export``/``import``):
+        no task-type normalisation, no dedupe, no confidence caps (but untrusted text that reads like an
+        instruction is tagged ``suspicious`` and capped, as on every write); archived units go
+        straight to the archive; only the content is re-embedded. Every unit is read
+        and checked before anything is written. A unit whose id is already stored
+        with the same data is skipped; with other data it is refused unless
+        ``replace=True`` (an explicit overwrite): an import never silently replaces
+        a stored unit. An embedded store writes the units to a pending file first and
+        rolls a killed import forward when the directory is opened again. A unit whose
+        content carries no information (``"ok"``, ``"好的"``) is left out and counted in
+        ``refused`` (logged), rather than failing the import.
+
+        ``runs`` are run records of a backup made with the journal (``hindsight export
+        --journal``): checked with the units (a run id already journaled with other data is
+        refused unless ``replace``), written after them.
+
+        Raises:
+            InvalidMemoryError: a unit is invalid (nothing was written).
+            ConfigurationError: ids already stored with other data and ``replace`` is false (nothing was written).
+            StoreError: the backend failed.
+        """
+        return _transfer_ops.import_units(
+            self, units, runs=runs, namespace=namespace, progress=progress, replace=replace
+        )
+
+    def delete(
+        self, memory_id: str | Sequence[str] | None = None, *, namespace: str | None = None, scrub: bool | None = None
+    ) -> int:
+        """Same as :meth:`forget` (an older name)."""
+        return _forget_ops.forget(self, memory_id, namespace=namespace, scrub=scrub)
 
     # ------------------------------------------------------------------ async twins (store I/O off the event loop)
     async def aget(self, memory_id: str, *, namespace: str | None = None) -> MemoryUnit:

@@ -54,6 +54,7 @@ from langchain_hindsight._json import parse_json_text
 from langchain_hindsight._trust import trust_rank
 from langchain_hindsight.errors import ConfigurationError
 from langchain_hindsight.prompts import Locale, WriteJudgeTemplates, get_write_judge_templates
+from langchain_hindsight.store._checks import is_int
 from langchain_hindsight.types import MemoryUnit
 
 if TYPE_CHECKING:
@@ -232,7 +233,7 @@ class LLMWriteJudge:
         structured_output: bool = True,
         fallback: WriteJudge | None = None,
     ) -> None:
-        if isinstance(max_neighbours, bool) or not isinstance(max_neighbours, int) or not 1 <= max_neighbours <= 10:
+        if not is_int(max_neighbours, 1, 10):
             raise ConfigurationError(f"max_neighbours must be an int in [1, 10], got {max_neighbours!r}")
         self.model = model
         self.templates = templates or get_write_judge_templates(locale)

@@ -342,7 +342,7 @@ def create_app(
 
     Example:
         >>> from langchain_hindsight import MemoryStore
-        >>> from langchain_hindsight.store.inmemory import InMemoryBackend
+        >>> from langchain_hindsight.store.backend import InMemoryBackend
         >>> from langchain_hindsight.ui.views import Console
         >>> store = MemoryStore(backend=InMemoryBackend())
         >>> app, gate = create_app(Console(store), locale="en")

@@ -29,8 +29,9 @@ from langchain_hindsight.lifecycle.maintenance import Lifecycle
 from langchain_hindsight.recall.engine import RecallSettings, recall
 from langchain_hindsight.sharing.principals import Principal
 from langchain_hindsight.store._statement import statement_key
-from langchain_hindsight.store.journal import RunExplanation, RunFeedback, RunJournal, RunRecord
+from langchain_hindsight.store.journal import RunExplanation, RunJournal
 from langchain_hindsight.store.memory_store import MemoryStore
+from langchain_hindsight.store.runs import RunFeedback, RunRecord
 from langchain_hindsight.types import MemoryUnit, ScoredMemory, utcnow
 
 __all__ = ["LISTING_SECONDS", "Console", "Correction", "MemoryPage", "NearDuplicate", "SearchRow"]

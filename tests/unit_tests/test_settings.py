@@ -135,7 +135,7 @@ def test_hindsight_takes_its_defaults_from_the_environment_and_arguments_win(
     monkeypatch: pytest.MonkeyPatch, fake_embeddings: NgramEmbeddings
 ) -> None:
     from langchain_hindsight import Hindsight, MemoryStore
-    from langchain_hindsight.store.inmemory import InMemoryBackend
+    from langchain_hindsight.store.backend import InMemoryBackend
 
     monkeypatch.setenv("HINDSIGHT_K", "2")
     monkeypatch.setenv("HINDSIGHT_LOCALE", "en")

@@ -14,9 +14,9 @@ from langchain_hindsight import Hindsight, MemoryUnit
 from langchain_hindsight.cli.main import EXIT_OK, main
 from langchain_hindsight.errors import ConfigurationError, HindsightError, InvalidMemoryError
 from langchain_hindsight.sharing.principals import AccessPolicy
-from langchain_hindsight.store._transfer import read_backup, read_jsonl
 from langchain_hindsight.store.journal import RunJournal
 from langchain_hindsight.store.memory_store import MemoryStore
+from langchain_hindsight.store.transfer import read_backup, read_jsonl
 
 EAST, WEST = timezone(timedelta(hours=5)), timezone(timedelta(hours=-5))
 YEAR_1_EAST = datetime(1, 1, 1, tzinfo=EAST)  # before 0001-01-01 in UTC

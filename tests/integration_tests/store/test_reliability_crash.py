@@ -255,12 +255,12 @@ IMPORT_KILL_POINTS = [("upsert", 1), ("upsert", 2), ("upsert", 3), ("delete", 1)
 @pytest.mark.slow
 @pytest.mark.parametrize(("method", "nth"), IMPORT_KILL_POINTS, ids=[f"{m}-{n}" for m, n in IMPORT_KILL_POINTS])
 def test_import_killed_midway_is_rolled_forward_on_reopen(tmp_path: Path, method: str, nth: int) -> None:
-    from langchain_hindsight.store._transfer import IMPORT_PENDING
+    from langchain_hindsight.store._directory import IMPORT_PENDING
 
     directory = tmp_path / "db"
     body = f"""
         from tests.fakes import HashEmbeddings
-        from langchain_hindsight.store._transfer import import_units
+        from langchain_hindsight.store.transfer import import_units
         store = MemoryStore({str(directory)!r}, embeddings=HashEmbeddings())
         moved = store.add(MemoryUnit(memory_id="mem_moved", content="archived in the file, active in the store")).unit
         units = [MemoryUnit(memory_id=f"mem_{{i}}", content=f"imported lesson {{i}}") for i in range(600)]
@@ -282,7 +282,7 @@ _BUSY_IMPORT_FORGET = """
 import sys, random
 sys.path.insert(0, {root!r})
 from langchain_hindsight import MemoryStore, MemoryUnit
-from langchain_hindsight.store._transfer import import_units
+from langchain_hindsight.store.transfer import import_units
 from tests.fakes import HashEmbeddings
 rng = random.Random({seed})
 store = MemoryStore({path!r}, embeddings=HashEmbeddings())

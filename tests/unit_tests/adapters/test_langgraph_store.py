@@ -31,7 +31,7 @@ from langchain_hindsight import (
     MemoryUnit,
 )
 from langchain_hindsight.errors import UninformativeMemoryError
-from langchain_hindsight.store.inmemory import InMemoryBackend
+from langchain_hindsight.store.backend import InMemoryBackend
 from tests.fakes import NgramEmbeddings, Prompts, call, scripted_model
 from tests.unit_tests.adapters.basestore_conformance import SCENARIOS, run_scenario
 

@@ -21,8 +21,9 @@ from langchain_hindsight.capture._outcome import answer_outcome, gives_up, unrec
 from langchain_hindsight.capture.messages import OUTCOME_REASON_KEY, trajectory_from_messages
 from langchain_hindsight.errors import ConfigurationError
 from langchain_hindsight.session._credit import credit, earlier_credits
-from langchain_hindsight.store.inmemory import InMemoryBackend
-from langchain_hindsight.store.journal import RunJournal, RunRecord
+from langchain_hindsight.store.backend import InMemoryBackend
+from langchain_hindsight.store.journal import RunJournal
+from langchain_hindsight.store.runs import RunRecord
 from langchain_hindsight.testing import ReactiveToolModel, Turn, call, scripted_model
 from langchain_hindsight.types import utcnow
 from tests.fakes import NgramEmbeddings, query_sales

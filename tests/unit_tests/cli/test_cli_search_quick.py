@@ -15,7 +15,7 @@ from langchain_hindsight import MemoryStore, MemoryUnit
 from langchain_hindsight.cli import search as search_command
 from langchain_hindsight.embeddings.multilingual import ScriptRoutedEmbeddings
 from langchain_hindsight.recall import engine as recall_engine
-from langchain_hindsight.store._stamp import STAMP_FILE
+from langchain_hindsight.store._directory import STAMP_FILE
 from tests.fakes import HashEmbeddings
 
 NOW = datetime(2026, 11, 1, tzinfo=UTC)

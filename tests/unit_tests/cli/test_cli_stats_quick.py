@@ -16,10 +16,10 @@ import pytest
 
 from langchain_hindsight.cli import _stats, browse
 from langchain_hindsight.cli.main import EXIT_LOCKED, EXIT_OK, main
-from langchain_hindsight.store._stamp import STAMP_FILE, SUMMARY_FILE, read_stamp
-from langchain_hindsight.store._summary import read_summary
+from langchain_hindsight.store._directory import STAMP_FILE, SUMMARY_FILE, read_stamp
 from langchain_hindsight.store.journal import RunJournal
 from langchain_hindsight.store.memory_store import MemoryStore
+from langchain_hindsight.store.replica.summary import read_summary
 from langchain_hindsight.types import MemoryUnit
 
 TEAM = "团队甲"
@@ -188,7 +188,7 @@ def test_a_principal_never_reads_nor_writes_the_summary(
     def no_summary(*args: object) -> None:
         raise AssertionError("the summary was read for a principal")
 
-    monkeypatch.setattr(_stats, "trusted_store", no_summary)
+    monkeypatch.setattr(_stats, "trusted_summary", no_summary)
     code, out, err = run(capsys, "stats", "--path", str(store_dir), "--principal", TEAM, "--json")
     assert code == EXIT_OK, err
     assert list(json.loads(out)) == [TEAM]
@@ -230,6 +230,8 @@ def test_stats_on_a_stamped_store_does_not_import_chromadb(store_dir: Path) -> N
     assert again.returncode == EXIT_OK, again.stderr[-2000:]
     assert again.stdout == first.stdout
     assert [line for line in again.stderr.splitlines() if "chromadb" in line] == []
+    heavy = ("numpy", "langchain_core", "langchain_hindsight.store.replica.replica")  # the quick path stays small
+    assert [line for line in again.stderr.splitlines() if line.split("|")[-1].strip() in heavy] == []
     root = Path(__file__).resolve().parents[3]
     wrapped = subprocess.run(
         [sys.executable, "-c", _NO_CHROMA, "stats", "--path", str(store_dir), "--all"],

@@ -35,6 +35,7 @@ from langchain_hindsight.reflection.reflector import Reflector
 from langchain_hindsight.session.loop import SessionConfig
 from langchain_hindsight.sharing.access import ScopedMemory
 from langchain_hindsight.sharing.principals import Principal
+from langchain_hindsight.store._store_writes import write_exact
 from langchain_hindsight.testing import ReactiveToolModel, scripted_model
 from langchain_hindsight.types import Step, Trajectory
 from tests.fakes import WEEKLY_REPORT_LESSON as LESSON
@@ -105,7 +106,7 @@ def test_import_leaves_junk_out_and_counts_it(store: MemoryStore, caplog: pytest
         MemoryUnit(content="好"),
     ]
     lines = io.StringIO("".join(json.dumps(u.to_dict(), ensure_ascii=False) + "\n" for u in units))
-    from langchain_hindsight.store._transfer import read_jsonl
+    from langchain_hindsight.store.transfer import read_jsonl
 
     with caplog.at_level(logging.WARNING):
         report = store.import_units(read_jsonl(lines))
@@ -154,7 +155,7 @@ def test_reflection_skips_junk_from_the_model_and_from_feedback_without_raising(
 @pytest.mark.parametrize("query", ["汇总金额", "hello", "你好"])
 def test_legacy_junk_written_raw_is_never_served(store: MemoryStore, query: str) -> None:
     legacy = [MemoryUnit(content=t, confidence=0.9) for t in ("x", "ok", "好")]
-    store._write_exact(legacy, store.embeddings.embed_documents([u.content for u in legacy]))  # as an old version did
+    write_exact(store, legacy, store.embeddings.embed_documents([u.content for u in legacy]))  # as an old version did
     lesson = store.add(MemoryUnit(content="汇总金额时使用含税价，hello 你好 问候语保留原文")).unit
     assert store.count() == 4
     from langchain_hindsight import HindsightRetriever
@@ -166,7 +167,7 @@ def test_legacy_junk_written_raw_is_never_served(store: MemoryStore, query: str)
 def test_an_agent_with_the_middleware_gets_no_block_from_legacy_junk(tmp_path: Path) -> None:
     with _hs(tmp_path) as hs:  # no relevance floor: only the junk filter stands between the junk and the prompt
         legacy = [MemoryUnit(content=t, confidence=0.95) for t in ("x", "ok", "好")]
-        hs.store._write_exact(legacy, hs.store.embeddings.embed_documents([u.content for u in legacy]))
+        write_exact(hs.store, legacy, hs.store.embeddings.embed_documents([u.content for u in legacy]))
         prompts = Prompts()
         agent = create_agent(scripted_model("好的", "Hello!", "已汇总"), tools=[], middleware=[hs.middleware()])
         for task in ("你好", "hello", "汇总金额"):

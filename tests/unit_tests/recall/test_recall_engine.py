@@ -17,7 +17,7 @@ from langchain_hindsight.embeddings.multilingual import ScriptRoutedEmbeddings
 from langchain_hindsight.recall.engine import RecallSettings, recall, resolve_task
 from langchain_hindsight.recall.fusion import FusionWeights
 from langchain_hindsight.recall.retriever import RecallResult
-from langchain_hindsight.store._stamp import STAMP_FILE
+from langchain_hindsight.store._directory import STAMP_FILE
 from langchain_hindsight.taxonomy import TaskTypeVocabulary
 from langchain_hindsight.types import ScoredMemory
 from tests.fakes import child_env

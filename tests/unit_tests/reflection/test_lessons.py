@@ -36,7 +36,7 @@ from langchain_hindsight.recall.injection import format_experiences
 from langchain_hindsight.store._codec import unit_from_record, unit_to_metadata
 from langchain_hindsight.store._evidence import corroborated
 from langchain_hindsight.store._statement import generalise, lesson_key
-from langchain_hindsight.store._transfer import export_units, read_jsonl
+from langchain_hindsight.store.transfer import export_units, read_jsonl
 from langchain_hindsight.testing import call, scripted_model
 from tests.fakes import GBK_TEXT, read_file
 
@@ -390,7 +390,7 @@ def test_generalise_keeps_what_is_the_lesson(text: str) -> None:
 def test_evidence_respects_the_stores_own_ceiling_and_never_lifts_a_suspicious_unit(
     make_fake_store: Callable[..., MemoryStore],
 ) -> None:
-    from langchain_hindsight.store.memory_store import ConfidencePolicy
+    from langchain_hindsight.store import ConfidencePolicy
 
     store = make_fake_store("capped", policy=ConfidencePolicy(ceiling={"rule": 0.75}))
     lesson = MemoryUnit(task_type="api_call", content="With fetch, timeout=5 fails; timeout=30 works.", source="rule")

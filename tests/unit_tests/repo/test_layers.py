@@ -160,8 +160,8 @@ def test_the_trust_table_has_one_row_per_source_in_trust_order() -> None:
 
 
 def test_every_reader_uses_the_one_table() -> None:
-    assert _policy.TRUST_ORDER == _trust.TRUST_ORDER
-    assert {"user_feedback", "manual"} == _policy.TRUSTED_SOURCES
+    assert not hasattr(_policy, "TRUST_ORDER")  # the store's policy reads the table, never keeps its own copy
+    assert {"user_feedback", "manual"} == _trust.TRUSTED_SOURCES
     assert dict(DEFAULT_SOURCE_PRIOR) == {s: t.prior for s, t in _trust.SOURCE_TRUST.items()}
     assert {s: t.initial_confidence for s, t in _trust.SOURCE_TRUST.items()} == DEFAULT_INITIAL_CONFIDENCE
     assert _policy.ConfidencePolicy().ceiling == _trust.DEFAULT_CONFIDENCE_CEILING

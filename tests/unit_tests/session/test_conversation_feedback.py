@@ -14,7 +14,7 @@ from langchain_core.messages import BaseMessage
 from langchain_hindsight import ConfigurationError, Hindsight, MemoryStore, MemoryUnit
 from langchain_hindsight.session._conversation import CorrectionDetector
 from langchain_hindsight.session.loop import HindsightSession, SessionConfig
-from langchain_hindsight.store.inmemory import InMemoryBackend
+from langchain_hindsight.store.backend import InMemoryBackend
 from langchain_hindsight.testing import ReactiveToolModel, scripted_model
 from langchain_hindsight.types import Trajectory
 from tests.fakes import NgramEmbeddings

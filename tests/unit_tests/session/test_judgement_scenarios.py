@@ -33,7 +33,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from langchain_hindsight import Hindsight, HindsightError, MemoryNotFoundError, MemoryStore, MemoryUnit
 from langchain_hindsight.prompts import Locale, get_templates
-from langchain_hindsight.store.inmemory import InMemoryBackend
+from langchain_hindsight.store.backend import InMemoryBackend
 from langchain_hindsight.testing import ReactiveToolModel, Turn, call
 from tests.fakes import WEEKLY_REPORT_LESSON, NgramEmbeddings, Prompts
 

@@ -31,7 +31,7 @@ from langchain_hindsight.session import _verdict
 from langchain_hindsight.session._conversation import CorrectionDetector
 from langchain_hindsight.session.loop import HindsightSession, SessionConfig
 from langchain_hindsight.session.source import SessionOwner, session_for
-from langchain_hindsight.store.journal import RunRecord
+from langchain_hindsight.store.runs import RunRecord
 from langchain_hindsight.testing import ReactiveToolModel
 from langchain_hindsight.types import Trajectory
 from tests.fakes import WEEKLY_REPORT_LESSON as LESSON

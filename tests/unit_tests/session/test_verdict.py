@@ -34,7 +34,7 @@ from langchain_hindsight.errors import (
 )
 from langchain_hindsight.session import _verdict
 from langchain_hindsight.session._verdict import claim_of
-from langchain_hindsight.store.inmemory import InMemoryBackend
+from langchain_hindsight.store.backend import InMemoryBackend
 from langchain_hindsight.testing import ReactiveToolModel
 from langchain_hindsight.types import Trajectory
 from tests.fakes import NgramEmbeddings

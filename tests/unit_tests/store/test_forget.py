@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from langchain_hindsight import ConfigurationError, MemoryNotFoundError, MemoryStore, MemoryUnit
-from langchain_hindsight.store._scrub import SCRUB_MARKER
+from langchain_hindsight.store._directory import SCRUB_MARKER
 from langchain_hindsight.store.writes import LLMWriteJudge
 from tests.fakes import REPO_ROOT, HashEmbeddings, judge_model
 from tests.unit_tests.store.store_backends import chroma_store_factory, fake_embedding_store  # noqa: F401 - fixtures
@@ -196,7 +196,8 @@ def test_forget_of_unknown_ids_changes_nothing(hash_store: MemoryStore) -> None:
 
 
 def test_forget_cleans_references_run_records_and_comments_on_every_backend(hash_store: MemoryStore) -> None:
-    from langchain_hindsight.store.journal import RunJournal, RunRecord
+    from langchain_hindsight.store.journal import RunJournal
+    from langchain_hindsight.store.runs import RunRecord
 
     store = hash_store
     old = store.add(MemoryUnit(task_type="report", content="周报按自然周统计。")).unit
@@ -277,7 +278,7 @@ point = {point!r}
 if point == "rename":  # the old collection is dropped, the complete copy not yet renamed
     C.Collection.modify = lambda self, **kw: os.kill(os.getpid(), signal.SIGKILL)
 else:  # everything rebuilt, files not yet erased
-    import langchain_hindsight.store._scrub as S
+    import langchain_hindsight.store.backend._scrub as S
     S.erase_files = lambda directory: os.kill(os.getpid(), signal.SIGKILL)
 store.forget(secret.memory_id)
 print("NOT KILLED", flush=True)
@@ -368,12 +369,12 @@ if point == "first-delete":  # the intent is durable, nothing deleted yet
 elif point == "journal-scrub":  # the unit is deleted, the journal still names it
     C.Collection.upsert = die
 elif point == "before-scrub":  # every Chroma delete done, no scrub marker yet: the bytes are still on disk
-    from langchain_hindsight.store._forget import ForgetMixin
-    ForgetMixin._scrub = die
+    import langchain_hindsight.store.forget as F
+    F.scrub_collections = die
 elif point == "rename":  # a rebuild half done
     C.Collection.modify = die
 else:  # everything rebuilt, files not yet erased
-    import langchain_hindsight.store._scrub as S
+    import langchain_hindsight.store.backend._scrub as S
     S.erase_files = die
 store.forget(secret.memory_id)
 print("NOT KILLED", flush=True)
@@ -384,7 +385,7 @@ FORGET_KILL_POINTS = ["first-delete", "journal-scrub", "before-scrub", "rename",
 @pytest.mark.slow
 @pytest.mark.parametrize("point", FORGET_KILL_POINTS)
 def test_a_forget_killed_at_any_step_is_finished_on_reopen(tmp_path: Path, point: str) -> None:
-    from langchain_hindsight.store._forget import FORGET_INTENT
+    from langchain_hindsight.store._directory import FORGET_INTENT
     from langchain_hindsight.store.journal import RunJournal
 
     directory = tmp_path / "db"

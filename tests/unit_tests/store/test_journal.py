@@ -9,8 +9,9 @@ import pytest
 
 from langchain_hindsight.errors import RunNotFoundError
 from langchain_hindsight.recall.scoring import score_memory
-from langchain_hindsight.store.journal import RunJournal, RunRecord
+from langchain_hindsight.store.journal import RunJournal
 from langchain_hindsight.store.memory_store import MemoryStore
+from langchain_hindsight.store.runs import RunRecord
 from langchain_hindsight.types import MemoryUnit, ScoredMemory
 from tests.unit_tests.store.store_backends import chroma_store_factory, store_factory  # noqa: F401 - fixtures
 

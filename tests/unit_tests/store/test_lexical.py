@@ -16,10 +16,10 @@ from chromadb.config import Settings
 
 from langchain_hindsight import MemoryStore, MemoryUnit
 from langchain_hindsight.embeddings.local import LocalEmbeddings
-from langchain_hindsight.store import _core as store_module
 from langchain_hindsight.store._collections import collection_name
-from langchain_hindsight.store._lexical import PRIOR_DOCUMENTS, ChangeFeed, LexicalIndex, tokenize, unit_text
-from langchain_hindsight.store._search import active_texts
+from langchain_hindsight.store.replica import replica as store_module
+from langchain_hindsight.store.replica.feed import ChangeFeed
+from langchain_hindsight.store.replica.lexical import PRIOR_DOCUMENTS, LexicalIndex, active_texts, tokenize, unit_text
 from langchain_hindsight.store.writes import LLMWriteJudge
 from tests.fakes import judge_model
 
@@ -151,7 +151,7 @@ def test_other_writers_adds_updates_and_deletes_become_visible(
 def test_reader_too_far_behind_rebuilds(shared: tuple[MemoryStore, MemoryStore, Callable[[str], MemoryUnit]]) -> None:
     a, b, unit = shared
     assert ids(b, "anything") == []  # b's index exists and is empty
-    for feed in a._feeds.values():
+    for feed in a._replica.feeds.values():
         feed.log_ids = 2  # a tiny log: b cannot catch up incrementally
     units = [unit(f"Lesson number {i} about kafka partition rebalancing.") for i in range(5)]
     a.add_many(units, dedupe=False)

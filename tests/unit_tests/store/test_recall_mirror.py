@@ -16,8 +16,8 @@ from langchain_hindsight import HindsightRetriever, MemoryStore, MemoryUnit
 from langchain_hindsight.embeddings.local import LocalEmbeddings, embedder_identity
 from langchain_hindsight.embeddings.multilingual import MultilingualEmbeddings, ScriptRoutedEmbeddings
 from langchain_hindsight.errors import ConfigurationError, StoreError
-from langchain_hindsight.store._mirror import Mirror, record_bytes
-from langchain_hindsight.store.snapshot import SnapshotFiles, StoreSnapshot
+from langchain_hindsight.store.replica.records import Mirror, record_bytes
+from langchain_hindsight.store.replica.snapshot import SnapshotFiles, StoreSnapshot
 from tests.fakes import HashEmbeddings
 
 NOW = datetime(2026, 11, 1, tzinfo=UTC)
@@ -184,7 +184,7 @@ def test_a_namespace_above_the_limit_is_not_mirrored(store: MemoryStore) -> None
     store.mirror_max_rows = 10
     store.add_many(_units(15), dedupe=False)
     assert len(_recall(store, "CSV 编码 lesson", k=15)) == 15
-    assert store._mirrors == {}
+    assert store._replica.mirrors == {}
 
 
 def test_mirror_rows_hold_the_stored_records_and_vectors() -> None:
@@ -321,10 +321,10 @@ def test_a_namespace_that_grows_past_the_limit_leaves_the_mirror(path: Path) -> 
     with MemoryStore(path, embeddings=HashEmbeddings(64), mirror_max_rows=12) as store:
         store.add_many(_units(10), dedupe=False)
         _recall(store, "warm up")
-        assert store.namespace in store._mirrors
+        assert store.namespace in store._replica.mirrors
         store.add_many(_units(5, prefix="更多"), dedupe=False)
         assert len(_recall(store, "CSV 编码 lesson 更多", k=15)) == 15  # served from Chroma's index now
-        assert store._mirrors == {}
+        assert store._replica.mirrors == {}
     assert not list((path / "mirror").glob("*.npz"))  # no snapshot of a namespace above the limit
 
 

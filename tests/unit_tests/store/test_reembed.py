@@ -22,8 +22,9 @@ from langchain_hindsight.embeddings.multilingual import MultilingualEmbeddings, 
 from langchain_hindsight.errors import ConfigurationError, EmbedderMismatchError, EmbeddingError
 from langchain_hindsight.store import _reembed
 from langchain_hindsight.store._collections import EMBEDDER_DIM_KEY, EMBEDDER_KEY, collection_name
-from langchain_hindsight.store.journal import RunJournal, RunRecord
+from langchain_hindsight.store.journal import RunJournal
 from langchain_hindsight.store.memory_store import MemoryStore
+from langchain_hindsight.store.runs import RunRecord
 from langchain_hindsight.types import MemoryContext, MemoryUnit
 from tests.fakes import child_env
 

@@ -104,7 +104,7 @@ def test_a_cold_recall_is_one_query_and_one_get(cache_store: MemoryStore) -> Non
     store = cache_store
     store.add_many(_units(60), dedupe=False)
     warm = _recall(store, "CSV 编码 lesson 7")
-    store._units.clear()
+    store._replica.units.clear()
     col = _counting(store)
     assert _recall(store, "CSV 编码 lesson 7") == warm
     assert col.gets == 1  # dense hits and lexical-only matches read together

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from langchain_hindsight.errors import StoreLockedError
-from langchain_hindsight.store._stamp import (
+from langchain_hindsight.store._directory import (
     DATA_FILE,
     STAMP_FILE,
     SUMMARY_FILE,
@@ -23,10 +23,9 @@ from langchain_hindsight.store._stamp import (
     read_stamp,
     trusted_store,
 )
-from langchain_hindsight.store._summary import read_summary, write_summary
-from langchain_hindsight.store.backend import BACKEND_WRITES, RECORDS_WRITES
-from langchain_hindsight.store.chroma import ChromaBackend, ChromaRecords
+from langchain_hindsight.store.backend import BACKEND_WRITES, RECORDS_WRITES, ChromaBackend, ChromaRecords
 from langchain_hindsight.store.memory_store import MemoryStore
+from langchain_hindsight.store.replica.summary import read_summary, write_summary
 from langchain_hindsight.types import MemoryUnit
 
 UNITS = [
@@ -237,7 +236,7 @@ def test_trusted_store_of_a_missing_directory_creates_nothing(tmp_path: Path) ->
 
 _CHILD = """
 import sys, time
-from langchain_hindsight.store._summary import write_summary
+from langchain_hindsight.store.replica.summary import write_summary
 from langchain_hindsight.store.memory_store import MemoryStore
 from langchain_hindsight.types import MemoryUnit
 from tests.fakes import NgramEmbeddings

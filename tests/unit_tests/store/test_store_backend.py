@@ -15,9 +15,7 @@ import pytest
 
 from langchain_hindsight import MemoryStore, MemoryUnit
 from langchain_hindsight.errors import BackendError, StoreError, StoreLockedError
-from langchain_hindsight.store.backend import Backend, Records
-from langchain_hindsight.store.chroma import ChromaBackend
-from langchain_hindsight.store.inmemory import InMemoryBackend
+from langchain_hindsight.store.backend import Backend, ChromaBackend, InMemoryBackend, Records
 from tests.fakes import HashEmbeddings
 
 _META = {"hindsight_namespace": "t", "hindsight_role": "memories"}
@@ -29,9 +27,15 @@ def _vectors(n: int, dim: int = 8, seed: int = 0) -> np.ndarray:
     return v / np.linalg.norm(v, axis=1, keepdims=True)
 
 
-@pytest.fixture(params=["chroma", "memory"])
+@pytest.fixture(params=["chroma", "memory", pytest.param("postgres", marks=pytest.mark.integration)])
 def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]:
-    made: Backend = ChromaBackend.embedded(tmp_path / "db") if request.param == "chroma" else InMemoryBackend()
+    if request.param == "postgres":  # the session's embedded server (tests/postgres.py), a fresh database
+        from langchain_hindsight.store.backend.postgres import PostgresBackend
+        from langchain_hindsight.store.replica.lexical import lexical_scheme
+
+        made: Backend = PostgresBackend(request.getfixturevalue("postgres_url"), lexical=lexical_scheme())
+    else:
+        made = ChromaBackend.embedded(tmp_path / "db") if request.param == "chroma" else InMemoryBackend()
     yield made
     made.close()
 
@@ -188,7 +192,7 @@ def test_backend_and_client_are_exclusive(tmp_path: Path) -> None:
 def test_export_then_import_round_trips_between_backends(tmp_path: Path) -> None:
     import io
 
-    from langchain_hindsight.store._transfer import export_units, read_jsonl
+    from langchain_hindsight.store.transfer import export_units, read_jsonl
 
     source = MemoryStore(backend=InMemoryBackend(), embeddings=HashEmbeddings())
     kept = source.add(MemoryUnit(task_type="weekly_report", content="周报只统计本周一到周日。", tags=["周报"])).unit

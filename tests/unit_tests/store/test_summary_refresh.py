@@ -19,13 +19,12 @@ from langchain_core.embeddings import Embeddings
 from langchain_hindsight.cli import browse
 from langchain_hindsight.cli.main import EXIT_OK, main
 from langchain_hindsight.errors import BackendError, StoreError
-from langchain_hindsight.store import _store_reads
-from langchain_hindsight.store._stamp import SUMMARY_FILE, read_stamp
-from langchain_hindsight.store._store_reads import ReadMixin
-from langchain_hindsight.store._summary import read_summary, summary_entry, write_summary
-from langchain_hindsight.store.chroma import ChromaBackend, ChromaRecords
+from langchain_hindsight.store import reads as store_reads
+from langchain_hindsight.store._directory import SUMMARY_FILE, read_stamp
+from langchain_hindsight.store.backend import ChromaBackend, ChromaRecords
 from langchain_hindsight.store.journal import RunJournal
 from langchain_hindsight.store.memory_store import MemoryStore
+from langchain_hindsight.store.replica.summary import read_summary, summary_entry, write_summary
 from langchain_hindsight.types import MemoryUnit
 
 TEAM = "团队甲"
@@ -62,12 +61,12 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
 
 def _plain(store: MemoryStore, namespace: str | None = None) -> dict[tuple[str, ...], int]:
     """``count_by`` as it reads without a mirror (every record's metadata from Chroma)."""
-    saved = ReadMixin._count_with_mirror
+    saved = store_reads._count_with_mirror
     try:
-        ReadMixin._count_with_mirror = lambda *a, **k: None  # type: ignore[method-assign]
+        store_reads._count_with_mirror = lambda *a, **k: None
         return store.count_by(*FIELDS, namespace=namespace)
     finally:
-        ReadMixin._count_with_mirror = saved  # type: ignore[method-assign]
+        store_reads._count_with_mirror = saved
 
 
 @pytest.fixture
@@ -95,7 +94,7 @@ def _no_plain_read(monkeypatch: pytest.MonkeyPatch) -> None:
     def refuse(*args: object, **kwargs: object) -> None:
         raise AssertionError("count_by read every record's metadata")
 
-    monkeypatch.setattr(_store_reads, "_value_tuples", refuse)
+    monkeypatch.setattr(store_reads, "_value_tuples", refuse)
 
 
 # ---------------------------------------------------------------- count_by from the mirror
@@ -108,16 +107,16 @@ def test_count_by_from_a_loaded_mirror_equals_the_plain_count(
         want = _plain(store)
         assert ("superseded", "周报撰写", "user_feedback") in want
         assert ("archived", "file_operation", "agent_inference") in want
-        assert "default" not in store._mirrors
+        assert "default" not in store._replica.mirrors
         _no_plain_read(monkeypatch)
         got = store.count_by(*FIELDS)  # loaded from the trusted snapshot, never built
-        assert "default" in store._mirrors
+        assert "default" in store._replica.mirrors
         assert got == want
         assert list(got) == list(want)  # the same order too
         assert store.count_by("status", "run_id") == {("active", ""): 6, ("archived", ""): 1, ("superseded", ""): 2}
         monkeypatch.undo()
         assert store.count_by(*FIELDS, namespace=TEAM) == _plain(store, TEAM)  # no mirror: the plain path
-        assert TEAM not in store._mirrors
+        assert TEAM not in store._replica.mirrors
 
 
 def test_count_by_with_a_mirror_kept_through_writes_equals_the_plain_count(
@@ -145,13 +144,13 @@ def test_count_by_does_not_build_a_mirror_nor_trust_an_unvouched_snapshot(
     (store_dir / ".hindsight-clean").unlink()  # as a crash leaves it: the snapshot is not vouched for
     with reopen(store_dir) as store:
         assert store.count_by(*FIELDS) == _plain(store)
-        assert store._mirrors == {}
+        assert store._replica.mirrors == {}
 
 
 def test_a_mirror_that_does_not_add_up_is_not_used(store_dir: Path, reopen: Callable[[Path], MemoryStore]) -> None:
     with reopen(store_dir) as store:
         store.search("周报", k=2)
-        mirror = store._mirrors["default"]
+        mirror = store._replica.mirrors["default"]
         mirror.discard(["m_csv"])  # a mirror missing an active record (never happens: checked anyway)
         got = store.count_by(*FIELDS)
         assert got == _plain(store)
@@ -251,7 +250,7 @@ def test_a_session_that_only_journals_refreshes_the_run_count(
         for run_id, ns in (("run-2", "default"), ("run-3", "default"), ("run-t", TEAM)):
             journal.start(run_id, task="清洗数据", task_type="data_cleaning", namespace=ns)
             journal.finish(run_id, outcome="failure", namespace=ns)
-        assert "default" not in store._mirrors
+        assert "default" not in store._replica.mirrors
     calls = _quick_only(monkeypatch)
     quick = json.loads(_stats(capsys, store_dir, "--all", "--json"))
     assert calls == []
@@ -275,7 +274,7 @@ def test_a_write_that_failed_half_way_leaves_no_refreshed_entry(
 
     with reopen(store_dir) as store:
         store.search("周报", k=2)
-        assert "default" in store._mirrors
+        assert "default" in store._replica.mirrors
         monkeypatch.setattr(ChromaRecords, "upsert", half_way)
         with pytest.raises(StoreError):
             store.add(_unit("m_half", "写了一半的经验。", task_type="data_cleaning"))
@@ -317,7 +316,7 @@ def test_too_many_records_to_read_drops_the_entry(
     reopen: Callable[[Path], MemoryStore],
 ) -> None:
     _stats(capsys, store_dir, "--all")
-    monkeypatch.setattr(_store_reads, "SUMMARY_MAX_READ", 2)  # default holds 3 records that are not active
+    monkeypatch.setattr(store_reads, "SUMMARY_MAX_READ", 2)  # default holds 3 records that are not active
     with reopen(store_dir) as store:
         store.search("周报", k=2)
         store.archive(["m_csv"])

@@ -29,7 +29,7 @@ from langchain_hindsight.errors import ConfigurationError
 from langchain_hindsight.prompts import WRITE_JUDGE_EN, WRITE_JUDGE_ZH, get_write_judge_templates
 from langchain_hindsight.recall.retriever import HindsightRetriever
 from langchain_hindsight.recall.scoring import score_many
-from langchain_hindsight.store.inmemory import InMemoryBackend
+from langchain_hindsight.store.backend import InMemoryBackend
 from langchain_hindsight.store.memory_store import MemoryStore
 from langchain_hindsight.store.writes import (
     LLMWriteJudge,
@@ -452,7 +452,7 @@ def test_four_chinese_corrections_through_the_facade_stay_four(store: MemoryStor
 
 
 def test_statement_key_normalises_only_form() -> None:
-    from langchain_hindsight.store._write import statement_key
+    from langchain_hindsight.store._statement import statement_key
 
     same = [
         ("客户甲公司希望通过邮件联系。", "客户甲公司 希望通过邮件联系"),

@@ -26,8 +26,8 @@ from langchain_hindsight import Hindsight, MemoryStore, MemoryUnit
 from langchain_hindsight.cli.main import EXIT_USAGE, main
 from langchain_hindsight.errors import MemoryNotFoundError
 from langchain_hindsight.sharing.principals import Principal
-from langchain_hindsight.store._stamp import STAMP_FILE
-from langchain_hindsight.store.inmemory import InMemoryBackend
+from langchain_hindsight.store._directory import STAMP_FILE
+from langchain_hindsight.store.backend import InMemoryBackend
 from langchain_hindsight.types import ScoredMemory, utcnow
 from langchain_hindsight.ui import Console, create_app
 from langchain_hindsight.ui._security import COOKIE, TokenGate

@@ -5,10 +5,10 @@ records of ``(id, embedding, document, metadata)``. The operations are the few a
 memory store needs, with Chroma's names and result shapes so both implementations
 answer alike:
 
-* :class:`~langchain_hindsight.store.chroma.ChromaBackend`: embedded Chroma in a
+* :class:`~langchain_hindsight.store.backend.chroma.ChromaBackend`: embedded Chroma in a
   directory (holding a single-writer lock on it) or a Chroma server
   (``chroma run``) through ``chromadb.HttpClient``;
-* :class:`~langchain_hindsight.store.inmemory.InMemoryBackend`: a dict and a
+* :class:`~langchain_hindsight.store.backend.inmemory.InMemoryBackend`: a dict and a
   brute-force cosine search in numpy, for fast unit tests and throwaway stores.
 
 In the spirit of LangGraph's ``BaseStore``, subclasses implement a handful of
@@ -27,13 +27,25 @@ from __future__ import annotations
 
 import logging
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from langchain_hindsight.errors import StoreError
 
-__all__ = ["BACKEND_WRITES", "RECORDS_WRITES", "Backend", "Include", "Metadata", "Records", "Rows", "Vector"]
+__all__ = [
+    "BACKEND_WRITES",
+    "RECORDS_WRITES",
+    "Backend",
+    "Include",
+    "LexicalScheme",
+    "Metadata",
+    "Records",
+    "Rows",
+    "Vector",
+    "check_write",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -54,6 +66,45 @@ session changed the data."""
 BACKEND_WRITES = frozenset({"create_collection", "get_or_create", "delete_collection", "erase", "recover_interrupted"})
 """The :class:`Backend` methods that change stored data (``get_or_create`` is only called to create;
 ``recover_interrupted`` writes when it returns True)."""
+
+_T = TypeVar("_T")
+
+
+def check_write(collection: str, ids: Sequence[str], *columns: Sequence[Any] | Any | None) -> list[str]:
+    """``ids`` as a list, once each, with every given column one entry per id (else :class:`ValueError`)."""
+    ids = list(ids)
+    if len(set(ids)) != len(ids):
+        raise ValueError(f"duplicate ids in one write to collection {collection!r}")
+    for column in columns:
+        if column is not None and len(column) != len(ids):
+            raise ValueError("every column of a write must have one entry per id")
+    return ids
+
+
+@dataclass(frozen=True)
+class LexicalScheme:
+    """How a backend that answers the lexical arm itself (:attr:`Backend.answers_lexical`) indexes and scores.
+
+    The store builds it from its own tokenizer (``replica.lexical.lexical_scheme``), so a database
+    scores exactly as the store's in-process BM25 index would.
+
+    Attributes:
+        record_tokens: A stored record's lexical tokens from its document and metadata
+            (repeats count), or ``None`` when the record is not lexically searchable
+            (an inactive unit, a run record).
+        query_terms: A query's tokens.
+        signature: Changes whenever either function's rules change (stored terms are then recomputed).
+        k1: BM25 term-frequency saturation.
+        b: BM25 length normalisation.
+        prior_documents: Pseudo-documents added to the corpus size in a normalised search's idf.
+    """
+
+    record_tokens: Callable[[str | None, Mapping[str, Any]], list[str] | None]
+    query_terms: Callable[[str], list[str]]
+    signature: str
+    k1: float
+    b: float
+    prior_documents: int
 
 
 class Records(ABC):
@@ -173,6 +224,14 @@ class Records(ABC):
         """The ids among ``ids`` that are stored."""
         return list(self.get(ids=list(ids), include=[])["ids"]) if ids else []
 
+    def lexical_search(self, query: str, k: int, *, normalize: bool = False) -> list[tuple[str, float]] | None:
+        """BM25 matches ``(id, score)`` among lexically indexed records, best first; ``None``: not supported.
+
+        Only a backend whose :attr:`Backend.answers_lexical` is true answers (scored as the
+        store's in-process index would, see :class:`LexicalScheme`); the default returns ``None``.
+        """
+        return None
+
 
 class Backend(ABC):
     """A database of named :class:`Records` collections.
@@ -230,6 +289,23 @@ class Backend(ABC):
         return True
 
     @property
+    def answers_lexical(self) -> bool:
+        """True when :meth:`Records.lexical_search` answers the lexical arm from the stored data itself.
+
+        The store then keeps no in-process lexical index (nor change feed) for this backend:
+        every lexical query reads what every process committed.
+        """
+        return False
+
+    def atomic(self, key: str, fn: Callable[[], _T]) -> _T:
+        """Run ``fn`` (a store write plan on namespace ``key``) so that its writes land together or not at all.
+
+        The default just calls ``fn``: a single-writer backend relies on the store's
+        two-step writes and their repair. A database backend runs it in one transaction.
+        """
+        return fn()
+
+    @property
     def can_erase(self) -> bool:
         """True when :meth:`erase` can physically erase deleted records (a directory this backend owns)."""
         return False
@@ -239,7 +315,7 @@ class Backend(ABC):
         """Derived files of :attr:`persist_directory` that the last clean close vouched for (relative paths).
 
         Empty when there is no directory, no valid clean-close stamp, or the previous
-        process crashed (see ``_stamp``).
+        process crashed (see ``store._directory``).
         """
         return frozenset()
 

@@ -13,9 +13,11 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from langchain_hindsight.store.backend import Records
+from langchain_hindsight.errors import StoreError
+from langchain_hindsight.store._collections import collection_name
+from langchain_hindsight.store.backend import Backend, Records
 
-__all__ = ["ChangeFeed"]
+__all__ = ["ChangeFeed", "open_change_feed"]
 
 
 @dataclass
@@ -87,3 +89,13 @@ class ChangeFeed:
         """Every other writer's current revision (take it *before* reading the data)."""
         seen, _ = self.poll({})
         return seen
+
+
+def open_change_feed(backend: Backend, namespace: str) -> ChangeFeed:
+    """The lexical change feed of ``namespace`` on a shared server (a collection of its own beside the memories)."""
+    name = "hslex" + collection_name(namespace, "memories")[2:]
+    try:
+        col = backend.get_or_create(name, {"hindsight_namespace": namespace, "hindsight_role": "lexical_feed"})
+    except StoreError as e:
+        raise StoreError(f"could not open the change feed of namespace {namespace!r}: {e}") from e
+    return ChangeFeed(col)

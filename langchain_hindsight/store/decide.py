@@ -1,4 +1,4 @@
-"""The write path of ``MemoryStore``: prepare, plan (dedupe, merge, supersede), write.
+"""How a write is decided: prepare, then plan (dedupe, merge, supersede); ``apply`` writes the plan.
 
 Planning is pure apart from the judge: :func:`plan_add` walks the incoming units in
 order and decides, from each one's nearest active neighbours (stored or earlier in
@@ -7,10 +7,10 @@ the batch), whether it is merged into one (only the same statement, see
 :class:`~langchain_hindsight.store.writes.WriteJudge` says it updates or contradicts it)
 or is simply new, under the provenance rules (a less trusted source never replaces
 a more trusted one); each decision becomes a
-:class:`~langchain_hindsight.store.writes.WriteResult`. :func:`write_plan` then makes the
-Chroma calls in crash-safe order: new
+:class:`~langchain_hindsight.store.writes.WriteResult`. ``apply.write_plan`` then makes
+the Chroma calls in crash-safe order: new
 units first (a superseding one marked ``pending``), demotions and merges second,
-marks cleared last; ``MemoryStore._repair`` finishes a write a crash interrupted.
+marks cleared last; ``apply.repair_namespace`` finishes a write a crash interrupted.
 """
 
 from __future__ import annotations
@@ -26,11 +26,12 @@ import numpy as np
 from langchain_hindsight._claims import claim_of, relation_of
 from langchain_hindsight._safety import SUSPICIOUS_TAG, looks_like_instruction
 from langchain_hindsight._text import informative
+from langchain_hindsight._trust import TRUST_ORDER, TRUSTED_SOURCES
 from langchain_hindsight.errors import ConfigurationError, InvalidMemoryError, UninformativeMemoryError
-from langchain_hindsight.store._codec import PENDING_SUPERSEDE, unit_from_record, unit_to_metadata
-from langchain_hindsight.store._collections import Collection, Role, check_namespace
+from langchain_hindsight.store._codec import unit_from_record
+from langchain_hindsight.store._collections import Collection, check_namespace
 from langchain_hindsight.store._evidence import corroborated, evidence_cap
-from langchain_hindsight.store._policy import TRUST_ORDER, TRUSTED_SOURCES, ConfidencePolicy, settle_claims, trust
+from langchain_hindsight.store._policy import ConfidencePolicy, settle_claims, trust
 from langchain_hindsight.store._statement import statement_key
 from langchain_hindsight.store.writes import (
     Neighbour,
@@ -57,10 +58,7 @@ __all__ = [
     "plan_add",
     "prepare",
     "query_neighbours",
-    "statement_key",
     "suspicious",
-    "write_plan",
-    "write_updates",
 ]
 
 logger = logging.getLogger(__name__)
@@ -484,53 +482,3 @@ def plan_add(
         final = new[memory_id][0] if memory_id in new else plan.changed[memory_id]
         plan.results.append(WriteResult(action, final, related, reason, previous.get(n, ())))
     return plan
-
-
-def write_plan(col: Collection, plan: WritePlan, batch: int) -> None:
-    """Write ``plan`` to ``col``: upserts (``batch`` records per call), then rewrites, then clear the marks."""
-    new, changed, superseding = plan.new, plan.changed, plan.superseding
-    if new:
-        ids = list(new)
-        for start in range(0, len(ids), batch):
-            chunk = ids[start : start + batch]
-            col.upsert(
-                ids=chunk,
-                embeddings=[new[i][1] for i in chunk],
-                documents=[new[i][0].content for i in chunk],
-                metadatas=[
-                    unit_to_metadata(new[i][0], pending=PENDING_SUPERSEDE if i in superseding else "") for i in chunk
-                ],
-            )
-    # Second step (merges, demotions); a crash before the marks are cleared is finished by _repair.
-    if changed:
-        col.update(ids=list(changed), metadatas=[unit_to_metadata(u) for u in changed.values()])
-    live = [i for i in superseding if i in new]
-    if live:
-        col.update(ids=live, metadatas=[{"pending": ""} for _ in live])
-
-
-def write_updates(
-    col: Collection, role: Role, units: Sequence[MemoryUnit], embed: Callable[[list[str]], list[list[float]]]
-) -> list[MemoryUnit]:
-    """Rewrite the units of ``units`` that live in ``col`` (re-embedding changed content); return them."""
-    rows = col.get(ids=[u.memory_id for u in units], include=["documents"])
-    docs = dict(zip(rows["ids"], rows["documents"] or [], strict=True))
-    batch = [u for u in units if u.memory_id in docs]
-    if not batch:
-        return []
-    if role == "archive" and any(u.status != "archived" for u in batch):
-        raise ConfigurationError("use restore() to bring an archived unit back")
-    if role == "memories" and any(u.status == "archived" for u in batch):
-        raise ConfigurationError("use archive() to archive a unit")
-    reembed = [u for u in batch if u.content != docs[u.memory_id]]
-    if reembed:
-        col.update(
-            ids=[u.memory_id for u in reembed],
-            embeddings=embed([u.content for u in reembed]),
-            documents=[u.content for u in reembed],
-            metadatas=[unit_to_metadata(u) for u in reembed],
-        )
-    same = [u for u in batch if u.content == docs[u.memory_id]]
-    if same:
-        col.update(ids=[u.memory_id for u in same], metadatas=[unit_to_metadata(u) for u in same])
-    return batch

@@ -3,7 +3,7 @@
 A write that touches two records cannot be atomic in Chroma, so it marks the
 record it writes first and clears the mark last:
 
-* a supersede (see ``_write.write_plan``) writes the new unit marked
+* a supersede (see :func:`write_plan`) writes the new unit marked
   ``pending=supersede``, demotes the old unit, then clears the mark;
 * a move between memories and archive (:func:`move_units`) writes the
   destination copy marked ``pending=move``, deletes the source copy, then clears
@@ -18,14 +18,14 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 
-from langchain_hindsight.errors import StoreError
+from langchain_hindsight.errors import ConfigurationError, StoreError
 from langchain_hindsight.store._codec import PENDING_MOVE, PENDING_SUPERSEDE, unit_from_record, unit_to_metadata
 from langchain_hindsight.store._collections import ROLES, Collection, Role, records
 from langchain_hindsight.store._policy import ConfidencePolicy
-from langchain_hindsight.store._write import demote
+from langchain_hindsight.store.decide import WritePlan, demote
 from langchain_hindsight.types import MemoryStatus, MemoryUnit
 
-__all__ = ["move_units", "repair_namespace"]
+__all__ = ["move_units", "repair_namespace", "write_plan", "write_updates"]
 
 logger = logging.getLogger(__name__)
 
@@ -91,3 +91,53 @@ def move_units(
     src.delete(ids=[u.memory_id for u in moved])
     dst.update(ids=[u.memory_id for u in moved], metadatas=[{"pending": ""} for _ in moved])
     return moved
+
+
+def write_plan(col: Collection, plan: WritePlan, batch: int) -> None:
+    """Write ``plan`` to ``col``: upserts (``batch`` records per call), then rewrites, then clear the marks."""
+    new, changed, superseding = plan.new, plan.changed, plan.superseding
+    if new:
+        ids = list(new)
+        for start in range(0, len(ids), batch):
+            chunk = ids[start : start + batch]
+            col.upsert(
+                ids=chunk,
+                embeddings=[new[i][1] for i in chunk],
+                documents=[new[i][0].content for i in chunk],
+                metadatas=[
+                    unit_to_metadata(new[i][0], pending=PENDING_SUPERSEDE if i in superseding else "") for i in chunk
+                ],
+            )
+    # Second step (merges, demotions); a crash before the marks are cleared is finished by repair_namespace.
+    if changed:
+        col.update(ids=list(changed), metadatas=[unit_to_metadata(u) for u in changed.values()])
+    live = [i for i in superseding if i in new]
+    if live:
+        col.update(ids=live, metadatas=[{"pending": ""} for _ in live])
+
+
+def write_updates(
+    col: Collection, role: Role, units: Sequence[MemoryUnit], embed: Callable[[list[str]], list[list[float]]]
+) -> list[MemoryUnit]:
+    """Rewrite the units of ``units`` that live in ``col`` (re-embedding changed content); return them."""
+    rows = col.get(ids=[u.memory_id for u in units], include=["documents"])
+    docs = dict(zip(rows["ids"], rows["documents"] or [], strict=True))
+    batch = [u for u in units if u.memory_id in docs]
+    if not batch:
+        return []
+    if role == "archive" and any(u.status != "archived" for u in batch):
+        raise ConfigurationError("use restore() to bring an archived unit back")
+    if role == "memories" and any(u.status == "archived" for u in batch):
+        raise ConfigurationError("use archive() to archive a unit")
+    reembed = [u for u in batch if u.content != docs[u.memory_id]]
+    if reembed:
+        col.update(
+            ids=[u.memory_id for u in reembed],
+            embeddings=embed([u.content for u in reembed]),
+            documents=[u.content for u in reembed],
+            metadatas=[unit_to_metadata(u) for u in reembed],
+        )
+    same = [u for u in batch if u.content == docs[u.memory_id]]
+    if same:
+        col.update(ids=[u.memory_id for u in same], metadatas=[unit_to_metadata(u) for u in same])
+    return batch

@@ -33,7 +33,6 @@ from langchain_hindsight.errors import StoreError
 
 __all__ = [
     "REBUILD_SUFFIX",
-    "SCRUB_MARKER",
     "erase_files",
     "rebuild_collection",
     "recover_rebuilds",
@@ -42,8 +41,6 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-SCRUB_MARKER = ".hindsight.scrub-pending"
-"""File present while a scrub is unfinished; a store that finds it on open scrubs again."""
 REBUILD_SUFFIX = "-rebuild"
 """Suffix of the temporary collection a rebuild copies into (canonical names end in a hex digest)."""
 _SQLITE = "chroma.sqlite3"

@@ -1,11 +1,11 @@
-"""An in-memory :class:`~langchain_hindsight.store.backend.Backend`: dicts and a brute-force cosine search.
+"""An in-memory :class:`~langchain_hindsight.store.backend.base.Backend`: dicts and a brute-force cosine search.
 
 Same answers as Chroma for what the store asks (exact, where Chroma's HNSW index
 is approximate), no files, no lock, nothing to import: unit tests run on it in
 milliseconds, and a throwaway store needs nothing else.
 
 Example:
-    >>> from langchain_hindsight.store.inmemory import InMemoryBackend
+    >>> from langchain_hindsight.store.backend import InMemoryBackend
     >>> backend = InMemoryBackend()
     >>> col = backend.create_collection("notes", {"kind": "demo"})
     >>> col.upsert(ids=["a", "b"], embeddings=[[1.0, 0.0], [0.0, 1.0]], documents=["x", "y"],
@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from langchain_hindsight.errors import BackendError
-from langchain_hindsight.store.backend import Backend, Include, Metadata, Records, Rows, Vector
+from langchain_hindsight.store.backend.base import Backend, Include, Metadata, Records, Rows, Vector, check_write
 
 __all__ = ["InMemoryBackend", "InMemoryRecords", "matches", "matches_document"]
 
@@ -226,13 +226,7 @@ class InMemoryRecords(Records):
         return self._stacked
 
     def _check(self, ids: Sequence[str], *columns: Sequence[Any] | Any | None) -> list[str]:
-        ids = list(ids)
-        if len(set(ids)) != len(ids):
-            raise ValueError(f"duplicate ids in one write to collection {self._name!r}")
-        for column in columns:
-            if column is not None and len(column) != len(ids):
-                raise ValueError("every column of a write must have one entry per id")
-        return ids
+        return check_write(self._name, ids, *columns)
 
     def upsert(
         self,

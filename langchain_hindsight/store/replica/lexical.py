@@ -9,7 +9,11 @@ segmentation. ``benchmarks/recall_quality.py`` compares this with a dictionary
 segmenter (rjieba) and picks the defaults.
 
 When several stores share one Chroma server, each store's writes are announced
-in a small side collection (``_feed.ChangeFeed``, re-exported here).
+in a small side collection (:class:`~langchain_hindsight.store.replica.feed.ChangeFeed`).
+
+An embedded store also keeps a snapshot of each namespace's index in its directory
+(``lexical/<collection>.npz``), written when the store closes, so the next process loads it
+instead of re-reading and re-tokenising every memory (see :func:`load_snapshot`).
 """
 
 from __future__ import annotations
@@ -21,17 +25,34 @@ import math
 import os
 import re
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from langchain_hindsight._trust import TRUSTED_SOURCES, UNTRUSTED_SOURCES
-from langchain_hindsight.store._feed import ChangeFeed
+from langchain_hindsight.errors import HindsightError, StoreError
+from langchain_hindsight.store._codec import unit_from_record
+from langchain_hindsight.store.backend import LexicalScheme
+from langchain_hindsight.store.replica.feed import ChangeFeed
 from langchain_hindsight.types import MemoryUnit
 
-__all__ = ["ChangeFeed", "LexicalIndex", "indexed_text", "tokenize", "tokenizer_signature", "unit_text"]
+__all__ = [
+    "SNAPSHOT_DIR",
+    "LexicalIndex",
+    "active_texts",
+    "indexed_text",
+    "lexical_scheme",
+    "load_snapshot",
+    "record_text",
+    "refresh_lexical",
+    "save_snapshot",
+    "snapshot_path",
+    "tokenize",
+    "tokenizer_signature",
+    "unit_text",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -441,3 +462,198 @@ def tokenizer_signature() -> str:
     """A digest of :func:`tokenize`'s rules; a snapshot built under other rules is not reused."""
     rules = json.dumps([_TOKENIZER_VERSION, _WORD.pattern, _STOP_WORDS, _SUFFIXES], ensure_ascii=False)
     return hashlib.sha256(rules.encode()).hexdigest()[:16]
+
+
+# ---------------------------------------------------------------- the lexical snapshot file
+SNAPSHOT_DIR = "lexical"
+"""Sub-directory of an embedded store's directory holding the lexical index snapshots."""
+_SAMPLE = 16
+_SCAN_PAGE = 5000
+
+
+def record_text(document: str, metadata: Any) -> str:
+    """:func:`~langchain_hindsight.store.replica.lexical.unit_text` of a stored record, without building the unit.
+
+    The metadata was written from a validated unit, so the fields are read as stored.
+    """
+    tags = json.loads(metadata["tags"])
+    tools = json.loads(metadata["context"]).get("tools_used") or []
+    return indexed_text(document, metadata["task_description"], tags, tools, metadata["source"])
+
+
+def active_texts(col: Any) -> Iterator[tuple[str, str]]:
+    """``(memory_id, indexed text)`` of every active record of ``col`` (``None``: none), read in pages."""
+    if col is None:
+        return
+    offset = 0
+    while True:
+        rows = col.get(where={"status": "active"}, include=["documents", "metadatas"], limit=_SCAN_PAGE, offset=offset)
+        for memory_id, document, metadata in zip(
+            rows["ids"], rows["documents"] or [], rows["metadatas"] or [], strict=True
+        ):
+            try:
+                yield memory_id, record_text(document, metadata)
+            except (KeyError, TypeError, ValueError, AttributeError) as e:
+                raise StoreError(f"record {memory_id!r} is corrupt: {e}") from e
+        if len(rows["ids"]) < _SCAN_PAGE:
+            return
+        offset += _SCAN_PAGE
+
+
+def _record_tokens(document: str | None, metadata: Any) -> list[str] | None:
+    """The lexical tokens of a stored *active* unit record (``None``: inactive, or not a unit record)."""
+    if not isinstance(metadata, dict) or metadata.get("status") != "active" or document is None:
+        return None
+    try:
+        return tokenize(record_text(document, metadata))
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return None
+
+
+def lexical_scheme() -> LexicalScheme:
+    """The store's lexical arm as a backend that answers it itself needs it: tokens, query terms, BM25 constants.
+
+    Scores computed from it equal :class:`LexicalIndex`'s (the same tokenizer, ``k1``, ``b`` and prior).
+    """
+    defaults = LexicalIndex()
+    return LexicalScheme(
+        record_tokens=_record_tokens,
+        query_terms=tokenize,
+        signature=f"{tokenizer_signature()}:{_record_signature()}",
+        k1=defaults.k1,
+        b=defaults.b,
+        prior_documents=PRIOR_DOCUMENTS,
+    )
+
+
+def _record_signature() -> str:
+    """Version of what :func:`record_text` indexes (bump ``_RECORD_TEXT_VERSION`` when it changes)."""
+    return str(_RECORD_TEXT_VERSION)
+
+
+_RECORD_TEXT_VERSION = 1
+
+
+def snapshot_path(directory: Path, collection_name: str) -> Path:
+    """Where the lexical snapshot of the collection ``collection_name`` lives under ``directory``."""
+    return directory / SNAPSHOT_DIR / f"{collection_name}.npz"
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+def save_snapshot(index: LexicalIndex, path: Path, col: Any) -> bool:
+    """Write ``index`` to ``path`` with what :func:`load_snapshot` checks; ``False`` if it cannot be saved.
+
+    Only an index built with the default tokenizer is saved. Failures are logged,
+    never raised: the snapshot is an optimisation and the next open rebuilds.
+    """
+    if not isinstance(index, LexicalIndex) or index.tokenizer is not tokenize:
+        return False
+    try:
+        index.compact()
+        ids = sorted(index.memory_ids)
+        step = max(1, len(ids) // _SAMPLE)
+        sample = ids[::step][:_SAMPLE]
+        rows = col.get(ids=sample, include=["documents", "metadatas"]) if sample else {"ids": []}
+        digests = {
+            i: _digest(unit_text(unit_from_record(i, d, m)))
+            for i, d, m in zip(rows["ids"], rows.get("documents") or [], rows.get("metadatas") or [], strict=True)
+        }
+        if len(digests) != len(sample):
+            logger.debug("lexical snapshot of %s not saved: the index does not match Chroma", path.name)
+            return False
+        index.save(path, meta={"count": col.count(), "active": len(index), "sample": digests})
+    except Exception:
+        logger.warning("could not save the lexical index snapshot %s", path, exc_info=True)
+        return False
+    return True
+
+
+def load_snapshot(path: Path, col: Any, *, count: int | None = None, skip: Iterable[str] = ()) -> LexicalIndex | None:
+    """The index saved at ``path`` if it is consistent with ``col``, else ``None`` (the caller rebuilds).
+
+    Consistent: the collection holds as many records as when it was saved, and a
+    sample of the indexed memories is still there, active, with the same indexed
+    text (content, task, tags, tools).
+
+    Args:
+        path: The snapshot file.
+        col: The namespace's memories collection.
+        count: The record count to compare with instead of ``col.count()`` (the
+            count before a write that has just happened).
+        skip: Ids that write changed: not compared with the sample.
+    """
+    loaded = LexicalIndex.load(path)
+    if loaded is None:
+        return None
+    index, meta = loaded
+    try:
+        sample = dict(meta["sample"])
+        if (
+            int(meta["count"]) != (col.count() if count is None else count)
+            or int(meta["active"]) != len(index)
+            or not set(sample) <= index.memory_ids
+        ):
+            logger.debug("lexical snapshot %s is stale (record count): rebuilding", path.name)
+            return None
+        for memory_id in skip:
+            sample.pop(memory_id, None)
+        if sample:
+            rows = col.get(ids=sorted(sample), include=["documents", "metadatas"])
+            current = {
+                i: unit_from_record(i, d, m)
+                for i, d, m in zip(rows["ids"], rows.get("documents") or [], rows.get("metadatas") or [], strict=True)
+            }
+            if any(
+                i not in current or current[i].status != "active" or _digest(unit_text(current[i])) != digest
+                for i, digest in sample.items()
+            ):
+                logger.debug("lexical snapshot %s is stale (sampled memories differ): rebuilding", path.name)
+                return None
+    except HindsightError:
+        return None
+    except (KeyError, TypeError, ValueError):
+        return None
+    return index
+
+
+def refresh_lexical(
+    index: LexicalIndex | None,
+    feed: ChangeFeed | None,
+    namespace: str,
+    *,
+    fetch: Callable[[list[str]], list[MemoryUnit]],
+    scan: Callable[[], Iterable[tuple[str, str]]],
+) -> LexicalIndex:
+    """``index`` brought up to date (or built when missing or too far behind the feed).
+
+    Args:
+        index: The namespace's current index, or ``None`` if it was never built.
+        feed: The namespace's change feed; ``None`` when this store is the only writer.
+        namespace: For messages.
+        fetch: The stored units among some ids (missing ones skipped).
+        scan: ``(memory_id, indexed text)`` of every active unit of the namespace (see :func:`active_texts`).
+    """
+    try:
+        if index is not None and feed is not None:
+            seen, changed = feed.poll(index.seen)
+            if changed is None:
+                logger.debug("lexical index of %r is behind other writers: rebuilding", namespace)
+                index = None
+            elif changed:
+                units = fetch(sorted(changed))
+                index.delete(changed)
+                index.upsert(u for u in units if u.status == "active")
+                index.seen = seen
+            else:
+                index.seen = seen
+        if index is None:
+            index = LexicalIndex()
+            if feed is not None:
+                index.seen = feed.snapshot()  # before reading: later writes are caught by the next poll
+            index.add_texts(scan())
+    except StoreError as e:
+        raise type(e)(f"lexical index refresh failed: {e}") from e
+    return index

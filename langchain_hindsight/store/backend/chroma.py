@@ -1,4 +1,4 @@
-"""The Chroma :class:`~langchain_hindsight.store.backend.Backend`: embedded in a directory, or a server.
+"""The Chroma :class:`~langchain_hindsight.store.backend.base.Backend`: embedded in a directory, or a server.
 
 :meth:`ChromaBackend.embedded` opens ``chromadb.PersistentClient`` on a directory
 after taking the directory's single-writer lock (two processes writing one
@@ -22,14 +22,14 @@ from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, Protocol, TypeVar
 import numpy as np
 
 from langchain_hindsight.errors import BackendError, HindsightError, StoreError
-from langchain_hindsight.store import _scrub
-from langchain_hindsight.store._stamp import LOCK_FILE, CleanClose, acquire_directory
-from langchain_hindsight.store.backend import Backend, Include, Metadata, Records, Rows, Vector
+from langchain_hindsight.store._directory import CleanClose, acquire_directory
+from langchain_hindsight.store.backend import _scrub
+from langchain_hindsight.store.backend.base import Backend, Include, Metadata, Records, Rows, Vector
 
 if TYPE_CHECKING:
     from filelock import BaseFileLock
 
-__all__ = ["LOCK_FILE", "ChromaBackend", "ChromaRecords", "acquire_directory", "backend_errors", "backend_exceptions"]
+__all__ = ["ChromaBackend", "ChromaRecords", "backend_errors", "backend_exceptions"]
 
 logger = logging.getLogger(__name__)
 
@@ -244,7 +244,7 @@ class ChromaRecords(Records):
 
 
 class ChromaBackend(Backend):
-    """Chroma behind the :class:`~langchain_hindsight.store.backend.Backend` interface.
+    """Chroma behind the :class:`~langchain_hindsight.store.backend.base.Backend` interface.
 
     Example:
         >>> backend = ChromaBackend.embedded("./memory_db")  # doctest: +SKIP
@@ -414,7 +414,7 @@ class ChromaBackend(Backend):
         The close then keeps it (and the stamp vouches for it) if no write followed
         (``as_of`` equals :attr:`write_count` at close); otherwise a session that wrote
         removes it, as without this call. What the summary holds is the caller's
-        business (see ``_summary``); this layer only keeps the file or not.
+        business (see ``replica.summary``); this layer only keeps the file or not.
         """
         self._summary_as_of = as_of
 
@@ -460,7 +460,7 @@ class ChromaBackend(Backend):
     def close(self) -> None:
         """Close the client this backend opened, zero the index files' unused space, stamp, release the lock.
 
-        The clean-close stamp (see ``_stamp``) is written only when the client closed
+        The clean-close stamp (see ``store._directory``) is written only when the client closed
         without error; a session that wrote removes the statistics summary first, unless
         :meth:`summary_current` said it matches the data after the session's last write.
         """

@@ -2,7 +2,7 @@
 
 Counting a namespace's memories reads Chroma, and opening Chroma costs a second
 before anything is read. The summary lets ``hindsight stats`` answer from a file
-instead, read only when the clean-close stamp vouches for it (see ``_stamp``).
+instead, read only when the clean-close stamp vouches for it (see ``store._directory``).
 Standard library only. Its life:
 
 * a ``stats`` that counted writes it (with the store open, so the close stamps it);
@@ -38,9 +38,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from langchain_hindsight.store._stamp import SUMMARY_FILE, replace_file
+from langchain_hindsight.store._directory import SUMMARY_FILE, replace_file, trusted_store
 
-__all__ = ["SUMMARY_FILE", "Summary", "read_summary", "summary_entry", "write_summary"]
+__all__ = ["Summary", "read_summary", "save_counted", "summary_entry", "trusted_summary", "write_summary"]
 
 logger = logging.getLogger(__name__)
 
@@ -138,3 +138,31 @@ def write_summary(directory: Path, namespaces: Sequence[str], stats: Mapping[str
         "stats": {k: dict(v) for k, v in stats.items()},
     }
     replace_file(directory / SUMMARY_FILE, json.dumps(payload, ensure_ascii=False).encode("utf-8"))
+
+
+def trusted_summary(directory: Path) -> Summary | None:
+    """The summary in ``directory`` if the clean-close stamp vouches for it, else ``None`` (the caller counts).
+
+    Read under the directory's lock, which is taken and released here (see ``store._directory.trusted_store``).
+
+    Raises:
+        StoreLockedError: the store is open in another process.
+    """
+    with trusted_store(directory) as trusted:
+        return read_summary(directory) if SUMMARY_FILE in trusted else None
+
+
+def save_counted(
+    directory: Path, trusted_files: frozenset[str], namespaces: Sequence[str], counted: Mapping[str, Mapping[str, Any]]
+) -> None:
+    """Keep what ``hindsight stats`` counted in ``directory``'s summary, for the next ``stats`` (store open).
+
+    Counts of other namespaces in a summary the clean-close stamp vouched for at
+    open (``trusted_files``) are kept: nothing has changed them, or this session wrote, and then its
+    close recounts or drops what it wrote. Failures are logged: the file is only a shortcut.
+    """
+    previous = read_summary(directory) if SUMMARY_FILE in trusted_files else None
+    try:
+        write_summary(directory, namespaces, {**(previous.stats if previous else {}), **counted})
+    except OSError:
+        logger.warning("could not save the statistics summary in %s", directory, exc_info=True)

@@ -1,4 +1,9 @@
-"""The directory lock and the clean-close stamp of an embedded store (standard library and ``filelock`` only).
+"""The store directory: its lock, its clean-close stamp and its intent files (standard library and ``filelock`` only).
+
+The only module that touches the lock (:data:`LOCK_FILE`), the stamp (:data:`STAMP_FILE`) and the intent
+files that let a killed process's forget, scrub or import be finished on reopen (:data:`FORGET_INTENT`,
+:data:`SCRUB_MARKER`, :data:`IMPORT_PENDING`); its :func:`replace_file` is the store's one atomic, durable
+file write.
 
 An embedded store directory holds Chroma's data (``chroma.sqlite3`` and the
 vector segments) and files derived from it (:data:`DERIVED`: lexical snapshots,
@@ -18,7 +23,7 @@ written, and only the last process that held the directory lock can say so. So:
   crashed process, or copied in) is not vouched for;
 * a session that wrote anything removes the summary first, unless its owner
   (the store) rewrote it after the session's last write and says so
-  (``close(summary_current=True)``; see ``_summary`` for what it refreshes and
+  (``close(summary_current=True)``; see ``replica.summary`` for what it refreshes and
   what it drops); the snapshots' owners drop or rewrite them when the data they
   derive from changes;
 * a reader that only wants derived files (:func:`trusted_store`) takes the same
@@ -33,12 +38,12 @@ from __future__ import annotations
 import json
 import logging
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from langchain_hindsight.errors import StoreLockedError
+from langchain_hindsight.errors import StoreError, StoreLockedError
 
 if TYPE_CHECKING:
     from filelock import BaseFileLock
@@ -46,17 +51,32 @@ if TYPE_CHECKING:
 __all__ = [
     "DATA_FILE",
     "DERIVED",
+    "FORGET_INTENT",
+    "IMPORT_PENDING",
     "LOCK_FILE",
+    "SCRUB_MARKER",
     "STAMP_FILE",
     "SUMMARY_FILE",
     "CleanClose",
     "FileState",
     "acquire_directory",
+    "begin_import",
+    "begin_scrub",
+    "clear_intents",
+    "end_import",
+    "end_scrub",
+    "erase_file",
     "file_states",
+    "fsync_directory",
     "holds_store",
+    "intents_pending",
+    "pending_import",
+    "read_intents",
     "read_stamp",
+    "record_intent",
     "remove_stamp",
     "replace_file",
+    "scrub_pending",
     "trusted_store",
     "write_stamp",
 ]
@@ -71,7 +91,13 @@ STAMP_FORMAT = 1
 DATA_FILE = "chroma.sqlite3"
 """Chroma's database: every record's document and metadata, and the write log of the vectors."""
 SUMMARY_FILE = "summary.json"
-"""What ``hindsight stats`` prints, per namespace (see ``_summary``); a writing session rewrites or removes it."""
+"""What ``hindsight stats`` prints, per namespace (see ``replica.summary``); a writing session rewrites or drops it."""
+FORGET_INTENT = ".hindsight.forget-pending"
+"""JSON file listing forgets in progress; written durably before the first delete, finished on reopen."""
+SCRUB_MARKER = ".hindsight.scrub-pending"
+"""Present while a scrub runs (written durably before its first step): a reopen scrubs again."""
+IMPORT_PENDING = ".hindsight.import-pending.jsonl"
+"""The units of an import in progress (one JSON line each), rolled forward on reopen."""
 DERIVED = ("lexical", "mirror", SUMMARY_FILE)
 """The derived data of a store directory (folders: every regular file under them), listed in the stamp."""
 
@@ -133,7 +159,8 @@ def file_states(directory: Path) -> dict[str, FileState]:
     return found
 
 
-def _fsync_directory(directory: Path) -> None:
+def fsync_directory(directory: Path) -> None:
+    """Make a rename or a removal in ``directory`` durable (where the platform allows it)."""
     try:
         fd = os.open(directory, os.O_RDONLY)
     except OSError:  # not supported here (e.g. Windows): the rename is as durable as the platform makes it
@@ -154,7 +181,34 @@ def replace_file(path: Path, data: bytes) -> None:
         fh.flush()
         os.fsync(fh.fileno())
     os.replace(tmp, path)
-    _fsync_directory(path.parent)
+    fsync_directory(path.parent)
+
+
+def erase_file(path: Path) -> None:
+    """Zero-fill, fsync and remove ``path`` and any half-written copy of it (absent is fine).
+
+    Raises:
+        StoreError: a file exists and could not be erased (it may hold the text of a memory being forgotten).
+    """
+    for target in (path, path.with_name(path.name + ".tmp")):
+        try:
+            size = target.stat().st_size
+        except FileNotFoundError:
+            continue
+        try:
+            with target.open("r+b") as fh:
+                remaining = size
+                while remaining > 0:
+                    n = min(remaining, 1 << 20)
+                    fh.write(b"\0" * n)
+                    remaining -= n
+                fh.flush()
+                os.fsync(fh.fileno())
+            target.unlink()
+        except FileNotFoundError:
+            continue
+        except OSError as e:
+            raise StoreError(f"could not erase {target}: {e}") from e
 
 
 def read_stamp(directory: Path) -> frozenset[str]:
@@ -201,7 +255,7 @@ def remove_stamp(directory: Path) -> None:
         (directory / STAMP_FILE).unlink()
     except FileNotFoundError:
         return
-    _fsync_directory(directory)
+    fsync_directory(directory)
 
 
 class CleanClose:
@@ -274,3 +328,71 @@ def trusted_store(directory: str | os.PathLike[str]) -> Iterator[frozenset[str]]
         yield read_stamp(path)
     finally:
         lock.release()
+
+
+# ---------------------------------------------------------------- intents: what a killed process left to finish
+def read_intents(directory: Path) -> list[dict[str, Any]]:
+    """The forgets noted in ``directory`` and not finished (oldest first); an unreadable note is no note."""
+    path = directory / FORGET_INTENT
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return []
+    except (ValueError, RecursionError):  # a torn (or garbled) write of the intent itself: nothing deleted under it
+        logger.warning("ignoring an unreadable forget intent in %s", directory)
+        return []
+    return [d for d in data if isinstance(d, dict)] if isinstance(data, list) else []
+
+
+def record_intent(directory: Path, entry: Mapping[str, Any]) -> None:
+    """Durably add ``entry`` to the forgets in progress, before anything is deleted."""
+    entries = [*read_intents(directory), dict(entry)]
+    replace_file(directory / FORGET_INTENT, json.dumps(entries).encode("utf-8"))
+
+
+def intents_pending(directory: Path) -> bool:
+    """Whether a forget noted in ``directory`` is unfinished."""
+    return (directory / FORGET_INTENT).exists()
+
+
+def clear_intents(directory: Path) -> None:
+    """Every forget noted in ``directory`` is finished."""
+    (directory / FORGET_INTENT).unlink(missing_ok=True)
+
+
+def begin_scrub(directory: Path) -> None:
+    """Durably mark a scrub in progress (before its first step: a crash resumes it on reopen)."""
+    with (directory / SCRUB_MARKER).open("w") as fh:
+        os.fsync(fh.fileno())
+
+
+def scrub_pending(directory: Path) -> bool:
+    """Whether a scrub of ``directory`` was interrupted."""
+    return (directory / SCRUB_MARKER).exists()
+
+
+def end_scrub(directory: Path) -> None:
+    """The scrub of ``directory`` is finished."""
+    (directory / SCRUB_MARKER).unlink()
+
+
+def begin_import(directory: Path, lines: Iterable[str]) -> None:
+    """Durably write an import's units (JSON lines) before the first of them is written to the store."""
+    replace_file(directory / IMPORT_PENDING, "".join(line + "\n" for line in lines).encode("utf-8"))
+
+
+def pending_import(directory: Path) -> Path | None:
+    """The file of an import a crash interrupted in ``directory``, or ``None``.
+
+    A half-written one (killed before it was complete, so nothing of it reached the store) is erased.
+    """
+    path = directory / IMPORT_PENDING
+    if path.exists():
+        return path
+    erase_file(path)  # only its ``.tmp`` can be there: the import had not started
+    return None
+
+
+def end_import(directory: Path) -> None:
+    """The import into ``directory`` is finished: its pending file (the units' text) is erased."""
+    erase_file(directory / IMPORT_PENDING)

@@ -2,7 +2,7 @@
 
 A store that closes cleanly leaves, next to Chroma's files, the lexical index
 and the recall mirror of each namespace it searched (``lexical/`` and
-``mirror/``), and a stamp listing them (``_stamp``: the stamp exists only while
+``mirror/``), and a stamp listing them (``store._directory``: the stamp exists only while
 no process has the store open, and only when every write of the last session
 was followed by the close that saved these files). :class:`StoreSnapshot`
 answers hybrid recall for one namespace from those two files alone: it never
@@ -24,10 +24,10 @@ from langchain_core.embeddings import Embeddings
 from langchain_hindsight.embeddings.local import MINILM_NAME, EmbedderIdentity, embedder_identity
 from langchain_hindsight.embeddings.multilingual import MultilingualEmbeddings, default_embeddings
 from langchain_hindsight.errors import ConfigurationError, StoreError
+from langchain_hindsight.store._checks import check_k
 from langchain_hindsight.store._collections import check_namespace, collection_name
-from langchain_hindsight.store._lexical import LexicalIndex
-from langchain_hindsight.store._mirror import Mirror, mirror_candidates, mirror_path
-from langchain_hindsight.store._search import check_k, snapshot_path
+from langchain_hindsight.store.replica.lexical import LexicalIndex, snapshot_path
+from langchain_hindsight.store.replica.records import Mirror, mirror_candidates, mirror_path
 from langchain_hindsight.taxonomy import TaskTypeVocabulary
 from langchain_hindsight.types import MemoryUnit
 
@@ -86,7 +86,7 @@ class StoreSnapshot:
     with :meth:`open` (or :meth:`locate`, then :meth:`SnapshotFiles.load`).
 
     Example:
-        >>> from langchain_hindsight.store._stamp import trusted_store  # doctest: +SKIP
+        >>> from langchain_hindsight.store._directory import trusted_store  # doctest: +SKIP
         >>> with trusted_store("./memory_db") as trusted:  # doctest: +SKIP
         ...     snapshot = StoreSnapshot.open("./memory_db", trusted=trusted)
         >>> if snapshot is not None:  # else open a MemoryStore  # doctest: +SKIP

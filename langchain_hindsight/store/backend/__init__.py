@@ -1,0 +1,44 @@
+"""Storage backends: the one narrow interface the store writes through, and its implementations.
+
+* :mod:`~langchain_hindsight.store.backend.base`: :class:`Backend` (named collections) and
+  :class:`Records` (one collection of ``(id, embedding, document, metadata)`` records), with
+  Chroma's names and result shapes;
+* :mod:`~langchain_hindsight.store.backend.chroma`: :class:`ChromaBackend`, embedded Chroma in a
+  directory (under the directory's single-writer lock) or a ``chroma run`` server;
+* :mod:`~langchain_hindsight.store.backend.inmemory`: :class:`InMemoryBackend`, dicts and an exact
+  numpy cosine search, for fast tests and throwaway stores;
+* :mod:`~langchain_hindsight.store.backend.postgres`: ``PostgresBackend``, PostgreSQL with pgvector
+  for many writers on many hosts (not imported here: psycopg is the optional ``postgres`` extra).
+
+A new backend subclasses :class:`Backend` and :class:`Records` in a module of its own here; nothing
+else in the store changes.
+"""
+
+from langchain_hindsight.store.backend.base import (
+    BACKEND_WRITES,
+    RECORDS_WRITES,
+    Backend,
+    Include,
+    LexicalScheme,
+    Metadata,
+    Records,
+    Rows,
+    Vector,
+)
+from langchain_hindsight.store.backend.chroma import ChromaBackend, ChromaRecords
+from langchain_hindsight.store.backend.inmemory import InMemoryBackend
+
+__all__ = [
+    "BACKEND_WRITES",
+    "RECORDS_WRITES",
+    "Backend",
+    "ChromaBackend",
+    "ChromaRecords",
+    "InMemoryBackend",
+    "Include",
+    "LexicalScheme",
+    "Metadata",
+    "Records",
+    "Rows",
+    "Vector",
+]

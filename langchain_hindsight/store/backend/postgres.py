@@ -1,0 +1,984 @@
+"""A PostgreSQL :class:`~langchain_hindsight.store.backend.base.Backend`: many writers, many machines, one database.
+
+Where an embedded Chroma directory holds one writer process, a Postgres database holds any
+number: every gunicorn worker, every MCP server, every agent on every host opens
+``MemoryStore(database_url="postgresql://...")`` and they all read and write the same memory.
+There is no lock file; what keeps writers apart is the database:
+
+* **Transactions.** Every backend write is one transaction; a store write plan (add with its
+  dedupe, supersede, move, forget) runs in one transaction through :meth:`PostgresBackend.atomic`,
+  which also takes a transaction-scoped advisory lock on the namespace. Two processes adding the
+  same lesson at once therefore plan one after the other and the second merges into the first;
+  a process killed mid-plan leaves nothing half-done (the transaction rolls back), and what was
+  committed stays. A serialization failure or deadlock is retried (the whole plan, re-planned
+  from what is then stored).
+* **No replica.** Both arms of recall are answered by the database on every call: the dense arm
+  by pgvector's HNSW cosine index (one partial index per collection, on ``embedding::vector(dim)``,
+  iterative scans under a filter), the lexical arm by BM25 computed in one SQL statement over a
+  ``postings`` table (collection, 64-bit term key, record id, term count, record length) written in
+  the same transaction as the record. The terms are the store's own tokens
+  (:class:`~langchain_hindsight.store.backend.base.LexicalScheme`: English words, Chinese character
+  unigrams + bigrams): Postgres' full text cannot segment Chinese. Nothing is cached across calls,
+  so a recall sees every write any process committed before it began. Reads take one round trip
+  (an autocommit pool whose sessions carry the HNSW settings).
+
+Schema: the ``hindsight`` schema holds ``meta`` (``schema_version``, ``lexical_signature``),
+``collections`` (name, metadata, vector dimension), ``records`` (collection, id, insertion order,
+``vector`` embedding, document, ``jsonb`` metadata, token count) and ``postings``. Opening a
+database applies the missing :data:`MIGRATIONS` under an advisory lock; a database written by a
+newer schema is refused. When the tokenizer changes (another ``lexical_signature``), every
+record's postings are recomputed at open.
+
+Hard delete: a ``DELETE`` only marks rows dead; their bytes stay in the table's pages, in
+the indexes and in the write-ahead log (WAL) until they are vacuumed and the WAL segments that
+hold them are removed. :meth:`PostgresBackend.erase` (what ``forget`` and ``scrub()`` run)
+rewrites the tables with ``VACUUM FULL`` (new files holding only live rows, indexes
+rebuilt, old files unlinked), then, where the role may, switches WAL segments and checkpoints
+twice with WAL recycling off, so the segments that held the deleted rows are unlinked rather
+than kept for reuse. It takes an exclusive lock on the table while it rewrites (other
+processes wait, they do not fail). What it cannot reach: WAL already archived or streamed to a
+replica, backups, and file-system blocks freed by the unlink (encrypt the disk for those).
+
+Example:
+    >>> store = MemoryStore(database_url="postgresql://user@db/hindsight")  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import math
+import random
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar
+
+import numpy as np
+
+from langchain_hindsight.errors import BackendError, ConfigurationError, HindsightError, StoreError
+from langchain_hindsight.store.backend.base import (
+    Backend,
+    Include,
+    LexicalScheme,
+    Metadata,
+    Records,
+    Rows,
+    Vector,
+    check_write,
+)
+
+__all__ = ["MIGRATIONS", "SCHEMA_VERSION", "PostgresBackend", "PostgresRecords"]
+
+logger = logging.getLogger(__name__)
+
+_T = TypeVar("_T")
+
+SCHEMA = "hindsight"
+"""The Postgres schema that holds every table of this backend."""
+
+MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
+    (
+        1,
+        (
+            "CREATE TABLE hindsight.collections ("
+            " id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,"
+            " name text NOT NULL UNIQUE,"
+            " metadata jsonb NOT NULL DEFAULT '{}',"
+            " dimension integer)",
+            "CREATE TABLE hindsight.records ("
+            " collection_id bigint NOT NULL REFERENCES hindsight.collections (id) ON DELETE CASCADE,"
+            " id text NOT NULL,"
+            " seq bigint GENERATED ALWAYS AS IDENTITY,"
+            " embedding vector NOT NULL,"
+            " document text,"
+            " metadata jsonb NOT NULL DEFAULT '{}',"
+            " lex_len integer,"
+            " PRIMARY KEY (collection_id, id))",
+            "CREATE TABLE hindsight.postings ("
+            " collection_id bigint NOT NULL,"
+            " term bigint NOT NULL,"
+            " id text NOT NULL,"
+            " tf integer NOT NULL,"
+            " len integer NOT NULL,"
+            " PRIMARY KEY (collection_id, term, id) INCLUDE (tf, len),"  # index-only scans of a term's postings
+            " FOREIGN KEY (collection_id, id) REFERENCES hindsight.records (collection_id, id) ON DELETE CASCADE)",
+            "CREATE INDEX postings_record ON hindsight.postings (collection_id, id)",
+            # vectors stay in the row (not TOASTed): a scan then costs what it reads, and the planner
+            # prefers the HNSW index over a sequential scan that would detoast every vector
+            "ALTER TABLE hindsight.records ALTER COLUMN embedding SET STORAGE MAIN",
+            "CREATE INDEX records_order ON hindsight.records (collection_id, seq)",
+            "CREATE INDEX records_metadata ON hindsight.records USING gin (metadata jsonb_path_ops)",
+            "CREATE INDEX records_lexical_stats ON hindsight.records (collection_id) INCLUDE (lex_len)"
+            " WHERE lex_len IS NOT NULL",
+        ),
+    ),
+)
+"""Schema migrations by version: each step's statements run in one transaction with the version bump."""
+SCHEMA_VERSION = MIGRATIONS[-1][0]
+"""The schema version this code writes."""
+
+_RETRIES = 8
+_EF_SEARCH = 100
+"""HNSW candidate list of every pooled session (``hnsw.ef_search``); a deeper query widens it for itself."""
+_MIGRATION_LOCK = 0x68696E64  # advisory lock key of schema migrations ("hind")
+_TYPE = {bool: "boolean", int: "number", float: "number", str: "string"}
+_ORDER_OPS = {"$gt": ">", "$gte": ">=", "$lt": "<", "$lte": "<="}
+
+
+def _psycopg() -> Any:
+    try:
+        import psycopg
+        import psycopg_pool
+    except ImportError as e:  # pragma: no cover - depends on the installed extras
+        raise ConfigurationError(
+            "a Postgres database needs psycopg 3 and psycopg-pool: pip install 'langchain-hindsight[postgres]'"
+        ) from e
+    return psycopg, psycopg_pool
+
+
+def _transient(e: BaseException) -> bool:
+    """A failure that a retry of the whole transaction can cure (serialization failure, deadlock)."""
+    return getattr(e, "sqlstate", None) in ("40001", "40P01")
+
+
+def _vector(values: Vector | Any) -> list[float]:
+    return np.asarray(values, dtype=np.float32).reshape(-1).tolist()  # type: ignore[no-any-return]
+
+
+def _json(psycopg: Any, value: Any) -> Any:
+    return psycopg.types.json.Jsonb(value)
+
+
+class _Filter:
+    """Chroma ``where`` / ``where_document`` filters compiled to SQL over ``metadata``/``document``.
+
+    Semantics follow :func:`~langchain_hindsight.store.backend.inmemory.matches`: a missing field never
+    matches (not even ``$ne``), orderings compare values of the same kind only.
+    """
+
+    def __init__(self, psycopg: Any) -> None:
+        self.psycopg = psycopg
+        self.params: list[Any] = []
+
+    def where(self, where: Mapping[str, Any] | None) -> str:
+        if not where:
+            return "TRUE"
+        parts: list[str] = []
+        for key, cond in where.items():
+            if key in ("$and", "$or"):
+                inner = [self.where(c) for c in cond]
+                joiner = " AND " if key == "$and" else " OR "
+                parts.append("(" + joiner.join(inner) + ")" if inner else ("TRUE" if key == "$and" else "FALSE"))
+                continue
+            if key.startswith("$"):
+                raise ValueError(f"unsupported where operator {key!r}")
+            ops = cond if isinstance(cond, Mapping) else {"$eq": cond}
+            for op, operand in ops.items():
+                parts.append(self._field(key, op, operand))
+        return "(" + " AND ".join(parts) + ")" if parts else "TRUE"
+
+    def _field(self, key: str, op: str, operand: Any) -> str:
+        jsonb = self.psycopg.types.json.Jsonb
+        if op == "$eq":
+            self.params.append(jsonb({key: operand}))
+            return "metadata @> %s"
+        if op == "$ne":
+            self.params += [key, key, jsonb(operand)]
+            return "(metadata ? %s::text AND metadata -> %s::text <> %s)"
+        if op in _ORDER_OPS:
+            kind = _TYPE.get(type(operand))
+            if kind is None:
+                raise ValueError(f"unsupported operand {operand!r} for {op}")
+            self.params += [key, kind, key, jsonb(operand)]
+            return f"(jsonb_typeof(metadata -> %s::text) = %s AND metadata -> %s::text {_ORDER_OPS[op]} %s)"
+        if op in ("$in", "$nin"):
+            values = [jsonb(v) for v in operand]
+            if op == "$in":
+                self.params += [key, values]
+                return "(metadata -> %s::text = ANY(%s::jsonb[]))"
+            self.params += [key, key, values]
+            return "(metadata ? %s::text AND NOT (metadata -> %s::text = ANY(%s::jsonb[])))"
+        raise ValueError(f"unsupported where operator {op!r}")
+
+    def document(self, where: Mapping[str, Any] | None) -> str:
+        if not where:
+            return "TRUE"
+        parts: list[str] = []
+        for key, cond in where.items():
+            if key in ("$and", "$or"):
+                inner = [self.document(c) for c in cond]
+                joiner = " AND " if key == "$and" else " OR "
+                parts.append("(" + joiner.join(inner) + ")" if inner else ("TRUE" if key == "$and" else "FALSE"))
+            elif key in ("$contains", "$not_contains"):
+                self.params.append(str(cond))
+                parts.append(f"strpos(coalesce(document, ''), %s) {'>' if key == '$contains' else '='} 0")
+            else:
+                raise ValueError(f"unsupported where_document operator {key!r}")
+        return "(" + " AND ".join(parts) + ")"
+
+
+class PostgresRecords(Records):
+    """One collection: the rows of ``hindsight.records`` with its ``collection_id``."""
+
+    def __init__(self, backend: PostgresBackend, cid: int, name: str, metadata: Mapping[str, Any], dim: int | None):
+        self._backend = backend
+        self._cid = int(cid)
+        self._name = name
+        self._metadata = dict(metadata)
+        self._dim = dim
+
+    @property
+    def name(self) -> str:
+        """The collection's name."""
+        return self._name
+
+    @property
+    def metadata(self) -> dict[str, Any]:
+        """The collection's metadata (a copy, as read when the collection was opened or last modified)."""
+        return dict(self._metadata)
+
+    # ------------------------------------------------------------------ reads
+    def _columns(self, include: Sequence[Include]) -> str:
+        cols = ["id"]
+        if "documents" in include:
+            cols.append("document")
+        if "metadatas" in include:
+            cols.append("metadata")
+        if "embeddings" in include:
+            cols.append("embedding::real[]")
+        return ", ".join(cols)
+
+    def _rows_out(self, rows: list[tuple[Any, ...]], include: Sequence[Include]) -> Rows:
+        out: Rows = {"ids": [r[0] for r in rows], "documents": None, "metadatas": None, "embeddings": None}
+        j = 1
+        if "documents" in include:
+            out["documents"] = [r[j] for r in rows]
+            j += 1
+        if "metadatas" in include:
+            out["metadatas"] = [dict(r[j]) for r in rows]
+            j += 1
+        if "embeddings" in include:
+            dim = self._dim or 0
+            out["embeddings"] = (
+                np.asarray([r[j] for r in rows], dtype=np.float32) if rows else np.zeros((0, dim), np.float32)
+            )
+        return out
+
+    def get(
+        self,
+        *,
+        ids: Sequence[str] | None = None,
+        where: Mapping[str, Any] | None = None,
+        where_document: Mapping[str, Any] | None = None,
+        include: Sequence[Include] = ("documents", "metadatas"),
+        limit: int | None = None,
+        offset: int | None = None,
+    ) -> Rows:
+        """See :meth:`Records.get` (insertion order; with ``ids``, their order)."""
+        f = _Filter(self._backend.psycopg)
+        clauses = [f"collection_id = {self._cid}"]
+        order = "seq"
+        if ids is not None:
+            wanted = list(dict.fromkeys(ids))
+            if not wanted:
+                return self._rows_out([], include)
+            f.params.append(wanted)
+            clauses.append("id = ANY(%s::text[])")
+            order = "array_position(%s::text[], id)"
+        clauses += [f.where(where), f.document(where_document)]
+        params = list(f.params)
+        if ids is not None:
+            params.append(wanted)
+        sql = f"SELECT {self._columns(include)} FROM hindsight.records WHERE {' AND '.join(clauses)} ORDER BY {order}"
+        if limit is not None:
+            sql += " LIMIT %s"
+            params.append(int(limit))
+        if offset:
+            sql += " OFFSET %s"
+            params.append(int(offset))
+        rows = self._backend.run(lambda conn: conn.execute(sql, params, binary=True).fetchall(), "get")
+        return self._rows_out(rows, include)
+
+    def query(
+        self,
+        *,
+        query_embeddings: Sequence[Vector],
+        n_results: int,
+        where: Mapping[str, Any] | None = None,
+        include: Sequence[Include] = ("documents", "metadatas", "distances"),
+    ) -> Rows:
+        """See :meth:`Records.query` (pgvector's HNSW cosine index; iterative scans under a filter)."""
+        if isinstance(n_results, bool) or not isinstance(n_results, int) or n_results < 1:
+            raise ValueError(f"n_results must be a positive int, got {n_results!r}")
+        out: Rows = {"ids": [], "documents": [], "metadatas": [], "embeddings": [], "distances": []}
+        dim = self._dimension()
+        f = _Filter(self._backend.psycopg)
+        clause = f.where(where)
+        cast = f"::vector({dim})"
+        sql = (
+            f"WITH hits AS MATERIALIZED (SELECT {self._columns(include)}, embedding{cast} <=> %s{cast} AS distance"
+            f" FROM hindsight.records WHERE collection_id = {self._cid} AND {clause}"
+            " ORDER BY distance LIMIT %s) SELECT * FROM hits ORDER BY distance, id"
+        )
+
+        def run(conn: Any) -> list[list[tuple[Any, ...]]]:
+            if n_results > _EF_SEARCH:  # the session's candidate list is shorter than asked: widen it
+                conn.execute(f"SET LOCAL hnsw.ef_search = {int(n_results)}")
+            results = []
+            for q in query_embeddings:
+                vector = _vector(q)
+                if dim and len(vector) != dim:
+                    raise BackendError(
+                        f"collection {self._name!r} holds {dim}-dimensional vectors, got {len(vector)} dimensions"
+                    )
+                results.append(conn.execute(sql, [vector, *f.params, n_results], binary=True).fetchall() if dim else [])
+            return results
+
+        for rows in self._backend.run(run, "query", write=n_results > _EF_SEARCH):
+            shaped = self._rows_out([r[:-1] for r in rows], include)
+            for key in ("ids", "documents", "metadatas", "embeddings"):
+                out[key].append(shaped[key])
+            out["distances"].append([float(r[-1]) for r in rows])
+        for key in ("documents", "metadatas", "embeddings", "distances"):
+            if key not in include:
+                out[key] = None
+        return out
+
+    def lexical_search(self, query: str, k: int, *, normalize: bool = False) -> list[tuple[str, float]] | None:
+        """BM25 over the collection's lexically indexed records, computed by the database (see the module doc)."""
+        scheme = self._backend.lexical
+        words = sorted(set(scheme.query_terms(query)))
+        if not words or k <= 0:
+            return []
+        terms = [_term_key(w) for w in words]
+        sql = (
+            "WITH stats AS (SELECT count(*)::float8 AS n, coalesce(sum(lex_len), 0)::float8 AS total"
+            f" FROM hindsight.records WHERE collection_id = {self._cid} AND lex_len IS NOT NULL),"
+            " m AS (SELECT id, len AS lex_len, term, tf FROM hindsight.postings"
+            f" WHERE collection_id = {self._cid} AND term = ANY(%(terms)s::bigint[])),"
+            " df AS (SELECT term, count(*)::float8 AS df FROM m GROUP BY term),"
+            " scored AS (SELECT m.id, sum("
+            " ln(1.0 + (s.n + %(prior)s - df.df + 0.5) / (df.df + 0.5)) * m.tf * (%(k1)s + 1.0)"
+            " / (m.tf + %(k1)s * (1.0 - %(b)s + %(b)s * m.lex_len /"
+            " (CASE WHEN s.total > 0 THEN s.total / s.n ELSE 1.0 END)))) AS score"
+            " FROM m JOIN df USING (term) CROSS JOIN stats s GROUP BY m.id)"
+            " SELECT id, score, (SELECT n FROM stats), (SELECT json_object_agg(term, df) FROM df)"
+            ' FROM scored ORDER BY score DESC, id COLLATE "C" LIMIT %(k)s'
+        )
+        params = {
+            "terms": terms,
+            "prior": float(scheme.prior_documents if normalize else 0),
+            "k1": scheme.k1,
+            "b": scheme.b,
+            "k": k,
+        }
+        rows = self._backend.run(lambda conn: conn.execute(sql, params).fetchall(), "lexical search")
+        if not rows:
+            return []
+        if not normalize:
+            return [(r[0], float(r[1])) for r in rows]
+        corpus = float(rows[0][2]) + scheme.prior_documents
+        dfs: dict[str, float] = rows[0][3] or {}
+        mass = sum(_idf(corpus, float(dfs.get(str(t), 0.0))) for t in terms)
+        if mass <= 0:
+            return [(r[0], float(r[1])) for r in rows]
+        return [(r[0], min(1.0, float(r[1]) / mass)) for r in rows]
+
+    def _dimension(self) -> int | None:
+        if self._dim is None:
+            found = self._backend.run(
+                lambda conn: conn.execute(
+                    "SELECT dimension FROM hindsight.collections WHERE id = %s", [self._cid]
+                ).fetchone(),
+                "read collection",
+            )
+            self._dim = None if found is None else found[0]
+        return self._dim
+
+    # ------------------------------------------------------------------ writes
+    def _ensure_dimension(self, conn: Any, dim: int) -> None:
+        """Record the collection's vector length at its first write and build its HNSW index (once)."""
+        if self._dim is None:
+            row = conn.execute(
+                "SELECT dimension FROM hindsight.collections WHERE id = %s FOR UPDATE", [self._cid]
+            ).fetchone()
+            if row is None:
+                raise BackendError(f"collection {self._name!r} does not exist (dropped by another process?)")
+            if row[0] is None:
+                conn.execute("UPDATE hindsight.collections SET dimension = %s WHERE id = %s", [dim, self._cid])
+                conn.execute(
+                    f"CREATE INDEX IF NOT EXISTS records_hnsw_{self._cid} ON hindsight.records"
+                    f" USING hnsw ((embedding::vector({dim})) vector_cosine_ops) WHERE collection_id = {self._cid}"
+                )
+                row = (dim,)
+            self._dim = int(row[0])
+        if dim != self._dim:
+            raise BackendError(f"collection {self._name!r} holds {self._dim}-dimensional vectors, got {dim} dimensions")
+
+    def _lexical(self, document: str | None, metadata: Mapping[str, Any]) -> tuple[int | None, list[tuple[int, int]]]:
+        """A record's token count and its postings ``(term key, count)`` (``None, []``: not lexically indexed)."""
+        tokens = self._backend.lexical.record_tokens(document, metadata)
+        if tokens is None:
+            return None, []
+        counts = Counter(_term_key(t) for t in tokens)
+        return len(tokens), list(counts.items())
+
+    def _write_postings(
+        self, conn: Any, postings: Mapping[str, tuple[int | None, list[tuple[int, int]]]], *, replace: bool
+    ) -> None:
+        """Store the postings of the records ``postings`` names (replacing their old ones when ``replace``)."""
+        if replace:
+            conn.execute(
+                "DELETE FROM hindsight.postings WHERE collection_id = %s AND id = ANY(%s::text[])",
+                [self._cid, list(postings)],
+            )
+        with (
+            conn.cursor() as cur,
+            cur.copy("COPY hindsight.postings (collection_id, term, id, tf, len) FROM STDIN") as copy,
+        ):
+            for memory_id, (length, terms) in postings.items():
+                for term, tf in terms:
+                    copy.write_row((self._cid, term, memory_id, tf, length))
+
+    def _rows_in(
+        self,
+        ids: list[str],
+        embeddings: Sequence[Vector] | Any,
+        documents: Sequence[str] | None,
+        metadatas: Sequence[Metadata] | None,
+    ) -> tuple[list[tuple[Any, ...]], dict[str, tuple[int | None, list[tuple[int, int]]]]]:
+        """The records' rows and their postings by id."""
+        jsonb = self._backend.psycopg.types.json.Jsonb
+        rows = []
+        postings = {}
+        for j, memory_id in enumerate(ids):
+            document = None if documents is None else documents[j]
+            metadata = {} if metadatas is None else dict(metadatas[j])
+            postings[memory_id] = self._lexical(document, metadata)
+            rows.append(
+                (self._cid, memory_id, _vector(embeddings[j]), document, jsonb(metadata), postings[memory_id][0])
+            )
+        return rows, postings
+
+    _INSERT = (
+        "INSERT INTO hindsight.records (collection_id, id, embedding, document, metadata, lex_len)"
+        " VALUES (%s, %s, %s::real[]::vector, %s, %s, %s)"
+    )
+
+    def upsert(
+        self,
+        *,
+        ids: Sequence[str],
+        embeddings: Sequence[Vector] | Any,
+        documents: Sequence[str] | None = None,
+        metadatas: Sequence[Metadata] | None = None,
+    ) -> None:
+        """See :meth:`Records.upsert` (a re-written record keeps its place in the order)."""
+        self._insert(ids, embeddings, documents, metadatas, upsert=True)
+
+    def add(
+        self,
+        *,
+        ids: Sequence[str],
+        embeddings: Sequence[Vector] | Any,
+        documents: Sequence[str] | None = None,
+        metadatas: Sequence[Metadata] | None = None,
+    ) -> None:
+        """See :meth:`Records.add`: one transaction, so a concurrent add of the same id cannot slip between."""
+        self._insert(ids, embeddings, documents, metadatas, upsert=False)
+
+    def _insert(
+        self,
+        ids: Sequence[str],
+        embeddings: Sequence[Vector] | Any,
+        documents: Sequence[str] | None,
+        metadatas: Sequence[Metadata] | None,
+        *,
+        upsert: bool,
+    ) -> None:
+        """Write whole records in one transaction: replacing stored ones (``upsert``), else refusing them."""
+        ids = check_write(self._name, ids, embeddings, documents, metadatas)
+        if not ids:
+            return
+        rows, postings = self._rows_in(ids, embeddings, documents, metadatas)
+        sql = self._INSERT
+        if upsert:
+            sql += (
+                " ON CONFLICT (collection_id, id) DO UPDATE SET embedding = EXCLUDED.embedding,"
+                " document = EXCLUDED.document, metadata = EXCLUDED.metadata, lex_len = EXCLUDED.lex_len"
+            )
+
+        def write(conn: Any) -> None:
+            for row in rows:
+                self._ensure_dimension(conn, len(row[2]))
+            if not upsert:
+                taken = conn.execute(
+                    "SELECT id FROM hindsight.records WHERE collection_id = %s AND id = ANY(%s::text[]) LIMIT 1",
+                    [self._cid, ids],
+                ).fetchone()
+                if taken:
+                    raise StoreError(f"record {taken[0]!r} already exists in collection {self._name!r}")
+            with conn.cursor() as cur:
+                cur.executemany(sql, rows)
+            self._write_postings(conn, postings, replace=upsert)
+
+        self._backend.run(write, "upsert" if upsert else "add", write=True)
+
+    def update(
+        self,
+        *,
+        ids: Sequence[str],
+        embeddings: Sequence[Vector] | Any | None = None,
+        documents: Sequence[str] | None = None,
+        metadatas: Sequence[Metadata] | None = None,
+    ) -> None:
+        """See :meth:`Records.update`: ids that are not stored are skipped; one transaction, rows locked."""
+        ids = check_write(self._name, ids, embeddings, documents, metadatas)
+        if not ids:
+            return
+        jsonb = self._backend.psycopg.types.json.Jsonb
+        vectors = None if embeddings is None else [_vector(v) for v in embeddings]
+
+        def write(conn: Any) -> None:
+            found = {
+                r[0]: (r[1], r[2])
+                for r in conn.execute(
+                    "SELECT id, document, metadata FROM hindsight.records"
+                    " WHERE collection_id = %s AND id = ANY(%s::text[]) ORDER BY id FOR UPDATE",
+                    [self._cid, ids],
+                ).fetchall()
+            }
+            rows = []
+            postings = {}
+            for j, memory_id in enumerate(ids):
+                if memory_id not in found:
+                    continue
+                document, metadata = found[memory_id]
+                if documents is not None:
+                    document = documents[j]
+                metadata = dict(metadata)
+                if metadatas is not None:
+                    metadata.update(metadatas[j])
+                vector = None if vectors is None else vectors[j]
+                if vector is not None:
+                    self._ensure_dimension(conn, len(vector))
+                postings[memory_id] = self._lexical(document, metadata)
+                rows.append((vector, document, jsonb(metadata), postings[memory_id][0], self._cid, memory_id))
+            if rows:
+                with conn.cursor() as cur:
+                    cur.executemany(
+                        "UPDATE hindsight.records SET embedding = coalesce(%s::real[]::vector, embedding),"
+                        " document = %s, metadata = %s, lex_len = %s WHERE collection_id = %s AND id = %s",
+                        rows,
+                    )
+                self._write_postings(conn, postings, replace=True)
+
+        self._backend.run(write, "update", write=True)
+
+    def delete(self, *, ids: Sequence[str]) -> None:
+        """See :meth:`Records.delete` (the rows are dead at once; their bytes go at the next erase)."""
+        wanted = list(dict.fromkeys(ids))
+        if not wanted:
+            return
+        self._backend.run(
+            lambda conn: conn.execute(
+                "DELETE FROM hindsight.records WHERE collection_id = %s AND id = ANY(%s::text[])", [self._cid, wanted]
+            ),
+            "delete",
+            write=True,
+        )
+
+    def count(self) -> int:
+        """See :meth:`Records.count`."""
+        row = self._backend.run(
+            lambda conn: conn.execute(
+                "SELECT count(*) FROM hindsight.records WHERE collection_id = %s", [self._cid]
+            ).fetchone(),
+            "count",
+        )
+        return int(row[0])
+
+    def modify(self, *, name: str | None = None, metadata: Metadata | None = None) -> None:
+        """See :meth:`Records.modify`."""
+        jsonb = self._backend.psycopg.types.json.Jsonb
+
+        def write(conn: Any) -> None:
+            if name is not None and name != self._name:
+                taken = conn.execute("SELECT 1 FROM hindsight.collections WHERE name = %s", [name]).fetchone()
+                if taken:
+                    raise BackendError(f"collection {name!r} already exists")
+                conn.execute("UPDATE hindsight.collections SET name = %s WHERE id = %s", [name, self._cid])
+            if metadata is not None:
+                conn.execute(
+                    "UPDATE hindsight.collections SET metadata = %s WHERE id = %s", [jsonb(dict(metadata)), self._cid]
+                )
+
+        self._backend.run(write, "modify", write=True)
+        if name is not None:
+            self._name = name
+        if metadata is not None:
+            self._metadata = dict(metadata)
+
+
+def _configure(conn: Any) -> None:
+    """Session settings of every pooled connection: the HNSW candidate list, and iterative index scans
+    (so a filtered query still finds ``n_results`` matches).
+    """  # noqa: D205
+    conn.execute(f"SET hnsw.ef_search = {_EF_SEARCH}")
+    conn.execute("SET hnsw.iterative_scan = relaxed_order")
+
+
+def _term_key(term: str) -> int:
+    """A lexical term's 64-bit key in ``postings.term`` (a hash: compact, compared as an integer)."""
+    return int.from_bytes(hashlib.blake2b(term.encode("utf-8"), digest_size=8).digest(), "big", signed=True)
+
+
+def _idf(n: float, df: float) -> float:
+    """BM25's idf, as :class:`~langchain_hindsight.store.replica.lexical.LexicalIndex` computes it."""
+    return math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+
+
+class PostgresBackend(Backend):
+    """Collections in a PostgreSQL database with pgvector (see the module docstring).
+
+    Args:
+        url: A libpq connection string or URL (``postgresql://user:pass@host:5432/db``).
+        lexical: How records become lexical terms and queries become query terms (the store's
+            tokenizer; ``MemoryStore(database_url=...)`` passes its own). Required: every
+            process writing one database must index the same terms.
+        min_connections: Connections the pool keeps open.
+        max_connections: Most connections the pool opens (one per concurrent call).
+        connect_timeout: Seconds to wait for the server (and for a free pooled connection).
+
+    Raises:
+        ConfigurationError: psycopg is not installed, or ``url`` is not a Postgres URL.
+        BackendError: the server cannot be reached, lacks pgvector, or holds a newer schema.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        lexical: LexicalScheme,
+        min_connections: int = 1,
+        max_connections: int = 8,
+        connect_timeout: float = 10.0,
+    ) -> None:
+        if not isinstance(url, str) or not url.startswith(("postgresql://", "postgres://", "host=", "dbname=")):
+            raise ConfigurationError(f"database_url must be a postgresql:// URL, got {url!r}")
+        if not isinstance(lexical, LexicalScheme):
+            raise ConfigurationError("lexical must be a LexicalScheme (MemoryStore(database_url=...) passes one)")
+        self.psycopg, pool_module = _psycopg()
+        self.lexical = lexical
+        self._url = url
+        self._local = threading.local()
+        self._closed = False
+        try:
+            self._pool = pool_module.ConnectionPool(
+                url,
+                min_size=min_connections,
+                max_size=max(min_connections, max_connections),
+                timeout=connect_timeout,
+                kwargs={"connect_timeout": max(1, int(connect_timeout)), "autocommit": True},
+                configure=_configure,
+                name="hindsight",
+                open=False,
+            )
+            self._pool.open(wait=True, timeout=connect_timeout)
+        except Exception as e:
+            raise BackendError(f"cannot connect to the Postgres database {_redact(url)}: {e}") from e
+        try:
+            self._migrate()
+        except BaseException:
+            self._pool.close()
+            raise
+
+    # ------------------------------------------------------------------ connections and transactions
+    def run(self, fn: Callable[[Any], _T], what: str, *, write: bool = False) -> _T:
+        """``fn(connection)``: inside the current :meth:`atomic` transaction, else on a pooled connection.
+
+        Outside :meth:`atomic`, a ``write`` runs in a transaction of its own (retried after a
+        serialization failure or deadlock); a read runs its one statement as it is (autocommit:
+        one round trip). A connection the server dropped is replaced and the call retried once.
+
+        Raises:
+            BackendError: the database failed (chained).
+        """
+        if self._closed:
+            raise BackendError("the Postgres backend is closed")
+        conn = getattr(self._local, "conn", None)
+        if conn is not None:
+            try:
+                return fn(conn)
+            except self.psycopg.Error as e:
+                if _transient(e):
+                    raise  # the enclosing atomic() retries the whole plan
+                raise BackendError(f"postgres {what} failed: {e}") from e
+        return self._retrying(fn, what, write=write)
+
+    def _retrying(self, fn: Callable[[Any], _T], what: str, *, write: bool = True) -> _T:
+        for attempt in range(_RETRIES):
+            try:
+                with self._pool.connection() as conn:
+                    if not write:
+                        return fn(conn)
+                    with conn.transaction():
+                        return fn(conn)
+            except HindsightError:
+                raise
+            except self.psycopg.Error as e:
+                if (_transient(e) or (attempt == 0 and self._dropped(e))) and attempt + 1 < _RETRIES:
+                    logger.info("postgres %s: %s; retrying (attempt %d)", what, e.sqlstate, attempt + 2)
+                    time.sleep(random.uniform(0.005, 0.05) * (attempt + 1))
+                    continue
+                raise BackendError(f"postgres {what} failed: {e}") from e
+            except self._pool_errors() as e:
+                raise BackendError(f"postgres {what} failed: {e}") from e
+        raise BackendError(f"postgres {what} failed after {_RETRIES} attempts")  # pragma: no cover
+
+    def _dropped(self, e: BaseException) -> bool:
+        """A connection the server closed (restart, idle timeout): the pool discards it; a retry gets a new one."""
+        return isinstance(e, self.psycopg.OperationalError) and getattr(e, "sqlstate", None) in (None, "57P01")
+
+    def _pool_errors(self) -> tuple[type[BaseException], ...]:
+        import psycopg_pool
+
+        return (psycopg_pool.PoolTimeout, psycopg_pool.PoolClosed)
+
+    def atomic(self, key: str, fn: Callable[[], _T]) -> _T:
+        """``fn()`` with every backend call inside it in one transaction, serialised with others on ``key``.
+
+        Takes a transaction-scoped advisory lock on ``key`` (the namespace), so two
+        processes' write plans for one namespace run one after the other; a serialization
+        failure or deadlock re-runs ``fn`` from the start (it re-reads what it planned on).
+        Nested calls join the outer transaction.
+        """
+        if getattr(self._local, "conn", None) is not None:
+            return fn()
+        if self._closed:
+            raise BackendError("the Postgres backend is closed")
+        for attempt in range(_RETRIES):
+            try:
+                with self._pool.connection() as conn, conn.transaction():
+                    conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", [key])
+                    self._local.conn = conn
+                    try:
+                        return fn()
+                    finally:
+                        self._local.conn = None
+            except self.psycopg.Error as e:
+                if _transient(e) and attempt + 1 < _RETRIES:
+                    logger.info("postgres write plan on %r: %s; retrying (attempt %d)", key, e.sqlstate, attempt + 2)
+                    time.sleep(random.uniform(0.005, 0.05) * (attempt + 1))
+                    continue
+                raise BackendError(f"postgres write plan on {key!r} failed: {e}") from e
+            except self._pool_errors() as e:
+                raise BackendError(f"postgres write plan on {key!r} failed: {e}") from e
+        raise BackendError(f"postgres write plan on {key!r} failed after {_RETRIES} attempts")  # pragma: no cover
+
+    # ------------------------------------------------------------------ schema
+    def _migrate(self) -> None:
+        """Create or upgrade the schema (under an advisory lock), and re-tokenise when the tokenizer changed."""
+
+        def migrate(conn: Any) -> None:
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", [_MIGRATION_LOCK])
+            if conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'vector'").fetchone() is None:
+                try:
+                    conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+                except self.psycopg.Error as e:
+                    raise BackendError(
+                        "the database lacks the pgvector extension and this role may not create it: "
+                        f"run CREATE EXTENSION vector as a superuser ({e})"
+                    ) from e
+            conn.execute(f"CREATE SCHEMA IF NOT EXISTS {SCHEMA}")
+            conn.execute(f"CREATE TABLE IF NOT EXISTS {SCHEMA}.meta (key text PRIMARY KEY, value text NOT NULL)")
+            row = conn.execute(f"SELECT value FROM {SCHEMA}.meta WHERE key = 'schema_version'").fetchone()
+            version = int(row[0]) if row else 0
+            if version > SCHEMA_VERSION:
+                raise BackendError(
+                    f"the database holds hindsight schema version {version}, newer than this package's "
+                    f"{SCHEMA_VERSION}: upgrade langchain-hindsight"
+                )
+            for target, statements in MIGRATIONS:
+                if target <= version:
+                    continue
+                for statement in statements:
+                    conn.execute(statement)
+                conn.execute(
+                    f"INSERT INTO {SCHEMA}.meta VALUES ('schema_version', %s)"
+                    " ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
+                    [str(target)],
+                )
+                logger.info("hindsight schema migrated to version %d", target)
+            row = conn.execute(f"SELECT value FROM {SCHEMA}.meta WHERE key = 'lexical_signature'").fetchone()
+            if row is None or row[0] != self.lexical.signature:
+                if row is not None:
+                    logger.warning("the tokenizer changed: recomputing the lexical terms of every record")
+                self._retokenise(conn)
+                conn.execute(
+                    f"INSERT INTO {SCHEMA}.meta VALUES ('lexical_signature', %s)"
+                    " ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
+                    [self.lexical.signature],
+                )
+
+        self._retrying(migrate, "schema migration")
+
+    def _retokenise(self, conn: Any) -> None:
+        """Recompute every record's lexical postings (the tokenizer changed)."""
+        conn.execute(f"DELETE FROM {SCHEMA}.postings")
+        rows = conn.execute(
+            f"SELECT r.collection_id, r.id, r.document, r.metadata, c.dimension FROM {SCHEMA}.records r"
+            f" JOIN {SCHEMA}.collections c ON c.id = r.collection_id"
+        ).fetchall()
+        by_collection: dict[int, dict[str, tuple[int | None, list[tuple[int, int]]]]] = {}
+        for cid, memory_id, document, metadata, dim in rows:
+            records = PostgresRecords(self, cid, "", {}, dim)
+            by_collection.setdefault(cid, {})[memory_id] = records._lexical(document, metadata)
+        for cid, postings in by_collection.items():
+            PostgresRecords(self, cid, "", {}, None)._write_postings(conn, postings, replace=False)
+            conn.execute(
+                f"UPDATE {SCHEMA}.records r SET lex_len = v.len FROM unnest(%s::text[], %s::int[]) AS v(id, len)"
+                " WHERE r.collection_id = %s AND r.id = v.id",
+                [list(postings), [p[0] for p in postings.values()], cid],
+            )
+
+    # ------------------------------------------------------------------ collections
+    def _records(self, row: tuple[Any, ...]) -> PostgresRecords:
+        return PostgresRecords(self, row[0], row[1], row[2], row[3])
+
+    def get_collection(self, name: str) -> PostgresRecords | None:
+        """See :meth:`Backend.get_collection`."""
+        row = self.run(
+            lambda conn: conn.execute(
+                f"SELECT id, name, metadata, dimension FROM {SCHEMA}.collections WHERE name = %s", [name]
+            ).fetchone(),
+            "get_collection",
+        )
+        return None if row is None else self._records(row)
+
+    def create_collection(self, name: str, metadata: Metadata, *, like: Records | None = None) -> PostgresRecords:
+        """See :meth:`Backend.create_collection` (``like`` changes nothing: every collection is HNSW cosine)."""
+        jsonb = self.psycopg.types.json.Jsonb
+
+        def create(conn: Any) -> tuple[Any, ...]:
+            row = conn.execute(
+                f"INSERT INTO {SCHEMA}.collections (name, metadata) VALUES (%s, %s) ON CONFLICT (name) DO NOTHING"
+                " RETURNING id, name, metadata, dimension",
+                [name, jsonb(dict(metadata))],
+            ).fetchone()
+            if row is None:
+                raise BackendError(f"collection {name!r} already exists")
+            return tuple(row)
+
+        return self._records(self.run(create, "create_collection", write=True))
+
+    def get_or_create(self, name: str, metadata: Metadata) -> Records:
+        """The collection ``name``, created with ``metadata`` when missing (a concurrent creator's wins)."""
+        found = self.get_collection(name)
+        if found is not None:
+            return found
+        try:
+            return self.create_collection(name, metadata)
+        except BackendError:
+            found = self.get_collection(name)
+            if found is None:
+                raise
+            return found
+
+    def list_collections(self) -> list[Records]:
+        """See :meth:`Backend.list_collections`."""
+        rows = self.run(
+            lambda conn: conn.execute(
+                f"SELECT id, name, metadata, dimension FROM {SCHEMA}.collections ORDER BY id"
+            ).fetchall(),
+            "list_collections",
+        )
+        return [self._records(r) for r in rows]
+
+    def delete_collection(self, name: str) -> None:
+        """See :meth:`Backend.delete_collection` (its records and its HNSW index go with it)."""
+
+        def drop(conn: Any) -> None:
+            row = conn.execute(f"DELETE FROM {SCHEMA}.collections WHERE name = %s RETURNING id", [name]).fetchone()
+            if row is None:
+                raise BackendError(f"collection {name!r} does not exist")
+            conn.execute(f"DROP INDEX IF EXISTS {SCHEMA}.records_hnsw_{int(row[0])}")
+
+        self.run(drop, "delete_collection", write=True)
+
+    # ------------------------------------------------------------------ properties
+    @property
+    def client(self) -> Any:
+        """The connection pool (``psycopg_pool.ConnectionPool``)."""
+        return self._pool
+
+    @property
+    def single_writer(self) -> bool:
+        """False: any number of processes and hosts write the same database."""
+        return False
+
+    @property
+    def answers_lexical(self) -> bool:
+        """True: the database answers the lexical arm itself (see :meth:`PostgresRecords.lexical_search`)."""
+        return True
+
+    @property
+    def can_erase(self) -> bool:
+        """True: :meth:`erase` rewrites the table and drops the WAL that held deleted rows (see the module doc)."""
+        return True
+
+    @property
+    def max_batch_size(self) -> int:
+        """The most records one write may carry."""
+        return 5000
+
+    def erase(self, rebuild: Sequence[str] | None) -> None:
+        """Physically erase deleted rows: ``VACUUM FULL`` the records, then drop the WAL that held them.
+
+        ``rebuild`` is ignored: every collection lives in one table, which is rewritten whole.
+        The WAL steps (``wal_recycle = off``, ``pg_switch_wal()``, two ``CHECKPOINT`` s) need a
+        superuser (or the ``pg_checkpoint`` role and grants); without them the table is still
+        rewritten and a warning says what is left.
+        """
+        if self._closed:
+            raise BackendError("the Postgres backend is closed")
+        try:
+            with self.psycopg.connect(self._url, autocommit=True) as conn:
+                for table in ("records", "postings", "collections"):
+                    conn.execute(f"VACUUM (FULL, ANALYZE) {SCHEMA}.{table}")
+                try:
+                    superuser = conn.execute("SELECT rolsuper FROM pg_roles WHERE rolname = current_user").fetchone()
+                    if superuser and superuser[0]:
+                        recycle = conn.execute("SHOW wal_recycle").fetchone()
+                        if recycle and recycle[0] != "off":
+                            conn.execute("ALTER SYSTEM SET wal_recycle = off")
+                            conn.execute("SELECT pg_reload_conf()")
+                            time.sleep(0.05)  # the checkpointer reads the reloaded setting
+                    for _ in range(2):
+                        conn.execute("SELECT pg_switch_wal()")
+                        conn.execute("CHECKPOINT")
+                except self.psycopg.Error as e:
+                    logger.warning(
+                        "postgres erase: the table was rewritten, but this role cannot checkpoint or switch WAL "
+                        "(%s): deleted rows stay in WAL segments until the server recycles them",
+                        e,
+                    )
+        except self.psycopg.Error as e:
+            raise BackendError(f"postgres erase failed: {e}") from e
+
+    def close(self) -> None:
+        """Close the connection pool (idempotent)."""
+        if not self._closed:
+            self._closed = True
+            self._pool.close()
+
+
+def _redact(url: str) -> str:
+    """``url`` without its password (for messages)."""
+    if "://" in url and "@" in url:
+        scheme, rest = url.split("://", 1)
+        creds, host = rest.rsplit("@", 1)
+        return f"{scheme}://{creds.split(':', 1)[0]}@{host}"
+    return url

@@ -1,0 +1,220 @@
+"""Hard delete for ``MemoryStore``: ``forget`` and ``scrub``, records, references, run journal, then the bytes.
+
+:func:`forget` removes units and every reference to them (a
+successor's ``supersedes``, a merge's ``merged_from``, the run records that
+served or produced them, the comments that became them), or a whole namespace.
+The run records are scrubbed through the storage layer's
+:class:`~langchain_hindsight.store.runs.RunRecords`, never through the journal's
+API above the store. A Chroma delete leaves the bytes in ``chroma.sqlite3`` and
+the HNSW files, so the backend then erases them (``backend.erase``), resumably:
+a durable intent file and a scrub marker let the next open finish a forget or a
+scrub a crash cut short.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+
+from langchain_hindsight.errors import ConfigurationError, HindsightError, StoreError
+from langchain_hindsight.store import _directory
+from langchain_hindsight.store._codec import unit_to_metadata
+from langchain_hindsight.store._collections import ROLES, Collection, records
+from langchain_hindsight.store._core import StoreCore, backend_errors, check_ids
+from langchain_hindsight.store.backend import Backend, _scrub
+from langchain_hindsight.types import MemoryUnit
+
+__all__ = ["NO_SCRUB", "drop_collections", "finish_interrupted_scrub", "forget", "scrub", "scrub_collections"]
+
+logger = logging.getLogger(__name__)
+
+NO_SCRUB = (
+    "scrub needs a store that owns an embedded directory (MemoryStore(persist_directory=...)); for a Chroma "
+    "server, stop it, open its --path with MemoryStore(persist_directory=...) and call scrub() there"
+)
+
+
+def _record_intent(directory: Path | None, ns: str, ids: list[str] | None, scrub: bool) -> None:
+    """Durably note "forget ``ids`` of ``ns`` (``None``: the namespace)" before anything is deleted.
+
+    A crash at any later point (kill -9 between the deletes and the scrub) is
+    finished when the directory is opened again: the deletes are repeated (they
+    are idempotent), references and run records cleaned, and the directory
+    scrubbed. A backend without a directory has no place for the note.
+    """
+    if directory is not None:
+        _directory.record_intent(directory, {"namespace": ns, "ids": ids, "scrub": scrub})
+
+
+def _clear_intent(directory: Path | None) -> None:
+    if directory is not None:
+        _directory.clear_intents(directory)
+
+
+def drop_collections(backend: Backend, ns: str) -> int:
+    """Drop every collection of ``backend`` that belongs to ``ns`` (any role, leftovers included); count its units."""
+    deleted = 0
+    for col in backend.list_collections():
+        meta = col.metadata
+        if meta.get("hindsight_namespace") != ns or "hindsight_role" not in meta:
+            continue
+        if meta["hindsight_role"] in ROLES and not col.name.endswith(_scrub.REBUILD_SUFFIX):
+            deleted += col.count()
+        backend.delete_collection(col.name)
+    return deleted
+
+
+@backend_errors
+def forget(
+    store: StoreCore,
+    memory_id: str | Sequence[str] | None = None,
+    *,
+    namespace: str | None = None,
+    scrub: bool | None = None,
+) -> int:
+    """The body of :meth:`MemoryStore.forget` (see there)."""
+    if scrub is not None and not isinstance(scrub, bool):
+        raise ConfigurationError(f"scrub must be True, False or None, got {scrub!r}")
+    if scrub and not store.backend.can_erase:
+        raise ConfigurationError(NO_SCRUB)
+    do_scrub = store.backend.can_erase if scrub is None else scrub
+    ns = store._ns(namespace)
+    ids = None if memory_id is None else check_ids(memory_id)
+    if ids is None and namespace is None:
+        raise ConfigurationError("forget() needs a memory id or an explicit namespace")
+    if ids == []:
+        return 0
+    with store._lock:
+        store._ensure_open()
+        rebuild: list[str] = []
+        _record_intent(store.persist_directory, ns, ids, do_scrub)  # durable before the first delete
+        try:
+            if ids is None:
+                deleted = store._atomic(ns, functools.partial(_drop_namespace, store, ns))
+            else:
+                deleted, rebuild = store._atomic(ns, functools.partial(_delete_ids, store, ns, ids))
+            if do_scrub and (deleted or rebuild):
+                scrub_collections(store, rebuild)
+        finally:
+            _clear_intent(store.persist_directory)  # done, or failed with an error the caller receives
+        return deleted
+
+
+@backend_errors
+def scrub(store: StoreCore) -> None:
+    """The body of :meth:`MemoryStore.scrub` (see there)."""
+    if not store.backend.can_erase:
+        raise ConfigurationError(NO_SCRUB)
+    with store._lock:
+        store._ensure_open()
+        scrub_collections(store, None)
+
+
+# ------------------------------------------------------------------ internals
+def _drop_namespace(store: StoreCore, ns: str) -> int:
+    """Drop every collection that belongs to ``ns`` (any role, leftovers included)."""
+    deleted = drop_collections(store.backend, ns)
+    for key in [k for k in store._collections if k[0] == ns]:
+        del store._collections[key]
+    store._replica.reset(ns)
+    store._repaired.discard(ns)
+    return deleted
+
+
+def _delete_ids(store: StoreCore, ns: str, ids: list[str]) -> tuple[int, list[str]]:
+    """Delete ``ids`` and every reference to them; return (count, names of collections touched)."""
+    deleted = 0
+    touched: list[str] = []
+    gone = set(ids)
+    feedback: dict[str, list[str]] = {}  # run id -> contents of forgotten user_feedback units made in it
+    for role in ROLES:
+        col = store._collection(ns, role, create=False)
+        if col is None:
+            continue
+        rows = col.get(ids=ids, include=["documents", "metadatas"])
+        for doc, meta in zip(rows["documents"] or [], rows["metadatas"] or [], strict=True):
+            if (meta or {}).get("source") == "user_feedback" and (meta or {}).get("run_id"):
+                feedback.setdefault(str(meta["run_id"]), []).append(doc or "")
+        present = list(rows["ids"])
+        if present:
+            col.delete(ids=present)
+            deleted += len(present)
+            touched.append(col.name)
+        # References: a successor's ``supersedes`` and a merge's ``merged_from`` name the id.
+        referring = _referring(col, ids, gone)
+        cleaned = {
+            u.memory_id: u.evolve(
+                supersedes=None if u.supersedes in gone else u.supersedes,
+                merged_from=[m for m in u.merged_from if m not in gone],
+            )
+            for u in referring
+        }
+        if cleaned:
+            col.update(ids=list(cleaned), metadatas=[unit_to_metadata(u) for u in cleaned.values()])
+            if col.name not in touched:
+                touched.append(col.name)
+            if role == "memories":
+                store._replica.reindex(ns, upserts=list(cleaned.values()))
+    store._replica.reindex(ns, deletes=ids)
+    # The run records name the ids they served and produced, and hold the comments: scrubbed in storage.
+    if store.run_records.scrub(ns, ids, feedback):
+        journal = store._collection(ns, "journal", create=False)
+        if journal is not None:
+            touched.append(journal.name)
+    if deleted or touched:
+        # A delete is logical, and a unit may have lived in another collection before (archived,
+        # then restored; older journal versions): rebuild every collection of the namespace.
+        for role in ("memories", "archive", "journal"):
+            col = store._collection(ns, role, create=False)  # type: ignore[arg-type]
+            if col is not None and col.name not in touched:
+                touched.append(col.name)
+    return deleted, touched
+
+
+def _referring(col: Collection, ids: list[str], gone: set[str]) -> list[MemoryUnit]:
+    found = records(col, where={"supersedes": {"$in": ids}})
+    return found + [u for u in records(col, where={"merged_from": {"$ne": "[]"}}) if gone & set(u.merged_from)]
+
+
+def scrub_collections(store: StoreCore, rebuild: list[str] | None) -> None:
+    """Rebuild ``rebuild`` (names; ``None``: every hindsight collection), then erase files (resumably)."""
+    directory = store.persist_directory
+    if directory is None:  # nothing on disk (memory): the backend's deletes leave nothing behind
+        store.backend.erase(rebuild)
+        return
+    try:
+        _directory.begin_scrub(directory)  # durable before any step: a crash resumes on reopen
+        store._collections.clear()
+        store.backend.erase(rebuild)
+        _directory.end_scrub(directory)
+        _clear_intent(directory)  # a scrub of everything also finishes any forget noted before it
+    except HindsightError:
+        raise
+    except OSError as e:
+        raise StoreError(f"scrub of {directory} failed: {e}") from e
+
+
+def finish_interrupted_scrub(store: StoreCore) -> None:
+    """Complete a forget or scrub that a crash interrupted (a rebuild half-done, a marker or intent left)."""
+    directory = store.persist_directory
+    if directory is None:
+        return
+    interrupted = store.backend.recover_interrupted()
+    intents = _directory.read_intents(directory)
+    if intents:
+        logger.warning("finishing %d interrupted forget(s) in %s", len(intents), directory)
+        with store._lock:
+            for intent in intents:
+                ns, ids = str(intent.get("namespace")), intent.get("ids")
+                if ids is None:
+                    drop_collections(store.backend, ns)
+                    store._collections.clear()
+                else:
+                    _delete_ids(store, ns, [str(i) for i in ids])
+        if not any(intent.get("scrub") for intent in intents):
+            _clear_intent(directory)
+    if interrupted or _directory.scrub_pending(directory) or _directory.intents_pending(directory):
+        logger.warning("finishing an interrupted scrub of %s", directory)
+        scrub_collections(store, None)

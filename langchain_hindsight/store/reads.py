@@ -1,0 +1,298 @@
+"""The read methods of ``MemoryStore``: listing, counting, paging units (with or without vectors), history.
+
+Also the statistics summary's upkeep at close (:func:`refresh_summary`):
+it counts with the recall mirror, as :func:`count_by` does when it can.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from langchain_hindsight.errors import ConfigurationError
+from langchain_hindsight.store._checks import is_int
+from langchain_hindsight.store._codec import unit_from_record
+from langchain_hindsight.store._collections import ALLOWED, ROLES, Role, filter_where, records
+from langchain_hindsight.store._collections import namespaces as _namespaces
+from langchain_hindsight.store._core import StoreCore, backend_errors
+from langchain_hindsight.store.backend import Records, Rows
+from langchain_hindsight.types import MemoryStatus, MemoryUnit
+
+__all__ = [
+    "SUMMARY_MAX_READ",
+    "check_page_size",
+    "count",
+    "count_by",
+    "history",
+    "iter_units",
+    "iter_vectors",
+    "list_units",
+    "namespaces",
+    "refresh_summary",
+]
+
+logger = logging.getLogger(__name__)
+
+_COUNT_PAGE = 5000
+"""Records per backend read when :func:`count_by` reads metadata."""
+_MAX_PAGE = 2**31 - 1
+_SUMMARY_FIELDS = ("status", "task_type", "source")
+
+SUMMARY_MAX_READ = 2000
+"""The most records the close reads from Chroma to count a written namespace again for the summary.
+
+With the recall mirror a namespace's active memories are counted from memory
+(~8 µs each) and only its other records (superseded, merged, archived) are read
+from Chroma (~0.14 ms each, measured at 10k memories): 2000 of them bound that
+read to ~0.3 s. A namespace with more is dropped from the summary instead (the
+next ``stats`` counts it)."""
+
+
+def check_page_size(batch_size: object) -> None:
+    """Refuse a page size that is not an int in ``[1, 2**31 - 1]`` (what a backend read can carry)."""
+    if not is_int(batch_size, 1, _MAX_PAGE):
+        raise ConfigurationError(f"batch_size must be an int from 1 to {_MAX_PAGE}, got {batch_size!r}")
+
+
+@backend_errors
+def namespaces(store: StoreCore) -> list[str]:
+    """The body of :meth:`MemoryStore.namespaces` (see there)."""
+    with store._lock:
+        store._ensure_open()
+        return _namespaces(store.backend)
+
+
+# ------------------------------------------------------------------ reads
+@backend_errors
+def list_units(
+    store: StoreCore,
+    *,
+    namespace: str | None = None,
+    status: MemoryStatus | None = None,
+    task_type: str | None = None,
+    kind: str | None = None,
+    source: str | None = None,
+    limit: int | None = None,
+) -> list[MemoryUnit]:
+    """The body of :meth:`MemoryStore.list_units` (see there)."""
+    if limit is not None and not is_int(limit, 0):
+        raise ConfigurationError(f"limit must be a non-negative int or None, got {limit!r}")
+    units = list(iter_units(store, namespace=namespace, status=status, task_type=task_type, kind=kind, source=source))
+    units.sort(key=lambda u: (u.created_at, u.memory_id), reverse=True)
+    return units if limit is None else units[:limit]
+
+
+def iter_units(
+    store: StoreCore,
+    *,
+    namespace: str | None = None,
+    status: MemoryStatus | None = None,
+    task_type: str | None = None,
+    kind: str | None = None,
+    source: str | None = None,
+    batch_size: int = 1000,
+) -> Iterator[MemoryUnit]:
+    """The body of :meth:`MemoryStore.iter_units` (see there)."""
+    ns = store._ns(namespace)
+    filters: dict[str, object] = {"status": status, "task_type": task_type, "kind": kind, "source": source}
+    where = filter_where(filters, store.vocabulary.normalize)
+    check_page_size(batch_size)
+    roles: tuple[Role, ...] = ("archive",) if status == "archived" else ("memories",) if status else ROLES
+    for role in roles:
+        offset = 0
+        while True:
+            with store._lock:
+                col = store._collection(ns, role, create=False)
+                if col is None:
+                    break
+                page = records(col, where=where, limit=batch_size, offset=offset)
+            yield from page
+            if len(page) < batch_size:
+                break
+            offset += batch_size
+
+
+def iter_vectors(
+    store: StoreCore, *, namespace: str | None = None, status: MemoryStatus = "active", batch_size: int = 1000
+) -> Iterator[tuple[list[MemoryUnit], np.ndarray]]:
+    """The body of :meth:`MemoryStore.iter_vectors` (see there)."""
+    ns = store._ns(namespace)
+    if status not in ALLOWED["status"]:
+        raise ConfigurationError(f"status must be one of {ALLOWED['status']}, got {status!r}")
+    check_page_size(batch_size)
+    role: Role = "archive" if status == "archived" else "memories"
+    offset = 0
+    while True:
+        with store._lock:
+            col = store._collection(ns, role, create=False)
+            if col is None:
+                return
+            rows = col.get(
+                where={"status": status},
+                include=["documents", "metadatas", "embeddings"],
+                limit=batch_size,
+                offset=offset,
+            )
+        ids = rows["ids"]
+        if ids:
+            units = [
+                unit_from_record(i, d, m)
+                for i, d, m in zip(ids, rows["documents"] or [], rows["metadatas"] or [], strict=True)
+            ]
+            yield units, np.asarray(rows["embeddings"], dtype=np.float32).reshape(len(ids), -1)
+        if len(ids) < batch_size:
+            return
+        offset += batch_size
+
+
+@backend_errors
+def count_by(store: StoreCore, *fields: str, namespace: str | None = None) -> dict[tuple[str, ...], int]:
+    """The body of :meth:`MemoryStore.count_by` (see there)."""
+    allowed = ("status", "task_type", "kind", "source", "run_id")
+    if not fields or any(f not in allowed for f in fields):
+        raise ConfigurationError(f"fields must be among {allowed}, got {fields!r}")
+    ns = store._ns(namespace)
+    counts = _count_with_mirror(store, ns, fields, load=True, max_read=None)
+    if counts is not None:
+        return counts
+    known = {f: store.vocabulary.labels if f == "task_type" else ALLOWED.get(f, ()) for f in fields}
+    counts = {}
+    for role in ROLES:
+        with store._lock:
+            col = store._collection(ns, role, create=False)
+            if col is None:
+                continue
+            keys = _value_tuples(col, fields, known)
+        for key in keys:
+            counts[key] = counts.get(key, 0) + 1
+    return dict(sorted(counts.items()))
+
+
+def _count_with_mirror(
+    store: StoreCore, ns: str, fields: tuple[str, ...], *, load: bool, max_read: int | None
+) -> dict[tuple[str, ...], int] | None:
+    """:meth:`count_by` from ``ns``'s recall mirror (see :meth:`_held_mirror`), or ``None`` without one.
+
+    The mirror holds every active record of the memories collection; the
+    memories collection's other records and the archive's are read (metadata
+    only). ``None`` too when they are more than ``max_read``, or when the
+    counts do not add up (the memories collection holds neither exactly the
+    mirrored and the other records): the caller then reads everything.
+    """
+    with store._lock:
+        mirror = store._replica.held_mirror(ns, load=load)
+        if mirror is None:
+            return None
+        col = store._collection(ns, create=False)
+        archive = store._collection(ns, "archive", create=False)
+        assert col is not None  # the mirror's collection
+        stored = col.count()
+        archived = 0 if archive is None else archive.count()
+        if max_read is not None and stored - len(mirror) + archived > max_read:
+            return None
+        metadatas: list[Mapping[str, Any] | None] = []
+        inactive = 0
+        for rows in col.pages(include=["metadatas"], where={"status": {"$ne": "active"}}, size=_COUNT_PAGE):
+            if any(i in mirror for i in rows["ids"]):
+                return None
+            metadatas.extend(rows["metadatas"] or [])
+            inactive += len(rows["ids"])
+        if archive is not None:
+            for rows in archive.pages(include=["metadatas"], size=_COUNT_PAGE):
+                metadatas.extend(rows["metadatas"] or [])
+        if inactive + len(mirror) != stored or len(metadatas) != inactive + archived:
+            logger.debug("namespace %r: the recall mirror does not add up to the stored records", ns)
+            return None
+        counts: dict[tuple[str, ...], int] = {}
+        for meta in [*(m for _, _, m in mirror.records()), *metadatas]:
+            key = tuple(str((meta or {}).get(f, "")) for f in fields)
+            counts[key] = counts.get(key, 0) + 1
+    return dict(sorted(counts.items()))
+
+
+def refresh_summary(store: StoreCore) -> None:
+    """At close, before the backend closes: the replica rewrites the statistics summary (see ``replica.summary``).
+
+    A namespace whose memories were written is counted with its recall mirror (:meth:`_count_with_mirror`).
+    """
+    store._replica.save_summary(
+        count=lambda ns: _count_with_mirror(store, ns, _SUMMARY_FIELDS, load=False, max_read=SUMMARY_MAX_READ),
+        runs=store.run_records.count,
+    )
+
+
+@backend_errors
+def count(store: StoreCore, *, namespace: str | None = None, status: MemoryStatus | None = None) -> int:
+    """The body of :meth:`MemoryStore.count` (see there)."""
+    if status is not None and status not in ALLOWED["status"]:
+        raise ConfigurationError(f"status must be one of {ALLOWED['status']} or None, got {status!r}")
+    ns = store._ns(namespace)
+    with store._lock:
+        total = 0
+        for role in ROLES:
+            col = store._collection(ns, role, create=False)
+            if col is None:
+                continue
+            if status is None:
+                total += col.count()
+            elif (status == "archived") == (role == "archive"):
+                total += len(col.get(where={"status": status}, include=[])["ids"])
+        return total
+
+
+@backend_errors
+def history(store: StoreCore, memory_id: str, *, namespace: str | None = None) -> list[MemoryUnit]:
+    """The body of :meth:`MemoryStore.history` (see there)."""
+    ns = store._ns(namespace)
+    with store._lock:
+        head = store.get(memory_id, namespace=ns)
+        seen = {head.memory_id}
+        col = store._collection(ns)
+        assert col is not None
+        while True:  # walk forward to the newest successor
+            nxt = records(col, where={"supersedes": head.memory_id}, limit=1)
+            if not nxt or nxt[0].memory_id in seen:
+                break
+            head = nxt[0]
+            seen.add(head.memory_id)
+        chain = [head]
+        while chain[-1].supersedes and chain[-1].supersedes not in {u.memory_id for u in chain}:
+            older = store.get_many([chain[-1].supersedes], namespace=ns)
+            if not older:
+                break
+            chain.append(older[0])
+        return chain
+
+
+def _value_tuples(col: Records, fields: tuple[str, ...], known: Mapping[str, Sequence[str]]) -> list[tuple[str, ...]]:
+    """Each record's values of ``fields`` (``str`` of the stored value, ``""`` when missing), one tuple per record.
+
+    A known value costs one id-only filtered query; the records left over are
+    read with their metadata (by id when few, else page by page).
+    """
+    ids = col.get(include=[])["ids"]
+    if not ids:
+        return []
+    value_of: list[dict[str, str]] = []
+    for field in fields:
+        got: dict[str, str] = {}
+        for value in known[field]:
+            got.update(dict.fromkeys(col.get(where={field: value}, include=[])["ids"], value))
+        value_of.append(got)
+    rest = {i for got in value_of if len(got) < len(ids) for i in ids if i not in got}
+    if rest:
+        pages: Iterable[Rows] = (
+            [col.get(ids=sorted(rest), include=["metadatas"])]
+            if len(rest) <= _COUNT_PAGE
+            else col.pages(include=["metadatas"], size=_COUNT_PAGE)
+        )
+        for rows in pages:
+            for i, meta in zip(rows["ids"], rows["metadatas"] or [], strict=True):
+                for field, got in zip(fields, value_of, strict=True):
+                    if i not in got:
+                        got[i] = str((meta or {}).get(field, ""))
+    # a record deleted by another process between the queries has no value for some field: left out
+    return [tuple(got[i] for got in value_of) for i in ids if all(i in got for got in value_of)]

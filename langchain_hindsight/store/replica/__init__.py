@@ -1,0 +1,67 @@
+"""Where recall reads from: the store's derived copies of its data, and the only code that reads or writes their files.
+
+:class:`Replica` (``replica``) is their one owner in a store; the modules below are its parts.
+
+Derived data is rebuilt from the backend whenever it cannot be trusted; it is never the only copy.
+
+* :mod:`~langchain_hindsight.store.replica.records`: the recall mirror, every active unit's vector and
+  record of a namespace in memory (an exact dense arm, no backend read per query);
+* :mod:`~langchain_hindsight.store.replica.lexical`: the BM25 index of the lexical arm and its snapshot file;
+* :mod:`~langchain_hindsight.store.replica.units`: the cache of recently recalled units;
+* :mod:`~langchain_hindsight.store.replica.feed`: the change feed that keeps other writers' changes in view on
+  a shared server;
+* :mod:`~langchain_hindsight.store.replica.summary`: the statistics summary ``hindsight stats`` answers from;
+* :mod:`~langchain_hindsight.store.replica.snapshot`: :class:`StoreSnapshot`, recall from the files alone
+  (the CLI's quick path);
+* :mod:`~langchain_hindsight.store.replica.files`: the one eraser of a derived file.
+
+Names are imported on first use: ``hindsight stats`` reads the summary without importing numpy or the store.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from langchain_hindsight.store.replica.feed import ChangeFeed
+    from langchain_hindsight.store.replica.lexical import LexicalIndex, tokenize
+    from langchain_hindsight.store.replica.records import MIRROR_MAX_ROWS, Mirror
+    from langchain_hindsight.store.replica.replica import Replica
+    from langchain_hindsight.store.replica.snapshot import SnapshotFiles, StoreSnapshot
+    from langchain_hindsight.store.replica.units import UnitCache
+
+_EXPORTS: dict[str, str] = {
+    "MIRROR_MAX_ROWS": "records",
+    "ChangeFeed": "feed",
+    "LexicalIndex": "lexical",
+    "Mirror": "records",
+    "Replica": "replica",
+    "SnapshotFiles": "snapshot",
+    "StoreSnapshot": "snapshot",
+    "UnitCache": "units",
+    "tokenize": "lexical",
+}
+
+__all__ = [
+    "MIRROR_MAX_ROWS",
+    "ChangeFeed",
+    "LexicalIndex",
+    "Mirror",
+    "Replica",
+    "SnapshotFiles",
+    "StoreSnapshot",
+    "UnitCache",
+    "tokenize",
+]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{module}"), name)
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *__all__])

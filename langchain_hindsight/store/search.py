@@ -1,0 +1,174 @@
+"""The search methods of ``MemoryStore``: the dense arm, the lexical (BM25) arm, and both at once."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from typing import Any
+
+from langchain_hindsight._safety import clean_text
+from langchain_hindsight.errors import ConfigurationError, StoreError
+from langchain_hindsight.store._checks import check_k
+from langchain_hindsight.store._collections import query_hits
+from langchain_hindsight.store._core import StoreCore, backend_errors, check_ids
+from langchain_hindsight.store.replica.records import Mirror, mirror_candidates
+from langchain_hindsight.store.replica.units import cached_candidates, cached_hits, cached_similarities, similarities
+from langchain_hindsight.types import MemoryUnit
+
+__all__ = ["hybrid_search", "lexical_search", "search", "search_by_vector", "similarity_by_ids"]
+
+
+def _as_list(vector: Any) -> list[float] | None:
+    return None if vector is None else [float(x) for x in vector]
+
+
+@backend_errors
+def search(
+    store: StoreCore,
+    query: str,
+    *,
+    k: int = 10,
+    namespace: str | None = None,
+    include_embeddings: bool = False,
+) -> list[tuple[MemoryUnit, float, list[float] | None]]:
+    """The body of :meth:`MemoryStore.search` (see there)."""
+    if not isinstance(query, str):
+        raise ConfigurationError(f"query must be a string, got {type(query).__name__}")
+    check_k(k)
+    vector = store.embeddings.embed_query(clean_text(query))
+    return search_by_vector(store, vector, k=k, namespace=namespace, include_embeddings=include_embeddings)
+
+
+@backend_errors
+def search_by_vector(
+    store: StoreCore,
+    vector: Sequence[float],
+    *,
+    k: int = 10,
+    namespace: str | None = None,
+    include_embeddings: bool = False,
+    where: dict[str, Any] | None = None,
+) -> list[tuple[MemoryUnit, float, list[float] | None]]:
+    """The body of :meth:`MemoryStore.search_by_vector` (see there)."""
+    check_k(k)
+    ns = store._ns(namespace)
+    include: list[Any] = ["documents", "metadatas", "distances"]
+    if include_embeddings:
+        include.append("embeddings")
+    with store._lock:
+        mirror = store._replica.recall_mirror(ns) if where is None else None
+        if mirror is not None:
+            mirror.check_query(vector)
+            nearest = mirror.nearest(vector, k)
+            vectors = [_as_list(mirror.vector(i)) if include_embeddings else None for i, _ in nearest]
+            return [
+                (_mirrored_unit(store, ns, mirror, i), sim, vec) for (i, sim), vec in zip(nearest, vectors, strict=True)
+            ]
+        col = store._vectors(store._collection(ns, create=False))
+        if col is None:
+            return []
+        if where is None and store._replica.units.size and not include_embeddings:  # units from the cache
+            res = col.query(query_embeddings=[list(vector)], n_results=k + max(8, k // 2), include=["distances"])
+            hits: list[tuple[MemoryUnit, float, list[float] | None]] = list(
+                cached_hits(store._replica.units, ns, col, res)
+            )
+            active = [h for h in hits if h[0].status == "active"]
+            if len(active) >= k or len(hits) < k + max(8, k // 2):
+                return active[:k]
+        elif where is None:
+            res = col.query(query_embeddings=[list(vector)], n_results=k + max(8, k // 2), include=include)
+            hits = query_hits(res, include_embeddings)
+            active = [h for h in hits if h[0].status == "active"]
+            if len(active) >= k or len(hits) < k + max(8, k // 2):
+                return active[:k]
+        clause: dict[str, Any] = {"status": "active"}
+        if where is not None:
+            clause = {"$and": [clause, where]}
+        res = col.query(query_embeddings=[list(vector)], n_results=k, where=clause, include=include)
+    return query_hits(res, include_embeddings)
+
+
+@backend_errors
+def similarity_by_ids(
+    store: StoreCore, vector: Sequence[float], memory_ids: Sequence[str], *, namespace: str | None = None
+) -> list[tuple[MemoryUnit, float]]:
+    """The body of :meth:`MemoryStore.similarity_by_ids` (see there)."""
+    ids = check_ids(memory_ids) if memory_ids else []
+    if not ids:
+        return []
+    ns = store._ns(namespace)
+    with store._lock:
+        mirror = store._replica.recall_mirror(ns)
+        if mirror is not None:
+            mirror.check_query(vector)
+            sims = mirror.similarities(vector, ids)
+            return [(_mirrored_unit(store, ns, mirror, i), sims[i]) for i in ids if i in sims]
+        col = store._vectors(store._collection(ns, create=False))
+        if col is None:
+            return []
+        if store._replica.units.size:
+            return cached_similarities(store._replica.units, ns, col, vector, ids)
+        rows = col.get(ids=ids, include=["documents", "metadatas", "embeddings"])
+    return similarities(rows, vector, ids)
+
+
+@backend_errors
+def hybrid_search(
+    store: StoreCore,
+    query: str,
+    vector: Sequence[float],
+    *,
+    k: int = 10,
+    namespace: str | None = None,
+    normalize: bool = False,
+) -> tuple[dict[str, tuple[MemoryUnit, float]], dict[str, float]]:
+    """The body of :meth:`MemoryStore.hybrid_search` (see there)."""
+    ns = store._ns(namespace)
+    with store._lock:
+        mirror = store._replica.recall_mirror(ns)  # first: a lexical index built now is read from it
+        lexical = dict(lexical_search(store, query, k=k, namespace=ns, normalize=normalize))
+        if mirror is not None:
+            unit_of = functools.partial(_mirrored_unit, store, ns, mirror)
+            return mirror_candidates(mirror, vector, lexical, k, unit_of), lexical
+        col = store._collection(ns, create=False)
+        if store._replica.units.size and col is not None:
+            n = k + max(8, k // 2)
+            res = col.query(query_embeddings=[list(vector)], n_results=n, include=["distances"])
+            found, enough = cached_candidates(store._replica.units, ns, col, res, vector, k, list(lexical))
+            if enough:
+                return found, lexical
+    dense = {u.memory_id: (u, sim) for u, sim, _ in search_by_vector(store, vector, k=k, namespace=ns)}
+    missing = [i for i in lexical if i not in dense]
+    if missing:
+        dense.update((u.memory_id, (u, sim)) for u, sim in similarity_by_ids(store, vector, missing, namespace=ns))
+    return dense, lexical
+
+
+def _mirrored_unit(store: StoreCore, namespace: str, mirror: Mirror, memory_id: str) -> MemoryUnit:
+    """A mirrored unit, from the unit cache or rebuilt from its mirrored record (then cached)."""
+    entry = store._replica.units.get(namespace, memory_id)
+    if entry is not None:
+        return entry[0]
+    unit = mirror.unit(memory_id)
+    if unit is None:  # callers pass ids the mirror just returned
+        raise StoreError(f"memory {memory_id!r} is not in the recall mirror of {namespace!r}")
+    store._replica.units.put(unit)
+    return unit
+
+
+@backend_errors
+def lexical_search(
+    store: StoreCore, query: str, *, k: int = 10, namespace: str | None = None, normalize: bool = False
+) -> list[tuple[str, float]]:
+    """The body of :meth:`MemoryStore.lexical_search` (see there)."""
+    if not isinstance(query, str):
+        raise ConfigurationError(f"query must be a string, got {type(query).__name__}")
+    check_k(k)
+    ns = store._ns(namespace)
+    with store._lock:
+        if store.backend.answers_lexical:  # the database scores the lexical arm: no in-process index
+            col = store._collection(ns, create=False)
+            found = col.lexical_search(query, k, normalize=normalize) if col is not None else []
+            if found is not None:
+                return found
+        return store._replica.lexical_index(ns).search(query, k, normalize=normalize)

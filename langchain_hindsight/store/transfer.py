@@ -1,0 +1,286 @@
+"""JSONL export and import of memory units (and, optionally, the run journal) that round-trip exactly.
+
+One line per unit, ``MemoryUnit.to_dict()``: every field, timestamps to the
+microsecond, status and namespace. A backup that includes the journal adds one
+line per run record, ``{"run": {...}}`` (the record as the journal stores it), so
+``explain``, ``report`` and review work on the restored store; a file without
+such lines is a memories-only export, as before. Import writes the units *as they are* — no
+task-type normalisation, no dedupe, no confidence caps, archived units straight
+into the archive — re-embedding only the content (vectors are derived data).
+
+Import is all-or-nothing: every line is parsed and validated, and every id
+checked, before the first write (an id already stored with other data is
+refused unless ``replace=True``). For an embedded store it is crash-safe too:
+the units are written durably to a pending file first and the import is rolled
+forward from it when the directory is opened again after a kill.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO
+
+from langchain_hindsight._text import informative
+from langchain_hindsight.errors import ConfigurationError, InvalidMemoryError
+from langchain_hindsight.store import _directory
+from langchain_hindsight.store import _store_writes as _write_ops
+from langchain_hindsight.store import reads as _read_ops
+from langchain_hindsight.store._core import StoreCore, backend_errors
+from langchain_hindsight.store._policy import clamp_future
+from langchain_hindsight.store.decide import flag_suspicious
+from langchain_hindsight.store.runs import RunRecord
+from langchain_hindsight.types import MemoryUnit
+
+__all__ = [
+    "RUN_KEY",
+    "ImportReport",
+    "export_runs",
+    "export_units",
+    "finish_interrupted_import",
+    "import_units",
+    "read_backup",
+    "read_jsonl",
+]
+
+logger = logging.getLogger(__name__)
+
+_BATCH = 256
+"""The units of an import in progress, written durably before the first write; replayed on reopen."""
+RUN_KEY = "run"
+"""The one key of a run-record line in a backup (a memory line is the unit's own fields)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ImportReport:
+    """What :func:`import_units` wrote, per namespace."""
+
+    imported: int
+    namespaces: dict[str, int] = field(default_factory=dict)
+    unchanged: int = 0
+    """Units already stored exactly as in the file (not written again)."""
+    refused: int = 0
+    """Units left out because their content carries no information (``"ok"``, ``"好的"``; see
+    :func:`~langchain_hindsight._text.informative`): such junk is never stored, also not by an import."""
+    runs: int = 0
+    """Run records written to the journal (a backup made with the journal)."""
+    runs_unchanged: int = 0
+    """Run records already in the journal exactly as in the file."""
+
+
+def export_units(
+    store: StoreCore,
+    out: IO[str],
+    *,
+    namespaces: Iterable[str],
+    progress: Callable[[str, int, int], None] | None = None,
+) -> int:
+    """Write every unit of ``namespaces`` (all statuses) as JSONL; return how many."""
+    count = 0
+    for ns in namespaces:
+        total = _read_ops.count(store, namespace=ns)
+        for unit in _read_ops.iter_units(store, namespace=ns):
+            out.write(json.dumps(unit.to_dict(), ensure_ascii=False, sort_keys=True) + "\n")
+            count += 1
+            if progress is not None and count % 1000 == 0:
+                progress(f"export {ns}", count, total)
+    return count
+
+
+def export_runs(store: StoreCore, out: IO[str], *, namespaces: Iterable[str]) -> int:
+    """Write every run record of ``namespaces`` (runs and reviews) as ``{"run": ...}`` lines; return how many."""
+    count = 0
+    for ns in namespaces:
+        records: list[RunRecord] = []
+        with store.lock:
+            for page in store.run_records.pages(ns, None):
+                records.extend(page)
+        for record in sorted(records, key=lambda r: (r.started_at, r.run_id)):
+            # the record exactly as the journal stores it (key order kept: a breakdown's order is its rank order)
+            out.write(f'{{"{RUN_KEY}": {record.to_json()}}}\n')
+            count += 1
+    return count
+
+
+def _lines(lines: Iterable[str]) -> Iterator[tuple[int, MemoryUnit | RunRecord]]:
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            data = json.loads(line)
+        except ValueError as e:
+            raise InvalidMemoryError(f"line {number}: not JSON ({e})") from e
+        except RecursionError as e:  # json parses nested arrays and objects recursively
+            raise InvalidMemoryError(f"line {number}: JSON nested too deeply") from e
+        try:
+            if isinstance(data, dict) and set(data) == {RUN_KEY}:
+                yield number, RunRecord.model_validate(data[RUN_KEY])
+            else:
+                yield number, MemoryUnit.from_dict(data)
+        except (InvalidMemoryError, ValueError) as e:  # pydantic's ValidationError is a ValueError
+            raise InvalidMemoryError(f"line {number}: {' '.join(str(e).split())[:300]}") from e
+
+
+def read_jsonl(lines: Iterable[str]) -> Iterator[MemoryUnit]:
+    """Parse JSONL lines into units (blank lines and run-record lines skipped).
+
+    Raises:
+        InvalidMemoryError: a line is not JSON or not a valid unit; the message names the line.
+    """
+    for _, item in _lines(lines):
+        if isinstance(item, MemoryUnit):
+            yield item
+
+
+def read_backup(lines: Iterable[str]) -> tuple[list[MemoryUnit], list[RunRecord]]:
+    """Parse a backup: its memory units and its run records (every line validated first).
+
+    Raises:
+        InvalidMemoryError: a line is not JSON, not a valid unit, or not a valid run record.
+    """
+    units: list[MemoryUnit] = []
+    runs: list[RunRecord] = []
+    for _, item in _lines(lines):
+        (units if isinstance(item, MemoryUnit) else runs).append(item)  # type: ignore[arg-type]
+    return units, runs
+
+
+@backend_errors
+def import_units(
+    store: StoreCore,
+    units: Iterable[MemoryUnit],
+    *,
+    runs: Iterable[RunRecord] = (),
+    namespace: str | None = None,
+    progress: Callable[[str, int, int], None] | None = None,
+    replace: bool = False,
+) -> ImportReport:
+    """The body of :meth:`MemoryStore.import_units` (see there)."""
+    latest: dict[str, MemoryUnit] = {}
+    refused: list[str] = []
+    for unit in units:
+        if not isinstance(unit, MemoryUnit):
+            raise ConfigurationError(f"import_units takes MemoryUnit objects, got {type(unit).__name__}")
+        if not informative(unit.content):
+            refused.append(unit.memory_id)
+            continue
+        unit = clamp_future(unit)  # a future stamp would never decay
+        flagged = flag_suspicious(unit, store.policy)  # untrusted text that reads like an instruction
+        if flagged is not unit:
+            logger.warning("import: memory %s from %s reads like an instruction: tagged suspicious, capped",
+                           unit.memory_id, unit.source)  # fmt: skip
+            unit = flagged
+        if namespace is not None:
+            unit = unit.evolve(namespace=store.resolve_namespace(namespace))
+        latest[unit.memory_id] = unit  # a later line wins
+    if refused:
+        logger.warning(
+            "import: refused %d unit(s) whose content carries no information (e.g. %s)", len(refused), refused[0]
+        )
+    todo = list(latest.values())
+    records = {
+        (r.namespace, r.run_id): r
+        for r in (
+            r if namespace is None else r.model_copy(update={"namespace": store.resolve_namespace(namespace)})
+            for r in runs
+        )
+    }
+    with store._lock:
+        stored = _stored(store, todo)
+        clashes = [u.memory_id for u in todo if u.memory_id in stored and stored[u.memory_id] != u]
+        journaled = _journaled(store, list(records.values()))
+        clashes += [r.run_id for key, r in records.items() if key in journaled and journaled[key] != r]
+        if clashes and not replace:
+            raise ConfigurationError(
+                f"{len(clashes)} id(s) already stored with other data (e.g. {clashes[0]}); nothing was "
+                "imported. Pass replace=True (hindsight import --replace) to overwrite them"
+            )
+        new_runs = [r for key, r in records.items() if journaled.get(key) != r]
+        fresh = [u for u in todo if stored.get(u.memory_id) != u]
+        per_ns: dict[str, int] = {}
+        pending = _begin_import(store, fresh)
+        done = 0
+        for start in range(0, len(fresh), _BATCH):
+            done += _import_batch(store, fresh[start : start + _BATCH], per_ns)
+            if progress is not None:
+                progress("import", done, len(fresh))
+        if pending is not None:
+            _directory.end_import(pending)
+        if new_runs:
+            store.run_records.write(new_runs)
+    if records:
+        logger.info("import: %d run record(s) journaled, %d unchanged", len(new_runs), len(records) - len(new_runs))
+    return ImportReport(
+        imported=done,
+        namespaces=per_ns,
+        unchanged=len(todo) - len(fresh),
+        refused=len(refused),
+        runs=len(new_runs),
+        runs_unchanged=len(records) - len(new_runs),
+    )
+
+
+def _journaled(store: StoreCore, records: list[RunRecord]) -> dict[tuple[str, str], RunRecord]:
+    by_ns: dict[str, list[str]] = {}
+    for r in records:
+        by_ns.setdefault(r.namespace, []).append(r.run_id)
+    found: dict[tuple[str, str], RunRecord] = {}
+    for ns, ids in by_ns.items():
+        for start in range(0, len(ids), 1000):
+            found.update({(ns, r.run_id): r for r in store.run_records.read(ns, ids=ids[start : start + 1000])})
+    return found
+
+
+def _stored(store: StoreCore, units: list[MemoryUnit]) -> dict[str, MemoryUnit]:
+    by_ns: dict[str, list[str]] = {}
+    for u in units:
+        by_ns.setdefault(u.namespace, []).append(u.memory_id)
+    found: dict[str, MemoryUnit] = {}
+    for ns, ids in by_ns.items():
+        for start in range(0, len(ids), 1000):
+            found.update({u.memory_id: u for u in store._get_many(ids[start : start + 1000], ns)})
+    return found
+
+
+def _begin_import(store: StoreCore, units: list[MemoryUnit]) -> Path | None:
+    """Write the units to the pending file durably (a store with a directory); return the directory."""
+    if store.persist_directory is None or not units:
+        return None
+    lines = (json.dumps(u.to_dict(), ensure_ascii=False, sort_keys=True) for u in units)
+    _directory.begin_import(store.persist_directory, lines)
+    return store.persist_directory
+
+
+def finish_interrupted_import(store: StoreCore) -> None:
+    """Roll forward an import a crash interrupted (its pending file is still there)."""
+    if store.persist_directory is None:
+        return
+    path = _directory.pending_import(store.persist_directory)
+    if path is None:
+        return
+    with path.open(encoding="utf-8") as fh:
+        units = list({u.memory_id: u for u in read_jsonl(fh)}.values())  # a later line wins
+    per_ns: dict[str, int] = {}
+    with store._lock:
+        stored = _stored(store, units)
+        todo = [u for u in units if stored.get(u.memory_id) != u]  # what reached the store is not written twice
+        logger.warning(
+            "finishing an interrupted import into %s: %d of %d unit(s) still to write",
+            store.persist_directory,
+            len(todo),
+            len(units),
+        )
+        for start in range(0, len(todo), _BATCH):
+            _import_batch(store, todo[start : start + _BATCH], per_ns)
+    _directory.end_import(store.persist_directory)
+
+
+def _import_batch(store: StoreCore, units: list[MemoryUnit], per_ns: dict[str, int]) -> int:
+    units = list({u.memory_id: u for u in units}.values())  # a later line wins
+    vectors = _write_ops.embed_batched(store, [u.content for u in units])
+    for ns, n in _write_ops.write_exact(store, units, vectors).items():
+        per_ns[ns] = per_ns.get(ns, 0) + n
+    return len(units)

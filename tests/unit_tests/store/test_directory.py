@@ -1,0 +1,62 @@
+"""The store directory's intent files: an interrupted import is finished without writing anything twice, and
+leaves no plaintext behind."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from langchain_hindsight import MemoryStore, MemoryUnit
+from langchain_hindsight.store import _directory
+from langchain_hindsight.store.backend import ChromaRecords
+from tests.fakes import HashEmbeddings
+
+
+def _pending(directory: Path, units: list[MemoryUnit]) -> None:
+    """What an import killed after writing its pending file leaves (the file, complete)."""
+    _directory.begin_import(directory, (json.dumps(u.to_dict(), ensure_ascii=False, sort_keys=True) for u in units))
+
+
+def test_rolling_an_import_forward_writes_only_what_did_not_arrive(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    directory = tmp_path / "db"
+    units = [MemoryUnit(memory_id=f"mem_{i}", content=f"imported lesson {i} 第{i}条") for i in range(6)]
+    with MemoryStore(directory, embeddings=HashEmbeddings()) as store:
+        store.import_units(units[:4])  # the first four reached the store before the kill
+        arrived = {u.memory_id: u for u in store.list_units()}
+    _pending(directory, units)
+    written: list[str] = []
+    upsert = ChromaRecords.upsert
+
+    def counting(self: ChromaRecords, **kwargs: object) -> None:
+        written.extend(kwargs["ids"])  # type: ignore[arg-type]
+        upsert(self, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(ChromaRecords, "upsert", counting)
+    with MemoryStore(directory, embeddings=HashEmbeddings()) as store:
+        assert sorted(written) == ["mem_4", "mem_5"]  # an identical record is never upserted again
+        now = {u.memory_id: u for u in store.list_units()}
+        assert sorted(now) == [u.memory_id for u in units]
+        assert all(now[i] == u for i, u in arrived.items())
+    assert _directory.pending_import(directory) is None
+
+
+def test_a_half_written_import_file_is_erased_on_reopen(tmp_path: Path) -> None:
+    directory = tmp_path / "db"
+    MemoryStore(directory, embeddings=HashEmbeddings()).close()
+    tmp = directory / (_directory.IMPORT_PENDING + ".tmp")  # killed while writing it: nothing was imported
+    tmp.write_text('{"content": "SECRET-LESSON-TEXT"}\n', encoding="utf-8")
+    with MemoryStore(directory, embeddings=HashEmbeddings()) as store:
+        assert store.count() == 0
+    assert not tmp.exists()
+    assert not any(b"SECRET-LESSON-TEXT" in p.read_bytes() for p in directory.rglob("*") if p.is_file())
+
+
+def test_a_finished_import_leaves_no_pending_file(tmp_path: Path) -> None:
+    directory = tmp_path / "db"
+    with MemoryStore(directory, embeddings=HashEmbeddings()) as store:
+        store.import_units([MemoryUnit(memory_id="mem_a", content="an imported lesson")])
+    assert not list(directory.glob(".hindsight.import-pending*"))

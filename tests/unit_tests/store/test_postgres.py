@@ -1,0 +1,405 @@
+"""The PostgreSQL backend: many writer processes on one database, crash safety, hard delete, schema, lexical parity.
+
+The store's own suites (store, journal, forget, counts) also run on Postgres through the backend
+fixtures of ``store_backends``; this module covers what only a shared database has. Every test uses the
+session's embedded server (tests/postgres.py), so all are integration tests.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import psycopg
+import pytest
+from langchain_core.embeddings import Embeddings
+
+from langchain_hindsight import Hindsight, HindsightStore, MemoryStore, MemoryUnit
+from langchain_hindsight.cli.main import EXIT_NOT_FOUND, EXIT_OK, main
+from langchain_hindsight.errors import BackendError, ConfigurationError
+from langchain_hindsight.store.backend.inmemory import InMemoryBackend
+from langchain_hindsight.store.backend.postgres import SCHEMA_VERSION, PostgresBackend
+from langchain_hindsight.store.replica.lexical import lexical_scheme
+from tests.fakes import GRANTS_TOML, HashEmbeddings, NgramEmbeddings, child_env
+from tests.postgres import PostgresServer
+from tests.unit_tests.adapters.basestore_conformance import SCENARIOS, run_scenario
+from tests.unit_tests.adapters.test_langgraph_store import reference
+from tests.unit_tests.store.test_store_backend import _META, _fill, _vectors
+
+pytestmark = pytest.mark.integration
+
+ROOT = str(Path(__file__).resolve().parents[3])
+
+_WRITER = """
+import sys
+sys.path.insert(0, {root!r})
+from langchain_hindsight import MemoryStore, MemoryUnit
+from tests.fakes import HashEmbeddings
+store = MemoryStore(database_url={url!r}, embeddings=HashEmbeddings())
+print("READY", flush=True)
+sys.stdin.readline()  # every writer starts at once
+p = {proc}
+for start in range(0, 300, 10):
+    units = []
+    for i in range(start, start + 10):
+        if i % 2:
+            text = f"writer{{p}} lesson{{i}}: read the csv report with encoding utf-8-sig before cleaning w{{p}}x{{i}}"
+        else:
+            text = f"进程{{p}}的第{{i}}条经验：清洗销售数据前先检查编码和空值 标记{{p}}号{{i}}"
+        units.append(MemoryUnit(task_type="data_cleaning", content=text))
+    results = store.add_many(units)
+    print("COMMITTED", " ".join(r.memory_id for r in results), flush=True)
+store.close()
+print("DONE", flush=True)
+"""
+
+
+def _writer(url: str, proc: int) -> subprocess.Popen[str]:
+    script = _WRITER.format(root=ROOT, url=url, proc=proc)
+    child = subprocess.Popen([sys.executable, "-c", script], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert child.stdout is not None
+    assert child.stdout.readline().strip() == "READY"
+    return child
+
+
+def test_three_writer_processes_store_900_units_all_recallable(postgres_url: str) -> None:
+    children = [_writer(postgres_url, p) for p in range(3)]
+    for child in children:  # release them together: their write plans interleave
+        assert child.stdin is not None
+        child.stdin.write("go\n")
+        child.stdin.flush()
+    committed: list[str] = []
+    for child in children:
+        out, _ = child.communicate(timeout=300)
+        assert child.returncode == 0
+        lines = out.splitlines()
+        assert lines[-1] == "DONE"
+        committed += [i for line in lines if line.startswith("COMMITTED") for i in line.split()[1:]]
+    assert len(committed) == len(set(committed)) == 900
+    with MemoryStore(database_url=postgres_url, embeddings=HashEmbeddings()) as store:
+        assert store.count() == 900
+        units = store.get_many(committed)
+        assert len(units) == 900
+        assert all(u.status == "active" for u in units)
+        zh = [u for u in units if "经验" in u.content]
+        assert len(zh) == 450
+        for unit in units:  # every unit is found by both arms, Chinese and English alike
+            dense = store.search(unit.content, k=1)
+            assert dense[0][0].memory_id == unit.memory_id
+            lexical = [i for i, _ in store.lexical_search(unit.content, k=3)]
+            assert unit.memory_id in lexical, unit.content
+
+
+def test_a_write_in_one_store_is_recalled_by_another_at_once(postgres_url: str) -> None:
+    embedder = NgramEmbeddings()
+    with (
+        MemoryStore(database_url=postgres_url, embeddings=embedder) as a,
+        MemoryStore(database_url=postgres_url, embeddings=embedder) as b,
+    ):
+        assert b.lexical_search("周报 模板", k=5) == []
+        unit = a.add(MemoryUnit(task_type="report", content="生成销售周报时使用公司统一的周报模板")).unit
+        assert [i for i, _ in b.lexical_search("周报 模板", k=5)] == [unit.memory_id]  # no stale index in b
+        assert b.search("销售周报模板", k=1)[0][0].memory_id == unit.memory_id
+        b.record_feedback([unit.memory_id], success=True)
+        assert a.get(unit.memory_id).access_count == 1
+        a.forget(unit.memory_id)
+        assert b.lexical_search("周报 模板", k=5) == []
+        assert b.search("销售周报模板", k=1) == []
+
+
+def test_concurrent_adds_of_one_statement_merge_into_one_unit(postgres_url: str) -> None:
+    stores = [MemoryStore(database_url=postgres_url, embeddings=HashEmbeddings()) for _ in range(4)]
+    try:
+        barrier = threading.Barrier(len(stores))
+        actions: list[str] = []
+
+        def add(store: MemoryStore) -> None:
+            barrier.wait()
+            actions.append(store.add(MemoryUnit(content="Always back up the database before a migration.")).action)
+
+        threads = [threading.Thread(target=add, args=(s,)) for s in stores]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert sorted(actions) == ["added", "merged", "merged", "merged"]  # the plans ran one after another
+        assert stores[0].count() == 1
+    finally:
+        for s in stores:
+            s.close()
+
+
+@pytest.mark.parametrize("normalize", [False, True])
+def test_lexical_scores_equal_the_in_process_index(postgres_url: str, normalize: bool) -> None:
+    texts = [
+        "用pandas读取CSV文件时指定encoding='utf-8-sig'",
+        "生成销售周报时使用统一模板",
+        "Weekly sales reports use the company template",
+        "清洗数据前先检查空值和重复行",
+        "Check for duplicate rows before cleaning reports",
+        "pandas.read_csv handles large files in chunks",
+    ]
+    units = [MemoryUnit(task_type="general", content=t, tags=["demo"]) for t in texts]
+    embedder = HashEmbeddings()
+    with (
+        MemoryStore(database_url=postgres_url, embeddings=embedder) as pg,
+        MemoryStore(backend=InMemoryBackend(), embeddings=embedder) as mem,
+    ):
+        pg.add_many(units)
+        mem.add_many(units)
+        superseded = pg.get_many([units[1].memory_id])[0]
+        pg.update(superseded.memory_id, status="superseded")
+        mem.update(superseded.memory_id, status="superseded")
+        for query in ["销售周报模板", "read csv with pandas", "reports", "检查重复行", "nothing matches this"]:
+            got = pg.lexical_search(query, k=4, normalize=normalize)
+            want = mem.lexical_search(query, k=4, normalize=normalize)
+            assert [i for i, _ in got] == [i for i, _ in want], query
+            assert [s for _, s in got] == pytest.approx([s for _, s in want], rel=1e-9), query
+
+
+def test_schema_is_versioned_and_a_newer_one_is_refused(postgres_url: str) -> None:
+    with MemoryStore(database_url=postgres_url, embeddings=HashEmbeddings()) as store:
+        store.add(MemoryUnit(content="A lesson that survives reopening."))
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        assert conn.execute("SELECT value FROM hindsight.meta WHERE key = 'schema_version'").fetchone() == (
+            str(SCHEMA_VERSION),
+        )
+        conn.execute("UPDATE hindsight.meta SET value = %s WHERE key = 'schema_version'", [str(SCHEMA_VERSION + 1)])
+    with pytest.raises(BackendError, match="newer"):
+        PostgresBackend(postgres_url, lexical=lexical_scheme())
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        conn.execute("UPDATE hindsight.meta SET value = %s WHERE key = 'schema_version'", [str(SCHEMA_VERSION)])
+        conn.execute("UPDATE hindsight.meta SET value = 'old' WHERE key = 'lexical_signature'")
+        conn.execute("DELETE FROM hindsight.postings")
+        conn.execute("UPDATE hindsight.records SET lex_len = NULL")
+    with MemoryStore(database_url=postgres_url, embeddings=HashEmbeddings()) as store:  # terms recomputed
+        assert store.count() == 1
+        assert len(store.lexical_search("lesson reopening", k=3)) == 1
+
+
+def test_bad_database_urls_are_configuration_errors() -> None:
+    with pytest.raises(ConfigurationError, match="postgresql://"):
+        MemoryStore(database_url="mysql://nope", embeddings=HashEmbeddings())
+    with pytest.raises(ConfigurationError, match="not several"):
+        MemoryStore(database_url="postgresql://x/y", backend=InMemoryBackend(), embeddings=HashEmbeddings())
+    with pytest.raises(BackendError, match="cannot connect"):
+        PostgresBackend("postgresql://nobody@/nowhere?host=/nonexistent", lexical=lexical_scheme(), connect_timeout=1)
+
+
+def _scan(directory: Path, needle: bytes) -> list[str]:
+    """Files under ``directory`` whose bytes contain ``needle``."""
+    found = []
+    for path in directory.rglob("*"):
+        if path.is_file():
+            try:
+                if needle in path.read_bytes():
+                    found.append(str(path.relative_to(directory)))
+            except OSError:
+                continue
+    return found
+
+
+def test_forget_erases_the_bytes_from_the_data_directory(postgres_server: PostgresServer, postgres_url: str) -> None:
+    secret = "zebracorn7731"
+    secret_zh = "绝密口令青龙偃月"
+    with MemoryStore(database_url=postgres_url, embeddings=HashEmbeddings()) as store:
+        keep = store.add(MemoryUnit(content="An unrelated lesson that stays.")).unit
+        gone = store.add(MemoryUnit(content=f"The vault code is {secret}; 口令是{secret_zh}")).unit
+        with psycopg.connect(postgres_server.url(), autocommit=True) as conn:
+            conn.execute("CHECKPOINT")
+        assert _scan(postgres_server.data_dir, secret.encode())  # the scan can see it: the test can fail
+        assert _scan(postgres_server.data_dir, secret_zh.encode())
+        assert store.forget(gone.memory_id) == 1  # scrubs by default: VACUUM FULL, WAL switched and checkpointed
+        with psycopg.connect(postgres_server.url(), autocommit=True) as conn:
+            conn.execute("CHECKPOINT")
+        assert _scan(postgres_server.data_dir, secret.encode()) == []
+        assert _scan(postgres_server.data_dir, secret_zh.encode()) == []
+        assert store.get(keep.memory_id).content == keep.content
+
+
+_KILLED = """
+import sys
+sys.path.insert(0, {root!r})
+from langchain_hindsight import MemoryStore, MemoryUnit
+from tests.fakes import HashEmbeddings
+store = MemoryStore(database_url={url!r}, embeddings=HashEmbeddings())
+print("READY", flush=True)
+batch = 0
+while True:
+    batch += 1
+    units = [MemoryUnit(task_type="general", content=f"batch {{batch}} unit {{i}} lesson") for i in range(25)]
+    results = store.add_many(units)
+    print("COMMITTED", " ".join(r.memory_id for r in results), flush=True)
+    new = store.supersede([results[0].memory_id], MemoryUnit(task_type="general", content=f"batch {{batch}} fix"),
+                          reason="test")
+    print("COMMITTED", new.memory_id, flush=True)
+"""
+
+
+def test_sigkill_of_a_writer_mid_transaction_loses_nothing_committed(postgres_url: str) -> None:
+    script = _KILLED.format(root=ROOT, url=postgres_url)
+    child = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    assert child.stdout is not None
+    assert child.stdout.readline().strip() == "READY"
+    committed: list[str] = []
+    deadline = time.monotonic() + 3.0
+    while time.monotonic() < deadline:
+        line = child.stdout.readline()
+        committed += line.split()[1:]
+    child.kill()  # SIGKILL, most likely inside a transaction
+    rest, _ = child.communicate()
+    committed += [i for line in rest.splitlines() if line.startswith("COMMITTED") for i in line.split()[1:]]
+    assert len(committed) > 25
+    with MemoryStore(database_url=postgres_url, embeddings=HashEmbeddings()) as store:
+        found = store.get_many(committed)
+        assert len(found) == len(set(committed))  # every acknowledged write is there
+        units = store.list_units()
+        extra = len(units) - len(set(committed))
+        assert extra in (0, 1, 25)  # at most the one plan committed just before the kill, whole
+        assert all(u.content for u in units)
+        for unit in units:  # a supersede is whole: every successor's predecessor is demoted
+            if unit.supersedes:
+                assert store.get(unit.supersedes).status == "superseded"
+
+
+def test_cli_stats_search_export_forget_with_a_database_url(
+    postgres_url: str, embeddings: Embeddings, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with MemoryStore(database_url=postgres_url, embeddings=embeddings) as store:
+        csv = store.add(
+            MemoryUnit(task_type="data_cleaning", content="读取中文CSV时用encoding='utf-8-sig'，否则会乱码。")
+        )
+        store.add(MemoryUnit(task_type="report", content="Weekly reports cover Monday to Sunday."))
+
+    def cli(*argv: str) -> tuple[int, str, str]:
+        code = main([*argv, "--database-url", postgres_url])
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    code, out, err = cli("stats", "--json")
+    assert code == EXIT_OK, err
+    assert json.loads(out)["default"]["total"] == 2
+    code, out, err = cli("search", "读取中文CSV乱码", "--json", "-k", "2")
+    assert code == EXIT_OK, err
+    assert json.loads(out)[0]["memory"]["memory_id"] == csv.unit.memory_id
+    dump = tmp_path / "dump.jsonl"
+    code, _, err = cli("export", "--all", "-o", str(dump))
+    assert code == EXIT_OK, err
+    assert len(dump.read_text(encoding="utf-8").splitlines()) == 2
+    code, out, err = cli("forget", csv.unit.memory_id)
+    assert (code, out.strip()) == (EXIT_OK, "forgot 1 memories"), err
+    code, _, _ = cli("show", csv.unit.memory_id)
+    assert code == EXIT_NOT_FOUND
+
+
+def test_cli_reads_the_database_url_from_the_environment(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with MemoryStore(database_url=postgres_url, embeddings=HashEmbeddings()) as store:
+        store.add(MemoryUnit(content="A lesson kept in Postgres."))
+    monkeypatch.setenv("HINDSIGHT_DATABASE_URL", postgres_url)
+    assert main(["stats", "--json"]) == EXIT_OK
+    assert json.loads(capsys.readouterr().out)["default"]["total"] == 1
+
+
+def test_hindsight_opens_a_database_url(postgres_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    with Hindsight(database_url=postgres_url, embeddings=HashEmbeddings()) as hs:
+        assert isinstance(hs.store.backend, PostgresBackend)
+    monkeypatch.setenv("HINDSIGHT_DATABASE_URL", postgres_url)
+    with Hindsight(embeddings=HashEmbeddings()) as hs:
+        assert isinstance(hs.store.backend, PostgresBackend)
+    with pytest.raises(ConfigurationError, match="at most one"):
+        Hindsight(database_url=postgres_url, server="http://localhost:8000")
+
+
+@asynccontextmanager
+async def _mcp_session(url: str, config: Path, principal: str) -> AsyncIterator[Any]:
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    args = ["-m", "langchain_hindsight.cli.main", "mcp", "--database-url", url, "--config", str(config)]
+    params = StdioServerParameters(command=sys.executable, args=[*args, "--principal", principal], env=child_env())
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        yield session
+
+
+def _data(result: Any) -> Any:
+    assert not result.isError, result.content
+    return json.loads(result.content[0].text)
+
+
+async def test_mcp_serves_two_principals_from_two_processes_at_once(postgres_url: str, tmp_path: Path) -> None:
+    pytest.importorskip("mcp")
+    config = tmp_path / "grants.toml"
+    config.write_text(GRANTS_TOML, encoding="utf-8")
+    lesson = "读取ERP导出的CSV时要用encoding='gbk'和sep=';'，默认的utf-8会报UnicodeDecodeError。"
+    async with (
+        _mcp_session(postgres_url, config, "cleaner") as cleaner,
+        _mcp_session(postgres_url, config, "analyst") as analyst,
+    ):
+        shared = _data(await cleaner.call_tool("remember", {"content": lesson, "namespace": "shared"}))
+        own = _data(await cleaner.call_tool("remember", {"content": "清洗时把全角数字转成半角。"}))
+        recalled = _data(await analyst.call_tool("recall", {"task": "分析ERP导出的CSV的销售额"}))
+        ids = [r["memory_id"] for r in recalled["results"]]
+        assert shared["memory_id"] in ids  # written by the other process a moment ago
+        assert own["memory_id"] not in ids  # the cleaner's own namespace stays private
+        refused = await analyst.call_tool("remember", {"content": "y", "namespace": "shared"})
+        assert refused.isError
+        mine = _data(await analyst.call_tool("remember", {"content": "分析销售额时先按月份汇总再比较。"}))
+        assert _data(await cleaner.call_tool("forget", {"memory_id": own["memory_id"]}))["deleted"] == 1
+        again = _data(await analyst.call_tool("recall", {"task": "按月份汇总销售额"}))
+        assert mine["memory_id"] in [r["memory_id"] for r in again["results"]]
+
+
+FILTERS = [
+    ({"status": "active"}, None),
+    ({"n": {"$gte": 30}}, None),
+    ({"$and": [{"status": "active"}, {"task_type": "t1"}]}, None),
+    ({"$or": [{"n": {"$lt": 3}}, {"n": {"$in": [10, 11]}}]}, None),
+    ({"status": {"$ne": "active"}}, None),
+    ({"merged_from": {"$ne": "[]"}}, None),
+    ({"n": {"$nin": [1, 2, 3]}}, {"$contains": "红色"}),
+    ({"n": {"$gt": 5.5}, "status": "superseded"}, None),
+    ({"missing": {"$ne": 1}}, None),
+    (None, {"$or": [{"$contains": "doc 1 "}, {"$contains": "doc 2 "}]}),
+    (None, {"$not_contains": "blue"}),
+]
+
+
+def test_filters_and_nearest_neighbours_match_the_in_memory_backend(postgres_url: str) -> None:
+    pg = PostgresBackend(postgres_url, lexical=lexical_scheme())
+    try:
+        cols = [b.create_collection("col-f", _META) for b in (pg, InMemoryBackend())]
+        for col in cols:
+            _fill(col)
+        for where, where_document in FILTERS:
+            got = [sorted(c.get(where=where, where_document=where_document, include=[])["ids"]) for c in cols]
+            assert got[0] == got[1], (where, where_document)
+        queries = _vectors(5, seed=7)
+        for where in (None, {"status": "active"}, {"$and": [{"status": "active"}, {"task_type": "t1"}]}):
+            res = [c.query(query_embeddings=queries, n_results=6, where=where) for c in cols]
+            assert res[0]["ids"] == res[1]["ids"]
+            assert np.allclose(np.asarray(res[0]["distances"]), np.asarray(res[1]["distances"]), atol=1e-4)
+        paged = [i for rows in cols[0].pages(include=["embeddings"], size=7) for i in rows["ids"]]
+        assert paged == cols[1].get(include=[])["ids"]  # insertion order, like the in-memory backend
+    finally:
+        pg.close()
+
+
+@pytest.mark.parametrize("name", sorted(SCENARIOS))
+def test_hindsight_store_conformance_on_postgres(name: str, postgres_url: str) -> None:
+    """LangGraph's ``BaseStore`` over a Postgres-backed store answers as LangGraph's ``InMemoryStore`` does."""
+    expected = asyncio.run(run_scenario(SCENARIOS[name], reference(), use_async=False))
+    with MemoryStore(database_url=postgres_url, embeddings=NgramEmbeddings()) as memory:
+        got = asyncio.run(run_scenario(SCENARIOS[name], HindsightStore(memory), use_async=False))
+    assert got == expected
