@@ -98,14 +98,16 @@ class Hindsight:
 
     Args:
         persist_directory: Directory of the embedded store (ignored with ``store``,
-            ``client`` or ``server``).
+            ``client`` or ``server``). Default ``"./memory_db"``; a directory given here wins
+            over ``$HINDSIGHT_DATABASE_URL``.
         store: An existing :class:`MemoryStore` (not closed by :meth:`close`).
         client: A chromadb client (e.g. ``chromadb.HttpClient(host=..., port=...)``)
             to open the store on.
         server: A Chroma server address, ``"http://host:port"``.
         database_url: A PostgreSQL database with pgvector (``"postgresql://user@host/db"``):
             any number of processes and hosts share it (the ``postgres`` extra). Default:
-            ``$HINDSIGHT_DATABASE_URL`` when neither ``store``, ``client`` nor ``server`` is given.
+            ``$HINDSIGHT_DATABASE_URL`` when neither ``persist_directory``, ``store``, ``client`` nor
+            ``server`` is given.
         model: Chat model for reflection; ``None`` reflects with rules only.
         structured_output: ``False`` asks ``model`` for JSON text instead of a
             forced tool call / structured output (e.g. a local llama.cpp server).
@@ -172,7 +174,7 @@ class Hindsight:
 
     def __init__(
         self,
-        persist_directory: str | os.PathLike[str] = "./memory_db",
+        persist_directory: str | os.PathLike[str] = FROM_ENVIRONMENT,
         *,
         store: MemoryStore | None = None,
         client: ClientAPI | None = None,
@@ -227,9 +229,13 @@ class Hindsight:
             namespace = self.principal.namespace
         elif policy is not None:
             raise ConfigurationError("policy= needs principal= (the name of the agent to act as)")
-        if database_url is FROM_ENVIRONMENT:
+        directory_given = persist_directory is not FROM_ENVIRONMENT
+        if not directory_given:
+            persist_directory = "./memory_db"
+        if database_url is FROM_ENVIRONMENT:  # the environment's database is the default store, not an override
+            others = (store, client, server)
             database_url = (
-                read_environment().database_url if store is None and client is None and server is None else None
+                None if directory_given or any(x is not None for x in others) else read_environment().database_url
             )
         if sum(x is not None for x in (store, client, server, database_url)) > 1:
             raise ConfigurationError("give at most one of store, client, server and database_url")

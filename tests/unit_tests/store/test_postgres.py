@@ -311,12 +311,16 @@ def test_cli_reads_the_database_url_from_the_environment(
     assert json.loads(capsys.readouterr().out)["default"]["total"] == 1
 
 
-def test_hindsight_opens_a_database_url(postgres_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_hindsight_opens_a_database_url(postgres_url: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     with Hindsight(database_url=postgres_url, embeddings=HashEmbeddings()) as hs:
         assert isinstance(hs.store.backend, PostgresBackend)
     monkeypatch.setenv("HINDSIGHT_DATABASE_URL", postgres_url)
+    monkeypatch.chdir(tmp_path)
     with Hindsight(embeddings=HashEmbeddings()) as hs:
         assert isinstance(hs.store.backend, PostgresBackend)
+    with Hindsight(tmp_path / "here", embeddings=HashEmbeddings()) as hs:  # a directory given wins over the env
+        assert not isinstance(hs.store.backend, PostgresBackend)
+        assert hs.store.persist_directory == tmp_path / "here"
     with pytest.raises(ConfigurationError, match="at most one"):
         Hindsight(database_url=postgres_url, server="http://localhost:8000")
 
