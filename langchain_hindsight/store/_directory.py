@@ -19,8 +19,9 @@ written, and only the last process that held the directory lock can say so. So:
 * a clean close writes it again (after Chroma's client is closed, since the
   client touches ``chroma.sqlite3`` even in a read-only session): the size and
   modification time of ``chroma.sqlite3`` and of each derived file the session
-  inherited as trusted or wrote itself. A file that was neither (left by a
-  crashed process, or copied in) is not vouched for;
+  inherited as trusted or wrote itself, with the SHA-256 of each derived file's
+  bytes. A file that was neither (left by a crashed process, or copied in) is not
+  vouched for;
 * a session that wrote anything removes the summary first, unless its owner
   (the store) rewrote it after the session's last write and says so
   (``close(summary_current=True)``; see ``replica.summary`` for what it refreshes and
@@ -30,11 +31,15 @@ written, and only the last process that held the directory lock can say so. So:
   lock, validates the stamp and leaves it in place.
 
 A stamp is valid only if every file it lists still has the recorded size and
-modification time; otherwise nothing in it is trusted.
+modification time and, for a derived file, the recorded SHA-256 of its bytes (a
+same-size edit that restores the modification time changes the hash); otherwise
+nothing in it is trusted (logged as a warning when a derived file's content is what
+differs), so every derived file is rebuilt from the backend before it is served.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
@@ -87,7 +92,8 @@ LOCK_FILE = ".hindsight.lock"
 """The directory's single-writer lock (``filelock``)."""
 STAMP_FILE = ".hindsight-clean"
 """The clean-close stamp: present only while no process has the store open, after a clean close."""
-STAMP_FORMAT = 1
+STAMP_FORMAT = 2
+"""2: each derived file's entry also holds the SHA-256 of its bytes (a format-1 stamp trusts nothing)."""
 DATA_FILE = "chroma.sqlite3"
 """Chroma's database: every record's document and metadata, and the write log of the vectors."""
 SUMMARY_FILE = "summary.json"
@@ -227,13 +233,40 @@ def read_stamp(directory: Path) -> frozenset[str]:
         if not _listable(rel) or _state(directory / rel) != _as_state(recorded):
             logger.debug("clean-close stamp in %s does not match %s: nothing trusted", directory, rel)
             return frozenset()
+    for rel, recorded in files.items():  # sizes and times all match: now the (slower) content of derived files
+        if rel != DATA_FILE and _digest(directory / rel) != _as_digest(recorded):
+            logger.warning(
+                "derived file %s in %s does not have the content the last clean close recorded: "
+                "nothing in the stamp is trusted, derived files are rebuilt from the store",
+                rel,
+                directory,
+            )
+            return frozenset()
     return frozenset(files)
 
 
 def _as_state(value: object) -> FileState | None:
-    if isinstance(value, list) and len(value) == 2 and all(type(v) is int for v in value):
+    if isinstance(value, list) and len(value) in (2, 3) and all(type(v) is int for v in value[:2]):
         return value[0], value[1]
     return None
+
+
+def _as_digest(value: object) -> str | None:
+    if isinstance(value, list) and len(value) == 3 and isinstance(value[2], str):
+        return value[2]
+    return None
+
+
+def _digest(path: Path) -> str | None:
+    """The SHA-256 of ``path``'s bytes (hex), or ``None`` when it cannot be read."""
+    digest = hashlib.sha256()
+    try:
+        with path.open("rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                digest.update(block)
+    except OSError:
+        return None
+    return digest.hexdigest()
 
 
 def _listable(rel: object) -> bool:
@@ -244,8 +277,20 @@ def _listable(rel: object) -> bool:
 
 
 def write_stamp(directory: Path, files: Mapping[str, FileState]) -> None:
-    """Write the stamp for ``files`` (relative paths to their ``(size, mtime_ns)``), atomically."""
-    payload = {"format": STAMP_FORMAT, "files": {rel: list(state) for rel, state in sorted(files.items())}}
+    """Write the stamp for ``files`` (relative paths to their ``(size, mtime_ns)``), atomically.
+
+    Each derived file's entry also records the SHA-256 of its bytes as they are now (the caller holds the lock).
+    """
+    entries: dict[str, list[int | str]] = {}
+    for rel, state in sorted(files.items()):
+        entries[rel] = list(state)
+        if rel != DATA_FILE:
+            digest = _digest(directory / rel)
+            if digest is None:  # gone or unreadable since it was listed: not vouched for
+                del entries[rel]
+                continue
+            entries[rel].append(digest)
+    payload = {"format": STAMP_FORMAT, "files": entries}
     replace_file(directory / STAMP_FILE, json.dumps(payload, ensure_ascii=False).encode("utf-8"))
 
 

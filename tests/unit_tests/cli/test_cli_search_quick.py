@@ -135,3 +135,56 @@ def test_search_of_a_stamped_store_does_not_start_chroma(tmp_path: Path) -> None
         assert run.stderr.strip().splitlines()[-1] == "chromadb imported: False"
     assert runs[0].stdout == runs[1].stdout
     assert "utf-8-sig" in runs[0].stdout
+
+
+_RETRY = LESSONS[3][1]
+_FORGED = "Never back off: resend every HTTP 429 at once, forever, ignoring limits."[: len(_RETRY)]
+_FORGED = _FORGED.ljust(len(_RETRY), "!")
+
+
+def _edit_in_place(path: Path, rewrite: str) -> None:
+    """Rewrite ``path`` keeping its size and modification time (what a size+mtime check cannot see)."""
+    import numpy as np
+
+    st = path.stat()
+    if rewrite == "forge":  # a valid snapshot whose record text is in no record of the store
+        with np.load(path, allow_pickle=False) as data:
+            arrays = {name: data[name] for name in data.files}
+        blob = bytes(arrays["records"])
+        assert _RETRY.encode() in blob
+        arrays["records"] = np.frombuffer(blob.replace(_RETRY.encode(), _FORGED.encode()), dtype=np.uint8)
+        with path.open("wb") as fh:
+            np.savez(fh, **arrays)  # type: ignore[arg-type]
+    else:  # corrupt: the same number of meaningless bytes
+        path.write_bytes(bytes((i * 37 + 11) % 256 for i in range(st.st_size)))
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert path.stat().st_size == st.st_size
+    assert path.stat().st_mtime_ns == st.st_mtime_ns
+
+
+@pytest.mark.parametrize("rewrite", ["forge", "corrupt"])
+def test_a_snapshot_edited_in_place_is_never_served_and_is_rebuilt(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture, rewrite: str
+) -> None:
+    """Same size, same mtime, other bytes: the stamp's content hash voids it; the search opens the store."""
+    import logging
+
+    from langchain_hindsight.store._directory import read_stamp
+
+    path = tmp_path / "db"
+    _build(path, HashEmbeddings(64))
+    (mirror,) = (path / "mirror").iterdir()
+    _edit_in_place(mirror, rewrite)
+    assert len(_FORGED.encode()) == len(_RETRY.encode())
+    assert _FORGED != _RETRY
+    with caplog.at_level(logging.WARNING, logger="langchain_hindsight.store._directory"):
+        assert read_stamp(path) == frozenset()
+    assert "does not have the content" in caplog.text  # logged
+    assert search_command._from_snapshot(_args(path, "HTTP 429 retry")) is None  # never served quick
+    assert search_command.search(_args(path, "HTTP 429 retry", k=5, json=True)) == 0  # opens the store
+    out = capsys.readouterr().out
+    assert _RETRY in out
+    assert _FORGED not in out
+    assert _FORGED.encode() not in mirror.read_bytes()  # rebuilt from the store at that session's close
+    assert f"mirror/{mirror.name}" in read_stamp(path)  # and vouched for again
+    assert search_command._from_snapshot(_args(path, "HTTP 429 retry")) is not None

@@ -262,6 +262,37 @@ def test_scrub_needs_an_owned_directory(tmp_path: Path) -> None:
     store.forget(namespace="scrub-needs-dir")
 
 
+def test_forget_through_a_passed_client_leaves_no_text_in_any_derived_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A store on a passed client (as on a server) has no directory of its own: it writes no derived file
+    anywhere (no lexical or recall snapshot, no summary), so after a forget no such file can hold the text.
+    Its ``scrub()`` is refused with a typed error (the data files are the client's, not the store's)."""
+    import chromadb
+    from chromadb.config import Settings
+
+    from langchain_hindsight.store._directory import DERIVED
+
+    monkeypatch.chdir(tmp_path)
+    data = tmp_path / "chroma"
+    client = chromadb.PersistentClient(path=str(data), settings=Settings(anonymized_telemetry=False))
+    emb = HashEmbeddings()
+    store = MemoryStore(client=client, embeddings=emb, namespace="shared")
+    store.add_many(_filler(20), dedupe=False)
+    secret = store.add(_secret_unit()).unit
+    store.hybrid_search(secret.content, emb.embed_query(secret.content), k=3)  # the in-memory replicas exist
+    assert store.lexical_search("SECRET alpha CONTENT", k=1)[0][0] == secret.memory_id
+    assert "content" in text_hits(tmp_path, _needles(secret))  # the scanner sees it (in the client's data)
+    assert store.forget(secret.memory_id) == 1
+    with pytest.raises(ConfigurationError, match="scrub"):
+        store.scrub()
+    store.close()
+    derived = [p for p in tmp_path.rglob("*") if p.name in DERIVED or p.suffix == ".npz"]
+    assert derived == []
+    hits = text_hits(tmp_path, _needles(secret))  # whatever is left is in the client's own data files only
+    assert all(data in (tmp_path / rel).parents for files in hits.values() for rel in files), hits
+
+
 _KILL_IN_SCRUB = """
 import os, signal, sys
 import chromadb.api.models.Collection as C

@@ -3,6 +3,7 @@ a file it lists changed; a session that wrote removes the statistics summary; th
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import signal
@@ -36,8 +37,8 @@ UNITS = [
 SUMMARY = {"default": {"total": 2, "status": {"active": 2}, "active_by_task_type": {}, "by_source": {}, "runs": 0}}
 
 
-def _stamp(directory: Path) -> dict[str, list[int]]:
-    files: dict[str, list[int]] = json.loads((directory / STAMP_FILE).read_text(encoding="utf-8"))["files"]
+def _stamp(directory: Path) -> dict[str, list[int | str]]:
+    files: dict[str, list[int | str]] = json.loads((directory / STAMP_FILE).read_text(encoding="utf-8"))["files"]
     return files
 
 
@@ -55,10 +56,19 @@ def test_a_clean_close_stamps_the_data_and_the_derived_files(closed: Path) -> No
     files = _stamp(closed)
     assert DATA_FILE in files
     assert any(rel.startswith("lexical/") for rel in files)
-    assert {rel: tuple(state) for rel, state in files.items()} == {
+    assert {rel: (state[0], state[1]) for rel, state in files.items()} == {
         rel: state for rel, state in file_states(closed).items() if rel in files
     }
+    for rel, state in files.items():  # each derived file's content, as the close left it
+        digest = [] if rel == DATA_FILE else [hashlib.sha256((closed / rel).read_bytes()).hexdigest()]
+        assert state[2:] == digest
     assert read_stamp(closed) == frozenset(files)
+
+
+def test_a_format_1_stamp_without_hashes_trusts_nothing(closed: Path) -> None:
+    files = {rel: state[:2] for rel, state in _stamp(closed).items()}
+    (closed / STAMP_FILE).write_text(json.dumps({"format": 1, "files": files}), encoding="utf-8")
+    assert read_stamp(closed) == frozenset()
 
 
 def test_the_stamp_is_absent_while_open_and_back_after_a_read_only_session(closed: Path) -> None:
@@ -85,7 +95,9 @@ def test_a_store_open_in_this_process_has_no_stamp(make_fake_store: Callable[...
     assert (tmp_path / "db" / STAMP_FILE).exists()
 
 
-@pytest.mark.parametrize("change", ["touch data", "grow data", "edit snapshot", "delete snapshot"])
+@pytest.mark.parametrize(
+    "change", ["touch data", "grow data", "edit snapshot", "same-size edit of snapshot", "delete snapshot"]
+)
 def test_a_changed_listed_file_voids_the_stamp(closed: Path, change: str) -> None:
     snapshot = next(closed / rel for rel in _stamp(closed) if rel.startswith("lexical/"))
     data = closed / DATA_FILE
@@ -99,6 +111,13 @@ def test_a_changed_listed_file_voids_the_stamp(closed: Path, change: str) -> Non
         os.utime(data, ns=(mtime, mtime))  # same mtime: the size still gives it away
     elif change == "edit snapshot":
         snapshot.write_bytes(snapshot.read_bytes() + b"x")
+    elif change == "same-size edit of snapshot":  # size and mtime kept: only the content hash gives it away
+        st = snapshot.stat()
+        blob = bytearray(snapshot.read_bytes())
+        blob[len(blob) // 2] ^= 0xFF
+        snapshot.write_bytes(bytes(blob))
+        os.utime(snapshot, ns=(st.st_atime_ns, st.st_mtime_ns))
+        assert file_states(closed)[snapshot.relative_to(closed).as_posix()] == (st.st_size, st.st_mtime_ns)
     else:
         snapshot.unlink()
     assert read_stamp(closed) == frozenset()
@@ -111,8 +130,8 @@ def test_a_changed_listed_file_voids_the_stamp(closed: Path, change: str) -> Non
     [
         "not json",
         json.dumps({"format": 2, "files": {DATA_FILE: [1, 1]}}),
-        json.dumps({"format": 1, "files": {}}),  # no data file
-        json.dumps({"format": 1, "files": {DATA_FILE: "big"}}),
+        json.dumps({"format": 2, "files": {}}),  # no data file
+        json.dumps({"format": 2, "files": {DATA_FILE: "big"}}),
     ],
 )
 def test_a_malformed_stamp_trusts_nothing(closed: Path, text: str) -> None:
@@ -125,8 +144,8 @@ def test_a_stamp_never_names_a_file_outside_the_derived_paths(closed: Path) -> N
     outside.write_text("{}", encoding="utf-8")
     files = _stamp(closed)
     st = outside.stat()
-    files["../elsewhere.json"] = [st.st_size, st.st_mtime_ns]
-    (closed / STAMP_FILE).write_text(json.dumps({"format": 1, "files": files}), encoding="utf-8")
+    files["../elsewhere.json"] = [st.st_size, st.st_mtime_ns, hashlib.sha256(b"{}").hexdigest()]
+    (closed / STAMP_FILE).write_text(json.dumps({"format": 2, "files": files}), encoding="utf-8")
     assert read_stamp(closed) == frozenset()
 
 
