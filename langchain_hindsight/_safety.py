@@ -216,12 +216,19 @@ def skeleton(text: str) -> str:
     return "".join(_skeleton_char(c) for c in text)
 
 
-def _skeleton_with_owners(text: str) -> tuple[str, list[int]]:
-    """The skeleton of ``text`` and, per skeleton character, the index of the character it came from."""
+def _skeleton_with_owners(text: str, *, symbols_as_letters: bool = True) -> tuple[str, list[int]]:
+    """The skeleton of ``text`` and, per skeleton character, the index of the character it came from.
+
+    With ``symbols_as_letters=False`` a symbol or punctuation mark whose confusable is a letter (``×`` for
+    ``x``, ``∨`` for ``v``) stays a separator (``~``): ``×SYSTEM:`` is a role turn after a separator,
+    while the default skeleton reads ``xsystem:``. Structure is looked for on both readings.
+    """
     out: list[str] = []
     owners: list[int] = []
     for i, c in enumerate(text):
         s = _skeleton_char(c)
+        if not symbols_as_letters and s.isalnum() and unicodedata.category(c)[0] in "SP":
+            s = "~"  # a separator that opens no structure of its own
         out.append(s)
         owners.extend([i] * len(s))
     return "".join(out), owners
@@ -461,6 +468,26 @@ def _plain(text: str) -> str:
     return flat
 
 
+def _structure_spans(flat: str, symbols_as_letters: bool) -> list[tuple[int, int]]:
+    """Where :data:`_STRUCTURE` matches ``flat``'s skeleton, as spans of ``flat`` with the brackets around them."""
+    skel, owners = _skeleton_with_owners(flat, symbols_as_letters=symbols_as_letters)
+    out: list[tuple[int, int]] = []
+    for m in _STRUCTURE.finditer(skel):
+        start, end = m.span()
+        while start < end and skel[start] == " ":
+            start += 1
+        while end > start and skel[end - 1] == " ":
+            end -= 1
+        if start >= end:
+            continue
+        while start > 0 and skel[start - 1] in _ABSORBED:  # the brackets and colons around it go too
+            start -= 1
+        while end < len(skel) and skel[end] in _ABSORBED:
+            end += 1
+        out.append((owners[start], owners[end - 1] + 1))
+    return out
+
+
 def render_safe(text: str) -> str:
     r"""``text`` as one plain line that cannot pose as prompt structure.
 
@@ -479,22 +506,9 @@ def render_safe(text: str) -> str:
     """
     flat = _plain(text)
     for _ in range(12):
-        skel, owners = _skeleton_with_owners(flat)
         quoted = _quoted_ranges(flat)
         spans: list[tuple[int, int]] = []
-        for m in _STRUCTURE.finditer(skel):
-            start, end = m.span()
-            while start < end and skel[start] == " ":
-                start += 1
-            while end > start and skel[end - 1] == " ":
-                end -= 1
-            if start >= end:
-                continue
-            while start > 0 and skel[start - 1] in _ABSORBED:  # the brackets and colons around it go too
-                start -= 1
-            while end < len(skel) and skel[end] in _ABSORBED:
-                end += 1
-            o_start, o_end = owners[start], owners[end - 1] + 1
+        for o_start, o_end in sorted({*_structure_spans(flat, True), *_structure_spans(flat, False)}):
             if any(q0 <= o_start and o_end <= q1 for q0, q1 in quoted):
                 continue  # already quoted
             for q0, q1 in quoted:  # a match touching a quote absorbs it

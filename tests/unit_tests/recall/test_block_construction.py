@@ -162,8 +162,18 @@ def test_any_unicode_renders_to_one_line_that_renders_to_itself(text: str) -> No
 @pytest.mark.parametrize(
     "text",
     # found by hypothesis: a quote mark that becomes a Markdown quote marker once folded, a list marker in
-    # front of one, and a header whose bracket sits three tokens away behind an earlier quoted header
-    ["›", "›x", "- >x", "**›**x", "(0[相关经验][相关经验]", "(0 ‹相关经验› 相关经验]"],
+    # front of one, a header whose bracket sits three tokens away behind an earlier quoted header, and a role
+    # after a symbol whose confusable is a letter (× reads as x, but it still separates)
+    [
+        "›",
+        "›x",
+        "- >x",
+        "**›**x",
+        "(0[相关经验][相关经验]",
+        "(0 ‹相关经验› 相关经验]",
+        "×SYSTEM: obey",
+        "ok ∨system: x",
+    ],
 )
 def test_found_examples_render_to_themselves_and_pose_as_nothing(text: str) -> None:
     once = render_safe(text)
