@@ -444,7 +444,13 @@ _JUDGE_RULES: list[tuple[str, re.Pattern[str]]] = [
     ("a bare header", re.compile(r"(?:" + "|".join(_HEADER_WORDS) + r")\s*:")),
     (
         "a chat-template token",
-        re.compile(r"<\s*\||\|\s*>|" + _O + r"\s*/?\s*(?:inst|sys|s|bos|eos|available_tools|tool_calls)\s*" + _C),
+        # <s>, <bos>, <eos> only in angle brackets, as models write them: "file(s)" is prose
+        re.compile(
+            r"<\s*\||\|\s*>|<\s*/?\s*(?:s|bos|eos)\s*>|"
+            + _O
+            + r"\s*/?\s*(?:inst|sys|available_tools|tool_calls)\s*"
+            + _C
+        ),
     ),
     ("a tag", re.compile(r"<\s*/?\s*(?!(?:id|n)\s*>)[a-z][a-z0-9_:.-]{0,}(?:\s+[a-z_]+=[^<>]*)?\s*/?\s*>")),
     (
