@@ -167,6 +167,11 @@ def _bracket_kind(c: str) -> str | None:
     if category[0] == "S" and any(w in name for w in _BRACKET_WORDS):
         closing = ("RIGHT" in name or "GREATER-THAN" in name or "BOTTOM" in name) and "LEFT" not in name
         return ("]" if closing else "[") if not angle else (">" if closing else "<")
+    if category[0] == "S" and angle:  # a pointing symbol: ≤, ≫, ◀, ˱ (LOW LEFT ARROWHEAD) read as < or >
+        if "LEFT" in name or "LESS-THAN" in name or "TOP" in name:
+            return "<"
+        if "RIGHT" in name or "GREATER-THAN" in name or "BOTTOM" in name:
+            return ">"
     return None
 
 
