@@ -23,6 +23,7 @@ from typing import Protocol
 from langchain_hindsight._safety import render_label, render_safe
 from langchain_hindsight.errors import ConfigurationError
 from langchain_hindsight.prompts import PromptTemplates
+from langchain_hindsight.types import DEFAULT_NAMESPACE
 
 __all__ = [
     "DEFAULT_MAX_LINE_CHARS",
@@ -89,7 +90,7 @@ def truncation_notice(t: PromptTemplates, memory_id: str | None, namespace: str 
     """
     if memory_id is None or not _plain(memory_id):
         return t.truncation_notice_no_id
-    if namespace and namespace != "default" and _plain(namespace):
+    if namespace and namespace != DEFAULT_NAMESPACE and _plain(namespace):
         command = t.show_command_namespace.format(memory_id=memory_id, namespace=namespace)
     else:
         command = t.show_command.format(memory_id=memory_id)

@@ -49,7 +49,7 @@ from langchain_hindsight.store.runs import RunRecord
 from langchain_hindsight.store.transfer import ImportReport
 from langchain_hindsight.store.writes import RuleWriteJudge, WriteJudge, WriteResult
 from langchain_hindsight.taxonomy import TaskTypeVocabulary
-from langchain_hindsight.types import MemoryStatus, MemoryUnit
+from langchain_hindsight.types import DEFAULT_NAMESPACE, MemoryStatus, MemoryUnit
 
 __all__ = ["MemoryStore"]
 
@@ -145,7 +145,7 @@ class MemoryStore(StoreCore):
         conflict_scope: Literal["task_type", "namespace"] = "task_type",
         policy: ConfidencePolicy | None = None,
         vocabulary: TaskTypeVocabulary | None = None,
-        namespace: str = "default",
+        namespace: str = DEFAULT_NAMESPACE,
         judge: WriteJudge | None = None,
         mirror_max_rows: int = MIRROR_MAX_ROWS,
     ) -> None:
