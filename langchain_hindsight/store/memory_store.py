@@ -29,6 +29,7 @@ from typing import Any, Literal
 import numpy as np
 from langchain_core.embeddings import Embeddings
 
+from langchain_hindsight._checks import is_int
 from langchain_hindsight.embeddings.multilingual import default_embeddings
 from langchain_hindsight.errors import ConfigurationError
 from langchain_hindsight.store import _store_writes as _write_ops
@@ -36,7 +37,6 @@ from langchain_hindsight.store import forget as _forget_ops
 from langchain_hindsight.store import reads as _read_ops
 from langchain_hindsight.store import search as _search_ops
 from langchain_hindsight.store import transfer as _transfer_ops
-from langchain_hindsight.store._checks import is_int
 from langchain_hindsight.store._collections import check_namespace, recorded_embedder
 from langchain_hindsight.store._core import StoreCore, backend_errors
 from langchain_hindsight.store._policy import ConfidencePolicy
