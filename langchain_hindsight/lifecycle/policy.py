@@ -12,6 +12,7 @@ from typing import Literal
 
 from langchain_hindsight._checks import check_int, check_number
 from langchain_hindsight.errors import ConfigurationError
+from langchain_hindsight.store.decide import MERGE_THRESHOLD
 from langchain_hindsight.types import MemoryUnit
 
 __all__ = [
@@ -41,7 +42,8 @@ class LifecyclePolicy:
         archive_idle_days: ...and not accessed for more than this many days are archived (60).
         merge_threshold: Active units that make the same statement (equal after
             normalising case, whitespace and punctuation) merge when at least this
-            cosine-similar (0.95). Different statements never merge, however similar.
+            cosine-similar (:data:`~langchain_hindsight.store.decide.MERGE_THRESHOLD`, 0.95, the
+            store's default too). Different statements never merge, however similar.
         merge_scope: ``"task_type"`` merges only units of the same task type and
             kind (a weekly-report lesson never absorbs a monthly one);
             ``"namespace"`` merges across them; ``None`` follows the store's
@@ -61,7 +63,7 @@ class LifecyclePolicy:
     decay_floor: float = 0.0
     archive_below: float = 0.3
     archive_idle_days: float = 60.0
-    merge_threshold: float = 0.95
+    merge_threshold: float = MERGE_THRESHOLD
     merge_scope: Literal["task_type", "namespace"] | None = None
     review_window_days: float = 7.0
     review_min_runs: int = 3

@@ -22,6 +22,7 @@ import asyncio
 import functools
 import logging
 import os
+import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Literal
@@ -43,6 +44,7 @@ from langchain_hindsight.store._policy import ConfidencePolicy
 from langchain_hindsight.store._reembed import ReembedReport, reembed_collections
 from langchain_hindsight.store.backend import Backend, ChromaBackend
 from langchain_hindsight.store.backend.postgres import PostgresBackend
+from langchain_hindsight.store.decide import MERGE_THRESHOLD
 from langchain_hindsight.store.replica.lexical import lexical_scheme
 from langchain_hindsight.store.replica.records import MIRROR_MAX_ROWS
 from langchain_hindsight.store.runs import RunRecord
@@ -110,8 +112,9 @@ class MemoryStore(StoreCore):
             decides add / duplicate / update / conflict. ``None``: no judge is
             asked (only the same statement merges).
         merge_threshold: Similarity at or above which the judge may call a
-            differently worded unit a duplicate (merge). ``None``: only the same
-            statement merges. The same statement (after normalising case,
+            differently worded unit a duplicate (merge); default
+            :data:`~langchain_hindsight.store.decide.MERGE_THRESHOLD` (0.95, the lifecycle's
+            too). ``None``: only the same statement merges. The same statement (after normalising case,
             whitespace and punctuation) always merges; different statements
             never merge or supersede on similarity alone.
         judge: Decides what a unit with similar neighbours is (see
@@ -141,7 +144,7 @@ class MemoryStore(StoreCore):
         database_url: str | None = None,
         embeddings: Embeddings | None = None,
         conflict_threshold: float | None = 0.85,
-        merge_threshold: float | None = 0.95,
+        merge_threshold: float | None = MERGE_THRESHOLD,
         conflict_scope: Literal["task_type", "namespace"] = "task_type",
         policy: ConfidencePolicy | None = None,
         vocabulary: TaskTypeVocabulary | None = None,
@@ -711,8 +714,18 @@ class MemoryStore(StoreCore):
     def delete(
         self, memory_id: str | Sequence[str] | None = None, *, namespace: str | None = None, scrub: bool | None = None
     ) -> int:
-        """Same as :meth:`forget` (an older name)."""
-        return _forget_ops.forget(self, memory_id, namespace=namespace, scrub=scrub)
+        """Deprecated alias of :meth:`forget` (removed in 0.2): warns, then forgets exactly as :meth:`forget`.
+
+        One hard delete has one name: ``forget`` is what the CLI, the UI and the journal call it, and a
+        LangGraph store's ``delete(namespace, key)`` (:class:`~langchain_hindsight.HindsightStore`) means
+        something else.
+        """
+        warnings.warn(
+            "MemoryStore.delete is deprecated and will be removed in 0.2: call MemoryStore.forget",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return self.forget(memory_id, namespace=namespace, scrub=scrub)
 
     # ------------------------------------------------------------------ async twins (store I/O off the event loop)
     async def aget(self, memory_id: str, *, namespace: str | None = None) -> MemoryUnit:

@@ -9,8 +9,12 @@ from __future__ import annotations
 
 import ast
 import copy
+import dataclasses
+import importlib
 import inspect
 import pickle
+import re
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,9 +26,12 @@ from langchain_hindsight import Hindsight, HindsightRetriever, MemoryStore, Memo
 from langchain_hindsight._checks import check_int, check_number
 from langchain_hindsight._unset import UNSET, Unset
 from langchain_hindsight.errors import ConfigurationError
+from langchain_hindsight.lifecycle.policy import LifecyclePolicy
+from langchain_hindsight.prompts import PromptTemplates, ReviewTemplates
 from langchain_hindsight.recall import engine, retriever
 from langchain_hindsight.recall.engine import RecallSettings
 from langchain_hindsight.session.loop import SessionConfig
+from langchain_hindsight.store.decide import MERGE_THRESHOLD
 from tests.fakes import NgramEmbeddings
 
 LESSON = "周报的数据范围取上周一到周日的自然周，不要用本月一号到今天。"
@@ -237,3 +244,48 @@ def test_check_int_and_check_number_accept() -> None:
         check_number("x", float("nan"))
     with pytest.raises(ConfigurationError):
         check_number("x", 0.0, 0.0, 1.0, open_low=True)
+
+
+# ---------------------------------------------------------------------------- carry-overs
+def _fields_read(cls: type) -> dict[str, int]:
+    """How many times the package's source reads each dataclass field as ``.name``."""
+    package = Path(langchain_hindsight.__file__).parent
+    source = "\n".join(p.read_text(encoding="utf-8") for p in package.rglob("*.py"))
+    return {f.name: len(re.findall(rf"\.{f.name}\b", source)) for f in dataclasses.fields(cls)}
+
+
+def test_every_template_field_is_read_somewhere() -> None:
+    """A template nobody renders is dead text a translator keeps up to date for nothing (``review_prompt`` was)."""
+    for cls in (PromptTemplates, ReviewTemplates):
+        unread = [name for name, n in _fields_read(cls).items() if n == 0]
+        assert unread == [], cls.__name__
+    assert "review_prompt" not in {f.name for f in dataclasses.fields(PromptTemplates)}
+
+
+def test_one_merge_threshold_with_one_owner() -> None:
+    store_default = inspect.signature(MemoryStore).parameters["merge_threshold"].default
+    assert store_default is MERGE_THRESHOLD
+    assert LifecyclePolicy().merge_threshold is MERGE_THRESHOLD
+    assert pytest.approx(0.95) == MERGE_THRESHOLD  # the value both paths had: golden outputs unchanged
+
+
+def test_delete_is_a_deprecated_alias_of_forget(fake_store: MemoryStore) -> None:
+    kept = fake_store.add(MemoryUnit(task_type="weekly_report", content=LESSON)).unit
+    gone = fake_store.add(MemoryUnit(task_type="data_cleaning", content="读取含中文的CSV时指定encoding='utf-8-sig'。"))
+    with pytest.warns(DeprecationWarning, match="MemoryStore.forget"):
+        assert fake_store.delete(gone.unit.memory_id) == 1
+    assert fake_store.get_many([gone.unit.memory_id, kept.memory_id]) == [fake_store.get(kept.memory_id)]
+
+
+def test_legacy_root_names_warn_and_still_resolve() -> None:
+    for name, module in langchain_hindsight._ALSO_IMPORTABLE.items():
+        with pytest.warns(DeprecationWarning, match=rf"import it from langchain_hindsight\.{re.escape(module)}"):
+            value = getattr(langchain_hindsight, name)
+        assert value is getattr(importlib.import_module(f"langchain_hindsight.{module}"), name)
+
+
+def test_pinned_root_names_do_not_warn() -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DeprecationWarning)
+        for name in langchain_hindsight.__all__:
+            getattr(langchain_hindsight, name)
