@@ -16,6 +16,7 @@ Example:
 
 from __future__ import annotations
 
+import asyncio
 import os
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal, Unpack
@@ -31,6 +32,7 @@ from langchain_hindsight.capture.recorder import TrajectoryRecorder
 from langchain_hindsight.errors import ConfigurationError
 from langchain_hindsight.prompts import Locale
 from langchain_hindsight.recall.engine import RecallSettings
+from langchain_hindsight.recall.explain import RunExplanation, explain_run
 from langchain_hindsight.recall.ranking import FloorRule, MinRelevance
 from langchain_hindsight.recall.retriever import HindsightRetriever
 from langchain_hindsight.reflection.background import BackgroundReflector
@@ -403,6 +405,24 @@ class Hindsight:
     ) -> list[ScoredMemory]:
         """Async :meth:`recall`."""
         return await self.retriever.arecall(query, k=k, task_type=task_type, namespace=namespace, now=now)
+
+    def explain(self, run_id: str, *, namespace: str | None = None) -> RunExplanation:
+        """Which memories shaped a run, and why they were ranked so (see :mod:`langchain_hindsight.recall.explain`).
+
+        With a ``principal``, the run is read from a namespace it may read (default: its own), and a
+        shared memory it was served is shown as it is now in the namespace that holds it.
+
+        Raises:
+            RunNotFoundError: the journal has no such run.
+            AccessDeniedError: the principal may not read ``namespace``.
+        """
+        if self.scoped is not None:
+            return self.scoped.explain(run_id, namespace=namespace)
+        return explain_run(self.journal, run_id, namespace=namespace)
+
+    async def aexplain(self, run_id: str, *, namespace: str | None = None) -> RunExplanation:
+        """Async :meth:`explain`."""
+        return await asyncio.to_thread(self.explain, run_id, namespace=namespace)
 
     def feedback(
         self,

@@ -106,9 +106,11 @@ def runs(args: argparse.Namespace) -> int:
 
 def explain(args: argparse.Namespace) -> int:
     """``hindsight explain RUN``: which memories shaped a run, and why they were ranked so."""
+    from langchain_hindsight.recall.explain import explain_run  # only this command pays for recall's scoring
+
     with open_view(args) as view:
         if view.scoped is None:
-            ex = RunJournal(view.store).explain(args.run_id)
+            ex = explain_run(RunJournal(view.store), args.run_id)
         else:
             ex = view.scoped.explain(args.run_id, namespace=view.namespace)
     if args.json:

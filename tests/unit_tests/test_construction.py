@@ -8,6 +8,7 @@ No module marks "not given" with the string ``"default"``: the marker is :data:`
 from __future__ import annotations
 
 import ast
+import asyncio
 import copy
 import dataclasses
 import importlib
@@ -30,8 +31,12 @@ from langchain_hindsight.lifecycle.policy import LifecyclePolicy
 from langchain_hindsight.prompts import PromptTemplates, ReviewTemplates
 from langchain_hindsight.recall import engine, retriever
 from langchain_hindsight.recall.engine import RecallSettings
+from langchain_hindsight.recall.explain import explain_run
+from langchain_hindsight.recall.scoring import TERMS
 from langchain_hindsight.session.loop import SessionConfig
 from langchain_hindsight.store.decide import MERGE_THRESHOLD
+from langchain_hindsight.store.journal import RunJournal
+from langchain_hindsight.types import Trajectory
 from tests.fakes import NgramEmbeddings
 
 LESSON = "周报的数据范围取上周一到周日的自然周，不要用本月一号到今天。"
@@ -289,3 +294,17 @@ def test_pinned_root_names_do_not_warn() -> None:
         warnings.simplefilter("error", DeprecationWarning)
         for name in langchain_hindsight.__all__:
             getattr(langchain_hindsight, name)
+
+
+def test_explain_lives_in_recall_and_every_entry_point_answers(hs_factory: Any) -> None:
+    assert not hasattr(RunJournal, "explain")  # the store journals runs; recall explains its scores
+    hs = hs_factory(task_type="weekly_report", min_relevance=None)
+    unit = hs.store.add(MemoryUnit(task_type="weekly_report", content=LESSON)).unit
+    served = hs.session.serve(TASK)
+    hs.session.finish(served, Trajectory(run_id=served.run_id, task=TASK, outcome="success", final_answer="ok"))
+    explanation = hs.explain(served.run_id)
+    assert explanation == explain_run(hs.journal, served.run_id)
+    (first,) = explanation.memories
+    assert first.served.memory_id == unit.memory_id
+    assert [name for name, _ in first.factors] == sorted(TERMS, key=lambda t: first.served.breakdown[t], reverse=True)
+    assert asyncio.run(hs.aexplain(served.run_id)) == explanation
