@@ -13,9 +13,9 @@ from typing import get_args
 import pytest
 
 from langchain_hindsight import _trust
-from langchain_hindsight.recall.scoring import DEFAULT_SOURCE_PRIOR
+from langchain_hindsight._trust import DEFAULT_INITIAL_CONFIDENCE, DEFAULT_SOURCE_PRIOR, MemorySource
 from langchain_hindsight.store import _policy
-from langchain_hindsight.types import DEFAULT_INITIAL_CONFIDENCE, MemorySource, MemoryUnit
+from langchain_hindsight.types import MemoryUnit
 
 ROOT = Path(__file__).resolve().parents[3]
 PACKAGE = ROOT / "langchain_hindsight"
