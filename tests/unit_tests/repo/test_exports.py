@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
 
@@ -43,6 +44,7 @@ def _is_package(module: str) -> bool:
     return _library()[module].name == "__init__.py"
 
 
+@cache
 def _defined(module: str) -> frozenset[str]:
     """Names a module binds itself at its top level (also under ``if``/``try``), imports excluded."""
     names: set[str] = set()
@@ -90,11 +92,22 @@ def _target(path: Path, node: ast.ImportFrom) -> str | None:
     return ".".join([*base, *([node.module] if node.module else [])])
 
 
+def _import_froms(body: list[ast.stmt] | list[ast.excepthandler]) -> Iterator[ast.ImportFrom]:
+    """Every ``import from`` statement, at any depth (statements only: an import is never an expression)."""
+    for node in body:
+        if isinstance(node, ast.ImportFrom):
+            yield node
+        for field in ("body", "orelse", "finalbody", "handlers"):
+            inner = getattr(node, field, None)
+            if isinstance(inner, list):
+                yield from _import_froms(inner)
+
+
 def _re_exported_imports(path: Path) -> list[str]:
+    if not path.is_relative_to(PACKAGE) and "langchain_hindsight" not in path.read_text(encoding="utf-8"):
+        return []
     found = []
-    for node in ast.walk(_tree(path)):
-        if not isinstance(node, ast.ImportFrom):
-            continue
+    for node in _import_froms(_tree(path).body):
         target = _target(path, node)
         if target is None or target not in _library() or _is_package(target):
             continue
