@@ -37,8 +37,8 @@ from langchain_hindsight.recall.ranking import FloorRule, MinRelevance
 from langchain_hindsight.recall.retriever import HindsightRetriever
 from langchain_hindsight.reflection.background import BackgroundReflector
 from langchain_hindsight.reflection.reflector import Reflector
-from langchain_hindsight.session.config import AdapterOptions
-from langchain_hindsight.session.loop import ErrorPolicy, FeedbackResult, HindsightSession, SessionConfig
+from langchain_hindsight.session.config import AdapterOptions, ErrorPolicy, FeedbackResult, SessionConfig
+from langchain_hindsight.session.loop import HindsightSession
 from langchain_hindsight.settings import SESSION_VARIABLES, read_environment, session_defaults
 from langchain_hindsight.sharing.access import ScopedMemory
 from langchain_hindsight.sharing.principals import AccessPolicy, Principal, resolve_principal
@@ -57,7 +57,7 @@ if TYPE_CHECKING:
 
     from langchain_hindsight.adapters.memory import HindsightMemory
 
-__all__ = ["FeedbackResult", "Hindsight"]
+__all__ = ["Hindsight"]
 
 
 def _server_client(server: str) -> ClientAPI:

@@ -23,7 +23,6 @@ __all__ = [
     "MergeReport",
     "Progress",
     "ReviewReport",
-    "check_number",
 ]
 
 Progress = Callable[[str, int, int], None]

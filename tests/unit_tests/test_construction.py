@@ -33,7 +33,7 @@ from langchain_hindsight.recall import engine, retriever
 from langchain_hindsight.recall.engine import RecallSettings
 from langchain_hindsight.recall.explain import explain_run
 from langchain_hindsight.recall.scoring import TERMS
-from langchain_hindsight.session.loop import SessionConfig
+from langchain_hindsight.session.config import SessionConfig
 from langchain_hindsight.store.decide import MERGE_THRESHOLD
 from langchain_hindsight.store.journal import RunJournal
 from langchain_hindsight.types import Trajectory
