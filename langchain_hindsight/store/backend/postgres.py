@@ -14,17 +14,24 @@ There is no lock file; what keeps writers apart is the database:
   from what is then stored).
 * **No replica.** Both arms of recall are answered by the database on every call: the dense arm
   by pgvector's HNSW cosine index (one partial index per collection, on ``embedding::vector(dim)``,
-  iterative scans under a filter), the lexical arm by BM25 computed in one SQL statement over a
-  ``postings`` table (collection, 64-bit term key, record id, term count, record length) written in
-  the same transaction as the record. The terms are the store's own tokens
+  iterative scans under a filter), the lexical arm by BM25 computed in SQL over a ``postings``
+  table (collection, 64-bit term key, record id, term count, record length) written in the same
+  transaction as the record. The terms are the store's own tokens
   (:class:`~langchain_hindsight.store.backend.base.LexicalScheme`: English words, Chinese character
   unigrams + bigrams): Postgres' full text cannot segment Chinese. Nothing is cached across calls,
-  so a recall sees every write any process committed before it began. Reads take one round trip
-  (an autocommit pool whose sessions carry the HNSW settings).
+  so a recall sees every write any process committed before it began.
+* **One round trip per recall.** :meth:`PostgresRecords.hybrid_query` answers both arms and reads
+  the document and metadata of every candidate in one statement (psycopg prepares it after a few
+  calls); vectors travel in pgvector's binary form. BM25's corpus statistics (records, total length)
+  are a row of ``lexical_stats`` that statement-level triggers on ``records`` keep in the writing
+  transaction, so no query counts the collection. A collection's HNSW index is built by its first
+  dense query (one bulk build after a bulk load, several times cheaper than one graph insert per
+  record); later writes insert into it.
 
 Schema: the ``hindsight`` schema holds ``meta`` (``schema_version``, ``lexical_signature``),
-``collections`` (name, metadata, vector dimension), ``records`` (collection, id, insertion order,
-``vector`` embedding, document, ``jsonb`` metadata, token count) and ``postings``. Opening a
+``collections`` (name, metadata, vector dimension, whether its HNSW index is built),
+``lexical_stats``, ``records`` (collection, id, insertion order, ``vector`` embedding, document,
+``jsonb`` metadata, token count) and ``postings``. Opening a
 database applies the missing :data:`MIGRATIONS` under an advisory lock; a database written by a
 newer schema is refused. When the tokenizer changes (another ``lexical_signature``), every
 record's postings are recomputed at open.
