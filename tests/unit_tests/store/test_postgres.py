@@ -182,7 +182,14 @@ _HYBRID_TEXTS = [
     "图表的坐标轴要标注单位",
     "Label chart axes with their units",
 ]
-_HYBRID_QUERIES = ["销售周报模板", "read csv with pandas", "reports", "检查重复行", "deploy migration", "无关的问题 xyz"]
+_HYBRID_QUERIES = [
+    "销售周报模板",
+    "read csv with pandas",
+    "reports",
+    "检查重复行",
+    "deploy migration",
+    "无关的问题 xyz",
+]
 
 
 def _same_hybrid(pg: MemoryStore, mem: MemoryStore, k: int, normalize: bool) -> None:
@@ -204,7 +211,7 @@ def test_hybrid_search_in_one_statement_equals_the_in_memory_store(postgres_url:
     """Both arms and the candidates' records come from one SQL statement; what recall receives is unchanged:
     the same candidates in the same order, the same similarities, the same lexical scores — also when most
     of the nearest records are inactive (the dense arm then asks again with a filter) and after deletes.
-    """  # noqa: D205
+    """
     units = [MemoryUnit(task_type="general", content=t) for t in _HYBRID_TEXTS]
     embedder = HashEmbeddings()
     with (
@@ -238,7 +245,7 @@ def _stats_match(url: str) -> None:
 def test_lexical_statistics_follow_every_write(postgres_url: str) -> None:
     """The corpus size and length BM25 reads (one maintained row) equal a count after adds, updates,
     supersedes, deletes, forgets, a dropped namespace, and a migration from schema version 1.
-    """  # noqa: D205
+    """
     embedder = HashEmbeddings()
     with MemoryStore(database_url=postgres_url, embeddings=embedder) as store:
         units = store.add_many([MemoryUnit(task_type="general", content=t) for t in _HYBRID_TEXTS], dedupe=False)
