@@ -302,6 +302,58 @@ def test_the_vector_index_is_built_by_the_first_dense_query(postgres_url: str) -
         assert len(_vector_indexes(postgres_url)) == 1
 
 
+_JOURNAL_WRITER = """
+import sys
+sys.path.insert(0, {root!r})
+from langchain_hindsight import MemoryStore
+from langchain_hindsight.store.journal import RunJournal
+from tests.fakes import HashEmbeddings
+store = MemoryStore(database_url={url!r}, embeddings=HashEmbeddings())
+journal = RunJournal(store)
+print("READY", flush=True)
+sys.stdin.readline()
+for i in range({n}):
+    journal.add_feedback("run-1", text=f"process {proc} verdict {{i}}", success=bool(i % 2))
+    journal.add_produced("run-1", [f"mem_{proc}_{{i}}"])
+store.close()
+print("DONE", flush=True)
+"""
+
+
+def test_two_processes_updating_one_run_lose_nothing(postgres_url: str) -> None:
+    """The journal's read-modify-write updates are write plans (one transaction under the namespace's lock):
+    two processes appending verdicts and produced memories to the same run at once keep every one of them.
+    """
+    from langchain_hindsight.store.journal import RunJournal
+
+    n = 15
+    with MemoryStore(database_url=postgres_url, embeddings=HashEmbeddings()) as store:
+        RunJournal(store).start("run-1", task="clean the sales data")
+    children = []
+    for proc in range(2):
+        script = _JOURNAL_WRITER.format(root=ROOT, url=postgres_url, n=n, proc=proc)
+        child = subprocess.Popen(
+            [sys.executable, "-c", script], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        )
+        assert child.stdout is not None
+        assert child.stdout.readline().strip() == "READY"
+        children.append(child)
+    for child in children:
+        assert child.stdin is not None
+        child.stdin.write("go\n")
+        child.stdin.flush()
+    for child in children:
+        out, _ = child.communicate(timeout=300)
+        assert child.returncode == 0
+        assert "DONE" in out
+    with MemoryStore(database_url=postgres_url, embeddings=HashEmbeddings()) as store:
+        run = RunJournal(store).get("run-1")
+    verdicts = sorted(f"process {p} verdict {i}" for p in range(2) for i in range(n))
+    assert sorted(f.text for f in run.feedback) == verdicts
+    assert sorted(run.produced) == sorted(f"mem_{p}_{i}" for p in range(2) for i in range(n))
+    assert run.task == "clean the sales data"
+
+
 def test_schema_is_versioned_and_a_newer_one_is_refused(postgres_url: str) -> None:
     with MemoryStore(database_url=postgres_url, embeddings=HashEmbeddings()) as store:
         store.add(MemoryUnit(content="A lesson that survives reopening."))
