@@ -251,8 +251,8 @@ def markdown(results: dict[str, Any]) -> str:
         "each query's own embedding time, leaving the store and the scoring.",
         "",
         "| memories | backend | recall p50 | recall p95 | without embedding p50 / p95 | lexical p50 / p95 "
-        "| fill (units/s) | target p95 | load avg |",
-        "|---:|---|---:|---:|---:|---:|---:|---:|---:|",
+        "| fill (units/s) | target p95 | ÷ chroma p50 / p95 | load avg |",
+        "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for row in results["recall"]:
         size = row["size"]
@@ -265,9 +265,13 @@ def markdown(results: dict[str, Any]) -> str:
             if name == "postgres" and "postgres_index_build_s" in row:
                 fill += f" (incl. {row['postgres_index_build_s']:.0f} s index build)"
             load = row.get("load_avg", "") if name == "postgres" else ""
+            ratio = ""
+            if name == "postgres" and "ratio_postgres_vs_chroma_recall_p50" in row:
+                ratio = f"{row['ratio_postgres_vs_chroma_recall_p50']}x / {row['ratio_postgres_vs_chroma_recall_p95']}x"
             lines.append(
                 f"| {size:,} | {label} | {r['p50_ms']:.1f} ms | {r['p95_ms']:.1f} ms | {bare['p50_ms']:.1f} / "
-                f"{bare['p95_ms']:.1f} ms | {lx['p50_ms']:.1f} / {lx['p95_ms']:.1f} ms | {fill} | {goal} | {load} |"
+                f"{bare['p95_ms']:.1f} ms | {lx['p50_ms']:.1f} / {lx['p95_ms']:.1f} ms | {fill} | {goal} | {ratio} "
+                f"| {load} |"
             )
     lines += [
         "",
@@ -285,7 +289,9 @@ def markdown(results: dict[str, Any]) -> str:
     lines += [
         "",
         "Same top result from both backends on the first 50 queries: "
-        + ", ".join(f"{row['size']:,}: {row['same_top1_of_50']}/{min(50, results['queries'])}" for row in results["recall"])
+        + ", ".join(
+            f"{row['size']:,}: {row['same_top1_of_50']}/{min(50, results['queries'])}" for row in results["recall"]
+        )
         + " (HNSW is approximate on both; the lexical arm is exact on both).",
         "",
         "## Write throughput",
