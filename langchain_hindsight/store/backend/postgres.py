@@ -453,11 +453,11 @@ class PostgresRecords(Records):
             " m AS (SELECT id, len AS lex_len, term, tf FROM hindsight.postings"
             f" WHERE collection_id = {self._cid} AND term = ANY(%(terms)s::bigint[])),"
             " df AS (SELECT term, count(*)::float8 AS df FROM m GROUP BY term),"
-            " lex AS (SELECT m.id, sum("
-            " ln(1.0 + (s.n + %(prior)s - df.df + 0.5) / (df.df + 0.5)) * m.tf * (%(k1)s + 1.0)"
-            " / (m.tf + %(k1)s * (1.0 - %(b)s + %(b)s * m.lex_len /"
-            " (CASE WHEN s.total > 0 THEN s.total / s.n ELSE 1.0 END)))) AS score"
-            " FROM m JOIN df USING (term) CROSS JOIN stats s GROUP BY m.id"
+            " idf AS (SELECT term, ln(1.0 + (s.n + %(prior)s - df.df + 0.5) / (df.df + 0.5)) AS idf,"
+            " %(k1)s * (1.0 - %(b)s) AS base, %(k1)s * %(b)s / (CASE WHEN s.total > 0 THEN s.total / s.n ELSE 1.0 END)"
+            " AS per_len FROM df CROSS JOIN stats s),"
+            " lex AS (SELECT m.id, sum(i.idf * m.tf * (%(k1)s + 1.0) / (m.tf + (i.base + i.per_len * m.lex_len)))"
+            " AS score FROM m JOIN idf i USING (term) GROUP BY m.id"
             ' ORDER BY score DESC, m.id COLLATE "C" LIMIT %(k)s)'
         )
         params = {
