@@ -171,6 +171,9 @@ SCHEMA_VERSION = MIGRATIONS[-1][0]
 
 _RETRIES = 8
 _EF_SEARCH = 100
+_WORK_MEM_MB = 64
+"""Each pooled session's ``work_mem``: the lexical arm's postings and per-record sums (about 80,000 postings a
+query at 100k memories) stay in memory instead of spilling to temporary files (the server default is 4 MB)."""
 _BUILD_MEMORY_MB = 1024
 """The most ``maintenance_work_mem`` an HNSW index build asks for (the graph of 100k 896-d vectors needs ~600 MB)."""
 """HNSW candidate list of every pooled session (``hnsw.ef_search``); a deeper query widens it for itself."""
@@ -824,10 +827,12 @@ class PostgresRecords(Records):
 
 
 def _configure(conn: Any, *, dumper: type) -> None:
-    """Session settings of every pooled connection: the binary vector parameter, the HNSW candidate list,
-    and iterative index scans (so a filtered query still finds ``n_results`` matches).
+    """Session settings of every pooled connection: the binary vector parameter, the working memory of
+    the lexical arm, the HNSW candidate list, and iterative index scans (so a filtered query still finds
+    ``n_results`` matches).
     """  # noqa: D205
     conn.adapters.register_dumper(_VectorParam, dumper)
+    conn.execute(f"SET work_mem = '{_WORK_MEM_MB}MB'")
     conn.execute(f"SET hnsw.ef_search = {_EF_SEARCH}")
     conn.execute("SET hnsw.iterative_scan = relaxed_order")
 
