@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import ast
+import functools
 import importlib
 from pathlib import Path
 
@@ -43,7 +44,9 @@ DIRECTORY_FILES = frozenset(
 """Names of the directory's own files (lock, stamp, intents) and the stamp's raw reads and writes."""
 
 
+@functools.cache
 def _modules(root: Path = PACKAGE) -> dict[str, ast.Module]:
+    """Every module under ``root``, parsed once per process (the trees are only read)."""
     return {p.relative_to(PACKAGE).as_posix(): ast.parse(p.read_text(encoding="utf-8")) for p in root.rglob("*.py")}
 
 
