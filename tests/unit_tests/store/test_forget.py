@@ -91,6 +91,7 @@ def fast_store(tmp_path: Path) -> Iterator[MemoryStore]:
         yield store
 
 
+@pytest.mark.integration  # 1,100 units written to disk, scanned, reopened twice: the integration tier's weight
 def test_forget_erases_every_byte_and_the_store_keeps_working(tmp_path: Path) -> None:
     directory = tmp_path / "db"
     emb = HashEmbeddings()
