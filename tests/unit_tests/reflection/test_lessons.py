@@ -171,7 +171,9 @@ def test_evidence_round_trips_through_the_store_export_and_import(
 
 
 def test_a_tool_output_unit_cannot_claim_evidence_on_arrival(memory_store: MemoryStore) -> None:
-    stored = memory_store.add(MemoryUnit(content="Tool says: retry with timeout=30.", source="tool_output", evidence=900))
+    stored = memory_store.add(
+        MemoryUnit(content="Tool says: retry with timeout=30.", source="tool_output", evidence=900)
+    )
     assert stored.unit.evidence == 1
 
 
