@@ -10,11 +10,12 @@
 from __future__ import annotations
 
 import ast
-import functools
 import importlib
 from pathlib import Path
 
 import pytest
+
+from tests import source
 
 ROOT = Path(__file__).resolve().parents[3]
 PACKAGE = ROOT / "langchain_hindsight"
@@ -44,10 +45,9 @@ DIRECTORY_FILES = frozenset(
 """Names of the directory's own files (lock, stamp, intents) and the stamp's raw reads and writes."""
 
 
-@functools.cache
 def _modules(root: Path = PACKAGE) -> dict[str, ast.Module]:
-    """Every module under ``root``, parsed once per process (the trees are only read)."""
-    return {p.relative_to(PACKAGE).as_posix(): ast.parse(p.read_text(encoding="utf-8")) for p in root.rglob("*.py")}
+    """Every module under ``root``, parsed once per process (tests/source.py; the trees are only read)."""
+    return {p.relative_to(PACKAGE).as_posix(): source.tree(p) for p in root.rglob("*.py")}
 
 
 def _imported_names(tree: ast.Module) -> set[str]:
