@@ -40,7 +40,7 @@ from tests.fakes import HashEmbeddings
 
 FIELDS = list(MemoryUnit.model_fields)
 SETTINGS = settings(
-    max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+    max_examples=50, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
 )
 
 junk = st.one_of(
