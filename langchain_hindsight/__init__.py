@@ -71,10 +71,10 @@ _EXPORTS: dict[str, str] = {
 """The public names (``__all__``) and the module each lives in."""
 
 _ALSO_IMPORTABLE: dict[str, str] = {
-    "BackgroundReflector": "reflection.reflector",
+    "BackgroundReflector": "reflection.background",
     "ConfidencePolicy": "store",
     "InvalidMemoryError": "errors",
-    "LifecyclePolicy": "lifecycle.maintenance",
+    "LifecyclePolicy": "lifecycle.policy",
     "LocalEmbeddings": "embeddings.local",
     "MemoryContext": "types",
     "PromptTemplates": "prompts",

@@ -29,12 +29,13 @@ from langchain_hindsight.capture.messages import Placement
 from langchain_hindsight.capture.recorder import TrajectoryRecorder
 from langchain_hindsight.errors import ConfigurationError
 from langchain_hindsight.prompts import Locale
-from langchain_hindsight.recall.injection import DEFAULT_MAX_LINE_CHARS, DEFAULT_MAX_LINES
+from langchain_hindsight.recall import DEFAULT_MAX_LINE_CHARS
+from langchain_hindsight.recall.injection import DEFAULT_MAX_LINES
 from langchain_hindsight.recall.retriever import HindsightRetriever
 from langchain_hindsight.reflection.background import BackgroundReflector
 from langchain_hindsight.reflection.reflector import Reflector
-from langchain_hindsight.session.config import AdapterOptions
-from langchain_hindsight.session.loop import ErrorPolicy, FeedbackResult, HindsightSession, SessionConfig
+from langchain_hindsight.session.config import AdapterOptions, ErrorPolicy, FeedbackResult, SessionConfig
+from langchain_hindsight.session.loop import HindsightSession
 from langchain_hindsight.settings import read_environment, session_defaults
 from langchain_hindsight.sharing.access import ScopedMemory
 from langchain_hindsight.sharing.principals import AccessPolicy, Principal, resolve_principal
@@ -53,7 +54,7 @@ if TYPE_CHECKING:
 
     from langchain_hindsight.adapters.memory import HindsightMemory
 
-__all__ = ["FeedbackResult", "Hindsight"]
+__all__ = ["Hindsight"]
 
 
 def _server_client(server: str) -> ClientAPI:

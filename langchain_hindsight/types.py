@@ -19,13 +19,11 @@ from langchain_hindsight._trust import DEFAULT_INITIAL_CONFIDENCE, MemorySource
 from langchain_hindsight.errors import InvalidMemoryError
 
 __all__ = [
-    "DEFAULT_INITIAL_CONFIDENCE",
     "MAX_ACCESS_COUNT",
     "MAX_CONTENT_CHARS",
     "MAX_TAGS",
     "MemoryContext",
     "MemoryKind",
-    "MemorySource",
     "MemoryStatus",
     "MemoryUnit",
     "Outcome",

@@ -60,21 +60,14 @@ from langgraph.store.base import (
 from langgraph.store.base.embed import get_text_at_path, tokenize_path
 
 from langchain_hindsight._text import informative
-from langchain_hindsight._trust import trust_rank
+from langchain_hindsight._trust import MemorySource, trust_rank
 from langchain_hindsight.errors import ConfigurationError, UninformativeMemoryError
 from langchain_hindsight.lifecycle._merge import KEPT_APART_TAG
 from langchain_hindsight.recall.engine import RecallSettings, recall
 from langchain_hindsight.recall.ranking import FloorRule, MinRelevance
 from langchain_hindsight.recall.scoring import ScoringWeights
 from langchain_hindsight.store.memory_store import MemoryStore
-from langchain_hindsight.types import (
-    MAX_CONTENT_CHARS,
-    MemoryContext,
-    MemoryKind,
-    MemorySource,
-    MemoryUnit,
-    utcnow,
-)
+from langchain_hindsight.types import MAX_CONTENT_CHARS, MemoryContext, MemoryKind, MemoryUnit, utcnow
 
 __all__ = [
     "LANGGRAPH_PARAMETER",

@@ -55,16 +55,7 @@ from langchain_hindsight.types import MemoryUnit, utcnow
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
 
-__all__ = [
-    "ArchiveReport",
-    "DecayReport",
-    "Lifecycle",
-    "LifecyclePolicy",
-    "MaintenanceReport",
-    "MergeReport",
-    "ReviewReport",
-    "UsageReport",
-]
+__all__ = ["Lifecycle"]
 
 logger = logging.getLogger(__name__)
 

@@ -33,9 +33,10 @@ from datetime import datetime
 from typing import Protocol
 
 from langchain_hindsight._safety import clean_text
+from langchain_hindsight._script import FusionWeights
 from langchain_hindsight._text import informative
 from langchain_hindsight.errors import ConfigurationError
-from langchain_hindsight.recall.fusion import Fusion, FusionWeights, fusion_weights_for
+from langchain_hindsight.recall.fusion import Fusion, fusion_weights_for
 from langchain_hindsight.recall.ranking import AUTO_FLOOR, FloorRule, MinRelevance, ScriptCache, rank_candidates
 from langchain_hindsight.recall.scoring import ScoringWeights
 from langchain_hindsight.recall.task_type import CLASSIFY_MAX_CHARS, TaskClassifier, pick_label, resolve_task_type

@@ -55,16 +55,15 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables.config import run_in_executor
 from pydantic import ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
+from langchain_hindsight._script import FusionWeights
 from langchain_hindsight._text import clip_text
 from langchain_hindsight.errors import ConfigurationError
 from langchain_hindsight.prompts import Locale, get_templates
 from langchain_hindsight.recall.engine import Recalled, RecallResult, RecallSettings, resolve_task
 from langchain_hindsight.recall.engine import recall as engine_recall
-from langchain_hindsight.recall.fusion import Fusion, FusionWeights, fuse
+from langchain_hindsight.recall.fusion import Fusion
 from langchain_hindsight.recall.ranking import (
-    AUTO_FLOOR,
     DEFAULT_LOW_RELEVANCE,
-    DEFAULT_MIN_RELEVANCE,
     FloorRule,
     LowRelevance,
     ScriptCache,
@@ -75,19 +74,7 @@ from langchain_hindsight.store.memory_store import MemoryStore
 from langchain_hindsight.store.replica.snapshot import StoreSnapshot
 from langchain_hindsight.types import ScoredMemory, Served, TaskTypeSource
 
-__all__ = [
-    "AUTO_FLOOR",
-    "DEFAULT_LOW_RELEVANCE",
-    "DEFAULT_MIN_RELEVANCE",
-    "FloorRule",
-    "Fusion",
-    "HindsightRetriever",
-    "RecallResult",
-    "ServedRecord",
-    "TaskClassifier",
-    "TaskTypeSource",
-    "fuse",
-]
+__all__ = ["HindsightRetriever", "ServedRecord"]
 
 logger = logging.getLogger(__name__)
 
@@ -181,7 +168,7 @@ class HindsightRetriever(BaseRetriever):
             together, each result's unit carrying its namespace. A memory found in
             several (a published copy keeps its id) is served once, from the first:
             the searched namespace, then these in order. Access control is the
-            caller's (see :class:`~langchain_hindsight.sharing.access.ScopedRetriever`).
+            caller's (see :class:`~langchain_hindsight.sharing.retriever.ScopedRetriever`).
         weights: The scoring weights (default: :class:`ScoringWeights`).
         min_score: Drop memories whose weighted score is below this.
         min_relevance: The relevance floor, so a task unrelated to everything stored gets

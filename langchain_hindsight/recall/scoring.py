@@ -25,7 +25,7 @@ from langchain_hindsight._trust import DEFAULT_SOURCE_PRIOR
 from langchain_hindsight.errors import ConfigurationError
 from langchain_hindsight.types import MemoryUnit, ScoredMemory, utcnow
 
-__all__ = ["DEFAULT_SOURCE_PRIOR", "ScoreTable", "ScoringWeights", "score_many", "score_memory", "time_factor"]
+__all__ = ["ScoreTable", "ScoringWeights", "score_many", "score_memory", "time_factor"]
 
 _SECONDS_PER_DAY = 86_400
 

@@ -14,19 +14,20 @@ from langchain_core.language_models import BaseChatModel
 
 from langchain_hindsight.errors import ConfigurationError
 from langchain_hindsight.prompts import Locale, get_templates
-from langchain_hindsight.recall.injection import DEFAULT_MAX_LINE_CHARS, check_block_size
+from langchain_hindsight.recall import DEFAULT_MAX_LINE_CHARS, check_block_size
 from langchain_hindsight.reflection.background import BackgroundReflector
 from langchain_hindsight.reflection.reflector import Reflector
-from langchain_hindsight.session._conversation import CORRECTION_PATTERNS, CorrectionDetector
+from langchain_hindsight.session._conversation import CorrectionDetector
+from langchain_hindsight.session._feedback_rules import CORRECTION_PATTERNS
 from langchain_hindsight.store.journal import RunJournal
 from langchain_hindsight.store.memory_store import MemoryStore
 from langchain_hindsight.store.runs import RunRecord
-from langchain_hindsight.types import MemoryUnit, Served
+from langchain_hindsight.types import MemoryUnit
 
 if TYPE_CHECKING:
     from langchain_hindsight.recall.retriever import HindsightRetriever
 
-__all__ = ["AdapterOptions", "ErrorPolicy", "FeedbackResult", "Served", "SessionConfig", "SessionOptions", "new_run_id"]
+__all__ = ["AdapterOptions", "ErrorPolicy", "FeedbackResult", "SessionConfig", "SessionOptions", "new_run_id"]
 
 
 ErrorPolicy = Literal["log", "raise"]

@@ -42,8 +42,9 @@ from langchain_hindsight.capture.messages import resolve_namespace
 from langchain_hindsight.capture.recorder import SERVED_KEY
 from langchain_hindsight.errors import AccessDeniedError, ConfigurationError, HindsightError, RunNotFoundError
 from langchain_hindsight.prompts import Locale, get_reflection_templates
+from langchain_hindsight.recall.engine import RecallResult
 from langchain_hindsight.recall.injection import build_task_prompt, fit_experiences
-from langchain_hindsight.recall.retriever import HindsightRetriever, RecallResult
+from langchain_hindsight.recall.retriever import HindsightRetriever
 from langchain_hindsight.reflection.background import BackgroundReflector
 from langchain_hindsight.reflection.reflector import Reflector
 from langchain_hindsight.session._conversation import CorrectionDetector, detect_correction
@@ -56,27 +57,13 @@ from langchain_hindsight.session._credit import (
     submit_background,
 )
 from langchain_hindsight.session._verdict import correction_unit, record_verdict, revert_feedback
-from langchain_hindsight.session.config import (
-    ErrorPolicy,
-    FeedbackResult,
-    Served,
-    SessionConfig,
-    SessionOptions,
-    new_run_id,
-)
+from langchain_hindsight.session.config import ErrorPolicy, FeedbackResult, SessionConfig, SessionOptions, new_run_id
 from langchain_hindsight.store.journal import RunJournal
 from langchain_hindsight.store.memory_store import MemoryStore
 from langchain_hindsight.store.runs import RunRecord
-from langchain_hindsight.types import MemoryUnit, Trajectory
+from langchain_hindsight.types import MemoryUnit, Served, Trajectory
 
-__all__ = [
-    "ErrorPolicy",
-    "FeedbackResult",
-    "HindsightSession",
-    "Served",
-    "SessionConfig",
-    "new_run_id",
-]
+__all__ = ["HindsightSession"]
 
 logger = logging.getLogger(__name__)
 

@@ -34,6 +34,7 @@ from LangChain, use :meth:`ScopedMemory.as_retriever` (a
 principal to the facade: ``Hindsight(..., principal="analyst", policy="grants.toml")``.
 
 Example:
+    >>> from langchain_hindsight.sharing import AccessPolicy
     >>> policy = AccessPolicy.from_mapping({"analyst": {"namespace": "analyst", "read": ["shared"]}})
     >>> policy.principal("analyst").readable
     ('analyst', 'shared')
@@ -48,12 +49,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from langchain_hindsight._trust import MemorySource
 from langchain_hindsight.errors import AccessDeniedError, ConfigurationError, InvalidMemoryError, MemoryNotFoundError
 from langchain_hindsight.recall.retriever import HindsightRetriever
 from langchain_hindsight.sharing.principals import (
     ORIGIN_TAG,
     PUBLISHED_TAG,
-    AccessPolicy,
     Operation,
     Principal,
     origin_tag,
@@ -64,18 +65,9 @@ from langchain_hindsight.sharing.principals import (
 from langchain_hindsight.sharing.retriever import ScopedRetriever
 from langchain_hindsight.store.journal import ExplainedMemory, RunExplanation, RunJournal
 from langchain_hindsight.store.memory_store import MemoryStore
-from langchain_hindsight.types import MemoryKind, MemorySource, MemoryUnit, ScoredMemory
+from langchain_hindsight.types import MemoryKind, MemoryUnit, ScoredMemory
 
-__all__ = [
-    "AccessPolicy",
-    "FeedbackOutcome",
-    "Principal",
-    "ScopedMemory",
-    "ScopedResult",
-    "ScopedRetriever",
-    "origin_tag",
-    "published_from",
-]
+__all__ = ["FeedbackOutcome", "ScopedMemory", "ScopedResult"]
 
 logger = logging.getLogger(__name__)
 

@@ -29,9 +29,10 @@ from langchain_hindsight import (
 )
 from langchain_hindsight._text import informative
 from langchain_hindsight.errors import InvalidMemoryError, UninformativeMemoryError
-from langchain_hindsight.recall.injection import MIN_BLOCK_CHARS, format_experiences
+from langchain_hindsight.recall import MIN_BLOCK_CHARS
+from langchain_hindsight.recall.injection import format_experiences
 from langchain_hindsight.reflection.reflector import Reflector
-from langchain_hindsight.session.loop import SessionConfig
+from langchain_hindsight.session.config import SessionConfig
 from langchain_hindsight.sharing.access import ScopedMemory
 from langchain_hindsight.sharing.principals import Principal
 from langchain_hindsight.store._store_writes import write_exact
