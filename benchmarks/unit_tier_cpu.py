@@ -8,6 +8,10 @@ process, and reports
 * per process, the CPU spent before the first test (start-up, plugins, importing the test modules) and in the
   tests;
 * the test files that cost the most CPU (setup + call + teardown, via ``benchmarks/_tier_cpu_plugin.py``);
+* the run keeps its temporary files under its own ``--basetemp`` and deletes them after, in a child process
+  whose CPU is counted with the run's: left to itself, pytest deletes the oldest of the last runs' trees under
+  ``/tmp/pytest-of-<user>`` at exit, which may be any run's (another tier's, another checkout's) on a shared
+  machine;
 * for comparison, the same tier on ``--compare-workers`` pytest-xdist workers (``-n 2 --dist loadfile``; 0 skips
   it): each worker starts up and collects the whole tier again, and the controller is one more process, so
   the CPU summed over them is higher, for a shorter wall time on an idle machine. ``make unit`` runs the tier
@@ -64,7 +68,8 @@ def command(workers: int) -> list[str]:
 
 def measure(workers: int) -> dict[str, Any]:
     """Run the unit tier once; its CPU and wall time, and each process's report."""
-    with tempfile.TemporaryDirectory() as reports:
+    with tempfile.TemporaryDirectory() as reports, tempfile.TemporaryDirectory() as scratch:
+        basetemp = Path(scratch, "basetemp")
         env = {
             **os.environ,
             "HF_HUB_OFFLINE": "1",
@@ -73,8 +78,16 @@ def measure(workers: int) -> dict[str, Any]:
         }
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         start = time.perf_counter()
-        done = subprocess.run(command(workers), cwd=ROOT, env=env, capture_output=True, text=True, check=False)
+        done = subprocess.run(
+            [*command(workers), "--basetemp", str(basetemp)],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
         wall = time.perf_counter() - start
+        subprocess.run(["rm", "-rf", str(basetemp)], check=True)  # the run's own files: their deletion is its cost
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         processes = [json.loads(p.read_text(encoding="utf-8")) for p in sorted(Path(reports).glob("*.json"))]
     summary = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else ""
