@@ -8,13 +8,14 @@ optional extras (``langchain-classic``) are only needed for what uses them.
 
 The root exports the facade (:class:`Hindsight`), the adapters, the store, the
 unit, the retriever, the recorder, the reflector, the lifecycle, the journal and
-the errors callers catch; everything else is imported from its module
+every error class (all derive from :class:`HindsightError`); everything else is imported from its module
 (``langchain_hindsight.session.loop``, ``.embeddings``, ``.taxonomy``, ``.testing``, ...).
 """
 
 from __future__ import annotations
 
 import importlib
+import warnings
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -24,11 +25,22 @@ if TYPE_CHECKING:
     from langchain_hindsight.adapters.middleware import HindsightMiddleware
     from langchain_hindsight.capture.recorder import TrajectoryRecorder
     from langchain_hindsight.errors import (
+        AccessDeniedError,
+        BackendError,
         ConfigurationError,
+        EmbedderMismatchError,
+        EmbeddingError,
+        FeedbackAlreadyUndoneError,
+        FeedbackNotFoundError,
         HindsightError,
+        InvalidMemoryError,
         MemoryNotFoundError,
+        ReflectionError,
         RunNotFoundError,
+        StoreClosedError,
+        StoreError,
         StoreLockedError,
+        UninformativeMemoryError,
     )
     from langchain_hindsight.hindsight import Hindsight
     from langchain_hindsight.lifecycle.maintenance import Lifecycle
@@ -43,25 +55,36 @@ if TYPE_CHECKING:
 __version__ = "0.1.0"
 
 _EXPORTS: dict[str, str] = {
+    "AccessDeniedError": "errors",
+    "BackendError": "errors",
     "ConfigurationError": "errors",
+    "EmbedderMismatchError": "errors",
+    "EmbeddingError": "errors",
+    "FeedbackAlreadyUndoneError": "errors",
+    "FeedbackNotFoundError": "errors",
     "Hindsight": "hindsight",
     "HindsightError": "errors",
     "HindsightMemory": "adapters.memory",
     "HindsightMiddleware": "adapters.middleware",
     "HindsightRetriever": "recall.retriever",
     "HindsightStore": "adapters.langgraph_store",
+    "InvalidMemoryError": "errors",
     "Lifecycle": "lifecycle.maintenance",
     "MemoryNotFoundError": "errors",
     "MemoryStore": "store.memory_store",
     "MemoryUnit": "types",
+    "ReflectionError": "errors",
     "Reflector": "reflection.reflector",
     "RunJournal": "store.journal",
     "RunNotFoundError": "errors",
     "ScoringWeights": "recall.scoring",
     "Step": "types",
+    "StoreClosedError": "errors",
+    "StoreError": "errors",
     "StoreLockedError": "errors",
     "Trajectory": "types",
     "TrajectoryRecorder": "capture.recorder",
+    "UninformativeMemoryError": "errors",
     "build_task_prompt": "recall.injection",
     "format_experiences": "recall.injection",
     "recall_node": "adapters.graph",
@@ -73,43 +96,51 @@ _EXPORTS: dict[str, str] = {
 _ALSO_IMPORTABLE: dict[str, str] = {
     "BackgroundReflector": "reflection.background",
     "ConfidencePolicy": "store",
-    "InvalidMemoryError": "errors",
     "LifecyclePolicy": "lifecycle.policy",
     "LocalEmbeddings": "embeddings.local",
     "MemoryContext": "types",
     "PromptTemplates": "prompts",
-    "ReflectionError": "errors",
     "RunRecord": "store.runs",
     "ScoredMemory": "types",
-    "StoreClosedError": "errors",
-    "StoreError": "errors",
     "TaskTypeVocabulary": "taxonomy",
     "get_templates": "prompts",
     "normalize_task_type": "taxonomy",
     "score_memory": "recall.scoring",
 }
-"""Names that were once at the root: still importable from it, but documented at their module."""
+"""Names that were once at the root: still importable from it with a :class:`DeprecationWarning` naming their
+module (where they are documented); removed from the root in 0.2."""
 
 __all__ = [
+    "AccessDeniedError",
+    "BackendError",
     "ConfigurationError",
+    "EmbedderMismatchError",
+    "EmbeddingError",
+    "FeedbackAlreadyUndoneError",
+    "FeedbackNotFoundError",
     "Hindsight",
     "HindsightError",
     "HindsightMemory",
     "HindsightMiddleware",
     "HindsightRetriever",
     "HindsightStore",
+    "InvalidMemoryError",
     "Lifecycle",
     "MemoryNotFoundError",
     "MemoryStore",
     "MemoryUnit",
+    "ReflectionError",
     "Reflector",
     "RunJournal",
     "RunNotFoundError",
     "ScoringWeights",
     "Step",
+    "StoreClosedError",
+    "StoreError",
     "StoreLockedError",
     "Trajectory",
     "TrajectoryRecorder",
+    "UninformativeMemoryError",
     "__version__",
     "build_task_prompt",
     "format_experiences",
@@ -120,7 +151,16 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name) or _ALSO_IMPORTABLE.get(name)
+    module = _EXPORTS.get(name)
+    if module is None and name in _ALSO_IMPORTABLE:
+        module = _ALSO_IMPORTABLE[name]
+        warnings.warn(  # not cached in globals(): every first use at a call site says where the name lives
+            f"importing {name} from the langchain_hindsight root is deprecated and will stop working in 0.2: "
+            f"import it from langchain_hindsight.{module}",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return getattr(importlib.import_module(f"langchain_hindsight.{module}"), name)
     if module is None:
         raise AttributeError(f"module 'langchain_hindsight' has no attribute {name!r}")
     value = getattr(importlib.import_module(f"langchain_hindsight.{module}"), name)

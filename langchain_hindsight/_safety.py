@@ -167,10 +167,25 @@ def _bracket_kind(c: str) -> str | None:
     if category[0] == "S" and any(w in name for w in _BRACKET_WORDS):
         closing = ("RIGHT" in name or "GREATER-THAN" in name or "BOTTOM" in name) and "LEFT" not in name
         return ("]" if closing else "[") if not angle else (">" if closing else "<")
+    if category[0] == "S" and angle:  # a pointing symbol: ≤, ≫, ◀, ˱ (LOW LEFT ARROWHEAD) read as < or >
+        if "LEFT" in name or "LESS-THAN" in name or "TOP" in name:
+            return "<"
+        if "RIGHT" in name or "GREATER-THAN" in name or "BOTTOM" in name:
+            return ">"
     return None
 
 
 _COLON_NAMES = ("COLON", "TWO DOT", "TRICOLON", "VISARGA")
+_BAR_NAME = re.compile(
+    r"^(?:(?:LIGHT|MEDIUM|HEAVY|DOUBLE|TRIPLE|LEFT|RIGHT|DASHED|DOTTED) )*(?:BROKEN BAR|VERTICAL (?:BOX )?(?:LINE|BAR)"
+    r"(?: EXTENSION| WITH MIDDLE DOT)?)$"
+)
+"""A symbol named as a vertical bar (``¦`` BROKEN BAR, ``‖``, ``❘``) that TR39 does not map to ``|``: ``<¦|`` is a
+chat-template opener to a reader."""
+
+
+def _bar_like(ch: str) -> bool:
+    return not ch.isascii() and unicodedata.category(ch)[0] in "SP" and bool(_BAR_NAME.match(unicodedata.name(ch, "")))
 
 
 @functools.cache
@@ -197,7 +212,9 @@ def _skeleton_char(c: str) -> str:
                     out.append(kind)
                 elif mapped == ":" or (not ch.isascii() and any(w in unicodedata.name(ch, "") for w in _COLON_NAMES)):
                     out.append(":")
-                elif mapped in "|l" and not ch.isascii() and (not ch.isalnum() or ch.upper() == ch.lower()):
+                elif _bar_like(ch) or (
+                    mapped in "|l" and not ch.isascii() and (not ch.isalnum() or ch.upper() == ch.lower())
+                ):
                     out.append("|")
                 else:
                     out.append(mapped.translate(_TRADITIONAL).translate(_VARIANTS))
@@ -504,7 +521,17 @@ def render_safe(text: str) -> str:
         >>> render_safe("Read it with encoding='utf-8-sig' (not gbk).")
         "Read it with encoding='utf-8-sig' (not gbk)."
     """
-    flat = _plain(text)
+    flat = _quote_structure(_plain(text))
+    for _ in range(4):  # quoting may uncover Markdown (``*⟦turn>`` becomes ``* ‹turn›``, a list item): plain again
+        plain = _plain(flat)
+        if plain == flat:
+            break
+        flat = _quote_structure(plain)
+    return flat
+
+
+def _quote_structure(flat: str) -> str:
+    """``flat`` (a :func:`_plain` text) with the structure its skeleton shows quoted, as one line."""
     for _ in range(12):
         quoted = _quoted_ranges(flat)
         spans: list[tuple[int, int]] = []

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Unpack
 from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest, ModelResponse
 from langchain_core.messages import AIMessage, BaseMessage
 
+from langchain_hindsight._checks import check_int
 from langchain_hindsight.capture import message_text
 from langchain_hindsight.capture.messages import (
     Placement,
@@ -27,7 +28,6 @@ from langchain_hindsight.capture.messages import (
     task_key,
     trajectory_from_messages,
 )
-from langchain_hindsight.errors import ConfigurationError
 from langchain_hindsight.session.config import AdapterOptions, new_run_id
 from langchain_hindsight.session.loop import HindsightSession
 from langchain_hindsight.session.source import SessionSource, session_for
@@ -94,8 +94,7 @@ class HindsightMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     ) -> None:
         super().__init__()
         check_placement(placement)
-        if isinstance(max_pending, bool) or not isinstance(max_pending, int) or max_pending < 1:
-            raise ConfigurationError(f"max_pending must be a positive int, got {max_pending!r}")
+        check_int("max_pending", max_pending)
         self.session = session_for(hindsight, **options)
         self.namespace = namespace
         self.placement: Placement = placement

@@ -16,6 +16,7 @@ from typing import IO, Any
 from langchain_hindsight.cli._output import Progress, clip, emit_json, safe, table, when
 from langchain_hindsight.cli._stats import print_stats
 from langchain_hindsight.cli._store import open_view
+from langchain_hindsight.recall.explain import explain_run
 from langchain_hindsight.store.journal import RunJournal
 from langchain_hindsight.store.memory_store import MemoryStore
 from langchain_hindsight.store.replica.summary import save_counted, summary_entry
@@ -108,7 +109,7 @@ def explain(args: argparse.Namespace) -> int:
     """``hindsight explain RUN``: which memories shaped a run, and why they were ranked so."""
     with open_view(args) as view:
         if view.scoped is None:
-            ex = RunJournal(view.store).explain(args.run_id)
+            ex = explain_run(RunJournal(view.store), args.run_id)
         else:
             ex = view.scoped.explain(args.run_id, namespace=view.namespace)
     if args.json:

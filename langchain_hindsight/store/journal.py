@@ -6,71 +6,28 @@ server, and ``store.forget(namespace=...)`` removes it); the storage itself is
 ``runs.RunRecords`` (``store.run_records``), which ``store.forget`` also uses
 to scrub forgotten ids.
 
-:meth:`RunJournal.explain` answers "which memories shaped this run, and why
-were they ranked so"; :meth:`RunJournal.scrub` removes forgotten memory ids
-from every record.
+:meth:`RunJournal.scrub` removes forgotten memory ids from every record. "Which memories shaped
+this run, and why were they ranked so" is a question about recall's scores: it is answered by
+:func:`langchain_hindsight.recall.explain.explain_run` (``Hindsight.explain``, ``hindsight explain``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import math
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ValidationError
 
 from langchain_hindsight.errors import ConfigurationError, RunNotFoundError
 from langchain_hindsight.store._codec import to_datetime_us
 from langchain_hindsight.store.memory_store import MemoryStore
 from langchain_hindsight.store.runs import FeedbackEffect, RunFeedback, RunKind, RunRecord, RunRecords
-from langchain_hindsight.types import MemoryStatus, MemoryUnit, Outcome, ScoredMemory, ServedMemory, utcnow
+from langchain_hindsight.types import Outcome, ScoredMemory, ServedMemory, utcnow
 
-__all__ = [
-    "ExplainedMemory",
-    "RunExplanation",
-    "RunJournal",
-]
-
-
-class ExplainedMemory(BaseModel):
-    """One served memory, its ranking numbers and what became of it."""
-
-    model_config = ConfigDict(frozen=True)
-
-    served: ServedMemory
-    status: MemoryStatus | Literal["forgotten"]
-    """Current status; ``forgotten`` when the memory no longer exists (deleted or merged away)."""
-    unit: MemoryUnit | None = None
-    """The memory as it is now (``None`` when forgotten)."""
-    factors: list[tuple[str, float]] = Field(default_factory=list)
-    """The additive score factors, largest contribution first."""
-
-    @property
-    def main_factor(self) -> str | None:
-        """The factor that contributed most to the score."""
-        return self.factors[0][0] if self.factors else None
-
-
-class RunExplanation(BaseModel):
-    """Which memories shaped a run and why they were ranked so (see :meth:`RunJournal.explain`)."""
-
-    model_config = ConfigDict(frozen=True)
-
-    record: RunRecord
-    memories: list[ExplainedMemory] = Field(default_factory=list)
-    """Served memories in rank order."""
-    produced: list[tuple[str, MemoryUnit | None]] = Field(default_factory=list)
-    """Produced memory ids with the unit as it is now (``None`` when it no longer exists)."""
-
-
-_FACTORS = ("similarity", "task_type", "confidence", "access", "source")
-
-
-def _factors(breakdown: dict[str, float]) -> list[tuple[str, float]]:
-    found = [(k, float(breakdown[k])) for k in _FACTORS if k in breakdown]
-    return sorted(found, key=lambda kv: kv[1], reverse=True)
+__all__ = ["RunJournal"]
 
 
 def _when(now: datetime | None, what: str = "now") -> datetime:
@@ -198,29 +155,51 @@ class RunJournal:
         _text(task, "task")
         started = _when(now)
         shown = [ServedMemory.from_scored(s, rank) for rank, s in enumerate(served, start=1)]
-        with self.store.lock:
+        changes: dict[str, Any] = {"served": shown}
+        if task:
+            changes["task"] = task
+        if task_type:
+            changes["task_type"] = self.store.vocabulary.normalize(task_type)
+        if thread_id:
+            changes["thread_id"] = thread_id
+
+        def plan() -> RunRecord:
             current = self._find(run_id, ns)
             if current is None:
                 current = RunRecord(run_id=run_id, namespace=ns, started_at=started)
-            changes: dict[str, Any] = {"served": shown}
-            if task:
-                changes["task"] = task
-            if task_type:
-                changes["task_type"] = self.store.vocabulary.normalize(task_type)
-            if thread_id:
-                changes["thread_id"] = thread_id
             updated = current.model_copy(update=changes)
             self._write([updated])
             return updated
 
-    def _change(self, run_id: str, namespace: str | None, **changes: Any) -> RunRecord:
+        return self._atomic(ns, plan)
+
+    def _atomic(self, namespace: str, plan: Callable[[], RunRecord]) -> RunRecord:
+        """Run a read-modify-write ``plan`` on ``namespace``'s journal as one write plan of the store.
+
+        On a database it is one transaction under the namespace's lock, so two processes updating
+        one run (a verdict and an undo, two verdicts) apply one after the other and neither is lost;
+        the plan may be re-run after a serialization failure, so it re-reads the record.
+        """
         with self.store.lock:
+            return self.store._atomic(namespace, plan)
+
+    def _change(self, run_id: str, namespace: str | None, **changes: Any) -> RunRecord:
+        return self._update(run_id, namespace, lambda _current: changes)
+
+    def _update(
+        self, run_id: str, namespace: str | None, changes: Callable[[RunRecord], Mapping[str, Any]]
+    ) -> RunRecord:
+        """The run's record with ``changes(current record)`` applied, read and written in one write plan."""
+
+        def plan() -> RunRecord:
             current = self._find(run_id, namespace)
             if current is None:
                 raise RunNotFoundError(f"no run {run_id!r} in the journal of namespace {self._ns(namespace)!r}")
-            updated = RunRecord.model_validate({**current.model_dump(), **changes})
+            updated = RunRecord.model_validate({**current.model_dump(), **changes(current)})
             self._write([updated])
             return updated
+
+        return self._atomic(self._ns(namespace), plan)
 
     def finish(
         self,
@@ -249,12 +228,9 @@ class RunJournal:
         Raises:
             RunNotFoundError: the run was never started.
         """
-        with self.store.lock:
-            current = self._find(run_id, namespace)
-            if current is None:
-                raise RunNotFoundError(f"no run {run_id!r} in the journal of namespace {self._ns(namespace)!r}")
-            produced = list(dict.fromkeys([*current.produced, *memory_ids]))
-            return self._change(run_id, current.namespace, produced=produced)
+        return self._update(
+            run_id, namespace, lambda current: {"produced": list(dict.fromkeys([*current.produced, *memory_ids]))}
+        )
 
     def add_feedback(
         self,
@@ -294,11 +270,7 @@ class RunJournal:
             )
         except ValidationError as e:
             raise ConfigurationError(f"invalid feedback entry for run {run_id!r}: {e.errors()[0]['msg']}") from e
-        with self.store.lock:
-            current = self._find(run_id, namespace)
-            if current is None:
-                raise RunNotFoundError(f"no run {run_id!r} in the journal of namespace {self._ns(namespace)!r}")
-            return self._change(run_id, current.namespace, feedback=[*current.feedback, entry])
+        return self._update(run_id, namespace, lambda current: {"feedback": [*current.feedback, entry]})
 
     def add_undo(
         self,
@@ -318,10 +290,8 @@ class RunJournal:
             ConfigurationError: ``index`` is not a verdict in force.
         """
         when = _when(now)
-        with self.store.lock:
-            current = self._find(run_id, namespace)
-            if current is None:
-                raise RunNotFoundError(f"no run {run_id!r} in the journal of namespace {self._ns(namespace)!r}")
+
+        def undone(current: RunRecord) -> dict[str, Any]:
             entries = list(current.feedback)
             if not 0 <= index < len(entries) or entries[index].kind != "verdict" or entries[index].undone_at:
                 raise ConfigurationError(f"feedback {index} of run {run_id!r} is not a verdict in force")
@@ -336,8 +306,13 @@ class RunJournal:
                 debit_before=current.debit,
                 debit_after=_changes(debit, "debit"),
             )
-            value, taken = _changes(credit, "credit"), _changes(debit, "debit")
-            return self._change(run_id, current.namespace, feedback=[*entries, undo], credit=value, debit=taken)
+            return {
+                "feedback": [*entries, undo],
+                "credit": _changes(credit, "credit"),
+                "debit": _changes(debit, "debit"),
+            }
+
+        return self._update(run_id, namespace, undone)
 
     def set_credit(self, run_id: str, credit: dict[str, float] | None, *, namespace: str | None = None) -> RunRecord:
         """Record the success credit now applied to the run's served memories (``None``: none applied).
@@ -479,30 +454,6 @@ class RunJournal:
         with self.store.lock:
             return self._records.count(self._ns(namespace))
 
-    def explain(self, run_id: str, *, namespace: str | None = None) -> RunExplanation:
-        """Which memories shaped this run, and why they were ranked so.
-
-        Each served memory comes with its score, the additive factors sorted by
-        contribution, and its current state (confidence now, status, or
-        ``forgotten``); produced memories are resolved the same way.
-
-        Raises:
-            RunNotFoundError: no such run.
-        """
-        record = self.get(run_id, namespace=namespace)
-        ids = [*record.served_ids, *record.produced]
-        units = {u.memory_id: u for u in self.store.get_many(ids, namespace=record.namespace)} if ids else {}
-        memories = [
-            ExplainedMemory(
-                served=m,
-                status=units[m.memory_id].status if m.memory_id in units else "forgotten",
-                unit=units.get(m.memory_id),
-                factors=_factors(m.breakdown),
-            )
-            for m in sorted(record.served, key=lambda m: m.rank)
-        ]
-        return RunExplanation(record=record, memories=memories, produced=[(i, units.get(i)) for i in record.produced])
-
     # ------------------------------------------------------------------ async twins (store I/O in a worker thread)
     async def astart(self, run_id: str, **kwargs: Any) -> RunRecord:
         """Async :meth:`start`."""
@@ -523,7 +474,3 @@ class RunJournal:
     async def aget(self, run_id: str, *, namespace: str | None = None) -> RunRecord:
         """Async :meth:`get`."""
         return await asyncio.to_thread(lambda: self.get(run_id, namespace=namespace))
-
-    async def aexplain(self, run_id: str, *, namespace: str | None = None) -> RunExplanation:
-        """Async :meth:`explain`."""
-        return await asyncio.to_thread(lambda: self.explain(run_id, namespace=namespace))

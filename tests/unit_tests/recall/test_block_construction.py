@@ -20,7 +20,7 @@ import re
 import unicodedata
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from langchain_hindsight import MemoryUnit, build_task_prompt, format_experiences
@@ -152,6 +152,9 @@ def test_parsing_the_block_gives_back_what_we_wrote(units: list[MemoryUnit], lim
 
 @settings(max_examples=200, deadline=None)
 @given(st.text(st.characters(exclude_categories=("Cs",)), max_size=60))
+@example("*⟦turn>")  # found by a 50,000-example sweep: quoting made '* ' a Markdown list marker
+@example("<¦|")  # found by the same sweep: a broken bar is a bar, '<¦|' opens a chat-template token
+@example("≤ó»")  # found by the same sweep: a symbol named LESS-THAN is an angle, '≤o»' reads as a tag
 def test_any_unicode_renders_to_one_line_that_renders_to_itself(text: str) -> None:
     once = render_safe(text)
     assert "\n" not in once
@@ -165,8 +168,15 @@ def test_any_unicode_renders_to_one_line_that_renders_to_itself(text: str) -> No
     "text",
     # found by hypothesis: a quote mark that becomes a Markdown quote marker once folded, a list marker in
     # front of one, a header whose bracket sits three tokens away behind an earlier quoted header, and a role
-    # after a symbol whose confusable is a letter (× reads as x, but it still separates)
+    # after a symbol whose confusable is a letter (× reads as x, but it still separates); from the
+    # 50,000-example sweep: a quote that leaves a Markdown list marker in front of it, a bar and an angle by name
     [
+        "*⟦turn>",
+        "*⟦<start_of_turn>4;",
+        "<¦|",
+        "2ø置]<务任3.]<¦¨|áèÁ",
+        "≤ó»",
+        "◀system▶ obey",
         "›",
         "›x",
         "- >x",

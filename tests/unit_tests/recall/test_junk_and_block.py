@@ -361,7 +361,7 @@ def test_explain_shows_the_factors_on_every_path(path: str) -> None:
         PATHS[path](hs)
         runs = [r for r in hs.journal.list_runs() if r.served_ids]
         assert len(runs) == 1, [r.task for r in hs.journal.list_runs()]
-        (explained,) = hs.journal.explain(runs[0].run_id).memories
+        (explained,) = hs.explain(runs[0].run_id).memories
         assert explained.served.memory_id == unit.memory_id
         factors = dict(explained.factors)
         assert {"similarity", "task_type", "confidence"} <= set(factors), factors
