@@ -30,9 +30,12 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from langchain_hindsight.errors import StoreError
+
+if TYPE_CHECKING:
+    from langchain_hindsight.store._directory import HeldDirectory
 
 __all__ = [
     "BACKEND_WRITES",
@@ -274,11 +277,6 @@ class Backend(ABC):
         return 5000
 
     @property
-    def client(self) -> Any:
-        """The underlying database client (``None`` when there is none)."""
-        return None
-
-    @property
     def persist_directory(self) -> Path | None:
         """The directory this backend owns exclusively (``None``: none, e.g. in memory or a server)."""
         return None
@@ -311,13 +309,13 @@ class Backend(ABC):
         return False
 
     @property
-    def trusted_files(self) -> frozenset[str]:
-        """Derived files of :attr:`persist_directory` that the last clean close vouched for (relative paths).
+    def directory(self) -> HeldDirectory | None:
+        """The directory this backend holds (its lock and clean-close stamp; ``None``: none).
 
-        Empty when there is no directory, no valid clean-close stamp, or the previous
-        process crashed (see ``store._directory``).
+        The backend only holds it and closes it after its own files are closed; what the stamp says
+        about the store's derived files is for the store to decide (see ``store._directory``).
         """
-        return frozenset()
+        return None
 
     def erase(self, rebuild: Sequence[str] | None) -> None:  # noqa: B027 - optional, nothing by default
         """Physically erase deleted records: rebuild ``rebuild`` (names; ``None``: every collection), then files.
