@@ -63,9 +63,9 @@ Rows = dict[str, Any]
 and adds ``distances`` (cosine distance, ``1 - similarity``)."""
 
 RECORDS_WRITES = frozenset({"upsert", "update", "delete", "modify"})
-"""The :class:`Records` methods that change stored data (``add`` writes through ``upsert``). A backend whose
-directory keeps derived files (the embedded Chroma one) notes every call of these, so its close knows the
-session changed the data."""
+"""The :class:`Records` methods that change stored data (``add`` writes through ``upsert``). A backend that
+holds a directory (the embedded Chroma one) counts every call of these, so the directory knows
+whether a write followed the store's close."""
 BACKEND_WRITES = frozenset({"create_collection", "get_or_create", "delete_collection", "erase", "recover_interrupted"})
 """The :class:`Backend` methods that change stored data (``get_or_create`` is only called to create;
 ``recover_interrupted`` writes when it returns True)."""
@@ -310,10 +310,9 @@ class Backend(ABC):
 
     @property
     def directory(self) -> HeldDirectory | None:
-        """The directory this backend holds (its lock and clean-close stamp; ``None``: none).
+        """The directory this backend holds (its lock; ``None``: none), closed after the backend's own files.
 
-        The backend only holds it and closes it after its own files are closed; what the stamp says
-        about the store's derived files is for the store to decide (see ``store._directory``).
+        The backend only holds it and reports its write count when it closes (see ``store._directory``).
         """
         return None
 

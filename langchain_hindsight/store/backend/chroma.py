@@ -371,7 +371,7 @@ class ChromaBackend(Backend):
 
     @property
     def directory(self) -> HeldDirectory | None:
-        """See :attr:`Backend.directory` (the embedded directory's lock and stamp, held until :meth:`close`)."""
+        """See :attr:`Backend.directory` (the embedded directory, held until :meth:`close`)."""
         return self._held
 
     @property
@@ -435,8 +435,8 @@ class ChromaBackend(Backend):
     def close(self) -> None:
         """Close the client this backend opened, zero the index files' unused space, release the directory.
 
-        The directory (:class:`~langchain_hindsight.store._directory.HeldDirectory`) writes its stamp only
-        when the client closed without error, and is told how many writes this backend made.
+        The directory (:class:`~langchain_hindsight.store._directory.HeldDirectory`) is told whether the
+        client closed without error and how many writes this backend made.
         """
         if self._closed:
             return
