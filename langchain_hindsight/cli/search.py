@@ -28,6 +28,7 @@ from langchain_hindsight.cli._store import open_view
 from langchain_hindsight.recall.engine import RecallSettings, RecallSource, recall
 from langchain_hindsight.store._directory import holds_store
 from langchain_hindsight.store.replica.files import DerivedFiles
+from langchain_hindsight.store.replica.snapshot import SnapshotFiles
 from langchain_hindsight.types import ScoredMemory
 
 __all__ = ["search"]
@@ -113,7 +114,7 @@ def _from_snapshot(args: argparse.Namespace) -> list[ScoredMemory] | None:
         return None  # opening it reports the missing store (nothing may be written there, not even a lock)
     namespace = args.namespace or "default"
     with DerivedFiles.closed_store(path) as derived:  # the reader the live store uses, under the lock
-        files = derived.snapshot(namespace)
+        files = SnapshotFiles.locate(derived, namespace)
         if files is None:
             return None
         embeddings = getattr(args, "embeddings", None) or files.default_embeddings()

@@ -13,15 +13,16 @@ from __future__ import annotations
 from collections.abc import Collection, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from langchain_hindsight.store._directory import SUMMARY_FILE, erase_file, trusted_store
 from langchain_hindsight.store.replica.summary import Summary, read_summary
 
-if TYPE_CHECKING:
-    from langchain_hindsight.store.replica.snapshot import SnapshotFiles
+__all__ = ["MIRROR_DIR", "SNAPSHOT_DIR", "DerivedFiles", "drop_snapshot"]
 
-__all__ = ["DerivedFiles", "drop_snapshot"]
+SNAPSHOT_DIR = "lexical"
+"""Folder of the lexical index snapshots (one ``<collection>.npz`` per memories collection)."""
+MIRROR_DIR = "mirror"
+"""Folder of the recall mirror snapshots (one ``<collection>.npz`` per memories collection)."""
 
 
 def drop_snapshot(path: Path) -> None:
@@ -59,19 +60,13 @@ class DerivedFiles:
             yield cls(path, trusted)
 
     # ------------------------------------------------------------------ where
-    def lexical_path(self, namespace: str) -> Path:
-        """Where ``namespace``'s lexical index snapshot lives."""
-        from langchain_hindsight.store._collections import check_namespace, collection_name
-        from langchain_hindsight.store.replica.lexical import snapshot_path
+    def lexical_path(self, collection: str) -> Path:
+        """Where the lexical index snapshot of the memories collection ``collection`` lives."""
+        return self.directory / SNAPSHOT_DIR / f"{collection}.npz"
 
-        return snapshot_path(self.directory, collection_name(check_namespace(namespace), "memories"))
-
-    def mirror_path(self, namespace: str) -> Path:
-        """Where ``namespace``'s recall mirror snapshot lives."""
-        from langchain_hindsight.store._collections import check_namespace, collection_name
-        from langchain_hindsight.store.replica.records import mirror_path
-
-        return mirror_path(self.directory, collection_name(check_namespace(namespace), "memories"))
+    def mirror_path(self, collection: str) -> Path:
+        """Where the recall mirror snapshot of the memories collection ``collection`` lives."""
+        return self.directory / MIRROR_DIR / f"{collection}.npz"
 
     @property
     def summary_path(self) -> Path:
@@ -89,15 +84,6 @@ class DerivedFiles:
     def summary(self) -> Summary | None:
         """The statistics summary if the stamp vouches for it and it reads, else ``None`` (count instead)."""
         return read_summary(self.directory) if self.vouched(self.summary_path) else None
-
-    def snapshot(self, namespace: str) -> SnapshotFiles | None:
-        """``namespace``'s two snapshots if the stamp vouches for both (nothing loaded yet), else ``None``."""
-        from langchain_hindsight.store.replica.snapshot import SnapshotFiles
-
-        lexical, mirror = self.lexical_path(namespace), self.mirror_path(namespace)
-        if not (self.vouched(lexical) and self.vouched(mirror)):
-            return None
-        return SnapshotFiles.at(namespace, lexical, mirror)
 
     def erase_summary(self) -> None:
         """Erase the statistics summary (absent is fine): it no longer matches the data, and nothing recounted it.

@@ -139,11 +139,11 @@ class Replica:
     # ------------------------------------------------------------------ files
     def snapshot_path(self, namespace: str) -> Path | None:
         """Where an embedded store keeps ``namespace``'s lexical snapshot (``None`` without a directory)."""
-        return None if self.files is None else self.files.lexical_path(namespace)
+        return None if self.files is None else self.files.lexical_path(collection_name(namespace, "memories"))
 
     def mirror_path(self, namespace: str) -> Path | None:
         """Where an embedded store keeps ``namespace``'s recall mirror snapshot (``None`` without a directory)."""
-        return None if self.files is None else self.files.mirror_path(namespace)
+        return None if self.files is None else self.files.mirror_path(collection_name(namespace, "memories"))
 
     def trusted(self, path: Path, namespace: str) -> bool:
         """Whether the snapshot at ``path`` may be loaded (the trust rule of the module docstring)."""

@@ -25,7 +25,7 @@ from langchain_hindsight.embeddings.local import MINILM_NAME, EmbedderIdentity, 
 from langchain_hindsight.embeddings.multilingual import MultilingualEmbeddings, default_embeddings
 from langchain_hindsight.errors import ConfigurationError, StoreError
 from langchain_hindsight.store._checks import check_k
-from langchain_hindsight.store._collections import check_namespace
+from langchain_hindsight.store._collections import check_namespace, collection_name
 from langchain_hindsight.store.replica.files import DerivedFiles
 from langchain_hindsight.store.replica.lexical import LexicalIndex
 from langchain_hindsight.store.replica.records import Mirror, mirror_candidates
@@ -54,8 +54,15 @@ class SnapshotFiles:
     identity: str
 
     @classmethod
-    def at(cls, namespace: str, lexical: Path, mirror: Path) -> SnapshotFiles | None:
-        """The files ``lexical`` and ``mirror`` of ``namespace`` (``None`` when the mirror names no embedder)."""
+    def locate(cls, files: DerivedFiles, namespace: str = "default") -> SnapshotFiles | None:
+        """``namespace``'s two snapshots among ``files`` if the stamp vouches for both, else ``None``.
+
+        The question the live store's replica asks before it loads either (``DerivedFiles.vouched``).
+        """
+        name = collection_name(check_namespace(namespace), "memories")
+        lexical, mirror = files.lexical_path(name), files.mirror_path(name)
+        if not (files.vouched(lexical) and files.vouched(mirror)):
+            return None
         identity = Mirror.read_identity(mirror)
         return None if identity is None else cls(namespace, lexical, mirror, identity)
 
@@ -122,7 +129,7 @@ class StoreSnapshot:
             trusted: The derived files the clean-close stamp vouches for (paths relative to ``directory``).
             namespace: The namespace to search.
         """
-        return DerivedFiles(Path(directory), trusted).snapshot(namespace)
+        return SnapshotFiles.locate(DerivedFiles(Path(directory), trusted), namespace)
 
     @classmethod
     def open(
