@@ -222,6 +222,17 @@ def main() -> None:
             f"| {r['size']} | {r['writes']} | {r['chain']} | {r['design']} | {r['write_sessions_s']} | "
             f"{r['first_search_s']} | {r['search_close_s']} | {r['total_s']} | {r['total_vs_patch']}× |"
         )
+    cases = [r for r in rows if r["design"] == "drop"]
+    drop_wins = sum(r["total_vs_patch"] < 1.0 for r in cases)
+    lines += [
+        "",
+        "| verdict (total time, per case) | cases |",
+        "|---|---:|",
+        f"| patching costs less | {len(cases) - drop_wins} |",
+        f"| dropping costs less | {drop_wins} |",
+    ]
+    out["verdict"] = {"cases": len(cases), "drop_costs_less": drop_wins}
+    (RESULTS / "write_session.json").write_text(json.dumps(out, indent=2, ensure_ascii=False) + "\n")
     (RESULTS / "write_session.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 
