@@ -125,7 +125,7 @@ class ScriptRouted(Embeddings):
         return [math.sqrt(self.p) * x for x in _unit(vm)] + [math.sqrt(1.0 - self.p) * x for x in _unit(vu)]
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
-        from langchain_hindsight.recall.fusion import query_script
+        from langchain_hindsight.recall import query_script
 
         latin = [t for t in texts if query_script(t) == "latin"]
         vm = dict(zip(latin, self.minilm.embed_documents(latin), strict=True)) if latin else {}

@@ -44,8 +44,9 @@ sys.path.insert(0, str(ROOT.parent))
 
 from benchmarks.floor_calibration import load, memory_units, with_last_turns  # noqa: E402
 from langchain_hindsight.embeddings.multilingual import default_embeddings  # noqa: E402
+from langchain_hindsight.recall import query_script  # noqa: E402
 from langchain_hindsight.recall.engine import RecallSettings  # noqa: E402
-from langchain_hindsight.recall.fusion import fusion_weights_for, query_script  # noqa: E402
+from langchain_hindsight.recall.fusion import fusion_weights_for  # noqa: E402
 from langchain_hindsight.recall.ranking import AUTO_FLOOR, FloorRule, rank_candidates  # noqa: E402
 from langchain_hindsight.recall.task_type import resolve_task_type  # noqa: E402
 from langchain_hindsight.store.memory_store import MemoryStore  # noqa: E402

@@ -44,7 +44,7 @@ sys.path.insert(0, str(ROOT))
 from floor_calibration import FORMS, LANGS, load, memory_units, with_last_turns  # noqa: E402
 
 from langchain_hindsight.embeddings.multilingual import default_embeddings  # noqa: E402
-from langchain_hindsight.recall.fusion import query_script  # noqa: E402
+from langchain_hindsight.recall import query_script  # noqa: E402
 from langchain_hindsight.recall.ranking import AUTO_FLOOR  # noqa: E402
 from langchain_hindsight.store.memory_store import MemoryStore  # noqa: E402
 

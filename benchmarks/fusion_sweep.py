@@ -44,7 +44,7 @@ from _candidates import ROOT, build_embedders, open_store  # type: ignore[import
 from conversational_recall import data as conversation_data  # type: ignore[import-not-found]
 from recall_quality import SLICES, split, units  # type: ignore[import-not-found]
 
-from langchain_hindsight.recall.fusion import query_script
+from langchain_hindsight.recall import query_script
 from langchain_hindsight.types import MemoryUnit
 
 GRID_ALPHA = tuple(round(0.1 * i, 1) for i in range(1, 10))

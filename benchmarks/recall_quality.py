@@ -50,7 +50,7 @@ from _candidates import (  # type: ignore[import-not-found]
     retriever_for,
 )
 
-from langchain_hindsight.recall.fusion import query_script
+from langchain_hindsight.recall import query_script
 from langchain_hindsight.types import MemoryUnit
 
 SLICES = ("zh→zh", "en→en", "zh→en", "en→zh")

@@ -33,7 +33,8 @@ from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
 
 from benchmarks._stats import summary
-from langchain_hindsight import HindsightRetriever, MemoryStore, MemoryUnit, ScoredMemory, with_hindsight
+from langchain_hindsight import HindsightRetriever, MemoryStore, MemoryUnit, with_hindsight
+from langchain_hindsight.types import ScoredMemory
 from langchain_hindsight.embeddings.local import LocalEmbeddings
 from tests.fakes import ReactiveToolModel, call
 

@@ -15,6 +15,7 @@ the errors callers catch; everything else is imported from its module
 from __future__ import annotations
 
 import importlib
+import warnings
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -71,10 +72,10 @@ _EXPORTS: dict[str, str] = {
 """The public names (``__all__``) and the module each lives in."""
 
 _ALSO_IMPORTABLE: dict[str, str] = {
-    "BackgroundReflector": "reflection.reflector",
+    "BackgroundReflector": "reflection.background",
     "ConfidencePolicy": "store",
     "InvalidMemoryError": "errors",
-    "LifecyclePolicy": "lifecycle.maintenance",
+    "LifecyclePolicy": "lifecycle.policy",
     "LocalEmbeddings": "embeddings.local",
     "MemoryContext": "types",
     "PromptTemplates": "prompts",
@@ -88,7 +89,8 @@ _ALSO_IMPORTABLE: dict[str, str] = {
     "normalize_task_type": "taxonomy",
     "score_memory": "recall.scoring",
 }
-"""Names that were once at the root: still importable from it, but documented at their module."""
+"""Names that were once at the root: still importable from it with a :class:`DeprecationWarning` naming their
+module (where they are documented); removed from the root in 0.2."""
 
 __all__ = [
     "ConfigurationError",
@@ -120,7 +122,16 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name) or _ALSO_IMPORTABLE.get(name)
+    module = _EXPORTS.get(name)
+    if module is None and name in _ALSO_IMPORTABLE:
+        module = _ALSO_IMPORTABLE[name]
+        warnings.warn(  # not cached in globals(): every first use at a call site says where the name lives
+            f"importing {name} from the langchain_hindsight root is deprecated and will stop working in 0.2: "
+            f"import it from langchain_hindsight.{module}",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return getattr(importlib.import_module(f"langchain_hindsight.{module}"), name)
     if module is None:
         raise AttributeError(f"module 'langchain_hindsight' has no attribute {name!r}")
     value = getattr(importlib.import_module(f"langchain_hindsight.{module}"), name)

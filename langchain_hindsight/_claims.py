@@ -108,7 +108,7 @@ from langchain_hindsight._statements import (
     units_of,
 )
 
-__all__ = ["Claim", "Relation", "claim_of", "relation", "relation_of", "statement"]
+__all__ = ["Claim", "Relation", "claim_of", "relation", "relation_of"]
 
 Relation = Literal["same", "contradicts", "compatible", "unrelated", "unsure"]
 """How two statements relate (see :func:`relation`)."""

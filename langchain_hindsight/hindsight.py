@@ -16,6 +16,7 @@ Example:
 
 from __future__ import annotations
 
+import asyncio
 import os
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal, Unpack
@@ -23,19 +24,22 @@ from urllib.parse import urlsplit
 
 from langchain_core.callbacks import BaseCallbackHandler
 
+from langchain_hindsight._unset import UNSET, Unset
 from langchain_hindsight.adapters.graph import OutcomeFn, with_hindsight
 from langchain_hindsight.adapters.middleware import HindsightMiddleware
 from langchain_hindsight.capture.messages import Placement
 from langchain_hindsight.capture.recorder import TrajectoryRecorder
 from langchain_hindsight.errors import ConfigurationError
 from langchain_hindsight.prompts import Locale
-from langchain_hindsight.recall.injection import DEFAULT_MAX_LINE_CHARS, DEFAULT_MAX_LINES
+from langchain_hindsight.recall.engine import RecallSettings
+from langchain_hindsight.recall.explain import RunExplanation, explain_run
+from langchain_hindsight.recall.ranking import FloorRule, MinRelevance
 from langchain_hindsight.recall.retriever import HindsightRetriever
 from langchain_hindsight.reflection.background import BackgroundReflector
 from langchain_hindsight.reflection.reflector import Reflector
-from langchain_hindsight.session.config import AdapterOptions
-from langchain_hindsight.session.loop import ErrorPolicy, FeedbackResult, HindsightSession, SessionConfig
-from langchain_hindsight.settings import read_environment, session_defaults
+from langchain_hindsight.session.config import AdapterOptions, ErrorPolicy, FeedbackResult, SessionConfig
+from langchain_hindsight.session.loop import HindsightSession
+from langchain_hindsight.settings import SESSION_VARIABLES, read_environment, session_defaults
 from langchain_hindsight.sharing.access import ScopedMemory
 from langchain_hindsight.sharing.principals import AccessPolicy, Principal, resolve_principal
 from langchain_hindsight.sharing.retriever import ScopedRetriever
@@ -53,7 +57,7 @@ if TYPE_CHECKING:
 
     from langchain_hindsight.adapters.memory import HindsightMemory
 
-__all__ = ["FeedbackResult", "Hindsight"]
+__all__ = ["Hindsight"]
 
 
 def _server_client(server: str) -> ClientAPI:
@@ -67,25 +71,8 @@ def _server_client(server: str) -> ClientAPI:
     return chromadb.HttpClient(host=parts.hostname, port=port, ssl=parts.scheme == "https")
 
 
-class _FromEnvironment:
-    """The default of an option that an environment variable may set (see :mod:`langchain_hindsight.settings`)."""
-
-    def __repr__(self) -> str:
-        return "<$HINDSIGHT_… or the default>"
-
-
-FROM_ENVIRONMENT: Any = _FromEnvironment()
-"""Sentinel: the option was not given; its ``HINDSIGHT_…`` variable applies, else the default."""
-_DEFAULTS: dict[str, Any] = {
-    "namespace": "default",
-    "k": 5,
-    "min_relevance": "default",
-    "locale": "zh",
-    "max_lines": DEFAULT_MAX_LINES,
-    "max_line_chars": DEFAULT_MAX_LINE_CHARS,
-    "max_block_chars": None,
-}
-"""Each environment-settable option's default when neither the caller nor the environment gives one."""
+_SESSION_OPTIONS = ("k", "min_relevance", "locale", "max_lines", "max_line_chars", "max_block_chars")
+"""The environment-settable options that go to the session (``namespace``, the seventh, goes to the store)."""
 
 
 class Hindsight:
@@ -123,10 +110,11 @@ class Hindsight:
         k: Experiences recalled per task.
         task_type: A fixed task type for recall and reflection; ``None`` infers it
             from each task's text.
-        min_relevance: Relevance floor for recall (nothing relevant → no block);
-            ``"default"`` keeps the retriever's floor (the calibrated ``"auto"`` rule unless
-            the retriever was given another), ``"auto"`` the calibrated rule, a number an
-            absolute floor on the fused relevance, ``None`` switches it off.
+        min_relevance: Relevance floor for recall (nothing relevant → no block):
+            ``"auto"`` (the default) the calibrated rule, a number an absolute floor on the
+            fused relevance, ``None`` switches it off. It goes into the one
+            :class:`~langchain_hindsight.recall.engine.RecallSettings` this bundle builds,
+            which the retriever holds and the recall engine reads.
         locale: ``"zh"`` (default) or ``"en"``.
         max_lines: At most this many memory lines in the ``[相关经验]`` block.
         max_line_chars: At most this many characters of one memory's text in the block; a
@@ -145,7 +133,10 @@ class Hindsight:
 
     ``namespace``, ``k``, ``min_relevance``, ``locale``, ``max_lines``, ``max_line_chars`` and
     ``max_block_chars`` take their default from an environment variable when not given
-    (``HINDSIGHT_K``, …: see :mod:`langchain_hindsight.settings`); an argument always wins.
+    (``HINDSIGHT_K``, …: see :mod:`langchain_hindsight.settings`); an argument always wins; with
+    neither, the component that owns the option fills it (:class:`SessionConfig` for the
+    session's, :class:`~langchain_hindsight.recall.engine.RecallSettings` for recall's,
+    :class:`MemoryStore` for the namespace).
         principal: Act as this agent identity (a :class:`~langchain_hindsight.sharing.principals.Principal`,
             or its name in ``policy``): every run recalls the principal's own namespace
             plus every namespace it may read, in one call, and memories from another
@@ -174,25 +165,25 @@ class Hindsight:
 
     def __init__(
         self,
-        persist_directory: str | os.PathLike[str] = FROM_ENVIRONMENT,
+        persist_directory: str | os.PathLike[str] | Unset = UNSET,
         *,
         store: MemoryStore | None = None,
         client: ClientAPI | None = None,
         server: str | None = None,
-        database_url: str | None = FROM_ENVIRONMENT,
+        database_url: str | Unset | None = UNSET,
         model: BaseChatModel | None = None,
         structured_output: bool = True,
         reflector: Reflector | None = None,
         judge: WriteJudge | Literal["auto", "rules"] = "auto",
         embeddings: Embeddings | None = None,
-        namespace: str = FROM_ENVIRONMENT,
-        k: int = FROM_ENVIRONMENT,
+        namespace: str | Unset = UNSET,
+        k: int | Unset = UNSET,
         task_type: str | None = None,
-        min_relevance: float | Literal["default", "auto"] | None = FROM_ENVIRONMENT,
-        locale: Locale = FROM_ENVIRONMENT,
-        max_lines: int = FROM_ENVIRONMENT,
-        max_line_chars: int = FROM_ENVIRONMENT,
-        max_block_chars: int | None = FROM_ENVIRONMENT,
+        min_relevance: MinRelevance | FloorRule | Unset = UNSET,
+        locale: Locale | Unset = UNSET,
+        max_lines: int | Unset = UNSET,
+        max_line_chars: int | Unset = UNSET,
+        max_block_chars: int | Unset | None = UNSET,
         background: bool = False,
         conversation_feedback: bool = True,
         feedback_model: BaseChatModel | None = None,
@@ -200,39 +191,41 @@ class Hindsight:
         principal: Principal | str | None = None,
         policy: AccessPolicy | str | os.PathLike[str] | None = None,
     ) -> None:
-        settable = (namespace, k, min_relevance, locale, max_lines, max_line_chars, max_block_chars)
-        env = session_defaults() if any(v is FROM_ENVIRONMENT for v in settable) else {}
-
-        def pick(name: str, value: Any) -> Any:
-            return env.get(name, _DEFAULTS[name]) if value is FROM_ENVIRONMENT else value
-
-        namespace, k, min_relevance, locale = (
-            pick("namespace", namespace),
-            pick("k", k),
-            pick("min_relevance", min_relevance),
-            pick("locale", locale),
-        )
-        max_lines = pick("max_lines", max_lines)
-        max_line_chars = pick("max_line_chars", max_line_chars)
-        max_block_chars = pick("max_block_chars", max_block_chars)
+        given = {
+            name: value
+            for name, value in (
+                ("namespace", namespace),
+                ("k", k),
+                ("min_relevance", min_relevance),
+                ("locale", locale),
+                ("max_lines", max_lines),
+                ("max_line_chars", max_line_chars),
+                ("max_block_chars", max_block_chars),
+            )
+            if not isinstance(value, Unset)
+        }
+        env = session_defaults() if len(given) < len(SESSION_VARIABLES) else {}
+        chosen: dict[str, Any] = {**env, **given}  # an argument wins over its variable
+        session_options = {name: chosen[name] for name in _SESSION_OPTIONS if name in chosen}
+        language: Locale = chosen.get("locale", SessionConfig.default("locale"))
+        own_namespace = chosen.get("namespace", UNSET)
         self._owns_store = store is None
         self.background: BackgroundReflector | None = None
         self.principal: Principal | None = None
         self.scoped: ScopedMemory | None = None  # the principal's view: publish, unpublish, forget with copies
         if principal is not None:
             self.principal = resolve_principal(principal, policy)
-            if namespace not in ("default", self.principal.namespace):
+            if not isinstance(own_namespace, Unset) and own_namespace != self.principal.namespace:
                 raise ConfigurationError(
                     f"principal {self.principal.name!r} acts in namespace {self.principal.namespace!r}, "
-                    f"not {namespace!r}: leave namespace out"
+                    f"not {own_namespace!r}: leave namespace out"
                 )
-            namespace = self.principal.namespace
+            own_namespace = self.principal.namespace
         elif policy is not None:
             raise ConfigurationError("policy= needs principal= (the name of the agent to act as)")
-        directory_given = persist_directory is not FROM_ENVIRONMENT
-        if not directory_given:
-            persist_directory = "./memory_db"
-        if database_url is FROM_ENVIRONMENT:  # the environment's database is the default store, not an override
+        directory_given = not isinstance(persist_directory, Unset)
+        directory = persist_directory if not isinstance(persist_directory, Unset) else "./memory_db"
+        if isinstance(database_url, Unset):  # the environment's database is the default store, not an override
             others = (store, client, server)
             database_url = (
                 None if directory_given or any(x is not None for x in others) else read_environment().database_url
@@ -248,44 +241,46 @@ class Hindsight:
         if server is not None:
             client = _server_client(server)
         if judge == "auto":
-            judge = LLMWriteJudge(model, locale=locale, structured_output=structured_output) if model else "rules"
+            judge = LLMWriteJudge(model, locale=language, structured_output=structured_output) if model else "rules"
         self.store = (
             store
             if store is not None
             else MemoryStore(
-                persist_directory,
+                directory,
                 client=client,
                 database_url=database_url,
                 embeddings=embeddings,
-                namespace=namespace,
                 judge=None if judge == "rules" else judge,
+                **({} if isinstance(own_namespace, Unset) else {"namespace": own_namespace}),
             )
         )
         try:
             self.reflector = reflector or Reflector(
-                store=self.store, model=model, locale=locale, structured_output=structured_output
+                store=self.store, model=model, locale=language, structured_output=structured_output
             )
             self.background = BackgroundReflector(self.reflector) if background else None
+            # the one settings object of recall: min_relevance goes Hindsight -> settings -> retriever (-> ranking)
+            recall_options = {name: session_options[name] for name in ("k", "min_relevance") if name in session_options}
+            settings = RecallSettings.from_options(task_type=task_type, **recall_options)
             scope: dict[str, Any] = {}
             if self.principal is not None:
                 own = self.principal.namespace
-                retriever = ScopedRetriever(
-                    store=self.store, principal=self.principal, k=k, task_type=task_type, locale=locale
+                retriever: HindsightRetriever = ScopedRetriever(
+                    store=self.store, principal=self.principal, settings=settings, locale=language
                 )
                 journal = RunJournal(self.store, namespace=own)
                 self.scoped = ScopedMemory(self.store, self.principal, retriever=retriever, journal=journal)
-                scope = {"retriever": retriever, "journal": journal, "namespace": own, "namespace_key": None}
+                scope = {"journal": journal, "namespace": own, "namespace_key": None}
+            else:
+                retriever = HindsightRetriever(store=self.store, settings=settings, locale=language)
+            session_options.pop("min_relevance", None)  # it lives in the retriever's settings, nowhere else
             self.config = SessionConfig(
                 store=self.store,
                 reflector=self.background or self.reflector,
+                retriever=retriever,
                 **scope,
-                k=k,
                 task_type=task_type,
-                min_relevance=min_relevance,
-                locale=locale,
-                max_lines=max_lines,
-                max_line_chars=max_line_chars,
-                max_block_chars=max_block_chars,
+                **session_options,
                 conversation_feedback=conversation_feedback,
                 feedback_model=feedback_model,
                 on_error=on_error,
@@ -410,6 +405,24 @@ class Hindsight:
     ) -> list[ScoredMemory]:
         """Async :meth:`recall`."""
         return await self.retriever.arecall(query, k=k, task_type=task_type, namespace=namespace, now=now)
+
+    def explain(self, run_id: str, *, namespace: str | None = None) -> RunExplanation:
+        """Which memories shaped a run, and why they were ranked so (see :mod:`langchain_hindsight.recall.explain`).
+
+        With a ``principal``, the run is read from a namespace it may read (default: its own), and a
+        shared memory it was served is shown as it is now in the namespace that holds it.
+
+        Raises:
+            RunNotFoundError: the journal has no such run.
+            AccessDeniedError: the principal may not read ``namespace``.
+        """
+        if self.scoped is not None:
+            return self.scoped.explain(run_id, namespace=namespace)
+        return explain_run(self.journal, run_id, namespace=namespace)
+
+    async def aexplain(self, run_id: str, *, namespace: str | None = None) -> RunExplanation:
+        """Async :meth:`explain`."""
+        return await asyncio.to_thread(self.explain, run_id, namespace=namespace)
 
     def feedback(
         self,

@@ -251,7 +251,6 @@ class PromptTemplates:
         task_header: Header before the current task.
         task_instruction: Closing instruction of the task prompt (ignore experience that does not apply, and say why).
         extraction_prompt: Reflection prompt (trajectory in, JSON experiences out).
-        review_prompt: Periodic review prompt (patterns across recent runs).
         index_separator: Joins memory numbers in ``conflict_note`` (``1、2`` / ``1, 2``).
         line_ellipsis: Ends a memory line cut to the block's line length.
         origin_label: Appended to a memory line when the memory comes from another
@@ -275,7 +274,6 @@ class PromptTemplates:
     task_header: str
     task_instruction: str
     extraction_prompt: str
-    review_prompt: str
     index_separator: str = "、"
     line_ellipsis: str = "…"
     origin_label: str = "（来自：{namespace}）"
@@ -294,7 +292,6 @@ ZH = PromptTemplates(
     task_header="[当前任务]",
     task_instruction="请根据以上经验执行当前任务。如果经验不适用，请忽略并说明原因。",
     extraction_prompt=EXTRACTION_PROMPT_ZH,
-    review_prompt=REVIEW_PROMPT_ZH,
 )
 """Chinese templates (the default)."""
 
@@ -308,7 +305,6 @@ EN = PromptTemplates(
         "Carry out the current task using the experience above. If an experience does not apply, ignore it and say why."
     ),
     extraction_prompt=EXTRACTION_PROMPT_EN,
-    review_prompt=REVIEW_PROMPT_EN,
     index_separator=", ",
     line_ellipsis="...",
     origin_label=" (from: {namespace})",

@@ -19,13 +19,12 @@ from langchain_hindsight._trust import DEFAULT_INITIAL_CONFIDENCE, MemorySource
 from langchain_hindsight.errors import InvalidMemoryError
 
 __all__ = [
-    "DEFAULT_INITIAL_CONFIDENCE",
+    "DEFAULT_NAMESPACE",
     "MAX_ACCESS_COUNT",
     "MAX_CONTENT_CHARS",
     "MAX_TAGS",
     "MemoryContext",
     "MemoryKind",
-    "MemorySource",
     "MemoryStatus",
     "MemoryUnit",
     "Outcome",
@@ -60,6 +59,8 @@ MAX_ACCESS_COUNT = 10**9
 """Largest accepted ``access_count``: a unit claiming more could overflow the store's integer metadata."""
 MAX_TAGS = 256
 """Most tags a unit may carry (each at most 64 characters; longer ones are dropped). Checked in linear time."""
+DEFAULT_NAMESPACE = "default"
+"""The namespace of a store, a unit and a run that name none (a value, not a "not given" marker)."""
 
 _NAMESPACE_MAX = 256
 _TAG_MAX = 64
@@ -177,7 +178,7 @@ class MemoryUnit(BaseModel):
     """The id of the unit this one replaced (the old one is kept as ``superseded``)."""
     kind: MemoryKind = "experience"
     status: MemoryStatus = "active"
-    namespace: str = "default"
+    namespace: str = DEFAULT_NAMESPACE
     merged_from: list[str] = Field(default_factory=list)
     """Ids of near-duplicates folded into this unit (provenance of merges)."""
     evidence: int = 1
@@ -351,7 +352,7 @@ class Trajectory(BaseModel):
     error: str | None = None
     started_at: datetime = Field(default_factory=utcnow)
     ended_at: datetime | None = None
-    namespace: str = "default"
+    namespace: str = DEFAULT_NAMESPACE
     task_type: str | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
 

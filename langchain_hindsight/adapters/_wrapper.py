@@ -33,17 +33,9 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command
 
 from langchain_hindsight.adapters._scrubbing import Scrubber, ScrubbingSaver
-from langchain_hindsight.capture.messages import (
-    OUTCOME_REASON_KEY,
-    Placement,
-    answer_outcome,
-    find_task,
-    inject,
-    message_text,
-    trajectory_from_messages,
-)
-from langchain_hindsight.session.loop import Served
-from langchain_hindsight.types import Outcome, Step, Trajectory
+from langchain_hindsight.capture import OUTCOME_REASON_KEY, answer_outcome, message_text
+from langchain_hindsight.capture.messages import Placement, find_task, inject, trajectory_from_messages
+from langchain_hindsight.types import Outcome, Served, Step, Trajectory
 
 if TYPE_CHECKING:
     from langchain_hindsight.session.loop import HindsightSession

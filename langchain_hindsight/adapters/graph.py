@@ -23,21 +23,18 @@ from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
 from langgraph.graph.state import CompiledStateGraph
 
 from langchain_hindsight.adapters._wrapper import wrap_graph
+from langchain_hindsight.capture import OUTCOME_REASON_KEY, answer_outcome, message_text
 from langchain_hindsight.capture.messages import (
-    OUTCOME_REASON_KEY,
     Placement,
-    answer_outcome,
     check_placement,
     find_task,
-    message_text,
     recall_query,
     trajectory_from_messages,
 )
 from langchain_hindsight.errors import ConfigurationError
-from langchain_hindsight.session.config import AdapterOptions
-from langchain_hindsight.session.loop import Served, new_run_id
+from langchain_hindsight.session.config import AdapterOptions, new_run_id
 from langchain_hindsight.session.source import SessionSource, session_for
-from langchain_hindsight.types import Outcome, Step, Trajectory
+from langchain_hindsight.types import Outcome, Served, Step, Trajectory
 
 __all__ = ["recall_node", "reflect_node", "with_hindsight"]
 
@@ -166,7 +163,7 @@ def recall_node(
         block_key: Where the block is written.
         served_key: Where the served record is written; ``None`` writes none.
         name: The node's runnable name.
-        **options: :class:`~langchain_hindsight.session.loop.SessionConfig` options changed for this node.
+        **options: :class:`~langchain_hindsight.session.config.SessionConfig` options changed for this node.
     """
     session = session_for(hindsight, **options)
 
@@ -228,7 +225,7 @@ def reflect_node(
         served_key: Where :func:`recall_node` wrote its served record.
         outcome: Decides the outcome from the final state.
         name: The node's runnable name.
-        **options: :class:`~langchain_hindsight.session.loop.SessionConfig` options changed for this node.
+        **options: :class:`~langchain_hindsight.session.config.SessionConfig` options changed for this node.
     """
     session = session_for(hindsight, **options)
 
@@ -314,7 +311,7 @@ def with_hindsight(
         outcome: Decides the outcome from the final state (default: inferred).
         placement: ``"task_message"`` or ``"separate_message"`` (message graphs).
         name: Name of the returned graph (default: ``graph``'s name).
-        **options: :class:`~langchain_hindsight.session.loop.SessionConfig` options changed for this graph.
+        **options: :class:`~langchain_hindsight.session.config.SessionConfig` options changed for this graph.
 
     Raises:
         ConfigurationError: ``graph`` is not a compiled ``StateGraph``, or an unknown option.

@@ -60,21 +60,14 @@ from langgraph.store.base import (
 from langgraph.store.base.embed import get_text_at_path, tokenize_path
 
 from langchain_hindsight._text import informative
-from langchain_hindsight._trust import trust_rank
+from langchain_hindsight._trust import MemorySource, trust_rank
 from langchain_hindsight.errors import ConfigurationError, UninformativeMemoryError
 from langchain_hindsight.lifecycle._merge import KEPT_APART_TAG
 from langchain_hindsight.recall.engine import RecallSettings, recall
 from langchain_hindsight.recall.ranking import FloorRule, MinRelevance
 from langchain_hindsight.recall.scoring import ScoringWeights
 from langchain_hindsight.store.memory_store import MemoryStore
-from langchain_hindsight.types import (
-    MAX_CONTENT_CHARS,
-    MemoryContext,
-    MemoryKind,
-    MemorySource,
-    MemoryUnit,
-    utcnow,
-)
+from langchain_hindsight.types import MAX_CONTENT_CHARS, MemoryContext, MemoryKind, MemoryUnit, utcnow
 
 __all__ = [
     "LANGGRAPH_PARAMETER",
@@ -365,13 +358,7 @@ class HindsightStore(BaseStore):
         self.kind: MemoryKind = kind
         self.task_type = task_type
         self.scrub = scrub
-        if not _floor_ok(min_relevance):
-            raise ConfigurationError(
-                f"min_relevance must be None, 'auto', a FloorRule or a number in [0, 1], got {min_relevance!r}"
-            )
-        if weights is not None and not isinstance(weights, ScoringWeights):
-            raise ConfigurationError(f"weights must be ScoringWeights, got {type(weights).__name__}")
-        self.settings = RecallSettings(min_relevance=min_relevance, weights=weights or ScoringWeights())
+        self.settings = RecallSettings(min_relevance=min_relevance, weights=weights or ScoringWeights())  # checks both
 
     # ------------------------------------------------------------------ BaseStore
     def batch(self, ops: Iterable[Op]) -> list[Result]:
@@ -575,12 +562,6 @@ def _unchanged(head: MemoryUnit, key: str, value: dict[str, Any], text: str) -> 
         and value_of(head) == value
         and head.content == text
     )
-
-
-def _floor_ok(value: object) -> bool:
-    if value is None or value == "auto" or isinstance(value, FloorRule):
-        return True
-    return isinstance(value, int | float) and not isinstance(value, bool) and 0 <= value <= 1
 
 
 def _prepared(op: PutOp) -> tuple[dict[str, Any], str]:

@@ -17,10 +17,11 @@ from pydantic import ConfigDict, Field, PrivateAttr
 
 from langchain_hindsight.capture.messages import trajectory_from_intermediate_steps
 from langchain_hindsight.errors import ConfigurationError
-from langchain_hindsight.session.loop import HindsightSession, Served, SessionConfig, new_run_id
+from langchain_hindsight.session.config import SessionConfig, new_run_id
+from langchain_hindsight.session.loop import HindsightSession
 from langchain_hindsight.session.source import session_for
 from langchain_hindsight.store.memory_store import MemoryStore
-from langchain_hindsight.types import Outcome, Trajectory
+from langchain_hindsight.types import Outcome, Served, Trajectory
 
 try:
     from langchain_classic.base_memory import BaseMemory
@@ -55,7 +56,7 @@ class HindsightMemory(BaseMemory):  # type: ignore[misc]  # BaseMemory is deprec
     The first positional argument is a :class:`~langchain_hindsight.Hindsight`
     (recommended), its ``session``, or a :class:`~langchain_hindsight.MemoryStore`
     (also accepted as ``store=``); other keywords that are
-    :class:`~langchain_hindsight.session.loop.SessionConfig` options (``k``,
+    :class:`~langchain_hindsight.session.config.SessionConfig` options (``k``,
     ``task_type``, ``reflect``, ...) change them for this memory only.
 
     Attributes:

@@ -17,20 +17,21 @@ from typing import TYPE_CHECKING, Any, Unpack
 from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest, ModelResponse
 from langchain_core.messages import AIMessage, BaseMessage
 
+from langchain_hindsight._checks import check_int
+from langchain_hindsight.capture import message_text
 from langchain_hindsight.capture.messages import (
     Placement,
     check_placement,
     find_task,
     inject,
-    message_text,
     recall_query,
     task_key,
     trajectory_from_messages,
 )
-from langchain_hindsight.errors import ConfigurationError
-from langchain_hindsight.session.config import AdapterOptions
-from langchain_hindsight.session.loop import HindsightSession, Served, new_run_id
+from langchain_hindsight.session.config import AdapterOptions, new_run_id
+from langchain_hindsight.session.loop import HindsightSession
 from langchain_hindsight.session.source import SessionSource, session_for
+from langchain_hindsight.types import Served
 
 if TYPE_CHECKING:
     from langchain.agents.middleware.types import ExtendedModelResponse
@@ -73,7 +74,7 @@ class HindsightMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             id right before the task). See :data:`~langchain_hindsight.capture.messages.Placement`.
         max_pending: Tasks remembered between their first model call and the end
             of the agent (oldest dropped beyond that; e.g. runs that raised).
-        **options: :class:`~langchain_hindsight.session.loop.SessionConfig` options changed
+        **options: :class:`~langchain_hindsight.session.config.SessionConfig` options changed
             for this middleware only (``k``, ``task_type``, ``recall``, ``reflect``, ...).
 
     The run id of a task is ``config["run_id"]`` when the caller sets one
@@ -93,8 +94,7 @@ class HindsightMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     ) -> None:
         super().__init__()
         check_placement(placement)
-        if isinstance(max_pending, bool) or not isinstance(max_pending, int) or max_pending < 1:
-            raise ConfigurationError(f"max_pending must be a positive int, got {max_pending!r}")
+        check_int("max_pending", max_pending)
         self.session = session_for(hindsight, **options)
         self.namespace = namespace
         self.placement: Placement = placement

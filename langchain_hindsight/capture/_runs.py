@@ -20,6 +20,7 @@ from time import time
 from typing import Any, get_args
 from uuid import UUID
 
+from langchain_hindsight._checks import check_int
 from langchain_hindsight._text import clip_text
 from langchain_hindsight.capture._steps import Live, Raw, conclude, run_uuid, snapshot, to_step
 from langchain_hindsight.capture._text import final_from_outputs, is_interrupt, task_from_inputs
@@ -56,8 +57,7 @@ class RunRegistry:
             ("max_finished", max_finished),
             ("max_live", max_live),
         ):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ConfigurationError(f"{name} must be a positive int, got {value!r}")
+            check_int(name, value)
         if max_content_chars < 20:
             raise ConfigurationError(f"max_content_chars must be at least 20, got {max_content_chars}")
         if not isinstance(namespace, str) or not namespace.strip():

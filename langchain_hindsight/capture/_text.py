@@ -19,7 +19,6 @@ from langchain_hindsight._text import clip_text
 __all__ = [
     "as_text",
     "clip_args",
-    "clip_text",
     "final_from_outputs",
     "human_text",
     "is_interrupt",

@@ -16,23 +16,20 @@ from typing import Any, Literal, get_args
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
-from langchain_hindsight.capture._outcome import OUTCOME_REASON_KEY, answer_outcome
+from langchain_hindsight._text import clip_text
 from langchain_hindsight.capture._steps import Live, conclude, tool_error_parts
-from langchain_hindsight.capture._text import clip_text
+from langchain_hindsight.capture._text import message_text
 from langchain_hindsight.errors import ConfigurationError
 from langchain_hindsight.types import Outcome, Trajectory
 
 __all__ = [
     "BLOCK_ID_PREFIX",
     "INJECTED_MARKER",
-    "OUTCOME_REASON_KEY",
     "RECALL_TURNS",
     "Placement",
-    "answer_outcome",
     "check_placement",
     "find_task",
     "inject",
-    "message_text",
     "recall_query",
     "resolve_namespace",
     "task_key",
@@ -66,11 +63,6 @@ def check_placement(placement: object) -> Placement:
     if placement not in get_args(Placement):
         raise ConfigurationError(f"placement must be 'task_message' or 'separate_message', got {placement!r}")
     return placement  # type: ignore[return-value]
-
-
-def message_text(message: BaseMessage) -> str:
-    """The plain text of a message (text blocks joined for multimodal content)."""
-    return message.text if isinstance(message.text, str) else str(message.content)
 
 
 def find_task(messages: Sequence[BaseMessage]) -> tuple[int, HumanMessage] | None:

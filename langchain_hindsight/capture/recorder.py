@@ -39,15 +39,9 @@ from langchain_core.outputs import ChatGeneration, LLMResult
 
 from langchain_hindsight.capture._runs import RunRegistry
 from langchain_hindsight.capture._steps import Raw, tool_error_parts
-from langchain_hindsight.capture._text import (
-    as_text,
-    clip_args,
-    clip_text,
-    message_text,
-    parse_args,
-)
+from langchain_hindsight.capture._text import as_text, clip_args, message_text, parse_args
 
-__all__ = ["SERVED_KEY", "TrajectoryRecorder", "clip_text"]
+__all__ = ["SERVED_KEY", "TrajectoryRecorder"]
 
 
 SERVED_KEY = "hindsight_served"

@@ -16,6 +16,7 @@ from typing import IO
 from langchain_hindsight.cli._output import Progress, clip, emit_json, safe, table, when
 from langchain_hindsight.cli._stats import print_stats
 from langchain_hindsight.cli._store import open_view
+from langchain_hindsight.recall.explain import explain_run
 from langchain_hindsight.store.journal import RunJournal
 from langchain_hindsight.store.transfer import export_runs, export_units
 
@@ -92,7 +93,7 @@ def explain(args: argparse.Namespace) -> int:
     """``hindsight explain RUN``: which memories shaped a run, and why they were ranked so."""
     with open_view(args) as view:
         if view.scoped is None:
-            ex = RunJournal(view.store).explain(args.run_id)
+            ex = explain_run(RunJournal(view.store), args.run_id)
         else:
             ex = view.scoped.explain(args.run_id, namespace=view.namespace)
     if args.json:

@@ -26,10 +26,11 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.runnables.config import run_in_executor
 
 from langchain_hindsight import settings
+from langchain_hindsight._checks import check_int
 from langchain_hindsight._script import FusionWeights, query_script
 from langchain_hindsight.embeddings._use_cache import load_backend, load_tokenizer
 from langchain_hindsight.embeddings.local import MINILM_NAME, EmbedderIdentity, LocalEmbeddings, check_vectors
-from langchain_hindsight.errors import ConfigurationError, EmbeddingError
+from langchain_hindsight.errors import EmbeddingError
 
 if TYPE_CHECKING:
     from numpy.typing import NDArray
@@ -92,10 +93,8 @@ class MultilingualEmbeddings(Embeddings):
     def __init__(
         self, *, batch_size: int = 16, query_cache_size: int = 1024, cache_dir: str | os.PathLike[str] | None = None
     ) -> None:
-        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-            raise ConfigurationError(f"batch_size must be a positive int, got {batch_size!r}")
-        if isinstance(query_cache_size, bool) or not isinstance(query_cache_size, int) or query_cache_size < 0:
-            raise ConfigurationError(f"query_cache_size must be an int >= 0, got {query_cache_size!r}")
+        check_int("batch_size", batch_size)
+        check_int("query_cache_size", query_cache_size, 0)
         self.batch_size = batch_size
         self.query_cache_size = query_cache_size
         self.cache_dir = cache_dir

@@ -1,7 +1,7 @@
 """The merge pass over stored units (keeps the store from bloating): exact duplicate search and folding.
 
 Only true duplicates fold: units that make the same statement after normalising
-case, whitespace and punctuation (:func:`~langchain_hindsight.store.decide.statement_key`,
+case, whitespace and punctuation (:func:`~langchain_hindsight.store._statement.statement_key`,
 the rule of the write path). The similarity threshold only selects candidates;
 two different statements never fold, however close their vectors.
 

@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
 
+from langchain_hindsight._checks import check_int
 from langchain_hindsight.errors import ConfigurationError
 from langchain_hindsight.taxonomy import FALLBACK_TASK_TYPE
 
@@ -142,8 +143,7 @@ def build_usage_report(
     low_similarity: float,
 ) -> UsageReport:
     """Compute the report from the journal's runs in ``[since, until)`` and the store's units."""
-    if isinstance(min_shown, bool) or not isinstance(min_shown, int) or min_shown < 1:
-        raise ConfigurationError(f"min_shown must be a positive int, got {min_shown!r}")
+    check_int("min_shown", min_shown)
     runs = journal.list_runs(namespace=namespace, since=since, until=until, kind="run")
     tally: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
     low: list[LowSimilarityRecall] = []

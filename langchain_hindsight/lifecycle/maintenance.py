@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from langchain_hindsight._checks import check_number
 from langchain_hindsight.errors import ConfigurationError, MemoryNotFoundError
 from langchain_hindsight.lifecycle._merge import (
     KEPT_APART_TAG,
@@ -45,7 +46,6 @@ from langchain_hindsight.lifecycle.policy import (
     MergeReport,
     Progress,
     ReviewReport,
-    check_number,
 )
 from langchain_hindsight.prompts import Locale, get_templates
 from langchain_hindsight.store.journal import RunJournal
@@ -55,16 +55,7 @@ from langchain_hindsight.types import MemoryUnit, utcnow
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
 
-__all__ = [
-    "ArchiveReport",
-    "DecayReport",
-    "Lifecycle",
-    "LifecyclePolicy",
-    "MaintenanceReport",
-    "MergeReport",
-    "ReviewReport",
-    "UsageReport",
-]
+__all__ = ["Lifecycle"]
 
 logger = logging.getLogger(__name__)
 
@@ -376,7 +367,7 @@ class Lifecycle:
         """
         when = self._now(now)
         days = self.policy.review_window_days if window_days is None else window_days
-        check_number("review", "window_days", days, 0.0, 36_500.0, open_low=True)
+        check_number("review.window_days", days, 0.0, 36_500.0, open_low=True)
         return run_review(
             self.store,
             self.journal,
@@ -397,7 +388,7 @@ class Lifecycle:
         LangGraph cron job, APScheduler); the journal remembers the last review.
         """
         when = self._now(now)
-        check_number("review_if_due", "every_days", every_days, 0.0, 36_500.0, open_low=True)
+        check_number("review_if_due.every_days", every_days, 0.0, 36_500.0, open_low=True)
         ns = self.store.resolve_namespace(namespace)
         last = self.journal.last_started_at(namespace=ns, kind="review")
         if last is not None and when - last < timedelta(days=every_days):

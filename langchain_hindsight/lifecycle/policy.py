@@ -6,12 +6,13 @@ Re-exported by :mod:`langchain_hindsight.lifecycle.maintenance`; the review
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
+from langchain_hindsight._checks import check_int, check_number
 from langchain_hindsight.errors import ConfigurationError
+from langchain_hindsight.store.decide import MERGE_THRESHOLD
 from langchain_hindsight.types import MemoryUnit
 
 __all__ = [
@@ -22,20 +23,10 @@ __all__ = [
     "MergeReport",
     "Progress",
     "ReviewReport",
-    "check_number",
 ]
 
 Progress = Callable[[str, int, int], None]
 """``progress(stage, done, total)``: called during long operations (the CLI prints it to stderr)."""
-
-
-def check_number(owner: str, name: str, value: object, low: float, high: float, *, open_low: bool = False) -> None:
-    """Raise :class:`ConfigurationError` unless ``value`` is a finite number in ``[low, high]`` (``(low, high]``)."""
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise ConfigurationError(f"{owner}.{name} must be a finite number, got {value!r}")
-    if value < low or value > high or (open_low and value == low):
-        bound = f"({low}, {high}]" if open_low else f"[{low}, {high}]"
-        raise ConfigurationError(f"{owner}.{name} must be in {bound}, got {value!r}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,7 +41,8 @@ class LifecyclePolicy:
         archive_idle_days: ...and not accessed for more than this many days are archived (60).
         merge_threshold: Active units that make the same statement (equal after
             normalising case, whitespace and punctuation) merge when at least this
-            cosine-similar (0.95). Different statements never merge, however similar.
+            cosine-similar (:data:`~langchain_hindsight.store.decide.MERGE_THRESHOLD`, 0.95, the
+            store's default too). Different statements never merge, however similar.
         merge_scope: ``"task_type"`` merges only units of the same task type and
             kind (a weekly-report lesson never absorbs a monthly one);
             ``"namespace"`` merges across them; ``None`` follows the store's
@@ -70,7 +62,7 @@ class LifecyclePolicy:
     decay_floor: float = 0.0
     archive_below: float = 0.3
     archive_idle_days: float = 60.0
-    merge_threshold: float = 0.95
+    merge_threshold: float = MERGE_THRESHOLD
     merge_scope: Literal["task_type", "namespace"] | None = None
     review_window_days: float = 7.0
     review_min_runs: int = 3
@@ -81,20 +73,19 @@ class LifecyclePolicy:
 
     def __post_init__(self) -> None:
         owner = "LifecyclePolicy"
-        check_number(owner, "decay_factor", self.decay_factor, 0.0, 1.0)
-        check_number(owner, "decay_period_days", self.decay_period_days, 0.0, 36_500.0, open_low=True)
-        check_number(owner, "decay_floor", self.decay_floor, 0.0, 1.0)
-        check_number(owner, "archive_below", self.archive_below, 0.0, 1.0)
-        check_number(owner, "archive_idle_days", self.archive_idle_days, 0.0, 36_500.0)
-        check_number(owner, "merge_threshold", self.merge_threshold, 0.0, 1.0, open_low=True)
-        check_number(owner, "review_window_days", self.review_window_days, 0.0, 36_500.0, open_low=True)
-        check_number(owner, "review_share", self.review_share, 0.0, 1.0, open_low=True)
-        check_number(owner, "review_confidence", self.review_confidence, 0.0, 1.0)
-        check_number(owner, "review_confidence_cap", self.review_confidence_cap, 0.0, 1.0)
+        check_number(f"{owner}.decay_factor", self.decay_factor, 0.0, 1.0)
+        check_number(f"{owner}.decay_period_days", self.decay_period_days, 0.0, 36_500.0, open_low=True)
+        check_number(f"{owner}.decay_floor", self.decay_floor, 0.0, 1.0)
+        check_number(f"{owner}.archive_below", self.archive_below, 0.0, 1.0)
+        check_number(f"{owner}.archive_idle_days", self.archive_idle_days, 0.0, 36_500.0)
+        check_number(f"{owner}.merge_threshold", self.merge_threshold, 0.0, 1.0, open_low=True)
+        check_number(f"{owner}.review_window_days", self.review_window_days, 0.0, 36_500.0, open_low=True)
+        check_number(f"{owner}.review_share", self.review_share, 0.0, 1.0, open_low=True)
+        check_number(f"{owner}.review_confidence", self.review_confidence, 0.0, 1.0)
+        check_number(f"{owner}.review_confidence_cap", self.review_confidence_cap, 0.0, 1.0)
         for name in ("review_min_runs", "review_max_runs"):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ConfigurationError(f"{owner}.{name} must be a positive int, got {value!r}")
+            check_int(f"{owner}.{name}", value)
         if self.merge_scope not in (None, "task_type", "namespace"):
             raise ConfigurationError(f"{owner}.merge_scope must be 'task_type', 'namespace' or None")
 

@@ -20,9 +20,10 @@ import re
 from collections.abc import Callable
 from typing import Protocol
 
+from langchain_hindsight._checks import check_int
 from langchain_hindsight._safety import render_label, render_safe
-from langchain_hindsight.errors import ConfigurationError
 from langchain_hindsight.prompts import PromptTemplates
+from langchain_hindsight.types import DEFAULT_NAMESPACE
 
 __all__ = [
     "DEFAULT_MAX_LINE_CHARS",
@@ -59,16 +60,10 @@ def check_block_size(*, max_lines: object, max_line_chars: object, max_block_cha
         ...
         langchain_hindsight.errors.ConfigurationError: max_line_chars must be an int >= 20, got 5
     """
-    if isinstance(max_lines, bool) or not isinstance(max_lines, int) or max_lines < 1:
-        raise ConfigurationError(f"max_lines must be a positive int, got {max_lines!r}")
-    if isinstance(max_line_chars, bool) or not isinstance(max_line_chars, int) or max_line_chars < MIN_LINE_CHARS:
-        raise ConfigurationError(f"max_line_chars must be an int >= {MIN_LINE_CHARS}, got {max_line_chars!r}")
-    if max_block_chars is not None and (
-        isinstance(max_block_chars, bool) or not isinstance(max_block_chars, int) or max_block_chars < MIN_BLOCK_CHARS
-    ):
-        raise ConfigurationError(
-            f"max_block_chars must be None or an int >= {MIN_BLOCK_CHARS}, got {max_block_chars!r}"
-        )
+    check_int("max_lines", max_lines)
+    check_int("max_line_chars", max_line_chars, MIN_LINE_CHARS)
+    if max_block_chars is not None:
+        check_int("max_block_chars", max_block_chars, MIN_BLOCK_CHARS)
 
 
 def _plain(token: str | None) -> bool:
@@ -89,7 +84,7 @@ def truncation_notice(t: PromptTemplates, memory_id: str | None, namespace: str 
     """
     if memory_id is None or not _plain(memory_id):
         return t.truncation_notice_no_id
-    if namespace and namespace != "default" and _plain(namespace):
+    if namespace and namespace != DEFAULT_NAMESPACE and _plain(namespace):
         command = t.show_command_namespace.format(memory_id=memory_id, namespace=namespace)
     else:
         command = t.show_command.format(memory_id=memory_id)

@@ -28,21 +28,39 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import Protocol
+from typing import Any, Protocol, get_args
 
+from langchain_hindsight._checks import check_int, check_number
 from langchain_hindsight._safety import clean_text
+from langchain_hindsight._script import FusionWeights
 from langchain_hindsight._text import informative
 from langchain_hindsight.errors import ConfigurationError
-from langchain_hindsight.recall.fusion import Fusion, FusionWeights, fusion_weights_for
+from langchain_hindsight.recall.fusion import Fusion, fusion_weights_for
 from langchain_hindsight.recall.ranking import AUTO_FLOOR, FloorRule, MinRelevance, ScriptCache, rank_candidates
 from langchain_hindsight.recall.scoring import ScoringWeights
-from langchain_hindsight.recall.task_type import CLASSIFY_MAX_CHARS, TaskClassifier, pick_label, resolve_task_type
+from langchain_hindsight.recall.task_type import (
+    CLASSIFY_MAX_CHARS,
+    TaskClassifier,
+    as_classifier,
+    pick_label,
+    resolve_task_type,
+)
 from langchain_hindsight.taxonomy import TaskTypeVocabulary
 from langchain_hindsight.types import MemoryUnit, ScoredMemory, TaskTypeSource, utcnow
 
-__all__ = ["RecallResult", "RecallSettings", "RecallSource", "Recalled", "recall", "resolve_task"]
+__all__ = [
+    "DEFAULT_K",
+    "FUSION_OPTIONS",
+    "RECALL_OPTIONS",
+    "RecallResult",
+    "RecallSettings",
+    "RecallSource",
+    "Recalled",
+    "recall",
+    "resolve_task",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -82,9 +100,19 @@ class RecallSource(Protocol):
         ...
 
 
+DEFAULT_K = 5
+"""Memories recalled per task when no ``k`` is given (the retriever's, the session's and ``Hindsight``'s)."""
+
+
 @dataclass(frozen=True, slots=True)
 class RecallSettings:
-    """The options of a recall (the :class:`HindsightRetriever` fields recall reads; same defaults).
+    """The options of a recall, with their defaults: the one place they are filled and checked.
+
+    A :class:`~langchain_hindsight.recall.retriever.HindsightRetriever` holds one of these
+    (``retriever.settings``; its keyword options such as ``k=`` or ``min_relevance=`` are
+    packed into it by :meth:`from_options`), ``Hindsight(...)`` builds one from its options,
+    and :func:`recall` reads it. Invalid values raise
+    :class:`~langchain_hindsight.errors.ConfigurationError` at construction.
 
     Attributes:
         k: Memories returned per call (a per-call ``k`` overrides it).
@@ -108,7 +136,7 @@ class RecallSettings:
         candidate_multiplier: Each arm fetches ``candidate_multiplier × k``.
     """
 
-    k: int = 5
+    k: int = DEFAULT_K
     task_type: str | None = None
     namespace: str | None = None
     extra_namespaces: tuple[str, ...] = ()
@@ -121,6 +149,87 @@ class RecallSettings:
     fusion_weights: FusionWeights = field(default_factory=FusionWeights)
     explicit_fusion: frozenset[str] = frozenset()
     candidate_multiplier: int = 3
+
+    def __post_init__(self) -> None:
+        check_int("k", self.k)
+        check_int("candidate_multiplier", self.candidate_multiplier)
+        for name in ("task_type", "namespace"):
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, str):
+                raise ConfigurationError(f"{name} must be a string or None, got {value!r}")
+        if not isinstance(self.extra_namespaces, tuple) or not all(isinstance(n, str) for n in self.extra_namespaces):
+            raise ConfigurationError(f"extra_namespaces must be a tuple of strings, got {self.extra_namespaces!r}")
+        if not isinstance(self.weights, ScoringWeights):
+            raise ConfigurationError(f"weights must be ScoringWeights, got {type(self.weights).__name__}")
+        check_number("min_score", self.min_score)
+        floor = self.min_relevance
+        if not (floor is None or floor == "auto" or isinstance(floor, FloorRule)):
+            if isinstance(floor, str):
+                raise ConfigurationError(f"min_relevance must be 'auto', a number in [0, 1] or None, got {floor!r}")
+            check_number("min_relevance", floor, 0.0, 1.0)
+        if not isinstance(self.infer_task_type, bool):
+            raise ConfigurationError(f"infer_task_type must be a bool, got {self.infer_task_type!r}")
+        if self.classifier is not None and not callable(self.classifier):
+            raise ConfigurationError(f"classifier must be callable or None, got {type(self.classifier).__name__}")
+        if self.fusion not in get_args(Fusion):
+            raise ConfigurationError(f"fusion must be one of {get_args(Fusion)}, got {self.fusion!r}")
+        if not isinstance(self.fusion_weights, FusionWeights):
+            raise ConfigurationError(f"fusion_weights must be FusionWeights, got {type(self.fusion_weights).__name__}")
+        unknown = self.explicit_fusion - FUSION_OPTIONS
+        if unknown:
+            raise ConfigurationError(f"explicit_fusion names unknown fusion options: {sorted(unknown)}")
+
+    @classmethod
+    def from_options(cls, base: RecallSettings | None = None, /, **options: Any) -> RecallSettings:
+        """``base`` (default: all defaults) with the retriever's keyword options applied.
+
+        The keywords are :data:`RECALL_OPTIONS`: every field of this class by name, plus
+        ``fusion_alpha``, ``fusion_alpha_cjk`` and ``fusion_cross_script`` (the fields of
+        :attr:`fusion_weights`; each one given is also recorded in :attr:`explicit_fusion`, so it
+        wins over the embedder's declared weights), ``task_classifier`` (a chat model or a callable,
+        wrapped into :attr:`classifier`) and ``locale`` (the language a chat-model classifier is
+        asked in; only read together with ``task_classifier``).
+
+        Example:
+            >>> s = RecallSettings.from_options(k=3, min_relevance=0.2, fusion_alpha=0.6)
+            >>> s.k, s.min_relevance, s.fusion_weights.alpha, sorted(s.explicit_fusion)
+            (3, 0.2, 0.6, ['fusion_alpha'])
+
+        Raises:
+            ConfigurationError: an unknown option or an invalid value.
+        """
+        unknown = set(options) - RECALL_OPTIONS
+        if unknown:
+            raise ConfigurationError(f"unknown recall option(s): {sorted(unknown)}")
+        fusion = {name: options.pop(name) for name in FUSION_OPTIONS & options.keys()}
+        locale = options.pop("locale", "zh")
+        if "task_classifier" in options:
+            options["classifier"] = as_classifier(options.pop("task_classifier"), locale)
+        if "extra_namespaces" in options and isinstance(options["extra_namespaces"], list):
+            options["extra_namespaces"] = tuple(options["extra_namespaces"])
+        if fusion:
+            w = FusionWeights() if base is None else base.fusion_weights
+            options["fusion_weights"] = FusionWeights(
+                fusion.get("fusion_alpha", w.alpha),
+                fusion.get("fusion_alpha_cjk", w.alpha_cjk),
+                fusion.get("fusion_cross_script", w.cross_script),
+            )
+            options["explicit_fusion"] = (frozenset() if base is None else base.explicit_fusion) | fusion.keys()
+        if base is None:
+            return cls(**options)
+        return replace(base, **options) if options else base
+
+
+FUSION_OPTIONS = frozenset({"fusion_alpha", "fusion_alpha_cjk", "fusion_cross_script"})
+"""The keyword options that set :attr:`RecallSettings.fusion_weights` (their explicit values win over the
+embedder's declared weights)."""
+
+RECALL_OPTIONS = frozenset(
+    {f for f in RecallSettings.__dataclass_fields__ if f not in ("fusion_weights", "explicit_fusion")}
+    | FUSION_OPTIONS
+    | {"task_classifier", "locale"}
+)
+"""The keyword options :meth:`RecallSettings.from_options` (and a retriever's constructor) accept."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -300,9 +409,7 @@ def _prepare(
 ) -> tuple[int, str | None, str, datetime]:
     if not isinstance(query, str):
         raise ConfigurationError(f"query must be a string, got {type(query).__name__}")
-    limit = settings.k if k is None else k
-    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
-        raise ConfigurationError(f"k must be a positive int, got {limit!r}")
+    limit = settings.k if k is None else check_int("k", k)
     wanted = task_type if task_type is not None else settings.task_type
     wanted_type = None if wanted is None else source.vocabulary.normalize(wanted)
     ns = namespace if namespace is not None else settings.namespace

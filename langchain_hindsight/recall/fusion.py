@@ -26,19 +26,10 @@ from typing import Literal, get_args
 import numpy as np
 import numpy.typing as npt
 
-from langchain_hindsight._script import FusionWeights, Script, query_script
+from langchain_hindsight._script import FusionWeights, query_script
 from langchain_hindsight.errors import ConfigurationError
 
-__all__ = [
-    "Fusion",
-    "FusionWeights",
-    "Script",
-    "dense_weight",
-    "fuse",
-    "fuse_arrays",
-    "fusion_weights_for",
-    "query_script",
-]
+__all__ = ["Fusion", "dense_weight", "fuse", "fuse_arrays", "fusion_weights_for"]
 
 Fusion = Literal["convex_idf", "convex", "rrf", "dense", "lexical"]
 """How the two arms become one relevance in [0, 1].

@@ -28,8 +28,6 @@ from langchain_hindsight.errors import ConfigurationError
 from langchain_hindsight.prompts import Locale, PromptTemplates, get_templates
 from langchain_hindsight.recall._block import (
     DEFAULT_MAX_LINE_CHARS,
-    MIN_BLOCK_CHARS,
-    MIN_LINE_CHARS,
     check_block_size,
     fit_block,
     memory_line,
@@ -38,12 +36,8 @@ from langchain_hindsight.types import MemoryUnit, ScoredMemory
 
 __all__ = [
     "DEFAULT_MAX_LINES",
-    "DEFAULT_MAX_LINE_CHARS",
-    "MIN_BLOCK_CHARS",
-    "MIN_LINE_CHARS",
     "Recalled",
     "build_task_prompt",
-    "check_block_size",
     "detect_conflicts",
     "fit_experiences",
     "format_experiences",

@@ -29,8 +29,9 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 
+from langchain_hindsight._script import FusionWeights, Script, query_script
 from langchain_hindsight.errors import ConfigurationError
-from langchain_hindsight.recall.fusion import Fusion, FusionWeights, Script, fuse_arrays, query_script
+from langchain_hindsight.recall.fusion import Fusion, fuse_arrays
 from langchain_hindsight.recall.scoring import ScoringWeights, score_many
 from langchain_hindsight.types import MemoryUnit, ScoredMemory, TaskTypeSource
 

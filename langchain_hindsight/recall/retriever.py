@@ -32,16 +32,16 @@ score and relevance).
 
 Steps 1–5 are computed by :func:`langchain_hindsight.recall.engine.recall`, the one
 implementation of a recall (``hindsight search`` calls it without this module): the
-retriever turns its fields into a :class:`~langchain_hindsight.recall.engine.RecallSettings`
-on every call and delegates. This module keeps the retriever (its options, the served log,
-``on_served``, the diagnostics and the ``BaseRetriever`` hooks); every name it has exported
+retriever holds one :class:`~langchain_hindsight.recall.engine.RecallSettings` (its keyword
+options are packed into it) and hands it to the engine on every call. This module keeps the
+retriever (its options, the served log, ``on_served``, the diagnostics and the ``BaseRetriever``
+hooks); every name it has exported
 stays importable from here (:class:`RecallResult` is the engine's).
 """
 
 from __future__ import annotations
 
 import logging
-import math
 import threading
 from collections import deque
 from collections.abc import Callable, Sequence
@@ -50,44 +50,29 @@ from typing import Any, Literal
 
 from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
-from langchain_core.language_models import BaseChatModel
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables.config import run_in_executor
-from pydantic import ConfigDict, Field, PrivateAttr, ValidationError, field_validator
+from pydantic import ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 
+from langchain_hindsight._checks import check_int, check_number
 from langchain_hindsight._text import clip_text
 from langchain_hindsight.errors import ConfigurationError
 from langchain_hindsight.prompts import Locale, get_templates
-from langchain_hindsight.recall.engine import Recalled, RecallResult, RecallSettings, resolve_task
+from langchain_hindsight.recall.engine import RECALL_OPTIONS, Recalled, RecallResult, RecallSettings, resolve_task
 from langchain_hindsight.recall.engine import recall as engine_recall
-from langchain_hindsight.recall.fusion import Fusion, FusionWeights, fuse
+from langchain_hindsight.recall.fusion import Fusion
 from langchain_hindsight.recall.ranking import (
-    AUTO_FLOOR,
     DEFAULT_LOW_RELEVANCE,
-    DEFAULT_MIN_RELEVANCE,
     FloorRule,
     LowRelevance,
     ScriptCache,
 )
 from langchain_hindsight.recall.scoring import ScoringWeights
-from langchain_hindsight.recall.task_type import TaskClassifier, as_classifier
 from langchain_hindsight.store.memory_store import MemoryStore
 from langchain_hindsight.store.replica.snapshot import StoreSnapshot
 from langchain_hindsight.types import ScoredMemory, Served, TaskTypeSource
 
-__all__ = [
-    "AUTO_FLOOR",
-    "DEFAULT_LOW_RELEVANCE",
-    "DEFAULT_MIN_RELEVANCE",
-    "FloorRule",
-    "Fusion",
-    "HindsightRetriever",
-    "RecallResult",
-    "ServedRecord",
-    "TaskClassifier",
-    "TaskTypeSource",
-    "fuse",
-]
+__all__ = ["HindsightRetriever", "ServedRecord"]
 
 logger = logging.getLogger(__name__)
 
@@ -98,9 +83,6 @@ ServedRecord = Served
 
 _LOG_TASK_CHARS = 80
 """How much of the task the served-memories log line shows."""
-
-_FUSION_FIELDS = frozenset({"fusion_alpha", "fusion_alpha_cjk", "fusion_cross_script"})
-"""The fields whose explicit values win over the embedder's declared fusion weights."""
 
 
 def _to_document(scored: ScoredMemory) -> Document:
@@ -161,6 +143,13 @@ class HindsightRetriever(BaseRetriever):
             docs = await retriever.ainvoke("生成本周的团队周报", k=3)
             memories = await retriever.arecall("生成本周的团队周报")
 
+    The recall options (``k`` to ``candidate_multiplier`` below) are keywords of the constructor
+    and attributes of the retriever, but the retriever holds them as ONE
+    :class:`~langchain_hindsight.recall.engine.RecallSettings` (:attr:`settings`, also a keyword:
+    ``HindsightRetriever(store=store, settings=RecallSettings(k=3))``) that the recall engine reads;
+    the attributes read it, and assigning one (``retriever.k = 3``) replaces it, checked
+    (:meth:`configure`).
+
     Attributes:
         store: Where memories live (read through on every call, never cached here): a
             :class:`MemoryStore`, or a read-only :class:`~langchain_hindsight.store.replica.snapshot.StoreSnapshot`.
@@ -181,7 +170,7 @@ class HindsightRetriever(BaseRetriever):
             together, each result's unit carrying its namespace. A memory found in
             several (a published copy keeps its id) is served once, from the first:
             the searched namespace, then these in order. Access control is the
-            caller's (see :class:`~langchain_hindsight.sharing.access.ScopedRetriever`).
+            caller's (see :class:`~langchain_hindsight.sharing.retriever.ScopedRetriever`).
         weights: The scoring weights (default: :class:`ScoringWeights`).
         min_score: Drop memories whose weighted score is below this.
         min_relevance: The relevance floor, so a task unrelated to everything stored gets
@@ -230,21 +219,9 @@ class HindsightRetriever(BaseRetriever):
             ) from e
 
     store: MemoryStore | StoreSnapshot
-    k: int = 5
-    task_type: str | None = None
-    namespace: str | None = None
-    extra_namespaces: tuple[str, ...] = ()
-    weights: ScoringWeights = Field(default_factory=ScoringWeights)
-    min_score: float = 0.0
-    min_relevance: float | Literal["auto"] | FloorRule | None = "auto"
-    infer_task_type: bool = True
-    task_classifier: TaskClassifier | BaseChatModel | None = None
+    settings: RecallSettings = Field(default_factory=RecallSettings)
+    """Every recall option in one object (the keyword options above are packed into it)."""
     locale: Locale = "zh"
-    fusion: Fusion = "convex_idf"
-    fusion_alpha: float = 0.3
-    fusion_alpha_cjk: float | None = Field(default=None, ge=0.0, le=1.0, allow_inf_nan=False)
-    fusion_cross_script: float = Field(default=0.0, ge=0.0, allow_inf_nan=False)
-    candidate_multiplier: int = 3
     low_similarity_threshold: LowRelevance = DEFAULT_LOW_RELEVANCE
     on_served: Callable[[ServedRecord], None] | None = None
     served_log_size: int = 256
@@ -255,34 +232,143 @@ class HindsightRetriever(BaseRetriever):
     _classifier_warned: bool = PrivateAttr(default=False)
     _scripts: ScriptCache = PrivateAttr(default_factory=dict)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _pack(cls, data: Any) -> Any:
+        """Pack the keyword recall options (``k=``, ``min_relevance=``, ...) into one :class:`RecallSettings`."""
+        if not isinstance(data, dict):
+            return data
+        given = {name: data[name] for name in RECALL_OPTIONS if name in data and name != "locale"}
+        if not given:
+            return data
+        base = data.get("settings")
+        if base is not None and not isinstance(base, RecallSettings):
+            raise ConfigurationError(f"settings must be RecallSettings, got {type(base).__name__}")
+        if "task_classifier" in given:
+            given["locale"] = data.get("locale", "zh")
+        rest = {name: value for name, value in data.items() if name not in given}
+        return {**rest, "settings": RecallSettings.from_options(base, **given)}
+
     def model_post_init(self, __context: Any) -> None:
         """Create the bounded served log."""
         self._served = deque(maxlen=self.served_log_size)
 
-    @field_validator("k", "candidate_multiplier", "served_log_size")
+    @field_validator("served_log_size")
     @classmethod
     def _positive(cls, value: int) -> int:
-        if isinstance(value, bool) or value < 1:
-            raise ValueError(f"must be a positive int, got {value!r}")
-        return value
+        return check_int("served_log_size", value)
 
-    @field_validator("min_relevance", "low_similarity_threshold", mode="before")
+    @field_validator("low_similarity_threshold", mode="before")
     @classmethod
-    def _floor(cls, value: object) -> object:
-        if isinstance(value, str) and value != "auto":
-            raise ValueError(f"must be 'auto', a number in [0, 1] or None, got {value!r}")
-        if isinstance(value, bool):
-            raise ValueError(f"must be 'auto', a number in [0, 1] or None, got {value!r}")
-        return value
-
-    @field_validator("fusion_alpha", "min_relevance", "low_similarity_threshold")
-    @classmethod
-    def _unit_interval(cls, value: Any) -> Any:
-        if value is None or isinstance(value, str | FloorRule):
+    def _level(cls, value: object) -> object:
+        if value == "auto" and isinstance(value, str):
             return value
-        if not math.isfinite(value) or not 0.0 <= value <= 1.0:
-            raise ValueError(f"must be in [0, 1], got {value!r}")
-        return value
+        if isinstance(value, str):
+            raise ValueError(f"must be 'auto' or a number in [0, 1], got {value!r}")
+        return check_number("low_similarity_threshold", value, 0.0, 1.0)
+
+    # ------------------------------------------------------------------ the settings' options by their old names
+    def configure(self, **options: Any) -> None:
+        """Change recall options in place (``retriever.configure(k=3, min_relevance=None)``), checked.
+
+        The same keywords as the constructor (:data:`~langchain_hindsight.recall.engine.RECALL_OPTIONS`);
+        each assignment such as ``retriever.k = 3`` goes through here.
+
+        Raises:
+            ConfigurationError: an unknown option or an invalid value (nothing changes).
+        """
+        if "task_classifier" in options:
+            options.setdefault("locale", self.locale)
+        self.settings = RecallSettings.from_options(self.settings, **options)
+
+    @property
+    def k(self) -> int:
+        """Memories returned per call (``settings.k``); a per-call ``k`` keyword overrides it."""
+        return self.settings.k
+
+    @k.setter
+    def k(self, value: int) -> None:
+        self.configure(k=value)
+
+    @property
+    def task_type(self) -> str | None:
+        """The fixed task type (``settings.task_type``), or ``None`` (inferred per query)."""
+        return self.settings.task_type
+
+    @task_type.setter
+    def task_type(self, value: str | None) -> None:
+        self.configure(task_type=value)
+
+    @property
+    def namespace(self) -> str | None:
+        """The namespace searched (``settings.namespace``); ``None``: the store's default."""
+        return self.settings.namespace
+
+    @namespace.setter
+    def namespace(self, value: str | None) -> None:
+        self.configure(namespace=value)
+
+    @property
+    def extra_namespaces(self) -> tuple[str, ...]:
+        """Namespaces recalled with the searched one (``settings.extra_namespaces``)."""
+        return self.settings.extra_namespaces
+
+    @property
+    def weights(self) -> ScoringWeights:
+        """The scoring weights (``settings.weights``)."""
+        return self.settings.weights
+
+    @weights.setter
+    def weights(self, value: ScoringWeights) -> None:
+        self.configure(weights=value)
+
+    @property
+    def min_score(self) -> float:
+        """Weighted-score floor (``settings.min_score``)."""
+        return self.settings.min_score
+
+    @min_score.setter
+    def min_score(self, value: float) -> None:
+        self.configure(min_score=value)
+
+    @property
+    def min_relevance(self) -> float | Literal["auto"] | FloorRule | None:
+        """The relevance floor (``settings.min_relevance``)."""
+        return self.settings.min_relevance
+
+    @min_relevance.setter
+    def min_relevance(self, value: float | Literal["auto"] | FloorRule | None) -> None:
+        self.configure(min_relevance=value)
+
+    @property
+    def infer_task_type(self) -> bool:
+        """Whether the task type is inferred when none is given (``settings.infer_task_type``)."""
+        return self.settings.infer_task_type
+
+    @property
+    def fusion(self) -> Fusion:
+        """How the two arms combine (``settings.fusion``)."""
+        return self.settings.fusion
+
+    @property
+    def fusion_alpha(self) -> float:
+        """Dense-arm weight for a Latin-script query (``settings.fusion_weights.alpha``)."""
+        return self.settings.fusion_weights.alpha
+
+    @property
+    def fusion_alpha_cjk(self) -> float | None:
+        """Dense-arm weight for a mostly-CJK query (``settings.fusion_weights.alpha_cjk``)."""
+        return self.settings.fusion_weights.alpha_cjk
+
+    @property
+    def fusion_cross_script(self) -> float:
+        """Cross-script lexical imputation gain (``settings.fusion_weights.cross_script``)."""
+        return self.settings.fusion_weights.cross_script
+
+    @property
+    def candidate_multiplier(self) -> int:
+        """Each arm fetches ``candidate_multiplier × k`` (``settings.candidate_multiplier``)."""
+        return self.settings.candidate_multiplier
 
     @field_validator("locale")
     @classmethod
@@ -393,22 +479,8 @@ class HindsightRetriever(BaseRetriever):
 
     # ------------------------------------------------------------------ the engine's inputs and outputs
     def _settings(self) -> RecallSettings:
-        """This retriever's fields as the engine's settings (read afresh on every call: fields may change)."""
-        return RecallSettings(
-            k=self.k,
-            task_type=self.task_type,
-            namespace=self.namespace,
-            extra_namespaces=self.extra_namespaces,
-            weights=self.weights,
-            min_score=self.min_score,
-            min_relevance=self.min_relevance,
-            infer_task_type=self.infer_task_type,
-            classifier=as_classifier(self.task_classifier, self.locale),
-            fusion=self.fusion,
-            fusion_weights=FusionWeights(self.fusion_alpha, self.fusion_alpha_cjk, self.fusion_cross_script),
-            explicit_fusion=_FUSION_FIELDS.intersection(self.model_fields_set),
-            candidate_multiplier=self.candidate_multiplier,
-        )
+        """The one settings object this retriever holds (read on every call: :meth:`configure` replaces it)."""
+        return self.settings
 
     def _classifier_failed(self) -> None:
         """The classifier raised (called inside the engine's ``except``): warn once per retriever, then debug."""

@@ -21,21 +21,18 @@ from datetime import datetime
 import numpy as np
 import numpy.typing as npt
 
+from langchain_hindsight._checks import check_number
 from langchain_hindsight._trust import DEFAULT_SOURCE_PRIOR
 from langchain_hindsight.errors import ConfigurationError
 from langchain_hindsight.types import MemoryUnit, ScoredMemory, utcnow
 
-__all__ = ["DEFAULT_SOURCE_PRIOR", "ScoreTable", "ScoringWeights", "score_many", "score_memory", "time_factor"]
+__all__ = ["ScoreTable", "ScoringWeights", "score_many", "score_memory", "time_factor"]
 
 _SECONDS_PER_DAY = 86_400
 
 
-def _check_number(name: str, value: object, *, low: float = 0.0, high: float = math.inf) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise ConfigurationError(f"ScoringWeights.{name} must be a finite number, got {value!r}")
-    if not low <= value <= high:
-        raise ConfigurationError(f"ScoringWeights.{name} must be in [{low}, {high}], got {value!r}")
-    return float(value)
+def _check_number(name: str, value: object, *, high: float = math.inf) -> float:
+    return check_number(f"ScoringWeights.{name}", value, 0.0, high)
 
 
 @dataclass(frozen=True, slots=True)

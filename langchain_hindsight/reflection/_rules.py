@@ -30,21 +30,13 @@ from typing import Any
 
 from langchain_hindsight._safety import SUSPICIOUS_TAG, looks_like_instruction, render_safe
 from langchain_hindsight._text import clean_feedback, clip_text
-from langchain_hindsight._trust import TRUSTED_SOURCES
+from langchain_hindsight._trust import TRUSTED_SOURCES, MemorySource
 from langchain_hindsight.errors import InvalidMemoryError
 from langchain_hindsight.prompts import ReflectionTemplates
 from langchain_hindsight.store._statement import generalise
-from langchain_hindsight.types import MemoryContext, MemorySource, MemoryUnit, Step, Trajectory
+from langchain_hindsight.types import MemoryContext, MemoryUnit, Step, Trajectory
 
-__all__ = [
-    "RuleSettings",
-    "apply_rules",
-    "clean_feedback",
-    "feedback_unit",
-    "format_args",
-    "json_safe",
-    "looks_transient",
-]
+__all__ = ["RuleSettings", "apply_rules", "feedback_unit", "format_args", "json_safe", "looks_transient"]
 
 logger = logging.getLogger(__name__)
 

@@ -34,12 +34,11 @@ from langchain_hindsight._text import clip_text, informative
 from langchain_hindsight.errors import ConfigurationError, InvalidMemoryError, ReflectionError
 from langchain_hindsight.prompts import Locale, ReflectionTemplates, get_reflection_templates, get_templates
 from langchain_hindsight.reflection._rules import RuleSettings, apply_rules, feedback_unit, json_safe
-from langchain_hindsight.reflection.background import BackgroundReflector
 from langchain_hindsight.store.memory_store import MemoryStore
 from langchain_hindsight.taxonomy import TaskTypeVocabulary
 from langchain_hindsight.types import MAX_CONTENT_CHARS, MemoryContext, MemoryUnit, Trajectory
 
-__all__ = ["BackgroundReflector", "ExtractedExperience", "ExtractionOutput", "Reflector", "parse_json_text"]
+__all__ = ["ExtractedExperience", "ExtractionOutput", "Reflector"]
 
 logger = logging.getLogger(__name__)
 

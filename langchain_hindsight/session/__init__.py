@@ -1,1 +1,54 @@
-"""The per-task loop every adapter shares: serve, finish, feedback."""
+"""The per-task loop every adapter shares: serve, finish, feedback.
+
+* :mod:`~langchain_hindsight.session.loop`: :class:`HindsightSession`;
+* :mod:`~langchain_hindsight.session.config`: its options (:class:`SessionConfig`) and what feedback
+  changed (:class:`FeedbackResult`);
+* :mod:`~langchain_hindsight.session.source`: how an adapter finds its session (:func:`session_for`).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from langchain_hindsight._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from langchain_hindsight.session.config import (
+        AdapterOptions,
+        ErrorPolicy,
+        FeedbackResult,
+        SessionConfig,
+        SessionOptions,
+        new_run_id,
+    )
+    from langchain_hindsight.session.loop import HindsightSession
+    from langchain_hindsight.session.source import SessionOwner, SessionSource, session_for
+
+_EXPORTS: dict[str, str] = {
+    "AdapterOptions": ".config",
+    "ErrorPolicy": ".config",
+    "FeedbackResult": ".config",
+    "HindsightSession": ".loop",
+    "SessionConfig": ".config",
+    "SessionOptions": ".config",
+    "SessionOwner": ".source",
+    "SessionSource": ".source",
+    "new_run_id": ".config",
+    "session_for": ".source",
+}
+"""Each public name and the module defining it (imported on first use)."""
+
+__all__ = [
+    "AdapterOptions",
+    "ErrorPolicy",
+    "FeedbackResult",
+    "HindsightSession",
+    "SessionConfig",
+    "SessionOptions",
+    "SessionOwner",
+    "SessionSource",
+    "new_run_id",
+    "session_for",
+]
+
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -24,7 +24,6 @@ from langchain_hindsight.session._feedback_model import FeedbackModelClassifier
 from langchain_hindsight.session._feedback_rules import (
     CORRECTION_PATTERNS,
     FeedbackDetection,
-    FeedbackKind,
     classify_turn,
     compile_openers,
     may_restate,
@@ -36,15 +35,7 @@ from langchain_hindsight.types import Served
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
 
-__all__ = [
-    "CORRECTION_PATTERNS",
-    "CorrectionDetector",
-    "FeedbackDetection",
-    "FeedbackKind",
-    "corrected_run",
-    "detect_correction",
-    "previous_run",
-]
+__all__ = ["CorrectionDetector", "corrected_run", "detect_correction", "previous_run"]
 
 logger = logging.getLogger(__name__)
 

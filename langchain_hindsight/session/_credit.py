@@ -18,14 +18,13 @@ from collections.abc import Mapping
 from concurrent.futures import Future
 from typing import Any
 
-from langchain_hindsight.capture.messages import OUTCOME_REASON_KEY
+from langchain_hindsight.capture import OUTCOME_REASON_KEY
 from langchain_hindsight.errors import RunNotFoundError
 from langchain_hindsight.reflection.background import BackgroundReflector
-from langchain_hindsight.session.config import Served
 from langchain_hindsight.store.journal import RunJournal
 from langchain_hindsight.store.memory_store import MemoryStore
 from langchain_hindsight.store.runs import RunRecord
-from langchain_hindsight.types import MemoryUnit, ScoredMemory, Trajectory
+from langchain_hindsight.types import MemoryUnit, ScoredMemory, Served, Trajectory
 
 __all__ = [
     "apply_outcome",

@@ -8,7 +8,7 @@ everything the run was shown, never another correction on a different point. The
 superseded memory is no longer served, so it cannot regain credit; the chain is
 in ``store.history(new_id)``. ``success=False`` with no comment names nothing: the
 failure debit, never on a user's own correction. Each change is an
-:class:`~langchain_hindsight.store.journal.FeedbackEffect` (state before and after,
+:class:`~langchain_hindsight.store.runs.FeedbackEffect` (state before and after,
 reason) of the run's feedback entry; :func:`revert_feedback` undoes the newest
 verdict in force from exactly those effects.
 """

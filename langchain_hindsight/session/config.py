@@ -8,25 +8,31 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field, fields
-from typing import TYPE_CHECKING, Literal, TypedDict
+from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 from langchain_core.language_models import BaseChatModel
 
+from langchain_hindsight._checks import check_int
+from langchain_hindsight._unset import UNSET, Unset
 from langchain_hindsight.errors import ConfigurationError
 from langchain_hindsight.prompts import Locale, get_templates
-from langchain_hindsight.recall.injection import DEFAULT_MAX_LINE_CHARS, check_block_size
+from langchain_hindsight.recall import DEFAULT_MAX_LINE_CHARS, check_block_size
+from langchain_hindsight.recall.engine import DEFAULT_K, RecallSettings
+from langchain_hindsight.recall.injection import DEFAULT_MAX_LINES
+from langchain_hindsight.recall.ranking import FloorRule, MinRelevance
 from langchain_hindsight.reflection.background import BackgroundReflector
 from langchain_hindsight.reflection.reflector import Reflector
-from langchain_hindsight.session._conversation import CORRECTION_PATTERNS, CorrectionDetector
+from langchain_hindsight.session._conversation import CorrectionDetector
+from langchain_hindsight.session._feedback_rules import CORRECTION_PATTERNS
 from langchain_hindsight.store.journal import RunJournal
 from langchain_hindsight.store.memory_store import MemoryStore
 from langchain_hindsight.store.runs import RunRecord
-from langchain_hindsight.types import MemoryUnit, Served
+from langchain_hindsight.types import MemoryUnit
 
 if TYPE_CHECKING:
     from langchain_hindsight.recall.retriever import HindsightRetriever
 
-__all__ = ["AdapterOptions", "ErrorPolicy", "FeedbackResult", "Served", "SessionConfig", "SessionOptions", "new_run_id"]
+__all__ = ["AdapterOptions", "ErrorPolicy", "FeedbackResult", "SessionConfig", "SessionOptions", "new_run_id"]
 
 
 ErrorPolicy = Literal["log", "raise"]
@@ -73,7 +79,7 @@ class AdapterOptions(TypedDict, total=False):
     journal: RunJournal | None
     k: int
     task_type: str | None
-    min_relevance: float | Literal["default", "auto"] | None
+    min_relevance: MinRelevance | FloorRule
     locale: Locale
     max_lines: int
     max_line_chars: int
@@ -111,8 +117,10 @@ class SessionConfig:
         k: Experiences recalled per task.
         task_type: A fixed task type for recall and reflection; ``None`` infers it from each task's text.
         min_relevance: Relevance floor of recall (results below it are dropped; nothing
-            relevant → no block); ``"default"`` keeps the retriever's own floor, ``"auto"`` the
-            calibrated rule, a number an absolute floor, ``None`` switches the floor off.
+            relevant → no block): ``"auto"`` the calibrated rule, a number an absolute floor,
+            a :class:`~langchain_hindsight.recall.ranking.FloorRule` your own thresholds, ``None``
+            switches the floor off. Not given (:data:`~langchain_hindsight._unset.UNSET`): the
+            retriever keeps its own floor (``"auto"`` unless it was built with another).
         locale: ``"zh"`` (default) or ``"en"`` block and task prompt.
         max_lines: At most this many memory lines in the block.
         max_line_chars: At most this many characters of one memory's text in the block; a longer
@@ -145,11 +153,11 @@ class SessionConfig:
     retriever: HindsightRetriever | None = None
     reflector: Reflector | BackgroundReflector | None = None
     journal: RunJournal | None = None
-    k: int = 5
+    k: int = DEFAULT_K
     task_type: str | None = None
-    min_relevance: float | Literal["default", "auto"] | None = "default"
+    min_relevance: MinRelevance | FloorRule | Unset = UNSET
     locale: Locale = "zh"
-    max_lines: int = 8
+    max_lines: int = DEFAULT_MAX_LINES
     max_line_chars: int = DEFAULT_MAX_LINE_CHARS
     max_block_chars: int | None = None
     namespace_key: str | None = "user_id"
@@ -167,17 +175,12 @@ class SessionConfig:
             raise ConfigurationError(f"store must be a MemoryStore, got {type(self.store).__name__}")
         if self.on_error not in ("log", "raise"):
             raise ConfigurationError(f"on_error must be 'log' or 'raise', got {self.on_error!r}")
-        if isinstance(self.k, bool) or not isinstance(self.k, int) or self.k < 1:
-            raise ConfigurationError(f"k must be a positive int, got {self.k!r}")
+        check_int("k", self.k)
         check_block_size(
             max_lines=self.max_lines, max_line_chars=self.max_line_chars, max_block_chars=self.max_block_chars
         )
-        if self.min_relevance not in (None, "default", "auto") and (
-            isinstance(self.min_relevance, bool) or not isinstance(self.min_relevance, int | float)
-        ):
-            raise ConfigurationError(
-                f"min_relevance must be a number, None, 'auto' or 'default', got {self.min_relevance!r}"
-            )
+        if not isinstance(self.min_relevance, Unset):
+            RecallSettings(min_relevance=self.min_relevance)  # the one check of a floor
         get_templates(self.locale)  # validates the locale
         if isinstance(self.correction_patterns, str):
             raise ConfigurationError("correction_patterns must be a sequence of regular expressions, not one string")
@@ -186,6 +189,16 @@ class SessionConfig:
             raise ConfigurationError(
                 f"feedback_model must be a LangChain chat model or None, got {type(self.feedback_model).__name__}"
             )
+
+    @classmethod
+    def default(cls, name: str) -> Any:
+        """The default of option ``name``: this class is the one place a session option's default is written.
+
+        Example:
+            >>> SessionConfig.default("locale")
+            'zh'
+        """
+        return cls.__dataclass_fields__[name].default
 
     @classmethod
     def option_names(cls) -> frozenset[str]:

@@ -38,12 +38,14 @@ from concurrent.futures import Future
 from dataclasses import replace
 from typing import Any, Unpack
 
+from langchain_hindsight._unset import Unset
 from langchain_hindsight.capture.messages import resolve_namespace
 from langchain_hindsight.capture.recorder import SERVED_KEY
 from langchain_hindsight.errors import AccessDeniedError, ConfigurationError, HindsightError, RunNotFoundError
 from langchain_hindsight.prompts import Locale, get_reflection_templates
+from langchain_hindsight.recall.engine import RecallResult, RecallSettings
 from langchain_hindsight.recall.injection import build_task_prompt, fit_experiences
-from langchain_hindsight.recall.retriever import HindsightRetriever, RecallResult
+from langchain_hindsight.recall.retriever import HindsightRetriever
 from langchain_hindsight.reflection.background import BackgroundReflector
 from langchain_hindsight.reflection.reflector import Reflector
 from langchain_hindsight.session._conversation import CorrectionDetector, detect_correction
@@ -56,27 +58,13 @@ from langchain_hindsight.session._credit import (
     submit_background,
 )
 from langchain_hindsight.session._verdict import correction_unit, record_verdict, revert_feedback
-from langchain_hindsight.session.config import (
-    ErrorPolicy,
-    FeedbackResult,
-    Served,
-    SessionConfig,
-    SessionOptions,
-    new_run_id,
-)
+from langchain_hindsight.session.config import ErrorPolicy, FeedbackResult, SessionConfig, SessionOptions, new_run_id
 from langchain_hindsight.store.journal import RunJournal
 from langchain_hindsight.store.memory_store import MemoryStore
 from langchain_hindsight.store.runs import RunRecord
-from langchain_hindsight.types import MemoryUnit, Trajectory
+from langchain_hindsight.types import MemoryUnit, Served, Trajectory
 
-__all__ = [
-    "ErrorPolicy",
-    "FeedbackResult",
-    "HindsightSession",
-    "Served",
-    "SessionConfig",
-    "new_run_id",
-]
+__all__ = ["HindsightSession"]
 
 logger = logging.getLogger(__name__)
 
@@ -111,16 +99,19 @@ class HindsightSession:
         store = config.store
         retriever = config.retriever
         if retriever is None:
-            floor: dict[str, Any] = {} if config.min_relevance == "default" else {"min_relevance": config.min_relevance}
+            recall: dict[str, Any] = {"k": config.k, "task_type": config.task_type}
+            if not isinstance(config.min_relevance, Unset):
+                recall["min_relevance"] = config.min_relevance
             retriever = HindsightRetriever(
-                store=store, k=config.k, task_type=config.task_type, locale=config.locale, **floor
+                store=store, settings=RecallSettings.from_options(**recall), locale=config.locale
             )
         elif (
-            config.min_relevance != "default"
+            not isinstance(config.min_relevance, Unset)
             and isinstance(retriever, HindsightRetriever)
             and retriever.min_relevance != config.min_relevance
         ):
-            retriever = retriever.model_copy(update={"min_relevance": config.min_relevance})
+            settings = RecallSettings.from_options(retriever.settings, min_relevance=config.min_relevance)
+            retriever = retriever.model_copy(update={"settings": settings})
         reflector = config.reflector
         if reflector is None and config.reflect:
             reflector = Reflector(store=store, locale=config.locale)

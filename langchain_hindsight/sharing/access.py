@@ -34,6 +34,7 @@ from LangChain, use :meth:`ScopedMemory.as_retriever` (a
 principal to the facade: ``Hindsight(..., principal="analyst", policy="grants.toml")``.
 
 Example:
+    >>> from langchain_hindsight.sharing import AccessPolicy
     >>> policy = AccessPolicy.from_mapping({"analyst": {"namespace": "analyst", "read": ["shared"]}})
     >>> policy.principal("analyst").readable
     ('analyst', 'shared')
@@ -48,12 +49,13 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from langchain_hindsight._trust import MemorySource
 from langchain_hindsight.errors import AccessDeniedError, ConfigurationError, InvalidMemoryError, MemoryNotFoundError
+from langchain_hindsight.recall.explain import ExplainedMemory, RunExplanation, explain_run
 from langchain_hindsight.recall.retriever import HindsightRetriever
 from langchain_hindsight.sharing.principals import (
     ORIGIN_TAG,
     PUBLISHED_TAG,
-    AccessPolicy,
     Operation,
     Principal,
     origin_tag,
@@ -62,20 +64,11 @@ from langchain_hindsight.sharing.principals import (
     unit_origin_tag,
 )
 from langchain_hindsight.sharing.retriever import ScopedRetriever
-from langchain_hindsight.store.journal import ExplainedMemory, RunExplanation, RunJournal
+from langchain_hindsight.store.journal import RunJournal
 from langchain_hindsight.store.memory_store import MemoryStore
-from langchain_hindsight.types import MemoryKind, MemorySource, MemoryUnit, ScoredMemory
+from langchain_hindsight.types import MemoryKind, MemoryUnit, ScoredMemory
 
-__all__ = [
-    "AccessPolicy",
-    "FeedbackOutcome",
-    "Principal",
-    "ScopedMemory",
-    "ScopedResult",
-    "ScopedRetriever",
-    "origin_tag",
-    "published_from",
-]
+__all__ = ["FeedbackOutcome", "ScopedMemory", "ScopedResult"]
 
 logger = logging.getLogger(__name__)
 
@@ -217,7 +210,7 @@ class ScopedMemory:
         A served memory that is not in that namespace (a shared one) is shown as it
         is now in the first readable namespace that holds it.
         """
-        explanation = self.journal.explain(run_id, namespace=self._ns(namespace, "read"))
+        explanation = explain_run(self.journal, run_id, namespace=self._ns(namespace, "read"))
         memories: list[ExplainedMemory] = []
         for m in explanation.memories:
             if m.unit is None:

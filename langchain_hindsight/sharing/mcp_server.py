@@ -60,6 +60,7 @@ from starlette.requests import HTTPConnection
 from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from langchain_hindsight._checks import is_int
 from langchain_hindsight.errors import ConfigurationError, HindsightError
 from langchain_hindsight.prompts import Locale
 from langchain_hindsight.recall.injection import format_experiences
@@ -350,7 +351,7 @@ def create_server(
         """Recall the experiences relevant to a task, best first, as a [相关经验] block and as data."""
         text, clipped = _clipped_task(task)
         _label(task_type)
-        if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
+        if not is_int(k, 1, MAX_K):
             raise ToolError(f"k must be a whole number from 1 to {MAX_K}, got {k!r}")
         run_id, results = await _call(lambda: memory.recall(text, k=k, task_type=task_type))
         block = format_experiences([r.scored for r in results], locale=locale, own_namespace=own)

@@ -31,8 +31,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from langchain_hindsight._trust import MemorySource
 from langchain_hindsight.errors import AccessDeniedError, ConfigurationError
-from langchain_hindsight.types import MemorySource, MemoryUnit
+from langchain_hindsight.types import MemoryUnit
 
 __all__ = [
     "ORIGIN_TAG",

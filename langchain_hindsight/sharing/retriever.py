@@ -19,7 +19,8 @@ from datetime import datetime
 from typing import Any
 
 from langchain_hindsight.errors import ConfigurationError
-from langchain_hindsight.recall.retriever import HindsightRetriever, RecallResult
+from langchain_hindsight.recall.engine import RecallResult
+from langchain_hindsight.recall.retriever import HindsightRetriever
 from langchain_hindsight.sharing.principals import Principal
 
 __all__ = ["ScopedRetriever"]

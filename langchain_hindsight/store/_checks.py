@@ -1,19 +1,15 @@
-"""Argument checks shared by the store's public methods (ids, search depth, page size)."""
+"""The store's search-depth check (the int check itself is :func:`langchain_hindsight._checks.is_int`)."""
 
 from __future__ import annotations
 
+from langchain_hindsight._checks import is_int
 from langchain_hindsight.errors import ConfigurationError
 
-__all__ = ["check_k", "is_int"]
+__all__ = ["check_k"]
 
 _MAX_K = 1 << 30
 """Largest search depth ``k``: the over-fetched query depth (``k`` and half again) must fit a backend's
 32-bit count."""
-
-
-def is_int(value: object, low: int, high: int | None = None) -> bool:
-    """Whether ``value`` is an ``int`` (not a ``bool``) in ``[low, high]`` (``high`` ``None``: no upper bound)."""
-    return not isinstance(value, bool) and isinstance(value, int) and value >= low and (high is None or value <= high)
 
 
 def check_k(k: object) -> None:

@@ -18,6 +18,7 @@ import re
 from collections.abc import Callable
 from typing import Any, Literal, get_args
 
+from langchain_hindsight._trust import MemorySource
 from langchain_hindsight.embeddings.local import MINILM_DIMENSION, MINILM_NAME, EmbedderIdentity
 from langchain_hindsight.errors import (
     ConfigurationError,
@@ -26,7 +27,7 @@ from langchain_hindsight.errors import (
 )
 from langchain_hindsight.store._codec import unit_from_record
 from langchain_hindsight.store.backend import Backend, Records
-from langchain_hindsight.types import MemoryKind, MemorySource, MemoryStatus, MemoryUnit
+from langchain_hindsight.types import MemoryKind, MemoryStatus, MemoryUnit
 
 __all__ = [
     "ALLOWED",

@@ -23,6 +23,7 @@ import unicodedata
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
+from langchain_hindsight._checks import is_int
 from langchain_hindsight._trust import (
     DEFAULT_CONFIDENCE_CEILING,
     DEFAULT_INITIAL_CONFIDENCE,
@@ -30,7 +31,6 @@ from langchain_hindsight._trust import (
     trust_rank,
 )
 from langchain_hindsight.errors import ConfigurationError
-from langchain_hindsight.store._checks import is_int
 from langchain_hindsight.types import MemoryUnit, new_memory_id, utcnow
 
 __all__ = [

@@ -31,10 +31,10 @@ from contextlib import AbstractContextManager
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
+from langchain_hindsight._checks import is_int
 from langchain_hindsight.embeddings.local import EmbedderIdentity, LocalEmbeddings, check_vectors, embedder_identity
 from langchain_hindsight.embeddings.multilingual import MultilingualEmbeddings, ScriptRoutedEmbeddings
 from langchain_hindsight.errors import ConfigurationError, StoreError
-from langchain_hindsight.store._checks import is_int
 from langchain_hindsight.store._collections import (
     EMBEDDER_DIM_KEY,
     EMBEDDER_KEY,

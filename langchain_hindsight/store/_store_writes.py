@@ -8,9 +8,9 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from langchain_hindsight._checks import is_int
 from langchain_hindsight._safety import SUSPICIOUS_TAG
 from langchain_hindsight.errors import ConfigurationError, MemoryNotFoundError, StoreError
-from langchain_hindsight.store._checks import is_int
 from langchain_hindsight.store._codec import unit_to_metadata
 from langchain_hindsight.store._collections import ROLES, Collection, Role
 from langchain_hindsight.store._core import StoreCore, backend_errors, check_ids

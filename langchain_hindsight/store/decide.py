@@ -45,6 +45,7 @@ from langchain_hindsight.taxonomy import TaskTypeVocabulary
 from langchain_hindsight.types import MAX_ACCESS_COUNT, MemoryUnit
 
 __all__ = [
+    "MERGE_THRESHOLD",
     "WritePlan",
     "candidates",
     "check_encodable",
@@ -62,6 +63,16 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
+
+MERGE_THRESHOLD = 0.95
+"""The one merge threshold: the cosine similarity at or above which two units may become one.
+
+Its one owner is this module (how a write is decided); the store's ``merge_threshold`` (a judged
+rewording merges only at or above it) and :class:`~langchain_hindsight.lifecycle.policy.LifecyclePolicy`'s
+(same-statement units are merge candidates only at or above it) both default to it. 0.95: under the
+default embedders distinct sentences that differ in one entity or number still score near 1.0, so
+similarity only selects candidates and the statement rule decides; 0.95 is the value both paths had
+before they shared it, so no golden output moved."""
 
 _NEIGHBOURS = 5
 _QUERY_BATCH = 1000

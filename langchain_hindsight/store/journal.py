@@ -6,9 +6,9 @@ server, and ``store.forget(namespace=...)`` removes it); the storage itself is
 ``runs.RunRecords`` (``store.run_records``), which ``store.forget`` also uses
 to scrub forgotten ids.
 
-:meth:`RunJournal.explain` answers "which memories shaped this run, and why
-were they ranked so"; :meth:`RunJournal.scrub` removes forgotten memory ids
-from every record.
+:meth:`RunJournal.scrub` removes forgotten memory ids from every record. "Which memories shaped
+this run, and why were they ranked so" is a question about recall's scores: it is answered by
+:func:`langchain_hindsight.recall.explain.explain_run` (``Hindsight.explain``, ``hindsight explain``).
 """
 
 from __future__ import annotations
@@ -17,60 +17,17 @@ import asyncio
 import math
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ValidationError
 
 from langchain_hindsight.errors import ConfigurationError, RunNotFoundError
 from langchain_hindsight.store._codec import to_datetime_us
 from langchain_hindsight.store.memory_store import MemoryStore
 from langchain_hindsight.store.runs import FeedbackEffect, RunFeedback, RunKind, RunRecord, RunRecords
-from langchain_hindsight.types import MemoryStatus, MemoryUnit, Outcome, ScoredMemory, ServedMemory, utcnow
+from langchain_hindsight.types import Outcome, ScoredMemory, ServedMemory, utcnow
 
-__all__ = [
-    "ExplainedMemory",
-    "RunExplanation",
-    "RunJournal",
-]
-
-
-class ExplainedMemory(BaseModel):
-    """One served memory, its ranking numbers and what became of it."""
-
-    model_config = ConfigDict(frozen=True)
-
-    served: ServedMemory
-    status: MemoryStatus | Literal["forgotten"]
-    """Current status; ``forgotten`` when the memory no longer exists (deleted or merged away)."""
-    unit: MemoryUnit | None = None
-    """The memory as it is now (``None`` when forgotten)."""
-    factors: list[tuple[str, float]] = Field(default_factory=list)
-    """The additive score factors, largest contribution first."""
-
-    @property
-    def main_factor(self) -> str | None:
-        """The factor that contributed most to the score."""
-        return self.factors[0][0] if self.factors else None
-
-
-class RunExplanation(BaseModel):
-    """Which memories shaped a run and why they were ranked so (see :meth:`RunJournal.explain`)."""
-
-    model_config = ConfigDict(frozen=True)
-
-    record: RunRecord
-    memories: list[ExplainedMemory] = Field(default_factory=list)
-    """Served memories in rank order."""
-    produced: list[tuple[str, MemoryUnit | None]] = Field(default_factory=list)
-    """Produced memory ids with the unit as it is now (``None`` when it no longer exists)."""
-
-
-_FACTORS = ("similarity", "task_type", "confidence", "access", "source")
-
-
-def _factors(breakdown: dict[str, float]) -> list[tuple[str, float]]:
-    found = [(k, float(breakdown[k])) for k in _FACTORS if k in breakdown]
-    return sorted(found, key=lambda kv: kv[1], reverse=True)
+__all__ = ["RunJournal"]
 
 
 def _when(now: datetime | None, what: str = "now") -> datetime:
@@ -479,30 +436,6 @@ class RunJournal:
         with self.store.lock:
             return self._records.count(self._ns(namespace))
 
-    def explain(self, run_id: str, *, namespace: str | None = None) -> RunExplanation:
-        """Which memories shaped this run, and why they were ranked so.
-
-        Each served memory comes with its score, the additive factors sorted by
-        contribution, and its current state (confidence now, status, or
-        ``forgotten``); produced memories are resolved the same way.
-
-        Raises:
-            RunNotFoundError: no such run.
-        """
-        record = self.get(run_id, namespace=namespace)
-        ids = [*record.served_ids, *record.produced]
-        units = {u.memory_id: u for u in self.store.get_many(ids, namespace=record.namespace)} if ids else {}
-        memories = [
-            ExplainedMemory(
-                served=m,
-                status=units[m.memory_id].status if m.memory_id in units else "forgotten",
-                unit=units.get(m.memory_id),
-                factors=_factors(m.breakdown),
-            )
-            for m in sorted(record.served, key=lambda m: m.rank)
-        ]
-        return RunExplanation(record=record, memories=memories, produced=[(i, units.get(i)) for i in record.produced])
-
     # ------------------------------------------------------------------ async twins (store I/O in a worker thread)
     async def astart(self, run_id: str, **kwargs: Any) -> RunRecord:
         """Async :meth:`start`."""
@@ -523,7 +456,3 @@ class RunJournal:
     async def aget(self, run_id: str, *, namespace: str | None = None) -> RunRecord:
         """Async :meth:`get`."""
         return await asyncio.to_thread(lambda: self.get(run_id, namespace=namespace))
-
-    async def aexplain(self, run_id: str, *, namespace: str | None = None) -> RunExplanation:
-        """Async :meth:`explain`."""
-        return await asyncio.to_thread(lambda: self.explain(run_id, namespace=namespace))

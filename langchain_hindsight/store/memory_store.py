@@ -22,6 +22,7 @@ import asyncio
 import functools
 import logging
 import os
+import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Literal
@@ -29,6 +30,7 @@ from typing import Any, Literal
 import numpy as np
 from langchain_core.embeddings import Embeddings
 
+from langchain_hindsight._checks import is_int
 from langchain_hindsight.embeddings.multilingual import default_embeddings
 from langchain_hindsight.errors import ConfigurationError
 from langchain_hindsight.store import _store_writes as _write_ops
@@ -36,20 +38,20 @@ from langchain_hindsight.store import forget as _forget_ops
 from langchain_hindsight.store import reads as _read_ops
 from langchain_hindsight.store import search as _search_ops
 from langchain_hindsight.store import transfer as _transfer_ops
-from langchain_hindsight.store._checks import is_int
 from langchain_hindsight.store._collections import check_namespace, recorded_embedder
 from langchain_hindsight.store._core import StoreCore, backend_errors
 from langchain_hindsight.store._policy import ConfidencePolicy
 from langchain_hindsight.store._reembed import ReembedReport, reembed_collections
 from langchain_hindsight.store.backend import Backend, ChromaBackend
 from langchain_hindsight.store.backend.postgres import PostgresBackend
+from langchain_hindsight.store.decide import MERGE_THRESHOLD
 from langchain_hindsight.store.replica.lexical import lexical_scheme
 from langchain_hindsight.store.replica.records import MIRROR_MAX_ROWS
 from langchain_hindsight.store.runs import RunRecord
 from langchain_hindsight.store.transfer import ImportReport
 from langchain_hindsight.store.writes import RuleWriteJudge, WriteJudge, WriteResult
 from langchain_hindsight.taxonomy import TaskTypeVocabulary
-from langchain_hindsight.types import MemoryStatus, MemoryUnit
+from langchain_hindsight.types import DEFAULT_NAMESPACE, MemoryStatus, MemoryUnit
 
 __all__ = ["MemoryStore"]
 
@@ -110,8 +112,9 @@ class MemoryStore(StoreCore):
             decides add / duplicate / update / conflict. ``None``: no judge is
             asked (only the same statement merges).
         merge_threshold: Similarity at or above which the judge may call a
-            differently worded unit a duplicate (merge). ``None``: only the same
-            statement merges. The same statement (after normalising case,
+            differently worded unit a duplicate (merge); default
+            :data:`~langchain_hindsight.store.decide.MERGE_THRESHOLD` (0.95, the lifecycle's
+            too). ``None``: only the same statement merges. The same statement (after normalising case,
             whitespace and punctuation) always merges; different statements
             never merge or supersede on similarity alone.
         judge: Decides what a unit with similar neighbours is (see
@@ -141,11 +144,11 @@ class MemoryStore(StoreCore):
         database_url: str | None = None,
         embeddings: Embeddings | None = None,
         conflict_threshold: float | None = 0.85,
-        merge_threshold: float | None = 0.95,
+        merge_threshold: float | None = MERGE_THRESHOLD,
         conflict_scope: Literal["task_type", "namespace"] = "task_type",
         policy: ConfidencePolicy | None = None,
         vocabulary: TaskTypeVocabulary | None = None,
-        namespace: str = "default",
+        namespace: str = DEFAULT_NAMESPACE,
         judge: WriteJudge | None = None,
         mirror_max_rows: int = MIRROR_MAX_ROWS,
     ) -> None:
@@ -719,8 +722,18 @@ class MemoryStore(StoreCore):
     def delete(
         self, memory_id: str | Sequence[str] | None = None, *, namespace: str | None = None, scrub: bool | None = None
     ) -> int:
-        """Same as :meth:`forget` (an older name)."""
-        return _forget_ops.forget(self, memory_id, namespace=namespace, scrub=scrub)
+        """Deprecated alias of :meth:`forget` (removed in 0.2): warns, then forgets exactly as :meth:`forget`.
+
+        One hard delete has one name: ``forget`` is what the CLI, the UI and the journal call it, and a
+        LangGraph store's ``delete(namespace, key)`` (:class:`~langchain_hindsight.HindsightStore`) means
+        something else.
+        """
+        warnings.warn(
+            "MemoryStore.delete is deprecated and will be removed in 0.2: call MemoryStore.forget",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return self.forget(memory_id, namespace=namespace, scrub=scrub)
 
     # ------------------------------------------------------------------ async twins (store I/O off the event loop)
     async def aget(self, memory_id: str, *, namespace: str | None = None) -> MemoryUnit:

@@ -12,8 +12,8 @@ from typing import Any
 
 import numpy as np
 
+from langchain_hindsight._checks import is_int
 from langchain_hindsight.errors import ConfigurationError
-from langchain_hindsight.store._checks import is_int
 from langchain_hindsight.store._codec import unit_from_record
 from langchain_hindsight.store._collections import ALLOWED, ROLES, Role, filter_where, records
 from langchain_hindsight.store._collections import namespaces as _namespaces

@@ -18,10 +18,11 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from langchain_hindsight._safety import render_safe
 from langchain_hindsight._text import clean_feedback
+from langchain_hindsight._trust import MemorySource
 from langchain_hindsight.errors import ConfigurationError, StoreError
 from langchain_hindsight.store._codec import from_datetime_us, to_datetime_us
 from langchain_hindsight.store.backend import Records
-from langchain_hindsight.types import MemorySource, MemoryStatus, MemoryUnit, Outcome, ServedMemory, utcnow
+from langchain_hindsight.types import MemoryStatus, MemoryUnit, Outcome, ServedMemory, utcnow
 
 __all__ = [
     "JOURNAL_SCHEMA",

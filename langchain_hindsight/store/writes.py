@@ -49,12 +49,12 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 from langchain_core.messages import AIMessage, BaseMessage
 from pydantic import BaseModel, Field, ValidationError
 
+from langchain_hindsight._checks import is_int
 from langchain_hindsight._claims import claim_of, relation_of
 from langchain_hindsight._json import parse_json_text
 from langchain_hindsight._trust import trust_rank
 from langchain_hindsight.errors import ConfigurationError
 from langchain_hindsight.prompts import Locale, WriteJudgeTemplates, get_write_judge_templates
-from langchain_hindsight.store._checks import is_int
 from langchain_hindsight.types import MemoryUnit
 
 if TYPE_CHECKING:

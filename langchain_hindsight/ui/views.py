@@ -27,9 +27,10 @@ from langchain_hindsight.lifecycle._merge import active_with_vectors
 from langchain_hindsight.lifecycle._usage import MemoryUsage
 from langchain_hindsight.lifecycle.maintenance import Lifecycle
 from langchain_hindsight.recall.engine import RecallSettings, recall
+from langchain_hindsight.recall.explain import RunExplanation, explain_run
 from langchain_hindsight.sharing.principals import Principal
 from langchain_hindsight.store._statement import statement_key
-from langchain_hindsight.store.journal import RunExplanation, RunJournal
+from langchain_hindsight.store.journal import RunJournal
 from langchain_hindsight.store.memory_store import MemoryStore
 from langchain_hindsight.store.runs import RunFeedback, RunRecord
 from langchain_hindsight.types import MemoryUnit, ScoredMemory, utcnow
@@ -314,13 +315,13 @@ class Console:
         return self.journal(namespace).list_runs(namespace=namespace, kind=None, limit=limit)
 
     def explain(self, namespace: str, run_id: str) -> RunExplanation:
-        """``RunJournal.explain`` for the run page.
+        """:func:`~langchain_hindsight.recall.explain.explain_run` for the run page.
 
         Raises:
             RunNotFoundError: no such run in ``namespace``.
         """
         self.check_read(namespace)
-        return self.journal(namespace).explain(run_id, namespace=namespace)
+        return explain_run(self.journal(namespace), run_id, namespace=namespace)
 
     @staticmethod
     def undoable(record: RunRecord) -> int | None:

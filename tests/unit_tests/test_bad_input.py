@@ -402,6 +402,6 @@ def test_each_bad_api_input_raises_a_typed_error_that_also_is_the_builtin(store:
 @given(st.text(min_size=1, max_size=400).map(lambda t: "[" * (len(t) * 50) + t))
 @SETTINGS
 def test_absurdly_nested_llm_json_is_rejected_not_a_recursion_error(text: str) -> None:
-    from langchain_hindsight.reflection.reflector import parse_json_text
+    from langchain_hindsight._json import parse_json_text
 
     parse_json_text(text)  # whatever it returns, it does not raise

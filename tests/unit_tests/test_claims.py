@@ -16,7 +16,8 @@ from typing import Any
 
 import pytest
 
-from langchain_hindsight._claims import Claim, claim_of, relation, relation_of, statement
+from langchain_hindsight._claims import Claim, claim_of, relation, relation_of
+from langchain_hindsight._statements import statement
 from langchain_hindsight.prompts import REFLECTION_EN, REFLECTION_ZH
 
 DATA = Path(__file__).parent / "data"

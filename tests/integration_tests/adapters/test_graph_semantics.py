@@ -266,7 +266,7 @@ def test_a_resume_without_the_interrupted_wrapper_recalls_again(store: MemorySto
 
 def test_interrupted_runs_remembered_are_bounded(store: MemoryStore) -> None:
     from langchain_hindsight.adapters._wrapper import _MAX_PENDING
-    from langchain_hindsight.session.loop import Served
+    from langchain_hindsight.types import Served
 
     wrapping = with_hindsight(_graph(), store).hindsight
     for i in range(_MAX_PENDING + 1):

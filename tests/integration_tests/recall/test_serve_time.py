@@ -24,7 +24,9 @@ from pydantic import Field
 
 from langchain_hindsight import HindsightRetriever, MemoryStore, MemoryUnit, build_task_prompt, format_experiences
 from langchain_hindsight.prompts import EN, TASK_TYPE_PROMPT_EN, TASK_TYPE_PROMPT_ZH, ZH
-from langchain_hindsight.recall.retriever import DEFAULT_MIN_RELEVANCE, RecallResult, ServedRecord
+from langchain_hindsight.recall.engine import RecallResult
+from langchain_hindsight.recall.ranking import DEFAULT_MIN_RELEVANCE
+from langchain_hindsight.recall.retriever import ServedRecord
 
 NOW = datetime(2026, 6, 1, tzinfo=UTC)
 WEEKLY_IDS = ("weekly", "weekly_en")

@@ -276,8 +276,9 @@ def test_every_http_app_of_the_server_is_guarded(fake_store: Any) -> None:
     """In process: the apps a caller mounts itself need the token too (streamable HTTP and legacy SSE)."""
     from starlette.testclient import TestClient
 
-    from langchain_hindsight.sharing.access import Principal, ScopedMemory
+    from langchain_hindsight.sharing.access import ScopedMemory
     from langchain_hindsight.sharing.mcp_server import create_server
+    from langchain_hindsight.sharing.principals import Principal
 
     server = create_server(ScopedMemory(fake_store, Principal("a", "a")), token=TOKEN, host="0.0.0.0")
     for app, path in ((server.sse_app(), "/sse"), (server.streamable_http_app(), "/mcp")):

@@ -149,6 +149,7 @@ def _bob_run(store: MemoryStore, bob: MemoryUnit) -> str:
 
 def test_a_run_id_of_another_tenant_is_not_found(tenants: tuple[MemoryStore, MemoryUnit, MemoryUnit]) -> None:
     from langchain_hindsight.errors import RunNotFoundError
+    from langchain_hindsight.recall.explain import explain_run
     from langchain_hindsight.store.journal import RunJournal
 
     store, _, bob = tenants
@@ -156,7 +157,7 @@ def test_a_run_id_of_another_tenant_is_not_found(tenants: tuple[MemoryStore, Mem
     alice_journal = RunJournal(store, namespace="alice")
     for call in (
         lambda: alice_journal.get(run_id),
-        lambda: alice_journal.explain(run_id),
+        lambda: explain_run(alice_journal, run_id),
         lambda: alice_journal.finish(run_id, outcome="failure"),
         lambda: alice_journal.add_feedback(run_id, text="poison", rejected=True),
         lambda: alice_journal.add_produced(run_id, ["mem_x"]),

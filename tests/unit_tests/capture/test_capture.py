@@ -22,7 +22,8 @@ from langgraph.graph.message import add_messages
 from langgraph.prebuilt import ToolNode, tools_condition
 
 from langchain_hindsight import ConfigurationError, Trajectory, TrajectoryRecorder
-from langchain_hindsight.capture._text import clip_text, task_from_inputs
+from langchain_hindsight._text import clip_text
+from langchain_hindsight.capture._text import task_from_inputs
 from langchain_hindsight.testing import ReactiveToolModel, call, scripted_model
 from tests.fakes import GBK_TEXT, read_file
 

@@ -17,8 +17,9 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 from langgraph.checkpoint.memory import InMemorySaver
 
 from langchain_hindsight import ConfidencePolicy, Hindsight, MemoryStore, MemoryUnit, TrajectoryRecorder
+from langchain_hindsight.capture import OUTCOME_REASON_KEY
 from langchain_hindsight.capture._outcome import answer_outcome, gives_up, unrecovered_error
-from langchain_hindsight.capture.messages import OUTCOME_REASON_KEY, trajectory_from_messages
+from langchain_hindsight.capture.messages import trajectory_from_messages
 from langchain_hindsight.errors import ConfigurationError
 from langchain_hindsight.session._credit import credit, earlier_credits
 from langchain_hindsight.store.backend import InMemoryBackend

@@ -610,7 +610,8 @@ PRIVATE = "清洗销售CSV的草稿：门店编码表在 /tmp/cleaner-only.csv�
 @pytest.fixture
 def team(make_store: Callable[..., MemoryStore], tmp_path: Path) -> dict[str, str]:
     """A closed store where the cleaner published two lessons to ``shared`` and kept one private; the grants file."""
-    from langchain_hindsight.sharing.access import AccessPolicy, ScopedMemory
+    from langchain_hindsight.sharing.access import ScopedMemory
+    from langchain_hindsight.sharing.principals import AccessPolicy
     from tests.fakes import GRANTS_TOML
 
     grants = tmp_path / "grants.toml"

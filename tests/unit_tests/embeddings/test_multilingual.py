@@ -21,7 +21,7 @@ from threadpoolctl import threadpool_info
 from langchain_hindsight.embeddings.local import EmbedderIdentity, LocalEmbeddings, check_vectors, embedder_identity
 from langchain_hindsight.embeddings.multilingual import MultilingualEmbeddings, ScriptRoutedEmbeddings
 from langchain_hindsight.errors import ConfigurationError, EmbeddingError, HindsightError
-from langchain_hindsight.recall.fusion import query_script
+from langchain_hindsight.recall import query_script
 from langchain_hindsight.store.memory_store import MemoryStore
 from langchain_hindsight.types import MemoryUnit
 
@@ -315,7 +315,7 @@ def test_routed_rejects_a_degenerate_minilm_vector(use: MultilingualEmbeddings) 
 
 
 def test_each_embedder_declares_the_fusion_weights_chosen_with_it() -> None:
-    from langchain_hindsight.recall.fusion import FusionWeights
+    from langchain_hindsight.recall import FusionWeights
 
     assert ScriptRoutedEmbeddings().fusion_weights == FusionWeights(0.5, 0.2, 2.0)
     assert MultilingualEmbeddings().fusion_weights == FusionWeights(0.6, 0.8, 0.0)

@@ -20,7 +20,7 @@ from langchain_core.embeddings import Embeddings
 from langchain_hindsight import HindsightRetriever, MemoryStore, MemoryUnit
 from langchain_hindsight.cli import search as search_command
 from langchain_hindsight.errors import ConfigurationError
-from langchain_hindsight.recall.fusion import FusionWeights
+from langchain_hindsight.recall import FusionWeights
 from langchain_hindsight.recall.ranking import AUTO_FLOOR, DEFAULT_MIN_RELEVANCE, FloorRule, rank_candidates
 from langchain_hindsight.recall.scoring import ScoringWeights
 from langchain_hindsight.session.config import SessionConfig

@@ -14,17 +14,11 @@ from hypothesis import strategies as st
 from langchain_core.embeddings import Embeddings
 
 from langchain_hindsight.errors import ConfigurationError
+from langchain_hindsight.recall import FusionWeights, query_script
 from langchain_hindsight.recall import fusion as _fusion
-from langchain_hindsight.recall.fusion import (
-    FusionWeights,
-    dense_weight,
-    fuse,
-    fuse_arrays,
-    fusion_weights_for,
-    query_script,
-)
+from langchain_hindsight.recall.fusion import dense_weight, fuse, fuse_arrays, fusion_weights_for
+from langchain_hindsight.recall.fusion import fuse as retriever_fuse
 from langchain_hindsight.recall.retriever import HindsightRetriever
-from langchain_hindsight.recall.retriever import fuse as retriever_fuse
 from langchain_hindsight.recall.scoring import ScoringWeights
 from langchain_hindsight.store.memory_store import MemoryStore
 from langchain_hindsight.types import MemoryUnit

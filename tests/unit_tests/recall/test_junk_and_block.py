@@ -30,9 +30,10 @@ from langchain_hindsight import (
 )
 from langchain_hindsight._text import informative
 from langchain_hindsight.errors import InvalidMemoryError, UninformativeMemoryError
-from langchain_hindsight.recall.injection import MIN_BLOCK_CHARS, format_experiences
+from langchain_hindsight.recall import MIN_BLOCK_CHARS
+from langchain_hindsight.recall.injection import format_experiences
 from langchain_hindsight.reflection.reflector import Reflector
-from langchain_hindsight.session.loop import SessionConfig
+from langchain_hindsight.session.config import SessionConfig
 from langchain_hindsight.sharing.access import ScopedMemory
 from langchain_hindsight.sharing.principals import Principal
 from langchain_hindsight.store._store_writes import write_exact
@@ -358,7 +359,7 @@ def test_explain_shows_the_factors_on_every_path(tmp_path: Path, path: str) -> N
         PATHS[path](hs)
         runs = [r for r in hs.journal.list_runs() if r.served_ids]
         assert len(runs) == 1, [r.task for r in hs.journal.list_runs()]
-        (explained,) = hs.journal.explain(runs[0].run_id).memories
+        (explained,) = hs.explain(runs[0].run_id).memories
         assert explained.served.memory_id == unit.memory_id
         factors = dict(explained.factors)
         assert {"similarity", "task_type", "confidence"} <= set(factors), factors

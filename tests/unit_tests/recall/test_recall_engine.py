@@ -14,9 +14,8 @@ import pytest
 
 from langchain_hindsight import ConfigurationError, HindsightRetriever, MemoryStore, MemoryUnit, ScoringWeights
 from langchain_hindsight.embeddings.multilingual import ScriptRoutedEmbeddings
-from langchain_hindsight.recall.engine import RecallSettings, recall, resolve_task
-from langchain_hindsight.recall.fusion import FusionWeights
-from langchain_hindsight.recall.retriever import RecallResult
+from langchain_hindsight.recall import FusionWeights
+from langchain_hindsight.recall.engine import RecallResult, RecallSettings, recall, resolve_task
 from langchain_hindsight.store._directory import STAMP_FILE
 from langchain_hindsight.taxonomy import TaskTypeVocabulary
 from langchain_hindsight.types import ScoredMemory

@@ -26,9 +26,10 @@ from langchain_hindsight import (
     Trajectory,
     TrajectoryRecorder,
 )
+from langchain_hindsight._json import parse_json_text
+from langchain_hindsight._text import clean_feedback
 from langchain_hindsight.prompts import REFLECTION_EN, REFLECTION_ZH
-from langchain_hindsight.reflection._rules import clean_feedback
-from langchain_hindsight.reflection.reflector import parse_json_text, render_trajectory
+from langchain_hindsight.reflection.reflector import render_trajectory
 from langchain_hindsight.testing import call, scripted_model
 from tests.fakes import read_file
 

@@ -13,9 +13,9 @@ from typing import get_args
 import pytest
 
 from langchain_hindsight import _trust
-from langchain_hindsight.recall.scoring import DEFAULT_SOURCE_PRIOR
+from langchain_hindsight._trust import DEFAULT_INITIAL_CONFIDENCE, DEFAULT_SOURCE_PRIOR, MemorySource
 from langchain_hindsight.store import _policy
-from langchain_hindsight.types import DEFAULT_INITIAL_CONFIDENCE, MemorySource, MemoryUnit
+from langchain_hindsight.types import MemoryUnit
 
 ROOT = Path(__file__).resolve().parents[3]
 PACKAGE = ROOT / "langchain_hindsight"
@@ -84,9 +84,9 @@ def test_an_upward_import_breaks_the_layers(package_copy: Path) -> None:
 
 @pytest.mark.integration
 def test_a_cycle_inside_one_layer_is_refused_even_in_a_function(package_copy: Path) -> None:
-    background = package_copy / OWN / "reflection" / "background.py"
+    rules = package_copy / OWN / "reflection" / "_rules.py"  # reflector imports _rules
     late = "\n\ndef _late() -> None:\n    from langchain_hindsight.reflection import reflector  # noqa\n"
-    background.write_text(background.read_text() + late)
+    rules.write_text(rules.read_text() + late)
     result = _lint_imports(package_copy)
     assert result.returncode != 0
     assert "No cycles are allowed in langchain_hindsight.reflection" in " ".join(result.stdout.split())

@@ -270,7 +270,7 @@ def _fmt(value: float) -> str:
 def test_documented_defaults_are_the_codes() -> None:
     """The rules the pages state with numbers are the code's defaults (a changed default fails here)."""
     from langchain_hindsight import ConfidencePolicy, LifecyclePolicy, ScoringWeights
-    from langchain_hindsight.recall.retriever import DEFAULT_MIN_RELEVANCE
+    from langchain_hindsight.recall.ranking import DEFAULT_MIN_RELEVANCE
 
     c, life, w = ConfidencePolicy(), LifecyclePolicy(), ScoringWeights()
     period, idle = _fmt(life.decay_period_days), _fmt(life.archive_idle_days)

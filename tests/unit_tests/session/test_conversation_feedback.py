@@ -13,7 +13,8 @@ from langchain_core.messages import BaseMessage
 
 from langchain_hindsight import ConfigurationError, Hindsight, MemoryStore, MemoryUnit
 from langchain_hindsight.session._conversation import CorrectionDetector
-from langchain_hindsight.session.loop import HindsightSession, SessionConfig
+from langchain_hindsight.session.config import SessionConfig
+from langchain_hindsight.session.loop import HindsightSession
 from langchain_hindsight.store.backend import InMemoryBackend
 from langchain_hindsight.testing import ReactiveToolModel, scripted_model
 from langchain_hindsight.types import Trajectory

@@ -12,14 +12,9 @@ from langchain_core.embeddings import Embeddings
 
 from langchain_hindsight import Hindsight, MemoryUnit
 from langchain_hindsight.errors import AccessDeniedError, ConfigurationError, MemoryNotFoundError
-from langchain_hindsight.sharing.access import (
-    AccessPolicy,
-    Principal,
-    ScopedMemory,
-    ScopedRetriever,
-    origin_tag,
-    published_from,
-)
+from langchain_hindsight.sharing.access import ScopedMemory
+from langchain_hindsight.sharing.principals import AccessPolicy, Principal, origin_tag, published_from
+from langchain_hindsight.sharing.retriever import ScopedRetriever
 from langchain_hindsight.store.memory_store import MemoryStore
 from tests.fakes import GRANTS_TOML
 

@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from langchain_hindsight.errors import RunNotFoundError
+from langchain_hindsight.recall.explain import explain_run
 from langchain_hindsight.recall.scoring import score_memory
 from langchain_hindsight.store.journal import RunJournal
 from langchain_hindsight.store.memory_store import MemoryStore
@@ -69,7 +70,7 @@ def test_explain_orders_by_rank_and_names_the_main_factor(store: MemoryStore, un
     # The unit disappears without a forget (e.g. folded away by a merge pass): explain says so.
     store._collection(store.namespace).delete(ids=[units[2].memory_id])
 
-    explanation = journal.explain("run-2")
+    explanation = explain_run(journal, "run-2")
     first, second = explanation.memories
     assert first.served.rank == 1
     assert first.served.memory_id == units[0].memory_id
@@ -144,7 +145,7 @@ def test_unknown_runs_raise_a_typed_error(store: MemoryStore) -> None:
     with pytest.raises(RunNotFoundError, match="nope"):
         journal.finish("nope", outcome="success")
     with pytest.raises(KeyError):  # RunNotFoundError refines KeyError
-        journal.explain("nope")
+        explain_run(journal, "nope")
 
 
 def test_record_round_trips_through_json() -> None:

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from langchain_hindsight.errors import AccessDeniedError, InvalidMemoryError
-from langchain_hindsight.sharing.access import AccessPolicy, ScopedMemory
-from langchain_hindsight.sharing.principals import provenance_like, unit_origin_tag
+from langchain_hindsight.sharing.access import ScopedMemory
+from langchain_hindsight.sharing.principals import AccessPolicy, provenance_like, unit_origin_tag
 from langchain_hindsight.store.memory_store import MemoryStore
 from tests.fakes import GRANTS_TOML
 

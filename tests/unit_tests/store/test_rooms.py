@@ -7,7 +7,6 @@
 * ``store/backend/`` never names a derived file, the stamp or its word: the backend only holds the directory;
 * no public raw database client on the store, nor on the Chroma backend;
 * only ``store/_directory.py`` names the directory's own files (lock, stamp, intents);
-* a store module's ``__all__`` names only what it defines (re-exports live in an ``__init__``);
 * no mixin: ``MemoryStore`` is not assembled from ``*Mixin`` classes.
 """
 
@@ -17,8 +16,6 @@ import ast
 import importlib
 from collections.abc import Iterator
 from pathlib import Path
-
-import pytest
 
 ROOT = Path(__file__).resolve().parents[3]
 PACKAGE = ROOT / "langchain_hindsight"
@@ -102,32 +99,6 @@ def test_only_the_directory_module_names_the_lock_stamp_and_intents() -> None:
         if rel != "store/_directory.py"
     }
     assert {rel: names for rel, names in literals.items() if names} == {}
-
-
-def _defined(tree: ast.Module) -> set[str]:
-    names: set[str] = set()
-    for node in tree.body:
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-            names.add(node.name)
-        elif isinstance(node, ast.Assign):
-            names.update(t.id for t in node.targets if isinstance(t, ast.Name))
-        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
-            names.add(node.target.id)
-    return names
-
-
-def _all(tree: ast.Module) -> list[str]:
-    for node in tree.body:
-        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets):
-            assert isinstance(node.value, ast.List | ast.Tuple)
-            return [e.value for e in node.value.elts if isinstance(e, ast.Constant)]
-    return []
-
-
-@pytest.mark.parametrize("rel", sorted(r for r in _modules(STORE) if not r.endswith("__init__.py")))
-def test_a_store_module_exports_only_what_it_defines(rel: str) -> None:
-    tree = _modules(STORE)[rel]
-    assert sorted(set(_all(tree)) - _defined(tree)) == []
 
 
 def test_no_mixin_assembles_the_store() -> None:
