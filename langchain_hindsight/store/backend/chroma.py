@@ -269,7 +269,10 @@ class ChromaBackend(Backend):
             StoreError: Chroma could not open it.
         """
         directory = Path(path).expanduser().resolve()
-        held = HeldDirectory(directory)  # before the client opens: it touches chroma.sqlite3
+        try:
+            held = HeldDirectory(directory)  # before the client opens: it touches chroma.sqlite3
+        except OSError as e:  # the lock is released again; StoreLockedError passes
+            raise BackendError(f"could not open Chroma at {directory}: {e}") from e
         try:
             client = _open_client(directory)
         except Exception as e:
