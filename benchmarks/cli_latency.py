@@ -6,7 +6,7 @@ are read), then times fresh processes of
 
 * ``hindsight stats`` in its two cases: it answers from the store's
   ``summary.json`` (vouched for by the clean-close stamp) without importing
-  Chroma, or it counts (and saves the summary). Each run follows an untimed
+  Chroma, or it counts (and its store's close saves the summary). Each run follows an untimed
   store session that archives and restores one memory (the counts end as they
   were). Four rows:
 
@@ -14,9 +14,10 @@ are read), then times fresh processes of
     holds the recall mirror, so its close rewrites the summary);
   - after a session that only wrote (it holds the mirror too when the mirror's
     snapshot was trusted: loaded at the first write);
-  - after a session whose writes the summary cannot vouch for (here it hands
-    out the raw Chroma client; a namespace written without its mirror, an
-    erase or a failed write do the same): ``stats`` counts;
+  - after a session whose writes the summary cannot vouch for (here a write
+    through the backend after the store closed, which the store cannot see; a
+    namespace written without its mirror, an erase or a failed write do the
+    same): ``stats`` counts;
   - repeated ``stats`` with nothing written in between (from the summary);
 * ``hindsight search "<a corpus query>"``;
 * ``python -c "import chromadb"``: the floor every command that opens a store
@@ -55,6 +56,7 @@ sys.path.insert(0, str(ROOT))
 from _corpora import CORPORA  # noqa: E402
 from recall_scale import TableEmbeddings, default_embedder, synthetic_units, vectors_for  # noqa: E402
 
+from langchain_hindsight.store.backend import ChromaBackend  # noqa: E402
 from langchain_hindsight.store.memory_store import MemoryStore  # noqa: E402
 
 TARGETS = {"stats": 1.0, "search": 1.5}
@@ -83,17 +85,23 @@ def touch(path: Path, *, recall: str | None = None, unvouched: bool = False) -> 
     """A tiny write, untimed: archive one active memory and restore it (the counts end as they were).
 
     ``recall``: first search for it, as an agent recalls before it writes (the
-    store's embedder, loaded for real). ``unvouched``: also hand out the raw
-    Chroma client, a write the store cannot see, so the close keeps no summary.
+    store's embedder, loaded for real). ``unvouched``: also write through the
+    backend after the store closed (a write the store cannot see), so the stamp
+    vouches for no derived file.
     """
-    with MemoryStore(path, embeddings=None) as store:
-        if recall is not None:
-            store.search(recall, k=5)
-        memory_id = next(u.memory_id for u in store.iter_units(status="active"))
-        store.archive([memory_id])
-        store.restore([memory_id])
+    backend = ChromaBackend.embedded(path)
+    try:
+        with MemoryStore(backend=backend, embeddings=None) as store:
+            if recall is not None:
+                store.search(recall, k=5)
+            memory_id = next(u.memory_id for u in store.iter_units(status="active"))
+            store.archive([memory_id])
+            store.restore([memory_id])
         if unvouched:
-            assert store.client is not None
+            col = next(c for c in backend.list_collections() if c.metadata.get("hindsight_role") == "memories")
+            col.update(ids=[memory_id], metadatas=[{"status": "active"}])  # what it already holds
+    finally:
+        backend.close()
 
 
 def timed(argv: list[str], runs: int, before: Callable[[], None] | None = None) -> tuple[list[float], int]:

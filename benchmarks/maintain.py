@@ -95,7 +95,7 @@ def synthesise(n: int, seeds: np.ndarray, rng: np.random.Generator) -> tuple[lis
 
 def load(store: MemoryStore, units: list[MemoryUnit], vectors: np.ndarray) -> float:
     col = store._collection(store.namespace)
-    batch = store.client.get_max_batch_size()
+    batch = store.backend.max_batch_size
     start = time.perf_counter()
     for s in range(0, len(units), batch):
         chunk = units[s : s + batch]

@@ -3,13 +3,12 @@
 Counting needs Chroma, and importing and opening Chroma costs more than
 everything else ``stats`` does. So ``stats`` first tries :func:`quick`: for the operator's view of an
 embedded directory, when the store's clean-close stamp vouches for its
-``summary.json`` (written by a ``stats`` that counted, rewritten or removed by
-the close of any session that wrote since; see ``store.replica.summary``) and the
-summary holds every namespace asked for, it prints from the file under the
-directory's lock. A namespace the file lacks (a writing session could not
-recount it) is counted by the caller, which saves it. This
-module imports neither Chroma nor the store, only the standard library and the
-two small modules that read those files.
+statistics summary (written only by the store's close, after a session that counted or
+wrote; see ``store.replica.summary``) and the summary holds every namespace asked for,
+it prints from the file, read under the directory's lock by the replica's own reader
+(``replica.files.DerivedFiles``, as the live store reads it). A namespace the file lacks is
+counted by the caller, whose store keeps it at close. This module imports neither Chroma
+nor the store, only the standard library and the small modules that read those files.
 """
 
 from __future__ import annotations
@@ -21,7 +20,7 @@ from typing import Any
 
 from langchain_hindsight.cli._output import emit_json, one_line, table
 from langchain_hindsight.store._directory import holds_store
-from langchain_hindsight.store.replica.summary import trusted_summary
+from langchain_hindsight.store.replica.files import DerivedFiles
 
 __all__ = ["print_stats", "quick"]
 
@@ -60,7 +59,8 @@ def quick(args: argparse.Namespace) -> int | None:
     directory = Path(args.path)
     if not holds_store(directory):
         return None  # opening it reports the missing store (nothing may be written there, not even a lock)
-    summary = trusted_summary(directory)
+    with DerivedFiles.closed_store(directory) as files:  # the reader the live store uses, under the lock
+        summary = files.summary()
     if summary is None:
         return None
     namespaces = summary.namespaces if args.all else [args.namespace or "default"]

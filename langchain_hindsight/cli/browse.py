@@ -11,15 +11,13 @@ import argparse
 import json
 import logging
 import sys
-from typing import IO, Any
+from typing import IO
 
 from langchain_hindsight.cli._output import Progress, clip, emit_json, safe, table, when
 from langchain_hindsight.cli._stats import print_stats
 from langchain_hindsight.cli._store import open_view
 from langchain_hindsight.recall.explain import explain_run
 from langchain_hindsight.store.journal import RunJournal
-from langchain_hindsight.store.memory_store import MemoryStore
-from langchain_hindsight.store.replica.summary import save_counted, summary_entry
 from langchain_hindsight.store.transfer import export_runs, export_units
 
 __all__ = ["explain", "export", "history", "runs", "show", "stats"]
@@ -61,29 +59,15 @@ def history(args: argparse.Namespace) -> int:
     return 0
 
 
-def _count(store: MemoryStore, journal: RunJournal, namespace: str) -> dict[str, Any]:
-    """``namespace``'s numbers as ``stats`` prints them (every mapping in printing order)."""
-    counts = store.count_by("status", "task_type", "source", namespace=namespace)
-    return summary_entry(counts, journal.count(namespace=namespace))
-
-
-def _save_summary(store: MemoryStore, counted: dict[str, dict[str, Any]]) -> None:
-    """Keep what was counted in the store's summary for the next ``stats`` (embedded store only)."""
-    if store.persist_directory is not None:
-        save_counted(store.persist_directory, store.backend.trusted_files, store.namespaces(), counted)
-
-
 def stats(args: argparse.Namespace) -> int:
     """``hindsight stats``: counts by status, task type and source, and journalled runs, per namespace.
 
-    The operator's view of an embedded store saves what it counted (see
-    :mod:`langchain_hindsight.cli._stats`, which answers from it while nothing writes).
+    Counted by the store (:meth:`MemoryStore.statistics`), whose close keeps the counts in an
+    embedded store's summary (see :mod:`langchain_hindsight.cli._stats`, which answers from it
+    while nothing writes).
     """
     with open_view(args) as view:
-        journal = RunJournal(view.store)
-        out = {ns: _count(view.store, journal, ns) for ns in view.namespaces(args.all)}
-        if view.scoped is None:
-            _save_summary(view.store, out)
+        out = {ns: view.store.statistics(namespace=ns) for ns in view.namespaces(args.all)}
     print_stats(out, as_json=args.json)
     return 0
 

@@ -26,8 +26,9 @@ from langchain_hindsight._safety import clean_text
 from langchain_hindsight.cli._output import clip, emit_json, table
 from langchain_hindsight.cli._store import open_view
 from langchain_hindsight.recall.engine import RecallSettings, RecallSource, recall
-from langchain_hindsight.store._directory import holds_store, trusted_store
-from langchain_hindsight.store.replica.snapshot import StoreSnapshot
+from langchain_hindsight.store._directory import holds_store
+from langchain_hindsight.store.replica.files import DerivedFiles
+from langchain_hindsight.store.replica.snapshot import SnapshotFiles
 from langchain_hindsight.types import ScoredMemory
 
 __all__ = ["search"]
@@ -112,8 +113,8 @@ def _from_snapshot(args: argparse.Namespace) -> list[ScoredMemory] | None:
     if not holds_store(path):
         return None  # opening it reports the missing store (nothing may be written there, not even a lock)
     namespace = args.namespace or "default"
-    with trusted_store(path) as trusted:
-        files = StoreSnapshot.locate(path, trusted=trusted, namespace=namespace)
+    with DerivedFiles.closed_store(path) as derived:  # the reader the live store uses, under the lock
+        files = SnapshotFiles.locate(derived, namespace)
         if files is None:
             return None
         embeddings = getattr(args, "embeddings", None) or files.default_embeddings()

@@ -16,7 +16,7 @@ import sqlite3
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Literal, ParamSpec, TypeVar
+from typing import Literal, ParamSpec, TypeVar
 
 from langchain_core.embeddings import Embeddings
 
@@ -158,11 +158,6 @@ class StoreCore:
     @mirror_max_rows.setter
     def mirror_max_rows(self, value: int) -> None:
         self._replica.max_rows = value
-
-    @property
-    def client(self) -> Any:
-        """The backend's database client (the chromadb client; ``None`` for the in-memory backend)."""
-        return self.backend.client
 
     def resolve_namespace(self, namespace: str | None) -> str:
         """``namespace`` checked, or the store's default namespace when ``None``.

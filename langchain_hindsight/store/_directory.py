@@ -11,7 +11,7 @@ recall snapshots, the statistics summary). A derived file is worth reading
 without opening Chroma only if nothing has changed the data since it was
 written, and only the last process that held the directory lock can say so. So:
 
-* a process that opens the store (:class:`CleanClose`, used by the embedded
+* a process that opens the store (:class:`HeldDirectory`, held by the embedded
   Chroma backend) reads the stamp ``.hindsight-clean`` right after taking the
   lock, keeps the set of files it vouches for, and removes it before Chroma
   opens: while the store is open, and after a process that crashed, there is no
@@ -22,11 +22,10 @@ written, and only the last process that held the directory lock can say so. So:
   inherited as trusted or wrote itself, with the SHA-256 of each derived file's
   bytes. A file that was neither (left by a crashed process, or copied in) is not
   vouched for;
-* a session that wrote anything removes the summary first, unless its owner
-  (the store) rewrote it after the session's last write and says so
-  (``close(summary_current=True)``; see ``replica.summary`` for what it refreshes and
-  what it drops); the snapshots' owners drop or rewrite them when the data they
-  derive from changes;
+* derived files are vouched for only on their owner's word (the store's replica,
+  :meth:`HeldDirectory.vouch`, at the store's close, after it saved, rewrote or erased
+  each of them): a write that follows it, or a session whose store never closed,
+  leaves every derived file unvouched;
 * a reader that only wants derived files (:func:`trusted_store`) takes the same
   lock, validates the stamp and leaves it in place.
 
@@ -62,8 +61,8 @@ __all__ = [
     "SCRUB_MARKER",
     "STAMP_FILE",
     "SUMMARY_FILE",
-    "CleanClose",
     "FileState",
+    "HeldDirectory",
     "acquire_directory",
     "begin_import",
     "begin_scrub",
@@ -303,45 +302,70 @@ def remove_stamp(directory: Path) -> None:
     fsync_directory(directory)
 
 
-class CleanClose:
-    """The stamp's life in one session of an embedded store: read and removed at open, written at close.
+class HeldDirectory:
+    """An embedded store directory held by this process: its lock, and the clean-close stamp's life.
 
-    Construct it right after the directory lock is taken and before the database
-    opens; call :meth:`close` after the database is closed and before the lock is
-    released.
+    Construct it before the database opens (it takes the lock, keeps the files the stamp vouches
+    for in :attr:`trusted` and removes the stamp); call :meth:`close` after the database is closed
+    (it writes the stamp and releases the lock). The holder (the embedded Chroma backend) knows no
+    derived file: it only reports, at close, how many writes it made. Which derived files the stamp
+    vouches for is their owner's word (the store's replica, :meth:`vouch`), given at the store's
+    close: they are vouched for only if no write followed it.
 
     Args:
-        directory: The store directory (its lock held by the caller).
+        path: The store directory (created if missing).
+
+    Raises:
+        StoreLockedError: another process or store object holds the directory.
+        OSError: the stamp could not be removed (the lock is released again).
     """
 
-    def __init__(self, directory: Path) -> None:
-        self.directory = directory
-        self.trusted = read_stamp(directory)
-        """Relative paths of the files the previous session's clean close vouched for (empty: none)."""
-        self._at_open = file_states(directory)
-        remove_stamp(directory)
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._lock: BaseFileLock | None = acquire_directory(path)
+        try:
+            self.trusted = read_stamp(path)
+            """Relative paths of the files the previous session's clean close vouched for (empty: none)."""
+            self._at_open = file_states(path)
+            remove_stamp(path)
+        except BaseException:
+            self.release()
+            raise
+        self._vouched_as_of: int | None = None
 
-    def close(self, *, wrote: bool, summary_current: bool = False, vouch_derived: bool = True) -> None:
-        """Write the stamp; ``wrote``: the session changed the data, so the summary is removed first.
+    def vouch(self, as_of: int) -> None:
+        """The derived files' owner says they match the data after the holder's ``as_of``-th write.
 
-        The stamp lists ``chroma.sqlite3`` and each derived file that was trusted at
-        open or changed during the session (so written by it: the lock excluded
-        every other process).
-
-        Args:
-            wrote: The session changed the data.
-            summary_current: The summary was rewritten after the session's last write and
-                matches the data (the store's word): kept even though the session wrote.
-            vouch_derived: ``False`` when the session cannot account for its writes (the raw
-                client was handed out): the stamp then vouches for ``chroma.sqlite3`` only, so
-                every derived file is rebuilt or recounted before it is used again.
-
-        Raises:
-            OSError: the summary could not be removed or the stamp written.
+        Derived files are then listed in the stamp if the holder closes after exactly ``as_of`` writes.
         """
-        if wrote and not (summary_current and vouch_derived):
-            (self.directory / SUMMARY_FILE).unlink(missing_ok=True)
-        now = file_states(self.directory)
+        self._vouched_as_of = as_of
+
+    def close(self, *, writes: int, clean: bool = True) -> None:
+        """Write the stamp (when ``clean``: the database closed without error), then release the lock.
+
+        The stamp lists ``chroma.sqlite3`` and, when the owner vouched after the holder's last write
+        (``writes`` of them), each derived file that was trusted at open or changed during the
+        session (so written by it: the lock excluded every other process). A stamp that cannot be
+        written is logged: the next open then trusts nothing and rebuilds. Idempotent.
+        """
+        if self._lock is None:
+            return
+        try:
+            if clean:
+                self._stamp(vouch_derived=self._vouched_as_of == writes)
+        except OSError:
+            logger.warning("could not write the clean-close stamp in %s", self.path, exc_info=True)
+        finally:
+            self.release()
+
+    def release(self) -> None:
+        """Release the lock without writing a stamp (idempotent)."""
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None
+
+    def _stamp(self, *, vouch_derived: bool) -> None:
+        now = file_states(self.path)
         if DATA_FILE not in now:  # no database (nothing was ever written): nothing to vouch for
             return
         keep = {
@@ -349,7 +373,7 @@ class CleanClose:
             for rel, state in now.items()
             if rel == DATA_FILE or (vouch_derived and (rel in self.trusted or self._at_open.get(rel) != state))
         }
-        write_stamp(self.directory, keep)
+        write_stamp(self.path, keep)
 
 
 @contextmanager

@@ -213,8 +213,7 @@ class MemoryStore(StoreCore):
         with self._lock:
             if self._closed:
                 return
-            self._replica.save()
-            _read_ops.refresh_summary(self)  # last: a write after it would make the close remove the summary
+            _read_ops.close_replica(self)  # last: a write after it leaves the derived files unvouched
             self._closed = True
             self._collections.clear()
             self._replica.clear()
@@ -432,6 +431,15 @@ class MemoryStore(StoreCore):
             namespace: Namespace to count (default: the store's).
         """
         return _read_ops.count_by(self, *fields, namespace=namespace)
+
+    def statistics(self, *, namespace: str | None = None) -> dict[str, Any]:
+        """What ``hindsight stats`` prints for ``namespace``: counts by status, by task type, by source, and runs.
+
+        Keys: ``total``, ``status``, ``active_by_task_type`` (active memories), ``by_source`` (each mapping
+        most common first) and ``runs`` (journalled runs). An embedded store keeps the answer in its
+        statistics summary when it closes, so the next ``hindsight stats`` reads it without opening Chroma.
+        """
+        return _read_ops.statistics(self, namespace=namespace)
 
     def count(self, *, namespace: str | None = None, status: MemoryStatus | None = None) -> int:
         """Number of units in ``namespace`` (all statuses unless ``status`` is given)."""

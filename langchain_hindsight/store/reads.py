@@ -1,7 +1,7 @@
 """The read methods of ``MemoryStore``: listing, counting, paging units (with or without vectors), history.
 
-Also the statistics summary's upkeep at close (:func:`refresh_summary`):
-it counts with the recall mirror, as :func:`count_by` does when it can.
+Also what ``hindsight stats`` prints (:func:`statistics`, kept by the replica for its summary) and the
+replica's close (:func:`close_replica`): it counts with the recall mirror, as :func:`count_by` does when it can.
 """
 
 from __future__ import annotations
@@ -19,11 +19,13 @@ from langchain_hindsight.store._collections import ALLOWED, ROLES, Role, filter_
 from langchain_hindsight.store._collections import namespaces as _namespaces
 from langchain_hindsight.store._core import StoreCore, backend_errors
 from langchain_hindsight.store.backend import Records, Rows
+from langchain_hindsight.store.replica.summary import summary_entry
 from langchain_hindsight.types import MemoryStatus, MemoryUnit
 
 __all__ = [
     "SUMMARY_MAX_READ",
     "check_page_size",
+    "close_replica",
     "count",
     "count_by",
     "history",
@@ -31,7 +33,7 @@ __all__ = [
     "iter_vectors",
     "list_units",
     "namespaces",
-    "refresh_summary",
+    "statistics",
 ]
 
 logger = logging.getLogger(__name__)
@@ -213,15 +215,27 @@ def _count_with_mirror(
     return dict(sorted(counts.items()))
 
 
-def refresh_summary(store: StoreCore) -> None:
-    """At close, before the backend closes: the replica rewrites the statistics summary (see ``replica.summary``).
+def close_replica(store: StoreCore) -> None:
+    """At close, before the backend closes: the replica writes its derived files (see ``Replica.close``).
 
-    A namespace whose memories were written is counted with its recall mirror (:meth:`_count_with_mirror`).
+    A namespace whose memories were written is counted for the summary with its recall mirror
+    (:meth:`_count_with_mirror`).
     """
-    store._replica.save_summary(
+    store._replica.close(
         count=lambda ns: _count_with_mirror(store, ns, _SUMMARY_FIELDS, load=False, max_read=SUMMARY_MAX_READ),
         runs=store.run_records.count,
     )
+
+
+@backend_errors
+def statistics(store: StoreCore, *, namespace: str | None = None) -> dict[str, Any]:
+    """The body of :meth:`MemoryStore.statistics` (see there)."""
+    ns = store._ns(namespace)
+    with store._lock:
+        store._ensure_open()
+        entry = summary_entry(count_by(store, *_SUMMARY_FIELDS, namespace=ns), store.run_records.count(ns))
+        store._replica.counted(ns, entry)
+        return entry
 
 
 @backend_errors

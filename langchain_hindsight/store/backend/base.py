@@ -30,9 +30,12 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from langchain_hindsight.errors import StoreError
+
+if TYPE_CHECKING:
+    from langchain_hindsight.store._directory import HeldDirectory
 
 __all__ = [
     "BACKEND_WRITES",
@@ -61,9 +64,9 @@ Rows = dict[str, Any]
 and adds ``distances`` (cosine distance, ``1 - similarity``)."""
 
 RECORDS_WRITES = frozenset({"upsert", "update", "delete", "modify"})
-"""The :class:`Records` methods that change stored data (``add`` writes through ``upsert``). A backend whose
-directory keeps derived files (the embedded Chroma one) notes every call of these, so its close knows the
-session changed the data."""
+"""The :class:`Records` methods that change stored data (``add`` writes through ``upsert``). A backend that
+holds a directory (the embedded Chroma one) counts every call of these, so the directory knows
+whether a write followed the store's close."""
 BACKEND_WRITES = frozenset({"create_collection", "get_or_create", "delete_collection", "erase", "recover_interrupted"})
 """The :class:`Backend` methods that change stored data (``get_or_create`` is only called to create;
 ``recover_interrupted`` writes when it returns True)."""
@@ -301,11 +304,6 @@ class Backend(ABC):
         return 5000
 
     @property
-    def client(self) -> Any:
-        """The underlying database client (``None`` when there is none)."""
-        return None
-
-    @property
     def persist_directory(self) -> Path | None:
         """The directory this backend owns exclusively (``None``: none, e.g. in memory or a server)."""
         return None
@@ -338,13 +336,12 @@ class Backend(ABC):
         return False
 
     @property
-    def trusted_files(self) -> frozenset[str]:
-        """Derived files of :attr:`persist_directory` that the last clean close vouched for (relative paths).
+    def directory(self) -> HeldDirectory | None:
+        """The directory this backend holds (its lock; ``None``: none), closed after the backend's own files.
 
-        Empty when there is no directory, no valid clean-close stamp, or the previous
-        process crashed (see ``store._directory``).
+        The backend only holds it and reports its write count when it closes (see ``store._directory``).
         """
-        return frozenset()
+        return None
 
     def erase(self, rebuild: Sequence[str] | None) -> None:  # noqa: B027 - optional, nothing by default
         """Physically erase deleted records: rebuild ``rebuild`` (names; ``None``: every collection), then files.

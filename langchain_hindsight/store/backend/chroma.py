@@ -17,17 +17,14 @@ import sqlite3
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, Protocol, TypeVar
+from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar
 
 import numpy as np
 
 from langchain_hindsight.errors import BackendError, HindsightError, StoreError
-from langchain_hindsight.store._directory import CleanClose, acquire_directory
+from langchain_hindsight.store._directory import HeldDirectory
 from langchain_hindsight.store.backend import _scrub
 from langchain_hindsight.store.backend.base import Backend, Include, Metadata, Records, Rows, Vector
-
-if TYPE_CHECKING:
-    from filelock import BaseFileLock
 
 __all__ = ["ChromaBackend", "ChromaRecords", "backend_errors", "backend_exceptions"]
 
@@ -257,14 +254,10 @@ class ChromaBackend(Backend):
 
     def __init__(self, client: Any) -> None:
         self._client = client
-        self._directory: Path | None = None
-        self._file_lock: BaseFileLock | None = None
-        self._stamp: CleanClose | None = None
+        self._held: HeldDirectory | None = None
         self._wrote = False
         self._writes = 0
         self._written: set[str] | None = set()  # names of the collections written; None: not known
-        self._summary_as_of: int | None = None
-        self._client_handed_out = False
         self._closed = False
 
     @classmethod
@@ -276,15 +269,17 @@ class ChromaBackend(Backend):
             StoreError: Chroma could not open it.
         """
         directory = Path(path).expanduser().resolve()
-        lock = acquire_directory(directory)
         try:
-            stamp = CleanClose(directory)  # before the client opens: it touches chroma.sqlite3
+            held = HeldDirectory(directory)  # before the client opens: it touches chroma.sqlite3
+        except OSError as e:  # the lock is released again; StoreLockedError passes
+            raise BackendError(f"could not open Chroma at {directory}: {e}") from e
+        try:
             client = _open_client(directory)
         except Exception as e:
-            lock.release()
+            held.release()
             raise BackendError(f"could not open Chroma at {directory}: {e}") from e
         backend = cls(client)
-        backend._directory, backend._file_lock, backend._stamp = directory, lock, stamp
+        backend._held = held
         return backend
 
     @classmethod
@@ -296,8 +291,12 @@ class ChromaBackend(Backend):
             return cls(chromadb.HttpClient(host=host, port=port))
 
     # ------------------------------------------------------------------ Backend
+    @property
+    def _directory(self) -> Path | None:
+        return None if self._held is None else self._held.path
+
     def _mark_written(self) -> None:
-        """A write whose scope is not known (the raw client, an erase, a recovery): any collection may differ."""
+        """A write whose scope is not known (an erase, a recovery): any collection may differ."""
         self._wrote = True
         self._writes += 1
         self._written = None
@@ -359,17 +358,6 @@ class ChromaBackend(Backend):
             return int(self._client.get_max_batch_size())
 
     @property
-    def client(self) -> Any:
-        """The chromadb client. Handing it out counts as a write (what its holder does is not seen).
-
-        The derived files then lose the stamp's word at close: what the holder wrote
-        never reached the store, so no snapshot was erased for it.
-        """
-        self._mark_written()
-        self._client_handed_out = True
-        return self._client
-
-    @property
     def persist_directory(self) -> Path | None:
         """The embedded directory this backend holds the lock of (``None`` for a server or injected client)."""
         return self._directory
@@ -385,13 +373,13 @@ class ChromaBackend(Backend):
         return self._directory is not None
 
     @property
-    def trusted_files(self) -> frozenset[str]:
-        """See :attr:`Backend.trusted_files` (from the clean-close stamp found when the directory was opened)."""
-        return self._stamp.trusted if self._stamp is not None else frozenset()
+    def directory(self) -> HeldDirectory | None:
+        """See :attr:`Backend.directory` (the embedded directory, held until :meth:`close`)."""
+        return self._held
 
     @property
     def wrote(self) -> bool:
-        """True once this backend has changed stored data (or handed out its client): the close then says so."""
+        """True once this backend has changed stored data."""
         return self._wrote
 
     @property
@@ -403,20 +391,10 @@ class ChromaBackend(Backend):
     def written_collections(self) -> frozenset[str] | None:
         """Names of the collections this backend has written (created, changed, renamed or dropped).
 
-        ``None`` once a write whose scope is not known happened: the raw client was
-        handed out, or an erase or a recovery ran (any collection may differ).
+        ``None`` once a write whose scope is not known happened: an erase or a recovery
+        ran (any collection may differ).
         """
         return None if self._written is None else frozenset(self._written)
-
-    def summary_current(self, as_of: int) -> None:
-        """Say that the statistics summary file was written from the data as it stood after ``as_of`` writes.
-
-        The close then keeps it (and the stamp vouches for it) if no write followed
-        (``as_of`` equals :attr:`write_count` at close); otherwise a session that wrote
-        removes it, as without this call. What the summary holds is the caller's
-        business (see ``replica.summary``); this layer only keeps the file or not.
-        """
-        self._summary_as_of = as_of
 
     @_writes
     def erase(self, rebuild: Sequence[str] | None) -> None:
@@ -458,16 +436,15 @@ class ChromaBackend(Backend):
         return recovered
 
     def close(self) -> None:
-        """Close the client this backend opened, zero the index files' unused space, stamp, release the lock.
+        """Close the client this backend opened, zero the index files' unused space, release the directory.
 
-        The clean-close stamp (see ``store._directory``) is written only when the client closed
-        without error; a session that wrote removes the statistics summary first, unless
-        :meth:`summary_current` said it matches the data after the session's last write.
+        The directory (:class:`~langchain_hindsight.store._directory.HeldDirectory`) is told whether the
+        client closed without error and how many writes this backend made.
         """
         if self._closed:
             return
         self._closed = True
-        if self._directory is None:
+        if self._held is None:
             return
         closed = True
         try:
@@ -476,15 +453,7 @@ class ChromaBackend(Backend):
             closed = False
             logger.debug("chroma client close failed", exc_info=True)
         try:  # hnswlib writes uninitialised heap bytes into unused slots: zero them
-            _scrub.wipe_unused_index_space(self._directory)
+            _scrub.wipe_unused_index_space(self._held.path)
         except OSError:
-            logger.warning("could not wipe unused index space in %s", self._directory, exc_info=True)
-        if self._stamp is not None and closed:
-            try:
-                current = self._summary_as_of == self._writes
-                self._stamp.close(wrote=self._wrote, summary_current=current, vouch_derived=not self._client_handed_out)
-            except OSError:
-                logger.warning("could not write the clean-close stamp in %s", self._directory, exc_info=True)
-        if self._file_lock is not None:
-            self._file_lock.release()
-            self._file_lock = None
+            logger.warning("could not wipe unused index space in %s", self._held.path, exc_info=True)
+        self._held.close(writes=self._writes, clean=closed)

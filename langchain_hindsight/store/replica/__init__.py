@@ -13,7 +13,8 @@ Derived data is rebuilt from the backend whenever it cannot be trusted; it is ne
 * :mod:`~langchain_hindsight.store.replica.summary`: the statistics summary ``hindsight stats`` answers from;
 * :mod:`~langchain_hindsight.store.replica.snapshot`: :class:`StoreSnapshot`, recall from the files alone
   (the CLI's quick path);
-* :mod:`~langchain_hindsight.store.replica.files`: the one eraser of a derived file.
+* :mod:`~langchain_hindsight.store.replica.files`: :class:`DerivedFiles`, where each derived file lives,
+  which the stamp vouches for, and the one reader the live store and the CLI's quick paths share.
 
 Names are imported on first use: ``hindsight stats`` reads the summary without importing numpy or the store.
 """
@@ -25,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from langchain_hindsight.store.replica.feed import ChangeFeed
+    from langchain_hindsight.store.replica.files import DerivedFiles
     from langchain_hindsight.store.replica.lexical import LexicalIndex, tokenize
     from langchain_hindsight.store.replica.records import MIRROR_MAX_ROWS, Mirror
     from langchain_hindsight.store.replica.replica import Replica
@@ -34,6 +36,7 @@ if TYPE_CHECKING:
 _EXPORTS: dict[str, str] = {
     "MIRROR_MAX_ROWS": "records",
     "ChangeFeed": "feed",
+    "DerivedFiles": "files",
     "LexicalIndex": "lexical",
     "Mirror": "records",
     "Replica": "replica",
@@ -46,6 +49,7 @@ _EXPORTS: dict[str, str] = {
 __all__ = [
     "MIRROR_MAX_ROWS",
     "ChangeFeed",
+    "DerivedFiles",
     "LexicalIndex",
     "Mirror",
     "Replica",

@@ -39,7 +39,6 @@ from langchain_hindsight.store.replica.feed import ChangeFeed
 from langchain_hindsight.types import MemoryUnit
 
 __all__ = [
-    "SNAPSHOT_DIR",
     "LexicalIndex",
     "active_texts",
     "indexed_text",
@@ -48,7 +47,6 @@ __all__ = [
     "record_text",
     "refresh_lexical",
     "save_snapshot",
-    "snapshot_path",
     "tokenize",
     "tokenizer_signature",
     "unit_text",
@@ -465,8 +463,6 @@ def tokenizer_signature() -> str:
 
 
 # ---------------------------------------------------------------- the lexical snapshot file
-SNAPSHOT_DIR = "lexical"
-"""Sub-directory of an embedded store's directory holding the lexical index snapshots."""
 _SAMPLE = 16
 _SCAN_PAGE = 5000
 
@@ -532,11 +528,6 @@ def _record_signature() -> str:
 
 
 _RECORD_TEXT_VERSION = 1
-
-
-def snapshot_path(directory: Path, collection_name: str) -> Path:
-    """Where the lexical snapshot of the collection ``collection_name`` lives under ``directory``."""
-    return directory / SNAPSHOT_DIR / f"{collection_name}.npz"
 
 
 def _digest(text: str) -> str:

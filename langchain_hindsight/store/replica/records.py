@@ -42,13 +42,11 @@ from langchain_hindsight.store.backend import Include, Records
 from langchain_hindsight.types import MemoryUnit
 
 __all__ = [
-    "MIRROR_DIR",
     "MIRROR_MAX_ROWS",
     "Mirror",
     "build_mirror",
     "load_mirror",
     "mirror_candidates",
-    "mirror_path",
     "record_bytes",
     "record_digest",
     "refresh_mirror",
@@ -63,15 +61,8 @@ MIRROR_MAX_ROWS = 30_000
 At 30k memories of the default 896-d embedder the vectors take ~110 MB and an
 exact search ~5 ms; ``benchmarks/recall_scale.py`` measures both paths."""
 
-MIRROR_DIR = "mirror"
-"""Sub-directory of an embedded store's directory holding the mirror snapshots."""
 
 _VERSION = 1
-
-
-def mirror_path(directory: Path, collection_name: str) -> Path:
-    """Where the mirror snapshot of the collection ``collection_name`` lives under ``directory``."""
-    return directory / MIRROR_DIR / f"{collection_name}.npz"
 
 
 def record_bytes(document: str, metadata: Mapping[str, Any]) -> bytes:

@@ -5,9 +5,10 @@ copies recall reads from instead of the backend (the lexical index, the recall
 mirror, the unit cache, the change feed of a shared server) and the state of
 their snapshot files in an embedded store's directory. The store tells it what
 it wrote (:meth:`Replica.reindex`), when a write may have stopped half-way
-(:meth:`Replica.distrust`), when a namespace is dropped (:meth:`Replica.reset`)
-and when it closes (:meth:`Replica.save`); nothing else reads or writes a
-derived file.
+(:meth:`Replica.distrust`), when a namespace is dropped (:meth:`Replica.reset`),
+what it counted for ``hindsight stats`` (:meth:`Replica.counted`) and when it
+closes (:meth:`Replica.close`: the one moment a derived file is written, and the
+stamp is told it may vouch for them); nothing else reads or writes a derived file.
 
 The trust rule: a snapshot file is loaded only when the clean-close stamp found
 at open vouches for it (written by a session that closed cleanly, unchanged
@@ -28,10 +29,9 @@ from typing import Any
 from langchain_hindsight.embeddings.local import EmbedderIdentity
 from langchain_hindsight.errors import HindsightError, StoreError
 from langchain_hindsight.store._collections import Collection, Role, collection_name, namespaces
-from langchain_hindsight.store._directory import SUMMARY_FILE
 from langchain_hindsight.store.backend import Backend, ChromaBackend
 from langchain_hindsight.store.replica.feed import ChangeFeed, open_change_feed
-from langchain_hindsight.store.replica.files import drop_snapshot
+from langchain_hindsight.store.replica.files import DerivedFiles, drop_snapshot
 from langchain_hindsight.store.replica.lexical import (
     LexicalIndex,
     active_texts,
@@ -39,18 +39,16 @@ from langchain_hindsight.store.replica.lexical import (
     record_text,
     refresh_lexical,
     save_snapshot,
-    snapshot_path,
 )
 from langchain_hindsight.store.replica.records import (
     MIRROR_MAX_ROWS,
     Mirror,
     build_mirror,
     load_mirror,
-    mirror_path,
     refresh_mirror,
     save_mirror,
 )
-from langchain_hindsight.store.replica.summary import read_summary, summary_entry, write_summary
+from langchain_hindsight.store.replica.summary import summary_entry, write_summary
 from langchain_hindsight.store.replica.units import UnitCache
 from langchain_hindsight.types import MemoryUnit
 
@@ -83,7 +81,10 @@ class Replica:
         fetch: Callable[[list[str], str], list[MemoryUnit]],
     ) -> None:
         self.backend = backend
-        self.directory = backend.persist_directory
+        held = backend.directory
+        self.files = None if held is None else DerivedFiles(held.path, held.trusted)
+        """The derived files of an embedded store's directory and the stamp's word at open (``None``: no directory)."""
+        self.directory = None if held is None else held.path
         self._collection = collection
         self._checked = checked
         self._identity = identity
@@ -102,6 +103,7 @@ class Replica:
         self._dropped: set[str] = set()  # namespaces whose snapshots this store already erased
         self._open_counts: dict[str, int] = {}  # record count of a namespace with a snapshot, before any write
         self._mirror_off: set[str] = set()  # namespaces too large to mirror (checked once a session)
+        self._counted: dict[str, tuple[dict[str, Any], int]] = {}  # statistics counted, and after how many writes
 
     # ------------------------------------------------------------------ namespaces
     def opened(self, namespace: str, col: Collection) -> None:
@@ -116,6 +118,7 @@ class Replica:
         self.mirrors.pop(namespace, None)
         self._mirror_off.discard(namespace)
         self._open_counts.pop(namespace, None)
+        self._counted.pop(namespace, None)
         self.units.clear(namespace)
         self._dropped.discard(namespace)
         self.drop(namespace)
@@ -136,21 +139,15 @@ class Replica:
     # ------------------------------------------------------------------ files
     def snapshot_path(self, namespace: str) -> Path | None:
         """Where an embedded store keeps ``namespace``'s lexical snapshot (``None`` without a directory)."""
-        if self.directory is None:
-            return None
-        return snapshot_path(self.directory, collection_name(namespace, "memories"))
+        return None if self.files is None else self.files.lexical_path(collection_name(namespace, "memories"))
 
     def mirror_path(self, namespace: str) -> Path | None:
         """Where an embedded store keeps ``namespace``'s recall mirror snapshot (``None`` without a directory)."""
-        if self.directory is None:
-            return None
-        return mirror_path(self.directory, collection_name(namespace, "memories"))
+        return None if self.files is None else self.files.mirror_path(collection_name(namespace, "memories"))
 
     def trusted(self, path: Path, namespace: str) -> bool:
         """Whether the snapshot at ``path`` may be loaded (the trust rule of the module docstring)."""
-        if self.directory is None or namespace in self._dropped:
-            return False
-        return path.relative_to(self.directory).as_posix() in self.backend.trusted_files
+        return self.files is not None and namespace not in self._dropped and self.files.vouched(path)
 
     def drop(self, namespace: str) -> None:
         """Erase ``namespace``'s snapshots once they no longer match the data (first write of this store)."""
@@ -199,32 +196,61 @@ class Replica:
                 if col is not None and save(derived, path, col):
                     fresh.add(namespace)
 
+    def counted(self, namespace: str, entry: Mapping[str, Any]) -> None:
+        """The store counted ``namespace`` as ``hindsight stats`` prints it: kept for the summary at close."""
+        if self.files is not None:
+            self._counted[namespace] = (dict(entry), self._writes())
+
+    def close(self, *, count: Callable[[str], dict[tuple[str, ...], int] | None], runs: Callable[[str], int]) -> None:
+        """The store's close, before the backend closes: the one moment derived files are written.
+
+        Saves the snapshots (:meth:`save`), rewrites or erases the statistics summary
+        (:meth:`save_summary`), then vouches for what is on disk to the directory's stamp:
+        a write that follows (through the backend, after this store closed) unvouches it.
+        """
+        self.save()
+        if not self.save_summary(count=count, runs=runs):
+            return
+        held = self.backend.directory
+        if held is not None:
+            held.vouch(self._writes())
+
+    def _writes(self) -> int:
+        backend = self.backend
+        return backend.write_count if isinstance(backend, ChromaBackend) else 0
+
     def save_summary(
         self, *, count: Callable[[str], dict[tuple[str, ...], int] | None], runs: Callable[[str], int]
-    ) -> None:
-        """At close, before the backend closes: rewrite the statistics summary a writing session leaves current.
+    ) -> bool:
+        """At close: rewrite the statistics summary this session leaves current, or erase it; ``False``: neither.
 
         See ``replica.summary`` for which entries are kept, counted again (``count``: a namespace's counts by
-        status, task type and source, ``None`` when they cannot be had cheaply; ``runs``: its journalled runs)
-        or dropped. Does nothing for a session that wrote nothing (the file stays as it was), a store without
-        a directory, or another backend than Chroma. Failures are logged: without the backend's word the close
-        removes the file.
+        status, task type and source, ``None`` when they cannot be had cheaply; ``runs``: its journalled runs),
+        taken from what this session counted (:meth:`counted`) or dropped. A session that neither wrote nor
+        counted leaves the file as it was. A summary that could be neither kept nor erased is logged, and
+        the derived files then lose the stamp's word.
         """
-        backend, directory = self.backend, self.directory
-        if not isinstance(backend, ChromaBackend) or directory is None or not backend.wrote:
-            return
-        written = backend.written_collections
-        if written is None or self.write_failed:
-            return
-        as_of = backend.write_count
+        backend, files = self.backend, self.files
+        if files is None or not isinstance(backend, ChromaBackend):
+            return True
+        if not backend.wrote and not self._counted:
+            return True
+        written = backend.written_collections if backend.wrote else frozenset()
         try:
-            previous = read_summary(directory) if SUMMARY_FILE in backend.trusted_files else None
+            if written is None or self.write_failed:  # what changed is not known: nothing can be kept
+                files.erase_summary()
+                return True
+            as_of = backend.write_count
+            previous = files.summary()
             present = namespaces(backend)
             stats: dict[str, dict[str, Any]] = {}
             for ns in present:
                 entry = previous.stats.get(ns) if previous is not None else None
                 changed = {role for role in ("memories", "archive", "journal") if collection_name(ns, role) in written}
-                if entry is not None and not changed:
+                fresh, counted_at = self._counted.get(ns, (None, -1))
+                if fresh is not None and (counted_at == as_of or not changed):
+                    stats[ns] = fresh
+                elif entry is not None and not changed:
                     stats[ns] = entry
                 elif entry is not None and changed == {"journal"}:
                     stats[ns] = {**entry, "runs": runs(ns)}
@@ -232,13 +258,18 @@ class Replica:
                     counts = count(ns)
                     if counts is not None:
                         stats[ns] = summary_entry(counts, runs(ns))
-            if not stats:
-                return
-            write_summary(directory, present, stats)
+            if stats:
+                write_summary(files.directory, present, stats)
+            else:
+                files.erase_summary()
         except Exception:  # the summary is a shortcut: the close goes on without it
-            logger.warning("statistics summary of %s not kept", directory, exc_info=True)
-            return
-        backend.summary_current(as_of)
+            logger.warning("statistics summary of %s not kept", files.directory, exc_info=True)
+            try:
+                files.erase_summary()
+            except StoreError:
+                logger.warning("could not erase the statistics summary of %s", files.directory, exc_info=True)
+                return False
+        return True
 
     def _save_mirror(self, mirror: Mirror, path: Path, col: Collection) -> bool:
         """:func:`save_mirror`, unless writes took the namespace past :attr:`max_rows` (then erased)."""

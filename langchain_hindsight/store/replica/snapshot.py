@@ -26,8 +26,9 @@ from langchain_hindsight.embeddings.multilingual import MultilingualEmbeddings, 
 from langchain_hindsight.errors import ConfigurationError, StoreError
 from langchain_hindsight.store._checks import check_k
 from langchain_hindsight.store._collections import check_namespace, collection_name
-from langchain_hindsight.store.replica.lexical import LexicalIndex, snapshot_path
-from langchain_hindsight.store.replica.records import Mirror, mirror_candidates, mirror_path
+from langchain_hindsight.store.replica.files import DerivedFiles
+from langchain_hindsight.store.replica.lexical import LexicalIndex
+from langchain_hindsight.store.replica.records import Mirror, mirror_candidates
 from langchain_hindsight.taxonomy import TaskTypeVocabulary
 from langchain_hindsight.types import MemoryUnit
 
@@ -51,6 +52,19 @@ class SnapshotFiles:
     lexical: Path
     mirror: Path
     identity: str
+
+    @classmethod
+    def locate(cls, files: DerivedFiles, namespace: str = "default") -> SnapshotFiles | None:
+        """``namespace``'s two snapshots among ``files`` if the stamp vouches for both, else ``None``.
+
+        The question the live store's replica asks before it loads either (``DerivedFiles.vouched``).
+        """
+        name = collection_name(check_namespace(namespace), "memories")
+        lexical, mirror = files.lexical_path(name), files.mirror_path(name)
+        if not (files.vouched(lexical) and files.vouched(mirror)):
+            return None
+        identity = Mirror.read_identity(mirror)
+        return None if identity is None else cls(namespace, lexical, mirror, identity)
 
     def default_embeddings(self) -> Embeddings | None:
         """A new instance of the built-in embedder that wrote the vectors (``None``: another embedder)."""
@@ -86,9 +100,8 @@ class StoreSnapshot:
     with :meth:`open` (or :meth:`locate`, then :meth:`SnapshotFiles.load`).
 
     Example:
-        >>> from langchain_hindsight.store._directory import trusted_store  # doctest: +SKIP
-        >>> with trusted_store("./memory_db") as trusted:  # doctest: +SKIP
-        ...     snapshot = StoreSnapshot.open("./memory_db", trusted=trusted)
+        >>> with DerivedFiles.closed_store("./memory_db") as files:  # doctest: +SKIP
+        ...     snapshot = StoreSnapshot.open("./memory_db", trusted=files.trusted)
         >>> if snapshot is not None:  # else open a MemoryStore  # doctest: +SKIP
         ...     HindsightRetriever(store=snapshot).recall("清洗销售数据")
     """
@@ -116,13 +129,7 @@ class StoreSnapshot:
             trusted: The derived files the clean-close stamp vouches for (paths relative to ``directory``).
             namespace: The namespace to search.
         """
-        root = Path(directory)
-        name = collection_name(check_namespace(namespace), "memories")
-        lexical_file, mirror_file = snapshot_path(root, name), mirror_path(root, name)
-        if not {_relative(lexical_file, root), _relative(mirror_file, root)} <= set(trusted):
-            return None
-        identity = Mirror.read_identity(mirror_file)
-        return None if identity is None else SnapshotFiles(namespace, lexical_file, mirror_file, identity)
+        return SnapshotFiles.locate(DerivedFiles(Path(directory), trusted), namespace)
 
     @classmethod
     def open(
@@ -186,7 +193,3 @@ class StoreSnapshot:
         if unit is None:
             raise StoreError(f"memory {memory_id!r} is not in the snapshot of {self.namespace!r}")
         return unit
-
-
-def _relative(path: Path, root: Path) -> str:
-    return path.relative_to(root).as_posix()

@@ -2,21 +2,22 @@
 
 Counting a namespace's memories reads Chroma, and opening Chroma costs a second
 before anything is read. The summary lets ``hindsight stats`` answer from a file
-instead, read only when the clean-close stamp vouches for it (see ``store._directory``).
-Standard library only. Its life:
+instead, read only when the clean-close stamp vouches for it (see ``store._directory``;
+read through ``replica.files.DerivedFiles``, by the live store and the CLI alike).
+Standard library only. Its one writer is the store's close (``Replica.close``), and only
+for a session that wrote or counted:
 
-* a ``stats`` that counted writes it (with the store open, so the close stamps it);
-* the close of a session that wrote rewrites it (``MemoryStore`` close, before the
-  backend closes; see ``_store_reads``): a namespace none of whose collections the
-  session wrote keeps the entry trusted at open; one whose journal alone was
-  written keeps it with its run count read again; one whose memories were
-  written is counted again if the store holds its recall mirror (active memories
-  from memory, the rest read from Chroma, within a bound), else its entry is
-  dropped; the namespace list is read again. Nothing is kept after a write
-  whose scope the backend cannot tell (the raw client, an erase) or a write that
-  failed half-way, nor when a write follows the rewrite: the close then removes
-  the file, as it does when nothing could be kept;
-* a ``stats`` asked for a namespace the file lacks counts it (and adds it).
+* what the session counted (``MemoryStore.statistics``, which ``hindsight stats`` calls)
+  is kept for a namespace no write followed it into;
+* a namespace none of whose collections the session wrote keeps the entry trusted at
+  open; one whose journal alone was written keeps it with its run count read again; one
+  whose memories were written is counted again if the store holds its recall mirror
+  (active memories from memory, the rest read from Chroma, within a bound), else its
+  entry is dropped; the namespace list is read again;
+* nothing is kept after a write whose scope the backend cannot tell (an erase, a
+  recovery) or a write that failed half-way, nor when nothing could be kept: the close
+  then erases the file. A write after the close (through a backend the caller still
+  holds) leaves it unvouched, so it is not read again.
 
 File format::
 
@@ -38,9 +39,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from langchain_hindsight.store._directory import SUMMARY_FILE, replace_file, trusted_store
+from langchain_hindsight.store._directory import SUMMARY_FILE, replace_file
 
-__all__ = ["Summary", "read_summary", "save_counted", "summary_entry", "trusted_summary", "write_summary"]
+__all__ = ["Summary", "read_summary", "summary_entry", "write_summary"]
 
 logger = logging.getLogger(__name__)
 
@@ -138,31 +139,3 @@ def write_summary(directory: Path, namespaces: Sequence[str], stats: Mapping[str
         "stats": {k: dict(v) for k, v in stats.items()},
     }
     replace_file(directory / SUMMARY_FILE, json.dumps(payload, ensure_ascii=False).encode("utf-8"))
-
-
-def trusted_summary(directory: Path) -> Summary | None:
-    """The summary in ``directory`` if the clean-close stamp vouches for it, else ``None`` (the caller counts).
-
-    Read under the directory's lock, which is taken and released here (see ``store._directory.trusted_store``).
-
-    Raises:
-        StoreLockedError: the store is open in another process.
-    """
-    with trusted_store(directory) as trusted:
-        return read_summary(directory) if SUMMARY_FILE in trusted else None
-
-
-def save_counted(
-    directory: Path, trusted_files: frozenset[str], namespaces: Sequence[str], counted: Mapping[str, Mapping[str, Any]]
-) -> None:
-    """Keep what ``hindsight stats`` counted in ``directory``'s summary, for the next ``stats`` (store open).
-
-    Counts of other namespaces in a summary the clean-close stamp vouched for at
-    open (``trusted_files``) are kept: nothing has changed them, or this session wrote, and then its
-    close recounts or drops what it wrote. Failures are logged: the file is only a shortcut.
-    """
-    previous = read_summary(directory) if SUMMARY_FILE in trusted_files else None
-    try:
-        write_summary(directory, namespaces, {**(previous.stats if previous else {}), **counted})
-    except OSError:
-        logger.warning("could not save the statistics summary in %s", directory, exc_info=True)

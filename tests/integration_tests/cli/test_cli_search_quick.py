@@ -13,9 +13,11 @@ import pytest
 
 from langchain_hindsight import MemoryStore, MemoryUnit
 from langchain_hindsight.cli import search as search_command
+from langchain_hindsight.cli.main import main
 from langchain_hindsight.embeddings.multilingual import ScriptRoutedEmbeddings
 from langchain_hindsight.recall import engine as recall_engine
 from langchain_hindsight.store._directory import STAMP_FILE
+from langchain_hindsight.store.replica import DerivedFiles
 from tests.fakes import HashEmbeddings
 
 NOW = datetime(2026, 11, 1, tzinfo=UTC)
@@ -188,3 +190,36 @@ def test_a_snapshot_edited_in_place_is_never_served_and_is_rebuilt(
     assert _FORGED.encode() not in mirror.read_bytes()  # rebuilt from the store at that session's close
     assert f"mirror/{mirror.name}" in read_stamp(path)  # and vouched for again
     assert search_command._from_snapshot(_args(path, "HTTP 429 retry")) is not None
+
+
+def test_the_quick_paths_and_the_live_store_read_through_one_reader(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``hindsight search`` and ``hindsight stats`` ask the replica's :class:`DerivedFiles` which files the stamp
+    vouches for, the same object and question the live store asks before it loads a snapshot."""
+    path = tmp_path / "db"
+    _build(path, HashEmbeddings(64))
+    asked: list[tuple[str, str]] = []
+    vouched = DerivedFiles.vouched
+
+    def spy(self: DerivedFiles, file: Path) -> bool:
+        answer = vouched(self, file)
+        asked.append((file.relative_to(self.directory).as_posix(), str(answer)))
+        return answer
+
+    monkeypatch.setattr(DerivedFiles, "vouched", spy)
+    with MemoryStore(path, embeddings=HashEmbeddings(64)) as store:  # the live store loads both snapshots
+        store.hybrid_search("CSV", store.embeddings.embed_query("CSV"), k=1)
+        store.statistics()
+    live = set(asked)
+    asked.clear()
+    with monkeypatch.context() as m:
+        m.setattr(search_command, "open_view", _refuse)
+        assert search_command.search(_args(path, "CSV 编码 pandas")) == 0
+    assert main(["stats", "--path", str(path), "--json"]) == 0
+    capsys.readouterr()
+    quick = set(asked)
+    snapshots = {rel for rel, answer in live if answer == "True" and rel.endswith(".npz")}
+    assert len(snapshots) == 2  # the lexical index and the recall mirror, loaded by the live store
+    assert snapshots <= {rel for rel, _ in quick}  # and asked about by the search's quick path
+    assert ("summary.json", "True") in quick  # the summary the live store's close wrote, read by stats

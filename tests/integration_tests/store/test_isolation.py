@@ -89,10 +89,8 @@ def test_lookalike_namespaces_are_distinct(make_store: Callable[..., MemoryStore
 
 def test_a_collection_claiming_another_namespace_is_refused(make_store: Callable[..., MemoryStore]) -> None:
     store = make_store()
-    store.client.create_collection(
-        _collection_name("victim", "memories"),
-        metadata={"hindsight_namespace": "mallory", "hindsight_role": "memories"},
-        embedding_function=None,
+    store.backend.create_collection(  # through the backend: the store has no raw client
+        _collection_name("victim", "memories"), {"hindsight_namespace": "mallory", "hindsight_role": "memories"}
     )
     with pytest.raises(StoreError, match="does not belong"):
         store.count(namespace="victim")

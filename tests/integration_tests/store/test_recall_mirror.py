@@ -16,6 +16,7 @@ from langchain_hindsight import HindsightRetriever, MemoryStore, MemoryUnit
 from langchain_hindsight.embeddings.local import LocalEmbeddings, embedder_identity
 from langchain_hindsight.embeddings.multilingual import MultilingualEmbeddings, ScriptRoutedEmbeddings
 from langchain_hindsight.errors import ConfigurationError, StoreError
+from langchain_hindsight.store.backend import ChromaBackend
 from langchain_hindsight.store.replica.records import Mirror, record_bytes
 from langchain_hindsight.store.replica.snapshot import SnapshotFiles, StoreSnapshot
 from tests.fakes import HashEmbeddings
@@ -300,15 +301,20 @@ def test_a_snapshot_the_clean_close_stamp_does_not_vouch_for_is_rebuilt(path: Pa
         assert "pages" in col.calls  # rebuilt from the records, not loaded
 
 
-def test_writes_through_the_raw_client_void_every_snapshot(path: Path) -> None:
+def test_a_write_after_the_stores_close_voids_every_snapshot(path: Path) -> None:
     with MemoryStore(path, embeddings=HashEmbeddings(64)) as store:
         units = [r.unit for r in store.add_many(_units(20), dedupe=False)]
         _recall(store, "warm up")
     target = units[7].memory_id
-    with MemoryStore(path, embeddings=HashEmbeddings(64)) as store:
-        name = store._collections.get((store.namespace, "memories")) or store._collection(store.namespace)
-        raw = store.client.get_collection(name.name)  # the store cannot see what is written through it
-        raw.update(ids=[target], metadatas=[{"confidence": 0.11}])
+    backend = ChromaBackend.embedded(path)
+    with MemoryStore(backend=backend, embeddings=HashEmbeddings(64)) as store:
+        name = store._collection(store.namespace)
+        assert name is not None
+        assert not hasattr(store, "client")  # no raw client on the store: every write passes the backend
+    col = backend.get_collection(name.name)  # the caller still holds the backend: the closed store cannot see this
+    assert col is not None
+    col.update(ids=[target], metadatas=[{"confidence": 0.11}])
+    backend.close()
     stamp = json.loads((path / ".hindsight-clean").read_text(encoding="utf-8"))
     assert set(stamp["files"]) == {"chroma.sqlite3"}  # no derived file is vouched for any more
     with MemoryStore(path, embeddings=HashEmbeddings(64)) as store:

@@ -1,5 +1,6 @@
 """The clean-close stamp of an embedded store: written at close, absent while open or after a crash, void when
-a file it lists changed; a session that wrote removes the statistics summary; the lock-only reader."""
+a file it lists changed; derived files vouched for only on the store's word at its close (the summary written
+then, and only then); the lock-only reader."""
 
 from __future__ import annotations
 
@@ -76,7 +77,8 @@ def test_the_stamp_is_absent_while_open_and_back_after_a_read_only_session(close
     backend = ChromaBackend.embedded(closed)
     try:
         assert not (closed / STAMP_FILE).exists()  # what a crash now would leave: nothing vouched for
-        assert backend.trusted_files == listed
+        assert backend.directory is not None
+        assert backend.directory.trusted == listed
         store = MemoryStore(backend=backend, embeddings=None)
         assert store.get("m_csv").task_type == "data_cleaning"
         store.close()
@@ -149,35 +151,66 @@ def test_a_stamp_never_names_a_file_outside_the_derived_paths(closed: Path) -> N
     assert read_stamp(closed) == frozenset()
 
 
-def test_a_writing_session_removes_the_summary_a_reading_one_keeps_it(
+def test_a_writing_session_erases_the_summary_a_counting_one_writes_it_at_close(
     make_fake_store: Callable[..., MemoryStore], tmp_path: Path
 ) -> None:
     directory = tmp_path / "db"
     store = make_fake_store("db")
     store.add_many(UNITS, dedupe=False)
-    write_summary(directory, ["default"], SUMMARY)  # counted, then the session wrote: stale
+    write_summary(directory, ["default"], SUMMARY)  # a summary the session's writes made stale
     store.close()
-    assert not (directory / SUMMARY_FILE).exists()
+    assert not (directory / SUMMARY_FILE).exists()  # nothing recounted: the close erased it
     assert SUMMARY_FILE not in _stamp(directory)
 
-    with MemoryStore(directory, embeddings=None) as store:  # a read-only session writes the summary
-        assert store.count() == 2
-        write_summary(directory, ["default", "团队甲"], SUMMARY)
+    with MemoryStore(directory, embeddings=None) as store:  # a read-only session that counts
+        counted = {ns: store.statistics(namespace=ns) for ns in ("default", "团队甲")}
+        assert not (directory / SUMMARY_FILE).exists()  # written by the close, not by the count
+    assert counted["default"]["total"] == 2
+    assert counted["团队甲"]["by_source"] == {"manual": 1}
     assert SUMMARY_FILE in read_stamp(directory)
 
     with MemoryStore(directory, embeddings=None) as store:  # another read-only session: still trusted
-        assert SUMMARY_FILE in store.backend.trusted_files
+        assert store.backend.directory is not None
+        assert SUMMARY_FILE in store.backend.directory.trusted
         assert len(store.list_units(namespace="团队甲")) == 1
     assert SUMMARY_FILE in read_stamp(directory)
     summary = read_summary(directory)
     assert summary is not None
     assert summary.namespaces == ["default", "团队甲"]
+    assert summary.stats == counted
 
-    with MemoryStore(directory, embeddings=None) as store:  # a session that writes anything
+    with MemoryStore(directory, embeddings=None) as store:  # a session that writes one namespace
         store.archive(["m_report"])
-    assert not (directory / SUMMARY_FILE).exists()
-    assert SUMMARY_FILE not in read_stamp(directory)
+    summary = read_summary(directory)
+    assert summary is not None
+    assert set(summary.stats) == {"团队甲"}  # the written one is dropped, not patched
+    assert SUMMARY_FILE in read_stamp(directory)
     assert DATA_FILE in read_stamp(directory)
+
+
+def test_counts_followed_by_a_write_are_not_kept(make_fake_store: Callable[..., MemoryStore], tmp_path: Path) -> None:
+    store = make_fake_store("db")
+    store.add_many(UNITS, dedupe=False)
+    store.statistics()
+    store.archive(["m_report"])  # after the count: the count is stale, and no mirror can recount it
+    store.close()
+    summary = read_summary(tmp_path / "db")
+    assert summary is None or "default" not in summary.stats
+
+
+def test_a_write_after_the_stores_close_leaves_the_derived_files_unvouched(closed: Path) -> None:
+    backend = ChromaBackend.embedded(closed)
+    with MemoryStore(backend=backend, embeddings=None) as store:
+        store.statistics()
+    col = backend.list_collections()[0]
+    col.update(ids=col.get(include=[])["ids"][:1], metadatas=[{"confidence": 0.5}])  # the store cannot see it
+    backend.close()
+    assert set(_stamp(closed)) == {DATA_FILE}
+
+
+def test_a_backend_closed_without_its_store_vouches_for_no_derived_file(closed: Path) -> None:
+    ChromaBackend.embedded(closed).close()  # no store: nobody gave the derived files' word
+    assert set(_stamp(closed)) == {DATA_FILE}
 
 
 def test_a_summary_left_without_a_stamp_is_not_vouched_for(closed: Path) -> None:
@@ -185,7 +218,8 @@ def test_a_summary_left_without_a_stamp_is_not_vouched_for(closed: Path) -> None
     write_summary(closed, ["default"], SUMMARY)
     (closed / STAMP_FILE).unlink()  # the directory as a process killed after writing the summary leaves it
     with MemoryStore(closed, embeddings=None) as store:
-        assert store.backend.trusted_files == frozenset()
+        assert store.backend.directory is not None
+        assert store.backend.directory.trusted == frozenset()
         assert store.count() == 2
     assert (closed / SUMMARY_FILE).exists()
     assert SUMMARY_FILE not in read_stamp(closed)
@@ -223,8 +257,7 @@ def test_reads_leave_the_session_clean_writes_mark_it(tmp_path: Path) -> None:
         backend.close()
     backend = ChromaBackend.embedded(tmp_path / "db")
     try:
-        assert backend.client is not None  # the raw client may write anything: counted as a write
-        assert backend.wrote
+        assert not hasattr(backend, "client")  # no raw client: every write passes a marked method
     finally:
         backend.close()
 
@@ -284,7 +317,8 @@ def test_a_killed_process_leaves_no_stamp_and_its_summary_untrusted(closed: Path
     time.sleep(0.1)
     assert not (closed / STAMP_FILE).exists()
     with MemoryStore(closed, embeddings=None) as store:
-        assert store.backend.trusted_files == frozenset()
+        assert store.backend.directory is not None
+        assert store.backend.directory.trusted == frozenset()
         assert store.count() == 3  # the killed process's write is there
     assert (closed / SUMMARY_FILE).exists()
     assert SUMMARY_FILE not in read_stamp(closed)  # its summary (which missed nothing here) is not vouched for

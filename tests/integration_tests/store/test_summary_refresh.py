@@ -325,25 +325,17 @@ def test_too_many_records_to_read_drops_the_entry(
     assert list(summary.stats) == [TEAM]
 
 
-def test_a_raw_client_or_a_scrub_keeps_nothing(
-    store_dir: Path, capsys: pytest.CaptureFixture[str], reopen: Callable[[Path], MemoryStore]
-) -> None:
-    _stats(capsys, store_dir, "--all")
-    with reopen(store_dir) as store:
-        store.search("周报", k=2)
-        store.archive(["m_csv"])
-        assert store.client is not None  # whatever its holder did is not seen
-    assert not (store_dir / SUMMARY_FILE).exists()
+def test_a_scrub_keeps_nothing(store_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
     _stats(capsys, store_dir, "--all")
     assert (store_dir / SUMMARY_FILE).exists()
     assert run(capsys, "forget", "m_sql", "--path", str(store_dir))[0] == EXIT_OK  # an erase: scope not known
     assert not (store_dir / SUMMARY_FILE).exists()
 
 
-# ---------------------------------------------------------------- the backend's side of the contract
+# ---------------------------------------------------------------- the directory's side of the contract
 
 
-def test_the_backend_keeps_the_summary_only_if_no_write_followed(tmp_path: Path) -> None:
+def test_the_stamp_vouches_for_derived_files_only_if_no_write_followed_the_stores_word(tmp_path: Path) -> None:
     entry = summary_entry({("active", "api_call", "manual"): 1}, 0)
     for write_after in (False, True):
         directory = tmp_path / f"db{write_after}"
@@ -352,11 +344,11 @@ def test_the_backend_keeps_the_summary_only_if_no_write_followed(tmp_path: Path)
         col.upsert(ids=["a"], embeddings=[[1.0, 0.0]], documents=["文档"], metadatas=[{"k": 1}])
         assert backend.written_collections == frozenset({"col"})
         write_summary(directory, ["default"], {"default": entry})
-        backend.summary_current(backend.write_count)
+        assert backend.directory is not None
+        backend.directory.vouch(backend.write_count)  # what the store's close says
         if write_after:
             col.delete(ids=["a"])
         backend.close()
-        assert (directory / SUMMARY_FILE).exists() is not write_after
         assert (SUMMARY_FILE in read_stamp(directory)) is not write_after
 
 

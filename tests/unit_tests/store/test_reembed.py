@@ -101,7 +101,7 @@ def _units(namespace: str = "default") -> list[MemoryUnit]:
 def _raw(store: MemoryStore) -> dict[str, Any]:
     """Every record (documents and metadata, byte for byte) of every collection, by collection name."""
     out = {}
-    for col in store.client.list_collections():
+    for col in store.backend.list_collections():
         rows = col.get(include=["documents", "metadatas"])
         meta = {k: v for k, v in (col.metadata or {}).items() if k not in (EMBEDDER_KEY, EMBEDDER_DIM_KEY)}
         out[col.name] = (
@@ -130,7 +130,9 @@ def _minilm_store(path: Path, embeddings: LocalEmbeddings) -> dict[str, Any]:
 
 
 def _identity(store: MemoryStore, namespace: str, role: str) -> EmbedderIdentity:
-    meta = store.client.get_collection(collection_name(namespace, role)).metadata
+    col = store.backend.get_collection(collection_name(namespace, role))
+    assert col is not None
+    meta = col.metadata
     return EmbedderIdentity(meta[EMBEDDER_KEY], meta[EMBEDDER_DIM_KEY])  # type: ignore[arg-type]
 
 
@@ -177,7 +179,7 @@ def test_a_store_without_identity_is_taken_as_minilm(
 ) -> None:
     with MemoryStore(tmp_path / "db", embeddings=embeddings) as store:
         store.add(MemoryUnit(task_type="crm", content=ZH["mem_email"]))
-        for col in store.client.list_collections():  # what a store made before identities looks like
+        for col in store.backend.list_collections():  # what a store made before identities looks like
             col.modify(metadata={k: v for k, v in col.metadata.items() if k not in (EMBEDDER_KEY, EMBEDDER_DIM_KEY)})
     with (
         MemoryStore(tmp_path / "db", embeddings=use) as store,
@@ -187,7 +189,7 @@ def test_a_store_without_identity_is_taken_as_minilm(
     with MemoryStore(tmp_path / "db", embeddings=embeddings) as store:
         assert store.search("邮件", k=1)[0][0].content == ZH["mem_email"]
         assert _identity(store, "default", "memories") == EmbedderIdentity("all-MiniLM-L6-v2", 384)
-        for col in store.client.list_collections():
+        for col in store.backend.list_collections():
             col.modify(metadata={k: v for k, v in col.metadata.items() if k not in (EMBEDDER_KEY, EMBEDDER_DIM_KEY)})
 
     class Custom(Embeddings):  # a user's own embedder on a store it may well have written: adopted, logged
@@ -243,7 +245,7 @@ def test_the_default_embedder_follows_the_store(
     with MemoryStore(tmp_path / "old") as store:  # a MiniLM store keeps MiniLM: no forced migration
         assert isinstance(store.embeddings, LocalEmbeddings)
         assert store.search("周报统计哪几天", k=1)[0][0].memory_id == "mem_weekly"
-        for col in store.client.list_collections():  # a store from before identities: MiniLM too
+        for col in store.backend.list_collections():  # a store from before identities: MiniLM too
             col.modify(metadata={k: v for k, v in col.metadata.items() if k not in (EMBEDDER_KEY, EMBEDDER_DIM_KEY)})
     with MemoryStore(tmp_path / "old") as store:
         assert isinstance(store.embeddings, LocalEmbeddings)
@@ -304,7 +306,7 @@ def test_a_crash_mid_copy_leaves_the_old_store_intact_and_a_rerun_finishes(
         assert store.get("mem_new").content == "客户丁公司希望通过微信联系。"  # written in between: synced
         assert not store.get_many(["mem_weekly"])  # deleted in between: not resurrected
         assert store.search("丁公司用什么联系", k=1)[0][0].memory_id == "mem_new"
-        assert not [c.name for c in store.client.list_collections() if c.name.endswith("-reembed")]
+        assert not [c.name for c in store.backend.list_collections() if c.name.endswith("-reembed")]
 
 
 def test_a_crash_between_drop_and_rename_is_finished_on_open(

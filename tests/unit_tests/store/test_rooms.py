@@ -1,7 +1,11 @@
 """The store's rooms and who may touch what: read from the source (AST), so a new reach fails here first.
 
 * the backends live in ``store/backend/``, the derived data in ``store/replica/``, each a real package;
-* only ``store/replica/`` reads or writes a derived file (lexical and mirror snapshots, the summary);
+* only ``store/replica/`` reads or writes a derived file (lexical and mirror snapshots, the summary), and it
+  writes them at one moment, the store's close (``Replica.close``); the CLI reaches them only through the
+  replica's reader (``DerivedFiles``), the one the live store reads with;
+* ``store/backend/`` never names a derived file, the stamp or its word: the backend only holds the directory;
+* no public raw database client on the store, nor on the Chroma backend;
 * only ``store/_directory.py`` names the directory's own files (lock, stamp, intents);
 * no mixin: ``MemoryStore`` is not assembled from ``*Mixin`` classes.
 """
@@ -10,6 +14,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+from collections.abc import Iterator
 from pathlib import Path
 
 from tests import source
@@ -33,6 +38,9 @@ DERIVED_FILE_API = frozenset(
         "drop_snapshot",
         "read_summary",
         "write_summary",
+        "erase_summary",
+        "trusted_store",
+        "read_stamp",
     }
 )
 """Names that reach a derived file: where it lives, how it is saved, loaded, erased."""
@@ -102,3 +110,121 @@ def test_no_mixin_assembles_the_store() -> None:
         for rel, tree in _modules(STORE).items()
     }
     assert {rel: names for rel, names in mixins.items() if names} == {}
+
+
+DERIVED_WRITERS = frozenset({"write_summary", "save_snapshot", "save_mirror", "erase_summary", "save", "drop_snapshot"})
+"""What writes or erases a derived file (``save``: ``Mirror.save``/``LexicalIndex.save``, a snapshot)."""
+
+
+def _calls(tree: ast.AST) -> Iterator[tuple[str, ast.Call]]:
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            func = node.func
+            name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+            yield name, node
+
+
+def _functions(tree: ast.Module) -> Iterator[tuple[str, ast.AST]]:
+    """``(qualified name, node)`` of every function, methods as ``Class.method``."""
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef):
+            yield node.name, node
+        elif isinstance(node, ast.ClassDef):
+            for item in node.body:
+                if isinstance(item, ast.FunctionDef):
+                    yield f"{node.name}.{item.name}", item
+
+
+def test_the_summary_has_one_writer_the_replicas_close() -> None:
+    writers = {
+        (rel, fn)
+        for rel, tree in _modules().items()
+        for fn, node in _functions(tree)
+        for name, _ in _calls(node)
+        if name == "write_summary"
+    }
+    assert writers == {("store/replica/replica.py", "Replica.save_summary")}
+    closers = {
+        fn
+        for fn, node in _functions(_modules()["store/replica/replica.py"])
+        for name, call in _calls(node)
+        if name in {"save_summary", "save"}
+        and isinstance(call.func, ast.Attribute)
+        and isinstance(call.func.value, ast.Name)
+        and call.func.value.id == "self"
+    }
+    assert closers == {"Replica.close"}  # the snapshots and the summary are saved from the close only
+    replica_close = {
+        (rel, fn) for rel, tree in _modules().items() for fn, node in _functions(tree) for name, _ in _calls(node)
+        if name == "close_replica"
+    }  # fmt: skip
+    assert replica_close == {("store/memory_store.py", "MemoryStore.close")}
+
+
+def test_nothing_outside_the_replica_writes_a_derived_file() -> None:
+    found = {
+        rel: sorted({name for name, _ in _calls(tree) if name in DERIVED_WRITERS - {"save"}})
+        for rel, tree in _modules().items()
+        if not rel.startswith("store/replica/")
+    }
+    assert {rel: names for rel, names in found.items() if names} == {}
+
+
+def test_the_cli_reads_derived_files_only_through_the_replicas_reader() -> None:
+    reaches = {}
+    for rel, tree in _modules(PACKAGE / "cli").items():
+        names = {
+            a.name
+            for node in ast.walk(tree)
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("langchain_hindsight.store.replica")
+            for a in node.names
+        }
+        if names - {"DerivedFiles", "SnapshotFiles"}:
+            reaches[rel] = sorted(names)
+    assert reaches == {}
+    used = {rel for rel, tree in _modules(PACKAGE / "cli").items() if "DerivedFiles" in _imported_names(tree)}
+    assert used == {"cli/_stats.py", "cli/search.py"}  # both quick paths
+
+
+BACKEND_MUST_NOT_NAME = ("summary", "snapshot", "mirror", "stamp", "vouch", "trusted", "derived")
+
+
+def _identifiers(tree: ast.Module) -> set[str]:
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            names.add(node.id)
+        elif isinstance(node, ast.Attribute):
+            names.add(node.attr)
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.alias):
+            names.add(node.name)
+        elif isinstance(node, ast.keyword) and node.arg:
+            names.add(node.arg)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names.add(node.module)
+    return names
+
+
+def test_the_backends_never_name_a_derived_file_nor_the_stamp() -> None:
+    named = {
+        rel: sorted(
+            n
+            for n in _identifiers(tree) | _string_constants(tree)
+            if any(w in n.lower() for w in BACKEND_MUST_NOT_NAME)
+        )
+        for rel, tree in _modules(STORE / "backend").items()
+    }
+    assert {rel: names for rel, names in named.items() if names} == {}
+    imported = {
+        rel: sorted(_imported_names(tree) & (DERIVED_FILE_API | {"SUMMARY_FILE", "DERIVED", "write_stamp"}))
+        for rel, tree in _modules(STORE / "backend").items()
+    }
+    assert {rel: names for rel, names in imported.items() if names} == {}
+
+
+def test_no_public_raw_client_on_the_store_nor_the_chroma_backend() -> None:
+    from langchain_hindsight.store.backend import Backend, ChromaBackend
+    from langchain_hindsight.store.memory_store import MemoryStore
+
+    for cls in (MemoryStore, Backend, ChromaBackend):
+        assert not hasattr(cls, "client"), cls

@@ -170,7 +170,7 @@ def test_a_store_on_the_in_memory_backend_lives_as_long_as_the_backend() -> None
     backend = InMemoryBackend()
     with MemoryStore(backend=backend, embeddings=HashEmbeddings()) as store:
         stored = store.add(MemoryUnit(task_type="data_cleaning", content="读取中文CSV时指定 encoding='utf-8-sig'。"))
-        assert store.client is None
+        assert not hasattr(store, "client")  # no raw database client on the store, whatever the backend
         assert store.persist_directory is None
     with MemoryStore(backend=backend, embeddings=HashEmbeddings()) as again:
         assert again.get(stored.memory_id).content.startswith("读取中文CSV")
