@@ -24,11 +24,13 @@ typecheck: $(STAMP)
 	$(BIN)/mypy
 
 # The unit tier: tests/unit_tests/ minus the few integration tests its mixed files hold (tests/conftest.py marks
-# them), one worker per core; a file's tests stay on one worker, so a module-scoped fixture is built once.
+# them), in one process: its budget is CPU, and every xdist worker would start up and collect the whole tier
+# again (make unit-cpu measures both; add -n auto for a shorter wall time on a machine with cores to spare).
 unit: $(STAMP)
-	HF_HUB_OFFLINE=1 $(BIN)/pytest tests/unit_tests -m "not integration" -n auto --dist loadfile
+	HF_HUB_OFFLINE=1 $(BIN)/pytest tests/unit_tests -m "not integration"
 
-# The unit tier's CPU time (summed over workers) and where it goes: benchmarks/results/unit_tier_cpu.{json,md}.
+# The unit tier's CPU time (summed over processes) and where it goes, next to the same tier on 2 xdist workers:
+# benchmarks/results/unit_tier_cpu.{json,md}.
 unit-cpu: $(STAMP)
 	$(BIN)/python benchmarks/unit_tier_cpu.py
 

@@ -1,13 +1,21 @@
 """CPU time of the unit tier, as ``make unit`` runs it: the total over every process, and where it goes.
 
-Runs ``pytest tests/unit_tests -m "not integration" -n WORKERS --dist loadfile`` (``make unit``'s command;
-``-n auto`` is one worker per core, 2 on CI) once, in a child process, and reports
+Runs ``pytest tests/unit_tests -m "not integration"`` (``make unit``'s command: one process) once, in a child
+process, and reports
 
-* the CPU time of the whole run (user + system, summed over the controller and every xdist worker:
-  :func:`resource.getrusage` of the finished children), next to its wall time;
-* per process, the CPU spent before the first test (start-up, plugins, importing the test modules —
-  every worker pays it) and in the tests;
-* the test files that cost the most CPU (setup + call + teardown, via ``benchmarks/_tier_cpu_plugin.py``).
+* the CPU time of the whole run (user + system, summed over every process: :func:`resource.getrusage` of the
+  finished children), next to its wall time;
+* per process, the CPU spent before the first test (start-up, plugins, importing the test modules) and in the
+  tests;
+* the test files that cost the most CPU (setup + call + teardown, via ``benchmarks/_tier_cpu_plugin.py``);
+* the run keeps its temporary files under its own ``--basetemp`` and deletes them after, in a child process
+  whose CPU is counted with the run's: left to itself, pytest deletes the oldest of the last runs' trees under
+  ``/tmp/pytest-of-<user>`` at exit, which may be any run's (another tier's, another checkout's) on a shared
+  machine;
+* for comparison, the same tier on ``--compare-workers`` pytest-xdist workers (``-n 2 --dist loadfile``; 0 skips
+  it): each worker starts up and collects the whole tier again, and the controller is one more process, so
+  the CPU summed over them is higher, for a shorter wall time on an idle machine. ``make unit`` runs the tier
+  in one process because the budget is CPU.
 
 The unit tier's budget (issue 21) is 60 s of CPU; this script measures it, it asserts nothing: a run
 that fails a test is reported with its exit code. CPU time is less sensitive than wall time to other
@@ -15,7 +23,7 @@ load on a shared machine, but not immune (caches, frequency): compare runs made 
 
 Writes benchmarks/results/unit_tier_cpu.json and .md.
 
-Run: .venv/bin/python benchmarks/unit_tier_cpu.py [--workers 2] [--top 15] [--note "..."]
+Run: .venv/bin/python benchmarks/unit_tier_cpu.py [--compare-workers 2] [--top 15] [--note "..."]
 """
 
 from __future__ import annotations
@@ -39,8 +47,9 @@ BUDGET_S = 60.0
 """Issue 21: the unit tier under 60 s of CPU, summed over the workers."""
 
 
-def command(workers: str) -> list[str]:
-    """``make unit``'s pytest command, with the measuring plugin."""
+def command(workers: int) -> list[str]:
+    """``make unit``'s pytest command (``workers`` 0), or the same on that many xdist workers; with the plugin."""
+    spread = ["-n", str(workers), "--dist", "loadfile"] if workers else []
     return [
         sys.executable,
         "-m",
@@ -48,10 +57,7 @@ def command(workers: str) -> list[str]:
         "tests/unit_tests",
         "-m",
         "not integration",
-        "-n",
-        workers,
-        "--dist",
-        "loadfile",
+        *spread,
         "-q",
         "-p",
         "no:cacheprovider",
@@ -60,9 +66,10 @@ def command(workers: str) -> list[str]:
     ]
 
 
-def measure(workers: str) -> dict[str, Any]:
+def measure(workers: int) -> dict[str, Any]:
     """Run the unit tier once; its CPU and wall time, and each process's report."""
-    with tempfile.TemporaryDirectory() as reports:
+    with tempfile.TemporaryDirectory() as reports, tempfile.TemporaryDirectory() as scratch:
+        basetemp = Path(scratch, "basetemp")
         env = {
             **os.environ,
             "HF_HUB_OFFLINE": "1",
@@ -71,8 +78,16 @@ def measure(workers: str) -> dict[str, Any]:
         }
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         start = time.perf_counter()
-        done = subprocess.run(command(workers), cwd=ROOT, env=env, capture_output=True, text=True, check=False)
+        done = subprocess.run(
+            [*command(workers), "--basetemp", str(basetemp)],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
         wall = time.perf_counter() - start
+        subprocess.run(["rm", "-rf", str(basetemp)], check=True)  # the run's own files: their deletion is its cost
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         processes = [json.loads(p.read_text(encoding="utf-8")) for p in sorted(Path(reports).glob("*.json"))]
     summary = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else ""
@@ -98,15 +113,21 @@ def per_file(processes: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
     return dict(sorted(files.items(), key=lambda kv: -kv[1]["cpu_s"]))
 
 
-def report(run: dict[str, Any], workers: str, top: int, note: str) -> tuple[dict[str, Any], str]:
-    """The JSON record and the Markdown page."""
+def _start_up(processes: list[dict[str, Any]]) -> float:
+    """CPU before the first test, summed over the processes that ran tests (an xdist controller runs none)."""
+    workers_only = [p for p in processes if p["worker"] != "controller"] or processes
+    return float(sum(p["cpu_at_collection_s"] or 0.0 for p in workers_only))
+
+
+def report(
+    run: dict[str, Any], compared: dict[str, Any] | None, workers: int, top: int, note: str
+) -> tuple[dict[str, Any], str]:
+    """The JSON record and the Markdown page: ``run`` is make unit's, ``compared`` the run on ``workers`` workers."""
     files = per_file(run["processes"])
-    workers_only = [p for p in run["processes"] if p["worker"] != "controller"] or run["processes"]
-    start_up = sum(p["cpu_at_collection_s"] or 0.0 for p in workers_only)
+    start_up = _start_up(run["processes"])
     in_tests = sum(row["cpu_s"] for row in files.values())
     record = {
-        "command": " ".join(["pytest", *command(workers)[3:]]),
-        "workers": workers,
+        "command": " ".join(["pytest", *command(0)[3:]]),
         "machine": {
             "python": platform.python_version(),
             "cpus": os.cpu_count(),
@@ -124,6 +145,14 @@ def report(run: dict[str, Any], workers: str, top: int, note: str) -> tuple[dict
         "files": files,
         **{k: v for k, v in run.items() if k != "processes"},
         "processes": [{k: v for k, v in p.items() if k != "files"} for p in run["processes"]],
+        "compared": None
+        if compared is None
+        else {
+            "command": " ".join(["pytest", *command(workers)[3:]]),
+            "workers": workers,
+            **{k: v for k, v in compared.items() if k != "processes"},
+            "worker_start_up_cpu_s": _start_up(compared["processes"]),
+        },
     }
     lines = [
         "# Unit tier CPU time",
@@ -138,9 +167,18 @@ def report(run: dict[str, Any], workers: str, top: int, note: str) -> tuple[dict
         f"| tests run | {record['tests']} |",
         f"| CPU, all processes (user + system) | {run['cpu_s']:.1f} s |",
         f"| budget | {BUDGET_S:.0f} s ({'within' if run['cpu_s'] <= BUDGET_S else 'over'}) |",
-        f"| of which worker start-up and collection | {start_up:.1f} s |",
+        f"| of which start-up and collection (imports, assert rewriting) | {start_up:.1f} s |",
         f"| of which in tests (setup, call, teardown) | {in_tests:.1f} s |",
         f"| wall time | {run['wall_s']:.1f} s |",
+    ]
+    if compared is not None:
+        lines += [
+            f"| the same tier on {workers} xdist workers (`-n {workers} --dist loadfile`): CPU | "
+            f"{compared['cpu_s']:.1f} s |",
+            f"| … of which start-up and collection, summed over the workers | {_start_up(compared['processes']):.1f} s |",
+            f"| … wall time | {compared['wall_s']:.1f} s |",
+        ]
+    lines += [
         "",
         f"## The {top} test files that cost the most CPU",
         "",
@@ -154,12 +192,15 @@ def report(run: dict[str, Any], workers: str, top: int, note: str) -> tuple[dict
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--workers", default="2", help="pytest-xdist workers (-n); make unit uses auto")
+    parser.add_argument(
+        "--compare-workers", type=int, default=2, help="also run the tier on this many xdist workers (0: don't)"
+    )
     parser.add_argument("--top", type=int, default=15, help="how many test files to list")
     parser.add_argument("--note", default="", help="a note on the machine's state, shown in the report")
     args = parser.parse_args()
-    run = measure(args.workers)
-    record, page = report(run, args.workers, args.top, args.note)
+    run = measure(0)
+    compared = measure(args.compare_workers) if args.compare_workers else None
+    record, page = report(run, compared, args.compare_workers, args.top, args.note)
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "unit_tier_cpu.json").write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n", "utf-8")
     (RESULTS / "unit_tier_cpu.md").write_text(page, encoding="utf-8")

@@ -34,8 +34,8 @@ from langgraph.prebuilt import ToolNode, tools_condition
 
 from benchmarks._stats import summary
 from langchain_hindsight import HindsightRetriever, MemoryStore, MemoryUnit, with_hindsight
-from langchain_hindsight.types import ScoredMemory
 from langchain_hindsight.embeddings.local import LocalEmbeddings
+from langchain_hindsight.types import ScoredMemory
 from tests.fakes import ReactiveToolModel, call
 
 RESULTS = Path(__file__).resolve().parent / "results"

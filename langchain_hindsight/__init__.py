@@ -8,7 +8,7 @@ optional extras (``langchain-classic``) are only needed for what uses them.
 
 The root exports the facade (:class:`Hindsight`), the adapters, the store, the
 unit, the retriever, the recorder, the reflector, the lifecycle, the journal and
-every error class (all derive from :class:`HindsightError`); everything else is imported from its module
+the errors callers catch; everything else is imported from its module
 (``langchain_hindsight.session.loop``, ``.embeddings``, ``.taxonomy``, ``.testing``, ...).
 """
 
@@ -25,22 +25,11 @@ if TYPE_CHECKING:
     from langchain_hindsight.adapters.middleware import HindsightMiddleware
     from langchain_hindsight.capture.recorder import TrajectoryRecorder
     from langchain_hindsight.errors import (
-        AccessDeniedError,
-        BackendError,
         ConfigurationError,
-        EmbedderMismatchError,
-        EmbeddingError,
-        FeedbackAlreadyUndoneError,
-        FeedbackNotFoundError,
         HindsightError,
-        InvalidMemoryError,
         MemoryNotFoundError,
-        ReflectionError,
         RunNotFoundError,
-        StoreClosedError,
-        StoreError,
         StoreLockedError,
-        UninformativeMemoryError,
     )
     from langchain_hindsight.hindsight import Hindsight
     from langchain_hindsight.lifecycle.maintenance import Lifecycle
@@ -55,36 +44,25 @@ if TYPE_CHECKING:
 __version__ = "0.1.0"
 
 _EXPORTS: dict[str, str] = {
-    "AccessDeniedError": "errors",
-    "BackendError": "errors",
     "ConfigurationError": "errors",
-    "EmbedderMismatchError": "errors",
-    "EmbeddingError": "errors",
-    "FeedbackAlreadyUndoneError": "errors",
-    "FeedbackNotFoundError": "errors",
     "Hindsight": "hindsight",
     "HindsightError": "errors",
     "HindsightMemory": "adapters.memory",
     "HindsightMiddleware": "adapters.middleware",
     "HindsightRetriever": "recall.retriever",
     "HindsightStore": "adapters.langgraph_store",
-    "InvalidMemoryError": "errors",
     "Lifecycle": "lifecycle.maintenance",
     "MemoryNotFoundError": "errors",
     "MemoryStore": "store.memory_store",
     "MemoryUnit": "types",
-    "ReflectionError": "errors",
     "Reflector": "reflection.reflector",
     "RunJournal": "store.journal",
     "RunNotFoundError": "errors",
     "ScoringWeights": "recall.scoring",
     "Step": "types",
-    "StoreClosedError": "errors",
-    "StoreError": "errors",
     "StoreLockedError": "errors",
     "Trajectory": "types",
     "TrajectoryRecorder": "capture.recorder",
-    "UninformativeMemoryError": "errors",
     "build_task_prompt": "recall.injection",
     "format_experiences": "recall.injection",
     "recall_node": "adapters.graph",
@@ -96,12 +74,16 @@ _EXPORTS: dict[str, str] = {
 _ALSO_IMPORTABLE: dict[str, str] = {
     "BackgroundReflector": "reflection.background",
     "ConfidencePolicy": "store",
+    "InvalidMemoryError": "errors",
     "LifecyclePolicy": "lifecycle.policy",
     "LocalEmbeddings": "embeddings.local",
     "MemoryContext": "types",
     "PromptTemplates": "prompts",
+    "ReflectionError": "errors",
     "RunRecord": "store.runs",
     "ScoredMemory": "types",
+    "StoreClosedError": "errors",
+    "StoreError": "errors",
     "TaskTypeVocabulary": "taxonomy",
     "get_templates": "prompts",
     "normalize_task_type": "taxonomy",
@@ -111,36 +93,25 @@ _ALSO_IMPORTABLE: dict[str, str] = {
 module (where they are documented); removed from the root in 0.2."""
 
 __all__ = [
-    "AccessDeniedError",
-    "BackendError",
     "ConfigurationError",
-    "EmbedderMismatchError",
-    "EmbeddingError",
-    "FeedbackAlreadyUndoneError",
-    "FeedbackNotFoundError",
     "Hindsight",
     "HindsightError",
     "HindsightMemory",
     "HindsightMiddleware",
     "HindsightRetriever",
     "HindsightStore",
-    "InvalidMemoryError",
     "Lifecycle",
     "MemoryNotFoundError",
     "MemoryStore",
     "MemoryUnit",
-    "ReflectionError",
     "Reflector",
     "RunJournal",
     "RunNotFoundError",
     "ScoringWeights",
     "Step",
-    "StoreClosedError",
-    "StoreError",
     "StoreLockedError",
     "Trajectory",
     "TrajectoryRecorder",
-    "UninformativeMemoryError",
     "__version__",
     "build_task_prompt",
     "format_experiences",

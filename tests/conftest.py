@@ -82,6 +82,7 @@ os.environ.update(_fixed)
 from langchain_hindsight import MemoryStore  # noqa: E402 - the pinned public name
 from langchain_hindsight.embeddings.local import LocalEmbeddings  # noqa: E402 - after the environment is set
 from langchain_hindsight.embeddings.multilingual import MultilingualEmbeddings, ScriptRoutedEmbeddings  # noqa: E402
+from langchain_hindsight.store.backend import InMemoryBackend  # noqa: E402
 from tests.fakes import GBK_TEXT, NgramEmbeddings  # noqa: E402
 from tests.postgres import postgres_server, postgres_url  # noqa: E402, F401 - fixtures for every test module
 from tests.server import chroma_server  # noqa: E402, F401 - the fixture, available to every test module
@@ -236,3 +237,14 @@ def make_fake_store(tmp_path: Path, fake_embeddings: NgramEmbeddings) -> Iterato
 def fake_store(make_fake_store: Callable[..., MemoryStore]) -> MemoryStore:
     """A fresh embedded store on the fake embedder. Unit tier."""
     return make_fake_store()
+
+
+@pytest.fixture
+def memory_store(fake_embeddings: NgramEmbeddings) -> Iterator[MemoryStore]:
+    """A fresh store in memory (``InMemoryBackend``) on the fake embedder: for tests of logic, not of files. Unit tier.
+
+    Opening an embedded Chroma store costs about fifteen times as much CPU; keep ``fake_store`` for what only a
+    store directory has (its files, a reopen, the lock).
+    """
+    with MemoryStore(backend=InMemoryBackend(), embeddings=fake_embeddings) as store:
+        yield store

@@ -422,18 +422,29 @@ def write_exact(store: StoreCore, units: list[MemoryUnit], vectors: list[list[fl
             other = store._collection(ns, "memories" if archived else "archive", create=False)
             batch = [units[i] for i in idx]
             ids = [u.memory_id for u in batch]
-            target.upsert(
-                ids=ids,
-                embeddings=[vectors[i] for i in idx],
-                documents=[u.content for u in batch],
-                metadatas=[unit_to_metadata(u) for u in batch],
+            store._atomic(  # one write plan: on a database the upsert and the delete commit together
+                ns,
+                functools.partial(_write_group, target, other, batch, [vectors[i] for i in idx]),
             )
-            stale = other.exists(ids) if other is not None else []
-            if other is not None and stale:  # an id lives in one collection only
-                other.delete(ids=stale)
             if archived:
                 store._replica.reindex(ns, deletes=ids)
             else:
                 store._replica.reindex(ns, upserts=batch)
             per_ns[ns] = per_ns.get(ns, 0) + len(batch)
     return per_ns
+
+
+def _write_group(
+    target: Collection, other: Collection | None, batch: list[MemoryUnit], vectors: list[list[float]]
+) -> None:
+    """The plan of :func:`write_exact` for one collection: upsert ``batch`` there, delete its ids from ``other``."""
+    ids = [u.memory_id for u in batch]
+    target.upsert(
+        ids=ids,
+        embeddings=vectors,
+        documents=[u.content for u in batch],
+        metadatas=[unit_to_metadata(u) for u in batch],
+    )
+    stale = other.exists(ids) if other is not None else []
+    if other is not None and stale:  # an id lives in one collection only
+        other.delete(ids=stale)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import math
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -155,29 +155,51 @@ class RunJournal:
         _text(task, "task")
         started = _when(now)
         shown = [ServedMemory.from_scored(s, rank) for rank, s in enumerate(served, start=1)]
-        with self.store.lock:
+        changes: dict[str, Any] = {"served": shown}
+        if task:
+            changes["task"] = task
+        if task_type:
+            changes["task_type"] = self.store.vocabulary.normalize(task_type)
+        if thread_id:
+            changes["thread_id"] = thread_id
+
+        def plan() -> RunRecord:
             current = self._find(run_id, ns)
             if current is None:
                 current = RunRecord(run_id=run_id, namespace=ns, started_at=started)
-            changes: dict[str, Any] = {"served": shown}
-            if task:
-                changes["task"] = task
-            if task_type:
-                changes["task_type"] = self.store.vocabulary.normalize(task_type)
-            if thread_id:
-                changes["thread_id"] = thread_id
             updated = current.model_copy(update=changes)
             self._write([updated])
             return updated
 
-    def _change(self, run_id: str, namespace: str | None, **changes: Any) -> RunRecord:
+        return self._atomic(ns, plan)
+
+    def _atomic(self, namespace: str, plan: Callable[[], RunRecord]) -> RunRecord:
+        """Run a read-modify-write ``plan`` on ``namespace``'s journal as one write plan of the store.
+
+        On a database it is one transaction under the namespace's lock, so two processes updating
+        one run (a verdict and an undo, two verdicts) apply one after the other and neither is lost;
+        the plan may be re-run after a serialization failure, so it re-reads the record.
+        """
         with self.store.lock:
+            return self.store._atomic(namespace, plan)
+
+    def _change(self, run_id: str, namespace: str | None, **changes: Any) -> RunRecord:
+        return self._update(run_id, namespace, lambda _current: changes)
+
+    def _update(
+        self, run_id: str, namespace: str | None, changes: Callable[[RunRecord], Mapping[str, Any]]
+    ) -> RunRecord:
+        """The run's record with ``changes(current record)`` applied, read and written in one write plan."""
+
+        def plan() -> RunRecord:
             current = self._find(run_id, namespace)
             if current is None:
                 raise RunNotFoundError(f"no run {run_id!r} in the journal of namespace {self._ns(namespace)!r}")
-            updated = RunRecord.model_validate({**current.model_dump(), **changes})
+            updated = RunRecord.model_validate({**current.model_dump(), **changes(current)})
             self._write([updated])
             return updated
+
+        return self._atomic(self._ns(namespace), plan)
 
     def finish(
         self,
@@ -206,12 +228,9 @@ class RunJournal:
         Raises:
             RunNotFoundError: the run was never started.
         """
-        with self.store.lock:
-            current = self._find(run_id, namespace)
-            if current is None:
-                raise RunNotFoundError(f"no run {run_id!r} in the journal of namespace {self._ns(namespace)!r}")
-            produced = list(dict.fromkeys([*current.produced, *memory_ids]))
-            return self._change(run_id, current.namespace, produced=produced)
+        return self._update(
+            run_id, namespace, lambda current: {"produced": list(dict.fromkeys([*current.produced, *memory_ids]))}
+        )
 
     def add_feedback(
         self,
@@ -251,11 +270,7 @@ class RunJournal:
             )
         except ValidationError as e:
             raise ConfigurationError(f"invalid feedback entry for run {run_id!r}: {e.errors()[0]['msg']}") from e
-        with self.store.lock:
-            current = self._find(run_id, namespace)
-            if current is None:
-                raise RunNotFoundError(f"no run {run_id!r} in the journal of namespace {self._ns(namespace)!r}")
-            return self._change(run_id, current.namespace, feedback=[*current.feedback, entry])
+        return self._update(run_id, namespace, lambda current: {"feedback": [*current.feedback, entry]})
 
     def add_undo(
         self,
@@ -275,10 +290,8 @@ class RunJournal:
             ConfigurationError: ``index`` is not a verdict in force.
         """
         when = _when(now)
-        with self.store.lock:
-            current = self._find(run_id, namespace)
-            if current is None:
-                raise RunNotFoundError(f"no run {run_id!r} in the journal of namespace {self._ns(namespace)!r}")
+
+        def undone(current: RunRecord) -> dict[str, Any]:
             entries = list(current.feedback)
             if not 0 <= index < len(entries) or entries[index].kind != "verdict" or entries[index].undone_at:
                 raise ConfigurationError(f"feedback {index} of run {run_id!r} is not a verdict in force")
@@ -293,8 +306,13 @@ class RunJournal:
                 debit_before=current.debit,
                 debit_after=_changes(debit, "debit"),
             )
-            value, taken = _changes(credit, "credit"), _changes(debit, "debit")
-            return self._change(run_id, current.namespace, feedback=[*entries, undo], credit=value, debit=taken)
+            return {
+                "feedback": [*entries, undo],
+                "credit": _changes(credit, "credit"),
+                "debit": _changes(debit, "debit"),
+            }
+
+        return self._update(run_id, namespace, undone)
 
     def set_credit(self, run_id: str, credit: dict[str, float] | None, *, namespace: str | None = None) -> RunRecord:
         """Record the success credit now applied to the run's served memories (``None``: none applied).

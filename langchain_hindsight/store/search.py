@@ -9,6 +9,7 @@ from typing import Any
 from langchain_hindsight._safety import clean_text
 from langchain_hindsight.errors import ConfigurationError, StoreError
 from langchain_hindsight.store._checks import check_k
+from langchain_hindsight.store._codec import unit_from_record
 from langchain_hindsight.store._collections import query_hits
 from langchain_hindsight.store._core import StoreCore, backend_errors, check_ids
 from langchain_hindsight.store.replica.records import Mirror, mirror_candidates
@@ -125,6 +126,10 @@ def hybrid_search(
     """The body of :meth:`MemoryStore.hybrid_search` (see there)."""
     ns = store._ns(namespace)
     with store._lock:
+        if store.backend.answers_lexical:  # a database: both arms and the candidates' records in one round trip
+            answered = _database_hybrid(store, ns, query, vector, k, normalize)
+            if answered is not None:
+                return answered
         mirror = store._replica.recall_mirror(ns)  # first: a lexical index built now is read from it
         lexical = dict(lexical_search(store, query, k=k, namespace=ns, normalize=normalize))
         if mirror is not None:
@@ -142,6 +147,31 @@ def hybrid_search(
     if missing:
         dense.update((u.memory_id, (u, sim)) for u, sim in similarity_by_ids(store, vector, missing, namespace=ns))
     return dense, lexical
+
+
+def _database_hybrid(
+    store: StoreCore, ns: str, query: str, vector: Sequence[float], k: int, normalize: bool
+) -> tuple[dict[str, tuple[MemoryUnit, float]], dict[str, float]] | None:
+    """:func:`hybrid_search` from the backend's :meth:`~Records.hybrid_query`, with the same candidates as the arms
+    asked one by one; ``None`` when the backend does not answer, or when too few of the nearest records are active
+    (the dense arm must then ask again with a filter, as :func:`search_by_vector` does).
+    """  # noqa: D205
+    col = store._vectors(store._collection(ns, create=False))
+    if col is None:
+        return {}, {}
+    nearest = k + max(8, k // 2)  # as search_by_vector: some of the nearest may be inactive
+    found = col.hybrid_query(query, vector, k=k, nearest=nearest, normalize=normalize)
+    if found is None:
+        return None
+    active = [(i, d) for i, d in found.nearest if found.records[i][1].get("status") == "active"]
+    if len(active) < k and len(found.nearest) >= nearest:
+        return None
+    candidates = {i: (unit_from_record(i, found.records[i][0], found.records[i][1]), 1.0 - d) for i, d in active[:k]}
+    for i, _ in found.lexical:  # lexical matches the dense arm did not return: their similarity, as similarity_by_ids
+        document, metadata, dot = found.records[i]
+        if i not in candidates and metadata.get("status") == "active":
+            candidates[i] = (unit_from_record(i, document, metadata), dot)
+    return candidates, dict(found.lexical)
 
 
 def _mirrored_unit(store: StoreCore, namespace: str, mirror: Mirror, memory_id: str) -> MemoryUnit:

@@ -3,6 +3,9 @@
 Whatever arrives (an LLM's answer, a tool's output, a caller's arguments) ends in a typed error from
 ``errors.py`` or a logged skip: never another exception, never a crash inside the agent, never an
 invalid unit in the store, and a failed call never alters what is already stored.
+
+The unit tier draws a few dozen examples per property on the in-memory store; the integration tier's
+``tests/integration_tests/test_bad_input_sweep.py`` runs the store properties with many more, on embedded Chroma.
 """
 
 from __future__ import annotations
@@ -11,7 +14,6 @@ import contextlib
 import json
 import uuid
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,24 +22,17 @@ from hypothesis import strategies as st
 from langchain.agents import create_agent
 from langchain_core.tools import tool
 
-from langchain_hindsight import (
-    HindsightError,
-    InvalidMemoryError,
-    MemoryContext,
-    MemoryStore,
-    MemoryUnit,
-    Reflector,
-    StoreError,
-    Trajectory,
-    TrajectoryRecorder,
-)
+from langchain_hindsight import HindsightError, MemoryStore, MemoryUnit, Reflector, Trajectory, TrajectoryRecorder
+from langchain_hindsight.errors import InvalidMemoryError, StoreError
 from langchain_hindsight.store._codec import unit_from_record, unit_to_metadata
+from langchain_hindsight.store.backend import InMemoryBackend
 from langchain_hindsight.testing import call, scripted_model
+from langchain_hindsight.types import MemoryContext
 from tests.fakes import HashEmbeddings
 
 FIELDS = list(MemoryUnit.model_fields)
 SETTINGS = settings(
-    max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+    max_examples=50, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
 )
 
 junk = st.one_of(
@@ -58,15 +53,24 @@ bad_namespace = st.one_of(
 )
 
 
+def seeded(s: MemoryStore) -> MemoryStore:
+    """``s`` holding two units and an archived one (one with feedback)."""
+    a = s.add(MemoryUnit(task_type="data_cleaning", content="Read Chinese CSVs with encoding='utf-8-sig'.")).unit
+    s.add(MemoryUnit(task_type="api_call", content="Retry the geocoding API three times."))
+    s.archive([s.add(MemoryUnit(content="An archived lesson about weekly reports.")).memory_id])
+    s.record_feedback([a.memory_id], success=True)
+    return s
+
+
 @pytest.fixture
-def store(tmp_path: Path) -> Iterator[MemoryStore]:
-    """A fast store (hash embeddings) holding two units and an archived one."""
-    with MemoryStore(tmp_path / "db", embeddings=HashEmbeddings()) as s:
-        a = s.add(MemoryUnit(task_type="data_cleaning", content="Read Chinese CSVs with encoding='utf-8-sig'.")).unit
-        s.add(MemoryUnit(task_type="api_call", content="Retry the geocoding API three times."))
-        s.archive([s.add(MemoryUnit(content="An archived lesson about weekly reports.")).memory_id])
-        s.record_feedback([a.memory_id], success=True)
-        yield s
+def store() -> Iterator[MemoryStore]:
+    """A fast store (hash embeddings, in memory) holding two units and an archived one.
+
+    The same properties run on the embedded Chroma store, with many more examples, in the integration tier
+    (tests/integration_tests/test_bad_input_sweep.py).
+    """
+    with MemoryStore(backend=InMemoryBackend(), embeddings=HashEmbeddings()) as s:
+        yield seeded(s)
 
 
 def snapshot(store: MemoryStore) -> list[tuple[str, str]]:
@@ -85,7 +89,7 @@ def test_memory_unit_is_valid_or_raises_invalid_memory_error(data: dict[str, Any
         unit = MemoryUnit(**data)
     except InvalidMemoryError as e:
         message = str(e)
-        assert any(f in message for f in [*FIELDS, "value"]), message  # the message names the field
+        assert any(f in message for f in [*FIELDS, *data, "value"]), message  # names the field (or the unknown key)
         return
     assert MemoryUnit.from_dict(unit.to_dict()) == unit  # whatever is accepted is a complete, valid unit
 
@@ -172,7 +176,7 @@ def _calls(store: MemoryStore, ids: list[str]) -> dict[str, Callable[[Any, Any],
     }
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_public_methods_raise_typed_errors_and_alter_nothing(store: MemoryStore, data: st.DataObject) -> None:
     ids = [u.memory_id for u in store.list_units()]
@@ -267,7 +271,7 @@ llm_answers = st.one_of(
 )
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(answer=llm_answers)
 def test_any_llm_answer_stores_only_valid_units(store: MemoryStore, answer: str) -> None:
     reflector = Reflector(model=scripted_model(answer), store=store, rules=False)
@@ -294,7 +298,7 @@ tool_outputs = st.one_of(
 )
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(output=tool_outputs, fails=st.booleans())
 def test_any_tool_output_never_breaks_the_agent_or_the_recorder(store: MemoryStore, output: Any, fails: bool) -> None:
     @tool

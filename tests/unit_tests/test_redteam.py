@@ -251,23 +251,33 @@ def test_generated_attacks_change_no_structure_and_launder_no_trust(store: Memor
     assert counts["per_channel"]["access_claim"]["refused"] >= 1
 
 
-def test_every_generated_attack_renders_without_structure() -> None:
-    """The render-only half of the harness on all ≥ 1,500 attacks (no store): what each channel stores, judged."""
+@pytest.mark.parametrize(
+    "stride", [pytest.param(7, id="every-7th"), pytest.param(1, id="all", marks=pytest.mark.integration)]
+)
+def test_every_generated_attack_renders_without_structure(stride: int) -> None:
+    """The render-only half of the harness (no store): what each channel stores, judged.
+
+    The unit tier judges every 7th of the ≥ 1,500 attacks (every channel and obfuscation, a third of the payload
+    families), the integration tier all of them.
+    """
     from tests import redteam
 
     attacks = redteam.generate()
     assert len(attacks) >= 1500
-    assert redteam.render_only(attacks) == []
+    sample = attacks[::stride]
+    assert {a.channel for a in sample} == set(redteam.CHANNELS)
+    assert {a.obfuscation for a in sample} == {a.obfuscation for a in attacks}
+    assert redteam.render_only(sample) == []
 
 
-def test_a_sample_of_attacks_through_every_channel(fake_store: MemoryStore) -> None:
-    """Three attacks per channel through the real write paths (fake embedder): nothing gets through."""
+def test_a_sample_of_attacks_through_every_channel(memory_store: MemoryStore) -> None:
+    """Three attacks per channel through the real write paths (fake embedder, in memory): nothing gets through."""
     from tests import redteam
 
     attacks = redteam.generate()
     sample = [a for ch in redteam.CHANNELS for a in [x for x in attacks if x.channel == ch][::45]]
     assert len(sample) == 3 * len(redteam.CHANNELS)
-    counts = redteam.summary(outcome := redteam.run(fake_store, sample))
+    counts = redteam.summary(outcome := redteam.run(memory_store, sample))
     assert counts["structure_changes"] == 0, outcome.examples[:3]
     assert counts["recall_blocks_changed"] == 0, outcome.examples[:3]
     assert counts["untrusted_as_trusted_stored"] == 0, outcome.examples[:3]

@@ -11,6 +11,7 @@ import pytest
 import langchain_hindsight
 from langchain_hindsight import settings
 from langchain_hindsight.errors import ConfigurationError
+from tests import source
 from tests.fakes import NgramEmbeddings
 
 PACKAGE = Path(langchain_hindsight.__file__).parent
@@ -20,7 +21,7 @@ DEMO = PACKAGE.parent / "hindsight_demo"
 def _environ_uses(path: Path) -> list[tuple[int, str]]:
     """(line, kind) of every ``os.environ`` / ``os.getenv`` / ``os.putenv`` / ``os.unsetenv`` in ``path``."""
     found = []
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in source.nodes(path):
         if isinstance(node, ast.Attribute) and node.attr in {"environ", "getenv", "putenv", "unsetenv", "environb"}:
             found.append((node.lineno, node.attr))
         elif isinstance(node, ast.ImportFrom) and node.module == "os":

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from langchain_hindsight import ConfigurationError, TaskTypeVocabulary, normalize_task_type
-from langchain_hindsight.taxonomy import FALLBACK_TASK_TYPE, infer_task_type
+from langchain_hindsight import ConfigurationError
+from langchain_hindsight.taxonomy import FALLBACK_TASK_TYPE, TaskTypeVocabulary, infer_task_type, normalize_task_type
 
 
 @pytest.mark.parametrize(

@@ -77,8 +77,8 @@ def test_the_cli_reports_a_deeply_nested_import_in_one_line(tmp_path: Path, caps
 
 
 @pytest.fixture
-def journal(fake_store: MemoryStore) -> RunJournal:
-    journal = RunJournal(fake_store)
+def journal(memory_store: MemoryStore) -> RunJournal:
+    journal = RunJournal(memory_store)
     journal.start("r1", task="clean sales.csv")
     return journal
 

@@ -38,6 +38,7 @@ __all__ = [
     "BACKEND_WRITES",
     "RECORDS_WRITES",
     "Backend",
+    "HybridRows",
     "Include",
     "LexicalScheme",
     "Metadata",
@@ -105,6 +106,22 @@ class LexicalScheme:
     k1: float
     b: float
     prior_documents: int
+
+
+@dataclass(frozen=True)
+class HybridRows:
+    """Both arms of a hybrid search answered at once (:meth:`Records.hybrid_query`).
+
+    Attributes:
+        nearest: The dense arm: ``(id, cosine distance)`` of the nearest records (any status), nearest
+            first (ties by id), as :meth:`Records.query` would return them.
+        lexical: The lexical arm: ``(id, BM25 score)``, best first, as :meth:`Records.lexical_search` would.
+        records: ``id -> (document, metadata, inner product with the query vector)`` for every id of either arm.
+    """
+
+    nearest: list[tuple[str, float]]
+    lexical: list[tuple[str, float]]
+    records: dict[str, tuple[str | None, dict[str, Any], float]]
 
 
 class Records(ABC):
@@ -229,6 +246,16 @@ class Records(ABC):
 
         Only a backend whose :attr:`Backend.answers_lexical` is true answers (scored as the
         store's in-process index would, see :class:`LexicalScheme`); the default returns ``None``.
+        """
+        return None
+
+    def hybrid_query(
+        self, query: str, vector: Vector, *, k: int, nearest: int, normalize: bool = False
+    ) -> HybridRows | None:
+        """The ``nearest`` records nearest ``vector``, the ``k`` best lexical matches of ``query``, and their records.
+
+        Only a backend whose :attr:`Backend.answers_lexical` is true answers (in one round trip);
+        the default returns ``None`` and the store asks the arms one by one.
         """
         return None
 

@@ -14,17 +14,24 @@ There is no lock file; what keeps writers apart is the database:
   from what is then stored).
 * **No replica.** Both arms of recall are answered by the database on every call: the dense arm
   by pgvector's HNSW cosine index (one partial index per collection, on ``embedding::vector(dim)``,
-  iterative scans under a filter), the lexical arm by BM25 computed in one SQL statement over a
-  ``postings`` table (collection, 64-bit term key, record id, term count, record length) written in
-  the same transaction as the record. The terms are the store's own tokens
+  iterative scans under a filter), the lexical arm by BM25 computed in SQL over a ``postings``
+  table (collection, 64-bit term key, record id, term count, record length) written in the same
+  transaction as the record. The terms are the store's own tokens
   (:class:`~langchain_hindsight.store.backend.base.LexicalScheme`: English words, Chinese character
   unigrams + bigrams): Postgres' full text cannot segment Chinese. Nothing is cached across calls,
-  so a recall sees every write any process committed before it began. Reads take one round trip
-  (an autocommit pool whose sessions carry the HNSW settings).
+  so a recall sees every write any process committed before it began.
+* **One round trip per recall.** :meth:`PostgresRecords.hybrid_query` answers both arms and reads
+  the document and metadata of every candidate in one statement (psycopg prepares it after a few
+  calls); vectors travel in pgvector's binary form. BM25's corpus statistics (records, total length)
+  are a row of ``lexical_stats`` that statement-level triggers on ``records`` keep in the writing
+  transaction, so no query counts the collection. A collection's HNSW index is built by its first
+  dense query (one bulk build after a bulk load, several times cheaper than one graph insert per
+  record); later writes insert into it.
 
 Schema: the ``hindsight`` schema holds ``meta`` (``schema_version``, ``lexical_signature``),
-``collections`` (name, metadata, vector dimension), ``records`` (collection, id, insertion order,
-``vector`` embedding, document, ``jsonb`` metadata, token count) and ``postings``. Opening a
+``collections`` (name, metadata, vector dimension, whether its HNSW index is built),
+``lexical_stats``, ``records`` (collection, id, insertion order, ``vector`` embedding, document,
+``jsonb`` metadata, token count) and ``postings``. Opening a
 database applies the missing :data:`MIGRATIONS` under an advisory lock; a database written by a
 newer schema is refused. When the tokenizer changes (another ``lexical_signature``), every
 record's postings are recomputed at open.
@@ -45,10 +52,12 @@ Example:
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
 import math
 import random
+import struct
 import threading
 import time
 from collections import Counter
@@ -60,6 +69,7 @@ import numpy as np
 from langchain_hindsight.errors import BackendError, ConfigurationError, HindsightError, StoreError
 from langchain_hindsight.store.backend.base import (
     Backend,
+    HybridRows,
     Include,
     LexicalScheme,
     Metadata,
@@ -114,6 +124,46 @@ MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
             " WHERE lex_len IS NOT NULL",
         ),
     ),
+    (
+        2,
+        (
+            # the lexical arm's corpus statistics, kept by the database in the writing transaction, so a
+            # query reads one row instead of counting the collection
+            "CREATE TABLE hindsight.lexical_stats ("
+            " collection_id bigint PRIMARY KEY, n bigint NOT NULL DEFAULT 0, total bigint NOT NULL DEFAULT 0)",
+            "INSERT INTO hindsight.lexical_stats"
+            " SELECT collection_id, count(*), sum(lex_len) FROM hindsight.records"
+            " WHERE lex_len IS NOT NULL GROUP BY collection_id",
+            "CREATE FUNCTION hindsight.count_lexical() RETURNS trigger LANGUAGE plpgsql AS $$"
+            " BEGIN"
+            " IF TG_OP <> 'INSERT' THEN"
+            " INSERT INTO hindsight.lexical_stats AS s"
+            " SELECT collection_id, -count(*), -sum(lex_len) FROM old_rows WHERE lex_len IS NOT NULL"
+            " GROUP BY collection_id ORDER BY collection_id"
+            " ON CONFLICT (collection_id) DO UPDATE SET n = s.n + EXCLUDED.n, total = s.total + EXCLUDED.total;"
+            " END IF;"
+            " IF TG_OP <> 'DELETE' THEN"
+            " INSERT INTO hindsight.lexical_stats AS s"
+            " SELECT collection_id, count(*), sum(lex_len) FROM new_rows WHERE lex_len IS NOT NULL"
+            " GROUP BY collection_id ORDER BY collection_id"
+            " ON CONFLICT (collection_id) DO UPDATE SET n = s.n + EXCLUDED.n, total = s.total + EXCLUDED.total;"
+            " END IF;"
+            " RETURN NULL;"
+            " END $$",
+            "CREATE TRIGGER records_lexical_insert AFTER INSERT ON hindsight.records"
+            " REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION hindsight.count_lexical()",
+            "CREATE TRIGGER records_lexical_update AFTER UPDATE ON hindsight.records"
+            " REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows"
+            " FOR EACH STATEMENT EXECUTE FUNCTION hindsight.count_lexical()",
+            "CREATE TRIGGER records_lexical_delete AFTER DELETE ON hindsight.records"
+            " REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION hindsight.count_lexical()",
+            "DROP INDEX hindsight.records_lexical_stats",
+            # a collection's HNSW index is built by its first dense query (one bulk build after a bulk load);
+            # version 1 built it at the first write
+            "ALTER TABLE hindsight.collections ADD COLUMN indexed boolean NOT NULL DEFAULT false",
+            "UPDATE hindsight.collections SET indexed = dimension IS NOT NULL",
+        ),
+    ),
 )
 """Schema migrations by version: each step's statements run in one transaction with the version bump."""
 SCHEMA_VERSION = MIGRATIONS[-1][0]
@@ -121,6 +171,11 @@ SCHEMA_VERSION = MIGRATIONS[-1][0]
 
 _RETRIES = 8
 _EF_SEARCH = 100
+_WORK_MEM_MB = 64
+"""Each pooled session's ``work_mem``: the lexical arm's postings and per-record sums (about 80,000 postings a
+query at 100k memories) stay in memory instead of spilling to temporary files (the server default is 4 MB)."""
+_BUILD_MEMORY_MB = 1024
+"""The most ``maintenance_work_mem`` an HNSW index build asks for (the graph of 100k 896-d vectors needs ~600 MB)."""
 """HNSW candidate list of every pooled session (``hnsw.ef_search``); a deeper query widens it for itself."""
 _MIGRATION_LOCK = 0x68696E64  # advisory lock key of schema migrations ("hind")
 _TYPE = {bool: "boolean", int: "number", float: "number", str: "string"}
@@ -143,8 +198,43 @@ def _transient(e: BaseException) -> bool:
     return getattr(e, "sqlstate", None) in ("40001", "40P01")
 
 
-def _vector(values: Vector | Any) -> list[float]:
-    return np.asarray(values, dtype=np.float32).reshape(-1).tolist()  # type: ignore[no-any-return]
+class _VectorParam:
+    """A vector sent as a query parameter in pgvector's binary form (see :func:`_vector_dumper`).
+
+    psycopg would otherwise send a list of floats as a text array, quoting each element in
+    Python (~9 ms for a 896-dimensional vector); this is one ``tobytes``.
+    """
+
+    __slots__ = ("values",)
+
+    def __init__(self, values: Vector | Any) -> None:
+        self.values = np.asarray(values, dtype=">f4").reshape(-1)
+
+    def __len__(self) -> int:
+        return int(self.values.size)
+
+
+def _vector(values: Vector | Any) -> _VectorParam:
+    return _VectorParam(values)
+
+
+def _vector_dumper(psycopg: Any) -> type:
+    """The psycopg dumper of :class:`_VectorParam`: pgvector's binary input (``uint16`` dimension,
+    ``uint16`` unused, big-endian ``float4`` values), sent untyped so the statement's ``::vector`` cast types it.
+    """  # noqa: D205
+
+    class VectorDumper(psycopg.adapt.Dumper):  # type: ignore[misc,name-defined]
+        format = psycopg.pq.Format.BINARY
+
+        def dump(self, obj: _VectorParam) -> bytes:
+            return struct.pack(">HH", obj.values.size, 0) + obj.values.tobytes()
+
+    return VectorDumper
+
+
+def _unvector(data: bytes) -> np.ndarray:
+    """A vector read as ``vector_send(embedding)`` (the binary form above) as a float32 array."""
+    return np.frombuffer(data, dtype=">f4", offset=4).astype(np.float32)
 
 
 def _json(psycopg: Any, value: Any) -> Any:
@@ -222,12 +312,21 @@ class _Filter:
 class PostgresRecords(Records):
     """One collection: the rows of ``hindsight.records`` with its ``collection_id``."""
 
-    def __init__(self, backend: PostgresBackend, cid: int, name: str, metadata: Mapping[str, Any], dim: int | None):
+    def __init__(
+        self,
+        backend: PostgresBackend,
+        cid: int,
+        name: str,
+        metadata: Mapping[str, Any],
+        dim: int | None,
+        indexed: bool = False,
+    ):
         self._backend = backend
         self._cid = int(cid)
         self._name = name
         self._metadata = dict(metadata)
         self._dim = dim
+        self._indexed = indexed
 
     @property
     def name(self) -> str:
@@ -247,7 +346,7 @@ class PostgresRecords(Records):
         if "metadatas" in include:
             cols.append("metadata")
         if "embeddings" in include:
-            cols.append("embedding::real[]")
+            cols.append("vector_send(embedding)")
         return ", ".join(cols)
 
     def _rows_out(self, rows: list[tuple[Any, ...]], include: Sequence[Include]) -> Rows:
@@ -261,9 +360,7 @@ class PostgresRecords(Records):
             j += 1
         if "embeddings" in include:
             dim = self._dim or 0
-            out["embeddings"] = (
-                np.asarray([r[j] for r in rows], dtype=np.float32) if rows else np.zeros((0, dim), np.float32)
-            )
+            out["embeddings"] = np.stack([_unvector(r[j]) for r in rows]) if rows else np.zeros((0, dim), np.float32)
         return out
 
     def get(
@@ -346,26 +443,25 @@ class PostgresRecords(Records):
                 out[key] = None
         return out
 
-    def lexical_search(self, query: str, k: int, *, normalize: bool = False) -> list[tuple[str, float]] | None:
-        """BM25 over the collection's lexically indexed records, computed by the database (see the module doc)."""
+    def _lexical_ctes(self, query: str, k: int, normalize: bool) -> tuple[str, dict[str, Any], list[int]]:
+        """The lexical arm as SQL common table expressions: ``stats`` (corpus size and total length, one row of
+        ``lexical_stats``), ``df`` (each query term's document frequency) and ``lex`` (the ``k`` best ``(id, score)``);
+        their parameters; the query's term keys.
+        """  # noqa: D205
         scheme = self._backend.lexical
-        words = sorted(set(scheme.query_terms(query)))
-        if not words or k <= 0:
-            return []
-        terms = [_term_key(w) for w in words]
+        terms = [_term_key(w) for w in sorted(set(scheme.query_terms(query)))]
         sql = (
-            "WITH stats AS (SELECT count(*)::float8 AS n, coalesce(sum(lex_len), 0)::float8 AS total"
-            f" FROM hindsight.records WHERE collection_id = {self._cid} AND lex_len IS NOT NULL),"
+            "stats AS (SELECT coalesce(max(n), 0)::float8 AS n, coalesce(max(total), 0)::float8 AS total"
+            f" FROM hindsight.lexical_stats WHERE collection_id = {self._cid}),"
             " m AS (SELECT id, len AS lex_len, term, tf FROM hindsight.postings"
             f" WHERE collection_id = {self._cid} AND term = ANY(%(terms)s::bigint[])),"
             " df AS (SELECT term, count(*)::float8 AS df FROM m GROUP BY term),"
-            " scored AS (SELECT m.id, sum("
-            " ln(1.0 + (s.n + %(prior)s - df.df + 0.5) / (df.df + 0.5)) * m.tf * (%(k1)s + 1.0)"
-            " / (m.tf + %(k1)s * (1.0 - %(b)s + %(b)s * m.lex_len /"
-            " (CASE WHEN s.total > 0 THEN s.total / s.n ELSE 1.0 END)))) AS score"
-            " FROM m JOIN df USING (term) CROSS JOIN stats s GROUP BY m.id)"
-            " SELECT id, score, (SELECT n FROM stats), (SELECT json_object_agg(term, df) FROM df)"
-            ' FROM scored ORDER BY score DESC, id COLLATE "C" LIMIT %(k)s'
+            " idf AS (SELECT term, ln(1.0 + (s.n + %(prior)s - df.df + 0.5) / (df.df + 0.5)) AS idf,"
+            " %(k1)s * (1.0 - %(b)s) AS base, %(k1)s * %(b)s / (CASE WHEN s.total > 0 THEN s.total / s.n ELSE 1.0 END)"
+            " AS per_len FROM df CROSS JOIN stats s),"
+            " lex AS (SELECT m.id, sum(i.idf * m.tf * (%(k1)s + 1.0) / (m.tf + (i.base + i.per_len * m.lex_len)))"
+            " AS score FROM m JOIN idf i USING (term) GROUP BY m.id"
+            ' ORDER BY score DESC, m.id COLLATE "C" LIMIT %(k)s)'
         )
         params = {
             "terms": terms,
@@ -374,44 +470,152 @@ class PostgresRecords(Records):
             "b": scheme.b,
             "k": k,
         }
+        return sql, params, terms
+
+    def _lexical_scores(
+        self,
+        scored: list[tuple[str, float]],
+        n: float,
+        dfs: Mapping[str, float] | None,
+        terms: list[int],
+        normalize: bool,
+    ) -> list[tuple[str, float]]:
+        """``scored`` (best first), normalised as the in-process index does: a share of the query's idf mass."""
+        if not normalize or not scored:
+            return scored
+        corpus = n + self._backend.lexical.prior_documents
+        mass = sum(_idf(corpus, float((dfs or {}).get(str(t), 0.0))) for t in terms)
+        if mass <= 0:
+            return scored
+        return [(i, min(1.0, score / mass)) for i, score in scored]
+
+    def lexical_search(self, query: str, k: int, *, normalize: bool = False) -> list[tuple[str, float]] | None:
+        """BM25 over the collection's lexically indexed records, computed by the database (see the module doc)."""
+        if k <= 0:
+            return []
+        ctes, params, terms = self._lexical_ctes(query, k, normalize)
+        if not terms:
+            return []
+        sql = (
+            f"WITH {ctes} SELECT id, score, (SELECT n FROM stats), (SELECT json_object_agg(term, df) FROM df)"
+            ' FROM lex ORDER BY score DESC, id COLLATE "C"'
+        )
         rows = self._backend.run(lambda conn: conn.execute(sql, params).fetchall(), "lexical search")
         if not rows:
             return []
-        if not normalize:
-            return [(r[0], float(r[1])) for r in rows]
-        corpus = float(rows[0][2]) + scheme.prior_documents
-        dfs: dict[str, float] = rows[0][3] or {}
-        mass = sum(_idf(corpus, float(dfs.get(str(t), 0.0))) for t in terms)
-        if mass <= 0:
-            return [(r[0], float(r[1])) for r in rows]
-        return [(r[0], min(1.0, float(r[1]) / mass)) for r in rows]
+        return self._lexical_scores(
+            [(r[0], float(r[1])) for r in rows], float(rows[0][2]), rows[0][3], terms, normalize
+        )
+
+    def hybrid_query(
+        self, query: str, vector: Vector, *, k: int, nearest: int, normalize: bool = False
+    ) -> HybridRows | None:
+        """See :meth:`Records.hybrid_query`: both arms and every candidate's record in one SQL statement.
+
+        The dense arm is the HNSW index scan of :meth:`query` (without a filter), the lexical arm
+        the BM25 of :meth:`lexical_search`; the statement then reads the document and metadata of
+        each id either arm returned, with its inner product with ``vector`` (one round trip; the
+        statement is prepared by the connection after a few calls).
+        """
+        if k <= 0 or nearest <= 0:
+            return HybridRows([], [], {})
+        dim = self._dimension()
+        if dim is None:
+            return HybridRows([], [], {})
+        probe = _vector(vector)
+        if len(probe) != dim:
+            raise BackendError(
+                f"collection {self._name!r} holds {dim}-dimensional vectors, got {len(probe)} dimensions"
+            )
+        ctes, params, terms = self._lexical_ctes(query, k, normalize)
+        cast = f"::vector({dim})"
+        sql = (
+            f"WITH {ctes}, dense AS MATERIALIZED (SELECT id, embedding{cast} <=> %(v)s{cast} AS distance"
+            f" FROM hindsight.records WHERE collection_id = {self._cid} ORDER BY distance LIMIT %(n)s),"
+            " candidates AS (SELECT id FROM dense UNION SELECT id FROM lex)"
+            " SELECT r.id, r.document, r.metadata, d.distance, -(r.embedding" + cast + " <#> %(v)s" + cast + "),"
+            " l.score, (SELECT n FROM stats), (SELECT json_object_agg(term, df) FROM df)"
+            f" FROM candidates c JOIN hindsight.records r ON r.collection_id = {self._cid} AND r.id = c.id"
+            " LEFT JOIN dense d ON d.id = c.id LEFT JOIN lex l ON l.id = c.id"
+        )
+        params.update(v=probe, n=nearest)
+
+        def run(conn: Any) -> list[tuple[Any, ...]]:
+            if nearest > _EF_SEARCH:  # the session's candidate list is shorter than asked: widen it
+                conn.execute(f"SET LOCAL hnsw.ef_search = {int(nearest)}")
+            return conn.execute(sql, params, binary=True).fetchall()  # type: ignore[no-any-return]
+
+        rows = self._backend.run(run, "hybrid query", write=nearest > _EF_SEARCH)
+        dense = sorted(((r[0], float(r[3])) for r in rows if r[3] is not None), key=lambda x: (x[1], x[0]))
+        scored = sorted(((r[0], float(r[5])) for r in rows if r[5] is not None), key=lambda x: (-x[1], _c_order(x[0])))
+        lexical = (
+            self._lexical_scores(scored, float(rows[0][6]), rows[0][7], terms, normalize) if rows and scored else []
+        )
+        records = {r[0]: (r[1], dict(r[2]), float(r[4])) for r in rows}
+        return HybridRows(dense, lexical, records)
 
     def _dimension(self) -> int | None:
-        if self._dim is None:
-            found = self._backend.run(
-                lambda conn: conn.execute(
-                    "SELECT dimension FROM hindsight.collections WHERE id = %s", [self._cid]
-                ).fetchone(),
-                "read collection",
-            )
-            self._dim = None if found is None else found[0]
+        """The collection's vector length (``None`` before its first write), its HNSW index built if missing.
+
+        The index is built by the first dense query rather than the first write, so a bulk load
+        into a new collection (no queries between its writes) costs one index build (pgvector
+        builds a graph several times faster than it inserts into one) instead of one graph insert
+        per record. Later writes insert into the index as usual.
+        """
+        if self._indexed and self._dim is not None:
+            return self._dim
+
+        row = self._backend.run(
+            lambda conn: conn.execute(
+                "SELECT dimension, indexed FROM hindsight.collections WHERE id = %s", [self._cid]
+            ).fetchone(),
+            "read collection",
+        )
+        if row is None or row[0] is None:
+            return None
+        self._dim = int(row[0])
+        if not row[1]:
+
+            def build(conn: Any) -> None:
+                locked = conn.execute(  # another process may be building it: wait, then look again
+                    "SELECT indexed FROM hindsight.collections WHERE id = %s FOR UPDATE", [self._cid]
+                ).fetchone()
+                if locked is not None and not locked[0]:
+                    self._build_index(conn, int(row[0]))
+
+            self._backend.run(build, "build the vector index", write=True)
+        self._indexed = True
         return self._dim
+
+    def _build_index(self, conn: Any, dim: int) -> None:
+        """Build the collection's HNSW index in one pass (with room to hold the graph in memory)."""
+        rows = conn.execute("SELECT count(*) FROM hindsight.records WHERE collection_id = %s", [self._cid]).fetchone()
+        need_mb = int(rows[0] * (dim * 4 + 256) * 1.5 / 2**20) + 64  # vectors + neighbour lists, with slack
+        conn.execute(f"SET LOCAL maintenance_work_mem = '{min(max(need_mb, 64), _BUILD_MEMORY_MB)}MB'")
+        t0 = time.perf_counter()
+        conn.execute(
+            f"CREATE INDEX IF NOT EXISTS records_hnsw_{self._cid} ON hindsight.records"
+            f" USING hnsw ((embedding::vector({dim})) vector_cosine_ops) WHERE collection_id = {self._cid}"
+        )
+        conn.execute("UPDATE hindsight.collections SET indexed = true WHERE id = %s", [self._cid])
+        logger.info(
+            "built the vector index of collection %r (%d records) in %.1f s",
+            self._name,
+            rows[0],
+            time.perf_counter() - t0,
+        )
 
     # ------------------------------------------------------------------ writes
     def _ensure_dimension(self, conn: Any, dim: int) -> None:
-        """Record the collection's vector length at its first write and build its HNSW index (once)."""
+        """Record the collection's vector length at its first write (and check it at every later one)."""
         if self._dim is None:
             row = conn.execute(
                 "SELECT dimension FROM hindsight.collections WHERE id = %s FOR UPDATE", [self._cid]
             ).fetchone()
             if row is None:
                 raise BackendError(f"collection {self._name!r} does not exist (dropped by another process?)")
-            if row[0] is None:
+            if row[0] is None:  # its HNSW index is built by the first dense query (see _dimension)
                 conn.execute("UPDATE hindsight.collections SET dimension = %s WHERE id = %s", [dim, self._cid])
-                conn.execute(
-                    f"CREATE INDEX IF NOT EXISTS records_hnsw_{self._cid} ON hindsight.records"
-                    f" USING hnsw ((embedding::vector({dim})) vector_cosine_ops) WHERE collection_id = {self._cid}"
-                )
                 row = (dim,)
             self._dim = int(row[0])
         if dim != self._dim:
@@ -464,7 +668,7 @@ class PostgresRecords(Records):
 
     _INSERT = (
         "INSERT INTO hindsight.records (collection_id, id, embedding, document, metadata, lex_len)"
-        " VALUES (%s, %s, %s::real[]::vector, %s, %s, %s)"
+        " VALUES (%s, %s, %s::vector, %s, %s, %s)"
     )
 
     def upsert(
@@ -569,7 +773,7 @@ class PostgresRecords(Records):
             if rows:
                 with conn.cursor() as cur:
                     cur.executemany(
-                        "UPDATE hindsight.records SET embedding = coalesce(%s::real[]::vector, embedding),"
+                        "UPDATE hindsight.records SET embedding = coalesce(%s::vector, embedding),"
                         " document = %s, metadata = %s, lex_len = %s WHERE collection_id = %s AND id = %s",
                         rows,
                     )
@@ -622,10 +826,13 @@ class PostgresRecords(Records):
             self._metadata = dict(metadata)
 
 
-def _configure(conn: Any) -> None:
-    """Session settings of every pooled connection: the HNSW candidate list, and iterative index scans
-    (so a filtered query still finds ``n_results`` matches).
+def _configure(conn: Any, *, dumper: type) -> None:
+    """Session settings of every pooled connection: the binary vector parameter, the working memory of
+    the lexical arm, the HNSW candidate list, and iterative index scans (so a filtered query still finds
+    ``n_results`` matches).
     """  # noqa: D205
+    conn.adapters.register_dumper(_VectorParam, dumper)
+    conn.execute(f"SET work_mem = '{_WORK_MEM_MB}MB'")
     conn.execute(f"SET hnsw.ef_search = {_EF_SEARCH}")
     conn.execute("SET hnsw.iterative_scan = relaxed_order")
 
@@ -633,6 +840,11 @@ def _configure(conn: Any) -> None:
 def _term_key(term: str) -> int:
     """A lexical term's 64-bit key in ``postings.term`` (a hash: compact, compared as an integer)."""
     return int.from_bytes(hashlib.blake2b(term.encode("utf-8"), digest_size=8).digest(), "big", signed=True)
+
+
+def _c_order(text: str) -> bytes:
+    """``text``'s sort key under ``COLLATE "C"`` (byte order of its UTF-8 encoding)."""
+    return text.encode("utf-8")
 
 
 def _idf(n: float, df: float) -> float:
@@ -682,7 +894,7 @@ class PostgresBackend(Backend):
                 max_size=max(min_connections, max_connections),
                 timeout=connect_timeout,
                 kwargs={"connect_timeout": max(1, int(connect_timeout)), "autocommit": True},
-                configure=_configure,
+                configure=functools.partial(_configure, dumper=_vector_dumper(self.psycopg)),
                 name="hindsight",
                 open=False,
             )
@@ -846,13 +1058,13 @@ class PostgresBackend(Backend):
 
     # ------------------------------------------------------------------ collections
     def _records(self, row: tuple[Any, ...]) -> PostgresRecords:
-        return PostgresRecords(self, row[0], row[1], row[2], row[3])
+        return PostgresRecords(self, row[0], row[1], row[2], row[3], bool(row[4]))
 
     def get_collection(self, name: str) -> PostgresRecords | None:
         """See :meth:`Backend.get_collection`."""
         row = self.run(
             lambda conn: conn.execute(
-                f"SELECT id, name, metadata, dimension FROM {SCHEMA}.collections WHERE name = %s", [name]
+                f"SELECT id, name, metadata, dimension, indexed FROM {SCHEMA}.collections WHERE name = %s", [name]
             ).fetchone(),
             "get_collection",
         )
@@ -865,7 +1077,7 @@ class PostgresBackend(Backend):
         def create(conn: Any) -> tuple[Any, ...]:
             row = conn.execute(
                 f"INSERT INTO {SCHEMA}.collections (name, metadata) VALUES (%s, %s) ON CONFLICT (name) DO NOTHING"
-                " RETURNING id, name, metadata, dimension",
+                " RETURNING id, name, metadata, dimension, indexed",
                 [name, jsonb(dict(metadata))],
             ).fetchone()
             if row is None:
@@ -891,7 +1103,7 @@ class PostgresBackend(Backend):
         """See :meth:`Backend.list_collections`."""
         rows = self.run(
             lambda conn: conn.execute(
-                f"SELECT id, name, metadata, dimension FROM {SCHEMA}.collections ORDER BY id"
+                f"SELECT id, name, metadata, dimension, indexed FROM {SCHEMA}.collections ORDER BY id"
             ).fetchall(),
             "list_collections",
         )
@@ -905,6 +1117,7 @@ class PostgresBackend(Backend):
             if row is None:
                 raise BackendError(f"collection {name!r} does not exist")
             conn.execute(f"DROP INDEX IF EXISTS {SCHEMA}.records_hnsw_{int(row[0])}")
+            conn.execute(f"DELETE FROM {SCHEMA}.lexical_stats WHERE collection_id = %s", [row[0]])
 
         self.run(drop, "delete_collection", write=True)
 

@@ -12,14 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from langchain_hindsight import (
-    ConfigurationError,
-    HindsightRetriever,
-    MemoryNotFoundError,
-    MemoryStore,
-    MemoryUnit,
-    StoreError,
-)
+from langchain_hindsight import ConfigurationError, HindsightRetriever, MemoryNotFoundError, MemoryStore, MemoryUnit
+from langchain_hindsight.errors import StoreError
 from langchain_hindsight.store._collections import collection_name as _collection_name
 
 ALICE_SECRET = "Alice's payroll export must use the key ALICE-7731 and goes to finance only."

@@ -302,7 +302,7 @@ while True:
 
 @pytest.mark.slow
 def test_random_sigkills_during_import_and_forget_leave_whole_batches_and_no_forgotten_text(tmp_path: Path) -> None:
-    from tests.unit_tests.store.test_forget import text_hits
+    from tests.bytescan import text_hits
 
     directory = tmp_path / "db"
     rng = random.Random(20261201)

@@ -33,8 +33,8 @@ from langchain_hindsight.errors import MemoryNotFoundError
 from langchain_hindsight.types import ScoredMemory
 from langchain_hindsight.ui import Console, create_app
 from langchain_hindsight.ui.strings import STRINGS
+from tests.bytescan import text_hits
 from tests.fakes import NgramEmbeddings
-from tests.unit_tests.store.test_forget import text_hits
 
 pytestmark = pytest.mark.integration
 

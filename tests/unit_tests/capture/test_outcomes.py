@@ -16,12 +16,13 @@ from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
-from langchain_hindsight import ConfidencePolicy, Hindsight, MemoryStore, MemoryUnit, TrajectoryRecorder
+from langchain_hindsight import Hindsight, MemoryStore, MemoryUnit, TrajectoryRecorder
 from langchain_hindsight.capture import OUTCOME_REASON_KEY
 from langchain_hindsight.capture._outcome import answer_outcome, gives_up, unrecovered_error
 from langchain_hindsight.capture.messages import trajectory_from_messages
 from langchain_hindsight.errors import ConfigurationError
 from langchain_hindsight.session._credit import credit, earlier_credits
+from langchain_hindsight.store import ConfidencePolicy
 from langchain_hindsight.store.backend import InMemoryBackend
 from langchain_hindsight.store.journal import RunJournal
 from langchain_hindsight.store.runs import RunRecord

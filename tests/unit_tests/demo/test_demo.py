@@ -15,6 +15,7 @@ import langchain_hindsight
 from hindsight_demo import decide, demo_tools, run_demo, select_model, write_demo_files
 from hindsight_demo.cli import main as demo_main
 from langchain_hindsight.errors import ConfigurationError
+from tests import source
 
 
 def test_demo_files_are_gbk_semicolon_and_tools_really_parse_them(tmp_path: Path) -> None:
@@ -123,7 +124,7 @@ def test_the_library_never_imports_the_demo() -> None:
     package = Path(langchain_hindsight.__file__).parent
     importers = []
     for path in package.rglob("*.py"):
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        for node in source.nodes(path):
             names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
             names += [node.module or ""] if isinstance(node, ast.ImportFrom) else []
             if any(n == "hindsight_demo" or n.startswith("hindsight_demo.") for n in names):

@@ -112,43 +112,43 @@ def test_with_another_fusion_the_rule_falls_back_to_the_absolute_floor() -> None
 
 # ------------------------------------------------------------------ the options
 @pytest.fixture
-def fake_store(tmp_path: Path, fake_embeddings: Embeddings) -> Iterator[MemoryStore]:
+def memory_store(tmp_path: Path, fake_embeddings: Embeddings) -> Iterator[MemoryStore]:
     with MemoryStore(tmp_path / "db", embeddings=fake_embeddings) as store:
         yield store
 
 
-def test_auto_is_the_default_and_other_values_are_validated(fake_store: MemoryStore) -> None:
-    assert HindsightRetriever(store=fake_store).min_relevance == "auto"
-    assert HindsightRetriever(store=fake_store).low_similarity_threshold == "auto"
-    assert HindsightRetriever(store=fake_store, min_relevance=0.25).min_relevance == pytest.approx(0.25)
-    assert HindsightRetriever(store=fake_store, min_relevance=AUTO_FLOOR).min_relevance is AUTO_FLOOR
+def test_auto_is_the_default_and_other_values_are_validated(memory_store: MemoryStore) -> None:
+    assert HindsightRetriever(store=memory_store).min_relevance == "auto"
+    assert HindsightRetriever(store=memory_store).low_similarity_threshold == "auto"
+    assert HindsightRetriever(store=memory_store, min_relevance=0.25).min_relevance == pytest.approx(0.25)
+    assert HindsightRetriever(store=memory_store, min_relevance=AUTO_FLOOR).min_relevance is AUTO_FLOOR
     for bad in ("automatic", True, -0.1, 1.5, float("nan")):
         with pytest.raises(ConfigurationError):
-            HindsightRetriever(store=fake_store, min_relevance=bad)
+            HindsightRetriever(store=memory_store, min_relevance=bad)
     with pytest.raises(ConfigurationError):
-        HindsightRetriever(store=fake_store, low_similarity_threshold="loose")
+        HindsightRetriever(store=memory_store, low_similarity_threshold="loose")
 
 
 @pytest.mark.parametrize("floor", ["auto", AUTO_FLOOR, 0.18, None])
 def test_recall_logs_its_floor_at_info_whatever_the_floor_is(
-    fake_store: MemoryStore, caplog: pytest.LogCaptureFixture, floor: object
+    memory_store: MemoryStore, caplog: pytest.LogCaptureFixture, floor: object
 ) -> None:
     """The recall log line is built only at INFO: a floor it could not print broke every recall there."""
     import logging
 
-    fake_store.add(MemoryUnit(task_type="weekly_report", content=WEEKLY))
+    memory_store.add(MemoryUnit(task_type="weekly_report", content=WEEKLY))
     caplog.set_level(logging.INFO, logger="langchain_hindsight.recall.retriever")
-    retriever = HindsightRetriever(store=fake_store, k=3, min_relevance=floor)  # type: ignore[arg-type]
+    retriever = HindsightRetriever(store=memory_store, k=3, min_relevance=floor)  # type: ignore[arg-type]
     retriever.recall("生成本周的销售周报")
     (line,) = [r.getMessage() for r in caplog.records if r.getMessage().startswith("recall ")]
     expected = {"auto": "auto", None: "off", 0.18: "0.180"}.get(floor, "auto")  # type: ignore[call-overload]
     assert f"relevance floor {expected})" in line
 
 
-def test_the_session_accepts_auto(fake_store: MemoryStore) -> None:
-    assert SessionConfig(store=fake_store, min_relevance="auto").min_relevance == "auto"
+def test_the_session_accepts_auto(memory_store: MemoryStore) -> None:
+    assert SessionConfig(store=memory_store, min_relevance="auto").min_relevance == "auto"
     with pytest.raises(ConfigurationError, match="'auto'"):
-        SessionConfig(store=fake_store, min_relevance="loose")  # type: ignore[arg-type]
+        SessionConfig(store=memory_store, min_relevance="loose")  # type: ignore[arg-type]
 
 
 # ------------------------------------------------------------------ the issue's queries, default embedder

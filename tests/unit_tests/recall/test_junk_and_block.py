@@ -10,7 +10,6 @@ import logging
 import uuid
 import warnings
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -37,6 +36,7 @@ from langchain_hindsight.session.config import SessionConfig
 from langchain_hindsight.sharing.access import ScopedMemory
 from langchain_hindsight.sharing.principals import Principal
 from langchain_hindsight.store._store_writes import write_exact
+from langchain_hindsight.store.backend import InMemoryBackend
 from langchain_hindsight.testing import ReactiveToolModel, scripted_model
 from langchain_hindsight.types import Step, Trajectory
 from tests.fakes import WEEKLY_REPORT_LESSON as LESSON
@@ -70,10 +70,10 @@ def test_a_long_text_of_only_acknowledgements_is_still_junk_and_one_real_word_is
 
 # ---------------------------------------------------------------- the write paths
 @pytest.fixture
-def store(tmp_path: Path) -> Iterator[MemoryStore]:
-    s = MemoryStore(tmp_path / "db", embeddings=NgramEmbeddings())
-    yield s
-    s.close()
+def store() -> Iterator[MemoryStore]:
+    """The junk rules are the store's logic, the same on every backend: a store in memory."""
+    with MemoryStore(backend=InMemoryBackend(), embeddings=NgramEmbeddings()) as s:
+        yield s
 
 
 @pytest.mark.parametrize("text", ["x", "ok", "好"])
@@ -165,8 +165,8 @@ def test_legacy_junk_written_raw_is_never_served(store: MemoryStore, query: str)
     assert [m.memory.memory_id for m in served] == [lesson.memory_id]
 
 
-def test_an_agent_with_the_middleware_gets_no_block_from_legacy_junk(tmp_path: Path) -> None:
-    with _hs(tmp_path) as hs:  # no relevance floor: only the junk filter stands between the junk and the prompt
+def test_an_agent_with_the_middleware_gets_no_block_from_legacy_junk() -> None:
+    with _hs() as hs:  # no relevance floor: only the junk filter stands between the junk and the prompt
         legacy = [MemoryUnit(content=t, confidence=0.95) for t in ("x", "ok", "好")]
         write_exact(hs.store, legacy, hs.store.embeddings.embed_documents([u.content for u in legacy]))
         prompts = Prompts()
@@ -179,23 +179,25 @@ def test_an_agent_with_the_middleware_gets_no_block_from_legacy_junk(tmp_path: P
 
 
 # ---------------------------------------------------------------- the block
-def _hs(tmp_path: Path, name: str = "hs", **kwargs: Any) -> Hindsight:
+def _hs(**kwargs: Any) -> Hindsight:
+    """A facade over a fresh store in memory (the block's logic needs no directory)."""
     kwargs.setdefault("min_relevance", None)
-    return Hindsight(tmp_path / name, embeddings=NgramEmbeddings(), task_type="weekly_report", **kwargs)
+    store = MemoryStore(backend=InMemoryBackend(), embeddings=NgramEmbeddings())
+    return Hindsight(store=store, task_type="weekly_report", **kwargs)
 
 
 LONG = "周报的数据范围取上周一到上周日的自然周，金额使用含税价并保留两位小数，" * 12  # ~400 characters
 
 
-def test_a_long_memory_is_cut_with_a_notice_naming_its_real_id(tmp_path: Path) -> None:
-    with _hs(tmp_path) as hs:
+def test_a_long_memory_is_cut_with_a_notice_naming_its_real_id() -> None:
+    with _hs() as hs:
         unit = hs.store.add(MemoryUnit(task_type="weekly_report", content=LONG)).unit
         served = hs.session.serve(TASK)
         line = served.block.splitlines()[1]
         assert f"…（已截断，完整内容：hindsight show {unit.memory_id}）（置信度：" in line
         assert hs.store.get(unit.memory_id).content == LONG  # the command the notice names shows it whole
         assert served.block in served.task_prompt
-    with _hs(tmp_path, "en", locale="en") as hs:
+    with _hs(locale="en") as hs:
         unit = hs.store.add(MemoryUnit(task_type="weekly_report", content=LONG, namespace="user-7")).unit
         line = hs.session.serve(TASK, namespace="user-7").block.splitlines()[1]
         assert f"... (truncated; full text: hindsight show {unit.memory_id} --namespace user-7) (confidence:" in line
@@ -208,11 +210,11 @@ def test_an_id_that_could_open_structure_is_not_printed() -> None:
     assert "…（已截断）（置信度：" in line
 
 
-def test_block_size_options_work_from_hindsight_and_the_middleware(tmp_path: Path) -> None:
+def test_block_size_options_work_from_hindsight_and_the_middleware() -> None:
     lessons = [
         f"周报第{i}条经验：金额使用含税价，数据范围取自然周，保留两位小数，按门店拆分后汇总。" * 3 for i in range(6)
     ]
-    with _hs(tmp_path, max_lines=2, max_line_chars=40) as hs:
+    with _hs(max_lines=2, max_line_chars=40) as hs:
         hs.store.add_many([MemoryUnit(task_type="weekly_report", content=c) for c in lessons])
         block = hs.session.serve(TASK).block
         lines = [line for line in block.splitlines() if line[:2] in {f"{i}." for i in range(1, 9)}]
@@ -245,8 +247,8 @@ def test_block_size_options_work_from_hindsight_and_the_middleware(tmp_path: Pat
         {"max_line_chars": "9"},
     ],
 )
-def test_block_size_options_are_validated_everywhere(tmp_path: Path, options: dict[str, Any]) -> None:
-    store = MemoryStore(tmp_path / "v", embeddings=NgramEmbeddings())
+def test_block_size_options_are_validated_everywhere(options: dict[str, Any]) -> None:
+    store = MemoryStore(backend=InMemoryBackend(), embeddings=NgramEmbeddings())
     try:
         with pytest.raises(ConfigurationError, match=next(iter(options))):
             SessionConfig(store=store, **options)
@@ -273,8 +275,8 @@ def test_max_block_chars_leaves_out_trailing_lines_then_cuts_the_last_one() -> N
 
 
 # ---------------------------------------------------------------- observability
-def test_recall_logs_what_it_served_at_info(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
-    with _hs(tmp_path, min_relevance=0.05) as hs:
+def test_recall_logs_what_it_served_at_info(caplog: pytest.LogCaptureFixture) -> None:
+    with _hs(min_relevance=0.05) as hs:
         unit = hs.store.add(MemoryUnit(task_type="weekly_report", content=LESSON)).unit
         with caplog.at_level(logging.INFO, logger="langchain_hindsight.recall.retriever"):
             (served,) = hs.recall(TASK)
@@ -353,8 +355,8 @@ PATHS: dict[str, Callable[[Hindsight], None]] = {
 
 
 @pytest.mark.parametrize("path", list(PATHS))
-def test_explain_shows_the_factors_on_every_path(tmp_path: Path, path: str) -> None:
-    with _hs(tmp_path, reflector=None) as hs:
+def test_explain_shows_the_factors_on_every_path(path: str) -> None:
+    with _hs(reflector=None) as hs:
         unit = hs.store.add(MemoryUnit(task_type="weekly_report", content=LESSON)).unit
         PATHS[path](hs)
         runs = [r for r in hs.journal.list_runs() if r.served_ids]
@@ -367,9 +369,9 @@ def test_explain_shows_the_factors_on_every_path(tmp_path: Path, path: str) -> N
         assert explained.served.breakdown["score"] == pytest.approx(explained.served.score)
 
 
-def test_only_what_the_block_shows_is_journaled_and_credited(tmp_path: Path) -> None:
+def test_only_what_the_block_shows_is_journaled_and_credited() -> None:
     lessons = [f"周报第{i}条经验：金额使用含税价，数据范围取自然周，保留两位小数，按门店拆分后汇总。" for i in range(5)]
-    with _hs(tmp_path, k=5, max_lines=2) as hs:
+    with _hs(k=5, max_lines=2) as hs:
         units = [r.unit for r in hs.store.add_many([MemoryUnit(task_type="weekly_report", content=c) for c in lessons])]
         served = hs.session.serve(TASK)
         assert served.block.count("\n") == 3  # header, 2 lines, notice

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from langchain_hindsight import ConfigurationError, MemoryUnit, ScoringWeights, score_memory
-from langchain_hindsight.recall.scoring import score_many, time_factor
+from langchain_hindsight import ConfigurationError, MemoryUnit, ScoringWeights
+from langchain_hindsight.recall.scoring import score_many, score_memory, time_factor
 
 NOW = datetime(2026, 6, 1, tzinfo=UTC)
 

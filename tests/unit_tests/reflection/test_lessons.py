@@ -84,13 +84,13 @@ def _block_lines(block: str) -> list[str]:
     ],
 )
 def test_five_files_become_one_lesson_with_evidence_five(
-    tmp_path: Path, fake_store: MemoryStore, caplog: pytest.LogCaptureFixture, locale: Any, task: str, said: str
+    tmp_path: Path, memory_store: MemoryStore, caplog: pytest.LogCaptureFixture, locale: Any, task: str, said: str
 ) -> None:
-    reflector = Reflector(store=fake_store, locale=locale)
+    reflector = Reflector(store=memory_store, locale=locale)
     with caplog.at_level(logging.INFO, logger="langchain_hindsight.store._store_writes"):
         for path in _files(tmp_path):
             reflector.reflect(_encoding_run(path, task.format(path=path)))
-    active = fake_store.list_units(status="active")
+    active = memory_store.list_units(status="active")
     assert len(active) == 1, [u.content for u in active]
     lesson = active[0]
     assert lesson.evidence == 5
@@ -114,18 +114,18 @@ def test_five_files_become_one_lesson_with_evidence_five(
     assert len(merges) == 4
     assert "learned again (evidence 5" in merges[-1]
     # The next file's task gets one line, not five near-identical ones.
-    memories = HindsightRetriever(store=fake_store, min_relevance=None).recall(task.format(path="/srv/in/june.csv"))
+    memories = HindsightRetriever(store=memory_store, min_relevance=None).recall(task.format(path="/srv/in/june.csv"))
     block = format_experiences(memories, locale=locale)
     assert len(_block_lines(block)) == 1
     assert said in block
 
 
-def test_a_merge_reports_learned_again_with_the_evidence(fake_store: MemoryStore) -> None:
+def test_a_merge_reports_learned_again_with_the_evidence(memory_store: MemoryStore) -> None:
     unit = MemoryUnit(
         task_type="data_cleaning", content="使用read_file时，encoding='utf-8'会失败，改为encoding='gbk'后成功。"
     )
-    first = fake_store.add(unit, dedupe=True)
-    again = fake_store.add(unit.evolve(memory_id="mem_again"), dedupe=True)
+    first = memory_store.add(unit, dedupe=True)
+    again = memory_store.add(unit.evolve(memory_id="mem_again"), dedupe=True)
     assert first.action == "added"
     assert again.action == "merged"
     assert again.memory_id == first.memory_id
@@ -170,8 +170,10 @@ def test_evidence_round_trips_through_the_store_export_and_import(
         MemoryUnit(content="x y z", evidence=0)
 
 
-def test_a_tool_output_unit_cannot_claim_evidence_on_arrival(fake_store: MemoryStore) -> None:
-    stored = fake_store.add(MemoryUnit(content="Tool says: retry with timeout=30.", source="tool_output", evidence=900))
+def test_a_tool_output_unit_cannot_claim_evidence_on_arrival(memory_store: MemoryStore) -> None:
+    stored = memory_store.add(
+        MemoryUnit(content="Tool says: retry with timeout=30.", source="tool_output", evidence=900)
+    )
     assert stored.unit.evidence == 1
 
 
@@ -197,19 +199,19 @@ def _old_format(i: int, name: str, *, source: Any = "tool_output") -> MemoryUnit
 
 
 def test_maintain_folds_per_file_duplicates_stored_before_the_mask_and_can_undo(
-    fake_store: MemoryStore, caplog: pytest.LogCaptureFixture
+    memory_store: MemoryStore, caplog: pytest.LogCaptureFixture
 ) -> None:
     names = ["sales_01.csv", "sales_02.csv", "门店3.csv", "store_4_export.csv", "2024-05-31/s5.csv"]
     units = [_old_format(i, name) for i, name in enumerate(names)]
     assert len({lesson_key(u) for u in units}) == 1  # one lesson once the run-specific parts are masked
-    fake_store.add_many(units, dedupe=False)  # stored as the old rules wrote them: five lines
-    assert fake_store.count(status="active") == 5
+    memory_store.add_many(units, dedupe=False)  # stored as the old rules wrote them: five lines
+    assert memory_store.count(status="active") == 5
     with caplog.at_level(logging.INFO, logger="langchain_hindsight.lifecycle.maintenance"):
-        report = Lifecycle(fake_store).maintain(now=T0 + timedelta(days=6))
+        report = Lifecycle(memory_store).maintain(now=T0 + timedelta(days=6))
     assert report.merge.removed == 4
     ((keeper_id, folded),) = report.merge.merged.items()
     assert keeper_id == "old0"  # same source, confidence and use (a tool's text arrives unused): the oldest
-    keeper = fake_store.get(keeper_id)
+    keeper = memory_store.get(keeper_id)
     assert keeper.evidence == 5
     assert keeper.score_confidence == corroborated(0.4, "tool_output", 4)
     assert keeper.content == generalise(units[0].content)  # the keeper's text lost its file name too
@@ -217,30 +219,30 @@ def test_maintain_folds_per_file_duplicates_stored_before_the_mask_and_can_undo(
     assert "byte <n> in position <n>" in keeper.content
     assert keeper.created_at == T0 + timedelta(days=4)  # the newest learning
     assert sorted(keeper.merged_from) == sorted(folded)
-    assert all(u.status == "archived" for u in fake_store.get_many(folded))  # kept whole, not served
+    assert all(u.status == "archived" for u in memory_store.get_many(folded))  # kept whole, not served
     reason = report.merge.reasons[keeper_id]
     assert "run-specific parts" in reason
     assert "evidence 1 → 5" in reason
     assert any(keeper_id in r.getMessage() and "evidence 1 → 5" in r.getMessage() for r in caplog.records)
     # A new lesson in the masked form now merges into it on write.
-    again = fake_store.add(
+    again = memory_store.add(
         units[0].evolve(memory_id="new", run_id="run-9", content=generalise(units[0].content)), dedupe=True
     )
     assert (again.action, again.memory_id, again.unit.evidence) == ("merged", keeper_id, 6)
     # Undo: the folded units come back as they were, the keeper gives their evidence back.
-    restored = Lifecycle(fake_store).unmerge(keeper_id)
+    restored = Lifecycle(memory_store).unmerge(keeper_id)
     assert sorted(u.memory_id for u in restored) == sorted(folded)
     assert {u.status for u in restored} == {"active"}
     assert {u.content for u in restored} == {u.content for u in units if u.memory_id in folded}
-    after = fake_store.get(keeper_id)
+    after = memory_store.get(keeper_id)
     assert after.evidence == 2  # its own and the one merged on write (nothing of it to restore)
     assert after.merged_from == ["new"]
-    assert fake_store.count(status="active") == 5
+    assert memory_store.count(status="active") == 5
     # ... and stays undone: the restored units are kept apart from later passes.
-    assert Lifecycle(fake_store).maintain(now=T0 + timedelta(days=6)).merge.merged == {}
+    assert Lifecycle(memory_store).maintain(now=T0 + timedelta(days=6)).merge.merged == {}
 
 
-def test_maintain_never_folds_facts_whose_numbers_differ(fake_store: MemoryStore) -> None:
+def test_maintain_never_folds_facts_whose_numbers_differ(memory_store: MemoryStore) -> None:
     facts = [
         MemoryUnit(memory_id="u10", content="用户的接口配额是每天10次。", source="user_feedback", run_id="r1"),
         MemoryUnit(memory_id="u500", content="用户的接口配额是每天500次。", source="user_feedback", run_id="r2"),
@@ -256,10 +258,10 @@ def test_maintain_never_folds_facts_whose_numbers_differ(fake_store: MemoryStore
             memory_id="t30", content="With fetch, timeout=10 fails; timeout=30 works.", source="rule", run_id="r6"
         ),
     ]
-    fake_store.add_many(facts, dedupe=False)
+    memory_store.add_many(facts, dedupe=False)
     assert len({lesson_key(u) for u in facts}) == len(facts)
-    assert Lifecycle(fake_store).maintain().merge.merged == {}
-    assert fake_store.count(status="active") == len(facts)
+    assert Lifecycle(memory_store).maintain().merge.merged == {}
+    assert memory_store.count(status="active") == len(facts)
 
 
 # ---------------------------------------------------------------- instability only when it is unstable
@@ -405,20 +407,20 @@ def test_evidence_respects_the_stores_own_ceiling_and_never_lifts_a_suspicious_u
     assert result.unit.score_confidence <= store.policy.suspicious_cap  # ...but repetition earns it nothing
 
 
-def test_a_reviewer_merges_two_memories_and_unmerge_takes_it_back(fake_store: MemoryStore) -> None:
+def test_a_reviewer_merges_two_memories_and_unmerge_takes_it_back(memory_store: MemoryStore) -> None:
     a, b = (
-        fake_store.add(MemoryUnit(task_type="data_cleaning", content=text), dedupe=False).unit
+        memory_store.add(MemoryUnit(task_type="data_cleaning", content=text), dedupe=False).unit
         for text in ("读取ERP导出的CSV时用encoding='gbk'。", "ERP的CSV导出要用gbk编码读取。")
     )
-    keeper, folded, reason = Lifecycle(fake_store).merge_pair(a.memory_id, b.memory_id, reason="merged by hand")
+    keeper, folded, reason = Lifecycle(memory_store).merge_pair(a.memory_id, b.memory_id, reason="merged by hand")
     assert reason.startswith("merged by hand; ")
     assert {keeper.memory_id, folded.memory_id} == {a.memory_id, b.memory_id}
     assert keeper.evidence == 2
     assert folded.memory_id in keeper.merged_from
-    assert fake_store.get(folded.memory_id).status == "archived"  # kept, not deleted
-    restored = Lifecycle(fake_store).unmerge(keeper.memory_id)
+    assert memory_store.get(folded.memory_id).status == "archived"  # kept, not deleted
+    restored = Lifecycle(memory_store).unmerge(keeper.memory_id)
     assert [u.memory_id for u in restored] == [folded.memory_id]
-    assert fake_store.get(folded.memory_id).status == "active"
-    assert fake_store.get(keeper.memory_id).evidence == 1
+    assert memory_store.get(folded.memory_id).status == "active"
+    assert memory_store.get(keeper.memory_id).evidence == 1
     with pytest.raises(ConfigurationError):
-        Lifecycle(fake_store).merge_pair(a.memory_id, a.memory_id, reason="x")
+        Lifecycle(memory_store).merge_pair(a.memory_id, a.memory_id, reason="x")

@@ -16,19 +16,12 @@ import pytest
 from langchain.agents import create_agent
 from langchain.agents.middleware import ToolErrorMiddleware
 
-from langchain_hindsight import (
-    BackgroundReflector,
-    ConfigurationError,
-    MemoryStore,
-    ReflectionError,
-    Reflector,
-    Step,
-    Trajectory,
-    TrajectoryRecorder,
-)
+from langchain_hindsight import ConfigurationError, MemoryStore, Reflector, Step, Trajectory, TrajectoryRecorder
 from langchain_hindsight._json import parse_json_text
 from langchain_hindsight._text import clean_feedback
+from langchain_hindsight.errors import ReflectionError
 from langchain_hindsight.prompts import REFLECTION_EN, REFLECTION_ZH
+from langchain_hindsight.reflection.background import BackgroundReflector
 from langchain_hindsight.reflection.reflector import render_trajectory
 from langchain_hindsight.testing import call, scripted_model
 from tests.fakes import read_file

@@ -19,6 +19,8 @@ from pathlib import Path
 
 import pytest
 
+from tests import source
+
 ROOT = Path(__file__).resolve().parents[3]
 PACKAGE = ROOT / "langchain_hindsight"
 CALLERS = ("benchmarks", "hindsight_demo", "tests")
@@ -35,9 +37,8 @@ def _library() -> dict[str, Path]:
     return {_module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
 
 
-@cache
 def _tree(path: Path) -> ast.Module:
-    return ast.parse(path.read_text(encoding="utf-8"))
+    return source.tree(path)  # parsed once per process, shared with the suite's other source rules
 
 
 def _is_package(module: str) -> bool:

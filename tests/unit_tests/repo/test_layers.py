@@ -16,6 +16,7 @@ from langchain_hindsight import _trust
 from langchain_hindsight._trust import DEFAULT_INITIAL_CONFIDENCE, DEFAULT_SOURCE_PRIOR, MemorySource
 from langchain_hindsight.store import _policy
 from langchain_hindsight.types import MemoryUnit
+from tests import source
 
 ROOT = Path(__file__).resolve().parents[3]
 PACKAGE = ROOT / "langchain_hindsight"
@@ -102,7 +103,7 @@ def test_a_new_module_must_be_placed_in_a_layer(package_copy: Path) -> None:
 
 def _function_level_imports(path: Path) -> list[tuple[int, str]]:
     found: list[tuple[int, str]] = []
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in source.nodes(path):
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
             for inner in ast.walk(node):
                 if isinstance(inner, ast.ImportFrom) and (inner.level or (inner.module or "").startswith(OWN)):

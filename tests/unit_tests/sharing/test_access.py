@@ -388,15 +388,15 @@ async def test_facade_async_agent_recalls_the_shared_pool_labelled(store: Memory
 
 # ----------------------------------------------------------------------------- unit tier (fake embedder, no model)
 def test_unit_facade_agents_share_through_grants_only(
-    fake_store: MemoryStore, grants: Path, monkeypatch: pytest.MonkeyPatch
+    memory_store: MemoryStore, grants: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The whole protocol on the fake embedder: publish, recall in one embedding labelled, no grant → nothing."""
-    zh, en = _publish(fake_store, grants, LESSON, EN_LESSON)
+    zh, en = _publish(memory_store, grants, LESSON, EN_LESSON)
     queries: list[str] = []
-    embed_query = fake_store.embeddings.embed_query
-    monkeypatch.setattr(fake_store.embeddings, "embed_query", lambda text: queries.append(text) or embed_query(text))
+    embed_query = memory_store.embeddings.embed_query
+    monkeypatch.setattr(memory_store.embeddings, "embed_query", lambda text: queries.append(text) or embed_query(text))
     seen: list[str] = []
-    with Hindsight(store=fake_store, principal="analyst", policy=grants, min_relevance=None) as analyst:
+    with Hindsight(store=memory_store, principal="analyst", policy=grants, min_relevance=None) as analyst:
         run_id = _invoke(_agent_seeing(analyst, seen), "清洗销售CSV的金额列，千分位逗号")
         assert queries == ["清洗销售CSV的金额列，千分位逗号"]
         assert zh in analyst.journal.get(run_id).served_ids
@@ -404,7 +404,7 @@ def test_unit_facade_agents_share_through_grants_only(
         assert line.endswith("（来自：shared）"), seen[0]
         assert en in {m.memory.memory_id for m in analyst.recall("strip the thousands separators amount column")}
     seen.clear()
-    with Hindsight(store=fake_store, principal="outsider", policy=grants, min_relevance=None) as outsider:
+    with Hindsight(store=memory_store, principal="outsider", policy=grants, min_relevance=None) as outsider:
         run_id = _invoke(_agent_seeing(outsider, seen), "清洗销售CSV的金额列，千分位逗号")
         assert outsider.journal.get(run_id).served_ids == []
         assert "[相关经验]" not in seen[0]

@@ -251,8 +251,12 @@ def _common_vocabulary_units(n: int, seed: int = 3) -> list[MemoryUnit]:
     ]
 
 
-def test_vectorised_bm25_has_the_same_ranking_and_scores_as_the_reference() -> None:
-    units = _common_vocabulary_units(1500)
+@pytest.mark.parametrize(
+    "n",
+    [pytest.param(300, id="300"), pytest.param(1500, id="1500", marks=pytest.mark.integration)],  # the sweep
+)
+def test_vectorised_bm25_has_the_same_ranking_and_scores_as_the_reference(n: int) -> None:
+    units = _common_vocabulary_units(n)
     index = LexicalIndex()
     index.upsert(units)
     index.delete([u.memory_id for u in units[::5]])  # tombstones

@@ -17,8 +17,9 @@ EN_LESSON = "Strip the thousands separators from the amount column before conver
 
 
 @pytest.fixture
-def store(fake_store: MemoryStore) -> MemoryStore:
-    return fake_store
+def store(memory_store: MemoryStore) -> MemoryStore:
+    """Provenance is the store's logic, the same on every backend: the in-memory one."""
+    return memory_store
 
 
 @pytest.fixture

@@ -12,6 +12,8 @@ import ast
 import importlib
 from pathlib import Path
 
+from tests import source
+
 ROOT = Path(__file__).resolve().parents[3]
 PACKAGE = ROOT / "langchain_hindsight"
 STORE = PACKAGE / "store"
@@ -41,7 +43,8 @@ DIRECTORY_FILES = frozenset(
 
 
 def _modules(root: Path = PACKAGE) -> dict[str, ast.Module]:
-    return {p.relative_to(PACKAGE).as_posix(): ast.parse(p.read_text(encoding="utf-8")) for p in root.rglob("*.py")}
+    """Every module under ``root``, parsed once per process (tests/source.py; the trees are only read)."""
+    return {p.relative_to(PACKAGE).as_posix(): source.tree(p) for p in root.rglob("*.py")}
 
 
 def _imported_names(tree: ast.Module) -> set[str]:

@@ -20,18 +20,10 @@ import pytest
 from langchain_core.embeddings import Embeddings
 from langchain_core.messages import BaseMessage
 
-from langchain_hindsight import (
-    ConfidencePolicy,
-    ConfigurationError,
-    InvalidMemoryError,
-    MemoryNotFoundError,
-    MemoryStore,
-    MemoryUnit,
-    StoreClosedError,
-    StoreError,
-    StoreLockedError,
-)
+from langchain_hindsight import ConfigurationError, MemoryNotFoundError, MemoryStore, MemoryUnit, StoreLockedError
 from langchain_hindsight.embeddings.local import LocalEmbeddings
+from langchain_hindsight.errors import InvalidMemoryError, StoreClosedError, StoreError
+from langchain_hindsight.store import ConfidencePolicy
 from langchain_hindsight.store.writes import LLMWriteJudge
 from tests.fakes import ReactiveToolModel, Turn, call
 from tests.unit_tests.store.store_backends import chroma_store_factory, store_factory  # noqa: F401 - fixtures

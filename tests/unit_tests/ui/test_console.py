@@ -32,8 +32,8 @@ from langchain_hindsight.types import ScoredMemory, utcnow
 from langchain_hindsight.ui import Console, create_app
 from langchain_hindsight.ui._security import COOKIE, TokenGate
 from langchain_hindsight.ui.strings import STRINGS
+from tests.bytescan import text_hits
 from tests.fakes import HashEmbeddings, NgramEmbeddings, child_env
-from tests.unit_tests.store.test_forget import text_hits
 
 BASE = "http://127.0.0.1:8766"
 WEEKLY = "周报按最近7天滚动窗口统计销售额。"

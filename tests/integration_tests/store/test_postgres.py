@@ -166,6 +166,194 @@ def test_lexical_scores_equal_the_in_process_index(postgres_url: str, normalize:
             assert [s for _, s in got] == pytest.approx([s for _, s in want], rel=1e-9), query
 
 
+_HYBRID_TEXTS = [
+    "用pandas读取CSV文件时指定encoding='utf-8-sig'",
+    "生成销售周报时使用统一模板",
+    "Weekly sales reports use the company template",
+    "清洗数据前先检查空值和重复行",
+    "Check for duplicate rows before cleaning reports",
+    "pandas.read_csv handles large files in chunks",
+    "部署前先在测试环境跑一遍迁移脚本",
+    "Run the migration script on staging before deploying",
+    "读取Excel文件时注意合并单元格",
+    "Retry flaky network calls with exponential backoff",
+    "日志里记录请求编号便于排查",
+    "Log the request id so failures can be traced",
+    "图表的坐标轴要标注单位",
+    "Label chart axes with their units",
+]
+_HYBRID_QUERIES = [
+    "销售周报模板",
+    "read csv with pandas",
+    "reports",
+    "检查重复行",
+    "deploy migration",
+    "无关的问题 xyz",
+]
+
+
+def _same_hybrid(pg: MemoryStore, mem: MemoryStore, k: int, normalize: bool) -> None:
+    """Postgres' one-statement hybrid search gives the in-memory store's candidates, similarities and scores."""
+    embedder = pg.embeddings
+    for query in _HYBRID_QUERIES:
+        vector = embedder.embed_query(query)
+        got, got_lexical = pg.hybrid_search(query, vector, k=k, normalize=normalize)
+        want, want_lexical = mem.hybrid_search(query, vector, k=k, normalize=normalize)
+        assert list(got) == list(want), query
+        assert [s for _, s in got.values()] == pytest.approx([s for _, s in want.values()], abs=1e-5), query
+        assert [u.content for u, _ in got.values()] == [u.content for u, _ in want.values()], query
+        assert list(got_lexical) == list(want_lexical), query
+        assert list(got_lexical.values()) == pytest.approx(list(want_lexical.values()), rel=1e-9), query
+
+
+@pytest.mark.parametrize("normalize", [False, True])
+def test_hybrid_search_in_one_statement_equals_the_in_memory_store(postgres_url: str, normalize: bool) -> None:
+    """Both arms and the candidates' records come from one SQL statement; what recall receives is unchanged:
+    the same candidates in the same order, the same similarities, the same lexical scores — also when most
+    of the nearest records are inactive (the dense arm then asks again with a filter) and after deletes.
+    """
+    units = [MemoryUnit(task_type="general", content=t) for t in _HYBRID_TEXTS]
+    embedder = HashEmbeddings()
+    with (
+        MemoryStore(database_url=postgres_url, embeddings=embedder) as pg,
+        MemoryStore(backend=InMemoryBackend(), embeddings=embedder) as mem,
+    ):
+        for store in (pg, mem):
+            store.add_many(units, dedupe=False)
+        _same_hybrid(pg, mem, k=3, normalize=normalize)
+        for store in (pg, mem):  # most records inactive: too few active among the nearest
+            for unit in units[2:12]:
+                store.update(unit.memory_id, status="superseded")
+            store.delete(units[0].memory_id)
+        _same_hybrid(pg, mem, k=2, normalize=normalize)
+        _same_hybrid(pg, mem, k=5, normalize=normalize)
+
+
+def _stats_match(url: str) -> None:
+    """``lexical_stats`` holds what counting the records gives, for every collection."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        kept = dict(conn.execute("SELECT collection_id, (n, total)::text FROM hindsight.lexical_stats WHERE n <> 0"))
+        counted = dict(
+            conn.execute(
+                "SELECT collection_id, (count(*), sum(lex_len))::text FROM hindsight.records"
+                " WHERE lex_len IS NOT NULL GROUP BY collection_id"
+            )
+        )
+    assert kept == counted
+
+
+def test_lexical_statistics_follow_every_write(postgres_url: str) -> None:
+    """The corpus size and length BM25 reads (one maintained row) equal a count after adds, updates,
+    supersedes, deletes, forgets, a dropped namespace, and a migration from schema version 1.
+    """
+    embedder = HashEmbeddings()
+    with MemoryStore(database_url=postgres_url, embeddings=embedder) as store:
+        units = store.add_many([MemoryUnit(task_type="general", content=t) for t in _HYBRID_TEXTS], dedupe=False)
+        store.add_many([MemoryUnit(task_type="general", content=t) for t in _HYBRID_TEXTS[:4]], namespace="other")
+        _stats_match(postgres_url)
+        ids = [r.memory_id for r in units]
+        store.update(ids[1], content="生成销售月报时使用新的统一模板和图表")
+        store.update(ids[2], status="superseded")
+        store.supersede([ids[3]], MemoryUnit(task_type="general", content="清洗数据前先检查空值"), reason="test")
+        _stats_match(postgres_url)
+        store.delete(ids[4])
+        store.forget([ids[5]])
+        store.forget(namespace="other")
+        _stats_match(postgres_url)
+        store.search("sales report template", k=3)  # builds the vector index
+        before = store.lexical_search("销售 template", k=5, normalize=True)
+    with psycopg.connect(postgres_url, autocommit=True) as conn:  # back to schema version 1
+        conn.execute("DROP TABLE hindsight.lexical_stats")
+        conn.execute("DROP FUNCTION hindsight.count_lexical() CASCADE")
+        conn.execute("ALTER TABLE hindsight.collections DROP COLUMN indexed")
+        conn.execute(
+            "CREATE INDEX records_lexical_stats ON hindsight.records (collection_id) INCLUDE (lex_len)"
+            " WHERE lex_len IS NOT NULL"
+        )
+        conn.execute("UPDATE hindsight.meta SET value = '1' WHERE key = 'schema_version'")
+    with MemoryStore(database_url=postgres_url, embeddings=embedder) as store:
+        _stats_match(postgres_url)
+        assert store.lexical_search("销售 template", k=5, normalize=True) == before
+        assert store.search("sales report template", k=1)
+
+
+def _vector_indexes(url: str) -> list[str]:
+    with psycopg.connect(url, autocommit=True) as conn:
+        rows = conn.execute(
+            "SELECT indexname FROM pg_indexes WHERE schemaname = 'hindsight' AND indexname LIKE 'records_hnsw_%'"
+        ).fetchall()
+    return [r[0] for r in rows]
+
+
+def test_the_vector_index_is_built_by_the_first_dense_query(postgres_url: str) -> None:
+    """A bulk load into a new namespace inserts no graph nodes one by one: the first search builds the index once."""
+    embedder = HashEmbeddings()
+    with MemoryStore(database_url=postgres_url, embeddings=embedder) as store:
+        store.add_many([MemoryUnit(task_type="general", content=t) for t in _HYBRID_TEXTS], dedupe=False)
+        assert _vector_indexes(postgres_url) == []
+        found = store.search("Label chart axes with their units", k=1)
+        assert [u.content for u, _, _ in found] == ["Label chart axes with their units"]
+        assert len(_vector_indexes(postgres_url)) == 1
+    with MemoryStore(database_url=postgres_url, embeddings=embedder) as other:  # later writes go into the index
+        other.add(MemoryUnit(task_type="general", content="Pin dependency versions in the lock file"))
+        assert [u.content for u, _, _ in other.search("Pin dependency versions in the lock file", k=1)] == [
+            "Pin dependency versions in the lock file"
+        ]
+        assert len(_vector_indexes(postgres_url)) == 1
+
+
+_JOURNAL_WRITER = """
+import sys
+sys.path.insert(0, {root!r})
+from langchain_hindsight import MemoryStore
+from langchain_hindsight.store.journal import RunJournal
+from tests.fakes import HashEmbeddings
+store = MemoryStore(database_url={url!r}, embeddings=HashEmbeddings())
+journal = RunJournal(store)
+print("READY", flush=True)
+sys.stdin.readline()
+for i in range({n}):
+    journal.add_feedback("run-1", text=f"process {proc} verdict {{i}}", success=bool(i % 2))
+    journal.add_produced("run-1", [f"mem_{proc}_{{i}}"])
+store.close()
+print("DONE", flush=True)
+"""
+
+
+def test_two_processes_updating_one_run_lose_nothing(postgres_url: str) -> None:
+    """The journal's read-modify-write updates are write plans (one transaction under the namespace's lock):
+    two processes appending verdicts and produced memories to the same run at once keep every one of them.
+    """
+    from langchain_hindsight.store.journal import RunJournal
+
+    n = 15
+    with MemoryStore(database_url=postgres_url, embeddings=HashEmbeddings()) as store:
+        RunJournal(store).start("run-1", task="clean the sales data")
+    children = []
+    for proc in range(2):
+        script = _JOURNAL_WRITER.format(root=ROOT, url=postgres_url, n=n, proc=proc)
+        child = subprocess.Popen(
+            [sys.executable, "-c", script], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        )
+        assert child.stdout is not None
+        assert child.stdout.readline().strip() == "READY"
+        children.append(child)
+    for child in children:
+        assert child.stdin is not None
+        child.stdin.write("go\n")
+        child.stdin.flush()
+    for child in children:
+        out, _ = child.communicate(timeout=300)
+        assert child.returncode == 0
+        assert "DONE" in out
+    with MemoryStore(database_url=postgres_url, embeddings=HashEmbeddings()) as store:
+        run = RunJournal(store).get("run-1")
+    verdicts = sorted(f"process {p} verdict {i}" for p in range(2) for i in range(n))
+    assert sorted(f.text for f in run.feedback) == verdicts
+    assert sorted(run.produced) == sorted(f"mem_{p}_{i}" for p in range(2) for i in range(n))
+    assert run.task == "clean the sales data"
+
+
 def test_schema_is_versioned_and_a_newer_one_is_refused(postgres_url: str) -> None:
     with MemoryStore(database_url=postgres_url, embeddings=HashEmbeddings()) as store:
         store.add(MemoryUnit(content="A lesson that survives reopening."))

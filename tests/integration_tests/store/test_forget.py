@@ -7,56 +7,20 @@ the delete, so a passing "nothing found" is not a blind scanner.
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 import textwrap
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from langchain_hindsight import ConfigurationError, MemoryNotFoundError, MemoryStore, MemoryUnit
 from langchain_hindsight.store._directory import SCRUB_MARKER
 from langchain_hindsight.store.writes import LLMWriteJudge
+from tests.bytescan import text_hits, vector_hits
 from tests.fakes import REPO_ROOT, HashEmbeddings, judge_model
 from tests.unit_tests.store.store_backends import chroma_store_factory, fake_embedding_store  # noqa: F401 - fixtures
-
-
-def _files(directory: Path) -> list[Path]:
-    return [p for p in directory.rglob("*") if p.is_file()]
-
-
-def text_hits(directory: Path, needles: dict[str, str]) -> dict[str, list[str]]:
-    """Which needles occur in which files, as UTF-8 or as JSON ``\\u`` escapes."""
-    hits: dict[str, list[str]] = {}
-    blobs = {p: p.read_bytes() for p in _files(directory)}
-    for name, needle in needles.items():
-        forms = {needle.encode(), json.dumps(needle).strip('"').encode()}
-        for path, blob in blobs.items():
-            if any(form in blob for form in forms):
-                hits.setdefault(name, []).append(str(path.relative_to(directory)))
-    return hits
-
-
-def vector_hits(directory: Path, vector: list[float], *, tol: float = 1e-5, width: int = 8) -> list[str]:
-    """Files holding ``vector``'s first ``width`` components as float32 (at any byte alignment)."""
-    target = np.asarray(vector[:width], dtype=np.float32)
-    found = []
-    for path in _files(directory):
-        blob = path.read_bytes()
-        for shift in range(4):
-            n = (len(blob) - shift) // 4
-            if n < width:
-                continue
-            arr = np.frombuffer(blob[shift : shift + 4 * n], dtype=np.float32)
-            with np.errstate(invalid="ignore"):
-                starts = np.nonzero(np.abs(arr[: n - width + 1] - target[0]) < tol)[0]
-            if any(np.all(np.abs(arr[i : i + width] - target) < tol) for i in starts):
-                found.append(str(path.relative_to(directory)))
-                break
-    return found
 
 
 def _secret_unit(tag: str = "alpha") -> MemoryUnit:
@@ -299,7 +263,7 @@ import chromadb.api.models.Collection as C
 from langchain_hindsight import MemoryStore, MemoryUnit
 sys.path.insert(0, {root!r})
 from tests.fakes import HashEmbeddings
-from tests.unit_tests.store.test_forget import _filler, _secret_unit
+from tests.integration_tests.store.test_forget import _filler, _secret_unit
 
 store = MemoryStore({path!r}, embeddings=HashEmbeddings())
 store.add_many(_filler(30), dedupe=False)
@@ -381,7 +345,7 @@ from langchain_hindsight import MemoryStore, MemoryUnit
 from langchain_hindsight.store.journal import RunJournal
 sys.path.insert(0, {root!r})
 from tests.fakes import HashEmbeddings
-from tests.unit_tests.store.test_forget import _filler, _secret_unit
+from tests.integration_tests.store.test_forget import _filler, _secret_unit
 
 def die(*args, **kwargs):
     print("DYING", flush=True)
