@@ -15,9 +15,10 @@ import pytest
 
 from langchain_hindsight import MemoryStore
 from langchain_hindsight.store._directory import DERIVED
+from tests.bytescan import text_hits
 from tests.fakes import HashEmbeddings
+from tests.integration_tests.store.test_forget import _filler, _needles, _secret_unit
 from tests.server import running_chroma_server
-from tests.unit_tests.store.test_forget import _filler, _needles, _secret_unit, text_hits
 
 pytestmark = pytest.mark.integration
 
