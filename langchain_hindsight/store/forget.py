@@ -110,6 +110,7 @@ def scrub(store: StoreCore) -> None:
     with store._lock:
         store._ensure_open()
         scrub_collections(store, None)
+        store._replica.erase_unvouched()  # snapshots never loaded may hold text forgotten by another process
 
 
 # ------------------------------------------------------------------ internals

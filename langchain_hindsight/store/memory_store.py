@@ -667,7 +667,10 @@ class MemoryStore(StoreCore):
         Rebuilds every collection from its live records (dropping the HNSW files
         that still hold deleted vectors), merges the full-text index, rewrites
         ``chroma.sqlite3`` with ``VACUUM`` under ``secure_delete`` and removes
-        orphaned segment files. Costs a full copy of the store; :meth:`forget`
+        orphaned segment files; erases every derived file (lexical and recall
+        snapshots, summary) the clean-close stamp does not vouch for, which may
+        hold text forgotten by another process such as a Chroma server serving
+        this directory. Costs a full copy of the store; :meth:`forget`
         does it for the collections it touched unless told ``scrub=False``.
         Resumable: a crash mid-way is finished when the directory is reopened.
         On the in-memory backend there is nothing left to erase.

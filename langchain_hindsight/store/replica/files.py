@@ -14,7 +14,7 @@ from collections.abc import Collection, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from langchain_hindsight.store._directory import SUMMARY_FILE, erase_file, trusted_store
+from langchain_hindsight.store._directory import DERIVED, SUMMARY_FILE, erase_file, trusted_store
 from langchain_hindsight.store.replica.summary import Summary, read_summary
 
 __all__ = ["MIRROR_DIR", "SNAPSHOT_DIR", "DerivedFiles", "drop_snapshot"]
@@ -79,6 +79,24 @@ class DerivedFiles:
             return path.relative_to(self.directory).as_posix() in self.trusted
         except ValueError:
             return False
+
+    def unvouched(self) -> list[Path]:
+        """Every derived file on disk the stamp does not vouch for (half-written copies included), sorted.
+
+        Such a file is never read, but it may still hold text the data no longer has: a unit forgotten
+        while another process (a Chroma server on this directory) held the data.
+        """
+        found: list[Path] = []
+        for name in DERIVED:
+            top = self.directory / name
+            candidates = [top] if top.is_file() else sorted(p for p in top.rglob("*") if p.is_file())
+            for path in candidates:
+                kept = path.with_name(path.name.removesuffix(".tmp"))
+                if path.name.endswith(".tmp") or not self.vouched(kept):
+                    found.append(path)
+        if (self.directory / (SUMMARY_FILE + ".tmp")).is_file():
+            found.append(self.directory / (SUMMARY_FILE + ".tmp"))
+        return sorted(set(found))
 
     # ------------------------------------------------------------------ what
     def summary(self) -> Summary | None:

@@ -145,6 +145,25 @@ class Replica:
         """Where an embedded store keeps ``namespace``'s recall mirror snapshot (``None`` without a directory)."""
         return None if self.files is None else self.files.mirror_path(collection_name(namespace, "memories"))
 
+    def erase_unvouched(self) -> int:
+        """Erase every derived file the stamp does not vouch for; return how many (for a scrub).
+
+        Nothing is lost: such a file is never loaded (the next search rebuilds from the records), and a
+        namespace held in memory from a rebuild is saved again at close. What it removes is text the data
+        may no longer have, such as a unit forgotten through a Chroma server serving this directory.
+
+        Raises:
+            StoreError: a file could not be erased.
+        """
+        if self.files is None:
+            return 0
+        stale = self.files.unvouched()
+        for path in stale:
+            drop_snapshot(path)
+        if stale:
+            logger.info("erased %d derived file(s) the clean-close stamp did not vouch for", len(stale))
+        return len(stale)
+
     def trusted(self, path: Path, namespace: str) -> bool:
         """Whether the snapshot at ``path`` may be loaded (the trust rule of the module docstring)."""
         return self.files is not None and namespace not in self._dropped and self.files.vouched(path)

@@ -4,7 +4,8 @@ The path a user follows (the ``scrub()`` docstring says so): an embedded store w
 snapshots at close; the directory is later served by ``chroma run --path``; a unit is forgotten through the
 server (a ``MemoryStore`` on an ``HttpClient``, or a raw chromadb delete); the server is stopped, the directory
 is opened with ``MemoryStore(persist_directory=...)`` and scrubbed there. The reopened store distrusts the
-snapshots (the data changed under the stamp) but nothing erases them, so the forgotten text stays on disk.
+snapshots (the data changed under the stamp); before ``scrub()`` erased what the stamp does not vouch for,
+nothing erased them and the forgotten text stayed on disk.
 """
 
 from __future__ import annotations
@@ -23,10 +24,6 @@ from tests.server import running_chroma_server
 pytestmark = pytest.mark.integration
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 22 leak still open on main: scrub() after a forget through a server leaves the snapshots",
-)
 @pytest.mark.parametrize("through", ["store", "raw"])
 def test_forget_through_a_server_then_scrub_leaves_no_text_in_any_derived_file(tmp_path: Path, through: str) -> None:
     directory = tmp_path / "db"

@@ -323,3 +323,42 @@ def test_a_killed_process_leaves_no_stamp_and_its_summary_untrusted(closed: Path
     assert (closed / SUMMARY_FILE).exists()
     assert SUMMARY_FILE not in read_stamp(closed)  # its summary (which missed nothing here) is not vouched for
     assert DATA_FILE in read_stamp(closed)
+
+
+def _derived(directory: Path) -> set[str]:
+    return {
+        p.relative_to(directory).as_posix()
+        for name in ("lexical", "mirror")
+        for p in (directory / name).rglob("*")
+        if p.is_file()
+    }
+
+
+def test_a_scrub_keeps_the_derived_files_the_stamp_vouches_for(
+    make_fake_store: Callable[..., MemoryStore], closed: Path
+) -> None:
+    before = _derived(closed)
+    assert before  # the fixture's close saved a lexical snapshot
+    store = make_fake_store("db")
+    store.scrub()
+    assert _derived(closed) == before  # vouched files are what the data holds: nothing to erase
+    store.close()
+
+
+def test_a_scrub_erases_the_derived_files_the_stamp_does_not_vouch_for_and_the_close_saves_them_again(
+    make_fake_store: Callable[..., MemoryStore], closed: Path
+) -> None:
+    backend = ChromaBackend.embedded(closed)
+    col = backend.list_collections()[0]
+    col.update(ids=col.get(include=[])["ids"][:1], metadatas=[{"confidence": 0.5}])  # changed under the stamp
+    backend.close()
+    stale = _derived(closed)
+    assert stale
+    assert set(_stamp(closed)) == {DATA_FILE}
+    (closed / "lexical" / "orphan.npz.tmp").write_bytes(b"half-written")  # a half-written copy is never vouched
+    store = make_fake_store("db")
+    store.scrub()
+    assert _derived(closed) == set()
+    assert store.lexical_search("中文CSV", k=1)[0][0] == "m_csv"  # rebuilt from the records
+    store.close()
+    assert _derived(closed) >= {p for p in stale if p.startswith("lexical/")}  # the close saved it again
