@@ -74,7 +74,7 @@ class RunJournal:
             journal = RunJournal(store)
             journal.start("run-1", task="clean sales.csv", served=recalled)  # list[ScoredMemory]
             journal.finish("run-1", outcome="success")
-            print(journal.explain("run-1").memories[0].main_factor)
+            # why it was shown what it was shown: Hindsight.explain("run-1") (recall/explain.py)
 
     Records are updated read-modify-write under the store's lock, which is safe
     within one process. Two processes updating the *same* run through a Chroma
