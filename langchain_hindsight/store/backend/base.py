@@ -48,6 +48,7 @@ __all__ = [
     "Records",
     "Rows",
     "Vector",
+    "check_n_results",
     "check_write",
 ]
 
@@ -83,6 +84,12 @@ def check_write(collection: str, ids: Sequence[str], *columns: Sequence[Any] | A
         if column is not None and len(column) != len(ids):
             raise ValueError("every column of a write must have one entry per id")
     return ids
+
+
+def check_n_results(n_results: object) -> None:
+    """A query's ``n_results`` is a positive int (a bool is not), else :class:`ValueError`, as Chroma checks."""
+    if isinstance(n_results, bool) or not isinstance(n_results, int) or n_results < 1:
+        raise ValueError(f"n_results must be a positive int, got {n_results!r}")
 
 
 @dataclass(frozen=True)

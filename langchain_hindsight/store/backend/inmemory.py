@@ -28,7 +28,16 @@ from typing import Any
 import numpy as np
 
 from langchain_hindsight.errors import BackendError
-from langchain_hindsight.store.backend.base import Backend, Include, Metadata, Records, Rows, Vector, check_write
+from langchain_hindsight.store.backend.base import (
+    Backend,
+    Include,
+    Metadata,
+    Records,
+    Rows,
+    Vector,
+    check_n_results,
+    check_write,
+)
 
 __all__ = ["InMemoryBackend", "InMemoryRecords", "matches", "matches_document"]
 
@@ -187,8 +196,7 @@ class InMemoryRecords(Records):
         include: Sequence[Include] = ("documents", "metadatas", "distances"),
     ) -> Rows:
         """See :meth:`Records.query` (exact cosine over every matching record)."""
-        if isinstance(n_results, bool) or not isinstance(n_results, int) or n_results < 1:
-            raise ValueError(f"n_results must be a positive int, got {n_results!r}")
+        check_n_results(n_results)
         with self._backend.lock:
             if where:
                 pool = [(i, r) for i, r in self._rows.items() if matches(r.metadata, where)]

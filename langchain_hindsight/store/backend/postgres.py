@@ -76,6 +76,7 @@ from langchain_hindsight.store.backend.base import (
     Records,
     Rows,
     Vector,
+    check_n_results,
     check_write,
 )
 
@@ -407,8 +408,7 @@ class PostgresRecords(Records):
         include: Sequence[Include] = ("documents", "metadatas", "distances"),
     ) -> Rows:
         """See :meth:`Records.query` (pgvector's HNSW cosine index; iterative scans under a filter)."""
-        if isinstance(n_results, bool) or not isinstance(n_results, int) or n_results < 1:
-            raise ValueError(f"n_results must be a positive int, got {n_results!r}")
+        check_n_results(n_results)
         out: Rows = {"ids": [], "documents": [], "metadatas": [], "embeddings": [], "distances": []}
         dim = self._dimension()
         f = _Filter(self._backend.psycopg)
