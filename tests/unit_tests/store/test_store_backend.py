@@ -206,3 +206,11 @@ def test_export_then_import_round_trips_between_backends(tmp_path: Path) -> None
         assert target.get(kept.memory_id) == source.get(kept.memory_id)
         assert target.get(gone.memory_id).status == "archived"
         assert target.import_units(read_jsonl(out.getvalue().splitlines())).unchanged == 2
+
+
+@pytest.mark.parametrize("n", [0, -1, True, 1.5, "3", None])
+def test_a_query_refuses_an_n_results_that_is_not_a_positive_int(n: Any) -> None:
+    col = InMemoryBackend().create_collection("col-n", _META)
+    _fill(col)
+    with pytest.raises(ValueError, match="n_results must be a positive int"):
+        col.query(query_embeddings=_vectors(1), n_results=n)
