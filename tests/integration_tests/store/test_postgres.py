@@ -26,8 +26,9 @@ from langchain_core.embeddings import Embeddings
 from langchain_hindsight import Hindsight, HindsightStore, MemoryStore, MemoryUnit
 from langchain_hindsight.cli.main import EXIT_NOT_FOUND, EXIT_OK, main
 from langchain_hindsight.errors import BackendError, ConfigurationError
+from langchain_hindsight.store.backend._pg_schema import SCHEMA_VERSION
 from langchain_hindsight.store.backend.inmemory import InMemoryBackend
-from langchain_hindsight.store.backend.postgres import SCHEMA_VERSION, PostgresBackend
+from langchain_hindsight.store.backend.postgres import PostgresBackend
 from langchain_hindsight.store.replica.lexical import lexical_scheme
 from tests.fakes import GRANTS_TOML, HashEmbeddings, NgramEmbeddings, child_env
 from tests.postgres import PostgresServer
