@@ -70,6 +70,7 @@ from langchain_hindsight.errors import BackendError, ConfigurationError, Hindsig
 from langchain_hindsight.store.backend._pg_schema import SCHEMA, migrate
 from langchain_hindsight.store.backend.base import (
     Backend,
+    Changes,
     HybridRows,
     Include,
     LexicalScheme,
@@ -470,6 +471,47 @@ class PostgresRecords(Records):
         records = {r[0]: (r[1], dict(r[2]), float(r[4])) for r in rows}
         return HybridRows(dense, lexical, records)
 
+    def changes(self, since: int | None, *, embeddings: bool) -> Changes | None:
+        """See :meth:`Records.changes`: the collection's revision, the records and tombstones after ``since``.
+
+        One statement, so one snapshot: the revision read is the last committed one and every
+        row returned carries a revision at most it (see the module docstring, "Change feed").
+        """
+        vec = "vector_send(r.embedding)" if embeddings else "NULL::bytea"
+        if since is None:  # every active record
+            rows_sql = (
+                f"SELECT 1, r.id, r.document, r.metadata, {vec} FROM hindsight.records r"
+                ' WHERE r.collection_id = %(cid)s AND r.metadata @> \'{"status": "active"}\''
+            )
+            deleted_sql = ""
+        else:
+            rows_sql = (
+                f"SELECT 1, r.id, r.document, r.metadata, {vec} FROM hindsight.records r, c"
+                " WHERE r.collection_id = %(cid)s AND r.rev > %(since)s AND c.pruned_rev <= %(since)s"
+            )
+            deleted_sql = (
+                " UNION ALL SELECT 2, t.id, NULL, NULL, NULL FROM hindsight.tombstones t, c"
+                " WHERE t.collection_id = %(cid)s AND t.rev > %(since)s AND c.pruned_rev <= %(since)s"
+            )
+        sql = (
+            "WITH c AS MATERIALIZED (SELECT rev, pruned_rev FROM hindsight.collections WHERE id = %(cid)s)"
+            " SELECT 0, rev::text, NULL, to_jsonb(pruned_rev), NULL FROM c"
+            f" UNION ALL {rows_sql}{deleted_sql}"
+        )
+        found = self._backend.run(
+            lambda conn: conn.execute(sql, {"cid": self._cid, "since": since or 0}, binary=True).fetchall(), "changes"
+        )
+        head = [r for r in found if r[0] == 0]
+        if not head:
+            raise BackendError(f"collection {self._name!r} does not exist (dropped by another process?)")
+        rev, pruned = int(head[0][1]), int(head[0][3])
+        if since is not None and since < pruned:
+            return Changes(rev, None, [])
+        written = [r for r in found if r[0] == 1]
+        include: list[Include] = ["documents", "metadatas", "embeddings"] if embeddings else ["documents", "metadatas"]
+        rows = self._rows_out([r[1:] if embeddings else r[1:4] for r in written], include)
+        return Changes(rev, rows, [r[1] for r in found if r[0] == 2])
+
     def _dimension(self) -> int | None:
         """The collection's vector length (``None`` before its first write), its HNSW index built if missing.
 
@@ -698,17 +740,30 @@ class PostgresRecords(Records):
         self._backend.run(write, "update", write=True)
 
     def delete(self, *, ids: Sequence[str]) -> None:
-        """See :meth:`Records.delete` (the rows are dead at once; their bytes go at the next erase)."""
+        """See :meth:`Records.delete` (the rows are dead at once; their bytes go at the next erase).
+
+        Each deleted record leaves a tombstone in the change feed; tombstones more than the
+        backend's ``tombstone_revisions`` revisions old are pruned here (a reader that far
+        behind reads everything again).
+        """
         wanted = list(dict.fromkeys(ids))
         if not wanted:
             return
-        self._backend.run(
-            lambda conn: conn.execute(
+        keep = self._backend.tombstone_revisions
+
+        def write(conn: Any) -> None:
+            conn.execute(
                 "DELETE FROM hindsight.records WHERE collection_id = %s AND id = ANY(%s::text[])", [self._cid, wanted]
-            ),
-            "delete",
-            write=True,
-        )
+            )
+            conn.execute(
+                "WITH gone AS (DELETE FROM hindsight.tombstones t USING hindsight.collections c"
+                " WHERE c.id = %(cid)s AND t.collection_id = c.id AND t.rev <= c.rev - %(keep)s RETURNING t.rev)"
+                " UPDATE hindsight.collections SET pruned_rev = greatest(pruned_rev, (SELECT max(rev) FROM gone))"
+                " WHERE id = %(cid)s AND EXISTS (SELECT 1 FROM gone)",
+                {"cid": self._cid, "keep": keep},
+            )
+
+        self._backend.run(write, "delete", write=True)
 
     def count(self) -> int:
         """See :meth:`Records.count`."""
@@ -779,6 +834,10 @@ class PostgresBackend(Backend):
         min_connections: Connections the pool keeps open.
         max_connections: Most connections the pool opens (one per concurrent call).
         connect_timeout: Seconds to wait for the server (and for a free pooled connection).
+        replica: Keep an in-process replica of each searched namespace (lexical index, recall mirror),
+            brought up to date from the change feed before every search (the default); ``False``:
+            every search asks both arms of the database.
+        tombstone_revisions: How many revisions of deletions each collection's change feed keeps.
 
     Raises:
         ConfigurationError: psycopg is not installed, or ``url`` is not a Postgres URL.
@@ -793,6 +852,8 @@ class PostgresBackend(Backend):
         min_connections: int = 1,
         max_connections: int = 8,
         connect_timeout: float = 10.0,
+        replica: bool = True,
+        tombstone_revisions: int = 10_000,
     ) -> None:
         if not isinstance(url, str) or not url.startswith(("postgresql://", "postgres://", "host=", "dbname=")):
             raise ConfigurationError(f"database_url must be a postgresql:// URL, got {url!r}")
@@ -800,6 +861,10 @@ class PostgresBackend(Backend):
             raise ConfigurationError("lexical must be a LexicalScheme (MemoryStore(database_url=...) passes one)")
         self.psycopg, pool_module = _psycopg()
         self.lexical = lexical
+        self.replica = bool(replica)
+        """Recall reads an in-process replica kept by the change feed (else both arms are asked of the database)."""
+        self.tombstone_revisions = int(tombstone_revisions)
+        """How many revisions of deletions a collection's change feed keeps (a reader further behind re-reads)."""
         self._url = url
         self._local = threading.local()
         self._closed = False
@@ -1010,8 +1075,13 @@ class PostgresBackend(Backend):
 
     @property
     def answers_lexical(self) -> bool:
-        """True: the database answers the lexical arm itself (see :meth:`PostgresRecords.lexical_search`)."""
-        return True
+        """Without a replica, the database answers the lexical arm itself (:meth:`PostgresRecords.lexical_search`)."""
+        return not self.replica
+
+    @property
+    def feeds_changes(self) -> bool:
+        """With a replica (the default), the store keeps one in process, brought up to date by the change feed."""
+        return self.replica
 
     @property
     def can_erase(self) -> bool:
