@@ -56,7 +56,9 @@ from _stats import summary  # noqa: E402
 from recall_scale import TASK_TYPES, TableEmbeddings, default_embedder, synthetic_units, vectors_for  # noqa: E402
 
 from langchain_hindsight.recall.retriever import HindsightRetriever  # noqa: E402
+from langchain_hindsight.store.backend.postgres import PostgresBackend  # noqa: E402
 from langchain_hindsight.store.memory_store import MemoryStore  # noqa: E402
+from langchain_hindsight.store.replica.lexical import lexical_scheme  # noqa: E402
 
 K = 5
 WARMUP = 10
@@ -96,9 +98,10 @@ def recall_size(size: int, real: Any, server: Server, args: argparse.Namespace, 
     texts, queries = CORPORA["mixed"](size, args.queries)
     vecs, _ = vectors_for(texts, real, args.real, seed=size)
     emb = TimedEmbeddings({t: v.tolist() for t, v in zip(texts, vecs, strict=True)}, real)
+    url = server.database()
     stores = {
         "chroma": MemoryStore(tmp / f"chroma-{size}", embeddings=emb),
-        "postgres": MemoryStore(database_url=server.database(), embeddings=emb),
+        "postgres": MemoryStore(database_url=url, embeddings=emb),
     }
     row: dict[str, Any] = {"size": size}
     load_start = os.getloadavg()[0]
@@ -114,13 +117,26 @@ def recall_size(size: int, real: Any, server: Server, args: argparse.Namespace, 
                     conn.execute("VACUUM ANALYZE hindsight.records")
                     conn.execute("VACUUM ANALYZE hindsight.postings")
                 t1 = time.perf_counter()
-                store.search_by_vector(vecs[0].tolist(), k=K)  # the first dense query builds the HNSW index
+                store.search_by_vector(vecs[0].tolist(), k=K)  # the first search reads the replica whole
+                row["postgres_replica_build_s"] = round(time.perf_counter() - t1, 2)
+                synced = store._replica.synced[store.namespace]
+                mirror = synced.mirror
+                row["postgres_path"] = "replica + mirror" if mirror is not None else "replica + HNSW"
+                row["postgres_mirror_mb"] = round(
+                    0 if mirror is None else (mirror._vectors.nbytes + sum(len(r) for r in mirror._records)) / 2**20, 1
+                )
+                sql = MemoryStore(backend=PostgresBackend(url, lexical=lexical_scheme(), replica=False), embeddings=emb)
+                t1 = time.perf_counter()
+                sql.search_by_vector(
+                    vecs[0].tolist(), k=K
+                )  # the first dense query of the database builds the HNSW index
                 row["postgres_index_build_s"] = round(time.perf_counter() - t1, 1)
                 inserted += time.perf_counter() - t1
                 with store.backend.client.connection() as conn:
                     row["ef_search"] = conn.execute("SHOW hnsw.ef_search").fetchone()[0]
             row[f"{name}_add_units_per_s"] = round(size / inserted, 1)
             print(f"  {name} {size}: filled ({row[f'{name}_add_units_per_s']} units/s)", flush=True)
+        stores["postgres_sql"] = sql
         retrievers = {n: HindsightRetriever(store=s, k=K, low_similarity_threshold=0.0) for n, s in stores.items()}
         timings: dict[str, list[float]] = {
             f"{n}_{m}": [] for n in stores for m in ("recall", "recall_no_embed", "embed", "lexical")
@@ -154,11 +170,12 @@ def recall_size(size: int, real: Any, server: Server, args: argparse.Namespace, 
         shutil.rmtree(tmp / f"chroma-{size}", ignore_errors=True)
     row.update({name: summary(ms) for name, ms in timings.items()})
     row["load_avg"] = f"{load_start:.1f} → {os.getloadavg()[0]:.1f}"  # the machine is shared: its 1-minute load
-    for part in ("recall", "recall_no_embed"):
-        for stat in ("p50_ms", "p95_ms"):
-            row[f"ratio_postgres_vs_chroma_{part}_{stat[:3]}"] = round(
-                row[f"postgres_{part}"][stat] / row[f"chroma_{part}"][stat], 2
-            )
+    for name in ("postgres", "postgres_sql"):
+        for part in ("recall", "recall_no_embed"):
+            for stat in ("p50_ms", "p95_ms"):
+                row[f"ratio_{name}_vs_chroma_{part}_{stat[:3]}"] = round(
+                    row[f"{name}_{part}"][stat] / row[f"chroma_{part}"][stat], 2
+                )
     return row
 
 
@@ -242,8 +259,11 @@ def markdown(results: dict[str, Any]) -> str:
         f"{results['machine']}; {results['postgres']}; the `mixed` zh/en corpus, k={K}, "
         f"{results['queries']} queries per size (after {WARMUP} warm-up), the two stores queried in turn. "
         f"Postgres: HNSW m=16, ef_construction=64 (pgvector's defaults), `hnsw.ef_search` = "
-        f"{results.get('ef_search', '?')} (read from a pooled session); one SQL "
-        "statement per recall (both arms and the candidates' records).",
+        f"{results.get('ef_search', '?')} (read from a pooled session). `postgres` is the default store: an "
+        "in-process replica (lexical index; recall mirror up to 30,000 memories, above it the dense arm from "
+        "HNSW) brought up to date by one change-feed query before every search; `postgres (sql)` is the same "
+        "database read with `PostgresBackend(replica=False)`: one SQL statement per recall (both arms and the "
+        "candidates' records).",
         "",
         "## Recall latency",
         "",
@@ -257,17 +277,27 @@ def markdown(results: dict[str, Any]) -> str:
     for row in results["recall"]:
         size = row["size"]
         target = TARGETS.get(f"{size // 1000}k_recall_p95_ms")
-        for name in ("postgres", "chroma"):
-            label = name if name == "postgres" else f"chroma ({row['chroma_path']})"
+        for name in ("postgres", "postgres_sql", "chroma"):
+            if f"{name}_recall" not in row:
+                continue
+            label = {
+                "postgres": f"postgres ({row.get('postgres_path', 'sql')})",
+                "postgres_sql": "postgres (sql)",
+                "chroma": f"chroma ({row['chroma_path']})",
+            }[name]
             r, bare, lx = row[f"{name}_recall"], row[f"{name}_recall_no_embed"], row[f"{name}_lexical"]
             goal = f"≤ {target:.0f} ms" if target and name == "postgres" else ""
             fill = f"{row[f'{name}_add_units_per_s']:,.0f}"
             if name == "postgres" and "postgres_index_build_s" in row:
                 fill += f" (incl. {row['postgres_index_build_s']:.0f} s index build)"
+            if name == "postgres" and "postgres_replica_build_s" in row:
+                fill += f"; replica read in {row['postgres_replica_build_s']:.1f} s, {row['postgres_mirror_mb']} MB"
+            if name == "postgres_sql":
+                fill = "(same database)"
             load = row.get("load_avg", "") if name == "postgres" else ""
             ratio = ""
-            if name == "postgres" and "ratio_postgres_vs_chroma_recall_p50" in row:
-                ratio = f"{row['ratio_postgres_vs_chroma_recall_p50']}x / {row['ratio_postgres_vs_chroma_recall_p95']}x"
+            if name != "chroma" and f"ratio_{name}_vs_chroma_recall_p50" in row:
+                ratio = f"{row[f'ratio_{name}_vs_chroma_recall_p50']}x / {row[f'ratio_{name}_vs_chroma_recall_p95']}x"
             lines.append(
                 f"| {size:,} | {label} | {r['p50_ms']:.1f} ms | {r['p95_ms']:.1f} ms | {bare['p50_ms']:.1f} / "
                 f"{bare['p95_ms']:.1f} ms | {lx['p50_ms']:.1f} / {lx['p95_ms']:.1f} ms | {fill} | {goal} | {ratio} "
