@@ -12,14 +12,25 @@ There is no lock file; what keeps writers apart is the database:
   a process killed mid-plan leaves nothing half-done (the transaction rolls back), and what was
   committed stays. A serialization failure or deadlock is retried (the whole plan, re-planned
   from what is then stored).
-* **No replica.** Both arms of recall are answered by the database on every call: the dense arm
+* **Change feed, read by an in-process replica** (the default; ``replica=False`` reads both arms
+  from the database on every call). Every transaction that writes a collection's records bumps
+  the collection's revision once (a row trigger on ``records`` calls ``hindsight.write_rev``:
+  ``UPDATE collections SET rev = rev + 1`` at its first write, whose row lock is held until commit),
+  stamps each written record with it, and leaves a tombstone per deleted record. Revisions therefore
+  follow commit order with no gap: a later writer waits for the lock and counts on from the committed
+  value; a rolled-back transaction's bump rolls back with it. :meth:`PostgresRecords.changes` reads,
+  in one statement (one snapshot), the revision and every record and tombstone after a given one;
+  the store applies them to its replica (``store/replica/synced.py``) before each search. Tombstones
+  more than ``tombstone_revisions`` revisions old are pruned (``pruned_rev``); a reader older than
+  that reads the collection whole. The lexical arm's BM25 (below) and HNSW index stay, for
+  ``replica=False``, for a namespace above the mirror's size (the dense arm) and for dedupe.
+* **Without the replica** both arms of recall are answered by the database on every call: the dense arm
   by pgvector's HNSW cosine index (one partial index per collection, on ``embedding::vector(dim)``,
   iterative scans under a filter), the lexical arm by BM25 computed in SQL over a ``postings``
   table (collection, 64-bit term key, record id, term count, record length) written in the same
   transaction as the record. The terms are the store's own tokens
   (:class:`~langchain_hindsight.store.backend.base.LexicalScheme`: English words, Chinese character
-  unigrams + bigrams): Postgres' full text cannot segment Chinese. Nothing is cached across calls,
-  so a recall sees every write any process committed before it began.
+  unigrams + bigrams): Postgres' full text cannot segment Chinese.
 * **One round trip per recall.** :meth:`PostgresRecords.hybrid_query` answers both arms and reads
   the document and metadata of every candidate in one statement (psycopg prepares it after a few
   calls); vectors travel in pgvector's binary form. BM25's corpus statistics (records, total length)
@@ -29,7 +40,8 @@ There is no lock file; what keeps writers apart is the database:
   record); later writes insert into it.
 
 Schema: the ``hindsight`` schema holds ``meta`` (``schema_version``, ``lexical_signature``),
-``collections`` (name, metadata, vector dimension, whether its HNSW index is built),
+``collections`` (name, metadata, vector dimension, whether its HNSW index is built, revision),
+``tombstones``,
 ``lexical_stats``, ``records`` (collection, id, insertion order, ``vector`` embedding, document,
 ``jsonb`` metadata, token count) and ``postings``. Opening a
 database applies the missing :data:`~._pg_schema.MIGRATIONS` under an advisory lock; a database written by a
