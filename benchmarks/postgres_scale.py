@@ -314,7 +314,7 @@ def markdown(results: dict[str, Any]) -> str:
             }[name]
             r, bare, lx = row[f"{name}_recall"], row[f"{name}_recall_no_embed"], row[f"{name}_lexical"]
             goal = f"≤ {target:.0f} ms" if target and name == "postgres" else ""
-            fill = f"{row[f'{name}_add_units_per_s']:,.0f}" + (" bulk" if row.get("fill") == "bulk" else "")
+            fill = f"{row.get(f'{name}_add_units_per_s', 0):,.0f}" + (" bulk" if row.get("fill") == "bulk" else "")
             if name == "postgres" and "postgres_index_build_s" in row:
                 fill += f" (incl. {row['postgres_index_build_s']:.0f} s index build)"
             if name == "postgres" and "postgres_replica_build_s" in row:

@@ -511,7 +511,12 @@ class PostgresRecords(Records):
             f" UNION ALL {rows_sql}{deleted_sql}"
         )
         found = self._backend.run(
-            lambda conn: conn.execute(sql, {"cid": self._cid, "since": since or 0}, binary=True).fetchall(), "changes"
+            # never a prepared (generic) plan: it would guess ``rev > $since`` matches a third of the
+            # records and scan them all; planned with the value, it is a short range of (collection_id, rev)
+            lambda conn: conn.execute(
+                sql, {"cid": self._cid, "since": since or 0}, binary=True, prepare=False
+            ).fetchall(),
+            "changes",
         )
         head = [r for r in found if r[0] == 0]
         if not head:

@@ -92,8 +92,9 @@ class Replica:
         self._fetch = fetch
         self.lexical: dict[str, LexicalIndex] = {}
         self.mirrors: dict[str, Mirror] = {}
-        # recently recalled units; only with a single writer, whose writes all pass reindex (which evicts)
-        self.units = UnitCache(4096 if backend.single_writer else 0)
+        # recently recalled units; only with a single writer, whose writes all pass reindex (which evicts), or
+        # a backend that feeds its changes, whose every search syncs first (which evicts what changed)
+        self.units = UnitCache(4096 if backend.single_writer or backend.feeds_changes else 0)
         self.max_rows = MIRROR_MAX_ROWS
         """Largest namespace (active memories) mirrored for recall (0: never; see ``records``)."""
         self.write_failed = False
@@ -326,6 +327,10 @@ class Replica:
             dimension=identity.dimension,
             max_rows=self.max_rows,
         )
+        if held.changed is None:
+            self.units.clear(namespace)
+        elif held.changed:
+            self.units.evict(namespace, held.changed)
         return held
 
     def _synced(self, namespace: str) -> SyncedNamespace | None:

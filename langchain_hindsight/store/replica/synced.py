@@ -41,6 +41,7 @@ class SyncedNamespace:
             (recall then asks the database's vector index for the dense arm) or before the first vector.
         mirrored: Whether the changes are read with their vectors, for the mirror.
         identity: The embedder identity recorded in the mirror.
+        changed: The ids the last sync found written or deleted (``None``: it read everything).
     """
 
     rev: int
@@ -48,6 +49,7 @@ class SyncedNamespace:
     mirror: Mirror | None
     mirrored: bool
     identity: str
+    changed: list[str] | None = None
 
 
 def sync_namespace(
@@ -69,6 +71,7 @@ def sync_namespace(
         changes = _changes(col, held.rev, embeddings=held.mirrored)
         if changes.rows is not None:
             _apply(held, changes, max_rows)
+            held.changed = [*changes.deleted, *changes.rows["ids"]]
             return held
         logger.info("replica of %r is older than the deletions the database keeps: reading it again", col.name)
     mirrored = max_rows > 0 and col.count() <= max_rows
