@@ -519,8 +519,8 @@ class PostgresRecords(Records):
             "changes",
         )
         head = [r for r in found if r[0] == 0]
-        if not head:
-            raise BackendError(f"collection {self._name!r} does not exist (dropped by another process?)")
+        if not head:  # dropped by another process: nothing is stored (as any read of it now finds)
+            return Changes(0, None if since is not None else self._rows_out([], ["documents", "metadatas"]), [])
         rev, pruned = int(head[0][1]), int(head[0][3])
         if since is not None and since < pruned:
             return Changes(rev, None, [])
