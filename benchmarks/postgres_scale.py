@@ -236,9 +236,15 @@ print("DONE", flush=True)
 """
 
 
-def write_throughput(writers: int, per_writer: int, server: Server, *, own_namespaces: bool) -> dict[str, Any]:
+def write_throughput(
+    writers: int, per_writer: int, server: Server, *, own_namespaces: bool, feed: bool = True
+) -> dict[str, Any]:
     url = server.database()
     MemoryStore(database_url=url, embeddings=_hash()).close()  # the schema is created once, before the clock
+    if not feed:  # the baseline: the same writes without the change feed's triggers (no revision bump)
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute("DROP TRIGGER records_rev ON hindsight.records")
+            conn.execute("DROP TRIGGER records_tombstone ON hindsight.records")
     children = []
     for p in range(writers):
         namespace = f"writer-{p}" if own_namespaces else "default"
@@ -266,6 +272,7 @@ def write_throughput(writers: int, per_writer: int, server: Server, *, own_names
     return {
         "writers": writers,
         "namespaces": writers if own_namespaces else 1,
+        "feed": feed,
         "units": total,
         "stored": stored,
         "wall_s": round(wall, 2),
@@ -353,13 +360,14 @@ def markdown(results: dict[str, Any]) -> str:
         "",
         "## Write throughput",
         "",
-        "| writer processes | namespaces | units | stored | wall | units/s |",
-        "|---:|---:|---:|---:|---:|---:|",
+        "| writer processes | namespaces | change feed | units | stored | wall | units/s |",
+        "|---:|---:|---|---:|---:|---:|---:|",
     ]
     for row in results["writes"]:
+        feed = {True: "on", False: "off (baseline)"}.get(row.get("feed"), "")
         lines.append(
-            f"| {row['writers']} | {row['namespaces']} | {row['units']:,} | {row['stored']:,} | {row['wall_s']:.1f} s "
-            f"| {row['units_per_s']:,.0f} |"
+            f"| {row['writers']} | {row['namespaces']} | {feed} | {row['units']:,} | {row['stored']:,} "
+            f"| {row['wall_s']:.1f} s | {row['units_per_s']:,.0f} |"
         )
     lines += ["", *results.get("notes", [])]
     return "\n".join(lines) + "\n"
@@ -376,6 +384,9 @@ def main() -> None:
     )
     parser.add_argument("--writers", default="1,4,8")
     parser.add_argument("--per-writer", type=int, default=300)
+    parser.add_argument(
+        "--baseline", action="store_true", help="also measure each write run without the change feed's triggers"
+    )
     parser.add_argument("--out", default="postgres_scale")
     args = parser.parse_args()
     import platform
@@ -398,8 +409,11 @@ def main() -> None:
         for w in [int(x) for x in args.writers.split(",") if x]:
             print(f"writers {w}", flush=True)
             for own in (False, True) if w > 1 else (False,):
-                results["writes"].append(write_throughput(w, args.per_writer, server, own_namespaces=own))
-                print(f"  {results['writes'][-1]}", flush=True)
+                for feed in (True, False) if args.baseline else (True,):
+                    results["writes"].append(
+                        write_throughput(w, args.per_writer, server, own_namespaces=own, feed=feed)
+                    )
+                    print(f"  {results['writes'][-1]}", flush=True)
         real = default_embedder()
         with tempfile.TemporaryDirectory() as tmp:
             for size in [int(x) for x in args.sizes.split(",") if x]:

@@ -125,7 +125,7 @@ MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
             " RETURNING rev INTO r;"
             " RETURN r;"
             " END $$",
-            "CREATE FUNCTION hindsight.stamp_rev() RETURNS trigger LANGUAGE plpgsql AS $$"
+            "CREATE FUNCTION hindsight.record_rev() RETURNS trigger LANGUAGE plpgsql AS $$"
             " DECLARE r bigint;"
             " BEGIN"
             " IF TG_OP = 'UPDATE' AND OLD.collection_id <> NEW.collection_id THEN"
@@ -147,7 +147,7 @@ MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
             " RETURN NULL;"
             " END $$",
             "CREATE TRIGGER records_rev BEFORE INSERT OR UPDATE ON hindsight.records"
-            " FOR EACH ROW EXECUTE FUNCTION hindsight.stamp_rev()",
+            " FOR EACH ROW EXECUTE FUNCTION hindsight.record_rev()",
             "CREATE TRIGGER records_tombstone AFTER DELETE ON hindsight.records"
             " FOR EACH ROW EXECUTE FUNCTION hindsight.tombstone()",
         ),

@@ -137,7 +137,7 @@ class HybridRows:
 
 @dataclass(frozen=True)
 class Changes:
-    """What changed in a collection since a revision (:meth:`Records.changes`), read in one snapshot.
+    """What changed in a collection since a revision (:meth:`Records.changes`), read in one MVCC view.
 
     Attributes:
         rev: The collection's revision as of this read: every write with a revision at most
@@ -292,7 +292,7 @@ class Records(ABC):
         """The records written and the ids deleted since revision ``since`` (``None``: every active record).
 
         Only a backend whose :attr:`Backend.feeds_changes` is true answers (one round trip, one
-        snapshot); the default returns ``None``. ``embeddings``: include the records' vectors.
+        MVCC view); the default returns ``None``. ``embeddings``: include the records' vectors.
         """
         return None
 
@@ -360,7 +360,7 @@ class Backend(ABC):
     def feeds_changes(self) -> bool:
         """True when :meth:`Records.changes` tells what every process wrote since a revision.
 
-        The store then keeps an in-process replica (lexical index, recall mirror) of such a
+        The store then keeps an in-process replica (lexical index, vectors and records) of such a
         backend and brings it up to date from that feed before every search.
         """
         return False

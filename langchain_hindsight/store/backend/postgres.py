@@ -16,14 +16,14 @@ There is no lock file; what keeps writers apart is the database:
   from the database on every call). Every transaction that writes a collection's records bumps
   the collection's revision once (a row trigger on ``records`` calls ``hindsight.write_rev``:
   ``UPDATE collections SET rev = rev + 1`` at its first write, whose row lock is held until commit),
-  stamps each written record with it, and leaves a tombstone per deleted record. Revisions therefore
+  marks each written record with it, and leaves a tombstone per deleted record. Revisions therefore
   follow commit order with no gap: a later writer waits for the lock and counts on from the committed
   value; a rolled-back transaction's bump rolls back with it. :meth:`PostgresRecords.changes` reads,
-  in one statement (one snapshot), the revision and every record and tombstone after a given one;
+  in one statement (one MVCC view), the revision and every record and tombstone after a given one;
   the store applies them to its replica (``store/replica/synced.py``) before each search. Tombstones
   more than ``tombstone_revisions`` revisions old are pruned (``pruned_rev``); a reader older than
   that reads the collection whole. The lexical arm's BM25 (below) and HNSW index stay, for
-  ``replica=False``, for a namespace above the mirror's size (the dense arm) and for dedupe.
+  ``replica=False``, for a namespace too large to hold in process (the dense arm) and for dedupe.
 * **Without the replica** both arms of recall are answered by the database on every call: the dense arm
   by pgvector's HNSW cosine index (one partial index per collection, on ``embedding::vector(dim)``,
   iterative scans under a filter), the lexical arm by BM25 computed in SQL over a ``postings``
@@ -486,7 +486,7 @@ class PostgresRecords(Records):
     def changes(self, since: int | None, *, embeddings: bool) -> Changes | None:
         """See :meth:`Records.changes`: the collection's revision, the records and tombstones after ``since``.
 
-        One statement, so one snapshot: the revision read is the last committed one and every
+        One statement, so one MVCC view: the revision read is the last committed one and every
         row returned carries a revision at most it (see the module docstring, "Change feed").
         """
         vec = "vector_send(r.embedding)" if embeddings else "NULL::bytea"
@@ -851,7 +851,7 @@ class PostgresBackend(Backend):
         min_connections: Connections the pool keeps open.
         max_connections: Most connections the pool opens (one per concurrent call).
         connect_timeout: Seconds to wait for the server (and for a free pooled connection).
-        replica: Keep an in-process replica of each searched namespace (lexical index, recall mirror),
+        replica: Keep an in-process replica of each searched namespace (lexical index, vectors and records),
             brought up to date from the change feed before every search (the default); ``False``:
             every search asks both arms of the database.
         tombstone_revisions: How many revisions of deletions each collection's change feed keeps.

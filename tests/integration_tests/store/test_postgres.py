@@ -281,7 +281,7 @@ def test_lexical_statistics_follow_every_write(postgres_url: str) -> None:
         before = store.lexical_search("销售 template", k=5, normalize=True)
     with psycopg.connect(postgres_url, autocommit=True) as conn:  # back to schema version 1
         conn.execute("DROP TABLE hindsight.tombstones")
-        conn.execute("DROP FUNCTION hindsight.stamp_rev, hindsight.tombstone CASCADE")
+        conn.execute("DROP FUNCTION hindsight.record_rev, hindsight.tombstone CASCADE")
         conn.execute("DROP FUNCTION hindsight.write_rev")
         conn.execute("ALTER TABLE hindsight.records DROP COLUMN rev")
         conn.execute("ALTER TABLE hindsight.collections DROP COLUMN rev, DROP COLUMN rev_xact, DROP COLUMN pruned_rev")
