@@ -22,8 +22,9 @@ summary) does not import the whole store.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from langchain_hindsight._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from langchain_hindsight.store._codec import unit_to_metadata
@@ -35,18 +36,19 @@ if TYPE_CHECKING:
     from langchain_hindsight.store.writes import LLMWriteJudge, RuleWriteJudge, WriteJudge, WriteResult
 
 _EXPORTS: dict[str, str] = {
-    "DATA_FILE": "_directory",
-    "ConfidencePolicy": "_policy",
-    "LLMWriteJudge": "writes",
-    "MemoryStore": "memory_store",
-    "RuleWriteJudge": "writes",
-    "RunJournal": "journal",
-    "RunRecord": "runs",
-    "WriteJudge": "writes",
-    "WriteResult": "writes",
-    "holds_store": "_directory",
-    "unit_to_metadata": "_codec",
+    "DATA_FILE": "._directory",
+    "ConfidencePolicy": "._policy",
+    "LLMWriteJudge": ".writes",
+    "MemoryStore": ".memory_store",
+    "RuleWriteJudge": ".writes",
+    "RunJournal": ".journal",
+    "RunRecord": ".runs",
+    "WriteJudge": ".writes",
+    "WriteResult": ".writes",
+    "holds_store": "._directory",
+    "unit_to_metadata": "._codec",
 }
+"""Each public name and the module defining it (imported on first use)."""
 
 __all__ = [
     "DATA_FILE",
@@ -63,12 +65,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(f"{__name__}.{module}"), name)
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *__all__])
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
