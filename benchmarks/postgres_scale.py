@@ -58,7 +58,7 @@ from _stats import summary  # noqa: E402
 from recall_scale import TASK_TYPES, TableEmbeddings, default_embedder, synthetic_units, vectors_for  # noqa: E402
 
 from langchain_hindsight.recall.retriever import HindsightRetriever  # noqa: E402
-from langchain_hindsight.store._codec import unit_to_metadata  # noqa: E402
+from langchain_hindsight.store import unit_to_metadata  # noqa: E402
 from langchain_hindsight.store.backend.postgres import PostgresBackend  # noqa: E402
 from langchain_hindsight.store.memory_store import MemoryStore  # noqa: E402
 from langchain_hindsight.store.replica.lexical import lexical_scheme  # noqa: E402
