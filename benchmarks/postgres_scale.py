@@ -29,7 +29,8 @@ them (``bulk_write``: no per-unit planning), so 100k fills in minutes; the table
 ``bulk``. Writes benchmarks/results/postgres_scale.json and .md.
 
 Run: HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/postgres_scale.py [--sizes 10000,100000] [--queries 200]
-     [--writers 1,4,8] [--per-writer 300]
+     [--writers 1,4,8 [--baseline]] [--per-writer 300]
+(``--sizes 10000`` alone measures recall and keeps the last run's write rows.)
 """
 
 from __future__ import annotations
@@ -382,7 +383,9 @@ def main() -> None:
     parser.add_argument(
         "--bulk-above", type=int, default=30000, help="sizes above this are filled by backend writes, not add_many"
     )
-    parser.add_argument("--writers", default="1,4,8")
+    parser.add_argument(
+        "--writers", default="", help="writer process counts to measure, e.g. 1,4,8 (default: keep the last run's)"
+    )
     parser.add_argument("--per-writer", type=int, default=300)
     parser.add_argument(
         "--baseline", action="store_true", help="also measure each write run without the change feed's triggers"
