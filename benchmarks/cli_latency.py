@@ -28,7 +28,7 @@ Each is run ``--runs`` times; the report gives p50 and min (seconds). Document
 vectors are precomputed as in ``recall_scale.py`` (``--real`` texts embedded for
 real, the rest noisy mixes), queries are embedded for real by the CLI itself.
 
-Writes benchmarks/results/cli_latency.json and .md.
+Writes benchmarks/results/cli_latency.json and .md (``--out NAME`` changes the name).
 
 Run: HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/cli_latency.py [--size 10000] [--runs 7]
      [--path DIR (kept; reused when it exists)] [--note "machine shared"]
@@ -162,6 +162,7 @@ def main() -> None:
     parser.add_argument("--real", type=int, default=300, help="texts embedded for real when building")
     parser.add_argument("--path", default="", help="store directory, kept (reused if it already holds a store)")
     parser.add_argument("--note", default="", help="a line added to the report (e.g. 'machine shared')")
+    parser.add_argument("--out", default="cli_latency", help="results file name (without extension)")
     args = parser.parse_args()
     tmp = None
     if args.path:
@@ -200,7 +201,7 @@ def main() -> None:
         "rows": rows,
     }
     out = ROOT / "results"
-    (out / "cli_latency.json").write_text(json.dumps(result, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+    (out / f"{args.out}.json").write_text(json.dumps(result, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
     lines = [
         f"# CLI wall time at {args.size} memories",
         "",
@@ -217,7 +218,7 @@ def main() -> None:
         label = f"`{command}`" + (f" ({case}" if case else "")
         target = "–" if r["target_s"] is None else f"{r['target_s']:g}"
         lines.append(f"| {label} | {r['n']} | {r['p50_s']} | {r['min_s']} | {target} |")
-    (out / "cli_latency.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    (out / f"{args.out}.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
     print("\n".join(lines))
     if tmp is not None:
         tmp.cleanup()

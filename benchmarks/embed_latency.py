@@ -31,7 +31,7 @@ package and embedding one query (ONNX from the cache, ONNX with an empty cache,
 i.e. export included, and torch). Equivalence: minimum cosine against
 sentence-transformers over every text used.
 
-Writes benchmarks/results/embed_latency.json and .md.
+Writes benchmarks/results/embed_latency.json and .md (``--out NAME`` changes the name).
 
 Run: HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/embed_latency.py [--queries 400] [--batches 10]
 """
@@ -155,6 +155,7 @@ def main() -> None:
     parser.add_argument("--batches", type=int, default=10)
     parser.add_argument("--cold-runs", type=int, default=3)
     parser.add_argument("--no-torch", action="store_true", help="leave the torch rows out (the torch extra)")
+    parser.add_argument("--out", default="embed_latency", help="results file name (without extension)")
     args = parser.parse_args()
     if not args.no_torch:
         try:
@@ -296,7 +297,7 @@ def main() -> None:
     }
     out = ROOT / "results"
     out.mkdir(exist_ok=True)
-    (out / "embed_latency.json").write_text(json.dumps(results, indent=2, ensure_ascii=False) + "\n")
+    (out / f"{args.out}.json").write_text(json.dumps(results, indent=2, ensure_ascii=False) + "\n")
     lines = [
         "# Embedding latency (benchmarks/embed_latency.py)",
         "",
@@ -337,7 +338,7 @@ def main() -> None:
     if min_cosine:
         lines += ["", "Minimum cosine against sentence-transformers over all texts used:", ""]
         lines += [f"- {name}: {value}" for name, value in min_cosine.items()]
-    (out / "embed_latency.md").write_text("\n".join(lines) + "\n")
+    (out / f"{args.out}.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 
 
