@@ -243,13 +243,6 @@ def _switch(backend: Backend, copies: list[tuple[str, Role]], to: _Target) -> _S
     return out
 
 
-def _under_locks(backend: Backend, keys: list[str], fn: Callable[[], _Switched]) -> _Switched:
-    """``fn()`` as one write plan holding the lock of every namespace in ``keys`` (taken in order)."""
-    if not keys:
-        return fn()
-    return backend.atomic(keys[0], functools.partial(_under_locks, backend, keys[1:], fn))
-
-
 def reembed_collections(
     backend: Backend,
     embeddings: Embeddings,
@@ -289,14 +282,17 @@ def reembed_collections(
                 continue
             embedded += _sync(src, _side_collection(backend, src, target), to, f"{ns}/{role}")
             copies.append((ns, role))
+    caught_up = 0
     if not backend.single_writer:  # catch up outside the lock, so the switch has little left to embed
         for ns, role in copies:
             src, side = backend.get_collection(collection_name(ns, role)), None
             if src is not None:
                 side = backend.get_collection(src.name + REEMBED_SUFFIX)
             if src is not None and side is not None:
-                embedded += _sync(src, side, to, f"{ns}/{role} (catching up)")
-    switched = _under_locks(backend, sorted({ns for ns, _ in copies}), functools.partial(_switch, backend, copies, to))
+                caught_up += _sync(src, side, to, f"{ns}/{role} (catching up)")
+        if caught_up:
+            logger.info("re-embedding: caught up with %d unit(s) other processes wrote during the copy", caught_up)
+    switched = backend.atomic_all([ns for ns, _ in copies], functools.partial(_switch, backend, copies, to))
     for name, kind, units in switched.migrated:
         logger.info("re-embedded %d unit(s) of %s/%s with %s", units, name, kind, target)
     for name, kind in switched.done_elsewhere:
@@ -305,8 +301,8 @@ def reembed_collections(
         str(target),
         switched.migrated,
         unchanged + switched.done_elsewhere,
-        embedded + switched.carried,
-        carried=switched.carried,
+        embedded + caught_up + switched.carried,
+        carried=caught_up + switched.carried,
     )
 
 

@@ -708,7 +708,9 @@ class MemoryStore(StoreCore):
         with the same data is skipped; with other data it is refused unless
         ``replace=True`` (an explicit overwrite): an import never silently replaces
         a stored unit. An embedded store writes the units to a pending file first and
-        rolls a killed import forward when the directory is opened again. A unit whose
+        rolls a killed import forward when the directory is opened again; a database
+        writes them in one transaction after checking the ids again under the lock of
+        every namespace involved (a killed import leaves nothing of itself). A unit whose
         content carries no information (``"ok"``, ``"好的"``) is left out and counted in
         ``refused`` (logged), rather than failing the import.
 
