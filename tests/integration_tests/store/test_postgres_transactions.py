@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import psycopg
 import pytest
 from langchain_core.embeddings import Embeddings
 
@@ -24,6 +25,10 @@ from langchain_hindsight.embeddings.local import embedder_identity
 from langchain_hindsight.errors import ConfigurationError
 from langchain_hindsight.store._collections import ROLES, collection_name, recorded_identity
 from tests.fakes import HashEmbeddings, NgramEmbeddings
+from tests.postgres import PostgresServer
+from tests.unit_tests.adapters.test_langgraph_store import (
+    test_langmem_memory_tools_in_create_agent_round_trip as langmem_round_trip,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -293,3 +298,54 @@ def test_a_unit_stored_by_another_process_during_an_import_is_a_clash(postgres_u
         report = importer.import_units(units, replace=True)  # an explicit overwrite
         assert report.imported == 40
         assert other.get("imp_7").content == "imported lesson 7"
+
+
+# ---------------------------------------------------------------------- gaps the issue's audit found
+def _scan(directory: Path, needle: bytes) -> list[str]:
+    """Files under ``directory`` whose bytes contain ``needle``."""
+    found = []
+    for path in directory.rglob("*"):
+        if path.is_file():
+            try:
+                if needle in path.read_bytes():
+                    found.append(str(path.relative_to(directory)))
+            except OSError:
+                continue
+    return found
+
+
+def test_scrub_erases_what_a_forget_without_scrub_left_in_the_data_directory(
+    postgres_server: PostgresServer, postgres_url: str
+) -> None:
+    secret, secret_zh = "quokka5519vault", "机密暗号白虎节堂"
+
+    def checkpoint() -> None:
+        with psycopg.connect(postgres_server.url(), autocommit=True) as conn:
+            conn.execute("CHECKPOINT")
+
+    with MemoryStore(database_url=postgres_url, embeddings=OLD) as store:
+        keep = store.add(MemoryUnit(content="A lesson that stays after the scrub.")).unit
+        gone = store.add(MemoryUnit(content=f"The door code is {secret}; 暗号是{secret_zh}")).unit
+        assert store.forget(gone.memory_id, scrub=False) == 1
+        checkpoint()
+        assert store.get_many([gone.memory_id]) == []
+        assert _scan(postgres_server.data_dir, secret.encode())  # a DELETE leaves the bytes: the test can fail
+        store.scrub()
+        checkpoint()
+        assert _scan(postgres_server.data_dir, secret.encode()) == []
+        assert _scan(postgres_server.data_dir, secret_zh.encode()) == []
+        assert store.get(keep.memory_id).content == keep.content
+
+
+def test_langmem_memory_tools_in_create_agent_on_postgres(postgres_url: str) -> None:
+    opened: list[MemoryStore] = []
+
+    def make_memory(**kwargs: object) -> MemoryStore:
+        opened.append(MemoryStore(database_url=postgres_url, embeddings=NgramEmbeddings(), **kwargs))  # type: ignore[arg-type]
+        return opened[-1]
+
+    try:
+        langmem_round_trip(make_memory)  # create -> search -> get -> update (supersede) -> delete (forget)
+    finally:
+        for store in opened:
+            store.close()
