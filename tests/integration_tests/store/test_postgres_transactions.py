@@ -25,6 +25,7 @@ from langchain_hindsight.embeddings.local import embedder_identity
 from langchain_hindsight.errors import ConfigurationError
 from langchain_hindsight.store._collections import ROLES, collection_name, recorded_identity
 from tests.fakes import HashEmbeddings, NgramEmbeddings
+from tests.integration_tests.store.test_postgres import _scan
 from tests.postgres import PostgresServer
 from tests.unit_tests.adapters.test_langgraph_store import (
     test_langmem_memory_tools_in_create_agent_round_trip as langmem_round_trip,
@@ -301,19 +302,6 @@ def test_a_unit_stored_by_another_process_during_an_import_is_a_clash(postgres_u
 
 
 # ---------------------------------------------------------------------- gaps the issue's audit found
-def _scan(directory: Path, needle: bytes) -> list[str]:
-    """Files under ``directory`` whose bytes contain ``needle``."""
-    found = []
-    for path in directory.rglob("*"):
-        if path.is_file():
-            try:
-                if needle in path.read_bytes():
-                    found.append(str(path.relative_to(directory)))
-            except OSError:
-                continue
-    return found
-
-
 def test_scrub_erases_what_a_forget_without_scrub_left_in_the_data_directory(
     postgres_server: PostgresServer, postgres_url: str
 ) -> None:
