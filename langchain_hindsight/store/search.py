@@ -6,7 +6,7 @@ import functools
 from collections.abc import Sequence
 from typing import Any
 
-from langchain_hindsight._safety import clean_text
+from langchain_hindsight._text import clean_text
 from langchain_hindsight.errors import ConfigurationError, StoreError
 from langchain_hindsight.store._checks import check_k
 from langchain_hindsight.store._codec import unit_from_record

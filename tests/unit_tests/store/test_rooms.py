@@ -183,7 +183,7 @@ def test_the_cli_reads_derived_files_only_through_the_replicas_reader() -> None:
             reaches[rel] = sorted(names)
     assert reaches == {}
     used = {rel for rel, tree in _modules(PACKAGE / "cli").items() if "DerivedFiles" in _imported_names(tree)}
-    assert used == {"cli/_stats.py", "cli/search.py"}  # both quick paths
+    assert used == {"cli/_stats.py", "cli/_search.py"}  # both quick paths
 
 
 BACKEND_MUST_NOT_NAME = ("summary", "snapshot", "mirror", "stamp", "vouch", "trusted", "derived")
