@@ -27,6 +27,7 @@ that needs one sets it with ``monkeypatch.setenv``.
 
 from __future__ import annotations
 
+import gc
 import os
 import subprocess
 from collections.abc import Callable, Iterator, Mapping
@@ -110,6 +111,26 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             or any(item.get_closest_marker(m) for m in IMPLY_INTEGRATION)
         ):
             item.add_marker(pytest.mark.integration)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Move what import and collection built (modules, classes, collected items) out of the collector's reach.
+
+    Those objects live until the session ends, yet every full collection during the tests would walk all of them
+    again (about half a million objects); frozen, a collection walks only what the tests allocate. Freezing changes
+    no test's outcome: reference counting still frees frozen objects, and the tests' own garbage is collected as
+    before.
+    """
+    gc.freeze()
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """Freeze everything left at the end, so the interpreter's exit does not walk it in its final collections.
+
+    At exit Python clears every module and runs a full collection over all live objects several times: about 3 s
+    of CPU for the unit tier, spent on objects the process is about to drop anyway.
+    """
+    gc.freeze()
 
 
 def _is_integration(request: pytest.FixtureRequest) -> bool:
