@@ -14,11 +14,15 @@ from pathlib import Path
 
 import httpx
 import pytest
+from markupsafe import escape
+from starlette.testclient import TestClient
 
 from langchain_hindsight import MemoryStore, MemoryUnit
 from langchain_hindsight.store._directory import STAMP_FILE
+from langchain_hindsight.ui import Console, create_app
+from tests.bytescan import text_hits
 from tests.fakes import HashEmbeddings, child_env
-from tests.unit_tests.ui.test_console import WEEKLY
+from tests.unit_tests.ui.test_console import BASE, CSV, WEEKLY, _csrf, _flash, _login
 
 
 @pytest.mark.integration
@@ -53,3 +57,21 @@ def test_hindsight_ui_prints_the_url_first_serves_it_and_stops_cleanly_on_sigter
     assert child.returncode == 0, err
     assert "stopped by SIGTERM" in err
     assert (directory / STAMP_FILE).exists()  # closed cleanly
+
+
+def test_forget_from_the_console_erases_the_text_from_an_embedded_store(tmp_path: Path) -> None:
+    secret = "客户甲公司的合同编号是 HT-2026-0042，只能通过邮件联系。"
+    with MemoryStore(tmp_path / "store", embeddings=HashEmbeddings()) as store:
+        keep = store.add(MemoryUnit(content=CSV, task_type="data_cleaning")).unit.memory_id
+        gone = store.add(MemoryUnit(content=secret, source="user_feedback")).unit.memory_id
+        console = Console(store)
+        app, gate = create_app(console)
+        client = TestClient(app, base_url=BASE)
+        _login(client, gate)
+        assert str(escape(secret)) in client.get(f"/memories/{gone}/forget").text
+        r = client.post("/act/forget", data={"memory_id": gone, "csrf": _csrf(client, gate)})
+        assert r.status_code == 200
+        assert gone in _flash(r.text)[0]
+        assert store.get(keep).content == CSV
+        console.close()
+    assert text_hits(tmp_path / "store", {"secret": secret, "id": gone}) == {}  # a raw byte scan of every file

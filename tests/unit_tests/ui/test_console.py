@@ -12,7 +12,6 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import timedelta
-from pathlib import Path
 
 import pytest
 from markupsafe import escape
@@ -27,8 +26,7 @@ from langchain_hindsight.types import ScoredMemory, utcnow
 from langchain_hindsight.ui import Console, create_app
 from langchain_hindsight.ui._security import COOKIE, TokenGate
 from langchain_hindsight.ui.strings import STRINGS
-from tests.bytescan import text_hits
-from tests.fakes import HashEmbeddings, NgramEmbeddings
+from tests.fakes import NgramEmbeddings
 
 BASE = "http://127.0.0.1:8766"
 WEEKLY = "周报按最近7天滚动窗口统计销售额。"
@@ -403,24 +401,6 @@ def test_forget_asks_first_naming_what_is_erased_then_deletes(env: Env) -> None:
         env.store.get(w)
     assert WEEKLY not in env.client.get("/memories").text
     assert w not in env.console.journal("default").get("run-ok").served_ids  # the journal forgets it too
-
-
-def test_forget_from_the_console_erases_the_text_from_an_embedded_store(tmp_path: Path) -> None:
-    secret = "客户甲公司的合同编号是 HT-2026-0042，只能通过邮件联系。"
-    with MemoryStore(tmp_path / "store", embeddings=HashEmbeddings()) as store:
-        keep = store.add(MemoryUnit(content=CSV, task_type="data_cleaning")).unit.memory_id
-        gone = store.add(MemoryUnit(content=secret, source="user_feedback")).unit.memory_id
-        console = Console(store)
-        app, gate = create_app(console)
-        client = TestClient(app, base_url=BASE)
-        _login(client, gate)
-        assert str(escape(secret)) in client.get(f"/memories/{gone}/forget").text
-        r = client.post("/act/forget", data={"memory_id": gone, "csrf": _csrf(client, gate)})
-        assert r.status_code == 200
-        assert gone in _flash(r.text)[0]
-        assert store.get(keep).content == CSV
-        console.close()
-    assert text_hits(tmp_path / "store", {"secret": secret, "id": gone}) == {}  # a raw byte scan of every file
 
 
 def test_restore_brings_an_archived_memory_back(env: Env) -> None:
