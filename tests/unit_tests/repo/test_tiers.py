@@ -98,7 +98,8 @@ def test_integration_tests_live_under_integration_tests(request: pytest.FixtureR
 
     Checks what this run collected: ``make unit`` collects every unit file.
     """
-    assert request.config.stash[conftest.MISPLACED] == []
+    found = request.config.stash[conftest.MISPLACED]
+    assert not found, "\n".join(found)
 
 
 def _item(path: Path, fixtures: tuple[str, ...] = (), marker: str | None = None, by_parameter: bool = False) -> Any:
