@@ -22,7 +22,6 @@ import hashlib
 import json
 import logging
 import math
-import os
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -36,6 +35,7 @@ from langchain_hindsight.errors import HindsightError, StoreError
 from langchain_hindsight.store._codec import unit_from_record
 from langchain_hindsight.store.backend import LexicalScheme
 from langchain_hindsight.store.replica.feed import ChangeFeed
+from langchain_hindsight.store.replica.files import from_json_array, json_array, read_snapshot, write_snapshot
 from langchain_hindsight.types import MemoryUnit
 
 __all__ = [
@@ -66,7 +66,6 @@ _STOP = frozenset(_STOP_WORDS.split())
 _SUFFIXES = ("ies", "ing", "ed", "es", "s")
 _TOKENIZER_VERSION = 1
 """Bump when :func:`tokenize` changes in a way the constants above do not show (snapshots are then rebuilt)."""
-_SNAPSHOT_VERSION = 1
 _MIN_DELTA = 20_000
 """Postings the delta may hold before it is folded into the compacted segment (at least)."""
 PRIOR_DOCUMENTS = 50
@@ -377,9 +376,10 @@ class LexicalIndex:
 
     # ------------------------------------------------------------------ snapshots
     def save(self, path: Path, *, meta: Mapping[str, Any]) -> None:
-        """Write the index (compacted first) to ``path`` atomically, with ``meta`` for consistency checks.
+        """Write the index (compacted first) to ``path`` as a ``lexical`` snapshot, with ``meta`` in its header.
 
-        Only an index with the default tokenizer can be saved (a snapshot is
+        The header also records the tokenizer's signature and the BM25 constants (``replica.files``: the
+        one snapshot format). Only an index with the default tokenizer can be saved (a snapshot is
         reused only when the tokenizer that built it is the current one).
 
         Raises:
@@ -388,52 +388,46 @@ class LexicalIndex:
         if self.tokenizer is not tokenize:
             raise ValueError("only an index with the default tokenizer can be saved")
         self.compact()
-        header = {"version": _SNAPSHOT_VERSION, "tokenizer": tokenizer_signature(), "k1": self.k1, "b": self.b}
-        header["meta"] = dict(meta)
         terms = sorted(self._vocab, key=self._vocab.__getitem__)
         n = len(self._ids)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(path.name + ".tmp")
-        with tmp.open("wb") as fh:
-            np.savez(
-                fh,
-                header=_utf8(json.dumps(header)),
-                vocab=_utf8(json.dumps(terms, ensure_ascii=False)),
-                ids=_utf8(json.dumps(self._ids, ensure_ascii=False)),
-                lengths=self._lengths[:n].astype(np.int64),
-                indptr=self._indptr,
-                docs=self._docs,
-                tfs=self._tfs.astype(np.int32),
-            )
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
+        fields = {**meta, "tokenizer": tokenizer_signature(), "k1": self.k1, "b": self.b}
+        arrays = {
+            "vocab": json_array(terms),
+            "ids": json_array(self._ids),
+            "lengths": self._lengths[:n].astype(np.int64),
+            "indptr": self._indptr,
+            "docs": self._docs,
+            "tfs": self._tfs.astype(np.int32),
+        }
+        write_snapshot(path, "lexical", fields, arrays)
 
     @classmethod
     def load(cls, path: Path) -> tuple[LexicalIndex, dict[str, Any]] | None:
-        """The index saved at ``path`` and its ``meta``; ``None`` if absent, unreadable or from another format."""
-        try:
-            with np.load(path, allow_pickle=False) as data:
-                header = json.loads(bytes(data["header"]).decode())
-                if header.get("version") != _SNAPSHOT_VERSION or header.get("tokenizer") != tokenizer_signature():
-                    return None
-                index = cls(k1=float(header["k1"]), b=float(header["b"]))
-                terms = json.loads(bytes(data["vocab"]).decode())
-                index._ids = json.loads(bytes(data["ids"]).decode())
-                n = len(index._ids)
-                index._lengths = np.concatenate([data["lengths"].astype(np.float64), np.zeros(max(16, n))])
-                index._indptr = data["indptr"].astype(np.int64)
-                index._docs = data["docs"].astype(np.int32)
-                index._tfs = data["tfs"].astype(np.float64)
-        except FileNotFoundError:
+        """The index saved at ``path`` and its header; ``None`` if absent, unreadable or from another format."""
+        loaded = read_snapshot(path, "lexical", ("vocab", "ids", "lengths", "indptr", "docs", "tfs"))
+        if loaded is None:
             return None
-        except Exception:  # a damaged snapshot is rebuilt, never trusted
+        header, data = loaded
+        try:
+            if header.get("tokenizer") != tokenizer_signature():
+                logger.info("lexical snapshot %s was built by another tokenizer: rebuilt", path)
+                return None
+            index = cls(k1=float(header["k1"]), b=float(header["b"]))
+            terms = from_json_array(data["vocab"])
+            index._ids = [str(i) for i in from_json_array(data["ids"])]
+        except (KeyError, TypeError, ValueError):  # a damaged snapshot is rebuilt, never trusted
             logger.warning("ignoring unreadable lexical index snapshot %s", path, exc_info=True)
             return None
+        n = len(index._ids)
+        index._lengths = np.concatenate([data["lengths"].astype(np.float64), np.zeros(max(16, n))])
+        index._indptr = data["indptr"].astype(np.int64)
+        index._docs = data["docs"].astype(np.int32)
+        index._tfs = data["tfs"].astype(np.float64)
         if (
             len(index._indptr) != len(terms) + 1
             or int(index._indptr[-1]) != len(index._docs)
             or len(index._docs) != len(index._tfs)
+            or len(data["lengths"]) != n
         ):
             return None
         if len(index._docs) and int(index._docs.max()) >= n:
@@ -445,11 +439,7 @@ class LexicalIndex:
         index._alive = np.zeros(len(index._lengths), dtype=bool)
         index._alive[:n] = True
         index._total = float(index._lengths[:n].sum())
-        return index, dict(header.get("meta") or {})
-
-
-def _utf8(text: str) -> np.ndarray:
-    return np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
+        return index, header
 
 
 def _rank(item: tuple[str, float]) -> tuple[float, str]:

@@ -29,7 +29,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -39,6 +38,13 @@ import numpy as np
 from langchain_hindsight.errors import BackendError
 from langchain_hindsight.store._codec import unit_from_record, unit_to_metadata
 from langchain_hindsight.store.backend import Include, Records
+from langchain_hindsight.store.replica.files import (
+    from_json_array,
+    json_array,
+    read_header,
+    read_snapshot,
+    write_snapshot,
+)
 from langchain_hindsight.types import MemoryUnit
 
 __all__ = [
@@ -60,9 +66,6 @@ MIRROR_MAX_ROWS = 30_000
 
 At 30k memories of the default 896-d embedder the vectors take ~110 MB and an
 exact search ~5 ms; ``benchmarks/recall_scale.py`` measures both paths."""
-
-
-_VERSION = 1
 
 
 def record_bytes(document: str, metadata: Mapping[str, Any]) -> bytes:
@@ -258,7 +261,10 @@ class Mirror:
 
     # ------------------------------------------------------------------ snapshots
     def save(self, path: Path, *, meta: Mapping[str, Any]) -> None:
-        """Write the mirror (compacted first, without stale rows) to ``path`` atomically, with ``meta``.
+        """Write the mirror (compacted first, without stale rows) to ``path`` as a ``mirror`` snapshot.
+
+        ``meta`` (the trust check's record count, active count and sample) goes into the header, with the
+        dimension and the embedder identity (``replica.files``: the one snapshot format).
 
         Raises:
             ValueError: the mirror has stale rows (read them first).
@@ -270,58 +276,43 @@ class Mirror:
         lengths = np.fromiter((len(r) for r in self._records), dtype=np.int64, count=n)
         offsets = np.zeros(n + 1, dtype=np.int64)
         np.cumsum(lengths, out=offsets[1:])
-        header = {"version": _VERSION, "dimension": self.dimension, "identity": self.identity, "meta": dict(meta)}
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(path.name + ".tmp")
-        with tmp.open("wb") as fh:
-            np.savez(
-                fh,
-                header=np.frombuffer(json.dumps(header).encode(), dtype=np.uint8),
-                ids=np.frombuffer(json.dumps(self._ids).encode(), dtype=np.uint8),
-                vectors=self._vectors[:n],
-                offsets=offsets,
-                records=np.frombuffer(b"".join(self._records), dtype=np.uint8),
-            )
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
+        fields = {**meta, "dimension": self.dimension, "identity": self.identity}
+        arrays = {
+            "ids": json_array(self._ids),
+            "vectors": self._vectors[:n],
+            "offsets": offsets,
+            "records": np.frombuffer(b"".join(self._records), dtype=np.uint8),
+        }
+        write_snapshot(path, "mirror", fields, arrays)
 
     @staticmethod
     def read_identity(path: Path) -> str | None:
         """The embedder identity recorded in the snapshot at ``path`` (its header only), or ``None``."""
-        try:
-            with np.load(path, allow_pickle=False) as data:
-                header = json.loads(bytes(data["header"]).decode())
-        except FileNotFoundError:
-            return None
-        except Exception:  # a damaged snapshot is never trusted
-            logger.warning("ignoring unreadable recall mirror snapshot %s", path, exc_info=True)
-            return None
-        return str(header["identity"]) if header.get("version") == _VERSION and "identity" in header else None
+        header = read_header(path, "mirror")
+        identity = None if header is None else header.get("identity")
+        return identity if isinstance(identity, str) else None
 
     @classmethod
     def load(cls, path: Path) -> tuple[Mirror, dict[str, Any]] | None:
-        """The mirror saved at ``path`` and its ``meta``; ``None`` if absent, unreadable or of another format."""
-        try:
-            with np.load(path, allow_pickle=False) as data:
-                header = json.loads(bytes(data["header"]).decode())
-                if header.get("version") != _VERSION:
-                    return None
-                ids = json.loads(bytes(data["ids"]).decode())
-                vectors = np.ascontiguousarray(data["vectors"], dtype=np.float32)
-                offsets = data["offsets"].astype(np.int64)
-                blob = bytes(data["records"])
-            mirror = cls(int(header["dimension"]), str(header["identity"]))
-        except FileNotFoundError:
+        """The mirror saved at ``path`` and its header; ``None`` if absent, unreadable or of another format."""
+        loaded = read_snapshot(path, "mirror", ("ids", "vectors", "offsets", "records"))
+        if loaded is None:
             return None
-        except Exception:  # a damaged snapshot is rebuilt, never trusted
+        header, arrays = loaded
+        try:
+            ids = [str(i) for i in from_json_array(arrays["ids"])]
+            vectors = np.ascontiguousarray(arrays["vectors"], dtype=np.float32)
+            offsets = arrays["offsets"].astype(np.int64)
+            blob = arrays["records"].tobytes()
+            mirror = cls(int(header["dimension"]), str(header["identity"]))
+        except (KeyError, TypeError, ValueError):  # a damaged snapshot is rebuilt, never trusted
             logger.warning("ignoring unreadable recall mirror snapshot %s", path, exc_info=True)
             return None
         n = len(ids)
         if vectors.shape != (n, mirror.dimension) or len(offsets) != n + 1 or int(offsets[-1]) != len(blob):
             return None
         bounds = offsets.tolist()
-        mirror._ids = [str(i) for i in ids]
+        mirror._ids = ids
         mirror._records = [blob[bounds[r] : bounds[r + 1]] for r in range(n)]
         mirror._row = {m: r for r, m in enumerate(mirror._ids)}
         if len(mirror._row) != n:
@@ -329,7 +320,7 @@ class Mirror:
         mirror._vectors = vectors if n else np.zeros((16, mirror.dimension), dtype=np.float32)
         mirror._alive = np.ones(len(mirror._vectors), dtype=bool)
         mirror._alive[n:] = False
-        return mirror, dict(header.get("meta") or {})
+        return mirror, header
 
 
 def mirror_candidates(
