@@ -45,6 +45,7 @@ from langchain_hindsight.store.replica.files import (
     read_snapshot,
     write_snapshot,
 )
+from langchain_hindsight.store.replica.lexical import LexicalIndex
 from langchain_hindsight.types import MemoryUnit
 
 __all__ = [
@@ -56,6 +57,7 @@ __all__ = [
     "record_bytes",
     "record_digest",
     "refresh_mirror",
+    "replica_hybrid",
     "save_mirror",
 ]
 
@@ -352,6 +354,29 @@ def mirror_candidates(
     sims = mirror.similarities(vector, rest) if rest else {}
     found.update((i, (unit_of(i), sims[i])) for i in rest if i in sims)
     return found
+
+
+def replica_hybrid(
+    index: LexicalIndex,
+    mirror: Mirror,
+    query: str,
+    vector: Sequence[float],
+    *,
+    k: int,
+    normalize: bool,
+    unit_of: Callable[[str], MemoryUnit],
+) -> tuple[dict[str, tuple[MemoryUnit, float]], dict[str, float]]:
+    """Hybrid recall from a namespace's replica: the lexical arm from ``index``, the candidates from ``mirror``.
+
+    The one replica path: the live store calls it with the replica it keeps in step with the backend,
+    :class:`~langchain_hindsight.store.replica.snapshot.StoreSnapshot` with the same two classes loaded from
+    the files a clean close left. Returns what ``MemoryStore.hybrid_search`` returns.
+
+    Raises:
+        BackendError: ``vector`` is not as long as the mirrored vectors.
+    """
+    lexical = dict(index.search(query, k, normalize=normalize))
+    return mirror_candidates(mirror, vector, lexical, k, unit_of), lexical
 
 
 # ---------------------------------------------------------------- the store's side
