@@ -31,11 +31,17 @@ from typing import Any
 import numpy as np
 
 from langchain_hindsight._trust import TRUSTED_SOURCES, UNTRUSTED_SOURCES
-from langchain_hindsight.errors import HindsightError, StoreError
-from langchain_hindsight.store._codec import unit_from_record
+from langchain_hindsight.errors import StoreError
 from langchain_hindsight.store.backend import LexicalScheme
 from langchain_hindsight.store.replica.feed import ChangeFeed
-from langchain_hindsight.store.replica.files import from_json_array, json_array, read_snapshot, write_snapshot
+from langchain_hindsight.store.replica.files import (
+    from_json_array,
+    json_array,
+    matches,
+    read_snapshot,
+    trust_fields,
+    write_snapshot,
+)
 from langchain_hindsight.types import MemoryUnit
 
 __all__ = [
@@ -453,7 +459,6 @@ def tokenizer_signature() -> str:
 
 
 # ---------------------------------------------------------------- the lexical snapshot file
-_SAMPLE = 16
 _SCAN_PAGE = 5000
 
 
@@ -520,32 +525,27 @@ def _record_signature() -> str:
 _RECORD_TEXT_VERSION = 1
 
 
-def _digest(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+def _text_digest(document: str, metadata: Mapping[str, Any]) -> str:
+    """A short digest of what the index holds of a stored record (its :func:`record_text`)."""
+    return hashlib.sha256(record_text(document, metadata).encode("utf-8")).hexdigest()[:16]
 
 
 def save_snapshot(index: LexicalIndex, path: Path, col: Any) -> bool:
     """Write ``index`` to ``path`` with what :func:`load_snapshot` checks; ``False`` if it cannot be saved.
 
-    Only an index built with the default tokenizer is saved. Failures are logged,
-    never raised: the snapshot is an optimisation and the next open rebuilds.
+    Only an index built with the default tokenizer is saved, and only when a sample of its memories is
+    stored and active (``files.trust_fields``, the check every kind shares). Failures are logged, never
+    raised: the snapshot is an optimisation and the next open rebuilds.
     """
     if not isinstance(index, LexicalIndex) or index.tokenizer is not tokenize:
         return False
     try:
         index.compact()
-        ids = sorted(index.memory_ids)
-        step = max(1, len(ids) // _SAMPLE)
-        sample = ids[::step][:_SAMPLE]
-        rows = col.get(ids=sample, include=["documents", "metadatas"]) if sample else {"ids": []}
-        digests = {
-            i: _digest(unit_text(unit_from_record(i, d, m)))
-            for i, d, m in zip(rows["ids"], rows.get("documents") or [], rows.get("metadatas") or [], strict=True)
-        }
-        if len(digests) != len(sample):
-            logger.debug("lexical snapshot of %s not saved: the index does not match Chroma", path.name)
+        fields = trust_fields(col, index.memory_ids, _text_digest)
+        if fields is None:
+            logger.debug("lexical snapshot of %s not saved: the index does not match the stored records", path.name)
             return False
-        index.save(path, meta={"count": col.count(), "active": len(index), "sample": digests})
+        index.save(path, meta=fields)
     except Exception:
         logger.warning("could not save the lexical index snapshot %s", path, exc_info=True)
         return False
@@ -555,9 +555,9 @@ def save_snapshot(index: LexicalIndex, path: Path, col: Any) -> bool:
 def load_snapshot(path: Path, col: Any, *, count: int | None = None, skip: Iterable[str] = ()) -> LexicalIndex | None:
     """The index saved at ``path`` if it is consistent with ``col``, else ``None`` (the caller rebuilds).
 
-    Consistent: the collection holds as many records as when it was saved, and a
-    sample of the indexed memories is still there, active, with the same indexed
-    text (content, task, tags, tools).
+    Consistent (``files.matches``, the check every kind shares): the collection holds as many records
+    as when it was saved, and a sample of the indexed memories is still there, active, with the same
+    indexed text (content, task, tags, tools, source).
 
     Args:
         path: The snapshot file.
@@ -569,33 +569,9 @@ def load_snapshot(path: Path, col: Any, *, count: int | None = None, skip: Itera
     loaded = LexicalIndex.load(path)
     if loaded is None:
         return None
-    index, meta = loaded
-    try:
-        sample = dict(meta["sample"])
-        if (
-            int(meta["count"]) != (col.count() if count is None else count)
-            or int(meta["active"]) != len(index)
-            or not set(sample) <= index.memory_ids
-        ):
-            logger.debug("lexical snapshot %s is stale (record count): rebuilding", path.name)
-            return None
-        for memory_id in skip:
-            sample.pop(memory_id, None)
-        if sample:
-            rows = col.get(ids=sorted(sample), include=["documents", "metadatas"])
-            current = {
-                i: unit_from_record(i, d, m)
-                for i, d, m in zip(rows["ids"], rows.get("documents") or [], rows.get("metadatas") or [], strict=True)
-            }
-            if any(
-                i not in current or current[i].status != "active" or _digest(unit_text(current[i])) != digest
-                for i, digest in sample.items()
-            ):
-                logger.debug("lexical snapshot %s is stale (sampled memories differ): rebuilding", path.name)
-                return None
-    except HindsightError:
-        return None
-    except (KeyError, TypeError, ValueError):
+    index, header = loaded
+    if not matches(header, col, index.memory_ids, _text_digest, count=count, skip=skip):
+        logger.debug("lexical snapshot %s is stale: rebuilding", path.name)
         return None
     return index
 

@@ -41,8 +41,10 @@ from langchain_hindsight.store.backend import Include, Records
 from langchain_hindsight.store.replica.files import (
     from_json_array,
     json_array,
+    matches,
     read_header,
     read_snapshot,
+    trust_fields,
     write_snapshot,
 )
 from langchain_hindsight.store.replica.lexical import LexicalIndex
@@ -255,11 +257,9 @@ class Mirror:
             document, metadata = json.loads(self._records[row])
             yield memory_id, str(document), dict(metadata)
 
-    def sample(self, size: int) -> dict[str, str]:
-        """``{memory_id: record digest}`` of up to ``size`` units spread over the sorted ids."""
-        ids = sorted(self._row)
-        step = max(1, len(ids) // max(1, size))
-        return {m: record_digest(self._records[self._row[m]]) for m in ids[::step][:size]}
+    def digest(self, memory_id: str) -> str:
+        """:func:`record_digest` of a mirrored unit's record (``KeyError`` if it is not mirrored)."""
+        return record_digest(self._records[self._row[memory_id]])
 
     # ------------------------------------------------------------------ snapshots
     def save(self, path: Path, *, meta: Mapping[str, Any]) -> None:
@@ -380,7 +380,6 @@ def replica_hybrid(
 
 
 # ---------------------------------------------------------------- the store's side
-_SAMPLE = 16
 _SCAN_PAGE = 2000
 
 
@@ -428,30 +427,24 @@ def refresh_mirror(mirror: Mirror, col: Records) -> None:
     mirror.forget([i for i in ids if i not in kept])  # gone, or no longer active
 
 
-def _chroma_sample(col: Records, ids: Sequence[str]) -> dict[str, tuple[str, str]]:
-    """``{memory_id: (status, record digest)}`` of ``ids`` as stored now."""
-    rows = col.get(ids=list(ids), include=["documents", "metadatas"]) if ids else {"ids": []}
-    return {
-        i: (str((m or {}).get("status")), record_digest(record_bytes(d, m or {})))
-        for i, d, m in zip(rows["ids"], rows.get("documents") or [], rows.get("metadatas") or [], strict=True)
-    }
+def _stored_digest(document: str, metadata: Mapping[str, Any]) -> str:
+    return record_digest(record_bytes(document, metadata))
 
 
 def save_mirror(mirror: Mirror, path: Path, col: Records) -> bool:
     """Write ``mirror`` to ``path`` with what :func:`load_mirror` checks; ``False`` if it was not saved.
 
-    Stale rows are read first. A sample of rows is compared with Chroma before
-    writing: a mirror that differs from the data is never saved (logged). Failures
-    are logged, never raised: the snapshot is an optimisation.
+    Stale rows are read first. A sample of rows is compared with the backend before writing
+    (``files.trust_fields``, the check every kind shares): a mirror that differs from the data is never
+    saved (logged). Failures are logged, never raised: the snapshot is an optimisation.
     """
     try:
         refresh_mirror(mirror, col)
-        sample = mirror.sample(_SAMPLE)
-        stored = _chroma_sample(col, list(sample))
-        if any(stored.get(i) != ("active", digest) for i, digest in sample.items()):
+        fields = trust_fields(col, mirror.memory_ids, _stored_digest, own=mirror.digest)
+        if fields is None:
             logger.warning("recall mirror %s not saved: it differs from the stored records", path.name)
             return False
-        mirror.save(path, meta={"count": col.count(), "active": len(mirror), "sample": sample})
+        mirror.save(path, meta=fields)
     except Exception:
         logger.warning("could not save the recall mirror snapshot %s", path, exc_info=True)
         return False
@@ -463,8 +456,8 @@ def load_mirror(
 ) -> Mirror | None:
     """The mirror saved at ``path`` if it is consistent with ``col``, else ``None`` (the caller rebuilds).
 
-    Consistent: same embedder identity, as many records as when it was saved, and
-    a sample of its units still stored, active, with the same record.
+    Consistent: same embedder identity, and ``files.matches`` (the check every kind shares): as many
+    records as when it was saved, and a sample of its units still stored, active, with the same record.
 
     Args:
         path: The snapshot file.
@@ -476,23 +469,10 @@ def load_mirror(
     loaded = Mirror.load(path)
     if loaded is None:
         return None
-    mirror, meta = loaded
-    try:
-        sample = {str(k): str(v) for k, v in dict(meta["sample"]).items()}
-        if (
-            mirror.identity != identity
-            or int(meta["count"]) != (col.count() if count is None else count)
-            or int(meta["active"]) != len(mirror)
-            or not set(sample) <= mirror.memory_ids
-        ):
-            logger.debug("recall mirror %s is stale: rebuilding", path.name)
-            return None
-        for memory_id in skip:
-            sample.pop(memory_id, None)
-        stored = _chroma_sample(col, sorted(sample))
-        if any(stored.get(i) != ("active", digest) for i, digest in sample.items()):
-            logger.debug("recall mirror %s is stale (sampled records differ): rebuilding", path.name)
-            return None
-    except (KeyError, TypeError, ValueError, AttributeError):
+    mirror, header = loaded
+    if mirror.identity != identity or not matches(
+        header, col, mirror.memory_ids, _stored_digest, count=count, skip=skip
+    ):
+        logger.debug("recall mirror %s is stale: rebuilding", path.name)
         return None
     return mirror
