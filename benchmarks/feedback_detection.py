@@ -32,7 +32,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from langchain_hindsight.session._conversation import CorrectionDetector
+from langchain_hindsight.session import CorrectionDetector
 
 ROOT = Path(__file__).resolve().parent
 DATA = ROOT / "data"

@@ -44,7 +44,7 @@ from _corpus import experiences
 
 from langchain_hindsight import Lifecycle, MemoryStore, MemoryUnit
 from langchain_hindsight.embeddings.local import LocalEmbeddings
-from langchain_hindsight.store._codec import unit_to_metadata
+from langchain_hindsight.store import unit_to_metadata
 
 RESULTS = Path(__file__).parent / "results"
 NOW = datetime(2026, 11, 1, tzinfo=UTC)

@@ -24,7 +24,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from langchain_hindsight.capture._outcome import gives_up
+from langchain_hindsight.capture import gives_up
 
 DATA = Path(__file__).parent / "data" / "final_answers.jsonl"
 RESULTS = Path(__file__).parent / "results"

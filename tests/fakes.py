@@ -6,6 +6,7 @@
 - tools and a scripted policy several test modules drive agents with, and a callback that records
   every prompt a chat model received;
 - :func:`child_env`, the environment of a child Python process that imports this package and ``tests``;
+- :func:`closing_factory`, the body of a fixture that builds ``Hindsight`` bundles and closes them after the test;
 - the grants TOML of the sharing and MCP tests.
 
 Child processes started by tests import this module as ``tests.fakes`` (the repository root on
@@ -19,8 +20,9 @@ import math
 import os
 import re
 import zlib
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from langchain_core.callbacks import BaseCallbackHandler
@@ -38,6 +40,9 @@ from langchain_hindsight.testing import (
     to_message,
 )
 
+if TYPE_CHECKING:
+    from langchain_hindsight import Hindsight
+
 __all__ = [
     "GBK_TEXT",
     "GRANTS_TOML",
@@ -52,6 +57,7 @@ __all__ = [
     "Turn",
     "call",
     "child_env",
+    "closing_factory",
     "judge_model",
     "query_sales",
     "read_file",
@@ -256,3 +262,23 @@ def weekly_report_policy(messages: list[BaseMessage]) -> Turn:
             return call("query_sales", start="2024-06-03", end="2024-06-09")
         return "周报：销售额 42"
     return call("query_sales", start="rolling", end="today")
+
+
+def closing_factory(build: Callable[..., Hindsight]) -> Iterator[Callable[..., Hindsight]]:
+    """A fixture's body: yields ``factory(**options)``, which calls ``build(i, **options)`` (``i`` counts the
+    bundles built so far, for a fresh directory each), and closes every bundle and its store after the test
+    (a store handed to ``Hindsight(store=...)`` is the caller's to close; closing twice is harmless).
+
+    Example: ``yield from closing_factory(lambda i, **kw: Hindsight(tmp_path / f"db{i}", **kw))``.
+    """
+    opened: list[Hindsight] = []
+
+    def factory(**options: Any) -> Hindsight:
+        hs = build(len(opened), **options)
+        opened.append(hs)
+        return hs
+
+    yield factory
+    for hs in opened:
+        hs.close()
+        hs.store.close()

@@ -62,7 +62,7 @@ from langgraph.store.base.embed import get_text_at_path, tokenize_path
 from langchain_hindsight._text import informative
 from langchain_hindsight._trust import MemorySource, trust_rank
 from langchain_hindsight.errors import ConfigurationError, UninformativeMemoryError
-from langchain_hindsight.lifecycle._merge import KEPT_APART_TAG
+from langchain_hindsight.lifecycle import KEPT_APART_TAG
 from langchain_hindsight.recall.engine import RecallSettings, recall
 from langchain_hindsight.recall.ranking import FloorRule, MinRelevance
 from langchain_hindsight.recall.scoring import ScoringWeights

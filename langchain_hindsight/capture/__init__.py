@@ -3,7 +3,7 @@
 * :mod:`~langchain_hindsight.capture.recorder`: :class:`TrajectoryRecorder`, a callback handler;
 * :mod:`~langchain_hindsight.capture.messages`: trajectories from message lists, the task and
   recall query of a chat, and where the ``[相关经验]`` block goes (:func:`inject`);
-* how a final answer's outcome is read (:func:`answer_outcome`) and a message's text
+* how a final answer's outcome is read (:func:`answer_outcome`, :func:`gives_up`) and a message's text
   (:func:`message_text`) live in private modules and are public from here.
 """
 
@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from langchain_hindsight._lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from langchain_hindsight.capture._outcome import OUTCOME_REASON_KEY, answer_outcome
+    from langchain_hindsight.capture._outcome import OUTCOME_REASON_KEY, answer_outcome, gives_up
     from langchain_hindsight.capture._text import message_text
     from langchain_hindsight.capture.messages import (
         BLOCK_ID_PREFIX,
@@ -43,6 +43,7 @@ _EXPORTS: dict[str, str] = {
     "answer_outcome": "._outcome",
     "check_placement": ".messages",
     "find_task": ".messages",
+    "gives_up": "._outcome",
     "inject": ".messages",
     "message_text": "._text",
     "recall_query": ".messages",
@@ -64,6 +65,7 @@ __all__ = [
     "answer_outcome",
     "check_placement",
     "find_task",
+    "gives_up",
     "inject",
     "message_text",
     "recall_query",

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from langchain_hindsight.cli._output import emit_json, one_line, table
-from langchain_hindsight.store._directory import holds_store
+from langchain_hindsight.store import holds_store
 from langchain_hindsight.store.replica.files import DerivedFiles
 
 __all__ = ["print_stats", "quick"]

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from langchain_hindsight.errors import ConfigurationError, MemoryNotFoundError, StoreError
 from langchain_hindsight.sharing.principals import AccessPolicy, Principal
-from langchain_hindsight.store._directory import DATA_FILE, holds_store
+from langchain_hindsight.store import DATA_FILE, holds_store
 from langchain_hindsight.store.memory_store import MemoryStore
 
 if TYPE_CHECKING:

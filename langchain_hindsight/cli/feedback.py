@@ -14,7 +14,7 @@ import argparse
 from langchain_hindsight.cli._output import clip, emit_json, safe, table
 from langchain_hindsight.cli._store import open_store
 from langchain_hindsight.errors import RunNotFoundError
-from langchain_hindsight.session._verdict import revert_feedback
+from langchain_hindsight.session import revert_feedback
 from langchain_hindsight.store.journal import RunJournal
 from langchain_hindsight.store.runs import FeedbackEffect
 

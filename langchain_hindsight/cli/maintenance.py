@@ -9,21 +9,27 @@ with every copy it published) run; the others are refused.
 from __future__ import annotations
 
 import argparse
+import json
 import shutil
 import sys
 import tempfile
+from dataclasses import asdict
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from langchain_hindsight.cli._output import Progress, check_future, clip, emit_json, one_line, parse_now, table
 from langchain_hindsight.cli._store import open_store, open_view, principal_of
+from langchain_hindsight.embeddings.local import LocalEmbeddings
+from langchain_hindsight.embeddings.multilingual import MultilingualEmbeddings, ScriptRoutedEmbeddings
 from langchain_hindsight.errors import ConfigurationError, InvalidMemoryError, MemoryNotFoundError
 from langchain_hindsight.lifecycle.maintenance import Lifecycle
 from langchain_hindsight.settings import openai_chat_model
-from langchain_hindsight.store import _reembed
 from langchain_hindsight.store.memory_store import MemoryStore
 from langchain_hindsight.store.transfer import import_units, read_backup
+
+if TYPE_CHECKING:
+    from langchain_core.embeddings import Embeddings
 
 __all__ = [
     "add_reembed_arguments",
@@ -235,10 +241,39 @@ def restore(args: argparse.Namespace) -> int:
 
 
 def reembed(args: argparse.Namespace) -> int:
-    """``hindsight reembed --to NAME``: re-embed every memory with another embedder."""
-    return _reembed.run_cli(args, open_store, Progress(), print)
+    """``hindsight reembed --to NAME``: re-embed every memory (every namespace unless ``--namespace`` is given)."""
+    args.embeddings = _reembed_target(args.to)
+    with open_store(args) as store:
+        report = store.reembed(
+            namespaces=None if args.namespace is None else [args.namespace],
+            batch_size=args.batch_size,
+            progress=Progress(),
+        )
+    if args.json:
+        print(json.dumps({**asdict(report), "units": report.units}, ensure_ascii=False, indent=2))
+        return 0
+    for ns, role, n in report.migrated:
+        print(f"{ns}/{role}: {n} unit(s) re-embedded")
+    for ns, role in report.unchanged:
+        print(f"{ns}/{role}: already on {report.embedder}")
+    print(f"done: {report.units} unit(s) on {report.embedder} ({report.embedded} embedded by this run)")
+    return 0
+
+
+def _reembed_target(name: str) -> Embeddings:
+    """The embedder ``--to NAME`` names."""
+    if name == "minilm":
+        return LocalEmbeddings()
+    return MultilingualEmbeddings() if name == "multilingual" else ScriptRoutedEmbeddings()
 
 
 def add_reembed_arguments(parser: argparse.ArgumentParser) -> None:
-    """The ``hindsight reembed`` options (they live with the re-embedding code)."""
-    _reembed.add_arguments(parser)
+    """The ``hindsight reembed`` options."""
+    parser.add_argument(
+        "--to",
+        choices=["default", "multilingual", "minilm"],
+        default="default",
+        help="new embedder: default (MiniLM + Universal Sentence Encoder routed by script), multilingual "
+        "(Universal Sentence Encoder multilingual v3 alone) or minilm (all-MiniLM-L6-v2 alone)",
+    )
+    parser.add_argument("--batch-size", type=int, default=64, help="texts per embedding call")

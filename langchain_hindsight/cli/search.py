@@ -26,7 +26,7 @@ from langchain_hindsight._safety import clean_text
 from langchain_hindsight.cli._output import clip, emit_json, table
 from langchain_hindsight.cli._store import open_view
 from langchain_hindsight.recall.engine import RecallSettings, RecallSource, recall
-from langchain_hindsight.store._directory import holds_store
+from langchain_hindsight.store import holds_store
 from langchain_hindsight.store.replica.files import DerivedFiles
 from langchain_hindsight.store.replica.snapshot import SnapshotFiles
 from langchain_hindsight.types import ScoredMemory

@@ -1,19 +1,19 @@
 """The merge pass over stored units (keeps the store from bloating): exact duplicate search and folding.
 
 Only true duplicates fold: units that make the same statement after normalising
-case, whitespace and punctuation (:func:`~langchain_hindsight.store._statement.statement_key`,
+case, whitespace and punctuation (:func:`~langchain_hindsight.store.statement.statement_key`,
 the rule of the write path). The similarity threshold only selects candidates;
 two different statements never fold, however close their vectors.
 
 A rule-made lesson is keyed on its text with the parts that only identify a run
-masked (:func:`~langchain_hindsight.store._statement.lesson_key`: file names, paths,
+masked (:func:`~langchain_hindsight.store.statement.lesson_key`: file names, paths,
 ids, positions), so the same error→fix lesson stored once per file before the
 rules masked them folds into one; their vectors differ only by what the mask
 removed, so the masked statement alone decides (no similarity threshold). A
 person's facts are keyed on their text as it is: their numbers are the fact.
 
 Folding sums ``evidence`` (how many times the lesson was learned), grows
-confidence with it (:func:`~langchain_hindsight.store._evidence.corroborated`) and
+confidence with it (:func:`~langchain_hindsight.store.evidence.corroborated`) and
 *archives* the folded units whole (not served, kept for :func:`unfold`).
 
 Pure helpers (:func:`duplicate_groups`, :func:`star_clusters`, :func:`fold`, :func:`unfold`)
@@ -27,8 +27,8 @@ from typing import TYPE_CHECKING, Any
 
 from langchain_hindsight._trust import trust_rank
 from langchain_hindsight.store import ConfidencePolicy
-from langchain_hindsight.store._evidence import corroborated, evidence_cap, uncorroborated
-from langchain_hindsight.store._statement import generalise, lesson_key, rule_made, statement_key
+from langchain_hindsight.store.evidence import corroborated, evidence_cap, uncorroborated
+from langchain_hindsight.store.statement import generalise, lesson_key, rule_made, statement_key
 from langchain_hindsight.types import MemoryUnit
 
 if TYPE_CHECKING:
@@ -133,7 +133,7 @@ def star_clusters(
 def duplicate_groups(units: Sequence[MemoryUnit], *, by_task_type: bool) -> list[list[int]]:
     """Indices of ``units`` grouped by statement (and task type and kind when ``by_task_type``); groups of 2+.
 
-    The statement is :func:`~langchain_hindsight.store._statement.lesson_key`: a
+    The statement is :func:`~langchain_hindsight.store.statement.lesson_key`: a
     rule-made lesson's text with its run-specific parts masked, anything else's as
     it is. A unit tagged :data:`KEPT_APART_TAG` (unfolded by hand) joins no group.
     """
@@ -155,12 +155,12 @@ def fold(keeper: MemoryUnit, folded: Sequence[MemoryUnit], policy: ConfidencePol
     """``keeper`` after absorbing ``folded``: evidence added up, summed accesses, union of tags, provenance.
 
     Confidence is the highest of the keeper's source, grown by the evidence the
-    folded units of that source bring (:func:`~langchain_hindsight.store._evidence.corroborated`,
+    folded units of that source bring (:func:`~langchain_hindsight.store.evidence.corroborated`,
     never above the source's ceiling nor ``policy``'s, never for a ``suspicious`` unit);
     a less trusted unit lends no confidence and no evidence. Times are the newest of
     the group (creation and last access), so recency reflects the latest time the
     lesson was learned. A rule-made keeper's
-    text is masked (:func:`~langchain_hindsight.store._statement.generalise`): the
+    text is masked (:func:`~langchain_hindsight.store.statement.generalise`): the
     file name of the one run it came from is not the lesson.
 
     A folded id already in ``keeper.merged_from`` (a merge interrupted between

@@ -219,7 +219,7 @@ class Lifecycle:
 
         Each group keeps its most trusted, then most confident unit (ties: more
         accesses, older, smaller id) with the highest confidence grown by the
-        evidence folded in (see :func:`~langchain_hindsight.store._evidence.corroborated`),
+        evidence folded in (see :func:`~langchain_hindsight.store.evidence.corroborated`),
         ``evidence`` added up, the summed access counts, the union of tags, the
         newest creation and access times and the most trusted source;
         ``merged_from`` records the folded ids, which are archived whole (not
@@ -231,7 +231,7 @@ class Lifecycle:
 
         Rule-made lessons that differ only in run-specific parts (the file name of
         the task they were learned on, an id, a position in the input) are one
-        statement (:func:`~langchain_hindsight.store._statement.lesson_key`): they
+        statement (:func:`~langchain_hindsight.store.statement.lesson_key`): they
         fold whatever their similarity, and the keeper's text is masked the same way.
         A person's facts never fold on a masked key (``10 per day`` ≠ ``500 per day``).
         Each fold is logged at INFO with its reason (also in ``MergeReport.reasons``).

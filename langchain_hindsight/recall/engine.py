@@ -32,7 +32,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, Protocol, get_args
 
-from langchain_hindsight._checks import check_int, check_number
+from langchain_hindsight._checks import check_int, check_number, check_options
 from langchain_hindsight._safety import clean_text
 from langchain_hindsight._script import FusionWeights
 from langchain_hindsight._text import informative
@@ -198,9 +198,7 @@ class RecallSettings:
         Raises:
             ConfigurationError: an unknown option or an invalid value.
         """
-        unknown = set(options) - RECALL_OPTIONS
-        if unknown:
-            raise ConfigurationError(f"unknown recall option(s): {sorted(unknown)}")
+        check_options("recall", options, RECALL_OPTIONS)
         fusion = {name: options.pop(name) for name in FUSION_OPTIONS & options.keys()}
         locale = options.pop("locale", "zh")
         if "task_classifier" in options:

@@ -3,7 +3,9 @@
 * :mod:`~langchain_hindsight.session.loop`: :class:`HindsightSession`;
 * :mod:`~langchain_hindsight.session.config`: its options (:class:`SessionConfig`) and what feedback
   changed (:class:`FeedbackResult`);
-* :mod:`~langchain_hindsight.session.source`: how an adapter finds its session (:func:`session_for`).
+* :mod:`~langchain_hindsight.session.source`: how an adapter finds its session (:func:`session_for`);
+* which turns are corrections (:class:`CorrectionDetector`) and how a verdict is undone
+  (:func:`revert_feedback`, for ``hindsight undo-feedback``) live in private modules and are public from here.
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ from typing import TYPE_CHECKING
 from langchain_hindsight._lazy import lazy_exports
 
 if TYPE_CHECKING:
+    from langchain_hindsight.session._conversation import CorrectionDetector
+    from langchain_hindsight.session._verdict import revert_feedback
     from langchain_hindsight.session.config import (
         AdapterOptions,
         ErrorPolicy,
@@ -26,6 +30,7 @@ if TYPE_CHECKING:
 
 _EXPORTS: dict[str, str] = {
     "AdapterOptions": ".config",
+    "CorrectionDetector": "._conversation",
     "ErrorPolicy": ".config",
     "FeedbackResult": ".config",
     "HindsightSession": ".loop",
@@ -34,12 +39,14 @@ _EXPORTS: dict[str, str] = {
     "SessionOwner": ".source",
     "SessionSource": ".source",
     "new_run_id": ".config",
+    "revert_feedback": "._verdict",
     "session_for": ".source",
 }
 """Each public name and the module defining it (imported on first use)."""
 
 __all__ = [
     "AdapterOptions",
+    "CorrectionDetector",
     "ErrorPolicy",
     "FeedbackResult",
     "HindsightSession",
@@ -48,6 +55,7 @@ __all__ = [
     "SessionOwner",
     "SessionSource",
     "new_run_id",
+    "revert_feedback",
     "session_for",
 ]
 

@@ -29,7 +29,7 @@ from langchain_hindsight.errors import (
     InvalidMemoryError,
 )
 from langchain_hindsight.prompts import ReflectionTemplates, get_reflection_templates
-from langchain_hindsight.reflection._rules import feedback_unit
+from langchain_hindsight.reflection import feedback_unit
 from langchain_hindsight.session._credit import credit, undo_credit
 from langchain_hindsight.session.config import FeedbackResult
 from langchain_hindsight.store.journal import RunJournal

@@ -38,6 +38,7 @@ from concurrent.futures import Future
 from dataclasses import replace
 from typing import Any, Unpack
 
+from langchain_hindsight._checks import check_options
 from langchain_hindsight._unset import Unset
 from langchain_hindsight.capture.messages import resolve_namespace
 from langchain_hindsight.capture.recorder import SERVED_KEY
@@ -89,9 +90,7 @@ class HindsightSession:
     """
 
     def __init__(self, config: SessionConfig | MemoryStore, /, **options: Unpack[SessionOptions]) -> None:
-        unknown = set(options) - SessionConfig.option_names()
-        if unknown:
-            raise ConfigurationError(f"unknown hindsight option(s): {sorted(unknown)}")
+        check_options("hindsight", options, SessionConfig.option_names())
         if isinstance(config, SessionConfig):
             config = replace(config, **options) if options else config
         else:

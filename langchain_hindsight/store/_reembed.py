@@ -1,4 +1,4 @@
-"""``hindsight reembed``: migrate a store in place to another embedder, resumably and without loss.
+"""Re-embedding (``MemoryStore.reembed``, ``hindsight reembed``): migrate a store in place to another embedder.
 
 Each memories and archive collection is migrated on its own, in four steps:
 
@@ -23,17 +23,13 @@ left as they are.
 
 from __future__ import annotations
 
-import argparse
-import json
 import logging
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import AbstractContextManager
-from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from langchain_hindsight._checks import is_int
-from langchain_hindsight.embeddings.local import EmbedderIdentity, LocalEmbeddings, check_vectors, embedder_identity
-from langchain_hindsight.embeddings.multilingual import MultilingualEmbeddings, ScriptRoutedEmbeddings
+from langchain_hindsight.embeddings.local import EmbedderIdentity, check_vectors, embedder_identity
 from langchain_hindsight.errors import ConfigurationError, StoreError
 from langchain_hindsight.store._collections import (
     EMBEDDER_DIM_KEY,
@@ -55,27 +51,13 @@ if TYPE_CHECKING:
     from langchain_core.embeddings import Embeddings
 
 
-__all__ = ["ReembedReport", "add_arguments", "reembed_collections", "run_cli"]
+__all__ = ["ReembedReport", "reembed_collections"]
 
 logger = logging.getLogger(__name__)
 
 _PAGE = 256
 
 Progress = Callable[[str, int, int], None]
-
-
-class Reembeds(Protocol):
-    """What ``hindsight reembed`` needs of a store (``MemoryStore.reembed``)."""
-
-    def reembed(
-        self,
-        *,
-        namespaces: Sequence[str] | None = None,
-        batch_size: int = 64,
-        progress: Callable[[str, int, int], None] | None = None,
-    ) -> ReembedReport:
-        """Re-embed every unit in place."""
-        ...
 
 
 @dataclass(frozen=True)
@@ -211,49 +193,3 @@ def reembed_collections(
 
 def _quiet(stage: str, done: int, total: int) -> None:
     """The default progress callback: nothing."""
-
-
-# ----------------------------------------------------------------------------- CLI
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The ``hindsight reembed`` options."""
-    parser.add_argument(
-        "--to",
-        choices=["default", "multilingual", "minilm"],
-        default="default",
-        help="new embedder: default (MiniLM + Universal Sentence Encoder routed by script), multilingual "
-        "(Universal Sentence Encoder multilingual v3 alone) or minilm (all-MiniLM-L6-v2 alone)",
-    )
-    parser.add_argument("--batch-size", type=int, default=64, help="texts per embedding call")
-
-
-def _target(name: str) -> Embeddings:
-    if name == "minilm":
-        return LocalEmbeddings()
-    if name == "multilingual":
-        return MultilingualEmbeddings()
-    return ScriptRoutedEmbeddings()
-
-
-def run_cli(
-    args: argparse.Namespace,
-    open_store: Callable[[argparse.Namespace], AbstractContextManager[Reembeds]],
-    progress: Progress,
-    emit: Callable[[str], None],
-) -> int:
-    """Run ``hindsight reembed``: every namespace unless ``--namespace`` is given; ``emit`` gets the summary."""
-    args.embeddings = _target(args.to)
-    with open_store(args) as store:
-        report = store.reembed(
-            namespaces=None if args.namespace is None else [args.namespace],
-            batch_size=args.batch_size,
-            progress=progress,
-        )
-    if args.json:
-        emit(json.dumps({**asdict(report), "units": report.units}, ensure_ascii=False, indent=2))
-        return 0
-    for ns, role, n in report.migrated:
-        emit(f"{ns}/{role}: {n} unit(s) re-embedded")
-    for ns, role in report.unchanged:
-        emit(f"{ns}/{role}: already on {report.embedder}")
-    emit(f"done: {report.units} unit(s) on {report.embedder} ({report.embedded} embedded by this run)")
-    return 0

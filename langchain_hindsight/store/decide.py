@@ -30,9 +30,9 @@ from langchain_hindsight._trust import TRUST_ORDER, TRUSTED_SOURCES
 from langchain_hindsight.errors import ConfigurationError, InvalidMemoryError, UninformativeMemoryError
 from langchain_hindsight.store._codec import unit_from_record
 from langchain_hindsight.store._collections import Collection, check_namespace
-from langchain_hindsight.store._evidence import corroborated, evidence_cap
 from langchain_hindsight.store._policy import ConfidencePolicy, settle_claims, trust
-from langchain_hindsight.store._statement import statement_key
+from langchain_hindsight.store.evidence import corroborated, evidence_cap
+from langchain_hindsight.store.statement import statement_key
 from langchain_hindsight.store.writes import (
     Neighbour,
     RuleWriteJudge,
@@ -206,7 +206,7 @@ def merge_units(existing: MemoryUnit, incoming: MemoryUnit, policy: ConfidencePo
 
     The lesson was learned again: ``evidence`` adds up and confidence grows with it
     (from the higher of the two, see
-    :func:`~langchain_hindsight.store._evidence.corroborated`; never above the source's
+    :func:`~langchain_hindsight.store.evidence.corroborated`; never above the source's
     ceiling, nor ``policy``'s; never for a unit tagged ``suspicious``). Sums access
     counts, unions tags, records ``incoming`` in ``merged_from`` and keeps the
     *newest* creation and access times, so recency reflects that the lesson was

@@ -23,7 +23,7 @@ from langchain_hindsight.store import _directory
 from langchain_hindsight.store._codec import unit_to_metadata
 from langchain_hindsight.store._collections import ROLES, Collection, records
 from langchain_hindsight.store._core import StoreCore, backend_errors, check_ids
-from langchain_hindsight.store.backend import Backend, _scrub
+from langchain_hindsight.store.backend import REBUILD_SUFFIX, Backend
 from langchain_hindsight.types import MemoryUnit
 
 __all__ = ["NO_SCRUB", "drop_collections", "finish_interrupted_scrub", "forget", "scrub", "scrub_collections"]
@@ -60,7 +60,7 @@ def drop_collections(backend: Backend, ns: str) -> int:
         meta = col.metadata
         if meta.get("hindsight_namespace") != ns or "hindsight_role" not in meta:
             continue
-        if meta["hindsight_role"] in ROLES and not col.name.endswith(_scrub.REBUILD_SUFFIX):
+        if meta["hindsight_role"] in ROLES and not col.name.endswith(REBUILD_SUFFIX):
             deleted += col.count()
         backend.delete_collection(col.name)
     return deleted

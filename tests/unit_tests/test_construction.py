@@ -37,7 +37,7 @@ from langchain_hindsight.session.config import SessionConfig
 from langchain_hindsight.store.decide import MERGE_THRESHOLD
 from langchain_hindsight.store.journal import RunJournal
 from langchain_hindsight.types import Trajectory
-from tests.fakes import NgramEmbeddings
+from tests.fakes import NgramEmbeddings, closing_factory
 
 LESSON = "周报的数据范围取上周一到周日的自然周，不要用本月一号到今天。"
 TASK = "生成本周的销售周报"
@@ -45,16 +45,9 @@ TASK = "生成本周的销售周报"
 
 @pytest.fixture
 def hs_factory(tmp_path: Path, fake_embeddings: NgramEmbeddings) -> Iterator[Any]:
-    opened: list[Hindsight] = []
-
-    def build(**options: Any) -> Hindsight:
-        hs = Hindsight(tmp_path / f"db{len(opened)}", embeddings=fake_embeddings, **options)
-        opened.append(hs)
-        return hs
-
-    yield build
-    for hs in opened:
-        hs.close()
+    yield from closing_factory(
+        lambda i, **options: Hindsight(tmp_path / f"db{i}", embeddings=fake_embeddings, **options)
+    )
 
 
 # ---------------------------------------------------------------------------- min_relevance: three hops

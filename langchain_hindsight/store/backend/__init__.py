@@ -10,10 +10,14 @@
 * :mod:`~langchain_hindsight.store.backend.postgres`: ``PostgresBackend``, PostgreSQL with pgvector
   for many writers on many hosts (not imported here: psycopg is the optional ``postgres`` extra).
 
+:data:`REBUILD_SUFFIX` names the side collection a scrub rebuilds a collection into (a caller listing
+collections skips it).
+
 A new backend subclasses :class:`Backend` and :class:`Records` in a module of its own here; nothing
 else in the store changes.
 """
 
+from langchain_hindsight.store.backend._scrub import REBUILD_SUFFIX
 from langchain_hindsight.store.backend.base import (
     BACKEND_WRITES,
     RECORDS_WRITES,
@@ -31,6 +35,7 @@ from langchain_hindsight.store.backend.inmemory import InMemoryBackend
 
 __all__ = [
     "BACKEND_WRITES",
+    "REBUILD_SUFFIX",
     "RECORDS_WRITES",
     "Backend",
     "ChromaBackend",

@@ -35,7 +35,7 @@ from langchain_hindsight import Hindsight, HindsightError, MemoryNotFoundError, 
 from langchain_hindsight.prompts import Locale, get_templates
 from langchain_hindsight.store.backend import InMemoryBackend
 from langchain_hindsight.testing import ReactiveToolModel, Turn, call
-from tests.fakes import WEEKLY_REPORT_LESSON, NgramEmbeddings, Prompts
+from tests.fakes import WEEKLY_REPORT_LESSON, NgramEmbeddings, Prompts, closing_factory
 
 TASK = {"zh": "生成本周的销售周报", "en": "Write this week's sales report"}
 REPORT = {"zh": "周报：本周销售额 42 万元。", "en": "Weekly report: sales this week were 420k."}
@@ -130,18 +130,9 @@ def _lesson(content: str, *, confidence: float | None = None, **fields: Any) -> 
 
 
 def _opened(embeddings: Embeddings) -> Iterator[Callable[..., Hindsight]]:
-    opened: list[Hindsight] = []
-
-    def factory(**kwargs: Any) -> Hindsight:
-        store = MemoryStore(backend=InMemoryBackend(), embeddings=embeddings)
-        hs = Hindsight(store=store, **kwargs)
-        opened.append(hs)
-        return hs
-
-    yield factory
-    for hs in opened:
-        hs.close()
-        hs.store.close()
+    return closing_factory(
+        lambda i, **kwargs: Hindsight(store=MemoryStore(backend=InMemoryBackend(), embeddings=embeddings), **kwargs)
+    )
 
 
 @pytest.fixture

@@ -36,7 +36,7 @@ from langchain_hindsight.store.runs import RunRecord
 from langchain_hindsight.testing import ReactiveToolModel
 from langchain_hindsight.types import Trajectory
 from tests.fakes import WEEKLY_REPORT_LESSON as LESSON
-from tests.fakes import query_sales
+from tests.fakes import closing_factory, query_sales
 from tests.fakes import weekly_report_policy as _respond
 
 TASK = "生成本周的销售周报"
@@ -141,16 +141,7 @@ ADAPTERS: dict[str, Callable[[Hindsight], None]] = {
 
 @pytest.fixture
 def make_hs(tmp_path: Path, embeddings: LocalEmbeddings) -> Iterator[Callable[..., Hindsight]]:
-    opened: list[Hindsight] = []
-
-    def factory(**kwargs: Any) -> Hindsight:
-        hs = Hindsight(tmp_path / f"db{len(opened)}", embeddings=embeddings, **kwargs)
-        opened.append(hs)
-        return hs
-
-    yield factory
-    for hs in opened:
-        hs.close()
+    yield from closing_factory(lambda i, **kwargs: Hindsight(tmp_path / f"db{i}", embeddings=embeddings, **kwargs))
 
 
 def _only_run(hs: Hindsight) -> RunRecord:

@@ -37,7 +37,7 @@ from langchain_hindsight.session._verdict import claim_of
 from langchain_hindsight.store.backend import InMemoryBackend
 from langchain_hindsight.testing import ReactiveToolModel
 from langchain_hindsight.types import Trajectory
-from tests.fakes import NgramEmbeddings
+from tests.fakes import NgramEmbeddings, closing_factory
 from tests.integration_tests.store.test_reliability_crash import LESSON as CSV
 from tests.integration_tests.store.test_reliability_crash import PrefixEmbeddings, _run_child, check_consistent
 
@@ -64,20 +64,12 @@ LANGS = {
 @pytest.fixture
 def make_hs(fake_embeddings: NgramEmbeddings) -> Iterator[Callable[..., Hindsight]]:
     """Hindsight bundles on the in-memory backend (the backend does not matter here)."""
-    opened: list[Hindsight] = []
 
-    def factory(**kwargs: Any) -> Hindsight:
-        store = MemoryStore(backend=InMemoryBackend(), embeddings=fake_embeddings)
-        kwargs.setdefault("task_type", "weekly_report")
-        kwargs.setdefault("min_relevance", None)
-        hs = Hindsight(store=store, **kwargs)
-        opened.append(hs)
-        return hs
+    def build(i: int, **kwargs: Any) -> Hindsight:
+        kwargs = {"task_type": "weekly_report", "min_relevance": None, **kwargs}
+        return Hindsight(store=MemoryStore(backend=InMemoryBackend(), embeddings=fake_embeddings), **kwargs)
 
-    yield factory
-    for hs in opened:
-        hs.close()
-        hs.store.close()
+    yield from closing_factory(build)
 
 
 def _lesson(hs: Hindsight, content: str) -> MemoryUnit:

@@ -452,7 +452,7 @@ def test_four_chinese_corrections_through_the_facade_stay_four(store: MemoryStor
 
 
 def test_statement_key_normalises_only_form() -> None:
-    from langchain_hindsight.store._statement import statement_key
+    from langchain_hindsight.store.statement import statement_key
 
     same = [
         ("客户甲公司希望通过邮件联系。", "客户甲公司 希望通过邮件联系"),
