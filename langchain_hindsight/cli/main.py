@@ -31,7 +31,7 @@ drive the operator's terminal.
 Each command's module is imported only when it runs, and only ``search`` (and
 ``demo``, ``maintain --review`` with a model, ``reembed``, ``mcp``) loads an
 embedding or chat model. ``stats`` first tries its quick path (``_stats``),
-which answers from the store's summary file without importing Chroma.
+which answers from the store's per-namespace counts files without importing Chroma.
 """
 
 from __future__ import annotations
