@@ -73,3 +73,15 @@ def test_counts_answer_only_when_every_file_is_vouched_and_agrees(tmp_path: Path
     summary = DerivedFiles(tmp_path, ["counts/hs-d.npz"]).summary()
     assert summary is not None
     assert not summary.answers(["default", "团队甲"])
+
+
+def test_only_the_files_module_opens_a_snapshot_container() -> None:
+    """One format, one writer and one reader: no other store module saves or loads an npz or a zip itself."""
+    root = Path(__file__).resolve().parents[3] / "langchain_hindsight" / "store"
+    reaches = {
+        path.relative_to(root).as_posix()
+        for path in root.rglob("*.py")
+        if path.name != "files.py"
+        and any(s in path.read_text(encoding="utf-8") for s in ("np.savez", "np.load(", "zipfile", "write_array"))
+    }
+    assert reaches == set()
