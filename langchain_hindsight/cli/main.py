@@ -31,8 +31,8 @@ drive the operator's terminal.
 Each command's module is imported only when it runs, and only ``search`` (and
 ``demo``, ``maintain --review`` with a model, ``reembed``, ``mcp``) loads an
 embedding or chat model. ``stats`` and ``search`` first try their quick paths (``_stats``,
-``_search``), which answer from the store's summary file or snapshot without importing
-Chroma or the store.
+``_search``), which answer from the store's per-namespace counts files or its snapshots without
+importing Chroma or the store.
 """
 
 from __future__ import annotations

@@ -214,8 +214,8 @@ def test_snapshot_round_trip_and_damaged_files(tmp_path: Path) -> None:
     index.save(path, meta={"count": 399})
     loaded = LexicalIndex.load(path)
     assert loaded is not None
-    again, meta = loaded
-    assert meta == {"count": 399}
+    again, header = loaded
+    assert (header["kind"], header["collection"], header["count"]) == ("lexical", "snap", 399)
     for query in _QUERIES:
         assert again.search(query, 10, normalize=True) == index.search(query, 10, normalize=True)
     again.upsert([MemoryUnit(memory_id="new", content="周报 乱码 zqxv")])  # a loaded index keeps updating
