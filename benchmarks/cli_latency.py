@@ -5,20 +5,20 @@ corpus (``benchmarks/_corpora.py``; 5 % of them archived, so both collections
 are read), then times fresh processes of
 
 * ``hindsight stats`` in its two cases: it answers from the store's
-  ``summary.json`` (vouched for by the clean-close stamp) without importing
-  Chroma, or it counts (and its store's close saves the summary). Each run follows an untimed
+  per-namespace counts files (vouched for by the clean-close stamp) without
+  importing Chroma, or it counts (and its store's close saves the counts). Each run follows an untimed
   store session that archives and restores one memory (the counts end as they
   were). Four rows:
 
   - after a session that recalled, then wrote (an agent's session: recalling
-    holds the recall mirror, so its close rewrites the summary);
+    holds the recall mirror, so its close rewrites the counts files);
   - after a session that only wrote (it holds the mirror too when the mirror's
     snapshot was trusted: loaded at the first write);
-  - after a session whose writes the summary cannot vouch for (here a write
+  - after a session whose writes the counts files cannot vouch for (here a write
     through the backend after the store closed, which the store cannot see; a
     namespace written without its mirror, an erase or a failed write do the
     same): ``stats`` counts;
-  - repeated ``stats`` with nothing written in between (from the summary);
+  - repeated ``stats`` with nothing written in between (from the counts files);
 * ``hindsight search "<a corpus query>"`` (the corpus's first query, mostly Chinese: the
   multilingual half of the default embedder alone), and a Latin-script one (both halves load);
 * ``python -c "import chromadb"``: the floor every command that opens a store
