@@ -23,9 +23,10 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-# The unit tier: tests/unit_tests/ minus the few integration tests its mixed files hold (tests/conftest.py marks
-# them), in one process: its budget is CPU, and every xdist worker would start up and collect the whole tier
-# again (make unit-cpu measures both; add -n auto for a shorter wall time on a machine with cores to spare).
+# The unit tier: tests/unit_tests/ (a folder per subpackage; an integration test found there fails
+# tests/unit_tests/repo/test_tiers.py), in one process: its budget is CPU, and every xdist worker would start up
+# and collect the whole tier again (make unit-cpu measures both; add -n auto for a shorter wall time on a machine
+# with cores to spare). -m "not integration" leaves out the few sweep parameters marked integration.
 unit: $(STAMP)
 	HF_HUB_OFFLINE=1 $(BIN)/pytest tests/unit_tests -m "not integration"
 
@@ -34,8 +35,12 @@ unit: $(STAMP)
 unit-cpu: $(STAMP)
 	$(BIN)/python benchmarks/unit_tier_cpu.py
 
+# The integration tier on INTEGRATION_WORKERS xdist workers, a test file per worker at a time (module-scoped
+# fixtures are built once): each worker has its own temporary tree, embedded Postgres data directory and socket,
+# and Chroma servers on free ports. The 25 slowest tests are listed at the end of every run.
+INTEGRATION_WORKERS ?= 2
 integration: $(STAMP)
-	HF_HUB_OFFLINE=1 $(BIN)/pytest -m integration
+	HF_HUB_OFFLINE=1 $(BIN)/pytest -m integration -n $(INTEGRATION_WORKERS) --dist loadfile --durations=25
 
 test: lint typecheck unit integration
 

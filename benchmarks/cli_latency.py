@@ -5,21 +5,22 @@ corpus (``benchmarks/_corpora.py``; 5 % of them archived, so both collections
 are read), then times fresh processes of
 
 * ``hindsight stats`` in its two cases: it answers from the store's
-  ``summary.json`` (vouched for by the clean-close stamp) without importing
-  Chroma, or it counts (and its store's close saves the summary). Each run follows an untimed
+  per-namespace counts files (vouched for by the clean-close stamp) without
+  importing Chroma, or it counts (and its store's close saves the counts). Each run follows an untimed
   store session that archives and restores one memory (the counts end as they
   were). Four rows:
 
   - after a session that recalled, then wrote (an agent's session: recalling
-    holds the recall mirror, so its close rewrites the summary);
+    holds the recall mirror, so its close rewrites the counts files);
   - after a session that only wrote (it holds the mirror too when the mirror's
     snapshot was trusted: loaded at the first write);
-  - after a session whose writes the summary cannot vouch for (here a write
+  - after a session whose writes the counts files cannot vouch for (here a write
     through the backend after the store closed, which the store cannot see; a
     namespace written without its mirror, an erase or a failed write do the
     same): ``stats`` counts;
-  - repeated ``stats`` with nothing written in between (from the summary);
-* ``hindsight search "<a corpus query>"``;
+  - repeated ``stats`` with nothing written in between (from the counts files);
+* ``hindsight search "<a corpus query>"`` (the corpus's first query, mostly Chinese: the
+  multilingual half of the default embedder alone), and a Latin-script one (both halves load);
 * ``python -c "import chromadb"``: the floor every command that opens a store
   pays before any of our code runs (measured in the same run, same interpreter).
 
@@ -27,7 +28,7 @@ Each is run ``--runs`` times; the report gives p50 and min (seconds). Document
 vectors are precomputed as in ``recall_scale.py`` (``--real`` texts embedded for
 real, the rest noisy mixes), queries are embedded for real by the CLI itself.
 
-Writes benchmarks/results/cli_latency.json and .md.
+Writes benchmarks/results/cli_latency.json and .md (``--out NAME`` changes the name).
 
 Run: HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/cli_latency.py [--size 10000] [--runs 7]
      [--path DIR (kept; reused when it exists)] [--note "machine shared"]
@@ -56,6 +57,7 @@ sys.path.insert(0, str(ROOT))
 from _corpora import CORPORA  # noqa: E402
 from recall_scale import TableEmbeddings, default_embedder, synthetic_units, vectors_for  # noqa: E402
 
+from langchain_hindsight._script import query_script  # noqa: E402
 from langchain_hindsight.store.backend import ChromaBackend  # noqa: E402
 from langchain_hindsight.store.memory_store import MemoryStore  # noqa: E402
 
@@ -160,6 +162,7 @@ def main() -> None:
     parser.add_argument("--real", type=int, default=300, help="texts embedded for real when building")
     parser.add_argument("--path", default="", help="store directory, kept (reused if it already holds a store)")
     parser.add_argument("--note", default="", help="a line added to the report (e.g. 'machine shared')")
+    parser.add_argument("--out", default="cli_latency", help="results file name (without extension)")
     args = parser.parse_args()
     tmp = None
     if args.path:
@@ -173,18 +176,23 @@ def main() -> None:
     else:
         query = build(path, args.size, args.real)
         query_file.write_text(query, encoding="utf-8")
+    latin = next(q for q in CORPORA["common"](args.size, 300)[1] if query_script(q) == "latin")
     py = sys.executable
     cli = [py, "-m", "langchain_hindsight.cli.main"]
     rows = {
         "import chromadb (floor)": wall([py, "-c", "import chromadb"], args.runs),
         **stats_rows(cli, path, args.runs, query),
         "hindsight search": wall([*cli, "search", query, "--path", str(path)], args.runs, TARGETS["search"]),
+        "hindsight search (a Latin-script query: both halves of the embedder load)": wall(
+            [*cli, "search", latin, "--path", str(path)], args.runs, TARGETS["search"]
+        ),
     }
     loads = os.getloadavg()
     result = {
         "size": args.size,
         "runs": args.runs,
         "query": query,
+        "latin_query": latin,
         "load_average_after": [round(x, 2) for x in loads],
         "cpus": os.cpu_count(),
         "python": platform.python_version(),
@@ -193,7 +201,7 @@ def main() -> None:
         "rows": rows,
     }
     out = ROOT / "results"
-    (out / "cli_latency.json").write_text(json.dumps(result, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+    (out / f"{args.out}.json").write_text(json.dumps(result, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
     lines = [
         f"# CLI wall time at {args.size} memories",
         "",
@@ -210,7 +218,7 @@ def main() -> None:
         label = f"`{command}`" + (f" ({case}" if case else "")
         target = "–" if r["target_s"] is None else f"{r['target_s']:g}"
         lines.append(f"| {label} | {r['n']} | {r['p50_s']} | {r['min_s']} | {target} |")
-    (out / "cli_latency.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    (out / f"{args.out}.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
     print("\n".join(lines))
     if tmp is not None:
         tmp.cleanup()

@@ -417,6 +417,13 @@ def markdown(results: dict[str, Any]) -> str:
             + "; ".join(parts)
             + ".",
         ]
+    if "load_average" in results:
+        load = results["load_average"]
+        lines += [
+            "",
+            f"Load average (1, 5, 15 min) on {results['machine'].split('-')[0]} CPUs: "
+            f"{', '.join(map(str, load['start']))} at the start, {', '.join(map(str, load['end']))} at the end.",
+        ]
     if results.get("note"):
         lines += ["", results["note"]]
     return "\n".join(lines) + "\n"
@@ -440,6 +447,7 @@ def main() -> None:
     if args.quick:
         args.sizes, args.queries, args.real, args.open_runs, args.cli_runs = "1000", 60, 300, 1, 1
     real = default_embedder()
+    load_start = os.getloadavg()
     results: dict[str, Any] = {
         "machine": f"{os.cpu_count()}-core CPU, Python {sys.version.split()[0]}",
         "embedder": str(getattr(real, "identity", type(real).__name__)),
@@ -474,6 +482,10 @@ def main() -> None:
         print("quality:", json.dumps(results["quality"]), flush=True)
         results["lexical_vs_reference"] = lexical_versus_reference(10_000 if not args.quick else 1000)
         print("lexical vs reference:", json.dumps(results["lexical_vs_reference"]), flush=True)
+    results["load_average"] = {
+        "start": [round(x, 2) for x in load_start],
+        "end": [round(x, 2) for x in os.getloadavg()],
+    }
     out = ROOT / "results"
     out.mkdir(exist_ok=True)
     (out / f"{args.out}.json").write_text(json.dumps(results, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")

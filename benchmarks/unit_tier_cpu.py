@@ -19,11 +19,16 @@ process, and reports
 
 The unit tier's budget (issue 21) is 60 s of CPU; this script measures it, it asserts nothing: a run
 that fails a test is reported with its exit code. CPU time is less sensitive than wall time to other
-load on a shared machine, but not immune (caches, frequency): compare runs made on an idle machine.
+load on a shared machine, but not immune (caches, frequency): compare runs made on an idle machine, or
+pass ``--baseline DIR`` (a checkout of the commit to compare with, e.g. ``git archive main | tar -x -C DIR``):
+the same tier there is measured in the same run, alternating with this checkout's ``--repeat`` times, and the
+report gives both and their ratio (this script's interpreter runs both: the checkout's own package and tests are
+imported from its directory).
 
 Writes benchmarks/results/unit_tier_cpu.json and .md.
 
 Run: .venv/bin/python benchmarks/unit_tier_cpu.py [--compare-workers 2] [--top 15] [--note "..."]
+     [--baseline DIR --repeat 2]
 """
 
 from __future__ import annotations
@@ -66,8 +71,8 @@ def command(workers: int) -> list[str]:
     ]
 
 
-def measure(workers: int) -> dict[str, Any]:
-    """Run the unit tier once; its CPU and wall time, and each process's report."""
+def measure(workers: int, root: Path = ROOT) -> dict[str, Any]:
+    """Run the unit tier of the checkout at ``root`` once; its CPU and wall time, and each process's report."""
     with tempfile.TemporaryDirectory() as reports, tempfile.TemporaryDirectory() as scratch:
         basetemp = Path(scratch, "basetemp")
         env = {
@@ -80,7 +85,7 @@ def measure(workers: int) -> dict[str, Any]:
         start = time.perf_counter()
         done = subprocess.run(
             [*command(workers), "--basetemp", str(basetemp)],
-            cwd=ROOT,
+            cwd=root,
             env=env,
             capture_output=True,
             text=True,
@@ -120,7 +125,12 @@ def _start_up(processes: list[dict[str, Any]]) -> float:
 
 
 def report(
-    run: dict[str, Any], compared: dict[str, Any] | None, workers: int, top: int, note: str
+    run: dict[str, Any],
+    compared: dict[str, Any] | None,
+    workers: int,
+    top: int,
+    note: str,
+    baseline: dict[str, Any] | None = None,
 ) -> tuple[dict[str, Any], str]:
     """The JSON record and the Markdown page: ``run`` is make unit's, ``compared`` the run on ``workers`` workers."""
     files = per_file(run["processes"])
@@ -153,6 +163,7 @@ def report(
             **{k: v for k, v in compared.items() if k != "processes"},
             "worker_start_up_cpu_s": _start_up(compared["processes"]),
         },
+        "baseline": baseline,
     }
     lines = [
         "# Unit tier CPU time",
@@ -178,6 +189,17 @@ def report(
             f"| … of which start-up and collection, summed over the workers | {_start_up(compared['processes']):.1f} s |",
             f"| … wall time | {compared['wall_s']:.1f} s |",
         ]
+    if baseline is not None:
+        lines += [
+            "",
+            f"Same-run baseline, {baseline['label']}: the same command in that checkout, alternating with this one's "
+            f"{len(baseline['cpu_s'])} time(s) (pytest: {baseline['pytest_summary']}).",
+            "",
+            "| run | CPU, this checkout | CPU, baseline | ratio |",
+            "|---|---|---|---|",
+        ]
+        for i, (ours, theirs) in enumerate(zip(baseline["ours_cpu_s"], baseline["cpu_s"], strict=True), 1):
+            lines.append(f"| {i} | {ours:.1f} s | {theirs:.1f} s | {ours / theirs:.2f} |")
     lines += [
         "",
         f"## The {top} test files that cost the most CPU",
@@ -197,10 +219,29 @@ def main() -> int:
     )
     parser.add_argument("--top", type=int, default=15, help="how many test files to list")
     parser.add_argument("--note", default="", help="a note on the machine's state, shown in the report")
+    parser.add_argument("--baseline", type=Path, help="a checkout to measure the same tier in, in the same run")
+    parser.add_argument("--baseline-label", default="main", help="what the baseline checkout is, for the report")
+    parser.add_argument("--repeat", type=int, default=1, help="with --baseline: alternating runs of each")
     args = parser.parse_args()
-    run = measure(0)
+    runs, base_runs = [], []
+    for _ in range(args.repeat if args.baseline else 1):
+        runs.append(measure(0))
+        if args.baseline:
+            base_runs.append(measure(0, args.baseline.resolve()))
+    run = min(runs, key=lambda r: r["cpu_s"])  # the least disturbed of this checkout's runs
+    baseline = (
+        {
+            "label": args.baseline_label,
+            "cpu_s": [r["cpu_s"] for r in base_runs],
+            "ours_cpu_s": [r["cpu_s"] for r in runs],
+            "pytest_summary": base_runs[-1]["pytest_summary"],
+            "exit_code": base_runs[-1]["exit_code"],
+        }
+        if base_runs
+        else None
+    )
     compared = measure(args.compare_workers) if args.compare_workers else None
-    record, page = report(run, compared, args.compare_workers, args.top, args.note)
+    record, page = report(run, compared, args.compare_workers, args.top, args.note, baseline)
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "unit_tier_cpu.json").write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n", "utf-8")
     (RESULTS / "unit_tier_cpu.md").write_text(page, encoding="utf-8")

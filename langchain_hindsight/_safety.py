@@ -43,7 +43,6 @@ from importlib import resources
 
 __all__ = [
     "SUSPICIOUS_TAG",
-    "clean_text",
     "fold_for_matching",
     "looks_like_instruction",
     "normalize_text",
@@ -603,8 +602,3 @@ def looks_like_instruction(text: str) -> bool:
         or _COMPACT_INSTRUCTION.search(compact)
         or _INSTRUCTION.search(compact)
     )
-
-
-def clean_text(text: str) -> str:
-    """``text`` with lone surrogates (invalid in UTF-8) replaced by ``?``, so tokenizers never choke."""
-    return text.encode("utf-8", "replace").decode("utf-8")

@@ -7,6 +7,7 @@ cut in the text itself, so a clipped error message still shows how it ended.
 it becomes a memory, and when forgetting that memory erases the comment).
 :func:`informative` is the one rule for junk: the store refuses a unit whose
 content carries no information, reflection skips one, and recall never serves one.
+:func:`clean_text` makes any text encodable (what every embedding and lexical query gets).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import unicodedata
 
 from langchain_hindsight.prompts import REFLECTION_ZH
 
-__all__ = ["clean_feedback", "clip_text", "informative"]
+__all__ = ["clean_feedback", "clean_text", "clip_text", "informative"]
 
 _ACK = re.compile(
     r"^(?:好的?|好滴|谢谢(?:你)?|多谢|感谢|可以|没问题|很好|不错|收到|ok(?:ay)?|thanks?(?: you)?|thx|great|good|nice|"
@@ -167,3 +168,8 @@ def informative(text: str) -> bool:
         if not empty and weight >= _MIN_WEIGHT:
             return True
     return False
+
+
+def clean_text(text: str) -> str:
+    """``text`` with lone surrogates (invalid in UTF-8) replaced by ``?``, so tokenizers never choke."""
+    return text.encode("utf-8", "replace").decode("utf-8")

@@ -50,6 +50,23 @@ class PostgresServer:
             conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
 
 
+THROWAWAY_SETTINGS = ("fsync", "full_page_writes")
+"""Durability the session's server does without: its data lives for one test session and is deleted after, so
+nothing needs to survive a crash of the machine (these two only matter then: a killed server or client still loses
+no committed transaction). Off, a ``CREATE DATABASE`` per test and the shutdown checkpoint stop waiting on the disk
+(on the loaded 2-core machine: the server's stop 29 s -> 3 s, a test's new database 1.0-1.5 s -> 0.6-0.9 s)."""
+
+
+def _throwaway_durability(server: PostgresServer) -> None:
+    """Turn :data:`THROWAWAY_SETTINGS` off on the running server (all reloadable without a restart)."""
+    import psycopg
+
+    with psycopg.connect(server.url(), autocommit=True) as conn:
+        for name in THROWAWAY_SETTINGS:
+            conn.execute(f"ALTER SYSTEM SET {name} = off")
+        conn.execute("SELECT pg_reload_conf()")
+
+
 @pytest.fixture(scope="session")
 def postgres_server() -> Iterator[PostgresServer]:
     """One embedded Postgres server for the whole session (stopped and deleted at the end).
@@ -63,7 +80,9 @@ def postgres_server() -> Iterator[PostgresServer]:
     data_dir = parent / "pgdata"
     handle = embedded.get_server(data_dir, cleanup_mode="delete")
     try:
-        yield PostgresServer(data_dir, handle)
+        server = PostgresServer(data_dir, handle)
+        _throwaway_durability(server)
+        yield server
     finally:
         handle.cleanup()
         shutil.rmtree(parent, ignore_errors=True)

@@ -1,13 +1,13 @@
-"""What ``hindsight stats`` prints, and its quick path: the answer from the store's summary file.
+"""What ``hindsight stats`` prints, and its quick path: the answer from the store's per-namespace counts files.
 
 Counting needs Chroma, and importing and opening Chroma costs more than
 everything else ``stats`` does. So ``stats`` first tries :func:`quick`: for the operator's view of an
-embedded directory, when the store's clean-close stamp vouches for its
-statistics summary (written only by the store's close, after a session that counted or
-wrote; see ``store.replica.summary``) and the summary holds every namespace asked for,
-it prints from the file, read under the directory's lock by the replica's own reader
-(``replica.files.DerivedFiles``, as the live store reads it). A namespace the file lacks is
-counted by the caller, whose store keeps it at close. This module imports neither Chroma
+embedded directory, when the store's clean-close stamp vouches for every ``counts`` file (one per
+namespace, written only by the store's close, after a session that counted or wrote; see
+``store.replica.summary``), they agree on the namespace list and hold every namespace asked for,
+it prints from their headers, read under the directory's lock by the replica's own reader
+(``replica.files.DerivedFiles``, as the live store reads it). A namespace without its file is
+counted by the caller, whose store keeps it at close. This module imports neither Chroma, numpy
 nor the store, only the standard library and the small modules that read those files.
 """
 
@@ -41,7 +41,7 @@ def print_stats(out: Mapping[str, Mapping[str, Any]], *, as_json: bool) -> None:
 
 
 def quick(args: argparse.Namespace) -> int | None:
-    """Answer ``hindsight stats`` from the store's trusted summary; ``None`` when it cannot (the caller counts).
+    """Answer ``hindsight stats`` from the store's trusted counts files; ``None`` when it cannot (the caller counts).
 
     Only for the operator's view (no ``--principal``/``--config``) of an embedded
     directory (no ``--server``).

@@ -30,8 +30,9 @@ drive the operator's terminal.
 
 Each command's module is imported only when it runs, and only ``search`` (and
 ``demo``, ``maintain --review`` with a model, ``reembed``, ``mcp``) loads an
-embedding or chat model. ``stats`` first tries its quick path (``_stats``),
-which answers from the store's summary file without importing Chroma.
+embedding or chat model. ``stats`` and ``search`` first try their quick paths (``_stats``,
+``_search``), which answer from the store's per-namespace counts files or its snapshots without
+importing Chroma or the store.
 """
 
 from __future__ import annotations
@@ -138,6 +139,7 @@ def _parser(words: Sequence[str] = ()) -> argparse.ArgumentParser:
     p.add_argument("-k", type=positive_int, default=5)
     p.add_argument("--all", action="store_true", help="also the matches below the relevance floor (marked served: no)")
     p.add_argument("--task-type")
+    p.set_defaults(quick="_search:quick")  # answered from the store's trusted snapshot when it can be
     p = add("show", "browse:show", "print memories by id")
     p.add_argument("memory_id", nargs="+")
     p = add("history", "browse:history", "the supersedes chain through a memory")

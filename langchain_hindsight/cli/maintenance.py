@@ -256,6 +256,8 @@ def reembed(args: argparse.Namespace) -> int:
         print(f"{ns}/{role}: {n} unit(s) re-embedded")
     for ns, role in report.unchanged:
         print(f"{ns}/{role}: already on {report.embedder}")
+    if report.carried:
+        print(f"{report.carried} unit(s) written by other processes during the copy were carried over")
     print(f"done: {report.units} unit(s) on {report.embedder} ({report.embedded} embedded by this run)")
     return 0
 

@@ -20,6 +20,7 @@ import os
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from langchain_core.embeddings import Embeddings
@@ -220,6 +221,14 @@ class ScriptRoutedEmbeddings(Embeddings):
     Vectors are unit-length; both parts load lazily and are checked (see
     :class:`MultilingualEmbeddings`, :func:`~langchain_hindsight.embeddings.local.check_vectors`).
 
+    A Latin-script query runs its two parts at once: the multilingual one on a
+    helper thread (one per embedder, started at the first such query), MiniLM on
+    the caller's. Both release the GIL while they compute, so on an idle
+    2-core machine a query costs about the slower part instead of the sum; the
+    vector is the same either way (each part is computed exactly as alone). The
+    two parts must therefore tolerate being called from two threads at once (this
+    package's embedders are thread-safe).
+
     Args:
         minilm: The Latin-script model (default :class:`~langchain_hindsight.LocalEmbeddings`).
         use: The multilingual model (default :class:`MultilingualEmbeddings`).
@@ -239,6 +248,8 @@ class ScriptRoutedEmbeddings(Embeddings):
     def __init__(self, *, minilm: Embeddings | None = None, use: Embeddings | None = None) -> None:
         self.minilm = minilm if minilm is not None else LocalEmbeddings()
         self.use = use if use is not None else MultilingualEmbeddings()
+        self._helper: ThreadPoolExecutor | None = None
+        self._helper_lock = threading.Lock()
 
     @property
     def identity(self) -> EmbedderIdentity:
@@ -278,8 +289,23 @@ class ScriptRoutedEmbeddings(Embeddings):
         Raises:
             EmbeddingError: a model could not load or returned an unusable vector.
         """
-        minilm = self._minilm([text], query=True)[0] if query_script(text) == "latin" else None
-        return self._join(minilm, self.use.embed_query(text))
+        if query_script(text) != "latin":
+            return self._join(None, self.use.embed_query(text))
+        use = self._submit(self.use.embed_query, text)
+        try:
+            minilm = self._minilm([text], query=True)[0]
+        except BaseException:
+            wait([use])  # no computation is left running when MiniLM's error propagates
+            raise
+        return self._join(minilm, use.result())
+
+    def _submit(self, fn: Any, text: str) -> Future[list[float]]:
+        """Run ``fn(text)`` on this embedder's helper thread (created on first use)."""
+        with self._helper_lock:
+            if self._helper is None:
+                self._helper = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hindsight-embed")
+            helper = self._helper
+        return helper.submit(fn, text)
 
     async def aembed_documents(self, texts: list[str]) -> list[list[float]]:
         """:meth:`embed_documents` in the default executor (the event loop keeps running)."""

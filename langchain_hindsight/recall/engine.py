@@ -33,9 +33,8 @@ from datetime import datetime
 from typing import Any, Protocol, get_args
 
 from langchain_hindsight._checks import check_int, check_number, check_options
-from langchain_hindsight._safety import clean_text
 from langchain_hindsight._script import FusionWeights
-from langchain_hindsight._text import informative
+from langchain_hindsight._text import clean_text, informative
 from langchain_hindsight.errors import ConfigurationError
 from langchain_hindsight.recall.fusion import Fusion, fusion_weights_for
 from langchain_hindsight.recall.ranking import AUTO_FLOOR, FloorRule, MinRelevance, ScriptCache, rank_candidates

@@ -14,6 +14,7 @@ import functools
 import logging
 import sqlite3
 import threading
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Literal, ParamSpec, TypeVar
@@ -39,6 +40,7 @@ from langchain_hindsight.store._collections import (
     check_embedder,
     check_namespace,
     open_collection,
+    recorded_identity,
     records,
 )
 from langchain_hindsight.store._policy import ConfidencePolicy
@@ -50,7 +52,7 @@ from langchain_hindsight.store.writes import WriteJudge
 from langchain_hindsight.taxonomy import TaskTypeVocabulary
 from langchain_hindsight.types import MemoryUnit
 
-__all__ = ["StoreCore", "backend_errors", "check_ids"]
+__all__ = ["RECHECK_SECONDS", "StoreCore", "backend_errors", "check_ids"]
 
 logger = logging.getLogger(__name__)
 
@@ -64,6 +66,10 @@ _NOTHING_WRITTEN = (
     AccessDeniedError,
 )
 """Errors a store method raises before it writes anything (bad input, unknown ids, closed store)."""
+
+RECHECK_SECONDS = 5.0
+"""On a backend other processes write, how long a cached vector collection is used before the store checks
+that it is still the current one (every write plan checks at once, under the namespace's lock)."""
 
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
@@ -132,6 +138,7 @@ class StoreCore:
         self._embedder_checked: set[str] = set()  # names of collections whose embedder identity matched
         self._lock = threading.RLock()
         self._collections: dict[tuple[str, Role], Collection] = {}
+        self._checked_at: dict[tuple[str, Role], float] = {}  # when a cached collection was last found current
         self._replica = Replica(
             backend,
             collection=lambda namespace, role: self._collection(namespace, role, create=False),
@@ -176,7 +183,42 @@ class StoreCore:
         re-reads what it decides on; the collections a plan writes are created (committed)
         before it, so none the store holds can vanish with a rolled-back transaction.
         """
-        return self.backend.atomic(namespace, plan)
+        if self.backend.single_writer:
+            return self.backend.atomic(namespace, plan)
+
+        def current_plan() -> _R:
+            for role in ROLES:  # under the namespace's lock: what the plan reads is what it writes into
+                self._recheck(namespace, role)
+            return plan()
+
+        return self.backend.atomic(namespace, current_plan)
+
+    def _recheck(self, namespace: str, role: Role) -> None:
+        """Forget the cached ``role`` collection of ``namespace`` if another process replaced or re-embedded it.
+
+        Only a backend other processes write (a database, a server) can change under the store:
+        ``hindsight reembed`` run elsewhere switches a collection for a copy with another
+        embedder's vectors. The cached object then names a collection that is gone, and its
+        embedder check was made against the old vectors; dropping both makes the next use open
+        the current collection and check this store's embedder against it again (a write of
+        vectors from the old embedder is then refused with :class:`EmbedderMismatchError`).
+        """
+        key = (namespace, role)
+        cached = self._collections.get(key)
+        self._checked_at[key] = time.monotonic()
+        if cached is None:
+            return
+        found = self.backend.get_collection(cached.name)
+        if found is not None and recorded_identity(found) == recorded_identity(cached):
+            return
+        logger.info(
+            "the %s collection of namespace %r was replaced by another process (re-embedded with %s): reopening",
+            role,
+            namespace,
+            None if found is None else recorded_identity(found),
+        )
+        del self._collections[key]
+        self._embedder_checked.discard(cached.name)
 
     def _ensure_open(self) -> None:
         if self._closed:
@@ -186,6 +228,13 @@ class StoreCore:
     def _collection(self, namespace: str, role: Role = "memories", *, create: bool = True) -> Collection | None:
         self._ensure_open()
         key = (namespace, role)
+        if (
+            not self.backend.single_writer
+            and role in ROLES
+            and key in self._collections
+            and time.monotonic() - self._checked_at.get(key, 0.0) > RECHECK_SECONDS
+        ):
+            self._recheck(namespace, role)
         cached = self._collections.get(key)
         if cached is not None:
             return cached
@@ -193,6 +242,7 @@ class StoreCore:
         if col is None:
             return None
         self._collections[key] = col
+        self._checked_at[key] = time.monotonic()
         if role == "memories":
             self._replica.opened(namespace, col)  # what its snapshots are checked against at the first write
         if role in ROLES and namespace not in self._repaired:

@@ -7,7 +7,7 @@ file write.
 
 An embedded store directory holds Chroma's data (``chroma.sqlite3`` and the
 vector segments) and files derived from it (:data:`DERIVED`: lexical snapshots,
-recall snapshots, the statistics summary). A derived file is worth reading
+recall snapshots, per-namespace statistics). A derived file is worth reading
 without opening Chroma only if nothing has changed the data since it was
 written, and only the last process that held the directory lock can say so. So:
 
@@ -57,10 +57,10 @@ __all__ = [
     "DERIVED",
     "FORGET_INTENT",
     "IMPORT_PENDING",
+    "LEGACY_DERIVED",
     "LOCK_FILE",
     "SCRUB_MARKER",
     "STAMP_FILE",
-    "SUMMARY_FILE",
     "FileState",
     "HeldDirectory",
     "acquire_directory",
@@ -95,16 +95,16 @@ STAMP_FORMAT = 2
 """2: each derived file's entry also holds the SHA-256 of its bytes (a format-1 stamp trusts nothing)."""
 DATA_FILE = "chroma.sqlite3"
 """Chroma's database: every record's document and metadata, and the write log of the vectors."""
-SUMMARY_FILE = "summary.json"
-"""What ``hindsight stats`` prints, per namespace (see ``replica.summary``); a writing session rewrites or drops it."""
 FORGET_INTENT = ".hindsight.forget-pending"
 """JSON file listing forgets in progress; written durably before the first delete, finished on reopen."""
 SCRUB_MARKER = ".hindsight.scrub-pending"
 """Present while a scrub runs (written durably before its first step): a reopen scrubs again."""
 IMPORT_PENDING = ".hindsight.import-pending.jsonl"
 """The units of an import in progress (one JSON line each), rolled forward on reopen."""
-DERIVED = ("lexical", "mirror", SUMMARY_FILE)
+DERIVED = ("lexical", "mirror", "counts")
 """The derived data of a store directory (folders: every regular file under them), listed in the stamp."""
+LEGACY_DERIVED = ("summary.json",)
+"""Derived files of an older format (the statistics before per-namespace counts): never read, erased."""
 
 FileState = tuple[int, int]
 """A file's ``(size, mtime_ns)``."""

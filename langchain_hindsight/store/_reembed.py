@@ -1,21 +1,30 @@
 """Re-embedding (``MemoryStore.reembed``, ``hindsight reembed``): migrate a store in place to another embedder.
 
-Each memories and archive collection is migrated on its own, in four steps:
+The memories and archive collections of every namespace asked for are migrated in three steps:
 
 1. **Copy.** Every record (id, text, every metadata field) is re-embedded from
    its stored text by the new embedder and written into a side collection
    (``<name>-reembed``, role ``reembed``, invisible to the store). A record
-   already there with the same text and metadata is not embedded again, so a
-   re-run after a crash continues where it stopped, and records the old
-   collection gained or lost in the meantime are synced.
-2. **Verify.** The side collection must hold exactly the old collection's ids;
-   then it is marked complete.
-3. **Switch.** The old collection is dropped and the side collection renamed to
-   its name, with the new embedder's identity. Until the drop the old
-   collection is untouched and authoritative; after it the complete copy is.
-4. A process that died between drop and rename leaves a complete side
-   collection and no original: ``_collections.recover_reembed`` (run whenever
-   a collection is opened) finishes the rename.
+   already there with the same text is not embedded again (new metadata alone is
+   copied onto the kept vector), so a re-run after a crash continues where it
+   stopped, and records the old collection gained or lost in the meantime are synced.
+   On a backend other processes write (a database), a second pass then catches up
+   with what they wrote during the first, still outside any lock.
+2. **Switch, all together.** One write plan holding the lock of every namespace
+   involved (on a database: one transaction, under the same advisory locks the
+   store's write plans take) syncs what was written since the last pass (logged and
+   reported as ``carried``), verifies that each side collection holds exactly its
+   original's ids, drops the originals and renames the copies, with the new
+   embedder's identity. A write plan of another process waits for it and then finds
+   the new collections (the store re-checks its cached collections under the lock,
+   ``StoreCore._recheck``): a process still on the old embedder is refused with
+   :class:`~langchain_hindsight.errors.EmbedderMismatchError` instead of mixing its
+   vectors in. A crash before the commit leaves every original as it was; after it,
+   every collection is on the new embedder.
+3. On a backend without transactions (embedded Chroma, one writer) the switch is
+   drop then rename per collection; a process that died between the two leaves a
+   complete side collection and no original: ``_collections.recover_reembed`` (run
+   whenever a collection is opened) finishes the rename.
 
 The run journal and the lexical change feed carry no meaningful vectors and are
 left as they are.
@@ -23,6 +32,7 @@ left as they are.
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -39,6 +49,7 @@ from langchain_hindsight.store._collections import (
     REEMBED_SUFFIX,
     ROLES,
     Collection,
+    Role,
     collection_name,
     identity_metadata,
     recorded_identity,
@@ -69,12 +80,15 @@ class ReembedReport:
         migrated: ``(namespace, role, units)`` for every collection re-embedded.
         unchanged: ``(namespace, role)`` of collections already on the new embedder.
         embedded: Texts embedded by this run (fewer than the units when a run resumed).
+        carried: Units written by other processes while the copy was made, re-embedded before the switch.
     """
 
     embedder: str
     migrated: list[tuple[str, str, int]] = field(default_factory=list)
     unchanged: list[tuple[str, str]] = field(default_factory=list)
     embedded: int = 0
+    carried: int = 0
+    """Of ``embedded``: units other processes wrote during the copy, carried over inside the switch."""
 
     @property
     def units(self) -> int:
@@ -102,53 +116,113 @@ def _side_collection(backend: Backend, src: Collection, target: EmbedderIdentity
     return side
 
 
-def _migrate(
-    backend: Backend,
-    src: Collection,
-    embeddings: Embeddings,
-    target: EmbedderIdentity,
-    batch_size: int,
-    progress: Progress,
-    stage: str,
-) -> tuple[int, int]:
-    """Copy, verify and switch one collection; return (units, texts embedded)."""
-    side = _side_collection(backend, src, target)
+@dataclass(frozen=True)
+class _Target:
+    """What every copy of one run writes: the new embedder, its identity, the batch size, progress."""
+
+    embeddings: Embeddings
+    identity: EmbedderIdentity
+    batch_size: int
+    progress: Progress
+
+
+def _sync(src: Collection, side: Collection, to: _Target, stage: str) -> int:
+    """Make ``side`` hold exactly ``src``'s records with ``to``'s vectors; return the texts embedded.
+
+    A record whose text and metadata are already in ``side`` is left alone; one whose metadata
+    alone changed (feedback, a status) keeps the copy's vector; one whose text changed or that
+    is missing is embedded; one ``src`` no longer holds is deleted from ``side``.
+    """
     total, done, embedded = src.count(), 0, 0
     src_ids: set[str] = set()
-    progress(stage, 0, total)
+    to.progress(stage, 0, total)
     for rows in _pages(src, ["documents", "metadatas"]):
         ids, docs, metas = rows["ids"], rows["documents"] or [], rows["metadatas"] or []
         src_ids.update(ids)
         have = side.get(ids=ids, include=["documents", "metadatas"])
         rows_have = zip(have["ids"], have["documents"] or [], have["metadatas"] or [], strict=True)
         copied = {i: (d, m) for i, d, m in rows_have}
-        todo = [j for j, i in enumerate(ids) if copied.get(i) != (docs[j], metas[j])]
-        for start in range(0, len(todo), batch_size):
-            chunk = todo[start : start + batch_size]
+        todo = [j for j, i in enumerate(ids) if i not in copied or copied[i][0] != docs[j]]
+        relabel = [j for j, i in enumerate(ids) if i in copied and copied[i] != (docs[j], metas[j])]
+        relabel = [j for j in relabel if copied[ids[j]][0] == docs[j]]
+        if relabel:  # same text, new metadata: the copy's vector is still right
+            kept = side.get(ids=[ids[j] for j in relabel], include=["embeddings"])
+            kept_vectors = dict(zip(kept["ids"], kept["embeddings"], strict=True))
+            side.upsert(
+                ids=[ids[j] for j in relabel],
+                embeddings=[kept_vectors[ids[j]] for j in relabel],
+                documents=[docs[j] for j in relabel],
+                metadatas=[metas[j] for j in relabel],
+            )
+        for start in range(0, len(todo), to.batch_size):
+            chunk = todo[start : start + to.batch_size]
             texts = [docs[j] or "" for j in chunk]
-            vectors = embeddings.embed_documents(texts)
-            check_vectors(vectors, len(texts), target.dimension, source=target.name)
+            vectors = to.embeddings.embed_documents(texts)
+            check_vectors(vectors, len(texts), to.identity.dimension, source=to.identity.name)
             side.upsert(
                 ids=[ids[j] for j in chunk], embeddings=vectors, documents=texts, metadatas=[metas[j] for j in chunk]
             )
             embedded += len(chunk)
-            so_far = done + len(ids) - len(todo) + min(start + batch_size, len(todo))
+            so_far = done + len(ids) - len(todo) + min(start + to.batch_size, len(todo))
             if so_far < total:  # the page's end reports completion once
-                progress(stage, so_far, total)
+                to.progress(stage, so_far, total)
         done += len(ids)
-        progress(stage, done, total)
+        to.progress(stage, done, total)
     extra = [i for rows in _pages(side, []) for i in rows["ids"] if i not in src_ids]
-    if extra:  # deleted from the original since an earlier, interrupted run
+    if extra:  # deleted from the original since the copy began (or since an interrupted run)
         side.delete(ids=extra)
+    return embedded
+
+
+def _verified(src: Collection, side: Collection, stage: str) -> int:
+    """The number of records, once ``side`` holds exactly ``src``'s ids (else :class:`StoreError`)."""
+    src_ids = {i for rows in _pages(src, []) for i in rows["ids"]}
     copied_ids = {i for rows in _pages(side, []) for i in rows["ids"]}
     if copied_ids != src_ids or side.count() != src.count():
         raise StoreError(
             f"re-embedding {stage} copied {side.count()} of {src.count()} records; the original is untouched, "
             "run `hindsight reembed` again"
         )
-    side.modify(metadata={**side.metadata, REEMBED_COMPLETE: True})
-    switch_reembed(backend, src.name, side)
-    return len(src_ids), embedded
+    return len(src_ids)
+
+
+@dataclass
+class _Switched:
+    """What the switch did: ``(namespace, role, units)`` switched, ``(namespace, role)`` found done, texts embedded."""
+
+    migrated: list[tuple[str, str, int]] = field(default_factory=list)
+    done_elsewhere: list[tuple[str, str]] = field(default_factory=list)
+    carried: int = 0
+
+
+def _switch(backend: Backend, copies: list[tuple[str, Role]], to: _Target) -> _Switched:
+    """Carry over what changed since the copies were made, verify each and switch them all.
+
+    On a database this runs in one transaction under the lock of every namespace involved
+    (the locks the store's write plans take), so no write can land between the last sync and
+    the switch, and a crash switches all of them or none. It may be re-run from the start
+    after a serialization failure: it reads everything it decides on.
+    """
+    out = _Switched()
+    for i, (ns, role) in enumerate(copies):
+        name, stage = collection_name(ns, role), f"{ns}/{role}"
+        src, side = backend.get_collection(name), backend.get_collection(name + REEMBED_SUFFIX)
+        if side is None and src is not None and recorded_identity(src) == to.identity:
+            out.done_elsewhere.append((ns, role))  # a concurrent `hindsight reembed` switched it first
+            continue
+        if src is None or side is None:
+            raise StoreError(f"re-embedding {stage}: the collection or its copy vanished meanwhile; run it again")
+        if not backend.single_writer:  # writes other processes committed during the copy
+            carried = _sync(src, side, to, f"{stage} (writes made meanwhile)")
+            if carried:
+                logger.info("re-embedding %s: carried over %d unit(s) written during the copy", stage, carried)
+            out.carried += carried
+        units = _verified(src, side, stage)
+        side.modify(metadata={**side.metadata, REEMBED_COMPLETE: True})
+        switch_reembed(backend, name, side)
+        out.migrated.append((ns, role, units))
+        to.progress("switch", i + 1, len(copies))
+    return out
 
 
 def reembed_collections(
@@ -161,8 +235,10 @@ def reembed_collections(
 ) -> ReembedReport:
     """Migrate the memories and archive collections of ``namespaces`` on ``backend`` to ``embeddings``.
 
-    Use :meth:`MemoryStore.reembed <langchain_hindsight.store.memory_store.MemoryStore.reembed>`;
-    nothing else may write to these collections meanwhile.
+    Use :meth:`MemoryStore.reembed <langchain_hindsight.store.memory_store.MemoryStore.reembed>`.
+    Every collection is copied first (the originals stay authoritative and writable), then all
+    are switched together; on a backend other processes write (a database), what they wrote
+    during the copy is carried over inside the switch's transaction, under their namespaces' locks.
 
     Raises:
         EmbeddingError: the new embedder returned unusable vectors (nothing switched).
@@ -173,7 +249,9 @@ def reembed_collections(
     target = embedder_identity(embeddings)
     if target.dimension is None:  # not declared: measure it, so the store records it
         target = EmbedderIdentity(target.name, len(embeddings.embed_query("dimension probe")))
-    report = ReembedReport(embedder=str(target))
+    to = _Target(embeddings, target, batch_size, progress or _quiet)
+    unchanged: list[tuple[str, str]] = []
+    copies: list[tuple[str, Role]] = []
     embedded = 0
     for ns in namespaces:
         for role in ROLES:
@@ -182,13 +260,32 @@ def reembed_collections(
             if src is None:
                 continue
             if recorded_identity(src) == target and backend.get_collection(name + REEMBED_SUFFIX) is None:
-                report.unchanged.append((ns, role))
+                unchanged.append((ns, role))
                 continue
-            units, n = _migrate(backend, src, embeddings, target, batch_size, progress or _quiet, f"{ns}/{role}")
-            report.migrated.append((ns, role, units))
-            embedded += n
-            logger.info("re-embedded %d unit(s) of %s/%s with %s", units, ns, role, target)
-    return ReembedReport(report.embedder, report.migrated, report.unchanged, embedded)
+            embedded += _sync(src, _side_collection(backend, src, target), to, f"{ns}/{role}")
+            copies.append((ns, role))
+    caught_up = 0
+    if not backend.single_writer:  # catch up outside the lock, so the switch has little left to embed
+        for ns, role in copies:
+            src, side = backend.get_collection(collection_name(ns, role)), None
+            if src is not None:
+                side = backend.get_collection(src.name + REEMBED_SUFFIX)
+            if src is not None and side is not None:
+                caught_up += _sync(src, side, to, f"{ns}/{role} (catching up)")
+        if caught_up:
+            logger.info("re-embedding: caught up with %d unit(s) other processes wrote during the copy", caught_up)
+    switched = backend.atomic_all([ns for ns, _ in copies], functools.partial(_switch, backend, copies, to))
+    for name, kind, units in switched.migrated:
+        logger.info("re-embedded %d unit(s) of %s/%s with %s", units, name, kind, target)
+    for name, kind in switched.done_elsewhere:
+        logger.warning("%s/%s was re-embedded by another process meanwhile; left as it is", name, kind)
+    return ReembedReport(
+        str(target),
+        switched.migrated,
+        unchanged + switched.done_elsewhere,
+        embedded + caught_up + switched.carried,
+        carried=caught_up + switched.carried,
+    )
 
 
 def _quiet(stage: str, done: int, total: int) -> None:

@@ -12,7 +12,7 @@ from langchain_hindsight._checks import is_int
 from langchain_hindsight._safety import SUSPICIOUS_TAG
 from langchain_hindsight.errors import ConfigurationError, MemoryNotFoundError, StoreError
 from langchain_hindsight.store._codec import unit_to_metadata
-from langchain_hindsight.store._collections import ROLES, Collection, Role
+from langchain_hindsight.store._collections import ROLES, Role
 from langchain_hindsight.store._core import StoreCore, backend_errors, check_ids
 from langchain_hindsight.store._policy import feedback_reason, fresh_ids_for_taken, trust
 from langchain_hindsight.store.apply import move_units, write_plan, write_updates
@@ -364,15 +364,17 @@ def _move(store: StoreCore, ids: list[str], ns: str, src_role: Role, dst_role: R
     if not ids:
         return []
     with store._lock:
-        src = store._collection(ns, src_role, create=False)
-        if src is None:
+        if store._collection(ns, src_role, create=False) is None:
             return []
         store._collection(ns, dst_role)  # created outside the plan's transaction
-        return store._atomic(ns, functools.partial(_move_plan, store, ids, ns, src, dst_role))
+        return store._atomic(ns, functools.partial(_move_plan, store, ids, ns, src_role, dst_role))
 
 
-def _move_plan(store: StoreCore, ids: list[str], ns: str, src: Collection, dst_role: Role) -> list[MemoryUnit]:
-    """Move ``ids`` from ``src`` to the ``dst_role`` collection (one plan of :func:`_move`)."""
+def _move_plan(store: StoreCore, ids: list[str], ns: str, src_role: Role, dst_role: Role) -> list[MemoryUnit]:
+    """Move ``ids`` from the ``src_role`` to the ``dst_role`` collection (one plan of :func:`_move`)."""
+    src = store._collection(ns, src_role, create=False)  # the current one: another process may have replaced it
+    if src is None:
+        return []
     status: MemoryStatus = "archived" if dst_role == "archive" else "active"
     moved = move_units(src, functools.partial(store._collection, ns, dst_role), ids, status)
     if not moved:
@@ -390,11 +392,13 @@ def discard(store: StoreCore, memory_ids: Sequence[str], *, namespace: str | Non
     ids = check_ids(memory_ids) if memory_ids else []
     ns = store._ns(namespace)
     with store._lock:
-        col = store._collection(ns, create=False)
-        if col is None or not ids:
+        if store._collection(ns, create=False) is None or not ids:
             return 0
 
         def plan() -> int:
+            col = store._collection(ns, create=False)  # the current one: another process may have replaced it
+            if col is None:
+                return 0
             present = col.exists(ids)
             step = store.backend.max_batch_size
             for start in range(0, len(present), step):
@@ -417,14 +421,13 @@ def write_exact(store: StoreCore, units: list[MemoryUnit], vectors: list[list[fl
     per_ns: dict[str, int] = {}
     with store._lock:
         for (ns, archived), idx in groups.items():
-            target = store._collection(ns, "archive" if archived else "memories")
-            assert target is not None  # create=True always returns a collection
-            other = store._collection(ns, "memories" if archived else "archive", create=False)
+            roles: tuple[Role, Role] = ("archive", "memories") if archived else ("memories", "archive")
+            store._collection(ns, roles[0])  # created outside the plan's transaction
             batch = [units[i] for i in idx]
             ids = [u.memory_id for u in batch]
             store._atomic(  # one write plan: on a database the upsert and the delete commit together
                 ns,
-                functools.partial(_write_group, target, other, batch, [vectors[i] for i in idx]),
+                functools.partial(_write_group, store, ns, roles, batch, [vectors[i] for i in idx]),
             )
             if archived:
                 store._replica.reindex(ns, deletes=ids)
@@ -435,9 +438,15 @@ def write_exact(store: StoreCore, units: list[MemoryUnit], vectors: list[list[fl
 
 
 def _write_group(
-    target: Collection, other: Collection | None, batch: list[MemoryUnit], vectors: list[list[float]]
+    store: StoreCore, ns: str, roles: tuple[Role, Role], batch: list[MemoryUnit], vectors: list[list[float]]
 ) -> None:
-    """The plan of :func:`write_exact` for one collection: upsert ``batch`` there, delete its ids from ``other``."""
+    """The plan of :func:`write_exact` for one group: upsert ``batch`` into ``roles[0]``, delete it from ``roles[1]``.
+
+    The vectors must be this store's embedder's: the target collection's recorded embedder is checked.
+    """
+    target = store._vectors(store._collection(ns, roles[0]))
+    assert target is not None  # create=True always returns a collection
+    other = store._collection(ns, roles[1], create=False)
     ids = [u.memory_id for u in batch]
     target.upsert(
         ids=ids,

@@ -240,10 +240,13 @@ class MemoryStore(StoreCore):
         Use it after changing a store's embedder (the store then raises
         :class:`EmbedderMismatchError` until this is done). Each memories and
         archive collection is copied with new vectors from the stored text
-        (every field kept), verified, then switched; a crash leaves the old
-        collection intact and a re-run finishes the job (see ``_reembed``). An
-        embedded store is then scrubbed, so the old vectors leave the disk.
-        Nothing else may write to the store meanwhile.
+        (every field kept), then all are verified and switched together; a crash
+        leaves the old collections intact and a re-run finishes the job (see
+        ``_reembed``). On a database other processes may keep writing: what they
+        wrote during the copy is carried over inside the switch's transaction, and
+        afterwards a process still on the old embedder is refused
+        (:class:`EmbedderMismatchError`) rather than mixing vectors. An embedded
+        store is then scrubbed, so the old vectors leave the disk.
 
         Args:
             namespaces: Namespaces to migrate (default: every namespace).
@@ -705,7 +708,9 @@ class MemoryStore(StoreCore):
         with the same data is skipped; with other data it is refused unless
         ``replace=True`` (an explicit overwrite): an import never silently replaces
         a stored unit. An embedded store writes the units to a pending file first and
-        rolls a killed import forward when the directory is opened again. A unit whose
+        rolls a killed import forward when the directory is opened again; a database
+        writes them in one transaction after checking the ids again under the lock of
+        every namespace involved (a killed import leaves nothing of itself). A unit whose
         content carries no information (``"ok"``, ``"好的"``) is left out and counted in
         ``refused`` (logged), rather than failing the import.
 

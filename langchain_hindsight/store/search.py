@@ -6,13 +6,13 @@ import functools
 from collections.abc import Sequence
 from typing import Any
 
-from langchain_hindsight._safety import clean_text
+from langchain_hindsight._text import clean_text
 from langchain_hindsight.errors import ConfigurationError, StoreError
 from langchain_hindsight.store._checks import check_k
 from langchain_hindsight.store._codec import unit_from_record
 from langchain_hindsight.store._collections import query_hits
 from langchain_hindsight.store._core import StoreCore, backend_errors, check_ids
-from langchain_hindsight.store.replica.records import Mirror, mirror_candidates
+from langchain_hindsight.store.replica.records import Mirror, replica_hybrid
 from langchain_hindsight.store.replica.units import cached_candidates, cached_hits, cached_similarities, similarities
 from langchain_hindsight.types import MemoryUnit
 
@@ -142,10 +142,12 @@ def hybrid_search(
                 return answered
         store._replica.sync(ns)  # a database's writes since the last search (any process): one query
         mirror = store._replica.recall_mirror(ns)  # first: a lexical index built now is read from it
-        lexical = dict(lexical_search(store, query, k=k, namespace=ns, normalize=normalize, synced=False))
-        if mirror is not None:
+        if mirror is not None:  # the replica path, StoreSnapshot's too: both arms from memory
+            _check_query(query, k)
+            index = store._replica.lexical_index(ns)
             unit_of = functools.partial(_mirrored_unit, store, ns, mirror)
-            return mirror_candidates(mirror, vector, lexical, k, unit_of), lexical
+            return replica_hybrid(index, mirror, query, vector, k=k, normalize=normalize, unit_of=unit_of)
+        lexical = dict(lexical_search(store, query, k=k, namespace=ns, normalize=normalize, synced=False))
         col = store._collection(ns, create=False)
         if store._replica.units.size and col is not None:
             n = k + max(8, k // 2)
@@ -198,6 +200,13 @@ def _mirrored_unit(store: StoreCore, namespace: str, mirror: Mirror, memory_id: 
     return unit
 
 
+def _check_query(query: object, k: object) -> None:
+    """Refuse a query that is not a string and a ``k`` that is not a positive int (what the lexical arm checks)."""
+    if not isinstance(query, str):
+        raise ConfigurationError(f"query must be a string, got {type(query).__name__}")
+    check_k(k)
+
+
 @backend_errors
 def lexical_search(
     store: StoreCore,
@@ -209,9 +218,7 @@ def lexical_search(
     synced: bool = True,
 ) -> list[tuple[str, float]]:
     """The body of :meth:`MemoryStore.lexical_search` (see there); ``synced=False``: the caller just synced."""
-    if not isinstance(query, str):
-        raise ConfigurationError(f"query must be a string, got {type(query).__name__}")
-    check_k(k)
+    _check_query(query, k)
     ns = store._ns(namespace)
     with store._lock:
         if store.backend.answers_lexical:  # the database scores the lexical arm: no in-process index

@@ -12,7 +12,11 @@ Import is all-or-nothing: every line is parsed and validated, and every id
 checked, before the first write (an id already stored with other data is
 refused unless ``replace=True``). For an embedded store it is crash-safe too:
 the units are written durably to a pending file first and the import is rolled
-forward from it when the directory is opened again after a kill.
+forward from it when the directory is opened again after a kill. On a backend
+other processes write (a database) the units are embedded first, then checked
+again and written in one write plan holding every namespace's lock (one
+transaction): a unit another process stored meanwhile with other data is a clash
+like any other, and a killed import leaves nothing of itself.
 """
 
 from __future__ import annotations
@@ -22,7 +26,9 @@ import logging
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
+
+import numpy as np
 
 from langchain_hindsight._text import informative
 from langchain_hindsight.errors import ConfigurationError, InvalidMemoryError
@@ -189,28 +195,21 @@ def import_units(
         )
     }
     with store._lock:
-        stored = _stored(store, todo)
-        clashes = [u.memory_id for u in todo if u.memory_id in stored and stored[u.memory_id] != u]
-        journaled = _journaled(store, list(records.values()))
-        clashes += [r.run_id for key, r in records.items() if key in journaled and journaled[key] != r]
-        if clashes and not replace:
-            raise ConfigurationError(
-                f"{len(clashes)} id(s) already stored with other data (e.g. {clashes[0]}); nothing was "
-                "imported. Pass replace=True (hindsight import --replace) to overwrite them"
-            )
-        new_runs = [r for key, r in records.items() if journaled.get(key) != r]
-        fresh = [u for u in todo if stored.get(u.memory_id) != u]
-        per_ns: dict[str, int] = {}
-        pending = _begin_import(store, fresh)
-        done = 0
-        for start in range(0, len(fresh), _BATCH):
-            done += _import_batch(store, fresh[start : start + _BATCH], per_ns)
-            if progress is not None:
-                progress("import", done, len(fresh))
-        if pending is not None:
-            _directory.end_import(pending)
-        if new_runs:
-            store.run_records.write(new_runs)
+        fresh, new_runs = _to_write(store, todo, records, replace)
+        if not store.backend.single_writer:  # other processes write too: check again and write in one plan
+            done, per_ns, fresh, new_runs = _import_in_one_plan(store, todo, records, replace, fresh, progress)
+        else:
+            per_ns = {}
+            pending = _begin_import(store, fresh)
+            done = 0
+            for start in range(0, len(fresh), _BATCH):
+                done += _import_batch(store, fresh[start : start + _BATCH], per_ns)
+                if progress is not None:
+                    progress("import", done, len(fresh))
+            if pending is not None:
+                _directory.end_import(pending)
+            if new_runs:
+                store.run_records.write(new_runs)
     if records:
         logger.info("import: %d run record(s) journaled, %d unchanged", len(new_runs), len(records) - len(new_runs))
     return ImportReport(
@@ -221,6 +220,87 @@ def import_units(
         runs=len(new_runs),
         runs_unchanged=len(records) - len(new_runs),
     )
+
+
+def _to_write(
+    store: StoreCore, todo: list[MemoryUnit], records: dict[tuple[str, str], RunRecord], replace: bool
+) -> tuple[list[MemoryUnit], list[RunRecord]]:
+    """The units and run records not already stored exactly as given; a clash is refused unless ``replace``.
+
+    Raises:
+        ConfigurationError: an id is already stored with other data and ``replace`` is false.
+    """
+    stored = _stored(store, todo)
+    clashes = [u.memory_id for u in todo if u.memory_id in stored and stored[u.memory_id] != u]
+    journaled = _journaled(store, list(records.values()))
+    clashes += [r.run_id for key, r in records.items() if key in journaled and journaled[key] != r]
+    if clashes and not replace:
+        raise ConfigurationError(
+            f"{len(clashes)} id(s) already stored with other data (e.g. {clashes[0]}); nothing was "
+            "imported. Pass replace=True (hindsight import --replace) to overwrite them"
+        )
+    new_runs = [r for key, r in records.items() if journaled.get(key) != r]
+    return [u for u in todo if stored.get(u.memory_id) != u], new_runs
+
+
+def _import_in_one_plan(
+    store: StoreCore,
+    todo: list[MemoryUnit],
+    records: dict[tuple[str, str], RunRecord],
+    replace: bool,
+    fresh: list[MemoryUnit],
+    progress: Callable[[str, int, int], None] | None,
+) -> tuple[int, dict[str, int], list[MemoryUnit], list[RunRecord]]:
+    """Import into a store other processes write (a database): all of it in one write plan, or nothing.
+
+    The units are embedded first, outside any lock; then one plan holding the lock of every
+    namespace involved (on a database: one transaction) checks the ids again — a unit another
+    process stored meanwhile with other data is a clash like any other, refused unless
+    ``replace`` — and writes the units and run records. A process killed at any point leaves
+    the store as it was before the import, or with all of it.
+    """
+    vectors = dict(zip((u.memory_id for u in fresh), _embed_all(store, fresh, progress), strict=True))
+    for u in todo:  # the collections a plan writes are created (committed) before it
+        store._collection(u.namespace, "archive" if u.status == "archived" else "memories")
+    for ns, _ in records:
+        store._journal_collection(ns, True)
+
+    def plan() -> tuple[int, dict[str, int], list[MemoryUnit], list[RunRecord]]:
+        now, new_runs = _to_write(store, todo, records, replace)
+        late = [u for u in now if u.memory_id not in vectors or vectors[u.memory_id][0] != u.content]
+        if late:  # changed since the first check (only with replace): embedded under the lock
+            logger.info("import: %d unit(s) changed by another process meanwhile; embedding them now", len(late))
+            fresh_vectors = _write_ops.embed_batched(store, [u.content for u in late])
+            vectors.update({u.memory_id: (u.content, v) for u, v in zip(late, fresh_vectors, strict=True)})
+        per_ns: dict[str, int] = {}
+        for start in range(0, len(now), _BATCH):
+            batch = now[start : start + _BATCH]
+            for ns, n in _write_ops.write_exact(store, batch, [vectors[u.memory_id][1] for u in batch]).items():
+                per_ns[ns] = per_ns.get(ns, 0) + n
+            if progress is not None:
+                progress("import", start + len(batch), len(now))
+        if new_runs:
+            store.run_records.write(new_runs)
+        return len(now), per_ns, now, new_runs
+
+    keys = {u.namespace for u in todo} | {ns for ns, _ in records}
+    done, per_ns, written, new_runs = store.backend.atomic_all(sorted(keys), plan)
+    logger.info("import: %d unit(s) written in one transaction (%d already stored as given)", done, len(todo) - done)
+    return done, per_ns, written, new_runs
+
+
+def _embed_all(
+    store: StoreCore, units: list[MemoryUnit], progress: Callable[[str, int, int], None] | None
+) -> list[tuple[str, Any]]:
+    """``(content, float32 vector)`` of every unit, embedded in batches (progress reported as ``embed``)."""
+    out: list[tuple[str, Any]] = []
+    for start in range(0, len(units), _BATCH):
+        batch = units[start : start + _BATCH]
+        vectors = np.asarray(_write_ops.embed_batched(store, [u.content for u in batch]), dtype=np.float32)
+        out.extend((u.content, v) for u, v in zip(batch, vectors, strict=True))
+        if progress is not None:
+            progress("embed", start + len(batch), len(units))
+    return out
 
 
 def _journaled(store: StoreCore, records: list[RunRecord]) -> dict[tuple[str, str], RunRecord]:

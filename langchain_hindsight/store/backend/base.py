@@ -25,6 +25,7 @@ and ``{"$and" | "$or": [clauses]}``; document filters (``where_document``) are
 
 from __future__ import annotations
 
+import functools
 import logging
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -372,6 +373,19 @@ class Backend(ABC):
         two-step writes and their repair. A database backend runs it in one transaction.
         """
         return fn()
+
+    def atomic_all(self, keys: Sequence[str], fn: Callable[[], _T]) -> _T:
+        """``fn()`` as one write plan over several namespaces: :meth:`atomic` nested once per key.
+
+        The keys are taken in sorted order, so two such plans never wait for each other in a
+        cycle. On a database every nested call joins the one transaction and takes its key's lock.
+        """
+        ordered = sorted(set(keys))
+
+        def nest(i: int) -> _T:
+            return fn() if i == len(ordered) else self.atomic(ordered[i], functools.partial(nest, i + 1))
+
+        return nest(0)
 
     @property
     def can_erase(self) -> bool:

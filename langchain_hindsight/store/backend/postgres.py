@@ -963,9 +963,10 @@ class PostgresBackend(Backend):
         Takes a transaction-scoped advisory lock on ``key`` (the namespace), so two
         processes' write plans for one namespace run one after the other; a serialization
         failure or deadlock re-runs ``fn`` from the start (it re-reads what it planned on).
-        Nested calls join the outer transaction.
+        Nested calls join the outer transaction and take their own key's lock too.
         """
-        if getattr(self._local, "conn", None) is not None:
+        if (conn := getattr(self._local, "conn", None)) is not None:
+            conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", [key])
             return fn()
         if self._closed:
             raise BackendError("the Postgres backend is closed")

@@ -1,28 +1,256 @@
-"""The derived files of an embedded store directory: where each lives, which the stamp vouches for, their eraser.
+"""The derived files of an embedded store directory: one format, one reader, where each lives, their eraser.
+
+Every derived file is a *snapshot* of one namespace, one of three kinds, each in its own folder and named
+after the namespace's memories collection (``<kind>/<collection>.npz``):
+
+* ``lexical``: the BM25 index of the lexical arm (``replica.lexical``);
+* ``mirror``: the recall mirror, active units' vectors and records (``replica.records``);
+* ``counts``: what ``hindsight stats`` prints for the namespace (``replica.summary``), with the list of
+  the store's namespaces when it was written.
+
+One format for all three (:data:`SNAPSHOT_FORMAT`): an uncompressed zip holding ``header.json`` — the
+kind, the format, the collection and the fields the kind's trust check needs (record count, a sample of
+record digests, the tokenizer signature or the embedder identity; the counts) — and the kind's arrays as
+``<name>.npy`` (none for ``counts``). :func:`write_snapshot` writes one atomically, :func:`read_snapshot`
+reads one, :func:`read_header` reads only the header with the standard library. A file of an older
+format (``1``: each kind's own npz header, and a single ``summary.json``) is never read: the kind is
+rebuilt from the backend (the summary counted again) and the next close writes the current format.
 
 :class:`DerivedFiles` is the one reader of a store's derived files, for the live store (its
 :class:`~langchain_hindsight.store.replica.replica.Replica`) and for the CLI's quick paths alike
-(:meth:`DerivedFiles.closed_store`: ``hindsight stats`` from the summary, ``hindsight search`` from
+(:meth:`DerivedFiles.closed_store`: ``hindsight stats`` from the counts, ``hindsight search`` from
 the snapshots, without opening Chroma). Both take the clean-close stamp's word the same way: a
 file is read only if the stamp found at open (or, for a closed store, now, under the lock) vouches
-for it. Standard library only at import: ``hindsight stats`` imports no numpy.
+for it. Standard library only at import (numpy is imported by the first array read or written):
+``hindsight stats`` imports no numpy.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterator
+import json
+import logging
+import os
+import struct
+import zlib
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
 
-from langchain_hindsight.store._directory import DERIVED, SUMMARY_FILE, erase_file, trusted_store
-from langchain_hindsight.store.replica.summary import Summary, read_summary
+from langchain_hindsight.store._directory import DERIVED, LEGACY_DERIVED, erase_file, fsync_directory, trusted_store
+from langchain_hindsight.store.replica.summary import Summary, valid_entry
 
-__all__ = ["MIRROR_DIR", "SNAPSHOT_DIR", "DerivedFiles", "drop_snapshot"]
+if TYPE_CHECKING:
+    import numpy as np
 
+__all__ = [
+    "COUNTS_DIR",
+    "MIRROR_DIR",
+    "SAMPLE",
+    "SNAPSHOT_DIR",
+    "SNAPSHOT_FORMAT",
+    "DerivedFiles",
+    "Digest",
+    "SnapshotKind",
+    "drop_snapshot",
+    "from_json_array",
+    "json_array",
+    "matches",
+    "read_header",
+    "read_snapshot",
+    "trust_fields",
+    "write_snapshot",
+]
+
+logger = logging.getLogger(__name__)
+
+SnapshotKind = Literal["lexical", "mirror", "counts"]
+"""The kinds of derived file; each is also the folder its files live in."""
 SNAPSHOT_DIR = "lexical"
 """Folder of the lexical index snapshots (one ``<collection>.npz`` per memories collection)."""
 MIRROR_DIR = "mirror"
 """Folder of the recall mirror snapshots (one ``<collection>.npz`` per memories collection)."""
+COUNTS_DIR = "counts"
+"""Folder of the per-namespace statistics (one ``<collection>.npz`` per namespace, header only)."""
+SNAPSHOT_FORMAT = 2
+"""2: one zip of ``header.json`` and ``.npy`` arrays for every kind. 1 (each kind's own npz header): rebuilt."""
+HEADER = "header.json"
+_RESERVED = ("kind", "format", "collection")
+
+
+def write_snapshot(
+    path: Path, kind: SnapshotKind, fields: Mapping[str, Any], arrays: Mapping[str, np.ndarray] | None = None
+) -> None:
+    """Write the snapshot of ``kind`` at ``path`` atomically and durably (a temporary file, fsync, rename).
+
+    The header holds the kind, :data:`SNAPSHOT_FORMAT`, the collection (the file's name, as
+    :class:`DerivedFiles` places it) and ``fields``.
+
+    Raises:
+        OSError: the file could not be written (the temporary copy is left for the eraser).
+        ValueError: ``fields`` names a reserved key.
+    """
+    if any(key in fields for key in _RESERVED):
+        raise ValueError(f"a snapshot's fields cannot name {_RESERVED}")
+    header = {"kind": kind, "format": SNAPSHOT_FORMAT, "collection": path.stem, **fields}
+    import zipfile
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    with tmp.open("wb") as fh:
+        with zipfile.ZipFile(fh, "w", zipfile.ZIP_STORED, allowZip64=True) as archive:
+            archive.writestr(HEADER, json.dumps(header, ensure_ascii=False).encode("utf-8"))
+            if arrays:
+                from numpy.lib import format as npy
+
+                for name, array in arrays.items():
+                    with archive.open(f"{name}.npy", "w", force_zip64=True) as member:
+                        npy.write_array(member, array, allow_pickle=False)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+    fsync_directory(path.parent)
+
+
+def _checked_header(raw: bytes, path: Path, kind: SnapshotKind) -> dict[str, Any] | None:
+    header = json.loads(raw.decode("utf-8"))
+    if not isinstance(header, dict) or header.get("kind") != kind or header.get("collection") != path.stem:
+        return None
+    if header.get("format") != SNAPSHOT_FORMAT:
+        logger.info("%s snapshot %s has format %r, not %d: rebuilt", kind, path, header.get("format"), SNAPSHOT_FORMAT)
+        return None
+    return header
+
+
+_LOCAL_HEADER = struct.Struct("<4s5H3L2H")
+"""A zip member's local header: signature, version, flags, method, time, date, CRC-32, sizes, name and extra lengths."""
+
+
+def read_header(path: Path, kind: SnapshotKind) -> dict[str, Any] | None:
+    """The header of the ``kind`` snapshot at ``path``; ``None`` if absent or unusable.
+
+    Unusable: unreadable, of another kind, collection or format (an older format is logged and rebuilt).
+    ``header.json`` is the archive's first member, stored: it is read from its local header (checked
+    against its CRC-32) without importing :mod:`zipfile`, so ``hindsight stats`` stays light.
+    """
+    try:
+        with path.open("rb") as fh:
+            fixed = fh.read(_LOCAL_HEADER.size)
+            signature, _, flags, method, _, _, crc, stored, size, name_len, extra_len = _LOCAL_HEADER.unpack(fixed)
+            name = fh.read(name_len)
+            fh.seek(extra_len, os.SEEK_CUR)
+            raw = fh.read(size)
+        if (signature, name, method, flags & 0x08, stored) != (b"PK\x03\x04", HEADER.encode(), 0, 0, size):
+            raise ValueError("header.json is not the first stored member")
+        if len(raw) != size or zlib.crc32(raw) != crc:
+            raise ValueError("header.json is truncated or damaged")
+        return _checked_header(raw, path, kind)
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, struct.error):  # older format, or damaged: never trusted
+        logger.info("%s snapshot %s is not of the current format or unreadable: rebuilt", kind, path)
+        return None
+
+
+def read_snapshot(
+    path: Path, kind: SnapshotKind, arrays: Sequence[str]
+) -> tuple[dict[str, Any], dict[str, np.ndarray]] | None:
+    """The header and the named ``arrays`` of the ``kind`` snapshot at ``path``; ``None`` if absent or unusable."""
+    import zipfile
+
+    from numpy.lib import format as npy
+
+    try:
+        with zipfile.ZipFile(path) as archive:
+            header = _checked_header(archive.read(HEADER), path, kind)
+            if header is None:
+                return None
+            loaded = {}
+            for name in arrays:
+                with archive.open(f"{name}.npy") as member:
+                    loaded[name] = npy.read_array(member, allow_pickle=False)
+    except FileNotFoundError:
+        return None
+    except Exception:  # a damaged or older snapshot is rebuilt, never trusted
+        logger.info("%s snapshot %s is not of the current format or unreadable: rebuilt", kind, path, exc_info=True)
+        return None
+    return header, loaded
+
+
+def json_array(value: Any) -> np.ndarray:
+    """``value`` as the UTF-8 bytes of its JSON, a ``uint8`` array (lists of ids and terms travel so)."""
+    import numpy as np
+
+    return np.frombuffer(json.dumps(value, ensure_ascii=False).encode("utf-8"), dtype=np.uint8)
+
+
+def from_json_array(array: np.ndarray) -> Any:
+    """The value :func:`json_array` wrote."""
+    return json.loads(array.tobytes().decode("utf-8"))
+
+
+# ---------------------------------------------------------------- the trust check every kind shares
+SAMPLE = 16
+"""How many records a snapshot's header samples (their digests, compared with the backend when loaded)."""
+Digest = Callable[[str, Mapping[str, Any]], str]
+"""A record's digest, as a kind keeps it: from its document and metadata."""
+
+
+def _stored(col: Any, ids: Sequence[str], digest: Digest) -> dict[str, str]:
+    """``{memory_id: digest}`` of those of ``ids`` the collection ``col`` holds now and that are active."""
+    rows = col.get(ids=list(ids), include=["documents", "metadatas"]) if ids else {"ids": []}
+    return {
+        i: digest(d, m)
+        for i, d, m in zip(rows["ids"], rows.get("documents") or [], rows.get("metadatas") or [], strict=True)
+        if isinstance(m, dict) and m.get("status") == "active"
+    }
+
+
+def trust_fields(
+    col: Any, memory_ids: Collection[str], digest: Digest, own: Callable[[str], str] | None = None
+) -> dict[str, Any] | None:
+    """What a snapshot of ``memory_ids`` records for :func:`matches`; ``None`` when it does not match ``col`` now.
+
+    The record count of ``col``, how many units the snapshot holds, and the digests of a sample of
+    them spread over the sorted ids, as stored now. With ``own`` (the digest the snapshot itself holds
+    for an id), a sampled record that differs from the backend's means the snapshot is not saved.
+    """
+    ordered = sorted(memory_ids)
+    sample = ordered[:: max(1, len(ordered) // SAMPLE)][:SAMPLE]
+    stored = _stored(col, sample, digest)
+    if len(stored) != len(sample) or (own is not None and any(own(i) != stored[i] for i in sample)):
+        return None
+    return {"count": col.count(), "active": len(memory_ids), "sample": stored}
+
+
+def matches(
+    header: Mapping[str, Any],
+    col: Any,
+    memory_ids: Collection[str],
+    digest: Digest,
+    *,
+    count: int | None = None,
+    skip: Iterable[str] = (),
+) -> bool:
+    """Whether a loaded snapshot (its ``header`` and ``memory_ids``) still describes the collection ``col``.
+
+    It does when ``col`` holds as many records as when it was saved (``count``: the count to compare
+    with instead, before a write that just happened), the snapshot as many units, and each sampled
+    record (but those of ``skip``, ids that write changed) is still stored, active, with the same digest.
+    """
+    try:
+        sample = {str(k): str(v) for k, v in dict(header["sample"]).items()}
+        if (
+            int(header["count"]) != (col.count() if count is None else count)
+            or int(header["active"]) != len(memory_ids)
+            or not set(sample) <= set(memory_ids)
+        ):
+            return False
+        for memory_id in skip:
+            sample.pop(memory_id, None)
+        return _stored(col, sorted(sample), digest) == sample
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return False
 
 
 def drop_snapshot(path: Path) -> None:
@@ -60,18 +288,17 @@ class DerivedFiles:
             yield cls(path, trusted)
 
     # ------------------------------------------------------------------ where
+    def path(self, kind: SnapshotKind, collection: str) -> Path:
+        """Where the ``kind`` snapshot of the memories collection ``collection`` lives."""
+        return self.directory / kind / f"{collection}.npz"
+
     def lexical_path(self, collection: str) -> Path:
         """Where the lexical index snapshot of the memories collection ``collection`` lives."""
-        return self.directory / SNAPSHOT_DIR / f"{collection}.npz"
+        return self.path("lexical", collection)
 
     def mirror_path(self, collection: str) -> Path:
         """Where the recall mirror snapshot of the memories collection ``collection`` lives."""
-        return self.directory / MIRROR_DIR / f"{collection}.npz"
-
-    @property
-    def summary_path(self) -> Path:
-        """Where the statistics summary lives."""
-        return self.directory / SUMMARY_FILE
+        return self.path("mirror", collection)
 
     def vouched(self, path: Path) -> bool:
         """Whether the stamp vouches for the derived file at ``path``."""
@@ -81,32 +308,90 @@ class DerivedFiles:
             return False
 
     def unvouched(self) -> list[Path]:
-        """Every derived file on disk the stamp does not vouch for (half-written copies included), sorted.
+        """Every derived file on disk the stamp does not vouch for (half-written copies and older files included).
 
         Such a file is never read, but it may still hold text the data no longer has: a unit forgotten
         while another process (a Chroma server on this directory) held the data.
         """
-        found: list[Path] = []
+        found: list[Path] = [p for name in LEGACY_DERIVED for p in (self.directory / name,) if p.is_file()]
         for name in DERIVED:
             top = self.directory / name
-            candidates = [top] if top.is_file() else sorted(p for p in top.rglob("*") if p.is_file())
-            for path in candidates:
+            for path in sorted(p for p in top.rglob("*") if p.is_file()) if top.is_dir() else []:
                 kept = path.with_name(path.name.removesuffix(".tmp"))
                 if path.name.endswith(".tmp") or not self.vouched(kept):
                     found.append(path)
-        if (self.directory / (SUMMARY_FILE + ".tmp")).is_file():
-            found.append(self.directory / (SUMMARY_FILE + ".tmp"))
         return sorted(set(found))
 
-    # ------------------------------------------------------------------ what
+    # ------------------------------------------------------------------ the counts (what `hindsight stats` prints)
+    def _counts_files(self) -> list[Path]:
+        top = self.directory / COUNTS_DIR
+        return sorted(top.glob("*.npz")) if top.is_dir() else []
+
     def summary(self) -> Summary | None:
-        """The statistics summary if the stamp vouches for it and it reads, else ``None`` (count instead)."""
-        return read_summary(self.directory) if self.vouched(self.summary_path) else None
+        """The store's counts, from the vouched per-namespace ``counts`` files; ``None`` when they do not answer.
+
+        They answer when every one is vouched for, reads, and lists the same namespaces (the store's, when
+        the close wrote them); a namespace of that list without its file is simply not answered for.
+        """
+        namespaces: list[str] | None = None
+        stats: dict[str, dict[str, Any]] = {}
+        for path in self._counts_files():
+            header = read_header(path, "counts") if self.vouched(path) else None
+            if header is None:
+                return None
+            listed, namespace, entry = header.get("namespaces"), header.get("namespace"), header.get("stats")
+            if not isinstance(listed, list) or not all(isinstance(ns, str) for ns in listed):
+                return None
+            if namespaces is None:
+                namespaces = listed
+            if listed != namespaces or not isinstance(namespace, str) or not isinstance(entry, dict):
+                return None
+            if not valid_entry(entry):
+                return None
+            stats[namespace] = entry
+        if namespaces is None:
+            return None
+        return Summary(namespaces, {ns: stats[ns] for ns in namespaces if ns in stats})
+
+    def write_summary(
+        self, namespaces: Sequence[str], stats: Mapping[str, Mapping[str, Any]], collections: Mapping[str, str]
+    ) -> None:
+        """Write the ``counts`` file of each namespace of ``stats`` and erase every other one.
+
+        Args:
+            namespaces: Every namespace of the store (each file lists them).
+            stats: What ``hindsight stats`` prints, by namespace.
+            collections: The memories collection of each namespace of ``stats`` (the file's name).
+
+        Raises:
+            OSError: a file could not be written.
+            StoreError: a file could not be erased.
+        """
+        keep = set()
+        for namespace, entry in stats.items():
+            path = self.path("counts", collections[namespace])
+            fields = {"namespace": namespace, "namespaces": list(namespaces), "stats": dict(entry)}
+            write_snapshot(path, "counts", fields)
+            keep.add(path)
+        for path in self._counts_files():
+            if path not in keep:
+                erase_file(path)
 
     def erase_summary(self) -> None:
-        """Erase the statistics summary (absent is fine): it no longer matches the data, and nothing recounted it.
+        """Erase every ``counts`` file (and an older ``summary.json``): they no longer match the data.
+
+        Raises:
+            StoreError: a file exists and could not be erased.
+        """
+        for path in self._counts_files():
+            erase_file(path)
+        self.erase_legacy()
+
+    def erase_legacy(self) -> None:
+        """Erase derived files of an older format that are not per namespace (``summary.json``; absent is fine).
 
         Raises:
             StoreError: it exists and could not be erased.
         """
-        erase_file(self.summary_path)
+        for name in LEGACY_DERIVED:
+            erase_file(self.directory / name)

@@ -22,7 +22,6 @@ import hashlib
 import json
 import logging
 import math
-import os
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -32,10 +31,17 @@ from typing import Any
 import numpy as np
 
 from langchain_hindsight._trust import TRUSTED_SOURCES, UNTRUSTED_SOURCES
-from langchain_hindsight.errors import HindsightError, StoreError
-from langchain_hindsight.store._codec import unit_from_record
+from langchain_hindsight.errors import StoreError
 from langchain_hindsight.store.backend import LexicalScheme
 from langchain_hindsight.store.replica.feed import ChangeFeed
+from langchain_hindsight.store.replica.files import (
+    from_json_array,
+    json_array,
+    matches,
+    read_snapshot,
+    trust_fields,
+    write_snapshot,
+)
 from langchain_hindsight.types import MemoryUnit
 
 __all__ = [
@@ -66,7 +72,6 @@ _STOP = frozenset(_STOP_WORDS.split())
 _SUFFIXES = ("ies", "ing", "ed", "es", "s")
 _TOKENIZER_VERSION = 1
 """Bump when :func:`tokenize` changes in a way the constants above do not show (snapshots are then rebuilt)."""
-_SNAPSHOT_VERSION = 1
 _MIN_DELTA = 20_000
 """Postings the delta may hold before it is folded into the compacted segment (at least)."""
 PRIOR_DOCUMENTS = 50
@@ -377,9 +382,10 @@ class LexicalIndex:
 
     # ------------------------------------------------------------------ snapshots
     def save(self, path: Path, *, meta: Mapping[str, Any]) -> None:
-        """Write the index (compacted first) to ``path`` atomically, with ``meta`` for consistency checks.
+        """Write the index (compacted first) to ``path`` as a ``lexical`` snapshot, with ``meta`` in its header.
 
-        Only an index with the default tokenizer can be saved (a snapshot is
+        The header also records the tokenizer's signature and the BM25 constants (``replica.files``: the
+        one snapshot format). Only an index with the default tokenizer can be saved (a snapshot is
         reused only when the tokenizer that built it is the current one).
 
         Raises:
@@ -388,52 +394,46 @@ class LexicalIndex:
         if self.tokenizer is not tokenize:
             raise ValueError("only an index with the default tokenizer can be saved")
         self.compact()
-        header = {"version": _SNAPSHOT_VERSION, "tokenizer": tokenizer_signature(), "k1": self.k1, "b": self.b}
-        header["meta"] = dict(meta)
         terms = sorted(self._vocab, key=self._vocab.__getitem__)
         n = len(self._ids)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(path.name + ".tmp")
-        with tmp.open("wb") as fh:
-            np.savez(
-                fh,
-                header=_utf8(json.dumps(header)),
-                vocab=_utf8(json.dumps(terms, ensure_ascii=False)),
-                ids=_utf8(json.dumps(self._ids, ensure_ascii=False)),
-                lengths=self._lengths[:n].astype(np.int64),
-                indptr=self._indptr,
-                docs=self._docs,
-                tfs=self._tfs.astype(np.int32),
-            )
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
+        fields = {**meta, "tokenizer": tokenizer_signature(), "k1": self.k1, "b": self.b}
+        arrays = {
+            "vocab": json_array(terms),
+            "ids": json_array(self._ids),
+            "lengths": self._lengths[:n].astype(np.int64),
+            "indptr": self._indptr,
+            "docs": self._docs,
+            "tfs": self._tfs.astype(np.int32),
+        }
+        write_snapshot(path, "lexical", fields, arrays)
 
     @classmethod
     def load(cls, path: Path) -> tuple[LexicalIndex, dict[str, Any]] | None:
-        """The index saved at ``path`` and its ``meta``; ``None`` if absent, unreadable or from another format."""
-        try:
-            with np.load(path, allow_pickle=False) as data:
-                header = json.loads(bytes(data["header"]).decode())
-                if header.get("version") != _SNAPSHOT_VERSION or header.get("tokenizer") != tokenizer_signature():
-                    return None
-                index = cls(k1=float(header["k1"]), b=float(header["b"]))
-                terms = json.loads(bytes(data["vocab"]).decode())
-                index._ids = json.loads(bytes(data["ids"]).decode())
-                n = len(index._ids)
-                index._lengths = np.concatenate([data["lengths"].astype(np.float64), np.zeros(max(16, n))])
-                index._indptr = data["indptr"].astype(np.int64)
-                index._docs = data["docs"].astype(np.int32)
-                index._tfs = data["tfs"].astype(np.float64)
-        except FileNotFoundError:
+        """The index saved at ``path`` and its header; ``None`` if absent, unreadable or from another format."""
+        loaded = read_snapshot(path, "lexical", ("vocab", "ids", "lengths", "indptr", "docs", "tfs"))
+        if loaded is None:
             return None
-        except Exception:  # a damaged snapshot is rebuilt, never trusted
+        header, data = loaded
+        try:
+            if header.get("tokenizer") != tokenizer_signature():
+                logger.info("lexical snapshot %s was built by another tokenizer: rebuilt", path)
+                return None
+            index = cls(k1=float(header["k1"]), b=float(header["b"]))
+            terms = from_json_array(data["vocab"])
+            index._ids = [str(i) for i in from_json_array(data["ids"])]
+        except (KeyError, TypeError, ValueError):  # a damaged snapshot is rebuilt, never trusted
             logger.warning("ignoring unreadable lexical index snapshot %s", path, exc_info=True)
             return None
+        n = len(index._ids)
+        index._lengths = np.concatenate([data["lengths"].astype(np.float64), np.zeros(max(16, n))])
+        index._indptr = data["indptr"].astype(np.int64)
+        index._docs = data["docs"].astype(np.int32)
+        index._tfs = data["tfs"].astype(np.float64)
         if (
             len(index._indptr) != len(terms) + 1
             or int(index._indptr[-1]) != len(index._docs)
             or len(index._docs) != len(index._tfs)
+            or len(data["lengths"]) != n
         ):
             return None
         if len(index._docs) and int(index._docs.max()) >= n:
@@ -445,11 +445,7 @@ class LexicalIndex:
         index._alive = np.zeros(len(index._lengths), dtype=bool)
         index._alive[:n] = True
         index._total = float(index._lengths[:n].sum())
-        return index, dict(header.get("meta") or {})
-
-
-def _utf8(text: str) -> np.ndarray:
-    return np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
+        return index, header
 
 
 def _rank(item: tuple[str, float]) -> tuple[float, str]:
@@ -463,7 +459,6 @@ def tokenizer_signature() -> str:
 
 
 # ---------------------------------------------------------------- the lexical snapshot file
-_SAMPLE = 16
 _SCAN_PAGE = 5000
 
 
@@ -530,32 +525,27 @@ def _record_signature() -> str:
 _RECORD_TEXT_VERSION = 1
 
 
-def _digest(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+def _text_digest(document: str, metadata: Mapping[str, Any]) -> str:
+    """A short digest of what the index holds of a stored record (its :func:`record_text`)."""
+    return hashlib.sha256(record_text(document, metadata).encode("utf-8")).hexdigest()[:16]
 
 
 def save_snapshot(index: LexicalIndex, path: Path, col: Any) -> bool:
     """Write ``index`` to ``path`` with what :func:`load_snapshot` checks; ``False`` if it cannot be saved.
 
-    Only an index built with the default tokenizer is saved. Failures are logged,
-    never raised: the snapshot is an optimisation and the next open rebuilds.
+    Only an index built with the default tokenizer is saved, and only when a sample of its memories is
+    stored and active (``files.trust_fields``, the check every kind shares). Failures are logged, never
+    raised: the snapshot is an optimisation and the next open rebuilds.
     """
     if not isinstance(index, LexicalIndex) or index.tokenizer is not tokenize:
         return False
     try:
         index.compact()
-        ids = sorted(index.memory_ids)
-        step = max(1, len(ids) // _SAMPLE)
-        sample = ids[::step][:_SAMPLE]
-        rows = col.get(ids=sample, include=["documents", "metadatas"]) if sample else {"ids": []}
-        digests = {
-            i: _digest(unit_text(unit_from_record(i, d, m)))
-            for i, d, m in zip(rows["ids"], rows.get("documents") or [], rows.get("metadatas") or [], strict=True)
-        }
-        if len(digests) != len(sample):
-            logger.debug("lexical snapshot of %s not saved: the index does not match Chroma", path.name)
+        fields = trust_fields(col, index.memory_ids, _text_digest)
+        if fields is None:
+            logger.debug("lexical snapshot of %s not saved: the index does not match the stored records", path.name)
             return False
-        index.save(path, meta={"count": col.count(), "active": len(index), "sample": digests})
+        index.save(path, meta=fields)
     except Exception:
         logger.warning("could not save the lexical index snapshot %s", path, exc_info=True)
         return False
@@ -565,9 +555,9 @@ def save_snapshot(index: LexicalIndex, path: Path, col: Any) -> bool:
 def load_snapshot(path: Path, col: Any, *, count: int | None = None, skip: Iterable[str] = ()) -> LexicalIndex | None:
     """The index saved at ``path`` if it is consistent with ``col``, else ``None`` (the caller rebuilds).
 
-    Consistent: the collection holds as many records as when it was saved, and a
-    sample of the indexed memories is still there, active, with the same indexed
-    text (content, task, tags, tools).
+    Consistent (``files.matches``, the check every kind shares): the collection holds as many records
+    as when it was saved, and a sample of the indexed memories is still there, active, with the same
+    indexed text (content, task, tags, tools, source).
 
     Args:
         path: The snapshot file.
@@ -579,33 +569,9 @@ def load_snapshot(path: Path, col: Any, *, count: int | None = None, skip: Itera
     loaded = LexicalIndex.load(path)
     if loaded is None:
         return None
-    index, meta = loaded
-    try:
-        sample = dict(meta["sample"])
-        if (
-            int(meta["count"]) != (col.count() if count is None else count)
-            or int(meta["active"]) != len(index)
-            or not set(sample) <= index.memory_ids
-        ):
-            logger.debug("lexical snapshot %s is stale (record count): rebuilding", path.name)
-            return None
-        for memory_id in skip:
-            sample.pop(memory_id, None)
-        if sample:
-            rows = col.get(ids=sorted(sample), include=["documents", "metadatas"])
-            current = {
-                i: unit_from_record(i, d, m)
-                for i, d, m in zip(rows["ids"], rows.get("documents") or [], rows.get("metadatas") or [], strict=True)
-            }
-            if any(
-                i not in current or current[i].status != "active" or _digest(unit_text(current[i])) != digest
-                for i, digest in sample.items()
-            ):
-                logger.debug("lexical snapshot %s is stale (sampled memories differ): rebuilding", path.name)
-                return None
-    except HindsightError:
-        return None
-    except (KeyError, TypeError, ValueError):
+    index, header = loaded
+    if not matches(header, col, index.memory_ids, _text_digest, count=count, skip=skip):
+        logger.debug("lexical snapshot %s is stale: rebuilding", path.name)
         return None
     return index
 

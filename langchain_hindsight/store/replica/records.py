@@ -29,7 +29,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -39,6 +38,16 @@ import numpy as np
 from langchain_hindsight.errors import BackendError
 from langchain_hindsight.store._codec import unit_from_record, unit_to_metadata
 from langchain_hindsight.store.backend import Include, Records
+from langchain_hindsight.store.replica.files import (
+    from_json_array,
+    json_array,
+    matches,
+    read_header,
+    read_snapshot,
+    trust_fields,
+    write_snapshot,
+)
+from langchain_hindsight.store.replica.lexical import LexicalIndex
 from langchain_hindsight.types import MemoryUnit
 
 __all__ = [
@@ -50,6 +59,7 @@ __all__ = [
     "record_bytes",
     "record_digest",
     "refresh_mirror",
+    "replica_hybrid",
     "save_mirror",
 ]
 
@@ -60,9 +70,6 @@ MIRROR_MAX_ROWS = 30_000
 
 At 30k memories of the default 896-d embedder the vectors take ~110 MB and an
 exact search ~5 ms; ``benchmarks/recall_scale.py`` measures both paths."""
-
-
-_VERSION = 1
 
 
 def record_bytes(document: str, metadata: Mapping[str, Any]) -> bytes:
@@ -250,15 +257,16 @@ class Mirror:
             document, metadata = json.loads(self._records[row])
             yield memory_id, str(document), dict(metadata)
 
-    def sample(self, size: int) -> dict[str, str]:
-        """``{memory_id: record digest}`` of up to ``size`` units spread over the sorted ids."""
-        ids = sorted(self._row)
-        step = max(1, len(ids) // max(1, size))
-        return {m: record_digest(self._records[self._row[m]]) for m in ids[::step][:size]}
+    def digest(self, memory_id: str) -> str:
+        """:func:`record_digest` of a mirrored unit's record (``KeyError`` if it is not mirrored)."""
+        return record_digest(self._records[self._row[memory_id]])
 
     # ------------------------------------------------------------------ snapshots
     def save(self, path: Path, *, meta: Mapping[str, Any]) -> None:
-        """Write the mirror (compacted first, without stale rows) to ``path`` atomically, with ``meta``.
+        """Write the mirror (compacted first, without stale rows) to ``path`` as a ``mirror`` snapshot.
+
+        ``meta`` (the trust check's record count, active count and sample) goes into the header, with the
+        dimension and the embedder identity (``replica.files``: the one snapshot format).
 
         Raises:
             ValueError: the mirror has stale rows (read them first).
@@ -270,58 +278,43 @@ class Mirror:
         lengths = np.fromiter((len(r) for r in self._records), dtype=np.int64, count=n)
         offsets = np.zeros(n + 1, dtype=np.int64)
         np.cumsum(lengths, out=offsets[1:])
-        header = {"version": _VERSION, "dimension": self.dimension, "identity": self.identity, "meta": dict(meta)}
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(path.name + ".tmp")
-        with tmp.open("wb") as fh:
-            np.savez(
-                fh,
-                header=np.frombuffer(json.dumps(header).encode(), dtype=np.uint8),
-                ids=np.frombuffer(json.dumps(self._ids).encode(), dtype=np.uint8),
-                vectors=self._vectors[:n],
-                offsets=offsets,
-                records=np.frombuffer(b"".join(self._records), dtype=np.uint8),
-            )
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
+        fields = {**meta, "dimension": self.dimension, "identity": self.identity}
+        arrays = {
+            "ids": json_array(self._ids),
+            "vectors": self._vectors[:n],
+            "offsets": offsets,
+            "records": np.frombuffer(b"".join(self._records), dtype=np.uint8),
+        }
+        write_snapshot(path, "mirror", fields, arrays)
 
     @staticmethod
     def read_identity(path: Path) -> str | None:
         """The embedder identity recorded in the snapshot at ``path`` (its header only), or ``None``."""
-        try:
-            with np.load(path, allow_pickle=False) as data:
-                header = json.loads(bytes(data["header"]).decode())
-        except FileNotFoundError:
-            return None
-        except Exception:  # a damaged snapshot is never trusted
-            logger.warning("ignoring unreadable recall mirror snapshot %s", path, exc_info=True)
-            return None
-        return str(header["identity"]) if header.get("version") == _VERSION and "identity" in header else None
+        header = read_header(path, "mirror")
+        identity = None if header is None else header.get("identity")
+        return identity if isinstance(identity, str) else None
 
     @classmethod
     def load(cls, path: Path) -> tuple[Mirror, dict[str, Any]] | None:
-        """The mirror saved at ``path`` and its ``meta``; ``None`` if absent, unreadable or of another format."""
-        try:
-            with np.load(path, allow_pickle=False) as data:
-                header = json.loads(bytes(data["header"]).decode())
-                if header.get("version") != _VERSION:
-                    return None
-                ids = json.loads(bytes(data["ids"]).decode())
-                vectors = np.ascontiguousarray(data["vectors"], dtype=np.float32)
-                offsets = data["offsets"].astype(np.int64)
-                blob = bytes(data["records"])
-            mirror = cls(int(header["dimension"]), str(header["identity"]))
-        except FileNotFoundError:
+        """The mirror saved at ``path`` and its header; ``None`` if absent, unreadable or of another format."""
+        loaded = read_snapshot(path, "mirror", ("ids", "vectors", "offsets", "records"))
+        if loaded is None:
             return None
-        except Exception:  # a damaged snapshot is rebuilt, never trusted
+        header, arrays = loaded
+        try:
+            ids = [str(i) for i in from_json_array(arrays["ids"])]
+            vectors = np.ascontiguousarray(arrays["vectors"], dtype=np.float32)
+            offsets = arrays["offsets"].astype(np.int64)
+            blob = arrays["records"].tobytes()
+            mirror = cls(int(header["dimension"]), str(header["identity"]))
+        except (KeyError, TypeError, ValueError):  # a damaged snapshot is rebuilt, never trusted
             logger.warning("ignoring unreadable recall mirror snapshot %s", path, exc_info=True)
             return None
         n = len(ids)
         if vectors.shape != (n, mirror.dimension) or len(offsets) != n + 1 or int(offsets[-1]) != len(blob):
             return None
         bounds = offsets.tolist()
-        mirror._ids = [str(i) for i in ids]
+        mirror._ids = ids
         mirror._records = [blob[bounds[r] : bounds[r + 1]] for r in range(n)]
         mirror._row = {m: r for r, m in enumerate(mirror._ids)}
         if len(mirror._row) != n:
@@ -329,7 +322,7 @@ class Mirror:
         mirror._vectors = vectors if n else np.zeros((16, mirror.dimension), dtype=np.float32)
         mirror._alive = np.ones(len(mirror._vectors), dtype=bool)
         mirror._alive[n:] = False
-        return mirror, dict(header.get("meta") or {})
+        return mirror, header
 
 
 def mirror_candidates(
@@ -363,8 +356,30 @@ def mirror_candidates(
     return found
 
 
+def replica_hybrid(
+    index: LexicalIndex,
+    mirror: Mirror,
+    query: str,
+    vector: Sequence[float],
+    *,
+    k: int,
+    normalize: bool,
+    unit_of: Callable[[str], MemoryUnit],
+) -> tuple[dict[str, tuple[MemoryUnit, float]], dict[str, float]]:
+    """Hybrid recall from a namespace's replica: the lexical arm from ``index``, the candidates from ``mirror``.
+
+    The one replica path: the live store calls it with the replica it keeps in step with the backend,
+    :class:`~langchain_hindsight.store.replica.snapshot.StoreSnapshot` with the same two classes loaded from
+    the files a clean close left. Returns what ``MemoryStore.hybrid_search`` returns.
+
+    Raises:
+        BackendError: ``vector`` is not as long as the mirrored vectors.
+    """
+    lexical = dict(index.search(query, k, normalize=normalize))
+    return mirror_candidates(mirror, vector, lexical, k, unit_of), lexical
+
+
 # ---------------------------------------------------------------- the store's side
-_SAMPLE = 16
 _SCAN_PAGE = 2000
 
 
@@ -412,30 +427,24 @@ def refresh_mirror(mirror: Mirror, col: Records) -> None:
     mirror.forget([i for i in ids if i not in kept])  # gone, or no longer active
 
 
-def _chroma_sample(col: Records, ids: Sequence[str]) -> dict[str, tuple[str, str]]:
-    """``{memory_id: (status, record digest)}`` of ``ids`` as stored now."""
-    rows = col.get(ids=list(ids), include=["documents", "metadatas"]) if ids else {"ids": []}
-    return {
-        i: (str((m or {}).get("status")), record_digest(record_bytes(d, m or {})))
-        for i, d, m in zip(rows["ids"], rows.get("documents") or [], rows.get("metadatas") or [], strict=True)
-    }
+def _stored_digest(document: str, metadata: Mapping[str, Any]) -> str:
+    return record_digest(record_bytes(document, metadata))
 
 
 def save_mirror(mirror: Mirror, path: Path, col: Records) -> bool:
     """Write ``mirror`` to ``path`` with what :func:`load_mirror` checks; ``False`` if it was not saved.
 
-    Stale rows are read first. A sample of rows is compared with Chroma before
-    writing: a mirror that differs from the data is never saved (logged). Failures
-    are logged, never raised: the snapshot is an optimisation.
+    Stale rows are read first. A sample of rows is compared with the backend before writing
+    (``files.trust_fields``, the check every kind shares): a mirror that differs from the data is never
+    saved (logged). Failures are logged, never raised: the snapshot is an optimisation.
     """
     try:
         refresh_mirror(mirror, col)
-        sample = mirror.sample(_SAMPLE)
-        stored = _chroma_sample(col, list(sample))
-        if any(stored.get(i) != ("active", digest) for i, digest in sample.items()):
+        fields = trust_fields(col, mirror.memory_ids, _stored_digest, own=mirror.digest)
+        if fields is None:
             logger.warning("recall mirror %s not saved: it differs from the stored records", path.name)
             return False
-        mirror.save(path, meta={"count": col.count(), "active": len(mirror), "sample": sample})
+        mirror.save(path, meta=fields)
     except Exception:
         logger.warning("could not save the recall mirror snapshot %s", path, exc_info=True)
         return False
@@ -447,8 +456,8 @@ def load_mirror(
 ) -> Mirror | None:
     """The mirror saved at ``path`` if it is consistent with ``col``, else ``None`` (the caller rebuilds).
 
-    Consistent: same embedder identity, as many records as when it was saved, and
-    a sample of its units still stored, active, with the same record.
+    Consistent: same embedder identity, and ``files.matches`` (the check every kind shares): as many
+    records as when it was saved, and a sample of its units still stored, active, with the same record.
 
     Args:
         path: The snapshot file.
@@ -460,23 +469,10 @@ def load_mirror(
     loaded = Mirror.load(path)
     if loaded is None:
         return None
-    mirror, meta = loaded
-    try:
-        sample = {str(k): str(v) for k, v in dict(meta["sample"]).items()}
-        if (
-            mirror.identity != identity
-            or int(meta["count"]) != (col.count() if count is None else count)
-            or int(meta["active"]) != len(mirror)
-            or not set(sample) <= mirror.memory_ids
-        ):
-            logger.debug("recall mirror %s is stale: rebuilding", path.name)
-            return None
-        for memory_id in skip:
-            sample.pop(memory_id, None)
-        stored = _chroma_sample(col, sorted(sample))
-        if any(stored.get(i) != ("active", digest) for i, digest in sample.items()):
-            logger.debug("recall mirror %s is stale (sampled records differ): rebuilding", path.name)
-            return None
-    except (KeyError, TypeError, ValueError, AttributeError):
+    mirror, header = loaded
+    if mirror.identity != identity or not matches(
+        header, col, mirror.memory_ids, _stored_digest, count=count, skip=skip
+    ):
+        logger.debug("recall mirror %s is stale: rebuilding", path.name)
         return None
     return mirror

@@ -48,7 +48,7 @@ from langchain_hindsight.store.replica.records import (
     refresh_mirror,
     save_mirror,
 )
-from langchain_hindsight.store.replica.summary import summary_entry, write_summary
+from langchain_hindsight.store.replica.summary import summary_entry
 from langchain_hindsight.store.replica.synced import SyncedNamespace, sync_namespace
 from langchain_hindsight.store.replica.units import UnitCache
 from langchain_hindsight.types import MemoryUnit
@@ -285,8 +285,9 @@ class Replica:
                     counts = count(ns)
                     if counts is not None:
                         stats[ns] = summary_entry(counts, runs(ns))
+            files.erase_legacy()
             if stats:
-                write_summary(files.directory, present, stats)
+                files.write_summary(present, stats, {ns: collection_name(ns, "memories") for ns in stats})
             else:
                 files.erase_summary()
         except Exception:  # the summary is a shortcut: the close goes on without it

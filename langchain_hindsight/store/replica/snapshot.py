@@ -28,7 +28,7 @@ from langchain_hindsight.store._checks import check_k
 from langchain_hindsight.store._collections import check_namespace, collection_name
 from langchain_hindsight.store.replica.files import DerivedFiles
 from langchain_hindsight.store.replica.lexical import LexicalIndex
-from langchain_hindsight.store.replica.records import Mirror, mirror_candidates
+from langchain_hindsight.store.replica.records import Mirror, replica_hybrid
 from langchain_hindsight.taxonomy import TaskTypeVocabulary
 from langchain_hindsight.types import MemoryUnit
 
@@ -185,8 +185,7 @@ class StoreSnapshot:
         """  # noqa: D205
         self.resolve_namespace(namespace)
         check_k(k)
-        lexical = dict(self._index.search(query, k, normalize=normalize))
-        return mirror_candidates(self._mirror, vector, lexical, k, self._unit), lexical
+        return replica_hybrid(self._index, self._mirror, query, vector, k=k, normalize=normalize, unit_of=self._unit)
 
     def _unit(self, memory_id: str) -> MemoryUnit:
         unit = self._mirror.unit(memory_id)

@@ -16,11 +16,11 @@ import pytest
 
 from langchain_hindsight.cli import _stats, browse
 from langchain_hindsight.cli.main import EXIT_LOCKED, EXIT_OK, main
-from langchain_hindsight.store._directory import STAMP_FILE, SUMMARY_FILE, read_stamp
+from langchain_hindsight.store._directory import STAMP_FILE, read_stamp
 from langchain_hindsight.store.journal import RunJournal
 from langchain_hindsight.store.memory_store import MemoryStore
-from langchain_hindsight.store.replica.summary import read_summary
 from langchain_hindsight.types import MemoryUnit
+from tests.counts import counts_files, counts_vouched, read_counts
 
 TEAM = "团队甲"
 UNITS = [
@@ -70,10 +70,10 @@ def test_the_quick_answer_is_byte_identical_to_counting(
     store_dir: Path, variant: tuple[str, ...], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     argv = ("stats", "--path", str(store_dir), *variant)
-    assert not (store_dir / SUMMARY_FILE).exists()
+    assert counts_files(store_dir) == []
     code, counted, err = run(capsys, *argv)
     assert code == EXIT_OK, err
-    assert SUMMARY_FILE in read_stamp(store_dir)
+    assert counts_vouched(store_dir, read_stamp(store_dir))
     calls: list[argparse.Namespace] = []
     monkeypatch.setattr(browse, "stats", _recording(calls, 9))
     code, quick, err = run(capsys, *argv)
@@ -97,7 +97,7 @@ def test_the_quick_path_counts_when_the_summary_lacks_a_namespace(
 ) -> None:
     p = str(store_dir)
     assert run(capsys, "stats", "--path", p)[0] == EXIT_OK  # counts the default namespace only
-    summary = read_summary(store_dir)
+    summary = read_counts(store_dir)
     assert summary is not None
     assert summary.namespaces == ["default", TEAM]
     assert list(summary.stats) == ["default"]
@@ -110,7 +110,7 @@ def test_the_quick_path_counts_when_the_summary_lacks_a_namespace(
     monkeypatch.undo()
     code, counted, _ = run(capsys, "stats", "--path", p, "--namespace", TEAM, "--json")
     assert code == EXIT_OK
-    summary = read_summary(store_dir)
+    summary = read_counts(store_dir)
     assert summary is not None
     assert list(summary.stats) == ["default", TEAM]
     assert json.loads(counted)[TEAM]["total"] == 2
@@ -154,7 +154,7 @@ def test_after_any_write_the_next_stats_counts_afresh(
 ) -> None:
     before = _totals(capsys, store_dir)
     assert _totals(capsys, store_dir) == before  # answered from the summary, which is now trusted
-    assert SUMMARY_FILE in read_stamp(store_dir)
+    assert counts_vouched(store_dir, read_stamp(store_dir))
     do, measure = WRITES[write]
     do(store_dir, capsys)
     after = _totals(capsys, store_dir)
@@ -176,7 +176,7 @@ def test_a_locked_store_fails_as_before(store_dir: Path, capsys: pytest.CaptureF
         assert code == EXIT_LOCKED
         assert run(capsys, "stats", "--path", p) == (EXIT_LOCKED, "", locked_then)
     assert run(capsys, "stats", "--path", p)[0] == EXIT_OK  # now with a trusted summary
-    assert SUMMARY_FILE in read_stamp(store_dir)
+    assert counts_vouched(store_dir, read_stamp(store_dir))
     with MemoryStore(store_dir, embeddings=None):
         assert run(capsys, "stats", "--path", p) == (EXIT_LOCKED, "", locked_then)
         assert "already open" in locked_then
@@ -192,7 +192,7 @@ def test_a_principal_never_reads_the_summary(
     code, out, err = run(capsys, "stats", "--path", str(store_dir), "--principal", TEAM, "--json")
     assert code == EXIT_OK, err
     assert list(json.loads(out)) == [TEAM]
-    summary = read_summary(store_dir)  # what the store counted, kept by its close (the one writer)
+    summary = read_counts(store_dir)  # what the store counted, kept by its close (the one writer)
     assert summary is not None
     assert summary.stats == json.loads(out)
 
@@ -262,9 +262,9 @@ def test_after_an_import_the_next_stats_counts_afresh(tmp_path: Path, capsys: py
     assert run(capsys, "import", jsonl("a.jsonl", UNITS[:2]), "--path", str(path))[0] == EXIT_OK
     before = _totals(capsys, path)
     assert _totals(capsys, path) == before
-    assert SUMMARY_FILE in read_stamp(path)
+    assert counts_vouched(path, read_stamp(path))
     assert run(capsys, "import", jsonl("b.jsonl", UNITS[2:]), "--path", str(path))[0] == EXIT_OK
-    assert not (path / SUMMARY_FILE).exists()
+    assert counts_files(path) == []
     after = _totals(capsys, path)
     assert (before["default"]["total"], after["default"]["total"]) == (2, 4)
     assert after[TEAM]["total"] == 2

@@ -20,15 +20,14 @@ from langchain_hindsight.errors import StoreLockedError
 from langchain_hindsight.store._directory import (
     DATA_FILE,
     STAMP_FILE,
-    SUMMARY_FILE,
     file_states,
     read_stamp,
     trusted_store,
 )
 from langchain_hindsight.store.backend import BACKEND_WRITES, RECORDS_WRITES, ChromaBackend, ChromaRecords
 from langchain_hindsight.store.memory_store import MemoryStore
-from langchain_hindsight.store.replica.summary import read_summary, write_summary
 from langchain_hindsight.types import MemoryUnit
+from tests.counts import counts_files, counts_vouched, read_counts, write_counts
 
 UNITS = [
     MemoryUnit(memory_id="m_csv", content="读取中文CSV时指定encoding='utf-8-sig'。", task_type="data_cleaning"),
@@ -157,34 +156,34 @@ def test_a_writing_session_erases_the_summary_a_counting_one_writes_it_at_close(
     directory = tmp_path / "db"
     store = make_fake_store("db")
     store.add_many(UNITS, dedupe=False)
-    write_summary(directory, ["default"], SUMMARY)  # a summary the session's writes made stale
+    write_counts(directory, ["default"], SUMMARY)  # a summary the session's writes made stale
     store.close()
-    assert not (directory / SUMMARY_FILE).exists()  # nothing recounted: the close erased it
-    assert SUMMARY_FILE not in _stamp(directory)
+    assert counts_files(directory) == []  # nothing recounted: the close erased it
+    assert not any(rel.startswith("counts/") for rel in _stamp(directory))
 
     with MemoryStore(directory, embeddings=None) as store:  # a read-only session that counts
         counted = {ns: store.statistics(namespace=ns) for ns in ("default", "团队甲")}
-        assert not (directory / SUMMARY_FILE).exists()  # written by the close, not by the count
+        assert counts_files(directory) == []  # written by the close, not by the count
     assert counted["default"]["total"] == 2
     assert counted["团队甲"]["by_source"] == {"manual": 1}
-    assert SUMMARY_FILE in read_stamp(directory)
+    assert counts_vouched(directory, read_stamp(directory))
 
     with MemoryStore(directory, embeddings=None) as store:  # another read-only session: still trusted
         assert store.backend.directory is not None
-        assert SUMMARY_FILE in store.backend.directory.trusted
+        assert counts_vouched(directory, store.backend.directory.trusted)
         assert len(store.list_units(namespace="团队甲")) == 1
-    assert SUMMARY_FILE in read_stamp(directory)
-    summary = read_summary(directory)
+    assert counts_vouched(directory, read_stamp(directory))
+    summary = read_counts(directory)
     assert summary is not None
     assert summary.namespaces == ["default", "团队甲"]
     assert summary.stats == counted
 
     with MemoryStore(directory, embeddings=None) as store:  # a session that writes one namespace
         store.archive(["m_report"])
-    summary = read_summary(directory)
+    summary = read_counts(directory)
     assert summary is not None
     assert set(summary.stats) == {"团队甲"}  # the written one is dropped, not patched
-    assert SUMMARY_FILE in read_stamp(directory)
+    assert counts_vouched(directory, read_stamp(directory))
     assert DATA_FILE in read_stamp(directory)
 
 
@@ -194,7 +193,7 @@ def test_counts_followed_by_a_write_are_not_kept(make_fake_store: Callable[..., 
     store.statistics()
     store.archive(["m_report"])  # after the count: the count is stale, and no mirror can recount it
     store.close()
-    summary = read_summary(tmp_path / "db")
+    summary = read_counts(tmp_path / "db")
     assert summary is None or "default" not in summary.stats
 
 
@@ -215,14 +214,14 @@ def test_a_backend_closed_without_its_store_vouches_for_no_derived_file(closed: 
 
 def test_a_summary_left_without_a_stamp_is_not_vouched_for(closed: Path) -> None:
     """After a crash there is no stamp: a summary the dead process left stays untrusted after the next close."""
-    write_summary(closed, ["default"], SUMMARY)
+    write_counts(closed, ["default"], SUMMARY)
     (closed / STAMP_FILE).unlink()  # the directory as a process killed after writing the summary leaves it
     with MemoryStore(closed, embeddings=None) as store:
         assert store.backend.directory is not None
         assert store.backend.directory.trusted == frozenset()
         assert store.count() == 2
-    assert (closed / SUMMARY_FILE).exists()
-    assert SUMMARY_FILE not in read_stamp(closed)
+    assert counts_files(closed)
+    assert not set(counts_files(closed)) & read_stamp(closed)
     assert DATA_FILE in read_stamp(closed)
 
 
@@ -288,13 +287,14 @@ def test_trusted_store_of_a_missing_directory_creates_nothing(tmp_path: Path) ->
 
 _CHILD = """
 import sys, time
-from langchain_hindsight.store.replica.summary import write_summary
 from langchain_hindsight.store.memory_store import MemoryStore
 from langchain_hindsight.types import MemoryUnit
+from tests.counts import write_counts
 from tests.fakes import NgramEmbeddings
 store = MemoryStore(sys.argv[1], embeddings=NgramEmbeddings())
 store.add_many([MemoryUnit(content="进程被杀之前写入的经验。")], dedupe=False)
-write_summary(store.persist_directory, ["default"], {})
+write_counts(store.persist_directory, ["default"], {"default": {"total": 1, "status": {"active": 1},
+             "active_by_task_type": {}, "by_source": {}, "runs": 0}})
 print("ready", flush=True)
 time.sleep(600)
 """
@@ -320,8 +320,10 @@ def test_a_killed_process_leaves_no_stamp_and_its_summary_untrusted(closed: Path
         assert store.backend.directory is not None
         assert store.backend.directory.trusted == frozenset()
         assert store.count() == 3  # the killed process's write is there
-    assert (closed / SUMMARY_FILE).exists()
-    assert SUMMARY_FILE not in read_stamp(closed)  # its summary (which missed nothing here) is not vouched for
+    assert counts_files(closed)
+    assert not set(counts_files(closed)) & read_stamp(
+        closed
+    )  # its summary (which missed nothing here) is not vouched for
     assert DATA_FILE in read_stamp(closed)
 
 

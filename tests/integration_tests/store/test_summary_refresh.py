@@ -20,12 +20,13 @@ from langchain_hindsight.cli import browse
 from langchain_hindsight.cli.main import EXIT_OK, main
 from langchain_hindsight.errors import BackendError, StoreError
 from langchain_hindsight.store import reads as store_reads
-from langchain_hindsight.store._directory import SUMMARY_FILE, read_stamp
+from langchain_hindsight.store._directory import read_stamp
 from langchain_hindsight.store.backend import ChromaBackend, ChromaRecords
 from langchain_hindsight.store.journal import RunJournal
 from langchain_hindsight.store.memory_store import MemoryStore
-from langchain_hindsight.store.replica.summary import read_summary, summary_entry, write_summary
+from langchain_hindsight.store.replica.summary import summary_entry
 from langchain_hindsight.types import MemoryUnit
+from tests.counts import counts_files, counts_vouched, erase_counts, read_counts, write_counts
 
 TEAM = "团队甲"
 NOW = datetime(2026, 11, 1, tzinfo=UTC)
@@ -179,7 +180,7 @@ def _quick_only(monkeypatch: pytest.MonkeyPatch) -> list[argparse.Namespace]:
 
 
 def _counted_afresh(capsys: pytest.CaptureFixture[str], path: Path, *extra: str) -> str:
-    (path / SUMMARY_FILE).unlink(missing_ok=True)
+    erase_counts(path)
     return _stats(capsys, path, *extra)
 
 
@@ -203,7 +204,7 @@ def test_after_a_session_that_recalled_then_wrote_stats_answers_from_the_summary
         journal = RunJournal(store)
         journal.start("run-2", task="写周报", task_type="weekly_report")
         journal.finish("run-2", outcome="success")
-    assert SUMMARY_FILE in read_stamp(store_dir)
+    assert counts_vouched(store_dir, read_stamp(store_dir))
     calls = _quick_only(monkeypatch)
     quick = _stats(capsys, store_dir, *variant)
     assert calls == []
@@ -225,9 +226,9 @@ def test_a_namespace_written_without_a_mirror_is_dropped_and_counted(
     _stats(capsys, store_dir, "--all")
     with reopen(store_dir) as store:
         store.archive(["m_team2"], namespace=TEAM)  # no mirror of that namespace: not counted at close
-    summary = read_summary(store_dir)
+    summary = read_counts(store_dir)
     assert summary is not None
-    assert SUMMARY_FILE in read_stamp(store_dir)
+    assert counts_vouched(store_dir, read_stamp(store_dir))
     assert list(summary.stats) == ["default"]  # default: not written, its trusted entry kept
     calls = _quick_only(monkeypatch)
     _stats(capsys, store_dir)
@@ -280,8 +281,8 @@ def test_a_write_that_failed_half_way_leaves_no_refreshed_entry(
             store.add(_unit("m_half", "写了一半的经验。", task_type="data_cleaning"))
         monkeypatch.undo()
         store.search("周报", k=2)  # the mirror is rebuilt: exact, yet the session is not trusted
-    assert not (store_dir / SUMMARY_FILE).exists()
-    assert SUMMARY_FILE not in read_stamp(store_dir)
+    assert counts_files(store_dir) == []
+    assert not set(counts_files(store_dir)) & read_stamp(store_dir)
     assert json.loads(_stats(capsys, store_dir, "--json"))["default"]["total"] == 10
 
 
@@ -296,7 +297,7 @@ def test_a_namespace_created_in_the_session_is_listed_and_counted(
         store.search("周报", k=2)
         store.add(_unit("m_default", "Log every retry with its attempt number.", task_type="api_call"))
         store.add(_unit("m_new_ns", "新团队的第一条经验。", namespace="新团队"))
-    summary = read_summary(store_dir)
+    summary = read_counts(store_dir)
     assert summary is not None
     assert summary.namespaces == sorted(["default", TEAM, "新团队"])
     assert list(summary.stats) == ["default", TEAM]
@@ -320,16 +321,16 @@ def test_too_many_records_to_read_drops_the_entry(
     with reopen(store_dir) as store:
         store.search("周报", k=2)
         store.archive(["m_csv"])
-    summary = read_summary(store_dir)
+    summary = read_counts(store_dir)
     assert summary is not None
     assert list(summary.stats) == [TEAM]
 
 
 def test_a_scrub_keeps_nothing(store_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
     _stats(capsys, store_dir, "--all")
-    assert (store_dir / SUMMARY_FILE).exists()
+    assert counts_files(store_dir)
     assert run(capsys, "forget", "m_sql", "--path", str(store_dir))[0] == EXIT_OK  # an erase: scope not known
-    assert not (store_dir / SUMMARY_FILE).exists()
+    assert counts_files(store_dir) == []
 
 
 # ---------------------------------------------------------------- the directory's side of the contract
@@ -343,13 +344,13 @@ def test_the_stamp_vouches_for_derived_files_only_if_no_write_followed_the_store
         col = backend.create_collection("col", {"hindsight_role": "memories"})
         col.upsert(ids=["a"], embeddings=[[1.0, 0.0]], documents=["文档"], metadatas=[{"k": 1}])
         assert backend.written_collections == frozenset({"col"})
-        write_summary(directory, ["default"], {"default": entry})
+        write_counts(directory, ["default"], {"default": entry})
         assert backend.directory is not None
         backend.directory.vouch(backend.write_count)  # what the store's close says
         if write_after:
             col.delete(ids=["a"])
         backend.close()
-        assert (SUMMARY_FILE in read_stamp(directory)) is not write_after
+        assert counts_vouched(directory, read_stamp(directory)) is not write_after
 
 
 def test_the_backend_names_what_it_wrote(tmp_path: Path) -> None:

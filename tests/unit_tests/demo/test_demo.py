@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 import ast
-import io
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
 import langchain_hindsight
-from hindsight_demo import decide, demo_tools, run_demo, select_model, write_demo_files
+from hindsight_demo import decide, demo_tools, select_model, write_demo_files
 from hindsight_demo.cli import main as demo_main
 from langchain_hindsight.errors import ConfigurationError
 from tests import source
@@ -74,40 +71,6 @@ def test_model_selection(monkeypatch: pytest.MonkeyPatch) -> None:
     chat, real = select_model()
     assert real
     assert getattr(chat, "model_name", None) == "gpt-4o-mini"
-
-
-@pytest.mark.integration
-def test_run_demo_learns_in_run_one_and_uses_it_in_run_two(tmp_path: Path) -> None:
-    out = io.StringIO()
-    assert run_demo(path=tmp_path, out=out) == 0
-    text = out.getvalue()
-    assert "scripted offline policy" in text
-    run2 = text.split("[run 2]")[1]
-    prompt = run2.split("model really received")[1].split("model →")[0]
-    assert prompt.count("[相关经验]") == 1
-    assert "encoding='gbk'" in prompt
-    assert "[system]" in prompt
-    assert "[相关经验]" not in prompt.split("[human]")[0]  # not in the system prompt
-    assert "run 1: 4 model calls, 1 tool error(s)" in text
-    assert "run 2: 2 model calls, 0 tool error(s)" in text
-    assert "active memories: 0 before, 1 after" in text
-    # idempotent: a second run merges the identical lesson
-    again = io.StringIO()
-    assert run_demo(path=tmp_path, out=again) == 0
-    assert "active memories: 1 before, 1 after" in again.getvalue()
-
-
-@pytest.mark.slow
-def test_python_m_hindsight_demo_exits_zero_offline(tmp_path: Path) -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "hindsight_demo", "--path", str(tmp_path)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    assert "[相关经验]" in done.stdout.split("[run 2]")[1]
 
 
 def test_demo_cli_reports_a_missing_key_before_writing_anything(

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import pytest
@@ -333,18 +332,3 @@ def test_no_false_conflicts_on_the_labelled_set() -> None:
     ]
     units = [MemoryUnit(task_type=r["task_type"], content=r["content"], confidence=0.7) for r in rows]
     assert detect_conflicts(units) == []  # complementary tips on the same task type are not conflicts
-
-
-# ---------------------------------------------------------------- README section
-@pytest.mark.integration
-def test_readme_examples_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    text = (Path(__file__).parents[3] / "docs/recall.md").read_text(encoding="utf-8")
-    blocks = re.findall(r"```python\n(.*?)```", text, flags=re.DOTALL)
-    assert blocks
-    monkeypatch.chdir(tmp_path)
-    namespace: dict[str, object] = {}
-    for block in blocks:
-        exec(compile(block, "docs/recall.md", "exec"), namespace)
-    store = namespace.get("store")
-    if store is not None:
-        store.close()  # type: ignore[attr-defined]

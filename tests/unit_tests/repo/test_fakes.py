@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import math
-import subprocess
-import sys
 
 import pytest
 
 from langchain_hindsight import MemoryStore, MemoryUnit
-from tests.fakes import HashEmbeddings, NgramEmbeddings, child_env
+from tests.fakes import HashEmbeddings, NgramEmbeddings
 
 
 def _cos(a: list[float], b: list[float]) -> float:
@@ -45,16 +43,6 @@ def test_ngram_similarity_follows_shared_words_and_characters(query: str, near: 
     assert _cos(q, n) > 0.3
     assert _cos(q, n) > _cos(q, f) + 0.2
     assert abs(_cos(q, f)) < 0.2
-
-
-@pytest.mark.integration  # a child process
-def test_ngram_vectors_are_the_same_in_another_process() -> None:
-    """CRC32, not the salted ``hash``: a child process (or a later run) embeds a text identically."""
-    code = "from tests.fakes import NgramEmbeddings; print(NgramEmbeddings().embed_query('周报 weekly report'))"
-    out = subprocess.run(
-        [sys.executable, "-c", code], env=child_env(), capture_output=True, text=True, check=True, timeout=120
-    )
-    assert out.stdout.strip() == str(NgramEmbeddings().embed_query("周报 weekly report"))
 
 
 def test_hash_vectors_are_unrelated_and_deterministic() -> None:

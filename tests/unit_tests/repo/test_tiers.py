@@ -7,6 +7,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -35,16 +36,6 @@ def test_a_unit_test_that_starts_a_python_or_chroma_child_fails(argv: Any) -> No
 
 def test_other_programs_still_run_in_the_unit_tier() -> None:
     assert subprocess.run(["true"], check=False).returncode == 0
-
-
-@pytest.mark.integration
-def test_an_integration_test_may_start_a_child_and_load_the_real_model() -> None:
-    assert subprocess.run([sys.executable, "-c", "pass"], check=False).returncode == 0
-
-
-@pytest.mark.integration
-def test_an_integration_test_may_load_the_real_model(request: pytest.FixtureRequest) -> None:
-    assert len(LocalEmbeddings().embed_query("read a CSV")) == 384
 
 
 def test_every_collected_test_on_a_real_model_or_server_is_integration(request: pytest.FixtureRequest) -> None:
@@ -100,3 +91,44 @@ def test_a_test_sees_the_isolated_environment() -> None:
     assert "XDG_CACHE_HOME" not in os.environ
     for name, value in conftest.FIXED.items():
         assert os.environ[name] == value
+
+
+def test_integration_tests_live_under_integration_tests(request: pytest.FixtureRequest) -> None:
+    """No file under tests/unit_tests/ holds an integration test (only a parameter marked ``integration``).
+
+    Checks what this run collected: ``make unit`` collects every unit file.
+    """
+    found = request.config.stash[conftest.MISPLACED]
+    assert not found, "\n".join(found)
+
+
+def _item(path: Path, fixtures: tuple[str, ...] = (), marker: str | None = None, by_parameter: bool = False) -> Any:
+    marks = [pytest.mark.integration.mark] if by_parameter else []
+    names = {marker} if marker else set()
+    if by_parameter:
+        names.add("integration")
+    return SimpleNamespace(
+        path=path,
+        nodeid=f"{path.name}::test_x",
+        fixturenames=list(fixtures),
+        get_closest_marker=lambda name: name if name in names else None,
+        callspec=SimpleNamespace(marks=marks) if by_parameter else None,
+    )
+
+
+def test_an_integration_test_under_unit_tests_is_reported_with_where_it_belongs() -> None:
+    unit_file = conftest.UNIT_DIR / "store" / "test_x.py"
+    for item, reason in [
+        (_item(unit_file, fixtures=("make_store", "real_models")), "it uses the real_models fixture"),
+        (_item(unit_file, fixtures=("postgres_server",)), "it uses the postgres_server fixture"),
+        (_item(unit_file, marker="slow"), "it is marked slow"),
+    ]:
+        why = conftest.misplaced(item)
+        assert why is not None
+        assert reason in why
+        assert why.endswith("move it to tests/integration_tests/")
+    # Unit tests, integration tests in their folder, and a sweep's bigger parameter are where they belong.
+    assert conftest.misplaced(_item(unit_file, fixtures=("fake_store",))) is None
+    assert conftest.misplaced(_item(unit_file, by_parameter=True)) is None
+    integration_file = conftest.INTEGRATION_DIR / "store" / "test_x.py"
+    assert conftest.misplaced(_item(integration_file, fixtures=("real_models",), marker="slow")) is None

@@ -38,8 +38,6 @@ from langchain_hindsight.store.backend import InMemoryBackend
 from langchain_hindsight.testing import ReactiveToolModel
 from langchain_hindsight.types import Trajectory
 from tests.fakes import NgramEmbeddings, closing_factory
-from tests.integration_tests.store.test_reliability_crash import LESSON as CSV
-from tests.integration_tests.store.test_reliability_crash import PrefixEmbeddings, _run_child, check_consistent
 
 LANGS = {
     "zh": {
@@ -484,30 +482,6 @@ def test_a_correction_the_store_refuses_is_still_journaled_and_undoable(
     monkeypatch.undo()
     hs.undo_feedback(served.run_id)
     assert hs.store.get(lesson.memory_id).score_confidence == pytest.approx(0.75)
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("nth", [1, 2], ids=["before-demotion", "before-clearing-the-mark"])
-def test_store_supersede_killed_between_steps_is_completed_once(tmp_path: Path, nth: int) -> None:
-    directory = tmp_path / "db"
-    out = _run_child(
-        f"""
-        store = MemoryStore({str(directory)!r}, embeddings=PrefixEmbeddings())
-        old = store.add(MemoryUnit(task_type="data_cleaning", content={CSV.format("gbk")!r}, confidence=0.8))
-        print("OLD", old.memory_id, flush=True)
-        die_on("update", {nth})
-        new = MemoryUnit(task_type="data_cleaning", content={CSV.format("utf-8-sig")!r}, source="user_feedback")
-        store.supersede([old.memory_id], new, reason="test")
-        """
-    )
-    old_id = out.split("OLD ")[1].split()[0]
-    with MemoryStore(directory, embeddings=PrefixEmbeddings()) as store:
-        units = check_consistent(store)
-        (new,) = [u for u in units if u.memory_id != old_id]
-        assert new.supersedes == old_id
-        assert store.get(old_id).status == "superseded"
-        assert store.get(old_id).confidence == pytest.approx(0.4)  # demoted exactly once
-        assert [u.memory_id for u in store.history(old_id)] == [new.memory_id, old_id]
 
 
 def test_undo_of_a_success_verdict_on_a_failed_run_puts_the_outcomes_debit_back(

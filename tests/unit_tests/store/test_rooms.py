@@ -27,8 +27,9 @@ DERIVED_FILE_API = frozenset(
     {
         "SNAPSHOT_DIR",
         "MIRROR_DIR",
-        "SUMMARY_FILE",
+        "COUNTS_DIR",
         "DERIVED",
+        "LEGACY_DERIVED",
         "snapshot_path",
         "mirror_path",
         "save_snapshot",
@@ -36,9 +37,11 @@ DERIVED_FILE_API = frozenset(
         "save_mirror",
         "load_mirror",
         "drop_snapshot",
-        "read_summary",
         "write_summary",
         "erase_summary",
+        "write_snapshot",
+        "read_snapshot",
+        "read_header",
         "trusted_store",
         "read_stamp",
     }
@@ -85,7 +88,9 @@ def test_only_the_replica_touches_derived_files() -> None:
     assert {rel: names for rel, names in reaches.items() if names} == {}
     literals = {
         rel: sorted(
-            s for s in _string_constants(tree) if s in {"summary.json", "lexical", "mirror"} or s.endswith(".npz")
+            s
+            for s in _string_constants(tree)
+            if s in {"summary.json", "lexical", "mirror", "counts"} or s.endswith(".npz")
         )
         for rel, tree in _modules().items()
         if rel.startswith(("store/", "cli/")) and not rel.startswith("store/replica/") and rel != "store/_directory.py"
@@ -112,7 +117,9 @@ def test_no_mixin_assembles_the_store() -> None:
     assert {rel: names for rel, names in mixins.items() if names} == {}
 
 
-DERIVED_WRITERS = frozenset({"write_summary", "save_snapshot", "save_mirror", "erase_summary", "save", "drop_snapshot"})
+DERIVED_WRITERS = frozenset(
+    {"write_summary", "save_snapshot", "save_mirror", "erase_summary", "save", "drop_snapshot", "write_snapshot"}
+)
 """What writes or erases a derived file (``save``: ``Mirror.save``/``LexicalIndex.save``, a snapshot)."""
 
 
@@ -183,7 +190,7 @@ def test_the_cli_reads_derived_files_only_through_the_replicas_reader() -> None:
             reaches[rel] = sorted(names)
     assert reaches == {}
     used = {rel for rel, tree in _modules(PACKAGE / "cli").items() if "DerivedFiles" in _imported_names(tree)}
-    assert used == {"cli/_stats.py", "cli/search.py"}  # both quick paths
+    assert used == {"cli/_stats.py", "cli/_search.py"}  # both quick paths
 
 
 BACKEND_MUST_NOT_NAME = ("summary", "snapshot", "mirror", "stamp", "vouch", "trusted", "derived")
@@ -216,7 +223,7 @@ def test_the_backends_never_name_a_derived_file_nor_the_stamp() -> None:
     }
     assert {rel: names for rel, names in named.items() if names} == {}
     imported = {
-        rel: sorted(_imported_names(tree) & (DERIVED_FILE_API | {"SUMMARY_FILE", "DERIVED", "write_stamp"}))
+        rel: sorted(_imported_names(tree) & (DERIVED_FILE_API | {"DERIVED", "write_stamp"}))
         for rel, tree in _modules(STORE / "backend").items()
     }
     assert {rel: names for rel, names in imported.items() if names} == {}

@@ -1,0 +1,87 @@
+"""The one snapshot format of derived files (``replica.files``): a header every kind shares, one writer, one reader;
+a file of the older format, another kind or another collection is never read (the kind is rebuilt)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+from langchain_hindsight.store.replica.files import DerivedFiles, read_header, read_snapshot, write_snapshot
+from langchain_hindsight.store.replica.lexical import LexicalIndex
+from langchain_hindsight.store.replica.records import Mirror, record_bytes
+from langchain_hindsight.types import MemoryUnit
+
+
+def test_every_kind_shares_one_header_and_one_reader(tmp_path: Path) -> None:
+    index = LexicalIndex()
+    index.upsert([MemoryUnit(memory_id="a", content="读取中文CSV时指定编码。")])
+    mirror = Mirror(2, "fake (2-d)")
+    mirror.put("a", [1.0, 0.0], record_bytes("读取中文CSV时指定编码。", {"status": "active"}))
+    index.save(tmp_path / "lexical" / "hs-x.npz", meta={"count": 1, "active": 1, "sample": {}})
+    mirror.save(tmp_path / "mirror" / "hs-x.npz", meta={"count": 1, "active": 1, "sample": {}})
+    for kind in ("lexical", "mirror"):
+        header = read_header(tmp_path / kind / "hs-x.npz", kind)  # type: ignore[arg-type]
+        assert header is not None
+        assert (header["kind"], header["format"], header["collection"], header["count"]) == (kind, 2, "hs-x", 1)
+    assert Mirror.read_identity(tmp_path / "mirror" / "hs-x.npz") == "fake (2-d)"
+    assert read_header(tmp_path / "mirror" / "hs-x.npz", "lexical") is None  # another kind
+    moved = tmp_path / "mirror" / "hs-y.npz"
+    (tmp_path / "mirror" / "hs-x.npz").rename(moved)
+    assert read_header(moved, "mirror") is None  # another collection's file
+    assert Mirror.load(moved) is None
+
+
+def test_an_older_format_is_not_read_it_is_rebuilt(tmp_path: Path) -> None:
+    """Format 1: each kind's own npz with a ``header`` array. Loading it yields nothing: the caller rebuilds."""
+    for kind in ("lexical", "mirror"):
+        path = tmp_path / kind / "hs-x.npz"
+        path.parent.mkdir()
+        header = {"version": 1, "dimension": 2, "identity": "fake (2-d)", "meta": {"count": 0}}
+        with path.open("wb") as fh:
+            np.savez(fh, header=np.frombuffer(json.dumps(header).encode(), dtype=np.uint8))
+        assert read_header(path, kind) is None  # type: ignore[arg-type]
+    assert Mirror.load(tmp_path / "mirror" / "hs-x.npz") is None
+    assert Mirror.read_identity(tmp_path / "mirror" / "hs-x.npz") is None
+    assert LexicalIndex.load(tmp_path / "lexical" / "hs-x.npz") is None
+    (tmp_path / "summary.json").write_text("{}", encoding="utf-8")  # the older statistics file: erased, not read
+    files = DerivedFiles(tmp_path, ())
+    assert tmp_path / "summary.json" in files.unvouched()
+    files.erase_legacy()
+    assert not (tmp_path / "summary.json").exists()
+
+
+def test_counts_answer_only_when_every_file_is_vouched_and_agrees(tmp_path: Path) -> None:
+    entry = {"total": 1, "status": {"active": 1}, "active_by_task_type": {"周报": 1}, "by_source": {"manual": 1}}
+    stats = {"default": {**entry, "runs": 0}, "团队甲": {**entry, "runs": 2}}
+    DerivedFiles(tmp_path, ()).write_summary(["default", "团队甲"], stats, {"default": "hs-d", "团队甲": "hs-t"})
+    files = sorted(p.relative_to(tmp_path).as_posix() for p in (tmp_path / "counts").glob("*.npz"))
+    assert files == ["counts/hs-d.npz", "counts/hs-t.npz"]
+    summary = DerivedFiles(tmp_path, files).summary()
+    assert summary is not None
+    assert (summary.namespaces, summary.stats) == (["default", "团队甲"], stats)
+    assert list(summary.stats["团队甲"]) == list(stats["团队甲"])  # printing order kept
+    assert DerivedFiles(tmp_path, files[:1]).summary() is None  # one not vouched for: nothing answers
+    header = read_snapshot(tmp_path / "counts" / "hs-d.npz", "counts", ())
+    assert header is not None
+    fields = {k: v for k, v in header[0].items() if k not in {"kind", "format", "collection"}}
+    write_snapshot(tmp_path / "counts" / "hs-d.npz", "counts", {**fields, "namespaces": ["default"]})
+    assert DerivedFiles(tmp_path, files).summary() is None  # the files disagree on the namespaces
+    DerivedFiles(tmp_path, ()).write_summary(["default", "团队甲"], {"default": stats["default"]}, {"default": "hs-d"})
+    assert not (tmp_path / "counts" / "hs-t.npz").exists()  # a namespace not kept loses its file
+    summary = DerivedFiles(tmp_path, ["counts/hs-d.npz"]).summary()
+    assert summary is not None
+    assert not summary.answers(["default", "团队甲"])
+
+
+def test_only_the_files_module_opens_a_snapshot_container() -> None:
+    """One format, one writer and one reader: no other store module saves or loads an npz or a zip itself."""
+    root = Path(__file__).resolve().parents[3] / "langchain_hindsight" / "store"
+    reaches = {
+        path.relative_to(root).as_posix()
+        for path in root.rglob("*.py")
+        if path.name != "files.py"
+        and any(s in path.read_text(encoding="utf-8") for s in ("np.savez", "np.load(", "zipfile", "write_array"))
+    }
+    assert reaches == set()
