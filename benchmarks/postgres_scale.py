@@ -24,10 +24,13 @@ every writer in one namespace (their plans take turns: a namespace's write plans
 dedupe sees every earlier write) and once with a namespace per writer. The
 embedder is ``tests.fakes.HashEmbeddings``, so the number is the store's and the database's cost.
 
-Writes benchmarks/results/postgres_scale.json and .md.
+Sizes above ``--bulk-above`` (30,000) are filled by backend writes of the records as the store encodes
+them (``bulk_write``: no per-unit planning), so 100k fills in minutes; the table marks such fill rates
+``bulk``. Writes benchmarks/results/postgres_scale.json and .md.
 
 Run: HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/postgres_scale.py [--sizes 10000,100000] [--queries 200]
-     [--writers 1,4,8] [--per-writer 300]
+     [--writers 1,4,8 [--baseline]] [--per-writer 300]
+(``--sizes 10000`` alone measures recall and keeps the last run's write rows.)
 """
 
 from __future__ import annotations
@@ -56,7 +59,10 @@ from _stats import summary  # noqa: E402
 from recall_scale import TASK_TYPES, TableEmbeddings, default_embedder, synthetic_units, vectors_for  # noqa: E402
 
 from langchain_hindsight.recall.retriever import HindsightRetriever  # noqa: E402
+from langchain_hindsight.store import unit_to_metadata  # noqa: E402
+from langchain_hindsight.store.backend.postgres import PostgresBackend  # noqa: E402
 from langchain_hindsight.store.memory_store import MemoryStore  # noqa: E402
+from langchain_hindsight.store.replica.lexical import lexical_scheme  # noqa: E402
 
 K = 5
 WARMUP = 10
@@ -96,31 +102,51 @@ def recall_size(size: int, real: Any, server: Server, args: argparse.Namespace, 
     texts, queries = CORPORA["mixed"](size, args.queries)
     vecs, _ = vectors_for(texts, real, args.real, seed=size)
     emb = TimedEmbeddings({t: v.tolist() for t, v in zip(texts, vecs, strict=True)}, real)
+    url = server.database()
     stores = {
         "chroma": MemoryStore(tmp / f"chroma-{size}", embeddings=emb),
-        "postgres": MemoryStore(database_url=server.database(), embeddings=emb),
+        "postgres": MemoryStore(database_url=url, embeddings=emb),
     }
     row: dict[str, Any] = {"size": size}
     load_start = os.getloadavg()[0]
     try:
         for name, store in stores.items():
             rng = random.Random(size)
+            bulk = size > args.bulk_above
+            row["fill"] = "bulk" if bulk else "add_many"
             t0 = time.perf_counter()
             for start in range(0, size, args.batch):
-                store.add_many(synthetic_units(texts[start : start + args.batch], start, rng), dedupe=False)
+                units = synthetic_units(texts[start : start + args.batch], start, rng)
+                if bulk:
+                    bulk_write(store, units, vecs[start : start + args.batch])
+                else:
+                    store.add_many(units, dedupe=False)
             inserted = time.perf_counter() - t0
             if name == "postgres":  # what autovacuum does within a minute of a bulk load: statistics, visibility map
                 with psycopg.connect(store.backend.client.conninfo, autocommit=True) as conn:
                     conn.execute("VACUUM ANALYZE hindsight.records")
                     conn.execute("VACUUM ANALYZE hindsight.postings")
                 t1 = time.perf_counter()
-                store.search_by_vector(vecs[0].tolist(), k=K)  # the first dense query builds the HNSW index
+                store.search_by_vector(vecs[0].tolist(), k=K)  # the first search reads the replica whole
+                row["postgres_replica_build_s"] = round(time.perf_counter() - t1, 2)
+                synced = store._replica.synced[store.namespace]
+                mirror = synced.mirror
+                row["postgres_path"] = "replica + mirror" if mirror is not None else "replica + HNSW"
+                row["postgres_mirror_mb"] = round(
+                    0 if mirror is None else (mirror._vectors.nbytes + sum(len(r) for r in mirror._records)) / 2**20, 1
+                )
+                sql = MemoryStore(backend=PostgresBackend(url, lexical=lexical_scheme(), replica=False), embeddings=emb)
+                t1 = time.perf_counter()
+                sql.search_by_vector(
+                    vecs[0].tolist(), k=K
+                )  # the first dense query of the database builds the HNSW index
                 row["postgres_index_build_s"] = round(time.perf_counter() - t1, 1)
                 inserted += time.perf_counter() - t1
                 with store.backend.client.connection() as conn:
                     row["ef_search"] = conn.execute("SHOW hnsw.ef_search").fetchone()[0]
             row[f"{name}_add_units_per_s"] = round(size / inserted, 1)
             print(f"  {name} {size}: filled ({row[f'{name}_add_units_per_s']} units/s)", flush=True)
+        stores["postgres_sql"] = sql
         retrievers = {n: HindsightRetriever(store=s, k=K, low_similarity_threshold=0.0) for n, s in stores.items()}
         timings: dict[str, list[float]] = {
             f"{n}_{m}": [] for n in stores for m in ("recall", "recall_no_embed", "embed", "lexical")
@@ -154,12 +180,31 @@ def recall_size(size: int, real: Any, server: Server, args: argparse.Namespace, 
         shutil.rmtree(tmp / f"chroma-{size}", ignore_errors=True)
     row.update({name: summary(ms) for name, ms in timings.items()})
     row["load_avg"] = f"{load_start:.1f} → {os.getloadavg()[0]:.1f}"  # the machine is shared: its 1-minute load
-    for part in ("recall", "recall_no_embed"):
-        for stat in ("p50_ms", "p95_ms"):
-            row[f"ratio_postgres_vs_chroma_{part}_{stat[:3]}"] = round(
-                row[f"postgres_{part}"][stat] / row[f"chroma_{part}"][stat], 2
-            )
+    for name in ("postgres", "postgres_sql"):
+        for part in ("recall", "recall_no_embed"):
+            for stat in ("p50_ms", "p95_ms"):
+                row[f"ratio_{name}_vs_chroma_{part}_{stat[:3]}"] = round(
+                    row[f"{name}_{part}"][stat] / row[f"chroma_{part}"][stat], 2
+                )
     return row
+
+
+def bulk_write(store: MemoryStore, units: list[Any], vectors: Any) -> None:
+    """Write ``units`` as the store encodes them, straight into its memories collection (one backend write).
+
+    What a bulk import costs the backend, without the store's per-unit planning (checks, journal): the way
+    to fill 100k memories in minutes. The store reads them like any other records (its first search builds
+    its replica or mirror from them).
+    """
+    col = store._collection(store.namespace)
+    assert col is not None
+    units = [u.model_copy(update={"namespace": store.namespace}) for u in units]
+    col.add(
+        ids=[u.memory_id for u in units],
+        embeddings=[list(map(float, v)) for v in vectors],
+        documents=[u.content for u in units],
+        metadatas=[unit_to_metadata(u) for u in units],
+    )
 
 
 class TimedEmbeddings(TableEmbeddings):
@@ -192,9 +237,15 @@ print("DONE", flush=True)
 """
 
 
-def write_throughput(writers: int, per_writer: int, server: Server, *, own_namespaces: bool) -> dict[str, Any]:
+def write_throughput(
+    writers: int, per_writer: int, server: Server, *, own_namespaces: bool, feed: bool = True
+) -> dict[str, Any]:
     url = server.database()
     MemoryStore(database_url=url, embeddings=_hash()).close()  # the schema is created once, before the clock
+    if not feed:  # the baseline: the same writes without the change feed's triggers (no revision bump)
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute("DROP TRIGGER records_rev ON hindsight.records")
+            conn.execute("DROP TRIGGER records_tombstone ON hindsight.records")
     children = []
     for p in range(writers):
         namespace = f"writer-{p}" if own_namespaces else "default"
@@ -222,6 +273,7 @@ def write_throughput(writers: int, per_writer: int, server: Server, *, own_names
     return {
         "writers": writers,
         "namespaces": writers if own_namespaces else 1,
+        "feed": feed,
         "units": total,
         "stored": stored,
         "wall_s": round(wall, 2),
@@ -242,8 +294,11 @@ def markdown(results: dict[str, Any]) -> str:
         f"{results['machine']}; {results['postgres']}; the `mixed` zh/en corpus, k={K}, "
         f"{results['queries']} queries per size (after {WARMUP} warm-up), the two stores queried in turn. "
         f"Postgres: HNSW m=16, ef_construction=64 (pgvector's defaults), `hnsw.ef_search` = "
-        f"{results.get('ef_search', '?')} (read from a pooled session); one SQL "
-        "statement per recall (both arms and the candidates' records).",
+        f"{results.get('ef_search', '?')} (read from a pooled session). `postgres` is the default store: an "
+        "in-process replica (lexical index; recall mirror up to 30,000 memories, above it the dense arm from "
+        "HNSW) brought up to date by one change-feed query before every search; `postgres (sql)` is the same "
+        "database read with `PostgresBackend(replica=False)`: one SQL statement per recall (both arms and the "
+        "candidates' records).",
         "",
         "## Recall latency",
         "",
@@ -257,17 +312,27 @@ def markdown(results: dict[str, Any]) -> str:
     for row in results["recall"]:
         size = row["size"]
         target = TARGETS.get(f"{size // 1000}k_recall_p95_ms")
-        for name in ("postgres", "chroma"):
-            label = name if name == "postgres" else f"chroma ({row['chroma_path']})"
+        for name in ("postgres", "postgres_sql", "chroma"):
+            if f"{name}_recall" not in row:
+                continue
+            label = {
+                "postgres": f"postgres ({row.get('postgres_path', 'sql')})",
+                "postgres_sql": "postgres (sql)",
+                "chroma": f"chroma ({row['chroma_path']})",
+            }[name]
             r, bare, lx = row[f"{name}_recall"], row[f"{name}_recall_no_embed"], row[f"{name}_lexical"]
             goal = f"≤ {target:.0f} ms" if target and name == "postgres" else ""
-            fill = f"{row[f'{name}_add_units_per_s']:,.0f}"
+            fill = f"{row.get(f'{name}_add_units_per_s', 0):,.0f}" + (" bulk" if row.get("fill") == "bulk" else "")
             if name == "postgres" and "postgres_index_build_s" in row:
                 fill += f" (incl. {row['postgres_index_build_s']:.0f} s index build)"
+            if name == "postgres" and "postgres_replica_build_s" in row:
+                fill += f"; replica read in {row['postgres_replica_build_s']:.1f} s, {row['postgres_mirror_mb']} MB"
+            if name == "postgres_sql":
+                fill = "(same database)"
             load = row.get("load_avg", "") if name == "postgres" else ""
             ratio = ""
-            if name == "postgres" and "ratio_postgres_vs_chroma_recall_p50" in row:
-                ratio = f"{row['ratio_postgres_vs_chroma_recall_p50']}x / {row['ratio_postgres_vs_chroma_recall_p95']}x"
+            if name != "chroma" and f"ratio_{name}_vs_chroma_recall_p50" in row:
+                ratio = f"{row[f'ratio_{name}_vs_chroma_recall_p50']}x / {row[f'ratio_{name}_vs_chroma_recall_p95']}x"
             lines.append(
                 f"| {size:,} | {label} | {r['p50_ms']:.1f} ms | {r['p95_ms']:.1f} ms | {bare['p50_ms']:.1f} / "
                 f"{bare['p95_ms']:.1f} ms | {lx['p50_ms']:.1f} / {lx['p95_ms']:.1f} ms | {fill} | {goal} | {ratio} "
@@ -296,13 +361,14 @@ def markdown(results: dict[str, Any]) -> str:
         "",
         "## Write throughput",
         "",
-        "| writer processes | namespaces | units | stored | wall | units/s |",
-        "|---:|---:|---:|---:|---:|---:|",
+        "| writer processes | namespaces | change feed | units | stored | wall | units/s |",
+        "|---:|---:|---|---:|---:|---:|---:|",
     ]
     for row in results["writes"]:
+        feed = {True: "on", False: "off (baseline)"}.get(row.get("feed"), "")
         lines.append(
-            f"| {row['writers']} | {row['namespaces']} | {row['units']:,} | {row['stored']:,} | {row['wall_s']:.1f} s "
-            f"| {row['units_per_s']:,.0f} |"
+            f"| {row['writers']} | {row['namespaces']} | {feed} | {row['units']:,} | {row['stored']:,} "
+            f"| {row['wall_s']:.1f} s | {row['units_per_s']:,.0f} |"
         )
     lines += ["", *results.get("notes", [])]
     return "\n".join(lines) + "\n"
@@ -314,8 +380,16 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--real", type=int, default=1000, help="texts embedded for real per size")
     parser.add_argument("--batch", type=int, default=1000)
-    parser.add_argument("--writers", default="1,4,8")
+    parser.add_argument(
+        "--bulk-above", type=int, default=30000, help="sizes above this are filled by backend writes, not add_many"
+    )
+    parser.add_argument(
+        "--writers", default="", help="writer process counts to measure, e.g. 1,4,8 (default: keep the last run's)"
+    )
     parser.add_argument("--per-writer", type=int, default=300)
+    parser.add_argument(
+        "--baseline", action="store_true", help="also measure each write run without the change feed's triggers"
+    )
     parser.add_argument("--out", default="postgres_scale")
     args = parser.parse_args()
     import platform
@@ -338,8 +412,11 @@ def main() -> None:
         for w in [int(x) for x in args.writers.split(",") if x]:
             print(f"writers {w}", flush=True)
             for own in (False, True) if w > 1 else (False,):
-                results["writes"].append(write_throughput(w, args.per_writer, server, own_namespaces=own))
-                print(f"  {results['writes'][-1]}", flush=True)
+                for feed in (True, False) if args.baseline else (True,):
+                    results["writes"].append(
+                        write_throughput(w, args.per_writer, server, own_namespaces=own, feed=feed)
+                    )
+                    print(f"  {results['writes'][-1]}", flush=True)
         real = default_embedder()
         with tempfile.TemporaryDirectory() as tmp:
             for size in [int(x) for x in args.sizes.split(",") if x]:

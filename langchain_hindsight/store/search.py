@@ -49,14 +49,17 @@ def search_by_vector(
     namespace: str | None = None,
     include_embeddings: bool = False,
     where: dict[str, Any] | None = None,
+    synced: bool = True,
 ) -> list[tuple[MemoryUnit, float, list[float] | None]]:
-    """The body of :meth:`MemoryStore.search_by_vector` (see there)."""
+    """The body of :meth:`MemoryStore.search_by_vector` (see there); ``synced=False``: the caller just synced."""
     check_k(k)
     ns = store._ns(namespace)
     include: list[Any] = ["documents", "metadatas", "distances"]
     if include_embeddings:
         include.append("embeddings")
     with store._lock:
+        if synced:
+            store._replica.sync(ns)
         mirror = store._replica.recall_mirror(ns) if where is None else None
         if mirror is not None:
             mirror.check_query(vector)
@@ -91,14 +94,21 @@ def search_by_vector(
 
 @backend_errors
 def similarity_by_ids(
-    store: StoreCore, vector: Sequence[float], memory_ids: Sequence[str], *, namespace: str | None = None
+    store: StoreCore,
+    vector: Sequence[float],
+    memory_ids: Sequence[str],
+    *,
+    namespace: str | None = None,
+    synced: bool = True,
 ) -> list[tuple[MemoryUnit, float]]:
-    """The body of :meth:`MemoryStore.similarity_by_ids` (see there)."""
+    """The body of :meth:`MemoryStore.similarity_by_ids` (see there); ``synced=False``: the caller just synced."""
     ids = check_ids(memory_ids) if memory_ids else []
     if not ids:
         return []
     ns = store._ns(namespace)
     with store._lock:
+        if synced:
+            store._replica.sync(ns)
         mirror = store._replica.recall_mirror(ns)
         if mirror is not None:
             mirror.check_query(vector)
@@ -130,13 +140,14 @@ def hybrid_search(
             answered = _database_hybrid(store, ns, query, vector, k, normalize)
             if answered is not None:
                 return answered
+        store._replica.sync(ns)  # a database's writes since the last search (any process): one query
         mirror = store._replica.recall_mirror(ns)  # first: a lexical index built now is read from it
         if mirror is not None:  # the replica path, StoreSnapshot's too: both arms from memory
             _check_query(query, k)
             index = store._replica.lexical_index(ns)
             unit_of = functools.partial(_mirrored_unit, store, ns, mirror)
             return replica_hybrid(index, mirror, query, vector, k=k, normalize=normalize, unit_of=unit_of)
-        lexical = dict(lexical_search(store, query, k=k, namespace=ns, normalize=normalize))
+        lexical = dict(lexical_search(store, query, k=k, namespace=ns, normalize=normalize, synced=False))
         col = store._collection(ns, create=False)
         if store._replica.units.size and col is not None:
             n = k + max(8, k // 2)
@@ -144,10 +155,11 @@ def hybrid_search(
             found, enough = cached_candidates(store._replica.units, ns, col, res, vector, k, list(lexical))
             if enough:
                 return found, lexical
-    dense = {u.memory_id: (u, sim) for u, sim, _ in search_by_vector(store, vector, k=k, namespace=ns)}
+    dense = {u.memory_id: (u, sim) for u, sim, _ in search_by_vector(store, vector, k=k, namespace=ns, synced=False)}
     missing = [i for i in lexical if i not in dense]
     if missing:
-        dense.update((u.memory_id, (u, sim)) for u, sim in similarity_by_ids(store, vector, missing, namespace=ns))
+        sims = similarity_by_ids(store, vector, missing, namespace=ns, synced=False)
+        dense.update((u.memory_id, (u, sim)) for u, sim in sims)
     return dense, lexical
 
 
@@ -197,9 +209,15 @@ def _check_query(query: object, k: object) -> None:
 
 @backend_errors
 def lexical_search(
-    store: StoreCore, query: str, *, k: int = 10, namespace: str | None = None, normalize: bool = False
+    store: StoreCore,
+    query: str,
+    *,
+    k: int = 10,
+    namespace: str | None = None,
+    normalize: bool = False,
+    synced: bool = True,
 ) -> list[tuple[str, float]]:
-    """The body of :meth:`MemoryStore.lexical_search` (see there)."""
+    """The body of :meth:`MemoryStore.lexical_search` (see there); ``synced=False``: the caller just synced."""
     _check_query(query, k)
     ns = store._ns(namespace)
     with store._lock:
@@ -208,4 +226,6 @@ def lexical_search(
             found = col.lexical_search(query, k, normalize=normalize) if col is not None else []
             if found is not None:
                 return found
+        if synced:
+            store._replica.sync(ns)
         return store._replica.lexical_index(ns).search(query, k, normalize=normalize)

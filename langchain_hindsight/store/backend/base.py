@@ -42,6 +42,7 @@ __all__ = [
     "BACKEND_WRITES",
     "RECORDS_WRITES",
     "Backend",
+    "Changes",
     "HybridRows",
     "Include",
     "LexicalScheme",
@@ -133,6 +134,24 @@ class HybridRows:
     nearest: list[tuple[str, float]]
     lexical: list[tuple[str, float]]
     records: dict[str, tuple[str | None, dict[str, Any], float]]
+
+
+@dataclass(frozen=True)
+class Changes:
+    """What changed in a collection since a revision (:meth:`Records.changes`), read in one MVCC view.
+
+    Attributes:
+        rev: The collection's revision as of this read: every write with a revision at most
+            ``rev`` is reflected, none after it.
+        rows: The records written since (with their documents, metadatas and, when asked,
+            embeddings); with ``since=None``, every active record. ``None``: the revision asked
+            for is older than the kept deletions (the caller reads everything again).
+        deleted: Ids deleted since (absent from ``rows``' ids when written again later).
+    """
+
+    rev: int
+    rows: Rows | None
+    deleted: list[str]
 
 
 class Records(ABC):
@@ -270,6 +289,14 @@ class Records(ABC):
         """
         return None
 
+    def changes(self, since: int | None, *, embeddings: bool) -> Changes | None:
+        """The records written and the ids deleted since revision ``since`` (``None``: every active record).
+
+        Only a backend whose :attr:`Backend.feeds_changes` is true answers (one round trip, one
+        MVCC view); the default returns ``None``. ``embeddings``: include the records' vectors.
+        """
+        return None
+
 
 class Backend(ABC):
     """A database of named :class:`Records` collections.
@@ -327,6 +354,15 @@ class Backend(ABC):
 
         The store then keeps no in-process lexical index (nor change feed) for this backend:
         every lexical query reads what every process committed.
+        """
+        return False
+
+    @property
+    def feeds_changes(self) -> bool:
+        """True when :meth:`Records.changes` tells what every process wrote since a revision.
+
+        The store then keeps an in-process replica (lexical index, vectors and records) of such a
+        backend and brings it up to date from that feed before every search.
         """
         return False
 

@@ -12,14 +12,25 @@ There is no lock file; what keeps writers apart is the database:
   a process killed mid-plan leaves nothing half-done (the transaction rolls back), and what was
   committed stays. A serialization failure or deadlock is retried (the whole plan, re-planned
   from what is then stored).
-* **No replica.** Both arms of recall are answered by the database on every call: the dense arm
+* **Change feed, read by an in-process replica** (the default; ``replica=False`` reads both arms
+  from the database on every call). Every transaction that writes a collection's records bumps
+  the collection's revision once (a row trigger on ``records`` calls ``hindsight.write_rev``:
+  ``UPDATE collections SET rev = rev + 1`` at its first write, whose row lock is held until commit),
+  marks each written record with it, and leaves a tombstone per deleted record. Revisions therefore
+  follow commit order with no gap: a later writer waits for the lock and counts on from the committed
+  value; a rolled-back transaction's bump rolls back with it. :meth:`PostgresRecords.changes` reads,
+  in one statement (one MVCC view), the revision and every record and tombstone after a given one;
+  the store applies them to its replica (``store/replica/synced.py``) before each search. Tombstones
+  more than ``tombstone_revisions`` revisions old are pruned (``pruned_rev``); a reader older than
+  that reads the collection whole. The lexical arm's BM25 (below) and HNSW index stay, for
+  ``replica=False``, for a namespace too large to hold in process (the dense arm) and for dedupe.
+* **Without the replica** both arms of recall are answered by the database on every call: the dense arm
   by pgvector's HNSW cosine index (one partial index per collection, on ``embedding::vector(dim)``,
   iterative scans under a filter), the lexical arm by BM25 computed in SQL over a ``postings``
   table (collection, 64-bit term key, record id, term count, record length) written in the same
   transaction as the record. The terms are the store's own tokens
   (:class:`~langchain_hindsight.store.backend.base.LexicalScheme`: English words, Chinese character
-  unigrams + bigrams): Postgres' full text cannot segment Chinese. Nothing is cached across calls,
-  so a recall sees every write any process committed before it began.
+  unigrams + bigrams): Postgres' full text cannot segment Chinese.
 * **One round trip per recall.** :meth:`PostgresRecords.hybrid_query` answers both arms and reads
   the document and metadata of every candidate in one statement (psycopg prepares it after a few
   calls); vectors travel in pgvector's binary form. BM25's corpus statistics (records, total length)
@@ -29,10 +40,11 @@ There is no lock file; what keeps writers apart is the database:
   record); later writes insert into it.
 
 Schema: the ``hindsight`` schema holds ``meta`` (``schema_version``, ``lexical_signature``),
-``collections`` (name, metadata, vector dimension, whether its HNSW index is built),
+``collections`` (name, metadata, vector dimension, whether its HNSW index is built, revision),
+``tombstones``,
 ``lexical_stats``, ``records`` (collection, id, insertion order, ``vector`` embedding, document,
 ``jsonb`` metadata, token count) and ``postings``. Opening a
-database applies the missing :data:`MIGRATIONS` under an advisory lock; a database written by a
+database applies the missing :data:`~._pg_schema.MIGRATIONS` under an advisory lock; a database written by a
 newer schema is refused. When the tokenizer changes (another ``lexical_signature``), every
 record's postings are recomputed at open.
 
@@ -67,8 +79,10 @@ from typing import Any, TypeVar
 import numpy as np
 
 from langchain_hindsight.errors import BackendError, ConfigurationError, HindsightError, StoreError
+from langchain_hindsight.store.backend._pg_schema import SCHEMA, migrate
 from langchain_hindsight.store.backend.base import (
     Backend,
+    Changes,
     HybridRows,
     Include,
     LexicalScheme,
@@ -80,95 +94,11 @@ from langchain_hindsight.store.backend.base import (
     check_write,
 )
 
-__all__ = ["MIGRATIONS", "SCHEMA_VERSION", "PostgresBackend", "PostgresRecords"]
+__all__ = ["PostgresBackend", "PostgresRecords"]
 
 logger = logging.getLogger(__name__)
 
 _T = TypeVar("_T")
-
-SCHEMA = "hindsight"
-"""The Postgres schema that holds every table of this backend."""
-
-MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
-    (
-        1,
-        (
-            "CREATE TABLE hindsight.collections ("
-            " id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,"
-            " name text NOT NULL UNIQUE,"
-            " metadata jsonb NOT NULL DEFAULT '{}',"
-            " dimension integer)",
-            "CREATE TABLE hindsight.records ("
-            " collection_id bigint NOT NULL REFERENCES hindsight.collections (id) ON DELETE CASCADE,"
-            " id text NOT NULL,"
-            " seq bigint GENERATED ALWAYS AS IDENTITY,"
-            " embedding vector NOT NULL,"
-            " document text,"
-            " metadata jsonb NOT NULL DEFAULT '{}',"
-            " lex_len integer,"
-            " PRIMARY KEY (collection_id, id))",
-            "CREATE TABLE hindsight.postings ("
-            " collection_id bigint NOT NULL,"
-            " term bigint NOT NULL,"
-            " id text NOT NULL,"
-            " tf integer NOT NULL,"
-            " len integer NOT NULL,"
-            " PRIMARY KEY (collection_id, term, id) INCLUDE (tf, len),"  # index-only scans of a term's postings
-            " FOREIGN KEY (collection_id, id) REFERENCES hindsight.records (collection_id, id) ON DELETE CASCADE)",
-            "CREATE INDEX postings_record ON hindsight.postings (collection_id, id)",
-            # vectors stay in the row (not TOASTed): a scan then costs what it reads, and the planner
-            # prefers the HNSW index over a sequential scan that would detoast every vector
-            "ALTER TABLE hindsight.records ALTER COLUMN embedding SET STORAGE MAIN",
-            "CREATE INDEX records_order ON hindsight.records (collection_id, seq)",
-            "CREATE INDEX records_metadata ON hindsight.records USING gin (metadata jsonb_path_ops)",
-            "CREATE INDEX records_lexical_stats ON hindsight.records (collection_id) INCLUDE (lex_len)"
-            " WHERE lex_len IS NOT NULL",
-        ),
-    ),
-    (
-        2,
-        (
-            # the lexical arm's corpus statistics, kept by the database in the writing transaction, so a
-            # query reads one row instead of counting the collection
-            "CREATE TABLE hindsight.lexical_stats ("
-            " collection_id bigint PRIMARY KEY, n bigint NOT NULL DEFAULT 0, total bigint NOT NULL DEFAULT 0)",
-            "INSERT INTO hindsight.lexical_stats"
-            " SELECT collection_id, count(*), sum(lex_len) FROM hindsight.records"
-            " WHERE lex_len IS NOT NULL GROUP BY collection_id",
-            "CREATE FUNCTION hindsight.count_lexical() RETURNS trigger LANGUAGE plpgsql AS $$"
-            " BEGIN"
-            " IF TG_OP <> 'INSERT' THEN"
-            " INSERT INTO hindsight.lexical_stats AS s"
-            " SELECT collection_id, -count(*), -sum(lex_len) FROM old_rows WHERE lex_len IS NOT NULL"
-            " GROUP BY collection_id ORDER BY collection_id"
-            " ON CONFLICT (collection_id) DO UPDATE SET n = s.n + EXCLUDED.n, total = s.total + EXCLUDED.total;"
-            " END IF;"
-            " IF TG_OP <> 'DELETE' THEN"
-            " INSERT INTO hindsight.lexical_stats AS s"
-            " SELECT collection_id, count(*), sum(lex_len) FROM new_rows WHERE lex_len IS NOT NULL"
-            " GROUP BY collection_id ORDER BY collection_id"
-            " ON CONFLICT (collection_id) DO UPDATE SET n = s.n + EXCLUDED.n, total = s.total + EXCLUDED.total;"
-            " END IF;"
-            " RETURN NULL;"
-            " END $$",
-            "CREATE TRIGGER records_lexical_insert AFTER INSERT ON hindsight.records"
-            " REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION hindsight.count_lexical()",
-            "CREATE TRIGGER records_lexical_update AFTER UPDATE ON hindsight.records"
-            " REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows"
-            " FOR EACH STATEMENT EXECUTE FUNCTION hindsight.count_lexical()",
-            "CREATE TRIGGER records_lexical_delete AFTER DELETE ON hindsight.records"
-            " REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION hindsight.count_lexical()",
-            "DROP INDEX hindsight.records_lexical_stats",
-            # a collection's HNSW index is built by its first dense query (one bulk build after a bulk load);
-            # version 1 built it at the first write
-            "ALTER TABLE hindsight.collections ADD COLUMN indexed boolean NOT NULL DEFAULT false",
-            "UPDATE hindsight.collections SET indexed = dimension IS NOT NULL",
-        ),
-    ),
-)
-"""Schema migrations by version: each step's statements run in one transaction with the version bump."""
-SCHEMA_VERSION = MIGRATIONS[-1][0]
-"""The schema version this code writes."""
 
 _RETRIES = 8
 _EF_SEARCH = 100
@@ -178,7 +108,6 @@ query at 100k memories) stay in memory instead of spilling to temporary files (t
 _BUILD_MEMORY_MB = 1024
 """The most ``maintenance_work_mem`` an HNSW index build asks for (the graph of 100k 896-d vectors needs ~600 MB)."""
 """HNSW candidate list of every pooled session (``hnsw.ef_search``); a deeper query widens it for itself."""
-_MIGRATION_LOCK = 0x68696E64  # advisory lock key of schema migrations ("hind")
 _TYPE = {bool: "boolean", int: "number", float: "number", str: "string"}
 _ORDER_OPS = {"$gt": ">", "$gte": ">=", "$lt": "<", "$lte": "<="}
 
@@ -554,6 +483,52 @@ class PostgresRecords(Records):
         records = {r[0]: (r[1], dict(r[2]), float(r[4])) for r in rows}
         return HybridRows(dense, lexical, records)
 
+    def changes(self, since: int | None, *, embeddings: bool) -> Changes | None:
+        """See :meth:`Records.changes`: the collection's revision, the records and tombstones after ``since``.
+
+        One statement, so one MVCC view: the revision read is the last committed one and every
+        row returned carries a revision at most it (see the module docstring, "Change feed").
+        """
+        vec = "vector_send(r.embedding)" if embeddings else "NULL::bytea"
+        if since is None:  # every active record
+            rows_sql = (
+                f"SELECT 1, r.id, r.document, r.metadata, {vec} FROM hindsight.records r"
+                ' WHERE r.collection_id = %(cid)s AND r.metadata @> \'{"status": "active"}\''
+            )
+            deleted_sql = ""
+        else:
+            rows_sql = (
+                f"SELECT 1, r.id, r.document, r.metadata, {vec} FROM hindsight.records r, c"
+                " WHERE r.collection_id = %(cid)s AND r.rev > %(since)s AND c.pruned_rev <= %(since)s"
+            )
+            deleted_sql = (
+                " UNION ALL SELECT 2, t.id, NULL, NULL, NULL FROM hindsight.tombstones t, c"
+                " WHERE t.collection_id = %(cid)s AND t.rev > %(since)s AND c.pruned_rev <= %(since)s"
+            )
+        sql = (
+            "WITH c AS MATERIALIZED (SELECT rev, pruned_rev FROM hindsight.collections WHERE id = %(cid)s)"
+            " SELECT 0, rev::text, NULL, to_jsonb(pruned_rev), NULL FROM c"
+            f" UNION ALL {rows_sql}{deleted_sql}"
+        )
+        found = self._backend.run(
+            # never a prepared (generic) plan: it would guess ``rev > $since`` matches a third of the
+            # records and scan them all; planned with the value, it is a short range of (collection_id, rev)
+            lambda conn: conn.execute(
+                sql, {"cid": self._cid, "since": since or 0}, binary=True, prepare=False
+            ).fetchall(),
+            "changes",
+        )
+        head = [r for r in found if r[0] == 0]
+        if not head:  # dropped by another process: nothing is stored (as any read of it now finds)
+            return Changes(0, None if since is not None else self._rows_out([], ["documents", "metadatas"]), [])
+        rev, pruned = int(head[0][1]), int(head[0][3])
+        if since is not None and since < pruned:
+            return Changes(rev, None, [])
+        written = [r for r in found if r[0] == 1]
+        include: list[Include] = ["documents", "metadatas", "embeddings"] if embeddings else ["documents", "metadatas"]
+        rows = self._rows_out([r[1:] if embeddings else r[1:4] for r in written], include)
+        return Changes(rev, rows, [r[1] for r in found if r[0] == 2])
+
     def _dimension(self) -> int | None:
         """The collection's vector length (``None`` before its first write), its HNSW index built if missing.
 
@@ -782,17 +757,30 @@ class PostgresRecords(Records):
         self._backend.run(write, "update", write=True)
 
     def delete(self, *, ids: Sequence[str]) -> None:
-        """See :meth:`Records.delete` (the rows are dead at once; their bytes go at the next erase)."""
+        """See :meth:`Records.delete` (the rows are dead at once; their bytes go at the next erase).
+
+        Each deleted record leaves a tombstone in the change feed; tombstones more than the
+        backend's ``tombstone_revisions`` revisions old are pruned here (a reader that far
+        behind reads everything again).
+        """
         wanted = list(dict.fromkeys(ids))
         if not wanted:
             return
-        self._backend.run(
-            lambda conn: conn.execute(
+        keep = self._backend.tombstone_revisions
+
+        def write(conn: Any) -> None:
+            conn.execute(
                 "DELETE FROM hindsight.records WHERE collection_id = %s AND id = ANY(%s::text[])", [self._cid, wanted]
-            ),
-            "delete",
-            write=True,
-        )
+            )
+            conn.execute(
+                "WITH gone AS (DELETE FROM hindsight.tombstones t USING hindsight.collections c"
+                " WHERE c.id = %(cid)s AND t.collection_id = c.id AND t.rev <= c.rev - %(keep)s RETURNING t.rev)"
+                " UPDATE hindsight.collections SET pruned_rev = greatest(pruned_rev, (SELECT max(rev) FROM gone))"
+                " WHERE id = %(cid)s AND EXISTS (SELECT 1 FROM gone)",
+                {"cid": self._cid, "keep": keep},
+            )
+
+        self._backend.run(write, "delete", write=True)
 
     def count(self) -> int:
         """See :meth:`Records.count`."""
@@ -863,6 +851,10 @@ class PostgresBackend(Backend):
         min_connections: Connections the pool keeps open.
         max_connections: Most connections the pool opens (one per concurrent call).
         connect_timeout: Seconds to wait for the server (and for a free pooled connection).
+        replica: Keep an in-process replica of each searched namespace (lexical index, vectors and records),
+            brought up to date from the change feed before every search (the default); ``False``:
+            every search asks both arms of the database.
+        tombstone_revisions: How many revisions of deletions each collection's change feed keeps.
 
     Raises:
         ConfigurationError: psycopg is not installed, or ``url`` is not a Postgres URL.
@@ -877,6 +869,8 @@ class PostgresBackend(Backend):
         min_connections: int = 1,
         max_connections: int = 8,
         connect_timeout: float = 10.0,
+        replica: bool = True,
+        tombstone_revisions: int = 10_000,
     ) -> None:
         if not isinstance(url, str) or not url.startswith(("postgresql://", "postgres://", "host=", "dbname=")):
             raise ConfigurationError(f"database_url must be a postgresql:// URL, got {url!r}")
@@ -884,6 +878,10 @@ class PostgresBackend(Backend):
             raise ConfigurationError("lexical must be a LexicalScheme (MemoryStore(database_url=...) passes one)")
         self.psycopg, pool_module = _psycopg()
         self.lexical = lexical
+        self.replica = bool(replica)
+        """Recall reads an in-process replica kept by the change feed (else both arms are asked of the database)."""
+        self.tombstone_revisions = int(tombstone_revisions)
+        """How many revisions of deletions a collection's change feed keeps (a reader further behind re-reads)."""
         self._url = url
         self._local = threading.local()
         self._closed = False
@@ -993,50 +991,10 @@ class PostgresBackend(Backend):
 
     # ------------------------------------------------------------------ schema
     def _migrate(self) -> None:
-        """Create or upgrade the schema (under an advisory lock), and re-tokenise when the tokenizer changed."""
-
-        def migrate(conn: Any) -> None:
-            conn.execute("SELECT pg_advisory_xact_lock(%s)", [_MIGRATION_LOCK])
-            if conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'vector'").fetchone() is None:
-                try:
-                    conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
-                except self.psycopg.Error as e:
-                    raise BackendError(
-                        "the database lacks the pgvector extension and this role may not create it: "
-                        f"run CREATE EXTENSION vector as a superuser ({e})"
-                    ) from e
-            conn.execute(f"CREATE SCHEMA IF NOT EXISTS {SCHEMA}")
-            conn.execute(f"CREATE TABLE IF NOT EXISTS {SCHEMA}.meta (key text PRIMARY KEY, value text NOT NULL)")
-            row = conn.execute(f"SELECT value FROM {SCHEMA}.meta WHERE key = 'schema_version'").fetchone()
-            version = int(row[0]) if row else 0
-            if version > SCHEMA_VERSION:
-                raise BackendError(
-                    f"the database holds hindsight schema version {version}, newer than this package's "
-                    f"{SCHEMA_VERSION}: upgrade langchain-hindsight"
-                )
-            for target, statements in MIGRATIONS:
-                if target <= version:
-                    continue
-                for statement in statements:
-                    conn.execute(statement)
-                conn.execute(
-                    f"INSERT INTO {SCHEMA}.meta VALUES ('schema_version', %s)"
-                    " ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
-                    [str(target)],
-                )
-                logger.info("hindsight schema migrated to version %d", target)
-            row = conn.execute(f"SELECT value FROM {SCHEMA}.meta WHERE key = 'lexical_signature'").fetchone()
-            if row is None or row[0] != self.lexical.signature:
-                if row is not None:
-                    logger.warning("the tokenizer changed: recomputing the lexical terms of every record")
-                self._retokenise(conn)
-                conn.execute(
-                    f"INSERT INTO {SCHEMA}.meta VALUES ('lexical_signature', %s)"
-                    " ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
-                    [self.lexical.signature],
-                )
-
-        self._retrying(migrate, "schema migration")
+        """Create or upgrade the schema (see :func:`~._pg_schema.migrate`), re-tokenising when the tokenizer changed."""
+        self._retrying(
+            lambda conn: migrate(conn, self.psycopg, self.lexical.signature, self._retokenise), "schema migration"
+        )
 
     def _retokenise(self, conn: Any) -> None:
         """Recompute every record's lexical postings (the tokenizer changed)."""
@@ -1135,8 +1093,13 @@ class PostgresBackend(Backend):
 
     @property
     def answers_lexical(self) -> bool:
-        """True: the database answers the lexical arm itself (see :meth:`PostgresRecords.lexical_search`)."""
-        return True
+        """Without a replica, the database answers the lexical arm itself (:meth:`PostgresRecords.lexical_search`)."""
+        return not self.replica
+
+    @property
+    def feeds_changes(self) -> bool:
+        """With a replica (the default), the store keeps one in process, brought up to date by the change feed."""
+        return self.replica
 
     @property
     def can_erase(self) -> bool:

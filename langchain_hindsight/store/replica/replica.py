@@ -49,6 +49,7 @@ from langchain_hindsight.store.replica.records import (
     save_mirror,
 )
 from langchain_hindsight.store.replica.summary import summary_entry
+from langchain_hindsight.store.replica.synced import SyncedNamespace, sync_namespace
 from langchain_hindsight.store.replica.units import UnitCache
 from langchain_hindsight.types import MemoryUnit
 
@@ -91,13 +92,16 @@ class Replica:
         self._fetch = fetch
         self.lexical: dict[str, LexicalIndex] = {}
         self.mirrors: dict[str, Mirror] = {}
-        # recently recalled units; only with a single writer, whose writes all pass reindex (which evicts)
-        self.units = UnitCache(4096 if backend.single_writer else 0)
+        # recently recalled units; only with a single writer, whose writes all pass reindex (which evicts), or
+        # a backend that feeds its changes, whose every search syncs first (which evicts what changed)
+        self.units = UnitCache(4096 if backend.single_writer or backend.feeds_changes else 0)
         self.max_rows = MIRROR_MAX_ROWS
         """Largest namespace (active memories) mirrored for recall (0: never; see ``records``)."""
         self.write_failed = False
         """A write may have stopped half-way: the close refreshes no summary entry."""
         self.feeds: dict[str, ChangeFeed] = {}
+        self.synced: dict[str, SyncedNamespace] = {}
+        """Namespaces of a backend that feeds its changes (a database), as of their last :meth:`sync`."""
         self._snapshot_fresh: set[str] = set()  # namespaces whose index equals its snapshot on disk
         self._mirror_fresh: set[str] = set()  # namespaces whose mirror equals its snapshot on disk
         self._dropped: set[str] = set()  # namespaces whose snapshots this store already erased
@@ -123,17 +127,20 @@ class Replica:
         self._dropped.discard(namespace)
         self.drop(namespace)
         self.feeds.pop(namespace, None)
+        self.synced.pop(namespace, None)
 
     def revector(self, namespace: str) -> None:
         """``namespace``'s vectors are about to change (a re-embedding): drop what holds the old ones."""
         self.drop(namespace)
         self.mirrors.pop(namespace, None)
+        self.synced.pop(namespace, None)
         self.units.clear(namespace)
 
     def clear(self) -> None:
         """Let go of every derived copy held in memory (the store closed)."""
         self.lexical.clear()
         self.mirrors.clear()
+        self.synced.clear()
         self.units.clear()
 
     # ------------------------------------------------------------------ files
@@ -186,6 +193,7 @@ class Replica:
         self.write_failed = True
         self.lexical.clear()
         self.mirrors.clear()
+        self.synced.clear()
         self._mirror_fresh.clear()
         for namespace in set(namespaces):
             try:
@@ -299,12 +307,44 @@ class Replica:
         return save_mirror(mirror, path, col)
 
     # ------------------------------------------------------------------ what recall reads
+    def sync(self, namespace: str) -> SyncedNamespace | None:
+        """Bring ``namespace``'s replica to the database's latest revision (one query); ``None``: nothing to sync.
+
+        Only for a backend that feeds its changes (a database, see ``replica.synced``); a search
+        calls it once before reading, so it sees every write committed before it began, in any
+        process. The embedder check runs first, as for any search.
+        """
+        if not self.backend.feeds_changes:
+            return None
+        col = self._checked(self._collection(namespace, "memories"))
+        if col is None:
+            self.synced.pop(namespace, None)
+            return None
+        identity = self._identity()
+        held = self.synced[namespace] = sync_namespace(
+            self.synced.get(namespace),
+            col,
+            identity=str(identity),
+            dimension=identity.dimension,
+            max_rows=self.max_rows,
+        )
+        if held.changed is None:
+            self.units.clear(namespace)
+        elif held.changed:
+            self.units.evict(namespace, held.changed)
+        return held
+
+    def _synced(self, namespace: str) -> SyncedNamespace | None:
+        """``namespace``'s replica as of the last :meth:`sync` (synced now if it was never)."""
+        held = self.synced.get(namespace)
+        return held if held is not None else self.sync(namespace)
+
     def change_feed(self, namespace: str) -> ChangeFeed | None:
         """The namespace's change feed, or ``None`` when this store is the only writer."""
         if self.backend.single_writer:
             return None  # the directory lock (or memory) guarantees no other writer
-        if self.backend.answers_lexical:
-            return None  # the database answers the lexical arm: there is no in-process index to keep in step
+        if self.backend.answers_lexical or self.backend.feeds_changes:
+            return None  # the database answers the lexical arm, or feeds its changes itself (see sync)
         feed = self.feeds.get(namespace)
         if feed is None:
             feed = self.feeds[namespace] = open_change_feed(self.backend, namespace)
@@ -316,6 +356,9 @@ class Replica:
         Only an embedded store mirrors (it is the only writer of its directory), and only namespaces of at
         most :attr:`max_rows` records. The embedder check runs first, as for any search.
         """
+        if self.backend.feeds_changes:
+            synced = self._synced(namespace)
+            return None if synced is None else synced.mirror
         path = self.mirror_path(namespace)
         if path is None or namespace in self._mirror_off or self.max_rows <= 0:
             return None
@@ -347,6 +390,8 @@ class Replica:
         """``namespace``'s recall mirror, current (stale rows read again), if held; with ``load``, also one
         loaded from a trusted snapshot. Never built (that would read every active record).
         """  # noqa: D205
+        if self.backend.feeds_changes:
+            return None  # other processes write: only a search, which syncs first, reads the replica
         mirror = self.mirrors.get(namespace)
         path = self.mirror_path(namespace)
         if mirror is None and (not load or path is None or namespace in self._mirror_off or self.max_rows <= 0):
@@ -366,7 +411,13 @@ class Replica:
         return mirror
 
     def lexical_index(self, namespace: str) -> LexicalIndex:
-        """``namespace``'s lexical index, current: loaded from a trusted snapshot, or built (then kept in step)."""
+        """``namespace``'s lexical index, current: loaded from a trusted snapshot, or built (then kept in step).
+
+        For a backend that feeds its changes: the index as of the last :meth:`sync`.
+        """
+        if self.backend.feeds_changes:
+            synced = self._synced(namespace)
+            return LexicalIndex() if synced is None else synced.lexical
         path = self.snapshot_path(namespace)
         if path is not None and namespace not in self.lexical and self.trusted(path, namespace):
             col = self._collection(namespace, "memories")

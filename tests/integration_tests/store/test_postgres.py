@@ -26,8 +26,9 @@ from langchain_core.embeddings import Embeddings
 from langchain_hindsight import Hindsight, HindsightStore, MemoryStore, MemoryUnit
 from langchain_hindsight.cli.main import EXIT_NOT_FOUND, EXIT_OK, main
 from langchain_hindsight.errors import BackendError, ConfigurationError
+from langchain_hindsight.store.backend._pg_schema import SCHEMA_VERSION
 from langchain_hindsight.store.backend.inmemory import InMemoryBackend
-from langchain_hindsight.store.backend.postgres import SCHEMA_VERSION, PostgresBackend
+from langchain_hindsight.store.backend.postgres import PostgresBackend
 from langchain_hindsight.store.replica.lexical import lexical_scheme
 from tests.fakes import GRANTS_TOML, HashEmbeddings, NgramEmbeddings, child_env
 from tests.postgres import PostgresServer
@@ -138,8 +139,22 @@ def test_concurrent_adds_of_one_statement_merge_into_one_unit(postgres_url: str)
             s.close()
 
 
+def _postgres_store(url: str, embedder: Embeddings, mode: str) -> MemoryStore:
+    """A Postgres store read through the replica with its mirror (``mirror``), the replica above the mirror's
+    size limit (``hnsw``: dense arm from the database's index), or the database alone (``sql``)."""
+    backend = PostgresBackend(url, lexical=lexical_scheme(), replica=mode != "sql")
+    store = MemoryStore(backend=backend, embeddings=embedder)
+    if mode == "hnsw":
+        store._replica.max_rows = 3
+    return store
+
+
+_MODES = ["mirror", "hnsw", "sql"]
+
+
+@pytest.mark.parametrize("mode", _MODES)
 @pytest.mark.parametrize("normalize", [False, True])
-def test_lexical_scores_equal_the_in_process_index(postgres_url: str, normalize: bool) -> None:
+def test_lexical_scores_equal_the_in_process_index(postgres_url: str, normalize: bool, mode: str) -> None:
     texts = [
         "用pandas读取CSV文件时指定encoding='utf-8-sig'",
         "生成销售周报时使用统一模板",
@@ -151,7 +166,7 @@ def test_lexical_scores_equal_the_in_process_index(postgres_url: str, normalize:
     units = [MemoryUnit(task_type="general", content=t, tags=["demo"]) for t in texts]
     embedder = HashEmbeddings()
     with (
-        MemoryStore(database_url=postgres_url, embeddings=embedder) as pg,
+        _postgres_store(postgres_url, embedder, mode) as pg,
         MemoryStore(backend=InMemoryBackend(), embeddings=embedder) as mem,
     ):
         pg.add_many(units)
@@ -206,16 +221,18 @@ def _same_hybrid(pg: MemoryStore, mem: MemoryStore, k: int, normalize: bool) -> 
         assert list(got_lexical.values()) == pytest.approx(list(want_lexical.values()), rel=1e-9), query
 
 
+@pytest.mark.parametrize("mode", _MODES)
 @pytest.mark.parametrize("normalize", [False, True])
-def test_hybrid_search_in_one_statement_equals_the_in_memory_store(postgres_url: str, normalize: bool) -> None:
-    """Both arms and the candidates' records come from one SQL statement; what recall receives is unchanged:
-    the same candidates in the same order, the same similarities, the same lexical scores — also when most
-    of the nearest records are inactive (the dense arm then asks again with a filter) and after deletes.
+def test_hybrid_search_equals_the_in_memory_store(postgres_url: str, normalize: bool, mode: str) -> None:
+    """Read through the replica (with or without its mirror) or in one SQL statement, what recall receives is
+    the in-memory store's: the same candidates in the same order, the same similarities, the same lexical
+    scores — also when most of the nearest records are inactive (the dense arm then asks again with a
+    filter) and after deletes.
     """
     units = [MemoryUnit(task_type="general", content=t) for t in _HYBRID_TEXTS]
     embedder = HashEmbeddings()
     with (
-        MemoryStore(database_url=postgres_url, embeddings=embedder) as pg,
+        _postgres_store(postgres_url, embedder, mode) as pg,
         MemoryStore(backend=InMemoryBackend(), embeddings=embedder) as mem,
     ):
         for store in (pg, mem):
@@ -263,6 +280,11 @@ def test_lexical_statistics_follow_every_write(postgres_url: str) -> None:
         store.search("sales report template", k=3)  # builds the vector index
         before = store.lexical_search("销售 template", k=5, normalize=True)
     with psycopg.connect(postgres_url, autocommit=True) as conn:  # back to schema version 1
+        conn.execute("DROP TABLE hindsight.tombstones")
+        conn.execute("DROP FUNCTION hindsight.record_rev, hindsight.tombstone CASCADE")
+        conn.execute("DROP FUNCTION hindsight.write_rev")
+        conn.execute("ALTER TABLE hindsight.records DROP COLUMN rev")
+        conn.execute("ALTER TABLE hindsight.collections DROP COLUMN rev, DROP COLUMN rev_xact, DROP COLUMN pruned_rev")
         conn.execute("DROP TABLE hindsight.lexical_stats")
         conn.execute("DROP FUNCTION hindsight.count_lexical() CASCADE")
         conn.execute("ALTER TABLE hindsight.collections DROP COLUMN indexed")
@@ -286,16 +308,19 @@ def _vector_indexes(url: str) -> list[str]:
 
 
 def test_the_vector_index_is_built_by_the_first_dense_query(postgres_url: str) -> None:
-    """A bulk load into a new namespace inserts no graph nodes one by one: the first search builds the index once."""
+    """A bulk load into a new namespace inserts no graph nodes one by one: the first dense query of the database
+    builds the index once (a search read from the in-process replica builds none)."""
     embedder = HashEmbeddings()
     with MemoryStore(database_url=postgres_url, embeddings=embedder) as store:
         store.add_many([MemoryUnit(task_type="general", content=t) for t in _HYBRID_TEXTS], dedupe=False)
         assert _vector_indexes(postgres_url) == []
         found = store.search("Label chart axes with their units", k=1)
         assert [u.content for u, _, _ in found] == ["Label chart axes with their units"]
-        assert len(_vector_indexes(postgres_url)) == 1
-    with MemoryStore(database_url=postgres_url, embeddings=embedder) as other:  # later writes go into the index
+        assert _vector_indexes(postgres_url) == []  # answered by the replica's mirror
+    with MemoryStore(database_url=postgres_url, embeddings=embedder) as other:  # dedupe asks the database's index
         other.add(MemoryUnit(task_type="general", content="Pin dependency versions in the lock file"))
+        assert len(_vector_indexes(postgres_url)) == 1
+        other.add(MemoryUnit(task_type="general", content="Write the changelog before the release"))
         assert [u.content for u, _, _ in other.search("Pin dependency versions in the lock file", k=1)] == [
             "Pin dependency versions in the lock file"
         ]

@@ -1,0 +1,214 @@
+"""The Postgres backend's schema: its tables, its versioned migrations, and how a database is brought up to date.
+
+The schema changes with its version, not with the queries: :data:`MIGRATIONS` lists, per version,
+the statements that take a database from the previous version to it; :func:`migrate` applies the
+missing ones under an advisory lock (one process migrates, the others wait and find it done) and
+refuses a database written by a newer package. See ``backend/postgres.py`` for what the tables hold.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from langchain_hindsight.errors import BackendError
+
+__all__ = ["MIGRATIONS", "SCHEMA", "SCHEMA_VERSION", "migrate"]
+
+logger = logging.getLogger(__name__)
+
+SCHEMA = "hindsight"
+"""The Postgres schema that holds every table of this backend."""
+
+MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
+    (
+        1,
+        (
+            "CREATE TABLE hindsight.collections ("
+            " id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,"
+            " name text NOT NULL UNIQUE,"
+            " metadata jsonb NOT NULL DEFAULT '{}',"
+            " dimension integer)",
+            "CREATE TABLE hindsight.records ("
+            " collection_id bigint NOT NULL REFERENCES hindsight.collections (id) ON DELETE CASCADE,"
+            " id text NOT NULL,"
+            " seq bigint GENERATED ALWAYS AS IDENTITY,"
+            " embedding vector NOT NULL,"
+            " document text,"
+            " metadata jsonb NOT NULL DEFAULT '{}',"
+            " lex_len integer,"
+            " PRIMARY KEY (collection_id, id))",
+            "CREATE TABLE hindsight.postings ("
+            " collection_id bigint NOT NULL,"
+            " term bigint NOT NULL,"
+            " id text NOT NULL,"
+            " tf integer NOT NULL,"
+            " len integer NOT NULL,"
+            " PRIMARY KEY (collection_id, term, id) INCLUDE (tf, len),"  # index-only scans of a term's postings
+            " FOREIGN KEY (collection_id, id) REFERENCES hindsight.records (collection_id, id) ON DELETE CASCADE)",
+            "CREATE INDEX postings_record ON hindsight.postings (collection_id, id)",
+            # vectors stay in the row (not TOASTed): a scan then costs what it reads, and the planner
+            # prefers the HNSW index over a sequential scan that would detoast every vector
+            "ALTER TABLE hindsight.records ALTER COLUMN embedding SET STORAGE MAIN",
+            "CREATE INDEX records_order ON hindsight.records (collection_id, seq)",
+            "CREATE INDEX records_metadata ON hindsight.records USING gin (metadata jsonb_path_ops)",
+            "CREATE INDEX records_lexical_stats ON hindsight.records (collection_id) INCLUDE (lex_len)"
+            " WHERE lex_len IS NOT NULL",
+        ),
+    ),
+    (
+        2,
+        (
+            # the lexical arm's corpus statistics, kept by the database in the writing transaction, so a
+            # query reads one row instead of counting the collection
+            "CREATE TABLE hindsight.lexical_stats ("
+            " collection_id bigint PRIMARY KEY, n bigint NOT NULL DEFAULT 0, total bigint NOT NULL DEFAULT 0)",
+            "INSERT INTO hindsight.lexical_stats"
+            " SELECT collection_id, count(*), sum(lex_len) FROM hindsight.records"
+            " WHERE lex_len IS NOT NULL GROUP BY collection_id",
+            "CREATE FUNCTION hindsight.count_lexical() RETURNS trigger LANGUAGE plpgsql AS $$"
+            " BEGIN"
+            " IF TG_OP <> 'INSERT' THEN"
+            " INSERT INTO hindsight.lexical_stats AS s"
+            " SELECT collection_id, -count(*), -sum(lex_len) FROM old_rows WHERE lex_len IS NOT NULL"
+            " GROUP BY collection_id ORDER BY collection_id"
+            " ON CONFLICT (collection_id) DO UPDATE SET n = s.n + EXCLUDED.n, total = s.total + EXCLUDED.total;"
+            " END IF;"
+            " IF TG_OP <> 'DELETE' THEN"
+            " INSERT INTO hindsight.lexical_stats AS s"
+            " SELECT collection_id, count(*), sum(lex_len) FROM new_rows WHERE lex_len IS NOT NULL"
+            " GROUP BY collection_id ORDER BY collection_id"
+            " ON CONFLICT (collection_id) DO UPDATE SET n = s.n + EXCLUDED.n, total = s.total + EXCLUDED.total;"
+            " END IF;"
+            " RETURN NULL;"
+            " END $$",
+            "CREATE TRIGGER records_lexical_insert AFTER INSERT ON hindsight.records"
+            " REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION hindsight.count_lexical()",
+            "CREATE TRIGGER records_lexical_update AFTER UPDATE ON hindsight.records"
+            " REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows"
+            " FOR EACH STATEMENT EXECUTE FUNCTION hindsight.count_lexical()",
+            "CREATE TRIGGER records_lexical_delete AFTER DELETE ON hindsight.records"
+            " REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION hindsight.count_lexical()",
+            "DROP INDEX hindsight.records_lexical_stats",
+            # a collection's HNSW index is built by its first dense query (one bulk build after a bulk load);
+            # version 1 built it at the first write
+            "ALTER TABLE hindsight.collections ADD COLUMN indexed boolean NOT NULL DEFAULT false",
+            "UPDATE hindsight.collections SET indexed = dimension IS NOT NULL",
+        ),
+    ),
+    (
+        3,
+        (
+            # the change feed (see docs/DESIGN.md, "Postgres replica"): each collection's revision is bumped
+            # once by every transaction that writes its records, under the collection row's lock, so
+            # revisions follow commit order; each record carries the revision that last wrote it, and a
+            # delete leaves a tombstone with the revision that deleted it (pruned; pruned_rev says how far)
+            "ALTER TABLE hindsight.collections ADD COLUMN rev bigint NOT NULL DEFAULT 0,"
+            " ADD COLUMN rev_xact xid8, ADD COLUMN pruned_rev bigint NOT NULL DEFAULT 0",
+            "ALTER TABLE hindsight.records ADD COLUMN rev bigint NOT NULL DEFAULT 0",
+            "CREATE INDEX records_rev ON hindsight.records (collection_id, rev)",
+            "CREATE TABLE hindsight.tombstones ("
+            " collection_id bigint NOT NULL REFERENCES hindsight.collections (id) ON DELETE CASCADE,"
+            " id text NOT NULL, rev bigint NOT NULL, PRIMARY KEY (collection_id, id))",
+            "CREATE INDEX tombstones_rev ON hindsight.tombstones (collection_id, rev)",
+            # the writing transaction's revision of a collection: bumped at its first write (the UPDATE
+            # takes the row lock until commit, so a later writer waits and then counts on from it);
+            # NULL when the collection is gone (a cascade from its own deletion)
+            "CREATE FUNCTION hindsight.write_rev(cid bigint) RETURNS bigint LANGUAGE plpgsql AS $$"
+            " DECLARE r bigint; x xid8;"
+            " BEGIN"
+            " SELECT rev, rev_xact INTO r, x FROM hindsight.collections WHERE id = cid;"
+            " IF NOT FOUND THEN RETURN NULL; END IF;"
+            " IF x IS NOT DISTINCT FROM pg_current_xact_id() THEN RETURN r; END IF;"
+            " UPDATE hindsight.collections SET rev = rev + 1, rev_xact = pg_current_xact_id() WHERE id = cid"
+            " RETURNING rev INTO r;"
+            " RETURN r;"
+            " END $$",
+            "CREATE FUNCTION hindsight.record_rev() RETURNS trigger LANGUAGE plpgsql AS $$"
+            " DECLARE r bigint;"
+            " BEGIN"
+            " IF TG_OP = 'UPDATE' AND OLD.collection_id <> NEW.collection_id THEN"
+            " r := hindsight.write_rev(OLD.collection_id);"
+            " INSERT INTO hindsight.tombstones VALUES (OLD.collection_id, OLD.id, r)"
+            " ON CONFLICT (collection_id, id) DO UPDATE SET rev = EXCLUDED.rev;"
+            " END IF;"
+            " NEW.rev := hindsight.write_rev(NEW.collection_id);"
+            " RETURN NEW;"
+            " END $$",
+            "CREATE FUNCTION hindsight.tombstone() RETURNS trigger LANGUAGE plpgsql AS $$"
+            " DECLARE r bigint;"
+            " BEGIN"
+            " r := hindsight.write_rev(OLD.collection_id);"
+            " IF r IS NOT NULL THEN"
+            " INSERT INTO hindsight.tombstones VALUES (OLD.collection_id, OLD.id, r)"
+            " ON CONFLICT (collection_id, id) DO UPDATE SET rev = EXCLUDED.rev;"
+            " END IF;"
+            " RETURN NULL;"
+            " END $$",
+            "CREATE TRIGGER records_rev BEFORE INSERT OR UPDATE ON hindsight.records"
+            " FOR EACH ROW EXECUTE FUNCTION hindsight.record_rev()",
+            "CREATE TRIGGER records_tombstone AFTER DELETE ON hindsight.records"
+            " FOR EACH ROW EXECUTE FUNCTION hindsight.tombstone()",
+        ),
+    ),
+)
+"""Schema migrations by version: each step's statements run in one transaction with the version bump."""
+SCHEMA_VERSION = MIGRATIONS[-1][0]
+"""The schema version this code writes."""
+
+_MIGRATION_LOCK = 0x68696E64  # advisory lock key of schema migrations ("hind")
+
+
+def migrate(conn: Any, psycopg: Any, signature: str, retokenise: Callable[[Any], None]) -> None:
+    """Create or upgrade the schema in ``conn``'s transaction, under an advisory lock.
+
+    Args:
+        conn: A connection inside a transaction.
+        psycopg: The psycopg module (its error classes).
+        signature: The store's tokenizer signature; when the database holds another, ``retokenise(conn)``
+            recomputes every record's lexical terms.
+        retokenise: Recomputes the lexical terms of every record.
+
+    Raises:
+        BackendError: pgvector is missing and cannot be created, or the database holds a newer schema.
+    """
+    conn.execute("SELECT pg_advisory_xact_lock(%s)", [_MIGRATION_LOCK])
+    if conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'vector'").fetchone() is None:
+        try:
+            conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+        except psycopg.Error as e:
+            raise BackendError(
+                "the database lacks the pgvector extension and this role may not create it: "
+                f"run CREATE EXTENSION vector as a superuser ({e})"
+            ) from e
+    conn.execute(f"CREATE SCHEMA IF NOT EXISTS {SCHEMA}")
+    conn.execute(f"CREATE TABLE IF NOT EXISTS {SCHEMA}.meta (key text PRIMARY KEY, value text NOT NULL)")
+    row = conn.execute(f"SELECT value FROM {SCHEMA}.meta WHERE key = 'schema_version'").fetchone()
+    version = int(row[0]) if row else 0
+    if version > SCHEMA_VERSION:
+        raise BackendError(
+            f"the database holds hindsight schema version {version}, newer than this package's "
+            f"{SCHEMA_VERSION}: upgrade langchain-hindsight"
+        )
+    for target, statements in MIGRATIONS:
+        if target <= version:
+            continue
+        for statement in statements:
+            conn.execute(statement)
+        conn.execute(
+            f"INSERT INTO {SCHEMA}.meta VALUES ('schema_version', %s)"
+            " ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
+            [str(target)],
+        )
+        logger.info("hindsight schema migrated to version %d", target)
+    row = conn.execute(f"SELECT value FROM {SCHEMA}.meta WHERE key = 'lexical_signature'").fetchone()
+    if row is None or row[0] != signature:
+        if row is not None:
+            logger.warning("the tokenizer changed: recomputing the lexical terms of every record")
+        retokenise(conn)
+        conn.execute(
+            f"INSERT INTO {SCHEMA}.meta VALUES ('lexical_signature', %s)"
+            " ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
+            [signature],
+        )
