@@ -39,15 +39,19 @@ import argparse
 import json
 import os
 import random
+import resource
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT.parent))
@@ -101,31 +105,42 @@ class Server:
 def recall_size(size: int, real: Any, server: Server, args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     texts, queries = CORPORA["mixed"](size, args.queries)
     vecs, _ = vectors_for(texts, real, args.real, seed=size)
-    emb = TimedEmbeddings({t: v.tolist() for t, v in zip(texts, vecs, strict=True)}, real)
+    emb = TimedEmbeddings(VectorTable(texts, vecs), real)  # one float32 matrix, not 100k lists of Python floats
     url = server.database()
     stores = {
         "chroma": MemoryStore(tmp / f"chroma-{size}", embeddings=emb),
         "postgres": MemoryStore(database_url=url, embeddings=emb),
     }
-    row: dict[str, Any] = {"size": size}
+    row: dict[str, Any] = {"size": size, "queries": len(queries), "measured_at": datetime.now(UTC).isoformat()}
     load_start = os.getloadavg()[0]
     try:
         for name, store in stores.items():
             rng = random.Random(size)
             bulk = size > args.bulk_above
             row["fill"] = "bulk" if bulk else "add_many"
+            batch = args.bulk_batch if bulk else args.batch
             t0 = time.perf_counter()
-            for start in range(0, size, args.batch):
-                units = synthetic_units(texts[start : start + args.batch], start, rng)
+            for start in range(0, size, batch):
+                units = synthetic_units(texts[start : start + batch], start, rng)
                 if bulk:
-                    bulk_write(store, units, vecs[start : start + args.batch])
+                    bulk_write(store, units, vecs[start : start + batch])
                 else:
                     store.add_many(units, dedupe=False)
+                if bulk and (start // batch) % 10 == 9:
+                    print(f"    {name}: {start + batch:,} written, {time.perf_counter() - t0:.0f} s", flush=True)
             inserted = time.perf_counter() - t0
+            row[f"{name}_rss_mb_after_fill"] = _rss_mb()
             if name == "postgres":  # what autovacuum does within a minute of a bulk load: statistics, visibility map
+                t1 = time.perf_counter()
                 with psycopg.connect(store.backend.client.conninfo, autocommit=True) as conn:
                     conn.execute("VACUUM ANALYZE hindsight.records")
                     conn.execute("VACUUM ANALYZE hindsight.postings")
+                row["postgres_vacuum_s"] = round(time.perf_counter() - t1, 1)
+                sql = MemoryStore(backend=PostgresBackend(url, lexical=lexical_scheme(), replica=False), embeddings=emb)
+                t1 = time.perf_counter()
+                sql.search_by_vector(vecs[0].tolist(), k=K)  # the database's first dense query builds the HNSW index
+                row["postgres_index_build_s"] = round(time.perf_counter() - t1, 1)
+                row["index_build_in_fill"] = False  # reported beside the fill rate, not inside it
                 t1 = time.perf_counter()
                 store.search_by_vector(vecs[0].tolist(), k=K)  # the first search reads the replica whole
                 row["postgres_replica_build_s"] = round(time.perf_counter() - t1, 2)
@@ -135,17 +150,14 @@ def recall_size(size: int, real: Any, server: Server, args: argparse.Namespace, 
                 row["postgres_mirror_mb"] = round(
                     0 if mirror is None else (mirror._vectors.nbytes + sum(len(r) for r in mirror._records)) / 2**20, 1
                 )
-                sql = MemoryStore(backend=PostgresBackend(url, lexical=lexical_scheme(), replica=False), embeddings=emb)
-                t1 = time.perf_counter()
-                sql.search_by_vector(
-                    vecs[0].tolist(), k=K
-                )  # the first dense query of the database builds the HNSW index
-                row["postgres_index_build_s"] = round(time.perf_counter() - t1, 1)
-                inserted += time.perf_counter() - t1
                 with store.backend.client.connection() as conn:
                     row["ef_search"] = conn.execute("SHOW hnsw.ef_search").fetchone()[0]
+                    row["shared_buffers"] = conn.execute("SHOW shared_buffers").fetchone()[0]
+                    row["postgres_db_mb"] = round(
+                        conn.execute("SELECT pg_database_size(current_database())").fetchone()[0] / 2**20
+                    )
             row[f"{name}_add_units_per_s"] = round(size / inserted, 1)
-            print(f"  {name} {size}: filled ({row[f'{name}_add_units_per_s']} units/s)", flush=True)
+            print(f"  {name} {size}: filled ({row[f'{name}_add_units_per_s']} units/s, rss {_rss_mb()} MB)", flush=True)
         stores["postgres_sql"] = sql
         retrievers = {n: HindsightRetriever(store=s, k=K, low_similarity_threshold=0.0) for n, s in stores.items()}
         timings: dict[str, list[float]] = {
@@ -201,10 +213,36 @@ def bulk_write(store: MemoryStore, units: list[Any], vectors: Any) -> None:
     units = [u.model_copy(update={"namespace": store.namespace}) for u in units]
     col.add(
         ids=[u.memory_id for u in units],
-        embeddings=[list(map(float, v)) for v in vectors],
+        embeddings=np.asarray(vectors, dtype=np.float32),  # both backends take the matrix as it is
         documents=[u.content for u in units],
         metadatas=[unit_to_metadata(u) for u in units],
     )
+
+
+class VectorTable(Mapping[str, list[float]]):
+    """Each text's row of one float32 matrix, as a list when asked (what :class:`TableEmbeddings` looks up).
+
+    A dict of lists would hold every vector as Python floats: ~2.9 GB at 100k 896-d vectors, against
+    ~360 MB for the matrix.
+    """
+
+    def __init__(self, texts: list[str], vectors: np.ndarray) -> None:
+        self._row = {t: j for j, t in enumerate(texts)}
+        self._vectors = vectors
+
+    def __getitem__(self, text: str) -> list[float]:
+        return [float(x) for x in self._vectors[self._row[text]]]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._row)
+
+    def __len__(self) -> int:
+        return len(self._row)
+
+
+def _rss_mb() -> int:
+    """This process's peak resident memory so far, in MB (Linux reports ``ru_maxrss`` in KB)."""
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
 
 
 class TimedEmbeddings(TableEmbeddings):
@@ -292,7 +330,8 @@ def markdown(results: dict[str, Any]) -> str:
         "# Postgres backend vs embedded Chroma",
         "",
         f"{results['machine']}; {results['postgres']}; the `mixed` zh/en corpus, k={K}, "
-        f"{results['queries']} queries per size (after {WARMUP} warm-up), the two stores queried in turn. "
+        + ", ".join(f"{r.get('queries') or results['queries']} queries at {r['size']:,}" for r in results["recall"])
+        + f" (after {WARMUP} warm-up), the stores queried in turn. "
         f"Postgres: HNSW m=16, ef_construction=64 (pgvector's defaults), `hnsw.ef_search` = "
         f"{results.get('ef_search', '?')} (read from a pooled session). `postgres` is the default store: an "
         "in-process replica (lexical index; recall mirror up to 30,000 memories, above it the dense arm from "
@@ -324,9 +363,11 @@ def markdown(results: dict[str, Any]) -> str:
             goal = f"≤ {target:.0f} ms" if target and name == "postgres" else ""
             fill = f"{row.get(f'{name}_add_units_per_s', 0):,.0f}" + (" bulk" if row.get("fill") == "bulk" else "")
             if name == "postgres" and "postgres_index_build_s" in row:
-                fill += f" (incl. {row['postgres_index_build_s']:.0f} s index build)"
-            if name == "postgres" and "postgres_replica_build_s" in row:
-                fill += f"; replica read in {row['postgres_replica_build_s']:.1f} s, {row['postgres_mirror_mb']} MB"
+                within = "incl." if row.get("index_build_in_fill", True) else "then"
+                fill += f" ({within} {row['postgres_index_build_s']:.0f} s HNSW index build)"
+            if name == "postgres" and row.get("postgres_replica_build_s") is not None:
+                held = f"{row['postgres_mirror_mb']} MB" if row["postgres_mirror_mb"] else "lexical index only"
+                fill += f"; replica read in {row['postgres_replica_build_s']:.1f} s, {held}"
             if name == "postgres_sql":
                 fill = "(same database)"
             load = row.get("load_avg", "") if name == "postgres" else ""
@@ -355,7 +396,8 @@ def markdown(results: dict[str, Any]) -> str:
         "",
         "Same top result from both backends on the first 50 queries: "
         + ", ".join(
-            f"{row['size']:,}: {row['same_top1_of_50']}/{min(50, results['queries'])}" for row in results["recall"]
+            f"{row['size']:,}: {row['same_top1_of_50']}/{min(50, row.get('queries') or results['queries'])}"
+            for row in results["recall"]
         )
         + " (HNSW is approximate on both; the lexical arm is exact on both).",
         "",
@@ -379,7 +421,10 @@ def main() -> None:
     parser.add_argument("--sizes", default="10000,100000")
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--real", type=int, default=1000, help="texts embedded for real per size")
-    parser.add_argument("--batch", type=int, default=1000)
+    parser.add_argument("--batch", type=int, default=1000, help="units per add_many call")
+    parser.add_argument(
+        "--bulk-batch", type=int, default=2000, help="records per backend write (one transaction) of a bulk fill"
+    )
     parser.add_argument(
         "--bulk-above", type=int, default=30000, help="sizes above this are filled by backend writes, not add_many"
     )
@@ -403,11 +448,24 @@ def main() -> None:
         "writes": [],
         "notes": [],
     }
+    sizes = [int(x) for x in args.sizes.split(",") if x]
     previous = OUT / f"{args.out}.json"
-    if not args.writers and previous.exists():  # --writers "": keep the write measurements of the last run
+    kept_recall: list[dict[str, Any]] = []
+    if previous.exists():
         kept = json.loads(previous.read_text())
-        results["writes"] = kept["writes"]
-        results["notes"].append(f"Write throughput from an earlier run on {kept['postgres']}.")
+        if not args.writers:  # --writers "": keep the write measurements of the last run
+            results["writes"] = kept["writes"]
+            results["notes"].append(f"Write throughput from an earlier run on {kept['postgres']}.")
+        # the recall rows of sizes not measured now stay, each with its own run's query count and load
+        kept_recall = [{"queries": kept.get("queries"), **r} for r in kept["recall"] if r["size"] not in sizes]
+        results["recall"] = list(kept_recall)
+        results["ef_search"] = kept.get("ef_search")
+        if kept_recall:
+            results["notes"].append(
+                "Recall rows of "
+                + ", ".join(f"{r['size']:,}" for r in kept_recall)
+                + f" memories from an earlier run on {kept['postgres']} (their own load average is in the table)."
+            )
     try:
         for w in [int(x) for x in args.writers.split(",") if x]:
             print(f"writers {w}", flush=True)
@@ -419,9 +477,10 @@ def main() -> None:
                     print(f"  {results['writes'][-1]}", flush=True)
         real = default_embedder()
         with tempfile.TemporaryDirectory() as tmp:
-            for size in [int(x) for x in args.sizes.split(",") if x]:
+            for size in sizes:
                 print(f"recall {size}", flush=True)
                 results["recall"].append(recall_size(size, real, server, args, Path(tmp)))
+                results["recall"].sort(key=lambda r: r["size"])
                 results["ef_search"] = results["recall"][-1].get("ef_search")
                 write(results, args.out)  # after every size: a size that does not finish leaves the others
     finally:
