@@ -7,15 +7,20 @@ of ``recall_scale.py`` (zh/en; ``--real`` texts embedded for real, the rest nois
 vectors, so the dense arm sees real structure). Then for every query:
 
 * ``recall``: ``HindsightRetriever.recall`` (query embedding, both arms, scoring), k=5. On Chroma
-  a namespace of at most ``MIRROR_MAX_ROWS`` memories is served from the in-process recall mirror;
-  on Postgres every query goes to the database (HNSW dense arm, BM25 in SQL): no replica.
+  a namespace of at most ``MIRROR_MAX_ROWS`` memories is served from the in-process recall mirror.
+  ``postgres`` is the default store: its in-process replica, brought up to date by one change-feed
+  query, holds the lexical index and (up to ``MIRROR_MAX_ROWS``) the mirror; above that the dense arm
+  and the candidates' records come from the database in one statement (HNSW). ``postgres (sql)`` is
+  the same database with ``replica=False``: both arms in one SQL statement (BM25 in SQL).
 * ``lexical``: the BM25 arm alone (``store.lexical_search``, depth 3k, normalised).
 
 After filling, the Postgres tables get ``VACUUM ANALYZE`` — what autovacuum does on its own within
 about a minute of a bulk load (planner statistics; the visibility map that lets the postings be read
 from their index alone) — and one dense query, which builds the collection's HNSW index (the backend
-builds it at the first dense query, not per insert); its time counts in the Postgres fill rate.
-Each recall's query embedding is timed on its own, so the table also shows recall without it.
+builds it at the first dense query, not per insert); its time is reported beside the fill rate (rows
+of earlier runs, marked "incl.", counted it inside), and so is the replica's first read. Each
+recall's query embedding is timed on its own, so the table also shows recall without it. The load
+average in the table is the machine's from the first query to the last.
 
 Writes: 1, 4 and 8 writer processes, each adding ``--per-writer`` units through ``add_many``
 (batches of 10, dedupe on, so every plan queries its neighbours) into one fresh database, all
@@ -25,12 +30,15 @@ dedupe sees every earlier write) and once with a namespace per writer. The
 embedder is ``tests.fakes.HashEmbeddings``, so the number is the store's and the database's cost.
 
 Sizes above ``--bulk-above`` (30,000) are filled by backend writes of the records as the store encodes
-them (``bulk_write``: no per-unit planning), so 100k fills in minutes; the table marks such fill rates
-``bulk``. Writes benchmarks/results/postgres_scale.json and .md.
+them (``bulk_write``: no per-unit planning; ``--bulk-batch`` records, 2,000, per write, each write one
+transaction on Postgres: the rows, their postings and the change feed's revision), so 100k fills in
+minutes; the table marks such fill rates ``bulk``. The vectors stay one float32 matrix (a dict of
+Python lists would hold ~2.9 GB at 100k). Writes benchmarks/results/postgres_scale.json and .md; the
+recall rows of sizes not measured now are kept from the file (with their own load and query count).
 
 Run: HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/postgres_scale.py [--sizes 10000,100000] [--queries 200]
      [--writers 1,4,8 [--baseline]] [--per-writer 300]
-(``--sizes 10000`` alone measures recall and keeps the last run's write rows.)
+(``--sizes 10000`` alone measures recall and keeps the last run's write rows and other sizes' rows.)
 """
 
 from __future__ import annotations
@@ -41,6 +49,7 @@ import os
 import random
 import resource
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -159,6 +168,8 @@ def recall_size(size: int, real: Any, server: Server, args: argparse.Namespace, 
             row[f"{name}_add_units_per_s"] = round(size / inserted, 1)
             print(f"  {name} {size}: filled ({row[f'{name}_add_units_per_s']} units/s, rss {_rss_mb()} MB)", flush=True)
         stores["postgres_sql"] = sql
+        row["load_avg_fill_start"] = round(load_start, 1)
+        load_start = os.getloadavg()[0]  # the table's load: from the first query to the last
         retrievers = {n: HindsightRetriever(store=s, k=K, low_similarity_threshold=0.0) for n, s in stores.items()}
         timings: dict[str, list[float]] = {
             f"{n}_{m}": [] for n in stores for m in ("recall", "recall_no_embed", "embed", "lexical")
@@ -335,7 +346,8 @@ def markdown(results: dict[str, Any]) -> str:
         f"Postgres: HNSW m=16, ef_construction=64 (pgvector's defaults), `hnsw.ef_search` = "
         f"{results.get('ef_search', '?')} (read from a pooled session). `postgres` is the default store: an "
         "in-process replica (lexical index; recall mirror up to 30,000 memories, above it the dense arm from "
-        "HNSW) brought up to date by one change-feed query before every search; `postgres (sql)` is the same "
+        "HNSW and the candidates' records in one statement) brought up to date by one change-feed query before "
+        "every search; `postgres (sql)` is the same "
         "database read with `PostgresBackend(replica=False)`: one SQL statement per recall (both arms and the "
         "candidates' records).",
         "",
@@ -438,6 +450,9 @@ def main() -> None:
     parser.add_argument("--out", default="postgres_scale")
     args = parser.parse_args()
     import platform
+
+    # a stop request ends the run through its finally blocks, so the embedded server is stopped and deleted
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
 
     server = Server()
     results: dict[str, Any] = {
