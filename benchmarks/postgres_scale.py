@@ -197,6 +197,18 @@ def recall_size(size: int, real: Any, server: Server, args: argparse.Namespace, 
             for q in queries[:50]
         )
         row["same_top1_of_50"] = int(same)
+        # each backend's dense arm against exact search over the same vectors: the k nearest, by content
+        found = dict.fromkeys(("chroma", "postgres"), 0)
+        norms = np.linalg.norm(vecs, axis=1)
+        for q in queries[:50]:
+            probe = np.asarray(emb.embed_query(q), dtype=np.float32)
+            cosine = (vecs @ probe) / (norms * float(np.linalg.norm(probe)))
+            exact = {texts[j] for j in np.argsort(-cosine, kind="stable")[:K]}
+            for name in found:
+                got = {u.content for u, _, _ in stores[name].search_by_vector(probe.tolist(), k=K)}
+                found[name] += len(exact & got)
+        for name, n in found.items():
+            row[f"{name}_dense_recall_at_k"] = round(n / (K * min(50, len(queries))), 3)
     finally:
         for store in stores.values():
             store.close()
@@ -412,6 +424,20 @@ def markdown(results: dict[str, Any]) -> str:
             for row in results["recall"]
         )
         + " (HNSW is approximate on both; the lexical arm is exact on both).",
+    ]
+    dense = [r for r in results["recall"] if "postgres_dense_recall_at_k" in r]
+    if dense:
+        lines += [
+            "",
+            f"Dense arm against exact search (recall@{K}: share of the exact {K} nearest vectors each store's "
+            "`search_by_vector` returns, first 50 queries): "
+            + ", ".join(
+                f"{r['size']:,}: postgres {r['postgres_dense_recall_at_k']:.2f}, chroma {r['chroma_dense_recall_at_k']:.2f}"
+                for r in dense
+            )
+            + ".",
+        ]
+    lines += [
         "",
         "## Write throughput",
         "",
