@@ -7,15 +7,20 @@ of ``recall_scale.py`` (zh/en; ``--real`` texts embedded for real, the rest nois
 vectors, so the dense arm sees real structure). Then for every query:
 
 * ``recall``: ``HindsightRetriever.recall`` (query embedding, both arms, scoring), k=5. On Chroma
-  a namespace of at most ``MIRROR_MAX_ROWS`` memories is served from the in-process recall mirror;
-  on Postgres every query goes to the database (HNSW dense arm, BM25 in SQL): no replica.
+  a namespace of at most ``MIRROR_MAX_ROWS`` memories is served from the in-process recall mirror.
+  ``postgres`` is the default store: its in-process replica, brought up to date by one change-feed
+  query, holds the lexical index and (up to ``MIRROR_MAX_ROWS``) the mirror; above that the dense arm
+  and the candidates' records come from the database in one statement (HNSW). ``postgres (sql)`` is
+  the same database with ``replica=False``: both arms in one SQL statement (BM25 in SQL).
 * ``lexical``: the BM25 arm alone (``store.lexical_search``, depth 3k, normalised).
 
 After filling, the Postgres tables get ``VACUUM ANALYZE`` — what autovacuum does on its own within
 about a minute of a bulk load (planner statistics; the visibility map that lets the postings be read
 from their index alone) — and one dense query, which builds the collection's HNSW index (the backend
-builds it at the first dense query, not per insert); its time counts in the Postgres fill rate.
-Each recall's query embedding is timed on its own, so the table also shows recall without it.
+builds it at the first dense query, not per insert); its time is reported beside the fill rate (rows
+of earlier runs, marked "incl.", counted it inside), and so is the replica's first read. Each
+recall's query embedding is timed on its own, so the table also shows recall without it. The load
+average in the table is the machine's from the first query to the last.
 
 Writes: 1, 4 and 8 writer processes, each adding ``--per-writer`` units through ``add_many``
 (batches of 10, dedupe on, so every plan queries its neighbours) into one fresh database, all
@@ -25,12 +30,15 @@ dedupe sees every earlier write) and once with a namespace per writer. The
 embedder is ``tests.fakes.HashEmbeddings``, so the number is the store's and the database's cost.
 
 Sizes above ``--bulk-above`` (30,000) are filled by backend writes of the records as the store encodes
-them (``bulk_write``: no per-unit planning), so 100k fills in minutes; the table marks such fill rates
-``bulk``. Writes benchmarks/results/postgres_scale.json and .md.
+them (``bulk_write``: no per-unit planning; ``--bulk-batch`` records, 2,000, per write, each write one
+transaction on Postgres: the rows, their postings and the change feed's revision), so 100k fills in
+minutes; the table marks such fill rates ``bulk``. The vectors stay one float32 matrix (a dict of
+Python lists would hold ~2.9 GB at 100k). Writes benchmarks/results/postgres_scale.json and .md; the
+recall rows of sizes not measured now are kept from the file (with their own load and query count).
 
 Run: HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/postgres_scale.py [--sizes 10000,100000] [--queries 200]
      [--writers 1,4,8 [--baseline]] [--per-writer 300]
-(``--sizes 10000`` alone measures recall and keeps the last run's write rows.)
+(``--sizes 10000`` alone measures recall and keeps the last run's write rows and other sizes' rows.)
 """
 
 from __future__ import annotations
@@ -39,15 +47,20 @@ import argparse
 import json
 import os
 import random
+import resource
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT.parent))
@@ -101,31 +114,42 @@ class Server:
 def recall_size(size: int, real: Any, server: Server, args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     texts, queries = CORPORA["mixed"](size, args.queries)
     vecs, _ = vectors_for(texts, real, args.real, seed=size)
-    emb = TimedEmbeddings({t: v.tolist() for t, v in zip(texts, vecs, strict=True)}, real)
+    emb = TimedEmbeddings(VectorTable(texts, vecs), real)  # one float32 matrix, not 100k lists of Python floats
     url = server.database()
     stores = {
         "chroma": MemoryStore(tmp / f"chroma-{size}", embeddings=emb),
         "postgres": MemoryStore(database_url=url, embeddings=emb),
     }
-    row: dict[str, Any] = {"size": size}
+    row: dict[str, Any] = {"size": size, "queries": len(queries), "measured_at": datetime.now(UTC).isoformat()}
     load_start = os.getloadavg()[0]
     try:
         for name, store in stores.items():
             rng = random.Random(size)
             bulk = size > args.bulk_above
             row["fill"] = "bulk" if bulk else "add_many"
+            batch = args.bulk_batch if bulk else args.batch
             t0 = time.perf_counter()
-            for start in range(0, size, args.batch):
-                units = synthetic_units(texts[start : start + args.batch], start, rng)
+            for start in range(0, size, batch):
+                units = synthetic_units(texts[start : start + batch], start, rng)
                 if bulk:
-                    bulk_write(store, units, vecs[start : start + args.batch])
+                    bulk_write(store, units, vecs[start : start + batch])
                 else:
                     store.add_many(units, dedupe=False)
+                if bulk and (start // batch) % 10 == 9:
+                    print(f"    {name}: {start + batch:,} written, {time.perf_counter() - t0:.0f} s", flush=True)
             inserted = time.perf_counter() - t0
+            row[f"{name}_rss_mb_after_fill"] = _rss_mb()
             if name == "postgres":  # what autovacuum does within a minute of a bulk load: statistics, visibility map
+                t1 = time.perf_counter()
                 with psycopg.connect(store.backend.client.conninfo, autocommit=True) as conn:
                     conn.execute("VACUUM ANALYZE hindsight.records")
                     conn.execute("VACUUM ANALYZE hindsight.postings")
+                row["postgres_vacuum_s"] = round(time.perf_counter() - t1, 1)
+                sql = MemoryStore(backend=PostgresBackend(url, lexical=lexical_scheme(), replica=False), embeddings=emb)
+                t1 = time.perf_counter()
+                sql.search_by_vector(vecs[0].tolist(), k=K)  # the database's first dense query builds the HNSW index
+                row["postgres_index_build_s"] = round(time.perf_counter() - t1, 1)
+                row["index_build_in_fill"] = False  # reported beside the fill rate, not inside it
                 t1 = time.perf_counter()
                 store.search_by_vector(vecs[0].tolist(), k=K)  # the first search reads the replica whole
                 row["postgres_replica_build_s"] = round(time.perf_counter() - t1, 2)
@@ -135,18 +159,17 @@ def recall_size(size: int, real: Any, server: Server, args: argparse.Namespace, 
                 row["postgres_mirror_mb"] = round(
                     0 if mirror is None else (mirror._vectors.nbytes + sum(len(r) for r in mirror._records)) / 2**20, 1
                 )
-                sql = MemoryStore(backend=PostgresBackend(url, lexical=lexical_scheme(), replica=False), embeddings=emb)
-                t1 = time.perf_counter()
-                sql.search_by_vector(
-                    vecs[0].tolist(), k=K
-                )  # the first dense query of the database builds the HNSW index
-                row["postgres_index_build_s"] = round(time.perf_counter() - t1, 1)
-                inserted += time.perf_counter() - t1
                 with store.backend.client.connection() as conn:
                     row["ef_search"] = conn.execute("SHOW hnsw.ef_search").fetchone()[0]
+                    row["shared_buffers"] = conn.execute("SHOW shared_buffers").fetchone()[0]
+                    row["postgres_db_mb"] = round(
+                        conn.execute("SELECT pg_database_size(current_database())").fetchone()[0] / 2**20
+                    )
             row[f"{name}_add_units_per_s"] = round(size / inserted, 1)
-            print(f"  {name} {size}: filled ({row[f'{name}_add_units_per_s']} units/s)", flush=True)
+            print(f"  {name} {size}: filled ({row[f'{name}_add_units_per_s']} units/s, rss {_rss_mb()} MB)", flush=True)
         stores["postgres_sql"] = sql
+        row["load_avg_fill_start"] = round(load_start, 1)
+        load_start = os.getloadavg()[0]  # the table's load: from the first query to the last
         retrievers = {n: HindsightRetriever(store=s, k=K, low_similarity_threshold=0.0) for n, s in stores.items()}
         timings: dict[str, list[float]] = {
             f"{n}_{m}": [] for n in stores for m in ("recall", "recall_no_embed", "embed", "lexical")
@@ -174,6 +197,18 @@ def recall_size(size: int, real: Any, server: Server, args: argparse.Namespace, 
             for q in queries[:50]
         )
         row["same_top1_of_50"] = int(same)
+        # each backend's dense arm against exact search over the same vectors: the k nearest, by content
+        found = dict.fromkeys(("chroma", "postgres"), 0)
+        norms = np.linalg.norm(vecs, axis=1)
+        for q in queries[:50]:
+            probe = np.asarray(emb.embed_query(q), dtype=np.float32)
+            cosine = (vecs @ probe) / (norms * float(np.linalg.norm(probe)))
+            exact = {texts[j] for j in np.argsort(-cosine, kind="stable")[:K]}
+            for name in found:
+                got = {u.content for u, _, _ in stores[name].search_by_vector(probe.tolist(), k=K)}
+                found[name] += len(exact & got)
+        for name, n in found.items():
+            row[f"{name}_dense_recall_at_k"] = round(n / (K * min(50, len(queries))), 3)
     finally:
         for store in stores.values():
             store.close()
@@ -201,10 +236,36 @@ def bulk_write(store: MemoryStore, units: list[Any], vectors: Any) -> None:
     units = [u.model_copy(update={"namespace": store.namespace}) for u in units]
     col.add(
         ids=[u.memory_id for u in units],
-        embeddings=[list(map(float, v)) for v in vectors],
+        embeddings=np.asarray(vectors, dtype=np.float32),  # both backends take the matrix as it is
         documents=[u.content for u in units],
         metadatas=[unit_to_metadata(u) for u in units],
     )
+
+
+class VectorTable(Mapping[str, list[float]]):
+    """Each text's row of one float32 matrix, as a list when asked (what :class:`TableEmbeddings` looks up).
+
+    A dict of lists would hold every vector as Python floats: ~2.9 GB at 100k 896-d vectors, against
+    ~360 MB for the matrix.
+    """
+
+    def __init__(self, texts: list[str], vectors: np.ndarray) -> None:
+        self._row = {t: j for j, t in enumerate(texts)}
+        self._vectors = vectors
+
+    def __getitem__(self, text: str) -> list[float]:
+        return [float(x) for x in self._vectors[self._row[text]]]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._row)
+
+    def __len__(self) -> int:
+        return len(self._row)
+
+
+def _rss_mb() -> int:
+    """This process's peak resident memory so far, in MB (Linux reports ``ru_maxrss`` in KB)."""
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
 
 
 class TimedEmbeddings(TableEmbeddings):
@@ -292,11 +353,13 @@ def markdown(results: dict[str, Any]) -> str:
         "# Postgres backend vs embedded Chroma",
         "",
         f"{results['machine']}; {results['postgres']}; the `mixed` zh/en corpus, k={K}, "
-        f"{results['queries']} queries per size (after {WARMUP} warm-up), the two stores queried in turn. "
+        + ", ".join(f"{r.get('queries') or results['queries']} queries at {r['size']:,}" for r in results["recall"])
+        + f" (after {WARMUP} warm-up), the stores queried in turn. "
         f"Postgres: HNSW m=16, ef_construction=64 (pgvector's defaults), `hnsw.ef_search` = "
         f"{results.get('ef_search', '?')} (read from a pooled session). `postgres` is the default store: an "
         "in-process replica (lexical index; recall mirror up to 30,000 memories, above it the dense arm from "
-        "HNSW) brought up to date by one change-feed query before every search; `postgres (sql)` is the same "
+        "HNSW and the candidates' records in one statement) brought up to date by one change-feed query before "
+        "every search; `postgres (sql)` is the same "
         "database read with `PostgresBackend(replica=False)`: one SQL statement per recall (both arms and the "
         "candidates' records).",
         "",
@@ -324,9 +387,11 @@ def markdown(results: dict[str, Any]) -> str:
             goal = f"≤ {target:.0f} ms" if target and name == "postgres" else ""
             fill = f"{row.get(f'{name}_add_units_per_s', 0):,.0f}" + (" bulk" if row.get("fill") == "bulk" else "")
             if name == "postgres" and "postgres_index_build_s" in row:
-                fill += f" (incl. {row['postgres_index_build_s']:.0f} s index build)"
-            if name == "postgres" and "postgres_replica_build_s" in row:
-                fill += f"; replica read in {row['postgres_replica_build_s']:.1f} s, {row['postgres_mirror_mb']} MB"
+                within = "incl." if row.get("index_build_in_fill", True) else "then"
+                fill += f" ({within} {row['postgres_index_build_s']:.0f} s HNSW index build)"
+            if name == "postgres" and row.get("postgres_replica_build_s") is not None:
+                held = f"{row['postgres_mirror_mb']} MB" if row["postgres_mirror_mb"] else "lexical index only"
+                fill += f"; replica read in {row['postgres_replica_build_s']:.1f} s, {held}"
             if name == "postgres_sql":
                 fill = "(same database)"
             load = row.get("load_avg", "") if name == "postgres" else ""
@@ -355,9 +420,24 @@ def markdown(results: dict[str, Any]) -> str:
         "",
         "Same top result from both backends on the first 50 queries: "
         + ", ".join(
-            f"{row['size']:,}: {row['same_top1_of_50']}/{min(50, results['queries'])}" for row in results["recall"]
+            f"{row['size']:,}: {row['same_top1_of_50']}/{min(50, row.get('queries') or results['queries'])}"
+            for row in results["recall"]
         )
         + " (HNSW is approximate on both; the lexical arm is exact on both).",
+    ]
+    dense = [r for r in results["recall"] if "postgres_dense_recall_at_k" in r]
+    if dense:
+        lines += [
+            "",
+            f"Dense arm against exact search (recall@{K}: share of the exact {K} nearest vectors each store's "
+            "`search_by_vector` returns, first 50 queries): "
+            + ", ".join(
+                f"{r['size']:,}: postgres {r['postgres_dense_recall_at_k']:.2f}, chroma {r['chroma_dense_recall_at_k']:.2f}"
+                for r in dense
+            )
+            + ".",
+        ]
+    lines += [
         "",
         "## Write throughput",
         "",
@@ -379,7 +459,10 @@ def main() -> None:
     parser.add_argument("--sizes", default="10000,100000")
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--real", type=int, default=1000, help="texts embedded for real per size")
-    parser.add_argument("--batch", type=int, default=1000)
+    parser.add_argument("--batch", type=int, default=1000, help="units per add_many call")
+    parser.add_argument(
+        "--bulk-batch", type=int, default=2000, help="records per backend write (one transaction) of a bulk fill"
+    )
     parser.add_argument(
         "--bulk-above", type=int, default=30000, help="sizes above this are filled by backend writes, not add_many"
     )
@@ -394,6 +477,9 @@ def main() -> None:
     args = parser.parse_args()
     import platform
 
+    # a stop request ends the run through its finally blocks, so the embedded server is stopped and deleted
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+
     server = Server()
     results: dict[str, Any] = {
         "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores (shared)",
@@ -403,11 +489,24 @@ def main() -> None:
         "writes": [],
         "notes": [],
     }
+    sizes = [int(x) for x in args.sizes.split(",") if x]
     previous = OUT / f"{args.out}.json"
-    if not args.writers and previous.exists():  # --writers "": keep the write measurements of the last run
+    kept_recall: list[dict[str, Any]] = []
+    if previous.exists():
         kept = json.loads(previous.read_text())
-        results["writes"] = kept["writes"]
-        results["notes"].append(f"Write throughput from an earlier run on {kept['postgres']}.")
+        if not args.writers:  # --writers "": keep the write measurements of the last run
+            results["writes"] = kept["writes"]
+            results["notes"].append(f"Write throughput from an earlier run on {kept['postgres']}.")
+        # the recall rows of sizes not measured now stay, each with its own run's query count and load
+        kept_recall = [{"queries": kept.get("queries"), **r} for r in kept["recall"] if r["size"] not in sizes]
+        results["recall"] = list(kept_recall)
+        results["ef_search"] = kept.get("ef_search")
+        if kept_recall:
+            results["notes"].append(
+                "Recall rows of "
+                + ", ".join(f"{r['size']:,}" for r in kept_recall)
+                + f" memories from an earlier run on {kept['postgres']} (their own load average is in the table)."
+            )
     try:
         for w in [int(x) for x in args.writers.split(",") if x]:
             print(f"writers {w}", flush=True)
@@ -419,9 +518,10 @@ def main() -> None:
                     print(f"  {results['writes'][-1]}", flush=True)
         real = default_embedder()
         with tempfile.TemporaryDirectory() as tmp:
-            for size in [int(x) for x in args.sizes.split(",") if x]:
+            for size in sizes:
                 print(f"recall {size}", flush=True)
                 results["recall"].append(recall_size(size, real, server, args, Path(tmp)))
+                results["recall"].sort(key=lambda r: r["size"])
                 results["ef_search"] = results["recall"][-1].get("ef_search")
                 write(results, args.out)  # after every size: a size that does not finish leaves the others
     finally:

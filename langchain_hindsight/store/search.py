@@ -149,6 +149,10 @@ def hybrid_search(
             return replica_hybrid(index, mirror, query, vector, k=k, normalize=normalize, unit_of=unit_of)
         lexical = dict(lexical_search(store, query, k=k, namespace=ns, normalize=normalize, synced=False))
         col = store._collection(ns, create=False)
+        if store.backend.feeds_changes and col is not None:  # the dense arm and the candidates' records: one query
+            answered = _database_hybrid(store, ns, query, vector, k, normalize, lexical=list(lexical.items()))
+            if answered is not None:
+                return answered
         if store._replica.units.size and col is not None:
             n = k + max(8, k // 2)
             res = col.query(query_embeddings=[list(vector)], n_results=n, include=["distances"])
@@ -164,27 +168,47 @@ def hybrid_search(
 
 
 def _database_hybrid(
-    store: StoreCore, ns: str, query: str, vector: Sequence[float], k: int, normalize: bool
+    store: StoreCore,
+    ns: str,
+    query: str,
+    vector: Sequence[float],
+    k: int,
+    normalize: bool,
+    *,
+    lexical: list[tuple[str, float]] | None = None,
 ) -> tuple[dict[str, tuple[MemoryUnit, float]], dict[str, float]] | None:
     """:func:`hybrid_search` from the backend's :meth:`~Records.hybrid_query`, with the same candidates as the arms
     asked one by one; ``None`` when the backend does not answer, or when too few of the nearest records are active
     (the dense arm must then ask again with a filter, as :func:`search_by_vector` does).
+
+    ``lexical``: the lexical arm as the replica just scored it (synced: its unit cache is current, so decoded
+    units are taken from it); the backend then answers the dense arm and every candidate's record.
     """  # noqa: D205
     col = store._vectors(store._collection(ns, create=False))
     if col is None:
         return {}, {}
     nearest = k + max(8, k // 2)  # as search_by_vector: some of the nearest may be inactive
-    found = col.hybrid_query(query, vector, k=k, nearest=nearest, normalize=normalize)
+    found = col.hybrid_query(query, vector, k=k, nearest=nearest, normalize=normalize, lexical=lexical)
     if found is None:
         return None
     active = [(i, d) for i, d in found.nearest if found.records[i][1].get("status") == "active"]
     if len(active) < k and len(found.nearest) >= nearest:
         return None
-    candidates = {i: (unit_from_record(i, found.records[i][0], found.records[i][1]), 1.0 - d) for i, d in active[:k]}
+    cache = store._replica.units if lexical is not None else None
+
+    def unit_of(memory_id: str) -> MemoryUnit:
+        entry = cache.get(ns, memory_id) if cache is not None else None
+        if entry is not None:
+            return entry[0]
+        unit = unit_from_record(memory_id, found.records[memory_id][0], found.records[memory_id][1])
+        if cache is not None:
+            cache.put(unit)
+        return unit
+
+    candidates = {i: (unit_of(i), 1.0 - d) for i, d in active[:k]}
     for i, _ in found.lexical:  # lexical matches the dense arm did not return: their similarity, as similarity_by_ids
-        document, metadata, dot = found.records[i]
-        if i not in candidates and metadata.get("status") == "active":
-            candidates[i] = (unit_from_record(i, document, metadata), dot)
+        if i not in candidates and i in found.records and found.records[i][1].get("status") == "active":
+            candidates[i] = (unit_of(i), found.records[i][2])
     return candidates, dict(found.lexical)
 
 

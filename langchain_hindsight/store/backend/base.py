@@ -280,12 +280,21 @@ class Records(ABC):
         return None
 
     def hybrid_query(
-        self, query: str, vector: Vector, *, k: int, nearest: int, normalize: bool = False
+        self,
+        query: str,
+        vector: Vector,
+        *,
+        k: int,
+        nearest: int,
+        normalize: bool = False,
+        lexical: Sequence[tuple[str, float]] | None = None,
     ) -> HybridRows | None:
         """The ``nearest`` records nearest ``vector``, the ``k`` best lexical matches of ``query``, and their records.
 
         Only a backend whose :attr:`Backend.answers_lexical` is true answers (in one round trip);
-        the default returns ``None`` and the store asks the arms one by one.
+        the default returns ``None`` and the store asks the arms one by one. ``lexical``: the lexical
+        arm already answered (by the store's replica): the backend reads those ids' records beside the
+        dense arm instead of scoring ``query`` (a backend that :attr:`~Backend.feeds_changes` answers this).
         """
         return None
 

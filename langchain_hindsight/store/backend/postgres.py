@@ -437,25 +437,35 @@ class PostgresRecords(Records):
         )
 
     def hybrid_query(
-        self, query: str, vector: Vector, *, k: int, nearest: int, normalize: bool = False
+        self,
+        query: str,
+        vector: Vector,
+        *,
+        k: int,
+        nearest: int,
+        normalize: bool = False,
+        lexical: Sequence[tuple[str, float]] | None = None,
     ) -> HybridRows | None:
         """See :meth:`Records.hybrid_query`: both arms and every candidate's record in one SQL statement.
 
         The dense arm is the HNSW index scan of :meth:`query` (without a filter), the lexical arm
-        the BM25 of :meth:`lexical_search`; the statement then reads the document and metadata of
-        each id either arm returned, with its inner product with ``vector`` (one round trip; the
-        statement is prepared by the connection after a few calls).
+        the BM25 of :meth:`lexical_search` (or the ids of ``lexical``, scored by the replica's index);
+        the statement then reads the document and metadata of each id either arm returned, with its
+        inner product with ``vector`` (one round trip; the statement is prepared by the connection
+        after a few calls).
         """
         if k <= 0 or nearest <= 0:
             return HybridRows([], [], {})
         dim = self._dimension()
-        if dim is None:
-            return HybridRows([], [], {})
+        if dim is None:  # nothing stored yet
+            return HybridRows([], list(lexical or []), {})
         probe = _vector(vector)
         if len(probe) != dim:
             raise BackendError(
                 f"collection {self._name!r} holds {dim}-dimensional vectors, got {len(probe)} dimensions"
             )
+        if lexical is not None:
+            return self._dense_with_records(probe, dim, nearest, lexical)
         ctes, params, terms = self._lexical_ctes(query, k, normalize)
         cast = f"::vector({dim})"
         sql = (
@@ -468,20 +478,45 @@ class PostgresRecords(Records):
             " LEFT JOIN dense d ON d.id = c.id LEFT JOIN lex l ON l.id = c.id"
         )
         params.update(v=probe, n=nearest)
+        rows, dense, records = self._candidates(sql, params, nearest, "hybrid query")
+        scored = sorted(((r[0], float(r[5])) for r in rows if r[5] is not None), key=lambda x: (-x[1], _c_order(x[0])))
+        bm25 = self._lexical_scores(scored, float(rows[0][6]), rows[0][7], terms, normalize) if rows and scored else []
+        return HybridRows(dense, bm25, records)
+
+    def _dense_with_records(
+        self, probe: _VectorParam, dim: int, nearest: int, lexical: Sequence[tuple[str, float]]
+    ) -> HybridRows:
+        """:meth:`hybrid_query` with the lexical arm given: the HNSW scan and the records of its ids and
+        ``lexical``'s, in one statement.
+        """  # noqa: D205
+        cast = f"::vector({dim})"
+        sql = (
+            f"WITH dense AS MATERIALIZED (SELECT id, embedding{cast} <=> %(v)s{cast} AS distance"
+            f" FROM hindsight.records WHERE collection_id = {self._cid} ORDER BY distance LIMIT %(n)s)"
+            " SELECT r.id, r.document, r.metadata, d.distance, -(r.embedding" + cast + " <#> %(v)s" + cast + ")"
+            " FROM hindsight.records r LEFT JOIN dense d ON d.id = r.id"
+            # the candidates as one array: read by primary key, whatever the planner guesses of the collection's size
+            f" WHERE r.collection_id = {self._cid} AND r.id = ANY(ARRAY(SELECT id FROM dense) || %(ids)s::text[])"
+        )
+        params = {"v": probe, "n": nearest, "ids": [i for i, _ in lexical]}
+        _, dense, records = self._candidates(sql, params, nearest, "dense query")
+        return HybridRows(dense, list(lexical), records)
+
+    def _candidates(
+        self, sql: str, params: dict[str, Any], nearest: int, what: str
+    ) -> tuple[list[tuple[Any, ...]], list[tuple[str, float]], dict[str, tuple[str | None, dict[str, Any], float]]]:
+        """Run a candidates statement (rows of id, document, metadata, distance or NULL, inner product, ...):
+        its rows, the dense arm (``(id, distance)``, nearest first, ties by id) and the records by id.
+        """  # noqa: D205
 
         def run(conn: Any) -> list[tuple[Any, ...]]:
             if nearest > _EF_SEARCH:  # the session's candidate list is shorter than asked: widen it
                 conn.execute(f"SET LOCAL hnsw.ef_search = {int(nearest)}")
             return conn.execute(sql, params, binary=True).fetchall()  # type: ignore[no-any-return]
 
-        rows = self._backend.run(run, "hybrid query", write=nearest > _EF_SEARCH)
+        rows = self._backend.run(run, what, write=nearest > _EF_SEARCH)
         dense = sorted(((r[0], float(r[3])) for r in rows if r[3] is not None), key=lambda x: (x[1], x[0]))
-        scored = sorted(((r[0], float(r[5])) for r in rows if r[5] is not None), key=lambda x: (-x[1], _c_order(x[0])))
-        lexical = (
-            self._lexical_scores(scored, float(rows[0][6]), rows[0][7], terms, normalize) if rows and scored else []
-        )
-        records = {r[0]: (r[1], dict(r[2]), float(r[4])) for r in rows}
-        return HybridRows(dense, lexical, records)
+        return rows, dense, {r[0]: (r[1], dict(r[2]), float(r[4])) for r in rows}
 
     def changes(self, since: int | None, *, embeddings: bool) -> Changes | None:
         """See :meth:`Records.changes`: the collection's revision, the records and tombstones after ``since``.

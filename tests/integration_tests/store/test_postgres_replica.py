@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
@@ -201,3 +202,36 @@ def test_a_reader_behind_the_kept_deletions_reads_everything_again(postgres_url:
         lexical = reader.lexical_search("检查编码 lesson", k=10)
         assert {i for i, _ in lexical} == set(ids[4:])
         assert reader._replica.synced[reader.namespace] is not old  # read whole again
+
+
+def test_above_the_mirror_size_a_recall_is_the_feed_query_and_one_statement(postgres_url: str) -> None:
+    """Above the mirror's size the lexical arm is the replica's; the dense arm and every candidate's record
+    (the dense hits and the lexical matches) come from one statement after the feed query, not one per part."""
+    with MemoryStore(database_url=postgres_url, embeddings=NgramEmbeddings()) as store:
+        store._replica.max_rows = 0
+        texts = [
+            "生成销售周报时使用公司统一的周报模板",
+            "Weekly sales reports use the company template",
+            "部署前先在测试环境跑一遍迁移脚本",
+            "Run the migration script on staging first",
+            "日志里记录请求编号便于排查",
+        ]
+        store.add_many([MemoryUnit(task_type="report", content=t) for t in texts], dedupe=False)
+        query = "销售周报 template"
+        vector = store.embeddings.embed_query(query)
+        first = store.hybrid_search(query, vector, k=2)  # reads the replica whole, builds the vector index
+        assert store._replica.synced[store.namespace].mirror is None
+        store._replica.units.clear()  # nothing decoded yet: every candidate's record must be read
+        asked: list[str] = []
+        run = store.backend.run
+
+        def counted(fn: Any, what: str, **kw: Any) -> Any:
+            asked.append(what)
+            return run(fn, what, **kw)
+
+        store.backend.run = counted  # type: ignore[method-assign]
+        candidates, lexical = store.hybrid_search(query, vector, k=2)
+        assert asked == ["changes", "dense query"]
+        assert set(lexical) <= set(candidates)  # lexical matches carry their similarity, read in the same statement
+        assert (list(candidates), lexical) == (list(first[0]), first[1])
+        assert [s for _, s in candidates.values()] == [s for _, s in first[0].values()]
