@@ -13,7 +13,13 @@ from langchain_hindsight.store._codec import unit_from_record
 from langchain_hindsight.store._collections import query_hits
 from langchain_hindsight.store._core import StoreCore, backend_errors, check_ids
 from langchain_hindsight.store.replica.records import Mirror, replica_hybrid
-from langchain_hindsight.store.replica.units import cached_candidates, cached_hits, cached_similarities, similarities
+from langchain_hindsight.store.replica.units import (
+    cached_candidates,
+    cached_hits,
+    cached_similarities,
+    nearest_wanted,
+    similarities,
+)
 from langchain_hindsight.types import MemoryUnit
 
 __all__ = ["hybrid_search", "lexical_search", "search", "search_by_vector", "similarity_by_ids"]
@@ -33,9 +39,7 @@ def search(
     include_embeddings: bool = False,
 ) -> list[tuple[MemoryUnit, float, list[float] | None]]:
     """The body of :meth:`MemoryStore.search` (see there)."""
-    if not isinstance(query, str):
-        raise ConfigurationError(f"query must be a string, got {type(query).__name__}")
-    check_k(k)
+    _check_query(query, k)
     vector = store.embeddings.embed_query(clean_text(query))
     return search_by_vector(store, vector, k=k, namespace=namespace, include_embeddings=include_embeddings)
 
@@ -72,18 +76,18 @@ def search_by_vector(
         if col is None:
             return []
         if where is None and store._replica.units.size and not include_embeddings:  # units from the cache
-            res = col.query(query_embeddings=[list(vector)], n_results=k + max(8, k // 2), include=["distances"])
+            res = col.query(query_embeddings=[list(vector)], n_results=nearest_wanted(k), include=["distances"])
             hits: list[tuple[MemoryUnit, float, list[float] | None]] = list(
                 cached_hits(store._replica.units, ns, col, res)
             )
             active = [h for h in hits if h[0].status == "active"]
-            if len(active) >= k or len(hits) < k + max(8, k // 2):
+            if len(active) >= k or len(hits) < nearest_wanted(k):
                 return active[:k]
         elif where is None:
-            res = col.query(query_embeddings=[list(vector)], n_results=k + max(8, k // 2), include=include)
+            res = col.query(query_embeddings=[list(vector)], n_results=nearest_wanted(k), include=include)
             hits = query_hits(res, include_embeddings)
             active = [h for h in hits if h[0].status == "active"]
-            if len(active) >= k or len(hits) < k + max(8, k // 2):
+            if len(active) >= k or len(hits) < nearest_wanted(k):
                 return active[:k]
         clause: dict[str, Any] = {"status": "active"}
         if where is not None:
@@ -154,8 +158,7 @@ def hybrid_search(
             if answered is not None:
                 return answered
         if store._replica.units.size and col is not None:
-            n = k + max(8, k // 2)
-            res = col.query(query_embeddings=[list(vector)], n_results=n, include=["distances"])
+            res = col.query(query_embeddings=[list(vector)], n_results=nearest_wanted(k), include=["distances"])
             found, enough = cached_candidates(store._replica.units, ns, col, res, vector, k, list(lexical))
             if enough:
                 return found, lexical
@@ -187,7 +190,7 @@ def _database_hybrid(
     col = store._vectors(store._collection(ns, create=False))
     if col is None:
         return {}, {}
-    nearest = k + max(8, k // 2)  # as search_by_vector: some of the nearest may be inactive
+    nearest = nearest_wanted(k)
     found = col.hybrid_query(query, vector, k=k, nearest=nearest, normalize=normalize, lexical=lexical)
     if found is None:
         return None

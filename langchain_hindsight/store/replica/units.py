@@ -17,7 +17,7 @@ import numpy as np
 from langchain_hindsight.store._codec import unit_from_record
 from langchain_hindsight.types import MemoryUnit
 
-__all__ = ["UnitCache", "cached_candidates", "cached_hits", "cached_similarities", "similarities"]
+__all__ = ["UnitCache", "cached_candidates", "cached_hits", "cached_similarities", "nearest_wanted", "similarities"]
 
 
 def similarities(rows: Any, vector: Sequence[float], ids: Sequence[str]) -> list[tuple[MemoryUnit, float]]:
@@ -108,6 +108,16 @@ def cached_hits(cache: UnitCache, namespace: str, col: Any, res: Any) -> list[tu
     return out
 
 
+def nearest_wanted(k: int) -> int:
+    """How many nearest records a dense query asks for to serve ``k`` active ones.
+
+    Some of the nearest may be archived or superseded, so the query asks for a few
+    more (at least 8, or half of ``k``); a caller that still finds fewer than ``k``
+    active among that many asks again with a status filter.
+    """
+    return k + max(8, k // 2)
+
+
 def cached_candidates(
     cache: UnitCache, namespace: str, col: Any, res: Any, vector: Sequence[float], k: int, extra: Sequence[str]
 ) -> tuple[dict[str, tuple[MemoryUnit, float]], bool]:
@@ -149,7 +159,7 @@ def cached_candidates(
         entry = cache.get(namespace, memory_id)
         if entry is not None and entry[0].status == "active" and len(out) < k:
             out[memory_id] = (entry[0], 1.0 - float(distance))
-    enough = len(out) >= k or len(ids) < k + max(8, k // 2)
+    enough = len(out) >= k or len(ids) < nearest_wanted(k)
     rest = [i for i in extra if i not in out]
     for unit, sim in cached_similarities(cache, namespace, col, vector, rest) if rest else []:
         out[unit.memory_id] = (unit, sim)
