@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from langchain_hindsight.store._collections import collection_name
+from langchain_hindsight.store._naming import collection_name
 from langchain_hindsight.store.replica.files import COUNTS_DIR, DerivedFiles
 from langchain_hindsight.store.replica.summary import Summary
 

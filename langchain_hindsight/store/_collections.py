@@ -1,7 +1,7 @@
-"""Chroma collections of a namespace: naming, opening, listing, reading records.
+"""Chroma collections of a namespace: opening, listing, reading records.
 
 Each namespace has one collection per role (memories, archive, journal), named
-from the namespace and tagged with it in the collection metadata; opening checks
+from the namespace and tagged with it in the collection metadata (``_naming``); opening checks
 the tag, so a name collision can never hand one namespace another's units.
 
 The memories and archive collections also record the identity (name and
@@ -12,11 +12,9 @@ them. Reading units needs no embedder and is never refused.
 
 from __future__ import annotations
 
-import hashlib
 import logging
-import re
 from collections.abc import Callable
-from typing import Any, Literal, get_args
+from typing import Any, get_args
 
 from langchain_hindsight._trust import MemorySource
 from langchain_hindsight.embeddings.local import MINILM_DIMENSION, MINILM_NAME, EmbedderIdentity
@@ -26,24 +24,27 @@ from langchain_hindsight.errors import (
     StoreError,
 )
 from langchain_hindsight.store._codec import unit_from_record
+from langchain_hindsight.store._naming import (
+    ALL_ROLES,
+    NAMESPACE_KEY,
+    REEMBED_COMPLETE,
+    REEMBED_OF,
+    REEMBED_SUFFIX,
+    ROLE_KEY,
+    ROLES,
+    Role,
+    collection_name,
+)
 from langchain_hindsight.store.backend import Backend, Records
 from langchain_hindsight.types import MemoryKind, MemoryStatus, MemoryUnit
 
 __all__ = [
     "ALLOWED",
-    "ALL_ROLES",
     "EMBEDDER_DIM_KEY",
     "EMBEDDER_KEY",
     "LEGACY_IDENTITY",
-    "REEMBED_COMPLETE",
-    "REEMBED_OF",
-    "REEMBED_SUFFIX",
-    "ROLES",
     "Collection",
-    "Role",
     "check_embedder",
-    "check_namespace",
-    "collection_name",
     "filter_where",
     "identity_metadata",
     "namespaces",
@@ -61,11 +62,6 @@ logger = logging.getLogger(__name__)
 Collection = Records
 """A collection of the storage backend (see ``backend.Records``)."""
 
-Role = Literal["memories", "archive", "journal"]
-ROLES: tuple[Role, ...] = ("memories", "archive")
-"""Collections that hold memory units (the journal holds run records, see ``journal.py``)."""
-ALL_ROLES: tuple[Role, ...] = ("memories", "archive", "journal")
-_PREFIXES: dict[str, str] = {"memories": "hs", "archive": "hsarc", "journal": "hsjrn"}
 ALLOWED: dict[str, tuple[str, ...]] = {
     "status": get_args(MemoryStatus),
     "kind": get_args(MemoryKind),
@@ -78,34 +74,12 @@ EMBEDDER_DIM_KEY = "hindsight_embedder_dim"
 LEGACY_IDENTITY = EmbedderIdentity(MINILM_NAME, MINILM_DIMENSION)
 """What a collection without a recorded identity is taken to hold: MiniLM was the only default then."""
 _BUILTIN = frozenset({MINILM_NAME, "use-multilingual-v3", "minilm-l6+use-m3/routed@0.8"})
-REEMBED_SUFFIX = "-reembed"
-"""Suffix of the side collection ``hindsight reembed`` writes into (canonical names end in a hex digest)."""
-REEMBED_OF = "hindsight_reembed_of"
-"""Side collection metadata key: the role of the collection it will replace."""
-REEMBED_COMPLETE = "hindsight_reembed_complete"
-"""Side collection metadata key: true once the copy was verified against the original."""
 _REEMBED_HINT = (
     "Similarities between two models' vectors mean nothing, so the store refuses to mix them. "
     "Migrate the store in place with `hindsight reembed --path DIR` (or `--server HOST:PORT`; it re-embeds "
     "every memory from its stored text and keeps every field; from Python: "
     "store.reembed()), or open it with the embedder that wrote it"
 )
-
-
-def collection_name(namespace: str, role: Role) -> str:
-    """The Chroma collection name of ``namespace``'s ``role`` collection (slug + digest, collision-safe)."""
-    slug = re.sub(r"[^a-z0-9]+", "-", namespace.lower()).strip("-")[:32] or "ns"
-    digest = hashlib.sha256(namespace.encode()).hexdigest()[:12]
-    return f"{_PREFIXES[role]}-{slug}-{digest}"
-
-
-def check_namespace(namespace: object) -> str:
-    """``namespace`` if it is a valid namespace name, else a :class:`ConfigurationError`."""
-    if not isinstance(namespace, str) or not namespace or namespace != namespace.strip() or len(namespace) > 256:
-        raise ConfigurationError(f"namespace must be a non-empty string of at most 256 characters, got {namespace!r}")
-    if any("\ud800" <= c <= "\udfff" for c in namespace):
-        raise ConfigurationError(f"namespace must be valid Unicode text (no lone surrogates), got {namespace!r}")
-    return namespace
 
 
 def identity_metadata(identity: EmbedderIdentity) -> dict[str, Any]:
@@ -128,7 +102,7 @@ def switch_reembed(backend: Backend, name: str, side: Collection) -> Collection:
     if backend.get_collection(name) is not None:
         backend.delete_collection(name)
     meta = {k: v for k, v in side.metadata.items() if k not in (REEMBED_OF, REEMBED_COMPLETE)}
-    meta["hindsight_role"] = side.metadata[REEMBED_OF]
+    meta[ROLE_KEY] = side.metadata[REEMBED_OF]
     side.modify(name=name, metadata=meta)
     found = backend.get_collection(name)
     if found is None:
@@ -164,7 +138,7 @@ def open_collection(
         if col is None and role in ROLES:
             col = recover_reembed(backend, name)
         if col is None and create:
-            metadata: dict[str, Any] = {"hindsight_namespace": namespace, "hindsight_role": role}
+            metadata: dict[str, Any] = {NAMESPACE_KEY: namespace, ROLE_KEY: role}
             if role in ROLES:
                 sibling = backend.get_collection(
                     collection_name(namespace, "archive" if role == "memories" else "memories")
@@ -177,7 +151,7 @@ def open_collection(
             return None
     except StoreError as e:
         raise type(e)(f"could not open collection for namespace {namespace!r}: {e}") from e
-    if col.metadata.get("hindsight_namespace") != namespace:  # isolation: never trust a name alone
+    if col.metadata.get(NAMESPACE_KEY) != namespace:  # isolation: never trust a name alone
         raise StoreError(f"collection {name!r} does not belong to namespace {namespace!r}")
     return col
 
@@ -207,7 +181,7 @@ def check_embedder(col: Collection, identity: EmbedderIdentity) -> None:
         if recorded.dimension is None and identity.dimension is not None:
             col.modify(metadata={**meta, **identity_metadata(identity)})
         return
-    namespace, role = meta.get("hindsight_namespace"), meta.get("hindsight_role")
+    namespace, role = meta.get(NAMESPACE_KEY), meta.get(ROLE_KEY)
     if recorded is None:
         if identity.name in _BUILTIN and not _same(LEGACY_IDENTITY, identity) and col.count():
             raise EmbedderMismatchError(
@@ -247,7 +221,7 @@ def recorded_embedder(backend: Backend, namespace: str) -> EmbedderIdentity | No
                 return found
         seen: set[EmbedderIdentity] = set()
         for col in backend.list_collections():
-            if col.metadata.get("hindsight_role") in ROLES and (found := identity(col)) is not None:
+            if col.metadata.get(ROLE_KEY) in ROLES and (found := identity(col)) is not None:
                 seen.add(found)
     except Exception:  # an unreachable server is reported by the first real call
         logger.debug("could not read the recorded embedder", exc_info=True)
@@ -260,8 +234,8 @@ def namespaces(backend: Backend) -> list[str]:
     found = set()
     for col in backend.list_collections():
         meta = col.metadata
-        if meta.get("hindsight_role") in ALL_ROLES and isinstance(meta.get("hindsight_namespace"), str):
-            found.add(meta["hindsight_namespace"])
+        if meta.get(ROLE_KEY) in ALL_ROLES and isinstance(meta.get(NAMESPACE_KEY), str):
+            found.add(meta[NAMESPACE_KEY])
     return sorted(found)
 
 

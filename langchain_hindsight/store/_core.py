@@ -34,15 +34,13 @@ from langchain_hindsight.errors import (
     StoreLockedError,
 )
 from langchain_hindsight.store._collections import (
-    ROLES,
     Collection,
-    Role,
     check_embedder,
-    check_namespace,
     open_collection,
     recorded_identity,
     records,
 )
+from langchain_hindsight.store._naming import ROLES, Role, check_namespace
 from langchain_hindsight.store._policy import ConfidencePolicy
 from langchain_hindsight.store.apply import repair_namespace
 from langchain_hindsight.store.backend import Backend

@@ -44,18 +44,13 @@ from langchain_hindsight.errors import ConfigurationError, StoreError
 from langchain_hindsight.store._collections import (
     EMBEDDER_DIM_KEY,
     EMBEDDER_KEY,
-    REEMBED_COMPLETE,
-    REEMBED_OF,
-    REEMBED_SUFFIX,
-    ROLES,
     Collection,
-    Role,
-    collection_name,
     identity_metadata,
     recorded_identity,
     recover_reembed,
     switch_reembed,
 )
+from langchain_hindsight.store._naming import REEMBED_COMPLETE, REEMBED_OF, REEMBED_SUFFIX, ROLES, Role, collection_name
 from langchain_hindsight.store.backend import Backend, Include
 
 if TYPE_CHECKING:

@@ -12,8 +12,8 @@ from langchain_hindsight._checks import is_int
 from langchain_hindsight._safety import SUSPICIOUS_TAG
 from langchain_hindsight.errors import ConfigurationError, MemoryNotFoundError, StoreError
 from langchain_hindsight.store._codec import unit_to_metadata
-from langchain_hindsight.store._collections import ROLES, Role
 from langchain_hindsight.store._core import StoreCore, backend_errors, check_ids
+from langchain_hindsight.store._naming import ROLES, Role
 from langchain_hindsight.store._policy import feedback_reason, fresh_ids_for_taken, trust
 from langchain_hindsight.store.apply import move_units, write_plan, write_updates
 from langchain_hindsight.store.decide import (

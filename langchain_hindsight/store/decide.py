@@ -29,7 +29,8 @@ from langchain_hindsight._text import informative
 from langchain_hindsight._trust import TRUST_ORDER, TRUSTED_SOURCES
 from langchain_hindsight.errors import ConfigurationError, InvalidMemoryError, UninformativeMemoryError
 from langchain_hindsight.store._codec import unit_from_record
-from langchain_hindsight.store._collections import Collection, check_namespace
+from langchain_hindsight.store._collections import Collection
+from langchain_hindsight.store._naming import check_namespace
 from langchain_hindsight.store._policy import ConfidencePolicy, settle_claims, trust
 from langchain_hindsight.store.evidence import corroborated, evidence_cap
 from langchain_hindsight.store.statement import statement_key

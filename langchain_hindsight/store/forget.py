@@ -21,8 +21,9 @@ from pathlib import Path
 from langchain_hindsight.errors import ConfigurationError, HindsightError, StoreError
 from langchain_hindsight.store import _directory
 from langchain_hindsight.store._codec import unit_to_metadata
-from langchain_hindsight.store._collections import ROLES, Collection, records
+from langchain_hindsight.store._collections import Collection, records
 from langchain_hindsight.store._core import StoreCore, backend_errors, check_ids
+from langchain_hindsight.store._naming import ROLES
 from langchain_hindsight.store.backend import REBUILD_SUFFIX, Backend
 from langchain_hindsight.types import MemoryUnit
 

@@ -38,8 +38,9 @@ from langchain_hindsight.store import forget as _forget_ops
 from langchain_hindsight.store import reads as _read_ops
 from langchain_hindsight.store import search as _search_ops
 from langchain_hindsight.store import transfer as _transfer_ops
-from langchain_hindsight.store._collections import check_namespace, recorded_embedder
+from langchain_hindsight.store._collections import recorded_embedder
 from langchain_hindsight.store._core import StoreCore, backend_errors
+from langchain_hindsight.store._naming import check_namespace
 from langchain_hindsight.store._policy import ConfidencePolicy
 from langchain_hindsight.store._reembed import ReembedReport, reembed_collections
 from langchain_hindsight.store.backend import Backend, ChromaBackend

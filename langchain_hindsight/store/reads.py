@@ -15,11 +15,12 @@ import numpy as np
 from langchain_hindsight._checks import is_int
 from langchain_hindsight.errors import ConfigurationError
 from langchain_hindsight.store._codec import unit_from_record
-from langchain_hindsight.store._collections import ALLOWED, ROLES, Role, filter_where, records
+from langchain_hindsight.store._collections import ALLOWED, filter_where, records
 from langchain_hindsight.store._collections import namespaces as _namespaces
 from langchain_hindsight.store._core import StoreCore, backend_errors
+from langchain_hindsight.store._naming import ROLES, Role
 from langchain_hindsight.store.backend import Records, Rows
-from langchain_hindsight.store.replica.summary import summary_entry
+from langchain_hindsight.store.replica.summary import SUMMARY_FIELDS, summary_entry
 from langchain_hindsight.types import MemoryStatus, MemoryUnit
 
 __all__ = [
@@ -41,7 +42,6 @@ logger = logging.getLogger(__name__)
 _COUNT_PAGE = 5000
 """Records per backend read when :func:`count_by` reads metadata."""
 _MAX_PAGE = 2**31 - 1
-_SUMMARY_FIELDS = ("status", "task_type", "source")
 
 SUMMARY_MAX_READ = 2000
 """The most records the close reads from Chroma to count a written namespace again for the summary.
@@ -222,7 +222,7 @@ def close_replica(store: StoreCore) -> None:
     (:meth:`_count_with_mirror`).
     """
     store._replica.close(
-        count=lambda ns: _count_with_mirror(store, ns, _SUMMARY_FIELDS, load=False, max_read=SUMMARY_MAX_READ),
+        count=lambda ns: _count_with_mirror(store, ns, SUMMARY_FIELDS, load=False, max_read=SUMMARY_MAX_READ),
         runs=store.run_records.count,
     )
 
@@ -233,7 +233,7 @@ def statistics(store: StoreCore, *, namespace: str | None = None) -> dict[str, A
     ns = store._ns(namespace)
     with store._lock:
         store._ensure_open()
-        entry = summary_entry(count_by(store, *_SUMMARY_FIELDS, namespace=ns), store.run_records.count(ns))
+        entry = summary_entry(count_by(store, *SUMMARY_FIELDS, namespace=ns), store.run_records.count(ns))
         store._replica.counted(ns, entry)
         return entry
 

@@ -17,22 +17,49 @@ A new backend subclasses :class:`Backend` and :class:`Records` in a module of it
 else in the store changes.
 """
 
-from langchain_hindsight.store.backend._scrub import REBUILD_SUFFIX
-from langchain_hindsight.store.backend.base import (
-    BACKEND_WRITES,
-    RECORDS_WRITES,
-    Backend,
-    Changes,
-    HybridRows,
-    Include,
-    LexicalScheme,
-    Metadata,
-    Records,
-    Rows,
-    Vector,
-)
-from langchain_hindsight.store.backend.chroma import ChromaBackend, ChromaRecords
-from langchain_hindsight.store.backend.inmemory import InMemoryBackend
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from langchain_hindsight._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from langchain_hindsight.store.backend._scrub import REBUILD_SUFFIX
+    from langchain_hindsight.store.backend.base import (
+        BACKEND_WRITES,
+        RECORDS_WRITES,
+        Backend,
+        Changes,
+        HybridRows,
+        Include,
+        LexicalScheme,
+        Metadata,
+        Records,
+        Rows,
+        Vector,
+    )
+    from langchain_hindsight.store.backend.chroma import ChromaBackend, ChromaRecords
+    from langchain_hindsight.store.backend.inmemory import InMemoryBackend
+
+_EXPORTS: dict[str, str] = {
+    "BACKEND_WRITES": ".base",
+    "REBUILD_SUFFIX": "._scrub",
+    "RECORDS_WRITES": ".base",
+    "Backend": ".base",
+    "Changes": ".base",
+    "ChromaBackend": ".chroma",
+    "ChromaRecords": ".chroma",
+    "HybridRows": ".base",
+    "InMemoryBackend": ".inmemory",
+    "Include": ".base",
+    "LexicalScheme": ".base",
+    "Metadata": ".base",
+    "Records": ".base",
+    "Rows": ".base",
+    "Vector": ".base",
+}
+"""Each public name and the module defining it (imported on first use: ``hindsight stats`` reads Chroma's
+file through :mod:`~langchain_hindsight.store.backend.chroma_file` without importing numpy or chromadb)."""
 
 __all__ = [
     "BACKEND_WRITES",
@@ -51,3 +78,5 @@ __all__ = [
     "Rows",
     "Vector",
 ]
+
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from langchain_hindsight.errors import StoreError
-from langchain_hindsight.store._collections import collection_name
+from langchain_hindsight.store._naming import collection_name
 from langchain_hindsight.store.backend import Backend, Records
 
 __all__ = ["ChangeFeed", "open_change_feed"]

@@ -28,7 +28,8 @@ from typing import Any
 
 from langchain_hindsight.embeddings.local import EmbedderIdentity
 from langchain_hindsight.errors import HindsightError, StoreError
-from langchain_hindsight.store._collections import Collection, Role, collection_name, namespaces
+from langchain_hindsight.store._collections import Collection, namespaces
+from langchain_hindsight.store._naming import Role, collection_name
 from langchain_hindsight.store.backend import Backend, ChromaBackend
 from langchain_hindsight.store.replica.feed import ChangeFeed, open_change_feed
 from langchain_hindsight.store.replica.files import DerivedFiles, drop_snapshot

@@ -25,7 +25,7 @@ from langchain_hindsight.embeddings.local import MINILM_NAME, EmbedderIdentity, 
 from langchain_hindsight.embeddings.multilingual import MultilingualEmbeddings, default_embeddings
 from langchain_hindsight.errors import ConfigurationError, StoreError
 from langchain_hindsight.store._checks import check_k
-from langchain_hindsight.store._collections import check_namespace, collection_name
+from langchain_hindsight.store._naming import check_namespace, collection_name
 from langchain_hindsight.store.replica.files import DerivedFiles
 from langchain_hindsight.store.replica.lexical import LexicalIndex
 from langchain_hindsight.store.replica.records import Mirror, replica_hybrid

@@ -31,8 +31,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Summary", "summary_entry", "valid_entry"]
+__all__ = ["SUMMARY_FIELDS", "Summary", "summary_entry", "valid_entry"]
 
+SUMMARY_FIELDS = ("status", "task_type", "source")
+"""What a namespace's entry counts by, in the order :func:`summary_entry` reads its ``counts`` keys."""
 _COUNTS = ("status", "active_by_task_type", "by_source")
 _NUMBERS = ("total", "runs")
 
@@ -64,7 +66,7 @@ def summary_entry(counts: Mapping[tuple[str, ...], int], runs: int) -> dict[str,
     """A namespace's entry as ``hindsight stats`` prints it, in printing order.
 
     Args:
-        counts: ``MemoryStore.count_by("status", "task_type", "source")`` of the namespace.
+        counts: ``MemoryStore.count_by(*SUMMARY_FIELDS)`` of the namespace.
         runs: How many run records its journal holds.
     """
     status: Counter[str] = Counter()

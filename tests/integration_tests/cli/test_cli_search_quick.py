@@ -17,8 +17,8 @@ from langchain_hindsight.cli import search as search_command
 from langchain_hindsight.cli.main import main
 from langchain_hindsight.embeddings.multilingual import ScriptRoutedEmbeddings
 from langchain_hindsight.recall import engine as recall_engine
-from langchain_hindsight.store._collections import collection_name
 from langchain_hindsight.store._directory import STAMP_FILE
+from langchain_hindsight.store._naming import collection_name
 from langchain_hindsight.store.replica import DerivedFiles
 from langchain_hindsight.store.replica.files import read_snapshot, write_snapshot
 from tests.fakes import HashEmbeddings

@@ -14,7 +14,7 @@ import pytest
 
 from langchain_hindsight import ConfigurationError, HindsightRetriever, MemoryNotFoundError, MemoryStore, MemoryUnit
 from langchain_hindsight.errors import StoreError
-from langchain_hindsight.store._collections import collection_name as _collection_name
+from langchain_hindsight.store._naming import collection_name as _collection_name
 
 ALICE_SECRET = "Alice's payroll export must use the key ALICE-7731 and goes to finance only."
 BOB_LESSON = "Bob's team reads Chinese CSV files with encoding='utf-8-sig' to avoid garbled text."

@@ -16,7 +16,7 @@ from chromadb.config import Settings
 
 from langchain_hindsight import MemoryStore, MemoryUnit
 from langchain_hindsight.embeddings.local import LocalEmbeddings
-from langchain_hindsight.store._collections import collection_name
+from langchain_hindsight.store._naming import collection_name
 from langchain_hindsight.store.replica import replica as store_module
 from langchain_hindsight.store.replica.lexical import LexicalIndex, active_texts, unit_text
 from langchain_hindsight.store.writes import LLMWriteJudge

@@ -23,7 +23,8 @@ from langchain_core.embeddings import Embeddings
 from langchain_hindsight import MemoryStore, MemoryUnit
 from langchain_hindsight.embeddings.local import embedder_identity
 from langchain_hindsight.errors import ConfigurationError
-from langchain_hindsight.store._collections import ROLES, collection_name, recorded_identity
+from langchain_hindsight.store._collections import recorded_identity
+from langchain_hindsight.store._naming import ROLES, collection_name
 from tests.fakes import HashEmbeddings, NgramEmbeddings
 from tests.integration_tests.store.test_postgres import _scan
 from tests.postgres import PostgresServer

@@ -25,7 +25,8 @@ from langchain_hindsight.embeddings.local import EmbedderIdentity, LocalEmbeddin
 from langchain_hindsight.embeddings.multilingual import MultilingualEmbeddings, ScriptRoutedEmbeddings
 from langchain_hindsight.errors import ConfigurationError, EmbedderMismatchError, EmbeddingError
 from langchain_hindsight.store import _reembed
-from langchain_hindsight.store._collections import EMBEDDER_DIM_KEY, EMBEDDER_KEY, collection_name
+from langchain_hindsight.store._collections import EMBEDDER_DIM_KEY, EMBEDDER_KEY
+from langchain_hindsight.store._naming import collection_name
 from langchain_hindsight.store.journal import RunJournal
 from langchain_hindsight.store.memory_store import MemoryStore
 from langchain_hindsight.store.runs import RunRecord
