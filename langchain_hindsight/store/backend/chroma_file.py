@@ -28,7 +28,7 @@ one does not:
   (``_naming.collection_name``), whose namespace tag must match (else the store refuses it, and so
   the caller reports that error by opening it);
 * **one consistent read**: one read transaction on a connection opened read-only (``mode=ro``), by a
-  caller holding the directory's lock (``replica.files.DerivedFiles.closed_store``); any
+  caller holding the directory's lock (as ``hindsight stats`` holds it for its quick path); any
   :class:`sqlite3.Error` falls back.
 
 The values are what ``MemoryStore.count_by`` gives: ``str`` of the stored value (string, int, float or
@@ -47,7 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from langchain_hindsight.errors import ConfigurationError
-from langchain_hindsight.store._directory import DATA_FILE, FORGET_INTENT, IMPORT_PENDING, SCRUB_MARKER
+from langchain_hindsight.store._directory import DATA_FILE, unfinished_intents
 from langchain_hindsight.store._naming import (
     ALL_ROLES,
     NAMESPACE_KEY,
@@ -99,7 +99,6 @@ PENDING_KEY = "pending"
 _METADATA_SEGMENT = "urn:chroma:segment/metadata/sqlite"
 _TOPIC = "persistent://default/default/"
 """How chromadb 1.5.9 names a collection's topic in its log: this prefix and the collection's id."""
-_INTENTS = (FORGET_INTENT, SCRUB_MARKER, IMPORT_PENDING)
 
 
 class _UnsafeError(Exception):
@@ -127,8 +126,8 @@ def count_closed(
 ) -> ClosedCounts | None:
     """Count the units of the closed embedded store at ``directory`` by ``fields``, from its SQLite file alone.
 
-    The caller holds the directory's lock (no store has it open). Nothing is written: not the file,
-    not a derived file.
+    The caller holds the directory's lock (no store has it open). Nothing is written, in the file or
+    beside it.
 
     Args:
         directory: The store directory.
@@ -145,7 +144,7 @@ def count_closed(
         _check_directory(path)
         with closing(sqlite3.connect(f"{(path / DATA_FILE).as_uri()}?mode=ro", uri=True, timeout=1.0)) as con:
             con.isolation_level = None
-            con.execute("BEGIN")  # one read transaction: every query below sees the same snapshot
+            con.execute("BEGIN")  # one read transaction: every query below reads the same state
             try:
                 return _FileReader(con).count(fields, namespaces)
             finally:
@@ -168,9 +167,8 @@ def _check_directory(path: Path) -> None:
     for name in (f"{DATA_FILE}-journal", f"{DATA_FILE}-wal"):
         if (path / name).exists():
             raise _UnsafeError(f"{name} is present (a write the database has not finished or rolled back)")
-    for name in _INTENTS:
-        if (path / name).exists():
-            raise _UnsafeError(f"{name} is present (opening the store finishes what a killed process began)")
+    for name in unfinished_intents(path):
+        raise _UnsafeError(f"{name} is present (opening the store finishes what a killed process began)")
 
 
 def installed_chromadb() -> str | None:
