@@ -139,7 +139,7 @@ def count_closed(
         The counts, or ``None`` when a guard (see the module docstring) does not hold: the caller opens
         the store and counts through it.
     """
-    path = Path(directory)
+    path = Path(directory).absolute()  # a file URI names an absolute path
     try:
         _check_directory(path)
         with closing(sqlite3.connect(f"{(path / DATA_FILE).as_uri()}?mode=ro", uri=True, timeout=1.0)) as con:
@@ -151,7 +151,7 @@ def count_closed(
                 con.execute("ROLLBACK")
     except _UnsafeError as e:
         logger.debug("counting %s through Chroma: %s", path, e)
-    except sqlite3.Error:
+    except (sqlite3.Error, OSError, ValueError):
         logger.debug("counting %s through Chroma: its SQLite file could not be read", path, exc_info=True)
     return None
 
@@ -338,16 +338,21 @@ class _FileReader:
         return out
 
     # ------------------------------------------------------------------ the records
-    def _records(self, segment_ids: Sequence[str], keys: Sequence[str]) -> Iterator[list[Any]]:
-        """For each record of ``segment_ids``, per key of ``keys``: whether it has the key, and its value."""
+    def _records(self, segment_ids: Sequence[str], keys: Sequence[str]) -> Iterator[tuple[list[Any], int]]:
+        """The records of ``segment_ids`` grouped by their values of ``keys`` (``None``: no such key): each
+        group's values and how many records hold them.
+        """  # noqa: D205
         joins = "".join(
             f" LEFT JOIN embedding_metadata m{i} ON m{i}.id = e.id AND m{i}.key = ?" for i in range(len(keys))
         )
         columns = ", ".join(
             f"m{i}.key, m{i}.string_value, m{i}.int_value, m{i}.float_value, m{i}.bool_value" for i in range(len(keys))
         )
-        sql = f"SELECT {columns} FROM embeddings e{joins} WHERE e.segment_id IN ({_placeholders(len(segment_ids))})"
-        for row in self.con.execute(sql, (*keys, *segment_ids)):
+        sql = (
+            f"SELECT {columns}, COUNT(*) FROM embeddings e{joins} "
+            f"WHERE e.segment_id IN ({_placeholders(len(segment_ids))}) GROUP BY {columns}"
+        )
+        for *row, n in self.con.execute(sql, (*keys, *segment_ids)):
             values: list[Any] = []
             for i, key in enumerate(keys):
                 has, *typed = row[5 * i : 5 * i + 5]
@@ -355,7 +360,7 @@ class _FileReader:
                 if has is not None and value is None:
                     raise _UnsafeError(f"a record holds {key!r} without a value")
                 values.append(value)
-            yield values
+            yield values, int(n)
 
     def value_counts(self, segment_ids: Sequence[str], fields: Sequence[str]) -> dict[tuple[str, ...], int]:
         """``count_by(*fields)`` over the records of ``segment_ids``, unless one carries a two-step write mark."""
@@ -371,11 +376,11 @@ class _FileReader:
         if hit:
             raise _UnsafeError(f"a record holds a list under {hit[0][0]!r}")
         counts: dict[tuple[str, ...], int] = {}
-        for *values, mark in self._records(segment_ids, keys):
+        for (*values, mark), n in self._records(segment_ids, keys):
             if mark is not None and mark != "":
                 raise _UnsafeError(f"a record carries the two-step write mark {mark!r} (opening the store repairs it)")
             key = tuple("" if v is None else str(v) for v in values)
-            counts[key] = counts.get(key, 0) + 1
+            counts[key] = counts.get(key, 0) + n
         return dict(sorted(counts.items()))
 
     def record_count(self, segment_id: str) -> int:

@@ -4,7 +4,6 @@ the store's count, nothing written, no chromadb (nor numpy) imported; a guard th
 from __future__ import annotations
 
 import argparse
-import os
 import subprocess
 import sys
 from collections.abc import Callable
@@ -19,6 +18,7 @@ from langchain_hindsight.store.journal import RunJournal
 from langchain_hindsight.store.memory_store import MemoryStore
 from langchain_hindsight.types import MemoryUnit
 from tests.counts import counts_files, erase_counts
+from tests.fakes import child_env
 
 TEAM = "团队甲"
 UNITS = [
@@ -84,6 +84,17 @@ def test_the_file_answer_is_byte_identical_to_the_stores_count(
     assert counts_files(store_dir)  # the store's close kept what it counted (the one writer)
 
 
+def test_a_relative_path_is_answered_too(
+    store_dir: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls: list[argparse.Namespace] = []
+    monkeypatch.setattr(browse, "stats", _refuse(calls))
+    monkeypatch.chdir(store_dir.parent)
+    code, out, err = run(capsys, "--path", store_dir.name, "--all")
+    assert (code, calls, err) == (EXIT_OK, [], "")
+    assert out.startswith("namespace default: 4 memories, 2 journalled runs\n")
+
+
 def test_a_namespace_the_store_lacks_is_reported_by_opening_it(
     store_dir: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -119,16 +130,8 @@ sys.exit(code)
 
 
 def test_the_file_answer_imports_no_chromadb(store_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    root = Path(__file__).resolve().parents[3]
-    child = subprocess.run(
-        [sys.executable, "-c", _PROBE, "stats", "--path", str(store_dir), "--all"],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "PYTHONPATH": str(root)},
-        cwd=root,
-        timeout=300,
-        check=False,
-    )
+    probe = [sys.executable, "-c", _PROBE, "stats", "--path", str(store_dir), "--all"]
+    child = subprocess.run(probe, capture_output=True, text=True, env=child_env(), timeout=300, check=False)
     assert child.returncode == EXIT_OK, child.stderr[-2000:]
     assert child.stderr.strip().splitlines()[-1] == "imported: []"
     assert counts_files(store_dir) == []  # answered from the file: nothing written
