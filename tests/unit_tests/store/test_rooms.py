@@ -13,8 +13,8 @@
 from __future__ import annotations
 
 import ast
-import re
 import importlib
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
