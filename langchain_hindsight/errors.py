@@ -73,7 +73,7 @@ class UninformativeMemoryError(InvalidMemoryError):
     """A unit's content carries no information (``"x"``, ``"ok"``, ``"好的"``, ``"thanks"``, emoji only).
 
     The store refuses to add it: such a "memory" would be recalled for
-    unrelated tasks and teach nothing (see :func:`langchain_hindsight._text.informative`).
+    unrelated tasks and teach nothing (see :func:`langchain_hindsight.store.decide.check_informative`).
     """
 
 
