@@ -179,11 +179,8 @@ def _signature_names(func: Callable[..., Any]) -> frozenset[str] | None:
     return frozenset(names)
 
 
-def _model_names(cls: type) -> frozenset[str] | None:
-    """A pydantic model's field names and their string aliases; ``None`` for any other class."""
-    fields = getattr(cls, "__pydantic_fields__", None)
-    if not isinstance(fields, dict):
-        return None
+def _model_names(fields: dict[str, Any]) -> frozenset[str]:
+    """A pydantic model's field names (its ``__pydantic_fields__``) and their string aliases."""
     names = set(fields)
     for info in fields.values():
         names.update(a for a in (info.alias, info.validation_alias) if isinstance(a, str))
@@ -228,36 +225,38 @@ def refuse_unknown_keywords(obj: _C | None = None, /, *, also: Iterable[str] = (
 
 
 class _Signature:
-    """The keywords a callable takes, read from its signature at the first call that passes any.
+    """The keywords a callable takes (plus ``extra``), read from its signature at the first call that passes any.
 
     Not at decoration time: under postponed annotations ``Unpack[SomeTypedDict]`` is a name in a module that
     may still be executing.
     """
 
-    __slots__ = ("_func", "_names", "_open")
+    __slots__ = ("_extra", "_func", "_names", "_open")
 
-    def __init__(self, func: Callable[..., Any]) -> None:
+    def __init__(self, func: Callable[..., Any], extra: frozenset[str]) -> None:
         self._func = func
+        self._extra = extra
         self._names: frozenset[str] | None = None
         self._open = False
 
     def names(self) -> tuple[frozenset[str], bool]:
-        """``(names, open)``: ``open`` when a bare ``**kwargs`` takes any keyword."""
+        """``(names, open)``: ``open`` when a bare ``**kwargs`` takes any keyword and no ``extra`` names were given."""
         if self._names is None:
             names = _signature_names(self._func)
-            self._names, self._open = (frozenset(), True) if names is None else (names, False)
+            self._open = names is None and not self._extra
+            self._names = (names or frozenset()) | self._extra
         return self._names, self._open
 
 
 def _checked_function(func: _C, extra: frozenset[str]) -> _C:
-    signature = _Signature(func)
+    signature = _Signature(func, extra)
 
     @functools.wraps(func)
     def checked(*args: Any, **kwargs: Any) -> Any:
         if kwargs:
             names, open_ = signature.names()
-            if (extra or not open_) and not kwargs.keys() <= names | extra:
-                check_options(func.__qualname__, kwargs, names | extra)
+            if not open_ and not kwargs.keys() <= names:
+                check_options(func.__qualname__, kwargs, names)
         return func(*args, **kwargs)
 
     return checked  # type: ignore[return-value]  # functools.wraps keeps the signature
@@ -265,18 +264,19 @@ def _checked_function(func: _C, extra: frozenset[str]) -> _C:
 
 def _checked_class(cls: type, extra: frozenset[str]) -> type:
     init = cls.__init__  # type: ignore[misc]  # the class's own or inherited __init__, wrapped below
-    signature = _Signature(init)
+    signature = _Signature(init, extra)
 
     @functools.wraps(init)
     def __init__(self: Any, /, *args: Any, **kwargs: Any) -> None:  # noqa: N807 - it replaces __init__
         if kwargs:
             kind = type(self)
             names, open_ = signature.names()
-            fields = _model_names(kind)  # per class: a subclass adds fields
-            if fields is not None or extra or not open_:
-                known = names | extra | (fields or frozenset())
-                if not kwargs.keys() <= known:
-                    check_options(kind.__name__, kwargs, known)
+            fields = getattr(kind, "__pydantic_fields__", None)  # per class: a subclass adds fields
+            if isinstance(fields, dict):
+                if not kwargs.keys() <= fields.keys() and not kwargs.keys() <= names:
+                    check_options(kind.__name__, kwargs, names | _model_names(fields))
+            elif not open_ and not kwargs.keys() <= names:
+                check_options(kind.__name__, kwargs, names)
         init(self, *args, **kwargs)
 
     cls.__init__ = __init__  # type: ignore[misc]
