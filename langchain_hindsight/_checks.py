@@ -203,7 +203,7 @@ def refuse_unknown_keywords(obj: _C | None = None, /, *, also: Iterable[str] = (
     alone: it cannot know the names. Apply it last (outermost), above ``@dataclass``.
 
     The decorated object keeps its type and signature (``inspect.signature`` follows ``__wrapped__``), so
-    IDEs and mypy see the typed parameters unchanged; a call with only known keywords costs a set difference.
+    IDEs and mypy see the typed parameters unchanged; a call with only known keywords costs a subset test.
 
     Example:
         >>> @refuse_unknown_keywords
