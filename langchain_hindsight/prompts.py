@@ -318,6 +318,7 @@ EN = PromptTemplates(
 """English templates."""
 
 
+@refuse_unknown_keywords
 def get_templates(locale: Locale = "zh") -> PromptTemplates:
     """The templates of ``locale`` (``"zh"`` or ``"en"``).
 

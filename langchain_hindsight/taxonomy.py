@@ -322,6 +322,7 @@ def _alias_pattern(alias: str) -> re.Pattern[str]:
 _DEFAULT_VOCABULARY = TaskTypeVocabulary()
 
 
+@refuse_unknown_keywords
 def normalize_task_type(label: str | None, vocabulary: TaskTypeVocabulary | None = None) -> str:
     """Normalise ``label`` with ``vocabulary`` (the default vocabulary when ``None``)."""
     return (vocabulary or _DEFAULT_VOCABULARY).normalize(label)

@@ -375,6 +375,7 @@ class Trajectory(BaseModel):
     metadata: dict[str, Any] = Field(default_factory=dict)
 
 
+@refuse_unknown_keywords
 class ScoredMemory(BaseModel):
     """A recalled memory with its weighted score and per-factor breakdown."""
 

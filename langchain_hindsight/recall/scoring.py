@@ -101,6 +101,7 @@ def time_factor(created_at: datetime, now: datetime, *, weights: ScoringWeights 
     return max(w.time_floor, 1.0 - days / w.time_horizon_days)
 
 
+@refuse_unknown_keywords
 def score_memory(
     memory: MemoryUnit,
     similarity: float,
