@@ -40,13 +40,11 @@ There is no lock file; what keeps writers apart is the database:
   record); later writes insert into it.
 
 Schema: the ``hindsight`` schema holds ``meta`` (``schema_version``, ``lexical_signature``),
-``collections`` (name, metadata, vector dimension, whether its HNSW index is built, revision),
-``tombstones``,
-``lexical_stats``, ``records`` (collection, id, insertion order, ``vector`` embedding, document,
-``jsonb`` metadata, token count) and ``postings``. Opening a
-database applies the missing :data:`~._pg_schema.MIGRATIONS` under an advisory lock; a database written by a
-newer schema is refused. When the tokenizer changes (another ``lexical_signature``), every
-record's postings are recomputed at open.
+``collections`` (name, metadata, vector dimension, whether its HNSW index is built, revision), ``tombstones``,
+``lexical_stats``, ``records`` (collection, id, insertion order, ``vector`` embedding, document, ``jsonb``
+metadata, token count) and ``postings``. Opening a database applies the missing :data:`~._pg_schema.MIGRATIONS`
+under an advisory lock; a database written by a newer schema is refused. When the tokenizer changes (another
+``lexical_signature``), every record's postings are recomputed at open.
 
 Hard delete: a ``DELETE`` only marks rows dead; their bytes stay in the table's pages, in
 the indexes and in the write-ahead log (WAL) until they are vacuumed and the WAL segments that
@@ -262,6 +260,11 @@ class PostgresRecords(Records):
     def name(self) -> str:
         """The collection's name."""
         return self._name
+
+    @property
+    def instance(self) -> str:
+        """The collection's row id (a collection created again under the same name has another)."""
+        return str(self._cid)
 
     @property
     def metadata(self) -> dict[str, Any]:
@@ -554,8 +557,8 @@ class PostgresRecords(Records):
             "changes",
         )
         head = [r for r in found if r[0] == 0]
-        if not head:  # dropped by another process: nothing is stored (as any read of it now finds)
-            return Changes(0, None if since is not None else self._rows_out([], ["documents", "metadatas"]), [])
+        if not head:  # dropped by another process: the caller opens the name again
+            return Changes(0, None, [], dropped=True)
         rev, pruned = int(head[0][1]), int(head[0][3])
         if since is not None and since < pruned:
             return Changes(rev, None, [])
