@@ -24,14 +24,18 @@ are read), then times fresh processes of
 * ``python -c "import chromadb"``: the floor every command that opens a store
   pays before any of our code runs (measured in the same run, same interpreter).
 
-Each is run ``--runs`` times; the report gives p50 and min (seconds). Document
+Each is run ``--runs`` times; the report gives p50 and min (seconds). With ``--baseline DIR``
+(another source tree of the package, e.g. ``git worktree add /tmp/base main``) each ``hindsight
+search`` run alternates with the same command run on that tree's code, same store, same
+interpreter, and the report adds the baseline's p50 and the ratio (the machine's load changes
+both alike). Document
 vectors are precomputed as in ``recall_scale.py`` (``--real`` texts embedded for
 real, the rest noisy mixes), queries are embedded for real by the CLI itself.
 
 Writes benchmarks/results/cli_latency.json and .md (``--out NAME`` changes the name).
 
 Run: HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/cli_latency.py [--size 10000] [--runs 7]
-     [--path DIR (kept; reused when it exists)] [--note "machine shared"]
+     [--path DIR (kept; reused when it exists)] [--note "machine shared"] [--baseline DIR]
 """
 
 from __future__ import annotations
@@ -106,9 +110,14 @@ def touch(path: Path, *, recall: str | None = None, unvouched: bool = False) -> 
         backend.close()
 
 
-def timed(argv: list[str], runs: int, before: Callable[[], None] | None = None) -> tuple[list[float], int]:
-    """Wall seconds of ``argv`` in ``runs`` fresh processes (``before`` each, untimed), and the last failure's code."""
-    env = dict(os.environ, PYTHONPATH=str(ROOT.parent), HF_HUB_OFFLINE="1")
+def timed(
+    argv: list[str], runs: int, before: Callable[[], None] | None = None, *, source: Path = ROOT.parent
+) -> tuple[list[float], int]:
+    """Wall seconds of ``argv`` in ``runs`` fresh processes (``before`` each, untimed), and the last failure's code.
+
+    ``source``: the source tree whose package the processes import (this one by default).
+    """
+    env = dict(os.environ, PYTHONPATH=str(source), HF_HUB_OFFLINE="1")
     times: list[float] = []
     code = 0
     for _ in range(runs):
@@ -134,9 +143,27 @@ def row(times: list[float], code: int, target: float | None = None) -> dict[str,
     }
 
 
-def wall(argv: list[str], runs: int, target: float | None = None) -> dict[str, Any]:
-    """p50 and min wall seconds of ``argv`` in ``runs`` fresh processes (exit code of the last failure)."""
-    return row(*timed(argv, runs), target)
+def wall(argv: list[str], runs: int, target: float | None = None, baseline: Path | None = None) -> dict[str, Any]:
+    """p50 and min wall seconds of ``argv`` in ``runs`` fresh processes (exit code of the last failure).
+
+    ``baseline``: each run alternates with one on that source tree's code; the row adds its p50 and min
+    and the ratio of the p50s (this tree's over the baseline's).
+    """
+    if baseline is None:
+        return row(*timed(argv, runs), target)
+    ours: list[float] = []
+    theirs: list[float] = []
+    code = 0
+    for _ in range(runs):
+        for times, source in ((ours, ROOT.parent), (theirs, baseline)):
+            one, failed = timed(argv, 1, source=source)
+            times.extend(one)
+            code = failed or code
+    result = row(ours, code, target)
+    base = row(theirs, code)
+    result.update(baseline_p50_s=base["p50_s"], baseline_min_s=base["min_s"])
+    result["ratio_p50"] = round(result["p50_s"] / base["p50_s"], 3)
+    return result
 
 
 def stats_rows(cli: list[str], path: Path, runs: int, query: str) -> dict[str, dict[str, Any]]:
@@ -155,6 +182,16 @@ def stats_rows(cli: list[str], path: Path, runs: int, query: str) -> dict[str, d
     return rows
 
 
+def _describe(source: Path | None) -> str | None:
+    """The baseline tree's git commit (short) if it is a checkout, else its path; ``None`` without one."""
+    if source is None:
+        return None
+    proc = subprocess.run(
+        ["git", "-C", str(source), "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=False
+    )
+    return f"commit {proc.stdout.strip()}" if proc.returncode == 0 else str(source)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--size", type=int, default=10000)
@@ -163,6 +200,9 @@ def main() -> None:
     parser.add_argument("--path", default="", help="store directory, kept (reused if it already holds a store)")
     parser.add_argument("--note", default="", help="a line added to the report (e.g. 'machine shared')")
     parser.add_argument("--out", default="cli_latency", help="results file name (without extension)")
+    parser.add_argument(
+        "--baseline", default="", help="another source tree of the package: its `search` runs alternate with this one's"
+    )
     args = parser.parse_args()
     tmp = None
     if args.path:
@@ -177,14 +217,17 @@ def main() -> None:
         query = build(path, args.size, args.real)
         query_file.write_text(query, encoding="utf-8")
     latin = next(q for q in CORPORA["common"](args.size, 300)[1] if query_script(q) == "latin")
+    baseline = Path(args.baseline).resolve() if args.baseline else None
+    if baseline is not None and not (baseline / "langchain_hindsight" / "__init__.py").is_file():
+        parser.error(f"--baseline {baseline} holds no langchain_hindsight package")
     py = sys.executable
     cli = [py, "-m", "langchain_hindsight.cli.main"]
     rows = {
         "import chromadb (floor)": wall([py, "-c", "import chromadb"], args.runs),
         **stats_rows(cli, path, args.runs, query),
-        "hindsight search": wall([*cli, "search", query, "--path", str(path)], args.runs, TARGETS["search"]),
+        "hindsight search": wall([*cli, "search", query, "--path", str(path)], args.runs, TARGETS["search"], baseline),
         "hindsight search (a Latin-script query: both halves of the embedder load)": wall(
-            [*cli, "search", latin, "--path", str(path)], args.runs, TARGETS["search"]
+            [*cli, "search", latin, "--path", str(path)], args.runs, TARGETS["search"], baseline
         ),
     }
     loads = os.getloadavg()
@@ -197,6 +240,7 @@ def main() -> None:
         "cpus": os.cpu_count(),
         "python": platform.python_version(),
         "note": args.note,
+        "baseline": _describe(baseline),
         "targets_s": TARGETS,
         "rows": rows,
     }
@@ -210,14 +254,24 @@ def main() -> None:
         f"Load average after the run: {', '.join(f'{x:.2f}' for x in loads)} on {os.cpu_count()} CPUs."
         + (f" {args.note}" if args.note else ""),
         "",
-        "| command | runs | p50 s | min s | target s |",
-        "|---|---|---|---|---|",
+        "| command | runs | p50 s | min s | target s |"
+        + (" baseline p50 s | baseline min s | p50 ratio |" if baseline else ""),
+        "|---|---|---|---|---|" + ("---|---|---|" if baseline else ""),
     ]
     for name, r in rows.items():
         command, _, case = name.partition(" (")
         label = f"`{command}`" + (f" ({case}" if case else "")
         target = "–" if r["target_s"] is None else f"{r['target_s']:g}"
-        lines.append(f"| {label} | {r['n']} | {r['p50_s']} | {r['min_s']} | {target} |")
+        line = f"| {label} | {r['n']} | {r['p50_s']} | {r['min_s']} | {target} |"
+        if baseline is not None:
+            line += (
+                " – | – | – |"
+                if "ratio_p50" not in r
+                else f" {r['baseline_p50_s']} | {r['baseline_min_s']} | {r['ratio_p50']}x |"
+            )
+        lines.append(line)
+    if baseline is not None:
+        lines += ["", f"Baseline: {_describe(baseline)}; its runs alternate with this tree's, one for one."]
     (out / f"{args.out}.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
     print("\n".join(lines))
     if tmp is not None:
