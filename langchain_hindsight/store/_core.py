@@ -34,6 +34,7 @@ from langchain_hindsight.errors import (
     StoreLockedError,
 )
 from langchain_hindsight.store._collections import (
+    ALL_ROLES,
     ROLES,
     Collection,
     Role,
@@ -145,6 +146,7 @@ class StoreCore:
             checked=self._vectors,
             identity=lambda: self._identity,
             fetch=self._get_many,
+            reopen=self._reopen,
         )
         self._repaired: set[str] = set()
         self._closed = False
@@ -194,13 +196,15 @@ class StoreCore:
         return self.backend.atomic(namespace, current_plan)
 
     def _recheck(self, namespace: str, role: Role) -> None:
-        """Forget the cached ``role`` collection of ``namespace`` if another process replaced or re-embedded it.
+        """Forget the cached ``role`` collection of ``namespace`` if another process dropped or replaced it.
 
         Only a backend other processes write (a database, a server) can change under the store:
         ``hindsight reembed`` run elsewhere switches a collection for a copy with another
-        embedder's vectors. The cached object then names a collection that is gone, and its
-        embedder check was made against the old vectors; dropping both makes the next use open
-        the current collection and check this store's embedder against it again (a write of
+        embedder's vectors, and a forgotten namespace written to again gets new collections under
+        the old names. The cached object then names a collection that is gone (its
+        :attr:`~langchain_hindsight.store.backend.Records.instance` differs from what the name opens
+        now), and its embedder check was made against the old vectors; dropping both makes the next
+        use open the current collection and check this store's embedder against it again (a write of
         vectors from the old embedder is then refused with :class:`EmbedderMismatchError`).
         """
         key = (namespace, role)
@@ -209,16 +213,32 @@ class StoreCore:
         if cached is None:
             return
         found = self.backend.get_collection(cached.name)
-        if found is not None and recorded_identity(found) == recorded_identity(cached):
+        if (
+            found is not None
+            and found.instance == cached.instance
+            and recorded_identity(found) == recorded_identity(cached)
+        ):
             return
         logger.info(
-            "the %s collection of namespace %r was replaced by another process (re-embedded with %s): reopening",
+            "the %s collection of namespace %r was %s by another process: reopening",
             role,
             namespace,
-            None if found is None else recorded_identity(found),
+            "dropped"
+            if found is None
+            else "dropped and created again"
+            if recorded_identity(found) == recorded_identity(cached)
+            else f"replaced (re-embedded with {recorded_identity(found)})",
         )
         del self._collections[key]
         self._embedder_checked.discard(cached.name)
+        if role in ROLES:  # what the replica holds of the namespace describes the old collection
+            self._replica.reset(namespace)
+            self._repaired.discard(namespace)
+
+    def _reopen(self, namespace: str) -> None:
+        """Check every cached collection of ``namespace`` now (its memories collection was found dropped)."""
+        for role in ALL_ROLES:
+            self._recheck(namespace, role)
 
     def _ensure_open(self) -> None:
         if self._closed:
@@ -230,7 +250,6 @@ class StoreCore:
         key = (namespace, role)
         if (
             not self.backend.single_writer
-            and role in ROLES
             and key in self._collections
             and time.monotonic() - self._checked_at.get(key, 0.0) > RECHECK_SECONDS
         ):

@@ -147,11 +147,15 @@ class Changes:
             embeddings); with ``since=None``, every active record. ``None``: the revision asked
             for is older than the kept deletions (the caller reads everything again).
         deleted: Ids deleted since (absent from ``rows``' ids when written again later).
+        dropped: The collection no longer exists (another process dropped it: forgot its namespace, or
+            re-embedded it into a copy now under its name); ``rows`` is then ``None``. The caller opens
+            the collection by its name again.
     """
 
     rev: int
     rows: Rows | None
     deleted: list[str]
+    dropped: bool = False
 
 
 class Records(ABC):
@@ -172,6 +176,18 @@ class Records(ABC):
     @abstractmethod
     def metadata(self) -> dict[str, Any]:
         """The collection's own metadata (a copy)."""
+
+    @property
+    def instance(self) -> str:
+        """What tells this collection from a later one of the same name (dropped, then created again).
+
+        A store caches the collections it opened; on a backend other processes write, it compares
+        this with what the name opens now, so a collection another process dropped and created
+        again (a forgotten namespace written to again, a re-embedding switched in) is reopened
+        instead of being read and written under its old identity. The default, the name, cannot
+        tell them apart: a backend whose collections other processes may drop overrides it.
+        """
+        return self.name
 
     @abstractmethod
     def get(

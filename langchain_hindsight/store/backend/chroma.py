@@ -148,6 +148,11 @@ class ChromaRecords(Records):
         return str(self.collection.name)
 
     @property
+    def instance(self) -> str:
+        """Chroma's id of the collection (a collection created again under the same name has another)."""
+        return str(self.collection.id)
+
+    @property
     def metadata(self) -> dict[str, Any]:
         """The collection's metadata (a copy)."""
         return dict(self.collection.metadata or {})

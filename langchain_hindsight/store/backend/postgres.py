@@ -264,6 +264,11 @@ class PostgresRecords(Records):
         return self._name
 
     @property
+    def instance(self) -> str:
+        """The collection's row id (a collection created again under the same name has another)."""
+        return str(self._cid)
+
+    @property
     def metadata(self) -> dict[str, Any]:
         """The collection's metadata (a copy, as read when the collection was opened or last modified)."""
         return dict(self._metadata)
@@ -554,8 +559,8 @@ class PostgresRecords(Records):
             "changes",
         )
         head = [r for r in found if r[0] == 0]
-        if not head:  # dropped by another process: nothing is stored (as any read of it now finds)
-            return Changes(0, None if since is not None else self._rows_out([], ["documents", "metadatas"]), [])
+        if not head:  # dropped by another process: the caller opens the name again
+            return Changes(0, None, [], dropped=True)
         rev, pruned = int(head[0][1]), int(head[0][3])
         if since is not None and since < pruned:
             return Changes(rev, None, [])

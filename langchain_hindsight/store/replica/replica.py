@@ -80,6 +80,7 @@ class Replica:
         checked: Callable[[Collection | None], Collection | None],
         identity: Callable[[], EmbedderIdentity],
         fetch: Callable[[list[str], str], list[MemoryUnit]],
+        reopen: Callable[[str], None] = lambda namespace: None,
     ) -> None:
         self.backend = backend
         held = backend.directory
@@ -90,6 +91,7 @@ class Replica:
         self._checked = checked
         self._identity = identity
         self._fetch = fetch
+        self._reopen = reopen
         self.lexical: dict[str, LexicalIndex] = {}
         self.mirrors: dict[str, Mirror] = {}
         # recently recalled units; only with a single writer, whose writes all pass reindex (which evicts), or
@@ -316,18 +318,31 @@ class Replica:
         """
         if not self.backend.feeds_changes:
             return None
-        col = self._checked(self._collection(namespace, "memories"))
-        if col is None:
+        held = None
+        for _ in range(2):
+            col = self._checked(self._collection(namespace, "memories"))
+            if col is None:
+                break
+            identity = self._identity()
+            held = sync_namespace(
+                self.synced.get(namespace),
+                col,
+                identity=str(identity),
+                dimension=identity.dimension,
+                max_rows=self.max_rows,
+            )
+            if held is not None:
+                break
+            # another process dropped the collection (forgot the namespace, or switched in a re-embedded
+            # copy): what was held describes it no longer; open what the name opens now and read that whole
+            logger.info("the memories collection of namespace %r was dropped by another process: reopening", namespace)
+            self.synced.pop(namespace, None)
+            self.units.clear(namespace)
+            self._reopen(namespace)
+        if held is None:
             self.synced.pop(namespace, None)
             return None
-        identity = self._identity()
-        held = self.synced[namespace] = sync_namespace(
-            self.synced.get(namespace),
-            col,
-            identity=str(identity),
-            dimension=identity.dimension,
-            max_rows=self.max_rows,
-        )
+        self.synced[namespace] = held
         if held.changed is None:
             self.units.clear(namespace)
         elif held.changed:

@@ -54,8 +54,11 @@ class SyncedNamespace:
 
 def sync_namespace(
     held: SyncedNamespace | None, col: Records, *, identity: str, dimension: int | None, max_rows: int
-) -> SyncedNamespace:
+) -> SyncedNamespace | None:
     """``held`` brought to the collection's latest revision, or read whole when there is none or it is too old.
+
+    ``None`` when ``col`` no longer exists (another process dropped it, see :attr:`Changes.dropped`):
+    the caller opens the collection by its name again and reads that one whole.
 
     Args:
         held: The namespace's replica, or ``None``.
@@ -69,6 +72,8 @@ def sync_namespace(
     """
     if held is not None:
         changes = _changes(col, held.rev, embeddings=held.mirrored)
+        if changes.dropped:
+            return None
         if changes.rows is not None:
             _apply(held, changes, max_rows)
             held.changed = [*changes.deleted, *changes.rows["ids"]]
@@ -76,6 +81,8 @@ def sync_namespace(
         logger.info("replica of %r is older than the deletions the database keeps: reading it again", col.name)
     mirrored = max_rows > 0 and col.count() <= max_rows
     changes = _changes(col, None, embeddings=mirrored)
+    if changes.dropped:
+        return None
     mirror = Mirror(dimension, identity) if mirrored and dimension is not None else None
     fresh = SyncedNamespace(changes.rev, LexicalIndex(), mirror, mirrored, identity)
     _apply(fresh, changes, max_rows)
