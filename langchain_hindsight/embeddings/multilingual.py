@@ -22,6 +22,7 @@ from langchain_core.embeddings import Embeddings
 from langchain_hindsight.embeddings.identity import EmbedderIdentity
 from langchain_hindsight.embeddings.local import LocalEmbeddings
 from langchain_hindsight.embeddings.models import (
+    BuiltinModel,
     MiniLMModel,
     MultilingualModel,
     ScriptRoutedModel,
@@ -114,7 +115,7 @@ class ScriptRoutedEmbeddings(ScriptRoutedModel, Embeddings):
         )
 
 
-_EMBEDDINGS: dict[type, type[Embeddings]] = {
+_EMBEDDINGS: dict[type[BuiltinModel], type[Embeddings]] = {
     MiniLMModel: LocalEmbeddings,
     MultilingualModel: MultilingualEmbeddings,
     ScriptRoutedModel: ScriptRoutedEmbeddings,
