@@ -36,7 +36,7 @@ real, the rest noisy mixes), queries are embedded for real by the CLI itself.
 
 Writes benchmarks/results/cli_latency.json and .md (``--out NAME`` changes the name).
 
-Run: HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/cli_latency.py [--size 10000] [--runs 7]
+Run: HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/cli_latency.py [--size 10000] [--runs 7] [--search-runs 21]
      [--path DIR (kept; reused when it exists)] [--note "machine shared"] [--baseline DIR]
 """
 
@@ -213,6 +213,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--size", type=int, default=10000)
     parser.add_argument("--runs", type=int, default=7)
+    parser.add_argument(
+        "--search-runs", type=int, default=0, help="runs of each search row (default --runs; its A/B needs more)"
+    )
     parser.add_argument("--real", type=int, default=300, help="texts embedded for real when building")
     parser.add_argument("--path", default="", help="store directory, kept (reused if it already holds a store)")
     parser.add_argument("--note", default="", help="a line added to the report (e.g. 'machine shared')")
@@ -235,6 +238,7 @@ def main() -> None:
         query_file.write_text(query, encoding="utf-8")
     latin = next(q for q in CORPORA["common"](args.size, 300)[1] if query_script(q) == "latin")
     baseline = Path(args.baseline).resolve() if args.baseline else None
+    search_runs = args.search_runs or args.runs
     if baseline is not None and not (baseline / "langchain_hindsight" / "__init__.py").is_file():
         parser.error(f"--baseline {baseline} holds no langchain_hindsight package")
     py = sys.executable
@@ -247,15 +251,18 @@ def main() -> None:
     # saves the snapshots, so every timed search below finds what a store an agent searched leaves.
     timed([*cli, "search", query, "--path", str(path)], 1)
     rows |= {
-        "hindsight search": wall([*cli, "search", query, "--path", str(path)], args.runs, TARGETS["search"], baseline),
+        "hindsight search": wall(
+            [*cli, "search", query, "--path", str(path)], search_runs, TARGETS["search"], baseline
+        ),
         "hindsight search (a Latin-script query: both halves of the embedder load)": wall(
-            [*cli, "search", latin, "--path", str(path)], args.runs, TARGETS["search"], baseline
+            [*cli, "search", latin, "--path", str(path)], search_runs, TARGETS["search"], baseline
         ),
     }
     loads = os.getloadavg()
     result = {
         "size": args.size,
         "runs": args.runs,
+        "search_runs": search_runs,
         "query": query,
         "latin_query": latin,
         "load_average_after": [round(x, 2) for x in loads],
@@ -271,7 +278,9 @@ def main() -> None:
     lines = [
         f"# CLI wall time at {args.size} memories",
         "",
-        f"Fresh processes, {args.runs} runs each; each `stats` run after a write follows its own untimed store "
+        f"Fresh processes, {args.runs} runs each"
+        + (f" ({search_runs} of each search)" if search_runs != args.runs else "")
+        + "; each `stats` run after a write follows its own untimed store "
         f"session (see `benchmarks/cli_latency.py`); wall p50 and min, CPU (user + sys) p50, in seconds. Store: `common` corpus, 5 % archived. "
         f"Load average after the run: {', '.join(f'{x:.2f}' for x in loads)} on {os.cpu_count()} CPUs."
         + (f" {args.note}" if args.note else ""),
