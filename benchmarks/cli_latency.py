@@ -128,7 +128,8 @@ class Timed(NamedTuple):
 def timed(argv: list[str], runs: int, before: Callable[[], None] | None = None, *, source: Path = ROOT.parent) -> Timed:
     """``argv`` in ``runs`` fresh processes (``before`` each, untimed): wall and CPU (user + sys) seconds of each.
 
-    ``source``: the source tree whose package the processes import (this one by default).
+    ``source``: the source tree whose package the processes import (this one by default); it is also their
+    working directory, which ``python -m`` puts first on ``sys.path``, before ``PYTHONPATH``.
     """
     env = dict(os.environ, PYTHONPATH=str(source), HF_HUB_OFFLINE="1")
     result = Timed([], [], 0)
@@ -137,7 +138,7 @@ def timed(argv: list[str], runs: int, before: Callable[[], None] | None = None, 
             before()
         usage = resource.getrusage(resource.RUSAGE_CHILDREN)
         t0 = time.perf_counter()
-        proc = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
+        proc = subprocess.run(argv, env=env, cwd=source, capture_output=True, text=True, check=False)
         wall = time.perf_counter() - t0
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         cpu = (after.ru_utime - usage.ru_utime) + (after.ru_stime - usage.ru_stime)
@@ -226,7 +227,7 @@ def main() -> None:
     args = parser.parse_args()
     tmp = None
     if args.path:
-        path = Path(args.path)
+        path = Path(args.path).resolve()  # the commands run in the source tree's directory
     else:
         tmp = tempfile.TemporaryDirectory()
         path = Path(tmp.name) / "store"
