@@ -1,4 +1,8 @@
-"""The junk rule (``langchain_hindsight._text.informative``): what it refuses, what it keeps, per split and language.
+"""The junk rule: what the store refuses as carrying no information, what it keeps, per split and language.
+
+Each text is judged as the store's write path judges a unit's content (``MemoryUnit(content=text)`` then
+:func:`langchain_hindsight.store.decide.check_informative`, both public): a text is refused when either
+raises :class:`~langchain_hindsight.errors.InvalidMemoryError` (``UninformativeMemoryError`` is one).
 
 Data: ``benchmarks/data/junk_texts.jsonl``, short texts labelled junk (acknowledgements, greetings,
 fillers, bare verdicts, emoji, one character) or informative (short facts, preferences, settings,
@@ -17,7 +21,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from langchain_hindsight._text import informative
+from langchain_hindsight import MemoryUnit
+from langchain_hindsight.errors import InvalidMemoryError
+from langchain_hindsight.store.decide import check_informative
 
 ROOT = Path(__file__).parent
 RESULTS = ROOT / "results"
@@ -28,6 +34,15 @@ STORED = {
     "held-out lessons B (heldoutb_memories)": ("heldoutb_memories.jsonl", "content"),
     "conversation turns (conversation_turns)": ("conversation_turns.jsonl", None),
 }
+
+
+def informative(text: str) -> bool:
+    """Whether the store would keep a unit with this content (the public write-path check, not a copy of it)."""
+    try:
+        check_informative(MemoryUnit(content=text))
+    except InvalidMemoryError:
+        return False
+    return True
 
 
 def _load(name: str) -> list[dict[str, Any]]:
@@ -75,7 +90,8 @@ def main() -> None:
     lines = [
         "# Junk rule: refused junk and kept information (benchmarks/junk_filter.py)",
         "",
-        "`informative(text)` on `benchmarks/data/junk_texts.jsonl`. Junk recall: share of junk texts refused. "
+        "The store's write-path check (`check_informative(MemoryUnit(content=text))`) on "
+        "`benchmarks/data/junk_texts.jsonl`. Junk recall: share of junk texts refused. "
         "Precision: share of refused texts that are junk. Held-out: written after the rule, scored once.",
         "",
         "| split / language | junk | informative | junk refused | informative refused | junk recall | precision |",

@@ -4,9 +4,11 @@ Every public option that must be a whole number (``k``, ``max_lines``, a batch s
 checked by :func:`check_int`, every bounded number by :func:`check_number`; both refuse a ``bool``
 (``True`` is an ``int`` to Python, never a count to a caller) and raise
 :class:`~langchain_hindsight.errors.ConfigurationError` naming the option. Every constructor that takes
-its options as keywords it passes on (a retriever's pydantic fields, ``**options``) refuses a name it does
-not know through :func:`check_options`, naming the option it most likely meant: a misspelt
-``min_relevence=`` must not be silently ignored.
+its options as keywords refuses a name it does not know through :func:`check_options`, naming the option it
+most likely meant: a misspelt ``min_relevence=`` must be neither silently ignored nor a bare ``TypeError``.
+Public constructors and factories get that check from one decorator, :func:`refuse_unknown_keywords`, which
+reads the names from the signature (a dataclass's fields, a pydantic model's fields, the keys of
+``**options: Unpack[SomeTypedDict]``), so the signature stays typed and the one list of names.
 
 Example:
     >>> check_int("k", 3)
@@ -20,12 +22,19 @@ Example:
 from __future__ import annotations
 
 import difflib
+import functools
+import inspect
 import math
-from collections.abc import Iterable
+import re
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar, Unpack, get_args, get_origin, overload
 
-from langchain_hindsight.errors import ConfigurationError
+from langchain_hindsight.errors import ConfigurationError, UnknownOptionError
 
-__all__ = ["check_int", "check_number", "check_options", "is_int"]
+__all__ = ["check_int", "check_number", "check_options", "closest_name", "is_int", "refuse_unknown_keywords"]
+
+_C = TypeVar("_C", bound=Callable[..., Any])
+_UNPACK = re.compile(r"(?:typing(?:_extensions)?\.)?Unpack\[\s*([A-Za-z_][\w.]*)\s*\]")
 
 
 def is_int(value: object, low: int, high: int | None = None) -> bool:
@@ -74,22 +83,201 @@ def check_options(what: str, given: Iterable[str], known: Iterable[str]) -> None
         known: Every option name accepted.
 
     Raises:
-        ConfigurationError: one or more unknown names; the message lists each, with ``did you mean``
-            and the closest known name when one is close (:func:`difflib.get_close_matches`).
+        UnknownOptionError: one or more unknown names (a :class:`ConfigurationError` and a ``TypeError``); the
+            message lists each, with ``did you mean`` and the closest known name when one is close
+            (:func:`closest_name`).
 
     Example:
         >>> check_options("recall", ["k", "min_scor"], ["k", "min_relevance", "min_score"])
         Traceback (most recent call last):
         ...
-        langchain_hindsight.errors.ConfigurationError: unknown recall option 'min_scor' (did you mean 'min_score'?)
+        langchain_hindsight.errors.UnknownOptionError: unknown recall option 'min_scor' (did you mean 'min_score'?)
     """
-    choices = sorted(set(known))
-    unknown = sorted(set(given) - set(choices))
+    choices = set(known)
+    unknown = sorted(set(given) - choices)
     if not unknown:
         return
     named = []
     for name in unknown:
-        close = difflib.get_close_matches(name, choices, n=1)
-        named.append(f"{name!r} (did you mean {close[0]!r}?)" if close else repr(name))
+        close = closest_name(name, choices)
+        named.append(f"{name!r} (did you mean {close!r}?)" if close else repr(name))
     plural = "s" if len(unknown) > 1 else ""
-    raise ConfigurationError(f"unknown {what} option{plural} {', '.join(named)}")
+    raise UnknownOptionError(f"unknown {what} option{plural} {', '.join(named)}")
+
+
+def closest_name(name: str, choices: Iterable[str]) -> str | None:
+    """The name in ``choices`` that ``name`` most likely misspells, or ``None`` when none is close.
+
+    Case is ignored (``K`` → ``k``). Otherwise the candidates are those :func:`difflib.get_close_matches`
+    finds with its default cutoff, and the one fewest typing slips away wins (a swapped pair of letters is one
+    slip, so ``contnet`` means ``content``, not ``context``); a tie keeps difflib's order.
+
+    Example:
+        >>> closest_name("min_relevence", ["k", "min_relevance", "locale"])
+        'min_relevance'
+        >>> closest_name("contnet", ["context", "content"])
+        'content'
+    """
+    ordered = sorted(choices)
+    folded = [c for c in ordered if c.lower() == name.lower()]
+    if folded:
+        return folded[0]
+    close = difflib.get_close_matches(name, ordered, n=3)
+    return min(close, key=lambda c: _slips(name, c)) if close else None
+
+
+def _slips(a: str, b: str) -> int:
+    """Optimal string alignment distance: insertions, deletions, substitutions and adjacent swaps."""
+    before: list[int] = []
+    row = list(range(len(b) + 1))
+    for i in range(1, len(a) + 1):
+        earlier, before, row = before, row, [i] + [0] * len(b)
+        for j in range(1, len(b) + 1):
+            cost = a[i - 1] != b[j - 1]
+            row[j] = min(before[j] + 1, row[j - 1] + 1, before[j - 1] + cost)
+            if i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
+                row[j] = min(row[j], earlier[j - 2] + 1)
+    return row[len(b)]
+
+
+def _typed_dict_keys(func: Callable[..., Any], annotation: object) -> frozenset[str] | None:
+    """The keys of ``TD`` when ``annotation`` is ``Unpack[TD]`` (also as a string, under postponed annotations)."""
+    if isinstance(annotation, str):
+        match = _UNPACK.fullmatch(annotation.strip())
+        if match is None:
+            return None
+        owner: Any = getattr(inspect.unwrap(func), "__globals__", {})
+        for part in match.group(1).split("."):
+            owner = owner.get(part) if isinstance(owner, dict) else getattr(owner, part, None)
+        if owner is None:  # a programming error of this package: the tests of every public constructor catch it
+            raise TypeError(f"cannot resolve {annotation} of {func.__qualname__} at run time")
+        annotation = owner
+    elif get_origin(annotation) is Unpack:
+        annotation = get_args(annotation)[0]
+    else:
+        return None
+    required = getattr(annotation, "__required_keys__", None)
+    optional = getattr(annotation, "__optional_keys__", None)
+    if required is None or optional is None:
+        return None
+    return frozenset(required | optional)
+
+
+def _signature_names(func: Callable[..., Any]) -> frozenset[str] | None:
+    """Every name ``func`` takes as a keyword, or ``None`` when a bare ``**kwargs`` takes any."""
+    names: set[str] = set()
+    for param in inspect.signature(func).parameters.values():
+        if param.kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.POSITIONAL_ONLY):
+            continue  # a positional-only name given as a keyword is no option: refused like a misspelt one
+        if param.kind is not inspect.Parameter.VAR_KEYWORD:
+            names.add(param.name)
+            continue
+        keys = _typed_dict_keys(func, param.annotation)
+        if keys is None:
+            return None
+        names |= keys
+    return frozenset(names)
+
+
+def _model_names(fields: dict[str, Any]) -> frozenset[str]:
+    """A pydantic model's field names (its ``__pydantic_fields__``) and their string aliases."""
+    names = set(fields)
+    for info in fields.values():
+        names.update(a for a in (info.alias, info.validation_alias) if isinstance(a, str))
+    return frozenset(names)
+
+
+@overload
+def refuse_unknown_keywords(obj: _C, /) -> _C: ...
+@overload
+def refuse_unknown_keywords(*, also: Iterable[str]) -> Callable[[_C], _C]: ...
+def refuse_unknown_keywords(obj: _C | None = None, /, *, also: Iterable[str] = ()) -> _C | Callable[[_C], _C]:
+    """Decorate a public class or function so a keyword it does not take raises :class:`UnknownOptionError`.
+
+    The message names the public class (``type(self).__name__``, so an inherited ``__init__`` never shows an
+    internal base) or the function (its qualified name, ``Hindsight.middleware``) and the option the
+    keyword most likely misspells. The names come from the signature (a dataclass's generated ``__init__``
+    included, and the keys of ``**options: Unpack[SomeTypedDict]``), from a pydantic model's fields
+    (whose ``extra="ignore"`` would drop a misspelt field silently), and from ``also`` (keywords an
+    ``__init__`` packs into a field). A bare ``**kwargs: Any`` without pydantic fields or ``also`` is left
+    alone: it cannot know the names. Apply it last (outermost), above ``@dataclass``.
+
+    The decorated object keeps its type and signature (``inspect.signature`` follows ``__wrapped__``), so
+    IDEs and mypy see the typed parameters unchanged; a call with only known keywords costs a subset test.
+
+    Example:
+        >>> @refuse_unknown_keywords
+        ... def recall(query: str, *, k: int = 3) -> str:
+        ...     return query
+        >>> recall("q", kk=2)
+        Traceback (most recent call last):
+        ...
+        langchain_hindsight.errors.UnknownOptionError: unknown recall option 'kk' (did you mean 'k'?)
+    """
+    extra = frozenset(also)
+
+    def decorate(target: _C) -> _C:
+        if isinstance(target, type):
+            return _checked_class(target, extra)  # type: ignore[return-value]  # the same class, __init__ wrapped
+        return _checked_function(target, extra)
+
+    return decorate if obj is None else decorate(obj)
+
+
+class _Signature:
+    """The keywords a callable takes (plus ``extra``), read from its signature at the first call that passes any.
+
+    Not at decoration time: under postponed annotations ``Unpack[SomeTypedDict]`` is a name in a module that
+    may still be executing.
+    """
+
+    __slots__ = ("_extra", "_func", "_names", "_open")
+
+    def __init__(self, func: Callable[..., Any], extra: frozenset[str]) -> None:
+        self._func = func
+        self._extra = extra
+        self._names: frozenset[str] | None = None
+        self._open = False
+
+    def names(self) -> tuple[frozenset[str], bool]:
+        """``(names, open)``: ``open`` when a bare ``**kwargs`` takes any keyword and no ``extra`` names were given."""
+        if self._names is None:
+            names = _signature_names(self._func)
+            self._open = names is None and not self._extra
+            self._names = (names or frozenset()) | self._extra
+        return self._names, self._open
+
+
+def _checked_function(func: _C, extra: frozenset[str]) -> _C:
+    signature = _Signature(func, extra)
+
+    @functools.wraps(func)
+    def checked(*args: Any, **kwargs: Any) -> Any:
+        if kwargs:
+            names, open_ = signature.names()
+            if not open_ and not kwargs.keys() <= names:
+                check_options(func.__qualname__, kwargs, names)
+        return func(*args, **kwargs)
+
+    return checked  # type: ignore[return-value]  # functools.wraps keeps the signature
+
+
+def _checked_class(cls: type, extra: frozenset[str]) -> type:
+    init = cls.__init__  # type: ignore[misc]  # the class's own or inherited __init__, wrapped below
+    signature = _Signature(init, extra)
+
+    @functools.wraps(init)
+    def __init__(self: Any, /, *args: Any, **kwargs: Any) -> None:  # noqa: N807 - it replaces __init__
+        if kwargs:
+            kind = type(self)
+            names, open_ = signature.names()
+            fields = getattr(kind, "__pydantic_fields__", None)  # per class: a subclass adds fields
+            if isinstance(fields, dict):
+                if not kwargs.keys() <= fields.keys() and not kwargs.keys() <= names:
+                    check_options(kind.__name__, kwargs, names | _model_names(fields))
+            elif not open_ and not kwargs.keys() <= names:
+                check_options(kind.__name__, kwargs, names)
+        init(self, *args, **kwargs)
+
+    cls.__init__ = __init__  # type: ignore[misc]
+    return cls

@@ -5,6 +5,7 @@ The tree::
     HindsightError(Exception)
     ├── AccessDeniedError(HindsightError, PermissionError) a principal lacks the grant
     ├── ConfigurationError(HindsightError, ValueError)   bad option or argument
+    │   ├── UnknownOptionError(ConfigurationError, TypeError) a keyword no option is called (misspelt)
     │   └── EmbedderMismatchError                         the store was embedded by another model
     ├── InvalidMemoryError(HindsightError, ValueError)   a memory unit failed validation
     │   └── UninformativeMemoryError                      its content carries no information ("ok", "好", "👍")
@@ -42,6 +43,7 @@ __all__ = [
     "StoreError",
     "StoreLockedError",
     "UninformativeMemoryError",
+    "UnknownOptionError",
 ]
 
 
@@ -53,6 +55,16 @@ class ConfigurationError(HindsightError, ValueError):
     """An option or argument has a wrong type or value; the message names it."""
 
 
+class UnknownOptionError(ConfigurationError, TypeError):
+    """A keyword argument that no option of the constructor or function is called; the message names the closest one.
+
+    ``Hindsight(min_relevence=0.3)`` raises it as ``unknown Hindsight option 'min_relevence' (did you mean
+    'min_relevance'?)``. It is also a :class:`TypeError`, the builtin Python raises for an unexpected keyword
+    argument, so code written against a plain signature (``except TypeError``) keeps catching it, and a
+    :class:`ConfigurationError` (a :class:`ValueError`) for code catching this package's option errors.
+    """
+
+
 class InvalidMemoryError(HindsightError, ValueError):
     """A memory unit failed validation; the message names the field."""
 
@@ -61,7 +73,7 @@ class UninformativeMemoryError(InvalidMemoryError):
     """A unit's content carries no information (``"x"``, ``"ok"``, ``"好的"``, ``"thanks"``, emoji only).
 
     The store refuses to add it: such a "memory" would be recalled for
-    unrelated tasks and teach nothing (see :func:`langchain_hindsight._text.informative`).
+    unrelated tasks and teach nothing (see :func:`langchain_hindsight.store.decide.check_informative`).
     """
 
 

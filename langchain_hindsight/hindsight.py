@@ -24,6 +24,7 @@ from urllib.parse import urlsplit
 
 from langchain_core.callbacks import BaseCallbackHandler
 
+from langchain_hindsight._checks import refuse_unknown_keywords
 from langchain_hindsight._unset import UNSET, Unset
 from langchain_hindsight.adapters.graph import OutcomeFn, with_hindsight
 from langchain_hindsight.adapters.middleware import HindsightMiddleware
@@ -75,6 +76,7 @@ _SESSION_OPTIONS = ("k", "min_relevance", "locale", "max_lines", "max_line_chars
 """The environment-settable options that go to the session (``namespace``, the seventh, goes to the store)."""
 
 
+@refuse_unknown_keywords
 class Hindsight:
     """The composition root: store, retriever, reflector, journal and one session, and the adapters over them.
 
@@ -320,6 +322,7 @@ class Hindsight:
         return self.session.locale
 
     # ------------------------------------------------------------------ adapters
+    @refuse_unknown_keywords
     def middleware(
         self,
         *,
@@ -331,6 +334,7 @@ class Hindsight:
         """``HindsightMiddleware(self, ...)`` for ``create_agent`` (the same keywords, typed)."""
         return HindsightMiddleware(self, namespace=namespace, placement=placement, max_pending=max_pending, **options)
 
+    @refuse_unknown_keywords
     def wrap(
         self,
         graph: CompiledStateGraph[Any, Any, Any, Any],

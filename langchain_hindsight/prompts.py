@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from langchain_hindsight._checks import refuse_unknown_keywords
 from langchain_hindsight.errors import ConfigurationError
 
 __all__ = [
@@ -85,6 +86,7 @@ Answer in JSON: {{"experiences": [...]}}, each item with the fields:
 """English extraction prompt. Placeholders: ``{task_types}``, ``{trajectory}``."""
 
 
+@refuse_unknown_keywords
 @dataclass(frozen=True, slots=True)
 class ReflectionTemplates:
     """Strings of capture and reflection: the trajectory as the extraction prompt shows it, and rule-made experiences.
@@ -237,6 +239,7 @@ Task:
 """English serve-time task-type classification prompt. Placeholders: ``{task_types}``, ``{task}``."""
 
 
+@refuse_unknown_keywords
 @dataclass(frozen=True, slots=True)
 class PromptTemplates:
     """The user-visible strings of one locale.
@@ -315,6 +318,7 @@ EN = PromptTemplates(
 """English templates."""
 
 
+@refuse_unknown_keywords
 def get_templates(locale: Locale = "zh") -> PromptTemplates:
     """The templates of ``locale`` (``"zh"`` or ``"en"``).
 

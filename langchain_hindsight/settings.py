@@ -44,6 +44,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from langchain_hindsight._checks import refuse_unknown_keywords
 from langchain_hindsight.errors import ConfigurationError
 
 if TYPE_CHECKING:
@@ -109,6 +110,7 @@ OPENAI_EXTRA = "pip install 'langchain-hindsight[openai]'"
 """How to install what :func:`openai_chat_model` needs (``langchain-openai`` is an optional extra)."""
 
 
+@refuse_unknown_keywords
 @dataclass(frozen=True, slots=True)
 class Environment:
     """The values of the variables above; an empty string counts as unset (``None``).

@@ -17,6 +17,7 @@ import re
 from collections.abc import Iterable, Mapping
 from functools import cached_property
 
+from langchain_hindsight._checks import refuse_unknown_keywords
 from langchain_hindsight.errors import ConfigurationError
 
 __all__ = [
@@ -189,6 +190,7 @@ def _fold(label: str) -> str:
     return _SEPARATORS.sub("_", label.strip().lower()).strip("_")
 
 
+@refuse_unknown_keywords
 class TaskTypeVocabulary:
     """A closed set of task-type labels with aliases.
 
@@ -320,6 +322,7 @@ def _alias_pattern(alias: str) -> re.Pattern[str]:
 _DEFAULT_VOCABULARY = TaskTypeVocabulary()
 
 
+@refuse_unknown_keywords
 def normalize_task_type(label: str | None, vocabulary: TaskTypeVocabulary | None = None) -> str:
     """Normalise ``label`` with ``vocabulary`` (the default vocabulary when ``None``)."""
     return (vocabulary or _DEFAULT_VOCABULARY).normalize(label)

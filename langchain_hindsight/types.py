@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from langchain_hindsight._checks import closest_name, refuse_unknown_keywords
 from langchain_hindsight._trust import DEFAULT_INITIAL_CONFIDENCE, MemorySource
 from langchain_hindsight.errors import InvalidMemoryError
 
@@ -134,7 +135,7 @@ class MemoryContext(BaseModel):
         try:
             super().__init__(**data)
         except ValidationError as e:
-            raise InvalidMemoryError(_describe(e)) from e
+            raise InvalidMemoryError(_describe(e, type(self))) from e
 
     @field_validator("tools_used")
     @classmethod
@@ -192,7 +193,7 @@ class MemoryUnit(BaseModel):
         try:
             super().__init__(**data)
         except ValidationError as e:
-            raise InvalidMemoryError(_describe(e)) from e
+            raise InvalidMemoryError(_describe(e, type(self))) from e
 
     @field_validator("memory_id")
     @classmethod
@@ -315,15 +316,31 @@ class MemoryUnit(BaseModel):
         return cls(**data)
 
 
-def _describe(error: ValidationError) -> str:
+def _describe(error: ValidationError, model: type[BaseModel]) -> str:
+    """One line naming each bad field; a field no model has (``contnet=``) names the one it most likely misspells."""
     parts = []
     for item in error.errors():
         loc = ".".join(str(p) for p in item["loc"]) or "value"
         msg = item["msg"].removeprefix("Value error, ")
+        if item["type"] == "extra_forbidden":
+            meant = closest_name(str(item["loc"][-1]), _fields_at(model, item["loc"][:-1]))
+            msg = f"unknown field (did you mean {meant!r}?)" if meant else "unknown field"
         parts.append(f"{loc}: {msg}")
     return "invalid memory unit: " + "; ".join(parts)
 
 
+def _fields_at(model: type[BaseModel], path: tuple[int | str, ...]) -> list[str]:
+    """The field names of the (nested) model at ``path`` (``("context",)`` → :class:`MemoryContext`'s)."""
+    for name in path:
+        info = model.model_fields.get(str(name))
+        inner = info.annotation if info is not None else None
+        if not (isinstance(inner, type) and issubclass(inner, BaseModel)):
+            return []
+        model = inner
+    return list(model.model_fields)
+
+
+@refuse_unknown_keywords
 class Step(BaseModel):
     """One event in a trajectory."""
 
@@ -341,6 +358,7 @@ class Step(BaseModel):
     """True when ``content`` was cut (head + tail kept)."""
 
 
+@refuse_unknown_keywords
 class Trajectory(BaseModel):
     """Everything one task run did, built by :class:`TrajectoryRecorder`."""
 
@@ -357,6 +375,7 @@ class Trajectory(BaseModel):
     metadata: dict[str, Any] = Field(default_factory=dict)
 
 
+@refuse_unknown_keywords
 class ScoredMemory(BaseModel):
     """A recalled memory with its weighted score and per-factor breakdown."""
 

@@ -22,6 +22,7 @@ from langchain_core.messages import BaseMessage
 from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
 from langgraph.graph.state import CompiledStateGraph
 
+from langchain_hindsight._checks import refuse_unknown_keywords
 from langchain_hindsight.adapters._wrapper import wrap_graph
 from langchain_hindsight.capture import OUTCOME_REASON_KEY, answer_outcome, message_text
 from langchain_hindsight.capture.messages import (
@@ -126,6 +127,7 @@ def _thread_id(config: RunnableConfig | None) -> str | None:
     return str(value) if value not in (None, "") else None
 
 
+@refuse_unknown_keywords
 def recall_node(
     hindsight: SessionSource,
     *,
@@ -190,6 +192,7 @@ def recall_node(
     return RunnableLambda(hindsight_recall, afunc=ahindsight_recall, name=name)
 
 
+@refuse_unknown_keywords
 def reflect_node(
     hindsight: SessionSource,
     *,
@@ -257,6 +260,7 @@ def reflect_node(
 
 
 # ---------------------------------------------------------------------------- wrapper
+@refuse_unknown_keywords
 def with_hindsight(
     graph: CompiledStateGraph[Any, Any, Any, Any],
     hindsight: SessionSource,

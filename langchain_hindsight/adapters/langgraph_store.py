@@ -59,6 +59,7 @@ from langgraph.store.base import (
 )
 from langgraph.store.base.embed import get_text_at_path, tokenize_path
 
+from langchain_hindsight._checks import refuse_unknown_keywords
 from langchain_hindsight._text import informative
 from langchain_hindsight._trust import MemorySource, trust_rank
 from langchain_hindsight.errors import ConfigurationError, UninformativeMemoryError
@@ -275,6 +276,7 @@ class _Found:
     chain: tuple[str, ...]
 
 
+@refuse_unknown_keywords
 class HindsightStore(BaseStore):
     """LangGraph's ``BaseStore`` over a :class:`MemoryStore`: LangGraph and LangMem read and write hindsight memory.
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import ConfigDict, Field, PrivateAttr
 
-from langchain_hindsight._checks import check_options
+from langchain_hindsight._checks import refuse_unknown_keywords
 from langchain_hindsight.capture.messages import trajectory_from_intermediate_steps
 from langchain_hindsight.errors import ConfigurationError
 from langchain_hindsight.session.config import SessionConfig, new_run_id
@@ -34,6 +34,7 @@ except ImportError as e:  # pragma: no cover - exercised only without the extra
 __all__ = ["HindsightMemory"]
 
 
+@refuse_unknown_keywords(also=SessionConfig.option_names() | {"store"})  # BaseMemory: extra="ignore"
 class HindsightMemory(BaseMemory):  # type: ignore[misc]  # BaseMemory is deprecated-decorated
     r"""Classic-chain memory whose variable is the ``[相关经验]`` block for the current input.
 
@@ -82,10 +83,6 @@ class HindsightMemory(BaseMemory):  # type: ignore[misc]  # BaseMemory is deprec
     _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
 
     def __init__(self, hindsight: object = None, /, **data: Any) -> None:
-        # pydantic (LangChain's BaseMemory: extra="ignore") would drop a misspelt option silently
-        check_options(
-            "HindsightMemory", data, type(self).model_fields.keys() | SessionConfig.option_names() | {"store"}
-        )
         options = {k: data.pop(k) for k in list(data) if k in SessionConfig.option_names()}
         target = data.pop("store", None) if hindsight is None else hindsight
         if target is None:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Unpack
 from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest, ModelResponse
 from langchain_core.messages import AIMessage, BaseMessage
 
-from langchain_hindsight._checks import check_int
+from langchain_hindsight._checks import check_int, refuse_unknown_keywords
 from langchain_hindsight.capture import message_text
 from langchain_hindsight.capture.messages import (
     Placement,
@@ -40,6 +40,7 @@ if TYPE_CHECKING:
 __all__ = ["HindsightMiddleware"]
 
 
+@refuse_unknown_keywords
 class HindsightMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     """Agent middleware that recalls experience before a task and learns after it.
 

@@ -37,6 +37,7 @@ from langchain_core.documents import Document
 from langchain_core.messages import BaseMessage
 from langchain_core.outputs import ChatGeneration, LLMResult
 
+from langchain_hindsight._checks import refuse_unknown_keywords
 from langchain_hindsight.capture._runs import RunRegistry
 from langchain_hindsight.capture._steps import Raw, tool_error_parts
 from langchain_hindsight.capture._text import as_text, clip_args, message_text, parse_args
@@ -73,6 +74,7 @@ def _guarded(method: _F) -> _F:
     return cast(_F, wrapper)
 
 
+@refuse_unknown_keywords
 class TrajectoryRecorder(RunRegistry, BaseCallbackHandler):
     """Records what an agent run did, as a :class:`Trajectory` per root run.
 

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from langchain_hindsight._checks import check_number
+from langchain_hindsight._checks import check_number, refuse_unknown_keywords
 from langchain_hindsight.errors import ConfigurationError, MemoryNotFoundError
 from langchain_hindsight.lifecycle._merge import (
     KEPT_APART_TAG,
@@ -63,6 +63,7 @@ _WRITE_BATCH = 1000
 _READ_BATCH = 5000
 
 
+@refuse_unknown_keywords
 class Lifecycle:
     """Decay, archive, merge and review the memories of a store.
 

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
-from langchain_hindsight._checks import check_int, check_number
+from langchain_hindsight._checks import check_int, check_number, refuse_unknown_keywords
 from langchain_hindsight.errors import ConfigurationError
 from langchain_hindsight.store.decide import MERGE_THRESHOLD
 from langchain_hindsight.types import MemoryUnit
@@ -29,6 +29,7 @@ Progress = Callable[[str, int, int], None]
 """``progress(stage, done, total)``: called during long operations (the CLI prints it to stderr)."""
 
 
+@refuse_unknown_keywords
 @dataclass(frozen=True, slots=True)
 class LifecyclePolicy:
     """The numbers of the memory lifecycle; every one is configurable.

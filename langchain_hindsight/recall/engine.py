@@ -32,7 +32,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol, get_args
 
-from langchain_hindsight._checks import check_int, check_number, check_options
+from langchain_hindsight._checks import check_int, check_number, check_options, refuse_unknown_keywords
 from langchain_hindsight._script import FusionWeights
 from langchain_hindsight._text import clean_text, informative
 from langchain_hindsight.errors import ConfigurationError
@@ -98,6 +98,7 @@ DEFAULT_K = 5
 """Memories recalled per task when no ``k`` is given (the retriever's, the session's and ``Hindsight``'s)."""
 
 
+@refuse_unknown_keywords
 @dataclass(frozen=True, slots=True)
 class RecallSettings:
     """The options of a recall, with their defaults: the one place they are filled and checked.

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 from langchain_core.documents import Document
 
+from langchain_hindsight._checks import refuse_unknown_keywords
 from langchain_hindsight._claims import claim_of, relation_of
 from langchain_hindsight._safety import SUSPICIOUS_TAG, render_safe
 from langchain_hindsight.errors import ConfigurationError
@@ -174,6 +175,7 @@ def _assemble(
     return "\n".join(out)
 
 
+@refuse_unknown_keywords
 def format_experiences(
     memories: Sequence[Recalled],
     *,
@@ -272,6 +274,7 @@ def fit_experiences(
     return fit_block(render, len(shown), max_line_chars=max_line_chars, max_block_chars=max_block_chars, first=first)
 
 
+@refuse_unknown_keywords
 def build_task_prompt(
     task: str,
     memories: Sequence[Recalled],

@@ -29,6 +29,7 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 
+from langchain_hindsight._checks import refuse_unknown_keywords
 from langchain_hindsight._script import FusionWeights, Script, query_script
 from langchain_hindsight.errors import ConfigurationError
 from langchain_hindsight.recall.fusion import Fusion, fuse_arrays
@@ -74,6 +75,7 @@ even the best served memory fails :data:`AUTO_FLOOR` (only possible with a lower
 floor)."""
 
 
+@refuse_unknown_keywords
 @dataclass(frozen=True, slots=True)
 class FloorRule:
     """A relevance floor judged on each candidate's evidence, per script pair (``min_relevance="auto"``).

@@ -54,7 +54,7 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables.config import run_in_executor
 from pydantic import ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 
-from langchain_hindsight._checks import check_int, check_number, check_options
+from langchain_hindsight._checks import check_int, check_number, refuse_unknown_keywords
 from langchain_hindsight._text import clip_text
 from langchain_hindsight.errors import ConfigurationError
 from langchain_hindsight.prompts import Locale, get_templates
@@ -115,6 +115,7 @@ def _floor_label(floor: object) -> str:
     return "auto" if floor == "auto" or isinstance(floor, FloorRule) else str(floor)
 
 
+@refuse_unknown_keywords(also=RECALL_OPTIONS)  # LangChain's BaseRetriever (extra="ignore") would drop one
 class HindsightRetriever(BaseRetriever):
     """Recall the memories that matter for a task (hybrid search + a weighted score).
 
@@ -211,8 +212,6 @@ class HindsightRetriever(BaseRetriever):
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
     def __init__(self, **data: Any) -> None:
-        # pydantic (LangChain's BaseRetriever: extra="ignore") would drop a misspelt option silently
-        check_options(type(self).__name__, data, type(self).model_fields.keys() | RECALL_OPTIONS)
         try:
             super().__init__(**data)
         except ValidationError as e:  # bad constructor arguments: a typed error, also a ValueError

@@ -21,7 +21,7 @@ from datetime import datetime
 import numpy as np
 import numpy.typing as npt
 
-from langchain_hindsight._checks import check_number
+from langchain_hindsight._checks import check_number, refuse_unknown_keywords
 from langchain_hindsight._trust import DEFAULT_SOURCE_PRIOR
 from langchain_hindsight.errors import ConfigurationError
 from langchain_hindsight.types import MemoryUnit, ScoredMemory, utcnow
@@ -35,6 +35,7 @@ def _check_number(name: str, value: object, *, high: float = math.inf) -> float:
     return check_number(f"ScoringWeights.{name}", value, 0.0, high)
 
 
+@refuse_unknown_keywords
 @dataclass(frozen=True, slots=True)
 class ScoringWeights:
     """Weights of the recall score. Every weight is configurable.
@@ -100,6 +101,7 @@ def time_factor(created_at: datetime, now: datetime, *, weights: ScoringWeights 
     return max(w.time_floor, 1.0 - days / w.time_horizon_days)
 
 
+@refuse_unknown_keywords
 def score_memory(
     memory: MemoryUnit,
     similarity: float,

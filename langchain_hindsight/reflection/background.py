@@ -11,6 +11,7 @@ from collections.abc import Collection
 from concurrent.futures import Future
 from typing import Any, Protocol, get_args
 
+from langchain_hindsight._checks import refuse_unknown_keywords
 from langchain_hindsight.errors import ConfigurationError, ReflectionError
 from langchain_hindsight.types import MemoryUnit, Outcome, Trajectory
 
@@ -29,6 +30,7 @@ class SupportsReflect(Protocol):
         ...
 
 
+@refuse_unknown_keywords
 class BackgroundReflector:
     """Reflect on finished trajectories in worker threads, so the agent never waits for it.
 

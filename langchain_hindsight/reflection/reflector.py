@@ -28,6 +28,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.runnables import Runnable
 from pydantic import BaseModel, Field
 
+from langchain_hindsight._checks import refuse_unknown_keywords
 from langchain_hindsight._json import json_items, parse_json_text
 from langchain_hindsight._safety import looks_like_instruction, render_safe
 from langchain_hindsight._text import clip_text, informative
@@ -138,6 +139,7 @@ def _as_context(value: Any) -> MemoryContext:
 
 
 # ---------------------------------------------------------------------- the reflector
+@refuse_unknown_keywords
 class Reflector:
     """Distils a trajectory into candidate memory units and stores them.
 

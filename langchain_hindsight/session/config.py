@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 from langchain_core.language_models import BaseChatModel
 
-from langchain_hindsight._checks import check_int
+from langchain_hindsight._checks import check_int, refuse_unknown_keywords
 from langchain_hindsight._unset import UNSET, Unset
 from langchain_hindsight.errors import ConfigurationError
 from langchain_hindsight.prompts import Locale, get_templates
@@ -103,6 +103,7 @@ class SessionOptions(AdapterOptions, total=False):
     namespace: str | None
 
 
+@refuse_unknown_keywords
 @dataclass(frozen=True, kw_only=True)
 class SessionConfig:
     """Every option of the hindsight loop, in one place (adapters never repeat them).

@@ -38,7 +38,7 @@ from concurrent.futures import Future
 from dataclasses import replace
 from typing import Any, Unpack
 
-from langchain_hindsight._checks import check_options
+from langchain_hindsight._checks import refuse_unknown_keywords
 from langchain_hindsight._unset import Unset
 from langchain_hindsight.capture.messages import resolve_namespace
 from langchain_hindsight.capture.recorder import SERVED_KEY
@@ -70,6 +70,7 @@ __all__ = ["HindsightSession"]
 logger = logging.getLogger(__name__)
 
 
+@refuse_unknown_keywords
 class HindsightSession:
     """Recall before a task, outcome + reflection + credit after it, journaled, with one error policy.
 
@@ -90,7 +91,6 @@ class HindsightSession:
     """
 
     def __init__(self, config: SessionConfig | MemoryStore, /, **options: Unpack[SessionOptions]) -> None:
-        check_options("hindsight", options, SessionConfig.option_names())
         if isinstance(config, SessionConfig):
             config = replace(config, **options) if options else config
         else:

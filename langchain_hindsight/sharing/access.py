@@ -49,6 +49,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from langchain_hindsight._checks import refuse_unknown_keywords
 from langchain_hindsight._trust import MemorySource
 from langchain_hindsight.errors import AccessDeniedError, ConfigurationError, InvalidMemoryError, MemoryNotFoundError
 from langchain_hindsight.recall.explain import ExplainedMemory, RunExplanation, explain_run
@@ -95,6 +96,7 @@ class ScopedResult:
         return self.scored.memory
 
 
+@refuse_unknown_keywords
 class ScopedMemory:
     """The store as one principal sees it; every operation checks the grants first.
 

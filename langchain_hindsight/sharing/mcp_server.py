@@ -60,7 +60,7 @@ from starlette.requests import HTTPConnection
 from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from langchain_hindsight._checks import is_int
+from langchain_hindsight._checks import is_int, refuse_unknown_keywords
 from langchain_hindsight.errors import ConfigurationError, HindsightError
 from langchain_hindsight.prompts import Locale
 from langchain_hindsight.recall.injection import format_experiences
@@ -295,6 +295,7 @@ def _feedback_run(memory: ScopedMemory, ids: list[str]) -> tuple[str | None, lis
     return run_id, skipped
 
 
+@refuse_unknown_keywords
 def create_server(
     memory: ScopedMemory,
     *,

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from langchain_hindsight._checks import refuse_unknown_keywords
 from langchain_hindsight._trust import MemorySource
 from langchain_hindsight.errors import AccessDeniedError, ConfigurationError
 from langchain_hindsight.types import MemoryUnit
@@ -142,6 +143,7 @@ def _names(value: object, what: str) -> frozenset[str]:
     return frozenset(names)
 
 
+@refuse_unknown_keywords
 @dataclass(frozen=True, slots=True)
 class Principal:
     """An agent identity: its own namespace plus read/write grants on others.
@@ -191,6 +193,7 @@ class Principal:
             raise AccessDeniedError(f"principal {self.name!r} has no {operation} grant on namespace {namespace!r}")
 
 
+@refuse_unknown_keywords
 class AccessPolicy:
     """The principals of a deployment, by name (from code or a TOML file)."""
 

@@ -18,14 +18,16 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from langchain_hindsight._checks import refuse_unknown_keywords
 from langchain_hindsight.errors import ConfigurationError
-from langchain_hindsight.recall.engine import RecallResult
+from langchain_hindsight.recall.engine import RECALL_OPTIONS, RecallResult
 from langchain_hindsight.recall.retriever import HindsightRetriever
 from langchain_hindsight.sharing.principals import Principal
 
 __all__ = ["ScopedRetriever"]
 
 
+@refuse_unknown_keywords(also=RECALL_OPTIONS)  # before its own checks: a misspelt principal= is named as such
 class ScopedRetriever(HindsightRetriever):
     """Recall for one principal: its own namespace and every readable one, in one call.
 

@@ -23,7 +23,7 @@ import unicodedata
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from langchain_hindsight._checks import is_int
+from langchain_hindsight._checks import is_int, refuse_unknown_keywords
 from langchain_hindsight._trust import (
     DEFAULT_CONFIDENCE_CEILING,
     DEFAULT_INITIAL_CONFIDENCE,
@@ -101,6 +101,7 @@ def settle_claims(unit: MemoryUnit, *, now: datetime | None = None) -> MemoryUni
     return unit.evolve(**changes)
 
 
+@refuse_unknown_keywords
 @dataclass(frozen=True, slots=True)
 class ConfidencePolicy:
     """How confidence moves with outcomes, rejections and supersedes. Every number is configurable.

@@ -21,6 +21,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from langchain_hindsight._checks import refuse_unknown_keywords
 from langchain_hindsight.errors import ConfigurationError, RunNotFoundError
 from langchain_hindsight.store._codec import to_datetime_us
 from langchain_hindsight.store.memory_store import MemoryStore
@@ -62,6 +63,7 @@ def _text(value: object, what: str) -> str:
     return value
 
 
+@refuse_unknown_keywords
 class RunJournal:
     """Run records stored beside the memories, in the store's Chroma database.
 

@@ -30,7 +30,7 @@ from typing import Any, Literal
 import numpy as np
 from langchain_core.embeddings import Embeddings
 
-from langchain_hindsight._checks import is_int
+from langchain_hindsight._checks import is_int, refuse_unknown_keywords
 from langchain_hindsight.embeddings.multilingual import default_embeddings
 from langchain_hindsight.errors import ConfigurationError
 from langchain_hindsight.store import _store_writes as _write_ops
@@ -65,6 +65,7 @@ def _postgres_backend(database_url: str) -> Backend:
     return PostgresBackend(database_url.strip(), lexical=lexical_scheme())  # psycopg is imported only now
 
 
+@refuse_unknown_keywords
 class MemoryStore(StoreCore):
     """Durable memory units in Chroma, with dedup, conflicts and feedback.
 

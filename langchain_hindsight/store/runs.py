@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from langchain_hindsight._checks import refuse_unknown_keywords
 from langchain_hindsight._safety import render_safe
 from langchain_hindsight._text import clean_feedback
 from langchain_hindsight._trust import MemorySource
@@ -141,6 +142,7 @@ class RunFeedback(BaseModel):
     """The run's failure ``debit`` after this entry."""
 
 
+@refuse_unknown_keywords
 class RunRecord(BaseModel):
     """What one run was shown, what it produced and how it ended.
 

@@ -40,13 +40,11 @@ There is no lock file; what keeps writers apart is the database:
   record); later writes insert into it.
 
 Schema: the ``hindsight`` schema holds ``meta`` (``schema_version``, ``lexical_signature``),
-``collections`` (name, metadata, vector dimension, whether its HNSW index is built, revision),
-``tombstones``,
-``lexical_stats``, ``records`` (collection, id, insertion order, ``vector`` embedding, document,
-``jsonb`` metadata, token count) and ``postings``. Opening a
-database applies the missing :data:`~._pg_schema.MIGRATIONS` under an advisory lock; a database written by a
-newer schema is refused. When the tokenizer changes (another ``lexical_signature``), every
-record's postings are recomputed at open.
+``collections`` (name, metadata, vector dimension, whether its HNSW index is built, revision), ``tombstones``,
+``lexical_stats``, ``records`` (collection, id, insertion order, ``vector`` embedding, document, ``jsonb``
+metadata, token count) and ``postings``. Opening a database applies the missing :data:`~._pg_schema.MIGRATIONS`
+under an advisory lock; a database written by a newer schema is refused. When the tokenizer changes (another
+``lexical_signature``), every record's postings are recomputed at open.
 
 Hard delete: a ``DELETE`` only marks rows dead; their bytes stay in the table's pages, in
 the indexes and in the write-ahead log (WAL) until they are vacuumed and the WAL segments that
