@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol, get_args
 
 from langchain_hindsight import settings
-from langchain_hindsight._checks import check_int
+from langchain_hindsight._checks import check_int, refuse_unknown_keywords
 from langchain_hindsight._script import FusionWeights, query_script
 from langchain_hindsight.embeddings import _onnx
 from langchain_hindsight.embeddings._use_cache import load_backend, load_tokenizer
@@ -211,6 +211,7 @@ class _TorchEncoder:
         return [list(map(float, v)) for v in vectors]
 
 
+@refuse_unknown_keywords
 class MiniLMModel:
     """A local sentence-transformers model (default: the packaged all-MiniLM-L6-v2), without LangChain.
 
@@ -318,6 +319,7 @@ class MiniLMModel:
         return list(vector)
 
 
+@refuse_unknown_keywords
 class MultilingualModel:
     """Universal Sentence Encoder multilingual v3 (512-d, L2-normalised), without LangChain.
 
@@ -427,6 +429,7 @@ class MultilingualModel:
         return list(vector)
 
 
+@refuse_unknown_keywords
 class ScriptRoutedModel:
     """MiniLM and the Universal Sentence Encoder in one 896-d vector, weighted by each text's script.
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from langchain_core.embeddings import Embeddings
 
+from langchain_hindsight._checks import refuse_unknown_keywords
 from langchain_hindsight.embeddings.identity import EmbedderIdentity
 from langchain_hindsight.embeddings.local import LocalEmbeddings
 from langchain_hindsight.embeddings.models import (
@@ -73,6 +74,7 @@ class MultilingualEmbeddings(MultilingualModel, Embeddings):
     # Every method is MultilingualModel's; Embeddings adds the async pair (the sync call in an executor).
 
 
+@refuse_unknown_keywords
 class ScriptRoutedEmbeddings(ScriptRoutedModel, Embeddings):
     """MiniLM and the Universal Sentence Encoder in one 896-d vector, weighted by each text's script.
 

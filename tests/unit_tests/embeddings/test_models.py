@@ -23,6 +23,7 @@ from langchain_hindsight.embeddings.multilingual import (
     ScriptRoutedEmbeddings,
     default_embeddings,
 )
+from langchain_hindsight.errors import UnknownOptionError
 from tests.fakes import HashEmbeddings
 
 PAIRS = [(LocalEmbeddings, MiniLMModel), (MultilingualEmbeddings, MultilingualModel)]
@@ -102,3 +103,20 @@ def test_a_cache_of_size_zero_keeps_nothing() -> None:
     model.embed_query("a")
     model.embed_query("a")
     assert model.encoded == ["a", "a"]
+
+
+@pytest.mark.parametrize(
+    ("make", "public", "wrong", "meant"),
+    [
+        (lambda: LocalEmbeddings(query_thread=1), "LocalEmbeddings", "query_thread", "query_threads"),
+        (lambda: MultilingualEmbeddings(batchsize=8), "MultilingualEmbeddings", "batchsize", "batch_size"),
+        (lambda: ScriptRoutedEmbeddings(minlm=None), "ScriptRoutedEmbeddings", "minlm", "minilm"),
+        (lambda: MiniLMModel(backnd="onnx"), "MiniLMModel", "backnd", "backend"),
+        (lambda: MultilingualModel(cache_directory=None), "MultilingualModel", "cache_directory", "cache_dir"),
+        (lambda: ScriptRoutedModel(uses=None), "ScriptRoutedModel", "uses", "use"),
+    ],
+)
+def test_a_misspelt_option_names_the_class_and_the_meant_one(make: Any, public: str, wrong: str, meant: str) -> None:
+    with pytest.raises(UnknownOptionError) as caught:
+        make()
+    assert str(caught.value) == f"unknown {public} option {wrong!r} (did you mean {meant!r}?)"
