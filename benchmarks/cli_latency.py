@@ -26,18 +26,24 @@ are read), then times fresh processes of
   - repeated ``stats`` with nothing written in between, after a session that
     counted (from the counts files);
 * ``hindsight search "<a corpus query>"`` (the corpus's first query, mostly Chinese: the
-  multilingual half of the default embedder alone), and a Latin-script one (both halves load);
+  multilingual half of the default embedder alone), and a Latin-script one (both halves load), after
+  one untimed search that saves the snapshots its quick path reads (the last ``stats`` session kept none);
 * ``python -c "import chromadb"``: the floor every command that opens a store
   pays before any of our code runs (measured in the same run, same interpreter).
 
-Each is run ``--runs`` times; the report gives p50 and min (seconds). Document
+Each is run ``--runs`` times; the report gives the p50 and min of the wall time and the p50 of the
+CPU time (user + sys, which a busy machine changes less than the wall time), in seconds. With ``--baseline DIR``
+(another source tree of the package, e.g. ``git worktree add /tmp/base main``) each ``hindsight
+search`` run alternates with the same command run on that tree's code, same store, same
+interpreter, and the report adds the baseline's p50 and the ratio (the machine's load changes
+both alike). Document
 vectors are precomputed as in ``recall_scale.py`` (``--real`` texts embedded for
 real, the rest noisy mixes), queries are embedded for real by the CLI itself.
 
 Writes benchmarks/results/cli_latency.json and .md (``--out NAME`` changes the name).
 
-Run: HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/cli_latency.py [--size 10000] [--runs 7]
-     [--path DIR (kept; reused when it exists)] [--note "machine shared"]
+Run: HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/cli_latency.py [--size 10000] [--runs 7] [--search-runs 21]
+     [--path DIR (kept; reused when it exists)] [--note "machine shared"] [--baseline DIR]
 """
 
 from __future__ import annotations
@@ -47,6 +53,7 @@ import json
 import os
 import platform
 import random
+import resource
 import statistics
 import subprocess
 import sys
@@ -54,7 +61,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT.parent))
@@ -115,37 +122,73 @@ def touch(path: Path, *, recall: str | None = None, unvouched: bool = False, pen
         backend.close()
 
 
-def timed(argv: list[str], runs: int, before: Callable[[], None] | None = None) -> tuple[list[float], int]:
-    """Wall seconds of ``argv`` in ``runs`` fresh processes (``before`` each, untimed), and the last failure's code."""
-    env = dict(os.environ, PYTHONPATH=str(ROOT.parent), HF_HUB_OFFLINE="1")
-    times: list[float] = []
-    code = 0
+class Timed(NamedTuple):
+    """Fresh processes of one command: each one's wall and CPU seconds, and the last failure's exit code."""
+
+    wall: list[float]
+    cpu: list[float]
+    code: int
+
+    def then(self, other: Timed) -> Timed:
+        """These runs followed by ``other``'s."""
+        return Timed(self.wall + other.wall, self.cpu + other.cpu, other.code or self.code)
+
+
+def timed(argv: list[str], runs: int, before: Callable[[], None] | None = None, *, source: Path = ROOT.parent) -> Timed:
+    """``argv`` in ``runs`` fresh processes (``before`` each, untimed): wall and CPU (user + sys) seconds of each.
+
+    ``source``: the source tree whose package the processes import (this one by default); it is also their
+    working directory, which ``python -m`` puts first on ``sys.path``, before ``PYTHONPATH``.
+    """
+    env = dict(os.environ, PYTHONPATH=str(source), HF_HUB_OFFLINE="1")
+    result = Timed([], [], 0)
     for _ in range(runs):
         if before is not None:
             before()
+        usage = resource.getrusage(resource.RUSAGE_CHILDREN)
         t0 = time.perf_counter()
-        proc = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
-        times.append(time.perf_counter() - t0)
+        proc = subprocess.run(argv, env=env, cwd=source, capture_output=True, text=True, check=False)
+        wall = time.perf_counter() - t0
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = (after.ru_utime - usage.ru_utime) + (after.ru_stime - usage.ru_stime)
+        result = result.then(Timed([wall], [cpu], proc.returncode))
         if proc.returncode:
-            code = proc.returncode
             print(f"  {argv[3:5]} failed: {proc.stderr.strip()[-300:]}", flush=True)
-    return times, code
+    return result
 
 
-def row(times: list[float], code: int, target: float | None = None) -> dict[str, Any]:
-    """p50 and min of ``times`` (seconds), how many, the exit code, the target if the command has one."""
+def row(sample: Timed, target: float | None = None) -> dict[str, Any]:
+    """p50 and min wall seconds, p50 CPU seconds, how many, the exit code, the target if the command has one."""
     return {
-        "p50_s": round(statistics.median(times), 3),
-        "min_s": round(min(times), 3),
-        "n": len(times),
-        "exit": code,
+        "p50_s": round(statistics.median(sample.wall), 3),
+        "min_s": round(min(sample.wall), 3),
+        "cpu_p50_s": round(statistics.median(sample.cpu), 3),
+        "n": len(sample.wall),
+        "exit": sample.code,
         "target_s": target,
     }
 
 
-def wall(argv: list[str], runs: int, target: float | None = None) -> dict[str, Any]:
-    """p50 and min wall seconds of ``argv`` in ``runs`` fresh processes (exit code of the last failure)."""
-    return row(*timed(argv, runs), target)
+def wall(argv: list[str], runs: int, target: float | None = None, baseline: Path | None = None) -> dict[str, Any]:
+    """p50 and min wall seconds (and p50 CPU) of ``argv`` in ``runs`` fresh processes.
+
+    ``baseline``: each run alternates with one on that source tree's code (each side first every other
+    time); the row adds its p50s and min and the ratios of the p50s (this tree's over the baseline's).
+    """
+    if baseline is None:
+        return row(timed(argv, runs), target)
+    ours = theirs = Timed([], [], 0)
+    for i in range(runs):  # in turn, each side first every other time
+        for side in (0, 1) if i % 2 == 0 else (1, 0):
+            if side == 0:
+                ours = ours.then(timed(argv, 1))
+            else:
+                theirs = theirs.then(timed(argv, 1, source=baseline))
+    result, base = row(ours, target), row(theirs)
+    result.update(baseline_p50_s=base["p50_s"], baseline_min_s=base["min_s"], baseline_cpu_p50_s=base["cpu_p50_s"])
+    result["ratio_p50"] = round(result["p50_s"] / base["p50_s"], 3)
+    result["cpu_ratio_p50"] = round(result["cpu_p50_s"] / base["cpu_p50_s"], 3)
+    return result
 
 
 def count_once(path: Path) -> None:
@@ -171,24 +214,40 @@ def stats_rows(cli: list[str], path: Path, runs: int, query: str) -> dict[str, d
         # a crash's repair needs the store open (and Chroma imported): no target
         ("each right after a write interrupted midway: the store counts", lambda: touch(path, pending=True), None),
     ):
-        rows[f"hindsight stats ({name})"] = row(*timed(argv, runs, before=before), goal)
+        rows[f"hindsight stats ({name})"] = row(timed(argv, runs, before=before), goal)
     count_once(path)
-    rows["hindsight stats (repeated: from the summary)"] = row(*timed(argv, runs), target)
+    rows["hindsight stats (repeated: from the summary)"] = row(timed(argv, runs), target)
     return rows
+
+
+def _describe(source: Path | None) -> str | None:
+    """The baseline tree's git commit (short) if it is a checkout, else its path; ``None`` without one."""
+    if source is None:
+        return None
+    proc = subprocess.run(
+        ["git", "-C", str(source), "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=False
+    )
+    return f"commit {proc.stdout.strip()}" if proc.returncode == 0 else str(source)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--size", type=int, default=10000)
     parser.add_argument("--runs", type=int, default=7)
+    parser.add_argument(
+        "--search-runs", type=int, default=0, help="runs of each search row (default --runs; its A/B needs more)"
+    )
     parser.add_argument("--real", type=int, default=300, help="texts embedded for real when building")
     parser.add_argument("--path", default="", help="store directory, kept (reused if it already holds a store)")
     parser.add_argument("--note", default="", help="a line added to the report (e.g. 'machine shared')")
     parser.add_argument("--out", default="cli_latency", help="results file name (without extension)")
+    parser.add_argument(
+        "--baseline", default="", help="another source tree of the package: its `search` runs alternate with this one's"
+    )
     args = parser.parse_args()
     tmp = None
     if args.path:
-        path = Path(args.path)
+        path = Path(args.path).resolve()  # the commands run in the source tree's directory
     else:
         tmp = tempfile.TemporaryDirectory()
         path = Path(tmp.name) / "store"
@@ -199,26 +258,39 @@ def main() -> None:
         query = build(path, args.size, args.real)
         query_file.write_text(query, encoding="utf-8")
     latin = next(q for q in CORPORA["common"](args.size, 300)[1] if query_script(q) == "latin")
+    baseline = Path(args.baseline).resolve() if args.baseline else None
+    search_runs = args.search_runs or args.runs
+    if baseline is not None and not (baseline / "langchain_hindsight" / "__init__.py").is_file():
+        parser.error(f"--baseline {baseline} holds no langchain_hindsight package")
     py = sys.executable
     cli = [py, "-m", "langchain_hindsight.cli.main"]
     rows = {
         "import chromadb (floor)": wall([py, "-c", "import chromadb"], args.runs),
         **stats_rows(cli, path, args.runs, query),
-        "hindsight search": wall([*cli, "search", query, "--path", str(path)], args.runs, TARGETS["search"]),
+    }
+    # The last stats row's session kept no recall mirror: one search (untimed) opens the store, whose close
+    # saves the snapshots, so every timed search below finds what a store an agent searched leaves.
+    timed([*cli, "search", query, "--path", str(path)], 1)
+    rows |= {
+        "hindsight search": wall(
+            [*cli, "search", query, "--path", str(path)], search_runs, TARGETS["search"], baseline
+        ),
         "hindsight search (a Latin-script query: both halves of the embedder load)": wall(
-            [*cli, "search", latin, "--path", str(path)], args.runs, TARGETS["search"]
+            [*cli, "search", latin, "--path", str(path)], search_runs, TARGETS["search"], baseline
         ),
     }
     loads = os.getloadavg()
     result = {
         "size": args.size,
         "runs": args.runs,
+        "search_runs": search_runs,
         "query": query,
         "latin_query": latin,
         "load_average_after": [round(x, 2) for x in loads],
         "cpus": os.cpu_count(),
         "python": platform.python_version(),
         "note": args.note,
+        "baseline": _describe(baseline),
         "targets_s": TARGETS,
         "rows": rows,
     }
@@ -227,19 +299,32 @@ def main() -> None:
     lines = [
         f"# CLI wall time at {args.size} memories",
         "",
-        f"Fresh processes, {args.runs} runs each; each `stats` run after a write follows its own untimed store "
-        f"session (see `benchmarks/cli_latency.py`); p50 and min in seconds. Store: `common` corpus, 5 % archived. "
+        f"Fresh processes, {args.runs} runs each"
+        + (f" ({search_runs} of each search)" if search_runs != args.runs else "")
+        + "; each `stats` run after a write follows its own untimed store "
+        f"session (see `benchmarks/cli_latency.py`); wall p50 and min, CPU (user + sys) p50, in seconds. Store: `common` corpus, 5 % archived. "
         f"Load average after the run: {', '.join(f'{x:.2f}' for x in loads)} on {os.cpu_count()} CPUs."
         + (f" {args.note}" if args.note else ""),
         "",
-        "| command | runs | p50 s | min s | target s |",
-        "|---|---|---|---|---|",
+        "| command | runs | p50 s | min s | CPU p50 s | target s |"
+        + (" baseline p50 s | baseline min s | baseline CPU p50 s | p50 ratio | CPU ratio |" if baseline else ""),
+        "|---|---|---|---|---|---|" + ("---|---|---|---|---|" if baseline else ""),
     ]
     for name, r in rows.items():
         command, _, case = name.partition(" (")
         label = f"`{command}`" + (f" ({case}" if case else "")
         target = "–" if r["target_s"] is None else f"{r['target_s']:g}"
-        lines.append(f"| {label} | {r['n']} | {r['p50_s']} | {r['min_s']} | {target} |")
+        line = f"| {label} | {r['n']} | {r['p50_s']} | {r['min_s']} | {r['cpu_p50_s']} | {target} |"
+        if baseline is not None:
+            line += (
+                " – | – | – | – | – |"
+                if "ratio_p50" not in r
+                else f" {r['baseline_p50_s']} | {r['baseline_min_s']} | {r['baseline_cpu_p50_s']} | {r['ratio_p50']}x"
+                f" | {r['cpu_ratio_p50']}x |"
+            )
+        lines.append(line)
+    if baseline is not None:
+        lines += ["", f"Baseline: {_describe(baseline)}; its runs alternate with this tree's, one for one."]
     (out / f"{args.out}.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
     print("\n".join(lines))
     if tmp is not None:

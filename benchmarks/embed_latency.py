@@ -58,7 +58,8 @@ sys.path.insert(0, str(ROOT.parent))
 from _stats import summary  # noqa: E402
 
 from langchain_hindsight._script import query_script  # noqa: E402
-from langchain_hindsight.embeddings.local import LocalEmbeddings, default_model_path  # noqa: E402
+from langchain_hindsight.embeddings.local import LocalEmbeddings  # noqa: E402
+from langchain_hindsight.embeddings.models import default_model_path  # noqa: E402
 from langchain_hindsight.embeddings.multilingual import MultilingualEmbeddings, ScriptRoutedEmbeddings  # noqa: E402
 
 WARMUP = 10

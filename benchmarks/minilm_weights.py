@@ -41,7 +41,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT.parent))
 
-from langchain_hindsight.embeddings.local import LocalEmbeddings, default_model_path  # noqa: E402
+from langchain_hindsight.embeddings.local import LocalEmbeddings  # noqa: E402
+from langchain_hindsight.embeddings.models import default_model_path  # noqa: E402
 
 REFERENCE = ROOT.parent / "tests" / "data" / "minilm_reference.npz"
 REFERENCE_TEXTS = [

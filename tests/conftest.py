@@ -82,7 +82,8 @@ os.environ.update(_fixed)
 
 from langchain_hindsight import MemoryStore  # noqa: E402 - the pinned public name
 from langchain_hindsight.embeddings.local import LocalEmbeddings  # noqa: E402 - after the environment is set
-from langchain_hindsight.embeddings.multilingual import MultilingualEmbeddings, ScriptRoutedEmbeddings  # noqa: E402
+from langchain_hindsight.embeddings.models import MiniLMModel, MultilingualModel  # noqa: E402
+from langchain_hindsight.embeddings.multilingual import ScriptRoutedEmbeddings  # noqa: E402
 from langchain_hindsight.sharing.principals import AccessPolicy  # noqa: E402
 from langchain_hindsight.store.backend import InMemoryBackend  # noqa: E402
 from tests.fakes import GBK_TEXT, GRANTS_TOML, NgramEmbeddings  # noqa: E402
@@ -215,8 +216,8 @@ def _unit_tier_guard(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyP
     def no_model(self: object, *args: Any, **kwargs: Any) -> Any:
         refuse(f"loads the real {type(self).__name__} model")
 
-    monkeypatch.setattr(LocalEmbeddings, "_load", no_model)
-    monkeypatch.setattr(MultilingualEmbeddings, "_load", no_model)
+    monkeypatch.setattr(MiniLMModel, "_load", no_model)  # LocalEmbeddings' too, and the CLI's quick path's
+    monkeypatch.setattr(MultilingualModel, "_load", no_model)  # MultilingualEmbeddings' too
 
     popen_init = subprocess.Popen.__init__
 

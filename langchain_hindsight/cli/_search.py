@@ -9,8 +9,9 @@ answers so, or returns ``None`` and the command opens the store
 a namespace too large to mirror). Both ways rank with
 :func:`~langchain_hindsight.recall.engine.recall`, the computation ``HindsightRetriever``
 delegates to, so the answer is the retriever's. This module imports neither Chroma nor
-the store (nor the LangChain retriever and chat-model stack): only the engine, the
-replica's readers and the embedder.
+the store nor LangChain: only the engine, the replica's readers and the store's built-in
+model without its LangChain base
+(:func:`~langchain_hindsight.embeddings.models.builtin_model`: the same vectors).
 """
 
 from __future__ import annotations
@@ -21,10 +22,9 @@ import sys
 import threading
 from pathlib import Path
 
-from langchain_core.embeddings import Embeddings
-
 from langchain_hindsight._text import clean_text
 from langchain_hindsight.cli._output import clip, emit_json, table
+from langchain_hindsight.embeddings.models import QueryEmbedder
 from langchain_hindsight.recall.engine import RecallSettings, RecallSource, recall
 from langchain_hindsight.store import holds_store
 from langchain_hindsight.store.replica.files import DerivedFiles
@@ -135,7 +135,7 @@ def recall_for(source: RecallSource, args: argparse.Namespace, namespace: str | 
     return recall(source, settings, args.query, task_type=args.task_type, namespace=namespace).result.memories
 
 
-def _embed_in_background(embeddings: Embeddings, query: str) -> threading.Thread:
+def _embed_in_background(embeddings: QueryEmbedder, query: str) -> threading.Thread:
     """Start loading the model and embedding ``query`` (as recall will) while the files load.
 
     The embedders of this package remember recent queries, so recall then finds

@@ -30,7 +30,7 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import Any, Protocol, get_args
+from typing import TYPE_CHECKING, Any, Protocol, get_args
 
 from langchain_hindsight._checks import check_int, check_number, check_options, refuse_unknown_keywords
 from langchain_hindsight._script import FusionWeights
@@ -49,6 +49,9 @@ from langchain_hindsight.recall.task_type import (
 from langchain_hindsight.taxonomy import TaskTypeVocabulary
 from langchain_hindsight.types import MemoryUnit, ScoredMemory, TaskTypeSource, utcnow
 
+if TYPE_CHECKING:
+    from langchain_hindsight.embeddings.models import QueryEmbedder
+
 __all__ = [
     "DEFAULT_K",
     "FUSION_OPTIONS",
@@ -65,14 +68,6 @@ logger = logging.getLogger(__name__)
 
 Candidates = tuple[dict[str, tuple[MemoryUnit, float]], dict[str, float]]
 """What one hybrid search returns: memory id → (memory, cosine), and memory id → BM25 score."""
-
-
-class QueryEmbedder(Protocol):
-    """What recall needs of an embedder: one query vector."""
-
-    def embed_query(self, text: str) -> list[float]:
-        """The vector of ``text``."""
-        ...
 
 
 class RecallSource(Protocol):

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import Any, get_args
 
 from langchain_hindsight._trust import MemorySource
-from langchain_hindsight.embeddings.local import MINILM_DIMENSION, MINILM_NAME, EmbedderIdentity
+from langchain_hindsight.embeddings.identity import MINILM_DIMENSION, MINILM_NAME, EmbedderIdentity
 from langchain_hindsight.errors import (
     ConfigurationError,
     EmbedderMismatchError,

@@ -21,7 +21,7 @@ from typing import Literal, ParamSpec, TypeVar
 
 from langchain_core.embeddings import Embeddings
 
-from langchain_hindsight.embeddings.local import EmbedderIdentity, embedder_identity
+from langchain_hindsight.embeddings.identity import EmbedderIdentity, embedder_identity
 from langchain_hindsight.errors import (
     AccessDeniedError,
     BackendError,

@@ -39,7 +39,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from langchain_hindsight._checks import is_int
-from langchain_hindsight.embeddings.local import EmbedderIdentity, check_vectors, embedder_identity
+from langchain_hindsight.embeddings.identity import EmbedderIdentity, embedder_identity
+from langchain_hindsight.embeddings.models import check_vectors
 from langchain_hindsight.errors import ConfigurationError, StoreError
 from langchain_hindsight.store._collections import (
     EMBEDDER_DIM_KEY,

@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from langchain_hindsight.embeddings.local import EmbedderIdentity
+from langchain_hindsight.embeddings.identity import EmbedderIdentity
 from langchain_hindsight.errors import HindsightError, StoreError
 from langchain_hindsight.store._collections import Collection, namespaces
 from langchain_hindsight.store._naming import Role, collection_name

@@ -19,10 +19,8 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from langchain_core.embeddings import Embeddings
-
-from langchain_hindsight.embeddings.local import MINILM_NAME, EmbedderIdentity, embedder_identity
-from langchain_hindsight.embeddings.multilingual import MultilingualEmbeddings, default_embeddings
+from langchain_hindsight.embeddings.identity import embedder_identity
+from langchain_hindsight.embeddings.models import QueryEmbedder, builtin_model
 from langchain_hindsight.errors import ConfigurationError, StoreError
 from langchain_hindsight.store._checks import check_k
 from langchain_hindsight.store._naming import check_namespace, collection_name
@@ -66,15 +64,15 @@ class SnapshotFiles:
         identity = Mirror.read_identity(mirror)
         return None if identity is None else cls(namespace, lexical, mirror, identity)
 
-    def default_embeddings(self) -> Embeddings | None:
-        """A new instance of the built-in embedder that wrote the vectors (``None``: another embedder)."""
-        for recorded in (None, EmbedderIdentity(MINILM_NAME), EmbedderIdentity(MultilingualEmbeddings.name)):
-            candidate = default_embeddings(recorded)
-            if str(embedder_identity(candidate)) == self.identity:
-                return candidate
-        return None
+    def default_embeddings(self) -> QueryEmbedder | None:
+        """A new instance of the built-in model that wrote the vectors (``None``: another embedder).
 
-    def load(self, embeddings: Embeddings, vocabulary: TaskTypeVocabulary | None = None) -> StoreSnapshot | None:
+        The model without LangChain (:func:`~langchain_hindsight.embeddings.models.builtin_model`):
+        a snapshot only embeds queries, with the vectors the public embedder of that name computes.
+        """
+        return builtin_model(self.identity)
+
+    def load(self, embeddings: QueryEmbedder, vocabulary: TaskTypeVocabulary | None = None) -> StoreSnapshot | None:
         """Load both files; ``None`` when they cannot answer for ``embeddings`` (unreadable, or they disagree)."""
         if str(embedder_identity(embeddings)) != self.identity:
             logger.debug("snapshot of %r holds vectors of %s, not this embedder's", self.namespace, self.identity)
@@ -111,7 +109,7 @@ class StoreSnapshot:
         namespace: str,
         index: LexicalIndex,
         mirror: Mirror,
-        embeddings: Embeddings,
+        embeddings: QueryEmbedder,
         vocabulary: TaskTypeVocabulary | None = None,
     ) -> None:
         self.namespace = check_namespace(namespace)
@@ -138,7 +136,7 @@ class StoreSnapshot:
         *,
         trusted: Collection[str],
         namespace: str = "default",
-        embeddings: Embeddings | None = None,
+        embeddings: QueryEmbedder | None = None,
         vocabulary: TaskTypeVocabulary | None = None,
     ) -> StoreSnapshot | None:
         """The snapshot of ``namespace`` in the store at ``directory``, or ``None`` when it cannot answer.

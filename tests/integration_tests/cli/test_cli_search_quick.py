@@ -65,15 +65,41 @@ def test_the_snapshot_answer_is_the_stores_answer(
 ) -> None:
     path = tmp_path / "db"
     _build(path, HashEmbeddings(64))
+    _assert_the_snapshot_answers_as_the_store(path, query, HashEmbeddings(64), capsys, monkeypatch)
+
+
+@pytest.mark.parametrize("query", ["Slack channel ID", "CSV 编码 pandas", "用pandas读取CSV with utf-8-sig"])
+def test_with_the_default_embedder_the_snapshot_answer_is_the_stores_answer(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    routed_embeddings: ScriptRoutedEmbeddings,
+    query: str,
+) -> None:
+    """The quick path embeds with the model without LangChain, the opened store with ``ScriptRoutedEmbeddings``."""
+    path = tmp_path / "db"
+    _build(path, routed_embeddings)
+    _assert_the_snapshot_answers_as_the_store(path, query, None, capsys, monkeypatch)
+
+
+def _assert_the_snapshot_answers_as_the_store(
+    path: Path,
+    query: str,
+    embeddings: object,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``query``'s quick answer, then the store-opened one (``embeddings``: ``None`` for each side's default)."""
     # Recency counts to the second, so both answers are ranked at one instant (the clock is an input too).
     monkeypatch.setattr(recall_engine, "utcnow", lambda: NOW + timedelta(days=3, seconds=17))
     for as_json in (False, True):
-        assert quick_search.quick(_args(path, query, json=as_json)) == 0  # the store is never opened
+        args = _args(path, query, json=as_json, embeddings=embeddings)
+        assert quick_search.quick(args) == 0  # the store is never opened
         quick = capsys.readouterr().out
         stamp = (path / STAMP_FILE).read_bytes()
         (path / STAMP_FILE).unlink()  # nothing vouched for: the store is opened
-        assert quick_search.quick(_args(path, query, json=as_json)) is None
-        assert search_command.search(_args(path, query, json=as_json)) == 0
+        assert quick_search.quick(args) is None
+        assert search_command.search(args) == 0
         assert capsys.readouterr().out == quick
         assert (path / STAMP_FILE).read_bytes() != stamp  # the session that opened it stamped it afresh
 
@@ -107,21 +133,23 @@ import sys
 from langchain_hindsight.cli.main import main
 code = main(sys.argv[1:])
 print("chromadb imported:", "chromadb" in sys.modules, file=sys.stderr)
-heavy = ("langchain", "torch", "langchain_hindsight.store.memory_store", "langchain_core.retrievers")
-print("heavy:", sorted(m for m in sys.modules if m in heavy), file=sys.stderr)
+heavy = ("langchain", "langchain_core", "torch", "langchain_hindsight.store.memory_store")
+print("heavy:", sorted(m for m in sys.modules if m.split(".")[0] in heavy or m in heavy), file=sys.stderr)
 sys.exit(code)
 """
 
 
 @pytest.mark.integration
-def test_search_of_a_stamped_store_does_not_start_chroma(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("query", "found"), [("读取CSV 编码", "utf-8-sig"), ("Slack channel ID", "chat.postMessage")])
+def test_search_of_a_stamped_store_imports_neither_chroma_nor_langchain(tmp_path: Path, query: str, found: str) -> None:
+    """A CJK query loads the multilingual model alone; a Latin-script one both halves (still no ``langchain_core``)."""
     path = tmp_path / "db"
     _build(path, ScriptRoutedEmbeddings())  # the default embedder, as the command line uses
     root = Path(__file__).resolve().parents[3]
     env = {**os.environ, "PYTHONPATH": str(root)}
     runs = [
         subprocess.run(
-            [sys.executable, "-c", _NO_CHROMA, "search", "读取CSV 编码", "--path", str(path)],
+            [sys.executable, "-c", _NO_CHROMA, "search", query, "--path", str(path)],
             capture_output=True,
             text=True,
             env=env,
@@ -135,7 +163,7 @@ def test_search_of_a_stamped_store_does_not_start_chroma(tmp_path: Path) -> None
         assert run.returncode == 0, run.stderr[-2000:]
         assert run.stderr.strip().splitlines()[-2:] == ["chromadb imported: False", "heavy: []"]
     assert runs[0].stdout == runs[1].stdout
-    assert "utf-8-sig" in runs[0].stdout
+    assert found in runs[0].stdout
 
 
 _RETRY = LESSONS[3][1]

@@ -24,7 +24,8 @@ import numpy as np
 import pytest
 
 from langchain_hindsight.embeddings import _onnx
-from langchain_hindsight.embeddings.local import LocalEmbeddings, default_model_path
+from langchain_hindsight.embeddings.local import LocalEmbeddings
+from langchain_hindsight.embeddings.models import default_model_path
 from langchain_hindsight.errors import ConfigurationError
 from tests.fakes import child_env
 from tests.unit_tests.embeddings.test_embeddings import _symlinked_model

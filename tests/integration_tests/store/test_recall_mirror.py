@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 
 from langchain_hindsight import HindsightRetriever, MemoryStore, MemoryUnit
-from langchain_hindsight.embeddings.local import LocalEmbeddings, embedder_identity
+from langchain_hindsight.embeddings.identity import embedder_identity
+from langchain_hindsight.embeddings.local import LocalEmbeddings
 from langchain_hindsight.embeddings.multilingual import MultilingualEmbeddings, ScriptRoutedEmbeddings
 from langchain_hindsight.errors import ConfigurationError, StoreError
 from langchain_hindsight.store.backend import ChromaBackend
@@ -280,7 +281,10 @@ def test_a_write_that_fails_half_way_leaves_no_stale_mirror_or_snapshot(path: Pa
 def test_the_snapshot_picks_the_built_in_embedder_that_wrote_it(path: Path) -> None:
     for embedder in (ScriptRoutedEmbeddings(), LocalEmbeddings(), MultilingualEmbeddings()):  # nothing loads
         files = SnapshotFiles("default", path / "l.npz", path / "m.npz", str(embedder_identity(embedder)))
-        assert type(files.default_embeddings()) is type(embedder)
+        model = files.default_embeddings()  # the same model without its LangChain base (no langchain_core)
+        assert model is not None
+        assert type(embedder).__mro__[1] is type(model)
+        assert embedder_identity(model) == embedder_identity(embedder)
     with MemoryStore(path, embeddings=HashEmbeddings(64)) as store:
         store.add_many(_units(5), dedupe=False)
         _recall(store, "warm up")

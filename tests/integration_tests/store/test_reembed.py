@@ -21,7 +21,8 @@ import pytest
 from langchain_core.embeddings import Embeddings
 
 from langchain_hindsight.cli.main import EXIT_OK, main
-from langchain_hindsight.embeddings.local import EmbedderIdentity, LocalEmbeddings
+from langchain_hindsight.embeddings.identity import EmbedderIdentity
+from langchain_hindsight.embeddings.local import LocalEmbeddings
 from langchain_hindsight.embeddings.multilingual import MultilingualEmbeddings, ScriptRoutedEmbeddings
 from langchain_hindsight.errors import ConfigurationError, EmbedderMismatchError, EmbeddingError
 from langchain_hindsight.store import _reembed

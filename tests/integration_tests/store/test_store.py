@@ -145,7 +145,7 @@ def test_any_langchain_embeddings_is_accepted(tmp_path: Path) -> None:
     pytest.importorskip("sentence_transformers", reason="HuggingFaceEmbeddings loads models with the torch extra")
     from langchain_huggingface import HuggingFaceEmbeddings
 
-    from langchain_hindsight.embeddings.local import default_model_path
+    from langchain_hindsight.embeddings.models import default_model_path
 
     hf = HuggingFaceEmbeddings(model_name=default_model_path(), encode_kwargs={"normalize_embeddings": True})
     with MemoryStore(tmp_path / "hf", embeddings=hf) as store:

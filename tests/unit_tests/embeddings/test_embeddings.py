@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from langchain_hindsight.embeddings import _onnx
-from langchain_hindsight.embeddings.local import LocalEmbeddings, default_model_path
+from langchain_hindsight.embeddings.local import LocalEmbeddings
+from langchain_hindsight.embeddings.models import default_model_path
 from langchain_hindsight.errors import ConfigurationError
 
 

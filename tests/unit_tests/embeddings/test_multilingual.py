@@ -6,7 +6,8 @@ from typing import Any
 
 import pytest
 
-from langchain_hindsight.embeddings.local import EmbedderIdentity, check_vectors, embedder_identity
+from langchain_hindsight.embeddings.identity import EmbedderIdentity, embedder_identity
+from langchain_hindsight.embeddings.models import check_vectors
 from langchain_hindsight.embeddings.multilingual import MultilingualEmbeddings, ScriptRoutedEmbeddings
 from langchain_hindsight.errors import ConfigurationError, EmbeddingError
 from langchain_hindsight.recall import query_script

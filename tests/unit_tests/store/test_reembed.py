@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from langchain_core.embeddings import Embeddings
 
-from langchain_hindsight.embeddings.local import embedder_identity
+from langchain_hindsight.embeddings.identity import embedder_identity
 
 
 class NoEmbeddings(Embeddings):
@@ -21,7 +21,7 @@ class NoEmbeddings(Embeddings):
 def test_foreign_embedders_are_named_by_model_without_a_call() -> None:
     from langchain_huggingface import HuggingFaceEmbeddings
 
-    from langchain_hindsight.embeddings.local import default_model_path
+    from langchain_hindsight.embeddings.models import default_model_path
 
     hf = HuggingFaceEmbeddings.model_construct(model_name=default_model_path())  # no model load
     assert embedder_identity(hf).name == "all-MiniLM-L6-v2"  # the same vectors as LocalEmbeddings
