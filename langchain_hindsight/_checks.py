@@ -26,14 +26,23 @@ import functools
 import inspect
 import math
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TypeVar, Unpack, get_args, get_origin, overload
 
 from langchain_hindsight.errors import ConfigurationError, UnknownOptionError
 
-__all__ = ["check_int", "check_number", "check_options", "closest_name", "is_int", "refuse_unknown_keywords"]
+__all__ = [
+    "check_int",
+    "check_number",
+    "check_options",
+    "closest_name",
+    "is_int",
+    "refuse_unknown_keywords",
+    "refuse_unknown_method_keywords",
+]
 
 _C = TypeVar("_C", bound=Callable[..., Any])
+_T = TypeVar("_T", bound=type)
 _UNPACK = re.compile(r"(?:typing(?:_extensions)?\.)?Unpack\[\s*([A-Za-z_][\w.]*)\s*\]")
 
 
@@ -195,15 +204,28 @@ def refuse_unknown_keywords(obj: _C | None = None, /, *, also: Iterable[str] = (
     """Decorate a public class or function so a keyword it does not take raises :class:`UnknownOptionError`.
 
     The message names the public class (``type(self).__name__``, so an inherited ``__init__`` never shows an
-    internal base) or the function (its qualified name, ``Hindsight.middleware``) and the option the
-    keyword most likely misspells. The names come from the signature (a dataclass's generated ``__init__``
-    included, and the keys of ``**options: Unpack[SomeTypedDict]``), from a pydantic model's fields
-    (whose ``extra="ignore"`` would drop a misspelt field silently), and from ``also`` (keywords an
-    ``__init__`` packs into a field). A bare ``**kwargs: Any`` without pydantic fields or ``also`` is left
-    alone: it cannot know the names. Apply it last (outermost), above ``@dataclass``.
+    internal base), the method (``MemoryStore.search``) or the function (its qualified name,
+    ``Hindsight.middleware``) and the option the keyword most likely misspells. The names come from the
+    signature (a dataclass's generated ``__init__`` included, and the keys of ``**options:
+    Unpack[SomeTypedDict]``), from a pydantic model's fields (whose ``extra="ignore"`` would drop a misspelt
+    field silently), and from ``also`` (keywords an ``__init__`` packs into a field). A bare ``**kwargs: Any``
+    without pydantic fields or ``also`` is left alone: it cannot know the names. Apply it last (outermost),
+    above ``@dataclass``.
+
+    On a class it also guards every public method the class or a base of this package defines (plain, class
+    and static methods, sync and async), except a method that implements an interface of another library
+    (LangChain's ``invoke``, a callback's ``on_*``, LangGraph's ``BaseStore.batch``): those keep their
+    library's contract. An async twin whose signature is a bare ``**kwargs`` forwarded to its sync twin
+    (``aforget`` → ``forget``) takes the sync twin's names.
+
+    A signature without ``**kwargs`` is checked only when the call fails: the wrapper calls the function and,
+    when Python's binding raises its ``TypeError`` for an unexpected keyword, re-raises it typed. A name the
+    signature does not take means the call never bound, so a ``TypeError`` raised inside the body passes
+    through untouched. The happy path costs one wrapper call (``benchmarks/unknown_options.py`` measures
+    it); a ``**kwargs`` whose names are known (a TypedDict, ``also``, a twin) costs a subset test besides.
 
     The decorated object keeps its type and signature (``inspect.signature`` follows ``__wrapped__``), so
-    IDEs and mypy see the typed parameters unchanged; a call with only known keywords costs a subset test.
+    IDEs and mypy see the typed parameters unchanged.
 
     Example:
         >>> @refuse_unknown_keywords
@@ -218,8 +240,8 @@ def refuse_unknown_keywords(obj: _C | None = None, /, *, also: Iterable[str] = (
 
     def decorate(target: _C) -> _C:
         if isinstance(target, type):
-            return _checked_class(target, extra)  # type: ignore[return-value]  # the same class, __init__ wrapped
-        return _checked_function(target, extra)
+            return _checked_class(target, extra)  # type: ignore[return-value]  # the same class, methods wrapped
+        return _checked_function(target, target.__qualname__, _Signature(target, extra))
 
     return decorate if obj is None else decorate(obj)
 
@@ -228,14 +250,15 @@ class _Signature:
     """The keywords a callable takes (plus ``extra``), read from its signature at the first call that passes any.
 
     Not at decoration time: under postponed annotations ``Unpack[SomeTypedDict]`` is a name in a module that
-    may still be executing.
+    may still be executing. ``twin`` is the sync twin whose names an async ``**kwargs`` forwarder takes.
     """
 
-    __slots__ = ("_extra", "_func", "_names", "_open")
+    __slots__ = ("_extra", "_func", "_names", "_open", "_twin")
 
-    def __init__(self, func: Callable[..., Any], extra: frozenset[str]) -> None:
+    def __init__(self, func: Callable[..., Any], extra: frozenset[str], twin: Callable[..., Any] | None = None) -> None:
         self._func = func
         self._extra = extra
+        self._twin = twin
         self._names: frozenset[str] | None = None
         self._open = False
 
@@ -243,26 +266,139 @@ class _Signature:
         """``(names, open)``: ``open`` when a bare ``**kwargs`` takes any keyword and no ``extra`` names were given."""
         if self._names is None:
             names = _signature_names(self._func)
-            self._open = names is None and not self._extra
-            self._names = (names or frozenset()) | self._extra
+            extra = self._extra
+            if names is None and self._twin is not None:
+                twin = _signature_names(self._twin)
+                if twin is not None:
+                    own = inspect.signature(self._func).parameters.values()
+                    extra = extra | twin | {p.name for p in own if p.kind in _NAMED}
+            self._open = names is None and not extra
+            self._names = (names or frozenset()) | extra
         return self._names, self._open
 
+    def closed(self) -> bool:
+        """Whether the signature itself takes no ``**kwargs`` (Python's binding refuses an unknown keyword)."""
+        params = inspect.signature(self._func).parameters.values()
+        return not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params)
 
-def _checked_function(func: _C, extra: frozenset[str]) -> _C:
-    signature = _Signature(func, extra)
+
+_NAMED = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+
+
+def _refuse(what: str, kwargs: dict[str, Any], signature: _Signature) -> None:
+    """Raise :class:`UnknownOptionError` when ``kwargs`` holds a name ``signature`` does not take."""
+    names, open_ = signature.names()
+    if not open_ and not kwargs.keys() <= names:
+        check_options(what, kwargs, names)
+
+
+def _checked_function(func: _C, what: str, signature: _Signature) -> _C:
+    """``func`` wrapped (and marked so a class decorator does not wrap it twice)."""
+    wrapped = _wrap(func, what, signature)
+    wrapped._refuses_unknown_keywords = True  # type: ignore[attr-defined]
+    return wrapped
+
+
+def _wrap(func: _C, what: str, signature: _Signature) -> _C:
+    """Checked on the failure path when the signature is closed, before the call otherwise."""
+    if signature.closed():
+        return _on_failure(func, what, signature)
+
+    if inspect.iscoroutinefunction(func):
+
+        @functools.wraps(func)
+        async def checked_async(*args: Any, **kwargs: Any) -> Any:
+            if kwargs:
+                _refuse(what, kwargs, signature)
+            return await func(*args, **kwargs)
+
+        return checked_async  # type: ignore[return-value]  # functools.wraps keeps the signature
 
     @functools.wraps(func)
     def checked(*args: Any, **kwargs: Any) -> Any:
         if kwargs:
-            names, open_ = signature.names()
-            if not open_ and not kwargs.keys() <= names:
-                check_options(func.__qualname__, kwargs, names)
+            _refuse(what, kwargs, signature)
         return func(*args, **kwargs)
 
     return checked  # type: ignore[return-value]  # functools.wraps keeps the signature
 
 
+def _on_failure(func: _C, what: str, signature: _Signature) -> _C:
+    """``func`` called as is; Python's ``TypeError`` for a keyword the signature lacks re-raised typed.
+
+    The name check proves the error came from binding this call: a call with a keyword its closed signature
+    does not take never enters the body, and a ``TypeError`` from a call that bound is re-raised unchanged.
+    """
+    if inspect.iscoroutinefunction(func):
+
+        @functools.wraps(func)
+        async def failing_async(*args: Any, **kwargs: Any) -> Any:
+            try:
+                running = func(*args, **kwargs)
+            except TypeError:
+                if kwargs:
+                    _refuse(what, kwargs, signature)
+                raise
+            return await running
+
+        return failing_async  # type: ignore[return-value]  # functools.wraps keeps the signature
+
+    @functools.wraps(func)
+    def failing(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return func(*args, **kwargs)
+        except TypeError:
+            if kwargs:
+                _refuse(what, kwargs, signature)
+            raise
+
+    return failing  # type: ignore[return-value]  # functools.wraps keeps the signature
+
+
+def _foreign_interface(cls: type, name: str) -> bool:
+    """Whether ``name`` is a method of a base class outside this package (LangChain's, LangGraph's, pydantic's)."""
+    return any(name in vars(base) and not base.__module__.startswith("langchain_hindsight") for base in cls.__mro__[1:])
+
+
+def _public_methods(cls: type) -> Iterator[tuple[str, Any]]:
+    """``(name, raw attribute)`` of every public method ``cls`` or a base of this package defines."""
+    seen: set[str] = set()
+    for owner in cls.__mro__:
+        if owner is not cls and not owner.__module__.startswith("langchain_hindsight"):
+            continue
+        for name, raw in vars(owner).items():
+            if name.startswith("_") or name in seen:
+                continue
+            seen.add(name)
+            func = raw.__func__ if isinstance(raw, classmethod | staticmethod) else raw
+            if inspect.isfunction(func) and not _foreign_interface(cls, name):
+                yield name, raw
+
+
+def _checked_methods(cls: type) -> None:
+    """Guard every public method of ``cls`` (see :func:`refuse_unknown_keywords`), set on ``cls`` itself."""
+    for name, raw in list(_public_methods(cls)):
+        if getattr(raw, "__func__", raw).__dict__.get("_refuses_unknown_keywords"):
+            continue  # decorated itself, or by a decorated base (named after that base)
+        func = raw.__func__ if isinstance(raw, classmethod | staticmethod) else raw
+        twin = getattr(cls, name[1:], None) if name.startswith("a") else None
+        twin = getattr(twin, "__func__", twin) if callable(twin) else None
+        wrapped = _checked_function(func, f"{cls.__name__}.{name}", _Signature(func, frozenset(), twin))
+        setattr(cls, name, type(raw)(wrapped) if isinstance(raw, classmethod | staticmethod) else wrapped)
+
+
+def refuse_unknown_method_keywords(cls: _T) -> _T:
+    """Guard only the public methods of ``cls`` (as :func:`refuse_unknown_keywords` does), not its constructor.
+
+    For a class whose constructor refuses unknown names its own way (a pydantic model with ``extra="forbid"``
+    raising the package's data error).
+    """
+    _checked_methods(cls)
+    return cls
+
+
 def _checked_class(cls: type, extra: frozenset[str]) -> type:
+    _checked_methods(cls)
     init = cls.__init__  # type: ignore[misc]  # the class's own or inherited __init__, wrapped below
     signature = _Signature(init, extra)
 

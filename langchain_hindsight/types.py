@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from langchain_hindsight._checks import closest_name, refuse_unknown_keywords
+from langchain_hindsight._checks import closest_name, refuse_unknown_keywords, refuse_unknown_method_keywords
 from langchain_hindsight._trust import DEFAULT_INITIAL_CONFIDENCE, MemorySource
 from langchain_hindsight.errors import InvalidMemoryError
 
@@ -119,6 +119,7 @@ def _check_json(value: Any, field: str) -> Any:
     return value
 
 
+@refuse_unknown_method_keywords
 class MemoryContext(BaseModel):
     """Structured detail behind an experience (its ``context``: tools, parameters, error types)."""
 
@@ -148,6 +149,7 @@ class MemoryContext(BaseModel):
         return dict(_check_json(value, "context.parameters"))
 
 
+@refuse_unknown_method_keywords
 class MemoryUnit(BaseModel):
     """One piece of long-term memory: a lesson with its context, confidence, source and history.
 
@@ -298,10 +300,7 @@ class MemoryUnit(BaseModel):
             InvalidMemoryError: the result would be invalid.
         """
         data = self.model_dump()
-        unknown = set(changes) - set(data)
-        if unknown:
-            raise InvalidMemoryError(f"unknown field(s): {', '.join(sorted(unknown))}")
-        data.update(changes)
+        data.update(changes)  # a name no field has is refused by the model, naming the field it likely misspells
         return MemoryUnit(**data)
 
     def to_dict(self) -> dict[str, Any]:

@@ -54,7 +54,7 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables.config import run_in_executor
 from pydantic import ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 
-from langchain_hindsight._checks import check_int, check_number, refuse_unknown_keywords
+from langchain_hindsight._checks import check_int, check_number, check_options, refuse_unknown_keywords
 from langchain_hindsight._text import clip_text
 from langchain_hindsight.errors import ConfigurationError
 from langchain_hindsight.prompts import Locale, get_templates
@@ -551,9 +551,25 @@ class HindsightRetriever(BaseRetriever):
     def _get_relevant_documents(
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun, k: int | None = None, **kwargs: Any
     ) -> list[Document]:
-        return [_to_document(s) for s in self.recall(query, k=k, **kwargs)]
+        return [_to_document(s) for s in self.recall(query, k=k, **_invoke_options("invoke", kwargs))]
 
     async def _aget_relevant_documents(
         self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, k: int | None = None, **kwargs: Any
     ) -> list[Document]:
-        return [_to_document(s) for s in await self.arecall(query, k=k, **kwargs)]
+        return [_to_document(s) for s in await self.arecall(query, k=k, **_invoke_options("ainvoke", kwargs))]
+
+
+_INVOKE_OPTIONS = frozenset({"task_type", "namespace", "now"})  # with ``k``: recall's keywords
+_LANGCHAIN_INVOKE = frozenset({"verbose"})  # read by BaseRetriever.invoke itself, then passed on: not a recall option
+
+
+def _invoke_options(method: str, kwargs: dict[str, Any]) -> dict[str, Any]:
+    """The run-time keywords of ``invoke``/``ainvoke`` that :meth:`HindsightRetriever.recall` takes.
+
+    LangChain passes every keyword of ``invoke`` but ``run_id`` on to the retriever; one that is neither a
+    recall option nor LangChain's own is refused, naming the option it likely misspells (``kk=`` → ``k``).
+    """
+    if not kwargs:
+        return kwargs
+    check_options(f"HindsightRetriever.{method}", kwargs, _INVOKE_OPTIONS | _LANGCHAIN_INVOKE | {"k"})
+    return {name: value for name, value in kwargs.items() if name not in _LANGCHAIN_INVOKE}

@@ -121,7 +121,7 @@ CASES: dict[str, tuple[str, str, str, Callable[[MemoryStore], object]]] = {
         lambda s: HindsightSession(s, min_relevence=0.3),
     ),
     "HindsightSession.derive": (
-        "HindsightSession",
+        "HindsightSession.derive",
         "reflct",
         "reflect",
         lambda s: HindsightSession(s).derive(reflct=False),
