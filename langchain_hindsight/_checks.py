@@ -35,6 +35,7 @@ __all__ = [
     "check_int",
     "check_number",
     "check_options",
+    "check_query",
     "closest_name",
     "is_int",
     "refuse_unknown_keywords",
@@ -81,6 +82,27 @@ def check_number(
         return float(value)  # type: ignore[arg-type]
     bracket = "(" if open_low else "["
     raise ConfigurationError(f"{name} must be a number in {bracket}{low:g}, {high:g}], got {value!r}")
+
+
+def check_query(what: str, query: object) -> str:
+    """``query`` when it is a string with text; a blank one (``""``, ``"  "``) is a :class:`ConfigurationError`.
+
+    A search matches the words of its query: a blank query has none, so it could only answer "no match", which
+    reads as "nothing was learned about this". The caller that may legitimately have no text (an agent turn
+    with an empty task) skips the search instead: the adapters do, with a DEBUG log.
+
+    Example:
+        >>> check_query("recall", "  ")
+        Traceback (most recent call last):
+        ...
+        langchain_hindsight.errors.ConfigurationError: recall: the query is empty: give the task or question to \
+search experience for
+    """
+    if not isinstance(query, str):
+        raise ConfigurationError(f"{what}: the query must be a str, got {type(query).__name__}")
+    if not query.strip():
+        raise ConfigurationError(f"{what}: the query is empty: give the task to search for")
+    return query
 
 
 def check_options(what: str, given: Iterable[str], known: Iterable[str]) -> None:

@@ -60,6 +60,15 @@ def positive_int(text: str) -> int:
     return value
 
 
+def query(text: str) -> str:
+    """A search query with text: a blank one (``''``, spaces) is a usage error, never a "no match"."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError(
+            "the query is empty: give the task to search for, e.g. '清洗 data.csv' or 'clean data.csv'"
+        )
+    return text
+
+
 def days(text: str) -> float:
     """Parse a number of days in (0, 36500]."""
     try:

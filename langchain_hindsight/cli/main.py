@@ -44,7 +44,7 @@ from collections.abc import Callable, Sequence
 from types import ModuleType
 from typing import Any, NoReturn
 
-from langchain_hindsight.cli._output import days, one_line, positive_int, safe
+from langchain_hindsight.cli._output import days, one_line, positive_int, query, safe
 from langchain_hindsight.errors import (
     AccessDeniedError,
     ConfigurationError,
@@ -135,7 +135,7 @@ def _parser(words: Sequence[str] = ()) -> argparse.ArgumentParser:
     demo.set_defaults(func="serve:demo")
 
     p = add("search", "search:search", "what recall would serve for a task, with each factor of the score")
-    p.add_argument("query")
+    p.add_argument("query", type=query)
     p.add_argument("-k", type=positive_int, default=5)
     p.add_argument("--all", action="store_true", help="also the matches below the relevance floor (marked served: no)")
     p.add_argument("--task-type")

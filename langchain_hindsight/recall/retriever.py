@@ -54,7 +54,13 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables.config import run_in_executor
 from pydantic import ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 
-from langchain_hindsight._checks import check_int, check_number, check_options, refuse_unknown_keywords
+from langchain_hindsight._checks import (
+    check_int,
+    check_number,
+    check_options,
+    check_query,
+    refuse_unknown_keywords,
+)
 from langchain_hindsight._text import clip_text
 from langchain_hindsight.errors import ConfigurationError
 from langchain_hindsight.prompts import Locale, get_templates
@@ -399,7 +405,8 @@ class HindsightRetriever(BaseRetriever):
             now: The clock for time decay (aware datetime); defaults to now.
 
         Raises:
-            ConfigurationError: a bad argument.
+            ConfigurationError: a bad argument; a blank ``query`` (it has no words to match: a caller whose
+                task may be empty skips recall, as the adapters do).
             StoreError: the store failed.
         """
         return self.recall_result(query, k=k, task_type=task_type, namespace=namespace, now=now).memories
@@ -418,6 +425,7 @@ class HindsightRetriever(BaseRetriever):
         Adapters and the run journal use it to record the task type of a run.
         Arguments and errors as in :meth:`recall`.
         """
+        check_query(f"{type(self).__name__}.recall", query)
         recalled = engine_recall(
             self.store,
             self._settings(),

@@ -284,7 +284,7 @@ class HindsightSession:
         """
         served = self._new(task, namespace, run_id, thread_id)
         rejected = self._prepare(served)
-        if self.config.recall and task.strip():
+        if self.config.recall and _has_text(task, served):
             try:
                 result = self.retriever.recall_result(
                     _query(task, query), k=self.k, task_type=served.task_type, namespace=served.namespace
@@ -312,7 +312,7 @@ class HindsightSession:
         """Async :meth:`serve` (store and journal I/O off the event loop)."""
         served = self._new(task, namespace, run_id, thread_id)
         rejected = await asyncio.to_thread(self._prepare, served)
-        if self.config.recall and task.strip():
+        if self.config.recall and _has_text(task, served):
             try:
                 result = await self.retriever.arecall_result(
                     _query(task, query), k=self.k, task_type=served.task_type, namespace=served.namespace
@@ -531,6 +531,18 @@ class HindsightSession:
         else:
             templates, vocabulary = reflector.templates, reflector.vocabulary
         return correction_unit(text, record, templates=templates, vocabulary=vocabulary)
+
+
+def _has_text(task: str, served: Served) -> bool:
+    """Whether the task has text to recall for; an empty task (a turn with no words) skips recall, logged at DEBUG.
+
+    Recall refuses a blank query (:func:`~langchain_hindsight._checks.check_query`); an agent whose task is empty
+    runs on without experience rather than fail.
+    """
+    if task.strip():
+        return True
+    logger.debug("run %s: the task has no text, recall skipped", served.run_id)
+    return False
 
 
 def _query(task: str, query: str | None) -> str:

@@ -30,7 +30,7 @@ from typing import Any, Literal
 import numpy as np
 from langchain_core.embeddings import Embeddings
 
-from langchain_hindsight._checks import is_int, refuse_unknown_keywords
+from langchain_hindsight._checks import check_query, is_int, refuse_unknown_keywords
 from langchain_hindsight.embeddings.multilingual import default_embeddings
 from langchain_hindsight.errors import ConfigurationError
 from langchain_hindsight.store import _store_writes as _write_ops
@@ -282,7 +282,12 @@ class MemoryStore(StoreCore):
         namespace: str | None = None,
         include_embeddings: bool = False,
     ) -> list[tuple[MemoryUnit, float, list[float] | None]]:
-        """Dense nearest neighbours among *active* units: ``(unit, cosine_similarity, embedding)``."""
+        """Dense nearest neighbours among *active* units: ``(unit, cosine_similarity, embedding)``.
+
+        Raises:
+            ConfigurationError: ``query`` is blank (it has no words to match).
+        """
+        check_query("MemoryStore.search", query)
         return _search_ops.search(self, query, k=k, namespace=namespace, include_embeddings=include_embeddings)
 
     def search_by_vector(
@@ -343,7 +348,11 @@ class MemoryStore(StoreCore):
         Returns:
             ``(candidates, lexical)``: every candidate's ``(unit, cosine_similarity)``
             by id, and the lexical arm's BM25 score by id.
+
+        Raises:
+            ConfigurationError: ``query`` is blank (it has no words to match).
         """
+        check_query("MemoryStore.hybrid_search", query)
         return _search_ops.hybrid_search(self, query, vector, k=k, namespace=namespace, normalize=normalize)
 
     def lexical_search(
@@ -357,7 +366,11 @@ class MemoryStore(StoreCore):
         The index is built from the backend on first use and kept in step with this
         store's writes; with a shared client (``HttpClient``), other stores'
         writes are picked up through the namespace's change feed on every call.
+
+        Raises:
+            ConfigurationError: ``query`` is blank (it has no words to match).
         """
+        check_query("MemoryStore.lexical_search", query)
         return _search_ops.lexical_search(self, query, k=k, namespace=namespace, normalize=normalize)
 
     def namespaces(self) -> list[str]:

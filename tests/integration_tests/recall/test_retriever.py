@@ -192,7 +192,8 @@ def test_empty_store_and_blank_query(store: MemoryStore) -> None:
     r = HindsightRetriever(store=store)
     assert r.recall("anything") == []
     store.add(MemoryUnit(content="Something worth remembering."))
-    assert r.recall("   ") == []
+    with pytest.raises(ConfigurationError, match="the query is empty"):  # not a silent "no match"
+        r.recall("   ")
 
 
 def test_weights_are_applied(corpus_store: MemoryStore) -> None:
