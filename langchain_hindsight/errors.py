@@ -17,6 +17,7 @@ The tree::
     ├── StoreClosedError(HindsightError, RuntimeError)   the store was closed
     ├── StoreError(HindsightError, RuntimeError)         the backend failed (chained cause)
     │   └── BackendError                                  the database itself failed (I/O, server, SQLite)
+    │       └── DatabaseConnectionError(…, ConnectionError) the Postgres server could not be reached or refused us
     ├── ReflectionError(HindsightError, RuntimeError)    the reflection model call failed
     └── EmbeddingError(HindsightError, RuntimeError)     the embedder failed or returned unusable vectors
 
@@ -30,6 +31,7 @@ __all__ = [
     "AccessDeniedError",
     "BackendError",
     "ConfigurationError",
+    "DatabaseConnectionError",
     "EmbedderMismatchError",
     "EmbeddingError",
     "FeedbackAlreadyUndoneError",
@@ -116,6 +118,15 @@ class BackendError(StoreError):
 
     Raised by the storage backend layer for its own failures, with the backend's
     exception chained; a programming error (a bad argument) is not one.
+    """
+
+
+class DatabaseConnectionError(BackendError, ConnectionError):
+    """The first connection to the Postgres database failed; the store was not opened.
+
+    The message names the host, port, database and user (never the password) and what to check for that
+    kind of failure (nothing listening, no answer, an unknown host, refused credentials, a missing database).
+    It is also a :class:`ConnectionError` (an ``OSError``) for code that catches the builtin.
     """
 
 

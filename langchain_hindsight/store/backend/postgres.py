@@ -77,6 +77,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from langchain_hindsight.errors import BackendError, ConfigurationError, HindsightError, StoreError
+from langchain_hindsight.store.backend._pg_connect import CONNECT_TIMEOUT, POOL_WAIT, connect_kwargs, describe, probe
 from langchain_hindsight.store.backend._pg_schema import SCHEMA, migrate
 from langchain_hindsight.store.backend.base import (
     Backend,
@@ -888,7 +889,8 @@ class PostgresBackend(Backend):
             process writing one database must index the same terms.
         min_connections: Connections the pool keeps open.
         max_connections: Most connections the pool opens (one per concurrent call).
-        connect_timeout: Seconds to wait for the server (and for a free pooled connection).
+        connect_timeout: Seconds a new connection waits for the server (default ``_pg_connect.CONNECT_TIMEOUT``,
+            5; a ``connect_timeout`` in the URL wins). A free pooled connection is waited for at least 10 s.
         replica: Keep an in-process replica of each searched namespace (lexical index, vectors and records),
             brought up to date from the change feed before every search (the default); ``False``:
             every search asks both arms of the database.
@@ -896,7 +898,8 @@ class PostgresBackend(Backend):
 
     Raises:
         ConfigurationError: psycopg is not installed, or ``url`` is not a Postgres URL.
-        BackendError: the server cannot be reached, lacks pgvector, or holds a newer schema.
+        DatabaseConnectionError: the first connection failed (the message names host, port, database, user).
+        BackendError: the server lacks pgvector, or holds a newer schema.
     """
 
     def __init__(
@@ -906,7 +909,7 @@ class PostgresBackend(Backend):
         lexical: LexicalScheme,
         min_connections: int = 1,
         max_connections: int = 8,
-        connect_timeout: float = 10.0,
+        connect_timeout: float = CONNECT_TIMEOUT,
         replica: bool = True,
         tombstone_revisions: int = 10_000,
     ) -> None:
@@ -923,20 +926,21 @@ class PostgresBackend(Backend):
         self._url = url
         self._local = threading.local()
         self._closed = False
+        probe(self.psycopg, url, connect_timeout)  # one plain connection first: a wrong URL fails fast and quietly
         try:
             self._pool = pool_module.ConnectionPool(
                 url,
                 min_size=min_connections,
                 max_size=max(min_connections, max_connections),
-                timeout=connect_timeout,
-                kwargs={"connect_timeout": max(1, int(connect_timeout)), "autocommit": True},
+                timeout=max(connect_timeout, POOL_WAIT),
+                kwargs=connect_kwargs(url, connect_timeout),
                 configure=functools.partial(_configure, dumper=_vector_dumper(self.psycopg)),
                 name="hindsight",
                 open=False,
             )
-            self._pool.open(wait=True, timeout=connect_timeout)
+            self._pool.open(wait=True, timeout=max(connect_timeout, POOL_WAIT))
         except Exception as e:
-            raise BackendError(f"cannot connect to the Postgres database {_redact(url)}: {e}") from e
+            raise BackendError(f"cannot connect to the Postgres {describe(url)}: {e}") from e
         try:
             self._migrate()
         except BaseException:
@@ -1188,12 +1192,3 @@ class PostgresBackend(Backend):
         if not self._closed:
             self._closed = True
             self._pool.close()
-
-
-def _redact(url: str) -> str:
-    """``url`` without its password (for messages)."""
-    if "://" in url and "@" in url:
-        scheme, rest = url.split("://", 1)
-        creds, host = rest.rsplit("@", 1)
-        return f"{scheme}://{creds.split(':', 1)[0]}@{host}"
-    return url

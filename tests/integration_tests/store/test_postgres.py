@@ -24,8 +24,8 @@ import pytest
 from langchain_core.embeddings import Embeddings
 
 from langchain_hindsight import Hindsight, HindsightStore, MemoryStore, MemoryUnit
-from langchain_hindsight.cli.main import EXIT_NOT_FOUND, EXIT_OK, main
-from langchain_hindsight.errors import BackendError, ConfigurationError
+from langchain_hindsight.cli.main import EXIT_ERROR, EXIT_NOT_FOUND, EXIT_OK, main
+from langchain_hindsight.errors import BackendError, ConfigurationError, DatabaseConnectionError
 from langchain_hindsight.store.backend._pg_schema import SCHEMA_VERSION
 from langchain_hindsight.store.backend.inmemory import InMemoryBackend
 from langchain_hindsight.store.backend.postgres import PostgresBackend
@@ -404,8 +404,27 @@ def test_bad_database_urls_are_configuration_errors() -> None:
         MemoryStore(database_url="mysql://nope", embeddings=HashEmbeddings())
     with pytest.raises(ConfigurationError, match="not several"):
         MemoryStore(database_url="postgresql://x/y", backend=InMemoryBackend(), embeddings=HashEmbeddings())
-    with pytest.raises(BackendError, match="cannot connect"):
+    with pytest.raises(DatabaseConnectionError, match="no server listens on that Unix socket"):
         PostgresBackend("postgresql://nobody@/nowhere?host=/nonexistent", lexical=lexical_scheme(), connect_timeout=1)
+
+
+def test_a_database_or_user_the_server_lacks_is_named_with_what_to_check(
+    postgres_server: PostgresServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The server answers, but has no such database (or role): one typed error, one CLI line, the pool never opened."""
+    missing_db = postgres_server.url("no_such_db")
+    with pytest.raises(DatabaseConnectionError) as caught:
+        MemoryStore(database_url=missing_db, embeddings=HashEmbeddings())
+    assert 'database "no_such_db" at /' in str(caught.value)
+    assert str(caught.value).endswith("the server has no such database: check its name, or create it (createdb)")
+    missing_role = postgres_server.url().replace("postgresql://postgres:", "postgresql://no_such_role:pw", 1)
+    with pytest.raises(DatabaseConnectionError, match="no such user: check the user name") as caught:
+        MemoryStore(database_url=missing_role, embeddings=HashEmbeddings())
+    assert ":pw" not in str(caught.value)
+    assert main(["stats", "--database-url", missing_db]) == EXIT_ERROR
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1, err
+    assert "no such database" in err
 
 
 def _scan(directory: Path, needle: bytes) -> list[str]:

@@ -1,0 +1,115 @@
+"""The Postgres backend's first connection: fail fast, in one line naming the server, and say what to check.
+
+A pool opened on a wrong URL retries in the background until its timeout (10 s by default) and logs a
+warning per attempt. So :class:`~langchain_hindsight.store.backend.postgres.PostgresBackend` first makes one
+plain connection with a short timeout (:data:`CONNECT_TIMEOUT` seconds, or the URL's own ``connect_timeout``)
+and only opens the pool once that worked. A failure raises :class:`DatabaseConnectionError` naming the host,
+port, database and user (never the password) and what to check for that kind of failure: nothing listening,
+no answer, a host name that does not resolve, a refused password, a missing database or role.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from langchain_hindsight.errors import DatabaseConnectionError
+
+__all__ = ["CONNECT_TIMEOUT", "POOL_WAIT", "connect_kwargs", "describe", "probe"]
+
+CONNECT_TIMEOUT = 5.0
+"""Seconds a new connection waits for the server (libpq's ``connect_timeout``; a URL may set its own)."""
+
+POOL_WAIT = 10.0
+"""Seconds a call waits at least for a free pooled connection (all of them busy with other calls), and for the
+pool's first connections once the first plain connection succeeded."""
+
+_HINTS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
+    (re.compile(pattern, re.I), hint)
+    for pattern, hint in (
+        (r"connection refused", "nothing accepts connections there: is the server running, and is the port right?"),
+        (
+            r"timeout expired|timed out",
+            "no answer within {timeout:g} s: check the host and port, a firewall or VPN in between "
+            "(or raise connect_timeout in the URL)",
+        ),
+        (
+            r"could not translate host name|failed to resolve host|name or service not known|nodename nor servname",
+            "the host name does not resolve: check its spelling",
+        ),
+        (
+            r"password authentication failed|no password supplied|authentication failed",
+            "the server refused the credentials: check the user name and the password",
+        ),
+        (r'role ".*" does not exist', "the server has no such user: check the user name in the URL"),
+        (r'database ".*" does not exist', "the server has no such database: check its name, or create it (createdb)"),
+        (r"no such file or directory", "no server listens on that Unix socket: is the server running, the path right?"),
+        (r"pg_hba\.conf", "the server's pg_hba.conf does not admit this host, user or database"),
+    )
+)
+
+
+def describe(url: str) -> str:
+    """``database "DB" at HOST:PORT as USER``, from a URL or a ``key=value`` string (never the password)."""
+    from psycopg.conninfo import conninfo_to_dict
+
+    try:
+        params: dict[str, Any] = conninfo_to_dict(url)
+    except Exception:  # noqa: BLE001 - a malformed URL: psycopg's own error says why when connecting
+        return "the Postgres database (the URL could not be parsed)"
+    host = str(params.get("host") or params.get("hostaddr") or "localhost")
+    port = str(params.get("port") or 5432)
+    user = params.get("user")
+    dbname = params.get("dbname") or user or "(the user's name)"
+    where = f"{host} (Unix socket, port {port})" if host.startswith("/") else f"{host}:{port}"
+    return f'database "{dbname}" at {where}' + (f" as {user}" if user else "")
+
+
+def connect_kwargs(url: str, timeout: float) -> dict[str, Any]:
+    """The keywords every connection takes: autocommit, and ``connect_timeout`` unless the URL sets its own."""
+    from psycopg.conninfo import conninfo_to_dict
+
+    kwargs: dict[str, Any] = {"autocommit": True}
+    try:
+        own = "connect_timeout" in conninfo_to_dict(url)
+    except Exception:  # noqa: BLE001 - connecting reports the malformed URL
+        own = False
+    if not own:
+        kwargs["connect_timeout"] = max(2, round(timeout))  # libpq's minimum: a 1 is treated as 2
+    return kwargs
+
+
+def _hint(message: str, timeout: float) -> str:
+    for pattern, hint in _HINTS:
+        if pattern.search(message):
+            return hint.format(timeout=timeout)
+    first = next((line.strip() for line in message.splitlines() if line.strip()), "")
+    return first or "the server refused the connection"
+
+
+def probe(psycopg: Any, url: str, timeout: float) -> None:
+    """One plain connection to ``url`` (closed at once): raises :class:`DatabaseConnectionError` when it fails.
+
+    Args:
+        psycopg: The ``psycopg`` module.
+        url: The connection URL.
+        timeout: Seconds to wait for the server when the URL sets no ``connect_timeout``.
+    """
+    try:
+        psycopg.connect(url, **connect_kwargs(url, timeout)).close()
+    except psycopg.OperationalError as e:
+        password = _password(url)
+        hint = _hint(str(e), timeout)
+        if password:
+            hint = hint.replace(password, "***")
+        raise DatabaseConnectionError(f"cannot connect to the Postgres {describe(url)}: {hint}") from e
+
+
+def _password(url: str) -> str | None:
+    from psycopg.conninfo import conninfo_to_dict
+
+    try:
+        value = conninfo_to_dict(url).get("password")
+    except Exception:  # noqa: BLE001
+        return None
+    return str(value) if value else None
