@@ -95,8 +95,7 @@ def check_query(what: str, query: object) -> str:
         >>> check_query("recall", "  ")
         Traceback (most recent call last):
         ...
-        langchain_hindsight.errors.ConfigurationError: recall: the query is empty: give the task or question to \
-search experience for
+        langchain_hindsight.errors.ConfigurationError: recall: the query is empty: give the task to search for
     """
     if not isinstance(query, str):
         raise ConfigurationError(f"{what}: the query must be a str, got {type(query).__name__}")
