@@ -754,7 +754,7 @@ class MemoryStore(StoreCore):
         warnings.warn(
             "MemoryStore.delete is deprecated and will be removed in 0.2: call MemoryStore.forget",
             DeprecationWarning,
-            stacklevel=2,
+            stacklevel=3,  # the caller's line: above this method and the keyword check's wrapper (_checks)
         )
         return self.forget(memory_id, namespace=namespace, scrub=scrub)
 
