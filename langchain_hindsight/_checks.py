@@ -298,7 +298,13 @@ class _Signature:
         return self._names, self._open
 
     def closed(self) -> bool:
-        """Whether the signature itself takes no ``**kwargs`` (Python's binding refuses an unknown keyword)."""
+        """Whether the signature itself takes no ``**kwargs`` (Python's binding refuses an unknown keyword).
+
+        Read from the code's flags (``inspect.signature`` for every public method would cost the import).
+        """
+        code = getattr(inspect.unwrap(self._func), "__code__", None)
+        if code is not None:
+            return not code.co_flags & inspect.CO_VARKEYWORDS
         params = inspect.signature(self._func).parameters.values()
         return not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params)
 
@@ -338,7 +344,9 @@ def _wrap(func: _C, what: str, signature: _Signature) -> _C:
     @functools.wraps(func)
     def checked(*args: Any, **kwargs: Any) -> Any:
         if kwargs:
-            _refuse(what, kwargs, signature)
+            names, open_ = signature.names()
+            if not open_ and not kwargs.keys() <= names:
+                check_options(what, kwargs, names)
         return func(*args, **kwargs)
 
     return checked  # type: ignore[return-value]  # functools.wraps keeps the signature
