@@ -395,6 +395,10 @@ class Hindsight:
             task_type: The task type to score against (default: fixed, else inferred from ``query``).
             namespace: The namespace to recall from (default: the store's).
             now: The clock for time decay (aware datetime); defaults to now.
+
+        Raises:
+            ConfigurationError: a bad argument, or a blank ``query`` (no words to match).
+            UnknownOptionError: a misspelt keyword (``kk=3``), naming the option it likely means.
         """
         return self.retriever.recall(query, k=k, task_type=task_type, namespace=namespace, now=now)
 

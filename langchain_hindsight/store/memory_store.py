@@ -99,7 +99,9 @@ class MemoryStore(StoreCore):
         database_url: A PostgreSQL database (``postgresql://user:pass@host/db``, with pgvector) to
             use instead: any number of processes and hosts may write it at once, and every recall
             reads what any of them committed (see :mod:`langchain_hindsight.store.backend.postgres`). Needs
-            the ``postgres`` extra. The store opens and closes its connection pool.
+            the ``postgres`` extra. The store opens and closes its connection pool. A server that cannot be
+            reached or refuses the login raises ``DatabaseConnectionError`` within five seconds (a
+            ``connect_timeout`` in the URL sets another), naming host, port, database and user.
         embeddings: Any LangChain ``Embeddings``. Default: the embedder the
             store records if it is one of this package's (an existing MiniLM
             store keeps :class:`LocalEmbeddings`), else
