@@ -164,6 +164,16 @@ def test_search_of_a_stamped_store_imports_neither_chroma_nor_langchain(tmp_path
         assert run.stderr.strip().splitlines()[-2:] == ["chromadb imported: False", "heavy: []"]
     assert runs[0].stdout == runs[1].stdout
     assert found in runs[0].stdout
+    program = subprocess.run(  # the program ends without the interpreter's teardown: its output arrives whole
+        [sys.executable, "-m", "langchain_hindsight.cli.main", "search", query, "--path", str(path)],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=root,
+        timeout=300,
+        check=False,
+    )
+    assert (program.returncode, program.stdout) == (0, runs[0].stdout), program.stderr[-2000:]
 
 
 _RETRY = LESSONS[3][1]
