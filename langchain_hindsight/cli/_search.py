@@ -130,6 +130,9 @@ def _from_snapshot(args: argparse.Namespace) -> list[ScoredMemory] | None:
     if snapshot is None:
         return None
     logger.debug("searching %s/%s from its snapshot", path, namespace)
+    resident = getattr(args, "resident", None)
+    if resident is not None:  # the program frees the snapshot and its models by ending (cli.main.run)
+        resident.append(snapshot)
     return recall_for(snapshot, args, namespace)
 
 

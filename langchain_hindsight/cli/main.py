@@ -248,8 +248,11 @@ def run() -> NoReturn:
     teardown — freeing every loaded module's objects and collecting them once more — took
     about 0.1 s of a one-second search, and nothing depends on it there. Any other command
     exits normally, so its store's close and the exit hooks of Chroma and the thread pools run.
+    What a quick path loaded is kept in ``args.resident`` until then (freeing a search's models
+    and snapshot object by object took another ~80 ms before its process could end).
     """
-    code, quick = _main(None)
+    resident: list[object] = []
+    code, quick = _main(None, resident)
     if quick:
         try:
             sys.stdout.flush()
@@ -262,14 +265,19 @@ def run() -> NoReturn:
     sys.exit(code)
 
 
-def _main(argv: Sequence[str] | None) -> tuple[int, bool]:
-    """:func:`main`'s exit code, and whether a quick path answered (see :func:`run`)."""
+def _main(argv: Sequence[str] | None, resident: list[object] | None = None) -> tuple[int, bool]:
+    """:func:`main`'s exit code, and whether a quick path answered (see :func:`run`).
+
+    ``resident``: where a quick path may leave what it loaded, for the caller to free (``args.resident``).
+    """
     words = sys.argv[1:] if argv is None else list(argv)
     parser = _parser(words)
     try:
         args = parser.parse_args(words)
     except SystemExit as e:  # argparse: --help (0) or a usage error (2)
         return (int(e.code) if isinstance(e.code, int) else EXIT_USAGE), False
+    if resident is not None:
+        args.resident = resident
     try:
         return _run(args)
     except StoreLockedError as e:

@@ -260,3 +260,16 @@ def test_the_quick_paths_and_the_live_store_read_through_one_reader(
     assert len(snapshots) == 2  # the lexical index and the recall mirror, loaded by the live store
     assert snapshots <= {rel for rel, _ in quick}  # and asked about by the search's quick path
     assert (counts, "True") in quick  # the counts the live store's close wrote, read by stats
+
+
+def test_the_program_frees_the_loaded_snapshot_by_ending(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Under ``hindsight`` (``cli.main.run``) the quick path leaves its snapshot and models in ``args.resident``."""
+    from langchain_hindsight.store.replica.snapshot import StoreSnapshot
+
+    path = tmp_path / "db"
+    _build(path, HashEmbeddings(64))
+    resident: list[object] = []
+    assert quick_search.quick(_args(path, "CSV 编码 pandas", resident=resident)) == 0
+    assert [type(r) for r in resident] == [StoreSnapshot]
+    assert quick_search.quick(_args(path, "CSV 编码 pandas")) == 0  # main()'s callers: nothing is kept
+    assert capsys.readouterr().out.count("utf-8-sig") == 2

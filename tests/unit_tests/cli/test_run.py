@@ -38,7 +38,7 @@ class _Stream:
 
 
 def _patch(monkeypatch: pytest.MonkeyPatch, answer: tuple[int, bool], stdout: _Stream) -> None:
-    def fake_main(argv: object) -> tuple[int, bool]:
+    def fake_main(argv: object, resident: object = None) -> tuple[int, bool]:
         print("results", file=sys.stdout)
         return answer
 
@@ -79,3 +79,28 @@ def test_a_stream_that_cannot_be_flushed_leaves_the_normal_exit_to_report_it(mon
 def test_main_returns_the_code_of_the_same_answer(monkeypatch: pytest.MonkeyPatch) -> None:
     _patch(monkeypatch, (3, True), _Stream())
     assert cli_main.main(["stats"]) == 3
+
+
+def test_the_program_keeps_what_a_quick_path_loaded_until_it_ends(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``args.resident`` is the program's: objects left there are freed by the process's end, not one by one."""
+    seen: list[object] = []
+
+    def fake_run(args: object) -> tuple[int, bool]:
+        resident = getattr(args, "resident", None)
+        if resident is not None:
+            resident.append("a loaded snapshot")
+        seen.append(resident)
+        return 0, True
+
+    def fake_exit(code: int) -> None:
+        raise _EndedError(code)
+
+    monkeypatch.setattr(cli_main, "_run", fake_run)
+    monkeypatch.setattr(os, "_exit", fake_exit)
+    monkeypatch.setattr(sys, "argv", ["hindsight", "stats"])
+    with pytest.raises(_EndedError):
+        cli_main.run()
+    assert seen == [["a loaded snapshot"]]
+    seen.clear()
+    assert cli_main.main(["stats"]) == 0
+    assert seen == [None]  # a caller of main() has no resident list: nothing outlives the call
