@@ -146,33 +146,19 @@ def test_search_of_a_stamped_store_imports_neither_chroma_nor_langchain(tmp_path
     path = tmp_path / "db"
     _build(path, ScriptRoutedEmbeddings())  # the default embedder, as the command line uses
     root = Path(__file__).resolve().parents[3]
-    env = {**os.environ, "PYTHONPATH": str(root)}
-    runs = [
-        subprocess.run(
-            [sys.executable, "-c", _NO_CHROMA, "search", query, "--path", str(path)],
-            capture_output=True,
-            text=True,
-            env=env,
-            cwd=root,
-            timeout=300,
-            check=False,
-        )
-        for _ in range(2)
-    ]
+
+    def child(*launch: str) -> subprocess.CompletedProcess[str]:
+        env = {**os.environ, "PYTHONPATH": str(root)}
+        argv = [sys.executable, *launch, "search", query, "--path", str(path)]
+        return subprocess.run(argv, capture_output=True, text=True, env=env, cwd=root, timeout=300, check=False)
+
+    runs = [child("-c", _NO_CHROMA) for _ in range(2)]
     for run in runs:
         assert run.returncode == 0, run.stderr[-2000:]
         assert run.stderr.strip().splitlines()[-2:] == ["chromadb imported: False", "heavy: []"]
     assert runs[0].stdout == runs[1].stdout
     assert found in runs[0].stdout
-    program = subprocess.run(  # the program ends without the interpreter's teardown: its output arrives whole
-        [sys.executable, "-m", "langchain_hindsight.cli.main", "search", query, "--path", str(path)],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=root,
-        timeout=300,
-        check=False,
-    )
+    program = child("-m", "langchain_hindsight.cli.main")  # ends without the interpreter's teardown: output whole
     assert (program.returncode, program.stdout) == (0, runs[0].stdout), program.stderr[-2000:]
 
 
