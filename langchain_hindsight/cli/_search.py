@@ -122,10 +122,17 @@ def _from_snapshot(args: argparse.Namespace) -> list[ScoredMemory] | None:
             return None
         warm = _embed_in_background(embeddings, args.query)
         snapshot = files.load(embeddings)
+    if snapshot is not None and args.task_type is None:
+        # recall will infer the query's task type: the vocabulary compiles its rules (~40 ms) on first use,
+        # here while the model loads instead of after it
+        snapshot.vocabulary.infer(args.query)
     warm.join()
     if snapshot is None:
         return None
     logger.debug("searching %s/%s from its snapshot", path, namespace)
+    resident = getattr(args, "resident", None)
+    if resident is not None:  # the program frees the snapshot and its models by ending (cli.main.run)
+        resident.append(snapshot)
     return recall_for(snapshot, args, namespace)
 
 

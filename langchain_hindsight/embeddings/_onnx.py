@@ -39,6 +39,7 @@ import numpy as np
 from langchain_hindsight import settings
 from langchain_hindsight.embeddings import _bert_onnx
 from langchain_hindsight.embeddings._cache_files import used
+from langchain_hindsight.embeddings._file_digest import file_sha256
 from langchain_hindsight.errors import ConfigurationError
 
 if TYPE_CHECKING:
@@ -118,15 +119,18 @@ def read_spec(model_dir: str | os.PathLike[str]) -> SentenceModelSpec:
     )
 
 
-def cache_key(spec: SentenceModelSpec) -> str:
-    """Hash of everything the exported graph depends on: config, weights, export format."""
+def cache_key(spec: SentenceModelSpec, cache_dir: Path | None = None) -> str:
+    """Hash of everything the exported graph depends on: config, weights, export format.
+
+    ``cache_dir``: where the weights files' digests are remembered between processes
+    (:func:`~._file_digest.file_sha256`); ``None`` hashes them every time.
+    """
     digest = hashlib.sha256(f"hindsight-onnx/{_FORMAT_VERSION}/opset{_OPSET}".encode())
     files = sorted(p for p in spec.transformer_dir.iterdir() if p.is_file() and p.suffix in _WEIGHT_SUFFIXES)
     if not files:
         raise ConfigurationError(f"no weight files (*.safetensors, *.bin) in {spec.transformer_dir}")
     for path in [spec.transformer_dir / "config.json", *files]:
-        with path.open("rb") as f:
-            digest.update(path.name.encode() + b"\0" + hashlib.file_digest(f, "sha256").digest())
+        digest.update(path.name.encode() + b"\0" + file_sha256(path, cache_dir if path in files else None))
     return digest.hexdigest()[:32]
 
 
@@ -347,7 +351,8 @@ def load_encoder(
         Exception: whatever the exporter or ONNX Runtime raise (callers fall back to torch).
     """
     spec = read_spec(model_dir)
-    path = resolve_cache_dir(cache_dir) / f"sentence-model-{cache_key(spec)}.onnx"
+    directory = resolve_cache_dir(cache_dir)
+    path = directory / f"sentence-model-{cache_key(spec, directory)}.onnx"
     if path.is_file():
         try:
             encoder = OnnxEncoder(spec, str(path), query_threads=query_threads)

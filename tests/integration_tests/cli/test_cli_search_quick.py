@@ -146,24 +146,20 @@ def test_search_of_a_stamped_store_imports_neither_chroma_nor_langchain(tmp_path
     path = tmp_path / "db"
     _build(path, ScriptRoutedEmbeddings())  # the default embedder, as the command line uses
     root = Path(__file__).resolve().parents[3]
-    env = {**os.environ, "PYTHONPATH": str(root)}
-    runs = [
-        subprocess.run(
-            [sys.executable, "-c", _NO_CHROMA, "search", query, "--path", str(path)],
-            capture_output=True,
-            text=True,
-            env=env,
-            cwd=root,
-            timeout=300,
-            check=False,
-        )
-        for _ in range(2)
-    ]
+
+    def child(*launch: str) -> subprocess.CompletedProcess[str]:
+        env = {**os.environ, "PYTHONPATH": str(root)}
+        argv = [sys.executable, *launch, "search", query, "--path", str(path)]
+        return subprocess.run(argv, capture_output=True, text=True, env=env, cwd=root, timeout=300, check=False)
+
+    runs = [child("-c", _NO_CHROMA) for _ in range(2)]
     for run in runs:
         assert run.returncode == 0, run.stderr[-2000:]
         assert run.stderr.strip().splitlines()[-2:] == ["chromadb imported: False", "heavy: []"]
     assert runs[0].stdout == runs[1].stdout
     assert found in runs[0].stdout
+    program = child("-m", "langchain_hindsight.cli.main")  # ends without the interpreter's teardown: output whole
+    assert (program.returncode, program.stdout) == (0, runs[0].stdout), program.stderr[-2000:]
 
 
 _RETRY = LESSONS[3][1]
@@ -250,3 +246,16 @@ def test_the_quick_paths_and_the_live_store_read_through_one_reader(
     assert len(snapshots) == 2  # the lexical index and the recall mirror, loaded by the live store
     assert snapshots <= {rel for rel, _ in quick}  # and asked about by the search's quick path
     assert (counts, "True") in quick  # the counts the live store's close wrote, read by stats
+
+
+def test_the_program_frees_the_loaded_snapshot_by_ending(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Under ``hindsight`` (``cli.main.run``) the quick path leaves its snapshot and models in ``args.resident``."""
+    from langchain_hindsight.store.replica.snapshot import StoreSnapshot
+
+    path = tmp_path / "db"
+    _build(path, HashEmbeddings(64))
+    resident: list[object] = []
+    assert quick_search.quick(_args(path, "CSV 编码 pandas", resident=resident)) == 0
+    assert [type(r) for r in resident] == [StoreSnapshot]
+    assert quick_search.quick(_args(path, "CSV 编码 pandas")) == 0  # main()'s callers: nothing is kept
+    assert capsys.readouterr().out.count("utf-8-sig") == 2

