@@ -108,6 +108,7 @@ def _rev(store: MemoryStore) -> int:
 def test_another_process_writes_are_seen_by_the_next_recall(postgres_url: str, mirrored: bool) -> None:
     writer = Worker(postgres_url)
     reader = MemoryStore(database_url=postgres_url, embeddings=NgramEmbeddings())
+    reader._replica.warmup.after = 0  # the replica from the first recall (test_postgres_first_recall.py: before)
     if not mirrored:
         reader._replica.max_rows = 0  # the dense arm from the database's index, the lexical arm in process
     try:
@@ -186,6 +187,7 @@ def test_a_reader_behind_the_kept_deletions_reads_everything_again(postgres_url:
         MemoryStore(backend=backend, embeddings=embedder) as writer,
         MemoryStore(database_url=postgres_url, embeddings=embedder) as reader,
     ):
+        reader._replica.warmup.after = 0  # the replica from the first search
         units = writer.add_many(
             [MemoryUnit(task_type="report", content=f"第{i}条经验：检查编码 lesson {i}") for i in range(6)],
             dedupe=False,
@@ -209,6 +211,7 @@ def test_above_the_mirror_size_a_recall_is_the_feed_query_and_one_statement(post
     (the dense hits and the lexical matches) come from one statement after the feed query, not one per part."""
     with MemoryStore(database_url=postgres_url, embeddings=NgramEmbeddings()) as store:
         store._replica.max_rows = 0
+        store._replica.warmup.after = 0  # the replica from the first search
         texts = [
             "生成销售周报时使用公司统一的周报模板",
             "Weekly sales reports use the company template",
