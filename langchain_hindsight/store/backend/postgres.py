@@ -23,7 +23,9 @@ There is no lock file; what keeps writers apart is the database:
   the store applies them to its replica (``store/replica/synced.py``) before each search. Tombstones
   more than ``tombstone_revisions`` revisions old are pruned (``pruned_rev``); a reader older than
   that reads the collection whole. The lexical arm's BM25 (below) and HNSW index stay, for
-  ``replica=False``, for a namespace too large to hold in process (the dense arm) and for dedupe.
+  ``replica=False``, for a namespace too large to hold in process (the dense arm) and for dedupe,
+  and for a process's first ``replica_after`` recalls of a namespace, which the database answers
+  while the replica is not read yet (exact dense arm where it would be mirrored: ``store/replica/warmup.py``).
 * **Without the replica** both arms of recall are answered by the database on every call: the dense arm
   by pgvector's HNSW cosine index (one partial index per collection, on ``embedding::vector(dim)``,
   iterative scans under a filter), the lexical arm by BM25 computed in SQL over a ``postings``

@@ -25,6 +25,7 @@ from langchain_hindsight.recall.retriever import HindsightRetriever
 from langchain_hindsight.store.backend.postgres import REPLICA_AFTER, PostgresBackend
 from langchain_hindsight.store.replica.lexical import lexical_scheme
 from tests.fakes import HashEmbeddings, NgramEmbeddings
+from tests.postgres import backend_calls
 
 pytestmark = pytest.mark.integration
 
@@ -66,25 +67,12 @@ def _reads() -> list[threading.Thread]:
     return [t for t in threading.enumerate() if t.name.startswith("hindsight-replica-read")]
 
 
-def _counting(store: MemoryStore) -> list[str]:
-    """The names of the backend calls ``store`` makes from now on (one per round trip)."""
-    asked: list[str] = []
-    run = store.backend.run
-
-    def counted(fn: Any, what: str, **kw: Any) -> Any:
-        asked.append(what)
-        return run(fn, what, **kw)
-
-    store.backend.run = counted  # type: ignore[method-assign]
-    return asked
-
-
 def test_the_first_recall_reads_the_candidates_not_the_namespace(postgres_url: str) -> None:
     with _store(postgres_url, 0) as writer:
         writer.add_many([MemoryUnit(task_type="report", content=t) for t in _texts(60)], dedupe=False)
     store = _store(postgres_url, REPLICA_AFTER)
     try:
-        asked = _counting(store)
+        asked = backend_calls(store)
         vector = store.embeddings.embed_query("销售周报模板")
         candidates, lexical = store.hybrid_search("销售周报模板", vector, k=3)
         assert candidates
@@ -157,6 +145,7 @@ import sys
 sys.path.insert(0, {root!r})
 from langchain_hindsight import MemoryStore, MemoryUnit
 from tests.fakes import HashEmbeddings, NgramEmbeddings
+from tests.postgres import backend_calls
 store = MemoryStore(database_url={url!r}, embeddings=NgramEmbeddings())
 print("READY", flush=True)
 sys.stdin.readline()

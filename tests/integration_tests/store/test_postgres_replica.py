@@ -13,7 +13,6 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import psycopg
 import pytest
@@ -22,6 +21,7 @@ from langchain_hindsight import MemoryStore, MemoryUnit
 from langchain_hindsight.store.backend.postgres import PostgresBackend
 from langchain_hindsight.store.replica.lexical import lexical_scheme
 from tests.fakes import NgramEmbeddings
+from tests.postgres import backend_calls
 
 pytestmark = pytest.mark.integration
 
@@ -32,6 +32,7 @@ import sys, time
 sys.path.insert(0, {root!r})
 from langchain_hindsight import MemoryStore, MemoryUnit
 from tests.fakes import NgramEmbeddings
+from tests.postgres import backend_calls
 store = MemoryStore(database_url={url!r}, embeddings=NgramEmbeddings())
 print("READY", flush=True)
 for line in sys.stdin:
@@ -225,14 +226,7 @@ def test_above_the_mirror_size_a_recall_is_the_feed_query_and_one_statement(post
         first = store.hybrid_search(query, vector, k=2)  # reads the replica whole, builds the vector index
         assert store._replica.synced[store.namespace].mirror is None
         store._replica.units.clear()  # nothing decoded yet: every candidate's record must be read
-        asked: list[str] = []
-        run = store.backend.run
-
-        def counted(fn: Any, what: str, **kw: Any) -> Any:
-            asked.append(what)
-            return run(fn, what, **kw)
-
-        store.backend.run = counted  # type: ignore[method-assign]
+        asked = backend_calls(store)
         candidates, lexical = store.hybrid_search(query, vector, k=2)
         assert asked == ["changes", "dense query"]
         assert set(lexical) <= set(candidates)  # lexical matches carry their similarity, read in the same statement
