@@ -3,7 +3,7 @@
 A store on a database that feeds its changes (Postgres) recalls from an in-process replica
 (``replica.synced``), but reading a namespace whole costs ~0.1 ms per memory (1.2 s at 10k, 9 s at
 100k), paid by the first search of every process; the database answers one recall in one statement
-for ~10-60 ms. So the first :attr:`ReplicaWarmup.after` recalls of a namespace in a process are
+in tens of milliseconds. So the first :attr:`ReplicaWarmup.after` recalls of a namespace in a process are
 answered by the database (the same ranking: an exact dense arm where the replica would mirror the
 vectors, its index above that, and the same BM25; see ``store/search.py``), and the one that reaches
 that count starts reading the replica in a thread of its own. Short processes (a CLI call, a
