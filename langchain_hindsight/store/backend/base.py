@@ -312,8 +312,9 @@ class Records(ABC):
         the default returns ``None`` and the store asks the arms one by one. ``lexical``: the lexical
         arm already answered (by the store's replica): the backend reads those ids' records beside the
         dense arm instead of scoring ``query`` (a backend that :attr:`~Backend.feeds_changes` answers this).
-        ``exact``: the dense arm is the ``nearest`` *active* records by exact inner product, as a recall
-        mirror answers it (with ``lexical`` ``None``; a backend that feeds its changes answers this).
+        ``exact``: the dense arm is the ``nearest`` *active* records by exact inner product, as the store's
+        in-process copy of the vectors answers it (with ``lexical`` ``None``; a backend that feeds its changes
+        answers this).
         """
         return None
 

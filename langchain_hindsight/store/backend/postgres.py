@@ -25,7 +25,7 @@ There is no lock file; what keeps writers apart is the database:
   that reads the collection whole. The lexical arm's BM25 (below) and HNSW index stay, for
   ``replica=False``, for a namespace too large to hold in process (the dense arm) and for dedupe,
   and for a process's first ``replica_after`` recalls of a namespace, which the database answers
-  while the replica is not read yet (exact dense arm where it would be mirrored: ``store/replica/warmup.py``).
+  while the replica is not read yet (``store/replica/warmup.py``; ``exact`` in :meth:`PostgresRecords.hybrid_query`).
 * **Without the replica** both arms of recall are answered by the database on every call: the dense arm
   by pgvector's HNSW cosine index (one partial index per collection, on ``embedding::vector(dim)``,
   iterative scans under a filter), the lexical arm by BM25 computed in SQL over a ``postings``
@@ -393,7 +393,7 @@ class PostgresRecords(Records):
         the statement then reads the document and metadata of each id either arm returned, with its
         inner product with ``vector`` (one round trip; the statement is prepared by the connection
         after a few calls). ``exact`` (with ``lexical`` ``None``): the dense arm scans the active records
-        by inner product instead (a recall mirror's arm; the HNSW index is neither read nor built).
+        by inner product instead (the store's in-process arm; the HNSW index is neither read nor built).
         """
         if k <= 0 or nearest <= 0:
             return HybridRows([], [], {})
@@ -409,7 +409,7 @@ class PostgresRecords(Records):
             return self._dense_with_records(probe, dim, nearest, lexical)
         ctes, params, terms = self._lexical_ctes(query, k, normalize)
         cast = f"::vector({dim})"
-        nearest_sql = (  # exact: 1 - inner product, as a mirror scores (the index is on the cast, so it is not used)
+        nearest_sql = (  # exact: 1 - inner product, as the store scores in process (the index is on the cast: unused)
             "SELECT id, 1.0 + (embedding <#> %(v)s::vector) AS distance FROM hindsight.records"
             f' WHERE collection_id = {self._cid} AND metadata @> \'{{"status": "active"}}\''
             ' ORDER BY distance, id COLLATE "C" LIMIT %(n)s'
