@@ -293,7 +293,7 @@ def main() -> None:
         "replica_after": REPLICA_AFTER,
         "fill": info,
         "load_avg": f"{load:.1f} → {os.getloadavg()[0]:.1f}",
-        "one_recall": {"runs": args.runs, "modes": {n: _one(rs) for n, rs in one.items()}, "raw": one},
+        "one_recall": {"runs": args.runs, "modes": {n: _one(rs) for n, rs in one.items()}, "raw": _raw(one)},
         "many_recalls": {
             "recalls": args.recalls,
             "modes": {n: _many(m, MODES[n]["replica_after"]) for n, m in many.items()},
@@ -304,6 +304,15 @@ def main() -> None:
     (OUT / "postgres_first_recall.json").write_text(json.dumps(results, indent=2, ensure_ascii=False) + "\n")
     (OUT / "postgres_first_recall.md").write_text(markdown(results), encoding="utf-8")
     print(markdown(results))
+
+
+def _raw(one: dict[str, list[dict[str, Any]]]) -> dict[str, list[dict[str, float]]]:
+    """Each one-recall process's own numbers (its recall, wall, CPU and close time)."""
+    keep = ("open_ms", "close_ms", "cpu_s", "wall_s")
+    return {
+        name: [{"recall_ms": round(r["recall_ms"][0], 1), **{k: round(r[k], 3) for k in keep}} for r in runs]
+        for name, runs in one.items()
+    }
 
 
 def _one(runs: list[dict[str, Any]]) -> dict[str, float]:
@@ -334,8 +343,8 @@ def _many(m: dict[str, Any], after: int) -> dict[str, Any]:
         "database_recalls": sum(p == "database" for p in paths),
         "wall_s": m["wall_s"],
         "cpu_s": m["cpu_s"],
-        "recall_ms": times,
-        "paths": paths,
+        "recall_ms": [round(t, 1) for t in times],
+        "paths": "".join("r" if p == "replica" else "d" for p in paths),  # d: the database answered, r: the replica
     }
     for name, values in parts.items():
         if values:
