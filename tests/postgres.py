@@ -15,10 +15,11 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-__all__ = ["PostgresServer", "postgres_server", "postgres_url"]
+__all__ = ["PostgresServer", "backend_calls", "postgres_server", "postgres_url"]
 
 
 @dataclass
@@ -96,3 +97,16 @@ def postgres_url(postgres_server: PostgresServer) -> Iterator[str]:
         yield url
     finally:
         postgres_server.drop_database(url)
+
+
+def backend_calls(store: Any) -> list[str]:
+    """The names of the backend calls ``store`` makes from now on, in order (one per round trip to the database)."""
+    asked: list[str] = []
+    run = store.backend.run
+
+    def counted(fn: Any, what: str, **kw: Any) -> Any:
+        asked.append(what)
+        return run(fn, what, **kw)
+
+    store.backend.run = counted
+    return asked

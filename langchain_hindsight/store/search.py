@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import logging
 from collections.abc import Sequence
 from typing import Any
 
@@ -23,6 +24,8 @@ from langchain_hindsight.store.replica.units import (
 from langchain_hindsight.types import MemoryUnit
 
 __all__ = ["hybrid_search", "lexical_search", "search", "search_by_vector", "similarity_by_ids"]
+
+logger = logging.getLogger(__name__)
 
 
 def _as_list(vector: Any) -> list[float] | None:
@@ -54,17 +57,20 @@ def search_by_vector(
     include_embeddings: bool = False,
     where: dict[str, Any] | None = None,
     synced: bool = True,
+    database: bool = False,
 ) -> list[tuple[MemoryUnit, float, list[float] | None]]:
-    """The body of :meth:`MemoryStore.search_by_vector` (see there); ``synced=False``: the caller just synced."""
+    """The body of :meth:`MemoryStore.search_by_vector` (see there); ``synced=False``: the caller just synced;
+    ``database``: the caller found the replica not read yet, the database answers (no sync, no unit cache).
+    """  # noqa: D205
     check_k(k)
     ns = store._ns(namespace)
     include: list[Any] = ["documents", "metadatas", "distances"]
     if include_embeddings:
         include.append("embeddings")
     with store._lock:
-        if synced:
+        if synced and not database:
             store._replica.sync(ns)
-        mirror = store._replica.recall_mirror(ns) if where is None else None
+        mirror = store._replica.recall_mirror(ns) if where is None and not database else None
         if mirror is not None:
             mirror.check_query(vector)
             nearest = mirror.nearest(vector, k)
@@ -75,7 +81,7 @@ def search_by_vector(
         col = store._vectors(store._collection(ns, create=False))
         if col is None:
             return []
-        if where is None and store._replica.units.size and not include_embeddings:  # units from the cache
+        if where is None and store._replica.units.size and not include_embeddings and not database:  # cached units
             res = col.query(query_embeddings=[list(vector)], n_results=nearest_wanted(k), include=["distances"])
             hits: list[tuple[MemoryUnit, float, list[float] | None]] = list(
                 cached_hits(store._replica.units, ns, col, res)
@@ -104,16 +110,19 @@ def similarity_by_ids(
     *,
     namespace: str | None = None,
     synced: bool = True,
+    database: bool = False,
 ) -> list[tuple[MemoryUnit, float]]:
-    """The body of :meth:`MemoryStore.similarity_by_ids` (see there); ``synced=False``: the caller just synced."""
+    """The body of :meth:`MemoryStore.similarity_by_ids` (see there); ``synced`` and ``database`` as for
+    :func:`search_by_vector`.
+    """  # noqa: D205
     ids = check_ids(memory_ids) if memory_ids else []
     if not ids:
         return []
     ns = store._ns(namespace)
     with store._lock:
-        if synced:
+        if synced and not database:
             store._replica.sync(ns)
-        mirror = store._replica.recall_mirror(ns)
+        mirror = None if database else store._replica.recall_mirror(ns)
         if mirror is not None:
             mirror.check_query(vector)
             sims = mirror.similarities(vector, ids)
@@ -121,7 +130,7 @@ def similarity_by_ids(
         col = store._vectors(store._collection(ns, create=False))
         if col is None:
             return []
-        if store._replica.units.size:
+        if store._replica.units.size and not database:
             return cached_similarities(store._replica.units, ns, col, vector, ids)
         rows = col.get(ids=ids, include=["documents", "metadatas", "embeddings"])
     return similarities(rows, vector, ids)
@@ -137,13 +146,22 @@ def hybrid_search(
     namespace: str | None = None,
     normalize: bool = False,
 ) -> tuple[dict[str, tuple[MemoryUnit, float]], dict[str, float]]:
-    """The body of :meth:`MemoryStore.hybrid_search` (see there)."""
+    """The body of :meth:`MemoryStore.hybrid_search` (see there).
+
+    A database answers both arms and the candidates' records in one round trip when the store keeps no
+    replica of it, or has not read the namespace's replica yet (the first recalls of a process, see
+    ``replica.warmup``: the dense arm is then exact where the replica would mirror the namespace).
+    """
     ns = store._ns(namespace)
     with store._lock:
-        if store.backend.answers_lexical:  # a database: both arms and the candidates' records in one round trip
-            answered = _database_hybrid(store, ns, query, vector, k, normalize)
+        database = store.backend.answers_lexical
+        exact = None if database else store._replica.database_recall(ns)
+        if database or exact is not None:
+            answered = _database_hybrid(store, ns, query, vector, k, normalize, exact=bool(exact))
             if answered is not None:
                 return answered
+            return _arm_by_arm(store, ns, query, vector, k, normalize)
+        logger.debug("recall in %r answered by the replica", ns)
         store._replica.sync(ns)  # a database's writes since the last search (any process): one query
         mirror = store._replica.recall_mirror(ns)  # first: a lexical index built now is read from it
         if mirror is not None:  # the replica path, StoreSnapshot's too: both arms from memory
@@ -162,10 +180,31 @@ def hybrid_search(
             found, enough = cached_candidates(store._replica.units, ns, col, res, vector, k, list(lexical))
             if enough:
                 return found, lexical
-    dense = {u.memory_id: (u, sim) for u, sim, _ in search_by_vector(store, vector, k=k, namespace=ns, synced=False)}
+    return _arm_by_arm(store, ns, query, vector, k, normalize, lexical=lexical)
+
+
+def _arm_by_arm(
+    store: StoreCore,
+    ns: str,
+    query: str,
+    vector: Sequence[float],
+    k: int,
+    normalize: bool,
+    *,
+    lexical: dict[str, float] | None = None,
+) -> tuple[dict[str, tuple[MemoryUnit, float]], dict[str, float]]:
+    """:func:`hybrid_search` asked arm by arm: the dense arm's ``k`` best and the similarity of each lexical match
+    it did not return. ``lexical``: the lexical arm as the replica scored it (synced); ``None``: the database
+    answers every part (no replica read yet, or none kept).
+    """  # noqa: D205
+    database = lexical is None
+    if lexical is None:
+        lexical = dict(lexical_search(store, query, k=k, namespace=ns, normalize=normalize, database=True))
+    found = search_by_vector(store, vector, k=k, namespace=ns, synced=False, database=database)
+    dense = {u.memory_id: (u, sim) for u, sim, _ in found}
     missing = [i for i in lexical if i not in dense]
     if missing:
-        sims = similarity_by_ids(store, vector, missing, namespace=ns, synced=False)
+        sims = similarity_by_ids(store, vector, missing, namespace=ns, synced=False, database=database)
         dense.update((u.memory_id, (u, sim)) for u, sim in sims)
     return dense, lexical
 
@@ -179,19 +218,21 @@ def _database_hybrid(
     normalize: bool,
     *,
     lexical: list[tuple[str, float]] | None = None,
+    exact: bool = False,
 ) -> tuple[dict[str, tuple[MemoryUnit, float]], dict[str, float]] | None:
     """:func:`hybrid_search` from the backend's :meth:`~Records.hybrid_query`, with the same candidates as the arms
     asked one by one; ``None`` when the backend does not answer, or when too few of the nearest records are active
     (the dense arm must then ask again with a filter, as :func:`search_by_vector` does).
 
     ``lexical``: the lexical arm as the replica just scored it (synced: its unit cache is current, so decoded
-    units are taken from it); the backend then answers the dense arm and every candidate's record.
+    units are taken from it); the backend then answers the dense arm and every candidate's record. ``exact``: the
+    dense arm is the ``k`` nearest active records by exact scan (a recall mirror's arm, before the replica is read).
     """  # noqa: D205
     col = store._vectors(store._collection(ns, create=False))
     if col is None:
         return {}, {}
-    nearest = nearest_wanted(k)
-    found = col.hybrid_query(query, vector, k=k, nearest=nearest, normalize=normalize, lexical=lexical)
+    nearest = k if exact else nearest_wanted(k)
+    found = col.hybrid_query(query, vector, k=k, nearest=nearest, normalize=normalize, lexical=lexical, exact=exact)
     if found is None:
         return None
     active = [(i, d) for i, d in found.nearest if found.records[i][1].get("status") == "active"]
@@ -243,12 +284,17 @@ def lexical_search(
     namespace: str | None = None,
     normalize: bool = False,
     synced: bool = True,
+    database: bool = False,
 ) -> list[tuple[str, float]]:
-    """The body of :meth:`MemoryStore.lexical_search` (see there); ``synced=False``: the caller just synced."""
+    """The body of :meth:`MemoryStore.lexical_search` (see there); ``synced=False``: the caller just synced;
+    ``database``: the caller found the replica not read yet (the database scores, as the replica's index would).
+    """  # noqa: D205
     _check_query(query, k)
     ns = store._ns(namespace)
     with store._lock:
-        if store.backend.answers_lexical:  # the database scores the lexical arm: no in-process index
+        if synced and not database and not store.backend.answers_lexical:
+            database = store._replica.database_recall(ns) is not None  # not read yet: the same BM25 in SQL
+        if database or store.backend.answers_lexical:  # the database scores the lexical arm: no in-process index
             col = store._collection(ns, create=False)
             found = col.lexical_search(query, k, normalize=normalize) if col is not None else []
             if found is not None:

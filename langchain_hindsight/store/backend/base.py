@@ -304,6 +304,7 @@ class Records(ABC):
         nearest: int,
         normalize: bool = False,
         lexical: Sequence[tuple[str, float]] | None = None,
+        exact: bool = False,
     ) -> HybridRows | None:
         """The ``nearest`` records nearest ``vector``, the ``k`` best lexical matches of ``query``, and their records.
 
@@ -311,6 +312,9 @@ class Records(ABC):
         the default returns ``None`` and the store asks the arms one by one. ``lexical``: the lexical
         arm already answered (by the store's replica): the backend reads those ids' records beside the
         dense arm instead of scoring ``query`` (a backend that :attr:`~Backend.feeds_changes` answers this).
+        ``exact``: the dense arm is the ``nearest`` *active* records by exact inner product, as the store's
+        in-process copy of the vectors answers it (with ``lexical`` ``None``; a backend that feeds its changes
+        answers this).
         """
         return None
 
@@ -390,6 +394,15 @@ class Backend(ABC):
         backend and brings it up to date from that feed before every search.
         """
         return False
+
+    @property
+    def replica_after(self) -> int:
+        """Recalls of a namespace the backend answers itself before the store reads its replica (in a thread).
+
+        Only for a backend that :attr:`feeds_changes`: until then each recall is answered as with
+        :attr:`answers_lexical` (see ``store/replica/warmup.py``); 0: the first search reads the replica.
+        """
+        return 0
 
     def atomic(self, key: str, fn: Callable[[], _T]) -> _T:
         """Run ``fn`` (a store write plan on namespace ``key``) so that its writes land together or not at all.

@@ -23,7 +23,9 @@ There is no lock file; what keeps writers apart is the database:
   the store applies them to its replica (``store/replica/synced.py``) before each search. Tombstones
   more than ``tombstone_revisions`` revisions old are pruned (``pruned_rev``); a reader older than
   that reads the collection whole. The lexical arm's BM25 (below) and HNSW index stay, for
-  ``replica=False``, for a namespace too large to hold in process (the dense arm) and for dedupe.
+  ``replica=False``, for a namespace too large to hold in process (the dense arm) and for dedupe,
+  and for a process's first ``replica_after`` recalls of a namespace, which the database answers
+  while the replica is not read yet (``store/replica/warmup.py``; ``exact`` in :meth:`PostgresRecords.hybrid_query`).
 * **Without the replica** both arms of recall are answered by the database on every call: the dense arm
   by pgvector's HNSW cosine index (one partial index per collection, on ``embedding::vector(dim)``,
   iterative scans under a filter), the lexical arm by BM25 computed in SQL over a ``postings``
@@ -78,6 +80,7 @@ import numpy as np
 
 from langchain_hindsight.errors import BackendError, ConfigurationError, HindsightError, StoreError
 from langchain_hindsight.store.backend._pg_connect import CONNECT_TIMEOUT, POOL_WAIT, connect_kwargs, describe, probe
+from langchain_hindsight.store.backend._pg_filter import SqlFilter
 from langchain_hindsight.store.backend._pg_schema import SCHEMA, migrate
 from langchain_hindsight.store.backend.base import (
     Backend,
@@ -93,7 +96,7 @@ from langchain_hindsight.store.backend.base import (
     check_write,
 )
 
-__all__ = ["PostgresBackend", "PostgresRecords"]
+__all__ = ["REPLICA_AFTER", "PostgresBackend", "PostgresRecords"]
 
 logger = logging.getLogger(__name__)
 
@@ -101,14 +104,15 @@ _T = TypeVar("_T")
 
 _RETRIES = 8
 _EF_SEARCH = 100
+"""HNSW candidate list of every pooled session (``hnsw.ef_search``); a deeper query widens it for itself."""
 _WORK_MEM_MB = 64
 """Each pooled session's ``work_mem``: the lexical arm's postings and per-record sums (about 80,000 postings a
 query at 100k memories) stay in memory instead of spilling to temporary files (the server default is 4 MB)."""
 _BUILD_MEMORY_MB = 1024
 """The most ``maintenance_work_mem`` an HNSW index build asks for (the graph of 100k 896-d vectors needs ~600 MB)."""
-"""HNSW candidate list of every pooled session (``hnsw.ef_search``); a deeper query widens it for itself."""
-_TYPE = {bool: "boolean", int: "number", float: "number", str: "string"}
-_ORDER_OPS = {"$gt": ">", "$gte": ">=", "$lt": "<", "$lte": "<="}
+REPLICA_AFTER = 20
+"""Recalls of a namespace the database answers in a process before its replica is read (``replica_after``):
+see docs/storage.md, "Postgres", and ``benchmarks/results/postgres_first_recall.md`` for the measurements."""
 
 
 def _psycopg() -> Any:
@@ -168,74 +172,6 @@ def _unvector(data: bytes) -> np.ndarray:
 
 def _json(psycopg: Any, value: Any) -> Any:
     return psycopg.types.json.Jsonb(value)
-
-
-class _Filter:
-    """Chroma ``where`` / ``where_document`` filters compiled to SQL over ``metadata``/``document``.
-
-    Semantics follow :func:`~langchain_hindsight.store.backend.inmemory.matches`: a missing field never
-    matches (not even ``$ne``), orderings compare values of the same kind only.
-    """
-
-    def __init__(self, psycopg: Any) -> None:
-        self.psycopg = psycopg
-        self.params: list[Any] = []
-
-    def where(self, where: Mapping[str, Any] | None) -> str:
-        if not where:
-            return "TRUE"
-        parts: list[str] = []
-        for key, cond in where.items():
-            if key in ("$and", "$or"):
-                inner = [self.where(c) for c in cond]
-                joiner = " AND " if key == "$and" else " OR "
-                parts.append("(" + joiner.join(inner) + ")" if inner else ("TRUE" if key == "$and" else "FALSE"))
-                continue
-            if key.startswith("$"):
-                raise ValueError(f"unsupported where operator {key!r}")
-            ops = cond if isinstance(cond, Mapping) else {"$eq": cond}
-            for op, operand in ops.items():
-                parts.append(self._field(key, op, operand))
-        return "(" + " AND ".join(parts) + ")" if parts else "TRUE"
-
-    def _field(self, key: str, op: str, operand: Any) -> str:
-        jsonb = self.psycopg.types.json.Jsonb
-        if op == "$eq":
-            self.params.append(jsonb({key: operand}))
-            return "metadata @> %s"
-        if op == "$ne":
-            self.params += [key, key, jsonb(operand)]
-            return "(metadata ? %s::text AND metadata -> %s::text <> %s)"
-        if op in _ORDER_OPS:
-            kind = _TYPE.get(type(operand))
-            if kind is None:
-                raise ValueError(f"unsupported operand {operand!r} for {op}")
-            self.params += [key, kind, key, jsonb(operand)]
-            return f"(jsonb_typeof(metadata -> %s::text) = %s AND metadata -> %s::text {_ORDER_OPS[op]} %s)"
-        if op in ("$in", "$nin"):
-            values = [jsonb(v) for v in operand]
-            if op == "$in":
-                self.params += [key, values]
-                return "(metadata -> %s::text = ANY(%s::jsonb[]))"
-            self.params += [key, key, values]
-            return "(metadata ? %s::text AND NOT (metadata -> %s::text = ANY(%s::jsonb[])))"
-        raise ValueError(f"unsupported where operator {op!r}")
-
-    def document(self, where: Mapping[str, Any] | None) -> str:
-        if not where:
-            return "TRUE"
-        parts: list[str] = []
-        for key, cond in where.items():
-            if key in ("$and", "$or"):
-                inner = [self.document(c) for c in cond]
-                joiner = " AND " if key == "$and" else " OR "
-                parts.append("(" + joiner.join(inner) + ")" if inner else ("TRUE" if key == "$and" else "FALSE"))
-            elif key in ("$contains", "$not_contains"):
-                self.params.append(str(cond))
-                parts.append(f"strpos(coalesce(document, ''), %s) {'>' if key == '$contains' else '='} 0")
-            else:
-                raise ValueError(f"unsupported where_document operator {key!r}")
-        return "(" + " AND ".join(parts) + ")"
 
 
 class PostgresRecords(Records):
@@ -308,7 +244,7 @@ class PostgresRecords(Records):
         offset: int | None = None,
     ) -> Rows:
         """See :meth:`Records.get` (insertion order; with ``ids``, their order)."""
-        f = _Filter(self._backend.psycopg)
+        f = SqlFilter(self._backend.psycopg)
         clauses = [f"collection_id = {self._cid}"]
         order = "seq"
         if ids is not None:
@@ -344,7 +280,7 @@ class PostgresRecords(Records):
         check_n_results(n_results)
         out: Rows = {"ids": [], "documents": [], "metadatas": [], "embeddings": [], "distances": []}
         dim = self._dimension()
-        f = _Filter(self._backend.psycopg)
+        f = SqlFilter(self._backend.psycopg)
         clause = f.where(where)
         cast = f"::vector({dim})"
         sql = (
@@ -449,6 +385,7 @@ class PostgresRecords(Records):
         nearest: int,
         normalize: bool = False,
         lexical: Sequence[tuple[str, float]] | None = None,
+        exact: bool = False,
     ) -> HybridRows | None:
         """See :meth:`Records.hybrid_query`: both arms and every candidate's record in one SQL statement.
 
@@ -456,11 +393,12 @@ class PostgresRecords(Records):
         the BM25 of :meth:`lexical_search` (or the ids of ``lexical``, scored by the replica's index);
         the statement then reads the document and metadata of each id either arm returned, with its
         inner product with ``vector`` (one round trip; the statement is prepared by the connection
-        after a few calls).
+        after a few calls). ``exact`` (with ``lexical`` ``None``): the dense arm scans the active records
+        by inner product instead (the store's in-process arm; the HNSW index is neither read nor built).
         """
         if k <= 0 or nearest <= 0:
             return HybridRows([], [], {})
-        dim = self._dimension()
+        dim = self._dimension(build=not exact)
         if dim is None:  # nothing stored yet
             return HybridRows([], list(lexical or []), {})
         probe = _vector(vector)
@@ -472,9 +410,16 @@ class PostgresRecords(Records):
             return self._dense_with_records(probe, dim, nearest, lexical)
         ctes, params, terms = self._lexical_ctes(query, k, normalize)
         cast = f"::vector({dim})"
+        nearest_sql = (  # exact: 1 - inner product, as the store scores in process (the index is on the cast: unused)
+            "SELECT id, 1.0 + (embedding <#> %(v)s::vector) AS distance FROM hindsight.records"
+            f' WHERE collection_id = {self._cid} AND metadata @> \'{{"status": "active"}}\''
+            ' ORDER BY distance, id COLLATE "C" LIMIT %(n)s'
+            if exact
+            else f"SELECT id, embedding{cast} <=> %(v)s{cast} AS distance"
+            f" FROM hindsight.records WHERE collection_id = {self._cid} ORDER BY distance LIMIT %(n)s"
+        )
         sql = (
-            f"WITH {ctes}, dense AS MATERIALIZED (SELECT id, embedding{cast} <=> %(v)s{cast} AS distance"
-            f" FROM hindsight.records WHERE collection_id = {self._cid} ORDER BY distance LIMIT %(n)s),"
+            f"WITH {ctes}, dense AS MATERIALIZED ({nearest_sql}),"
             " candidates AS (SELECT id FROM dense UNION SELECT id FROM lex)"
             " SELECT r.id, r.document, r.metadata, d.distance, -(r.embedding" + cast + " <#> %(v)s" + cast + "),"
             " l.score, (SELECT n FROM stats), (SELECT json_object_agg(term, df) FROM df)"
@@ -568,15 +513,17 @@ class PostgresRecords(Records):
         rows = self._rows_out([r[1:] if embeddings else r[1:4] for r in written], include)
         return Changes(rev, rows, [r[1] for r in found if r[0] == 2])
 
-    def _dimension(self) -> int | None:
+    def _dimension(self, *, build: bool = True) -> int | None:
         """The collection's vector length (``None`` before its first write), its HNSW index built if missing.
+
+        Not built with ``build`` false: an exact scan reads no index.
 
         The index is built by the first dense query rather than the first write, so a bulk load
         into a new collection (no queries between its writes) costs one index build (pgvector
         builds a graph several times faster than it inserts into one) instead of one graph insert
         per record. Later writes insert into the index as usual.
         """
-        if self._indexed and self._dim is not None:
+        if self._dim is not None and (self._indexed or not build):
             return self._dim
 
         row = self._backend.run(
@@ -588,16 +535,18 @@ class PostgresRecords(Records):
         if row is None or row[0] is None:
             return None
         self._dim = int(row[0])
+        if not build:
+            return self._dim
         if not row[1]:
 
-            def build(conn: Any) -> None:
+            def create(conn: Any) -> None:
                 locked = conn.execute(  # another process may be building it: wait, then look again
                     "SELECT indexed FROM hindsight.collections WHERE id = %s FOR UPDATE", [self._cid]
                 ).fetchone()
                 if locked is not None and not locked[0]:
                     self._build_index(conn, int(row[0]))
 
-            self._backend.run(build, "build the vector index", write=True)
+            self._backend.run(create, "build the vector index", write=True)
         self._indexed = True
         return self._dim
 
@@ -894,6 +843,8 @@ class PostgresBackend(Backend):
         replica: Keep an in-process replica of each searched namespace (lexical index, vectors and records),
             brought up to date from the change feed before every search (the default); ``False``:
             every search asks both arms of the database.
+        replica_after: With a replica, how many recalls of a namespace the database answers in a process
+            before the replica is read, in a thread, while it answers (0: at the first search, which waits).
         tombstone_revisions: How many revisions of deletions each collection's change feed keeps.
 
     Raises:
@@ -911,6 +862,7 @@ class PostgresBackend(Backend):
         max_connections: int = 8,
         connect_timeout: float = CONNECT_TIMEOUT,
         replica: bool = True,
+        replica_after: int = REPLICA_AFTER,
         tombstone_revisions: int = 10_000,
     ) -> None:
         if not isinstance(url, str) or not url.startswith(("postgresql://", "postgres://", "host=", "dbname=")):
@@ -921,6 +873,9 @@ class PostgresBackend(Backend):
         self.lexical = lexical
         self.replica = bool(replica)
         """Recall reads an in-process replica kept by the change feed (else both arms are asked of the database)."""
+        if isinstance(replica_after, bool) or not isinstance(replica_after, int) or replica_after < 0:
+            raise ConfigurationError(f"replica_after must be a non-negative int, got {replica_after!r}")
+        self._replica_after = replica_after
         self.tombstone_revisions = int(tombstone_revisions)
         """How many revisions of deletions a collection's change feed keeps (a reader further behind re-reads)."""
         self._url = url
@@ -1142,6 +1097,11 @@ class PostgresBackend(Backend):
     def feeds_changes(self) -> bool:
         """With a replica (the default), the store keeps one in process, brought up to date by the change feed."""
         return self.replica
+
+    @property
+    def replica_after(self) -> int:
+        """Recalls of a namespace this process's database answers before it reads the replica (see ``__init__``)."""
+        return self._replica_after if self.replica else 0
 
     @property
     def can_erase(self) -> bool:

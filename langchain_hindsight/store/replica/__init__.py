@@ -10,6 +10,9 @@ Derived data is rebuilt from the backend whenever it cannot be trusted; it is ne
 * :mod:`~langchain_hindsight.store.replica.units`: the cache of recently recalled units;
 * :mod:`~langchain_hindsight.store.replica.feed`: the change feed that keeps other writers' changes in view on
   a shared server;
+* :mod:`~langchain_hindsight.store.replica.synced` and :mod:`~langchain_hindsight.store.replica.warmup`: a
+  database's namespace as of its change feed's revision, and when a process reads it (after its first recalls,
+  which the database answers, in a thread);
 * :mod:`~langchain_hindsight.store.replica.summary`: the statistics summary ``hindsight stats`` answers from;
 * :mod:`~langchain_hindsight.store.replica.snapshot`: :class:`StoreSnapshot`, recall from the files alone
   (the CLI's quick path);

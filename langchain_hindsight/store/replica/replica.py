@@ -50,8 +50,9 @@ from langchain_hindsight.store.replica.records import (
     save_mirror,
 )
 from langchain_hindsight.store.replica.summary import summary_entry
-from langchain_hindsight.store.replica.synced import SyncedNamespace, sync_namespace
+from langchain_hindsight.store.replica.synced import SyncedNamespace, read_namespace, sync_namespace
 from langchain_hindsight.store.replica.units import UnitCache
+from langchain_hindsight.store.replica.warmup import ReplicaWarmup
 from langchain_hindsight.types import MemoryUnit
 
 __all__ = ["Replica"]
@@ -105,6 +106,9 @@ class Replica:
         self.feeds: dict[str, ChangeFeed] = {}
         self.synced: dict[str, SyncedNamespace] = {}
         """Namespaces of a backend that feeds its changes (a database), as of their last :meth:`sync`."""
+        self.warmup = ReplicaWarmup(backend.replica_after if backend.feeds_changes else 0)
+        """Which of those the database still answers recall for, and their reads in the background."""
+        self._exact: dict[str, bool] = {}  # namespaces the database answers: whether the replica would mirror them
         self._snapshot_fresh: set[str] = set()  # namespaces whose index equals its snapshot on disk
         self._mirror_fresh: set[str] = set()  # namespaces whose mirror equals its snapshot on disk
         self._dropped: set[str] = set()  # namespaces whose snapshots this store already erased
@@ -131,20 +135,32 @@ class Replica:
         self.drop(namespace)
         self.feeds.pop(namespace, None)
         self.synced.pop(namespace, None)
+        self._forget_reads(namespace)
 
     def revector(self, namespace: str) -> None:
         """``namespace``'s vectors are about to change (a re-embedding): drop what holds the old ones."""
         self.drop(namespace)
         self.mirrors.pop(namespace, None)
         self.synced.pop(namespace, None)
+        self._forget_reads(namespace)
         self.units.clear(namespace)
 
     def clear(self) -> None:
-        """Let go of every derived copy held in memory (the store closed)."""
+        """Let go of every derived copy held in memory (the store closed); join the reads running in threads."""
+        self.warmup.close()
         self.lexical.clear()
         self.mirrors.clear()
         self.synced.clear()
+        self._exact.clear()
         self.units.clear()
+
+    def _forget_reads(self, namespace: str | None) -> None:
+        """What was read or counted of ``namespace`` (``None``: of every one) for the database's recalls is stale."""
+        self.warmup.discard(namespace)
+        if namespace is None:
+            self._exact.clear()
+        else:
+            self._exact.pop(namespace, None)
 
     # ------------------------------------------------------------------ files
     def snapshot_path(self, namespace: str) -> Path | None:
@@ -197,6 +213,7 @@ class Replica:
         self.lexical.clear()
         self.mirrors.clear()
         self.synced.clear()
+        self._forget_reads(None)
         self._mirror_fresh.clear()
         for namespace in set(namespaces):
             try:
@@ -319,6 +336,8 @@ class Replica:
         """
         if not self.backend.feeds_changes:
             return None
+        if namespace not in self.synced:
+            self._take_read(namespace)  # a read finished in the background: brought up to date below
         held = None
         for _ in range(2):
             col = self._checked(self._collection(namespace, "memories"))
@@ -345,10 +364,66 @@ class Replica:
             return None
         self.synced[namespace] = held
         if held.changed is None:
+            self._forget_reads(namespace)  # read whole here: a read still running in the background is not needed
             self.units.clear(namespace)
         elif held.changed:
             self.units.evict(namespace, held.changed)
         return held
+
+    def database_recall(self, namespace: str) -> bool | None:
+        """Whether the database answers this recall of ``namespace`` because its replica is not read yet.
+
+        ``None``: the replica answers (it is held, or a read that finished in the background is taken in
+        now, or this backend reads it at the first search). Else the database answers, and the value says
+        whether its dense arm must be exact (the replica would mirror the namespace's vectors: at most
+        :attr:`max_rows` records) rather than its vector index; the recall is counted, and the
+        :attr:`ReplicaWarmup.after`-th starts reading the replica in a thread (see ``replica.warmup``).
+        """
+        if not self.backend.feeds_changes or self.warmup.after <= 0 or namespace in self.synced:
+            return None
+        if self._take_read(namespace):
+            return None
+        col = self._checked(self._collection(namespace, "memories"))
+        if col is None:
+            return False  # nothing stored: the database answers with nothing; no replica to read yet
+        exact = self._exact.get(namespace)
+        if exact is None:  # the replica's own rule (read_namespace), decided once, as the replica does
+            exact = self._exact[namespace] = self.max_rows > 0 and col.count() <= self.max_rows
+        identity = self._identity()
+
+        def read(stopped: Callable[[], bool]) -> SyncedNamespace | None:
+            return read_namespace(
+                col, identity=str(identity), dimension=identity.dimension, max_rows=self.max_rows, stopped=stopped
+            )
+
+        self.warmup.answered(namespace, read)
+        logger.debug(
+            "recall in %r answered by the database (%s dense arm): its replica is not read yet (%d of %d recalls)",
+            namespace,
+            "exact" if exact else "index",
+            self.warmup.recalls(namespace),
+            self.warmup.after,
+        )
+        return exact
+
+    def _take_read(self, namespace: str) -> bool:
+        """Take in ``namespace``'s replica if a read in the background finished; whether it was."""
+        try:
+            finished, held = self.warmup.take(namespace)
+        except HindsightError as e:  # the database answers meanwhile; a later recall reads again
+            logger.warning("the background read of the replica of %r failed (%s): reading it again later", namespace, e)
+            return False
+        if not finished:
+            return False
+        self._exact.pop(namespace, None)
+        if held is None:  # the collection was dropped by another process while it was read
+            logger.info("the memories collection of namespace %r was dropped while read: reopening", namespace)
+            self._reopen(namespace)
+            return False
+        self.synced[namespace] = held
+        self.units.clear(namespace)
+        logger.debug("replica of %r read in the background (revision %d): recall reads it now", namespace, held.rev)
+        return True
 
     def _synced(self, namespace: str) -> SyncedNamespace | None:
         """``namespace``'s replica as of the last :meth:`sync` (synced now if it was never)."""

@@ -18,14 +18,15 @@ one-snapshot query.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from langchain_hindsight.errors import StoreError
-from langchain_hindsight.store.backend import Changes, Records
+from langchain_hindsight.store.backend import Changes, Records, Rows
 from langchain_hindsight.store.replica.lexical import LexicalIndex, record_text
 from langchain_hindsight.store.replica.records import Mirror, record_bytes
 
-__all__ = ["SyncedNamespace", "sync_namespace"]
+__all__ = ["SyncedNamespace", "read_namespace", "sync_namespace"]
 
 logger = logging.getLogger(__name__)
 
@@ -79,14 +80,49 @@ def sync_namespace(
             held.changed = [*changes.deleted, *changes.rows["ids"]]
             return held
         logger.info("replica of %r is older than the deletions the database keeps: reading it again", col.name)
+    return read_namespace(col, identity=identity, dimension=dimension, max_rows=max_rows)
+
+
+def read_namespace(
+    col: Records,
+    *,
+    identity: str,
+    dimension: int | None,
+    max_rows: int,
+    stopped: Callable[[], bool] = lambda: False,
+) -> SyncedNamespace | None:
+    """The namespace's replica read whole, as of the collection's latest revision (one snapshot query).
+
+    ``None`` when ``col`` no longer exists (see :func:`sync_namespace`) or when ``stopped()`` turned true
+    (asked between slices of :data:`_SLICE` records: a read in the background ends early when its store closes).
+
+    Raises:
+        StoreError: the feed could not be read, or a record is corrupt.
+    """
     mirrored = max_rows > 0 and col.count() <= max_rows
     changes = _changes(col, None, embeddings=mirrored)
-    if changes.dropped:
+    if changes.dropped or stopped():
         return None
     mirror = Mirror(dimension, identity) if mirrored and dimension is not None else None
     fresh = SyncedNamespace(changes.rev, LexicalIndex(), mirror, mirrored, identity)
-    _apply(fresh, changes, max_rows)
+    rows = changes.rows
+    total = 0 if rows is None else len(rows["ids"])
+    for start in range(0, max(total, 1), _SLICE):
+        if start and stopped():
+            return None
+        _apply(fresh, Changes(changes.rev, _rows_slice(rows, start, start + _SLICE), []), max_rows)
     return fresh
+
+
+_SLICE = 2000
+"""Records applied between two looks at ``stopped`` in :func:`read_namespace` (~0.1 s of work)."""
+
+
+def _rows_slice(rows: Rows | None, start: int, end: int) -> Rows | None:
+    """Records ``start`` to ``end`` of ``rows``."""
+    if rows is None:
+        return None
+    return {key: None if value is None else value[start:end] for key, value in rows.items()}
 
 
 def _changes(col: Records, since: int | None, *, embeddings: bool) -> Changes:

@@ -13,7 +13,6 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import psycopg
 import pytest
@@ -22,6 +21,7 @@ from langchain_hindsight import MemoryStore, MemoryUnit
 from langchain_hindsight.store.backend.postgres import PostgresBackend
 from langchain_hindsight.store.replica.lexical import lexical_scheme
 from tests.fakes import NgramEmbeddings
+from tests.postgres import backend_calls
 
 pytestmark = pytest.mark.integration
 
@@ -32,6 +32,7 @@ import sys, time
 sys.path.insert(0, {root!r})
 from langchain_hindsight import MemoryStore, MemoryUnit
 from tests.fakes import NgramEmbeddings
+from tests.postgres import backend_calls
 store = MemoryStore(database_url={url!r}, embeddings=NgramEmbeddings())
 print("READY", flush=True)
 for line in sys.stdin:
@@ -108,6 +109,7 @@ def _rev(store: MemoryStore) -> int:
 def test_another_process_writes_are_seen_by_the_next_recall(postgres_url: str, mirrored: bool) -> None:
     writer = Worker(postgres_url)
     reader = MemoryStore(database_url=postgres_url, embeddings=NgramEmbeddings())
+    reader._replica.warmup.after = 0  # the replica from the first recall (test_postgres_first_recall.py: before)
     if not mirrored:
         reader._replica.max_rows = 0  # the dense arm from the database's index, the lexical arm in process
     try:
@@ -186,6 +188,7 @@ def test_a_reader_behind_the_kept_deletions_reads_everything_again(postgres_url:
         MemoryStore(backend=backend, embeddings=embedder) as writer,
         MemoryStore(database_url=postgres_url, embeddings=embedder) as reader,
     ):
+        reader._replica.warmup.after = 0  # the replica from the first search
         units = writer.add_many(
             [MemoryUnit(task_type="report", content=f"第{i}条经验：检查编码 lesson {i}") for i in range(6)],
             dedupe=False,
@@ -209,6 +212,7 @@ def test_above_the_mirror_size_a_recall_is_the_feed_query_and_one_statement(post
     (the dense hits and the lexical matches) come from one statement after the feed query, not one per part."""
     with MemoryStore(database_url=postgres_url, embeddings=NgramEmbeddings()) as store:
         store._replica.max_rows = 0
+        store._replica.warmup.after = 0  # the replica from the first search
         texts = [
             "生成销售周报时使用公司统一的周报模板",
             "Weekly sales reports use the company template",
@@ -222,14 +226,7 @@ def test_above_the_mirror_size_a_recall_is_the_feed_query_and_one_statement(post
         first = store.hybrid_search(query, vector, k=2)  # reads the replica whole, builds the vector index
         assert store._replica.synced[store.namespace].mirror is None
         store._replica.units.clear()  # nothing decoded yet: every candidate's record must be read
-        asked: list[str] = []
-        run = store.backend.run
-
-        def counted(fn: Any, what: str, **kw: Any) -> Any:
-            asked.append(what)
-            return run(fn, what, **kw)
-
-        store.backend.run = counted  # type: ignore[method-assign]
+        asked = backend_calls(store)
         candidates, lexical = store.hybrid_search(query, vector, k=2)
         assert asked == ["changes", "dense query"]
         assert set(lexical) <= set(candidates)  # lexical matches carry their similarity, read in the same statement
