@@ -11,7 +11,7 @@ import argparse
 import json
 import logging
 import sys
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 from langchain_hindsight.cli._output import Progress, clip, emit_json, safe, table, when
 from langchain_hindsight.cli._stats import print_stats
@@ -19,6 +19,9 @@ from langchain_hindsight.cli._store import open_view
 from langchain_hindsight.recall.explain import explain_run
 from langchain_hindsight.store.journal import RunJournal
 from langchain_hindsight.store.transfer import export_runs, export_units
+
+if TYPE_CHECKING:
+    from langchain_hindsight.store.runs import RunRecord
 
 __all__ = ["explain", "export", "history", "runs", "show", "stats"]
 
@@ -72,6 +75,12 @@ def stats(args: argparse.Namespace) -> int:
     return 0
 
 
+def _outcome(record: RunRecord) -> str:
+    """How the run ended, and the user's verdict in force when it says otherwise (``success (user: failure)``)."""
+    judged = record.judged_outcome
+    return record.outcome if judged == record.outcome else f"{record.outcome} (user: {judged})"
+
+
 def runs(args: argparse.Namespace) -> int:
     """``hindsight runs``: recent journalled runs and reviews."""
     with open_view(args) as view:
@@ -80,7 +89,7 @@ def runs(args: argparse.Namespace) -> int:
         emit_json(records)
         return 0
     rows = [
-        (r.run_id, r.kind, when(r.started_at), r.task_type or "", r.outcome, len(r.served), len(r.produced),
+        (r.run_id, r.kind, when(r.started_at), r.task_type or "", _outcome(r), len(r.served), len(r.produced),
          clip(r.task, 40))
         for r in records
     ]  # fmt: skip
@@ -100,7 +109,7 @@ def explain(args: argparse.Namespace) -> int:
         emit_json(ex)
         return 0
     r = ex.record
-    print(safe(f"run {r.run_id} [{r.namespace}] {r.outcome}, started {when(r.started_at)}"))
+    print(safe(f"run {r.run_id} [{r.namespace}] {_outcome(r)}, started {when(r.started_at)}"))
     print(f"task ({r.task_type or '?'}): {clip(r.task, 100)}")
     rows = []
     for m in ex.memories:

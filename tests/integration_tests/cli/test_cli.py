@@ -192,6 +192,19 @@ def test_show_history_stats_runs_explain(populated: Path, capsys: pytest.Capture
     assert json.loads(out)["memories"][0]["served"]["memory_id"] == "mem_csv"
 
 
+def test_runs_and_explain_show_the_users_verdict(populated: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A run the agent finished as a success and the user rejected must not read as a plain success."""
+    with MemoryStore(populated) as store:
+        RunJournal(store).add_feedback("run-a", success=False, rejected=True, text="不对，周报只统计本周一到周日")
+    code, out, _ = run(capsys, "runs", "--path", str(populated))
+    assert code == EXIT_OK
+    (row,) = [line for line in out.splitlines() if line.startswith("run-a")]
+    assert "success" in row
+    assert "user: failure" in row
+    code, out, _ = run(capsys, "explain", "run-a", "--path", str(populated))
+    assert out.splitlines()[0].startswith("run run-a [default] success (user: failure), started ")
+
+
 def test_maintain_and_review_take_a_clock(populated: Path, capsys: pytest.CaptureFixture[str]) -> None:
     p = str(populated)
     later = (T0 + timedelta(days=200)).isoformat()
