@@ -24,6 +24,22 @@ def test_bad_import_line_is_a_usage_error_naming_the_line(tmp_path: Path, capsys
     assert "line 2" in err
 
 
+@pytest.mark.parametrize(
+    ("name", "expected"), [("missing.jsonl", EXIT_NOT_FOUND), ("a_directory", EXIT_USAGE), ("bad.jsonl", EXIT_USAGE)]
+)
+def test_an_import_that_cannot_read_its_file_creates_no_store(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str, expected: int
+) -> None:
+    """The file is read and checked before the store is opened: a typo in it leaves no empty store at --path."""
+    (tmp_path / "a_directory").mkdir()
+    (tmp_path / "bad.jsonl").write_text('{"content": "读取中文CSV要指定编码", "x": 1}\n', encoding="utf-8")
+    code, _, err = run(capsys, "import", str(tmp_path / name), "--path", str(tmp_path / "新的库"))
+    assert code == expected, err
+    _one_line_error(err)
+    assert "Errno" not in err
+    assert not (tmp_path / "新的库").exists()
+
+
 # ----------------------------------------------------------------------------- hardening: errors, import, terminal
 def _one_line_error(err: str) -> None:
     assert "Traceback" not in err
