@@ -364,6 +364,11 @@ class _Screen:
             self(f"{indent}[{message.type}] {body}")
 
 
+def _shorten(text: str, limit: int = 110) -> str:
+    """``text`` on one screen line: cut at ``limit`` characters, ending with '…' when cut."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def _describe_steps(messages: Sequence[BaseMessage]) -> list[str]:
     lines = []
     for message in messages:
@@ -373,9 +378,9 @@ def _describe_steps(messages: Sequence[BaseMessage]) -> list[str]:
                 lines.append(f"model → {tc['name']}({args})")
         elif isinstance(message, ToolMessage):
             mark = "✗" if message.status == "error" else "✓"
-            lines.append(f"tool  {mark} {_text(message)[:110]}")
+            lines.append(f"tool  {mark} {_shorten(_text(message))}")
         elif isinstance(message, AIMessage):
-            lines.append(f"answer: {_text(message)[:110]}")
+            lines.append(f"answer: {_shorten(_text(message))}")
     return lines
 
 

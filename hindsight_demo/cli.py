@@ -19,10 +19,13 @@ def build_parser() -> argparse.ArgumentParser:
         prog="hindsight-demo",
         description="An agent learns a lesson in run 1 and uses it in run 2 (offline, scripted model by default).",
     )
-    parser.add_argument("--path", help="demo directory: CSV files and the store (default: a temp dir)")
+    parser.add_argument(
+        "--path",
+        help="directory for the CSV files and the store (default: <temp dir>/hindsight-demo, reused by every run)",
+    )
     parser.add_argument("--model", help="an OpenAI-compatible chat model instead of the scripted one (openai extra)")
     parser.add_argument("--base-url", help="OpenAI-compatible base URL for --model")
-    parser.add_argument("--quiet", action="store_true", help="print nothing")
+    parser.add_argument("--quiet", action="store_true", help="print nothing (the exit code says how it went)")
     return parser
 
 

@@ -35,6 +35,14 @@ def test_run_demo_learns_in_run_one_and_uses_it_in_run_two(tmp_path: Path) -> No
     again = io.StringIO()
     assert run_demo(path=tmp_path, out=again) == 0
     assert "active memories: 1 before, 1 after" in again.getvalue()
+    # docs/demo.md shows this output (paths shortened to …/): every line of it is a line the demo printed
+    import re
+
+    page = (Path(__file__).resolve().parents[3] / "docs" / "demo.md").read_text(encoding="utf-8")
+    (shown,) = re.findall(r"```text\n(.*?)```", page, re.S)
+    printed = [line.rstrip() for line in text.splitlines()]
+    missing = [line for line in shown.splitlines() if line.replace("…/", f"{tmp_path}/data/") not in printed]
+    assert missing == []
 
 
 @pytest.mark.slow

@@ -105,3 +105,21 @@ def test_progress_counts_estimates_the_time_left_and_prints_no_blank_lines() -> 
     progress("export alice", 20, 20)
     assert screen.getvalue().count("\n") == 2
     assert screen.getvalue().endswith("export alice: 20/20 (100%) in 0 s\x1b[K\n")
+
+
+def test_every_option_and_argument_says_what_it_is_for() -> None:
+    """``hindsight CMD --help`` explains every option and argument: a bare ``-k K`` or ``--yes`` teaches nothing."""
+    import argparse
+
+    from langchain_hindsight.cli.main import _parser
+
+    parser = _parser(["reembed"])
+    (sub,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    missing = [
+        f"{name} {action.option_strings[0] if action.option_strings else action.dest}"
+        for name, command in sub.choices.items()
+        for action in command._actions
+        if not isinstance(action, argparse._HelpAction) and not action.help
+    ]
+    assert missing == []
+    assert all(command.description for command in sub.choices.values())

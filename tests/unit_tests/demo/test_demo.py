@@ -112,3 +112,24 @@ def test_hindsight_demo_command_runs_the_entry_point(monkeypatch: pytest.MonkeyP
     monkeypatch.setattr("hindsight_demo.cli.main", lambda argv: seen.append(list(argv)) or 0)
     assert cli.main(["demo", "--path", "/tmp/x", "--quiet"]) == 0
     assert seen == [["--path", "/tmp/x", "--quiet"]]
+
+
+def test_a_shortened_step_line_says_so() -> None:
+    """A tool message cut to fit the screen ends with '…', so the reader knows the sentence goes on."""
+    from hindsight_demo import _describe_steps
+
+    long = "UnicodeDecodeError: 'utf-8' codec can't decode byte 0xc8 in position 0: invalid continuation byte. " * 2
+    (cut, whole) = _describe_steps(
+        [ToolMessage(long, tool_call_id="1", status="error"), ToolMessage("读取成功：6 行", tool_call_id="2")]
+    )
+    assert cut.startswith("tool  ✗ UnicodeDecodeError") and cut.endswith("…")
+    assert len(cut) <= len("tool  ✗ ") + 110
+    assert whole == "tool  ✓ 读取成功：6 行"
+
+
+def test_demo_help_says_where_it_writes() -> None:
+    from hindsight_demo.cli import build_parser
+
+    text = " ".join(build_parser().format_help().split())
+    assert "hindsight-demo, reused by every run" in text
+    assert "--quiet print nothing" in text
