@@ -122,7 +122,8 @@ def test_a_shortened_step_line_says_so() -> None:
     (cut, whole) = _describe_steps(
         [ToolMessage(long, tool_call_id="1", status="error"), ToolMessage("读取成功：6 行", tool_call_id="2")]
     )
-    assert cut.startswith("tool  ✗ UnicodeDecodeError") and cut.endswith("…")
+    assert cut.startswith("tool  ✗ UnicodeDecodeError")
+    assert cut.endswith("…")
     assert len(cut) <= len("tool  ✗ ") + 110
     assert whole == "tool  ✓ 读取成功：6 行"
 
