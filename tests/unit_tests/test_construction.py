@@ -270,8 +270,12 @@ def test_one_merge_threshold_with_one_owner() -> None:
 def test_delete_is_a_deprecated_alias_of_forget(fake_store: MemoryStore) -> None:
     kept = fake_store.add(MemoryUnit(task_type="weekly_report", content=LESSON)).unit
     gone = fake_store.add(MemoryUnit(task_type="data_cleaning", content="读取含中文的CSV时指定encoding='utf-8-sig'。"))
-    with pytest.warns(DeprecationWarning, match="MemoryStore.forget"):
+    with warnings.catch_warnings(record=True) as caught:  # pytest.warns would re-emit chromadb's own warnings
+        warnings.simplefilter("always")
         assert fake_store.delete(gone.unit.memory_id) == 1
+    ours = [w for w in caught if issubclass(w.category, DeprecationWarning) and "MemoryStore.forget" in str(w.message)]
+    assert len(ours) == 1
+    assert ours[0].filename == __file__  # attributed to the caller's line
     assert fake_store.get_many([gone.unit.memory_id, kept.memory_id]) == [fake_store.get(kept.memory_id)]
 
 

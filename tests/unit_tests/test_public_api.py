@@ -5,6 +5,8 @@ from __future__ import annotations
 import importlib
 from pathlib import Path
 
+import pytest
+
 import langchain_hindsight
 
 PINNED = [  # the Public API block of the shared design notes: must stay importable from the root
@@ -68,7 +70,9 @@ def test_names_moved_off_the_root_still_import_from_it_and_their_module() -> Non
     for name, module_name in langchain_hindsight._ALSO_IMPORTABLE.items():
         assert name not in langchain_hindsight.__all__
         module = importlib.import_module(f"langchain_hindsight.{module_name}")
-        assert getattr(langchain_hindsight, name) is getattr(module, name)
+        with pytest.warns(DeprecationWarning, match=f"import it from langchain_hindsight.{module_name}"):
+            via_root = getattr(langchain_hindsight, name)
+        assert via_root is getattr(module, name)
 
 
 def test_documented_errors_are_exported() -> None:

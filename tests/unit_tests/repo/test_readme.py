@@ -230,8 +230,10 @@ def _fmt(value: float) -> str:
 
 def test_documented_defaults_are_the_codes() -> None:
     """The rules the pages state with numbers are the code's defaults (a changed default fails here)."""
-    from langchain_hindsight import ConfidencePolicy, LifecyclePolicy, ScoringWeights
+    from langchain_hindsight import ScoringWeights
+    from langchain_hindsight.lifecycle.policy import LifecyclePolicy
     from langchain_hindsight.recall.ranking import DEFAULT_MIN_RELEVANCE
+    from langchain_hindsight.store import ConfidencePolicy
 
     c, life, w = ConfidencePolicy(), LifecyclePolicy(), ScoringWeights()
     period, idle = _fmt(life.decay_period_days), _fmt(life.archive_idle_days)
