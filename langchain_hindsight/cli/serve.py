@@ -95,7 +95,9 @@ def _token(args: argparse.Namespace) -> tuple[str | None, str | None]:
     if args.token_file:
         try:
             lines = Path(args.token_file).read_text(encoding="utf-8").splitlines()
-        except (OSError, UnicodeDecodeError) as e:
+        except OSError as e:  # the reason only, as hindsight ui says it
+            raise ConfigurationError(f"cannot read --token-file {args.token_file!r}: {e.strerror or e}") from e
+        except UnicodeDecodeError as e:
             raise ConfigurationError(f"cannot read --token-file {args.token_file!r}: {e}") from e
         token = lines[0].strip() if lines else ""
         if not token:

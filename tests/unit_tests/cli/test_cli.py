@@ -123,3 +123,34 @@ def test_every_option_and_argument_says_what_it_is_for() -> None:
     ]
     assert missing == []
     assert all(command.description for command in sub.choices.values())
+
+
+@pytest.mark.parametrize("make", ["missing", "directory"])
+def test_a_config_or_token_file_that_cannot_be_read_is_one_plain_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], make: str
+) -> None:
+    """'--config grants.toml' or '--token-file' naming a missing file or a directory: no '[Errno 2]' in the message."""
+    path = tmp_path / "grants.toml"
+    if make == "directory":
+        path.mkdir()
+    reason = "no such file" if make == "missing" else "is a directory"
+    for argv in (
+        ["stats", "--principal", "analyst", "--config", str(path), "--path", str(tmp_path / "db")],
+        [
+            "mcp",
+            "--transport",
+            "http",
+            "--token-file",
+            str(path),
+            "--principal",
+            "analyst",
+            "--path",
+            str(tmp_path / "db"),
+        ],
+    ):
+        code, _, err = run(capsys, *argv)
+        assert code == EXIT_USAGE, err
+        _one_line_error(err)
+        assert "Errno" not in err
+        assert reason in err.lower()
+        assert not (tmp_path / "db").exists()
