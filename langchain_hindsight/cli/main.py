@@ -140,6 +140,7 @@ def _parser(words: Sequence[str] = ()) -> argparse.ArgumentParser:
     )
     demo.add_argument("--model", help="a real chat model instead of the scripted one")
     demo.add_argument("--base-url", help="OpenAI-compatible base URL for --model")
+    demo.add_argument("--locale", choices=["zh", "en"], help="language of the demo's tasks and lesson (default: zh)")
     demo.add_argument("--quiet", action="store_true", help="print nothing (the exit code says how it went)")
     demo.set_defaults(func="serve:demo")
 

@@ -25,7 +25,7 @@ def demo(args: argparse.Namespace) -> int:
     if not found:
         print("hindsight-demo is not installed; running the store-only demo instead")
         return _store_demo(args)
-    options = {"--path": args.demo_path, "--model": args.model, "--base-url": args.base_url}
+    options = {"--path": args.demo_path, "--model": args.model, "--base-url": args.base_url, "--locale": args.locale}
     argv = [part for flag, value in options.items() if value for part in (flag, value)]
     argv += ["--quiet"] if args.quiet else []
     return int(next(iter(found)).load()(argv))

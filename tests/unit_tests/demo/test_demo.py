@@ -112,6 +112,16 @@ def test_hindsight_demo_command_runs_the_entry_point(monkeypatch: pytest.MonkeyP
     monkeypatch.setattr("hindsight_demo.cli.main", lambda argv: seen.append(list(argv)) or 0)
     assert cli.main(["demo", "--path", "/tmp/x", "--quiet"]) == 0
     assert seen == [["--path", "/tmp/x", "--quiet"]]
+    assert cli.main(["demo", "--locale", "en"]) == 0
+    assert seen[-1] == ["--locale", "en"]
+
+
+def test_hindsight_demo_takes_the_language(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[dict[str, object]] = []
+    monkeypatch.setattr("hindsight_demo.cli.run_demo", lambda **kw: calls.append(kw) or 0)
+    assert demo_main(["--locale", "en", "--quiet"]) == 0
+    assert demo_main([]) == 0
+    assert [c["locale"] for c in calls] == ["en", "zh"]
 
 
 def test_a_shortened_step_line_says_so() -> None:
@@ -134,3 +144,14 @@ def test_demo_help_says_where_it_writes() -> None:
     text = " ".join(build_parser().format_help().split())
     assert "hindsight-demo, reused by every run" in text
     assert "--quiet print nothing" in text
+
+
+def test_the_scripted_policy_reads_the_path_from_the_current_task_in_either_language() -> None:
+    """The lesson in the block names '*.csv' too: the file to read is the one under [当前任务] / [Current task]."""
+    for header, current in (("[相关经验]", "[当前任务]"), ("[Relevant experience]", "[Current task]")):
+        prompt = (
+            f"{header}\n1. With read_csv, encoding='gbk', delimiter=';' works (task: Sum the sales in *.csv).\n\n"
+            f"{current}\nSum the sales in /data/sales_2024_02.csv and say how many rows it has."
+        )
+        (tool_call,) = decide([HumanMessage(prompt)]).tool_calls
+        assert tool_call["args"] == {"path": "/data/sales_2024_02.csv", "encoding": "gbk", "delimiter": ";"}
