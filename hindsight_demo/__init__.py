@@ -35,7 +35,7 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Literal
 
 from langchain_core.callbacks import BaseCallbackHandler, CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
@@ -86,6 +86,12 @@ TASKS: tuple[str, str] = (
     "统计 {path} 中的销售额合计，并说明数据有多少行。",
 )
 """Run 1 and run 2: the same kind of task on two different monthly exports."""
+
+TASKS_EN: tuple[str, str] = (
+    "Sum the sales in {path} and say how many rows it has.",
+    "Sum the sales in {path} and say how many rows it has.",
+)
+"""The same two tasks in English (``--locale en``)."""
 
 
 def write_demo_files(directory: str | os.PathLike[str]) -> list[Path]:
@@ -257,8 +263,14 @@ def _params(text: str) -> dict[str, str]:
 
 
 def _task_path(messages: Sequence[BaseMessage]) -> str:
+    """The CSV path of the current task: after the block's end marker (either language), never a lesson's."""
     for message in reversed(messages):
-        if isinstance(message, HumanMessage) and (match := _PATH.search(_text(message).split("[当前任务]")[-1])):
+        if not isinstance(message, HumanMessage):
+            continue
+        text = _text(message)
+        for end in _BLOCK_END:
+            text = text.split(end)[-1]
+        if match := _PATH.search(text):
             return match.group(1)
     return ""
 
@@ -341,9 +353,14 @@ class _PromptCapture(BaseCallbackHandler):
 SYSTEM_PROMPT = "你是一个数据助手。用工具读取用户给出的 CSV 文件并回答问题。"
 """The demo agent's system prompt (the block never goes here: a model would take it as a standing instruction)."""
 
+SYSTEM_PROMPT_EN = "You are a data assistant. Use the tools to read the CSV file the user names and answer."
+"""The same system prompt in English (``--locale en``)."""
+
+_INSPECT_QUERY = {"zh": "读取销售CSV", "en": "'read the sales CSV'"}
+
 _SCRIPTED_NOTE = (
     "model: scripted offline policy, not an LLM (hindsight_demo.decide). Its first tool call is computed "
-    "from the [相关经验] block in the prompt it receives; without a block it uses read_csv's defaults.\n"
+    "from the experience block in the prompt it receives; without a block it uses read_csv's defaults.\n"
     "       Use a real model: --model NAME or HINDSIGHT_MODEL=NAME (with OPENAI_API_KEY, OPENAI_BASE_URL)."
 )
 
@@ -364,6 +381,11 @@ class _Screen:
             self(f"{indent}[{message.type}] {body}")
 
 
+def _shorten(text: str, limit: int = 110) -> str:
+    """``text`` on one screen line: cut at ``limit`` characters, ending with '…' when cut."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def _describe_steps(messages: Sequence[BaseMessage]) -> list[str]:
     lines = []
     for message in messages:
@@ -373,9 +395,9 @@ def _describe_steps(messages: Sequence[BaseMessage]) -> list[str]:
                 lines.append(f"model → {tc['name']}({args})")
         elif isinstance(message, ToolMessage):
             mark = "✗" if message.status == "error" else "✓"
-            lines.append(f"tool  {mark} {_text(message)[:110]}")
+            lines.append(f"tool  {mark} {_shorten(_text(message))}")
         elif isinstance(message, AIMessage):
-            lines.append(f"answer: {_text(message)[:110]}")
+            lines.append(f"answer: {_shorten(_text(message))}")
     return lines
 
 
@@ -419,6 +441,7 @@ def run_demo(
     base_url: str | None = None,
     quiet: bool = False,
     out: IO[str] | None = None,
+    locale: Literal["zh", "en"] = "zh",
 ) -> int:
     """Run the two-run demo and print what happens; returns the exit code (0).
 
@@ -436,6 +459,8 @@ def run_demo(
         base_url: OpenAI-compatible endpoint for a named model.
         quiet: Print nothing.
         out: Where to print (default ``sys.stdout``).
+        locale: ``"zh"`` (default) or ``"en"``: the language of the tasks, the system prompt, the lesson and
+            the block. Each language has its own namespace (``demo``, ``demo-en``), so each starts from nothing.
     """
     from langchain.agents import create_agent
 
@@ -450,22 +475,26 @@ def run_demo(
     screen(f"  data:  {root / 'data'} ({', '.join(DEMO_FILES)}: GBK-encoded, ';'-delimited ERP exports)")
     screen(f"  store: {root / 'memory_db'}")
     screen(f"  model: {getattr(chat, 'model_name', type(chat).__name__)} (real LLM)" if real else "  " + _SCRIPTED_NOTE)
-    with Hindsight(root / "memory_db", model=chat if real else None, namespace="demo", task_type="data_analysis") as hs:
+    tasks, system_prompt = (TASKS_EN, SYSTEM_PROMPT_EN) if locale == "en" else (TASKS, SYSTEM_PROMPT)
+    namespace = "demo-en" if locale == "en" else "demo"
+    with Hindsight(
+        root / "memory_db", model=chat if real else None, namespace=namespace, task_type="data_analysis", locale=locale
+    ) as hs:
         before = hs.store.count(status="active")
         screen(f"  memories in the store before: {before}")
 
         def run(index: int, file: Path, *, recall: bool) -> _Run:
             agent = create_agent(
-                chat, tools=tools, system_prompt=SYSTEM_PROMPT, middleware=[hs.middleware(recall=recall)]
+                chat, tools=tools, system_prompt=system_prompt, middleware=[hs.middleware(recall=recall)]
             )
             capture = _PromptCapture()
             run_id = str(uuid.uuid4())
             config: RunnableConfig = {"callbacks": [capture], "run_id": uuid.UUID(run_id)}
-            state = agent.invoke({"messages": [HumanMessage(TASKS[index].format(path=file))]}, config=config)
+            state = agent.invoke({"messages": [HumanMessage(tasks[index].format(path=file))]}, config=config)
             return _Run(run_id, list(state["messages"]), capture.prompts)
 
         screen()
-        screen(f"[run 1] {TASKS[0].format(path=files[0].name)}  (no experience injected: learn only)")
+        screen(f"[run 1] {tasks[0].format(path=files[0].name)}  (no experience injected: learn only)")
         first = run(0, files[0], recall=False)
         for line in _describe_steps(first.messages):
             screen(f"    {line}")
@@ -476,7 +505,7 @@ def run_demo(
             screen(f"    - {unit.content}  (source={unit.source}, confidence={unit.score_confidence:.2f})")
 
         screen()
-        screen(f"[run 2] {TASKS[1].format(path=files[1].name)}  (hindsight on)")
+        screen(f"[run 2] {tasks[1].format(path=files[1].name)}  (hindsight on)")
         second = run(1, files[1], recall=True)
         screen("  the prompt run 2's model really received on its first call:")
         screen.messages(second.prompts[0] if second.prompts else [])
@@ -492,5 +521,7 @@ def run_demo(
         after = hs.store.count(status="active")
         screen(f"  active memories: {before} before, {after} after (re-running merges identical lessons)")
         screen(f"  store: {root / 'memory_db'}")
-        screen(f"  inspect: hindsight search --path {root / 'memory_db'} --namespace demo 读取销售CSV")
+        screen(
+            f"  inspect: hindsight search --path {root / 'memory_db'} --namespace {namespace} {_INSPECT_QUERY[locale]}"
+        )
     return 0

@@ -184,7 +184,7 @@ REFLECTION_EN = ReflectionTemplates(
     rule_user_feedback="User correction (task: {task}): {text}",
     rule_user_feedback_no_task="User correction: {text}",
     list_separator=", ",
-    default_args="the default arguments",
+    default_args="the default call",
 )
 """English capture/reflection strings."""
 

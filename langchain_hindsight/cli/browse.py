@@ -10,15 +10,24 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
+import shutil
 import sys
-from typing import IO
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import IO, TYPE_CHECKING
 
 from langchain_hindsight.cli._output import Progress, clip, emit_json, safe, table, when
 from langchain_hindsight.cli._stats import print_stats
 from langchain_hindsight.cli._store import open_view
+from langchain_hindsight.errors import ConfigurationError
 from langchain_hindsight.recall.explain import explain_run
 from langchain_hindsight.store.journal import RunJournal
 from langchain_hindsight.store.transfer import export_runs, export_units
+
+if TYPE_CHECKING:
+    from langchain_hindsight.store.runs import RunRecord
 
 __all__ = ["explain", "export", "history", "runs", "show", "stats"]
 
@@ -72,6 +81,12 @@ def stats(args: argparse.Namespace) -> int:
     return 0
 
 
+def _outcome(record: RunRecord) -> str:
+    """How the run ended, and the user's verdict in force when it says otherwise (``success (user: failure)``)."""
+    judged = record.judged_outcome
+    return record.outcome if judged == record.outcome else f"{record.outcome} (user: {judged})"
+
+
 def runs(args: argparse.Namespace) -> int:
     """``hindsight runs``: recent journalled runs and reviews."""
     with open_view(args) as view:
@@ -80,7 +95,7 @@ def runs(args: argparse.Namespace) -> int:
         emit_json(records)
         return 0
     rows = [
-        (r.run_id, r.kind, when(r.started_at), r.task_type or "", r.outcome, len(r.served), len(r.produced),
+        (r.run_id, r.kind, when(r.started_at), r.task_type or "", _outcome(r), len(r.served), len(r.produced),
          clip(r.task, 40))
         for r in records
     ]  # fmt: skip
@@ -100,7 +115,7 @@ def explain(args: argparse.Namespace) -> int:
         emit_json(ex)
         return 0
     r = ex.record
-    print(safe(f"run {r.run_id} [{r.namespace}] {r.outcome}, started {when(r.started_at)}"))
+    print(safe(f"run {r.run_id} [{r.namespace}] {_outcome(r)}, started {when(r.started_at)}"))
     print(f"task ({r.task_type or '?'}): {clip(r.task, 100)}")
     rows = []
     for m in ex.memories:
@@ -121,8 +136,44 @@ def explain(args: argparse.Namespace) -> int:
     return 0
 
 
+def _export_target(output: str) -> Path:
+    """The ``-o`` file, checked before the store is opened.
+
+    Raises:
+        ConfigurationError: it is a directory, or its directory does not exist.
+    """
+    target = Path(output)
+    if target.is_dir():
+        raise ConfigurationError(f"-o {output!r} is a directory: give the name of a file to write")
+    if not target.absolute().parent.is_dir():
+        raise ConfigurationError(f"-o {output!r}: the directory {str(target.absolute().parent)!r} does not exist")
+    return target
+
+
+def _write_replacing(target: Path, write: Callable[[IO[str]], tuple[int, int]]) -> tuple[int, int]:
+    """Run ``write`` into a temporary file next to ``target``, renamed over it only once complete.
+
+    An export that fails half-way (the store, the disk) leaves the previous file as it was and no
+    temporary file: a nightly ``export -o backup.jsonl`` never replaces a good backup with a truncated one.
+    An existing file keeps its permissions; a new one is readable by its owner only (it holds every memory).
+    """
+    fd, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".part", dir=target.absolute().parent)
+    part = Path(name)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            counts = write(fh)
+        if target.exists():
+            shutil.copymode(target, part)
+        os.replace(part, target)
+    except BaseException:
+        part.unlink(missing_ok=True)
+        raise
+    return counts
+
+
 def export(args: argparse.Namespace) -> int:
     """``hindsight export``: memories as JSONL (every field); ``--all``: of every namespace the view may read."""
+    target = None if args.output in (None, "-") else _export_target(args.output)
     with open_view(args) as view:
         namespaces = view.namespaces(args.all)
 
@@ -130,10 +181,9 @@ def export(args: argparse.Namespace) -> int:
             count = export_units(view.store, out, namespaces=namespaces, progress=Progress())
             return count, export_runs(view.store, out, namespaces=namespaces) if args.journal else 0
 
-        if args.output in (None, "-"):
+        if target is None:
             count, runs = write(sys.stdout)
         else:
-            with open(args.output, "w", encoding="utf-8") as fh:
-                count, runs = write(fh)
+            count, runs = _write_replacing(target, write)
     print(f"exported {count} memories" + (f" and {runs} journal records" if args.journal else ""), file=sys.stderr)
     return 0

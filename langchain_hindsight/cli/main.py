@@ -91,7 +91,11 @@ def _parser(words: Sequence[str] = ()) -> argparse.ArgumentParser:
     env = _environment()
     common = argparse.ArgumentParser(add_help=False)
     where = common.add_mutually_exclusive_group()
-    where.add_argument("--path", default=env["path"] or "./memory_db", help="store directory (env HINDSIGHT_PATH)")
+    where.add_argument(
+        "--path",
+        default=env["path"] or "./memory_db",
+        help="store directory (default: ./memory_db, or env HINDSIGHT_PATH)",
+    )
     where.add_argument(
         "--server",
         default=None if env["database_url"] else env["server"],
@@ -130,37 +134,48 @@ def _parser(words: Sequence[str] = ()) -> argparse.ArgumentParser:
         p.set_defaults(func=func)
         return p
 
-    demo = sub.add_parser("demo", help="run the offline end-to-end demo")
-    demo.add_argument("--path", dest="demo_path", help="store directory (default: a temp dir)")
+    demo_help = "run the offline end-to-end demo: an agent learns a lesson in run 1 and uses it in run 2"
+    demo = sub.add_parser("demo", help="run the offline end-to-end demo", description=demo_help)
+    demo.add_argument(
+        "--path",
+        dest="demo_path",
+        help="directory for the CSV files and the store (default: <temp dir>/hindsight-demo, reused by every run)",
+    )
     demo.add_argument("--model", help="a real chat model instead of the scripted one")
     demo.add_argument("--base-url", help="OpenAI-compatible base URL for --model")
-    demo.add_argument("--quiet", action="store_true")
+    demo.add_argument("--locale", choices=["zh", "en"], help="language of the demo's tasks and lesson (default: zh)")
+    demo.add_argument("--quiet", action="store_true", help="print nothing (the exit code says how it went)")
     demo.set_defaults(func="serve:demo")
 
     p = add("search", "search:search", "what recall would serve for a task, with each factor of the score")
-    p.add_argument("query", type=query)
-    p.add_argument("-k", type=positive_int, default=5)
+    p.add_argument("query", type=query, help="the task, as the agent would be given it (any language)")
+    p.add_argument("-k", type=positive_int, default=5, help="how many memories to list (default: 5)")
     p.add_argument("--all", action="store_true", help="also the matches below the relevance floor (marked served: no)")
-    p.add_argument("--task-type")
+    p.add_argument("--task-type", help="score as for this task type (default: inferred from the query)")
     p.set_defaults(quick="_search:quick")  # answered from the store's trusted snapshot when it can be
     p = add("show", "browse:show", "print memories by id")
-    p.add_argument("memory_id", nargs="+")
+    p.add_argument("memory_id", nargs="+", help="one or more memory ids (mem_…), as search and runs print them")
     p = add("history", "browse:history", "the supersedes chain through a memory")
-    p.add_argument("memory_id")
+    p.add_argument("memory_id", help="a memory id (mem_…)")
     p = add("stats", "browse:stats", "counts by status, task type and source")
     p.add_argument("--all", action="store_true", help="every namespace (a principal: every one it may read)")
     p.set_defaults(quick="_stats:quick")  # answered from the store's trusted summary when it can be
     p = add("runs", "browse:runs", "recent journalled runs and reviews")
-    p.add_argument("--limit", type=positive_int, default=20)
+    p.add_argument("--limit", type=positive_int, default=20, help="how many runs, newest first (default: 20)")
     p = add("explain", "browse:explain", "which memories shaped a run, and why they were ranked so")
-    p.add_argument("run_id")
+    p.add_argument("run_id", help="a run id, as hindsight runs prints it")
     p = add(
         "report", "maintenance:report", "usage review: memories recalled often but never followed by success", clock
     )
     p.add_argument("--days", type=days, default=None, help="only runs of the last DAYS days")
-    p.add_argument("--min-shown", type=positive_int, default=3)
+    p.add_argument(
+        "--min-shown",
+        type=positive_int,
+        default=3,
+        help="list a memory as never helping once shown this often (default: 3)",
+    )
     p = add("review", "maintenance:review", "distil cross-task patterns from recent runs", model, clock)
-    p.add_argument("--window-days", type=days, default=7.0)
+    p.add_argument("--window-days", type=days, default=7.0, help="review the runs of the last DAYS days (default: 7)")
     p.add_argument("--if-due", action="store_true", help="skip unless the last review is --window-days old")
     p.add_argument("--yes", action="store_true", help="confirm a --now in the future")
     p = add("maintain", "maintenance:maintain", "decay, archive and merge (idempotent; run it daily)", model, clock)
@@ -178,18 +193,25 @@ def _parser(words: Sequence[str] = ()) -> argparse.ArgumentParser:
     p.add_argument("--replace", action="store_true", help="overwrite ids that are already stored with other data")
     p.set_defaults(creates_store=True)
     p = add("forget", "maintenance:forget", "hard-delete memories (or a whole namespace)")
-    p.add_argument("memory_id", nargs="*")
+    p.add_argument(
+        "memory_id", nargs="*", help="memory ids to delete for good (erased from the store and the run journal)"
+    )
     p.add_argument("--all", action="store_true", help="the whole --namespace (needs --yes)")
-    p.add_argument("--yes", action="store_true")
+    p.add_argument("--yes", action="store_true", help="confirm --all (it cannot be undone)")
     p = add("undo-feedback", "feedback:undo_feedback", "revert exactly what a user's feedback on a run did")
-    p.add_argument("run_id")
+    p.add_argument("run_id", help="the run whose newest feedback to revert")
     p = add("restore", "maintenance:restore", "bring archived memories back")
-    p.add_argument("memory_id", nargs="+")
+    p.add_argument("memory_id", nargs="+", help="archived memory ids to make active again")
     p = add("reembed", "maintenance:reembed", "re-embed every memory (every namespace unless --namespace)")
     if "reembed" in words:  # its options live with the re-embedding code, which imports the embedders
         _module("maintenance").add_reembed_arguments(p)
     p = add("mcp", "serve:mcp", "serve the store to MCP clients as one principal (needs the [mcp] extra)")
-    p.add_argument("--transport", choices=["stdio", "http"], default="stdio")
+    p.add_argument(
+        "--transport",
+        choices=["stdio", "http"],
+        default="stdio",
+        help="stdio for a client that starts the server (default), http to serve many with a bearer token",
+    )
     p.add_argument("--host", default="127.0.0.1", help="bind address for --transport http")
     p.add_argument("--port", type=int, default=8765, help="port for --transport http")
     p.add_argument(

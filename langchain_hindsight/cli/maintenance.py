@@ -171,19 +171,24 @@ def report(args: argparse.Namespace) -> int:
 
 def import_(args: argparse.Namespace) -> int:
     """``hindsight import FILE``: memories (and journal records, from ``export --journal``) exactly as exported."""
-    with open_store(args) as store:
-        if args.file == "-":
-            units, runs = read_backup(sys.stdin)
-        else:
+    # The whole file is read and checked before the store is opened: a file that cannot be imported creates no store.
+    if args.file == "-":
+        units, runs = read_backup(sys.stdin)
+    else:
+        try:
+            fh = open(args.file, encoding="utf-8")  # noqa: SIM115 - closed below, errors mapped first
+        except FileNotFoundError as e:
+            raise MemoryNotFoundError(f"no such file: {args.file}") from e
+        except IsADirectoryError as e:
+            raise InvalidMemoryError(f"{args.file} is a directory, not a JSONL file (see 'hindsight export')") from e
+        except PermissionError as e:
+            raise InvalidMemoryError(f"{args.file} cannot be read: permission denied") from e
+        with fh:
             try:
-                fh = open(args.file, encoding="utf-8")  # noqa: SIM115 - closed below, errors mapped first
-            except FileNotFoundError as e:
-                raise MemoryNotFoundError(f"no such file: {args.file}") from e
-            with fh:
-                try:
-                    units, runs = read_backup(fh)
-                except UnicodeDecodeError as e:
-                    raise InvalidMemoryError(f"{args.file} is not UTF-8 text ({e.reason} at byte {e.start})") from e
+                units, runs = read_backup(fh)
+            except UnicodeDecodeError as e:
+                raise InvalidMemoryError(f"{args.file} is not UTF-8 text ({e.reason} at byte {e.start})") from e
+    with open_store(args) as store:
         result = import_units(
             store, units, runs=runs, namespace=args.namespace, progress=Progress(), replace=args.replace
         )

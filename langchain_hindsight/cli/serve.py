@@ -25,7 +25,7 @@ def demo(args: argparse.Namespace) -> int:
     if not found:
         print("hindsight-demo is not installed; running the store-only demo instead")
         return _store_demo(args)
-    options = {"--path": args.demo_path, "--model": args.model, "--base-url": args.base_url}
+    options = {"--path": args.demo_path, "--model": args.model, "--base-url": args.base_url, "--locale": args.locale}
     argv = [part for flag, value in options.items() if value for part in (flag, value)]
     argv += ["--quiet"] if args.quiet else []
     return int(next(iter(found)).load()(argv))
@@ -95,7 +95,9 @@ def _token(args: argparse.Namespace) -> tuple[str | None, str | None]:
     if args.token_file:
         try:
             lines = Path(args.token_file).read_text(encoding="utf-8").splitlines()
-        except (OSError, UnicodeDecodeError) as e:
+        except OSError as e:  # the reason only, as hindsight ui says it
+            raise ConfigurationError(f"cannot read --token-file {args.token_file!r}: {e.strerror or e}") from e
+        except UnicodeDecodeError as e:
             raise ConfigurationError(f"cannot read --token-file {args.token_file!r}: {e}") from e
         token = lines[0].strip() if lines else ""
         if not token:

@@ -58,7 +58,7 @@ def format_runs(runs: Sequence[RunRecord], units: Mapping[str, MemoryUnit], temp
         templates.run_line.format(
             date=r.started_at.strftime("%Y-%m-%d"),
             task_type=r.task_type or FALLBACK_TASK_TYPE,
-            outcome=templates.outcome_labels.get(r.outcome, r.outcome),
+            outcome=templates.outcome_labels.get(r.judged_outcome, r.judged_outcome),
             task=_clip(r.task, _TASK_CHARS) or templates.none,
             served=memories(r.served_ids),
             produced=memories(r.produced),
@@ -114,7 +114,7 @@ def rule_patterns(
         for feature, count in common[:_FEATURES_PER_TYPE]:
             content = templates.rule_feature.format(total=total, count=count, task_type=task_type, feature=feature)
             out.append((task_type, content, feature))
-        failed = sum(r.outcome == "failure" for r in group)
+        failed = sum(r.judged_outcome == "failure" for r in group)
         if failed >= 2 and failed * 2 >= total:
             out.append((task_type, templates.rule_failures.format(total=total, failed=failed, task_type=task_type), ""))
     return out

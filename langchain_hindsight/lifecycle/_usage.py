@@ -151,11 +151,12 @@ def build_usage_report(
     for r in runs:
         kind = r.task_type or FALLBACK_TASK_TYPE
         per_type[kind]["runs"] += 1
-        per_type[kind][r.outcome] += 1
+        outcome = r.judged_outcome
+        per_type[kind][outcome] += 1
         for m in r.served:
             t = tally[m.memory_id]
             t["shown"] += 1
-            t[r.outcome] += 1
+            t[outcome] += 1
             t["similarity"] += m.similarity
             t["score"] += m.score
             if m.similarity < low_similarity:

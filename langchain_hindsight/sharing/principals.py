@@ -238,7 +238,9 @@ class AccessPolicy:
         """
         try:
             data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
+        except OSError as e:  # the reason only ("No such file or directory"): the path is named once
+            raise ConfigurationError(f"cannot read access config {str(path)!r}: {e.strerror or e}") from e
+        except (UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
             raise ConfigurationError(f"cannot read access config {str(path)!r}: {e}") from e
         except RecursionError as e:  # tomllib parses nested arrays and tables recursively
             raise ConfigurationError(f"cannot read access config {str(path)!r}: nested too deeply") from e

@@ -205,6 +205,19 @@ class RunRecord(BaseModel):
         """Ids of the served memories, best first."""
         return [m.memory_id for m in sorted(self.served, key=lambda m: m.rank)]
 
+    @property
+    def judged_outcome(self) -> Outcome:
+        """How the run ended for a review: the user's newest verdict still in force, else :attr:`outcome`.
+
+        The agent finishing without an error is not the user agreeing: a run the user rejected ("不对，…",
+        ``hs.feedback(run_id, success=False)``) is a failure, one the user confirmed a success; an undone
+        verdict no longer counts.
+        """
+        for entry in reversed(self.feedback):
+            if entry.kind == "verdict" and entry.undone_at is None and entry.success is not None:
+                return "success" if entry.success else "failure"
+        return self.outcome
+
     def to_json(self) -> str:
         """The record as the JSON document stored in Chroma."""
         return self.model_dump_json()

@@ -394,7 +394,7 @@ class Console:
         return [u.score_confidence for u in self.units(namespace) if u.status == "active"]
 
     def timeline(self, namespace: str, *, days: int = 30) -> tuple[list[str], list[int], list[int]]:
-        """Per day of the last ``days`` with runs: memories served, and successful runs."""
+        """Per day of the last ``days`` with runs: memories served, and successful runs (as the user judged them)."""
         self.check_read(namespace)
         since = utcnow() - timedelta(days=days)
         serves: Counter[str] = Counter()
@@ -402,7 +402,7 @@ class Console:
         for record in self.journal(namespace).iter_runs(namespace=namespace, since=since):
             day = record.started_at.date().isoformat()
             serves[day] += len(record.served)
-            wins[day] += record.outcome == "success"
+            wins[day] += record.judged_outcome == "success"
         labels = sorted(set(serves) | set(wins))
         return labels, [serves[d] for d in labels], [wins[d] for d in labels]
 

@@ -144,7 +144,15 @@ def test_readme_examples_run(name: str, tmp_path: Path, monkeypatch: pytest.Monk
     monkeypatch.chdir(tmp_path)
     module = types.ModuleType(f"readme_{name.removesuffix('.md')}")  # typing resolves hints through sys.modules
     monkeypatch.setitem(sys.modules, module.__name__, module)
-    with warnings.catch_warnings():
+    import contextlib
+    import io
+
+    printed = io.StringIO()
+    with warnings.catch_warnings(), contextlib.redirect_stdout(printed):
         warnings.simplefilter("ignore", DeprecationWarning)
         for block in blocks:
             exec(compile(block, f"docs/{name}", "exec"), module.__dict__)
+    # a comment "# → TEXT" says the example prints TEXT (as in the README's runnable blocks)
+    claims = [c.strip() for block in blocks for c in re.findall(r"# → (.*)$", block, re.M)]
+    assert [c for c in claims if c not in printed.getvalue()] == []
+    assert name != "adapters.md" or len(claims) >= 8

@@ -192,6 +192,53 @@ def test_show_history_stats_runs_explain(populated: Path, capsys: pytest.Capture
     assert json.loads(out)["memories"][0]["served"]["memory_id"] == "mem_csv"
 
 
+def test_runs_and_explain_show_the_users_verdict(populated: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A run the agent finished as a success and the user rejected must not read as a plain success."""
+    with MemoryStore(populated) as store:
+        RunJournal(store).add_feedback("run-a", success=False, rejected=True, text="不对，周报只统计本周一到周日")
+    code, out, _ = run(capsys, "runs", "--path", str(populated))
+    assert code == EXIT_OK
+    (row,) = [line for line in out.splitlines() if line.startswith("run-a")]
+    assert "success" in row
+    assert "user: failure" in row
+    code, out, _ = run(capsys, "explain", "run-a", "--path", str(populated))
+    assert out.splitlines()[0].startswith("run run-a [default] success (user: failure), started ")
+
+
+def test_export_to_a_bad_path_is_one_usage_line(populated: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    for target in (populated.parent / "没有的目录" / "backup.jsonl", populated.parent):
+        code, _, err = run(capsys, "export", "--all", "--path", str(populated), "-o", str(target))
+        assert code == EXIT_USAGE, err
+        _one_line_error(err)
+        assert "Errno" not in err
+
+
+def test_an_export_that_fails_leaves_the_previous_backup_as_it_was(
+    populated: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A nightly `export -o backup.jsonl` that fails half-way must not leave yesterday's backup truncated."""
+    import langchain_hindsight.cli.browse as browse
+    from langchain_hindsight.errors import HindsightError
+
+    (tmp_path / "backups").mkdir()
+    backup = tmp_path / "backups" / "backup.jsonl"
+    code, _, err = run(capsys, "export", "--all", "--journal", "--path", str(populated), "-o", str(backup))
+    assert code == EXIT_OK, err
+    before = backup.read_bytes()
+    assert before.count(b"\n") >= 4
+
+    def half(store, out, **kwargs):  # type: ignore[no-untyped-def]
+        out.write('{"memory_id": "mem_half"\n')
+        raise HindsightError("the store failed half-way")
+
+    monkeypatch.setattr(browse, "export_units", half)
+    code, _, err = run(capsys, "export", "--all", "--path", str(populated), "-o", str(backup))
+    assert code == 1
+    assert "half-way" in err
+    assert backup.read_bytes() == before
+    assert sorted(p.name for p in backup.parent.iterdir()) == ["backup.jsonl"]  # no temporary file left either
+
+
 def test_maintain_and_review_take_a_clock(populated: Path, capsys: pytest.CaptureFixture[str]) -> None:
     p = str(populated)
     later = (T0 + timedelta(days=200)).isoformat()
@@ -361,7 +408,7 @@ BAD_INVOCATIONS: list[tuple[list[str], int]] = [
     (["forget"], EXIT_USAGE),
     (["forget", "--all", "--yes"], EXIT_USAGE),
     (["import", "/nonexistent/file.jsonl"], EXIT_NOT_FOUND),
-    (["export", "-o", "/"], 1),
+    (["export", "-o", "/"], EXIT_USAGE),  # a directory is a bad argument, as for import
     (["show", "x", "--server", "nohost"], EXIT_USAGE),
     (["show", "x", "--server", "http://h:1/x"], EXIT_USAGE),
     (["show", "x", "--server", "host:99999"], EXIT_USAGE),

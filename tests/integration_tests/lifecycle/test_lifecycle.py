@@ -469,6 +469,32 @@ def test_usage_report_finds_memories_that_never_help(store: MemoryStore) -> None
     assert int(df.loc[df["memory_id"] == useful.memory_id, "shown"].iloc[0]) == 5
 
 
+def test_usage_report_counts_a_run_by_the_users_verdict(store: MemoryStore) -> None:
+    """A run the agent finished as a success and the user rejected is a failure for the review, and back on undo."""
+    journal = RunJournal(store)
+    rolling = store.add(MemoryUnit(task_type="weekly_report", content="周报的数据范围取最近7天滚动窗口。")).unit
+    for i in range(3):
+        journal.start(f"r{i}", task=f"生成第{i + 1}周的销售周报", task_type="weekly_report",
+                      served=[score_memory(rolling, 0.8, now=T0)], now=T0 + timedelta(hours=i))  # fmt: skip
+        journal.finish(f"r{i}", outcome="success", now=T0 + timedelta(hours=i))
+        journal.add_feedback(f"r{i}", success=False, rejected=True, text="不对", now=T0 + timedelta(hours=i, minutes=5))
+    journal.start("u", task="生成月报", task_type="weekly_report", served=[], now=T0 + timedelta(hours=4))
+    journal.finish("u", outcome="unknown", now=T0 + timedelta(hours=4))
+    journal.add_feedback("u", success=True, now=T0 + timedelta(hours=4, minutes=5))
+
+    report = Lifecycle(store, journal=journal).usage_report(now=T0 + timedelta(days=1))
+    (usage,) = report.memories
+    assert (usage.shown, usage.successes, usage.failures) == (3, 0, 3)
+    assert [m.memory_id for m in report.never_successful] == [rolling.memory_id]
+    weekly = next(t for t in report.task_types if t.task_type == "weekly_report")
+    assert (weekly.runs, weekly.successes, weekly.failures) == (4, 1, 3)
+
+    # An undone verdict no longer counts: the run is judged by how it ended again.
+    journal.add_undo("r0", 0, effects=[], credit=None, now=T0 + timedelta(hours=6))
+    (usage,) = Lifecycle(store, journal=journal).usage_report(now=T0 + timedelta(days=1)).memories
+    assert (usage.successes, usage.failures) == (1, 2)
+
+
 # ----------------------------------------------------------------------------- README section
 @pytest.mark.integration
 def test_lifecycle_readme_examples_run(capsys: pytest.CaptureFixture[str]) -> None:

@@ -24,6 +24,22 @@ def test_bad_import_line_is_a_usage_error_naming_the_line(tmp_path: Path, capsys
     assert "line 2" in err
 
 
+@pytest.mark.parametrize(
+    ("name", "expected"), [("missing.jsonl", EXIT_NOT_FOUND), ("a_directory", EXIT_USAGE), ("bad.jsonl", EXIT_USAGE)]
+)
+def test_an_import_that_cannot_read_its_file_creates_no_store(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str, expected: int
+) -> None:
+    """The file is read and checked before the store is opened: a typo in it leaves no empty store at --path."""
+    (tmp_path / "a_directory").mkdir()
+    (tmp_path / "bad.jsonl").write_text('{"content": "读取中文CSV要指定编码", "x": 1}\n', encoding="utf-8")
+    code, _, err = run(capsys, "import", str(tmp_path / name), "--path", str(tmp_path / "新的库"))
+    assert code == expected, err
+    _one_line_error(err)
+    assert "Errno" not in err
+    assert not (tmp_path / "新的库").exists()
+
+
 # ----------------------------------------------------------------------------- hardening: errors, import, terminal
 def _one_line_error(err: str) -> None:
     assert "Traceback" not in err
@@ -89,3 +105,52 @@ def test_progress_counts_estimates_the_time_left_and_prints_no_blank_lines() -> 
     progress("export alice", 20, 20)
     assert screen.getvalue().count("\n") == 2
     assert screen.getvalue().endswith("export alice: 20/20 (100%) in 0 s\x1b[K\n")
+
+
+def test_every_option_and_argument_says_what_it_is_for() -> None:
+    """``hindsight CMD --help`` explains every option and argument: a bare ``-k K`` or ``--yes`` teaches nothing."""
+    import argparse
+
+    from langchain_hindsight.cli.main import _parser
+
+    parser = _parser(["reembed"])
+    (sub,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    missing = [
+        f"{name} {action.option_strings[0] if action.option_strings else action.dest}"
+        for name, command in sub.choices.items()
+        for action in command._actions
+        if not isinstance(action, argparse._HelpAction) and not action.help
+    ]
+    assert missing == []
+    assert all(command.description for command in sub.choices.values())
+
+
+@pytest.mark.parametrize("make", ["missing", "directory"])
+def test_a_config_or_token_file_that_cannot_be_read_is_one_plain_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], make: str
+) -> None:
+    """'--config grants.toml' or '--token-file' naming a missing file or a directory: no '[Errno 2]' in the message."""
+    path = tmp_path / "grants.toml"
+    if make == "directory":
+        path.mkdir()
+    reason = "no such file" if make == "missing" else "is a directory"
+    for argv in (
+        ["stats", "--principal", "analyst", "--config", str(path), "--path", str(tmp_path / "db")],
+        [
+            "mcp",
+            "--transport",
+            "http",
+            "--token-file",
+            str(path),
+            "--principal",
+            "analyst",
+            "--path",
+            str(tmp_path / "db"),
+        ],
+    ):
+        code, _, err = run(capsys, *argv)
+        assert code == EXIT_USAGE, err
+        _one_line_error(err)
+        assert "Errno" not in err
+        assert reason in err.lower()
+        assert not (tmp_path / "db").exists()

@@ -112,3 +112,46 @@ def test_hindsight_demo_command_runs_the_entry_point(monkeypatch: pytest.MonkeyP
     monkeypatch.setattr("hindsight_demo.cli.main", lambda argv: seen.append(list(argv)) or 0)
     assert cli.main(["demo", "--path", "/tmp/x", "--quiet"]) == 0
     assert seen == [["--path", "/tmp/x", "--quiet"]]
+    assert cli.main(["demo", "--locale", "en"]) == 0
+    assert seen[-1] == ["--locale", "en"]
+
+
+def test_hindsight_demo_takes_the_language(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[dict[str, object]] = []
+    monkeypatch.setattr("hindsight_demo.cli.run_demo", lambda **kw: calls.append(kw) or 0)
+    assert demo_main(["--locale", "en", "--quiet"]) == 0
+    assert demo_main([]) == 0
+    assert [c["locale"] for c in calls] == ["en", "zh"]
+
+
+def test_a_shortened_step_line_says_so() -> None:
+    """A tool message cut to fit the screen ends with '…', so the reader knows the sentence goes on."""
+    from hindsight_demo import _describe_steps
+
+    long = "UnicodeDecodeError: 'utf-8' codec can't decode byte 0xc8 in position 0: invalid continuation byte. " * 2
+    (cut, whole) = _describe_steps(
+        [ToolMessage(long, tool_call_id="1", status="error"), ToolMessage("读取成功：6 行", tool_call_id="2")]
+    )
+    assert cut.startswith("tool  ✗ UnicodeDecodeError")
+    assert cut.endswith("…")
+    assert len(cut) <= len("tool  ✗ ") + 110
+    assert whole == "tool  ✓ 读取成功：6 行"
+
+
+def test_demo_help_says_where_it_writes() -> None:
+    from hindsight_demo.cli import build_parser
+
+    text = " ".join(build_parser().format_help().split())
+    assert "hindsight-demo, reused by every run" in text
+    assert "--quiet print nothing" in text
+
+
+def test_the_scripted_policy_reads_the_path_from_the_current_task_in_either_language() -> None:
+    """The lesson in the block names '*.csv' too: the file to read is the one under [当前任务] / [Current task]."""
+    for header, current in (("[相关经验]", "[当前任务]"), ("[Relevant experience]", "[Current task]")):
+        prompt = (
+            f"{header}\n1. With read_csv, encoding='gbk', delimiter=';' works (task: Sum the sales in *.csv).\n\n"
+            f"{current}\nSum the sales in /data/sales_2024_02.csv and say how many rows it has."
+        )
+        (tool_call,) = decide([HumanMessage(prompt)]).tool_calls
+        assert tool_call["args"] == {"path": "/data/sales_2024_02.csv", "encoding": "gbk", "delimiter": ";"}

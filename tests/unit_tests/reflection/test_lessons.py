@@ -297,6 +297,19 @@ def test_a_missing_file_three_times_is_not_unstable() -> None:
     assert Reflector(locale="en").extract(_traj(steps)) == []
 
 
+def test_an_english_lesson_about_a_default_call_reads_as_english() -> None:
+    """A failed call that passed none of the fixed arguments: "the default call fails", one subject, one verb."""
+    steps = [
+        _err({"path": "a.csv"}, "UnicodeDecodeError", "'utf-8' codec can't decode"),
+        _ok({"path": "a.csv", "encoding": "gbk"}),
+    ]
+    (en,) = Reflector(locale="en").extract(_traj(steps, task="Sum the sales in a.csv"))
+    assert en.content.startswith("With read_file, the default call fails (UnicodeDecodeError: ")
+    assert "encoding='gbk' works" in en.content
+    (zh,) = Reflector().extract(_traj(steps))
+    assert zh.content.startswith("使用read_file时，默认参数会失败")
+
+
 @pytest.mark.parametrize(
     ("etype", "msg"),
     [

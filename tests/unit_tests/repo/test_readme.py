@@ -206,6 +206,17 @@ def test_no_section_citations(page: Path) -> None:
     assert not re.search(r"\bseed\b|§", text)
 
 
+@pytest.mark.parametrize("notebook", sorted((ROOT / "notebooks").glob("*.ipynb")), ids=lambda p: p.name)
+def test_no_section_citations_in_notebooks(notebook: Path) -> None:
+    """The notebooks' prose states the rule too (their markdown cells; outputs are computed)."""
+    import json
+
+    cells = json.loads(notebook.read_text(encoding="utf-8"))["cells"]
+    prose = "".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
+    assert prose
+    assert not re.search(r"\bseed\b|§", prose)
+
+
 def test_every_docs_page_is_listed_in_the_readme() -> None:
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     missing = [p.name for p in PAGES[1:] if f"(docs/{p.name})" not in readme]

@@ -195,6 +195,19 @@ def test_the_run_page_is_explain_with_the_feedback_and_its_rule(env: Env) -> Non
     assert env.client.get("/runs/no-such-run").status_code == 404
 
 
+def test_a_run_the_user_rejected_reads_as_a_failure_in_the_review(env: Env) -> None:
+    """run-chat ended without an error and the user said "不对，…": the pages and plots say so, not "success"."""
+    runs = env.client.get("/runs?lang=en").text
+    (row,) = [r for r in runs.split("<tr") if 'data-run-id="run-chat"' in r]
+    assert "success (user: failure)" in row
+    memory = env.client.get(f"/memories/{env.ids['weekly']}?lang=zh").text
+    (row,) = [r for r in memory.split("<tr") if 'data-run-id="run-chat"' in r]
+    assert "success（用户：failure）" in row
+    assert "success (user: failure)" in env.client.get("/runs/run-chat?lang=en").text
+    _, _, wins = env.console.timeline("default")
+    assert sum(wins) == 1  # run-ok only
+
+
 def test_the_review_queue_lists_each_kind_of_suspect(env: Env) -> None:
     html = env.client.get("/review").text
     assert f'data-testid="review-never-row" data-memory-id="{env.ids["csv"]}"' in html
@@ -212,7 +225,7 @@ def test_the_plots_are_inline_svg(env: Env) -> None:
         assert f'data-testid="{testid}"' in html
     assert 'data-count="1"' in html  # the 0.2 memory in its bin
     assert 'data-rate="0.00"' in html
-    assert 'data-rate="1.00"' in html
+    assert 'data-rate="0.50"' in html  # the weekly memory: run-ok, and run-chat that the user rejected
 
 
 def test_a_missing_memory_is_a_404_page(env: Env) -> None:
