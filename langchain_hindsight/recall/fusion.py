@@ -237,7 +237,7 @@ def fuse_arrays(
             share = _clamp_array(lex * 1.0)
         else:
             best = float(lex.max(initial=0.0))
-            share = _clamp_array(lex * (1.0 / best if best > 0 else 0.0))
+            share = _clamp_array(lex / best) if best > 0 else np.zeros_like(lex)  # no 1/best: it overflows
         if lexically_blind is not None:
             blind = np.asarray(lexically_blind, dtype=bool)
             if blind.any():

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import doctest
 import math
+import warnings
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -310,3 +311,11 @@ def test_a_memory_rewritten_in_another_script_is_fused_by_its_new_script(bilingu
     relevance, cosine, lexical = weekly()  # now Chinese: judged by its own lexical score
     assert lexical < min(1.0, 2.0 * cosine)
     assert relevance == pytest.approx(0.2 * cosine + 0.8 * lexical)
+
+
+def test_convex_share_of_a_tiny_best_lexical_score_does_not_overflow() -> None:
+    """``convex`` divides by the best lexical score: a subnormal best is still a share in [0, 1], no warning."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        fused = fuse_arrays(["a", "b"], [0.5, 0.5], [5e-324, 0.0], alpha=0.5, method="convex")
+    assert fused.tolist() == [0.75, 0.25]
