@@ -185,5 +185,6 @@ def export(args: argparse.Namespace) -> int:
             count, runs = write(sys.stdout)
         else:
             count, runs = _write_replacing(target, write)
-    print(f"exported {count} memories" + (f" and {runs} journal records" if args.journal else ""), file=sys.stderr)
+    records = f" and {runs} journal record{'' if runs == 1 else 's'}" if args.journal else ""
+    print(f"exported {count} {'memory' if count == 1 else 'memories'}{records}", file=sys.stderr)
     return 0

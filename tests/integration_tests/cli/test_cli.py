@@ -134,7 +134,7 @@ def test_export_with_the_journal_round_trips_the_runs(
     dump = tmp_path / "backup.jsonl"
     code, _, err = run(capsys, "export", "--path", str(populated), "--all", "--journal", "-o", str(dump))
     assert code == EXIT_OK, err
-    assert "and 1 journal records" in err
+    assert err.strip().splitlines()[-1] == "exported 5 memories and 1 journal record"
     assert sum('"run": {' in line for line in dump.read_text(encoding="utf-8").splitlines()) == 1
     copy = tmp_path / "restored"
     code, out, err = run(capsys, "import", str(dump), "--path", str(copy))
@@ -203,6 +203,16 @@ def test_runs_and_explain_show_the_users_verdict(populated: Path, capsys: pytest
     assert "user: failure" in row
     code, out, _ = run(capsys, "explain", "run-a", "--path", str(populated))
     assert out.splitlines()[0].startswith("run run-a [default] success (user: failure), started ")
+
+
+def test_export_counts_in_words(make_store: Callable[..., MemoryStore], capsys: pytest.CaptureFixture[str]) -> None:
+    store = make_store("one")
+    store.add(MemoryUnit(task_type="data_cleaning", content="读取ERP导出的CSV时指定encoding='gbk'。"))
+    path = store.persist_directory
+    store.close()
+    code, _, err = run(capsys, "export", "--path", str(path), "--journal")
+    assert code == EXIT_OK, err
+    assert err.strip().splitlines()[-1] == "exported 1 memory and 0 journal records"
 
 
 def test_export_to_a_bad_path_is_one_usage_line(populated: Path, capsys: pytest.CaptureFixture[str]) -> None:
