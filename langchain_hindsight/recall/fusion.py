@@ -158,11 +158,11 @@ def fuse(
         return {i: lexical.get(i, 0.0) / best if best > 0 else 0.0 for i in ids}
     if method in ("convex_idf", "convex"):
         blind = frozenset(lexically_blind)
-        scale = 1.0 if method == "convex_idf" else (1.0 / best if best > 0 else 0.0)
         out: dict[str, float] = {}
         for i in ids:
             cosine = _clamp(dense.get(i, 0.0))
-            share = _clamp(lexical.get(i, 0.0) * scale)
+            raw = lexical.get(i, 0.0)
+            share = _clamp(raw) if method == "convex_idf" else (_clamp(raw / best) if best > 0 else 0.0)
             if i in blind:
                 share = max(share, _clamp(blind_gain * cosine))
             out[i] = _clamp(alpha * cosine + (1.0 - alpha) * share)
