@@ -60,8 +60,8 @@ from starlette.requests import HTTPConnection
 from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from langchain_hindsight._checks import is_int, refuse_unknown_keywords
-from langchain_hindsight.errors import ConfigurationError, HindsightError
+from langchain_hindsight._checks import check_options, is_int, refuse_unknown_keywords
+from langchain_hindsight.errors import ConfigurationError, HindsightError, UnknownOptionError
 from langchain_hindsight.prompts import Locale
 from langchain_hindsight.recall.injection import format_experiences
 from langchain_hindsight.session.loop import HindsightSession
@@ -203,6 +203,21 @@ class HindsightMCP(FastMCP):
         super().__init__(*args, transport_security=security, **kwargs)
         self.token = _check_token(token)
         self._security = security
+
+    async def call_tool(self, name: str, arguments: dict[str, Any]) -> Any:
+        """Call a tool, refusing an argument it does not take (the tool's argument model would drop it).
+
+        A misspelt or unsupported argument must not be ignored: ``recall(task=…, namespace="other")``
+        would otherwise answer from the principal's own namespace as if it had been asked to.
+        """
+        tool = next((t for t in await self.list_tools() if t.name == name), None)
+        if tool is not None:
+            try:
+                check_options(f"{name} tool", arguments, tool.inputSchema.get("properties", {}))
+            except UnknownOptionError as e:
+                logger.info("mcp: refused %s call: %s", name, e)
+                raise ToolError(f"{type(e).__name__}: {e}") from e
+        return await super().call_tool(name, arguments)
 
     def streamable_http_app(self) -> Starlette:
         """The streamable HTTP app behind the Host/Origin checks and the bearer token."""

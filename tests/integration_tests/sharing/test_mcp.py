@@ -89,6 +89,13 @@ async def test_stdio_round_trip(tmp_path: Path, config: Path) -> None:
         why = data(await session.call_tool("explain", {"run_id": recalled["run_id"]}))
         assert why["memories"][0]["memory_id"] == unit["memory_id"]
 
+        misspelt = await session.call_tool("recall", {"task": "读取ERP导出的CSV", "kk": 3})
+        assert misspelt.isError
+        assert "UnknownOptionError: unknown recall tool option 'kk' (did you mean 'k'?)" in misspelt.content[0].text
+        unsupported = await session.call_tool("recall", {"task": "读取ERP导出的CSV", "namespace": "analyst"})
+        assert unsupported.isError  # not silently answered from the principal's own namespace
+        assert "'namespace'" in unsupported.content[0].text
+
         denied = await session.call_tool("remember", {"content": "x", "namespace": "analyst"})
         assert denied.isError
         assert "AccessDeniedError" in denied.content[0].text
