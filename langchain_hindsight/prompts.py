@@ -17,6 +17,8 @@ __all__ = [
     "EN",
     "EXTRACTION_PROMPT_EN",
     "EXTRACTION_PROMPT_ZH",
+    "RELEVANCE_CHECK_PROMPT_EN",
+    "RELEVANCE_CHECK_PROMPT_ZH",
     "REFLECTION_EN",
     "REFLECTION_ZH",
     "REVIEW_EN",
@@ -237,6 +239,28 @@ TASK_TYPE_PROMPT_EN = """Which task type is the task below? Choose exactly one l
 Task:
 {task}"""
 """English serve-time task-type classification prompt. Placeholders: ``{task_types}``, ``{task}``."""
+
+RELEVANCE_CHECK_PROMPT_ZH = """下面是一个任务和几条过去的经验。请判断哪些经验可能对这个任务有用（只要可能相关就算有用）。
+只回答有用经验的编号，用逗号分隔，例如“1,3”；如果都没有用，只回答“无”。不要解释。
+
+任务：
+{task}
+
+经验：
+{memories}"""
+"""Serve-time relevance check (the optional ``relevance_check`` of recall). Placeholders: ``{task}``,
+``{memories}`` (numbered lines, ``1. …``)."""
+
+RELEVANCE_CHECK_PROMPT_EN = """Below are a task and a few past experiences. Which experiences might help with this task (count
+an experience as helpful whenever it may be relevant)? Answer with their numbers only, comma-separated, e.g. "1,3";
+if none can help, answer "none". No explanation.
+
+Task:
+{task}
+
+Experiences:
+{memories}"""
+"""English serve-time relevance check prompt. Placeholders: ``{task}``, ``{memories}``."""
 
 
 @refuse_unknown_keywords

@@ -62,6 +62,7 @@ from langgraph.store.base.embed import get_text_at_path, tokenize_path
 from langchain_hindsight._checks import refuse_unknown_keywords
 from langchain_hindsight._text import informative
 from langchain_hindsight._trust import MemorySource, trust_rank
+from langchain_hindsight._unset import UNSET, Unset
 from langchain_hindsight.errors import ConfigurationError, UninformativeMemoryError
 from langchain_hindsight.lifecycle import KEPT_APART_TAG
 from langchain_hindsight.recall.engine import RecallSettings, recall
@@ -323,10 +324,12 @@ class HindsightStore(BaseStore):
             ``"kind"`` (one of ours) wins.
         task_type: The task type of a unit a put creates (default ``"general"``); a
             value's own string ``"task_type"`` wins (normalised with the store's vocabulary).
-        min_relevance: The relevance floor of ``search(query=...)``. Default ``None``: a
-            search is asked for and returns the best ``limit`` items with their scores, as
-            LangGraph's stores do; the floor is for memories nobody asked for (the block).
-            ``"auto"`` or a number applies our floor.
+        min_relevance: The relevance floor of ``search(query=...)``. Default: the one default of
+            every door, :class:`~langchain_hindsight.recall.engine.RecallSettings`'s (``"auto"``:
+            a query that some item has evidence for gets the best ``limit`` items with their
+            scores, in order, as LangGraph's stores return them; one that nothing has evidence
+            for gets none). ``None`` always returns the best ``limit``; a number applies an
+            absolute floor.
         weights: The scoring weights of a query search (default :class:`ScoringWeights`).
         scrub: Passed to :meth:`MemoryStore.forget` on delete (``None``: erase the bytes
             when the backend can).
@@ -341,7 +344,7 @@ class HindsightStore(BaseStore):
         source: MemorySource = "agent_inference",
         kind: MemoryKind = "fact",
         task_type: str = "general",
-        min_relevance: MinRelevance | FloorRule = None,
+        min_relevance: MinRelevance | FloorRule | Unset = UNSET,
         weights: ScoringWeights | None = None,
         scrub: bool | None = None,
     ) -> None:
@@ -360,7 +363,8 @@ class HindsightStore(BaseStore):
         self.kind: MemoryKind = kind
         self.task_type = task_type
         self.scrub = scrub
-        self.settings = RecallSettings(min_relevance=min_relevance, weights=weights or ScoringWeights())  # checks both
+        floor = {} if isinstance(min_relevance, Unset) else {"min_relevance": min_relevance}
+        self.settings = RecallSettings(weights=weights or ScoringWeights(), **floor)  # checks both
 
     # ------------------------------------------------------------------ BaseStore
     def batch(self, ops: Iterable[Op]) -> list[Result]:

@@ -26,6 +26,7 @@ from langchain_hindsight._text import clean_text
 from langchain_hindsight.cli._output import clip, emit_json, table
 from langchain_hindsight.embeddings.models import QueryEmbedder
 from langchain_hindsight.recall.engine import RecallSettings, RecallSource, recall
+from langchain_hindsight.recall.ranking import served_mask
 from langchain_hindsight.store import holds_store
 from langchain_hindsight.store.replica.files import DerivedFiles
 from langchain_hindsight.store.replica.snapshot import SnapshotFiles
@@ -49,11 +50,17 @@ def quick(args: argparse.Namespace) -> int | None:
 def print_results(scored: list[ScoredMemory], args: argparse.Namespace, *, shared: bool) -> int:
     """Print a search's results as ``hindsight search`` does (``shared``: a namespace column); returns 0.
 
-    By default only the results the default floor (``min_relevance="auto"``) would serve are
-    listed — a ``floor_margin`` (in the breakdown) of at least 0, the same test the retriever
-    applies — and stderr says how many more were found below it; ``--all`` lists those too,
-    each marked ``served: no``.
+    By default only the results the default floor (``RecallSettings().min_relevance``, the one
+    place the default lives) would serve are listed (:func:`~langchain_hindsight.recall.ranking.served_mask`,
+    the engine's own test) and stderr says how many more were found below it; ``--all`` lists
+    those too, each marked ``served: no``.
     """
+    mask = served_mask(scored, RecallSettings().min_relevance)
+    served = {id(m) for m, ok in zip(scored, mask, strict=True) if ok}
+
+    def _served(m: ScoredMemory) -> bool:
+        return id(m) in served
+
     below = sum(not _served(m) for m in scored)
     if below and not getattr(args, "all", False):
         scored = [m for m in scored if _served(m)]
@@ -93,11 +100,6 @@ def print_results(scored: list[ScoredMemory], args: argparse.Namespace, *, share
     ]
     print(table(headers, rows) if rows else "no match")
     return 0
-
-
-def _served(scored: ScoredMemory) -> bool:
-    """Whether the retriever's default floor would serve this result (the engine's ``floor_margin``)."""
-    return scored.breakdown.get("floor_margin", 0.0) >= 0.0
 
 
 def _from_snapshot(args: argparse.Namespace) -> list[ScoredMemory] | None:

@@ -38,6 +38,7 @@ from langchain_hindsight._text import clean_text, informative
 from langchain_hindsight.errors import ConfigurationError
 from langchain_hindsight.recall.fusion import Fusion, fusion_weights_for
 from langchain_hindsight.recall.ranking import AUTO_FLOOR, FloorRule, MinRelevance, ScriptCache, rank_candidates
+from langchain_hindsight.recall.relevance import RelevanceCheck, apply_relevance_check, as_relevance_check
 from langchain_hindsight.recall.scoring import ScoringWeights
 from langchain_hindsight.recall.task_type import (
     CLASSIFY_MAX_CHARS,
@@ -116,11 +117,16 @@ class RecallSettings:
         extra_namespaces: Namespaces recalled with it in the same call, in order.
         weights: The scoring weights.
         min_score: Drop memories whose weighted score is below this.
-        min_relevance: The relevance floor (:data:`~langchain_hindsight.recall.ranking.MinRelevance`):
-            ``"auto"`` (default) applies :data:`~langchain_hindsight.recall.ranking.AUTO_FLOOR`, a
-            number is an absolute floor on the fused relevance, a
-            :class:`~langchain_hindsight.recall.ranking.FloorRule` is applied as given, ``None``
-            disables it.
+        min_relevance: The relevance floor (:data:`~langchain_hindsight.recall.ranking.MinRelevance`).
+            **This is the one place its default lives**: ``Hindsight``, ``HindsightRetriever``,
+            ``HindsightStore``, ``hindsight search`` and the console all take it from here.
+            ``"auto"`` (default) applies :data:`~langchain_hindsight.recall.ranking.AUTO_FLOOR`:
+            the best ``k`` are served when at least one of them has evidence (its cosine and
+            lexical share against a threshold for the query's script), nothing when none has —
+            when unsure, serve; the agent's model sets aside what does not apply. A number is an
+            absolute floor on the fused relevance of each memory, a
+            :class:`~langchain_hindsight.recall.ranking.FloorRule` is applied as given (its
+            ``scope="candidate"`` judges each memory alone), ``None`` disables it.
         infer_task_type: ``False``: no inference (no task-type bonus unless a task type is given).
         classifier: Asked when the keyword rules recognise nothing (already a callable:
             :func:`~langchain_hindsight.recall.task_type.as_classifier` wraps a chat model).
@@ -129,6 +135,11 @@ class RecallSettings:
         explicit_fusion: Which of them the caller set (``fusion_alpha``, ``fusion_alpha_cjk``,
             ``fusion_cross_script``); the embedder's declared weights fill in the others.
         candidate_multiplier: Each arm fetches ``candidate_multiplier × k``.
+        relevance_check: Off (``None``) by default. A chat model (asked once per recall with
+            ``RELEVANCE_CHECK_PROMPT_*``, bounded, validated and cached) or a callable
+            ``(task, memory texts) -> list[bool] | None`` (:mod:`~langchain_hindsight.recall.relevance`):
+            after the floor, the memories it says cannot apply are not served; when it fails or
+            gives no valid verdict everything the floor served is served.
     """
 
     k: int = DEFAULT_K
@@ -144,6 +155,7 @@ class RecallSettings:
     fusion_weights: FusionWeights = field(default_factory=FusionWeights)
     explicit_fusion: frozenset[str] = frozenset()
     candidate_multiplier: int = 3
+    relevance_check: RelevanceCheck | None = None
 
     def __post_init__(self) -> None:
         check_int("k", self.k)
@@ -164,6 +176,10 @@ class RecallSettings:
             check_number("min_relevance", floor, 0.0, 1.0)
         if not isinstance(self.infer_task_type, bool):
             raise ConfigurationError(f"infer_task_type must be a bool, got {self.infer_task_type!r}")
+        if self.relevance_check is not None and not callable(self.relevance_check):
+            raise ConfigurationError(
+                f"relevance_check must be a chat model, a callable or None, got {type(self.relevance_check).__name__}"
+            )
         if self.classifier is not None and not callable(self.classifier):
             raise ConfigurationError(f"classifier must be callable or None, got {type(self.classifier).__name__}")
         if self.fusion not in get_args(Fusion):
@@ -182,8 +198,9 @@ class RecallSettings:
         ``fusion_alpha``, ``fusion_alpha_cjk`` and ``fusion_cross_script`` (the fields of
         :attr:`fusion_weights`; each one given is also recorded in :attr:`explicit_fusion`, so it
         wins over the embedder's declared weights), ``task_classifier`` (a chat model or a callable,
-        wrapped into :attr:`classifier`) and ``locale`` (the language a chat-model classifier is
-        asked in; only read together with ``task_classifier``).
+        wrapped into :attr:`classifier`), ``relevance_check`` (a chat model is wrapped into a
+        check) and ``locale`` (the language a chat-model classifier or check is asked in; only
+        read together with ``task_classifier`` or ``relevance_check``).
 
         Example:
             >>> s = RecallSettings.from_options(k=3, min_relevance=0.2, fusion_alpha=0.6)
@@ -198,6 +215,8 @@ class RecallSettings:
         locale = options.pop("locale", "zh")
         if "task_classifier" in options:
             options["classifier"] = as_classifier(options.pop("task_classifier"), locale)
+        if options.get("relevance_check") is not None:
+            options["relevance_check"] = as_relevance_check(options["relevance_check"], locale)
         if "extra_namespaces" in options and isinstance(options["extra_namespaces"], list):
             options["extra_namespaces"] = tuple(options["extra_namespaces"])
         if fusion:
@@ -325,6 +344,8 @@ def recall(
         now=when,
         scripts={} if scripts is None else scripts,
     )
+    if settings.relevance_check is not None:
+        memories = apply_relevance_check(settings.relevance_check, query, memories)
     return Recalled(RecallResult(memories, chosen, origin), query, ns, when, searched=True)
 
 

@@ -181,15 +181,18 @@ class HindsightRetriever(BaseRetriever):
         weights: The scoring weights (default: :class:`ScoringWeights`).
         min_score: Drop memories whose weighted score is below this.
         min_relevance: The relevance floor, so a task unrelated to everything stored gets
-            no memories and no block. ``"auto"`` (default): the calibrated rule
-            :data:`AUTO_FLOOR` (:class:`FloorRule`: each candidate's cosine plus a weighted
-            lexical share against a threshold for the query's script; the cosine alone for a
-            memory in the other script), which holds for short tasks, long multi-clause tasks
-            and chat transcripts in Chinese and English (``benchmarks/floor_calibration.py``).
-            A number is an absolute floor on the fused relevance (the similarity before
-            confidence, task type, access, source and recency are added;
-            :data:`DEFAULT_MIN_RELEVANCE`, 0.18, was the old default); a :class:`FloorRule`
-            applies your own thresholds; ``None`` disables the floor.
+            no memories and no block. Default: :class:`~langchain_hindsight.recall.engine.RecallSettings`'s,
+            the one place it lives (``"auto"``: :data:`AUTO_FLOOR`, which serves the best ``k`` when
+            any of them has evidence of any kind — a weighted word in common or a cosine above a
+            small threshold; the cosine for a memory in the other script — and nothing when none
+            has: when unsure, serve, ``benchmarks/floor_recall.py``). A number is an absolute floor
+            on the fused relevance of each memory (the similarity before confidence, task type,
+            access, source and recency are added; :data:`DEFAULT_MIN_RELEVANCE`, 0.18, was an old
+            default); a :class:`FloorRule` applies your own thresholds (``scope="candidate"``
+            judges each memory alone); ``None`` disables the floor.
+        relevance_check: Off by default. A chat model (or a callable) asked once per recall
+            which of the served memories may apply; the others are not served, and on any failure
+            everything is (:mod:`~langchain_hindsight.recall.relevance`).
         locale: Locale of the ``[相关经验]`` block the adapters render.
         fusion: How the dense and lexical arms combine (:data:`Fusion`).
         fusion_alpha: Weight of the dense arm in the convex fusions for a Latin-script query
@@ -251,7 +254,7 @@ class HindsightRetriever(BaseRetriever):
         base = data.get("settings")
         if base is not None and not isinstance(base, RecallSettings):
             raise ConfigurationError(f"settings must be RecallSettings, got {type(base).__name__}")
-        if "task_classifier" in given:
+        if "task_classifier" in given or "relevance_check" in given:
             given["locale"] = data.get("locale", "zh")
         rest = {name: value for name, value in data.items() if name not in given}
         return {**rest, "settings": RecallSettings.from_options(base, **given)}
@@ -284,7 +287,7 @@ class HindsightRetriever(BaseRetriever):
         Raises:
             ConfigurationError: an unknown option or an invalid value (nothing changes).
         """
-        if "task_classifier" in options:
+        if "task_classifier" in options or "relevance_check" in options:
             options.setdefault("locale", self.locale)
         self.settings = RecallSettings.from_options(self.settings, **options)
 

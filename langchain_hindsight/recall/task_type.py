@@ -29,6 +29,7 @@ __all__ = [
     "CLASSIFY_MAX_ANSWER",
     "CLASSIFY_MAX_CHARS",
     "TaskClassifier",
+    "answer_text",
     "as_classifier",
     "model_classifier",
     "pick_label",
@@ -44,7 +45,8 @@ CLASSIFY_MAX_ANSWER = 200
 """Only this much of the model's answer is read."""
 
 
-def _answer_text(content: object) -> str:
+def answer_text(content: object) -> str:
+    """A chat model's message content as plain text (a list of content parts joined by spaces)."""
     if isinstance(content, str):
         return content
     if isinstance(content, list):
@@ -80,7 +82,7 @@ def model_classifier(model: BaseChatModel, locale: Locale) -> TaskClassifier:
 
     def classify(text: str, labels: Sequence[str]) -> str | None:
         message = HumanMessage(content=prompt.format(task_types=", ".join(labels), task=text[:CLASSIFY_MAX_CHARS]))
-        return _answer_text(model.invoke([message]).content)[:CLASSIFY_MAX_ANSWER]
+        return answer_text(model.invoke([message]).content)[:CLASSIFY_MAX_ANSWER]
 
     return classify
 

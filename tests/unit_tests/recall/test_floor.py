@@ -21,7 +21,13 @@ from langchain_hindsight import HindsightRetriever, MemoryStore, MemoryUnit
 from langchain_hindsight.cli import search as search_command
 from langchain_hindsight.errors import ConfigurationError
 from langchain_hindsight.recall import FusionWeights
-from langchain_hindsight.recall.ranking import AUTO_FLOOR, DEFAULT_MIN_RELEVANCE, FloorRule, rank_candidates
+from langchain_hindsight.recall.ranking import (
+    AUTO_FLOOR,
+    DEFAULT_MIN_RELEVANCE,
+    FloorRule,
+    rank_candidates,
+    served_mask,
+)
 from langchain_hindsight.recall.scoring import ScoringWeights
 from langchain_hindsight.session.config import SessionConfig
 
@@ -30,8 +36,24 @@ WEEKLY = "用户纠正（任务：生成本周的销售周报）：周报只统�
 
 
 # ------------------------------------------------------------------ the rule (pure)
-def test_the_rule_weighs_cosine_and_lexical_share_per_query_script() -> None:
-    rule = FloorRule(lexical_weight_cjk=1.0, threshold_cjk=0.4, lexical_weight_latin=0.5, threshold_latin=0.3)
+def test_the_default_rule_asks_for_evidence_of_any_kind() -> None:
+    """Ranking scope (the default): a word in common or a cosine is evidence; the margin is the larger one."""
+    rule = FloorRule(any_share=0.05, any_cosine=0.2, any_cross=0.1)
+    cosine, share, blind = [0.3, 0.1, 0.1, 0.15], [0.0, 0.08, 0.0, 0.9], [False, False, False, True]
+    assert rule.margins(cosine, share, blind, "cjk") == pytest.approx([0.1, 0.03, -0.05, 0.05])
+    assert rule.margins(cosine, share, blind, "latin") == pytest.approx([0.1, 0.03, -0.05, 0.05])
+    assert rule.passes(cosine, share, blind, "cjk").tolist() == [True, True, False, True]
+    assert AUTO_FLOOR.scope == "ranking"
+    with pytest.raises(ConfigurationError, match="scope"):
+        FloorRule(scope="each")  # type: ignore[arg-type]
+    with pytest.raises(ConfigurationError, match="any_cross"):
+        FloorRule(any_cross=-0.1)
+
+
+def test_the_candidate_rule_weighs_cosine_and_lexical_share_per_query_script() -> None:
+    rule = FloorRule(
+        lexical_weight_cjk=1.0, threshold_cjk=0.4, lexical_weight_latin=0.5, threshold_latin=0.3, scope="candidate"
+    )
     cosine, share, blind = [0.3, 0.3, 0.2], [0.1, 0.0, 0.4], [False, False, False]
     assert rule.margins(cosine, share, blind, "cjk") == pytest.approx([0.0, -0.1, 0.2])
     assert rule.margins(cosine, share, blind, "latin") == pytest.approx([0.05, 0.0, 0.1])
@@ -39,7 +61,7 @@ def test_the_rule_weighs_cosine_and_lexical_share_per_query_script() -> None:
     # threshold of the query's script (cross_script_cjk for a Chinese query, cross_script otherwise)
     assert rule.passes([0.12, 0.10], [0.9, 0.9], [True, True], "latin").tolist() == [True, False]
     assert rule.margins([0.12, 0.07], [0.9, 0.9], [True, True], "cjk") == pytest.approx([0.01, -0.04])
-    own = FloorRule(cross_script=0.2, cross_script_cjk=0.05)
+    own = FloorRule(cross_script=0.2, cross_script_cjk=0.05, scope="candidate")
     assert own.passes([0.1, 0.1], [0.0, 0.0], [True, True], "cjk").tolist() == [True, True]
     assert own.passes([0.1], [0.0], [True], "latin").tolist() == [False]
     with pytest.raises(ConfigurationError, match="cross_script_cjk"):
@@ -74,22 +96,37 @@ def _rank(min_relevance: float | FloorRule | None, lexical: dict[str, float], fu
     return [m.memory.memory_id for m in ranked]
 
 
-def test_a_long_chinese_task_passes_the_rule_where_the_old_absolute_floor_dropped_it() -> None:
+def test_a_long_chinese_task_is_served_its_whole_ranking() -> None:
+    """One memory with evidence opens the ranking: the coffee memory is served too, the agent sets it aside.
+
+    (The previous default judged each candidate alone and served the weekly lesson only; with a long
+    or dialogue query that cut relevant memories: ``benchmarks/results/floor_recall.md``.)
+    """
     lexical = {"a": 0.06}  # a long task matches a small share of its own idf mass
     fused = 0.2 * 0.36 + 0.8 * 0.06
     assert fused < DEFAULT_MIN_RELEVANCE
     assert _rank(DEFAULT_MIN_RELEVANCE, lexical) == []
-    assert _rank(AUTO_FLOOR, lexical) == ["a"]  # 0.36 + 0.06 >= 0.39; the coffee memory (0.20) fails
+    assert _rank(AUTO_FLOOR, lexical) == ["a", "b"]  # the weekly lesson has evidence (0.36 >= 0.20)
+    assert _rank(FloorRule(scope="candidate"), lexical) == ["a"]  # 0.36 + 0.06 >= 0.39; the coffee (0.20) fails
     assert _rank(None, lexical) == ["a", "b"]
 
 
-def test_every_result_carries_its_margin_to_the_calibrated_floor() -> None:
-    units = {"a": MemoryUnit(memory_id="a", task_type="general", content="周报只统计本周一到周日的数据")}
-    [only] = rank_candidates(
+def test_a_ranking_without_any_evidence_is_not_served() -> None:
+    strict = FloorRule(any_cosine=0.5, any_share=0.5)  # neither 0.36 nor 0.20, nor the share 0.06, reaches it
+    assert _rank(strict, {"a": 0.06}) == []
+    assert _rank(strict, {"a": 0.6}) == ["a", "b"]
+
+
+def test_every_result_carries_its_evidence_and_the_rankings_verdict() -> None:
+    units = {
+        "a": MemoryUnit(memory_id="a", task_type="general", content="周报只统计本周一到周日的数据"),
+        "b": MemoryUnit(memory_id="b", task_type="general", content="用户喜欢喝美式咖啡"),
+    }
+    ranked = rank_candidates(
         "生成本周的销售周报",
-        {"a": (units["a"], 0.30)},
+        {"a": (units["a"], 0.30), "b": (units["b"], 0.05)},
         {"a": 0.05},
-        limit=1,
+        limit=2,
         task=(None, None),
         fallback_task_type="general",
         fusion="convex_idf",
@@ -100,13 +137,22 @@ def test_every_result_carries_its_margin_to_the_calibrated_floor() -> None:
         now=NOW,
         scripts={},
     )
-    expected = 0.30 + AUTO_FLOOR.lexical_weight_cjk * 0.05 - AUTO_FLOOR.threshold_cjk
-    assert only.breakdown["floor_margin"] == pytest.approx(expected)
+    by_id = {m.memory.memory_id: m.breakdown for m in ranked}
+    expected_a = max(0.05 - AUTO_FLOOR.any_share, 0.30 - AUTO_FLOOR.any_cosine)
+    assert by_id["a"]["evidence_margin"] == pytest.approx(expected_a)
+    assert by_id["b"]["evidence_margin"] == pytest.approx(max(-AUTO_FLOOR.any_share, 0.05 - AUTO_FLOOR.any_cosine))
+    assert by_id["a"]["floor_margin"] == by_id["b"]["floor_margin"] == pytest.approx(expected_a)  # both served
+    assert served_mask(ranked, "auto") == [True, True]
+    assert served_mask(ranked, FloorRule(scope="candidate", threshold_cjk=0.3)) == [
+        m.breakdown["evidence_margin"] >= 0 for m in ranked
+    ]
+    assert served_mask(ranked, None) == [True, True]
 
 
 def test_with_another_fusion_the_rule_falls_back_to_the_absolute_floor() -> None:
-    # raw BM25 scores are no lexical share: the rule does not apply, DEFAULT_MIN_RELEVANCE on the fused relevance does
-    assert _rank(AUTO_FLOOR, {"a": 3.0}, fusion="convex") == ["a"]
+    # raw BM25 scores are no lexical share: the rule does not apply, DEFAULT_MIN_RELEVANCE on the fused relevance
+    # does (as the ranking's verdict: one memory above it opens the ranking)
+    assert _rank(AUTO_FLOOR, {"a": 3.0}, fusion="convex") == ["a", "b"]
     assert _rank(AUTO_FLOOR, {}, fusion="convex") == []
 
 
@@ -180,12 +226,11 @@ def test_search_marks_what_the_retriever_would_serve(
     )
     assert search_command.search(args) == 0
     shown = json.loads(capsys.readouterr().out)
-    assert len(shown) == 2  # with --all the search shows weak matches too…
-    assert len(served) == 1  # (the weekly lesson passes the floor, the flight preference does not)
+    assert len(shown) == 2  # with --all the search shows every match…
     assert {r["memory"]["memory_id"] for r in shown if r["served"]} == served  # …and marks what the floor serves
     assert all(r["served"] == (r["breakdown"]["floor_margin"] >= 0) for r in shown)
     args.all = False  # by default: what recall would serve, and how many more lie below the floor
     assert search_command.search(args) == 0
     out, err = capsys.readouterr()
     assert {r["memory"]["memory_id"] for r in json.loads(out)} == served
-    assert "1 more below the relevance floor" in err
+    assert ("below the relevance floor" in err) == (len(served) < 2)
