@@ -1,5 +1,8 @@
 """The relevance floor per slice: old absolute default vs the calibrated rule, on a tuning and a held-out split.
 
+Since issue 33 the shipped default is the ranking-scope rule (``benchmarks/floor_recall.py``); this script
+measures the previous default, the candidate-scope rule ``FloorRule(scope="candidate")`` (``PREVIOUS_FLOOR``).
+
 Data (benchmarks/data/README.md says how it was written): ``floor_tuning_*.jsonl``
 (80 memories, 199 queries; :data:`~langchain_hindsight.recall.ranking.AUTO_FLOOR` was
 chosen on it), ``floor_heldout_*.jsonl`` (80 memories, 223 queries; never used to
@@ -43,8 +46,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT.parent))
 
+from langchain_hindsight._script import query_script  # noqa: E402
 from langchain_hindsight.embeddings.multilingual import default_embeddings  # noqa: E402
-from langchain_hindsight.recall.ranking import AUTO_FLOOR, DEFAULT_MIN_RELEVANCE  # noqa: E402
+from langchain_hindsight.recall.ranking import DEFAULT_MIN_RELEVANCE, FloorRule  # noqa: E402
 from langchain_hindsight.recall.retriever import HindsightRetriever  # noqa: E402
 from langchain_hindsight.store.memory_store import MemoryStore  # noqa: E402
 from langchain_hindsight.types import MemoryUnit  # noqa: E402
@@ -53,7 +57,12 @@ SPLITS = (("tuning", "floor_tuning"), ("held-out", "floor_heldout"), ("held-out 
 FORMS = ("short", "long", "dialogue", "last turn", "user turns")
 SPEAKERS = ("用户：", "User:")
 LANGS = ("zh", "en", "cross")
-FLOORS: tuple[tuple[str, float | str], ...] = (("old default 0.18", DEFAULT_MIN_RELEVANCE), ("auto", "auto"))
+PREVIOUS_FLOOR = FloorRule(scope="candidate")
+"""The default of the release before issue 33 (``"auto"`` then): the rule judged per candidate."""
+FLOORS: tuple[tuple[str, float | FloorRule], ...] = (
+    ("old default 0.18", DEFAULT_MIN_RELEVANCE),
+    ("auto", PREVIOUS_FLOOR),
+)
 TARGET = 0.95
 
 
@@ -105,6 +114,13 @@ def with_last_turns(queries: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return queries + derived
 
 
+def previous_margin(query: str, scored: Any) -> float:
+    """The memory's evidence minus the threshold it needs under :data:`PREVIOUS_FLOOR` (``>= 0`` passes)."""
+    b, script = scored.breakdown, query_script(query)
+    blind = query_script(scored.memory.content) != script
+    return float(PREVIOUS_FLOOR.margins([b["dense"]], [b["lexical"]], [blind], script)[0])
+
+
 def median(values: list[float]) -> float | None:
     if not values:
         return None
@@ -135,7 +151,7 @@ def run_split(embeddings: Any, stem: str) -> dict[str, Any]:
                     ok = not served
                 rows[name].setdefault(key, []).append(ok)
         unfloored = HindsightRetriever(store=store, k=5, min_relevance=None, low_similarity_threshold=0.0)
-        served_auto = HindsightRetriever(store=store, k=5, min_relevance="auto", low_similarity_threshold=0.0)
+        served_auto = HindsightRetriever(store=store, k=5, min_relevance=PREVIOUS_FLOOR, low_similarity_threshold=0.0)
         for q in queries:
             best = unfloored.recall(q["query"])
             if q["relevant"]:
@@ -143,7 +159,7 @@ def run_split(embeddings: Any, stem: str) -> dict[str, Any]:
                 key = f"{q['form']}/{q['lang'] if answer == q['lang'] else 'cross'}/related"
                 hit = [m for m in best if m.memory.memory_id in q["relevant"]]
                 if hit:
-                    margins.setdefault(key, []).append(hit[0].breakdown["floor_margin"])
+                    margins.setdefault(key, []).append(previous_margin(q["query"], hit[0]))
                 served = [m.memory.memory_id for m in served_auto.recall(q["query"])]
                 if not any(r in served for r in q["relevant"]):
                     kind = "floor" if hit else "retrieval"
@@ -151,7 +167,7 @@ def run_split(embeddings: Any, stem: str) -> dict[str, Any]:
             else:
                 key = f"{q['form']}/{q['lang']}/unrelated"
                 if best:
-                    margins.setdefault(key, []).append(max(m.breakdown["floor_margin"] for m in best))
+                    margins.setdefault(key, []).append(max(previous_margin(q["query"], m) for m in best))
     return {
         "memories": len(memories),
         "queries": len(queries),
@@ -168,7 +184,7 @@ def cell(slices: dict[str, Any], key: str) -> str:
 
 
 def markdown(result: dict[str, Any]) -> str:
-    rule = AUTO_FLOOR
+    rule = PREVIOUS_FLOOR
     lines = [
         "# Relevance floor per slice (benchmarks/floor_calibration.py)",
         "",
@@ -235,7 +251,7 @@ def markdown(result: dict[str, Any]) -> str:
 def main() -> None:
     start = time.perf_counter()
     embeddings = default_embeddings()
-    result: dict[str, Any] = {"floor": {"auto": AUTO_FLOOR.__repr__(), "old": DEFAULT_MIN_RELEVANCE}, "splits": {}}
+    result: dict[str, Any] = {"floor": {"auto": PREVIOUS_FLOOR.__repr__(), "old": DEFAULT_MIN_RELEVANCE}, "splits": {}}
     for split, stem in SPLITS:
         result["splits"][split] = run_split(embeddings, stem)
     result["seconds"] = round(time.perf_counter() - start, 1)

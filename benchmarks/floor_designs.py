@@ -1,6 +1,9 @@
 """Floor designs compared on the tuning split only: does query length, the query's own score distribution,
 a background set, the best candidate's lead or a deeper fetch beat the shipped rule?
 
+Since issue 33 the shipped default is the ranking-scope rule (``benchmarks/floor_recall.py``); this script
+measures the previous default, the candidate-scope rule ``FloorRule(scope="candidate")`` (``PREVIOUS_FLOOR``).
+
 For every tuning query of ``floor_calibration.py`` (every form, ``last turn`` and ``user turns`` included) the real
 default embedder, ``MemoryStore.hybrid_search`` and ``rank_candidates`` (no floor) give every
 candidate with its cosine, lexical share and script. Each design is a family of floors; its
@@ -47,7 +50,10 @@ from langchain_hindsight.embeddings.multilingual import default_embeddings  # no
 from langchain_hindsight.recall import query_script  # noqa: E402
 from langchain_hindsight.recall.engine import RecallSettings  # noqa: E402
 from langchain_hindsight.recall.fusion import fusion_weights_for  # noqa: E402
-from langchain_hindsight.recall.ranking import AUTO_FLOOR, FloorRule, rank_candidates  # noqa: E402
+from langchain_hindsight.recall.ranking import FloorRule, rank_candidates  # noqa: E402
+
+PREVIOUS_FLOOR = FloorRule(scope="candidate")
+"""The default of the release before issue 33 (per candidate), which this script compares designs against."""
 from langchain_hindsight.recall.task_type import resolve_task_type  # noqa: E402
 from langchain_hindsight.store.memory_store import MemoryStore  # noqa: E402
 
@@ -59,7 +65,7 @@ CUTS = {"cjk": (15, 25, 35), "latin": (8, 12, 20)}
 _CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]")
 _WORD = re.compile(r"[A-Za-z]+")
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
-LOWER_CROSS_ZH = FloorRule(cross_script_cjk=0.08)
+LOWER_CROSS_ZH = FloorRule(cross_script_cjk=0.08, scope="candidate")
 """AUTO_FLOOR with a lower cross-script threshold for Chinese queries (won here, lost on held-out; not shipped)."""
 
 
@@ -198,7 +204,7 @@ def main() -> None:
         for depth in (15, 40):
             tables[depth] = candidates(store, queries, depth, background)
     result: dict[str, Any] = {"designs": {}}
-    fixed = {"auto": AUTO_FLOOR, "lower cross zh": LOWER_CROSS_ZH}
+    fixed = {"auto": PREVIOUS_FLOOR, "lower cross zh": LOWER_CROSS_ZH}
     for design in ("auto", "lower cross zh", "refit", "length", "namespace", "background", "lead", "deeper"):
         result["designs"][design] = {}
         for script in ("cjk", "latin"):

@@ -1,5 +1,8 @@
 """A pair judge for the relevance floor, measured: can a calibrated classifier over the candidate signals meet 95 / 95?
 
+Since issue 33 the shipped default is the ranking-scope rule (``benchmarks/floor_recall.py``); this script
+measures the previous default, the candidate-scope rule ``FloorRule(scope="candidate")`` (``PREVIOUS_FLOOR``).
+
 The floor decides, per candidate, whether a memory is related to the query. Today's rule
 (:class:`~langchain_hindsight.recall.ranking.FloorRule`, ``min_relevance="auto"``) thresholds
 ``cosine + w·lexical share`` per script pair. This benchmark fits the obvious next step, a
@@ -45,7 +48,10 @@ from floor_calibration import FORMS, LANGS, load, memory_units, with_last_turns 
 
 from langchain_hindsight.embeddings.multilingual import default_embeddings  # noqa: E402
 from langchain_hindsight.recall import query_script  # noqa: E402
-from langchain_hindsight.recall.ranking import AUTO_FLOOR  # noqa: E402
+from langchain_hindsight.recall.ranking import FloorRule  # noqa: E402
+
+PREVIOUS_FLOOR = FloorRule(scope="candidate")
+"""The default of the release before issue 33 (per candidate), the baseline this script measured."""
 from langchain_hindsight.store.memory_store import MemoryStore  # noqa: E402
 
 SPLITS = (("tuning", "floor_tuning"), ("held-out (seen)", "floor_heldout"), ("held-out C", "floor_heldoutc"))
@@ -87,7 +93,7 @@ def candidates(store: MemoryStore, embeddings: Any, e5: Any, background: np.ndar
         if "e5bg" in r:
             r["e5bg*blind"], r["e5bg*cjk"] = r["e5bg"] * r["blind"], r["e5bg"] * r["cjk"]
         r["margin"] = float(
-            AUTO_FLOOR.margins([r["cos"]], [r["lex"]], [bool(r["blind"])], "cjk" if r["cjk"] else "latin")[0]
+            PREVIOUS_FLOOR.margins([r["cos"]], [r["lex"]], [bool(r["blind"])], "cjk" if r["cjk"] else "latin")[0]
         )
     return judged
 

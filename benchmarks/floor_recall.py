@@ -36,11 +36,14 @@ sys.path.insert(0, str(ROOT.parent))
 
 from langchain_hindsight.embeddings.multilingual import default_embeddings  # noqa: E402
 from langchain_hindsight.recall.engine import RecallSettings  # noqa: E402
+from langchain_hindsight.recall.ranking import FloorRule  # noqa: E402
 from langchain_hindsight.recall.retriever import HindsightRetriever  # noqa: E402
 from langchain_hindsight.store.memory_store import MemoryStore  # noqa: E402
 from langchain_hindsight.types import MemoryUnit  # noqa: E402
 
 RESULTS = ROOT / "results"
+PREVIOUS_FLOOR = FloorRule(scope="candidate")
+"""The default before issue 33 (each memory judged alone), reported for comparison."""
 MAX_COST = 2.0
 """Points of R@5 / R@10 the default may cost against no floor, per held-out slice."""
 
@@ -108,6 +111,9 @@ def run_split(embeddings: Any, split: str) -> dict[str, Any]:
                     k: HindsightRetriever(store=store, k=k, min_relevance=None, low_similarity_threshold=0.0)
                     for k in (5, 10)
                 }
+                previous = HindsightRetriever(
+                    store=store, k=10, min_relevance=PREVIOUS_FLOOR, low_similarity_threshold=0.0
+                )
                 for q in queries:
                     row = rows[q["slice"]]
                     got = {
@@ -119,6 +125,8 @@ def run_split(embeddings: Any, split: str) -> dict[str, Any]:
                         for (name, k), served in got.items():
                             row[f"r{k}_{name}"].append(recall_at(served, q["relevant"], k))
                         row["cut"].append(float(len(got["default", 10]) < len(got["off", 10])))
+                        before = [m.memory.memory_id for m in previous.recall(q["query"])]
+                        row["r10_previous"].append(recall_at(before, q["relevant"], 10))
                     else:
                         row["silent"].append(float(not got["default", 5]))
     slices = {
@@ -151,7 +159,8 @@ def markdown(result: dict[str, Any]) -> str:
         f"Default embedder (script-routed MiniLM + USE), real `MemoryStore` + `HindsightRetriever`; default floor: "
         f"`min_relevance={floor!r}` (`RecallSettings`). R@k: relevant memories among the served k over "
         f"min(|relevant|, k), in %. `cut`: rankings (of the related queries) the default served shorter than "
-        f"no floor at k=10. `silent`: unrelated queries served nothing (k=5). Acceptance: on every held-out slice "
+        f"no floor at k=10. `silent`: unrelated queries served nothing (k=5). `previous default`: the rule before "
+        f"issue 33, each memory judged alone (`FloorRule(scope='candidate')`). Acceptance: on every held-out slice "
         f"the default costs at most {MAX_COST:g} points of R@5 and R@10.",
         "",
     ]
@@ -164,14 +173,15 @@ def markdown(result: dict[str, Any]) -> str:
             f"{data['memories']} memories, {data['queries']} queries; the default is within {MAX_COST:g} points of "
             f"no floor in {ok} of {len(slices)} slices.",
             "",
-            "| slice | related | R@5 default | R@5 no floor | R@10 default | R@10 no floor | cut | unrelated | silent |",
-            "|---|---|---|---|---|---|---|---|---|",
+            "| slice | related | R@5 default | R@5 no floor | R@10 default | R@10 no floor | cut | unrelated | silent "
+            "| R@10 previous default |",
+            "|---|---|---|---|---|---|---|---|---|---|",
         ]
         for name, s in slices.items():
             lines.append(
                 f"| {name} | {s['related']} | {fmt(s.get('r5_default'))} | {fmt(s.get('r5_off'))} | "
                 f"{fmt(s.get('r10_default'))} | {fmt(s.get('r10_off'))} | {s['cut']} | {s['unrelated'] or '—'} | "
-                f"{fmt(s.get('silent')) if s['unrelated'] else '—'} |"
+                f"{fmt(s.get('silent')) if s['unrelated'] else '—'} | {fmt(s.get('r10_previous'))} |"
             )
         lines.append("")
     return "\n".join(lines)

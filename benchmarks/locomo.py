@@ -7,7 +7,8 @@ this script writes only numbers (``benchmarks/results/locomo.json|md``).
 Each dialogue turn is one memory (``speaker: text``; an image turn adds its caption), one store per
 conversation; each question is a query and its turn-level evidence (``qa[].evidence``, e.g. ``D1:3``)
 the relevant memories. Every question runs through the real ``HindsightRetriever`` four times
-(``k`` 5 and 10; the default floor of ``RecallSettings`` and ``min_relevance=None``). Recall@k: evidence
+(``k`` 5 and 10; the default floor of ``RecallSettings``, ``min_relevance=None`` and, for comparison,
+the previous default ``FloorRule(scope="candidate")``). Recall@k: evidence
 turns among the served ``k`` over ``min(|evidence|, k)``; questions whose evidence names no turn of the
 conversation are skipped (counted). Reported per question category (1 multi-hop, 2 temporal,
 3 open-domain, 4 single-hop, 5 adversarial) and overall; ``silent`` counts questions served nothing.
@@ -32,6 +33,7 @@ sys.path.insert(0, str(ROOT.parent))
 
 from langchain_hindsight.embeddings.multilingual import default_embeddings  # noqa: E402
 from langchain_hindsight.recall.engine import RecallSettings  # noqa: E402
+from langchain_hindsight.recall.ranking import FloorRule  # noqa: E402
 from langchain_hindsight.recall.retriever import HindsightRetriever  # noqa: E402
 from langchain_hindsight.store.memory_store import MemoryStore  # noqa: E402
 from langchain_hindsight.types import MemoryUnit  # noqa: E402
@@ -39,6 +41,8 @@ from langchain_hindsight.types import MemoryUnit  # noqa: E402
 RESULTS = ROOT / "results"
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
 MAX_COST = 2.0
+PREVIOUS_FLOOR = FloorRule(scope="candidate")
+"""The default before issue 33 (each memory judged alone), reported for comparison."""
 
 
 def turns(conversation: dict[str, Any]) -> dict[str, str]:
@@ -87,6 +91,10 @@ def run(data: list[dict[str, Any]], limit: int | None) -> dict[str, Any]:
                 k: HindsightRetriever(store=store, k=k, min_relevance=None, low_similarity_threshold=0.0)
                 for k in (5, 10)
             }
+            previous = {
+                k: HindsightRetriever(store=store, k=k, min_relevance=PREVIOUS_FLOOR, low_similarity_threshold=0.0)
+                for k in (5, 10)
+            }
             for qa in sample["qa"][:limit]:
                 relevant = {ids[e] for e in evidence_ids(qa.get("evidence", [])) if e in ids}
                 question = str(qa.get("question", "")).strip()
@@ -94,7 +102,7 @@ def run(data: list[dict[str, Any]], limit: int | None) -> dict[str, Any]:
                     skipped += 1
                     continue
                 category = CATEGORIES.get(qa.get("category"), str(qa.get("category")))
-                for name, side in (("default", default), ("off", off)):
+                for name, side in (("default", default), ("off", off), ("previous", previous)):
                     for k, retriever in side.items():
                         served = [m.memory.memory_id for m in retriever.recall(question)]
                         for key in (category, "all"):
@@ -117,17 +125,19 @@ def markdown(result: dict[str, Any]) -> str:
         f"memories (one store per conversation), questions as queries, turn-level evidence as the relevant "
         f"memories ({result['skipped_questions']} questions without usable evidence skipped). Default embedder, "
         f"real `HindsightRetriever`; default floor `min_relevance={result['default_floor']!r}`. R@k in %; "
-        f"`silent`: questions served nothing at k=5 with the default (every question here has an answer).",
+        f"`silent`: questions served nothing at k=5 with the default (every question here has an answer). "
+        f"`previous default`: the rule before issue 33, each memory judged alone (`FloorRule(scope='candidate')`).",
         "",
-        "| category | questions | R@5 default | R@5 no floor | R@10 default | R@10 no floor | silent |",
-        "|---|---|---|---|---|---|---|",
+        "| category | questions | R@5 default | R@5 no floor | R@10 default | R@10 no floor | silent | "
+        "R@10 previous default |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     order = [*CATEGORIES.values(), "all"]
     for name in sorted(result["slices"], key=lambda n: order.index(n) if n in order else len(order)):
         s = result["slices"][name]
         lines.append(
             f"| {name} | {s['questions']} | {s['r5_default']:.1f} | {s['r5_off']:.1f} | {s['r10_default']:.1f} | "
-            f"{s['r10_off']:.1f} | {s['silent']:.1f} |"
+            f"{s['r10_off']:.1f} | {s['silent']:.1f} | {s['r10_previous']:.1f} |"
         )
     return "\n".join(lines)
 

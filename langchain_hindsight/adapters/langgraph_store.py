@@ -363,8 +363,10 @@ class HindsightStore(BaseStore):
         self.kind: MemoryKind = kind
         self.task_type = task_type
         self.scrub = scrub
-        floor = {} if isinstance(min_relevance, Unset) else {"min_relevance": min_relevance}
-        self.settings = RecallSettings(weights=weights or ScoringWeights(), **floor)  # checks both
+        settings = RecallSettings(weights=weights or ScoringWeights())  # the floor's one default, checked
+        if not isinstance(min_relevance, Unset):
+            settings = RecallSettings.from_options(settings, min_relevance=min_relevance)
+        self.settings = settings
 
     # ------------------------------------------------------------------ BaseStore
     def batch(self, ops: Iterable[Op]) -> list[Result]:

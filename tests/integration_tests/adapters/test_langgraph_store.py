@@ -37,4 +37,5 @@ def test_search_is_our_recall_in_zh_en_and_across(routed_embeddings: Any) -> Non
         floored = HindsightStore(memory, min_relevance="auto")
         assert floored.search(ns, query="写一首关于秋天的诗") == []  # nothing related: the floor serves nothing
         assert [i.key for i in floored.search(ns, query="读取银行的CSV文件时用什么编码", limit=1)] == ["gbk"]
-        assert len(store.search(ns, query="写一首关于秋天的诗")) == 4  # without the floor: the best `limit`, as asked
+        unfloored = HindsightStore(memory, min_relevance=None)
+        assert len(unfloored.search(ns, query="写一首关于秋天的诗")) == 4  # without a floor: the best `limit`

@@ -31,6 +31,7 @@ from langchain_hindsight import (
     MemoryUnit,
 )
 from langchain_hindsight.errors import UninformativeMemoryError
+from langchain_hindsight.recall.engine import RecallSettings
 from langchain_hindsight.store.backend import InMemoryBackend
 from tests.fakes import NgramEmbeddings, Prompts, call, scripted_model
 from tests.unit_tests.adapters.basestore_conformance import SCENARIOS, run_scenario
@@ -125,7 +126,8 @@ def test_put_on_a_key_supersedes_and_keeps_history(make_memory: Callable[..., Me
     chain = memory.history(active.memory_id, namespace="memories.alice")
     assert [u.content for u in chain] == ["Alice switched to black coffee in the mornings", TEA["content"]]
     assert chain[1].score_confidence < chain[0].score_confidence  # the old version is demoted, never served
-    assert [i.key for i in store.search(NS, query="green tea")] == ["drink"]  # one item, the new version
+    unfloored = HindsightStore(memory, min_relevance=None)  # (the new text shares no evidence with "green tea")
+    assert [i.key for i in unfloored.search(NS, query="green tea")] == ["drink"]  # one item, the new version
 
 
 def test_the_same_value_again_writes_nothing(make_memory: Callable[..., MemoryStore]) -> None:
@@ -289,9 +291,13 @@ def test_an_instruction_put_by_an_agent_is_doubted_like_any_untrusted_write(
 
 
 def test_search_floor_is_an_option(make_memory: Callable[..., MemoryStore]) -> None:
+    """The floor's default is RecallSettings' (issue 34: one place for it); ``None`` returns the best items anyway."""
     memory = make_memory()
     HindsightStore(memory).put(NS, "k", TEA)
-    assert [i.key for i in HindsightStore(memory).search(NS, query="quarterly tax filing deadline")] == ["k"]
+    assert HindsightStore(memory).settings.min_relevance == RecallSettings().min_relevance
+    assert HindsightStore(memory).search(NS, query="quarterly tax filing deadline") == []  # no evidence at all
+    assert [i.key for i in HindsightStore(memory).search(NS, query="green tea")] == ["k"]
+    assert [i.key for i in HindsightStore(memory, min_relevance=None).search(NS, query="quarterly tax filing")] == ["k"]
     assert HindsightStore(memory, min_relevance=0.99).search(NS, query="quarterly tax filing deadline") == []
     with pytest.raises(ConfigurationError):
         HindsightStore(memory, min_relevance="high")  # type: ignore[arg-type]
