@@ -113,10 +113,15 @@ class Hindsight:
         task_type: A fixed task type for recall and reflection; ``None`` infers it
             from each task's text.
         min_relevance: Relevance floor for recall (nothing relevant → no block):
-            ``"auto"`` (the default) the calibrated rule, a number an absolute floor on the
-            fused relevance, ``None`` switches it off. It goes into the one
+            ``"auto"`` (the default) serves the best ``k`` when any of them has evidence and
+            nothing otherwise, a number an absolute floor on the fused relevance, ``None``
+            switches it off. It goes into the one
             :class:`~langchain_hindsight.recall.engine.RecallSettings` this bundle builds,
-            which the retriever holds and the recall engine reads.
+            which the retriever holds and the recall engine reads. Leave it out for that
+            object's default (the one place it lives).
+        relevance_check: ``True`` asks ``model`` once per recall which of the served memories
+            may apply and serves only those (bounded, validated, cached; on any failure all are
+            served; :mod:`~langchain_hindsight.recall.relevance`). Default ``False``.
         locale: ``"zh"`` (default) or ``"en"``.
         max_lines: At most this many memory lines in the ``[相关经验]`` block.
         max_line_chars: At most this many characters of one memory's text in the block; a
@@ -182,6 +187,7 @@ class Hindsight:
         k: int | Unset = UNSET,
         task_type: str | None = None,
         min_relevance: MinRelevance | FloorRule | Unset = UNSET,
+        relevance_check: bool = False,
         locale: Locale | Unset = UNSET,
         max_lines: int | Unset = UNSET,
         max_line_chars: int | Unset = UNSET,
@@ -262,7 +268,13 @@ class Hindsight:
             )
             self.background = BackgroundReflector(self.reflector) if background else None
             # the one settings object of recall: min_relevance goes Hindsight -> settings -> retriever (-> ranking)
-            recall_options = {name: session_options[name] for name in ("k", "min_relevance") if name in session_options}
+            recall_options: dict[str, Any] = {
+                name: session_options[name] for name in ("k", "min_relevance") if name in session_options
+            }
+            if relevance_check is not False:
+                if relevance_check is not True or model is None:
+                    raise ConfigurationError("relevance_check=True needs a model (the chat model it asks)")
+                recall_options.update(relevance_check=model, locale=language)
             settings = RecallSettings.from_options(task_type=task_type, **recall_options)
             scope: dict[str, Any] = {}
             if self.principal is not None:

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from langchain_core.embeddings import Embeddings
 
-from langchain_hindsight import HindsightRetriever, MemoryStore, MemoryUnit
+from langchain_hindsight import Hindsight, HindsightRetriever, MemoryStore, MemoryUnit
 from langchain_hindsight.errors import ConfigurationError
 from langchain_hindsight.recall.engine import RecallSettings
 from langchain_hindsight.recall.relevance import (
@@ -131,3 +131,14 @@ def test_the_call_is_bounded(store: MemoryStore) -> None:
 def test_a_bad_check_is_refused() -> None:
     with pytest.raises(ConfigurationError, match="relevance_check"):
         RecallSettings(relevance_check="yes")  # type: ignore[arg-type]
+
+
+def test_the_bundle_asks_its_own_model(store: MemoryStore) -> None:
+    model = scripted_model("无")
+    with Hindsight(store=store, model=model, relevance_check=True) as hs:
+        assert hs.recall("写一首关于秋天的诗") == []
+        assert model.calls == 1
+    with Hindsight(store=store) as hs:
+        assert hs.retriever.settings.relevance_check is None  # off by default
+    with pytest.raises(ConfigurationError, match="relevance_check"):
+        Hindsight(store=store, relevance_check=True)  # no model to ask
