@@ -95,7 +95,7 @@ TOPICS: dict[str, list[tuple[str, str, str, str]]] = {
         ),
         (
             "{m}我和{p}去{c}听了一场摇滚音乐会，站票区太挤，{p}差点中暑。我们约好以后只买看台座位，并且提前吃饭。",
-            "In {m} {p} and I went to a rock concert in {c}. The standing area was packed and {p} nearly fainted from the heat. We agreed to only buy seats from now on and to eat beforehand.",
+            "In {m} {p} and I went to a rock concert in {c}. The standing area was packed and {p} nearly fainted from the heat. We agreed to only buy seats next time and to eat beforehand.",
             "用户：下个月有个乐队来巡演。\n助手：想去看吗？\n用户：想，但上次跟{p}去的时候太挤了，票怎么买比较好？",
             "User: A band is touring here next month.\nAssistant: Do you want to go?\nUser: Yes, but it was so crowded last time with {p}. What tickets should I get?",
         ),
@@ -303,6 +303,7 @@ def dialogue(split: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
                     {
                         "id": f"{key}-q{qlang}-{alang}",
                         "archive": alang,
+                        "form": "dialogue",  # a chat transcript (role turns), never stored
                         "slice": f"dialogue {qlang}" if qlang == alang else f"dialogue {qlang}→{alang}",
                         "query": text,
                         "relevant": relevant,
@@ -314,6 +315,7 @@ def dialogue(split: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
                 {
                     "id": f"{split}-u{u}-{alang}",
                     "archive": alang,
+                    "form": "dialogue",
                     "slice": f"dialogue {qlang}" if qlang == alang else f"dialogue {qlang}→{alang}",
                     "query": text,
                     "relevant": [],

@@ -17,6 +17,7 @@ SCRIPTS = [
     "recall_latency.py",
     "recall_quality.py",
     "conversational_recall.py",
+    "floor_recall.py",
     "capture_overhead.py",
     "maintain.py",
     "forget_scrub.py",
