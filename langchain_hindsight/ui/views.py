@@ -27,6 +27,7 @@ from langchain_hindsight.lifecycle import MemoryUsage, active_with_vectors
 from langchain_hindsight.lifecycle.maintenance import Lifecycle
 from langchain_hindsight.recall.engine import RecallSettings, recall
 from langchain_hindsight.recall.explain import RunExplanation, explain_run
+from langchain_hindsight.recall.ranking import served_mask
 from langchain_hindsight.sharing.principals import Principal
 from langchain_hindsight.store.journal import RunJournal
 from langchain_hindsight.store.memory_store import MemoryStore
@@ -251,7 +252,8 @@ class Console:
         result = recall(self.store, RecallSettings(k=k, min_relevance=None), query, task_type=task_type,
                         namespace=namespace).result  # fmt: skip
         rows = []
-        for m in result.memories:
+        served = served_mask(result.memories, RecallSettings().min_relevance)  # the default's one home
+        for m, shown in zip(result.memories, served, strict=True):
             factors = [(name, float(m.breakdown[name])) for name in FACTOR_ORDER if name in m.breakdown]
             factors += [
                 (name, float(v))
@@ -259,7 +261,7 @@ class Console:
                 if name not in FACTOR_ORDER and name != "floor_margin"
             ]
             margin = m.breakdown.get("floor_margin")
-            rows.append(SearchRow(m, factors, margin, margin is None or margin >= 0.0))
+            rows.append(SearchRow(m, factors, margin, shown))
         return rows, result.task_type, result.task_type_source
 
     def memory(self, namespace: str, memory_id: str) -> MemoryPage:
