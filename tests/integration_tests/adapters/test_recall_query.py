@@ -13,6 +13,7 @@ from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
 from langchain_hindsight import HindsightMiddleware, MemoryStore, MemoryUnit
+from langchain_hindsight.recall.ranking import FloorRule
 from langchain_hindsight.testing import ReactiveToolModel
 from tests.fakes import Prompts
 from tests.unit_tests.adapters.test_recall_query import FOLLOW_UP
@@ -20,10 +21,15 @@ from tests.unit_tests.adapters.test_recall_query import FOLLOW_UP
 LESSON = "读取 ERP 导出的销售 CSV 时，read_csv 需要指定 encoding='gbk' 和 delimiter=';'"
 
 
+PER_CANDIDATE = FloorRule(scope="candidate")
+"""Each memory judged on the query alone: what the recall query carries decides (the default floor serves a ranking
+with any evidence, and an acknowledgement like FOLLOW_UP reaches the lesson with noise-level evidence, issue 33)."""
+
+
 def _agent(store: MemoryStore) -> Any:
     return create_agent(
         ReactiveToolModel(respond=lambda messages: "ok"),
-        middleware=[HindsightMiddleware(store, reflect=False)],
+        middleware=[HindsightMiddleware(store, reflect=False, min_relevance=PER_CANDIDATE)],
         checkpointer=InMemorySaver(),
     )
 
