@@ -4,8 +4,9 @@ Being shown a memory is not using it. A run's outcome credits or debits a served
 memory only when the run *used* it (:mod:`~langchain_hindsight.session._credit`):
 
 * **followed** — its tool calls or its text carry the memory's prescription: a
-  distinctive value of ``context.parameters`` (``encoding="gbk"``), a tool of
-  ``context.tools_used``, or most of the memory's own statement;
+  distinctive value of ``context.parameters`` or of a ``key=value`` its statement writes
+  (``read_csv 需要指定 encoding='gbk'``), a tool of ``context.tools_used``, or most of the
+  memory's own statement;
 * **said applied** — the agent referred to it as what it went by: ``按第2条经验``,
   ``根据经验1``, ``following experience 1``, ``per experience 2``.
 
@@ -291,6 +292,17 @@ def _distinctive(value: object) -> bool:
     return len(text) >= 3 or bool(re.search(rf"[{_CJK}]", text))
 
 
+_STATED_PARAMETER = re.compile(r"\b([A-Za-z_][\w.-]{1,40})\s*[=＝]\s*(['\"‘“]?)([^\s'\"’”,，;；)）]{1,80})\2")
+"""``encoding='gbk'`` / ``sep=";"`` written in a memory's statement: a parameter it prescribes."""
+
+
+def _parameters(unit: MemoryUnit) -> list[tuple[str, object]]:
+    """What ``unit`` prescribes as parameters: its ``context.parameters`` and the ``key=value`` its text states."""
+    found: list[tuple[str, object]] = list(unit.context.parameters.items())
+    found += [(m.group(1), m.group(3)) for m in _STATED_PARAMETER.finditer(claim_of(unit))]
+    return found
+
+
 def _followed(unit: MemoryUnit, text: _Text, said_tokens: set[str]) -> str | None:
     """The evidence that the run followed ``unit`` (a parameter, a tool, its statement), or ``None``.
 
@@ -300,7 +312,7 @@ def _followed(unit: MemoryUnit, text: _Text, said_tokens: set[str]) -> str | Non
     if "avoid" in unit.tags or "avoid" in unit.context.parameters:
         return None
     args = [(name, args) for name, args in text.calls]
-    for key, value in unit.context.parameters.items():
+    for key, value in _parameters(unit):
         for v in _scalars(value):
             if not _distinctive(v):
                 continue

@@ -148,3 +148,24 @@ def test_block_numbers_follow_the_journals_ranks() -> None:
     """A served memory deleted before the run ended leaves a gap: the others keep their numbers."""
     uses = judge_uses([ADDRESS], run("第2条经验不适用。"), numbers=[2])
     assert [u.verdict for u in uses] == ["set_aside"]
+
+
+def test_a_key_value_written_in_the_statement_is_a_parameter() -> None:
+    """``encoding='gbk'`` in the statement: a call passing it follows it; ``delimiter=';'`` is too short."""
+    lesson = MemoryUnit(content="读取 ERP 导出的销售 CSV 时，read_csv 需要指定 encoding='gbk' 和 delimiter=';'")
+    assert verdicts([lesson], run("done", ("read_csv", {"path": "sales.csv", "encoding": "gbk"}))) == ["used"]
+    assert verdicts([lesson], run("done", ("read_csv", {"path": "sales.csv", "delimiter": ";"}))) == ["unclear"]
+    assert verdicts([lesson], run("done", ("read_csv", {"path": "sales.csv"}))) == ["unclear"]
+
+
+def test_an_avoid_lesson_is_not_followed_by_repeating_what_failed() -> None:
+    avoid = MemoryUnit(
+        content=(
+            "执行“把第1周的周报发给张经理”时失败：SMTP timeout。"
+            "下次避免重复同样的做法（send_email，参数to='张经理'），换一种方法。"
+        ),
+        tags=["avoid", "failure", "send_email"],
+        context=MemoryContext(tools_used=["send_email"], parameters={"avoid": {"to": "张经理"}}),
+    )
+    assert verdicts([avoid], run("放弃。", ("send_email", {"to": "张经理"}))) == ["unclear"]
+    assert verdicts([avoid], run("按第1条经验，换用 lookup_contact 先查地址。")) == ["used"]
