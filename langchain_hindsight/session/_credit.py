@@ -214,6 +214,14 @@ def apply_outcome(
                     len(rest),
                     ", ".join(rest),
                 )
+    for use in uses or []:
+        if use.verdict == "set_aside":
+            logger.info(
+                "run %s: memory %s set aside by the agent, neither credited nor debited (%s)",
+                record.run_id,
+                use.memory_id,
+                use.evidence,
+            )
     journal.finish(trajectory.run_id, outcome=trajectory.outcome, task_type=trajectory.task_type, namespace=ns)
     if uses is not None:
         journal.set_uses(trajectory.run_id, uses, namespace=ns)

@@ -86,11 +86,13 @@ _EXPERIENCE_WORD = re.compile(r"经验|經驗|\bexperiences?\b|\bmemor(?:y|ies)\
 
 _ASIDE = re.compile(
     r"不适用|不適用|不太适用|不适合|不相关|无关|無關|没有关系|没关系|用不上|不需要参考|不必参考|无需参考|"
+    r"没有按|没按|未按|不按|没有采用|未采用|没有参考|未参考|没有遵循|未遵循|"
     r"不参考|不采用|不予采用|不予考虑|不考虑|不符合|不涉及|忽略|搁置|不能套用|不宜套用|没有(?:一条)?(?:相关)?经验(?:适用|有用)"
     r"|\bnone\s+of\s+(?:the\s+|these\s+|those\s+)?(?:above\s+|listed\s+)?(?:experiences|memories|lessons)\s+"
     r"(?:\w+\s+)?(?:apply|applies|fits?|helps?|(?:is|are)\s+relevant)\b"
     r"|\b(?:does\s*n[o']t|do\s*n[o']t|did\s*n[o']t|doesn't|don't|didn't|does not|do not|did not|won't|will not|"
-    r"can't|cannot)\s+(?:really\s+)?(?:apply|fit|match|hold|concern|relate)"
+    r"can't|cannot)\s+(?:really\s+)?(?:apply|fit|match|hold|concern|relate|follow|use)"
+    r"|\binstead\s+of\b|\brather\s+than\b"
     r"|\bnot\s+(?:really\s+)?(?:applicable|relevant|related|useful|pertinent|used|using|follow(?:ed|ing)?)\b"
     r"|\b(?:is|are)\s*n't\s+(?:applicable|relevant|related)\b|\birrelevant\b|\bunrelated\b|\bnothing to do with\b"
     r"|\bignor(?:e|ed|es|ing)\b|\bdisregard(?:ed|ing)?\b|\bset(?:ting)?\s+aside\b|\bputting\s+aside\b"

@@ -169,3 +169,16 @@ def test_an_avoid_lesson_is_not_followed_by_repeating_what_failed() -> None:
     )
     assert verdicts([avoid], run("放弃。", ("send_email", {"to": "张经理"}))) == ["unclear"]
     assert verdicts([avoid], run("按第1条经验，换用 lookup_contact 先查地址。")) == ["used"]
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "没有按第1条经验，改用了别的方法。",
+        "I used a different window instead of experience 1.",
+        "I did not follow experience 1: the task is an e-mail.",
+    ],
+)
+def test_not_following_is_setting_aside_not_use(answer: str) -> None:
+    """Hard negative: an applied-word (用了, used, follow) next to the number, negated."""
+    assert verdicts([REPORT_FIX], run(answer)) == ["set_aside"]
