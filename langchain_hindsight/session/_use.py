@@ -76,7 +76,7 @@ _REFS = (
 )
 _ALL = re.compile(
     r"(?:以上|上述|上面|这些|这几条|所有|全部|各条|相关)(?:的)?(?:历史)?经验|经验(?:都|均|全都|全部)"
-    r"|\b(?:all|none|any)\s+(?:of\s+)?(?:the\s+|these\s+|those\s+)?(?:above\s+|listed\s+|recalled\s+)?"
+    r"|\b(?:all|none|any|neither|both)\s+(?:of\s+)?(?:the\s+|these\s+|those\s+)?(?:above\s+|listed\s+|recalled\s+)?"
     r"(?:experiences|memories|lessons)\b"
     r"|\b(?:the|these|those)\s+(?:above\s+|listed\s+|recalled\s+|past\s+)?(?:experiences|memories|lessons)\b",
     re.I,
@@ -93,6 +93,8 @@ _ASIDE = re.compile(
     r"|\b(?:does\s*n[o']t|do\s*n[o']t|did\s*n[o']t|doesn't|don't|didn't|does not|do not|did not|won't|will not|"
     r"can't|cannot)\s+(?:really\s+)?(?:apply|fit|match|hold|concern|relate|follow|use)"
     r"|\binstead\s+of\b|\brather\s+than\b"
+    r"|\b(?:neither|none|no)\b[^.;]{0,40}\b(?:experiences?|memor(?:y|ies)|lessons?)\b[^.;]{0,20}"
+    r"\b(?:appl(?:y|ies)|fits?|relevant|helps?)\b"
     r"|\bnot\s+(?:really\s+)?(?:applicable|relevant|related|useful|pertinent|used|using|follow(?:ed|ing)?)\b"
     r"|\b(?:is|are)\s*n't\s+(?:applicable|relevant|related)\b|\birrelevant\b|\bunrelated\b|\bnothing to do with\b"
     r"|\bignor(?:e|ed|es|ing)\b|\bdisregard(?:ed|ing)?\b|\bset(?:ting)?\s+aside\b|\bputting\s+aside\b"
