@@ -21,7 +21,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from langchain_hindsight.session._use import judge_uses
+from langchain_hindsight.session import judge_uses
 from langchain_hindsight.types import MemoryUnit, Trajectory
 
 DATA = Path(__file__).parent / "data" / "use_statements.jsonl"
