@@ -22,6 +22,7 @@ SCRIPTS = [
     "maintain.py",
     "forget_scrub.py",
     "outcome_detector.py",
+    "use_judge.py",
     "junk_filter.py",
 ]
 

@@ -24,6 +24,8 @@ __all__ = [
     "REVIEW_EN",
     "REVIEW_PROMPT_EN",
     "REVIEW_PROMPT_ZH",
+    "REVIEW_SET_ASIDE_EN",
+    "REVIEW_SET_ASIDE_ZH",
     "REVIEW_ZH",
     "TASK_TYPE_PROMPT_EN",
     "TASK_TYPE_PROMPT_ZH",
@@ -538,3 +540,11 @@ def get_feedback_prompt(locale: Locale = "zh") -> str:
     """
     get_templates(locale)  # validates the locale
     return FEEDBACK_PROMPT_ZH if locale == "zh" else FEEDBACK_PROMPT_EN
+
+
+# ---------------------------------------------------------------------------- review: set-aside memories
+REVIEW_SET_ASIDE_ZH = "；智能体认为不适用的经验：{served}"
+"""Appended to a review prompt's run line when the run's agent set memories aside. Placeholder: ``{served}``."""
+
+REVIEW_SET_ASIDE_EN = "; memories the agent set aside as not applying: {served}"
+"""English :data:`REVIEW_SET_ASIDE_ZH`."""

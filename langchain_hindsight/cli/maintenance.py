@@ -141,10 +141,17 @@ def report(args: argparse.Namespace) -> int:
             ],
         ),
         (
-            "most recalled memories",
-            ["memory_id", "shown", "ok", "fail", "sim", "status", "content"],
-            [(m.memory_id, m.shown, m.successes, m.failures, f"{m.mean_similarity:.2f}", m.status,
-              clip(m.content, 40)) for m in rep.memories[:10]],
+            "most recalled memories (used: the agent followed it; aside: the agent said it does not apply)",
+            ["memory_id", "shown", "used", "aside", "ok", "fail", "sim", "status", "content"],
+            [(m.memory_id, m.shown, m.used, m.set_aside, m.successes, m.failures, f"{m.mean_similarity:.2f}",
+              m.status, clip(m.content, 40)) for m in rep.memories[:10]],
+        ),
+        (
+            "set aside by the agent (neither credited nor debited by those runs)",
+            ["memory_id", "served", "content", "newest reason"],
+            [(m.memory_id, f"served {m.shown} times, set aside by the agent {m.set_aside} times",
+              clip(m.content, 30), clip(m.set_aside_reason, 60))
+             for m in sorted((m for m in rep.memories if m.set_aside), key=lambda m: (-m.set_aside, m.memory_id))[:20]],
         ),
         (
             "low-similarity recalls",

@@ -19,7 +19,13 @@ from langchain_hindsight._safety import render_safe
 from langchain_hindsight._text import clip_text
 from langchain_hindsight.errors import InvalidMemoryError, ReflectionError
 from langchain_hindsight.lifecycle.policy import LifecyclePolicy, ReviewReport
-from langchain_hindsight.prompts import Locale, ReviewTemplates, get_review_templates
+from langchain_hindsight.prompts import (
+    REVIEW_SET_ASIDE_EN,
+    REVIEW_SET_ASIDE_ZH,
+    Locale,
+    ReviewTemplates,
+    get_review_templates,
+)
 from langchain_hindsight.store.journal import RunJournal
 from langchain_hindsight.store.memory_store import MemoryStore
 from langchain_hindsight.store.runs import RunRecord
@@ -47,25 +53,36 @@ def _clip(text: str, limit: int) -> str:
     return clip_text(render_safe(text), limit, "…")[0] if text else ""
 
 
-def format_runs(runs: Sequence[RunRecord], units: Mapping[str, MemoryUnit], templates: ReviewTemplates) -> str:
-    """The runs as the review prompt shows them, one line each, oldest first (memory texts made safe)."""
+def format_runs(
+    runs: Sequence[RunRecord], units: Mapping[str, MemoryUnit], templates: ReviewTemplates, locale: Locale = "zh"
+) -> str:
+    """The runs as the review prompt shows them, one line each, oldest first (memory texts made safe).
+
+    A memory the run's agent said does not apply is not listed as used: it is named after
+    the line (:data:`~langchain_hindsight.prompts.REVIEW_SET_ASIDE_ZH`), so the review sees
+    which memories were served and set aside.
+    """
+    aside_line = REVIEW_SET_ASIDE_ZH if locale == "zh" else REVIEW_SET_ASIDE_EN
 
     def memories(ids: Sequence[str]) -> str:
         texts = [_clip(units[i].content, _MEMORY_CHARS) for i in ids if i in units][:_MEMORIES_PER_RUN]
         return templates.memory_separator.join(texts) if texts else templates.none
 
-    lines = [
-        templates.run_line.format(
+    def line(r: RunRecord) -> str:
+        aside = set(r.set_aside_ids)
+        text = templates.run_line.format(
             date=r.started_at.strftime("%Y-%m-%d"),
             task_type=r.task_type or FALLBACK_TASK_TYPE,
             outcome=templates.outcome_labels.get(r.judged_outcome, r.judged_outcome),
             task=_clip(r.task, _TASK_CHARS) or templates.none,
-            served=memories(r.served_ids),
+            served=memories([i for i in r.served_ids if i not in aside]),
             produced=memories(r.produced),
         )
-        for r in sorted(runs, key=lambda r: r.started_at)
-    ]
-    return "\n".join(lines)
+        if aside:
+            text += aside_line.format(served=memories([i for i in r.served_ids if i in aside]))
+        return text
+
+    return "\n".join(line(r) for r in sorted(runs, key=lambda r: r.started_at))
 
 
 def parse_experiences(text: str) -> list[dict[str, Any]]:
@@ -104,8 +121,9 @@ def rule_patterns(
         counts: Counter[str] = Counter()
         for r in group:
             features: set[str] = set()
+            aside = set(r.set_aside_ids)  # the agent said it does not apply: not a feature of the run
             for i in [*r.served_ids, *r.produced]:
-                if i in units:
+                if i in units and i not in aside:
                     features.update(units[i].tags)
                     features.update(units[i].context.tools_used)
             counts.update(features)
@@ -128,9 +146,10 @@ def _model_units(
     runs: Sequence[RunRecord],
     units: Mapping[str, MemoryUnit],
     ns: str,
+    locale: Locale = "zh",
 ) -> list[MemoryUnit]:
     prompt = templates.prompt.format(
-        task_types=", ".join(store.vocabulary.labels), runs=format_runs(runs, units, templates)
+        task_types=", ".join(store.vocabulary.labels), runs=format_runs(runs, units, templates, locale)
     )
     try:
         answer = model.invoke(prompt)
@@ -184,7 +203,7 @@ def run_review(
     units = {u.memory_id: u for u in store.get_many(ids, namespace=namespace)} if ids else {}
     templates = get_review_templates(locale)
     if model is not None:
-        candidates = _model_units(store, model, policy, templates, runs, units, namespace)
+        candidates = _model_units(store, model, policy, templates, runs, units, namespace, locale)
     else:
         candidates = [
             MemoryUnit(

@@ -27,7 +27,7 @@ Section = Literal["memories", "never_successful", "low_similarity", "supersede_c
 
 @dataclass(frozen=True, slots=True)
 class MemoryUsage:
-    """How often one memory was served and how those runs ended."""
+    """How often one memory was served, what the agents did with it, and how those runs ended."""
 
     memory_id: str
     content: str
@@ -42,6 +42,12 @@ class MemoryUsage:
     unknown: int
     mean_similarity: float
     mean_score: float
+    used: int = 0
+    """Runs whose agent used it (followed it, or said it applied it): only those are credited or debited."""
+    set_aside: int = 0
+    """Runs whose agent said it does not apply: "served ``shown`` times, set aside by the agent ``set_aside`` times"."""
+    set_aside_reason: str = ""
+    """The newest of the agent's statements setting it aside (its reason), '' when never set aside."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,6 +152,7 @@ def build_usage_report(
     check_int("min_shown", min_shown)
     runs = journal.list_runs(namespace=namespace, since=since, until=until, kind="run")
     tally: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+    reasons: dict[str, tuple[datetime, str]] = {}
     low: list[LowSimilarityRecall] = []
     per_type: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     for r in runs:
@@ -161,6 +168,15 @@ def build_usage_report(
             t["score"] += m.score
             if m.similarity < low_similarity:
                 low.append(LowSimilarityRecall(r.run_id, m.memory_id, m.rank, m.similarity, m.score, r.task))
+        served = {m.memory_id for m in r.served}
+        for use in r.uses or []:
+            if use.memory_id not in served:
+                continue
+            tally[use.memory_id][use.verdict] += 1
+            if use.verdict == "set_aside" and (
+                use.memory_id not in reasons or reasons[use.memory_id][0] <= r.started_at
+            ):
+                reasons[use.memory_id] = (r.started_at, use.evidence)
     units = {u.memory_id: u for u in store.get_many(list(tally), namespace=namespace)} if tally else {}
     memories = []
     for memory_id, t in tally.items():
@@ -179,6 +195,9 @@ def build_usage_report(
                 unknown=int(t["unknown"]),
                 mean_similarity=round(t["similarity"] / shown, 4),
                 mean_score=round(t["score"] / shown, 4),
+                used=int(t["used"]),
+                set_aside=int(t["set_aside"]),
+                set_aside_reason=reasons[memory_id][1] if memory_id in reasons else "",
             )
         )
     memories.sort(key=lambda m: (-m.shown, m.memory_id))

@@ -5,7 +5,8 @@
   changed (:class:`FeedbackResult`);
 * :mod:`~langchain_hindsight.session.source`: how an adapter finds its session (:func:`session_for`);
 * which turns are corrections (:class:`CorrectionDetector`) and how a verdict is undone
-  (:func:`revert_feedback`, for ``hindsight undo-feedback``) live in private modules and are public from here.
+  (:func:`revert_feedback`, for ``hindsight undo-feedback``) and what an agent did with each served memory
+  (:func:`judge_uses`: used, set aside, unclear) live in private modules and are public from here.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from langchain_hindsight._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from langchain_hindsight.session._conversation import CorrectionDetector
+    from langchain_hindsight.session._use import judge_uses
     from langchain_hindsight.session._verdict import revert_feedback
     from langchain_hindsight.session.config import (
         AdapterOptions,
@@ -38,6 +40,7 @@ _EXPORTS: dict[str, str] = {
     "SessionOptions": ".config",
     "SessionOwner": ".source",
     "SessionSource": ".source",
+    "judge_uses": "._use",
     "new_run_id": ".config",
     "revert_feedback": "._verdict",
     "session_for": ".source",
@@ -54,6 +57,7 @@ __all__ = [
     "SessionOptions",
     "SessionOwner",
     "SessionSource",
+    "judge_uses",
     "new_run_id",
     "revert_feedback",
     "session_for",

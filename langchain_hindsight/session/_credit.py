@@ -14,7 +14,7 @@ or in the background) are journaled as its ``produced``.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from concurrent.futures import Future
 from typing import Any
 
@@ -23,10 +23,11 @@ from langchain_hindsight.errors import RunNotFoundError
 from langchain_hindsight.reflection.background import BackgroundReflector
 from langchain_hindsight.store.journal import RunJournal
 from langchain_hindsight.store.memory_store import MemoryStore
-from langchain_hindsight.store.runs import RunRecord
+from langchain_hindsight.store.runs import MemoryUse, RunRecord
 from langchain_hindsight.types import MemoryUnit, ScoredMemory, Served, Trajectory
 
 __all__ = [
+    "USER_SOURCES",
     "apply_outcome",
     "credit",
     "earlier_credits",
@@ -40,6 +41,9 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
+
+USER_SOURCES = frozenset({"user_feedback", "manual"})
+"""Sources that are a person's own words (a user's correction, a developer's fact): never debited by a failure."""
 
 
 def start_run(journal: RunJournal, served: Served) -> RunRecord:
@@ -150,35 +154,77 @@ def apply_outcome(
     *,
     ids: list[str],
     to_memories: bool,
+    uses: Sequence[MemoryUse] | None = None,
 ) -> None:
-    """Apply the run's outcome to what the journal says it was served (credit once), and journal its end.
+    """Apply the run's outcome to the served memories the run *used* (credit once), and journal its end.
+
+    Exposure is not use: only the memories ``uses`` marks ``used`` (the agent followed
+    them, or said it applied them) are credited by a success or debited by a failure;
+    a memory the agent set aside, or one with no sign of use, keeps its confidence (its
+    access is still recorded). A failure never debits a person's own words (sources
+    ``user_feedback`` and ``manual``): an unexplained failure never outweighs them.
+    ``uses`` is journaled as the run's retrieval feedback (``RunRecord.uses``).
 
     Args:
         store: The memory store.
         journal: The run journal holding ``record``.
         record: The run's journal record.
         trajectory: The finished run.
-        ids: The served memories the outcome applies to (``record.served_ids``, or a subset of them).
+        ids: The served memories the outcome may apply to (``record.served_ids``, or a subset of them).
         to_memories: ``False`` only journals the end (``SessionConfig.apply_outcome``).
+        uses: What the agent did with each served memory (:func:`~langchain_hindsight.session._use.judge_uses`);
+            ``None``: not judged, so nothing counts as used.
     """
     ns = record.namespace
     given: dict[str, float] | None = None
     taken: dict[str, float] | None = None
+    used = {u.memory_id for u in uses or [] if u.verdict == "used"}
+    chosen = [i for i in ids if i in used]
     if to_memories and ids:
-        if trajectory.outcome == "success":
+        if trajectory.outcome == "failure" and chosen:
+            own = {u.memory_id for u in store.get_many(chosen, namespace=ns) if u.source in USER_SOURCES}
+            for mid in own:
+                logger.info(
+                    "run %s failed: %s is a person's own words, not debited by an unexplained failure",
+                    record.run_id,
+                    mid,
+                )
+            chosen = [i for i in chosen if i not in own]
+        rest = [i for i in ids if i not in chosen]
+        if chosen and trajectory.outcome == "success":
             if record.credit is None:
-                given = credit(store, ids, ns, journal=journal, record=record)[1]
-        elif trajectory.outcome == "failure":
+                given = credit(store, chosen, ns, journal=journal, record=record)[1]
+        elif chosen and trajectory.outcome == "failure":
             why = trajectory.metadata.get(OUTCOME_REASON_KEY) or trajectory.error or "the run failed"
             if record.debit is None:
-                before = {u.memory_id: u.score_confidence for u in store.get_many(ids, namespace=ns)}
+                before = {u.memory_id: u.score_confidence for u in store.get_many(chosen, namespace=ns)}
                 after = store.record_feedback(
-                    ids, success=False, namespace=ns, reason=f"failure of run {record.run_id}: {why}"
+                    chosen, success=False, namespace=ns, reason=f"failure of run {record.run_id}: {why}"
                 )
                 taken = {u.memory_id: u.score_confidence - before[u.memory_id] for u in after if u.memory_id in before}
         else:
-            store.record_feedback(ids, success=None, namespace=ns)
+            rest = ids
+        if rest:
+            store.record_feedback(rest, success=None, namespace=ns)  # shown, not used: only the access counts
+            if trajectory.outcome in ("success", "failure"):
+                logger.info(
+                    "run %s (%s): %d served memories not credited or debited (not used by the agent: %s)",
+                    record.run_id,
+                    trajectory.outcome,
+                    len(rest),
+                    ", ".join(rest),
+                )
+    for use in uses or []:
+        if use.verdict == "set_aside":
+            logger.info(
+                "run %s: memory %s set aside by the agent, neither credited nor debited (%s)",
+                record.run_id,
+                use.memory_id,
+                use.evidence,
+            )
     journal.finish(trajectory.run_id, outcome=trajectory.outcome, task_type=trajectory.task_type, namespace=ns)
+    if uses is not None:
+        journal.set_uses(trajectory.run_id, uses, namespace=ns)
     if given is not None:
         journal.set_credit(trajectory.run_id, given, namespace=ns)
     if taken:

@@ -7,7 +7,7 @@ it contradicts — same subject, another prescription, as
 everything the run was shown, never another correction on a different point. The
 superseded memory is no longer served, so it cannot regain credit; the chain is
 in ``store.history(new_id)``. ``success=False`` with no comment names nothing: the
-failure debit, never on a user's own correction. Each change is an
+failure debit, on what the run used only, never on a user's own correction. Each change is an
 :class:`~langchain_hindsight.store.runs.FeedbackEffect` (state before and after,
 reason) of the run's feedback entry; :func:`revert_feedback` undoes the newest
 verdict in force from exactly those effects.
@@ -30,7 +30,7 @@ from langchain_hindsight.errors import (
 )
 from langchain_hindsight.prompts import ReflectionTemplates, get_reflection_templates
 from langchain_hindsight.reflection import feedback_unit
-from langchain_hindsight.session._credit import credit, undo_credit
+from langchain_hindsight.session._credit import USER_SOURCES, credit, undo_credit
 from langchain_hindsight.session.config import FeedbackResult
 from langchain_hindsight.store.journal import RunJournal
 from langchain_hindsight.store.memory_store import MemoryStore
@@ -46,6 +46,7 @@ __all__ = [
     "claim_of",
     "contradicted",
     "correction_unit",
+    "judged_ids",
     "record_verdict",
     "revert_feedback",
 ]
@@ -187,9 +188,12 @@ def apply_verdict(
       debited by its outcome: the verdict confirms it and debits nothing more.
     * ``success=True`` credits ``ids`` once per run.
 
-    ``ids`` are the served memories the verdict applies to (``record.served_ids``, or a subset of them).
+    ``ids`` are the served memories the verdict applies to (``record.served_ids``, or a subset of them);
+    the debit and the credit go to those the run *used* (:func:`judged_ids`), never to one the agent
+    set aside nor, for a debit, to a person's own words (``user_feedback``, ``manual``).
     """
     ns, run_id = record.namespace, record.run_id
+    judged = judged_ids(record, ids)
     given = record.credit or {}
     watched = list(dict.fromkeys([*ids, *given]))
     before = {u.memory_id: u for u in store.get_many(watched, namespace=ns)} if watched else {}
@@ -244,8 +248,8 @@ def apply_verdict(
                     result.memory_id,
                     reason,
                 )
-    elif correction is None and success is False and ids and record.debit is None:  # else: the outcome debited it
-        debit = [u for u in store.get_many(ids, namespace=ns) if u.source != "user_feedback"]
+    elif correction is None and success is False and judged and record.debit is None:  # else: the outcome debited it
+        debit = [u for u in store.get_many(judged, namespace=ns) if u.source not in USER_SOURCES]
         if debit:
             reason = REASON_DEBIT.format(run_id=run_id)
             lowered = store.record_feedback([u.memory_id for u in debit], success=False, namespace=ns, reason=reason)
@@ -255,8 +259,8 @@ def apply_verdict(
             journal.set_debit(run_id, taken, namespace=ns)
             for u in lowered:
                 mark(u.memory_id, "debited", reason)
-    elif correction is None and success is True and ids and record.credit is None:
-        credit_after = credit(store, ids, ns, journal=journal, record=record)[1]
+    elif correction is None and success is True and judged and record.credit is None:
+        credit_after = credit(store, judged, ns, journal=journal, record=record)[1]
         reason = REASON_CREDIT.format(run_id=run_id)
         if record.debit:
             reason += " (the outcome's failure debit taken back first)"
@@ -287,6 +291,19 @@ def apply_verdict(
         debit_before=record.debit,
         debit_after=debit_after,
     )
+
+
+def judged_ids(record: RunRecord, ids: Sequence[str]) -> list[str]:
+    """The ``ids`` a user's bare verdict on ``record`` credits or debits: those its agent used.
+
+    When the run's uses were judged (it ended through the session), the ``used`` ones;
+    when they were not (a run served and then judged by the user without the session
+    seeing what the agent did), the user is the only judge: every served one but those
+    the agent set aside.
+    """
+    used = record.used_ids
+    aside = set(record.set_aside_ids)
+    return [i for i in ids if (used is None or i in used) and i not in aside]
 
 
 def _last_in_force(record: RunRecord) -> int:

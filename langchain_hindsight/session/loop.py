@@ -58,6 +58,7 @@ from langchain_hindsight.session._credit import (
     start_run,
     submit_background,
 )
+from langchain_hindsight.session._use import judge_run
 from langchain_hindsight.session._verdict import correction_unit, record_verdict, revert_feedback
 from langchain_hindsight.session.config import ErrorPolicy, FeedbackResult, SessionConfig, SessionOptions, new_run_id
 from langchain_hindsight.store.journal import RunJournal
@@ -348,6 +349,7 @@ class HindsightSession:
                 trajectory,
                 ids=self._own_ids(record),
                 to_memories=self.config.apply_outcome,
+                uses=judge_run(self.store, record, trajectory),
             )
         except Exception as e:  # noqa: BLE001
             self._fail("outcome feedback", e)

@@ -25,7 +25,7 @@ from langchain_hindsight._checks import refuse_unknown_keywords
 from langchain_hindsight.errors import ConfigurationError, RunNotFoundError
 from langchain_hindsight.store._codec import to_datetime_us
 from langchain_hindsight.store.memory_store import MemoryStore
-from langchain_hindsight.store.runs import FeedbackEffect, RunFeedback, RunKind, RunRecord, RunRecords
+from langchain_hindsight.store.runs import FeedbackEffect, MemoryUse, RunFeedback, RunKind, RunRecord, RunRecords
 from langchain_hindsight.types import Outcome, ScoredMemory, ServedMemory, utcnow
 
 __all__ = ["RunJournal"]
@@ -331,6 +331,14 @@ class RunJournal:
             RunNotFoundError: no such run.
         """
         return self._change(run_id, namespace, debit=_changes(debit, "debit"))
+
+    def set_uses(self, run_id: str, uses: Sequence[MemoryUse], *, namespace: str | None = None) -> RunRecord:
+        """Record what the run's agent did with each served memory (retrieval feedback: used, set aside, unclear).
+
+        Raises:
+            RunNotFoundError: no such run.
+        """
+        return self._change(run_id, namespace, uses=list(uses))
 
     def last_in_thread(
         self, thread_id: str, *, namespace: str | None = None, exclude: Sequence[str] = ()

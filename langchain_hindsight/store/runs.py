@@ -29,11 +29,13 @@ __all__ = [
     "JOURNAL_SCHEMA",
     "EffectAction",
     "FeedbackEffect",
+    "MemoryUse",
     "RunFeedback",
     "RunKind",
     "RunRecord",
     "RunRecords",
     "UnitState",
+    "UseVerdict",
     "check_run_id",
     "scrub_effects",
 ]
@@ -142,6 +144,25 @@ class RunFeedback(BaseModel):
     """The run's failure ``debit`` after this entry."""
 
 
+UseVerdict = Literal["used", "set_aside", "unclear"]
+"""What the agent of a run did with a memory it was served (see :mod:`langchain_hindsight.session._use`).
+
+``used``: it followed the memory (its tool calls or answer carry the memory's parameters, tools or statement)
+or said it applied it: the run's outcome credits or debits it. ``set_aside``: it said the memory does not
+apply: neither credit nor blame. ``unclear``: no sign either way: neither credit nor blame."""
+
+
+class MemoryUse(BaseModel):
+    """Retrieval feedback: what the agent of a run did with one memory it was served, and the evidence."""
+
+    model_config = ConfigDict(frozen=True)
+
+    memory_id: str
+    verdict: UseVerdict
+    evidence: str = ""
+    """Why: the tool argument or statement that showed use, or the agent's words setting it aside (its reason)."""
+
+
 @refuse_unknown_keywords
 class RunRecord(BaseModel):
     """What one run was shown, what it produced and how it ended.
@@ -179,6 +200,23 @@ class RunRecord(BaseModel):
 
     Kept so an explicit success verdict (``hs.feedback(run_id, success=True)``) takes the automatic
     failure back before crediting; ``None`` when no debit is applied."""
+    uses: list[MemoryUse] | None = None
+    """What the agent did with each served memory (retrieval feedback), judged when the run ended.
+
+    ``None``: not judged (the run has not ended through the session, or was journaled before uses were)."""
+
+    @property
+    def used_ids(self) -> list[str] | None:
+        """Ids of the served memories the agent used, best first; ``None`` when the run's uses were not judged."""
+        if self.uses is None:
+            return None
+        used = {u.memory_id for u in self.uses if u.verdict == "used"}
+        return [i for i in self.served_ids if i in used]
+
+    @property
+    def set_aside_ids(self) -> list[str]:
+        """Ids of the served memories the agent said do not apply."""
+        return [u.memory_id for u in self.uses or [] if u.verdict == "set_aside"]
 
     @field_validator("run_id")
     @classmethod
@@ -418,6 +456,7 @@ class RunRecords:
                         "feedback": scrub_effects(erase_comments(r.feedback, (feedback or {}).get(r.run_id, ())), gone),
                         "credit": None if r.credit is None else {k: v for k, v in r.credit.items() if k not in gone},
                         "debit": None if r.debit is None else {k: v for k, v in r.debit.items() if k not in gone},
+                        "uses": None if r.uses is None else [u for u in r.uses if u.memory_id not in gone],
                     }
                 )
         if changed:

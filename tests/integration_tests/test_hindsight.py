@@ -15,6 +15,7 @@ from langchain_hindsight.embeddings.local import LocalEmbeddings
 from langchain_hindsight.errors import ConfigurationError, RunNotFoundError
 from langchain_hindsight.session import _verdict
 from langchain_hindsight.testing import ReactiveToolModel
+from langchain_hindsight.types import MemoryContext
 from tests.fakes import WEEKLY_REPORT_LESSON as LESSON
 from tests.fakes import query_sales
 from tests.fakes import weekly_report_policy as _respond
@@ -32,10 +33,14 @@ def _invoke(agent: Any, text: str, **config: Any) -> str:
     return run_id
 
 
+NATURAL_WEEK = MemoryContext(parameters={"start": "2024-06-03"})
+"""The lesson's prescription as the agent's retry passes it: the run used it, so its outcome credits it (issue 33)."""
+
+
 def test_middleware_run_then_user_correction(hs: Hindsight, monkeypatch: pytest.MonkeyPatch) -> None:
     # the flow, not the contradiction rules (test_claims): the correction contradicts the lesson
     monkeypatch.setattr(_verdict, "relation", lambda claim, memory: "contradicts" if memory == LESSON else "unsure")
-    unit = hs.store.add(MemoryUnit(task_type="weekly_report", content=LESSON)).unit
+    unit = hs.store.add(MemoryUnit(task_type="weekly_report", content=LESSON, context=NATURAL_WEEK)).unit
     agent = create_agent(ReactiveToolModel(respond=_respond), tools=[query_sales], middleware=[hs.middleware()])
     run_id = _invoke(agent, "生成本周的销售周报")
     record = hs.journal.get(run_id)
@@ -68,7 +73,7 @@ def test_middleware_run_then_user_correction(hs: Hindsight, monkeypatch: pytest.
 
 
 def test_feedback_success_does_not_double_count(hs: Hindsight) -> None:
-    unit = hs.store.add(MemoryUnit(task_type="weekly_report", content=LESSON)).unit
+    unit = hs.store.add(MemoryUnit(task_type="weekly_report", content=LESSON, context=NATURAL_WEEK)).unit
     agent = create_agent(ReactiveToolModel(respond=_respond), tools=[query_sales], middleware=[hs.middleware()])
     run_id = _invoke(agent, "生成本周的销售周报")
     before = hs.store.get(unit.memory_id).score_confidence

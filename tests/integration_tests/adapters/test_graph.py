@@ -165,7 +165,10 @@ class NodeState(TypedDict, total=False):
 
 def _node_graph(store: MemoryStore, reflector: Any = None, on_error: Any = "log") -> Any:
     def answer(state: NodeState) -> dict[str, Any]:
-        return {"answer": f"{state['question']} -> used {state['experience'].count(BLOCK)} block(s)"}
+        # says it applied the lesson (issue 33: a run credits only what it used)
+        return {
+            "answer": f"{state['question']} -> following experience 1, used {state['experience'].count(BLOCK)} block(s)"
+        }
 
     builder = StateGraph(NodeState)
     builder.add_node("recall", recall_node(store, input_key="question"))

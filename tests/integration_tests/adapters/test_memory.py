@@ -44,12 +44,12 @@ def test_llmchain_prompt_gets_the_block_once_and_save_context_credits(store: Mem
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         chain = LLMChain(
-            llm=FakeListChatModel(responses=["共 6 行"]),
+            llm=FakeListChatModel(responses=["按第1条经验读取：共 6 行"]),  # it used the lesson: credited
             prompt=PromptTemplate.from_template("{experience}\n\n[当前任务]\n{input}"),
             memory=memory,
         )
     out = chain.invoke({"input": "清洗 ERP 导出的销售 CSV"}, config={"callbacks": [prompts]})
-    assert out["text"] == "共 6 行"
+    assert out["text"] == "按第1条经验读取：共 6 行"
     assert [t.count(BLOCK) for t in prompts.texts] == [1]
     after = store.get(lesson.memory_id)
     assert after.access_count == 1
@@ -96,11 +96,13 @@ def test_async_load_and_save(store: MemoryStore, lesson: MemoryUnit) -> None:
     assert store.get(lesson.memory_id).access_count == 1
 
 
-def test_record_outcome_failure_lowers_confidence(store: MemoryStore, lesson: MemoryUnit) -> None:
+def test_record_outcome_failure_without_evidence_of_use_debits_nothing(store: MemoryStore, lesson: MemoryUnit) -> None:
+    """The chain failed before it said or did anything: nothing shows it used the lesson (issue 33: no debit)."""
     memory = HindsightMemory(store=store, reflect=False)
     memory.load_memory_variables({"input": "清洗 ERP 导出的销售 CSV"})
     memory.record_outcome({"input": "清洗 ERP 导出的销售 CSV"}, "failure")
-    assert store.get(lesson.memory_id).confidence == pytest.approx(lesson.score_confidence - 0.1)
+    assert store.get(lesson.memory_id).confidence == pytest.approx(lesson.score_confidence)
+    assert store.get(lesson.memory_id).access_count == 1  # it was shown
 
 
 def test_ambiguous_inputs_need_input_key(store: MemoryStore) -> None:

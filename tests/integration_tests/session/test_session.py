@@ -37,10 +37,16 @@ from langchain_hindsight.session.loop import HindsightSession
 from langchain_hindsight.session.source import SessionOwner, session_for
 from langchain_hindsight.store.runs import RunRecord
 from langchain_hindsight.testing import ReactiveToolModel
-from langchain_hindsight.types import Trajectory
+from langchain_hindsight.types import MemoryContext, Trajectory
 from tests.fakes import WEEKLY_REPORT_LESSON as LESSON
 from tests.fakes import closing_factory, query_sales
 from tests.unit_tests.session.test_session import TASK, _model
+
+FOLLOWED = "按第1条经验：周报已生成"
+"""An answer that says the agent applied what it was served: a run credits or debits only what it used (issue 33)."""
+
+NATURAL_WEEK = MemoryContext(parameters={"start": "2024-06-03", "end": "2024-06-09"})
+"""The lesson's prescription as the retry of ``weekly_report_policy`` passes it: a run that follows it shows it."""
 
 
 def _add(store: MemoryStore, unit: MemoryUnit) -> MemoryUnit:
@@ -153,7 +159,7 @@ def test_every_adapter_journals_served_and_produced(
     adapter: str, background: bool, make_hs: Callable[..., Hindsight]
 ) -> None:
     hs = make_hs(background=background, task_type="weekly_report")
-    unit = _add(hs.store, MemoryUnit(task_type="weekly_report", content=LESSON))
+    unit = _add(hs.store, MemoryUnit(task_type="weekly_report", content=LESSON, context=NATURAL_WEEK))
     ADAPTERS[adapter](hs)
     assert hs.flush(timeout=60)
     record = _only_run(hs)
@@ -205,7 +211,7 @@ def test_async_session_serve_and_finish(make_hs: Callable[..., Hindsight]) -> No
 
     async def main() -> tuple[Any, Any]:
         served = await hs.session.aserve(TASK, thread_id="t-async")
-        trajectory = Trajectory(run_id=served.run_id, task=TASK, outcome="success", final_answer="ok")
+        trajectory = Trajectory(run_id=served.run_id, task=TASK, outcome="success", final_answer=FOLLOWED)
         await hs.session.afinish(served, trajectory)
         return served, await hs.journal.aget(served.run_id)
 
@@ -239,7 +245,7 @@ CLEANED = {  # what the journal records: the corrected statement without the ope
 
 
 def _answer(messages: list[BaseMessage]) -> Any:
-    return "report done" if messages[-1].type == "human" else "ok"
+    return "report done, following experience 1" if messages[-1].type == "human" else "ok"
 
 
 @pytest.mark.parametrize("lang", list(CASES))
@@ -284,7 +290,7 @@ def test_correction_in_another_thread_or_without_thread_is_a_new_task(make_hs: C
     hs = make_hs(task_type="weekly_report")
     wrong = _add(hs.store, MemoryUnit(task_type="weekly_report", content=WRONG))
     first = hs.session.serve(TASK, thread_id="a")
-    hs.session.finish(first, Trajectory(run_id=first.run_id, task=TASK, outcome="success", final_answer="x"))
+    hs.session.finish(first, Trajectory(run_id=first.run_id, task=TASK, outcome="success", final_answer=FOLLOWED))
     credited = hs.store.get(wrong.memory_id).score_confidence
     other = hs.session.serve("不对，周报只统计本周一到周日", thread_id="b")
     none = hs.session.serve("不对，周报只统计本周一到周日")
@@ -297,7 +303,7 @@ def test_correction_in_another_thread_or_without_thread_is_a_new_task(make_hs: C
 def test_conversation_feedback_can_be_switched_off(make_hs: Callable[..., Hindsight]) -> None:
     hs = make_hs(task_type="weekly_report", conversation_feedback=False)
     first = hs.session.serve(TASK, thread_id="a")
-    hs.session.finish(first, Trajectory(run_id=first.run_id, task=TASK, outcome="success", final_answer="x"))
+    hs.session.finish(first, Trajectory(run_id=first.run_id, task=TASK, outcome="success", final_answer=FOLLOWED))
     assert hs.session.serve("错了，应该按自然周", thread_id="a").corrects is None
 
 
@@ -306,7 +312,7 @@ def test_finish_credits_once_per_run(make_hs: Callable[..., Hindsight]) -> None:
     hs = make_hs(task_type="weekly_report")
     unit = _add(hs.store, MemoryUnit(task_type="weekly_report", content=LESSON))
     served = hs.session.serve(TASK)
-    trajectory = Trajectory(run_id=served.run_id, task=TASK, outcome="success", final_answer="x")
+    trajectory = Trajectory(run_id=served.run_id, task=TASK, outcome="success", final_answer=FOLLOWED)
     hs.session.finish(served, trajectory)
     hs.session.finish(served, trajectory)  # e.g. an adapter and a callback both ending the run
     assert hs.store.get(unit.memory_id).score_confidence == pytest.approx(unit.score_confidence + 0.05)
@@ -317,7 +323,7 @@ def test_feedback_success_after_apply_outcome_off_credits_once(make_hs: Callable
     unit = _add(hs.store, MemoryUnit(task_type="weekly_report", content=LESSON))
     session = hs.session.derive(apply_outcome=False)
     served = session.serve(TASK)
-    session.finish(served, Trajectory(run_id=served.run_id, task=TASK, outcome="success", final_answer="x"))
+    session.finish(served, Trajectory(run_id=served.run_id, task=TASK, outcome="success", final_answer=FOLLOWED))
     assert hs.store.get(unit.memory_id).score_confidence == pytest.approx(unit.score_confidence)
     hs.feedback(served.run_id, success=True)
     hs.feedback(served.run_id, success=True)
@@ -443,7 +449,7 @@ def test_lcel_chain_with_callbacks_journals_and_credits_what_the_retriever_serve
     chain = (
         {"experience": hs.retriever.bind(namespace="alice") | format_experiences, "task": RunnablePassthrough()}
         | prompt
-        | scripted_model("周报已生成")
+        | scripted_model(FOLLOWED)
     )
     chain.invoke(TASK, config={"callbacks": hs.callbacks})
     (record,) = hs.journal.list_runs(namespace="alice")  # the run used alice's memories: it is alice's run
@@ -472,7 +478,7 @@ def test_correction_through_graph_nodes_in_a_checkpointed_thread(
     stored = hs.store.get(wrong.memory_id).score_confidence
     builder: StateGraph[Any, Any, Any, Any] = StateGraph(QA)
     builder.add_node("recall", recall_node(hs, input_key="question"))
-    builder.add_node("answer", lambda state: {"answer": "周报已生成"})
+    builder.add_node("answer", lambda state: {"answer": FOLLOWED})
     builder.add_node("reflect", reflect_node(hs, input_key="question", output_key="answer"))
     builder.add_edge(START, "recall")
     builder.add_edge("recall", "answer")

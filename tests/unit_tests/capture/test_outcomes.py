@@ -27,7 +27,7 @@ from langchain_hindsight.store.backend import InMemoryBackend
 from langchain_hindsight.store.journal import RunJournal
 from langchain_hindsight.store.runs import RunRecord
 from langchain_hindsight.testing import ReactiveToolModel, Turn, call, scripted_model
-from langchain_hindsight.types import utcnow
+from langchain_hindsight.types import MemoryContext, utcnow
 from tests.fakes import NgramEmbeddings, query_sales
 
 ANSWERS = Path(__file__).resolve().parents[3] / "benchmarks" / "data" / "final_answers.jsonl"
@@ -125,8 +125,15 @@ def hs(fake_embeddings: NgramEmbeddings) -> Iterator[Hindsight]:
     store.close()
 
 
+FOLLOWS = {"zh": "按第1条经验：", "en": "Following experience 1: "}
+"""An answer's opening that says the agent applied the lesson: a run credits or debits only what it used."""
+
+
 def _lesson(hs: Hindsight, content: str = LESSON, confidence: float = 0.7) -> MemoryUnit:
-    return hs.store.add(MemoryUnit(task_type="weekly_report", content=content, confidence=confidence)).unit
+    context = MemoryContext(parameters={"start": "2024-06-03"})  # what a run that follows it passes
+    return hs.store.add(
+        MemoryUnit(task_type="weekly_report", content=content, confidence=confidence, context=context)
+    ).unit
 
 
 def _run(hs: Hindsight, model: Any, task: str = TASK, *, tools: list[Any] | None = None) -> str:
@@ -142,7 +149,7 @@ def _run(hs: Hindsight, model: Any, task: str = TASK, *, tools: list[Any] | None
 def test_a_give_up_credits_nothing(hs: Hindsight, answer: str, caplog: pytest.LogCaptureFixture) -> None:
     unit = _lesson(hs)
     with caplog.at_level(logging.INFO, logger="langchain_hindsight"):
-        run_id = _run(hs, scripted_model(answer))
+        run_id = _run(hs, scripted_model(FOLLOWS["zh" if answer.startswith("放弃") else "en"] + answer))
     record = hs.journal.get(run_id)
     assert record.served_ids == [unit.memory_id]
     assert record.outcome == "failure"
@@ -172,10 +179,13 @@ def test_an_unrecovered_tool_error_is_a_failure_and_a_recovered_one_is_not(hs: H
     unit = _lesson(hs)
     failed = hs.journal.get(_run(hs, ReactiveToolModel(respond=_errors_then_answers)))
     assert failed.outcome == "failure"
-    assert hs.store.get(unit.memory_id).score_confidence == pytest.approx(0.6)
+    # the agent passed start="rolling", which the lesson forbids: it did not follow it, so no debit
+    assert hs.store.get(unit.memory_id).score_confidence == pytest.approx(0.7)
+    assert failed.uses is not None
+    assert [u.verdict for u in failed.uses] == ["unclear"]
     recovered = hs.journal.get(_run(hs, ReactiveToolModel(respond=_errors_then_retries), "再生成一次本周的销售周报"))
     assert recovered.outcome == "success"
-    assert recovered.credit == {unit.memory_id: pytest.approx(0.05)}
+    assert recovered.credit == {unit.memory_id: pytest.approx(0.05)}  # the retry passed the lesson's start date
 
 
 def test_the_reason_is_on_the_trajectory() -> None:
@@ -213,7 +223,7 @@ def test_an_explicit_outcome_wins_over_the_rules() -> None:
 
 def test_explicit_feedback_after_a_give_up_credits_the_run(hs: Hindsight) -> None:
     unit = _lesson(hs)
-    run_id = _run(hs, scripted_model("I give up."))
+    run_id = _run(hs, scripted_model(FOLLOWS["en"] + "I give up."))
     assert hs.store.get(unit.memory_id).score_confidence == pytest.approx(0.6)
     assert hs.journal.get(run_id).debit == {unit.memory_id: pytest.approx(-0.1)}
     hs.feedback(run_id, success=True)  # the user's verdict: it did work
@@ -230,7 +240,7 @@ def test_explicit_feedback_after_a_give_up_credits_the_run(hs: Hindsight) -> Non
 def test_three_ok_runs_of_one_task_do_not_reach_the_cap(hs: Hindsight, caplog: pytest.LogCaptureFixture) -> None:
     unit = _lesson(hs, confidence=0.85)
     with caplog.at_level(logging.INFO, logger="langchain_hindsight.store"):
-        runs = [_run(hs, scripted_model("ok")) for _ in range(3)]
+        runs = [_run(hs, scripted_model(FOLLOWS["zh"] + "ok")) for _ in range(3)]
     credits = [hs.journal.get(r).credit[unit.memory_id] for r in runs]  # type: ignore[index]
     assert credits == pytest.approx([0.05, 0.0125, 0.003125])
     assert hs.store.get(unit.memory_id).score_confidence == pytest.approx(0.915625)
@@ -245,7 +255,7 @@ def test_three_ok_runs_of_one_task_do_not_reach_the_cap(hs: Hindsight, caplog: p
 def test_distinct_tasks_earn_full_credit_and_twelve_reach_the_cap(hs: Hindsight) -> None:
     unit = _lesson(hs)
     for week in range(12):
-        _run(hs, scripted_model("ok"), f"生成第 {week + 1} 周的销售周报")
+        _run(hs, scripted_model(FOLLOWS["zh"] + "ok"), f"生成第 {week + 1} 周的销售周报")
     assert hs.store.get(unit.memory_id).score_confidence == pytest.approx(hs.store.policy.success_cap)
 
 
@@ -282,7 +292,7 @@ def test_the_policy_is_configurable_and_validated(fake_embeddings: NgramEmbeddin
 
 def test_a_failure_verdict_is_logged_with_its_reason(hs: Hindsight, caplog: pytest.LogCaptureFixture) -> None:
     unit = _lesson(hs)
-    run_id = _run(hs, scripted_model("周报已生成"))
+    run_id = _run(hs, scripted_model(FOLLOWS["zh"] + "周报已生成"))
     with caplog.at_level(logging.INFO, logger="langchain_hindsight"):
         hs.feedback(run_id, success=False)
     logged = [r.getMessage() for r in caplog.records if r.getMessage().startswith(f"confidence of {unit.memory_id}")]

@@ -201,7 +201,8 @@ def _first_run(hs: Hindsight, thread: str) -> tuple[str, MemoryUnit]:
     hs.store.add(unit)
     served = hs.session.serve(TASK, thread_id=thread)
     assert unit.memory_id in served.memory_ids
-    hs.session.finish(served, Trajectory(run_id=served.run_id, task=TASK, outcome="success", final_answer="周报"))
+    answer = "周报（按第1条经验）"  # the agent applied it: the outcome credits only what a run used
+    hs.session.finish(served, Trajectory(run_id=served.run_id, task=TASK, outcome="success", final_answer=answer))
     return served.run_id, hs.store.get(unit.memory_id)
 
 

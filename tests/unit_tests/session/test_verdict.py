@@ -74,9 +74,13 @@ def _lesson(hs: Hindsight, content: str) -> MemoryUnit:
     return hs.store.add(MemoryUnit(task_type="weekly_report", content=content, confidence=0.7)).unit
 
 
+FOLLOWED = "按以上经验完成。"
+"""An answer that says the agent applied what it was served: the outcome credits (or debits) only what a run used."""
+
+
 def _run(hs: Hindsight, task: str, *, thread: str | None = None, outcome: str = "success") -> Any:
     served = hs.session.serve(task, thread_id=thread)
-    hs.session.finish(served, Trajectory(run_id=served.run_id, task=task, outcome=outcome, final_answer="done"))
+    hs.session.finish(served, Trajectory(run_id=served.run_id, task=task, outcome=outcome, final_answer=FOLLOWED))
     return served
 
 
