@@ -108,7 +108,7 @@ from langchain_hindsight._statements import (
     units_of,
 )
 
-__all__ = ["Claim", "Relation", "claim_of", "relation", "relation_of"]
+__all__ = ["Claim", "Relation", "claim_of", "relation", "relation_of", "scoped_apart"]
 
 Relation = Literal["same", "contradicts", "compatible", "unrelated", "unsure"]
 """How two statements relate (see :func:`relation`)."""
@@ -251,6 +251,25 @@ def _complementary(a: Claim, b: Claim) -> bool:
     if a.conditions == b.conditions:
         return False
     return bool(a.conditions and b.conditions) or a.has_threshold != b.has_threshold
+
+
+def scoped_apart(a: Claim, b: Claim) -> str | None:
+    """Why ``a`` and ``b`` apply under different conditions (advice for different cases), or ``None``.
+
+    Both are scoped and the scopes differ (``数据量小于1万行时…`` / ``数据量大于1万行时…``,
+    ``On Windows, …`` / ``On Linux, …``), or a threshold limits one side only. Such
+    statements stand side by side, each with its condition: a newer one never
+    supersedes (or merges into) the other, whatever a judge said.
+
+    Example:
+        >>> scoped_apart(claim_of("数据量小于1万行时用pandas。"), claim_of("数据量大于1万行时用spark。"))
+        'different conditions'
+        >>> scoped_apart(claim_of("用户偏好用Java。"), claim_of("用户偏好用Python。")) is None
+        True
+    """
+    if not _complementary(a, b):
+        return None
+    return "different conditions" if a.conditions and b.conditions else "a threshold limits one of them only"
 
 
 def _content(units: Sequence[Unit]) -> list[Unit]:
@@ -400,6 +419,11 @@ def _text(a: Claim, b: Claim) -> Relation:
     #    word or between shared blocks ("用户偏好用[Java]写…", "周报[按最近7天…]统计[销售额]")
     if len(substantive) > _MAX_VALUE_HUNKS or not any(i1 < i2 and j1 < j2 for _t, i1, i2, j1, j2 in substantive):
         return "unsure"
+    if len(substantive) > 1 and any(_added_aspect(ua[i1:i2], ub[j1:j2]) for _t, i1, i2, j1, j2 in substantive):
+        return "unsure"  # one side adds an aspect the other lacks ("在周五下午"): not the same prescription changed
+    swapped = [h for h in substantive if _values(ua[h[1] : h[2]]) and _values(ub[h[3] : h[4]])]
+    if len(swapped) > 1 and _frame_relation(a, b) != "contradicts":
+        return "unsure"  # two values differ ("用[Python]写[脚本]" / "用[PyCharm]写[代码]"): another case, perhaps
     if _first_relational(ua) is None and _first_relational(ub) is None:
         return "unsure"  # no word says where the prescription begins: any span may be the subject
     first_relational = _first_relational(ua)
@@ -416,7 +440,20 @@ def _text(a: Claim, b: Claim) -> Relation:
             return "unsure"
     if a.frame.classes and b.frame.classes and not a.frame.classes & b.frame.classes:
         return "unsure"  # values of different kinds ("按门店拆分" / "按最近7天…统计"): other aspects
+    if a.conditions != b.conditions:
+        return "unsure"  # scoped on one side only ("… for scripting" / "… as the IDE"): perhaps another case
     return "contradicts"
+
+
+_CONJUNCTIONS = frozenset({"和", "与", "跟", "and"})
+
+
+def _added_aspect(span_a: Sequence[Unit], span_b: Sequence[Unit]) -> bool:
+    """A span on one side only that opens with its own relational word and value (``在周五下午``, ``on Friday``)."""
+    if bool(span_a) == bool(span_b):
+        return False
+    span = span_a or span_b
+    return span[0].relational and span[0].text not in _CONJUNCTIONS and bool(_values(span))
 
 
 def _values(units: Sequence[Unit]) -> list[Unit]:

@@ -207,6 +207,11 @@ def _proper(text: str, start: int) -> bool:
     return start > 0 and text[start].isupper() and text[:start].rstrip()[-1:] not in ("", ".", "!", "?", ";", ":")
 
 
+def _named_letter(text: str, start: int, end: int) -> bool:
+    """A capital ``A`` run into Chinese text (``用A方法``) names something; it is not the article."""
+    return text[start:end] == "A" and end < len(text) and not text[end].isspace() and not text[end].isascii()
+
+
 def units_of(text: str) -> tuple[Unit, ...]:
     normal = unicodedata.normalize("NFKC", text)
     lowered = normal.lower()
@@ -226,7 +231,7 @@ def units_of(text: str) -> tuple[Unit, ...]:
             if not out or out[-1].text != NEG:
                 out.append(Unit(NEG, False, False))
         elif kind == "word" or kind == "lit":
-            if piece in _EN_FILLER:
+            if piece in _EN_FILLER and not _named_letter(cased, m.start(), m.end()):
                 continue
             keyed = lowered[m.end() : m.end() + 1] == "="  # encoding='gbk': the key introduces a value
             if piece in _ANTONYMS:

@@ -87,14 +87,25 @@ _HEX_ID = re.compile(r"\b(?:0x[0-9a-f]{6,}|(?=[0-9a-f]*[0-9])(?=[0-9a-f]*[a-f])[
 _LONG_NUMBER = re.compile(r"(?<![\d.,=])\d{6,}(?![\d.,]\d)")
 _DATE = re.compile(
     r"\b\d{4}[-/.]\d{1,2}[-/.]\d{1,2}(?:[T ]\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?\b"
-    r"|\d{4}年\d{1,2}月(?:\d{1,2}[日号])?|\b\d{1,2}:\d{2}:\d{2}\b"
+    r"|\d{4}年\d{1,2}月(?:\d{1,2}[日号])?|(?<!\d)\d{1,2}月\d{1,2}[日号]|\b\d{1,2}:\d{2}:\d{2}\b"
 )
 _LOCATION = re.compile(
     r"(\b(?:position|pos|line|lines|column|col|row|offset|index|byte|char|character)s?\s*)(?:0x[0-9a-f]+|\d+)"
     r"(?:\s*[-:]\s*\d+)?"
-    r"|(第\s*)\d+(\s*[行列个条字节])",
+    r"|(第\s*)(?:\d+|[一二两三四五六七八九十百零〇]+)"
+    r"(\s*(?:批次|季度|阶段|字节|[行列个条周月天日季期批轮次章节页版步届场]))",
     re.IGNORECASE,
 )
+_ORDINAL = re.compile(
+    r"\b(week|wk|day|month|quarter|sprint|batch|round|attempt|iteration|page|chapter|episode|ticket|issue|order|"
+    r"invoice|build|job|release|step|phase|cycle|period|lot|shipment|pr|run)(s?\s*(?:#|no\.\s*)?\s*)\d+\b"
+    r"|\b\d+(?:st|nd|rd|th)(\s+(?:week|day|month|quarter|sprint|batch|round|attempt|run|page|chapter|step))\b"
+    r"|(?<![\w&])#\d+\b|(?<![A-Za-z0-9])Q[1-4](?![A-Za-z0-9])"
+    r"|(?<![每隔\d.])(?:1[0-2]|0?[1-9])(月份?)(?![\d度底初中末])",
+    re.IGNORECASE,
+)
+"""Ordinals that name the run's own object: ``第3周`` / ``week 3`` / ``the 3rd week`` / ``#42`` / ``Q3`` /
+``3月份``. Never a quantity (``30秒``, ``500 per day``, ``端口8080``) nor a version (``v1.2.3``): those prescribe."""
 
 FILE_MASK = "*.{ext}"
 """What a file name or path becomes in a rule-made lesson (the extension is kept: it is part of the lesson)."""
@@ -108,6 +119,19 @@ def _location(match: re.Match[str]) -> str:
     if match.group(1) is not None:
         return f"{match.group(1)}{NUMBER_MASK}"
     return f"{match.group(2)}{NUMBER_MASK}{match.group(3)}"
+
+
+def _ordinal(match: re.Match[str]) -> str:
+    text = match.group()
+    if match.group(1) is not None:
+        return f"{match.group(1)}{match.group(2)}{NUMBER_MASK}"
+    if match.group(3) is not None:
+        return f"{NUMBER_MASK}{match.group(3)}"
+    if match.group(4) is not None:
+        return f"{NUMBER_MASK}{match.group(4)}"
+    if text.startswith("#"):
+        return f"#{NUMBER_MASK}"
+    return f"{text[0]}{NUMBER_MASK}"  # Q3 -> Q<n>
 
 
 def generalise(text: str) -> str:
@@ -138,6 +162,7 @@ def generalise(text: str) -> str:
     out = _UUID.sub(ID_MASK, out)
     out = _DATE.sub(DATE_MASK, out)
     out = _LOCATION.sub(_location, out)
+    out = _ORDINAL.sub(_ordinal, out)
     out = _HEX_ID.sub(ID_MASK, out)
     return _LONG_NUMBER.sub(ID_MASK, out)
 
