@@ -22,6 +22,7 @@ SCRIPTS = [
     "forget_scrub.py",
     "outcome_detector.py",
     "junk_filter.py",
+    "supersede_judge.py",
 ]
 
 

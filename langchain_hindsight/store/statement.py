@@ -86,7 +86,8 @@ _UUID = re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{
 _HEX_ID = re.compile(r"\b(?:0x[0-9a-f]{6,}|(?=[0-9a-f]*[0-9])(?=[0-9a-f]*[a-f])[0-9a-f]{8,})\b", re.IGNORECASE)
 _LONG_NUMBER = re.compile(r"(?<![\d.,=])\d{6,}(?![\d.,]\d)")
 _DATE = re.compile(
-    r"\b\d{4}[-/.]\d{1,2}[-/.]\d{1,2}(?:[T ]\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?\b"
+    r"(?<![\d.-])\d{4}[-/.]\d{1,2}[-/.]\d{1,2}"
+    r"(?:[T ]\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?(?!\d)"
     r"|\d{4}年\d{1,2}月(?:\d{1,2}[日号])?|(?<!\d)\d{1,2}月\d{1,2}[日号]|\b\d{1,2}:\d{2}:\d{2}\b"
 )
 _LOCATION = re.compile(
@@ -100,7 +101,7 @@ _ORDINAL = re.compile(
     r"\b(week|wk|day|month|quarter|sprint|batch|round|attempt|iteration|page|chapter|episode|ticket|issue|order|"
     r"invoice|build|job|release|step|phase|cycle|period|lot|shipment|pr|run)(s?\s*(?:#|no\.\s*)?\s*)\d+\b"
     r"|\b\d+(?:st|nd|rd|th)(\s+(?:week|day|month|quarter|sprint|batch|round|attempt|run|page|chapter|step))\b"
-    r"|(?<![\w&])#\d+\b|(?<![A-Za-z0-9])Q[1-4](?![A-Za-z0-9])"
+    r"|(?<![A-Za-z0-9_&])#\d+(?!\d)|(?<![A-Za-z0-9])Q[1-4](?![A-Za-z0-9])"
     r"|(?<![每隔\d.])(?:1[0-2]|0?[1-9])(月份?)(?![\d度底初中末])",
     re.IGNORECASE,
 )
