@@ -7,9 +7,9 @@ two different statements never fold, however close their vectors.
 
 A rule-made lesson is keyed on its text with the parts that only identify a run
 masked (:func:`~langchain_hindsight.store.statement.lesson_key`: file names, paths,
-ids, positions), so the same error→fix lesson stored once per file before the
-rules masked them folds into one; their vectors differ only by what the mask
-removed, so the masked statement alone decides (no similarity threshold). A
+ids, dates, positions, ordinals such as ``第3周`` / ``week 3``), so the same
+error→fix lesson stored once per file before the rules masked them folds into one;
+their vectors differ only by what the mask removed, so the masked statement alone decides (no similarity threshold). A
 person's facts are keyed on their text as it is: their numbers are the fact.
 
 Folding sums ``evidence`` (how many times the lesson was learned), grows
@@ -199,7 +199,7 @@ def fold(keeper: MemoryUnit, folded: Sequence[MemoryUnit], policy: ConfidencePol
 def fold_reason(before: MemoryUnit, after: MemoryUnit, folded: Sequence[MemoryUnit], *, masked: bool) -> str:
     """Why ``folded`` went into ``before`` (now ``after``), in one sentence for the log and the report."""
     why = (
-        "the same lesson with only run-specific parts (file names, paths, ids) differing"
+        "the same lesson with only run-specific parts (file names, paths, ids, dates, ordinals) differing"
         if masked
         else "the same statement (after normalising case, whitespace and punctuation)"
     )
