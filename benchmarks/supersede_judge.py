@@ -114,6 +114,13 @@ _PRESCRIPTIONS = [
 ]
 
 
+_INFERRED = [
+    ("zh", "把第{n}周的周报发给张经理", "发送第{n}周周报前先把附件压缩到10MB以内"),
+    ("en", "Send the week {n} report to Manager Zhang", "Before sending the week {n} report, compress the attachment"),
+]
+"""Lessons the reflection model inferred from a run, naming the run's own week."""
+
+
 def _avoid(lang: str, task: str) -> MemoryUnit:
     t = REFLECTION_ZH if lang == "zh" else REFLECTION_EN
     content = t.rule_avoid.format(task=task, reason=t.rule_unknown_reason, action="")
@@ -126,6 +133,16 @@ def number_variants() -> dict[str, Any]:
     for lang, task, values in _TASKS:
         units = [_avoid(lang, task.format(n=v)) for v in values]
         groups.append({"lang": lang, "task": task, "lessons": len(units), "keys": len({lesson_key(u) for u in units})})
+    for lang, task, lesson in _INFERRED:
+        units = [
+            MemoryUnit(
+                content=lesson.format(n=n), source="agent_inference", run_id="r", task_description=task.format(n=n)
+            )
+            for n in (1, 2, 3, 4)
+        ]
+        groups.append(
+            {"lang": lang, "task": f"inferred: {lesson}", "lessons": 4, "keys": len({lesson_key(u) for u in units})}
+        )
     negatives = []
     for lang, text, values in _PRESCRIPTIONS:
         units = [_avoid(lang, text.format(n=v)) for v in values]

@@ -15,9 +15,11 @@ import pytest
 from langchain_hindsight import Lifecycle
 from langchain_hindsight.prompts import REFLECTION_EN, REFLECTION_ZH, ReflectionTemplates
 from langchain_hindsight.reflection._rules import RuleSettings, apply_rules
+from langchain_hindsight.store.backend import InMemoryBackend
 from langchain_hindsight.store.memory_store import MemoryStore
 from langchain_hindsight.store.statement import generalise, lesson_key
 from langchain_hindsight.types import MemoryUnit, Step, Trajectory
+from tests.fakes import NgramEmbeddings
 
 T0 = datetime(2026, 12, 1, tzinfo=UTC)
 
@@ -148,3 +150,55 @@ def test_generalise_masks_ordinals_that_name_the_runs_object(text: str, masked: 
 @pytest.mark.parametrize("text", ["超时设为30秒", "端口8080", "小于1万行", "每3月检查一次", "3个月内", "1月度报表"])
 def test_generalise_keeps_quantities(text: str) -> None:
     assert generalise(text) == text
+
+
+def _inferred(i: int, week: int, *, locale: str) -> MemoryUnit:
+    """A lesson the reflection model inferred from a failed run (``agent_inference``), naming the run's week."""
+    if locale == "zh":
+        task = f"把第{week}周的周报发给张经理"
+        content = f"发送第{week}周周报前先把附件压缩到10MB以内，第2步要确认收件人。"
+    else:
+        task = f"Send the week {week} report to Manager Zhang"
+        content = f"Before sending the week {week} report, compress the attachment below 10 MB."
+    return MemoryUnit(
+        memory_id=f"i{locale}{i}",
+        content=content,
+        task_description=task,
+        task_type="email",
+        source="agent_inference",
+        run_id=f"run-i-{locale}-{i}",
+    )
+
+
+@pytest.mark.parametrize("locale", ["zh", "en"])
+def test_inferred_lessons_that_name_the_runs_week_are_one_lesson(memory_store: MemoryStore, locale: str) -> None:
+    units = [_inferred(i, week, locale=locale) for i, week in enumerate((1, 2, 3, 4))]
+    assert len({lesson_key(u) for u in units}) == 1
+    results = [memory_store.add(u) for u in units]
+    assert [r.action for r in results] == ["added", "merged", "merged", "merged"]
+    assert "run-specific" in results[1].reason
+    assert memory_store.get(units[0].memory_id).evidence == 4
+    # stored apart before: maintain folds them, masking only the run's own week (第2步 and 10MB are the lesson)
+    with MemoryStore(backend=InMemoryBackend(), embeddings=NgramEmbeddings()) as other:
+        other.add_many(units, dedupe=False)
+        report = Lifecycle(other).maintain()
+        ((keeper_id, _folded),) = report.merge.merged.items()
+        keeper = other.get(keeper_id)
+        assert keeper.evidence == 4
+        assert "<n>" in keeper.content
+        assert "10" in keeper.content
+        assert locale == "en" or "第2步" in keeper.content
+
+
+def test_an_inferred_fact_keeps_values_its_task_does_not_name(memory_store: MemoryStore) -> None:
+    units = [
+        MemoryUnit(
+            memory_id=f"x{i}",
+            content=text,
+            task_description="配置订单服务",
+            source="agent_inference",
+            run_id=f"r{i}",
+        )
+        for i, text in enumerate(("订单服务的超时设为30秒，第1步先备份。", "订单服务的超时设为60秒，第2步先备份。"))
+    ]
+    assert lesson_key(units[0]) != lesson_key(units[1])
