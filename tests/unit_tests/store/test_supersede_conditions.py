@@ -15,6 +15,7 @@ import pytest
 from benchmarks.supersede_judge import FlatEmbeddings, evaluate, load_split
 from langchain_hindsight import _claims
 from langchain_hindsight._claims import claim_of, relation
+from langchain_hindsight import HindsightRetriever
 from langchain_hindsight.recall.injection import format_experiences
 from langchain_hindsight.store.backend import InMemoryBackend
 from langchain_hindsight.store.memory_store import MemoryStore
@@ -122,3 +123,32 @@ def test_the_held_out_pairs_keep_every_users_fact() -> None:
     assert len(keep) / len(rows) >= 0.4
     assert [r["id"] for r in keep if r["action"] == "superseded"] == []
     assert {r["lang"] for r in rows} == {"zh", "en", "mixed"}
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "query"),
+    [
+        (
+            "数据量小于1万行时用pandas处理。",
+            "数据量大于1万行时用duckdb处理。",
+            "这份销售数据用什么方法处理？数据量多少行都有",
+        ),
+        (
+            "When the table has fewer than 10,000 rows, use pandas.",
+            "When the table has more than 10,000 rows, use Spark.",
+            "Which tool should process the sales table rows?",
+        ),
+    ],
+)
+def test_conditional_facts_are_both_served_with_their_conditions(old: str, new: str, query: str) -> None:
+    with _store() as store:
+        store.add(_fact(old))
+        store.add(_fact(new))
+        retriever = HindsightRetriever(store=store, min_relevance=None)
+        served = retriever.recall(query, k=5)
+        assert [m.memory.content for m in served][:2] == [new, old]  # both, the newer first
+        block = format_experiences(served, locale="zh" if "数据" in old else "en")
+        assert ("1万行" if "数据" in old else "10,000 rows") in block
+        assert block.count("1万行" if "数据" in old else "10,000 rows") == 2  # each line keeps its condition
+        assert "存在不同结论" not in block
+        assert "disagree" not in block
