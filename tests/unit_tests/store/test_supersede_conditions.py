@@ -13,9 +13,8 @@ from collections.abc import Sequence
 import pytest
 
 from benchmarks.supersede_judge import FlatEmbeddings, evaluate, load_split
-from langchain_hindsight import _claims
+from langchain_hindsight import HindsightRetriever, _claims
 from langchain_hindsight._claims import claim_of, relation
-from langchain_hindsight import HindsightRetriever
 from langchain_hindsight.recall.injection import format_experiences
 from langchain_hindsight.store.backend import InMemoryBackend
 from langchain_hindsight.store.memory_store import MemoryStore
