@@ -19,6 +19,7 @@ from langchain_hindsight.store.backend import InMemoryBackend
 from langchain_hindsight.store.memory_store import MemoryStore
 from langchain_hindsight.store.statement import generalise, lesson_key
 from langchain_hindsight.types import MemoryUnit, Step, Trajectory
+from langchain_hindsight.ui.views import Console
 from tests.fakes import NgramEmbeddings
 
 T0 = datetime(2026, 12, 1, tzinfo=UTC)
@@ -202,3 +203,10 @@ def test_an_inferred_fact_keeps_values_its_task_does_not_name(memory_store: Memo
         for i, text in enumerate(("订单服务的超时设为30秒，第1步先备份。", "订单服务的超时设为60秒，第2步先备份。"))
     ]
     assert lesson_key(units[0]) != lesson_key(units[1])
+
+
+def test_the_console_leaves_number_variants_to_the_merge_pass(memory_store: MemoryStore) -> None:
+    """The console's merge list shows pairs for a person to judge: number variants are not among them."""
+    units = [_old_lesson(i, week) for i, week in enumerate((1, 2, 3, 4))]
+    memory_store.add_many(units, dedupe=False)
+    assert Console(memory_store).near_duplicates(memory_store.namespace) == []
