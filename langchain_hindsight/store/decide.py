@@ -4,7 +4,8 @@ Planning is pure apart from the judge: :func:`plan_add` walks the incoming units
 order and decides, from each one's nearest active neighbours (stored or earlier in
 the batch), whether it is merged into one (only the same statement, see
 :func:`statement_key`, or a judged duplicate), supersedes one (only when a
-:class:`~langchain_hindsight.store.writes.WriteJudge` says it updates or contradicts it)
+:class:`~langchain_hindsight.store.writes.WriteJudge` says it updates or contradicts it, and
+never when the two apply under different conditions)
 or is simply new, under the provenance rules (a less trusted source never replaces
 a more trusted one); each decision becomes a
 :class:`~langchain_hindsight.store.writes.WriteResult`. ``apply.write_plan`` then makes
@@ -84,7 +85,7 @@ REASON_NO_DEDUPE = "stored as given (dedupe=False)"
 REASON_SAME_STATEMENT = "the same statement (after normalising case, whitespace and punctuation) was already stored"
 REASON_LEARNED_AGAIN = "{reason}: learned again (evidence {evidence}, confidence {confidence:.2f})"
 REASON_SAME_LESSON = (
-    "the same lesson, only its run-specific values (week or other ordinal, date, id, file, path, version) differ"
+    "the same lesson, only its run-specific values (a week or other ordinal, a date, an id, a file, a path) differ"
 )
 REASON_KEPT_BOTH = "a different statement: kept alongside its similar units"
 REASON_OTHER_CONDITION = (
@@ -423,9 +424,11 @@ def plan_add(
     ``stored`` holds each unit's stored neighbours (see :func:`query_neighbours`;
     ``None``: none are stored); earlier units of the batch are candidates too.
 
-    Only the same statement merges without a judge (see :func:`statement_key`; a rule-made lesson's
-    run-specific values masked, see :func:`~langchain_hindsight.store.statement.lesson_key`: the stored
-    wording is kept, ``Lifecycle.maintain`` masks it when it folds);
+    Only the same statement merges without a judge (see :func:`statement_key`; for a lesson learned
+    in a run, with its run-specific values masked, see :func:`~langchain_hindsight.store.statement.lesson_key`:
+    the stored wording is kept, ``Lifecycle.maintain`` masks it when it folds); a judge's supersede or
+    merge between two statements that apply under different conditions
+    (:func:`~langchain_hindsight._claims.scoped_apart`) is stored as new instead;
     units more than ``conflict_threshold`` similar go to ``judge`` (default:
     :class:`RuleWriteJudge`, which keeps both), whose decision is validated.
     """
