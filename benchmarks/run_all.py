@@ -24,6 +24,7 @@ SCRIPTS = [
     "outcome_detector.py",
     "use_judge.py",
     "junk_filter.py",
+    "supersede_judge.py",
 ]
 
 

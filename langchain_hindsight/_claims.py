@@ -47,7 +47,12 @@ differing spans ("hunks") are then read in this order:
 7. no shared aspect (no relational word in common, no two-unit block in common
    after the opening) → unrelated;
 8. a negation on one side only, of something the other says → contradicts;
-9. at most two differing spans, each a value on both sides inside the
+9. one number for another in the second half of the statement, all else and
+   the conditions equal (``每天最多调用接口[100]次`` / ``[200]次``) → contradicts; two
+   values differing at once (``用[Python]写[脚本]`` / ``用[PyCharm]写[代码]``), a span
+   on one side only that opens with its own relational word (``在周五下午``), or a
+   condition on one side only → unsure (both kept: perhaps another case);
+   otherwise at most two differing spans, each a value on both sides inside the
    prescription (after a relational word, or next to a shared verb:
    ``周报[按最近7天滚动窗口]统计[销售额]``), the same relational words, and no
    typed values of different kinds (``按门店拆分`` is a split, ``按最近7天`` a
@@ -108,7 +113,7 @@ from langchain_hindsight._statements import (
     units_of,
 )
 
-__all__ = ["Claim", "Relation", "claim_of", "relation", "relation_of"]
+__all__ = ["Claim", "Relation", "claim_of", "relation", "relation_of", "scoped_apart"]
 
 Relation = Literal["same", "contradicts", "compatible", "unrelated", "unsure"]
 """How two statements relate (see :func:`relation`)."""
@@ -253,6 +258,25 @@ def _complementary(a: Claim, b: Claim) -> bool:
     return bool(a.conditions and b.conditions) or a.has_threshold != b.has_threshold
 
 
+def scoped_apart(a: Claim, b: Claim) -> str | None:
+    """Why ``a`` and ``b`` apply under different conditions (advice for different cases), or ``None``.
+
+    Both are scoped and the scopes differ (``数据量小于1万行时…`` / ``数据量大于1万行时…``,
+    ``On Windows, …`` / ``On Linux, …``), or a threshold limits one side only. Such
+    statements stand side by side, each with its condition: a newer one never
+    supersedes (or merges into) the other, whatever a judge said.
+
+    Example:
+        >>> scoped_apart(claim_of("数据量小于1万行时用pandas。"), claim_of("数据量大于1万行时用spark。"))
+        'different conditions'
+        >>> scoped_apart(claim_of("用户偏好用Java。"), claim_of("用户偏好用Python。")) is None
+        True
+    """
+    if not _complementary(a, b):
+        return None
+    return "different conditions" if a.conditions and b.conditions else "a threshold limits one of them only"
+
+
 def _content(units: Sequence[Unit]) -> list[Unit]:
     return [u for u in units if u.text != NEG]
 
@@ -390,7 +414,11 @@ def _text(a: Claim, b: Claim) -> Relation:
     # 4. the common frame must share an aspect: a relational word, or a shared two-unit block after the opening
     frame = [ua[blk.a + k] for blk in blocks for k in range(blk.size)]
     opening = blocks[0] if blocks[0].a == 0 and blocks[0].b == 0 else None
-    if not any(u.relational for u in frame) and not any(blk.size >= 2 for blk in blocks if blk is not opening):
+    if (
+        not any(u.relational for u in frame)
+        and not any(blk.size >= 2 for blk in blocks if blk is not opening)
+        and not _late_number_swap(ua, ub, substantive)
+    ):
         return "unrelated"
     # 5. a negation on one side only, of something the other says: "do X" / "never do X"
     targets_a, targets_b = _negated(ua), _negated(ub)
@@ -398,8 +426,15 @@ def _text(a: Claim, b: Claim) -> Relation:
         return "contradicts"
     # 6. the same frame with other values: each differing span sits in the prescription, after a relational
     #    word or between shared blocks ("用户偏好用[Java]写…", "周报[按最近7天…]统计[销售额]")
+    if _late_number_swap(ua, ub, substantive) and a.conditions == b.conditions:
+        return "contradicts"  # the same statement with another number in its prescription ("最多调用[100]次")
     if len(substantive) > _MAX_VALUE_HUNKS or not any(i1 < i2 and j1 < j2 for _t, i1, i2, j1, j2 in substantive):
         return "unsure"
+    if len(substantive) > 1 and any(_added_aspect(ua[i1:i2], ub[j1:j2]) for _t, i1, i2, j1, j2 in substantive):
+        return "unsure"  # one side adds an aspect the other lacks ("在周五下午"): not the same prescription changed
+    swapped = [h for h in substantive if _values(ua[h[1] : h[2]]) and _values(ub[h[3] : h[4]])]
+    if len(swapped) > 1 and _frame_relation(a, b) != "contradicts":
+        return "unsure"  # two values differ ("用[Python]写[脚本]" / "用[PyCharm]写[代码]"): another case, perhaps
     if _first_relational(ua) is None and _first_relational(ub) is None:
         return "unsure"  # no word says where the prescription begins: any span may be the subject
     first_relational = _first_relational(ua)
@@ -416,7 +451,29 @@ def _text(a: Claim, b: Claim) -> Relation:
             return "unsure"
     if a.frame.classes and b.frame.classes and not a.frame.classes & b.frame.classes:
         return "unsure"  # values of different kinds ("按门店拆分" / "按最近7天…统计"): other aspects
+    if a.conditions != b.conditions:
+        return "unsure"  # scoped on one side only ("… for scripting" / "… as the IDE"): perhaps another case
     return "contradicts"
+
+
+def _late_number_swap(ua: Sequence[Unit], ub: Sequence[Unit], hunks: Sequence[tuple[str, int, int, int, int]]) -> bool:
+    """One number for another in the second half, all else equal ("每天最多调用接口[100]次" / "[200]次")."""
+    if len(hunks) != 1:
+        return False
+    _tag, i1, i2, j1, j2 = hunks[0]
+    numbers = i2 - i1 == 1 and j2 - j1 == 1 and ua[i1].text.isdigit() and ub[j1].text.isdigit()
+    return numbers and i1 / len(ua) >= 0.5 and j1 / len(ub) >= 0.5
+
+
+_CONJUNCTIONS = frozenset({"和", "与", "跟", "and"})
+
+
+def _added_aspect(span_a: Sequence[Unit], span_b: Sequence[Unit]) -> bool:
+    """A span on one side only that opens with its own relational word and value (``在周五下午``, ``on Friday``)."""
+    if bool(span_a) == bool(span_b):
+        return False
+    span = span_a or span_b
+    return span[0].relational and span[0].text not in _CONJUNCTIONS and bool(_values(span))
 
 
 def _values(units: Sequence[Unit]) -> list[Unit]:

@@ -207,6 +207,11 @@ def _proper(text: str, start: int) -> bool:
     return start > 0 and text[start].isupper() and text[:start].rstrip()[-1:] not in ("", ".", "!", "?", ";", ":")
 
 
+def _named_letter(text: str, start: int, end: int) -> bool:
+    """A capital ``A`` run into Chinese text (``用A方法``) names something; it is not the article."""
+    return text[start:end] == "A" and end < len(text) and not text[end].isspace() and not text[end].isascii()
+
+
 def units_of(text: str) -> tuple[Unit, ...]:
     normal = unicodedata.normalize("NFKC", text)
     lowered = normal.lower()
@@ -226,7 +231,7 @@ def units_of(text: str) -> tuple[Unit, ...]:
             if not out or out[-1].text != NEG:
                 out.append(Unit(NEG, False, False))
         elif kind == "word" or kind == "lit":
-            if piece in _EN_FILLER:
+            if piece in _EN_FILLER and not _named_letter(cased, m.start(), m.end()):
                 continue
             keyed = lowered[m.end() : m.end() + 1] == "="  # encoding='gbk': the key introduces a value
             if piece in _ANTONYMS:
@@ -279,14 +284,16 @@ CONDITION_PATTERNS: tuple[re.Pattern[str], ...] = tuple(
 COMPARISON_PATTERNS: tuple[re.Pattern[str], ...] = tuple(
     re.compile(p, re.IGNORECASE)
     for p in (
-        rf"\b(?:under|over|above|below|less than|more than|fewer than|greater than|at least|at most|up to|"
+        rf"\b(?:under|over|above|below|less than|more than|fewer than|greater than|"
         rf"larger than|smaller than|bigger than|older than|newer than|exceeding|beyond|within)\s+"
         rf"(?:the\s+)?(?:last\s+|past\s+)?{_NUMBER}\s*[a-z%]*",
-        rf"(?:少于|小于|低于|不足|不到|超过|大于|高于|多于|不少于|不超过|至少|最多|以内)\s*{_NUMBER}\s*[^\s，,。；;\d]{{0,3}}",
+        rf"(?:少于|小于|低于|不足|不到|(?<!不)超过|大于|高于|多于|以内)\s*{_NUMBER}\s*[^\s，,。；;\d]{{0,3}}",
         rf"{_NUMBER}\s*[^\s，,。；;\d]{{0,3}}?(?:以上|以下|以内|之内|以前|之前|以后|之后|以外)",
     )
 )
-"""Thresholds ("under 10k rows", "超过1万行", "7天以前"): a threshold on one side only still scopes that advice."""
+"""Thresholds ("under 10k rows", "超过1万行", "7天以前"): a threshold on one side only still scopes that advice.
+
+A limit (``at most 500``, ``最多500次``, ``不超过``) is the prescription, not a case: not a threshold."""
 
 
 # ---------------------------------------------------------------- frames (typed values and the concepts around them)

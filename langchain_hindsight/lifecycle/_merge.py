@@ -7,9 +7,9 @@ two different statements never fold, however close their vectors.
 
 A rule-made lesson is keyed on its text with the parts that only identify a run
 masked (:func:`~langchain_hindsight.store.statement.lesson_key`: file names, paths,
-ids, positions), so the same error→fix lesson stored once per file before the
-rules masked them folds into one; their vectors differ only by what the mask
-removed, so the masked statement alone decides (no similarity threshold). A
+ids, dates, positions, ordinals such as ``第3周`` / ``week 3``), so the same
+error→fix lesson stored once per file before the rules masked them folds into one;
+their vectors differ only by what the mask removed, so the masked statement alone decides (no similarity threshold). A
 person's facts are keyed on their text as it is: their numbers are the fact.
 
 Folding sums ``evidence`` (how many times the lesson was learned), grows
@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 from langchain_hindsight._trust import trust_rank
 from langchain_hindsight.store import ConfidencePolicy
 from langchain_hindsight.store.evidence import corroborated, evidence_cap, uncorroborated
-from langchain_hindsight.store.statement import generalise, lesson_key, rule_made, statement_key
+from langchain_hindsight.store.statement import learned_in_run, lesson_key, rule_made, run_masked, statement_key
 from langchain_hindsight.types import MemoryUnit
 
 if TYPE_CHECKING:
@@ -147,8 +147,13 @@ def duplicate_groups(units: Sequence[MemoryUnit], *, by_task_type: bool) -> list
 
 
 def masked_only(members: Sequence[MemoryUnit]) -> bool:
-    """``members`` (one group) are rule-made lessons that differ in their run-specific parts (file names, ids)."""
-    return all(rule_made(u) for u in members) and len({statement_key(u.content) for u in members}) > 1
+    """``members`` (one group) are lessons learned in runs that differ in their run-specific parts (files, ids, 第N周).
+
+    Rule-made (:func:`~langchain_hindsight.store.statement.rule_made`) or inferred by the model from a
+    run (:func:`~langchain_hindsight.store.statement.learned_in_run`).
+    """
+    learned = all(rule_made(u) or learned_in_run(u) for u in members)
+    return learned and len({statement_key(u.content) for u in members}) > 1
 
 
 def fold(keeper: MemoryUnit, folded: Sequence[MemoryUnit], policy: ConfidencePolicy | None = None) -> MemoryUnit:
@@ -159,9 +164,9 @@ def fold(keeper: MemoryUnit, folded: Sequence[MemoryUnit], policy: ConfidencePol
     never above the source's ceiling nor ``policy``'s, never for a ``suspicious`` unit);
     a less trusted unit lends no confidence and no evidence. Times are the newest of
     the group (creation and last access), so recency reflects the latest time the
-    lesson was learned. A rule-made keeper's
-    text is masked (:func:`~langchain_hindsight.store.statement.generalise`): the
-    file name of the one run it came from is not the lesson.
+    lesson was learned. A keeper learned in a run has its
+    text masked (:func:`~langchain_hindsight.store.statement.run_masked`): the
+    file name or week of the one run it came from is not the lesson.
 
     A folded id already in ``keeper.merged_from`` (a merge interrupted between
     its write and its archive) adds no access count or evidence again.
@@ -179,7 +184,8 @@ def fold(keeper: MemoryUnit, folded: Sequence[MemoryUnit], policy: ConfidencePol
     group = [keeper, *folded]
     supersedes = keeper.supersedes or next((u.supersedes for u in folded if u.supersedes), None)
     peers = [u for u in group if u.source == keeper.source]  # a less trusted unit lends no confidence
-    changes = {"content": generalise(keeper.content)} if rule_made(keeper) else {}
+    masked = run_masked(keeper)
+    changes = {"content": masked} if masked != keeper.content else {}
     tags = [t for u in group for t in u.tags]
     best = keeper.evolve(confidence=max(u.score_confidence for u in peers), tags=tags)
     return keeper.evolve(
@@ -199,7 +205,7 @@ def fold(keeper: MemoryUnit, folded: Sequence[MemoryUnit], policy: ConfidencePol
 def fold_reason(before: MemoryUnit, after: MemoryUnit, folded: Sequence[MemoryUnit], *, masked: bool) -> str:
     """Why ``folded`` went into ``before`` (now ``after``), in one sentence for the log and the report."""
     why = (
-        "the same lesson with only run-specific parts (file names, paths, ids) differing"
+        "the same lesson with only run-specific parts (file names, paths, ids, dates, ordinals) differing"
         if masked
         else "the same statement (after normalising case, whitespace and punctuation)"
     )

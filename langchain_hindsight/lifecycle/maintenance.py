@@ -231,7 +231,8 @@ class Lifecycle:
         the stored vectors (nothing is re-embedded).
 
         Rule-made lessons that differ only in run-specific parts (the file name of
-        the task they were learned on, an id, a position in the input) are one
+        the task they were learned on, an id, a date, a position in the input, an
+        ordinal naming the run's object such as ``第3周`` / ``week 3``) are one
         statement (:func:`~langchain_hindsight.store.statement.lesson_key`): they
         fold whatever their similarity, and the keeper's text is masked the same way.
         A person's facts never fold on a masked key (``10 per day`` ≠ ``500 per day``).

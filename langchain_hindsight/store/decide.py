@@ -4,7 +4,8 @@ Planning is pure apart from the judge: :func:`plan_add` walks the incoming units
 order and decides, from each one's nearest active neighbours (stored or earlier in
 the batch), whether it is merged into one (only the same statement, see
 :func:`statement_key`, or a judged duplicate), supersedes one (only when a
-:class:`~langchain_hindsight.store.writes.WriteJudge` says it updates or contradicts it)
+:class:`~langchain_hindsight.store.writes.WriteJudge` says it updates or contradicts it, and
+never when the two apply under different conditions)
 or is simply new, under the provenance rules (a less trusted source never replaces
 a more trusted one); each decision becomes a
 :class:`~langchain_hindsight.store.writes.WriteResult`. ``apply.write_plan`` then makes
@@ -23,7 +24,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from langchain_hindsight._claims import claim_of, relation_of
+from langchain_hindsight._claims import claim_of, relation_of, scoped_apart
 from langchain_hindsight._safety import SUSPICIOUS_TAG, looks_like_instruction
 from langchain_hindsight._text import informative
 from langchain_hindsight._trust import TRUST_ORDER, TRUSTED_SOURCES
@@ -33,7 +34,7 @@ from langchain_hindsight.store._collections import Collection
 from langchain_hindsight.store._naming import check_namespace
 from langchain_hindsight.store._policy import ConfidencePolicy, settle_claims, trust
 from langchain_hindsight.store.evidence import corroborated, evidence_cap
-from langchain_hindsight.store.statement import statement_key
+from langchain_hindsight.store.statement import lesson_key, statement_key
 from langchain_hindsight.store.writes import (
     Neighbour,
     RuleWriteJudge,
@@ -83,7 +84,14 @@ REASON_NEW = "new: no similar active unit in scope"
 REASON_NO_DEDUPE = "stored as given (dedupe=False)"
 REASON_SAME_STATEMENT = "the same statement (after normalising case, whitespace and punctuation) was already stored"
 REASON_LEARNED_AGAIN = "{reason}: learned again (evidence {evidence}, confidence {confidence:.2f})"
+REASON_SAME_LESSON = (
+    "the same lesson, only its run-specific values (a week or other ordinal, a date, an id, a file, a path) differ"
+)
 REASON_KEPT_BOTH = "a different statement: kept alongside its similar units"
+REASON_OTHER_CONDITION = (
+    "{reason}; but it applies under another condition than {old} ({why}): not a change of the same fact, "
+    "both kept active, each with its condition (the newer ranks first)"
+)
 REASON_DUPLICATE_BELOW = (
     "judged a duplicate, but {similarity:.2f} is below merge_threshold {threshold}: kept alongside instead"
 )
@@ -357,7 +365,10 @@ def _decide(
     own = key(unit)
     same = next((n for n in near if key(n.unit) == own), None)
     if same is not None:
-        return WriteDecision("duplicate", same.unit.memory_id, REASON_SAME_STATEMENT), same
+        masked = statement_key(same.unit.content) != statement_key(unit.content)
+        return WriteDecision(
+            "duplicate", same.unit.memory_id, REASON_SAME_LESSON if masked else REASON_SAME_STATEMENT
+        ), same
     if conflict_threshold is None:
         return WriteDecision("add", reason=REASON_NEW), None
     # Candidates: above conflict_threshold, or contradicted by the rules whatever the cosine (see writes.py).
@@ -375,6 +386,12 @@ def _decide(
         if decision.decision != "add":
             logger.warning("write judge named %r, not a neighbour it was shown: stored as new", decision.target_id)
         return WriteDecision("add", reason=decision.reason or REASON_KEPT_BOTH), None
+    apart = scoped_apart(claim_of(target.unit.content), new)
+    if apart is not None:
+        # Only a change of the same fact under the same condition supersedes (or merges): advice for another
+        # case (小于1万行 / 大于1万行, On Windows / On Linux, for Alice / for Bob) stands beside it, whoever judged.
+        why = REASON_OTHER_CONDITION.format(reason=decision.reason, old=target.unit.memory_id, why=apart)
+        return WriteDecision("add", reason=why), None
     if decision.decision == "duplicate" and (merge_threshold is None or target.similarity < merge_threshold):
         reason = REASON_DUPLICATE_BELOW.format(similarity=target.similarity, threshold=merge_threshold)
         return WriteDecision("add", reason=reason), None
@@ -407,17 +424,21 @@ def plan_add(
     ``stored`` holds each unit's stored neighbours (see :func:`query_neighbours`;
     ``None``: none are stored); earlier units of the batch are candidates too.
 
-    Only the same statement (see :func:`statement_key`) merges without a judge;
+    Only the same statement merges without a judge (see :func:`statement_key`; for a lesson learned
+    in a run, with its run-specific values masked, see :func:`~langchain_hindsight.store.statement.lesson_key`:
+    the stored wording is kept, ``Lifecycle.maintain`` masks it when it folds); a judge's supersede or
+    merge between two statements that apply under different conditions
+    (:func:`~langchain_hindsight._claims.scoped_apart`) is stored as new instead;
     units more than ``conflict_threshold`` similar go to ``judge`` (default:
     :class:`RuleWriteJudge`, which keeps both), whose decision is validated.
     """
     judge = judge or RuleWriteJudge()
     keys: dict[tuple[str, str], str] = {}
 
-    def key(u: MemoryUnit) -> str:  # statement keys, computed once per text in the batch
+    def key(u: MemoryUnit) -> str:  # statement keys (run-specific values masked), computed once per text in the batch
         k = keys.get((u.memory_id, u.content))
         if k is None:
-            k = keys[(u.memory_id, u.content)] = statement_key(u.content)
+            k = keys[(u.memory_id, u.content)] = lesson_key(u)
         return k
 
     plan = WritePlan()

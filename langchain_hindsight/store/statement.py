@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Callable
 
 from langchain_hindsight.types import MemoryUnit
 
@@ -15,8 +16,11 @@ __all__ = [
     "PATH_MASK",
     "RULE_SOURCES",
     "generalise",
+    "learned_in_run",
     "lesson_key",
+    "mask_run_values",
     "rule_made",
+    "run_masked",
     "statement_key",
 ]
 
@@ -86,15 +90,27 @@ _UUID = re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{
 _HEX_ID = re.compile(r"\b(?:0x[0-9a-f]{6,}|(?=[0-9a-f]*[0-9])(?=[0-9a-f]*[a-f])[0-9a-f]{8,})\b", re.IGNORECASE)
 _LONG_NUMBER = re.compile(r"(?<![\d.,=])\d{6,}(?![\d.,]\d)")
 _DATE = re.compile(
-    r"\b\d{4}[-/.]\d{1,2}[-/.]\d{1,2}(?:[T ]\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?\b"
-    r"|\d{4}年\d{1,2}月(?:\d{1,2}[日号])?|\b\d{1,2}:\d{2}:\d{2}\b"
+    r"(?<![\d.-])\d{4}[-/.]\d{1,2}[-/.]\d{1,2}"
+    r"(?:[T ]\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?(?!\d)"
+    r"|\d{4}年\d{1,2}月(?:\d{1,2}[日号])?|(?<!\d)\d{1,2}月\d{1,2}[日号]|\b\d{1,2}:\d{2}:\d{2}\b"
 )
 _LOCATION = re.compile(
     r"(\b(?:position|pos|line|lines|column|col|row|offset|index|byte|char|character)s?\s*)(?:0x[0-9a-f]+|\d+)"
     r"(?:\s*[-:]\s*\d+)?"
-    r"|(第\s*)\d+(\s*[行列个条字节])",
+    r"|(第\s*)(?:\d+|[一二两三四五六七八九十百零〇]+)"
+    r"(\s*(?:批次|季度|阶段|字节|[行列个条周月天日季期批轮次章节页版步届场]))",
     re.IGNORECASE,
 )
+_ORDINAL = re.compile(
+    r"\b(week|wk|day|month|quarter|sprint|batch|round|attempt|iteration|page|chapter|episode|ticket|issue|order|"
+    r"invoice|build|job|release|step|phase|cycle|period|lot|shipment|pr|run)(s?\s*(?:#|no\.\s*)?\s*)\d+\b"
+    r"|\b\d+(?:st|nd|rd|th)(\s+(?:week|day|month|quarter|sprint|batch|round|attempt|run|page|chapter|step))\b"
+    r"|(?<![A-Za-z0-9_&])#\d+(?!\d)|(?<![A-Za-z0-9])Q[1-4](?![A-Za-z0-9])"
+    r"|(?<![每隔\d.])(?:1[0-2]|0?[1-9])(月份?)(?![\d度底初中末])",
+    re.IGNORECASE,
+)
+"""Ordinals that name the run's own object: ``第3周`` / ``week 3`` / ``the 3rd week`` / ``#42`` / ``Q3`` /
+``3月份``. Never a quantity (``30秒``, ``500 per day``, ``端口8080``) nor a version (``v1.2.3``): those prescribe."""
 
 FILE_MASK = "*.{ext}"
 """What a file name or path becomes in a rule-made lesson (the extension is kept: it is part of the lesson)."""
@@ -108,6 +124,19 @@ def _location(match: re.Match[str]) -> str:
     if match.group(1) is not None:
         return f"{match.group(1)}{NUMBER_MASK}"
     return f"{match.group(2)}{NUMBER_MASK}{match.group(3)}"
+
+
+def _ordinal(match: re.Match[str]) -> str:
+    text = match.group()
+    if match.group(1) is not None:
+        return f"{match.group(1)}{match.group(2)}{NUMBER_MASK}"
+    if match.group(3) is not None:
+        return f"{NUMBER_MASK}{match.group(3)}"
+    if match.group(4) is not None:
+        return f"{NUMBER_MASK}{match.group(4)}"
+    if text.startswith("#"):
+        return f"#{NUMBER_MASK}"
+    return f"{text[0]}{NUMBER_MASK}"  # Q3 -> Q<n>
 
 
 def generalise(text: str) -> str:
@@ -138,6 +167,7 @@ def generalise(text: str) -> str:
     out = _UUID.sub(ID_MASK, out)
     out = _DATE.sub(DATE_MASK, out)
     out = _LOCATION.sub(_location, out)
+    out = _ORDINAL.sub(_ordinal, out)
     out = _HEX_ID.sub(ID_MASK, out)
     return _LONG_NUMBER.sub(ID_MASK, out)
 
@@ -151,13 +181,75 @@ def rule_made(unit: MemoryUnit) -> bool:
     return unit.source in RULE_SOURCES and unit.run_id is not None
 
 
+INFERRED_SOURCES: frozenset[str] = frozenset({"agent_inference"})
+"""Sources of the lessons the reflection model writes from a run."""
+
+
+def learned_in_run(unit: MemoryUnit) -> bool:
+    """``unit`` is a lesson the reflection model inferred from one run whose task is known."""
+    return unit.source in INFERRED_SOURCES and unit.run_id is not None and bool(unit.task_description.strip())
+
+
+_RUN_VALUES: tuple[tuple[re.Pattern[str], str | Callable[[re.Match[str]], str]], ...] = (
+    (_UUID, ID_MASK),
+    (_DATE, DATE_MASK),
+    (_LOCATION, _location),
+    (_ORDINAL, _ordinal),
+    (_HEX_ID, ID_MASK),
+    (_LONG_NUMBER, ID_MASK),
+)
+
+
+def mask_run_values(text: str, task: str) -> str:
+    """``text`` with the ids, dates and ordinals that also name the run's own task masked (as :func:`generalise`).
+
+    Only a value the task names is run-specific here (``第3周`` in a lesson learned on
+    ``把第3周的周报发给张经理``); the same kind of value elsewhere in the text is kept.
+
+    Example:
+        >>> mask_run_values("发送第3周周报前先压缩附件，第2步要确认收件人", "把第3周的周报发给张经理")
+        '发送第<n>周周报前先压缩附件，第2步要确认收件人'
+    """
+    out = text
+    for pattern, mask in _RUN_VALUES:
+        named = {m.group() for m in pattern.finditer(task)}
+        if named:
+            out = pattern.sub(_masker(named, mask), out)
+    return out
+
+
+def _masker(named: set[str], mask: str | Callable[[re.Match[str]], str]) -> Callable[[re.Match[str]], str]:
+    def replace(m: re.Match[str]) -> str:
+        if m.group() not in named:
+            return m.group()
+        return mask if isinstance(mask, str) else mask(m)
+
+    return replace
+
+
+def run_masked(unit: MemoryUnit) -> str:
+    """What ``unit`` says once the values that only name its run are masked (its content as is for anyone else).
+
+    A rule-made lesson (see :func:`rule_made`): :func:`generalise`. A lesson the model inferred
+    from a run (see :func:`learned_in_run`): the ids, dates and ordinals its task names
+    (:func:`mask_run_values`). A person's fact: unchanged.
+    """
+    if rule_made(unit):
+        return generalise(unit.content)
+    if learned_in_run(unit):
+        return mask_run_values(unit.content, unit.task_description)
+    return unit.content
+
+
 def lesson_key(unit: MemoryUnit) -> str:
     """The statement key under which ``unit`` folds with its duplicates.
 
     A rule-made lesson (see :func:`rule_made`) is keyed on its text as
     :func:`generalise` masks it, so the same lesson learned on five files (stored before the rules
-    masked file names) is one statement. Every other unit is keyed on its text
+    masked file names) is one statement; a lesson the model inferred from a run on its text with
+    the ids, dates and ordinals of its task masked (:func:`run_masked`: four lessons learned on
+    ``把第N周的周报发给张经理`` that differ only in N are one). Every other unit is keyed on its text
     as it is: a person's numbers and names are the fact itself, and
     ``"每天最多10次"`` never folds with ``"每天最多500次"``.
     """
-    return statement_key(generalise(unit.content) if rule_made(unit) else unit.content)
+    return statement_key(run_masked(unit))

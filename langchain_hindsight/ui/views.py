@@ -32,7 +32,7 @@ from langchain_hindsight.sharing.principals import Principal
 from langchain_hindsight.store.journal import RunJournal
 from langchain_hindsight.store.memory_store import MemoryStore
 from langchain_hindsight.store.runs import RunFeedback, RunRecord
-from langchain_hindsight.store.statement import statement_key
+from langchain_hindsight.store.statement import lesson_key
 from langchain_hindsight.types import MemoryUnit, ScoredMemory, utcnow
 
 __all__ = ["LISTING_SECONDS", "Console", "Correction", "MemoryPage", "NearDuplicate", "SearchRow"]
@@ -372,8 +372,8 @@ class Console:
         pairs = sorted(zip(rows.tolist(), cols.tolist(), strict=True), key=lambda rc: -float(sims[rc]))
         found = []
         for i, j in pairs:
-            if statement_key(units[i].content) == statement_key(units[j].content):
-                continue  # the merge pass folds those itself
+            if lesson_key(units[i]) == lesson_key(units[j]):
+                continue  # the merge pass folds those itself (run-specific values such as 第N周 masked)
             found.append(NearDuplicate(units[i], units[j], float(sims[i, j])))
             if len(found) >= limit:
                 break
