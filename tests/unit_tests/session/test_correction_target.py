@@ -113,3 +113,19 @@ def test_mixed_memories_follow_the_majority_then_the_task(store: MemoryStore) ->
         assert en.task_prompt.startswith("[Relevant experience]")
         store.add(MemoryUnit(task_type="weekly_report", content="Send the weekly report as a PDF."))
         assert hs.session.serve("生成本周的销售周报").task_prompt.startswith("[Relevant experience]")  # 2 of 3
+
+
+def test_a_correction_repeated_after_it_was_served_is_journaled(store: MemoryStore) -> None:
+    """The same correction again, in a run that was served it, merges into it; on c351316 this raised a KeyError
+    inside the verdict (swallowed under on_error='log': the feedback was never journaled)."""
+    with Hindsight(store=store, min_relevance=None, on_error="raise") as hs:
+        _turn(hs, "生成本周的销售周报", "t")
+        _turn(hs, "不对，金额要用含税价", "t")
+        (correction,) = _corrections(store)
+        again = _turn(hs, "生成本周的销售周报", "t2")
+        assert correction.memory_id in hs.journal.get(again).served_ids
+        served = hs.session.serve("不对，金额要用含税价", thread_id="t2")
+        assert served.corrects == again
+        entry = hs.journal.get(again).feedback[-1]
+        assert entry.rejected
+        assert [u.memory_id for u in _corrections(store)] == [correction.memory_id]  # merged, not duplicated
