@@ -29,6 +29,7 @@ from langchain_hindsight.errors import ConfigurationError
 from langchain_hindsight.prompts import Locale, PromptTemplates, get_templates
 from langchain_hindsight.recall._block import (
     DEFAULT_MAX_LINE_CHARS,
+    block_locale,
     check_block_size,
     fit_block,
     memory_line,
@@ -38,6 +39,7 @@ from langchain_hindsight.types import MemoryUnit, ScoredMemory
 __all__ = [
     "DEFAULT_MAX_LINES",
     "Recalled",
+    "block_locale",
     "build_task_prompt",
     "detect_conflicts",
     "fit_experiences",

@@ -45,9 +45,8 @@ from langchain_hindsight.capture.messages import resolve_namespace
 from langchain_hindsight.capture.recorder import SERVED_KEY
 from langchain_hindsight.errors import AccessDeniedError, ConfigurationError, HindsightError, RunNotFoundError
 from langchain_hindsight.prompts import Locale, get_reflection_templates
-from langchain_hindsight.recall._block import block_locale
 from langchain_hindsight.recall.engine import RecallResult, RecallSettings
-from langchain_hindsight.recall.injection import build_task_prompt, fit_experiences
+from langchain_hindsight.recall.injection import block_locale, build_task_prompt, fit_experiences
 from langchain_hindsight.recall.retriever import HindsightRetriever
 from langchain_hindsight.reflection.background import BackgroundReflector
 from langchain_hindsight.reflection.reflector import Reflector
