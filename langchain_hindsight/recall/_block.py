@@ -17,14 +17,12 @@ notice names no command (``truncation_notice_no_id``).
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Protocol
 
 from langchain_hindsight._checks import check_int
 from langchain_hindsight._safety import render_label, render_safe
-from langchain_hindsight._script import query_script
-from langchain_hindsight._statements import statement
-from langchain_hindsight.prompts import Locale, PromptTemplates
+from langchain_hindsight.prompts import PromptTemplates
 from langchain_hindsight.types import DEFAULT_NAMESPACE
 
 __all__ = [
@@ -32,7 +30,6 @@ __all__ = [
     "MIN_BLOCK_CHARS",
     "MIN_LINE_CHARS",
     "LineSource",
-    "block_locale",
     "check_block_size",
     "clip_line",
     "fit_block",
@@ -48,34 +45,6 @@ MIN_BLOCK_CHARS = 200
 """The smallest ``max_block_chars``: room for the header, one cut line with its notice, and the data notice."""
 _SAFE_TOKEN = re.compile(r"[A-Za-z0-9_\-.:@]{1,256}")
 """An id or namespace that can be printed inside a shell command as is."""
-
-
-def block_locale(contents: Sequence[str], task: str = "", *, fallback: Locale = "zh") -> Locale:
-    """The language of the block's frame (header, ``[当前任务]``, the closing instruction) when no locale is set.
-
-    The frame follows the memories it shows: each memory counts for the script of
-    what it says (its text without our templates' fixed parts, so an English
-    correction stored as ``用户纠正（任务：…）：…`` counts as English). All Chinese →
-    ``"zh"``; all English → ``"en"``; mixed → the language most of them are in; a
-    tie → the language of the task; no memory and no task → ``fallback``. A locale
-    set by the caller (``Hindsight(locale=...)``, ``HINDSIGHT_LOCALE``) is never
-    replaced by this choice.
-
-    Example:
-        >>> block_locale(["Read Chinese CSVs with encoding='gbk'."]), block_locale(["周报只统计本周一到周日"])
-        ('en', 'zh')
-        >>> block_locale(["用户纠正（任务：weekly report）：amounts include tax"])
-        'en'
-        >>> block_locale(["Use gbk.", "周报用含税价"], "生成本周的销售周报")
-        'zh'
-    """
-    cjk = sum(query_script(statement(c) or c) == "cjk" for c in contents)
-    latin = len(contents) - cjk
-    if cjk != latin:
-        return "zh" if cjk > latin else "en"
-    if task.strip():
-        return "zh" if query_script(task) == "cjk" else "en"
-    return fallback
 
 
 def check_block_size(*, max_lines: object, max_line_chars: object, max_block_chars: object) -> None:
