@@ -68,9 +68,11 @@ more, added information), a chat turn (an acknowledgement), or a correction."""
 
 TASK_VERB_PATTERN = (
     r"生成|制作|做(?:一|个|份|张|下)|写(?:一|个|份|篇|封|下)?|起草|撰写|编写|整理|发(?:送|给|到)|寄|翻译|总结|汇总|分析|"
-    r"清洗|查询|统计|创建|新建|安排|预约|导出|出(?:一|个|份)|画|绘制|计算|准备|提交|"
+    r"清洗|查询|统计|创建|新建|安排|预约|预订|导出|出(?:一|个|份)|画|绘制|计算|准备|提交|修复|修改|设计|规划|部署|"
+    r"上传|下载|订(?:一|个|张)|"
     r"\b(?:generate|write|draft|create|make|prepare|produce|compile|send|email|mail|translate|summari[sz]e|"
-    r"analy[sz]e|clean|query|schedule|book|export|build|plot|draw|compute|calculate|submit|file|do)\b"
+    r"analy[sz]e|clean|query|schedule|book|export|build|plot|draw|compute|calculate|submit|file|do the same|fix|plan|"
+    r"design|deploy|upload|download|order|set up|organi[sz]e|convert|rewrite)\b"
 )
 """Verbs that ask for a piece of work (zh and en): with a task type or a deliverable, a new task."""
 
@@ -97,6 +99,8 @@ _HOW_QUESTION = re.compile(
 _POLITE = re.compile(
     r"能不能|能否|可不可以|可以|麻烦|请|帮我|帮忙|\b(?:can|could|would|will) you\b|\bplease\b", re.IGNORECASE
 )
+_NEXT = re.compile(r"[,，]\s*(?:now|next|then|and)\b|[，,]\s*(?:接下来|然后|再|现在)", re.IGNORECASE)
+"""After an acknowledgement, a turn that goes on to new work ("Great, now do the same for July")."""
 _SHORT_CHAT = 8
 """A turn with no task in it, at most this many characters: a chat turn ("你好", "hi there")."""
 
@@ -129,9 +133,9 @@ def turn_role(turn: str, detector: CorrectionDetector) -> tuple[TurnRole, str]:
     rules = detector.classify_rules(text)
     if rules.is_correction:
         return "correction", rules.rule
-    if rules.kind == "acknowledgement":
-        return "chat", "acknowledgement"
     verb = _TASK_VERB.search(text)
+    if rules.kind == "acknowledgement" and not (verb and _NEXT.search(text)):
+        return "chat", "acknowledgement"
     typed = infer_task_type(text) != FALLBACK_TASK_TYPE
     deliverable = bool(_DELIVERABLE.search(text))
     asks_for_work = bool(verb) and (typed or deliverable)
@@ -147,7 +151,7 @@ def turn_role(turn: str, detector: CorrectionDetector) -> tuple[TurnRole, str]:
         return "task", "task-verb"
     if typed and deliverable:
         return "task", "task-type"
-    if verb and len(text) > _SHORT_CHAT:
+    if verb:
         return "task", "task-verb"
     if len(text) <= _SHORT_CHAT:
         return "chat", "short"
