@@ -137,7 +137,7 @@ class SessionConfig:
         locale: ``"zh"`` or ``"en"``: the block's frame and every prompt in that language.
             ``None`` (default): the block's frame (header, ``[当前任务]``, the closing
             instruction) follows the language of the memories it shows
-            (:func:`~langchain_hindsight.recall._block.block_locale`), a user's correction is
+            (:func:`~langchain_hindsight.recall.injection.block_locale`), a user's correction is
             stored in the language it was typed in, and the model prompts (reflection,
             feedback) are in Chinese (:data:`PROMPT_LOCALE`).
         max_lines: At most this many memory lines in the block.
