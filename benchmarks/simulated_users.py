@@ -244,6 +244,7 @@ class Known:
     lang: Lang
     confidence: float
     replaced: bool = False
+    lost: bool = False
 
 
 @dataclass
@@ -266,6 +267,8 @@ class Report:
     seconds: float
     violations: list[Violation] = field(default_factory=list)
     served: Counter[str] = field(default_factory=Counter)
+    checks: Counter[str] = field(default_factory=Counter)
+    """How much each invariant had to check (so a 0 is not a check that never ran)."""
 
     def counts(self) -> dict[str, int]:
         found = Counter(v.invariant for v in self.violations)
@@ -312,6 +315,8 @@ class Simulation:
         self.kind_of: dict[str, str] = {}
         self.run_kind: dict[str, str] = {}
         self.turns = 0
+        self.stored = 0
+        self.blocks = 0
         self.headers = {get_templates(loc).block_header: get_templates(loc).task_header for loc in ("zh", "en")}
 
     # -- one turn
@@ -408,6 +413,7 @@ class Simulation:
                     old.replaced = True
                     self.pending[(user, said.kind)].discard(old.memory_id)
             self.known[memory_id] = Known(memory_id, user, said, lang, unit.score_confidence)
+            self.stored += 1
             self.kind_of[memory_id] = said.kind
             self.pending[(user, said.kind)].add(memory_id)
 
@@ -426,12 +432,14 @@ class Simulation:
         block = self._block(prompt)
         if not block:
             return
+        self.blocks += 1
         lines = [line for line in block.splitlines()[1:] if line[:1].isdigit()]
         if len(block) > self.max_block_chars or len(lines) > self.max_lines:
             self._violate(report, "block_over_budget", user, n, scenario, f"{len(block)} chars, {len(lines)} lines")
 
     def check_superseded(self, served: list[str], before: set[str], user: str, n: int, scenario: str,
                           report: Report) -> None:  # fmt: skip
+        report.checks["superseded at a session's start"] += len(before)
         for memory_id in served:
             if memory_id in before:
                 self._violate(report, "superseded_served", user, n, scenario, memory_id)
@@ -442,6 +450,7 @@ class Simulation:
             known = self.known[memory_id]
             if known.replaced:
                 continue
+            report.checks["statements checked at the next task of their kind"] += 1
             if memory_id not in served:
                 text = known.statement.text[known.lang]
                 self._violate(report, "correction_not_served", user, n, scenario, f"{text!r} ({memory_id})")
@@ -449,7 +458,7 @@ class Simulation:
     def _check_statements(self, user: str, before: dict[str, float], n: int, scenario: str, report: Report) -> None:
         now = {u.memory_id: u for u in self.hs.store.list_units(namespace=user, source="user_feedback")}
         for known in self.known.values():
-            if known.user != user or known.replaced:
+            if known.user != user or known.replaced or known.lost:
                 continue
             unit = now.get(known.memory_id)
             text = known.statement.text[known.lang]
@@ -457,7 +466,7 @@ class Simulation:
                 if known.memory_id in before or unit is not None:  # lost in this session (or never active)
                     status = "deleted" if unit is None else unit.status
                     self._violate(report, "statement_lost", user, n, scenario, f"{text!r} is {status}")
-                    known.replaced = True  # reported once
+                    known.lost = True  # reported once
                 continue
             if unit.score_confidence < known.confidence - 1e-9:
                 self._violate(
@@ -536,6 +545,12 @@ def simulate(
             if progress:
                 progress(f"{user} ({lang}, {'+'.join(kinds)}): {len(report.violations)} violations so far")
         report.turns = sim.turns
+        report.checks["user statements stored"] = sim.stored
+        report.checks["user statements replaced by a changed preference"] = sum(k.replaced for k in sim.known.values())
+        report.checks["blocks checked"] = sim.blocks
+        report.checks["changed preferences whose old version is still active"] = sum(
+            k.replaced and hs.store.get(k.memory_id, namespace=k.user).status == "active" for k in sim.known.values()
+        )
     store.close()
     report.seconds = round(time.perf_counter() - start, 1)
     return report
@@ -566,6 +581,8 @@ def _markdown(report: Report) -> str:
             f"| {slice_} | {r['served']} | {r['served_relevant']:.3f} | {r['served_irrelevant']:.3f} "
             f"| {r['unrelated_tasks']} | {r['unrelated_silent']:.3f} |"
         )
+    lines += ["", "## What was checked", "", "| check | count |", "|---|---|"]
+    lines += [f"| {name} | {count} |" for name, count in sorted(report.checks.items())]
     lines += ["", "## First violations of each invariant", ""]
     for name in INVARIANTS:
         for v in [v for v in report.violations if v.invariant == name][:5]:
@@ -586,6 +603,7 @@ def write(report: Report, name: str = "simulated_users") -> None:
         "invariants": report.counts(),
         "owners": report.by_owner(),
         "rates": report.rates(),
+        "checks": dict(report.checks),
         "violations": [asdict(v) for v in report.violations],
     }
     (RESULTS / f"{name}.json").write_text(json.dumps(data, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
