@@ -24,6 +24,8 @@ Invariants, checked after every session (each violation is recorded, none stops 
 * ``correction_not_served`` — the first task of a kind after a statement about that kind was not served the
   statement (the newest version of a changed preference);
 * ``superseded_served`` — a memory that was superseded when the session started was served in it;
+* ``old_preference_first`` — both versions of a preference the user changed were served, the older above the
+  newer (the store kept both: the newer must rank first);
 * ``block_over_budget`` — a block longer than ``max_block_chars`` or with more than ``max_lines`` memory lines.
 
 Each violation names the scenario and the issue-33 point whose fix it waits for (``OWNERS``), so the report
@@ -74,6 +76,7 @@ INVARIANTS = (
     "statement_debited",
     "correction_not_served",
     "superseded_served",
+    "old_preference_first",
     "block_over_budget",
 )
 """Every invariant the benchmark checks, in report order."""
@@ -244,6 +247,7 @@ class Known:
     lang: Lang
     confidence: float
     replaced: bool = False
+    replaced_by: str | None = None
     lost: bool = False
 
 
@@ -375,6 +379,7 @@ class Simulation:
         self._rate(served, task_kind, lang, turn_lang, prompt, report)
         if task_kind != "unrelated":
             self._check_served(user, kind, served, n, scenario, report)
+            self._check_order(user, served, n, scenario, report)
         said: Statement | None = None
         if scenario in ("correction", "follow_up"):
             if scenario == "follow_up":
@@ -411,6 +416,7 @@ class Simulation:
                     and old.statement.text != said.text
                 ):
                     old.replaced = True
+                    old.replaced_by = memory_id
                     self.pending[(user, said.kind)].discard(old.memory_id)
             self.known[memory_id] = Known(memory_id, user, said, lang, unit.score_confidence)
             self.stored += 1
@@ -424,6 +430,8 @@ class Simulation:
             owner = "point 3 (supersede only when subject and condition match)"
         if not owner and invariant == "statement_debited":
             owner = "point 2 (credit only what was used)"
+        if not owner and invariant in ("old_preference_first", "superseded_served"):
+            owner = "point 3 (supersede only what truly changes; unsure: both stay, the newer first)"
         if not owner and invariant == "correction_not_served":
             owner = "point 1 (relevance floor) / point 4 (correction filed under the wrong task)"
         report.violations.append(Violation(invariant, user, n, scenario, detail, owner or "unassigned"))
@@ -454,6 +462,16 @@ class Simulation:
             if memory_id not in served:
                 text = known.statement.text[known.lang]
                 self._violate(report, "correction_not_served", user, n, scenario, f"{text!r} ({memory_id})")
+
+    def _check_order(self, user: str, served: list[str], n: int, scenario: str, report: Report) -> None:
+        """A changed preference whose old version is still served: the newer must rank first."""
+        for known in self.known.values():
+            new = known.replaced_by
+            if known.user == user and new and known.memory_id in served and new in served:
+                report.checks["both versions of a changed preference served"] += 1
+                if served.index(known.memory_id) < served.index(new):
+                    old, newer = known.statement.text[known.lang], self.known[new].statement.text[known.lang]
+                    self._violate(report, "old_preference_first", user, n, scenario, f"{old!r} above {newer!r}")
 
     def _check_statements(self, user: str, before: dict[str, float], n: int, scenario: str, report: Report) -> None:
         now = {u.memory_id: u for u in self.hs.store.list_units(namespace=user, source="user_feedback")}
@@ -491,11 +509,29 @@ class Simulation:
                 report.served[f"{key}:{'relevant' if relevant else 'irrelevant'}"] += 1
 
 
+COVER: tuple[Scenario, ...] = (
+    "correction",
+    "follow_up",
+    "preference",
+    "preference",
+    "conditional",
+    "conditional",
+    "unrelated_fail",
+    "unrelated_fail",
+    "cross_language",
+)
+"""Every user meets each of these (in a seeded order) before the weighted draws: a preference and a conditional
+fact twice (so one changes and the other gets its partner), a failing e-mail twice (the week number changes)."""
+
+
 def _plan(rng: random.Random, sessions: int) -> list[Scenario]:
-    """A user's sessions: a first task, then scenarios drawn by weight (seeded)."""
+    """A user's sessions: a first task, the covering scenarios shuffled, then scenarios drawn by weight (seeded)."""
     names = list(WEIGHTS)
     weights = [WEIGHTS[s] for s in names]
-    return ["task", *rng.choices(names, weights=weights, k=sessions - 1)]
+    cover = list(COVER)
+    rng.shuffle(cover)
+    plan: list[Scenario] = ["task", *cover]
+    return (plan + rng.choices(names, weights=weights, k=max(0, sessions - len(plan))))[:sessions]
 
 
 def simulate(
