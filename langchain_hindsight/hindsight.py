@@ -38,7 +38,7 @@ from langchain_hindsight.recall.ranking import FloorRule, MinRelevance
 from langchain_hindsight.recall.retriever import HindsightRetriever
 from langchain_hindsight.reflection.background import BackgroundReflector
 from langchain_hindsight.reflection.reflector import Reflector
-from langchain_hindsight.session.config import AdapterOptions, ErrorPolicy, FeedbackResult, SessionConfig
+from langchain_hindsight.session.config import PROMPT_LOCALE, AdapterOptions, ErrorPolicy, FeedbackResult, SessionConfig
 from langchain_hindsight.session.loop import HindsightSession
 from langchain_hindsight.settings import SESSION_VARIABLES, read_environment, session_defaults
 from langchain_hindsight.sharing.access import ScopedMemory
@@ -215,7 +215,7 @@ class Hindsight:
         env = session_defaults() if len(given) < len(SESSION_VARIABLES) else {}
         chosen: dict[str, Any] = {**env, **given}  # an argument wins over its variable
         session_options = {name: chosen[name] for name in _SESSION_OPTIONS if name in chosen}
-        language: Locale = chosen.get("locale", SessionConfig.default("locale"))
+        language: Locale = chosen.get("locale") or PROMPT_LOCALE
         own_namespace = chosen.get("namespace", UNSET)
         self._owns_store = store is None
         self.background: BackgroundReflector | None = None
@@ -330,7 +330,7 @@ class Hindsight:
 
     @property
     def locale(self) -> Locale:
-        """Block and prompt language."""
+        """The prompt language; with no locale set the block's frame follows the memories it shows."""
         return self.session.locale
 
     # ------------------------------------------------------------------ adapters

@@ -2,8 +2,12 @@
 
 Free-form labels from an LLM or a caller (``"data-clean"``, ``"清洗数据"``,
 ``"Data Cleaning"``) are folded onto one canonical label so that task-type
-matching in recall works. Labels that match nothing map to
-:data:`FALLBACK_TASK_TYPE` (``"general"``).
+matching in recall works. What happens to a label that matches nothing depends
+on who gave it: :meth:`TaskTypeVocabulary.normalize` (a model's label, a task's
+text) maps it to :data:`FALLBACK_TASK_TYPE` (``"general"``);
+:meth:`TaskTypeVocabulary.resolve` (a task type the caller gave: a stored
+unit's, a recall's ``task_type=``, a run's) keeps it, folded, and logs that it
+is outside the vocabulary at INFO: a given task type always wins.
 
 :func:`infer_task_type` does the same for a task's *text* at serve time
 (``"生成本周的销售周报"`` → ``weekly_report``): keyword and pattern evidence from
@@ -13,12 +17,15 @@ aliases, the label with the most evidence wins.
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Iterable, Mapping
 from functools import cached_property
 
 from langchain_hindsight._checks import refuse_unknown_keywords
 from langchain_hindsight.errors import ConfigurationError
+
+logger = logging.getLogger(__name__)
 
 __all__ = [
     "DEFAULT_TASK_PATTERNS",
@@ -269,6 +276,34 @@ class TaskTypeVocabulary:
             if not alias.isascii() and alias in folded:
                 return self._lookup[alias]
         return self.fallback
+
+    def resolve(self, label: str) -> str:
+        """A task type the caller gave: its canonical label when the vocabulary knows it, else kept as given.
+
+        Known spellings fold as in :meth:`normalize` (``"Weekly Report"`` →
+        ``weekly_report``). A label the vocabulary does not know is never replaced
+        by the fallback: it is kept in its folded form (``"Email"`` → ``email``,
+        ``"发邮件"`` stays) and an INFO line says so, so that a memory stored with
+        ``task_type="email"`` is found again by a recall with ``task_type="email"``.
+
+        A blank label names no task type: the fallback, as in :meth:`normalize`.
+
+        Raises:
+            ConfigurationError: ``label`` is not a string.
+
+        Example:
+            >>> vocab = TaskTypeVocabulary()
+            >>> vocab.resolve("Weekly Report"), vocab.resolve("Email"), vocab.resolve("general")
+            ('weekly_report', 'email', 'general')
+        """
+        if not isinstance(label, str):
+            raise ConfigurationError(f"task_type must be a string, got {type(label).__name__}")
+        folded = _fold(label)
+        known = self.normalize(label)
+        if known != self.fallback or not folded or folded in self._lookup:
+            return known
+        logger.info("task type %r is not in the vocabulary: kept as %r (a given task type wins)", label, folded)
+        return folded
 
     @cached_property
     def _evidence(self) -> tuple[tuple[str, tuple[tuple[re.Pattern[str], float], ...]], ...]:

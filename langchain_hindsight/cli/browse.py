@@ -14,10 +14,11 @@ import os
 import shutil
 import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
+from langchain_hindsight.cli._diff import word_diff, wrap
 from langchain_hindsight.cli._output import Progress, clip, emit_json, safe, table, when
 from langchain_hindsight.cli._stats import print_stats
 from langchain_hindsight.cli._store import open_view
@@ -28,6 +29,7 @@ from langchain_hindsight.store.transfer import export_runs, export_units
 
 if TYPE_CHECKING:
     from langchain_hindsight.store.runs import RunRecord
+    from langchain_hindsight.types import MemoryUnit
 
 __all__ = ["explain", "export", "history", "runs", "show", "stats"]
 
@@ -61,11 +63,30 @@ def history(args: argparse.Namespace) -> int:
     if args.json:
         emit_json(chain)
         return 0
-    rows = [
-        (u.memory_id, u.status, f"{u.score_confidence:.2f}", when(u.created_at), clip(u.content, 50)) for u in chain
-    ]
-    print(table(["memory_id (newest first)", "status", "conf", "created", "content"], rows))
+    print(history_text(chain, shutil.get_terminal_size((100, 24)).columns))
     return 0
+
+
+def history_text(chain: Sequence[MemoryUnit], width: int) -> str:
+    """The chain as ``hindsight history`` prints it: a table of the versions, then each version whole.
+
+    The oldest version is printed as it is; each newer one as a word-level diff against the
+    version it replaced (``[-removed-]{+added+}``, :func:`~langchain_hindsight.cli._diff.word_diff`),
+    wrapped at ``width`` columns and never cut.
+    """
+    rows = [(u.memory_id, u.status, f"{u.score_confidence:.2f}", when(u.created_at)) for u in chain]
+    out = [table(["memory_id (newest first)", "status", "conf", "created"], rows), ""]
+    oldest_first = list(reversed(chain))
+    for n, unit in enumerate(oldest_first):
+        content = safe(unit.content)
+        if n == 0:
+            out.append(f"{unit.memory_id} ({unit.status}, the first version):")
+            out.extend(wrap(content, width))
+        else:
+            before = oldest_first[n - 1]
+            out.append(f"{unit.memory_id} ({unit.status}), changed from {before.memory_id}:")
+            out.extend(wrap(word_diff(safe(before.content), content), width))
+    return "\n".join(out)
 
 
 def stats(args: argparse.Namespace) -> int:

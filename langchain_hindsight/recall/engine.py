@@ -378,7 +378,7 @@ def resolve_task(
     if not isinstance(query, str):
         raise ConfigurationError(f"query must be a string, got {type(query).__name__}")
     wanted = task_type if task_type is not None else settings.task_type
-    fixed = None if wanted is None else source.vocabulary.normalize(wanted)
+    fixed = None if wanted is None else source.vocabulary.resolve(wanted)
     return _resolve(source, settings, query, fixed, on_classifier_error)
 
 
@@ -425,7 +425,7 @@ def _prepare(
         raise ConfigurationError(f"query must be a string, got {type(query).__name__}")
     limit = settings.k if k is None else check_int("k", k)
     wanted = task_type if task_type is not None else settings.task_type
-    wanted_type = None if wanted is None else source.vocabulary.normalize(wanted)
+    wanted_type = None if wanted is None else source.vocabulary.resolve(wanted)
     ns = namespace if namespace is not None else settings.namespace
     when = now or utcnow()
     if not isinstance(when, datetime):

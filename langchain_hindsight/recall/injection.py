@@ -25,6 +25,8 @@ from langchain_core.documents import Document
 from langchain_hindsight._checks import refuse_unknown_keywords
 from langchain_hindsight._claims import claim_of, relation_of
 from langchain_hindsight._safety import SUSPICIOUS_TAG, render_safe
+from langchain_hindsight._script import query_script
+from langchain_hindsight._statements import statement
 from langchain_hindsight.errors import ConfigurationError
 from langchain_hindsight.prompts import Locale, PromptTemplates, get_templates
 from langchain_hindsight.recall._block import (
@@ -38,6 +40,7 @@ from langchain_hindsight.types import MemoryUnit, ScoredMemory
 __all__ = [
     "DEFAULT_MAX_LINES",
     "Recalled",
+    "block_locale",
     "build_task_prompt",
     "detect_conflicts",
     "fit_experiences",
@@ -153,6 +156,34 @@ def _groups(pairs: Sequence[tuple[int, int]]) -> list[list[int]]:
     for x in sorted(parent):
         groups.setdefault(root(x), []).append(x)
     return sorted(groups.values())
+
+
+def block_locale(contents: Sequence[str], task: str = "", *, fallback: Locale = "zh") -> Locale:
+    """The language of the block's frame (header, ``[当前任务]``, the closing instruction) when no locale is set.
+
+    The frame follows the memories it shows: each memory counts for the script of
+    what it says (its text without our templates' fixed parts, so an English
+    correction stored as ``用户纠正（任务：…）：…`` counts as English). All Chinese →
+    ``"zh"``; all English → ``"en"``; mixed → the language most of them are in; a
+    tie → the language of the task; no memory and no task → ``fallback``. A locale
+    set by the caller (``Hindsight(locale=...)``, ``HINDSIGHT_LOCALE``) is never
+    replaced by this choice.
+
+    Example:
+        >>> block_locale(["Read Chinese CSVs with encoding='gbk'."]), block_locale(["周报只统计本周一到周日"])
+        ('en', 'zh')
+        >>> block_locale(["用户纠正（任务：weekly report）：amounts include tax"])
+        'en'
+        >>> block_locale(["Use gbk.", "周报用含税价"], "生成本周的销售周报")
+        'zh'
+    """
+    cjk = sum(query_script(statement(c) or c) == "cjk" for c in contents)
+    latin = len(contents) - cjk
+    if cjk != latin:
+        return "zh" if cjk > latin else "en"
+    if task.strip():
+        return "zh" if query_script(task) == "cjk" else "en"
+    return fallback
 
 
 def _templates(locale: Locale, templates: PromptTemplates | None) -> PromptTemplates:

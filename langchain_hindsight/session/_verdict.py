@@ -276,10 +276,16 @@ def apply_verdict(
             if action in ("debited", "uncredited"):
                 logger.info("feedback on run %s: memory %s %s (%s)", run_id, mid, action, "; ".join(reasons))
     served = set(ids)
+    # A correction merged into a memory this run was served is in ``effects`` but not in ``actions``.
+    now = {**({result.unit.memory_id: result.unit} if result is not None else {}), **after}
     updated = [
-        after[e.memory_id]
+        now[e.memory_id]
         for e in effects
-        if e.memory_id in served and e.before and e.after and e.before.confidence != e.after.confidence
+        if e.memory_id in served
+        and e.memory_id in now
+        and e.before
+        and e.after
+        and e.before.confidence != e.after.confidence
     ]
     return Verdict(
         effects=effects,

@@ -32,7 +32,15 @@ from langchain_hindsight.types import MemoryUnit
 if TYPE_CHECKING:
     from langchain_hindsight.recall.retriever import HindsightRetriever
 
-__all__ = ["AdapterOptions", "ErrorPolicy", "FeedbackResult", "SessionConfig", "SessionOptions", "new_run_id"]
+__all__ = [
+    "PROMPT_LOCALE",
+    "AdapterOptions",
+    "ErrorPolicy",
+    "FeedbackResult",
+    "SessionConfig",
+    "SessionOptions",
+    "new_run_id",
+]
 
 
 ErrorPolicy = Literal["log", "raise"]
@@ -42,6 +50,10 @@ ErrorPolicy = Literal["log", "raise"]
 (without experiences, or without learning from this run). ``"raise"``: raise
 the typed error (for tests and debugging).
 """
+
+
+PROMPT_LOCALE: Locale = "zh"
+"""The language of the model prompts (reflection, feedback) when no ``locale`` is set."""
 
 
 def new_run_id() -> str:
@@ -80,7 +92,7 @@ class AdapterOptions(TypedDict, total=False):
     k: int
     task_type: str | None
     min_relevance: MinRelevance | FloorRule
-    locale: Locale
+    locale: Locale | None
     max_lines: int
     max_line_chars: int
     max_block_chars: int | None
@@ -122,7 +134,12 @@ class SessionConfig:
             a :class:`~langchain_hindsight.recall.ranking.FloorRule` your own thresholds, ``None``
             switches the floor off. Not given (:data:`~langchain_hindsight._unset.UNSET`): the
             retriever keeps its own floor (``"auto"`` unless it was built with another).
-        locale: ``"zh"`` (default) or ``"en"`` block and task prompt.
+        locale: ``"zh"`` or ``"en"``: the block's frame and every prompt in that language.
+            ``None`` (default): the block's frame (header, ``[当前任务]``, the closing
+            instruction) follows the language of the memories it shows
+            (:func:`~langchain_hindsight.recall.injection.block_locale`), a user's correction is
+            stored in the language it was typed in, and the model prompts (reflection,
+            feedback) are in Chinese (:data:`PROMPT_LOCALE`).
         max_lines: At most this many memory lines in the block.
         max_line_chars: At most this many characters of one memory's text in the block; a longer
             one is cut and its line says so, naming ``hindsight show <memory_id>``.
@@ -157,7 +174,7 @@ class SessionConfig:
     k: int = DEFAULT_K
     task_type: str | None = None
     min_relevance: MinRelevance | FloorRule | Unset = UNSET
-    locale: Locale = "zh"
+    locale: Locale | None = None
     max_lines: int = DEFAULT_MAX_LINES
     max_line_chars: int = DEFAULT_MAX_LINE_CHARS
     max_block_chars: int | None = None
@@ -182,7 +199,8 @@ class SessionConfig:
         )
         if not isinstance(self.min_relevance, Unset):
             RecallSettings(min_relevance=self.min_relevance)  # the one check of a floor
-        get_templates(self.locale)  # validates the locale
+        if self.locale is not None:
+            get_templates(self.locale)  # validates the locale
         if isinstance(self.correction_patterns, str):
             raise ConfigurationError("correction_patterns must be a sequence of regular expressions, not one string")
         CorrectionDetector(self.correction_patterns)  # validates the patterns
@@ -196,8 +214,8 @@ class SessionConfig:
         """The default of option ``name``: this class is the one place a session option's default is written.
 
         Example:
-            >>> SessionConfig.default("locale")
-            'zh'
+            >>> SessionConfig.default("max_lines")
+            8
         """
         return cls.__dataclass_fields__[name].default
 

@@ -33,19 +33,20 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import replace
 from typing import Any, Unpack
 
 from langchain_hindsight._checks import refuse_unknown_keywords
+from langchain_hindsight._script import query_script
 from langchain_hindsight._unset import Unset
 from langchain_hindsight.capture.messages import resolve_namespace
 from langchain_hindsight.capture.recorder import SERVED_KEY
 from langchain_hindsight.errors import AccessDeniedError, ConfigurationError, HindsightError, RunNotFoundError
 from langchain_hindsight.prompts import Locale, get_reflection_templates
 from langchain_hindsight.recall.engine import RecallResult, RecallSettings
-from langchain_hindsight.recall.injection import build_task_prompt, fit_experiences
+from langchain_hindsight.recall.injection import block_locale, build_task_prompt, fit_experiences
 from langchain_hindsight.recall.retriever import HindsightRetriever
 from langchain_hindsight.reflection.background import BackgroundReflector
 from langchain_hindsight.reflection.reflector import Reflector
@@ -60,11 +61,18 @@ from langchain_hindsight.session._credit import (
 )
 from langchain_hindsight.session._use import judge_run
 from langchain_hindsight.session._verdict import correction_unit, record_verdict, revert_feedback
-from langchain_hindsight.session.config import ErrorPolicy, FeedbackResult, SessionConfig, SessionOptions, new_run_id
+from langchain_hindsight.session.config import (
+    PROMPT_LOCALE,
+    ErrorPolicy,
+    FeedbackResult,
+    SessionConfig,
+    SessionOptions,
+    new_run_id,
+)
 from langchain_hindsight.store.journal import RunJournal
 from langchain_hindsight.store.memory_store import MemoryStore
 from langchain_hindsight.store.runs import RunRecord
-from langchain_hindsight.types import MemoryUnit, Served, Trajectory
+from langchain_hindsight.types import MemoryUnit, ScoredMemory, Served, Trajectory
 
 __all__ = ["HindsightSession"]
 
@@ -103,7 +111,7 @@ class HindsightSession:
             if not isinstance(config.min_relevance, Unset):
                 recall["min_relevance"] = config.min_relevance
             retriever = HindsightRetriever(
-                store=store, settings=RecallSettings.from_options(**recall), locale=config.locale
+                store=store, settings=RecallSettings.from_options(**recall), locale=config.locale or PROMPT_LOCALE
             )
         elif (
             not isinstance(config.min_relevance, Unset)
@@ -114,7 +122,7 @@ class HindsightSession:
             retriever = retriever.model_copy(update={"settings": settings})
         reflector = config.reflector
         if reflector is None and config.reflect:
-            reflector = Reflector(store=store, locale=config.locale)
+            reflector = Reflector(store=store, locale=config.locale or PROMPT_LOCALE)
         journal = config.journal if config.journal is not None else RunJournal(store)
         self.config = replace(config, retriever=retriever, reflector=reflector, journal=journal)
         self.store: MemoryStore = store
@@ -122,7 +130,7 @@ class HindsightSession:
         self.reflector: Reflector | BackgroundReflector | None = reflector
         self.journal: RunJournal = journal
         self._detector = CorrectionDetector(
-            config.correction_patterns, model=config.feedback_model, locale=config.locale
+            config.correction_patterns, model=config.feedback_model, locale=config.locale or PROMPT_LOCALE
         )
 
     # ------------------------------------------------------------------ options
@@ -142,8 +150,15 @@ class HindsightSession:
 
     @property
     def locale(self) -> Locale:
-        """Block and prompt language."""
-        return self.config.locale
+        """The prompt language (the set locale, else :data:`~langchain_hindsight.session.config.PROMPT_LOCALE`)."""
+        return self.config.locale or PROMPT_LOCALE
+
+    def block_locale(self, memories: Sequence[ScoredMemory], task: str) -> Locale:
+        """The language of the block's frame: the set locale, else the language of the memories shown."""
+        if self.config.locale is not None:
+            return self.config.locale
+        contents = [m.memory.content for m in memories[: self.config.max_lines]]
+        return block_locale(contents, task, fallback=PROMPT_LOCALE)
 
     @property
     def on_error(self) -> ErrorPolicy:
@@ -191,9 +206,10 @@ class HindsightSession:
         if served.memories:
             c = self.config
             own = served.namespace  # a memory from another (shared) namespace is labelled with its origin
+            frame = self.block_locale(served.memories, served.task)
             served.block, shown = fit_experiences(
                 served.memories,
-                locale=self.locale,
+                locale=frame,
                 own_namespace=own,
                 max_lines=c.max_lines,
                 max_line_chars=c.max_line_chars,
@@ -203,7 +219,7 @@ class HindsightSession:
             served.task_prompt = build_task_prompt(
                 served.task,
                 served.memories,
-                locale=self.locale,
+                locale=frame,
                 own_namespace=own,
                 max_lines=c.max_lines,
                 max_line_chars=c.max_line_chars,
@@ -532,6 +548,8 @@ class HindsightSession:
             templates, vocabulary = get_reflection_templates(self.locale), self.store.vocabulary
         else:
             templates, vocabulary = reflector.templates, reflector.vocabulary
+        if self.config.locale is None:  # no locale set: the correction is stored in the language it was typed in
+            templates = get_reflection_templates("zh" if query_script(text) == "cjk" else "en")
         return correction_unit(text, record, templates=templates, vocabulary=vocabulary)
 
 

@@ -198,7 +198,7 @@ def update(store: StoreCore, memory_id: str, /, *, namespace: str | None = None,
     if "task_type" in changes:
         if not isinstance(changes["task_type"], str):
             raise ConfigurationError(f"task_type must be a string, got {type(changes['task_type']).__name__}")
-        changes["task_type"] = store.vocabulary.normalize(changes["task_type"])
+        changes["task_type"] = store.vocabulary.resolve(changes["task_type"])
 
     def plan() -> MemoryUnit:  # read, check and write as one plan (one transaction on a database)
         current = store.get(memory_id, namespace=ns)

@@ -173,7 +173,7 @@ def prepare(
     content carries no information is refused (:func:`check_informative`).
     """
     unit = settle_claims(check_encodable(check_unit(unit)))
-    changes: dict[str, Any] = {"task_type": vocabulary.normalize(unit.task_type)}
+    changes: dict[str, Any] = {"task_type": vocabulary.resolve(unit.task_type)}
     if namespace is not None:
         changes["namespace"] = check_namespace(namespace)
     elif "namespace" not in unit.model_fields_set:

@@ -161,7 +161,7 @@ class RunJournal:
         if task:
             changes["task"] = task
         if task_type:
-            changes["task_type"] = self.store.vocabulary.normalize(task_type)
+            changes["task_type"] = self.store.vocabulary.resolve(task_type)
         if thread_id:
             changes["thread_id"] = thread_id
 
@@ -221,7 +221,7 @@ class RunJournal:
             raise ConfigurationError(f"outcome must be 'success', 'failure' or 'unknown', got {outcome!r}")
         changes: dict[str, Any] = {"outcome": outcome, "ended_at": _when(now)}
         if task_type:
-            changes["task_type"] = self.store.vocabulary.normalize(task_type)
+            changes["task_type"] = self.store.vocabulary.resolve(task_type)
         return self._change(run_id, namespace, **changes)
 
     def add_produced(self, run_id: str, memory_ids: Sequence[str], *, namespace: str | None = None) -> RunRecord:
@@ -350,14 +350,27 @@ class RunJournal:
             namespace: The namespace whose journal is searched.
             exclude: Run ids to skip (e.g. the run being started).
         """
+        runs = self.thread_runs(thread_id, namespace=namespace, exclude=exclude) if thread_id else []
+        return runs[0] if runs else None
+
+    def thread_runs(
+        self, thread_id: str, *, namespace: str | None = None, exclude: Sequence[str] = ()
+    ) -> list[RunRecord]:
+        """The finished runs of conversation thread ``thread_id``, newest first.
+
+        Args:
+            thread_id: The thread (LangGraph ``thread_id``).
+            namespace: The namespace whose journal is searched.
+            exclude: Run ids to skip (e.g. the run being started).
+        """
         if not thread_id:
-            return None
+            return []
         ns = self._ns(namespace)
         skip = set(exclude)
         where = {"$and": [{"thread_id": thread_id}, {"kind": "run"}, {"ended_at_us": {"$gte": 0}}]}
         with self.store.lock:
             runs = [r for r in self._records.read(ns, where=where) if r.run_id not in skip]
-        return max(runs, key=lambda r: (r.ended_at or r.started_at, r.started_at), default=None)
+        return sorted(runs, key=lambda r: (r.ended_at or r.started_at, r.started_at), reverse=True)
 
     def delete(self, run_ids: Sequence[str], *, namespace: str | None = None) -> int:
         """Delete run records; returns how many existed."""

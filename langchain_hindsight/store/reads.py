@@ -100,7 +100,7 @@ def iter_units(
     """The body of :meth:`MemoryStore.iter_units` (see there)."""
     ns = store._ns(namespace)
     filters: dict[str, object] = {"status": status, "task_type": task_type, "kind": kind, "source": source}
-    where = filter_where(filters, store.vocabulary.normalize)
+    where = filter_where(filters, store.vocabulary.resolve)
     check_page_size(batch_size)
     roles: tuple[Role, ...] = ("archive",) if status == "archived" else ("memories",) if status else ROLES
     for role in roles:

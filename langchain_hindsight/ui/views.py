@@ -218,7 +218,7 @@ class Console:
     ) -> tuple[list[MemoryUnit], int]:
         """One page of the filtered listing and the number of matches."""
         units = self.units(namespace)
-        wanted_type = self.store.vocabulary.normalize(task_type) if task_type else ""
+        wanted_type = self.store.vocabulary.resolve(task_type) if task_type else ""
         found = [
             u
             for u in units

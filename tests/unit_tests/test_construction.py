@@ -118,7 +118,7 @@ def test_defaults_come_from_their_owner(hs_factory: Any) -> None:
     hs = hs_factory()
     assert hs.retriever.settings == RecallSettings()  # nothing given: recall's own defaults
     assert hs.k == SessionConfig.default("k") == RecallSettings().k
-    assert hs.locale == SessionConfig.default("locale")
+    assert hs.config.locale == SessionConfig.default("locale")  # None: the frame follows the memories
     assert hs.store.namespace == inspect.signature(MemoryStore).parameters["namespace"].default
 
 

@@ -300,8 +300,7 @@ def test_aserve_classifies_the_same_way(hs: Hindsight) -> None:
     corrects = asyncio.run(main())
     question_run = hs.journal.last_in_thread("t", exclude=[run_id])
     assert question_run is not None
-    assert corrects == (None, question_run.run_id)  # the correction answers the run just before it
-    assert hs.journal.get(run_id).feedback == []
-    assert [(e.text, e.rule) for e in hs.journal.get(question_run.run_id).feedback] == [
-        ("The week starts on Monday", "opener:no")
-    ]
+    # the correction attaches to the last task of the thread, not to the follow-up question (issue 33)
+    assert corrects == (None, run_id)
+    assert hs.journal.get(question_run.run_id).feedback == []
+    assert [(e.text, e.rule) for e in hs.journal.get(run_id).feedback] == [("The week starts on Monday", "opener:no")]
