@@ -93,7 +93,7 @@ def truncation_notice(t: PromptTemplates, memory_id: str | None, namespace: str 
 
 
 _HEAD_MARGIN = 128
-"""Rendered characters beyond the cut that a head renders, so a quote near the cut is whole (see :func:`rendered_head`)."""
+"""Rendered characters a head holds beyond the cut, so a quote near the cut is whole (see :func:`rendered_head`)."""
 
 
 def rendered_head(text: str, limit: int) -> str:

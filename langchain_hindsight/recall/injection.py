@@ -24,7 +24,7 @@ from langchain_core.documents import Document
 
 from langchain_hindsight._checks import refuse_unknown_keywords
 from langchain_hindsight._claims import claim_of, relation_of
-from langchain_hindsight._safety import SUSPICIOUS_TAG, render_safe
+from langchain_hindsight._safety import SUSPICIOUS_TAG
 from langchain_hindsight.errors import ConfigurationError
 from langchain_hindsight.prompts import Locale, PromptTemplates, get_templates
 from langchain_hindsight.recall._block import (
