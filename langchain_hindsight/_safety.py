@@ -380,7 +380,7 @@ _RENDER_ONLY = re.compile(
 )
 """What the renderer quotes besides :data:`_STRUCTURE` (harmless to quote, too common in lessons to flag)."""
 _LETTER_SPACED = re.compile(r"(?<!\w)\w\s+\w\s+\w|(?:^|\s)\S\s+\S\s+\S(?:\s|$)")
-"""Three single characters in a row, each after a space: ``n o t``, ``来 自 ：`` (then the squeezed skeleton is read)."""
+"""Three single characters in a row, spaced: ``n o t``, ``来 自 ：`` (then the squeezed skeleton is read too)."""
 _BLANKS = str.maketrans({"\u2800": " "})
 """Symbols that print as a blank (U+2800 BRAILLE PATTERN BLANK): a space."""
 _ABSORBED = frozenset("[]<>“”:| \n")
@@ -751,8 +751,10 @@ def _squeezed(skel: str, owners: list[int]) -> tuple[str, list[int]]:
 
 
 def _structure_spans(flat: str, symbols_as_letters: bool) -> list[tuple[int, int]]:
-    """Where :data:`_STRUCTURE` or :data:`_RENDER_ONLY` match ``flat``'s skeleton (or, for letter-spaced text, the
-    skeleton without spaces), as spans of ``flat`` with the brackets around them."""
+    """Where :data:`_STRUCTURE` or :data:`_RENDER_ONLY` match ``flat``'s skeleton, as spans of ``flat``.
+
+    The spans include the brackets around a match; letter-spaced text is also read without its spaces.
+    """
     skel, owners = _skeleton_with_owners(flat, symbols_as_letters=symbols_as_letters)
     readings = [(skel, owners)]
     if _LETTER_SPACED.search(skel):
