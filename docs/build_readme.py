@@ -49,6 +49,9 @@ REDTEAM_CHANNELS = {
     "mcp_remember": "MCP `remember` by an agent",
     "mcp_comment": "MCP `feedback` comment by an agent",
     "publish": "publish to a shared namespace",
+    "tool_result": "a tool result passed on by the reflection model",
+    "agent_answer": "an agent answer passed on by the reflection model",
+    "store_put": "`HindsightStore` put",
 }
 _TRUSTED_AUTHORS = {"user_feedback", "manual_add"}  # "untrusted shown as trusted" does not apply to their own words
 
@@ -90,10 +93,14 @@ def redteam_table() -> str:
         "|---|---|---|---|---|---|",
     ]
     for key, label in REDTEAM_CHANNELS.items():
-        n, b = now["per_channel"][key], before["per_channel"][key]
+        n, b = now["per_channel"][key], before["per_channel"].get(key)
         trusted = key in _TRUSTED_AUTHORS
         untrusted = "—" if trusted else str(n["untrusted_as_trusted_top5"])
-        was = f"{b['structure_changes']} / {'—' if trusted else b['untrusted_as_trusted_top5']}"
+        was = (
+            "— (new)"
+            if b is None
+            else f"{b['structure_changes']} / {'—' if trusted else b['untrusted_as_trusted_top5']}"
+        )
         rows.append(f"| {label} | {n['attacks']} | {n['structure_changes']} | {untrusted} | {n['refused']} | {was} |")
     rows.append(
         f"| **total** | **{now['attacks']}** | **{now['structure_changes']}** | "

@@ -160,7 +160,8 @@ class Claim:
         text = self.body
         spans = [m.group() for p in CONDITION_PATTERNS for m in p.finditer(text) if m.end() > m.start()]
         thresholds = [m.group() for p in COMPARISON_PATTERNS for m in p.finditer(text)]
-        return frozenset(_condition_key(s) for s in spans + thresholds) - {frozenset()}, bool(thresholds)
+        # each distinct span once: a repetitive text repeats its conditions (the same set, in linear time)
+        return frozenset(_condition_key(s) for s in {*spans, *thresholds}) - {frozenset()}, bool(thresholds)
 
     @cached_property
     def frame(self) -> Frame:
@@ -289,6 +290,15 @@ _MAX_VALUE_HUNKS = 2
 """At most this many differing spans still read as "the same frame, other values" (more is a different statement)."""
 
 
+_MAX_ALIGNMENT = 2**15
+"""At most this many unit pairs (the product of the two statements' lengths) are aligned unit by unit.
+
+The alignment (``difflib.SequenceMatcher``) is super-linear, cubic on repetitive text: two repetitive
+4,000-character memories took 45 s to compare. Longer pairs skip steps 3–9 (they read as ``unsure`` there;
+the linear steps and the frames still decide): a statement is a sentence or two, and the labelled pairs
+align at most ~900 unit pairs, so no decision on a statement of ordinary length changes."""
+
+
 _CHOICE_VERBS = frozenset({"use", "prefer", "choose", "pick", "用", "使", "采", "改"})
 """Verbs whose object is the prescription itself (``Use tabs …``): every other leading verb or preposition
 (``Round amounts to …``, ``给项目…``, ``在测试环境…``) opens the subject, not the prescription."""
@@ -388,6 +398,8 @@ def _frame_relation(a: Claim, b: Claim) -> Literal["contradicts", "unaligned"] |
 def _text(a: Claim, b: Claim) -> Relation:
     """The rule on two statements' units (steps 3–9 of the module docstring)."""
     ua, ub = a.units, b.units
+    if len(ua) * len(ub) > _MAX_ALIGNMENT:
+        return "unsure"  # too long to align in bounded time: the rules cannot tell (callers keep both)
     matcher = SequenceMatcher(None, a.key, b.key, autojunk=False)
     blocks = [blk for blk in matcher.get_matching_blocks() if blk.size]
     if not blocks:

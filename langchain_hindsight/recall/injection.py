@@ -24,7 +24,7 @@ from langchain_core.documents import Document
 
 from langchain_hindsight._checks import refuse_unknown_keywords
 from langchain_hindsight._claims import claim_of, relation_of
-from langchain_hindsight._safety import SUSPICIOUS_TAG, render_safe
+from langchain_hindsight._safety import SUSPICIOUS_TAG
 from langchain_hindsight._script import query_script
 from langchain_hindsight._statements import statement
 from langchain_hindsight.errors import ConfigurationError
@@ -34,6 +34,7 @@ from langchain_hindsight.recall._block import (
     check_block_size,
     fit_block,
     memory_line,
+    rendered_head,
 )
 from langchain_hindsight.types import MemoryUnit, ScoredMemory
 
@@ -301,7 +302,7 @@ def fit_experiences(
         lines = [memory_line(t, i, e, cut[i - 1], own_namespace, short=short) for i, e in enumerate(entries[:count], 1)]
         return _assemble(t, lines, shown[:count], notice=notice, conflicts=conflicts)
 
-    first = render_safe(entries[0].content)
+    first = rendered_head(entries[0].content, max_line_chars)
     return fit_block(render, len(shown), max_line_chars=max_line_chars, max_block_chars=max_block_chars, first=first)
 
 

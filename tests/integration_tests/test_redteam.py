@@ -167,12 +167,13 @@ def test_repeated_injections_merge_instead_of_multiplying(store: MemoryStore) ->
 
 # ----------------------------------------------------------------------------- generated attacks, every channel
 def test_generated_attacks_change_no_structure_and_launder_no_trust(store: MemoryStore) -> None:
-    """≥ 1,500 generated attacks over twelve channels on the real embedder: 0 structure changes, 0 laundered."""
+    """≥ 2,000 generated attacks over fifteen channels on the real embedder: 0 structure changes, 0 laundered."""
     from tests import redteam
 
     attacks = redteam.generate()
-    assert len(attacks) >= 1500
+    assert len(attacks) >= 2000
     assert len({f for f, _ in redteam.NEW_PAYLOADS}) >= 150
+    assert {"tool_result", "agent_answer", "store_put"} <= set(redteam.CHANNELS)
     assert {a.channel for a in attacks} == set(redteam.CHANNELS)
     assert len(redteam.CHANNELS) >= 10
     outcome = redteam.run(store, attacks)
