@@ -59,7 +59,7 @@ from langgraph.store.base import (
 )
 from langgraph.store.base.embed import get_text_at_path, tokenize_path
 
-from langchain_hindsight._checks import refuse_unknown_keywords
+from langchain_hindsight._checks import is_int, refuse_unknown_keywords
 from langchain_hindsight._text import informative
 from langchain_hindsight._trust import MemorySource, trust_rank
 from langchain_hindsight.errors import (
@@ -376,6 +376,8 @@ class HindsightStore(BaseStore):
         As in LangGraph's stores, every get, search and listing of a batch sees the
         store as it was before the batch, and of several puts on one key the last wins.
         """
+        if isinstance(ops, str | bytes) or not isinstance(ops, Iterable):
+            raise ConfigurationError(f"ops must be an iterable of LangGraph store operations, got {type(ops).__name__}")
         ops = list(ops)
         for op in ops:
             if not isinstance(op, GetOp | SearchOp | ListNamespacesOp | PutOp):
@@ -467,8 +469,7 @@ class HindsightStore(BaseStore):
         return out
 
     def _search(self, op: SearchOp) -> list[SearchItem]:
-        if op.limit < 0 or op.offset < 0:
-            raise ConfigurationError(f"limit and offset must be >= 0, got {op.limit} and {op.offset}")
+        _check_window(op.limit, op.offset)
         prefix = tuple(op.namespace_prefix)
         scope = [(labels, name) for labels, name in self._namespaces() if labels[: len(prefix)] == prefix]
         if not scope or op.limit == 0:
@@ -511,8 +512,9 @@ class HindsightStore(BaseStore):
         ]
 
     def _list_namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
-        if op.limit < 0 or op.offset < 0:
-            raise ConfigurationError(f"limit and offset must be >= 0, got {op.limit} and {op.offset}")
+        _check_window(op.limit, op.offset)
+        if op.max_depth is not None and not is_int(op.max_depth, 0):
+            raise ConfigurationError(f"max_depth must be a non-negative int or None, got {op.max_depth!r}")
         found = [labels for labels, _ in self._namespaces()]
         if op.match_conditions:
             found = [ns for ns in found if all(_namespace_matches(c, ns) for c in op.match_conditions)]
@@ -589,6 +591,12 @@ class HindsightStore(BaseStore):
             tags=[LANGGRAPH_TAG, KEPT_APART_TAG, *own],
             context=MemoryContext(parameters={LANGGRAPH_PARAMETER: record}),
         )
+
+
+def _check_window(limit: object, offset: object) -> None:
+    """``limit`` and ``offset`` of a search or listing: non-negative ints (``None``, ``[]``, ``""`` refused)."""
+    if not is_int(limit, 0) or not is_int(offset, 0):
+        raise ConfigurationError(f"limit and offset must be ints >= 0, got {limit!r} and {offset!r}")
 
 
 def _unchanged(head: MemoryUnit, key: str, value: dict[str, Any], text: str) -> bool:

@@ -38,6 +38,7 @@ from langchain_hindsight.store import forget as _forget_ops
 from langchain_hindsight.store import reads as _read_ops
 from langchain_hindsight.store import search as _search_ops
 from langchain_hindsight.store import transfer as _transfer_ops
+from langchain_hindsight.store._checks import check_vector
 from langchain_hindsight.store._collections import recorded_embedder
 from langchain_hindsight.store._core import StoreCore, backend_errors
 from langchain_hindsight.store._naming import check_namespace
@@ -306,6 +307,7 @@ class MemoryStore(StoreCore):
         instead of using its index (~40x slower at 100k). Only when too few active
         units remain does it repeat the query with the status filter.
         """
+        check_vector("MemoryStore.search_by_vector", vector)
         return _search_ops.search_by_vector(
             self, vector, k=k, namespace=namespace, include_embeddings=include_embeddings, where=where
         )
@@ -319,6 +321,7 @@ class MemoryStore(StoreCore):
         every candidate is scored on the same dense similarity. Order follows
         ``memory_ids``; missing or inactive ids are skipped.
         """
+        check_vector("MemoryStore.similarity_by_ids", vector)
         return _search_ops.similarity_by_ids(self, vector, memory_ids, namespace=namespace)
 
     def hybrid_search(
@@ -353,6 +356,7 @@ class MemoryStore(StoreCore):
             ConfigurationError: ``query`` is blank (it has no words to match).
         """
         check_query("MemoryStore.hybrid_search", query)
+        check_vector("MemoryStore.hybrid_search", vector)
         return _search_ops.hybrid_search(self, query, vector, k=k, namespace=namespace, normalize=normalize)
 
     def lexical_search(

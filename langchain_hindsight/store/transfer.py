@@ -166,6 +166,9 @@ def import_units(
     replace: bool = False,
 ) -> ImportReport:
     """The body of :meth:`MemoryStore.import_units` (see there)."""
+    for name, given in (("units", units), ("runs", runs)):
+        if isinstance(given, str | bytes | bytearray | MemoryUnit | RunRecord) or not isinstance(given, Iterable):
+            raise ConfigurationError(f"import_units: {name} must be an iterable of records, got {type(given).__name__}")
     latest: dict[str, MemoryUnit] = {}
     refused: list[str] = []
     for unit in units:
