@@ -448,7 +448,10 @@ class HindsightStore(BaseStore):
             root = found[0]
             if root.status == "active":
                 return _Found(root, (root.memory_id,))
-            chain = self.store.history(memory_id, namespace=ns)
+            try:
+                chain = self.store.history(memory_id, namespace=ns)
+            except MemoryNotFoundError:  # forgotten by another writer since the read above: absent now
+                continue
             return _Found(chain[0], tuple(u.memory_id for u in chain))
         return None
 

@@ -108,7 +108,7 @@ def _race(target: str, run: int) -> list[dict[str, object]]:
     return out
 
 
-def _check(store: MemoryStore, results: list[dict[str, object]]) -> None:
+def _check(store: MemoryStore, results: list[dict[str, object]], label: str) -> None:
     errors = [e for r in results for e in r["errors"]]  # type: ignore[attr-defined]
     assert errors == [], errors[:5]
     done = sum(sum(r["counts"].values()) - r["counts"]["feedback_on_old"] for r in results)  # type: ignore[attr-defined]
@@ -116,6 +116,8 @@ def _check(store: MemoryStore, results: list[dict[str, object]]) -> None:
     active = [u for u in store.list_units(namespace="users.u1", status="active") if key_of(u) == KEY]
     everything = sorted(store.list_units(namespace="users.u1"), key=lambda u: u.created_at)
     assert len(active) <= 1, [(u.memory_id, u.status, u.supersedes, u.content[:24]) for u in everything]
+    counts = [r["counts"] for r in results]
+    print(f"{label}: {done} operations, 0 errors, {len(active)} active version(s) of the key; {counts}")
 
 
 @pytest.mark.integration
@@ -126,7 +128,7 @@ def test_two_processes_on_one_postgres_key_never_fail(postgres_server: object) -
         try:
             results = _race(url, run)
             with MemoryStore(database_url=url, embeddings=HashEmbeddings(), namespace="race") as store:
-                _check(store, results)
+                _check(store, results, f"postgres run {run + 1}/{RUNS}")
         finally:
             postgres_server.drop_database(url)  # type: ignore[attr-defined]
 
@@ -138,4 +140,4 @@ def test_two_processes_on_one_embedded_key_never_fail(tmp_path: Path) -> None:
         directory = tmp_path / f"run{run}"
         results = _race(str(directory), run)
         with MemoryStore(persist_directory=directory, embeddings=HashEmbeddings(), namespace="race") as store:
-            _check(store, results)
+            _check(store, results, f"embedded run {run + 1}/{RUNS}")
