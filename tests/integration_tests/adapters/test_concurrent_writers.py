@@ -6,10 +6,11 @@ re-plans inside its write plan (``store/replan.py``), so two processes interleav
 ``record_feedback`` on the version they were shown and ``delete`` on one key finish every
 operation and leave at most one active version of the key.
 
-Size: ``HINDSIGHT_RACE_OPS`` operations in total (default 120; the acceptance run uses
-``HINDSIGHT_RACE_OPS=500``) and ``HINDSIGHT_RACE_RUNS`` rounds in a row (default 1; 10 for the
-acceptance run), on Postgres (two processes with the store open at once) and on an embedded
-directory (each operation opens the store, waiting for the other process's directory lock).
+Size: ``RACE_OPS`` operations in total (default 120; the acceptance run uses ``RACE_OPS=500``)
+and ``RACE_RUNS`` rounds in a row (default 1; 10 for the acceptance run; tests/conftest.py clears
+``HINDSIGHT_*`` variables, hence the plain names), on Postgres (two processes with the store open
+at once) and on an embedded directory (each operation opens the store, waiting for the other
+process's directory lock).
 """
 
 from __future__ import annotations
@@ -27,8 +28,8 @@ from langchain_hindsight import MemoryStore
 from langchain_hindsight.adapters.langgraph_store import key_of
 from tests.fakes import REPO_ROOT, HashEmbeddings
 
-OPS = int(os.environ.get("HINDSIGHT_RACE_OPS", "120"))
-RUNS = int(os.environ.get("HINDSIGHT_RACE_RUNS", "1"))
+OPS = int(os.environ.get("RACE_OPS", "120"))
+RUNS = int(os.environ.get("RACE_RUNS", "1"))
 KEY = "profile"
 
 _WORKER = textwrap.dedent(
