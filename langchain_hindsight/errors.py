@@ -16,8 +16,9 @@ The tree::
     ├── StoreLockedError(HindsightError, RuntimeError)   another process holds the directory
     ├── StoreClosedError(HindsightError, RuntimeError)   the store was closed
     ├── StoreError(HindsightError, RuntimeError)         the backend failed (chained cause)
-    │   └── BackendError                                  the database itself failed (I/O, server, SQLite)
-    │       └── DatabaseConnectionError(…, ConnectionError) the Postgres server could not be reached or refused us
+    │   ├── BackendError                                  the database itself failed (I/O, server, SQLite)
+    │   │   └── DatabaseConnectionError(…, ConnectionError) the Postgres server could not be reached or refused us
+    │   └── WriteConflictError                            other writers kept changing what a write read
     ├── ReflectionError(HindsightError, RuntimeError)    the reflection model call failed
     └── EmbeddingError(HindsightError, RuntimeError)     the embedder failed or returned unusable vectors
 
@@ -46,6 +47,7 @@ __all__ = [
     "StoreLockedError",
     "UninformativeMemoryError",
     "UnknownOptionError",
+    "WriteConflictError",
 ]
 
 
@@ -118,6 +120,17 @@ class BackendError(StoreError):
 
     Raised by the storage backend layer for its own failures, with the backend's
     exception chained; a programming error (a bad argument) is not one.
+    """
+
+
+class WriteConflictError(StoreError):
+    """Another process changed what a write was planned on, and kept doing so through every re-plan.
+
+    A write that supersedes or replaces what it read re-reads and re-plans when another
+    process changed that memory first (see ``store/replan.py``); after a bounded number of
+    attempts it gives up with this error, having written nothing of the last attempt. Also
+    raised by ``MemoryStore.add(unit, if_absent=True)`` when ``unit``'s id is already
+    stored (another writer created it first); nothing is written then.
     """
 
 

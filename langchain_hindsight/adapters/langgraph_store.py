@@ -59,16 +59,23 @@ from langgraph.store.base import (
 )
 from langgraph.store.base.embed import get_text_at_path, tokenize_path
 
-from langchain_hindsight._checks import refuse_unknown_keywords
+from langchain_hindsight._checks import is_int, refuse_unknown_keywords
 from langchain_hindsight._text import informative
 from langchain_hindsight._trust import MemorySource, trust_rank
 from langchain_hindsight._unset import UNSET, Unset
-from langchain_hindsight.errors import ConfigurationError, UninformativeMemoryError
+from langchain_hindsight.errors import (
+    ConfigurationError,
+    HindsightError,
+    MemoryNotFoundError,
+    UninformativeMemoryError,
+    WriteConflictError,
+)
 from langchain_hindsight.lifecycle import KEPT_APART_TAG
 from langchain_hindsight.recall.engine import RecallSettings, recall
 from langchain_hindsight.recall.ranking import FloorRule, MinRelevance
 from langchain_hindsight.recall.scoring import ScoringWeights
 from langchain_hindsight.store.memory_store import MemoryStore
+from langchain_hindsight.store.replan import REPLAN_ATTEMPTS
 from langchain_hindsight.types import MAX_CONTENT_CHARS, MemoryContext, MemoryKind, MemoryUnit, utcnow
 
 __all__ = [
@@ -375,6 +382,8 @@ class HindsightStore(BaseStore):
         As in LangGraph's stores, every get, search and listing of a batch sees the
         store as it was before the batch, and of several puts on one key the last wins.
         """
+        if isinstance(ops, str | bytes) or not isinstance(ops, Iterable):
+            raise ConfigurationError(f"ops must be an iterable of LangGraph store operations, got {type(ops).__name__}")
         ops = list(ops)
         for op in ops:
             if not isinstance(op, GetOp | SearchOp | ListNamespacesOp | PutOp):
@@ -397,8 +406,36 @@ class HindsightStore(BaseStore):
                     results.append(None)
             planned = [self._plan(op) for op in puts.values()]  # every put checked before any is written
             for op, content, found in planned:
-                self._put(op, content, found)
+                self._put_replanning(op, content, found)
         return results
+
+    def _put_replanning(self, op: PutOp, content: tuple[dict[str, Any], str] | None, found: _Found | None) -> None:
+        """:meth:`_put`, re-read and re-planned when another process changed the key first (bounded).
+
+        The plan (:meth:`_plan`) was made on the key as read; the store refuses a write whose
+        premise is gone (the head was forgotten or archived: ``MemoryNotFoundError``; the key's
+        first version was created by another writer: ``WriteConflictError``) and writes nothing,
+        so the put reads the key again and plans again (see ``store/replan.py``).
+
+        Raises:
+            WriteConflictError: the key kept changing through every attempt.
+        """
+        last: HindsightError | None = None
+        for attempt in range(REPLAN_ATTEMPTS):
+            try:
+                self._put(op, content, found)
+                return
+            except (MemoryNotFoundError, WriteConflictError) as e:
+                logger.info(
+                    "HindsightStore put %s/%r: another writer changed the key first (%s); re-planning (attempt %d)",
+                    namespace_name(op.namespace), op.key, e, attempt + 2,
+                )  # fmt: skip
+                last = e
+                op, content, found = self._plan(op)
+        raise WriteConflictError(
+            f"HindsightStore put {op.namespace!r}/{op.key!r}: other writers changed the key through "
+            f"{REPLAN_ATTEMPTS} attempts; the last one wrote nothing ({last})"
+        ) from last
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         """:meth:`batch` in a worker thread (the memory store's calls block: embedding, the backend)."""
@@ -417,7 +454,10 @@ class HindsightStore(BaseStore):
             root = found[0]
             if root.status == "active":
                 return _Found(root, (root.memory_id,))
-            chain = self.store.history(memory_id, namespace=ns)
+            try:
+                chain = self.store.history(memory_id, namespace=ns)
+            except MemoryNotFoundError:  # forgotten by another writer since the read above: absent now
+                continue
             return _Found(chain[0], tuple(u.memory_id for u in chain))
         return None
 
@@ -438,8 +478,7 @@ class HindsightStore(BaseStore):
         return out
 
     def _search(self, op: SearchOp) -> list[SearchItem]:
-        if op.limit < 0 or op.offset < 0:
-            raise ConfigurationError(f"limit and offset must be >= 0, got {op.limit} and {op.offset}")
+        _check_window(op.limit, op.offset)
         prefix = tuple(op.namespace_prefix)
         scope = [(labels, name) for labels, name in self._namespaces() if labels[: len(prefix)] == prefix]
         if not scope or op.limit == 0:
@@ -482,8 +521,9 @@ class HindsightStore(BaseStore):
         ]
 
     def _list_namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
-        if op.limit < 0 or op.offset < 0:
-            raise ConfigurationError(f"limit and offset must be >= 0, got {op.limit} and {op.offset}")
+        _check_window(op.limit, op.offset)
+        if op.max_depth is not None and not is_int(op.max_depth, 0):
+            raise ConfigurationError(f"max_depth must be a non-negative int or None, got {op.max_depth!r}")
         found = [labels for labels, _ in self._namespaces()]
         if op.match_conditions:
             found = [ns for ns in found if all(_namespace_matches(c, ns) for c in op.match_conditions)]
@@ -515,7 +555,7 @@ class HindsightStore(BaseStore):
             if found is None:
                 logger.info("HindsightStore delete %s/%r: no such item, nothing forgotten", ns, op.key)
                 return
-            n = self.store.forget(list(found.chain), namespace=ns, scrub=self.scrub)
+            n = self.store.forget(list(found.chain), namespace=ns, scrub=self.scrub, successors=True)
             logger.info("HindsightStore delete %s/%r: forgot %d unit(s) %s", ns, op.key, n, ", ".join(found.chain))
             return
         assert content is not None
@@ -527,11 +567,10 @@ class HindsightStore(BaseStore):
         created = utcnow() if found is None else _created_at(found.head)
         unit = self._unit(value, text, op.key, created)
         if found is None:
-            result = self.store.add(unit.evolve(memory_id=_root_id(ns, op.key)), namespace=ns, dedupe=False)
-            if result.memory_id != _root_id(ns, op.key):  # another writer created the key at the same moment
-                logger.warning(
-                    "HindsightStore put %s/%r: stored as %s, not the key's own id", ns, op.key, result.memory_id
-                )
+            # if_absent: another writer that created the key first is a conflict (re-planned), not a second version
+            result = self.store.add(
+                unit.evolve(memory_id=_root_id(ns, op.key)), namespace=ns, dedupe=False, if_absent=True
+            )
             what = f"added as {result.memory_id}"
         elif found.head.status == "active":
             result = self.store.supersede(
@@ -539,7 +578,9 @@ class HindsightStore(BaseStore):
             )
             what = f"superseded {found.head.memory_id} by {result.memory_id}"
         else:  # archived (or superseded): the new version continues the chain, the old one stays as it is
-            result = self.store.add(unit.evolve(supersedes=found.head.memory_id), namespace=ns, dedupe=False)
+            result = self.store.add(
+                unit.evolve(supersedes=found.head.memory_id), namespace=ns, dedupe=False, if_absent=True
+            )
             what = f"continued {found.head.status} {found.head.memory_id} with {result.memory_id}"
         logger.info("HindsightStore put %s/%r: %s", ns, op.key, what)
 
@@ -559,6 +600,12 @@ class HindsightStore(BaseStore):
             tags=[LANGGRAPH_TAG, KEPT_APART_TAG, *own],
             context=MemoryContext(parameters={LANGGRAPH_PARAMETER: record}),
         )
+
+
+def _check_window(limit: object, offset: object) -> None:
+    """``limit`` and ``offset`` of a search or listing: non-negative ints (``None``, ``[]``, ``""`` refused)."""
+    if not is_int(limit, 0) or not is_int(offset, 0):
+        raise ConfigurationError(f"limit and offset must be ints >= 0, got {limit!r} and {offset!r}")
 
 
 def _unchanged(head: MemoryUnit, key: str, value: dict[str, Any], text: str) -> bool:

@@ -12,6 +12,7 @@ import json
 import logging
 import os
 import shutil
+import stat
 import sys
 import tempfile
 from collections.abc import Callable, Sequence
@@ -158,17 +159,47 @@ def explain(args: argparse.Namespace) -> int:
 
 
 def _export_target(output: str) -> Path:
-    """The ``-o`` file, checked before the store is opened.
+    """The ``-o`` file, checked before the store is opened (see :func:`check_output_file`).
 
     Raises:
-        ConfigurationError: it is a directory, or its directory does not exist.
+        ConfigurationError: it is a directory or not a regular file, or its directory does not exist.
     """
     target = Path(output)
-    if target.is_dir():
+    if target.is_dir() and not target.is_symlink():
         raise ConfigurationError(f"-o {output!r} is a directory: give the name of a file to write")
+    check_output_file(target, f"-o {output!r}")
     if not target.absolute().parent.is_dir():
         raise ConfigurationError(f"-o {output!r}: the directory {str(target.absolute().parent)!r} does not exist")
     return target
+
+
+def check_output_file(target: Path, what: str) -> None:
+    """The rule for every file the CLI writes: a new name, or an existing *regular* file (not a link to one).
+
+    A symlink (to anything), a FIFO, a socket or a device node (``/dev/full``, ``/dev/null``) is
+    refused: the CLI writes a file by renaming a complete temporary file over the name, which would
+    replace the link or the node itself and report success while nothing reached what it named.
+
+    Raises:
+        ConfigurationError: ``target`` exists and is not a regular file (a usage error, exit 2).
+    """
+    try:
+        mode = target.lstat().st_mode
+    except FileNotFoundError:
+        return
+    except OSError as e:
+        raise ConfigurationError(f"{what}: cannot inspect the file: {e.strerror}") from e
+    if stat.S_ISLNK(mode):
+        raise ConfigurationError(f"{what} is a symbolic link: give the path of a regular file (links are not followed)")
+    if not stat.S_ISREG(mode):
+        kind = (
+            "a FIFO" if stat.S_ISFIFO(mode)
+            else "a socket" if stat.S_ISSOCK(mode)
+            else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
+            else "a directory" if stat.S_ISDIR(mode)
+            else "not a regular file"
+        )  # fmt: skip
+        raise ConfigurationError(f"{what} is {kind}: the CLI writes regular files only")
 
 
 def _write_replacing(target: Path, write: Callable[[IO[str]], tuple[int, int]]) -> tuple[int, int]:
@@ -177,12 +208,15 @@ def _write_replacing(target: Path, write: Callable[[IO[str]], tuple[int, int]]) 
     An export that fails half-way (the store, the disk) leaves the previous file as it was and no
     temporary file: a nightly ``export -o backup.jsonl`` never replaces a good backup with a truncated one.
     An existing file keeps its permissions; a new one is readable by its owner only (it holds every memory).
+    ``target`` is checked again just before the rename (:func:`check_output_file`): a link or node
+    put in its place meanwhile is refused, never replaced.
     """
     fd, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".part", dir=target.absolute().parent)
     part = Path(name)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             counts = write(fh)
+        check_output_file(target, f"-o {str(target)!r}")
         if target.exists():
             shutil.copymode(target, part)
         os.replace(part, target)

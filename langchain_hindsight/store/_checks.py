@@ -1,11 +1,11 @@
-"""The store's search-depth check (the int check itself is :func:`langchain_hindsight._checks.is_int`)."""
+"""The store's argument checks: search depth and query vector (ints: :func:`langchain_hindsight._checks.is_int`)."""
 
 from __future__ import annotations
 
 from langchain_hindsight._checks import is_int
 from langchain_hindsight.errors import ConfigurationError
 
-__all__ = ["check_k"]
+__all__ = ["check_k", "check_vector"]
 
 _MAX_K = 1 << 30
 """Largest search depth ``k``: the over-fetched query depth (``k`` and half again) must fit a backend's
@@ -16,3 +16,21 @@ def check_k(k: object) -> None:
     """Refuse a search depth that is not an int in ``[1, 2**30]`` (a store's or a snapshot's search)."""
     if not is_int(k, 1, _MAX_K):
         raise ConfigurationError(f"k must be an int from 1 to {_MAX_K}, got {k!r}")
+
+
+def check_vector(method: str, vector: object) -> None:
+    """Refuse a query vector that is not a non-empty sequence of real numbers (``None``, ``[]``, a string).
+
+    Raises:
+        ConfigurationError: naming ``method`` and what it got.
+    """
+    if isinstance(vector, str | bytes | bytearray | dict) or not hasattr(vector, "__len__"):
+        raise ConfigurationError(f"{method}: vector must be a sequence of numbers, got {type(vector).__name__}")
+    if len(vector) == 0:  # type: ignore[arg-type]
+        raise ConfigurationError(f"{method}: vector is empty")
+    try:
+        first = vector[0]  # type: ignore[index]
+    except (TypeError, KeyError, IndexError) as e:
+        raise ConfigurationError(f"{method}: vector must be a sequence of numbers") from e
+    if isinstance(first, bool) or (not isinstance(first, int | float) and not hasattr(first, "__float__")):
+        raise ConfigurationError(f"{method}: vector must hold numbers, got {type(first).__name__}")

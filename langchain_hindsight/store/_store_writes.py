@@ -10,8 +10,9 @@ from typing import Any
 
 from langchain_hindsight._checks import is_int
 from langchain_hindsight._safety import SUSPICIOUS_TAG
-from langchain_hindsight.errors import ConfigurationError, MemoryNotFoundError, StoreError
+from langchain_hindsight.errors import ConfigurationError, MemoryNotFoundError, StoreError, WriteConflictError
 from langchain_hindsight.store._codec import unit_to_metadata
+from langchain_hindsight.store._collections import Collection, records
 from langchain_hindsight.store._core import StoreCore, backend_errors, check_ids
 from langchain_hindsight.store._naming import ROLES, Role
 from langchain_hindsight.store._policy import feedback_reason, fresh_ids_for_taken, trust
@@ -26,6 +27,7 @@ from langchain_hindsight.store.decide import (
     prepare,
     query_neighbours,
 )
+from langchain_hindsight.store.replan import Target, plan_supersede
 from langchain_hindsight.store.writes import WriteResult
 from langchain_hindsight.types import MemoryStatus, MemoryUnit, utcnow
 
@@ -55,20 +57,29 @@ def _prepare(store: StoreCore, unit: MemoryUnit, namespace: str | None) -> Memor
     return prepare(unit, namespace, default_namespace=store.namespace, vocabulary=store.vocabulary, policy=store.policy)
 
 
-def add(store: StoreCore, unit: MemoryUnit, *, namespace: str | None = None, dedupe: bool = True) -> WriteResult:
+def add(
+    store: StoreCore, unit: MemoryUnit, *, namespace: str | None = None, dedupe: bool = True, if_absent: bool = False
+) -> WriteResult:
     """The body of :meth:`MemoryStore.add` (see there)."""
-    return add_many(store, [unit], namespace=namespace, dedupe=dedupe)[0]
+    return add_many(store, [unit], namespace=namespace, dedupe=dedupe, if_absent=if_absent)[0]
 
 
 @backend_errors
 def add_many(
-    store: StoreCore, units: Sequence[MemoryUnit], *, namespace: str | None = None, dedupe: bool = True
+    store: StoreCore,
+    units: Sequence[MemoryUnit],
+    *,
+    namespace: str | None = None,
+    dedupe: bool = True,
+    if_absent: bool = False,
 ) -> list[WriteResult]:
-    """The body of :meth:`MemoryStore.add_many` (see there)."""
+    """The body of :meth:`MemoryStore.add_many` (see there); ``if_absent``: a stored id is a conflict, not renamed."""
     if isinstance(units, MemoryUnit) or not isinstance(units, Sequence):
         raise ConfigurationError("units must be a sequence of MemoryUnit")
     if not isinstance(dedupe, bool):
         raise ConfigurationError(f"dedupe must be a bool, got {dedupe!r}")
+    if not isinstance(if_absent, bool):
+        raise ConfigurationError(f"if_absent must be a bool, got {if_absent!r}")
     for u in units:
         check_unit(u)  # a wrong type is reported before anything about a unit's content
     prepared = [_prepare(store, u, namespace) for u in units]
@@ -87,11 +98,44 @@ def add_many(
             vectors = embed_batched(store, [u.content for u in batch])
             with store._lock:
                 store._collection(ns)  # created outside the plan's transaction (a retry re-runs only the plan)
-                plan = functools.partial(_add_namespace, store, ns, batch, vectors, dedupe)
+                plan = functools.partial(_add_namespace, store, ns, batch, vectors, dedupe, if_absent)
                 stored = store._atomic(ns, plan)
             for i, result in zip(chunk, stored, strict=True):
                 results[i] = result
     return [r for r in results if r is not None]
+
+
+def check_premise(
+    col: Collection, archive: Collection | None, units: list[MemoryUnit], taken: set[str], ns: str
+) -> None:
+    """What an ``if_absent`` add was planned on still holds, read inside its write plan; else nothing is written.
+
+    Its ids are free, and a unit that continues another (``supersedes``) continues one that is
+    still stored and that no active unit continues already (another writer's version).
+
+    Raises:
+        WriteConflictError: another writer changed that first.
+    """
+    if taken:
+        raise WriteConflictError(
+            f"memory {sorted(taken)[0]!r} is already stored in namespace {ns!r} (another writer created it first); "
+            "nothing was written"
+        )
+    continued = sorted({u.supersedes for u in units if u.supersedes})
+    if not continued:
+        return
+    present = set(col.exists(continued)) | (set(archive.exists(continued)) if archive is not None else set())
+    if gone := [i for i in continued if i not in present]:
+        raise WriteConflictError(
+            f"memory {gone[0]!r} in namespace {ns!r}, which this write continues, was forgotten by another writer; "
+            "nothing was written"
+        )
+    ahead = [u for u in records(col, where={"supersedes": {"$in": continued}}) if u.status == "active"]
+    if ahead:
+        raise WriteConflictError(
+            f"memory {ahead[0].supersedes!r} in namespace {ns!r} was continued by another writer first "
+            f"({ahead[0].memory_id}); nothing was written"
+        )
 
 
 def embed_batched(store: StoreCore, texts: list[str]) -> list[list[float]]:
@@ -107,7 +151,7 @@ def embed_batched(store: StoreCore, texts: list[str]) -> list[list[float]]:
 
 
 def _add_namespace(
-    store: StoreCore, ns: str, units: list[MemoryUnit], vectors: list[list[float]], dedupe: bool
+    store: StoreCore, ns: str, units: list[MemoryUnit], vectors: list[list[float]], dedupe: bool, if_absent: bool
 ) -> list[WriteResult]:
     col = store._vectors(store._collection(ns))
     assert col is not None
@@ -116,6 +160,8 @@ def _add_namespace(
     archive = store._collection(ns, "archive", create=False)
     if archive is not None:
         taken |= set(archive.exists(ids))
+    if if_absent:
+        check_premise(col, archive, units, taken, ns)
     units = fresh_ids_for_taken(units, taken)
     stored = query_neighbours(col, units, vectors, store.conflict_scope) if dedupe else None
     plan = plan_add(
@@ -157,19 +203,49 @@ def supersede(
     vector = embed_batched(store, [prepared.content])[0]
     with store._lock:
         store._collection(ns)  # created outside the plan's transaction
-        old, new = store._atomic(ns, functools.partial(_supersede_plan, store, ids, prepared, vector, ns))
+        old, new, notes = store._atomic(ns, functools.partial(_supersede_plan, store, ids, prepared, vector, ns))
     related = tuple(u.memory_id for u in old)
-    logger.info("write %s in %r: superseded %s (%s)", new.memory_id, ns, ", ".join(related), reason)
-    return WriteResult("superseded", new, related, reason, tuple(old))
+    why = f"{reason} (re-planned: {'; '.join(notes)})" if notes else reason
+    logger.info("write %s in %r: superseded %s (%s)", new.memory_id, ns, ", ".join(related), why)
+    return WriteResult("superseded", new, related, why, tuple(old))
+
+
+_CHAIN_STEPS = 256
+"""At most this many successors are followed to a chain's active head (a cycle or a fork cannot loop)."""
+
+
+def read_targets(store: StoreCore, ids: list[str], ns: str) -> list[Target]:
+    """Each of ``ids`` as stored now, with the active head of its supersede chain (the read of a re-plan)."""
+    now = {u.memory_id: u for u in store.get_many(ids, namespace=ns)}
+    col = store._collection(ns, create=False)
+    targets: list[Target] = []
+    for i in ids:
+        unit = now.get(i)
+        head = unit
+        seen = {i}
+        while head is not None and head.status == "superseded" and col is not None and len(seen) < _CHAIN_STEPS:
+            successors = [u for u in records(col, where={"supersedes": head.memory_id}) if u.memory_id not in seen]
+            if not successors:
+                head = None
+                break
+            active = [u for u in successors if u.status == "active"]
+            head = (active or sorted(successors, key=lambda u: u.created_at))[-1]
+            seen.add(head.memory_id)
+        targets.append(Target(i, unit, head if head is not None and head.status == "active" else None))
+    return targets
 
 
 def _supersede_plan(
     store: StoreCore, ids: list[str], prepared: MemoryUnit, vector: list[float], ns: str
-) -> tuple[list[MemoryUnit], MemoryUnit]:
-    """Plan and write a supersede (see :func:`supersede`); returns the demoted units and the new one."""
-    old = [u for u in store.get_many(ids, namespace=ns) if u.status == "active"]
-    if not old:
-        raise MemoryNotFoundError(f"no active memory among {ids[:5]} in namespace {ns!r}")
+) -> tuple[list[MemoryUnit], MemoryUnit, tuple[str, ...]]:
+    """Re-read, re-plan and write a supersede (see :func:`supersede`): the demoted units, the new one, the notes.
+
+    Runs inside the namespace's write plan, so what it reads here is what it writes over:
+    a target another process superseded since the caller read it is followed to the
+    newest version of its chain (``replan.plan_supersede``).
+    """
+    planned = plan_supersede(read_targets(store, ids, ns), ns)
+    old = list(planned.replace)
     weaker = [u.memory_id for u in old if trust(prepared.source) > trust(u.source)]
     if weaker:
         raise ConfigurationError(f"a {prepared.source} unit never replaces a more trusted one ({', '.join(weaker)})")
@@ -186,7 +262,9 @@ def _supersede_plan(
     plan.superseding.add(new.memory_id)
     write_plan(col, plan, store.backend.max_batch_size)
     store._replica.reindex(ns, upserts=[new, *plan.changed.values()])
-    return old, new
+    if planned.notes:
+        logger.info("supersede in %r re-planned: %s", ns, "; ".join(planned.notes))
+    return old, new, planned.notes
 
 
 @backend_errors
@@ -307,6 +385,9 @@ def _feedback_plan(
     if len(current) != len(ids):
         gone = sorted(set(ids) - {u.memory_id for u in current})
         logger.warning("feedback skipped for %d unknown memory id(s): %s", len(gone), gone[:5])
+    for u in current:  # see replan: a credit stays with the version that earned it
+        if u.status != "active":
+            logger.info("feedback on %s in %r recorded against that version (it is %s now)", u.memory_id, ns, u.status)
     updated = [
         u.evolve(
             access_count=u.access_count + 1,

@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any, TypeVar
 
 from langchain_hindsight.errors import ConfigurationError, HindsightError, StoreError
 from langchain_hindsight.store import _directory
@@ -30,6 +31,8 @@ from langchain_hindsight.types import MemoryUnit
 __all__ = ["NO_SCRUB", "drop_collections", "finish_interrupted_scrub", "forget", "scrub", "scrub_collections"]
 
 logger = logging.getLogger(__name__)
+
+_R = TypeVar("_R")
 
 NO_SCRUB = (
     "scrub needs a store that owns an embedded directory (MemoryStore(persist_directory=...)); for a Chroma "
@@ -74,10 +77,13 @@ def forget(
     *,
     namespace: str | None = None,
     scrub: bool | None = None,
+    successors: bool = False,
 ) -> int:
     """The body of :meth:`MemoryStore.forget` (see there)."""
     if scrub is not None and not isinstance(scrub, bool):
         raise ConfigurationError(f"scrub must be True, False or None, got {scrub!r}")
+    if not isinstance(successors, bool):
+        raise ConfigurationError(f"successors must be a bool, got {successors!r}")
     if scrub and not store.backend.can_erase:
         raise ConfigurationError(NO_SCRUB)
     do_scrub = store.backend.can_erase if scrub is None else scrub
@@ -92,10 +98,13 @@ def forget(
         rebuild: list[str] = []
         _record_intent(store.persist_directory, ns, ids, do_scrub)  # durable before the first delete
         try:
+            owe = do_scrub and store.persist_directory is None  # no intent file: the note goes into the plan
             if ids is None:
-                deleted = store._atomic(ns, functools.partial(_drop_namespace, store, ns))
+                deleted = store._atomic(ns, functools.partial(_owing, store, owe, _drop_namespace, store, ns))
             else:
-                deleted, rebuild = store._atomic(ns, functools.partial(_delete_ids, store, ns, ids))
+                deleted, rebuild = store._atomic(
+                    ns, functools.partial(_owing, store, owe, _delete_ids, store, ns, ids, successors)
+                )
             if do_scrub and (deleted or rebuild):
                 scrub_collections(store, rebuild)
         finally:
@@ -115,6 +124,14 @@ def scrub(store: StoreCore) -> None:
 
 
 # ------------------------------------------------------------------ internals
+def _owing(store: StoreCore, owe: bool, plan: Callable[..., _R], *args: Any) -> _R:
+    """``plan(*args)``, noting in the same write plan that an erase is owed (``Backend.owe_erase``) when ``owe``."""
+    result = plan(*args)
+    if owe:
+        store.backend.owe_erase()
+    return result
+
+
 def _drop_namespace(store: StoreCore, ns: str) -> int:
     """Drop every collection that belongs to ``ns`` (any role, leftovers included)."""
     deleted = drop_collections(store.backend, ns)
@@ -125,8 +142,39 @@ def _drop_namespace(store: StoreCore, ns: str) -> int:
     return deleted
 
 
-def _delete_ids(store: StoreCore, ns: str, ids: list[str]) -> tuple[int, list[str]]:
-    """Delete ``ids`` and every reference to them; return (count, names of collections touched)."""
+_CHAIN_STEPS = 256
+"""At most this many rounds of successors are followed forward (a cycle in ``supersedes`` cannot loop)."""
+
+
+def with_successors(store: StoreCore, ns: str, ids: list[str]) -> list[str]:
+    """``ids`` and every later version of them (units whose ``supersedes`` chain leads back to one), read now."""
+    found = list(dict.fromkeys(ids))
+    frontier = found
+    for _ in range(_CHAIN_STEPS):
+        later: list[str] = []
+        for role in ROLES:
+            col = store._collection(ns, role, create=False)
+            if col is not None and frontier:
+                later += [u.memory_id for u in records(col, where={"supersedes": {"$in": frontier}})]
+        frontier = [i for i in dict.fromkeys(later) if i not in found]
+        if not frontier:
+            break
+        found += frontier
+    return found
+
+
+def _delete_ids(store: StoreCore, ns: str, ids: list[str], successors: bool = False) -> tuple[int, list[str]]:
+    """Delete ``ids`` (and, with ``successors``, their later versions) and every reference to them.
+
+    Returns:
+        The count deleted and the names of the collections touched.
+    """
+    if successors:  # read inside the write plan: a version another process added since the caller read goes too
+        more = with_successors(store, ns, ids)
+        if len(more) > len(ids):
+            logger.info("forget in %r: also forgetting %d later version(s) %s", ns, len(more) - len(ids),
+                        more[len(ids):][:5])  # fmt: skip
+        ids = more
     deleted = 0
     touched: list[str] = []
     gone = set(ids)
@@ -199,9 +247,15 @@ def scrub_collections(store: StoreCore, rebuild: list[str] | None) -> None:
 
 
 def finish_interrupted_scrub(store: StoreCore) -> None:
-    """Complete a forget or scrub that a crash interrupted (a rebuild half-done, a marker or intent left)."""
+    """Complete a forget or scrub that a crash interrupted (a rebuild half-done, a marker or intent left).
+
+    A backend without a directory (Postgres) keeps its note in the database: its
+    ``recover_interrupted`` finishes the erase.
+    """
     directory = store.persist_directory
     if directory is None:
+        if store.backend.can_erase and store.backend.recover_interrupted():
+            logger.warning("finished an erase a killed process owed")
         return
     interrupted = store.backend.recover_interrupted()
     intents = _directory.read_intents(directory)

@@ -21,7 +21,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from langchain_hindsight._checks import refuse_unknown_keywords
+from langchain_hindsight._checks import is_int, refuse_unknown_keywords
 from langchain_hindsight.errors import ConfigurationError, RunNotFoundError
 from langchain_hindsight.store._codec import to_datetime_us
 from langchain_hindsight.store.memory_store import MemoryStore
@@ -156,6 +156,8 @@ class RunJournal:
         _text(run_id, "run_id")
         _text(task, "task")
         started = _when(now)
+        if isinstance(served, str) or not isinstance(served, Sequence):
+            raise ConfigurationError(f"served must be a sequence of ScoredMemory, got {type(served).__name__}")
         shown = [ServedMemory.from_scored(s, rank) for rank, s in enumerate(served, start=1)]
         changes: dict[str, Any] = {"served": shown}
         if task:
@@ -366,6 +368,8 @@ class RunJournal:
         if not thread_id:
             return []
         ns = self._ns(namespace)
+        if isinstance(exclude, str) or not isinstance(exclude, Sequence):
+            raise ConfigurationError(f"exclude must be a sequence of run ids, got {type(exclude).__name__}")
         skip = set(exclude)
         where = {"$and": [{"thread_id": thread_id}, {"kind": "run"}, {"ended_at_us": {"$gte": 0}}]}
         with self.store.lock:
@@ -464,6 +468,8 @@ class RunJournal:
             key=lambda r: (r.started_at, r.run_id),
             reverse=True,
         )
+        if limit is not None and not is_int(limit, 0):
+            raise ConfigurationError(f"limit must be a non-negative int or None, got {limit!r}")
         return runs if limit is None else runs[:limit]
 
     def last_started_at(self, *, namespace: str | None = None, kind: RunKind = "run") -> datetime | None:

@@ -38,6 +38,7 @@ from langchain_hindsight.store import forget as _forget_ops
 from langchain_hindsight.store import reads as _read_ops
 from langchain_hindsight.store import search as _search_ops
 from langchain_hindsight.store import transfer as _transfer_ops
+from langchain_hindsight.store._checks import check_vector
 from langchain_hindsight.store._collections import recorded_embedder
 from langchain_hindsight.store._core import StoreCore, backend_errors
 from langchain_hindsight.store._naming import check_namespace
@@ -201,15 +202,13 @@ class MemoryStore(StoreCore):
         if embeddings is None:  # the built-in embedder the store records; a new store gets the routed default
             embeddings = default_embeddings(recorded_embedder(backend, self.namespace))
         self.embeddings = embeddings
-        if self.persist_directory is not None:
-            try:
-                _transfer_ops.finish_interrupted_import(
-                    self
-                )  # an import killed midway is rolled forward from its pending file
-                _forget_ops.finish_interrupted_scrub(self)
-            except BaseException:
-                self.close()
-                raise
+        try:
+            # an import killed midway is rolled forward from its pending file (a directory only)
+            _transfer_ops.finish_interrupted_import(self)
+            _forget_ops.finish_interrupted_scrub(self)  # a directory's intent files, a database's erase note
+        except BaseException:
+            self.close()
+            raise
 
     # ------------------------------------------------------------------ lifecycle
     def close(self) -> None:
@@ -308,6 +307,7 @@ class MemoryStore(StoreCore):
         instead of using its index (~40x slower at 100k). Only when too few active
         units remain does it repeat the query with the status filter.
         """
+        check_vector("MemoryStore.search_by_vector", vector)
         return _search_ops.search_by_vector(
             self, vector, k=k, namespace=namespace, include_embeddings=include_embeddings, where=where
         )
@@ -321,6 +321,7 @@ class MemoryStore(StoreCore):
         every candidate is scored on the same dense similarity. Order follows
         ``memory_ids``; missing or inactive ids are skipped.
         """
+        check_vector("MemoryStore.similarity_by_ids", vector)
         return _search_ops.similarity_by_ids(self, vector, memory_ids, namespace=namespace)
 
     def hybrid_search(
@@ -355,6 +356,7 @@ class MemoryStore(StoreCore):
             ConfigurationError: ``query`` is blank (it has no words to match).
         """
         check_query("MemoryStore.hybrid_search", query)
+        check_vector("MemoryStore.hybrid_search", vector)
         return _search_ops.hybrid_search(self, query, vector, k=k, namespace=namespace, normalize=normalize)
 
     def lexical_search(
@@ -476,7 +478,9 @@ class MemoryStore(StoreCore):
         """
         return _read_ops.history(self, memory_id, namespace=namespace)
 
-    def add(self, unit: MemoryUnit, *, namespace: str | None = None, dedupe: bool = True) -> WriteResult:
+    def add(
+        self, unit: MemoryUnit, *, namespace: str | None = None, dedupe: bool = True, if_absent: bool = False
+    ) -> WriteResult:
         """Store ``unit``; return what the write did (:class:`~langchain_hindsight.store.writes.WriteResult`).
 
         With ``dedupe`` (default): an active unit in scope that makes the same
@@ -487,7 +491,12 @@ class MemoryStore(StoreCore):
         decides; the default keeps both (``"added"``, ``related_ids`` naming the
         similar units), an LLM judge may also merge a reworded duplicate or
         supersede an outdated unit (``"superseded"``). ``namespace`` overrides
-        ``unit.namespace``. Each write is logged at INFO.
+        ``unit.namespace``. Each write is logged at INFO. ``if_absent=True`` stores
+        ``unit`` under its own id or not at all: an id already stored (another
+        writer created it first) raises :class:`~langchain_hindsight.errors.WriteConflictError`
+        instead of taking a fresh id (a key's first version, as ``HindsightStore.put`` writes it),
+        and so does a ``supersedes`` naming a unit that is gone or that an active unit
+        already continues (checked inside the write plan).
 
         Example:
             >>> store.add(MemoryUnit(content="客户甲公司希望通过邮件联系。")).action  # doctest: +SKIP
@@ -498,8 +507,9 @@ class MemoryStore(StoreCore):
             UninformativeMemoryError: its content carries no information (``"ok"``, ``"好的"``, emoji only);
                 an :class:`~langchain_hindsight.errors.InvalidMemoryError`. Nothing was changed.
             StoreError: the backend failed; nothing was changed.
+            WriteConflictError: ``if_absent`` and the id is already stored; nothing was changed.
         """
-        return _write_ops.add(self, unit, namespace=namespace, dedupe=dedupe)
+        return _write_ops.add(self, unit, namespace=namespace, dedupe=dedupe, if_absent=if_absent)
 
     def add_many(
         self, units: Sequence[MemoryUnit], *, namespace: str | None = None, dedupe: bool = True
@@ -530,8 +540,13 @@ class MemoryStore(StoreCore):
         Returns:
             ``"superseded"``, ``related_ids`` the ids demoted, ``previous`` their state before.
 
+        A unit of ``memory_ids`` that another process superseded since the caller
+        read it is followed to the newest version of its chain, which is superseded
+        instead (re-read inside the write plan; ``result.reason`` and the log say so;
+        see ``store/replan.py``).
+
         Raises:
-            MemoryNotFoundError: none of ``memory_ids`` is an active unit of the namespace.
+            MemoryNotFoundError: none of ``memory_ids`` has an active version in the namespace.
             ConfigurationError: no ``reason``, or ``unit`` is less trusted than one it would replace.
         """
         return _write_ops.supersede(self, memory_ids, unit, reason=reason, namespace=namespace)
@@ -648,6 +663,7 @@ class MemoryStore(StoreCore):
         *,
         namespace: str | None = None,
         scrub: bool | None = None,
+        successors: bool = False,
     ) -> int:
         """Hard-delete units (every copy, archive included), or a whole namespace.
 
@@ -671,6 +687,10 @@ class MemoryStore(StoreCore):
             scrub: ``None``: scrub when the backend can erase (an embedded
                 directory this store holds; memory). ``False``: defer (call
                 :meth:`scrub` later, e.g. after a batch).
+            successors: Also forget every later version of ``memory_id`` (the
+                units that supersede it, and theirs), as found inside the write:
+                a version another process wrote since the caller read the chain
+                is forgotten too (``HindsightStore`` deletes a key this way).
 
         Returns:
             How many units were deleted.
@@ -679,7 +699,7 @@ class MemoryStore(StoreCore):
             ConfigurationError: bad arguments, or ``scrub=True`` on a store whose
                 backend cannot erase (a server or an injected client).
         """
-        return _forget_ops.forget(self, memory_id, namespace=namespace, scrub=scrub)
+        return _forget_ops.forget(self, memory_id, namespace=namespace, scrub=scrub, successors=successors)
 
     def scrub(self) -> None:
         """Physically erase every deleted record from the store's directory.

@@ -36,6 +36,7 @@ from langchain_hindsight.store import _directory
 from langchain_hindsight.store import _store_writes as _write_ops
 from langchain_hindsight.store import reads as _read_ops
 from langchain_hindsight.store._core import StoreCore, backend_errors
+from langchain_hindsight.store._naming import Role
 from langchain_hindsight.store._policy import clamp_future
 from langchain_hindsight.store.decide import flag_suspicious
 from langchain_hindsight.store.runs import RunRecord
@@ -165,6 +166,9 @@ def import_units(
     replace: bool = False,
 ) -> ImportReport:
     """The body of :meth:`MemoryStore.import_units` (see there)."""
+    for name, given in (("units", units), ("runs", runs)):
+        if isinstance(given, str | bytes | bytearray | MemoryUnit | RunRecord) or not isinstance(given, Iterable):
+            raise ConfigurationError(f"import_units: {name} must be an iterable of records, got {type(given).__name__}")
     latest: dict[str, MemoryUnit] = {}
     refused: list[str] = []
     for unit in units:
@@ -325,6 +329,27 @@ def _stored(store: StoreCore, units: list[MemoryUnit]) -> dict[str, MemoryUnit]:
     return found
 
 
+def _in_other_collection(store: StoreCore, units: list[MemoryUnit]) -> set[str]:
+    """Ids of ``units`` still stored in the collection they do not belong in (an import's move cut short).
+
+    An import writes a unit into its collection (memories, or archive for ``archived``), then
+    deletes it from the other one; a crash in between leaves the id in both, the new copy
+    identical to the file's. The roll-forward must redo such a unit even though it reads as stored.
+    """
+    by_key: dict[tuple[str, Role], list[str]] = {}
+    for u in units:
+        other: Role = "memories" if u.status == "archived" else "archive"
+        by_key.setdefault((u.namespace, other), []).append(u.memory_id)
+    found: set[str] = set()
+    for (ns, role), ids in by_key.items():
+        col = store._collection(ns, role, create=False)
+        if col is None:
+            continue
+        for start in range(0, len(ids), 1000):
+            found.update(col.exists(ids[start : start + 1000]))
+    return found
+
+
 def _begin_import(store: StoreCore, units: list[MemoryUnit]) -> Path | None:
     """Write the units to the pending file durably (a store with a directory); return the directory."""
     if store.persist_directory is None or not units:
@@ -346,7 +371,9 @@ def finish_interrupted_import(store: StoreCore) -> None:
     per_ns: dict[str, int] = {}
     with store._lock:
         stored = _stored(store, units)
-        todo = [u for u in units if stored.get(u.memory_id) != u]  # what reached the store is not written twice
+        doubled = _in_other_collection(store, units)
+        # what reached the store is not written twice, unless its move out of the other collection was cut short
+        todo = [u for u in units if stored.get(u.memory_id) != u or u.memory_id in doubled]
         logger.warning(
             "finishing an interrupted import into %s: %d of %d unit(s) still to write",
             store.persist_directory,

@@ -13,9 +13,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from langchain_hindsight.errors import DatabaseConnectionError
+from langchain_hindsight.errors import ConfigurationError, DatabaseConnectionError
 
-__all__ = ["CONNECT_TIMEOUT", "POOL_WAIT", "connect_kwargs", "describe", "probe"]
+__all__ = ["CONNECT_TIMEOUT", "POOL_WAIT", "check_url", "connect_kwargs", "describe", "probe", "redact"]
 
 CONNECT_TIMEOUT = 5.0
 """Seconds a new connection waits for the server (libpq's ``connect_timeout``; a URL may set its own)."""
@@ -47,6 +47,41 @@ _HINTS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (r"pg_hba\.conf", "the server's pg_hba.conf does not admit this host, user or database"),
     )
 )
+
+
+_URL_PASSWORD = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.-]*://[^:/?#@\s]*:)(?P<secret>[^@\s]*)@")
+_KEY_PASSWORD = re.compile(r"(?P<head>\bpassword\s*=\s*)(?P<secret>'(?:[^'\\]|\\.)*'|[^\s&'\"]+)", re.I)
+
+
+def redact(text: str, url: str | None = None) -> str:
+    """``text`` with every password it may quote replaced by ``***`` (``user:PASSWORD@`` and ``password=...``).
+
+    ``url``: the URL the text is about; its password is removed wherever it appears in ``text``
+    (a driver's message may quote it out of context).
+    """
+    secrets = [m.group("secret") for m in _URL_PASSWORD.finditer(url or "")] + [
+        m.group("secret") for m in _KEY_PASSWORD.finditer(url or "")
+    ]
+    text = _KEY_PASSWORD.sub(lambda m: m.group("head") + "***", _URL_PASSWORD.sub(r"\g<head>***@", text))
+    for secret in sorted({s for s in secrets if len(s) >= 3}, key=len, reverse=True):
+        text = text.replace(secret, "***")
+    return text
+
+
+def check_url(url: str) -> None:
+    """Parse ``url`` as libpq does; a malformed one is a :class:`ConfigurationError` that never quotes the password.
+
+    psycopg's own parse error quotes the whole string, password included.
+    """
+    from psycopg.conninfo import conninfo_to_dict
+
+    try:
+        conninfo_to_dict(url)
+    except Exception as e:  # noqa: BLE001 - psycopg.ProgrammingError and whatever libpq reports: one typed error
+        why = redact(str(e).splitlines()[0] if str(e) else type(e).__name__, url)
+        raise ConfigurationError(
+            f"database_url could not be parsed ({why}): expected postgresql://USER:PASSWORD@HOST:PORT/DATABASE"
+        ) from None
 
 
 def describe(url: str) -> str:
@@ -95,6 +130,7 @@ def probe(psycopg: Any, url: str, timeout: float) -> None:
         url: The connection URL.
         timeout: Seconds to wait for the server when the URL sets no ``connect_timeout``.
     """
+    check_url(url)
     try:
         psycopg.connect(url, **connect_kwargs(url, timeout)).close()
     except psycopg.OperationalError as e:
@@ -102,7 +138,11 @@ def probe(psycopg: Any, url: str, timeout: float) -> None:
         hint = _hint(str(e), timeout)
         if password:
             hint = hint.replace(password, "***")
-        raise DatabaseConnectionError(f"cannot connect to the Postgres {describe(url)}: {hint}") from e
+        raise DatabaseConnectionError(f"cannot connect to the Postgres {describe(url)}: {redact(hint, url)}") from e
+    except psycopg.Error as e:  # a bad option in the URL (ProgrammingError): the driver's text quotes the URL
+        raise ConfigurationError(
+            f"database_url is not usable for the Postgres {describe(url)}: {redact(str(e).splitlines()[0], url)}"
+        ) from None
 
 
 def _password(url: str) -> str | None:

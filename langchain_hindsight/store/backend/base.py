@@ -444,6 +444,15 @@ class Backend(ABC):
         The default does nothing: a backend whose deletes leave no bytes behind needs nothing more.
         """
 
+    def owe_erase(self) -> None:  # noqa: B027 - optional, nothing by default
+        """Note durably, inside the current write plan, that its deletes still wait for :meth:`erase`.
+
+        A backend that can be killed between a committed delete and its erase, and keeps no
+        intent file for it (a database), records it here; :meth:`recover_interrupted` then
+        finishes the erase at the next open. The default does nothing (an embedded directory
+        notes the intent in a file, see ``store._directory``).
+        """
+
     def recover_interrupted(self) -> bool:
         """Finish or undo maintenance (an :meth:`erase`) a crash interrupted; True if there was any.
 

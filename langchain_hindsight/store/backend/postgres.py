@@ -68,6 +68,7 @@ import functools
 import hashlib
 import logging
 import math
+import os
 import random
 import struct
 import threading
@@ -79,7 +80,14 @@ from typing import Any, TypeVar
 import numpy as np
 
 from langchain_hindsight.errors import BackendError, ConfigurationError, HindsightError, StoreError
-from langchain_hindsight.store.backend._pg_connect import CONNECT_TIMEOUT, POOL_WAIT, connect_kwargs, describe, probe
+from langchain_hindsight.store.backend._pg_connect import (
+    CONNECT_TIMEOUT,
+    POOL_WAIT,
+    connect_kwargs,
+    describe,
+    probe,
+    redact,
+)
 from langchain_hindsight.store.backend._pg_filter import SqlFilter
 from langchain_hindsight.store.backend._pg_schema import SCHEMA, migrate
 from langchain_hindsight.store.backend.base import (
@@ -101,6 +109,9 @@ __all__ = ["REPLICA_AFTER", "PostgresBackend", "PostgresRecords"]
 logger = logging.getLogger(__name__)
 
 _T = TypeVar("_T")
+
+_ERASE_OWED = "erase_owed"
+"""``meta`` key of the note that deleted rows wait for :meth:`PostgresBackend.erase` (see ``owe_erase``)."""
 
 _RETRIES = 8
 _EF_SEARCH = 100
@@ -866,7 +877,8 @@ class PostgresBackend(Backend):
         tombstone_revisions: int = 10_000,
     ) -> None:
         if not isinstance(url, str) or not url.startswith(("postgresql://", "postgres://", "host=", "dbname=")):
-            raise ConfigurationError(f"database_url must be a postgresql:// URL, got {url!r}")
+            shown = redact(url, url) if isinstance(url, str) else type(url).__name__
+            raise ConfigurationError(f"database_url must be a postgresql:// URL, got {shown!r}")
         if not isinstance(lexical, LexicalScheme):
             raise ConfigurationError("lexical must be a LexicalScheme (MemoryStore(database_url=...) passes one)")
         self.psycopg, pool_module = _psycopg()
@@ -895,7 +907,7 @@ class PostgresBackend(Backend):
             )
             self._pool.open(wait=True, timeout=max(connect_timeout, POOL_WAIT))
         except Exception as e:
-            raise BackendError(f"cannot connect to the Postgres {describe(url)}: {e}") from e
+            raise BackendError(f"cannot connect to the Postgres {describe(url)}: {redact(str(e), url)}") from e
         try:
             self._migrate()
         except BaseException:
@@ -1125,6 +1137,7 @@ class PostgresBackend(Backend):
             raise BackendError("the Postgres backend is closed")
         try:
             with self.psycopg.connect(self._url, autocommit=True) as conn:
+                owed = conn.execute(f"SELECT value FROM {SCHEMA}.meta WHERE key = %s", [_ERASE_OWED]).fetchone()
                 for table in ("records", "postings", "collections"):
                     conn.execute(f"VACUUM (FULL, ANALYZE) {SCHEMA}.{table}")
                 try:
@@ -1144,8 +1157,39 @@ class PostgresBackend(Backend):
                         "(%s): deleted rows stay in WAL segments until the server recycles them",
                         e,
                     )
+                if owed is not None:  # paid; a forget that noted its erase after we began keeps its own note
+                    conn.execute(f"DELETE FROM {SCHEMA}.meta WHERE key = %s AND value = %s", [_ERASE_OWED, owed[0]])
         except self.psycopg.Error as e:
             raise BackendError(f"postgres erase failed: {e}") from e
+
+    def owe_erase(self) -> None:
+        """Note in the database, inside the current write plan, that deleted rows still wait for :meth:`erase`.
+
+        The note commits with the deletes; :meth:`erase` clears it once the table is rewritten
+        and the WAL switched. A process killed in between leaves it, and the next store that
+        opens the database finishes the erase (:meth:`recover_interrupted`), as the embedded
+        store finishes a forget from its intent file.
+        """
+        self.run(
+            lambda conn: conn.execute(
+                f"INSERT INTO {SCHEMA}.meta VALUES (%s, %s) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
+                [_ERASE_OWED, f"{time.time_ns()}-{os.getpid()}"],
+            ),
+            "note an erase owed",
+            write=True,
+        )
+
+    def recover_interrupted(self) -> bool:
+        """Finish an erase a killed process owed (its note is still in the database); True if there was one."""
+        row = self.run(
+            lambda conn: conn.execute(f"SELECT value FROM {SCHEMA}.meta WHERE key = %s", [_ERASE_OWED]).fetchone(),
+            "read the erase note",
+        )
+        if row is None:
+            return False
+        logger.warning("postgres: a forget was interrupted before its erase; erasing the deleted rows now")
+        self.erase(None)
+        return True
 
     def close(self) -> None:
         """Close the connection pool (idempotent)."""

@@ -762,3 +762,25 @@ print("loaded:", loaded)
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.strip().splitlines()[-1] == "loaded: []", proc.stdout[-500:]
+
+
+def test_export_over_a_symlink_or_fifo_is_refused_and_replaces_nothing(
+    populated: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """At c351316 the export renamed its temporary file over the link (or FIFO) and reported success."""
+    real = tmp_path / "real.jsonl"
+    real.write_text("the previous backup\n", encoding="utf-8")
+    link = tmp_path / "link.jsonl"
+    link.symlink_to(real)
+    fifo = tmp_path / "fifo.jsonl"
+    os.mkfifo(fifo)
+    for target in (link, fifo):
+        code, _, err = run(capsys, "export", "--path", str(populated), "--all", "-o", str(target))
+        assert code == EXIT_USAGE, err
+        _one_line_error(err)
+    assert link.is_symlink()
+    assert fifo.is_fifo()
+    assert real.read_text(encoding="utf-8") == "the previous backup\n"
+    code, _, err = run(capsys, "export", "--path", str(populated), "--all", "-o", str(real))  # a regular file: written
+    assert code == EXIT_OK, err
+    assert len(real.read_text(encoding="utf-8").splitlines()) == 5

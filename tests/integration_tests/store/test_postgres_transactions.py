@@ -338,3 +338,51 @@ def test_langmem_memory_tools_in_create_agent_on_postgres(postgres_url: str) -> 
     finally:
         for store in opened:
             store.close()
+
+
+_FORGET_KILLED_BEFORE_ERASE = """
+import os, signal, sys
+sys.path.insert(0, {root!r})
+from langchain_hindsight import MemoryStore, MemoryUnit
+from langchain_hindsight.store.backend.postgres import PostgresBackend
+from tests.fakes import HashEmbeddings
+
+def die(self, rebuild):
+    print("DYING", flush=True)
+    os.kill(os.getpid(), signal.SIGKILL)
+
+store = MemoryStore(database_url={url!r}, embeddings=HashEmbeddings())
+store.add(MemoryUnit(content="A lesson that stays after the forget."))
+gone = store.add(MemoryUnit(content="The door code is {secret}; 暗号是{secret_zh}")).unit
+PostgresBackend.erase = die  # the DELETE commits, the process dies before VACUUM and the WAL switch
+store.forget(gone.memory_id)
+"""
+
+
+def test_a_forget_killed_after_its_delete_is_erased_by_the_next_open(
+    postgres_server: PostgresServer, postgres_url: str
+) -> None:
+    """The erase a forget owes is noted in the database with its DELETE and finished by the next store that opens.
+
+    At c351316 only the embedded store kept such an intent: the text stayed in the table files
+    and the WAL of a Postgres database for good.
+    """
+    secret, secret_zh = "narwhal7731cellar", "机密暗号青龙偃月"
+    script = _FORGET_KILLED_BEFORE_ERASE.format(root=ROOT, url=postgres_url, secret=secret, secret_zh=secret_zh)
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == -signal.SIGKILL, proc.stderr[-3000:]
+    assert "DYING" in proc.stdout
+
+    def checkpoint() -> None:
+        with psycopg.connect(postgres_server.url(), autocommit=True) as conn:
+            conn.execute("CHECKPOINT")
+
+    checkpoint()
+    assert _scan(postgres_server.data_dir, secret.encode())  # the DELETE left the bytes: the test can fail
+    with MemoryStore(database_url=postgres_url, embeddings=HashEmbeddings()) as store:
+        assert [u.content for u in store.list_units()] == ["A lesson that stays after the forget."]
+    checkpoint()
+    assert _scan(postgres_server.data_dir, secret.encode()) == []
+    assert _scan(postgres_server.data_dir, secret_zh.encode()) == []
+    with psycopg.connect(postgres_url, autocommit=True) as conn:  # the note is cleared once paid
+        assert conn.execute("SELECT count(*) FROM hindsight.meta WHERE key = 'erase_owed'").fetchone() == (0,)

@@ -331,3 +331,34 @@ def test_random_sigkills_during_import_and_forget_leave_whole_batches_and_no_for
         needles = {i: f"BATCH-{i.split('_')[1]}-UNIT-{i.split('_')[2]} " for i in forgotten}
         assert text_hits(directory, needles) == {}
     assert imported_batches > 0  # the kills landed in a busy writer, not before it started
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("status", ["active", "archived"])
+def test_import_killed_between_its_copy_and_its_delete_leaves_the_id_in_one_collection(
+    tmp_path: Path, status: str
+) -> None:
+    """The move out of the other collection is redone even when the new copy already reads as imported.
+
+    At c351316 the roll-forward skipped a unit stored identically, so a unit imported as active
+    while the store held it archived stayed in both collections: ``count()`` 2, listed twice.
+    """
+    directory = tmp_path / "db"
+    start = "archived" if status == "active" else "active"
+    body = f"""
+        from tests.fakes import HashEmbeddings
+        from langchain_hindsight.store.transfer import import_units
+        store = MemoryStore({str(directory)!r}, embeddings=HashEmbeddings())
+        unit = store.add(MemoryUnit(memory_id="mem_x", content="the moved lesson about CSV encodings")).unit
+        if {start!r} == "archived":
+            unit = store.archive(["mem_x"])[0]
+        print("START", flush=True)
+        die_on("delete", 1)  # the copy is written, its removal from the other collection is not
+        import_units(store, [unit.evolve(status={status!r})], replace=True)
+        """
+    _run_child(body)
+    with MemoryStore(directory, embeddings=HashEmbeddings()) as store:
+        units = check_consistent(store, HashEmbeddings())
+        assert [u.memory_id for u in units] == ["mem_x"]
+        assert store.get("mem_x").status == status
+        assert store.count() == 1

@@ -154,3 +154,61 @@ def test_a_config_or_token_file_that_cannot_be_read_is_one_plain_line(
         assert "Errno" not in err
         assert reason in err.lower()
         assert not (tmp_path / "db").exists()
+
+
+# ----------------------------------------------------------------------------- files the CLI writes
+def _special_targets(tmp_path: Path) -> dict[str, Path]:
+    """A symlink to a file, a dangling symlink, a symlink to a directory, a FIFO; each must be refused."""
+    import os
+
+    real = tmp_path / "real.jsonl"
+    real.write_text("the previous backup\n", encoding="utf-8")
+    targets = {}
+    for name, to in (("link", real), ("dangling", tmp_path / "nowhere"), ("dirlink", tmp_path)):
+        link = tmp_path / f"{name}.jsonl"
+        link.symlink_to(to)
+        targets[name] = link
+    fifo = tmp_path / "fifo.jsonl"
+    os.mkfifo(fifo)
+    targets["fifo"] = fifo
+    return targets
+
+
+def test_export_refuses_a_symlink_a_fifo_or_a_device_in_one_usage_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """At c351316 export renamed its temporary file over the link or node and reported success."""
+    targets = _special_targets(tmp_path)
+    if Path("/dev/full").exists():
+        targets["device"] = Path("/dev/full")
+    for name, target in targets.items():
+        code, out, err = run(capsys, "export", "--all", "--path", str(tmp_path / "db"), "-o", str(target))
+        assert code == EXIT_USAGE, (name, err)
+        assert len(err.strip().splitlines()) == 1, err
+        assert "Traceback" not in err
+        assert "regular file" in err or "symbolic link" in err, err
+        assert out == ""
+    assert targets["link"].is_symlink()
+    assert targets["dangling"].is_symlink()
+    assert (tmp_path / "real.jsonl").read_text(encoding="utf-8") == "the previous backup\n"
+    assert not list(tmp_path.glob(".*.part"))
+
+
+def test_the_file_rule_is_checked_again_before_the_rename(tmp_path: Path) -> None:
+    """A link put in the file's place while the export ran is refused, never replaced (and no temporary is left)."""
+    from langchain_hindsight.cli.browse import _write_replacing
+    from langchain_hindsight.errors import ConfigurationError
+
+    target = tmp_path / "backup.jsonl"
+    elsewhere = tmp_path / "elsewhere.txt"
+    elsewhere.write_text("keep me\n", encoding="utf-8")
+
+    def write(out: object) -> tuple[int, int]:
+        target.symlink_to(elsewhere)  # swapped in mid-export
+        return 0, 0
+
+    with pytest.raises(ConfigurationError, match="symbolic link"):
+        _write_replacing(target, write)  # type: ignore[arg-type]
+    assert target.is_symlink()
+    assert elsewhere.read_text(encoding="utf-8") == "keep me\n"
+    assert not list(tmp_path.glob(".*.part"))

@@ -12,9 +12,9 @@ import logging
 import pytest
 
 from langchain_hindsight import MemoryStore
-from langchain_hindsight.cli.main import EXIT_ERROR, main
-from langchain_hindsight.errors import BackendError, DatabaseConnectionError
-from langchain_hindsight.store.backend._pg_connect import _hint, connect_kwargs, describe
+from langchain_hindsight.cli.main import EXIT_ERROR, EXIT_USAGE, main
+from langchain_hindsight.errors import BackendError, ConfigurationError, DatabaseConnectionError
+from langchain_hindsight.store.backend._pg_connect import _hint, connect_kwargs, describe, redact
 
 pytest.importorskip("psycopg", reason="psycopg 3 (postgres extra)")
 
@@ -84,3 +84,40 @@ def test_the_connect_timeout_is_short_and_a_url_may_set_its_own() -> None:
     assert connect_kwargs("postgresql://a@h/db", 5.0) == {"autocommit": True, "connect_timeout": 5}
     assert connect_kwargs("postgresql://a@h/db", 0.5)["connect_timeout"] == 2  # libpq's minimum
     assert connect_kwargs("postgresql://a@h/db?connect_timeout=30", 5.0) == {"autocommit": True}
+
+
+UNPARSABLE = [
+    "postgresql://nobody:s3cret-pw@127.0.0.1:1/db x",  # a space: libpq's parse error quotes the whole string
+    "postgresql://nobody:s3cret-pw@127.0.0.1:1/db?bogus_option=1",
+    "host=127.0.0.1 password=s3cret-pw port=1 dbname",
+    "postgresql://nobody:s3cret-pw@[::1/db",
+]
+
+
+@pytest.mark.parametrize("url", UNPARSABLE)
+def test_an_unparsable_url_is_a_configuration_error_that_never_quotes_the_password(url: str) -> None:
+    """At c351316 psycopg's own error escaped, quoting the URL with its password."""
+    with pytest.raises(ConfigurationError) as caught:
+        MemoryStore(database_url=url)
+    assert "s3cret-pw" not in str(caught.value)
+    assert caught.value.__cause__ is None
+    assert caught.value.__suppress_context__
+
+
+@pytest.mark.parametrize("url", [*UNPARSABLE, "mysql://nobody:s3cret-pw@db/x"])
+def test_the_cli_refuses_an_unparsable_url_in_one_line_without_the_password(
+    url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(["stats", "--database-url", url])
+    out, err = capsys.readouterr()
+    assert code == EXIT_USAGE, err
+    assert len(err.strip().splitlines()) == 1
+    assert "Traceback" not in err
+    assert "s3cret-pw" not in out + err
+
+
+def test_redact_removes_the_password_in_every_spelling() -> None:
+    url = "postgresql://u:pa55w0rd@h/db"
+    assert redact(f"bad {url} here", url) == "bad postgresql://u:***@h/db here"
+    assert redact("host=h password='pa 55' dbname=x") == "host=h password=*** dbname=x"
+    assert redact("invalid value pa55w0rd for port", url) == "invalid value *** for port"
