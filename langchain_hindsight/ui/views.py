@@ -16,7 +16,7 @@ import time
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import numpy as np
@@ -34,7 +34,17 @@ from langchain_hindsight.store.runs import RunFeedback, RunRecord
 from langchain_hindsight.store.statement import statement_key
 from langchain_hindsight.types import MemoryUnit, ScoredMemory, utcnow
 
-__all__ = ["LISTING_SECONDS", "Console", "Correction", "MemoryPage", "NearDuplicate", "SearchRow"]
+__all__ = [
+    "LISTING_SECONDS",
+    "USAGE_BARS",
+    "Console",
+    "Correction",
+    "MemoryPage",
+    "NearDuplicate",
+    "ReviewItem",
+    "SearchRow",
+    "usage_bars",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -50,6 +60,16 @@ LOW_CONFIDENCE = 0.4
 NEAR_DUPLICATE = 0.9
 """Cosine at or above which two active memories that say different things are merge candidates."""
 
+USAGE_BARS: tuple[tuple[str, ...], ...] = (("successes", "unknown", "failures"), ("used", "set_aside"))
+"""The bars of a memory's usage, each a stack of :class:`MemoryUsage` count fields, scaled to ``shown``.
+
+The first: how the runs it was served in ended. The second: whether the agent used it or set it aside
+(the credit work's signals); a field :class:`MemoryUsage` does not have is left out, so the bar appears
+when the fields do."""
+
+SCORE_TERMS = ("similarity", "task_type", "confidence", "access", "source")
+"""The additive terms of a score (``recall.scoring.TERMS``): the stacked bar's segments."""
+
 _NEAR_DUPLICATE_SCAN = 2000
 """Near-duplicates are looked for among the most recent this many active memories of a namespace."""
 
@@ -62,6 +82,49 @@ class SearchRow:
     factors: list[tuple[str, float]]
     floor_margin: float | None
     served: bool
+
+    @property
+    def segments(self) -> list[tuple[str, float]]:
+        """The score's additive terms times the time factor (they add up to the score), for the stacked bar."""
+        return score_segments(self.scored.breakdown)
+
+
+def score_segments(breakdown: dict[str, float]) -> list[tuple[str, float]]:
+    """``(term, contribution)`` of each additive score term (× the time factor: the sum is the score)."""
+    factor = float(breakdown.get("time_factor", 1.0))
+    return [(name, max(0.0, float(breakdown[name]) * factor)) for name in SCORE_TERMS if name in breakdown]
+
+
+def usage_bars(usage: Any) -> list[list[tuple[str, int]]]:
+    """The :data:`USAGE_BARS` of one :class:`MemoryUsage` (or ``None``): ``[(field, count), …]`` per bar present.
+
+    Example:
+        >>> from types import SimpleNamespace
+        >>> usage_bars(SimpleNamespace(successes=1, unknown=0, failures=2))
+        [[('successes', 1), ('unknown', 0), ('failures', 2)]]
+    """
+    if usage is None:
+        return []
+    found = []
+    for fields in USAGE_BARS:
+        if all(hasattr(usage, f) for f in fields):
+            found.append([(f, int(getattr(usage, f) or 0)) for f in fields])
+    return found
+
+
+@dataclass(frozen=True)
+class ReviewItem:
+    """One item of the review queue: why it is there, and what it is about."""
+
+    kind: str
+    """``never`` (served often, never a success), ``doubtful``, ``pair`` (near-duplicates) or ``correction``."""
+    key: str
+    """Stable id of the item (memory id, pair of ids, run id and feedback index)."""
+    unit: MemoryUnit | None = None
+    other: MemoryUnit | None = None
+    usage: MemoryUsage | None = None
+    similarity: float | None = None
+    correction: Correction | None = None
 
 
 @dataclass(frozen=True)
@@ -121,6 +184,7 @@ class Console:
         self.check_read(self.default_namespace)
         self.hindsight = Hindsight(store=store, principal=principal)
         self._listings: dict[str, _Listing] = {}
+        self._queues: dict[str, list[ReviewItem]] = {}
         self._lock = threading.Lock()
 
     # ------------------------------------------------------------------ access
@@ -186,6 +250,7 @@ class Console:
         """Forget the cached listing of ``namespace`` (the next page reads it again)."""
         with self._lock:
             self._listings.pop(namespace, None)
+            self._queues.pop(namespace, None)
 
     def refresh(self, namespace: str, memory_ids: Iterable[str]) -> None:
         """Bring the cached listing up to date for ``memory_ids`` after a write (deleted ones dropped).
@@ -194,6 +259,7 @@ class Console:
         """
         ids = set(memory_ids)
         with self._lock:
+            self._queues.pop(namespace, None)
             cached = self._listings.get(namespace)
             if cached is None or not ids:
                 return
@@ -306,6 +372,65 @@ class Console:
         named |= {r.run_id for r in self.journal(namespace).iter_runs(namespace=namespace, kind=None)
                   if memory_id in r.produced}  # fmt: skip
         return page.unit, len(named), referring
+
+    def confidence_history(self, page: MemoryPage) -> list[tuple[datetime, float]]:
+        """The memory's confidence over time, from the journal: at creation, after each journaled change, now.
+
+        Each feedback effect on this memory records its confidence before and after;
+        the creation point is the first effect's "before" (or the current value when
+        nothing changed it).
+        """
+        unit = page.unit
+        changes = sorted(
+            (entry.at, e)
+            for _, entry in page.feedback
+            for e in entry.effects or []
+            if e.memory_id == unit.memory_id and e.after is not None and e.after.confidence is not None
+        )
+        first = next((e.before.confidence for _, e in changes if e.before is not None), None)
+        points = [(unit.created_at, float(first if first is not None else unit.score_confidence))]
+        points += [(at, float(e.after.confidence)) for at, e in changes if e.after and e.after.confidence is not None]
+        if abs(points[-1][1] - unit.score_confidence) > 1e-9 or len(points) == 1:
+            points.append((utcnow(), unit.score_confidence))
+        return points
+
+    def usage_of(self, namespace: str, memory_id: str) -> MemoryUsage | None:
+        """How often ``memory_id`` was served and how those runs ended (``None``: never served)."""
+        return next((m for m in self.usage(namespace) if m.memory_id == memory_id), None)
+
+    def queue(self, namespace: str) -> list[ReviewItem]:
+        """The review queue as one list, cached until an action changes the namespace.
+
+        Each item once: never-successful active memories, doubtful ones (low confidence or
+        suspicious), near-duplicate pairs, and corrections detected in chat whose verdict
+        is still in force (an undone one has been handled).
+        """
+        self.check_read(namespace)
+        with self._lock:
+            cached = self._queues.get(namespace)
+        if cached is not None:
+            return cached
+        units = {u.memory_id: u for u in self.units(namespace)}
+        items: list[ReviewItem] = []
+        seen: set[str] = set()
+        for m in self.never_successful(namespace):
+            unit = units.get(m.memory_id)
+            if unit is not None and unit.status == "active":
+                items.append(ReviewItem("never", m.memory_id, unit=unit, usage=m))
+                seen.add(m.memory_id)
+        for unit in self.doubtful(namespace):
+            if unit.memory_id not in seen:
+                items.append(ReviewItem("doubtful", unit.memory_id, unit=unit))
+                seen.add(unit.memory_id)
+        for pair in self.near_duplicates(namespace):
+            items.append(ReviewItem("pair", f"{pair.a.memory_id}+{pair.b.memory_id}", unit=pair.a, other=pair.b,
+                                    similarity=pair.similarity))  # fmt: skip
+        for c in self.corrections(namespace):
+            if c.entry.undone_at is None and self.undoable(c.record) == c.index:
+                items.append(ReviewItem("correction", f"{c.record.run_id}#{c.index}", correction=c))
+        with self._lock:
+            self._queues[namespace] = items
+        return items
 
     # ------------------------------------------------------------------ runs
     def runs(self, namespace: str, *, limit: int = 100) -> list[RunRecord]:
