@@ -260,6 +260,7 @@ def undo_feedback(console: Console, t: Mapping[str, str], namespace: str, run_id
     undone = record.feedback[last.undoes] if last is not None and last.undoes is not None else None
     touched = [e.memory_id for entry in (last, undone) if entry is not None for e in entry.effects or []]
     console.refresh(namespace, touched)
+    console.forget_review(namespace)  # the correction is handled: the queue reads the journal again
     effects = "; ".join(f"{e.memory_id} {e.action}" for e in (last.effects or [])) if last else ""
     logger.info("console undo of the newest feedback of run %s in %r: %s", run_id, namespace, effects or "no effect")
     n = len(last.effects or []) if last else 0

@@ -180,8 +180,10 @@ def line(
             f"<title>{escape(label)}: {v:.2f}</title></circle>"
         )
         if n <= 8 or i % max(1, n // 6) == 0 or i == n - 1:
+            anchor = "start" if i == 0 and n > 1 else "end" if i == n - 1 and n > 1 else "middle"
             parts.append(
-                f'<text x="{x:.1f}" y="{_H - _B + 14}" font-size="11" text-anchor="middle" fill="#333">{escape(label)}</text>'  # noqa: E501
+                f'<text x="{x:.1f}" y="{_H - _B + 14}" font-size="11" text-anchor="{anchor}" fill="#333">'
+                f"{escape(label)}</text>"
             )
         parts.append(
             f'<text x="{x:.1f}" y="{y - 8:.1f}" font-size="11" text-anchor="middle" fill="#222">{v:.2f}</text>'
@@ -207,7 +209,7 @@ def bars(
         True
     """
     row_h, left = 22, 230
-    top = max((sum(c for _, _, c in segs) for _, segs in rows), default=0) or 1
+    top = _nice(max((sum(c for _, _, c in segs) for _, segs in rows), default=0))
     height = _T + 30 + row_h * max(1, len(rows)) + 36
     right = _W - _R - 30
     parts = []

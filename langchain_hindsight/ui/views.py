@@ -162,6 +162,16 @@ class Correction:
 
 
 @dataclass
+class _ReviewParts:
+    """The costly side of the review queue: the usage report and the near-duplicate scan."""
+
+    usage: list[MemoryUsage]
+    pairs: list[NearDuplicate]
+    corrections: list[Correction]
+    at: float = field(default_factory=time.monotonic)
+
+
+@dataclass
 class _Listing:
     units: list[MemoryUnit]
     at: float = field(default_factory=time.monotonic)
@@ -184,7 +194,7 @@ class Console:
         self.check_read(self.default_namespace)
         self.hindsight = Hindsight(store=store, principal=principal)
         self._listings: dict[str, _Listing] = {}
-        self._queues: dict[str, list[ReviewItem]] = {}
+        self._review: dict[str, _ReviewParts] = {}
         self._lock = threading.Lock()
 
     # ------------------------------------------------------------------ access
@@ -250,7 +260,12 @@ class Console:
         """Forget the cached listing of ``namespace`` (the next page reads it again)."""
         with self._lock:
             self._listings.pop(namespace, None)
-            self._queues.pop(namespace, None)
+            self._review.pop(namespace, None)
+
+    def forget_review(self, namespace: str) -> None:
+        """Read the journal's side of the review queue again on the next page (after a feedback changed it)."""
+        with self._lock:
+            self._review.pop(namespace, None)
 
     def refresh(self, namespace: str, memory_ids: Iterable[str]) -> None:
         """Bring the cached listing up to date for ``memory_ids`` after a write (deleted ones dropped).
@@ -259,7 +274,6 @@ class Console:
         """
         ids = set(memory_ids)
         with self._lock:
-            self._queues.pop(namespace, None)
             cached = self._listings.get(namespace)
             if cached is None or not ids:
                 return
@@ -396,40 +410,53 @@ class Console:
 
     def usage_of(self, namespace: str, memory_id: str) -> MemoryUsage | None:
         """How often ``memory_id`` was served and how those runs ended (``None``: never served)."""
-        return next((m for m in self.usage(namespace) if m.memory_id == memory_id), None)
+        return next((m for m in self._parts(namespace).usage if m.memory_id == memory_id), None)
 
-    def queue(self, namespace: str) -> list[ReviewItem]:
-        """The review queue as one list, cached until an action changes the namespace.
+    def _parts(self, namespace: str) -> _ReviewParts:
+        """The usage report, near-duplicate pairs and corrections of ``namespace``, computed once.
 
-        Each item once: never-successful active memories, doubtful ones (low confidence or
-        suspicious), near-duplicate pairs, and corrections detected in chat whose verdict
-        is still in force (an undone one has been handled).
+        Kept across the console's own actions (the queue checks each item against the
+        listing they keep up to date); read again after ``LISTING_SECONDS`` on a store
+        others may write, and after a feedback is undone (:meth:`forget_review`).
         """
         self.check_read(namespace)
         with self._lock:
-            cached = self._queues.get(namespace)
-        if cached is not None:
-            return cached
+            cached = self._review.get(namespace)
+        stale = cached is not None and not self.store.backend.single_writer
+        if cached is None or (stale and time.monotonic() - cached.at > LISTING_SECONDS):
+            report = Lifecycle(self.store).usage_report(namespace=namespace, min_shown=1)
+            cached = _ReviewParts(report.memories, self.near_duplicates(namespace), self.corrections(namespace))
+            with self._lock:
+                self._review[namespace] = cached
+        return cached
+
+    def queue(self, namespace: str) -> list[ReviewItem]:
+        """The review queue as one list; an item the console's own action handled is gone at once.
+
+        Each item once: never-successful active memories, doubtful ones (low confidence or
+        suspicious), near-duplicate pairs both still active, and corrections detected in
+        chat whose verdict is still in force (an undone one has been handled).
+        """
+        parts = self._parts(namespace)
         units = {u.memory_id: u for u in self.units(namespace)}
+        active = {mid for mid, u in units.items() if u.status == "active"}
         items: list[ReviewItem] = []
         seen: set[str] = set()
         for m in self.never_successful(namespace):
-            unit = units.get(m.memory_id)
-            if unit is not None and unit.status == "active":
-                items.append(ReviewItem("never", m.memory_id, unit=unit, usage=m))
+            if m.memory_id in active:
+                items.append(ReviewItem("never", m.memory_id, unit=units[m.memory_id], usage=m))
                 seen.add(m.memory_id)
         for unit in self.doubtful(namespace):
             if unit.memory_id not in seen:
                 items.append(ReviewItem("doubtful", unit.memory_id, unit=unit))
                 seen.add(unit.memory_id)
-        for pair in self.near_duplicates(namespace):
-            items.append(ReviewItem("pair", f"{pair.a.memory_id}+{pair.b.memory_id}", unit=pair.a, other=pair.b,
-                                    similarity=pair.similarity))  # fmt: skip
-        for c in self.corrections(namespace):
+        for pair in parts.pairs:
+            a, b = pair.a.memory_id, pair.b.memory_id
+            if a in active and b in active:
+                items.append(ReviewItem("pair", f"{a}+{b}", unit=units[a], other=units[b], similarity=pair.similarity))
+        for c in parts.corrections:
             if c.entry.undone_at is None and self.undoable(c.record) == c.index:
                 items.append(ReviewItem("correction", f"{c.record.run_id}#{c.index}", correction=c))
-        with self._lock:
-            self._queues[namespace] = items
         return items
 
     # ------------------------------------------------------------------ runs
@@ -458,14 +485,15 @@ class Console:
 
     # ------------------------------------------------------------------ review queue
     def never_successful(self, namespace: str, *, min_shown: int = 3) -> list[MemoryUsage]:
-        """Memories served at least ``min_shown`` times and never followed by a successful run."""
-        self.check_read(namespace)
-        return Lifecycle(self.store).usage_report(namespace=namespace, min_shown=min_shown).never_successful
+        """Memories served at least ``min_shown`` times and never followed by a successful run.
+
+        The usage report's own rule (``shown >= min_shown`` and no success), on the cached report.
+        """
+        return [m for m in self.usage(namespace) if m.shown >= min_shown and m.successes == 0]
 
     def usage(self, namespace: str) -> list[MemoryUsage]:
-        """Every served memory with its outcomes, most shown first."""
-        self.check_read(namespace)
-        return Lifecycle(self.store).usage_report(namespace=namespace, min_shown=1).memories
+        """Every served memory with its outcomes, most shown first (the usage report, cached: see ``_parts``)."""
+        return self._parts(namespace).usage
 
     def doubtful(self, namespace: str, *, limit: int = 50) -> list[MemoryUnit]:
         """Active memories below :data:`LOW_CONFIDENCE` or tagged ``suspicious``, least confident first."""
