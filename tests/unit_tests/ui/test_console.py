@@ -661,3 +661,16 @@ def test_a_handled_item_leaves_the_queue_and_the_undo_brings_it_back(env: Env) -
     assert back.status_code == 200
     assert env.store.get(low).status == "active"
     assert f'data-key="{low}"' in env.client.get("/review").text
+
+
+def test_the_usage_bar_grows_a_used_and_set_aside_bar_when_the_usage_has_those_fields() -> None:
+    """``MemoryUsage`` gains ``used``/``set_aside`` on the credit work's branch: the second bar then appears."""
+    from types import SimpleNamespace
+
+    from langchain_hindsight.ui.views import usage_bars
+
+    now = SimpleNamespace(shown=4, successes=1, unknown=1, failures=2)
+    assert usage_bars(now) == [[("successes", 1), ("unknown", 1), ("failures", 2)]]
+    later = SimpleNamespace(shown=4, successes=1, unknown=1, failures=2, used=3, set_aside=1)
+    assert usage_bars(later)[1] == [("used", 3), ("set_aside", 1)]
+    assert all(STRINGS[lang][f"usage_{f}"] for lang in STRINGS for bar in usage_bars(later) for f, _ in bar)
