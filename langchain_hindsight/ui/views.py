@@ -195,6 +195,7 @@ class Console:
         self.hindsight = Hindsight(store=store, principal=principal)
         self._listings: dict[str, _Listing] = {}
         self._review: dict[str, _ReviewParts] = {}
+        self._queues: dict[str, list[ReviewItem]] = {}
         self._lock = threading.Lock()
 
     # ------------------------------------------------------------------ access
@@ -261,11 +262,13 @@ class Console:
         with self._lock:
             self._listings.pop(namespace, None)
             self._review.pop(namespace, None)
+            self._queues.pop(namespace, None)
 
     def forget_review(self, namespace: str) -> None:
         """Read the journal's side of the review queue again on the next page (after a feedback changed it)."""
         with self._lock:
             self._review.pop(namespace, None)
+            self._queues.pop(namespace, None)
 
     def refresh(self, namespace: str, memory_ids: Iterable[str]) -> None:
         """Bring the cached listing up to date for ``memory_ids`` after a write (deleted ones dropped).
@@ -274,6 +277,7 @@ class Console:
         """
         ids = set(memory_ids)
         with self._lock:
+            self._queues.pop(namespace, None)  # assembled again from the kept parts and the updated listing
             cached = self._listings.get(namespace)
             if cached is None or not ids:
                 return
@@ -438,6 +442,10 @@ class Console:
         chat whose verdict is still in force (an undone one has been handled).
         """
         parts = self._parts(namespace)
+        with self._lock:
+            assembled = self._queues.get(namespace)
+        if assembled is not None and self._review.get(namespace) is parts:
+            return assembled
         units = {u.memory_id: u for u in self.units(namespace)}
         active = {mid for mid, u in units.items() if u.status == "active"}
         items: list[ReviewItem] = []
@@ -457,6 +465,8 @@ class Console:
         for c in parts.corrections:
             if c.entry.undone_at is None and self.undoable(c.record) == c.index:
                 items.append(ReviewItem("correction", f"{c.record.run_id}#{c.index}", correction=c))
+        with self._lock:
+            self._queues[namespace] = items
         return items
 
     # ------------------------------------------------------------------ runs
