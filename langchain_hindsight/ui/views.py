@@ -245,11 +245,12 @@ class Console:
             return cached.units
 
     def warm(self) -> threading.Thread:
-        """Read the default namespace's listing in a background thread (the first page is then quick)."""
+        """Read the default namespace's listing and review queue in a background thread (the first page is quick)."""
 
         def run() -> None:
             try:
                 self.units(self.default_namespace)
+                self.queue(self.default_namespace)  # its size is in every page's navigation
             except Exception:  # the page that needs it reads it again and reports the error
                 logger.warning("could not read the listing of %r ahead of time", self.default_namespace, exc_info=True)
 
