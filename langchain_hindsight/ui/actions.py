@@ -20,14 +20,18 @@ undo feedback      ``Hindsight.undo_feedback`` (journaled)              none in 
 never raises a unit's ``source`` in place (``update`` refuses it), so the reviewer's
 confirmation is a new unit with source ``manual`` (a person's own statement) that
 supersedes the old one, keeping it in the history. Every function checks the
-identity's write grant, returns the message the page shows and brings the
-console's listing of the namespace up to date for the units it touched.
+identity's write grant, returns a :class:`Done` (the message the page shows, in
+the reader's language and naming memories by their words; the page to land on,
+where the result is; the undo to offer) and brings the console's listing of the
+namespace up to date for the units it touched. A refusal is a :class:`Refused`
+whose message is a string key (rendered in the reader's language).
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 from langchain_hindsight._trust import SOURCE_TRUST
 from langchain_hindsight.errors import ConfigurationError
@@ -36,7 +40,20 @@ from langchain_hindsight.sharing.access import ScopedMemory
 from langchain_hindsight.types import MemoryUnit
 from langchain_hindsight.ui.views import Console
 
-__all__ = ["confirm", "edit", "forget", "merge", "restore", "revert", "undo_feedback", "unmerge"]
+__all__ = [
+    "Done",
+    "Refused",
+    "confirm",
+    "edit",
+    "forget",
+    "merge",
+    "restore",
+    "revert",
+    "short",
+    "undo_feedback",
+    "unmerge",
+    "words",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -44,6 +61,49 @@ CONFIRMED_TAG = "confirmed"
 """Tag of a version a reviewer confirmed in the console."""
 
 _SUSPICIOUS = "suspicious"
+
+_WORDS = 40
+"""A memory is named in messages by its first this many characters."""
+
+
+class Refused(ConfigurationError):  # noqa: N818 - a refusal, not a failure
+    """An action that cannot apply: nothing changed. ``key`` names its sentence in ``strings``.
+
+    Args:
+        key: The key of the sentence (formatted with ``params``).
+        **params: The sentence's fields.
+    """
+
+    def __init__(self, key: str, **params: str) -> None:
+        super().__init__(f"{key}: {params}")
+        self.key = key
+        self.params = params
+
+
+@dataclass(frozen=True)
+class Done:
+    """What an action did: the sentence to show, where its result is, and how to undo it."""
+
+    message: str
+    land: str | None = None
+    """The path of the result (the new version, the merged memory), relative to the session's prefix."""
+    undo: dict[str, str] = field(default_factory=dict)
+    """The form that undoes it: ``action`` and its fields (empty: no undo)."""
+
+
+def short(text: str, limit: int = _WORDS) -> str:
+    """The first ``limit`` characters of ``text`` on one line (``…`` when cut)."""
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def words(unit: MemoryUnit) -> str:
+    """How a message names a memory: its first words."""
+    return short(unit.content)
+
+
+def _page(memory_id: str) -> str:
+    return f"/memories/{memory_id}"
 
 
 def _successor(unit: MemoryUnit, **changes: object) -> MemoryUnit:
@@ -69,11 +129,11 @@ def _active(console: Console, namespace: str, memory_id: str) -> MemoryUnit:
     console.check_write(namespace)
     unit = console.store.get(memory_id, namespace=namespace)
     if unit.status != "active":
-        raise ConfigurationError(f"{memory_id} is {unit.status}: only an active memory can be changed this way")
+        raise Refused("refused_not_active", words=words(unit))
     return unit
 
 
-def confirm(console: Console, t: Mapping[str, str], namespace: str, memory_id: str) -> str:
+def confirm(console: Console, t: Mapping[str, str], namespace: str, memory_id: str) -> Done:
     """Raise ``memory_id`` to trusted: a ``manual`` copy (``suspicious`` dropped) supersedes it."""
     unit = _active(console, namespace, memory_id)
     confidence = max(unit.score_confidence, SOURCE_TRUST["manual"].initial_confidence)
@@ -83,27 +143,30 @@ def confirm(console: Console, t: Mapping[str, str], namespace: str, memory_id: s
     result = console.store.supersede([memory_id], new, reason=reason, namespace=namespace)
     console.refresh(namespace, [memory_id, result.unit.memory_id])
     logger.info("console confirm in %r: %s → %s (%s)", namespace, memory_id, result.unit.memory_id, reason)
-    return t["done_confirm"].format(
-        old=memory_id, new=result.unit.memory_id, conf=f"{result.unit.score_confidence:.2f}"
-    )
+    new_id = result.unit.memory_id
+    said = t["done_confirm"].format(words=words(unit), conf=f"{result.unit.score_confidence:.2f}")
+    return Done(said, _page(new_id), {"action": "revert", "memory_id": new_id})
 
 
-def edit(console: Console, t: Mapping[str, str], namespace: str, memory_id: str, content: str) -> str:
+def edit(console: Console, t: Mapping[str, str], namespace: str, memory_id: str, content: str) -> Done:
     """Store ``content`` as a new version that supersedes ``memory_id`` (same source and confidence)."""
     unit = _active(console, namespace, memory_id)
     if not content.strip():
-        raise ConfigurationError("the new text is empty")
+        raise Refused("refused_empty")
     if content.strip() == unit.content.strip():
-        raise ConfigurationError("the new text is the same as the current one")
+        raise Refused("refused_same_text")
     new = _successor(unit, content=content.strip(), confidence=unit.score_confidence)
     reason = "edited by a reviewer in the console"
     result = console.store.supersede([memory_id], new, reason=reason, namespace=namespace)
     console.refresh(namespace, [memory_id, result.unit.memory_id])
     logger.info("console edit in %r: %s → %s (%s)", namespace, memory_id, result.unit.memory_id, reason)
-    return t["done_edit"].format(old=memory_id, new=result.unit.memory_id)
+    new_id = result.unit.memory_id
+    return Done(
+        t["done_edit"].format(words=words(result.unit)), _page(new_id), {"action": "revert", "memory_id": new_id}
+    )
 
 
-def revert(console: Console, t: Mapping[str, str], namespace: str, memory_id: str) -> str:
+def revert(console: Console, t: Mapping[str, str], namespace: str, memory_id: str) -> Done:
     """Undo a confirm or edit: the version ``memory_id`` superseded is active again, ``memory_id`` archived.
 
     The predecessor's confidence comes back as it was before the supersede
@@ -111,10 +174,10 @@ def revert(console: Console, t: Mapping[str, str], namespace: str, memory_id: st
     """
     unit = _active(console, namespace, memory_id)
     if not unit.supersedes:
-        raise ConfigurationError(f"{memory_id} supersedes nothing")
+        raise Refused("refused_supersedes_nothing", words=words(unit))
     old = console.store.get(unit.supersedes, namespace=namespace)
     if old.status != "superseded":
-        raise ConfigurationError(f"{old.memory_id} is {old.status}, not superseded: nothing to revert")
+        raise Refused("refused_nothing_to_revert", words=words(old))
     factor = console.store.policy.supersede_factor
     confidence = min(1.0, round(old.score_confidence / factor, 6)) if factor > 0 else old.score_confidence
     console.store.update(old.memory_id, namespace=namespace, status="active", confidence=confidence)
@@ -127,34 +190,42 @@ def revert(console: Console, t: Mapping[str, str], namespace: str, memory_id: st
         confidence,
         memory_id,
     )
-    return t["done_revert"].format(old=old.memory_id, new=memory_id, conf=f"{confidence:.2f}")
+    return Done(t["done_revert"].format(words=words(old), conf=f"{confidence:.2f}"), _page(old.memory_id))
 
 
-def merge(console: Console, t: Mapping[str, str], namespace: str, first: str, second: str) -> str:
+def merge(console: Console, t: Mapping[str, str], namespace: str, first: str, second: str) -> Done:
     """Fold one of two active memories into the other as the merge pass does (``Lifecycle.merge_pair``)."""
+    if not second:
+        raise Refused("refused_merge_other")
+    if second == first:
+        raise Refused("refused_merge_self")
     _active(console, namespace, first)
     _active(console, namespace, second)
-    keeper, other, reason = Lifecycle(console.store).merge_pair(
+    keeper, other, _reason = Lifecycle(console.store).merge_pair(
         first, second, namespace=namespace, reason="merged by a reviewer in the console"
     )
     console.refresh(namespace, [keeper.memory_id, other.memory_id])
-    return t["done_merge"].format(other=other.memory_id, keeper=keeper.memory_id, reason=reason)
+    said = t["done_merge"].format(other=words(other), keeper=words(keeper), evidence=keeper.evidence)
+    return Done(said, _page(keeper.memory_id), {"action": "unmerge", "memory_id": keeper.memory_id})
 
 
-def unmerge(console: Console, t: Mapping[str, str], namespace: str, memory_id: str) -> str:
+def unmerge(console: Console, t: Mapping[str, str], namespace: str, memory_id: str) -> Done:
     """``Lifecycle.unmerge``: the units folded into ``memory_id`` come back, tagged ``kept-apart``."""
     console.check_write(namespace)
     restored = Lifecycle(console.store).unmerge(memory_id, namespace=namespace)
     console.refresh(namespace, [memory_id, *(u.memory_id for u in restored)])
+    keeper = console.store.get(memory_id, namespace=namespace)
     if not restored:
-        return t["done_unmerge_none"].format(keeper=memory_id)
-    return t["done_unmerge"].format(keeper=memory_id, ids=", ".join(u.memory_id for u in restored))
+        return Done(t["done_unmerge_none"].format(keeper=words(keeper)), _page(memory_id))
+    sep = "、" if t["lang"] == "zh" else "; "
+    said = t["done_unmerge"].format(keeper=words(keeper), ids=sep.join(f"“{words(u)}”" for u in restored))
+    return Done(said, _page(memory_id))
 
 
-def forget(console: Console, t: Mapping[str, str], namespace: str, memory_id: str) -> str:
+def forget(console: Console, t: Mapping[str, str], namespace: str, memory_id: str) -> Done:
     """Hard-delete ``memory_id`` (every copy, references, journal mentions; erased from disk when embedded)."""
     console.check_write(namespace)
-    console.store.get(memory_id, namespace=namespace)  # MemoryNotFoundError before anything is deleted
+    unit = console.store.get(memory_id, namespace=namespace)  # MemoryNotFoundError before anything is deleted
     referring = [
         u.memory_id for u in console.units(namespace) if u.supersedes == memory_id or memory_id in u.merged_from
     ]
@@ -166,21 +237,22 @@ def forget(console: Console, t: Mapping[str, str], namespace: str, memory_id: st
             console.invalidate(other)
     console.refresh(namespace, [memory_id, *referring])
     logger.info("console forget in %r: %s hard-deleted (%d units) by a reviewer", namespace, memory_id, n)
-    return t["done_forget"].format(memory_id=memory_id, n=n)
+    return Done(t["done_forget"].format(words=words(unit), n=n), "/memories")
 
 
-def restore(console: Console, t: Mapping[str, str], namespace: str, memory_id: str) -> str:
+def restore(console: Console, t: Mapping[str, str], namespace: str, memory_id: str) -> Done:
     """``store.restore``: an archived memory is active again."""
     console.check_write(namespace)
+    unit = console.store.get(memory_id, namespace=namespace)
     restored = console.store.restore([memory_id], namespace=namespace)
     console.refresh(namespace, [memory_id])
     if not restored:
-        return t["done_restore_none"].format(memory_id=memory_id)
+        return Done(t["done_restore_none"].format(words=words(unit)), _page(memory_id))
     logger.info("console restore in %r: %s restored from the archive by a reviewer", namespace, memory_id)
-    return t["done_restore"].format(memory_id=memory_id)
+    return Done(t["done_restore"].format(words=words(unit)), _page(memory_id))
 
 
-def undo_feedback(console: Console, t: Mapping[str, str], namespace: str, run_id: str) -> str:
+def undo_feedback(console: Console, t: Mapping[str, str], namespace: str, run_id: str) -> Done:
     """``Hindsight.undo_feedback``: revert exactly what the run's newest feedback did (journaled)."""
     console.check_write(namespace)
     record = console.hindsight.undo_feedback(run_id, namespace=namespace)
@@ -188,6 +260,8 @@ def undo_feedback(console: Console, t: Mapping[str, str], namespace: str, run_id
     undone = record.feedback[last.undoes] if last is not None and last.undoes is not None else None
     touched = [e.memory_id for entry in (last, undone) if entry is not None for e in entry.effects or []]
     console.refresh(namespace, touched)
+    console.forget_review(namespace)  # the correction is handled: the queue reads the journal again
     effects = "; ".join(f"{e.memory_id} {e.action}" for e in (last.effects or [])) if last else ""
     logger.info("console undo of the newest feedback of run %s in %r: %s", run_id, namespace, effects or "no effect")
-    return t["done_undo"].format(run_id=run_id, effects=effects or "–")
+    n = len(last.effects or []) if last else 0
+    return Done(t["done_undo"].format(run_id=run_id, n=n), f"/runs/{run_id}")

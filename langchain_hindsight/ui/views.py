@@ -16,7 +16,7 @@ import time
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import numpy as np
@@ -35,7 +35,17 @@ from langchain_hindsight.store.runs import RunFeedback, RunRecord
 from langchain_hindsight.store.statement import lesson_key
 from langchain_hindsight.types import MemoryUnit, ScoredMemory, utcnow
 
-__all__ = ["LISTING_SECONDS", "Console", "Correction", "MemoryPage", "NearDuplicate", "SearchRow"]
+__all__ = [
+    "LISTING_SECONDS",
+    "USAGE_BARS",
+    "Console",
+    "Correction",
+    "MemoryPage",
+    "NearDuplicate",
+    "ReviewItem",
+    "SearchRow",
+    "usage_bars",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -51,6 +61,16 @@ LOW_CONFIDENCE = 0.4
 NEAR_DUPLICATE = 0.9
 """Cosine at or above which two active memories that say different things are merge candidates."""
 
+USAGE_BARS: tuple[tuple[str, ...], ...] = (("successes", "unknown", "failures"), ("used", "set_aside"))
+"""The bars of a memory's usage, each a stack of :class:`MemoryUsage` count fields, scaled to ``shown``.
+
+The first: how the runs it was served in ended. The second: whether the agent used it or set it aside
+(the credit work's signals); a field :class:`MemoryUsage` does not have is left out, so the bar appears
+when the fields do."""
+
+SCORE_TERMS = ("similarity", "task_type", "confidence", "access", "source")
+"""The additive terms of a score (``recall.scoring.TERMS``): the stacked bar's segments."""
+
 _NEAR_DUPLICATE_SCAN = 2000
 """Near-duplicates are looked for among the most recent this many active memories of a namespace."""
 
@@ -63,6 +83,49 @@ class SearchRow:
     factors: list[tuple[str, float]]
     floor_margin: float | None
     served: bool
+
+    @property
+    def segments(self) -> list[tuple[str, float]]:
+        """The score's additive terms times the time factor (they add up to the score), for the stacked bar."""
+        return score_segments(self.scored.breakdown)
+
+
+def score_segments(breakdown: dict[str, float]) -> list[tuple[str, float]]:
+    """``(term, contribution)`` of each additive score term (× the time factor: the sum is the score)."""
+    factor = float(breakdown.get("time_factor", 1.0))
+    return [(name, max(0.0, float(breakdown[name]) * factor)) for name in SCORE_TERMS if name in breakdown]
+
+
+def usage_bars(usage: Any) -> list[list[tuple[str, int]]]:
+    """The :data:`USAGE_BARS` of one :class:`MemoryUsage` (or ``None``): ``[(field, count), …]`` per bar present.
+
+    Example:
+        >>> from types import SimpleNamespace
+        >>> usage_bars(SimpleNamespace(successes=1, unknown=0, failures=2))
+        [[('successes', 1), ('unknown', 0), ('failures', 2)]]
+    """
+    if usage is None:
+        return []
+    found = []
+    for fields in USAGE_BARS:
+        if all(hasattr(usage, f) for f in fields):
+            found.append([(f, int(getattr(usage, f) or 0)) for f in fields])
+    return found
+
+
+@dataclass(frozen=True)
+class ReviewItem:
+    """One item of the review queue: why it is there, and what it is about."""
+
+    kind: str
+    """``never`` (served often, never a success), ``doubtful``, ``pair`` (near-duplicates) or ``correction``."""
+    key: str
+    """Stable id of the item (memory id, pair of ids, run id and feedback index)."""
+    unit: MemoryUnit | None = None
+    other: MemoryUnit | None = None
+    usage: MemoryUsage | None = None
+    similarity: float | None = None
+    correction: Correction | None = None
 
 
 @dataclass(frozen=True)
@@ -100,6 +163,16 @@ class Correction:
 
 
 @dataclass
+class _ReviewParts:
+    """The costly side of the review queue: the usage report and the near-duplicate scan."""
+
+    usage: list[MemoryUsage]
+    pairs: list[NearDuplicate]
+    corrections: list[Correction]
+    at: float = field(default_factory=time.monotonic)
+
+
+@dataclass
 class _Listing:
     units: list[MemoryUnit]
     at: float = field(default_factory=time.monotonic)
@@ -122,6 +195,8 @@ class Console:
         self.check_read(self.default_namespace)
         self.hindsight = Hindsight(store=store, principal=principal)
         self._listings: dict[str, _Listing] = {}
+        self._review: dict[str, _ReviewParts] = {}
+        self._queues: dict[str, list[ReviewItem]] = {}
         self._lock = threading.Lock()
 
     # ------------------------------------------------------------------ access
@@ -171,11 +246,12 @@ class Console:
             return cached.units
 
     def warm(self) -> threading.Thread:
-        """Read the default namespace's listing in a background thread (the first page is then quick)."""
+        """Read the default namespace's listing and review queue in a background thread (the first page is quick)."""
 
         def run() -> None:
             try:
                 self.units(self.default_namespace)
+                self.queue(self.default_namespace)  # its size is in every page's navigation
             except Exception:  # the page that needs it reads it again and reports the error
                 logger.warning("could not read the listing of %r ahead of time", self.default_namespace, exc_info=True)
 
@@ -187,6 +263,14 @@ class Console:
         """Forget the cached listing of ``namespace`` (the next page reads it again)."""
         with self._lock:
             self._listings.pop(namespace, None)
+            self._review.pop(namespace, None)
+            self._queues.pop(namespace, None)
+
+    def forget_review(self, namespace: str) -> None:
+        """Read the journal's side of the review queue again on the next page (after a feedback changed it)."""
+        with self._lock:
+            self._review.pop(namespace, None)
+            self._queues.pop(namespace, None)
 
     def refresh(self, namespace: str, memory_ids: Iterable[str]) -> None:
         """Bring the cached listing up to date for ``memory_ids`` after a write (deleted ones dropped).
@@ -195,6 +279,7 @@ class Console:
         """
         ids = set(memory_ids)
         with self._lock:
+            self._queues.pop(namespace, None)  # assembled again from the kept parts and the updated listing
             cached = self._listings.get(namespace)
             if cached is None or not ids:
                 return
@@ -309,6 +394,84 @@ class Console:
                   if memory_id in r.produced}  # fmt: skip
         return page.unit, len(named), referring
 
+    def confidence_history(self, page: MemoryPage) -> list[tuple[datetime, float]]:
+        """The memory's confidence over time, from the journal: at creation, after each journaled change, now.
+
+        Each feedback effect on this memory records its confidence before and after;
+        the creation point is the first effect's "before" (or the current value when
+        nothing changed it).
+        """
+        unit = page.unit
+        changes = sorted(
+            (entry.at, e)
+            for _, entry in page.feedback
+            for e in entry.effects or []
+            if e.memory_id == unit.memory_id and e.after is not None and e.after.confidence is not None
+        )
+        first = next((e.before.confidence for _, e in changes if e.before is not None), None)
+        points = [(unit.created_at, float(first if first is not None else unit.score_confidence))]
+        points += [(at, float(e.after.confidence)) for at, e in changes if e.after and e.after.confidence is not None]
+        if abs(points[-1][1] - unit.score_confidence) > 1e-9 or len(points) == 1:
+            points.append((utcnow(), unit.score_confidence))
+        return points
+
+    def usage_of(self, namespace: str, memory_id: str) -> MemoryUsage | None:
+        """How often ``memory_id`` was served and how those runs ended (``None``: never served)."""
+        return next((m for m in self._parts(namespace).usage if m.memory_id == memory_id), None)
+
+    def _parts(self, namespace: str) -> _ReviewParts:
+        """The usage report, near-duplicate pairs and corrections of ``namespace``, computed once.
+
+        Kept across the console's own actions (the queue checks each item against the
+        listing they keep up to date); read again after ``LISTING_SECONDS`` on a store
+        others may write, and after a feedback is undone (:meth:`forget_review`).
+        """
+        self.check_read(namespace)
+        with self._lock:
+            cached = self._review.get(namespace)
+        stale = cached is not None and not self.store.backend.single_writer
+        if cached is None or (stale and time.monotonic() - cached.at > LISTING_SECONDS):
+            report = Lifecycle(self.store).usage_report(namespace=namespace, min_shown=1)
+            cached = _ReviewParts(report.memories, self.near_duplicates(namespace), self.corrections(namespace))
+            with self._lock:
+                self._review[namespace] = cached
+        return cached
+
+    def queue(self, namespace: str) -> list[ReviewItem]:
+        """The review queue as one list; an item the console's own action handled is gone at once.
+
+        Each item once: never-successful active memories, doubtful ones (low confidence or
+        suspicious), near-duplicate pairs both still active, and corrections detected in
+        chat whose verdict is still in force (an undone one has been handled).
+        """
+        parts = self._parts(namespace)
+        with self._lock:
+            assembled = self._queues.get(namespace)
+        if assembled is not None and self._review.get(namespace) is parts:
+            return assembled
+        units = {u.memory_id: u for u in self.units(namespace)}
+        active = {mid for mid, u in units.items() if u.status == "active"}
+        items: list[ReviewItem] = []
+        seen: set[str] = set()
+        for m in self.never_successful(namespace):
+            if m.memory_id in active:
+                items.append(ReviewItem("never", m.memory_id, unit=units[m.memory_id], usage=m))
+                seen.add(m.memory_id)
+        for unit in self.doubtful(namespace):
+            if unit.memory_id not in seen:
+                items.append(ReviewItem("doubtful", unit.memory_id, unit=unit))
+                seen.add(unit.memory_id)
+        for pair in parts.pairs:
+            a, b = pair.a.memory_id, pair.b.memory_id
+            if a in active and b in active:
+                items.append(ReviewItem("pair", f"{a}+{b}", unit=units[a], other=units[b], similarity=pair.similarity))
+        for c in parts.corrections:
+            if c.entry.undone_at is None and self.undoable(c.record) == c.index:
+                items.append(ReviewItem("correction", f"{c.record.run_id}#{c.index}", correction=c))
+        with self._lock:
+            self._queues[namespace] = items
+        return items
+
     # ------------------------------------------------------------------ runs
     def runs(self, namespace: str, *, limit: int = 100) -> list[RunRecord]:
         """The newest runs and reviews of ``namespace``."""
@@ -335,14 +498,15 @@ class Console:
 
     # ------------------------------------------------------------------ review queue
     def never_successful(self, namespace: str, *, min_shown: int = 3) -> list[MemoryUsage]:
-        """Memories served at least ``min_shown`` times and never followed by a successful run."""
-        self.check_read(namespace)
-        return Lifecycle(self.store).usage_report(namespace=namespace, min_shown=min_shown).never_successful
+        """Memories served at least ``min_shown`` times and never followed by a successful run.
+
+        The usage report's own rule (``shown >= min_shown`` and no success), on the cached report.
+        """
+        return [m for m in self.usage(namespace) if m.shown >= min_shown and m.successes == 0]
 
     def usage(self, namespace: str) -> list[MemoryUsage]:
-        """Every served memory with its outcomes, most shown first."""
-        self.check_read(namespace)
-        return Lifecycle(self.store).usage_report(namespace=namespace, min_shown=1).memories
+        """Every served memory with its outcomes, most shown first (the usage report, cached: see ``_parts``)."""
+        return self._parts(namespace).usage
 
     def doubtful(self, namespace: str, *, limit: int = 50) -> list[MemoryUnit]:
         """Active memories below :data:`LOW_CONFIDENCE` or tagged ``suspicious``, least confident first."""
