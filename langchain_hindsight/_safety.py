@@ -373,7 +373,9 @@ _RENDER_ONLY = re.compile(
     rf"|{_ANY_BRACKET}+{_NEAR_GAP}(?:{_LONG_HEADERS})|(?:{_LONG_HEADERS}){_NEAR_GAP}{_ANY_BRACKET}"
     # entries referred to by number, as the conflict note does: "第1、2条", "experiences 1, 2"
     r"|第\s*\d+(?:\s*[、,，和与及&]\s*\d+)+\s*条|第\s*\d+\s*条\s*(?:经验|记忆|经历)"
-    r"|\b(?:experiences?|entries|entry|memor(?:y|ies)|lessons?)\s*#?\d+(?:\s*(?:,|and|&)\s*\d+)*\b"
+    # (our own word, "experience 2", alone; other words only as a list, so "lesson 1: check the timeout" stays)
+    r"|\bexperiences?\s*#?\d+(?:\s*(?:,|and|&)\s*\d+)*\b"
+    r"|\b(?:entries|entry|memor(?:y|ies)|lessons?)\s*#?\d+(?:\s*(?:,|and|&)\s*\d+)+\b"
     # a confidence in words: （置信度：极高）, (confidence: very high)
     rf"|{_CONF_WORD}{_GAP}(?:[:=]|为|是|is)?{_GAP}(?:极高|很高|非常高|最高|高|满分|满|very\s+high|high|maximum|max|"
     r"full|certain|absolute)"
