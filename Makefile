@@ -3,6 +3,8 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
+# axe-core for the console's accessibility test: pinned, from npm, kept in the venv (never committed).
+AXE    := $(VENV)/axe/node_modules/axe-core/axe.min.js
 
 .PHONY: demo test lint typecheck unit unit-cpu integration notebooks bench wheel-check clean
 
@@ -11,6 +13,10 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e ".[test]"
 	touch $(STAMP)
+
+$(AXE):
+	npm install --silent --no-audit --no-fund --prefix $(VENV)/axe axe-core@4.11.0
+	test -f $(AXE)
 
 demo: $(STAMP)
 	HF_HUB_OFFLINE=1 $(BIN)/hindsight-demo
@@ -39,7 +45,7 @@ unit-cpu: $(STAMP)
 # fixtures are built once): each worker has its own temporary tree, embedded Postgres data directory and socket,
 # and Chroma servers on free ports. The 25 slowest tests are listed at the end of every run.
 INTEGRATION_WORKERS ?= 2
-integration: $(STAMP)
+integration: $(STAMP) $(AXE)
 	HF_HUB_OFFLINE=1 $(BIN)/pytest -m integration -n $(INTEGRATION_WORKERS) --dist loadfile --durations=25
 
 test: lint typecheck unit integration
