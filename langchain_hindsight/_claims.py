@@ -426,12 +426,8 @@ def _text(a: Claim, b: Claim) -> Relation:
     # 4. the common frame must share an aspect: a relational word, or a shared two-unit block after the opening
     frame = [ua[blk.a + k] for blk in blocks for k in range(blk.size)]
     opening = blocks[0] if blocks[0].a == 0 and blocks[0].b == 0 else None
-    if (
-        not any(u.relational for u in frame)
-        and not any(blk.size >= 2 for blk in blocks if blk is not opening)
-        and not _late_number_swap(ua, ub, substantive)
-    ):
-        return "unrelated"
+    if not any(u.relational for u in frame) and not any(blk.size >= 2 for blk in blocks if blk is not opening):
+        return "unrelated"  # also with one number for another: "lesson 1" / "lesson 2" are two items, not a change
     # 5. a negation on one side only, of something the other says: "do X" / "never do X"
     targets_a, targets_b = _negated(ua), _negated(ub)
     if bool(targets_a) != bool(targets_b) and (targets_a & set(b.key) or targets_b & set(a.key)):

@@ -151,3 +151,16 @@ def test_conditional_facts_are_both_served_with_their_conditions(old: str, new: 
         assert block.count("1万行" if "数据" in old else "10,000 rows") == 2  # each line keeps its condition
         assert "存在不同结论" not in block
         assert "disagree" not in block
+
+
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [("lesson 1", "lesson 2"), ("seed 0 batch 1 unit 3", "seed 0 batch 1 unit 4"), ("第1条备注", "第2条备注")],
+)
+def test_numbered_siblings_are_two_items_not_a_change(first: str, second: str) -> None:
+    """One number for another with no prescription around it names another item: both stay active."""
+    with _store() as store:
+        store.add(_fact(first))
+        result = store.add(_fact(second))
+        assert result.action != "superseded", result.reason
+        assert sorted(u.content for u in store.list_units(status="active")) == sorted([first, second])
