@@ -15,7 +15,7 @@ from typing import Literal
 
 from langchain_hindsight.errors import ConfigurationError
 
-__all__ = ["FusionWeights", "Script", "query_script"]
+__all__ = ["FusionWeights", "Script", "query_script", "reads_as_cjk"]
 
 Script = Literal["cjk", "latin"]
 """The writing system a query is mostly in (see :func:`query_script`)."""
@@ -87,3 +87,24 @@ def query_script(text: str) -> Script:
     cjk = len(_CJK_CHAR.findall(text))
     latin = len(_LATIN_WORD.findall(text))
     return "cjk" if cjk > 0 and cjk >= latin else "latin"
+
+
+CJK_SENTENCE_CHARS = 8
+"""CJK characters that make a text a CJK reader's text whatever it quotes (see :func:`reads_as_cjk`)."""
+
+
+def reads_as_cjk(text: str) -> bool:
+    """Whether a CJK reader wrote ``text``: :func:`query_script` says CJK, or it has a CJK sentence of its own.
+
+    A Chinese lesson that quotes a long English error message has more Latin words than
+    Chinese characters, yet it is written for a Chinese reader; an English sentence quoting
+    one Chinese term is not.
+
+    Example:
+        >>> reads_as_cjk("使用read_csv时默认参数会失败（UnicodeDecodeError: 'utf-8' codec can't decode byte "
+        ...              "in position 17: invalid continuation byte），改为encoding='gbk'后成功")
+        True
+        >>> reads_as_cjk("Translate the 合同 into English"), reads_as_cjk("Read CSVs with encoding='gbk'.")
+        (False, False)
+    """
+    return query_script(text) == "cjk" or len(_CJK_CHAR.findall(text)) >= CJK_SENTENCE_CHARS

@@ -17,6 +17,7 @@ a conflict (the rule is :func:`langchain_hindsight._claims.relation`). Every str
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -25,7 +26,7 @@ from langchain_core.documents import Document
 from langchain_hindsight._checks import refuse_unknown_keywords
 from langchain_hindsight._claims import claim_of, relation_of
 from langchain_hindsight._safety import SUSPICIOUS_TAG
-from langchain_hindsight._script import query_script
+from langchain_hindsight._script import query_script, reads_as_cjk
 from langchain_hindsight._statements import statement
 from langchain_hindsight.errors import ConfigurationError
 from langchain_hindsight.prompts import Locale, PromptTemplates, get_templates
@@ -159,12 +160,17 @@ def _groups(pairs: Sequence[tuple[int, int]]) -> list[list[int]]:
     return sorted(groups.values())
 
 
+_CORRECTION_FRAME = re.compile(r"^\s*(?:用户纠正(?:（任务：[^）]*）)?：|User correction(?: \(task: [^)]*\))?:)")
+"""A stored correction's fixed part (``用户纠正（任务：…）：`` / ``User correction (task: …):``), not the user's words."""
+
+
 def block_locale(contents: Sequence[str], task: str = "", *, fallback: Locale = "zh") -> Locale:
     """The language of the block's frame (header, ``[当前任务]``, the closing instruction) when no locale is set.
 
     The frame follows the memories it shows: each memory counts for the script of
     what it says (its text without our templates' fixed parts, so an English
-    correction stored as ``用户纠正（任务：…）：…`` counts as English). All Chinese →
+    correction stored as ``用户纠正（任务：…）：…`` counts as English; a Chinese
+    lesson quoting a long English error message counts as Chinese). All Chinese →
     ``"zh"``; all English → ``"en"``; mixed → the language most of them are in; a
     tie → the language of the task; no memory and no task → ``fallback``. A locale
     set by the caller (``Hindsight(locale=...)``, ``HINDSIGHT_LOCALE``) is never
@@ -178,7 +184,7 @@ def block_locale(contents: Sequence[str], task: str = "", *, fallback: Locale = 
         >>> block_locale(["Use gbk.", "周报用含税价"], "生成本周的销售周报")
         'zh'
     """
-    cjk = sum(query_script(statement(c) or c) == "cjk" for c in contents)
+    cjk = sum(reads_as_cjk(statement(c) or c) or reads_as_cjk(_CORRECTION_FRAME.sub("", c)) for c in contents)
     latin = len(contents) - cjk
     if cjk != latin:
         return "zh" if cjk > latin else "en"

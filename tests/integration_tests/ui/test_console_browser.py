@@ -280,7 +280,8 @@ def _readable(page: Any) -> str:
     for words in sorted(own, key=len, reverse=True):
         text = text.replace(words, " ")
         text = text.replace(" ".join(words.split())[:39], " ")  # the 40-character names in messages
-    return text
+    # a correction is stored in the language it was typed in: "User correction (task: …): …" is the memory's own text
+    return re.sub(r"User correction(?: \(task: [^)]*\))?:", " ", text)
 
 
 def _axe(page: Any, source: str) -> list[dict[str, Any]]:
