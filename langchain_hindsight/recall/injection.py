@@ -161,7 +161,7 @@ def _groups(pairs: Sequence[tuple[int, int]]) -> list[list[int]]:
 
 
 _CORRECTION_FRAME = re.compile(r"^\s*(?:用户纠正(?:（任务：[^）]*）)?：|User correction(?: \(task: [^)]*\))?:)")
-"""A stored correction's fixed part (``用户纠正（任务：…）：`` / ``User correction (task: …):``), not the user's words."""
+"""A stored correction's fixed part (``用户纠正（任务：…）：``, ``User correction (task: …):``)."""
 
 
 def block_locale(contents: Sequence[str], task: str = "", *, fallback: Locale = "zh") -> Locale:
