@@ -12,36 +12,18 @@ change per character). Lines are wrapped at the terminal's width, counted in col
 
 from __future__ import annotations
 
-import difflib
 import re
 import unicodedata
 from collections.abc import Sequence
 
-__all__ = ["ADDED", "REMOVED", "tokens", "word_diff", "wrap"]
+from langchain_hindsight._diff import TOKEN_PATTERN, changes
+
+__all__ = ["ADDED", "REMOVED", "word_diff", "wrap"]
 
 REMOVED = ("[-", "-]")
 """How removed words are marked (as ``git diff --word-diff``)."""
 ADDED = ("{+", "+}")
 """How added words are marked."""
-
-_TOKEN = re.compile(
-    r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]"  # one CJK character
-    r"|[^\W\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]+(?:[.\-'_/:][^\W_]+)*"  # a word
-    r"|\s+"  # a run of spaces
-    r"|[^\w\s]",  # one punctuation mark
-)
-
-
-def tokens(text: str) -> list[str]:
-    """``text`` as diff tokens; joined again they give back ``text`` exactly.
-
-    Example:
-        >>> tokens("用户偏好使用Java编写后端")
-        ['用', '户', '偏', '好', '使', '用', 'Java', '编', '写', '后', '端']
-        >>> tokens("Use pandas.read_csv(encoding='utf-8-sig')")[:3]
-        ['Use', ' ', 'pandas.read_csv']
-    """
-    return _TOKEN.findall(text)
 
 
 def word_diff(old: str, new: str) -> str:
@@ -55,21 +37,13 @@ def word_diff(old: str, new: str) -> str:
         >>> word_diff("周报只统计本周一到周日", "周报统计本周一到周五")
         '周报[-只-]统计本周一到周[-日-]{+五+}'
     """
-    a, b = tokens(old), tokens(new)
-    out: list[str] = []
-    matcher = difflib.SequenceMatcher(None, a, b, autojunk=False)
-    for op, i1, i2, j1, j2 in matcher.get_opcodes():
-        if op == "equal":
-            out.append("".join(a[i1:i2]))
-            continue
-        if i2 > i1:
-            out.append(f"{REMOVED[0]}{''.join(a[i1:i2])}{REMOVED[1]}")
-        if j2 > j1:
-            out.append(f"{ADDED[0]}{''.join(b[j1:j2])}{ADDED[1]}")
-    return "".join(out)
+    marks = {"removed": REMOVED, "added": ADDED}
+    return "".join(
+        text if kind == "equal" else f"{marks[kind][0]}{text}{marks[kind][1]}" for kind, text in changes(old, new)
+    )
 
 
-_WRAP_TOKEN = re.compile(r"\[-|-\]|\{\+|\+\}|" + _TOKEN.pattern)
+_WRAP_TOKEN = re.compile(r"\[-|-\]|\{\+|\+\}|" + TOKEN_PATTERN)
 """Diff tokens, with the change markers kept whole (a line never breaks inside ``[-`` or ``+}``)."""
 
 

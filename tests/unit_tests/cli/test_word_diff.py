@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import unicodedata
 
-from langchain_hindsight.cli._diff import tokens, word_diff, wrap
+from langchain_hindsight._diff import tokens
+from langchain_hindsight.cli._diff import word_diff, wrap
 from tests.unit_tests.cli.test_history_diff import JAVA_ZH, PY_EN, PY_ZH
 
 
