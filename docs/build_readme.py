@@ -27,7 +27,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results"
 DOCS = ROOT / "docs"
-OWNED_ELSEWHERE = {"DESIGN.md"}  # the architecture page is written by hand, without generated tables
+OWNED_ELSEWHERE = {"DESIGN.md", "CHANGELOG.md"}  # written by hand, without generated tables (the changelog: history)
 
 MARKER = re.compile(
     r"^<!-- results: (?P<name>[\w.-]+\.(?:md|json))(?: # (?P<heading>[^>]+?))? -->\n"

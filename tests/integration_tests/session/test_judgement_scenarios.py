@@ -97,7 +97,7 @@ UNRELATED = {"poem": "写一首关于秋天的诗", "flight": "帮我订一张�
 
 HARD_UNRELATED_GAP = pytest.mark.xfail(
     strict=True,
-    reason="known gap (docs/DESIGN.md, 'The relevance floor': the 95 % unrelated target is not met): the "
+    reason="known gap (docs/recall.md, 'The relevance floor': the 95 % unrelated target is not met): the "
     "per-script floor serves the monthly-report lesson (relevance 0.158, floor margin +0.069) for an autumn poem",
 )
 
