@@ -1,6 +1,6 @@
 """Storage layer: memory units and run records in a backend (Chroma, or memory), one collection set per namespace.
 
-The rooms (docs/storage.md walks through them):
+The rooms (docs/DESIGN.md, "The store", walks through them):
 
 * :mod:`~langchain_hindsight.store.memory_store`: :class:`MemoryStore`, the store's public surface;
 * :mod:`~langchain_hindsight.store.writes`: how a write is judged (:class:`WriteResult`, the judges);

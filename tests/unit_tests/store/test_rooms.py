@@ -240,14 +240,17 @@ def test_no_public_raw_client_on_the_store_nor_the_chroma_backend() -> None:
         assert not hasattr(cls, "client"), cls
 
 
-def test_the_storage_guides_room_table_names_every_store_module_and_only_real_ones() -> None:
-    """docs/storage.md's "The store's rooms" is the newcomer's map: it must match the package, both ways."""
-    text = (ROOT / "docs" / "storage.md").read_text(encoding="utf-8")
-    section = text.split("## The store's rooms", 1)[1].split("\n## ", 1)[0]
+def test_the_design_room_table_names_every_store_module_and_only_real_ones() -> None:
+    """docs/DESIGN.md's "The rooms" is the newcomer's map of the store: it must match the package, both ways.
+
+    Every module (subpackages' too, by path: ``replica/files.py``) and every subpackage (``replica/``) has a row.
+    """
+    text = (ROOT / "docs" / "DESIGN.md").read_text(encoding="utf-8")
+    section = text.split("\n### The rooms\n", 1)[1].split("\n#", 1)[0]
     rows = [line for line in section.splitlines() if line.startswith("| `")]
     named = {name for line in rows for name in re.findall(r"`([\w/]+\.py)`", line.split(" | ")[0])}
     named_rooms = {name.rstrip("/") for line in rows for name in re.findall(r"`(\w+/)`", line.split(" | ")[0])}
-    modules = {p.name for p in STORE.glob("*.py") if p.name != "__init__.py"}
+    modules = {p.relative_to(STORE).as_posix() for p in STORE.rglob("*.py") if p.name != "__init__.py"}
     rooms = {p.parent.name for p in STORE.glob("*/__init__.py")}
     assert named - modules == set(), "the table names modules that do not exist"
     assert modules - named == set(), "store modules missing from the table"
