@@ -38,6 +38,7 @@ __all__ = [
     "TRUSTED_SOURCES",
     "TRUST_ORDER",
     "UNTRUSTED_SOURCES",
+    "USER_SOURCES",
     "MemorySource",
     "SourceTrust",
     "trust_rank",
@@ -93,6 +94,10 @@ TRUSTED_SOURCES: frozenset[MemorySource] = frozenset(s for s, t in SOURCE_TRUST.
 
 UNTRUSTED_SOURCES: frozenset[MemorySource] = frozenset(s for s, t in SOURCE_TRUST.items() if t.untrusted)
 """Sources whose text came from outside the conversation (a tool's output)."""
+
+USER_SOURCES: frozenset[MemorySource] = frozenset({"user_feedback", "manual"})
+"""Sources that are a person's own words (a user's correction, a developer's fact): never debited by a failure,
+and the later of two such words on one subject ranks first."""
 
 DEFAULT_INITIAL_CONFIDENCE: dict[str, float] = {s: t.initial_confidence for s, t in SOURCE_TRUST.items()}
 """Initial confidence when none is given, by source (agent inference 0.65; user feedback high)."""

@@ -16,7 +16,10 @@ lexical arm. :func:`rank_candidates`
    with its default scope ``"ranking"``, serves all ``limit`` when at least one of them passes and
    nothing when none does (``"candidate"``: only those that pass). When unsure, serve: a related
    query keeps its whole ranking, and the agent's model sets aside what does not apply;
-5. returns them, each with its breakdown (``dense``, ``lexical``, ``evidence_margin`` and
+5. puts the later of two served words of the user on one subject first (:func:`later_word_first`):
+   a preference the user changed in words the rules could not read as a change keeps both
+   versions (never destroy when unsure), and the agent reads the newer one first;
+6. returns them, each with its breakdown (``dense``, ``lexical``, ``evidence_margin`` and
    ``floor_margin`` included) and the task type it was scored against.
 
 Pure: no store access, no logging; the retriever records and diagnoses what is served.
@@ -34,7 +37,9 @@ import numpy as np
 import numpy.typing as npt
 
 from langchain_hindsight._checks import refuse_unknown_keywords
+from langchain_hindsight._claims import claim_of, relation
 from langchain_hindsight._script import FusionWeights, Script, query_script
+from langchain_hindsight._trust import USER_SOURCES
 from langchain_hindsight.errors import ConfigurationError
 from langchain_hindsight.recall.fusion import Fusion, fuse_arrays
 from langchain_hindsight.recall.scoring import ScoringWeights, score_many
@@ -44,6 +49,7 @@ __all__ = [
     "AUTO_FLOOR",
     "DEFAULT_LOW_RELEVANCE",
     "DEFAULT_MIN_RELEVANCE",
+    "SAME_SUBJECT_OVERLAP",
     "SCRIPT_CACHE_SIZE",
     "FloorRule",
     "FloorScope",
@@ -51,7 +57,9 @@ __all__ = [
     "MinRelevance",
     "ScriptCache",
     "content_script",
+    "later_word_first",
     "rank_candidates",
+    "same_subject",
     "served_mask",
 ]
 
@@ -313,19 +321,91 @@ def rank_candidates(
     if isinstance(min_relevance, FloorRule) and min_relevance.scope == "ranking" and best < 0.0:
         return []
     ranking_scope = rule.scope == "ranking"
-    return [
-        table.scored(
-            j,
-            extra={
-                "dense": float(cosine[j]),
-                "lexical": float(lex[j]),
-                "evidence_margin": float(evidence[j]),
-                "floor_margin": best if ranking_scope else float(evidence[j]),
-            },
-            query_task_type=label,
-        )
-        for j in rows
-    ]
+    return later_word_first(
+        [
+            table.scored(
+                j,
+                extra={
+                    "dense": float(cosine[j]),
+                    "lexical": float(lex[j]),
+                    "evidence_margin": float(evidence[j]),
+                    "floor_margin": best if ranking_scope else float(evidence[j]),
+                },
+                query_task_type=label,
+            )
+            for j in rows
+        ]
+    )
+
+
+SAME_SUBJECT_OVERLAP = 0.6
+"""Two statements in one language are on one subject when this share of the shorter one's units (English word
+stems, Chinese characters, literals) is in the other: "keep the first record when removing duplicates" / "keep
+the newest record when removing duplicates instead" share 0.83, "周报要用PDF格式" / "周报改用Excel格式" 0.83, while
+two corrections on other points of one report ("the monthly report needs a bar chart" / "the monthly report
+covers the calendar month") share 0.5. A pair above it only changes the order of two served lines."""
+
+
+def same_subject(a: str, b: str) -> bool:
+    """Whether two statements may be two versions of one word.
+
+    True when the claim rule reads them as a change (``contradicts``) or cannot tell (``unsure``:
+    every Chinese / English pair whose frames do not align), or when they share
+    :data:`SAME_SUBJECT_OVERLAP` of their units (a change the rule read as compatible or unrelated).
+
+    Example:
+        >>> same_subject("No, the report needs a bar chart", "No, use a line chart in the report instead")
+        True
+        >>> same_subject("不对，金额要用含税价", "不对，周报要用PDF格式")
+        False
+    """
+    ua, ub = set(claim_of(a).key), set(claim_of(b).key)
+    shorter = min(len(ua), len(ub))
+    if shorter > 0 and len(ua & ub) >= SAME_SUBJECT_OVERLAP * shorter:
+        return True
+    return relation(a, b) in ("contradicts", "unsure")
+
+
+def later_word_first(memories: list[ScoredMemory]) -> list[ScoredMemory]:
+    """``memories`` (best first) with the later of two words of the user on one subject above the earlier.
+
+    A user's statements (``user_feedback`` and ``manual``) of one task type that share a subject
+    (:func:`same_subject`) form a group; the group keeps the places its members ranked at and
+    fills them newest first (``created_at``). When the store kept both versions of a changed preference
+    because its rules were unsure ("No, the monthly report needs a bar chart" / "No, use a line chart in
+    the monthly report instead"), the agent reads the newer first; everything else keeps its rank.
+    Nothing is dropped: both are served, and the model sets aside what does not apply.
+
+    Example:
+        >>> later_word_first([])
+        []
+    """
+    own = [i for i, m in enumerate(memories) if m.memory.source in USER_SOURCES]
+    if len(own) < 2:
+        return memories
+    parent = {i: i for i in own}
+
+    def root(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    for x, i in enumerate(own):
+        for j in own[x + 1 :]:
+            a, b = memories[i].memory, memories[j].memory
+            if a.task_type == b.task_type and same_subject(a.content, b.content):
+                parent[root(j)] = root(i)
+    groups: dict[int, list[int]] = {}
+    for i in own:
+        groups.setdefault(root(i), []).append(i)
+    out = list(memories)
+    for places in groups.values():
+        if len(places) > 1:
+            newest = sorted(places, key=lambda i: (memories[i].memory.created_at, -i), reverse=True)
+            for place, i in zip(places, newest, strict=True):
+                out[place] = memories[i]
+    return out
 
 
 def served_mask(memories: Sequence[ScoredMemory], floor: MinRelevance | FloorRule) -> list[bool]:

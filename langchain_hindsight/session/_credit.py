@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from concurrent.futures import Future
 from typing import Any
 
+from langchain_hindsight._trust import USER_SOURCES
 from langchain_hindsight.capture import OUTCOME_REASON_KEY
 from langchain_hindsight.errors import RunNotFoundError
 from langchain_hindsight.reflection.background import BackgroundReflector
@@ -27,7 +28,6 @@ from langchain_hindsight.store.runs import MemoryUse, RunRecord
 from langchain_hindsight.types import MemoryUnit, ScoredMemory, Served, Trajectory
 
 __all__ = [
-    "USER_SOURCES",
     "apply_outcome",
     "credit",
     "earlier_credits",
@@ -41,10 +41,6 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
-
-USER_SOURCES = frozenset({"user_feedback", "manual"})
-"""Sources that are a person's own words (a user's correction, a developer's fact): never debited by a failure."""
-
 
 def start_run(journal: RunJournal, served: Served) -> RunRecord:
     """Journal the start of a served run: its task, task type, thread and what it was served."""

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 
 from langchain_hindsight._claims import relation
 from langchain_hindsight._text import clean_feedback
+from langchain_hindsight._trust import USER_SOURCES
 from langchain_hindsight.errors import (
     ConfigurationError,
     FeedbackAlreadyUndoneError,
@@ -30,7 +31,7 @@ from langchain_hindsight.errors import (
 )
 from langchain_hindsight.prompts import ReflectionTemplates, get_reflection_templates
 from langchain_hindsight.reflection import feedback_unit
-from langchain_hindsight.session._credit import USER_SOURCES, credit, undo_credit
+from langchain_hindsight.session._credit import credit, undo_credit
 from langchain_hindsight.session.config import FeedbackResult
 from langchain_hindsight.store.journal import RunJournal
 from langchain_hindsight.store.memory_store import MemoryStore
