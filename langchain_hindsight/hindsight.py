@@ -20,7 +20,6 @@ import asyncio
 import os
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal, Unpack
-from urllib.parse import urlsplit
 
 from langchain_core.callbacks import BaseCallbackHandler
 
@@ -32,22 +31,22 @@ from langchain_hindsight.capture.messages import Placement
 from langchain_hindsight.capture.recorder import TrajectoryRecorder
 from langchain_hindsight.errors import ConfigurationError
 from langchain_hindsight.prompts import Locale
-from langchain_hindsight.recall.engine import RecallSettings
 from langchain_hindsight.recall.explain import RunExplanation, explain_run
 from langchain_hindsight.recall.ranking import FloorRule, MinRelevance
 from langchain_hindsight.recall.retriever import HindsightRetriever
 from langchain_hindsight.reflection.background import BackgroundReflector
 from langchain_hindsight.reflection.reflector import Reflector
+from langchain_hindsight.session.build import build_config, open_store, recall_settings, write_judge
 from langchain_hindsight.session.config import PROMPT_LOCALE, AdapterOptions, ErrorPolicy, FeedbackResult, SessionConfig
 from langchain_hindsight.session.loop import HindsightSession
-from langchain_hindsight.settings import SESSION_VARIABLES, read_environment, session_defaults
+from langchain_hindsight.settings import SESSION_VARIABLES, session_defaults
 from langchain_hindsight.sharing.access import ScopedMemory
 from langchain_hindsight.sharing.principals import AccessPolicy, Principal, resolve_principal
 from langchain_hindsight.sharing.retriever import ScopedRetriever
 from langchain_hindsight.store.journal import RunJournal
 from langchain_hindsight.store.memory_store import MemoryStore
 from langchain_hindsight.store.runs import RunRecord
-from langchain_hindsight.store.writes import LLMWriteJudge, WriteJudge
+from langchain_hindsight.store.writes import WriteJudge
 from langchain_hindsight.types import ScoredMemory
 
 if TYPE_CHECKING:
@@ -59,17 +58,6 @@ if TYPE_CHECKING:
     from langchain_hindsight.adapters.memory import HindsightMemory
 
 __all__ = ["Hindsight"]
-
-
-def _server_client(server: str) -> ClientAPI:
-    """A chromadb ``HttpClient`` for ``"http://host:port"`` (or ``"host:port"``)."""
-    import chromadb
-
-    parts = urlsplit(server if "://" in server else f"http://{server}")
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ConfigurationError(f"server must look like 'http://host:port', got {server!r}")
-    port = parts.port or (443 if parts.scheme == "https" else 8000)
-    return chromadb.HttpClient(host=parts.hostname, port=port, ssl=parts.scheme == "https")
 
 
 _SESSION_OPTIONS = ("k", "min_relevance", "locale", "max_lines", "max_line_chars", "max_block_chars")
@@ -87,16 +75,18 @@ class Hindsight:
 
     Args:
         persist_directory: Directory of the embedded store (ignored with ``store``,
-            ``client`` or ``server``). Default ``"./memory_db"``; a directory given here wins
-            over ``$HINDSIGHT_DATABASE_URL``.
+            ``client`` or ``server``). A store named here (or by ``store``, ``client``, ``server``,
+            ``database_url``) wins over the environment; with none,
+            :func:`~langchain_hindsight.settings.store_target` (the one function every door, the
+            CLI's included, uses) takes ``$HINDSIGHT_DATABASE_URL``, else ``$HINDSIGHT_SERVER``,
+            else ``$HINDSIGHT_PATH``, else ``"./memory_db"``.
         store: An existing :class:`MemoryStore` (not closed by :meth:`close`).
         client: A chromadb client (e.g. ``chromadb.HttpClient(host=..., port=...)``)
             to open the store on.
         server: A Chroma server address, ``"http://host:port"``.
         database_url: A PostgreSQL database with pgvector (``"postgresql://user@host/db"``):
-            any number of processes and hosts share it (the ``postgres`` extra). Default:
-            ``$HINDSIGHT_DATABASE_URL`` when neither ``persist_directory``, ``store``, ``client`` nor
-            ``server`` is given.
+            any number of processes and hosts share it (the ``postgres`` extra). Left out (or
+            ``None``): see ``persist_directory``.
         model: Chat model for reflection; ``None`` reflects with rules only.
         structured_output: ``False`` asks ``model`` for JSON text instead of a
             forced tool call / structured output (e.g. a local llama.cpp server).
@@ -143,7 +133,8 @@ class Hindsight:
     (``HINDSIGHT_K``, …: see :mod:`langchain_hindsight.settings`); an argument always wins; with
     neither, the component that owns the option fills it (:class:`SessionConfig` for the
     session's, :class:`~langchain_hindsight.recall.engine.RecallSettings` for recall's,
-    :class:`MemoryStore` for the namespace).
+    :class:`MemoryStore` for the namespace), and the parts are built in one place,
+    :mod:`langchain_hindsight.session.build`.
         principal: Act as this agent identity (a :class:`~langchain_hindsight.sharing.principals.Principal`,
             or its name in ``policy``): every run recalls the principal's own namespace
             plus every namespace it may read, in one call, and memories from another
@@ -231,51 +222,41 @@ class Hindsight:
             own_namespace = self.principal.namespace
         elif policy is not None:
             raise ConfigurationError("policy= needs principal= (the name of the agent to act as)")
-        directory_given = not isinstance(persist_directory, Unset)
-        directory = persist_directory if not isinstance(persist_directory, Unset) else "./memory_db"
-        if isinstance(database_url, Unset):  # the environment's database is the default store, not an override
-            others = (store, client, server)
-            database_url = (
-                None if directory_given or any(x is not None for x in others) else read_environment().database_url
-            )
-        if sum(x is not None for x in (store, client, server, database_url)) > 1:
-            raise ConfigurationError("give at most one of store, client, server and database_url")
         if reflector is not None and (model is not None or not structured_output):
             raise ConfigurationError("give either reflector or model/structured_output, not both")
         if reflector is not None and not isinstance(reflector, Reflector):
             raise ConfigurationError(f"reflector must be a Reflector, got {type(reflector).__name__}")
-        if store is not None and judge != "auto":
-            raise ConfigurationError("judge applies to a store Hindsight opens; give it to MemoryStore(judge=...)")
-        if server is not None:
-            client = _server_client(server)
-        if judge == "auto":
-            judge = LLMWriteJudge(model, locale=language, structured_output=structured_output) if model else "rules"
-        self.store = (
-            store
-            if store is not None
-            else MemoryStore(
-                directory,
+        url = None if isinstance(database_url, Unset) else database_url
+        if store is not None:
+            if client is not None or server is not None or url is not None:
+                raise ConfigurationError("give at most one of store, client, server and database_url")
+            if judge != "auto":
+                raise ConfigurationError("judge applies to a store Hindsight opens; give it to MemoryStore(judge=...)")
+            self.store = store
+        else:  # where it lives: the one function every door uses (settings.store_target)
+            self.store = open_store(
+                directory=None if isinstance(persist_directory, Unset) else persist_directory,
                 client=client,
-                database_url=database_url,
+                server=server,
+                database_url=url,
                 embeddings=embeddings,
-                judge=None if judge == "rules" else judge,
-                **({} if isinstance(own_namespace, Unset) else {"namespace": own_namespace}),
+                namespace=None if isinstance(own_namespace, Unset) else own_namespace,
+                judge=write_judge(judge, model, locale=language, structured_output=structured_output),
             )
-        )
         try:
             self.reflector = reflector or Reflector(
                 store=self.store, model=model, locale=language, structured_output=structured_output
             )
             self.background = BackgroundReflector(self.reflector) if background else None
             # the one settings object of recall: min_relevance goes Hindsight -> settings -> retriever (-> ranking)
-            recall_options: dict[str, Any] = {
-                name: session_options[name] for name in ("k", "min_relevance") if name in session_options
-            }
-            if relevance_check is not False:
-                if relevance_check is not True or model is None:
-                    raise ConfigurationError("relevance_check=True needs a model (the chat model it asks)")
-                recall_options.update(relevance_check=model, locale=language)
-            settings = RecallSettings.from_options(task_type=task_type, **recall_options)
+            if relevance_check is not False and (relevance_check is not True or model is None):
+                raise ConfigurationError("relevance_check=True needs a model (the chat model it asks)")
+            settings = recall_settings(
+                task_type=task_type,
+                relevance_check=model if relevance_check else None,
+                locale=language,
+                **{name: session_options[name] for name in ("k", "min_relevance") if name in session_options},
+            )
             scope: dict[str, Any] = {}
             if self.principal is not None:
                 own = self.principal.namespace
@@ -299,6 +280,7 @@ class Hindsight:
                 feedback_model=feedback_model,
                 on_error=on_error,
             )
+            self.config = build_config(self.config)  # the parts not given above (the journal): built in one place
             self.session = HindsightSession(self.config)
             self.recorder = TrajectoryRecorder(
                 on_finish=self.session.on_trajectory, namespace=self.session.namespace(None)

@@ -50,7 +50,7 @@ from langchain_hindsight.recall.engine import RecallSettings
 from langchain_hindsight.recall.ranking import FloorRule
 from langchain_hindsight.recall.scoring import score_memory
 from langchain_hindsight.reflection.background import BackgroundReflector
-from langchain_hindsight.session import HindsightSession, SessionConfig
+from langchain_hindsight.session import SessionConfig, build_config, session_for
 from langchain_hindsight.sharing.access import ScopedMemory
 from langchain_hindsight.sharing.mcp_server import create_server
 from langchain_hindsight.sharing.principals import AccessPolicy, Principal
@@ -114,17 +114,17 @@ CASES: dict[str, tuple[str, str, str, Callable[[MemoryStore], object]]] = {
         "min_relevance",
         lambda s: SessionConfig(store=s, min_relevence=0.3),
     ),
-    "HindsightSession": (
-        "HindsightSession",
+    "build_config": (
+        "build_config",
         "min_relevence",
         "min_relevance",
-        lambda s: HindsightSession(s, min_relevence=0.3),
+        lambda s: build_config(s, min_relevence=0.3),
     ),
     "HindsightSession.derive": (
         "HindsightSession.derive",
         "reflct",
         "reflect",
-        lambda s: HindsightSession(s).derive(reflct=False),
+        lambda s: session_for(s).derive(reflct=False),
     ),
     "HindsightMiddleware": (
         "HindsightMiddleware",
