@@ -120,20 +120,22 @@ def write_judge(
 
 
 def recall_settings(
+    base: RecallSettings | None = None,
+    /,
     *,
-    task_type: str | None = None,
     relevance_check: BaseChatModel | None = None,
     locale: Locale | None = None,
     **options: Any,
 ) -> RecallSettings:
-    """The one :class:`RecallSettings` of a bundle: the options given, every other from its default there.
+    """The one :class:`RecallSettings` of a bundle: ``base`` (default ``RecallSettings()``) with ``options`` changed.
 
-    ``options`` are :class:`RecallSettings` options (``k``, ``min_relevance``, ...); one left out keeps
-    that class's default (the relevance floor's only home).
+    ``options`` are :class:`RecallSettings` options (``k``, ``task_type``, ``min_relevance``, ...); one left
+    out keeps ``base``'s value, which is that class's default when no ``base`` is given (the relevance floor's
+    only home). ``relevance_check``: a chat model asked once per recall (its prompts in ``locale``).
     """
     if relevance_check is not None:
         options.update(relevance_check=relevance_check, locale=locale or PROMPT_LOCALE)
-    return RecallSettings.from_options(task_type=task_type, **options)
+    return RecallSettings.from_options(base, **options)
 
 
 @refuse_unknown_keywords

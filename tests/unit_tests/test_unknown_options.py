@@ -44,6 +44,7 @@ from langchain_hindsight import (
 from langchain_hindsight._checks import check_options, closest_name, refuse_unknown_keywords
 from langchain_hindsight.embeddings.local import LocalEmbeddings
 from langchain_hindsight.errors import ConfigurationError, InvalidMemoryError, UnknownOptionError
+from langchain_hindsight.hindsight import HindsightOptions
 from langchain_hindsight.lifecycle.policy import LifecyclePolicy
 from langchain_hindsight.prompts import get_templates
 from langchain_hindsight.recall.engine import RecallSettings
@@ -333,7 +334,8 @@ def test_known_keywords_and_stored_data_are_untouched(memory_store: MemoryStore)
 
 
 def test_the_decorated_signatures_stay_typed_and_visible() -> None:
-    assert "min_relevance" in inspect.signature(Hindsight).parameters
+    assert "recall" in inspect.signature(Hindsight).parameters  # the settings object; the keywords are typed:
+    assert "min_relevance" in HindsightOptions.__annotations__  # **options: Unpack[HindsightOptions]
     assert "merge_threshold" in inspect.signature(MemoryStore).parameters
     assert "max_finished" in inspect.signature(TrajectoryRecorder).parameters
     assert "block_key" in inspect.signature(recall_node).parameters

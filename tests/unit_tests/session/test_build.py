@@ -199,3 +199,22 @@ def test_an_adapters_floor_is_its_own_copy(memory_store: MemoryStore) -> None:
     assert hs.retriever.min_relevance == RecallSettings().min_relevance  # the bundle's retriever is untouched
     assert own.journal is hs.journal
     assert own.reflector is hs.session.reflector
+
+
+def test_hindsight_writes_no_default_of_its_own(memory_store: MemoryStore) -> None:
+    """What ``Hindsight(...)`` is not given is its owner's default: ``RecallSettings``' and ``SessionConfig``'s."""
+    hs = Hindsight(store=memory_store)
+    assert hs.retriever.settings == RecallSettings()
+    loop = ("k", "task_type", "locale", "max_lines", "max_line_chars", "max_block_chars", "conversation_feedback")
+    for name in (*loop, "feedback_model", "on_error", "recall", "reflect", "apply_outcome"):
+        assert getattr(hs.config, name) == SessionConfig.default(name), name
+
+
+def test_a_recall_settings_object_is_explicit(memory_store: MemoryStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HINDSIGHT_K", "7")
+    monkeypatch.setenv("HINDSIGHT_MAX_LINES", "3")
+    hs = Hindsight(store=memory_store, recall=RecallSettings(k=2, min_relevance=None))
+    assert (hs.k, hs.retriever.k, hs.retriever.min_relevance) == (2, 2, None)  # the object wins over HINDSIGHT_K
+    assert hs.config.max_lines == 3  # a loop option still takes its variable
+    assert Hindsight(store=memory_store, recall=RecallSettings(k=2), k=4).retriever.k == 4  # a keyword wins
+    assert Hindsight(store=memory_store).k == 7
