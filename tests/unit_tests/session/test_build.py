@@ -158,12 +158,13 @@ def test_a_store_the_caller_names_wins_over_the_environment(
     monkeypatch.setenv("HINDSIGHT_DATABASE_URL", URL)
     with pytest.raises(_OpenedError):
         Hindsight(tmp_path / "db")
+    monkeypatch.setattr(cli_store, "_check_store_directory", lambda path: None)  # the spy opens nothing
+    assert main(["stats", "--path", str(tmp_path / "db")]) == EXIT_ERROR  # the spy's error, after the record
+    capsys.readouterr()
+    assert [(str(call["directory"]), call.get("database_url")) for call in opened] == [(str(tmp_path / "db"), None)] * 2
     args = argparse.Namespace(path=str(tmp_path / "db"), server=None, database_url=None)
     resolve_store_target(args)  # what every hindsight command does first
     assert (args.path, args.server, args.database_url) == (str(tmp_path / "db"), None, None)
-    assert str(opened[0]["directory"]) == str(tmp_path / "db")
-    assert opened[0]["database_url"] is None
-    capsys.readouterr()
 
 
 def test_the_environments_directory_is_every_doors_default(
