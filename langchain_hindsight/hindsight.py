@@ -19,8 +19,7 @@ from __future__ import annotations
 import asyncio
 import os
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Literal, Unpack
-from urllib.parse import urlsplit
+from typing import TYPE_CHECKING, Any, Literal, TypedDict, Unpack
 
 from langchain_core.callbacks import BaseCallbackHandler
 
@@ -38,16 +37,17 @@ from langchain_hindsight.recall.ranking import FloorRule, MinRelevance
 from langchain_hindsight.recall.retriever import HindsightRetriever
 from langchain_hindsight.reflection.background import BackgroundReflector
 from langchain_hindsight.reflection.reflector import Reflector
+from langchain_hindsight.session.build import build_config, open_store, recall_settings, write_judge
 from langchain_hindsight.session.config import PROMPT_LOCALE, AdapterOptions, ErrorPolicy, FeedbackResult, SessionConfig
 from langchain_hindsight.session.loop import HindsightSession
-from langchain_hindsight.settings import SESSION_VARIABLES, read_environment, session_defaults
+from langchain_hindsight.settings import SESSION_VARIABLES, session_defaults
 from langchain_hindsight.sharing.access import ScopedMemory
 from langchain_hindsight.sharing.principals import AccessPolicy, Principal, resolve_principal
 from langchain_hindsight.sharing.retriever import ScopedRetriever
 from langchain_hindsight.store.journal import RunJournal
 from langchain_hindsight.store.memory_store import MemoryStore
 from langchain_hindsight.store.runs import RunRecord
-from langchain_hindsight.store.writes import LLMWriteJudge, WriteJudge
+from langchain_hindsight.store.writes import WriteJudge
 from langchain_hindsight.types import ScoredMemory
 
 if TYPE_CHECKING:
@@ -58,22 +58,66 @@ if TYPE_CHECKING:
 
     from langchain_hindsight.adapters.memory import HindsightMemory
 
-__all__ = ["Hindsight"]
+__all__ = ["Hindsight", "HindsightOptions"]
 
 
-def _server_client(server: str) -> ClientAPI:
-    """A chromadb ``HttpClient`` for ``"http://host:port"`` (or ``"host:port"``)."""
-    import chromadb
+class HindsightOptions(TypedDict, total=False):
+    """The options ``Hindsight(...)`` takes one by one, each handed to the one object that owns it.
 
-    parts = urlsplit(server if "://" in server else f"http://{server}")
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ConfigurationError(f"server must look like 'http://host:port', got {server!r}")
-    port = parts.port or (443 if parts.scheme == "https" else 8000)
-    return chromadb.HttpClient(host=parts.hostname, port=port, ssl=parts.scheme == "https")
+    None has a default here: an option left out is filled by its owner, through
+    :mod:`langchain_hindsight.session.build` (the one place a bundle is built), or by its
+    ``HINDSIGHT_…`` variable (:func:`~langchain_hindsight.settings.session_defaults`) when it has one.
+
+    ==========================================  ===================================================
+    keyword                                     goes to (where its default lives)
+    ==========================================  ===================================================
+    ``client``, ``server``                      the store target (:func:`~langchain_hindsight.settings.store_target`)
+    ``embeddings``, ``namespace``               :class:`MemoryStore`
+    ``judge``                                   the store's write judge (default ``"auto"``)
+    ``structured_output``                       :class:`Reflector`
+    ``reflector``, ``background``               the reflector (default: ``Reflector(model=model)``, in the agent's
+                                                thread)
+    ``k``, ``task_type``, ``min_relevance``,    :class:`~langchain_hindsight.recall.engine.RecallSettings` (``k``
+    ``relevance_check``                         and ``task_type`` are the session's too: one value)
+    ``locale``, ``max_lines``,                  :class:`SessionConfig`
+    ``max_line_chars``, ``max_block_chars``,
+    ``conversation_feedback``,
+    ``feedback_model``, ``on_error``
+    ==========================================  ===================================================
+    """
+
+    client: ClientAPI
+    server: str
+    embeddings: Embeddings
+    namespace: str
+    judge: WriteJudge | Literal["auto", "rules"]
+    structured_output: bool
+    reflector: Reflector
+    background: bool
+    k: int
+    task_type: str | None
+    min_relevance: MinRelevance | FloorRule
+    relevance_check: bool
+    locale: Locale
+    max_lines: int
+    max_line_chars: int
+    max_block_chars: int | None
+    conversation_feedback: bool
+    feedback_model: BaseChatModel | None
+    on_error: ErrorPolicy
 
 
-_SESSION_OPTIONS = ("k", "min_relevance", "locale", "max_lines", "max_line_chars", "max_block_chars")
-"""The environment-settable options that go to the session (``namespace``, the seventh, goes to the store)."""
+_STORE_OPTIONS = ("client", "server", "embeddings")
+_SESSION_OPTIONS = (
+    "locale",
+    "max_lines",
+    "max_line_chars",
+    "max_block_chars",
+    "conversation_feedback",
+    "feedback_model",
+    "on_error",
+)
+"""The :class:`HindsightOptions` that go to :class:`SessionConfig` as they are."""
 
 
 @refuse_unknown_keywords
@@ -85,21 +129,34 @@ class Hindsight:
     (``hs.middleware()``, ``hs.wrap(graph)``, ``hs.memory()``, ``hs.callbacks``), so
     the options below are given in one place and every path journals its runs.
 
+    It takes a few parameters (``persist_directory``, ``store``, ``database_url``, ``model``,
+    ``recall``, ``principal``, ``policy``); every other keyword is one of :class:`HindsightOptions`,
+    handed to the object that owns it. No default is written here: what is left out is filled
+    by its owner in :mod:`langchain_hindsight.session.build` (the one place a bundle is built).
+
     Args:
         persist_directory: Directory of the embedded store (ignored with ``store``,
-            ``client`` or ``server``). Default ``"./memory_db"``; a directory given here wins
-            over ``$HINDSIGHT_DATABASE_URL``.
+            ``client`` or ``server``). A store named here (or by ``store``, ``client``, ``server``,
+            ``database_url``) wins over the environment; with none,
+            :func:`~langchain_hindsight.settings.store_target` (the one function every door, the
+            CLI's included, uses) takes ``$HINDSIGHT_DATABASE_URL``, else ``$HINDSIGHT_SERVER``,
+            else ``$HINDSIGHT_PATH``, else ``"./memory_db"``.
         store: An existing :class:`MemoryStore` (not closed by :meth:`close`).
         client: A chromadb client (e.g. ``chromadb.HttpClient(host=..., port=...)``)
             to open the store on.
         server: A Chroma server address, ``"http://host:port"``.
         database_url: A PostgreSQL database with pgvector (``"postgresql://user@host/db"``):
-            any number of processes and hosts share it (the ``postgres`` extra). Default:
-            ``$HINDSIGHT_DATABASE_URL`` when neither ``persist_directory``, ``store``, ``client`` nor
-            ``server`` is given.
+            any number of processes and hosts share it (the ``postgres`` extra). Left out (or
+            ``None``): see ``persist_directory``.
         model: Chat model for reflection; ``None`` reflects with rules only.
+        recall: Every recall option at once, as one
+            :class:`~langchain_hindsight.recall.engine.RecallSettings` (the retriever holds it); a
+            keyword below (``k``, ``task_type``, ``min_relevance``, ``relevance_check``) changes it, and
+            ``HINDSIGHT_K`` / ``HINDSIGHT_MIN_RELEVANCE`` do not (a settings object is explicit).
+            Default: ``RecallSettings()``, the one place recall's defaults live.
         structured_output: ``False`` asks ``model`` for JSON text instead of a
-            forced tool call / structured output (e.g. a local llama.cpp server).
+            forced tool call / structured output (e.g. a local llama.cpp server); default
+            :class:`Reflector`'s (``True``).
         reflector: A prebuilt :class:`Reflector` (on this store) instead of
             ``model`` and ``structured_output``.
         judge: How a store this bundle opens decides a write that has similar
@@ -128,22 +185,23 @@ class Hindsight:
             longer one is cut and its line says so, naming ``hindsight show <memory_id>``.
         max_block_chars: At most this many characters in the whole block (trailing lines are
             left out first); ``None`` (default): bounded by the two options above only.
-        background: Reflect in a worker thread (never delays the agent); call
-            :meth:`flush` before reading what was learned.
+        background: ``True``: reflect in a worker thread (never delays the agent); call
+            :meth:`flush` before reading what was learned. Default: in the agent's thread.
         conversation_feedback: A turn in the same thread that corrects the
             previous answer ("不对，…", "No, …") is feedback on the previous run
             (questions, requests for more and acknowledgements are not).
         feedback_model: A chat model asked, in one bounded call, whether a turn is a
             correction when the rules are unsure; ``None`` (default): rules only. Not
             ``model`` by default, so no turn costs a model call unless you ask for it.
-        on_error: ``"log"`` (default) or ``"raise"`` for the adapters.
+        on_error: ``"log"`` or ``"raise"`` for the adapters (default :class:`SessionConfig`'s, ``"log"``).
 
     ``namespace``, ``k``, ``min_relevance``, ``locale``, ``max_lines``, ``max_line_chars`` and
     ``max_block_chars`` take their default from an environment variable when not given
     (``HINDSIGHT_K``, …: see :mod:`langchain_hindsight.settings`); an argument always wins; with
     neither, the component that owns the option fills it (:class:`SessionConfig` for the
     session's, :class:`~langchain_hindsight.recall.engine.RecallSettings` for recall's,
-    :class:`MemoryStore` for the namespace).
+    :class:`MemoryStore` for the namespace), and the parts are built in one place,
+    :mod:`langchain_hindsight.session.build`.
         principal: Act as this agent identity (a :class:`~langchain_hindsight.sharing.principals.Principal`,
             or its name in ``policy``): every run recalls the principal's own namespace
             plus every namespace it may read, in one call, and memories from another
@@ -175,55 +233,30 @@ class Hindsight:
         persist_directory: str | os.PathLike[str] | Unset = UNSET,
         *,
         store: MemoryStore | None = None,
-        client: ClientAPI | None = None,
-        server: str | None = None,
         database_url: str | Unset | None = UNSET,
         model: BaseChatModel | None = None,
-        structured_output: bool = True,
-        reflector: Reflector | None = None,
-        judge: WriteJudge | Literal["auto", "rules"] = "auto",
-        embeddings: Embeddings | None = None,
-        namespace: str | Unset = UNSET,
-        k: int | Unset = UNSET,
-        task_type: str | None = None,
-        min_relevance: MinRelevance | FloorRule | Unset = UNSET,
-        relevance_check: bool = False,
-        locale: Locale | Unset = UNSET,
-        max_lines: int | Unset = UNSET,
-        max_line_chars: int | Unset = UNSET,
-        max_block_chars: int | Unset | None = UNSET,
-        background: bool = False,
-        conversation_feedback: bool = True,
-        feedback_model: BaseChatModel | None = None,
-        on_error: ErrorPolicy = "log",
+        recall: RecallSettings | None = None,
         principal: Principal | str | None = None,
         policy: AccessPolicy | str | os.PathLike[str] | None = None,
+        **options: Unpack[HindsightOptions],
     ) -> None:
-        given = {
-            name: value
-            for name, value in (
-                ("namespace", namespace),
-                ("k", k),
-                ("min_relevance", min_relevance),
-                ("locale", locale),
-                ("max_lines", max_lines),
-                ("max_line_chars", max_line_chars),
-                ("max_block_chars", max_block_chars),
-            )
-            if not isinstance(value, Unset)
-        }
+        given = {name: options[name] for name in SESSION_VARIABLES if name in options}  # type: ignore[literal-required]
         env = session_defaults() if len(given) < len(SESSION_VARIABLES) else {}
+        if recall is not None:  # a settings object is explicit: the recall variables do not override it
+            env = {name: value for name, value in env.items() if name not in ("k", "min_relevance")}
         chosen: dict[str, Any] = {**env, **given}  # an argument wins over its variable
-        session_options = {name: chosen[name] for name in _SESSION_OPTIONS if name in chosen}
         language: Locale = chosen.get("locale") or PROMPT_LOCALE
-        own_namespace = chosen.get("namespace", UNSET)
+        own_namespace: str | None = chosen.get("namespace")
+        structured_output = options.get("structured_output", True)
+        reflector = options.get("reflector")
+        judge = options.get("judge", "auto")
         self._owns_store = store is None
         self.background: BackgroundReflector | None = None
         self.principal: Principal | None = None
         self.scoped: ScopedMemory | None = None  # the principal's view: publish, unpublish, forget with copies
         if principal is not None:
             self.principal = resolve_principal(principal, policy)
-            if not isinstance(own_namespace, Unset) and own_namespace != self.principal.namespace:
+            if own_namespace is not None and own_namespace != self.principal.namespace:
                 raise ConfigurationError(
                     f"principal {self.principal.name!r} acts in namespace {self.principal.namespace!r}, "
                     f"not {own_namespace!r}: leave namespace out"
@@ -231,51 +264,42 @@ class Hindsight:
             own_namespace = self.principal.namespace
         elif policy is not None:
             raise ConfigurationError("policy= needs principal= (the name of the agent to act as)")
-        directory_given = not isinstance(persist_directory, Unset)
-        directory = persist_directory if not isinstance(persist_directory, Unset) else "./memory_db"
-        if isinstance(database_url, Unset):  # the environment's database is the default store, not an override
-            others = (store, client, server)
-            database_url = (
-                None if directory_given or any(x is not None for x in others) else read_environment().database_url
-            )
-        if sum(x is not None for x in (store, client, server, database_url)) > 1:
-            raise ConfigurationError("give at most one of store, client, server and database_url")
-        if reflector is not None and (model is not None or not structured_output):
+        if reflector is not None and (model is not None or "structured_output" in options):
             raise ConfigurationError("give either reflector or model/structured_output, not both")
         if reflector is not None and not isinstance(reflector, Reflector):
             raise ConfigurationError(f"reflector must be a Reflector, got {type(reflector).__name__}")
-        if store is not None and judge != "auto":
-            raise ConfigurationError("judge applies to a store Hindsight opens; give it to MemoryStore(judge=...)")
-        if server is not None:
-            client = _server_client(server)
-        if judge == "auto":
-            judge = LLMWriteJudge(model, locale=language, structured_output=structured_output) if model else "rules"
-        self.store = (
-            store
-            if store is not None
-            else MemoryStore(
-                directory,
-                client=client,
-                database_url=database_url,
-                embeddings=embeddings,
-                judge=None if judge == "rules" else judge,
-                **({} if isinstance(own_namespace, Unset) else {"namespace": own_namespace}),
+        if recall is not None and not isinstance(recall, RecallSettings):
+            raise ConfigurationError(f"recall must be RecallSettings, got {type(recall).__name__}")
+        url = None if isinstance(database_url, Unset) else database_url
+        if store is not None:
+            if url is not None or any(options.get(name) is not None for name in ("client", "server")):
+                raise ConfigurationError("give at most one of store, client, server and database_url")
+            if judge != "auto":
+                raise ConfigurationError("judge applies to a store Hindsight opens; give it to MemoryStore(judge=...)")
+            self.store = store
+        else:  # where it lives: the one function every door uses (settings.store_target)
+            self.store = open_store(
+                directory=None if isinstance(persist_directory, Unset) else persist_directory,
+                database_url=url,
+                namespace=own_namespace,
+                judge=write_judge(judge, model, locale=language, structured_output=structured_output),
+                **{name: options[name] for name in _STORE_OPTIONS if name in options},  # type: ignore[literal-required]
             )
-        )
         try:
             self.reflector = reflector or Reflector(
                 store=self.store, model=model, locale=language, structured_output=structured_output
             )
-            self.background = BackgroundReflector(self.reflector) if background else None
+            self.background = BackgroundReflector(self.reflector) if options.get("background") else None
             # the one settings object of recall: min_relevance goes Hindsight -> settings -> retriever (-> ranking)
-            recall_options: dict[str, Any] = {
-                name: session_options[name] for name in ("k", "min_relevance") if name in session_options
-            }
-            if relevance_check is not False:
-                if relevance_check is not True or model is None:
-                    raise ConfigurationError("relevance_check=True needs a model (the chat model it asks)")
-                recall_options.update(relevance_check=model, locale=language)
-            settings = RecallSettings.from_options(task_type=task_type, **recall_options)
+            relevance_check = options.get("relevance_check", False)
+            if relevance_check is not False and (relevance_check is not True or model is None):
+                raise ConfigurationError("relevance_check=True needs a model (the chat model it asks)")
+            recall_options: dict[str, Any] = {n: chosen[n] for n in ("k", "min_relevance") if n in chosen}
+            if "task_type" in options:
+                recall_options["task_type"] = options["task_type"]
+            settings = recall_settings(
+                recall, relevance_check=model if relevance_check else None, locale=language, **recall_options
+            )
             scope: dict[str, Any] = {}
             if self.principal is not None:
                 own = self.principal.namespace
@@ -287,17 +311,14 @@ class Hindsight:
                 scope = {"journal": journal, "namespace": own, "namespace_key": None}
             else:
                 retriever = HindsightRetriever(store=self.store, settings=settings, locale=language)
-            session_options.pop("min_relevance", None)  # it lives in the retriever's settings, nowhere else
-            self.config = SessionConfig(
-                store=self.store,
-                reflector=self.background or self.reflector,
-                retriever=retriever,
+            # the floor lives in the retriever's settings only; k and task_type are the same values for the loop
+            loop = {name: chosen.get(name, options.get(name)) for name in _SESSION_OPTIONS}
+            self.config = build_config(
+                SessionConfig(store=self.store, reflector=self.background or self.reflector, retriever=retriever),
                 **scope,
-                task_type=task_type,
-                **session_options,
-                conversation_feedback=conversation_feedback,
-                feedback_model=feedback_model,
-                on_error=on_error,
+                k=settings.k,
+                task_type=settings.task_type,
+                **{name: value for name, value in loop.items() if name in chosen or name in options},  # given only
             )
             self.session = HindsightSession(self.config)
             self.recorder = TrajectoryRecorder(

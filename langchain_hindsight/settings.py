@@ -8,10 +8,10 @@ moment it is needed (not at import), and only through this module:
                               model is kept (:func:`cache_dir`)
 ``XDG_CACHE_HOME``            its fallback parent: ``$XDG_CACHE_HOME/langchain-hindsight``,
                               else ``~/.cache/langchain-hindsight``
-``HINDSIGHT_PATH``            the ``hindsight`` CLI's default store directory
-``HINDSIGHT_SERVER``          the ``hindsight`` CLI's default Chroma server URL
-``HINDSIGHT_DATABASE_URL``    a PostgreSQL database (``postgresql://...``): the default store of the
-                              ``hindsight`` CLI and of ``Hindsight()`` when no other store is given
+``HINDSIGHT_PATH``            the default store directory (:func:`store_target`)
+``HINDSIGHT_SERVER``          the default Chroma server (:func:`store_target`)
+``HINDSIGHT_DATABASE_URL``    a PostgreSQL database (``postgresql://...``): the default store
+                              (:func:`store_target`) when no other store is given
 ``HINDSIGHT_MODEL``           an OpenAI-compatible chat model name for
                               :func:`openai_chat_model` when none is given
 ``OPENAI_BASE_URL``           that model's endpoint when none is given
@@ -26,6 +26,9 @@ moment it is needed (not at import), and only through this module:
 ``HINDSIGHT_MCP_TOKEN``       the bearer token ``hindsight mcp --transport http`` requires
                               (:func:`mcp_token`; else it generates one and prints it)
 ============================  ==========================================================
+
+Where the store lives is decided by one function, :func:`store_target`, for every door (``Hindsight()``,
+every ``hindsight`` command, the console and the MCP server, which the CLI opens).
 
 An argument given to ``Hindsight(...)`` always wins over its variable; a variable wins over the
 default. A malformed value is a :class:`~langchain_hindsight.errors.ConfigurationError` naming the
@@ -53,6 +56,7 @@ if TYPE_CHECKING:
 __all__ = [
     "CACHE_DIR",
     "DATABASE_URL",
+    "DEFAULT_DIRECTORY",
     "LOCALE",
     "MAX_BLOCK_CHARS",
     "MAX_LINES",
@@ -70,11 +74,13 @@ __all__ = [
     "XDG_CACHE_HOME",
     "Environment",
     "K",
+    "StoreTarget",
     "cache_dir",
     "mcp_token",
     "openai_chat_model",
     "read_environment",
     "session_defaults",
+    "store_target",
 ]
 
 CACHE_DIR = "HINDSIGHT_CACHE_DIR"
@@ -153,6 +159,65 @@ def read_environment(environ: Mapping[str, str] | None = None) -> Environment:
         openai_base_url=get(OPENAI_BASE_URL),
         has_openai_key=bool(get(OPENAI_API_KEY)),
     )
+
+
+DEFAULT_DIRECTORY = "./memory_db"
+"""The store directory when neither the caller nor the environment names a store."""
+
+
+@dataclass(frozen=True, slots=True)
+class StoreTarget:
+    """Where a store lives: exactly one of the three fields is set (:func:`store_target` builds it).
+
+    Attributes:
+        directory: An embedded store's directory.
+        server: A Chroma server address (``"host:port"`` or ``"http://host:port"``).
+        database_url: A PostgreSQL database (``"postgresql://..."``).
+    """
+
+    directory: str | None = None
+    server: str | None = None
+    database_url: str | None = None
+
+
+def store_target(
+    *,
+    directory: str | os.PathLike[str] | None = None,
+    server: str | None = None,
+    database_url: str | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> StoreTarget:
+    """The store a door opens: the one the caller names, else the environment's, else ``./memory_db``.
+
+    The one place the store target is read from the environment: ``Hindsight()``, every ``hindsight``
+    command (``--path``, ``--server``, ``--database-url``), the console (``hindsight ui``) and the MCP
+    server (``hindsight mcp``) call it. A store the caller names always wins over every variable; with
+    none, ``$HINDSIGHT_DATABASE_URL`` wins over ``$HINDSIGHT_SERVER``, which wins over ``$HINDSIGHT_PATH``.
+
+    Example:
+        >>> store_target(environ={"HINDSIGHT_DATABASE_URL": "postgresql://u@h/db"}).database_url
+        'postgresql://u@h/db'
+        >>> store_target(directory="./mine", environ={"HINDSIGHT_DATABASE_URL": "postgresql://u@h/db"})
+        StoreTarget(directory='./mine', server=None, database_url=None)
+        >>> store_target(environ={}).directory
+        './memory_db'
+
+    Raises:
+        ConfigurationError: more than one of ``directory``, ``server`` and ``database_url``.
+    """
+    given = [value for value in (directory, server, database_url) if value is not None]
+    if len(given) > 1:
+        raise ConfigurationError("give at most one of a directory, a server and a database URL")
+    if directory is not None:
+        return StoreTarget(directory=os.fspath(directory))
+    if server is not None or database_url is not None:
+        return StoreTarget(server=server, database_url=database_url)
+    env = read_environment(environ)
+    if env.database_url:
+        return StoreTarget(database_url=env.database_url)
+    if env.server:
+        return StoreTarget(server=env.server)
+    return StoreTarget(directory=env.store_path or DEFAULT_DIRECTORY)
 
 
 def _positive_int(name: str, text: str) -> int:

@@ -72,7 +72,7 @@ class Wrapping:
     output_key: str | None
     outcome: OutcomeFn | None
     placement: Placement
-    resolve_namespace: Callable[[Mapping[str, Any] | None, Any], str | None]
+    namespace_of: Callable[[Mapping[str, Any] | None, Any], str | None]
     """``(config, runtime context) -> namespace``."""
     pending: OrderedDict[tuple[str, str], tuple[Served, BaseMessage | None]] = dataclasses.field(
         default_factory=OrderedDict, compare=False
@@ -214,12 +214,12 @@ class HindsightGraph(CompiledStateGraph[Any, Any, Any, Any]):
         w = self.hindsight
         run = self._start(input, config)
         if run.original is not None and run.served is None:  # a new task, or an interrupted one read back
-            ns = w.resolve_namespace(config, context)
+            ns = w.namespace_of(config, context)
             run.served = w.loop.serve(message_text(run.original), namespace=ns, **_ids(config))
         elif run.served is None and self._resumes_unknown(input, config):
             run.original = self._interrupted_task(self.get_state(config or {}).values)
             if run.original is not None:
-                ns = w.resolve_namespace(config, context)
+                ns = w.namespace_of(config, context)
                 run.served = w.loop.serve(message_text(run.original), namespace=ns, **_ids(config))
         return self._place(run)
 
@@ -227,12 +227,12 @@ class HindsightGraph(CompiledStateGraph[Any, Any, Any, Any]):
         w = self.hindsight
         run = self._start(input, config)
         if run.original is not None and run.served is None:
-            ns = w.resolve_namespace(config, context)
+            ns = w.namespace_of(config, context)
             run.served = await w.loop.aserve(message_text(run.original), namespace=ns, **_ids(config))
         elif run.served is None and self._resumes_unknown(input, config):
             run.original = self._interrupted_task((await self.aget_state(config or {})).values)
             if run.original is not None:
-                ns = w.resolve_namespace(config, context)
+                ns = w.namespace_of(config, context)
                 run.served = await w.loop.aserve(message_text(run.original), namespace=ns, **_ids(config))
         return self._place(run)
 
@@ -438,7 +438,7 @@ def wrap_graph(
     graph: CompiledStateGraph[Any, Any, Any, Any],
     loop: HindsightSession,
     *,
-    resolve_namespace: Callable[[Mapping[str, Any] | None, Any], str | None],
+    namespace_of: Callable[[Mapping[str, Any] | None, Any], str | None],
     input_key: str = "messages",
     block_key: str | None = None,
     output_key: str | None = None,
@@ -450,7 +450,7 @@ def wrap_graph(
     Args:
         graph: The caller's compiled graph (left unchanged).
         loop: The session that serves and finishes each task.
-        resolve_namespace: ``(config, runtime context) -> namespace``.
+        namespace_of: ``(config, runtime context) -> namespace``.
         input_key: Where the task is (messages or a string).
         block_key: Write the block into this state key instead of injecting it.
         output_key: Where the answer is, for string-based states.
@@ -466,7 +466,7 @@ def wrap_graph(
         output_key=output_key,
         outcome=outcome,
         placement=placement,
-        resolve_namespace=resolve_namespace,
+        namespace_of=namespace_of,
     )
     attrs = {k: v for k, v in graph.__dict__.items() if k != "__orig_class__"}
     if isinstance(graph.checkpointer, BaseCheckpointSaver):

@@ -173,7 +173,7 @@ def recall_node(
         task = _task_text(state, input_key)
         value = state[input_key]
         query = recall_query(value) if _is_messages(value) else None
-        return task, session.resolve_namespace(config, explicit=namespace), _run_id(config), _thread_id(config), query
+        return task, session.namespace_for_run(config, explicit=namespace), _run_id(config), _thread_id(config), query
 
     def update(served: Served) -> dict[str, Any]:
         out: dict[str, Any] = {block_key: served.block}
@@ -240,7 +240,7 @@ def reflect_node(
             served = Served(run_id=_run_id(config) or new_run_id(), task="", namespace="")
         served.thread_id = _thread_id(config)
         if not served.namespace:
-            served.namespace = session.resolve_namespace(config, explicit=namespace)
+            served.namespace = session.namespace_for_run(config, explicit=namespace)
         if not served.task:
             served.task = _task_text(state, input_key)
         trajectory = _final_trajectory(
@@ -326,12 +326,12 @@ def with_hindsight(
     session = session_for(hindsight, **options)
 
     def namespace_of(config: Mapping[str, Any] | None, context: Any) -> str | None:
-        return session.resolve_namespace(config, explicit=namespace, context=context)
+        return session.namespace_for_run(config, explicit=namespace, context=context)
 
     wrapped = wrap_graph(
         graph,
         session,
-        resolve_namespace=namespace_of,
+        namespace_of=namespace_of,
         input_key=input_key,
         block_key=block_key,
         output_key=output_key,

@@ -121,7 +121,7 @@ class HindsightMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         run_id = str(info.run_id or "") if info is not None else ""
         return task_key(found[1], scope=scope), message_text(found[1]), run_id, scope
 
-    def _resolve_namespace(self, runtime: Runtime[Any] | None) -> str:
+    def _run_namespace(self, runtime: Runtime[Any] | None) -> str:
         from langgraph.config import get_config
 
         try:
@@ -129,7 +129,7 @@ class HindsightMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         except RuntimeError:  # called outside a runnable context
             config = None
         context = runtime.context if runtime is not None else None
-        return self.session.resolve_namespace(config, explicit=self.namespace, context=context)
+        return self.session.namespace_for_run(config, explicit=self.namespace, context=context)
 
     def _cached(self, key: str) -> Served | None:
         with self._lock:
@@ -170,7 +170,7 @@ class HindsightMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         key, task, run_id, thread_id = ident
         served = self._cached(key)
         if served is None:
-            namespace = self._resolve_namespace(request.runtime)
+            namespace = self._run_namespace(request.runtime)
             served = self._remember(
                 key,
                 self.session.serve(
@@ -195,7 +195,7 @@ class HindsightMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         key, task, run_id, thread_id = ident
         served = self._cached(key)
         if served is None:
-            namespace = self._resolve_namespace(request.runtime)
+            namespace = self._run_namespace(request.runtime)
             served = self._remember(
                 key,
                 await self.session.aserve(
@@ -220,7 +220,7 @@ class HindsightMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             served = Served(
                 run_id=run_id or new_run_id(),
                 task=task,
-                namespace=self._resolve_namespace(runtime),
+                namespace=self._run_namespace(runtime),
                 thread_id=thread_id or None,
             )
         trajectory = trajectory_from_messages(

@@ -30,8 +30,8 @@ __all__ = [
     "check_placement",
     "find_task",
     "inject",
+    "namespace_from_config",
     "recall_query",
-    "resolve_namespace",
     "task_key",
     "trajectory_from_intermediate_steps",
     "trajectory_from_messages",
@@ -146,7 +146,7 @@ def inject(
     return out
 
 
-def resolve_namespace(
+def namespace_from_config(
     config: Mapping[str, Any] | None,
     *,
     explicit: str | None = None,

@@ -104,12 +104,7 @@ def print_results(scored: list[ScoredMemory], args: argparse.Namespace, *, share
 
 def _from_snapshot(args: argparse.Namespace) -> list[ScoredMemory] | None:
     """The operator's search of an embedded store answered from its trusted snapshot, or ``None`` (open it)."""
-    if (
-        args.server
-        or getattr(args, "database_url", None)
-        or getattr(args, "principal", None)
-        or getattr(args, "config", None)
-    ):
+    if args.server or args.database_url or getattr(args, "principal", None) or getattr(args, "config", None):
         return None
     path = Path(args.path)
     if not holds_store(path):

@@ -58,12 +58,7 @@ def quick(args: argparse.Namespace) -> int | None:
     Raises:
         StoreLockedError: the store is open in another process (as opening it would).
     """
-    if (
-        getattr(args, "principal", None)
-        or getattr(args, "config", None)
-        or args.server
-        or getattr(args, "database_url", None)
-    ):
+    if getattr(args, "principal", None) or getattr(args, "config", None) or args.server or args.database_url:
         return None
     directory = Path(args.path)
     if not holds_store(directory):

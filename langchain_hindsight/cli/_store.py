@@ -69,7 +69,7 @@ def _check_store_directory(path: Path) -> None:
 @contextmanager
 def open_store(args: argparse.Namespace) -> Iterator[MemoryStore]:
     """The store of ``--path``, ``--server`` or ``--database-url``, default namespace ``--namespace`` (closed after)."""
-    database_url = getattr(args, "database_url", None)
+    database_url = args.database_url
     if not args.server and not database_url and not getattr(args, "creates_store", False):
         _check_store_directory(Path(args.path))
     namespace = args.namespace or "default"

@@ -4,7 +4,8 @@ Every subcommand takes ``--path DIR`` (an embedded store directory), or
 ``--server HOST:PORT`` (a Chroma server started with ``chroma run``), or
 ``--database-url postgresql://...`` (a PostgreSQL database with pgvector, shared by
 any number of processes), plus ``--namespace`` and ``--json``. Defaults come from the
-environment, read in one place (:mod:`langchain_hindsight.settings`):
+environment, read in one function (:func:`langchain_hindsight.settings.store_target`, which
+``Hindsight()`` calls too); an option given on the command line wins over every variable:
 
 * ``HINDSIGHT_PATH`` — store directory (default ``./memory_db``);
 * ``HINDSIGHT_SERVER`` — ``host:port`` of a Chroma server (overrides the path);
@@ -58,20 +59,24 @@ from langchain_hindsight.errors import (
     RunNotFoundError,
     StoreLockedError,
 )
-from langchain_hindsight.settings import read_environment
+from langchain_hindsight.settings import DEFAULT_DIRECTORY, store_target
 
-__all__ = ["EXIT_DENIED", "EXIT_ERROR", "EXIT_LOCKED", "EXIT_NOT_FOUND", "EXIT_OK", "EXIT_USAGE", "main", "run"]
+__all__ = [
+    "EXIT_DENIED",
+    "EXIT_ERROR",
+    "EXIT_LOCKED",
+    "EXIT_NOT_FOUND",
+    "EXIT_OK",
+    "EXIT_USAGE",
+    "main",
+    "resolve_store_target",
+    "run",
+]
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_NOT_FOUND, EXIT_LOCKED, EXIT_DENIED = 0, 1, 2, 3, 4, 5
 
 _OPERATOR_ONLY = frozenset({"maintain", "review", "import", "restore", "reembed", "undo-feedback"})
 """Commands that change or rewrite a whole store: never run as a principal."""
-
-
-def _environment() -> dict[str, str | None]:
-    """The CLI's defaults from the environment (read in :mod:`langchain_hindsight.settings`)."""
-    env = read_environment()
-    return {"path": env.store_path, "server": env.server, "database_url": env.database_url}
 
 
 def _module(name: str) -> ModuleType:
@@ -88,23 +93,25 @@ class _Parser(argparse.ArgumentParser):
 
 def _parser(words: Sequence[str] = ()) -> argparse.ArgumentParser:
     """The argument parser; ``words`` (the command line) says which command's heavy options to add."""
-    env = _environment()
     common = argparse.ArgumentParser(add_help=False)
+    # Each option always exists (None: not given); _run fills the one store target from the environment
+    # (settings.store_target), so no command reads the environment or guesses a missing attribute.
     where = common.add_mutually_exclusive_group()
     where.add_argument(
         "--path",
-        default=env["path"] or "./memory_db",
-        help="store directory (default: ./memory_db, or env HINDSIGHT_PATH)",
+        default=None,
+        help="store directory (default: env HINDSIGHT_PATH, else ./memory_db)",
     )
     where.add_argument(
         "--server",
-        default=None if env["database_url"] else env["server"],
-        help="Chroma server HOST:PORT (env HINDSIGHT_SERVER)",
+        default=None,
+        help="Chroma server HOST:PORT (default: env HINDSIGHT_SERVER)",
     )
     where.add_argument(
         "--database-url",
-        default=env["database_url"],
-        help="PostgreSQL database postgresql://USER@HOST/DB, shared by many processes (env HINDSIGHT_DATABASE_URL)",
+        default=None,
+        help="PostgreSQL database postgresql://USER@HOST/DB, shared by many processes (default: env "
+        "HINDSIGHT_DATABASE_URL, which wins over HINDSIGHT_SERVER and HINDSIGHT_PATH)",
     )
     common.add_argument("--namespace", help="namespace (default: 'default', or the principal's own)")
     common.add_argument("--json", action="store_true", help="machine-readable JSON output")
@@ -241,6 +248,18 @@ def _function(spec: str) -> Callable[[argparse.Namespace], Any]:
     return func
 
 
+def resolve_store_target(args: argparse.Namespace) -> None:
+    """Fill ``args.path`` / ``args.server`` / ``args.database_url`` with the one store target.
+
+    The option given wins; with none, :func:`~langchain_hindsight.settings.store_target` reads the
+    environment (the same function ``Hindsight()`` calls). Afterwards exactly one of the three is
+    set, except ``args.path``, which keeps the directory a directory-less target would use.
+    """
+    target = store_target(directory=args.path, server=args.server, database_url=args.database_url)
+    args.path = target.directory if target.directory is not None else DEFAULT_DIRECTORY
+    args.server, args.database_url = target.server, target.database_url
+
+
 def _run(args: argparse.Namespace) -> tuple[int, bool]:
     """Run the chosen command: its quick path first if it has one (``None`` from it: not answerable there).
 
@@ -248,6 +267,8 @@ def _run(args: argparse.Namespace) -> tuple[int, bool]:
     """
     if getattr(args, "principal", None) and args.command in _OPERATOR_ONLY:
         raise ConfigurationError(f"'{args.command}' is an operator command: run it without --principal")
+    if args.command != "demo":  # every other command takes --path / --server / --database-url
+        resolve_store_target(args)
     quick = getattr(args, "quick", None)
     if quick is not None:
         code = _function(str(quick))(args)

@@ -63,7 +63,7 @@ def maintain(args: argparse.Namespace) -> int:
 
 def _maintain_dry_run(args: argparse.Namespace, now: datetime | None) -> int:
     """Run ``maintain`` on a temporary copy of the store directory and report what it would change."""
-    if args.server or getattr(args, "database_url", None):
+    if args.server or args.database_url:
         raise ConfigurationError("--dry-run needs --path (it works on a copy of the store directory)")
     if not Path(args.path).is_dir():
         raise MemoryNotFoundError(f"no store at {args.path!r}")

@@ -171,7 +171,7 @@ class Lifecycle:
         Idempotent: running it twice with the same ``now`` changes nothing the second time.
         """
         when = self._now(now)
-        ns = self.store.resolve_namespace(namespace)
+        ns = self.store.namespace_or_default(namespace)
         with self.store.lock:
             units = [
                 *self.store.iter_units(namespace=ns, status="active", batch_size=_READ_BATCH),
@@ -199,7 +199,7 @@ class Lifecycle:
         Archived units are excluded from recall and kept whole; ``store.restore(ids)`` brings them back.
         """
         when = self._now(now)
-        ns = self.store.resolve_namespace(namespace)
+        ns = self.store.namespace_or_default(namespace)
         with self.store.lock:
             active = list(self.store.iter_units(namespace=ns, status="active", batch_size=_READ_BATCH))
             return self._apply_archive(active, when, ns)
@@ -238,7 +238,7 @@ class Lifecycle:
         A person's facts never fold on a masked key (``10 per day`` ≠ ``500 per day``).
         Each fold is logged at INFO with its reason (also in ``MergeReport.reasons``).
         """
-        ns = self.store.resolve_namespace(namespace)
+        ns = self.store.namespace_or_default(namespace)
         with self.store.lock:
             units, vectors = active_with_vectors(self.store, ns, self.progress)
             return self._apply_merge(units, vectors, ns)
@@ -296,7 +296,7 @@ class Lifecycle:
         """
         if first == second:
             raise ConfigurationError("a memory cannot be merged with itself")
-        ns = self.store.resolve_namespace(namespace)
+        ns = self.store.namespace_or_default(namespace)
         with self.store.lock:
             pair = [self.store.get(i, namespace=ns) for i in (first, second)]
             for unit in pair:
@@ -326,7 +326,7 @@ class Lifecycle:
         Raises:
             MemoryNotFoundError: ``memory_id`` does not exist.
         """
-        ns = self.store.resolve_namespace(namespace)
+        ns = self.store.namespace_or_default(namespace)
         with self.store.lock:
             keeper = self.store.get(memory_id, namespace=ns)
             folded = [u for u in self.store.get_many(keeper.merged_from, namespace=ns) if u.status == "archived"]
@@ -378,7 +378,7 @@ class Lifecycle:
             self.locale,
             window_days=float(days),
             now=when,
-            namespace=self.store.resolve_namespace(namespace),
+            namespace=self.store.namespace_or_default(namespace),
         )
 
     def review_if_due(
@@ -391,7 +391,7 @@ class Lifecycle:
         """
         when = self._now(now)
         check_number("review_if_due.every_days", every_days, 0.0, 36_500.0, open_low=True)
-        ns = self.store.resolve_namespace(namespace)
+        ns = self.store.namespace_or_default(namespace)
         last = self.journal.last_started_at(namespace=ns, kind="review")
         if last is not None and when - last < timedelta(days=every_days):
             return ReviewReport(namespace=ns, runs=0, skipped="not due")
@@ -407,7 +407,7 @@ class Lifecycle:
         result of the previous one, so it costs about one full scan plus the writes.
         """
         when = self._now(now)
-        ns = self.store.resolve_namespace(namespace)
+        ns = self.store.namespace_or_default(namespace)
         with self.store.lock:
             active, vectors = active_with_vectors(self.store, ns, self.progress)
             superseded = list(self.store.iter_units(namespace=ns, status="superseded", batch_size=_READ_BATCH))
@@ -442,7 +442,7 @@ class Lifecycle:
         return build_usage_report(
             self.store,
             self.journal,
-            namespace=self.store.resolve_namespace(namespace),
+            namespace=self.store.namespace_or_default(namespace),
             since=since,
             until=self._now(now),
             min_shown=min_shown,

@@ -84,7 +84,7 @@ class RecallSource(Protocol):
         """The store's task-type vocabulary."""
         ...
 
-    def resolve_namespace(self, namespace: str | None) -> str:
+    def namespace_or_default(self, namespace: str | None) -> str:
         """``namespace`` checked, or the default namespace when ``None``."""
         ...
 
@@ -432,4 +432,4 @@ def _prepare(
         raise ConfigurationError(f"now must be an aware datetime or None, got {type(when).__name__}")
     if when.tzinfo is None:
         raise ConfigurationError("now must be timezone-aware")
-    return limit, wanted_type, source.resolve_namespace(ns), when
+    return limit, wanted_type, source.namespace_or_default(ns), when

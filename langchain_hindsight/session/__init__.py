@@ -4,6 +4,8 @@
 * :mod:`~langchain_hindsight.session.config`: its options (:class:`SessionConfig`) and what feedback
   changed (:class:`FeedbackResult`);
 * :mod:`~langchain_hindsight.session.source`: how an adapter finds its session (:func:`session_for`);
+* :mod:`~langchain_hindsight.session.build`: the one place a session's parts are built and defaults
+  filled (:func:`build_config`);
 * which turns are corrections (:class:`CorrectionDetector`) and how a verdict is undone
   (:func:`revert_feedback`, for ``hindsight undo-feedback``) and what an agent did with each served memory
   (:func:`judge_uses`: used, set aside, unclear) live in private modules and are public from here.
@@ -19,6 +21,7 @@ if TYPE_CHECKING:
     from langchain_hindsight.session._conversation import CorrectionDetector
     from langchain_hindsight.session._use import judge_uses
     from langchain_hindsight.session._verdict import revert_feedback
+    from langchain_hindsight.session.build import build_config
     from langchain_hindsight.session.config import (
         AdapterOptions,
         ErrorPolicy,
@@ -40,6 +43,7 @@ _EXPORTS: dict[str, str] = {
     "SessionOptions": ".config",
     "SessionOwner": ".source",
     "SessionSource": ".source",
+    "build_config": ".build",
     "judge_uses": "._use",
     "new_run_id": ".config",
     "revert_feedback": "._verdict",
@@ -57,6 +61,7 @@ __all__ = [
     "SessionOptions",
     "SessionOwner",
     "SessionSource",
+    "build_config",
     "judge_uses",
     "new_run_id",
     "revert_feedback",

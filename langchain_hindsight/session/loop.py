@@ -35,17 +35,15 @@ import asyncio
 import logging
 from collections.abc import Mapping, Sequence
 from concurrent.futures import Future
-from dataclasses import replace
 from typing import Any, Unpack
 
 from langchain_hindsight._checks import refuse_unknown_keywords
 from langchain_hindsight._script import query_script
-from langchain_hindsight._unset import Unset
-from langchain_hindsight.capture.messages import resolve_namespace
+from langchain_hindsight.capture.messages import namespace_from_config
 from langchain_hindsight.capture.recorder import SERVED_KEY
 from langchain_hindsight.errors import AccessDeniedError, ConfigurationError, HindsightError, RunNotFoundError
 from langchain_hindsight.prompts import Locale, get_reflection_templates
-from langchain_hindsight.recall.engine import RecallResult, RecallSettings
+from langchain_hindsight.recall.engine import RecallResult
 from langchain_hindsight.recall.injection import block_locale, build_task_prompt, fit_experiences
 from langchain_hindsight.recall.retriever import HindsightRetriever
 from langchain_hindsight.reflection.background import BackgroundReflector
@@ -61,6 +59,7 @@ from langchain_hindsight.session._credit import (
 )
 from langchain_hindsight.session._use import judge_run
 from langchain_hindsight.session._verdict import correction_unit, record_verdict, revert_feedback
+from langchain_hindsight.session.build import build_config
 from langchain_hindsight.session.config import (
     PROMPT_LOCALE,
     ErrorPolicy,
@@ -83,48 +82,37 @@ logger = logging.getLogger(__name__)
 class HindsightSession:
     """Recall before a task, outcome + reflection + credit after it, journaled, with one error policy.
 
-    Build it from a :class:`SessionConfig`, or from a store plus ``SessionConfig``
-    keywords; usually you get one from :class:`~langchain_hindsight.Hindsight`
-    (``hs.session``) and never build it yourself.
+    It receives a :class:`SessionConfig` whose parts are built
+    (:func:`~langchain_hindsight.session.build.build_config`) and builds nothing itself; get one from
+    :class:`~langchain_hindsight.Hindsight` (``hs.session``) or from a store plus ``SessionConfig``
+    keywords with :func:`~langchain_hindsight.session.source.session_for`.
 
     Example:
         .. code-block:: python
 
-            session = HindsightSession(store, k=3)
+            session = session_for(store, k=3)
             served = session.serve("生成本周的销售周报", thread_id="t1")
             answer = my_agent(served.task_prompt)
             session.finish(served, trajectory)   # credit, journal, reflect
 
     Raises:
-        ConfigurationError: an unknown or invalid option.
+        ConfigurationError: a config that is not built.
     """
 
-    def __init__(self, config: SessionConfig | MemoryStore, /, **options: Unpack[SessionOptions]) -> None:
-        if isinstance(config, SessionConfig):
-            config = replace(config, **options) if options else config
-        else:
-            config = SessionConfig(store=config, **options)
-        store = config.store
-        retriever = config.retriever
-        if retriever is None:
-            recall: dict[str, Any] = {"k": config.k, "task_type": config.task_type}
-            if not isinstance(config.min_relevance, Unset):
-                recall["min_relevance"] = config.min_relevance
-            retriever = HindsightRetriever(
-                store=store, settings=RecallSettings.from_options(**recall), locale=config.locale or PROMPT_LOCALE
+    def __init__(self, config: SessionConfig, /) -> None:
+        if not isinstance(config, SessionConfig):
+            raise ConfigurationError(
+                f"HindsightSession takes a built SessionConfig, got {type(config).__name__}: "
+                "use session_for(store, **options) (langchain_hindsight.session.source)"
             )
-        elif (
-            not isinstance(config.min_relevance, Unset)
-            and isinstance(retriever, HindsightRetriever)
-            and retriever.min_relevance != config.min_relevance
-        ):
-            settings = RecallSettings.from_options(retriever.settings, min_relevance=config.min_relevance)
-            retriever = retriever.model_copy(update={"settings": settings})
-        reflector = config.reflector
-        if reflector is None and config.reflect:
-            reflector = Reflector(store=store, locale=config.locale or PROMPT_LOCALE)
-        journal = config.journal if config.journal is not None else RunJournal(store)
-        self.config = replace(config, retriever=retriever, reflector=reflector, journal=journal)
+        retriever, reflector, journal = config.retriever, config.reflector, config.journal
+        if retriever is None or journal is None or (reflector is None and config.reflect):
+            raise ConfigurationError(
+                "HindsightSession receives built parts (retriever, journal, reflector): "
+                "build the config with build_config(...) or use session_for(...)"
+            )
+        store = config.store
+        self.config = config
         self.store: MemoryStore = store
         self.retriever: HindsightRetriever = retriever
         self.reflector: Reflector | BackgroundReflector | None = reflector
@@ -135,8 +123,12 @@ class HindsightSession:
 
     # ------------------------------------------------------------------ options
     def derive(self, **options: Unpack[SessionOptions]) -> HindsightSession:
-        """A session sharing this one's store, retriever, reflector and journal, with some options changed."""
-        return HindsightSession(self.config, **options) if options else self
+        """A session sharing this one's store, retriever, reflector and journal, with some options changed.
+
+        The changed config is built by :func:`~langchain_hindsight.session.build.build_config` (the one
+        place a session's parts are made).
+        """
+        return HindsightSession(build_config(self.config, **options)) if options else self
 
     @property
     def k(self) -> int:
@@ -176,7 +168,7 @@ class HindsightSession:
             raise AccessDeniedError(f"this session acts in namespace {pinned!r} only, not {namespace!r}")
         return namespace or pinned or self.store.namespace
 
-    def resolve_namespace(
+    def namespace_for_run(
         self, config: Mapping[str, Any] | None, *, explicit: str | None = None, context: Any = None
     ) -> str:
         """The namespace of a run.
@@ -185,7 +177,7 @@ class HindsightSession:
         ``config["configurable"][namespace_key]`` (or the runtime context), else the store's default.
         """
         return self.namespace(
-            resolve_namespace(config, explicit=explicit, key=self.config.namespace_key, context=context)
+            namespace_from_config(config, explicit=explicit, key=self.config.namespace_key, context=context)
         )
 
     def task_type_for(self, task: str) -> str | None:

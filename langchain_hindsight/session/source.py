@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any, Protocol, TypeAlias
 
 from langchain_hindsight.errors import ConfigurationError
+from langchain_hindsight.session.build import build_config
 from langchain_hindsight.session.config import SessionConfig
 from langchain_hindsight.session.loop import HindsightSession
 from langchain_hindsight.store.memory_store import MemoryStore
@@ -39,7 +40,8 @@ def session_for(target: SessionSource | object, /, **options: Any) -> HindsightS
     Args:
         target: A :class:`~langchain_hindsight.Hindsight` (its session), a
             :class:`HindsightSession`, a :class:`SessionConfig` or a :class:`MemoryStore`.
-        **options: :class:`SessionConfig` options to change for this adapter only.
+        **options: :class:`SessionConfig` options to change for this adapter only; every part and
+            option not given is filled by :func:`~langchain_hindsight.session.build.build_config`.
 
     Raises:
         ConfigurationError: ``target`` is none of these, or an option is unknown.
@@ -48,5 +50,5 @@ def session_for(target: SessionSource | object, /, **options: Any) -> HindsightS
     if isinstance(session, HindsightSession):
         return session.derive(**options)
     if isinstance(target, SessionConfig | MemoryStore):
-        return HindsightSession(target, **options)
+        return HindsightSession(build_config(target, **options))
     raise ConfigurationError(f"expected a Hindsight, a HindsightSession or a MemoryStore, got {type(target).__name__}")

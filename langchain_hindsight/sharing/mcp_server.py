@@ -64,7 +64,7 @@ from langchain_hindsight._checks import check_options, is_int, refuse_unknown_ke
 from langchain_hindsight.errors import ConfigurationError, HindsightError, UnknownOptionError
 from langchain_hindsight.prompts import Locale
 from langchain_hindsight.recall.injection import format_experiences
-from langchain_hindsight.session.loop import HindsightSession
+from langchain_hindsight.session.source import session_for
 from langchain_hindsight.sharing.access import ScopedMemory, ScopedResult
 from langchain_hindsight.types import MAX_CONTENT_CHARS, MemoryUnit, ScoredMemory
 
@@ -360,7 +360,7 @@ def create_server(
         security=transport_security(host, allowed_hosts),
     )
     own = memory.principal.namespace
-    session = HindsightSession(memory.store, journal=memory.journal, namespace=own, reflect=False, locale=locale)
+    session = session_for(memory.store, journal=memory.journal, namespace=own, reflect=False, locale=locale)
 
     @server.tool()
     async def recall(task: str, k: int = 5, task_type: str | None = None) -> dict[str, Any]:

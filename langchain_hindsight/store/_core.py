@@ -165,7 +165,7 @@ class StoreCore:
     def mirror_max_rows(self, value: int) -> None:
         self._replica.max_rows = value
 
-    def resolve_namespace(self, namespace: str | None) -> str:
+    def namespace_or_default(self, namespace: str | None) -> str:
         """``namespace`` checked, or the store's default namespace when ``None``.
 
         Raises:
@@ -173,7 +173,7 @@ class StoreCore:
         """
         return self.namespace if namespace is None else check_namespace(namespace)
 
-    _ns = resolve_namespace
+    _ns = namespace_or_default
 
     def _atomic(self, namespace: str, plan: Callable[[], _R]) -> _R:
         """Run a write ``plan`` on ``namespace`` through :meth:`Backend.atomic` (one transaction on a database).

@@ -90,7 +90,7 @@ class RunJournal:
 
     def __init__(self, store: MemoryStore, *, namespace: str | None = None) -> None:
         self.store = store
-        self.namespace = store.resolve_namespace(namespace)
+        self.namespace = store.namespace_or_default(namespace)
 
     # ------------------------------------------------------------------ storage
     @property
@@ -98,7 +98,7 @@ class RunJournal:
         return self.store.run_records
 
     def _ns(self, namespace: str | None) -> str:
-        return self.namespace if namespace is None else self.store.resolve_namespace(namespace)
+        return self.namespace if namespace is None else self.store.namespace_or_default(namespace)
 
     def _write(self, records: Sequence[RunRecord]) -> None:
         self._records.write(records)
@@ -132,7 +132,7 @@ class RunJournal:
         """Store ``record`` as given, replacing any record with the same run id in its namespace."""
         if not isinstance(record, RunRecord):
             raise ConfigurationError(f"record must be a RunRecord, got {type(record).__name__}")
-        self.store.resolve_namespace(record.namespace)
+        self.store.namespace_or_default(record.namespace)
         with self.store.lock:
             self._write([record])
         return record

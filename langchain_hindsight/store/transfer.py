@@ -184,7 +184,7 @@ def import_units(
                            unit.memory_id, unit.source)  # fmt: skip
             unit = flagged
         if namespace is not None:
-            unit = unit.evolve(namespace=store.resolve_namespace(namespace))
+            unit = unit.evolve(namespace=store.namespace_or_default(namespace))
         latest[unit.memory_id] = unit  # a later line wins
     if refused:
         logger.warning(
@@ -194,7 +194,7 @@ def import_units(
     records = {
         (r.namespace, r.run_id): r
         for r in (
-            r if namespace is None else r.model_copy(update={"namespace": store.resolve_namespace(namespace)})
+            r if namespace is None else r.model_copy(update={"namespace": store.namespace_or_default(namespace)})
             for r in runs
         )
     }

@@ -17,7 +17,7 @@ import pytest
 from langchain_hindsight import Hindsight, HindsightRetriever, MemoryStore, MemoryUnit
 from langchain_hindsight.cli.main import EXIT_USAGE, main
 from langchain_hindsight.errors import ConfigurationError
-from langchain_hindsight.session import HindsightSession
+from langchain_hindsight.session import session_for
 
 
 @pytest.fixture
@@ -56,7 +56,7 @@ def test_a_query_with_text_is_still_answered(stored: MemoryStore) -> None:
 def test_an_agent_turn_with_an_empty_task_skips_recall_and_logs_it_at_debug(
     stored: MemoryStore, caplog: pytest.LogCaptureFixture
 ) -> None:
-    session = HindsightSession(stored)
+    session = session_for(stored)
     with caplog.at_level(logging.DEBUG, logger="langchain_hindsight.session.loop"):
         served = session.serve("   ")
         aserved = asyncio.run(session.aserve(""))

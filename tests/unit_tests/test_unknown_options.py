@@ -44,13 +44,14 @@ from langchain_hindsight import (
 from langchain_hindsight._checks import check_options, closest_name, refuse_unknown_keywords
 from langchain_hindsight.embeddings.local import LocalEmbeddings
 from langchain_hindsight.errors import ConfigurationError, InvalidMemoryError, UnknownOptionError
+from langchain_hindsight.hindsight import HindsightOptions
 from langchain_hindsight.lifecycle.policy import LifecyclePolicy
 from langchain_hindsight.prompts import get_templates
 from langchain_hindsight.recall.engine import RecallSettings
 from langchain_hindsight.recall.ranking import FloorRule
 from langchain_hindsight.recall.scoring import score_memory
 from langchain_hindsight.reflection.background import BackgroundReflector
-from langchain_hindsight.session import HindsightSession, SessionConfig
+from langchain_hindsight.session import SessionConfig, build_config, session_for
 from langchain_hindsight.sharing.access import ScopedMemory
 from langchain_hindsight.sharing.mcp_server import create_server
 from langchain_hindsight.sharing.principals import AccessPolicy, Principal
@@ -114,17 +115,17 @@ CASES: dict[str, tuple[str, str, str, Callable[[MemoryStore], object]]] = {
         "min_relevance",
         lambda s: SessionConfig(store=s, min_relevence=0.3),
     ),
-    "HindsightSession": (
-        "HindsightSession",
+    "build_config": (
+        "build_config",
         "min_relevence",
         "min_relevance",
-        lambda s: HindsightSession(s, min_relevence=0.3),
+        lambda s: build_config(s, min_relevence=0.3),
     ),
     "HindsightSession.derive": (
         "HindsightSession.derive",
         "reflct",
         "reflect",
-        lambda s: HindsightSession(s).derive(reflct=False),
+        lambda s: session_for(s).derive(reflct=False),
     ),
     "HindsightMiddleware": (
         "HindsightMiddleware",
@@ -333,7 +334,8 @@ def test_known_keywords_and_stored_data_are_untouched(memory_store: MemoryStore)
 
 
 def test_the_decorated_signatures_stay_typed_and_visible() -> None:
-    assert "min_relevance" in inspect.signature(Hindsight).parameters
+    assert "recall" in inspect.signature(Hindsight).parameters  # the settings object; the keywords are typed:
+    assert "min_relevance" in HindsightOptions.__annotations__  # **options: Unpack[HindsightOptions]
     assert "merge_threshold" in inspect.signature(MemoryStore).parameters
     assert "max_finished" in inspect.signature(TrajectoryRecorder).parameters
     assert "block_key" in inspect.signature(recall_node).parameters

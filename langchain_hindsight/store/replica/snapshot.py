@@ -93,7 +93,7 @@ class StoreSnapshot:
 
     Offers what :class:`~langchain_hindsight.recall.retriever.HindsightRetriever`
     needs of a store (``embeddings``, ``vocabulary``, ``namespace``,
-    ``resolve_namespace`` and ``hybrid_search``), with the same results
+    ``namespace_or_default`` and ``hybrid_search``), with the same results
     :meth:`MemoryStore.hybrid_search` gives for a mirrored namespace. Build it
     with :meth:`open` (or :meth:`locate`, then :meth:`SnapshotFiles.load`).
 
@@ -160,7 +160,7 @@ class StoreSnapshot:
         embedder = embeddings if embeddings is not None else files.default_embeddings()
         return None if embedder is None else files.load(embedder, vocabulary)
 
-    def resolve_namespace(self, namespace: str | None) -> str:
+    def namespace_or_default(self, namespace: str | None) -> str:
         """``namespace`` if it is this snapshot's (``None``: this snapshot's), else a :class:`ConfigurationError`."""
         if namespace is None or namespace == self.namespace:
             return self.namespace
@@ -181,7 +181,7 @@ class StoreSnapshot:
         """:meth:`MemoryStore.hybrid_search <langchain_hindsight.store.memory_store.MemoryStore.hybrid_search>`
         over the snapshot: the dense arm's ``k`` nearest (exact) and the lexical arm's ``k`` best, with cosines.
         """  # noqa: D205
-        self.resolve_namespace(namespace)
+        self.namespace_or_default(namespace)
         check_k(k)
         return replica_hybrid(self._index, self._mirror, query, vector, k=k, normalize=normalize, unit_of=self._unit)
 

@@ -47,6 +47,7 @@ def _args(path: Path, query: str, **extra: object) -> argparse.Namespace:
     base = {
         "path": str(path),
         "server": None,
+        "database_url": None,
         "principal": None,
         "config": None,
         "namespace": None,

@@ -209,7 +209,14 @@ def test_a_principal_never_reads_the_summary(
 
 def test_a_server_or_a_missing_directory_is_not_answered_quickly(store_dir: Path, tmp_path: Path) -> None:
     args = argparse.Namespace(
-        path=str(store_dir), server="localhost:1", principal=None, config=None, namespace=None, all=False, json=False
+        path=str(store_dir),
+        server="localhost:1",
+        database_url=None,
+        principal=None,
+        config=None,
+        namespace=None,
+        all=False,
+        json=False,
     )
     assert _stats.quick(args) is None
     args.server, args.path = None, str(tmp_path / "missing")

@@ -400,7 +400,9 @@ def test_session_for_and_options(store: MemoryStore) -> None:
     with pytest.raises(ConfigurationError):
         session_for(object())
     with pytest.raises(ConfigurationError):
-        HindsightSession(store, k=0)
+        session_for(store, k=0)
+    with pytest.raises(ConfigurationError, match="built"):  # a session receives built parts, it builds none
+        HindsightSession(SessionConfig(store=store))
 
 
 def test_adapters_take_any_session_owner_not_only_the_facade(store: MemoryStore) -> None:
@@ -410,7 +412,7 @@ def test_adapters_take_any_session_owner_not_only_the_facade(store: MemoryStore)
         def __init__(self, session: HindsightSession) -> None:
             self.session = session
 
-    own = HindsightSession(store, k=2)
+    own = session_for(store, k=2)
     bundle: SessionOwner = Bundle(own)
     assert session_for(bundle) is own
     assert session_for(bundle, k=3).k == 3

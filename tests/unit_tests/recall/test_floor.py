@@ -214,6 +214,7 @@ def test_search_marks_what_the_retriever_would_serve(
     args = argparse.Namespace(
         path=str(path),
         server=None,
+        database_url=None,
         principal=None,
         config=None,
         namespace=None,

@@ -133,7 +133,7 @@ class _Source:
         self.vocabulary = TaskTypeVocabulary()
         self.unit = MemoryUnit(task_type="weekly_report", content="周报的数据范围取上周一到周日。", created_at=NOW)
 
-    def resolve_namespace(self, namespace: str | None) -> str:
+    def namespace_or_default(self, namespace: str | None) -> str:
         return namespace or "default"
 
     def hybrid_search(

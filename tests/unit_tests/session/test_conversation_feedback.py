@@ -14,7 +14,6 @@ from langchain_core.messages import BaseMessage
 from langchain_hindsight import ConfigurationError, Hindsight, MemoryStore, MemoryUnit
 from langchain_hindsight.session._conversation import CorrectionDetector
 from langchain_hindsight.session.config import SessionConfig
-from langchain_hindsight.session.loop import HindsightSession
 from langchain_hindsight.store.backend import InMemoryBackend
 from langchain_hindsight.testing import ReactiveToolModel, scripted_model
 from langchain_hindsight.types import Trajectory
@@ -263,7 +262,7 @@ def test_hindsight_passes_the_feedback_model_to_the_session() -> None:
         assert served.corrects is None
         assert model.calls == 1
         assert bundle.journal.get(run_id).feedback == []
-        derived = HindsightSession(bundle.session.config, feedback_model=None)
+        derived = bundle.session.derive(feedback_model=None)
         assert derived.config.feedback_model is None
     store.close()
 
