@@ -197,6 +197,10 @@ MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
             " ORDER BY collection_id, term"
             " ON CONFLICT (collection_id, term) DO UPDATE SET df = t.df + EXCLUDED.df;"
             " ELSE"
+            # a delete of records reaches here (the cascade) before records' own triggers lock lexical_stats:
+            # take that lock first, as every insert and update does, so two writers never wait in a cycle
+            " PERFORM 1 FROM hindsight.lexical_stats"
+            " WHERE collection_id IN (SELECT DISTINCT collection_id FROM old_rows) ORDER BY collection_id FOR UPDATE;"
             " UPDATE hindsight.lexical_terms t SET df = t.df - o.n"
             " FROM (SELECT collection_id, term, count(*) AS n FROM old_rows GROUP BY collection_id, term) o"
             " WHERE t.collection_id = o.collection_id AND t.term = o.term;"
