@@ -137,6 +137,10 @@ class StoreCore:
         self._lock = threading.RLock()
         self._collections: dict[tuple[str, Role], Collection] = {}
         self._checked_at: dict[tuple[str, Role], float] = {}  # when a cached collection was last found current
+        self.read_path: Literal["database", "replica"] = "database" if backend.answers_lexical else "replica"
+        """Where recall reads, chosen once at open: ``"database"`` (a database that answers both arms itself,
+        Postgres: one statement per recall, no copy in process) or ``"replica"`` (the in-process lexical index
+        and, up to a size, the recall mirror, over any other backend)."""
         self._replica = Replica(
             backend,
             collection=lambda namespace, role: self._collection(namespace, role, create=False),
@@ -231,6 +235,20 @@ class StoreCore:
         if role in ROLES:  # what the replica holds of the namespace describes the old collection
             self._replica.reset(namespace)
             self._repaired.discard(namespace)
+
+    def _replaced_elsewhere(self, namespace: str) -> bool:
+        """After an empty answer on the database read path: whether another process dropped or replaced the
+        namespace's memories collection (it forgot the namespace, or switched in a re-embedded copy), which is
+        then opened again by name. A dropped collection's records are gone, so any read of it answers nothing:
+        checking only then costs a round trip only when there is nothing to recall.
+        """  # noqa: D205
+        if self.read_path != "database":
+            return False
+        cached = self._collections.get((namespace, "memories"))
+        if cached is None:
+            return False
+        self._reopen(namespace)
+        return self._collections.get((namespace, "memories")) is not cached
 
     def _reopen(self, namespace: str) -> None:
         """Check every cached collection of ``namespace`` now (its memories collection was found dropped)."""

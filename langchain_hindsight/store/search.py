@@ -1,4 +1,9 @@
-"""The search methods of ``MemoryStore``: the dense arm, the lexical (BM25) arm, and both at once."""
+"""The search methods of ``MemoryStore``: the dense arm, the lexical (BM25) arm, and both at once.
+
+Recall reads where the store's :attr:`~StoreCore.read_path`, chosen when it opened, says: a database that
+answers both arms itself (Postgres) is asked in one statement per recall; any other backend through the
+store's replica (the in-process lexical index and, up to a size, the recall mirror).
+"""
 
 from __future__ import annotations
 
@@ -56,21 +61,31 @@ def search_by_vector(
     namespace: str | None = None,
     include_embeddings: bool = False,
     where: dict[str, Any] | None = None,
-    synced: bool = True,
-    database: bool = False,
 ) -> list[tuple[MemoryUnit, float, list[float] | None]]:
-    """The body of :meth:`MemoryStore.search_by_vector` (see there); ``synced=False``: the caller just synced;
-    ``database``: the caller found the replica not read yet, the database answers (no sync, no unit cache).
-    """  # noqa: D205
+    """The body of :meth:`MemoryStore.search_by_vector` (see there)."""
     check_k(k)
     ns = store._ns(namespace)
+    with store._lock:
+        found = _nearest(store, vector, k, ns, include_embeddings, where)
+        if not found and store._replaced_elsewhere(ns):
+            found = _nearest(store, vector, k, ns, include_embeddings, where)
+    return found
+
+
+def _nearest(
+    store: StoreCore,
+    vector: Sequence[float],
+    k: int,
+    ns: str,
+    include_embeddings: bool,
+    where: dict[str, Any] | None,
+) -> list[tuple[MemoryUnit, float, list[float] | None]]:
+    """:func:`search_by_vector` from the recall mirror, else the backend's index (under the store's lock)."""
     include: list[Any] = ["documents", "metadatas", "distances"]
     if include_embeddings:
         include.append("embeddings")
     with store._lock:
-        if synced and not database:
-            store._replica.sync(ns)
-        mirror = store._replica.recall_mirror(ns) if where is None and not database else None
+        mirror = store._replica.recall_mirror(ns) if where is None else None
         if mirror is not None:
             mirror.check_query(vector)
             nearest = mirror.nearest(vector, k)
@@ -81,7 +96,7 @@ def search_by_vector(
         col = store._vectors(store._collection(ns, create=False))
         if col is None:
             return []
-        if where is None and store._replica.units.size and not include_embeddings and not database:  # cached units
+        if where is None and store._replica.units.size and not include_embeddings:  # cached units
             res = col.query(query_embeddings=[list(vector)], n_results=nearest_wanted(k), include=["distances"])
             hits: list[tuple[MemoryUnit, float, list[float] | None]] = list(
                 cached_hits(store._replica.units, ns, col, res)
@@ -109,20 +124,14 @@ def similarity_by_ids(
     memory_ids: Sequence[str],
     *,
     namespace: str | None = None,
-    synced: bool = True,
-    database: bool = False,
 ) -> list[tuple[MemoryUnit, float]]:
-    """The body of :meth:`MemoryStore.similarity_by_ids` (see there); ``synced`` and ``database`` as for
-    :func:`search_by_vector`.
-    """  # noqa: D205
+    """The body of :meth:`MemoryStore.similarity_by_ids` (see there)."""
     ids = check_ids(memory_ids) if memory_ids else []
     if not ids:
         return []
     ns = store._ns(namespace)
     with store._lock:
-        if synced and not database:
-            store._replica.sync(ns)
-        mirror = None if database else store._replica.recall_mirror(ns)
+        mirror = store._replica.recall_mirror(ns)
         if mirror is not None:
             mirror.check_query(vector)
             sims = mirror.similarities(vector, ids)
@@ -130,7 +139,7 @@ def similarity_by_ids(
         col = store._vectors(store._collection(ns, create=False))
         if col is None:
             return []
-        if store._replica.units.size and not database:
+        if store._replica.units.size:
             return cached_similarities(store._replica.units, ns, col, vector, ids)
         rows = col.get(ids=ids, include=["documents", "metadatas", "embeddings"])
     return similarities(rows, vector, ids)
@@ -146,35 +155,24 @@ def hybrid_search(
     namespace: str | None = None,
     normalize: bool = False,
 ) -> tuple[dict[str, tuple[MemoryUnit, float]], dict[str, float]]:
-    """The body of :meth:`MemoryStore.hybrid_search` (see there).
-
-    A database answers both arms and the candidates' records in one round trip when the store keeps no
-    replica of it, or has not read the namespace's replica yet (the first recalls of a process, see
-    ``replica.warmup``: the dense arm is then exact where the replica would mirror the namespace).
-    """
+    """The body of :meth:`MemoryStore.hybrid_search` (see there), read where :attr:`StoreCore.read_path` says."""
     ns = store._ns(namespace)
     with store._lock:
-        database = store.backend.answers_lexical
-        exact = None if database else store._replica.database_recall(ns)
-        if database or exact is not None:
-            answered = _database_hybrid(store, ns, query, vector, k, normalize, exact=bool(exact))
+        if store.read_path == "database":  # both arms and the candidates' records: one statement
+            answered = _database_hybrid(store, ns, query, vector, k, normalize)
+            if answered == ({}, {}) and store._replaced_elsewhere(ns):
+                answered = _database_hybrid(store, ns, query, vector, k, normalize)
             if answered is not None:
                 return answered
             return _arm_by_arm(store, ns, query, vector, k, normalize)
-        logger.debug("recall in %r answered by the replica", ns)
-        store._replica.sync(ns)  # a database's writes since the last search (any process): one query
         mirror = store._replica.recall_mirror(ns)  # first: a lexical index built now is read from it
-        if mirror is not None:  # the replica path, StoreSnapshot's too: both arms from memory
+        if mirror is not None:  # both arms from memory (StoreSnapshot's path too)
             _check_query(query, k)
             index = store._replica.lexical_index(ns)
             unit_of = functools.partial(_mirrored_unit, store, ns, mirror)
             return replica_hybrid(index, mirror, query, vector, k=k, normalize=normalize, unit_of=unit_of)
-        lexical = dict(lexical_search(store, query, k=k, namespace=ns, normalize=normalize, synced=False))
+        lexical = dict(lexical_search(store, query, k=k, namespace=ns, normalize=normalize))
         col = store._collection(ns, create=False)
-        if store.backend.feeds_changes and col is not None:  # the dense arm and the candidates' records: one query
-            answered = _database_hybrid(store, ns, query, vector, k, normalize, lexical=list(lexical.items()))
-            if answered is not None:
-                return answered
         if store._replica.units.size and col is not None:
             res = col.query(query_embeddings=[list(vector)], n_results=nearest_wanted(k), include=["distances"])
             found, enough = cached_candidates(store._replica.units, ns, col, res, vector, k, list(lexical))
@@ -194,60 +192,39 @@ def _arm_by_arm(
     lexical: dict[str, float] | None = None,
 ) -> tuple[dict[str, tuple[MemoryUnit, float]], dict[str, float]]:
     """:func:`hybrid_search` asked arm by arm: the dense arm's ``k`` best and the similarity of each lexical match
-    it did not return. ``lexical``: the lexical arm as the replica scored it (synced); ``None``: the database
-    answers every part (no replica read yet, or none kept).
+    it did not return. ``lexical``: the lexical arm as the replica scored it; ``None``: the database scores it.
     """  # noqa: D205
-    database = lexical is None
     if lexical is None:
-        lexical = dict(lexical_search(store, query, k=k, namespace=ns, normalize=normalize, database=True))
-    found = search_by_vector(store, vector, k=k, namespace=ns, synced=False, database=database)
+        lexical = dict(lexical_search(store, query, k=k, namespace=ns, normalize=normalize))
+    found = search_by_vector(store, vector, k=k, namespace=ns)
     dense = {u.memory_id: (u, sim) for u, sim, _ in found}
     missing = [i for i in lexical if i not in dense]
     if missing:
-        sims = similarity_by_ids(store, vector, missing, namespace=ns, synced=False, database=database)
+        sims = similarity_by_ids(store, vector, missing, namespace=ns)
         dense.update((u.memory_id, (u, sim)) for u, sim in sims)
     return dense, lexical
 
 
 def _database_hybrid(
-    store: StoreCore,
-    ns: str,
-    query: str,
-    vector: Sequence[float],
-    k: int,
-    normalize: bool,
-    *,
-    lexical: list[tuple[str, float]] | None = None,
-    exact: bool = False,
+    store: StoreCore, ns: str, query: str, vector: Sequence[float], k: int, normalize: bool
 ) -> tuple[dict[str, tuple[MemoryUnit, float]], dict[str, float]] | None:
     """:func:`hybrid_search` from the backend's :meth:`~Records.hybrid_query`, with the same candidates as the arms
     asked one by one; ``None`` when the backend does not answer, or when too few of the nearest records are active
     (the dense arm must then ask again with a filter, as :func:`search_by_vector` does).
-
-    ``lexical``: the lexical arm as the replica just scored it (synced: its unit cache is current, so decoded
-    units are taken from it); the backend then answers the dense arm and every candidate's record. ``exact``: the
-    dense arm is the ``k`` nearest active records by exact scan (a recall mirror's arm, before the replica is read).
     """  # noqa: D205
     col = store._vectors(store._collection(ns, create=False))
     if col is None:
         return {}, {}
-    nearest = k if exact else nearest_wanted(k)
-    found = col.hybrid_query(query, vector, k=k, nearest=nearest, normalize=normalize, lexical=lexical, exact=exact)
+    nearest = nearest_wanted(k)
+    found = col.hybrid_query(query, vector, k=k, nearest=nearest, normalize=normalize)
     if found is None:
         return None
     active = [(i, d) for i, d in found.nearest if found.records[i][1].get("status") == "active"]
     if len(active) < k and len(found.nearest) >= nearest:
         return None
-    cache = store._replica.units if lexical is not None else None
 
     def unit_of(memory_id: str) -> MemoryUnit:
-        entry = cache.get(ns, memory_id) if cache is not None else None
-        if entry is not None:
-            return entry[0]
-        unit = unit_from_record(memory_id, found.records[memory_id][0], found.records[memory_id][1])
-        if cache is not None:
-            cache.put(unit)
-        return unit
+        return unit_from_record(memory_id, found.records[memory_id][0], found.records[memory_id][1])
 
     candidates = {i: (unit_of(i), 1.0 - d) for i, d in active[:k]}
     for i, _ in found.lexical:  # lexical matches the dense arm did not return: their similarity, as similarity_by_ids
@@ -283,22 +260,19 @@ def lexical_search(
     k: int = 10,
     namespace: str | None = None,
     normalize: bool = False,
-    synced: bool = True,
-    database: bool = False,
 ) -> list[tuple[str, float]]:
-    """The body of :meth:`MemoryStore.lexical_search` (see there); ``synced=False``: the caller just synced;
-    ``database``: the caller found the replica not read yet (the database scores, as the replica's index would).
+    """The body of :meth:`MemoryStore.lexical_search` (see there): scored by the database on its read path,
+    else by the replica's lexical index.
     """  # noqa: D205
     _check_query(query, k)
     ns = store._ns(namespace)
     with store._lock:
-        if synced and not database and not store.backend.answers_lexical:
-            database = store._replica.database_recall(ns) is not None  # not read yet: the same BM25 in SQL
-        if database or store.backend.answers_lexical:  # the database scores the lexical arm: no in-process index
+        if store.read_path == "database":
             col = store._collection(ns, create=False)
             found = col.lexical_search(query, k, normalize=normalize) if col is not None else []
+            if not found and store._replaced_elsewhere(ns):
+                col = store._collection(ns, create=False)
+                found = col.lexical_search(query, k, normalize=normalize) if col is not None else []
             if found is not None:
                 return found
-        if synced:
-            store._replica.sync(ns)
         return store._replica.lexical_index(ns).search(query, k, normalize=normalize)

@@ -152,6 +152,69 @@ MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
             " FOR EACH ROW EXECUTE FUNCTION hindsight.tombstone()",
         ),
     ),
+    (
+        4,
+        (
+            # recall reads the database itself (no in-process replica): the change feed of version 3 goes
+            "DROP TRIGGER records_rev ON hindsight.records",
+            "DROP TRIGGER records_tombstone ON hindsight.records",
+            "DROP FUNCTION hindsight.record_rev()",
+            "DROP FUNCTION hindsight.tombstone()",
+            "DROP FUNCTION hindsight.write_rev(bigint)",
+            "DROP TABLE hindsight.tombstones",
+            "ALTER TABLE hindsight.records DROP COLUMN rev",
+            "ALTER TABLE hindsight.collections DROP COLUMN rev, DROP COLUMN rev_xact, DROP COLUMN pruned_rev",
+            # postings name their record by its number (seq) instead of its text id: half the index, and the
+            # lexical arm sums a record's terms grouped by an integer
+            "DROP INDEX hindsight.records_order",
+            "CREATE UNIQUE INDEX records_order ON hindsight.records (collection_id, seq)",
+            "CREATE TABLE hindsight.postings_by_seq ("
+            " collection_id bigint NOT NULL,"
+            " term bigint NOT NULL,"
+            " seq bigint NOT NULL,"
+            " tf integer NOT NULL,"
+            " len integer NOT NULL,"
+            " CONSTRAINT postings_key PRIMARY KEY (collection_id, term, seq) INCLUDE (tf, len),"
+            " FOREIGN KEY (collection_id, seq) REFERENCES hindsight.records (collection_id, seq) ON DELETE CASCADE)",
+            "INSERT INTO hindsight.postings_by_seq"
+            " SELECT p.collection_id, p.term, r.seq, p.tf, p.len FROM hindsight.postings p"
+            " JOIN hindsight.records r ON r.collection_id = p.collection_id AND r.id = p.id",
+            "DROP TABLE hindsight.postings",
+            "ALTER TABLE hindsight.postings_by_seq RENAME TO postings",
+            "CREATE INDEX postings_record ON hindsight.postings (collection_id, seq)",
+            # each term's document frequency, kept by the database in the writing transaction (as lexical_stats
+            # keeps the corpus size), so the lexical arm reads a row per query term instead of counting postings
+            "CREATE TABLE hindsight.lexical_terms ("
+            " collection_id bigint NOT NULL, term bigint NOT NULL, df bigint NOT NULL,"
+            " PRIMARY KEY (collection_id, term))",
+            "INSERT INTO hindsight.lexical_terms"
+            " SELECT collection_id, term, count(*) FROM hindsight.postings GROUP BY collection_id, term",
+            "CREATE FUNCTION hindsight.count_terms() RETURNS trigger LANGUAGE plpgsql AS $$"
+            " BEGIN"
+            " IF TG_OP = 'INSERT' THEN"
+            " INSERT INTO hindsight.lexical_terms AS t"
+            " SELECT collection_id, term, count(*) FROM new_rows GROUP BY collection_id, term"
+            " ORDER BY collection_id, term"
+            " ON CONFLICT (collection_id, term) DO UPDATE SET df = t.df + EXCLUDED.df;"
+            " ELSE"
+            # a delete of records reaches here (the cascade) before records' own triggers lock lexical_stats:
+            # take that lock first, as every insert and update does, so two writers never wait in a cycle
+            " PERFORM 1 FROM hindsight.lexical_stats"
+            " WHERE collection_id IN (SELECT DISTINCT collection_id FROM old_rows) ORDER BY collection_id FOR UPDATE;"
+            " UPDATE hindsight.lexical_terms t SET df = t.df - o.n"
+            " FROM (SELECT collection_id, term, count(*) AS n FROM old_rows GROUP BY collection_id, term) o"
+            " WHERE t.collection_id = o.collection_id AND t.term = o.term;"
+            " DELETE FROM hindsight.lexical_terms t USING (SELECT DISTINCT collection_id, term FROM old_rows) o"
+            " WHERE t.collection_id = o.collection_id AND t.term = o.term AND t.df <= 0;"
+            " END IF;"
+            " RETURN NULL;"
+            " END $$",
+            "CREATE TRIGGER postings_terms_insert AFTER INSERT ON hindsight.postings"
+            " REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION hindsight.count_terms()",
+            "CREATE TRIGGER postings_terms_delete AFTER DELETE ON hindsight.postings"
+            " REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION hindsight.count_terms()",
+        ),
+    ),
 )
 """Schema migrations by version: each step's statements run in one transaction with the version bump."""
 SCHEMA_VERSION = MIGRATIONS[-1][0]

@@ -42,7 +42,6 @@ __all__ = [
     "BACKEND_WRITES",
     "RECORDS_WRITES",
     "Backend",
-    "Changes",
     "HybridRows",
     "Include",
     "LexicalScheme",
@@ -134,28 +133,6 @@ class HybridRows:
     nearest: list[tuple[str, float]]
     lexical: list[tuple[str, float]]
     records: dict[str, tuple[str | None, dict[str, Any], float]]
-
-
-@dataclass(frozen=True)
-class Changes:
-    """What changed in a collection since a revision (:meth:`Records.changes`), read in one MVCC view.
-
-    Attributes:
-        rev: The collection's revision as of this read: every write with a revision at most
-            ``rev`` is reflected, none after it.
-        rows: The records written since (with their documents, metadatas and, when asked,
-            embeddings); with ``since=None``, every active record. ``None``: the revision asked
-            for is older than the kept deletions (the caller reads everything again).
-        deleted: Ids deleted since (absent from ``rows``' ids when written again later).
-        dropped: The collection no longer exists (another process dropped it: forgot its namespace, or
-            re-embedded it into a copy now under its name); ``rows`` is then ``None``. The caller opens
-            the collection by its name again.
-    """
-
-    rev: int
-    rows: Rows | None
-    deleted: list[str]
-    dropped: bool = False
 
 
 class Records(ABC):
@@ -296,33 +273,12 @@ class Records(ABC):
         return None
 
     def hybrid_query(
-        self,
-        query: str,
-        vector: Vector,
-        *,
-        k: int,
-        nearest: int,
-        normalize: bool = False,
-        lexical: Sequence[tuple[str, float]] | None = None,
-        exact: bool = False,
+        self, query: str, vector: Vector, *, k: int, nearest: int, normalize: bool = False
     ) -> HybridRows | None:
         """The ``nearest`` records nearest ``vector``, the ``k`` best lexical matches of ``query``, and their records.
 
         Only a backend whose :attr:`Backend.answers_lexical` is true answers (in one round trip);
-        the default returns ``None`` and the store asks the arms one by one. ``lexical``: the lexical
-        arm already answered (by the store's replica): the backend reads those ids' records beside the
-        dense arm instead of scoring ``query`` (a backend that :attr:`~Backend.feeds_changes` answers this).
-        ``exact``: the dense arm is the ``nearest`` *active* records by exact inner product, as the store's
-        in-process copy of the vectors answers it (with ``lexical`` ``None``; a backend that feeds its changes
-        answers this).
-        """
-        return None
-
-    def changes(self, since: int | None, *, embeddings: bool) -> Changes | None:
-        """The records written and the ids deleted since revision ``since`` (``None``: every active record).
-
-        Only a backend whose :attr:`Backend.feeds_changes` is true answers (one round trip, one
-        MVCC view); the default returns ``None``. ``embeddings``: include the records' vectors.
+        the default returns ``None`` and the store asks the arms one by one.
         """
         return None
 
@@ -379,30 +335,13 @@ class Backend(ABC):
 
     @property
     def answers_lexical(self) -> bool:
-        """True when :meth:`Records.lexical_search` answers the lexical arm from the stored data itself.
+        """True when the database answers recall itself: :meth:`Records.lexical_search` and
+        :meth:`Records.hybrid_query` score from the stored data.
 
-        The store then keeps no in-process lexical index (nor change feed) for this backend:
-        every lexical query reads what every process committed.
-        """
+        Decides a store's read path when it opens: such a backend is read directly (every query reads
+        what every process committed); any other through the store's in-process lexical index.
+        """  # noqa: D205
         return False
-
-    @property
-    def feeds_changes(self) -> bool:
-        """True when :meth:`Records.changes` tells what every process wrote since a revision.
-
-        The store then keeps an in-process replica (lexical index, vectors and records) of such a
-        backend and brings it up to date from that feed before every search.
-        """
-        return False
-
-    @property
-    def replica_after(self) -> int:
-        """Recalls of a namespace the backend answers itself before the store reads its replica (in a thread).
-
-        Only for a backend that :attr:`feeds_changes`: until then each recall is answered as with
-        :attr:`answers_lexical` (see ``store/replica/warmup.py``); 0: the first search reads the replica.
-        """
-        return 0
 
     def atomic(self, key: str, fn: Callable[[], _T]) -> _T:
         """Run ``fn`` (a store write plan on namespace ``key``) so that its writes land together or not at all.

@@ -12,41 +12,33 @@ There is no lock file; what keeps writers apart is the database:
   a process killed mid-plan leaves nothing half-done (the transaction rolls back), and what was
   committed stays. A serialization failure or deadlock is retried (the whole plan, re-planned
   from what is then stored).
-* **Change feed, read by an in-process replica** (the default; ``replica=False`` reads both arms
-  from the database on every call). Every transaction that writes a collection's records bumps
-  the collection's revision once (a row trigger on ``records`` calls ``hindsight.write_rev``:
-  ``UPDATE collections SET rev = rev + 1`` at its first write, whose row lock is held until commit),
-  marks each written record with it, and leaves a tombstone per deleted record. Revisions therefore
-  follow commit order with no gap: a later writer waits for the lock and counts on from the committed
-  value; a rolled-back transaction's bump rolls back with it. :meth:`PostgresRecords.changes` reads,
-  in one statement (one MVCC view), the revision and every record and tombstone after a given one;
-  the store applies them to its replica (``store/replica/synced.py``) before each search. Tombstones
-  more than ``tombstone_revisions`` revisions old are pruned (``pruned_rev``); a reader older than
-  that reads the collection whole. The lexical arm's BM25 (below) and HNSW index stay, for
-  ``replica=False``, for a namespace too large to hold in process (the dense arm) and for dedupe,
-  and for a process's first ``replica_after`` recalls of a namespace, which the database answers
-  while the replica is not read yet (``store/replica/warmup.py``; ``exact`` in :meth:`PostgresRecords.hybrid_query`).
-* **Without the replica** both arms of recall are answered by the database on every call: the dense arm
-  by pgvector's HNSW cosine index (one partial index per collection, on ``embedding::vector(dim)``,
-  iterative scans under a filter), the lexical arm by BM25 computed in SQL over a ``postings``
-  table (collection, 64-bit term key, record id, term count, record length) written in the same
-  transaction as the record. The terms are the store's own tokens
-  (:class:`~langchain_hindsight.store.backend.base.LexicalScheme`: English words, Chinese character
-  unigrams + bigrams): Postgres' full text cannot segment Chinese.
-* **One round trip per recall.** :meth:`PostgresRecords.hybrid_query` answers both arms and reads
-  the document and metadata of every candidate in one statement (psycopg prepares it after a few
-  calls); vectors travel in pgvector's binary form. BM25's corpus statistics (records, total length)
-  are a row of ``lexical_stats`` that statement-level triggers on ``records`` keep in the writing
-  transaction, so no query counts the collection. A collection's HNSW index is built by its first
+* **Recall reads the database, one round trip per recall.** :meth:`PostgresRecords.hybrid_query`
+  answers both arms and reads the document and metadata of every candidate in one statement
+  (psycopg prepares it after a few calls); vectors travel in pgvector's binary form. A search
+  therefore sees every write committed before it began, in any process: there is no copy to keep
+  in step. The dense arm is pgvector's HNSW cosine index (one partial index per collection, on
+  ``embedding::vector(dim)``, iterative scans under a filter), built by the collection's first
   dense query (one bulk build after a bulk load, several times cheaper than one graph insert per
   record); later writes insert into it.
+* **The lexical arm is BM25 computed in SQL** over a ``postings`` table (collection, 64-bit term
+  key, the record's number ``seq``, term count, record length; keyed by term, so a query term's
+  postings are one index-only range) written in the same transaction as the record. The terms are
+  the store's own tokens (:class:`~langchain_hindsight.store.backend.base.LexicalScheme`: English
+  words, Chinese character unigrams + bigrams): Postgres' full text cannot segment Chinese. The
+  corpus statistics are rows the writing transaction keeps through statement-level triggers, so
+  no query counts anything: ``lexical_stats`` (records, total length; triggers on ``records``) and
+  ``lexical_terms`` (each term's document frequency; triggers on ``postings``). A query reads its
+  terms' frequencies, sums each record's weights grouped by its number, and names (joins to
+  ``records``) only the records that reach the ``k``-th best score, so ties at the cut are broken by
+  id; the scores are those of the store's in-process index (``replica/lexical.py``).
 
 Schema: the ``hindsight`` schema holds ``meta`` (``schema_version``, ``lexical_signature``),
-``collections`` (name, metadata, vector dimension, whether its HNSW index is built, revision), ``tombstones``,
-``lexical_stats``, ``records`` (collection, id, insertion order, ``vector`` embedding, document, ``jsonb``
-metadata, token count) and ``postings``. Opening a database applies the missing :data:`~._pg_schema.MIGRATIONS`
-under an advisory lock; a database written by a newer schema is refused. When the tokenizer changes (another
-``lexical_signature``), every record's postings are recomputed at open.
+``collections`` (name, metadata, vector dimension, whether its HNSW index is built), ``records``
+(collection, id, insertion order ``seq``, ``vector`` embedding, document, ``jsonb`` metadata, token
+count), ``postings``, ``lexical_stats`` and ``lexical_terms``. Opening a database applies the missing
+:data:`~._pg_schema.MIGRATIONS` under an advisory lock; a database written by a newer schema is
+refused. When the tokenizer changes (another ``lexical_signature``), every record's postings are
+recomputed at open.
 
 Hard delete: a ``DELETE`` only marks rows dead; their bytes stay in the table's pages, in
 the indexes and in the write-ahead log (WAL) until they are vacuumed and the WAL segments that
@@ -92,7 +84,6 @@ from langchain_hindsight.store.backend._pg_filter import SqlFilter
 from langchain_hindsight.store.backend._pg_schema import SCHEMA, migrate
 from langchain_hindsight.store.backend.base import (
     Backend,
-    Changes,
     HybridRows,
     Include,
     LexicalScheme,
@@ -104,7 +95,7 @@ from langchain_hindsight.store.backend.base import (
     check_write,
 )
 
-__all__ = ["REPLICA_AFTER", "PostgresBackend", "PostgresRecords"]
+__all__ = ["PostgresBackend", "PostgresRecords"]
 
 logger = logging.getLogger(__name__)
 
@@ -121,9 +112,6 @@ _WORK_MEM_MB = 64
 query at 100k memories) stay in memory instead of spilling to temporary files (the server default is 4 MB)."""
 _BUILD_MEMORY_MB = 1024
 """The most ``maintenance_work_mem`` an HNSW index build asks for (the graph of 100k 896-d vectors needs ~600 MB)."""
-REPLICA_AFTER = 20
-"""Recalls of a namespace the database answers in a process before its replica is read (``replica_after``):
-see docs/storage.md, "Postgres", and ``benchmarks/results/postgres_first_recall.md`` for the measurements."""
 
 
 def _psycopg() -> Any:
@@ -325,23 +313,31 @@ class PostgresRecords(Records):
 
     def _lexical_ctes(self, query: str, k: int, normalize: bool) -> tuple[str, dict[str, Any], list[int]]:
         """The lexical arm as SQL common table expressions: ``stats`` (corpus size and total length, one row of
-        ``lexical_stats``), ``df`` (each query term's document frequency) and ``lex`` (the ``k`` best ``(id, score)``);
-        their parameters; the query's term keys.
+        ``lexical_stats``), ``df`` (each query term's document frequency, a row of ``lexical_terms``) and ``lex``
+        (the ``k`` best ``(id, score)``); their parameters; the query's term keys.
+
+        ``best`` sums each record's terms grouped by its number (``seq``) and keeps the records scoring at
+        least the ``k``-th best score; only those are named, so ties at the cut are broken by id.
         """  # noqa: D205
         scheme = self._backend.lexical
         terms = [_term_key(w) for w in sorted(set(scheme.query_terms(query)))]
+        cid = self._cid
         sql = (
             "stats AS (SELECT coalesce(max(n), 0)::float8 AS n, coalesce(max(total), 0)::float8 AS total"
-            f" FROM hindsight.lexical_stats WHERE collection_id = {self._cid}),"
-            " m AS (SELECT id, len AS lex_len, term, tf FROM hindsight.postings"
-            f" WHERE collection_id = {self._cid} AND term = ANY(%(terms)s::bigint[])),"
-            " df AS (SELECT term, count(*)::float8 AS df FROM m GROUP BY term),"
-            " idf AS (SELECT term, ln(1.0 + (s.n + %(prior)s - df.df + 0.5) / (df.df + 0.5)) AS idf,"
+            f" FROM hindsight.lexical_stats WHERE collection_id = {cid}),"
+            " df AS MATERIALIZED (SELECT term, df::float8 AS df FROM hindsight.lexical_terms"
+            f" WHERE collection_id = {cid} AND term = ANY(%(terms)s::bigint[])),"
+            " idf AS MATERIALIZED (SELECT term, ln(1.0 + (s.n + %(prior)s - df.df + 0.5) / (df.df + 0.5)) AS idf,"
             " %(k1)s * (1.0 - %(b)s) AS base, %(k1)s * %(b)s / (CASE WHEN s.total > 0 THEN s.total / s.n ELSE 1.0 END)"
             " AS per_len FROM df CROSS JOIN stats s),"
-            " lex AS (SELECT m.id, sum(i.idf * m.tf * (%(k1)s + 1.0) / (m.tf + (i.base + i.per_len * m.lex_len)))"
-            " AS score FROM m JOIN idf i USING (term) GROUP BY m.id"
-            ' ORDER BY score DESC, m.id COLLATE "C" LIMIT %(k)s)'
+            " best AS MATERIALIZED (SELECT m.seq,"
+            " sum(i.idf * m.tf * (%(k1)s + 1.0) / (m.tf + (i.base + i.per_len * m.len))) AS score"
+            f" FROM idf i JOIN hindsight.postings m ON m.collection_id = {cid} AND m.term = i.term"
+            " GROUP BY m.seq ORDER BY score DESC FETCH FIRST %(k)s ROWS WITH TIES),"
+            " lex AS (SELECT r.id, b.score FROM best b JOIN hindsight.records r ON r.seq = b.seq"
+            # the records by number, as one array: read by key, whatever the planner guesses of the ties
+            f" WHERE r.collection_id = {cid} AND r.seq = ANY(ARRAY(SELECT seq FROM best))"
+            ' ORDER BY b.score DESC, r.id COLLATE "C" LIMIT %(k)s)'
         )
         params = {
             "terms": terms,
@@ -387,50 +383,29 @@ class PostgresRecords(Records):
             [(r[0], float(r[1])) for r in rows], float(rows[0][2]), rows[0][3], terms, normalize
         )
 
-    def hybrid_query(
-        self,
-        query: str,
-        vector: Vector,
-        *,
-        k: int,
-        nearest: int,
-        normalize: bool = False,
-        lexical: Sequence[tuple[str, float]] | None = None,
-        exact: bool = False,
-    ) -> HybridRows | None:
+    def hybrid_query(self, query: str, vector: Vector, *, k: int, nearest: int, normalize: bool = False) -> HybridRows:
         """See :meth:`Records.hybrid_query`: both arms and every candidate's record in one SQL statement.
 
         The dense arm is the HNSW index scan of :meth:`query` (without a filter), the lexical arm
-        the BM25 of :meth:`lexical_search` (or the ids of ``lexical``, scored by the replica's index);
-        the statement then reads the document and metadata of each id either arm returned, with its
-        inner product with ``vector`` (one round trip; the statement is prepared by the connection
-        after a few calls). ``exact`` (with ``lexical`` ``None``): the dense arm scans the active records
-        by inner product instead (the store's in-process arm; the HNSW index is neither read nor built).
+        the BM25 of :meth:`lexical_search`; the statement then reads the document and metadata of
+        each id either arm returned, with its inner product with ``vector`` (one round trip; the
+        statement is prepared by the connection after a few calls).
         """
         if k <= 0 or nearest <= 0:
             return HybridRows([], [], {})
-        dim = self._dimension(build=not exact)
+        dim = self._dimension()
         if dim is None:  # nothing stored yet
-            return HybridRows([], list(lexical or []), {})
+            return HybridRows([], [], {})
         probe = _vector(vector)
         if len(probe) != dim:
             raise BackendError(
                 f"collection {self._name!r} holds {dim}-dimensional vectors, got {len(probe)} dimensions"
             )
-        if lexical is not None:
-            return self._dense_with_records(probe, dim, nearest, lexical)
         ctes, params, terms = self._lexical_ctes(query, k, normalize)
         cast = f"::vector({dim})"
-        nearest_sql = (  # exact: 1 - inner product, as the store scores in process (the index is on the cast: unused)
-            "SELECT id, 1.0 + (embedding <#> %(v)s::vector) AS distance FROM hindsight.records"
-            f' WHERE collection_id = {self._cid} AND metadata @> \'{{"status": "active"}}\''
-            ' ORDER BY distance, id COLLATE "C" LIMIT %(n)s'
-            if exact
-            else f"SELECT id, embedding{cast} <=> %(v)s{cast} AS distance"
-            f" FROM hindsight.records WHERE collection_id = {self._cid} ORDER BY distance LIMIT %(n)s"
-        )
         sql = (
-            f"WITH {ctes}, dense AS MATERIALIZED ({nearest_sql}),"
+            f"WITH {ctes}, dense AS MATERIALIZED (SELECT id, embedding{cast} <=> %(v)s{cast} AS distance"
+            f" FROM hindsight.records WHERE collection_id = {self._cid} ORDER BY distance LIMIT %(n)s),"
             " candidates AS (SELECT id FROM dense UNION SELECT id FROM lex)"
             " SELECT r.id, r.document, r.metadata, d.distance, -(r.embedding" + cast + " <#> %(v)s" + cast + "),"
             " l.score, (SELECT n FROM stats), (SELECT json_object_agg(term, df) FROM df)"
@@ -442,25 +417,6 @@ class PostgresRecords(Records):
         scored = sorted(((r[0], float(r[5])) for r in rows if r[5] is not None), key=lambda x: (-x[1], _c_order(x[0])))
         bm25 = self._lexical_scores(scored, float(rows[0][6]), rows[0][7], terms, normalize) if rows and scored else []
         return HybridRows(dense, bm25, records)
-
-    def _dense_with_records(
-        self, probe: _VectorParam, dim: int, nearest: int, lexical: Sequence[tuple[str, float]]
-    ) -> HybridRows:
-        """:meth:`hybrid_query` with the lexical arm given: the HNSW scan and the records of its ids and
-        ``lexical``'s, in one statement.
-        """  # noqa: D205
-        cast = f"::vector({dim})"
-        sql = (
-            f"WITH dense AS MATERIALIZED (SELECT id, embedding{cast} <=> %(v)s{cast} AS distance"
-            f" FROM hindsight.records WHERE collection_id = {self._cid} ORDER BY distance LIMIT %(n)s)"
-            " SELECT r.id, r.document, r.metadata, d.distance, -(r.embedding" + cast + " <#> %(v)s" + cast + ")"
-            " FROM hindsight.records r LEFT JOIN dense d ON d.id = r.id"
-            # the candidates as one array: read by primary key, whatever the planner guesses of the collection's size
-            f" WHERE r.collection_id = {self._cid} AND r.id = ANY(ARRAY(SELECT id FROM dense) || %(ids)s::text[])"
-        )
-        params = {"v": probe, "n": nearest, "ids": [i for i, _ in lexical]}
-        _, dense, records = self._candidates(sql, params, nearest, "dense query")
-        return HybridRows(dense, list(lexical), records)
 
     def _candidates(
         self, sql: str, params: dict[str, Any], nearest: int, what: str
@@ -478,63 +434,15 @@ class PostgresRecords(Records):
         dense = sorted(((r[0], float(r[3])) for r in rows if r[3] is not None), key=lambda x: (x[1], x[0]))
         return rows, dense, {r[0]: (r[1], dict(r[2]), float(r[4])) for r in rows}
 
-    def changes(self, since: int | None, *, embeddings: bool) -> Changes | None:
-        """See :meth:`Records.changes`: the collection's revision, the records and tombstones after ``since``.
-
-        One statement, so one MVCC view: the revision read is the last committed one and every
-        row returned carries a revision at most it (see the module docstring, "Change feed").
-        """
-        vec = "vector_send(r.embedding)" if embeddings else "NULL::bytea"
-        if since is None:  # every active record
-            rows_sql = (
-                f"SELECT 1, r.id, r.document, r.metadata, {vec} FROM hindsight.records r"
-                ' WHERE r.collection_id = %(cid)s AND r.metadata @> \'{"status": "active"}\''
-            )
-            deleted_sql = ""
-        else:
-            rows_sql = (
-                f"SELECT 1, r.id, r.document, r.metadata, {vec} FROM hindsight.records r, c"
-                " WHERE r.collection_id = %(cid)s AND r.rev > %(since)s AND c.pruned_rev <= %(since)s"
-            )
-            deleted_sql = (
-                " UNION ALL SELECT 2, t.id, NULL, NULL, NULL FROM hindsight.tombstones t, c"
-                " WHERE t.collection_id = %(cid)s AND t.rev > %(since)s AND c.pruned_rev <= %(since)s"
-            )
-        sql = (
-            "WITH c AS MATERIALIZED (SELECT rev, pruned_rev FROM hindsight.collections WHERE id = %(cid)s)"
-            " SELECT 0, rev::text, NULL, to_jsonb(pruned_rev), NULL FROM c"
-            f" UNION ALL {rows_sql}{deleted_sql}"
-        )
-        found = self._backend.run(
-            # never a prepared (generic) plan: it would guess ``rev > $since`` matches a third of the
-            # records and scan them all; planned with the value, it is a short range of (collection_id, rev)
-            lambda conn: conn.execute(
-                sql, {"cid": self._cid, "since": since or 0}, binary=True, prepare=False
-            ).fetchall(),
-            "changes",
-        )
-        head = [r for r in found if r[0] == 0]
-        if not head:  # dropped by another process: the caller opens the name again
-            return Changes(0, None, [], dropped=True)
-        rev, pruned = int(head[0][1]), int(head[0][3])
-        if since is not None and since < pruned:
-            return Changes(rev, None, [])
-        written = [r for r in found if r[0] == 1]
-        include: list[Include] = ["documents", "metadatas", "embeddings"] if embeddings else ["documents", "metadatas"]
-        rows = self._rows_out([r[1:] if embeddings else r[1:4] for r in written], include)
-        return Changes(rev, rows, [r[1] for r in found if r[0] == 2])
-
-    def _dimension(self, *, build: bool = True) -> int | None:
+    def _dimension(self) -> int | None:
         """The collection's vector length (``None`` before its first write), its HNSW index built if missing.
-
-        Not built with ``build`` false: an exact scan reads no index.
 
         The index is built by the first dense query rather than the first write, so a bulk load
         into a new collection (no queries between its writes) costs one index build (pgvector
         builds a graph several times faster than it inserts into one) instead of one graph insert
         per record. Later writes insert into the index as usual.
         """
-        if self._dim is not None and (self._indexed or not build):
+        if self._dim is not None and self._indexed:
             return self._dim
 
         row = self._backend.run(
@@ -546,8 +454,6 @@ class PostgresRecords(Records):
         if row is None or row[0] is None:
             return None
         self._dim = int(row[0])
-        if not build:
-            return self._dim
         if not row[1]:
 
             def create(conn: Any) -> None:
@@ -606,19 +512,38 @@ class PostgresRecords(Records):
     def _write_postings(
         self, conn: Any, postings: Mapping[str, tuple[int | None, list[tuple[int, int]]]], *, replace: bool
     ) -> None:
-        """Store the postings of the records ``postings`` names (replacing their old ones when ``replace``)."""
+        """Store the postings of the records ``postings`` names (replacing their old ones when ``replace``).
+
+        One statement each way, whatever the number of records: a posting names its record by number
+        (``seq``), read from the record's row in the same statement.
+        """
         if replace:
             conn.execute(
-                "DELETE FROM hindsight.postings WHERE collection_id = %s AND id = ANY(%s::text[])",
-                [self._cid, list(postings)],
+                "DELETE FROM hindsight.postings p USING hindsight.records r"
+                " WHERE r.collection_id = %(cid)s AND r.id = ANY(%(ids)s::text[])"
+                " AND p.collection_id = %(cid)s AND p.seq = r.seq",
+                {"cid": self._cid, "ids": list(postings)},
             )
-        with (
-            conn.cursor() as cur,
-            cur.copy("COPY hindsight.postings (collection_id, term, id, tf, len) FROM STDIN") as copy,
-        ):
-            for memory_id, (length, terms) in postings.items():
-                for term, tf in terms:
-                    copy.write_row((self._cid, term, memory_id, tf, length))
+        ids: list[str] = []
+        terms: list[int] = []
+        tfs: list[int] = []
+        lens: list[int | None] = []
+        for memory_id, (length, counted) in postings.items():
+            for term, tf in counted:
+                ids.append(memory_id)
+                terms.append(term)
+                tfs.append(tf)
+                lens.append(length)
+        if not ids:
+            return
+        conn.execute(
+            "INSERT INTO hindsight.postings (collection_id, term, seq, tf, len)"
+            " SELECT %(cid)s, v.term, r.seq, v.tf, v.len"
+            " FROM unnest(%(ids)s::text[], %(terms)s::bigint[], %(tfs)s::int[], %(lens)s::int[])"
+            " AS v(id, term, tf, len)"
+            " JOIN hindsight.records r ON r.collection_id = %(cid)s AND r.id = v.id",
+            {"cid": self._cid, "ids": ids, "terms": terms, "tfs": tfs, "lens": lens},
+        )
 
     def _rows_in(
         self,
@@ -756,30 +681,17 @@ class PostgresRecords(Records):
         self._backend.run(write, "update", write=True)
 
     def delete(self, *, ids: Sequence[str]) -> None:
-        """See :meth:`Records.delete` (the rows are dead at once; their bytes go at the next erase).
-
-        Each deleted record leaves a tombstone in the change feed; tombstones more than the
-        backend's ``tombstone_revisions`` revisions old are pruned here (a reader that far
-        behind reads everything again).
-        """
+        """See :meth:`Records.delete` (the rows are dead at once; their bytes go at the next erase)."""
         wanted = list(dict.fromkeys(ids))
         if not wanted:
             return
-        keep = self._backend.tombstone_revisions
-
-        def write(conn: Any) -> None:
-            conn.execute(
+        self._backend.run(
+            lambda conn: conn.execute(
                 "DELETE FROM hindsight.records WHERE collection_id = %s AND id = ANY(%s::text[])", [self._cid, wanted]
-            )
-            conn.execute(
-                "WITH gone AS (DELETE FROM hindsight.tombstones t USING hindsight.collections c"
-                " WHERE c.id = %(cid)s AND t.collection_id = c.id AND t.rev <= c.rev - %(keep)s RETURNING t.rev)"
-                " UPDATE hindsight.collections SET pruned_rev = greatest(pruned_rev, (SELECT max(rev) FROM gone))"
-                " WHERE id = %(cid)s AND EXISTS (SELECT 1 FROM gone)",
-                {"cid": self._cid, "keep": keep},
-            )
-
-        self._backend.run(write, "delete", write=True)
+            ),
+            "delete",
+            write=True,
+        )
 
     def count(self) -> int:
         """See :meth:`Records.count`."""
@@ -851,12 +763,6 @@ class PostgresBackend(Backend):
         max_connections: Most connections the pool opens (one per concurrent call).
         connect_timeout: Seconds a new connection waits for the server (default ``_pg_connect.CONNECT_TIMEOUT``,
             5; a ``connect_timeout`` in the URL wins). A free pooled connection is waited for at least 10 s.
-        replica: Keep an in-process replica of each searched namespace (lexical index, vectors and records),
-            brought up to date from the change feed before every search (the default); ``False``:
-            every search asks both arms of the database.
-        replica_after: With a replica, how many recalls of a namespace the database answers in a process
-            before the replica is read, in a thread, while it answers (0: at the first search, which waits).
-        tombstone_revisions: How many revisions of deletions each collection's change feed keeps.
 
     Raises:
         ConfigurationError: psycopg is not installed, or ``url`` is not a Postgres URL.
@@ -872,9 +778,6 @@ class PostgresBackend(Backend):
         min_connections: int = 1,
         max_connections: int = 8,
         connect_timeout: float = CONNECT_TIMEOUT,
-        replica: bool = True,
-        replica_after: int = REPLICA_AFTER,
-        tombstone_revisions: int = 10_000,
     ) -> None:
         if not isinstance(url, str) or not url.startswith(("postgresql://", "postgres://", "host=", "dbname=")):
             shown = redact(url, url) if isinstance(url, str) else type(url).__name__
@@ -883,13 +786,6 @@ class PostgresBackend(Backend):
             raise ConfigurationError("lexical must be a LexicalScheme (MemoryStore(database_url=...) passes one)")
         self.psycopg, pool_module = _psycopg()
         self.lexical = lexical
-        self.replica = bool(replica)
-        """Recall reads an in-process replica kept by the change feed (else both arms are asked of the database)."""
-        if isinstance(replica_after, bool) or not isinstance(replica_after, int) or replica_after < 0:
-            raise ConfigurationError(f"replica_after must be a non-negative int, got {replica_after!r}")
-        self._replica_after = replica_after
-        self.tombstone_revisions = int(tombstone_revisions)
-        """How many revisions of deletions a collection's change feed keeps (a reader further behind re-reads)."""
         self._url = url
         self._local = threading.local()
         self._closed = False
@@ -1086,6 +982,7 @@ class PostgresBackend(Backend):
                 raise BackendError(f"collection {name!r} does not exist")
             conn.execute(f"DROP INDEX IF EXISTS {SCHEMA}.records_hnsw_{int(row[0])}")
             conn.execute(f"DELETE FROM {SCHEMA}.lexical_stats WHERE collection_id = %s", [row[0]])
+            conn.execute(f"DELETE FROM {SCHEMA}.lexical_terms WHERE collection_id = %s", [row[0]])
 
         self.run(drop, "delete_collection", write=True)
 
@@ -1102,18 +999,8 @@ class PostgresBackend(Backend):
 
     @property
     def answers_lexical(self) -> bool:
-        """Without a replica, the database answers the lexical arm itself (:meth:`PostgresRecords.lexical_search`)."""
-        return not self.replica
-
-    @property
-    def feeds_changes(self) -> bool:
-        """With a replica (the default), the store keeps one in process, brought up to date by the change feed."""
-        return self.replica
-
-    @property
-    def replica_after(self) -> int:
-        """Recalls of a namespace this process's database answers before it reads the replica (see ``__init__``)."""
-        return self._replica_after if self.replica else 0
+        """True: the database answers recall itself, both arms (:meth:`PostgresRecords.hybrid_query`)."""
+        return True
 
     @property
     def can_erase(self) -> bool:

@@ -2,17 +2,15 @@
 
 :class:`Replica` (``replica``) is their one owner in a store; the modules below are its parts.
 
-Derived data is rebuilt from the backend whenever it cannot be trusted; it is never the only copy.
+Derived data is rebuilt from the backend whenever it cannot be trusted; it is never the only copy. A database
+that answers recall itself (Postgres, :attr:`~langchain_hindsight.store.backend.Backend.answers_lexical`) has none.
 
 * :mod:`~langchain_hindsight.store.replica.records`: the recall mirror, every active unit's vector and
   record of a namespace in memory (an exact dense arm, no backend read per query);
 * :mod:`~langchain_hindsight.store.replica.lexical`: the BM25 index of the lexical arm and its snapshot file;
 * :mod:`~langchain_hindsight.store.replica.units`: the cache of recently recalled units;
 * :mod:`~langchain_hindsight.store.replica.feed`: the change feed that keeps other writers' changes in view on
-  a shared server;
-* :mod:`~langchain_hindsight.store.replica.synced` and :mod:`~langchain_hindsight.store.replica.warmup`: a
-  database's namespace as of its change feed's revision, and when a process reads it (after its first recalls,
-  which the database answers, in a thread);
+  a shared Chroma server;
 * :mod:`~langchain_hindsight.store.replica.summary`: the statistics summary ``hindsight stats`` answers from;
 * :mod:`~langchain_hindsight.store.replica.snapshot`: :class:`StoreSnapshot`, recall from the files alone
   (the CLI's quick path);

@@ -2,7 +2,7 @@
 
 A :class:`Replica` belongs to one ``MemoryStore``. It holds, per namespace, the
 copies recall reads from instead of the backend (the lexical index, the recall
-mirror, the unit cache, the change feed of a shared server) and the state of
+mirror, the unit cache, the change feed of a shared Chroma server) and the state of
 their snapshot files in an embedded store's directory. The store tells it what
 it wrote (:meth:`Replica.reindex`), when a write may have stopped half-way
 (:meth:`Replica.distrust`), when a namespace is dropped (:meth:`Replica.reset`),
@@ -50,9 +50,7 @@ from langchain_hindsight.store.replica.records import (
     save_mirror,
 )
 from langchain_hindsight.store.replica.summary import summary_entry
-from langchain_hindsight.store.replica.synced import SyncedNamespace, read_namespace, sync_namespace
 from langchain_hindsight.store.replica.units import UnitCache
-from langchain_hindsight.store.replica.warmup import ReplicaWarmup
 from langchain_hindsight.types import MemoryUnit
 
 __all__ = ["Replica"]
@@ -96,19 +94,13 @@ class Replica:
         self._reopen = reopen
         self.lexical: dict[str, LexicalIndex] = {}
         self.mirrors: dict[str, Mirror] = {}
-        # recently recalled units; only with a single writer, whose writes all pass reindex (which evicts), or
-        # a backend that feeds its changes, whose every search syncs first (which evicts what changed)
-        self.units = UnitCache(4096 if backend.single_writer or backend.feeds_changes else 0)
+        # recently recalled units; only with a single writer, whose writes all pass reindex (which evicts)
+        self.units = UnitCache(4096 if backend.single_writer else 0)
         self.max_rows = MIRROR_MAX_ROWS
         """Largest namespace (active memories) mirrored for recall (0: never; see ``records``)."""
         self.write_failed = False
         """A write may have stopped half-way: the close refreshes no summary entry."""
         self.feeds: dict[str, ChangeFeed] = {}
-        self.synced: dict[str, SyncedNamespace] = {}
-        """Namespaces of a backend that feeds its changes (a database), as of their last :meth:`sync`."""
-        self.warmup = ReplicaWarmup(backend.replica_after if backend.feeds_changes else 0)
-        """Which of those the database still answers recall for, and their reads in the background."""
-        self._exact: dict[str, bool] = {}  # namespaces the database answers: whether the replica would mirror them
         self._snapshot_fresh: set[str] = set()  # namespaces whose index equals its snapshot on disk
         self._mirror_fresh: set[str] = set()  # namespaces whose mirror equals its snapshot on disk
         self._dropped: set[str] = set()  # namespaces whose snapshots this store already erased
@@ -134,33 +126,18 @@ class Replica:
         self._dropped.discard(namespace)
         self.drop(namespace)
         self.feeds.pop(namespace, None)
-        self.synced.pop(namespace, None)
-        self._forget_reads(namespace)
 
     def revector(self, namespace: str) -> None:
         """``namespace``'s vectors are about to change (a re-embedding): drop what holds the old ones."""
         self.drop(namespace)
         self.mirrors.pop(namespace, None)
-        self.synced.pop(namespace, None)
-        self._forget_reads(namespace)
         self.units.clear(namespace)
 
     def clear(self) -> None:
-        """Let go of every derived copy held in memory (the store closed); join the reads running in threads."""
-        self.warmup.close()
+        """Let go of every derived copy held in memory (the store closed)."""
         self.lexical.clear()
         self.mirrors.clear()
-        self.synced.clear()
-        self._exact.clear()
         self.units.clear()
-
-    def _forget_reads(self, namespace: str | None) -> None:
-        """What was read or counted of ``namespace`` (``None``: of every one) for the database's recalls is stale."""
-        self.warmup.discard(namespace)
-        if namespace is None:
-            self._exact.clear()
-        else:
-            self._exact.pop(namespace, None)
 
     # ------------------------------------------------------------------ files
     def snapshot_path(self, namespace: str) -> Path | None:
@@ -212,8 +189,6 @@ class Replica:
         self.write_failed = True
         self.lexical.clear()
         self.mirrors.clear()
-        self.synced.clear()
-        self._forget_reads(None)
         self._mirror_fresh.clear()
         for namespace in set(namespaces):
             try:
@@ -327,115 +302,12 @@ class Replica:
         return save_mirror(mirror, path, col)
 
     # ------------------------------------------------------------------ what recall reads
-    def sync(self, namespace: str) -> SyncedNamespace | None:
-        """Bring ``namespace``'s replica to the database's latest revision (one query); ``None``: nothing to sync.
-
-        Only for a backend that feeds its changes (a database, see ``replica.synced``); a search
-        calls it once before reading, so it sees every write committed before it began, in any
-        process. The embedder check runs first, as for any search.
-        """
-        if not self.backend.feeds_changes:
-            return None
-        if namespace not in self.synced:
-            self._take_read(namespace)  # a read finished in the background: brought up to date below
-        held = None
-        for _ in range(2):
-            col = self._checked(self._collection(namespace, "memories"))
-            if col is None:
-                break
-            identity = self._identity()
-            held = sync_namespace(
-                self.synced.get(namespace),
-                col,
-                identity=str(identity),
-                dimension=identity.dimension,
-                max_rows=self.max_rows,
-            )
-            if held is not None:
-                break
-            # another process dropped the collection (forgot the namespace, or switched in a re-embedded
-            # copy): what was held describes it no longer; open what the name opens now and read that whole
-            logger.info("the memories collection of namespace %r was dropped by another process: reopening", namespace)
-            self.synced.pop(namespace, None)
-            self.units.clear(namespace)
-            self._reopen(namespace)
-        if held is None:
-            self.synced.pop(namespace, None)
-            return None
-        self.synced[namespace] = held
-        if held.changed is None:
-            self._forget_reads(namespace)  # read whole here: a read still running in the background is not needed
-            self.units.clear(namespace)
-        elif held.changed:
-            self.units.evict(namespace, held.changed)
-        return held
-
-    def database_recall(self, namespace: str) -> bool | None:
-        """Whether the database answers this recall of ``namespace`` because its replica is not read yet.
-
-        ``None``: the replica answers (it is held, or a read that finished in the background is taken in
-        now, or this backend reads it at the first search). Else the database answers, and the value says
-        whether its dense arm must be exact (the replica would mirror the namespace's vectors: at most
-        :attr:`max_rows` records) rather than its vector index; the recall is counted, and the
-        :attr:`ReplicaWarmup.after`-th starts reading the replica in a thread (see ``replica.warmup``).
-        """
-        if not self.backend.feeds_changes or self.warmup.after <= 0 or namespace in self.synced:
-            return None
-        if self._take_read(namespace):
-            return None
-        col = self._checked(self._collection(namespace, "memories"))
-        if col is None:
-            return False  # nothing stored: the database answers with nothing; no replica to read yet
-        exact = self._exact.get(namespace)
-        if exact is None:  # the replica's own rule (read_namespace), decided once, as the replica does
-            exact = self._exact[namespace] = self.max_rows > 0 and col.count() <= self.max_rows
-        identity = self._identity()
-
-        def read(stopped: Callable[[], bool]) -> SyncedNamespace | None:
-            return read_namespace(
-                col, identity=str(identity), dimension=identity.dimension, max_rows=self.max_rows, stopped=stopped
-            )
-
-        self.warmup.answered(namespace, read)
-        logger.debug(
-            "recall in %r answered by the database (%s dense arm): its replica is not read yet (%d of %d recalls)",
-            namespace,
-            "exact" if exact else "index",
-            self.warmup.recalls(namespace),
-            self.warmup.after,
-        )
-        return exact
-
-    def _take_read(self, namespace: str) -> bool:
-        """Take in ``namespace``'s replica if a read in the background finished; whether it was."""
-        try:
-            finished, held = self.warmup.take(namespace)
-        except HindsightError as e:  # the database answers meanwhile; a later recall reads again
-            logger.warning("the background read of the replica of %r failed (%s): reading it again later", namespace, e)
-            return False
-        if not finished:
-            return False
-        self._exact.pop(namespace, None)
-        if held is None:  # the collection was dropped by another process while it was read
-            logger.info("the memories collection of namespace %r was dropped while read: reopening", namespace)
-            self._reopen(namespace)
-            return False
-        self.synced[namespace] = held
-        self.units.clear(namespace)
-        logger.debug("replica of %r read in the background (revision %d): recall reads it now", namespace, held.rev)
-        return True
-
-    def _synced(self, namespace: str) -> SyncedNamespace | None:
-        """``namespace``'s replica as of the last :meth:`sync` (synced now if it was never)."""
-        held = self.synced.get(namespace)
-        return held if held is not None else self.sync(namespace)
-
     def change_feed(self, namespace: str) -> ChangeFeed | None:
         """The namespace's change feed, or ``None`` when this store is the only writer."""
         if self.backend.single_writer:
             return None  # the directory lock (or memory) guarantees no other writer
-        if self.backend.answers_lexical or self.backend.feeds_changes:
-            return None  # the database answers the lexical arm, or feeds its changes itself (see sync)
+        if self.backend.answers_lexical:
+            return None  # the database answers the lexical arm itself
         feed = self.feeds.get(namespace)
         if feed is None:
             feed = self.feeds[namespace] = open_change_feed(self.backend, namespace)
@@ -447,9 +319,6 @@ class Replica:
         Only an embedded store mirrors (it is the only writer of its directory), and only namespaces of at
         most :attr:`max_rows` records. The embedder check runs first, as for any search.
         """
-        if self.backend.feeds_changes:
-            synced = self._synced(namespace)
-            return None if synced is None else synced.mirror
         path = self.mirror_path(namespace)
         if path is None or namespace in self._mirror_off or self.max_rows <= 0:
             return None
@@ -481,8 +350,6 @@ class Replica:
         """``namespace``'s recall mirror, current (stale rows read again), if held; with ``load``, also one
         loaded from a trusted snapshot. Never built (that would read every active record).
         """  # noqa: D205
-        if self.backend.feeds_changes:
-            return None  # other processes write: only a search, which syncs first, reads the replica
         mirror = self.mirrors.get(namespace)
         path = self.mirror_path(namespace)
         if mirror is None and (not load or path is None or namespace in self._mirror_off or self.max_rows <= 0):
@@ -502,13 +369,7 @@ class Replica:
         return mirror
 
     def lexical_index(self, namespace: str) -> LexicalIndex:
-        """``namespace``'s lexical index, current: loaded from a trusted snapshot, or built (then kept in step).
-
-        For a backend that feeds its changes: the index as of the last :meth:`sync`.
-        """
-        if self.backend.feeds_changes:
-            synced = self._synced(namespace)
-            return LexicalIndex() if synced is None else synced.lexical
+        """``namespace``'s lexical index, current: loaded from a trusted snapshot, or built (then kept in step)."""
         path = self.snapshot_path(namespace)
         if path is not None and namespace not in self.lexical and self.trusted(path, namespace):
             col = self._collection(namespace, "memories")

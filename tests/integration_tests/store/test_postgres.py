@@ -139,25 +139,8 @@ def test_concurrent_adds_of_one_statement_merge_into_one_unit(postgres_url: str)
             s.close()
 
 
-def _postgres_store(url: str, embedder: Embeddings, mode: str) -> MemoryStore:
-    """A Postgres store read through the replica with its mirror (``mirror``), the replica above the mirror's
-    size limit (``hnsw``: dense arm from the database's index), or the database alone (``sql``); or a fresh
-    process's first recalls, answered by the database before the replica is read: for a namespace the replica
-    would mirror (``first``: an exact dense arm) or not (``first-hnsw``: the index)."""
-    first = mode.startswith("first")
-    backend = PostgresBackend(url, lexical=lexical_scheme(), replica=mode != "sql", replica_after=1000 if first else 0)
-    store = MemoryStore(backend=backend, embeddings=embedder)
-    if mode in ("hnsw", "first-hnsw"):
-        store._replica.max_rows = 3
-    return store
-
-
-_MODES = ["mirror", "hnsw", "sql", "first", "first-hnsw"]
-
-
-@pytest.mark.parametrize("mode", _MODES)
 @pytest.mark.parametrize("normalize", [False, True])
-def test_lexical_scores_equal_the_in_process_index(postgres_url: str, normalize: bool, mode: str) -> None:
+def test_lexical_scores_equal_the_in_process_index(postgres_url: str, normalize: bool) -> None:
     texts = [
         "用pandas读取CSV文件时指定encoding='utf-8-sig'",
         "生成销售周报时使用统一模板",
@@ -169,7 +152,7 @@ def test_lexical_scores_equal_the_in_process_index(postgres_url: str, normalize:
     units = [MemoryUnit(task_type="general", content=t, tags=["demo"]) for t in texts]
     embedder = HashEmbeddings()
     with (
-        _postgres_store(postgres_url, embedder, mode) as pg,
+        MemoryStore(database_url=postgres_url, embeddings=embedder) as pg,
         MemoryStore(backend=InMemoryBackend(), embeddings=embedder) as mem,
     ):
         pg.add_many(units)
@@ -224,10 +207,9 @@ def _same_hybrid(pg: MemoryStore, mem: MemoryStore, k: int, normalize: bool) -> 
         assert list(got_lexical.values()) == pytest.approx(list(want_lexical.values()), rel=1e-9), query
 
 
-@pytest.mark.parametrize("mode", _MODES)
 @pytest.mark.parametrize("normalize", [False, True])
-def test_hybrid_search_equals_the_in_memory_store(postgres_url: str, normalize: bool, mode: str) -> None:
-    """Read through the replica (with or without its mirror) or in one SQL statement, what recall receives is
+def test_hybrid_search_equals_the_in_memory_store(postgres_url: str, normalize: bool) -> None:
+    """Read in one SQL statement, what recall receives is
     the in-memory store's: the same candidates in the same order, the same similarities, the same lexical
     scores — also when most of the nearest records are inactive (the dense arm then asks again with a
     filter) and after deletes.
@@ -235,7 +217,7 @@ def test_hybrid_search_equals_the_in_memory_store(postgres_url: str, normalize: 
     units = [MemoryUnit(task_type="general", content=t) for t in _HYBRID_TEXTS]
     embedder = HashEmbeddings()
     with (
-        _postgres_store(postgres_url, embedder, mode) as pg,
+        MemoryStore(database_url=postgres_url, embeddings=embedder) as pg,
         MemoryStore(backend=InMemoryBackend(), embeddings=embedder) as mem,
     ):
         for store in (pg, mem):
@@ -250,7 +232,8 @@ def test_hybrid_search_equals_the_in_memory_store(postgres_url: str, normalize: 
 
 
 def _stats_match(url: str) -> None:
-    """``lexical_stats`` holds what counting the records gives, for every collection."""
+    """``lexical_stats`` holds what counting the records gives, and ``lexical_terms`` what counting the postings
+    gives, for every collection (and nothing for a collection or term that has none)."""
     with psycopg.connect(url, autocommit=True) as conn:
         kept = dict(conn.execute("SELECT collection_id, (n, total)::text FROM hindsight.lexical_stats WHERE n <> 0"))
         counted = dict(
@@ -259,12 +242,19 @@ def _stats_match(url: str) -> None:
                 " WHERE lex_len IS NOT NULL GROUP BY collection_id"
             )
         )
+        terms = set(conn.execute("SELECT collection_id, term, df FROM hindsight.lexical_terms"))
+        counted_terms = set(
+            conn.execute("SELECT collection_id, term, count(*) FROM hindsight.postings GROUP BY collection_id, term")
+        )
     assert kept == counted
+    assert terms == counted_terms
+    assert terms
 
 
 def test_lexical_statistics_follow_every_write(postgres_url: str) -> None:
-    """The corpus size and length BM25 reads (one maintained row) equal a count after adds, updates,
-    supersedes, deletes, forgets, a dropped namespace, and a migration from schema version 1.
+    """The corpus size and length and the terms' document frequencies BM25 reads (maintained rows) equal a
+    count after adds, updates, supersedes, deletes, forgets, a dropped namespace, and a migration from schema
+    version 1.
     """
     embedder = HashEmbeddings()
     with MemoryStore(database_url=postgres_url, embeddings=embedder) as store:
@@ -283,11 +273,22 @@ def test_lexical_statistics_follow_every_write(postgres_url: str) -> None:
         store.search("sales report template", k=3)  # builds the vector index
         before = store.lexical_search("销售 template", k=5, normalize=True)
     with psycopg.connect(postgres_url, autocommit=True) as conn:  # back to schema version 1
-        conn.execute("DROP TABLE hindsight.tombstones")
-        conn.execute("DROP FUNCTION hindsight.record_rev, hindsight.tombstone CASCADE")
-        conn.execute("DROP FUNCTION hindsight.write_rev")
-        conn.execute("ALTER TABLE hindsight.records DROP COLUMN rev")
-        conn.execute("ALTER TABLE hindsight.collections DROP COLUMN rev, DROP COLUMN rev_xact, DROP COLUMN pruned_rev")
+        conn.execute("DROP TABLE hindsight.lexical_terms")
+        conn.execute("DROP FUNCTION hindsight.count_terms() CASCADE")
+        conn.execute(
+            "CREATE TABLE hindsight.postings_v1 (collection_id bigint NOT NULL, term bigint NOT NULL, id text NOT NULL,"
+            " tf integer NOT NULL, len integer NOT NULL, PRIMARY KEY (collection_id, term, id) INCLUDE (tf, len),"
+            " FOREIGN KEY (collection_id, id) REFERENCES hindsight.records (collection_id, id) ON DELETE CASCADE)"
+        )
+        conn.execute(
+            "INSERT INTO hindsight.postings_v1 SELECT p.collection_id, p.term, r.id, p.tf, p.len"
+            " FROM hindsight.postings p JOIN hindsight.records r ON r.collection_id = p.collection_id AND r.seq = p.seq"
+        )
+        conn.execute("DROP TABLE hindsight.postings")
+        conn.execute("ALTER TABLE hindsight.postings_v1 RENAME TO postings")
+        conn.execute("CREATE INDEX postings_record ON hindsight.postings (collection_id, id)")
+        conn.execute("DROP INDEX hindsight.records_order")
+        conn.execute("CREATE INDEX records_order ON hindsight.records (collection_id, seq)")
         conn.execute("DROP TABLE hindsight.lexical_stats")
         conn.execute("DROP FUNCTION hindsight.count_lexical() CASCADE")
         conn.execute("ALTER TABLE hindsight.collections DROP COLUMN indexed")
@@ -314,14 +315,14 @@ def _vector_indexes(url: str) -> list[str]:
 
 def test_the_vector_index_is_built_by_the_first_dense_query(postgres_url: str) -> None:
     """A bulk load into a new namespace inserts no graph nodes one by one: the first dense query of the database
-    builds the index once (a search read from the in-process replica builds none)."""
+    builds the index once; later writes insert into it."""
     embedder = HashEmbeddings()
     with MemoryStore(database_url=postgres_url, embeddings=embedder) as store:
         store.add_many([MemoryUnit(task_type="general", content=t) for t in _HYBRID_TEXTS], dedupe=False)
         assert _vector_indexes(postgres_url) == []
         found = store.search("Label chart axes with their units", k=1)
         assert [u.content for u, _, _ in found] == ["Label chart axes with their units"]
-        assert _vector_indexes(postgres_url) == []  # answered by the replica's mirror
+        assert len(_vector_indexes(postgres_url)) == 1
     with MemoryStore(database_url=postgres_url, embeddings=embedder) as other:  # dedupe asks the database's index
         other.add(MemoryUnit(task_type="general", content="Pin dependency versions in the lock file"))
         assert len(_vector_indexes(postgres_url)) == 1
