@@ -42,6 +42,7 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
+
 def start_run(journal: RunJournal, served: Served) -> RunRecord:
     """Journal the start of a served run: its task, task type, thread and what it was served."""
     return journal.start(
