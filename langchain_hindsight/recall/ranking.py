@@ -350,20 +350,25 @@ def same_subject(a: str, b: str) -> bool:
     """Whether two statements may be two versions of one word.
 
     True when the claim rule reads them as a change (``contradicts``) or cannot tell (``unsure``:
-    every Chinese / English pair whose frames do not align), or when they share
-    :data:`SAME_SUBJECT_OVERLAP` of their units (a change the rule read as compatible or unrelated).
+    every Chinese / English pair whose frames do not align), or reads them as compatible and they share
+    :data:`SAME_SUBJECT_OVERLAP` of their units. Never for ``unrelated``: another subject
+    ("客户甲公司…" / "客户乙公司…") is a distinct fact and keeps the rank its own question gives it.
 
     Example:
-        >>> same_subject("No, the report needs a bar chart", "No, use a line chart in the report instead")
+        >>> same_subject("No, keep the first record", "No, keep the newest record instead")
         True
         >>> same_subject("不对，金额要用含税价", "不对，周报要用PDF格式")
         False
     """
+    said = relation(a, b)
+    if said != "compatible":
+        return said in (
+            "contradicts",
+            "unsure",
+        )  # "unrelated": another subject (客户甲公司 / 客户乙公司) keeps its rank
     ua, ub = set(claim_of(a).key), set(claim_of(b).key)
     shorter = min(len(ua), len(ub))
-    if shorter > 0 and len(ua & ub) >= SAME_SUBJECT_OVERLAP * shorter:
-        return True
-    return relation(a, b) in ("contradicts", "unsure")
+    return shorter > 0 and len(ua & ub) >= SAME_SUBJECT_OVERLAP * shorter
 
 
 def later_word_first(memories: list[ScoredMemory]) -> list[ScoredMemory]:

@@ -33,8 +33,8 @@ def _contents(memories: list[ScoredMemory]) -> list[str]:
     return [m.memory.content for m in memories]
 
 
-BAR = "No, the monthly report needs a bar chart"
-LINE = "No, use a line chart in the monthly report instead"
+BAR = "No, keep the first record when deduplicating"
+LINE = "No, keep the newest record when deduplicating instead"
 
 
 def test_the_newer_version_moves_above_the_older_and_the_rest_keeps_its_place() -> None:
@@ -66,10 +66,17 @@ def test_other_subjects_other_task_types_and_lessons_keep_their_rank() -> None:
 
 
 def test_a_group_of_three_fills_its_places_newest_first() -> None:
-    first = _scored("No, the monthly report needs a bar chart", days=0, score=0.9)
-    second = _scored("No, the monthly report needs a pie chart", days=1, score=0.8)
+    first = _scored(BAR, days=0, score=0.9)
+    second = _scored("No, keep the last record when deduplicating", days=1, score=0.8)
     third = _scored(LINE, days=2, score=0.1)
     assert _contents(later_word_first([first, second, third])) == [LINE, second.memory.content, BAR]
+
+
+def test_distinct_facts_about_other_subjects_keep_their_rank() -> None:
+    """Another entity is another fact, however many words they share: each stays first for its own question."""
+    acme = _scored("Customer Acme wants to be contacted by email.", days=0, score=0.9)
+    beta = _scored("Customer Beta wants to be contacted by phone.", days=1, score=0.5)
+    assert later_word_first([acme, beta]) == [acme, beta]
 
 
 @pytest.mark.parametrize("split", ["tuning", "heldout", "heldout_c"])
