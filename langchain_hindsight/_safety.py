@@ -343,9 +343,10 @@ _STRUCTURE_PATTERNS = (
     rf"|{_LONG_HEADERS}{_GAP}:"
     # chat-template tokens: <|im_start|>, <|begin_of_text|>, DeepSeek <｜User｜>
     r"|<\s*\|[^<>]{0,48}?\|\s*>|<\s*\|\s*[\w▁]*\s*\|?|\|\s*>|[\[<]\s*\||\|\s*[\]>]"
-    # any tag but our own placeholders <id> and <n>: <s>, </s>, <function_calls>, <end_of_utterance>, <invoke ...>
+    # any tag but our own placeholders <id> and <n>: <s>, </s>, <function_calls>, <end_of_utterance>, <invoke ...>,
+    # and one a bar splits (<sys¦tem>, <a|0>), which a reader may join
     r"|<\s*/\s*[a-z][\w:.-]*\s*>"
-    r"|<\s*(?!(?:id|n)\s*>)[a-z][\w:.-]*(?:\s[^<>]{0,60})?\s*/?\s*>"
+    r"|<\s*(?!(?:id|n)\s*>)[a-z][\w:.-]*(?:[\s|][^<>]{0,60})?\s*/?\s*>"
     r"|<<\s*/?\s*sys\s*>>|\[\s*/?\s*inst\s*\]"
     # a role turn after any separator (or a strong role anywhere): "ok, human:", "：system:", "### system:"
     rf"|(?:^|(?<=[^\w\s¤])|(?<=[^\w\s¤]\s)|(?<=[^\w\s¤]\s\s)|(?<=[¤\n])|(?<=[¤\n]\s))\s*{_ROLE}{_GAP}:"
