@@ -109,7 +109,10 @@ _APPLIED = re.compile(
     re.I,
 )
 _SENTENCE = re.compile(r"(?<=[。！？!?\n])|(?<=[.;；])(?=\s|$)")
-_CLAUSE = re.compile(r"[，,；;：:。！？!?\n]|(?<=\D)\.(?=\s|$)|\bbut\b|\bwhile\b|但是|但|而是|而")
+_CLAUSE = re.compile(r"[，,；;：:。！？!?\n]|(?<=\D)\.(?=\s|$)|\bbut\b|\bwhile\b|但是|但|而是|而(?!不是|非)")
+_CONTRAST = re.compile(r"\binstead\s+of\b|\brather\s+than\b|而不是|而非", re.I)
+"""A choice inside one clause: what comes after it was set aside, what comes before is judged on its own words
+(``followed experience 2 instead of experience 1``, ``按第2条经验而不是第1条``)."""
 _CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 _TOKEN = re.compile(rf"[{_CJK}]+|[A-Za-z][A-Za-z0-9_\-]*|\d+(?:\.\d+)?")
 _EN_STOP = frozenset(
@@ -251,6 +254,21 @@ def _statements(said: str, n: int, tokens: Sequence[set[str]]) -> tuple[dict[int
         previous: set[int] = set()
         pending: set[int] = set()  # named by the clause before, which said nothing of it yet
         for clause in _clauses(sentence):
+            contrast = _CONTRAST.search(clause)
+            if contrast:
+                rejected = _named(clause[contrast.end() :], n, tokens, set())
+                head = clause[: contrast.start()]
+                chosen = _named(head, n, tokens, previous) - rejected if head.strip() else set()
+                if rejected or chosen:
+                    for i in rejected:
+                        aside.setdefault(i, _clip(sentence))
+                    judged = aside if _ASIDE.search(head) else applied if _APPLIED.search(head) else None
+                    for i in chosen if judged is not None else ():
+                        judged.setdefault(i, _clip(sentence))
+                    if chosen:  # else what the clause before named still waits for a word ("2, rather than 1, fits")
+                        pending = chosen if judged is None else set()
+                    previous = chosen | rejected
+                    continue
             named = _named(clause, n, tokens, previous)
             if not named:
                 if not pending:

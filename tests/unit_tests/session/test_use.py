@@ -182,3 +182,23 @@ def test_an_avoid_lesson_is_not_followed_by_repeating_what_failed() -> None:
 def test_not_following_is_setting_aside_not_use(answer: str) -> None:
     """Hard negative: an applied-word (用了, used, follow) next to the number, negated."""
     assert verdicts([REPORT_FIX], run(answer)) == ["set_aside"]
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "I followed experience 2 instead of experience 1.",
+        "I used experience 2 rather than experience 1.",
+        "Instead of experience 1, I followed experience 2.",
+        "按第2条经验而不是第1条处理。",
+        "我按第2条经验而非第1条。",
+    ],
+)
+def test_a_choice_between_two_experiences_credits_one_and_sets_aside_the_other(answer: str) -> None:
+    """"Instead of" names what was set aside after it; the words before it judge what comes before."""
+    assert verdicts([REPORT_FIX, ROLLING_EN], run(answer)) == ["set_aside", "used"]
+
+
+def test_rather_than_something_else_is_still_use() -> None:
+    """Hard negative: the contrast names no experience after it, so the one before it was followed."""
+    assert verdicts([REPORT_FIX], run("Following experience 1 rather than my habit.")) == ["used"]
