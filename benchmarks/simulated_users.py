@@ -465,6 +465,7 @@ class Simulation:
 
     def _check_order(self, user: str, served: list[str], n: int, scenario: str, report: Report) -> None:
         """A changed preference whose old version is still served: the newer must rank first."""
+        report.checks.setdefault("both versions of a changed preference served", 0)  # reported when 0 as well
         for known in self.known.values():
             new = known.replaced_by
             if known.user == user and new and known.memory_id in served and new in served:

@@ -1,6 +1,6 @@
 """The supersede judge: how often a user's fact is replaced when it should stay, and how often a change lands.
 
-Each pair ``(old, new)`` of ``benchmarks/data/supersede_pairs_{dev,heldout}.jsonl`` is written, as two
+Each pair ``(old, new)`` of ``benchmarks/data/supersede_pairs_{dev,heldout,heldout_b}.jsonl`` is written, as two
 user facts (``source="user_feedback"``), into a fresh in-memory :class:`MemoryStore` with the default
 (rule) judge and an embedder that gives every text the same vector, so every pair reaches the judge at
 similarity 1.0, whatever a real embedder would put between them (the worst case for false supersedes). The store's own answer for the second write is what
@@ -13,6 +13,10 @@ issue 33 were changed, scored once blind (2 false supersedes, both "two values s
 complementary slice), then the rules were fixed on that family in ``dev`` and it was scored again; two later
 recall changes (a limit such as ``最多500次`` is the prescription, not a condition; one number for another at
 the end of a statement is a change) were made on ``dev`` pairs of those families (d048, d049) and scored again.
+The change markers ("… instead", "switch to", "from now on", 改用, 换成, 以后…都, 不要再…) were designed on
+``dev`` pairs d061–d121 (hard negatives: another subject, aspect or case with a marker, in zh, en and across;
+and marked updates); ``heldout_b`` (24 marked pairs: 14 that must stay, 10 updates) was written after that
+rule and before it was run on them, and scored once. Neither held-out split was tuned on.
 
 The second table is the number-variant rule (issue 33 point 5): rule-made lessons that differ only in a
 run-specific value (第N周, week N, #N, Q3, N月, dates, ids, file names) are one lesson (the same
@@ -40,7 +44,7 @@ from langchain_hindsight.store.statement import generalise, lesson_key
 ROOT = Path(__file__).parent
 RESULTS = ROOT / "results"
 DATA = ROOT / "data"
-SPLITS = ("dev", "heldout")
+SPLITS = ("dev", "heldout", "heldout_b")
 LANGS = ("zh", "en", "mixed")
 
 
@@ -176,14 +180,15 @@ def main() -> None:
         + "\n",
         encoding="utf-8",
     )
-    held = table["heldout/all"]
+    held, marked = table["heldout/all"], table["heldout_b/all"]
     lines = [
         "# Supersede judge: false supersedes of a user's fact and true-update recall (benchmarks/supersede_judge.py)",
         "",
         "Two user facts per pair written into a fresh store with the default rule judge, every text embedded "
         "to the same vector (every pair reaches the judge at similarity 1.0). False supersede: a pair that must stay "
         "(another condition, a complementary aspect, another subject) was superseded or merged. Recall: true "
-        "updates superseded. `dev`: tuned on; `heldout`: written before the change, reported.",
+        "updates superseded. `dev`: tuned on; `heldout` and `heldout_b`: written before the change they measure, "
+        "reported.",
         "",
         "| split / slice | pairs | must stay | false supersedes | false-supersede rate | updates | superseded | recall |",
         "|---|---:|---:|---:|---:|---:|---:|---:|",
@@ -200,6 +205,11 @@ def main() -> None:
         f"Held-out: {held['false_supersedes']} false supersedes of {held['keep']} pairs that must stay; "
         f"{held['superseded']} of {held['updates']} true updates superseded. Missed updates (kept both, the "
         f"newer ranks first): {', '.join(held['missed_ids']) or 'none'}.",
+        "",
+        f"Held-out, change markers (`heldout_b`, written blind after the marker rule): "
+        f"{marked['false_supersedes']} false supersedes of {marked['keep']} pairs that must stay; "
+        f"{marked['superseded']} of {marked['updates']} true updates superseded. Missed updates: "
+        f"{', '.join(marked['missed_ids']) or 'none'}.",
         "",
         "## Number variants: run-specific values fold, prescriptions do not",
         "",

@@ -57,7 +57,22 @@ differing spans ("hunks") are then read in this order:
    ``周报[按最近7天滚动窗口]统计[销售额]``), the same relational words, and no
    typed values of different kinds (``按门店拆分`` is a split, ``按最近7天`` a
    window: other aspects) → contradicts;
-10. otherwise, when steps 5–9 answered unrelated, unsure or compatible (not
+10. otherwise, a change marker ("… instead", "rather than", "switch to", "from
+    now on", ``改用``, ``换成``, ``改成``, ``以后…都``, ``不要再…``) on either side,
+    both in one script, read without the markers: → contradicts when the two
+    differ in one value of one slot and nothing else — one run of at most four
+    content units on each side, followed by the same word (``[bar] chart`` /
+    ``[line] chart``, ``[柱状]图`` / ``[折线]图``) or preceded by the same word and
+    relational words (``report as [a PDF]`` / ``report as [an Excel file]``), not
+    before the prescription, each side keeping half of its content and two units
+    in common, the same cases (a case that only restates the other's subject,
+    "… for the monthly report", is none), and what a negation on one side names
+    ("instead of *a bar chart*") said by the other. So "No, the monthly report
+    needs a bar chart" / "No, use a line chart in the monthly report instead"
+    contradicts, while the same marker on another subject (客户乙公司), another
+    aspect ("covers the calendar month") or another case ("When the file is over
+    1GB, use spark instead") does not; the marker is never a case itself;
+11. otherwise, when steps 5–9 answered unrelated, unsure or compatible (not
     for different cases), the frames decide: → contradicts when both name values
     of one and the same class (a period, a clock time, a duration, an encoding,
     a language, a currency, a person by title …, read by
@@ -68,7 +83,7 @@ differing spans ("hunks") are then read in this order:
     weekly report only covers Monday to Sunday" contradicts "The weekly sales
     report uses a rolling 7-day window", and ``库存报表每天早上8点生成`` contradicts
     "Generate the inventory report at 6pm every day";
-11. anything else → the answer of steps 4–9 (unsure when none).
+12. anything else → the answer of steps 4–9 (unsure when none).
 
 The lexicon only aligns frames: it never produces ``contradicts`` unless the
 frame and the differing value are both aligned.
@@ -100,6 +115,7 @@ from typing import Literal
 
 from langchain_hindsight._lexicon import SOFT, Value
 from langchain_hindsight._statements import (
+    CHANGE_MARKERS,
     COMPARISON_PATTERNS,
     CONDITION_PATTERNS,
     NEG,
@@ -111,6 +127,7 @@ from langchain_hindsight._statements import (
     script_of,
     statement,
     units_of,
+    without_change_markers,
 )
 
 __all__ = ["Claim", "Relation", "claim_of", "relation", "relation_of", "scoped_apart"]
@@ -156,8 +173,18 @@ class Claim:
         return script_of(self.units)
 
     @cached_property
+    def marked(self) -> bool:
+        """Whether the user says it replaces an earlier word ("… instead", "switch to", 改用, 以后…都, 不要再 …)."""
+        return CHANGE_MARKERS.search(self.body) is not None
+
+    @cached_property
+    def plain_units(self) -> tuple[Unit, ...]:
+        """The units of the body without its change markers ("switch to X" read as "use X", 改用X as 用X)."""
+        return units_of(without_change_markers(self.body)) if self.marked else self.units
+
+    @cached_property
     def _scope(self) -> tuple[frozenset[frozenset[str]], bool]:
-        text = self.body
+        text = without_change_markers(self.body) if self.marked else self.body  # "… when X instead": the case is X
         spans = [m.group() for p in CONDITION_PATTERNS for m in p.finditer(text) if m.end() > m.start()]
         thresholds = [m.group() for p in COMPARISON_PATTERNS for m in p.finditer(text)]
         # each distinct span once: a repetitive text repeats its conditions (the same set, in linear time)
@@ -203,6 +230,10 @@ def relation(a: str, b: str) -> Relation:
         >>> relation("The weekly sales report uses a rolling 7-day window.",
         ...          "No, the weekly report only covers Monday to Sunday of this week")
         'contradicts'
+        >>> relation("No, the monthly report needs a bar chart", "No, use a line chart in the monthly report instead")
+        'contradicts'
+        >>> relation("Customer Acme prefers email", "Customer Beta prefers email instead")
+        'unrelated'
     """
     return relation_of(claim_of(a), claim_of(b))
 
@@ -312,11 +343,18 @@ def _first_relational(units: Sequence[Unit]) -> int | None:
     return None
 
 
-def _subject_hunk(a: Sequence[Unit], b: Sequence[Unit], i1: int, j1: int) -> bool:
-    """Whether a difference at ``a[i1]`` / ``b[j1]`` comes before the prescription: another subject."""
+def _subject_hunk(a: Sequence[Unit], b: Sequence[Unit], i1: int, j1: int, *, leading_verb: bool = False) -> bool:
+    """Whether a difference at ``a[i1]`` / ``b[j1]`` comes before the prescription: another subject.
+
+    ``leading_verb``: a statement whose only relational word is its leading verb ("keep the first record …")
+    is a prescription from its second unit on (a marked change names its subject in what both share).
+    """
     if i1 == 0 or j1 == 0:
         return True
     rel_a, rel_b = _first_relational(a), _first_relational(b)
+    if leading_verb:
+        rel_a = 0 if rel_a is None and a[0].relational else rel_a
+        rel_b = 0 if rel_b is None and b[0].relational else rel_b
     if rel_a is not None and rel_b is not None:
         return i1 < rel_a and j1 < rel_b
     return i1 / len(a) < _EARLY and j1 / len(b) < _EARLY
@@ -336,6 +374,8 @@ def _free(a: Claim, b: Claim) -> Relation:
     found = _text(a, b)
     if found == "contradicts" and _frame_relation(a, b) == "unaligned":
         return "unsure"  # other values, but also other concepts around them: perhaps another case
+    if found != "same" and _marked_change(a, b):
+        return "contradicts"  # "… needs a bar chart" / "use a line chart in … instead": the user changed it
     if found in ("same", "contradicts") or _complementary(a, b):
         return found
     return "contradicts" if _frame_relation(a, b) == "contradicts" else found
@@ -462,6 +502,108 @@ def _text(a: Claim, b: Claim) -> Relation:
     if a.conditions != b.conditions:
         return "unsure"  # scoped on one side only ("… for scripting" / "… as the IDE"): perhaps another case
     return "contradicts"
+
+
+_MAX_CHANGED = 4
+"""A marked change replaces one value of at most this many units ("bar" → "line", 柱状 → 折线): more is more."""
+_MIN_KEPT = 0.5
+"""A marked change keeps at least this share of each side's content units (its subject and the slot it changes)."""
+
+
+def _replaced(units: Sequence[Unit]) -> tuple[list[int], set[str]]:
+    """The content units (indices: no negation, relational or case word) and what a negation names as the old value.
+
+    "use a line chart instead of a bar chart": content ``line chart``, old value ``{bar, chart}``;
+    "不要用柱状图了，用折线图": content ``折线图``, old value ``{柱, 状, 图}``.
+    """
+    content: list[int] = []
+    old: set[str] = set()
+    i = 0
+    while i < len(units):
+        if units[i].text != NEG:
+            if not units[i].relational and units[i].text not in _CASE_WORDS:
+                content.append(i)
+            i += 1
+            continue
+        i += 1
+        while i < len(units) and units[i].relational:
+            i += 1
+        while i < len(units) and units[i].text != NEG and not units[i].relational:
+            old.add(units[i].text)
+            i += 1
+    return content, old
+
+
+def _marked_change(a: Claim, b: Claim) -> bool:
+    """Whether one of two statements says, with a change marker, that it replaces the other's value.
+
+    At least one side is marked (:data:`langchain_hindsight._statements.CHANGE_MARKERS`); read without the
+    markers, both are in one script, at most one is negated (and then what it negates is what the other
+    says: "use a line chart instead of *a bar chart*"), their cases agree (a case on one side that only
+    restates the other's words — "… for the monthly report" / "the monthly report needs …" — is the subject,
+    not a case), and their content units differ in exactly one run on each side — at most
+    :data:`_MAX_CHANGED` units, not before the prescription (another subject: "customer Acme" / "customer Beta")
+    — while each side keeps :data:`_MIN_KEPT` of its content and two units or more in common: "the monthly
+    report needs a bar chart" / "use a line chart in the monthly report instead".
+    """
+    if not (a.marked or b.marked) or a.script != b.script:
+        return False
+    ua, ub = a.plain_units, b.plain_units
+    (ca, old_a), (cb, old_b) = _replaced(ua), _replaced(ub)
+    if any(u.text == NEG for u in ua) and any(u.text == NEG for u in ub):
+        return False
+    ka, kb = [ua[i].text for i in ca], [ub[j].text for j in cb]
+    if not old_a <= set(kb) or not old_b <= set(ka):
+        return False  # the old value it names is not what the other says: a change of something else
+    if a.has_threshold != b.has_threshold or _own_cases(a, kb) != _own_cases(b, ka):
+        return False  # advice for another case ("数据量大于1万行时改用B方法"): both stand
+    shared = set(ka) & set(kb)
+    if len(shared) < 2 or any(len(shared) < _MIN_KEPT * len(set(k)) for k in (ka, kb)):
+        return False
+    only_a = [x for x, t in enumerate(ka) if t not in shared]
+    only_b = [y for y, t in enumerate(kb) if t not in shared]
+    for run, units, content in ((only_a, ua, ca), (only_b, ub, cb)):
+        if not run or len(run) > _MAX_CHANGED or run[-1] - run[0] != len(run) - 1:
+            return False  # nothing replaced on one side, or differences in two places (another subject and value)
+        if any(u.relational or u.text == NEG for u in units[content[run[0]] : content[run[-1]]]):
+            return False  # a relational word inside: two slots ("[收入]用[柱状]图" / "[成本]用[折线]图")
+    if not _one_slot((ua, ca, ka, only_a), (ub, cb, kb, only_b)):
+        return False
+    return not _subject_hunk(ua, ub, ca[only_a[0]], cb[only_b[0]], leading_verb=True)
+
+
+_Side = tuple[Sequence[Unit], list[int], list[str], list[int]]
+"""One side of a marked change: its units, the indices of its content units, their texts, the replaced run."""
+
+
+def _one_slot(a: _Side, b: _Side) -> bool:
+    """Whether the two replaced runs fill one slot.
+
+    The same word follows both ("[bar] chart" / "[line] chart", "[柱状]图" / "[折线]图"), or the same word and
+    the same relational words precede both ("report as [a PDF]" / "report as [an Excel file]"). "covers [the
+    calendar month]" / "needs [a line chart]" are two aspects.
+    """
+    (ua, ca, ka, ra), (ub, cb, kb, rb) = a, b
+    after_a = ka[ra[-1] + 1] if ra[-1] + 1 < len(ka) else None
+    after_b = kb[rb[-1] + 1] if rb[-1] + 1 < len(kb) else None
+    if after_a is not None and after_a == after_b:
+        return True
+    if ra[0] == 0 or rb[0] == 0 or ka[ra[0] - 1] != kb[rb[0] - 1]:
+        return False
+    rel_a = {u.text for u in ua[ca[ra[0] - 1] : ca[ra[0]]] if u.relational}
+    rel_b = {u.text for u in ub[cb[rb[0] - 1] : cb[rb[0]]] if u.relational}
+    return bool(rel_a) and rel_a == rel_b
+
+
+def _own_cases(claim: Claim, other: Sequence[str]) -> frozenset[frozenset[str]]:
+    """``claim``'s cases except those that only restate words of ``other`` (its subject, not another case)."""
+    words = set(other)
+    return frozenset(c for c in claim.conditions if not {w for w in c if w not in _CASE_WORDS} <= words)
+
+
+_CASE_WORDS = frozenset({"for", "when", "if", "on", "in", "时", "的", "候", "里", "中"})
+"""Words that only open a case or a place ("for …", "when …", "…时", "…里"): not what a change replaces, and a
+case restates the other's subject when the rest of it does."""
 
 
 def _late_number_swap(ua: Sequence[Unit], ub: Sequence[Unit], hunks: Sequence[tuple[str, int, int, int, int]]) -> bool:

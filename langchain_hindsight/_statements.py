@@ -22,6 +22,7 @@ from langchain_hindsight._text import clean_feedback
 from langchain_hindsight.prompts import REFLECTION_EN, REFLECTION_ZH, REVIEW_EN, REVIEW_ZH
 
 __all__ = [
+    "CHANGE_MARKERS",
     "COMPARISON_PATTERNS",
     "CONDITION_PATTERNS",
     "NEG",
@@ -34,6 +35,7 @@ __all__ = [
     "script_of",
     "statement",
     "units_of",
+    "without_change_markers",
 ]
 
 
@@ -294,6 +296,51 @@ COMPARISON_PATTERNS: tuple[re.Pattern[str], ...] = tuple(
 """Thresholds ("under 10k rows", "超过1万行", "7天以前"): a threshold on one side only still scopes that advice.
 
 A limit (``at most 500``, ``最多500次``, ``不超过``) is the prescription, not a case: not a threshold."""
+
+
+# ---------------------------------------------------------------- change markers (a word replaces an earlier one)
+_CHANGE_REWRITES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
+    (re.compile(p, re.IGNORECASE), r)
+    for p, r in (
+        # "… instead" (not "instead of", a negation naming the old value: kept as one), "from now on", "going forward"
+        (r"\binstead\b(?!\s+of\b)|\b(?:from now on|going forward|from here on)\b\s*[,，]?", " "),
+        # "switch to X", "change it to X": a choice of X
+        (r"\b(?:switch(?:es|ed|ing)?|chang(?:e|es|ed|ing))\s+(?:it\s+|them\s+)?(?:over\s+)?to\b", " use "),
+        # 改用 / 换用 / 换成 / 改成 / 改为 / 改换成: a choice of what follows
+        (r"改换成|改用|换用|换成|改成|改为", "用"),
+        # 以后 / 今后 / 从现在起 … at the start of a clause (not 7天以后, a threshold); 都 is a modal word
+        (r"(?:^|(?<=[，,；;。]))\s*(?:从今以后|从现在起|从现在开始|从今天起|以后|今后|往后)[，,]?", ""),
+        # 不要再 / 别再 / 不再: the negation stays (it names the old value), 再 goes
+        (r"(?<=不要)再|(?<=别)再|(?<=不)再", ""),
+    )
+)
+CHANGE_MARKERS = re.compile(
+    r"\binstead\b|\brather than\b|\bfrom now on\b|\bgoing forward\b|\bfrom here on\b"
+    r"|\b(?:switch(?:es|ed|ing)?|chang(?:e|es|ed|ing))\s+(?:it\s+|them\s+)?(?:over\s+)?to\b"
+    r"|改换成|改用|换用|换成|改成|改为|不要再|别再|不再"
+    r"|(?:^|(?<=[，,；;。]))\s*(?:从今以后|从现在起|从现在开始|从今天起|以后|今后|往后)",
+    re.IGNORECASE,
+)
+"""Words by which a user says a statement replaces an earlier one: "… instead", "rather than", "switch to",
+"from now on", 改用, 换成, 改成, 以后…都, 不要再…. They are not a case (``… when removing duplicates instead``
+is the case "when removing duplicates"); the claim rule reads them (:func:`langchain_hindsight._claims.relation`)."""
+
+
+def without_change_markers(text: str) -> str:
+    """``text`` with its change markers (:data:`CHANGE_MARKERS`) taken out, keeping what they prescribe.
+
+    "… instead", "from now on" and 以后 go; "switch to X" and 改用X / 换成X become a plain choice ("use X", 用X);
+    不要再 becomes 不要 (the negation names the old value); "instead of" and "rather than" stay (negations).
+
+    Example:
+        >>> without_change_markers("use a line chart in the monthly report instead").split()
+        ['use', 'a', 'line', 'chart', 'in', 'the', 'monthly', 'report']
+        >>> without_change_markers("以后月报都改用折线图"), without_change_markers("不要再用柱状图了")
+        ('月报都用折线图', '不要用柱状图了')
+    """
+    for pattern, replacement in _CHANGE_REWRITES:
+        text = pattern.sub(replacement, text)
+    return text
 
 
 # ---------------------------------------------------------------- frames (typed values and the concepts around them)

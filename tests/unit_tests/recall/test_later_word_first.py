@@ -1,8 +1,9 @@
 """Both versions of a word the user changed stay served, the newer first (issue 33, point 3).
 
-When the claim rule cannot read a changed preference as a change ("No, the monthly report needs a bar chart"
-/ "No, use a line chart in the monthly report instead" read as unrelated), the store keeps both; recall then
-puts the later word above the earlier, and leaves every other line where its score put it.
+When the claim rule cannot read a changed preference as a change (``不对，月报里要用柱状图`` / "No, use a line
+chart in the monthly report instead": across languages the rule is unsure), the store keeps both; recall then
+puts the later word above the earlier, and leaves every other line where its score put it. A change the rule
+reads (an explicit "… instead" on the same object, see ``tests/unit_tests/test_change_markers.py``) supersedes.
 """
 
 from __future__ import annotations
@@ -93,14 +94,18 @@ def test_every_labelled_change_is_one_subject(split: str) -> None:
     assert grouped < len(unrelated_zh_en) / 2
 
 
+BAR_ZH = "不对，月报里要用柱状图"
+LINE_EN = "No, use a line chart in the monthly report instead"
+
+
 def test_recall_serves_both_versions_the_newer_first() -> None:
     with MemoryStore(backend=InMemoryBackend(), embeddings=NgramEmbeddings()) as store:
         # the newer is written second; the older one is given a higher confidence, so the score alone ranks it first
-        old = store.add(MemoryUnit(task_type="monthly_report", content=BAR, source="user_feedback", confidence=1.0,
+        old = store.add(MemoryUnit(task_type="monthly_report", content=BAR_ZH, source="user_feedback", confidence=1.0,
                                    created_at=T0))  # fmt: skip
-        new = store.add(MemoryUnit(task_type="monthly_report", content=LINE, source="user_feedback", confidence=0.9,
-                                   created_at=T0 + timedelta(days=1)))  # fmt: skip
-        assert (old.action, new.action) == ("added", "added")  # the rule could not read it as a change: both kept
+        new = store.add(MemoryUnit(task_type="monthly_report", content=LINE_EN, source="user_feedback",
+                                   confidence=0.9, created_at=T0 + timedelta(days=1)))  # fmt: skip
+        assert (old.action, new.action) == ("added", "added")  # across languages the rule is unsure: both kept
         retriever = HindsightRetriever(store=store, k=5, task_type="monthly_report", min_relevance=None)
         served = [d.metadata["memory_id"] for d in retriever.invoke("make the monthly report chart")]
     assert served.index(new.unit.memory_id) < served.index(old.unit.memory_id)
