@@ -8,6 +8,8 @@ Each simulated user talks to one ``create_agent`` agent with ``hs.middleware()``
 * ``correction`` — a task, the answer, then a correction (``不对，金额要用含税价`` / ``No, amounts must include tax``);
 * ``follow_up`` — a task, a follow-up question (``有误差的数据怎么处理？``), then a correction of the task;
 * ``preference`` — a task and a preference (``不对，周报要用PDF格式``); a later one changes it (→ Excel);
+  a third of the users are bilingual and say the change in their other language, where the claim rule cannot
+  tell a change from a second fact: both stay, and the newer must rank first;
 * ``conditional`` — a task and a fact with a condition (``数据量小于1万行时用A方法汇总``); its partner with the
   other condition comes in a later session, and the two must stand side by side;
 * ``unrelated_fail`` — an e-mail task that fails (a tool error), with the week number changing between sessions
@@ -381,6 +383,7 @@ class Simulation:
             self._check_served(user, kind, served, n, scenario, report)
             self._check_order(user, served, n, scenario, report)
         said: Statement | None = None
+        said_lang: Lang = lang
         if scenario in ("correction", "follow_up"):
             if scenario == "follow_up":
                 _, served2, prompt2 = self.say(user, thread, rng.choice(FOLLOW_UP[lang]), kind)
@@ -391,16 +394,18 @@ class Simulation:
             step = state.setdefault(f"pref:{kind}", 0)
             said = PREFERENCES[kind][min(step, 1)]
             state[f"pref:{kind}"] = step + 1
+            if step >= 1 and state.get("changes_in_other_language"):  # a bilingual user changes it in the other
+                said_lang = "en" if lang == "zh" else "zh"  # language: the claim rule is unsure, both stay
         elif scenario == "conditional":
             step = state.setdefault(f"cond:{kind}", 0)
             said = CONDITIONALS[kind][step % 2]
             state[f"cond:{kind}"] = step + 1
         if said is not None:
             before = set(self._statements(user))
-            _, _, prompt3 = self.say(user, thread, said.text[lang], kind)
+            _, _, prompt3 = self.say(user, thread, said.text[said_lang], kind)
             self.check_block(prompt3, user, n, scenario, report)
             new = [i for i in self._statements(user) if i not in before]
-            self._register(user, lang, said, new)
+            self._register(user, said_lang, said, new)
         self._check_statements(user, statements_before, n, scenario, report)
 
     def _register(self, user: str, lang: Lang, said: Statement, new: list[str]) -> None:
@@ -576,7 +581,7 @@ def simulate(
             user = f"user{i:02d}"
             lang: Lang = "zh" if i % 2 == 0 else "en"
             kinds = rng.sample(list(KINDS), k=1 + (i % 3 == 0))
-            state: dict[str, Any] = {}
+            state: dict[str, Any] = {"changes_in_other_language": i % 6 >= 4}  # 4 zh and 4 en users of 24
             for n, scenario in enumerate(_plan(rng, sessions)):
                 sim.session(user, lang, kinds, n, scenario, state, report)
             if progress:
