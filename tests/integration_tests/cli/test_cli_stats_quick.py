@@ -19,8 +19,8 @@ import pytest
 
 from langchain_hindsight.cli import _stats, browse
 from langchain_hindsight.cli.main import EXIT_LOCKED, EXIT_OK, main
+from langchain_hindsight.journal import RunJournal
 from langchain_hindsight.store._directory import STAMP_FILE, read_stamp
-from langchain_hindsight.store.journal import RunJournal
 from langchain_hindsight.store.memory_store import MemoryStore
 from langchain_hindsight.types import MemoryUnit
 from tests.counts import counts_files, counts_vouched, read_counts

@@ -23,10 +23,10 @@ from langchain_hindsight.cli import _stats as stats_quick
 from langchain_hindsight.cli import browse
 from langchain_hindsight.cli.main import EXIT_OK, main
 from langchain_hindsight.errors import BackendError, StoreError
+from langchain_hindsight.journal import RunJournal
 from langchain_hindsight.store import reads as store_reads
 from langchain_hindsight.store._directory import read_stamp
 from langchain_hindsight.store.backend import ChromaBackend, ChromaRecords
-from langchain_hindsight.store.journal import RunJournal
 from langchain_hindsight.store.memory_store import MemoryStore
 from langchain_hindsight.store.replica.summary import summary_entry
 from langchain_hindsight.types import MemoryUnit

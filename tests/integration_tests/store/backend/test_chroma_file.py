@@ -22,11 +22,11 @@ import pytest
 
 from langchain_hindsight.cli.main import EXIT_ERROR, EXIT_OK, main
 from langchain_hindsight.errors import InvalidMemoryError
+from langchain_hindsight.journal import RunJournal
 from langchain_hindsight.store._directory import FORGET_INTENT, SCRUB_MARKER, file_states
 from langchain_hindsight.store._naming import REEMBED_COMPLETE, REEMBED_OF, REEMBED_SUFFIX, collection_name
 from langchain_hindsight.store.backend import REBUILD_SUFFIX, ChromaBackend, chroma_file
 from langchain_hindsight.store.backend.chroma_file import count_closed
-from langchain_hindsight.store.journal import RunJournal
 from langchain_hindsight.store.memory_store import MemoryStore
 from langchain_hindsight.store.replica.summary import SUMMARY_FIELDS
 from langchain_hindsight.types import MemoryUnit
