@@ -9,12 +9,15 @@ copy), and the session, the lifecycle's review, ``explain`` and the console read
 
 from __future__ import annotations
 
+from collections.abc import Sequence, Set
 from datetime import UTC, datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from langchain_hindsight._checks import refuse_unknown_keywords
+from langchain_hindsight._safety import render_safe
+from langchain_hindsight._text import clean_feedback
 from langchain_hindsight._trust import MemorySource
 from langchain_hindsight.errors import ConfigurationError, StoreError
 from langchain_hindsight.types import MemoryStatus, MemoryUnit, Outcome, ServedMemory, utcnow
@@ -242,6 +245,23 @@ class RunRecord(BaseModel):
                 return "success" if entry.success else "failure"
         return self.outcome
 
+    def forgetting(self, gone: Set[str], comments: Sequence[str] = ()) -> RunRecord:
+        """This record without any reference to the forgotten memory ids ``gone`` (what ``forget`` leaves).
+
+        ``comments``: the contents of forgotten ``user_feedback`` units made from this run's comments:
+        those comments are erased too (:func:`_erase_comments`).
+        """
+        return self.model_copy(
+            update={
+                "served": [m for m in self.served if m.memory_id not in gone],
+                "produced": [p for p in self.produced if p not in gone],
+                "feedback": _scrub_effects(_erase_comments(self.feedback, comments), gone),
+                "credit": None if self.credit is None else {k: v for k, v in self.credit.items() if k not in gone},
+                "debit": None if self.debit is None else {k: v for k, v in self.debit.items() if k not in gone},
+                "uses": None if self.uses is None else [u for u in self.uses if u.memory_id not in gone],
+            }
+        )
+
     def to_json(self) -> str:
         """The record as the JSON document stored in Chroma."""
         return self.model_dump_json()
@@ -263,3 +283,57 @@ def check_run_id(run_id: object) -> None:
     """Refuse a run id that is not a string of 1-256 characters without NUL."""
     if not isinstance(run_id, str) or not run_id or len(run_id) > 256 or "\x00" in run_id:
         raise ConfigurationError(f"run_id must be a string of 1-256 characters without NUL, got {run_id!r}")
+
+
+def _erase_comments(entries: list[RunFeedback], contents: Sequence[str]) -> list[RunFeedback]:
+    """``entries`` with the comments that became the forgotten units ``contents`` erased."""
+    if not contents:
+        return entries
+
+    def made(text: str) -> bool:
+        core = render_safe(clean_feedback(text) or text)
+        return any(core and core in c for c in contents)
+
+    matched = [e for e in entries if e.text and made(e.text)]
+    erase = matched or [e for e in entries if e.text]  # unmatched: erase every comment rather than keep one
+    return [e.model_copy(update={"text": ""}) if e in erase else e for e in entries]
+
+
+def _clean_state(state: UnitState | None, gone: Set[str]) -> UnitState | None:
+    if state is None:
+        return None
+    return state.model_copy(
+        update={
+            "supersedes": None if state.supersedes in gone else state.supersedes,
+            "merged_from": [i for i in state.merged_from if i not in gone],
+        }
+    )
+
+
+def _scrub_effects(entries: list[RunFeedback], gone: Set[str]) -> list[RunFeedback]:
+    """``entries`` without the effects on the forgotten ids ``gone`` (nor any other reference to them)."""
+
+    def clean(e: FeedbackEffect) -> FeedbackEffect:
+        reason = e.reason
+        for memory_id in gone:
+            reason = reason.replace(memory_id, "(a forgotten memory)")
+        return e.model_copy(
+            update={
+                "reason": reason,
+                "before": _clean_state(e.before, gone),
+                "after": _clean_state(e.after, gone),
+                "by": None if e.by in gone else e.by,
+            }
+        )
+
+    out: list[RunFeedback] = []
+    for entry in entries:
+        changes: dict[str, Any] = {}
+        if entry.effects is not None:
+            changes["effects"] = [clean(e) for e in entry.effects if e.memory_id not in gone]
+        for name in ("credit_before", "credit_after", "debit_before", "debit_after"):
+            credit = getattr(entry, name)
+            if credit is not None:
+                changes[name] = {k: v for k, v in credit.items() if k not in gone}
+        out.append(entry.model_copy(update=changes) if changes else entry)
+    return out

@@ -72,4 +72,3 @@ def _from_summary(files: DerivedFiles, args: argparse.Namespace) -> dict[str, di
     if (args.namespace and args.namespace not in summary.namespaces) or not summary.answers(namespaces):
         return None  # opening the store reports a --namespace it does not have
     return {ns: summary.stats[ns] for ns in namespaces}
-

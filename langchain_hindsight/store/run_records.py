@@ -15,73 +15,17 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from langchain_hindsight._safety import render_safe
-from langchain_hindsight._text import clean_feedback
-from langchain_hindsight.runs import FeedbackEffect, RunFeedback, RunKind, RunRecord, UnitState, check_run_id
+from langchain_hindsight.runs import RunKind, RunRecord, check_run_id
 from langchain_hindsight.store._codec import from_datetime_us, to_datetime_us
 from langchain_hindsight.store.backend import Records
 from langchain_hindsight.types import Outcome
 
-__all__ = ["JOURNAL_SCHEMA", "OpenJournal", "RunRecords", "erase_comments", "scrub_effects"]
+__all__ = ["JOURNAL_SCHEMA", "OpenJournal", "RunRecords"]
 
 JOURNAL_SCHEMA = 1
 _EMBEDDING = [1.0]
 """Records are never searched by similarity: every one gets the same 1-d vector."""
 _PAGE = 1000
-
-
-def erase_comments(entries: list[RunFeedback], contents: Sequence[str]) -> list[RunFeedback]:
-    """``entries`` with the comments that became the forgotten units ``contents`` erased."""
-    if not contents:
-        return entries
-
-    def made(text: str) -> bool:
-        core = render_safe(clean_feedback(text) or text)
-        return any(core and core in c for c in contents)
-
-    matched = [e for e in entries if e.text and made(e.text)]
-    erase = matched or [e for e in entries if e.text]  # unmatched: erase every comment rather than keep one
-    return [e.model_copy(update={"text": ""}) if e in erase else e for e in entries]
-
-
-def _clean_state(state: UnitState | None, gone: set[str]) -> UnitState | None:
-    if state is None:
-        return None
-    return state.model_copy(
-        update={
-            "supersedes": None if state.supersedes in gone else state.supersedes,
-            "merged_from": [i for i in state.merged_from if i not in gone],
-        }
-    )
-
-
-def scrub_effects(entries: list[RunFeedback], gone: set[str]) -> list[RunFeedback]:
-    """``entries`` without the effects on the forgotten ids ``gone`` (nor any other reference to them)."""
-
-    def clean(e: FeedbackEffect) -> FeedbackEffect:
-        reason = e.reason
-        for memory_id in gone:
-            reason = reason.replace(memory_id, "(a forgotten memory)")
-        return e.model_copy(
-            update={
-                "reason": reason,
-                "before": _clean_state(e.before, gone),
-                "after": _clean_state(e.after, gone),
-                "by": None if e.by in gone else e.by,
-            }
-        )
-
-    out: list[RunFeedback] = []
-    for entry in entries:
-        changes: dict[str, Any] = {}
-        if entry.effects is not None:
-            changes["effects"] = [clean(e) for e in entry.effects if e.memory_id not in gone]
-        for name in ("credit_before", "credit_after", "debit_before", "debit_after"):
-            credit = getattr(entry, name)
-            if credit is not None:
-                changes[name] = {k: v for k, v in credit.items() if k not in gone}
-        out.append(entry.model_copy(update=changes) if changes else entry)
-    return out
 
 
 def _metadata(record: RunRecord) -> dict[str, str | int | float | bool]:
@@ -212,7 +156,7 @@ class RunRecords:
 
         ``feedback`` maps a run id to the contents of forgotten ``user_feedback``
         units made from that run's comments: those comments are erased too (see
-        :func:`erase_comments`).
+        :meth:`~langchain_hindsight.runs.RunRecord.forgetting`).
         """
         ids = list(dict.fromkeys(memory_ids))
         col = self._open(namespace, False)
@@ -226,16 +170,7 @@ class RunRecords:
             where_document = clauses[0] if len(clauses) == 1 else {"$or": clauses}
             for r in self.read(namespace, where_document=where_document):
                 r = changed.get(r.run_id, r)
-                changed[r.run_id] = r.model_copy(
-                    update={
-                        "served": [m for m in r.served if m.memory_id not in gone],
-                        "produced": [p for p in r.produced if p not in gone],
-                        "feedback": scrub_effects(erase_comments(r.feedback, (feedback or {}).get(r.run_id, ())), gone),
-                        "credit": None if r.credit is None else {k: v for k, v in r.credit.items() if k not in gone},
-                        "debit": None if r.debit is None else {k: v for k, v in r.debit.items() if k not in gone},
-                        "uses": None if r.uses is None else [u for u in r.uses if u.memory_id not in gone],
-                    }
-                )
+                changed[r.run_id] = r.forgetting(gone, (feedback or {}).get(r.run_id, ()))
         if changed:
             self.write(list(changed.values()))
         return len(changed)
