@@ -24,7 +24,8 @@ are read), then times fresh processes of
   - repeated ``stats`` with nothing written in between, after a session that
     counted (from the counts files);
 * ``hindsight show ID``, ``hindsight history ID`` and ``hindsight runs`` (the store holds 1,000
-  journalled runs): each opens the store (Chroma imported), reads and prints;
+  journalled runs): each opens the store (Chroma imported), reads and prints (with ``--baseline``,
+  alternating with the baseline's code like ``search``);
 * ``hindsight search "<a corpus query>"`` (the corpus's first query, mostly Chinese: the
   multilingual half of the default embedder alone), and a Latin-script one (both halves load), after
   one untimed search that saves the snapshots its quick path reads (the last ``stats`` session kept none);
@@ -34,7 +35,7 @@ are read), then times fresh processes of
 Each is run ``--runs`` times; the report gives the p50 and min of the wall time and the p50 of the
 CPU time (user + sys, which a busy machine changes less than the wall time), in seconds. With ``--baseline DIR``
 (another source tree of the package, e.g. ``git worktree add /tmp/base main``) each ``hindsight
-search`` run alternates with the same command run on that tree's code, same store, same
+search``, ``show``, ``history`` and ``runs`` run alternates with the same command run on that tree's code, same store, same
 interpreter, and the report adds the baseline's p50 and the ratio (the machine's load changes
 both alike). Document
 vectors are precomputed as in ``recall_scale.py`` (``--real`` texts embedded for
@@ -286,7 +287,7 @@ def main() -> None:
     }
     memory_id = a_memory_id(path)
     rows |= {
-        f"hindsight {name}": wall([*cli, *argv, "--path", str(path)], args.runs, TARGETS[name])
+        f"hindsight {name}": wall([*cli, *argv, "--path", str(path)], args.runs, TARGETS[name], baseline)
         for name, argv in (("show", ["show", memory_id]), ("history", ["history", memory_id]), ("runs", ["runs"]))
     }
     # The last stats row's session kept no recall mirror: one search (untimed) opens the store, whose close
