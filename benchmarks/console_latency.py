@@ -49,7 +49,7 @@ from _stats import summary  # noqa: E402
 from recall_scale import TableEmbeddings, default_embedder, synthetic_units, vectors_for  # noqa: E402
 from starlette.testclient import TestClient  # noqa: E402
 
-from langchain_hindsight.store.journal import RunJournal  # noqa: E402
+from langchain_hindsight.journal import RunJournal  # noqa: E402
 from langchain_hindsight.store.memory_store import MemoryStore  # noqa: E402
 from langchain_hindsight.types import ScoredMemory  # noqa: E402
 from langchain_hindsight.ui import Console, create_app  # noqa: E402

@@ -32,12 +32,12 @@ if TYPE_CHECKING:
         StoreLockedError,
     )
     from langchain_hindsight.hindsight import Hindsight
+    from langchain_hindsight.journal import RunJournal
     from langchain_hindsight.lifecycle.maintenance import Lifecycle
     from langchain_hindsight.recall.injection import build_task_prompt, format_experiences
     from langchain_hindsight.recall.retriever import HindsightRetriever
     from langchain_hindsight.recall.scoring import ScoringWeights
     from langchain_hindsight.reflection.reflector import Reflector
-    from langchain_hindsight.store.journal import RunJournal
     from langchain_hindsight.store.memory_store import MemoryStore
     from langchain_hindsight.types import MemoryUnit, Step, Trajectory
 
@@ -56,7 +56,7 @@ _EXPORTS: dict[str, str] = {
     "MemoryStore": "store.memory_store",
     "MemoryUnit": "types",
     "Reflector": "reflection.reflector",
-    "RunJournal": "store.journal",
+    "RunJournal": "journal",
     "RunNotFoundError": "errors",
     "ScoringWeights": "recall.scoring",
     "Step": "types",
@@ -80,7 +80,7 @@ _ALSO_IMPORTABLE: dict[str, str] = {
     "MemoryContext": "types",
     "PromptTemplates": "prompts",
     "ReflectionError": "errors",
-    "RunRecord": "store.runs",
+    "RunRecord": "runs",
     "ScoredMemory": "types",
     "StoreClosedError": "errors",
     "StoreError": "errors",

@@ -30,6 +30,7 @@ from langchain_hindsight.adapters.middleware import HindsightMiddleware
 from langchain_hindsight.capture.messages import Placement
 from langchain_hindsight.capture.recorder import TrajectoryRecorder
 from langchain_hindsight.errors import ConfigurationError
+from langchain_hindsight.journal import RunJournal
 from langchain_hindsight.prompts import Locale
 from langchain_hindsight.recall.engine import RecallSettings
 from langchain_hindsight.recall.explain import RunExplanation, explain_run
@@ -37,6 +38,7 @@ from langchain_hindsight.recall.ranking import FloorRule, MinRelevance
 from langchain_hindsight.recall.retriever import HindsightRetriever
 from langchain_hindsight.reflection.background import BackgroundReflector
 from langchain_hindsight.reflection.reflector import Reflector
+from langchain_hindsight.runs import RunRecord
 from langchain_hindsight.session.build import build_config, open_store, recall_settings, write_judge
 from langchain_hindsight.session.config import PROMPT_LOCALE, AdapterOptions, ErrorPolicy, FeedbackResult, SessionConfig
 from langchain_hindsight.session.loop import HindsightSession
@@ -44,9 +46,7 @@ from langchain_hindsight.settings import SESSION_VARIABLES, session_defaults
 from langchain_hindsight.sharing.access import ScopedMemory
 from langchain_hindsight.sharing.principals import AccessPolicy, Principal, resolve_principal
 from langchain_hindsight.sharing.retriever import ScopedRetriever
-from langchain_hindsight.store.journal import RunJournal
 from langchain_hindsight.store.memory_store import MemoryStore
-from langchain_hindsight.store.runs import RunRecord
 from langchain_hindsight.store.writes import WriteJudge
 from langchain_hindsight.types import ScoredMemory
 

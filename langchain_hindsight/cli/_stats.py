@@ -1,21 +1,15 @@
 """What ``hindsight stats`` prints, and its quick path: the answer without opening the store.
 
-Counting through the store needs Chroma, and importing and opening Chroma costs more than
-everything else ``stats`` does. So ``stats`` first tries :func:`quick`, for the operator's view of an
-embedded directory, under the directory's lock (``replica.files.DerivedFiles.closed_store``):
-
-1. the store's per-namespace ``counts`` files, when the clean-close stamp vouches for every one
-   (written only by the store's close, after a session that counted or wrote; see
-   ``store.replica.summary``), they agree on the namespace list and hold every namespace asked for:
-   printed from their headers, read by the replica's own reader, as the live store reads them;
-2. else the counts read from Chroma's SQLite file itself, read-only
-   (``store.backend.chroma_file.count_closed``), when every one of its guards holds (a tested Chroma
-   format, nothing unapplied in Chroma's log, nothing the store's open would change);
-3. else ``None``: the caller opens the store and counts (its close keeps the counts files).
-
-Neither quick answer writes anything (only the store's close writes the counts files). This module
-imports neither Chroma, numpy nor the store, only the standard library and the small modules that
-read those files.
+Counting through the store needs Chroma, and importing Chroma alone costs more than ``stats``'s
+budget. So ``stats`` first tries :func:`quick`, for the operator's view of an embedded directory,
+under the directory's lock (``replica.files.DerivedFiles.closed_store``): the store's per-namespace
+``counts`` files, when the clean-close stamp vouches for every one (written only by the store's
+close, after a session that counted or wrote; see ``store.replica.summary``), they agree on the
+namespace list and hold every namespace asked for: printed from their headers, read by the
+replica's own reader, as the live store reads them. Else ``None``: the caller opens the store and
+counts (its close keeps the counts files). The quick answer writes nothing. This module imports
+neither Chroma, numpy nor the store, only the standard library and the small modules that read
+those files.
 """
 
 from __future__ import annotations
@@ -27,9 +21,7 @@ from typing import Any
 
 from langchain_hindsight.cli._output import emit_json, one_line, table
 from langchain_hindsight.store import holds_store
-from langchain_hindsight.store.backend.chroma_file import count_closed
 from langchain_hindsight.store.replica.files import DerivedFiles
-from langchain_hindsight.store.replica.summary import SUMMARY_FIELDS, summary_entry
 
 __all__ = ["print_stats", "quick"]
 
@@ -50,7 +42,7 @@ def print_stats(out: Mapping[str, Mapping[str, Any]], *, as_json: bool) -> None:
 
 
 def quick(args: argparse.Namespace) -> int | None:
-    """Answer ``hindsight stats`` from the trusted counts files, else Chroma's file; ``None``: the caller counts.
+    """Answer ``hindsight stats`` from the trusted counts files; ``None``: the caller counts.
 
     Only for the operator's view (no ``--principal``/``--config``) of an embedded
     directory (no ``--server``).
@@ -65,8 +57,6 @@ def quick(args: argparse.Namespace) -> int | None:
         return None  # opening it reports the missing store (nothing may be written there, not even a lock)
     with DerivedFiles.closed_store(directory) as files:  # the reader the live store uses, under the lock
         out = _from_summary(files, args)
-        if out is None:
-            out = _from_chroma_file(directory, args)
     if out is None:
         return None
     print_stats(out, as_json=args.json)
@@ -82,17 +72,3 @@ def _from_summary(files: DerivedFiles, args: argparse.Namespace) -> dict[str, di
     if (args.namespace and args.namespace not in summary.namespaces) or not summary.answers(namespaces):
         return None  # opening the store reports a --namespace it does not have
     return {ns: summary.stats[ns] for ns in namespaces}
-
-
-def _from_chroma_file(directory: Path, args: argparse.Namespace) -> dict[str, dict[str, Any]] | None:
-    """What ``stats`` prints, counted from Chroma's SQLite file; ``None`` when a guard does not hold.
-
-    An explicit ``--namespace`` the store does not have is not answered (even with ``--all``): opening the
-    store reports it.
-    """
-    asked = None if args.all else [args.namespace or "default"]
-    counted = count_closed(directory, SUMMARY_FIELDS, asked)
-    if counted is None or (args.namespace and args.namespace not in counted.namespaces):
-        return None
-    namespaces = counted.namespaces if asked is None else asked
-    return {ns: summary_entry(counted.counts[ns], counted.runs[ns]) for ns in namespaces}

@@ -24,12 +24,12 @@ from langchain_hindsight.cli._output import Progress, clip, emit_json, safe, tab
 from langchain_hindsight.cli._stats import print_stats
 from langchain_hindsight.cli._store import open_view
 from langchain_hindsight.errors import ConfigurationError
+from langchain_hindsight.journal import RunJournal
 from langchain_hindsight.recall.explain import explain_run
-from langchain_hindsight.store.journal import RunJournal
 from langchain_hindsight.store.transfer import export_runs, export_units
 
 if TYPE_CHECKING:
-    from langchain_hindsight.store.runs import RunRecord
+    from langchain_hindsight.runs import RunRecord
     from langchain_hindsight.types import MemoryUnit
 
 __all__ = ["explain", "export", "history", "runs", "show", "stats"]

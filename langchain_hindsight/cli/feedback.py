@@ -14,9 +14,9 @@ import argparse
 from langchain_hindsight.cli._output import clip, emit_json, safe, table
 from langchain_hindsight.cli._store import open_store
 from langchain_hindsight.errors import RunNotFoundError
+from langchain_hindsight.journal import RunJournal
+from langchain_hindsight.runs import FeedbackEffect
 from langchain_hindsight.session import revert_feedback
-from langchain_hindsight.store.journal import RunJournal
-from langchain_hindsight.store.runs import FeedbackEffect
 
 __all__ = ["undo_feedback"]
 

@@ -18,6 +18,7 @@ from langchain_hindsight._json import json_items, parse_json_text
 from langchain_hindsight._safety import render_safe
 from langchain_hindsight._text import clip_text
 from langchain_hindsight.errors import InvalidMemoryError, ReflectionError
+from langchain_hindsight.journal import RunJournal
 from langchain_hindsight.lifecycle.policy import LifecyclePolicy, ReviewReport
 from langchain_hindsight.prompts import (
     REVIEW_SET_ASIDE_EN,
@@ -26,9 +27,8 @@ from langchain_hindsight.prompts import (
     ReviewTemplates,
     get_review_templates,
 )
-from langchain_hindsight.store.journal import RunJournal
+from langchain_hindsight.runs import RunRecord
 from langchain_hindsight.store.memory_store import MemoryStore
-from langchain_hindsight.store.runs import RunRecord
 from langchain_hindsight.taxonomy import FALLBACK_TASK_TYPE
 from langchain_hindsight.types import MemoryUnit
 

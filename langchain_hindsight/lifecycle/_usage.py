@@ -17,7 +17,7 @@ from langchain_hindsight.errors import ConfigurationError
 from langchain_hindsight.taxonomy import FALLBACK_TASK_TYPE
 
 if TYPE_CHECKING:
-    from langchain_hindsight.store.journal import RunJournal
+    from langchain_hindsight.journal import RunJournal
     from langchain_hindsight.store.memory_store import MemoryStore
 
 __all__ = ["LowSimilarityRecall", "MemoryUsage", "TaskTypeUsage", "UsageReport", "build_usage_report"]

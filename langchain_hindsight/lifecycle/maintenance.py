@@ -24,6 +24,7 @@ import numpy as np
 
 from langchain_hindsight._checks import check_number, refuse_unknown_keywords
 from langchain_hindsight.errors import ConfigurationError, MemoryNotFoundError
+from langchain_hindsight.journal import RunJournal
 from langchain_hindsight.lifecycle._merge import (
     KEPT_APART_TAG,
     active_with_vectors,
@@ -48,7 +49,6 @@ from langchain_hindsight.lifecycle.policy import (
     ReviewReport,
 )
 from langchain_hindsight.prompts import Locale, get_templates
-from langchain_hindsight.store.journal import RunJournal
 from langchain_hindsight.store.memory_store import MemoryStore
 from langchain_hindsight.types import MemoryUnit, utcnow
 

@@ -1,6 +1,6 @@
 """Why a run was shown what it was shown: each served memory's score, its factors, and what became of it.
 
-The explanation reads a run's journal record (:class:`~langchain_hindsight.store.journal.RunJournal`)
+The explanation reads a run's journal record (:class:`~langchain_hindsight.journal.RunJournal`)
 and the memories as they are now, and orders each served memory's additive score terms
 (:data:`~langchain_hindsight.recall.scoring.TERMS`) by contribution: a question about recall's
 scores, so it lives beside them rather than in the store. ``Hindsight.explain``,
@@ -24,9 +24,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from langchain_hindsight.journal import RunJournal
 from langchain_hindsight.recall.scoring import TERMS
-from langchain_hindsight.store.journal import RunJournal
-from langchain_hindsight.store.runs import RunRecord
+from langchain_hindsight.runs import RunRecord
 from langchain_hindsight.types import MemoryStatus, MemoryUnit, ServedMemory
 
 __all__ = ["ExplainedMemory", "RunExplanation", "aexplain_run", "explain_run"]

@@ -28,7 +28,9 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Literal
 
 from langchain_hindsight._text import clip_text
+from langchain_hindsight.journal import RunJournal
 from langchain_hindsight.prompts import Locale
+from langchain_hindsight.runs import RunRecord
 from langchain_hindsight.session._feedback_model import FeedbackModelClassifier
 from langchain_hindsight.session._feedback_rules import (
     CORRECTION_PATTERNS,
@@ -37,8 +39,6 @@ from langchain_hindsight.session._feedback_rules import (
     compile_openers,
     may_restate,
 )
-from langchain_hindsight.store.journal import RunJournal
-from langchain_hindsight.store.runs import RunRecord
 from langchain_hindsight.taxonomy import FALLBACK_TASK_TYPE, infer_task_type
 from langchain_hindsight.types import Served
 

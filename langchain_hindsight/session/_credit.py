@@ -21,10 +21,10 @@ from typing import Any
 from langchain_hindsight._trust import USER_SOURCES
 from langchain_hindsight.capture import OUTCOME_REASON_KEY
 from langchain_hindsight.errors import RunNotFoundError
+from langchain_hindsight.journal import RunJournal
 from langchain_hindsight.reflection.background import BackgroundReflector
-from langchain_hindsight.store.journal import RunJournal
+from langchain_hindsight.runs import MemoryUse, RunRecord
 from langchain_hindsight.store.memory_store import MemoryStore
-from langchain_hindsight.store.runs import MemoryUse, RunRecord
 from langchain_hindsight.types import MemoryUnit, ScoredMemory, Served, Trajectory
 
 __all__ = [

@@ -35,9 +35,9 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from langchain_hindsight.runs import MemoryUse, RunRecord, UseVerdict
 from langchain_hindsight.session._verdict import claim_of
 from langchain_hindsight.store.memory_store import MemoryStore
-from langchain_hindsight.store.runs import MemoryUse, RunRecord, UseVerdict
 from langchain_hindsight.types import MemoryUnit, Trajectory
 
 __all__ = ["agent_text", "judge_run", "judge_uses", "statement_refs"]
@@ -368,7 +368,7 @@ def judge_uses(
         numbers: The block number of each of ``served`` (the journal's ranks); default 1, 2, 3…
 
     Returns:
-        One :class:`~langchain_hindsight.store.runs.MemoryUse` per served memory: ``set_aside``
+        One :class:`~langchain_hindsight.runs.MemoryUse` per served memory: ``set_aside``
         (the agent said it does not apply; wins over any sign of use), ``used`` (followed, or
         said applied) or ``unclear``; each with its evidence.
     """

@@ -8,7 +8,7 @@ everything the run was shown, never another correction on a different point. The
 superseded memory is no longer served, so it cannot regain credit; the chain is
 in ``store.history(new_id)``. ``success=False`` with no comment names nothing: the
 failure debit, on what the run used only, never on a user's own correction. Each change is an
-:class:`~langchain_hindsight.store.runs.FeedbackEffect` (state before and after,
+:class:`~langchain_hindsight.runs.FeedbackEffect` (state before and after,
 reason) of the run's feedback entry; :func:`revert_feedback` undoes the newest
 verdict in force from exactly those effects.
 """
@@ -29,13 +29,13 @@ from langchain_hindsight.errors import (
     FeedbackNotFoundError,
     InvalidMemoryError,
 )
+from langchain_hindsight.journal import RunJournal
 from langchain_hindsight.prompts import ReflectionTemplates, get_reflection_templates
 from langchain_hindsight.reflection import feedback_unit
+from langchain_hindsight.runs import EffectAction, FeedbackEffect, RunRecord, UnitState
 from langchain_hindsight.session._credit import credit, undo_credit
 from langchain_hindsight.session.config import FeedbackResult
-from langchain_hindsight.store.journal import RunJournal
 from langchain_hindsight.store.memory_store import MemoryStore
-from langchain_hindsight.store.runs import EffectAction, FeedbackEffect, RunRecord, UnitState
 from langchain_hindsight.store.writes import WriteResult
 from langchain_hindsight.taxonomy import TaskTypeVocabulary
 from langchain_hindsight.types import MemoryUnit

@@ -34,13 +34,13 @@ from urllib.parse import urlsplit
 from langchain_hindsight._checks import refuse_unknown_keywords
 from langchain_hindsight._unset import Unset
 from langchain_hindsight.errors import ConfigurationError
+from langchain_hindsight.journal import RunJournal
 from langchain_hindsight.prompts import Locale
 from langchain_hindsight.recall.engine import RecallSettings
 from langchain_hindsight.recall.retriever import HindsightRetriever
 from langchain_hindsight.reflection.reflector import Reflector
 from langchain_hindsight.session.config import PROMPT_LOCALE, SessionConfig, SessionOptions
 from langchain_hindsight.settings import DEFAULT_DIRECTORY, store_target
-from langchain_hindsight.store.journal import RunJournal
 from langchain_hindsight.store.memory_store import MemoryStore
 from langchain_hindsight.store.writes import LLMWriteJudge, WriteJudge
 

@@ -15,6 +15,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_hindsight._checks import check_int, refuse_unknown_keywords
 from langchain_hindsight._unset import UNSET, Unset
 from langchain_hindsight.errors import ConfigurationError
+from langchain_hindsight.journal import RunJournal
 from langchain_hindsight.prompts import Locale, get_templates
 from langchain_hindsight.recall import DEFAULT_MAX_LINE_CHARS, check_block_size
 from langchain_hindsight.recall.engine import DEFAULT_K, RecallSettings
@@ -22,11 +23,10 @@ from langchain_hindsight.recall.injection import DEFAULT_MAX_LINES
 from langchain_hindsight.recall.ranking import FloorRule, MinRelevance
 from langchain_hindsight.reflection.background import BackgroundReflector
 from langchain_hindsight.reflection.reflector import Reflector
+from langchain_hindsight.runs import RunRecord
 from langchain_hindsight.session._conversation import CorrectionDetector
 from langchain_hindsight.session._feedback_rules import CORRECTION_PATTERNS
-from langchain_hindsight.store.journal import RunJournal
 from langchain_hindsight.store.memory_store import MemoryStore
-from langchain_hindsight.store.runs import RunRecord
 from langchain_hindsight.types import MemoryUnit
 
 if TYPE_CHECKING:

@@ -42,12 +42,14 @@ from langchain_hindsight._script import query_script
 from langchain_hindsight.capture.messages import namespace_from_config
 from langchain_hindsight.capture.recorder import SERVED_KEY
 from langchain_hindsight.errors import AccessDeniedError, ConfigurationError, HindsightError, RunNotFoundError
+from langchain_hindsight.journal import RunJournal
 from langchain_hindsight.prompts import Locale, get_reflection_templates
 from langchain_hindsight.recall.engine import RecallResult
 from langchain_hindsight.recall.injection import block_locale, build_task_prompt, fit_experiences
 from langchain_hindsight.recall.retriever import HindsightRetriever
 from langchain_hindsight.reflection.background import BackgroundReflector
 from langchain_hindsight.reflection.reflector import Reflector
+from langchain_hindsight.runs import RunRecord
 from langchain_hindsight.session._conversation import CorrectionDetector, detect_correction
 from langchain_hindsight.session._credit import (
     apply_outcome,
@@ -68,9 +70,7 @@ from langchain_hindsight.session.config import (
     SessionOptions,
     new_run_id,
 )
-from langchain_hindsight.store.journal import RunJournal
 from langchain_hindsight.store.memory_store import MemoryStore
-from langchain_hindsight.store.runs import RunRecord
 from langchain_hindsight.types import MemoryUnit, ScoredMemory, Served, Trajectory
 
 __all__ = ["HindsightSession"]

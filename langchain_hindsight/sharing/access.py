@@ -52,6 +52,7 @@ from typing import Any
 from langchain_hindsight._checks import refuse_unknown_keywords
 from langchain_hindsight._trust import MemorySource
 from langchain_hindsight.errors import AccessDeniedError, ConfigurationError, InvalidMemoryError, MemoryNotFoundError
+from langchain_hindsight.journal import RunJournal
 from langchain_hindsight.recall.explain import ExplainedMemory, RunExplanation, explain_run
 from langchain_hindsight.recall.retriever import HindsightRetriever
 from langchain_hindsight.sharing.principals import (
@@ -65,7 +66,6 @@ from langchain_hindsight.sharing.principals import (
     unit_origin_tag,
 )
 from langchain_hindsight.sharing.retriever import ScopedRetriever
-from langchain_hindsight.store.journal import RunJournal
 from langchain_hindsight.store.memory_store import MemoryStore
 from langchain_hindsight.types import MemoryKind, MemoryUnit, ScoredMemory
 

@@ -1,4 +1,4 @@
-"""Storage layer: memory units and run records in a backend (Chroma, or memory), one collection set per namespace.
+"""Storage layer: memory units and run records in a backend (Chroma, Postgres, memory), a collection set per namespace.
 
 The rooms (docs/DESIGN.md, "The store", walks through them):
 
@@ -6,8 +6,9 @@ The rooms (docs/DESIGN.md, "The store", walks through them):
 * :mod:`~langchain_hindsight.store.writes`: how a write is judged (:class:`WriteResult`, the judges);
 * :mod:`~langchain_hindsight.store.statement` and :mod:`~langchain_hindsight.store.evidence`: when two texts
   make one statement, and how far a lesson learned again gains (the write path and the merge pass share both);
-* :mod:`~langchain_hindsight.store.journal` and :mod:`~langchain_hindsight.store.runs`: the run journal
-  and its records;
+* :mod:`~langchain_hindsight.store.run_records`: the run records in each namespace's journal collection
+  (``store.run_records``); the run journal that writes them (:class:`~langchain_hindsight.journal.RunJournal`)
+  is one floor up and reaches them only through the store's public API;
 * :mod:`~langchain_hindsight.store.replica`: where recall reads from — the derived copies of the data and
   the only code that reads or writes their files;
 * :mod:`~langchain_hindsight.store.backend`: the backends (the narrow interface, Chroma, in memory);
@@ -30,9 +31,7 @@ if TYPE_CHECKING:
     from langchain_hindsight.store._codec import unit_to_metadata
     from langchain_hindsight.store._directory import DATA_FILE, holds_store
     from langchain_hindsight.store._policy import ConfidencePolicy
-    from langchain_hindsight.store.journal import RunJournal
     from langchain_hindsight.store.memory_store import MemoryStore
-    from langchain_hindsight.store.runs import RunRecord
     from langchain_hindsight.store.writes import LLMWriteJudge, RuleWriteJudge, WriteJudge, WriteResult
 
 _EXPORTS: dict[str, str] = {
@@ -41,8 +40,6 @@ _EXPORTS: dict[str, str] = {
     "LLMWriteJudge": ".writes",
     "MemoryStore": ".memory_store",
     "RuleWriteJudge": ".writes",
-    "RunJournal": ".journal",
-    "RunRecord": ".runs",
     "WriteJudge": ".writes",
     "WriteResult": ".writes",
     "holds_store": "._directory",
@@ -56,8 +53,6 @@ __all__ = [
     "LLMWriteJudge",
     "MemoryStore",
     "RuleWriteJudge",
-    "RunJournal",
-    "RunRecord",
     "WriteJudge",
     "WriteResult",
     "holds_store",

@@ -45,7 +45,7 @@ from langchain_hindsight.store._policy import ConfidencePolicy
 from langchain_hindsight.store.apply import repair_namespace
 from langchain_hindsight.store.backend import Backend
 from langchain_hindsight.store.replica import Replica
-from langchain_hindsight.store.runs import RunRecords
+from langchain_hindsight.store.run_records import RunRecords
 from langchain_hindsight.store.writes import WriteJudge
 from langchain_hindsight.taxonomy import TaskTypeVocabulary
 from langchain_hindsight.types import MemoryUnit
@@ -152,13 +152,23 @@ class StoreCore:
         self._repaired: set[str] = set()
         self._closed = False
         self.run_records = RunRecords(self._journal_collection)
-        """The run records of every namespace (storage of :class:`~langchain_hindsight.store.journal.RunJournal`)."""
+        """The run records of every namespace (the storage under :class:`~langchain_hindsight.journal.RunJournal`)."""
 
     # ------------------------------------------------------------------ public plumbing
     @property
     def lock(self) -> threading.RLock:
         """The store's re-entrant lock: hold it (``with store.lock:``) across a read-modify-write of several calls."""
         return self._lock
+
+    def atomic(self, namespace: str, plan: Callable[[], _R]) -> _R:
+        """Run a read-modify-write ``plan`` on ``namespace`` as one write plan of the store, under :attr:`lock`.
+
+        On a database it is one transaction under the namespace's lock, so two processes changing
+        one record apply one after the other and neither change is lost; the plan may be re-run
+        after a serialization failure, so it re-reads what it decides on (the run journal's updates).
+        """
+        with self._lock:
+            return self._atomic(self.namespace_or_default(namespace), plan)
 
     @property
     def mirror_max_rows(self) -> int:

@@ -82,7 +82,6 @@ __all__ = [
     "replace_file",
     "scrub_pending",
     "trusted_store",
-    "unfinished_intents",
     "write_stamp",
 ]
 
@@ -401,14 +400,6 @@ def trusted_store(directory: str | os.PathLike[str]) -> Iterator[frozenset[str]]
 
 
 # ---------------------------------------------------------------- intents: what a killed process left to finish
-def unfinished_intents(directory: Path) -> list[str]:
-    """The intent files a killed process left in ``directory`` (a forget, scrub or import the store's open finishes).
-
-    Read-only (:func:`pending_import` erases a half-written import file).
-    """
-    return [name for name in (FORGET_INTENT, SCRUB_MARKER, IMPORT_PENDING) if (directory / name).exists()]
-
-
 def read_intents(directory: Path) -> list[dict[str, Any]]:
     """The forgets noted in ``directory`` and not finished (oldest first); an unreadable note is no note."""
     path = directory / FORGET_INTENT

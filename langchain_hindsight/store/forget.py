@@ -4,7 +4,7 @@
 successor's ``supersedes``, a merge's ``merged_from``, the run records that
 served or produced them, the comments that became them), or a whole namespace.
 The run records are scrubbed through the storage layer's
-:class:`~langchain_hindsight.store.runs.RunRecords`, never through the journal's
+:class:`~langchain_hindsight.store.run_records.RunRecords`, never through the journal's
 API above the store. A Chroma delete leaves the bytes in ``chroma.sqlite3`` and
 the HNSW files, so the backend then erases them (``backend.erase``), resumably:
 a durable intent file and a scrub marker let the next open finish a forget or a

@@ -13,7 +13,7 @@ history), ``search`` (dense, lexical, hybrid), ``_store_writes`` (add, update,
 feedback, moves), ``transfer`` (exact import) and ``forget`` (forget, scrub) — over
 the shared state of ``_core.StoreCore``. The mechanics live in ``_collections``
 (naming, opening, reading), ``decide`` (dedupe/merge/supersede planning), ``apply``
-(two-step writes), ``runs`` (run records) and ``_policy`` (:class:`ConfidencePolicy`).
+(two-step writes), ``run_records`` (run records) and ``_policy`` (:class:`ConfidencePolicy`).
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ from langchain_core.embeddings import Embeddings
 from langchain_hindsight._checks import check_query, is_int, refuse_unknown_keywords
 from langchain_hindsight.embeddings.multilingual import default_embeddings
 from langchain_hindsight.errors import ConfigurationError
+from langchain_hindsight.runs import RunRecord
 from langchain_hindsight.store import _store_writes as _write_ops
 from langchain_hindsight.store import forget as _forget_ops
 from langchain_hindsight.store import reads as _read_ops
@@ -49,7 +50,6 @@ from langchain_hindsight.store.backend.postgres import PostgresBackend
 from langchain_hindsight.store.decide import MERGE_THRESHOLD
 from langchain_hindsight.store.replica.lexical import lexical_scheme
 from langchain_hindsight.store.replica.records import MIRROR_MAX_ROWS
-from langchain_hindsight.store.runs import RunRecord
 from langchain_hindsight.store.transfer import ImportReport
 from langchain_hindsight.store.writes import RuleWriteJudge, WriteJudge, WriteResult
 from langchain_hindsight.taxonomy import TaskTypeVocabulary

@@ -32,6 +32,7 @@ import numpy as np
 
 from langchain_hindsight._text import informative
 from langchain_hindsight.errors import ConfigurationError, InvalidMemoryError
+from langchain_hindsight.runs import RunRecord
 from langchain_hindsight.store import _directory
 from langchain_hindsight.store import _store_writes as _write_ops
 from langchain_hindsight.store import reads as _read_ops
@@ -39,7 +40,6 @@ from langchain_hindsight.store._core import StoreCore, backend_errors
 from langchain_hindsight.store._naming import Role
 from langchain_hindsight.store._policy import clamp_future
 from langchain_hindsight.store.decide import flag_suspicious
-from langchain_hindsight.store.runs import RunRecord
 from langchain_hindsight.types import MemoryUnit
 
 __all__ = [
@@ -103,7 +103,7 @@ def export_runs(store: StoreCore, out: IO[str], *, namespaces: Iterable[str]) ->
     for ns in namespaces:
         records: list[RunRecord] = []
         with store.lock:
-            for page in store.run_records.pages(ns, None):
+            for page in store.run_records.pages(ns):
                 records.extend(page)
         for record in sorted(records, key=lambda r: (r.started_at, r.run_id)):
             # the record exactly as the journal stores it (key order kept: a breakdown's order is its rank order)

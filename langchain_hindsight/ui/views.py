@@ -23,15 +23,15 @@ import numpy as np
 
 from langchain_hindsight.errors import AccessDeniedError, MemoryNotFoundError
 from langchain_hindsight.hindsight import Hindsight
+from langchain_hindsight.journal import RunJournal
 from langchain_hindsight.lifecycle import MemoryUsage, active_with_vectors
 from langchain_hindsight.lifecycle.maintenance import Lifecycle
 from langchain_hindsight.recall.engine import RecallSettings, recall
 from langchain_hindsight.recall.explain import RunExplanation, explain_run
 from langchain_hindsight.recall.ranking import served_mask
+from langchain_hindsight.runs import RunFeedback, RunRecord
 from langchain_hindsight.sharing.principals import Principal
-from langchain_hindsight.store.journal import RunJournal
 from langchain_hindsight.store.memory_store import MemoryStore
-from langchain_hindsight.store.runs import RunFeedback, RunRecord
 from langchain_hindsight.store.statement import lesson_key
 from langchain_hindsight.types import MemoryUnit, ScoredMemory, utcnow
 

@@ -27,6 +27,7 @@ from langchain_hindsight import Hindsight, HindsightRetriever, MemoryStore, Memo
 from langchain_hindsight._checks import check_int, check_number
 from langchain_hindsight._unset import UNSET, Unset
 from langchain_hindsight.errors import ConfigurationError
+from langchain_hindsight.journal import RunJournal
 from langchain_hindsight.lifecycle.policy import LifecyclePolicy
 from langchain_hindsight.prompts import PromptTemplates, ReviewTemplates
 from langchain_hindsight.recall import engine, retriever
@@ -35,7 +36,6 @@ from langchain_hindsight.recall.explain import explain_run
 from langchain_hindsight.recall.scoring import TERMS
 from langchain_hindsight.session.config import SessionConfig
 from langchain_hindsight.store.decide import MERGE_THRESHOLD
-from langchain_hindsight.store.journal import RunJournal
 from langchain_hindsight.types import Trajectory
 from tests.fakes import NgramEmbeddings, closing_factory
 

@@ -13,8 +13,8 @@ import pytest
 from langchain_hindsight import Hindsight, MemoryUnit
 from langchain_hindsight.cli.main import EXIT_OK, main
 from langchain_hindsight.errors import ConfigurationError, HindsightError, InvalidMemoryError
+from langchain_hindsight.journal import RunJournal
 from langchain_hindsight.sharing.principals import AccessPolicy
-from langchain_hindsight.store.journal import RunJournal
 from langchain_hindsight.store.memory_store import MemoryStore
 from langchain_hindsight.store.transfer import read_backup, read_jsonl
 

@@ -40,8 +40,8 @@ from langchain_hindsight.errors import ConfigurationError, InvalidMemoryError, U
 from langchain_hindsight.lifecycle.policy import LifecyclePolicy
 from langchain_hindsight.prompts import get_templates
 from langchain_hindsight.reflection.background import BackgroundReflector
+from langchain_hindsight.runs import RunRecord
 from langchain_hindsight.store import ConfidencePolicy
-from langchain_hindsight.store.runs import RunRecord
 from langchain_hindsight.taxonomy import TaskTypeVocabulary
 from langchain_hindsight.types import ScoredMemory
 

@@ -51,13 +51,13 @@ from langchain_hindsight.recall.engine import RecallSettings
 from langchain_hindsight.recall.ranking import FloorRule
 from langchain_hindsight.recall.scoring import score_memory
 from langchain_hindsight.reflection.background import BackgroundReflector
+from langchain_hindsight.runs import RunRecord
 from langchain_hindsight.session import SessionConfig, build_config, session_for
 from langchain_hindsight.sharing.access import ScopedMemory
 from langchain_hindsight.sharing.mcp_server import create_server
 from langchain_hindsight.sharing.principals import AccessPolicy, Principal
 from langchain_hindsight.sharing.retriever import ScopedRetriever
 from langchain_hindsight.store import ConfidencePolicy
-from langchain_hindsight.store.runs import RunRecord
 from langchain_hindsight.taxonomy import TaskTypeVocabulary, normalize_task_type
 from langchain_hindsight.types import MemoryContext, ScoredMemory
 

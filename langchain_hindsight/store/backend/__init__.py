@@ -56,8 +56,7 @@ _EXPORTS: dict[str, str] = {
     "Rows": ".base",
     "Vector": ".base",
 }
-"""Each public name and the module defining it (imported on first use: ``hindsight stats`` reads Chroma's
-file through :mod:`~langchain_hindsight.store.backend.chroma_file` without importing numpy or chromadb)."""
+"""Each public name and the module defining it (imported on first use, so importing one backend loads no other)."""
 
 __all__ = [
     "BACKEND_WRITES",

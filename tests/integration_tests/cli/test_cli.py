@@ -22,8 +22,8 @@ from hypothesis import strategies as st
 from langchain_core.embeddings import Embeddings
 
 from langchain_hindsight.cli.main import EXIT_DENIED, EXIT_LOCKED, EXIT_NOT_FOUND, EXIT_OK, EXIT_USAGE, main
+from langchain_hindsight.journal import RunJournal
 from langchain_hindsight.recall.scoring import score_memory
-from langchain_hindsight.store.journal import RunJournal
 from langchain_hindsight.store.memory_store import MemoryStore
 from langchain_hindsight.types import MemoryContext, MemoryUnit
 from tests.server import ChromaServer

@@ -1,8 +1,6 @@
 """``hindsight stats`` answered from the store's trusted summary: the same bytes as counting, counted afresh
 after any write, no Chroma import, the same error on a locked store.
-
-What the counts files cannot answer is answered next from Chroma's SQLite file (``test_cli_stats_sqlite.py``);
-here that step is off, so it is counted by the store as these tests expect."""
+What the counts files cannot answer, the store counts."""
 
 from __future__ import annotations
 
@@ -19,8 +17,8 @@ import pytest
 
 from langchain_hindsight.cli import _stats, browse
 from langchain_hindsight.cli.main import EXIT_LOCKED, EXIT_OK, main
+from langchain_hindsight.journal import RunJournal
 from langchain_hindsight.store._directory import STAMP_FILE, read_stamp
-from langchain_hindsight.store.journal import RunJournal
 from langchain_hindsight.store.memory_store import MemoryStore
 from langchain_hindsight.types import MemoryUnit
 from tests.counts import counts_files, counts_vouched, read_counts
@@ -34,12 +32,6 @@ UNITS = [
     MemoryUnit(memory_id="m_team", content="团队甲的周报周一提交。", namespace=TEAM, source="user_feedback"),
     MemoryUnit(memory_id="m_team2", content="团队甲用飞书发通知。", namespace=TEAM, task_type="file_operation"),
 ]
-
-
-@pytest.fixture(autouse=True)
-def _counts_files_only(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The quick path reads only the counts files: what they cannot answer, the store counts."""
-    monkeypatch.setattr(_stats, "count_closed", lambda *args, **kwargs: None)
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:

@@ -17,10 +17,10 @@ from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage
 
 from langchain_hindsight.errors import ReflectionError
+from langchain_hindsight.journal import RunJournal
 from langchain_hindsight.lifecycle.maintenance import Lifecycle
 from langchain_hindsight.lifecycle.policy import LifecyclePolicy
 from langchain_hindsight.recall.scoring import score_memory
-from langchain_hindsight.store.journal import RunJournal
 from langchain_hindsight.store.memory_store import MemoryStore
 from langchain_hindsight.types import MemoryUnit
 

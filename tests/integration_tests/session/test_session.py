@@ -31,11 +31,11 @@ from langchain_hindsight import (
 )
 from langchain_hindsight.adapters.middleware import HindsightMiddleware
 from langchain_hindsight.embeddings.local import LocalEmbeddings
+from langchain_hindsight.runs import RunRecord
 from langchain_hindsight.session import _verdict
 from langchain_hindsight.session.config import SessionConfig
 from langchain_hindsight.session.loop import HindsightSession
 from langchain_hindsight.session.source import SessionOwner, session_for
-from langchain_hindsight.store.runs import RunRecord
 from langchain_hindsight.testing import ReactiveToolModel
 from langchain_hindsight.types import MemoryContext, Trajectory
 from tests.fakes import WEEKLY_REPORT_LESSON as LESSON

@@ -126,7 +126,7 @@ def test_forget_namespace_erases_it_and_spares_the_others(fast_store: MemoryStor
 
 
 def test_forget_removes_references_and_journal_entries(make_chroma_store: Callable[..., MemoryStore]) -> None:
-    from langchain_hindsight.store.journal import RunJournal
+    from langchain_hindsight.journal import RunJournal
 
     fast_store = make_chroma_store(
         judge=LLMWriteJudge(judge_model("conflict"))
@@ -160,8 +160,8 @@ def test_forget_of_unknown_ids_changes_nothing(hash_store: MemoryStore) -> None:
 
 
 def test_forget_cleans_references_run_records_and_comments_on_every_backend(hash_store: MemoryStore) -> None:
-    from langchain_hindsight.store.journal import RunJournal
-    from langchain_hindsight.store.runs import RunRecord
+    from langchain_hindsight.journal import RunJournal
+    from langchain_hindsight.runs import RunRecord
 
     store = hash_store
     old = store.add(MemoryUnit(task_type="report", content="周报按自然周统计。")).unit
@@ -342,7 +342,7 @@ _KILL_IN_FORGET = """
 import os, signal, sys
 import chromadb.api.models.Collection as C
 from langchain_hindsight import MemoryStore, MemoryUnit
-from langchain_hindsight.store.journal import RunJournal
+from langchain_hindsight.journal import RunJournal
 sys.path.insert(0, {root!r})
 from tests.fakes import HashEmbeddings
 from tests.integration_tests.store.test_forget import _filler, _secret_unit
@@ -380,8 +380,8 @@ FORGET_KILL_POINTS = ["first-delete", "journal-scrub", "before-scrub", "rename",
 @pytest.mark.slow
 @pytest.mark.parametrize("point", FORGET_KILL_POINTS)
 def test_a_forget_killed_at_any_step_is_finished_on_reopen(tmp_path: Path, point: str) -> None:
+    from langchain_hindsight.journal import RunJournal
     from langchain_hindsight.store._directory import FORGET_INTENT
-    from langchain_hindsight.store.journal import RunJournal
 
     directory = tmp_path / "db"
     script = _KILL_IN_FORGET.format(root=str(REPO_ROOT), path=str(directory), point=point)

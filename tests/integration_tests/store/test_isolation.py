@@ -129,7 +129,7 @@ def test_sharing_is_explicit_and_copies_only_what_is_chosen(
 
 # ----------------------------------------------------------------------------- run ids (journal, feedback, CLI)
 def _bob_run(store: MemoryStore, bob: MemoryUnit) -> str:
-    from langchain_hindsight.store.journal import RunJournal
+    from langchain_hindsight.journal import RunJournal
     from langchain_hindsight.types import ScoredMemory
 
     RunJournal(store).start(
@@ -143,8 +143,8 @@ def _bob_run(store: MemoryStore, bob: MemoryUnit) -> str:
 
 def test_a_run_id_of_another_tenant_is_not_found(tenants: tuple[MemoryStore, MemoryUnit, MemoryUnit]) -> None:
     from langchain_hindsight.errors import RunNotFoundError
+    from langchain_hindsight.journal import RunJournal
     from langchain_hindsight.recall.explain import explain_run
-    from langchain_hindsight.store.journal import RunJournal
 
     store, _, bob = tenants
     run_id = _bob_run(store, bob)

@@ -337,7 +337,7 @@ _JOURNAL_WRITER = """
 import sys
 sys.path.insert(0, {root!r})
 from langchain_hindsight import MemoryStore
-from langchain_hindsight.store.journal import RunJournal
+from langchain_hindsight.journal import RunJournal
 from tests.fakes import HashEmbeddings
 store = MemoryStore(database_url={url!r}, embeddings=HashEmbeddings())
 journal = RunJournal(store)
@@ -355,7 +355,7 @@ def test_two_processes_updating_one_run_lose_nothing(postgres_url: str) -> None:
     """The journal's read-modify-write updates are write plans (one transaction under the namespace's lock):
     two processes appending verdicts and produced memories to the same run at once keep every one of them.
     """
-    from langchain_hindsight.store.journal import RunJournal
+    from langchain_hindsight.journal import RunJournal
 
     n = 15
     with MemoryStore(database_url=postgres_url, embeddings=HashEmbeddings()) as store:

@@ -25,12 +25,12 @@ from langchain_hindsight.embeddings.identity import EmbedderIdentity
 from langchain_hindsight.embeddings.local import LocalEmbeddings
 from langchain_hindsight.embeddings.multilingual import MultilingualEmbeddings, ScriptRoutedEmbeddings
 from langchain_hindsight.errors import ConfigurationError, EmbedderMismatchError, EmbeddingError
+from langchain_hindsight.journal import RunJournal
+from langchain_hindsight.runs import RunRecord
 from langchain_hindsight.store import _reembed
 from langchain_hindsight.store._collections import EMBEDDER_DIM_KEY, EMBEDDER_KEY
 from langchain_hindsight.store._naming import collection_name
-from langchain_hindsight.store.journal import RunJournal
 from langchain_hindsight.store.memory_store import MemoryStore
-from langchain_hindsight.store.runs import RunRecord
 from langchain_hindsight.types import MemoryContext, MemoryUnit
 from tests.fakes import child_env
 from tests.unit_tests.store.test_reembed import NoEmbeddings

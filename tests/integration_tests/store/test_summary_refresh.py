@@ -1,8 +1,7 @@
 """The statistics summary survives a writing session that held the recall mirror: ``count_by`` from the mirror
 equals the plain count, the close rewrites what it can vouch for and drops the rest, never a stale entry.
 
-``hindsight stats`` here reads only the counts files, else the store counts: its next quick answer, from Chroma's
-SQLite file (``tests/integration_tests/cli/test_cli_stats_sqlite.py``), is off, since it writes no counts file."""
+``hindsight stats`` reads only the counts files, else the store counts."""
 
 from __future__ import annotations
 
@@ -11,7 +10,7 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -19,14 +18,13 @@ from typing import Any
 import pytest
 from langchain_core.embeddings import Embeddings
 
-from langchain_hindsight.cli import _stats as stats_quick
 from langchain_hindsight.cli import browse
 from langchain_hindsight.cli.main import EXIT_OK, main
 from langchain_hindsight.errors import BackendError, StoreError
+from langchain_hindsight.journal import RunJournal
 from langchain_hindsight.store import reads as store_reads
 from langchain_hindsight.store._directory import read_stamp
 from langchain_hindsight.store.backend import ChromaBackend, ChromaRecords
-from langchain_hindsight.store.journal import RunJournal
 from langchain_hindsight.store.memory_store import MemoryStore
 from langchain_hindsight.store.replica.summary import summary_entry
 from langchain_hindsight.types import MemoryUnit
@@ -56,14 +54,6 @@ UNITS = [
     _unit("m_team2", "团队甲用飞书发通知。", namespace=TEAM, task_type="文件处理"),
     _unit("m_team3", "团队甲旧的通知渠道是邮件。", namespace=TEAM, task_type="文件处理", status="archived"),
 ]
-
-
-@pytest.fixture(autouse=True)
-def _counts_files_only() -> Iterator[None]:
-    """``stats`` answers from the counts files or counts through the store (kept across ``monkeypatch.undo()``)."""
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(stats_quick, "count_closed", lambda *args, **kwargs: None)
-        yield
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:

@@ -21,11 +21,11 @@ from langchain_hindsight.capture import OUTCOME_REASON_KEY
 from langchain_hindsight.capture._outcome import answer_outcome, gives_up, unrecovered_error
 from langchain_hindsight.capture.messages import trajectory_from_messages
 from langchain_hindsight.errors import ConfigurationError
+from langchain_hindsight.journal import RunJournal
+from langchain_hindsight.runs import RunRecord
 from langchain_hindsight.session._credit import credit, earlier_credits
 from langchain_hindsight.store import ConfidencePolicy
 from langchain_hindsight.store.backend import InMemoryBackend
-from langchain_hindsight.store.journal import RunJournal
-from langchain_hindsight.store.runs import RunRecord
 from langchain_hindsight.testing import ReactiveToolModel, Turn, call, scripted_model
 from langchain_hindsight.types import MemoryContext, utcnow
 from tests.fakes import NgramEmbeddings, query_sales

@@ -8,7 +8,7 @@ from langchain_hindsight.errors import ConfigurationError
 from langchain_hindsight.lifecycle._review import format_runs, rule_patterns
 from langchain_hindsight.lifecycle.policy import LifecyclePolicy
 from langchain_hindsight.prompts import get_review_templates
-from langchain_hindsight.store.runs import MemoryUse, RunRecord
+from langchain_hindsight.runs import MemoryUse, RunRecord
 from langchain_hindsight.types import MemoryUnit, ServedMemory
 
 

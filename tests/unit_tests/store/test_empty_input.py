@@ -14,7 +14,7 @@ import pytest
 
 from langchain_hindsight.adapters.langgraph_store import HindsightStore
 from langchain_hindsight.errors import ConfigurationError
-from langchain_hindsight.store.journal import RunJournal
+from langchain_hindsight.journal import RunJournal
 from langchain_hindsight.store.memory_store import MemoryStore
 from langchain_hindsight.types import MemoryUnit
 

@@ -1,10 +1,12 @@
 """The run journal: which memories each run was shown, what it produced, how it ended (to review which memories help).
 
-Every run is one :class:`RunRecord` stored in the namespace's ``journal``
-collection of the same backend as the memories (so it works with a Chroma
-server, and ``store.forget(namespace=...)`` removes it); the storage itself is
-``runs.RunRecords`` (``store.run_records``), which ``store.forget`` also uses
-to scrub forgotten ids.
+A consumer of the store, one floor above it: every run is one :class:`~langchain_hindsight.runs.RunRecord`
+kept in the namespace's ``journal`` collection of the same backend as the memories (so it works with a
+Chroma server or Postgres, and ``store.forget(namespace=...)`` removes it). The journal reaches that
+storage only through the store's public API: ``store.run_records``
+(:class:`~langchain_hindsight.store.run_records.RunRecords`, which ``store.forget`` also uses to scrub
+forgotten ids, so forgetting never reaches up to the journal), ``store.atomic`` for a read-modify-write,
+``store.lock``, ``store.namespaces()`` and ``store.vocabulary``.
 
 :meth:`RunJournal.scrub` removes forgotten memory ids from every record. "Which memories shaped
 this run, and why were they ranked so" is a question about recall's scores: it is answered by
@@ -23,9 +25,9 @@ from pydantic import ValidationError
 
 from langchain_hindsight._checks import is_int, refuse_unknown_keywords
 from langchain_hindsight.errors import ConfigurationError, RunNotFoundError
-from langchain_hindsight.store._codec import to_datetime_us
+from langchain_hindsight.runs import FeedbackEffect, MemoryUse, RunFeedback, RunKind, RunRecord
 from langchain_hindsight.store.memory_store import MemoryStore
-from langchain_hindsight.store.runs import FeedbackEffect, MemoryUse, RunFeedback, RunKind, RunRecord, RunRecords
+from langchain_hindsight.store.run_records import RunRecords
 from langchain_hindsight.types import Outcome, ScoredMemory, ServedMemory, utcnow
 
 __all__ = ["RunJournal"]
@@ -180,12 +182,11 @@ class RunJournal:
     def _atomic(self, namespace: str, plan: Callable[[], RunRecord]) -> RunRecord:
         """Run a read-modify-write ``plan`` on ``namespace``'s journal as one write plan of the store.
 
-        On a database it is one transaction under the namespace's lock, so two processes updating
-        one run (a verdict and an undo, two verdicts) apply one after the other and neither is lost;
-        the plan may be re-run after a serialization failure, so it re-reads the record.
+        :meth:`MemoryStore.atomic`: on a database one transaction under the namespace's lock, so two
+        processes updating one run (a verdict and an undo, two verdicts) apply one after the other
+        and neither is lost; the plan may be re-run after a serialization failure, so it re-reads the record.
         """
-        with self.store.lock:
-            return self.store._atomic(namespace, plan)
+        return self.store.atomic(namespace, plan)
 
     def _change(self, run_id: str, namespace: str | None, **changes: Any) -> RunRecord:
         return self._update(run_id, namespace, lambda _current: changes)
@@ -371,9 +372,8 @@ class RunJournal:
         if isinstance(exclude, str) or not isinstance(exclude, Sequence):
             raise ConfigurationError(f"exclude must be a sequence of run ids, got {type(exclude).__name__}")
         skip = set(exclude)
-        where = {"$and": [{"thread_id": thread_id}, {"kind": "run"}, {"ended_at_us": {"$gte": 0}}]}
         with self.store.lock:
-            runs = [r for r in self._records.read(ns, where=where) if r.run_id not in skip]
+            runs = [r for r in self._records.finished_in_thread(ns, thread_id) if r.run_id not in skip]
         return sorted(runs, key=lambda r: (r.ended_at or r.started_at, r.started_at), reverse=True)
 
     def delete(self, run_ids: Sequence[str], *, namespace: str | None = None) -> int:
@@ -434,17 +434,9 @@ class RunJournal:
     ) -> Iterator[RunRecord]:
         """Records started in ``[since, until)`` (unordered, paged)."""
         ns = self._ns(namespace)
-        clauses: list[dict[str, Any]] = []
-        if since is not None:
-            clauses.append({"started_at_us": {"$gte": to_datetime_us(_when(since, "since"))}})
-        if until is not None:
-            clauses.append({"started_at_us": {"$lt": to_datetime_us(_when(until, "until"))}})
-        if outcome is not None:
-            clauses.append({"outcome": outcome})
-        if kind is not None:
-            clauses.append({"kind": kind})
-        where = None if not clauses else clauses[0] if len(clauses) == 1 else {"$and": clauses}
-        pages = self._records.pages(ns, where)
+        since = None if since is None else _when(since, "since")
+        until = None if until is None else _when(until, "until")
+        pages = self._records.pages(ns, since=since, until=until, outcome=outcome, kind=kind)
         while True:
             with self.store.lock:
                 page = next(pages, None)

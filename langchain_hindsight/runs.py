@@ -1,16 +1,15 @@
-"""Run records in the storage layer: the record models and their storage in a namespace's journal collection.
+"""Run records: what one run was shown, what it produced, how it ended, and what feedback did to memory.
 
-:class:`RunRecords` is the storage half of :class:`~langchain_hindsight.store.journal.RunJournal`:
-reading, writing, deleting and scrubbing run records through the backend layer.
-The store uses it directly when it forgets memories, so forgetting never reaches
-up to the journal's API. Every record is a JSON document with a constant
-one-dimensional embedding and filterable metadata (``kind``, ``outcome``,
-``task_type``, ``started_at_us``, ``ended_at_us``, ``thread_id``).
+Domain values, like :mod:`~langchain_hindsight.types`: the run journal
+(:class:`~langchain_hindsight.journal.RunJournal`) writes them, the store keeps them in each
+namespace's journal collection (``store.run_records``, which ``forget`` scrubs and export/import
+copy), and the session, the lifecycle's review, ``explain`` and the console read them. Their JSON
+(:meth:`RunRecord.to_json`) is what the journal stores.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Sequence, Set
 from datetime import UTC, datetime
 from typing import Any, Literal
 
@@ -21,32 +20,22 @@ from langchain_hindsight._safety import render_safe
 from langchain_hindsight._text import clean_feedback
 from langchain_hindsight._trust import MemorySource
 from langchain_hindsight.errors import ConfigurationError, StoreError
-from langchain_hindsight.store._codec import from_datetime_us, to_datetime_us
-from langchain_hindsight.store.backend import Records
 from langchain_hindsight.types import MemoryStatus, MemoryUnit, Outcome, ServedMemory, utcnow
 
 __all__ = [
-    "JOURNAL_SCHEMA",
     "EffectAction",
     "FeedbackEffect",
     "MemoryUse",
     "RunFeedback",
     "RunKind",
     "RunRecord",
-    "RunRecords",
     "UnitState",
     "UseVerdict",
     "check_run_id",
-    "scrub_effects",
 ]
 
 RunKind = Literal["run", "review"]
 """``run``: one agent task; ``review``: one periodic review pass (see ``Lifecycle.review``)."""
-
-JOURNAL_SCHEMA = 1
-_EMBEDDING = [1.0]
-"""Records are never searched by similarity: every one gets the same 1-d vector."""
-_PAGE = 1000
 
 
 class UnitState(BaseModel):
@@ -256,6 +245,23 @@ class RunRecord(BaseModel):
                 return "success" if entry.success else "failure"
         return self.outcome
 
+    def forgetting(self, gone: Set[str], comments: Sequence[str] = ()) -> RunRecord:
+        """This record without any reference to the forgotten memory ids ``gone`` (what ``forget`` leaves).
+
+        ``comments``: the contents of forgotten ``user_feedback`` units made from this run's comments:
+        those comments are erased too (:func:`_erase_comments`).
+        """
+        return self.model_copy(
+            update={
+                "served": [m for m in self.served if m.memory_id not in gone],
+                "produced": [p for p in self.produced if p not in gone],
+                "feedback": _scrub_effects(_erase_comments(self.feedback, comments), gone),
+                "credit": None if self.credit is None else {k: v for k, v in self.credit.items() if k not in gone},
+                "debit": None if self.debit is None else {k: v for k, v in self.debit.items() if k not in gone},
+                "uses": None if self.uses is None else [u for u in self.uses if u.memory_id not in gone],
+            }
+        )
+
     def to_json(self) -> str:
         """The record as the JSON document stored in Chroma."""
         return self.model_dump_json()
@@ -279,7 +285,7 @@ def check_run_id(run_id: object) -> None:
         raise ConfigurationError(f"run_id must be a string of 1-256 characters without NUL, got {run_id!r}")
 
 
-def erase_comments(entries: list[RunFeedback], contents: Sequence[str]) -> list[RunFeedback]:
+def _erase_comments(entries: list[RunFeedback], contents: Sequence[str]) -> list[RunFeedback]:
     """``entries`` with the comments that became the forgotten units ``contents`` erased."""
     if not contents:
         return entries
@@ -293,7 +299,7 @@ def erase_comments(entries: list[RunFeedback], contents: Sequence[str]) -> list[
     return [e.model_copy(update={"text": ""}) if e in erase else e for e in entries]
 
 
-def _clean_state(state: UnitState | None, gone: set[str]) -> UnitState | None:
+def _clean_state(state: UnitState | None, gone: Set[str]) -> UnitState | None:
     if state is None:
         return None
     return state.model_copy(
@@ -304,7 +310,7 @@ def _clean_state(state: UnitState | None, gone: set[str]) -> UnitState | None:
     )
 
 
-def scrub_effects(entries: list[RunFeedback], gone: set[str]) -> list[RunFeedback]:
+def _scrub_effects(entries: list[RunFeedback], gone: Set[str]) -> list[RunFeedback]:
     """``entries`` without the effects on the forgotten ids ``gone`` (nor any other reference to them)."""
 
     def clean(e: FeedbackEffect) -> FeedbackEffect:
@@ -331,134 +337,3 @@ def scrub_effects(entries: list[RunFeedback], gone: set[str]) -> list[RunFeedbac
                 changes[name] = {k: v for k, v in credit.items() if k not in gone}
         out.append(entry.model_copy(update=changes) if changes else entry)
     return out
-
-
-def _metadata(record: RunRecord) -> dict[str, str | int | float | bool]:
-    return {
-        "schema": JOURNAL_SCHEMA,
-        "kind": record.kind,
-        "outcome": record.outcome,
-        "task_type": record.task_type or "",
-        "started_at_us": to_datetime_us(record.started_at),
-        "ended_at_us": -1 if record.ended_at is None else to_datetime_us(record.ended_at),
-        "n_served": len(record.served),
-        "thread_id": record.thread_id or "",
-    }
-
-
-OpenJournal = Callable[[str, bool], Records | None]
-"""``(namespace, create) ->`` the namespace's journal collection (``None`` when missing and not created)."""
-
-
-class RunRecords:
-    """The run records of every namespace's journal collection (storage only: no locking, no validation).
-
-    Args:
-        open_collection: Opens a namespace's journal collection (see :data:`OpenJournal`).
-    """
-
-    def __init__(self, open_collection: OpenJournal) -> None:
-        self._open = open_collection
-
-    def read(self, namespace: str, **kwargs: Any) -> list[RunRecord]:
-        """The records a ``get(**kwargs)`` of the namespace's journal returns (none when it has no journal)."""
-        col = self._open(namespace, False)
-        if col is None:
-            return []
-        return [RunRecord.from_json(d) for d in col.get(include=["documents"], **kwargs)["documents"] or []]
-
-    def find(self, namespace: str, run_id: str) -> RunRecord | None:
-        """The record of ``run_id`` in ``namespace``, or ``None``."""
-        check_run_id(run_id)
-        found = self.read(namespace, ids=[run_id])
-        return found[0] if found else None
-
-    def exists(self, namespace: str, run_ids: Sequence[str]) -> list[str]:
-        """The ids among ``run_ids`` that have a record in ``namespace``."""
-        col = self._open(namespace, False)
-        return [] if col is None else col.exists(list(run_ids))
-
-    def write(self, records: Sequence[RunRecord]) -> None:
-        """Store ``records`` (each in its own namespace), replacing records with the same run id."""
-        by_ns: dict[str, list[RunRecord]] = {}
-        for r in records:
-            by_ns.setdefault(r.namespace, []).append(r)
-        for ns, batch in by_ns.items():
-            col = self._open(ns, True)
-            assert col is not None  # created on demand
-            col.upsert(
-                ids=[r.run_id for r in batch],
-                embeddings=[_EMBEDDING] * len(batch),
-                documents=[r.to_json() for r in batch],
-                metadatas=[_metadata(r) for r in batch],
-            )
-
-    def delete(self, namespace: str, run_ids: Sequence[str]) -> int:
-        """Delete run records; return how many existed."""
-        col = self._open(namespace, False)
-        if col is None:
-            return 0
-        present = col.exists(list(run_ids))
-        if present:
-            col.delete(ids=present)
-        return len(present)
-
-    def pages(self, namespace: str, where: Mapping[str, Any] | None) -> Iterator[list[RunRecord]]:
-        """The matching records of ``namespace``, a page at a time (unordered)."""
-        offset = 0
-        while True:
-            page = self.read(namespace, where=where, limit=_PAGE, offset=offset)
-            if page:
-                yield page
-            if len(page) < _PAGE:
-                return
-            offset += _PAGE
-
-    def last_started_at(self, namespace: str, kind: RunKind) -> datetime | None:
-        """When the newest record of ``kind`` started, or ``None``."""
-        col = self._open(namespace, False)
-        if col is None:
-            return None
-        rows = col.get(where={"kind": kind}, include=["metadatas"])
-        stamps = [int(m["started_at_us"]) for m in rows["metadatas"] or [] if m]
-        return from_datetime_us(max(stamps)) if stamps else None
-
-    def count(self, namespace: str) -> int:
-        """How many records the namespace's journal holds."""
-        col = self._open(namespace, False)
-        return 0 if col is None else col.count()
-
-    def scrub(
-        self, namespace: str, memory_ids: Sequence[str], feedback: Mapping[str, Sequence[str]] | None = None
-    ) -> int:
-        """Remove memory ids from every record of ``namespace`` (served, produced); return how many changed.
-
-        ``feedback`` maps a run id to the contents of forgotten ``user_feedback``
-        units made from that run's comments: those comments are erased too (see
-        :func:`erase_comments`).
-        """
-        ids = list(dict.fromkeys(memory_ids))
-        col = self._open(namespace, False)
-        if not ids or col is None:
-            return 0
-        gone = set(ids)
-        changed: dict[str, RunRecord] = {}
-        for start in range(0, len(ids), 50):
-            chunk = ids[start : start + 50]
-            clauses: list[dict[str, Any]] = [{"$contains": i} for i in chunk]
-            where_document = clauses[0] if len(clauses) == 1 else {"$or": clauses}
-            for r in self.read(namespace, where_document=where_document):
-                r = changed.get(r.run_id, r)
-                changed[r.run_id] = r.model_copy(
-                    update={
-                        "served": [m for m in r.served if m.memory_id not in gone],
-                        "produced": [p for p in r.produced if p not in gone],
-                        "feedback": scrub_effects(erase_comments(r.feedback, (feedback or {}).get(r.run_id, ())), gone),
-                        "credit": None if r.credit is None else {k: v for k, v in r.credit.items() if k not in gone},
-                        "debit": None if r.debit is None else {k: v for k, v in r.debit.items() if k not in gone},
-                        "uses": None if r.uses is None else [u for u in r.uses if u.memory_id not in gone],
-                    }
-                )
-        if changed:
-            self.write(list(changed.values()))
-        return len(changed)

@@ -1,7 +1,7 @@
 """Run journal: records beside the memories (both backends), explain(), scrub(), namespaces and forget.
 
 The tests of this subject that need a real embedding model, an on-disk or server store, or a child
-process (the integration tier); those that need none are in ``tests/unit_tests/store/test_journal.py``.
+process (the integration tier); those that need none are in ``tests/unit_tests/test_journal.py``.
 """
 
 from __future__ import annotations
@@ -12,13 +12,13 @@ from datetime import timedelta
 import pytest
 
 from langchain_hindsight.errors import RunNotFoundError
+from langchain_hindsight.journal import RunJournal
 from langchain_hindsight.recall.explain import explain_run
 from langchain_hindsight.recall.scoring import score_memory
-from langchain_hindsight.store.journal import RunJournal
 from langchain_hindsight.store.memory_store import MemoryStore
 from langchain_hindsight.types import MemoryUnit, ScoredMemory
 from tests.unit_tests.store.store_backends import chroma_store_factory, store_factory  # noqa: F401 - fixtures
-from tests.unit_tests.store.test_journal import T0
+from tests.unit_tests.test_journal import T0
 
 
 def _scored(unit: MemoryUnit, similarity: float) -> ScoredMemory:
