@@ -48,6 +48,7 @@ from langchain_hindsight.store.replica.lexical import LexicalIndex, record_texts
 from langchain_hindsight.types import MemoryUnit
 
 __all__ = [
+    "UNITS_KEPT",
     "Held",
     "Mirror",
     "build_mirror",
@@ -57,6 +58,10 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
+
+
+UNITS_KEPT = 4096
+"""Most rebuilt units a mirror keeps (each ~2 KB); all are let go when it is full."""
 
 
 def record_bytes(document: str, metadata: Mapping[str, Any]) -> bytes:
@@ -85,6 +90,7 @@ class Mirror:
         self._alive = np.zeros(16, dtype=bool)
         self._records: list[bytes] = []
         self._dead = 0
+        self._units: dict[str, MemoryUnit] = {}  # decoded rows (recall's candidates), dropped when a row changes
 
     def __len__(self) -> int:
         return len(self._row)
@@ -119,14 +125,6 @@ class Mirror:
         self._row[memory_id] = n
         self.stale.discard(memory_id)
 
-    def put_record(self, memory_id: str, record: bytes) -> bool:
-        """Replace the record of a mirrored unit, keeping its vector; ``False`` if it is not mirrored."""
-        row = self._row.get(memory_id)
-        if row is None:
-            return False
-        self._records[row] = record
-        return True
-
     def apply(self, units: Iterable[MemoryUnit]) -> None:
         """Bring written units in.
 
@@ -140,6 +138,7 @@ class Mirror:
                 continue
             found = self.record(unit.memory_id)
             if found is not None and found[0] == unit.content:  # Chroma merges metadata keys on update
+                self._units.pop(unit.memory_id, None)
                 self._records[self._row[unit.memory_id]] = record_bytes(
                     unit.content, {**found[1], **unit_to_metadata(unit)}
                 )
@@ -150,6 +149,7 @@ class Mirror:
     def discard(self, memory_ids: Iterable[str]) -> None:
         """Drop units (deleted, or no longer active); unknown ids are ignored."""
         for memory_id in memory_ids:
+            self._units.pop(memory_id, None)
             row = self._row.pop(memory_id, None)
             if row is not None:
                 self._alive[row] = False
@@ -232,9 +232,21 @@ class Mirror:
         return None if found is None else found[0]
 
     def unit(self, memory_id: str) -> MemoryUnit | None:
-        """The mirrored unit, rebuilt from its record (:class:`~langchain_hindsight.errors.StoreError` if corrupt)."""
-        found = self.record(memory_id)
-        return None if found is None else unit_from_record(memory_id, *found)
+        """The mirrored unit, rebuilt from its record (:class:`~langchain_hindsight.errors.StoreError` if corrupt).
+
+        Rebuilt once and kept until its row changes (a recall's candidates repeat across queries; a rebuild
+        costs ~0.1 ms), at most :data:`UNITS_KEPT` of them.
+        """
+        unit = self._units.get(memory_id)
+        if unit is None:
+            found = self.record(memory_id)
+            if found is None:
+                return None
+            unit = unit_from_record(memory_id, *found)
+            if len(self._units) >= UNITS_KEPT:
+                self._units.clear()
+            self._units[memory_id] = unit
+        return unit
 
     def records(self) -> Iterator[tuple[str, str, dict[str, Any]]]:
         """``(memory_id, document, metadata)`` of every mirrored unit."""
