@@ -87,7 +87,8 @@ def measure(store: MemoryStore, queries: list[str]) -> dict[str, Any]:
     def backend_arms(q: str) -> None:
         lexical = store.lexical_search(q, k=K)
         col.query(query_embeddings=[vectors[q]], n_results=K + 8, include=["documents", "metadatas", "distances"])
-        col.get(ids=[i for i, _ in lexical], include=["documents", "metadatas", "embeddings"])
+        if lexical:
+            col.get(ids=[i for i, _ in lexical], include=["documents", "metadatas", "embeddings"])
 
     return {
         "read_path": store.read_path,
