@@ -77,17 +77,18 @@ class Mirror:
     Args:
         dimension: Length of the vectors.
         identity: The embedder identity of the vectors (``"name (N-d)"``), recorded in the snapshot.
+        capacity: Rows to allocate at once (a build knows how many: no regrowth, no transient copy).
     """
 
-    def __init__(self, dimension: int, identity: str) -> None:
+    def __init__(self, dimension: int, identity: str, *, capacity: int = 16) -> None:
         self.dimension = int(dimension)
         self.identity = identity
         self.stale: set[str] = set()
         """Ids written since the mirror was filled whose record must be read again before it answers."""
         self._ids: list[str] = []
         self._row: dict[str, int] = {}
-        self._vectors = np.zeros((16, self.dimension), dtype=np.float32)
-        self._alive = np.zeros(16, dtype=bool)
+        self._vectors = np.zeros((max(16, capacity), self.dimension), dtype=np.float32)
+        self._alive = np.zeros(max(16, capacity), dtype=bool)
         self._records: list[bytes] = []
         self._dead = 0
         self._units: dict[str, MemoryUnit] = {}  # decoded rows (recall's candidates), dropped when a row changes
@@ -395,14 +396,15 @@ def build_mirror(col: Records, identity: str, dimension: int | None) -> Mirror:
     Raises:
         BackendError: the backend returned records without their vectors.
     """
-    mirror: Mirror | None = None if dimension is None else Mirror(dimension, identity)
+    capacity = col.count()  # an upper bound of the active records: the vectors are allocated once
+    mirror: Mirror | None = None if dimension is None else Mirror(dimension, identity, capacity=capacity)
     include: list[Include] = ["documents", "metadatas", "embeddings"]
     for rows in col.pages(include=include, where={"status": "active"}, size=_SCAN_PAGE):
         embeddings = rows.get("embeddings")
         if embeddings is None:
             raise BackendError(f"{col.name}: the backend returned records without their vectors")
         if mirror is None:
-            mirror = Mirror(len(embeddings[0]), identity)
+            mirror = Mirror(len(embeddings[0]), identity, capacity=capacity)
         for memory_id, document, metadata, vector in zip(
             rows["ids"], rows["documents"] or [], rows["metadatas"] or [], embeddings, strict=True
         ):
