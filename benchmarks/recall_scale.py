@@ -224,7 +224,7 @@ def run_size(corpus: str, size: int, real: Embeddings, args: argparse.Namespace,
             "recall": [],
             "recall_cold": [],
         }
-        # warm: the store's cache of recalled units is kept across queries (a long-running agent)
+        # first pass: the floor, the lexical arm and recall, query by query
         for n in range(WARMUP + len(queries)):
             q = queries[n % len(queries)]
             t0 = time.perf_counter()
