@@ -7,7 +7,7 @@ of ``recall_scale.py`` (zh/en; ``--real`` texts embedded for real, the rest nois
 vectors, so the dense arm sees real structure). Then for every query:
 
 * ``recall``: ``HindsightRetriever.recall`` (query embedding, both arms, scoring), k=5. On Chroma
-  a namespace of at most ``MIRROR_MAX_ROWS`` memories is served from the in-process recall mirror.
+  every namespace is served from the in-process replica (lexical index + recall mirror).
   Postgres reads the database: both arms and the candidates' records in one SQL statement (HNSW,
   BM25 in SQL), nothing held in process.
 * ``lexical``: the BM25 arm alone (``store.lexical_search``, depth 3k, normalised). On Postgres it is
@@ -220,9 +220,7 @@ def recall_size(size: int, real: Any, server: Server, args: argparse.Namespace, 
         row["lexical_same_as_v3"] = sum(same_as_v3)
         row["lexical_same_as_v3_up_to_ties"] = sum(tied_as_v3)
         row["lexical_compared"] = len(same_as_v3)
-        row["chroma_path"] = (
-            "mirror" if stores["chroma"]._replica.recall_mirror(stores["chroma"].namespace) else "chroma"
-        )
+        row["chroma_path"] = stores["chroma"].read_path
         # the same top memory from both backends (by content: each store gave its copy its own id)
         same = sum(
             [m.memory.content for m in retrievers["chroma"].recall(q, now=NOW)[:1]]

@@ -12,15 +12,14 @@ shared machine disturbs less):
 * ``lexical``: the BM25 arm (``store.lexical_search``, depth 3k, normalised);
 * ``chroma_ids``: the raw Chroma query recall issues (ids + distances, depth 3k + 8);
 * ``recall``: the full ``recall`` (embedding, both arms, candidate fetch, fusion,
-  scoring), the store's unit cache kept across queries;
-* ``hybrid_warm``: ``store.hybrid_search`` alone, every candidate cached by then;
-* ``recall_cold``: ``recall`` with the unit cache emptied before each query.
+  scoring), on the store's one read path (the replica);
+* ``hybrid_warm``: ``store.hybrid_search`` alone;
+* ``recall_cold``: a second pass of ``recall`` (the replica keeps no per-query cache).
 
-Then a cProfile of ``--profile-queries`` recalls (``--cold``: cache emptied
-before each), sorted by own time.
+Then a cProfile of ``--profile-queries`` recalls, sorted by own time.
 
 Run: HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/recall_profile.py [--size 10000]
-     [--corpora common,zh,mixed] [--queries 200] [--keep /tmp/stores] [--no-cprofile] [--cold]
+     [--corpora common,zh,mixed] [--queries 200] [--keep /tmp/stores] [--no-cprofile]
 """
 
 from __future__ import annotations
@@ -103,8 +102,7 @@ def profile_corpus(path: Path, queries: list[str], real: Any, args: argparse.Nam
 
         cold_ms: list[float] = []
 
-        def cold(n: int, q: str) -> None:
-            store._replica.units.clear()
+        def cold(n: int, q: str) -> None:  # the replica keeps no per-query cache: a second pass
             t0 = clock()
             recall(n, q)
             cold_ms.append((clock() - t0) * 1000)
@@ -131,8 +129,6 @@ def profile_corpus(path: Path, queries: list[str], real: Any, args: argparse.Nam
         prof = cProfile.Profile()
         prof.enable()
         for n in range(args.profile_queries):
-            if args.cold:
-                store._replica.units.clear()
             recall(n, queries[n % len(queries)])
         prof.disable()
         out = io.StringIO()
@@ -149,7 +145,6 @@ def main() -> None:
     parser.add_argument("--keep", default="", help="directory to keep (and reuse) the built stores in")
     parser.add_argument("--profile-queries", type=int, default=300)
     parser.add_argument("--no-cprofile", action="store_true")
-    parser.add_argument("--cold", action="store_true", help="profile cold recalls (unit cache emptied)")
     parser.add_argument("--clock", choices=sorted(CLOCKS), default="wall", help="wall or process CPU time")
     args = parser.parse_args()
     real = default_embedder()

@@ -7,13 +7,14 @@ zh/en corpus of ``recall_latency.py``) and each size, in the same run:
 * ``floor``: query embedding + a raw Chroma ``query`` (n_results=k, documents
   and metadatas included): what a plain vector-store retriever pays;
 * ``recall``: ``HindsightRetriever.recall`` (embedding, both arms, scoring), k=5,
-  with the store's cache of recalled units kept across the run's (distinct)
-  queries. A namespace of at most ``MIRROR_MAX_ROWS`` memories is served from
-  the store's recall mirror (exact dense arm, every candidate in memory: the
-  ``path`` column says ``mirror``); a larger one queries Chroma's index and reads
-  the candidates no earlier query fetched (``chroma``);
-* ``recall_cold``: the same in a second pass with that cache emptied before every
-  query (each candidate rebuilt from the mirror's record, or read from Chroma);
+  on the store's one read path (``path``: ``replica``, the lexical index and the
+  recall mirror in process, exact dense arm, every candidate in memory, whatever
+  the size);
+* ``recall_cold``: the same in a second pass (kept for older result files: the
+  replica keeps no per-query cache, so both passes take the same path);
+* ``replica MB``: what the namespace's replica adds to the process (RSS growth of
+  the first recall of a fresh store without snapshots: the mirror's vectors and
+  records and the lexical index);
 * ``lexical``: the BM25 arm alone (``store.lexical_search``, depth 3k);
 * add throughput (``add_many(dedupe=False)``, embeddings precomputed, so it is
   the store's own cost) and the real embedder's throughput on the base texts;
@@ -69,7 +70,6 @@ from _stats import summary  # noqa: E402
 
 from langchain_hindsight.recall.retriever import HindsightRetriever  # noqa: E402
 from langchain_hindsight.store.memory_store import MemoryStore  # noqa: E402
-from langchain_hindsight.store.replica.records import MIRROR_MAX_ROWS  # noqa: E402
 from langchain_hindsight.types import MemoryUnit  # noqa: E402
 
 K = 5
@@ -180,6 +180,16 @@ def cli_seconds(path: Path, argv: list[str], runs: int) -> dict[str, Any]:
     }
 
 
+def _rss_mb() -> float:
+    """This process's resident set size now, in MB (Linux ``/proc``; 0 elsewhere)."""
+    try:
+        status = Path("/proc/self/status").read_text(encoding="utf-8")
+    except OSError:
+        return 0.0
+    line = next((x for x in status.splitlines() if x.startswith("VmRSS:")), "VmRSS: 0 kB")
+    return int(line.split()[1]) / 1024
+
+
 def run_size(corpus: str, size: int, real: Embeddings, args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     texts, queries = CORPORA[corpus](size, args.queries)
     vecs, embed_rate = vectors_for(texts, real, args.real, seed=size)
@@ -203,7 +213,8 @@ def run_size(corpus: str, size: int, real: Embeddings, args: argparse.Namespace,
         t0 = time.perf_counter()
         store.lexical_search("warm up", k=1)
         row["lexical_build_s"] = round(time.perf_counter() - t0, 3)
-        col = store._collection(store.namespace)
+        col = store.collection(store.namespace)
+        assert col is not None
         retriever = HindsightRetriever(store=store, k=K, low_similarity_threshold=0.0)
         timings: dict[str, list[float]] = {
             "embed": [],
@@ -213,7 +224,7 @@ def run_size(corpus: str, size: int, real: Embeddings, args: argparse.Namespace,
             "recall": [],
             "recall_cold": [],
         }
-        # warm: the store's cache of recalled units is kept across queries (a long-running agent)
+        # first pass: the floor, the lexical arm and recall, query by query
         for n in range(WARMUP + len(queries)):
             q = queries[n % len(queries)]
             t0 = time.perf_counter()
@@ -231,16 +242,15 @@ def run_size(corpus: str, size: int, real: Embeddings, args: argparse.Namespace,
                 timings["floor"].append((t2 - t0) * 1000)
                 timings["lexical"].append((t3 - t2) * 1000)
                 timings["recall"].append((t4 - t3) * 1000)
-        # cold: the cache emptied before every query (each candidate read from Chroma; a fresh process)
+        # a second pass (the replica keeps no per-query cache: the same path)
         for n in range(WARMUP + len(queries)):
             q = queries[n % len(queries)]
-            store._replica.units.clear()
             t0 = time.perf_counter()
             retriever.recall(q, task_type=TASK_TYPES[n % len(TASK_TYPES)], now=NOW)
             t1 = time.perf_counter()
             if n >= WARMUP:
                 timings["recall_cold"].append((t1 - t0) * 1000)
-        row["path"] = "mirror" if store._replica.recall_mirror(store.namespace) is not None else "chroma"
+        row["path"] = store.read_path
     first_vector = real.embed_query(queries[0])
     row.update({name: summary(ms) for name, ms in timings.items()})
     row["ratio_recall_vs_floor_p50"] = round(row["recall"]["p50_ms"] / row["floor"]["p50_ms"], 2)
@@ -266,8 +276,10 @@ def run_size(corpus: str, size: int, real: Embeddings, args: argparse.Namespace,
             shutil.rmtree(snapshot_dir)
         t0 = time.perf_counter()
         with MemoryStore(path, embeddings=emb) as store:
+            rss = _rss_mb()
             store.hybrid_search(queries[0], first_vector, k=3 * K, normalize=True)
             rebuilds.append(time.perf_counter() - t0)
+            row["replica_mb"] = round(_rss_mb() - rss, 1)
         row["open_rebuild_first_search_s"] = round(rebuilds[0], 3)
     if not args.no_cli:
         row["cli_stats"] = cli_seconds(path, ["stats"], args.cli_runs)
@@ -305,7 +317,9 @@ def quality() -> dict[str, Any]:
         store.add_many(units, dedupe=False)
         for name, index in (("reference_python_bm25", ReferenceIndex()), ("vectorised_bm25", LexicalIndex())):
             index.upsert(units)
-            store._replica.lexical[store.namespace] = index  # type: ignore[assignment]
+            held = store.replica.current(store.namespace)
+            assert held is not None
+            held.index = index  # type: ignore[assignment]
             retriever = HindsightRetriever(store=store, k=10, low_similarity_threshold=0.0)
             rr = []
             for q in labelled:
@@ -354,15 +368,13 @@ def markdown(results: dict[str, Any]) -> str:
         "",
         f"{results['machine']}. k={K}; {results['queries']} queries per size after {WARMUP} warm-up queries; "
         f"embedder: {results['embedder']} (every query cache off, so recall and the floor both embed each "
-        "query). Floor = query embedding + raw Chroma query (same run). Recall: the store's cache of recalled "
-        "units kept across the run's distinct queries; cold recall: a second pass with it emptied before every "
-        "query. Corpora: see benchmarks/_corpora.py. Targets (10k): recall p95 <= 25 ms, p50 <= 1.5x floor; "
+        "query). Floor = query embedding + raw Chroma query (same run). Recall: the store's one read path; "
+        "cold recall: a second pass (the same path: no per-query cache). Corpora: see benchmarks/_corpora.py. Targets (10k): recall p95 <= 25 ms, p50 <= 1.5x floor; "
         "(100k): p95 <= 40 ms, open <= 2 s; CLI at 10k: stats <= 1 s, search <= 1.5 s. "
         "Query-term share: the smallest share of memories holding a query term (the common corpus guarantees "
-        ">= 30 %; the others have query words no memory holds, so 0 %). Path: `mirror` when the namespace is "
-        f"served from the store's recall mirror (at most {MIRROR_MAX_ROWS:,} memories: exact dense arm, "
-        "candidates in memory), "
-        "`chroma` when recall queries Chroma's index. Open: MemoryStore(), + its first lexical search "
+        ">= 30 %; the others have query words no memory holds, so 0 %). Path: the store's read path (`replica`: "
+        "lexical index and recall mirror in process at every size; older rows: `mirror` / `chroma`). "
+        "Replica MB: RSS growth of a fresh store's first recall without snapshots. Open: MemoryStore(), + its first lexical search "
         "(index from its snapshot), + its first hybrid search (the mirror from its snapshot, or Chroma's index "
         "loaded); rebuild: the first hybrid search without the snapshots. CLI: median wall time of "
         f"{results.get('cli_runs', 3)} fresh processes right after the store's last session, model load included for "
@@ -372,8 +384,8 @@ def markdown(results: dict[str, Any]) -> str:
         "",
         "| corpus | memories | path | min query-term share | recall p50 / p95 | floor p50 / p95 | ratio p50 / p95 "
         "| cold recall p50 / p95 (ratio p50) | lexical p50 / p95 | add units/s | open (+first lexical search / +first recall) | rebuild "
-        "| cli stats (first, then) / search |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| replica MB | cli stats (first, then) / search |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for corpus, sizes in results["corpora"].items():
         for size, r in sizes.items():
@@ -392,7 +404,7 @@ def markdown(results: dict[str, Any]) -> str:
                 f"({r['ratio_recall_cold_vs_floor_p50']}x) | {r['lexical']['p50_ms']:.2f} / {r['lexical']['p95_ms']:.2f} ms | {r['add_units_per_s']:,.0f} | "
                 f"{r['open_constructor_s']:.2f} s (+{r['open_first_search_s']:.2f} / "
                 f"+{_seconds(r.get('open_first_recall_s'))}) | "
-                f"{r.get('open_rebuild_first_search_s', float('nan')):.2f} s | {cli} |"
+                f"{r.get('open_rebuild_first_search_s', float('nan')):.2f} s | {r.get('replica_mb', '–')} | {cli} |"
             )
     if "quality" in results:
         qual = results["quality"]

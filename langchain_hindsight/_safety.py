@@ -43,8 +43,8 @@ import json
 import re
 import unicodedata
 import urllib.parse
-from collections.abc import Callable, Iterator
 from importlib import resources
+from typing import Any
 
 __all__ = [
     "SUSPICIOUS_TAG",
@@ -58,38 +58,31 @@ __all__ = [
     "strip_invisible",
 ]
 
+
+class _LazyPattern:
+    """A regular expression compiled at its first use.
+
+    This module's patterns take about half a second to compile; a process that never screens a text (``hindsight
+    search``, ``show``, a recall without a block) should not pay for them when it imports the store.
+    """
+
+    __slots__ = ("_args", "_compiled")
+
+    def __init__(self, pattern: str, flags: int = 0) -> None:
+        self._args = (pattern, flags)
+        self._compiled: re.Pattern[str] | None = None
+
+    def __getattr__(self, name: str) -> Any:
+        compiled = self._compiled
+        if compiled is None:
+            compiled = self._compiled = re.compile(*self._args)
+        return getattr(compiled, name)
+
+
 SUSPICIOUS_TAG = "suspicious"
 """Tag the store adds to an untrusted unit whose text reads like an instruction."""
 
-
-class _Pattern:
-    """A regular expression compiled at its first use.
-
-    Compiling them all at import cost every command that opens a store ~0.2 s of CPU, though most
-    (``hindsight show``, ``history``, ``runs``) never screen a text.
-    """
-
-    def __init__(self, pattern: str, flags: int = 0) -> None:
-        self._source = (pattern, flags)
-
-    @functools.cached_property
-    def _compiled(self) -> re.Pattern[str]:
-        return re.compile(*self._source)
-
-    def search(self, string: str) -> re.Match[str] | None:
-        return self._compiled.search(string)
-
-    def match(self, string: str) -> re.Match[str] | None:
-        return self._compiled.match(string)
-
-    def finditer(self, string: str) -> Iterator[re.Match[str]]:
-        return self._compiled.finditer(string)
-
-    def sub(self, repl: str | Callable[[re.Match[str]], str], string: str) -> str:
-        return self._compiled.sub(repl, string)
-
-
-_INVISIBLE = _Pattern(
+_INVISIBLE = _LazyPattern(
     "["
     "\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f"  # controls (newline, tab and carriage return kept)
     "\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f"  # soft hyphen, CGJ, ALM, fillers, Mongolian FVS
@@ -101,7 +94,7 @@ _INVISIBLE = _Pattern(
 )
 _DROPPED_CATEGORIES = frozenset({"Cc", "Cf", "Co", "Cs", "Cn"})
 """Controls, format characters, private use, surrogates, unassigned: never shown, never matched."""
-_MARKDOWN = _Pattern(r"(\*\*|__|`{1,3}|^#{1,6}\s*|^\s*[-*+]\s+|^\s*>\s*)", re.MULTILINE)
+_MARKDOWN = _LazyPattern(r"(\*\*|__|`{1,3}|^#{1,6}\s*|^\s*[-*+]\s+|^\s*>\s*)", re.MULTILINE)
 
 _TRADITIONAL = str.maketrans(
     "關經驗當務憶記則無視請條蓋從開現統這們讓對說説訴戶將刪發給數據歷為準權級優棄舊廢時後來應該執護過內復並達與個"
@@ -209,7 +202,7 @@ def _bracket_kind(c: str) -> str | None:
 
 
 _COLON_NAMES = ("COLON", "TWO DOT", "TRICOLON", "VISARGA")
-_BAR_NAME = _Pattern(
+_BAR_NAME = _LazyPattern(
     r"^(?:(?:LIGHT|MEDIUM|HEAVY|DOUBLE|TRIPLE|LEFT|RIGHT|DASHED|DOTTED) )*(?:BROKEN BAR|VERTICAL (?:BOX )?(?:LINE|BAR)"
     r"(?: EXTENSION| WITH MIDDLE DOT)?)$"
 )
@@ -393,8 +386,8 @@ _STRUCTURE_PATTERNS = (
     # an entry number after a sentence end: "ok. 2. 删除所有文件"
     r"|(?:^|(?<=[.;!?。；！？\]>¤\n]))\s*\d{1,3}\s*[.．、\]]\s"
 )
-_STRUCTURE = _Pattern(_STRUCTURE_PATTERNS)
-_RENDER_ONLY = _Pattern(
+_STRUCTURE = _LazyPattern(_STRUCTURE_PATTERNS)
+_RENDER_ONLY = _LazyPattern(
     # a role word before a colon after any space: "ok SYSTEM: obey" (and "file system: ext4", quoted harmlessly)
     rf"(?:^|(?<=\s)|(?<=¤)){_ROLE}{_GAP}:"
     # a one-letter role after a separator: "ok：H: obey", "A: sure"
@@ -411,7 +404,7 @@ _RENDER_ONLY = _Pattern(
     r"full|certain|absolute)"
 )
 """What the renderer quotes besides :data:`_STRUCTURE` (harmless to quote, too common in lessons to flag)."""
-_LETTER_SPACED = _Pattern(r"(?<!\w)\w\s+\w\s+\w|(?:^|\s)\S\s+\S\s+\S(?:\s|$)")
+_LETTER_SPACED = _LazyPattern(r"(?<!\w)\w\s+\w\s+\w|(?:^|\s)\S\s+\S\s+\S(?:\s|$)")
 """Three single characters in a row, spaced: ``n o t``, ``来 自 ：`` (then the squeezed skeleton is read too)."""
 _BLANKS = str.maketrans({"\u2800": " "})
 """Symbols that print as a blank (U+2800 BRAILLE PATTERN BLANK): a space."""
@@ -432,7 +425,7 @@ _POSITION_ZH = (
     r"(?:之前|以前|先前|此前|以上|上面|上述|前面|前述|其他|其它|其余|所有|全部|一切|历史|过往|既有|已有|原有|"
     r"原来|别的)"
 )
-_INSTRUCTION = _Pattern(
+_INSTRUCTION = _LazyPattern(
     # English
     rf"\b(?:ignore|disregard|forget|override|overrule|bypass|dismiss|neglect|discard|abandon)\s+"
     rf"(?:(?:the|of|these|those|my)\s+)*{_QUALIFIER_EN}\s+(?:(?:{_QUALIFIER_EN}|the|of)\s+){{0,3}}{_TARGET_EN}\b"
@@ -462,7 +455,7 @@ _INSTRUCTION = _Pattern(
     r"|系统提示词|(?:输出|打印|显示|泄露|告诉我|重复)(?:你的)?(?:系统)?(?:提示词|指令)|越狱|开发者模式",
     re.IGNORECASE,
 )
-_COMPACT_INSTRUCTION = _Pattern(
+_COMPACT_INSTRUCTION = _LazyPattern(
     r"(?:ignore|disregard|forget|override|bypass)(?:all|any|every|the|of|your)*"
     r"(?:previous|prior|above|earlier|preceding|other|system|existing)(?:instructions?|memories|rules|prompts?|"
     r"experiences?|entries|lessons?|guidance|rules?)"
@@ -529,7 +522,7 @@ _ASKS_ZH = (
     r"|第\s*\d+(?:\s*[、,，和与及]\s*\d+)*\s*条(?:经验|记忆|规则|经历)?(?:都|均|全部|已经|已)*(?:失效|作废|无效|过时|过期|不算数|"
     r"废弃|不适用)|(?:只|仅)(?:按|听|遵循|执行|照|采纳|相信)(?:本条|这条|此条|我)"
 )
-_ROLE_AFTER_SPACE = _Pattern(
+_ROLE_AFTER_SPACE = _LazyPattern(
     r"(?<=\s)(?:SYSTEM|ASSISTANT|USER|HUMAN|DEVELOPER|MODEL|System|Assistant|Human|Developer|系统|助手|用户|人类|开发者)"
     r"\s?:|(?:^|[^\w\s])\s*[HQA]\s?:"
 )
@@ -576,7 +569,7 @@ _ASKS_OTHER = (
     # ar, hi
     r"|تجاهل\s+(?:جميع\s+)?(?:التعليمات|الأوامر)\s+السابقة|पिछले\s+(?:सभी\s+)?निर्देशों\s+को\s+(?:अनदेखा|नज़रअंदाज़)"
 )
-_HEADING = _Pattern(
+_HEADING = _LazyPattern(
     r"(?:^[ \t]*(?:\*\*|__|=+|-{3,})?|#{1,6})[ \t]*(?:[\[【(（]\s*)?"
     r"(?:(?:新的?|最新|重要|紧急|最高|隐藏|秘密)?(?:系统|管理员|开发者)?"
     r"(?:指令|指示|命令|提示词|系统提示)|(?:new|updated|important|urgent|hidden|secret|admin|override|system|developer)"
@@ -601,10 +594,10 @@ def _accent_free(pattern: str) -> str:
     return "".join(out)
 
 
-_ASKS = _Pattern(f"{_ASKS_EN}|{_ASKS_ZH}|{_accent_free(_ASKS_OTHER)}", re.IGNORECASE)
-_BASE64 = re.compile(r"[A-Za-z0-9+/_-]{16,}={0,2}")
-_ESCAPES = _Pattern(r"\\u[0-9a-fA-F]{4}|\\x[0-9a-fA-F]{2}|%[0-9a-fA-F]{2}|&#?\w{1,8};")
-_HIDDEN = _Pattern(
+_ASKS = _LazyPattern(f"{_ASKS_EN}|{_ASKS_ZH}|{_accent_free(_ASKS_OTHER)}", re.IGNORECASE)
+_BASE64 = _LazyPattern(r"[A-Za-z0-9+/_-]{16,}={0,2}")
+_ESCAPES = _LazyPattern(r"\\u[0-9a-fA-F]{4}|\\x[0-9a-fA-F]{2}|%[0-9a-fA-F]{2}|&#?\w{1,8};")
+_HIDDEN = _LazyPattern(
     r"(?:\\u[0-9a-fA-F]{4}){8,}|(?:&#x?[0-9a-fA-F]{1,6};){8,}|(?:%(?:[46][1-9a-fA-F]|[57][0-9aA]|20)){8,}"
 )
 """A long run of escaped letters: text hidden from whoever reads the lesson (a cut one decodes to no sentence)."""

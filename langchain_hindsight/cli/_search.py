@@ -5,8 +5,8 @@ A store that closed cleanly is searched from its derived files
 and the recall mirror, trusted through the clean-close stamp) without starting
 Chroma, while a background thread loads the model and embeds the query. :func:`quick`
 answers so, or returns ``None`` and the command opens the store
-(:mod:`~langchain_hindsight.cli.search`: a server, a principal, a store written since,
-a namespace too large to mirror). Both ways rank with
+(:mod:`~langchain_hindsight.cli.search`: a server, a principal, a store written since).
+Both ways rank with
 :func:`~langchain_hindsight.recall.engine.recall`, the computation ``HindsightRetriever``
 delegates to, so the answer is the retriever's. This module imports neither Chroma nor
 the store nor LangChain: only the engine, the replica's readers and the store's built-in

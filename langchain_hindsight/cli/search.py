@@ -3,7 +3,7 @@
 The command first tries its quick path (:func:`langchain_hindsight.cli._search.quick`:
 a cleanly closed store answered from its snapshot, without Chroma); :func:`search`
 is the rest: it opens the store as every other command does (a server, a principal,
-a store written since, a namespace too large to mirror) and ranks with the same
+a store written since) and ranks with the same
 engine, so both answers are the retriever's. The command never imports the
 LangChain retriever and chat-model stack (only a principal's view, which recalls
 through its ``ScopedRetriever``, loads it).

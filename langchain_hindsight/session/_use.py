@@ -263,8 +263,9 @@ def _statements(said: str, n: int, tokens: Sequence[set[str]]) -> tuple[dict[int
                     for i in rejected:
                         aside.setdefault(i, _clip(sentence))
                     judged = aside if _ASIDE.search(head) else applied if _APPLIED.search(head) else None
-                    for i in chosen if judged is not None else ():
-                        judged.setdefault(i, _clip(sentence))
+                    if judged is not None:
+                        for i in chosen:
+                            judged.setdefault(i, _clip(sentence))
                     if chosen:  # else what the clause before named still waits for a word ("2, rather than 1, fits")
                         pending = chosen if judged is None else set()
                     previous = chosen | rejected

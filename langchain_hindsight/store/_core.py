@@ -1,11 +1,12 @@
-"""The core of ``MemoryStore``: state, collections, embedder checks and reads by id.
+"""The core of ``MemoryStore``: state, collections, embedder checks, the reader and reads by id.
 
 :class:`StoreCore` holds what every function of the store shares: the backend, the
-open collections, the lock, the run records and the replica (``replica.Replica``: every
-derived copy of the data). The public methods are :class:`~langchain_hindsight.store.memory_store.MemoryStore`'s,
-each calling one function of its concept's module (``reads``, ``search``, ``_store_writes``,
-``forget``, ``transfer``); every one of them reaches the data through the backend layer
-(``backend.Backend``).
+open collections, the lock, the run records and the :class:`Reader` recall reads through, chosen
+once when the store opens (:attr:`StoreCore.read_path`). The public methods are
+:class:`~langchain_hindsight.store.memory_store.MemoryStore`'s, each calling one function of its
+concept's module (``reads``, ``search``, ``_store_writes``, ``forget``, ``transfer``); every one of
+them reaches the data through the backend layer (``backend.Backend``). The read modules use only
+the public methods of this class (``tests/unit_tests/store/test_private_access.py``).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Literal, ParamSpec, TypeVar
+from typing import Literal, ParamSpec, Protocol, TypeVar
 
 from langchain_core.embeddings import Embeddings
 
@@ -50,7 +51,7 @@ from langchain_hindsight.store.writes import WriteJudge
 from langchain_hindsight.taxonomy import TaskTypeVocabulary
 from langchain_hindsight.types import MemoryUnit
 
-__all__ = ["RECHECK_SECONDS", "StoreCore", "backend_errors", "check_ids"]
+__all__ = ["RECHECK_SECONDS", "Reader", "StoreCore", "backend_errors", "check_ids"]
 
 logger = logging.getLogger(__name__)
 
@@ -103,10 +104,8 @@ def backend_errors(method: Callable[_P, _R]) -> Callable[_P, _R]:
             backend = isinstance(e, BackendError) or (
                 isinstance(e, OSError | sqlite3.Error) and not isinstance(e, HindsightError)
             )
-            if isinstance(store, StoreCore):
-                store._replica.units.clear()
-                if not isinstance(e, _NOTHING_WRITTEN):  # a write may have stopped half-way
-                    store._replica.distrust(ns for ns, _ in store._collections)
+            if isinstance(store, StoreCore) and not isinstance(e, _NOTHING_WRITTEN):
+                store.distrust_copies()  # a write may have stopped half-way
             if backend and not getattr(e, "store_method", None):
                 error = BackendError(f"MemoryStore.{method.__name__} failed in the storage backend: {e}")
                 error.store_method = method.__name__  # type: ignore[attr-defined]
@@ -114,6 +113,35 @@ def backend_errors(method: Callable[_P, _R]) -> Callable[_P, _R]:
             raise
 
     return wrapper
+
+
+class Reader(Protocol):
+    """Where recall reads, one per store, chosen when it opens: the database itself (``search.DatabaseReader``,
+    Postgres) or the in-process replica (``replica.Replica``, every other backend). Called under the store's
+    lock with a checked namespace; each answers as the ``MemoryStore`` method of the same purpose.
+    """  # noqa: D205
+
+    def hybrid(
+        self, namespace: str, query: str, vector: Sequence[float], k: int, normalize: bool
+    ) -> tuple[dict[str, tuple[MemoryUnit, float]], dict[str, float]]:
+        """``MemoryStore.hybrid_search``."""
+        ...
+
+    def nearest(
+        self, namespace: str, vector: Sequence[float], k: int, include_embeddings: bool
+    ) -> list[tuple[MemoryUnit, float, list[float] | None]]:
+        """``MemoryStore.search_by_vector`` without a filter."""
+        ...
+
+    def similarities(
+        self, namespace: str, vector: Sequence[float], memory_ids: Sequence[str]
+    ) -> list[tuple[MemoryUnit, float]]:
+        """``MemoryStore.similarity_by_ids``."""
+        ...
+
+    def lexical(self, namespace: str, query: str, k: int, normalize: bool) -> list[tuple[str, float]]:
+        """``MemoryStore.lexical_search``."""
+        ...
 
 
 class StoreCore:
@@ -129,6 +157,8 @@ class StoreCore:
     policy: ConfidencePolicy
     vocabulary: TaskTypeVocabulary
     persist_directory: Path | None
+    reader: Reader
+    """Where recall reads (see :attr:`read_path`), set when the store opens."""
 
     def _init_state(self, backend: Backend) -> None:
         self.backend = backend
@@ -140,14 +170,12 @@ class StoreCore:
         self.read_path: Literal["database", "replica"] = "database" if backend.answers_lexical else "replica"
         """Where recall reads, chosen once at open: ``"database"`` (a database that answers both arms itself,
         Postgres: one statement per recall, no copy in process) or ``"replica"`` (the in-process lexical index
-        and, up to a size, the recall mirror, over any other backend)."""
+        and recall mirror, over any other backend)."""
         self._replica = Replica(
             backend,
             collection=lambda namespace, role: self._collection(namespace, role, create=False),
             checked=self._vectors,
             identity=lambda: self._identity,
-            fetch=self._get_many,
-            reopen=self._reopen,
         )
         self._repaired: set[str] = set()
         self._closed = False
@@ -171,13 +199,30 @@ class StoreCore:
             return self._atomic(self.namespace_or_default(namespace), plan)
 
     @property
-    def mirror_max_rows(self) -> int:
-        """Largest namespace (active memories) this store mirrors for recall (0: never; see ``replica.records``)."""
-        return self._replica.max_rows
+    def replica(self) -> Replica:
+        """The store's in-process copy of its data and the owner of its derived files (empty on a database)."""
+        return self._replica
 
-    @mirror_max_rows.setter
-    def mirror_max_rows(self, value: int) -> None:
-        self._replica.max_rows = value
+    def collection(self, namespace: str, role: Role = "memories") -> Collection | None:
+        """``namespace``'s open collection of ``role``, never created (``None``: there is none yet)."""
+        return self._collection(namespace, role, create=False)
+
+    def memories(self, namespace: str) -> Collection | None:
+        """``namespace``'s memories collection once its recorded embedder is this store's (never created).
+
+        Raises:
+            EmbedderMismatchError: its vectors were written by another embedder.
+        """
+        return self._vectors(self._collection(namespace, create=False))
+
+    def ensure_open(self) -> None:
+        """Raise :class:`StoreClosedError` once the store is closed."""
+        if self._closed:
+            raise StoreClosedError("this MemoryStore is closed")
+
+    def distrust_copies(self) -> None:
+        """After a failure that may have stopped a write half-way: the replica distrusts every namespace opened."""
+        self._replica.distrust(ns for ns, _ in self._collections)
 
     def namespace_or_default(self, namespace: str | None) -> str:
         """``namespace`` checked, or the store's default namespace when ``None``.
@@ -246,7 +291,7 @@ class StoreCore:
             self._replica.reset(namespace)
             self._repaired.discard(namespace)
 
-    def _replaced_elsewhere(self, namespace: str) -> bool:
+    def replaced_elsewhere(self, namespace: str) -> bool:
         """After an empty answer on the database read path: whether another process dropped or replaced the
         namespace's memories collection (it forgot the namespace, or switched in a re-embedded copy), which is
         then opened again by name. A dropped collection's records are gone, so any read of it answers nothing:
@@ -265,9 +310,7 @@ class StoreCore:
         for role in ALL_ROLES:
             self._recheck(namespace, role)
 
-    def _ensure_open(self) -> None:
-        if self._closed:
-            raise StoreClosedError("this MemoryStore is closed")
+    _ensure_open = ensure_open
 
     # ------------------------------------------------------------------ collections
     def _collection(self, namespace: str, role: Role = "memories", *, create: bool = True) -> Collection | None:
@@ -287,8 +330,6 @@ class StoreCore:
             return None
         self._collections[key] = col
         self._checked_at[key] = time.monotonic()
-        if role == "memories":
-            self._replica.opened(namespace, col)  # what its snapshots are checked against at the first write
         if role in ROLES and namespace not in self._repaired:
             self._repaired.add(namespace)
             self._repair(namespace)

@@ -30,7 +30,7 @@ from typing import Any, Literal
 import numpy as np
 from langchain_core.embeddings import Embeddings
 
-from langchain_hindsight._checks import check_query, is_int, refuse_unknown_keywords
+from langchain_hindsight._checks import check_query, refuse_unknown_keywords
 from langchain_hindsight.embeddings.multilingual import default_embeddings
 from langchain_hindsight.errors import ConfigurationError
 from langchain_hindsight.runs import RunRecord
@@ -49,7 +49,6 @@ from langchain_hindsight.store.backend import Backend, ChromaBackend
 from langchain_hindsight.store.backend.postgres import PostgresBackend
 from langchain_hindsight.store.decide import MERGE_THRESHOLD
 from langchain_hindsight.store.replica.lexical import lexical_scheme
-from langchain_hindsight.store.replica.records import MIRROR_MAX_ROWS
 from langchain_hindsight.store.transfer import ImportReport
 from langchain_hindsight.store.writes import RuleWriteJudge, WriteJudge, WriteResult
 from langchain_hindsight.taxonomy import TaskTypeVocabulary
@@ -133,11 +132,6 @@ class MemoryStore(StoreCore):
         policy: Confidence policy (feedback deltas, initial confidence by source).
         vocabulary: Task-type vocabulary used to normalise ``task_type`` on write.
         namespace: Default namespace for calls that do not name one.
-        mirror_max_rows: An embedded store serves recall for a namespace of at
-            most this many memories from its recall mirror (every active unit's
-            vector and record in memory, ~4.5 KB a memory with the default
-            embedder: an exact dense arm and no Chroma read per query); a larger
-            namespace queries Chroma's index. ``0`` turns the mirror off.
     """
 
     def __init__(
@@ -155,7 +149,6 @@ class MemoryStore(StoreCore):
         vocabulary: TaskTypeVocabulary | None = None,
         namespace: str = DEFAULT_NAMESPACE,
         judge: WriteJudge | None = None,
-        mirror_max_rows: int = MIRROR_MAX_ROWS,
     ) -> None:
         for name, value in (("conflict_threshold", conflict_threshold), ("merge_threshold", merge_threshold)):
             if value is not None and (
@@ -172,8 +165,6 @@ class MemoryStore(StoreCore):
             raise ConfigurationError(
                 "judge must have a judge(unit, neighbours) method (see langchain_hindsight.store.writes)"
             )
-        if not is_int(mirror_max_rows, 0):
-            raise ConfigurationError(f"mirror_max_rows must be an int >= 0, got {mirror_max_rows!r}")
         if backend is not None and (client is not None or not isinstance(backend, Backend)):
             raise ConfigurationError("backend must be a langchain_hindsight.store.backend.base.Backend, without client")
         if database_url is not None and (backend is not None or client is not None):
@@ -198,7 +189,7 @@ class MemoryStore(StoreCore):
             else:
                 backend = ChromaBackend.embedded(persist_directory)
         self._init_state(backend)
-        self.mirror_max_rows = mirror_max_rows
+        self.reader = _search_ops.open_reader(self)
         if embeddings is None:  # the built-in embedder the store records; a new store gets the routed default
             embeddings = default_embeddings(recorded_embedder(backend, self.namespace))
         self.embeddings = embeddings
@@ -302,10 +293,9 @@ class MemoryStore(StoreCore):
     ) -> list[tuple[MemoryUnit, float, list[float] | None]]:
         """Like :meth:`search` with a precomputed query vector.
 
-        Without ``where``, Chroma is queried *unfiltered* for ``k`` plus a margin
-        and inactive units are dropped: a ``where`` filter makes Chroma scan
-        instead of using its index (~40x slower at 100k). Only when too few active
-        units remain does it repeat the query with the status filter.
+        Without ``where``, the store's reader answers (the in-process replica, or
+        a database queried for ``k`` plus a margin of which the inactive are
+        dropped); a ``where`` filter is a filtered query of the backend's index.
         """
         check_vector("MemoryStore.search_by_vector", vector)
         return _search_ops.search_by_vector(
@@ -337,9 +327,8 @@ class MemoryStore(StoreCore):
 
         Equivalent to :meth:`search_by_vector` (``k``), :meth:`lexical_search`
         (``k``) and :meth:`similarity_by_ids` for the lexical matches the dense
-        arm did not return, in fewer round trips: an embedded store asks Chroma
-        one query for ids and distances, and reads only the units and vectors it
-        has not cached, in one ``get``.
+        arm did not return, read where the store reads (one path per store): a
+        database in one statement, any other backend from the in-process replica.
 
         Args:
             query: The query text (lexical arm).

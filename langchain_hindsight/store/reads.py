@@ -62,8 +62,8 @@ def check_page_size(batch_size: object) -> None:
 @backend_errors
 def namespaces(store: StoreCore) -> list[str]:
     """The body of :meth:`MemoryStore.namespaces` (see there)."""
-    with store._lock:
-        store._ensure_open()
+    with store.lock:
+        store.ensure_open()
         return _namespaces(store.backend)
 
 
@@ -98,7 +98,7 @@ def iter_units(
     batch_size: int = 1000,
 ) -> Iterator[MemoryUnit]:
     """The body of :meth:`MemoryStore.iter_units` (see there)."""
-    ns = store._ns(namespace)
+    ns = store.namespace_or_default(namespace)
     filters: dict[str, object] = {"status": status, "task_type": task_type, "kind": kind, "source": source}
     where = filter_where(filters, store.vocabulary.resolve)
     check_page_size(batch_size)
@@ -106,8 +106,8 @@ def iter_units(
     for role in roles:
         offset = 0
         while True:
-            with store._lock:
-                col = store._collection(ns, role, create=False)
+            with store.lock:
+                col = store.collection(ns, role)
                 if col is None:
                     break
                 page = records(col, where=where, limit=batch_size, offset=offset)
@@ -121,15 +121,15 @@ def iter_vectors(
     store: StoreCore, *, namespace: str | None = None, status: MemoryStatus = "active", batch_size: int = 1000
 ) -> Iterator[tuple[list[MemoryUnit], np.ndarray]]:
     """The body of :meth:`MemoryStore.iter_vectors` (see there)."""
-    ns = store._ns(namespace)
+    ns = store.namespace_or_default(namespace)
     if status not in ALLOWED["status"]:
         raise ConfigurationError(f"status must be one of {ALLOWED['status']}, got {status!r}")
     check_page_size(batch_size)
     role: Role = "archive" if status == "archived" else "memories"
     offset = 0
     while True:
-        with store._lock:
-            col = store._collection(ns, role, create=False)
+        with store.lock:
+            col = store.collection(ns, role)
             if col is None:
                 return
             rows = col.get(
@@ -156,15 +156,15 @@ def count_by(store: StoreCore, *fields: str, namespace: str | None = None) -> di
     allowed = ("status", "task_type", "kind", "source", "run_id")
     if not fields or any(f not in allowed for f in fields):
         raise ConfigurationError(f"fields must be among {allowed}, got {fields!r}")
-    ns = store._ns(namespace)
+    ns = store.namespace_or_default(namespace)
     counts = _count_with_mirror(store, ns, fields, load=True, max_read=None)
     if counts is not None:
         return counts
     known = {f: store.vocabulary.labels if f == "task_type" else ALLOWED.get(f, ()) for f in fields}
     counts = {}
     for role in ROLES:
-        with store._lock:
-            col = store._collection(ns, role, create=False)
+        with store.lock:
+            col = store.collection(ns, role)
             if col is None:
                 continue
             keys = _value_tuples(col, fields, known)
@@ -184,12 +184,12 @@ def _count_with_mirror(
     counts do not add up (the memories collection holds neither exactly the
     mirrored and the other records): the caller then reads everything.
     """
-    with store._lock:
-        mirror = store._replica.held_mirror(ns, load=load)
+    with store.lock:
+        mirror = store.replica.held_mirror(ns, load=load)
         if mirror is None:
             return None
-        col = store._collection(ns, create=False)
-        archive = store._collection(ns, "archive", create=False)
+        col = store.collection(ns)
+        archive = store.collection(ns, "archive")
         assert col is not None  # the mirror's collection
         stored = col.count()
         archived = 0 if archive is None else archive.count()
@@ -221,7 +221,7 @@ def close_replica(store: StoreCore) -> None:
     A namespace whose memories were written is counted for the summary with its recall mirror
     (:meth:`_count_with_mirror`).
     """
-    store._replica.close(
+    store.replica.close(
         count=lambda ns: _count_with_mirror(store, ns, SUMMARY_FIELDS, load=False, max_read=SUMMARY_MAX_READ),
         runs=store.run_records.count,
     )
@@ -230,11 +230,11 @@ def close_replica(store: StoreCore) -> None:
 @backend_errors
 def statistics(store: StoreCore, *, namespace: str | None = None) -> dict[str, Any]:
     """The body of :meth:`MemoryStore.statistics` (see there)."""
-    ns = store._ns(namespace)
-    with store._lock:
-        store._ensure_open()
+    ns = store.namespace_or_default(namespace)
+    with store.lock:
+        store.ensure_open()
         entry = summary_entry(count_by(store, *SUMMARY_FIELDS, namespace=ns), store.run_records.count(ns))
-        store._replica.counted(ns, entry)
+        store.replica.counted(ns, entry)
         return entry
 
 
@@ -243,11 +243,11 @@ def count(store: StoreCore, *, namespace: str | None = None, status: MemoryStatu
     """The body of :meth:`MemoryStore.count` (see there)."""
     if status is not None and status not in ALLOWED["status"]:
         raise ConfigurationError(f"status must be one of {ALLOWED['status']} or None, got {status!r}")
-    ns = store._ns(namespace)
-    with store._lock:
+    ns = store.namespace_or_default(namespace)
+    with store.lock:
         total = 0
         for role in ROLES:
-            col = store._collection(ns, role, create=False)
+            col = store.collection(ns, role)
             if col is None:
                 continue
             if status is None:
@@ -260,14 +260,13 @@ def count(store: StoreCore, *, namespace: str | None = None, status: MemoryStatu
 @backend_errors
 def history(store: StoreCore, memory_id: str, *, namespace: str | None = None) -> list[MemoryUnit]:
     """The body of :meth:`MemoryStore.history` (see there)."""
-    ns = store._ns(namespace)
-    with store._lock:
+    ns = store.namespace_or_default(namespace)
+    with store.lock:
         head = store.get(memory_id, namespace=ns)
         seen = {head.memory_id}
-        col = store._collection(ns)
-        assert col is not None
+        col = store.collection(ns)
         while True:  # walk forward to the newest successor
-            nxt = records(col, where={"supersedes": head.memory_id}, limit=1)
+            nxt = records(col, where={"supersedes": head.memory_id}, limit=1) if col is not None else []
             if not nxt or nxt[0].memory_id in seen:
                 break
             head = nxt[0]

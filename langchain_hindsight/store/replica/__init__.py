@@ -1,6 +1,7 @@
-"""Where recall reads from: the store's derived copies of its data, and the only code that reads or writes their files.
+"""Where recall reads on every backend but a database: the store's in-process copy of its data, and its files.
 
-:class:`Replica` (``replica``) is their one owner in a store; the modules below are its parts.
+:class:`Replica` (``replica``) is their one owner in a store, and that store's reader; the modules below are its
+parts.
 
 Derived data is rebuilt from the backend whenever it cannot be trusted; it is never the only copy. A database
 that answers recall itself (Postgres, :attr:`~langchain_hindsight.store.backend.Backend.answers_lexical`) has none.
@@ -8,7 +9,6 @@ that answers recall itself (Postgres, :attr:`~langchain_hindsight.store.backend.
 * :mod:`~langchain_hindsight.store.replica.records`: the recall mirror, every active unit's vector and
   record of a namespace in memory (an exact dense arm, no backend read per query);
 * :mod:`~langchain_hindsight.store.replica.lexical`: the BM25 index of the lexical arm and its snapshot file;
-* :mod:`~langchain_hindsight.store.replica.units`: the cache of recently recalled units;
 * :mod:`~langchain_hindsight.store.replica.feed`: the change feed that keeps other writers' changes in view on
   a shared Chroma server;
 * :mod:`~langchain_hindsight.store.replica.summary`: the statistics summary ``hindsight stats`` answers from;
@@ -29,13 +29,11 @@ if TYPE_CHECKING:
     from langchain_hindsight.store.replica.feed import ChangeFeed
     from langchain_hindsight.store.replica.files import DerivedFiles
     from langchain_hindsight.store.replica.lexical import LexicalIndex, tokenize
-    from langchain_hindsight.store.replica.records import MIRROR_MAX_ROWS, Mirror
+    from langchain_hindsight.store.replica.records import Mirror
     from langchain_hindsight.store.replica.replica import Replica
     from langchain_hindsight.store.replica.snapshot import SnapshotFiles, StoreSnapshot
-    from langchain_hindsight.store.replica.units import UnitCache
 
 _EXPORTS: dict[str, str] = {
-    "MIRROR_MAX_ROWS": "records",
     "ChangeFeed": "feed",
     "DerivedFiles": "files",
     "LexicalIndex": "lexical",
@@ -43,12 +41,10 @@ _EXPORTS: dict[str, str] = {
     "Replica": "replica",
     "SnapshotFiles": "snapshot",
     "StoreSnapshot": "snapshot",
-    "UnitCache": "units",
     "tokenize": "lexical",
 }
 
 __all__ = [
-    "MIRROR_MAX_ROWS",
     "ChangeFeed",
     "DerivedFiles",
     "LexicalIndex",
@@ -56,7 +52,6 @@ __all__ = [
     "Replica",
     "SnapshotFiles",
     "StoreSnapshot",
-    "UnitCache",
     "tokenize",
 ]
 

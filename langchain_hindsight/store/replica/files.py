@@ -9,8 +9,8 @@ after the namespace's memories collection (``<kind>/<collection>.npz``):
   the store's namespaces when it was written.
 
 One format for all three (:data:`SNAPSHOT_FORMAT`): an uncompressed zip holding ``header.json`` — the
-kind, the format, the collection and the fields the kind's trust check needs (record count, a sample of
-record digests, the tokenizer signature or the embedder identity; the counts) — and the kind's arrays as
+kind, the format, the collection and the kind's fields (the tokenizer signature and BM25 constants, or the
+dimension and embedder identity; the counts) — and the kind's arrays as
 ``<name>.npy`` (none for ``counts``). :func:`write_snapshot` writes one atomically, :func:`read_snapshot`
 reads one, :func:`read_header` reads only the header with the standard library. A file of an older
 format (``1``: each kind's own npz header, and a single ``summary.json``) is never read: the kind is
@@ -32,7 +32,7 @@ import logging
 import os
 import struct
 import zlib
-from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -46,19 +46,15 @@ if TYPE_CHECKING:
 __all__ = [
     "COUNTS_DIR",
     "MIRROR_DIR",
-    "SAMPLE",
     "SNAPSHOT_DIR",
     "SNAPSHOT_FORMAT",
     "DerivedFiles",
-    "Digest",
     "SnapshotKind",
     "drop_snapshot",
     "from_json_array",
     "json_array",
-    "matches",
     "read_header",
     "read_snapshot",
-    "trust_fields",
     "write_snapshot",
 ]
 
@@ -187,70 +183,6 @@ def json_array(value: Any) -> np.ndarray:
 def from_json_array(array: np.ndarray) -> Any:
     """The value :func:`json_array` wrote."""
     return json.loads(array.tobytes().decode("utf-8"))
-
-
-# ---------------------------------------------------------------- the trust check every kind shares
-SAMPLE = 16
-"""How many records a snapshot's header samples (their digests, compared with the backend when loaded)."""
-Digest = Callable[[str, Mapping[str, Any]], str]
-"""A record's digest, as a kind keeps it: from its document and metadata."""
-
-
-def _stored(col: Any, ids: Sequence[str], digest: Digest) -> dict[str, str]:
-    """``{memory_id: digest}`` of those of ``ids`` the collection ``col`` holds now and that are active."""
-    rows = col.get(ids=list(ids), include=["documents", "metadatas"]) if ids else {"ids": []}
-    return {
-        i: digest(d, m)
-        for i, d, m in zip(rows["ids"], rows.get("documents") or [], rows.get("metadatas") or [], strict=True)
-        if isinstance(m, dict) and m.get("status") == "active"
-    }
-
-
-def trust_fields(
-    col: Any, memory_ids: Collection[str], digest: Digest, own: Callable[[str], str] | None = None
-) -> dict[str, Any] | None:
-    """What a snapshot of ``memory_ids`` records for :func:`matches`; ``None`` when it does not match ``col`` now.
-
-    The record count of ``col``, how many units the snapshot holds, and the digests of a sample of
-    them spread over the sorted ids, as stored now. With ``own`` (the digest the snapshot itself holds
-    for an id), a sampled record that differs from the backend's means the snapshot is not saved.
-    """
-    ordered = sorted(memory_ids)
-    sample = ordered[:: max(1, len(ordered) // SAMPLE)][:SAMPLE]
-    stored = _stored(col, sample, digest)
-    if len(stored) != len(sample) or (own is not None and any(own(i) != stored[i] for i in sample)):
-        return None
-    return {"count": col.count(), "active": len(memory_ids), "sample": stored}
-
-
-def matches(
-    header: Mapping[str, Any],
-    col: Any,
-    memory_ids: Collection[str],
-    digest: Digest,
-    *,
-    count: int | None = None,
-    skip: Iterable[str] = (),
-) -> bool:
-    """Whether a loaded snapshot (its ``header`` and ``memory_ids``) still describes the collection ``col``.
-
-    It does when ``col`` holds as many records as when it was saved (``count``: the count to compare
-    with instead, before a write that just happened), the snapshot as many units, and each sampled
-    record (but those of ``skip``, ids that write changed) is still stored, active, with the same digest.
-    """
-    try:
-        sample = {str(k): str(v) for k, v in dict(header["sample"]).items()}
-        if (
-            int(header["count"]) != (col.count() if count is None else count)
-            or int(header["active"]) != len(memory_ids)
-            or not set(sample) <= set(memory_ids)
-        ):
-            return False
-        for memory_id in skip:
-            sample.pop(memory_id, None)
-        return _stored(col, sorted(sample), digest) == sample
-    except (KeyError, TypeError, ValueError, AttributeError):
-        return False
 
 
 def drop_snapshot(path: Path) -> None:

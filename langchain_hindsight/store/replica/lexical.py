@@ -1,4 +1,4 @@
-"""The lexical arm of hybrid recall: an in-memory BM25 index and its change feed.
+"""The lexical arm of hybrid recall: an in-memory BM25 index.
 
 The index is derived data: rebuilt from the store when a namespace is first
 searched and kept in step by the store on every write, so it never answers with a
@@ -8,12 +8,9 @@ into character unigrams and bigrams, which needs no dictionary and matches any
 segmentation. ``benchmarks/recall_quality.py`` compares this with a dictionary
 segmenter (rjieba) and picks the defaults.
 
-When several stores share one Chroma server, each store's writes are announced
-in a small side collection (:class:`~langchain_hindsight.store.replica.feed.ChangeFeed`).
-
 An embedded store also keeps a snapshot of each namespace's index in its directory
 (``lexical/<collection>.npz``), written when the store closes, so the next process loads it
-instead of re-reading and re-tokenising every memory (see :func:`load_snapshot`).
+instead of re-reading and re-tokenising every memory (see :meth:`LexicalIndex.load`).
 """
 
 from __future__ import annotations
@@ -24,7 +21,7 @@ import logging
 import math
 import re
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -33,25 +30,20 @@ import numpy as np
 from langchain_hindsight._trust import TRUSTED_SOURCES, UNTRUSTED_SOURCES
 from langchain_hindsight.errors import StoreError
 from langchain_hindsight.store.backend import LexicalScheme
-from langchain_hindsight.store.replica.feed import ChangeFeed
 from langchain_hindsight.store.replica.files import (
     from_json_array,
     json_array,
-    matches,
     read_snapshot,
-    trust_fields,
     write_snapshot,
 )
 from langchain_hindsight.types import MemoryUnit
 
 __all__ = [
     "LexicalIndex",
-    "active_texts",
     "indexed_text",
     "lexical_scheme",
-    "load_snapshot",
     "record_text",
-    "refresh_lexical",
+    "record_texts",
     "save_snapshot",
     "tokenize",
     "tokenizer_signature",
@@ -190,8 +182,6 @@ class LexicalIndex:
         self.k1 = k1
         self.b = b
         self.tokenizer = tokenizer
-        self.seen: dict[str, int] = {}
-        """Revisions of other writers already reflected here (see :class:`ChangeFeed`)."""
         self._vocab: dict[str, int] = {}
         self._ids: list[str] = []  # slot -> memory id (dead slots keep theirs until compaction)
         self._slot: dict[str, int] = {}  # live memory id -> slot
@@ -381,10 +371,10 @@ class LexicalIndex:
         return best
 
     # ------------------------------------------------------------------ snapshots
-    def save(self, path: Path, *, meta: Mapping[str, Any]) -> None:
-        """Write the index (compacted first) to ``path`` as a ``lexical`` snapshot, with ``meta`` in its header.
+    def save(self, path: Path) -> None:
+        """Write the index (compacted first) to ``path`` as a ``lexical`` snapshot.
 
-        The header also records the tokenizer's signature and the BM25 constants (``replica.files``: the
+        The header records the tokenizer's signature and the BM25 constants (``replica.files``: the
         one snapshot format). Only an index with the default tokenizer can be saved (a snapshot is
         reused only when the tokenizer that built it is the current one).
 
@@ -396,7 +386,7 @@ class LexicalIndex:
         self.compact()
         terms = sorted(self._vocab, key=self._vocab.__getitem__)
         n = len(self._ids)
-        fields = {**meta, "tokenizer": tokenizer_signature(), "k1": self.k1, "b": self.b}
+        fields = {"tokenizer": tokenizer_signature(), "k1": self.k1, "b": self.b}
         arrays = {
             "vocab": json_array(terms),
             "ids": json_array(self._ids),
@@ -459,9 +449,6 @@ def tokenizer_signature() -> str:
 
 
 # ---------------------------------------------------------------- the lexical snapshot file
-_SCAN_PAGE = 5000
-
-
 def record_text(document: str, metadata: Any) -> str:
     """:func:`~langchain_hindsight.store.replica.lexical.unit_text` of a stored record, without building the unit.
 
@@ -472,23 +459,17 @@ def record_text(document: str, metadata: Any) -> str:
     return indexed_text(document, metadata["task_description"], tags, tools, metadata["source"])
 
 
-def active_texts(col: Any) -> Iterator[tuple[str, str]]:
-    """``(memory_id, indexed text)`` of every active record of ``col`` (``None``: none), read in pages."""
-    if col is None:
-        return
-    offset = 0
-    while True:
-        rows = col.get(where={"status": "active"}, include=["documents", "metadatas"], limit=_SCAN_PAGE, offset=offset)
-        for memory_id, document, metadata in zip(
-            rows["ids"], rows["documents"] or [], rows["metadatas"] or [], strict=True
-        ):
-            try:
-                yield memory_id, record_text(document, metadata)
-            except (KeyError, TypeError, ValueError, AttributeError) as e:
-                raise StoreError(f"record {memory_id!r} is corrupt: {e}") from e
-        if len(rows["ids"]) < _SCAN_PAGE:
-            return
-        offset += _SCAN_PAGE
+def record_texts(records: Iterable[tuple[str, str, Any]]) -> Iterator[tuple[str, str]]:
+    """``(memory_id, indexed text)`` of stored ``(memory_id, document, metadata)`` records.
+
+    Raises:
+        StoreError: a record is corrupt (its metadata lacks what a unit's has).
+    """
+    for memory_id, document, metadata in records:
+        try:
+            yield memory_id, record_text(document, metadata)
+        except (KeyError, TypeError, ValueError, AttributeError) as e:
+            raise StoreError(f"record {memory_id!r} is corrupt: {e}") from e
 
 
 def _record_tokens(document: str | None, metadata: Any) -> list[str] | None:
@@ -525,92 +506,16 @@ def _record_signature() -> str:
 _RECORD_TEXT_VERSION = 1
 
 
-def _text_digest(document: str, metadata: Mapping[str, Any]) -> str:
-    """A short digest of what the index holds of a stored record (its :func:`record_text`)."""
-    return hashlib.sha256(record_text(document, metadata).encode("utf-8")).hexdigest()[:16]
+def save_snapshot(index: LexicalIndex, path: Path) -> bool:
+    """Write ``index`` to ``path``; ``False`` if it cannot be saved (a custom tokenizer, or a failure).
 
-
-def save_snapshot(index: LexicalIndex, path: Path, col: Any) -> bool:
-    """Write ``index`` to ``path`` with what :func:`load_snapshot` checks; ``False`` if it cannot be saved.
-
-    Only an index built with the default tokenizer is saved, and only when a sample of its memories is
-    stored and active (``files.trust_fields``, the check every kind shares). Failures are logged, never
-    raised: the snapshot is an optimisation and the next open rebuilds.
+    Failures are logged, never raised: the snapshot is an optimisation and the next open rebuilds.
     """
     if not isinstance(index, LexicalIndex) or index.tokenizer is not tokenize:
         return False
     try:
-        index.compact()
-        fields = trust_fields(col, index.memory_ids, _text_digest)
-        if fields is None:
-            logger.debug("lexical snapshot of %s not saved: the index does not match the stored records", path.name)
-            return False
-        index.save(path, meta=fields)
+        index.save(path)
     except Exception:
         logger.warning("could not save the lexical index snapshot %s", path, exc_info=True)
         return False
     return True
-
-
-def load_snapshot(path: Path, col: Any, *, count: int | None = None, skip: Iterable[str] = ()) -> LexicalIndex | None:
-    """The index saved at ``path`` if it is consistent with ``col``, else ``None`` (the caller rebuilds).
-
-    Consistent (``files.matches``, the check every kind shares): the collection holds as many records
-    as when it was saved, and a sample of the indexed memories is still there, active, with the same
-    indexed text (content, task, tags, tools, source).
-
-    Args:
-        path: The snapshot file.
-        col: The namespace's memories collection.
-        count: The record count to compare with instead of ``col.count()`` (the
-            count before a write that has just happened).
-        skip: Ids that write changed: not compared with the sample.
-    """
-    loaded = LexicalIndex.load(path)
-    if loaded is None:
-        return None
-    index, header = loaded
-    if not matches(header, col, index.memory_ids, _text_digest, count=count, skip=skip):
-        logger.debug("lexical snapshot %s is stale: rebuilding", path.name)
-        return None
-    return index
-
-
-def refresh_lexical(
-    index: LexicalIndex | None,
-    feed: ChangeFeed | None,
-    namespace: str,
-    *,
-    fetch: Callable[[list[str]], list[MemoryUnit]],
-    scan: Callable[[], Iterable[tuple[str, str]]],
-) -> LexicalIndex:
-    """``index`` brought up to date (or built when missing or too far behind the feed).
-
-    Args:
-        index: The namespace's current index, or ``None`` if it was never built.
-        feed: The namespace's change feed; ``None`` when this store is the only writer.
-        namespace: For messages.
-        fetch: The stored units among some ids (missing ones skipped).
-        scan: ``(memory_id, indexed text)`` of every active unit of the namespace (see :func:`active_texts`).
-    """
-    try:
-        if index is not None and feed is not None:
-            seen, changed = feed.poll(index.seen)
-            if changed is None:
-                logger.debug("lexical index of %r is behind other writers: rebuilding", namespace)
-                index = None
-            elif changed:
-                units = fetch(sorted(changed))
-                index.delete(changed)
-                index.upsert(u for u in units if u.status == "active")
-                index.seen = seen
-            else:
-                index.seen = seen
-        if index is None:
-            index = LexicalIndex()
-            if feed is not None:
-                index.seen = feed.snapshot()  # before reading: later writes are caught by the next poll
-            index.add_texts(scan())
-    except StoreError as e:
-        raise type(e)(f"lexical index refresh failed: {e}") from e
-    return index

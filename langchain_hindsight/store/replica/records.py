@@ -19,67 +19,54 @@ Like the lexical index it is derived data:
   leaves it at once, a unit whose metadata changed is updated in place (its
   content, hence its vector, is the same), and a unit with new content or a new
   vector is marked *stale* and read again (one ``get``) before the next search;
-* only for namespaces of at most :data:`MIRROR_MAX_ROWS` active memories: its
-  memory cost is the vectors (``4 * dimension`` bytes a memory) plus the
-  records; above it, recall queries Chroma's index as before.
+* for every namespace a store searches: its memory cost is the vectors (``4 * dimension`` bytes a memory)
+  plus the records (``benchmarks/recall_scale.py`` measures it at 10k and 100k).
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from langchain_hindsight.errors import BackendError
+from langchain_hindsight.errors import BackendError, StoreError
 from langchain_hindsight.store._codec import unit_from_record, unit_to_metadata
 from langchain_hindsight.store.backend import Include, Records
 from langchain_hindsight.store.replica.files import (
     from_json_array,
     json_array,
-    matches,
     read_header,
     read_snapshot,
-    trust_fields,
     write_snapshot,
 )
-from langchain_hindsight.store.replica.lexical import LexicalIndex
+from langchain_hindsight.store.replica.lexical import LexicalIndex, record_texts
 from langchain_hindsight.types import MemoryUnit
 
 __all__ = [
-    "MIRROR_MAX_ROWS",
+    "UNITS_KEPT",
+    "Held",
     "Mirror",
     "build_mirror",
-    "load_mirror",
-    "mirror_candidates",
+    "read_again",
     "record_bytes",
-    "record_digest",
-    "refresh_mirror",
-    "replica_hybrid",
     "save_mirror",
 ]
 
 logger = logging.getLogger(__name__)
 
-MIRROR_MAX_ROWS = 30_000
-"""Largest namespace (active memories) a store mirrors; above it recall queries Chroma's index.
 
-At 30k memories of the default 896-d embedder the vectors take ~110 MB and an
-exact search ~5 ms; ``benchmarks/recall_scale.py`` measures both paths."""
+UNITS_KEPT = 4096
+"""Most rebuilt units a mirror keeps (each ~2 KB); all are let go when it is full."""
 
 
 def record_bytes(document: str, metadata: Mapping[str, Any]) -> bytes:
     """One stored record (document and metadata) as canonical JSON bytes (what a mirror row holds)."""
     return json.dumps([document, dict(metadata)], ensure_ascii=False, sort_keys=True, separators=(",", ":")).encode()
-
-
-def record_digest(record: bytes) -> str:
-    """A short digest of :func:`record_bytes` (what a snapshot's consistency sample compares)."""
-    return hashlib.sha256(record).hexdigest()[:16]
 
 
 class Mirror:
@@ -90,19 +77,21 @@ class Mirror:
     Args:
         dimension: Length of the vectors.
         identity: The embedder identity of the vectors (``"name (N-d)"``), recorded in the snapshot.
+        capacity: Rows to allocate at once (a build knows how many: no regrowth, no transient copy).
     """
 
-    def __init__(self, dimension: int, identity: str) -> None:
+    def __init__(self, dimension: int, identity: str, *, capacity: int = 16) -> None:
         self.dimension = int(dimension)
         self.identity = identity
         self.stale: set[str] = set()
         """Ids written since the mirror was filled whose record must be read again before it answers."""
         self._ids: list[str] = []
         self._row: dict[str, int] = {}
-        self._vectors = np.zeros((16, self.dimension), dtype=np.float32)
-        self._alive = np.zeros(16, dtype=bool)
+        self._vectors = np.zeros((max(16, capacity), self.dimension), dtype=np.float32)
+        self._alive = np.zeros(max(16, capacity), dtype=bool)
         self._records: list[bytes] = []
         self._dead = 0
+        self._units: dict[str, MemoryUnit] = {}  # decoded rows (recall's candidates), dropped when a row changes
 
     def __len__(self) -> int:
         return len(self._row)
@@ -119,6 +108,9 @@ class Mirror:
     def put(self, memory_id: str, vector: Sequence[float] | np.ndarray, record: bytes) -> None:
         """Mirror (or replace) one active unit: its stored vector and :func:`record_bytes` of its record."""
         vec = np.asarray(vector, dtype=np.float32).reshape(-1)
+        if not self._ids and self.dimension != vec.shape[0] and not self.dimension:  # built empty, length unknown
+            self.dimension = vec.shape[0]
+            self._vectors = np.zeros((16, self.dimension), dtype=np.float32)
         if vec.shape[0] != self.dimension:
             raise ValueError(f"vector of length {vec.shape[0]} in a mirror of {self.dimension}-d vectors")
         self.discard([memory_id])
@@ -134,14 +126,6 @@ class Mirror:
         self._row[memory_id] = n
         self.stale.discard(memory_id)
 
-    def put_record(self, memory_id: str, record: bytes) -> bool:
-        """Replace the record of a mirrored unit, keeping its vector; ``False`` if it is not mirrored."""
-        row = self._row.get(memory_id)
-        if row is None:
-            return False
-        self._records[row] = record
-        return True
-
     def apply(self, units: Iterable[MemoryUnit]) -> None:
         """Bring written units in.
 
@@ -155,6 +139,7 @@ class Mirror:
                 continue
             found = self.record(unit.memory_id)
             if found is not None and found[0] == unit.content:  # Chroma merges metadata keys on update
+                self._units.pop(unit.memory_id, None)
                 self._records[self._row[unit.memory_id]] = record_bytes(
                     unit.content, {**found[1], **unit_to_metadata(unit)}
                 )
@@ -165,6 +150,7 @@ class Mirror:
     def discard(self, memory_ids: Iterable[str]) -> None:
         """Drop units (deleted, or no longer active); unknown ids are ignored."""
         for memory_id in memory_ids:
+            self._units.pop(memory_id, None)
             row = self._row.pop(memory_id, None)
             if row is not None:
                 self._alive[row] = False
@@ -197,7 +183,7 @@ class Mirror:
         Raises:
             BackendError: ``vector`` has another length.
         """
-        if len(vector) != self.dimension:
+        if self.dimension and len(vector) != self.dimension:
             raise BackendError(
                 f"the query vector has {len(vector)} dimensions, the stored vectors {self.dimension}: "
                 "was the store written with another embedder?"
@@ -247,9 +233,21 @@ class Mirror:
         return None if found is None else found[0]
 
     def unit(self, memory_id: str) -> MemoryUnit | None:
-        """The mirrored unit, rebuilt from its record (:class:`~langchain_hindsight.errors.StoreError` if corrupt)."""
-        found = self.record(memory_id)
-        return None if found is None else unit_from_record(memory_id, *found)
+        """The mirrored unit, rebuilt from its record (:class:`~langchain_hindsight.errors.StoreError` if corrupt).
+
+        Rebuilt once and kept until its row changes (a recall's candidates repeat across queries; a rebuild
+        costs ~0.1 ms), at most :data:`UNITS_KEPT` of them.
+        """
+        unit = self._units.get(memory_id)
+        if unit is None:
+            found = self.record(memory_id)
+            if found is None:
+                return None
+            unit = unit_from_record(memory_id, *found)
+            if len(self._units) >= UNITS_KEPT:
+                self._units.clear()
+            self._units[memory_id] = unit
+        return unit
 
     def records(self) -> Iterator[tuple[str, str, dict[str, Any]]]:
         """``(memory_id, document, metadata)`` of every mirrored unit."""
@@ -257,16 +255,11 @@ class Mirror:
             document, metadata = json.loads(self._records[row])
             yield memory_id, str(document), dict(metadata)
 
-    def digest(self, memory_id: str) -> str:
-        """:func:`record_digest` of a mirrored unit's record (``KeyError`` if it is not mirrored)."""
-        return record_digest(self._records[self._row[memory_id]])
-
     # ------------------------------------------------------------------ snapshots
-    def save(self, path: Path, *, meta: Mapping[str, Any]) -> None:
+    def save(self, path: Path) -> None:
         """Write the mirror (compacted first, without stale rows) to ``path`` as a ``mirror`` snapshot.
 
-        ``meta`` (the trust check's record count, active count and sample) goes into the header, with the
-        dimension and the embedder identity (``replica.files``: the one snapshot format).
+        Its header records the dimension and the embedder identity (``replica.files``: the one snapshot format).
 
         Raises:
             ValueError: the mirror has stale rows (read them first).
@@ -278,7 +271,7 @@ class Mirror:
         lengths = np.fromiter((len(r) for r in self._records), dtype=np.int64, count=n)
         offsets = np.zeros(n + 1, dtype=np.int64)
         np.cumsum(lengths, out=offsets[1:])
-        fields = {**meta, "dimension": self.dimension, "identity": self.identity}
+        fields = {"dimension": self.dimension, "identity": self.identity}
         arrays = {
             "ids": json_array(self._ids),
             "vectors": self._vectors[:n],
@@ -325,154 +318,131 @@ class Mirror:
         return mirror, header
 
 
-def mirror_candidates(
-    mirror: Mirror,
-    vector: Sequence[float],
-    lexical: Mapping[str, float],
-    k: int,
-    unit_of: Callable[[str], MemoryUnit],
-) -> dict[str, tuple[MemoryUnit, float]]:
-    """Hybrid recall's candidates from a mirror: the ``k`` nearest units and every lexical match, with cosines.
+@dataclass
+class Held:
+    """One namespace held in memory: its lexical index and recall mirror (the same active units).
 
-    The same set :meth:`MemoryStore.hybrid_search` assembles from Chroma: the
-    dense arm's ``k`` best (here exact) and each lexical match the dense arm did
-    not return, scored by the dot product of its stored vector with ``vector``.
+    What every replica recall reads: the live store's :class:`~langchain_hindsight.store.replica.replica.Replica`
+    keeps one per namespace in step with the backend; :class:`~langchain_hindsight.store.replica.snapshot.StoreSnapshot`
+    is a read-only one loaded from a closed store's files.
 
-    Args:
-        mirror: The namespace's mirror.
-        vector: The query embedding.
-        lexical: The lexical arm's matches (id → score).
-        k: Depth of the dense arm.
-        unit_of: The unit of a mirrored id (a cache, or :meth:`Mirror.unit`).
-
-    Raises:
-        BackendError: ``vector`` is not as long as the mirrored vectors.
+    Attributes:
+        index: The BM25 index of the lexical arm.
+        mirror: Every active unit's stored vector and record.
+        seen: Revisions of other writers already reflected here (a shared server's change feed).
+        saved: Whether both equal the namespace's snapshot files (nothing to save at close).
     """
-    mirror.check_query(vector)
-    found = {i: (unit_of(i), sim) for i, sim in mirror.nearest(vector, k)}
-    rest = [i for i in lexical if i not in found]
-    sims = mirror.similarities(vector, rest) if rest else {}
-    found.update((i, (unit_of(i), sims[i])) for i in rest if i in sims)
-    return found
 
+    index: LexicalIndex
+    mirror: Mirror
+    seen: dict[str, int] = field(default_factory=dict)
+    saved: bool = False
 
-def replica_hybrid(
-    index: LexicalIndex,
-    mirror: Mirror,
-    query: str,
-    vector: Sequence[float],
-    *,
-    k: int,
-    normalize: bool,
-    unit_of: Callable[[str], MemoryUnit],
-) -> tuple[dict[str, tuple[MemoryUnit, float]], dict[str, float]]:
-    """Hybrid recall from a namespace's replica: the lexical arm from ``index``, the candidates from ``mirror``.
+    @classmethod
+    def load(cls, lexical: Path, mirror: Path, identity: str) -> Held | None:
+        """Both snapshots of a namespace, or ``None``: unreadable, another embedder's vectors, or they disagree.
 
-    The one replica path: the live store calls it with the replica it keeps in step with the backend,
-    :class:`~langchain_hindsight.store.replica.snapshot.StoreSnapshot` with the same two classes loaded from
-    the files a clean close left. Returns what ``MemoryStore.hybrid_search`` returns.
+        Whether they may be loaded at all is the stamp's word, asked by the caller.
+        """
+        loaded_index, loaded_mirror = LexicalIndex.load(lexical), Mirror.load(mirror)
+        if loaded_index is None or loaded_mirror is None or loaded_mirror[0].identity != identity:
+            return None
+        if loaded_index[0].memory_ids != loaded_mirror[0].memory_ids:
+            logger.debug("the lexical and mirror snapshots %s disagree: rebuilding", mirror.name)
+            return None
+        return cls(loaded_index[0], loaded_mirror[0], saved=True)
 
-    Raises:
-        BackendError: ``vector`` is not as long as the mirrored vectors.
-    """
-    lexical = dict(index.search(query, k, normalize=normalize))
-    return mirror_candidates(mirror, vector, lexical, k, unit_of), lexical
+    def unit(self, memory_id: str) -> MemoryUnit:
+        """A held unit, rebuilt from its mirrored record.
+
+        Raises:
+            StoreError: it is not held (callers pass ids the mirror just returned), or its record is corrupt.
+        """
+        unit = self.mirror.unit(memory_id)
+        if unit is None:
+            raise StoreError(f"memory {memory_id!r} is not in the recall mirror")
+        return unit
+
+    def hybrid(
+        self, query: str, vector: Sequence[float], k: int, normalize: bool
+    ) -> tuple[dict[str, tuple[MemoryUnit, float]], dict[str, float]]:
+        """Hybrid recall: the lexical arm's ``k`` best, the dense arm's ``k`` nearest (exact) and every lexical
+        match's cosine (what ``MemoryStore.hybrid_search`` returns).
+
+        Raises:
+            BackendError: ``vector`` is not as long as the mirrored vectors.
+        """  # noqa: D205
+        self.mirror.check_query(vector)
+        lexical = dict(self.index.search(query, k, normalize=normalize))
+        found = {i: (self.unit(i), sim) for i, sim in self.mirror.nearest(vector, k)}
+        rest = [i for i in lexical if i not in found]
+        sims = self.mirror.similarities(vector, rest) if rest else {}
+        found.update((i, (self.unit(i), sims[i])) for i in rest if i in sims)
+        return found, lexical
 
 
 # ---------------------------------------------------------------- the store's side
 _SCAN_PAGE = 2000
 
 
-def build_mirror(col: Records, identity: str, dimension: int | None, max_rows: int) -> Mirror | None:
-    """A mirror of every active record of ``col``, read in pages; ``None`` if it would exceed ``max_rows``.
+def build_mirror(col: Records, identity: str, dimension: int | None) -> Mirror:
+    """A mirror of every active record of ``col``, read in pages.
 
     Args:
         col: The namespace's memories collection.
         identity: The embedder identity recorded with the vectors.
-        dimension: Their length when known (needed for an empty namespace).
-        max_rows: The largest mirror to build.
+        dimension: Their length when known (else the first vector's; 0 for an empty namespace).
+
+    Raises:
+        BackendError: the backend returned records without their vectors.
     """
-    if col.count() > max_rows:
-        return None
-    mirror: Mirror | None = None if dimension is None else Mirror(dimension, identity)
+    capacity = col.count()  # an upper bound of the active records: the vectors are allocated once
+    mirror: Mirror | None = None if dimension is None else Mirror(dimension, identity, capacity=capacity)
     include: list[Include] = ["documents", "metadatas", "embeddings"]
     for rows in col.pages(include=include, where={"status": "active"}, size=_SCAN_PAGE):
         embeddings = rows.get("embeddings")
         if embeddings is None:
-            return None
+            raise BackendError(f"{col.name}: the backend returned records without their vectors")
         if mirror is None:
-            mirror = Mirror(len(embeddings[0]), identity)
+            mirror = Mirror(len(embeddings[0]), identity, capacity=capacity)
         for memory_id, document, metadata, vector in zip(
             rows["ids"], rows["documents"] or [], rows["metadatas"] or [], embeddings, strict=True
         ):
             mirror.put(memory_id, vector, record_bytes(document, metadata))
-        if len(mirror) > max_rows:
-            return None
-    return mirror
+    return mirror if mirror is not None else Mirror(0, identity)
 
 
-def refresh_mirror(mirror: Mirror, col: Records) -> None:
-    """Read the :attr:`~Mirror.stale` units of ``mirror`` again (one ``get``); the inactive or gone leave."""
+def read_again(mirror: Mirror, index: LexicalIndex, col: Records) -> None:
+    """Read the :attr:`~Mirror.stale` units of ``mirror`` again (one ``get``) into it and ``index``.
+
+    Active ones are mirrored and indexed anew; the inactive or gone leave both.
+    """
     if not mirror.stale:
         return
     ids = sorted(mirror.stale)
     rows = col.get(ids=ids, include=["documents", "metadatas", "embeddings"])
     embeddings = rows.get("embeddings")
-    kept: set[str] = set()
+    kept: list[tuple[str, str, Any]] = []
     for j, memory_id in enumerate(rows["ids"]):
-        metadata = rows["metadatas"][j] or {}
+        document, metadata = rows["documents"][j], rows["metadatas"][j] or {}
         if metadata.get("status") == "active" and embeddings is not None:
-            mirror.put(memory_id, embeddings[j], record_bytes(rows["documents"][j], metadata))
-            kept.add(memory_id)
-    mirror.forget([i for i in ids if i not in kept])  # gone, or no longer active
+            mirror.put(memory_id, embeddings[j], record_bytes(document, metadata))
+            kept.append((memory_id, document, metadata))
+    found = {i for i, _, _ in kept}
+    gone = [i for i in ids if i not in found]
+    mirror.forget(gone)
+    index.delete(gone)
+    index.add_texts(record_texts(kept))
 
 
-def _stored_digest(document: str, metadata: Mapping[str, Any]) -> str:
-    return record_digest(record_bytes(document, metadata))
+def save_mirror(mirror: Mirror, path: Path) -> bool:
+    """Write ``mirror`` (no stale rows) to ``path``; ``False`` if it was not saved.
 
-
-def save_mirror(mirror: Mirror, path: Path, col: Records) -> bool:
-    """Write ``mirror`` to ``path`` with what :func:`load_mirror` checks; ``False`` if it was not saved.
-
-    Stale rows are read first. A sample of rows is compared with the backend before writing
-    (``files.trust_fields``, the check every kind shares): a mirror that differs from the data is never
-    saved (logged). Failures are logged, never raised: the snapshot is an optimisation.
+    Failures are logged, never raised: the snapshot is an optimisation.
     """
     try:
-        refresh_mirror(mirror, col)
-        fields = trust_fields(col, mirror.memory_ids, _stored_digest, own=mirror.digest)
-        if fields is None:
-            logger.warning("recall mirror %s not saved: it differs from the stored records", path.name)
-            return False
-        mirror.save(path, meta=fields)
+        mirror.save(path)
     except Exception:
         logger.warning("could not save the recall mirror snapshot %s", path, exc_info=True)
         return False
     return True
-
-
-def load_mirror(
-    path: Path, col: Records, identity: str, *, count: int | None = None, skip: Iterable[str] = ()
-) -> Mirror | None:
-    """The mirror saved at ``path`` if it is consistent with ``col``, else ``None`` (the caller rebuilds).
-
-    Consistent: same embedder identity, and ``files.matches`` (the check every kind shares): as many
-    records as when it was saved, and a sample of its units still stored, active, with the same record.
-
-    Args:
-        path: The snapshot file.
-        col: The namespace's memories collection.
-        identity: The store's embedder identity.
-        count: The record count to compare with instead of ``col.count()`` (before a write that just happened).
-        skip: Ids that write changed: not compared.
-    """
-    loaded = Mirror.load(path)
-    if loaded is None:
-        return None
-    mirror, header = loaded
-    if mirror.identity != identity or not matches(
-        header, col, mirror.memory_ids, _stored_digest, count=count, skip=skip
-    ):
-        logger.debug("recall mirror %s is stale: rebuilding", path.name)
-        return None
-    return mirror

@@ -1,14 +1,15 @@
-"""Recall from a closed embedded store's derived files, without opening Chroma (what ``hindsight search`` uses).
+"""A read-only store of one namespace of a closed embedded store, from its files (what ``hindsight search`` uses).
 
 A store that closes cleanly leaves, next to Chroma's files, the lexical index
 and the recall mirror of each namespace it searched (``lexical/`` and
 ``mirror/``), and a stamp listing them (``store._directory``: the stamp exists only while
 no process has the store open, and only when every write of the last session
-was followed by the close that saved these files). :class:`StoreSnapshot`
-answers hybrid recall for one namespace from those two files alone: it never
-imports chromadb and reads no record, so a one-off command pays for loading two
-arrays instead of starting a database. It is read-only, and it exists only when
-the files are trusted; otherwise the caller opens a
+was followed by the close that saved these files). :class:`StoreSnapshot` loads
+them into the same :class:`~langchain_hindsight.store.replica.records.Held` the live
+store's replica reads, and answers hybrid recall from it exactly as the live store
+does: it never imports chromadb and reads no record, so a one-off command pays for
+loading two arrays instead of starting a database. It exists only when the files
+are trusted; otherwise the caller opens a
 :class:`~langchain_hindsight.store.memory_store.MemoryStore` as usual.
 """
 
@@ -21,12 +22,11 @@ from pathlib import Path
 
 from langchain_hindsight.embeddings.identity import embedder_identity
 from langchain_hindsight.embeddings.models import QueryEmbedder, builtin_model
-from langchain_hindsight.errors import ConfigurationError, StoreError
+from langchain_hindsight.errors import ConfigurationError
 from langchain_hindsight.store._checks import check_k
 from langchain_hindsight.store._naming import check_namespace, collection_name
 from langchain_hindsight.store.replica.files import DerivedFiles
-from langchain_hindsight.store.replica.lexical import LexicalIndex
-from langchain_hindsight.store.replica.records import Mirror, replica_hybrid
+from langchain_hindsight.store.replica.records import Held, Mirror
 from langchain_hindsight.taxonomy import TaskTypeVocabulary
 from langchain_hindsight.types import MemoryUnit
 
@@ -77,15 +77,8 @@ class SnapshotFiles:
         if str(embedder_identity(embeddings)) != self.identity:
             logger.debug("snapshot of %r holds vectors of %s, not this embedder's", self.namespace, self.identity)
             return None
-        loaded_mirror = Mirror.load(self.mirror)
-        loaded_index = LexicalIndex.load(self.lexical)
-        if loaded_mirror is None or loaded_index is None or loaded_mirror[0].identity != self.identity:
-            return None
-        mirror, index = loaded_mirror[0], loaded_index[0]
-        if index.memory_ids != mirror.memory_ids:
-            logger.debug("the lexical index and the recall mirror of %r disagree", self.namespace)
-            return None
-        return StoreSnapshot(self.namespace, index, mirror, embeddings, vocabulary)
+        held = Held.load(self.lexical, self.mirror, self.identity)
+        return None if held is None else StoreSnapshot(self.namespace, held, embeddings, vocabulary)
 
 
 class StoreSnapshot:
@@ -107,16 +100,14 @@ class StoreSnapshot:
     def __init__(
         self,
         namespace: str,
-        index: LexicalIndex,
-        mirror: Mirror,
+        held: Held,
         embeddings: QueryEmbedder,
         vocabulary: TaskTypeVocabulary | None = None,
     ) -> None:
         self.namespace = check_namespace(namespace)
         self.embeddings = embeddings
         self.vocabulary = vocabulary or TaskTypeVocabulary()
-        self._index = index
-        self._mirror = mirror
+        self._held = held
 
     @staticmethod
     def locate(directory: str | Path, *, trusted: Collection[str], namespace: str = "default") -> SnapshotFiles | None:
@@ -167,7 +158,7 @@ class StoreSnapshot:
         raise ConfigurationError(f"this snapshot holds namespace {self.namespace!r}, not {namespace!r}")
 
     def __len__(self) -> int:
-        return len(self._mirror)
+        return len(self._held.mirror)
 
     def hybrid_search(
         self,
@@ -183,10 +174,4 @@ class StoreSnapshot:
         """  # noqa: D205
         self.namespace_or_default(namespace)
         check_k(k)
-        return replica_hybrid(self._index, self._mirror, query, vector, k=k, normalize=normalize, unit_of=self._unit)
-
-    def _unit(self, memory_id: str) -> MemoryUnit:
-        unit = self._mirror.unit(memory_id)
-        if unit is None:
-            raise StoreError(f"memory {memory_id!r} is not in the snapshot of {self.namespace!r}")
-        return unit
+        return self._held.hybrid(query, vector, k, normalize)

@@ -18,7 +18,8 @@ from langchain_hindsight import MemoryStore, MemoryUnit
 from langchain_hindsight.embeddings.local import LocalEmbeddings
 from langchain_hindsight.store._naming import collection_name
 from langchain_hindsight.store.replica import replica as store_module
-from langchain_hindsight.store.replica.lexical import LexicalIndex, active_texts, unit_text
+from langchain_hindsight.store.replica.lexical import record_texts, unit_text
+from langchain_hindsight.store.replica.records import Mirror
 from langchain_hindsight.store.writes import LLMWriteJudge
 from tests.fakes import judge_model
 
@@ -104,7 +105,7 @@ def test_other_writers_adds_updates_and_deletes_become_visible(
 def test_reader_too_far_behind_rebuilds(shared: tuple[MemoryStore, MemoryStore, Callable[[str], MemoryUnit]]) -> None:
     a, b, unit = shared
     assert ids(b, "anything") == []  # b's index exists and is empty
-    for feed in a._replica.feeds.values():
+    for feed in a.replica.feeds.values():
         feed.log_ids = 2  # a tiny log: b cannot catch up incrementally
     units = [unit(f"Lesson number {i} about kafka partition rebalancing.") for i in range(5)]
     a.add_many(units, dedupe=False)
@@ -125,7 +126,7 @@ def test_store_saves_the_index_at_close_and_loads_it_on_reopen(
     first.close()
     assert _snapshot(first).exists()
     second = make_store("snap")
-    monkeypatch.setattr(store_module, "refresh_lexical", _no_rebuild)
+    monkeypatch.setattr(store_module, "build_mirror", _no_rebuild)
     assert ids(second, "bigquery partition") == [u.memory_id]  # from the snapshot, no rebuild
     monkeypatch.undo()
     v = second.add(MemoryUnit(content="Kafka consumers rebalance when a partition is added."))
@@ -150,12 +151,12 @@ def test_a_session_that_only_writes_keeps_the_snapshot_current(
     second.close()
     assert _snapshot(second).exists()  # the loaded snapshot took the writes and was saved
     third = make_store("writes")
-    monkeypatch.setattr(store_module, "refresh_lexical", _no_rebuild)
+    monkeypatch.setattr(store_module, "build_mirror", _no_rebuild)
     assert ids(third, "partition") == [v.memory_id]
 
 
-def _no_rebuild(*args: object, **kwargs: object) -> LexicalIndex:
-    raise AssertionError("the index was rebuilt instead of loaded from its snapshot")
+def _no_rebuild(*args: object, **kwargs: object) -> Mirror:
+    raise AssertionError("the replica was rebuilt instead of loaded from its snapshots")
 
 
 def test_a_stale_snapshot_is_detected_and_rebuilt(make_store: Callable[..., MemoryStore]) -> None:
@@ -218,8 +219,11 @@ def test_rebuild_reads_the_same_text_as_the_units_hold(make_store: Callable[...,
             context={"tools_used": ["pandas.read_csv", "openpyxl"]},
         )
     )
-    col = store._collection(store.namespace)
-    assert dict(active_texts(col)) == {unit.memory_id: unit_text(store.get(unit.memory_id))}
+    col = store.collection(store.namespace)
+    assert col is not None
+    rows = col.get(include=["documents", "metadatas"])
+    records = zip(rows["ids"], rows["documents"] or [], rows["metadatas"] or [], strict=True)
+    assert dict(record_texts(records)) == {unit.memory_id: unit_text(store.get(unit.memory_id))}
     store.close()
     assert not _snapshot(store).exists()  # no index was built: the next open rebuilds from the records
     again = make_store("texts")

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from langchain_hindsight import MemoryStore, MemoryUnit
+from langchain_hindsight.store.search import DatabaseReader
 from tests.fakes import NgramEmbeddings
 from tests.postgres import backend_calls
 
@@ -162,12 +163,13 @@ def test_recall_takes_the_database_path_chosen_at_open(postgres_url: str) -> Non
     and every candidate's record), a lexical search one more, and nothing in process is read or kept."""
     with MemoryStore(database_url=postgres_url, embeddings=NgramEmbeddings()) as store:
         assert store.read_path == "database"
+        assert isinstance(store.reader, DatabaseReader)
 
         def refused(*args: object, **kwargs: object) -> None:
             raise AssertionError("a Postgres recall read the in-process replica")
 
-        store._replica.recall_mirror = refused  # type: ignore[method-assign]
-        store._replica.lexical_index = refused  # type: ignore[method-assign]
+        for name in ("hybrid", "nearest", "similarities", "lexical", "current"):
+            setattr(store.replica, name, refused)
         texts = [
             "生成销售周报时使用公司统一的周报模板",
             "Weekly sales reports use the company template",
@@ -186,6 +188,4 @@ def test_recall_takes_the_database_path_chosen_at_open(postgres_url: str) -> Non
         assert (list(candidates), lexical) == (list(first[0]), first[1])
         assert store.lexical_search(query, k=2) == list(lexical.items())
         assert asked == ["hybrid query", "lexical search"]
-        assert not store._replica.lexical
-        assert not store._replica.mirrors
-        assert store._replica.units.size == 0
+        assert not store.replica.holds(store.namespace)

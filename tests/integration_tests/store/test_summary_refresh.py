@@ -110,16 +110,16 @@ def test_count_by_from_a_loaded_mirror_equals_the_plain_count(
         want = _plain(store)
         assert ("superseded", "周报撰写", "user_feedback") in want
         assert ("archived", "file_operation", "agent_inference") in want
-        assert "default" not in store._replica.mirrors
+        assert not store.replica.holds("default")
         _no_plain_read(monkeypatch)
         got = store.count_by(*FIELDS)  # loaded from the trusted snapshot, never built
-        assert "default" in store._replica.mirrors
+        assert store.replica.holds("default")
         assert got == want
         assert list(got) == list(want)  # the same order too
         assert store.count_by("status", "run_id") == {("active", ""): 6, ("archived", ""): 1, ("superseded", ""): 2}
         monkeypatch.undo()
         assert store.count_by(*FIELDS, namespace=TEAM) == _plain(store, TEAM)  # no mirror: the plain path
-        assert TEAM not in store._replica.mirrors
+        assert not store.replica.holds(TEAM)
 
 
 def test_count_by_with_a_mirror_kept_through_writes_equals_the_plain_count(
@@ -147,13 +147,14 @@ def test_count_by_does_not_build_a_mirror_nor_trust_an_unvouched_snapshot(
     (store_dir / ".hindsight-clean").unlink()  # as a crash leaves it: the snapshot is not vouched for
     with reopen(store_dir) as store:
         assert store.count_by(*FIELDS) == _plain(store)
-        assert store._replica.mirrors == {}
+        assert not store.replica.holds("default")
 
 
 def test_a_mirror_that_does_not_add_up_is_not_used(store_dir: Path, reopen: Callable[[Path], MemoryStore]) -> None:
     with reopen(store_dir) as store:
         store.search("周报", k=2)
-        mirror = store._replica.mirrors["default"]
+        mirror = store.replica.held_mirror("default", load=False)
+        assert mirror is not None
         mirror.discard(["m_csv"])  # a mirror missing an active record (never happens: checked anyway)
         got = store.count_by(*FIELDS)
         assert got == _plain(store)
@@ -253,7 +254,7 @@ def test_a_session_that_only_journals_refreshes_the_run_count(
         for run_id, ns in (("run-2", "default"), ("run-3", "default"), ("run-t", TEAM)):
             journal.start(run_id, task="清洗数据", task_type="data_cleaning", namespace=ns)
             journal.finish(run_id, outcome="failure", namespace=ns)
-        assert "default" not in store._replica.mirrors
+        assert not store.replica.holds("default")
     calls = _quick_only(monkeypatch)
     quick = json.loads(_stats(capsys, store_dir, "--all", "--json"))
     assert calls == []
@@ -277,7 +278,7 @@ def test_a_write_that_failed_half_way_leaves_no_refreshed_entry(
 
     with reopen(store_dir) as store:
         store.search("周报", k=2)
-        assert "default" in store._replica.mirrors
+        assert store.replica.holds("default")
         monkeypatch.setattr(ChromaRecords, "upsert", half_way)
         with pytest.raises(StoreError):
             store.add(_unit("m_half", "写了一半的经验。", task_type="data_cleaning"))

@@ -19,12 +19,12 @@ def test_every_kind_shares_one_header_and_one_reader(tmp_path: Path) -> None:
     index.upsert([MemoryUnit(memory_id="a", content="读取中文CSV时指定编码。")])
     mirror = Mirror(2, "fake (2-d)")
     mirror.put("a", [1.0, 0.0], record_bytes("读取中文CSV时指定编码。", {"status": "active"}))
-    index.save(tmp_path / "lexical" / "hs-x.npz", meta={"count": 1, "active": 1, "sample": {}})
-    mirror.save(tmp_path / "mirror" / "hs-x.npz", meta={"count": 1, "active": 1, "sample": {}})
+    index.save(tmp_path / "lexical" / "hs-x.npz")
+    mirror.save(tmp_path / "mirror" / "hs-x.npz")
     for kind in ("lexical", "mirror"):
         header = read_header(tmp_path / kind / "hs-x.npz", kind)  # type: ignore[arg-type]
         assert header is not None
-        assert (header["kind"], header["format"], header["collection"], header["count"]) == (kind, 2, "hs-x", 1)
+        assert (header["kind"], header["format"], header["collection"]) == (kind, 2, "hs-x")
     assert Mirror.read_identity(tmp_path / "mirror" / "hs-x.npz") == "fake (2-d)"
     assert read_header(tmp_path / "mirror" / "hs-x.npz", "lexical") is None  # another kind
     moved = tmp_path / "mirror" / "hs-y.npz"

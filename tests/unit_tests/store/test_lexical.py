@@ -211,11 +211,11 @@ def test_snapshot_round_trip_and_damaged_files(tmp_path: Path) -> None:
     index.upsert(units)
     index.delete([units[0].memory_id])
     path = tmp_path / "snap.npz"
-    index.save(path, meta={"count": 399})
+    index.save(path)
     loaded = LexicalIndex.load(path)
     assert loaded is not None
     again, header = loaded
-    assert (header["kind"], header["collection"], header["count"]) == ("lexical", "snap", 399)
+    assert (header["kind"], header["collection"]) == ("lexical", "snap")
     for query in _QUERIES:
         assert again.search(query, 10, normalize=True) == index.search(query, 10, normalize=True)
     again.upsert([MemoryUnit(memory_id="new", content="周报 乱码 zqxv")])  # a loaded index keeps updating
@@ -224,4 +224,4 @@ def test_snapshot_round_trip_and_damaged_files(tmp_path: Path) -> None:
     assert LexicalIndex.load(path) is None
     assert LexicalIndex.load(tmp_path / "missing.npz") is None
     with pytest.raises(ValueError, match="default tokenizer"):
-        LexicalIndex(tokenizer=str.split).save(path, meta={})
+        LexicalIndex(tokenizer=str.split).save(path)

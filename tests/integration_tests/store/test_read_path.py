@@ -1,12 +1,16 @@
-"""Recall reads from Chroma only what it has not seen, and never serves a unit a write has changed.
+"""One read path per store, chosen when it opens, and it never serves a unit a write has changed.
 
-Both ways an embedded store serves recall are covered: its recall mirror (every active unit in memory,
-see ``store/_mirror.py``) and, for a namespace above the mirror's limit, the unit cache in front of Chroma.
+Every backend but a database reads through the store's replica (lexical index + recall mirror, in process):
+embedded Chroma, a shared Chroma client (as a server: other writers are followed through the change feed)
+and the in-memory backend. The route a recall takes is the one chosen at open: the replica answers, the
+database reader is never asked, and a repeated recall reads nothing from the backend's memories collection.
+(Postgres, the database read path: ``test_postgres_read_path.py``.)
 """
 
 from __future__ import annotations
 
 import hashlib
+import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -19,45 +23,50 @@ from chromadb.config import Settings
 from langchain_core.embeddings import Embeddings
 
 from langchain_hindsight import HindsightRetriever, MemoryStore, MemoryUnit
+from langchain_hindsight.store import search as search_module
+from langchain_hindsight.store.backend import InMemoryBackend
+from langchain_hindsight.store.replica import Replica
 from tests.fakes import HashEmbeddings
 
 NOW = datetime(2026, 11, 1, tzinfo=UTC)
+KINDS = ["embedded", "shared-client", "in-memory"]
 
 
 class CountingCollection:
-    """Wraps a Chroma collection; counts ``get`` calls and records what each ``query`` included."""
+    """Wraps a backend collection; counts ``get`` and ``query`` calls."""
 
     def __init__(self, inner: Any) -> None:
         self.inner = inner
-        self.gets = 0
-        self.query_includes: list[list[str]] = []
+        self.calls: list[str] = []
 
     def get(self, *args: Any, **kwargs: Any) -> Any:
-        self.gets += 1
+        self.calls.append("get")
         return self.inner.get(*args, **kwargs)
 
     def query(self, *args: Any, **kwargs: Any) -> Any:
-        self.query_includes.append(list(kwargs.get("include", [])))
+        self.calls.append("query")
         return self.inner.query(*args, **kwargs)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
 
 
-@pytest.fixture(params=["mirror", "unit-cache"])
+def _open(kind: str, tmp_path: Path, embeddings: Embeddings | None = None, client: Any = None) -> MemoryStore:
+    embeddings = embeddings or HashEmbeddings(64)
+    if kind == "embedded":
+        return MemoryStore(tmp_path / "db", embeddings=embeddings)
+    if kind == "in-memory":
+        return MemoryStore(backend=InMemoryBackend(), embeddings=embeddings)
+    client = client or chromadb.EphemeralClient(settings=Settings(anonymized_telemetry=False))
+    return MemoryStore(client=client, embeddings=embeddings, namespace=f"route-{uuid.uuid4().hex[:8]}")
+
+
+@pytest.fixture(params=KINDS)
 def store(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[MemoryStore]:
-    with MemoryStore(tmp_path / "db", embeddings=HashEmbeddings(64)) as s:
-        if request.param == "unit-cache":
-            s.mirror_max_rows = 0  # as for a namespace above the mirror's limit
+    with _open(request.param, tmp_path) as s:
         yield s
-
-
-@pytest.fixture
-def cache_store(tmp_path: Path) -> Iterator[MemoryStore]:
-    """A store whose recall goes through the unit cache (the mirror off, as above its limit)."""
-    with MemoryStore(tmp_path / "db", embeddings=HashEmbeddings(64)) as s:
-        s.mirror_max_rows = 0
-        yield s
+        if request.param == "shared-client":
+            s.forget(namespace=s.namespace)
 
 
 def _units(n: int) -> list[MemoryUnit]:
@@ -84,31 +93,36 @@ def _recall(store: MemoryStore, query: str) -> list[tuple[str, float, float]]:
     return [(s.memory.memory_id, s.score, s.memory.score_confidence) for s in retriever.recall(query, now=NOW)]
 
 
-def test_a_repeated_recall_reads_nothing_more_and_scores_the_same(cache_store: MemoryStore) -> None:
-    store = cache_store
+def test_recall_takes_the_route_chosen_at_open(store: MemoryStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert store.read_path == "replica"
+    assert isinstance(store.reader, Replica)
+    assert store.reader is store.replica
+
+    def refused(*args: object, **kwargs: object) -> Any:
+        raise AssertionError("a store that opened on the replica read path asked the database reader")
+
+    for name in ("hybrid", "nearest", "similarities", "lexical"):
+        monkeypatch.setattr(search_module.DatabaseReader, name, refused)
+    asked: list[str] = []
+    for name in ("hybrid", "nearest", "similarities", "lexical"):
+        method = getattr(store.reader, name)
+        monkeypatch.setattr(store.reader, name, lambda *a, _m=method, _n=name, **k: asked.append(_n) or _m(*a, **k))
     store.add_many(_units(40), dedupe=False)
     first = _recall(store, "CSV 编码")
     col = _counting(store)
     again = _recall(store, "CSV 编码")
+    vector = store.embeddings.embed_query("CSV 编码 lesson 3")
+    store.search_by_vector(vector, k=3)
+    store.similarity_by_ids(vector, [i for i, _, _ in first[:2]])
+    store.lexical_search("CSV", k=3)
     assert again == first
-    assert col.gets == 0  # every candidate's unit and vector came from the cache
-    assert col.query_includes == [["distances"]]  # the one Chroma call: nearest ids and distances
+    assert col.calls == []  # every arm and every candidate from the replica, not the backend's collection
+    assert set(asked) == {"hybrid", "nearest", "similarities", "lexical"}
 
 
 def _served(store: MemoryStore, query: str) -> dict[str, MemoryUnit]:
     retriever = HindsightRetriever(store=store, k=20, low_similarity_threshold=0.0)
     return {s.memory.memory_id: s.memory for s in retriever.recall(query, now=NOW)}
-
-
-def test_a_cold_recall_is_one_query_and_one_get(cache_store: MemoryStore) -> None:
-    store = cache_store
-    store.add_many(_units(60), dedupe=False)
-    warm = _recall(store, "CSV 编码 lesson 7")
-    store._replica.units.clear()
-    col = _counting(store)
-    assert _recall(store, "CSV 编码 lesson 7") == warm
-    assert col.gets == 1  # dense hits and lexical-only matches read together
-    assert col.query_includes == [["distances"]]
 
 
 def test_hybrid_search_matches_the_separate_arms(store: MemoryStore) -> None:
@@ -143,7 +157,7 @@ def test_writes_are_never_hidden_by_the_cache(store: MemoryStore) -> None:
     assert set(_served(store, "CSV 编码 lesson")) <= {u.memory_id for u in store.list_units(status="active")}
 
 
-def test_cached_units_are_the_stored_ones(store: MemoryStore) -> None:
+def test_recalled_units_are_the_stored_ones(store: MemoryStore) -> None:
     store.add_many(_units(20), dedupe=False)
     _recall(store, "CSV 编码")
     retriever = HindsightRetriever(store=store, k=10, low_similarity_threshold=0.0)
@@ -151,15 +165,30 @@ def test_cached_units_are_the_stored_ones(store: MemoryStore) -> None:
         assert scored.memory == store.get(scored.memory.memory_id)
 
 
-def test_a_shared_client_never_caches() -> None:
+def test_two_stores_on_one_shared_client_never_serve_stale_data(tmp_path: Path) -> None:
     client = chromadb.EphemeralClient(settings=Settings(anonymized_telemetry=False))
-    with MemoryStore(client=client, embeddings=HashEmbeddings(64), namespace="cache-shared") as a:
-        a.add_many(_units(10), dedupe=False)
-        _recall(a, "CSV 编码")
-        col = _counting(a)
-        _recall(a, "CSV 编码")
-        assert all("metadatas" in include for include in col.query_includes)  # always read: others may write
-        a.forget(namespace="cache-shared")
+    namespace = f"shared-{uuid.uuid4().hex[:8]}"
+    with (
+        MemoryStore(client=client, embeddings=HashEmbeddings(64), namespace=namespace) as a,
+        MemoryStore(client=client, embeddings=HashEmbeddings(64), namespace=namespace) as b,
+    ):
+        units = [r.unit for r in a.add_many(_units(10), dedupe=False)]
+        assert set(_served(b, "CSV 编码 lesson")) == {u.memory_id for u in units}  # b builds its replica now
+        best = units[0].memory_id
+        before = _served(b, "CSV 编码 lesson")[best].score_confidence
+        a.record_feedback([best], success=False)
+        assert _served(b, "CSV 编码 lesson")[best].score_confidence < before  # a's write reached b's replica
+        a.update(best, content="读取CSV文件时 lesson: Slack chat.postMessage needs the channel ID.")
+        assert "Slack" in _served(b, "CSV 编码 lesson Slack")[best].content
+        vector = b.embeddings.embed_query("Slack chat.postMessage needs the channel ID.")
+        ((_, sim),) = b.similarity_by_ids(vector, [best])  # the new content's vector, read again by b
+        assert sim == pytest.approx(float(np.dot(a.embeddings.embed_documents([a.get(best).content])[0], vector)))
+        a.archive([units[1].memory_id])
+        a.forget(units[2].memory_id)
+        served = set(_served(b, "CSV 编码 lesson"))
+        assert units[1].memory_id not in served
+        assert units[2].memory_id not in served
+        a.forget(namespace=namespace)
 
 
 class NearFar(Embeddings):
@@ -181,10 +210,9 @@ class NearFar(Embeddings):
         return self.anchor.tolist()
 
 
-@pytest.mark.parametrize("mirror_max_rows", [30_000, 0])
-def test_inactive_nearest_units_are_skipped_without_losing_active_ones(tmp_path: Path, mirror_max_rows: int) -> None:
-    with MemoryStore(tmp_path / "db", embeddings=NearFar()) as store:
-        store.mirror_max_rows = mirror_max_rows
+@pytest.mark.parametrize("kind", KINDS)
+def test_inactive_nearest_units_are_skipped_without_losing_active_ones(tmp_path: Path, kind: str) -> None:
+    with _open(kind, tmp_path, NearFar()) as store:
         stored = [
             r.unit
             for r in store.add_many(
