@@ -316,6 +316,25 @@ class StoreCore:
             gone = sorted(set(touched) - {u.memory_id for u in current})
             self._replica.reindex(namespace, upserts=current, deletes=gone)
 
+    # ------------------------------------------------------------------ for the write path (``_store_writes``)
+    def atomic(self, namespace: str, plan: Callable[[], _R]) -> _R:
+        """Run a write ``plan`` on ``namespace`` as one write plan (see ``_atomic``: a plan may be re-run)."""
+        return self._atomic(namespace, plan)
+
+    def collection(self, namespace: str, role: Role = "memories", *, create: bool = True) -> Collection | None:
+        """The ``role`` collection of ``namespace``, opened (and repaired) once; ``None``: missing, not created."""
+        return self._collection(namespace, role, create=create)
+
+    def vector_collection(self, namespace: str, role: Role = "memories") -> Collection:
+        """The ``role`` collection of ``namespace`` (created if missing), checked to hold this store's vectors."""
+        col = self._vectors(self._collection(namespace, role))
+        assert col is not None  # create=True always returns a collection
+        return col
+
+    def reindex(self, namespace: str, *, upserts: Sequence[MemoryUnit] = (), deletes: Sequence[str] = ()) -> None:
+        """The write path wrote ``upserts`` and deleted ``deletes`` in ``namespace``: the replica follows."""
+        self._replica.reindex(namespace, upserts=upserts, deletes=deletes)
+
     # ------------------------------------------------------------------ reads by id
     def _get_many(self, ids: list[str], ns: str) -> list[MemoryUnit]:
         with self._lock:

@@ -1,17 +1,17 @@
-"""How a write is decided: prepare, then plan (dedupe, merge, supersede); ``apply`` writes the plan.
+"""How a write is decided, without I/O: each write's plan, from what the write read.
 
-Planning is pure apart from the judge: :func:`plan_add` walks the incoming units in
-order and decides, from each one's nearest active neighbours (stored or earlier in
-the batch), whether it is merged into one (only the same statement, see
-:func:`statement_key`, or a judged duplicate), supersedes one (only when a
-:class:`~langchain_hindsight.store.writes.WriteJudge` says it updates or contradicts it, and
-never when the two apply under different conditions)
-or is simply new, under the provenance rules (a less trusted source never replaces
-a more trusted one); each decision becomes a
-:class:`~langchain_hindsight.store.writes.WriteResult`. ``apply.write_plan`` then makes
-the Chroma calls in crash-safe order: new
-units first (a superseding one marked ``pending``), demotions and merges second,
-marks cleared last; ``apply.repair_namespace`` finishes a write a crash interrupted.
+* :func:`prepare`: a unit as it will be stored (checked, task type folded, namespace and confidence settled,
+  instruction-like untrusted text tagged ``suspicious``, junk refused);
+* :func:`plan_add`: a batch of adds, from each unit's nearest stored active neighbours — merge (the same
+  statement, :func:`~langchain_hindsight.store.statement.statement_key`, or a judged duplicate), supersede
+  (only when a :class:`~langchain_hindsight.store.writes.WriteJudge` says it updates or contradicts one, never
+  across conditions), or add — under the provenance rules (a less trusted source never replaces a more trusted
+  one); each decision a :class:`~langchain_hindsight.store.writes.WriteResult`; pure apart from the judge;
+* :func:`plan_supersede`: a caller's supersede, re-planned on its targets as they are now;
+* :func:`plan_feedback`: the credited or debited versions of units a run used.
+
+``_store_writes`` reads what a plan needs inside the namespace's write plan, calls these, and hands the
+:class:`WritePlan` to ``apply``, which writes it in crash-safe order.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ import json
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, Literal
 
 import numpy as np
@@ -28,9 +29,13 @@ from langchain_hindsight._claims import claim_of, relation_of, scoped_apart
 from langchain_hindsight._safety import SUSPICIOUS_TAG, looks_like_instruction
 from langchain_hindsight._text import informative
 from langchain_hindsight._trust import TRUST_ORDER, TRUSTED_SOURCES
-from langchain_hindsight.errors import ConfigurationError, InvalidMemoryError, UninformativeMemoryError
+from langchain_hindsight.errors import (
+    ConfigurationError,
+    InvalidMemoryError,
+    MemoryNotFoundError,
+    UninformativeMemoryError,
+)
 from langchain_hindsight.store._codec import unit_from_record
-from langchain_hindsight.store._collections import Collection
 from langchain_hindsight.store._naming import check_namespace
 from langchain_hindsight.store._policy import ConfidencePolicy, settle_claims, trust
 from langchain_hindsight.store.evidence import corroborated, evidence_cap
@@ -48,6 +53,10 @@ from langchain_hindsight.types import MAX_ACCESS_COUNT, MemoryUnit
 
 __all__ = [
     "MERGE_THRESHOLD",
+    "NEIGHBOURS",
+    "REPLAN_ATTEMPTS",
+    "SupersedeTargets",
+    "Target",
     "WritePlan",
     "candidates",
     "check_encodable",
@@ -57,10 +66,11 @@ __all__ = [
     "demote",
     "flag_suspicious",
     "merge_units",
-    "nearest",
     "plan_add",
+    "plan_feedback",
+    "plan_successor",
+    "plan_supersede",
     "prepare",
-    "query_neighbours",
     "suspicious",
 ]
 
@@ -76,9 +86,8 @@ default embedders distinct sentences that differ in one entity or number still s
 similarity only selects candidates and the statement rule decides; 0.95 is the value both paths had
 before they shared it, so no golden output moved."""
 
-_NEIGHBOURS = 5
-_QUERY_BATCH = 1000
-"""Query vectors per backend call when looking up a batch's stored neighbours."""
+NEIGHBOURS = 5
+"""Stored neighbours a write reads per unit (the nearest active ones in scope): the rules look at all of them."""
 
 REASON_NEW = "new: no similar active unit in scope"
 REASON_NO_DEDUPE = "stored as given (dedupe=False)"
@@ -242,56 +251,19 @@ def merge_units(existing: MemoryUnit, incoming: MemoryUnit, policy: ConfidencePo
     return merged.evolve(confidence=grown) if grown != merged.score_confidence else merged
 
 
-def query_neighbours(
-    col: Collection, units: Sequence[MemoryUnit], vectors: Sequence[list[float]], scope: Scope
-) -> list[Any]:
-    """For each unit, the stored active units nearest to its vector in its scope (``None`` when there are none).
-
-    One batched nearest-neighbour query per scope present in the batch (one for
-    ``"namespace"``; one per task type and kind for ``"task_type"``), the same
-    filter and depth a query per unit would use. Each result has the shape of a
-    single-vector query result.
-    """
-    out: list[Any] = [None] * len(units)
-    if not units or not col.count():
-        return out
-    groups: dict[tuple[str, ...], list[int]] = {}
-    for i, u in enumerate(units):
-        groups.setdefault((u.task_type, u.kind) if scope == "task_type" else (), []).append(i)
-    for key, idx in groups.items():
-        clauses: list[dict[str, Any]] = [{"status": "active"}]
-        if key:
-            clauses += [{"task_type": key[0]}, {"kind": key[1]}]
-        where = {"$and": clauses} if len(clauses) > 1 else clauses[0]
-        for start in range(0, len(idx), _QUERY_BATCH):
-            chunk = idx[start : start + _QUERY_BATCH]
-            res = col.query(
-                query_embeddings=[vectors[i] for i in chunk],
-                n_results=_NEIGHBOURS,
-                where=where,
-                include=["documents", "metadatas", "distances"],
-            )
-            for j, i in enumerate(chunk):
-                out[i] = {k: [res[k][j]] for k in ("ids", "documents", "metadatas", "distances")}
-    return out
-
-
 def candidates(
     unit: MemoryUnit,
-    vector: list[float],
     stored: Any,
     pending: Pending,
     changed: dict[str, MemoryUnit],
     scope: Scope,
-    *,
-    similarities: Mapping[str, float] | None = None,
+    similarities: Mapping[str, float],
 ) -> list[Neighbour]:
     """Active units in scope near ``unit``, most similar first: ``stored`` (a query result) and ``pending`` ones.
 
     A stored unit already rewritten in this batch is judged by its ``changed``
-    version. ``similarities``: only these pending units are candidates, with these
-    similarities to ``unit`` (computed by the caller in one matrix product);
-    ``None``: every pending unit, its similarity computed here.
+    version; of the ``pending`` units only those in ``similarities`` are
+    candidates, with these similarities to ``unit``.
     """
     found: dict[str, Neighbour] = {}
     if stored is not None:
@@ -303,32 +275,14 @@ def candidates(
             )
             if candidate.status == "active":
                 found[memory_id] = Neighbour(candidate, 1.0 - float(stored["distances"][0][j]))
-    chosen = pending.values() if similarities is None else (pending[i] for i in similarities)
-    for other, other_vec in chosen:
+    for memory_id, similarity in similarities.items():
+        other = pending[memory_id][0]
         if other.status != "active" or other.memory_id == unit.memory_id:
             continue
         if scope == "task_type" and (other.task_type, other.kind) != (unit.task_type, unit.kind):
             continue
-        similarity = (
-            similarities[other.memory_id]
-            if similarities is not None
-            else sum(a * b for a, b in zip(vector, other_vec, strict=True))
-        )
         found[other.memory_id] = Neighbour(other, similarity)
     return sorted(found.values(), key=lambda n: -n.similarity)
-
-
-def nearest(
-    unit: MemoryUnit,
-    vector: list[float],
-    stored: Any,
-    pending: Pending,
-    changed: dict[str, MemoryUnit],
-    scope: Scope,
-) -> tuple[MemoryUnit | None, float]:
-    """The most similar active unit in scope (see :func:`candidates`) and its similarity, or ``(None, -1.0)``."""
-    found = candidates(unit, vector, stored, pending, changed, scope)
-    return (found[0].unit, found[0].similarity) if found else (None, -1.0)
 
 
 @dataclass(slots=True)
@@ -473,10 +427,10 @@ def plan_add(
         if conflict_threshold is not None:
             picked.update(order[i] for i in np.flatnonzero(sims > conflict_threshold).tolist())
             # the nearest few whatever the cosine, as for stored units: the rules may find a contradiction there
-            nearest_rows = np.argsort(-sims, kind="stable")[:_NEIGHBOURS].tolist()
+            nearest_rows = np.argsort(-sims, kind="stable")[:NEIGHBOURS].tolist()
             picked.update(order[i] for i in nearest_rows)
         similar = {i: float(sims[row[i]]) for i in picked}
-        near = candidates(unit, vector, near_stored, new, plan.changed, scope, similarities=similar)
+        near = candidates(unit, near_stored, new, plan.changed, scope, similar)
         decision, target = _decide(
             unit, near, judge=judge, merge_threshold=merge_threshold, conflict_threshold=conflict_threshold, key=key
         )
@@ -515,3 +469,111 @@ def plan_add(
         final = new[memory_id][0] if memory_id in new else plan.changed[memory_id]
         plan.results.append(WriteResult(action, final, related, reason, previous.get(n, ())))
     return plan
+
+
+REPLAN_ATTEMPTS = 8
+"""How many times a caller's read-plan-write loop re-reads and re-plans before it raises ``WriteConflictError``."""
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """One unit a write asked to supersede, as the write plan finds it now.
+
+    Attributes:
+        requested: The id the caller asked for.
+        now: That unit as stored now (``None``: forgotten).
+        head: The active head of its supersede chain (``now`` itself when active; ``None``: no active version).
+    """
+
+    requested: str
+    now: MemoryUnit | None
+    head: MemoryUnit | None
+
+
+@dataclass(frozen=True, slots=True)
+class SupersedeTargets:
+    """What a supersede replaces after re-planning, and why (one note per target that moved)."""
+
+    replace: tuple[MemoryUnit, ...]
+    notes: tuple[str, ...] = ()
+
+
+def plan_supersede(targets: Sequence[Target], namespace: str) -> SupersedeTargets:
+    """The units a supersede replaces, given its targets as the write plan re-read them.
+
+    A supersede (a verdict, an edit, ``HindsightStore.put``) was decided on units as its caller read
+    them; another process may have replaced one since. Each target found
+
+    * still active is superseded, as asked;
+    * superseded by another writer: the active head of its chain is superseded instead (the newer
+      statement wins, as everywhere in the store; the other writer's version stays in ``history()``
+      and a note says which unit was finally replaced);
+    * archived or forgotten (no active version left) is skipped.
+
+    Feedback is not moved along a chain: a credit stays with the version the run was shown.
+
+    Raises:
+        MemoryNotFoundError: no target has an active version (nothing is written; a caller with its own
+            plan re-reads and plans again, at most :data:`REPLAN_ATTEMPTS` times).
+    """
+    replace: dict[str, MemoryUnit] = {}
+    notes: list[str] = []
+    for t in targets:
+        if t.head is None:
+            state = "forgotten" if t.now is None else t.now.status
+            notes.append(f"{t.requested} is {state} and has no active version: skipped")
+            continue
+        if t.head.memory_id != t.requested:
+            notes.append(
+                f"{t.requested} was superseded by another write first: its newest version "
+                f"{t.head.memory_id} is superseded instead"
+            )
+        replace.setdefault(t.head.memory_id, t.head)
+    if not replace:
+        asked = [t.requested for t in targets][:5]
+        why = f" ({'; '.join(notes)})" if notes else ""
+        raise MemoryNotFoundError(f"no active memory among {asked} in namespace {namespace!r}{why}")
+    return SupersedeTargets(tuple(replace.values()), tuple(notes))
+
+
+def plan_successor(
+    unit: MemoryUnit, vector: list[float], old: Sequence[MemoryUnit], policy: ConfidencePolicy
+) -> WritePlan:
+    """The write of ``unit`` (its id free) as the successor of ``old``: it is stored, they are demoted."""
+    new = unit.evolve(supersedes=old[0].memory_id)
+    return WritePlan(
+        new={new.memory_id: (new, vector)},
+        changed={u.memory_id: demote(u, policy) for u in old},
+        superseding={new.memory_id},
+    )
+
+
+def plan_feedback(
+    current: Sequence[MemoryUnit],
+    *,
+    when: datetime,
+    success: bool | None,
+    rejected: bool,
+    repeats: Mapping[str, int],
+    policy: ConfidencePolicy,
+) -> list[MemoryUnit]:
+    """``current`` after one piece of feedback: one more access at ``when``, confidence moved by ``policy``.
+
+    A credit never lifts a ``suspicious`` unit over ``policy.suspicious_cap``.
+    """
+    updated: list[MemoryUnit] = []
+    for u in current:
+        confidence = policy.apply(
+            u.score_confidence, success=success, rejected=rejected, repeats=repeats.get(u.memory_id, 0)
+        )
+        if success is True and not rejected and SUSPICIOUS_TAG in u.tags:
+            capped = max(u.score_confidence, policy.suspicious_cap)
+            if confidence > capped:
+                logger.info("memory %s is suspicious: its credit stops at %.2f", u.memory_id, capped)
+                confidence = capped
+        updated.append(
+            u.evolve(
+                access_count=u.access_count + 1, last_accessed_at=max(u.last_accessed_at, when), confidence=confidence
+            )
+        )
+    return updated

@@ -7,13 +7,11 @@ derived data, rebuilt from the backend and updated on every write.
 The store reaches its data only through the backend layer (``backend.Backend``:
 ``backend.ChromaBackend``, embedded or server; ``backend.InMemoryBackend``), and
 recall reads through its replica (``replica.Replica``: the derived copies of the data).
-:class:`MemoryStore` is one class: each public method checks its arguments and calls
-one function of the module for its concept — ``reads`` (listing, counting,
-history), ``search`` (dense, lexical, hybrid), ``_store_writes`` (add, update,
-feedback, moves), ``transfer`` (exact import) and ``forget`` (forget, scrub) — over
-the shared state of ``_core.StoreCore``. The mechanics live in ``_collections``
-(naming, opening, reading), ``decide`` (dedupe/merge/supersede planning), ``apply``
-(two-step writes), ``runs`` (run records) and ``_policy`` (:class:`ConfidencePolicy`).
+:class:`MemoryStore` is one class: each read method checks its arguments and calls one
+function of its concept's module — ``reads`` (listing, counting, history), ``search``
+(dense, lexical, hybrid), ``transfer`` (exact import), ``forget`` (forget, scrub) — and
+the write methods are ``_store_writes``' functions themselves, bound here (read, plan with
+``decide``, write with ``apply``), all over the shared state of ``_core.StoreCore``.
 """
 
 from __future__ import annotations
@@ -23,8 +21,7 @@ import functools
 import logging
 import os
 import warnings
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from datetime import datetime
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, Literal
 
 import numpy as np
@@ -51,7 +48,7 @@ from langchain_hindsight.store.replica.lexical import lexical_scheme
 from langchain_hindsight.store.replica.records import MIRROR_MAX_ROWS
 from langchain_hindsight.store.runs import RunRecord
 from langchain_hindsight.store.transfer import ImportReport
-from langchain_hindsight.store.writes import RuleWriteJudge, WriteJudge, WriteResult
+from langchain_hindsight.store.writes import RuleWriteJudge, WriteJudge
 from langchain_hindsight.taxonomy import TaskTypeVocabulary
 from langchain_hindsight.types import DEFAULT_NAMESPACE, MemoryStatus, MemoryUnit
 
@@ -478,184 +475,17 @@ class MemoryStore(StoreCore):
         """
         return _read_ops.history(self, memory_id, namespace=namespace)
 
-    def add(
-        self, unit: MemoryUnit, *, namespace: str | None = None, dedupe: bool = True, if_absent: bool = False
-    ) -> WriteResult:
-        """Store ``unit``; return what the write did (:class:`~langchain_hindsight.store.writes.WriteResult`).
-
-        With ``dedupe`` (default): an active unit in scope that makes the same
-        statement (after normalising case, whitespace and punctuation) absorbs it
-        (``"merged"``; ``result.unit`` is that unit, keeping the newest time).
-        A different statement is never merged on similarity alone: when active
-        units are more than ``conflict_threshold`` similar, the store's ``judge``
-        decides; the default keeps both (``"added"``, ``related_ids`` naming the
-        similar units), an LLM judge may also merge a reworded duplicate or
-        supersede an outdated unit (``"superseded"``). ``namespace`` overrides
-        ``unit.namespace``. Each write is logged at INFO. ``if_absent=True`` stores
-        ``unit`` under its own id or not at all: an id already stored (another
-        writer created it first) raises :class:`~langchain_hindsight.errors.WriteConflictError`
-        instead of taking a fresh id (a key's first version, as ``HindsightStore.put`` writes it),
-        and so does a ``supersedes`` naming a unit that is gone or that an active unit
-        already continues (checked inside the write plan).
-
-        Example:
-            >>> store.add(MemoryUnit(content="客户甲公司希望通过邮件联系。")).action  # doctest: +SKIP
-            'added'
-
-        Raises:
-            ConfigurationError: ``unit`` is not a :class:`MemoryUnit`.
-            UninformativeMemoryError: its content carries no information (``"ok"``, ``"好的"``, emoji only);
-                an :class:`~langchain_hindsight.errors.InvalidMemoryError`. Nothing was changed.
-            StoreError: the backend failed; nothing was changed.
-            WriteConflictError: ``if_absent`` and the id is already stored; nothing was changed.
-        """
-        return _write_ops.add(self, unit, namespace=namespace, dedupe=dedupe, if_absent=if_absent)
-
-    def add_many(
-        self, units: Sequence[MemoryUnit], *, namespace: str | None = None, dedupe: bool = True
-    ) -> list[WriteResult]:
-        """Store many units with one batch embedding; one :class:`WriteResult` per unit, aligned with ``units``.
-
-        A unit may merge into, or supersede, an earlier unit of the same batch.
-        ``dedupe=False`` stores every unit as given (bulk import); an id that
-        already exists is then overwritten. Every unit is checked before anything
-        is written: one uninformative unit (``UninformativeMemoryError``) refuses the batch.
-        """
-        return _write_ops.add_many(self, units, namespace=namespace, dedupe=dedupe)
-
-    def supersede(
-        self, memory_ids: Sequence[str] | str, unit: MemoryUnit, *, reason: str, namespace: str | None = None
-    ) -> WriteResult:
-        """Store ``unit`` as the successor of the active units ``memory_ids`` (e.g. a user's correction).
-
-        The caller has decided the relation (say, the correction contradicts them),
-        so no judge is asked and nothing is merged: ``unit`` is stored as new with
-        ``supersedes`` naming the first of them, and each of them becomes
-        ``superseded`` (confidence × ``supersede_factor``), in the crash-safe order
-        of every supersede (the new unit marked ``pending`` until the demotions are
-        written; a crash in between is finished at the next open for the first of
-        them, the others then stay active, as before the write). ``history(unit id)``
-        then shows the chain. Logged at INFO with ``reason``.
-
-        Returns:
-            ``"superseded"``, ``related_ids`` the ids demoted, ``previous`` their state before.
-
-        A unit of ``memory_ids`` that another process superseded since the caller
-        read it is followed to the newest version of its chain, which is superseded
-        instead (re-read inside the write plan; ``result.reason`` and the log say so;
-        see ``store/replan.py``).
-
-        Raises:
-            MemoryNotFoundError: none of ``memory_ids`` has an active version in the namespace.
-            ConfigurationError: no ``reason``, or ``unit`` is less trusted than one it would replace.
-        """
-        return _write_ops.supersede(self, memory_ids, unit, reason=reason, namespace=namespace)
-
-    def update(self, memory_id: str, /, *, namespace: str | None = None, **changes: Any) -> MemoryUnit:
-        """Change fields of a stored unit; return the stored result.
-
-        Metadata changes are written without re-embedding; a ``content`` change
-        re-embeds. ``memory_id`` and ``namespace`` cannot change.
-
-        Raises:
-            MemoryNotFoundError: no such unit.
-            InvalidMemoryError: the changed unit would be invalid, or its new content carries
-                no information (``UninformativeMemoryError``); nothing is written.
-        """
-        return _write_ops.update(self, memory_id, namespace=namespace, **changes)
-
-    def update_many(self, units: Sequence[MemoryUnit], *, namespace: str | None = None) -> list[MemoryUnit]:
-        """Write new versions of existing units in one batch (re-embedding only changed content).
-
-        Units keep their collection; use :meth:`archive`/:meth:`restore` to change
-        between active/superseded and archived.
-
-        Raises:
-            MemoryNotFoundError: one of the units does not exist (nothing is written).
-        """
-        return _write_ops.update_many(self, units, namespace=namespace)
-
-    def record_feedback(
-        self,
-        memory_ids: Sequence[str] | str,
-        *,
-        success: bool | None = None,
-        rejected: bool = False,
-        namespace: str | None = None,
-        now: datetime | None = None,
-        repeats: Mapping[str, int] | None = None,
-        reason: str | None = None,
-    ) -> list[MemoryUnit]:
-        """Apply the outcome of a task that used these memories (success raises confidence, failure lowers it).
-
-        ``success=True``: access count +1, last access now, confidence
-        +``success_delta`` (capped), diminished by ``repeat_factor`` for each
-        earlier credit ``repeats`` counts for the memory (the session counts them
-        from the run journal: same task within ``repeat_window``); a unit tagged
-        ``suspicious`` is never credited above ``suspicious_cap``.
-        ``success=False``: access +1, confidence −``failure_delta`` (floored).
-        ``rejected=True`` (the user said the memory is wrong): confidence ×
-        ``rejection_factor``. ``success=None``: only the access is recorded. Ids
-        that no longer exist are skipped with a warning. Every credit and debit
-        is logged at INFO with the memory id, old → new confidence and the reason
-        (``reason``, e.g. ``"success of run r1"``, plus how the policy applied it).
-
-        Example:
-            >>> store.record_feedback([unit.memory_id], success=True, repeats={unit.memory_id: 1})  # doctest: +SKIP
-
-        Returns:
-            The updated units.
-        """
-        return _write_ops.record_feedback(
-            self,
-            memory_ids,
-            success=success,
-            rejected=rejected,
-            namespace=namespace,
-            now=now,
-            repeats=repeats,
-            reason=reason,
-        )
-
-    def share(
-        self, memory_ids: Sequence[str] | str, *, to_namespace: str, namespace: str | None = None
-    ) -> list[MemoryUnit]:
-        """Copy units into another namespace: the one explicit way a memory crosses namespaces.
-
-        Namespaces never see each other's units; agents share experience by
-        copying chosen units into a namespace they all read (e.g. ``"shared"``).
-        The copy keeps id, content, provenance and counters, is active, and goes
-        through the target's write rules (the same statement there absorbs it). It is
-        independent afterwards: forgetting the original does not forget the copy
-        (``forget(memory_id, namespace=to_namespace)`` does).
-
-        Example:
-            >>> store.share([unit.memory_id], namespace="alice", to_namespace="shared")  # doctest: +SKIP
-
-        Returns:
-            What is now stored in ``to_namespace`` for each unit found (missing ids are skipped).
-
-        Raises:
-            ConfigurationError: ``to_namespace`` equals the source namespace or is invalid.
-        """
-        return _write_ops.share(self, memory_ids, to_namespace=to_namespace, namespace=namespace)
-
-    def archive(self, memory_ids: Sequence[str], *, namespace: str | None = None) -> list[MemoryUnit]:
-        """Move units to the namespace's cold collection (excluded from recall, restorable)."""
-        return _write_ops.archive(self, memory_ids, namespace=namespace)
-
-    def restore(self, memory_ids: Sequence[str], *, namespace: str | None = None) -> list[MemoryUnit]:
-        """Bring archived units back as active units."""
-        return _write_ops.restore(self, memory_ids, namespace=namespace)
-
-    def discard(self, memory_ids: Sequence[str], *, namespace: str | None = None) -> int:
-        """Delete units *without* cleaning references to them; return how many existed.
-
-        For units folded into another by a merge pass: their ids stay in the
-        keeper's ``merged_from`` as provenance. To remove every trace of a unit,
-        use :meth:`forget` instead.
-        """
-        return _write_ops.discard(self, memory_ids, namespace=namespace)
+    # the writes: read, plan (``decide``), apply; defined, with their reference text, in ``_store_writes``
+    add = _write_ops.add
+    add_many = _write_ops.add_many
+    supersede = _write_ops.supersede
+    update = _write_ops.update
+    update_many = _write_ops.update_many
+    record_feedback = _write_ops.record_feedback
+    share = _write_ops.share
+    archive = _write_ops.archive
+    restore = _write_ops.restore
+    discard = _write_ops.discard
 
     def forget(
         self,
