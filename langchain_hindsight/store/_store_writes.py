@@ -98,11 +98,17 @@ def add(
         StoreError: the backend failed; nothing was changed.
         WriteConflictError: ``if_absent`` and the id is already stored; nothing was changed.
     """
-    return _add(store, [unit], namespace, dedupe, if_absent)[0]
+    return add_many(store, [unit], namespace=namespace, dedupe=dedupe, if_absent=if_absent)[0]
 
 
+@backend_errors
 def add_many(
-    store: StoreCore, units: Sequence[MemoryUnit], *, namespace: str | None = None, dedupe: bool = True
+    store: StoreCore,
+    units: Sequence[MemoryUnit],
+    *,
+    namespace: str | None = None,
+    dedupe: bool = True,
+    if_absent: bool = False,
 ) -> list[WriteResult]:
     """Store many units with one batch embedding; one :class:`WriteResult` per unit, aligned with ``units``.
 
@@ -110,14 +116,8 @@ def add_many(
     ``dedupe=False`` stores every unit as given (bulk import); an id that
     already exists is then overwritten. Every unit is checked before anything
     is written: one uninformative unit (``UninformativeMemoryError``) refuses the batch.
+    ``if_absent``: as :meth:`add`, for every unit.
     """
-    return _add(store, units, namespace, dedupe, False)
-
-
-@backend_errors
-def _add(
-    store: StoreCore, units: Sequence[MemoryUnit], namespace: str | None, dedupe: bool, if_absent: bool
-) -> list[WriteResult]:
     if isinstance(units, MemoryUnit) or not isinstance(units, Sequence):
         raise ConfigurationError("units must be a sequence of MemoryUnit")
     for name, flag in (("dedupe", dedupe), ("if_absent", if_absent)):

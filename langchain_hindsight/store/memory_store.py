@@ -21,7 +21,7 @@ import functools
 import logging
 import os
 import warnings
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Literal
 
 import numpy as np
@@ -46,8 +46,6 @@ from langchain_hindsight.store.backend.postgres import PostgresBackend
 from langchain_hindsight.store.decide import MERGE_THRESHOLD
 from langchain_hindsight.store.replica.lexical import lexical_scheme
 from langchain_hindsight.store.replica.records import MIRROR_MAX_ROWS
-from langchain_hindsight.store.runs import RunRecord
-from langchain_hindsight.store.transfer import ImportReport
 from langchain_hindsight.store.writes import RuleWriteJudge, WriteJudge
 from langchain_hindsight.taxonomy import TaskTypeVocabulary
 from langchain_hindsight.types import DEFAULT_NAMESPACE, MemoryStatus, MemoryUnit
@@ -475,7 +473,8 @@ class MemoryStore(StoreCore):
         """
         return _read_ops.history(self, memory_id, namespace=namespace)
 
-    # the writes: read, plan (``decide``), apply; defined, with their reference text, in ``_store_writes``
+    # the writes, defined with their reference text where they live: ``_store_writes`` (read, plan with ``decide``,
+    # write with ``apply``), ``forget`` (hard delete, erase) and ``transfer`` (exact import)
     add = _write_ops.add
     add_many = _write_ops.add_many
     supersede = _write_ops.supersede
@@ -486,113 +485,9 @@ class MemoryStore(StoreCore):
     archive = _write_ops.archive
     restore = _write_ops.restore
     discard = _write_ops.discard
-
-    def forget(
-        self,
-        memory_id: str | Sequence[str] | None = None,
-        *,
-        namespace: str | None = None,
-        scrub: bool | None = None,
-        successors: bool = False,
-    ) -> int:
-        """Hard-delete units (every copy, archive included), or a whole namespace.
-
-        ``forget("mem_...")`` deletes those ids in ``namespace``: the record
-        (vector, document, metadata) in memories and archive, the lexical index
-        entry, and every reference to the id in other units (``supersedes``,
-        ``merged_from``) and in the run journal. ``forget(namespace="alice")``
-        deletes every collection of that namespace.
-
-        With ``scrub`` (the default for an embedded store) the bytes are then
-        physically erased from the directory (see :meth:`scrub`); a Chroma API
-        delete alone leaves them in ``chroma.sqlite3`` and the HNSW files.
-
-        Example:
-            >>> n = store.forget(unit.memory_id)  # doctest: +SKIP
-
-        Args:
-            memory_id: One id or a sequence of ids; ``None`` with an explicit
-                ``namespace`` forgets the whole namespace.
-            namespace: Namespace to delete from (default: the store's).
-            scrub: ``None``: scrub when the backend can erase (an embedded
-                directory this store holds; memory). ``False``: defer (call
-                :meth:`scrub` later, e.g. after a batch).
-            successors: Also forget every later version of ``memory_id`` (the
-                units that supersede it, and theirs), as found inside the write:
-                a version another process wrote since the caller read the chain
-                is forgotten too (``HindsightStore`` deletes a key this way).
-
-        Returns:
-            How many units were deleted.
-
-        Raises:
-            ConfigurationError: bad arguments, or ``scrub=True`` on a store whose
-                backend cannot erase (a server or an injected client).
-        """
-        return _forget_ops.forget(self, memory_id, namespace=namespace, scrub=scrub, successors=successors)
-
-    def scrub(self) -> None:
-        """Physically erase every deleted record from the store's directory.
-
-        Rebuilds every collection from its live records (dropping the HNSW files
-        that still hold deleted vectors), merges the full-text index, rewrites
-        ``chroma.sqlite3`` with ``VACUUM`` under ``secure_delete`` and removes
-        orphaned segment files; erases every derived file (lexical and recall
-        snapshots, summary) the clean-close stamp does not vouch for, which may
-        hold text forgotten by another process such as a Chroma server serving
-        this directory. Costs a full copy of the store; :meth:`forget`
-        does it for the collections it touched unless told ``scrub=False``.
-        Resumable: a crash mid-way is finished when the directory is reopened.
-        On the in-memory backend there is nothing left to erase.
-
-        Example:
-            >>> store.forget(ids, scrub=False); store.scrub()  # doctest: +SKIP
-
-        Raises:
-            ConfigurationError: the backend cannot erase (a server or an injected
-                client). For a Chroma server, stop it, open the directory with
-                ``MemoryStore(persist_directory=...)`` and scrub there.
-            StoreError: the backend failed.
-        """
-        return _forget_ops.scrub(self)
-
-    def import_units(
-        self,
-        units: Iterable[MemoryUnit],
-        *,
-        runs: Iterable[RunRecord] = (),
-        namespace: str | None = None,
-        progress: Callable[[str, int, int], None] | None = None,
-        replace: bool = False,
-    ) -> ImportReport:
-        """Write ``units`` (and the journal's ``runs``) exactly as given, all or nothing (``namespace``: into it).
-
-        For restoring a backup or moving a store (see ``hindsight export``/``import``):
-        no task-type normalisation, no dedupe, no confidence caps (but untrusted text that reads like an
-        instruction is tagged ``suspicious`` and capped, as on every write); archived units go
-        straight to the archive; only the content is re-embedded. Every unit is read
-        and checked before anything is written. A unit whose id is already stored
-        with the same data is skipped; with other data it is refused unless
-        ``replace=True`` (an explicit overwrite): an import never silently replaces
-        a stored unit. An embedded store writes the units to a pending file first and
-        rolls a killed import forward when the directory is opened again; a database
-        writes them in one transaction after checking the ids again under the lock of
-        every namespace involved (a killed import leaves nothing of itself). A unit whose
-        content carries no information (``"ok"``, ``"好的"``) is left out and counted in
-        ``refused`` (logged), rather than failing the import.
-
-        ``runs`` are run records of a backup made with the journal (``hindsight export
-        --journal``): checked with the units (a run id already journaled with other data is
-        refused unless ``replace``), written after them.
-
-        Raises:
-            InvalidMemoryError: a unit is invalid (nothing was written).
-            ConfigurationError: ids already stored with other data and ``replace`` is false (nothing was written).
-            StoreError: the backend failed.
-        """
-        return _transfer_ops.import_units(
-            self, units, runs=runs, namespace=namespace, progress=progress, replace=replace
-        )
+    forget = _forget_ops.forget
+    scrub = _forget_ops.scrub
+    import_units = _transfer_ops.import_units
 
     def delete(
         self, memory_id: str | Sequence[str] | None = None, *, namespace: str | None = None, scrub: bool | None = None
