@@ -21,7 +21,7 @@ from langchain_hindsight.store._codec import unit_to_metadata
 from langchain_hindsight.store._collections import Collection, records
 from langchain_hindsight.store._core import StoreCore, backend_errors, check_ids
 from langchain_hindsight.store._naming import ROLES, Role
-from langchain_hindsight.store._policy import feedback_reason, fresh_ids_for_taken, trust
+from langchain_hindsight.store._policy import feedback_reason, trust
 from langchain_hindsight.store.apply import move_units, write_plan, write_updates
 from langchain_hindsight.store.decide import (
     NEIGHBOURS,
@@ -30,6 +30,7 @@ from langchain_hindsight.store.decide import (
     check_informative,
     check_source_change,
     check_unit,
+    fresh_ids_for_taken,
     plan_add,
     plan_feedback,
     plan_successor,

@@ -1,7 +1,8 @@
 """How a write is decided, without I/O: each write's plan, from what the write read.
 
 * :func:`prepare`: a unit as it will be stored (checked, task type folded, namespace and confidence settled,
-  instruction-like untrusted text tagged ``suspicious``, junk refused);
+  the system-owned fields it may not claim settled (:func:`settle_claims`), instruction-like untrusted text
+  tagged ``suspicious``, junk refused); :func:`fresh_ids_for_taken`: an incoming id already stored is renamed;
 * :func:`plan_add`: a batch of adds, from each unit's nearest stored active neighbours — merge (the same
   statement, :func:`~langchain_hindsight.store.statement.statement_key`, or a judged duplicate), supersede
   (only when a :class:`~langchain_hindsight.store.writes.WriteJudge` says it updates or contradicts one, never
@@ -28,7 +29,7 @@ import numpy as np
 from langchain_hindsight._claims import claim_of, relation_of, scoped_apart
 from langchain_hindsight._safety import SUSPICIOUS_TAG, looks_like_instruction
 from langchain_hindsight._text import informative
-from langchain_hindsight._trust import TRUST_ORDER, TRUSTED_SOURCES
+from langchain_hindsight._trust import TRUST_ORDER, TRUSTED_SOURCES, UNTRUSTED_SOURCES
 from langchain_hindsight.errors import (
     ConfigurationError,
     InvalidMemoryError,
@@ -37,7 +38,7 @@ from langchain_hindsight.errors import (
 )
 from langchain_hindsight.store._codec import unit_from_record
 from langchain_hindsight.store._naming import check_namespace
-from langchain_hindsight.store._policy import ConfidencePolicy, settle_claims, trust
+from langchain_hindsight.store._policy import ConfidencePolicy, trust
 from langchain_hindsight.store.evidence import corroborated, evidence_cap
 from langchain_hindsight.store.statement import lesson_key, statement_key
 from langchain_hindsight.store.writes import (
@@ -49,7 +50,7 @@ from langchain_hindsight.store.writes import (
     WriteResult,
 )
 from langchain_hindsight.taxonomy import TaskTypeVocabulary
-from langchain_hindsight.types import MAX_ACCESS_COUNT, MemoryUnit
+from langchain_hindsight.types import MAX_ACCESS_COUNT, MemoryUnit, new_memory_id, utcnow
 
 __all__ = [
     "MERGE_THRESHOLD",
@@ -63,14 +64,17 @@ __all__ = [
     "check_informative",
     "check_source_change",
     "check_unit",
+    "clamp_future",
     "demote",
     "flag_suspicious",
+    "fresh_ids_for_taken",
     "merge_units",
     "plan_add",
     "plan_feedback",
     "plan_successor",
     "plan_supersede",
     "prepare",
+    "settle_claims",
     "suspicious",
 ]
 
@@ -164,6 +168,58 @@ def flag_suspicious(unit: MemoryUnit, policy: ConfidencePolicy) -> MemoryUnit:
     if tags == unit.tags and confidence == unit.confidence:
         return unit
     return unit.evolve(tags=tags, confidence=confidence)
+
+
+def clamp_future(unit: MemoryUnit, *, now: datetime | None = None) -> MemoryUnit:
+    """``unit`` with ``created_at``/``last_accessed_at``/``decayed_through`` beyond now clamped to now.
+
+    A future stamp would exempt a unit from decay (and archive) forever; the
+    clock belongs to the store, whatever the unit claims (also on import).
+    """
+    now = now or utcnow()
+    changes = {
+        name: now
+        for name in ("created_at", "last_accessed_at", "decayed_through")
+        if getattr(unit, name) is not None and getattr(unit, name) > now
+    }
+    if not changes:
+        return unit
+    logger.info("memory %s: future timestamps clamped to now: %s", unit.memory_id, sorted(changes))
+    return unit.evolve(**changes)
+
+
+def settle_claims(unit: MemoryUnit, *, now: datetime | None = None) -> MemoryUnit:
+    """``unit`` with the system-owned fields it may not claim on arrival settled.
+
+    The store owns ``access_count``, ``supersedes``, ``merged_from``,
+    ``status`` and the clock. On ``add`` (and ``share``) no unit may be
+    stamped in the future (``created_at``/``last_accessed_at`` beyond now are
+    clamped to now, so a future stamp cannot dodge decay), ``access_count`` is
+    bounded by ``MAX_ACCESS_COUNT`` (the model refuses more) and earns no
+    confidence (the per-source cap applies whatever count is claimed), and a
+    unit whose text came from a tool (``source="tool_output"``) arrives unused,
+    active, replacing nothing and merged from nothing (learned once: ``evidence`` 1). Feedback, merges and
+    supersession then set these fields through the store's own operations.
+    """
+    unit = clamp_future(unit, now=now)
+    changes: dict[str, object] = {}
+    if unit.source in UNTRUSTED_SOURCES:
+        if unit.access_count:
+            changes["access_count"] = 0
+        if unit.supersedes is not None:
+            changes["supersedes"] = None
+        if unit.merged_from:
+            changes["merged_from"] = []
+        if unit.evidence != 1:
+            changes["evidence"] = 1
+        if unit.status != "active":
+            changes["status"] = "active"
+    if not changes:
+        return unit
+    logger.info(
+        "memory %s from %s: system-owned fields reset on arrival: %s", unit.memory_id, unit.source, sorted(changes)
+    )
+    return unit.evolve(**changes)
 
 
 def prepare(
@@ -287,7 +343,7 @@ def candidates(
 
 @dataclass(slots=True)
 class WritePlan:
-    """What one batch of adds writes to a namespace's memories collection."""
+    """What a batch of adds, or a supersede, writes to a namespace's memories collection (``apply.write_plan``)."""
 
     new: Pending = field(default_factory=dict)
     """Units (with vectors) to upsert, in batch order; includes demotions/merges of earlier batch units."""
@@ -375,8 +431,9 @@ def plan_add(
 ) -> WritePlan:
     """Decide, unit by unit, between merge, supersede and plain insert.
 
-    ``stored`` holds each unit's stored neighbours (see :func:`query_neighbours`;
-    ``None``: none are stored); earlier units of the batch are candidates too.
+    ``stored`` holds each unit's :data:`NEIGHBOURS` nearest stored active units in scope, as the
+    write read them (one query result each; ``None``: none are stored); earlier units of the batch
+    are candidates too.
 
     Only the same statement merges without a judge (see :func:`statement_key`; for a lesson learned
     in a run, with its run-specific values masked, see :func:`~langchain_hindsight.store.statement.lesson_key`:
@@ -577,3 +634,23 @@ def plan_feedback(
             )
         )
     return updated
+
+
+def fresh_ids_for_taken(units: list[MemoryUnit], taken: set[str]) -> list[MemoryUnit]:
+    """``units`` with a new id for each whose id is already stored (or repeated in the batch).
+
+    ``add`` and ``share`` never overwrite a stored unit by naming its id: the
+    incoming unit is added under a fresh id and then goes through dedup like
+    any other (a less trusted duplicate cannot rewrite a more trusted unit).
+    Changing a stored unit is ``MemoryStore.update``, which checks provenance.
+    """
+    out: list[MemoryUnit] = []
+    seen = set(taken)
+    for unit in units:
+        if unit.memory_id in seen:
+            fresh = new_memory_id()
+            logger.warning("memory id %s is already stored: the incoming unit is added as %s", unit.memory_id, fresh)
+            unit = unit.evolve(memory_id=fresh)
+        seen.add(unit.memory_id)
+        out.append(unit)
+    return out

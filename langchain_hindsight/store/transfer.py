@@ -37,8 +37,7 @@ from langchain_hindsight.store import _store_writes as _write_ops
 from langchain_hindsight.store import reads as _read_ops
 from langchain_hindsight.store._core import StoreCore, backend_errors
 from langchain_hindsight.store._naming import Role
-from langchain_hindsight.store._policy import clamp_future
-from langchain_hindsight.store.decide import flag_suspicious
+from langchain_hindsight.store.decide import clamp_future, flag_suspicious
 from langchain_hindsight.store.runs import RunRecord
 from langchain_hindsight.types import MemoryUnit
 
