@@ -59,7 +59,6 @@ __all__ = [
     "SupersedeTargets",
     "Target",
     "WritePlan",
-    "candidates",
     "check_encodable",
     "check_informative",
     "check_source_change",
@@ -307,7 +306,7 @@ def merge_units(existing: MemoryUnit, incoming: MemoryUnit, policy: ConfidencePo
     return merged.evolve(confidence=grown) if grown != merged.score_confidence else merged
 
 
-def candidates(
+def _candidates(
     unit: MemoryUnit,
     stored: Any,
     pending: Pending,
@@ -487,7 +486,7 @@ def plan_add(
             nearest_rows = np.argsort(-sims, kind="stable")[:NEIGHBOURS].tolist()
             picked.update(order[i] for i in nearest_rows)
         similar = {i: float(sims[row[i]]) for i in picked}
-        near = candidates(unit, near_stored, new, plan.changed, scope, similar)
+        near = _candidates(unit, near_stored, new, plan.changed, scope, similar)
         decision, target = _decide(
             unit, near, judge=judge, merge_threshold=merge_threshold, conflict_threshold=conflict_threshold, key=key
         )
