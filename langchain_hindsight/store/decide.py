@@ -353,7 +353,7 @@ class WritePlan:
     results: list[WriteResult] = field(default_factory=list)
     """What happened to each incoming unit, aligned with the input."""
 
-    def _put(self, unit: MemoryUnit) -> None:
+    def put(self, unit: MemoryUnit) -> None:
         """Record a new version of ``unit``, which is either new in this batch or already stored."""
         if unit.memory_id in self.new:
             self.new[unit.memory_id] = (unit, self.new[unit.memory_id][1])
@@ -499,7 +499,7 @@ def plan_add(
         elif decision.decision == "duplicate":
             previous[len(outcomes)] = (target.unit,)
             merged = merge_units(target.unit, unit, policy)
-            plan._put(merged)
+            plan.put(merged)
             reason = REASON_LEARNED_AGAIN.format(
                 reason=decision.reason, evidence=merged.evidence, confidence=merged.score_confidence
             )
@@ -510,7 +510,7 @@ def plan_add(
                 plan.superseding.add(unit.memory_id)
             previous[len(outcomes)] = (target.unit,)
             demoted = demote(target.unit, policy)
-            plan._put(demoted)
+            plan.put(demoted)
             admit(unit, vector)
             # what it takes to undo it: the old unit's confidence before (status back to "active")
             reason = REASON_SUPERSEDED.format(
