@@ -3,11 +3,8 @@
 * :func:`prepare`: a unit as it will be stored (checked, task type folded, namespace and confidence settled,
   the system-owned fields it may not claim settled (:func:`settle_claims`), instruction-like untrusted text
   tagged ``suspicious``, junk refused); :func:`fresh_ids_for_taken`: an incoming id already stored is renamed;
-* :func:`plan_add`: a batch of adds, from each unit's nearest stored active neighbours — merge (the same
-  statement, :func:`~langchain_hindsight.store.statement.statement_key`, or a judged duplicate), supersede
-  (only when a :class:`~langchain_hindsight.store.writes.WriteJudge` says it updates or contradicts one, never
-  across conditions), or add — under the provenance rules (a less trusted source never replaces a more trusted
-  one); each decision a :class:`~langchain_hindsight.store.writes.WriteResult`; pure apart from the judge;
+* :func:`plan_add`: a batch of adds, from each unit's nearest stored active neighbours: merge, supersede or
+  add, by the rules of :mod:`~langchain_hindsight.store.writes` (pure apart from the judge);
 * :func:`plan_supersede`: a caller's supersede, re-planned on its targets as they are now;
 * :func:`plan_feedback`: the credited or debited versions of units a run used.
 
@@ -434,13 +431,11 @@ def plan_add(
     write read them (one query result each; ``None``: none are stored); earlier units of the batch
     are candidates too.
 
-    Only the same statement merges without a judge (see :func:`statement_key`; for a lesson learned
-    in a run, with its run-specific values masked, see :func:`~langchain_hindsight.store.statement.lesson_key`:
-    the stored wording is kept, ``Lifecycle.maintain`` masks it when it folds); a judge's supersede or
-    merge between two statements that apply under different conditions
-    (:func:`~langchain_hindsight._claims.scoped_apart`) is stored as new instead;
-    units more than ``conflict_threshold`` similar go to ``judge`` (default:
-    :class:`RuleWriteJudge`, which keeps both), whose decision is validated.
+    The rules, in order, are :mod:`~langchain_hindsight.store.writes`'s: only the same statement
+    (:func:`~langchain_hindsight.store.statement.lesson_key`) merges without a judge, keeping the stored
+    wording; neighbours above ``conflict_threshold`` or contradicted by the rules go to ``judge``
+    (default :class:`RuleWriteJudge`), whose decision is validated here (:func:`_decide`: never across
+    conditions, never against provenance).
     """
     judge = judge or RuleWriteJudge()
     keys: dict[tuple[str, str], str] = {}
