@@ -203,9 +203,12 @@ class StoreCore:
         """The store's in-process copy of its data and the owner of its derived files (empty on a database)."""
         return self._replica
 
-    def collection(self, namespace: str, role: Role = "memories") -> Collection | None:
-        """``namespace``'s open collection of ``role``, never created (``None``: there is none yet)."""
-        return self._collection(namespace, role, create=False)
+    def collection(self, namespace: str, role: Role = "memories", *, create: bool = False) -> Collection | None:
+        """``namespace``'s collection of ``role``, opened (and repaired) once; ``None``: there is none yet.
+
+        ``create``: make it when missing (the write path, outside a plan's transaction).
+        """
+        return self._collection(namespace, role, create=create)
 
     def memories(self, namespace: str) -> Collection | None:
         """``namespace``'s memories collection once its recorded embedder is this store's (never created).
@@ -366,6 +369,17 @@ class StoreCore:
             current = self._get_many(touched, namespace)
             gone = sorted(set(touched) - {u.memory_id for u in current})
             self._replica.reindex(namespace, upserts=current, deletes=gone)
+
+    # ------------------------------------------------------------------ for the write path (``_store_writes``)
+    def vector_collection(self, namespace: str, role: Role = "memories") -> Collection:
+        """The ``role`` collection of ``namespace`` (created if missing), checked to hold this store's vectors."""
+        col = self._vectors(self._collection(namespace, role))
+        assert col is not None  # create=True always returns a collection
+        return col
+
+    def reindex(self, namespace: str, *, upserts: Sequence[MemoryUnit] = (), deletes: Sequence[str] = ()) -> None:
+        """The write path wrote ``upserts`` and deleted ``deletes`` in ``namespace``: the replica follows."""
+        self._replica.reindex(namespace, upserts=upserts, deletes=deletes)
 
     # ------------------------------------------------------------------ reads by id
     def _get_many(self, ids: list[str], ns: str) -> list[MemoryUnit]:

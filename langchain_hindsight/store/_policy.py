@@ -17,88 +17,28 @@ the memory), never stored on the unit.
 
 from __future__ import annotations
 
-import logging
 import re
 import unicodedata
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import timedelta
 
 from langchain_hindsight._checks import is_int, refuse_unknown_keywords
 from langchain_hindsight._trust import (
     DEFAULT_CONFIDENCE_CEILING,
     DEFAULT_INITIAL_CONFIDENCE,
-    UNTRUSTED_SOURCES,
     trust_rank,
 )
 from langchain_hindsight.errors import ConfigurationError
-from langchain_hindsight.types import MemoryUnit, new_memory_id, utcnow
 
 __all__ = [
     "ConfidencePolicy",
-    "clamp_future",
     "feedback_reason",
-    "fresh_ids_for_taken",
-    "settle_claims",
     "task_key",
     "trust",
 ]
 
-logger = logging.getLogger(__name__)
-
 trust = trust_rank
 """Rank of a source: 0 is the most trusted (see ``langchain_hindsight._trust``)."""
-
-
-def clamp_future(unit: MemoryUnit, *, now: datetime | None = None) -> MemoryUnit:
-    """``unit`` with ``created_at``/``last_accessed_at``/``decayed_through`` beyond now clamped to now.
-
-    A future stamp would exempt a unit from decay (and archive) forever; the
-    clock belongs to the store, whatever the unit claims (also on import).
-    """
-    now = now or utcnow()
-    changes = {
-        name: now
-        for name in ("created_at", "last_accessed_at", "decayed_through")
-        if getattr(unit, name) is not None and getattr(unit, name) > now
-    }
-    if not changes:
-        return unit
-    logger.info("memory %s: future timestamps clamped to now: %s", unit.memory_id, sorted(changes))
-    return unit.evolve(**changes)
-
-
-def settle_claims(unit: MemoryUnit, *, now: datetime | None = None) -> MemoryUnit:
-    """``unit`` with the system-owned fields it may not claim on arrival settled.
-
-    The store owns ``access_count``, ``supersedes``, ``merged_from``,
-    ``status`` and the clock. On ``add`` (and ``share``) no unit may be
-    stamped in the future (``created_at``/``last_accessed_at`` beyond now are
-    clamped to now, so a future stamp cannot dodge decay), ``access_count`` is
-    bounded by ``MAX_ACCESS_COUNT`` (the model refuses more) and earns no
-    confidence (the per-source cap applies whatever count is claimed), and a
-    unit whose text came from a tool (``source="tool_output"``) arrives unused,
-    active, replacing nothing and merged from nothing (learned once: ``evidence`` 1). Feedback, merges and
-    supersession then set these fields through the store's own operations.
-    """
-    unit = clamp_future(unit, now=now)
-    changes: dict[str, object] = {}
-    if unit.source in UNTRUSTED_SOURCES:
-        if unit.access_count:
-            changes["access_count"] = 0
-        if unit.supersedes is not None:
-            changes["supersedes"] = None
-        if unit.merged_from:
-            changes["merged_from"] = []
-        if unit.evidence != 1:
-            changes["evidence"] = 1
-        if unit.status != "active":
-            changes["status"] = "active"
-    if not changes:
-        return unit
-    logger.info(
-        "memory %s from %s: system-owned fields reset on arrival: %s", unit.memory_id, unit.source, sorted(changes)
-    )
-    return unit.evolve(**changes)
 
 
 @refuse_unknown_keywords
@@ -232,23 +172,3 @@ def feedback_reason(
             f"within {policy.repeat_window.total_seconds() / 3600:g} h"
         )
     return base
-
-
-def fresh_ids_for_taken(units: list[MemoryUnit], taken: set[str]) -> list[MemoryUnit]:
-    """``units`` with a new id for each whose id is already stored (or repeated in the batch).
-
-    ``add`` and ``share`` never overwrite a stored unit by naming its id: the
-    incoming unit is added under a fresh id and then goes through dedup like
-    any other (a less trusted duplicate cannot rewrite a more trusted unit).
-    Changing a stored unit is ``MemoryStore.update``, which checks provenance.
-    """
-    out: list[MemoryUnit] = []
-    seen = set(taken)
-    for unit in units:
-        if unit.memory_id in seen:
-            fresh = new_memory_id()
-            logger.warning("memory id %s is already stored: the incoming unit is added as %s", unit.memory_id, fresh)
-            unit = unit.evolve(memory_id=fresh)
-        seen.add(unit.memory_id)
-        out.append(unit)
-    return out

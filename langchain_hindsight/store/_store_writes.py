@@ -1,4 +1,11 @@
-"""The write methods of ``MemoryStore``: add (dedupe, merge, supersede), update, feedback, share, archive."""
+"""The write methods of ``MemoryStore`` (it binds these functions): each one read, plan, apply.
+
+A write checks its arguments and prepares its units outside any lock (``decide.prepare``), embeds
+them, then runs one write plan under the store's lock (``StoreCore.atomic``: one transaction on a
+database, which may re-run it, so it reads everything it decides on inside): read, decide
+(``decide``, pure), write (``apply``, in crash-safe order), then tell the replica (``reindex``).
+What each write did and why is logged at INFO.
+"""
 
 from __future__ import annotations
 
@@ -9,25 +16,27 @@ from datetime import UTC, datetime
 from typing import Any
 
 from langchain_hindsight._checks import is_int
-from langchain_hindsight._safety import SUSPICIOUS_TAG
 from langchain_hindsight.errors import ConfigurationError, MemoryNotFoundError, StoreError, WriteConflictError
 from langchain_hindsight.store._codec import unit_to_metadata
 from langchain_hindsight.store._collections import Collection, records
 from langchain_hindsight.store._core import StoreCore, backend_errors, check_ids
 from langchain_hindsight.store._naming import ROLES, Role
-from langchain_hindsight.store._policy import feedback_reason, fresh_ids_for_taken, trust
+from langchain_hindsight.store._policy import feedback_reason, trust
 from langchain_hindsight.store.apply import move_units, write_plan, write_updates
 from langchain_hindsight.store.decide import (
-    WritePlan,
+    NEIGHBOURS,
+    Scope,
+    Target,
     check_informative,
     check_source_change,
     check_unit,
-    demote,
+    fresh_ids_for_taken,
     plan_add,
+    plan_feedback,
+    plan_successor,
+    plan_supersede,
     prepare,
-    query_neighbours,
 )
-from langchain_hindsight.store.replan import Target, plan_supersede
 from langchain_hindsight.store.writes import WriteResult
 from langchain_hindsight.types import MemoryStatus, MemoryUnit, utcnow
 
@@ -52,15 +61,44 @@ logger = logging.getLogger(__name__)
 EMBED_BATCH = 256
 """Texts per embedding call on the write path (each call batches further inside the embedder)."""
 
+_QUERY_BATCH = 1000
+"""Query vectors per backend call when looking up a batch's stored neighbours."""
 
-def _prepare(store: StoreCore, unit: MemoryUnit, namespace: str | None) -> MemoryUnit:
-    return prepare(unit, namespace, default_namespace=store.namespace, vocabulary=store.vocabulary, policy=store.policy)
+_CHAIN_STEPS = 256
+"""At most this many successors are followed to a chain's active head (a cycle or a fork cannot loop)."""
 
 
 def add(
     store: StoreCore, unit: MemoryUnit, *, namespace: str | None = None, dedupe: bool = True, if_absent: bool = False
 ) -> WriteResult:
-    """The body of :meth:`MemoryStore.add` (see there)."""
+    """Store ``unit``; return what the write did (:class:`~langchain_hindsight.store.writes.WriteResult`).
+
+    With ``dedupe`` (default): an active unit in scope that makes the same
+    statement (after normalising case, whitespace and punctuation) absorbs it
+    (``"merged"``; ``result.unit`` is that unit, keeping the newest time).
+    A different statement is never merged on similarity alone: when active
+    units are more than ``conflict_threshold`` similar, the store's ``judge``
+    decides; the default keeps both (``"added"``, ``related_ids`` naming the
+    similar units), an LLM judge may also merge a reworded duplicate or
+    supersede an outdated unit (``"superseded"``). ``namespace`` overrides
+    ``unit.namespace``. Each write is logged at INFO. ``if_absent=True`` stores
+    ``unit`` under its own id or not at all: an id already stored (another
+    writer created it first) raises :class:`~langchain_hindsight.errors.WriteConflictError`
+    instead of taking a fresh id (a key's first version, as ``HindsightStore.put`` writes it),
+    and so does a ``supersedes`` naming a unit that is gone or that an active unit
+    already continues (checked inside the write plan).
+
+    Example:
+        >>> store.add(MemoryUnit(content="客户甲公司希望通过邮件联系。")).action  # doctest: +SKIP
+        'added'
+
+    Raises:
+        ConfigurationError: ``unit`` is not a :class:`MemoryUnit`.
+        UninformativeMemoryError: its content carries no information (``"ok"``, ``"好的"``, emoji only);
+            an :class:`~langchain_hindsight.errors.InvalidMemoryError`. Nothing was changed.
+        StoreError: the backend failed; nothing was changed.
+        WriteConflictError: ``if_absent`` and the id is already stored; nothing was changed.
+    """
     return add_many(store, [unit], namespace=namespace, dedupe=dedupe, if_absent=if_absent)[0]
 
 
@@ -73,18 +111,22 @@ def add_many(
     dedupe: bool = True,
     if_absent: bool = False,
 ) -> list[WriteResult]:
-    """The body of :meth:`MemoryStore.add_many` (see there); ``if_absent``: a stored id is a conflict, not renamed."""
+    """Store many units with one batch embedding; one :class:`WriteResult` per unit, aligned with ``units``.
+
+    A unit may merge into, or supersede, an earlier unit of the same batch.
+    ``dedupe=False`` stores every unit as given (bulk import); an id that
+    already exists is then overwritten. Every unit is checked before anything
+    is written: one uninformative unit (``UninformativeMemoryError``) refuses the batch.
+    ``if_absent``: as :meth:`add`, for every unit.
+    """
     if isinstance(units, MemoryUnit) or not isinstance(units, Sequence):
         raise ConfigurationError("units must be a sequence of MemoryUnit")
-    if not isinstance(dedupe, bool):
-        raise ConfigurationError(f"dedupe must be a bool, got {dedupe!r}")
-    if not isinstance(if_absent, bool):
-        raise ConfigurationError(f"if_absent must be a bool, got {if_absent!r}")
+    for name, flag in (("dedupe", dedupe), ("if_absent", if_absent)):
+        if not isinstance(flag, bool):
+            raise ConfigurationError(f"{name} must be a bool, got {flag!r}")
     for u in units:
         check_unit(u)  # a wrong type is reported before anything about a unit's content
     prepared = [_prepare(store, u, namespace) for u in units]
-    if not prepared:
-        return []
     by_ns: dict[str, list[int]] = {}
     for i, u in enumerate(prepared):
         by_ns.setdefault(u.namespace, []).append(i)
@@ -96,18 +138,70 @@ def add_many(
             chunk = idx[start : start + step]
             batch = [prepared[i] for i in chunk]
             vectors = embed_batched(store, [u.content for u in batch])
-            with store._lock:
-                store._collection(ns)  # created outside the plan's transaction (a retry re-runs only the plan)
-                plan = functools.partial(_add_namespace, store, ns, batch, vectors, dedupe, if_absent)
-                stored = store._atomic(ns, plan)
-            for i, result in zip(chunk, stored, strict=True):
-                results[i] = result
+            with store.lock:
+                store.collection(ns, create=True)  # outside the plan's transaction (a retry re-runs only the plan)
+                plan = functools.partial(_add_plan, store, ns, batch, vectors, dedupe, if_absent)
+                for i, result in zip(chunk, store.atomic(ns, plan), strict=True):
+                    results[i] = result
     return [r for r in results if r is not None]
 
 
-def check_premise(
-    col: Collection, archive: Collection | None, units: list[MemoryUnit], taken: set[str], ns: str
-) -> None:
+def _prepare(store: StoreCore, unit: MemoryUnit, namespace: str | None) -> MemoryUnit:
+    return prepare(unit, namespace, default_namespace=store.namespace, vocabulary=store.vocabulary, policy=store.policy)
+
+
+def embed_batched(store: StoreCore, texts: list[str]) -> list[list[float]]:
+    """``texts`` embedded in calls of at most :data:`EMBED_BATCH` texts (bounded memory, steady progress)."""
+    vectors: list[list[float]] = []
+    for start in range(0, len(texts), EMBED_BATCH):
+        chunk = texts[start : start + EMBED_BATCH]
+        got = store.embeddings.embed_documents(chunk)
+        if len(got) != len(chunk):
+            raise StoreError("the embedder returned a different number of vectors than texts")
+        vectors.extend(got)
+    return vectors
+
+
+def _taken(store: StoreCore, col: Collection, ns: str, ids: list[str]) -> set[str]:
+    """Which of ``ids`` are stored in ``ns`` (memories ``col`` or the archive): a write never overwrites them."""
+    archive = store.collection(ns, "archive", create=False)
+    return set(col.exists(ids)) | (set(archive.exists(ids)) if archive is not None else set())
+
+
+def _add_plan(
+    store: StoreCore, ns: str, units: list[MemoryUnit], vectors: list[list[float]], dedupe: bool, if_absent: bool
+) -> list[WriteResult]:
+    """Read the batch's taken ids and neighbours, plan it (``decide.plan_add``), write it, log each result."""
+    col = store.vector_collection(ns)
+    taken = _taken(store, col, ns, [u.memory_id for u in units])
+    if if_absent:
+        _check_premise(store, col, units, taken, ns)
+    units = fresh_ids_for_taken(units, taken)
+    plan = plan_add(
+        units,
+        vectors,
+        dedupe=dedupe,
+        stored=_neighbours(col, units, vectors, store.conflict_scope) if dedupe else None,
+        merge_threshold=store.merge_threshold,
+        conflict_threshold=store.conflict_threshold,
+        scope=store.conflict_scope,
+        policy=store.policy,
+        judge=store.judge,
+    )
+    write_plan(col, plan, store.backend.max_batch_size)
+    store.reindex(ns, upserts=[*(u for u, _ in plan.new.values()), *plan.changed.values()])
+    for unit, result in zip(units, plan.results, strict=True):
+        if result.action == "added":
+            what = f"added as {result.memory_id}"
+        elif result.action == "merged":
+            what = f"merged into {result.memory_id}"
+        else:
+            what = f"superseded {', '.join(result.related_ids)}; stored as {result.memory_id}"
+        logger.info("write %s in %r: %s (%s)", unit.memory_id, ns, what, result.reason)
+    return plan.results
+
+
+def _check_premise(store: StoreCore, col: Collection, units: list[MemoryUnit], taken: set[str], ns: str) -> None:
     """What an ``if_absent`` add was planned on still holds, read inside its write plan; else nothing is written.
 
     Its ids are free, and a unit that continues another (``supersedes``) continues one that is
@@ -124,8 +218,7 @@ def check_premise(
     continued = sorted({u.supersedes for u in units if u.supersedes})
     if not continued:
         return
-    present = set(col.exists(continued)) | (set(archive.exists(continued)) if archive is not None else set())
-    if gone := [i for i in continued if i not in present]:
+    if gone := sorted(set(continued) - _taken(store, col, ns, continued)):
         raise WriteConflictError(
             f"memory {gone[0]!r} in namespace {ns!r}, which this write continues, was forgotten by another writer; "
             "nothing was written"
@@ -138,61 +231,67 @@ def check_premise(
         )
 
 
-def embed_batched(store: StoreCore, texts: list[str]) -> list[list[float]]:
-    """``texts`` embedded in calls of at most :data:`EMBED_BATCH` texts (bounded memory, steady progress)."""
-    vectors: list[list[float]] = []
-    for start in range(0, len(texts), EMBED_BATCH):
-        chunk = texts[start : start + EMBED_BATCH]
-        got = store.embeddings.embed_documents(chunk)
-        if len(got) != len(chunk):
-            raise StoreError("the embedder returned a different number of vectors than texts")
-        vectors.extend(got)
-    return vectors
+def _neighbours(
+    col: Collection, units: Sequence[MemoryUnit], vectors: Sequence[list[float]], scope: Scope
+) -> list[Any]:
+    """For each unit, the stored active units nearest to its vector in its scope (``None`` when there are none).
 
-
-def _add_namespace(
-    store: StoreCore, ns: str, units: list[MemoryUnit], vectors: list[list[float]], dedupe: bool, if_absent: bool
-) -> list[WriteResult]:
-    col = store._vectors(store._collection(ns))
-    assert col is not None
-    ids = [u.memory_id for u in units]
-    taken = set(col.exists(ids))  # add never overwrites a stored id (either collection)
-    archive = store._collection(ns, "archive", create=False)
-    if archive is not None:
-        taken |= set(archive.exists(ids))
-    if if_absent:
-        check_premise(col, archive, units, taken, ns)
-    units = fresh_ids_for_taken(units, taken)
-    stored = query_neighbours(col, units, vectors, store.conflict_scope) if dedupe else None
-    plan = plan_add(
-        units,
-        vectors,
-        dedupe=dedupe,
-        stored=stored,
-        merge_threshold=store.merge_threshold,
-        conflict_threshold=store.conflict_threshold,
-        scope=store.conflict_scope,
-        policy=store.policy,
-        judge=store.judge,
-    )
-    write_plan(col, plan, store.backend.max_batch_size)
-    store._replica.reindex(ns, upserts=[*(u for u, _ in plan.new.values()), *plan.changed.values()])
-    for unit, result in zip(units, plan.results, strict=True):
-        if result.action == "added":
-            what = f"added as {result.memory_id}"
-        elif result.action == "merged":
-            what = f"merged into {result.memory_id}"
-        else:
-            what = f"superseded {', '.join(result.related_ids)}; stored as {result.memory_id}"
-        logger.info("write %s in %r: %s (%s)", unit.memory_id, ns, what, result.reason)
-    return plan.results
+    One batched nearest-neighbour query per scope present in the batch (one for
+    ``"namespace"``; one per task type and kind for ``"task_type"``), the same
+    filter and depth a query per unit would use. Each result has the shape of a
+    single-vector query result.
+    """
+    out: list[Any] = [None] * len(units)
+    if not units or not col.count():
+        return out
+    groups: dict[tuple[str, ...], list[int]] = {}
+    for i, u in enumerate(units):
+        groups.setdefault((u.task_type, u.kind) if scope == "task_type" else (), []).append(i)
+    for key, idx in groups.items():
+        clauses: list[dict[str, Any]] = [{"status": "active"}]
+        if key:
+            clauses += [{"task_type": key[0]}, {"kind": key[1]}]
+        where = {"$and": clauses} if len(clauses) > 1 else clauses[0]
+        for start in range(0, len(idx), _QUERY_BATCH):
+            chunk = idx[start : start + _QUERY_BATCH]
+            res = col.query(
+                query_embeddings=[vectors[i] for i in chunk],
+                n_results=NEIGHBOURS,
+                where=where,
+                include=["documents", "metadatas", "distances"],
+            )
+            for j, i in enumerate(chunk):
+                out[i] = {k: [res[k][j]] for k in ("ids", "documents", "metadatas", "distances")}
+    return out
 
 
 @backend_errors
 def supersede(
     store: StoreCore, memory_ids: Sequence[str] | str, unit: MemoryUnit, *, reason: str, namespace: str | None = None
 ) -> WriteResult:
-    """The body of :meth:`MemoryStore.supersede` (see there)."""
+    """Store ``unit`` as the successor of the active units ``memory_ids`` (e.g. a user's correction).
+
+    The caller has decided the relation (say, the correction contradicts them),
+    so no judge is asked and nothing is merged: ``unit`` is stored as new with
+    ``supersedes`` naming the first of them, and each of them becomes
+    ``superseded`` (confidence × ``supersede_factor``), in the crash-safe order
+    of every supersede (the new unit marked ``pending`` until the demotions are
+    written; a crash in between is finished at the next open for the first of
+    them, the others then stay active, as before the write). ``history(unit id)``
+    then shows the chain. Logged at INFO with ``reason``.
+
+    Returns:
+        ``"superseded"``, ``related_ids`` the ids demoted, ``previous`` their state before.
+
+    A unit of ``memory_ids`` that another process superseded since the caller
+    read it is followed to the newest version of its chain, which is superseded
+    instead (re-read inside the write plan; ``result.reason`` and the log say so;
+    see ``decide.plan_supersede``).
+
+    Raises:
+        MemoryNotFoundError: none of ``memory_ids`` has an active version in the namespace.
+        ConfigurationError: no ``reason``, or ``unit`` is less trusted than one it would replace.
+    """
     ids = check_ids(memory_ids)
     if not ids:
         raise ConfigurationError("supersede needs at least one memory id")
@@ -201,23 +300,19 @@ def supersede(
     prepared = _prepare(store, check_unit(unit), namespace)
     ns = prepared.namespace
     vector = embed_batched(store, [prepared.content])[0]
-    with store._lock:
-        store._collection(ns)  # created outside the plan's transaction
-        old, new, notes = store._atomic(ns, functools.partial(_supersede_plan, store, ids, prepared, vector, ns))
+    with store.lock:
+        store.collection(ns, create=True)  # created outside the plan's transaction
+        old, new, notes = store.atomic(ns, functools.partial(_supersede_plan, store, ids, prepared, vector, ns))
     related = tuple(u.memory_id for u in old)
     why = f"{reason} (re-planned: {'; '.join(notes)})" if notes else reason
     logger.info("write %s in %r: superseded %s (%s)", new.memory_id, ns, ", ".join(related), why)
     return WriteResult("superseded", new, related, why, tuple(old))
 
 
-_CHAIN_STEPS = 256
-"""At most this many successors are followed to a chain's active head (a cycle or a fork cannot loop)."""
-
-
-def read_targets(store: StoreCore, ids: list[str], ns: str) -> list[Target]:
+def _read_targets(store: StoreCore, ids: list[str], ns: str) -> list[Target]:
     """Each of ``ids`` as stored now, with the active head of its supersede chain (the read of a re-plan)."""
     now = {u.memory_id: u for u in store.get_many(ids, namespace=ns)}
-    col = store._collection(ns, create=False)
+    col = store.collection(ns, create=False)
     targets: list[Target] = []
     for i in ids:
         unit = now.get(i)
@@ -238,30 +333,18 @@ def read_targets(store: StoreCore, ids: list[str], ns: str) -> list[Target]:
 def _supersede_plan(
     store: StoreCore, ids: list[str], prepared: MemoryUnit, vector: list[float], ns: str
 ) -> tuple[list[MemoryUnit], MemoryUnit, tuple[str, ...]]:
-    """Re-read, re-plan and write a supersede (see :func:`supersede`): the demoted units, the new one, the notes.
-
-    Runs inside the namespace's write plan, so what it reads here is what it writes over:
-    a target another process superseded since the caller read it is followed to the
-    newest version of its chain (``replan.plan_supersede``).
-    """
-    planned = plan_supersede(read_targets(store, ids, ns), ns)
+    """Re-read the targets, re-plan (``decide.plan_supersede``) and write: the demoted units, the new one, the notes."""
+    planned = plan_supersede(_read_targets(store, ids, ns), ns)
     old = list(planned.replace)
     weaker = [u.memory_id for u in old if trust(prepared.source) > trust(u.source)]
     if weaker:
         raise ConfigurationError(f"a {prepared.source} unit never replaces a more trusted one ({', '.join(weaker)})")
-    col = store._vectors(store._collection(ns))
-    assert col is not None
-    taken = set(col.exists([prepared.memory_id]))
-    archive = store._collection(ns, "archive", create=False)
-    if archive is not None:
-        taken |= set(archive.exists([prepared.memory_id]))
-    new = fresh_ids_for_taken([prepared], taken)[0].evolve(supersedes=old[0].memory_id)
-    plan = WritePlan()
-    plan.new[new.memory_id] = (new, vector)
-    plan.changed.update((u.memory_id, demote(u, store.policy)) for u in old)
-    plan.superseding.add(new.memory_id)
+    col = store.vector_collection(ns)
+    fresh = fresh_ids_for_taken([prepared], _taken(store, col, ns, [prepared.memory_id]))[0]
+    plan = plan_successor(fresh, vector, old, store.policy)
     write_plan(col, plan, store.backend.max_batch_size)
-    store._replica.reindex(ns, upserts=[new, *plan.changed.values()])
+    new = plan.new[fresh.memory_id][0]
+    store.reindex(ns, upserts=[new, *plan.changed.values()])
     if planned.notes:
         logger.info("supersede in %r re-planned: %s", ns, "; ".join(planned.notes))
     return old, new, planned.notes
@@ -269,10 +352,19 @@ def _supersede_plan(
 
 @backend_errors
 def update(store: StoreCore, memory_id: str, /, *, namespace: str | None = None, **changes: Any) -> MemoryUnit:
-    """The body of :meth:`MemoryStore.update` (see there)."""
+    """Change fields of a stored unit; return the stored result.
+
+    Metadata changes are written without re-embedding; a ``content`` change
+    re-embeds. ``memory_id`` and ``namespace`` cannot change.
+
+    Raises:
+        MemoryNotFoundError: no such unit.
+        InvalidMemoryError: the changed unit would be invalid, or its new content carries
+            no information (``UninformativeMemoryError``); nothing is written.
+    """
     if {"memory_id", "namespace"} & set(changes):
         raise ConfigurationError("memory_id and namespace cannot be changed; add a new unit instead")
-    ns = store._ns(namespace)
+    ns = store.namespace_or_default(namespace)
     if "task_type" in changes:
         if not isinstance(changes["task_type"], str):
             raise ConfigurationError(f"task_type must be a string, got {type(changes['task_type']).__name__}")
@@ -285,43 +377,54 @@ def update(store: StoreCore, memory_id: str, /, *, namespace: str | None = None,
             check_informative(current.evolve(content=changes["content"]))
         return update_many(store, [current.evolve(**changes)], namespace=ns)[0]
 
-    with store._lock:
-        return store._atomic(ns, plan)
+    with store.lock:
+        return store.atomic(ns, plan)
 
 
 @backend_errors
 def update_many(store: StoreCore, units: Sequence[MemoryUnit], *, namespace: str | None = None) -> list[MemoryUnit]:
-    """The body of :meth:`MemoryStore.update_many` (see there)."""
+    """Write new versions of existing units in one batch (re-embedding only changed content).
+
+    Units keep their collection; use :meth:`archive`/:meth:`restore` to change
+    between active/superseded and archived.
+
+    Raises:
+        MemoryNotFoundError: one of the units does not exist (nothing is written).
+    """
     if isinstance(units, MemoryUnit) or not isinstance(units, Sequence):
         raise ConfigurationError("units must be a sequence of MemoryUnit")
     units = [check_unit(u) for u in units]
-    ns = store._ns(namespace)
+    ns = store.namespace_or_default(namespace)
     if any(u.namespace != ns for u in units):
         raise ConfigurationError(f"every unit must belong to namespace {ns!r}")
     if not units:
         return []
-    with store._lock:
-        return store._atomic(ns, functools.partial(_update_plan, store, units, ns))
+    with store.lock:
+        return store.atomic(ns, functools.partial(_update_plan, store, units, ns))
 
 
 def _update_plan(store: StoreCore, units: list[MemoryUnit], ns: str) -> list[MemoryUnit]:
     """Write :func:`update_many`'s new versions (one plan)."""
     written: list[MemoryUnit] = []
     for role in ROLES:
-        col = store._collection(ns, role, create=False)
+        col = store.collection(ns, role, create=False)
         if col is None:
             continue
-        batch = write_updates(col, role, units, functools.partial(store._embed_into, col))
-        if not batch:
-            continue
-        if role == "memories":
-            store._replica.reindex(ns, upserts=batch)
+        embed = functools.partial(_embed_into, store, ns, role)
+        batch = write_updates(col, role, units, embed)
+        if role == "memories" and batch:
+            store.reindex(ns, upserts=batch)
         written.extend(batch)
     missing = {u.memory_id for u in units} - {u.memory_id for u in written}
     if missing:
         raise MemoryNotFoundError(f"no memory {sorted(missing)[0]!r} in namespace {ns!r}")
     order = {u.memory_id: i for i, u in enumerate(units)}
     return sorted(written, key=lambda u: order[u.memory_id])
+
+
+def _embed_into(store: StoreCore, ns: str, role: Role, texts: list[str]) -> list[list[float]]:
+    store.vector_collection(ns, role)  # new vectors go only where this store's embedder is recorded
+    return store.embeddings.embed_documents(texts)
 
 
 @backend_errors
@@ -336,7 +439,26 @@ def record_feedback(
     repeats: Mapping[str, int] | None = None,
     reason: str | None = None,
 ) -> list[MemoryUnit]:
-    """The body of :meth:`MemoryStore.record_feedback` (see there)."""
+    """Apply the outcome of a task that used these memories (success raises confidence, failure lowers it).
+
+    ``success=True``: access count +1, last access now, confidence
+    +``success_delta`` (capped), diminished by ``repeat_factor`` for each
+    earlier credit ``repeats`` counts for the memory (the session counts them
+    from the run journal: same task within ``repeat_window``); a unit tagged
+    ``suspicious`` is never credited above ``suspicious_cap``.
+    ``success=False``: access +1, confidence −``failure_delta`` (floored).
+    ``rejected=True`` (the user said the memory is wrong): confidence ×
+    ``rejection_factor``. ``success=None``: only the access is recorded. Ids
+    that no longer exist are skipped with a warning. Every credit and debit
+    is logged at INFO with the memory id, old → new confidence and the reason
+    (``reason``, e.g. ``"success of run r1"``, plus how the policy applied it).
+
+    Example:
+        >>> store.record_feedback([unit.memory_id], success=True, repeats={unit.memory_id: 1})  # doctest: +SKIP
+
+    Returns:
+        The updated units.
+    """
     ids = check_ids(memory_ids)
     if success is not None and not isinstance(success, bool):
         raise ConfigurationError(f"success must be True, False or None, got {success!r}")
@@ -350,11 +472,25 @@ def record_feedback(
     if now is not None and not isinstance(now, datetime):
         raise ConfigurationError(f"now must be a datetime or None, got {type(now).__name__}")
     when = utcnow() if now is None else now if now.tzinfo else now.replace(tzinfo=UTC)
-    ns = store._ns(namespace)
-    with store._lock:
-        current, written = store._atomic(
-            ns, functools.partial(_feedback_plan, store, ids, ns, when, success, rejected, counts)
+    ns = store.namespace_or_default(namespace)
+
+    def plan() -> tuple[list[MemoryUnit], list[MemoryUnit]]:  # read the units, write their credited versions
+        current = store.get_many(ids, namespace=ns)
+        if len(current) != len(ids):
+            gone = sorted(set(ids) - {u.memory_id for u in current})
+            logger.warning("feedback skipped for %d unknown memory id(s): %s", len(gone), gone[:5])
+        for u in current:  # see decide.plan_supersede: a credit stays with the version that earned it
+            if u.status != "active":
+                logger.info(
+                    "feedback on %s in %r recorded against that version (it is %s now)", u.memory_id, ns, u.status
+                )
+        credited = plan_feedback(
+            current, when=when, success=success, rejected=rejected, repeats=counts, policy=store.policy
         )
+        return current, update_many(store, credited, namespace=ns)
+
+    with store.lock:
+        current, written = store.atomic(ns, plan)
     if success is not None or rejected:
         for old, new in zip(current, written, strict=True):
             why = feedback_reason(
@@ -371,57 +507,34 @@ def record_feedback(
     return written
 
 
-def _feedback_plan(
-    store: StoreCore,
-    ids: list[str],
-    ns: str,
-    when: datetime,
-    success: bool | None,
-    rejected: bool,
-    counts: dict[str, int],
-) -> tuple[list[MemoryUnit], list[MemoryUnit]]:
-    """Read the units and write their credited versions (one plan of :func:`record_feedback`)."""
-    current = store.get_many(ids, namespace=ns)
-    if len(current) != len(ids):
-        gone = sorted(set(ids) - {u.memory_id for u in current})
-        logger.warning("feedback skipped for %d unknown memory id(s): %s", len(gone), gone[:5])
-    for u in current:  # see replan: a credit stays with the version that earned it
-        if u.status != "active":
-            logger.info("feedback on %s in %r recorded against that version (it is %s now)", u.memory_id, ns, u.status)
-    updated = [
-        u.evolve(
-            access_count=u.access_count + 1,
-            last_accessed_at=max(u.last_accessed_at, when),
-            confidence=_credited(store, u, success=success, rejected=rejected, repeats=counts.get(u.memory_id, 0)),
-        )
-        for u in current
-    ]
-    written = update_many(store, updated, namespace=ns)
-    return current, written
-
-
-def _credited(store: StoreCore, unit: MemoryUnit, *, success: bool | None, rejected: bool, repeats: int) -> float:
-    """The policy's new confidence for ``unit``; a credit never lifts a ``suspicious`` unit over the cap."""
-    confidence = store.policy.apply(unit.score_confidence, success=success, rejected=rejected, repeats=repeats)
-    if success is True and not rejected and SUSPICIOUS_TAG in unit.tags:
-        capped = max(unit.score_confidence, store.policy.suspicious_cap)
-        if confidence > capped:
-            logger.info("memory %s is suspicious: its credit stops at %.2f", unit.memory_id, capped)
-            confidence = capped
-    return confidence
-
-
 @backend_errors
 def share(
     store: StoreCore, memory_ids: Sequence[str] | str, *, to_namespace: str, namespace: str | None = None
 ) -> list[MemoryUnit]:
-    """The body of :meth:`MemoryStore.share` (see there)."""
+    """Copy units into another namespace: the one explicit way a memory crosses namespaces.
+
+    Namespaces never see each other's units; agents share experience by
+    copying chosen units into a namespace they all read (e.g. ``"shared"``).
+    The copy keeps id, content, provenance and counters, is active, and goes
+    through the target's write rules (the same statement there absorbs it). It is
+    independent afterwards: forgetting the original does not forget the copy
+    (``forget(memory_id, namespace=to_namespace)`` does).
+
+    Example:
+        >>> store.share([unit.memory_id], namespace="alice", to_namespace="shared")  # doctest: +SKIP
+
+    Returns:
+        What is now stored in ``to_namespace`` for each unit found (missing ids are skipped).
+
+    Raises:
+        ConfigurationError: ``to_namespace`` equals the source namespace or is invalid.
+    """
     ids = check_ids(memory_ids)
-    src = store._ns(namespace)
-    dst = store._ns(to_namespace)
+    src = store.namespace_or_default(namespace)
+    dst = store.namespace_or_default(to_namespace)
     if src == dst:
         raise ConfigurationError(f"to_namespace must differ from the source namespace {src!r}")
-    with store._lock:
+    with store.lock:
         copies = [
             u.evolve(namespace=dst, status="active", supersedes=None, merged_from=[])
             for u in store.get_many(ids, namespace=src)
@@ -431,67 +544,71 @@ def share(
 
 @backend_errors
 def archive(store: StoreCore, memory_ids: Sequence[str], *, namespace: str | None = None) -> list[MemoryUnit]:
-    """The body of :meth:`MemoryStore.archive` (see there)."""
-    return _move(store, check_ids(memory_ids), store._ns(namespace), "memories", "archive")
+    """Move units to the namespace's cold collection (excluded from recall, restorable)."""
+    return _move(store, check_ids(memory_ids), store.namespace_or_default(namespace), "memories", "archive")
 
 
 @backend_errors
 def restore(store: StoreCore, memory_ids: Sequence[str], *, namespace: str | None = None) -> list[MemoryUnit]:
-    """The body of :meth:`MemoryStore.restore` (see there)."""
-    return _move(store, check_ids(memory_ids), store._ns(namespace), "archive", "memories")
+    """Bring archived units back as active units."""
+    return _move(store, check_ids(memory_ids), store.namespace_or_default(namespace), "archive", "memories")
 
 
 def _move(store: StoreCore, ids: list[str], ns: str, src_role: Role, dst_role: Role) -> list[MemoryUnit]:
     if not ids:
         return []
-    with store._lock:
-        if store._collection(ns, src_role, create=False) is None:
-            return []
-        store._collection(ns, dst_role)  # created outside the plan's transaction
-        return store._atomic(ns, functools.partial(_move_plan, store, ids, ns, src_role, dst_role))
-
-
-def _move_plan(store: StoreCore, ids: list[str], ns: str, src_role: Role, dst_role: Role) -> list[MemoryUnit]:
-    """Move ``ids`` from the ``src_role`` to the ``dst_role`` collection (one plan of :func:`_move`)."""
-    src = store._collection(ns, src_role, create=False)  # the current one: another process may have replaced it
-    if src is None:
-        return []
     status: MemoryStatus = "archived" if dst_role == "archive" else "active"
-    moved = move_units(src, functools.partial(store._collection, ns, dst_role), ids, status)
-    if not moved:
-        return []
-    if dst_role == "archive":
-        store._replica.reindex(ns, deletes=[u.memory_id for u in moved])
-    else:
-        store._replica.reindex(ns, upserts=moved)
-    return moved
+
+    def plan() -> list[MemoryUnit]:
+        src = store.collection(ns, src_role, create=False)  # the current one: another process may have replaced it
+        if src is None:
+            return []
+        moved = move_units(src, functools.partial(store.collection, ns, dst_role), ids, status)
+        if moved and dst_role == "archive":
+            store.reindex(ns, deletes=[u.memory_id for u in moved])
+        elif moved:
+            store.reindex(ns, upserts=moved)
+        return moved
+
+    with store.lock:
+        if store.collection(ns, src_role, create=False) is None:
+            return []
+        store.collection(ns, dst_role, create=True)  # created outside the plan's transaction
+        return store.atomic(ns, plan)
 
 
 @backend_errors
 def discard(store: StoreCore, memory_ids: Sequence[str], *, namespace: str | None = None) -> int:
-    """The body of :meth:`MemoryStore.discard` (see there)."""
+    """Delete units *without* cleaning references to them; return how many existed.
+
+    For units folded into another by a merge pass: their ids stay in the
+    keeper's ``merged_from`` as provenance. To remove every trace of a unit,
+    use :meth:`forget` instead.
+    """
     ids = check_ids(memory_ids) if memory_ids else []
-    ns = store._ns(namespace)
-    with store._lock:
-        if store._collection(ns, create=False) is None or not ids:
+    ns = store.namespace_or_default(namespace)
+
+    def plan() -> int:
+        col = store.collection(ns, create=False)  # the current one: another process may have replaced it
+        if col is None:
             return 0
+        present = col.exists(ids)
+        step = store.backend.max_batch_size
+        for start in range(0, len(present), step):
+            col.delete(ids=present[start : start + step])
+        store.reindex(ns, deletes=present)
+        return len(present)
 
-        def plan() -> int:
-            col = store._collection(ns, create=False)  # the current one: another process may have replaced it
-            if col is None:
-                return 0
-            present = col.exists(ids)
-            step = store.backend.max_batch_size
-            for start in range(0, len(present), step):
-                col.delete(ids=present[start : start + step])
-            store._replica.reindex(ns, deletes=present)
-            return len(present)
-
-        return store._atomic(ns, plan)
+    with store.lock:
+        if store.collection(ns, create=False) is None or not ids:
+            return 0
+        return store.atomic(ns, plan)
 
 
 def write_exact(store: StoreCore, units: list[MemoryUnit], vectors: list[list[float]]) -> dict[str, int]:
     """Write ``units`` exactly as given (import, restore): each into its collection, out of the other one.
+
+    The vectors must be this store's embedder's: the target collection's recorded embedder is checked.
 
     Returns:
         Units written per namespace.
@@ -500,41 +617,37 @@ def write_exact(store: StoreCore, units: list[MemoryUnit], vectors: list[list[fl
     for i, u in enumerate(units):
         groups.setdefault((u.namespace, u.status == "archived"), []).append(i)
     per_ns: dict[str, int] = {}
-    with store._lock:
+    with store.lock:
         for (ns, archived), idx in groups.items():
-            roles: tuple[Role, Role] = ("archive", "memories") if archived else ("memories", "archive")
-            store._collection(ns, roles[0])  # created outside the plan's transaction
+            into: Role = "archive" if archived else "memories"
+            out_of: Role = "memories" if archived else "archive"
+            store.collection(ns, into, create=True)  # created outside the plan's transaction
             batch = [units[i] for i in idx]
             ids = [u.memory_id for u in batch]
-            store._atomic(  # one write plan: on a database the upsert and the delete commit together
-                ns,
-                functools.partial(_write_group, store, ns, roles, batch, [vectors[i] for i in idx]),
-            )
+            plan = functools.partial(_write_group, store, ns, into, out_of, batch, [vectors[i] for i in idx])
+            store.atomic(ns, plan)
             if archived:
-                store._replica.reindex(ns, deletes=ids)
+                store.reindex(ns, deletes=ids)
             else:
-                store._replica.reindex(ns, upserts=batch)
+                store.reindex(ns, upserts=batch)
             per_ns[ns] = per_ns.get(ns, 0) + len(batch)
     return per_ns
 
 
 def _write_group(
-    store: StoreCore, ns: str, roles: tuple[Role, Role], batch: list[MemoryUnit], vectors: list[list[float]]
+    store: StoreCore, ns: str, into: Role, out_of: Role, batch: list[MemoryUnit], vectors: list[list[float]]
 ) -> None:
-    """The plan of :func:`write_exact` for one group: upsert ``batch`` into ``roles[0]``, delete it from ``roles[1]``.
+    """One plan of :func:`write_exact`: upsert ``batch`` into ``into``, delete it from ``out_of`` (one place per id).
 
-    The vectors must be this store's embedder's: the target collection's recorded embedder is checked.
+    On a database the upsert and the delete commit together.
     """
-    target = store._vectors(store._collection(ns, roles[0]))
-    assert target is not None  # create=True always returns a collection
-    other = store._collection(ns, roles[1], create=False)
     ids = [u.memory_id for u in batch]
-    target.upsert(
+    store.vector_collection(ns, into).upsert(
         ids=ids,
         embeddings=vectors,
         documents=[u.content for u in batch],
         metadatas=[unit_to_metadata(u) for u in batch],
     )
-    stale = other.exists(ids) if other is not None else []
-    if other is not None and stale:  # an id lives in one collection only
+    other = store.collection(ns, out_of, create=False)
+    if other is not None and (stale := other.exists(ids)):
         other.delete(ids=stale)

@@ -1,17 +1,15 @@
-"""How a write is decided: prepare, then plan (dedupe, merge, supersede); ``apply`` writes the plan.
+"""How a write is decided, without I/O: each write's plan, from what the write read.
 
-Planning is pure apart from the judge: :func:`plan_add` walks the incoming units in
-order and decides, from each one's nearest active neighbours (stored or earlier in
-the batch), whether it is merged into one (only the same statement, see
-:func:`statement_key`, or a judged duplicate), supersedes one (only when a
-:class:`~langchain_hindsight.store.writes.WriteJudge` says it updates or contradicts it, and
-never when the two apply under different conditions)
-or is simply new, under the provenance rules (a less trusted source never replaces
-a more trusted one); each decision becomes a
-:class:`~langchain_hindsight.store.writes.WriteResult`. ``apply.write_plan`` then makes
-the Chroma calls in crash-safe order: new
-units first (a superseding one marked ``pending``), demotions and merges second,
-marks cleared last; ``apply.repair_namespace`` finishes a write a crash interrupted.
+* :func:`prepare`: a unit as it will be stored (checked, task type folded, namespace and confidence settled,
+  the system-owned fields it may not claim settled (:func:`settle_claims`), instruction-like untrusted text
+  tagged ``suspicious``, junk refused); :func:`fresh_ids_for_taken`: an incoming id already stored is renamed;
+* :func:`plan_add`: a batch of adds, from each unit's nearest stored active neighbours: merge, supersede or
+  add, by the rules of :mod:`~langchain_hindsight.store.writes` (pure apart from the judge);
+* :func:`plan_supersede`: a caller's supersede, re-planned on its targets as they are now;
+* :func:`plan_feedback`: the credited or debited versions of units a run used.
+
+``_store_writes`` reads what a plan needs inside the namespace's write plan, calls these, and hands the
+:class:`WritePlan` to ``apply``, which writes it in crash-safe order.
 """
 
 from __future__ import annotations
@@ -20,6 +18,7 @@ import json
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, Literal
 
 import numpy as np
@@ -27,12 +26,16 @@ import numpy as np
 from langchain_hindsight._claims import claim_of, relation_of, scoped_apart
 from langchain_hindsight._safety import SUSPICIOUS_TAG, looks_like_instruction
 from langchain_hindsight._text import informative
-from langchain_hindsight._trust import TRUST_ORDER, TRUSTED_SOURCES
-from langchain_hindsight.errors import ConfigurationError, InvalidMemoryError, UninformativeMemoryError
+from langchain_hindsight._trust import TRUST_ORDER, TRUSTED_SOURCES, UNTRUSTED_SOURCES
+from langchain_hindsight.errors import (
+    ConfigurationError,
+    InvalidMemoryError,
+    MemoryNotFoundError,
+    UninformativeMemoryError,
+)
 from langchain_hindsight.store._codec import unit_from_record
-from langchain_hindsight.store._collections import Collection
 from langchain_hindsight.store._naming import check_namespace
-from langchain_hindsight.store._policy import ConfidencePolicy, settle_claims, trust
+from langchain_hindsight.store._policy import ConfidencePolicy, trust
 from langchain_hindsight.store.evidence import corroborated, evidence_cap
 from langchain_hindsight.store.statement import lesson_key, statement_key
 from langchain_hindsight.store.writes import (
@@ -44,23 +47,30 @@ from langchain_hindsight.store.writes import (
     WriteResult,
 )
 from langchain_hindsight.taxonomy import TaskTypeVocabulary
-from langchain_hindsight.types import MAX_ACCESS_COUNT, MemoryUnit
+from langchain_hindsight.types import MAX_ACCESS_COUNT, MemoryUnit, new_memory_id, utcnow
 
 __all__ = [
     "MERGE_THRESHOLD",
+    "NEIGHBOURS",
+    "REPLAN_ATTEMPTS",
+    "SupersedeTargets",
+    "Target",
     "WritePlan",
-    "candidates",
     "check_encodable",
     "check_informative",
     "check_source_change",
     "check_unit",
+    "clamp_future",
     "demote",
     "flag_suspicious",
+    "fresh_ids_for_taken",
     "merge_units",
-    "nearest",
     "plan_add",
+    "plan_feedback",
+    "plan_successor",
+    "plan_supersede",
     "prepare",
-    "query_neighbours",
+    "settle_claims",
     "suspicious",
 ]
 
@@ -76,9 +86,8 @@ default embedders distinct sentences that differ in one entity or number still s
 similarity only selects candidates and the statement rule decides; 0.95 is the value both paths had
 before they shared it, so no golden output moved."""
 
-_NEIGHBOURS = 5
-_QUERY_BATCH = 1000
-"""Query vectors per backend call when looking up a batch's stored neighbours."""
+NEIGHBOURS = 5
+"""Stored neighbours a write reads per unit (the nearest active ones in scope): the rules look at all of them."""
 
 REASON_NEW = "new: no similar active unit in scope"
 REASON_NO_DEDUPE = "stored as given (dedupe=False)"
@@ -155,6 +164,58 @@ def flag_suspicious(unit: MemoryUnit, policy: ConfidencePolicy) -> MemoryUnit:
     if tags == unit.tags and confidence == unit.confidence:
         return unit
     return unit.evolve(tags=tags, confidence=confidence)
+
+
+def clamp_future(unit: MemoryUnit, *, now: datetime | None = None) -> MemoryUnit:
+    """``unit`` with ``created_at``/``last_accessed_at``/``decayed_through`` beyond now clamped to now.
+
+    A future stamp would exempt a unit from decay (and archive) forever; the
+    clock belongs to the store, whatever the unit claims (also on import).
+    """
+    now = now or utcnow()
+    changes = {
+        name: now
+        for name in ("created_at", "last_accessed_at", "decayed_through")
+        if getattr(unit, name) is not None and getattr(unit, name) > now
+    }
+    if not changes:
+        return unit
+    logger.info("memory %s: future timestamps clamped to now: %s", unit.memory_id, sorted(changes))
+    return unit.evolve(**changes)
+
+
+def settle_claims(unit: MemoryUnit, *, now: datetime | None = None) -> MemoryUnit:
+    """``unit`` with the system-owned fields it may not claim on arrival settled.
+
+    The store owns ``access_count``, ``supersedes``, ``merged_from``,
+    ``status`` and the clock. On ``add`` (and ``share``) no unit may be
+    stamped in the future (``created_at``/``last_accessed_at`` beyond now are
+    clamped to now, so a future stamp cannot dodge decay), ``access_count`` is
+    bounded by ``MAX_ACCESS_COUNT`` (the model refuses more) and earns no
+    confidence (the per-source cap applies whatever count is claimed), and a
+    unit whose text came from a tool (``source="tool_output"``) arrives unused,
+    active, replacing nothing and merged from nothing (learned once: ``evidence`` 1). Feedback, merges and
+    supersession then set these fields through the store's own operations.
+    """
+    unit = clamp_future(unit, now=now)
+    changes: dict[str, object] = {}
+    if unit.source in UNTRUSTED_SOURCES:
+        if unit.access_count:
+            changes["access_count"] = 0
+        if unit.supersedes is not None:
+            changes["supersedes"] = None
+        if unit.merged_from:
+            changes["merged_from"] = []
+        if unit.evidence != 1:
+            changes["evidence"] = 1
+        if unit.status != "active":
+            changes["status"] = "active"
+    if not changes:
+        return unit
+    logger.info(
+        "memory %s from %s: system-owned fields reset on arrival: %s", unit.memory_id, unit.source, sorted(changes)
+    )
+    return unit.evolve(**changes)
 
 
 def prepare(
@@ -242,56 +303,19 @@ def merge_units(existing: MemoryUnit, incoming: MemoryUnit, policy: ConfidencePo
     return merged.evolve(confidence=grown) if grown != merged.score_confidence else merged
 
 
-def query_neighbours(
-    col: Collection, units: Sequence[MemoryUnit], vectors: Sequence[list[float]], scope: Scope
-) -> list[Any]:
-    """For each unit, the stored active units nearest to its vector in its scope (``None`` when there are none).
-
-    One batched nearest-neighbour query per scope present in the batch (one for
-    ``"namespace"``; one per task type and kind for ``"task_type"``), the same
-    filter and depth a query per unit would use. Each result has the shape of a
-    single-vector query result.
-    """
-    out: list[Any] = [None] * len(units)
-    if not units or not col.count():
-        return out
-    groups: dict[tuple[str, ...], list[int]] = {}
-    for i, u in enumerate(units):
-        groups.setdefault((u.task_type, u.kind) if scope == "task_type" else (), []).append(i)
-    for key, idx in groups.items():
-        clauses: list[dict[str, Any]] = [{"status": "active"}]
-        if key:
-            clauses += [{"task_type": key[0]}, {"kind": key[1]}]
-        where = {"$and": clauses} if len(clauses) > 1 else clauses[0]
-        for start in range(0, len(idx), _QUERY_BATCH):
-            chunk = idx[start : start + _QUERY_BATCH]
-            res = col.query(
-                query_embeddings=[vectors[i] for i in chunk],
-                n_results=_NEIGHBOURS,
-                where=where,
-                include=["documents", "metadatas", "distances"],
-            )
-            for j, i in enumerate(chunk):
-                out[i] = {k: [res[k][j]] for k in ("ids", "documents", "metadatas", "distances")}
-    return out
-
-
-def candidates(
+def _candidates(
     unit: MemoryUnit,
-    vector: list[float],
     stored: Any,
     pending: Pending,
     changed: dict[str, MemoryUnit],
     scope: Scope,
-    *,
-    similarities: Mapping[str, float] | None = None,
+    similarities: Mapping[str, float],
 ) -> list[Neighbour]:
     """Active units in scope near ``unit``, most similar first: ``stored`` (a query result) and ``pending`` ones.
 
     A stored unit already rewritten in this batch is judged by its ``changed``
-    version. ``similarities``: only these pending units are candidates, with these
-    similarities to ``unit`` (computed by the caller in one matrix product);
-    ``None``: every pending unit, its similarity computed here.
+    version; of the ``pending`` units only those in ``similarities`` are
+    candidates, with these similarities to ``unit``.
     """
     found: dict[str, Neighbour] = {}
     if stored is not None:
@@ -303,37 +327,19 @@ def candidates(
             )
             if candidate.status == "active":
                 found[memory_id] = Neighbour(candidate, 1.0 - float(stored["distances"][0][j]))
-    chosen = pending.values() if similarities is None else (pending[i] for i in similarities)
-    for other, other_vec in chosen:
+    for memory_id, similarity in similarities.items():
+        other = pending[memory_id][0]
         if other.status != "active" or other.memory_id == unit.memory_id:
             continue
         if scope == "task_type" and (other.task_type, other.kind) != (unit.task_type, unit.kind):
             continue
-        similarity = (
-            similarities[other.memory_id]
-            if similarities is not None
-            else sum(a * b for a, b in zip(vector, other_vec, strict=True))
-        )
         found[other.memory_id] = Neighbour(other, similarity)
     return sorted(found.values(), key=lambda n: -n.similarity)
 
 
-def nearest(
-    unit: MemoryUnit,
-    vector: list[float],
-    stored: Any,
-    pending: Pending,
-    changed: dict[str, MemoryUnit],
-    scope: Scope,
-) -> tuple[MemoryUnit | None, float]:
-    """The most similar active unit in scope (see :func:`candidates`) and its similarity, or ``(None, -1.0)``."""
-    found = candidates(unit, vector, stored, pending, changed, scope)
-    return (found[0].unit, found[0].similarity) if found else (None, -1.0)
-
-
 @dataclass(slots=True)
 class WritePlan:
-    """What one batch of adds writes to a namespace's memories collection."""
+    """What a batch of adds, or a supersede, writes to a namespace's memories collection (``apply.write_plan``)."""
 
     new: Pending = field(default_factory=dict)
     """Units (with vectors) to upsert, in batch order; includes demotions/merges of earlier batch units."""
@@ -344,7 +350,7 @@ class WritePlan:
     results: list[WriteResult] = field(default_factory=list)
     """What happened to each incoming unit, aligned with the input."""
 
-    def _put(self, unit: MemoryUnit) -> None:
+    def put(self, unit: MemoryUnit) -> None:
         """Record a new version of ``unit``, which is either new in this batch or already stored."""
         if unit.memory_id in self.new:
             self.new[unit.memory_id] = (unit, self.new[unit.memory_id][1])
@@ -421,16 +427,15 @@ def plan_add(
 ) -> WritePlan:
     """Decide, unit by unit, between merge, supersede and plain insert.
 
-    ``stored`` holds each unit's stored neighbours (see :func:`query_neighbours`;
-    ``None``: none are stored); earlier units of the batch are candidates too.
+    ``stored`` holds each unit's :data:`NEIGHBOURS` nearest stored active units in scope, as the
+    write read them (one query result each; ``None``: none are stored); earlier units of the batch
+    are candidates too.
 
-    Only the same statement merges without a judge (see :func:`statement_key`; for a lesson learned
-    in a run, with its run-specific values masked, see :func:`~langchain_hindsight.store.statement.lesson_key`:
-    the stored wording is kept, ``Lifecycle.maintain`` masks it when it folds); a judge's supersede or
-    merge between two statements that apply under different conditions
-    (:func:`~langchain_hindsight._claims.scoped_apart`) is stored as new instead;
-    units more than ``conflict_threshold`` similar go to ``judge`` (default:
-    :class:`RuleWriteJudge`, which keeps both), whose decision is validated.
+    The rules, in order, are :mod:`~langchain_hindsight.store.writes`'s: only the same statement
+    (:func:`~langchain_hindsight.store.statement.lesson_key`) merges without a judge, keeping the stored
+    wording; neighbours above ``conflict_threshold`` or contradicted by the rules go to ``judge``
+    (default :class:`RuleWriteJudge`), whose decision is validated here (:func:`_decide`: never across
+    conditions, never against provenance).
     """
     judge = judge or RuleWriteJudge()
     keys: dict[tuple[str, str], str] = {}
@@ -473,10 +478,10 @@ def plan_add(
         if conflict_threshold is not None:
             picked.update(order[i] for i in np.flatnonzero(sims > conflict_threshold).tolist())
             # the nearest few whatever the cosine, as for stored units: the rules may find a contradiction there
-            nearest_rows = np.argsort(-sims, kind="stable")[:_NEIGHBOURS].tolist()
+            nearest_rows = np.argsort(-sims, kind="stable")[:NEIGHBOURS].tolist()
             picked.update(order[i] for i in nearest_rows)
         similar = {i: float(sims[row[i]]) for i in picked}
-        near = candidates(unit, vector, near_stored, new, plan.changed, scope, similarities=similar)
+        near = _candidates(unit, near_stored, new, plan.changed, scope, similar)
         decision, target = _decide(
             unit, near, judge=judge, merge_threshold=merge_threshold, conflict_threshold=conflict_threshold, key=key
         )
@@ -489,7 +494,7 @@ def plan_add(
         elif decision.decision == "duplicate":
             previous[len(outcomes)] = (target.unit,)
             merged = merge_units(target.unit, unit, policy)
-            plan._put(merged)
+            plan.put(merged)
             reason = REASON_LEARNED_AGAIN.format(
                 reason=decision.reason, evidence=merged.evidence, confidence=merged.score_confidence
             )
@@ -500,7 +505,7 @@ def plan_add(
                 plan.superseding.add(unit.memory_id)
             previous[len(outcomes)] = (target.unit,)
             demoted = demote(target.unit, policy)
-            plan._put(demoted)
+            plan.put(demoted)
             admit(unit, vector)
             # what it takes to undo it: the old unit's confidence before (status back to "active")
             reason = REASON_SUPERSEDED.format(
@@ -515,3 +520,131 @@ def plan_add(
         final = new[memory_id][0] if memory_id in new else plan.changed[memory_id]
         plan.results.append(WriteResult(action, final, related, reason, previous.get(n, ())))
     return plan
+
+
+REPLAN_ATTEMPTS = 8
+"""How many times a caller's read-plan-write loop re-reads and re-plans before it raises ``WriteConflictError``."""
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """One unit a write asked to supersede, as the write plan finds it now.
+
+    Attributes:
+        requested: The id the caller asked for.
+        now: That unit as stored now (``None``: forgotten).
+        head: The active head of its supersede chain (``now`` itself when active; ``None``: no active version).
+    """
+
+    requested: str
+    now: MemoryUnit | None
+    head: MemoryUnit | None
+
+
+@dataclass(frozen=True, slots=True)
+class SupersedeTargets:
+    """What a supersede replaces after re-planning, and why (one note per target that moved)."""
+
+    replace: tuple[MemoryUnit, ...]
+    notes: tuple[str, ...] = ()
+
+
+def plan_supersede(targets: Sequence[Target], namespace: str) -> SupersedeTargets:
+    """The units a supersede replaces, given its targets as the write plan re-read them.
+
+    A supersede (a verdict, an edit, ``HindsightStore.put``) was decided on units as its caller read
+    them; another process may have replaced one since. Each target found
+
+    * still active is superseded, as asked;
+    * superseded by another writer: the active head of its chain is superseded instead (the newer
+      statement wins, as everywhere in the store; the other writer's version stays in ``history()``
+      and a note says which unit was finally replaced);
+    * archived or forgotten (no active version left) is skipped.
+
+    Feedback is not moved along a chain: a credit stays with the version the run was shown.
+
+    Raises:
+        MemoryNotFoundError: no target has an active version (nothing is written; a caller with its own
+            plan re-reads and plans again, at most :data:`REPLAN_ATTEMPTS` times).
+    """
+    replace: dict[str, MemoryUnit] = {}
+    notes: list[str] = []
+    for t in targets:
+        if t.head is None:
+            state = "forgotten" if t.now is None else t.now.status
+            notes.append(f"{t.requested} is {state} and has no active version: skipped")
+            continue
+        if t.head.memory_id != t.requested:
+            notes.append(
+                f"{t.requested} was superseded by another write first: its newest version "
+                f"{t.head.memory_id} is superseded instead"
+            )
+        replace.setdefault(t.head.memory_id, t.head)
+    if not replace:
+        asked = [t.requested for t in targets][:5]
+        why = f" ({'; '.join(notes)})" if notes else ""
+        raise MemoryNotFoundError(f"no active memory among {asked} in namespace {namespace!r}{why}")
+    return SupersedeTargets(tuple(replace.values()), tuple(notes))
+
+
+def plan_successor(
+    unit: MemoryUnit, vector: list[float], old: Sequence[MemoryUnit], policy: ConfidencePolicy
+) -> WritePlan:
+    """The write of ``unit`` (its id free) as the successor of ``old``: it is stored, they are demoted."""
+    new = unit.evolve(supersedes=old[0].memory_id)
+    return WritePlan(
+        new={new.memory_id: (new, vector)},
+        changed={u.memory_id: demote(u, policy) for u in old},
+        superseding={new.memory_id},
+    )
+
+
+def plan_feedback(
+    current: Sequence[MemoryUnit],
+    *,
+    when: datetime,
+    success: bool | None,
+    rejected: bool,
+    repeats: Mapping[str, int],
+    policy: ConfidencePolicy,
+) -> list[MemoryUnit]:
+    """``current`` after one piece of feedback: one more access at ``when``, confidence moved by ``policy``.
+
+    A credit never lifts a ``suspicious`` unit over ``policy.suspicious_cap``.
+    """
+    updated: list[MemoryUnit] = []
+    for u in current:
+        confidence = policy.apply(
+            u.score_confidence, success=success, rejected=rejected, repeats=repeats.get(u.memory_id, 0)
+        )
+        if success is True and not rejected and SUSPICIOUS_TAG in u.tags:
+            capped = max(u.score_confidence, policy.suspicious_cap)
+            if confidence > capped:
+                logger.info("memory %s is suspicious: its credit stops at %.2f", u.memory_id, capped)
+                confidence = capped
+        updated.append(
+            u.evolve(
+                access_count=u.access_count + 1, last_accessed_at=max(u.last_accessed_at, when), confidence=confidence
+            )
+        )
+    return updated
+
+
+def fresh_ids_for_taken(units: list[MemoryUnit], taken: set[str]) -> list[MemoryUnit]:
+    """``units`` with a new id for each whose id is already stored (or repeated in the batch).
+
+    ``add`` and ``share`` never overwrite a stored unit by naming its id: the
+    incoming unit is added under a fresh id and then goes through dedup like
+    any other (a less trusted duplicate cannot rewrite a more trusted unit).
+    Changing a stored unit is ``MemoryStore.update``, which checks provenance.
+    """
+    out: list[MemoryUnit] = []
+    seen = set(taken)
+    for unit in units:
+        if unit.memory_id in seen:
+            fresh = new_memory_id()
+            logger.warning("memory id %s is already stored: the incoming unit is added as %s", unit.memory_id, fresh)
+            unit = unit.evolve(memory_id=fresh)
+        seen.add(unit.memory_id)
+        out.append(unit)
+    return out

@@ -79,7 +79,41 @@ def forget(
     scrub: bool | None = None,
     successors: bool = False,
 ) -> int:
-    """The body of :meth:`MemoryStore.forget` (see there)."""
+    """Hard-delete units (every copy, archive included), or a whole namespace.
+
+    ``forget("mem_...")`` deletes those ids in ``namespace``: the record
+    (vector, document, metadata) in memories and archive, the lexical index
+    entry, and every reference to the id in other units (``supersedes``,
+    ``merged_from``) and in the run journal. ``forget(namespace="alice")``
+    deletes every collection of that namespace.
+
+    With ``scrub`` (the default for an embedded store) the bytes are then
+    physically erased from the directory (see :meth:`scrub`); a Chroma API
+    delete alone leaves them in ``chroma.sqlite3`` and the HNSW files.
+
+    Example:
+        >>> n = store.forget(unit.memory_id)  # doctest: +SKIP
+
+    Args:
+        store: The store (``self``: this is :meth:`MemoryStore.forget`).
+        memory_id: One id or a sequence of ids; ``None`` with an explicit
+            ``namespace`` forgets the whole namespace.
+        namespace: Namespace to delete from (default: the store's).
+        scrub: ``None``: scrub when the backend can erase (an embedded
+            directory this store holds; memory). ``False``: defer (call
+            :meth:`scrub` later, e.g. after a batch).
+        successors: Also forget every later version of ``memory_id`` (the
+            units that supersede it, and theirs), as found inside the write:
+            a version another process wrote since the caller read the chain
+            is forgotten too (``HindsightStore`` deletes a key this way).
+
+    Returns:
+        How many units were deleted.
+
+    Raises:
+        ConfigurationError: bad arguments, or ``scrub=True`` on a store whose
+            backend cannot erase (a server or an injected client).
+    """
     if scrub is not None and not isinstance(scrub, bool):
         raise ConfigurationError(f"scrub must be True, False or None, got {scrub!r}")
     if not isinstance(successors, bool):
@@ -114,7 +148,28 @@ def forget(
 
 @backend_errors
 def scrub(store: StoreCore) -> None:
-    """The body of :meth:`MemoryStore.scrub` (see there)."""
+    """Physically erase every deleted record from the store's directory.
+
+    Rebuilds every collection from its live records (dropping the HNSW files
+    that still hold deleted vectors), merges the full-text index, rewrites
+    ``chroma.sqlite3`` with ``VACUUM`` under ``secure_delete`` and removes
+    orphaned segment files; erases every derived file (lexical and recall
+    snapshots, summary) the clean-close stamp does not vouch for, which may
+    hold text forgotten by another process such as a Chroma server serving
+    this directory. Costs a full copy of the store; :meth:`forget`
+    does it for the collections it touched unless told ``scrub=False``.
+    Resumable: a crash mid-way is finished when the directory is reopened.
+    On the in-memory backend there is nothing left to erase.
+
+    Example:
+        >>> store.forget(ids, scrub=False); store.scrub()  # doctest: +SKIP
+
+    Raises:
+        ConfigurationError: the backend cannot erase (a server or an injected
+            client). For a Chroma server, stop it, open the directory with
+            ``MemoryStore(persist_directory=...)`` and scrub there.
+        StoreError: the backend failed.
+    """
     if not store.backend.can_erase:
         raise ConfigurationError(NO_SCRUB)
     with store._lock:

@@ -7,13 +7,11 @@ derived data, rebuilt from the backend and updated on every write.
 The store reaches its data only through the backend layer (``backend.Backend``:
 ``backend.ChromaBackend``, embedded or server; ``backend.InMemoryBackend``), and
 recall reads through its replica (``replica.Replica``: the derived copies of the data).
-:class:`MemoryStore` is one class: each public method checks its arguments and calls
-one function of the module for its concept — ``reads`` (listing, counting,
-history), ``search`` (dense, lexical, hybrid), ``_store_writes`` (add, update,
-feedback, moves), ``transfer`` (exact import) and ``forget`` (forget, scrub) — over
-the shared state of ``_core.StoreCore``. The mechanics live in ``_collections``
-(naming, opening, reading), ``decide`` (dedupe/merge/supersede planning), ``apply``
-(two-step writes), ``run_records`` (run records) and ``_policy`` (:class:`ConfidencePolicy`).
+:class:`MemoryStore` is one class: each read method checks its arguments and calls one
+function of its concept's module — ``reads`` (listing, counting, history), ``search``
+(dense, lexical, hybrid), ``transfer`` (exact import), ``forget`` (forget, scrub) — and
+the write methods are ``_store_writes``' functions themselves, bound here (read, plan with
+``decide``, write with ``apply``), all over the shared state of ``_core.StoreCore``.
 """
 
 from __future__ import annotations
@@ -23,8 +21,7 @@ import functools
 import logging
 import os
 import warnings
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from datetime import datetime
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Literal
 
 import numpy as np
@@ -33,7 +30,6 @@ from langchain_core.embeddings import Embeddings
 from langchain_hindsight._checks import check_query, refuse_unknown_keywords
 from langchain_hindsight.embeddings.multilingual import default_embeddings
 from langchain_hindsight.errors import ConfigurationError
-from langchain_hindsight.runs import RunRecord
 from langchain_hindsight.store import _store_writes as _write_ops
 from langchain_hindsight.store import forget as _forget_ops
 from langchain_hindsight.store import reads as _read_ops
@@ -49,8 +45,7 @@ from langchain_hindsight.store.backend import Backend, ChromaBackend
 from langchain_hindsight.store.backend.postgres import PostgresBackend
 from langchain_hindsight.store.decide import MERGE_THRESHOLD
 from langchain_hindsight.store.replica.lexical import lexical_scheme
-from langchain_hindsight.store.transfer import ImportReport
-from langchain_hindsight.store.writes import RuleWriteJudge, WriteJudge, WriteResult
+from langchain_hindsight.store.writes import RuleWriteJudge, WriteJudge
 from langchain_hindsight.taxonomy import TaskTypeVocabulary
 from langchain_hindsight.types import DEFAULT_NAMESPACE, MemoryStatus, MemoryUnit
 
@@ -467,291 +462,21 @@ class MemoryStore(StoreCore):
         """
         return _read_ops.history(self, memory_id, namespace=namespace)
 
-    def add(
-        self, unit: MemoryUnit, *, namespace: str | None = None, dedupe: bool = True, if_absent: bool = False
-    ) -> WriteResult:
-        """Store ``unit``; return what the write did (:class:`~langchain_hindsight.store.writes.WriteResult`).
-
-        With ``dedupe`` (default): an active unit in scope that makes the same
-        statement (after normalising case, whitespace and punctuation) absorbs it
-        (``"merged"``; ``result.unit`` is that unit, keeping the newest time).
-        A different statement is never merged on similarity alone: when active
-        units are more than ``conflict_threshold`` similar, the store's ``judge``
-        decides; the default keeps both (``"added"``, ``related_ids`` naming the
-        similar units), an LLM judge may also merge a reworded duplicate or
-        supersede an outdated unit (``"superseded"``). ``namespace`` overrides
-        ``unit.namespace``. Each write is logged at INFO. ``if_absent=True`` stores
-        ``unit`` under its own id or not at all: an id already stored (another
-        writer created it first) raises :class:`~langchain_hindsight.errors.WriteConflictError`
-        instead of taking a fresh id (a key's first version, as ``HindsightStore.put`` writes it),
-        and so does a ``supersedes`` naming a unit that is gone or that an active unit
-        already continues (checked inside the write plan).
-
-        Example:
-            >>> store.add(MemoryUnit(content="客户甲公司希望通过邮件联系。")).action  # doctest: +SKIP
-            'added'
-
-        Raises:
-            ConfigurationError: ``unit`` is not a :class:`MemoryUnit`.
-            UninformativeMemoryError: its content carries no information (``"ok"``, ``"好的"``, emoji only);
-                an :class:`~langchain_hindsight.errors.InvalidMemoryError`. Nothing was changed.
-            StoreError: the backend failed; nothing was changed.
-            WriteConflictError: ``if_absent`` and the id is already stored; nothing was changed.
-        """
-        return _write_ops.add(self, unit, namespace=namespace, dedupe=dedupe, if_absent=if_absent)
-
-    def add_many(
-        self, units: Sequence[MemoryUnit], *, namespace: str | None = None, dedupe: bool = True
-    ) -> list[WriteResult]:
-        """Store many units with one batch embedding; one :class:`WriteResult` per unit, aligned with ``units``.
-
-        A unit may merge into, or supersede, an earlier unit of the same batch.
-        ``dedupe=False`` stores every unit as given (bulk import); an id that
-        already exists is then overwritten. Every unit is checked before anything
-        is written: one uninformative unit (``UninformativeMemoryError``) refuses the batch.
-        """
-        return _write_ops.add_many(self, units, namespace=namespace, dedupe=dedupe)
-
-    def supersede(
-        self, memory_ids: Sequence[str] | str, unit: MemoryUnit, *, reason: str, namespace: str | None = None
-    ) -> WriteResult:
-        """Store ``unit`` as the successor of the active units ``memory_ids`` (e.g. a user's correction).
-
-        The caller has decided the relation (say, the correction contradicts them),
-        so no judge is asked and nothing is merged: ``unit`` is stored as new with
-        ``supersedes`` naming the first of them, and each of them becomes
-        ``superseded`` (confidence × ``supersede_factor``), in the crash-safe order
-        of every supersede (the new unit marked ``pending`` until the demotions are
-        written; a crash in between is finished at the next open for the first of
-        them, the others then stay active, as before the write). ``history(unit id)``
-        then shows the chain. Logged at INFO with ``reason``.
-
-        Returns:
-            ``"superseded"``, ``related_ids`` the ids demoted, ``previous`` their state before.
-
-        A unit of ``memory_ids`` that another process superseded since the caller
-        read it is followed to the newest version of its chain, which is superseded
-        instead (re-read inside the write plan; ``result.reason`` and the log say so;
-        see ``store/replan.py``).
-
-        Raises:
-            MemoryNotFoundError: none of ``memory_ids`` has an active version in the namespace.
-            ConfigurationError: no ``reason``, or ``unit`` is less trusted than one it would replace.
-        """
-        return _write_ops.supersede(self, memory_ids, unit, reason=reason, namespace=namespace)
-
-    def update(self, memory_id: str, /, *, namespace: str | None = None, **changes: Any) -> MemoryUnit:
-        """Change fields of a stored unit; return the stored result.
-
-        Metadata changes are written without re-embedding; a ``content`` change
-        re-embeds. ``memory_id`` and ``namespace`` cannot change.
-
-        Raises:
-            MemoryNotFoundError: no such unit.
-            InvalidMemoryError: the changed unit would be invalid, or its new content carries
-                no information (``UninformativeMemoryError``); nothing is written.
-        """
-        return _write_ops.update(self, memory_id, namespace=namespace, **changes)
-
-    def update_many(self, units: Sequence[MemoryUnit], *, namespace: str | None = None) -> list[MemoryUnit]:
-        """Write new versions of existing units in one batch (re-embedding only changed content).
-
-        Units keep their collection; use :meth:`archive`/:meth:`restore` to change
-        between active/superseded and archived.
-
-        Raises:
-            MemoryNotFoundError: one of the units does not exist (nothing is written).
-        """
-        return _write_ops.update_many(self, units, namespace=namespace)
-
-    def record_feedback(
-        self,
-        memory_ids: Sequence[str] | str,
-        *,
-        success: bool | None = None,
-        rejected: bool = False,
-        namespace: str | None = None,
-        now: datetime | None = None,
-        repeats: Mapping[str, int] | None = None,
-        reason: str | None = None,
-    ) -> list[MemoryUnit]:
-        """Apply the outcome of a task that used these memories (success raises confidence, failure lowers it).
-
-        ``success=True``: access count +1, last access now, confidence
-        +``success_delta`` (capped), diminished by ``repeat_factor`` for each
-        earlier credit ``repeats`` counts for the memory (the session counts them
-        from the run journal: same task within ``repeat_window``); a unit tagged
-        ``suspicious`` is never credited above ``suspicious_cap``.
-        ``success=False``: access +1, confidence −``failure_delta`` (floored).
-        ``rejected=True`` (the user said the memory is wrong): confidence ×
-        ``rejection_factor``. ``success=None``: only the access is recorded. Ids
-        that no longer exist are skipped with a warning. Every credit and debit
-        is logged at INFO with the memory id, old → new confidence and the reason
-        (``reason``, e.g. ``"success of run r1"``, plus how the policy applied it).
-
-        Example:
-            >>> store.record_feedback([unit.memory_id], success=True, repeats={unit.memory_id: 1})  # doctest: +SKIP
-
-        Returns:
-            The updated units.
-        """
-        return _write_ops.record_feedback(
-            self,
-            memory_ids,
-            success=success,
-            rejected=rejected,
-            namespace=namespace,
-            now=now,
-            repeats=repeats,
-            reason=reason,
-        )
-
-    def share(
-        self, memory_ids: Sequence[str] | str, *, to_namespace: str, namespace: str | None = None
-    ) -> list[MemoryUnit]:
-        """Copy units into another namespace: the one explicit way a memory crosses namespaces.
-
-        Namespaces never see each other's units; agents share experience by
-        copying chosen units into a namespace they all read (e.g. ``"shared"``).
-        The copy keeps id, content, provenance and counters, is active, and goes
-        through the target's write rules (the same statement there absorbs it). It is
-        independent afterwards: forgetting the original does not forget the copy
-        (``forget(memory_id, namespace=to_namespace)`` does).
-
-        Example:
-            >>> store.share([unit.memory_id], namespace="alice", to_namespace="shared")  # doctest: +SKIP
-
-        Returns:
-            What is now stored in ``to_namespace`` for each unit found (missing ids are skipped).
-
-        Raises:
-            ConfigurationError: ``to_namespace`` equals the source namespace or is invalid.
-        """
-        return _write_ops.share(self, memory_ids, to_namespace=to_namespace, namespace=namespace)
-
-    def archive(self, memory_ids: Sequence[str], *, namespace: str | None = None) -> list[MemoryUnit]:
-        """Move units to the namespace's cold collection (excluded from recall, restorable)."""
-        return _write_ops.archive(self, memory_ids, namespace=namespace)
-
-    def restore(self, memory_ids: Sequence[str], *, namespace: str | None = None) -> list[MemoryUnit]:
-        """Bring archived units back as active units."""
-        return _write_ops.restore(self, memory_ids, namespace=namespace)
-
-    def discard(self, memory_ids: Sequence[str], *, namespace: str | None = None) -> int:
-        """Delete units *without* cleaning references to them; return how many existed.
-
-        For units folded into another by a merge pass: their ids stay in the
-        keeper's ``merged_from`` as provenance. To remove every trace of a unit,
-        use :meth:`forget` instead.
-        """
-        return _write_ops.discard(self, memory_ids, namespace=namespace)
-
-    def forget(
-        self,
-        memory_id: str | Sequence[str] | None = None,
-        *,
-        namespace: str | None = None,
-        scrub: bool | None = None,
-        successors: bool = False,
-    ) -> int:
-        """Hard-delete units (every copy, archive included), or a whole namespace.
-
-        ``forget("mem_...")`` deletes those ids in ``namespace``: the record
-        (vector, document, metadata) in memories and archive, the lexical index
-        entry, and every reference to the id in other units (``supersedes``,
-        ``merged_from``) and in the run journal. ``forget(namespace="alice")``
-        deletes every collection of that namespace.
-
-        With ``scrub`` (the default for an embedded store) the bytes are then
-        physically erased from the directory (see :meth:`scrub`); a Chroma API
-        delete alone leaves them in ``chroma.sqlite3`` and the HNSW files.
-
-        Example:
-            >>> n = store.forget(unit.memory_id)  # doctest: +SKIP
-
-        Args:
-            memory_id: One id or a sequence of ids; ``None`` with an explicit
-                ``namespace`` forgets the whole namespace.
-            namespace: Namespace to delete from (default: the store's).
-            scrub: ``None``: scrub when the backend can erase (an embedded
-                directory this store holds; memory). ``False``: defer (call
-                :meth:`scrub` later, e.g. after a batch).
-            successors: Also forget every later version of ``memory_id`` (the
-                units that supersede it, and theirs), as found inside the write:
-                a version another process wrote since the caller read the chain
-                is forgotten too (``HindsightStore`` deletes a key this way).
-
-        Returns:
-            How many units were deleted.
-
-        Raises:
-            ConfigurationError: bad arguments, or ``scrub=True`` on a store whose
-                backend cannot erase (a server or an injected client).
-        """
-        return _forget_ops.forget(self, memory_id, namespace=namespace, scrub=scrub, successors=successors)
-
-    def scrub(self) -> None:
-        """Physically erase every deleted record from the store's directory.
-
-        Rebuilds every collection from its live records (dropping the HNSW files
-        that still hold deleted vectors), merges the full-text index, rewrites
-        ``chroma.sqlite3`` with ``VACUUM`` under ``secure_delete`` and removes
-        orphaned segment files; erases every derived file (lexical and recall
-        snapshots, summary) the clean-close stamp does not vouch for, which may
-        hold text forgotten by another process such as a Chroma server serving
-        this directory. Costs a full copy of the store; :meth:`forget`
-        does it for the collections it touched unless told ``scrub=False``.
-        Resumable: a crash mid-way is finished when the directory is reopened.
-        On the in-memory backend there is nothing left to erase.
-
-        Example:
-            >>> store.forget(ids, scrub=False); store.scrub()  # doctest: +SKIP
-
-        Raises:
-            ConfigurationError: the backend cannot erase (a server or an injected
-                client). For a Chroma server, stop it, open the directory with
-                ``MemoryStore(persist_directory=...)`` and scrub there.
-            StoreError: the backend failed.
-        """
-        return _forget_ops.scrub(self)
-
-    def import_units(
-        self,
-        units: Iterable[MemoryUnit],
-        *,
-        runs: Iterable[RunRecord] = (),
-        namespace: str | None = None,
-        progress: Callable[[str, int, int], None] | None = None,
-        replace: bool = False,
-    ) -> ImportReport:
-        """Write ``units`` (and the journal's ``runs``) exactly as given, all or nothing (``namespace``: into it).
-
-        For restoring a backup or moving a store (see ``hindsight export``/``import``):
-        no task-type normalisation, no dedupe, no confidence caps (but untrusted text that reads like an
-        instruction is tagged ``suspicious`` and capped, as on every write); archived units go
-        straight to the archive; only the content is re-embedded. Every unit is read
-        and checked before anything is written. A unit whose id is already stored
-        with the same data is skipped; with other data it is refused unless
-        ``replace=True`` (an explicit overwrite): an import never silently replaces
-        a stored unit. An embedded store writes the units to a pending file first and
-        rolls a killed import forward when the directory is opened again; a database
-        writes them in one transaction after checking the ids again under the lock of
-        every namespace involved (a killed import leaves nothing of itself). A unit whose
-        content carries no information (``"ok"``, ``"好的"``) is left out and counted in
-        ``refused`` (logged), rather than failing the import.
-
-        ``runs`` are run records of a backup made with the journal (``hindsight export
-        --journal``): checked with the units (a run id already journaled with other data is
-        refused unless ``replace``), written after them.
-
-        Raises:
-            InvalidMemoryError: a unit is invalid (nothing was written).
-            ConfigurationError: ids already stored with other data and ``replace`` is false (nothing was written).
-            StoreError: the backend failed.
-        """
-        return _transfer_ops.import_units(
-            self, units, runs=runs, namespace=namespace, progress=progress, replace=replace
-        )
+    # the writes, defined with their reference text where they live: ``_store_writes`` (read, plan with ``decide``,
+    # write with ``apply``), ``forget`` (hard delete, erase) and ``transfer`` (exact import)
+    add = _write_ops.add
+    add_many = _write_ops.add_many
+    supersede = _write_ops.supersede
+    update = _write_ops.update
+    update_many = _write_ops.update_many
+    record_feedback = _write_ops.record_feedback
+    share = _write_ops.share
+    archive = _write_ops.archive
+    restore = _write_ops.restore
+    discard = _write_ops.discard
+    forget = _forget_ops.forget
+    scrub = _forget_ops.scrub
+    import_units = _transfer_ops.import_units
 
     def delete(
         self, memory_id: str | Sequence[str] | None = None, *, namespace: str | None = None, scrub: bool | None = None

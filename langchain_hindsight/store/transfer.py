@@ -38,8 +38,7 @@ from langchain_hindsight.store import _store_writes as _write_ops
 from langchain_hindsight.store import reads as _read_ops
 from langchain_hindsight.store._core import StoreCore, backend_errors
 from langchain_hindsight.store._naming import Role
-from langchain_hindsight.store._policy import clamp_future
-from langchain_hindsight.store.decide import flag_suspicious
+from langchain_hindsight.store.decide import clamp_future, flag_suspicious
 from langchain_hindsight.types import MemoryUnit
 
 __all__ = [
@@ -165,7 +164,31 @@ def import_units(
     progress: Callable[[str, int, int], None] | None = None,
     replace: bool = False,
 ) -> ImportReport:
-    """The body of :meth:`MemoryStore.import_units` (see there)."""
+    """Write ``units`` (and the journal's ``runs``) exactly as given, all or nothing (``namespace``: into it).
+
+    For restoring a backup or moving a store (see ``hindsight export``/``import``):
+    no task-type normalisation, no dedupe, no confidence caps (but untrusted text that reads like an
+    instruction is tagged ``suspicious`` and capped, as on every write); archived units go
+    straight to the archive; only the content is re-embedded. Every unit is read
+    and checked before anything is written. A unit whose id is already stored
+    with the same data is skipped; with other data it is refused unless
+    ``replace=True`` (an explicit overwrite): an import never silently replaces
+    a stored unit. An embedded store writes the units to a pending file first and
+    rolls a killed import forward when the directory is opened again; a database
+    writes them in one transaction after checking the ids again under the lock of
+    every namespace involved (a killed import leaves nothing of itself). A unit whose
+    content carries no information (``"ok"``, ``"好的"``) is left out and counted in
+    ``refused`` (logged), rather than failing the import.
+
+    ``runs`` are run records of a backup made with the journal (``hindsight export
+    --journal``): checked with the units (a run id already journaled with other data is
+    refused unless ``replace``), written after them.
+
+    Raises:
+        InvalidMemoryError: a unit is invalid (nothing was written).
+        ConfigurationError: ids already stored with other data and ``replace`` is false (nothing was written).
+        StoreError: the backend failed.
+    """
     for name, given in (("units", units), ("runs", runs)):
         if isinstance(given, str | bytes | bytearray | MemoryUnit | RunRecord) or not isinstance(given, Iterable):
             raise ConfigurationError(f"import_units: {name} must be an iterable of records, got {type(given).__name__}")

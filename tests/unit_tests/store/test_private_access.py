@@ -17,11 +17,6 @@ STORE = ROOT / "langchain_hindsight" / "store"
 
 ALLOWED_MODULES = frozenset(
     {
-        # The write modules still take ``store: StoreCore`` and call its private plumbing (``_atomic``,
-        # ``_collection(create=True)``, ``_embed_into``, ``_replica.reindex``); they are being recast as one
-        # planner and one apply step (issue 34, helper h3). Shrink this list as each one moves to public methods.
-        "_store_writes.py",
-        "decide.py",
         # Forget and transfer write through the same private plumbing as the write modules (issue 34: h1, h3).
         "forget.py",
         "transfer.py",

@@ -16,8 +16,8 @@ import pytest
 
 from langchain_hindsight.adapters.langgraph_store import HindsightStore, key_of
 from langchain_hindsight.errors import MemoryNotFoundError, WriteConflictError
+from langchain_hindsight.store.decide import Target, plan_supersede
 from langchain_hindsight.store.memory_store import MemoryStore
-from langchain_hindsight.store.replan import Target, plan_supersede
 from langchain_hindsight.types import MemoryUnit
 
 

@@ -1,0 +1,64 @@
+"""The write path's shape, read from the source: a pure planner, one apply step, the store's methods bound to them.
+
+* ``decide.py`` plans without I/O: it imports nothing that reaches a backend or the store's state;
+* ``_store_writes.py``, ``decide.py`` and ``apply.py`` touch no private member of another object (the store's
+  state is reached through ``StoreCore``'s public methods);
+* ``MemoryStore``'s write methods are the write functions themselves, not a second signature to keep in step.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+from pathlib import Path
+
+import pytest
+
+from langchain_hindsight.store import _store_writes, forget, transfer
+from langchain_hindsight.store.memory_store import MemoryStore
+from tests import source
+
+STORE = Path(__file__).resolve().parents[3] / "langchain_hindsight" / "store"
+WRITE_PATH = ("_store_writes.py", "decide.py", "apply.py")
+
+
+def test_the_planner_imports_nothing_that_does_io() -> None:
+    tree = source.tree(STORE / "decide.py")
+    imported = {node.module or "" for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+    io = {m for m in imported if m.startswith("langchain_hindsight.store.")} - {
+        "langchain_hindsight.store._codec",  # a record as a unit (pure)
+        "langchain_hindsight.store._naming",
+        "langchain_hindsight.store._policy",
+        "langchain_hindsight.store.evidence",
+        "langchain_hindsight.store.statement",
+        "langchain_hindsight.store.writes",
+    }
+    assert io == set()
+
+
+@pytest.mark.parametrize("name", WRITE_PATH)
+def test_the_write_path_reaches_no_private_member_of_another_object(name: str) -> None:
+    reaches = [
+        f"{ast.unparse(node)} (line {node.lineno})"
+        for node in ast.walk(source.tree(STORE / name))
+        if isinstance(node, ast.Attribute)
+        and node.attr.startswith("_")
+        and not node.attr.startswith("__")
+        and not (isinstance(node.value, ast.Name) and node.value.id == "self")
+    ]
+    assert reaches == []
+
+
+@pytest.mark.parametrize(
+    ("method", "module"),
+    [
+        *((m, _store_writes) for m in ("add", "add_many", "supersede", "update", "update_many", "record_feedback")),
+        *((m, _store_writes) for m in ("share", "archive", "restore", "discard")),
+        ("forget", forget),
+        ("scrub", forget),
+        ("import_units", transfer),
+    ],
+)
+def test_the_store_methods_are_the_write_functions(method: str, module: object) -> None:
+    assert inspect.unwrap(getattr(MemoryStore, method)) is inspect.unwrap(getattr(module, method))
+    assert getattr(MemoryStore, method).__doc__ == getattr(module, method).__doc__
