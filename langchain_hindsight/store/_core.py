@@ -223,6 +223,17 @@ class StoreCore:
         if self._closed:
             raise StoreClosedError("this MemoryStore is closed")
 
+    def dropped(self, namespace: str) -> None:
+        """``namespace``'s collections were dropped: drop their handles, the replica's copies, repair state."""
+        for key in [k for k in self._collections if k[0] == namespace]:
+            del self._collections[key]
+        self._replica.reset(namespace)
+        self._repaired.discard(namespace)
+
+    def reopen_collections(self) -> None:
+        """The backend rebuilt or dropped collections: every open handle is dropped, each reopened at its next use."""
+        self._collections.clear()
+
     def distrust_copies(self) -> None:
         """After a failure that may have stopped a write half-way: the replica distrusts every namespace opened."""
         self._replica.distrust(ns for ns, _ in self._collections)

@@ -121,22 +121,22 @@ def forget(
     if scrub and not store.backend.can_erase:
         raise ConfigurationError(NO_SCRUB)
     do_scrub = store.backend.can_erase if scrub is None else scrub
-    ns = store._ns(namespace)
+    ns = store.namespace_or_default(namespace)
     ids = None if memory_id is None else check_ids(memory_id)
     if ids is None and namespace is None:
         raise ConfigurationError("forget() needs a memory id or an explicit namespace")
     if ids == []:
         return 0
-    with store._lock:
-        store._ensure_open()
+    with store.lock:
+        store.ensure_open()
         rebuild: list[str] = []
         _record_intent(store.persist_directory, ns, ids, do_scrub)  # durable before the first delete
         try:
             owe = do_scrub and store.persist_directory is None  # no intent file: the note goes into the plan
             if ids is None:
-                deleted = store._atomic(ns, functools.partial(_owing, store, owe, _drop_namespace, store, ns))
+                deleted = store.atomic(ns, functools.partial(_owing, store, owe, _drop_namespace, store, ns))
             else:
-                deleted, rebuild = store._atomic(
+                deleted, rebuild = store.atomic(
                     ns, functools.partial(_owing, store, owe, _delete_ids, store, ns, ids, successors)
                 )
             if do_scrub and (deleted or rebuild):
@@ -172,10 +172,10 @@ def scrub(store: StoreCore) -> None:
     """
     if not store.backend.can_erase:
         raise ConfigurationError(NO_SCRUB)
-    with store._lock:
-        store._ensure_open()
+    with store.lock:
+        store.ensure_open()
         scrub_collections(store, None)
-        store._replica.erase_unvouched()  # snapshots never loaded may hold text forgotten by another process
+        store.replica.erase_unvouched()  # snapshots never loaded may hold text forgotten by another process
 
 
 # ------------------------------------------------------------------ internals
@@ -190,10 +190,7 @@ def _owing(store: StoreCore, owe: bool, plan: Callable[..., _R], *args: Any) -> 
 def _drop_namespace(store: StoreCore, ns: str) -> int:
     """Drop every collection that belongs to ``ns`` (any role, leftovers included)."""
     deleted = drop_collections(store.backend, ns)
-    for key in [k for k in store._collections if k[0] == ns]:
-        del store._collections[key]
-    store._replica.reset(ns)
-    store._repaired.discard(ns)
+    store.dropped(ns)
     return deleted
 
 
@@ -208,7 +205,7 @@ def with_successors(store: StoreCore, ns: str, ids: list[str]) -> list[str]:
     for _ in range(_CHAIN_STEPS):
         later: list[str] = []
         for role in ROLES:
-            col = store._collection(ns, role, create=False)
+            col = store.collection(ns, role)
             if col is not None and frontier:
                 later += [u.memory_id for u in records(col, where={"supersedes": {"$in": frontier}})]
         frontier = [i for i in dict.fromkeys(later) if i not in found]
@@ -235,7 +232,7 @@ def _delete_ids(store: StoreCore, ns: str, ids: list[str], successors: bool = Fa
     gone = set(ids)
     feedback: dict[str, list[str]] = {}  # run id -> contents of forgotten user_feedback units made in it
     for role in ROLES:
-        col = store._collection(ns, role, create=False)
+        col = store.collection(ns, role)
         if col is None:
             continue
         rows = col.get(ids=ids, include=["documents", "metadatas"])
@@ -261,18 +258,18 @@ def _delete_ids(store: StoreCore, ns: str, ids: list[str], successors: bool = Fa
             if col.name not in touched:
                 touched.append(col.name)
             if role == "memories":
-                store._replica.reindex(ns, upserts=list(cleaned.values()))
-    store._replica.reindex(ns, deletes=ids)
+                store.replica.reindex(ns, upserts=list(cleaned.values()))
+    store.replica.reindex(ns, deletes=ids)
     # The run records name the ids they served and produced, and hold the comments: scrubbed in storage.
     if store.run_records.scrub(ns, ids, feedback):
-        journal = store._collection(ns, "journal", create=False)
+        journal = store.collection(ns, "journal")
         if journal is not None:
             touched.append(journal.name)
     if deleted or touched:
         # A delete is logical, and a unit may have lived in another collection before (archived,
         # then restored; older journal versions): rebuild every collection of the namespace.
         for role in ("memories", "archive", "journal"):
-            col = store._collection(ns, role, create=False)  # type: ignore[arg-type]
+            col = store.collection(ns, role)  # type: ignore[arg-type]
             if col is not None and col.name not in touched:
                 touched.append(col.name)
     return deleted, touched
@@ -291,7 +288,7 @@ def scrub_collections(store: StoreCore, rebuild: list[str] | None) -> None:
         return
     try:
         _directory.begin_scrub(directory)  # durable before any step: a crash resumes on reopen
-        store._collections.clear()
+        store.reopen_collections()
         store.backend.erase(rebuild)
         _directory.end_scrub(directory)
         _clear_intent(directory)  # a scrub of everything also finishes any forget noted before it
@@ -316,12 +313,12 @@ def finish_interrupted_scrub(store: StoreCore) -> None:
     intents = _directory.read_intents(directory)
     if intents:
         logger.warning("finishing %d interrupted forget(s) in %s", len(intents), directory)
-        with store._lock:
+        with store.lock:
             for intent in intents:
                 ns, ids = str(intent.get("namespace")), intent.get("ids")
                 if ids is None:
                     drop_collections(store.backend, ns)
-                    store._collections.clear()
+                    store.reopen_collections()
                 else:
                     _delete_ids(store, ns, [str(i) for i in ids])
         if not any(intent.get("scrub") for intent in intents):

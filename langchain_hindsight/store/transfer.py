@@ -221,7 +221,7 @@ def import_units(
             for r in runs
         )
     }
-    with store._lock:
+    with store.lock:
         fresh, new_runs = _to_write(store, todo, records, replace)
         if not store.backend.single_writer:  # other processes write too: check again and write in one plan
             done, per_ns, fresh, new_runs = _import_in_one_plan(store, todo, records, replace, fresh, progress)
@@ -288,9 +288,9 @@ def _import_in_one_plan(
     """
     vectors = dict(zip((u.memory_id for u in fresh), _embed_all(store, fresh, progress), strict=True))
     for u in todo:  # the collections a plan writes are created (committed) before it
-        store._collection(u.namespace, "archive" if u.status == "archived" else "memories")
+        store.collection(u.namespace, "archive" if u.status == "archived" else "memories", create=True)
     for ns, _ in records:
-        store._journal_collection(ns, True)
+        store.collection(ns, "journal", create=True)
 
     def plan() -> tuple[int, dict[str, int], list[MemoryUnit], list[RunRecord]]:
         now, new_runs = _to_write(store, todo, records, replace)
@@ -348,7 +348,7 @@ def _stored(store: StoreCore, units: list[MemoryUnit]) -> dict[str, MemoryUnit]:
     found: dict[str, MemoryUnit] = {}
     for ns, ids in by_ns.items():
         for start in range(0, len(ids), 1000):
-            found.update({u.memory_id: u for u in store._get_many(ids[start : start + 1000], ns)})
+            found.update({u.memory_id: u for u in store.get_many(ids[start : start + 1000], namespace=ns)})
     return found
 
 
@@ -365,7 +365,7 @@ def _in_other_collection(store: StoreCore, units: list[MemoryUnit]) -> set[str]:
         by_key.setdefault((u.namespace, other), []).append(u.memory_id)
     found: set[str] = set()
     for (ns, role), ids in by_key.items():
-        col = store._collection(ns, role, create=False)
+        col = store.collection(ns, role)
         if col is None:
             continue
         for start in range(0, len(ids), 1000):
@@ -392,7 +392,7 @@ def finish_interrupted_import(store: StoreCore) -> None:
     with path.open(encoding="utf-8") as fh:
         units = list({u.memory_id: u for u in read_jsonl(fh)}.values())  # a later line wins
     per_ns: dict[str, int] = {}
-    with store._lock:
+    with store.lock:
         stored = _stored(store, units)
         doubled = _in_other_collection(store, units)
         # what reached the store is not written twice, unless its move out of the other collection was cut short

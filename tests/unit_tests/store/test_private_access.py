@@ -17,9 +17,6 @@ STORE = ROOT / "langchain_hindsight" / "store"
 
 ALLOWED_MODULES = frozenset(
     {
-        # Forget and transfer write through the same private plumbing as the write modules (issue 34: h1, h3).
-        "forget.py",
-        "transfer.py",
         # ``PostgresBackend`` fills ``PostgresRecords``' postings and lexical state (issue 34, helper h4).
         "backend/postgres.py",
     }
