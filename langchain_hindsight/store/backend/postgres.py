@@ -290,13 +290,7 @@ class PostgresRecords(Records):
         dim = self._dimension()
         f = SqlFilter(self._backend.psycopg)
         clause = f.where(where)
-        cast = f"::vector({dim})"
-        sql = (
-            f"WITH hits AS MATERIALIZED (SELECT {self._columns(include)}, embedding{cast} <=> %s{cast} AS distance"
-            f" FROM hindsight.records WHERE collection_id = {self._cid} AND {clause}"
-            " ORDER BY distance LIMIT %s) SELECT * FROM hits ORDER BY distance, id"
-        )
-
+        sql = _nearest_sql(self._cid, dim, self._columns(include), clause)
         filtered = clause != "TRUE"
 
         def run(conn: Any) -> list[list[tuple[Any, ...]]]:
@@ -741,6 +735,18 @@ class PostgresRecords(Records):
             self._name = name
         if metadata is not None:
             self._metadata = dict(metadata)
+
+
+def _nearest_sql(cid: int, dim: int | None, columns: str, clause: str) -> str:
+    """The statement of :meth:`PostgresRecords.query`: ``columns`` and the distance of the ``n`` records of
+    collection ``cid`` nearest to a vector (parameters: the vector, the filter's, ``n``) that match ``clause``.
+    """  # noqa: D205
+    cast = f"::vector({dim})"
+    return (
+        f"WITH hits AS MATERIALIZED (SELECT {columns}, embedding{cast} <=> %s{cast} AS distance"
+        f" FROM hindsight.records WHERE collection_id = {cid} AND {clause}"
+        " ORDER BY distance LIMIT %s) SELECT * FROM hits ORDER BY distance, id"
+    )
 
 
 def _configure(conn: Any, *, dumper: type) -> None:
