@@ -23,13 +23,19 @@ of earlier runs, marked "incl.", counted it inside). Each
 recall's query embedding is timed on its own, so the table also shows recall without it. The load
 average in the table is the machine's from the first query to the last.
 
-Writes: 1, 4 and 8 writer processes, each adding ``--per-writer`` units through ``add_many``
-(batches of 10, dedupe on, so every plan queries its neighbours), then through ``add`` one unit at a
-time (how reflection writes), into one fresh database, all
-released at once; units per second over the wall time from release to the last commit. Once with
-every writer in one namespace (their plans take turns: a namespace's write plans are serialised so
-dedupe sees every earlier write) and once with a namespace per writer. The
-embedder is ``tests.fakes.HashEmbeddings``, so the number is the store's and the database's cost.
+Writes (issue 34's write targets, each against a baseline of the same run, ``--reps`` times):
+
+* writer processes released at once into one fresh database, adding units with dedupe on (every plan
+  queries its neighbours) through ``add`` one unit at a time (how reflection writes), then ``add_many``
+  of 10: one writer adding ``--writer-units`` units, then ``--writers`` (4) writers adding as many in
+  total, once in one namespace (their plans take turns: a namespace's write plans are serialised so
+  dedupe sees every earlier write) and once with a namespace each; units per second over the wall time
+  from release to the last commit, and how many were stored (nothing may be lost). The embedder is
+  ``tests.fakes.HashEmbeddings``, so the number is the store's and the database's cost;
+* ``add_many`` of ``--add-many-units`` new units (one call, dedupe on) into a fresh store of each backend,
+  against embedding the same texts alone with the same (real) embedder, in turn;
+* after each size's recall, ``--single-adds`` new lessons added one ``add()`` at a time to each filled store,
+  each add's time against its own text's embedding (the real embedder).
 
 Sizes above ``--bulk-above`` (30,000) are filled by backend writes of the records as the store encodes
 them (``bulk_write``: no per-unit planning; ``--bulk-batch`` records, 2,000, per write, each write one
@@ -39,8 +45,9 @@ Python lists would hold ~2.9 GB at 100k). Writes benchmarks/results/postgres_sca
 recall rows of sizes not measured now are kept from the file (with their own load and query count).
 
 Run: HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/postgres_scale.py [--sizes 10000,100000] [--queries 200]
-     [--writers 1,4,8] [--per-writer 300]
-(``--sizes 10000`` alone measures recall and keeps the last run's write rows and other sizes' rows.)
+     [--writers 4] [--writer-units 400] [--reps 3] [--add-many-units 300] [--single-adds 40]
+(``--sizes 10000 --writers "" --add-many-units 0`` measures recall at 10k and keeps the last run's write rows,
+``add_many`` runs and other sizes' rows.)
 """
 
 from __future__ import annotations
