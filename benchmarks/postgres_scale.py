@@ -23,13 +23,19 @@ of earlier runs, marked "incl.", counted it inside). Each
 recall's query embedding is timed on its own, so the table also shows recall without it. The load
 average in the table is the machine's from the first query to the last.
 
-Writes: 1, 4 and 8 writer processes, each adding ``--per-writer`` units through ``add_many``
-(batches of 10, dedupe on, so every plan queries its neighbours), then through ``add`` one unit at a
-time (how reflection writes), into one fresh database, all
-released at once; units per second over the wall time from release to the last commit. Once with
-every writer in one namespace (their plans take turns: a namespace's write plans are serialised so
-dedupe sees every earlier write) and once with a namespace per writer. The
-embedder is ``tests.fakes.HashEmbeddings``, so the number is the store's and the database's cost.
+Writes (issue 34's write targets, each against a baseline of the same run, ``--reps`` times):
+
+* writer processes released at once into one fresh database, adding units with dedupe on (every plan
+  queries its neighbours) through ``add`` one unit at a time (how reflection writes), then ``add_many``
+  of 10: one writer adding ``--writer-units`` units, then ``--writers`` (4) writers adding as many in
+  total, once in one namespace (their plans take turns: a namespace's write plans are serialised so
+  dedupe sees every earlier write) and once with a namespace each; units per second over the wall time
+  from release to the last commit, and how many were stored (nothing may be lost). The embedder is
+  ``tests.fakes.HashEmbeddings``, so the number is the store's and the database's cost;
+* ``add_many`` of ``--add-many-units`` new units (one call, dedupe on) into a fresh store of each backend,
+  against embedding the same texts alone with the same (real) embedder, in turn;
+* after each size's recall, ``--single-adds`` new lessons added one ``add()`` at a time to each filled store,
+  each add's time against its own text's embedding (the real embedder).
 
 Sizes above ``--bulk-above`` (30,000) are filled by backend writes of the records as the store encodes
 them (``bulk_write``: no per-unit planning; ``--bulk-batch`` records, 2,000, per write, each write one
@@ -39,8 +45,9 @@ Python lists would hold ~2.9 GB at 100k). Writes benchmarks/results/postgres_sca
 recall rows of sizes not measured now are kept from the file (with their own load and query count).
 
 Run: HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/postgres_scale.py [--sizes 10000,100000] [--queries 200]
-     [--writers 1,4,8] [--per-writer 300]
-(``--sizes 10000`` alone measures recall and keeps the last run's write rows and other sizes' rows.)
+     [--writers 4] [--writer-units 400] [--reps 3] [--add-many-units 300] [--single-adds 40]
+(``--sizes 10000 --writers "" --add-many-units 0`` measures recall at 10k and keeps the last run's write rows,
+``add_many`` runs and other sizes' rows.)
 """
 
 from __future__ import annotations
@@ -53,6 +60,7 @@ import random
 import resource
 import shutil
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -71,6 +79,7 @@ sys.path.insert(0, str(ROOT))
 
 import psycopg  # noqa: E402
 from _corpora import CORPORA  # noqa: E402
+from _corpus import experiences  # noqa: E402
 from _stats import summary  # noqa: E402
 from recall_scale import TASK_TYPES, TableEmbeddings, default_embedder, synthetic_units, vectors_for  # noqa: E402
 
@@ -78,6 +87,7 @@ from langchain_hindsight.recall.retriever import HindsightRetriever  # noqa: E40
 from langchain_hindsight.store import unit_to_metadata  # noqa: E402
 from langchain_hindsight.store.memory_store import MemoryStore  # noqa: E402
 from langchain_hindsight.store.replica.lexical import lexical_scheme  # noqa: E402
+from langchain_hindsight.types import MemoryUnit  # noqa: E402
 
 K = 5
 WARMUP = 10
@@ -240,6 +250,8 @@ def recall_size(size: int, real: Any, server: Server, args: argparse.Namespace, 
                 found[name] += len(exact & got)
         for name, n in found.items():
             row[f"{name}_dense_recall_at_k"] = round(n / (K * min(50, len(queries))), 3)
+        if args.single_adds:
+            row.update(single_adds(stores, emb, args.single_adds))
     finally:
         for store in stores.values():
             store.close()
@@ -253,6 +265,62 @@ def recall_size(size: int, real: Any, server: Server, args: argparse.Namespace, 
                     row[f"{name}_{part}"][stat] / row[f"chroma_{part}"][stat], 2
                 )
     return row
+
+
+def single_adds(stores: dict[str, MemoryStore], emb: TimedEmbeddings, n: int) -> dict[str, Any]:
+    """``n`` new lessons added one ``add()`` at a time (how reflection writes: dedupe on) to each filled store,
+    in turn; each add's time, its text's embedding (the real embedder) and the difference (the store's own cost).
+    """
+    lessons = experiences(n, seed=11)
+    ms: dict[str, list[float]] = {
+        f"{name}_{part}": [] for name in stores for part in ("add", "add_embed", "add_beyond")
+    }
+    for j, (task_type, content) in enumerate(lessons):
+        for name, store in stores.items():
+            unit = MemoryUnit(task_type=task_type, content=f"{content} [{name} {j}]")
+            t0 = time.perf_counter()
+            store.add(unit)
+            took = (time.perf_counter() - t0) * 1000
+            ms[f"{name}_add"].append(took)
+            ms[f"{name}_add_embed"].append(emb.last_documents_ms)
+            ms[f"{name}_add_beyond"].append(took - emb.last_documents_ms)
+    return {key: summary(values) for key, values in ms.items()}
+
+
+def add_many_vs_embedding(real: Any, server: Server, tmp: Path, n: int, reps: int) -> list[dict[str, Any]]:
+    """``add_many`` of ``n`` new units (dedupe on, one call) into a fresh store of each backend, against embedding
+    the same texts alone with the same embedder, in turn, ``reps`` times (other texts each time).
+    """
+    out = []
+    real.embed_documents(["warm-up: the embedder loads its model at its first call"])
+    for rep in range(reps):
+        lessons = experiences(n, seed=100 + rep)
+        texts = [content for _, content in lessons]
+        row: dict[str, Any] = {"rep": rep, "units": n, "load_avg_start": round(os.getloadavg()[0], 1)}
+        t0 = time.perf_counter()
+        real.embed_documents(texts)
+        row["embed_s"] = time.perf_counter() - t0
+        for name in ("chroma", "postgres"):
+            if name == "chroma":
+                store = MemoryStore(tmp / f"add-many-{rep}", embeddings=real)
+            else:
+                store = MemoryStore(database_url=server.database(), embeddings=real)
+            store.count()  # opened (and the schema created) before the clock
+            try:
+                units = [MemoryUnit(task_type=t, content=c) for t, c in lessons]
+                t0 = time.perf_counter()
+                results = store.add_many(units)
+                row[f"{name}_s"] = time.perf_counter() - t0
+                row[f"{name}_stored"] = store.count()
+                row[f"{name}_added"] = sum(r.action == "added" for r in results)
+            finally:
+                store.close()
+            row[f"ratio_{name}"] = round(row[f"{name}_s"] / row["embed_s"], 3)
+        row["load_avg_end"] = round(os.getloadavg()[0], 1)
+        shutil.rmtree(tmp / f"add-many-{rep}", ignore_errors=True)
+        print(f"  add_many {rep}: {row}", flush=True)
+        out.append(row)
+    return out
 
 
 def _term_key(term: str) -> int:
@@ -343,9 +411,12 @@ def _rss_mb() -> int:
 
 
 class TimedEmbeddings(TableEmbeddings):
-    """:class:`TableEmbeddings` that keeps how long its last query embedding took (``last_ms``)."""
+    """:class:`TableEmbeddings` that keeps how long its last query embedding took (``last_ms``), and embeds
+    documents the table does not hold for real, keeping how long that took (``last_documents_ms``).
+    """
 
     last_ms = 0.0
+    last_documents_ms = 0.0
 
     def embed_query(self, text: str) -> list[float]:
         t0 = time.perf_counter()
@@ -353,6 +424,15 @@ class TimedEmbeddings(TableEmbeddings):
             return super().embed_query(text)
         finally:
             self.last_ms = (time.perf_counter() - t0) * 1000
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        if all(t in self.table for t in texts):
+            return super().embed_documents(texts)
+        t0 = time.perf_counter()
+        try:
+            return self.real.embed_documents(texts)
+        finally:
+            self.last_documents_ms = (time.perf_counter() - t0) * 1000
 
 
 _WRITER = """
@@ -528,17 +608,98 @@ def markdown(results: dict[str, Any]) -> str:
         "",
         "## Write throughput",
         "",
-        "| writer processes | namespaces | call | units | stored | wall | units/s | ms per unit per writer |",
-        "|---:|---:|---|---:|---:|---:|---:|---:|",
+        "Writer processes released at once into one fresh database, adding units with dedupe on (every plan reads "
+        "its neighbours); one writer adds as many units as all the writers of the rows below it together, so each "
+        "comparison stores the same memories. `÷ 1 writer`: units/s against the one-writer row just above."
+        + (f" Load average {results['writes_load_avg']}." if results.get("writes_load_avg") else ""),
+        "",
+        "| rep | writer processes | namespaces | call | units | stored | wall | units/s | ÷ 1 writer |",
+        "|---:|---:|---:|---|---:|---:|---:|---:|---:|",
     ]
+    single: dict[str, float] = {}
     for row in results["writes"]:
+        call = row.get("call", "add_many(10)")
+        ratio = ""
+        if row["writers"] == 1:
+            single[call] = row["units_per_s"]
+        elif call in single:
+            ratio = f"{row['units_per_s'] / single[call]:.2f}x"
         lines.append(
-            f"| {row['writers']} | {row['namespaces']} | {row.get('call', 'add_many(10)')} | {row['units']:,} "
-            f"| {row['stored']:,} "
-            f"| {row['wall_s']:.1f} s | {row['units_per_s']:,.0f} | {1000 * row['writers'] / row['units_per_s']:.0f} |"
+            f"| {row.get('rep', '')} | {row['writers']} | {row['namespaces']} | {call} | {row['units']:,} "
+            f"| {row['stored']:,} | {row['wall_s']:.1f} s | {row['units_per_s']:,.0f} | {ratio} |"
         )
-    lines += ["", *results.get("notes", [])]
+    lines += ["", *targets(results), "", *results.get("notes", [])]
     return "\n".join(lines) + "\n"
+
+
+def _spread(values: list[float], unit: str = "", digits: int = 2) -> str:
+    """``p50 (min–max, n=…)`` of ``values``."""
+    return (
+        f"{statistics.median(values):.{digits}f}{unit} ({min(values):.{digits}f}–{max(values):.{digits}f}{unit}, "
+        f"n={len(values)})"
+    )
+
+
+def targets(results: dict[str, Any]) -> list[str]:
+    """The write and Postgres recall targets of issue 34, each against its baseline from the same run."""
+    rows: list[str] = []
+    runs = results.get("add_many") or []
+    if runs:
+        loads = f"{min(r['load_avg_start'] for r in runs):.1f}–{max(r['load_avg_end'] for r in runs):.1f}"
+        for name in ("chroma", "postgres"):
+            ratios = [r[f"ratio_{name}"] for r in runs]
+            ok = statistics.median(ratios) <= 1.3 and all(r[f"{name}_stored"] == r["units"] for r in runs)
+            rows.append(
+                f"| `add_many` of {runs[0]['units']} new units, {name} ÷ embedding the same texts alone "
+                f"| ≤ 1.3x | {_spread(ratios, 'x')} | {'met' if ok else 'missed'} | {loads} |"
+            )
+    for row in results["recall"]:
+        if "postgres_add_beyond" not in row:
+            continue
+        beyond, embed = row["postgres_add_beyond"], row["postgres_add_embed"]
+        rows.append(
+            f"| one `add()` (dedupe on) into {row['size']:,} memories, Postgres, beyond its embedding "
+            f"(p50 / p95 of {beyond['n']}; embedding p50 {embed['p50_ms']:.0f} ms; Chroma "
+            f"{row['chroma_add_beyond']['p50_ms']:.1f} / {row['chroma_add_beyond']['p95_ms']:.1f} ms) | ≤ 25 ms "
+            f"| {beyond['p50_ms']:.1f} / {beyond['p95_ms']:.1f} ms | {'met' if beyond['p50_ms'] <= 25 else 'missed'} "
+            f"| {row.get('load_avg', '')} |"
+        )
+    writes = results.get("writes") or []
+    for call in dict.fromkeys(r.get("call", "add_many(10)") for r in writes):
+        one = {r.get("rep"): r for r in writes if r.get("call") == call and r["writers"] == 1}
+        many = [r for r in writes if r.get("call") == call and r["writers"] > 1 and r["namespaces"] == 1]
+        ratios = [r["units_per_s"] / one[r.get("rep")]["units_per_s"] for r in many if r.get("rep") in one]
+        if not ratios:
+            continue
+        lost = sum(r["units"] - r["stored"] for r in many)
+        ok = statistics.median(ratios) >= 1.0 and not lost
+        rows.append(
+            f"| {many[0]['writers']} writers, one namespace, `{call}`: units/s ÷ one writer storing the same units "
+            f"(units lost: {lost}) | ≥ 1.0x | {_spread(ratios, 'x')} | {'met' if ok else 'missed'} "
+            f"| {results.get('writes_load_avg') or ''} |"
+        )
+    for row in results["recall"]:
+        goal = TARGETS.get(f"{row['size'] // 1000}k_recall_p95_ms")
+        if goal and "postgres_recall" in row:
+            p95 = row["postgres_recall"]["p95_ms"]
+            rows.append(
+                f"| Postgres recall p95 at {row['size']:,} memories, no replica (Chroma in the same run: "
+                f"{row['chroma_recall']['p95_ms']:.1f} ms) | ≤ {goal:.0f} ms | {p95:.1f} ms "
+                f"| {'met' if p95 <= goal else 'missed'} | {row.get('load_avg', '')} |"
+            )
+    if not rows:
+        return []
+    return [
+        "## Targets",
+        "",
+        "Issue 34's write and Postgres recall targets, each measured against its baseline in the same run "
+        "(p50 over the repetitions, their range and count; the machine is shared, its 1-minute load average is in "
+        "the last column).",
+        "",
+        "| measurement | target | this run | verdict | load avg |",
+        "|---|---:|---:|---|---:|",
+        *rows,
+    ]
 
 
 def main() -> None:
@@ -554,9 +715,16 @@ def main() -> None:
         "--bulk-above", type=int, default=30000, help="sizes above this are filled by backend writes, not add_many"
     )
     parser.add_argument(
-        "--writers", default="", help="writer process counts to measure, e.g. 1,4,8 (default: keep the last run's)"
+        "--writers",
+        default="4",
+        help='writer process counts each compared with one writer adding the same units ("": keep the last run\'s)',
     )
-    parser.add_argument("--per-writer", type=int, default=300)
+    parser.add_argument("--writer-units", type=int, default=400, help="units written in total per comparison")
+    parser.add_argument("--reps", type=int, default=3, help="repetitions of the write comparisons")
+    parser.add_argument(
+        "--add-many-units", type=int, default=300, help="units of the add_many vs embedding comparison (0: skip)"
+    )
+    parser.add_argument("--single-adds", type=int, default=40, help="add() calls into each filled store (0: none)")
     parser.add_argument("--out", default="postgres_scale")
     args = parser.parse_args()
     import platform
@@ -580,7 +748,11 @@ def main() -> None:
         kept = json.loads(previous.read_text())
         if not args.writers:  # --writers "": keep the write measurements of the last run
             results["writes"] = kept["writes"]
+            results["writes_load_avg"] = kept.get("writes_load_avg")
             results["notes"].append(f"Write throughput from an earlier run on {kept['postgres']}.")
+        if not args.add_many_units and "add_many" in kept:
+            results["add_many"] = kept["add_many"]
+            results["notes"].append(f"`add_many` against embedding from an earlier run on {kept['postgres']}.")
         # the recall rows of sizes not measured now stay, each with its own run's query count and load
         kept_recall = [{"queries": kept.get("queries"), **r} for r in kept["recall"] if r["size"] not in sizes]
         results["recall"] = list(kept_recall)
@@ -592,15 +764,27 @@ def main() -> None:
                 + f" memories from an earlier run on {kept['postgres']} (their own load average is in the table)."
             )
     try:
-        for w in [int(x) for x in args.writers.split(",") if x]:
-            print(f"writers {w}", flush=True)
-            for own in (False, True) if w > 1 else (False,):
-                for batch in (10, 1):
-                    row = write_throughput(w, args.per_writer, server, own_namespaces=own, batch=batch)
-                    results["writes"].append(row)
-                    print(f"  {row}", flush=True)
+        counts = [int(x) for x in args.writers.split(",") if x]
+        if counts:
+            results["writes"] = []
+            results["writes_load_avg"] = f"{os.getloadavg()[0]:.1f}"
+        for rep in range(args.reps if counts else 0):
+            for batch in (1, 10):  # add() one unit per plan (how reflection writes), then add_many of 10
+                results["writes"].append(
+                    {"rep": rep, **write_throughput(1, args.writer_units, server, own_namespaces=False, batch=batch)}
+                )
+                print(f"  {results['writes'][-1]}", flush=True)
+                for w in counts:
+                    for own in (False, True):
+                        row = write_throughput(w, args.writer_units // w, server, own_namespaces=own, batch=batch)
+                        results["writes"].append({"rep": rep, **row})
+                        print(f"  {results['writes'][-1]}", flush=True)
+        if counts:
+            results["writes_load_avg"] += f" → {os.getloadavg()[0]:.1f}"
         real = default_embedder()
         with tempfile.TemporaryDirectory() as tmp:
+            if args.add_many_units:
+                results["add_many"] = add_many_vs_embedding(real, server, Path(tmp), args.add_many_units, args.reps)
             for size in sizes:
                 print(f"recall {size}", flush=True)
                 results["recall"].append(recall_size(size, real, server, args, Path(tmp)))

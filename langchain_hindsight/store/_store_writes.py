@@ -242,7 +242,7 @@ def _neighbours(
     single-vector query result.
     """
     out: list[Any] = [None] * len(units)
-    if not units or not col.count():
+    if not units or not col.get(limit=1, include=[])["ids"]:  # empty (a count would read every record on a database)
         return out
     groups: dict[tuple[str, ...], list[int]] = {}
     for i, u in enumerate(units):

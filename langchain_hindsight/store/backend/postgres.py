@@ -110,6 +110,15 @@ _EF_SEARCH = 100
 _WORK_MEM_MB = 64
 """Each pooled session's ``work_mem``: the lexical arm's postings and per-record sums (about 80,000 postings a
 query at 100k memories) stay in memory instead of spilling to temporary files (the server default is 4 MB)."""
+_NEAREST_BY_INDEX = "SET LOCAL enable_sort = off"
+"""Set in the transaction of a filtered nearest-neighbour query (the neighbours a write plan's dedupe reads): the
+planner cannot estimate a ``jsonb`` filter (``metadata @> ...``: a fixed guess of 0.1 % per clause, and a prepared
+statement's generic plan knows no value at all), so it expects a handful of matching records and sorts them all by
+distance, reading and comparing every record of the collection (~90 ms a query at 10k memories, growing with the
+store). Without a sort, the only plan is the HNSW index scan, which with iterative scans filters as it walks the
+graph and stops at ``n_results`` matches."""
+_PLANNER_DEFAULTS = "SET LOCAL enable_sort TO DEFAULT"
+"""Undoes :data:`_NEAREST_BY_INDEX` for the rest of the transaction (a write plan's later statements)."""
 _BUILD_MEMORY_MB = 1024
 """The most ``maintenance_work_mem`` an HNSW index build asks for (the graph of 100k 896-d vectors needs ~600 MB)."""
 
@@ -281,27 +290,30 @@ class PostgresRecords(Records):
         dim = self._dimension()
         f = SqlFilter(self._backend.psycopg)
         clause = f.where(where)
-        cast = f"::vector({dim})"
-        sql = (
-            f"WITH hits AS MATERIALIZED (SELECT {self._columns(include)}, embedding{cast} <=> %s{cast} AS distance"
-            f" FROM hindsight.records WHERE collection_id = {self._cid} AND {clause}"
-            " ORDER BY distance LIMIT %s) SELECT * FROM hits ORDER BY distance, id"
-        )
+        sql = _nearest_sql(self._cid, dim, self._columns(include), clause)
+        filtered = clause != "TRUE"
 
         def run(conn: Any) -> list[list[tuple[Any, ...]]]:
             if n_results > _EF_SEARCH:  # the session's candidate list is shorter than asked: widen it
                 conn.execute(f"SET LOCAL hnsw.ef_search = {int(n_results)}")
-            results = []
-            for q in query_embeddings:
-                vector = _vector(q)
+            vectors = [_vector(q) for q in query_embeddings]
+            for vector in vectors:
                 if dim and len(vector) != dim:
                     raise BackendError(
                         f"collection {self._name!r} holds {dim}-dimensional vectors, got {len(vector)} dimensions"
                     )
-                results.append(conn.execute(sql, [vector, *f.params, n_results], binary=True).fetchall() if dim else [])
-            return results
+            if not dim:
+                return [[] for _ in vectors]
+            if not filtered:
+                return [conn.execute(sql, [v, *f.params, n_results], binary=True).fetchall() for v in vectors]
+            # a filter: the HNSW scan, never a sort of every matching record (see _NEAREST_BY_INDEX)
+            with conn.pipeline():
+                conn.execute(_NEAREST_BY_INDEX)
+                cursors = [conn.execute(sql, [v, *f.params, n_results], binary=True) for v in vectors]
+                conn.execute(_PLANNER_DEFAULTS)
+            return [cur.fetchall() for cur in cursors]
 
-        for rows in self._backend.run(run, "query", write=n_results > _EF_SEARCH):
+        for rows in self._backend.run(run, "query", write=n_results > _EF_SEARCH or filtered):
             shaped = self._rows_out([r[:-1] for r in rows], include)
             for key in ("ids", "documents", "metadatas", "embeddings"):
                 out[key].append(shaped[key])
@@ -623,9 +635,9 @@ class PostgresRecords(Records):
                 ).fetchone()
                 if taken:
                     raise StoreError(f"record {taken[0]!r} already exists in collection {self._name!r}")
-            with conn.cursor() as cur:
+            with conn.pipeline(), conn.cursor() as cur:  # the rows and their postings: one round trip
                 cur.executemany(sql, rows)
-            self._write_postings(conn, postings, replace=upsert)
+                self._write_postings(conn, postings, replace=upsert)
 
         self._backend.run(write, "upsert" if upsert else "add", write=True)
 
@@ -670,13 +682,13 @@ class PostgresRecords(Records):
                 postings[memory_id] = self._lexical(document, metadata)
                 rows.append((vector, document, jsonb(metadata), postings[memory_id][0], self._cid, memory_id))
             if rows:
-                with conn.cursor() as cur:
+                with conn.pipeline(), conn.cursor() as cur:  # the rows and their postings: one round trip
                     cur.executemany(
                         "UPDATE hindsight.records SET embedding = coalesce(%s::vector, embedding),"
                         " document = %s, metadata = %s, lex_len = %s WHERE collection_id = %s AND id = %s",
                         rows,
                     )
-                self._write_postings(conn, postings, replace=True)
+                    self._write_postings(conn, postings, replace=True)
 
         self._backend.run(write, "update", write=True)
 
@@ -723,6 +735,18 @@ class PostgresRecords(Records):
             self._name = name
         if metadata is not None:
             self._metadata = dict(metadata)
+
+
+def _nearest_sql(cid: int, dim: int | None, columns: str, clause: str) -> str:
+    """The statement of :meth:`PostgresRecords.query`: ``columns`` and the distance of the ``n`` records of
+    collection ``cid`` nearest to a vector (parameters: the vector, the filter's, ``n``) that match ``clause``.
+    """  # noqa: D205
+    cast = f"::vector({dim})"
+    return (
+        f"WITH hits AS MATERIALIZED (SELECT {columns}, embedding{cast} <=> %s{cast} AS distance"
+        f" FROM hindsight.records WHERE collection_id = {cid} AND {clause}"
+        " ORDER BY distance LIMIT %s) SELECT * FROM hits ORDER BY distance, id"
+    )
 
 
 def _configure(conn: Any, *, dumper: type) -> None:

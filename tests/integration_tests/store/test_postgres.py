@@ -26,9 +26,15 @@ from langchain_core.embeddings import Embeddings
 from langchain_hindsight import Hindsight, HindsightStore, MemoryStore, MemoryUnit
 from langchain_hindsight.cli.main import EXIT_ERROR, EXIT_NOT_FOUND, EXIT_OK, main
 from langchain_hindsight.errors import BackendError, ConfigurationError, DatabaseConnectionError
+from langchain_hindsight.store.backend._pg_filter import SqlFilter
 from langchain_hindsight.store.backend._pg_schema import SCHEMA_VERSION
 from langchain_hindsight.store.backend.inmemory import InMemoryBackend
-from langchain_hindsight.store.backend.postgres import PostgresBackend
+from langchain_hindsight.store.backend.postgres import (
+    _NEAREST_BY_INDEX,
+    PostgresBackend,
+    PostgresRecords,
+    _nearest_sql,
+)
 from langchain_hindsight.store.replica.lexical import lexical_scheme
 from tests.fakes import GRANTS_TOML, HashEmbeddings, NgramEmbeddings, child_env
 from tests.postgres import PostgresServer
@@ -331,6 +337,29 @@ def test_the_vector_index_is_built_by_the_first_dense_query(postgres_url: str) -
             "Pin dependency versions in the lock file"
         ]
         assert len(_vector_indexes(postgres_url)) == 1
+
+
+def test_a_filtered_nearest_query_walks_the_vector_index(postgres_url: str) -> None:
+    """A write plan's dedupe asks for the nearest active units of a task type: a ``jsonb`` filter the planner
+    cannot estimate (it guesses a handful of matches and would sort them all by distance, reading every record
+    of the collection). The statement is planned as the HNSW index scan, which filters as it walks the graph."""
+    pg = PostgresBackend(postgres_url, lexical=lexical_scheme())
+    try:
+        col = pg.create_collection("col-plan", _META)
+        assert isinstance(col, PostgresRecords)
+        _fill(col, n=400)
+        where = {"$and": [{"status": "active"}, {"task_type": "t1"}]}
+        found = col.query(query_embeddings=_vectors(1, seed=3), n_results=5, where=where)  # builds the index
+        assert len(found["ids"][0]) == 5
+        f = SqlFilter(psycopg)
+        sql = _nearest_sql(int(col.instance), 8, "id", f.where(where))
+        with psycopg.connect(postgres_url) as conn, conn.transaction():
+            conn.execute(_NEAREST_BY_INDEX)
+            params = [str(_vectors(1, seed=3)[0].tolist()), *f.params, 5]
+            plan = "\n".join(r[0] for r in conn.execute("EXPLAIN " + sql, params).fetchall())
+        assert "Index Scan using records_hnsw_" in plan, plan
+    finally:
+        pg.close()
 
 
 _JOURNAL_WRITER = """
