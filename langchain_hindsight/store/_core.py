@@ -363,10 +363,6 @@ class StoreCore:
             self._embedder_checked.add(col.name)
         return col
 
-    def _embed_into(self, col: Collection, texts: list[str]) -> list[list[float]]:
-        self._vectors(col)
-        return self.embeddings.embed_documents(texts)
-
     def _repair(self, namespace: str) -> None:
         """Finish two-step writes that a crash interrupted (run once per namespace, idempotent).
 
