@@ -147,12 +147,14 @@ class RunJournal:
         task_type: str | None = None,
         namespace: str | None = None,
         served: Sequence[ScoredMemory] = (),
+        withheld: Sequence[str] = (),
         thread_id: str | None = None,
         now: datetime | None = None,
     ) -> RunRecord:
         """Record that a run started and which memories it was served (best first).
 
-        Starting a run id again replaces the served list and keeps what else was recorded.
+        ``withheld``: ids the optional relevance check set aside for this task (not served).
+        Starting a run id again replaces the served and withheld lists and keeps what else was recorded.
         """
         ns = self._ns(namespace)
         _text(run_id, "run_id")
@@ -161,7 +163,9 @@ class RunJournal:
         if isinstance(served, str) or not isinstance(served, Sequence):
             raise ConfigurationError(f"served must be a sequence of ScoredMemory, got {type(served).__name__}")
         shown = [ServedMemory.from_scored(s, rank) for rank, s in enumerate(served, start=1)]
-        changes: dict[str, Any] = {"served": shown}
+        if isinstance(withheld, str) or not all(isinstance(i, str) for i in withheld):
+            raise ConfigurationError("withheld must be a sequence of memory ids")
+        changes: dict[str, Any] = {"served": shown, "withheld": list(dict.fromkeys(withheld))}
         if task:
             changes["task"] = task
         if task_type:

@@ -173,6 +173,10 @@ class RunRecord(BaseModel):
     started_at: datetime = Field(default_factory=utcnow)
     ended_at: datetime | None = None
     served: list[ServedMemory] = Field(default_factory=list)
+    withheld: list[str] = Field(default_factory=list)
+    """Ids that passed the relevance floor but the optional relevance check set aside for this task.
+
+    Not served, so never credited or debited; kept so a reviewer sees what the check hid."""
     produced: list[str] = Field(default_factory=list)
     """Ids of the memories reflection (or review) stored from this run."""
     feedback: list[RunFeedback] = Field(default_factory=list)
@@ -254,6 +258,7 @@ class RunRecord(BaseModel):
         return self.model_copy(
             update={
                 "served": [m for m in self.served if m.memory_id not in gone],
+                "withheld": [i for i in self.withheld if i not in gone],
                 "produced": [p for p in self.produced if p not in gone],
                 "feedback": _scrub_effects(_erase_comments(self.feedback, comments), gone),
                 "credit": None if self.credit is None else {k: v for k, v in self.credit.items() if k not in gone},
@@ -263,8 +268,12 @@ class RunRecord(BaseModel):
         )
 
     def to_json(self) -> str:
-        """The record as the JSON document stored in Chroma."""
-        return self.model_dump_json()
+        """The record as the JSON document stored in Chroma.
+
+        ``withheld`` is written only when it names an id, so a record without one is byte-for-byte the
+        document journals held before the field existed.
+        """
+        return self.model_dump_json(exclude=None if self.withheld else {"withheld"})
 
     @classmethod
     def from_json(cls, text: str) -> RunRecord:

@@ -441,6 +441,8 @@ class Served(BaseModel):
     """The task type the memories were scored for (the fixed one, else inferred from the task text)."""
     task_type_source: TaskTypeSource | None = None
     """Where ``task_type`` came from (``None`` when no recall ran)."""
+    withheld: list[str] = Field(default_factory=list)
+    """Ids that passed the relevance floor but the optional relevance check set aside (not served)."""
     at: datetime = Field(default_factory=utcnow)
     block: str = ""
     """The ``[相关经验]`` block, or ``""`` when nothing relevant was recalled."""

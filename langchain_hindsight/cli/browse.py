@@ -151,6 +151,8 @@ def explain(args: argparse.Namespace) -> int:
         print(table(["#", "memory_id", "score", "sim", "factors", "status", "conf now", "content"], rows))
     else:
         print("no memories were shown to this run")
+    if r.withheld:
+        print(safe(f"set aside by the relevance check (not shown): {', '.join(r.withheld)}"))
     for memory_id, unit in ex.produced:
         print(safe(f"produced {memory_id}: {clip(unit.content, 80) if unit else '(no longer exists)'}"))
     for f in r.feedback:

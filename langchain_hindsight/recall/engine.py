@@ -254,11 +254,13 @@ class RecallResult:
             and no ``task_type`` was given). The fallback label (``"general"``) when
             nothing was recognised: recorded, but it earns no task-type bonus.
         task_type_source: :data:`TaskTypeSource`, ``None`` together with ``task_type``.
+        withheld: Ids that passed the floor but the optional relevance check set aside (not served).
     """
 
     memories: list[ScoredMemory]
     task_type: str | None
     task_type_source: TaskTypeSource | None
+    withheld: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -344,9 +346,10 @@ def recall(
         now=when,
         scripts={} if scripts is None else scripts,
     )
+    withheld: list[str] = []
     if settings.relevance_check is not None:
-        memories = apply_relevance_check(settings.relevance_check, query, memories)
-    return Recalled(RecallResult(memories, chosen, origin), query, ns, when, searched=True)
+        memories, withheld = apply_relevance_check(settings.relevance_check, query, memories)
+    return Recalled(RecallResult(memories, chosen, origin, tuple(withheld)), query, ns, when, searched=True)
 
 
 def _informative_only(dense: dict[str, tuple[MemoryUnit, float]]) -> dict[str, tuple[MemoryUnit, float]]:

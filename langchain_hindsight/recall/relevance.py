@@ -15,8 +15,9 @@ recall, ``relevance_check`` (off by default) asks the configured chat model, onc
 * **falls back to serving**: no verdict, an exception, a timeout of the model: everything the floor
   served is served, and a warning is logged;
 * **journaled**: every memory served after a check carries ``relevance_check = 1`` in its breakdown
-  (the run journal stores the breakdown of what it served), and the memories the model set aside are
-  logged at INFO with the task.
+  (the run journal stores the breakdown of what it served), and the ids the model set aside are kept
+  in the run's record (:attr:`~langchain_hindsight.runs.RunRecord.withheld`) and logged at INFO with
+  the task.
 
 A check is a callable ``(task, memory texts) -> list[bool] | None`` (:data:`RelevanceCheck`); a chat
 model is wrapped by :func:`model_relevance_check` with ``RELEVANCE_CHECK_PROMPT_*`` from
@@ -133,15 +134,19 @@ def as_relevance_check(hook: RelevanceCheck | BaseChatModel | None, locale: Loca
     return hook
 
 
-def apply_relevance_check(check: RelevanceCheck, task: str, memories: list[ScoredMemory]) -> list[ScoredMemory]:
-    """``memories`` less those the check says cannot apply; all of them when it gives no verdict or fails.
+def apply_relevance_check(
+    check: RelevanceCheck, task: str, memories: list[ScoredMemory]
+) -> tuple[list[ScoredMemory], list[str]]:
+    """``memories`` less those the check says cannot apply, and the ids it set aside.
 
-    The check sees the first :data:`CHECK_MAX_CANDIDATES`, clipped; each memory served after a verdict
-    carries ``relevance_check = 1.0`` in its breakdown (checked and kept) or ``0.0`` (beyond the bound,
-    served unchecked).
+    All of them are kept (and none set aside) when the check gives no verdict or fails. The check sees
+    the first :data:`CHECK_MAX_CANDIDATES`, clipped; each memory served after a verdict carries
+    ``relevance_check = 1.0`` in its breakdown (checked and kept) or ``0.0`` (beyond the bound, served
+    unchecked). When the check keeps none of those it saw, nothing is served and every memory is set
+    aside, the unchecked ones included.
     """
     if not memories:
-        return memories
+        return memories, []
     asked = memories[:CHECK_MAX_CANDIDATES]
     texts = [_clip(m.memory.content, CHECK_MAX_MEMORY_CHARS) for m in asked]
     try:
@@ -149,15 +154,19 @@ def apply_relevance_check(check: RelevanceCheck, task: str, memories: list[Score
         valid = verdict is not None and len(verdict) == len(asked) and all(isinstance(v, bool) for v in verdict)
     except Exception:  # a failing check must never cost the recall: serve what the floor served
         logger.warning("relevance check failed; serving the %d memories the floor served", len(memories), exc_info=True)
-        return memories
+        return memories, []
     if not valid or verdict is None:
         logger.warning("relevance check gave no valid verdict (%r); serving what the floor served", verdict)
-        return memories
-    dropped = [m.memory.memory_id for m, ok in zip(asked, verdict, strict=True) if not ok]
-    if dropped:
-        logger.info("relevance check set aside %d of %d for %r: %s", len(dropped), len(asked), task[:80], dropped)
+        return memories, []
     kept = [_mark(m, 1.0) for m, ok in zip(asked, verdict, strict=True) if ok]
-    return kept + [_mark(m, 0.0) for m in memories[CHECK_MAX_CANDIDATES:]] if kept else []
+    if kept:
+        withheld = [m.memory.memory_id for m, ok in zip(asked, verdict, strict=True) if not ok]
+        served = kept + [_mark(m, 0.0) for m in memories[CHECK_MAX_CANDIDATES:]]
+    else:
+        withheld, served = [m.memory.memory_id for m in memories], []
+    if withheld:
+        logger.info("relevance check set aside %d of %d for %r: %s", len(withheld), len(memories), task[:80], withheld)
+    return served, withheld
 
 
 def _clip(text: str, limit: int) -> str:

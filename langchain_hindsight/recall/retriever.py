@@ -515,6 +515,7 @@ class HindsightRetriever(BaseRetriever):
             at=recalled.at,
             task_type=result.task_type,
             task_type_source=result.task_type_source,
+            withheld=list(result.withheld),
         )
         with self._served_lock:
             self._served.append(record)

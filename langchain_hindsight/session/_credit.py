@@ -51,6 +51,7 @@ def start_run(journal: RunJournal, served: Served) -> RunRecord:
         task_type=served.task_type,
         namespace=served.namespace,
         served=served.memories,
+        withheld=served.withheld,
         thread_id=served.thread_id,
     )
 

@@ -258,6 +258,7 @@ class HindsightSession:
     def _recalled(self, served: Served, result: RecallResult, rejected: set[str]) -> None:
         served.task_type = result.task_type
         served.memories = [m for m in result.memories if m.memory.memory_id not in rejected]
+        served.withheld = [i for i in result.withheld if i not in rejected]
 
     def _type_only(self, served: Served) -> None:
         """The task type of a run that recalls nothing (recall off, or an empty task)."""

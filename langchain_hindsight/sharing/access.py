@@ -169,8 +169,8 @@ class ScopedMemory:
             The run id and the results, best first.
         """
         own = self.principal.namespace
-        scored = self.retriever.recall(query, k=k, task_type=task_type, now=now)
-        results = [ScopedResult(m, m.memory.namespace, m.memory.namespace == own) for m in scored]
+        recalled = self.retriever.recall_result(query, k=k, task_type=task_type, now=now)
+        results = [ScopedResult(m, m.memory.namespace, m.memory.namespace == own) for m in recalled.memories]
         run = run_id or f"mcp-{uuid.uuid4().hex}"
         self.journal.start(
             run,
@@ -178,6 +178,7 @@ class ScopedMemory:
             task_type=task_type,
             namespace=self.principal.namespace,
             served=[r.scored for r in results],
+            withheld=recalled.withheld,
         )
         return run, results
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 
 from langchain_hindsight.runs import RunRecord
@@ -72,3 +73,13 @@ def test_a_record_is_stored_in_the_format_existing_journals_hold() -> None:
         "n_served": 1,
         "thread_id": "t1",
     }
+
+
+def test_a_record_with_withheld_ids_round_trips_and_adds_only_that_field() -> None:
+    record = RunRecord(run_id="run-1", started_at=T0, withheld=["m9"])
+    document = json.loads(record.to_json())
+    assert document["withheld"] == ["m9"]
+    assert RunRecord.from_json(record.to_json()) == record
+    bare = json.loads(record.model_copy(update={"withheld": []}).to_json())
+    assert "withheld" not in bare
+    assert {k: v for k, v in document.items() if k != "withheld"} == bare

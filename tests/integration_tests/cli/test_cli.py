@@ -784,3 +784,13 @@ def test_export_over_a_symlink_or_fifo_is_refused_and_replaces_nothing(
     code, _, err = run(capsys, "export", "--path", str(populated), "--all", "-o", str(real))  # a regular file: written
     assert code == EXIT_OK, err
     assert len(real.read_text(encoding="utf-8").splitlines()) == 5
+
+
+def test_explain_names_what_the_relevance_check_set_aside(populated: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with MemoryStore(populated) as store:
+        RunJournal(store).start("run-checked", task="订机票", withheld=["mem_csv"])
+    code, out, _ = run(capsys, "explain", "run-checked", "--path", str(populated))
+    assert code == EXIT_OK
+    assert "set aside by the relevance check (not shown): mem_csv" in out
+    code, out, _ = run(capsys, "explain", "run-a", "--path", str(populated))
+    assert "set aside by the relevance check" not in out

@@ -121,8 +121,9 @@ def test_the_call_is_bounded(store: MemoryStore) -> None:
 
     memories = HindsightRetriever(store=store, k=5, min_relevance=None).recall("周报")
     long = [m.model_copy(update={"memory": m.memory.model_copy(update={"content": "周" * 5000})}) for m in memories]
-    kept = apply_relevance_check(check, "任务" * 5000, long)
+    kept, withheld = apply_relevance_check(check, "任务" * 5000, long)
     assert _ids(kept) == _ids(memories)
+    assert withheld == []
     ((task, texts),) = seen
     assert len(task) <= CHECK_MAX_TASK_CHARS
     assert all(len(t) <= CHECK_MAX_MEMORY_CHARS for t in texts)
@@ -142,3 +143,26 @@ def test_the_bundle_asks_its_own_model(store: MemoryStore) -> None:
         assert hs.retriever.settings.relevance_check is None  # off by default
     with pytest.raises(ConfigurationError, match="relevance_check"):
         Hindsight(store=store, relevance_check=True)  # no model to ask
+
+
+def test_what_the_check_set_aside_is_recorded_with_the_run_and_forgotten_with_the_memory(store: MemoryStore) -> None:
+    unchecked = _ids(HindsightRetriever(store=store, k=5).recall("帮我订一张去北京的机票"))
+    trip_rank = unchecked.index("trip") + 1
+    model = scripted_model(str(trip_rank))
+    with Hindsight(store=store, model=model, relevance_check=True) as hs:
+        served = hs.session.serve("帮我订一张去北京的机票", run_id="run-trip")
+        assert served.memory_ids == ("trip",)
+        assert served.withheld == ["weekly"]  # passed the floor, set aside by the check: not served
+        record = hs.journal.get("run-trip")
+        assert record.served_ids == ["trip"]
+        assert record.withheld == ["weekly"]
+        assert hs.retriever.served()[-1].withheld == ["weekly"]
+        hs.store.forget("weekly")
+        assert hs.journal.get("run-trip").withheld == []  # forget leaves no reference in the journal
+
+
+def test_when_none_apply_every_candidate_is_recorded_as_set_aside(store: MemoryStore) -> None:
+    with Hindsight(store=store, model=scripted_model("无"), relevance_check=True) as hs:
+        served = hs.session.serve("写一首关于秋天的诗", run_id="run-poem")
+        assert served.memory_ids == ()
+        assert sorted(hs.journal.get("run-poem").withheld) == ["trip", "weekly"]
