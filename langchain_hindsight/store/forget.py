@@ -13,11 +13,8 @@ scrub a crash cut short.
 
 from __future__ import annotations
 
-import functools
 import logging
-from collections.abc import Callable, Sequence
-from pathlib import Path
-from typing import Any, TypeVar
+from collections.abc import Sequence
 
 from langchain_hindsight.errors import ConfigurationError, HindsightError, StoreError
 from langchain_hindsight.store import _directory
@@ -32,29 +29,10 @@ __all__ = ["NO_SCRUB", "drop_collections", "finish_interrupted_scrub", "forget",
 
 logger = logging.getLogger(__name__)
 
-_R = TypeVar("_R")
-
 NO_SCRUB = (
     "scrub needs a store that owns an embedded directory (MemoryStore(persist_directory=...)); for a Chroma "
     "server, stop it, open its --path with MemoryStore(persist_directory=...) and call scrub() there"
 )
-
-
-def _record_intent(directory: Path | None, ns: str, ids: list[str] | None, scrub: bool) -> None:
-    """Durably note "forget ``ids`` of ``ns`` (``None``: the namespace)" before anything is deleted.
-
-    A crash at any later point (kill -9 between the deletes and the scrub) is
-    finished when the directory is opened again: the deletes are repeated (they
-    are idempotent), references and run records cleaned, and the directory
-    scrubbed. A backend without a directory has no place for the note.
-    """
-    if directory is not None:
-        _directory.record_intent(directory, {"namespace": ns, "ids": ids, "scrub": scrub})
-
-
-def _clear_intent(directory: Path | None) -> None:
-    if directory is not None:
-        _directory.clear_intents(directory)
 
 
 def drop_collections(backend: Backend, ns: str) -> int:
@@ -127,22 +105,31 @@ def forget(
         raise ConfigurationError("forget() needs a memory id or an explicit namespace")
     if ids == []:
         return 0
+    directory = store.persist_directory
+
+    def plan() -> tuple[int, list[str]]:
+        if ids is None:
+            done: tuple[int, list[str]] = drop_collections(store.backend, ns), []
+            store.dropped(ns)
+        else:
+            done = _delete_ids(store, ns, ids, successors)
+        if do_scrub and directory is None:  # no intent file: note the owed erase in the same write plan
+            store.backend.owe_erase()
+        return done
+
     with store.lock:
         store.ensure_open()
-        rebuild: list[str] = []
-        _record_intent(store.persist_directory, ns, ids, do_scrub)  # durable before the first delete
+        if directory is not None:
+            # Durable before the first delete: a crash at any later point (kill -9 between the deletes and
+            # the scrub) is finished when the directory is opened again (finish_interrupted_scrub).
+            _directory.record_intent(directory, {"namespace": ns, "ids": ids, "scrub": do_scrub})
         try:
-            owe = do_scrub and store.persist_directory is None  # no intent file: the note goes into the plan
-            if ids is None:
-                deleted = store.atomic(ns, functools.partial(_owing, store, owe, _drop_namespace, store, ns))
-            else:
-                deleted, rebuild = store.atomic(
-                    ns, functools.partial(_owing, store, owe, _delete_ids, store, ns, ids, successors)
-                )
+            deleted, rebuild = store.atomic(ns, plan)
             if do_scrub and (deleted or rebuild):
                 scrub_collections(store, rebuild)
         finally:
-            _clear_intent(store.persist_directory)  # done, or failed with an error the caller receives
+            if directory is not None:  # done, or failed with an error the caller receives
+                _directory.clear_intents(directory)
         return deleted
 
 
@@ -179,21 +166,6 @@ def scrub(store: StoreCore) -> None:
 
 
 # ------------------------------------------------------------------ internals
-def _owing(store: StoreCore, owe: bool, plan: Callable[..., _R], *args: Any) -> _R:
-    """``plan(*args)``, noting in the same write plan that an erase is owed (``Backend.owe_erase``) when ``owe``."""
-    result = plan(*args)
-    if owe:
-        store.backend.owe_erase()
-    return result
-
-
-def _drop_namespace(store: StoreCore, ns: str) -> int:
-    """Drop every collection that belongs to ``ns`` (any role, leftovers included)."""
-    deleted = drop_collections(store.backend, ns)
-    store.dropped(ns)
-    return deleted
-
-
 _CHAIN_STEPS = 256
 """At most this many rounds of successors are followed forward (a cycle in ``supersedes`` cannot loop)."""
 
@@ -291,7 +263,7 @@ def scrub_collections(store: StoreCore, rebuild: list[str] | None) -> None:
         store.reopen_collections()
         store.backend.erase(rebuild)
         _directory.end_scrub(directory)
-        _clear_intent(directory)  # a scrub of everything also finishes any forget noted before it
+        _directory.clear_intents(directory)  # a scrub of everything also finishes any forget noted before it
     except HindsightError:
         raise
     except OSError as e:
@@ -322,7 +294,7 @@ def finish_interrupted_scrub(store: StoreCore) -> None:
                 else:
                     _delete_ids(store, ns, [str(i) for i in ids])
         if not any(intent.get("scrub") for intent in intents):
-            _clear_intent(directory)
+            _directory.clear_intents(directory)
     if interrupted or _directory.scrub_pending(directory) or _directory.intents_pending(directory):
         logger.warning("finishing an interrupted scrub of %s", directory)
         scrub_collections(store, None)

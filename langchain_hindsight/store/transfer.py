@@ -26,7 +26,7 @@ import logging
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, TypeVar
 
 import numpy as np
 
@@ -53,6 +53,8 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
+
+_K = TypeVar("_K")
 
 _BATCH = 256
 """The units of an import in progress, written durably before the first write; replayed on reopen."""
@@ -330,26 +332,24 @@ def _embed_all(
     return out
 
 
-def _journaled(store: StoreCore, records: list[RunRecord]) -> dict[tuple[str, str], RunRecord]:
-    by_ns: dict[str, list[str]] = {}
-    for r in records:
-        by_ns.setdefault(r.namespace, []).append(r.run_id)
-    found: dict[tuple[str, str], RunRecord] = {}
-    for ns, ids in by_ns.items():
+def _chunks(pairs: Iterable[tuple[_K, str]]) -> Iterator[tuple[_K, list[str]]]:
+    """The ids of ``(key, id)`` pairs grouped by key, at most 1000 at a time (one read each)."""
+    by_key: dict[_K, list[str]] = {}
+    for key, i in pairs:
+        by_key.setdefault(key, []).append(i)
+    for key, ids in by_key.items():
         for start in range(0, len(ids), 1000):
-            found.update({(ns, r.run_id): r for r in store.run_records.read(ns, ids=ids[start : start + 1000])})
-    return found
+            yield key, ids[start : start + 1000]
+
+
+def _journaled(store: StoreCore, records: list[RunRecord]) -> dict[tuple[str, str], RunRecord]:
+    chunks = _chunks((r.namespace, r.run_id) for r in records)
+    return {(ns, r.run_id): r for ns, ids in chunks for r in store.run_records.read(ns, ids=ids)}
 
 
 def _stored(store: StoreCore, units: list[MemoryUnit]) -> dict[str, MemoryUnit]:
-    by_ns: dict[str, list[str]] = {}
-    for u in units:
-        by_ns.setdefault(u.namespace, []).append(u.memory_id)
-    found: dict[str, MemoryUnit] = {}
-    for ns, ids in by_ns.items():
-        for start in range(0, len(ids), 1000):
-            found.update({u.memory_id: u for u in store.get_many(ids[start : start + 1000], namespace=ns)})
-    return found
+    chunks = _chunks((u.namespace, u.memory_id) for u in units)
+    return {u.memory_id: u for ns, ids in chunks for u in store.get_many(ids, namespace=ns)}
 
 
 def _in_other_collection(store: StoreCore, units: list[MemoryUnit]) -> set[str]:
@@ -359,17 +359,14 @@ def _in_other_collection(store: StoreCore, units: list[MemoryUnit]) -> set[str]:
     deletes it from the other one; a crash in between leaves the id in both, the new copy
     identical to the file's. The roll-forward must redo such a unit even though it reads as stored.
     """
-    by_key: dict[tuple[str, Role], list[str]] = {}
-    for u in units:
-        other: Role = "memories" if u.status == "archived" else "archive"
-        by_key.setdefault((u.namespace, other), []).append(u.memory_id)
     found: set[str] = set()
-    for (ns, role), ids in by_key.items():
+    others: list[tuple[tuple[str, Role], str]] = [
+        ((u.namespace, "memories" if u.status == "archived" else "archive"), u.memory_id) for u in units
+    ]
+    for (ns, role), ids in _chunks(others):
         col = store.collection(ns, role)
-        if col is None:
-            continue
-        for start in range(0, len(ids), 1000):
-            found.update(col.exists(ids[start : start + 1000]))
+        if col is not None:
+            found.update(col.exists(ids))
     return found
 
 
