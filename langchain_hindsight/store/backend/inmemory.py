@@ -238,9 +238,6 @@ class InMemoryRecords(Records):
             self._stacked = (pool, np.stack([r.vector for _, r in pool]) if pool else None)
         return self._stacked
 
-    def _check(self, ids: Sequence[str], *columns: Sequence[Any] | Any | None) -> list[str]:
-        return check_write(self._name, ids, *columns)
-
     def upsert(
         self,
         *,
@@ -250,7 +247,7 @@ class InMemoryRecords(Records):
         metadatas: Sequence[Metadata] | None = None,
     ) -> None:
         """See :meth:`Records.upsert`."""
-        ids = self._check(ids, embeddings, documents, metadatas)
+        ids = check_write(self._name, ids, embeddings, documents, metadatas)
         with self._backend.lock:
             self._stacked = None
             vectors = [self._vector(v) for v in embeddings]
@@ -270,7 +267,7 @@ class InMemoryRecords(Records):
         metadatas: Sequence[Metadata] | None = None,
     ) -> None:
         """See :meth:`Records.update` (ids that are not stored are skipped, as in Chroma)."""
-        ids = self._check(ids, embeddings, documents, metadatas)
+        ids = check_write(self._name, ids, embeddings, documents, metadatas)
         with self._backend.lock:
             self._stacked = None
             vectors = None if embeddings is None else [self._vector(v) for v in embeddings]
@@ -300,7 +297,9 @@ class InMemoryRecords(Records):
         """See :meth:`Records.modify`."""
         with self._backend.lock:
             if name is not None and name != self._name:
-                self._backend.rename(self._name, name)
+                if name in self._backend._collections:
+                    raise BackendError(f"collection {name!r} already exists")
+                self._backend._collections[name] = self._backend._collections.pop(self._name)
                 self._name = name
             if metadata is not None:
                 self._metadata = dict(metadata)
@@ -335,12 +334,6 @@ class InMemoryBackend(Backend):
         with self.lock:
             if self._collections.pop(name, None) is None:
                 raise BackendError(f"collection {name!r} does not exist")
-
-    def rename(self, old: str, new: str) -> None:
-        """Give the collection ``old`` the name ``new`` (what ``InMemoryRecords.modify(name=...)`` does)."""
-        if new in self._collections:
-            raise BackendError(f"collection {new!r} already exists")
-        self._collections[new] = self._collections.pop(old)
 
     @property
     def can_erase(self) -> bool:
