@@ -49,7 +49,6 @@ __all__ = [
     "finish_interrupted_import",
     "import_units",
     "read_backup",
-    "read_jsonl",
 ]
 
 logger = logging.getLogger(__name__)
@@ -113,7 +112,15 @@ def export_runs(store: StoreCore, out: IO[str], *, namespaces: Iterable[str]) ->
     return count
 
 
-def _lines(lines: Iterable[str]) -> Iterator[tuple[int, MemoryUnit | RunRecord]]:
+def read_backup(lines: Iterable[str]) -> tuple[list[MemoryUnit], list[RunRecord]]:
+    """Parse a backup (JSONL): its memory units and its run records, every line validated, blank lines skipped.
+
+    Raises:
+        InvalidMemoryError: a line is not JSON, not a valid unit, or not a valid run record; the message
+            names the line.
+    """
+    units: list[MemoryUnit] = []
+    runs: list[RunRecord] = []
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
@@ -125,34 +132,11 @@ def _lines(lines: Iterable[str]) -> Iterator[tuple[int, MemoryUnit | RunRecord]]
             raise InvalidMemoryError(f"line {number}: JSON nested too deeply") from e
         try:
             if isinstance(data, dict) and set(data) == {RUN_KEY}:
-                yield number, RunRecord.model_validate(data[RUN_KEY])
+                runs.append(RunRecord.model_validate(data[RUN_KEY]))
             else:
-                yield number, MemoryUnit.from_dict(data)
+                units.append(MemoryUnit.from_dict(data))
         except (InvalidMemoryError, ValueError) as e:  # pydantic's ValidationError is a ValueError
             raise InvalidMemoryError(f"line {number}: {' '.join(str(e).split())[:300]}") from e
-
-
-def read_jsonl(lines: Iterable[str]) -> Iterator[MemoryUnit]:
-    """Parse JSONL lines into units (blank lines and run-record lines skipped).
-
-    Raises:
-        InvalidMemoryError: a line is not JSON or not a valid unit; the message names the line.
-    """
-    for _, item in _lines(lines):
-        if isinstance(item, MemoryUnit):
-            yield item
-
-
-def read_backup(lines: Iterable[str]) -> tuple[list[MemoryUnit], list[RunRecord]]:
-    """Parse a backup: its memory units and its run records (every line validated first).
-
-    Raises:
-        InvalidMemoryError: a line is not JSON, not a valid unit, or not a valid run record.
-    """
-    units: list[MemoryUnit] = []
-    runs: list[RunRecord] = []
-    for _, item in _lines(lines):
-        (units if isinstance(item, MemoryUnit) else runs).append(item)  # type: ignore[arg-type]
     return units, runs
 
 
@@ -387,7 +371,7 @@ def finish_interrupted_import(store: StoreCore) -> None:
     if path is None:
         return
     with path.open(encoding="utf-8") as fh:
-        units = list({u.memory_id: u for u in read_jsonl(fh)}.values())  # a later line wins
+        units = list({u.memory_id: u for u in read_backup(fh)[0]}.values())  # a later line wins
     per_ns: dict[str, int] = {}
     with store.lock:
         stored = _stored(store, units)
