@@ -241,7 +241,7 @@ def reembed_collections(
     target = embedder_identity(embeddings)
     if target.dimension is None:  # not declared: measure it, so the store records it
         target = EmbedderIdentity(target.name, len(embeddings.embed_query("dimension probe")))
-    to = _Target(embeddings, target, batch_size, progress or _quiet)
+    to = _Target(embeddings, target, batch_size, progress or (lambda _stage, _done, _total: None))
     unchanged: list[tuple[str, str]] = []
     copies: list[tuple[str, Role]] = []
     embedded = 0
@@ -277,7 +277,3 @@ def reembed_collections(
         embedded + caught_up + switched.carried,
         carried=caught_up + switched.carried,
     )
-
-
-def _quiet(stage: str, done: int, total: int) -> None:
-    """The default progress callback: nothing."""

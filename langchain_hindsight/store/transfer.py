@@ -390,7 +390,6 @@ def finish_interrupted_import(store: StoreCore) -> None:
 
 
 def _import_batch(store: StoreCore, units: list[MemoryUnit], per_ns: dict[str, int]) -> int:
-    units = list({u.memory_id: u for u in units}.values())  # a later line wins
     vectors = _write_ops.embed_batched(store, [u.content for u in units])
     for ns, n in _write_ops.write_exact(store, units, vectors).items():
         per_ns[ns] = per_ns.get(ns, 0) + n
