@@ -297,9 +297,7 @@ class InMemoryRecords(Records):
         """See :meth:`Records.modify`."""
         with self._backend.lock:
             if name is not None and name != self._name:
-                if name in self._backend._collections:
-                    raise BackendError(f"collection {name!r} already exists")
-                self._backend._collections[name] = self._backend._collections.pop(self._name)
+                self._backend.rename(self._name, name)
                 self._name = name
             if metadata is not None:
                 self._metadata = dict(metadata)
@@ -334,6 +332,12 @@ class InMemoryBackend(Backend):
         with self.lock:
             if self._collections.pop(name, None) is None:
                 raise BackendError(f"collection {name!r} does not exist")
+
+    def rename(self, old: str, new: str) -> None:
+        """Give the collection ``old`` the name ``new`` (what ``InMemoryRecords.modify(name=...)`` does)."""
+        if new in self._collections:
+            raise BackendError(f"collection {new!r} already exists")
+        self._collections[new] = self._collections.pop(old)
 
     @property
     def can_erase(self) -> bool:
