@@ -21,7 +21,7 @@ from langchain_hindsight.store import _directory
 from langchain_hindsight.store._codec import unit_to_metadata
 from langchain_hindsight.store._collections import Collection, records
 from langchain_hindsight.store._core import StoreCore, backend_errors, check_ids
-from langchain_hindsight.store._naming import ROLES
+from langchain_hindsight.store._naming import ALL_ROLES, ROLES
 from langchain_hindsight.store.backend import REBUILD_SUFFIX, Backend
 from langchain_hindsight.types import MemoryUnit
 
@@ -191,7 +191,8 @@ def _delete_ids(store: StoreCore, ns: str, ids: list[str], successors: bool = Fa
     """Delete ``ids`` (and, with ``successors``, their later versions) and every reference to them.
 
     Returns:
-        The count deleted and the names of the collections touched.
+        The count deleted and the names of the collections to rebuild (every one of the namespace
+        once anything changed, else none).
     """
     if successors:  # read inside the write plan: a version another process added since the caller read goes too
         more = with_successors(store, ns, ids)
@@ -200,7 +201,7 @@ def _delete_ids(store: StoreCore, ns: str, ids: list[str], successors: bool = Fa
                         more[len(ids):][:5])  # fmt: skip
         ids = more
     deleted = 0
-    touched: list[str] = []
+    changed = False
     gone = set(ids)
     feedback: dict[str, list[str]] = {}  # run id -> contents of forgotten user_feedback units made in it
     for role in ROLES:
@@ -211,40 +212,30 @@ def _delete_ids(store: StoreCore, ns: str, ids: list[str], successors: bool = Fa
         for doc, meta in zip(rows["documents"] or [], rows["metadatas"] or [], strict=True):
             if (meta or {}).get("source") == "user_feedback" and (meta or {}).get("run_id"):
                 feedback.setdefault(str(meta["run_id"]), []).append(doc or "")
-        present = list(rows["ids"])
-        if present:
-            col.delete(ids=present)
-            deleted += len(present)
-            touched.append(col.name)
+        if rows["ids"]:
+            col.delete(ids=list(rows["ids"]))
+            deleted += len(rows["ids"])
         # References: a successor's ``supersedes`` and a merge's ``merged_from`` name the id.
-        referring = _referring(col, ids, gone)
         cleaned = {
             u.memory_id: u.evolve(
                 supersedes=None if u.supersedes in gone else u.supersedes,
                 merged_from=[m for m in u.merged_from if m not in gone],
             )
-            for u in referring
+            for u in _referring(col, ids, gone)
         }
         if cleaned:
             col.update(ids=list(cleaned), metadatas=[unit_to_metadata(u) for u in cleaned.values()])
-            if col.name not in touched:
-                touched.append(col.name)
+            changed = True
             if role == "memories":
                 store.replica.reindex(ns, upserts=list(cleaned.values()))
     store.replica.reindex(ns, deletes=ids)
     # The run records name the ids they served and produced, and hold the comments: scrubbed in storage.
-    if store.run_records.scrub(ns, ids, feedback):
-        journal = store.collection(ns, "journal")
-        if journal is not None:
-            touched.append(journal.name)
-    if deleted or touched:
-        # A delete is logical, and a unit may have lived in another collection before (archived,
-        # then restored; older journal versions): rebuild every collection of the namespace.
-        for role in ("memories", "archive", "journal"):
-            col = store.collection(ns, role)  # type: ignore[arg-type]
-            if col is not None and col.name not in touched:
-                touched.append(col.name)
-    return deleted, touched
+    changed = store.run_records.scrub(ns, ids, feedback) > 0 or changed
+    if not (deleted or changed):
+        return 0, []
+    # A delete is logical, and a unit may have lived in another collection before (archived,
+    # then restored; older journal versions): rebuild every collection of the namespace.
+    return deleted, [col.name for role in ALL_ROLES if (col := store.collection(ns, role)) is not None]
 
 
 def _referring(col: Collection, ids: list[str], gone: set[str]) -> list[MemoryUnit]:
