@@ -135,8 +135,7 @@ def _sync(src: Collection, side: Collection, to: _Target, stage: str) -> int:
         rows_have = zip(have["ids"], have["documents"] or [], have["metadatas"] or [], strict=True)
         copied = {i: (d, m) for i, d, m in rows_have}
         todo = [j for j, i in enumerate(ids) if i not in copied or copied[i][0] != docs[j]]
-        relabel = [j for j, i in enumerate(ids) if i in copied and copied[i] != (docs[j], metas[j])]
-        relabel = [j for j in relabel if copied[ids[j]][0] == docs[j]]
+        relabel = [j for j, i in enumerate(ids) if i in copied and copied[i][0] == docs[j] and copied[i][1] != metas[j]]
         if relabel:  # same text, new metadata: the copy's vector is still right
             kept = side.get(ids=[ids[j] for j in relabel], include=["embeddings"])
             kept_vectors = dict(zip(kept["ids"], kept["embeddings"], strict=True))

@@ -101,10 +101,8 @@ def export_runs(store: StoreCore, out: IO[str], *, namespaces: Iterable[str]) ->
     """Write every run record of ``namespaces`` (runs and reviews) as ``{"run": ...}`` lines; return how many."""
     count = 0
     for ns in namespaces:
-        records: list[RunRecord] = []
         with store.lock:
-            for page in store.run_records.pages(ns):
-                records.extend(page)
+            records = [r for page in store.run_records.pages(ns) for r in page]
         for record in sorted(records, key=lambda r: (r.started_at, r.run_id)):
             # the record exactly as the journal stores it (key order kept: a breakdown's order is its rank order)
             out.write(f'{{"{RUN_KEY}": {record.to_json()}}}\n')
