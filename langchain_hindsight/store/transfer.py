@@ -25,7 +25,6 @@ import json
 import logging
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import IO, Any, TypeVar
 
 import numpy as np
@@ -90,11 +89,16 @@ def export_units(
     for ns in namespaces:
         total = _read_ops.count(store, namespace=ns)
         for unit in _read_ops.iter_units(store, namespace=ns):
-            out.write(json.dumps(unit.to_dict(), ensure_ascii=False, sort_keys=True) + "\n")
+            out.write(_line(unit) + "\n")
             count += 1
             if progress is not None and count % 1000 == 0:
                 progress(f"export {ns}", count, total)
     return count
+
+
+def _line(unit: MemoryUnit) -> str:
+    """A unit's JSONL line (an export's and the import pending file's): every field, keys sorted."""
+    return json.dumps(unit.to_dict(), ensure_ascii=False, sort_keys=True)
 
 
 def export_runs(store: StoreCore, out: IO[str], *, namespaces: Iterable[str]) -> int:
@@ -211,7 +215,9 @@ def import_units(
             done, per_ns, fresh, new_runs = _import_in_one_plan(store, todo, records, replace, fresh, progress)
         else:
             per_ns = {}
-            pending = _begin_import(store, fresh)
+            pending = store.persist_directory if fresh else None
+            if pending is not None:  # the units, durably, before the first write: a killed import rolls forward
+                _directory.begin_import(pending, (_line(u) for u in fresh))
             done = 0
             for start in range(0, len(fresh), _BATCH):
                 done += _import_batch(store, fresh[start : start + _BATCH], per_ns)
@@ -350,15 +356,6 @@ def _in_other_collection(store: StoreCore, units: list[MemoryUnit]) -> set[str]:
         if col is not None:
             found.update(col.exists(ids))
     return found
-
-
-def _begin_import(store: StoreCore, units: list[MemoryUnit]) -> Path | None:
-    """Write the units to the pending file durably (a store with a directory); return the directory."""
-    if store.persist_directory is None or not units:
-        return None
-    lines = (json.dumps(u.to_dict(), ensure_ascii=False, sort_keys=True) for u in units)
-    _directory.begin_import(store.persist_directory, lines)
-    return store.persist_directory
 
 
 def finish_interrupted_import(store: StoreCore) -> None:
