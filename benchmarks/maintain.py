@@ -99,7 +99,7 @@ def load(store: MemoryStore, units: list[MemoryUnit], vectors: np.ndarray) -> fl
     start = time.perf_counter()
     for s in range(0, len(units), batch):
         chunk = units[s : s + batch]
-        col.add(
+        col.upsert(
             ids=[u.memory_id for u in chunk],
             embeddings=vectors[s : s + batch],
             documents=[u.content for u in chunk],

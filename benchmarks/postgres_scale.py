@@ -376,7 +376,7 @@ def bulk_write(store: MemoryStore, units: list[Any], vectors: Any) -> None:
     col = store._collection(store.namespace)
     assert col is not None
     units = [u.model_copy(update={"namespace": store.namespace}) for u in units]
-    col.add(
+    col.upsert(
         ids=[u.memory_id for u in units],
         embeddings=np.asarray(vectors, dtype=np.float32),  # both backends take the matrix as it is
         documents=[u.content for u in units],

@@ -45,11 +45,6 @@ def from_datetime_us(value: int) -> datetime:
     return datetime.fromtimestamp(seconds, UTC).replace(microsecond=micros)
 
 
-def _optional_us(value: Any) -> datetime | None:
-    """``decayed_through_us``: ``-1`` (or absent, in records older than the field) means ``None``."""
-    return None if int(value) < 0 else from_datetime_us(int(value))
-
-
 def unit_to_metadata(unit: MemoryUnit, *, pending: str | None = None) -> dict[str, str | int | float | bool]:
     """The Chroma metadata for ``unit`` (everything except ``content`` and ``memory_id``).
 
@@ -110,7 +105,8 @@ def unit_from_record(memory_id: str, document: str | None, metadata: Mapping[str
             merged_from=json.loads(metadata["merged_from"]),
             evidence=metadata.get("evidence", 1),  # records older than the field: learned once
             run_id=metadata["run_id"] or None,
-            decayed_through=_optional_us(metadata.get("decayed_through_us", -1)),
+            # -1 (or absent, in records older than the field) means None
+            decayed_through=None if (us := int(metadata.get("decayed_through_us", -1))) < 0 else from_datetime_us(us),
         )
     except (KeyError, ValueError, TypeError) as e:
         raise StoreError(f"record {memory_id!r} is corrupt: {e}") from e

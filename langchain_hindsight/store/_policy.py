@@ -85,11 +85,8 @@ class ConfidencePolicy:
             raise ConfigurationError(
                 f"ConfidencePolicy.repeat_window must be a non-negative timedelta, got {self.repeat_window!r}"
             )
-        for name in ("success_delta", "success_cap", "failure_delta", "failure_floor", "suspicious_cap"):
-            value = getattr(self, name)
-            if not isinstance(value, int | float) or not 0.0 <= value <= 1.0:
-                raise ConfigurationError(f"ConfidencePolicy.{name} must be in [0, 1], got {value!r}")
-        for name in ("rejection_factor", "supersede_factor", "repeat_factor"):
+        for name in ("success_delta", "success_cap", "failure_delta", "failure_floor", "suspicious_cap",
+                     "rejection_factor", "supersede_factor", "repeat_factor"):  # fmt: skip
             value = getattr(self, name)
             if not isinstance(value, int | float) or not 0.0 <= value <= 1.0:
                 raise ConfigurationError(f"ConfidencePolicy.{name} must be in [0, 1], got {value!r}")

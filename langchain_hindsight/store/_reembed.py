@@ -34,9 +34,9 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from langchain_hindsight._checks import is_int
 from langchain_hindsight.embeddings.identity import EmbedderIdentity, embedder_identity
@@ -52,7 +52,7 @@ from langchain_hindsight.store._collections import (
     switch_reembed,
 )
 from langchain_hindsight.store._naming import REEMBED_COMPLETE, REEMBED_OF, REEMBED_SUFFIX, ROLES, Role, collection_name
-from langchain_hindsight.store.backend import Backend, Include
+from langchain_hindsight.store.backend import Backend
 
 if TYPE_CHECKING:
     from langchain_core.embeddings import Embeddings
@@ -92,10 +92,6 @@ class ReembedReport:
         return sum(n for _, _, n in self.migrated)
 
 
-def _pages(col: Collection, include: list[Include]) -> Iterator[dict[str, Any]]:
-    return col.pages(include=include, size=_PAGE)
-
-
 def _side_collection(backend: Backend, src: Collection, target: EmbedderIdentity) -> Collection:
     """The side collection for ``src``, reused when an earlier run to the same embedder left it."""
     name = src.name + REEMBED_SUFFIX
@@ -132,15 +128,14 @@ def _sync(src: Collection, side: Collection, to: _Target, stage: str) -> int:
     total, done, embedded = src.count(), 0, 0
     src_ids: set[str] = set()
     to.progress(stage, 0, total)
-    for rows in _pages(src, ["documents", "metadatas"]):
+    for rows in src.pages(size=_PAGE):
         ids, docs, metas = rows["ids"], rows["documents"] or [], rows["metadatas"] or []
         src_ids.update(ids)
         have = side.get(ids=ids, include=["documents", "metadatas"])
         rows_have = zip(have["ids"], have["documents"] or [], have["metadatas"] or [], strict=True)
         copied = {i: (d, m) for i, d, m in rows_have}
         todo = [j for j, i in enumerate(ids) if i not in copied or copied[i][0] != docs[j]]
-        relabel = [j for j, i in enumerate(ids) if i in copied and copied[i] != (docs[j], metas[j])]
-        relabel = [j for j in relabel if copied[ids[j]][0] == docs[j]]
+        relabel = [j for j, i in enumerate(ids) if i in copied and copied[i][0] == docs[j] and copied[i][1] != metas[j]]
         if relabel:  # same text, new metadata: the copy's vector is still right
             kept = side.get(ids=[ids[j] for j in relabel], include=["embeddings"])
             kept_vectors = dict(zip(kept["ids"], kept["embeddings"], strict=True))
@@ -164,7 +159,7 @@ def _sync(src: Collection, side: Collection, to: _Target, stage: str) -> int:
                 to.progress(stage, so_far, total)
         done += len(ids)
         to.progress(stage, done, total)
-    extra = [i for rows in _pages(side, []) for i in rows["ids"] if i not in src_ids]
+    extra = [i for rows in side.pages(include=[], size=_PAGE) for i in rows["ids"] if i not in src_ids]
     if extra:  # deleted from the original since the copy began (or since an interrupted run)
         side.delete(ids=extra)
     return embedded
@@ -172,8 +167,8 @@ def _sync(src: Collection, side: Collection, to: _Target, stage: str) -> int:
 
 def _verified(src: Collection, side: Collection, stage: str) -> int:
     """The number of records, once ``side`` holds exactly ``src``'s ids (else :class:`StoreError`)."""
-    src_ids = {i for rows in _pages(src, []) for i in rows["ids"]}
-    copied_ids = {i for rows in _pages(side, []) for i in rows["ids"]}
+    src_ids = {i for rows in src.pages(include=[], size=_PAGE) for i in rows["ids"]}
+    copied_ids = {i for rows in side.pages(include=[], size=_PAGE) for i in rows["ids"]}
     if copied_ids != src_ids or side.count() != src.count():
         raise StoreError(
             f"re-embedding {stage} copied {side.count()} of {src.count()} records; the original is untouched, "
@@ -245,7 +240,7 @@ def reembed_collections(
     target = embedder_identity(embeddings)
     if target.dimension is None:  # not declared: measure it, so the store records it
         target = EmbedderIdentity(target.name, len(embeddings.embed_query("dimension probe")))
-    to = _Target(embeddings, target, batch_size, progress or _quiet)
+    to = _Target(embeddings, target, batch_size, progress or (lambda _stage, _done, _total: None))
     unchanged: list[tuple[str, str]] = []
     copies: list[tuple[str, Role]] = []
     embedded = 0
@@ -263,9 +258,8 @@ def reembed_collections(
     caught_up = 0
     if not backend.single_writer:  # catch up outside the lock, so the switch has little left to embed
         for ns, role in copies:
-            src, side = backend.get_collection(collection_name(ns, role)), None
-            if src is not None:
-                side = backend.get_collection(src.name + REEMBED_SUFFIX)
+            name = collection_name(ns, role)
+            src, side = backend.get_collection(name), backend.get_collection(name + REEMBED_SUFFIX)
             if src is not None and side is not None:
                 caught_up += _sync(src, side, to, f"{ns}/{role} (catching up)")
         if caught_up:
@@ -282,7 +276,3 @@ def reembed_collections(
         embedded + caught_up + switched.carried,
         carried=caught_up + switched.carried,
     )
-
-
-def _quiet(stage: str, done: int, total: int) -> None:
-    """The default progress callback: nothing."""

@@ -13,18 +13,15 @@ scrub a crash cut short.
 
 from __future__ import annotations
 
-import functools
 import logging
-from collections.abc import Callable, Sequence
-from pathlib import Path
-from typing import Any, TypeVar
+from collections.abc import Sequence
 
 from langchain_hindsight.errors import ConfigurationError, HindsightError, StoreError
 from langchain_hindsight.store import _directory
 from langchain_hindsight.store._codec import unit_to_metadata
 from langchain_hindsight.store._collections import Collection, records
 from langchain_hindsight.store._core import StoreCore, backend_errors, check_ids
-from langchain_hindsight.store._naming import ROLES
+from langchain_hindsight.store._naming import ALL_ROLES, ROLES
 from langchain_hindsight.store.backend import REBUILD_SUFFIX, Backend
 from langchain_hindsight.types import MemoryUnit
 
@@ -32,29 +29,10 @@ __all__ = ["NO_SCRUB", "drop_collections", "finish_interrupted_scrub", "forget",
 
 logger = logging.getLogger(__name__)
 
-_R = TypeVar("_R")
-
 NO_SCRUB = (
     "scrub needs a store that owns an embedded directory (MemoryStore(persist_directory=...)); for a Chroma "
     "server, stop it, open its --path with MemoryStore(persist_directory=...) and call scrub() there"
 )
-
-
-def _record_intent(directory: Path | None, ns: str, ids: list[str] | None, scrub: bool) -> None:
-    """Durably note "forget ``ids`` of ``ns`` (``None``: the namespace)" before anything is deleted.
-
-    A crash at any later point (kill -9 between the deletes and the scrub) is
-    finished when the directory is opened again: the deletes are repeated (they
-    are idempotent), references and run records cleaned, and the directory
-    scrubbed. A backend without a directory has no place for the note.
-    """
-    if directory is not None:
-        _directory.record_intent(directory, {"namespace": ns, "ids": ids, "scrub": scrub})
-
-
-def _clear_intent(directory: Path | None) -> None:
-    if directory is not None:
-        _directory.clear_intents(directory)
 
 
 def drop_collections(backend: Backend, ns: str) -> int:
@@ -127,22 +105,31 @@ def forget(
         raise ConfigurationError("forget() needs a memory id or an explicit namespace")
     if ids == []:
         return 0
+    directory = store.persist_directory
+
+    def plan() -> tuple[int, list[str]]:
+        if ids is None:
+            done: tuple[int, list[str]] = drop_collections(store.backend, ns), []
+            store.dropped(ns)
+        else:
+            done = _delete_ids(store, ns, ids, successors)
+        if do_scrub and directory is None:  # no intent file: note the owed erase in the same write plan
+            store.backend.owe_erase()
+        return done
+
     with store.lock:
         store.ensure_open()
-        rebuild: list[str] = []
-        _record_intent(store.persist_directory, ns, ids, do_scrub)  # durable before the first delete
+        if directory is not None:
+            # Durable before the first delete: a crash at any later point (kill -9 between the deletes and
+            # the scrub) is finished when the directory is opened again (finish_interrupted_scrub).
+            _directory.record_intent(directory, {"namespace": ns, "ids": ids, "scrub": do_scrub})
         try:
-            owe = do_scrub and store.persist_directory is None  # no intent file: the note goes into the plan
-            if ids is None:
-                deleted = store.atomic(ns, functools.partial(_owing, store, owe, _drop_namespace, store, ns))
-            else:
-                deleted, rebuild = store.atomic(
-                    ns, functools.partial(_owing, store, owe, _delete_ids, store, ns, ids, successors)
-                )
+            deleted, rebuild = store.atomic(ns, plan)
             if do_scrub and (deleted or rebuild):
                 scrub_collections(store, rebuild)
         finally:
-            _clear_intent(store.persist_directory)  # done, or failed with an error the caller receives
+            if directory is not None:  # done, or failed with an error the caller receives
+                _directory.clear_intents(directory)
         return deleted
 
 
@@ -179,21 +166,6 @@ def scrub(store: StoreCore) -> None:
 
 
 # ------------------------------------------------------------------ internals
-def _owing(store: StoreCore, owe: bool, plan: Callable[..., _R], *args: Any) -> _R:
-    """``plan(*args)``, noting in the same write plan that an erase is owed (``Backend.owe_erase``) when ``owe``."""
-    result = plan(*args)
-    if owe:
-        store.backend.owe_erase()
-    return result
-
-
-def _drop_namespace(store: StoreCore, ns: str) -> int:
-    """Drop every collection that belongs to ``ns`` (any role, leftovers included)."""
-    deleted = drop_collections(store.backend, ns)
-    store.dropped(ns)
-    return deleted
-
-
 _CHAIN_STEPS = 256
 """At most this many rounds of successors are followed forward (a cycle in ``supersedes`` cannot loop)."""
 
@@ -219,7 +191,8 @@ def _delete_ids(store: StoreCore, ns: str, ids: list[str], successors: bool = Fa
     """Delete ``ids`` (and, with ``successors``, their later versions) and every reference to them.
 
     Returns:
-        The count deleted and the names of the collections touched.
+        The count deleted and the names of the collections to rebuild (every one of the namespace
+        once anything changed, else none).
     """
     if successors:  # read inside the write plan: a version another process added since the caller read goes too
         more = with_successors(store, ns, ids)
@@ -228,7 +201,7 @@ def _delete_ids(store: StoreCore, ns: str, ids: list[str], successors: bool = Fa
                         more[len(ids):][:5])  # fmt: skip
         ids = more
     deleted = 0
-    touched: list[str] = []
+    changed = False
     gone = set(ids)
     feedback: dict[str, list[str]] = {}  # run id -> contents of forgotten user_feedback units made in it
     for role in ROLES:
@@ -239,40 +212,30 @@ def _delete_ids(store: StoreCore, ns: str, ids: list[str], successors: bool = Fa
         for doc, meta in zip(rows["documents"] or [], rows["metadatas"] or [], strict=True):
             if (meta or {}).get("source") == "user_feedback" and (meta or {}).get("run_id"):
                 feedback.setdefault(str(meta["run_id"]), []).append(doc or "")
-        present = list(rows["ids"])
-        if present:
-            col.delete(ids=present)
-            deleted += len(present)
-            touched.append(col.name)
+        if rows["ids"]:
+            col.delete(ids=list(rows["ids"]))
+            deleted += len(rows["ids"])
         # References: a successor's ``supersedes`` and a merge's ``merged_from`` name the id.
-        referring = _referring(col, ids, gone)
         cleaned = {
             u.memory_id: u.evolve(
                 supersedes=None if u.supersedes in gone else u.supersedes,
                 merged_from=[m for m in u.merged_from if m not in gone],
             )
-            for u in referring
+            for u in _referring(col, ids, gone)
         }
         if cleaned:
             col.update(ids=list(cleaned), metadatas=[unit_to_metadata(u) for u in cleaned.values()])
-            if col.name not in touched:
-                touched.append(col.name)
+            changed = True
             if role == "memories":
                 store.replica.reindex(ns, upserts=list(cleaned.values()))
     store.replica.reindex(ns, deletes=ids)
     # The run records name the ids they served and produced, and hold the comments: scrubbed in storage.
-    if store.run_records.scrub(ns, ids, feedback):
-        journal = store.collection(ns, "journal")
-        if journal is not None:
-            touched.append(journal.name)
-    if deleted or touched:
-        # A delete is logical, and a unit may have lived in another collection before (archived,
-        # then restored; older journal versions): rebuild every collection of the namespace.
-        for role in ("memories", "archive", "journal"):
-            col = store.collection(ns, role)  # type: ignore[arg-type]
-            if col is not None and col.name not in touched:
-                touched.append(col.name)
-    return deleted, touched
+    changed = store.run_records.scrub(ns, ids, feedback) > 0 or changed
+    if not (deleted or changed):
+        return 0, []
+    # A delete is logical, and a unit may have lived in another collection before (archived,
+    # then restored; older journal versions): rebuild every collection of the namespace.
+    return deleted, [col.name for role in ALL_ROLES if (col := store.collection(ns, role)) is not None]
 
 
 def _referring(col: Collection, ids: list[str], gone: set[str]) -> list[MemoryUnit]:
@@ -291,7 +254,7 @@ def scrub_collections(store: StoreCore, rebuild: list[str] | None) -> None:
         store.reopen_collections()
         store.backend.erase(rebuild)
         _directory.end_scrub(directory)
-        _clear_intent(directory)  # a scrub of everything also finishes any forget noted before it
+        _directory.clear_intents(directory)  # a scrub of everything also finishes any forget noted before it
     except HindsightError:
         raise
     except OSError as e:
@@ -322,7 +285,7 @@ def finish_interrupted_scrub(store: StoreCore) -> None:
                 else:
                     _delete_ids(store, ns, [str(i) for i in ids])
         if not any(intent.get("scrub") for intent in intents):
-            _clear_intent(directory)
+            _directory.clear_intents(directory)
     if interrupted or _directory.scrub_pending(directory) or _directory.intents_pending(directory):
         logger.warning("finishing an interrupted scrub of %s", directory)
         scrub_collections(store, None)

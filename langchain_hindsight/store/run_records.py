@@ -121,14 +121,9 @@ class RunRecords:
         if kind is not None:
             clauses.append({"kind": kind})
         where = None if not clauses else clauses[0] if len(clauses) == 1 else {"$and": clauses}
-        offset = 0
-        while True:
-            page = self.read(namespace, where=where, limit=_PAGE, offset=offset)
-            if page:
-                yield page
-            if len(page) < _PAGE:
-                return
-            offset += _PAGE
+        col = self._open(namespace, False)
+        for rows in [] if col is None else col.pages(include=["documents"], where=where, size=_PAGE):
+            yield [RunRecord.from_json(d) for d in rows["documents"] or []]
 
     def finished_in_thread(self, namespace: str, thread_id: str) -> list[RunRecord]:
         """The finished runs (kind ``run``) of conversation thread ``thread_id`` in ``namespace`` (unordered)."""

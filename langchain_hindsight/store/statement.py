@@ -139,6 +139,16 @@ def _ordinal(match: re.Match[str]) -> str:
     return f"{text[0]}{NUMBER_MASK}"  # Q3 -> Q<n>
 
 
+_RUN_VALUES: tuple[tuple[re.Pattern[str], str | Callable[[re.Match[str]], str]], ...] = (
+    (_UUID, ID_MASK),
+    (_DATE, DATE_MASK),
+    (_LOCATION, _location),
+    (_ORDINAL, _ordinal),
+    (_HEX_ID, ID_MASK),
+    (_LONG_NUMBER, ID_MASK),
+)
+
+
 def generalise(text: str) -> str:
     """``text`` with the parts that only identify one run masked: what a rule-made lesson says.
 
@@ -164,12 +174,9 @@ def generalise(text: str) -> str:
     out = _URL.sub(lambda m: f"{m.group(1)}/…" if m.group(2) and m.group(2) != "/" else m.group(1), text)
     out = _FILE.sub(lambda m: FILE_MASK.format(ext=(m.group(2) or m.group(4)).lower()), out)
     out = _PATH.sub(PATH_MASK, out)
-    out = _UUID.sub(ID_MASK, out)
-    out = _DATE.sub(DATE_MASK, out)
-    out = _LOCATION.sub(_location, out)
-    out = _ORDINAL.sub(_ordinal, out)
-    out = _HEX_ID.sub(ID_MASK, out)
-    return _LONG_NUMBER.sub(ID_MASK, out)
+    for pattern, mask in _RUN_VALUES:
+        out = pattern.sub(mask, out)
+    return out
 
 
 RULE_SOURCES: frozenset[str] = frozenset({"rule", "tool_output"})
@@ -188,16 +195,6 @@ INFERRED_SOURCES: frozenset[str] = frozenset({"agent_inference"})
 def learned_in_run(unit: MemoryUnit) -> bool:
     """``unit`` is a lesson the reflection model inferred from one run whose task is known."""
     return unit.source in INFERRED_SOURCES and unit.run_id is not None and bool(unit.task_description.strip())
-
-
-_RUN_VALUES: tuple[tuple[re.Pattern[str], str | Callable[[re.Match[str]], str]], ...] = (
-    (_UUID, ID_MASK),
-    (_DATE, DATE_MASK),
-    (_LOCATION, _location),
-    (_ORDINAL, _ordinal),
-    (_HEX_ID, ID_MASK),
-    (_LONG_NUMBER, ID_MASK),
-)
 
 
 def mask_run_values(text: str, task: str) -> str:

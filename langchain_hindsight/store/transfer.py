@@ -25,8 +25,7 @@ import json
 import logging
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, TypeVar
 
 import numpy as np
 
@@ -49,10 +48,11 @@ __all__ = [
     "finish_interrupted_import",
     "import_units",
     "read_backup",
-    "read_jsonl",
 ]
 
 logger = logging.getLogger(__name__)
+
+_K = TypeVar("_K")
 
 _BATCH = 256
 """The units of an import in progress, written durably before the first write; replayed on reopen."""
@@ -89,21 +89,24 @@ def export_units(
     for ns in namespaces:
         total = _read_ops.count(store, namespace=ns)
         for unit in _read_ops.iter_units(store, namespace=ns):
-            out.write(json.dumps(unit.to_dict(), ensure_ascii=False, sort_keys=True) + "\n")
+            out.write(_line(unit) + "\n")
             count += 1
             if progress is not None and count % 1000 == 0:
                 progress(f"export {ns}", count, total)
     return count
 
 
+def _line(unit: MemoryUnit) -> str:
+    """A unit's JSONL line (an export's and the import pending file's): every field, keys sorted."""
+    return json.dumps(unit.to_dict(), ensure_ascii=False, sort_keys=True)
+
+
 def export_runs(store: StoreCore, out: IO[str], *, namespaces: Iterable[str]) -> int:
     """Write every run record of ``namespaces`` (runs and reviews) as ``{"run": ...}`` lines; return how many."""
     count = 0
     for ns in namespaces:
-        records: list[RunRecord] = []
         with store.lock:
-            for page in store.run_records.pages(ns):
-                records.extend(page)
+            records = [r for page in store.run_records.pages(ns) for r in page]
         for record in sorted(records, key=lambda r: (r.started_at, r.run_id)):
             # the record exactly as the journal stores it (key order kept: a breakdown's order is its rank order)
             out.write(f'{{"{RUN_KEY}": {record.to_json()}}}\n')
@@ -111,7 +114,15 @@ def export_runs(store: StoreCore, out: IO[str], *, namespaces: Iterable[str]) ->
     return count
 
 
-def _lines(lines: Iterable[str]) -> Iterator[tuple[int, MemoryUnit | RunRecord]]:
+def read_backup(lines: Iterable[str]) -> tuple[list[MemoryUnit], list[RunRecord]]:
+    """Parse a backup (JSONL): its memory units and its run records, every line validated, blank lines skipped.
+
+    Raises:
+        InvalidMemoryError: a line is not JSON, not a valid unit, or not a valid run record; the message
+            names the line.
+    """
+    units: list[MemoryUnit] = []
+    runs: list[RunRecord] = []
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
@@ -123,34 +134,11 @@ def _lines(lines: Iterable[str]) -> Iterator[tuple[int, MemoryUnit | RunRecord]]
             raise InvalidMemoryError(f"line {number}: JSON nested too deeply") from e
         try:
             if isinstance(data, dict) and set(data) == {RUN_KEY}:
-                yield number, RunRecord.model_validate(data[RUN_KEY])
+                runs.append(RunRecord.model_validate(data[RUN_KEY]))
             else:
-                yield number, MemoryUnit.from_dict(data)
+                units.append(MemoryUnit.from_dict(data))
         except (InvalidMemoryError, ValueError) as e:  # pydantic's ValidationError is a ValueError
             raise InvalidMemoryError(f"line {number}: {' '.join(str(e).split())[:300]}") from e
-
-
-def read_jsonl(lines: Iterable[str]) -> Iterator[MemoryUnit]:
-    """Parse JSONL lines into units (blank lines and run-record lines skipped).
-
-    Raises:
-        InvalidMemoryError: a line is not JSON or not a valid unit; the message names the line.
-    """
-    for _, item in _lines(lines):
-        if isinstance(item, MemoryUnit):
-            yield item
-
-
-def read_backup(lines: Iterable[str]) -> tuple[list[MemoryUnit], list[RunRecord]]:
-    """Parse a backup: its memory units and its run records (every line validated first).
-
-    Raises:
-        InvalidMemoryError: a line is not JSON, not a valid unit, or not a valid run record.
-    """
-    units: list[MemoryUnit] = []
-    runs: list[RunRecord] = []
-    for _, item in _lines(lines):
-        (units if isinstance(item, MemoryUnit) else runs).append(item)  # type: ignore[arg-type]
     return units, runs
 
 
@@ -227,7 +215,9 @@ def import_units(
             done, per_ns, fresh, new_runs = _import_in_one_plan(store, todo, records, replace, fresh, progress)
         else:
             per_ns = {}
-            pending = _begin_import(store, fresh)
+            pending = store.persist_directory if fresh else None
+            if pending is not None:  # the units, durably, before the first write: a killed import rolls forward
+                _directory.begin_import(pending, (_line(u) for u in fresh))
             done = 0
             for start in range(0, len(fresh), _BATCH):
                 done += _import_batch(store, fresh[start : start + _BATCH], per_ns)
@@ -330,26 +320,24 @@ def _embed_all(
     return out
 
 
-def _journaled(store: StoreCore, records: list[RunRecord]) -> dict[tuple[str, str], RunRecord]:
-    by_ns: dict[str, list[str]] = {}
-    for r in records:
-        by_ns.setdefault(r.namespace, []).append(r.run_id)
-    found: dict[tuple[str, str], RunRecord] = {}
-    for ns, ids in by_ns.items():
+def _chunks(pairs: Iterable[tuple[_K, str]]) -> Iterator[tuple[_K, list[str]]]:
+    """The ids of ``(key, id)`` pairs grouped by key, at most 1000 at a time (one read each)."""
+    by_key: dict[_K, list[str]] = {}
+    for key, i in pairs:
+        by_key.setdefault(key, []).append(i)
+    for key, ids in by_key.items():
         for start in range(0, len(ids), 1000):
-            found.update({(ns, r.run_id): r for r in store.run_records.read(ns, ids=ids[start : start + 1000])})
-    return found
+            yield key, ids[start : start + 1000]
+
+
+def _journaled(store: StoreCore, records: list[RunRecord]) -> dict[tuple[str, str], RunRecord]:
+    chunks = _chunks((r.namespace, r.run_id) for r in records)
+    return {(ns, r.run_id): r for ns, ids in chunks for r in store.run_records.read(ns, ids=ids)}
 
 
 def _stored(store: StoreCore, units: list[MemoryUnit]) -> dict[str, MemoryUnit]:
-    by_ns: dict[str, list[str]] = {}
-    for u in units:
-        by_ns.setdefault(u.namespace, []).append(u.memory_id)
-    found: dict[str, MemoryUnit] = {}
-    for ns, ids in by_ns.items():
-        for start in range(0, len(ids), 1000):
-            found.update({u.memory_id: u for u in store.get_many(ids[start : start + 1000], namespace=ns)})
-    return found
+    chunks = _chunks((u.namespace, u.memory_id) for u in units)
+    return {u.memory_id: u for ns, ids in chunks for u in store.get_many(ids, namespace=ns)}
 
 
 def _in_other_collection(store: StoreCore, units: list[MemoryUnit]) -> set[str]:
@@ -359,27 +347,15 @@ def _in_other_collection(store: StoreCore, units: list[MemoryUnit]) -> set[str]:
     deletes it from the other one; a crash in between leaves the id in both, the new copy
     identical to the file's. The roll-forward must redo such a unit even though it reads as stored.
     """
-    by_key: dict[tuple[str, Role], list[str]] = {}
-    for u in units:
-        other: Role = "memories" if u.status == "archived" else "archive"
-        by_key.setdefault((u.namespace, other), []).append(u.memory_id)
     found: set[str] = set()
-    for (ns, role), ids in by_key.items():
+    others: list[tuple[tuple[str, Role], str]] = [
+        ((u.namespace, "memories" if u.status == "archived" else "archive"), u.memory_id) for u in units
+    ]
+    for (ns, role), ids in _chunks(others):
         col = store.collection(ns, role)
-        if col is None:
-            continue
-        for start in range(0, len(ids), 1000):
-            found.update(col.exists(ids[start : start + 1000]))
+        if col is not None:
+            found.update(col.exists(ids))
     return found
-
-
-def _begin_import(store: StoreCore, units: list[MemoryUnit]) -> Path | None:
-    """Write the units to the pending file durably (a store with a directory); return the directory."""
-    if store.persist_directory is None or not units:
-        return None
-    lines = (json.dumps(u.to_dict(), ensure_ascii=False, sort_keys=True) for u in units)
-    _directory.begin_import(store.persist_directory, lines)
-    return store.persist_directory
 
 
 def finish_interrupted_import(store: StoreCore) -> None:
@@ -390,7 +366,7 @@ def finish_interrupted_import(store: StoreCore) -> None:
     if path is None:
         return
     with path.open(encoding="utf-8") as fh:
-        units = list({u.memory_id: u for u in read_jsonl(fh)}.values())  # a later line wins
+        units = list({u.memory_id: u for u in read_backup(fh)[0]}.values())  # a later line wins
     per_ns: dict[str, int] = {}
     with store.lock:
         stored = _stored(store, units)
@@ -409,7 +385,6 @@ def finish_interrupted_import(store: StoreCore) -> None:
 
 
 def _import_batch(store: StoreCore, units: list[MemoryUnit], per_ns: dict[str, int]) -> int:
-    units = list({u.memory_id: u for u in units}.values())  # a later line wins
     vectors = _write_ops.embed_batched(store, [u.content for u in units])
     for ns, n in _write_ops.write_exact(store, units, vectors).items():
         per_ns[ns] = per_ns.get(ns, 0) + n

@@ -16,7 +16,7 @@ from langchain_hindsight.errors import ConfigurationError, HindsightError, Inval
 from langchain_hindsight.journal import RunJournal
 from langchain_hindsight.sharing.principals import AccessPolicy
 from langchain_hindsight.store.memory_store import MemoryStore
-from langchain_hindsight.store.transfer import read_backup, read_jsonl
+from langchain_hindsight.store.transfer import read_backup
 
 EAST, WEST = timezone(timedelta(hours=5)), timezone(timedelta(hours=-5))
 YEAR_1_EAST = datetime(1, 1, 1, tzinfo=EAST)  # before 0001-01-01 in UTC
@@ -35,7 +35,7 @@ def test_such_a_timestamp_on_import_names_the_line() -> None:
     good = json.dumps(MemoryUnit(content=LESSON).to_dict())
     bad = json.dumps({"content": LESSON, "created_at": "0001-01-01T00:00:00+05:00"})
     with pytest.raises(InvalidMemoryError, match=r"line 2: .*out of range"):
-        list(read_jsonl([good, bad]))
+        read_backup([good, bad])
 
 
 @pytest.mark.parametrize("when", [YEAR_1_EAST.isoformat(), YEAR_9999_WEST.isoformat()])
@@ -55,7 +55,7 @@ def test_deeply_nested_jsonl_is_an_invalid_memory(depth: int) -> None:
     nested_object = '{"content": "x", "context": ' + '{"a": ' * depth + "1" + "}" * depth + "}"
     for line in ("[" * depth + "]" * depth, nested_object):
         with pytest.raises(InvalidMemoryError, match="line 1: JSON nested too deeply"):
-            list(read_jsonl([line]))
+            read_backup([line])
 
 
 @pytest.mark.parametrize("depth", [1_000, 100_000])

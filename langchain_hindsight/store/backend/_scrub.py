@@ -20,6 +20,7 @@ collection owns. A marker file makes the whole procedure resumable after a crash
 
 from __future__ import annotations
 
+import itertools
 import logging
 import os
 import shutil
@@ -45,6 +46,7 @@ REBUILD_SUFFIX = "-rebuild"
 """Suffix of the temporary collection a rebuild copies into (canonical names end in a hex digest)."""
 _SQLITE = "chroma.sqlite3"
 _FTS = "embedding_fulltext_search"
+_COLUMNS = ("embeddings", "documents", "metadatas")
 
 
 def rebuild_collection(client: Any, col: Any) -> None:
@@ -60,23 +62,16 @@ def rebuild_collection(client: Any, col: Any) -> None:
     name = col.name
     metadata = dict(col.metadata or {})
     tmp_name = name + REBUILD_SUFFIX
-    _drop_if_exists(client, tmp_name)
+    if tmp_name in {c.name for c in client.list_collections()}:
+        client.delete_collection(tmp_name)
     tmp = client.create_collection(
         tmp_name, metadata=metadata or None, configuration=col.configuration, embedding_function=None
     )
     batch = max(1, min(int(client.get_max_batch_size()), 2000))
-    offset = 0
-    while True:
-        rows = col.get(include=["embeddings", "documents", "metadatas"], limit=batch, offset=offset)
-        if not rows["ids"]:
-            break
-        tmp.add(
-            ids=rows["ids"],
-            embeddings=rows["embeddings"],
-            documents=rows["documents"],
-            metadatas=rows["metadatas"],
-        )
-        offset += len(rows["ids"])
+    for offset in itertools.count(0, batch):
+        rows = col.get(include=list(_COLUMNS), limit=batch, offset=offset)
+        if rows["ids"]:
+            tmp.add(ids=rows["ids"], **{c: rows[c] for c in _COLUMNS})
         if len(rows["ids"]) < batch:
             break
     if tmp.count() != col.count():
@@ -164,24 +159,17 @@ def wipe_unused_index_space(directory: Path) -> int:
 
 
 def _zero_tail(path: Path, keep: int) -> int:
+    """Overwrite ``path`` with zeros from byte ``keep`` to its end (synced); return the bytes zeroed."""
     size = path.stat().st_size
     if size <= keep:
         return 0
     with path.open("r+b") as fh:
         fh.seek(keep)
-        remaining = size - keep
-        while remaining > 0:
-            n = min(remaining, 1 << 20)
-            fh.write(b"\0" * n)
-            remaining -= n
+        for start in range(keep, size, 1 << 20):
+            fh.write(b"\0" * min(size - start, 1 << 20))
         fh.flush()
         os.fsync(fh.fileno())
     return size - keep
-
-
-def _drop_if_exists(client: Any, name: str) -> None:
-    if name in {c.name for c in client.list_collections()}:
-        client.delete_collection(name)
 
 
 def _is_uuid(name: str) -> bool:
@@ -196,15 +184,5 @@ def _zero_and_remove(directory: Path) -> None:
     """Overwrite every file with zeros, then delete the tree (best effort against file recovery)."""
     for root, _dirs, files in os.walk(directory):
         for fname in files:
-            path = Path(root) / fname
-            size = path.stat().st_size
-            with path.open("r+b") as fh:
-                remaining = size
-                chunk = b"\0" * min(size, 1 << 20)
-                while remaining > 0:
-                    n = min(remaining, len(chunk))
-                    fh.write(chunk[:n])
-                    remaining -= n
-                fh.flush()
-                os.fsync(fh.fileno())
+            _zero_tail(Path(root) / fname, 0)
     shutil.rmtree(directory)

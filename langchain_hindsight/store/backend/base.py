@@ -12,7 +12,7 @@ answer alike:
   brute-force cosine search in numpy, for fast unit tests and throwaway stores.
 
 In the spirit of LangGraph's ``BaseStore``, subclasses implement a handful of
-abstract methods and everything else (``add``, ``get_or_create``, paging) is
+abstract methods and everything else (``get_or_create``, paging) is
 built on them. Failures of the storage itself surface as
 :class:`~langchain_hindsight.errors.StoreError`; a programming error (a bad
 argument, a wrong type) keeps its own type.
@@ -32,8 +32,6 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
-
-from langchain_hindsight.errors import StoreError
 
 if TYPE_CHECKING:
     from langchain_hindsight.store._directory import HeldDirectory
@@ -66,7 +64,7 @@ Rows = dict[str, Any]
 and adds ``distances`` (cosine distance, ``1 - similarity``)."""
 
 RECORDS_WRITES = frozenset({"upsert", "update", "delete", "modify"})
-"""The :class:`Records` methods that change stored data (``add`` writes through ``upsert``). A backend that
+"""The :class:`Records` methods that change stored data. A backend that
 holds a directory (the embedded Chroma one) counts every call of these, so the directory knows
 whether a write followed the store's close."""
 BACKEND_WRITES = frozenset({"create_collection", "get_or_create", "delete_collection", "erase", "recover_interrupted"})
@@ -140,7 +138,7 @@ class Records(ABC):
 
     Implement :attr:`name`, :attr:`metadata`, :meth:`get`, :meth:`query`,
     :meth:`upsert`, :meth:`update`, :meth:`delete`, :meth:`count` and
-    :meth:`modify`; :meth:`add` and :meth:`pages` are built on them. The writes are
+    :meth:`modify`; :meth:`pages` and :meth:`exists` are built on them. The writes are
     :data:`RECORDS_WRITES`.
     """
 
@@ -225,24 +223,6 @@ class Records(ABC):
         """Rename the collection and/or replace its metadata."""
 
     # ------------------------------------------------------------------ built on the above
-    def add(
-        self,
-        *,
-        ids: Sequence[str],
-        embeddings: Sequence[Vector] | Any,
-        documents: Sequence[str] | None = None,
-        metadatas: Sequence[Metadata] | None = None,
-    ) -> None:
-        """Insert new records.
-
-        Raises:
-            StoreError: one of ``ids`` is already stored (nothing is written).
-        """
-        taken = self.get(ids=list(ids), include=[])["ids"]
-        if taken:
-            raise StoreError(f"record {taken[0]!r} already exists in collection {self.name!r}")
-        self.upsert(ids=ids, embeddings=embeddings, documents=documents, metadatas=metadatas)
-
     def pages(
         self,
         *,

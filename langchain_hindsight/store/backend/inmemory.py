@@ -238,9 +238,6 @@ class InMemoryRecords(Records):
             self._stacked = (pool, np.stack([r.vector for _, r in pool]) if pool else None)
         return self._stacked
 
-    def _check(self, ids: Sequence[str], *columns: Sequence[Any] | Any | None) -> list[str]:
-        return check_write(self._name, ids, *columns)
-
     def upsert(
         self,
         *,
@@ -250,7 +247,7 @@ class InMemoryRecords(Records):
         metadatas: Sequence[Metadata] | None = None,
     ) -> None:
         """See :meth:`Records.upsert`."""
-        ids = self._check(ids, embeddings, documents, metadatas)
+        ids = check_write(self._name, ids, embeddings, documents, metadatas)
         with self._backend.lock:
             self._stacked = None
             vectors = [self._vector(v) for v in embeddings]
@@ -270,7 +267,7 @@ class InMemoryRecords(Records):
         metadatas: Sequence[Metadata] | None = None,
     ) -> None:
         """See :meth:`Records.update` (ids that are not stored are skipped, as in Chroma)."""
-        ids = self._check(ids, embeddings, documents, metadatas)
+        ids = check_write(self._name, ids, embeddings, documents, metadatas)
         with self._backend.lock:
             self._stacked = None
             vectors = None if embeddings is None else [self._vector(v) for v in embeddings]

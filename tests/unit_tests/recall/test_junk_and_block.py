@@ -107,10 +107,10 @@ def test_import_leaves_junk_out_and_counts_it(store: MemoryStore, caplog: pytest
         MemoryUnit(content="好"),
     ]
     lines = io.StringIO("".join(json.dumps(u.to_dict(), ensure_ascii=False) + "\n" for u in units))
-    from langchain_hindsight.store.transfer import read_jsonl
+    from langchain_hindsight.store.transfer import read_backup
 
     with caplog.at_level(logging.WARNING):
-        report = store.import_units(read_jsonl(lines))
+        report = store.import_units(read_backup(lines)[0])
     assert (report.imported, report.refused) == (2, 2)
     assert {u.content for u in store.list_units()} == {LESSON, "UTC+8"}
     assert "refused 2 unit(s)" in caplog.text

@@ -36,7 +36,7 @@ from langchain_hindsight.recall.injection import format_experiences
 from langchain_hindsight.store._codec import unit_from_record, unit_to_metadata
 from langchain_hindsight.store.evidence import corroborated
 from langchain_hindsight.store.statement import generalise, lesson_key
-from langchain_hindsight.store.transfer import export_units, read_jsonl
+from langchain_hindsight.store.transfer import export_units, read_backup
 from langchain_hindsight.testing import call, scripted_model
 from tests.fakes import GBK_TEXT, read_file
 
@@ -162,10 +162,10 @@ def test_evidence_round_trips_through_the_store_export_and_import(
     line = json.loads(out.getvalue())
     assert line["evidence"] == 4
     target = make_fake_store("b")
-    target.import_units(read_jsonl([out.getvalue()]))
+    target.import_units(read_backup([out.getvalue()])[0])
     assert target.get("m1").evidence == 4
     del line["evidence"]  # an export made before the field
-    assert next(read_jsonl([json.dumps(line)])).evidence == 1
+    assert read_backup([json.dumps(line)])[0][0].evidence == 1
     with pytest.raises(ValueError, match="evidence"):
         MemoryUnit(content="x y z", evidence=0)
 
