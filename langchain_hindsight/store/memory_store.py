@@ -7,11 +7,11 @@ derived data, rebuilt from the backend and updated on every write.
 The store reaches its data only through the backend layer (``backend.Backend``:
 ``backend.ChromaBackend``, embedded or server; ``backend.InMemoryBackend``), and
 recall reads through its replica (``replica.Replica``: the derived copies of the data).
-:class:`MemoryStore` is one class: each read method checks its arguments and calls one
-function of its concept's module — ``reads`` (listing, counting, history), ``search``
-(dense, lexical, hybrid), ``transfer`` (exact import), ``forget`` (forget, scrub) — and
-the write methods are ``_store_writes``' functions themselves, bound here (read, plan with
-``decide``, write with ``apply``), all over the shared state of ``_core.StoreCore``.
+:class:`MemoryStore` is one class whose public methods are the functions of their concept's
+module, bound here (one signature and docstring each): ``reads`` (listing, counting, history),
+``search`` (dense, lexical, hybrid), ``_store_writes`` (read, plan with ``decide``, write with
+``apply``), ``transfer`` (exact import), ``forget`` (forget, scrub), all over the shared state
+of ``_core.StoreCore``.
 """
 
 from __future__ import annotations
@@ -241,19 +241,17 @@ class MemoryStore(StoreCore):
             progress: Called as ``progress("namespace/role", done, total)``.
         """
         with self._lock:
-            self._ensure_open()
+            self.ensure_open()
             names = _read_ops.namespaces(self) if namespaces is None else [check_namespace(n) for n in namespaces]
             for name in names:  # new vectors: the cached and mirrored ones are the old embedder's
                 self._replica.revector(name)
-            self._collections.clear()
-            self._embedder_checked.clear()
+            self.reopen_collections()
             try:
                 report = reembed_collections(
                     self.backend, self.embeddings, names, batch_size=batch_size, progress=progress
                 )
             finally:
-                self._collections.clear()
-                self._embedder_checked.clear()
+                self.reopen_collections()
             if report.migrated and self.backend.can_erase:
                 _forget_ops.scrub_collections(self, None)
             return report
