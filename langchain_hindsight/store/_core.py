@@ -191,12 +191,22 @@ class StoreCore:
     def atomic(self, namespace: str, plan: Callable[[], _R]) -> _R:
         """Run a read-modify-write ``plan`` on ``namespace`` as one write plan of the store, under :attr:`lock`.
 
-        On a database it is one transaction under the namespace's lock, so two processes changing
-        one record apply one after the other and neither change is lost; the plan may be re-run
-        after a serialization failure, so it re-reads what it decides on (the run journal's updates).
+        On a database it is one transaction under the namespace's lock (:meth:`Backend.atomic`), so two
+        processes changing one record apply one after the other and neither change is lost; the plan may be
+        re-run after a serialization failure, so it re-reads what it decides on (the run journal's updates).
+        The collections a plan writes are created (committed) before it, so none the store holds can vanish
+        with a rolled-back transaction; on a backend other processes write, each is checked to be the current
+        one first, under the namespace's lock (what the plan reads is what it writes into).
         """
+        namespace = self.namespace_or_default(namespace)
+
+        def current_plan() -> _R:
+            for role in ROLES:
+                self._recheck(namespace, role)
+            return plan()
+
         with self._lock:
-            return self._atomic(self.namespace_or_default(namespace), plan)
+            return self.backend.atomic(namespace, plan if self.backend.single_writer else current_plan)
 
     @property
     def replica(self) -> Replica:
@@ -268,23 +278,6 @@ class StoreCore:
             ConfigurationError: not a valid namespace name.
         """
         return self.namespace if namespace is None else check_namespace(namespace)
-
-    def _atomic(self, namespace: str, plan: Callable[[], _R]) -> _R:
-        """Run a write ``plan`` on ``namespace`` through :meth:`Backend.atomic` (one transaction on a database).
-
-        A database backend may re-run ``plan`` after a serialization failure, so a plan
-        re-reads what it decides on; the collections a plan writes are created (committed)
-        before it, so none the store holds can vanish with a rolled-back transaction.
-        """
-        if self.backend.single_writer:
-            return self.backend.atomic(namespace, plan)
-
-        def current_plan() -> _R:
-            for role in ROLES:  # under the namespace's lock: what the plan reads is what it writes into
-                self._recheck(namespace, role)
-            return plan()
-
-        return self.backend.atomic(namespace, current_plan)
 
     def _recheck(self, namespace: str, role: Role) -> None:
         """Forget the cached ``role`` collection of ``namespace`` if another process dropped or replaced it.

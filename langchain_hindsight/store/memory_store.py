@@ -182,7 +182,7 @@ class MemoryStore(StoreCore):
             else:
                 backend = ChromaBackend.embedded(persist_directory)
         self._init_state(backend)
-        self.reader = _search_ops.open_reader(self)
+        self.reader = _search_ops.DatabaseReader(self) if self.read_path == "database" else self.replica
         if embeddings is None:  # the built-in embedder the store records; a new store gets the routed default
             embeddings = default_embeddings(recorded_embedder(backend, self.namespace))
         self.embeddings = embeddings

@@ -19,7 +19,7 @@ from langchain_hindsight._text import clean_text
 from langchain_hindsight.store._checks import check_k, check_vector
 from langchain_hindsight.store._codec import unit_from_record
 from langchain_hindsight.store._collections import query_hits
-from langchain_hindsight.store._core import Reader, StoreCore, backend_errors, check_ids
+from langchain_hindsight.store._core import StoreCore, backend_errors, check_ids
 from langchain_hindsight.types import MemoryUnit
 
 __all__ = [
@@ -27,20 +27,12 @@ __all__ = [
     "hybrid_search",
     "lexical_search",
     "nearest_wanted",
-    "open_reader",
     "search",
     "search_by_vector",
     "similarity_by_ids",
 ]
 
 logger = logging.getLogger(__name__)
-
-
-def open_reader(store: StoreCore) -> Reader:
-    """The one reader of ``store``, chosen as it opens: the database on ``read_path == "database"``, else its
-    replica.
-    """  # noqa: D205
-    return DatabaseReader(store) if store.read_path == "database" else store.replica
 
 
 @backend_errors
