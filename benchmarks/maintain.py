@@ -94,7 +94,7 @@ def synthesise(n: int, seeds: np.ndarray, rng: np.random.Generator) -> tuple[lis
 
 
 def load(store: MemoryStore, units: list[MemoryUnit], vectors: np.ndarray) -> float:
-    col = store._collection(store.namespace)
+    col = store.collection(store.namespace, create=True)
     batch = store.backend.max_batch_size
     start = time.perf_counter()
     for s in range(0, len(units), batch):
@@ -109,7 +109,7 @@ def load(store: MemoryStore, units: list[MemoryUnit], vectors: np.ndarray) -> fl
 
 
 def full_scan(store: MemoryStore) -> float:
-    col = store._collection(store.namespace)
+    col = store.collection(store.namespace, create=True)
     start = time.perf_counter()
     offset = 0
     while True:
@@ -121,7 +121,7 @@ def full_scan(store: MemoryStore) -> float:
 
 
 def naive_merge_estimate(store: MemoryStore, vectors: np.ndarray, sample: int = 300) -> float:
-    col = store._collection(store.namespace)
+    col = store.collection(store.namespace, create=True)
     idx = np.random.default_rng(1).choice(len(vectors), min(sample, len(vectors)), replace=False)
     start = time.perf_counter()
     for i in idx:

@@ -333,7 +333,7 @@ class V3Lexical:
 
     def __init__(self, store: MemoryStore) -> None:
         self.store = store
-        col = store._collection(store.namespace, create=False)
+        col = store.collection(store.namespace)
         assert col is not None
         self.cid = int(col.instance)
         self.scheme = lexical_scheme()
@@ -373,7 +373,7 @@ def bulk_write(store: MemoryStore, units: list[Any], vectors: Any) -> None:
     to fill 100k memories in minutes. The store reads them like any other records (its first search builds
     its replica or mirror from them).
     """
-    col = store._collection(store.namespace)
+    col = store.collection(store.namespace, create=True)
     assert col is not None
     units = [u.model_copy(update={"namespace": store.namespace}) for u in units]
     col.upsert(

@@ -230,7 +230,7 @@ def main() -> None:
             t0 = time.perf_counter()
             store.lexical_search("warm up the index", k=1)
             index_s = time.perf_counter() - t0
-            col = store._collection(store.namespace)
+            col = store.collection(store.namespace, create=True)
             retriever = HindsightRetriever(store=store, k=K, low_similarity_threshold=0.0)
             timings: dict[str, list[float]] = {
                 "chroma": [],

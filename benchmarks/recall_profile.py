@@ -89,7 +89,7 @@ def profile_corpus(path: Path, queries: list[str], real: Any, args: argparse.Nam
     clock = CLOCKS[args.clock]
     with MemoryStore(path, embeddings=real) as store:
         retriever = HindsightRetriever(store=store, k=K, low_similarity_threshold=0.0)
-        col = store._collection(store.namespace)
+        col = store.collection(store.namespace, create=True)
         depth = 3 * K
         vectors = {q: real.embed_query(q) for q in queries}
 

@@ -2,10 +2,10 @@
 
 :class:`StoreCore` holds what every function of the store shares: the backend, the
 open collections, the lock, the run records and the :class:`Reader` recall reads through, chosen
-once when the store opens (:attr:`StoreCore.read_path`). The public methods are
-:class:`~langchain_hindsight.store.memory_store.MemoryStore`'s, each calling one function of its
-concept's module (``reads``, ``search``, ``_store_writes``, ``forget``, ``transfer``); every one of
-them reaches the data through the backend layer (``backend.Backend``). The read modules use only
+once when the store opens (:attr:`StoreCore.read_path`). The public methods are the functions of
+their concept's module (``reads``, ``search``, ``_store_writes``, ``forget``, ``transfer``), bound by
+:class:`~langchain_hindsight.store.memory_store.MemoryStore`; every one of them reaches the data
+through the backend layer (``backend.Backend``). The read modules use only
 the public methods of this class (``tests/unit_tests/store/test_private_access.py``).
 """
 
@@ -173,13 +173,13 @@ class StoreCore:
         and recall mirror, over any other backend)."""
         self._replica = Replica(
             backend,
-            collection=lambda namespace, role: self._collection(namespace, role, create=False),
+            collection=self.collection,
             checked=self._vectors,
             identity=lambda: self._identity,
         )
         self._repaired: set[str] = set()
         self._closed = False
-        self.run_records = RunRecords(self._journal_collection)
+        self.run_records = RunRecords(lambda namespace, create: self.collection(namespace, "journal", create=create))
         """The run records of every namespace (the storage under :class:`~langchain_hindsight.journal.RunJournal`)."""
 
     # ------------------------------------------------------------------ public plumbing
@@ -191,12 +191,22 @@ class StoreCore:
     def atomic(self, namespace: str, plan: Callable[[], _R]) -> _R:
         """Run a read-modify-write ``plan`` on ``namespace`` as one write plan of the store, under :attr:`lock`.
 
-        On a database it is one transaction under the namespace's lock, so two processes changing
-        one record apply one after the other and neither change is lost; the plan may be re-run
-        after a serialization failure, so it re-reads what it decides on (the run journal's updates).
+        On a database it is one transaction under the namespace's lock (:meth:`Backend.atomic`), so two
+        processes changing one record apply one after the other and neither change is lost; the plan may be
+        re-run after a serialization failure, so it re-reads what it decides on (the run journal's updates).
+        The collections a plan writes are created (committed) before it, so none the store holds can vanish
+        with a rolled-back transaction; on a backend other processes write, each is checked to be the current
+        one first, under the namespace's lock (what the plan reads is what it writes into).
         """
+        namespace = self.namespace_or_default(namespace)
+
+        def current_plan() -> _R:
+            for role in ROLES:
+                self._recheck(namespace, role)
+            return plan()
+
         with self._lock:
-            return self._atomic(self.namespace_or_default(namespace), plan)
+            return self.backend.atomic(namespace, plan if self.backend.single_writer else current_plan)
 
     @property
     def replica(self) -> Replica:
@@ -206,9 +216,29 @@ class StoreCore:
     def collection(self, namespace: str, role: Role = "memories", *, create: bool = False) -> Collection | None:
         """``namespace``'s collection of ``role``, opened (and repaired) once; ``None``: there is none yet.
 
-        ``create``: make it when missing (the write path, outside a plan's transaction).
+        ``create``: make it when missing (the write path, outside a plan's transaction). A cached handle on a
+        backend other processes write is checked to be the current collection every :data:`RECHECK_SECONDS`.
         """
-        return self._collection(namespace, role, create=create)
+        self.ensure_open()
+        key = (namespace, role)
+        if (
+            not self.backend.single_writer
+            and key in self._collections
+            and time.monotonic() - self._checked_at.get(key, 0.0) > RECHECK_SECONDS
+        ):
+            self._recheck(namespace, role)
+        cached = self._collections.get(key)
+        if cached is not None:
+            return cached
+        col = open_collection(self.backend, namespace, role, create=create, identity=self._identity)
+        if col is None:
+            return None
+        self._collections[key] = col
+        self._checked_at[key] = time.monotonic()
+        if role in ROLES and namespace not in self._repaired:
+            self._repaired.add(namespace)
+            self._repair(namespace)
+        return col
 
     def memories(self, namespace: str) -> Collection | None:
         """``namespace``'s memories collection once its recorded embedder is this store's (never created).
@@ -216,7 +246,7 @@ class StoreCore:
         Raises:
             EmbedderMismatchError: its vectors were written by another embedder.
         """
-        return self._vectors(self._collection(namespace, create=False))
+        return self._vectors(self.collection(namespace))
 
     def ensure_open(self) -> None:
         """Raise :class:`StoreClosedError` once the store is closed."""
@@ -231,8 +261,11 @@ class StoreCore:
         self._repaired.discard(namespace)
 
     def reopen_collections(self) -> None:
-        """The backend rebuilt or dropped collections: every open handle is dropped, each reopened at its next use."""
+        """The backend rebuilt, dropped or re-embedded collections: every open handle is dropped, each reopened
+        (and its embedder checked again) at its next use.
+        """  # noqa: D205
         self._collections.clear()
+        self._embedder_checked.clear()
 
     def distrust_copies(self) -> None:
         """After a failure that may have stopped a write half-way: the replica distrusts every namespace opened."""
@@ -245,25 +278,6 @@ class StoreCore:
             ConfigurationError: not a valid namespace name.
         """
         return self.namespace if namespace is None else check_namespace(namespace)
-
-    _ns = namespace_or_default
-
-    def _atomic(self, namespace: str, plan: Callable[[], _R]) -> _R:
-        """Run a write ``plan`` on ``namespace`` through :meth:`Backend.atomic` (one transaction on a database).
-
-        A database backend may re-run ``plan`` after a serialization failure, so a plan
-        re-reads what it decides on; the collections a plan writes are created (committed)
-        before it, so none the store holds can vanish with a rolled-back transaction.
-        """
-        if self.backend.single_writer:
-            return self.backend.atomic(namespace, plan)
-
-        def current_plan() -> _R:
-            for role in ROLES:  # under the namespace's lock: what the plan reads is what it writes into
-                self._recheck(namespace, role)
-            return plan()
-
-        return self.backend.atomic(namespace, current_plan)
 
     def _recheck(self, namespace: str, role: Role) -> None:
         """Forget the cached ``role`` collection of ``namespace`` if another process dropped or replaced it.
@@ -316,42 +330,11 @@ class StoreCore:
         cached = self._collections.get((namespace, "memories"))
         if cached is None:
             return False
-        self._reopen(namespace)
+        for role in ALL_ROLES:  # every cached collection of the namespace is checked now
+            self._recheck(namespace, role)
         return self._collections.get((namespace, "memories")) is not cached
 
-    def _reopen(self, namespace: str) -> None:
-        """Check every cached collection of ``namespace`` now (its memories collection was found dropped)."""
-        for role in ALL_ROLES:
-            self._recheck(namespace, role)
-
-    _ensure_open = ensure_open
-
     # ------------------------------------------------------------------ collections
-    def _collection(self, namespace: str, role: Role = "memories", *, create: bool = True) -> Collection | None:
-        self._ensure_open()
-        key = (namespace, role)
-        if (
-            not self.backend.single_writer
-            and key in self._collections
-            and time.monotonic() - self._checked_at.get(key, 0.0) > RECHECK_SECONDS
-        ):
-            self._recheck(namespace, role)
-        cached = self._collections.get(key)
-        if cached is not None:
-            return cached
-        col = open_collection(self.backend, namespace, role, create=create, identity=self._identity)
-        if col is None:
-            return None
-        self._collections[key] = col
-        self._checked_at[key] = time.monotonic()
-        if role in ROLES and namespace not in self._repaired:
-            self._repaired.add(namespace)
-            self._repair(namespace)
-        return col
-
-    def _journal_collection(self, namespace: str, create: bool) -> Collection | None:
-        return self._collection(namespace, "journal", create=create)
-
     @property
     def _identity(self) -> EmbedderIdentity:
         return embedder_identity(self.embeddings)
@@ -371,7 +354,7 @@ class StoreCore:
         module). Only marked records are touched, so a unit restored on purpose
         stays restored.
         """
-        touched = repair_namespace(functools.partial(self._collection, namespace, create=False), namespace, self.policy)
+        touched = repair_namespace(functools.partial(self.collection, namespace), namespace, self.policy)
         if touched:
             current = self._get_many(touched, namespace)
             gone = sorted(set(touched) - {u.memory_id for u in current})
@@ -380,7 +363,7 @@ class StoreCore:
     # ------------------------------------------------------------------ for the write path (``_store_writes``)
     def vector_collection(self, namespace: str, role: Role = "memories") -> Collection:
         """The ``role`` collection of ``namespace`` (created if missing), checked to hold this store's vectors."""
-        col = self._vectors(self._collection(namespace, role))
+        col = self._vectors(self.collection(namespace, role, create=True))
         assert col is not None  # create=True always returns a collection
         return col
 
@@ -393,7 +376,7 @@ class StoreCore:
         with self._lock:
             found: dict[str, MemoryUnit] = {}
             for role in ROLES:
-                col = self._collection(ns, role, create=False)
+                col = self.collection(ns, role)
                 if col is None:
                     continue
                 missing = [i for i in ids if i not in found]
@@ -410,10 +393,10 @@ class StoreCore:
         """
         found = self.get_many([memory_id], namespace=namespace)
         if not found:
-            raise MemoryNotFoundError(f"no memory {memory_id!r} in namespace {self._ns(namespace)!r}")
+            raise MemoryNotFoundError(f"no memory {memory_id!r} in namespace {self.namespace_or_default(namespace)!r}")
         return found[0]
 
     @backend_errors
     def get_many(self, memory_ids: Sequence[str], *, namespace: str | None = None) -> list[MemoryUnit]:
         """The units that exist among ``memory_ids``, in the given order (missing ones skipped)."""
-        return self._get_many(check_ids(memory_ids), self._ns(namespace))
+        return self._get_many(check_ids(memory_ids), self.namespace_or_default(namespace))

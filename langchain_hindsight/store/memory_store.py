@@ -7,11 +7,11 @@ derived data, rebuilt from the backend and updated on every write.
 The store reaches its data only through the backend layer (``backend.Backend``:
 ``backend.ChromaBackend``, embedded or server; ``backend.InMemoryBackend``), and
 recall reads through its replica (``replica.Replica``: the derived copies of the data).
-:class:`MemoryStore` is one class: each read method checks its arguments and calls one
-function of its concept's module — ``reads`` (listing, counting, history), ``search``
-(dense, lexical, hybrid), ``transfer`` (exact import), ``forget`` (forget, scrub) — and
-the write methods are ``_store_writes``' functions themselves, bound here (read, plan with
-``decide``, write with ``apply``), all over the shared state of ``_core.StoreCore``.
+:class:`MemoryStore` is one class whose public methods are the functions of their concept's
+module, bound here (one signature and docstring each): ``reads`` (listing, counting, history),
+``search`` (dense, lexical, hybrid), ``_store_writes`` (read, plan with ``decide``, write with
+``apply``), ``transfer`` (exact import), ``forget`` (forget, scrub), all over the shared state
+of ``_core.StoreCore``.
 """
 
 from __future__ import annotations
@@ -21,13 +21,12 @@ import functools
 import logging
 import os
 import warnings
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
-import numpy as np
 from langchain_core.embeddings import Embeddings
 
-from langchain_hindsight._checks import check_query, refuse_unknown_keywords
+from langchain_hindsight._checks import refuse_unknown_keywords
 from langchain_hindsight.embeddings.multilingual import default_embeddings
 from langchain_hindsight.errors import ConfigurationError
 from langchain_hindsight.store import _store_writes as _write_ops
@@ -35,7 +34,6 @@ from langchain_hindsight.store import forget as _forget_ops
 from langchain_hindsight.store import reads as _read_ops
 from langchain_hindsight.store import search as _search_ops
 from langchain_hindsight.store import transfer as _transfer_ops
-from langchain_hindsight.store._checks import check_vector
 from langchain_hindsight.store._collections import recorded_embedder
 from langchain_hindsight.store._core import StoreCore, backend_errors
 from langchain_hindsight.store._naming import check_namespace
@@ -47,7 +45,7 @@ from langchain_hindsight.store.decide import MERGE_THRESHOLD
 from langchain_hindsight.store.replica.lexical import lexical_scheme
 from langchain_hindsight.store.writes import RuleWriteJudge, WriteJudge
 from langchain_hindsight.taxonomy import TaskTypeVocabulary
-from langchain_hindsight.types import DEFAULT_NAMESPACE, MemoryStatus, MemoryUnit
+from langchain_hindsight.types import DEFAULT_NAMESPACE, MemoryUnit
 
 __all__ = ["MemoryStore"]
 
@@ -184,7 +182,7 @@ class MemoryStore(StoreCore):
             else:
                 backend = ChromaBackend.embedded(persist_directory)
         self._init_state(backend)
-        self.reader = _search_ops.open_reader(self)
+        self.reader = _search_ops.DatabaseReader(self) if self.read_path == "database" else self.replica
         if embeddings is None:  # the built-in embedder the store records; a new store gets the routed default
             embeddings = default_embeddings(recorded_embedder(backend, self.namespace))
         self.embeddings = embeddings
@@ -243,224 +241,37 @@ class MemoryStore(StoreCore):
             progress: Called as ``progress("namespace/role", done, total)``.
         """
         with self._lock:
-            self._ensure_open()
+            self.ensure_open()
             names = _read_ops.namespaces(self) if namespaces is None else [check_namespace(n) for n in namespaces]
             for name in names:  # new vectors: the cached and mirrored ones are the old embedder's
                 self._replica.revector(name)
-            self._collections.clear()
-            self._embedder_checked.clear()
+            self.reopen_collections()
             try:
                 report = reembed_collections(
                     self.backend, self.embeddings, names, batch_size=batch_size, progress=progress
                 )
             finally:
-                self._collections.clear()
-                self._embedder_checked.clear()
+                self.reopen_collections()
             if report.migrated and self.backend.can_erase:
                 _forget_ops.scrub_collections(self, None)
             return report
 
     # ------------------------------------------------------------------ the public methods, by concept
-    def search(
-        self,
-        query: str,
-        *,
-        k: int = 10,
-        namespace: str | None = None,
-        include_embeddings: bool = False,
-    ) -> list[tuple[MemoryUnit, float, list[float] | None]]:
-        """Dense nearest neighbours among *active* units: ``(unit, cosine_similarity, embedding)``.
-
-        Raises:
-            ConfigurationError: ``query`` is blank (it has no words to match).
-        """
-        check_query("MemoryStore.search", query)
-        return _search_ops.search(self, query, k=k, namespace=namespace, include_embeddings=include_embeddings)
-
-    def search_by_vector(
-        self,
-        vector: Sequence[float],
-        *,
-        k: int = 10,
-        namespace: str | None = None,
-        include_embeddings: bool = False,
-        where: dict[str, Any] | None = None,
-    ) -> list[tuple[MemoryUnit, float, list[float] | None]]:
-        """Like :meth:`search` with a precomputed query vector.
-
-        Without ``where``, the store's reader answers (the in-process replica, or
-        a database queried for ``k`` plus a margin of which the inactive are
-        dropped); a ``where`` filter is a filtered query of the backend's index.
-        """
-        check_vector("MemoryStore.search_by_vector", vector)
-        return _search_ops.search_by_vector(
-            self, vector, k=k, namespace=namespace, include_embeddings=include_embeddings, where=where
-        )
-
-    def similarity_by_ids(
-        self, vector: Sequence[float], memory_ids: Sequence[str], *, namespace: str | None = None
-    ) -> list[tuple[MemoryUnit, float]]:
-        """The *active* units among ``memory_ids`` with their cosine similarity to ``vector``.
-
-        Used by hybrid recall for candidates found only by the lexical arm, so
-        every candidate is scored on the same dense similarity. Order follows
-        ``memory_ids``; missing or inactive ids are skipped.
-        """
-        check_vector("MemoryStore.similarity_by_ids", vector)
-        return _search_ops.similarity_by_ids(self, vector, memory_ids, namespace=namespace)
-
-    def hybrid_search(
-        self,
-        query: str,
-        vector: Sequence[float],
-        *,
-        k: int = 10,
-        namespace: str | None = None,
-        normalize: bool = False,
-    ) -> tuple[dict[str, tuple[MemoryUnit, float]], dict[str, float]]:
-        """Both arms of hybrid recall at once: the dense and lexical candidates, each with its cosine similarity.
-
-        Equivalent to :meth:`search_by_vector` (``k``), :meth:`lexical_search`
-        (``k``) and :meth:`similarity_by_ids` for the lexical matches the dense
-        arm did not return, read where the store reads (one path per store): a
-        database in one statement, any other backend from the in-process replica.
-
-        Args:
-            query: The query text (lexical arm).
-            vector: Its embedding (dense arm).
-            k: Depth of each arm.
-            namespace: Namespace to search (default: the store's).
-            normalize: Lexical scores as a share of the query's idf mass (see :meth:`lexical_search`).
-
-        Returns:
-            ``(candidates, lexical)``: every candidate's ``(unit, cosine_similarity)``
-            by id, and the lexical arm's BM25 score by id.
-
-        Raises:
-            ConfigurationError: ``query`` is blank (it has no words to match).
-        """
-        check_query("MemoryStore.hybrid_search", query)
-        check_vector("MemoryStore.hybrid_search", vector)
-        return _search_ops.hybrid_search(self, query, vector, k=k, namespace=namespace, normalize=normalize)
-
-    def lexical_search(
-        self, query: str, *, k: int = 10, namespace: str | None = None, normalize: bool = False
-    ) -> list[tuple[str, float]]:
-        """BM25 matches among active units: ``(memory_id, score)``, best first.
-
-        ``normalize=True`` scales scores to [0, 1] by the query's idf mass (see
-        :meth:`LexicalIndex.search <langchain_hindsight.store.replica.lexical.LexicalIndex.search>`).
-
-        The index is built from the backend on first use and kept in step with this
-        store's writes; with a shared client (``HttpClient``), other stores'
-        writes are picked up through the namespace's change feed on every call.
-
-        Raises:
-            ConfigurationError: ``query`` is blank (it has no words to match).
-        """
-        check_query("MemoryStore.lexical_search", query)
-        return _search_ops.lexical_search(self, query, k=k, namespace=namespace, normalize=normalize)
-
-    def namespaces(self) -> list[str]:
-        """Every namespace that has a collection, sorted."""
-        return _read_ops.namespaces(self)
-
-    def list_units(
-        self,
-        *,
-        namespace: str | None = None,
-        status: MemoryStatus | None = None,
-        task_type: str | None = None,
-        kind: str | None = None,
-        source: str | None = None,
-        limit: int | None = None,
-    ) -> list[MemoryUnit]:
-        """Units matching every given filter, newest first. ``status=None`` means all statuses."""
-        return _read_ops.list_units(
-            self, namespace=namespace, status=status, task_type=task_type, kind=kind, source=source, limit=limit
-        )
-
-    def iter_units(
-        self,
-        *,
-        namespace: str | None = None,
-        status: MemoryStatus | None = None,
-        task_type: str | None = None,
-        kind: str | None = None,
-        source: str | None = None,
-        batch_size: int = 1000,
-    ) -> Iterator[MemoryUnit]:
-        """Iterate over matching units in pages of ``batch_size`` (unordered)."""
-        return _read_ops.iter_units(
-            self,
-            namespace=namespace,
-            status=status,
-            task_type=task_type,
-            kind=kind,
-            source=source,
-            batch_size=batch_size,
-        )
-
-    def iter_vectors(
-        self, *, namespace: str | None = None, status: MemoryStatus = "active", batch_size: int = 1000
-    ) -> Iterator[tuple[list[MemoryUnit], np.ndarray]]:
-        """Units with ``status`` and their stored vectors, in pages of ``batch_size``: ``(units, vectors)``.
-
-        ``vectors`` is a float32 array with one row per unit, as stored (nothing is
-        re-embedded). Used by maintenance passes that compare units with each other.
-
-        Example:
-            >>> for units, vectors in store.iter_vectors(status="active"):  # doctest: +SKIP
-            ...     print(len(units), vectors.shape)
-        """
-        return _read_ops.iter_vectors(self, namespace=namespace, status=status, batch_size=batch_size)
-
-    def count_by(self, *fields: str, namespace: str | None = None) -> dict[tuple[str, ...], int]:
-        """How many units (every status) have each combination of values of ``fields``.
-
-        Exact, and cheap on large stores: a field with a known set of values
-        (``status``, ``kind``, ``source``, and ``task_type`` through the store's
-        vocabulary) is read as one id-only filtered query per value, and only the
-        units whose value is outside that set (or missing: counted as ``""``) have
-        their metadata read. ``run_id`` has no known values, so counting by it
-        reads every unit's metadata. When the store holds the namespace's recall
-        mirror (or its snapshot is vouched for: it is loaded, never built for
-        this), the active units are counted from it and only the others are read.
-        Keys come sorted.
-
-        Example:
-            >>> store.count_by("status", "task_type")  # doctest: +SKIP
-            {('active', 'weekly_report'): 12, ('superseded', 'weekly_report'): 2}
-
-        Args:
-            fields: Among ``status``, ``task_type``, ``kind``, ``source``, ``run_id``.
-            namespace: Namespace to count (default: the store's).
-        """
-        return _read_ops.count_by(self, *fields, namespace=namespace)
-
-    def statistics(self, *, namespace: str | None = None) -> dict[str, Any]:
-        """What ``hindsight stats`` prints for ``namespace``: counts by status, by task type, by source, and runs.
-
-        Keys: ``total``, ``status``, ``active_by_task_type`` (active memories), ``by_source`` (each mapping
-        most common first) and ``runs`` (journalled runs). An embedded store keeps the answer in its
-        statistics summary when it closes, so the next ``hindsight stats`` reads it without opening Chroma.
-        """
-        return _read_ops.statistics(self, namespace=namespace)
-
-    def count(self, *, namespace: str | None = None, status: MemoryStatus | None = None) -> int:
-        """Number of units in ``namespace`` (all statuses unless ``status`` is given)."""
-        return _read_ops.count(self, namespace=namespace, status=status)
-
-    def history(self, memory_id: str, *, namespace: str | None = None) -> list[MemoryUnit]:
-        """The supersedes chain through ``memory_id``, newest first.
-
-        Starts at the newest unit that (transitively) supersedes ``memory_id`` and
-        follows ``supersedes`` back to the oldest ancestor.
-
-        Raises:
-            MemoryNotFoundError: ``memory_id`` does not exist.
-        """
-        return _read_ops.history(self, memory_id, namespace=namespace)
+    # the reads, defined with their reference text where they live: ``search`` (dense, lexical, hybrid) and
+    # ``reads`` (listing, counting, paging, history)
+    search = _search_ops.search
+    search_by_vector = _search_ops.search_by_vector
+    similarity_by_ids = _search_ops.similarity_by_ids
+    hybrid_search = _search_ops.hybrid_search
+    lexical_search = _search_ops.lexical_search
+    namespaces = _read_ops.namespaces
+    list_units = _read_ops.list_units
+    iter_units = _read_ops.iter_units
+    iter_vectors = _read_ops.iter_vectors
+    count_by = _read_ops.count_by
+    statistics = _read_ops.statistics
+    count = _read_ops.count
+    history = _read_ops.history
 
     # the writes, defined with their reference text where they live: ``_store_writes`` (read, plan with ``decide``,
     # write with ``apply``), ``forget`` (hard delete, erase) and ``transfer`` (exact import)

@@ -1,4 +1,4 @@
-"""The read methods of ``MemoryStore``: listing, counting, paging units (with or without vectors), history.
+"""The read methods of ``MemoryStore`` (it binds these functions): listing, counting, paging units, history.
 
 Also what ``hindsight stats`` prints (:func:`statistics`, kept by the replica for its summary) and the
 replica's close (:func:`close_replica`): it counts with the recall mirror, as :func:`count_by` does when it can.
@@ -61,7 +61,7 @@ def check_page_size(batch_size: object) -> None:
 
 @backend_errors
 def namespaces(store: StoreCore) -> list[str]:
-    """The body of :meth:`MemoryStore.namespaces` (see there)."""
+    """Every namespace that has a collection, sorted."""
     with store.lock:
         store.ensure_open()
         return _namespaces(store.backend)
@@ -79,7 +79,7 @@ def list_units(
     source: str | None = None,
     limit: int | None = None,
 ) -> list[MemoryUnit]:
-    """The body of :meth:`MemoryStore.list_units` (see there)."""
+    """Units matching every given filter, newest first. ``status=None`` means all statuses."""
     if limit is not None and not is_int(limit, 0):
         raise ConfigurationError(f"limit must be a non-negative int or None, got {limit!r}")
     units = list(iter_units(store, namespace=namespace, status=status, task_type=task_type, kind=kind, source=source))
@@ -97,7 +97,7 @@ def iter_units(
     source: str | None = None,
     batch_size: int = 1000,
 ) -> Iterator[MemoryUnit]:
-    """The body of :meth:`MemoryStore.iter_units` (see there)."""
+    """Iterate over matching units in pages of ``batch_size`` (unordered)."""
     ns = store.namespace_or_default(namespace)
     filters: dict[str, object] = {"status": status, "task_type": task_type, "kind": kind, "source": source}
     where = filter_where(filters, store.vocabulary.resolve)
@@ -120,7 +120,15 @@ def iter_units(
 def iter_vectors(
     store: StoreCore, *, namespace: str | None = None, status: MemoryStatus = "active", batch_size: int = 1000
 ) -> Iterator[tuple[list[MemoryUnit], np.ndarray]]:
-    """The body of :meth:`MemoryStore.iter_vectors` (see there)."""
+    """Units with ``status`` and their stored vectors, in pages of ``batch_size``: ``(units, vectors)``.
+
+    ``vectors`` is a float32 array with one row per unit, as stored (nothing is
+    re-embedded). Used by maintenance passes that compare units with each other.
+
+    Example:
+        >>> for units, vectors in store.iter_vectors(status="active"):  # doctest: +SKIP
+        ...     print(len(units), vectors.shape)
+    """
     ns = store.namespace_or_default(namespace)
     if status not in ALLOWED["status"]:
         raise ConfigurationError(f"status must be one of {ALLOWED['status']}, got {status!r}")
@@ -152,7 +160,27 @@ def iter_vectors(
 
 @backend_errors
 def count_by(store: StoreCore, *fields: str, namespace: str | None = None) -> dict[tuple[str, ...], int]:
-    """The body of :meth:`MemoryStore.count_by` (see there)."""
+    """How many units (every status) have each combination of values of ``fields``.
+
+    Exact, and cheap on large stores: a field with a known set of values
+    (``status``, ``kind``, ``source``, and ``task_type`` through the store's
+    vocabulary) is read as one id-only filtered query per value, and only the
+    units whose value is outside that set (or missing: counted as ``""``) have
+    their metadata read. ``run_id`` has no known values, so counting by it
+    reads every unit's metadata. When the store holds the namespace's recall
+    mirror (or its snapshot is vouched for: it is loaded, never built for
+    this), the active units are counted from it and only the others are read.
+    Keys come sorted.
+
+    Example:
+        >>> store.count_by("status", "task_type")  # doctest: +SKIP
+        {('active', 'weekly_report'): 12, ('superseded', 'weekly_report'): 2}
+
+    Args:
+        store: The store (``self``: this is :meth:`MemoryStore.count_by`).
+        fields: Among ``status``, ``task_type``, ``kind``, ``source``, ``run_id``.
+        namespace: Namespace to count (default: the store's).
+    """
     allowed = ("status", "task_type", "kind", "source", "run_id")
     if not fields or any(f not in allowed for f in fields):
         raise ConfigurationError(f"fields must be among {allowed}, got {fields!r}")
@@ -229,7 +257,12 @@ def close_replica(store: StoreCore) -> None:
 
 @backend_errors
 def statistics(store: StoreCore, *, namespace: str | None = None) -> dict[str, Any]:
-    """The body of :meth:`MemoryStore.statistics` (see there)."""
+    """What ``hindsight stats`` prints for ``namespace``: counts by status, by task type, by source, and runs.
+
+    Keys: ``total``, ``status``, ``active_by_task_type`` (active memories), ``by_source`` (each mapping
+    most common first) and ``runs`` (journalled runs). An embedded store keeps the answer in its
+    statistics summary when it closes, so the next ``hindsight stats`` reads it without opening Chroma.
+    """
     ns = store.namespace_or_default(namespace)
     with store.lock:
         store.ensure_open()
@@ -240,7 +273,7 @@ def statistics(store: StoreCore, *, namespace: str | None = None) -> dict[str, A
 
 @backend_errors
 def count(store: StoreCore, *, namespace: str | None = None, status: MemoryStatus | None = None) -> int:
-    """The body of :meth:`MemoryStore.count` (see there)."""
+    """Number of units in ``namespace`` (all statuses unless ``status`` is given)."""
     if status is not None and status not in ALLOWED["status"]:
         raise ConfigurationError(f"status must be one of {ALLOWED['status']} or None, got {status!r}")
     ns = store.namespace_or_default(namespace)
@@ -259,7 +292,14 @@ def count(store: StoreCore, *, namespace: str | None = None, status: MemoryStatu
 
 @backend_errors
 def history(store: StoreCore, memory_id: str, *, namespace: str | None = None) -> list[MemoryUnit]:
-    """The body of :meth:`MemoryStore.history` (see there)."""
+    """The supersedes chain through ``memory_id``, newest first.
+
+    Starts at the newest unit that (transitively) supersedes ``memory_id`` and
+    follows ``supersedes`` back to the oldest ancestor.
+
+    Raises:
+        MemoryNotFoundError: ``memory_id`` does not exist.
+    """
     ns = store.namespace_or_default(namespace)
     with store.lock:
         head = store.get(memory_id, namespace=ns)

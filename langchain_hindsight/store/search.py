@@ -14,12 +14,12 @@ from typing import Any
 
 import numpy as np
 
+from langchain_hindsight._checks import check_query
 from langchain_hindsight._text import clean_text
-from langchain_hindsight.errors import ConfigurationError
-from langchain_hindsight.store._checks import check_k
+from langchain_hindsight.store._checks import check_k, check_vector
 from langchain_hindsight.store._codec import unit_from_record
 from langchain_hindsight.store._collections import query_hits
-from langchain_hindsight.store._core import Reader, StoreCore, backend_errors, check_ids
+from langchain_hindsight.store._core import StoreCore, backend_errors, check_ids
 from langchain_hindsight.types import MemoryUnit
 
 __all__ = [
@@ -27,20 +27,12 @@ __all__ = [
     "hybrid_search",
     "lexical_search",
     "nearest_wanted",
-    "open_reader",
     "search",
     "search_by_vector",
     "similarity_by_ids",
 ]
 
 logger = logging.getLogger(__name__)
-
-
-def open_reader(store: StoreCore) -> Reader:
-    """The one reader of ``store``, chosen as it opens: the database on ``read_path == "database"``, else its
-    replica.
-    """  # noqa: D205
-    return DatabaseReader(store) if store.read_path == "database" else store.replica
 
 
 @backend_errors
@@ -52,8 +44,13 @@ def search(
     namespace: str | None = None,
     include_embeddings: bool = False,
 ) -> list[tuple[MemoryUnit, float, list[float] | None]]:
-    """The body of :meth:`MemoryStore.search` (see there)."""
-    _check_query(query, k)
+    """Dense nearest neighbours among *active* units: ``(unit, cosine_similarity, embedding)``.
+
+    Raises:
+        ConfigurationError: ``query`` is blank (it has no words to match).
+    """
+    check_query("MemoryStore.search", query)
+    check_k(k)
     vector = store.embeddings.embed_query(clean_text(query))
     return search_by_vector(store, vector, k=k, namespace=namespace, include_embeddings=include_embeddings)
 
@@ -68,7 +65,13 @@ def search_by_vector(
     include_embeddings: bool = False,
     where: dict[str, Any] | None = None,
 ) -> list[tuple[MemoryUnit, float, list[float] | None]]:
-    """The body of :meth:`MemoryStore.search_by_vector` (see there)."""
+    """Like :meth:`search` with a precomputed query vector.
+
+    Without ``where``, the store's reader answers (the in-process replica, or
+    a database queried for ``k`` plus a margin of which the inactive are
+    dropped); a ``where`` filter is a filtered query of the backend's index.
+    """
+    check_vector("MemoryStore.search_by_vector", vector)
     check_k(k)
     ns = store.namespace_or_default(namespace)
     with store.lock:
@@ -97,7 +100,13 @@ def similarity_by_ids(
     *,
     namespace: str | None = None,
 ) -> list[tuple[MemoryUnit, float]]:
-    """The body of :meth:`MemoryStore.similarity_by_ids` (see there)."""
+    """The *active* units among ``memory_ids`` with their cosine similarity to ``vector``.
+
+    Used by hybrid recall for candidates found only by the lexical arm, so
+    every candidate is scored on the same dense similarity. Order follows
+    ``memory_ids``; missing or inactive ids are skipped.
+    """
+    check_vector("MemoryStore.similarity_by_ids", vector)
     ids = check_ids(memory_ids) if memory_ids else []
     if not ids:
         return []
@@ -116,8 +125,31 @@ def hybrid_search(
     namespace: str | None = None,
     normalize: bool = False,
 ) -> tuple[dict[str, tuple[MemoryUnit, float]], dict[str, float]]:
-    """The body of :meth:`MemoryStore.hybrid_search` (see there), read by the store's reader."""
-    _check_query(query, k)
+    """Both arms of hybrid recall at once: the dense and lexical candidates, each with its cosine similarity.
+
+    Equivalent to :meth:`search_by_vector` (``k``), :meth:`lexical_search`
+    (``k``) and :meth:`similarity_by_ids` for the lexical matches the dense
+    arm did not return, read where the store reads (one path per store): a
+    database in one statement, any other backend from the in-process replica.
+
+    Args:
+        store: The store (``self``: this is :meth:`MemoryStore.hybrid_search`).
+        query: The query text (lexical arm).
+        vector: Its embedding (dense arm).
+        k: Depth of each arm.
+        namespace: Namespace to search (default: the store's).
+        normalize: Lexical scores as a share of the query's idf mass (see :meth:`lexical_search`).
+
+    Returns:
+        ``(candidates, lexical)``: every candidate's ``(unit, cosine_similarity)``
+        by id, and the lexical arm's BM25 score by id.
+
+    Raises:
+        ConfigurationError: ``query`` is blank (it has no words to match).
+    """
+    check_query("MemoryStore.hybrid_search", query)
+    check_vector("MemoryStore.hybrid_search", vector)
+    check_k(k)
     ns = store.namespace_or_default(namespace)
     with store.lock:
         return store.reader.hybrid(ns, query, vector, k, normalize)
@@ -132,18 +164,23 @@ def lexical_search(
     namespace: str | None = None,
     normalize: bool = False,
 ) -> list[tuple[str, float]]:
-    """The body of :meth:`MemoryStore.lexical_search` (see there), scored by the store's reader."""
-    _check_query(query, k)
+    """BM25 matches among active units: ``(memory_id, score)``, best first.
+
+    ``normalize=True`` scales scores to [0, 1] by the query's idf mass (see
+    :meth:`LexicalIndex.search <langchain_hindsight.store.replica.lexical.LexicalIndex.search>`).
+
+    The index is built from the backend on first use and kept in step with this
+    store's writes; with a shared client (``HttpClient``), other stores'
+    writes are picked up through the namespace's change feed on every call.
+
+    Raises:
+        ConfigurationError: ``query`` is blank (it has no words to match).
+    """
+    check_query("MemoryStore.lexical_search", query)
+    check_k(k)
     ns = store.namespace_or_default(namespace)
     with store.lock:
         return store.reader.lexical(ns, query, k, normalize)
-
-
-def _check_query(query: object, k: object) -> None:
-    """Refuse a query that is not a string and a ``k`` that is not a positive int (what the lexical arm checks)."""
-    if not isinstance(query, str):
-        raise ConfigurationError(f"query must be a string, got {type(query).__name__}")
-    check_k(k)
 
 
 def nearest_wanted(k: int) -> int:

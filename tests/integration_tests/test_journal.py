@@ -70,7 +70,7 @@ def test_explain_orders_by_rank_and_names_the_main_factor(store: MemoryStore, un
     journal = RunJournal(store)
     journal.start("run-2", task="clean", served=[_scored(units[0], 0.9), _scored(units[2], 0.3)], now=T0)
     # The unit disappears without a forget (e.g. folded away by a merge pass): explain says so.
-    store._collection(store.namespace).delete(ids=[units[2].memory_id])
+    store.collection(store.namespace, create=True).delete(ids=[units[2].memory_id])
 
     explanation = explain_run(journal, "run-2")
     first, second = explanation.memories
@@ -100,7 +100,7 @@ def test_scrub_removes_ids_from_served_and_produced(store: MemoryStore, units: l
     assert a.produced == []
     assert b.served == []
     # No trace of the ids in any stored document.
-    col = store._collection(store.namespace, "journal")
+    col = store.collection(store.namespace, "journal", create=True)
     docs = col.get(include=["documents"])["documents"]
     assert not any(units[1].memory_id in d or units[2].memory_id in d for d in docs)
     assert journal.scrub([units[1].memory_id]) == 0

@@ -224,7 +224,7 @@ def test_a_type_error_raised_inside_the_body_passes_through_unchanged() -> None:
 
 
 def test_decorated_methods_keep_their_signature_and_kind() -> None:
-    assert list(inspect.signature(MemoryStore.search).parameters)[:2] == ["self", "query"]
+    assert list(inspect.signature(MemoryStore.search).parameters)[:2] == ["store", "query"]  # store.search's
     assert inspect.iscoroutinefunction(Hindsight.arecall)
     assert inspect.iscoroutinefunction(MemoryStore.aforget)
     assert isinstance(inspect.getattr_static(RunRecord, "from_json"), classmethod)

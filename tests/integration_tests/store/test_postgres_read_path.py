@@ -49,7 +49,7 @@ for line in sys.stdin:
         store.forget(arg); print("ok", flush=True)
     elif op == "hang":  # a write plan that stops mid-transaction, until killed
         def plan():
-            col = store._collection(store.namespace)
+            col = store.collection(store.namespace, create=True)
             col.delete(ids=[arg])
             print("inside", flush=True)
             time.sleep(600)

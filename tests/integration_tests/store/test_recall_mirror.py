@@ -139,7 +139,7 @@ def test_the_mirror_is_saved_at_close_and_loaded_without_reading_every_record(pa
         first = _recall(store, "CSV 编码 lesson 9")
     assert _mirror_file(path).stat().st_size > 0
     with MemoryStore(path, embeddings=HashEmbeddings(64)) as store:
-        store._collection(store.namespace)
+        store.collection(store.namespace, create=True)
         col = _counting(store)
         assert _recall(store, "CSV 编码 lesson 9") == first
         assert col.calls == []  # loaded from the snapshots the stamp vouches for: no record read
@@ -154,7 +154,7 @@ def test_a_write_erases_the_snapshot_at_once_and_close_saves_a_current_one(path:
         store.update(units[0].memory_id, content=secret)  # before any search: the snapshot is loaded and updated
         assert not (path / "mirror").exists() or not list((path / "mirror").glob("*.npz"))
     with MemoryStore(path, embeddings=HashEmbeddings(64)) as store:
-        store._collection(store.namespace)
+        store.collection(store.namespace, create=True)
         col = _counting(store)
         hits = store.search(secret, k=1)
         assert "pages" not in col.calls  # the snapshot saved at close already held the update
@@ -174,7 +174,7 @@ def test_a_snapshot_that_no_longer_matches_the_records_is_rebuilt(path: Path) ->
         _recall(store, "warm up")
     shutil.copy(old, _mirror_file(path))  # as if a stale snapshot survived
     with MemoryStore(path, embeddings=HashEmbeddings(64)) as store:
-        store._collection(store.namespace)
+        store.collection(store.namespace, create=True)
         col = _counting(store)
         retriever = HindsightRetriever(store=store, k=20, low_similarity_threshold=0.0, min_relevance=None)
         got = {s.memory.memory_id: s.memory for s in retriever.recall("CSV 编码 lesson", now=NOW)}
@@ -287,7 +287,7 @@ def test_a_snapshot_the_clean_close_stamp_does_not_vouch_for_is_rebuilt(path: Pa
         first = _recall(store, "CSV 编码 lesson 4")
     (path / ".hindsight-clean").unlink()  # as after a process that died: the files may not match the data
     with MemoryStore(path, embeddings=HashEmbeddings(64)) as store:
-        store._collection(store.namespace)
+        store.collection(store.namespace, create=True)
         col = _counting(store)
         assert _recall(store, "CSV 编码 lesson 4") == first
         assert "pages" in col.calls  # rebuilt from the records, not loaded
@@ -300,7 +300,7 @@ def test_a_write_after_the_stores_close_voids_every_snapshot(path: Path) -> None
     target = units[7].memory_id
     backend = ChromaBackend.embedded(path)
     with MemoryStore(backend=backend, embeddings=HashEmbeddings(64)) as store:
-        name = store._collection(store.namespace)
+        name = store.collection(store.namespace, create=True)
         assert name is not None
         assert not hasattr(store, "client")  # no raw client on the store: every write passes the backend
     col = backend.get_collection(name.name)  # the caller still holds the backend: the closed store cannot see this

@@ -85,7 +85,7 @@ def check_consistent(store: MemoryStore, embedder: HashEmbeddings | None = None)
     by_id = {u.memory_id: u for u in units}
     for ns in {u.namespace for u in units}:
         for role in ("memories", "archive"):
-            col = store._collection(ns, role, create=False)
+            col = store.collection(ns, role)
             if col is None:
                 continue
             rows = col.get(include=["metadatas", "embeddings"])
