@@ -159,13 +159,15 @@ class Replica:
         return held
 
     def _load(self, namespace: str) -> Held | None:
-        """``namespace``'s copy from its snapshot files, if the stamp vouches for both and they load."""
-        lexical, mirror = self.snapshot_paths(namespace)
-        if lexical is None or mirror is None:
+        """``namespace``'s copy from its snapshot files, if they may be loaded and load.
+
+        The trust rule of the module docstring: the stamp found at open vouches for both files and this
+        store has not erased them since.
+        """
+        paths, files = self._paths(namespace), self.files
+        if paths is None or files is None or namespace in self._dropped or not all(map(files.vouched, paths)):
             return None
-        if not (self.trusted(lexical, namespace) and self.trusted(mirror, namespace)):
-            return None
-        return Held.load(lexical, mirror, str(self._identity()))
+        return Held.load(*paths, str(self._identity()))
 
     def holds(self, namespace: str) -> bool:
         """Whether a copy of ``namespace`` is held in memory now."""
@@ -208,10 +210,10 @@ class Replica:
         self._held.clear()
 
     # ------------------------------------------------------------------ files
-    def snapshot_paths(self, namespace: str) -> tuple[Path | None, Path | None]:
-        """Where an embedded store keeps ``namespace``'s lexical and mirror snapshots (``None`` without a directory)."""
+    def _paths(self, namespace: str) -> tuple[Path, Path] | None:
+        """Where an embedded store keeps ``namespace``'s lexical and mirror snapshots (``None``: no directory)."""
         if self.files is None:
-            return None, None
+            return None
         name = collection_name(namespace, "memories")
         return self.files.lexical_path(name), self.files.mirror_path(name)
 
@@ -234,19 +236,15 @@ class Replica:
             logger.info("erased %d derived file(s) the clean-close stamp did not vouch for", len(stale))
         return len(stale)
 
-    def trusted(self, path: Path, namespace: str) -> bool:
-        """Whether the snapshot at ``path`` may be loaded (the trust rule of the module docstring)."""
-        return self.files is not None and namespace not in self._dropped and self.files.vouched(path)
-
     def drop(self, namespace: str) -> None:
         """Erase ``namespace``'s snapshots once they no longer match the data (first write of this store)."""
         held = self._held.get(namespace)
         if held is not None:
             held.saved = False
-        if self.files is not None and namespace not in self._dropped:
-            for path in self.snapshot_paths(namespace):
-                if path is not None:
-                    drop_snapshot(path)
+        paths = self._paths(namespace)
+        if paths is not None and namespace not in self._dropped:
+            for path in paths:
+                drop_snapshot(path)
             self._dropped.add(namespace)
 
     def distrust(self, namespaces: Iterable[str]) -> None:
@@ -268,9 +266,10 @@ class Replica:
         At close; failures are only logged (a snapshot is an optimisation: the next open rebuilds).
         """
         for namespace, held in self._held.items():
-            lexical, mirror = self.snapshot_paths(namespace)
-            if lexical is None or mirror is None or held.saved:
+            paths = self._paths(namespace)
+            if paths is None or held.saved:
                 continue
+            lexical, mirror = paths
             try:
                 col = self._collection(namespace, "memories")
                 if col is not None:
