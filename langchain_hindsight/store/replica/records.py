@@ -227,11 +227,6 @@ class Mirror:
         document, metadata = json.loads(self._records[row])
         return str(document), dict(metadata)
 
-    def document(self, memory_id: str) -> str | None:
-        """The stored document (content) of a mirrored unit, or ``None``."""
-        found = self.record(memory_id)
-        return None if found is None else found[0]
-
     def unit(self, memory_id: str) -> MemoryUnit | None:
         """The mirrored unit, rebuilt from its record (:class:`~langchain_hindsight.errors.StoreError` if corrupt).
 
