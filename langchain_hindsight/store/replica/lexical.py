@@ -44,7 +44,6 @@ __all__ = [
     "lexical_scheme",
     "record_text",
     "record_texts",
-    "save_snapshot",
     "tokenize",
     "tokenizer_signature",
     "unit_text",
@@ -483,16 +482,3 @@ def lexical_scheme() -> LexicalScheme:
 
 _RECORD_TEXT_VERSION = 1
 """Version of what :func:`record_text` indexes (bump it when that changes)."""
-
-
-def save_snapshot(index: LexicalIndex, path: Path) -> bool:
-    """Write ``index`` to ``path``; ``False`` if it was not saved.
-
-    Failures are logged, never raised: the snapshot is an optimisation and the next open rebuilds.
-    """
-    try:
-        index.save(path)
-    except Exception:
-        logger.warning("could not save the lexical index snapshot %s", path, exc_info=True)
-        return False
-    return True

@@ -30,14 +30,14 @@ from pathlib import Path
 from typing import Any
 
 from langchain_hindsight.embeddings.identity import EmbedderIdentity
-from langchain_hindsight.errors import HindsightError, StoreError
+from langchain_hindsight.errors import StoreError
 from langchain_hindsight.store._collections import Collection, namespaces
 from langchain_hindsight.store._naming import Role, collection_name
 from langchain_hindsight.store.backend import Backend, ChromaBackend
 from langchain_hindsight.store.replica.feed import ChangeFeed, open_change_feed
 from langchain_hindsight.store.replica.files import DerivedFiles, drop_snapshot
-from langchain_hindsight.store.replica.lexical import LexicalIndex, record_texts, save_snapshot
-from langchain_hindsight.store.replica.records import Held, Mirror, build_mirror, read_again, save_mirror
+from langchain_hindsight.store.replica.lexical import LexicalIndex, record_texts
+from langchain_hindsight.store.replica.records import Held, Mirror, build_mirror, read_again
 from langchain_hindsight.store.replica.summary import summary_entry
 from langchain_hindsight.types import MemoryUnit
 
@@ -274,8 +274,10 @@ class Replica:
                 col = self._collection(namespace, "memories")
                 if col is not None:
                     read_again(held.mirror, held.index, col)
-                    held.saved = save_mirror(held.mirror, mirror) and save_snapshot(held.index, lexical)
-            except HindsightError:
+                    held.mirror.save(mirror)
+                    held.index.save(lexical)
+                    held.saved = True
+            except Exception:  # an optimisation: the next open rebuilds what was not saved
                 logger.warning("the replica of %r not saved", namespace, exc_info=True)
 
     def counted(self, namespace: str, entry: Mapping[str, Any]) -> None:

@@ -198,9 +198,7 @@ def test_mirror_rows_hold_the_stored_records_and_vectors() -> None:
         mirror.put("d", [1.0, 0.0], record_bytes("丁", {}))
 
 
-def _open(
-    path: Path, trusted: set[str], embeddings: Any = None, namespace: str = "default"
-) -> StoreSnapshot | None:
+def _open(path: Path, trusted: set[str], embeddings: Any = None, namespace: str = "default") -> StoreSnapshot | None:
     """The snapshot of ``namespace`` as the CLI loads it: located among ``trusted`` files, then loaded."""
     located = SnapshotFiles.locate(DerivedFiles(path, trusted), namespace)
     if located is None:
