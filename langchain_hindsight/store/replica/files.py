@@ -12,7 +12,7 @@ One format for all three (:data:`SNAPSHOT_FORMAT`): an uncompressed zip holding 
 kind, the format, the collection and the kind's fields (the tokenizer signature and BM25 constants, or the
 dimension and embedder identity; the counts) — and the kind's arrays as
 ``<name>.npy`` (none for ``counts``). :func:`write_snapshot` writes one atomically, :func:`read_snapshot`
-reads one, :func:`read_header` reads only the header with the standard library. A file of an older
+reads one. A file of an older
 format (``1``: each kind's own npz header, and a single ``summary.json``) is never read: the kind is
 rebuilt from the backend (the summary counted again) and the next close writes the current format.
 
@@ -30,8 +30,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import struct
-import zlib
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -108,69 +106,42 @@ def write_snapshot(
     fsync_directory(path.parent)
 
 
-def _checked_header(raw: bytes, path: Path, kind: SnapshotKind) -> dict[str, Any] | None:
-    header = json.loads(raw.decode("utf-8"))
-    if not isinstance(header, dict) or header.get("kind") != kind or header.get("collection") != path.stem:
-        return None
-    if header.get("format") != SNAPSHOT_FORMAT:
-        logger.info("%s snapshot %s has format %r, not %d: rebuilt", kind, path, header.get("format"), SNAPSHOT_FORMAT)
-        return None
-    return header
-
-
-_LOCAL_HEADER = struct.Struct("<4s5H3L2H")
-"""A zip member's local header: signature, version, flags, method, time, date, CRC-32, sizes, name and extra lengths."""
-
-
-def read_header(path: Path, kind: SnapshotKind) -> dict[str, Any] | None:
-    """The header of the ``kind`` snapshot at ``path``; ``None`` if absent or unusable.
-
-    Unusable: unreadable, of another kind, collection or format (an older format is logged and rebuilt).
-    ``header.json`` is the archive's first member, stored: it is read from its local header (checked
-    against its CRC-32) without importing :mod:`zipfile`, so ``hindsight stats`` stays light.
-    """
-    try:
-        with path.open("rb") as fh:
-            fixed = fh.read(_LOCAL_HEADER.size)
-            signature, _, flags, method, _, _, crc, stored, size, name_len, extra_len = _LOCAL_HEADER.unpack(fixed)
-            name = fh.read(name_len)
-            fh.seek(extra_len, os.SEEK_CUR)
-            raw = fh.read(size)
-        if (signature, name, method, flags & 0x08, stored) != (b"PK\x03\x04", HEADER.encode(), 0, 0, size):
-            raise ValueError("header.json is not the first stored member")
-        if len(raw) != size or zlib.crc32(raw) != crc:
-            raise ValueError("header.json is truncated or damaged")
-        return _checked_header(raw, path, kind)
-    except FileNotFoundError:
-        return None
-    except (OSError, ValueError, struct.error):  # older format, or damaged: never trusted
-        logger.info("%s snapshot %s is not of the current format or unreadable: rebuilt", kind, path)
-        return None
-
-
 def read_snapshot(
-    path: Path, kind: SnapshotKind, arrays: Sequence[str]
+    path: Path, kind: SnapshotKind, arrays: Sequence[str] = ()
 ) -> tuple[dict[str, Any], dict[str, np.ndarray]] | None:
-    """The header and the named ``arrays`` of the ``kind`` snapshot at ``path``; ``None`` if absent or unusable."""
-    import zipfile
+    """The header and the named ``arrays`` of the ``kind`` snapshot at ``path``; ``None`` if absent or unusable.
 
-    from numpy.lib import format as npy
+    Unusable: unreadable, or of another kind, collection or format (the kind is then rebuilt). numpy is
+    imported only when arrays are asked for (``hindsight stats`` reads headers alone).
+    """
+    import zipfile
 
     try:
         with zipfile.ZipFile(path) as archive:
-            header = _checked_header(archive.read(HEADER), path, kind)
-            if header is None:
+            header = json.loads(archive.read(HEADER).decode("utf-8"))
+            if not isinstance(header, dict) or header.get("kind") != kind or header.get("collection") != path.stem:
                 return None
+            if header.get("format") != SNAPSHOT_FORMAT:
+                raise ValueError(f"format {header.get('format')!r}, not {SNAPSHOT_FORMAT}")
             loaded = {}
-            for name in arrays:
-                with archive.open(f"{name}.npy") as member:
-                    loaded[name] = npy.read_array(member, allow_pickle=False)
+            if arrays:
+                from numpy.lib import format as npy
+
+                for name in arrays:
+                    with archive.open(f"{name}.npy") as member:
+                        loaded[name] = npy.read_array(member, allow_pickle=False)
     except FileNotFoundError:
         return None
     except Exception:  # a damaged or older snapshot is rebuilt, never trusted
         logger.info("%s snapshot %s is not of the current format or unreadable: rebuilt", kind, path, exc_info=True)
         return None
     return header, loaded
+
+
+def read_header(path: Path, kind: SnapshotKind) -> dict[str, Any] | None:
+    """The header of the ``kind`` snapshot at ``path`` (:func:`read_snapshot` without arrays), or ``None``."""
+    loaded = read_snapshot(path, kind)
+    return None if loaded is None else loaded[0]
 
 
 def json_array(value: Any) -> np.ndarray:

@@ -21,7 +21,7 @@ import logging
 import math
 import re
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -44,7 +44,6 @@ __all__ = [
     "lexical_scheme",
     "record_text",
     "record_texts",
-    "save_snapshot",
     "tokenize",
     "tokenizer_signature",
     "unit_text",
@@ -165,23 +164,15 @@ class LexicalIndex:
     in vectorised code, never a Python loop over them. Scores are exact BM25,
     whatever the terms' document frequencies.
 
-    Args:
-        k1: Term-frequency saturation.
-        b: Length normalisation (memories are short; ``benchmarks/recall_quality.py``
-            measured the default).
-        tokenizer: Text → tokens; :func:`tokenize` by default.
+    Tokens are :func:`tokenize`'s; :attr:`k1` and :attr:`b` are the BM25 constants.
     """
 
-    def __init__(
-        self,
-        *,
-        k1: float = 1.2,
-        b: float = 0.5,
-        tokenizer: Callable[[str], list[str]] = tokenize,
-    ) -> None:
-        self.k1 = k1
-        self.b = b
-        self.tokenizer = tokenizer
+    k1 = 1.2
+    """Term-frequency saturation."""
+    b = 0.5
+    """Length normalisation (memories are short; ``benchmarks/recall_quality.py`` measured it)."""
+
+    def __init__(self) -> None:
         self._vocab: dict[str, int] = {}
         self._ids: list[str] = []  # slot -> memory id (dead slots keep theirs until compaction)
         self._slot: dict[str, int] = {}  # live memory id -> slot
@@ -211,17 +202,15 @@ class LexicalIndex:
     # ------------------------------------------------------------------ updates
     def upsert(self, units: Iterable[MemoryUnit]) -> None:
         """Index ``units``; active ones are (re)indexed, others removed."""
-        for unit in units:
-            self.delete([unit.memory_id])
-            if unit.status == "active":
-                self._append(unit.memory_id, Counter(self.tokenizer(unit_text(unit))))
-        self._maybe_compact()
+        units = list(units)
+        self.delete(u.memory_id for u in units)
+        self.add_texts((u.memory_id, unit_text(u)) for u in units if u.status == "active")
 
     def add_texts(self, items: Iterable[tuple[str, str]]) -> None:
         """Index ``(memory_id, text)`` pairs of active units (replacing any earlier entry of the id)."""
         for memory_id, text in items:
             self.delete([memory_id])
-            self._append(memory_id, Counter(self.tokenizer(text)))
+            self._append(memory_id, Counter(tokenize(text)))
         self._maybe_compact()
 
     def _append(self, memory_id: str, counts: Counter[str]) -> None:
@@ -340,7 +329,7 @@ class LexicalIndex:
         corpus = n + PRIOR_DOCUMENTS if normalize else n
         mass = 0.0
         matched: list[tuple[int, str, np.ndarray, np.ndarray]] = []
-        for term in set(self.tokenizer(query)):
+        for term in set(tokenize(query)):
             tid = self._vocab.get(term)
             docs, tfs = self._postings(tid) if tid is not None else (_NO_DOCS, _NO_TFS)
             mass += self._idf(corpus, len(docs))
@@ -375,14 +364,8 @@ class LexicalIndex:
         """Write the index (compacted first) to ``path`` as a ``lexical`` snapshot.
 
         The header records the tokenizer's signature and the BM25 constants (``replica.files``: the
-        one snapshot format). Only an index with the default tokenizer can be saved (a snapshot is
-        reused only when the tokenizer that built it is the current one).
-
-        Raises:
-            ValueError: the index uses a custom tokenizer.
+        one snapshot format): a snapshot is reused only under the current ones.
         """
-        if self.tokenizer is not tokenize:
-            raise ValueError("only an index with the default tokenizer can be saved")
         self.compact()
         terms = sorted(self._vocab, key=self._vocab.__getitem__)
         n = len(self._ids)
@@ -405,10 +388,10 @@ class LexicalIndex:
             return None
         header, data = loaded
         try:
-            if header.get("tokenizer") != tokenizer_signature():
-                logger.info("lexical snapshot %s was built by another tokenizer: rebuilt", path)
+            if [header.get("tokenizer"), header.get("k1"), header.get("b")] != [tokenizer_signature(), cls.k1, cls.b]:
+                logger.info("lexical snapshot %s was built by another tokenizer or constants: rebuilt", path)
                 return None
-            index = cls(k1=float(header["k1"]), b=float(header["b"]))
+            index = cls()
             terms = from_json_array(data["vocab"])
             index._ids = [str(i) for i in from_json_array(data["ids"])]
         except (KeyError, TypeError, ValueError):  # a damaged snapshot is rebuilt, never trusted
@@ -487,35 +470,15 @@ def lexical_scheme() -> LexicalScheme:
 
     Scores computed from it equal :class:`LexicalIndex`'s (the same tokenizer, ``k1``, ``b`` and prior).
     """
-    defaults = LexicalIndex()
     return LexicalScheme(
         record_tokens=_record_tokens,
         query_terms=tokenize,
-        signature=f"{tokenizer_signature()}:{_record_signature()}",
-        k1=defaults.k1,
-        b=defaults.b,
+        signature=f"{tokenizer_signature()}:{_RECORD_TEXT_VERSION}",
+        k1=LexicalIndex.k1,
+        b=LexicalIndex.b,
         prior_documents=PRIOR_DOCUMENTS,
     )
 
 
-def _record_signature() -> str:
-    """Version of what :func:`record_text` indexes (bump ``_RECORD_TEXT_VERSION`` when it changes)."""
-    return str(_RECORD_TEXT_VERSION)
-
-
 _RECORD_TEXT_VERSION = 1
-
-
-def save_snapshot(index: LexicalIndex, path: Path) -> bool:
-    """Write ``index`` to ``path``; ``False`` if it cannot be saved (a custom tokenizer, or a failure).
-
-    Failures are logged, never raised: the snapshot is an optimisation and the next open rebuilds.
-    """
-    if not isinstance(index, LexicalIndex) or index.tokenizer is not tokenize:
-        return False
-    try:
-        index.save(path)
-    except Exception:
-        logger.warning("could not save the lexical index snapshot %s", path, exc_info=True)
-        return False
-    return True
+"""Version of what :func:`record_text` indexes (bump it when that changes)."""

@@ -54,7 +54,6 @@ __all__ = [
     "build_mirror",
     "read_again",
     "record_bytes",
-    "save_mirror",
 ]
 
 logger = logging.getLogger(__name__)
@@ -226,11 +225,6 @@ class Mirror:
             return None
         document, metadata = json.loads(self._records[row])
         return str(document), dict(metadata)
-
-    def document(self, memory_id: str) -> str | None:
-        """The stored document (content) of a mirrored unit, or ``None``."""
-        found = self.record(memory_id)
-        return None if found is None else found[0]
 
     def unit(self, memory_id: str) -> MemoryUnit | None:
         """The mirrored unit, rebuilt from its record (:class:`~langchain_hindsight.errors.StoreError` if corrupt).
@@ -433,16 +427,3 @@ def read_again(mirror: Mirror, index: LexicalIndex, col: Records) -> None:
     mirror.forget(gone)
     index.delete(gone)
     index.add_texts(record_texts(kept))
-
-
-def save_mirror(mirror: Mirror, path: Path) -> bool:
-    """Write ``mirror`` (no stale rows) to ``path``; ``False`` if it was not saved.
-
-    Failures are logged, never raised: the snapshot is an optimisation.
-    """
-    try:
-        mirror.save(path)
-    except Exception:
-        logger.warning("could not save the recall mirror snapshot %s", path, exc_info=True)
-        return False
-    return True

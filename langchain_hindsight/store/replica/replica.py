@@ -30,14 +30,14 @@ from pathlib import Path
 from typing import Any
 
 from langchain_hindsight.embeddings.identity import EmbedderIdentity
-from langchain_hindsight.errors import HindsightError, StoreError
+from langchain_hindsight.errors import StoreError
 from langchain_hindsight.store._collections import Collection, namespaces
 from langchain_hindsight.store._naming import Role, collection_name
 from langchain_hindsight.store.backend import Backend, ChromaBackend
 from langchain_hindsight.store.replica.feed import ChangeFeed, open_change_feed
 from langchain_hindsight.store.replica.files import DerivedFiles, drop_snapshot
-from langchain_hindsight.store.replica.lexical import LexicalIndex, record_texts, save_snapshot
-from langchain_hindsight.store.replica.records import Held, Mirror, build_mirror, read_again, save_mirror
+from langchain_hindsight.store.replica.lexical import LexicalIndex, record_texts
+from langchain_hindsight.store.replica.records import Held, Mirror, build_mirror, read_again
 from langchain_hindsight.store.replica.summary import summary_entry
 from langchain_hindsight.types import MemoryUnit
 
@@ -159,13 +159,15 @@ class Replica:
         return held
 
     def _load(self, namespace: str) -> Held | None:
-        """``namespace``'s copy from its snapshot files, if the stamp vouches for both and they load."""
-        lexical, mirror = self.snapshot_paths(namespace)
-        if lexical is None or mirror is None:
+        """``namespace``'s copy from its snapshot files, if they may be loaded and load.
+
+        The trust rule of the module docstring: the stamp found at open vouches for both files and this
+        store has not erased them since.
+        """
+        paths, files = self._paths(namespace), self.files
+        if paths is None or files is None or namespace in self._dropped or not all(map(files.vouched, paths)):
             return None
-        if not (self.trusted(lexical, namespace) and self.trusted(mirror, namespace)):
-            return None
-        return Held.load(lexical, mirror, str(self._identity()))
+        return Held.load(*paths, str(self._identity()))
 
     def holds(self, namespace: str) -> bool:
         """Whether a copy of ``namespace`` is held in memory now."""
@@ -208,10 +210,10 @@ class Replica:
         self._held.clear()
 
     # ------------------------------------------------------------------ files
-    def snapshot_paths(self, namespace: str) -> tuple[Path | None, Path | None]:
-        """Where an embedded store keeps ``namespace``'s lexical and mirror snapshots (``None`` without a directory)."""
+    def _paths(self, namespace: str) -> tuple[Path, Path] | None:
+        """Where an embedded store keeps ``namespace``'s lexical and mirror snapshots (``None``: no directory)."""
         if self.files is None:
-            return None, None
+            return None
         name = collection_name(namespace, "memories")
         return self.files.lexical_path(name), self.files.mirror_path(name)
 
@@ -234,19 +236,15 @@ class Replica:
             logger.info("erased %d derived file(s) the clean-close stamp did not vouch for", len(stale))
         return len(stale)
 
-    def trusted(self, path: Path, namespace: str) -> bool:
-        """Whether the snapshot at ``path`` may be loaded (the trust rule of the module docstring)."""
-        return self.files is not None and namespace not in self._dropped and self.files.vouched(path)
-
     def drop(self, namespace: str) -> None:
         """Erase ``namespace``'s snapshots once they no longer match the data (first write of this store)."""
         held = self._held.get(namespace)
         if held is not None:
             held.saved = False
-        if self.files is not None and namespace not in self._dropped:
-            for path in self.snapshot_paths(namespace):
-                if path is not None:
-                    drop_snapshot(path)
+        paths = self._paths(namespace)
+        if paths is not None and namespace not in self._dropped:
+            for path in paths:
+                drop_snapshot(path)
             self._dropped.add(namespace)
 
     def distrust(self, namespaces: Iterable[str]) -> None:
@@ -268,15 +266,18 @@ class Replica:
         At close; failures are only logged (a snapshot is an optimisation: the next open rebuilds).
         """
         for namespace, held in self._held.items():
-            lexical, mirror = self.snapshot_paths(namespace)
-            if lexical is None or mirror is None or held.saved:
+            paths = self._paths(namespace)
+            if paths is None or held.saved:
                 continue
+            lexical, mirror = paths
             try:
                 col = self._collection(namespace, "memories")
                 if col is not None:
                     read_again(held.mirror, held.index, col)
-                    held.saved = save_mirror(held.mirror, mirror) and save_snapshot(held.index, lexical)
-            except HindsightError:
+                    held.mirror.save(mirror)
+                    held.index.save(lexical)
+                    held.saved = True
+            except Exception:  # an optimisation: the next open rebuilds what was not saved
                 logger.warning("the replica of %r not saved", namespace, exc_info=True)
 
     def counted(self, namespace: str, entry: Mapping[str, Any]) -> None:

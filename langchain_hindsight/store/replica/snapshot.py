@@ -16,7 +16,7 @@ are trusted; otherwise the caller opens a
 from __future__ import annotations
 
 import logging
-from collections.abc import Collection, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -37,7 +37,7 @@ logger = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class SnapshotFiles:
-    """The trusted derived files of one namespace, found by :meth:`StoreSnapshot.locate` (nothing loaded yet).
+    """The trusted derived files of one namespace, found by :meth:`locate` (nothing loaded yet).
 
     Attributes:
         namespace: The namespace.
@@ -72,13 +72,13 @@ class SnapshotFiles:
         """
         return builtin_model(self.identity)
 
-    def load(self, embeddings: QueryEmbedder, vocabulary: TaskTypeVocabulary | None = None) -> StoreSnapshot | None:
+    def load(self, embeddings: QueryEmbedder) -> StoreSnapshot | None:
         """Load both files; ``None`` when they cannot answer for ``embeddings`` (unreadable, or they disagree)."""
         if str(embedder_identity(embeddings)) != self.identity:
             logger.debug("snapshot of %r holds vectors of %s, not this embedder's", self.namespace, self.identity)
             return None
         held = Held.load(self.lexical, self.mirror, self.identity)
-        return None if held is None else StoreSnapshot(self.namespace, held, embeddings, vocabulary)
+        return None if held is None else StoreSnapshot(self.namespace, held, embeddings)
 
 
 class StoreSnapshot:
@@ -87,69 +87,22 @@ class StoreSnapshot:
     Offers what :class:`~langchain_hindsight.recall.retriever.HindsightRetriever`
     needs of a store (``embeddings``, ``vocabulary``, ``namespace``,
     ``namespace_or_default`` and ``hybrid_search``), with the same results
-    :meth:`MemoryStore.hybrid_search` gives for a mirrored namespace. Build it
-    with :meth:`open` (or :meth:`locate`, then :meth:`SnapshotFiles.load`).
+    :meth:`MemoryStore.hybrid_search` gives for a mirrored namespace. Built by
+    :meth:`SnapshotFiles.load` once :meth:`SnapshotFiles.locate` found its files.
 
     Example:
         >>> with DerivedFiles.closed_store("./memory_db") as files:  # doctest: +SKIP
-        ...     snapshot = StoreSnapshot.open("./memory_db", trusted=files.trusted)
+        ...     located = SnapshotFiles.locate(files)
+        ...     snapshot = None if located is None else located.load(located.default_embeddings())
         >>> if snapshot is not None:  # else open a MemoryStore  # doctest: +SKIP
         ...     HindsightRetriever(store=snapshot).recall("清洗销售数据")
     """
 
-    def __init__(
-        self,
-        namespace: str,
-        held: Held,
-        embeddings: QueryEmbedder,
-        vocabulary: TaskTypeVocabulary | None = None,
-    ) -> None:
+    def __init__(self, namespace: str, held: Held, embeddings: QueryEmbedder) -> None:
         self.namespace = check_namespace(namespace)
         self.embeddings = embeddings
-        self.vocabulary = vocabulary or TaskTypeVocabulary()
+        self.vocabulary = TaskTypeVocabulary()
         self._held = held
-
-    @staticmethod
-    def locate(directory: str | Path, *, trusted: Collection[str], namespace: str = "default") -> SnapshotFiles | None:
-        """``namespace``'s derived files in the store at ``directory`` if both are among ``trusted``, else ``None``.
-
-        Args:
-            directory: The embedded store's directory.
-            trusted: The derived files the clean-close stamp vouches for (paths relative to ``directory``).
-            namespace: The namespace to search.
-        """
-        return SnapshotFiles.locate(DerivedFiles(Path(directory), trusted), namespace)
-
-    @classmethod
-    def open(
-        cls,
-        directory: str | Path,
-        *,
-        trusted: Collection[str],
-        namespace: str = "default",
-        embeddings: QueryEmbedder | None = None,
-        vocabulary: TaskTypeVocabulary | None = None,
-    ) -> StoreSnapshot | None:
-        """The snapshot of ``namespace`` in the store at ``directory``, or ``None`` when it cannot answer.
-
-        It answers only when both files of the namespace are among ``trusted``,
-        load, agree with each other (the same memories), and hold vectors of
-        ``embeddings`` (default: the built-in embedder that wrote them; a store
-        written by another embedder needs it passed). The caller then opens the
-        store instead.
-
-        Args:
-            directory: The embedded store's directory.
-            trusted: The derived files the clean-close stamp vouches for (paths relative to ``directory``).
-            namespace: The namespace to search.
-            embeddings: The store's embedder (its identity is checked; the model is not loaded here).
-            vocabulary: The task-type vocabulary (default: the built-in one).
-        """
-        files = cls.locate(directory, trusted=trusted, namespace=namespace)
-        if files is None:
-            return None
-        embedder = embeddings if embeddings is not None else files.default_embeddings()
-        return None if embedder is None else files.load(embedder, vocabulary)
 
     def namespace_or_default(self, namespace: str | None) -> str:
         """``namespace`` if it is this snapshot's (``None``: this snapshot's), else a :class:`ConfigurationError`."""

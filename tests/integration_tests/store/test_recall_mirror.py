@@ -18,6 +18,7 @@ from langchain_hindsight.embeddings.local import LocalEmbeddings
 from langchain_hindsight.embeddings.multilingual import MultilingualEmbeddings, ScriptRoutedEmbeddings
 from langchain_hindsight.errors import ConfigurationError, StoreError
 from langchain_hindsight.store.backend import ChromaBackend
+from langchain_hindsight.store.replica.files import DerivedFiles
 from langchain_hindsight.store.replica.records import Mirror, record_bytes
 from langchain_hindsight.store.replica.snapshot import SnapshotFiles, StoreSnapshot
 from tests.fakes import HashEmbeddings
@@ -197,6 +198,15 @@ def test_mirror_rows_hold_the_stored_records_and_vectors() -> None:
         mirror.put("d", [1.0, 0.0], record_bytes("丁", {}))
 
 
+def _open(path: Path, trusted: set[str], embeddings: Any = None, namespace: str = "default") -> StoreSnapshot | None:
+    """The snapshot of ``namespace`` as the CLI loads it: located among ``trusted`` files, then loaded."""
+    located = SnapshotFiles.locate(DerivedFiles(path, trusted), namespace)
+    if located is None:
+        return None
+    embedder = embeddings if embeddings is not None else located.default_embeddings()
+    return None if embedder is None else located.load(embedder)
+
+
 def _derived(path: Path) -> set[str]:
     """The namespace's two snapshots recall reads (the ``counts`` files are ``hindsight stats``')."""
     return {p.relative_to(path).as_posix() for kind in ("lexical", "mirror") for p in (path / kind).glob("*.npz")}
@@ -208,7 +218,7 @@ def test_a_snapshot_of_a_closed_store_recalls_what_the_store_recalls(path: Path)
     with MemoryStore(path, embeddings=embeddings) as store:
         store.add_many(_units(60), dedupe=False)
         want = [_recall(store, q) for q in queries]
-    snapshot = StoreSnapshot.open(path, trusted=_derived(path), embeddings=embeddings)
+    snapshot = _open(path, _derived(path), embeddings=embeddings)
     assert snapshot is not None
     assert len(snapshot) == 60
     assert [_recall_from(snapshot, q) for q in queries] == want
@@ -225,12 +235,12 @@ def test_a_snapshot_answers_only_from_trusted_matching_files(path: Path) -> None
         store.add_many(_units(10), dedupe=False)
         _recall(store, "warm up")
     files = _derived(path)
-    assert StoreSnapshot.open(path, trusted=files, embeddings=embeddings) is not None
+    assert _open(path, files, embeddings=embeddings) is not None
     for missing in files:  # either file not vouched for
-        assert StoreSnapshot.open(path, trusted=files - {missing}, embeddings=embeddings) is None
-    assert StoreSnapshot.open(path, trusted=files, embeddings=HashEmbeddings(32)) is None  # another embedder
-    assert StoreSnapshot.open(path, trusted=files, namespace="other", embeddings=embeddings) is None
-    snapshot = StoreSnapshot.open(path, trusted=files, embeddings=embeddings)
+        assert _open(path, files - {missing}, embeddings=embeddings) is None
+    assert _open(path, files, embeddings=HashEmbeddings(32)) is None  # another embedder
+    assert _open(path, files, namespace="other", embeddings=embeddings) is None
+    snapshot = _open(path, files, embeddings=embeddings)
     assert snapshot is not None
     with pytest.raises(ConfigurationError, match="not 'other'"):
         snapshot.hybrid_search("x", embeddings.embed_query("x"), namespace="other")
@@ -275,10 +285,10 @@ def test_the_snapshot_picks_the_built_in_embedder_that_wrote_it(path: Path) -> N
     with MemoryStore(path, embeddings=HashEmbeddings(64)) as store:
         store.add_many(_units(5), dedupe=False)
         _recall(store, "warm up")
-    located = StoreSnapshot.locate(path, trusted=_derived(path))
+    located = SnapshotFiles.locate(DerivedFiles(path, _derived(path)))
     assert located is not None
     assert located.default_embeddings() is None  # a custom embedder: the caller must pass it
-    assert StoreSnapshot.open(path, trusted=_derived(path)) is None
+    assert _open(path, _derived(path)) is None
 
 
 def test_a_snapshot_the_clean_close_stamp_does_not_vouch_for_is_rebuilt(path: Path) -> None:

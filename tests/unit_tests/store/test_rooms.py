@@ -33,8 +33,6 @@ DERIVED_FILE_API = frozenset(
         "LEGACY_DERIVED",
         "snapshot_path",
         "mirror_path",
-        "save_snapshot",
-        "save_mirror",
         "drop_snapshot",
         "write_summary",
         "erase_summary",
@@ -117,7 +115,7 @@ def test_no_mixin_assembles_the_store() -> None:
 
 
 DERIVED_WRITERS = frozenset(
-    {"write_summary", "save_snapshot", "save_mirror", "erase_summary", "save", "drop_snapshot", "write_snapshot"}
+    {"write_summary", "erase_summary", "save", "drop_snapshot", "write_snapshot"}
 )
 """What writes or erases a derived file (``save``: ``Mirror.save``/``LexicalIndex.save``, a snapshot)."""
 
