@@ -45,7 +45,10 @@ Python lists would hold ~2.9 GB at 100k). Writes benchmarks/results/postgres_sca
 recall rows of sizes not measured now are kept from the file (with their own load and query count).
 
 Run: HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/postgres_scale.py [--sizes 10000,100000] [--queries 200]
-     [--writers 4] [--writer-units 400] [--reps 3] [--add-many-units 300] [--single-adds 40]
+     [--writers 4] [--writer-units 400] [--reps 3] [--add-many-units 300] [--single-adds 40] [--baseline DIR]
+(``--sizes "" --single-adds 0`` measures only the writes and ``add_many``; ``--baseline /tmp/main`` runs each write
+row also with the writers of another checkout, interleaved, so a change is compared with its baseline under the
+same load.)
 (``--sizes 10000 --writers "" --add-many-units 0`` measures recall at 10k and keeps the last run's write rows,
 ``add_many`` runs and other sizes' rows.)
 """
@@ -54,6 +57,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import itertools
 import json
 import os
 import random
@@ -457,14 +461,17 @@ print("DONE", flush=True)
 
 
 def write_throughput(
-    writers: int, per_writer: int, server: Server, *, own_namespaces: bool, batch: int = 10
+    writers: int, per_writer: int, server: Server, *, own_namespaces: bool, batch: int = 10, tree: Path | None = None
 ) -> dict[str, Any]:
+    """One write-throughput row: ``writers`` processes (importing the package of ``tree``, default this one)."""
     url = server.database()
     MemoryStore(database_url=url, embeddings=_hash()).close()  # the schema is created once, before the clock
     children = []
     for p in range(writers):
         namespace = f"writer-{p}" if own_namespaces else "default"
-        script = _WRITER.format(root=str(ROOT.parent), url=url, n=per_writer, p=p, namespace=namespace, batch=batch)
+        script = _WRITER.format(
+            root=str(tree or ROOT.parent), url=url, n=per_writer, p=p, namespace=namespace, batch=batch
+        )
         child = subprocess.Popen(
             [sys.executable, "-c", script], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
         )
@@ -488,7 +495,7 @@ def write_throughput(
     return {
         "writers": writers,
         "namespaces": writers if own_namespaces else 1,
-        "call": "add" if batch == 1 else f"add_many({batch})",
+        "call": ("add" if batch == 1 else f"add_many({batch})") + (f" ({tree.name})" if tree else ""),
         "units": total,
         "stored": stored,
         "wall_s": round(wall, 2),
@@ -725,6 +732,12 @@ def main() -> None:
         "--add-many-units", type=int, default=300, help="units of the add_many vs embedding comparison (0: skip)"
     )
     parser.add_argument("--single-adds", type=int, default=40, help="add() calls into each filled store (0: none)")
+    parser.add_argument(
+        "--baseline",
+        type=Path,
+        help="another checkout of the package (e.g. a git worktree of main): each write row is also run with its "
+        "writers, interleaved, and listed with its directory's name after the call",
+    )
     parser.add_argument("--out", default="postgres_scale")
     args = parser.parse_args()
     import platform
@@ -769,14 +782,13 @@ def main() -> None:
             results["writes"] = []
             results["writes_load_avg"] = f"{os.getloadavg()[0]:.1f}"
         for rep in range(args.reps if counts else 0):
-            for batch in (1, 10):  # add() one unit per plan (how reflection writes), then add_many of 10
-                results["writes"].append(
-                    {"rep": rep, **write_throughput(1, args.writer_units, server, own_namespaces=False, batch=batch)}
-                )
-                print(f"  {results['writes'][-1]}", flush=True)
-                for w in counts:
-                    for own in (False, True):
-                        row = write_throughput(w, args.writer_units // w, server, own_namespaces=own, batch=batch)
+            for batch, tree in itertools.product((1, 10), (None, args.baseline) if args.baseline else (None,)):
+                # add() one unit per plan (how reflection writes), then add_many of 10; the baseline's rows in turn
+                for w in (1, *counts):
+                    for own in (False, True) if w > 1 else (False,):
+                        row = write_throughput(
+                            w, args.writer_units // w, server, own_namespaces=own, batch=batch, tree=tree
+                        )
                         results["writes"].append({"rep": rep, **row})
                         print(f"  {results['writes'][-1]}", flush=True)
         if counts:

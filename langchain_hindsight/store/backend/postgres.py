@@ -56,6 +56,7 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import logging
@@ -71,7 +72,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from langchain_hindsight.errors import BackendError, ConfigurationError, HindsightError, StoreError
+from langchain_hindsight.errors import BackendError, ConfigurationError, HindsightError
 from langchain_hindsight.store.backend._pg_connect import (
     CONNECT_TIMEOUT,
     POOL_WAIT,
@@ -105,6 +106,11 @@ _ERASE_OWED = "erase_owed"
 """``meta`` key of the note that deleted rows wait for :meth:`PostgresBackend.erase` (see ``owe_erase``)."""
 
 _RETRIES = 8
+_LOCK = "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))"
+"""The namespace lock of a write plan (see :meth:`PostgresBackend.atomic`), released at commit or rollback."""
+_COLLECTIONS = "SELECT id, name, metadata, dimension, indexed FROM hindsight.collections"
+_LOOKED_UP = 8
+"""The most collection names one key's plan reads with its lock."""
 _EF_SEARCH = 100
 """HNSW candidate list of every pooled session (``hnsw.ef_search``); a deeper query widens it for itself."""
 _WORK_MEM_MB = 64
@@ -155,10 +161,6 @@ class _VectorParam:
         return int(self.values.size)
 
 
-def _vector(values: Vector | Any) -> _VectorParam:
-    return _VectorParam(values)
-
-
 def _vector_dumper(psycopg: Any) -> type:
     """The psycopg dumper of :class:`_VectorParam`: pgvector's binary input (``uint16`` dimension,
     ``uint16`` unused, big-endian ``float4`` values), sent untyped so the statement's ``::vector`` cast types it.
@@ -176,10 +178,6 @@ def _vector_dumper(psycopg: Any) -> type:
 def _unvector(data: bytes) -> np.ndarray:
     """A vector read as ``vector_send(embedding)`` (the binary form above) as a float32 array."""
     return np.frombuffer(data, dtype=">f4", offset=4).astype(np.float32)
-
-
-def _json(psycopg: Any, value: Any) -> Any:
-    return psycopg.types.json.Jsonb(value)
 
 
 class PostgresRecords(Records):
@@ -296,7 +294,7 @@ class PostgresRecords(Records):
         def run(conn: Any) -> list[list[tuple[Any, ...]]]:
             if n_results > _EF_SEARCH:  # the session's candidate list is shorter than asked: widen it
                 conn.execute(f"SET LOCAL hnsw.ef_search = {int(n_results)}")
-            vectors = [_vector(q) for q in query_embeddings]
+            vectors = [_VectorParam(q) for q in query_embeddings]
             for vector in vectors:
                 if dim and len(vector) != dim:
                     raise BackendError(
@@ -408,7 +406,7 @@ class PostgresRecords(Records):
         dim = self._dimension()
         if dim is None:  # nothing stored yet
             return HybridRows([], [], {})
-        probe = _vector(vector)
+        probe = _VectorParam(vector)
         if len(probe) != dim:
             raise BackendError(
                 f"collection {self._name!r} holds {dim}-dimensional vectors, got {len(probe)} dimensions"
@@ -425,26 +423,18 @@ class PostgresRecords(Records):
             " LEFT JOIN dense d ON d.id = c.id LEFT JOIN lex l ON l.id = c.id"
         )
         params.update(v=probe, n=nearest)
-        rows, dense, records = self._candidates(sql, params, nearest, "hybrid query")
-        scored = sorted(((r[0], float(r[5])) for r in rows if r[5] is not None), key=lambda x: (-x[1], _c_order(x[0])))
-        bm25 = self._lexical_scores(scored, float(rows[0][6]), rows[0][7], terms, normalize) if rows and scored else []
-        return HybridRows(dense, bm25, records)
-
-    def _candidates(
-        self, sql: str, params: dict[str, Any], nearest: int, what: str
-    ) -> tuple[list[tuple[Any, ...]], list[tuple[str, float]], dict[str, tuple[str | None, dict[str, Any], float]]]:
-        """Run a candidates statement (rows of id, document, metadata, distance or NULL, inner product, ...):
-        its rows, the dense arm (``(id, distance)``, nearest first, ties by id) and the records by id.
-        """  # noqa: D205
 
         def run(conn: Any) -> list[tuple[Any, ...]]:
             if nearest > _EF_SEARCH:  # the session's candidate list is shorter than asked: widen it
                 conn.execute(f"SET LOCAL hnsw.ef_search = {int(nearest)}")
             return conn.execute(sql, params, binary=True).fetchall()  # type: ignore[no-any-return]
 
-        rows = self._backend.run(run, what, write=nearest > _EF_SEARCH)
+        rows = self._backend.run(run, "hybrid query", write=nearest > _EF_SEARCH)
         dense = sorted(((r[0], float(r[3])) for r in rows if r[3] is not None), key=lambda x: (x[1], x[0]))
-        return rows, dense, {r[0]: (r[1], dict(r[2]), float(r[4])) for r in rows}
+        records = {r[0]: (r[1], dict(r[2]), float(r[4])) for r in rows}
+        scored = sorted(((r[0], float(r[5])) for r in rows if r[5] is not None), key=lambda x: (-x[1], _c_order(x[0])))
+        bm25 = self._lexical_scores(scored, float(rows[0][6]), rows[0][7], terms, normalize) if rows and scored else []
+        return HybridRows(dense, bm25, records)
 
     def _dimension(self) -> int | None:
         """The collection's vector length (``None`` before its first write), its HNSW index built if missing.
@@ -513,50 +503,6 @@ class PostgresRecords(Records):
         if dim != self._dim:
             raise BackendError(f"collection {self._name!r} holds {self._dim}-dimensional vectors, got {dim} dimensions")
 
-    def _lexical(self, document: str | None, metadata: Mapping[str, Any]) -> tuple[int | None, list[tuple[int, int]]]:
-        """A record's token count and its postings ``(term key, count)`` (``None, []``: not lexically indexed)."""
-        tokens = self._backend.lexical.record_tokens(document, metadata)
-        if tokens is None:
-            return None, []
-        counts = Counter(_term_key(t) for t in tokens)
-        return len(tokens), list(counts.items())
-
-    def _write_postings(
-        self, conn: Any, postings: Mapping[str, tuple[int | None, list[tuple[int, int]]]], *, replace: bool
-    ) -> None:
-        """Store the postings of the records ``postings`` names (replacing their old ones when ``replace``).
-
-        One statement each way, whatever the number of records: a posting names its record by number
-        (``seq``), read from the record's row in the same statement.
-        """
-        if replace:
-            conn.execute(
-                "DELETE FROM hindsight.postings p USING hindsight.records r"
-                " WHERE r.collection_id = %(cid)s AND r.id = ANY(%(ids)s::text[])"
-                " AND p.collection_id = %(cid)s AND p.seq = r.seq",
-                {"cid": self._cid, "ids": list(postings)},
-            )
-        ids: list[str] = []
-        terms: list[int] = []
-        tfs: list[int] = []
-        lens: list[int | None] = []
-        for memory_id, (length, counted) in postings.items():
-            for term, tf in counted:
-                ids.append(memory_id)
-                terms.append(term)
-                tfs.append(tf)
-                lens.append(length)
-        if not ids:
-            return
-        conn.execute(
-            "INSERT INTO hindsight.postings (collection_id, term, seq, tf, len)"
-            " SELECT %(cid)s, v.term, r.seq, v.tf, v.len"
-            " FROM unnest(%(ids)s::text[], %(terms)s::bigint[], %(tfs)s::int[], %(lens)s::int[])"
-            " AS v(id, term, tf, len)"
-            " JOIN hindsight.records r ON r.collection_id = %(cid)s AND r.id = v.id",
-            {"cid": self._cid, "ids": ids, "terms": terms, "tfs": tfs, "lens": lens},
-        )
-
     def _rows_in(
         self,
         ids: list[str],
@@ -571,16 +517,11 @@ class PostgresRecords(Records):
         for j, memory_id in enumerate(ids):
             document = None if documents is None else documents[j]
             metadata = {} if metadatas is None else dict(metadatas[j])
-            postings[memory_id] = self._lexical(document, metadata)
+            postings[memory_id] = _lexical(self._backend.lexical, document, metadata)
             rows.append(
-                (self._cid, memory_id, _vector(embeddings[j]), document, jsonb(metadata), postings[memory_id][0])
+                (self._cid, memory_id, _VectorParam(embeddings[j]), document, jsonb(metadata), postings[memory_id][0])
             )
         return rows, postings
-
-    _INSERT = (
-        "INSERT INTO hindsight.records (collection_id, id, embedding, document, metadata, lex_len)"
-        " VALUES (%s, %s, %s::vector, %s, %s, %s)"
-    )
 
     def upsert(
         self,
@@ -590,56 +531,26 @@ class PostgresRecords(Records):
         documents: Sequence[str] | None = None,
         metadatas: Sequence[Metadata] | None = None,
     ) -> None:
-        """See :meth:`Records.upsert` (a re-written record keeps its place in the order)."""
-        self._insert(ids, embeddings, documents, metadatas, upsert=True)
-
-    def add(
-        self,
-        *,
-        ids: Sequence[str],
-        embeddings: Sequence[Vector] | Any,
-        documents: Sequence[str] | None = None,
-        metadatas: Sequence[Metadata] | None = None,
-    ) -> None:
-        """See :meth:`Records.add`: one transaction, so a concurrent add of the same id cannot slip between."""
-        self._insert(ids, embeddings, documents, metadatas, upsert=False)
-
-    def _insert(
-        self,
-        ids: Sequence[str],
-        embeddings: Sequence[Vector] | Any,
-        documents: Sequence[str] | None,
-        metadatas: Sequence[Metadata] | None,
-        *,
-        upsert: bool,
-    ) -> None:
-        """Write whole records in one transaction: replacing stored ones (``upsert``), else refusing them."""
+        """See :meth:`Records.upsert`: one transaction (a re-written record keeps its place in the order)."""
         ids = check_write(self._name, ids, embeddings, documents, metadatas)
         if not ids:
             return
         rows, postings = self._rows_in(ids, embeddings, documents, metadatas)
-        sql = self._INSERT
-        if upsert:
-            sql += (
-                " ON CONFLICT (collection_id, id) DO UPDATE SET embedding = EXCLUDED.embedding,"
-                " document = EXCLUDED.document, metadata = EXCLUDED.metadata, lex_len = EXCLUDED.lex_len"
-            )
 
         def write(conn: Any) -> None:
             for row in rows:
                 self._ensure_dimension(conn, len(row[2]))
-            if not upsert:
-                taken = conn.execute(
-                    "SELECT id FROM hindsight.records WHERE collection_id = %s AND id = ANY(%s::text[]) LIMIT 1",
-                    [self._cid, ids],
-                ).fetchone()
-                if taken:
-                    raise StoreError(f"record {taken[0]!r} already exists in collection {self._name!r}")
             with conn.pipeline(), conn.cursor() as cur:  # the rows and their postings: one round trip
-                cur.executemany(sql, rows)
-                self._write_postings(conn, postings, replace=upsert)
+                cur.executemany(
+                    "INSERT INTO hindsight.records (collection_id, id, embedding, document, metadata, lex_len)"
+                    " VALUES (%s, %s, %s::vector, %s, %s, %s) ON CONFLICT (collection_id, id) DO UPDATE SET"
+                    " embedding = EXCLUDED.embedding, document = EXCLUDED.document, metadata = EXCLUDED.metadata,"
+                    " lex_len = EXCLUDED.lex_len",
+                    rows,
+                )
+                _write_postings(conn, self._cid, postings, replace=True)
 
-        self._backend.run(write, "upsert" if upsert else "add", write=True)
+        self._backend.run(write, "upsert", write=True)
 
     def update(
         self,
@@ -654,7 +565,7 @@ class PostgresRecords(Records):
         if not ids:
             return
         jsonb = self._backend.psycopg.types.json.Jsonb
-        vectors = None if embeddings is None else [_vector(v) for v in embeddings]
+        vectors = None if embeddings is None else [_VectorParam(v) for v in embeddings]
 
         def write(conn: Any) -> None:
             found = {
@@ -679,7 +590,7 @@ class PostgresRecords(Records):
                 vector = None if vectors is None else vectors[j]
                 if vector is not None:
                     self._ensure_dimension(conn, len(vector))
-                postings[memory_id] = self._lexical(document, metadata)
+                postings[memory_id] = _lexical(self._backend.lexical, document, metadata)
                 rows.append((vector, document, jsonb(metadata), postings[memory_id][0], self._cid, memory_id))
             if rows:
                 with conn.pipeline(), conn.cursor() as cur:  # the rows and their postings: one round trip
@@ -688,7 +599,7 @@ class PostgresRecords(Records):
                         " document = %s, metadata = %s, lex_len = %s WHERE collection_id = %s AND id = %s",
                         rows,
                     )
-                    self._write_postings(conn, postings, replace=True)
+                    _write_postings(conn, self._cid, postings, replace=True)
 
         self._backend.run(write, "update", write=True)
 
@@ -760,6 +671,47 @@ def _configure(conn: Any, *, dumper: type) -> None:
     conn.execute("SET hnsw.iterative_scan = relaxed_order")
 
 
+def _lexical(
+    scheme: LexicalScheme, document: str | None, metadata: Mapping[str, Any]
+) -> tuple[int | None, list[tuple[int, int]]]:
+    """A record's token count and its postings ``(term key, count)`` (``None, []``: not lexically indexed)."""
+    tokens = scheme.record_tokens(document, metadata)
+    if tokens is None:
+        return None, []
+    counts = Counter(_term_key(t) for t in tokens)
+    return len(tokens), list(counts.items())
+
+
+def _write_postings(
+    conn: Any, cid: int, postings: Mapping[str, tuple[int | None, list[tuple[int, int]]]], *, replace: bool
+) -> None:
+    """Store the postings of the records of collection ``cid`` that ``postings`` names (replacing their old ones
+    when ``replace``).
+
+    One statement each way, whatever the number of records: a posting names its record by number
+    (``seq``), read from the record's row in the same statement.
+    """  # noqa: D205
+    if replace:
+        conn.execute(
+            "DELETE FROM hindsight.postings p USING hindsight.records r"
+            " WHERE r.collection_id = %(cid)s AND r.id = ANY(%(ids)s::text[])"
+            " AND p.collection_id = %(cid)s AND p.seq = r.seq",
+            {"cid": cid, "ids": list(postings)},
+        )
+    rows = [(i, term, tf, length) for i, (length, counted) in postings.items() for term, tf in counted]
+    if not rows:
+        return
+    ids, terms, tfs, lens = (list(c) for c in zip(*rows, strict=True))
+    conn.execute(
+        "INSERT INTO hindsight.postings (collection_id, term, seq, tf, len)"
+        " SELECT %(cid)s, v.term, r.seq, v.tf, v.len"
+        " FROM unnest(%(ids)s::text[], %(terms)s::bigint[], %(tfs)s::int[], %(lens)s::int[])"
+        " AS v(id, term, tf, len)"
+        " JOIN hindsight.records r ON r.collection_id = %(cid)s AND r.id = v.id",
+        {"cid": cid, "ids": ids, "terms": terms, "tfs": tfs, "lens": lens},
+    )
+
+
 def _term_key(term: str) -> int:
     """A lexical term's 64-bit key in ``postings.term`` (a hash: compact, compared as an integer)."""
     return int.from_bytes(hashlib.blake2b(term.encode("utf-8"), digest_size=8).digest(), "big", signed=True)
@@ -812,6 +764,8 @@ class PostgresBackend(Backend):
         self.lexical = lexical
         self._url = url
         self._local = threading.local()
+        self._looked_up: dict[str, list[str]] = {}
+        """Per :meth:`atomic` key, the collections its last plan looked up (read with its lock by the next)."""
         self._closed = False
         probe(self.psycopg, url, connect_timeout)  # one plain connection first: a wrong URL fails fast and quietly
         try:
@@ -849,6 +803,8 @@ class PostgresBackend(Backend):
             raise BackendError("the Postgres backend is closed")
         conn = getattr(self._local, "conn", None)
         if conn is not None:
+            if write:  # it may change a collection: the plan's later look-ups read the database again
+                self._local.read = None
             try:
                 return fn(conn)
             except self.psycopg.Error as e:
@@ -858,6 +814,9 @@ class PostgresBackend(Backend):
         return self._retrying(fn, what, write=write)
 
     def _retrying(self, fn: Callable[[Any], _T], what: str, *, write: bool = True) -> _T:
+        """``fn(connection)`` on a pooled connection (in a transaction if ``write``), re-run after a transient
+        failure or, once, a dropped connection (see :meth:`run`).
+        """  # noqa: D205
         for attempt in range(_RETRIES):
             try:
                 with self._pool.connection() as conn:
@@ -893,30 +852,48 @@ class PostgresBackend(Backend):
         processes' write plans for one namespace run one after the other; a serialization
         failure or deadlock re-runs ``fn`` from the start (it re-reads what it planned on).
         Nested calls join the outer transaction and take their own key's lock too.
+
+        The lock is held from its grant to the commit, so the plan's round trips are kept few: the
+        transaction's start, the lock and the collections the last plan on ``key`` looked up
+        (:meth:`get_collection`, which the store asks under the lock whether another process replaced
+        them) are one round trip, and those look-ups are then answered from it.
         """
         if (conn := getattr(self._local, "conn", None)) is not None:
-            conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", [key])
+            conn.execute(_LOCK, [key])
             return fn()
         if self._closed:
             raise BackendError("the Postgres backend is closed")
-        for attempt in range(_RETRIES):
+        return self._retrying(lambda conn: self._plan(conn, key, fn), f"write plan on {key!r}", write=False)
+
+    def _plan(self, conn: Any, key: str, fn: Callable[[], _T]) -> _T:
+        """One try of :meth:`atomic`: begin, lock and read the collections in one round trip, ``fn()``, commit."""
+        names = self._looked_up.get(key, [])
+        with conn.pipeline():
+            conn.execute("BEGIN")
+            conn.execute(_LOCK, [key])
+            found = conn.execute(_COLLECTIONS + " WHERE name = ANY(%s::text[])", [names]) if names else None
+        self._local.read = dict.fromkeys(names)
+        self._local.read.update((row[1], row) for row in (found.fetchall() if found is not None else ()))
+        self._local.asked = []
+        self._local.conn = conn
+        try:
+            result = fn()
             try:
-                with self._pool.connection() as conn, conn.transaction():
-                    conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", [key])
-                    self._local.conn = conn
-                    try:
-                        return fn()
-                    finally:
-                        self._local.conn = None
-            except self.psycopg.Error as e:
-                if _transient(e) and attempt + 1 < _RETRIES:
-                    logger.info("postgres write plan on %r: %s; retrying (attempt %d)", key, e.sqlstate, attempt + 2)
-                    time.sleep(random.uniform(0.005, 0.05) * (attempt + 1))
-                    continue
-                raise BackendError(f"postgres write plan on {key!r} failed: {e}") from e
-            except self._pool_errors() as e:
-                raise BackendError(f"postgres write plan on {key!r} failed: {e}") from e
-        raise BackendError(f"postgres write plan on {key!r} failed after {_RETRIES} attempts")  # pragma: no cover
+                conn.execute("COMMIT")
+            except self.psycopg.Error as e:  # only a refused commit is re-run: a lost reply may hide a commit
+                if _transient(e):
+                    raise
+                raise BackendError(f"postgres commit of the write plan on {key!r} failed: {e}") from e
+        except BaseException:
+            if not conn.closed:
+                with contextlib.suppress(self.psycopg.Error):
+                    conn.execute("ROLLBACK")
+            raise
+        finally:
+            self._local.conn = None
+            self._local.read = None
+        self._looked_up[key] = list(dict.fromkeys(self._local.asked))[:_LOOKED_UP]
+        return result
 
     # ------------------------------------------------------------------ schema
     def _migrate(self) -> None:
@@ -928,16 +905,12 @@ class PostgresBackend(Backend):
     def _retokenise(self, conn: Any) -> None:
         """Recompute every record's lexical postings (the tokenizer changed)."""
         conn.execute(f"DELETE FROM {SCHEMA}.postings")
-        rows = conn.execute(
-            f"SELECT r.collection_id, r.id, r.document, r.metadata, c.dimension FROM {SCHEMA}.records r"
-            f" JOIN {SCHEMA}.collections c ON c.id = r.collection_id"
-        ).fetchall()
+        rows = conn.execute(f"SELECT collection_id, id, document, metadata FROM {SCHEMA}.records").fetchall()
         by_collection: dict[int, dict[str, tuple[int | None, list[tuple[int, int]]]]] = {}
-        for cid, memory_id, document, metadata, dim in rows:
-            records = PostgresRecords(self, cid, "", {}, dim)
-            by_collection.setdefault(cid, {})[memory_id] = records._lexical(document, metadata)
+        for cid, memory_id, document, metadata in rows:
+            by_collection.setdefault(cid, {})[memory_id] = _lexical(self.lexical, document, metadata)
         for cid, postings in by_collection.items():
-            PostgresRecords(self, cid, "", {}, None)._write_postings(conn, postings, replace=False)
+            _write_postings(conn, cid, postings, replace=False)
             conn.execute(
                 f"UPDATE {SCHEMA}.records r SET lex_len = v.len FROM unnest(%s::text[], %s::int[]) AS v(id, len)"
                 " WHERE r.collection_id = %s AND r.id = v.id",
@@ -950,11 +923,17 @@ class PostgresBackend(Backend):
 
     def get_collection(self, name: str) -> PostgresRecords | None:
         """See :meth:`Backend.get_collection`."""
+        if getattr(self._local, "conn", None) is not None:  # inside a write plan (atomic)
+            self._local.asked.append(name)
+            if self._local.read is not None and name in self._local.read:
+                row = self._local.read[name]
+                return None if row is None else self._records(row)
         row = self.run(
-            lambda conn: conn.execute(
-                f"SELECT id, name, metadata, dimension, indexed FROM {SCHEMA}.collections WHERE name = %s", [name]
-            ).fetchone(),
-            "get_collection",
+            lambda conn: conn.execute(_COLLECTIONS + " WHERE name = %s", [name]).fetchone(), "get_collection"
+        )
+        return None if row is None else self._records(row)
+        row = self.run(
+            lambda conn: conn.execute(_COLLECTIONS + " WHERE name = %s", [name]).fetchone(), "get_collection"
         )
         return None if row is None else self._records(row)
 
@@ -990,9 +969,7 @@ class PostgresBackend(Backend):
     def list_collections(self) -> list[Records]:
         """See :meth:`Backend.list_collections`."""
         rows = self.run(
-            lambda conn: conn.execute(
-                f"SELECT id, name, metadata, dimension, indexed FROM {SCHEMA}.collections ORDER BY id"
-            ).fetchall(),
+            lambda conn: conn.execute(_COLLECTIONS + " ORDER BY id").fetchall(),
             "list_collections",
         )
         return [self._records(r) for r in rows]
@@ -1030,11 +1007,6 @@ class PostgresBackend(Backend):
     def can_erase(self) -> bool:
         """True: :meth:`erase` rewrites the table and drops the WAL that held deleted rows (see the module doc)."""
         return True
-
-    @property
-    def max_batch_size(self) -> int:
-        """The most records one write may carry."""
-        return 5000
 
     def erase(self, rebuild: Sequence[str] | None) -> None:
         """Physically erase deleted rows: ``VACUUM FULL`` the records, then drop the WAL that held them.

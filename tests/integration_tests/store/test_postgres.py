@@ -16,6 +16,7 @@ import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -37,7 +38,7 @@ from langchain_hindsight.store.backend.postgres import (
 )
 from langchain_hindsight.store.replica.lexical import lexical_scheme
 from tests.fakes import GRANTS_TOML, HashEmbeddings, NgramEmbeddings, child_env
-from tests.postgres import PostgresServer
+from tests.postgres import PostgresServer, backend_calls
 from tests.unit_tests.adapters.basestore_conformance import SCENARIOS, run_scenario
 from tests.unit_tests.adapters.test_langgraph_store import reference
 from tests.unit_tests.store.test_store_backend import _META, _fill, _vectors
@@ -412,6 +413,42 @@ def test_two_processes_updating_one_run_lose_nothing(postgres_url: str) -> None:
     assert sorted(f.text for f in run.feedback) == verdicts
     assert sorted(run.produced) == sorted(f"mem_{p}_{i}" for p in range(2) for i in range(n))
     assert run.task == "clean the sales data"
+
+
+def test_a_write_plan_reads_its_collections_with_its_lock_and_sees_another_processs_replacement(
+    postgres_url: str,
+) -> None:
+    """A plan's look-ups of the collections the last plan on its key looked up are read with the lock (no round trip
+    of their own), as current as the lock: a collection another process dropped and created again since the last
+    plan, and one it created, are seen; inside the plan, a write sends later look-ups to the database again.
+    """
+    scheme = lexical_scheme()
+    a = PostgresBackend(postgres_url, lexical=scheme)
+    b = PostgresBackend(postgres_url, lexical=scheme)
+    try:
+        first = a.create_collection("plan_c", {})
+
+        def look() -> tuple[str | None, str | None]:
+            found, other = a.get_collection("plan_c"), a.get_collection("plan_d")
+            return (found.instance if found else None), (other.instance if other else None)
+
+        assert a.atomic("ns", look) == (first.instance, None)
+        b.delete_collection("plan_c")
+        again, made = b.create_collection("plan_c", {}), b.create_collection("plan_d", {})
+        asked = backend_calls(SimpleNamespace(backend=a))
+        assert a.atomic("ns", look) == (again.instance, made.instance)
+        assert asked == []  # both answered from the round trip that took the lock
+
+        def write_then_look() -> str | None:
+            a.get_collection("plan_c")
+            a.delete_collection("plan_d")  # a write: the next look-up reads the database
+            return None if a.get_collection("plan_d") is None else "still there"
+
+        assert a.atomic("ns", write_then_look) is None
+        assert asked == ["delete_collection", "get_collection"]
+    finally:
+        a.close()
+        b.close()
 
 
 def test_schema_is_versioned_and_a_newer_one_is_refused(postgres_url: str) -> None:
