@@ -237,12 +237,9 @@ def _vouched(directory: Path) -> dict[str, str | None]:
         if not _listable(rel) or _state(directory / rel) != _as_state(recorded):
             logger.debug("clean-close stamp in %s does not match %s: nothing trusted", directory, rel)
             return {}
-    vouched: dict[str, str | None] = {DATA_FILE: None}
-    for rel, recorded in files.items():  # sizes and times all match: now the (slower) content of derived files
-        if rel == DATA_FILE:
-            continue
-        digest = _as_digest(recorded)
-        if digest is None or _digest(directory / rel) != digest:
+    vouched = {rel: _as_digest(recorded) for rel, recorded in files.items()}
+    for rel, digest in vouched.items():  # sizes and times all match: now the (slower) content of derived files
+        if rel != DATA_FILE and _digest(directory / rel) != digest:
             logger.warning(
                 "derived file %s in %s does not have the content the last clean close recorded: "
                 "nothing in the stamp is trusted, derived files are rebuilt from the store",
@@ -250,7 +247,6 @@ def _vouched(directory: Path) -> dict[str, str | None]:
                 directory,
             )
             return {}
-        vouched[rel] = digest
     return vouched
 
 
