@@ -142,8 +142,8 @@ def open_view(args: argparse.Namespace) -> Iterator[View]:
         return
     namespace = args.namespace or principal.namespace
     principal.check("read", namespace)
-    # The one function-level import of the CLI: a principal's view pulls in the retriever (and with it
-    # langchain_core's runnables, ~0.3 s CPU), which stats/show/export for the operator never need.
+    # Here, not at the top: a principal's view pulls in the retriever (and with it langchain_core's
+    # runnables, ~0.3 s CPU), which stats/show/export for the operator never need.
     from langchain_hindsight.sharing.access import ScopedMemory
 
     scoped_args = argparse.Namespace(**{**vars(args), "namespace": namespace})

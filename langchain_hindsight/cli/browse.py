@@ -25,7 +25,6 @@ from langchain_hindsight.cli._stats import print_stats
 from langchain_hindsight.cli._store import open_view
 from langchain_hindsight.errors import ConfigurationError
 from langchain_hindsight.journal import RunJournal
-from langchain_hindsight.recall.explain import explain_run
 from langchain_hindsight.store.transfer import export_runs, export_units
 
 if TYPE_CHECKING:
@@ -128,6 +127,8 @@ def runs(args: argparse.Namespace) -> int:
 
 def explain(args: argparse.Namespace) -> int:
     """``hindsight explain RUN``: which memories shaped a run, and why they were ranked so."""
+    from langchain_hindsight.recall.explain import explain_run  # this command's alone (show, runs never need it)
+
     with open_view(args) as view:
         if view.scoped is None:
             ex = explain_run(RunJournal(view.store), args.run_id)

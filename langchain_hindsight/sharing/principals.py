@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import tomllib
 import unicodedata
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -236,6 +235,8 @@ class AccessPolicy:
         Raises:
             ConfigurationError: the file is missing, not TOML, or malformed.
         """
+        import tomllib  # a grants file's alone: a command without --config never parses TOML
+
         try:
             data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
         except OSError as e:  # the reason only ("No such file or directory"): the path is named once

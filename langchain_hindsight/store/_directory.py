@@ -218,30 +218,36 @@ def erase_file(path: Path) -> None:
 
 def read_stamp(directory: Path) -> frozenset[str]:
     """The files the stamp vouches for, if it is valid (each still has its recorded size and mtime); else empty."""
+    return frozenset(_vouched(directory))
+
+
+def _vouched(directory: Path) -> dict[str, str | None]:
+    """:func:`read_stamp`'s files, each with the SHA-256 its bytes were just found to have (the data file: ``None``)."""
     try:
         data = json.loads((directory / STAMP_FILE).read_text(encoding="utf-8"))
     except FileNotFoundError:
-        return frozenset()
+        return {}
     except (OSError, ValueError):
         logger.debug("unreadable clean-close stamp in %s: ignored", directory)
-        return frozenset()
+        return {}
     files = data.get("files") if isinstance(data, dict) and data.get("format") == STAMP_FORMAT else None
     if not isinstance(files, dict) or DATA_FILE not in files:
-        return frozenset()
+        return {}
     for rel, recorded in files.items():
         if not _listable(rel) or _state(directory / rel) != _as_state(recorded):
             logger.debug("clean-close stamp in %s does not match %s: nothing trusted", directory, rel)
-            return frozenset()
-    for rel, recorded in files.items():  # sizes and times all match: now the (slower) content of derived files
-        if rel != DATA_FILE and _digest(directory / rel) != _as_digest(recorded):
+            return {}
+    vouched = {rel: _as_digest(recorded) for rel, recorded in files.items()}
+    for rel, digest in vouched.items():  # sizes and times all match: now the (slower) content of derived files
+        if rel != DATA_FILE and _digest(directory / rel) != digest:
             logger.warning(
                 "derived file %s in %s does not have the content the last clean close recorded: "
                 "nothing in the stamp is trusted, derived files are rebuilt from the store",
                 rel,
                 directory,
             )
-            return frozenset()
-    return frozenset(files)
+            return {}
+    return vouched
 
 
 def _as_state(value: object) -> FileState | None:
@@ -275,16 +281,18 @@ def _listable(rel: object) -> bool:
     return rel == DATA_FILE or rel.split("/", 1)[0] in DERIVED
 
 
-def write_stamp(directory: Path, files: Mapping[str, FileState]) -> None:
+def write_stamp(directory: Path, files: Mapping[str, FileState], known: Mapping[str, str] | None = None) -> None:
     """Write the stamp for ``files`` (relative paths to their ``(size, mtime_ns)``), atomically.
 
-    Each derived file's entry also records the SHA-256 of its bytes as they are now (the caller holds the lock).
+    Each derived file's entry also records the SHA-256 of its bytes as they are now (the caller holds the lock):
+    ``known[rel]`` when given (the caller checked that digest against the file's bytes, untouched since), else
+    computed here.
     """
     entries: dict[str, list[int | str]] = {}
     for rel, state in sorted(files.items()):
         entries[rel] = list(state)
         if rel != DATA_FILE:
-            digest = _digest(directory / rel)
+            digest = (known or {}).get(rel) or _digest(directory / rel)
             if digest is None:  # gone or unreadable since it was listed: not vouched for
                 del entries[rel]
                 continue
@@ -324,7 +332,8 @@ class HeldDirectory:
         self.path = path
         self._lock: BaseFileLock | None = acquire_directory(path)
         try:
-            self.trusted = read_stamp(path)
+            self._vouched = _vouched(path)
+            self.trusted = frozenset(self._vouched)
             """Relative paths of the files the previous session's clean close vouched for (empty: none)."""
             self._at_open = file_states(path)
             remove_stamp(path)
@@ -373,7 +382,9 @@ class HeldDirectory:
             for rel, state in now.items()
             if rel == DATA_FILE or (vouch_derived and (rel in self.trusted or self._at_open.get(rel) != state))
         }
-        write_stamp(self.path, keep)
+        # A derived file as it was at open still has the bytes whose digest the open checked: not hashed again.
+        known = {rel: d for rel, d in self._vouched.items() if d is not None and now.get(rel) == self._at_open.get(rel)}
+        write_stamp(self.path, keep, known)
 
 
 @contextmanager

@@ -23,7 +23,6 @@ from typing import Any, Literal
 
 import numpy as np
 
-from langchain_hindsight._claims import claim_of, relation_of, scoped_apart
 from langchain_hindsight._safety import SUSPICIOUS_TAG, looks_like_instruction
 from langchain_hindsight._text import informative
 from langchain_hindsight._trust import TRUST_ORDER, TRUSTED_SOURCES, UNTRUSTED_SOURCES
@@ -37,7 +36,6 @@ from langchain_hindsight.store._codec import unit_from_record
 from langchain_hindsight.store._naming import check_namespace
 from langchain_hindsight.store._policy import ConfidencePolicy, trust
 from langchain_hindsight.store.evidence import corroborated, evidence_cap
-from langchain_hindsight.store.statement import lesson_key, statement_key
 from langchain_hindsight.store.writes import (
     Neighbour,
     RuleWriteJudge,
@@ -368,6 +366,11 @@ def _decide(
     key: Callable[[MemoryUnit], str],
 ) -> tuple[WriteDecision, Neighbour | None]:
     """The validated decision for ``unit`` and the neighbour it concerns (``None`` for a plain add)."""
+    # Here, not at the top: the claim and statement parsers are the write path's, and a store opened only to
+    # read (``hindsight show``) never loads them.
+    from langchain_hindsight._claims import claim_of, relation_of, scoped_apart
+    from langchain_hindsight.store.statement import statement_key
+
     own = key(unit)
     same = next((n for n in near if key(n.unit) == own), None)
     if same is not None:
@@ -437,6 +440,8 @@ def plan_add(
     (default :class:`RuleWriteJudge`), whose decision is validated here (:func:`_decide`: never across
     conditions, never against provenance).
     """
+    from langchain_hindsight.store.statement import lesson_key  # the write path's (see _decide)
+
     judge = judge or RuleWriteJudge()
     keys: dict[tuple[str, str], str] = {}
 

@@ -40,7 +40,6 @@ from langchain_hindsight.store._naming import check_namespace
 from langchain_hindsight.store._policy import ConfidencePolicy
 from langchain_hindsight.store._reembed import ReembedReport, reembed_collections
 from langchain_hindsight.store.backend import Backend, ChromaBackend
-from langchain_hindsight.store.backend.postgres import PostgresBackend
 from langchain_hindsight.store.decide import MERGE_THRESHOLD
 from langchain_hindsight.store.replica.lexical import lexical_scheme
 from langchain_hindsight.store.writes import RuleWriteJudge, WriteJudge
@@ -56,6 +55,8 @@ def _postgres_backend(database_url: str) -> Backend:
     """A :class:`~langchain_hindsight.store.backend.postgres.PostgresBackend` on ``database_url`` (store tokenizer)."""
     if not isinstance(database_url, str) or not database_url.strip():
         raise ConfigurationError(f"database_url must be a postgresql:// URL, got {database_url!r}")
+    from langchain_hindsight.store.backend.postgres import PostgresBackend  # a database's alone
+
     return PostgresBackend(database_url.strip(), lexical=lexical_scheme())  # psycopg is imported only now
 
 

@@ -50,7 +50,6 @@ from langchain_core.messages import AIMessage, BaseMessage
 from pydantic import BaseModel, Field, ValidationError
 
 from langchain_hindsight._checks import is_int
-from langchain_hindsight._claims import claim_of, relation_of
 from langchain_hindsight._json import parse_json_text
 from langchain_hindsight._trust import trust_rank
 from langchain_hindsight.errors import ConfigurationError
@@ -172,6 +171,9 @@ class RuleWriteJudge:
 
     def judge(self, unit: MemoryUnit, neighbours: Sequence[Neighbour]) -> WriteDecision:
         """``"conflict"`` with the nearest contradicted neighbour (one it may replace first), else ``"add"``."""
+        # Here, not at the top: the claim parser is a write's, and a store opened only to read never loads it.
+        from langchain_hindsight._claims import claim_of, relation_of
+
         new = claim_of(unit.content)
         contradicted = [n for n in neighbours if relation_of(claim_of(n.unit.content), new) == "contradicts"]
         if contradicted:

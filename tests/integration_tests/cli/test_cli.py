@@ -764,6 +764,28 @@ print("loaded:", loaded)
     assert proc.stdout.strip().splitlines()[-1] == "loaded: []", proc.stdout[-500:]
 
 
+def test_show_history_and_runs_load_no_write_path(populated: Path) -> None:
+    """They open the store to read: the write planner's parsers, a database's backend, explain and TOML stay out."""
+    script = f"""
+import sys
+from langchain_hindsight.cli.main import main
+path = {str(populated)!r}
+for argv in (["show", "mem_csv"], ["history", "mem_csv"], ["runs"]):
+    assert main([*argv, "--path", path]) == 0, argv
+loaded = sorted(m for m in ("langchain_hindsight._claims", "langchain_hindsight.store.statement",
+                            "langchain_hindsight.store.backend.postgres", "langchain_hindsight.recall.explain",
+                            "tomllib") if m in sys.modules)
+print("loaded:", loaded)
+"""
+    root = str(Path(__file__).resolve().parents[3])
+    env = {**os.environ, "PYTHONPATH": root + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    proc = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=False, env=env, cwd=root, timeout=300
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.strip().splitlines()[-1] == "loaded: []", proc.stdout[-500:]
+
+
 def test_export_over_a_symlink_or_fifo_is_refused_and_replaces_nothing(
     populated: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -88,6 +88,42 @@ def test_the_stamp_is_absent_while_open_and_back_after_a_read_only_session(close
     assert read_stamp(closed) == listed
 
 
+def test_a_read_only_session_hashes_each_derived_file_once(closed: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The open checks each derived file's bytes; the close, finding it as it was, records that digest again."""
+    from langchain_hindsight.store import _directory
+
+    before = _stamp(closed)
+    hashed: list[str] = []
+    digest = _directory._digest
+
+    def counting(path: Path) -> str | None:
+        hashed.append(path.relative_to(closed).as_posix())
+        return digest(path)
+
+    monkeypatch.setattr(_directory, "_digest", counting)
+    store = MemoryStore(closed, embeddings=None)
+    assert store.get("m_csv").task_type == "data_cleaning"
+    store.close()
+    derived = sorted(rel for rel in before if rel != DATA_FILE)
+    assert sorted(hashed) == derived
+    after = _stamp(closed)
+    assert {rel: after[rel] for rel in derived} == {rel: before[rel] for rel in derived}
+
+
+def test_a_derived_file_edited_behind_an_open_store_is_not_vouched_for_at_its_close(closed: Path) -> None:
+    """Size and modification time restored: the close records the digest the open checked, so the next open
+    finds the edit and trusts nothing (before, the close hashed the edited bytes and vouched for them)."""
+    snapshot = next(closed / rel for rel in _stamp(closed) if rel.startswith("lexical/"))
+    store = MemoryStore(closed, embeddings=None)
+    st = snapshot.stat()
+    data = bytearray(snapshot.read_bytes())
+    data[-1] ^= 0xFF
+    snapshot.write_bytes(bytes(data))
+    os.utime(snapshot, ns=(st.st_atime_ns, st.st_mtime_ns))
+    store.close()
+    assert read_stamp(closed) == frozenset()
+
+
 def test_a_store_open_in_this_process_has_no_stamp(make_fake_store: Callable[..., MemoryStore], tmp_path: Path) -> None:
     store = make_fake_store("db")
     store.add_many(UNITS[:1], dedupe=False)

