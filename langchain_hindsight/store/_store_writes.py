@@ -1,8 +1,7 @@
 """The write methods of ``MemoryStore`` (it binds these functions): each one read, plan, apply.
 
 A write checks its arguments and prepares its units outside any lock (``decide.prepare``), embeds
-them while a worker thread screens them (``decide.screen``: pure Python, while the embedder's native code
-runs without the GIL), then runs one write plan under the store's lock (``StoreCore.atomic``: one transaction on a
+them, then runs one write plan under the store's lock (``StoreCore.atomic``: one transaction on a
 database, which may re-run it, so it reads everything it decides on inside): read, decide
 (``decide``, pure), write (``apply``, in crash-safe order), then tell the replica (``reindex``).
 What each write did and why is logged at INFO.
@@ -13,7 +12,6 @@ from __future__ import annotations
 import functools
 import logging
 from collections.abc import Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from typing import Any
 
@@ -38,7 +36,6 @@ from langchain_hindsight.store.decide import (
     plan_successor,
     plan_supersede,
     prepare,
-    screen,
 )
 from langchain_hindsight.store.writes import WriteResult
 from langchain_hindsight.types import MemoryStatus, MemoryUnit, utcnow
@@ -134,23 +131,18 @@ def add_many(
     for i, u in enumerate(prepared):
         by_ns.setdefault(u.namespace, []).append(i)
     results: list[WriteResult | None] = [None] * len(prepared)
-    with ThreadPoolExecutor(1, thread_name_prefix="hindsight-screen") as worker:
-        # the screen (decide.screen) never changes a content: it runs while the first texts are embedded
-        screening = worker.submit(lambda: [screen(u, store.policy) for u in prepared])
-        screened: list[MemoryUnit] | None = None
-        for ns, idx in by_ns.items():
-            # dedupe plans the whole batch at once (a unit may merge into an earlier one); a bulk import streams
-            step = len(idx) if dedupe else EMBED_BATCH
-            for start in range(0, len(idx), step):
-                chunk = idx[start : start + step]
-                vectors = embed_batched(store, [prepared[i].content for i in chunk])
-                screened = screened or screening.result()
-                batch = [screened[i] for i in chunk]
-                with store.lock:
-                    store.collection(ns, create=True)  # outside the plan's transaction (a retry re-runs only the plan)
-                    plan = functools.partial(_add_plan, store, ns, batch, vectors, dedupe, if_absent)
-                    for i, result in zip(chunk, store.atomic(ns, plan), strict=True):
-                        results[i] = result
+    for ns, idx in by_ns.items():
+        # dedupe plans the whole batch at once (a unit may merge into an earlier one); a bulk import streams
+        step = len(idx) if dedupe else EMBED_BATCH
+        for start in range(0, len(idx), step):
+            chunk = idx[start : start + step]
+            batch = [prepared[i] for i in chunk]
+            vectors = embed_batched(store, [u.content for u in batch])
+            with store.lock:
+                store.collection(ns, create=True)  # outside the plan's transaction (a retry re-runs only the plan)
+                plan = functools.partial(_add_plan, store, ns, batch, vectors, dedupe, if_absent)
+                for i, result in zip(chunk, store.atomic(ns, plan), strict=True):
+                    results[i] = result
     return [r for r in results if r is not None]
 
 
@@ -305,7 +297,7 @@ def supersede(
         raise ConfigurationError("supersede needs at least one memory id")
     if not isinstance(reason, str) or not reason.strip():
         raise ConfigurationError("supersede needs a reason (it is logged and shown in history)")
-    prepared = screen(_prepare(store, check_unit(unit), namespace), store.policy)
+    prepared = _prepare(store, check_unit(unit), namespace)
     ns = prepared.namespace
     vector = embed_batched(store, [prepared.content])[0]
     with store.lock:

@@ -1,9 +1,8 @@
 """How a write is decided, without I/O: each write's plan, from what the write read.
 
 * :func:`prepare`: a unit as it will be stored (checked, task type folded, namespace and confidence settled,
-  the system-owned fields it may not claim settled (:func:`settle_claims`), junk refused), then :func:`screen`:
-  instruction-like untrusted text tagged ``suspicious``; :func:`fresh_ids_for_taken`: an incoming id already
-  stored is renamed;
+  the system-owned fields it may not claim settled (:func:`settle_claims`), instruction-like untrusted text
+  tagged ``suspicious``, junk refused); :func:`fresh_ids_for_taken`: an incoming id already stored is renamed;
 * :func:`plan_add`: a batch of adds, from each unit's nearest stored active neighbours: merge, supersede or
   add, by the rules of :mod:`~langchain_hindsight.store.writes` (pure apart from the judge);
 * :func:`plan_supersede`: a caller's supersede, re-planned on its targets as they are now;
@@ -71,7 +70,6 @@ __all__ = [
     "plan_successor",
     "plan_supersede",
     "prepare",
-    "screen",
     "settle_claims",
     "suspicious",
 ]
@@ -159,24 +157,8 @@ def suspicious(unit: MemoryUnit) -> bool:
 
 def flag_suspicious(unit: MemoryUnit, policy: ConfidencePolicy) -> MemoryUnit:
     """``unit`` tagged ``suspicious`` and capped at ``policy.suspicious_cap`` when :func:`suspicious` (else as is)."""
-    return _tag_suspicious(unit, policy) if suspicious(unit) else unit
-
-
-def screen(unit: MemoryUnit, policy: ConfidencePolicy) -> MemoryUnit:
-    """A unit from :func:`prepare`, tagged and capped as :func:`flag_suspicious` does; a warning says so.
-
-    The costly check of a write (the screen reads each text in several folded and decoded forms, about a
-    millisecond a unit), so ``add_many`` runs it while the embedder embeds the batch.
-    """
     if not suspicious(unit):
         return unit
-    logger.warning(
-        "memory %s from %s reads like an instruction: tagged %r", unit.memory_id, unit.source, SUSPICIOUS_TAG
-    )
-    return _tag_suspicious(unit, policy)
-
-
-def _tag_suspicious(unit: MemoryUnit, policy: ConfidencePolicy) -> MemoryUnit:
     tags = list(dict.fromkeys([*unit.tags, SUSPICIOUS_TAG]))
     confidence = min(unit.score_confidence, policy.suspicious_cap)
     if tags == unit.tags and confidence == unit.confidence:
@@ -244,13 +226,12 @@ def prepare(
     vocabulary: TaskTypeVocabulary,
     policy: ConfidencePolicy,
 ) -> MemoryUnit:
-    """``unit`` as stored, :func:`screen` aside: checked, task type normalised, namespace and confidence settled.
+    """``unit`` as it will be stored: checked, task type normalised, namespace and confidence settled.
 
     A unit that names no namespace gets ``default_namespace``; its claimed
-    confidence is capped by source. A unit whose content carries no
-    information is refused (:func:`check_informative`). Its content is final:
-    the write embeds it while :func:`screen` tags an instruction-like text
-    from an untrusted source ``suspicious`` (capped lower).
+    confidence is capped by source, and an instruction-like text from an
+    untrusted source is tagged ``suspicious`` and capped lower. A unit whose
+    content carries no information is refused (:func:`check_informative`).
     """
     unit = settle_claims(check_encodable(check_unit(unit)))
     changes: dict[str, Any] = {"task_type": vocabulary.resolve(unit.task_type)}
@@ -265,6 +246,12 @@ def prepare(
         confidence = policy.initial[unit.source]
     if unit.source in policy.ceiling:
         confidence = min(confidence, policy.ceiling[unit.source])  # claimed, not earned: access_count earns nothing
+    if suspicious(unit):
+        logger.warning(
+            "memory %s from %s reads like an instruction: tagged %r", unit.memory_id, unit.source, SUSPICIOUS_TAG
+        )
+        changes["tags"] = list(dict.fromkeys([*unit.tags, SUSPICIOUS_TAG]))
+        confidence = min(confidence, policy.suspicious_cap)
     if confidence != unit.confidence:
         changes["confidence"] = confidence
     return check_informative(unit.evolve(**changes))
