@@ -643,11 +643,11 @@ def _unspaced(text: str) -> str:
 
 def _asks_the_model(text: str) -> bool:
     """Whether ``text`` itself (not a decoded form) asks the model to drop context, keep a secret or obey."""
-    plain = " ".join(unicodedata.normalize("NFKC", strip_invisible(text)).split())
-    skel = skeleton(_collapse(strip_invisible(text)))  # traditional Chinese, homoglyphs folded
+    visible = strip_invisible(text)
+    plain = " ".join(unicodedata.normalize("NFKC", visible).split())
+    skel = skeleton(_collapse(visible))  # traditional Chinese, homoglyphs folded
     cased = "".join(
-        _skeleton_char(c).upper() if c.isupper() else _skeleton_char(c)
-        for c in _collapse(strip_invisible(text).translate(_BLANKS))
+        _skeleton_char(c).upper() if c.isupper() else _skeleton_char(c) for c in _collapse(visible.translate(_BLANKS))
     )
     return bool(
         _ROLE_AFTER_SPACE.search(cased)
@@ -656,7 +656,7 @@ def _asks_the_model(text: str) -> bool:
         or _ASKS.search(skel)
         or (_LETTER_SPACED.search(skel) is not None and _ASKS.search(_unspaced(skel)))
         or _ASKS.search(_compact(skel))
-        or _HEADING.search(unicodedata.normalize("NFKC", strip_invisible(text)))
+        or _HEADING.search(unicodedata.normalize("NFKC", visible))
         or _HEADING.search(skel)
     )
 
@@ -708,7 +708,9 @@ def strip_invisible(text: str) -> str:
     other format characters, private-use and unassigned code points.
     """
     text = _INVISIBLE.sub("", text)
-    return "".join(c for c in text if c in "\n\t\r" or unicodedata.category(c) not in _DROPPED_CATEGORIES)
+    # each distinct character's category once (a text repeats its characters): the screen strips every text often
+    dropped = [c for c in set(text) if c not in "\n\t\r" and unicodedata.category(c) in _DROPPED_CATEGORIES]
+    return text.translate(dict.fromkeys(map(ord, dropped))) if dropped else text
 
 
 def normalize_text(text: str) -> str:
