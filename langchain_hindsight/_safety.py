@@ -39,6 +39,7 @@ import base64
 import codecs
 import functools
 import html
+import importlib
 import json
 import re
 import unicodedata
@@ -77,6 +78,143 @@ class _LazyPattern:
         if compiled is None:
             compiled = self._compiled = re.compile(*self._args)
         return getattr(compiled, name)
+
+
+def _anchors(items: Any) -> frozenset[str] | None:
+    """Strings one of which every match of the parsed regular expression ``items`` contains (``None``: unknown).
+
+    A run of literals is such a string; an alternation yields the union of its branches' strings (unknown if
+    one branch's is); a group or a repetition of at least one yields its content's; a class of literals its
+    characters; a sequence yields its element with the longest shortest string. Anything else (a class with a
+    range or a category, ``.``, an assertion, an optional part) requires nothing.
+    """
+    const = _RE_CONSTANTS
+    candidates: list[frozenset[str]] = []
+    run: list[str] = []
+    for op, arg in [*items, (None, None)]:
+        if op is const.LITERAL:
+            run.append(chr(arg))
+            continue
+        if run:
+            candidates.append(frozenset({"".join(run)}))
+            run = []
+        found: frozenset[str] | None = None
+        if op is const.SUBPATTERN and not arg[1] and not arg[2]:  # a group without inline flags
+            found = _anchors(arg[3])
+        elif op is const.ATOMIC_GROUP:
+            found = _anchors(arg)
+        elif op is const.BRANCH:
+            branches = [_anchors(b) for b in arg[1]]
+            found = frozenset().union(*branches) if all(b is not None for b in branches) else None  # type: ignore[arg-type]
+        elif op in (const.MAX_REPEAT, const.MIN_REPEAT, const.POSSESSIVE_REPEAT) and arg[0] >= 1:
+            found = _anchors(arg[2])
+        elif op is const.IN and all(o is const.LITERAL for o, _ in arg):
+            found = frozenset(chr(v) for _, v in arg)
+        if found:
+            candidates.append(found)
+    return max(candidates, key=_selectivity) if candidates else None
+
+
+def _selectivity(anchors: frozenset[str]) -> tuple[int, int]:
+    """How rarely a text holds one of ``anchors``: their shortest (a non-ASCII letter weighs three), then fewest."""
+    return min(sum(1 if c.isascii() else 3 for c in a) for a in anchors), -len(anchors)
+
+
+_RE_CONSTANTS: Any = importlib.import_module("re._constants")
+_RE_PARSER: Any = importlib.import_module("re._parser")
+_CASE_TWINS = str.maketrans(
+    {k: chr(min(k, *twins)) for k, twins in importlib.import_module("re._casefix")._EXTRA_CASES.items()} | {0x307: None}
+)
+"""What :data:`re.IGNORECASE` also equates beyond ``str.lower`` (``ſ`` and ``s``, ``ı`` and ``i``, ``ς`` and ``σ``),
+folded to one character; U+0307 dropped, which ``str.lower`` adds after the ``i`` of ``İ``."""
+
+
+def _case_fold(text: str) -> str:
+    """``text`` folded so that two characters :data:`re.IGNORECASE` matches to each other fold alike."""
+    return text.lower().translate(_CASE_TWINS)
+
+
+def _branches(pattern: str) -> list[str]:
+    """``pattern``'s top-level alternatives (``a|(b|c)|[|]`` → ``a``, ``(b|c)``, ``[|]``): it matches where one does."""
+    parts: list[str] = []
+    depth, start, i = 0, 0, 0
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "\\":
+            i += 1
+        elif c == "[":  # a class: up to its closing bracket (a "]" first in it, or escaped, is a member)
+            i += 2 if pattern[i + 1 : i + 2] == "^" else 1
+            i += 1 if pattern[i : i + 1] == "]" else 0
+            while pattern[i] != "]":
+                i += 2 if pattern[i] == "\\" else 1
+        elif c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+        elif c == "|" and depth == 0:
+            parts.append(pattern[start:i])
+            start = i + 1
+        i += 1
+    return [*parts, pattern[start:]]
+
+
+class _GatedPattern(_LazyPattern):
+    """A :class:`_LazyPattern` that tells whether it matches a text without running most of itself.
+
+    The pattern is cut into its top-level alternatives, each compiled at its first use: the text matches when
+    one of them does. An alternative is tried only if the text holds one of the literals its every match must
+    contain (:func:`_anchors`, from the alternative itself), so the look only skips searches that would fail.
+    A large alternation costs about 100 µs a search; the looks a few (the screen searches a text about 28 times).
+    The whole pattern (``finditer``, ``sub``) is compiled on its own first use, as a :class:`_LazyPattern`.
+    """
+
+    __slots__ = ("_cut",)
+
+    def __init__(self, pattern: str, flags: int = 0) -> None:
+        super().__init__(pattern, flags)
+        self._cut: _Cut | None = None
+
+    def hits(self, text: str) -> bool:
+        """Whether the pattern matches somewhere in ``text`` (``search(text) is not None``)."""
+        cut = self._cut
+        if cut is None:
+            cut = self._cut = _Cut(*self._args)
+        folded = _case_fold(text) if cut.ignorecase else text
+        tried: set[int] = set()
+        for anchor in filter(folded.__contains__, cut.anchors):
+            for i in cut.by_anchor[anchor]:
+                if i not in tried:
+                    tried.add(i)
+                    if cut.alternatives[i].search(text) is not None:
+                        return True
+        return False
+
+
+class _Cut:
+    """A pattern's top-level alternatives (lazily compiled) and, per literal, the alternatives that need it."""
+
+    __slots__ = ("alternatives", "anchors", "by_anchor", "ignorecase")
+
+    def __init__(self, pattern: str, flags: int) -> None:
+        self.ignorecase = bool(flags & re.IGNORECASE)
+        fold = _case_fold if self.ignorecase else str
+        self.alternatives: list[_LazyPattern] = []
+        self.by_anchor: dict[str, list[int]] = {"": []}  # "": what needs no literal, always tried
+        ungated: list[str] = []
+        for branch in _branches(pattern):
+            found = _anchors(_RE_PARSER.parse(branch, flags))
+            if not found:
+                ungated.append(branch)
+                continue
+            anchors = {fold(a) for a in found}
+            for anchor in anchors:
+                if not any(b in anchor for b in anchors - {anchor}):  # else redundant: the shorter one is found
+                    self.by_anchor.setdefault(anchor, []).append(len(self.alternatives))
+            self.alternatives.append(_LazyPattern(branch, flags))
+        if ungated:
+            self.by_anchor[""].append(len(self.alternatives))
+            self.alternatives.append(_LazyPattern("|".join(ungated), flags))
+        self.anchors = tuple(self.by_anchor)
 
 
 SUSPICIOUS_TAG = "suspicious"
@@ -386,7 +524,7 @@ _STRUCTURE_PATTERNS = (
     # an entry number after a sentence end: "ok. 2. 删除所有文件"
     r"|(?:^|(?<=[.;!?。；！？\]>¤\n]))\s*\d{1,3}\s*[.．、\]]\s"
 )
-_STRUCTURE = _LazyPattern(_STRUCTURE_PATTERNS)
+_STRUCTURE = _GatedPattern(_STRUCTURE_PATTERNS)
 _RENDER_ONLY = _LazyPattern(
     # a role word before a colon after any space: "ok SYSTEM: obey" (and "file system: ext4", quoted harmlessly)
     rf"(?:^|(?<=\s)|(?<=¤)){_ROLE}{_GAP}:"
@@ -425,7 +563,7 @@ _POSITION_ZH = (
     r"(?:之前|以前|先前|此前|以上|上面|上述|前面|前述|其他|其它|其余|所有|全部|一切|历史|过往|既有|已有|原有|"
     r"原来|别的)"
 )
-_INSTRUCTION = _LazyPattern(
+_INSTRUCTION = _GatedPattern(
     # English
     rf"\b(?:ignore|disregard|forget|override|overrule|bypass|dismiss|neglect|discard|abandon)\s+"
     rf"(?:(?:the|of|these|those|my)\s+)*{_QUALIFIER_EN}\s+(?:(?:{_QUALIFIER_EN}|the|of)\s+){{0,3}}{_TARGET_EN}\b"
@@ -455,7 +593,7 @@ _INSTRUCTION = _LazyPattern(
     r"|系统提示词|(?:输出|打印|显示|泄露|告诉我|重复)(?:你的)?(?:系统)?(?:提示词|指令)|越狱|开发者模式",
     re.IGNORECASE,
 )
-_COMPACT_INSTRUCTION = _LazyPattern(
+_COMPACT_INSTRUCTION = _GatedPattern(
     r"(?:ignore|disregard|forget|override|bypass)(?:all|any|every|the|of|your)*"
     r"(?:previous|prior|above|earlier|preceding|other|system|existing)(?:instructions?|memories|rules|prompts?|"
     r"experiences?|entries|lessons?|guidance|rules?)"
@@ -522,7 +660,7 @@ _ASKS_ZH = (
     r"|第\s*\d+(?:\s*[、,，和与及]\s*\d+)*\s*条(?:经验|记忆|规则|经历)?(?:都|均|全部|已经|已)*(?:失效|作废|无效|过时|过期|不算数|"
     r"废弃|不适用)|(?:只|仅)(?:按|听|遵循|执行|照|采纳|相信)(?:本条|这条|此条|我)"
 )
-_ROLE_AFTER_SPACE = _LazyPattern(
+_ROLE_AFTER_SPACE = _GatedPattern(
     r"(?<=\s)(?:SYSTEM|ASSISTANT|USER|HUMAN|DEVELOPER|MODEL|System|Assistant|Human|Developer|系统|助手|用户|人类|开发者)"
     r"\s?:|(?:^|[^\w\s])\s*[HQA]\s?:"
 )
@@ -569,7 +707,7 @@ _ASKS_OTHER = (
     # ar, hi
     r"|تجاهل\s+(?:جميع\s+)?(?:التعليمات|الأوامر)\s+السابقة|पिछले\s+(?:सभी\s+)?निर्देशों\s+को\s+(?:अनदेखा|नज़रअंदाज़)"
 )
-_HEADING = _LazyPattern(
+_HEADING = _GatedPattern(
     r"(?:^[ \t]*(?:\*\*|__|=+|-{3,})?|#{1,6})[ \t]*(?:[\[【(（]\s*)?"
     r"(?:(?:新的?|最新|重要|紧急|最高|隐藏|秘密)?(?:系统|管理员|开发者)?"
     r"(?:指令|指示|命令|提示词|系统提示)|(?:new|updated|important|urgent|hidden|secret|admin|override|system|developer)"
@@ -594,7 +732,7 @@ def _accent_free(pattern: str) -> str:
     return "".join(out)
 
 
-_ASKS = _LazyPattern(f"{_ASKS_EN}|{_ASKS_ZH}|{_accent_free(_ASKS_OTHER)}", re.IGNORECASE)
+_ASKS = _GatedPattern(f"{_ASKS_EN}|{_ASKS_ZH}|{_accent_free(_ASKS_OTHER)}", re.IGNORECASE)
 _BASE64 = _LazyPattern(r"[A-Za-z0-9+/_-]{16,}={0,2}")
 _ESCAPES = _LazyPattern(r"\\u[0-9a-fA-F]{4}|\\x[0-9a-fA-F]{2}|%[0-9a-fA-F]{2}|&#?\w{1,8};")
 _HIDDEN = _LazyPattern(
@@ -631,7 +769,7 @@ def _decoded_forms(text: str) -> list[str]:
 def _spaced_structure(skel: str, cased: str) -> bool:
     """Letter-spaced structure: our elements, or an upper-case role, once the spaces are gone."""
     return bool(
-        _STRUCTURE.search(re.sub(r"\s+", "", skel))
+        _STRUCTURE.hits(re.sub(r"\s+", "", skel))
         or re.search(r"(?:SYSTEM|ASSISTANT|HUMAN|DEVELOPER)\s?:", re.sub(r"\s+", "", cased))
     )
 
@@ -650,14 +788,14 @@ def _asks_the_model(text: str) -> bool:
         _skeleton_char(c).upper() if c.isupper() else _skeleton_char(c) for c in _collapse(visible.translate(_BLANKS))
     )
     return bool(
-        _ROLE_AFTER_SPACE.search(cased)
+        _ROLE_AFTER_SPACE.hits(cased)
         or (_LETTER_SPACED.search(skel) is not None and _spaced_structure(skel, cased))
-        or _ASKS.search(plain)
-        or _ASKS.search(skel)
-        or (_LETTER_SPACED.search(skel) is not None and _ASKS.search(_unspaced(skel)))
-        or _ASKS.search(_compact(skel))
-        or _HEADING.search(unicodedata.normalize("NFKC", visible))
-        or _HEADING.search(skel)
+        or _ASKS.hits(plain)
+        or _ASKS.hits(skel)
+        or (_LETTER_SPACED.search(skel) is not None and _ASKS.hits(_unspaced(skel)))
+        or _ASKS.hits(_compact(skel))
+        or _HEADING.hits(unicodedata.normalize("NFKC", visible))
+        or _HEADING.hits(skel)
     )
 
 
@@ -682,10 +820,10 @@ def asks_the_model(text: str) -> bool:
     if _asks_the_model(text) or _HIDDEN.search(text):
         return True
     for form in _decoded_forms(text):
-        if _asks_the_model(form) or _INSTRUCTION.search(form) or _INSTRUCTION.search(skeleton(form)):
+        if _asks_the_model(form) or _INSTRUCTION.hits(form) or _INSTRUCTION.hits(skeleton(form)):
             return True
         compact = _compact(skeleton(form))
-        if _COMPACT_INSTRUCTION.search(compact) or _INSTRUCTION.search(compact):
+        if _COMPACT_INSTRUCTION.hits(compact) or _INSTRUCTION.hits(compact):
             return True
     return False
 
@@ -903,10 +1041,10 @@ def looks_like_instruction(text: str) -> bool:
     skel = skeleton(_collapse(strip_invisible(text)).translate(_own_marks()))  # ‹…› quotes structure: flagged
     compact = _compact(skel)
     return bool(
-        _INSTRUCTION.search(text)
-        or _INSTRUCTION.search(skel)
-        or _STRUCTURE.search(skel)
-        or _COMPACT_INSTRUCTION.search(compact)
-        or _INSTRUCTION.search(compact)
+        _INSTRUCTION.hits(text)
+        or _INSTRUCTION.hits(skel)
+        or _STRUCTURE.hits(skel)
+        or _COMPACT_INSTRUCTION.hits(compact)
+        or _INSTRUCTION.hits(compact)
         or asks_the_model(text)
     )
