@@ -120,11 +120,14 @@ def _selectivity(anchors: frozenset[str]) -> tuple[int, int]:
     return min(sum(1 if c.isascii() else 3 for c in a) for a in anchors), -len(anchors)
 
 
-_RE_CONSTANTS: Any = importlib.import_module("re._constants")
-_RE_PARSER: Any = importlib.import_module("re._parser")
-_CASE_TWINS = str.maketrans(
-    {k: chr(min(k, *twins)) for k, twins in importlib.import_module("re._casefix")._EXTRA_CASES.items()} | {0x307: None}
-)
+try:  # CPython's own regular-expression parser (3.11+); where it moved, every pattern is searched whole
+    _RE_CONSTANTS: Any = importlib.import_module("re._constants")
+    _RE_PARSER: Any = importlib.import_module("re._parser")
+    _EXTRA_CASES: dict[int, tuple[int, ...]] = importlib.import_module("re._casefix")._EXTRA_CASES
+except (ImportError, AttributeError):  # pragma: no cover - a future Python
+    _RE_CONSTANTS = _RE_PARSER = None
+    _EXTRA_CASES = {}
+_CASE_TWINS = str.maketrans({k: chr(min(k, *twins)) for k, twins in _EXTRA_CASES.items()} | {0x307: None})
 """What :data:`re.IGNORECASE` also equates beyond ``str.lower`` (``ſ`` and ``s``, ``ı`` and ``i``, ``ς`` and ``σ``),
 folded to one character; U+0307 dropped, which ``str.lower`` adds after the ``i`` of ``İ``."""
 
@@ -201,8 +204,8 @@ class _Cut:
         self.alternatives: list[_LazyPattern] = []
         self.by_anchor: dict[str, list[int]] = {"": []}  # "": what needs no literal, always tried
         ungated: list[str] = []
-        for branch in _branches(pattern):
-            found = _anchors(_RE_PARSER.parse(branch, flags))
+        for branch in _branches(pattern) if _RE_PARSER is not None else [pattern]:
+            found = _anchors(_RE_PARSER.parse(branch, flags)) if _RE_PARSER is not None else None
             if not found:
                 ungated.append(branch)
                 continue
