@@ -26,18 +26,9 @@ from langchain_hindsight.store._directory import HeldDirectory
 from langchain_hindsight.store.backend import _scrub
 from langchain_hindsight.store.backend.base import Backend, Include, Metadata, Records, Rows, Vector
 
-__all__ = ["ChromaBackend", "ChromaRecords", "backend_errors", "backend_exceptions"]
+__all__ = ["ChromaBackend", "ChromaRecords"]
 
 logger = logging.getLogger(__name__)
-
-
-@functools.cache
-def backend_exceptions() -> tuple[type[BaseException], ...]:
-    """What Chroma (embedded or over HTTP) raises when storage fails (chromadb is imported on first use)."""
-    import httpx
-    from chromadb.errors import ChromaError
-
-    return (ChromaError, sqlite3.Error, OSError, httpx.HTTPError)
 
 
 _P = ParamSpec("_P")
@@ -46,13 +37,16 @@ _R = TypeVar("_R")
 
 @contextmanager
 def backend_errors(what: str) -> Iterator[None]:
-    """Re-raise a storage failure inside the block as :class:`BackendError` (chained); other errors pass."""
+    """Re-raise a Chroma, SQLite, file-system or HTTP failure inside the block as :class:`BackendError`."""
     try:
         yield
     except HindsightError:
         raise
     except Exception as e:
-        if isinstance(e, backend_exceptions()):
+        import httpx
+        from chromadb.errors import ChromaError  # here: chromadb is imported on first use
+
+        if isinstance(e, ChromaError | sqlite3.Error | OSError | httpx.HTTPError):
             raise BackendError(f"chroma {what} failed: {e}") from e
         raise
 
