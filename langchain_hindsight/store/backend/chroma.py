@@ -232,11 +232,6 @@ class ChromaRecords(Records):
             self._on_write(name)  # renamed: the collection now called ``name`` changed too
         self.collection.modify(name=name, metadata=None if metadata is None else dict(metadata))
 
-    @property
-    def configuration(self) -> Any:
-        """The collection's chromadb configuration (index space and parameters)."""
-        return self.collection.configuration
-
 
 class ChromaBackend(Backend):
     """Chroma behind the :class:`~langchain_hindsight.store.backend.base.Backend` interface.
@@ -315,7 +310,9 @@ class ChromaBackend(Backend):
     @_writes_collection
     def create_collection(self, name: str, metadata: Metadata, *, like: Records | None = None) -> ChromaRecords:
         """See :meth:`Backend.create_collection`."""
-        configuration = like.configuration if isinstance(like, ChromaRecords) else {"hnsw": {"space": "cosine"}}
+        configuration = {"hnsw": {"space": "cosine"}}
+        if isinstance(like, ChromaRecords):  # its index space and parameters (a re-embedding's side collection)
+            configuration = like.collection.configuration
         col = self._client.create_collection(
             name, metadata=dict(metadata) or None, configuration=configuration, embedding_function=None
         )
