@@ -53,7 +53,6 @@ __all__ = [
     "SupersedeTargets",
     "Target",
     "WritePlan",
-    "check_encodable",
     "check_informative",
     "check_source_change",
     "check_unit",
@@ -67,7 +66,6 @@ __all__ = [
     "plan_successor",
     "plan_supersede",
     "prepare",
-    "settle_claims",
     "suspicious",
 ]
 
@@ -114,16 +112,6 @@ def check_unit(value: object) -> MemoryUnit:
     if not isinstance(value, MemoryUnit):
         raise ConfigurationError(f"unit must be a MemoryUnit, got {type(value).__name__}")
     return value
-
-
-def check_encodable(unit: MemoryUnit) -> MemoryUnit:
-    """Refuse text Chroma cannot store (lone surrogates, e.g. from a JSON escape in LLM output), naming the field."""
-    for name, value in unit.to_dict().items():
-        try:
-            json.dumps(value, ensure_ascii=False).encode("utf-8")
-        except UnicodeEncodeError as e:
-            raise InvalidMemoryError(f"invalid memory unit: {name}: is not valid Unicode text ({e.reason})") from e
-    return unit
 
 
 def check_informative(unit: MemoryUnit) -> MemoryUnit:
@@ -227,10 +215,16 @@ def prepare(
 
     A unit that names no namespace gets ``default_namespace``; its claimed
     confidence is capped by source, and an instruction-like text from an
-    untrusted source is tagged ``suspicious`` and capped lower. A unit whose
-    content carries no information is refused (:func:`check_informative`).
+    untrusted source is tagged ``suspicious`` and capped lower. A unit that is not valid Unicode text, or whose
+    content carries no information (:func:`check_informative`), is refused.
     """
-    unit = settle_claims(check_encodable(check_unit(unit)))
+    unit = check_unit(unit)
+    for name, value in unit.to_dict().items():  # text no backend stores: lone surrogates (a JSON escape in LLM output)
+        try:
+            json.dumps(value, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError as e:
+            raise InvalidMemoryError(f"invalid memory unit: {name}: is not valid Unicode text ({e.reason})") from e
+    unit = settle_claims(unit)
     changes: dict[str, Any] = {"task_type": vocabulary.resolve(unit.task_type)}
     if namespace is not None:
         changes["namespace"] = check_namespace(namespace)
