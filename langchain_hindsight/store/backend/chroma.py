@@ -51,15 +51,6 @@ def backend_errors(what: str) -> Iterator[None]:
         raise
 
 
-def _mapped(method: Callable[_P, _R]) -> Callable[_P, _R]:
-    @functools.wraps(method)
-    def wrapper(*args: _P.args, **kwargs: _P.kwargs) -> _R:
-        with backend_errors(method.__name__):
-            return method(*args, **kwargs)
-
-    return wrapper
-
-
 class _Writer(Protocol):
     def _mark_written(self) -> None: ...
 
@@ -150,7 +141,7 @@ class ChromaRecords(Records):
         """The collection's metadata (a copy)."""
         return dict(self.collection.metadata or {})
 
-    @_mapped
+    @backend_errors("get")
     def get(
         self,
         *,
@@ -172,7 +163,7 @@ class ChromaRecords(Records):
         )
         return dict(rows)
 
-    @_mapped
+    @backend_errors("query")
     def query(
         self,
         *,
@@ -220,7 +211,7 @@ class ChromaRecords(Records):
         if ids:
             self.collection.delete(ids=list(ids))
 
-    @_mapped
+    @backend_errors("count")
     def count(self) -> int:
         """See :meth:`Records.count`."""
         return int(self.collection.count())
@@ -326,7 +317,7 @@ class ChromaBackend(Backend):
         )
         return self._wrap(col)
 
-    @_mapped
+    @backend_errors("list_collections")
     def list_collections(self) -> list[Records]:
         """See :meth:`Backend.list_collections`."""
         return [self._wrap(c) for c in self._client.list_collections()]
