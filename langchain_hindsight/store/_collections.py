@@ -269,8 +269,6 @@ def filter_where(filters: dict[str, object], normalize_task_type: Callable[[str]
             if key in ALLOWED and value not in ALLOWED[key]:
                 raise ConfigurationError(f"{key} filter must be one of {ALLOWED[key]}, got {value!r}")
             clauses.append({key: normalize_task_type(value) if key == "task_type" else value})
-    if len(clauses) == 1:
-        return clauses[0]
-    if clauses:
+    if len(clauses) > 1:
         return {"$and": clauses}
-    return None
+    return clauses[0] if clauses else None

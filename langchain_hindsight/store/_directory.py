@@ -233,11 +233,16 @@ def _vouched(directory: Path) -> dict[str, str | None]:
     files = data.get("files") if isinstance(data, dict) and data.get("format") == STAMP_FORMAT else None
     if not isinstance(files, dict) or DATA_FILE not in files:
         return {}
-    for rel, recorded in files.items():
-        if not _listable(rel) or _state(directory / rel) != _as_state(recorded):
+    vouched: dict[str, str | None] = {}
+    for rel, recorded in files.items():  # each [size, mtime_ns] or [size, mtime_ns, sha256]
+        listed = isinstance(recorded, list)
+        state = (recorded[0], recorded[1]) if listed and len(recorded) in (2, 3) else None
+        if state is not None and not all(type(v) is int for v in state):
+            state = None
+        if not _listable(rel) or _state(directory / rel) != state:
             logger.debug("clean-close stamp in %s does not match %s: nothing trusted", directory, rel)
             return {}
-    vouched = {rel: _as_digest(recorded) for rel, recorded in files.items()}
+        vouched[rel] = recorded[2] if listed and len(recorded) == 3 and isinstance(recorded[2], str) else None
     for rel, digest in vouched.items():  # sizes and times all match: now the (slower) content of derived files
         if rel != DATA_FILE and _digest(directory / rel) != digest:
             logger.warning(
@@ -248,18 +253,6 @@ def _vouched(directory: Path) -> dict[str, str | None]:
             )
             return {}
     return vouched
-
-
-def _as_state(value: object) -> FileState | None:
-    if isinstance(value, list) and len(value) in (2, 3) and all(type(v) is int for v in value[:2]):
-        return value[0], value[1]
-    return None
-
-
-def _as_digest(value: object) -> str | None:
-    if isinstance(value, list) and len(value) == 3 and isinstance(value[2], str):
-        return value[2]
-    return None
 
 
 def _digest(path: Path) -> str | None:

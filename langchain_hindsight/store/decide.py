@@ -38,7 +38,6 @@ from langchain_hindsight.store._policy import ConfidencePolicy, trust
 from langchain_hindsight.store.evidence import corroborated, evidence_cap
 from langchain_hindsight.store.writes import (
     Neighbour,
-    RuleWriteJudge,
     WriteAction,
     WriteDecision,
     WriteJudge,
@@ -54,7 +53,6 @@ __all__ = [
     "SupersedeTargets",
     "Target",
     "WritePlan",
-    "check_encodable",
     "check_informative",
     "check_source_change",
     "check_unit",
@@ -68,7 +66,6 @@ __all__ = [
     "plan_successor",
     "plan_supersede",
     "prepare",
-    "settle_claims",
     "suspicious",
 ]
 
@@ -110,21 +107,11 @@ Scope = Literal["task_type", "namespace"]
 Pending = dict[str, tuple[MemoryUnit, list[float]]]
 
 
-def check_unit(value: object, what: str = "unit") -> MemoryUnit:
+def check_unit(value: object) -> MemoryUnit:
     """``value`` if it is a :class:`MemoryUnit`, else a :class:`ConfigurationError`."""
     if not isinstance(value, MemoryUnit):
-        raise ConfigurationError(f"{what} must be a MemoryUnit, got {type(value).__name__}")
+        raise ConfigurationError(f"unit must be a MemoryUnit, got {type(value).__name__}")
     return value
-
-
-def check_encodable(unit: MemoryUnit) -> MemoryUnit:
-    """Refuse text Chroma cannot store (lone surrogates, e.g. from a JSON escape in LLM output), naming the field."""
-    for name, value in unit.to_dict().items():
-        try:
-            json.dumps(value, ensure_ascii=False).encode("utf-8")
-        except UnicodeEncodeError as e:
-            raise InvalidMemoryError(f"invalid memory unit: {name}: is not valid Unicode text ({e.reason})") from e
-    return unit
 
 
 def check_informative(unit: MemoryUnit) -> MemoryUnit:
@@ -164,13 +151,13 @@ def flag_suspicious(unit: MemoryUnit, policy: ConfidencePolicy) -> MemoryUnit:
     return unit.evolve(tags=tags, confidence=confidence)
 
 
-def clamp_future(unit: MemoryUnit, *, now: datetime | None = None) -> MemoryUnit:
+def clamp_future(unit: MemoryUnit) -> MemoryUnit:
     """``unit`` with ``created_at``/``last_accessed_at``/``decayed_through`` beyond now clamped to now.
 
     A future stamp would exempt a unit from decay (and archive) forever; the
     clock belongs to the store, whatever the unit claims (also on import).
     """
-    now = now or utcnow()
+    now = utcnow()
     changes = {
         name: now
         for name in ("created_at", "last_accessed_at", "decayed_through")
@@ -182,7 +169,7 @@ def clamp_future(unit: MemoryUnit, *, now: datetime | None = None) -> MemoryUnit
     return unit.evolve(**changes)
 
 
-def settle_claims(unit: MemoryUnit, *, now: datetime | None = None) -> MemoryUnit:
+def settle_claims(unit: MemoryUnit) -> MemoryUnit:
     """``unit`` with the system-owned fields it may not claim on arrival settled.
 
     The store owns ``access_count``, ``supersedes``, ``merged_from``,
@@ -195,7 +182,7 @@ def settle_claims(unit: MemoryUnit, *, now: datetime | None = None) -> MemoryUni
     active, replacing nothing and merged from nothing (learned once: ``evidence`` 1). Feedback, merges and
     supersession then set these fields through the store's own operations.
     """
-    unit = clamp_future(unit, now=now)
+    unit = clamp_future(unit)
     changes: dict[str, object] = {}
     if unit.source in UNTRUSTED_SOURCES:
         if unit.access_count:
@@ -228,10 +215,16 @@ def prepare(
 
     A unit that names no namespace gets ``default_namespace``; its claimed
     confidence is capped by source, and an instruction-like text from an
-    untrusted source is tagged ``suspicious`` and capped lower. A unit whose
-    content carries no information is refused (:func:`check_informative`).
+    untrusted source is tagged ``suspicious`` and capped lower. A unit that is not valid Unicode text, or whose
+    content carries no information (:func:`check_informative`), is refused.
     """
-    unit = settle_claims(check_encodable(check_unit(unit)))
+    unit = check_unit(unit)
+    for name, value in unit.to_dict().items():  # text no backend stores: lone surrogates (a JSON escape in LLM output)
+        try:
+            json.dumps(value, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError as e:
+            raise InvalidMemoryError(f"invalid memory unit: {name}: is not valid Unicode text ({e.reason})") from e
+    unit = settle_claims(unit)
     changes: dict[str, Any] = {"task_type": vocabulary.resolve(unit.task_type)}
     if namespace is not None:
         changes["namespace"] = check_namespace(namespace)
@@ -269,7 +262,7 @@ def demote(unit: MemoryUnit, policy: ConfidencePolicy) -> MemoryUnit:
     return unit.evolve(status="superseded", confidence=round(unit.score_confidence * policy.supersede_factor, 6))
 
 
-def merge_units(existing: MemoryUnit, incoming: MemoryUnit, policy: ConfidencePolicy | None = None) -> MemoryUnit:
+def merge_units(existing: MemoryUnit, incoming: MemoryUnit, policy: ConfidencePolicy) -> MemoryUnit:
     """``existing`` after absorbing ``incoming``, the same statement (or a judged duplicate).
 
     The lesson was learned again: ``evidence`` adds up and confidence grows with it
@@ -426,7 +419,7 @@ def plan_add(
     conflict_threshold: float | None,
     scope: Scope,
     policy: ConfidencePolicy,
-    judge: WriteJudge | None = None,
+    judge: WriteJudge,
 ) -> WritePlan:
     """Decide, unit by unit, between merge, supersede and plain insert.
 
@@ -437,12 +430,11 @@ def plan_add(
     The rules, in order, are :mod:`~langchain_hindsight.store.writes`'s: only the same statement
     (:func:`~langchain_hindsight.store.statement.lesson_key`) merges without a judge, keeping the stored
     wording; neighbours above ``conflict_threshold`` or contradicted by the rules go to ``judge``
-    (default :class:`RuleWriteJudge`), whose decision is validated here (:func:`_decide`: never across
-    conditions, never against provenance).
+    (the store's; :class:`~langchain_hindsight.store.writes.RuleWriteJudge` by default), whose decision is
+    validated here (:func:`_decide`: never across conditions, never against provenance).
     """
     from langchain_hindsight.store.statement import lesson_key  # the write path's (see _decide)
 
-    judge = judge or RuleWriteJudge()
     keys: dict[tuple[str, str], str] = {}
 
     def key(u: MemoryUnit) -> str:  # statement keys (run-specific values masked), computed once per text in the batch

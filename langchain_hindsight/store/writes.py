@@ -320,8 +320,7 @@ def _payload(response: Any) -> Any:
     if isinstance(response, AIMessage) and response.tool_calls:
         return response.tool_calls[0]["args"]
     if isinstance(response, BaseMessage):
-        text = response.content if isinstance(response.content, str) else response.text
-        return parse_json_text(text)[0]
+        response = response.content if isinstance(response.content, str) else response.text
     if isinstance(response, str):
         return parse_json_text(response)[0]
     return None

@@ -84,13 +84,20 @@ def check_url(url: str) -> None:
         ) from None
 
 
-def describe(url: str) -> str:
-    """``database "DB" at HOST:PORT as USER``, from a URL or a ``key=value`` string (never the password)."""
+def _params(url: str) -> dict[str, Any] | None:
+    """``url``'s connection parameters as libpq reads them; ``None`` when malformed (connecting says why)."""
     from psycopg.conninfo import conninfo_to_dict
 
     try:
-        params: dict[str, Any] = conninfo_to_dict(url)
-    except Exception:  # noqa: BLE001 - a malformed URL: psycopg's own error says why when connecting
+        return dict(conninfo_to_dict(url))
+    except Exception:  # noqa: BLE001 - psycopg.ProgrammingError and whatever libpq reports
+        return None
+
+
+def describe(url: str) -> str:
+    """``database "DB" at HOST:PORT as USER``, from a URL or a ``key=value`` string (never the password)."""
+    params = _params(url)
+    if params is None:
         return "the Postgres database (the URL could not be parsed)"
     host = str(params.get("host") or params.get("hostaddr") or "localhost")
     port = str(params.get("port") or 5432)
@@ -102,14 +109,8 @@ def describe(url: str) -> str:
 
 def connect_kwargs(url: str, timeout: float) -> dict[str, Any]:
     """The keywords every connection takes: autocommit, and ``connect_timeout`` unless the URL sets its own."""
-    from psycopg.conninfo import conninfo_to_dict
-
     kwargs: dict[str, Any] = {"autocommit": True}
-    try:
-        own = "connect_timeout" in conninfo_to_dict(url)
-    except Exception:  # noqa: BLE001 - connecting reports the malformed URL
-        own = False
-    if not own:
+    if "connect_timeout" not in (_params(url) or {}):
         kwargs["connect_timeout"] = max(2, round(timeout))  # libpq's minimum: a 1 is treated as 2
     return kwargs
 
@@ -134,22 +135,12 @@ def probe(psycopg: Any, url: str, timeout: float) -> None:
     try:
         psycopg.connect(url, **connect_kwargs(url, timeout)).close()
     except psycopg.OperationalError as e:
-        password = _password(url)
+        password = (_params(url) or {}).get("password")
         hint = _hint(str(e), timeout)
         if password:
-            hint = hint.replace(password, "***")
+            hint = hint.replace(str(password), "***")
         raise DatabaseConnectionError(f"cannot connect to the Postgres {describe(url)}: {redact(hint, url)}") from e
     except psycopg.Error as e:  # a bad option in the URL (ProgrammingError): the driver's text quotes the URL
         raise ConfigurationError(
             f"database_url is not usable for the Postgres {describe(url)}: {redact(str(e).splitlines()[0], url)}"
         ) from None
-
-
-def _password(url: str) -> str | None:
-    from psycopg.conninfo import conninfo_to_dict
-
-    try:
-        value = conninfo_to_dict(url).get("password")
-    except Exception:  # noqa: BLE001
-        return None
-    return str(value) if value else None

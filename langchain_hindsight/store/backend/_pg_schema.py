@@ -259,19 +259,18 @@ def migrate(conn: Any, psycopg: Any, signature: str, retokenise: Callable[[Any],
             continue
         for statement in statements:
             conn.execute(statement)
-        conn.execute(
-            f"INSERT INTO {SCHEMA}.meta VALUES ('schema_version', %s)"
-            " ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
-            [str(target)],
-        )
+        _set_meta(conn, "schema_version", str(target))
         logger.info("hindsight schema migrated to version %d", target)
     row = conn.execute(f"SELECT value FROM {SCHEMA}.meta WHERE key = 'lexical_signature'").fetchone()
     if row is None or row[0] != signature:
         if row is not None:
             logger.warning("the tokenizer changed: recomputing the lexical terms of every record")
         retokenise(conn)
-        conn.execute(
-            f"INSERT INTO {SCHEMA}.meta VALUES ('lexical_signature', %s)"
-            " ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
-            [signature],
-        )
+        _set_meta(conn, "lexical_signature", signature)
+
+
+def _set_meta(conn: Any, key: str, value: str) -> None:
+    conn.execute(
+        f"INSERT INTO {SCHEMA}.meta VALUES (%s, %s) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
+        [key, value],
+    )

@@ -26,18 +26,9 @@ from langchain_hindsight.store._directory import HeldDirectory
 from langchain_hindsight.store.backend import _scrub
 from langchain_hindsight.store.backend.base import Backend, Include, Metadata, Records, Rows, Vector
 
-__all__ = ["ChromaBackend", "ChromaRecords", "backend_errors", "backend_exceptions"]
+__all__ = ["ChromaBackend", "ChromaRecords"]
 
 logger = logging.getLogger(__name__)
-
-
-@functools.cache
-def backend_exceptions() -> tuple[type[BaseException], ...]:
-    """What Chroma (embedded or over HTTP) raises when storage fails (chromadb is imported on first use)."""
-    import httpx
-    from chromadb.errors import ChromaError
-
-    return (ChromaError, sqlite3.Error, OSError, httpx.HTTPError)
 
 
 _P = ParamSpec("_P")
@@ -46,24 +37,18 @@ _R = TypeVar("_R")
 
 @contextmanager
 def backend_errors(what: str) -> Iterator[None]:
-    """Re-raise a storage failure inside the block as :class:`BackendError` (chained); other errors pass."""
+    """Re-raise a Chroma, SQLite, file-system or HTTP failure inside the block as :class:`BackendError`."""
     try:
         yield
     except HindsightError:
         raise
     except Exception as e:
-        if isinstance(e, backend_exceptions()):
+        import httpx
+        from chromadb.errors import ChromaError  # here: chromadb is imported on first use
+
+        if isinstance(e, ChromaError | sqlite3.Error | OSError | httpx.HTTPError):
             raise BackendError(f"chroma {what} failed: {e}") from e
         raise
-
-
-def _mapped(method: Callable[_P, _R]) -> Callable[_P, _R]:
-    @functools.wraps(method)
-    def wrapper(*args: _P.args, **kwargs: _P.kwargs) -> _R:
-        with backend_errors(method.__name__):
-            return method(*args, **kwargs)
-
-    return wrapper
 
 
 class _Writer(Protocol):
@@ -134,13 +119,12 @@ class ChromaRecords(Records):
             session changed data, and where).
     """
 
-    def __init__(self, collection: Any, on_write: Callable[[str], None] | None = None) -> None:
+    def __init__(self, collection: Any, on_write: Callable[[str], None]) -> None:
         self.collection = collection
         self._on_write = on_write
 
     def _mark_written(self) -> None:
-        if self._on_write is not None:
-            self._on_write(self.name)
+        self._on_write(self.name)
 
     @property
     def name(self) -> str:
@@ -157,7 +141,7 @@ class ChromaRecords(Records):
         """The collection's metadata (a copy)."""
         return dict(self.collection.metadata or {})
 
-    @_mapped
+    @backend_errors("get")
     def get(
         self,
         *,
@@ -179,7 +163,7 @@ class ChromaRecords(Records):
         )
         return dict(rows)
 
-    @_mapped
+    @backend_errors("query")
     def query(
         self,
         *,
@@ -227,7 +211,7 @@ class ChromaRecords(Records):
         if ids:
             self.collection.delete(ids=list(ids))
 
-    @_mapped
+    @backend_errors("count")
     def count(self) -> int:
         """See :meth:`Records.count`."""
         return int(self.collection.count())
@@ -235,14 +219,9 @@ class ChromaRecords(Records):
     @_writes
     def modify(self, *, name: str | None = None, metadata: Metadata | None = None) -> None:
         """See :meth:`Records.modify`."""
-        if name is not None and self._on_write is not None:
+        if name is not None:
             self._on_write(name)  # renamed: the collection now called ``name`` changed too
         self.collection.modify(name=name, metadata=None if metadata is None else dict(metadata))
-
-    @property
-    def configuration(self) -> Any:
-        """The collection's chromadb configuration (index space and parameters)."""
-        return self.collection.configuration
 
 
 class ChromaBackend(Backend):
@@ -260,7 +239,6 @@ class ChromaBackend(Backend):
     def __init__(self, client: Any) -> None:
         self._client = client
         self._held: HeldDirectory | None = None
-        self._wrote = False
         self._writes = 0
         self._written: set[str] | None = set()  # names of the collections written; None: not known
         self._closed = False
@@ -296,19 +274,13 @@ class ChromaBackend(Backend):
             return cls(chromadb.HttpClient(host=host, port=port))
 
     # ------------------------------------------------------------------ Backend
-    @property
-    def _directory(self) -> Path | None:
-        return None if self._held is None else self._held.path
-
     def _mark_written(self) -> None:
         """A write whose scope is not known (an erase, a recovery): any collection may differ."""
-        self._wrote = True
         self._writes += 1
         self._written = None
 
     def _mark_collection(self, name: str) -> None:
         """A write to the collection ``name`` only."""
-        self._wrote = True
         self._writes += 1
         if self._written is not None:
             self._written.add(name)
@@ -320,19 +292,18 @@ class ChromaBackend(Backend):
         """See :meth:`Backend.get_collection`."""
         from chromadb.errors import ChromaError
 
-        try:
-            return self._wrap(self._client.get_collection(name, embedding_function=None))
-        except (ChromaError, ValueError):  # chroma raises several types for "missing"
-            return None
-        except Exception as e:
-            if isinstance(e, backend_exceptions()):
-                raise BackendError(f"chroma get_collection failed: {e}") from e
-            raise
+        with backend_errors("get_collection"):
+            try:
+                return self._wrap(self._client.get_collection(name, embedding_function=None))
+            except (ChromaError, ValueError):  # chroma raises several types for "missing"
+                return None
 
     @_writes_collection
     def create_collection(self, name: str, metadata: Metadata, *, like: Records | None = None) -> ChromaRecords:
         """See :meth:`Backend.create_collection`."""
-        configuration = like.configuration if isinstance(like, ChromaRecords) else {"hnsw": {"space": "cosine"}}
+        configuration = {"hnsw": {"space": "cosine"}}
+        if isinstance(like, ChromaRecords):  # its index space and parameters (a re-embedding's side collection)
+            configuration = like.collection.configuration
         col = self._client.create_collection(
             name, metadata=dict(metadata) or None, configuration=configuration, embedding_function=None
         )
@@ -346,7 +317,7 @@ class ChromaBackend(Backend):
         )
         return self._wrap(col)
 
-    @_mapped
+    @backend_errors("list_collections")
     def list_collections(self) -> list[Records]:
         """See :meth:`Backend.list_collections`."""
         return [self._wrap(c) for c in self._client.list_collections()]
@@ -365,17 +336,17 @@ class ChromaBackend(Backend):
     @property
     def persist_directory(self) -> Path | None:
         """The embedded directory this backend holds the lock of (``None`` for a server or injected client)."""
-        return self._directory
+        return None if self._held is None else self._held.path
 
     @property
     def single_writer(self) -> bool:
         """True for an embedded directory (its lock excludes every other writer)."""
-        return self._directory is not None
+        return self._held is not None
 
     @property
     def can_erase(self) -> bool:
         """True for an embedded directory (a server's files are the server's)."""
-        return self._directory is not None
+        return self._held is not None
 
     @property
     def directory(self) -> HeldDirectory | None:
@@ -385,7 +356,7 @@ class ChromaBackend(Backend):
     @property
     def wrote(self) -> bool:
         """True once this backend has changed stored data."""
-        return self._wrote
+        return self._writes > 0
 
     @property
     def write_count(self) -> int:
@@ -407,8 +378,9 @@ class ChromaBackend(Backend):
 
         The client is closed for the file scrub and a fresh one opened.
         """
-        if self._directory is None:
+        if self._held is None:
             raise StoreError("only an embedded Chroma directory can be erased")
+        directory = self._held.path
         with backend_errors("scrub"):
             if rebuild is None:
                 rebuild = [c.name for c in self._client.list_collections() if "hindsight_role" in (c.metadata or {})]
@@ -416,18 +388,18 @@ class ChromaBackend(Backend):
                 _scrub.rebuild_collection(self._client, self._client.get_collection(name, embedding_function=None))
             self._client.close()
             try:
-                removed = _scrub.erase_files(self._directory)
+                removed = _scrub.erase_files(directory)
             finally:
-                self._client = _open_client(self._directory)
+                self._client = _open_client(directory)
             # The client that first loads a rebuilt index may write it again from an uninitialised buffer (which
             # can hold the text just forgotten): load each one in the client that stays open, then zero the unused
             # space once more (hnswlib never reads it; close() zeroes whatever a later persist writes there).
             for name in rebuild:
                 _load_index(self._client.get_collection(name, embedding_function=None))
-            _scrub.wipe_unused_index_space(self._directory)
+            _scrub.wipe_unused_index_space(directory)
         logger.debug(
             "scrubbed %s: rebuilt %d collection(s), removed %d segment dir(s)",
-            self._directory,
+            directory,
             len(rebuild),
             len(removed),
         )

@@ -12,7 +12,6 @@ from __future__ import annotations
 import hashlib
 import uuid
 from collections.abc import Iterator
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -27,28 +26,9 @@ from langchain_hindsight.store import search as search_module
 from langchain_hindsight.store.backend import InMemoryBackend
 from langchain_hindsight.store.replica import Replica
 from tests.fakes import HashEmbeddings
+from tests.integration_tests.store._reads import NOW, counting, lessons
 
-NOW = datetime(2026, 11, 1, tzinfo=UTC)
 KINDS = ["embedded", "shared-client", "in-memory"]
-
-
-class CountingCollection:
-    """Wraps a backend collection; counts ``get`` and ``query`` calls."""
-
-    def __init__(self, inner: Any) -> None:
-        self.inner = inner
-        self.calls: list[str] = []
-
-    def get(self, *args: Any, **kwargs: Any) -> Any:
-        self.calls.append("get")
-        return self.inner.get(*args, **kwargs)
-
-    def query(self, *args: Any, **kwargs: Any) -> Any:
-        self.calls.append("query")
-        return self.inner.query(*args, **kwargs)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
 
 
 def _open(kind: str, tmp_path: Path, embeddings: Embeddings | None = None, client: Any = None) -> MemoryStore:
@@ -67,25 +47,6 @@ def store(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[MemoryStor
         yield s
         if request.param == "shared-client":
             s.forget(namespace=s.namespace)
-
-
-def _units(n: int) -> list[MemoryUnit]:
-    return [
-        MemoryUnit(
-            task_type="data_cleaning",
-            content=f"读取CSV文件时指定编码 lesson {i} about encoding",
-            created_at=NOW,
-            last_accessed_at=NOW,
-        )
-        for i in range(n)
-    ]
-
-
-def _counting(store: MemoryStore) -> CountingCollection:
-    key = (store.namespace, "memories")
-    wrapped = CountingCollection(store._collections[key])
-    store._collections[key] = wrapped
-    return wrapped
 
 
 def _recall(store: MemoryStore, query: str) -> list[tuple[str, float, float]]:
@@ -107,9 +68,9 @@ def test_recall_takes_the_route_chosen_at_open(store: MemoryStore, monkeypatch: 
     for name in ("hybrid", "nearest", "similarities", "lexical"):
         method = getattr(store.reader, name)
         monkeypatch.setattr(store.reader, name, lambda *a, _m=method, _n=name, **k: asked.append(_n) or _m(*a, **k))
-    store.add_many(_units(40), dedupe=False)
+    store.add_many(lessons(40), dedupe=False)
     first = _recall(store, "CSV 编码")
-    col = _counting(store)
+    col = counting(store)
     again = _recall(store, "CSV 编码")
     vector = store.embeddings.embed_query("CSV 编码 lesson 3")
     store.search_by_vector(vector, k=3)
@@ -126,7 +87,7 @@ def _served(store: MemoryStore, query: str) -> dict[str, MemoryUnit]:
 
 
 def test_hybrid_search_matches_the_separate_arms(store: MemoryStore) -> None:
-    store.add_many(_units(60), dedupe=False)
+    store.add_many(lessons(60), dedupe=False)
     vector = store.embeddings.embed_query("CSV 编码 lesson 3")
     dense, lexical = store.hybrid_search("CSV 编码 lesson 3", vector, k=9, normalize=True)
     want = {u.memory_id: (u, sim) for u, sim, _ in store.search_by_vector(vector, k=9)}
@@ -143,7 +104,7 @@ def test_hybrid_search_matches_the_separate_arms(store: MemoryStore) -> None:
 
 
 def test_writes_are_never_hidden_by_the_cache(store: MemoryStore) -> None:
-    units = store.add_many(_units(12), dedupe=False)
+    units = store.add_many(lessons(12), dedupe=False)
     first = _served(store, "CSV 编码 lesson")
     best = next(iter(first))
     store.record_feedback([best], success=False)
@@ -158,7 +119,7 @@ def test_writes_are_never_hidden_by_the_cache(store: MemoryStore) -> None:
 
 
 def test_recalled_units_are_the_stored_ones(store: MemoryStore) -> None:
-    store.add_many(_units(20), dedupe=False)
+    store.add_many(lessons(20), dedupe=False)
     _recall(store, "CSV 编码")
     retriever = HindsightRetriever(store=store, k=10, low_similarity_threshold=0.0)
     for scored in retriever.recall("CSV 编码", now=NOW):
@@ -172,7 +133,7 @@ def test_two_stores_on_one_shared_client_never_serve_stale_data(tmp_path: Path) 
         MemoryStore(client=client, embeddings=HashEmbeddings(64), namespace=namespace) as a,
         MemoryStore(client=client, embeddings=HashEmbeddings(64), namespace=namespace) as b,
     ):
-        units = [r.unit for r in a.add_many(_units(10), dedupe=False)]
+        units = [r.unit for r in a.add_many(lessons(10), dedupe=False)]
         assert set(_served(b, "CSV 编码 lesson")) == {u.memory_id for u in units}  # b builds its replica now
         best = units[0].memory_id
         before = _served(b, "CSV 编码 lesson")[best].score_confidence

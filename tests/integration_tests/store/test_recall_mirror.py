@@ -5,14 +5,13 @@ from __future__ import annotations
 import json
 import shutil
 from collections.abc import Iterator
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
-from langchain_hindsight import HindsightRetriever, MemoryStore, MemoryUnit
+from langchain_hindsight import HindsightRetriever, MemoryStore
 from langchain_hindsight.embeddings.identity import embedder_identity
 from langchain_hindsight.embeddings.local import LocalEmbeddings
 from langchain_hindsight.embeddings.multilingual import MultilingualEmbeddings, ScriptRoutedEmbeddings
@@ -22,20 +21,7 @@ from langchain_hindsight.store.replica.files import DerivedFiles
 from langchain_hindsight.store.replica.records import Mirror, record_bytes
 from langchain_hindsight.store.replica.snapshot import SnapshotFiles, StoreSnapshot
 from tests.fakes import HashEmbeddings
-
-NOW = datetime(2026, 11, 1, tzinfo=UTC)
-
-
-def _units(n: int, prefix: str = "lesson") -> list[MemoryUnit]:
-    return [
-        MemoryUnit(
-            task_type="data_cleaning" if i % 2 else "api_call",
-            content=f"读取CSV文件时指定编码 {prefix} {i} about encoding and retries",
-            created_at=NOW,
-            last_accessed_at=NOW,
-        )
-        for i in range(n)
-    ]
+from tests.integration_tests.store._reads import NOW, Counting, counting, lessons
 
 
 def _recall(store: MemoryStore, query: str, k: int = 8) -> list[tuple[str, float]]:
@@ -46,36 +32,6 @@ def _recall(store: MemoryStore, query: str, k: int = 8) -> list[tuple[str, float
 def _mirror_file(path: Path) -> Path:
     (found,) = (path / "mirror").glob("*.npz")
     return found
-
-
-class Counting:
-    """Counts the Chroma reads of a collection (``get``, ``query``, ``pages``)."""
-
-    def __init__(self, inner: Any) -> None:
-        self.inner = inner
-        self.calls: list[str] = []
-
-    def get(self, *args: Any, **kwargs: Any) -> Any:
-        self.calls.append("get")
-        return self.inner.get(*args, **kwargs)
-
-    def query(self, *args: Any, **kwargs: Any) -> Any:
-        self.calls.append("query")
-        return self.inner.query(*args, **kwargs)
-
-    def pages(self, *args: Any, **kwargs: Any) -> Any:
-        self.calls.append("pages")
-        return self.inner.pages(*args, **kwargs)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
-
-
-def _counting(store: MemoryStore) -> Counting:
-    key = (store.namespace, "memories")
-    wrapped = Counting(store._collections[key])
-    store._collections[key] = wrapped
-    return wrapped
 
 
 @pytest.fixture
@@ -92,9 +48,9 @@ def store(path: Path) -> Iterator[MemoryStore]:
 def test_recall_from_the_mirror_reads_nothing_from_chroma_and_ranks_as_chroma_does(path: Path) -> None:
     queries = ["CSV 编码 lesson 3", "retries encoding", "读取文件 编码 lesson 17"]
     with MemoryStore(path, embeddings=HashEmbeddings(64)) as store:
-        store.add_many(_units(80), dedupe=False)
+        store.add_many(lessons(80), dedupe=False)
         _recall(store, "warm up")
-        col = _counting(store)
+        col = counting(store)
         for query in queries:
             _recall(store, query)
         assert col.calls == []  # no query, no get: both arms and every candidate came from memory
@@ -108,7 +64,7 @@ def test_recall_from_the_mirror_reads_nothing_from_chroma_and_ranks_as_chroma_do
 
 
 def test_every_write_is_seen_by_the_next_recall(store: MemoryStore) -> None:
-    units = [r.unit for r in store.add_many(_units(30), dedupe=False)]
+    units = [r.unit for r in store.add_many(lessons(30), dedupe=False)]
     served = dict(_recall(store, "CSV 编码 lesson", k=30))
     assert set(served) == {u.memory_id for u in units}
     best = units[0].memory_id
@@ -125,7 +81,7 @@ def test_every_write_is_seen_by_the_next_recall(store: MemoryStore) -> None:
     assert hit[1] == pytest.approx(float(np.dot(*store.embeddings.embed_documents([slack] * 2))), abs=1e-5)
     store.archive([units[1].memory_id])
     store.forget(units[2].memory_id)
-    added = store.add_many(_units(2, prefix="新的经验"), dedupe=False)
+    added = store.add_many(lessons(2, prefix="新的经验"), dedupe=False)
     served = dict(_recall(store, "CSV 编码 lesson 新的经验", k=40))
     active = {u.memory_id for u in store.list_units(status="active")}
     assert set(served) == active
@@ -136,19 +92,19 @@ def test_every_write_is_seen_by_the_next_recall(store: MemoryStore) -> None:
 
 def test_the_mirror_is_saved_at_close_and_loaded_without_reading_every_record(path: Path) -> None:
     with MemoryStore(path, embeddings=HashEmbeddings(64)) as store:
-        store.add_many(_units(50), dedupe=False)
+        store.add_many(lessons(50), dedupe=False)
         first = _recall(store, "CSV 编码 lesson 9")
     assert _mirror_file(path).stat().st_size > 0
     with MemoryStore(path, embeddings=HashEmbeddings(64)) as store:
         store.collection(store.namespace, create=True)
-        col = _counting(store)
+        col = counting(store)
         assert _recall(store, "CSV 编码 lesson 9") == first
         assert col.calls == []  # loaded from the snapshots the stamp vouches for: no record read
 
 
 def test_a_write_erases_the_snapshot_at_once_and_close_saves_a_current_one(path: Path) -> None:
     with MemoryStore(path, embeddings=HashEmbeddings(64)) as store:
-        units = [r.unit for r in store.add_many(_units(20), dedupe=False)]
+        units = [r.unit for r in store.add_many(lessons(20), dedupe=False)]
         _recall(store, "warm up")
     secret = "the database password is hunter2-绝密"
     with MemoryStore(path, embeddings=HashEmbeddings(64)) as store:
@@ -156,7 +112,7 @@ def test_a_write_erases_the_snapshot_at_once_and_close_saves_a_current_one(path:
         assert not (path / "mirror").exists() or not list((path / "mirror").glob("*.npz"))
     with MemoryStore(path, embeddings=HashEmbeddings(64)) as store:
         store.collection(store.namespace, create=True)
-        col = _counting(store)
+        col = counting(store)
         hits = store.search(secret, k=1)
         assert "pages" not in col.calls  # the snapshot saved at close already held the update
         assert hits[0][0].content == secret
@@ -166,7 +122,7 @@ def test_a_write_erases_the_snapshot_at_once_and_close_saves_a_current_one(path:
 
 def test_a_snapshot_that_no_longer_matches_the_records_is_rebuilt(path: Path) -> None:
     with MemoryStore(path, embeddings=HashEmbeddings(64)) as store:
-        units = [r.unit for r in store.add_many(_units(20), dedupe=False)]
+        units = [r.unit for r in store.add_many(lessons(20), dedupe=False)]
         _recall(store, "warm up")
     old = path.parent / "old.npz"
     shutil.copy(_mirror_file(path), old)
@@ -176,7 +132,7 @@ def test_a_snapshot_that_no_longer_matches_the_records_is_rebuilt(path: Path) ->
     shutil.copy(old, _mirror_file(path))  # as if a stale snapshot survived
     with MemoryStore(path, embeddings=HashEmbeddings(64)) as store:
         store.collection(store.namespace, create=True)
-        col = _counting(store)
+        col = counting(store)
         retriever = HindsightRetriever(store=store, k=20, low_similarity_threshold=0.0, min_relevance=None)
         got = {s.memory.memory_id: s.memory for s in retriever.recall("CSV 编码 lesson", now=NOW)}
         assert "pages" in col.calls  # the stamp does not vouch for the file (its digest): rebuilt from the records
@@ -216,7 +172,7 @@ def test_a_snapshot_of_a_closed_store_recalls_what_the_store_recalls(path: Path)
     queries = ["CSV 编码 lesson 3", "retries encoding", "读取文件 编码 lesson 17", "完全无关的查询"]
     embeddings = HashEmbeddings(64)
     with MemoryStore(path, embeddings=embeddings) as store:
-        store.add_many(_units(60), dedupe=False)
+        store.add_many(lessons(60), dedupe=False)
         want = [_recall(store, q) for q in queries]
     snapshot = _open(path, _derived(path), embeddings=embeddings)
     assert snapshot is not None
@@ -232,7 +188,7 @@ def _recall_from(snapshot: StoreSnapshot, query: str) -> list[tuple[str, float]]
 def test_a_snapshot_answers_only_from_trusted_matching_files(path: Path) -> None:
     embeddings = HashEmbeddings(64)
     with MemoryStore(path, embeddings=embeddings) as store:
-        store.add_many(_units(10), dedupe=False)
+        store.add_many(lessons(10), dedupe=False)
         _recall(store, "warm up")
     files = _derived(path)
     assert _open(path, files, embeddings=embeddings) is not None
@@ -251,7 +207,7 @@ def test_a_snapshot_answers_only_from_trusted_matching_files(path: Path) -> None
 
 def test_a_write_that_fails_half_way_leaves_no_stale_mirror_or_snapshot(path: Path) -> None:
     with MemoryStore(path, embeddings=HashEmbeddings(64)) as store:
-        units = [r.unit for r in store.add_many(_units(20), dedupe=False)]
+        units = [r.unit for r in store.add_many(lessons(20), dedupe=False)]
         _recall(store, "warm up")
     target = units[3].memory_id
     with MemoryStore(path, embeddings=HashEmbeddings(64)) as store:
@@ -283,7 +239,7 @@ def test_the_snapshot_picks_the_built_in_embedder_that_wrote_it(path: Path) -> N
         assert type(embedder).__mro__[1] is type(model)
         assert embedder_identity(model) == embedder_identity(embedder)
     with MemoryStore(path, embeddings=HashEmbeddings(64)) as store:
-        store.add_many(_units(5), dedupe=False)
+        store.add_many(lessons(5), dedupe=False)
         _recall(store, "warm up")
     located = SnapshotFiles.locate(DerivedFiles(path, _derived(path)))
     assert located is not None
@@ -293,19 +249,19 @@ def test_the_snapshot_picks_the_built_in_embedder_that_wrote_it(path: Path) -> N
 
 def test_a_snapshot_the_clean_close_stamp_does_not_vouch_for_is_rebuilt(path: Path) -> None:
     with MemoryStore(path, embeddings=HashEmbeddings(64)) as store:
-        store.add_many(_units(20), dedupe=False)
+        store.add_many(lessons(20), dedupe=False)
         first = _recall(store, "CSV 编码 lesson 4")
     (path / ".hindsight-clean").unlink()  # as after a process that died: the files may not match the data
     with MemoryStore(path, embeddings=HashEmbeddings(64)) as store:
         store.collection(store.namespace, create=True)
-        col = _counting(store)
+        col = counting(store)
         assert _recall(store, "CSV 编码 lesson 4") == first
         assert "pages" in col.calls  # rebuilt from the records, not loaded
 
 
 def test_a_write_after_the_stores_close_voids_every_snapshot(path: Path) -> None:
     with MemoryStore(path, embeddings=HashEmbeddings(64)) as store:
-        units = [r.unit for r in store.add_many(_units(20), dedupe=False)]
+        units = [r.unit for r in store.add_many(lessons(20), dedupe=False)]
         _recall(store, "warm up")
     target = units[7].memory_id
     backend = ChromaBackend.embedded(path)
