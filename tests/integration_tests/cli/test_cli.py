@@ -755,13 +755,18 @@ loaded = sorted(m for m in ("onnxruntime", "torch", "sentence_transformers", "tr
                 if m in sys.modules)
 print("loaded:", loaded)
 """
+    assert _last_line_of(script) == "loaded: []"
+
+
+def _last_line_of(script: str) -> str:
+    """The last line ``script`` prints in a fresh interpreter importing this checkout (it must exit 0)."""
     root = str(Path(__file__).resolve().parents[3])
     env = {**os.environ, "PYTHONPATH": root + os.pathsep + os.environ.get("PYTHONPATH", "")}
     proc = subprocess.run(
         [sys.executable, "-c", script], capture_output=True, text=True, check=False, env=env, cwd=root, timeout=300
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
-    assert proc.stdout.strip().splitlines()[-1] == "loaded: []", proc.stdout[-500:]
+    return proc.stdout.strip().splitlines()[-1]
 
 
 def test_show_history_and_runs_load_no_write_path(populated: Path) -> None:
@@ -777,13 +782,7 @@ loaded = sorted(m for m in ("langchain_hindsight._claims", "langchain_hindsight.
                             "tomllib") if m in sys.modules)
 print("loaded:", loaded)
 """
-    root = str(Path(__file__).resolve().parents[3])
-    env = {**os.environ, "PYTHONPATH": root + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    proc = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, check=False, env=env, cwd=root, timeout=300
-    )
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    assert proc.stdout.strip().splitlines()[-1] == "loaded: []", proc.stdout[-500:]
+    assert _last_line_of(script) == "loaded: []"
 
 
 def test_export_over_a_symlink_or_fifo_is_refused_and_replaces_nothing(
