@@ -7,6 +7,7 @@ import subprocess
 import sys
 import textwrap
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -174,14 +175,21 @@ def test_two_writer_processes_on_a_server_lose_nothing_and_see_each_other(
         script = _WRITER.format(
             root=ROOT, me=me, other=other, n=n, sync=str(sync), host=chroma_server.host, port=chroma_server.port
         )
-        procs[me] = subprocess.Popen(
-            [sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-        )
-    results = {}
-    for me, proc in procs.items():
-        out, err = proc.communicate(timeout=600)
-        assert proc.returncode == 0, err[-3000:]
-        results[me] = json.loads(out.strip().splitlines()[-1])
+        with (tmp_path / f"{me}.out").open("w") as out, (tmp_path / f"{me}.err").open("w") as err:
+            procs[me] = subprocess.Popen([sys.executable, "-c", script], stdout=out, stderr=err, text=True)
+    # each writer waits for the other: if one fails, stop the other at once and show why the first failed
+    deadline = time.monotonic() + 600
+    while any(p.poll() is None for p in procs.values()) and time.monotonic() < deadline:
+        if any(p.poll() not in (None, 0) for p in procs.values()):
+            break
+        time.sleep(0.1)
+    for proc in procs.values():
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    errors = {me: (tmp_path / f"{me}.err").read_text()[-3000:] for me in procs}
+    assert all(p.returncode == 0 for p in procs.values()), {me: (p.returncode, errors[me]) for me, p in procs.items()}
+    results = {me: json.loads((tmp_path / f"{me}.out").read_text().strip().splitlines()[-1]) for me in procs}
     for me, other in (("alpha", "beta"), ("beta", "alpha")):
         assert results[me]["count"] == 2 * n
         assert results[me]["dense"] == [f"{other} lesson {i}: value {i * 7919 % 1000}" for i in range(n)]
