@@ -932,10 +932,6 @@ class PostgresBackend(Backend):
             lambda conn: conn.execute(_COLLECTIONS + " WHERE name = %s", [name]).fetchone(), "get_collection"
         )
         return None if row is None else self._records(row)
-        row = self.run(
-            lambda conn: conn.execute(_COLLECTIONS + " WHERE name = %s", [name]).fetchone(), "get_collection"
-        )
-        return None if row is None else self._records(row)
 
     def create_collection(self, name: str, metadata: Metadata, *, like: Records | None = None) -> PostgresRecords:
         """See :meth:`Backend.create_collection` (``like`` changes nothing: every collection is HNSW cosine)."""
