@@ -25,12 +25,14 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+from _trees import arms as checkouts
+from _trees import measure_in
 
 ROOT = Path(__file__).resolve().parent
 OUT = ROOT / "results"
@@ -80,11 +82,7 @@ def measure(reps: int, n: int, tree: str | None = None) -> list[dict[str, Any]]:
 
 def run_in(tree: Path, reps: int, n: int) -> list[dict[str, Any]]:
     """:func:`measure` in a process importing the package from ``tree``."""
-    env = {**os.environ, "PYTHONPATH": str(tree)}
-    code = f"import sys, json; sys.path.insert(0, {str(ROOT)!r}); import add_many_overhead as m; "
-    code += f"print(json.dumps(m.measure({reps}, {n}, {str(tree)!r})))"
-    out = subprocess.run([sys.executable, "-c", code], env=env, cwd=tree, capture_output=True, text=True, check=True)
-    return json.loads(out.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+    return measure_in(tree, "add_many_overhead", f"measure({reps}, {n}, {str(tree)!r})")  # type: ignore[no-any-return]
 
 
 def markdown(results: dict[str, Any]) -> str:
@@ -130,11 +128,9 @@ def main() -> None:
     args = parser.parse_args()
     import platform
 
-    here = ROOT.parent
     arms: dict[str, list[dict[str, Any]]] = {}
-    trees = {"baseline": args.baseline, "this tree": here} if args.baseline else {"this tree": here}
     for r in range(args.rounds):
-        for name, tree in trees.items():
+        for name, tree in checkouts(args.baseline).items():
             arms.setdefault(name, []).extend(run_in(tree, args.reps, args.units))
             print(f"round {r} {name}: {arms[name][-args.reps :]}", flush=True)
     results = {

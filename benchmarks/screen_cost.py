@@ -17,11 +17,13 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
+
+from _trees import arms as checkouts
+from _trees import measure_in
 
 ROOT = Path(__file__).resolve().parent
 OUT = ROOT / "results"
@@ -55,10 +57,7 @@ def measure(reps: int) -> dict[str, list[float]]:
 
 def run_in(tree: Path, reps: int) -> dict[str, list[float]]:
     """:func:`measure` in a process importing the package (and ``tests/redteam.py``) from ``tree``."""
-    code = f"import sys, json; sys.path.insert(0, {str(ROOT)!r}); import screen_cost as m; print(json.dumps(m.measure({reps})))"
-    env = {**os.environ, "PYTHONPATH": str(tree)}
-    out = subprocess.run([sys.executable, "-c", code], env=env, cwd=tree, capture_output=True, text=True, check=True)
-    return json.loads(out.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+    return measure_in(tree, "screen_cost", f"measure({reps})")  # type: ignore[no-any-return]
 
 
 def markdown(results: dict[str, Any]) -> str:
@@ -93,10 +92,9 @@ def main() -> None:
     args = parser.parse_args()
     import platform
 
-    trees = {"baseline": args.baseline, "this tree": ROOT.parent} if args.baseline else {"this tree": ROOT.parent}
     arms: dict[str, dict[str, list[float]]] = {}
     for r in range(args.rounds):
-        for name, tree in trees.items():
+        for name, tree in checkouts(args.baseline).items():
             for key, values in run_in(tree, args.reps).items():
                 arms.setdefault(name, {}).setdefault(key, []).extend(values)
             print(f"round {r} {name}: done", flush=True)
