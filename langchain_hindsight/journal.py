@@ -163,7 +163,8 @@ class RunJournal:
         if isinstance(served, str) or not isinstance(served, Sequence):
             raise ConfigurationError(f"served must be a sequence of ScoredMemory, got {type(served).__name__}")
         shown = [ServedMemory.from_scored(s, rank) for rank, s in enumerate(served, start=1)]
-        if isinstance(withheld, str) or not all(isinstance(i, str) for i in withheld):
+        ids_only = isinstance(withheld, Sequence) and all(isinstance(i, str) for i in withheld)
+        if isinstance(withheld, str) or not ids_only:
             raise ConfigurationError("withheld must be a sequence of memory ids")
         changes: dict[str, Any] = {"served": shown, "withheld": list(dict.fromkeys(withheld))}
         if task:

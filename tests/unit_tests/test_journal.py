@@ -5,7 +5,14 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime
 
+import pytest
+
+from langchain_hindsight import MemoryStore
+from langchain_hindsight.errors import ConfigurationError
+from langchain_hindsight.journal import RunJournal
 from langchain_hindsight.runs import RunRecord
+from langchain_hindsight.store.backend.inmemory import InMemoryBackend
+from tests.fakes import HashEmbeddings
 from tests.unit_tests.store.store_backends import chroma_store_factory, store_factory  # noqa: F401 - fixtures
 
 T0 = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
@@ -83,3 +90,13 @@ def test_a_record_with_withheld_ids_round_trips_and_adds_only_that_field() -> No
     bare = json.loads(record.model_copy(update={"withheld": []}).to_json())
     assert "withheld" not in bare
     assert {k: v for k, v in document.items() if k != "withheld"} == bare
+
+
+@pytest.mark.parametrize("bad", ["m1", iter(["m1"]), [1]])
+def test_withheld_ids_must_be_a_sequence_of_ids(bad: object) -> None:
+    """A generator is refused, not read up by the check and stored empty."""
+    with MemoryStore(backend=InMemoryBackend(), embeddings=HashEmbeddings()) as store:
+        journal = RunJournal(store)
+        with pytest.raises(ConfigurationError, match="withheld"):
+            journal.start("run-1", withheld=bad)  # type: ignore[arg-type]
+        assert journal.start("run-1", withheld=("m1", "m1")).withheld == ["m1"]
