@@ -68,7 +68,6 @@ def evaluate(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Each pair with the store's action for the newer fact (``added``, ``merged`` or ``superseded``)."""
     out = []
     embeddings = FlatEmbeddings()
-    logging.getLogger("langchain_hindsight").setLevel(logging.WARNING)
     for r in rows:
         with MemoryStore(backend=InMemoryBackend(), embeddings=embeddings) as store:
             store.add(MemoryUnit(content=r["old"], kind="fact", source="user_feedback"))
@@ -163,6 +162,7 @@ def number_variants() -> dict[str, Any]:
 
 
 def main() -> None:
+    logging.getLogger("langchain_hindsight").setLevel(logging.WARNING)  # the script's output is its table
     table: dict[str, dict[str, Any]] = {}
     details: dict[str, list[dict[str, Any]]] = {}
     for split in SPLITS:
