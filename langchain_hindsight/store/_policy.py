@@ -1,18 +1,13 @@
 """How confidence moves and which sources outrank which (a user's word over an inference).
 
-:class:`ConfidencePolicy` is public through ``langchain_hindsight.store.memory_store``; the
-provenance order (:func:`trust`) is what the write path consults when two units
-from different sources meet. :func:`feedback_reason` words every credit and debit
-the store logs (``MemoryStore.record_feedback`` is the one place that logs them).
+:class:`ConfidencePolicy` is public (``langchain_hindsight.ConfidencePolicy``); :func:`trust` is the
+provenance order the write path consults when two units from different sources meet;
+:func:`feedback_reason` words every credit and debit ``MemoryStore.record_feedback`` logs.
 
-Bounded credit: a success credits each served memory ``success_delta`` (+0.05)
-the first time a task earns it; every other credit the same memory already got
-for the *same task* (:func:`task_key`) within ``repeat_window`` (24 h, either
-side) multiplies it by ``repeat_factor`` (0.25): +0.05, +0.0125, +0.003, ... —
-at most +0.0667 a task a day, so "ok" repeated to the same task cannot reach the
-cap, while distinct tasks (or the same task on other days) earn the full credit.
-The count is derived from the run journal (the runs whose recorded credit holds
-the memory), never stored on the unit.
+Why credit is bounded: each earlier credit a memory got for the *same task* (:func:`task_key`) within
+``repeat_window`` multiplies a success's credit by ``repeat_factor`` (+0.05, +0.0125, +0.003, ...: at
+most +0.0667 a task a day), so "ok" repeated to the same task cannot reach the cap, while distinct
+tasks earn the full credit. The count is derived from the run journal, never stored on the unit.
 """
 
 from __future__ import annotations

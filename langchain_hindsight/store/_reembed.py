@@ -1,33 +1,26 @@
 """Re-embedding (``MemoryStore.reembed``, ``hindsight reembed``): migrate a store in place to another embedder.
 
-The memories and archive collections of every namespace asked for are migrated in three steps:
+The memories and archive collections of every namespace asked for are migrated in two steps:
 
-1. **Copy.** Every record (id, text, every metadata field) is re-embedded from
-   its stored text by the new embedder and written into a side collection
-   (``<name>-reembed``, role ``reembed``, invisible to the store). A record
-   already there with the same text is not embedded again (new metadata alone is
-   copied onto the kept vector), so a re-run after a crash continues where it
-   stopped, and records the old collection gained or lost in the meantime are synced.
-   On a backend other processes write (a database), a second pass then catches up
-   with what they wrote during the first, still outside any lock.
-2. **Switch, all together.** One write plan holding the lock of every namespace
-   involved (on a database: one transaction, under the same advisory locks the
-   store's write plans take) syncs what was written since the last pass (logged and
-   reported as ``carried``), verifies that each side collection holds exactly its
-   original's ids, drops the originals and renames the copies, with the new
-   embedder's identity. A write plan of another process waits for it and then finds
-   the new collections (the store re-checks its cached collections under the lock,
-   ``StoreCore._recheck``): a process still on the old embedder is refused with
-   :class:`~langchain_hindsight.errors.EmbedderMismatchError` instead of mixing its
-   vectors in. A crash before the commit leaves every original as it was; after it,
-   every collection is on the new embedder.
-3. On a backend without transactions (embedded Chroma, one writer) the switch is
-   drop then rename per collection; a process that died between the two leaves a
-   complete side collection and no original: ``_collections.recover_reembed`` (run
-   whenever a collection is opened) finishes the rename.
+1. **Copy.** Every record (id, text, every metadata field) is re-embedded from its stored text and
+   written into a side collection (``<name>-reembed``, role ``reembed``, invisible to the store). A
+   record already there with the same text is not embedded again (new metadata alone is copied onto
+   the kept vector), so a re-run after a crash continues where it stopped, and records the original
+   gained or lost meanwhile are synced. On a backend other processes write (a database), a second
+   pass then catches up with what they wrote during the first, still outside any lock.
+2. **Switch, all together.** One write plan holding the lock of every namespace involved (on a
+   database: one transaction, under the advisory locks the store's write plans take) syncs what was
+   written since the last pass (``carried``), verifies that each side collection holds exactly its
+   original's ids, drops the originals and renames the copies, with the new embedder's identity. A
+   write plan of another process waits for it and then finds the new collections (``StoreCore``
+   re-checks its cached collections under the lock): a process still on the old embedder is refused
+   with :class:`~langchain_hindsight.errors.EmbedderMismatchError` instead of mixing its vectors in.
+   A crash before the commit leaves every original as it was; after it, every collection is on the
+   new embedder. Without transactions (embedded Chroma, one writer) the switch is drop then rename
+   per collection; a process that died between the two leaves a complete side collection and no
+   original, and ``_collections.recover_reembed`` (run whenever a collection is opened) finishes it.
 
-The run journal and the lexical change feed carry no meaningful vectors and are
-left as they are.
+Other collections (the run journal) carry no meaningful vectors and are left as they are.
 """
 
 from __future__ import annotations
@@ -76,7 +69,7 @@ class ReembedReport:
         migrated: ``(namespace, role, units)`` for every collection re-embedded.
         unchanged: ``(namespace, role)`` of collections already on the new embedder.
         embedded: Texts embedded by this run (fewer than the units when a run resumed).
-        carried: Units written by other processes while the copy was made, re-embedded before the switch.
+        carried: Of ``embedded``: units other processes wrote during the copy, re-embedded before the switch.
     """
 
     embedder: str
@@ -84,7 +77,6 @@ class ReembedReport:
     unchanged: list[tuple[str, str]] = field(default_factory=list)
     embedded: int = 0
     carried: int = 0
-    """Of ``embedded``: units other processes wrote during the copy, carried over inside the switch."""
 
     @property
     def units(self) -> int:
@@ -177,43 +169,36 @@ def _verified(src: Collection, side: Collection, stage: str) -> int:
     return len(src_ids)
 
 
-@dataclass
-class _Switched:
-    """What the switch did: ``(namespace, role, units)`` switched, ``(namespace, role)`` found done, texts embedded."""
+def _switch(
+    backend: Backend, copies: list[tuple[str, Role]], to: _Target
+) -> tuple[list[tuple[str, str, int]], list[tuple[str, str]], int]:
+    """Carry over what changed since the copies were made, verify each and switch them all (step 2).
 
-    migrated: list[tuple[str, str, int]] = field(default_factory=list)
-    done_elsewhere: list[tuple[str, str]] = field(default_factory=list)
-    carried: int = 0
-
-
-def _switch(backend: Backend, copies: list[tuple[str, Role]], to: _Target) -> _Switched:
-    """Carry over what changed since the copies were made, verify each and switch them all.
-
-    On a database this runs in one transaction under the lock of every namespace involved
-    (the locks the store's write plans take), so no write can land between the last sync and
-    the switch, and a crash switches all of them or none. It may be re-run from the start
-    after a serialization failure: it reads everything it decides on.
+    Returns ``(namespace, role, units)`` switched, ``(namespace, role)`` found switched by another
+    run, and the texts carried over. May be re-run after a serialization failure: it reads everything.
     """
-    out = _Switched()
+    migrated: list[tuple[str, str, int]] = []
+    done_elsewhere: list[tuple[str, str]] = []
+    carried = 0
     for i, (ns, role) in enumerate(copies):
         name, stage = collection_name(ns, role), f"{ns}/{role}"
         src, side = backend.get_collection(name), backend.get_collection(name + REEMBED_SUFFIX)
         if side is None and src is not None and recorded_identity(src) == to.identity:
-            out.done_elsewhere.append((ns, role))  # a concurrent `hindsight reembed` switched it first
+            done_elsewhere.append((ns, role))  # a concurrent `hindsight reembed` switched it first
             continue
         if src is None or side is None:
             raise StoreError(f"re-embedding {stage}: the collection or its copy vanished meanwhile; run it again")
         if not backend.single_writer:  # writes other processes committed during the copy
-            carried = _sync(src, side, to, f"{stage} (writes made meanwhile)")
-            if carried:
-                logger.info("re-embedding %s: carried over %d unit(s) written during the copy", stage, carried)
-            out.carried += carried
+            n = _sync(src, side, to, f"{stage} (writes made meanwhile)")
+            if n:
+                logger.info("re-embedding %s: carried over %d unit(s) written during the copy", stage, n)
+            carried += n
         units = _verified(src, side, stage)
         side.modify(metadata={**side.metadata, REEMBED_COMPLETE: True})
         switch_reembed(backend, name, side)
-        out.migrated.append((ns, role, units))
+        migrated.append((ns, role, units))
         to.progress("switch", i + 1, len(copies))
-    return out
+    return migrated, done_elsewhere, carried
 
 
 def reembed_collections(
@@ -227,9 +212,6 @@ def reembed_collections(
     """Migrate the memories and archive collections of ``namespaces`` on ``backend`` to ``embeddings``.
 
     Use :meth:`MemoryStore.reembed <langchain_hindsight.store.memory_store.MemoryStore.reembed>`.
-    Every collection is copied first (the originals stay authoritative and writable), then all
-    are switched together; on a backend other processes write (a database), what they wrote
-    during the copy is carried over inside the switch's transaction, under their namespaces' locks.
 
     Raises:
         EmbeddingError: the new embedder returned unusable vectors (nothing switched).
@@ -264,15 +246,12 @@ def reembed_collections(
                 caught_up += _sync(src, side, to, f"{ns}/{role} (catching up)")
         if caught_up:
             logger.info("re-embedding: caught up with %d unit(s) other processes wrote during the copy", caught_up)
-    switched = backend.atomic_all([ns for ns, _ in copies], functools.partial(_switch, backend, copies, to))
-    for name, kind, units in switched.migrated:
-        logger.info("re-embedded %d unit(s) of %s/%s with %s", units, name, kind, target)
-    for name, kind in switched.done_elsewhere:
-        logger.warning("%s/%s was re-embedded by another process meanwhile; left as it is", name, kind)
-    return ReembedReport(
-        str(target),
-        switched.migrated,
-        unchanged + switched.done_elsewhere,
-        embedded + caught_up + switched.carried,
-        carried=caught_up + switched.carried,
+    migrated, done_elsewhere, carried = backend.atomic_all(
+        [ns for ns, _ in copies], functools.partial(_switch, backend, copies, to)
     )
+    for name, kind, units in migrated:
+        logger.info("re-embedded %d unit(s) of %s/%s with %s", units, name, kind, target)
+    for name, kind in done_elsewhere:
+        logger.warning("%s/%s was re-embedded by another process meanwhile; left as it is", name, kind)
+    carried += caught_up
+    return ReembedReport(str(target), migrated, unchanged + done_elsewhere, embedded + carried, carried=carried)

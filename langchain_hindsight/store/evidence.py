@@ -1,10 +1,7 @@
 """How far evidence lifts a lesson: the same lesson learned again is more credible, within bounds.
 
-Shared by the write path (``decide.merge_units``: a re-learned lesson merges) and the
-merge pass (``lifecycle._merge.fold``: stored duplicates fold). ``MemoryUnit.evidence``
-counts the learnings; each further one closes :data:`EVIDENCE_GAIN` of the gap to the
-source's ceiling (``langchain_hindsight._trust``), so confidence rises with diminishing
-steps and never above the ceiling, nor the store's own ceiling, nor the suspicious cap.
+Shared by the write path (``decide.merge_units``: a re-learned lesson merges) and the merge pass
+(``lifecycle._merge.fold``: stored duplicates fold); ``MemoryUnit.evidence`` counts the learnings.
 """
 
 from __future__ import annotations
@@ -23,11 +20,10 @@ EVIDENCE_GAIN = 0.25
 def corroborated(confidence: float, source: str, added: int, *, ceiling: float | None = None) -> float:
     """``confidence`` after a lesson from ``source`` was learned ``added`` more times.
 
-    Each further learning closes :data:`EVIDENCE_GAIN` of the gap to the source's
-    ceiling (``langchain_hindsight._trust``: 0.9 for a rule, 0.5 for a lesson quoting a
-    tool's text; ``ceiling`` lowers it, e.g. a store's own policy): bounded, with
-    diminishing steps, and never above the ceiling. A confidence already at or
-    above it (earned by feedback) is left as it is.
+    Each further learning closes :data:`EVIDENCE_GAIN` of the gap to the source's ceiling
+    (``langchain_hindsight._trust``: 0.9 for a rule, 0.5 for a lesson quoting a tool's text;
+    ``ceiling`` lowers it, e.g. a store's own policy): diminishing steps, never above the ceiling.
+    A confidence already at or above it (earned by feedback) is left as it is.
 
     Example:
         >>> corroborated(0.7, "rule", 4)  # a rule lesson learned five times: 0.9 - 0.2 * 0.75**4

@@ -1,14 +1,8 @@
-"""Hard delete for ``MemoryStore``: ``forget`` and ``scrub``, records, references, run journal, then the bytes.
+"""Hard delete for ``MemoryStore``: ``forget`` and ``scrub``; records, references, run records, then the bytes.
 
-:func:`forget` removes units and every reference to them (a
-successor's ``supersedes``, a merge's ``merged_from``, the run records that
-served or produced them, the comments that became them), or a whole namespace.
-The run records are scrubbed through the storage layer's
-:class:`~langchain_hindsight.store.run_records.RunRecords`, never through the journal's
-API above the store. A Chroma delete leaves the bytes in ``chroma.sqlite3`` and
-the HNSW files, so the backend then erases them (``backend.erase``), resumably:
-a durable intent file and a scrub marker let the next open finish a forget or a
-scrub a crash cut short.
+A backend's delete is logical (Chroma leaves the bytes in ``chroma.sqlite3`` and the HNSW files), so
+a forget ends with the backend's erase; a durable intent file and a scrub marker let the next open
+finish a forget or a scrub a crash cut short.
 """
 
 from __future__ import annotations
@@ -25,7 +19,7 @@ from langchain_hindsight.store._naming import ALL_ROLES, ROLES
 from langchain_hindsight.store.backend import REBUILD_SUFFIX, Backend
 from langchain_hindsight.types import MemoryUnit
 
-__all__ = ["NO_SCRUB", "drop_collections", "finish_interrupted_scrub", "forget", "scrub", "scrub_collections"]
+__all__ = ["NO_SCRUB", "finish_interrupted_scrub", "forget", "scrub", "scrub_collections"]
 
 logger = logging.getLogger(__name__)
 
@@ -35,7 +29,7 @@ NO_SCRUB = (
 )
 
 
-def drop_collections(backend: Backend, ns: str) -> int:
+def _drop_collections(backend: Backend, ns: str) -> int:
     """Drop every collection of ``backend`` that belongs to ``ns`` (any role, leftovers included); count its units."""
     deleted = 0
     for col in backend.list_collections():
@@ -59,15 +53,11 @@ def forget(
 ) -> int:
     """Hard-delete units (every copy, archive included), or a whole namespace.
 
-    ``forget("mem_...")`` deletes those ids in ``namespace``: the record
-    (vector, document, metadata) in memories and archive, the lexical index
-    entry, and every reference to the id in other units (``supersedes``,
-    ``merged_from``) and in the run journal. ``forget(namespace="alice")``
-    deletes every collection of that namespace.
-
-    With ``scrub`` (the default for an embedded store) the bytes are then
-    physically erased from the directory (see :meth:`scrub`); a Chroma API
-    delete alone leaves them in ``chroma.sqlite3`` and the HNSW files.
+    ``forget("mem_...")`` deletes those ids in ``namespace``: the record (vector, document,
+    metadata) in memories and archive, the lexical index entry, every reference to the id in other
+    units (``supersedes``, ``merged_from``) and in the run journal. ``forget(namespace="alice")``
+    deletes every collection of that namespace. With ``scrub`` the bytes are then physically erased
+    (see :meth:`scrub`).
 
     Example:
         >>> n = store.forget(unit.memory_id)  # doctest: +SKIP
@@ -109,7 +99,7 @@ def forget(
 
     def plan() -> tuple[int, list[str]]:
         if ids is None:
-            done: tuple[int, list[str]] = drop_collections(store.backend, ns), []
+            done: tuple[int, list[str]] = _drop_collections(store.backend, ns), []
             store.dropped(ns)
         else:
             done = _delete_ids(store, ns, ids, successors)
@@ -137,16 +127,12 @@ def forget(
 def scrub(store: StoreCore) -> None:
     """Physically erase every deleted record from the store's directory.
 
-    Rebuilds every collection from its live records (dropping the HNSW files
-    that still hold deleted vectors), merges the full-text index, rewrites
-    ``chroma.sqlite3`` with ``VACUUM`` under ``secure_delete`` and removes
-    orphaned segment files; erases every derived file (lexical and recall
-    snapshots, summary) the clean-close stamp does not vouch for, which may
-    hold text forgotten by another process such as a Chroma server serving
-    this directory. Costs a full copy of the store; :meth:`forget`
-    does it for the collections it touched unless told ``scrub=False``.
-    Resumable: a crash mid-way is finished when the directory is reopened.
-    On the in-memory backend there is nothing left to erase.
+    Rebuilds every collection from its live records (dropping the HNSW files that still hold
+    deleted vectors), merges the full-text index, rewrites ``chroma.sqlite3`` with ``VACUUM`` under
+    ``secure_delete``, removes orphaned segment files, and erases every derived file the clean-close
+    stamp does not vouch for (it may hold text another process, such as a Chroma server on this
+    directory, forgot). Costs a full copy of the store; resumable: a crash mid-way is finished when
+    the directory is reopened. On the in-memory backend there is nothing left to erase.
 
     Example:
         >>> store.forget(ids, scrub=False); store.scrub()  # doctest: +SKIP
@@ -170,7 +156,7 @@ _CHAIN_STEPS = 256
 """At most this many rounds of successors are followed forward (a cycle in ``supersedes`` cannot loop)."""
 
 
-def with_successors(store: StoreCore, ns: str, ids: list[str]) -> list[str]:
+def _with_successors(store: StoreCore, ns: str, ids: list[str]) -> list[str]:
     """``ids`` and every later version of them (units whose ``supersedes`` chain leads back to one), read now."""
     found = list(dict.fromkeys(ids))
     frontier = found
@@ -195,7 +181,7 @@ def _delete_ids(store: StoreCore, ns: str, ids: list[str], successors: bool = Fa
         once anything changed, else none).
     """
     if successors:  # read inside the write plan: a version another process added since the caller read goes too
-        more = with_successors(store, ns, ids)
+        more = _with_successors(store, ns, ids)
         if len(more) > len(ids):
             logger.info("forget in %r: also forgetting %d later version(s) %s", ns, len(more) - len(ids),
                         more[len(ids):][:5])  # fmt: skip
@@ -280,7 +266,7 @@ def finish_interrupted_scrub(store: StoreCore) -> None:
             for intent in intents:
                 ns, ids = str(intent.get("namespace")), intent.get("ids")
                 if ids is None:
-                    drop_collections(store.backend, ns)
+                    _drop_collections(store.backend, ns)
                     store.reopen_collections()
                 else:
                     _delete_ids(store, ns, [str(i) for i in ids])

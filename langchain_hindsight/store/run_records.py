@@ -1,12 +1,9 @@
 """The run records in the store: each namespace's journal collection, read, written, deleted and scrubbed.
 
 :class:`RunRecords` (``store.run_records``) is the storage under the run journal
-(:class:`~langchain_hindsight.journal.RunJournal`, one floor up, which reaches it only through the
-store's public API). The store uses it itself when it forgets memories (the journal keeps no trace
-of them), counts runs for ``stats``, and exports or imports a backup with the journal. Every record
-is the JSON document of a :class:`~langchain_hindsight.runs.RunRecord` with a constant
-one-dimensional embedding and filterable metadata (``kind``, ``outcome``, ``task_type``,
-``started_at_us``, ``ended_at_us``, ``thread_id``).
+(:class:`~langchain_hindsight.journal.RunJournal`, one floor up); the store uses it itself to forget
+memories, count runs and export or import a backup. A record is the JSON document of a
+:class:`~langchain_hindsight.runs.RunRecord` with a constant vector and filterable metadata.
 """
 
 from __future__ import annotations
@@ -65,8 +62,7 @@ class RunRecords:
     def find(self, namespace: str, run_id: str) -> RunRecord | None:
         """The record of ``run_id`` in ``namespace``, or ``None``."""
         check_run_id(run_id)
-        found = self.read(namespace, ids=[run_id])
-        return found[0] if found else None
+        return next(iter(self.read(namespace, ids=[run_id])), None)
 
     def exists(self, namespace: str, run_ids: Sequence[str]) -> list[str]:
         """The ids among ``run_ids`` that have a record in ``namespace``."""

@@ -130,10 +130,8 @@ def _ordinal(match: re.Match[str]) -> str:
     text = match.group()
     if match.group(1) is not None:
         return f"{match.group(1)}{match.group(2)}{NUMBER_MASK}"
-    if match.group(3) is not None:
-        return f"{NUMBER_MASK}{match.group(3)}"
-    if match.group(4) is not None:
-        return f"{NUMBER_MASK}{match.group(4)}"
+    if tail := match.group(3) or match.group(4):  # "3rd week", "3月份": the noun after the number is kept
+        return f"{NUMBER_MASK}{tail}"
     if text.startswith("#"):
         return f"#{NUMBER_MASK}"
     return f"{text[0]}{NUMBER_MASK}"  # Q3 -> Q<n>
@@ -188,13 +186,9 @@ def rule_made(unit: MemoryUnit) -> bool:
     return unit.source in RULE_SOURCES and unit.run_id is not None
 
 
-INFERRED_SOURCES: frozenset[str] = frozenset({"agent_inference"})
-"""Sources of the lessons the reflection model writes from a run."""
-
-
 def learned_in_run(unit: MemoryUnit) -> bool:
     """``unit`` is a lesson the reflection model inferred from one run whose task is known."""
-    return unit.source in INFERRED_SOURCES and unit.run_id is not None and bool(unit.task_description.strip())
+    return unit.source == "agent_inference" and unit.run_id is not None and bool(unit.task_description.strip())
 
 
 def mask_run_values(text: str, task: str) -> str:
@@ -239,14 +233,10 @@ def run_masked(unit: MemoryUnit) -> str:
 
 
 def lesson_key(unit: MemoryUnit) -> str:
-    """The statement key under which ``unit`` folds with its duplicates.
+    """The statement key under which ``unit`` folds with its duplicates: its text as :func:`run_masked` says it.
 
-    A rule-made lesson (see :func:`rule_made`) is keyed on its text as
-    :func:`generalise` masks it, so the same lesson learned on five files (stored before the rules
-    masked file names) is one statement; a lesson the model inferred from a run on its text with
-    the ids, dates and ordinals of its task masked (:func:`run_masked`: four lessons learned on
-    ``把第N周的周报发给张经理`` that differ only in N are one). Every other unit is keyed on its text
-    as it is: a person's numbers and names are the fact itself, and
-    ``"每天最多10次"`` never folds with ``"每天最多500次"``.
+    So the same rule-made lesson learned on five files (stored before the rules masked file names)
+    is one statement, as are four lessons inferred on ``把第N周的周报发给张经理`` that differ only in N;
+    a person's numbers and names are the fact itself: ``"每天最多10次"`` never folds with ``"每天最多500次"``.
     """
     return statement_key(run_masked(unit))

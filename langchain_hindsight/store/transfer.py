@@ -1,26 +1,14 @@
 """JSONL export and import of memory units (and, optionally, the run journal) that round-trip exactly.
 
-One line per unit, ``MemoryUnit.to_dict()``: every field, timestamps to the
-microsecond, status and namespace. A backup that includes the journal adds one
-line per run record, ``{"run": {...}}`` (the record as the journal stores it), so
-``explain``, ``report`` and review work on the restored store; a file without
-such lines is a memories-only export, as before. Import writes the units *as they are* — no
-task-type normalisation, no dedupe, no confidence caps, archived units straight
-into the archive — re-embedding only the content (vectors are derived data).
-
-Import is all-or-nothing: every line is parsed and validated, and every id
-checked, before the first write (an id already stored with other data is
-refused unless ``replace=True``). For an embedded store it is crash-safe too:
-the units are written durably to a pending file first and the import is rolled
-forward from it when the directory is opened again after a kill. On a backend
-other processes write (a database) the units are embedded first, then checked
-again and written in one write plan holding every namespace's lock (one
-transaction): a unit another process stored meanwhile with other data is a clash
-like any other, and a killed import leaves nothing of itself.
+A backup has one line per unit, ``MemoryUnit.to_dict()`` (every field, timestamps to the microsecond),
+and, made with the journal, one ``{"run": {...}}`` line per run record as the journal stores it, so
+``explain``, ``report`` and review work on the restored store. Import writes units as they are, all or
+nothing (:func:`import_units`); vectors are derived data, so only the content is re-embedded.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 from collections.abc import Callable, Iterable, Iterator
@@ -55,7 +43,6 @@ logger = logging.getLogger(__name__)
 _K = TypeVar("_K")
 
 _BATCH = 256
-"""The units of an import in progress, written durably before the first write; replayed on reopen."""
 RUN_KEY = "run"
 """The one key of a run-record line in a backup (a memory line is the unit's own fields)."""
 
@@ -154,23 +141,16 @@ def import_units(
 ) -> ImportReport:
     """Write ``units`` (and the journal's ``runs``) exactly as given, all or nothing (``namespace``: into it).
 
-    For restoring a backup or moving a store (see ``hindsight export``/``import``):
-    no task-type normalisation, no dedupe, no confidence caps (but untrusted text that reads like an
-    instruction is tagged ``suspicious`` and capped, as on every write); archived units go
-    straight to the archive; only the content is re-embedded. Every unit is read
-    and checked before anything is written. A unit whose id is already stored
-    with the same data is skipped; with other data it is refused unless
-    ``replace=True`` (an explicit overwrite): an import never silently replaces
-    a stored unit. An embedded store writes the units to a pending file first and
-    rolls a killed import forward when the directory is opened again; a database
-    writes them in one transaction after checking the ids again under the lock of
-    every namespace involved (a killed import leaves nothing of itself). A unit whose
-    content carries no information (``"ok"``, ``"好的"``) is left out and counted in
-    ``refused`` (logged), rather than failing the import.
-
-    ``runs`` are run records of a backup made with the journal (``hindsight export
-    --journal``): checked with the units (a run id already journaled with other data is
-    refused unless ``replace``), written after them.
+    For restoring a backup or moving a store (``hindsight export``/``import``): no task-type
+    normalisation, no dedupe, no confidence caps, archived units straight to the archive; only
+    untrusted text that reads like an instruction is tagged ``suspicious`` and capped, as on every
+    write, and a unit whose content carries no information (``"ok"``, ``"好的"``) is left out, logged
+    and counted in ``refused``. Every unit and run record (``runs``: a backup made with ``--journal``)
+    is checked before anything is written: one stored with the same data is skipped, one with other
+    data refused unless ``replace=True``; an import never silently replaces a stored unit. An embedded
+    store writes the units durably to a pending file first and rolls a killed import forward when the
+    directory is reopened; a database embeds first, then checks again and writes in one transaction
+    under the lock of every namespace involved (a killed import leaves nothing of itself).
 
     Raises:
         InvalidMemoryError: a unit is invalid (nothing was written).
@@ -202,27 +182,18 @@ def import_units(
             "import: refused %d unit(s) whose content carries no information (e.g. %s)", len(refused), refused[0]
         )
     todo = list(latest.values())
-    records = {
-        (r.namespace, r.run_id): r
-        for r in (
-            r if namespace is None else r.model_copy(update={"namespace": store.namespace_or_default(namespace)})
-            for r in runs
-        )
-    }
+    if namespace is not None:
+        runs = (r.model_copy(update={"namespace": store.namespace_or_default(namespace)}) for r in runs)
+    records = {(r.namespace, r.run_id): r for r in runs}
     with store.lock:
         fresh, new_runs = _to_write(store, todo, records, replace)
         if not store.backend.single_writer:  # other processes write too: check again and write in one plan
-            done, per_ns, fresh, new_runs = _import_in_one_plan(store, todo, records, replace, fresh, progress)
+            fresh, new_runs, per_ns = _import_in_one_plan(store, todo, records, replace, fresh, progress)
         else:
-            per_ns = {}
             pending = store.persist_directory if fresh else None
             if pending is not None:  # the units, durably, before the first write: a killed import rolls forward
                 _directory.begin_import(pending, (_line(u) for u in fresh))
-            done = 0
-            for start in range(0, len(fresh), _BATCH):
-                done += _import_batch(store, fresh[start : start + _BATCH], per_ns)
-                if progress is not None:
-                    progress("import", done, len(fresh))
+            per_ns = _write(store, fresh, functools.partial(_embed, store), progress)
             if pending is not None:
                 _directory.end_import(pending)
             if new_runs:
@@ -230,7 +201,7 @@ def import_units(
     if records:
         logger.info("import: %d run record(s) journaled, %d unchanged", len(new_runs), len(records) - len(new_runs))
     return ImportReport(
-        imported=done,
+        imported=len(fresh),
         namespaces=per_ns,
         unchanged=len(todo) - len(fresh),
         refused=len(refused),
@@ -267,57 +238,72 @@ def _import_in_one_plan(
     replace: bool,
     fresh: list[MemoryUnit],
     progress: Callable[[str, int, int], None] | None,
-) -> tuple[int, dict[str, int], list[MemoryUnit], list[RunRecord]]:
-    """Import into a store other processes write (a database): all of it in one write plan, or nothing.
+) -> tuple[list[MemoryUnit], list[RunRecord], dict[str, int]]:
+    """Import into a store other processes write (a database): embed outside any lock, then one write plan.
 
-    The units are embedded first, outside any lock; then one plan holding the lock of every
-    namespace involved (on a database: one transaction) checks the ids again — a unit another
-    process stored meanwhile with other data is a clash like any other, refused unless
-    ``replace`` — and writes the units and run records. A process killed at any point leaves
-    the store as it was before the import, or with all of it.
+    The plan holds the lock of every namespace involved (one transaction) and checks the ids again,
+    so a unit another process stored meanwhile is a clash like any other. Returns what it wrote.
     """
-    vectors = dict(zip((u.memory_id for u in fresh), _embed_all(store, fresh, progress), strict=True))
+    vectors = _embed_all(store, fresh, progress)
     for u in todo:  # the collections a plan writes are created (committed) before it
         store.collection(u.namespace, "archive" if u.status == "archived" else "memories", create=True)
     for ns, _ in records:
         store.collection(ns, "journal", create=True)
 
-    def plan() -> tuple[int, dict[str, int], list[MemoryUnit], list[RunRecord]]:
+    def plan() -> tuple[list[MemoryUnit], list[RunRecord], dict[str, int]]:
         now, new_runs = _to_write(store, todo, records, replace)
         late = [u for u in now if u.memory_id not in vectors or vectors[u.memory_id][0] != u.content]
         if late:  # changed since the first check (only with replace): embedded under the lock
             logger.info("import: %d unit(s) changed by another process meanwhile; embedding them now", len(late))
-            fresh_vectors = _write_ops.embed_batched(store, [u.content for u in late])
-            vectors.update({u.memory_id: (u.content, v) for u, v in zip(late, fresh_vectors, strict=True)})
-        per_ns: dict[str, int] = {}
-        for start in range(0, len(now), _BATCH):
-            batch = now[start : start + _BATCH]
-            for ns, n in _write_ops.write_exact(store, batch, [vectors[u.memory_id][1] for u in batch]).items():
-                per_ns[ns] = per_ns.get(ns, 0) + n
-            if progress is not None:
-                progress("import", start + len(batch), len(now))
+            vectors.update({u.memory_id: (u.content, v) for u, v in zip(late, _embed(store, late), strict=True)})
+        per_ns = _write(store, now, lambda batch: [vectors[u.memory_id][1] for u in batch], progress)
         if new_runs:
             store.run_records.write(new_runs)
-        return len(now), per_ns, now, new_runs
+        return now, new_runs, per_ns
 
     keys = {u.namespace for u in todo} | {ns for ns, _ in records}
-    done, per_ns, written, new_runs = store.backend.atomic_all(sorted(keys), plan)
-    logger.info("import: %d unit(s) written in one transaction (%d already stored as given)", done, len(todo) - done)
-    return done, per_ns, written, new_runs
+    written, new_runs, per_ns = store.backend.atomic_all(sorted(keys), plan)
+    logger.info(
+        "import: %d unit(s) written in one transaction (%d already stored as given)",
+        len(written),
+        len(todo) - len(written),
+    )
+    return written, new_runs, per_ns
+
+
+def _embed(store: StoreCore, units: list[MemoryUnit]) -> list[list[float]]:
+    return _write_ops.embed_batched(store, [u.content for u in units])
 
 
 def _embed_all(
     store: StoreCore, units: list[MemoryUnit], progress: Callable[[str, int, int], None] | None
-) -> list[tuple[str, Any]]:
-    """``(content, float32 vector)`` of every unit, embedded in batches (progress reported as ``embed``)."""
-    out: list[tuple[str, Any]] = []
+) -> dict[str, tuple[str, Any]]:
+    """Each unit's ``(content, float32 vector)`` by id, embedded in batches (progress reported as ``embed``)."""
+    out: dict[str, tuple[str, Any]] = {}
     for start in range(0, len(units), _BATCH):
         batch = units[start : start + _BATCH]
-        vectors = np.asarray(_write_ops.embed_batched(store, [u.content for u in batch]), dtype=np.float32)
-        out.extend((u.content, v) for u, v in zip(batch, vectors, strict=True))
+        vectors = np.asarray(_embed(store, batch), dtype=np.float32)
+        out.update((u.memory_id, (u.content, v)) for u, v in zip(batch, vectors, strict=True))
         if progress is not None:
             progress("embed", start + len(batch), len(units))
     return out
+
+
+def _write(
+    store: StoreCore,
+    units: list[MemoryUnit],
+    vectors: Callable[[list[MemoryUnit]], list[Any]],
+    progress: Callable[[str, int, int], None] | None,
+) -> dict[str, int]:
+    """Write ``units`` exactly as given, a batch at a time (``vectors(batch)``: theirs); return units per namespace."""
+    per_ns: dict[str, int] = {}
+    for start in range(0, len(units), _BATCH):
+        batch = units[start : start + _BATCH]
+        for ns, n in _write_ops.write_exact(store, batch, vectors(batch)).items():
+            per_ns[ns] = per_ns.get(ns, 0) + n
+        if progress is not None:
+            progress("import", start + len(batch), len(units))
+    return per_ns
 
 
 def _chunks(pairs: Iterable[tuple[_K, str]]) -> Iterator[tuple[_K, list[str]]]:
@@ -367,7 +353,6 @@ def finish_interrupted_import(store: StoreCore) -> None:
         return
     with path.open(encoding="utf-8") as fh:
         units = list({u.memory_id: u for u in read_backup(fh)[0]}.values())  # a later line wins
-    per_ns: dict[str, int] = {}
     with store.lock:
         stored = _stored(store, units)
         doubled = _in_other_collection(store, units)
@@ -379,13 +364,5 @@ def finish_interrupted_import(store: StoreCore) -> None:
             len(todo),
             len(units),
         )
-        for start in range(0, len(todo), _BATCH):
-            _import_batch(store, todo[start : start + _BATCH], per_ns)
+        _write(store, todo, functools.partial(_embed, store), None)
     _directory.end_import(store.persist_directory)
-
-
-def _import_batch(store: StoreCore, units: list[MemoryUnit], per_ns: dict[str, int]) -> int:
-    vectors = _write_ops.embed_batched(store, [u.content for u in units])
-    for ns, n in _write_ops.write_exact(store, units, vectors).items():
-        per_ns[ns] = per_ns.get(ns, 0) + n
-    return len(units)
