@@ -309,7 +309,7 @@ class HeldDirectory:
     Construct it before the database opens (it takes the lock, keeps the files the stamp vouches
     for in :attr:`trusted` and removes the stamp); call :meth:`close` after the database is closed
     (it writes the stamp and releases the lock). The holder (the embedded Chroma backend) knows no
-    derived file: it only reports, at close, how many writes it made. Which derived files the stamp
+    derived file: it only notes each write it makes (:meth:`wrote`). Which derived files the stamp
     vouches for is their owner's word (the store's replica, :meth:`vouch`), given at the store's
     close: they are vouched for only if no write followed it.
 
@@ -334,27 +334,37 @@ class HeldDirectory:
             self.release()
             raise
         self._vouched_as_of: int | None = None
+        self.writes = 0
+        """How many writes the holder has made (each call of a write method counts, even a failed one)."""
+        self.written: set[str] | None = set()
+        """Names of the collections written (created, changed, renamed or dropped); ``None`` once a write
+        of unknown scope (an erase, a recovery) happened: any collection may differ."""
 
-    def vouch(self, as_of: int) -> None:
-        """The derived files' owner says they match the data after the holder's ``as_of``-th write.
+    def wrote(self, collection: str | None) -> None:
+        """The holder is about to write ``collection`` (``None``: any collection may change)."""
+        self.writes += 1
+        if collection is None:
+            self.written = None
+        elif self.written is not None:
+            self.written.add(collection)
 
-        Derived files are then listed in the stamp if the holder closes after exactly ``as_of`` writes.
-        """
-        self._vouched_as_of = as_of
+    def vouch(self) -> None:
+        """The derived files' owner says they match the data now; the stamp lists them if no write follows."""
+        self._vouched_as_of = self.writes
 
-    def close(self, *, writes: int, clean: bool = True) -> None:
+    def close(self, *, clean: bool = True) -> None:
         """Write the stamp (when ``clean``: the database closed without error), then release the lock.
 
-        The stamp lists ``chroma.sqlite3`` and, when the owner vouched after the holder's last write
-        (``writes`` of them), each derived file that was trusted at open or changed during the
-        session (so written by it: the lock excluded every other process). A stamp that cannot be
-        written is logged: the next open then trusts nothing and rebuilds. Idempotent.
+        The stamp lists ``chroma.sqlite3`` and, when the owner vouched after the holder's last write,
+        each derived file that was trusted at open or changed during the session (so written by it:
+        the lock excluded every other process). A stamp that cannot be written is logged: the next
+        open then trusts nothing and rebuilds. Idempotent.
         """
         if self._lock is None:
             return
         try:
             if clean:
-                self._stamp(vouch_derived=self._vouched_as_of == writes)
+                self._stamp(vouch_derived=self._vouched_as_of == self.writes)
         except OSError:
             logger.warning("could not write the clean-close stamp in %s", self.path, exc_info=True)
         finally:

@@ -26,8 +26,6 @@ from langchain_hindsight._lazy import lazy_exports
 if TYPE_CHECKING:
     from langchain_hindsight.store.backend._scrub import REBUILD_SUFFIX
     from langchain_hindsight.store.backend.base import (
-        BACKEND_WRITES,
-        RECORDS_WRITES,
         Backend,
         HybridRows,
         Include,
@@ -41,9 +39,7 @@ if TYPE_CHECKING:
     from langchain_hindsight.store.backend.inmemory import InMemoryBackend
 
 _EXPORTS: dict[str, str] = {
-    "BACKEND_WRITES": ".base",
     "REBUILD_SUFFIX": "._scrub",
-    "RECORDS_WRITES": ".base",
     "Backend": ".base",
     "ChromaBackend": ".chroma",
     "ChromaRecords": ".chroma",
@@ -59,9 +55,7 @@ _EXPORTS: dict[str, str] = {
 """Each public name and the module defining it (imported on first use, so importing one backend loads no other)."""
 
 __all__ = [
-    "BACKEND_WRITES",
     "REBUILD_SUFFIX",
-    "RECORDS_WRITES",
     "Backend",
     "ChromaBackend",
     "ChromaRecords",

@@ -1,21 +1,9 @@
-"""The storage backend layer: the one narrow interface every store module writes through.
+"""The backend interface: :class:`Backend` (named collections) and :class:`Records` (one collection).
 
-A :class:`Backend` holds named collections (:class:`Records`); a collection holds
-records of ``(id, embedding, document, metadata)``. The operations are the few a
-memory store needs, with Chroma's names and result shapes so both implementations
-answer alike:
-
-* :class:`~langchain_hindsight.store.backend.chroma.ChromaBackend`: embedded Chroma in a
-  directory (holding a single-writer lock on it) or a Chroma server
-  (``chroma run``) through ``chromadb.HttpClient``;
-* :class:`~langchain_hindsight.store.backend.inmemory.InMemoryBackend`: a dict and a
-  brute-force cosine search in numpy, for fast unit tests and throwaway stores.
-
-In the spirit of LangGraph's ``BaseStore``, subclasses implement a handful of
-abstract methods and everything else (``get_or_create``, paging) is
-built on them. Failures of the storage itself surface as
-:class:`~langchain_hindsight.errors.StoreError`; a programming error (a bad
-argument, a wrong type) keeps its own type.
+As in LangGraph's ``BaseStore``, subclasses implement a handful of abstract methods and everything
+else (``get_or_create``, paging) is built on them. Failures of the storage itself surface as
+:class:`~langchain_hindsight.errors.StoreError`; a programming error (a bad argument, a wrong type)
+keeps its own type.
 
 Filters (``where``) are Chroma's subset the store uses: ``{"field": value}``,
 ``{"field": {"$eq" | "$ne" | "$gt" | "$gte" | "$lt" | "$lte" | "$in" | "$nin": ...}}``
@@ -30,15 +18,12 @@ import logging
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 if TYPE_CHECKING:
     from langchain_hindsight.store._directory import HeldDirectory
 
 __all__ = [
-    "BACKEND_WRITES",
-    "RECORDS_WRITES",
     "Backend",
     "HybridRows",
     "Include",
@@ -63,14 +48,6 @@ Rows = dict[str, Any]
 (a 2-d float array) when included, else ``None``. A query result nests one such list per query vector
 and adds ``distances`` (cosine distance, ``1 - similarity``)."""
 
-RECORDS_WRITES = frozenset({"upsert", "update", "delete", "modify"})
-"""The :class:`Records` methods that change stored data. A backend that
-holds a directory (the embedded Chroma one) counts every call of these, so the directory knows
-whether a write followed the store's close."""
-BACKEND_WRITES = frozenset({"create_collection", "get_or_create", "delete_collection", "erase", "recover_interrupted"})
-"""The :class:`Backend` methods that change stored data (``get_or_create`` is only called to create;
-``recover_interrupted`` writes when it returns True)."""
-
 _T = TypeVar("_T")
 
 
@@ -93,7 +70,7 @@ def check_n_results(n_results: object) -> None:
 
 @dataclass(frozen=True)
 class LexicalScheme:
-    """How a backend that answers the lexical arm itself (:attr:`Backend.answers_lexical`) indexes and scores.
+    """How a backend that answers the lexical arm itself (:attr:`Backend.lexical`) indexes and scores.
 
     The store builds it from its own tokenizer (``replica.lexical.lexical_scheme``), so a database
     scores exactly as the store's in-process BM25 index would.
@@ -136,10 +113,9 @@ class HybridRows:
 class Records(ABC):
     """One named collection of records (``id``, embedding, document, metadata) in a :class:`Backend`.
 
-    Implement :attr:`name`, :attr:`metadata`, :meth:`get`, :meth:`query`,
-    :meth:`upsert`, :meth:`update`, :meth:`delete`, :meth:`count` and
-    :meth:`modify`; :meth:`pages` and :meth:`exists` are built on them. The writes are
-    :data:`RECORDS_WRITES`.
+    Implement :attr:`name`, :attr:`metadata`, :meth:`get`, :meth:`query`, :meth:`upsert`, :meth:`update`,
+    :meth:`delete`, :meth:`count` and :meth:`modify` (the last four and ``upsert`` are the writes);
+    :meth:`pages` and :meth:`exists` are built on them.
     """
 
     @property
@@ -247,8 +223,8 @@ class Records(ABC):
     def lexical_search(self, query: str, k: int, *, normalize: bool = False) -> list[tuple[str, float]] | None:
         """BM25 matches ``(id, score)`` among lexically indexed records, best first; ``None``: not supported.
 
-        Only a backend whose :attr:`Backend.answers_lexical` is true answers (scored as the
-        store's in-process index would, see :class:`LexicalScheme`); the default returns ``None``.
+        Only a backend with a :attr:`Backend.lexical` scheme answers (scored as the store's in-process
+        index would); the default returns ``None``.
         """
         return None
 
@@ -257,8 +233,8 @@ class Records(ABC):
     ) -> HybridRows | None:
         """The ``nearest`` records nearest ``vector``, the ``k`` best lexical matches of ``query``, and their records.
 
-        Only a backend whose :attr:`Backend.answers_lexical` is true answers (in one round trip);
-        the default returns ``None`` and the store asks the arms one by one.
+        Only a backend with a :attr:`Backend.lexical` scheme answers (in one round trip); the default
+        returns ``None``.
         """
         return None
 
@@ -266,11 +242,15 @@ class Records(ABC):
 class Backend(ABC):
     """A database of named :class:`Records` collections.
 
-    Implement :meth:`get_collection`, :meth:`create_collection`,
-    :meth:`list_collections` and :meth:`delete_collection`; override
-    :meth:`close`, :meth:`erase` and the properties where the storage differs. The writes are
-    :data:`BACKEND_WRITES`.
+    Implement :meth:`get_collection`, :meth:`create_collection`, :meth:`list_collections` and
+    :meth:`delete_collection`; override :meth:`close`, :meth:`erase` and the properties where the
+    storage differs.
     """
+
+    lexical: LexicalScheme | None = None
+    """How the database scores the lexical arm itself (:meth:`Records.lexical_search`,
+    :meth:`Records.hybrid_query`); ``None``: it does not. Decides a store's read path when it opens:
+    such a backend is read directly, any other through the store's in-process lexical index."""
 
     @abstractmethod
     def get_collection(self, name: str) -> Records | None:
@@ -304,24 +284,9 @@ class Backend(ABC):
         return 5000
 
     @property
-    def persist_directory(self) -> Path | None:
-        """The directory this backend owns exclusively (``None``: none, e.g. in memory or a server)."""
-        return None
-
-    @property
     def single_writer(self) -> bool:
         """True when nothing but this object writes the data (an embedded directory, memory)."""
         return True
-
-    @property
-    def answers_lexical(self) -> bool:
-        """True when the database answers recall itself: :meth:`Records.lexical_search` and
-        :meth:`Records.hybrid_query` score from the stored data.
-
-        Decides a store's read path when it opens: such a backend is read directly (every query reads
-        what every process committed); any other through the store's in-process lexical index.
-        """  # noqa: D205
-        return False
 
     def atomic(self, key: str, fn: Callable[[], _T]) -> _T:
         """Run ``fn`` (a store write plan on namespace ``key``) so that its writes land together or not at all.
@@ -351,9 +316,10 @@ class Backend(ABC):
 
     @property
     def directory(self) -> HeldDirectory | None:
-        """The directory this backend holds (its lock; ``None``: none), closed after the backend's own files.
+        """The directory this backend owns exclusively (its lock; ``None``: none, e.g. in memory or a server).
 
-        The backend only holds it and reports its write count when it closes (see ``store._directory``).
+        The backend only holds it, notes its writes on it and closes it after its own files (see
+        ``store._directory``).
         """
         return None
 

@@ -746,6 +746,8 @@ class PostgresBackend(Backend):
         BackendError: the server lacks pgvector, or holds a newer schema.
     """
 
+    lexical: LexicalScheme
+
     def __init__(
         self,
         url: str,
@@ -993,11 +995,6 @@ class PostgresBackend(Backend):
     def single_writer(self) -> bool:
         """False: any number of processes and hosts write the same database."""
         return False
-
-    @property
-    def answers_lexical(self) -> bool:
-        """True: the database answers recall itself, both arms (:meth:`PostgresRecords.hybrid_query`)."""
-        return True
 
     @property
     def can_erase(self) -> bool:
