@@ -84,9 +84,8 @@ def rebuild_collection(client: Any, col: Any) -> None:
 def recover_rebuilds(client: Any) -> bool:
     """Finish or discard rebuilds a crash interrupted; True if there were any."""
     names = {c.name for c in client.list_collections()}
-    found = False
-    for tmp_name in sorted(n for n in names if n.endswith(REBUILD_SUFFIX)):
-        found = True
+    interrupted = sorted(n for n in names if n.endswith(REBUILD_SUFFIX))
+    for tmp_name in interrupted:
         base = tmp_name.removesuffix(REBUILD_SUFFIX)
         if base in names:  # the copy may be partial; the original is intact
             logger.warning("discarding an interrupted rebuild of collection %r", base)
@@ -94,7 +93,7 @@ def recover_rebuilds(client: Any) -> bool:
         else:  # the original was dropped after a complete copy: finish the rename
             logger.warning("completing an interrupted rebuild of collection %r", base)
             client.get_collection(tmp_name, embedding_function=None).modify(name=base)
-    return found
+    return bool(interrupted)
 
 
 def erase_files(directory: Path) -> list[str]:

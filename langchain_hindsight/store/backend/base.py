@@ -8,13 +8,12 @@ keeps its own type.
 Filters (``where``) are Chroma's subset the store uses: ``{"field": value}``,
 ``{"field": {"$eq" | "$ne" | "$gt" | "$gte" | "$lt" | "$lte" | "$in" | "$nin": ...}}``
 and ``{"$and" | "$or": [clauses]}``; document filters (``where_document``) are
-``{"$contains": text}`` combined the same way.
+``{"$contains" | "$not_contains": text}`` combined the same way.
 """
 
 from __future__ import annotations
 
 import functools
-import logging
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -35,8 +34,6 @@ __all__ = [
     "check_n_results",
     "check_write",
 ]
-
-logger = logging.getLogger(__name__)
 
 Include = Literal["documents", "metadatas", "embeddings", "distances"]
 """What a read returns besides ids."""
@@ -132,11 +129,8 @@ class Records(ABC):
     def instance(self) -> str:
         """What tells this collection from a later one of the same name (dropped, then created again).
 
-        A store caches the collections it opened; on a backend other processes write, it compares
-        this with what the name opens now, so a collection another process dropped and created
-        again (a forgotten namespace written to again, a re-embedding switched in) is reopened
-        instead of being read and written under its old identity. The default, the name, cannot
-        tell them apart: a backend whose collections other processes may drop overrides it.
+        A store compares it to reopen a collection another process replaced (``StoreCore._recheck``).
+        The default, the name, cannot tell them apart: a backend other processes write overrides it.
         """
         return self.name
 
@@ -272,7 +266,7 @@ class Backend(ABC):
     def delete_collection(self, name: str) -> None:
         """Drop the collection ``name`` and every record in it."""
 
-    # ------------------------------------------------------------------ built on the above / defaults
+    # ------------------------------------------------------------------ built on the above, or defaults
     def get_or_create(self, name: str, metadata: Metadata) -> Records:
         """The collection ``name``, created with ``metadata`` when missing."""
         found = self.get_collection(name)
@@ -332,17 +326,12 @@ class Backend(ABC):
     def owe_erase(self) -> None:  # noqa: B027 - optional, nothing by default
         """Note durably, inside the current write plan, that its deletes still wait for :meth:`erase`.
 
-        A backend that can be killed between a committed delete and its erase, and keeps no
-        intent file for it (a database), records it here; :meth:`recover_interrupted` then
-        finishes the erase at the next open. The default does nothing (an embedded directory
-        notes the intent in a file, see ``store._directory``).
+        A database records it here and :meth:`recover_interrupted` finishes the erase at the next open;
+        the default does nothing (an embedded directory notes the intent in a file, ``store._directory``).
         """
 
     def recover_interrupted(self) -> bool:
-        """Finish or undo maintenance (an :meth:`erase`) a crash interrupted; True if there was any.
-
-        The default has nothing to recover.
-        """
+        """Finish or undo maintenance (an :meth:`erase`) a crash interrupted; True if there was any."""
         return False
 
     def close(self) -> None:  # noqa: B027 - optional, nothing by default

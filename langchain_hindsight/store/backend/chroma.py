@@ -334,10 +334,7 @@ class ChromaBackend(Backend):
                 removed = _scrub.erase_files(directory)
             finally:
                 self._client = _open_client(directory)
-            # The client that first loads a rebuilt index may write it again from an uninitialised buffer (which
-            # can hold the text just forgotten): load each one in the client that stays open, then zero the unused
-            # space once more (hnswlib never reads it; close() zeroes whatever a later persist writes there).
-            for name in rebuild:
+            for name in rebuild:  # see _load_index; close() zeroes whatever a later persist writes there
                 _load_index(self._client.get_collection(name, embedding_function=None))
             _scrub.wipe_unused_index_space(directory)
         logger.debug(
