@@ -60,19 +60,24 @@ def _same_kind(a: object, b: object) -> bool:
     return (isinstance(a, numeric) and isinstance(b, numeric)) or type(a) is type(b)
 
 
+def _holds(where: Mapping[str, Any] | None, clause: Callable[[str, Any], bool]) -> bool:
+    """Whether every clause of a Chroma filter holds: ``$and`` / ``$or`` combine, ``clause`` judges the rest."""
+    for key, cond in (where or {}).items():
+        if key == "$and":
+            ok = all(_holds(c, clause) for c in cond)
+        elif key == "$or":
+            ok = any(_holds(c, clause) for c in cond)
+        else:
+            ok = clause(key, cond)
+        if not ok:
+            return False
+    return True
+
+
 def matches(metadata: Mapping[str, Any], where: Mapping[str, Any] | None) -> bool:
     """Whether a record's ``metadata`` satisfies a Chroma ``where`` clause (a missing field never matches)."""
-    if not where:
-        return True
-    for key, cond in where.items():
-        if key == "$and":
-            if not all(matches(metadata, c) for c in cond):
-                return False
-            continue
-        if key == "$or":
-            if not any(matches(metadata, c) for c in cond):
-                return False
-            continue
+
+    def field(key: str, cond: Any) -> bool:
         if key.startswith("$"):
             raise ValueError(f"unsupported where operator {key!r}")
         ops = cond if isinstance(cond, Mapping) else {"$eq": cond}
@@ -91,28 +96,20 @@ def matches(metadata: Mapping[str, Any], where: Mapping[str, Any] | None) -> boo
                 ok = _COMPARE[op](value, operand)
             if not ok:
                 return False
-    return True
+        return True
+
+    return _holds(where, field)
 
 
 def matches_document(document: str | None, where: Mapping[str, Any] | None) -> bool:
     """Whether ``document`` satisfies a Chroma ``where_document`` clause (``$contains``/``$not_contains``)."""
-    if not where:
-        return True
-    text = document or ""
-    for key, cond in where.items():
-        if key == "$and":
-            ok = all(matches_document(document, c) for c in cond)
-        elif key == "$or":
-            ok = any(matches_document(document, c) for c in cond)
-        elif key == "$contains":
-            ok = str(cond) in text
-        elif key == "$not_contains":
-            ok = str(cond) not in text
-        else:
+
+    def text(key: str, cond: Any) -> bool:
+        if key not in ("$contains", "$not_contains"):
             raise ValueError(f"unsupported where_document operator {key!r}")
-        if not ok:
-            return False
-    return True
+        return (str(cond) in (document or "")) == (key == "$contains")
+
+    return _holds(where, text)
 
 
 @dataclass(slots=True)
