@@ -136,11 +136,6 @@ class InMemoryRecords(Records):
         return self._name
 
     @property
-    def instance(self) -> str:
-        """This collection object's identity (a collection created again under the same name is another object)."""
-        return f"{self._name}@{id(self):x}"
-
-    @property
     def metadata(self) -> dict[str, Any]:
         """The collection's metadata (a copy)."""
         return dict(self._metadata)
