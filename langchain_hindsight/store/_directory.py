@@ -83,6 +83,7 @@ __all__ = [
     "scrub_pending",
     "trusted_store",
     "write_stamp",
+    "zero_tail",
 ]
 
 logger = logging.getLogger(__name__)
@@ -197,23 +198,26 @@ def erase_file(path: Path) -> None:
     """
     for target in (path, path.with_name(path.name + ".tmp")):
         try:
-            size = target.stat().st_size
-        except FileNotFoundError:
-            continue
-        try:
-            with target.open("r+b") as fh:
-                remaining = size
-                while remaining > 0:
-                    n = min(remaining, 1 << 20)
-                    fh.write(b"\0" * n)
-                    remaining -= n
-                fh.flush()
-                os.fsync(fh.fileno())
+            zero_tail(target, 0)
             target.unlink()
         except FileNotFoundError:
             continue
         except OSError as e:
             raise StoreError(f"could not erase {target}: {e}") from e
+
+
+def zero_tail(path: Path, keep: int) -> int:
+    """Overwrite ``path`` with zeros from byte ``keep`` to its end (synced); return the bytes zeroed."""
+    size = path.stat().st_size
+    if size <= keep:
+        return 0
+    with path.open("r+b") as fh:
+        fh.seek(keep)
+        for start in range(keep, size, 1 << 20):
+            fh.write(b"\0" * min(size - start, 1 << 20))
+        fh.flush()
+        os.fsync(fh.fileno())
+    return size - keep
 
 
 def read_stamp(directory: Path) -> frozenset[str]:

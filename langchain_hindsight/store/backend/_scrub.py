@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from langchain_hindsight.errors import StoreError
+from langchain_hindsight.store._directory import zero_tail
 
 __all__ = [
     "REBUILD_SUFFIX",
@@ -153,22 +154,8 @@ def wipe_unused_index_space(directory: Path) -> int:
         for name, width in (("data_level0.bin", per_element), ("length.bin", 4)):
             path = header.parent / name
             if path.exists() and path.stat().st_size % width == 0:
-                wiped += _zero_tail(path, count * width)
+                wiped += zero_tail(path, count * width)
     return wiped
-
-
-def _zero_tail(path: Path, keep: int) -> int:
-    """Overwrite ``path`` with zeros from byte ``keep`` to its end (synced); return the bytes zeroed."""
-    size = path.stat().st_size
-    if size <= keep:
-        return 0
-    with path.open("r+b") as fh:
-        fh.seek(keep)
-        for start in range(keep, size, 1 << 20):
-            fh.write(b"\0" * min(size - start, 1 << 20))
-        fh.flush()
-        os.fsync(fh.fileno())
-    return size - keep
 
 
 def _is_uuid(name: str) -> bool:
@@ -183,5 +170,5 @@ def _zero_and_remove(directory: Path) -> None:
     """Overwrite every file with zeros, then delete the tree (best effort against file recovery)."""
     for root, _dirs, files in os.walk(directory):
         for fname in files:
-            _zero_tail(Path(root) / fname, 0)
+            zero_tail(Path(root) / fname, 0)
     shutil.rmtree(directory)
