@@ -245,6 +245,9 @@ class Backend(ABC):
     """How the database scores the lexical arm itself (:meth:`Records.lexical_search`,
     :meth:`Records.hybrid_query`); ``None``: it does not. Decides a store's read path when it opens:
     such a backend is read directly, any other through the store's in-process lexical index."""
+    directory: HeldDirectory | None = None
+    """The directory this backend owns exclusively (``None``: none, e.g. in memory or a server). The
+    backend only holds it, notes its writes on it and closes it after its own files (``store._directory``)."""
 
     @abstractmethod
     def get_collection(self, name: str) -> Records | None:
@@ -305,17 +308,8 @@ class Backend(ABC):
 
     @property
     def can_erase(self) -> bool:
-        """True when :meth:`erase` can physically erase deleted records (a directory this backend owns)."""
-        return False
-
-    @property
-    def directory(self) -> HeldDirectory | None:
-        """The directory this backend owns exclusively (its lock; ``None``: none, e.g. in memory or a server).
-
-        The backend only holds it, notes its writes on it and closes it after its own files (see
-        ``store._directory``).
-        """
-        return None
+        """True when :meth:`erase` can physically erase deleted records (by default: a :attr:`directory`)."""
+        return self.directory is not None
 
     def erase(self, rebuild: Sequence[str] | None) -> None:  # noqa: B027 - optional, nothing by default
         """Physically erase deleted records: rebuild ``rebuild`` (names; ``None``: every collection), then files.

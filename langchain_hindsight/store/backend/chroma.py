@@ -210,7 +210,6 @@ class ChromaBackend(Backend):
 
     def __init__(self, client: Any) -> None:
         self._client = client
-        self._held: HeldDirectory | None = None
         self._closed = False
 
     @classmethod
@@ -232,7 +231,7 @@ class ChromaBackend(Backend):
             held.release()
             raise BackendError(f"could not open Chroma at {directory}: {e}") from e
         backend = cls(client)
-        backend._held = held
+        backend.directory = held
         return backend
 
     @classmethod
@@ -246,8 +245,8 @@ class ChromaBackend(Backend):
     # ------------------------------------------------------------------ Backend
     def _wrote(self, name: str | None) -> None:
         """About to write the collection ``name`` (``None``: any collection may change): noted on the directory."""
-        if self._held is not None:
-            self._held.wrote(name)
+        if self.directory is not None:
+            self.directory.wrote(name)
 
     def _wrap(self, col: Any) -> ChromaRecords:
         return ChromaRecords(col, self._wrote)
@@ -303,27 +302,17 @@ class ChromaBackend(Backend):
     @property
     def single_writer(self) -> bool:
         """True for an embedded directory (its lock excludes every other writer)."""
-        return self._held is not None
-
-    @property
-    def can_erase(self) -> bool:
-        """True for an embedded directory (a server's files are the server's)."""
-        return self._held is not None
-
-    @property
-    def directory(self) -> HeldDirectory | None:
-        """See :attr:`Backend.directory` (the embedded directory, held until :meth:`close`)."""
-        return self._held
+        return self.directory is not None
 
     def erase(self, rebuild: Sequence[str] | None) -> None:
         """Rebuild ``rebuild`` (``None``: every hindsight collection), then scrub the files (see ``_scrub``).
 
         The client is closed for the file scrub and a fresh one opened.
         """
-        if self._held is None:
+        if self.directory is None:
             raise StoreError("only an embedded Chroma directory can be erased")
-        self._held.wrote(None)
-        directory = self._held.path
+        self.directory.wrote(None)
+        directory = self.directory.path
         with backend_errors("scrub"):
             if rebuild is None:
                 rebuild = [c.name for c in self._client.list_collections() if "hindsight_role" in (c.metadata or {})]
@@ -361,7 +350,7 @@ class ChromaBackend(Backend):
         if self._closed:
             return
         self._closed = True
-        if self._held is None:
+        if self.directory is None:
             return
         closed = True
         try:
@@ -370,7 +359,7 @@ class ChromaBackend(Backend):
             closed = False
             logger.debug("chroma client close failed", exc_info=True)
         try:  # hnswlib writes uninitialised heap bytes into unused slots: zero them
-            _scrub.wipe_unused_index_space(self._held.path)
+            _scrub.wipe_unused_index_space(self.directory.path)
         except OSError:
-            logger.warning("could not wipe unused index space in %s", self._held.path, exc_info=True)
-        self._held.close(clean=closed)
+            logger.warning("could not wipe unused index space in %s", self.directory.path, exc_info=True)
+        self.directory.close(clean=closed)
