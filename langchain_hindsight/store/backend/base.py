@@ -214,23 +214,21 @@ class Records(ABC):
         """The ids among ``ids`` that are stored."""
         return list(self.get(ids=list(ids), include=[])["ids"]) if ids else []
 
-    def lexical_search(self, query: str, k: int, *, normalize: bool = False) -> list[tuple[str, float]] | None:
-        """BM25 matches ``(id, score)`` among lexically indexed records, best first; ``None``: not supported.
+    def lexical_search(self, query: str, k: int, *, normalize: bool = False) -> list[tuple[str, float]]:
+        """BM25 matches ``(id, score)`` among lexically indexed records, best first (scored as the store's index).
 
-        Only a backend with a :attr:`Backend.lexical` scheme answers (scored as the store's in-process
-        index would); the default returns ``None``.
+        Raises:
+            NotImplementedError: the backend has no :attr:`Backend.lexical` scheme (the store never asks it).
         """
-        return None
+        raise NotImplementedError
 
-    def hybrid_query(
-        self, query: str, vector: Vector, *, k: int, nearest: int, normalize: bool = False
-    ) -> HybridRows | None:
+    def hybrid_query(self, query: str, vector: Vector, *, k: int, nearest: int, normalize: bool = False) -> HybridRows:
         """The ``nearest`` records nearest ``vector``, the ``k`` best lexical matches of ``query``, and their records.
 
-        Only a backend with a :attr:`Backend.lexical` scheme answers (in one round trip); the default
-        returns ``None``.
+        Raises:
+            NotImplementedError: the backend has no :attr:`Backend.lexical` scheme (the store never asks it).
         """
-        return None
+        raise NotImplementedError
 
 
 class Backend(ABC):

@@ -375,7 +375,7 @@ class PostgresRecords(Records):
             return scored
         return [(i, min(1.0, score / mass)) for i, score in scored]
 
-    def lexical_search(self, query: str, k: int, *, normalize: bool = False) -> list[tuple[str, float]] | None:
+    def lexical_search(self, query: str, k: int, *, normalize: bool = False) -> list[tuple[str, float]]:
         """BM25 over the collection's lexically indexed records, computed by the database (see the module doc)."""
         if k <= 0:
             return []
