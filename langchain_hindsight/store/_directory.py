@@ -206,18 +206,17 @@ def erase_file(path: Path) -> None:
             raise StoreError(f"could not erase {target}: {e}") from e
 
 
-def zero_tail(path: Path, keep: int) -> int:
-    """Overwrite ``path`` with zeros from byte ``keep`` to its end (synced); return the bytes zeroed."""
+def zero_tail(path: Path, keep: int) -> None:
+    """Overwrite ``path`` with zeros from byte ``keep`` to its end, synced."""
     size = path.stat().st_size
     if size <= keep:
-        return 0
+        return
     with path.open("r+b") as fh:
         fh.seek(keep)
         for start in range(keep, size, 1 << 20):
             fh.write(b"\0" * min(size - start, 1 << 20))
         fh.flush()
         os.fsync(fh.fileno())
-    return size - keep
 
 
 def read_stamp(directory: Path) -> frozenset[str]:

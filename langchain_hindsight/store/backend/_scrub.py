@@ -132,8 +132,8 @@ def erase_files(directory: Path) -> list[str]:
     return removed
 
 
-def wipe_unused_index_space(directory: Path) -> int:
-    """Zero the unused slots of every HNSW segment file under ``directory`` (client closed); return bytes wiped.
+def wipe_unused_index_space(directory: Path) -> None:
+    """Zero the unused slots of every HNSW segment file under ``directory`` (client closed).
 
     ``header.bin`` (chroma-hnswlib, version 1) starts with ``int32 version, u64
     offset_level0, u64 max_elements, u64 cur_element_count, u64
@@ -142,7 +142,6 @@ def wipe_unused_index_space(directory: Path) -> int:
     read by hnswlib; they are overwritten with zeros. Files of another layout are
     left alone.
     """
-    wiped = 0
     for header in directory.glob("*/header.bin"):
         raw = header.read_bytes()
         if len(raw) < 36:
@@ -154,8 +153,7 @@ def wipe_unused_index_space(directory: Path) -> int:
         for name, width in (("data_level0.bin", per_element), ("length.bin", 4)):
             path = header.parent / name
             if path.exists() and path.stat().st_size % width == 0:
-                wiped += zero_tail(path, count * width)
-    return wiped
+                zero_tail(path, count * width)
 
 
 def _is_uuid(name: str) -> bool:
