@@ -162,12 +162,12 @@ class StoreCore:
 
     def _init_state(self, backend: Backend) -> None:
         self.backend = backend
-        self.persist_directory = backend.persist_directory
+        self.persist_directory = None if backend.directory is None else backend.directory.path
         self._embedder_checked: set[str] = set()  # names of collections whose embedder identity matched
         self._lock = threading.RLock()
         self._collections: dict[tuple[str, Role], Collection] = {}
         self._checked_at: dict[tuple[str, Role], float] = {}  # when a cached collection was last found current
-        self.read_path: Literal["database", "replica"] = "database" if backend.answers_lexical else "replica"
+        self.read_path: Literal["database", "replica"] = "database" if backend.lexical is not None else "replica"
         """Where recall reads, chosen once at open: ``"database"`` (a database that answers both arms itself,
         Postgres: one statement per recall, no copy in process) or ``"replica"`` (the in-process lexical index
         and recall mirror, over any other backend)."""

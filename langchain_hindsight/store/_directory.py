@@ -83,6 +83,7 @@ __all__ = [
     "scrub_pending",
     "trusted_store",
     "write_stamp",
+    "zero_tail",
 ]
 
 logger = logging.getLogger(__name__)
@@ -197,23 +198,25 @@ def erase_file(path: Path) -> None:
     """
     for target in (path, path.with_name(path.name + ".tmp")):
         try:
-            size = target.stat().st_size
-        except FileNotFoundError:
-            continue
-        try:
-            with target.open("r+b") as fh:
-                remaining = size
-                while remaining > 0:
-                    n = min(remaining, 1 << 20)
-                    fh.write(b"\0" * n)
-                    remaining -= n
-                fh.flush()
-                os.fsync(fh.fileno())
+            zero_tail(target, 0)
             target.unlink()
         except FileNotFoundError:
             continue
         except OSError as e:
             raise StoreError(f"could not erase {target}: {e}") from e
+
+
+def zero_tail(path: Path, keep: int) -> None:
+    """Overwrite ``path`` with zeros from byte ``keep`` to its end, synced."""
+    size = path.stat().st_size
+    if size <= keep:
+        return
+    with path.open("r+b") as fh:
+        fh.seek(keep)
+        for start in range(keep, size, 1 << 20):
+            fh.write(b"\0" * min(size - start, 1 << 20))
+        fh.flush()
+        os.fsync(fh.fileno())
 
 
 def read_stamp(directory: Path) -> frozenset[str]:
@@ -309,7 +312,7 @@ class HeldDirectory:
     Construct it before the database opens (it takes the lock, keeps the files the stamp vouches
     for in :attr:`trusted` and removes the stamp); call :meth:`close` after the database is closed
     (it writes the stamp and releases the lock). The holder (the embedded Chroma backend) knows no
-    derived file: it only reports, at close, how many writes it made. Which derived files the stamp
+    derived file: it only notes each write it makes (:meth:`wrote`). Which derived files the stamp
     vouches for is their owner's word (the store's replica, :meth:`vouch`), given at the store's
     close: they are vouched for only if no write followed it.
 
@@ -334,27 +337,37 @@ class HeldDirectory:
             self.release()
             raise
         self._vouched_as_of: int | None = None
+        self.writes = 0
+        """How many writes the holder has made (each call of a write method counts, even a failed one)."""
+        self.written: set[str] | None = set()
+        """Names of the collections written (created, changed, renamed or dropped); ``None`` once a write
+        of unknown scope (an erase, a recovery) happened: any collection may differ."""
 
-    def vouch(self, as_of: int) -> None:
-        """The derived files' owner says they match the data after the holder's ``as_of``-th write.
+    def wrote(self, collection: str | None) -> None:
+        """The holder is about to write ``collection`` (``None``: any collection may change)."""
+        self.writes += 1
+        if collection is None:
+            self.written = None
+        elif self.written is not None:
+            self.written.add(collection)
 
-        Derived files are then listed in the stamp if the holder closes after exactly ``as_of`` writes.
-        """
-        self._vouched_as_of = as_of
+    def vouch(self) -> None:
+        """The derived files' owner says they match the data now; the stamp lists them if no write follows."""
+        self._vouched_as_of = self.writes
 
-    def close(self, *, writes: int, clean: bool = True) -> None:
+    def close(self, *, clean: bool = True) -> None:
         """Write the stamp (when ``clean``: the database closed without error), then release the lock.
 
-        The stamp lists ``chroma.sqlite3`` and, when the owner vouched after the holder's last write
-        (``writes`` of them), each derived file that was trusted at open or changed during the
-        session (so written by it: the lock excluded every other process). A stamp that cannot be
-        written is logged: the next open then trusts nothing and rebuilds. Idempotent.
+        The stamp lists ``chroma.sqlite3`` and, when the owner vouched after the holder's last write,
+        each derived file that was trusted at open or changed during the session (so written by it:
+        the lock excluded every other process). A stamp that cannot be written is logged: the next
+        open then trusts nothing and rebuilds. Idempotent.
         """
         if self._lock is None:
             return
         try:
             if clean:
-                self._stamp(vouch_derived=self._vouched_as_of == writes)
+                self._stamp(vouch_derived=self._vouched_as_of == self.writes)
         except OSError:
             logger.warning("could not write the clean-close stamp in %s", self.path, exc_info=True)
         finally:

@@ -233,8 +233,6 @@ class DatabaseReader:
             return {}, {}
         nearest = nearest_wanted(k)
         found = col.hybrid_query(query, vector, k=k, nearest=nearest, normalize=normalize)
-        if found is None:
-            return None
         active = [(i, d) for i, d in found.nearest if found.records[i][1].get("status") == "active"]
         if len(active) < k and len(found.nearest) >= nearest:
             return None
@@ -299,4 +297,4 @@ class DatabaseReader:
         if not found and self.store.replaced_elsewhere(namespace):
             col = self.store.collection(namespace)
             found = col.lexical_search(query, k, normalize=normalize) if col is not None else []
-        return found or []
+        return found

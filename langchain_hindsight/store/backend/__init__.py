@@ -25,54 +25,33 @@ from langchain_hindsight._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from langchain_hindsight.store.backend._scrub import REBUILD_SUFFIX
-    from langchain_hindsight.store.backend.base import (
-        BACKEND_WRITES,
-        RECORDS_WRITES,
-        Backend,
-        HybridRows,
-        Include,
-        LexicalScheme,
-        Metadata,
-        Records,
-        Rows,
-        Vector,
-    )
+    from langchain_hindsight.store.backend.base import Backend, Include, LexicalScheme, Records, Rows
     from langchain_hindsight.store.backend.chroma import ChromaBackend, ChromaRecords
     from langchain_hindsight.store.backend.inmemory import InMemoryBackend
 
 _EXPORTS: dict[str, str] = {
-    "BACKEND_WRITES": ".base",
     "REBUILD_SUFFIX": "._scrub",
-    "RECORDS_WRITES": ".base",
     "Backend": ".base",
     "ChromaBackend": ".chroma",
     "ChromaRecords": ".chroma",
-    "HybridRows": ".base",
     "InMemoryBackend": ".inmemory",
     "Include": ".base",
     "LexicalScheme": ".base",
-    "Metadata": ".base",
     "Records": ".base",
     "Rows": ".base",
-    "Vector": ".base",
 }
 """Each public name and the module defining it (imported on first use, so importing one backend loads no other)."""
 
 __all__ = [
-    "BACKEND_WRITES",
     "REBUILD_SUFFIX",
-    "RECORDS_WRITES",
     "Backend",
     "ChromaBackend",
     "ChromaRecords",
-    "HybridRows",
     "InMemoryBackend",
     "Include",
     "LexicalScheme",
-    "Metadata",
     "Records",
     "Rows",
-    "Vector",
 ]
 
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

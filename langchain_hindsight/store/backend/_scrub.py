@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from langchain_hindsight.errors import StoreError
+from langchain_hindsight.store._directory import zero_tail
 
 __all__ = [
     "REBUILD_SUFFIX",
@@ -84,9 +85,8 @@ def rebuild_collection(client: Any, col: Any) -> None:
 def recover_rebuilds(client: Any) -> bool:
     """Finish or discard rebuilds a crash interrupted; True if there were any."""
     names = {c.name for c in client.list_collections()}
-    found = False
-    for tmp_name in sorted(n for n in names if n.endswith(REBUILD_SUFFIX)):
-        found = True
+    interrupted = sorted(n for n in names if n.endswith(REBUILD_SUFFIX))
+    for tmp_name in interrupted:
         base = tmp_name.removesuffix(REBUILD_SUFFIX)
         if base in names:  # the copy may be partial; the original is intact
             logger.warning("discarding an interrupted rebuild of collection %r", base)
@@ -94,7 +94,7 @@ def recover_rebuilds(client: Any) -> bool:
         else:  # the original was dropped after a complete copy: finish the rename
             logger.warning("completing an interrupted rebuild of collection %r", base)
             client.get_collection(tmp_name, embedding_function=None).modify(name=base)
-    return found
+    return bool(interrupted)
 
 
 def erase_files(directory: Path) -> list[str]:
@@ -132,8 +132,8 @@ def erase_files(directory: Path) -> list[str]:
     return removed
 
 
-def wipe_unused_index_space(directory: Path) -> int:
-    """Zero the unused slots of every HNSW segment file under ``directory`` (client closed); return bytes wiped.
+def wipe_unused_index_space(directory: Path) -> None:
+    """Zero the unused slots of every HNSW segment file under ``directory`` (client closed).
 
     ``header.bin`` (chroma-hnswlib, version 1) starts with ``int32 version, u64
     offset_level0, u64 max_elements, u64 cur_element_count, u64
@@ -142,7 +142,6 @@ def wipe_unused_index_space(directory: Path) -> int:
     read by hnswlib; they are overwritten with zeros. Files of another layout are
     left alone.
     """
-    wiped = 0
     for header in directory.glob("*/header.bin"):
         raw = header.read_bytes()
         if len(raw) < 36:
@@ -154,22 +153,7 @@ def wipe_unused_index_space(directory: Path) -> int:
         for name, width in (("data_level0.bin", per_element), ("length.bin", 4)):
             path = header.parent / name
             if path.exists() and path.stat().st_size % width == 0:
-                wiped += _zero_tail(path, count * width)
-    return wiped
-
-
-def _zero_tail(path: Path, keep: int) -> int:
-    """Overwrite ``path`` with zeros from byte ``keep`` to its end (synced); return the bytes zeroed."""
-    size = path.stat().st_size
-    if size <= keep:
-        return 0
-    with path.open("r+b") as fh:
-        fh.seek(keep)
-        for start in range(keep, size, 1 << 20):
-            fh.write(b"\0" * min(size - start, 1 << 20))
-        fh.flush()
-        os.fsync(fh.fileno())
-    return size - keep
+                zero_tail(path, count * width)
 
 
 def _is_uuid(name: str) -> bool:
@@ -184,5 +168,5 @@ def _zero_and_remove(directory: Path) -> None:
     """Overwrite every file with zeros, then delete the tree (best effort against file recovery)."""
     for root, _dirs, files in os.walk(directory):
         for fname in files:
-            _zero_tail(Path(root) / fname, 0)
+            zero_tail(Path(root) / fname, 0)
     shutil.rmtree(directory)

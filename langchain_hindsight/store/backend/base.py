@@ -1,44 +1,28 @@
-"""The storage backend layer: the one narrow interface every store module writes through.
+"""The backend interface: :class:`Backend` (named collections) and :class:`Records` (one collection).
 
-A :class:`Backend` holds named collections (:class:`Records`); a collection holds
-records of ``(id, embedding, document, metadata)``. The operations are the few a
-memory store needs, with Chroma's names and result shapes so both implementations
-answer alike:
-
-* :class:`~langchain_hindsight.store.backend.chroma.ChromaBackend`: embedded Chroma in a
-  directory (holding a single-writer lock on it) or a Chroma server
-  (``chroma run``) through ``chromadb.HttpClient``;
-* :class:`~langchain_hindsight.store.backend.inmemory.InMemoryBackend`: a dict and a
-  brute-force cosine search in numpy, for fast unit tests and throwaway stores.
-
-In the spirit of LangGraph's ``BaseStore``, subclasses implement a handful of
-abstract methods and everything else (``get_or_create``, paging) is
-built on them. Failures of the storage itself surface as
-:class:`~langchain_hindsight.errors.StoreError`; a programming error (a bad
-argument, a wrong type) keeps its own type.
+As in LangGraph's ``BaseStore``, subclasses implement a handful of abstract methods and everything
+else (``get_or_create``, paging) is built on them. Failures of the storage itself surface as
+:class:`~langchain_hindsight.errors.StoreError`; a programming error (a bad argument, a wrong type)
+keeps its own type.
 
 Filters (``where``) are Chroma's subset the store uses: ``{"field": value}``,
 ``{"field": {"$eq" | "$ne" | "$gt" | "$gte" | "$lt" | "$lte" | "$in" | "$nin": ...}}``
 and ``{"$and" | "$or": [clauses]}``; document filters (``where_document``) are
-``{"$contains": text}`` combined the same way.
+``{"$contains" | "$not_contains": text}`` combined the same way.
 """
 
 from __future__ import annotations
 
 import functools
-import logging
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 if TYPE_CHECKING:
     from langchain_hindsight.store._directory import HeldDirectory
 
 __all__ = [
-    "BACKEND_WRITES",
-    "RECORDS_WRITES",
     "Backend",
     "HybridRows",
     "Include",
@@ -51,8 +35,6 @@ __all__ = [
     "check_write",
 ]
 
-logger = logging.getLogger(__name__)
-
 Include = Literal["documents", "metadatas", "embeddings", "distances"]
 """What a read returns besides ids."""
 Metadata = Mapping[str, str | int | float | bool]
@@ -62,14 +44,6 @@ Rows = dict[str, Any]
 """A read result, shaped like Chroma's: ``ids`` always; ``documents``, ``metadatas``, ``embeddings``
 (a 2-d float array) when included, else ``None``. A query result nests one such list per query vector
 and adds ``distances`` (cosine distance, ``1 - similarity``)."""
-
-RECORDS_WRITES = frozenset({"upsert", "update", "delete", "modify"})
-"""The :class:`Records` methods that change stored data. A backend that
-holds a directory (the embedded Chroma one) counts every call of these, so the directory knows
-whether a write followed the store's close."""
-BACKEND_WRITES = frozenset({"create_collection", "get_or_create", "delete_collection", "erase", "recover_interrupted"})
-"""The :class:`Backend` methods that change stored data (``get_or_create`` is only called to create;
-``recover_interrupted`` writes when it returns True)."""
 
 _T = TypeVar("_T")
 
@@ -93,7 +67,7 @@ def check_n_results(n_results: object) -> None:
 
 @dataclass(frozen=True)
 class LexicalScheme:
-    """How a backend that answers the lexical arm itself (:attr:`Backend.answers_lexical`) indexes and scores.
+    """How a backend that answers the lexical arm itself (:attr:`Backend.lexical`) indexes and scores.
 
     The store builds it from its own tokenizer (``replica.lexical.lexical_scheme``), so a database
     scores exactly as the store's in-process BM25 index would.
@@ -136,10 +110,9 @@ class HybridRows:
 class Records(ABC):
     """One named collection of records (``id``, embedding, document, metadata) in a :class:`Backend`.
 
-    Implement :attr:`name`, :attr:`metadata`, :meth:`get`, :meth:`query`,
-    :meth:`upsert`, :meth:`update`, :meth:`delete`, :meth:`count` and
-    :meth:`modify`; :meth:`pages` and :meth:`exists` are built on them. The writes are
-    :data:`RECORDS_WRITES`.
+    Implement :attr:`name`, :attr:`metadata`, :meth:`get`, :meth:`query`, :meth:`upsert`, :meth:`update`,
+    :meth:`delete`, :meth:`count` and :meth:`modify` (the last four and ``upsert`` are the writes);
+    :meth:`pages` and :meth:`exists` are built on them.
     """
 
     @property
@@ -156,11 +129,8 @@ class Records(ABC):
     def instance(self) -> str:
         """What tells this collection from a later one of the same name (dropped, then created again).
 
-        A store caches the collections it opened; on a backend other processes write, it compares
-        this with what the name opens now, so a collection another process dropped and created
-        again (a forgotten namespace written to again, a re-embedding switched in) is reopened
-        instead of being read and written under its old identity. The default, the name, cannot
-        tell them apart: a backend whose collections other processes may drop overrides it.
+        A store compares it to reopen a collection another process replaced (``StoreCore._recheck``).
+        The default, the name, cannot tell them apart: a backend other processes write overrides it.
         """
         return self.name
 
@@ -244,33 +214,38 @@ class Records(ABC):
         """The ids among ``ids`` that are stored."""
         return list(self.get(ids=list(ids), include=[])["ids"]) if ids else []
 
-    def lexical_search(self, query: str, k: int, *, normalize: bool = False) -> list[tuple[str, float]] | None:
-        """BM25 matches ``(id, score)`` among lexically indexed records, best first; ``None``: not supported.
+    def lexical_search(self, query: str, k: int, *, normalize: bool = False) -> list[tuple[str, float]]:
+        """BM25 matches ``(id, score)`` among lexically indexed records, best first (scored as the store's index).
 
-        Only a backend whose :attr:`Backend.answers_lexical` is true answers (scored as the
-        store's in-process index would, see :class:`LexicalScheme`); the default returns ``None``.
+        Raises:
+            NotImplementedError: the backend has no :attr:`Backend.lexical` scheme (the store never asks it).
         """
-        return None
+        raise NotImplementedError
 
-    def hybrid_query(
-        self, query: str, vector: Vector, *, k: int, nearest: int, normalize: bool = False
-    ) -> HybridRows | None:
+    def hybrid_query(self, query: str, vector: Vector, *, k: int, nearest: int, normalize: bool = False) -> HybridRows:
         """The ``nearest`` records nearest ``vector``, the ``k`` best lexical matches of ``query``, and their records.
 
-        Only a backend whose :attr:`Backend.answers_lexical` is true answers (in one round trip);
-        the default returns ``None`` and the store asks the arms one by one.
+        Raises:
+            NotImplementedError: the backend has no :attr:`Backend.lexical` scheme (the store never asks it).
         """
-        return None
+        raise NotImplementedError
 
 
 class Backend(ABC):
     """A database of named :class:`Records` collections.
 
-    Implement :meth:`get_collection`, :meth:`create_collection`,
-    :meth:`list_collections` and :meth:`delete_collection`; override
-    :meth:`close`, :meth:`erase` and the properties where the storage differs. The writes are
-    :data:`BACKEND_WRITES`.
+    Implement :meth:`get_collection`, :meth:`create_collection`, :meth:`list_collections` and
+    :meth:`delete_collection`; override :meth:`close`, :meth:`erase` and the properties where the
+    storage differs.
     """
+
+    lexical: LexicalScheme | None = None
+    """How the database scores the lexical arm itself (:meth:`Records.lexical_search`,
+    :meth:`Records.hybrid_query`); ``None``: it does not. Decides a store's read path when it opens:
+    such a backend is read directly, any other through the store's in-process lexical index."""
+    directory: HeldDirectory | None = None
+    """The directory this backend owns exclusively (``None``: none, e.g. in memory or a server). The
+    backend only holds it, notes its writes on it and closes it after its own files (``store._directory``)."""
 
     @abstractmethod
     def get_collection(self, name: str) -> Records | None:
@@ -292,7 +267,7 @@ class Backend(ABC):
     def delete_collection(self, name: str) -> None:
         """Drop the collection ``name`` and every record in it."""
 
-    # ------------------------------------------------------------------ built on the above / defaults
+    # ------------------------------------------------------------------ built on the above, or defaults
     def get_or_create(self, name: str, metadata: Metadata) -> Records:
         """The collection ``name``, created with ``metadata`` when missing."""
         found = self.get_collection(name)
@@ -304,24 +279,9 @@ class Backend(ABC):
         return 5000
 
     @property
-    def persist_directory(self) -> Path | None:
-        """The directory this backend owns exclusively (``None``: none, e.g. in memory or a server)."""
-        return None
-
-    @property
     def single_writer(self) -> bool:
         """True when nothing but this object writes the data (an embedded directory, memory)."""
         return True
-
-    @property
-    def answers_lexical(self) -> bool:
-        """True when the database answers recall itself: :meth:`Records.lexical_search` and
-        :meth:`Records.hybrid_query` score from the stored data.
-
-        Decides a store's read path when it opens: such a backend is read directly (every query reads
-        what every process committed); any other through the store's in-process lexical index.
-        """  # noqa: D205
-        return False
 
     def atomic(self, key: str, fn: Callable[[], _T]) -> _T:
         """Run ``fn`` (a store write plan on namespace ``key``) so that its writes land together or not at all.
@@ -346,16 +306,8 @@ class Backend(ABC):
 
     @property
     def can_erase(self) -> bool:
-        """True when :meth:`erase` can physically erase deleted records (a directory this backend owns)."""
-        return False
-
-    @property
-    def directory(self) -> HeldDirectory | None:
-        """The directory this backend holds (its lock; ``None``: none), closed after the backend's own files.
-
-        The backend only holds it and reports its write count when it closes (see ``store._directory``).
-        """
-        return None
+        """True when :meth:`erase` can physically erase deleted records (by default: a :attr:`directory`)."""
+        return self.directory is not None
 
     def erase(self, rebuild: Sequence[str] | None) -> None:  # noqa: B027 - optional, nothing by default
         """Physically erase deleted records: rebuild ``rebuild`` (names; ``None``: every collection), then files.
@@ -366,17 +318,12 @@ class Backend(ABC):
     def owe_erase(self) -> None:  # noqa: B027 - optional, nothing by default
         """Note durably, inside the current write plan, that its deletes still wait for :meth:`erase`.
 
-        A backend that can be killed between a committed delete and its erase, and keeps no
-        intent file for it (a database), records it here; :meth:`recover_interrupted` then
-        finishes the erase at the next open. The default does nothing (an embedded directory
-        notes the intent in a file, see ``store._directory``).
+        A database records it here and :meth:`recover_interrupted` finishes the erase at the next open;
+        the default does nothing (an embedded directory notes the intent in a file, ``store._directory``).
         """
 
     def recover_interrupted(self) -> bool:
-        """Finish or undo maintenance (an :meth:`erase`) a crash interrupted; True if there was any.
-
-        The default has nothing to recover.
-        """
+        """Finish or undo maintenance (an :meth:`erase`) a crash interrupted; True if there was any."""
         return False
 
     def close(self) -> None:  # noqa: B027 - optional, nothing by default

@@ -17,7 +17,7 @@ import sqlite3
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 import numpy as np
 
@@ -51,40 +51,15 @@ def backend_errors(what: str) -> Iterator[None]:
         raise
 
 
-class _Writer(Protocol):
-    def _mark_written(self) -> None: ...
-
-
-_W = TypeVar("_W", bound=_Writer)
-_B = TypeVar("_B", bound="ChromaBackend")
-
-
-def _writes(method: Callable[Concatenate[_W, _P], _R]) -> Callable[Concatenate[_W, _P], _R]:
-    """A method that changes stored data: the session counts as written, and storage failures are mapped.
-
-    The mark comes first: a write that fails may have written part.
-    """
+def _writes(method: Callable[Concatenate[ChromaRecords, _P], _R]) -> Callable[Concatenate[ChromaRecords, _P], _R]:
+    """A write of the collection: noted first (a write that fails may have written part), failures mapped."""
 
     @functools.wraps(method)
-    def wrapper(self: _W, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
-        self._mark_written()
+    def wrapper(self: ChromaRecords, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+        self._on_write(self.name)
         with backend_errors(method.__name__):
             return method(self, *args, **kwargs)
 
-    wrapper.marks_written = True  # type: ignore[attr-defined]
-    return wrapper
-
-
-def _writes_collection(method: Callable[Concatenate[_B, str, _P], _R]) -> Callable[Concatenate[_B, str, _P], _R]:
-    """A backend method that changes the collection named by its first argument: :func:`_writes`, for that name."""
-
-    @functools.wraps(method)
-    def wrapper(self: _B, name: str, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
-        self._mark_collection(name)
-        with backend_errors(method.__name__):
-            return method(self, name, *args, **kwargs)
-
-    wrapper.marks_written = True  # type: ignore[attr-defined]
     return wrapper
 
 
@@ -122,9 +97,6 @@ class ChromaRecords(Records):
     def __init__(self, collection: Any, on_write: Callable[[str], None]) -> None:
         self.collection = collection
         self._on_write = on_write
-
-    def _mark_written(self) -> None:
-        self._on_write(self.name)
 
     @property
     def name(self) -> str:
@@ -238,9 +210,6 @@ class ChromaBackend(Backend):
 
     def __init__(self, client: Any) -> None:
         self._client = client
-        self._held: HeldDirectory | None = None
-        self._writes = 0
-        self._written: set[str] | None = set()  # names of the collections written; None: not known
         self._closed = False
 
     @classmethod
@@ -262,7 +231,7 @@ class ChromaBackend(Backend):
             held.release()
             raise BackendError(f"could not open Chroma at {directory}: {e}") from e
         backend = cls(client)
-        backend._held = held
+        backend.directory = held
         return backend
 
     @classmethod
@@ -274,19 +243,13 @@ class ChromaBackend(Backend):
             return cls(chromadb.HttpClient(host=host, port=port))
 
     # ------------------------------------------------------------------ Backend
-    def _mark_written(self) -> None:
-        """A write whose scope is not known (an erase, a recovery): any collection may differ."""
-        self._writes += 1
-        self._written = None
-
-    def _mark_collection(self, name: str) -> None:
-        """A write to the collection ``name`` only."""
-        self._writes += 1
-        if self._written is not None:
-            self._written.add(name)
+    def _wrote(self, name: str | None) -> None:
+        """About to write the collection ``name`` (``None``: any collection may change): noted on the directory."""
+        if self.directory is not None:
+            self.directory.wrote(name)
 
     def _wrap(self, col: Any) -> ChromaRecords:
-        return ChromaRecords(col, self._mark_collection)
+        return ChromaRecords(col, self._wrote)
 
     def get_collection(self, name: str) -> ChromaRecords | None:
         """See :meth:`Backend.get_collection`."""
@@ -298,23 +261,25 @@ class ChromaBackend(Backend):
             except (ChromaError, ValueError):  # chroma raises several types for "missing"
                 return None
 
-    @_writes_collection
     def create_collection(self, name: str, metadata: Metadata, *, like: Records | None = None) -> ChromaRecords:
         """See :meth:`Backend.create_collection`."""
         configuration = {"hnsw": {"space": "cosine"}}
         if isinstance(like, ChromaRecords):  # its index space and parameters (a re-embedding's side collection)
             configuration = like.collection.configuration
-        col = self._client.create_collection(
-            name, metadata=dict(metadata) or None, configuration=configuration, embedding_function=None
-        )
+        self._wrote(name)
+        with backend_errors("create_collection"):
+            col = self._client.create_collection(
+                name, metadata=dict(metadata) or None, configuration=configuration, embedding_function=None
+            )
         return self._wrap(col)
 
-    @_writes_collection
     def get_or_create(self, name: str, metadata: Metadata) -> ChromaRecords:
-        """See :meth:`Backend.get_or_create` (one Chroma call)."""
-        col = self._client.get_or_create_collection(
-            name, metadata=dict(metadata), configuration={"hnsw": {"space": "cosine"}}, embedding_function=None
-        )
+        """See :meth:`Backend.get_or_create` (one Chroma call, counted as a write: the store calls it to create)."""
+        self._wrote(name)
+        with backend_errors("get_or_create"):
+            col = self._client.get_or_create_collection(
+                name, metadata=dict(metadata), configuration={"hnsw": {"space": "cosine"}}, embedding_function=None
+            )
         return self._wrap(col)
 
     @backend_errors("list_collections")
@@ -322,10 +287,11 @@ class ChromaBackend(Backend):
         """See :meth:`Backend.list_collections`."""
         return [self._wrap(c) for c in self._client.list_collections()]
 
-    @_writes_collection
     def delete_collection(self, name: str) -> None:
         """See :meth:`Backend.delete_collection`."""
-        self._client.delete_collection(name)
+        self._wrote(name)
+        with backend_errors("delete_collection"):
+            self._client.delete_collection(name)
 
     @property
     def max_batch_size(self) -> int:
@@ -334,53 +300,19 @@ class ChromaBackend(Backend):
             return int(self._client.get_max_batch_size())
 
     @property
-    def persist_directory(self) -> Path | None:
-        """The embedded directory this backend holds the lock of (``None`` for a server or injected client)."""
-        return None if self._held is None else self._held.path
-
-    @property
     def single_writer(self) -> bool:
         """True for an embedded directory (its lock excludes every other writer)."""
-        return self._held is not None
+        return self.directory is not None
 
-    @property
-    def can_erase(self) -> bool:
-        """True for an embedded directory (a server's files are the server's)."""
-        return self._held is not None
-
-    @property
-    def directory(self) -> HeldDirectory | None:
-        """See :attr:`Backend.directory` (the embedded directory, held until :meth:`close`)."""
-        return self._held
-
-    @property
-    def wrote(self) -> bool:
-        """True once this backend has changed stored data."""
-        return self._writes > 0
-
-    @property
-    def write_count(self) -> int:
-        """How many writes this backend has made (each call of a write method counts, even a failed one)."""
-        return self._writes
-
-    @property
-    def written_collections(self) -> frozenset[str] | None:
-        """Names of the collections this backend has written (created, changed, renamed or dropped).
-
-        ``None`` once a write whose scope is not known happened: an erase or a recovery
-        ran (any collection may differ).
-        """
-        return None if self._written is None else frozenset(self._written)
-
-    @_writes
     def erase(self, rebuild: Sequence[str] | None) -> None:
         """Rebuild ``rebuild`` (``None``: every hindsight collection), then scrub the files (see ``_scrub``).
 
         The client is closed for the file scrub and a fresh one opened.
         """
-        if self._held is None:
+        if self.directory is None:
             raise StoreError("only an embedded Chroma directory can be erased")
-        directory = self._held.path
+        self.directory.wrote(None)
+        directory = self.directory.path
         with backend_errors("scrub"):
             if rebuild is None:
                 rebuild = [c.name for c in self._client.list_collections() if "hindsight_role" in (c.metadata or {})]
@@ -391,10 +323,7 @@ class ChromaBackend(Backend):
                 removed = _scrub.erase_files(directory)
             finally:
                 self._client = _open_client(directory)
-            # The client that first loads a rebuilt index may write it again from an uninitialised buffer (which
-            # can hold the text just forgotten): load each one in the client that stays open, then zero the unused
-            # space once more (hnswlib never reads it; close() zeroes whatever a later persist writes there).
-            for name in rebuild:
+            for name in rebuild:  # see _load_index; close() zeroes whatever a later persist writes there
                 _load_index(self._client.get_collection(name, embedding_function=None))
             _scrub.wipe_unused_index_space(directory)
         logger.debug(
@@ -409,19 +338,19 @@ class ChromaBackend(Backend):
         with backend_errors("recover"):
             recovered = _scrub.recover_rebuilds(self._client)
         if recovered:
-            self._mark_written()
+            self._wrote(None)
         return recovered
 
     def close(self) -> None:
         """Close the client this backend opened, zero the index files' unused space, release the directory.
 
         The directory (:class:`~langchain_hindsight.store._directory.HeldDirectory`) is told whether the
-        client closed without error and how many writes this backend made.
+        client closed without error.
         """
         if self._closed:
             return
         self._closed = True
-        if self._held is None:
+        if self.directory is None:
             return
         closed = True
         try:
@@ -430,7 +359,7 @@ class ChromaBackend(Backend):
             closed = False
             logger.debug("chroma client close failed", exc_info=True)
         try:  # hnswlib writes uninitialised heap bytes into unused slots: zero them
-            _scrub.wipe_unused_index_space(self._held.path)
+            _scrub.wipe_unused_index_space(self.directory.path)
         except OSError:
-            logger.warning("could not wipe unused index space in %s", self._held.path, exc_info=True)
-        self._held.close(writes=self._writes, clean=closed)
+            logger.warning("could not wipe unused index space in %s", self.directory.path, exc_info=True)
+        self.directory.close(clean=closed)

@@ -60,19 +60,24 @@ def _same_kind(a: object, b: object) -> bool:
     return (isinstance(a, numeric) and isinstance(b, numeric)) or type(a) is type(b)
 
 
+def _holds(where: Mapping[str, Any] | None, clause: Callable[[str, Any], bool]) -> bool:
+    """Whether every clause of a Chroma filter holds: ``$and`` / ``$or`` combine, ``clause`` judges the rest."""
+    for key, cond in (where or {}).items():
+        if key == "$and":
+            ok = all(_holds(c, clause) for c in cond)
+        elif key == "$or":
+            ok = any(_holds(c, clause) for c in cond)
+        else:
+            ok = clause(key, cond)
+        if not ok:
+            return False
+    return True
+
+
 def matches(metadata: Mapping[str, Any], where: Mapping[str, Any] | None) -> bool:
     """Whether a record's ``metadata`` satisfies a Chroma ``where`` clause (a missing field never matches)."""
-    if not where:
-        return True
-    for key, cond in where.items():
-        if key == "$and":
-            if not all(matches(metadata, c) for c in cond):
-                return False
-            continue
-        if key == "$or":
-            if not any(matches(metadata, c) for c in cond):
-                return False
-            continue
+
+    def field(key: str, cond: Any) -> bool:
         if key.startswith("$"):
             raise ValueError(f"unsupported where operator {key!r}")
         ops = cond if isinstance(cond, Mapping) else {"$eq": cond}
@@ -91,28 +96,20 @@ def matches(metadata: Mapping[str, Any], where: Mapping[str, Any] | None) -> boo
                 ok = _COMPARE[op](value, operand)
             if not ok:
                 return False
-    return True
+        return True
+
+    return _holds(where, field)
 
 
 def matches_document(document: str | None, where: Mapping[str, Any] | None) -> bool:
     """Whether ``document`` satisfies a Chroma ``where_document`` clause (``$contains``/``$not_contains``)."""
-    if not where:
-        return True
-    text = document or ""
-    for key, cond in where.items():
-        if key == "$and":
-            ok = all(matches_document(document, c) for c in cond)
-        elif key == "$or":
-            ok = any(matches_document(document, c) for c in cond)
-        elif key == "$contains":
-            ok = str(cond) in text
-        elif key == "$not_contains":
-            ok = str(cond) not in text
-        else:
+
+    def text(key: str, cond: Any) -> bool:
+        if key not in ("$contains", "$not_contains"):
             raise ValueError(f"unsupported where_document operator {key!r}")
-        if not ok:
-            return False
-    return True
+        return (str(cond) in (document or "")) == (key == "$contains")
+
+    return _holds(where, text)
 
 
 @dataclass(slots=True)
@@ -131,17 +128,12 @@ class InMemoryRecords(Records):
         self._metadata = dict(metadata)
         self._rows: dict[str, _Record] = {}
         self._dim: int | None = None
-        self._stacked: tuple[list[tuple[str, _Record]], np.ndarray | None] | None = None  # reset by every write
+        self._stacked: tuple[list[tuple[str, _Record]], np.ndarray] | None = None  # reset by every write
 
     @property
     def name(self) -> str:
         """The collection's name."""
         return self._name
-
-    @property
-    def instance(self) -> str:
-        """This collection object's identity (a collection created again under the same name is another object)."""
-        return f"{self._name}@{id(self):x}"
 
     @property
     def metadata(self) -> dict[str, Any]:
@@ -203,40 +195,31 @@ class InMemoryRecords(Records):
         """See :meth:`Records.query` (exact cosine over every matching record)."""
         check_n_results(n_results)
         with self._backend.lock:
+            if self._stacked is None:  # every record's vector in one matrix, kept until the next write
+                everything = list(self._rows.items())
+                vectors = [r.vector for _, r in everything]
+                self._stacked = (everything, np.stack(vectors) if vectors else np.zeros((0, 0), np.float32))
+            pool, matrix = self._stacked
             if where:
-                pool = [(i, r) for i, r in self._rows.items() if matches(r.metadata, where)]
-                matrix = np.stack([r.vector for _, r in pool]) if pool else None
-            else:  # unfiltered: the stacked matrix is kept until the next write
-                pool, matrix = self._all()
+                keep = [j for j, (_, r) in enumerate(pool) if matches(r.metadata, where)]
+                pool, matrix = [pool[j] for j in keep], matrix[keep]
+            norms = np.linalg.norm(matrix, axis=1)
+            norms[norms == 0] = 1.0
+            k = min(n_results, len(pool))
             out: Rows = {"ids": [], "documents": [], "metadatas": [], "embeddings": [], "distances": []}
-            norms = np.linalg.norm(matrix, axis=1) if matrix is not None else None
             for q in query_embeddings:
                 qv = self._vector(q) if self._dim is not None else np.asarray(q, dtype=np.float32)
-                if matrix is None or norms is None:
-                    chosen: list[tuple[str, _Record]] = []
-                    dist: list[float] = []
-                else:
-                    qn = float(np.linalg.norm(qv)) or 1.0
-                    sims = (matrix @ qv) / (np.where(norms == 0, 1.0, norms) * qn)
-                    k = min(n_results, len(pool))
-                    top = np.argpartition(-sims, k - 1)[:k] if k < len(pool) else np.arange(len(pool))
-                    top = top[np.lexsort((top, -sims[top]))]
-                    chosen = [pool[j] for j in top.tolist()]
-                    dist = [float(1.0 - sims[j]) for j in top.tolist()]
-                rows = self._rows_out(chosen, include)
+                sims = (matrix @ qv) / (norms * (float(np.linalg.norm(qv)) or 1.0)) if pool else np.zeros(0)
+                top = np.argpartition(-sims, k - 1)[:k] if k < len(pool) else np.arange(len(pool))
+                chosen = top[np.lexsort((top, -sims[top]))].tolist()
+                rows = self._rows_out([pool[j] for j in chosen], include)
                 for key in ("ids", "documents", "metadatas", "embeddings"):
                     out[key].append(rows[key])
-                out["distances"].append(dist)
+                out["distances"].append([float(1.0 - sims[j]) for j in chosen])
             for key in ("documents", "metadatas", "embeddings", "distances"):
                 if key not in include:
                     out[key] = None
             return out
-
-    def _all(self) -> tuple[list[tuple[str, _Record]], np.ndarray | None]:
-        if self._stacked is None:
-            pool = list(self._rows.items())
-            self._stacked = (pool, np.stack([r.vector for _, r in pool]) if pool else None)
-        return self._stacked
 
     def upsert(
         self,

@@ -375,7 +375,7 @@ class PostgresRecords(Records):
             return scored
         return [(i, min(1.0, score / mass)) for i, score in scored]
 
-    def lexical_search(self, query: str, k: int, *, normalize: bool = False) -> list[tuple[str, float]] | None:
+    def lexical_search(self, query: str, k: int, *, normalize: bool = False) -> list[tuple[str, float]]:
         """BM25 over the collection's lexically indexed records, computed by the database (see the module doc)."""
         if k <= 0:
             return []
@@ -746,6 +746,8 @@ class PostgresBackend(Backend):
         BackendError: the server lacks pgvector, or holds a newer schema.
     """
 
+    lexical: LexicalScheme
+
     def __init__(
         self,
         url: str,
@@ -993,11 +995,6 @@ class PostgresBackend(Backend):
     def single_writer(self) -> bool:
         """False: any number of processes and hosts write the same database."""
         return False
-
-    @property
-    def answers_lexical(self) -> bool:
-        """True: the database answers recall itself, both arms (:meth:`PostgresRecords.hybrid_query`)."""
-        return True
 
     @property
     def can_erase(self) -> bool:

@@ -4,7 +4,7 @@
 parts.
 
 Derived data is rebuilt from the backend whenever it cannot be trusted; it is never the only copy. A database
-that answers recall itself (Postgres, :attr:`~langchain_hindsight.store.backend.Backend.answers_lexical`) has none.
+that answers recall itself (Postgres, :attr:`~langchain_hindsight.store.backend.Backend.lexical`) has none.
 
 * :mod:`~langchain_hindsight.store.replica.records`: the recall mirror, every active unit's vector and
   record of a namespace in memory (an exact dense arm, no backend read per query);

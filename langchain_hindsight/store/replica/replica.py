@@ -33,7 +33,7 @@ from langchain_hindsight.embeddings.identity import EmbedderIdentity
 from langchain_hindsight.errors import StoreError
 from langchain_hindsight.store._collections import Collection, namespaces
 from langchain_hindsight.store._naming import Role, collection_name
-from langchain_hindsight.store.backend import Backend, ChromaBackend
+from langchain_hindsight.store.backend import Backend
 from langchain_hindsight.store.replica.feed import ChangeFeed, open_change_feed
 from langchain_hindsight.store.replica.files import DerivedFiles, drop_snapshot
 from langchain_hindsight.store.replica.lexical import LexicalIndex, record_texts
@@ -185,7 +185,7 @@ class Replica:
 
     def _feed(self, namespace: str) -> ChangeFeed | None:
         """The namespace's change feed, or ``None`` when this store is the only writer."""
-        if self.backend.single_writer or self.backend.answers_lexical:
+        if self.backend.single_writer or self.backend.lexical is not None:
             return None  # no other writer (the directory lock, or memory), or a database: no replica at all
         feed = self.feeds.get(namespace)
         if feed is None:
@@ -282,8 +282,9 @@ class Replica:
 
     def counted(self, namespace: str, entry: Mapping[str, Any]) -> None:
         """The store counted ``namespace`` as ``hindsight stats`` prints it: kept for the summary at close."""
-        if self.files is not None:
-            self._counted[namespace] = (dict(entry), self._writes())
+        held = self.backend.directory
+        if held is not None:
+            self._counted[namespace] = (dict(entry), held.writes)
 
     def close(self, *, count: Callable[[str], dict[tuple[str, ...], int] | None], runs: Callable[[str], int]) -> None:
         """The store's close, before the backend closes: the one moment derived files are written.
@@ -297,11 +298,7 @@ class Replica:
             return
         held = self.backend.directory
         if held is not None:
-            held.vouch(self._writes())
-
-    def _writes(self) -> int:
-        backend = self.backend
-        return backend.write_count if isinstance(backend, ChromaBackend) else 0
+            held.vouch()
 
     def save_summary(
         self, *, count: Callable[[str], dict[tuple[str, ...], int] | None], runs: Callable[[str], int]
@@ -314,19 +311,16 @@ class Replica:
         counted leaves the file as it was. A summary that could be neither kept nor erased is logged, and
         the derived files then lose the stamp's word.
         """
-        backend, files = self.backend, self.files
-        if files is None or not isinstance(backend, ChromaBackend):
+        held, files = self.backend.directory, self.files
+        if held is None or files is None or (not held.writes and not self._counted):
             return True
-        if not backend.wrote and not self._counted:
-            return True
-        written = backend.written_collections if backend.wrote else frozenset()
+        written, as_of = held.written, held.writes
         try:
             if written is None or self.write_failed:  # what changed is not known: nothing can be kept
                 files.erase_summary()
                 return True
-            as_of = backend.write_count
             previous = files.summary()
-            present = namespaces(backend)
+            present = namespaces(self.backend)
             stats: dict[str, dict[str, Any]] = {}
             for ns in present:
                 entry = previous.stats.get(ns) if previous is not None else None

@@ -20,11 +20,12 @@ from langchain_hindsight.errors import StoreLockedError
 from langchain_hindsight.store._directory import (
     DATA_FILE,
     STAMP_FILE,
+    HeldDirectory,
     file_states,
     read_stamp,
     trusted_store,
 )
-from langchain_hindsight.store.backend import BACKEND_WRITES, RECORDS_WRITES, ChromaBackend, ChromaRecords
+from langchain_hindsight.store.backend import ChromaBackend
 from langchain_hindsight.store.memory_store import MemoryStore
 from langchain_hindsight.types import MemoryUnit
 from tests.counts import counts_files, counts_vouched, read_counts, write_counts
@@ -35,6 +36,12 @@ UNITS = [
     MemoryUnit(memory_id="m_team", content="团队甲的周报周一提交。", namespace="团队甲", source="manual"),
 ]
 SUMMARY = {"default": {"total": 2, "status": {"active": 2}, "active_by_task_type": {}, "by_source": {}, "runs": 0}}
+
+
+def held(backend: ChromaBackend) -> HeldDirectory:
+    """The embedded backend's directory (where its writes are noted)."""
+    assert backend.directory is not None
+    return backend.directory
 
 
 def _stamp(directory: Path) -> dict[str, list[int | str]]:
@@ -81,7 +88,7 @@ def test_the_stamp_is_absent_while_open_and_back_after_a_read_only_session(close
         store = MemoryStore(backend=backend, embeddings=None)
         assert store.get("m_csv").task_type == "data_cleaning"
         store.close()
-        assert not backend.wrote
+        assert held(backend).writes == 0
     finally:
         backend.close()
     assert frozenset(_stamp(closed)) == listed
@@ -261,11 +268,25 @@ def test_a_summary_left_without_a_stamp_is_not_vouched_for(closed: Path) -> None
     assert DATA_FILE in read_stamp(closed)
 
 
-def test_every_write_method_of_the_interface_marks_the_session() -> None:
-    for name in RECORDS_WRITES:
-        assert getattr(getattr(ChromaRecords, name), "marks_written", False), name
-    for name in BACKEND_WRITES - {"recover_interrupted"}:  # marked only when it recovered something
-        assert getattr(getattr(ChromaBackend, name), "marks_written", False), name
+def test_every_write_method_of_the_interface_marks_the_session(tmp_path: Path) -> None:
+    backend = ChromaBackend.embedded(tmp_path / "db")
+    try:
+        col = backend.create_collection("col", {"hindsight_role": "memories"})
+        writes: dict[str, Callable[[], object]] = {
+            "upsert": lambda: col.upsert(ids=["a", "b"], embeddings=[[1.0, 0.0], [0.0, 1.0]], documents=["x", "y"]),
+            "update": lambda: col.update(ids=["a"], metadatas=[{"k": 2}]),
+            "delete": lambda: col.delete(ids=["b"]),
+            "modify": lambda: col.modify(metadata={"hindsight_role": "memories", "n": 1}),
+            "get_or_create": lambda: backend.get_or_create("other", {"hindsight_role": "memories"}),
+            "delete_collection": lambda: backend.delete_collection("other"),
+            "erase": lambda: backend.erase(["col"]),
+        }
+        for name, write in writes.items():
+            before = held(backend).writes
+            write()
+            assert held(backend).writes > before, name
+    finally:
+        backend.close()
 
 
 def test_reads_leave_the_session_clean_writes_mark_it(tmp_path: Path) -> None:
@@ -274,9 +295,9 @@ def test_reads_leave_the_session_clean_writes_mark_it(tmp_path: Path) -> None:
         assert backend.list_collections() == []
         assert backend.get_collection("nothing") is None
         assert backend.recover_interrupted() is False
-        assert not backend.wrote
+        assert held(backend).writes == 0
         col = backend.create_collection("col", {"hindsight_role": "memories"})
-        assert backend.wrote
+        assert held(backend).writes == 1
     finally:
         backend.close()
     backend = ChromaBackend.embedded(tmp_path / "db")
@@ -285,9 +306,9 @@ def test_reads_leave_the_session_clean_writes_mark_it(tmp_path: Path) -> None:
         assert col is not None
         assert col.count() == 0
         assert col.get()["ids"] == []
-        assert not backend.wrote
+        assert held(backend).writes == 0
         col.upsert(ids=["a"], embeddings=[[1.0, 0.0]], documents=["文档"], metadatas=[{"k": 1}])
-        assert backend.wrote
+        assert held(backend).writes == 1
     finally:
         backend.close()
     backend = ChromaBackend.embedded(tmp_path / "db")

@@ -346,10 +346,10 @@ def test_the_stamp_vouches_for_derived_files_only_if_no_write_followed_the_store
         backend = ChromaBackend.embedded(directory)
         col = backend.create_collection("col", {"hindsight_role": "memories"})
         col.upsert(ids=["a"], embeddings=[[1.0, 0.0]], documents=["文档"], metadatas=[{"k": 1}])
-        assert backend.written_collections == frozenset({"col"})
-        write_counts(directory, ["default"], {"default": entry})
         assert backend.directory is not None
-        backend.directory.vouch(backend.write_count)  # what the store's close says
+        assert backend.directory.written == {"col"}
+        write_counts(directory, ["default"], {"default": entry})
+        backend.directory.vouch()  # what the store's close says
         if write_after:
             col.delete(ids=["a"])
         backend.close()
@@ -363,11 +363,13 @@ def test_the_backend_names_what_it_wrote(tmp_path: Path) -> None:
         backend.get_or_create("col-b", {"hindsight_role": "memories"})
         a.modify(name="col-c")
         backend.delete_collection("col-b")
-        assert backend.written_collections == frozenset({"col-a", "col-b", "col-c"})
-        count = backend.write_count
+        held = backend.directory
+        assert held is not None
+        assert held.written == {"col-a", "col-b", "col-c"}
+        count = held.writes
         backend.erase(None)
-        assert backend.write_count > count
-        assert backend.written_collections is None
+        assert held.writes > count
+        assert held.written is None
     finally:
         backend.close()
 
