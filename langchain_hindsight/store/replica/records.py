@@ -1,26 +1,12 @@
 """The recall mirror: every active memory of one namespace in memory, so recall reads nothing per query.
 
-An embedded store is the only writer of its directory, so it can hold derived
-copies of what recall needs and keep them exact: the lexical index
-(``replica.lexical``) and this mirror, which holds for each *active* unit of a
-namespace its stored vector (the one Chroma holds) and its record (document and
-metadata, kept as the bytes of one JSON array and decoded only for the
-candidates of a query). With it the dense arm is an exact matrix-vector product
-instead of a Chroma query, and the candidates of both arms are read from memory
-instead of one Chroma ``get`` per query.
-
-Like the lexical index it is derived data:
-
-* built from one paged read of the namespace's active records (vectors
-  included) the first time the namespace is searched, or loaded from its
-  snapshot (``mirror/<collection>.npz``), written when the store closes and
-  erased at the first write, as the lexical snapshot is;
-* kept in step by every write of the store: a deleted or no longer active unit
-  leaves it at once, a unit whose metadata changed is updated in place (its
-  content, hence its vector, is the same), and a unit with new content or a new
-  vector is marked *stale* and read again (one ``get``) before the next search;
-* for every namespace a store searches: its memory cost is the vectors (``4 * dimension`` bytes a memory)
-  plus the records (``benchmarks/recall_scale.py`` measures it at 10k and 100k).
+For each active unit of a namespace the :class:`Mirror` holds its stored vector (the one the backend holds)
+and its record (document and metadata as the bytes of one JSON array, decoded only for a query's candidates):
+the dense arm is an exact matrix-vector product and both arms' candidates are read from memory. Like the
+lexical index it is derived data, built by one paged read (:func:`build_mirror`) or loaded from its snapshot
+(``mirror/<collection>.npz``), and kept in step by every write: a unit no longer active leaves at once, one
+whose metadata changed is updated in place, one with new content is marked *stale* and read again
+(:func:`read_again`) before the next search. :class:`Held` pairs it with the namespace's lexical index.
 """
 
 from __future__ import annotations
@@ -213,10 +199,10 @@ class Mirror:
         sims = self._vectors[[r for _, r in rows]] @ np.asarray(vector, dtype=np.float32)
         return {m: float(s) for (m, _), s in zip(rows, sims.tolist(), strict=True)}
 
-    def vector(self, memory_id: str) -> np.ndarray | None:
-        """The stored vector of a mirrored unit (a copy), or ``None``."""
+    def vector(self, memory_id: str) -> list[float] | None:
+        """The stored vector of a mirrored unit, or ``None``."""
         row = self._row.get(memory_id)
-        return None if row is None else self._vectors[row].copy()
+        return None if row is None else self._vectors[row].tolist()
 
     def record(self, memory_id: str) -> tuple[str, dict[str, Any]] | None:
         """The stored document and metadata of a mirrored unit, or ``None``."""
@@ -251,9 +237,7 @@ class Mirror:
 
     # ------------------------------------------------------------------ snapshots
     def save(self, path: Path) -> None:
-        """Write the mirror (compacted first, without stale rows) to ``path`` as a ``mirror`` snapshot.
-
-        Its header records the dimension and the embedder identity (``replica.files``: the one snapshot format).
+        """Write the mirror (compacted first) to ``path`` as a ``mirror`` snapshot (with dimension and identity).
 
         Raises:
             ValueError: the mirror has stale rows (read them first).
@@ -316,9 +300,8 @@ class Mirror:
 class Held:
     """One namespace held in memory: its lexical index and recall mirror (the same active units).
 
-    What every replica recall reads: the live store's :class:`~langchain_hindsight.store.replica.replica.Replica`
-    keeps one per namespace in step with the backend; :class:`~langchain_hindsight.store.replica.snapshot.StoreSnapshot`
-    is a read-only one loaded from a closed store's files.
+    The live store's ``Replica`` keeps one per namespace in step with the backend; a ``StoreSnapshot`` reads
+    one loaded from a closed store's files.
 
     Attributes:
         index: The BM25 index of the lexical arm.
@@ -336,7 +319,7 @@ class Held:
     def load(cls, lexical: Path, mirror: Path, identity: str) -> Held | None:
         """Both snapshots of a namespace, or ``None``: unreadable, another embedder's vectors, or they disagree.
 
-        Whether they may be loaded at all is the stamp's word, asked by the caller.
+        Whether they may be loaded at all (the stamp's word) the caller asks first.
         """
         loaded_index, loaded_mirror = LexicalIndex.load(lexical), Mirror.load(mirror)
         if loaded_index is None or loaded_mirror is None or loaded_mirror[0].identity != identity:
@@ -360,8 +343,8 @@ class Held:
     def hybrid(
         self, query: str, vector: Sequence[float], k: int, normalize: bool
     ) -> tuple[dict[str, tuple[MemoryUnit, float]], dict[str, float]]:
-        """Hybrid recall: the lexical arm's ``k`` best, the dense arm's ``k`` nearest (exact) and every lexical
-        match's cosine (what ``MemoryStore.hybrid_search`` returns).
+        """Hybrid recall as ``MemoryStore.hybrid_search`` returns it: the dense arm's ``k`` nearest (exact) and
+        the lexical arm's ``k`` best, with every lexical match's cosine.
 
         Raises:
             BackendError: ``vector`` is not as long as the mirrored vectors.

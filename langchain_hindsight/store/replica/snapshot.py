@@ -1,16 +1,8 @@
 """A read-only store of one namespace of a closed embedded store, from its files (what ``hindsight search`` uses).
 
-A store that closes cleanly leaves, next to Chroma's files, the lexical index
-and the recall mirror of each namespace it searched (``lexical/`` and
-``mirror/``), and a stamp listing them (``store._directory``: the stamp exists only while
-no process has the store open, and only when every write of the last session
-was followed by the close that saved these files). :class:`StoreSnapshot` loads
-them into the same :class:`~langchain_hindsight.store.replica.records.Held` the live
-store's replica reads, and answers hybrid recall from it exactly as the live store
-does: it never imports chromadb and reads no record, so a one-off command pays for
-loading two arrays instead of starting a database. It exists only when the files
-are trusted; otherwise the caller opens a
-:class:`~langchain_hindsight.store.memory_store.MemoryStore` as usual.
+:class:`StoreSnapshot` loads the lexical and mirror snapshots a clean close left, when the stamp vouches for
+both, into the same :class:`~langchain_hindsight.store.replica.records.Held` the live store's replica reads,
+and answers hybrid recall from it as the live store does, without importing chromadb or reading a record.
 """
 
 from __future__ import annotations
@@ -21,10 +13,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from langchain_hindsight.embeddings.identity import embedder_identity
-from langchain_hindsight.embeddings.models import QueryEmbedder, builtin_model
+from langchain_hindsight.embeddings.models import QueryEmbedder
 from langchain_hindsight.errors import ConfigurationError
 from langchain_hindsight.store._checks import check_k
-from langchain_hindsight.store._naming import check_namespace, collection_name
+from langchain_hindsight.store._naming import check_namespace
 from langchain_hindsight.store.replica.files import DerivedFiles
 from langchain_hindsight.store.replica.records import Held, Mirror
 from langchain_hindsight.taxonomy import TaskTypeVocabulary
@@ -53,24 +45,12 @@ class SnapshotFiles:
 
     @classmethod
     def locate(cls, files: DerivedFiles, namespace: str = "default") -> SnapshotFiles | None:
-        """``namespace``'s two snapshots among ``files`` if the stamp vouches for both, else ``None``.
-
-        The question the live store's replica asks before it loads either (``DerivedFiles.vouched``).
-        """
-        name = collection_name(check_namespace(namespace), "memories")
-        lexical, mirror = files.lexical_path(name), files.mirror_path(name)
+        """``namespace``'s two snapshots among ``files`` if the stamp vouches for both, else ``None``."""
+        lexical, mirror = files.snapshots(check_namespace(namespace))
         if not (files.vouched(lexical) and files.vouched(mirror)):
             return None
         identity = Mirror.read_identity(mirror)
         return None if identity is None else cls(namespace, lexical, mirror, identity)
-
-    def default_embeddings(self) -> QueryEmbedder | None:
-        """A new instance of the built-in model that wrote the vectors (``None``: another embedder).
-
-        The model without LangChain (:func:`~langchain_hindsight.embeddings.models.builtin_model`):
-        a snapshot only embeds queries, with the vectors the public embedder of that name computes.
-        """
-        return builtin_model(self.identity)
 
     def load(self, embeddings: QueryEmbedder) -> StoreSnapshot | None:
         """Load both files; ``None`` when they cannot answer for ``embeddings`` (unreadable, or they disagree)."""
@@ -82,18 +62,14 @@ class SnapshotFiles:
 
 
 class StoreSnapshot:
-    """One namespace of a closed embedded store, searchable from its lexical index and recall mirror.
+    """One namespace of a closed embedded store: the recall surface of a store (``RecallSource``), read-only.
 
-    Offers what :class:`~langchain_hindsight.recall.retriever.HindsightRetriever`
-    needs of a store (``embeddings``, ``vocabulary``, ``namespace``,
-    ``namespace_or_default`` and ``hybrid_search``), with the same results
-    :meth:`MemoryStore.hybrid_search` gives for a mirrored namespace. Built by
-    :meth:`SnapshotFiles.load` once :meth:`SnapshotFiles.locate` found its files.
+    Built by :meth:`SnapshotFiles.load` once :meth:`SnapshotFiles.locate` found its files.
 
     Example:
         >>> with DerivedFiles.closed_store("./memory_db") as files:  # doctest: +SKIP
         ...     located = SnapshotFiles.locate(files)
-        ...     snapshot = None if located is None else located.load(located.default_embeddings())
+        ...     snapshot = None if located is None else located.load(builtin_model(located.identity))
         >>> if snapshot is not None:  # else open a MemoryStore  # doctest: +SKIP
         ...     HindsightRetriever(store=snapshot).recall("清洗销售数据")
     """
@@ -122,9 +98,7 @@ class StoreSnapshot:
         namespace: str | None = None,
         normalize: bool = False,
     ) -> tuple[dict[str, tuple[MemoryUnit, float]], dict[str, float]]:
-        """:meth:`MemoryStore.hybrid_search <langchain_hindsight.store.memory_store.MemoryStore.hybrid_search>`
-        over the snapshot: the dense arm's ``k`` nearest (exact) and the lexical arm's ``k`` best, with cosines.
-        """  # noqa: D205
+        """``MemoryStore.hybrid_search`` over the snapshot (``Held.hybrid``)."""
         self.namespace_or_default(namespace)
         check_k(k)
         return self._held.hybrid(query, vector, k, normalize)

@@ -14,6 +14,7 @@ import pytest
 from langchain_hindsight import HindsightRetriever, MemoryStore
 from langchain_hindsight.embeddings.identity import embedder_identity
 from langchain_hindsight.embeddings.local import LocalEmbeddings
+from langchain_hindsight.embeddings.models import builtin_model
 from langchain_hindsight.embeddings.multilingual import MultilingualEmbeddings, ScriptRoutedEmbeddings
 from langchain_hindsight.errors import ConfigurationError, StoreError
 from langchain_hindsight.store.backend import ChromaBackend
@@ -159,7 +160,7 @@ def _open(path: Path, trusted: set[str], embeddings: Any = None, namespace: str 
     located = SnapshotFiles.locate(DerivedFiles(path, trusted), namespace)
     if located is None:
         return None
-    embedder = embeddings if embeddings is not None else located.default_embeddings()
+    embedder = embeddings if embeddings is not None else builtin_model(located.identity)
     return None if embedder is None else located.load(embedder)
 
 
@@ -234,7 +235,7 @@ def test_a_write_that_fails_half_way_leaves_no_stale_mirror_or_snapshot(path: Pa
 def test_the_snapshot_picks_the_built_in_embedder_that_wrote_it(path: Path) -> None:
     for embedder in (ScriptRoutedEmbeddings(), LocalEmbeddings(), MultilingualEmbeddings()):  # nothing loads
         files = SnapshotFiles("default", path / "l.npz", path / "m.npz", str(embedder_identity(embedder)))
-        model = files.default_embeddings()  # the same model without its LangChain base (no langchain_core)
+        model = builtin_model(files.identity)  # the same model without its LangChain base (no langchain_core)
         assert model is not None
         assert type(embedder).__mro__[1] is type(model)
         assert embedder_identity(model) == embedder_identity(embedder)
@@ -243,7 +244,7 @@ def test_the_snapshot_picks_the_built_in_embedder_that_wrote_it(path: Path) -> N
         _recall(store, "warm up")
     located = SnapshotFiles.locate(DerivedFiles(path, _derived(path)))
     assert located is not None
-    assert located.default_embeddings() is None  # a custom embedder: the caller must pass it
+    assert builtin_model(located.identity) is None  # a custom embedder: the caller must pass it
     assert _open(path, _derived(path)) is None
 
 
