@@ -23,7 +23,7 @@ from langchain_hindsight.recall.engine import RecallSettings, RecallSource, reca
 from langchain_hindsight.recall.ranking import served_mask
 from langchain_hindsight.store import holds_store
 from langchain_hindsight.store.replica.files import DerivedFiles
-from langchain_hindsight.store.replica.snapshot import SnapshotFiles
+from langchain_hindsight.store.replica.snapshot import StoreSnapshot
 from langchain_hindsight.types import ScoredMemory
 
 __all__ = ["print_results", "quick", "recall_for"]
@@ -44,12 +44,12 @@ def quick(args: argparse.Namespace) -> int | None:
         return None  # opening it reports the missing store (nothing may be written there, not even a lock)
     namespace = args.namespace or "default"
     with DerivedFiles.closed_store(path) as derived:  # the reader the live store uses, under the lock
-        files = SnapshotFiles.locate(derived, namespace)
-        embeddings = None if files is None else getattr(args, "embeddings", None) or builtin_model(files.identity)
-        if files is None or embeddings is None:
+        identity = StoreSnapshot.identity_of(derived, namespace)
+        embeddings = None if identity is None else getattr(args, "embeddings", None) or builtin_model(identity)
+        if embeddings is None:
             return None
         warm = _embed_in_background(embeddings, args.query)
-        snapshot = files.load(embeddings)
+        snapshot = StoreSnapshot.load(derived, namespace, embeddings)
     if snapshot is not None and args.task_type is None:
         # recall will infer the query's task type: the vocabulary compiles its rules (~40 ms) on first use,
         # here while the model loads instead of after it

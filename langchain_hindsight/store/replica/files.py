@@ -165,6 +165,11 @@ class DerivedFiles:
         name = collection_name(namespace, "memories")
         return self.path("lexical", name), self.path("mirror", name)
 
+    def trusted_snapshots(self, namespace: str) -> tuple[Path, Path] | None:
+        """``namespace``'s lexical and mirror snapshots if the stamp vouches for both, else ``None``."""
+        paths = self.snapshots(namespace)
+        return paths if all(map(self.vouched, paths)) else None
+
     def vouched(self, path: Path) -> bool:
         """Whether the stamp vouches for the derived file at ``path``."""
         try:

@@ -212,17 +212,20 @@ class Mirror:
         document, metadata = json.loads(self._records[row])
         return str(document), dict(metadata)
 
-    def unit(self, memory_id: str) -> MemoryUnit | None:
-        """The mirrored unit, rebuilt from its record (:class:`~langchain_hindsight.errors.StoreError` if corrupt).
+    def unit(self, memory_id: str) -> MemoryUnit:
+        """The mirrored unit, rebuilt from its record.
 
         Rebuilt once and kept until its row changes (a recall's candidates repeat across queries; a rebuild
         costs ~0.1 ms), at most :data:`UNITS_KEPT` of them.
+
+        Raises:
+            StoreError: it is not mirrored (callers pass ids the mirror just returned), or its record is corrupt.
         """
         unit = self._units.get(memory_id)
         if unit is None:
             found = self.record(memory_id)
             if found is None:
-                return None
+                raise StoreError(f"memory {memory_id!r} is not in the recall mirror")
             unit = unit_from_record(memory_id, *found)
             if len(self._units) >= UNITS_KEPT:
                 self._units.clear()
@@ -266,8 +269,8 @@ class Mirror:
         return identity if isinstance(identity, str) else None
 
     @classmethod
-    def load(cls, path: Path) -> tuple[Mirror, dict[str, Any]] | None:
-        """The mirror saved at ``path`` and its header; ``None`` if absent, unreadable or of another format."""
+    def load(cls, path: Path) -> Mirror | None:
+        """The mirror saved at ``path``; ``None`` if absent, unreadable or of another format."""
         loaded = read_snapshot(path, "mirror", ("ids", "vectors", "offsets", "records"))
         if loaded is None:
             return None
@@ -293,7 +296,7 @@ class Mirror:
         mirror._vectors = vectors if n else np.zeros((16, mirror.dimension), dtype=np.float32)
         mirror._alive = np.ones(len(mirror._vectors), dtype=bool)
         mirror._alive[n:] = False
-        return mirror, header
+        return mirror
 
 
 @dataclass
@@ -321,24 +324,14 @@ class Held:
 
         Whether they may be loaded at all (the stamp's word) the caller asks first.
         """
-        loaded_index, loaded_mirror = LexicalIndex.load(lexical), Mirror.load(mirror)
-        if loaded_index is None or loaded_mirror is None or loaded_mirror[0].identity != identity:
+        loaded_mirror = Mirror.load(mirror)
+        if loaded_mirror is None or loaded_mirror.identity != identity:
             return None
-        if loaded_index[0].memory_ids != loaded_mirror[0].memory_ids:
+        loaded_index = LexicalIndex.load(lexical)
+        if loaded_index is None or loaded_index.memory_ids != loaded_mirror.memory_ids:
             logger.debug("the lexical and mirror snapshots %s disagree: rebuilding", mirror.name)
             return None
-        return cls(loaded_index[0], loaded_mirror[0], saved=True)
-
-    def unit(self, memory_id: str) -> MemoryUnit:
-        """A held unit, rebuilt from its mirrored record.
-
-        Raises:
-            StoreError: it is not held (callers pass ids the mirror just returned), or its record is corrupt.
-        """
-        unit = self.mirror.unit(memory_id)
-        if unit is None:
-            raise StoreError(f"memory {memory_id!r} is not in the recall mirror")
-        return unit
+        return cls(loaded_index, loaded_mirror, saved=True)
 
     def hybrid(
         self, query: str, vector: Sequence[float], k: int, normalize: bool
@@ -351,10 +344,10 @@ class Held:
         """  # noqa: D205
         self.mirror.check_query(vector)
         lexical = dict(self.index.search(query, k, normalize=normalize))
-        found = {i: (self.unit(i), sim) for i, sim in self.mirror.nearest(vector, k)}
+        found = {i: (self.mirror.unit(i), sim) for i, sim in self.mirror.nearest(vector, k)}
         rest = [i for i in lexical if i not in found]
         sims = self.mirror.similarities(vector, rest) if rest else {}
-        found.update((i, (self.unit(i), sims[i])) for i in rest if i in sims)
+        found.update((i, (self.mirror.unit(i), sims[i])) for i in rest if i in sims)
         return found, lexical
 
 

@@ -84,7 +84,7 @@ class Replica:
             return []
         held.mirror.check_query(vector)
         return [
-            (held.unit(i), sim, held.mirror.vector(i) if include_embeddings else None)
+            (held.mirror.unit(i), sim, held.mirror.vector(i) if include_embeddings else None)
             for i, sim in held.mirror.nearest(vector, k)
         ]
 
@@ -97,7 +97,7 @@ class Replica:
             return []
         held.mirror.check_query(vector)
         sims = held.mirror.similarities(vector, memory_ids)
-        return [(held.unit(i), sims[i]) for i in memory_ids if i in sims]
+        return [(held.mirror.unit(i), sims[i]) for i in memory_ids if i in sims]
 
     def lexical(self, namespace: str, query: str, k: int, normalize: bool) -> list[tuple[str, float]]:
         """The lexical arm alone: BM25 matches among the namespace's active units, best first."""
@@ -147,10 +147,10 @@ class Replica:
 
     def _load(self, namespace: str) -> Held | None:
         """``namespace``'s copy from its snapshot files, if the stamp vouches for both and this store kept them."""
-        paths, files = self._paths(namespace), self.files
-        if paths is None or files is None or namespace in self._dropped or not all(map(files.vouched, paths)):
+        if self.files is None or namespace in self._dropped:
             return None
-        return Held.load(*paths, str(self._identity()))
+        paths = self.files.trusted_snapshots(namespace)
+        return None if paths is None else Held.load(*paths, str(self._identity()))
 
     def holds(self, namespace: str) -> bool:
         """Whether a copy of ``namespace`` is held in memory now."""

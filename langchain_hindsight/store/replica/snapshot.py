@@ -7,10 +7,7 @@ and answers hybrid recall from it as the live store does, without importing chro
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
-from pathlib import Path
 
 from langchain_hindsight.embeddings.identity import embedder_identity
 from langchain_hindsight.embeddings.models import QueryEmbedder
@@ -22,54 +19,16 @@ from langchain_hindsight.store.replica.records import Held, Mirror
 from langchain_hindsight.taxonomy import TaskTypeVocabulary
 from langchain_hindsight.types import MemoryUnit
 
-__all__ = ["SnapshotFiles", "StoreSnapshot"]
-
-logger = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class SnapshotFiles:
-    """The trusted derived files of one namespace, found by :meth:`locate` (nothing loaded yet).
-
-    Attributes:
-        namespace: The namespace.
-        lexical: Its lexical index snapshot.
-        mirror: Its recall mirror snapshot.
-        identity: The embedder identity the mirror's vectors were written with.
-    """
-
-    namespace: str
-    lexical: Path
-    mirror: Path
-    identity: str
-
-    @classmethod
-    def locate(cls, files: DerivedFiles, namespace: str = "default") -> SnapshotFiles | None:
-        """``namespace``'s two snapshots among ``files`` if the stamp vouches for both, else ``None``."""
-        lexical, mirror = files.snapshots(check_namespace(namespace))
-        if not (files.vouched(lexical) and files.vouched(mirror)):
-            return None
-        identity = Mirror.read_identity(mirror)
-        return None if identity is None else cls(namespace, lexical, mirror, identity)
-
-    def load(self, embeddings: QueryEmbedder) -> StoreSnapshot | None:
-        """Load both files; ``None`` when they cannot answer for ``embeddings`` (unreadable, or they disagree)."""
-        if str(embedder_identity(embeddings)) != self.identity:
-            logger.debug("snapshot of %r holds vectors of %s, not this embedder's", self.namespace, self.identity)
-            return None
-        held = Held.load(self.lexical, self.mirror, self.identity)
-        return None if held is None else StoreSnapshot(self.namespace, held, embeddings)
+__all__ = ["StoreSnapshot"]
 
 
 class StoreSnapshot:
     """One namespace of a closed embedded store: the recall surface of a store (``RecallSource``), read-only.
 
-    Built by :meth:`SnapshotFiles.load` once :meth:`SnapshotFiles.locate` found its files.
-
     Example:
         >>> with DerivedFiles.closed_store("./memory_db") as files:  # doctest: +SKIP
-        ...     located = SnapshotFiles.locate(files)
-        ...     snapshot = None if located is None else located.load(builtin_model(located.identity))
+        ...     identity = StoreSnapshot.identity_of(files)
+        ...     snapshot = None if identity is None else StoreSnapshot.load(files, "default", builtin_model(identity))
         >>> if snapshot is not None:  # else open a MemoryStore  # doctest: +SKIP
         ...     HindsightRetriever(store=snapshot).recall("清洗销售数据")
     """
@@ -79,6 +38,23 @@ class StoreSnapshot:
         self.embeddings = embeddings
         self.vocabulary = TaskTypeVocabulary()
         self._held = held
+
+    @staticmethod
+    def identity_of(files: DerivedFiles, namespace: str = "default") -> str | None:
+        """The embedder identity ``namespace``'s snapshots among ``files`` were written with, if the stamp vouches
+        for both (read from a header: nothing loaded); else ``None``.
+        """  # noqa: D205
+        paths = files.trusted_snapshots(check_namespace(namespace))
+        return None if paths is None else Mirror.read_identity(paths[1])
+
+    @classmethod
+    def load(cls, files: DerivedFiles, namespace: str, embeddings: QueryEmbedder) -> StoreSnapshot | None:
+        """``namespace`` from its snapshots among ``files``; ``None`` unless the stamp vouches for both, they read,
+        agree and hold the vectors of ``embeddings``.
+        """  # noqa: D205
+        paths = files.trusted_snapshots(check_namespace(namespace))
+        held = None if paths is None else Held.load(*paths, str(embedder_identity(embeddings)))
+        return None if held is None else cls(namespace, held, embeddings)
 
     def namespace_or_default(self, namespace: str | None) -> str:
         """``namespace`` if it is this snapshot's (``None``: this snapshot's), else a :class:`ConfigurationError`."""

@@ -178,7 +178,7 @@ def test_the_cli_reads_derived_files_only_through_the_replicas_reader() -> None:
         }
         # the readers, and the shape of a namespace's entry (what `stats` counts from Chroma's file is shaped
         # by the function the store shapes its own counts with; it reads no derived file)
-        if names - {"DerivedFiles", "SnapshotFiles", "SUMMARY_FIELDS", "summary_entry"}:
+        if names - {"DerivedFiles", "StoreSnapshot", "SUMMARY_FIELDS", "summary_entry"}:
             reaches[rel] = sorted(names)
     assert reaches == {}
     used = {rel for rel, tree in _modules(PACKAGE / "cli").items() if "DerivedFiles" in _imported_names(tree)}
