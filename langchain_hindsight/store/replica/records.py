@@ -119,8 +119,7 @@ class Mirror:
         """
         for unit in units:
             if unit.status != "active":
-                self.discard([unit.memory_id])
-                self.stale.discard(unit.memory_id)
+                self.forget([unit.memory_id])
                 continue
             found = self.record(unit.memory_id)
             if found is not None and found[0] == unit.content:  # Chroma merges metadata keys on update
@@ -145,7 +144,7 @@ class Mirror:
             self.compact()
 
     def forget(self, memory_ids: Iterable[str]) -> None:
-        """:meth:`discard` and no longer refresh them (deleted ids)."""
+        """:meth:`discard` and no longer refresh them (deleted, or no longer active)."""
         ids = list(memory_ids)
         self.discard(ids)
         self.stale.difference_update(ids)
@@ -179,7 +178,11 @@ class Mirror:
 
         Stored vectors are unit length (cosine space), so the dot product is the
         cosine similarity Chroma's index approximates. Ties go to the smaller id.
+
+        Raises:
+            BackendError: ``vector`` is not as long as the mirrored vectors.
         """
+        self.check_query(vector)
         n = len(self._ids)
         if not self._row or k <= 0:
             return []
@@ -192,7 +195,8 @@ class Mirror:
         return best[:k]
 
     def similarities(self, vector: Sequence[float], memory_ids: Sequence[str]) -> dict[str, float]:
-        """The dot product of ``vector`` with each mirrored unit among ``memory_ids`` (others skipped)."""
+        """The dot product of ``vector`` with each mirrored unit of ``memory_ids`` (raises as :meth:`nearest`)."""
+        self.check_query(vector)
         rows = [(m, r) for m in memory_ids if (r := self._row.get(m)) is not None]
         if not rows:
             return {}
@@ -342,9 +346,8 @@ class Held:
         Raises:
             BackendError: ``vector`` is not as long as the mirrored vectors.
         """  # noqa: D205
-        self.mirror.check_query(vector)
-        lexical = dict(self.index.search(query, k, normalize=normalize))
         found = {i: (self.mirror.unit(i), sim) for i, sim in self.mirror.nearest(vector, k)}
+        lexical = dict(self.index.search(query, k, normalize=normalize))
         rest = [i for i in lexical if i not in found]
         sims = self.mirror.similarities(vector, rest) if rest else {}
         found.update((i, (self.mirror.unit(i), sims[i])) for i in rest if i in sims)

@@ -82,7 +82,6 @@ class Replica:
         held = self.current(namespace)
         if held is None:
             return []
-        held.mirror.check_query(vector)
         return [
             (held.mirror.unit(i), sim, held.mirror.vector(i) if include_embeddings else None)
             for i, sim in held.mirror.nearest(vector, k)
@@ -95,7 +94,6 @@ class Replica:
         held = self.current(namespace)
         if held is None:
             return []
-        held.mirror.check_query(vector)
         sims = held.mirror.similarities(vector, memory_ids)
         return [(held.mirror.unit(i), sims[i]) for i in memory_ids if i in sims]
 
