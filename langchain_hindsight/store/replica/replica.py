@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 from langchain_hindsight.embeddings.identity import EmbedderIdentity
@@ -191,10 +190,6 @@ class Replica:
         self._held.clear()
 
     # ------------------------------------------------------------------ files
-    def _paths(self, namespace: str) -> tuple[Path, Path] | None:
-        """Where an embedded store keeps ``namespace``'s lexical and mirror snapshots (``None``: no directory)."""
-        return None if self.files is None else self.files.snapshots(namespace)
-
     def erase_unvouched(self) -> int:
         """Erase every derived file the stamp does not vouch for (never loaded; see ``DerivedFiles.unvouched``).
 
@@ -217,9 +212,8 @@ class Replica:
         held = self._held.get(namespace)
         if held is not None:
             held.saved = False
-        paths = self._paths(namespace)
-        if paths is not None and namespace not in self._dropped:
-            for path in paths:
+        if self.files is not None and namespace not in self._dropped:
+            for path in self.files.snapshots(namespace):
                 erase_file(path)
             self._dropped.add(namespace)
 
@@ -238,10 +232,9 @@ class Replica:
     def save(self) -> None:
         """Save each copy that differs from its snapshots; failures are only logged (the next open rebuilds)."""
         for namespace, held in self._held.items():
-            paths = self._paths(namespace)
-            if paths is None or held.saved:
+            if self.files is None or held.saved:
                 continue
-            lexical, mirror = paths
+            lexical, mirror = self.files.snapshots(namespace)
             try:
                 col = self._collection(namespace, "memories")
                 if col is not None:
