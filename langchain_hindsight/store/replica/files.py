@@ -183,14 +183,12 @@ class DerivedFiles:
         Such a file is never read, but it may still hold text the data no longer has: a unit forgotten
         while another process (a Chroma server on this directory) held the data.
         """
-        found: list[Path] = [p for name in LEGACY_DERIVED for p in (self.directory / name,) if p.is_file()]
+        found = [p for p in (self.directory / name for name in LEGACY_DERIVED) if p.is_file()]
         for name in DERIVED:
             top = self.directory / name
-            for path in sorted(p for p in top.rglob("*") if p.is_file()) if top.is_dir() else []:
-                kept = path.with_name(path.name.removesuffix(".tmp"))
-                if path.name.endswith(".tmp") or not self.vouched(kept):
-                    found.append(path)
-        return sorted(set(found))
+            files = [p for p in top.rglob("*") if p.is_file()] if top.is_dir() else []
+            found += [p for p in files if p.name.endswith(".tmp") or not self.vouched(p)]
+        return sorted(found)
 
     # ------------------------------------------------------------------ the counts (what `hindsight stats` prints)
     def _counts_files(self) -> list[Path]:
