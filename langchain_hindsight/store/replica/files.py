@@ -49,7 +49,6 @@ COUNTS_DIR = "counts"
 """Folder of the per-namespace statistics (header only)."""
 SNAPSHOT_FORMAT = 2
 HEADER = "header.json"
-_RESERVED = ("kind", "format", "collection")
 
 
 def write_snapshot(
@@ -57,13 +56,12 @@ def write_snapshot(
 ) -> None:
     """Write the ``kind`` snapshot at ``path`` atomically and durably (a temporary file, fsync, rename).
 
+    Its header holds ``fields``, then the kind, :data:`SNAPSHOT_FORMAT` and the collection (the file's name).
+
     Raises:
         OSError: the file could not be written (the temporary copy is left for the eraser).
-        ValueError: ``fields`` names a reserved key.
     """
-    if any(key in fields for key in _RESERVED):
-        raise ValueError(f"a snapshot's fields cannot name {_RESERVED}")
-    header = {"kind": kind, "format": SNAPSHOT_FORMAT, "collection": path.stem, **fields}
+    header = {**fields, "kind": kind, "format": SNAPSHOT_FORMAT, "collection": path.stem}
     import zipfile
 
     path.parent.mkdir(parents=True, exist_ok=True)
