@@ -1,17 +1,11 @@
 """``hindsight search``'s quick path, and how a search's results are printed.
 
-A store that closed cleanly is searched from its derived files
-(:class:`~langchain_hindsight.store.replica.snapshot.StoreSnapshot`: the lexical index
-and the recall mirror, trusted through the clean-close stamp) without starting
-Chroma, while a background thread loads the model and embeds the query. :func:`quick`
-answers so, or returns ``None`` and the command opens the store
-(:mod:`~langchain_hindsight.cli.search`: a server, a principal, a store written since).
-Both ways rank with
-:func:`~langchain_hindsight.recall.engine.recall`, the computation ``HindsightRetriever``
-delegates to, so the answer is the retriever's. This module imports neither Chroma nor
-the store nor LangChain: only the engine, the replica's readers and the store's built-in
-model without its LangChain base
-(:func:`~langchain_hindsight.embeddings.models.builtin_model`: the same vectors).
+:func:`quick` answers from a cleanly closed embedded store's trusted snapshots
+(:class:`~langchain_hindsight.store.replica.snapshot.StoreSnapshot`) without starting Chroma, while a
+background thread loads the model and embeds the query; else it returns ``None`` and the command opens the
+store (:mod:`~langchain_hindsight.cli.search`). Both rank with :func:`~langchain_hindsight.recall.engine.recall`,
+as ``HindsightRetriever`` does. This module imports neither Chroma nor the store nor LangChain (the built-in
+model comes without its LangChain base: :func:`~langchain_hindsight.embeddings.models.builtin_model`).
 """
 
 from __future__ import annotations
@@ -24,12 +18,12 @@ from pathlib import Path
 
 from langchain_hindsight._text import clean_text
 from langchain_hindsight.cli._output import clip, emit_json, table
-from langchain_hindsight.embeddings.models import QueryEmbedder
+from langchain_hindsight.embeddings.models import QueryEmbedder, builtin_model
 from langchain_hindsight.recall.engine import RecallSettings, RecallSource, recall
 from langchain_hindsight.recall.ranking import served_mask
 from langchain_hindsight.store import holds_store
 from langchain_hindsight.store.replica.files import DerivedFiles
-from langchain_hindsight.store.replica.snapshot import SnapshotFiles
+from langchain_hindsight.store.replica.snapshot import StoreSnapshot
 from langchain_hindsight.types import ScoredMemory
 
 __all__ = ["print_results", "quick", "recall_for"]
@@ -43,8 +37,31 @@ def quick(args: argparse.Namespace) -> int | None:
     Raises:
         StoreLockedError: the store is open in another process (as opening it would).
     """
-    scored = _from_snapshot(args)
-    return None if scored is None else print_results(scored, args, shared=False)
+    if args.server or args.database_url or getattr(args, "principal", None) or getattr(args, "config", None):
+        return None
+    path = Path(args.path)
+    if not holds_store(path):
+        return None  # opening it reports the missing store (nothing may be written there, not even a lock)
+    namespace = args.namespace or "default"
+    with DerivedFiles.closed_store(path) as derived:  # the reader the live store uses, under the lock
+        identity = StoreSnapshot.identity_of(derived, namespace)
+        embeddings = None if identity is None else getattr(args, "embeddings", None) or builtin_model(identity)
+        if embeddings is None:
+            return None
+        warm = _embed_in_background(embeddings, args.query)
+        snapshot = StoreSnapshot.load(derived, namespace, embeddings)
+    if snapshot is not None and args.task_type is None:
+        # recall will infer the query's task type: the vocabulary compiles its rules (~40 ms) on first use,
+        # here while the model loads instead of after it
+        snapshot.vocabulary.infer(args.query)
+    warm.join()
+    if snapshot is None:
+        return None
+    logger.debug("searching %s/%s from its snapshot", path, namespace)
+    resident = getattr(args, "resident", None)
+    if resident is not None:  # the program frees the snapshot and its models by ending (cli.main.run)
+        resident.append(snapshot)
+    return print_results(recall_for(snapshot, args, namespace), args, shared=False)
 
 
 def print_results(scored: list[ScoredMemory], args: argparse.Namespace, *, shared: bool) -> int:
@@ -55,15 +72,10 @@ def print_results(scored: list[ScoredMemory], args: argparse.Namespace, *, share
     the engine's own test) and stderr says how many more were found below it; ``--all`` lists
     those too, each marked ``served: no``.
     """
-    mask = served_mask(scored, RecallSettings().min_relevance)
-    served = {id(m) for m, ok in zip(scored, mask, strict=True) if ok}
-
-    def _served(m: ScoredMemory) -> bool:
-        return id(m) in served
-
-    below = sum(not _served(m) for m in scored)
+    pairs = list(zip(scored, served_mask(scored, RecallSettings().min_relevance), strict=True))
+    below = sum(not ok for _, ok in pairs)
     if below and not getattr(args, "all", False):
-        scored = [m for m in scored if _served(m)]
+        pairs = [(m, ok) for m, ok in pairs if ok]
         print(
             f"{below} more below the relevance floor (recall would not serve them): --all lists them", file=sys.stderr
         )
@@ -74,17 +86,17 @@ def print_results(scored: list[ScoredMemory], args: argparse.Namespace, *, share
                     "memory": m.memory,
                     "score": m.score,
                     "similarity": m.similarity,
-                    "served": _served(m),
+                    "served": ok,
                     "breakdown": m.breakdown,
                 }
-                for m in scored
+                for m, ok in pairs
             ]
         )
         return 0
     rows = []
-    for i, m in enumerate(scored, start=1):
+    for i, (m, ok) in enumerate(pairs, start=1):
         u = m.memory
-        row = [i, f"{m.score:.3f}", f"{m.similarity:.3f}", "yes" if _served(m) else "no"]
+        row = [i, f"{m.score:.3f}", f"{m.similarity:.3f}", "yes" if ok else "no"]
         row += [f"{u.score_confidence:.2f}", u.task_type, u.memory_id]
         rows.append([*row, *([u.namespace] if shared else []), clip(u.content)])
     headers = [
@@ -100,37 +112,6 @@ def print_results(scored: list[ScoredMemory], args: argparse.Namespace, *, share
     ]
     print(table(headers, rows) if rows else "no match")
     return 0
-
-
-def _from_snapshot(args: argparse.Namespace) -> list[ScoredMemory] | None:
-    """The operator's search of an embedded store answered from its trusted snapshot, or ``None`` (open it)."""
-    if args.server or args.database_url or getattr(args, "principal", None) or getattr(args, "config", None):
-        return None
-    path = Path(args.path)
-    if not holds_store(path):
-        return None  # opening it reports the missing store (nothing may be written there, not even a lock)
-    namespace = args.namespace or "default"
-    with DerivedFiles.closed_store(path) as derived:  # the reader the live store uses, under the lock
-        files = SnapshotFiles.locate(derived, namespace)
-        if files is None:
-            return None
-        embeddings = getattr(args, "embeddings", None) or files.default_embeddings()
-        if embeddings is None:
-            return None
-        warm = _embed_in_background(embeddings, args.query)
-        snapshot = files.load(embeddings)
-    if snapshot is not None and args.task_type is None:
-        # recall will infer the query's task type: the vocabulary compiles its rules (~40 ms) on first use,
-        # here while the model loads instead of after it
-        snapshot.vocabulary.infer(args.query)
-    warm.join()
-    if snapshot is None:
-        return None
-    logger.debug("searching %s/%s from its snapshot", path, namespace)
-    resident = getattr(args, "resident", None)
-    if resident is not None:  # the program frees the snapshot and its models by ending (cli.main.run)
-        resident.append(snapshot)
-    return recall_for(snapshot, args, namespace)
 
 
 def recall_for(source: RecallSource, args: argparse.Namespace, namespace: str | None) -> list[ScoredMemory]:

@@ -1,15 +1,9 @@
 """What ``hindsight stats`` prints, and its quick path: the answer without opening the store.
 
-Counting through the store needs Chroma, and importing Chroma alone costs more than ``stats``'s
-budget. So ``stats`` first tries :func:`quick`, for the operator's view of an embedded directory,
-under the directory's lock (``replica.files.DerivedFiles.closed_store``): the store's per-namespace
-``counts`` files, when the clean-close stamp vouches for every one (written only by the store's
-close, after a session that counted or wrote; see ``store.replica.summary``), they agree on the
-namespace list and hold every namespace asked for: printed from their headers, read by the
-replica's own reader, as the live store reads them. Else ``None``: the caller opens the store and
-counts (its close keeps the counts files). The quick answer writes nothing. This module imports
-neither Chroma, numpy nor the store, only the standard library and the small modules that read
-those files.
+Importing Chroma alone costs more than ``stats``'s budget, so :func:`quick` first answers the operator's view
+of an embedded directory from the per-namespace ``counts`` files the store's close keeps
+(``DerivedFiles.summary``, under the directory's lock, writing nothing); else the caller opens the store and
+counts. This module imports neither Chroma, numpy nor the store.
 """
 
 from __future__ import annotations
@@ -44,9 +38,6 @@ def print_stats(out: Mapping[str, Mapping[str, Any]], *, as_json: bool) -> None:
 def quick(args: argparse.Namespace) -> int | None:
     """Answer ``hindsight stats`` from the trusted counts files; ``None``: the caller counts.
 
-    Only for the operator's view (no ``--principal``/``--config``) of an embedded
-    directory (no ``--server``).
-
     Raises:
         StoreLockedError: the store is open in another process (as opening it would).
     """
@@ -56,19 +47,13 @@ def quick(args: argparse.Namespace) -> int | None:
     if not holds_store(directory):
         return None  # opening it reports the missing store (nothing may be written there, not even a lock)
     with DerivedFiles.closed_store(directory) as files:  # the reader the live store uses, under the lock
-        out = _from_summary(files, args)
-    if out is None:
-        return None
-    print_stats(out, as_json=args.json)
-    return 0
-
-
-def _from_summary(files: DerivedFiles, args: argparse.Namespace) -> dict[str, dict[str, Any]] | None:
-    """What ``stats`` prints, from the vouched ``counts`` files; ``None`` when they do not answer it all."""
-    summary = files.summary()
+        summary = files.summary()
     if summary is None:
         return None
     namespaces = summary.namespaces if args.all else [args.namespace or "default"]
-    if (args.namespace and args.namespace not in summary.namespaces) or not summary.answers(namespaces):
+    if args.namespace and args.namespace not in summary.namespaces:
         return None  # opening the store reports a --namespace it does not have
-    return {ns: summary.stats[ns] for ns in namespaces}
+    if not all(ns in summary.stats for ns in namespaces):
+        return None
+    print_stats({ns: summary.stats[ns] for ns in namespaces}, as_json=args.json)
+    return 0

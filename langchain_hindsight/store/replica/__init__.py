@@ -1,21 +1,10 @@
 """Where recall reads on every backend but a database: the store's in-process copy of its data, and its files.
 
-:class:`Replica` (``replica``) is their one owner in a store, and that store's reader; the modules below are its
-parts.
-
-Derived data is rebuilt from the backend whenever it cannot be trusted; it is never the only copy. A database
-that answers recall itself (Postgres, :attr:`~langchain_hindsight.store.backend.Backend.lexical`) has none.
-
-* :mod:`~langchain_hindsight.store.replica.records`: the recall mirror, every active unit's vector and
-  record of a namespace in memory (an exact dense arm, no backend read per query);
-* :mod:`~langchain_hindsight.store.replica.lexical`: the BM25 index of the lexical arm and its snapshot file;
-* :mod:`~langchain_hindsight.store.replica.feed`: the change feed that keeps other writers' changes in view on
-  a shared Chroma server;
-* :mod:`~langchain_hindsight.store.replica.summary`: the statistics summary ``hindsight stats`` answers from;
-* :mod:`~langchain_hindsight.store.replica.snapshot`: :class:`StoreSnapshot`, recall from the files alone
-  (the CLI's quick path);
-* :mod:`~langchain_hindsight.store.replica.files`: :class:`DerivedFiles`, where each derived file lives,
-  which the stamp vouches for, and the one reader the live store and the CLI's quick paths share.
+:class:`Replica` (``replica``) is their one owner in a store and that store's reader; ``records`` (the recall
+mirror), ``lexical`` (the BM25 index), ``feed`` (a shared Chroma server's change feed), ``summary`` (what
+``hindsight stats`` prints), ``snapshot`` (:class:`StoreSnapshot`, recall from the files alone) and ``files``
+(:class:`DerivedFiles`, the one reader of the derived files) are its parts. Derived data is rebuilt from the
+backend whenever it cannot be trusted; it is never the only copy.
 
 Names are imported on first use: ``hindsight stats`` reads the summary without importing numpy or the store.
 """
@@ -31,7 +20,7 @@ if TYPE_CHECKING:
     from langchain_hindsight.store.replica.lexical import LexicalIndex, tokenize
     from langchain_hindsight.store.replica.records import Mirror
     from langchain_hindsight.store.replica.replica import Replica
-    from langchain_hindsight.store.replica.snapshot import SnapshotFiles, StoreSnapshot
+    from langchain_hindsight.store.replica.snapshot import StoreSnapshot
 
 _EXPORTS: dict[str, str] = {
     "ChangeFeed": "feed",
@@ -39,7 +28,6 @@ _EXPORTS: dict[str, str] = {
     "LexicalIndex": "lexical",
     "Mirror": "records",
     "Replica": "replica",
-    "SnapshotFiles": "snapshot",
     "StoreSnapshot": "snapshot",
     "tokenize": "lexical",
 }
@@ -50,7 +38,6 @@ __all__ = [
     "LexicalIndex",
     "Mirror",
     "Replica",
-    "SnapshotFiles",
     "StoreSnapshot",
     "tokenize",
 ]

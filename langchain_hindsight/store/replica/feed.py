@@ -1,10 +1,4 @@
-"""Change markers for several stores sharing one Chroma server (consistency of the lexical index).
-
-Each store's writes are announced in a small side collection: one record per
-writer holding a revision counter and the ids its recent revisions touched. A
-reader compares those counters with what its index has seen and re-reads only
-the changed ids, or rebuilds when the log no longer covers the gap.
-"""
+"""The change feed that keeps several stores sharing one Chroma server consistent (see :class:`ChangeFeed`)."""
 
 from __future__ import annotations
 
@@ -22,14 +16,13 @@ __all__ = ["ChangeFeed", "open_change_feed"]
 
 @dataclass
 class ChangeFeed:
-    """Per-writer change markers in a side collection (shared-server consistency).
+    """Per-writer change markers in a side collection of a shared server.
 
-    Each writer (one store object) owns one record ``writer`` in ``collection``
-    with metadata ``rev`` (its write counter) and ``log`` (JSON
-    ``[[rev, [ids...]], ...]`` for its latest revisions, at most ``log_ids`` ids).
-    Only the owner writes its record, so concurrent writers never overwrite each
-    other's markers. Markers are published *after* the data is written, so a reader
-    that sees a marker finds the data.
+    Each writer (one store object) owns one record ``writer`` in ``collection`` with metadata ``rev`` (its
+    write counter) and ``log`` (JSON ``[[rev, [ids...]], ...]`` for its latest revisions, at most ``log_ids``
+    ids); only the owner writes it, so writers never overwrite each other's markers. Markers are published
+    *after* the data is written, so a reader that sees one finds the data. A reader re-reads only the ids
+    changed since the revisions it saw, or rebuilds when the logs no longer cover the gap.
 
     Args:
         collection: The backend collection holding the markers.

@@ -1,28 +1,15 @@
-"""The derived files of an embedded store directory: one format, one reader, where each lives, their eraser.
+"""The derived files of an embedded store directory: one format, one reader, where each lives.
 
-Every derived file is a *snapshot* of one namespace, one of three kinds, each in its own folder and named
-after the namespace's memories collection (``<kind>/<collection>.npz``):
+Every derived file is a snapshot of one namespace, of one kind (:data:`SnapshotKind`), at
+``<kind>/<memories collection>.npz``: ``lexical`` (the BM25 index), ``mirror`` (the recall mirror) or
+``counts`` (what ``hindsight stats`` prints, with the list of the store's namespaces). The format
+(:data:`SNAPSHOT_FORMAT`) is an uncompressed zip of ``header.json`` (kind, format, collection and the kind's
+fields) and the kind's arrays as ``<name>.npy``. A file of format ``1`` (each kind's own npz header, and a
+single ``summary.json``) is never read: the kind is rebuilt and the next close writes the current format.
 
-* ``lexical``: the BM25 index of the lexical arm (``replica.lexical``);
-* ``mirror``: the recall mirror, active units' vectors and records (``replica.records``);
-* ``counts``: what ``hindsight stats`` prints for the namespace (``replica.summary``), with the list of
-  the store's namespaces when it was written.
-
-One format for all three (:data:`SNAPSHOT_FORMAT`): an uncompressed zip holding ``header.json`` — the
-kind, the format, the collection and the kind's fields (the tokenizer signature and BM25 constants, or the
-dimension and embedder identity; the counts) — and the kind's arrays as
-``<name>.npy`` (none for ``counts``). :func:`write_snapshot` writes one atomically, :func:`read_snapshot`
-reads one. A file of an older
-format (``1``: each kind's own npz header, and a single ``summary.json``) is never read: the kind is
-rebuilt from the backend (the summary counted again) and the next close writes the current format.
-
-:class:`DerivedFiles` is the one reader of a store's derived files, for the live store (its
-:class:`~langchain_hindsight.store.replica.replica.Replica`) and for the CLI's quick paths alike
-(:meth:`DerivedFiles.closed_store`: ``hindsight stats`` from the counts, ``hindsight search`` from
-the snapshots, without opening Chroma). Both take the clean-close stamp's word the same way: a
-file is read only if the stamp found at open (or, for a closed store, now, under the lock) vouches
-for it. Standard library only at import (numpy is imported by the first array read or written):
-``hindsight stats`` imports no numpy.
+:class:`DerivedFiles` is the one reader, for the live store's replica and the CLI's quick paths alike: a
+file is read only if the clean-close stamp vouches for it. Standard library only at import (numpy is
+imported by the first array read or written): ``hindsight stats`` imports no numpy.
 """
 
 from __future__ import annotations
@@ -36,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from langchain_hindsight.store._directory import DERIVED, LEGACY_DERIVED, erase_file, fsync_directory, trusted_store
+from langchain_hindsight.store._naming import collection_name
 from langchain_hindsight.store.replica.summary import Summary, valid_entry
 
 if TYPE_CHECKING:
@@ -43,12 +31,9 @@ if TYPE_CHECKING:
 
 __all__ = [
     "COUNTS_DIR",
-    "MIRROR_DIR",
-    "SNAPSHOT_DIR",
     "SNAPSHOT_FORMAT",
     "DerivedFiles",
     "SnapshotKind",
-    "drop_snapshot",
     "from_json_array",
     "json_array",
     "read_header",
@@ -60,33 +45,23 @@ logger = logging.getLogger(__name__)
 
 SnapshotKind = Literal["lexical", "mirror", "counts"]
 """The kinds of derived file; each is also the folder its files live in."""
-SNAPSHOT_DIR = "lexical"
-"""Folder of the lexical index snapshots (one ``<collection>.npz`` per memories collection)."""
-MIRROR_DIR = "mirror"
-"""Folder of the recall mirror snapshots (one ``<collection>.npz`` per memories collection)."""
 COUNTS_DIR = "counts"
-"""Folder of the per-namespace statistics (one ``<collection>.npz`` per namespace, header only)."""
+"""Folder of the per-namespace statistics (header only)."""
 SNAPSHOT_FORMAT = 2
-"""2: one zip of ``header.json`` and ``.npy`` arrays for every kind. 1 (each kind's own npz header): rebuilt."""
 HEADER = "header.json"
-_RESERVED = ("kind", "format", "collection")
 
 
 def write_snapshot(
     path: Path, kind: SnapshotKind, fields: Mapping[str, Any], arrays: Mapping[str, np.ndarray] | None = None
 ) -> None:
-    """Write the snapshot of ``kind`` at ``path`` atomically and durably (a temporary file, fsync, rename).
+    """Write the ``kind`` snapshot at ``path`` atomically and durably (a temporary file, fsync, rename).
 
-    The header holds the kind, :data:`SNAPSHOT_FORMAT`, the collection (the file's name, as
-    :class:`DerivedFiles` places it) and ``fields``.
+    Its header holds ``fields``, then the kind, :data:`SNAPSHOT_FORMAT` and the collection (the file's name).
 
     Raises:
         OSError: the file could not be written (the temporary copy is left for the eraser).
-        ValueError: ``fields`` names a reserved key.
     """
-    if any(key in fields for key in _RESERVED):
-        raise ValueError(f"a snapshot's fields cannot name {_RESERVED}")
-    header = {"kind": kind, "format": SNAPSHOT_FORMAT, "collection": path.stem, **fields}
+    header = {**fields, "kind": kind, "format": SNAPSHOT_FORMAT, "collection": path.stem}
     import zipfile
 
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -111,8 +86,7 @@ def read_snapshot(
 ) -> tuple[dict[str, Any], dict[str, np.ndarray]] | None:
     """The header and the named ``arrays`` of the ``kind`` snapshot at ``path``; ``None`` if absent or unusable.
 
-    Unusable: unreadable, or of another kind, collection or format (the kind is then rebuilt). numpy is
-    imported only when arrays are asked for (``hindsight stats`` reads headers alone).
+    Unusable: unreadable, or of another kind, collection or format (the kind is then rebuilt).
     """
     import zipfile
 
@@ -139,7 +113,7 @@ def read_snapshot(
 
 
 def read_header(path: Path, kind: SnapshotKind) -> dict[str, Any] | None:
-    """The header of the ``kind`` snapshot at ``path`` (:func:`read_snapshot` without arrays), or ``None``."""
+    """The header of the ``kind`` snapshot at ``path`` (no arrays, no numpy), or ``None``."""
     loaded = read_snapshot(path, kind)
     return None if loaded is None else loaded[0]
 
@@ -154,16 +128,6 @@ def json_array(value: Any) -> np.ndarray:
 def from_json_array(array: np.ndarray) -> Any:
     """The value :func:`json_array` wrote."""
     return json.loads(array.tobytes().decode("utf-8"))
-
-
-def drop_snapshot(path: Path) -> None:
-    """Zero-fill and remove the snapshot at ``path`` and any half-written copy of it (absent is fine).
-
-    Raises:
-        StoreError: a file exists and could not be erased (it may hold the
-            tokens of a memory being forgotten).
-    """
-    erase_file(path)
 
 
 class DerivedFiles:
@@ -190,18 +154,19 @@ class DerivedFiles:
         with trusted_store(path) as trusted:
             yield cls(path, trusted)
 
-    # ------------------------------------------------------------------ where
     def path(self, kind: SnapshotKind, collection: str) -> Path:
         """Where the ``kind`` snapshot of the memories collection ``collection`` lives."""
         return self.directory / kind / f"{collection}.npz"
 
-    def lexical_path(self, collection: str) -> Path:
-        """Where the lexical index snapshot of the memories collection ``collection`` lives."""
-        return self.path("lexical", collection)
+    def snapshots(self, namespace: str) -> tuple[Path, Path]:
+        """Where ``namespace``'s lexical and mirror snapshots live."""
+        name = collection_name(namespace, "memories")
+        return self.path("lexical", name), self.path("mirror", name)
 
-    def mirror_path(self, collection: str) -> Path:
-        """Where the recall mirror snapshot of the memories collection ``collection`` lives."""
-        return self.path("mirror", collection)
+    def trusted_snapshots(self, namespace: str) -> tuple[Path, Path] | None:
+        """``namespace``'s lexical and mirror snapshots if the stamp vouches for both, else ``None``."""
+        paths = self.snapshots(namespace)
+        return paths if all(map(self.vouched, paths)) else None
 
     def vouched(self, path: Path) -> bool:
         """Whether the stamp vouches for the derived file at ``path``."""
@@ -216,14 +181,12 @@ class DerivedFiles:
         Such a file is never read, but it may still hold text the data no longer has: a unit forgotten
         while another process (a Chroma server on this directory) held the data.
         """
-        found: list[Path] = [p for name in LEGACY_DERIVED for p in (self.directory / name,) if p.is_file()]
+        found = [p for p in (self.directory / name for name in LEGACY_DERIVED) if p.is_file()]
         for name in DERIVED:
             top = self.directory / name
-            for path in sorted(p for p in top.rglob("*") if p.is_file()) if top.is_dir() else []:
-                kept = path.with_name(path.name.removesuffix(".tmp"))
-                if path.name.endswith(".tmp") or not self.vouched(kept):
-                    found.append(path)
-        return sorted(set(found))
+            files = [p for p in top.rglob("*") if p.is_file()] if top.is_dir() else []
+            found += [p for p in files if p.name.endswith(".tmp") or not self.vouched(p)]
+        return sorted(found)
 
     # ------------------------------------------------------------------ the counts (what `hindsight stats` prints)
     def _counts_files(self) -> list[Path]:
@@ -247,9 +210,7 @@ class DerivedFiles:
                 return None
             if namespaces is None:
                 namespaces = listed
-            if listed != namespaces or not isinstance(namespace, str) or not isinstance(entry, dict):
-                return None
-            if not valid_entry(entry):
+            if listed != namespaces or not isinstance(namespace, str) or not valid_entry(entry):
                 return None
             stats[namespace] = entry
         if namespaces is None:
@@ -276,25 +237,14 @@ class DerivedFiles:
             fields = {"namespace": namespace, "namespaces": list(namespaces), "stats": dict(entry)}
             write_snapshot(path, "counts", fields)
             keep.add(path)
-        for path in self._counts_files():
-            if path not in keep:
-                erase_file(path)
+        self.erase_summary(keep)
 
-    def erase_summary(self) -> None:
-        """Erase every ``counts`` file (and an older ``summary.json``): they no longer match the data.
+    def erase_summary(self, keep: Collection[Path] = ()) -> None:
+        """Erase every ``counts`` file but those in ``keep``, and an older ``summary.json`` (absent is fine).
 
         Raises:
             StoreError: a file exists and could not be erased.
         """
-        for path in self._counts_files():
-            erase_file(path)
-        self.erase_legacy()
-
-    def erase_legacy(self) -> None:
-        """Erase derived files of an older format that are not per namespace (``summary.json``; absent is fine).
-
-        Raises:
-            StoreError: it exists and could not be erased.
-        """
-        for name in LEGACY_DERIVED:
-            erase_file(self.directory / name)
+        for path in [*self._counts_files(), *(self.directory / name for name in LEGACY_DERIVED)]:
+            if path not in keep:
+                erase_file(path)

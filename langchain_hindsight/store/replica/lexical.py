@@ -1,16 +1,9 @@
-"""The lexical arm of hybrid recall: an in-memory BM25 index.
+"""The lexical arm of hybrid recall: an in-memory BM25 index, its snapshot, and the tokenizer Postgres reuses.
 
-The index is derived data: rebuilt from the store when a namespace is first
-searched and kept in step by the store on every write, so it never answers with a
-deleted or superseded unit. English is split into words (with a light suffix
-stemmer); Chinese (and other CJK text, which MiniLM mostly maps to ``[UNK]``)
-into character unigrams and bigrams, which needs no dictionary and matches any
-segmentation. ``benchmarks/recall_quality.py`` compares this with a dictionary
-segmenter (rjieba) and picks the defaults.
-
-An embedded store also keeps a snapshot of each namespace's index in its directory
-(``lexical/<collection>.npz``), written when the store closes, so the next process loads it
-instead of re-reading and re-tokenising every memory (see :meth:`LexicalIndex.load`).
+English is split into words (with a light suffix stemmer); Chinese (and other CJK text, which MiniLM mostly
+maps to ``[UNK]``) into character unigrams and bigrams, which needs no dictionary and matches any
+segmentation. ``benchmarks/recall_quality.py`` compares this with a dictionary segmenter (rjieba) and picks
+the defaults.
 """
 
 from __future__ import annotations
@@ -363,8 +356,7 @@ class LexicalIndex:
     def save(self, path: Path) -> None:
         """Write the index (compacted first) to ``path`` as a ``lexical`` snapshot.
 
-        The header records the tokenizer's signature and the BM25 constants (``replica.files``: the
-        one snapshot format): a snapshot is reused only under the current ones.
+        The header records the tokenizer's signature and the BM25 constants: it is loaded only under the same.
         """
         self.compact()
         terms = sorted(self._vocab, key=self._vocab.__getitem__)
@@ -381,8 +373,8 @@ class LexicalIndex:
         write_snapshot(path, "lexical", fields, arrays)
 
     @classmethod
-    def load(cls, path: Path) -> tuple[LexicalIndex, dict[str, Any]] | None:
-        """The index saved at ``path`` and its header; ``None`` if absent, unreadable or from another format."""
+    def load(cls, path: Path) -> LexicalIndex | None:
+        """The index saved at ``path``; ``None`` if absent, unreadable or from another format."""
         loaded = read_snapshot(path, "lexical", ("vocab", "ids", "lengths", "indptr", "docs", "tfs"))
         if loaded is None:
             return None
@@ -418,7 +410,7 @@ class LexicalIndex:
         index._alive = np.zeros(len(index._lengths), dtype=bool)
         index._alive[:n] = True
         index._total = float(index._lengths[:n].sum())
-        return index, header
+        return index
 
 
 def _rank(item: tuple[str, float]) -> tuple[float, str]:
@@ -431,7 +423,7 @@ def tokenizer_signature() -> str:
     return hashlib.sha256(rules.encode()).hexdigest()[:16]
 
 
-# ---------------------------------------------------------------- the lexical snapshot file
+# ---------------------------------------------------------------- stored records
 def record_text(document: str, metadata: Any) -> str:
     """:func:`~langchain_hindsight.store.replica.lexical.unit_text` of a stored record, without building the unit.
 

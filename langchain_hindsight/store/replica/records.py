@@ -1,26 +1,12 @@
 """The recall mirror: every active memory of one namespace in memory, so recall reads nothing per query.
 
-An embedded store is the only writer of its directory, so it can hold derived
-copies of what recall needs and keep them exact: the lexical index
-(``replica.lexical``) and this mirror, which holds for each *active* unit of a
-namespace its stored vector (the one Chroma holds) and its record (document and
-metadata, kept as the bytes of one JSON array and decoded only for the
-candidates of a query). With it the dense arm is an exact matrix-vector product
-instead of a Chroma query, and the candidates of both arms are read from memory
-instead of one Chroma ``get`` per query.
-
-Like the lexical index it is derived data:
-
-* built from one paged read of the namespace's active records (vectors
-  included) the first time the namespace is searched, or loaded from its
-  snapshot (``mirror/<collection>.npz``), written when the store closes and
-  erased at the first write, as the lexical snapshot is;
-* kept in step by every write of the store: a deleted or no longer active unit
-  leaves it at once, a unit whose metadata changed is updated in place (its
-  content, hence its vector, is the same), and a unit with new content or a new
-  vector is marked *stale* and read again (one ``get``) before the next search;
-* for every namespace a store searches: its memory cost is the vectors (``4 * dimension`` bytes a memory)
-  plus the records (``benchmarks/recall_scale.py`` measures it at 10k and 100k).
+For each active unit of a namespace the :class:`Mirror` holds its stored vector (the one the backend holds)
+and its record (document and metadata as the bytes of one JSON array, decoded only for a query's candidates):
+the dense arm is an exact matrix-vector product and both arms' candidates are read from memory. Like the
+lexical index it is derived data, built by one paged read (:func:`build_mirror`) or loaded from its snapshot
+(``mirror/<collection>.npz``), and kept in step by every write: a unit no longer active leaves at once, one
+whose metadata changed is updated in place, one with new content is marked *stale* and read again
+(:func:`read_again`) before the next search. :class:`Held` pairs it with the namespace's lexical index.
 """
 
 from __future__ import annotations
@@ -133,8 +119,7 @@ class Mirror:
         """
         for unit in units:
             if unit.status != "active":
-                self.discard([unit.memory_id])
-                self.stale.discard(unit.memory_id)
+                self.forget([unit.memory_id])
                 continue
             found = self.record(unit.memory_id)
             if found is not None and found[0] == unit.content:  # Chroma merges metadata keys on update
@@ -159,7 +144,7 @@ class Mirror:
             self.compact()
 
     def forget(self, memory_ids: Iterable[str]) -> None:
-        """:meth:`discard` and no longer refresh them (deleted ids)."""
+        """:meth:`discard` and no longer refresh them (deleted, or no longer active)."""
         ids = list(memory_ids)
         self.discard(ids)
         self.stale.difference_update(ids)
@@ -193,7 +178,11 @@ class Mirror:
 
         Stored vectors are unit length (cosine space), so the dot product is the
         cosine similarity Chroma's index approximates. Ties go to the smaller id.
+
+        Raises:
+            BackendError: ``vector`` is not as long as the mirrored vectors.
         """
+        self.check_query(vector)
         n = len(self._ids)
         if not self._row or k <= 0:
             return []
@@ -206,17 +195,18 @@ class Mirror:
         return best[:k]
 
     def similarities(self, vector: Sequence[float], memory_ids: Sequence[str]) -> dict[str, float]:
-        """The dot product of ``vector`` with each mirrored unit among ``memory_ids`` (others skipped)."""
+        """The dot product of ``vector`` with each mirrored unit of ``memory_ids`` (raises as :meth:`nearest`)."""
+        self.check_query(vector)
         rows = [(m, r) for m in memory_ids if (r := self._row.get(m)) is not None]
         if not rows:
             return {}
         sims = self._vectors[[r for _, r in rows]] @ np.asarray(vector, dtype=np.float32)
         return {m: float(s) for (m, _), s in zip(rows, sims.tolist(), strict=True)}
 
-    def vector(self, memory_id: str) -> np.ndarray | None:
-        """The stored vector of a mirrored unit (a copy), or ``None``."""
+    def vector(self, memory_id: str) -> list[float] | None:
+        """The stored vector of a mirrored unit, or ``None``."""
         row = self._row.get(memory_id)
-        return None if row is None else self._vectors[row].copy()
+        return None if row is None else self._vectors[row].tolist()
 
     def record(self, memory_id: str) -> tuple[str, dict[str, Any]] | None:
         """The stored document and metadata of a mirrored unit, or ``None``."""
@@ -226,17 +216,20 @@ class Mirror:
         document, metadata = json.loads(self._records[row])
         return str(document), dict(metadata)
 
-    def unit(self, memory_id: str) -> MemoryUnit | None:
-        """The mirrored unit, rebuilt from its record (:class:`~langchain_hindsight.errors.StoreError` if corrupt).
+    def unit(self, memory_id: str) -> MemoryUnit:
+        """The mirrored unit, rebuilt from its record.
 
         Rebuilt once and kept until its row changes (a recall's candidates repeat across queries; a rebuild
         costs ~0.1 ms), at most :data:`UNITS_KEPT` of them.
+
+        Raises:
+            StoreError: it is not mirrored (callers pass ids the mirror just returned), or its record is corrupt.
         """
         unit = self._units.get(memory_id)
         if unit is None:
             found = self.record(memory_id)
             if found is None:
-                return None
+                raise StoreError(f"memory {memory_id!r} is not in the recall mirror")
             unit = unit_from_record(memory_id, *found)
             if len(self._units) >= UNITS_KEPT:
                 self._units.clear()
@@ -251,9 +244,7 @@ class Mirror:
 
     # ------------------------------------------------------------------ snapshots
     def save(self, path: Path) -> None:
-        """Write the mirror (compacted first, without stale rows) to ``path`` as a ``mirror`` snapshot.
-
-        Its header records the dimension and the embedder identity (``replica.files``: the one snapshot format).
+        """Write the mirror (compacted first) to ``path`` as a ``mirror`` snapshot (with dimension and identity).
 
         Raises:
             ValueError: the mirror has stale rows (read them first).
@@ -282,8 +273,8 @@ class Mirror:
         return identity if isinstance(identity, str) else None
 
     @classmethod
-    def load(cls, path: Path) -> tuple[Mirror, dict[str, Any]] | None:
-        """The mirror saved at ``path`` and its header; ``None`` if absent, unreadable or of another format."""
+    def load(cls, path: Path) -> Mirror | None:
+        """The mirror saved at ``path``; ``None`` if absent, unreadable or of another format."""
         loaded = read_snapshot(path, "mirror", ("ids", "vectors", "offsets", "records"))
         if loaded is None:
             return None
@@ -309,16 +300,15 @@ class Mirror:
         mirror._vectors = vectors if n else np.zeros((16, mirror.dimension), dtype=np.float32)
         mirror._alive = np.ones(len(mirror._vectors), dtype=bool)
         mirror._alive[n:] = False
-        return mirror, header
+        return mirror
 
 
 @dataclass
 class Held:
     """One namespace held in memory: its lexical index and recall mirror (the same active units).
 
-    What every replica recall reads: the live store's :class:`~langchain_hindsight.store.replica.replica.Replica`
-    keeps one per namespace in step with the backend; :class:`~langchain_hindsight.store.replica.snapshot.StoreSnapshot`
-    is a read-only one loaded from a closed store's files.
+    The live store's ``Replica`` keeps one per namespace in step with the backend; a ``StoreSnapshot`` reads
+    one loaded from a closed store's files.
 
     Attributes:
         index: The BM25 index of the lexical arm.
@@ -336,42 +326,31 @@ class Held:
     def load(cls, lexical: Path, mirror: Path, identity: str) -> Held | None:
         """Both snapshots of a namespace, or ``None``: unreadable, another embedder's vectors, or they disagree.
 
-        Whether they may be loaded at all is the stamp's word, asked by the caller.
+        Whether they may be loaded at all (the stamp's word) the caller asks first.
         """
-        loaded_index, loaded_mirror = LexicalIndex.load(lexical), Mirror.load(mirror)
-        if loaded_index is None or loaded_mirror is None or loaded_mirror[0].identity != identity:
+        loaded_mirror = Mirror.load(mirror)
+        if loaded_mirror is None or loaded_mirror.identity != identity:
             return None
-        if loaded_index[0].memory_ids != loaded_mirror[0].memory_ids:
+        loaded_index = LexicalIndex.load(lexical)
+        if loaded_index is None or loaded_index.memory_ids != loaded_mirror.memory_ids:
             logger.debug("the lexical and mirror snapshots %s disagree: rebuilding", mirror.name)
             return None
-        return cls(loaded_index[0], loaded_mirror[0], saved=True)
-
-    def unit(self, memory_id: str) -> MemoryUnit:
-        """A held unit, rebuilt from its mirrored record.
-
-        Raises:
-            StoreError: it is not held (callers pass ids the mirror just returned), or its record is corrupt.
-        """
-        unit = self.mirror.unit(memory_id)
-        if unit is None:
-            raise StoreError(f"memory {memory_id!r} is not in the recall mirror")
-        return unit
+        return cls(loaded_index, loaded_mirror, saved=True)
 
     def hybrid(
         self, query: str, vector: Sequence[float], k: int, normalize: bool
     ) -> tuple[dict[str, tuple[MemoryUnit, float]], dict[str, float]]:
-        """Hybrid recall: the lexical arm's ``k`` best, the dense arm's ``k`` nearest (exact) and every lexical
-        match's cosine (what ``MemoryStore.hybrid_search`` returns).
+        """Hybrid recall as ``MemoryStore.hybrid_search`` returns it: the dense arm's ``k`` nearest (exact) and
+        the lexical arm's ``k`` best, with every lexical match's cosine.
 
         Raises:
             BackendError: ``vector`` is not as long as the mirrored vectors.
         """  # noqa: D205
-        self.mirror.check_query(vector)
+        found = {i: (self.mirror.unit(i), sim) for i, sim in self.mirror.nearest(vector, k)}
         lexical = dict(self.index.search(query, k, normalize=normalize))
-        found = {i: (self.unit(i), sim) for i, sim in self.mirror.nearest(vector, k)}
         rest = [i for i in lexical if i not in found]
         sims = self.mirror.similarities(vector, rest) if rest else {}
-        found.update((i, (self.unit(i), sims[i])) for i in rest if i in sims)
+        found.update((i, (self.mirror.unit(i), sims[i])) for i in rest if i in sims)
         return found, lexical
 
 

@@ -1,41 +1,29 @@
 """The read path of every store but a database's: each namespace's lexical index and vectors, in process.
 
-A :class:`Replica` belongs to one ``MemoryStore`` over embedded Chroma, a Chroma server or the in-memory
-backend, and is then its reader (``StoreCore.reader``, chosen when the store opens): every recall of a
-namespace is answered from the namespace's :class:`Held` copy, the lexical index (``replica.lexical``) and
-the recall mirror (``replica.records``: every active unit's stored vector and record), with no backend read
-per query. A copy is loaded at the namespace's first use from the snapshot files the clean-close stamp
-vouches for, else built by one paged read of the active records, and kept exact by every write of the store
-(:meth:`Replica.reindex`). Other processes writing a shared Chroma server are followed through the
-namespace's change feed (``replica.feed``), read before every search: no process serves stale data.
-
-The store tells it what it wrote (:meth:`Replica.reindex`), when a write may have stopped half-way
-(:meth:`Replica.distrust`), when a namespace is dropped (:meth:`Replica.reset`), what it counted for
-``hindsight stats`` (:meth:`Replica.counted`) and when it closes (:meth:`Replica.close`: the one moment a
-derived file is written, and the stamp is told it may vouch for them); nothing else reads or writes a
-derived file.
-
-The trust rule is the stamp alone: a snapshot file is loaded only when the clean-close stamp found at open
-vouches for it (written by a session that closed cleanly, unchanged since; see ``store._directory``) and
-this store has not erased it since. Anything else is rebuilt from the backend. The first write to a
-namespace erases its snapshots (after applying the write to what was loaded), so a crash can leave a
-missing file but never a stale one.
+A :class:`Replica` is the reader of a store over embedded Chroma, a Chroma server or the in-memory backend
+(``StoreCore.reader``): every recall of a namespace is answered from its :class:`Held` copy with no backend
+read per query. A copy is loaded at the namespace's first use from the snapshot files the clean-close stamp
+vouches for (the only trust rule), else built by one paged read of the active records, and kept exact by every
+write of the store (:meth:`Replica.reindex`), which also erases the namespace's snapshots, so a crash can leave
+a missing file but never a stale one. On a shared Chroma server the namespace's change feed (``replica.feed``)
+is read before every search: no process serves stale data. Derived files are written only by
+:meth:`Replica.close`.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 from langchain_hindsight.embeddings.identity import EmbedderIdentity
 from langchain_hindsight.errors import StoreError
 from langchain_hindsight.store._collections import Collection, namespaces
+from langchain_hindsight.store._directory import erase_file
 from langchain_hindsight.store._naming import Role, collection_name
 from langchain_hindsight.store.backend import Backend
 from langchain_hindsight.store.replica.feed import ChangeFeed, open_change_feed
-from langchain_hindsight.store.replica.files import DerivedFiles, drop_snapshot
+from langchain_hindsight.store.replica.files import DerivedFiles
 from langchain_hindsight.store.replica.lexical import LexicalIndex, record_texts
 from langchain_hindsight.store.replica.records import Held, Mirror, build_mirror, read_again
 from langchain_hindsight.store.replica.summary import summary_entry
@@ -82,9 +70,7 @@ class Replica:
     def hybrid(
         self, namespace: str, query: str, vector: Sequence[float], k: int, normalize: bool
     ) -> tuple[dict[str, tuple[MemoryUnit, float]], dict[str, float]]:
-        """Both arms of hybrid recall from the namespace's copy: the lexical arm's ``k`` best and the dense
-        arm's ``k`` nearest (exact), with every lexical match's cosine (see ``MemoryStore.hybrid_search``).
-        """  # noqa: D205
+        """Both arms of hybrid recall from the namespace's copy (``Held.hybrid``)."""
         held = self.current(namespace)
         return ({}, {}) if held is None else held.hybrid(query, vector, k, normalize)
 
@@ -95,9 +81,8 @@ class Replica:
         held = self.current(namespace)
         if held is None:
             return []
-        held.mirror.check_query(vector)
         return [
-            (held.unit(i), sim, _as_list(held.mirror.vector(i)) if include_embeddings else None)
+            (held.mirror.unit(i), sim, held.mirror.vector(i) if include_embeddings else None)
             for i, sim in held.mirror.nearest(vector, k)
         ]
 
@@ -108,9 +93,8 @@ class Replica:
         held = self.current(namespace)
         if held is None:
             return []
-        held.mirror.check_query(vector)
         sims = held.mirror.similarities(vector, memory_ids)
-        return [(held.unit(i), sims[i]) for i in memory_ids if i in sims]
+        return [(held.mirror.unit(i), sims[i]) for i in memory_ids if i in sims]
 
     def lexical(self, namespace: str, query: str, k: int, normalize: bool) -> list[tuple[str, float]]:
         """The lexical arm alone: BM25 matches among the namespace's active units, best first."""
@@ -129,8 +113,8 @@ class Replica:
     def _current(self, namespace: str, col: Collection, *, build: bool = True) -> Held | None:
         """:meth:`current` once ``col`` (the memories collection) is open; without ``build``, only if held or loaded.
 
-        On a shared server the change feed is read first and what other writers changed is read again
-        (everything, when the feed no longer covers the gap).
+        On a shared server what other writers changed is read again first (everything, when the feed no
+        longer covers the gap).
         """
         held = self._held.get(namespace)
         feed = self._feed(namespace)
@@ -159,15 +143,11 @@ class Replica:
         return held
 
     def _load(self, namespace: str) -> Held | None:
-        """``namespace``'s copy from its snapshot files, if they may be loaded and load.
-
-        The trust rule of the module docstring: the stamp found at open vouches for both files and this
-        store has not erased them since.
-        """
-        paths, files = self._paths(namespace), self.files
-        if paths is None or files is None or namespace in self._dropped or not all(map(files.vouched, paths)):
+        """``namespace``'s copy from its snapshot files, if the stamp vouches for both and this store kept them."""
+        if self.files is None or namespace in self._dropped:
             return None
-        return Held.load(*paths, str(self._identity()))
+        paths = self.files.trusted_snapshots(namespace)
+        return None if paths is None else Held.load(*paths, str(self._identity()))
 
     def holds(self, namespace: str) -> bool:
         """Whether a copy of ``namespace`` is held in memory now."""
@@ -210,19 +190,10 @@ class Replica:
         self._held.clear()
 
     # ------------------------------------------------------------------ files
-    def _paths(self, namespace: str) -> tuple[Path, Path] | None:
-        """Where an embedded store keeps ``namespace``'s lexical and mirror snapshots (``None``: no directory)."""
-        if self.files is None:
-            return None
-        name = collection_name(namespace, "memories")
-        return self.files.lexical_path(name), self.files.mirror_path(name)
-
     def erase_unvouched(self) -> int:
-        """Erase every derived file the stamp does not vouch for; return how many (for a scrub).
+        """Erase every derived file the stamp does not vouch for (never loaded; see ``DerivedFiles.unvouched``).
 
-        Nothing is lost: such a file is never loaded (the next search rebuilds from the records), and a
-        namespace held in memory from a rebuild is saved again at close. What it removes is text the data
-        may no longer have, such as a unit forgotten through a Chroma server serving this directory.
+        Returns how many, for a scrub.
 
         Raises:
             StoreError: a file could not be erased.
@@ -231,7 +202,7 @@ class Replica:
             return 0
         stale = self.files.unvouched()
         for path in stale:
-            drop_snapshot(path)
+            erase_file(path)
         if stale:
             logger.info("erased %d derived file(s) the clean-close stamp did not vouch for", len(stale))
         return len(stale)
@@ -241,16 +212,14 @@ class Replica:
         held = self._held.get(namespace)
         if held is not None:
             held.saved = False
-        paths = self._paths(namespace)
-        if paths is not None and namespace not in self._dropped:
-            for path in paths:
-                drop_snapshot(path)
+        if self.files is not None and namespace not in self._dropped:
+            for path in self.files.snapshots(namespace):
+                erase_file(path)
             self._dropped.add(namespace)
 
     def distrust(self, namespaces: Iterable[str]) -> None:
-        """After a failure that may have stopped a write half-way: forget every copy held (rebuilt from the data
-        on use) and erase the snapshots of ``namespaces`` (every one the store opened), so none outlives data it
-        no longer matches.
+        """After a failure that may have stopped a write half-way: forget every copy held, erase the snapshots
+        of ``namespaces`` (every one the store opened).
         """  # noqa: D205
         self.write_failed = True
         self._held.clear()
@@ -261,15 +230,11 @@ class Replica:
                 logger.warning("could not erase the snapshots of %r", namespace, exc_info=True)
 
     def save(self) -> None:
-        """Save each namespace's copy that differs from its snapshots (both files).
-
-        At close; failures are only logged (a snapshot is an optimisation: the next open rebuilds).
-        """
+        """Save each copy that differs from its snapshots; failures are only logged (the next open rebuilds)."""
         for namespace, held in self._held.items():
-            paths = self._paths(namespace)
-            if paths is None or held.saved:
+            if self.files is None or held.saved:
                 continue
-            lexical, mirror = paths
+            lexical, mirror = self.files.snapshots(namespace)
             try:
                 col = self._collection(namespace, "memories")
                 if col is not None:
@@ -289,9 +254,8 @@ class Replica:
     def close(self, *, count: Callable[[str], dict[tuple[str, ...], int] | None], runs: Callable[[str], int]) -> None:
         """The store's close, before the backend closes: the one moment derived files are written.
 
-        Saves the snapshots (:meth:`save`), rewrites or erases the statistics summary
-        (:meth:`save_summary`), then vouches for what is on disk to the directory's stamp:
-        a write that follows (through the backend, after this store closed) unvouches it.
+        Saves the snapshots and the summary, then vouches for what is on disk to the directory's stamp (a write
+        that follows, through the backend after this store closed, unvouches it).
         """
         self.save()
         if not self.save_summary(count=count, runs=runs):
@@ -305,11 +269,13 @@ class Replica:
     ) -> bool:
         """At close: rewrite the statistics summary this session leaves current, or erase it; ``False``: neither.
 
-        See ``replica.summary`` for which entries are kept, counted again (``count``: a namespace's counts by
-        status, task type and source, ``None`` when they cannot be had cheaply; ``runs``: its journalled runs),
-        taken from what this session counted (:meth:`counted`) or dropped. A session that neither wrote nor
-        counted leaves the file as it was. A summary that could be neither kept nor erased is logged, and
-        the derived files then lose the stamp's word.
+        Per namespace, the entry kept is what this session counted (:meth:`counted`) if no write followed it
+        into the namespace; else the entry trusted at open if none of its collections was written, with its
+        runs read again (``runs``) if only its journal was; else it is counted again (``count``: its counts by
+        status, task type and source, ``None`` when they cannot be had cheaply: it is dropped). Nothing is kept
+        after a write whose scope the backend cannot tell, or one that failed half-way. A session that neither
+        wrote nor counted leaves the files as they were. A summary that could be neither kept nor erased is
+        logged, and the derived files then lose the stamp's word.
         """
         held, files = self.backend.directory, self.files
         if held is None or files is None or (not held.writes and not self._counted):
@@ -336,7 +302,6 @@ class Replica:
                     counts = count(ns)
                     if counts is not None:
                         stats[ns] = summary_entry(counts, runs(ns))
-            files.erase_legacy()
             if stats:
                 files.write_summary(present, stats, {ns: collection_name(ns, "memories") for ns in stats})
             else:
@@ -354,8 +319,8 @@ class Replica:
     def reindex(self, namespace: str, upserts: Sequence[MemoryUnit] = (), deletes: Sequence[str] = ()) -> None:
         """The store wrote ``upserts`` and deleted ``deletes`` in ``namespace``: keep the copy in step.
 
-        What is held (or, at the first write, loaded from trusted snapshots as they were before the write) is
-        patched; the snapshots on disk are erased; other writers of a shared server are told.
+        What is held (or, at the first write, loaded from the trusted snapshots) is patched, the snapshots are
+        erased, and other writers of a shared server are told.
         """
         written = [*(u.memory_id for u in upserts), *deletes]
         held = self._held.get(namespace)
@@ -375,7 +340,3 @@ class Replica:
                 feed.publish(written)
             except StoreError as e:
                 raise StoreError(f"could not publish the change to namespace {namespace!r}: {e}") from e
-
-
-def _as_list(vector: Any) -> list[float] | None:
-    return None if vector is None else [float(x) for x in vector]

@@ -1,35 +1,20 @@
 """What ``hindsight stats`` prints for a namespace (its *entry*), and the summary of a store's entries.
 
-Counting a namespace's memories reads Chroma, and opening Chroma costs a second
-before anything is read. So the store's close keeps each namespace's entry in a
-per-namespace ``counts`` snapshot (``counts/<collection>.npz``, written and read
-through ``replica.files``: the one snapshot format, the one reader), which
-``hindsight stats`` reads when the clean-close stamp vouches for it. Standard
-library only. Its one writer is the store's close (``Replica.close``), and only
-for a session that wrote or counted:
+Counting a namespace reads Chroma, and opening Chroma costs a second before anything is read, so the store's
+close keeps each namespace's entry in a ``counts`` snapshot (``replica.files``), which ``hindsight stats``
+reads when the clean-close stamp vouches for it (which entries the close keeps: ``Replica.save_summary``).
+Standard library only.
 
-* what the session counted (``MemoryStore.statistics``, which ``hindsight stats`` calls)
-  is kept for a namespace no write followed it into;
-* a namespace none of whose collections the session wrote keeps the entry trusted at
-  open; one whose journal alone was written keeps it with its run count read again; one
-  whose memories were written is counted again if the store holds its recall mirror
-  (active memories from memory, the rest read from Chroma, within a bound), else its
-  file is erased; every file lists the store's namespaces, read again;
-* nothing is kept after a write whose scope the backend cannot tell (an erase, a
-  recovery) or a write that failed half-way, nor when nothing could be kept: the close
-  then erases every ``counts`` file. A write after the close (through a backend the caller
-  still holds) leaves them unvouched, so they are not read again.
-
-An entry: ``{"total": n, "status": {...}, "active_by_task_type": {...}, "by_source": {...},
-"runs": n}``, every mapping in the order ``stats`` prints.
+An entry: ``{"total": n, "status": {...}, "active_by_task_type": {...}, "by_source": {...}, "runs": n}``,
+every mapping in the order ``stats`` prints.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeGuard
 
 __all__ = ["SUMMARY_FIELDS", "Summary", "summary_entry", "valid_entry"]
 
@@ -45,16 +30,11 @@ class Summary:
 
     Attributes:
         namespaces: Every namespace the store had (sorted).
-        stats: Per counted namespace: ``total``, ``status``, ``active_by_task_type``,
-            ``by_source`` and ``runs``, in printing order.
+        stats: Per counted namespace, its entry.
     """
 
     namespaces: list[str]
     stats: dict[str, dict[str, Any]]
-
-    def answers(self, namespaces: Sequence[str]) -> bool:
-        """Whether every one of ``namespaces`` was counted."""
-        return all(ns in self.stats for ns in namespaces)
 
 
 def _ranked(counts: Counter[str]) -> dict[str, int]:
@@ -86,7 +66,7 @@ def summary_entry(counts: Mapping[tuple[str, ...], int], runs: int) -> dict[str,
     }
 
 
-def valid_entry(entry: object) -> bool:
+def valid_entry(entry: object) -> TypeGuard[dict[str, Any]]:
     """Whether ``entry`` has the shape of :func:`summary_entry` (what a ``counts`` file must hold to be read)."""
     if not isinstance(entry, dict) or set(entry) != {*_COUNTS, *_NUMBERS}:
         return False

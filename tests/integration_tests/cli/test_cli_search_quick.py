@@ -126,7 +126,7 @@ def test_a_session_that_wrote_leaves_a_snapshot_that_holds_its_writes(
 def test_what_the_snapshot_cannot_answer_goes_to_the_store(tmp_path: Path, extra: dict[str, object]) -> None:
     path = tmp_path / "db"
     _build(path, HashEmbeddings(64))
-    assert quick_search._from_snapshot(_args(path, "CSV", **extra)) is None
+    assert quick_search.quick(_args(path, "CSV", **extra)) is None
 
 
 _NO_CHROMA = """
@@ -207,14 +207,14 @@ def test_a_snapshot_edited_in_place_is_never_served_and_is_rebuilt(
     with caplog.at_level(logging.WARNING, logger="langchain_hindsight.store._directory"):
         assert read_stamp(path) == frozenset()
     assert "does not have the content" in caplog.text  # logged
-    assert quick_search._from_snapshot(_args(path, "HTTP 429 retry")) is None  # never served quick
+    assert quick_search.quick(_args(path, "HTTP 429 retry")) is None  # never served quick
     assert search_command.search(_args(path, "HTTP 429 retry", k=5, json=True)) == 0  # opens the store
     out = capsys.readouterr().out
     assert _RETRY in out
     assert _FORGED not in out
     assert _FORGED.encode() not in mirror.read_bytes()  # rebuilt from the store at that session's close
     assert f"mirror/{mirror.name}" in read_stamp(path)  # and vouched for again
-    assert quick_search._from_snapshot(_args(path, "HTTP 429 retry")) is not None
+    assert quick_search.quick(_args(path, "HTTP 429 retry")) == 0
 
 
 def test_the_quick_paths_and_the_live_store_read_through_one_reader(

@@ -14,12 +14,13 @@ import pytest
 from langchain_hindsight import HindsightRetriever, MemoryStore
 from langchain_hindsight.embeddings.identity import embedder_identity
 from langchain_hindsight.embeddings.local import LocalEmbeddings
+from langchain_hindsight.embeddings.models import builtin_model
 from langchain_hindsight.embeddings.multilingual import MultilingualEmbeddings, ScriptRoutedEmbeddings
 from langchain_hindsight.errors import ConfigurationError, StoreError
 from langchain_hindsight.store.backend import ChromaBackend
 from langchain_hindsight.store.replica.files import DerivedFiles
 from langchain_hindsight.store.replica.records import Mirror, record_bytes
-from langchain_hindsight.store.replica.snapshot import SnapshotFiles, StoreSnapshot
+from langchain_hindsight.store.replica.snapshot import StoreSnapshot
 from tests.fakes import HashEmbeddings
 from tests.integration_tests.store._reads import NOW, Counting, counting, lessons
 
@@ -155,12 +156,13 @@ def test_mirror_rows_hold_the_stored_records_and_vectors() -> None:
 
 
 def _open(path: Path, trusted: set[str], embeddings: Any = None, namespace: str = "default") -> StoreSnapshot | None:
-    """The snapshot of ``namespace`` as the CLI loads it: located among ``trusted`` files, then loaded."""
-    located = SnapshotFiles.locate(DerivedFiles(path, trusted), namespace)
-    if located is None:
+    """The snapshot of ``namespace`` as the CLI loads it: its embedder found among ``trusted`` files, then loaded."""
+    files = DerivedFiles(path, trusted)
+    identity = StoreSnapshot.identity_of(files, namespace)
+    if identity is None:
         return None
-    embedder = embeddings if embeddings is not None else located.default_embeddings()
-    return None if embedder is None else located.load(embedder)
+    embedder = embeddings if embeddings is not None else builtin_model(identity)
+    return None if embedder is None else StoreSnapshot.load(files, namespace, embedder)
 
 
 def _derived(path: Path) -> set[str]:
@@ -233,17 +235,18 @@ def test_a_write_that_fails_half_way_leaves_no_stale_mirror_or_snapshot(path: Pa
 
 def test_the_snapshot_picks_the_built_in_embedder_that_wrote_it(path: Path) -> None:
     for embedder in (ScriptRoutedEmbeddings(), LocalEmbeddings(), MultilingualEmbeddings()):  # nothing loads
-        files = SnapshotFiles("default", path / "l.npz", path / "m.npz", str(embedder_identity(embedder)))
-        model = files.default_embeddings()  # the same model without its LangChain base (no langchain_core)
+        model = builtin_model(
+            str(embedder_identity(embedder))
+        )  # the same model without its LangChain base (no langchain_core)
         assert model is not None
         assert type(embedder).__mro__[1] is type(model)
         assert embedder_identity(model) == embedder_identity(embedder)
     with MemoryStore(path, embeddings=HashEmbeddings(64)) as store:
         store.add_many(lessons(5), dedupe=False)
         _recall(store, "warm up")
-    located = SnapshotFiles.locate(DerivedFiles(path, _derived(path)))
-    assert located is not None
-    assert located.default_embeddings() is None  # a custom embedder: the caller must pass it
+    identity = StoreSnapshot.identity_of(DerivedFiles(path, _derived(path)))
+    assert identity is not None
+    assert builtin_model(identity) is None  # a custom embedder: the caller must pass it
     assert _open(path, _derived(path)) is None
 
 

@@ -48,7 +48,7 @@ def test_an_older_format_is_not_read_it_is_rebuilt(tmp_path: Path) -> None:
     (tmp_path / "summary.json").write_text("{}", encoding="utf-8")  # the older statistics file: erased, not read
     files = DerivedFiles(tmp_path, ())
     assert tmp_path / "summary.json" in files.unvouched()
-    files.erase_legacy()
+    files.erase_summary()
     assert not (tmp_path / "summary.json").exists()
 
 
@@ -72,7 +72,8 @@ def test_counts_answer_only_when_every_file_is_vouched_and_agrees(tmp_path: Path
     assert not (tmp_path / "counts" / "hs-t.npz").exists()  # a namespace not kept loses its file
     summary = DerivedFiles(tmp_path, ["counts/hs-d.npz"]).summary()
     assert summary is not None
-    assert not summary.answers(["default", "团队甲"])
+    assert summary.namespaces == ["default", "团队甲"]
+    assert "团队甲" not in summary.stats  # listed, not counted: stats opens the store
 
 
 def test_only_the_files_module_opens_a_snapshot_container() -> None:

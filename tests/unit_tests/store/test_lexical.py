@@ -15,6 +15,7 @@ from chromadb.config import Settings
 
 from langchain_hindsight import MemoryUnit
 from langchain_hindsight.store.replica.feed import ChangeFeed
+from langchain_hindsight.store.replica.files import read_header
 from langchain_hindsight.store.replica.lexical import PRIOR_DOCUMENTS, LexicalIndex, tokenize
 
 
@@ -212,9 +213,10 @@ def test_snapshot_round_trip_and_damaged_files(tmp_path: Path) -> None:
     index.delete([units[0].memory_id])
     path = tmp_path / "snap.npz"
     index.save(path)
-    loaded = LexicalIndex.load(path)
-    assert loaded is not None
-    again, header = loaded
+    again = LexicalIndex.load(path)
+    assert again is not None
+    header = read_header(path, "lexical")
+    assert header is not None
     assert (header["kind"], header["collection"]) == ("lexical", "snap")
     for query in _QUERIES:
         assert again.search(query, 10, normalize=True) == index.search(query, 10, normalize=True)

@@ -26,14 +26,9 @@ STORE = PACKAGE / "store"
 
 DERIVED_FILE_API = frozenset(
     {
-        "SNAPSHOT_DIR",
-        "MIRROR_DIR",
         "COUNTS_DIR",
         "DERIVED",
         "LEGACY_DERIVED",
-        "snapshot_path",
-        "mirror_path",
-        "drop_snapshot",
         "write_summary",
         "erase_summary",
         "write_snapshot",
@@ -114,9 +109,7 @@ def test_no_mixin_assembles_the_store() -> None:
     assert {rel: names for rel, names in mixins.items() if names} == {}
 
 
-DERIVED_WRITERS = frozenset(
-    {"write_summary", "erase_summary", "save", "drop_snapshot", "write_snapshot"}
-)
+DERIVED_WRITERS = frozenset({"write_summary", "erase_summary", "save", "write_snapshot"})
 """What writes or erases a derived file (``save``: ``Mirror.save``/``LexicalIndex.save``, a snapshot)."""
 
 
@@ -185,7 +178,7 @@ def test_the_cli_reads_derived_files_only_through_the_replicas_reader() -> None:
         }
         # the readers, and the shape of a namespace's entry (what `stats` counts from Chroma's file is shaped
         # by the function the store shapes its own counts with; it reads no derived file)
-        if names - {"DerivedFiles", "SnapshotFiles", "SUMMARY_FIELDS", "summary_entry"}:
+        if names - {"DerivedFiles", "StoreSnapshot", "SUMMARY_FIELDS", "summary_entry"}:
             reaches[rel] = sorted(names)
     assert reaches == {}
     used = {rel for rel, tree in _modules(PACKAGE / "cli").items() if "DerivedFiles" in _imported_names(tree)}
