@@ -469,25 +469,23 @@ class PostgresRecords(Records):
         if dim != self._dim:
             raise BackendError(f"collection {self._name!r} holds {self._dim}-dimensional vectors, got {dim} dimensions")
 
-    def _rows_in(
-        self,
-        ids: list[str],
-        embeddings: Sequence[Vector] | Any,
-        documents: Sequence[str] | None,
-        metadatas: Sequence[Metadata] | None,
-    ) -> tuple[list[tuple[Any, ...]], dict[str, tuple[int | None, list[tuple[int, int]]]]]:
-        """The records' rows and their postings by id."""
+    def _rows(self, records: list[tuple[str, _VectorParam | None, str | None, dict[str, Any]]]) -> tuple[Any, Any]:
+        """The rows of ``(id, vector, document, metadata)`` records as :data:`_UPSERT` and :data:`_UPDATE` take them
+        (a ``None`` vector keeps the stored one), and their postings by id.
+        """  # noqa: D205
         jsonb = self._backend.psycopg.types.json.Jsonb
-        rows = []
-        postings = {}
-        for j, memory_id in enumerate(ids):
-            document = None if documents is None else documents[j]
-            metadata = {} if metadatas is None else dict(metadatas[j])
-            postings[memory_id] = _lexical(self._backend.lexical, document, metadata)
-            rows.append(
-                (self._cid, memory_id, _VectorParam(embeddings[j]), document, jsonb(metadata), postings[memory_id][0])
-            )
-        return rows, postings
+        postings = {i: _lexical(self._backend.lexical, document, metadata) for i, _, document, metadata in records}
+        return [(v, d, jsonb(m), postings[i][0], self._cid, i) for i, v, d, m in records], postings
+
+    def _write(self, conn: Any, sql: str, rows: list[tuple[Any, ...]], postings: Mapping[str, Any]) -> None:
+        """``sql`` for each of ``rows`` and the records' postings, in one round trip (see :meth:`_rows`)."""
+        for row in rows:
+            if row[0] is not None:
+                self._ensure_dimension(conn, len(row[0]))
+        if rows:
+            with conn.pipeline(), conn.cursor() as cur:
+                cur.executemany(sql, rows)
+                _write_postings(conn, self._cid, postings)
 
     def upsert(
         self,
@@ -499,24 +497,19 @@ class PostgresRecords(Records):
     ) -> None:
         """See :meth:`Records.upsert`: one transaction (a re-written record keeps its place in the order)."""
         ids = check_write(self._name, ids, embeddings, documents, metadatas)
-        if not ids:
-            return
-        rows, postings = self._rows_in(ids, embeddings, documents, metadatas)
-
-        def write(conn: Any) -> None:
-            for row in rows:
-                self._ensure_dimension(conn, len(row[2]))
-            with conn.pipeline(), conn.cursor() as cur:  # the rows and their postings: one round trip
-                cur.executemany(
-                    "INSERT INTO hindsight.records (collection_id, id, embedding, document, metadata, lex_len)"
-                    " VALUES (%s, %s, %s::vector, %s, %s, %s) ON CONFLICT (collection_id, id) DO UPDATE SET"
-                    " embedding = EXCLUDED.embedding, document = EXCLUDED.document, metadata = EXCLUDED.metadata,"
-                    " lex_len = EXCLUDED.lex_len",
-                    rows,
+        rows, postings = self._rows(
+            [
+                (
+                    i,
+                    _VectorParam(embeddings[j]),
+                    None if documents is None else documents[j],
+                    dict(metadatas[j]) if metadatas is not None else {},
                 )
-                _write_postings(conn, self._cid, postings)
-
-        self._backend.run(write, "upsert", write=True)
+                for j, i in enumerate(ids)
+            ]
+        )
+        if rows:
+            self._backend.run(lambda conn: self._write(conn, _UPSERT, rows, postings), "upsert", write=True)
 
     def update(
         self,
@@ -530,7 +523,6 @@ class PostgresRecords(Records):
         ids = check_write(self._name, ids, embeddings, documents, metadatas)
         if not ids:
             return
-        jsonb = self._backend.psycopg.types.json.Jsonb
         vectors = None if embeddings is None else [_VectorParam(v) for v in embeddings]
 
         def write(conn: Any) -> None:
@@ -542,30 +534,19 @@ class PostgresRecords(Records):
                     [self._cid, ids],
                 ).fetchall()
             }
-            rows = []
-            postings = {}
-            for j, memory_id in enumerate(ids):
-                if memory_id not in found:
-                    continue
-                document, metadata = found[memory_id]
-                if documents is not None:
-                    document = documents[j]
-                metadata = dict(metadata)
-                if metadatas is not None:
-                    metadata.update(metadatas[j])
-                vector = None if vectors is None else vectors[j]
-                if vector is not None:
-                    self._ensure_dimension(conn, len(vector))
-                postings[memory_id] = _lexical(self._backend.lexical, document, metadata)
-                rows.append((vector, document, jsonb(metadata), postings[memory_id][0], self._cid, memory_id))
-            if rows:
-                with conn.pipeline(), conn.cursor() as cur:  # the rows and their postings: one round trip
-                    cur.executemany(
-                        "UPDATE hindsight.records SET embedding = coalesce(%s::vector, embedding),"
-                        " document = %s, metadata = %s, lex_len = %s WHERE collection_id = %s AND id = %s",
-                        rows,
+            rows, postings = self._rows(
+                [
+                    (
+                        i,
+                        None if vectors is None else vectors[j],
+                        found[i][0] if documents is None else documents[j],
+                        {**found[i][1], **(metadatas[j] if metadatas is not None else {})},
                     )
-                    _write_postings(conn, self._cid, postings)
+                    for j, i in enumerate(ids)
+                    if i in found
+                ]
+            )
+            self._write(conn, _UPDATE, rows, postings)
 
         self._backend.run(write, "update", write=True)
 
@@ -612,6 +593,18 @@ class PostgresRecords(Records):
             self._name = name
         if metadata is not None:
             self._metadata = dict(metadata)
+
+
+_UPSERT = (
+    "INSERT INTO hindsight.records (embedding, document, metadata, lex_len, collection_id, id)"
+    " VALUES (%s::vector, %s, %s, %s, %s, %s) ON CONFLICT (collection_id, id) DO UPDATE SET"
+    " embedding = EXCLUDED.embedding, document = EXCLUDED.document, metadata = EXCLUDED.metadata,"
+    " lex_len = EXCLUDED.lex_len"
+)
+_UPDATE = (
+    "UPDATE hindsight.records SET embedding = coalesce(%s::vector, embedding), document = %s, metadata = %s,"
+    " lex_len = %s WHERE collection_id = %s AND id = %s"
+)
 
 
 def _nearest_sql(cid: int, dim: int | None, columns: str, clause: str) -> str:
