@@ -929,7 +929,7 @@ class PostgresBackend(Backend):
 
     @property
     def can_erase(self) -> bool:
-        """True: :meth:`erase` rewrites the table and drops the WAL that held deleted rows (see the module doc)."""
+        """True: :meth:`erase` rewrites the tables and drops the WAL that held deleted rows."""
         return True
 
     def erase(self, rebuild: Sequence[str] | None) -> None:
@@ -973,13 +973,7 @@ class PostgresBackend(Backend):
             raise BackendError(f"postgres erase failed: {e}") from e
 
     def owe_erase(self) -> None:
-        """Note in the database, inside the current write plan, that deleted rows still wait for :meth:`erase`.
-
-        The note commits with the deletes; :meth:`erase` clears it once the table is rewritten
-        and the WAL switched. A process killed in between leaves it, and the next store that
-        opens the database finishes the erase (:meth:`recover_interrupted`), as the embedded
-        store finishes a forget from its intent file.
-        """
+        """See :meth:`Backend.owe_erase`: a row of ``meta`` that commits with the deletes; :meth:`erase` clears it."""
         self.run(
             lambda conn: conn.execute(
                 f"INSERT INTO {SCHEMA}.meta VALUES (%s, %s) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
