@@ -53,8 +53,6 @@ MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
             "ALTER TABLE hindsight.records ALTER COLUMN embedding SET STORAGE MAIN",
             "CREATE INDEX records_order ON hindsight.records (collection_id, seq)",
             "CREATE INDEX records_metadata ON hindsight.records USING gin (metadata jsonb_path_ops)",
-            "CREATE INDEX records_lexical_stats ON hindsight.records (collection_id) INCLUDE (lex_len)"
-            " WHERE lex_len IS NOT NULL",
         ),
     ),
     (
@@ -90,7 +88,7 @@ MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
             " FOR EACH STATEMENT EXECUTE FUNCTION hindsight.count_lexical()",
             "CREATE TRIGGER records_lexical_delete AFTER DELETE ON hindsight.records"
             " REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION hindsight.count_lexical()",
-            "DROP INDEX hindsight.records_lexical_stats",
+            "DROP INDEX IF EXISTS hindsight.records_lexical_stats",  # version 1's, which counted the corpus
             # a collection's HNSW index is built by its first dense query (one bulk build after a bulk load);
             # version 1 built it at the first write
             "ALTER TABLE hindsight.collections ADD COLUMN indexed boolean NOT NULL DEFAULT false",
