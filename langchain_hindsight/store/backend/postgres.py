@@ -405,10 +405,8 @@ class PostgresRecords(Records):
     def _dimension(self) -> int | None:
         """The collection's vector length (``None`` before its first write), its HNSW index built if missing.
 
-        The index is built by the first dense query rather than the first write, so a bulk load
-        into a new collection (no queries between its writes) costs one index build (pgvector
-        builds a graph several times faster than it inserts into one) instead of one graph insert
-        per record. Later writes insert into the index as usual.
+        The first dense query builds the index, not the first write: a bulk load then costs one build
+        (pgvector builds a graph several times faster than it inserts into one); later writes insert.
         """
         if self._dim is not None and self._indexed:
             return self._dim
