@@ -1,11 +1,9 @@
 """The Postgres backend's first connection: fail fast, in one line naming the server, and say what to check.
 
-A pool opened on a wrong URL retries in the background until its timeout (10 s by default) and logs a
-warning per attempt. So :class:`~langchain_hindsight.store.backend.postgres.PostgresBackend` first makes one
-plain connection with a short timeout (:data:`CONNECT_TIMEOUT` seconds, or the URL's own ``connect_timeout``)
-and only opens the pool once that worked. A failure raises :class:`DatabaseConnectionError` naming the host,
-port, database and user (never the password) and what to check for that kind of failure: nothing listening,
-no answer, a host name that does not resolve, a refused password, a missing database or role.
+A pool opened on a wrong URL retries in the background until its timeout and logs a warning per attempt, so
+:class:`~langchain_hindsight.store.backend.postgres.PostgresBackend` first makes one plain connection
+(:func:`probe`, :data:`CONNECT_TIMEOUT`) and opens the pool only once that worked. A failure names the host,
+port, database and user (never the password) and what to check for that kind of failure (:data:`_HINTS`).
 """
 
 from __future__ import annotations
