@@ -1,11 +1,9 @@
 """The Postgres backend's first connection: fail fast, in one line naming the server, and say what to check.
 
-A pool opened on a wrong URL retries in the background until its timeout (10 s by default) and logs a
-warning per attempt. So :class:`~langchain_hindsight.store.backend.postgres.PostgresBackend` first makes one
-plain connection with a short timeout (:data:`CONNECT_TIMEOUT` seconds, or the URL's own ``connect_timeout``)
-and only opens the pool once that worked. A failure raises :class:`DatabaseConnectionError` naming the host,
-port, database and user (never the password) and what to check for that kind of failure: nothing listening,
-no answer, a host name that does not resolve, a refused password, a missing database or role.
+A pool opened on a wrong URL retries in the background until its timeout and logs a warning per attempt, so
+:class:`~langchain_hindsight.store.backend.postgres.PostgresBackend` first makes one plain connection
+(:func:`probe`, :data:`CONNECT_TIMEOUT`) and opens the pool only once that worked. A failure names the host,
+port, database and user (never the password) and what to check for that kind of failure (:data:`_HINTS`).
 """
 
 from __future__ import annotations
@@ -15,7 +13,7 @@ from typing import Any
 
 from langchain_hindsight.errors import ConfigurationError, DatabaseConnectionError
 
-__all__ = ["CONNECT_TIMEOUT", "POOL_WAIT", "check_url", "connect_kwargs", "describe", "probe", "redact"]
+__all__ = ["CONNECT_TIMEOUT", "POOL_WAIT", "connect_kwargs", "describe", "probe", "redact"]
 
 CONNECT_TIMEOUT = 5.0
 """Seconds a new connection waits for the server (libpq's ``connect_timeout``; a URL may set its own)."""
@@ -68,15 +66,16 @@ def redact(text: str, url: str | None = None) -> str:
     return text
 
 
-def check_url(url: str) -> None:
-    """Parse ``url`` as libpq does; a malformed one is a :class:`ConfigurationError` that never quotes the password.
+def _params(url: str) -> dict[str, Any]:
+    """``url``'s connection parameters as libpq reads them.
 
-    psycopg's own parse error quotes the whole string, password included.
+    Raises:
+        ConfigurationError: ``url`` is malformed (the message never quotes the password; psycopg's own does).
     """
     from psycopg.conninfo import conninfo_to_dict
 
     try:
-        conninfo_to_dict(url)
+        return dict(conninfo_to_dict(url))
     except Exception as e:  # noqa: BLE001 - psycopg.ProgrammingError and whatever libpq reports: one typed error
         why = redact(str(e).splitlines()[0] if str(e) else type(e).__name__, url)
         raise ConfigurationError(
@@ -84,21 +83,9 @@ def check_url(url: str) -> None:
         ) from None
 
 
-def _params(url: str) -> dict[str, Any] | None:
-    """``url``'s connection parameters as libpq reads them; ``None`` when malformed (connecting says why)."""
-    from psycopg.conninfo import conninfo_to_dict
-
-    try:
-        return dict(conninfo_to_dict(url))
-    except Exception:  # noqa: BLE001 - psycopg.ProgrammingError and whatever libpq reports
-        return None
-
-
 def describe(url: str) -> str:
-    """``database "DB" at HOST:PORT as USER``, from a URL or a ``key=value`` string (never the password)."""
+    """``database "DB" at HOST:PORT as USER``, from a parsable URL or ``key=value`` string (never the password)."""
     params = _params(url)
-    if params is None:
-        return "the Postgres database (the URL could not be parsed)"
     host = str(params.get("host") or params.get("hostaddr") or "localhost")
     port = str(params.get("port") or 5432)
     user = params.get("user")
@@ -110,7 +97,7 @@ def describe(url: str) -> str:
 def connect_kwargs(url: str, timeout: float) -> dict[str, Any]:
     """The keywords every connection takes: autocommit, and ``connect_timeout`` unless the URL sets its own."""
     kwargs: dict[str, Any] = {"autocommit": True}
-    if "connect_timeout" not in (_params(url) or {}):
+    if "connect_timeout" not in _params(url):
         kwargs["connect_timeout"] = max(2, round(timeout))  # libpq's minimum: a 1 is treated as 2
     return kwargs
 
@@ -130,12 +117,15 @@ def probe(psycopg: Any, url: str, timeout: float) -> None:
         psycopg: The ``psycopg`` module.
         url: The connection URL.
         timeout: Seconds to wait for the server when the URL sets no ``connect_timeout``.
+
+    Raises:
+        ConfigurationError: ``url`` is malformed or names an option libpq does not know.
     """
-    check_url(url)
+    params = _params(url)
     try:
         psycopg.connect(url, **connect_kwargs(url, timeout)).close()
     except psycopg.OperationalError as e:
-        password = (_params(url) or {}).get("password")
+        password = params.get("password")
         hint = _hint(str(e), timeout)
         if password:
             hint = hint.replace(str(password), "***")

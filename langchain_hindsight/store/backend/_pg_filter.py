@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 __all__ = ["SqlFilter"]
@@ -15,32 +15,51 @@ class SqlFilter:
     """Chroma ``where`` / ``where_document`` filters compiled to SQL over ``metadata``/``document``.
 
     Semantics follow :func:`~langchain_hindsight.store.backend.inmemory.matches`: a missing field never
-    matches (not even ``$ne``), orderings compare values of the same kind only.
+    matches (not even ``$ne``), orderings compare values of the same kind only. Each call appends its
+    parameters to :attr:`params`, in the order of the SQL it returns.
+
+    Raises:
+        ValueError: an operator or operand Chroma's filters do not have.
     """
 
     def __init__(self, psycopg: Any) -> None:
-        self.psycopg = psycopg
+        self.jsonb = psycopg.types.json.Jsonb
         self.params: list[Any] = []
 
     def where(self, where: Mapping[str, Any] | None) -> str:
-        if not where:
-            return "TRUE"
+        """``where`` (a metadata filter) as a boolean SQL expression."""
+        return self._compile(where, self._field)
+
+    def document(self, where: Mapping[str, Any] | None) -> str:
+        """``where_document`` (``$contains`` / ``$not_contains``) as a boolean SQL expression."""
+        return self._compile(where, self._contains)
+
+    def _compile(self, where: Mapping[str, Any] | None, leaf: Callable[[str, Any], list[str]]) -> str:
         parts: list[str] = []
-        for key, cond in where.items():
+        for key, cond in (where or {}).items():
             if key in ("$and", "$or"):
-                inner = [self.where(c) for c in cond]
+                inner = [self._compile(c, leaf) for c in cond]
                 joiner = " AND " if key == "$and" else " OR "
                 parts.append("(" + joiner.join(inner) + ")" if inner else ("TRUE" if key == "$and" else "FALSE"))
-                continue
-            if key.startswith("$"):
-                raise ValueError(f"unsupported where operator {key!r}")
-            ops = cond if isinstance(cond, Mapping) else {"$eq": cond}
-            for op, operand in ops.items():
-                parts.append(self._field(key, op, operand))
+            else:
+                parts += leaf(key, cond)
         return "(" + " AND ".join(parts) + ")" if parts else "TRUE"
 
-    def _field(self, key: str, op: str, operand: Any) -> str:
-        jsonb = self.psycopg.types.json.Jsonb
+    def _contains(self, key: str, text: Any) -> list[str]:
+        if key not in ("$contains", "$not_contains"):
+            raise ValueError(f"unsupported where_document operator {key!r}")
+        self.params.append(str(text))
+        return [f"strpos(coalesce(document, ''), %s) {'>' if key == '$contains' else '='} 0"]
+
+    def _field(self, key: str, cond: Any) -> list[str]:
+        if key.startswith("$"):
+            raise ValueError(f"unsupported where operator {key!r}")
+        return [
+            self._op(key, op, operand) for op, operand in (cond if isinstance(cond, Mapping) else {"$eq": cond}).items()
+        ]
+
+    def _op(self, key: str, op: str, operand: Any) -> str:
+        jsonb = self.jsonb
         if op == "$eq":
             self.params.append(jsonb({key: operand}))
             return "metadata @> %s"
@@ -61,19 +80,3 @@ class SqlFilter:
             self.params += [key, key, values]
             return "(metadata ? %s::text AND NOT (metadata -> %s::text = ANY(%s::jsonb[])))"
         raise ValueError(f"unsupported where operator {op!r}")
-
-    def document(self, where: Mapping[str, Any] | None) -> str:
-        if not where:
-            return "TRUE"
-        parts: list[str] = []
-        for key, cond in where.items():
-            if key in ("$and", "$or"):
-                inner = [self.document(c) for c in cond]
-                joiner = " AND " if key == "$and" else " OR "
-                parts.append("(" + joiner.join(inner) + ")" if inner else ("TRUE" if key == "$and" else "FALSE"))
-            elif key in ("$contains", "$not_contains"):
-                self.params.append(str(cond))
-                parts.append(f"strpos(coalesce(document, ''), %s) {'>' if key == '$contains' else '='} 0")
-            else:
-                raise ValueError(f"unsupported where_document operator {key!r}")
-        return "(" + " AND ".join(parts) + ")"

@@ -53,8 +53,6 @@ MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
             "ALTER TABLE hindsight.records ALTER COLUMN embedding SET STORAGE MAIN",
             "CREATE INDEX records_order ON hindsight.records (collection_id, seq)",
             "CREATE INDEX records_metadata ON hindsight.records USING gin (metadata jsonb_path_ops)",
-            "CREATE INDEX records_lexical_stats ON hindsight.records (collection_id) INCLUDE (lex_len)"
-            " WHERE lex_len IS NOT NULL",
         ),
     ),
     (
@@ -90,7 +88,7 @@ MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
             " FOR EACH STATEMENT EXECUTE FUNCTION hindsight.count_lexical()",
             "CREATE TRIGGER records_lexical_delete AFTER DELETE ON hindsight.records"
             " REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION hindsight.count_lexical()",
-            "DROP INDEX hindsight.records_lexical_stats",
+            "DROP INDEX IF EXISTS hindsight.records_lexical_stats",  # version 1's, which counted the corpus
             # a collection's HNSW index is built by its first dense query (one bulk build after a bulk load);
             # version 1 built it at the first write
             "ALTER TABLE hindsight.collections ADD COLUMN indexed boolean NOT NULL DEFAULT false",
@@ -98,72 +96,17 @@ MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
         ),
     ),
     (
-        3,
-        (
-            # the change feed (see docs/DESIGN.md, "Postgres replica"): each collection's revision is bumped
-            # once by every transaction that writes its records, under the collection row's lock, so
-            # revisions follow commit order; each record carries the revision that last wrote it, and a
-            # delete leaves a tombstone with the revision that deleted it (pruned; pruned_rev says how far)
-            "ALTER TABLE hindsight.collections ADD COLUMN rev bigint NOT NULL DEFAULT 0,"
-            " ADD COLUMN rev_xact xid8, ADD COLUMN pruned_rev bigint NOT NULL DEFAULT 0",
-            "ALTER TABLE hindsight.records ADD COLUMN rev bigint NOT NULL DEFAULT 0",
-            "CREATE INDEX records_rev ON hindsight.records (collection_id, rev)",
-            "CREATE TABLE hindsight.tombstones ("
-            " collection_id bigint NOT NULL REFERENCES hindsight.collections (id) ON DELETE CASCADE,"
-            " id text NOT NULL, rev bigint NOT NULL, PRIMARY KEY (collection_id, id))",
-            "CREATE INDEX tombstones_rev ON hindsight.tombstones (collection_id, rev)",
-            # the writing transaction's revision of a collection: bumped at its first write (the UPDATE
-            # takes the row lock until commit, so a later writer waits and then counts on from it);
-            # NULL when the collection is gone (a cascade from its own deletion)
-            "CREATE FUNCTION hindsight.write_rev(cid bigint) RETURNS bigint LANGUAGE plpgsql AS $$"
-            " DECLARE r bigint; x xid8;"
-            " BEGIN"
-            " SELECT rev, rev_xact INTO r, x FROM hindsight.collections WHERE id = cid;"
-            " IF NOT FOUND THEN RETURN NULL; END IF;"
-            " IF x IS NOT DISTINCT FROM pg_current_xact_id() THEN RETURN r; END IF;"
-            " UPDATE hindsight.collections SET rev = rev + 1, rev_xact = pg_current_xact_id() WHERE id = cid"
-            " RETURNING rev INTO r;"
-            " RETURN r;"
-            " END $$",
-            "CREATE FUNCTION hindsight.record_rev() RETURNS trigger LANGUAGE plpgsql AS $$"
-            " DECLARE r bigint;"
-            " BEGIN"
-            " IF TG_OP = 'UPDATE' AND OLD.collection_id <> NEW.collection_id THEN"
-            " r := hindsight.write_rev(OLD.collection_id);"
-            " INSERT INTO hindsight.tombstones VALUES (OLD.collection_id, OLD.id, r)"
-            " ON CONFLICT (collection_id, id) DO UPDATE SET rev = EXCLUDED.rev;"
-            " END IF;"
-            " NEW.rev := hindsight.write_rev(NEW.collection_id);"
-            " RETURN NEW;"
-            " END $$",
-            "CREATE FUNCTION hindsight.tombstone() RETURNS trigger LANGUAGE plpgsql AS $$"
-            " DECLARE r bigint;"
-            " BEGIN"
-            " r := hindsight.write_rev(OLD.collection_id);"
-            " IF r IS NOT NULL THEN"
-            " INSERT INTO hindsight.tombstones VALUES (OLD.collection_id, OLD.id, r)"
-            " ON CONFLICT (collection_id, id) DO UPDATE SET rev = EXCLUDED.rev;"
-            " END IF;"
-            " RETURN NULL;"
-            " END $$",
-            "CREATE TRIGGER records_rev BEFORE INSERT OR UPDATE ON hindsight.records"
-            " FOR EACH ROW EXECUTE FUNCTION hindsight.record_rev()",
-            "CREATE TRIGGER records_tombstone AFTER DELETE ON hindsight.records"
-            " FOR EACH ROW EXECUTE FUNCTION hindsight.tombstone()",
-        ),
-    ),
-    (
         4,
         (
-            # recall reads the database itself (no in-process replica): the change feed of version 3 goes
-            "DROP TRIGGER records_rev ON hindsight.records",
-            "DROP TRIGGER records_tombstone ON hindsight.records",
-            "DROP FUNCTION hindsight.record_rev()",
-            "DROP FUNCTION hindsight.tombstone()",
-            "DROP FUNCTION hindsight.write_rev(bigint)",
-            "DROP TABLE hindsight.tombstones",
-            "ALTER TABLE hindsight.records DROP COLUMN rev",
-            "ALTER TABLE hindsight.collections DROP COLUMN rev, DROP COLUMN rev_xact, DROP COLUMN pruned_rev",
+            # version 3's change feed (for an in-process replica; recall now reads the database itself) is
+            # dropped where a database still has it, and no longer made
+            "DROP TRIGGER IF EXISTS records_rev ON hindsight.records",
+            "DROP TRIGGER IF EXISTS records_tombstone ON hindsight.records",
+            "DROP FUNCTION IF EXISTS hindsight.record_rev(), hindsight.tombstone(), hindsight.write_rev(bigint)",
+            "DROP TABLE IF EXISTS hindsight.tombstones",
+            "ALTER TABLE hindsight.records DROP COLUMN IF EXISTS rev",
+            "ALTER TABLE hindsight.collections DROP COLUMN IF EXISTS rev, DROP COLUMN IF EXISTS rev_xact,"
+            " DROP COLUMN IF EXISTS pruned_rev",
             # postings name their record by its number (seq) instead of its text id: half the index, and the
             # lexical arm sums a record's terms grouped by an integer
             "DROP INDEX hindsight.records_order",
@@ -216,7 +159,8 @@ MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
         ),
     ),
 )
-"""Schema migrations by version: each step's statements run in one transaction with the version bump."""
+"""Schema migrations by version: each step's statements run in one transaction with the version bump (version 3's
+are gone, see version 4)."""
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 """The schema version this code writes."""
 

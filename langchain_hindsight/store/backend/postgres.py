@@ -1,54 +1,23 @@
 """A PostgreSQL :class:`~langchain_hindsight.store.backend.base.Backend`: many writers, many machines, one database.
 
-Where an embedded Chroma directory holds one writer process, a Postgres database holds any
-number: every gunicorn worker, every MCP server, every agent on every host opens
-``MemoryStore(database_url="postgresql://...")`` and they all read and write the same memory.
-There is no lock file; what keeps writers apart is the database:
+Every process and host that opens ``MemoryStore(database_url="postgresql://...")`` reads and writes the
+same memory; what keeps writers apart is the database, not a lock file (docs/storage.md, "PostgreSQL"):
 
-* **Transactions.** Every backend write is one transaction; a store write plan (add with its
-  dedupe, supersede, move, forget) runs in one transaction through :meth:`PostgresBackend.atomic`,
-  which also takes a transaction-scoped advisory lock on the namespace. Two processes adding the
-  same lesson at once therefore plan one after the other and the second merges into the first;
-  a process killed mid-plan leaves nothing half-done (the transaction rolls back), and what was
-  committed stays. A serialization failure or deadlock is retried (the whole plan, re-planned
-  from what is then stored).
-* **Recall reads the database, one round trip per recall.** :meth:`PostgresRecords.hybrid_query`
-  answers both arms and reads the document and metadata of every candidate in one statement
-  (psycopg prepares it after a few calls); vectors travel in pgvector's binary form. A search
-  therefore sees every write committed before it began, in any process: there is no copy to keep
-  in step. The dense arm is pgvector's HNSW cosine index (one partial index per collection, on
-  ``embedding::vector(dim)``, iterative scans under a filter), built by the collection's first
-  dense query (one bulk build after a bulk load, several times cheaper than one graph insert per
-  record); later writes insert into it.
-* **The lexical arm is BM25 computed in SQL** over a ``postings`` table (collection, 64-bit term
-  key, the record's number ``seq``, term count, record length; keyed by term, so a query term's
-  postings are one index-only range) written in the same transaction as the record. The terms are
-  the store's own tokens (:class:`~langchain_hindsight.store.backend.base.LexicalScheme`: English
-  words, Chinese character unigrams + bigrams): Postgres' full text cannot segment Chinese. The
-  corpus statistics are rows the writing transaction keeps through statement-level triggers, so
-  no query counts anything: ``lexical_stats`` (records, total length; triggers on ``records``) and
-  ``lexical_terms`` (each term's document frequency; triggers on ``postings``). A query reads its
-  terms' frequencies, sums each record's weights grouped by its number, and names (joins to
-  ``records``) only the records that reach the ``k``-th best score, so ties at the cut are broken by
-  id; the scores are those of the store's in-process index (``replica/lexical.py``).
+* **Transactions.** A store write plan runs in one transaction under an advisory lock on its namespace
+  (:meth:`PostgresBackend.atomic`), re-run whole after a serialization failure or deadlock; a killed
+  process leaves nothing half-done.
+* **Recall is one statement** (:meth:`PostgresRecords.hybrid_query`), so it sees every write committed
+  before it began, in any process. The dense arm is pgvector's HNSW cosine index (one partial index per
+  collection, built by its first dense query: one bulk build after a bulk load instead of one graph insert
+  per record).
+* **The lexical arm is BM25 in SQL** over ``postings`` (collection, 64-bit term key, record number ``seq``,
+  term count, record length), written in the record's transaction. The terms are the store's own tokens
+  (:class:`~langchain_hindsight.store.backend.base.LexicalScheme`; Postgres' full text cannot segment
+  Chinese), so the scores equal the in-process index's (``replica/lexical.py``). The corpus statistics are
+  rows triggers keep in the writing transaction (``lexical_stats``, ``lexical_terms``): no query counts.
 
-Schema: the ``hindsight`` schema holds ``meta`` (``schema_version``, ``lexical_signature``),
-``collections`` (name, metadata, vector dimension, whether its HNSW index is built), ``records``
-(collection, id, insertion order ``seq``, ``vector`` embedding, document, ``jsonb`` metadata, token
-count), ``postings``, ``lexical_stats`` and ``lexical_terms``. Opening a database applies the missing
-:data:`~._pg_schema.MIGRATIONS` under an advisory lock; a database written by a newer schema is
-refused. When the tokenizer changes (another ``lexical_signature``), every record's postings are
-recomputed at open.
-
-Hard delete: a ``DELETE`` only marks rows dead; their bytes stay in the table's pages, in
-the indexes and in the write-ahead log (WAL) until they are vacuumed and the WAL segments that
-hold them are removed. :meth:`PostgresBackend.erase` (what ``forget`` and ``scrub()`` run)
-rewrites the tables with ``VACUUM FULL`` (new files holding only live rows, indexes
-rebuilt, old files unlinked), then, where the role may, switches WAL segments and checkpoints
-twice with WAL recycling off, so the segments that held the deleted rows are unlinked rather
-than kept for reuse. It takes an exclusive lock on the table while it rewrites (other
-processes wait, they do not fail). What it cannot reach: WAL already archived or streamed to a
-replica, backups, and file-system blocks freed by the unlink (encrypt the disk for those).
+The tables and their migrations are in :mod:`._pg_schema`; a changed tokenizer (another
+``lexical_signature``) recomputes every record's postings at open. Hard delete: :meth:`PostgresBackend.erase`.
 
 Example:
     >>> store = MemoryStore(database_url="postgresql://user@db/hindsight")  # doctest: +SKIP
@@ -125,6 +94,8 @@ store). Without a sort, the only plan is the HNSW index scan, which with iterati
 graph and stops at ``n_results`` matches."""
 _PLANNER_DEFAULTS = "SET LOCAL enable_sort TO DEFAULT"
 """Undoes :data:`_NEAREST_BY_INDEX` for the rest of the transaction (a write plan's later statements)."""
+_MAX_CONNECTIONS = 8
+"""Most connections the pool opens (one per concurrent call); it keeps one open."""
 _BUILD_MEMORY_MB = 1024
 """The most ``maintenance_work_mem`` an HNSW index build asks for (the graph of 100k 896-d vectors needs ~600 MB)."""
 
@@ -183,21 +154,14 @@ def _unvector(data: bytes) -> np.ndarray:
 class PostgresRecords(Records):
     """One collection: the rows of ``hindsight.records`` with its ``collection_id``."""
 
-    def __init__(
-        self,
-        backend: PostgresBackend,
-        cid: int,
-        name: str,
-        metadata: Mapping[str, Any],
-        dim: int | None,
-        indexed: bool = False,
-    ):
+    def __init__(self, backend: PostgresBackend, row: Sequence[Any]) -> None:
+        """``row``: the collection's row of ``hindsight.collections`` (:data:`_COLLECTIONS`)."""
         self._backend = backend
-        self._cid = int(cid)
-        self._name = name
-        self._metadata = dict(metadata)
-        self._dim = dim
-        self._indexed = indexed
+        self._cid = int(row[0])
+        self._name: str = row[1]
+        self._metadata = dict(row[2])
+        self._dim: int | None = row[3]
+        self._indexed = bool(row[4])
 
     @property
     def name(self) -> str:
@@ -291,15 +255,11 @@ class PostgresRecords(Records):
         sql = _nearest_sql(self._cid, dim, self._columns(include), clause)
         filtered = clause != "TRUE"
 
+        vectors = [self._probe(q, dim) for q in query_embeddings]
+
         def run(conn: Any) -> list[list[tuple[Any, ...]]]:
             if n_results > _EF_SEARCH:  # the session's candidate list is shorter than asked: widen it
                 conn.execute(f"SET LOCAL hnsw.ef_search = {int(n_results)}")
-            vectors = [_VectorParam(q) for q in query_embeddings]
-            for vector in vectors:
-                if dim and len(vector) != dim:
-                    raise BackendError(
-                        f"collection {self._name!r} holds {dim}-dimensional vectors, got {len(vector)} dimensions"
-                    )
             if not dim:
                 return [[] for _ in vectors]
             if not filtered:
@@ -406,11 +366,7 @@ class PostgresRecords(Records):
         dim = self._dimension()
         if dim is None:  # nothing stored yet
             return HybridRows([], [], {})
-        probe = _VectorParam(vector)
-        if len(probe) != dim:
-            raise BackendError(
-                f"collection {self._name!r} holds {dim}-dimensional vectors, got {len(probe)} dimensions"
-            )
+        probe = self._probe(vector, dim)
         ctes, params, terms = self._lexical_ctes(query, k, normalize)
         cast = f"::vector({dim})"
         sql = (
@@ -432,17 +388,25 @@ class PostgresRecords(Records):
         rows = self._backend.run(run, "hybrid query", write=nearest > _EF_SEARCH)
         dense = sorted(((r[0], float(r[3])) for r in rows if r[3] is not None), key=lambda x: (x[1], x[0]))
         records = {r[0]: (r[1], dict(r[2]), float(r[4])) for r in rows}
-        scored = sorted(((r[0], float(r[5])) for r in rows if r[5] is not None), key=lambda x: (-x[1], _c_order(x[0])))
+        scored = [(r[0], float(r[5])) for r in rows if r[5] is not None]
+        scored.sort(key=lambda x: (-x[1], x[0].encode()))  # ties by id, COLLATE "C"
         bm25 = self._lexical_scores(scored, float(rows[0][6]), rows[0][7], terms, normalize) if rows and scored else []
         return HybridRows(dense, bm25, records)
+
+    def _probe(self, vector: Vector, dim: int | None) -> _VectorParam:
+        """``vector`` as a query parameter, checked against the collection's vector length ``dim`` (if known)."""
+        probe = _VectorParam(vector)
+        if dim and len(probe) != dim:
+            raise BackendError(
+                f"collection {self._name!r} holds {dim}-dimensional vectors, got {len(probe)} dimensions"
+            )
+        return probe
 
     def _dimension(self) -> int | None:
         """The collection's vector length (``None`` before its first write), its HNSW index built if missing.
 
-        The index is built by the first dense query rather than the first write, so a bulk load
-        into a new collection (no queries between its writes) costs one index build (pgvector
-        builds a graph several times faster than it inserts into one) instead of one graph insert
-        per record. Later writes insert into the index as usual.
+        The first dense query builds the index, not the first write: a bulk load then costs one build
+        (pgvector builds a graph several times faster than it inserts into one); later writes insert.
         """
         if self._dim is not None and self._indexed:
             return self._dim
@@ -503,25 +467,23 @@ class PostgresRecords(Records):
         if dim != self._dim:
             raise BackendError(f"collection {self._name!r} holds {self._dim}-dimensional vectors, got {dim} dimensions")
 
-    def _rows_in(
-        self,
-        ids: list[str],
-        embeddings: Sequence[Vector] | Any,
-        documents: Sequence[str] | None,
-        metadatas: Sequence[Metadata] | None,
-    ) -> tuple[list[tuple[Any, ...]], dict[str, tuple[int | None, list[tuple[int, int]]]]]:
-        """The records' rows and their postings by id."""
+    def _rows(self, records: list[tuple[str, _VectorParam | None, str | None, dict[str, Any]]]) -> tuple[Any, Any]:
+        """The rows of ``(id, vector, document, metadata)`` records as :data:`_UPSERT` and :data:`_UPDATE` take them
+        (a ``None`` vector keeps the stored one), and their postings by id.
+        """  # noqa: D205
         jsonb = self._backend.psycopg.types.json.Jsonb
-        rows = []
-        postings = {}
-        for j, memory_id in enumerate(ids):
-            document = None if documents is None else documents[j]
-            metadata = {} if metadatas is None else dict(metadatas[j])
-            postings[memory_id] = _lexical(self._backend.lexical, document, metadata)
-            rows.append(
-                (self._cid, memory_id, _VectorParam(embeddings[j]), document, jsonb(metadata), postings[memory_id][0])
-            )
-        return rows, postings
+        postings = {i: _lexical(self._backend.lexical, document, metadata) for i, _, document, metadata in records}
+        return [(v, d, jsonb(m), postings[i][0], self._cid, i) for i, v, d, m in records], postings
+
+    def _write(self, conn: Any, sql: str, rows: list[tuple[Any, ...]], postings: Mapping[str, Any]) -> None:
+        """``sql`` for each of ``rows`` and the records' postings, in one round trip (see :meth:`_rows`)."""
+        for row in rows:
+            if row[0] is not None:
+                self._ensure_dimension(conn, len(row[0]))
+        if rows:
+            with conn.pipeline(), conn.cursor() as cur:
+                cur.executemany(sql, rows)
+                _write_postings(conn, self._cid, postings)
 
     def upsert(
         self,
@@ -533,24 +495,19 @@ class PostgresRecords(Records):
     ) -> None:
         """See :meth:`Records.upsert`: one transaction (a re-written record keeps its place in the order)."""
         ids = check_write(self._name, ids, embeddings, documents, metadatas)
-        if not ids:
-            return
-        rows, postings = self._rows_in(ids, embeddings, documents, metadatas)
-
-        def write(conn: Any) -> None:
-            for row in rows:
-                self._ensure_dimension(conn, len(row[2]))
-            with conn.pipeline(), conn.cursor() as cur:  # the rows and their postings: one round trip
-                cur.executemany(
-                    "INSERT INTO hindsight.records (collection_id, id, embedding, document, metadata, lex_len)"
-                    " VALUES (%s, %s, %s::vector, %s, %s, %s) ON CONFLICT (collection_id, id) DO UPDATE SET"
-                    " embedding = EXCLUDED.embedding, document = EXCLUDED.document, metadata = EXCLUDED.metadata,"
-                    " lex_len = EXCLUDED.lex_len",
-                    rows,
+        rows, postings = self._rows(
+            [
+                (
+                    i,
+                    _VectorParam(embeddings[j]),
+                    None if documents is None else documents[j],
+                    dict(metadatas[j]) if metadatas is not None else {},
                 )
-                _write_postings(conn, self._cid, postings, replace=True)
-
-        self._backend.run(write, "upsert", write=True)
+                for j, i in enumerate(ids)
+            ]
+        )
+        if rows:
+            self._backend.run(lambda conn: self._write(conn, _UPSERT, rows, postings), "upsert", write=True)
 
     def update(
         self,
@@ -564,7 +521,6 @@ class PostgresRecords(Records):
         ids = check_write(self._name, ids, embeddings, documents, metadatas)
         if not ids:
             return
-        jsonb = self._backend.psycopg.types.json.Jsonb
         vectors = None if embeddings is None else [_VectorParam(v) for v in embeddings]
 
         def write(conn: Any) -> None:
@@ -576,30 +532,19 @@ class PostgresRecords(Records):
                     [self._cid, ids],
                 ).fetchall()
             }
-            rows = []
-            postings = {}
-            for j, memory_id in enumerate(ids):
-                if memory_id not in found:
-                    continue
-                document, metadata = found[memory_id]
-                if documents is not None:
-                    document = documents[j]
-                metadata = dict(metadata)
-                if metadatas is not None:
-                    metadata.update(metadatas[j])
-                vector = None if vectors is None else vectors[j]
-                if vector is not None:
-                    self._ensure_dimension(conn, len(vector))
-                postings[memory_id] = _lexical(self._backend.lexical, document, metadata)
-                rows.append((vector, document, jsonb(metadata), postings[memory_id][0], self._cid, memory_id))
-            if rows:
-                with conn.pipeline(), conn.cursor() as cur:  # the rows and their postings: one round trip
-                    cur.executemany(
-                        "UPDATE hindsight.records SET embedding = coalesce(%s::vector, embedding),"
-                        " document = %s, metadata = %s, lex_len = %s WHERE collection_id = %s AND id = %s",
-                        rows,
+            rows, postings = self._rows(
+                [
+                    (
+                        i,
+                        None if vectors is None else vectors[j],
+                        found[i][0] if documents is None else documents[j],
+                        {**found[i][1], **(metadatas[j] if metadatas is not None else {})},
                     )
-                    _write_postings(conn, self._cid, postings, replace=True)
+                    for j, i in enumerate(ids)
+                    if i in found
+                ]
+            )
+            self._write(conn, _UPDATE, rows, postings)
 
         self._backend.run(write, "update", write=True)
 
@@ -648,6 +593,18 @@ class PostgresRecords(Records):
             self._metadata = dict(metadata)
 
 
+_UPSERT = (
+    "INSERT INTO hindsight.records (embedding, document, metadata, lex_len, collection_id, id)"
+    " VALUES (%s::vector, %s, %s, %s, %s, %s) ON CONFLICT (collection_id, id) DO UPDATE SET"
+    " embedding = EXCLUDED.embedding, document = EXCLUDED.document, metadata = EXCLUDED.metadata,"
+    " lex_len = EXCLUDED.lex_len"
+)
+_UPDATE = (
+    "UPDATE hindsight.records SET embedding = coalesce(%s::vector, embedding), document = %s, metadata = %s,"
+    " lex_len = %s WHERE collection_id = %s AND id = %s"
+)
+
+
 def _nearest_sql(cid: int, dim: int | None, columns: str, clause: str) -> str:
     """The statement of :meth:`PostgresRecords.query`: ``columns`` and the distance of the ``n`` records of
     collection ``cid`` nearest to a vector (parameters: the vector, the filter's, ``n``) that match ``clause``.
@@ -682,22 +639,18 @@ def _lexical(
     return len(tokens), list(counts.items())
 
 
-def _write_postings(
-    conn: Any, cid: int, postings: Mapping[str, tuple[int | None, list[tuple[int, int]]]], *, replace: bool
-) -> None:
-    """Store the postings of the records of collection ``cid`` that ``postings`` names (replacing their old ones
-    when ``replace``).
+def _write_postings(conn: Any, cid: int, postings: Mapping[str, tuple[int | None, list[tuple[int, int]]]]) -> None:
+    """Replace the postings of the records of collection ``cid`` that ``postings`` names.
 
     One statement each way, whatever the number of records: a posting names its record by number
     (``seq``), read from the record's row in the same statement.
-    """  # noqa: D205
-    if replace:
-        conn.execute(
-            "DELETE FROM hindsight.postings p USING hindsight.records r"
-            " WHERE r.collection_id = %(cid)s AND r.id = ANY(%(ids)s::text[])"
-            " AND p.collection_id = %(cid)s AND p.seq = r.seq",
-            {"cid": cid, "ids": list(postings)},
-        )
+    """
+    conn.execute(
+        "DELETE FROM hindsight.postings p USING hindsight.records r"
+        " WHERE r.collection_id = %(cid)s AND r.id = ANY(%(ids)s::text[])"
+        " AND p.collection_id = %(cid)s AND p.seq = r.seq",
+        {"cid": cid, "ids": list(postings)},
+    )
     rows = [(i, term, tf, length) for i, (length, counted) in postings.items() for term, tf in counted]
     if not rows:
         return
@@ -712,19 +665,14 @@ def _write_postings(
     )
 
 
-def _term_key(term: str) -> int:
-    """A lexical term's 64-bit key in ``postings.term`` (a hash: compact, compared as an integer)."""
-    return int.from_bytes(hashlib.blake2b(term.encode("utf-8"), digest_size=8).digest(), "big", signed=True)
-
-
-def _c_order(text: str) -> bytes:
-    """``text``'s sort key under ``COLLATE "C"`` (byte order of its UTF-8 encoding)."""
-    return text.encode("utf-8")
-
-
 def _idf(n: float, df: float) -> float:
     """BM25's idf, as :class:`~langchain_hindsight.store.replica.lexical.LexicalIndex` computes it."""
     return math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+
+
+def _term_key(term: str) -> int:
+    """A lexical term's 64-bit key in ``postings.term`` (a hash: compact, compared as an integer)."""
+    return int.from_bytes(hashlib.blake2b(term.encode("utf-8"), digest_size=8).digest(), "big", signed=True)
 
 
 class PostgresBackend(Backend):
@@ -735,8 +683,6 @@ class PostgresBackend(Backend):
         lexical: How records become lexical terms and queries become query terms (the store's
             tokenizer; ``MemoryStore(database_url=...)`` passes its own). Required: every
             process writing one database must index the same terms.
-        min_connections: Connections the pool keeps open.
-        max_connections: Most connections the pool opens (one per concurrent call).
         connect_timeout: Seconds a new connection waits for the server (default ``_pg_connect.CONNECT_TIMEOUT``,
             5; a ``connect_timeout`` in the URL wins). A free pooled connection is waited for at least 10 s.
 
@@ -753,8 +699,6 @@ class PostgresBackend(Backend):
         url: str,
         *,
         lexical: LexicalScheme,
-        min_connections: int = 1,
-        max_connections: int = 8,
         connect_timeout: float = CONNECT_TIMEOUT,
     ) -> None:
         if not isinstance(url, str) or not url.startswith(("postgresql://", "postgres://", "host=", "dbname=")):
@@ -763,6 +707,7 @@ class PostgresBackend(Backend):
         if not isinstance(lexical, LexicalScheme):
             raise ConfigurationError("lexical must be a LexicalScheme (MemoryStore(database_url=...) passes one)")
         self.psycopg, pool_module = _psycopg()
+        self._pool_errors = (pool_module.PoolTimeout, pool_module.PoolClosed)
         self.lexical = lexical
         self._url = url
         self._local = threading.local()
@@ -773,8 +718,8 @@ class PostgresBackend(Backend):
         try:
             self._pool = pool_module.ConnectionPool(
                 url,
-                min_size=min_connections,
-                max_size=max(min_connections, max_connections),
+                min_size=1,
+                max_size=_MAX_CONNECTIONS,
                 timeout=max(connect_timeout, POOL_WAIT),
                 kwargs=connect_kwargs(url, connect_timeout),
                 configure=functools.partial(_configure, dumper=_vector_dumper(self.psycopg)),
@@ -801,8 +746,6 @@ class PostgresBackend(Backend):
         Raises:
             BackendError: the database failed (chained).
         """
-        if self._closed:
-            raise BackendError("the Postgres backend is closed")
         conn = getattr(self._local, "conn", None)
         if conn is not None:
             if write:  # it may change a collection: the plan's later look-ups read the database again
@@ -819,6 +762,8 @@ class PostgresBackend(Backend):
         """``fn(connection)`` on a pooled connection (in a transaction if ``write``), re-run after a transient
         failure or, once, a dropped connection (see :meth:`run`).
         """  # noqa: D205
+        if self._closed:
+            raise BackendError("the Postgres backend is closed")
         for attempt in range(_RETRIES):
             try:
                 with self._pool.connection() as conn:
@@ -834,18 +779,13 @@ class PostgresBackend(Backend):
                     time.sleep(random.uniform(0.005, 0.05) * (attempt + 1))
                     continue
                 raise BackendError(f"postgres {what} failed: {e}") from e
-            except self._pool_errors() as e:
+            except self._pool_errors as e:
                 raise BackendError(f"postgres {what} failed: {e}") from e
         raise BackendError(f"postgres {what} failed after {_RETRIES} attempts")  # pragma: no cover
 
     def _dropped(self, e: BaseException) -> bool:
         """A connection the server closed (restart, idle timeout): the pool discards it; a retry gets a new one."""
         return isinstance(e, self.psycopg.OperationalError) and getattr(e, "sqlstate", None) in (None, "57P01")
-
-    def _pool_errors(self) -> tuple[type[BaseException], ...]:
-        import psycopg_pool
-
-        return (psycopg_pool.PoolTimeout, psycopg_pool.PoolClosed)
 
     def atomic(self, key: str, fn: Callable[[], _T]) -> _T:
         """``fn()`` with every backend call inside it in one transaction, serialised with others on ``key``.
@@ -863,8 +803,6 @@ class PostgresBackend(Backend):
         if (conn := getattr(self._local, "conn", None)) is not None:
             conn.execute(_LOCK, [key])
             return fn()
-        if self._closed:
-            raise BackendError("the Postgres backend is closed")
         return self._retrying(lambda conn: self._plan(conn, key, fn), f"write plan on {key!r}", write=False)
 
     def _plan(self, conn: Any, key: str, fn: Callable[[], _T]) -> _T:
@@ -906,13 +844,12 @@ class PostgresBackend(Backend):
 
     def _retokenise(self, conn: Any) -> None:
         """Recompute every record's lexical postings (the tokenizer changed)."""
-        conn.execute(f"DELETE FROM {SCHEMA}.postings")
         rows = conn.execute(f"SELECT collection_id, id, document, metadata FROM {SCHEMA}.records").fetchall()
         by_collection: dict[int, dict[str, tuple[int | None, list[tuple[int, int]]]]] = {}
         for cid, memory_id, document, metadata in rows:
             by_collection.setdefault(cid, {})[memory_id] = _lexical(self.lexical, document, metadata)
         for cid, postings in by_collection.items():
-            _write_postings(conn, cid, postings, replace=False)
+            _write_postings(conn, cid, postings)
             conn.execute(
                 f"UPDATE {SCHEMA}.records r SET lex_len = v.len FROM unnest(%s::text[], %s::int[]) AS v(id, len)"
                 " WHERE r.collection_id = %s AND r.id = v.id",
@@ -920,20 +857,17 @@ class PostgresBackend(Backend):
             )
 
     # ------------------------------------------------------------------ collections
-    def _records(self, row: tuple[Any, ...]) -> PostgresRecords:
-        return PostgresRecords(self, row[0], row[1], row[2], row[3], bool(row[4]))
-
     def get_collection(self, name: str) -> PostgresRecords | None:
         """See :meth:`Backend.get_collection`."""
         if getattr(self._local, "conn", None) is not None:  # inside a write plan (atomic)
             self._local.asked.append(name)
             if self._local.read is not None and name in self._local.read:
                 row = self._local.read[name]
-                return None if row is None else self._records(row)
+                return None if row is None else PostgresRecords(self, row)
         row = self.run(
             lambda conn: conn.execute(_COLLECTIONS + " WHERE name = %s", [name]).fetchone(), "get_collection"
         )
-        return None if row is None else self._records(row)
+        return None if row is None else PostgresRecords(self, row)
 
     def create_collection(self, name: str, metadata: Metadata, *, like: Records | None = None) -> PostgresRecords:
         """See :meth:`Backend.create_collection` (``like`` changes nothing: every collection is HNSW cosine)."""
@@ -949,7 +883,7 @@ class PostgresBackend(Backend):
                 raise BackendError(f"collection {name!r} already exists")
             return tuple(row)
 
-        return self._records(self.run(create, "create_collection", write=True))
+        return PostgresRecords(self, self.run(create, "create_collection", write=True))
 
     def get_or_create(self, name: str, metadata: Metadata) -> Records:
         """The collection ``name``, created with ``metadata`` when missing (a concurrent creator's wins)."""
@@ -966,11 +900,8 @@ class PostgresBackend(Backend):
 
     def list_collections(self) -> list[Records]:
         """See :meth:`Backend.list_collections`."""
-        rows = self.run(
-            lambda conn: conn.execute(_COLLECTIONS + " ORDER BY id").fetchall(),
-            "list_collections",
-        )
-        return [self._records(r) for r in rows]
+        rows = self.run(lambda conn: conn.execute(_COLLECTIONS + " ORDER BY id").fetchall(), "list_collections")
+        return [PostgresRecords(self, r) for r in rows]
 
     def delete_collection(self, name: str) -> None:
         """See :meth:`Backend.delete_collection` (its records and its HNSW index go with it)."""
@@ -987,27 +918,25 @@ class PostgresBackend(Backend):
 
     # ------------------------------------------------------------------ properties
     @property
-    def client(self) -> Any:
-        """The connection pool (``psycopg_pool.ConnectionPool``)."""
-        return self._pool
-
-    @property
     def single_writer(self) -> bool:
         """False: any number of processes and hosts write the same database."""
         return False
 
     @property
     def can_erase(self) -> bool:
-        """True: :meth:`erase` rewrites the table and drops the WAL that held deleted rows (see the module doc)."""
+        """True: :meth:`erase` rewrites the tables and drops the WAL that held deleted rows."""
         return True
 
     def erase(self, rebuild: Sequence[str] | None) -> None:
-        """Physically erase deleted rows: ``VACUUM FULL`` the records, then drop the WAL that held them.
+        """Physically erase deleted rows: ``VACUUM FULL`` the tables, then drop the WAL that held them.
 
-        ``rebuild`` is ignored: every collection lives in one table, which is rewritten whole.
-        The WAL steps (``wal_recycle = off``, ``pg_switch_wal()``, two ``CHECKPOINT`` s) need a
-        superuser (or the ``pg_checkpoint`` role and grants); without them the table is still
-        rewritten and a warning says what is left.
+        A ``DELETE`` only marks rows dead; their bytes stay in the table's pages, its indexes and the
+        write-ahead log. ``VACUUM FULL`` writes new files holding only live rows (other processes wait
+        for its lock); then WAL recycling is turned off and the WAL switched and checkpointed twice, so
+        the segments that held the rows are unlinked rather than kept for reuse. Those steps need a
+        superuser (or the ``pg_checkpoint`` role and grants); without them a warning says what is left.
+        Out of reach: WAL already archived or streamed to a replica, backups, freed file-system blocks.
+        ``rebuild`` is ignored: every collection lives in one table, rewritten whole.
         """
         if self._closed:
             raise BackendError("the Postgres backend is closed")
@@ -1039,13 +968,7 @@ class PostgresBackend(Backend):
             raise BackendError(f"postgres erase failed: {e}") from e
 
     def owe_erase(self) -> None:
-        """Note in the database, inside the current write plan, that deleted rows still wait for :meth:`erase`.
-
-        The note commits with the deletes; :meth:`erase` clears it once the table is rewritten
-        and the WAL switched. A process killed in between leaves it, and the next store that
-        opens the database finishes the erase (:meth:`recover_interrupted`), as the embedded
-        store finishes a forget from its intent file.
-        """
+        """See :meth:`Backend.owe_erase`: a row of ``meta`` that commits with the deletes; :meth:`erase` clears it."""
         self.run(
             lambda conn: conn.execute(
                 f"INSERT INTO {SCHEMA}.meta VALUES (%s, %s) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",

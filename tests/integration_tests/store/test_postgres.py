@@ -258,10 +258,27 @@ def _stats_match(url: str) -> None:
     assert terms
 
 
-def test_lexical_statistics_follow_every_write(postgres_url: str) -> None:
+_V3_FEED = (  # what schema version 3 added for an in-process replica since removed; version 4 drops it
+    "ALTER TABLE hindsight.collections ADD COLUMN rev bigint NOT NULL DEFAULT 0, ADD COLUMN rev_xact xid8,"
+    " ADD COLUMN pruned_rev bigint NOT NULL DEFAULT 0",
+    "ALTER TABLE hindsight.records ADD COLUMN rev bigint NOT NULL DEFAULT 0",
+    "CREATE TABLE hindsight.tombstones (collection_id bigint, id text, rev bigint, PRIMARY KEY (collection_id, id))",
+    "CREATE FUNCTION hindsight.write_rev(cid bigint) RETURNS bigint LANGUAGE sql AS 'SELECT 1::bigint'",
+    "CREATE FUNCTION hindsight.record_rev() RETURNS trigger LANGUAGE plpgsql AS"
+    " $$ BEGIN NEW.rev := hindsight.write_rev(NEW.collection_id); RETURN NEW; END $$",
+    "CREATE FUNCTION hindsight.tombstone() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN NULL; END $$",
+    "CREATE TRIGGER records_rev BEFORE INSERT OR UPDATE ON hindsight.records"
+    " FOR EACH ROW EXECUTE FUNCTION hindsight.record_rev()",
+    "CREATE TRIGGER records_tombstone AFTER DELETE ON hindsight.records"
+    " FOR EACH ROW EXECUTE FUNCTION hindsight.tombstone()",
+)
+
+
+@pytest.mark.parametrize("version", [1, 3])
+def test_lexical_statistics_follow_every_write(postgres_url: str, version: int) -> None:
     """The corpus size and length and the terms' document frequencies BM25 reads (maintained rows) equal a
     count after adds, updates, supersedes, deletes, forgets, a dropped namespace, and a migration from schema
-    version 1.
+    version 1 or 3 (whose change feed is dropped).
     """
     embedder = HashEmbeddings()
     with MemoryStore(database_url=postgres_url, embeddings=embedder) as store:
@@ -279,7 +296,7 @@ def test_lexical_statistics_follow_every_write(postgres_url: str) -> None:
         _stats_match(postgres_url)
         store.search("sales report template", k=3)  # builds the vector index
         before = store.lexical_search("销售 template", k=5, normalize=True)
-    with psycopg.connect(postgres_url, autocommit=True) as conn:  # back to schema version 1
+    with psycopg.connect(postgres_url, autocommit=True) as conn:  # back to schema version 1 or 3
         conn.execute("DROP TABLE hindsight.lexical_terms")
         conn.execute("DROP FUNCTION hindsight.count_terms() CASCADE")
         conn.execute(
@@ -296,20 +313,34 @@ def test_lexical_statistics_follow_every_write(postgres_url: str) -> None:
         conn.execute("CREATE INDEX postings_record ON hindsight.postings (collection_id, id)")
         conn.execute("DROP INDEX hindsight.records_order")
         conn.execute("CREATE INDEX records_order ON hindsight.records (collection_id, seq)")
-        conn.execute("DROP TABLE hindsight.lexical_stats")
-        conn.execute("DROP FUNCTION hindsight.count_lexical() CASCADE")
-        conn.execute("ALTER TABLE hindsight.collections DROP COLUMN indexed")
-        conn.execute(
-            "CREATE INDEX records_lexical_stats ON hindsight.records (collection_id) INCLUDE (lex_len)"
-            " WHERE lex_len IS NOT NULL"
-        )
-        conn.execute("UPDATE hindsight.meta SET value = '1' WHERE key = 'schema_version'")
+        if version == 1:
+            conn.execute("DROP TABLE hindsight.lexical_stats")
+            conn.execute("DROP FUNCTION hindsight.count_lexical() CASCADE")
+            conn.execute("ALTER TABLE hindsight.collections DROP COLUMN indexed")
+            conn.execute(
+                "CREATE INDEX records_lexical_stats ON hindsight.records (collection_id) INCLUDE (lex_len)"
+                " WHERE lex_len IS NOT NULL"
+            )
+        for statement in _V3_FEED if version == 3 else ():
+            conn.execute(statement)
+        conn.execute("UPDATE hindsight.meta SET value = %s WHERE key = 'schema_version'", [str(version)])
     with MemoryStore(database_url=postgres_url, embeddings=embedder) as store:
         _stats_match(postgres_url)
         after = store.lexical_search("销售 template", k=5, normalize=True)  # a first search: BM25 in SQL
         assert [i for i, _ in after] == [i for i, _ in before]
         assert [s for _, s in after] == pytest.approx([s for _, s in before], rel=1e-12)  # the sums' order differs
         assert store.search("sales report template", k=1)
+        store.add(MemoryUnit(task_type="general", content="Archive the raw exports before cleaning them"))
+        _stats_match(postgres_url)
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        assert conn.execute("SELECT to_regclass('hindsight.tombstones')").fetchone() == (None,)
+        assert (
+            conn.execute(
+                "SELECT proname FROM pg_proc WHERE pronamespace = 'hindsight'::regnamespace"
+                " AND proname IN ('write_rev', 'record_rev', 'tombstone')"
+            ).fetchall()
+            == []
+        )
 
 
 def _vector_indexes(url: str) -> list[str]:

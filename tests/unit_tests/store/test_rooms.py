@@ -5,7 +5,7 @@
   writes them at one moment, the store's close (``Replica.close``); the CLI reaches them only through the
   replica's reader (``DerivedFiles``), the one the live store reads with;
 * ``store/backend/`` never names a derived file, the stamp or its word: the backend only holds the directory;
-* no public raw database client on the store, nor on the Chroma backend;
+* no public raw database client on the store, nor on a backend;
 * only ``store/_directory.py`` names the directory's own files (lock, stamp, intents);
 * no mixin: ``MemoryStore`` is not assembled from ``*Mixin`` classes.
 """
@@ -221,11 +221,12 @@ def test_the_backends_never_name_a_derived_file_nor_the_stamp() -> None:
     assert {rel: names for rel, names in imported.items() if names} == {}
 
 
-def test_no_public_raw_client_on_the_store_nor_the_chroma_backend() -> None:
+def test_no_public_raw_client_on_the_store_nor_the_backends() -> None:
     from langchain_hindsight.store.backend import Backend, ChromaBackend
+    from langchain_hindsight.store.backend.postgres import PostgresBackend
     from langchain_hindsight.store.memory_store import MemoryStore
 
-    for cls in (MemoryStore, Backend, ChromaBackend):
+    for cls in (MemoryStore, Backend, ChromaBackend, PostgresBackend):
         assert not hasattr(cls, "client"), cls
 
 
