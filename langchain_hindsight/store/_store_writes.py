@@ -17,11 +17,11 @@ from typing import Any
 
 from langchain_hindsight._checks import is_int
 from langchain_hindsight.errors import ConfigurationError, MemoryNotFoundError, StoreError, WriteConflictError
-from langchain_hindsight.store._codec import unit_to_metadata
+from langchain_hindsight.store._codec import unit_from_record, unit_to_metadata
 from langchain_hindsight.store._collections import Collection, records
 from langchain_hindsight.store._core import StoreCore, backend_errors, check_ids
 from langchain_hindsight.store._naming import ROLES, Role
-from langchain_hindsight.store._policy import feedback_reason, trust
+from langchain_hindsight.store._policy import feedback_reason
 from langchain_hindsight.store.apply import move_units, write_plan, write_updates
 from langchain_hindsight.store.decide import (
     NEIGHBOURS,
@@ -37,7 +37,7 @@ from langchain_hindsight.store.decide import (
     plan_supersede,
     prepare,
 )
-from langchain_hindsight.store.writes import WriteResult
+from langchain_hindsight.store.writes import Neighbour, WriteResult
 from langchain_hindsight.types import MemoryStatus, MemoryUnit, utcnow
 
 __all__ = [
@@ -181,7 +181,7 @@ def _add_plan(
         units,
         vectors,
         dedupe=dedupe,
-        stored=_neighbours(col, units, vectors, store.conflict_scope) if dedupe else None,
+        stored=_neighbours(col, units, vectors, store.conflict_scope) if dedupe else [],
         merge_threshold=store.merge_threshold,
         conflict_threshold=store.conflict_threshold,
         scope=store.conflict_scope,
@@ -233,15 +233,13 @@ def _check_premise(store: StoreCore, col: Collection, units: list[MemoryUnit], t
 
 def _neighbours(
     col: Collection, units: Sequence[MemoryUnit], vectors: Sequence[list[float]], scope: Scope
-) -> list[Any]:
-    """For each unit, the stored active units nearest to its vector in its scope (``None`` when there are none).
+) -> list[list[Neighbour]]:
+    """For each unit, the :data:`~decide.NEIGHBOURS` stored active units nearest to its vector in its scope.
 
-    One batched nearest-neighbour query per scope present in the batch (one for
-    ``"namespace"``; one per task type and kind for ``"task_type"``), the same
-    filter and depth a query per unit would use. Each result has the shape of a
-    single-vector query result.
+    One batched nearest-neighbour query per scope present in the batch (one for ``"namespace"``; one
+    per task type and kind for ``"task_type"``), the same filter and depth a query per unit would use.
     """
-    out: list[Any] = [None] * len(units)
+    out: list[list[Neighbour]] = [[] for _ in units]
     if not units or not col.get(limit=1, include=[])["ids"]:  # empty (a count would read every record on a database)
         return out
     groups: dict[tuple[str, ...], list[int]] = {}
@@ -261,7 +259,8 @@ def _neighbours(
                 include=["documents", "metadatas", "distances"],
             )
             for j, i in enumerate(chunk):
-                out[i] = {k: [res[k][j]] for k in ("ids", "documents", "metadatas", "distances")}
+                rows = zip(res["ids"][j], res["documents"][j], res["metadatas"][j], res["distances"][j], strict=True)
+                out[i] = [Neighbour(unit_from_record(m, d, md), 1.0 - float(dist)) for m, d, md, dist in rows]
     return out
 
 
@@ -302,11 +301,10 @@ def supersede(
     vector = embed_batched(store, [prepared.content])[0]
     with store.lock:
         store.collection(ns, create=True)  # created outside the plan's transaction
-        old, new, notes = store.atomic(ns, functools.partial(_supersede_plan, store, ids, prepared, vector, ns))
-    related = tuple(u.memory_id for u in old)
-    why = f"{reason} (re-planned: {'; '.join(notes)})" if notes else reason
-    logger.info("write %s in %r: superseded %s (%s)", new.memory_id, ns, ", ".join(related), why)
-    return WriteResult("superseded", new, related, why, tuple(old))
+        result = store.atomic(ns, functools.partial(_supersede_plan, store, ids, prepared, vector, reason))
+    related = ", ".join(result.related_ids)
+    logger.info("write %s in %r: superseded %s (%s)", result.memory_id, ns, related, result.reason)
+    return result
 
 
 def _read_targets(store: StoreCore, ids: list[str], ns: str) -> list[Target]:
@@ -331,23 +329,19 @@ def _read_targets(store: StoreCore, ids: list[str], ns: str) -> list[Target]:
 
 
 def _supersede_plan(
-    store: StoreCore, ids: list[str], prepared: MemoryUnit, vector: list[float], ns: str
-) -> tuple[list[MemoryUnit], MemoryUnit, tuple[str, ...]]:
-    """Re-read the targets, re-plan (``decide.plan_supersede``) and write: the demoted units, the new one, the notes."""
-    planned = plan_supersede(_read_targets(store, ids, ns), ns)
-    old = list(planned.replace)
-    weaker = [u.memory_id for u in old if trust(prepared.source) > trust(u.source)]
-    if weaker:
-        raise ConfigurationError(f"a {prepared.source} unit never replaces a more trusted one ({', '.join(weaker)})")
+    store: StoreCore, ids: list[str], prepared: MemoryUnit, vector: list[float], reason: str
+) -> WriteResult:
+    """Re-read the targets, re-plan (``decide.plan_supersede``) and write."""
+    ns = prepared.namespace
+    planned = plan_supersede(_read_targets(store, ids, ns), ns, source=prepared.source)
     col = store.vector_collection(ns)
     fresh = fresh_ids_for_taken([prepared], _taken(store, col, ns, [prepared.memory_id]))[0]
-    plan = plan_successor(fresh, vector, old, store.policy)
+    plan = plan_successor(fresh, vector, planned, store.policy, reason)
     write_plan(col, plan, store.backend.max_batch_size)
-    new = plan.new[fresh.memory_id][0]
-    store.reindex(ns, upserts=[new, *plan.changed.values()])
+    store.reindex(ns, upserts=[*(u for u, _ in plan.new.values()), *plan.changed.values()])
     if planned.notes:
         logger.info("supersede in %r re-planned: %s", ns, "; ".join(planned.notes))
-    return old, new, planned.notes
+    return plan.results[0]
 
 
 @backend_errors
@@ -377,8 +371,7 @@ def update(store: StoreCore, memory_id: str, /, *, namespace: str | None = None,
             check_informative(current.evolve(content=changes["content"]))
         return update_many(store, [current.evolve(**changes)], namespace=ns)[0]
 
-    with store.lock:
-        return store.atomic(ns, plan)
+    return store.atomic(ns, plan)
 
 
 @backend_errors
@@ -399,8 +392,7 @@ def update_many(store: StoreCore, units: Sequence[MemoryUnit], *, namespace: str
         raise ConfigurationError(f"every unit must belong to namespace {ns!r}")
     if not units:
         return []
-    with store.lock:
-        return store.atomic(ns, functools.partial(_update_plan, store, units, ns))
+    return store.atomic(ns, functools.partial(_update_plan, store, units, ns))
 
 
 def _update_plan(store: StoreCore, units: list[MemoryUnit], ns: str) -> list[MemoryUnit]:
@@ -489,8 +481,7 @@ def record_feedback(
         )
         return current, update_many(store, credited, namespace=ns)
 
-    with store.lock:
-        current, written = store.atomic(ns, plan)
+    current, written = store.atomic(ns, plan)
     if success is not None or rejected:
         for old, new in zip(current, written, strict=True):
             why = feedback_reason(
