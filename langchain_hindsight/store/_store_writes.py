@@ -1,10 +1,8 @@
 """The write methods of ``MemoryStore`` (it binds these functions): each one read, plan, apply.
 
-A write checks its arguments and prepares its units outside any lock (``decide.prepare``), embeds
-them, then runs one write plan under the store's lock (``StoreCore.atomic``: one transaction on a
-database, which may re-run it, so it reads everything it decides on inside): read, decide
-(``decide``, pure), write (``apply``, in crash-safe order), then tell the replica (``reindex``).
-What each write did and why is logged at INFO.
+A write checks and prepares its units outside any lock (``decide.prepare``), embeds them, then runs one
+write plan (``StoreCore.atomic``; a database may re-run it, so it reads everything it decides on inside):
+read, decide (``decide``, pure), write (``apply``), tell the replica (``reindex``), log what it did and why.
 """
 
 from __future__ import annotations
@@ -73,20 +71,14 @@ def add(
 ) -> WriteResult:
     """Store ``unit``; return what the write did (:class:`~langchain_hindsight.store.writes.WriteResult`).
 
-    With ``dedupe`` (default): an active unit in scope that makes the same
-    statement (after normalising case, whitespace and punctuation) absorbs it
-    (``"merged"``; ``result.unit`` is that unit, keeping the newest time).
-    A different statement is never merged on similarity alone: when active
-    units are more than ``conflict_threshold`` similar, the store's ``judge``
-    decides; the default keeps both (``"added"``, ``related_ids`` naming the
-    similar units), an LLM judge may also merge a reworded duplicate or
-    supersede an outdated unit (``"superseded"``). ``namespace`` overrides
-    ``unit.namespace``. Each write is logged at INFO. ``if_absent=True`` stores
-    ``unit`` under its own id or not at all: an id already stored (another
-    writer created it first) raises :class:`~langchain_hindsight.errors.WriteConflictError`
-    instead of taking a fresh id (a key's first version, as ``HindsightStore.put`` writes it),
-    and so does a ``supersedes`` naming a unit that is gone or that an active unit
-    already continues (checked inside the write plan).
+    With ``dedupe`` (default) the rules of :mod:`~langchain_hindsight.store.writes` apply: an active
+    unit in scope that makes the same statement absorbs it (``"merged"``; ``result.unit`` is that
+    unit); units more than ``conflict_threshold`` similar go to the store's ``judge``, which keeps both
+    (``"added"``, ``related_ids`` naming them) or supersedes one (``"superseded"``). ``namespace``
+    overrides ``unit.namespace``. Logged at INFO. ``if_absent=True`` stores ``unit`` under its own id
+    or not at all (a key's first version, as ``HindsightStore.put`` writes it): an id already stored,
+    or a ``supersedes`` naming a unit that is gone or that an active unit already continues, means
+    another writer was first (checked inside the write plan).
 
     Example:
         >>> store.add(MemoryUnit(content="客户甲公司希望通过邮件联系。")).action  # doctest: +SKIP
@@ -97,7 +89,7 @@ def add(
         UninformativeMemoryError: its content carries no information (``"ok"``, ``"好的"``, emoji only);
             an :class:`~langchain_hindsight.errors.InvalidMemoryError`. Nothing was changed.
         StoreError: the backend failed; nothing was changed.
-        WriteConflictError: ``if_absent`` and the id is already stored; nothing was changed.
+        WriteConflictError: ``if_absent`` and another writer was first; nothing was changed.
     """
     return add_many(store, [unit], namespace=namespace, dedupe=dedupe, if_absent=if_absent)[0]
 
@@ -113,11 +105,10 @@ def add_many(
 ) -> list[WriteResult]:
     """Store many units with one batch embedding; one :class:`WriteResult` per unit, aligned with ``units``.
 
-    A unit may merge into, or supersede, an earlier unit of the same batch.
-    ``dedupe=False`` stores every unit as given (bulk import); an id that
-    already exists is then overwritten. Every unit is checked before anything
-    is written: one uninformative unit (``UninformativeMemoryError``) refuses the batch.
-    ``if_absent``: as :meth:`add`, for every unit.
+    A unit may merge into, or supersede, an earlier unit of the same batch. ``dedupe=False`` stores
+    every unit as given (bulk import), an id already stored under a fresh id as always. Every unit is
+    checked before anything is written: one uninformative unit (``UninformativeMemoryError``) refuses
+    the batch. ``if_absent``: as :meth:`add`, for every unit.
     """
     if isinstance(units, MemoryUnit) or not isinstance(units, Sequence):
         raise ConfigurationError("units must be a sequence of MemoryUnit")
@@ -270,22 +261,15 @@ def supersede(
 ) -> WriteResult:
     """Store ``unit`` as the successor of the active units ``memory_ids`` (e.g. a user's correction).
 
-    The caller has decided the relation (say, the correction contradicts them),
-    so no judge is asked and nothing is merged: ``unit`` is stored as new with
-    ``supersedes`` naming the first of them, and each of them becomes
-    ``superseded`` (confidence × ``supersede_factor``), in the crash-safe order
-    of every supersede (the new unit marked ``pending`` until the demotions are
-    written; a crash in between is finished at the next open for the first of
-    them, the others then stay active, as before the write). ``history(unit id)``
-    then shows the chain. Logged at INFO with ``reason``.
+    The caller has decided the relation, so no judge is asked and nothing is merged: ``unit`` is
+    stored as new with ``supersedes`` naming the first of them, and each becomes ``superseded``
+    (confidence × ``supersede_factor``; a crash in between is finished at the next open for the
+    first of them, the others then stay active, as before the write). A unit another process
+    superseded since the caller read it is followed to the newest version of its chain, which is
+    superseded instead (``decide.plan_supersede``; ``result.reason`` says so). Logged at INFO with ``reason``.
 
     Returns:
         ``"superseded"``, ``related_ids`` the ids demoted, ``previous`` their state before.
-
-    A unit of ``memory_ids`` that another process superseded since the caller
-    read it is followed to the newest version of its chain, which is superseded
-    instead (re-read inside the write plan; ``result.reason`` and the log say so;
-    see ``decide.plan_supersede``).
 
     Raises:
         MemoryNotFoundError: none of ``memory_ids`` has an active version in the namespace.
@@ -554,7 +538,9 @@ def _move(store: StoreCore, ids: list[str], ns: str, src_role: Role, dst_role: R
         src = store.collection(ns, src_role, create=False)  # the current one: another process may have replaced it
         if src is None:
             return []
-        moved = move_units(src, functools.partial(store.collection, ns, dst_role), ids, status)
+        dst = store.collection(ns, dst_role, create=False)
+        assert dst is not None  # created before the plan
+        moved = move_units(src, dst, ids, status)
         if moved and dst_role == "archive":
             store.reindex(ns, deletes=[u.memory_id for u in moved])
         elif moved:

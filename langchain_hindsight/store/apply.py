@@ -1,16 +1,12 @@
-"""Two-step writes and their crash repair: ``pending`` markers.
+"""Writing a plan in crash-safe order: ``pending`` marks, and their repair.
 
-A write that touches two records cannot be atomic in Chroma, so it marks the
-record it writes first and clears the mark last:
-
-* a supersede (see :func:`write_plan`) writes the new unit marked
-  ``pending=supersede``, demotes the old unit, then clears the mark;
-* a move between memories and archive (:func:`move_units`) writes the
-  destination copy marked ``pending=move``, deletes the source copy, then clears
-  the mark.
-
-A marked record found when a namespace is first opened means a process died in
-between; :func:`repair_namespace` does the remaining steps.
+A write that touches two records cannot be atomic in Chroma, so it marks the record it writes first
+and clears the mark last: a supersede (:func:`write_plan`) writes the new unit marked
+``pending=supersede``, demotes the old unit, then clears the mark; a move between memories and archive
+(:func:`move_units`) writes the destination copy marked ``pending=move``, deletes the source copy, then
+clears the mark. A marked record found when a namespace is first opened means a process died in
+between; :func:`repair_namespace` does the remaining steps (only marked records are touched, so a unit
+restored on purpose stays restored).
 """
 
 from __future__ import annotations
@@ -36,9 +32,7 @@ def repair_namespace(
 ) -> list[str]:
     """Finish the interrupted two-step writes of ``namespace``; return the ids it rewrote.
 
-    Only marked records are touched, so a unit restored on purpose stays restored.
-    ``open_collection(role)`` returns the namespace's collection, or ``None`` if
-    it does not exist.
+    ``open_collection(role)`` returns the namespace's collection, or ``None`` if it does not exist.
     """
     touched: list[str] = []
     try:
@@ -69,10 +63,8 @@ def repair_namespace(
     return touched
 
 
-def move_units(
-    src: Collection, open_dst: Callable[[], Collection | None], ids: Sequence[str], status: MemoryStatus
-) -> list[MemoryUnit]:
-    """Move ``ids`` from ``src`` to the collection ``open_dst()`` with ``status``; return the moved units."""
+def move_units(src: Collection, dst: Collection, ids: Sequence[str], status: MemoryStatus) -> list[MemoryUnit]:
+    """Move ``ids`` from ``src`` to ``dst`` with ``status``; return the moved units."""
     rows = src.get(ids=ids, include=["documents", "metadatas", "embeddings"])
     if not rows["ids"]:
         return []
@@ -80,9 +72,6 @@ def move_units(
         unit_from_record(i, d, m).evolve(status=status)
         for i, d, m in zip(rows["ids"], rows["documents"] or [], rows["metadatas"] or [], strict=True)
     ]
-    dst = open_dst()
-    assert dst is not None
-    # copy first, delete second: repair_namespace completes an interrupted move
     dst.upsert(
         ids=[u.memory_id for u in moved],
         embeddings=rows["embeddings"],
