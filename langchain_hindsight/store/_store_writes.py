@@ -25,6 +25,7 @@ from langchain_hindsight.store.decide import (
     NEIGHBOURS,
     Scope,
     Target,
+    WritePlan,
     check_informative,
     check_source_change,
     check_unit,
@@ -179,8 +180,7 @@ def _add_plan(
         policy=store.policy,
         judge=store.judge,
     )
-    write_plan(col, plan, store.backend.max_batch_size)
-    store.reindex(ns, upserts=[*(u for u, _ in plan.new.values()), *plan.changed.values()])
+    _apply(store, col, ns, plan)
     for unit, result in zip(units, plan.results, strict=True):
         if result.action == "added":
             what = f"added as {result.memory_id}"
@@ -190,6 +190,12 @@ def _add_plan(
             what = f"superseded {', '.join(result.related_ids)}; stored as {result.memory_id}"
         logger.info("write %s in %r: %s (%s)", unit.memory_id, ns, what, result.reason)
     return plan.results
+
+
+def _apply(store: StoreCore, col: Collection, ns: str, plan: WritePlan) -> None:
+    """Write ``plan`` to ``col`` (``apply.write_plan``, in crash-safe order); the replica follows."""
+    write_plan(col, plan, store.backend.max_batch_size)
+    store.reindex(ns, upserts=[*(u for u, _ in plan.new.values()), *plan.changed.values()])
 
 
 def _check_premise(store: StoreCore, col: Collection, units: list[MemoryUnit], taken: set[str], ns: str) -> None:
@@ -321,8 +327,7 @@ def _supersede_plan(
     col = store.vector_collection(ns)
     fresh = fresh_ids_for_taken([prepared], _taken(store, col, ns, [prepared.memory_id]))[0]
     plan = plan_successor(fresh, vector, planned, store.policy, reason)
-    write_plan(col, plan, store.backend.max_batch_size)
-    store.reindex(ns, upserts=[*(u for u, _ in plan.new.values()), *plan.changed.values()])
+    _apply(store, col, ns, plan)
     if planned.notes:
         logger.info("supersede in %r re-planned: %s", ns, "; ".join(planned.notes))
     return plan.results[0]
@@ -541,10 +546,7 @@ def _move(store: StoreCore, ids: list[str], ns: str, src_role: Role, dst_role: R
         dst = store.collection(ns, dst_role, create=False)
         assert dst is not None  # created before the plan
         moved = move_units(src, dst, ids, status)
-        if moved and dst_role == "archive":
-            store.reindex(ns, deletes=[u.memory_id for u in moved])
-        elif moved:
-            store.reindex(ns, upserts=moved)
+        _reindex_into(store, ns, dst_role, moved)
         return moved
 
     with store.lock:
@@ -552,6 +554,14 @@ def _move(store: StoreCore, ids: list[str], ns: str, src_role: Role, dst_role: R
             return []
         store.collection(ns, dst_role, create=True)  # created outside the plan's transaction
         return store.atomic(ns, plan)
+
+
+def _reindex_into(store: StoreCore, ns: str, role: Role, units: list[MemoryUnit]) -> None:
+    """``units`` now live in ``role``: the replica, which holds active and superseded units, follows."""
+    if units and role == "archive":
+        store.reindex(ns, deletes=[u.memory_id for u in units])
+    elif units:
+        store.reindex(ns, upserts=units)
 
 
 @backend_errors
@@ -600,13 +610,9 @@ def write_exact(store: StoreCore, units: list[MemoryUnit], vectors: list[list[fl
             out_of: Role = "memories" if archived else "archive"
             store.collection(ns, into, create=True)  # created outside the plan's transaction
             batch = [units[i] for i in idx]
-            ids = [u.memory_id for u in batch]
             plan = functools.partial(_write_group, store, ns, into, out_of, batch, [vectors[i] for i in idx])
             store.atomic(ns, plan)
-            if archived:
-                store.reindex(ns, deletes=ids)
-            else:
-                store.reindex(ns, upserts=batch)
+            _reindex_into(store, ns, into, batch)
             per_ns[ns] = per_ns.get(ns, 0) + len(batch)
     return per_ns
 
