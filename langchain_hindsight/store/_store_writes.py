@@ -28,6 +28,7 @@ from langchain_hindsight.store.decide import (
     WritePlan,
     check_informative,
     check_source_change,
+    check_stays,
     check_unit,
     fresh_ids_for_taken,
     plan_add,
@@ -385,27 +386,29 @@ def update_many(store: StoreCore, units: Sequence[MemoryUnit], *, namespace: str
 
 
 def _update_plan(store: StoreCore, units: list[MemoryUnit], ns: str) -> list[MemoryUnit]:
-    """Write :func:`update_many`'s new versions (one plan)."""
-    written: list[MemoryUnit] = []
+    """Write :func:`update_many`'s new versions (one plan): find each unit's collection, check, then write."""
+    found: list[tuple[Role, Collection, list[MemoryUnit], dict[str, str]]] = []
     for role in ROLES:
         col = store.collection(ns, role, create=False)
-        if col is None:
-            continue
-        embed = functools.partial(_embed_into, store, ns, role)
-        batch = write_updates(col, role, units, embed)
-        if role == "memories" and batch:
-            store.reindex(ns, upserts=batch)
-        written.extend(batch)
-    missing = {u.memory_id for u in units} - {u.memory_id for u in written}
-    if missing:
+        if col is not None:
+            rows = col.get(ids=[u.memory_id for u in units], include=["documents"])
+            documents = dict(zip(rows["ids"], rows["documents"] or [], strict=True))
+            found.append((role, col, check_stays(role, [u for u in units if u.memory_id in documents]), documents))
+    written = [u for _, _, batch, _ in found for u in batch]
+    if missing := {u.memory_id for u in units} - {u.memory_id for u in written}:
         raise MemoryNotFoundError(f"no memory {sorted(missing)[0]!r} in namespace {ns!r}")
+    for role, col, batch, documents in found:
+        if batch:
+            write_updates(col, batch, documents, functools.partial(_embed_into, store, ns, role))
+            if role == "memories":
+                store.reindex(ns, upserts=batch)
     order = {u.memory_id: i for i, u in enumerate(units)}
     return sorted(written, key=lambda u: order[u.memory_id])
 
 
 def _embed_into(store: StoreCore, ns: str, role: Role, texts: list[str]) -> list[list[float]]:
     store.vector_collection(ns, role)  # new vectors go only where this store's embedder is recorded
-    return store.embeddings.embed_documents(texts)
+    return embed_batched(store, texts)
 
 
 @backend_errors

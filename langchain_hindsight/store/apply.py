@@ -12,9 +12,9 @@ restored on purpose stays restored).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
-from langchain_hindsight.errors import ConfigurationError, StoreError
+from langchain_hindsight.errors import StoreError
 from langchain_hindsight.store._codec import PENDING_MOVE, PENDING_SUPERSEDE, unit_from_record, unit_to_metadata
 from langchain_hindsight.store._collections import Collection, records
 from langchain_hindsight.store._naming import ROLES, Role
@@ -107,19 +107,13 @@ def write_plan(col: Collection, plan: WritePlan, batch: int) -> None:
 
 
 def write_updates(
-    col: Collection, role: Role, units: Sequence[MemoryUnit], embed: Callable[[list[str]], list[list[float]]]
-) -> list[MemoryUnit]:
-    """Rewrite the units of ``units`` that live in ``col`` (re-embedding changed content); return them."""
-    rows = col.get(ids=[u.memory_id for u in units], include=["documents"])
-    docs = dict(zip(rows["ids"], rows["documents"] or [], strict=True))
-    batch = [u for u in units if u.memory_id in docs]
-    if not batch:
-        return []
-    if role == "archive" and any(u.status != "archived" for u in batch):
-        raise ConfigurationError("use restore() to bring an archived unit back")
-    if role == "memories" and any(u.status == "archived" for u in batch):
-        raise ConfigurationError("use archive() to archive a unit")
-    reembed = [u for u in batch if u.content != docs[u.memory_id]]
+    col: Collection,
+    units: Sequence[MemoryUnit],
+    documents: Mapping[str, str],
+    embed: Callable[[list[str]], list[list[float]]],
+) -> None:
+    """Rewrite ``units`` in ``col``, re-embedding those whose content differs from their stored ``documents``."""
+    reembed = [u for u in units if u.content != documents[u.memory_id]]
     if reembed:
         col.update(
             ids=[u.memory_id for u in reembed],
@@ -127,7 +121,6 @@ def write_updates(
             documents=[u.content for u in reembed],
             metadatas=[unit_to_metadata(u) for u in reembed],
         )
-    same = [u for u in batch if u.content == docs[u.memory_id]]
+    same = [u for u in units if u.content == documents[u.memory_id]]
     if same:
         col.update(ids=[u.memory_id for u in same], metadatas=[unit_to_metadata(u) for u in same])
-    return batch

@@ -25,7 +25,7 @@ from langchain_hindsight.errors import (
     MemoryNotFoundError,
     UninformativeMemoryError,
 )
-from langchain_hindsight.store._naming import check_namespace
+from langchain_hindsight.store._naming import Role, check_namespace
 from langchain_hindsight.store._policy import ConfidencePolicy, trust
 from langchain_hindsight.store.evidence import corroborated, evidence_cap
 from langchain_hindsight.store.writes import (
@@ -47,6 +47,7 @@ __all__ = [
     "WritePlan",
     "check_informative",
     "check_source_change",
+    "check_stays",
     "check_unit",
     "clamp_future",
     "demote",
@@ -242,6 +243,19 @@ def check_source_change(current: MemoryUnit, source: object) -> None:
         )
 
 
+def check_stays(role: Role, units: list[MemoryUnit]) -> list[MemoryUnit]:
+    """``units``, found in the ``role`` collection, if an update leaves each there.
+
+    Raises:
+        ConfigurationError: an update would change a unit's collection (that is ``archive`` / ``restore``).
+    """
+    if role == "archive" and any(u.status != "archived" for u in units):
+        raise ConfigurationError("use restore() to bring an archived unit back")
+    if role == "memories" and any(u.status == "archived" for u in units):
+        raise ConfigurationError("use archive() to archive a unit")
+    return units
+
+
 def demote(unit: MemoryUnit, policy: ConfidencePolicy) -> MemoryUnit:
     """``unit`` superseded by a newer one: status ``superseded``, confidence × ``supersede_factor``."""
     return unit.evolve(status="superseded", confidence=round(unit.score_confidence * policy.supersede_factor, 6))
@@ -250,13 +264,10 @@ def demote(unit: MemoryUnit, policy: ConfidencePolicy) -> MemoryUnit:
 def merge_units(existing: MemoryUnit, incoming: MemoryUnit, policy: ConfidencePolicy) -> MemoryUnit:
     """``existing`` after absorbing ``incoming``, the same statement (or a judged duplicate).
 
-    The lesson was learned again: ``evidence`` adds up and confidence grows with it
-    (from the higher of the two, see
-    :func:`~langchain_hindsight.store.evidence.corroborated`; never above the source's
-    ceiling, nor ``policy``'s; never for a unit tagged ``suspicious``). Sums access
-    counts, unions tags, records ``incoming`` in ``merged_from`` and keeps the
-    *newest* creation and access times, so recency reflects that the lesson was
-    just learned again.
+    The lesson was learned again: ``evidence`` adds up and confidence grows with it from the higher
+    of the two (:mod:`~langchain_hindsight.store.evidence`). Sums access counts, unions tags, records
+    ``incoming`` in ``merged_from`` and keeps the *newest* creation and access times, so recency
+    reflects that the lesson was just learned again.
     """
     merged_from = list(dict.fromkeys([*existing.merged_from, incoming.memory_id, *incoming.merged_from]))
     if trust(incoming.source) > trust(existing.source):
