@@ -244,10 +244,8 @@ def _neighbours(
     for i, u in enumerate(units):
         groups.setdefault((u.task_type, u.kind) if scope == "task_type" else (), []).append(i)
     for key, idx in groups.items():
-        clauses: list[dict[str, Any]] = [{"status": "active"}]
-        if key:
-            clauses += [{"task_type": key[0]}, {"kind": key[1]}]
-        where = {"$and": clauses} if len(clauses) > 1 else clauses[0]
+        active: dict[str, Any] = {"status": "active"}
+        where = {"$and": [active, {"task_type": key[0]}, {"kind": key[1]}]} if key else active
         for start in range(0, len(idx), _QUERY_BATCH):
             chunk = idx[start : start + _QUERY_BATCH]
             res = col.query(
@@ -476,17 +474,10 @@ def record_feedback(
     current, written = store.atomic(ns, plan)
     if success is not None or rejected:
         for old, new in zip(current, written, strict=True):
-            why = feedback_reason(
-                store.policy, success=success, rejected=rejected, repeats=counts.get(old.memory_id, 0), reason=reason
-            )
-            logger.info(
-                "confidence of %s in %r: %.4f → %.4f (%s)",
-                old.memory_id,
-                ns,
-                old.score_confidence,
-                new.score_confidence,
-                why,
-            )
+            n = counts.get(old.memory_id, 0)
+            why = feedback_reason(store.policy, success=success, rejected=rejected, repeats=n, reason=reason)
+            before, after = old.score_confidence, new.score_confidence
+            logger.info("confidence of %s in %r: %.4f → %.4f (%s)", old.memory_id, ns, before, after, why)
     return written
 
 
@@ -603,29 +594,24 @@ def write_exact(store: StoreCore, units: list[MemoryUnit], vectors: list[list[fl
     Returns:
         Units written per namespace.
     """
-    groups: dict[tuple[str, bool], list[int]] = {}
+    groups: dict[tuple[str, Role], list[int]] = {}
     for i, u in enumerate(units):
-        groups.setdefault((u.namespace, u.status == "archived"), []).append(i)
+        groups.setdefault((u.namespace, "archive" if u.status == "archived" else "memories"), []).append(i)
     per_ns: dict[str, int] = {}
     with store.lock:
-        for (ns, archived), idx in groups.items():
-            into: Role = "archive" if archived else "memories"
-            out_of: Role = "memories" if archived else "archive"
+        for (ns, into), idx in groups.items():
             store.collection(ns, into, create=True)  # created outside the plan's transaction
             batch = [units[i] for i in idx]
-            plan = functools.partial(_write_group, store, ns, into, out_of, batch, [vectors[i] for i in idx])
-            store.atomic(ns, plan)
+            store.atomic(ns, functools.partial(_write_group, store, ns, into, batch, [vectors[i] for i in idx]))
             _reindex_into(store, ns, into, batch)
             per_ns[ns] = per_ns.get(ns, 0) + len(batch)
     return per_ns
 
 
-def _write_group(
-    store: StoreCore, ns: str, into: Role, out_of: Role, batch: list[MemoryUnit], vectors: list[list[float]]
-) -> None:
-    """One plan of :func:`write_exact`: upsert ``batch`` into ``into``, delete it from ``out_of`` (one place per id).
+def _write_group(store: StoreCore, ns: str, into: Role, batch: list[MemoryUnit], vectors: list[list[float]]) -> None:
+    """One plan of :func:`write_exact`: ``batch`` upserted into ``into``, deleted from the other collection.
 
-    On a database the upsert and the delete commit together.
+    One place per id; on a database the upsert and the delete commit together.
     """
     ids = [u.memory_id for u in batch]
     store.vector_collection(ns, into).upsert(
@@ -634,6 +620,6 @@ def _write_group(
         documents=[u.content for u in batch],
         metadatas=[unit_to_metadata(u) for u in batch],
     )
-    other = store.collection(ns, out_of, create=False)
+    other = store.collection(ns, "memories" if into == "archive" else "archive", create=False)
     if other is not None and (stale := other.exists(ids)):
         other.delete(ids=stale)
