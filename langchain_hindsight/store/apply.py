@@ -72,6 +72,7 @@ def move_units(src: Collection, dst: Collection, ids: Sequence[str], status: Mem
         unit_from_record(i, d, m).evolve(status=status)
         for i, d, m in zip(rows["ids"], rows["documents"] or [], rows["metadatas"] or [], strict=True)
     ]
+    # copy first, delete second: repair_namespace completes an interrupted move
     dst.upsert(
         ids=[u.memory_id for u in moved],
         embeddings=rows["embeddings"],

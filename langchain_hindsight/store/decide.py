@@ -487,6 +487,7 @@ def plan_add(
         else:
             unit, (demoted,) = plan.supersede(unit, vector, [target.unit], policy)
             admit(unit, vector)
+            # what it takes to undo it: the old unit's confidence before (status back to "active")
             reason = REASON_SUPERSEDED.format(
                 reason=decision.reason,
                 old=target.unit.memory_id,
