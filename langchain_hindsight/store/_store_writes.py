@@ -15,12 +15,12 @@ from typing import Any
 
 from langchain_hindsight._checks import is_int
 from langchain_hindsight.errors import ConfigurationError, MemoryNotFoundError, StoreError, WriteConflictError
-from langchain_hindsight.store._codec import unit_from_record, unit_to_metadata
+from langchain_hindsight.store._codec import unit_from_record
 from langchain_hindsight.store._collections import Collection, records
 from langchain_hindsight.store._core import StoreCore, backend_errors, check_ids
 from langchain_hindsight.store._naming import ROLES, Role
 from langchain_hindsight.store._policy import feedback_reason
-from langchain_hindsight.store.apply import move_units, write_plan, write_updates
+from langchain_hindsight.store.apply import delete_units, move_units, place_units, write_plan, write_updates
 from langchain_hindsight.store.decide import (
     NEIGHBOURS,
     Scope,
@@ -574,9 +574,7 @@ def discard(store: StoreCore, memory_ids: Sequence[str], *, namespace: str | Non
         if col is None:
             return 0
         present = col.exists(ids)
-        step = store.backend.max_batch_size
-        for start in range(0, len(present), step):
-            col.delete(ids=present[start : start + step])
+        delete_units(col, present, store.backend.max_batch_size)
         store.reindex(ns, deletes=present)
         return len(present)
 
@@ -609,17 +607,6 @@ def write_exact(store: StoreCore, units: list[MemoryUnit], vectors: list[list[fl
 
 
 def _write_group(store: StoreCore, ns: str, into: Role, batch: list[MemoryUnit], vectors: list[list[float]]) -> None:
-    """One plan of :func:`write_exact`: ``batch`` upserted into ``into``, deleted from the other collection.
-
-    One place per id; on a database the upsert and the delete commit together.
-    """
-    ids = [u.memory_id for u in batch]
-    store.vector_collection(ns, into).upsert(
-        ids=ids,
-        embeddings=vectors,
-        documents=[u.content for u in batch],
-        metadatas=[unit_to_metadata(u) for u in batch],
-    )
-    other = store.collection(ns, "memories" if into == "archive" else "archive", create=False)
-    if other is not None and (stale := other.exists(ids)):
-        other.delete(ids=stale)
+    """One plan of :func:`write_exact` (on a database the upsert and the delete commit together)."""
+    dst = store.vector_collection(ns, into)
+    place_units(dst, store.collection(ns, "memories" if into == "archive" else "archive", create=False), batch, vectors)

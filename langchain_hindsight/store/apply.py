@@ -22,7 +22,7 @@ from langchain_hindsight.store._policy import ConfidencePolicy
 from langchain_hindsight.store.decide import WritePlan, demote
 from langchain_hindsight.types import MemoryStatus, MemoryUnit
 
-__all__ = ["move_units", "repair_namespace", "write_plan", "write_updates"]
+__all__ = ["delete_units", "move_units", "place_units", "repair_namespace", "write_plan", "write_updates"]
 
 logger = logging.getLogger(__name__)
 
@@ -82,6 +82,27 @@ def move_units(src: Collection, dst: Collection, ids: Sequence[str], status: Mem
     src.delete(ids=[u.memory_id for u in moved])
     dst.update(ids=[u.memory_id for u in moved], metadatas=[{"pending": ""} for _ in moved])
     return moved
+
+
+def place_units(
+    dst: Collection, other: Collection | None, units: Sequence[MemoryUnit], vectors: list[list[float]]
+) -> None:
+    """Upsert ``units`` into ``dst`` exactly as given and delete them from ``other``: one place per id."""
+    ids = [u.memory_id for u in units]
+    dst.upsert(
+        ids=ids,
+        embeddings=vectors,
+        documents=[u.content for u in units],
+        metadatas=[unit_to_metadata(u) for u in units],
+    )
+    if other is not None and (stale := other.exists(ids)):
+        other.delete(ids=stale)
+
+
+def delete_units(col: Collection, ids: list[str], batch: int) -> None:
+    """Delete ``ids`` from ``col``, ``batch`` records per call."""
+    for start in range(0, len(ids), batch):
+        col.delete(ids=ids[start : start + batch])
 
 
 def write_plan(col: Collection, plan: WritePlan, batch: int) -> None:
