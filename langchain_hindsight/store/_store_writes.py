@@ -108,7 +108,7 @@ def add_many(
     """Store many units with one batch embedding; one :class:`WriteResult` per unit, aligned with ``units``.
 
     A unit may merge into, or supersede, an earlier unit of the same batch. ``dedupe=False`` stores
-    every unit as given (bulk import), an id already stored under a fresh id as always. Every unit is
+    every unit as given (bulk import; an id already stored still gets a fresh one). Every unit is
     checked before anything is written: one uninformative unit (``UninformativeMemoryError``) refuses
     the batch. ``if_absent``: as :meth:`add`, for every unit.
     """
