@@ -1,10 +1,8 @@
 """The write methods of ``MemoryStore`` (it binds these functions): each one read, plan, apply.
 
-A write checks its arguments and prepares its units outside any lock (``decide.prepare``), embeds
-them, then runs one write plan under the store's lock (``StoreCore.atomic``: one transaction on a
-database, which may re-run it, so it reads everything it decides on inside): read, decide
-(``decide``, pure), write (``apply``, in crash-safe order), then tell the replica (``reindex``).
-What each write did and why is logged at INFO.
+A write checks and prepares its units outside any lock (``decide.prepare``), embeds them, then runs one
+write plan (``StoreCore.atomic``; a database may re-run it, so it reads everything it decides on inside):
+read, decide (``decide``, pure), write (``apply``), tell the replica (``reindex``), log what it did and why.
 """
 
 from __future__ import annotations
@@ -17,18 +15,20 @@ from typing import Any
 
 from langchain_hindsight._checks import is_int
 from langchain_hindsight.errors import ConfigurationError, MemoryNotFoundError, StoreError, WriteConflictError
-from langchain_hindsight.store._codec import unit_to_metadata
+from langchain_hindsight.store._codec import unit_from_record
 from langchain_hindsight.store._collections import Collection, records
 from langchain_hindsight.store._core import StoreCore, backend_errors, check_ids
 from langchain_hindsight.store._naming import ROLES, Role
-from langchain_hindsight.store._policy import feedback_reason, trust
-from langchain_hindsight.store.apply import move_units, write_plan, write_updates
+from langchain_hindsight.store._policy import feedback_reason
+from langchain_hindsight.store.apply import delete_units, move_units, place_units, write_plan, write_updates
 from langchain_hindsight.store.decide import (
     NEIGHBOURS,
     Scope,
     Target,
+    WritePlan,
     check_informative,
     check_source_change,
+    check_stays,
     check_unit,
     fresh_ids_for_taken,
     plan_add,
@@ -37,7 +37,7 @@ from langchain_hindsight.store.decide import (
     plan_supersede,
     prepare,
 )
-from langchain_hindsight.store.writes import WriteResult
+from langchain_hindsight.store.writes import Neighbour, WriteResult
 from langchain_hindsight.types import MemoryStatus, MemoryUnit, utcnow
 
 __all__ = [
@@ -73,20 +73,14 @@ def add(
 ) -> WriteResult:
     """Store ``unit``; return what the write did (:class:`~langchain_hindsight.store.writes.WriteResult`).
 
-    With ``dedupe`` (default): an active unit in scope that makes the same
-    statement (after normalising case, whitespace and punctuation) absorbs it
-    (``"merged"``; ``result.unit`` is that unit, keeping the newest time).
-    A different statement is never merged on similarity alone: when active
-    units are more than ``conflict_threshold`` similar, the store's ``judge``
-    decides; the default keeps both (``"added"``, ``related_ids`` naming the
-    similar units), an LLM judge may also merge a reworded duplicate or
-    supersede an outdated unit (``"superseded"``). ``namespace`` overrides
-    ``unit.namespace``. Each write is logged at INFO. ``if_absent=True`` stores
-    ``unit`` under its own id or not at all: an id already stored (another
-    writer created it first) raises :class:`~langchain_hindsight.errors.WriteConflictError`
-    instead of taking a fresh id (a key's first version, as ``HindsightStore.put`` writes it),
-    and so does a ``supersedes`` naming a unit that is gone or that an active unit
-    already continues (checked inside the write plan).
+    With ``dedupe`` (default) the rules of :mod:`~langchain_hindsight.store.writes` apply: an active
+    unit in scope that makes the same statement absorbs it (``"merged"``; ``result.unit`` is that
+    unit); units more than ``conflict_threshold`` similar go to the store's ``judge``, which keeps both
+    (``"added"``, ``related_ids`` naming them) or supersedes one (``"superseded"``). ``namespace``
+    overrides ``unit.namespace``. Logged at INFO. ``if_absent=True`` stores ``unit`` under its own id
+    or not at all (a key's first version, as ``HindsightStore.put`` writes it): an id already stored,
+    or a ``supersedes`` naming a unit that is gone or that an active unit already continues, means
+    another writer was first (checked inside the write plan).
 
     Example:
         >>> store.add(MemoryUnit(content="客户甲公司希望通过邮件联系。")).action  # doctest: +SKIP
@@ -97,7 +91,7 @@ def add(
         UninformativeMemoryError: its content carries no information (``"ok"``, ``"好的"``, emoji only);
             an :class:`~langchain_hindsight.errors.InvalidMemoryError`. Nothing was changed.
         StoreError: the backend failed; nothing was changed.
-        WriteConflictError: ``if_absent`` and the id is already stored; nothing was changed.
+        WriteConflictError: ``if_absent`` and another writer was first; nothing was changed.
     """
     return add_many(store, [unit], namespace=namespace, dedupe=dedupe, if_absent=if_absent)[0]
 
@@ -113,11 +107,10 @@ def add_many(
 ) -> list[WriteResult]:
     """Store many units with one batch embedding; one :class:`WriteResult` per unit, aligned with ``units``.
 
-    A unit may merge into, or supersede, an earlier unit of the same batch.
-    ``dedupe=False`` stores every unit as given (bulk import); an id that
-    already exists is then overwritten. Every unit is checked before anything
-    is written: one uninformative unit (``UninformativeMemoryError``) refuses the batch.
-    ``if_absent``: as :meth:`add`, for every unit.
+    A unit may merge into, or supersede, an earlier unit of the same batch. ``dedupe=False`` stores
+    every unit as given (bulk import; an id already stored still gets a fresh one). Every unit is
+    checked before anything is written: one uninformative unit (``UninformativeMemoryError``) refuses
+    the batch. ``if_absent``: as :meth:`add`, for every unit.
     """
     if isinstance(units, MemoryUnit) or not isinstance(units, Sequence):
         raise ConfigurationError("units must be a sequence of MemoryUnit")
@@ -181,15 +174,14 @@ def _add_plan(
         units,
         vectors,
         dedupe=dedupe,
-        stored=_neighbours(col, units, vectors, store.conflict_scope) if dedupe else None,
+        stored=_neighbours(col, units, vectors, store.conflict_scope) if dedupe else [],
         merge_threshold=store.merge_threshold,
         conflict_threshold=store.conflict_threshold,
         scope=store.conflict_scope,
         policy=store.policy,
         judge=store.judge,
     )
-    write_plan(col, plan, store.backend.max_batch_size)
-    store.reindex(ns, upserts=[*(u for u, _ in plan.new.values()), *plan.changed.values()])
+    _apply(store, col, ns, plan)
     for unit, result in zip(units, plan.results, strict=True):
         if result.action == "added":
             what = f"added as {result.memory_id}"
@@ -199,6 +191,12 @@ def _add_plan(
             what = f"superseded {', '.join(result.related_ids)}; stored as {result.memory_id}"
         logger.info("write %s in %r: %s (%s)", unit.memory_id, ns, what, result.reason)
     return plan.results
+
+
+def _apply(store: StoreCore, col: Collection, ns: str, plan: WritePlan) -> None:
+    """Write ``plan`` to ``col`` (``apply.write_plan``, in crash-safe order); the replica follows."""
+    write_plan(col, plan, store.backend.max_batch_size)
+    store.reindex(ns, upserts=[*(u for u, _ in plan.new.values()), *plan.changed.values()])
 
 
 def _check_premise(store: StoreCore, col: Collection, units: list[MemoryUnit], taken: set[str], ns: str) -> None:
@@ -233,25 +231,21 @@ def _check_premise(store: StoreCore, col: Collection, units: list[MemoryUnit], t
 
 def _neighbours(
     col: Collection, units: Sequence[MemoryUnit], vectors: Sequence[list[float]], scope: Scope
-) -> list[Any]:
-    """For each unit, the stored active units nearest to its vector in its scope (``None`` when there are none).
+) -> list[list[Neighbour]]:
+    """For each unit, the :data:`~decide.NEIGHBOURS` stored active units nearest to its vector in its scope.
 
-    One batched nearest-neighbour query per scope present in the batch (one for
-    ``"namespace"``; one per task type and kind for ``"task_type"``), the same
-    filter and depth a query per unit would use. Each result has the shape of a
-    single-vector query result.
+    One batched nearest-neighbour query per scope present in the batch (one for ``"namespace"``; one
+    per task type and kind for ``"task_type"``), the same filter and depth a query per unit would use.
     """
-    out: list[Any] = [None] * len(units)
+    out: list[list[Neighbour]] = [[] for _ in units]
     if not units or not col.get(limit=1, include=[])["ids"]:  # empty (a count would read every record on a database)
         return out
     groups: dict[tuple[str, ...], list[int]] = {}
     for i, u in enumerate(units):
         groups.setdefault((u.task_type, u.kind) if scope == "task_type" else (), []).append(i)
     for key, idx in groups.items():
-        clauses: list[dict[str, Any]] = [{"status": "active"}]
-        if key:
-            clauses += [{"task_type": key[0]}, {"kind": key[1]}]
-        where = {"$and": clauses} if len(clauses) > 1 else clauses[0]
+        active: dict[str, Any] = {"status": "active"}
+        where = {"$and": [active, {"task_type": key[0]}, {"kind": key[1]}]} if key else active
         for start in range(0, len(idx), _QUERY_BATCH):
             chunk = idx[start : start + _QUERY_BATCH]
             res = col.query(
@@ -261,7 +255,8 @@ def _neighbours(
                 include=["documents", "metadatas", "distances"],
             )
             for j, i in enumerate(chunk):
-                out[i] = {k: [res[k][j]] for k in ("ids", "documents", "metadatas", "distances")}
+                rows = zip(res["ids"][j], res["documents"][j], res["metadatas"][j], res["distances"][j], strict=True)
+                out[i] = [Neighbour(unit_from_record(m, d, md), 1.0 - float(dist)) for m, d, md, dist in rows]
     return out
 
 
@@ -271,22 +266,15 @@ def supersede(
 ) -> WriteResult:
     """Store ``unit`` as the successor of the active units ``memory_ids`` (e.g. a user's correction).
 
-    The caller has decided the relation (say, the correction contradicts them),
-    so no judge is asked and nothing is merged: ``unit`` is stored as new with
-    ``supersedes`` naming the first of them, and each of them becomes
-    ``superseded`` (confidence × ``supersede_factor``), in the crash-safe order
-    of every supersede (the new unit marked ``pending`` until the demotions are
-    written; a crash in between is finished at the next open for the first of
-    them, the others then stay active, as before the write). ``history(unit id)``
-    then shows the chain. Logged at INFO with ``reason``.
+    The caller has decided the relation, so no judge is asked and nothing is merged: ``unit`` is
+    stored as new with ``supersedes`` naming the first of them, and each becomes ``superseded``
+    (confidence × ``supersede_factor``; a crash in between is finished at the next open for the
+    first of them, the others then stay active, as before the write). A unit another process
+    superseded since the caller read it is followed to the newest version of its chain, which is
+    superseded instead (``decide.plan_supersede``; ``result.reason`` says so). Logged at INFO with ``reason``.
 
     Returns:
         ``"superseded"``, ``related_ids`` the ids demoted, ``previous`` their state before.
-
-    A unit of ``memory_ids`` that another process superseded since the caller
-    read it is followed to the newest version of its chain, which is superseded
-    instead (re-read inside the write plan; ``result.reason`` and the log say so;
-    see ``decide.plan_supersede``).
 
     Raises:
         MemoryNotFoundError: none of ``memory_ids`` has an active version in the namespace.
@@ -302,11 +290,10 @@ def supersede(
     vector = embed_batched(store, [prepared.content])[0]
     with store.lock:
         store.collection(ns, create=True)  # created outside the plan's transaction
-        old, new, notes = store.atomic(ns, functools.partial(_supersede_plan, store, ids, prepared, vector, ns))
-    related = tuple(u.memory_id for u in old)
-    why = f"{reason} (re-planned: {'; '.join(notes)})" if notes else reason
-    logger.info("write %s in %r: superseded %s (%s)", new.memory_id, ns, ", ".join(related), why)
-    return WriteResult("superseded", new, related, why, tuple(old))
+        result = store.atomic(ns, functools.partial(_supersede_plan, store, ids, prepared, vector, reason))
+    related = ", ".join(result.related_ids)
+    logger.info("write %s in %r: superseded %s (%s)", result.memory_id, ns, related, result.reason)
+    return result
 
 
 def _read_targets(store: StoreCore, ids: list[str], ns: str) -> list[Target]:
@@ -331,23 +318,18 @@ def _read_targets(store: StoreCore, ids: list[str], ns: str) -> list[Target]:
 
 
 def _supersede_plan(
-    store: StoreCore, ids: list[str], prepared: MemoryUnit, vector: list[float], ns: str
-) -> tuple[list[MemoryUnit], MemoryUnit, tuple[str, ...]]:
-    """Re-read the targets, re-plan (``decide.plan_supersede``) and write: the demoted units, the new one, the notes."""
-    planned = plan_supersede(_read_targets(store, ids, ns), ns)
-    old = list(planned.replace)
-    weaker = [u.memory_id for u in old if trust(prepared.source) > trust(u.source)]
-    if weaker:
-        raise ConfigurationError(f"a {prepared.source} unit never replaces a more trusted one ({', '.join(weaker)})")
+    store: StoreCore, ids: list[str], prepared: MemoryUnit, vector: list[float], reason: str
+) -> WriteResult:
+    """Re-read the targets, re-plan (``decide.plan_supersede``) and write."""
+    ns = prepared.namespace
+    planned = plan_supersede(_read_targets(store, ids, ns), ns, source=prepared.source)
     col = store.vector_collection(ns)
     fresh = fresh_ids_for_taken([prepared], _taken(store, col, ns, [prepared.memory_id]))[0]
-    plan = plan_successor(fresh, vector, old, store.policy)
-    write_plan(col, plan, store.backend.max_batch_size)
-    new = plan.new[fresh.memory_id][0]
-    store.reindex(ns, upserts=[new, *plan.changed.values()])
+    plan = plan_successor(fresh, vector, planned, store.policy, reason)
+    _apply(store, col, ns, plan)
     if planned.notes:
         logger.info("supersede in %r re-planned: %s", ns, "; ".join(planned.notes))
-    return old, new, planned.notes
+    return plan.results[0]
 
 
 @backend_errors
@@ -377,8 +359,7 @@ def update(store: StoreCore, memory_id: str, /, *, namespace: str | None = None,
             check_informative(current.evolve(content=changes["content"]))
         return update_many(store, [current.evolve(**changes)], namespace=ns)[0]
 
-    with store.lock:
-        return store.atomic(ns, plan)
+    return store.atomic(ns, plan)
 
 
 @backend_errors
@@ -399,32 +380,33 @@ def update_many(store: StoreCore, units: Sequence[MemoryUnit], *, namespace: str
         raise ConfigurationError(f"every unit must belong to namespace {ns!r}")
     if not units:
         return []
-    with store.lock:
-        return store.atomic(ns, functools.partial(_update_plan, store, units, ns))
+    return store.atomic(ns, functools.partial(_update_plan, store, units, ns))
 
 
 def _update_plan(store: StoreCore, units: list[MemoryUnit], ns: str) -> list[MemoryUnit]:
-    """Write :func:`update_many`'s new versions (one plan)."""
-    written: list[MemoryUnit] = []
+    """Write :func:`update_many`'s new versions (one plan): find each unit's collection, check, then write."""
+    found: list[tuple[Role, Collection, list[MemoryUnit], dict[str, str]]] = []
     for role in ROLES:
         col = store.collection(ns, role, create=False)
-        if col is None:
-            continue
-        embed = functools.partial(_embed_into, store, ns, role)
-        batch = write_updates(col, role, units, embed)
-        if role == "memories" and batch:
-            store.reindex(ns, upserts=batch)
-        written.extend(batch)
-    missing = {u.memory_id for u in units} - {u.memory_id for u in written}
-    if missing:
+        if col is not None:
+            rows = col.get(ids=[u.memory_id for u in units], include=["documents"])
+            documents = dict(zip(rows["ids"], rows["documents"] or [], strict=True))
+            found.append((role, col, check_stays(role, [u for u in units if u.memory_id in documents]), documents))
+    written = [u for _, _, batch, _ in found for u in batch]
+    if missing := {u.memory_id for u in units} - {u.memory_id for u in written}:
         raise MemoryNotFoundError(f"no memory {sorted(missing)[0]!r} in namespace {ns!r}")
+    for role, col, batch, documents in found:
+        if batch:
+            write_updates(col, batch, documents, functools.partial(_embed_into, store, ns, role))
+            if role == "memories":
+                store.reindex(ns, upserts=batch)
     order = {u.memory_id: i for i, u in enumerate(units)}
     return sorted(written, key=lambda u: order[u.memory_id])
 
 
 def _embed_into(store: StoreCore, ns: str, role: Role, texts: list[str]) -> list[list[float]]:
     store.vector_collection(ns, role)  # new vectors go only where this store's embedder is recorded
-    return store.embeddings.embed_documents(texts)
+    return embed_batched(store, texts)
 
 
 @backend_errors
@@ -489,21 +471,13 @@ def record_feedback(
         )
         return current, update_many(store, credited, namespace=ns)
 
-    with store.lock:
-        current, written = store.atomic(ns, plan)
+    current, written = store.atomic(ns, plan)
     if success is not None or rejected:
         for old, new in zip(current, written, strict=True):
-            why = feedback_reason(
-                store.policy, success=success, rejected=rejected, repeats=counts.get(old.memory_id, 0), reason=reason
-            )
-            logger.info(
-                "confidence of %s in %r: %.4f → %.4f (%s)",
-                old.memory_id,
-                ns,
-                old.score_confidence,
-                new.score_confidence,
-                why,
-            )
+            n = counts.get(old.memory_id, 0)
+            why = feedback_reason(store.policy, success=success, rejected=rejected, repeats=n, reason=reason)
+            before, after = old.score_confidence, new.score_confidence
+            logger.info("confidence of %s in %r: %.4f → %.4f (%s)", old.memory_id, ns, before, after, why)
     return written
 
 
@@ -563,11 +537,10 @@ def _move(store: StoreCore, ids: list[str], ns: str, src_role: Role, dst_role: R
         src = store.collection(ns, src_role, create=False)  # the current one: another process may have replaced it
         if src is None:
             return []
-        moved = move_units(src, functools.partial(store.collection, ns, dst_role), ids, status)
-        if moved and dst_role == "archive":
-            store.reindex(ns, deletes=[u.memory_id for u in moved])
-        elif moved:
-            store.reindex(ns, upserts=moved)
+        dst = store.collection(ns, dst_role, create=False)
+        assert dst is not None  # created before the plan
+        moved = move_units(src, dst, ids, status)
+        _reindex_into(store, ns, dst_role, moved)
         return moved
 
     with store.lock:
@@ -575,6 +548,14 @@ def _move(store: StoreCore, ids: list[str], ns: str, src_role: Role, dst_role: R
             return []
         store.collection(ns, dst_role, create=True)  # created outside the plan's transaction
         return store.atomic(ns, plan)
+
+
+def _reindex_into(store: StoreCore, ns: str, role: Role, units: list[MemoryUnit]) -> None:
+    """``units`` now live in ``role``: the replica, which holds active and superseded units, follows."""
+    if units and role == "archive":
+        store.reindex(ns, deletes=[u.memory_id for u in units])
+    elif units:
+        store.reindex(ns, upserts=units)
 
 
 @backend_errors
@@ -593,9 +574,7 @@ def discard(store: StoreCore, memory_ids: Sequence[str], *, namespace: str | Non
         if col is None:
             return 0
         present = col.exists(ids)
-        step = store.backend.max_batch_size
-        for start in range(0, len(present), step):
-            col.delete(ids=present[start : start + step])
+        delete_units(col, present, store.backend.max_batch_size)
         store.reindex(ns, deletes=present)
         return len(present)
 
@@ -613,41 +592,21 @@ def write_exact(store: StoreCore, units: list[MemoryUnit], vectors: list[list[fl
     Returns:
         Units written per namespace.
     """
-    groups: dict[tuple[str, bool], list[int]] = {}
+    groups: dict[tuple[str, Role], list[int]] = {}
     for i, u in enumerate(units):
-        groups.setdefault((u.namespace, u.status == "archived"), []).append(i)
+        groups.setdefault((u.namespace, "archive" if u.status == "archived" else "memories"), []).append(i)
     per_ns: dict[str, int] = {}
     with store.lock:
-        for (ns, archived), idx in groups.items():
-            into: Role = "archive" if archived else "memories"
-            out_of: Role = "memories" if archived else "archive"
+        for (ns, into), idx in groups.items():
             store.collection(ns, into, create=True)  # created outside the plan's transaction
             batch = [units[i] for i in idx]
-            ids = [u.memory_id for u in batch]
-            plan = functools.partial(_write_group, store, ns, into, out_of, batch, [vectors[i] for i in idx])
-            store.atomic(ns, plan)
-            if archived:
-                store.reindex(ns, deletes=ids)
-            else:
-                store.reindex(ns, upserts=batch)
+            store.atomic(ns, functools.partial(_write_group, store, ns, into, batch, [vectors[i] for i in idx]))
+            _reindex_into(store, ns, into, batch)
             per_ns[ns] = per_ns.get(ns, 0) + len(batch)
     return per_ns
 
 
-def _write_group(
-    store: StoreCore, ns: str, into: Role, out_of: Role, batch: list[MemoryUnit], vectors: list[list[float]]
-) -> None:
-    """One plan of :func:`write_exact`: upsert ``batch`` into ``into``, delete it from ``out_of`` (one place per id).
-
-    On a database the upsert and the delete commit together.
-    """
-    ids = [u.memory_id for u in batch]
-    store.vector_collection(ns, into).upsert(
-        ids=ids,
-        embeddings=vectors,
-        documents=[u.content for u in batch],
-        metadatas=[unit_to_metadata(u) for u in batch],
-    )
-    other = store.collection(ns, out_of, create=False)
-    if other is not None and (stale := other.exists(ids)):
-        other.delete(ids=stale)
+def _write_group(store: StoreCore, ns: str, into: Role, batch: list[MemoryUnit], vectors: list[list[float]]) -> None:
+    """One plan of :func:`write_exact` (on a database the upsert and the delete commit together)."""
+    dst = store.vector_collection(ns, into)
+    place_units(dst, store.collection(ns, "memories" if into == "archive" else "archive", create=False), batch, vectors)

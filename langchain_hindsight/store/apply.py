@@ -1,24 +1,20 @@
-"""Two-step writes and their crash repair: ``pending`` markers.
+"""Writing a plan in crash-safe order: ``pending`` marks, and their repair.
 
-A write that touches two records cannot be atomic in Chroma, so it marks the
-record it writes first and clears the mark last:
-
-* a supersede (see :func:`write_plan`) writes the new unit marked
-  ``pending=supersede``, demotes the old unit, then clears the mark;
-* a move between memories and archive (:func:`move_units`) writes the
-  destination copy marked ``pending=move``, deletes the source copy, then clears
-  the mark.
-
-A marked record found when a namespace is first opened means a process died in
-between; :func:`repair_namespace` does the remaining steps.
+A write that touches two records cannot be atomic in Chroma, so it marks the record it writes first
+and clears the mark last: a supersede (:func:`write_plan`) writes the new unit marked
+``pending=supersede``, demotes the old unit, then clears the mark; a move between memories and archive
+(:func:`move_units`) writes the destination copy marked ``pending=move``, deletes the source copy, then
+clears the mark. A marked record found when a namespace is first opened means a process died in
+between; :func:`repair_namespace` does the remaining steps (only marked records are touched, so a unit
+restored on purpose stays restored).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
-from langchain_hindsight.errors import ConfigurationError, StoreError
+from langchain_hindsight.errors import StoreError
 from langchain_hindsight.store._codec import PENDING_MOVE, PENDING_SUPERSEDE, unit_from_record, unit_to_metadata
 from langchain_hindsight.store._collections import Collection, records
 from langchain_hindsight.store._naming import ROLES, Role
@@ -26,7 +22,7 @@ from langchain_hindsight.store._policy import ConfidencePolicy
 from langchain_hindsight.store.decide import WritePlan, demote
 from langchain_hindsight.types import MemoryStatus, MemoryUnit
 
-__all__ = ["move_units", "repair_namespace", "write_plan", "write_updates"]
+__all__ = ["delete_units", "move_units", "place_units", "repair_namespace", "write_plan", "write_updates"]
 
 logger = logging.getLogger(__name__)
 
@@ -36,9 +32,7 @@ def repair_namespace(
 ) -> list[str]:
     """Finish the interrupted two-step writes of ``namespace``; return the ids it rewrote.
 
-    Only marked records are touched, so a unit restored on purpose stays restored.
-    ``open_collection(role)`` returns the namespace's collection, or ``None`` if
-    it does not exist.
+    ``open_collection(role)`` returns the namespace's collection, or ``None`` if it does not exist.
     """
     touched: list[str] = []
     try:
@@ -69,10 +63,8 @@ def repair_namespace(
     return touched
 
 
-def move_units(
-    src: Collection, open_dst: Callable[[], Collection | None], ids: Sequence[str], status: MemoryStatus
-) -> list[MemoryUnit]:
-    """Move ``ids`` from ``src`` to the collection ``open_dst()`` with ``status``; return the moved units."""
+def move_units(src: Collection, dst: Collection, ids: Sequence[str], status: MemoryStatus) -> list[MemoryUnit]:
+    """Move ``ids`` from ``src`` to ``dst`` with ``status``; return the moved units."""
     rows = src.get(ids=ids, include=["documents", "metadatas", "embeddings"])
     if not rows["ids"]:
         return []
@@ -80,8 +72,6 @@ def move_units(
         unit_from_record(i, d, m).evolve(status=status)
         for i, d, m in zip(rows["ids"], rows["documents"] or [], rows["metadatas"] or [], strict=True)
     ]
-    dst = open_dst()
-    assert dst is not None
     # copy first, delete second: repair_namespace completes an interrupted move
     dst.upsert(
         ids=[u.memory_id for u in moved],
@@ -92,6 +82,27 @@ def move_units(
     src.delete(ids=[u.memory_id for u in moved])
     dst.update(ids=[u.memory_id for u in moved], metadatas=[{"pending": ""} for _ in moved])
     return moved
+
+
+def place_units(
+    dst: Collection, other: Collection | None, units: Sequence[MemoryUnit], vectors: list[list[float]]
+) -> None:
+    """Upsert ``units`` into ``dst`` exactly as given and delete them from ``other``: one place per id."""
+    ids = [u.memory_id for u in units]
+    dst.upsert(
+        ids=ids,
+        embeddings=vectors,
+        documents=[u.content for u in units],
+        metadatas=[unit_to_metadata(u) for u in units],
+    )
+    if other is not None and (stale := other.exists(ids)):
+        other.delete(ids=stale)
+
+
+def delete_units(col: Collection, ids: list[str], batch: int) -> None:
+    """Delete ``ids`` from ``col``, ``batch`` records per call."""
+    for start in range(0, len(ids), batch):
+        col.delete(ids=ids[start : start + batch])
 
 
 def write_plan(col: Collection, plan: WritePlan, batch: int) -> None:
@@ -118,19 +129,13 @@ def write_plan(col: Collection, plan: WritePlan, batch: int) -> None:
 
 
 def write_updates(
-    col: Collection, role: Role, units: Sequence[MemoryUnit], embed: Callable[[list[str]], list[list[float]]]
-) -> list[MemoryUnit]:
-    """Rewrite the units of ``units`` that live in ``col`` (re-embedding changed content); return them."""
-    rows = col.get(ids=[u.memory_id for u in units], include=["documents"])
-    docs = dict(zip(rows["ids"], rows["documents"] or [], strict=True))
-    batch = [u for u in units if u.memory_id in docs]
-    if not batch:
-        return []
-    if role == "archive" and any(u.status != "archived" for u in batch):
-        raise ConfigurationError("use restore() to bring an archived unit back")
-    if role == "memories" and any(u.status == "archived" for u in batch):
-        raise ConfigurationError("use archive() to archive a unit")
-    reembed = [u for u in batch if u.content != docs[u.memory_id]]
+    col: Collection,
+    units: Sequence[MemoryUnit],
+    documents: Mapping[str, str],
+    embed: Callable[[list[str]], list[list[float]]],
+) -> None:
+    """Rewrite ``units`` in ``col``, re-embedding those whose content differs from their stored ``documents``."""
+    reembed = [u for u in units if u.content != documents[u.memory_id]]
     if reembed:
         col.update(
             ids=[u.memory_id for u in reembed],
@@ -138,7 +143,6 @@ def write_updates(
             documents=[u.content for u in reembed],
             metadatas=[unit_to_metadata(u) for u in reembed],
         )
-    same = [u for u in batch if u.content == docs[u.memory_id]]
+    same = [u for u in units if u.content == documents[u.memory_id]]
     if same:
         col.update(ids=[u.memory_id for u in same], metadatas=[unit_to_metadata(u) for u in same])
-    return batch

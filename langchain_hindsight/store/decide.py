@@ -1,15 +1,8 @@
 """How a write is decided, without I/O: each write's plan, from what the write read.
 
-* :func:`prepare`: a unit as it will be stored (checked, task type folded, namespace and confidence settled,
-  the system-owned fields it may not claim settled (:func:`settle_claims`), instruction-like untrusted text
-  tagged ``suspicious``, junk refused); :func:`fresh_ids_for_taken`: an incoming id already stored is renamed;
-* :func:`plan_add`: a batch of adds, from each unit's nearest stored active neighbours: merge, supersede or
-  add, by the rules of :mod:`~langchain_hindsight.store.writes` (pure apart from the judge);
-* :func:`plan_supersede`: a caller's supersede, re-planned on its targets as they are now;
-* :func:`plan_feedback`: the credited or debited versions of units a run used.
-
-``_store_writes`` reads what a plan needs inside the namespace's write plan, calls these, and hands the
-:class:`WritePlan` to ``apply``, which writes it in crash-safe order.
+``_store_writes`` reads what a plan needs inside the namespace's write plan, calls :func:`prepare` (before
+it), :func:`plan_add`, :func:`plan_supersede` / :func:`plan_successor` or :func:`plan_feedback`, and hands
+the :class:`WritePlan` to ``apply``, which writes it in crash-safe order.
 """
 
 from __future__ import annotations
@@ -32,8 +25,7 @@ from langchain_hindsight.errors import (
     MemoryNotFoundError,
     UninformativeMemoryError,
 )
-from langchain_hindsight.store._codec import unit_from_record
-from langchain_hindsight.store._naming import check_namespace
+from langchain_hindsight.store._naming import Role, check_namespace
 from langchain_hindsight.store._policy import ConfidencePolicy, trust
 from langchain_hindsight.store.evidence import corroborated, evidence_cap
 from langchain_hindsight.store.writes import (
@@ -55,6 +47,7 @@ __all__ = [
     "WritePlan",
     "check_informative",
     "check_source_change",
+    "check_stays",
     "check_unit",
     "clamp_future",
     "demote",
@@ -74,12 +67,11 @@ logger = logging.getLogger(__name__)
 MERGE_THRESHOLD = 0.95
 """The one merge threshold: the cosine similarity at or above which two units may become one.
 
-Its one owner is this module (how a write is decided); the store's ``merge_threshold`` (a judged
-rewording merges only at or above it) and :class:`~langchain_hindsight.lifecycle.policy.LifecyclePolicy`'s
-(same-statement units are merge candidates only at or above it) both default to it. 0.95: under the
-default embedders distinct sentences that differ in one entity or number still score near 1.0, so
-similarity only selects candidates and the statement rule decides; 0.95 is the value both paths had
-before they shared it, so no golden output moved."""
+The store's ``merge_threshold`` (a judged rewording merges only at or above it) and
+:class:`~langchain_hindsight.lifecycle.policy.LifecyclePolicy`'s (same-statement units are merge
+candidates only at or above it) both default to it. Under the default embedders distinct sentences
+that differ in one entity or number still score near 1.0, so similarity only selects candidates and
+the statement rule decides."""
 
 NEIGHBOURS = 5
 """Stored neighbours a write reads per unit (the nearest active ones in scope): the rules look at all of them."""
@@ -104,7 +96,6 @@ REASON_SUPERSEDED = "{reason} ({old}: confidence {before:.2f} -> {after:.2f}, ke
 REASON_LESS_TRUSTED = "a {source} unit never replaces a {other} one: both kept active, ranked by source"
 
 Scope = Literal["task_type", "namespace"]
-Pending = dict[str, tuple[MemoryUnit, list[float]]]
 
 
 def check_unit(value: object) -> MemoryUnit:
@@ -142,8 +133,10 @@ def suspicious(unit: MemoryUnit) -> bool:
 
 def flag_suspicious(unit: MemoryUnit, policy: ConfidencePolicy) -> MemoryUnit:
     """``unit`` tagged ``suspicious`` and capped at ``policy.suspicious_cap`` when :func:`suspicious` (else as is)."""
-    if not suspicious(unit):
-        return unit
+    return _tagged(unit, policy) if suspicious(unit) else unit
+
+
+def _tagged(unit: MemoryUnit, policy: ConfidencePolicy) -> MemoryUnit:
     tags = list(dict.fromkeys([*unit.tags, SUSPICIOUS_TAG]))
     confidence = min(unit.score_confidence, policy.suspicious_cap)
     if tags == unit.tags and confidence == unit.confidence:
@@ -172,15 +165,10 @@ def clamp_future(unit: MemoryUnit) -> MemoryUnit:
 def settle_claims(unit: MemoryUnit) -> MemoryUnit:
     """``unit`` with the system-owned fields it may not claim on arrival settled.
 
-    The store owns ``access_count``, ``supersedes``, ``merged_from``,
-    ``status`` and the clock. On ``add`` (and ``share``) no unit may be
-    stamped in the future (``created_at``/``last_accessed_at`` beyond now are
-    clamped to now, so a future stamp cannot dodge decay), ``access_count`` is
-    bounded by ``MAX_ACCESS_COUNT`` (the model refuses more) and earns no
-    confidence (the per-source cap applies whatever count is claimed), and a
-    unit whose text came from a tool (``source="tool_output"``) arrives unused,
-    active, replacing nothing and merged from nothing (learned once: ``evidence`` 1). Feedback, merges and
-    supersession then set these fields through the store's own operations.
+    The store owns ``access_count``, ``supersedes``, ``merged_from``, ``status`` and the clock: no unit
+    is stamped in the future (:func:`clamp_future`), and one whose text came from a tool arrives unused,
+    active, replacing nothing and merged from nothing (learned once: ``evidence`` 1). Feedback, merges
+    and supersession then set these fields through the store's own operations.
     """
     unit = clamp_future(unit)
     changes: dict[str, object] = {}
@@ -211,12 +199,11 @@ def prepare(
     vocabulary: TaskTypeVocabulary,
     policy: ConfidencePolicy,
 ) -> MemoryUnit:
-    """``unit`` as it will be stored: checked, task type normalised, namespace and confidence settled.
+    """``unit`` as it will be stored: checked, claims settled, task type normalised, namespace and confidence set.
 
-    A unit that names no namespace gets ``default_namespace``; its claimed
-    confidence is capped by source, and an instruction-like text from an
-    untrusted source is tagged ``suspicious`` and capped lower. A unit that is not valid Unicode text, or whose
-    content carries no information (:func:`check_informative`), is refused.
+    A unit that names no namespace gets ``default_namespace``; its claimed confidence is capped by
+    source (``access_count`` earns nothing), and :func:`flag_suspicious` applies. A unit that is not
+    valid Unicode text, or whose content carries no information (:func:`check_informative`), is refused.
     """
     unit = check_unit(unit)
     for name, value in unit.to_dict().items():  # text no backend stores: lone surrogates (a JSON escape in LLM output)
@@ -233,19 +220,18 @@ def prepare(
         changes["namespace"] = default_namespace
     confidence = unit.score_confidence
     if "confidence" not in unit.model_fields_set and unit.source in policy.initial:
-        # A unit created without an explicit confidence gets this store's policy default.
-        confidence = policy.initial[unit.source]
+        confidence = policy.initial[unit.source]  # none given: this store's policy default
     if unit.source in policy.ceiling:
-        confidence = min(confidence, policy.ceiling[unit.source])  # claimed, not earned: access_count earns nothing
+        confidence = min(confidence, policy.ceiling[unit.source])
+    if confidence != unit.confidence:
+        changes["confidence"] = confidence
+    unit = unit.evolve(**changes)
     if suspicious(unit):
         logger.warning(
             "memory %s from %s reads like an instruction: tagged %r", unit.memory_id, unit.source, SUSPICIOUS_TAG
         )
-        changes["tags"] = list(dict.fromkeys([*unit.tags, SUSPICIOUS_TAG]))
-        confidence = min(confidence, policy.suspicious_cap)
-    if confidence != unit.confidence:
-        changes["confidence"] = confidence
-    return check_informative(unit.evolve(**changes))
+        unit = _tagged(unit, policy)
+    return check_informative(unit)
 
 
 def check_source_change(current: MemoryUnit, source: object) -> None:
@@ -257,6 +243,19 @@ def check_source_change(current: MemoryUnit, source: object) -> None:
         )
 
 
+def check_stays(role: Role, units: list[MemoryUnit]) -> list[MemoryUnit]:
+    """``units``, found in the ``role`` collection, if an update leaves each there.
+
+    Raises:
+        ConfigurationError: an update would change a unit's collection (that is ``archive`` / ``restore``).
+    """
+    if role == "archive" and any(u.status != "archived" for u in units):
+        raise ConfigurationError("use restore() to bring an archived unit back")
+    if role == "memories" and any(u.status == "archived" for u in units):
+        raise ConfigurationError("use archive() to archive a unit")
+    return units
+
+
 def demote(unit: MemoryUnit, policy: ConfidencePolicy) -> MemoryUnit:
     """``unit`` superseded by a newer one: status ``superseded``, confidence × ``supersede_factor``."""
     return unit.evolve(status="superseded", confidence=round(unit.score_confidence * policy.supersede_factor, 6))
@@ -265,13 +264,10 @@ def demote(unit: MemoryUnit, policy: ConfidencePolicy) -> MemoryUnit:
 def merge_units(existing: MemoryUnit, incoming: MemoryUnit, policy: ConfidencePolicy) -> MemoryUnit:
     """``existing`` after absorbing ``incoming``, the same statement (or a judged duplicate).
 
-    The lesson was learned again: ``evidence`` adds up and confidence grows with it
-    (from the higher of the two, see
-    :func:`~langchain_hindsight.store.evidence.corroborated`; never above the source's
-    ceiling, nor ``policy``'s; never for a unit tagged ``suspicious``). Sums access
-    counts, unions tags, records ``incoming`` in ``merged_from`` and keeps the
-    *newest* creation and access times, so recency reflects that the lesson was
-    just learned again.
+    The lesson was learned again: ``evidence`` adds up and confidence grows with it from the higher
+    of the two (:mod:`~langchain_hindsight.store.evidence`). Sums access counts, unions tags, records
+    ``incoming`` in ``merged_from`` and keeps the *newest* creation and access times, so recency
+    reflects that the lesson was just learned again.
     """
     merged_from = list(dict.fromkeys([*existing.merged_from, incoming.memory_id, *incoming.merged_from]))
     if trust(incoming.source) > trust(existing.source):
@@ -295,44 +291,36 @@ def merge_units(existing: MemoryUnit, incoming: MemoryUnit, policy: ConfidencePo
 
 
 def _candidates(
-    unit: MemoryUnit,
-    stored: Any,
-    pending: Pending,
-    changed: dict[str, MemoryUnit],
-    scope: Scope,
-    similarities: Mapping[str, float],
+    unit: MemoryUnit, stored: Sequence[Neighbour], plan: WritePlan, scope: Scope, similarities: Mapping[str, float]
 ) -> list[Neighbour]:
-    """Active units in scope near ``unit``, most similar first: ``stored`` (a query result) and ``pending`` ones.
+    """Active units in scope near ``unit``, most similar first: ``stored`` ones and the batch's own (``plan.new``).
 
-    A stored unit already rewritten in this batch is judged by its ``changed``
-    version; of the ``pending`` units only those in ``similarities`` are
-    candidates, with these similarities to ``unit``.
+    A stored unit already rewritten in this batch is judged by its rewritten version; of the batch's
+    units only those in ``similarities`` are candidates, with these similarities to ``unit``.
     """
     found: dict[str, Neighbour] = {}
-    if stored is not None:
-        for j, memory_id in enumerate(stored["ids"][0]):
-            if memory_id == unit.memory_id or memory_id in pending:
-                continue
-            candidate = changed.get(memory_id) or unit_from_record(
-                memory_id, stored["documents"][0][j], stored["metadatas"][0][j]
-            )
-            if candidate.status == "active":
-                found[memory_id] = Neighbour(candidate, 1.0 - float(stored["distances"][0][j]))
+    for n in stored:
+        memory_id = n.unit.memory_id
+        if memory_id == unit.memory_id or memory_id in plan.new:
+            continue
+        candidate = plan.changed.get(memory_id, n.unit)
+        if candidate.status == "active":
+            found[memory_id] = Neighbour(candidate, n.similarity)
     for memory_id, similarity in similarities.items():
-        other = pending[memory_id][0]
-        if other.status != "active" or other.memory_id == unit.memory_id:
+        other = plan.new[memory_id][0]
+        if other.status != "active" or memory_id == unit.memory_id:
             continue
         if scope == "task_type" and (other.task_type, other.kind) != (unit.task_type, unit.kind):
             continue
-        found[other.memory_id] = Neighbour(other, similarity)
+        found[memory_id] = Neighbour(other, similarity)
     return sorted(found.values(), key=lambda n: -n.similarity)
 
 
 @dataclass(slots=True)
 class WritePlan:
-    """What a batch of adds, or a supersede, writes to a namespace's memories collection (``apply.write_plan``)."""
+    """What a write plan writes to a namespace's memories collection (``apply.write_plan``), and what it did."""
 
-    new: Pending = field(default_factory=dict)
+    new: dict[str, tuple[MemoryUnit, list[float]]] = field(default_factory=dict)
     """Units (with vectors) to upsert, in batch order; includes demotions/merges of earlier batch units."""
     changed: dict[str, MemoryUnit] = field(default_factory=dict)
     """Already stored units to rewrite (merged into or demoted)."""
@@ -347,6 +335,19 @@ class WritePlan:
             self.new[unit.memory_id] = (unit, self.new[unit.memory_id][1])
         else:
             self.changed[unit.memory_id] = unit
+
+    def supersede(
+        self, unit: MemoryUnit, vector: list[float], old: Sequence[MemoryUnit], policy: ConfidencePolicy
+    ) -> tuple[MemoryUnit, list[MemoryUnit]]:
+        """Add ``unit`` as the successor of ``old``, which are demoted; return both as planned."""
+        unit = unit.evolve(supersedes=old[0].memory_id)
+        if old[0].memory_id not in self.new:
+            self.superseding.add(unit.memory_id)
+        demoted = [demote(u, policy) for u in old]
+        for u in demoted:
+            self.put(u)
+        self.new[unit.memory_id] = (unit, vector)
+        return unit, demoted
 
 
 def _decide(
@@ -414,25 +415,24 @@ def plan_add(
     vectors: Sequence[list[float]],
     *,
     dedupe: bool,
-    stored: Sequence[Any] | None = None,
+    stored: Sequence[Sequence[Neighbour]],
     merge_threshold: float | None,
     conflict_threshold: float | None,
     scope: Scope,
     policy: ConfidencePolicy,
     judge: WriteJudge,
 ) -> WritePlan:
-    """Decide, unit by unit, between merge, supersede and plain insert.
+    """Decide, unit by unit, between merge, supersede and plain insert (``dedupe=False``: insert each).
 
     ``stored`` holds each unit's :data:`NEIGHBOURS` nearest stored active units in scope, as the
-    write read them (one query result each; ``None``: none are stored); earlier units of the batch
-    are candidates too.
-
-    The rules, in order, are :mod:`~langchain_hindsight.store.writes`'s: only the same statement
-    (:func:`~langchain_hindsight.store.statement.lesson_key`) merges without a judge, keeping the stored
-    wording; neighbours above ``conflict_threshold`` or contradicted by the rules go to ``judge``
-    (the store's; :class:`~langchain_hindsight.store.writes.RuleWriteJudge` by default), whose decision is
-    validated here (:func:`_decide`: never across conditions, never against provenance).
+    write read them; earlier units of the batch are candidates too. The rules are
+    :mod:`~langchain_hindsight.store.writes`'s; the judge's decision is validated by :func:`_decide`.
     """
+    if not dedupe:
+        return WritePlan(
+            new={u.memory_id: (u, v) for u, v in zip(units, vectors, strict=True)},
+            results=[WriteResult("added", u, (), REASON_NO_DEDUPE) for u in units],
+        )
     from langchain_hindsight.store.statement import lesson_key  # the write path's (see _decide)
 
     keys: dict[tuple[str, str], str] = {}
@@ -444,41 +444,30 @@ def plan_add(
         return k
 
     plan = WritePlan()
-    new = plan.new
-    outcomes: list[tuple[WriteAction, str, tuple[str, ...], str]] = []
-    previous: dict[int, tuple[MemoryUnit, ...]] = {}  # outcome index -> stored units it rewrote, as they were
-    found = list(stored) if stored is not None else [None] * len(units)
+    # (action, id of the unit that carries it, related ids, reason, stored units it rewrote as they were)
+    outcomes: list[tuple[WriteAction, str, tuple[str, ...], str, tuple[MemoryUnit, ...]]] = []
     # The batch so far as one matrix: a unit's similarity to every earlier one is one matrix-vector product.
     # Only earlier units that could matter become candidates: the same statement, or above conflict_threshold.
-    matrix = np.zeros((len(units) if dedupe else 0, len(vectors[0]) if len(vectors) else 0), dtype=np.float64)
+    matrix = np.zeros((len(units), len(vectors[0]) if len(vectors) else 0), dtype=np.float64)
     order: list[str] = []
     row: dict[str, int] = {}
     by_key: dict[str, list[str]] = {}
 
     def admit(unit: MemoryUnit, vector: list[float]) -> None:
-        new[unit.memory_id] = (unit, vector)
-        if not dedupe:
-            return
-        if unit.memory_id not in row:
-            row[unit.memory_id] = len(order)
-            order.append(unit.memory_id)
-            by_key.setdefault(key(unit), []).append(unit.memory_id)
-        matrix[row[unit.memory_id]] = vector
+        plan.new[unit.memory_id] = (unit, vector)
+        row[unit.memory_id] = len(order)
+        matrix[len(order)] = vector
+        order.append(unit.memory_id)
+        by_key.setdefault(key(unit), []).append(unit.memory_id)
 
-    for unit, vector, near_stored in zip(units, vectors, found, strict=True):
-        if not dedupe:
-            admit(unit, vector)
-            outcomes.append(("added", unit.memory_id, (), REASON_NO_DEDUPE))
-            continue
+    for unit, vector, near_stored in zip(units, vectors, stored, strict=True):
         sims = matrix[: len(order)] @ np.asarray(vector, dtype=np.float64)
         picked = set(by_key.get(key(unit), ()))
         if conflict_threshold is not None:
             picked.update(order[i] for i in np.flatnonzero(sims > conflict_threshold).tolist())
             # the nearest few whatever the cosine, as for stored units: the rules may find a contradiction there
-            nearest_rows = np.argsort(-sims, kind="stable")[:NEIGHBOURS].tolist()
-            picked.update(order[i] for i in nearest_rows)
-        similar = {i: float(sims[row[i]]) for i in picked}
-        near = _candidates(unit, near_stored, new, plan.changed, scope, similar)
+            picked.update(order[i] for i in np.argsort(-sims, kind="stable")[:NEIGHBOURS].tolist())
+        near = _candidates(unit, near_stored, plan, scope, {i: float(sims[row[i]]) for i in picked})
         decision, target = _decide(
             unit, near, judge=judge, merge_threshold=merge_threshold, conflict_threshold=conflict_threshold, key=key
         )
@@ -487,22 +476,16 @@ def plan_add(
             kept = tuple(
                 n.unit.memory_id for n in near if conflict_threshold is not None and n.similarity > conflict_threshold
             )
-            outcomes.append(("added", unit.memory_id, kept, decision.reason))
+            outcomes.append(("added", unit.memory_id, kept, decision.reason, ()))
         elif decision.decision == "duplicate":
-            previous[len(outcomes)] = (target.unit,)
             merged = merge_units(target.unit, unit, policy)
             plan.put(merged)
             reason = REASON_LEARNED_AGAIN.format(
                 reason=decision.reason, evidence=merged.evidence, confidence=merged.score_confidence
             )
-            outcomes.append(("merged", target.unit.memory_id, (target.unit.memory_id,), reason))
+            outcomes.append(("merged", merged.memory_id, (merged.memory_id,), reason, (target.unit,)))
         else:
-            unit = unit.evolve(supersedes=target.unit.memory_id)
-            if target.unit.memory_id not in new:
-                plan.superseding.add(unit.memory_id)
-            previous[len(outcomes)] = (target.unit,)
-            demoted = demote(target.unit, policy)
-            plan.put(demoted)
+            unit, (demoted,) = plan.supersede(unit, vector, [target.unit], policy)
             admit(unit, vector)
             # what it takes to undo it: the old unit's confidence before (status back to "active")
             reason = REASON_SUPERSEDED.format(
@@ -511,11 +494,11 @@ def plan_add(
                 before=target.unit.score_confidence,
                 after=demoted.score_confidence,
             )
-            outcomes.append(("superseded", unit.memory_id, (target.unit.memory_id,), reason))
+            outcomes.append(("superseded", unit.memory_id, (target.unit.memory_id,), reason, (target.unit,)))
     # Final values for units written in this batch (a later unit may have merged into an earlier one).
-    for n, (action, memory_id, related, reason) in enumerate(outcomes):
-        final = new[memory_id][0] if memory_id in new else plan.changed[memory_id]
-        plan.results.append(WriteResult(action, final, related, reason, previous.get(n, ())))
+    for action, memory_id, related, reason, previous in outcomes:
+        final = plan.new[memory_id][0] if memory_id in plan.new else plan.changed[memory_id]
+        plan.results.append(WriteResult(action, final, related, reason, previous))
     return plan
 
 
@@ -546,7 +529,7 @@ class SupersedeTargets:
     notes: tuple[str, ...] = ()
 
 
-def plan_supersede(targets: Sequence[Target], namespace: str) -> SupersedeTargets:
+def plan_supersede(targets: Sequence[Target], namespace: str, *, source: str) -> SupersedeTargets:
     """The units a supersede replaces, given its targets as the write plan re-read them.
 
     A supersede (a verdict, an edit, ``HindsightStore.put``) was decided on units as its caller read
@@ -563,6 +546,7 @@ def plan_supersede(targets: Sequence[Target], namespace: str) -> SupersedeTarget
     Raises:
         MemoryNotFoundError: no target has an active version (nothing is written; a caller with its own
             plan re-reads and plans again, at most :data:`REPLAN_ATTEMPTS` times).
+        ConfigurationError: a unit from ``source`` would replace a more trusted one.
     """
     replace: dict[str, MemoryUnit] = {}
     notes: list[str] = []
@@ -581,19 +565,21 @@ def plan_supersede(targets: Sequence[Target], namespace: str) -> SupersedeTarget
         asked = [t.requested for t in targets][:5]
         why = f" ({'; '.join(notes)})" if notes else ""
         raise MemoryNotFoundError(f"no active memory among {asked} in namespace {namespace!r}{why}")
+    if weaker := [u.memory_id for u in replace.values() if trust(source) > trust(u.source)]:
+        raise ConfigurationError(f"a {source} unit never replaces a more trusted one ({', '.join(weaker)})")
     return SupersedeTargets(tuple(replace.values()), tuple(notes))
 
 
 def plan_successor(
-    unit: MemoryUnit, vector: list[float], old: Sequence[MemoryUnit], policy: ConfidencePolicy
+    unit: MemoryUnit, vector: list[float], planned: SupersedeTargets, policy: ConfidencePolicy, reason: str
 ) -> WritePlan:
-    """The write of ``unit`` (its id free) as the successor of ``old``: it is stored, they are demoted."""
-    new = unit.evolve(supersedes=old[0].memory_id)
-    return WritePlan(
-        new={new.memory_id: (new, vector)},
-        changed={u.memory_id: demote(u, policy) for u in old},
-        superseding={new.memory_id},
-    )
+    """The write of ``unit`` (its id free) as the successor of ``planned.replace``, which are demoted."""
+    plan = WritePlan()
+    new, _ = plan.supersede(unit, vector, planned.replace, policy)
+    why = f"{reason} (re-planned: {'; '.join(planned.notes)})" if planned.notes else reason
+    related = tuple(u.memory_id for u in planned.replace)
+    plan.results.append(WriteResult("superseded", new, related, why, planned.replace))
+    return plan
 
 
 def plan_feedback(

@@ -140,13 +140,11 @@ class WriteDecision:
 
 @runtime_checkable
 class WriteJudge(Protocol):
-    """Decides how a new unit relates to its similar stored neighbours.
+    """Decides how a new unit relates to its similar stored neighbours (rule 2 above).
 
-    ``judge`` is called at most once per incoming unit, only when some active
-    unit in scope is more than the store's ``conflict_threshold`` similar, with
-    the nearest such units (best first). It must not raise for a bad model
-    answer: it returns a conservative ``"add"`` instead. The store validates the
-    decision again (an unknown ``target_id`` is treated as ``"add"``).
+    ``judge`` is called at most once per incoming unit, with the candidates of rule 2 (best first).
+    It must not raise for a bad model answer: it returns a conservative ``"add"`` instead. The store
+    validates the decision again (an unknown ``target_id`` is treated as ``"add"``).
     """
 
     def judge(self, unit: MemoryUnit, neighbours: Sequence[Neighbour]) -> WriteDecision:
@@ -155,18 +153,10 @@ class WriteJudge(Protocol):
 
 
 class RuleWriteJudge:
-    """The default judge, without a model: a contradiction supersedes, anything else keeps both.
+    """The default judge, without a model: a contradiction supersedes, anything else keeps both (rule 2 above).
 
-    A neighbour whose statement the new unit contradicts (the same subject, a
-    different prescription: :func:`langchain_hindsight._claims.relation` says
-    ``"contradicts"``, e.g. ``用户偏好用Java写后端服务。`` → ``用户偏好用Python写后端服务。``)
-    is superseded by it: ``"conflict"`` naming that neighbour. The store still
-    applies provenance (a less trusted unit never supersedes a more trusted one)
-    and keeps the old unit for ``history()``. Otherwise — restatements in other
-    words, advice for other cases, other subjects, or when the rules are unsure —
-    both stay active: the newer ranks first by recency and the conflict note
-    flags disagreeing memories at recall. Nothing is merged or superseded on
-    similarity alone.
+    E.g. ``用户偏好用Python写后端服务。`` supersedes ``用户偏好用Java写后端服务。``; restatements in other
+    words, advice for other cases, other subjects, or anything the rules are unsure of stay beside it.
     """
 
     def judge(self, unit: MemoryUnit, neighbours: Sequence[Neighbour]) -> WriteDecision:
@@ -177,7 +167,7 @@ class RuleWriteJudge:
         new = claim_of(unit.content)
         contradicted = [n for n in neighbours if relation_of(claim_of(n.unit.content), new) == "contradicts"]
         if contradicted:
-            # prefer a neighbour the new unit may replace (not more trusted than it); the store checks again
+            # prefer a neighbour the new unit may replace (not more trusted than it); the store checks again (rule 3)
             allowed = [n for n in contradicted if trust_rank(n.unit.source) >= trust_rank(unit.source)]
             target = (allowed or contradicted)[0]
             return WriteDecision(

@@ -15,7 +15,7 @@ import logging
 import pytest
 
 from langchain_hindsight.adapters.langgraph_store import HindsightStore, key_of
-from langchain_hindsight.errors import MemoryNotFoundError, WriteConflictError
+from langchain_hindsight.errors import ConfigurationError, MemoryNotFoundError, WriteConflictError
 from langchain_hindsight.store.decide import Target, plan_supersede
 from langchain_hindsight.store.memory_store import MemoryStore
 from langchain_hindsight.types import MemoryUnit
@@ -68,12 +68,15 @@ def test_a_chain_is_followed_to_its_head_and_a_forgotten_target_writes_nothing(m
 
 def test_the_planner_is_pure_and_says_why() -> None:
     a, b = _unit("lesson a"), _unit("lesson b")
-    planned = plan_supersede([Target("x", a.evolve(status="superseded"), b), Target(a.memory_id, a, a)], "ns")
+    targets = [Target("x", a.evolve(status="superseded"), b), Target(a.memory_id, a, a)]
+    planned = plan_supersede(targets, "ns", source="user_feedback")
     assert [u.memory_id for u in planned.replace] == [b.memory_id, a.memory_id]
     assert planned.notes == (f"x was superseded by another write first: its newest version {b.memory_id} is "
                              "superseded instead",)  # fmt: skip
     with pytest.raises(MemoryNotFoundError, match="archived"):
-        plan_supersede([Target("x", a.evolve(status="archived"), None)], "ns")
+        plan_supersede([Target("x", a.evolve(status="archived"), None)], "ns", source="user_feedback")
+    with pytest.raises(ConfigurationError, match="never replaces a more trusted one"):
+        plan_supersede(targets, "ns", source="tool_output")
 
 
 def test_feedback_on_a_version_another_writer_replaced_stays_with_that_version(

@@ -3,6 +3,7 @@
 * ``decide.py`` plans without I/O: it imports nothing that reaches a backend or the store's state;
 * ``_store_writes.py``, ``decide.py`` and ``apply.py`` touch no private member of another object (the store's
   state is reached through ``StoreCore``'s public methods);
+* ``_store_writes.py`` writes no record itself: every write goes through ``apply.py``;
 * ``MemoryStore``'s write methods are the write functions themselves, not a second signature to keep in step.
 """
 
@@ -47,6 +48,17 @@ def test_the_write_path_reaches_no_private_member_of_another_object(name: str) -
         and not (isinstance(node.value, ast.Name) and node.value.id == "self")
     ]
     assert reaches == []
+
+
+def test_only_the_apply_step_writes_records() -> None:
+    writes = [
+        f"{ast.unparse(node)} (line {node.lineno})"
+        for node in ast.walk(source.tree(STORE / "_store_writes.py"))
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr in {"upsert", "update", "delete", "modify"}
+    ]
+    assert writes == []
 
 
 @pytest.mark.parametrize(

@@ -16,7 +16,7 @@ import logging
 
 import pytest
 
-from langchain_hindsight.errors import ConfigurationError
+from langchain_hindsight.errors import ConfigurationError, MemoryNotFoundError
 from langchain_hindsight.prompts import WRITE_JUDGE_EN, WRITE_JUDGE_ZH, get_write_judge_templates
 from langchain_hindsight.recall.scoring import score_many
 from langchain_hindsight.store.backend import InMemoryBackend
@@ -208,3 +208,15 @@ def test_no_thresholds_means_no_rule_judge_either() -> None:
     with _rule_store(conflict_threshold=None, merge_threshold=None) as store:
         store.add(_fact("用户偏好用Java写后端服务。"))
         assert store.add(_fact("用户偏好用Python写后端服务。")).action == "added"
+
+
+def test_update_many_checks_every_unit_before_it_writes_any(memory_store: MemoryStore) -> None:
+    kept = memory_store.add(_fact("Send the weekly report on Monday."), dedupe=False).unit
+    shelved = memory_store.add(_fact("Invoices go out on the first of the month."), dedupe=False).unit
+    memory_store.archive([shelved.memory_id])
+    edited = kept.evolve(content="Send the weekly report on Friday.")
+    with pytest.raises(ConfigurationError, match="restore"):
+        memory_store.update_many([edited, memory_store.get(shelved.memory_id).evolve(status="active")])
+    with pytest.raises(MemoryNotFoundError):
+        memory_store.update_many([edited, _fact("never stored")])
+    assert memory_store.get(kept.memory_id).content == "Send the weekly report on Monday."  # nothing was written
