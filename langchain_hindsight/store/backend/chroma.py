@@ -14,6 +14,7 @@ import functools
 import logging
 import os
 import sqlite3
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -61,6 +62,17 @@ def _writes(method: Callable[Concatenate[ChromaRecords, _P], _R]) -> Callable[Co
             return method(self, *args, **kwargs)
 
     return wrapper
+
+
+QUERY_RETRIES = 4
+"""How many times :meth:`ChromaRecords.query` asks again while Chroma's index is behind its records (0.75 s)."""
+
+
+def _index_behind(error: Exception) -> bool:
+    """Whether ``error`` is Chroma's "Error finding id": its vector index has not caught up with its records yet."""
+    from chromadb.errors import InternalError
+
+    return isinstance(error, InternalError) and "Error finding id" in str(error)
 
 
 def _open_client(path: Path) -> Any:
@@ -144,14 +156,29 @@ class ChromaRecords(Records):
         where: Mapping[str, Any] | None = None,
         include: Sequence[Include] = ("documents", "metadatas", "distances"),
     ) -> Rows:
-        """See :meth:`Records.query`."""
-        res = self.collection.query(
-            query_embeddings=np.asarray(query_embeddings, dtype=np.float32),
-            n_results=n_results,
-            where=where,
-            include=list(include),
-        )
-        return dict(res)
+        """See :meth:`Records.query`.
+
+        A query Chroma answers with "Error finding id" is asked again, up to :data:`QUERY_RETRIES` times: Chroma
+        raises it when its vector index has not yet caught up with ids its metadata already holds, as when another
+        process writes the collection on a shared server at the same moment. Failing the query would fail the
+        write whose dedupe asked it.
+        """
+        attempt = 0
+        while True:
+            try:
+                res = self.collection.query(
+                    query_embeddings=np.asarray(query_embeddings, dtype=np.float32),
+                    n_results=n_results,
+                    where=where,
+                    include=list(include),
+                )
+                return dict(res)
+            except Exception as e:
+                if attempt == QUERY_RETRIES or not _index_behind(e):
+                    raise
+                logger.info("chroma query on %r: the index is behind its records (%s); asking again", self.name, e)
+                time.sleep(0.05 * 2**attempt)
+                attempt += 1
 
     @_writes
     def upsert(

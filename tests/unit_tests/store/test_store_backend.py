@@ -212,3 +212,52 @@ def test_a_query_refuses_an_n_results_that_is_not_a_positive_int(n: Any) -> None
     _fill(col)
     with pytest.raises(ValueError, match="n_results must be a positive int"):
         col.query(query_embeddings=_vectors(1), n_results=n)
+
+
+class _BehindIndex:
+    """A chromadb collection whose vector index is behind its records for the first ``behind`` queries."""
+
+    name = "team-memories"
+
+    def __init__(self, behind: int) -> None:
+        self.behind = behind
+        self.queries = 0
+
+    def query(self, **kwargs: Any) -> dict[str, Any]:
+        from chromadb.errors import InternalError
+
+        self.queries += 1
+        if self.queries <= self.behind:
+            raise InternalError("Error executing plan: Internal error: Error finding id")
+        return {"ids": [["a"]], "distances": [[0.0]]}
+
+
+def test_a_query_chroma_answers_with_error_finding_id_is_asked_again(caplog: pytest.LogCaptureFixture) -> None:
+    """Chroma's index behind its records (another writer on a shared server) does not fail the query."""
+    from langchain_hindsight.store.backend.chroma import QUERY_RETRIES, ChromaRecords
+
+    col = _BehindIndex(behind=2)
+    with caplog.at_level("INFO", logger="langchain_hindsight.store.backend.chroma"):
+        rows = ChromaRecords(col, on_write=lambda name: None).query(query_embeddings=[[1.0, 0.0]], n_results=1)
+    assert rows["ids"] == [["a"]] and col.queries == 3
+    assert caplog.text.count("the index is behind its records") == 2
+    always = _BehindIndex(behind=10**6)
+    with pytest.raises(BackendError, match="Error finding id"):
+        ChromaRecords(always, on_write=lambda name: None).query(query_embeddings=[[1.0, 0.0]], n_results=1)
+    assert always.queries == QUERY_RETRIES + 1
+
+
+def test_other_chroma_query_errors_are_not_asked_again() -> None:
+    from chromadb.errors import InternalError
+
+    from langchain_hindsight.store.backend.chroma import ChromaRecords
+
+    class Broken(_BehindIndex):
+        def query(self, **kwargs: Any) -> dict[str, Any]:
+            self.queries += 1
+            raise InternalError("Error creating hnsw segment reader: Nothing found on disk")
+
+    col = Broken(behind=0)
+    with pytest.raises(BackendError, match="segment reader"):
+        ChromaRecords(col, on_write=lambda name: None).query(query_embeddings=[[1.0, 0.0]], n_results=1)
+    assert col.queries == 1
