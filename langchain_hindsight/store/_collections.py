@@ -35,7 +35,7 @@ from langchain_hindsight.store._naming import (
     Role,
     collection_name,
 )
-from langchain_hindsight.store.backend import Backend, Records
+from langchain_hindsight.store.backend import Backend, Records, Rows
 from langchain_hindsight.types import MemoryKind, MemoryStatus, MemoryUnit
 
 __all__ = [
@@ -55,6 +55,7 @@ __all__ = [
     "records",
     "recover_reembed",
     "switch_reembed",
+    "units_of",
 ]
 
 logger = logging.getLogger(__name__)
@@ -241,7 +242,11 @@ def namespaces(backend: Backend) -> list[str]:
 
 def records(col: Collection, **kwargs: Any) -> list[MemoryUnit]:
     """The units a ``col.get(**kwargs)`` returns."""
-    rows = col.get(include=["documents", "metadatas"], **kwargs)
+    return units_of(col.get(include=["documents", "metadatas"], **kwargs))
+
+
+def units_of(rows: Rows) -> list[MemoryUnit]:
+    """The units of rows read with their documents and metadata."""
     return [
         unit_from_record(i, d, m)
         for i, d, m in zip(rows["ids"], rows["documents"] or [], rows["metadatas"] or [], strict=True)
