@@ -14,7 +14,6 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any, Literal, ParamSpec, TypeVar
 
 import numpy as np
@@ -127,7 +126,6 @@ class StoreCore:
     conflict_scope: Literal["task_type", "namespace"]
     policy: ConfidencePolicy
     vocabulary: TaskTypeVocabulary
-    persist_directory: Path | None
 
     def _init_state(self, backend: Backend) -> None:
         self.backend = backend
@@ -302,21 +300,11 @@ class StoreCore:
         """Finish the two-step writes a crash interrupted in ``namespace`` (``apply.repair_namespace``)."""
         touched = repair_namespace(functools.partial(self.collection, namespace), namespace, self.policy)
         if touched:
-            current = self._get_many(touched, namespace)
+            current = self.get_many(touched, namespace=namespace)
             gone = sorted(set(touched) - {u.memory_id for u in current})
             self.replica.reindex(namespace, upserts=current, deletes=gone)
 
     # ------------------------------------------------------------------ reads by id
-    def _get_many(self, ids: list[str], ns: str) -> list[MemoryUnit]:
-        with self.lock:
-            found: dict[str, MemoryUnit] = {}
-            for role in ROLES:
-                col = self.collection(ns, role)
-                missing = [i for i in ids if i not in found]
-                if col is not None and missing:
-                    found.update((u.memory_id, u) for u in records(col, ids=missing))
-            return [found[i] for i in ids if i in found]
-
     @backend_errors
     def get(self, memory_id: str, *, namespace: str | None = None) -> MemoryUnit:
         """The unit with ``memory_id`` in ``namespace`` (active, superseded or archived).
@@ -332,7 +320,15 @@ class StoreCore:
     @backend_errors
     def get_many(self, memory_ids: Sequence[str], *, namespace: str | None = None) -> list[MemoryUnit]:
         """The units that exist among ``memory_ids``, in the given order (missing ones skipped)."""
-        return self._get_many(check_ids(memory_ids), self.namespace_or_default(namespace))
+        ids, ns = check_ids(memory_ids), self.namespace_or_default(namespace)
+        found: dict[str, MemoryUnit] = {}
+        with self.lock:
+            for role in ROLES:
+                col = self.collection(ns, role)
+                missing = [i for i in ids if i not in found]
+                if col is not None and missing:
+                    found.update((u.memory_id, u) for u in records(col, ids=missing))
+        return [found[i] for i in ids if i in found]
 
 
 def query_index(

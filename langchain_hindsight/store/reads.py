@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from langchain_hindsight._checks import is_int
+from langchain_hindsight._checks import check_int, is_int
 from langchain_hindsight.errors import ConfigurationError
 from langchain_hindsight.store._collections import ALLOWED, filter_where, records, units_of
 from langchain_hindsight.store._collections import namespaces as _namespaces
@@ -24,7 +24,6 @@ from langchain_hindsight.types import MemoryStatus, MemoryUnit
 
 __all__ = [
     "SUMMARY_MAX_READ",
-    "check_page_size",
     "close_replica",
     "count",
     "count_by",
@@ -41,18 +40,13 @@ logger = logging.getLogger(__name__)
 _COUNT_PAGE = 5000
 """Records per backend read when :func:`count_by` reads metadata."""
 _MAX_PAGE = 2**31 - 1
+"""The largest page a backend read can carry."""
 
 SUMMARY_MAX_READ = 2000
 """The most records the close reads from Chroma to count a written namespace again for the summary: its active
 memories are counted from the recall mirror (~8 µs each), the others read (~0.14 ms each at 10k memories), so
 2000 bound the close's read to ~0.3 s. A namespace with more is dropped from the summary (the next ``stats``
 counts it)."""
-
-
-def check_page_size(batch_size: object) -> None:
-    """Refuse a page size that is not an int in ``[1, 2**31 - 1]`` (what a backend read can carry)."""
-    if not is_int(batch_size, 1, _MAX_PAGE):
-        raise ConfigurationError(f"batch_size must be an int from 1 to {_MAX_PAGE}, got {batch_size!r}")
 
 
 @backend_errors
@@ -97,7 +91,7 @@ def iter_units(
     ns = store.namespace_or_default(namespace)
     filters: dict[str, object] = {"status": status, "task_type": task_type, "kind": kind, "source": source}
     where = filter_where(filters, store.vocabulary.resolve)
-    check_page_size(batch_size)
+    check_int("batch_size", batch_size, 1, _MAX_PAGE)
     roles: tuple[Role, ...] = ("archive",) if status == "archived" else ("memories",) if status else ROLES
     for role in roles:
         for rows in _pages(store, ns, role, where, ["documents", "metadatas"], batch_size):
@@ -119,7 +113,7 @@ def iter_vectors(
     ns = store.namespace_or_default(namespace)
     if status not in ALLOWED["status"]:
         raise ConfigurationError(f"status must be one of {ALLOWED['status']}, got {status!r}")
-    check_page_size(batch_size)
+    check_int("batch_size", batch_size, 1, _MAX_PAGE)
     role: Role = "archive" if status == "archived" else "memories"
     for rows in _pages(store, ns, role, {"status": status}, ["documents", "metadatas", "embeddings"], batch_size):
         yield units_of(rows), np.asarray(rows["embeddings"], dtype=np.float32).reshape(len(rows["ids"]), -1)
