@@ -18,11 +18,7 @@ from typing import Any, get_args
 
 from langchain_hindsight._trust import MemorySource
 from langchain_hindsight.embeddings.identity import MINILM_DIMENSION, MINILM_NAME, EmbedderIdentity
-from langchain_hindsight.errors import (
-    ConfigurationError,
-    EmbedderMismatchError,
-    StoreError,
-)
+from langchain_hindsight.errors import ConfigurationError, EmbedderMismatchError, StoreError
 from langchain_hindsight.store._codec import unit_from_record
 from langchain_hindsight.store._naming import (
     ALL_ROLES,

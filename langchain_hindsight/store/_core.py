@@ -236,10 +236,6 @@ class StoreCore:
         """After a failure that may have stopped a write half-way: the replica distrusts every namespace opened."""
         self.replica.distrust(ns for ns, _ in self._collections)
 
-    def reindex(self, namespace: str, *, upserts: Sequence[MemoryUnit] = (), deletes: Sequence[str] = ()) -> None:
-        """The write path wrote ``upserts`` and deleted ``deletes`` in ``namespace``: the replica follows."""
-        self.replica.reindex(namespace, upserts=upserts, deletes=deletes)
-
     def replaced_elsewhere(self, namespace: str) -> bool:
         """After an empty answer on the database read path: whether another process dropped or replaced the
         namespace's memories collection (then opened again by name). Only an empty answer can come from a

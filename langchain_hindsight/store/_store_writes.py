@@ -189,7 +189,7 @@ def _add_plan(
         judge=store.judge,
     )
     write_plan(col, plan, store.backend.max_batch_size)
-    store.reindex(ns, upserts=[*(u for u, _ in plan.new.values()), *plan.changed.values()])
+    store.replica.reindex(ns, upserts=[*(u for u, _ in plan.new.values()), *plan.changed.values()])
     for unit, result in zip(units, plan.results, strict=True):
         if result.action == "added":
             what = f"added as {result.memory_id}"
@@ -344,7 +344,7 @@ def _supersede_plan(
     plan = plan_successor(fresh, vector, old, store.policy)
     write_plan(col, plan, store.backend.max_batch_size)
     new = plan.new[fresh.memory_id][0]
-    store.reindex(ns, upserts=[new, *plan.changed.values()])
+    store.replica.reindex(ns, upserts=[new, *plan.changed.values()])
     if planned.notes:
         logger.info("supersede in %r re-planned: %s", ns, "; ".join(planned.notes))
     return old, new, planned.notes
@@ -413,7 +413,7 @@ def _update_plan(store: StoreCore, units: list[MemoryUnit], ns: str) -> list[Mem
         embed = functools.partial(_embed_into, store, ns, role)
         batch = write_updates(col, role, units, embed)
         if role == "memories" and batch:
-            store.reindex(ns, upserts=batch)
+            store.replica.reindex(ns, upserts=batch)
         written.extend(batch)
     missing = {u.memory_id for u in units} - {u.memory_id for u in written}
     if missing:
@@ -565,9 +565,9 @@ def _move(store: StoreCore, ids: list[str], ns: str, src_role: Role, dst_role: R
             return []
         moved = move_units(src, functools.partial(store.collection, ns, dst_role), ids, status)
         if moved and dst_role == "archive":
-            store.reindex(ns, deletes=[u.memory_id for u in moved])
+            store.replica.reindex(ns, deletes=[u.memory_id for u in moved])
         elif moved:
-            store.reindex(ns, upserts=moved)
+            store.replica.reindex(ns, upserts=moved)
         return moved
 
     with store.lock:
@@ -596,7 +596,7 @@ def discard(store: StoreCore, memory_ids: Sequence[str], *, namespace: str | Non
         step = store.backend.max_batch_size
         for start in range(0, len(present), step):
             col.delete(ids=present[start : start + step])
-        store.reindex(ns, deletes=present)
+        store.replica.reindex(ns, deletes=present)
         return len(present)
 
     with store.lock:
@@ -627,9 +627,9 @@ def write_exact(store: StoreCore, units: list[MemoryUnit], vectors: list[list[fl
             plan = functools.partial(_write_group, store, ns, into, out_of, batch, [vectors[i] for i in idx])
             store.atomic(ns, plan)
             if archived:
-                store.reindex(ns, deletes=ids)
+                store.replica.reindex(ns, deletes=ids)
             else:
-                store.reindex(ns, upserts=batch)
+                store.replica.reindex(ns, upserts=batch)
             per_ns[ns] = per_ns.get(ns, 0) + len(batch)
     return per_ns
 
