@@ -35,9 +35,7 @@ __all__ = [
     "LOCK_FILE",
     "SCRUB_MARKER",
     "STAMP_FILE",
-    "FileState",
     "HeldDirectory",
-    "acquire_directory",
     "begin_import",
     "begin_scrub",
     "clear_intents",
@@ -52,7 +50,6 @@ __all__ = [
     "read_intents",
     "read_stamp",
     "record_intent",
-    "remove_stamp",
     "replace_file",
     "scrub_pending",
     "trusted_store",
@@ -92,7 +89,7 @@ def holds_store(directory: str | os.PathLike[str]) -> bool:
     return (Path(directory) / DATA_FILE).is_file()
 
 
-def acquire_directory(path: Path) -> BaseFileLock:
+def _acquire_lock(path: Path) -> BaseFileLock:
     """Create ``path`` and take its single-writer lock (never waits).
 
     Raises:
@@ -260,7 +257,7 @@ def write_stamp(directory: Path, files: Mapping[str, FileState], known: Mapping[
     replace_file(directory / STAMP_FILE, json.dumps(payload, ensure_ascii=False).encode("utf-8"))
 
 
-def remove_stamp(directory: Path) -> None:
+def _remove_stamp(directory: Path) -> None:
     """Remove the stamp (absent is fine), durably: nothing the session writes afterwards can be vouched for."""
     try:
         (directory / STAMP_FILE).unlink()
@@ -287,13 +284,13 @@ class HeldDirectory:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self._lock: BaseFileLock | None = acquire_directory(path)
+        self._lock: BaseFileLock | None = _acquire_lock(path)
         try:
             self._vouched = _vouched(path)
             self.trusted = frozenset(self._vouched)
             """Relative paths of the files the previous session's clean close vouched for (empty: none)."""
             self._at_open = file_states(path)
-            remove_stamp(path)
+            _remove_stamp(path)
         except BaseException:
             self.release()
             raise
@@ -358,7 +355,7 @@ def trusted_store(directory: str | os.PathLike[str]) -> Iterator[frozenset[str]]
     if not path.is_dir():
         yield frozenset()
         return
-    lock = acquire_directory(path)
+    lock = _acquire_lock(path)
     try:
         yield read_stamp(path)
     finally:
