@@ -1,13 +1,7 @@
-"""Chroma collections of a namespace: opening, listing, reading records.
+"""A namespace's collections (named and tagged as ``_naming`` says): opening, listing, reading records.
 
-Each namespace has one collection per role (memories, archive, journal), named
-from the namespace and tagged with it in the collection metadata (``_naming``); opening checks
-the tag, so a name collision can never hand one namespace another's units.
-
-The memories and archive collections also record the identity (name and
-dimension) of the embedder that wrote their vectors; :func:`check_embedder`
-refuses another embedder before its vectors are compared with or written among
-them. Reading units needs no embedder and is never refused.
+Opening checks the namespace tag, so a name collision can never hand one namespace another's units. The
+memories and archive collections record the embedder that wrote their vectors (:func:`check_embedder`).
 """
 
 from __future__ import annotations
