@@ -39,7 +39,6 @@ __all__ = [
     "identity_metadata",
     "namespaces",
     "open_collection",
-    "query_hits",
     "recorded_embedder",
     "recorded_identity",
     "records",
@@ -241,17 +240,6 @@ def units_of(rows: Rows) -> list[MemoryUnit]:
         unit_from_record(i, d, m)
         for i, d, m in zip(rows["ids"], rows["documents"] or [], rows["metadatas"] or [], strict=True)
     ]
-
-
-def query_hits(res: Any, include_embeddings: bool) -> list[tuple[MemoryUnit, float, list[float] | None]]:
-    """``(unit, cosine_similarity, embedding)`` for each result of a single-vector ``col.query``."""
-    out: list[tuple[MemoryUnit, float, list[float] | None]] = []
-    embs = res.get("embeddings")
-    for j, memory_id in enumerate(res["ids"][0]):
-        unit = unit_from_record(memory_id, res["documents"][0][j], res["metadatas"][0][j])
-        emb = [float(x) for x in embs[0][j]] if include_embeddings and embs is not None else None
-        out.append((unit, 1.0 - float(res["distances"][0][j]), emb))
-    return out
 
 
 def filter_where(filters: dict[str, object], normalize_task_type: Callable[[str], str]) -> dict[str, Any] | None:

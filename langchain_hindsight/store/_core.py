@@ -36,7 +36,6 @@ from langchain_hindsight.store._collections import (
     Collection,
     check_embedder,
     open_collection,
-    query_hits,
     recorded_identity,
     records,
 )
@@ -340,9 +339,14 @@ def query_index(
     if col is None:
         return []
     include: list[Any] = ["documents", "metadatas", "distances", *(["embeddings"] if include_embeddings else [])]
-    return query_hits(
-        col.query(query_embeddings=[list(vector)], n_results=n, where=where, include=include), include_embeddings
-    )
+    res = col.query(query_embeddings=[list(vector)], n_results=n, where=where, include=include)
+    embs = res.get("embeddings") if include_embeddings else None
+    hits: list[tuple[MemoryUnit, float, list[float] | None]] = []
+    for j, memory_id in enumerate(res["ids"][0]):
+        unit = unit_from_record(memory_id, res["documents"][0][j], res["metadatas"][0][j])
+        emb = None if embs is None else [float(x) for x in embs[0][j]]
+        hits.append((unit, 1.0 - float(res["distances"][0][j]), emb))
+    return hits
 
 
 def nearest_wanted(k: int) -> int:
