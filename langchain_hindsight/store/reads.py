@@ -7,6 +7,7 @@ counts written namespaces for the summary with the recall mirror, as :func:`coun
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -163,16 +164,13 @@ def count_by(store: StoreCore, *fields: str, namespace: str | None = None) -> di
     if counts is not None:
         return counts
     known = {f: store.vocabulary.labels if f == "task_type" else ALLOWED.get(f, ()) for f in fields}
-    counts = {}
+    tally: Counter[tuple[str, ...]] = Counter()
     for role in ROLES:
         with store.lock:
             col = store.collection(ns, role)
-            if col is None:
-                continue
-            keys = _value_tuples(col, fields, known)
-        for key in keys:
-            counts[key] = counts.get(key, 0) + 1
-    return dict(sorted(counts.items()))
+            if col is not None:
+                tally.update(_value_tuples(col, fields, known))
+    return dict(sorted(tally.items()))
 
 
 def _count_with_mirror(
@@ -207,11 +205,8 @@ def _count_with_mirror(
         if inactive + len(mirror) != stored or len(metadatas) != inactive + archived:
             logger.debug("namespace %r: the recall mirror does not add up to the stored records", ns)
             return None
-        counts: dict[tuple[str, ...], int] = {}
-        for meta in [*(m for _, _, m in mirror.records()), *metadatas]:
-            key = tuple(str((meta or {}).get(f, "")) for f in fields)
-            counts[key] = counts.get(key, 0) + 1
-    return dict(sorted(counts.items()))
+        metadatas.extend(m for _, _, m in mirror.records())
+    return dict(sorted(Counter(tuple(str((m or {}).get(f, "")) for f in fields) for m in metadatas).items()))
 
 
 def close_replica(store: StoreCore) -> None:
