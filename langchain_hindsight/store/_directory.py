@@ -53,7 +53,6 @@ __all__ = [
     "replace_file",
     "scrub_pending",
     "trusted_store",
-    "write_stamp",
 ]
 
 logger = logging.getLogger(__name__)
@@ -238,25 +237,6 @@ def _listable(rel: object) -> bool:
     return rel == DATA_FILE or rel.split("/", 1)[0] in DERIVED
 
 
-def write_stamp(directory: Path, files: Mapping[str, FileState], known: Mapping[str, str] | None = None) -> None:
-    """Write the stamp for ``files`` (relative paths to their ``(size, mtime_ns)``), atomically.
-
-    Each derived file's entry also records the SHA-256 of its bytes: ``known[rel]`` when given (the caller
-    checked it against the file, untouched since), else computed here.
-    """
-    entries: dict[str, list[int | str]] = {}
-    for rel, state in sorted(files.items()):
-        entries[rel] = list(state)
-        if rel != DATA_FILE:
-            digest = (known or {}).get(rel) or _digest(directory / rel)
-            if digest is None:  # gone or unreadable since it was listed: not vouched for
-                del entries[rel]
-                continue
-            entries[rel].append(digest)
-    payload = {"format": STAMP_FORMAT, "files": entries}
-    replace_file(directory / STAMP_FILE, json.dumps(payload, ensure_ascii=False).encode("utf-8"))
-
-
 def _remove_stamp(directory: Path) -> None:
     """Remove the stamp (absent is fine), durably: nothing the session writes afterwards can be vouched for."""
     try:
@@ -328,17 +308,22 @@ class HeldDirectory:
             self._lock = None
 
     def _stamp(self, *, vouch_derived: bool) -> None:
+        """Write the stamp: each listed file's ``[size, mtime_ns]``, and a derived file's SHA-256 after them."""
         now = file_states(self.path)
         if DATA_FILE not in now:  # no database (nothing was ever written): nothing to vouch for
             return
-        keep = {
-            rel: state
-            for rel, state in now.items()
-            if rel == DATA_FILE or (vouch_derived and (rel in self.trusted or self._at_open.get(rel) != state))
-        }
-        # A derived file as it was at open still has the bytes whose digest the open checked: not hashed again.
-        known = {rel: d for rel, d in self._vouched.items() if d is not None and now.get(rel) == self._at_open.get(rel)}
-        write_stamp(self.path, keep, known)
+        entries: dict[str, list[int | str]] = {}
+        for rel, state in sorted(now.items()):
+            if rel == DATA_FILE:
+                entries[rel] = list(state)
+            elif vouch_derived and (rel in self.trusted or self._at_open.get(rel) != state):
+                # as it was at open, a file still has the bytes whose digest the open checked: not hashed again
+                digest = self._vouched.get(rel) if state == self._at_open.get(rel) else None
+                digest = digest or _digest(self.path / rel)
+                if digest is not None:  # else gone or unreadable since it was listed: not vouched for
+                    entries[rel] = [*state, digest]
+        payload = {"format": STAMP_FORMAT, "files": entries}
+        replace_file(self.path / STAMP_FILE, json.dumps(payload, ensure_ascii=False).encode("utf-8"))
 
 
 @contextlib.contextmanager
