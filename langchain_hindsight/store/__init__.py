@@ -1,24 +1,10 @@
 """Storage layer: memory units and run records in a backend (Chroma, Postgres, memory), a collection set per namespace.
 
-The rooms (docs/DESIGN.md, "The store", walks through them):
-
-* :mod:`~langchain_hindsight.store.memory_store`: :class:`MemoryStore`, the store's public surface;
-* :mod:`~langchain_hindsight.store.writes`: how a write is judged (:class:`WriteResult`, the judges);
-* :mod:`~langchain_hindsight.store.statement` and :mod:`~langchain_hindsight.store.evidence`: when two texts
-  make one statement, and how far a lesson learned again gains (the write path and the merge pass share both);
-* :mod:`~langchain_hindsight.store.run_records`: the run records in each namespace's journal collection
-  (``store.run_records``); the run journal that writes them (:class:`~langchain_hindsight.journal.RunJournal`)
-  is one floor up and reaches them only through the store's public API;
-* :mod:`~langchain_hindsight.store.replica`: where recall reads from — the derived copies of the data and
-  the only code that reads or writes their files;
-* :mod:`~langchain_hindsight.store.backend`: the backends (the narrow interface, Chroma, in memory);
-* ``_directory``: an embedded store's directory (lock, clean-close stamp, intent files); a caller outside
-  the store asks :func:`holds_store` whether a directory holds one;
-* ``_codec``: how a unit is stored as a record (:func:`unit_to_metadata`, for loaders that write records
-  themselves, such as the maintenance benchmark).
-
-Names are imported on first use, so a command that needs one small module (``hindsight stats`` reading the
-summary) does not import the whole store.
+The rooms and who owns what: docs/DESIGN.md, "The store". Public here: :class:`MemoryStore`, how a write is
+judged (:mod:`~langchain_hindsight.store.writes`), :class:`ConfidencePolicy`, :func:`holds_store` (whether a
+directory holds an embedded store) and :func:`unit_to_metadata` (a unit as a record, for loaders that write
+records themselves). Names are imported on first use, so a command that needs one small module does not
+import the whole store.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
-"""The store's argument checks: search depth and query vector (ints: :func:`langchain_hindsight._checks.is_int`)."""
+"""The store's argument checks: search depth and query vector."""
 
 from __future__ import annotations
 
-from langchain_hindsight._checks import is_int
+from langchain_hindsight._checks import check_int
 from langchain_hindsight.errors import ConfigurationError
 
 __all__ = ["check_k", "check_vector"]
@@ -14,8 +14,7 @@ _MAX_K = 1 << 30
 
 def check_k(k: object) -> None:
     """Refuse a search depth that is not an int in ``[1, 2**30]`` (a store's or a snapshot's search)."""
-    if not is_int(k, 1, _MAX_K):
-        raise ConfigurationError(f"k must be an int from 1 to {_MAX_K}, got {k!r}")
+    check_int("k", k, 1, _MAX_K)
 
 
 def check_vector(method: str, vector: object) -> None:

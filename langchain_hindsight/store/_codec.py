@@ -48,9 +48,8 @@ def from_datetime_us(value: int) -> datetime:
 def unit_to_metadata(unit: MemoryUnit, *, pending: str | None = None) -> dict[str, str | int | float | bool]:
     """The Chroma metadata for ``unit`` (everything except ``content`` and ``memory_id``).
 
-    ``pending`` marks the first half of a two-step write (see ``MemoryStore._repair``);
-    it is not a field of the unit. ``None`` leaves the key out, so a metadata
-    update (Chroma merges keys) keeps whatever marker the record carries.
+    ``pending`` marks the first half of a two-step write (``apply.repair_namespace``), not a field of the unit;
+    ``None`` leaves the key out, so a metadata update (Chroma merges keys) keeps the record's marker.
     """
     meta: dict[str, str | int | float | bool] = {
         "schema": SCHEMA_VERSION,

@@ -1,13 +1,7 @@
-"""Chroma collections of a namespace: opening, listing, reading records.
+"""A namespace's collections (named and tagged as ``_naming`` says): opening, listing, reading records.
 
-Each namespace has one collection per role (memories, archive, journal), named
-from the namespace and tagged with it in the collection metadata (``_naming``); opening checks
-the tag, so a name collision can never hand one namespace another's units.
-
-The memories and archive collections also record the identity (name and
-dimension) of the embedder that wrote their vectors; :func:`check_embedder`
-refuses another embedder before its vectors are compared with or written among
-them. Reading units needs no embedder and is never refused.
+Opening checks the namespace tag, so a name collision can never hand one namespace another's units. The
+memories and archive collections record the embedder that wrote their vectors (:func:`check_embedder`).
 """
 
 from __future__ import annotations
@@ -18,11 +12,7 @@ from typing import Any, get_args
 
 from langchain_hindsight._trust import MemorySource
 from langchain_hindsight.embeddings.identity import MINILM_DIMENSION, MINILM_NAME, EmbedderIdentity
-from langchain_hindsight.errors import (
-    ConfigurationError,
-    EmbedderMismatchError,
-    StoreError,
-)
+from langchain_hindsight.errors import ConfigurationError, EmbedderMismatchError, StoreError
 from langchain_hindsight.store._codec import unit_from_record
 from langchain_hindsight.store._naming import (
     ALL_ROLES,
@@ -35,7 +25,7 @@ from langchain_hindsight.store._naming import (
     Role,
     collection_name,
 )
-from langchain_hindsight.store.backend import Backend, Records
+from langchain_hindsight.store.backend import Backend, Records, Rows
 from langchain_hindsight.types import MemoryKind, MemoryStatus, MemoryUnit
 
 __all__ = [
@@ -49,12 +39,12 @@ __all__ = [
     "identity_metadata",
     "namespaces",
     "open_collection",
-    "query_hits",
     "recorded_embedder",
     "recorded_identity",
     "records",
     "recover_reembed",
     "switch_reembed",
+    "units_of",
 ]
 
 logger = logging.getLogger(__name__)
@@ -241,22 +231,15 @@ def namespaces(backend: Backend) -> list[str]:
 
 def records(col: Collection, **kwargs: Any) -> list[MemoryUnit]:
     """The units a ``col.get(**kwargs)`` returns."""
-    rows = col.get(include=["documents", "metadatas"], **kwargs)
+    return units_of(col.get(include=["documents", "metadatas"], **kwargs))
+
+
+def units_of(rows: Rows) -> list[MemoryUnit]:
+    """The units of rows read with their documents and metadata."""
     return [
         unit_from_record(i, d, m)
         for i, d, m in zip(rows["ids"], rows["documents"] or [], rows["metadatas"] or [], strict=True)
     ]
-
-
-def query_hits(res: Any, include_embeddings: bool) -> list[tuple[MemoryUnit, float, list[float] | None]]:
-    """``(unit, cosine_similarity, embedding)`` for each result of a single-vector ``col.query``."""
-    out: list[tuple[MemoryUnit, float, list[float] | None]] = []
-    embs = res.get("embeddings")
-    for j, memory_id in enumerate(res["ids"][0]):
-        unit = unit_from_record(memory_id, res["documents"][0][j], res["metadatas"][0][j])
-        emb = [float(x) for x in embs[0][j]] if include_embeddings and embs is not None else None
-        out.append((unit, 1.0 - float(res["distances"][0][j]), emb))
-    return out
 
 
 def filter_where(filters: dict[str, object], normalize_task_type: Callable[[str], str]) -> dict[str, Any] | None:

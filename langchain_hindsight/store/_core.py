@@ -1,12 +1,9 @@
-"""The core of ``MemoryStore``: state, collections, embedder checks, the reader and reads by id.
+"""The core of ``MemoryStore``: its shared state, collections and embedder checks, the reader and reads by id.
 
-:class:`StoreCore` holds what every function of the store shares: the backend, the
-open collections, the lock, the run records and the :class:`Reader` recall reads through, chosen
-once when the store opens (:attr:`StoreCore.read_path`). The public methods are the functions of
-their concept's module (``reads``, ``search``, ``_store_writes``, ``forget``, ``transfer``), bound by
-:class:`~langchain_hindsight.store.memory_store.MemoryStore`; every one of them reaches the data
-through the backend layer (``backend.Backend``). The read modules use only
-the public methods of this class (``tests/unit_tests/store/test_private_access.py``).
+:class:`StoreCore` holds what every function of the store shares and chooses, once when the store opens, where
+recall reads (:attr:`StoreCore.read_path`): :class:`DatabaseReader` on a database that answers both arms itself,
+else the in-process :class:`~langchain_hindsight.store.replica.Replica`. The other store modules use only its
+public methods (``tests/unit_tests/store/test_private_access.py``).
 """
 
 from __future__ import annotations
@@ -17,9 +14,9 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable, Sequence
-from pathlib import Path
-from typing import Literal, ParamSpec, Protocol, TypeVar
+from typing import Any, Literal, ParamSpec, TypeVar
 
+import numpy as np
 from langchain_core.embeddings import Embeddings
 
 from langchain_hindsight.embeddings.identity import EmbedderIdentity, embedder_identity
@@ -34,6 +31,7 @@ from langchain_hindsight.errors import (
     StoreClosedError,
     StoreLockedError,
 )
+from langchain_hindsight.store._codec import unit_from_record
 from langchain_hindsight.store._collections import (
     Collection,
     check_embedder,
@@ -51,7 +49,7 @@ from langchain_hindsight.store.writes import WriteJudge
 from langchain_hindsight.taxonomy import TaskTypeVocabulary
 from langchain_hindsight.types import MemoryUnit
 
-__all__ = ["RECHECK_SECONDS", "Reader", "StoreCore", "backend_errors", "check_ids"]
+__all__ = ["RECHECK_SECONDS", "DatabaseReader", "StoreCore", "backend_errors", "check_ids", "query_index"]
 
 logger = logging.getLogger(__name__)
 
@@ -115,35 +113,6 @@ def backend_errors(method: Callable[_P, _R]) -> Callable[_P, _R]:
     return wrapper
 
 
-class Reader(Protocol):
-    """Where recall reads, one per store, chosen when it opens: the database itself (``search.DatabaseReader``,
-    Postgres) or the in-process replica (``replica.Replica``, every other backend). Called under the store's
-    lock with a checked namespace; each answers as the ``MemoryStore`` method of the same purpose.
-    """  # noqa: D205
-
-    def hybrid(
-        self, namespace: str, query: str, vector: Sequence[float], k: int, normalize: bool
-    ) -> tuple[dict[str, tuple[MemoryUnit, float]], dict[str, float]]:
-        """``MemoryStore.hybrid_search``."""
-        ...
-
-    def nearest(
-        self, namespace: str, vector: Sequence[float], k: int, include_embeddings: bool
-    ) -> list[tuple[MemoryUnit, float, list[float] | None]]:
-        """``MemoryStore.search_by_vector`` without a filter."""
-        ...
-
-    def similarities(
-        self, namespace: str, vector: Sequence[float], memory_ids: Sequence[str]
-    ) -> list[tuple[MemoryUnit, float]]:
-        """``MemoryStore.similarity_by_ids``."""
-        ...
-
-    def lexical(self, namespace: str, query: str, k: int, normalize: bool) -> list[tuple[str, float]]:
-        """``MemoryStore.lexical_search``."""
-        ...
-
-
 class StoreCore:
     """Shared state and internals of ``MemoryStore`` (see the module docstring)."""
 
@@ -156,47 +125,35 @@ class StoreCore:
     conflict_scope: Literal["task_type", "namespace"]
     policy: ConfidencePolicy
     vocabulary: TaskTypeVocabulary
-    persist_directory: Path | None
-    reader: Reader
-    """Where recall reads (see :attr:`read_path`), set when the store opens."""
 
     def _init_state(self, backend: Backend) -> None:
         self.backend = backend
         self.persist_directory = None if backend.directory is None else backend.directory.path
         self._embedder_checked: set[str] = set()  # names of collections whose embedder identity matched
-        self._lock = threading.RLock()
+        self.lock = threading.RLock()
+        """The store's re-entrant lock: hold it (``with store.lock:``) across a read-modify-write of several calls."""
         self._collections: dict[tuple[str, Role], Collection] = {}
         self._checked_at: dict[tuple[str, Role], float] = {}  # when a cached collection was last found current
-        self.read_path: Literal["database", "replica"] = "database" if backend.lexical is not None else "replica"
-        """Where recall reads, chosen once at open: ``"database"`` (a database that answers both arms itself,
-        Postgres: one statement per recall, no copy in process) or ``"replica"`` (the in-process lexical index
-        and recall mirror, over any other backend)."""
-        self._replica = Replica(
-            backend,
-            collection=self.collection,
-            checked=self._vectors,
-            identity=lambda: self._identity,
-        )
         self._repaired: set[str] = set()
         self._closed = False
+        self.replica = Replica(
+            backend, collection=self.collection, checked=self._vectors, identity=lambda: self._identity
+        )
+        """The store's in-process copy of its data and the owner of its derived files (empty on a database)."""
+        self.read_path: Literal["database", "replica"] = "database" if backend.lexical is not None else "replica"
+        """Where recall reads, chosen once at open: ``"database"`` (Postgres: one statement per recall, no copy
+        in process) or ``"replica"`` (the in-process lexical index and recall mirror, any other backend)."""
+        self.reader: DatabaseReader | Replica = DatabaseReader(self) if self.read_path == "database" else self.replica
         self.run_records = RunRecords(lambda namespace, create: self.collection(namespace, "journal", create=create))
         """The run records of every namespace (the storage under :class:`~langchain_hindsight.journal.RunJournal`)."""
-
-    # ------------------------------------------------------------------ public plumbing
-    @property
-    def lock(self) -> threading.RLock:
-        """The store's re-entrant lock: hold it (``with store.lock:``) across a read-modify-write of several calls."""
-        return self._lock
 
     def atomic(self, namespace: str, plan: Callable[[], _R]) -> _R:
         """Run a read-modify-write ``plan`` on ``namespace`` as one write plan of the store, under :attr:`lock`.
 
-        On a database it is one transaction under the namespace's lock (:meth:`Backend.atomic`), so two
-        processes changing one record apply one after the other and neither change is lost; the plan may be
-        re-run after a serialization failure, so it re-reads what it decides on (the run journal's updates).
-        The collections a plan writes are created (committed) before it, so none the store holds can vanish
-        with a rolled-back transaction; on a backend other processes write, each is checked to be the current
-        one first, under the namespace's lock (what the plan reads is what it writes into).
+        On a database it is one transaction under the namespace's lock (:meth:`Backend.atomic`), which may be
+        re-run after a serialization failure: the plan re-reads what it decides on. The collections it writes
+        are created (committed) before it, so none the store holds can vanish with a rolled-back transaction;
+        where other processes write, each is first checked to be the current one, under the namespace's lock.
         """
         namespace = self.namespace_or_default(namespace)
 
@@ -205,13 +162,8 @@ class StoreCore:
                 self._recheck(namespace, role)
             return plan()
 
-        with self._lock:
+        with self.lock:
             return self.backend.atomic(namespace, plan if self.backend.single_writer else current_plan)
-
-    @property
-    def replica(self) -> Replica:
-        """The store's in-process copy of its data and the owner of its derived files (empty on a database)."""
-        return self._replica
 
     def collection(self, namespace: str, role: Role = "memories", *, create: bool = False) -> Collection | None:
         """``namespace``'s collection of ``role``, opened (and repaired) once; ``None``: there is none yet.
@@ -248,28 +200,16 @@ class StoreCore:
         """
         return self._vectors(self.collection(namespace))
 
+    def vector_collection(self, namespace: str, role: Role = "memories") -> Collection:
+        """The ``role`` collection of ``namespace`` (created if missing), checked to hold this store's vectors."""
+        col = self._vectors(self.collection(namespace, role, create=True))
+        assert col is not None  # create=True always returns a collection
+        return col
+
     def ensure_open(self) -> None:
         """Raise :class:`StoreClosedError` once the store is closed."""
         if self._closed:
             raise StoreClosedError("this MemoryStore is closed")
-
-    def dropped(self, namespace: str) -> None:
-        """``namespace``'s collections were dropped: drop their handles, the replica's copies, repair state."""
-        for key in [k for k in self._collections if k[0] == namespace]:
-            del self._collections[key]
-        self._replica.reset(namespace)
-        self._repaired.discard(namespace)
-
-    def reopen_collections(self) -> None:
-        """The backend rebuilt, dropped or re-embedded collections: every open handle is dropped, each reopened
-        (and its embedder checked again) at its next use.
-        """  # noqa: D205
-        self._collections.clear()
-        self._embedder_checked.clear()
-
-    def distrust_copies(self) -> None:
-        """After a failure that may have stopped a write half-way: the replica distrusts every namespace opened."""
-        self._replica.distrust(ns for ns, _ in self._collections)
 
     def namespace_or_default(self, namespace: str | None) -> str:
         """``namespace`` checked, or the store's default namespace when ``None``.
@@ -279,17 +219,41 @@ class StoreCore:
         """
         return self.namespace if namespace is None else check_namespace(namespace)
 
+    def dropped(self, namespace: str) -> None:
+        """``namespace``'s collections were dropped: drop their handles, the replica's copies, repair state."""
+        for key in [k for k in self._collections if k[0] == namespace]:
+            del self._collections[key]
+        self.replica.reset(namespace)
+        self._repaired.discard(namespace)
+
+    def reopen_collections(self) -> None:
+        """The backend rebuilt, dropped or re-embedded collections: each is reopened, and checked, at its next use."""
+        self._collections.clear()
+        self._embedder_checked.clear()
+
+    def distrust_copies(self) -> None:
+        """After a failure that may have stopped a write half-way: the replica distrusts every namespace opened."""
+        self.replica.distrust(ns for ns, _ in self._collections)
+
+    def replaced_elsewhere(self, namespace: str) -> bool:
+        """After an empty answer on the database read path: whether another process dropped or replaced the
+        namespace's memories collection (then opened again by name). Only an empty answer can come from a
+        dropped collection, so the check costs a round trip only when there is nothing to recall.
+        """  # noqa: D205
+        cached = self._collections.get((namespace, "memories"))
+        if self.read_path != "database" or cached is None:
+            return False
+        for role in ALL_ROLES:
+            self._recheck(namespace, role)
+        return self._collections.get((namespace, "memories")) is not cached
+
     def _recheck(self, namespace: str, role: Role) -> None:
         """Forget the cached ``role`` collection of ``namespace`` if another process dropped or replaced it.
 
-        Only a backend other processes write (a database, a server) can change under the store:
-        ``hindsight reembed`` run elsewhere switches a collection for a copy with another
-        embedder's vectors, and a forgotten namespace written to again gets new collections under
-        the old names. The cached object then names a collection that is gone (its
-        :attr:`~langchain_hindsight.store.backend.Records.instance` differs from what the name opens
-        now), and its embedder check was made against the old vectors; dropping both makes the next
-        use open the current collection and check this store's embedder against it again (a write of
-        vectors from the old embedder is then refused with :class:`EmbedderMismatchError`).
+        Where other processes write, ``hindsight reembed`` run elsewhere switches a collection for a copy with
+        another embedder's vectors, and a forgotten namespace written again gets new collections under the old
+        names: the cached handle and its embedder check are then stale. Dropping both makes the next use open
+        the current collection and check this store's embedder against it again.
         """
         key = (namespace, role)
         cached = self._collections.get(key)
@@ -297,11 +261,8 @@ class StoreCore:
         if cached is None:
             return
         found = self.backend.get_collection(cached.name)
-        if (
-            found is not None
-            and found.instance == cached.instance
-            and recorded_identity(found) == recorded_identity(cached)
-        ):
+        same_embedder = found is not None and recorded_identity(found) == recorded_identity(cached)
+        if found is not None and same_embedder and found.instance == cached.instance:
             return
         logger.info(
             "the %s collection of namespace %r was %s by another process: reopening",
@@ -310,31 +271,15 @@ class StoreCore:
             "dropped"
             if found is None
             else "dropped and created again"
-            if recorded_identity(found) == recorded_identity(cached)
+            if same_embedder
             else f"replaced (re-embedded with {recorded_identity(found)})",
         )
         del self._collections[key]
         self._embedder_checked.discard(cached.name)
         if role in ROLES:  # what the replica holds of the namespace describes the old collection
-            self._replica.reset(namespace)
+            self.replica.reset(namespace)
             self._repaired.discard(namespace)
 
-    def replaced_elsewhere(self, namespace: str) -> bool:
-        """After an empty answer on the database read path: whether another process dropped or replaced the
-        namespace's memories collection (it forgot the namespace, or switched in a re-embedded copy), which is
-        then opened again by name. A dropped collection's records are gone, so any read of it answers nothing:
-        checking only then costs a round trip only when there is nothing to recall.
-        """  # noqa: D205
-        if self.read_path != "database":
-            return False
-        cached = self._collections.get((namespace, "memories"))
-        if cached is None:
-            return False
-        for role in ALL_ROLES:  # every cached collection of the namespace is checked now
-            self._recheck(namespace, role)
-        return self._collections.get((namespace, "memories")) is not cached
-
-    # ------------------------------------------------------------------ collections
     @property
     def _identity(self) -> EmbedderIdentity:
         return embedder_identity(self.embeddings)
@@ -347,43 +292,14 @@ class StoreCore:
         return col
 
     def _repair(self, namespace: str) -> None:
-        """Finish two-step writes that a crash interrupted (run once per namespace, idempotent).
-
-        A ``pending`` mark found here means a process died between the steps of a
-        supersede or a move; the remaining steps are done now (see the ``apply``
-        module). Only marked records are touched, so a unit restored on purpose
-        stays restored.
-        """
+        """Finish the two-step writes a crash interrupted in ``namespace`` (``apply.repair_namespace``)."""
         touched = repair_namespace(functools.partial(self.collection, namespace), namespace, self.policy)
         if touched:
-            current = self._get_many(touched, namespace)
+            current = self.get_many(touched, namespace=namespace)
             gone = sorted(set(touched) - {u.memory_id for u in current})
-            self._replica.reindex(namespace, upserts=current, deletes=gone)
-
-    # ------------------------------------------------------------------ for the write path (``_store_writes``)
-    def vector_collection(self, namespace: str, role: Role = "memories") -> Collection:
-        """The ``role`` collection of ``namespace`` (created if missing), checked to hold this store's vectors."""
-        col = self._vectors(self.collection(namespace, role, create=True))
-        assert col is not None  # create=True always returns a collection
-        return col
-
-    def reindex(self, namespace: str, *, upserts: Sequence[MemoryUnit] = (), deletes: Sequence[str] = ()) -> None:
-        """The write path wrote ``upserts`` and deleted ``deletes`` in ``namespace``: the replica follows."""
-        self._replica.reindex(namespace, upserts=upserts, deletes=deletes)
+            self.replica.reindex(namespace, upserts=current, deletes=gone)
 
     # ------------------------------------------------------------------ reads by id
-    def _get_many(self, ids: list[str], ns: str) -> list[MemoryUnit]:
-        with self._lock:
-            found: dict[str, MemoryUnit] = {}
-            for role in ROLES:
-                col = self.collection(ns, role)
-                if col is None:
-                    continue
-                missing = [i for i in ids if i not in found]
-                if missing:
-                    found.update((u.memory_id, u) for u in records(col, ids=missing))
-            return [found[i] for i in ids if i in found]
-
     @backend_errors
     def get(self, memory_id: str, *, namespace: str | None = None) -> MemoryUnit:
         """The unit with ``memory_id`` in ``namespace`` (active, superseded or archived).
@@ -399,4 +315,144 @@ class StoreCore:
     @backend_errors
     def get_many(self, memory_ids: Sequence[str], *, namespace: str | None = None) -> list[MemoryUnit]:
         """The units that exist among ``memory_ids``, in the given order (missing ones skipped)."""
-        return self._get_many(check_ids(memory_ids), self.namespace_or_default(namespace))
+        ids, ns = check_ids(memory_ids), self.namespace_or_default(namespace)
+        found: dict[str, MemoryUnit] = {}
+        with self.lock:
+            for role in ROLES:
+                col = self.collection(ns, role)
+                missing = [i for i in ids if i not in found]
+                if col is not None and missing:
+                    found.update((u.memory_id, u) for u in records(col, ids=missing))
+        return [found[i] for i in ids if i in found]
+
+
+def query_index(
+    store: StoreCore,
+    namespace: str,
+    vector: Sequence[float],
+    n: int,
+    include_embeddings: bool,
+    where: dict[str, Any] | None = None,
+) -> list[tuple[MemoryUnit, float, list[float] | None]]:
+    """The ``n`` records of ``namespace`` nearest ``vector`` among those ``where`` selects, from the backend's index."""
+    col = store.memories(namespace)
+    if col is None:
+        return []
+    include: list[Any] = ["documents", "metadatas", "distances", *(["embeddings"] if include_embeddings else [])]
+    res = col.query(query_embeddings=[list(vector)], n_results=n, where=where, include=include)
+    embs = res.get("embeddings") if include_embeddings else None
+    hits: list[tuple[MemoryUnit, float, list[float] | None]] = []
+    for j, memory_id in enumerate(res["ids"][0]):
+        unit = unit_from_record(memory_id, res["documents"][0][j], res["metadatas"][0][j])
+        emb = None if embs is None else [float(x) for x in embs[0][j]]
+        hits.append((unit, 1.0 - float(res["distances"][0][j]), emb))
+    return hits
+
+
+def nearest_wanted(k: int) -> int:
+    """How many nearest records a dense query asks for to serve ``k`` active ones.
+
+    Some of the nearest may be archived or superseded, so the query asks for a few more (at least 8, or half of
+    ``k``); a caller that still finds fewer than ``k`` active among that many asks again with a status filter.
+    """
+    return k + max(8, k // 2)
+
+
+class DatabaseReader:
+    """The read path of a database that answers both arms itself (Postgres): nothing is held in process.
+
+    A hybrid recall is one statement (``Records.hybrid_query``). Each read answers as the ``Replica`` method of the
+    same name; one that answers nothing checks once whether another process dropped or replaced the namespace's
+    collection (:meth:`StoreCore.replaced_elsewhere`) and asks again.
+
+    Args:
+        store: The store it reads for (its collections, through public methods only).
+    """
+
+    def __init__(self, store: StoreCore) -> None:
+        self.store = store
+
+    def hybrid(
+        self, namespace: str, query: str, vector: Sequence[float], k: int, normalize: bool
+    ) -> tuple[dict[str, tuple[MemoryUnit, float]], dict[str, float]]:
+        """Both arms in one statement, else (too few of the nearest are active) arm by arm."""
+        answered = self._hybrid(namespace, query, vector, k, normalize)
+        if answered == ({}, {}) and self.store.replaced_elsewhere(namespace):
+            answered = self._hybrid(namespace, query, vector, k, normalize)
+        if answered is not None:
+            return answered
+        lexical = dict(self.lexical(namespace, query, k, normalize))
+        dense = {u.memory_id: (u, sim) for u, sim, _ in self.nearest(namespace, vector, k, False)}
+        missing = [i for i in lexical if i not in dense]
+        dense.update((u.memory_id, (u, sim)) for u, sim in self.similarities(namespace, vector, missing))
+        return dense, lexical
+
+    def _hybrid(
+        self, namespace: str, query: str, vector: Sequence[float], k: int, normalize: bool
+    ) -> tuple[dict[str, tuple[MemoryUnit, float]], dict[str, float]] | None:
+        """``Records.hybrid_query``'s candidates; ``None`` when too few of the nearest records are active."""
+        col = self.store.memories(namespace)
+        if col is None:
+            return {}, {}
+        nearest = nearest_wanted(k)
+        found = col.hybrid_query(query, vector, k=k, nearest=nearest, normalize=normalize)
+        active = [(i, d) for i, d in found.nearest if found.records[i][1].get("status") == "active"]
+        if len(active) < k and len(found.nearest) >= nearest:
+            return None
+
+        def unit_of(memory_id: str) -> MemoryUnit:
+            return unit_from_record(memory_id, found.records[memory_id][0], found.records[memory_id][1])
+
+        candidates = {i: (unit_of(i), 1.0 - d) for i, d in active[:k]}
+        for i, _ in found.lexical:  # lexical matches the dense arm did not return: their similarity
+            if i not in candidates and i in found.records and found.records[i][1].get("status") == "active":
+                candidates[i] = (unit_of(i), found.records[i][2])
+        return candidates, dict(found.lexical)
+
+    def nearest(
+        self, namespace: str, vector: Sequence[float], k: int, include_embeddings: bool
+    ) -> list[tuple[MemoryUnit, float, list[float] | None]]:
+        """The index asked unfiltered for ``k`` plus a margin, inactive records dropped; with the status filter
+        only when too few active ones remain.
+        """  # noqa: D205
+        found = self._nearest(namespace, vector, k, include_embeddings)
+        if not found and self.store.replaced_elsewhere(namespace):
+            found = self._nearest(namespace, vector, k, include_embeddings)
+        return found
+
+    def _nearest(
+        self, namespace: str, vector: Sequence[float], k: int, include_embeddings: bool
+    ) -> list[tuple[MemoryUnit, float, list[float] | None]]:
+        hits = query_index(self.store, namespace, vector, nearest_wanted(k), include_embeddings)
+        active = [h for h in hits if h[0].status == "active"]
+        if len(active) >= k or len(hits) < nearest_wanted(k):
+            return active[:k]
+        return query_index(self.store, namespace, vector, k, include_embeddings, {"status": "active"})
+
+    def similarities(
+        self, namespace: str, vector: Sequence[float], memory_ids: Sequence[str]
+    ) -> list[tuple[MemoryUnit, float]]:
+        """One read of the records and their vectors, one matrix-vector product."""
+        col = self.store.memories(namespace)
+        if col is None or not memory_ids:
+            return []
+        rows = col.get(ids=list(memory_ids), include=["documents", "metadatas", "embeddings"])
+        embeddings = rows.get("embeddings")
+        if embeddings is None or not len(rows["ids"]):
+            return []
+        sims = np.asarray(embeddings, dtype=np.float64) @ np.asarray(vector, dtype=np.float64)
+        found: dict[str, tuple[MemoryUnit, float]] = {}
+        for j, memory_id in enumerate(rows["ids"]):
+            metadata = rows["metadatas"][j] or {}
+            if metadata.get("status") == "active":
+                found[memory_id] = (unit_from_record(memory_id, rows["documents"][j], metadata), float(sims[j]))
+        return [found[i] for i in memory_ids if i in found]
+
+    def lexical(self, namespace: str, query: str, k: int, normalize: bool) -> list[tuple[str, float]]:
+        """Scored by the database."""
+        col = self.store.collection(namespace)
+        found = col.lexical_search(query, k, normalize=normalize) if col is not None else []
+        if not found and self.store.replaced_elsewhere(namespace):
+            col = self.store.collection(namespace)
+            found = col.lexical_search(query, k, normalize=normalize) if col is not None else []
+        return found

@@ -1,49 +1,23 @@
 """The store directory: its lock, its clean-close stamp and its intent files (standard library and ``filelock`` only).
 
-The only module that touches the lock (:data:`LOCK_FILE`), the stamp (:data:`STAMP_FILE`) and the intent
-files that let a killed process's forget, scrub or import be finished on reopen (:data:`FORGET_INTENT`,
-:data:`SCRUB_MARKER`, :data:`IMPORT_PENDING`); its :func:`replace_file` is the store's one atomic, durable
-file write.
-
-An embedded store directory holds Chroma's data (``chroma.sqlite3`` and the
-vector segments) and files derived from it (:data:`DERIVED`: lexical snapshots,
-recall snapshots, per-namespace statistics). A derived file is worth reading
-without opening Chroma only if nothing has changed the data since it was
-written, and only the last process that held the directory lock can say so. So:
-
-* a process that opens the store (:class:`HeldDirectory`, held by the embedded
-  Chroma backend) reads the stamp ``.hindsight-clean`` right after taking the
-  lock, keeps the set of files it vouches for, and removes it before Chroma
-  opens: while the store is open, and after a process that crashed, there is no
-  stamp;
-* a clean close writes it again (after Chroma's client is closed, since the
-  client touches ``chroma.sqlite3`` even in a read-only session): the size and
-  modification time of ``chroma.sqlite3`` and of each derived file the session
-  inherited as trusted or wrote itself, with the SHA-256 of each derived file's
-  bytes. A file that was neither (left by a crashed process, or copied in) is not
-  vouched for;
-* derived files are vouched for only on their owner's word (the store's replica,
-  :meth:`HeldDirectory.vouch`, at the store's close, after it saved, rewrote or erased
-  each of them): a write that follows it, or a session whose store never closed,
-  leaves every derived file unvouched;
-* a reader that only wants derived files (:func:`trusted_store`) takes the same
-  lock, validates the stamp and leaves it in place.
-
-A stamp is valid only if every file it lists still has the recorded size and
-modification time and, for a derived file, the recorded SHA-256 of its bytes (a
-same-size edit that restores the modification time changes the hash); otherwise
-nothing in it is trusted (logged as a warning when a derived file's content is what
-differs), so every derived file is rebuilt from the backend before it is served.
+The only module that names the lock (:data:`LOCK_FILE`), the stamp (:data:`STAMP_FILE`) and the intent files
+that let a killed process's forget, scrub or import be finished on reopen; :func:`replace_file` is the store's
+one atomic, durable file write. The stamp is the one rule that trusts a derived file (docs/DESIGN.md, "Derived
+files and the stamp"): :class:`HeldDirectory` reads and removes it at open, before Chroma opens, and writes it
+at a clean close, after Chroma's client closed (the client touches ``chroma.sqlite3`` even in a read-only
+session), listing the derived files their owner vouched for with no write after; a reader of derived files
+alone (:func:`trusted_store`) takes the same lock and leaves the stamp in place. Any listed file whose size,
+mtime or (derived) SHA-256 differs voids the stamp whole.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
 import os
 from collections.abc import Iterable, Iterator, Mapping
-from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -61,9 +35,7 @@ __all__ = [
     "LOCK_FILE",
     "SCRUB_MARKER",
     "STAMP_FILE",
-    "FileState",
     "HeldDirectory",
-    "acquire_directory",
     "begin_import",
     "begin_scrub",
     "clear_intents",
@@ -78,11 +50,9 @@ __all__ = [
     "read_intents",
     "read_stamp",
     "record_intent",
-    "remove_stamp",
     "replace_file",
     "scrub_pending",
     "trusted_store",
-    "write_stamp",
     "zero_tail",
 ]
 
@@ -119,7 +89,7 @@ def holds_store(directory: str | os.PathLike[str]) -> bool:
     return (Path(directory) / DATA_FILE).is_file()
 
 
-def acquire_directory(path: Path) -> BaseFileLock:
+def _acquire_lock(path: Path) -> BaseFileLock:
     """Create ``path`` and take its single-writer lock (never waits).
 
     Raises:
@@ -167,16 +137,12 @@ def file_states(directory: Path) -> dict[str, FileState]:
 
 def fsync_directory(directory: Path) -> None:
     """Make a rename or a removal in ``directory`` durable (where the platform allows it)."""
-    try:
+    with contextlib.suppress(OSError):  # not supported everywhere (Windows): as durable as the platform makes it
         fd = os.open(directory, os.O_RDONLY)
-    except OSError:  # not supported here (e.g. Windows): the rename is as durable as the platform makes it
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
 
 
 def replace_file(path: Path, data: bytes) -> None:
@@ -238,14 +204,11 @@ def _vouched(directory: Path) -> dict[str, str | None]:
         return {}
     vouched: dict[str, str | None] = {}
     for rel, recorded in files.items():  # each [size, mtime_ns] or [size, mtime_ns, sha256]
-        listed = isinstance(recorded, list)
-        state = (recorded[0], recorded[1]) if listed and len(recorded) in (2, 3) else None
-        if state is not None and not all(type(v) is int for v in state):
-            state = None
-        if not _listable(rel) or _state(directory / rel) != state:
+        listed = isinstance(recorded, list) and len(recorded) in (2, 3) and all(type(v) is int for v in recorded[:2])
+        if not listed or not _listable(rel) or _state(directory / rel) != tuple(recorded[:2]):
             logger.debug("clean-close stamp in %s does not match %s: nothing trusted", directory, rel)
             return {}
-        vouched[rel] = recorded[2] if listed and len(recorded) == 3 and isinstance(recorded[2], str) else None
+        vouched[rel] = recorded[2] if len(recorded) == 3 and isinstance(recorded[2], str) else None
     for rel, digest in vouched.items():  # sizes and times all match: now the (slower) content of derived files
         if rel != DATA_FILE and _digest(directory / rel) != digest:
             logger.warning(
@@ -277,27 +240,7 @@ def _listable(rel: object) -> bool:
     return rel == DATA_FILE or rel.split("/", 1)[0] in DERIVED
 
 
-def write_stamp(directory: Path, files: Mapping[str, FileState], known: Mapping[str, str] | None = None) -> None:
-    """Write the stamp for ``files`` (relative paths to their ``(size, mtime_ns)``), atomically.
-
-    Each derived file's entry also records the SHA-256 of its bytes as they are now (the caller holds the lock):
-    ``known[rel]`` when given (the caller checked that digest against the file's bytes, untouched since), else
-    computed here.
-    """
-    entries: dict[str, list[int | str]] = {}
-    for rel, state in sorted(files.items()):
-        entries[rel] = list(state)
-        if rel != DATA_FILE:
-            digest = (known or {}).get(rel) or _digest(directory / rel)
-            if digest is None:  # gone or unreadable since it was listed: not vouched for
-                del entries[rel]
-                continue
-            entries[rel].append(digest)
-    payload = {"format": STAMP_FORMAT, "files": entries}
-    replace_file(directory / STAMP_FILE, json.dumps(payload, ensure_ascii=False).encode("utf-8"))
-
-
-def remove_stamp(directory: Path) -> None:
+def _remove_stamp(directory: Path) -> None:
     """Remove the stamp (absent is fine), durably: nothing the session writes afterwards can be vouched for."""
     try:
         (directory / STAMP_FILE).unlink()
@@ -309,12 +252,10 @@ def remove_stamp(directory: Path) -> None:
 class HeldDirectory:
     """An embedded store directory held by this process: its lock, and the clean-close stamp's life.
 
-    Construct it before the database opens (it takes the lock, keeps the files the stamp vouches
-    for in :attr:`trusted` and removes the stamp); call :meth:`close` after the database is closed
-    (it writes the stamp and releases the lock). The holder (the embedded Chroma backend) knows no
-    derived file: it only notes each write it makes (:meth:`wrote`). Which derived files the stamp
-    vouches for is their owner's word (the store's replica, :meth:`vouch`), given at the store's
-    close: they are vouched for only if no write followed it.
+    Construct it before the database opens (it takes the lock, keeps the files the stamp vouches for in
+    :attr:`trusted` and removes the stamp); call :meth:`close` after the database is closed. The holder (the
+    embedded Chroma backend) knows no derived file: it only notes each write it makes (:meth:`wrote`), and derived
+    files are vouched for only on their owner's word (:meth:`vouch`) given after the last of them.
 
     Args:
         path: The store directory (created if missing).
@@ -326,13 +267,13 @@ class HeldDirectory:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self._lock: BaseFileLock | None = acquire_directory(path)
+        self._lock: BaseFileLock | None = _acquire_lock(path)
         try:
             self._vouched = _vouched(path)
             self.trusted = frozenset(self._vouched)
             """Relative paths of the files the previous session's clean close vouched for (empty: none)."""
             self._at_open = file_states(path)
-            remove_stamp(path)
+            _remove_stamp(path)
         except BaseException:
             self.release()
             raise
@@ -358,10 +299,9 @@ class HeldDirectory:
     def close(self, *, clean: bool = True) -> None:
         """Write the stamp (when ``clean``: the database closed without error), then release the lock.
 
-        The stamp lists ``chroma.sqlite3`` and, when the owner vouched after the holder's last write,
-        each derived file that was trusted at open or changed during the session (so written by it:
-        the lock excluded every other process). A stamp that cannot be written is logged: the next
-        open then trusts nothing and rebuilds. Idempotent.
+        The stamp lists ``chroma.sqlite3`` and, when the owner vouched after the holder's last write, each derived
+        file trusted at open or changed during the session (so written by it: the lock excluded every other
+        process). A stamp that cannot be written is logged: the next open rebuilds. Idempotent.
         """
         if self._lock is None:
             return
@@ -380,27 +320,30 @@ class HeldDirectory:
             self._lock = None
 
     def _stamp(self, *, vouch_derived: bool) -> None:
+        """Write the stamp: each listed file's ``[size, mtime_ns]``, and a derived file's SHA-256 after them."""
         now = file_states(self.path)
         if DATA_FILE not in now:  # no database (nothing was ever written): nothing to vouch for
             return
-        keep = {
-            rel: state
-            for rel, state in now.items()
-            if rel == DATA_FILE or (vouch_derived and (rel in self.trusted or self._at_open.get(rel) != state))
-        }
-        # A derived file as it was at open still has the bytes whose digest the open checked: not hashed again.
-        known = {rel: d for rel, d in self._vouched.items() if d is not None and now.get(rel) == self._at_open.get(rel)}
-        write_stamp(self.path, keep, known)
+        entries: dict[str, list[int | str]] = {}
+        for rel, state in sorted(now.items()):
+            if rel == DATA_FILE:
+                entries[rel] = list(state)
+            elif vouch_derived and (rel in self.trusted or self._at_open.get(rel) != state):
+                # as it was at open, a file still has the bytes whose digest the open checked: not hashed again
+                digest = self._vouched.get(rel) if state == self._at_open.get(rel) else None
+                digest = digest or _digest(self.path / rel)
+                if digest is not None:  # else gone or unreadable since it was listed: not vouched for
+                    entries[rel] = [*state, digest]
+        payload = {"format": STAMP_FORMAT, "files": entries}
+        replace_file(self.path / STAMP_FILE, json.dumps(payload, ensure_ascii=False).encode("utf-8"))
 
 
-@contextmanager
+@contextlib.contextmanager
 def trusted_store(directory: str | os.PathLike[str]) -> Iterator[frozenset[str]]:
     """Hold ``directory``'s lock and yield the relative paths its stamp vouches for (empty: none); the stamp stays.
 
-    For a process that only reads derived files (``hindsight stats``): while the
-    lock is held no other process can open the store, so a file the stamp vouches
-    for stays as it was. A directory that does not exist yields an empty set and
-    is not created.
+    For a process that only reads derived files (``hindsight stats``): while it holds the lock no other process
+    can change them. A directory that does not exist yields an empty set and is not created.
 
     Raises:
         StoreLockedError: the store is open in another process (the same error as opening it).
@@ -409,7 +352,7 @@ def trusted_store(directory: str | os.PathLike[str]) -> Iterator[frozenset[str]]
     if not path.is_dir():
         yield frozenset()
         return
-    lock = acquire_directory(path)
+    lock = _acquire_lock(path)
     try:
         yield read_stamp(path)
     finally:

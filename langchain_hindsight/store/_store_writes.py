@@ -196,7 +196,7 @@ def _add_plan(
 def _apply(store: StoreCore, col: Collection, ns: str, plan: WritePlan) -> None:
     """Write ``plan`` to ``col`` (``apply.write_plan``, in crash-safe order); the replica follows."""
     write_plan(col, plan, store.backend.max_batch_size)
-    store.reindex(ns, upserts=[*(u for u, _ in plan.new.values()), *plan.changed.values()])
+    store.replica.reindex(ns, upserts=[*(u for u, _ in plan.new.values()), *plan.changed.values()])
 
 
 def _check_premise(store: StoreCore, col: Collection, units: list[MemoryUnit], taken: set[str], ns: str) -> None:
@@ -399,7 +399,7 @@ def _update_plan(store: StoreCore, units: list[MemoryUnit], ns: str) -> list[Mem
         if batch:
             write_updates(col, batch, documents, functools.partial(_embed_into, store, ns, role))
             if role == "memories":
-                store.reindex(ns, upserts=batch)
+                store.replica.reindex(ns, upserts=batch)
     order = {u.memory_id: i for i, u in enumerate(units)}
     return sorted(written, key=lambda u: order[u.memory_id])
 
@@ -553,9 +553,9 @@ def _move(store: StoreCore, ids: list[str], ns: str, src_role: Role, dst_role: R
 def _reindex_into(store: StoreCore, ns: str, role: Role, units: list[MemoryUnit]) -> None:
     """``units`` now live in ``role``: the replica, which holds active and superseded units, follows."""
     if units and role == "archive":
-        store.reindex(ns, deletes=[u.memory_id for u in units])
+        store.replica.reindex(ns, deletes=[u.memory_id for u in units])
     elif units:
-        store.reindex(ns, upserts=units)
+        store.replica.reindex(ns, upserts=units)
 
 
 @backend_errors
@@ -575,7 +575,7 @@ def discard(store: StoreCore, memory_ids: Sequence[str], *, namespace: str | Non
             return 0
         present = col.exists(ids)
         delete_units(col, present, store.backend.max_batch_size)
-        store.reindex(ns, deletes=present)
+        store.replica.reindex(ns, deletes=present)
         return len(present)
 
     with store.lock:

@@ -1,24 +1,13 @@
 """``MemoryStore``: the single source of truth for memory units, on a storage backend (Chroma by default).
 
-Every field of every unit lives in the backend (see ``_codec``); nothing is kept
-in a private dict that a restart would lose. The in-memory lexical index is
-derived data, rebuilt from the backend and updated on every write.
-
-The store reaches its data only through the backend layer (``backend.Backend``:
-``backend.ChromaBackend``, embedded or server; ``backend.InMemoryBackend``), and
-recall reads through its replica (``replica.Replica``: the derived copies of the data).
-:class:`MemoryStore` is one class whose public methods are the functions of their concept's
-module, bound here (one signature and docstring each): ``reads`` (listing, counting, history),
-``search`` (dense, lexical, hybrid), ``_store_writes`` (read, plan with ``decide``, write with
-``apply``), ``transfer`` (exact import), ``forget`` (forget, scrub), all over the shared state
-of ``_core.StoreCore``.
+Its public methods are the functions of their concept's module bound as methods, over the state of
+``_core.StoreCore`` (docs/DESIGN.md, "The rooms").
 """
 
 from __future__ import annotations
 
 import asyncio
 import functools
-import logging
 import os
 import warnings
 from collections.abc import Callable, Sequence
@@ -48,17 +37,6 @@ from langchain_hindsight.types import DEFAULT_NAMESPACE, MemoryUnit
 
 __all__ = ["MemoryStore"]
 
-logger = logging.getLogger(__name__)
-
-
-def _postgres_backend(database_url: str) -> Backend:
-    """A :class:`~langchain_hindsight.store.backend.postgres.PostgresBackend` on ``database_url`` (store tokenizer)."""
-    if not isinstance(database_url, str) or not database_url.strip():
-        raise ConfigurationError(f"database_url must be a postgresql:// URL, got {database_url!r}")
-    from langchain_hindsight.store.backend.postgres import PostgresBackend  # a database's alone
-
-    return PostgresBackend(database_url.strip(), lexical=lexical_scheme())  # psycopg is imported only now
-
 
 @refuse_unknown_keywords
 class MemoryStore(StoreCore):
@@ -86,40 +64,31 @@ class MemoryStore(StoreCore):
             when ``client`` or ``backend`` is given.
         client: A chromadb client to use instead (``HttpClient`` for a server,
             ``EphemeralClient`` for throwaway stores). The store does not close it.
-        backend: A storage backend to use instead (see :mod:`langchain_hindsight.store.backend.base`):
-            ``InMemoryBackend()`` (:mod:`langchain_hindsight.store.backend.inmemory`) for fast tests and
-            throwaway stores, ``ChromaBackend.embedded(path)`` / ``ChromaBackend.server(host, port)``.
-            The store does not close it.
-        database_url: A PostgreSQL database (``postgresql://user:pass@host/db``, with pgvector) to
-            use instead: any number of processes and hosts may write it at once, and every recall
-            reads what any of them committed (see :mod:`langchain_hindsight.store.backend.postgres`). Needs
-            the ``postgres`` extra. The store opens and closes its connection pool. A server that cannot be
-            reached or refuses the login raises ``DatabaseConnectionError`` within five seconds (a
-            ``connect_timeout`` in the URL sets another), naming host, port, database and user.
-        embeddings: Any LangChain ``Embeddings``. Default: the embedder the
-            store records if it is one of this package's (an existing MiniLM
-            store keeps :class:`LocalEmbeddings`), else
-            :class:`~langchain_hindsight.embeddings.multilingual.ScriptRoutedEmbeddings`
-            (offline; Chinese, English and across). Must return normalised vectors for the
-            thresholds to mean cosine similarity (Chroma uses cosine distance).
-            The store records the embedder's identity; using the store's vectors
-            with another embedder raises :class:`EmbedderMismatchError` (migrate
-            with ``hindsight reembed``). Reading units needs no matching embedder.
+        backend: A storage backend to use instead (:mod:`langchain_hindsight.store.backend`):
+            ``InMemoryBackend()`` for fast tests and throwaway stores, ``ChromaBackend.embedded(path)`` /
+            ``ChromaBackend.server(host, port)``. The store does not close it.
+        database_url: A PostgreSQL database (``postgresql://user:pass@host/db``, with pgvector) to use
+            instead: any number of processes and hosts may write it, and every recall reads what any of them
+            committed. Needs the ``postgres`` extra; the store opens and closes its connection pool. A server
+            that cannot be reached or refuses the login raises ``DatabaseConnectionError`` within five seconds
+            (a ``connect_timeout`` in the URL sets another), naming host, port, database and user.
+        embeddings: Any LangChain ``Embeddings``, returning normalised vectors (the thresholds are cosine
+            similarities). Default: the embedder the store records if it is one of this package's (an
+            existing MiniLM store keeps :class:`LocalEmbeddings`), else
+            :class:`~langchain_hindsight.embeddings.multilingual.ScriptRoutedEmbeddings` (offline; Chinese,
+            English and across). Using the store's vectors with another embedder than the one it records
+            raises :class:`EmbedderMismatchError` (migrate with :meth:`reembed`); reading units needs none.
         conflict_threshold: Similarity above which an active unit in scope is
             a *candidate* conflict: the nearest such units go to ``judge``, which
             decides add / duplicate / update / conflict. ``None``: no judge is
             asked (only the same statement merges).
-        merge_threshold: Similarity at or above which the judge may call a
-            differently worded unit a duplicate (merge); default
-            :data:`~langchain_hindsight.store.decide.MERGE_THRESHOLD` (0.95, the lifecycle's
-            too). ``None``: only the same statement merges. The same statement (after normalising case,
-            whitespace and punctuation) always merges; different statements
-            never merge or supersede on similarity alone.
-        judge: Decides what a unit with similar neighbours is (see
-            :mod:`langchain_hindsight.store.writes`). Default
-            :class:`~langchain_hindsight.store.writes.RuleWriteJudge`: keep both active,
-            so recency and the conflict note decide at recall;
-            ``LLMWriteJudge(model)`` asks a chat model once per such write.
+        merge_threshold: Similarity at or above which the judge may call a differently worded unit a
+            duplicate (merge); default :data:`~langchain_hindsight.store.decide.MERGE_THRESHOLD` (0.95, the
+            lifecycle's too). ``None``: only the same statement (after normalising case, whitespace and
+            punctuation) merges, as it always does; similarity alone never merges or supersedes.
+        judge: Decides what a unit with similar neighbours is (:mod:`langchain_hindsight.store.writes`).
+            Default :class:`~langchain_hindsight.store.writes.RuleWriteJudge`: keep both active, so recency and
+            the conflict note decide at recall; ``LLMWriteJudge(model)`` asks a chat model once per such write.
         conflict_scope: ``"task_type"`` (default) compares a new unit only with
             units of the same task type and kind, so a weekly-report lesson never
             supersedes a monthly-report one; ``"namespace"`` compares with all.
@@ -174,7 +143,11 @@ class MemoryStore(StoreCore):
         self.vocabulary = vocabulary or TaskTypeVocabulary()
         self._owns_backend = backend is None and client is None
         if database_url is not None:
-            backend = _postgres_backend(database_url)
+            if not isinstance(database_url, str) or not database_url.strip():
+                raise ConfigurationError(f"database_url must be a postgresql:// URL, got {database_url!r}")
+            from langchain_hindsight.store.backend.postgres import PostgresBackend  # psycopg is imported only now
+
+            backend = PostgresBackend(database_url.strip(), lexical=lexical_scheme())
         elif backend is None:
             if client is not None:
                 backend = ChromaBackend(client)
@@ -183,7 +156,6 @@ class MemoryStore(StoreCore):
             else:
                 backend = ChromaBackend.embedded(persist_directory)
         self._init_state(backend)
-        self.reader = _search_ops.DatabaseReader(self) if self.read_path == "database" else self.replica
         if embeddings is None:  # the built-in embedder the store records; a new store gets the routed default
             embeddings = default_embeddings(recorded_embedder(backend, self.namespace))
         self.embeddings = embeddings
@@ -198,13 +170,13 @@ class MemoryStore(StoreCore):
     # ------------------------------------------------------------------ lifecycle
     def close(self) -> None:
         """Release the directory lock and the backend this store opened (idempotent)."""
-        with self._lock:
+        with self.lock:
             if self._closed:
                 return
             _read_ops.close_replica(self)  # last: a write after it leaves the derived files unvouched
             self._closed = True
             self._collections.clear()
-            self._replica.clear()
+            self.replica.clear()
             if self._owns_backend:
                 self.backend.close()
 
@@ -225,27 +197,22 @@ class MemoryStore(StoreCore):
     ) -> ReembedReport:
         """Re-embed every unit with this store's embedder, in place (what ``hindsight reembed`` runs).
 
-        Use it after changing a store's embedder (the store then raises
-        :class:`EmbedderMismatchError` until this is done). Each memories and
-        archive collection is copied with new vectors from the stored text
-        (every field kept), then all are verified and switched together; a crash
-        leaves the old collections intact and a re-run finishes the job (see
-        ``_reembed``). On a database other processes may keep writing: what they
-        wrote during the copy is carried over inside the switch's transaction, and
-        afterwards a process still on the old embedder is refused
-        (:class:`EmbedderMismatchError`) rather than mixing vectors. An embedded
-        store is then scrubbed, so the old vectors leave the disk.
+        Use it after changing a store's embedder (the store raises :class:`EmbedderMismatchError` until then).
+        Every collection is copied with new vectors from the stored text, verified, and all are switched
+        together; a crash leaves the old ones intact and a re-run finishes (``_reembed``). On a database, what
+        other processes wrote during the copy is carried over in the switch's transaction, and a process still
+        on the old embedder is then refused. An embedded store is then scrubbed: the old vectors leave the disk.
 
         Args:
             namespaces: Namespaces to migrate (default: every namespace).
             batch_size: Texts per embedding call.
             progress: Called as ``progress("namespace/role", done, total)``.
         """
-        with self._lock:
+        with self.lock:
             self.ensure_open()
             names = _read_ops.namespaces(self) if namespaces is None else [check_namespace(n) for n in namespaces]
             for name in names:  # new vectors: the cached and mirrored ones are the old embedder's
-                self._replica.revector(name)
+                self.replica.revector(name)
             self.reopen_collections()
             try:
                 report = reembed_collections(
@@ -257,9 +224,8 @@ class MemoryStore(StoreCore):
                 _forget_ops.scrub_collections(self, None)
             return report
 
-    # ------------------------------------------------------------------ the public methods, by concept
-    # the reads, defined with their reference text where they live: ``search`` (dense, lexical, hybrid) and
-    # ``reads`` (listing, counting, paging, history)
+    # ------------------------------------------------------------------ the public methods, each defined with its
+    # docstring in its concept's module
     search = _search_ops.search
     search_by_vector = _search_ops.search_by_vector
     similarity_by_ids = _search_ops.similarity_by_ids
@@ -274,8 +240,6 @@ class MemoryStore(StoreCore):
     count = _read_ops.count
     history = _read_ops.history
 
-    # the writes, defined with their reference text where they live: ``_store_writes`` (read, plan with ``decide``,
-    # write with ``apply``), ``forget`` (hard delete, erase) and ``transfer`` (exact import)
     add = _write_ops.add
     add_many = _write_ops.add_many
     supersede = _write_ops.supersede
@@ -295,8 +259,7 @@ class MemoryStore(StoreCore):
     ) -> int:
         """Deprecated alias of :meth:`forget` (removed in 0.2): warns, then forgets exactly as :meth:`forget`.
 
-        One hard delete has one name: ``forget`` is what the CLI, the UI and the journal call it, and a
-        LangGraph store's ``delete(namespace, key)`` (:class:`~langchain_hindsight.HindsightStore`) means
+        A LangGraph store's ``delete(namespace, key)`` (:class:`~langchain_hindsight.HindsightStore`) means
         something else.
         """
         warnings.warn(

@@ -1,21 +1,21 @@
 """The read methods of ``MemoryStore`` (it binds these functions): listing, counting, paging units, history.
 
-Also what ``hindsight stats`` prints (:func:`statistics`, kept by the replica for its summary) and the
-replica's close (:func:`close_replica`): it counts with the recall mirror, as :func:`count_by` does when it can.
+Also what ``hindsight stats`` prints (:func:`statistics`) and the replica's close (:func:`close_replica`), which
+counts written namespaces for the summary with the recall mirror, as :func:`count_by` does when it can.
 """
 
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
-from langchain_hindsight._checks import is_int
+from langchain_hindsight._checks import check_int, is_int
 from langchain_hindsight.errors import ConfigurationError
-from langchain_hindsight.store._codec import unit_from_record
-from langchain_hindsight.store._collections import ALLOWED, filter_where, records
+from langchain_hindsight.store._collections import ALLOWED, filter_where, records, units_of
 from langchain_hindsight.store._collections import namespaces as _namespaces
 from langchain_hindsight.store._core import StoreCore, backend_errors
 from langchain_hindsight.store._naming import ROLES, Role
@@ -25,7 +25,6 @@ from langchain_hindsight.types import MemoryStatus, MemoryUnit
 
 __all__ = [
     "SUMMARY_MAX_READ",
-    "check_page_size",
     "close_replica",
     "count",
     "count_by",
@@ -42,21 +41,13 @@ logger = logging.getLogger(__name__)
 _COUNT_PAGE = 5000
 """Records per backend read when :func:`count_by` reads metadata."""
 _MAX_PAGE = 2**31 - 1
+"""The largest page a backend read can carry."""
 
 SUMMARY_MAX_READ = 2000
-"""The most records the close reads from Chroma to count a written namespace again for the summary.
-
-With the recall mirror a namespace's active memories are counted from memory
-(~8 µs each) and only its other records (superseded, merged, archived) are read
-from Chroma (~0.14 ms each, measured at 10k memories): 2000 of them bound that
-read to ~0.3 s. A namespace with more is dropped from the summary instead (the
-next ``stats`` counts it)."""
-
-
-def check_page_size(batch_size: object) -> None:
-    """Refuse a page size that is not an int in ``[1, 2**31 - 1]`` (what a backend read can carry)."""
-    if not is_int(batch_size, 1, _MAX_PAGE):
-        raise ConfigurationError(f"batch_size must be an int from 1 to {_MAX_PAGE}, got {batch_size!r}")
+"""The most records the close reads from Chroma to count a written namespace again for the summary: its active
+memories are counted from the recall mirror (~8 µs each), the others read (~0.14 ms each at 10k memories), so
+2000 bound the close's read to ~0.3 s. A namespace with more is dropped from the summary (the next ``stats``
+counts it)."""
 
 
 @backend_errors
@@ -101,20 +92,11 @@ def iter_units(
     ns = store.namespace_or_default(namespace)
     filters: dict[str, object] = {"status": status, "task_type": task_type, "kind": kind, "source": source}
     where = filter_where(filters, store.vocabulary.resolve)
-    check_page_size(batch_size)
+    check_int("batch_size", batch_size, 1, _MAX_PAGE)
     roles: tuple[Role, ...] = ("archive",) if status == "archived" else ("memories",) if status else ROLES
     for role in roles:
-        offset = 0
-        while True:
-            with store.lock:
-                col = store.collection(ns, role)
-                if col is None:
-                    break
-                page = records(col, where=where, limit=batch_size, offset=offset)
-            yield from page
-            if len(page) < batch_size:
-                break
-            offset += batch_size
+        for rows in _pages(store, ns, role, where, ["documents", "metadatas"], batch_size):
+            yield from units_of(rows)
 
 
 def iter_vectors(
@@ -132,45 +114,38 @@ def iter_vectors(
     ns = store.namespace_or_default(namespace)
     if status not in ALLOWED["status"]:
         raise ConfigurationError(f"status must be one of {ALLOWED['status']}, got {status!r}")
-    check_page_size(batch_size)
+    check_int("batch_size", batch_size, 1, _MAX_PAGE)
     role: Role = "archive" if status == "archived" else "memories"
+    for rows in _pages(store, ns, role, {"status": status}, ["documents", "metadatas", "embeddings"], batch_size):
+        yield units_of(rows), np.asarray(rows["embeddings"], dtype=np.float32).reshape(len(rows["ids"]), -1)
+
+
+def _pages(
+    store: StoreCore, ns: str, role: Role, where: dict[str, Any] | None, include: list[Any], size: int
+) -> Iterator[Rows]:
+    """Every non-empty page of ``ns``'s ``role`` records ``where`` selects; the store's lock held for each read."""
     offset = 0
     while True:
         with store.lock:
             col = store.collection(ns, role)
             if col is None:
                 return
-            rows = col.get(
-                where={"status": status},
-                include=["documents", "metadatas", "embeddings"],
-                limit=batch_size,
-                offset=offset,
-            )
-        ids = rows["ids"]
-        if ids:
-            units = [
-                unit_from_record(i, d, m)
-                for i, d, m in zip(ids, rows["documents"] or [], rows["metadatas"] or [], strict=True)
-            ]
-            yield units, np.asarray(rows["embeddings"], dtype=np.float32).reshape(len(ids), -1)
-        if len(ids) < batch_size:
+            rows = col.get(where=where, include=include, limit=size, offset=offset)
+        if rows["ids"]:
+            yield rows
+        if len(rows["ids"]) < size:
             return
-        offset += batch_size
+        offset += size
 
 
 @backend_errors
 def count_by(store: StoreCore, *fields: str, namespace: str | None = None) -> dict[tuple[str, ...], int]:
     """How many units (every status) have each combination of values of ``fields``.
 
-    Exact, and cheap on large stores: a field with a known set of values
-    (``status``, ``kind``, ``source``, and ``task_type`` through the store's
-    vocabulary) is read as one id-only filtered query per value, and only the
-    units whose value is outside that set (or missing: counted as ``""``) have
-    their metadata read. ``run_id`` has no known values, so counting by it
-    reads every unit's metadata. When the store holds the namespace's recall
-    mirror (or its snapshot is vouched for: it is loaded, never built for
-    this), the active units are counted from it and only the others are read.
-    Keys come sorted.
+    Exact, and cheap on large stores: the active units are counted from the namespace's recall mirror when the
+    store holds it or a vouched snapshot of it (never built for this); else a field with a known set of values
+    (``status``, ``kind``, ``source``, ``task_type`` through the vocabulary) is read as one id-only query per
+    value, and only the units outside that set (missing: ``""``) have their metadata read. Keys come sorted.
 
     Example:
         >>> store.count_by("status", "task_type")  # doctest: +SKIP
@@ -189,28 +164,22 @@ def count_by(store: StoreCore, *fields: str, namespace: str | None = None) -> di
     if counts is not None:
         return counts
     known = {f: store.vocabulary.labels if f == "task_type" else ALLOWED.get(f, ()) for f in fields}
-    counts = {}
+    tally: Counter[tuple[str, ...]] = Counter()
     for role in ROLES:
         with store.lock:
             col = store.collection(ns, role)
-            if col is None:
-                continue
-            keys = _value_tuples(col, fields, known)
-        for key in keys:
-            counts[key] = counts.get(key, 0) + 1
-    return dict(sorted(counts.items()))
+            if col is not None:
+                tally.update(_value_tuples(col, fields, known))
+    return dict(sorted(tally.items()))
 
 
 def _count_with_mirror(
     store: StoreCore, ns: str, fields: tuple[str, ...], *, load: bool, max_read: int | None
 ) -> dict[tuple[str, ...], int] | None:
-    """:meth:`count_by` from ``ns``'s recall mirror (see :meth:`_held_mirror`), or ``None`` without one.
+    """:func:`count_by` with the active records from ``ns``'s recall mirror, the others read (metadata only).
 
-    The mirror holds every active record of the memories collection; the
-    memories collection's other records and the archive's are read (metadata
-    only). ``None`` too when they are more than ``max_read``, or when the
-    counts do not add up (the memories collection holds neither exactly the
-    mirrored and the other records): the caller then reads everything.
+    ``None`` without a mirror, when the others are more than ``max_read``, or when the counts do not add up
+    (the memories collection holds not exactly the mirrored and the other records).
     """
     with store.lock:
         mirror = store.replica.held_mirror(ns, load=load)
@@ -236,19 +205,12 @@ def _count_with_mirror(
         if inactive + len(mirror) != stored or len(metadatas) != inactive + archived:
             logger.debug("namespace %r: the recall mirror does not add up to the stored records", ns)
             return None
-        counts: dict[tuple[str, ...], int] = {}
-        for meta in [*(m for _, _, m in mirror.records()), *metadatas]:
-            key = tuple(str((meta or {}).get(f, "")) for f in fields)
-            counts[key] = counts.get(key, 0) + 1
-    return dict(sorted(counts.items()))
+        metadatas.extend(m for _, _, m in mirror.records())
+    return dict(sorted(Counter(tuple(str((m or {}).get(f, "")) for f in fields) for m in metadatas).items()))
 
 
 def close_replica(store: StoreCore) -> None:
-    """At close, before the backend closes: the replica writes its derived files (see ``Replica.close``).
-
-    A namespace whose memories were written is counted for the summary with its recall mirror
-    (:meth:`_count_with_mirror`).
-    """
+    """At close, before the backend closes: the replica writes its derived files (``Replica.close``)."""
     store.replica.close(
         count=lambda ns: _count_with_mirror(store, ns, SUMMARY_FIELDS, load=False, max_read=SUMMARY_MAX_READ),
         runs=store.run_records.count,
@@ -260,8 +222,7 @@ def statistics(store: StoreCore, *, namespace: str | None = None) -> dict[str, A
     """What ``hindsight stats`` prints for ``namespace``: counts by status, by task type, by source, and runs.
 
     Keys: ``total``, ``status``, ``active_by_task_type`` (active memories), ``by_source`` (each mapping
-    most common first) and ``runs`` (journalled runs). An embedded store keeps the answer in its
-    statistics summary when it closes, so the next ``hindsight stats`` reads it without opening Chroma.
+    most common first) and ``runs`` (journalled runs); an embedded store keeps the answer for its summary.
     """
     ns = store.namespace_or_default(namespace)
     with store.lock:
@@ -292,10 +253,7 @@ def count(store: StoreCore, *, namespace: str | None = None, status: MemoryStatu
 
 @backend_errors
 def history(store: StoreCore, memory_id: str, *, namespace: str | None = None) -> list[MemoryUnit]:
-    """The supersedes chain through ``memory_id``, newest first.
-
-    Starts at the newest unit that (transitively) supersedes ``memory_id`` and
-    follows ``supersedes`` back to the oldest ancestor.
+    """The supersedes chain through ``memory_id``, newest first: from its newest successor back to the oldest.
 
     Raises:
         MemoryNotFoundError: ``memory_id`` does not exist.
@@ -323,8 +281,7 @@ def history(store: StoreCore, memory_id: str, *, namespace: str | None = None) -
 def _value_tuples(col: Records, fields: tuple[str, ...], known: Mapping[str, Sequence[str]]) -> list[tuple[str, ...]]:
     """Each record's values of ``fields`` (``str`` of the stored value, ``""`` when missing), one tuple per record.
 
-    A known value costs one id-only filtered query; the records left over are
-    read with their metadata (by id when few, else page by page).
+    A known value costs one id-only query; the records left over are read with their metadata.
     """
     ids = col.get(include=[])["ids"]
     if not ids:

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from langchain_hindsight import MemoryStore, MemoryUnit
-from langchain_hindsight.store.search import DatabaseReader
+from langchain_hindsight.store._core import DatabaseReader
 from tests.fakes import NgramEmbeddings
 from tests.postgres import backend_calls
 

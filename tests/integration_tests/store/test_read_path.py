@@ -22,7 +22,7 @@ from chromadb.config import Settings
 from langchain_core.embeddings import Embeddings
 
 from langchain_hindsight import HindsightRetriever, MemoryStore, MemoryUnit
-from langchain_hindsight.store import search as search_module
+from langchain_hindsight.store._core import DatabaseReader
 from langchain_hindsight.store.backend import InMemoryBackend
 from langchain_hindsight.store.replica import Replica
 from tests.fakes import HashEmbeddings
@@ -63,7 +63,7 @@ def test_recall_takes_the_route_chosen_at_open(store: MemoryStore, monkeypatch: 
         raise AssertionError("a store that opened on the replica read path asked the database reader")
 
     for name in ("hybrid", "nearest", "similarities", "lexical"):
-        monkeypatch.setattr(search_module.DatabaseReader, name, refused)
+        monkeypatch.setattr(DatabaseReader, name, refused)
     asked: list[str] = []
     for name in ("hybrid", "nearest", "similarities", "lexical"):
         method = getattr(store.reader, name)
