@@ -239,7 +239,8 @@ def test_a_query_chroma_answers_with_error_finding_id_is_asked_again(caplog: pyt
     col = _BehindIndex(behind=2)
     with caplog.at_level("INFO", logger="langchain_hindsight.store.backend.chroma"):
         rows = ChromaRecords(col, on_write=lambda name: None).query(query_embeddings=[[1.0, 0.0]], n_results=1)
-    assert rows["ids"] == [["a"]] and col.queries == 3
+    assert rows["ids"] == [["a"]]
+    assert col.queries == 3
     assert caplog.text.count("the index is behind its records") == 2
     always = _BehindIndex(behind=10**6)
     with pytest.raises(BackendError, match="Error finding id"):
