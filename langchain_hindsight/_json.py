@@ -1,18 +1,30 @@
-"""JSON out of model text: the one salvager used by reflection, the periodic review and the write judge.
+"""JSON out of model answers: the one reader used by reflection, the review, the write judge and the feedback model.
 
 Models wrap JSON in prose or fenced blocks, answer "空"/"none" for nothing, and
 get cut off at their token limit. :func:`parse_json_text` finds the value in
 all of these (keeping the complete items of a truncated list);
 :func:`json_items` reads the list of items out of the shapes models answer with.
+:func:`structured_runnable` asks a model for a schema by function calling where it can,
+and :func:`response_payload` takes the JSON out of whatever came back.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["json_items", "parse_json_text"]
+from langchain_core.messages import AIMessage, BaseMessage
+from pydantic import BaseModel
+
+if TYPE_CHECKING:
+    from langchain_core.language_models import BaseChatModel
+    from langchain_core.runnables import Runnable
+
+__all__ = ["json_items", "parse_json_text", "response_payload", "response_text", "structured_runnable"]
+
+logger = logging.getLogger(__name__)
 
 _FENCE = re.compile(r"```[a-zA-Z]*\s*\n?(.*?)```", re.DOTALL)
 _EMPTY_ANSWERS = frozenset({"", "空", "无", "[]", "{}", "none", "null", "nothing", "empty", "n/a"})
@@ -111,3 +123,49 @@ def json_items(payload: Any) -> list[Any] | None:
             return [payload] if payload.get("content") else []
         return [] if not payload else None
     return None
+
+
+def structured_runnable(
+    model: BaseChatModel, schema: type[BaseModel], *, structured: bool = True
+) -> Runnable[Any, Any]:
+    """``model`` asked for ``schema`` by function calling, else ``model`` itself.
+
+    The raw message is kept beside the parsed result, so an answer that fails validation can still be
+    read. ``model`` itself when ``structured`` is false or the model has no structured output:
+    its answer is then JSON text, which :func:`response_payload` reads as well.
+    """
+    if structured:
+        try:
+            return model.with_structured_output(schema, include_raw=True, method="function_calling")
+        except (NotImplementedError, TypeError, ValueError):
+            logger.debug("%s has no structured output; parsing JSON text", type(model).__name__)
+    return model
+
+
+def response_text(response: Any) -> Any:
+    """The text of a model answer (a message, a string, or a :func:`structured_runnable` result); else ``response``."""
+    if isinstance(response, dict) and "raw" in response:
+        response = response["raw"]
+    content = getattr(response, "content", response)
+    return content if isinstance(content, str) else getattr(response, "text", content)
+
+
+def response_payload(response: Any) -> tuple[Any, bool]:
+    """The JSON payload of a model answer, as ``(value, ok)`` like :func:`parse_json_text`.
+
+    In order: the validated schema object of a :func:`structured_runnable` result; the
+    first tool call's arguments; the first invalid tool call's arguments (cut off at
+    ``max_tokens``, say), salvaged by :func:`parse_json_text`; JSON in the message text.
+    """
+    if isinstance(response, dict) and "raw" in response:
+        parsed = response.get("parsed")
+        if isinstance(parsed, BaseModel):
+            return parsed.model_dump(), True
+        response = response["raw"]
+    if isinstance(response, AIMessage) and response.tool_calls:
+        return response.tool_calls[0]["args"], True
+    if isinstance(response, AIMessage) and response.invalid_tool_calls:
+        return parse_json_text(response.invalid_tool_calls[0].get("args") or "")
+    if isinstance(response, BaseMessage | str):
+        return parse_json_text(response_text(response))
+    return None, False

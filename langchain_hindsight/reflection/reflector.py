@@ -24,12 +24,12 @@ from collections.abc import Sequence
 from typing import Any, Literal
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.messages import BaseMessage, HumanMessage
 from langchain_core.runnables import Runnable
 from pydantic import BaseModel, Field
 
 from langchain_hindsight._checks import refuse_unknown_keywords
-from langchain_hindsight._json import json_items, parse_json_text
+from langchain_hindsight._json import json_items, response_payload, structured_runnable
 from langchain_hindsight._safety import looks_like_instruction, render_safe
 from langchain_hindsight._text import clip_text, informative
 from langchain_hindsight.errors import ConfigurationError, InvalidMemoryError, ReflectionError
@@ -262,38 +262,12 @@ class Reflector:
         """The model, wrapped for structured output when it supports it (built once)."""
         if self._runnable is None:
             assert self.model is not None
-            runnable: Runnable[Any, Any] = self.model
-            if self.structured_output:
-                try:
-                    runnable = self.model.with_structured_output(
-                        ExtractionOutput, include_raw=True, method="function_calling"
-                    )
-                except (NotImplementedError, TypeError, ValueError):
-                    logger.debug("%s has no structured output; parsing JSON text", type(self.model).__name__)
-            self._runnable = runnable
+            self._runnable = structured_runnable(self.model, ExtractionOutput, structured=self.structured_output)
         return self._runnable
-
-    def _payload(self, response: Any) -> tuple[Any, bool]:
-        """The raw payload from a model response (structured result, tool-call args, or JSON text)."""
-        if isinstance(response, dict) and "raw" in response:
-            parsed = response.get("parsed")
-            if isinstance(parsed, BaseModel):
-                return parsed.model_dump(), True
-            response = response["raw"]
-        if isinstance(response, AIMessage) and response.tool_calls:
-            return response.tool_calls[0]["args"], True
-        if isinstance(response, AIMessage) and response.invalid_tool_calls:  # e.g. arguments cut off at max_tokens
-            return parse_json_text(response.invalid_tool_calls[0].get("args") or "")
-        if isinstance(response, BaseMessage):
-            text = response.content if isinstance(response.content, str) else response.text
-            return parse_json_text(text)
-        if isinstance(response, str):
-            return parse_json_text(response)
-        return None, False
 
     def _parse_units(self, traj: Trajectory, response: Any) -> list[MemoryUnit]:
         """Validated units from a model response. Bad items are rejected; the verdict is one log line."""
-        payload, ok = self._payload(response)
+        payload, ok = response_payload(response)
         items = json_items(payload) if ok else None
         if items is None:
             logger.warning("reflection of run %s: model output is not the expected JSON; nothing kept", traj.run_id)

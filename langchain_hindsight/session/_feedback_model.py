@@ -16,9 +16,9 @@ import logging
 import threading
 from typing import TYPE_CHECKING, Any, get_args
 
-from langchain_core.messages import BaseMessage, HumanMessage
+from langchain_core.messages import HumanMessage
 
-from langchain_hindsight._json import parse_json_text
+from langchain_hindsight._json import parse_json_text, response_text
 from langchain_hindsight._text import clip_text
 from langchain_hindsight.prompts import Locale, get_feedback_prompt
 from langchain_hindsight.session._feedback_rules import FeedbackDetection, FeedbackKind, cleaned_statement
@@ -48,7 +48,7 @@ def parse_feedback_kind(response: Any) -> FeedbackKind | None:
         >>> parse_feedback_kind("correction"), parse_feedback_kind('{"kind": "maybe"}'), parse_feedback_kind(42)
         (None, None, None)
     """
-    content = response.content if isinstance(response, BaseMessage) else response
+    content = response_text(response)
     if not isinstance(content, str) or len(content) > _ANSWER_CHARS:
         return None
     value, ok = parse_json_text(content)
@@ -87,8 +87,7 @@ class FeedbackModelClassifier:
             return self._fall_back(rules, f"the model call failed: {type(e).__name__}: {e}")
         kind = parse_feedback_kind(response)
         if kind is None:
-            shown = getattr(response, "content", response)
-            return self._fall_back(rules, f"unusable answer: {str(shown)[:200]!r}")
+            return self._fall_back(rules, f"unusable answer: {str(response_text(response))[:200]!r}")
         if kind == "correction":
             return FeedbackDetection(True, "correction", "model:correction", cleaned_statement(turn))
         return FeedbackDetection(False, kind, f"model:{kind}")

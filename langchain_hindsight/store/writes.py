@@ -46,11 +46,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
-from langchain_core.messages import AIMessage, BaseMessage
 from pydantic import BaseModel, Field, ValidationError
 
 from langchain_hindsight._checks import is_int
-from langchain_hindsight._json import parse_json_text
+from langchain_hindsight._json import response_payload, response_text, structured_runnable
 from langchain_hindsight._trust import trust_rank
 from langchain_hindsight.errors import ConfigurationError
 from langchain_hindsight.prompts import Locale, WriteJudgeTemplates, get_write_judge_templates
@@ -259,15 +258,7 @@ class LLMWriteJudge:
     def _prepare_runnable(self) -> Runnable[Any, Any]:
         with self._lock:
             if self._runnable is None:
-                runnable: Runnable[Any, Any] = self.model
-                if self.structured_output:
-                    try:
-                        runnable = self.model.with_structured_output(
-                            JudgeOutput, include_raw=True, method="function_calling"
-                        )
-                    except (NotImplementedError, TypeError, ValueError):
-                        logger.debug("%s has no structured output; parsing JSON text", type(self.model).__name__)
-                self._runnable = runnable
+                self._runnable = structured_runnable(self.model, JudgeOutput, structured=self.structured_output)
             return self._runnable
 
     def judge(self, unit: MemoryUnit, neighbours: Sequence[Neighbour]) -> WriteDecision:
@@ -282,7 +273,7 @@ class LLMWriteJudge:
             return self._fall_back(unit, shown, f"the model call failed: {type(e).__name__}: {e}")
         decision = parse_decision(response, {n.unit.memory_id for n in shown})
         if decision is None:
-            return self._fall_back(unit, shown, f"unusable answer: {str(_text(response))[:200]!r}")
+            return self._fall_back(unit, shown, f"unusable answer: {str(response_text(response))[:200]!r}")
         return decision
 
     def _fall_back(self, unit: MemoryUnit, neighbours: Sequence[Neighbour], why: str) -> WriteDecision:
@@ -293,36 +284,13 @@ class LLMWriteJudge:
         return self.fallback.judge(unit, neighbours)
 
 
-def _text(response: Any) -> Any:
-    if isinstance(response, dict) and "raw" in response:
-        response = response["raw"]
-    content = getattr(response, "content", response)
-    return content if isinstance(content, str) else getattr(response, "text", content)
-
-
-def _payload(response: Any) -> Any:
-    """The raw answer: a structured result, tool-call arguments, or JSON parsed from text."""
-    if isinstance(response, dict) and "raw" in response:
-        parsed = response.get("parsed")
-        if isinstance(parsed, BaseModel):
-            return parsed.model_dump()
-        response = response["raw"]
-    if isinstance(response, AIMessage) and response.tool_calls:
-        return response.tool_calls[0]["args"]
-    if isinstance(response, BaseMessage):
-        response = response.content if isinstance(response.content, str) else response.text
-    if isinstance(response, str):
-        return parse_json_text(response)[0]
-    return None
-
-
 def parse_decision(response: Any, allowed_ids: set[str]) -> WriteDecision | None:
     """A validated :class:`WriteDecision` from a model response, or ``None`` if it is unusable.
 
     Unusable: not a JSON object of :class:`JudgeOutput` shape, or a non-``add``
     decision whose ``target_id`` is not among ``allowed_ids`` (the neighbours shown).
     """
-    payload = _payload(response)
+    payload = response_payload(response)[0]
     if isinstance(payload, list) and len(payload) == 1:
         payload = payload[0]
     if not isinstance(payload, dict):

@@ -15,6 +15,8 @@ from __future__ import annotations
 import logging
 
 import pytest
+from langchain_core.messages import AIMessage
+from langchain_core.messages.tool import invalid_tool_call
 
 from langchain_hindsight.errors import ConfigurationError, MemoryNotFoundError
 from langchain_hindsight.prompts import WRITE_JUDGE_EN, WRITE_JUDGE_ZH, get_write_judge_templates
@@ -22,13 +24,14 @@ from langchain_hindsight.recall.scoring import score_many
 from langchain_hindsight.store.backend import InMemoryBackend
 from langchain_hindsight.store.memory_store import MemoryStore
 from langchain_hindsight.store.writes import (
+    LLMWriteJudge,
     Neighbour,
     RuleWriteJudge,
     WriteDecision,
     WriteResult,
 )
 from langchain_hindsight.types import MemoryUnit
-from tests.fakes import NgramEmbeddings
+from tests.fakes import NgramEmbeddings, ScriptedToolModel
 
 
 def _fact(content: str, **kwargs: object) -> MemoryUnit:
@@ -48,6 +51,17 @@ def _fact(content: str, **kwargs: object) -> MemoryUnit:
 
 
 # ---------------------------------------------------------------- the LLM judge, one bounded call
+
+
+def test_judge_reads_tool_arguments_cut_off_after_the_answer() -> None:
+    """Arguments the provider could not parse (cut off at max_tokens after the object) are salvaged."""
+    old, new = _fact("周报统计上周一到上周日的数据。"), _fact("周报只统计本周一到本周日的数据。")
+    args = f'{{"decision": "update", "target_id": "{old.memory_id}", "reason": "更正"}}\n理由：新的说法更'
+    cut = AIMessage(content="", invalid_tool_calls=[invalid_tool_call(name="JudgeOutput", args=args, id="c1")])
+    model = ScriptedToolModel(messages=iter([cut]))
+    decision = LLMWriteJudge(model).judge(new, [Neighbour(old, 0.95)])
+    assert decision == WriteDecision("update", old.memory_id, "更正")
+    assert model.bound_tool_names == ["JudgeOutput"]
 
 
 # ---------------------------------------------------------------- the pieces
