@@ -1,25 +1,26 @@
 """The store directory: its lock, its clean-close stamp and its intent files (standard library and ``filelock`` only).
 
 The only module that names the lock (:data:`LOCK_FILE`), the stamp (:data:`STAMP_FILE`) and the intent files
-that let a killed process's forget, scrub or import be finished on reopen; :func:`replace_file` is the store's
-one atomic, durable file write. The stamp is the one rule that trusts a derived file (docs/DESIGN.md, "Derived
-files and the stamp"): :class:`HeldDirectory` reads and removes it at open, before Chroma opens, and writes it
-at a clean close, after Chroma's client closed (the client touches ``chroma.sqlite3`` even in a read-only
-session), listing the derived files their owner vouched for with no write after; a reader of derived files
-alone (:func:`trusted_store`) takes the same lock and leaves the stamp in place. Any listed file whose size,
-mtime or (derived) SHA-256 differs voids the stamp whole.
+(:class:`Intent`) that let a killed process's forget, scrub or import be finished on reopen; :func:`replace_file`
+is the store's one atomic, durable file write. The stamp is the one rule that trusts a derived file
+(docs/DESIGN.md, "Derived files and the stamp"): :class:`HeldDirectory` reads and removes it at open, before
+Chroma opens, and writes it at a clean close, after Chroma's client closed (the client touches ``chroma.sqlite3``
+even in a read-only session), listing the derived files their owner vouched for with no write after; a reader
+of derived files alone (:func:`trusted_store`) takes the same lock and leaves the stamp in place. Any listed file
+whose size, mtime or (derived) SHA-256 differs voids the stamp whole.
 """
 
 from __future__ import annotations
 
 import contextlib
+import enum
 import hashlib
 import json
 import logging
 import os
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from langchain_hindsight.errors import StoreError, StoreLockedError
 
@@ -29,29 +30,17 @@ if TYPE_CHECKING:
 __all__ = [
     "DATA_FILE",
     "DERIVED",
-    "FORGET_INTENT",
-    "IMPORT_PENDING",
     "LEGACY_DERIVED",
     "LOCK_FILE",
-    "SCRUB_MARKER",
     "STAMP_FILE",
     "HeldDirectory",
-    "begin_import",
-    "begin_scrub",
-    "clear_intents",
-    "end_import",
-    "end_scrub",
+    "Intent",
     "erase_file",
     "file_states",
     "fsync_directory",
     "holds_store",
-    "intents_pending",
-    "pending_import",
-    "read_intents",
     "read_stamp",
-    "record_intent",
     "replace_file",
-    "scrub_pending",
     "trusted_store",
     "zero_tail",
 ]
@@ -66,12 +55,6 @@ STAMP_FORMAT = 2
 """2: each derived file's entry also holds the SHA-256 of its bytes (a format-1 stamp trusts nothing)."""
 DATA_FILE = "chroma.sqlite3"
 """Chroma's database: every record's document and metadata, and the write log of the vectors."""
-FORGET_INTENT = ".hindsight.forget-pending"
-"""JSON file listing forgets in progress; written durably before the first delete, finished on reopen."""
-SCRUB_MARKER = ".hindsight.scrub-pending"
-"""Present while a scrub runs (written durably before its first step): a reopen scrubs again."""
-IMPORT_PENDING = ".hindsight.import-pending.jsonl"
-"""The units of an import in progress (one JSON line each), rolled forward on reopen."""
 DERIVED = ("lexical", "mirror", "counts")
 """The derived data of a store directory (folders: every regular file under them), listed in the stamp."""
 LEGACY_DERIVED = ("summary.json",)
@@ -359,69 +342,39 @@ def trusted_store(directory: str | os.PathLike[str]) -> Iterator[frozenset[str]]
         lock.release()
 
 
-# ---------------------------------------------------------------- intents: what a killed process left to finish
-def read_intents(directory: Path) -> list[dict[str, Any]]:
-    """The forgets noted in ``directory`` and not finished (oldest first); an unreadable note is no note."""
-    path = directory / FORGET_INTENT
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return []
-    except (ValueError, RecursionError):  # a torn (or garbled) write of the intent itself: nothing deleted under it
-        logger.warning("ignoring an unreadable forget intent in %s", directory)
-        return []
-    return [d for d in data if isinstance(d, dict)] if isinstance(data, list) else []
+class Intent(enum.StrEnum):
+    """An intent file (its name): what a killed process left to finish, written before the work's first step.
 
-
-def record_intent(directory: Path, entry: Mapping[str, Any]) -> None:
-    """Durably add ``entry`` to the forgets in progress, before anything is deleted."""
-    entries = [*read_intents(directory), dict(entry)]
-    replace_file(directory / FORGET_INTENT, json.dumps(entries).encode("utf-8"))
-
-
-def intents_pending(directory: Path) -> bool:
-    """Whether a forget noted in ``directory`` is unfinished."""
-    return (directory / FORGET_INTENT).exists()
-
-
-def clear_intents(directory: Path) -> None:
-    """Every forget noted in ``directory`` is finished."""
-    (directory / FORGET_INTENT).unlink(missing_ok=True)
-
-
-def begin_scrub(directory: Path) -> None:
-    """Durably mark a scrub in progress (before its first step: a crash resumes it on reopen)."""
-    with (directory / SCRUB_MARKER).open("w") as fh:
-        os.fsync(fh.fileno())
-
-
-def scrub_pending(directory: Path) -> bool:
-    """Whether a scrub of ``directory`` was interrupted."""
-    return (directory / SCRUB_MARKER).exists()
-
-
-def end_scrub(directory: Path) -> None:
-    """The scrub of ``directory`` is finished."""
-    (directory / SCRUB_MARKER).unlink()
-
-
-def begin_import(directory: Path, lines: Iterable[str]) -> None:
-    """Durably write an import's units (JSON lines) before the first of them is written to the store."""
-    replace_file(directory / IMPORT_PENDING, "".join(line + "\n" for line in lines).encode("utf-8"))
-
-
-def pending_import(directory: Path) -> Path | None:
-    """The file of an import a crash interrupted in ``directory``, or ``None``.
-
-    A half-written one (killed before it was complete, so nothing of it reached the store) is erased.
+    Each is written durably (:func:`replace_file`) and erased (:func:`erase_file`, which also removes a copy a
+    kill left half-written) once the work is done; one found at open is finished then.
     """
-    path = directory / IMPORT_PENDING
-    if path.exists():
-        return path
-    erase_file(path)  # only its ``.tmp`` can be there: the import had not started
-    return None
 
+    FORGET = ".hindsight.forget-pending"
+    """JSON list of the forgets in progress (written before the first delete)."""
+    SCRUB = ".hindsight.scrub-pending"
+    """Empty; present while a scrub runs: a reopen scrubs again."""
+    IMPORT = ".hindsight.import-pending.jsonl"
+    """The units of an import in progress (one JSON line each): a reopen rolls them forward."""
 
-def end_import(directory: Path) -> None:
-    """The import into ``directory`` is finished: its pending file (the units' text) is erased."""
-    erase_file(directory / IMPORT_PENDING)
+    def write(self, directory: Path, data: bytes = b"") -> None:
+        """Durably note the work in ``directory`` (``data``: what finishing it needs), before its first step."""
+        replace_file(directory / self.value, data)
+
+    def read(self, directory: Path) -> bytes | None:
+        """The note's bytes, or ``None`` when no such work is unfinished in ``directory``."""
+        try:
+            return (directory / self.value).read_bytes()
+        except FileNotFoundError:
+            return None
+
+    def pending(self, directory: Path) -> bool:
+        """Whether such work in ``directory`` is unfinished."""
+        return (directory / self.value).exists()
+
+    def clear(self, directory: Path) -> None:
+        """The work is finished (or never began): erase its note.
+
+        Raises:
+            StoreError: the note could not be erased (an import's holds the text of memories).
+        """
+        erase_file(directory / self.value)

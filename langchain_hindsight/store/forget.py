@@ -7,14 +7,17 @@ finish a forget or a scrub a crash cut short.
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
 
 from langchain_hindsight.errors import ConfigurationError, HindsightError, StoreError
-from langchain_hindsight.store import _directory
 from langchain_hindsight.store._codec import unit_to_metadata
 from langchain_hindsight.store._collections import Collection, records
 from langchain_hindsight.store._core import StoreCore, backend_errors, check_ids
+from langchain_hindsight.store._directory import Intent
 from langchain_hindsight.store._naming import ALL_ROLES, ROLES
 from langchain_hindsight.store.backend import REBUILD_SUFFIX, Backend
 from langchain_hindsight.types import MemoryUnit
@@ -112,14 +115,15 @@ def forget(
         if directory is not None:
             # Durable before the first delete: a crash at any later point (kill -9 between the deletes and
             # the scrub) is finished when the directory is opened again (finish_interrupted_scrub).
-            _directory.record_intent(directory, {"namespace": ns, "ids": ids, "scrub": do_scrub})
+            noted = [*_forgets_noted(directory), {"namespace": ns, "ids": ids, "scrub": do_scrub}]
+            Intent.FORGET.write(directory, json.dumps(noted).encode("utf-8"))
         try:
             deleted, rebuild = store.atomic(ns, plan)
             if do_scrub and (deleted or rebuild):
                 scrub_collections(store, rebuild)
         finally:
             if directory is not None:  # done, or failed with an error the caller receives
-                _directory.clear_intents(directory)
+                Intent.FORGET.clear(directory)
         return deleted
 
 
@@ -236,15 +240,26 @@ def scrub_collections(store: StoreCore, rebuild: list[str] | None) -> None:
         store.backend.erase(rebuild)
         return
     try:
-        _directory.begin_scrub(directory)  # durable before any step: a crash resumes on reopen
+        Intent.SCRUB.write(directory)  # durable before any step: a crash resumes on reopen
         store.reopen_collections()
         store.backend.erase(rebuild)
-        _directory.end_scrub(directory)
-        _directory.clear_intents(directory)  # a scrub of everything also finishes any forget noted before it
+        Intent.SCRUB.clear(directory)
+        Intent.FORGET.clear(directory)  # a scrub of everything also finishes any forget noted before it
     except HindsightError:
         raise
     except OSError as e:
         raise StoreError(f"scrub of {directory} failed: {e}") from e
+
+
+def _forgets_noted(directory: Path) -> list[dict[str, Any]]:
+    """The forgets noted in ``directory`` and not finished (oldest first); an unreadable note is no note."""
+    raw = Intent.FORGET.read(directory)
+    try:
+        data = json.loads(raw) if raw is not None else []
+    except (ValueError, RecursionError):  # a torn (or garbled) write of the intent itself: nothing deleted under it
+        logger.warning("ignoring an unreadable forget intent in %s", directory)
+        return []
+    return [d for d in data if isinstance(d, dict)] if isinstance(data, list) else []
 
 
 def finish_interrupted_scrub(store: StoreCore) -> None:
@@ -259,7 +274,7 @@ def finish_interrupted_scrub(store: StoreCore) -> None:
             logger.warning("finished an erase a killed process owed")
         return
     interrupted = store.backend.recover_interrupted()
-    intents = _directory.read_intents(directory)
+    intents = _forgets_noted(directory)
     if intents:
         logger.warning("finishing %d interrupted forget(s) in %s", len(intents), directory)
         with store.lock:
@@ -271,7 +286,7 @@ def finish_interrupted_scrub(store: StoreCore) -> None:
                 else:
                     _delete_ids(store, ns, [str(i) for i in ids])
         if not any(intent.get("scrub") for intent in intents):
-            _directory.clear_intents(directory)
-    if interrupted or _directory.scrub_pending(directory) or _directory.intents_pending(directory):
+            Intent.FORGET.clear(directory)
+    if interrupted or Intent.SCRUB.pending(directory) or Intent.FORGET.pending(directory):
         logger.warning("finishing an interrupted scrub of %s", directory)
         scrub_collections(store, None)

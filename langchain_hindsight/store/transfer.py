@@ -20,10 +20,10 @@ import numpy as np
 from langchain_hindsight._text import informative
 from langchain_hindsight.errors import ConfigurationError, InvalidMemoryError
 from langchain_hindsight.runs import RunRecord
-from langchain_hindsight.store import _directory
 from langchain_hindsight.store import _store_writes as _write_ops
 from langchain_hindsight.store import reads as _read_ops
 from langchain_hindsight.store._core import StoreCore, backend_errors
+from langchain_hindsight.store._directory import Intent
 from langchain_hindsight.store._naming import Role
 from langchain_hindsight.store.decide import clamp_future, flag_suspicious
 from langchain_hindsight.types import MemoryUnit
@@ -192,10 +192,10 @@ def import_units(
         else:
             pending = store.persist_directory if fresh else None
             if pending is not None:  # the units, durably, before the first write: a killed import rolls forward
-                _directory.begin_import(pending, (_line(u) for u in fresh))
+                Intent.IMPORT.write(pending, "".join(_line(u) + "\n" for u in fresh).encode("utf-8"))
             per_ns = _write(store, fresh, functools.partial(_embed, store), progress)
             if pending is not None:
-                _directory.end_import(pending)
+                Intent.IMPORT.clear(pending)
             if new_runs:
                 store.run_records.write(new_runs)
     if records:
@@ -346,13 +346,15 @@ def _in_other_collection(store: StoreCore, units: list[MemoryUnit]) -> set[str]:
 
 def finish_interrupted_import(store: StoreCore) -> None:
     """Roll forward an import a crash interrupted (its pending file is still there)."""
-    if store.persist_directory is None:
+    directory = store.persist_directory
+    if directory is None:
         return
-    path = _directory.pending_import(store.persist_directory)
-    if path is None:
+    pending = Intent.IMPORT.read(directory)
+    if pending is None:
+        Intent.IMPORT.clear(directory)  # only a half-written copy can be there: the import had not started
         return
-    with path.open(encoding="utf-8") as fh:
-        units = list({u.memory_id: u for u in read_backup(fh)[0]}.values())  # a later line wins
+    lines = pending.decode("utf-8").split("\n")
+    units = list({u.memory_id: u for u in read_backup(lines)[0]}.values())  # a later line wins
     with store.lock:
         stored = _stored(store, units)
         doubled = _in_other_collection(store, units)
@@ -360,9 +362,9 @@ def finish_interrupted_import(store: StoreCore) -> None:
         todo = [u for u in units if stored.get(u.memory_id) != u or u.memory_id in doubled]
         logger.warning(
             "finishing an interrupted import into %s: %d of %d unit(s) still to write",
-            store.persist_directory,
+            directory,
             len(todo),
             len(units),
         )
         _write(store, todo, functools.partial(_embed, store), None)
-    _directory.end_import(store.persist_directory)
+    Intent.IMPORT.clear(directory)

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from langchain_hindsight import ConfigurationError, MemoryNotFoundError, MemoryStore, MemoryUnit
-from langchain_hindsight.store._directory import SCRUB_MARKER
+from langchain_hindsight.store._directory import Intent
 from langchain_hindsight.store.writes import LLMWriteJudge
 from tests.bytescan import text_hits, vector_hits
 from tests.fakes import REPO_ROOT, HashEmbeddings, judge_model
@@ -79,7 +79,7 @@ def test_forget_erases_every_byte_and_the_store_keeps_working(tmp_path: Path) ->
     assert store.forget(secret.memory_id) == 1
     assert text_hits(directory, _needles(secret)) == {}
     assert vector_hits(directory, vector) == []
-    assert not (directory / SCRUB_MARKER).exists()
+    assert not (directory / Intent.SCRUB.value).exists()
     assert text_hits(directory, {"kept": "SECRET-keeper-CONTENT"})  # only the forgotten unit is gone
 
     # The store works on after the purge, and after a reopen.
@@ -289,12 +289,12 @@ def test_a_scrub_killed_midway_is_finished_on_reopen(tmp_path: Path, point: str)
     assert proc.returncode == -9, proc.stderr[-2000:]
     assert "NOT KILLED" not in proc.stdout
     secret_id = proc.stdout.split()[0]
-    assert (directory / SCRUB_MARKER).exists()
+    assert (directory / Intent.SCRUB.value).exists()
     with MemoryStore(directory, embeddings=HashEmbeddings()) as store:
         assert store.count() == 30
         with pytest.raises(MemoryNotFoundError):
             store.get(secret_id)
-        assert not (directory / SCRUB_MARKER).exists()
+        assert not (directory / Intent.SCRUB.value).exists()
         assert store.add(_secret_unit("after")).unit.content.startswith("SECRET-after")
     assert text_hits(directory, {"content": "SECRET-alpha-CONTENT", "id": secret_id}) == {}
 
@@ -381,7 +381,6 @@ FORGET_KILL_POINTS = ["first-delete", "journal-scrub", "before-scrub", "rename",
 @pytest.mark.parametrize("point", FORGET_KILL_POINTS)
 def test_a_forget_killed_at_any_step_is_finished_on_reopen(tmp_path: Path, point: str) -> None:
     from langchain_hindsight.journal import RunJournal
-    from langchain_hindsight.store._directory import FORGET_INTENT
 
     directory = tmp_path / "db"
     script = _KILL_IN_FORGET.format(root=str(REPO_ROOT), path=str(directory), point=point)
@@ -389,13 +388,13 @@ def test_a_forget_killed_at_any_step_is_finished_on_reopen(tmp_path: Path, point
     assert proc.returncode == -9, proc.stderr[-2000:]
     assert "NOT KILLED" not in proc.stdout
     secret_id = proc.stdout.split()[0]
-    assert (directory / FORGET_INTENT).exists()  # the intent was durable before the kill
+    assert (directory / Intent.FORGET.value).exists()  # the intent was durable before the kill
     with MemoryStore(directory, embeddings=HashEmbeddings()) as store:
         assert store.count() == 30
         with pytest.raises(MemoryNotFoundError):
             store.get(secret_id)
         assert RunJournal(store).get("run-1").produced == []
-        assert not (directory / FORGET_INTENT).exists()
-        assert not (directory / SCRUB_MARKER).exists()
+        assert not (directory / Intent.FORGET.value).exists()
+        assert not (directory / Intent.SCRUB.value).exists()
         assert store.add(_secret_unit("after")).unit.content.startswith("SECRET-after")
     assert text_hits(directory, {"content": "SECRET-alpha-CONTENT", "id": secret_id}) == {}

@@ -255,7 +255,7 @@ IMPORT_KILL_POINTS = [("upsert", 1), ("upsert", 2), ("upsert", 3), ("delete", 1)
 @pytest.mark.slow
 @pytest.mark.parametrize(("method", "nth"), IMPORT_KILL_POINTS, ids=[f"{m}-{n}" for m, n in IMPORT_KILL_POINTS])
 def test_import_killed_midway_is_rolled_forward_on_reopen(tmp_path: Path, method: str, nth: int) -> None:
-    from langchain_hindsight.store._directory import IMPORT_PENDING
+    from langchain_hindsight.store._directory import Intent
 
     directory = tmp_path / "db"
     body = f"""
@@ -270,12 +270,12 @@ def test_import_killed_midway_is_rolled_forward_on_reopen(tmp_path: Path, method
         import_units(store, units, replace=True)
         """
     _run_child(body)
-    assert (directory / IMPORT_PENDING).exists()
+    assert (directory / Intent.IMPORT.value).exists()
     with MemoryStore(directory, embeddings=HashEmbeddings()) as store:
         units = check_consistent(store, HashEmbeddings())  # no id in both memories and archive
         assert len(units) == 601
         assert store.get("mem_moved").status == "archived"
-        assert not (directory / IMPORT_PENDING).exists()
+        assert not (directory / Intent.IMPORT.value).exists()
 
 
 _BUSY_IMPORT_FORGET = """

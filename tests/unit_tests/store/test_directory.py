@@ -16,7 +16,8 @@ from tests.fakes import HashEmbeddings
 
 def _pending(directory: Path, units: list[MemoryUnit]) -> None:
     """What an import killed after writing its pending file leaves (the file, complete)."""
-    _directory.begin_import(directory, (json.dumps(u.to_dict(), ensure_ascii=False, sort_keys=True) for u in units))
+    lines = (json.dumps(u.to_dict(), ensure_ascii=False, sort_keys=True) + "\n" for u in units)
+    _directory.Intent.IMPORT.write(directory, "".join(lines).encode("utf-8"))
 
 
 def test_rolling_an_import_forward_writes_only_what_did_not_arrive(
@@ -41,13 +42,13 @@ def test_rolling_an_import_forward_writes_only_what_did_not_arrive(
         now = {u.memory_id: u for u in store.list_units()}
         assert sorted(now) == [u.memory_id for u in units]
         assert all(now[i] == u for i, u in arrived.items())
-    assert _directory.pending_import(directory) is None
+    assert not _directory.Intent.IMPORT.pending(directory)
 
 
 def test_a_half_written_import_file_is_erased_on_reopen(tmp_path: Path) -> None:
     directory = tmp_path / "db"
     MemoryStore(directory, embeddings=HashEmbeddings()).close()
-    tmp = directory / (_directory.IMPORT_PENDING + ".tmp")  # killed while writing it: nothing was imported
+    tmp = directory / (_directory.Intent.IMPORT.value + ".tmp")  # killed while writing it: nothing was imported
     tmp.write_text('{"content": "SECRET-LESSON-TEXT"}\n', encoding="utf-8")
     with MemoryStore(directory, embeddings=HashEmbeddings()) as store:
         assert store.count() == 0
@@ -60,3 +61,26 @@ def test_a_finished_import_leaves_no_pending_file(tmp_path: Path) -> None:
     with MemoryStore(directory, embeddings=HashEmbeddings()) as store:
         store.import_units([MemoryUnit(memory_id="mem_a", content="an imported lesson")])
     assert not list(directory.glob(".hindsight.import-pending*"))
+
+
+@pytest.mark.parametrize("intent", list(_directory.Intent))
+def test_every_intent_is_written_durably_and_erased_when_done(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, intent: _directory.Intent
+) -> None:
+    synced: list[Path] = []
+    fsync_directory = _directory.fsync_directory
+
+    def noting(directory: Path) -> None:
+        synced.append(directory)
+        fsync_directory(directory)
+
+    monkeypatch.setattr(_directory, "fsync_directory", noting)
+    intent.write(tmp_path, b"SECRET-NOTE")
+    assert synced == [tmp_path]  # the new directory entry is durable too, not only the file's bytes
+    assert intent.pending(tmp_path)
+    assert intent.read(tmp_path) == b"SECRET-NOTE"
+    (tmp_path / (intent.value + ".tmp")).write_bytes(b"SECRET-NOTE")  # a copy a kill left half-written
+    intent.clear(tmp_path)
+    assert not intent.pending(tmp_path)
+    assert intent.read(tmp_path) is None
+    assert list(tmp_path.iterdir()) == []

@@ -39,10 +39,8 @@ DERIVED_FILE_API = frozenset(
     }
 )
 """Names that reach a derived file: where it lives, how it is saved, loaded, erased."""
-DIRECTORY_FILES = frozenset(
-    {"LOCK_FILE", "STAMP_FILE", "FORGET_INTENT", "SCRUB_MARKER", "IMPORT_PENDING", "read_stamp"}
-)
-"""Names of the directory's own files (lock, stamp, intents) and the stamp's raw read (only HeldDirectory writes it)."""
+DIRECTORY_FILES = frozenset({"LOCK_FILE", "STAMP_FILE", "read_stamp"})
+"""Names of the directory's own files (lock, stamp) and the stamp's raw read (only HeldDirectory writes it)."""
 
 
 def _modules(root: Path = PACKAGE) -> dict[str, ast.Module]:
