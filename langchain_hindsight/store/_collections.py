@@ -32,7 +32,6 @@ __all__ = [
     "ALLOWED",
     "EMBEDDER_DIM_KEY",
     "EMBEDDER_KEY",
-    "LEGACY_IDENTITY",
     "Collection",
     "check_embedder",
     "filter_where",
@@ -61,7 +60,7 @@ EMBEDDER_KEY = "hindsight_embedder"
 """Collection metadata key: the name of the embedder that wrote the collection's vectors."""
 EMBEDDER_DIM_KEY = "hindsight_embedder_dim"
 """Collection metadata key: the length of those vectors (0 when the embedder did not declare it)."""
-LEGACY_IDENTITY = EmbedderIdentity(MINILM_NAME, MINILM_DIMENSION)
+_LEGACY_IDENTITY = EmbedderIdentity(MINILM_NAME, MINILM_DIMENSION)
 """What a collection without a recorded identity is taken to hold: MiniLM was the only default then."""
 _BUILTIN = frozenset({MINILM_NAME, "use-multilingual-v3", "minilm-l6+use-m3/routed@0.8"})
 _REEMBED_HINT = (
@@ -173,10 +172,10 @@ def check_embedder(col: Collection, identity: EmbedderIdentity) -> None:
         return
     namespace, role = meta.get(NAMESPACE_KEY), meta.get(ROLE_KEY)
     if recorded is None:
-        if identity.name in _BUILTIN and not _same(LEGACY_IDENTITY, identity) and col.count():
+        if identity.name in _BUILTIN and not _same(_LEGACY_IDENTITY, identity) and col.count():
             raise EmbedderMismatchError(
                 f"the {role} of namespace {namespace!r} has no embedder recorded: it was created before "
-                f"embedder identities were recorded and is taken as {LEGACY_IDENTITY}, the default then; this "
+                f"embedder identities were recorded and is taken as {_LEGACY_IDENTITY}, the default then; this "
                 f"store's embedder is {identity}. {_REEMBED_HINT} (for MiniLM: "
                 "embeddings=LocalEmbeddings(), from the [minilm] extra)."
             )
@@ -197,12 +196,12 @@ def recorded_embedder(backend: Backend, namespace: str) -> EmbedderIdentity | No
 
     ``namespace``'s memories (else archive) collection decides; without one, the
     identity every vector collection agrees on. A non-empty collection without a
-    recorded identity counts as :data:`LEGACY_IDENTITY`.
+    recorded identity counts as MiniLM (``_LEGACY_IDENTITY``).
     """
 
     def identity(col: Collection) -> EmbedderIdentity | None:
         found = recorded_identity(col)
-        return found if found is not None or not col.count() else LEGACY_IDENTITY
+        return found if found is not None or not col.count() else _LEGACY_IDENTITY
 
     try:
         for role in ROLES:
