@@ -1,9 +1,9 @@
 """What ``hindsight stats`` prints, and its quick path: the answer without opening the store.
 
 Importing Chroma alone costs more than ``stats``'s budget, so :func:`quick` first answers the operator's view
-of an embedded directory from the per-namespace ``counts`` files the store's close keeps
-(``DerivedFiles.summary``, under the directory's lock, writing nothing); else the caller opens the store and
-counts. This module imports neither Chroma, numpy nor the store.
+of an embedded directory from the ``counts`` files the store's close keeps (``DerivedFiles.summary``, under the
+directory's lock, writing nothing); else the caller counts. This module imports neither Chroma, numpy nor the
+store.
 """
 
 from __future__ import annotations

@@ -90,12 +90,7 @@ def history_text(chain: Sequence[MemoryUnit], width: int) -> str:
 
 
 def stats(args: argparse.Namespace) -> int:
-    """``hindsight stats``: counts by status, task type and source, and journalled runs, per namespace.
-
-    Counted by the store (:meth:`MemoryStore.statistics`), whose close keeps the counts in an
-    embedded store's summary (see :mod:`langchain_hindsight.cli._stats`, which answers from it
-    while nothing writes).
-    """
+    """``hindsight stats``, counted by the store (:meth:`MemoryStore.statistics`); the quick path: ``_stats``."""
     with open_view(args) as view:
         out = {ns: view.store.statistics(namespace=ns) for ns in view.namespaces(args.all)}
     print_stats(out, as_json=args.json)

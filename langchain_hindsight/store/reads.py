@@ -1,7 +1,7 @@
 """The read methods of ``MemoryStore`` (it binds these functions): listing, counting, paging units, history.
 
-Also what ``hindsight stats`` prints (:func:`statistics`) and the replica's close (:func:`close_replica`), which
-counts written namespaces for the summary with the recall mirror, as :func:`count_by` does when it can.
+Also a namespace's ``hindsight stats`` entry (:func:`statistics`), which the replica's close counts again for the
+summary only with the recall mirror (:func:`close_replica`).
 """
 
 from __future__ import annotations
@@ -44,10 +44,9 @@ _MAX_PAGE = 2**31 - 1
 """The largest page a backend read can carry."""
 
 SUMMARY_MAX_READ = 2000
-"""The most records the close reads from Chroma to count a written namespace again for the summary: its active
-memories are counted from the recall mirror (~8 µs each), the others read (~0.14 ms each at 10k memories), so
-2000 bound the close's read to ~0.3 s. A namespace with more is dropped from the summary (the next ``stats``
-counts it)."""
+"""The most records the close reads from Chroma to count a written namespace again: its active memories are
+counted from the recall mirror (~8 µs each), the others read (~0.14 ms each at 10k memories), so 2000 bound the
+close's read to ~0.3 s."""
 
 
 @backend_errors
@@ -160,7 +159,7 @@ def count_by(store: StoreCore, *fields: str, namespace: str | None = None) -> di
     if not fields or any(f not in allowed for f in fields):
         raise ConfigurationError(f"fields must be among {allowed}, got {fields!r}")
     ns = store.namespace_or_default(namespace)
-    counts = _count_with_mirror(store, ns, fields, load=True, max_read=None)
+    counts = _count_with_mirror(store, ns, fields)
     if counts is not None:
         return counts
     known = {f: store.vocabulary.labels if f == "task_type" else ALLOWED.get(f, ()) for f in fields}
@@ -174,15 +173,16 @@ def count_by(store: StoreCore, *fields: str, namespace: str | None = None) -> di
 
 
 def _count_with_mirror(
-    store: StoreCore, ns: str, fields: tuple[str, ...], *, load: bool, max_read: int | None
+    store: StoreCore, ns: str, fields: tuple[str, ...], *, at_close: bool = False
 ) -> dict[tuple[str, ...], int] | None:
     """:func:`count_by` with the active records from ``ns``'s recall mirror, the others read (metadata only).
 
-    ``None`` without a mirror, when the others are more than ``max_read``, or when the counts do not add up
-    (the memories collection holds not exactly the mirrored and the other records).
+    ``None`` without a mirror (``at_close``: held, never loaded), when the others are more than
+    :data:`SUMMARY_MAX_READ` at close, or when the counts do not add up (the memories collection holds not
+    exactly the mirrored and the other records).
     """
     with store.lock:
-        mirror = store.replica.held_mirror(ns, load=load)
+        mirror = store.replica.held_mirror(ns, load=not at_close)
         if mirror is None:
             return None
         col = store.collection(ns)
@@ -190,7 +190,7 @@ def _count_with_mirror(
         assert col is not None  # the mirror's collection
         stored = col.count()
         archived = 0 if archive is None else archive.count()
-        if max_read is not None and stored - len(mirror) + archived > max_read:
+        if at_close and stored - len(mirror) + archived > SUMMARY_MAX_READ:
             return None
         metadatas: list[Mapping[str, Any] | None] = []
         inactive = 0
@@ -211,10 +211,12 @@ def _count_with_mirror(
 
 def close_replica(store: StoreCore) -> None:
     """At close, before the backend closes: the replica writes its derived files (``Replica.close``)."""
-    store.replica.close(
-        count=lambda ns: _count_with_mirror(store, ns, SUMMARY_FIELDS, load=False, max_read=SUMMARY_MAX_READ),
-        runs=store.run_records.count,
-    )
+
+    def entry(ns: str) -> dict[str, Any] | None:
+        counts = _count_with_mirror(store, ns, SUMMARY_FIELDS, at_close=True)
+        return None if counts is None else summary_entry(counts, store.run_records.count(ns))
+
+    store.replica.close(entry=entry, runs=store.run_records.count)
 
 
 @backend_errors
@@ -222,7 +224,7 @@ def statistics(store: StoreCore, *, namespace: str | None = None) -> dict[str, A
     """What ``hindsight stats`` prints for ``namespace``: counts by status, by task type, by source, and runs.
 
     Keys: ``total``, ``status``, ``active_by_task_type`` (active memories), ``by_source`` (each mapping
-    most common first) and ``runs`` (journalled runs); an embedded store keeps the answer for its summary.
+    most common first) and ``runs`` (journalled runs); an embedded store's close may keep it for ``stats``.
     """
     ns = store.namespace_or_default(namespace)
     with store.lock:

@@ -26,7 +26,6 @@ from langchain_hindsight.store.replica.feed import ChangeFeed, open_change_feed
 from langchain_hindsight.store.replica.files import DerivedFiles
 from langchain_hindsight.store.replica.lexical import LexicalIndex, record_texts
 from langchain_hindsight.store.replica.records import Held, Mirror, build_mirror, read_again
-from langchain_hindsight.store.replica.summary import summary_entry
 from langchain_hindsight.types import MemoryUnit
 
 __all__ = ["Replica"]
@@ -60,8 +59,7 @@ class Replica:
         self._checked = checked
         self._identity = identity
         self._held: dict[str, Held] = {}
-        self.write_failed = False
-        """A write may have stopped half-way: the close refreshes no summary entry."""
+        self.write_failed = False  # a write may have stopped half-way (see close)
         self.feeds: dict[str, ChangeFeed] = {}
         self._dropped: set[str] = set()  # namespaces whose snapshots this store already erased
         self._counted: dict[str, tuple[dict[str, Any], int]] = {}  # statistics counted, and after how many writes
@@ -246,74 +244,61 @@ class Replica:
                 logger.warning("the replica of %r not saved", namespace, exc_info=True)
 
     def counted(self, namespace: str, entry: Mapping[str, Any]) -> None:
-        """The store counted ``namespace`` as ``hindsight stats`` prints it: kept for the summary at close."""
+        """The store counted ``namespace``'s entry (``MemoryStore.statistics``): the close may keep it."""
         held = self.backend.directory
         if held is not None:
             self._counted[namespace] = (dict(entry), held.writes)
 
-    def close(self, *, count: Callable[[str], dict[tuple[str, ...], int] | None], runs: Callable[[str], int]) -> None:
+    def close(self, *, entry: Callable[[str], dict[str, Any] | None], runs: Callable[[str], int]) -> None:
         """The store's close, before the backend closes: the one moment derived files are written.
 
-        Saves the snapshots and the summary, then vouches for what is on disk to the directory's stamp (a write
-        that follows, through the backend after this store closed, unvouches it).
+        Saves the snapshots, then rewrites the statistics summary this session leaves current, then vouches for
+        what is on disk to the directory's stamp (a write that follows, through the backend after this store
+        closed, unvouches it). Per namespace, the entry kept is what this session counted (:meth:`counted`) if
+        no write followed it into the namespace; else the entry trusted at open if none of its collections was
+        written, with its runs read again (``runs``) if only its journal was; else ``entry`` counts it again
+        (``None`` when that is not cheap: it is dropped). Nothing is kept after a write whose scope the backend
+        cannot tell, or one that failed half-way. A session that neither wrote nor counted leaves the files as
+        they were. A summary that could be neither kept nor erased is logged, and nothing is vouched for.
         """
         self.save()
-        if not self.save_summary(count=count, runs=runs):
-            return
-        held = self.backend.directory
-        if held is not None:
-            held.vouch()
-
-    def save_summary(
-        self, *, count: Callable[[str], dict[tuple[str, ...], int] | None], runs: Callable[[str], int]
-    ) -> bool:
-        """At close: rewrite the statistics summary this session leaves current, or erase it; ``False``: neither.
-
-        Per namespace, the entry kept is what this session counted (:meth:`counted`) if no write followed it
-        into the namespace; else the entry trusted at open if none of its collections was written, with its
-        runs read again (``runs``) if only its journal was; else it is counted again (``count``: its counts by
-        status, task type and source, ``None`` when they cannot be had cheaply: it is dropped). Nothing is kept
-        after a write whose scope the backend cannot tell, or one that failed half-way. A session that neither
-        wrote nor counted leaves the files as they were. A summary that could be neither kept nor erased is
-        logged, and the derived files then lose the stamp's word.
-        """
         held, files = self.backend.directory, self.files
-        if held is None or files is None or (not held.writes and not self._counted):
-            return True
+        if held is None or files is None:
+            return
         written, as_of = held.written, held.writes
         try:
-            if written is None or self.write_failed:  # what changed is not known: nothing can be kept
+            if not as_of and not self._counted:
+                pass  # the files stay as they were
+            elif written is None or self.write_failed:  # what changed is not known: nothing can be kept
                 files.erase_summary()
-                return True
-            previous = files.summary()
-            present = namespaces(self.backend)
-            stats: dict[str, dict[str, Any]] = {}
-            for ns in present:
-                entry = previous.stats.get(ns) if previous is not None else None
-                changed = {role for role in ("memories", "archive", "journal") if collection_name(ns, role) in written}
-                fresh, counted_at = self._counted.get(ns, (None, -1))
-                if fresh is not None and (counted_at == as_of or not changed):
-                    stats[ns] = fresh
-                elif entry is not None and not changed:
-                    stats[ns] = entry
-                elif entry is not None and changed == {"journal"}:
-                    stats[ns] = {**entry, "runs": runs(ns)}
-                else:
-                    counts = count(ns)
-                    if counts is not None:
-                        stats[ns] = summary_entry(counts, runs(ns))
-            if stats:
-                files.write_summary(present, stats, {ns: collection_name(ns, "memories") for ns in stats})
             else:
-                files.erase_summary()
+                previous = files.summary()
+                present = namespaces(self.backend)
+                stats: dict[str, dict[str, Any]] = {}
+                for ns in present:
+                    trusted = previous.stats.get(ns) if previous is not None else None
+                    changed = {r for r in ("memories", "archive", "journal") if collection_name(ns, r) in written}
+                    fresh, counted_at = self._counted.get(ns, (None, -1))
+                    if fresh is not None and (counted_at == as_of or not changed):
+                        stats[ns] = fresh
+                    elif trusted is not None and not changed:
+                        stats[ns] = trusted
+                    elif trusted is not None and changed == {"journal"}:
+                        stats[ns] = {**trusted, "runs": runs(ns)}
+                    elif (counted := entry(ns)) is not None:
+                        stats[ns] = counted
+                if stats:
+                    files.write_summary(present, stats, {ns: collection_name(ns, "memories") for ns in stats})
+                else:
+                    files.erase_summary()
         except Exception:  # the summary is a shortcut: the close goes on without it
             logger.warning("statistics summary of %s not kept", files.directory, exc_info=True)
             try:
                 files.erase_summary()
             except StoreError:
                 logger.warning("could not erase the statistics summary of %s", files.directory, exc_info=True)
-                return False
-        return True
+                return
+        held.vouch()
 
     # ------------------------------------------------------------------ the store wrote
     def reindex(self, namespace: str, upserts: Sequence[MemoryUnit] = (), deletes: Sequence[str] = ()) -> None:

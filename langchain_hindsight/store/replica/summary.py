@@ -1,12 +1,7 @@
 """What ``hindsight stats`` prints for a namespace (its *entry*), and the summary of a store's entries.
 
-Counting a namespace reads Chroma, and opening Chroma costs a second before anything is read, so the store's
-close keeps each namespace's entry in a ``counts`` snapshot (``replica.files``), which ``hindsight stats``
-reads when the clean-close stamp vouches for it (which entries the close keeps: ``Replica.save_summary``).
-Standard library only.
-
-An entry: ``{"total": n, "status": {...}, "active_by_task_type": {...}, "by_source": {...}, "runs": n}``,
-every mapping in the order ``stats`` prints.
+The store's close keeps each namespace's entry in a ``counts`` file (which ones: ``Replica.close``; read by
+``DerivedFiles.summary``), so ``stats`` need not open Chroma. Standard library only.
 """
 
 from __future__ import annotations
@@ -43,7 +38,7 @@ def _ranked(counts: Counter[str]) -> dict[str, int]:
 
 
 def summary_entry(counts: Mapping[tuple[str, ...], int], runs: int) -> dict[str, Any]:
-    """A namespace's entry as ``hindsight stats`` prints it, in printing order.
+    """A namespace's entry (``MemoryStore.statistics``' keys), every mapping in the order ``stats`` prints.
 
     Args:
         counts: ``MemoryStore.count_by(*SUMMARY_FIELDS)`` of the namespace.

@@ -138,12 +138,12 @@ def test_the_summary_has_one_writer_the_replicas_close() -> None:
         for name, _ in _calls(node)
         if name == "write_summary"
     }
-    assert writers == {("store/replica/replica.py", "Replica.save_summary")}
+    assert writers == {("store/replica/replica.py", "Replica.close")}
     closers = {
         fn
         for fn, node in _functions(_modules()["store/replica/replica.py"])
         for name, call in _calls(node)
-        if name in {"save_summary", "save"}
+        if name == "save"
         and isinstance(call.func, ast.Attribute)
         and isinstance(call.func.value, ast.Name)
         and call.func.value.id == "self"
@@ -174,9 +174,7 @@ def test_the_cli_reads_derived_files_only_through_the_replicas_reader() -> None:
             if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("langchain_hindsight.store.replica")
             for a in node.names
         }
-        # the readers, and the shape of a namespace's entry (what `stats` counts from Chroma's file is shaped
-        # by the function the store shapes its own counts with; it reads no derived file)
-        if names - {"DerivedFiles", "StoreSnapshot", "SUMMARY_FIELDS", "summary_entry"}:
+        if names - {"DerivedFiles", "StoreSnapshot"}:  # the readers
             reaches[rel] = sorted(names)
     assert reaches == {}
     used = {rel for rel, tree in _modules(PACKAGE / "cli").items() if "DerivedFiles" in _imported_names(tree)}
