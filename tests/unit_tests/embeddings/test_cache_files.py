@@ -9,20 +9,19 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import numpy as np
+
 from langchain_hindsight.embeddings._cache_files import used
-from langchain_hindsight.embeddings._use_cache import (
-    resources_dir,
-    sp_model_path,
-    tokenizer_cache_path,
-    weights_cache_path,
-)
+from langchain_hindsight.embeddings._use_cache import resources_dir, tokenizer_cache_path, weights_cache_path
+
+SP_MODEL = resources_dir() / "sp.model"
 
 
 def test_the_cache_file_is_named_by_the_model_bytes(tmp_path: Path) -> None:
     copy = tmp_path / "sp.model"
-    copy.write_bytes(sp_model_path().read_bytes())
+    copy.write_bytes(SP_MODEL.read_bytes())
     same = tokenizer_cache_path(tmp_path, copy)
-    assert same == tokenizer_cache_path(tmp_path, sp_model_path())
+    assert same == tokenizer_cache_path(tmp_path, SP_MODEL)
     raw = copy.read_bytes()
     copy.write_bytes(raw[:-1] + bytes([raw[-1] ^ 1]))
     assert tokenizer_cache_path(tmp_path, copy) != same
@@ -30,9 +29,9 @@ def test_the_cache_file_is_named_by_the_model_bytes(tmp_path: Path) -> None:
 
 def test_the_weights_copy_is_named_by_the_content_it_copies(tmp_path: Path) -> None:
     weights = tmp_path / "weights.npz"
-    weights.write_bytes(b"0123")
+    np.savez_compressed(weights, a=np.zeros(3))
     first = weights_cache_path(tmp_path / "cache", weights)
-    weights.write_bytes(b"01234")
+    np.savez_compressed(weights, a=np.ones(3))
     assert weights_cache_path(tmp_path / "cache", weights) != first
     # Another installation (another path, another modification time) of the same weights shares the copy.
     packaged = resources_dir() / "weights.npz"
