@@ -76,44 +76,35 @@ def weights_cache_path(cache_dir: Path, weights_path: Path) -> Path:
 
 
 def _cached(path: Path, read: Callable[[Path], _T], write: Callable[[BinaryIO], object]) -> _T | None:
-    """``read(path)``, the file (re)written by ``write`` when missing or unusable; ``None`` if it cannot be."""
-    value = _read(path, read)
-    if value is None and _write(path, write):
-        value = _read(path, read)
-    return value
-
-
-def _read(path: Path, read: Callable[[Path], _T]) -> _T | None:
-    if not path.exists():
-        return None
-    try:
-        value = read(path)
-    # marshal, zipfile and numpy raise many unrelated types for a damaged file: it is never trusted
-    except Exception as e:  # noqa: BLE001
-        logger.debug("USE cache %s unusable (%s: %s); rebuilding it", path, type(e).__name__, e)
-        with suppress(OSError):
-            path.unlink(missing_ok=True)
-        return None
-    used(path, f"{path.name.rsplit('-', 1)[0]}-*{path.suffix}")
-    return value
-
-
-def _write(path: Path, write: Callable[[BinaryIO], object]) -> bool:
-    """Write ``path`` through a temporary file in the same directory, renamed when complete; whether it was."""
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.stem + ".", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "wb") as f:
-                write(f)
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
-    except (OSError, ValueError) as e:  # an unwritable directory; a value marshal cannot write
-        logger.debug("USE cache %s not written (%s: %s)", path, type(e).__name__, e)
-        return False
-    return True
+    """``read(path)``, the file first (re)written by ``write`` when missing or unusable; ``None`` if it cannot be."""
+    for rewritten in (False, True):
+        if path.exists():
+            try:
+                value = read(path)
+            # marshal, zipfile and numpy raise many unrelated types for a damaged file: it is never trusted
+            except Exception as e:  # noqa: BLE001
+                logger.debug("USE cache %s unusable (%s: %s); rebuilding it", path, type(e).__name__, e)
+                with suppress(OSError):
+                    path.unlink(missing_ok=True)
+            else:
+                used(path, f"{path.name.rsplit('-', 1)[0]}-*{path.suffix}")
+                return value
+        if rewritten:
+            break
+        try:  # through a temporary file in the same directory, renamed when complete
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.stem + ".", suffix=".tmp")
+            try:
+                with os.fdopen(fd, "wb") as f:
+                    write(f)
+                os.replace(tmp, path)
+            except BaseException:
+                Path(tmp).unlink(missing_ok=True)
+                raise
+        except (OSError, ValueError) as e:  # an unwritable directory; a value marshal cannot write
+            logger.debug("USE cache %s not written (%s: %s)", path, type(e).__name__, e)
+            break
+    return None
 
 
 def _dump(obj: Any, module: Any) -> dict[str, Any]:
