@@ -30,7 +30,7 @@ from langchain_hindsight.store.replica.files import (
     read_snapshot,
     write_snapshot,
 )
-from langchain_hindsight.store.replica.lexical import LexicalIndex, record_texts
+from langchain_hindsight.store.replica.lexical import LexicalIndex, RowTable, record_texts
 from langchain_hindsight.types import MemoryUnit
 
 __all__ = [
@@ -54,7 +54,7 @@ def record_bytes(document: str, metadata: Mapping[str, Any]) -> bytes:
     return json.dumps([document, dict(metadata)], ensure_ascii=False, sort_keys=True, separators=(",", ":")).encode()
 
 
-class Mirror:
+class Mirror(RowTable):
     """The active units of one namespace: ids, stored vectors (float32 rows) and records.
 
     Not thread-safe on its own: the store calls it under its lock.
@@ -66,50 +66,32 @@ class Mirror:
     """
 
     def __init__(self, dimension: int, identity: str, *, capacity: int = 16) -> None:
+        super().__init__(capacity)
         self.dimension = int(dimension)
         self.identity = identity
         self.stale: set[str] = set()
         """Ids written since the mirror was filled whose record must be read again before it answers."""
-        self._ids: list[str] = []
-        self._row: dict[str, int] = {}
-        self._vectors = np.zeros((max(16, capacity), self.dimension), dtype=np.float32)
-        self._alive = np.zeros(max(16, capacity), dtype=bool)
+        self._vectors = np.zeros((len(self._alive), self.dimension), dtype=np.float32)
         self._records: list[bytes] = []
-        self._dead = 0
         self._units: dict[str, MemoryUnit] = {}  # decoded rows (recall's candidates), dropped when a row changes
-
-    def __len__(self) -> int:
-        return len(self._row)
-
-    def __contains__(self, memory_id: object) -> bool:
-        return memory_id in self._row
-
-    @property
-    def memory_ids(self) -> frozenset[str]:
-        """The ids of the mirrored (active) units."""
-        return frozenset(self._row)
 
     # ------------------------------------------------------------------ upkeep
     def put(self, memory_id: str, vector: Sequence[float] | np.ndarray, record: bytes) -> None:
         """Mirror (or replace) one active unit: its stored vector and :func:`record_bytes` of its record."""
         vec = np.asarray(vector, dtype=np.float32).reshape(-1)
-        if not self._ids and self.dimension != vec.shape[0] and not self.dimension:  # built empty, length unknown
+        if not self.dimension and not self._ids:  # built empty, length unknown
             self.dimension = vec.shape[0]
-            self._vectors = np.zeros((16, self.dimension), dtype=np.float32)
+            self._vectors = np.zeros((len(self._alive), self.dimension), dtype=np.float32)
         if vec.shape[0] != self.dimension:
             raise ValueError(f"vector of length {vec.shape[0]} in a mirror of {self.dimension}-d vectors")
         self.discard([memory_id])
-        n = len(self._ids)
-        if n == len(self._alive):
-            grow = max(16, n)
-            self._vectors = np.concatenate([self._vectors, np.zeros((grow, self.dimension), dtype=np.float32)])
-            self._alive = np.concatenate([self._alive, np.zeros(grow, dtype=bool)])
-        self._vectors[n] = vec
-        self._alive[n] = True
-        self._ids.append(memory_id)
+        row = self._add_row(memory_id)  # first: it may grow the vectors
+        self._vectors[row] = vec
         self._records.append(record)
-        self._row[memory_id] = n
-        self.stale.discard(memory_id)
+
+    def _grow(self, rows: int) -> None:
+        super()._grow(rows)
+        self._vectors = np.concatenate([self._vectors, np.zeros((rows, self.dimension), dtype=np.float32)])
 
     def apply(self, units: Iterable[MemoryUnit]) -> None:
         """Bring written units in.
@@ -119,7 +101,7 @@ class Mirror:
         """
         for unit in units:
             if unit.status != "active":
-                self.forget([unit.memory_id])
+                self.discard([unit.memory_id])
                 continue
             found = self.record(unit.memory_id)
             if found is not None and found[0] == unit.content:  # Chroma merges metadata keys on update
@@ -132,46 +114,32 @@ class Mirror:
                 self.stale.add(unit.memory_id)
 
     def discard(self, memory_ids: Iterable[str]) -> None:
-        """Drop units (deleted, or no longer active); unknown ids are ignored."""
+        """Drop units (deleted, or no longer active) and no longer refresh them; unknown ids are ignored."""
         for memory_id in memory_ids:
             self._units.pop(memory_id, None)
-            row = self._row.pop(memory_id, None)
+            self.stale.discard(memory_id)
+            row = self._drop_row(memory_id)
             if row is not None:
-                self._alive[row] = False
                 self._records[row] = b""
-                self._dead += 1
         if self._dead > 1024 and self._dead * 4 > len(self._ids):
             self.compact()
 
-    def forget(self, memory_ids: Iterable[str]) -> None:
-        """:meth:`discard` and no longer refresh them (deleted, or no longer active)."""
-        ids = list(memory_ids)
-        self.discard(ids)
-        self.stale.difference_update(ids)
-
     def compact(self) -> None:
         """Drop the rows of discarded units (their memory is released)."""
-        keep = [r for r in range(len(self._ids)) if self._alive[r]]
-        self._vectors = self._vectors[keep].copy() if keep else np.zeros((16, self.dimension), dtype=np.float32)
-        self._ids = [self._ids[r] for r in keep]
-        self._records = [self._records[r] for r in keep]
-        self._alive = np.ones(len(self._vectors), dtype=bool)
-        self._alive[len(keep) :] = False
-        self._row = {m: i for i, m in enumerate(self._ids)}
-        self._dead = 0
+        n_rows = len(self._ids)
+        alive = self._renumber(0)
+        self._vectors = self._vectors[:n_rows][alive]
+        self._records = [r for r, a in zip(self._records, alive.tolist(), strict=True) if a]
 
     # ------------------------------------------------------------------ reads
-    def check_query(self, vector: Sequence[float]) -> None:
-        """Refuse a query vector whose length is not the mirrored vectors' (as Chroma refuses it).
-
-        Raises:
-            BackendError: ``vector`` has another length.
-        """
+    def _query(self, vector: Sequence[float]) -> np.ndarray:
+        """``vector`` as float32, refused (as Chroma refuses it) if its length is not the mirrored vectors'."""
         if self.dimension and len(vector) != self.dimension:
             raise BackendError(
                 f"the query vector has {len(vector)} dimensions, the stored vectors {self.dimension}: "
                 "was the store written with another embedder?"
             )
+        return np.asarray(vector, dtype=np.float32)
 
     def nearest(self, vector: Sequence[float], k: int) -> list[tuple[str, float]]:
         """The ``k`` mirrored units with the highest dot product with ``vector`` (exact), best first.
@@ -182,11 +150,11 @@ class Mirror:
         Raises:
             BackendError: ``vector`` is not as long as the mirrored vectors.
         """
-        self.check_query(vector)
+        query = self._query(vector)
         n = len(self._ids)
         if not self._row or k <= 0:
             return []
-        sims = self._vectors[:n] @ np.asarray(vector, dtype=np.float32)
+        sims = self._vectors[:n] @ query
         sims[~self._alive[:n]] = -np.inf
         k = min(k, len(self._row))
         top = np.argpartition(-sims, k - 1)[:k] if k < n else np.arange(n)
@@ -196,11 +164,11 @@ class Mirror:
 
     def similarities(self, vector: Sequence[float], memory_ids: Sequence[str]) -> dict[str, float]:
         """The dot product of ``vector`` with each mirrored unit of ``memory_ids`` (raises as :meth:`nearest`)."""
-        self.check_query(vector)
+        query = self._query(vector)
         rows = [(m, r) for m in memory_ids if (r := self._row.get(m)) is not None]
         if not rows:
             return {}
-        sims = self._vectors[[r for _, r in rows]] @ np.asarray(vector, dtype=np.float32)
+        sims = self._vectors[[r for _, r in rows]] @ query
         return {m: float(s) for (m, _), s in zip(rows, sims.tolist(), strict=True)}
 
     def vector(self, memory_id: str) -> list[float] | None:
@@ -291,15 +259,11 @@ class Mirror:
         n = len(ids)
         if vectors.shape != (n, mirror.dimension) or len(offsets) != n + 1 or int(offsets[-1]) != len(blob):
             return None
-        bounds = offsets.tolist()
-        mirror._ids = ids
-        mirror._records = [blob[bounds[r] : bounds[r + 1]] for r in range(n)]
-        mirror._row = {m: r for r, m in enumerate(mirror._ids)}
-        if len(mirror._row) != n:
+        if not mirror._set_ids(ids, 0):
             return None
-        mirror._vectors = vectors if n else np.zeros((16, mirror.dimension), dtype=np.float32)
-        mirror._alive = np.ones(len(mirror._vectors), dtype=bool)
-        mirror._alive[n:] = False
+        bounds = offsets.tolist()
+        mirror._records = [blob[bounds[r] : bounds[r + 1]] for r in range(n)]
+        mirror._vectors = vectors
         return mirror
 
 
@@ -403,6 +367,6 @@ def read_again(mirror: Mirror, index: LexicalIndex, col: Records) -> None:
             kept.append((memory_id, document, metadata))
     found = {i for i, _, _ in kept}
     gone = [i for i in ids if i not in found]
-    mirror.forget(gone)
+    mirror.discard(gone)
     index.delete(gone)
     index.add_texts(record_texts(kept))

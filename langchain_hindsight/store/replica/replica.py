@@ -316,7 +316,7 @@ class Replica:
         if held is not None:  # not held: built from the backend when first searched
             held.index.delete(deletes)
             held.index.upsert(upserts)
-            held.mirror.forget(deletes)
+            held.mirror.discard(deletes)
             held.mirror.apply(upserts)
         self.drop(namespace)
         feed = self._feed(namespace)
