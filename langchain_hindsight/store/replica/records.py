@@ -6,7 +6,7 @@ the dense arm is an exact matrix-vector product and both arms' candidates are re
 lexical index it is derived data, built by one paged read (:func:`build_mirror`) or loaded from its snapshot
 (``mirror/<collection>.npz``), and kept in step by every write: a unit no longer active leaves at once, one
 whose metadata changed is updated in place, one with new content is marked *stale* and read again
-(:func:`read_again`) before the next search. :class:`Held` pairs it with the namespace's lexical index.
+(:meth:`Held.read_again`) before the next search. :class:`Held` pairs it with the namespace's lexical index.
 """
 
 from __future__ import annotations
@@ -38,7 +38,6 @@ __all__ = [
     "Held",
     "Mirror",
     "build_mirror",
-    "read_again",
     "record_bytes",
 ]
 
@@ -317,6 +316,28 @@ class Held:
         found.update((i, (self.mirror.unit(i), sims[i])) for i in rest if i in sims)
         return found, lexical
 
+    def read_again(self, col: Records) -> None:
+        """Read the mirror's :attr:`~Mirror.stale` units again from ``col`` (one ``get``) into both.
+
+        Active ones are mirrored and indexed anew; the inactive or gone leave both.
+        """
+        if not self.mirror.stale:
+            return
+        ids = sorted(self.mirror.stale)
+        rows = col.get(ids=ids, include=["documents", "metadatas", "embeddings"])
+        embeddings = rows.get("embeddings")
+        kept: list[tuple[str, str, Any]] = []
+        for j, memory_id in enumerate(rows["ids"]):
+            document, metadata = rows["documents"][j], rows["metadatas"][j] or {}
+            if metadata.get("status") == "active" and embeddings is not None:
+                self.mirror.put(memory_id, embeddings[j], record_bytes(document, metadata))
+                kept.append((memory_id, document, metadata))
+        found = {i for i, _, _ in kept}
+        gone = [i for i in ids if i not in found]
+        self.mirror.discard(gone)
+        self.index.delete(gone)
+        self.index.add_texts(record_texts(kept))
+
 
 # ---------------------------------------------------------------- the store's side
 _SCAN_PAGE = 2000
@@ -333,40 +354,15 @@ def build_mirror(col: Records, identity: str, dimension: int | None) -> Mirror:
     Raises:
         BackendError: the backend returned records without their vectors.
     """
-    capacity = col.count()  # an upper bound of the active records: the vectors are allocated once
-    mirror: Mirror | None = None if dimension is None else Mirror(dimension, identity, capacity=capacity)
+    # the count bounds the active records: the vectors are allocated once (by the first put if no dimension)
+    mirror = Mirror(dimension or 0, identity, capacity=col.count())
     include: list[Include] = ["documents", "metadatas", "embeddings"]
     for rows in col.pages(include=include, where={"status": "active"}, size=_SCAN_PAGE):
         embeddings = rows.get("embeddings")
         if embeddings is None:
             raise BackendError(f"{col.name}: the backend returned records without their vectors")
-        if mirror is None:
-            mirror = Mirror(len(embeddings[0]), identity, capacity=capacity)
         for memory_id, document, metadata, vector in zip(
             rows["ids"], rows["documents"] or [], rows["metadatas"] or [], embeddings, strict=True
         ):
             mirror.put(memory_id, vector, record_bytes(document, metadata))
-    return mirror if mirror is not None else Mirror(0, identity)
-
-
-def read_again(mirror: Mirror, index: LexicalIndex, col: Records) -> None:
-    """Read the :attr:`~Mirror.stale` units of ``mirror`` again (one ``get``) into it and ``index``.
-
-    Active ones are mirrored and indexed anew; the inactive or gone leave both.
-    """
-    if not mirror.stale:
-        return
-    ids = sorted(mirror.stale)
-    rows = col.get(ids=ids, include=["documents", "metadatas", "embeddings"])
-    embeddings = rows.get("embeddings")
-    kept: list[tuple[str, str, Any]] = []
-    for j, memory_id in enumerate(rows["ids"]):
-        document, metadata = rows["documents"][j], rows["metadatas"][j] or {}
-        if metadata.get("status") == "active" and embeddings is not None:
-            mirror.put(memory_id, embeddings[j], record_bytes(document, metadata))
-            kept.append((memory_id, document, metadata))
-    found = {i for i, _, _ in kept}
-    gone = [i for i in ids if i not in found]
-    mirror.discard(gone)
-    index.delete(gone)
-    index.add_texts(record_texts(kept))
+    return mirror
