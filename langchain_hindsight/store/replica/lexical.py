@@ -430,11 +430,9 @@ class LexicalIndex(RowTable):
             or int(index._indptr[-1]) != len(index._docs)
             or len(index._docs) != len(index._tfs)
             or len(data["lengths"]) != n
+            or (len(index._docs) and int(index._docs.max()) >= n)
+            or not index._set_ids(ids, max(16, n))  # an id repeats
         ):
-            return None
-        if len(index._docs) and int(index._docs.max()) >= n:
-            return None
-        if not index._set_ids(ids, max(16, n)):
             return None
         index._vocab = {t: i for i, t in enumerate(terms)}
         index._total = float(index._lengths[:n].sum())

@@ -2,11 +2,9 @@
 
 For each active unit of a namespace the :class:`Mirror` holds its stored vector (the one the backend holds)
 and its record (document and metadata as the bytes of one JSON array, decoded only for a query's candidates):
-the dense arm is an exact matrix-vector product and both arms' candidates are read from memory. Like the
-lexical index it is derived data, built by one paged read (:func:`build_mirror`) or loaded from its snapshot
-(``mirror/<collection>.npz``), and kept in step by every write: a unit no longer active leaves at once, one
-whose metadata changed is updated in place, one with new content is marked *stale* and read again
-(:meth:`Held.read_again`) before the next search. :class:`Held` pairs it with the namespace's lexical index.
+the dense arm is an exact matrix-vector product and both arms' candidates are read from memory.
+:class:`Held` pairs it with the namespace's lexical index: derived data, built by one paged read
+(:func:`build_mirror`) or loaded from its snapshots, kept in step by every write (:meth:`Mirror.apply`).
 """
 
 from __future__ import annotations
@@ -258,7 +256,7 @@ class Mirror(RowTable):
         n = len(ids)
         if vectors.shape != (n, mirror.dimension) or len(offsets) != n + 1 or int(offsets[-1]) != len(blob):
             return None
-        if not mirror._set_ids(ids, 0):
+        if not mirror._set_ids(ids, 0):  # an id repeats
             return None
         bounds = offsets.tolist()
         mirror._records = [blob[bounds[r] : bounds[r + 1]] for r in range(n)]
