@@ -193,11 +193,14 @@ class RowTable:
     def _renumber(self, spare: int) -> np.ndarray:
         """Keep only the live rows, numbered densely, then ``spare`` free rows; returns the old rows' alive mask."""
         alive = self._alive[: len(self._ids)]
-        self._set_ids([m for m, a in zip(self._ids, alive.tolist(), strict=True) if a], spare)
+        self.set_rows([m for m, a in zip(self._ids, alive.tolist(), strict=True) if a], spare)
         return alive
 
-    def _set_ids(self, ids: list[str], spare: int) -> bool:
-        """Hold ``ids`` on rows ``0..n-1``, all live, then ``spare`` free rows; ``False`` if an id repeats."""
+    def set_rows(self, ids: list[str], spare: int) -> bool:
+        """Hold ``ids`` on rows ``0..n-1``, all live, then ``spare`` free rows; ``False`` if an id repeats.
+
+        For a snapshot's load (the subclass sizes its own row arrays to match), and for compaction.
+        """
         self._ids = ids
         self._row = {m: i for i, m in enumerate(ids)}
         self._alive = np.zeros(len(ids) + spare, dtype=bool)
@@ -431,7 +434,7 @@ class LexicalIndex(RowTable):
             or len(index._docs) != len(index._tfs)
             or len(data["lengths"]) != n
             or (len(index._docs) and int(index._docs.max()) >= n)
-            or not index._set_ids(ids, max(16, n))  # an id repeats
+            or not index.set_rows(ids, max(16, n))  # an id repeats
         ):
             return None
         index._vocab = {t: i for i, t in enumerate(terms)}

@@ -256,7 +256,7 @@ class Mirror(RowTable):
         n = len(ids)
         if vectors.shape != (n, mirror.dimension) or len(offsets) != n + 1 or int(offsets[-1]) != len(blob):
             return None
-        if not mirror._set_ids(ids, 0):  # an id repeats
+        if not mirror.set_rows(ids, 0):  # an id repeats
             return None
         bounds = offsets.tolist()
         mirror._records = [blob[bounds[r] : bounds[r + 1]] for r in range(n)]
