@@ -33,6 +33,7 @@ from langchain_hindsight.types import MemoryUnit
 
 __all__ = [
     "LexicalIndex",
+    "RowTable",
     "indexed_text",
     "lexical_scheme",
     "record_text",
@@ -144,18 +145,79 @@ def indexed_text(content: str, task_description: str, tags: Sequence[str], tools
     return " ".join([content, *hidden, " ".join(tools[:_HIDDEN_TAGS])])
 
 
-class LexicalIndex:
+class RowTable:
+    """Memory ids on numbered rows: the table :class:`LexicalIndex` and the recall mirror share.
+
+    A removed id only clears its row's ``alive`` flag (a tombstone) until a compaction renumbers the live rows.
+    """
+
+    def __init__(self, capacity: int = 16) -> None:
+        self._ids: list[str] = []  # row -> memory id (dead rows keep theirs until compaction)
+        self._row: dict[str, int] = {}  # live memory id -> row
+        self._alive = np.zeros(max(16, capacity), dtype=bool)
+        self._dead = 0
+
+    def __len__(self) -> int:
+        return len(self._row)
+
+    def __contains__(self, memory_id: object) -> bool:
+        return memory_id in self._row
+
+    @property
+    def memory_ids(self) -> frozenset[str]:
+        """The ids of every held (active) unit."""
+        return frozenset(self._row)
+
+    def _grow(self, rows: int) -> None:
+        """Make room for ``rows`` more rows (a subclass grows its own arrays too)."""
+        self._alive = np.concatenate([self._alive, np.zeros(rows, dtype=bool)])
+
+    def _add_row(self, memory_id: str) -> int:
+        """A new live row for ``memory_id`` (not held): its number."""
+        row = len(self._ids)
+        if row == len(self._alive):
+            self._grow(max(16, row))
+        self._ids.append(memory_id)
+        self._row[memory_id] = row
+        self._alive[row] = True
+        return row
+
+    def _drop_row(self, memory_id: str) -> int | None:
+        """Tombstone ``memory_id``'s row: its number, or ``None`` if not held."""
+        row = self._row.pop(memory_id, None)
+        if row is not None:
+            self._alive[row] = False
+            self._dead += 1
+        return row
+
+    def _renumber(self, spare: int) -> np.ndarray:
+        """Keep only the live rows, numbered densely, then ``spare`` free rows; returns the old rows' alive mask."""
+        alive = self._alive[: len(self._ids)]
+        self.set_rows([m for m, a in zip(self._ids, alive.tolist(), strict=True) if a], spare)
+        return alive
+
+    def set_rows(self, ids: list[str], spare: int) -> bool:
+        """Hold ``ids`` on rows ``0..n-1``, all live, then ``spare`` free rows; ``False`` if an id repeats.
+
+        For a snapshot's load (the subclass sizes its own row arrays to match), and for compaction.
+        """
+        self._ids = ids
+        self._row = {m: i for i, m in enumerate(ids)}
+        self._alive = np.zeros(len(ids) + spare, dtype=bool)
+        self._alive[: len(ids)] = True
+        self._dead = 0
+        return len(self._row) == len(ids)
+
+
+class LexicalIndex(RowTable):
     """Okapi BM25 over memory units: sparse postings scored in vectorised code, updated incrementally.
 
-    Postings live in a compressed term-major segment (for each term, the slots of
-    the memories that contain it and its counts) plus a small append-only delta
-    for units indexed since; a removed unit only clears its slot's ``alive`` flag
-    (a tombstone). When the delta or the tombstones grow past a share of the
-    index, both are folded into a fresh segment (:meth:`compact`). A query
-    gathers the postings of its terms, scores them with numpy and keeps the best
-    ``k`` by partial selection, so its cost follows the query's posting lengths
-    in vectorised code, never a Python loop over them. Scores are exact BM25,
-    whatever the terms' document frequencies.
+    Postings live in a compressed term-major segment (for each term, the rows of the memories that contain it
+    and its counts) plus a small append-only delta for units indexed since; a removed unit leaves a tombstone
+    (:class:`RowTable`). When the delta or the tombstones grow past a share of the index, both are folded into
+    a fresh segment (:meth:`compact`). A query gathers the postings of its terms, scores them with numpy and
+    keeps the best ``k`` by partial selection, so its cost follows the query's posting lengths in vectorised
+    code, never a Python loop over them. Scores are exact BM25, whatever the terms' document frequencies.
 
     Tokens are :func:`tokenize`'s; :attr:`k1` and :attr:`b` are the BM25 constants.
     """
@@ -166,13 +228,10 @@ class LexicalIndex:
     """Length normalisation (memories are short; ``benchmarks/recall_quality.py`` measured it)."""
 
     def __init__(self) -> None:
+        super().__init__()
         self._vocab: dict[str, int] = {}
-        self._ids: list[str] = []  # slot -> memory id (dead slots keep theirs until compaction)
-        self._slot: dict[str, int] = {}  # live memory id -> slot
         self._lengths = np.zeros(16, dtype=np.float64)
-        self._alive = np.zeros(16, dtype=bool)
         self._total = 0.0
-        self._dead = 0
         # compacted segment: postings of term t are [_indptr[t], _indptr[t + 1]) of _docs/_tfs
         self._indptr = np.zeros(1, dtype=np.int64)
         self._docs = np.zeros(0, dtype=np.int32)
@@ -180,17 +239,6 @@ class LexicalIndex:
         # delta: term id -> (slots, counts) of units indexed since the last compaction
         self._delta: dict[int, tuple[list[int], list[int]]] = {}
         self._delta_postings = 0
-
-    def __len__(self) -> int:
-        return len(self._slot)
-
-    def __contains__(self, memory_id: object) -> bool:
-        return memory_id in self._slot
-
-    @property
-    def memory_ids(self) -> frozenset[str]:
-        """The ids of every indexed (active) unit."""
-        return frozenset(self._slot)
 
     # ------------------------------------------------------------------ updates
     def upsert(self, units: Iterable[MemoryUnit]) -> None:
@@ -204,18 +252,17 @@ class LexicalIndex:
         for memory_id, text in items:
             self.delete([memory_id])
             self._append(memory_id, Counter(tokenize(text)))
-        self._maybe_compact()
+        if self._delta_postings > max(_MIN_DELTA, len(self._docs) // 8):
+            self.compact()
+
+    def _grow(self, rows: int) -> None:
+        super()._grow(rows)
+        self._lengths = np.concatenate([self._lengths, np.zeros(rows, dtype=np.float64)])
 
     def _append(self, memory_id: str, counts: Counter[str]) -> None:
-        slot = len(self._ids)
-        if slot == len(self._alive):
-            self._lengths = np.concatenate([self._lengths, np.zeros(slot, dtype=np.float64)])
-            self._alive = np.concatenate([self._alive, np.zeros(slot, dtype=bool)])
-        self._ids.append(memory_id)
-        self._slot[memory_id] = slot
+        slot = self._add_row(memory_id)
         length = sum(counts.values())
         self._lengths[slot] = length
-        self._alive[slot] = True
         self._total += length
         vocab = self._vocab
         for term, tf in counts.items():
@@ -230,17 +277,10 @@ class LexicalIndex:
     def delete(self, memory_ids: Iterable[str]) -> None:
         """Forget ``memory_ids`` (unknown ids are ignored)."""
         for memory_id in memory_ids:
-            slot = self._slot.pop(memory_id, None)
-            if slot is None:
-                continue
-            self._alive[slot] = False
-            self._total -= float(self._lengths[slot])
-            self._dead += 1
+            slot = self._drop_row(memory_id)
+            if slot is not None:
+                self._total -= float(self._lengths[slot])
         if self._dead and self._dead * 4 > len(self._ids):
-            self.compact()
-
-    def _maybe_compact(self) -> None:
-        if self._delta_postings > max(_MIN_DELTA, len(self._docs) // 8):
             self.compact()
 
     def compact(self) -> None:
@@ -249,8 +289,8 @@ class LexicalIndex:
         Slots are renumbered densely, so nothing of a removed unit (id, counts,
         terms only it had) remains in the index afterwards.
         """
-        n_slots = len(self._ids)
-        alive = self._alive[:n_slots]
+        n_slots, n = len(self._ids), len(self._row)
+        alive = self._renumber(max(16, n))
         new_slot = np.cumsum(alive, dtype=np.int64) - 1
         main_terms = np.repeat(np.arange(len(self._indptr) - 1, dtype=np.int64), np.diff(self._indptr))
         keep = alive[self._docs]
@@ -277,14 +317,8 @@ class LexicalIndex:
         self._indptr = np.zeros(n_terms + 1, dtype=np.int64)
         np.cumsum(np.bincount(all_terms, minlength=n_terms), out=self._indptr[1:])
         self._vocab = {t: int(new_tid[i]) for t, i in self._vocab.items() if used[i]}
-        self._ids = [m for m, a in zip(self._ids, alive.tolist(), strict=True) if a]
-        self._slot = {m: i for i, m in enumerate(self._ids)}
-        n = len(self._ids)
         self._lengths = np.concatenate([self._lengths[:n_slots][alive], np.zeros(max(16, n), dtype=np.float64)])
-        self._alive = np.zeros(len(self._lengths), dtype=bool)
-        self._alive[:n] = True
         self._total = float(self._lengths[:n].sum())
-        self._dead = 0
         self._delta = {}
         self._delta_postings = 0
 
@@ -315,7 +349,7 @@ class LexicalIndex:
         at 1: roughly the share of the query's information a memory matches. Unlike
         dividing by the best hit, an unrelated query keeps a low score.
         """
-        n = len(self._slot)
+        n = len(self._row)
         if n == 0 or k <= 0:
             return []
         avg = self._total / n or 1.0
@@ -385,11 +419,11 @@ class LexicalIndex:
                 return None
             index = cls()
             terms = from_json_array(data["vocab"])
-            index._ids = [str(i) for i in from_json_array(data["ids"])]
+            ids = [str(i) for i in from_json_array(data["ids"])]
         except (KeyError, TypeError, ValueError):  # a damaged snapshot is rebuilt, never trusted
             logger.warning("ignoring unreadable lexical index snapshot %s", path, exc_info=True)
             return None
-        n = len(index._ids)
+        n = len(ids)
         index._lengths = np.concatenate([data["lengths"].astype(np.float64), np.zeros(max(16, n))])
         index._indptr = data["indptr"].astype(np.int64)
         index._docs = data["docs"].astype(np.int32)
@@ -399,16 +433,11 @@ class LexicalIndex:
             or int(index._indptr[-1]) != len(index._docs)
             or len(index._docs) != len(index._tfs)
             or len(data["lengths"]) != n
+            or (len(index._docs) and int(index._docs.max()) >= n)
+            or not index.set_rows(ids, max(16, n))  # an id repeats
         ):
             return None
-        if len(index._docs) and int(index._docs.max()) >= n:
-            return None
         index._vocab = {t: i for i, t in enumerate(terms)}
-        index._slot = {m: i for i, m in enumerate(index._ids)}
-        if len(index._slot) != n:
-            return None
-        index._alive = np.zeros(len(index._lengths), dtype=bool)
-        index._alive[:n] = True
         index._total = float(index._lengths[:n].sum())
         return index
 

@@ -2,11 +2,9 @@
 
 For each active unit of a namespace the :class:`Mirror` holds its stored vector (the one the backend holds)
 and its record (document and metadata as the bytes of one JSON array, decoded only for a query's candidates):
-the dense arm is an exact matrix-vector product and both arms' candidates are read from memory. Like the
-lexical index it is derived data, built by one paged read (:func:`build_mirror`) or loaded from its snapshot
-(``mirror/<collection>.npz``), and kept in step by every write: a unit no longer active leaves at once, one
-whose metadata changed is updated in place, one with new content is marked *stale* and read again
-(:func:`read_again`) before the next search. :class:`Held` pairs it with the namespace's lexical index.
+the dense arm is an exact matrix-vector product and both arms' candidates are read from memory.
+:class:`Held` pairs it with the namespace's lexical index: derived data, built by one paged read
+(:func:`build_mirror`) or loaded from its snapshots, kept in step by every write (:meth:`Mirror.apply`).
 """
 
 from __future__ import annotations
@@ -30,7 +28,7 @@ from langchain_hindsight.store.replica.files import (
     read_snapshot,
     write_snapshot,
 )
-from langchain_hindsight.store.replica.lexical import LexicalIndex, record_texts
+from langchain_hindsight.store.replica.lexical import LexicalIndex, RowTable, record_texts
 from langchain_hindsight.types import MemoryUnit
 
 __all__ = [
@@ -38,7 +36,6 @@ __all__ = [
     "Held",
     "Mirror",
     "build_mirror",
-    "read_again",
     "record_bytes",
 ]
 
@@ -54,7 +51,7 @@ def record_bytes(document: str, metadata: Mapping[str, Any]) -> bytes:
     return json.dumps([document, dict(metadata)], ensure_ascii=False, sort_keys=True, separators=(",", ":")).encode()
 
 
-class Mirror:
+class Mirror(RowTable):
     """The active units of one namespace: ids, stored vectors (float32 rows) and records.
 
     Not thread-safe on its own: the store calls it under its lock.
@@ -66,50 +63,32 @@ class Mirror:
     """
 
     def __init__(self, dimension: int, identity: str, *, capacity: int = 16) -> None:
+        super().__init__(capacity)
         self.dimension = int(dimension)
         self.identity = identity
         self.stale: set[str] = set()
         """Ids written since the mirror was filled whose record must be read again before it answers."""
-        self._ids: list[str] = []
-        self._row: dict[str, int] = {}
-        self._vectors = np.zeros((max(16, capacity), self.dimension), dtype=np.float32)
-        self._alive = np.zeros(max(16, capacity), dtype=bool)
+        self._vectors = np.zeros((len(self._alive), self.dimension), dtype=np.float32)
         self._records: list[bytes] = []
-        self._dead = 0
         self._units: dict[str, MemoryUnit] = {}  # decoded rows (recall's candidates), dropped when a row changes
-
-    def __len__(self) -> int:
-        return len(self._row)
-
-    def __contains__(self, memory_id: object) -> bool:
-        return memory_id in self._row
-
-    @property
-    def memory_ids(self) -> frozenset[str]:
-        """The ids of the mirrored (active) units."""
-        return frozenset(self._row)
 
     # ------------------------------------------------------------------ upkeep
     def put(self, memory_id: str, vector: Sequence[float] | np.ndarray, record: bytes) -> None:
         """Mirror (or replace) one active unit: its stored vector and :func:`record_bytes` of its record."""
         vec = np.asarray(vector, dtype=np.float32).reshape(-1)
-        if not self._ids and self.dimension != vec.shape[0] and not self.dimension:  # built empty, length unknown
+        if not self.dimension and not self._ids:  # built empty, length unknown
             self.dimension = vec.shape[0]
-            self._vectors = np.zeros((16, self.dimension), dtype=np.float32)
+            self._vectors = np.zeros((len(self._alive), self.dimension), dtype=np.float32)
         if vec.shape[0] != self.dimension:
             raise ValueError(f"vector of length {vec.shape[0]} in a mirror of {self.dimension}-d vectors")
         self.discard([memory_id])
-        n = len(self._ids)
-        if n == len(self._alive):
-            grow = max(16, n)
-            self._vectors = np.concatenate([self._vectors, np.zeros((grow, self.dimension), dtype=np.float32)])
-            self._alive = np.concatenate([self._alive, np.zeros(grow, dtype=bool)])
-        self._vectors[n] = vec
-        self._alive[n] = True
-        self._ids.append(memory_id)
+        row = self._add_row(memory_id)  # first: it may grow the vectors
+        self._vectors[row] = vec
         self._records.append(record)
-        self._row[memory_id] = n
-        self.stale.discard(memory_id)
+
+    def _grow(self, rows: int) -> None:
+        super()._grow(rows)
+        self._vectors = np.concatenate([self._vectors, np.zeros((rows, self.dimension), dtype=np.float32)])
 
     def apply(self, units: Iterable[MemoryUnit]) -> None:
         """Bring written units in.
@@ -119,7 +98,7 @@ class Mirror:
         """
         for unit in units:
             if unit.status != "active":
-                self.forget([unit.memory_id])
+                self.discard([unit.memory_id])
                 continue
             found = self.record(unit.memory_id)
             if found is not None and found[0] == unit.content:  # Chroma merges metadata keys on update
@@ -132,46 +111,32 @@ class Mirror:
                 self.stale.add(unit.memory_id)
 
     def discard(self, memory_ids: Iterable[str]) -> None:
-        """Drop units (deleted, or no longer active); unknown ids are ignored."""
+        """Drop units (deleted, or no longer active) and no longer refresh them; unknown ids are ignored."""
         for memory_id in memory_ids:
             self._units.pop(memory_id, None)
-            row = self._row.pop(memory_id, None)
+            self.stale.discard(memory_id)
+            row = self._drop_row(memory_id)
             if row is not None:
-                self._alive[row] = False
                 self._records[row] = b""
-                self._dead += 1
         if self._dead > 1024 and self._dead * 4 > len(self._ids):
             self.compact()
 
-    def forget(self, memory_ids: Iterable[str]) -> None:
-        """:meth:`discard` and no longer refresh them (deleted, or no longer active)."""
-        ids = list(memory_ids)
-        self.discard(ids)
-        self.stale.difference_update(ids)
-
     def compact(self) -> None:
         """Drop the rows of discarded units (their memory is released)."""
-        keep = [r for r in range(len(self._ids)) if self._alive[r]]
-        self._vectors = self._vectors[keep].copy() if keep else np.zeros((16, self.dimension), dtype=np.float32)
-        self._ids = [self._ids[r] for r in keep]
-        self._records = [self._records[r] for r in keep]
-        self._alive = np.ones(len(self._vectors), dtype=bool)
-        self._alive[len(keep) :] = False
-        self._row = {m: i for i, m in enumerate(self._ids)}
-        self._dead = 0
+        n_rows = len(self._ids)
+        alive = self._renumber(0)
+        self._vectors = self._vectors[:n_rows][alive]
+        self._records = [r for r, a in zip(self._records, alive.tolist(), strict=True) if a]
 
     # ------------------------------------------------------------------ reads
-    def check_query(self, vector: Sequence[float]) -> None:
-        """Refuse a query vector whose length is not the mirrored vectors' (as Chroma refuses it).
-
-        Raises:
-            BackendError: ``vector`` has another length.
-        """
+    def _query(self, vector: Sequence[float]) -> np.ndarray:
+        """``vector`` as float32, refused (as Chroma refuses it) if its length is not the mirrored vectors'."""
         if self.dimension and len(vector) != self.dimension:
             raise BackendError(
                 f"the query vector has {len(vector)} dimensions, the stored vectors {self.dimension}: "
                 "was the store written with another embedder?"
             )
+        return np.asarray(vector, dtype=np.float32)
 
     def nearest(self, vector: Sequence[float], k: int) -> list[tuple[str, float]]:
         """The ``k`` mirrored units with the highest dot product with ``vector`` (exact), best first.
@@ -182,11 +147,11 @@ class Mirror:
         Raises:
             BackendError: ``vector`` is not as long as the mirrored vectors.
         """
-        self.check_query(vector)
+        query = self._query(vector)
         n = len(self._ids)
         if not self._row or k <= 0:
             return []
-        sims = self._vectors[:n] @ np.asarray(vector, dtype=np.float32)
+        sims = self._vectors[:n] @ query
         sims[~self._alive[:n]] = -np.inf
         k = min(k, len(self._row))
         top = np.argpartition(-sims, k - 1)[:k] if k < n else np.arange(n)
@@ -196,11 +161,11 @@ class Mirror:
 
     def similarities(self, vector: Sequence[float], memory_ids: Sequence[str]) -> dict[str, float]:
         """The dot product of ``vector`` with each mirrored unit of ``memory_ids`` (raises as :meth:`nearest`)."""
-        self.check_query(vector)
+        query = self._query(vector)
         rows = [(m, r) for m in memory_ids if (r := self._row.get(m)) is not None]
         if not rows:
             return {}
-        sims = self._vectors[[r for _, r in rows]] @ np.asarray(vector, dtype=np.float32)
+        sims = self._vectors[[r for _, r in rows]] @ query
         return {m: float(s) for (m, _), s in zip(rows, sims.tolist(), strict=True)}
 
     def vector(self, memory_id: str) -> list[float] | None:
@@ -291,15 +256,11 @@ class Mirror:
         n = len(ids)
         if vectors.shape != (n, mirror.dimension) or len(offsets) != n + 1 or int(offsets[-1]) != len(blob):
             return None
-        bounds = offsets.tolist()
-        mirror._ids = ids
-        mirror._records = [blob[bounds[r] : bounds[r + 1]] for r in range(n)]
-        mirror._row = {m: r for r, m in enumerate(mirror._ids)}
-        if len(mirror._row) != n:
+        if not mirror.set_rows(ids, 0):  # an id repeats
             return None
-        mirror._vectors = vectors if n else np.zeros((16, mirror.dimension), dtype=np.float32)
-        mirror._alive = np.ones(len(mirror._vectors), dtype=bool)
-        mirror._alive[n:] = False
+        bounds = offsets.tolist()
+        mirror._records = [blob[bounds[r] : bounds[r + 1]] for r in range(n)]
+        mirror._vectors = vectors
         return mirror
 
 
@@ -353,6 +314,28 @@ class Held:
         found.update((i, (self.mirror.unit(i), sims[i])) for i in rest if i in sims)
         return found, lexical
 
+    def read_again(self, col: Records) -> None:
+        """Read the mirror's :attr:`~Mirror.stale` units again from ``col`` (one ``get``) into both.
+
+        Active ones are mirrored and indexed anew; the inactive or gone leave both.
+        """
+        if not self.mirror.stale:
+            return
+        ids = sorted(self.mirror.stale)
+        rows = col.get(ids=ids, include=["documents", "metadatas", "embeddings"])
+        embeddings = rows.get("embeddings")
+        kept: list[tuple[str, str, Any]] = []
+        for j, memory_id in enumerate(rows["ids"]):
+            document, metadata = rows["documents"][j], rows["metadatas"][j] or {}
+            if metadata.get("status") == "active" and embeddings is not None:
+                self.mirror.put(memory_id, embeddings[j], record_bytes(document, metadata))
+                kept.append((memory_id, document, metadata))
+        found = {i for i, _, _ in kept}
+        gone = [i for i in ids if i not in found]
+        self.mirror.discard(gone)
+        self.index.delete(gone)
+        self.index.add_texts(record_texts(kept))
+
 
 # ---------------------------------------------------------------- the store's side
 _SCAN_PAGE = 2000
@@ -369,40 +352,15 @@ def build_mirror(col: Records, identity: str, dimension: int | None) -> Mirror:
     Raises:
         BackendError: the backend returned records without their vectors.
     """
-    capacity = col.count()  # an upper bound of the active records: the vectors are allocated once
-    mirror: Mirror | None = None if dimension is None else Mirror(dimension, identity, capacity=capacity)
+    # the count bounds the active records: the vectors are allocated once (by the first put if no dimension)
+    mirror = Mirror(dimension or 0, identity, capacity=col.count())
     include: list[Include] = ["documents", "metadatas", "embeddings"]
     for rows in col.pages(include=include, where={"status": "active"}, size=_SCAN_PAGE):
         embeddings = rows.get("embeddings")
         if embeddings is None:
             raise BackendError(f"{col.name}: the backend returned records without their vectors")
-        if mirror is None:
-            mirror = Mirror(len(embeddings[0]), identity, capacity=capacity)
         for memory_id, document, metadata, vector in zip(
             rows["ids"], rows["documents"] or [], rows["metadatas"] or [], embeddings, strict=True
         ):
             mirror.put(memory_id, vector, record_bytes(document, metadata))
-    return mirror if mirror is not None else Mirror(0, identity)
-
-
-def read_again(mirror: Mirror, index: LexicalIndex, col: Records) -> None:
-    """Read the :attr:`~Mirror.stale` units of ``mirror`` again (one ``get``) into it and ``index``.
-
-    Active ones are mirrored and indexed anew; the inactive or gone leave both.
-    """
-    if not mirror.stale:
-        return
-    ids = sorted(mirror.stale)
-    rows = col.get(ids=ids, include=["documents", "metadatas", "embeddings"])
-    embeddings = rows.get("embeddings")
-    kept: list[tuple[str, str, Any]] = []
-    for j, memory_id in enumerate(rows["ids"]):
-        document, metadata = rows["documents"][j], rows["metadatas"][j] or {}
-        if metadata.get("status") == "active" and embeddings is not None:
-            mirror.put(memory_id, embeddings[j], record_bytes(document, metadata))
-            kept.append((memory_id, document, metadata))
-    found = {i for i, _, _ in kept}
-    gone = [i for i in ids if i not in found]
-    mirror.forget(gone)
-    index.delete(gone)
-    index.add_texts(record_texts(kept))
+    return mirror

@@ -25,7 +25,7 @@ from langchain_hindsight.store.backend import Backend
 from langchain_hindsight.store.replica.feed import ChangeFeed, open_change_feed
 from langchain_hindsight.store.replica.files import DerivedFiles
 from langchain_hindsight.store.replica.lexical import LexicalIndex, record_texts
-from langchain_hindsight.store.replica.records import Held, Mirror, build_mirror, read_again
+from langchain_hindsight.store.replica.records import Held, Mirror, build_mirror
 from langchain_hindsight.types import MemoryUnit
 
 __all__ = ["Replica"]
@@ -136,8 +136,7 @@ class Replica:
             index.add_texts(record_texts(mirror.records()))
             held = Held(index, mirror, seen)
         self._held[namespace] = held
-        if held.mirror.stale:
-            read_again(held.mirror, held.index, col)
+        held.read_again(col)
         return held
 
     def _load(self, namespace: str) -> Held | None:
@@ -236,7 +235,7 @@ class Replica:
             try:
                 col = self._collection(namespace, "memories")
                 if col is not None:
-                    read_again(held.mirror, held.index, col)
+                    held.read_again(col)
                     held.mirror.save(mirror)
                     held.index.save(lexical)
                     held.saved = True
@@ -316,7 +315,7 @@ class Replica:
         if held is not None:  # not held: built from the backend when first searched
             held.index.delete(deletes)
             held.index.upsert(upserts)
-            held.mirror.forget(deletes)
+            held.mirror.discard(deletes)
             held.mirror.apply(upserts)
         self.drop(namespace)
         feed = self._feed(namespace)
