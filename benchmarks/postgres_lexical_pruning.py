@@ -82,8 +82,8 @@ def oracle_share(terms: list[tuple[float, float]], kth: float, k1: float) -> tup
     return read, sum(int(df) for _, df in terms), skipped
 
 
-def measure(store: MemoryStore, queries: list[str]) -> dict[str, Any]:
-    col = store._collection(store.namespace, create=False)
+def measure(store: MemoryStore, url: str, queries: list[str]) -> dict[str, Any]:
+    col = store.collection(store.namespace)
     assert col is not None
     k1 = store.backend.lexical.k1
     parts = {
@@ -98,7 +98,7 @@ def measure(store: MemoryStore, queries: list[str]) -> dict[str, Any]:
     n_terms: list[int] = []
     n_postings: list[int] = []
     names = [*parts, "lexical_search"]
-    with store.backend.client.connection() as conn:
+    with psycopg.connect(url, autocommit=True) as conn:  # the store lends no connection of its own
         for rep in range(2):  # the first pass warms the caches and lets psycopg prepare the statements
             for n, q in enumerate(queries):
                 ctes, params, terms = col._lexical_ctes(q, K, True)
@@ -180,11 +180,12 @@ def main() -> None:
     try:
         texts, queries = CORPORA["mixed"](args.size, args.queries)
         t0 = time.perf_counter()
-        store = fill(server.database(), args.size, texts)
+        url = server.database()
+        store = fill(url, args.size, texts)
         print(f"filled {args.size:,} in {time.perf_counter() - t0:.0f} s", flush=True)
         load = os.getloadavg()[0]
         try:
-            result = measure(store, queries)
+            result = measure(store, url, queries)
         finally:
             store.close()
         result.update(

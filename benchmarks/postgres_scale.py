@@ -90,6 +90,7 @@ from recall_scale import TASK_TYPES, TableEmbeddings, default_embedder, syntheti
 
 from langchain_hindsight.recall.retriever import HindsightRetriever  # noqa: E402
 from langchain_hindsight.store import unit_to_metadata  # noqa: E402
+from langchain_hindsight.store.backend import postgres as postgres_backend  # noqa: E402
 from langchain_hindsight.store.memory_store import MemoryStore  # noqa: E402
 from langchain_hindsight.store.replica.lexical import lexical_scheme  # noqa: E402
 from langchain_hindsight.types import MemoryUnit  # noqa: E402
@@ -166,6 +167,7 @@ def recall_size(size: int, real: Any, server: Server, args: argparse.Namespace, 
     }
     row: dict[str, Any] = {"size": size, "queries": len(queries), "measured_at": datetime.now(UTC).isoformat()}
     load_start = os.getloadavg()[0]
+    v3: V3Lexical | None = None
     try:
         for name, store in stores.items():
             rng = random.Random(size)
@@ -185,7 +187,7 @@ def recall_size(size: int, real: Any, server: Server, args: argparse.Namespace, 
             row[f"{name}_rss_mb_after_fill"] = _rss_mb()
             if name == "postgres":  # what autovacuum does within a minute of a bulk load: statistics, visibility map
                 t1 = time.perf_counter()
-                with psycopg.connect(store.backend.client.conninfo, autocommit=True) as conn:
+                with psycopg.connect(url, autocommit=True) as conn:
                     conn.execute("VACUUM ANALYZE hindsight.records")
                     conn.execute("VACUUM ANALYZE hindsight.postings")
                 row["postgres_vacuum_s"] = round(time.perf_counter() - t1, 1)
@@ -194,11 +196,11 @@ def recall_size(size: int, real: Any, server: Server, args: argparse.Namespace, 
                 row["postgres_index_build_s"] = round(time.perf_counter() - t1, 1)
                 row["index_build_in_fill"] = False  # reported beside the fill rate, not inside it
                 row["postgres_path"] = store.read_path
-                with psycopg.connect(store.backend.client.conninfo, autocommit=True) as conn:
+                with psycopg.connect(url, autocommit=True) as conn:
                     for statement in V3_POSTINGS:
                         conn.execute(statement)
-                with store.backend.client.connection() as conn:
-                    row["ef_search"] = conn.execute("SHOW hnsw.ef_search").fetchone()[0]
+                row["ef_search"] = str(postgres_backend._EF_SEARCH)  # what the backend sets on each pooled session
+                with psycopg.connect(url, autocommit=True) as conn:
                     row["shared_buffers"] = conn.execute("SHOW shared_buffers").fetchone()[0]
                     row["postgres_db_mb"] = round(
                         conn.execute("SELECT pg_database_size(current_database())").fetchone()[0] / 2**20
@@ -212,7 +214,7 @@ def recall_size(size: int, real: Any, server: Server, args: argparse.Namespace, 
             f"{n}_{m}": [] for n in stores for m in ("recall", "recall_no_embed", "embed", "lexical")
         }
         timings["postgres_lexical_v3"] = []
-        v3 = V3Lexical(stores["postgres"])
+        v3 = V3Lexical(stores["postgres"], url)
         same_as_v3: list[bool] = []
         tied_as_v3: list[bool] = []
         for n in range(WARMUP + len(queries)):
@@ -262,6 +264,8 @@ def recall_size(size: int, real: Any, server: Server, args: argparse.Namespace, 
         if args.single_adds:
             row.update(single_adds(stores, emb, args.single_adds))
     finally:
+        if v3 is not None:
+            v3.conn.close()
         for store in stores.values():
             store.close()
         shutil.rmtree(tmp / f"chroma-{size}", ignore_errors=True)
@@ -340,8 +344,9 @@ def _term_key(term: str) -> int:
 class V3Lexical:
     """Schema version 3's lexical arm (:data:`V3_LEXICAL`) over a store's copy of its postings in that form."""
 
-    def __init__(self, store: MemoryStore) -> None:
+    def __init__(self, store: MemoryStore, url: str) -> None:
         self.store = store
+        self.conn = psycopg.connect(url, autocommit=True)  # one session, as the store's pool keeps (it lends none)
         col = store.collection(store.namespace)
         assert col is not None
         self.cid = int(col.instance)
@@ -354,8 +359,7 @@ class V3Lexical:
             return []
         params = {"cid": self.cid, "terms": terms, "k1": self.scheme.k1, "b": self.scheme.b, "k": k}
         params["prior"] = float(self.scheme.prior_documents)
-        with self.store.backend.client.connection() as conn:
-            return [(r[0], float(r[1])) for r in conn.execute(V3_LEXICAL, params).fetchall()]
+        return [(r[0], float(r[1])) for r in self.conn.execute(V3_LEXICAL, params).fetchall()]
 
     def same_up_to_ties(
         self, store: MemoryStore, query: str, k: int, found: list[tuple[str, float]], reference: list[tuple[str, float]]
@@ -522,7 +526,7 @@ def markdown(results: dict[str, Any]) -> str:
         + ", ".join(f"{r.get('queries') or results['queries']} queries at {r['size']:,}" for r in results["recall"])
         + f" (after {WARMUP} warm-up), the stores queried in turn. "
         f"Postgres: HNSW m=16, ef_construction=64 (pgvector's defaults), `hnsw.ef_search` = "
-        f"{results.get('ef_search', '?')} (read from a pooled session). `postgres (database)` reads the database, "
+        f"{results.get('ef_search', '?')} (set on each pooled session). `postgres (database)` reads the database, "
         "the one read path of a Postgres store: one SQL statement per recall (both arms, BM25 in SQL, and the "
         "candidates' records), nothing held in process. Chroma reads its in-process replica (lexical index and "
         "recall mirror) at every size; a row labelled `chroma (chroma)` was measured when the mirror stopped at "
