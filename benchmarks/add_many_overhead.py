@@ -22,7 +22,6 @@ Run: HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/add_many_overhead.py [--reps 3
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import sys
@@ -31,11 +30,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+from _trees import MACHINE, measure_in, save
 from _trees import arms as checkouts
-from _trees import measure_in
 
 ROOT = Path(__file__).resolve().parent
-OUT = ROOT / "results"
 
 
 def measure(reps: int, n: int, tree: str | None = None) -> list[dict[str, Any]]:
@@ -126,7 +124,6 @@ def main() -> None:
     parser.add_argument("--baseline", type=Path, help="a checkout to measure in turn with this one")
     parser.add_argument("--out", default="add_many_overhead")
     args = parser.parse_args()
-    import platform
 
     arms: dict[str, list[dict[str, Any]]] = {}
     for r in range(args.rounds):
@@ -134,17 +131,14 @@ def main() -> None:
             arms.setdefault(name, []).extend(run_in(tree, args.reps, args.units))
             print(f"round {r} {name}: {arms[name][-args.reps :]}", flush=True)
     results = {
-        "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores (shared)",
+        "machine": MACHINE,
         "units": args.units,
         "reps": args.reps,
         "rounds": args.rounds,
         "nice": os.nice(0),
         "arms": arms,
     }
-    OUT.mkdir(exist_ok=True)
-    (OUT / f"{args.out}.json").write_text(json.dumps(results, indent=2) + "\n")
-    (OUT / f"{args.out}.md").write_text(markdown(results), encoding="utf-8")
-    print(markdown(results))
+    save(args.out, results, markdown)
 
 
 if __name__ == "__main__":

@@ -14,19 +14,16 @@ Run: HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/screen_cost.py [--reps 5] [--r
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import statistics
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
+from _trees import MACHINE, measure_in, save
 from _trees import arms as checkouts
-from _trees import measure_in
 
 ROOT = Path(__file__).resolve().parent
-OUT = ROOT / "results"
 N = 300
 
 
@@ -90,7 +87,6 @@ def main() -> None:
     parser.add_argument("--baseline", type=Path, help="a checkout to measure in turn with this one")
     parser.add_argument("--out", default="screen_cost")
     args = parser.parse_args()
-    import platform
 
     arms: dict[str, dict[str, list[float]]] = {}
     for r in range(args.rounds):
@@ -99,15 +95,12 @@ def main() -> None:
                 arms.setdefault(name, {}).setdefault(key, []).extend(values)
             print(f"round {r} {name}: done", flush=True)
     results = {
-        "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores (shared)",
+        "machine": MACHINE,
         "reps": args.reps,
         "rounds": args.rounds,
         "arms": arms,
     }
-    OUT.mkdir(exist_ok=True)
-    (OUT / f"{args.out}.json").write_text(json.dumps(results, indent=2) + "\n")
-    (OUT / f"{args.out}.md").write_text(markdown(results), encoding="utf-8")
-    print(markdown(results))
+    save(args.out, results, markdown)
 
 
 if __name__ == "__main__":
