@@ -1,20 +1,20 @@
 """The write methods of ``MemoryStore`` (it binds these functions): each one read, plan, apply.
 
-A write checks and prepares its units outside any lock (``decide.prepare``), embeds them, then runs one
-write plan (``StoreCore.atomic``; a database may re-run it, so it reads everything it decides on inside):
-read, decide (``decide``, pure), write (``apply``), tell the replica (``reindex``), log what it did and why.
+A write checks and prepares its units outside any lock (``decide.prepare``), embeds them, creates the
+collection it writes, then runs one write plan (``StoreCore.atomic``; a database may re-run it, so it reads
+everything it decides on inside): read, decide (``decide``, pure), write (``apply``), tell the replica.
 """
 
 from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from langchain_hindsight._checks import is_int
-from langchain_hindsight.errors import ConfigurationError, MemoryNotFoundError, StoreError, WriteConflictError
+from langchain_hindsight.errors import ConfigurationError, MemoryNotFoundError, StoreError
 from langchain_hindsight.store._codec import unit_from_record
 from langchain_hindsight.store._collections import Collection, records
 from langchain_hindsight.store._core import StoreCore, backend_errors, check_ids
@@ -26,10 +26,10 @@ from langchain_hindsight.store.decide import (
     Scope,
     Target,
     WritePlan,
-    check_informative,
-    check_source_change,
+    check_premise,
     check_stays,
     check_unit,
+    check_update,
     fresh_ids_for_taken,
     plan_add,
     plan_feedback,
@@ -57,6 +57,11 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
+
+_R = TypeVar("_R")
+
+Planner = Callable[[str, Collection, list[MemoryUnit], list[list[float]]], WritePlan]
+"""Plans new units (their ids free) from what it reads in the namespace's collection: ``plan_add`` or a successor."""
 
 EMBED_BATCH = 256
 """Texts per embedding call on the write path (each call batches further inside the embedder)."""
@@ -112,35 +117,48 @@ def add_many(
     checked before anything is written: one uninformative unit (``UninformativeMemoryError``) refuses
     the batch. ``if_absent``: as :meth:`add`, for every unit.
     """
-    if isinstance(units, MemoryUnit) or not isinstance(units, Sequence):
-        raise ConfigurationError("units must be a sequence of MemoryUnit")
+    units = _check_units(units)
     for name, flag in (("dedupe", dedupe), ("if_absent", if_absent)):
         if not isinstance(flag, bool):
             raise ConfigurationError(f"{name} must be a bool, got {flag!r}")
-    for u in units:
-        check_unit(u)  # a wrong type is reported before anything about a unit's content
-    prepared = [_prepare(store, u, namespace) for u in units]
+    planner = functools.partial(_plan_add, store, dedupe)
+    # dedupe plans a namespace's whole batch at once (a unit may merge into an earlier one); a bulk import streams
+    return _write_new(store, units, namespace, planner, step=0 if dedupe else EMBED_BATCH, if_absent=if_absent)
+
+
+def _check_units(units: object) -> list[MemoryUnit]:
+    if isinstance(units, MemoryUnit) or not isinstance(units, Sequence):
+        raise ConfigurationError("units must be a sequence of MemoryUnit")
+    return [check_unit(u) for u in units]  # a wrong type is reported before anything about a unit's content
+
+
+def _write_new(
+    store: StoreCore, units: list[MemoryUnit], namespace: str | None, planner: Planner, *, step: int, if_absent: bool
+) -> list[WriteResult]:
+    """Prepare ``units``, then per namespace (in batches of ``step``; 0: all at once) embed and write them."""
+    prepared = [
+        prepare(u, namespace, default_namespace=store.namespace, vocabulary=store.vocabulary, policy=store.policy)
+        for u in units
+    ]
     by_ns: dict[str, list[int]] = {}
     for i, u in enumerate(prepared):
         by_ns.setdefault(u.namespace, []).append(i)
-    results: list[WriteResult | None] = [None] * len(prepared)
+    results: dict[int, WriteResult] = {}
     for ns, idx in by_ns.items():
-        # dedupe plans the whole batch at once (a unit may merge into an earlier one); a bulk import streams
-        step = len(idx) if dedupe else EMBED_BATCH
-        for start in range(0, len(idx), step):
-            chunk = idx[start : start + step]
+        for start in range(0, len(idx), step or len(idx)):
+            chunk = idx[start : start + (step or len(idx))]
             batch = [prepared[i] for i in chunk]
             vectors = embed_batched(store, [u.content for u in batch])
-            with store.lock:
-                store.collection(ns, create=True)  # outside the plan's transaction (a retry re-runs only the plan)
-                plan = functools.partial(_add_plan, store, ns, batch, vectors, dedupe, if_absent)
-                for i, result in zip(chunk, store.atomic(ns, plan), strict=True):
-                    results[i] = result
-    return [r for r in results if r is not None]
+            plan = functools.partial(_new_units_plan, store, ns, batch, vectors, planner, if_absent)
+            results |= dict(zip(chunk, _run(store, ns, "memories", plan), strict=True))
+    return [results[i] for i in range(len(prepared))]
 
 
-def _prepare(store: StoreCore, unit: MemoryUnit, namespace: str | None) -> MemoryUnit:
-    return prepare(unit, namespace, default_namespace=store.namespace, vocabulary=store.vocabulary, policy=store.policy)
+def _run(store: StoreCore, ns: str, role: Role, plan: Callable[[], _R]) -> _R:
+    """Run ``plan``, after creating the collection it writes outside its transaction (a retry re-runs only the plan)."""
+    with store.lock:
+        store.collection(ns, role, create=True)
+        return store.atomic(ns, plan)
 
 
 def embed_batched(store: StoreCore, texts: list[str]) -> list[list[float]]:
@@ -161,27 +179,26 @@ def _taken(store: StoreCore, col: Collection, ns: str, ids: list[str]) -> set[st
     return set(col.exists(ids)) | (set(archive.exists(ids)) if archive is not None else set())
 
 
-def _add_plan(
-    store: StoreCore, ns: str, units: list[MemoryUnit], vectors: list[list[float]], dedupe: bool, if_absent: bool
+def _new_units_plan(
+    store: StoreCore,
+    ns: str,
+    units: list[MemoryUnit],
+    vectors: list[list[float]],
+    planner: Planner,
+    if_absent: bool,
 ) -> list[WriteResult]:
-    """Read the batch's taken ids and neighbours, plan it (``decide.plan_add``), write it, log each result."""
+    """The one write plan of new units: read which ids are taken, plan, write, tell the replica, log each result."""
     col = store.vector_collection(ns)
     taken = _taken(store, col, ns, [u.memory_id for u in units])
-    if if_absent:
-        _check_premise(store, col, units, taken, ns)
+    if if_absent:  # what the write was planned on, read inside its plan (else another writer was first)
+        continued = sorted({u.supersedes for u in units if u.supersedes})
+        stored = _taken(store, col, ns, continued) if continued else set()
+        ahead = records(col, where={"supersedes": {"$in": continued}}) if continued else []
+        check_premise(ns, taken, [i for i in continued if i not in stored], ahead)
     units = fresh_ids_for_taken(units, taken)
-    plan = plan_add(
-        units,
-        vectors,
-        dedupe=dedupe,
-        stored=_neighbours(col, units, vectors, store.conflict_scope) if dedupe else [],
-        merge_threshold=store.merge_threshold,
-        conflict_threshold=store.conflict_threshold,
-        scope=store.conflict_scope,
-        policy=store.policy,
-        judge=store.judge,
-    )
-    _apply(store, col, ns, plan)
+    plan = planner(ns, col, units, vectors)
+    write_plan(col, plan, store.backend.max_batch_size)
+    store.replica.reindex(ns, upserts=[*(u for u, _ in plan.new.values()), *plan.changed.values()])
     for unit, result in zip(units, plan.results, strict=True):
         if result.action == "added":
             what = f"added as {result.memory_id}"
@@ -193,40 +210,20 @@ def _add_plan(
     return plan.results
 
 
-def _apply(store: StoreCore, col: Collection, ns: str, plan: WritePlan) -> None:
-    """Write ``plan`` to ``col`` (``apply.write_plan``, in crash-safe order); the replica follows."""
-    write_plan(col, plan, store.backend.max_batch_size)
-    store.replica.reindex(ns, upserts=[*(u for u, _ in plan.new.values()), *plan.changed.values()])
-
-
-def _check_premise(store: StoreCore, col: Collection, units: list[MemoryUnit], taken: set[str], ns: str) -> None:
-    """What an ``if_absent`` add was planned on still holds, read inside its write plan; else nothing is written.
-
-    Its ids are free, and a unit that continues another (``supersedes``) continues one that is
-    still stored and that no active unit continues already (another writer's version).
-
-    Raises:
-        WriteConflictError: another writer changed that first.
-    """
-    if taken:
-        raise WriteConflictError(
-            f"memory {sorted(taken)[0]!r} is already stored in namespace {ns!r} (another writer created it first); "
-            "nothing was written"
-        )
-    continued = sorted({u.supersedes for u in units if u.supersedes})
-    if not continued:
-        return
-    if gone := sorted(set(continued) - _taken(store, col, ns, continued)):
-        raise WriteConflictError(
-            f"memory {gone[0]!r} in namespace {ns!r}, which this write continues, was forgotten by another writer; "
-            "nothing was written"
-        )
-    ahead = [u for u in records(col, where={"supersedes": {"$in": continued}}) if u.status == "active"]
-    if ahead:
-        raise WriteConflictError(
-            f"memory {ahead[0].supersedes!r} in namespace {ns!r} was continued by another writer first "
-            f"({ahead[0].memory_id}); nothing was written"
-        )
+def _plan_add(
+    store: StoreCore, dedupe: bool, ns: str, col: Collection, units: list[MemoryUnit], vectors: list[list[float]]
+) -> WritePlan:
+    return plan_add(
+        units,
+        vectors,
+        dedupe=dedupe,
+        stored=_neighbours(col, units, vectors, store.conflict_scope) if dedupe else [],
+        merge_threshold=store.merge_threshold,
+        conflict_threshold=store.conflict_threshold,
+        scope=store.conflict_scope,
+        policy=store.policy,
+        judge=store.judge,
+    )
 
 
 def _neighbours(
@@ -234,8 +231,8 @@ def _neighbours(
 ) -> list[list[Neighbour]]:
     """For each unit, the :data:`~decide.NEIGHBOURS` stored active units nearest to its vector in its scope.
 
-    One batched nearest-neighbour query per scope present in the batch (one for ``"namespace"``; one
-    per task type and kind for ``"task_type"``), the same filter and depth a query per unit would use.
+    One batched query per scope in the batch (one per task type and kind for ``"task_type"``), with the
+    filter and depth a query per unit would use.
     """
     out: list[list[Neighbour]] = [[] for _ in units]
     if not units or not col.get(limit=1, include=[])["ids"]:  # empty (a count would read every record on a database)
@@ -285,51 +282,36 @@ def supersede(
         raise ConfigurationError("supersede needs at least one memory id")
     if not isinstance(reason, str) or not reason.strip():
         raise ConfigurationError("supersede needs a reason (it is logged and shown in history)")
-    prepared = _prepare(store, check_unit(unit), namespace)
-    ns = prepared.namespace
-    vector = embed_batched(store, [prepared.content])[0]
-    with store.lock:
-        store.collection(ns, create=True)  # created outside the plan's transaction
-        result = store.atomic(ns, functools.partial(_supersede_plan, store, ids, prepared, vector, reason))
-    related = ", ".join(result.related_ids)
-    logger.info("write %s in %r: superseded %s (%s)", result.memory_id, ns, related, result.reason)
-    return result
+    planner = functools.partial(_plan_successor, store, ids, reason)
+    return _write_new(store, [check_unit(unit)], namespace, planner, step=0, if_absent=False)[0]
 
 
-def _read_targets(store: StoreCore, ids: list[str], ns: str) -> list[Target]:
-    """Each of ``ids`` as stored now, with the active head of its supersede chain (the read of a re-plan)."""
+def _plan_successor(
+    store: StoreCore,
+    ids: list[str],
+    reason: str,
+    ns: str,
+    col: Collection,
+    units: list[MemoryUnit],
+    vectors: list[list[float]],
+) -> WritePlan:
+    """Re-read the targets (each followed to the active head of its supersede chain) and re-plan on them."""
     now = {u.memory_id: u for u in store.get_many(ids, namespace=ns)}
-    col = store.collection(ns, create=False)
     targets: list[Target] = []
     for i in ids:
-        unit = now.get(i)
-        head = unit
-        seen = {i}
-        while head is not None and head.status == "superseded" and col is not None and len(seen) < _CHAIN_STEPS:
+        head, seen = now.get(i), {i}
+        while head is not None and head.status == "superseded" and len(seen) < _CHAIN_STEPS:
             successors = [u for u in records(col, where={"supersedes": head.memory_id}) if u.memory_id not in seen]
             if not successors:
                 head = None
                 break
-            active = [u for u in successors if u.status == "active"]
-            head = (active or sorted(successors, key=lambda u: u.created_at))[-1]
+            head = ([u for u in successors if u.status == "active"] or sorted(successors, key=lambda u: u.created_at))[
+                -1
+            ]
             seen.add(head.memory_id)
-        targets.append(Target(i, unit, head if head is not None and head.status == "active" else None))
-    return targets
-
-
-def _supersede_plan(
-    store: StoreCore, ids: list[str], prepared: MemoryUnit, vector: list[float], reason: str
-) -> WriteResult:
-    """Re-read the targets, re-plan (``decide.plan_supersede``) and write."""
-    ns = prepared.namespace
-    planned = plan_supersede(_read_targets(store, ids, ns), ns, source=prepared.source)
-    col = store.vector_collection(ns)
-    fresh = fresh_ids_for_taken([prepared], _taken(store, col, ns, [prepared.memory_id]))[0]
-    plan = plan_successor(fresh, vector, planned, store.policy, reason)
-    _apply(store, col, ns, plan)
-    if planned.notes:
-        logger.info("supersede in %r re-planned: %s", ns, "; ".join(planned.notes))
-    return plan.results[0]
+        targets.append(Target(i, now.get(i), head if head is not None and head.status == "active" else None))
+    planned = plan_supersede(targets, ns, source=units[0].source)
+    return plan_successor(units[0], vectors[0], planned, store.policy, reason)
 
 
 @backend_errors
@@ -353,11 +335,7 @@ def update(store: StoreCore, memory_id: str, /, *, namespace: str | None = None,
         changes["task_type"] = store.vocabulary.resolve(changes["task_type"])
 
     def plan() -> MemoryUnit:  # read, check and write as one plan (one transaction on a database)
-        current = store.get(memory_id, namespace=ns)
-        check_source_change(current, changes.get("source", current.source))
-        if "content" in changes:
-            check_informative(current.evolve(content=changes["content"]))
-        return update_many(store, [current.evolve(**changes)], namespace=ns)[0]
+        return _update_plan(store, [check_update(store.get(memory_id, namespace=ns), changes)], ns)[0]
 
     return store.atomic(ns, plan)
 
@@ -372,9 +350,7 @@ def update_many(store: StoreCore, units: Sequence[MemoryUnit], *, namespace: str
     Raises:
         MemoryNotFoundError: one of the units does not exist (nothing is written).
     """
-    if isinstance(units, MemoryUnit) or not isinstance(units, Sequence):
-        raise ConfigurationError("units must be a sequence of MemoryUnit")
-    units = [check_unit(u) for u in units]
+    units = _check_units(units)
     ns = store.namespace_or_default(namespace)
     if any(u.namespace != ns for u in units):
         raise ConfigurationError(f"every unit must belong to namespace {ns!r}")
@@ -384,7 +360,7 @@ def update_many(store: StoreCore, units: Sequence[MemoryUnit], *, namespace: str
 
 
 def _update_plan(store: StoreCore, units: list[MemoryUnit], ns: str) -> list[MemoryUnit]:
-    """Write :func:`update_many`'s new versions (one plan): find each unit's collection, check, then write."""
+    """Write new versions of stored ``units`` (one plan): find each unit's collection, check, then write."""
     found: list[tuple[Role, Collection, list[MemoryUnit], dict[str, str]]] = []
     for role in ROLES:
         col = store.collection(ns, role, create=False)
@@ -469,7 +445,7 @@ def record_feedback(
         credited = plan_feedback(
             current, when=when, success=success, rejected=rejected, repeats=counts, policy=store.policy
         )
-        return current, update_many(store, credited, namespace=ns)
+        return current, _update_plan(store, credited, ns) if credited else []
 
     current, written = store.atomic(ns, plan)
     if success is not None or rejected:
@@ -519,18 +495,19 @@ def share(
 @backend_errors
 def archive(store: StoreCore, memory_ids: Sequence[str], *, namespace: str | None = None) -> list[MemoryUnit]:
     """Move units to the namespace's cold collection (excluded from recall, restorable)."""
-    return _move(store, check_ids(memory_ids), store.namespace_or_default(namespace), "memories", "archive")
+    return _move(store, memory_ids, namespace, "memories", "archive")
 
 
 @backend_errors
 def restore(store: StoreCore, memory_ids: Sequence[str], *, namespace: str | None = None) -> list[MemoryUnit]:
     """Bring archived units back as active units."""
-    return _move(store, check_ids(memory_ids), store.namespace_or_default(namespace), "archive", "memories")
+    return _move(store, memory_ids, namespace, "archive", "memories")
 
 
-def _move(store: StoreCore, ids: list[str], ns: str, src_role: Role, dst_role: Role) -> list[MemoryUnit]:
-    if not ids:
-        return []
+def _move(
+    store: StoreCore, memory_ids: Sequence[str], namespace: str | None, src_role: Role, dst_role: Role
+) -> list[MemoryUnit]:
+    ids, ns = check_ids(memory_ids), store.namespace_or_default(namespace)
     status: MemoryStatus = "archived" if dst_role == "archive" else "active"
 
     def plan() -> list[MemoryUnit]:
@@ -543,11 +520,9 @@ def _move(store: StoreCore, ids: list[str], ns: str, src_role: Role, dst_role: R
         _reindex_into(store, ns, dst_role, moved)
         return moved
 
-    with store.lock:
-        if store.collection(ns, src_role, create=False) is None:
-            return []
-        store.collection(ns, dst_role, create=True)  # created outside the plan's transaction
-        return store.atomic(ns, plan)
+    if not ids or store.collection(ns, src_role, create=False) is None:
+        return []
+    return _run(store, ns, dst_role, plan)
 
 
 def _reindex_into(store: StoreCore, ns: str, role: Role, units: list[MemoryUnit]) -> None:
@@ -578,10 +553,9 @@ def discard(store: StoreCore, memory_ids: Sequence[str], *, namespace: str | Non
         store.replica.reindex(ns, deletes=present)
         return len(present)
 
-    with store.lock:
-        if store.collection(ns, create=False) is None or not ids:
-            return 0
-        return store.atomic(ns, plan)
+    if store.collection(ns, create=False) is None or not ids:
+        return 0
+    return store.atomic(ns, plan)
 
 
 def write_exact(store: StoreCore, units: list[MemoryUnit], vectors: list[list[float]]) -> dict[str, int]:
@@ -596,17 +570,15 @@ def write_exact(store: StoreCore, units: list[MemoryUnit], vectors: list[list[fl
     for i, u in enumerate(units):
         groups.setdefault((u.namespace, "archive" if u.status == "archived" else "memories"), []).append(i)
     per_ns: dict[str, int] = {}
-    with store.lock:
-        for (ns, into), idx in groups.items():
-            store.collection(ns, into, create=True)  # created outside the plan's transaction
-            batch = [units[i] for i in idx]
-            store.atomic(ns, functools.partial(_write_group, store, ns, into, batch, [vectors[i] for i in idx]))
-            _reindex_into(store, ns, into, batch)
-            per_ns[ns] = per_ns.get(ns, 0) + len(batch)
+    for (ns, into), idx in groups.items():
+        batch = [units[i] for i in idx]
+        _run(store, ns, into, functools.partial(_write_group, store, ns, into, batch, [vectors[i] for i in idx]))
+        per_ns[ns] = per_ns.get(ns, 0) + len(batch)
     return per_ns
 
 
 def _write_group(store: StoreCore, ns: str, into: Role, batch: list[MemoryUnit], vectors: list[list[float]]) -> None:
     """One plan of :func:`write_exact` (on a database the upsert and the delete commit together)."""
-    dst = store.vector_collection(ns, into)
-    place_units(dst, store.collection(ns, "memories" if into == "archive" else "archive", create=False), batch, vectors)
+    other = store.collection(ns, "memories" if into == "archive" else "archive", create=False)
+    place_units(store.vector_collection(ns, into), other, batch, vectors)
+    _reindex_into(store, ns, into, batch)

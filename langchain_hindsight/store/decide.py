@@ -24,6 +24,7 @@ from langchain_hindsight.errors import (
     InvalidMemoryError,
     MemoryNotFoundError,
     UninformativeMemoryError,
+    WriteConflictError,
 )
 from langchain_hindsight.store._naming import Role, check_namespace
 from langchain_hindsight.store._policy import ConfidencePolicy, trust
@@ -46,9 +47,10 @@ __all__ = [
     "Target",
     "WritePlan",
     "check_informative",
-    "check_source_change",
+    "check_premise",
     "check_stays",
     "check_unit",
+    "check_update",
     "clamp_future",
     "demote",
     "flag_suspicious",
@@ -234,12 +236,42 @@ def prepare(
     return check_informative(unit)
 
 
-def check_source_change(current: MemoryUnit, source: object) -> None:
-    """Provenance is fixed on add: an update may lower a unit's source, never raise it."""
+def check_update(current: MemoryUnit, changes: Mapping[str, Any]) -> MemoryUnit:
+    """``current`` with ``changes``, if allowed: a source is never raised (provenance is fixed on add)."""
+    source = changes.get("source", current.source)
     if source in TRUST_ORDER and trust(str(source)) < trust(current.source):
         raise ConfigurationError(
             f"source cannot be raised from {current.source!r} to {source!r}: provenance is fixed when a "
             "unit is added (add a new unit with the trusted source instead)"
+        )
+    if "content" in changes:
+        check_informative(current.evolve(content=changes["content"]))
+    return current.evolve(**changes)
+
+
+def check_premise(namespace: str, taken: set[str], gone: list[str], ahead: list[MemoryUnit]) -> None:
+    """What an ``if_absent`` write was planned on, as its write plan re-read it, still holds.
+
+    Its ids are free (not ``taken``), and the units it continues are still stored (none ``gone``) and
+    continued by no active unit yet (``ahead``: the stored units that continue them).
+
+    Raises:
+        WriteConflictError: another writer changed that first; nothing is written.
+    """
+    if taken:
+        raise WriteConflictError(
+            f"memory {sorted(taken)[0]!r} is already stored in namespace {namespace!r} (another writer created it "
+            "first); nothing was written"
+        )
+    if gone:
+        raise WriteConflictError(
+            f"memory {gone[0]!r} in namespace {namespace!r}, which this write continues, was forgotten by another "
+            "writer; nothing was written"
+        )
+    if ahead := [u for u in ahead if u.status == "active"]:
+        raise WriteConflictError(
+            f"memory {ahead[0].supersedes!r} in namespace {namespace!r} was continued by another writer first "
+            f"({ahead[0].memory_id}); nothing was written"
         )
 
 
