@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, Literal
 
@@ -31,7 +31,6 @@ from langchain_hindsight.store._policy import ConfidencePolicy, trust
 from langchain_hindsight.store.evidence import corroborated, evidence_cap
 from langchain_hindsight.store.writes import (
     Neighbour,
-    WriteAction,
     WriteDecision,
     WriteJudge,
     WriteResult,
@@ -67,13 +66,9 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 MERGE_THRESHOLD = 0.95
-"""The one merge threshold: the cosine similarity at or above which two units may become one.
-
-The store's ``merge_threshold`` (a judged rewording merges only at or above it) and
-:class:`~langchain_hindsight.lifecycle.policy.LifecyclePolicy`'s (same-statement units are merge
-candidates only at or above it) both default to it. Under the default embedders distinct sentences
-that differ in one entity or number still score near 1.0, so similarity only selects candidates and
-the statement rule decides."""
+"""The cosine similarity at or above which two units may become one: the default of the store's ``merge_threshold``
+and of ``LifecyclePolicy``'s. Distinct sentences that differ in one entity or number still score near 1.0, so
+similarity only selects candidates and the statement rule decides."""
 
 NEIGHBOURS = 5
 """Stored neighbours a write reads per unit (the nearest active ones in scope): the rules look at all of them."""
@@ -108,11 +103,7 @@ def check_unit(value: object) -> MemoryUnit:
 
 
 def check_informative(unit: MemoryUnit) -> MemoryUnit:
-    """Refuse a unit whose content carries no information (``"x"``, ``"ok"``, ``"好的"``, emoji only).
-
-    Raises:
-        UninformativeMemoryError: naming the content and why.
-    """
+    """``unit``, unless its content carries no information (``"x"``, ``"ok"``, ``"好的"``, emoji only)."""
     if not informative(unit.content):
         raise UninformativeMemoryError(
             f"invalid memory unit: content: {unit.content[:40]!r} carries no information (at most two letters or "
@@ -123,11 +114,7 @@ def check_informative(unit: MemoryUnit) -> MemoryUnit:
 
 
 def suspicious(unit: MemoryUnit) -> bool:
-    """Whether ``unit`` is untrusted text to doubt: tagged already, or reading like an instruction or structure.
-
-    Untrusted: any source but the user's and the developer's; reading like one:
-    :func:`~langchain_hindsight._safety.looks_like_instruction`.
-    """
+    """Whether ``unit`` is untrusted text to doubt: tagged already, or reading like an instruction or structure."""
     return unit.source not in TRUSTED_SOURCES and (
         SUSPICIOUS_TAG in unit.tags or looks_like_instruction(f"{unit.content}\n{unit.task_description}")
     )
@@ -135,10 +122,8 @@ def suspicious(unit: MemoryUnit) -> bool:
 
 def flag_suspicious(unit: MemoryUnit, policy: ConfidencePolicy) -> MemoryUnit:
     """``unit`` tagged ``suspicious`` and capped at ``policy.suspicious_cap`` when :func:`suspicious` (else as is)."""
-    return _tagged(unit, policy) if suspicious(unit) else unit
-
-
-def _tagged(unit: MemoryUnit, policy: ConfidencePolicy) -> MemoryUnit:
+    if not suspicious(unit):
+        return unit
     tags = list(dict.fromkeys([*unit.tags, SUSPICIOUS_TAG]))
     confidence = min(unit.score_confidence, policy.suspicious_cap)
     if tags == unit.tags and confidence == unit.confidence:
@@ -147,11 +132,7 @@ def _tagged(unit: MemoryUnit, policy: ConfidencePolicy) -> MemoryUnit:
 
 
 def clamp_future(unit: MemoryUnit) -> MemoryUnit:
-    """``unit`` with ``created_at``/``last_accessed_at``/``decayed_through`` beyond now clamped to now.
-
-    A future stamp would exempt a unit from decay (and archive) forever; the
-    clock belongs to the store, whatever the unit claims (also on import).
-    """
+    """``unit`` with its times beyond now clamped to now: a future stamp would exempt it from decay forever."""
     now = utcnow()
     changes = {
         name: now
@@ -167,24 +148,14 @@ def clamp_future(unit: MemoryUnit) -> MemoryUnit:
 def settle_claims(unit: MemoryUnit) -> MemoryUnit:
     """``unit`` with the system-owned fields it may not claim on arrival settled.
 
-    The store owns ``access_count``, ``supersedes``, ``merged_from``, ``status`` and the clock: no unit
-    is stamped in the future (:func:`clamp_future`), and one whose text came from a tool arrives unused,
-    active, replacing nothing and merged from nothing (learned once: ``evidence`` 1). Feedback, merges
-    and supersession then set these fields through the store's own operations.
+    The store owns the clock (:func:`clamp_future`), and a unit whose text came from a tool arrives unused,
+    active, replacing nothing and merged from nothing (learned once); the store's own operations set these.
     """
     unit = clamp_future(unit)
     changes: dict[str, object] = {}
     if unit.source in UNTRUSTED_SOURCES:
-        if unit.access_count:
-            changes["access_count"] = 0
-        if unit.supersedes is not None:
-            changes["supersedes"] = None
-        if unit.merged_from:
-            changes["merged_from"] = []
-        if unit.evidence != 1:
-            changes["evidence"] = 1
-        if unit.status != "active":
-            changes["status"] = "active"
+        changes = {"access_count": 0, "supersedes": None, "merged_from": [], "evidence": 1, "status": "active"}
+        changes = {k: v for k, v in changes.items() if getattr(unit, k) != v}
     if not changes:
         return unit
     logger.info(
@@ -203,9 +174,8 @@ def prepare(
 ) -> MemoryUnit:
     """``unit`` as it will be stored: checked, claims settled, task type normalised, namespace and confidence set.
 
-    A unit that names no namespace gets ``default_namespace``; its claimed confidence is capped by
-    source (``access_count`` earns nothing), and :func:`flag_suspicious` applies. A unit that is not
-    valid Unicode text, or whose content carries no information (:func:`check_informative`), is refused.
+    A unit that names no namespace gets ``default_namespace`` (never a shared "default"); its claimed
+    confidence is capped by source, and :func:`flag_suspicious` applies.
     """
     unit = check_unit(unit)
     for name, value in unit.to_dict().items():  # text no backend stores: lone surrogates (a JSON escape in LLM output)
@@ -218,7 +188,6 @@ def prepare(
     if namespace is not None:
         changes["namespace"] = check_namespace(namespace)
     elif "namespace" not in unit.model_fields_set:
-        # A unit that names no namespace belongs to this store's, never to a shared "default".
         changes["namespace"] = default_namespace
     confidence = unit.score_confidence
     if "confidence" not in unit.model_fields_set and unit.source in policy.initial:
@@ -227,12 +196,11 @@ def prepare(
         confidence = min(confidence, policy.ceiling[unit.source])
     if confidence != unit.confidence:
         changes["confidence"] = confidence
-    unit = unit.evolve(**changes)
-    if suspicious(unit):
+    unit = flag_suspicious(unit.evolve(**changes), policy)
+    if SUSPICIOUS_TAG in unit.tags and unit.source not in TRUSTED_SOURCES:  # flagged (or arrived flagged)
         logger.warning(
             "memory %s from %s reads like an instruction: tagged %r", unit.memory_id, unit.source, SUSPICIOUS_TAG
         )
-        unit = _tagged(unit, policy)
     return check_informative(unit)
 
 
@@ -276,11 +244,7 @@ def check_premise(namespace: str, taken: set[str], gone: list[str], ahead: list[
 
 
 def check_stays(role: Role, units: list[MemoryUnit]) -> list[MemoryUnit]:
-    """``units``, found in the ``role`` collection, if an update leaves each there.
-
-    Raises:
-        ConfigurationError: an update would change a unit's collection (that is ``archive`` / ``restore``).
-    """
+    """``units``, found in the ``role`` collection, if an update leaves each there (moving is archive/restore)."""
     if role == "archive" and any(u.status != "archived" for u in units):
         raise ConfigurationError("use restore() to bring an archived unit back")
     if role == "memories" and any(u.status == "archived" for u in units):
@@ -296,10 +260,8 @@ def demote(unit: MemoryUnit, policy: ConfidencePolicy) -> MemoryUnit:
 def merge_units(existing: MemoryUnit, incoming: MemoryUnit, policy: ConfidencePolicy) -> MemoryUnit:
     """``existing`` after absorbing ``incoming``, the same statement (or a judged duplicate).
 
-    The lesson was learned again: ``evidence`` adds up and confidence grows with it from the higher
-    of the two (:mod:`~langchain_hindsight.store.evidence`). Sums access counts, unions tags, records
-    ``incoming`` in ``merged_from`` and keeps the *newest* creation and access times, so recency
-    reflects that the lesson was just learned again.
+    The lesson was learned again: ``evidence`` adds up, confidence grows with it from the higher of the
+    two (:mod:`~langchain_hindsight.store.evidence`), and the newest times are kept so recency says so.
     """
     merged_from = list(dict.fromkeys([*existing.merged_from, incoming.memory_id, *incoming.merged_from]))
     if trust(incoming.source) > trust(existing.source):
@@ -476,8 +438,6 @@ def plan_add(
         return k
 
     plan = WritePlan()
-    # (action, id of the unit that carries it, related ids, reason, stored units it rewrote as they were)
-    outcomes: list[tuple[WriteAction, str, tuple[str, ...], str, tuple[MemoryUnit, ...]]] = []
     # The batch so far as one matrix: a unit's similarity to every earlier one is one matrix-vector product.
     # Only earlier units that could matter become candidates: the same statement, or above conflict_threshold.
     matrix = np.zeros((len(units), len(vectors[0]) if len(vectors) else 0), dtype=np.float64)
@@ -508,14 +468,14 @@ def plan_add(
             kept = tuple(
                 n.unit.memory_id for n in near if conflict_threshold is not None and n.similarity > conflict_threshold
             )
-            outcomes.append(("added", unit.memory_id, kept, decision.reason, ()))
+            plan.results.append(WriteResult("added", unit, kept, decision.reason))
         elif decision.decision == "duplicate":
             merged = merge_units(target.unit, unit, policy)
             plan.put(merged)
             reason = REASON_LEARNED_AGAIN.format(
                 reason=decision.reason, evidence=merged.evidence, confidence=merged.score_confidence
             )
-            outcomes.append(("merged", merged.memory_id, (merged.memory_id,), reason, (target.unit,)))
+            plan.results.append(WriteResult("merged", merged, (merged.memory_id,), reason, (target.unit,)))
         else:
             unit, (demoted,) = plan.supersede(unit, vector, [target.unit], policy)
             admit(unit, vector)
@@ -526,11 +486,10 @@ def plan_add(
                 before=target.unit.score_confidence,
                 after=demoted.score_confidence,
             )
-            outcomes.append(("superseded", unit.memory_id, (target.unit.memory_id,), reason, (target.unit,)))
+            plan.results.append(WriteResult("superseded", unit, (target.unit.memory_id,), reason, (target.unit,)))
     # Final values for units written in this batch (a later unit may have merged into an earlier one).
-    for action, memory_id, related, reason, previous in outcomes:
-        final = plan.new[memory_id][0] if memory_id in plan.new else plan.changed[memory_id]
-        plan.results.append(WriteResult(action, final, related, reason, previous))
+    final = {**plan.changed, **{i: u for i, (u, _) in plan.new.items()}}
+    plan.results = [replace(r, unit=final[r.memory_id]) for r in plan.results]
     return plan
 
 
@@ -540,12 +499,9 @@ REPLAN_ATTEMPTS = 8
 
 @dataclass(frozen=True, slots=True)
 class Target:
-    """One unit a write asked to supersede, as the write plan finds it now.
+    """One unit a write asked to supersede, as its write plan finds it.
 
-    Attributes:
-        requested: The id the caller asked for.
-        now: That unit as stored now (``None``: forgotten).
-        head: The active head of its supersede chain (``now`` itself when active; ``None``: no active version).
+    ``now``: as stored now (``None``: forgotten); ``head``: the active head of its chain (``None``: none is active).
     """
 
     requested: str
@@ -564,20 +520,14 @@ class SupersedeTargets:
 def plan_supersede(targets: Sequence[Target], namespace: str, *, source: str) -> SupersedeTargets:
     """The units a supersede replaces, given its targets as the write plan re-read them.
 
-    A supersede (a verdict, an edit, ``HindsightStore.put``) was decided on units as its caller read
-    them; another process may have replaced one since. Each target found
-
-    * still active is superseded, as asked;
-    * superseded by another writer: the active head of its chain is superseded instead (the newer
-      statement wins, as everywhere in the store; the other writer's version stays in ``history()``
-      and a note says which unit was finally replaced);
-    * archived or forgotten (no active version left) is skipped.
-
-    Feedback is not moved along a chain: a credit stays with the version the run was shown.
+    A supersede was decided on units as its caller read them; another process may have replaced one since.
+    A target superseded since has the active head of its chain superseded instead (the newer statement wins;
+    the other writer's version stays in ``history()``, a note says so); one with no active version is skipped.
+    (Feedback is not moved along a chain: a credit stays with the version the run was shown.)
 
     Raises:
-        MemoryNotFoundError: no target has an active version (nothing is written; a caller with its own
-            plan re-reads and plans again, at most :data:`REPLAN_ATTEMPTS` times).
+        MemoryNotFoundError: no target has an active version (a caller with its own plan re-reads and plans
+            again, at most :data:`REPLAN_ATTEMPTS` times).
         ConfigurationError: a unit from ``source`` would replace a more trusted one.
     """
     replace: dict[str, MemoryUnit] = {}
@@ -648,10 +598,8 @@ def plan_feedback(
 def fresh_ids_for_taken(units: list[MemoryUnit], taken: set[str]) -> list[MemoryUnit]:
     """``units`` with a new id for each whose id is already stored (or repeated in the batch).
 
-    ``add`` and ``share`` never overwrite a stored unit by naming its id: the
-    incoming unit is added under a fresh id and then goes through dedup like
-    any other (a less trusted duplicate cannot rewrite a more trusted unit).
-    Changing a stored unit is ``MemoryStore.update``, which checks provenance.
+    Naming a stored id never overwrites that unit (a less trusted duplicate could rewrite a more trusted one):
+    changing a stored unit is ``MemoryStore.update``, which checks provenance.
     """
     out: list[MemoryUnit] = []
     seen = set(taken)
