@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from langchain_hindsight.errors import StoreError
 from langchain_hindsight.store._codec import PENDING_MOVE, PENDING_SUPERSEDE, unit_from_record, unit_to_metadata
@@ -55,7 +56,7 @@ def repair_namespace(
             other = open_collection("archive" if role == "memories" else "memories")
             if moved and other is not None:
                 other.delete(ids=moved)
-            col.update(ids=list(marks), metadatas=[{"pending": ""} for _ in marks])
+            _clear(col, list(marks))
             touched += [*marks, *(u.memory_id for u in stale)]
             logger.warning("completed %d interrupted write(s) in namespace %r", len(marks), namespace)
     except StoreError as e:
@@ -72,15 +73,9 @@ def move_units(src: Collection, dst: Collection, ids: Sequence[str], status: Mem
         unit_from_record(i, d, m).evolve(status=status)
         for i, d, m in zip(rows["ids"], rows["documents"] or [], rows["metadatas"] or [], strict=True)
     ]
-    # copy first, delete second: repair_namespace completes an interrupted move
-    dst.upsert(
-        ids=[u.memory_id for u in moved],
-        embeddings=rows["embeddings"],
-        documents=[u.content for u in moved],
-        metadatas=[unit_to_metadata(u, pending=PENDING_MOVE) for u in moved],
-    )
+    _upsert(dst, moved, rows["embeddings"], [PENDING_MOVE] * len(moved))  # copy, delete, clear: repair completes it
     src.delete(ids=[u.memory_id for u in moved])
-    dst.update(ids=[u.memory_id for u in moved], metadatas=[{"pending": ""} for _ in moved])
+    _clear(dst, [u.memory_id for u in moved])
     return moved
 
 
@@ -88,14 +83,8 @@ def place_units(
     dst: Collection, other: Collection | None, units: Sequence[MemoryUnit], vectors: list[list[float]]
 ) -> None:
     """Upsert ``units`` into ``dst`` exactly as given and delete them from ``other``: one place per id."""
-    ids = [u.memory_id for u in units]
-    dst.upsert(
-        ids=ids,
-        embeddings=vectors,
-        documents=[u.content for u in units],
-        metadatas=[unit_to_metadata(u) for u in units],
-    )
-    if other is not None and (stale := other.exists(ids)):
+    _upsert(dst, units, vectors, [None] * len(units))
+    if other is not None and (stale := other.exists([u.memory_id for u in units])):
         other.delete(ids=stale)
 
 
@@ -107,25 +96,28 @@ def delete_units(col: Collection, ids: list[str], batch: int) -> None:
 
 def write_plan(col: Collection, plan: WritePlan, batch: int) -> None:
     """Write ``plan`` to ``col``: upserts (``batch`` records per call), then rewrites, then clear the marks."""
-    new, changed, superseding = plan.new, plan.changed, plan.superseding
-    if new:
-        ids = list(new)
-        for start in range(0, len(ids), batch):
-            chunk = ids[start : start + batch]
-            col.upsert(
-                ids=chunk,
-                embeddings=[new[i][1] for i in chunk],
-                documents=[new[i][0].content for i in chunk],
-                metadatas=[
-                    unit_to_metadata(new[i][0], pending=PENDING_SUPERSEDE if i in superseding else "") for i in chunk
-                ],
-            )
+    ids = list(plan.new)
+    for start in range(0, len(ids), batch):
+        chunk = ids[start : start + batch]
+        marks = [PENDING_SUPERSEDE if i in plan.superseding else "" for i in chunk]
+        _upsert(col, [plan.new[i][0] for i in chunk], [plan.new[i][1] for i in chunk], marks)
     # Second step (merges, demotions); a crash before the marks are cleared is finished by repair_namespace.
-    if changed:
-        col.update(ids=list(changed), metadatas=[unit_to_metadata(u) for u in changed.values()])
-    live = [i for i in superseding if i in new]
-    if live:
-        col.update(ids=live, metadatas=[{"pending": ""} for _ in live])
+    if plan.changed:
+        col.update(ids=list(plan.changed), metadatas=[unit_to_metadata(u) for u in plan.changed.values()])
+    _clear(col, [i for i in plan.superseding if i in plan.new])
+
+
+def _upsert(col: Collection, units: Sequence[MemoryUnit], vectors: Any, pending: Sequence[str | None]) -> None:
+    metadatas = [unit_to_metadata(u, pending=mark) for u, mark in zip(units, pending, strict=True)]
+    col.upsert(
+        ids=[u.memory_id for u in units], embeddings=vectors, documents=[u.content for u in units], metadatas=metadatas
+    )
+
+
+def _clear(col: Collection, ids: list[str]) -> None:
+    """Clear the ``pending`` marks of ``ids``: the write they began is complete."""
+    if ids:
+        col.update(ids=ids, metadatas=[{"pending": ""} for _ in ids])
 
 
 def write_updates(

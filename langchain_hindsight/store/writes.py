@@ -240,13 +240,12 @@ class LLMWriteJudge:
 
         def fields(u: MemoryUnit) -> dict[str, Any]:
             text = " ".join(u.content.split())
-            if len(text) > _CONTENT_CHARS:
-                text = text[:_CONTENT_CHARS] + "…"
+            content = text[:_CONTENT_CHARS] + "…" if len(text) > _CONTENT_CHARS else text
             return {
                 "task_type": u.task_type,
                 "source": u.source,
                 "created": u.created_at.date().isoformat(),
-                "content": text,
+                "content": content,
             }
 
         lines = [
@@ -301,9 +300,7 @@ def parse_decision(response: Any, allowed_ids: set[str]) -> WriteDecision | None
         out = JudgeOutput.model_validate(payload)
     except ValidationError:
         return None
-    target = out.target_id.strip() if isinstance(out.target_id, str) else None
     if out.decision == "add":
         return WriteDecision("add", None, out.reason)
-    if target not in allowed_ids:
-        return None
-    return WriteDecision(out.decision, target, out.reason)
+    target = (out.target_id or "").strip()
+    return WriteDecision(out.decision, target, out.reason) if target in allowed_ids else None
