@@ -78,14 +78,11 @@ def add(
 ) -> WriteResult:
     """Store ``unit``; return what the write did (:class:`~langchain_hindsight.store.writes.WriteResult`).
 
-    With ``dedupe`` (default) the rules of :mod:`~langchain_hindsight.store.writes` apply: an active
-    unit in scope that makes the same statement absorbs it (``"merged"``; ``result.unit`` is that
-    unit); units more than ``conflict_threshold`` similar go to the store's ``judge``, which keeps both
-    (``"added"``, ``related_ids`` naming them) or supersedes one (``"superseded"``). ``namespace``
-    overrides ``unit.namespace``. Logged at INFO. ``if_absent=True`` stores ``unit`` under its own id
-    or not at all (a key's first version, as ``HindsightStore.put`` writes it): an id already stored,
-    or a ``supersedes`` naming a unit that is gone or that an active unit already continues, means
-    another writer was first (checked inside the write plan).
+    With ``dedupe`` (default) the rules of :mod:`~langchain_hindsight.store.writes` decide whether it is
+    ``"added"``, ``"merged"`` into the same statement or ``"superseded"`` one. ``namespace`` overrides
+    ``unit.namespace``. Logged at INFO. ``if_absent=True`` stores ``unit`` under its own id or not at all
+    (a key's first version, as ``HindsightStore.put`` writes it): an id already stored, or a ``supersedes``
+    naming a unit that is gone or already continued, means another writer was first.
 
     Example:
         >>> store.add(MemoryUnit(content="客户甲公司希望通过邮件联系。")).action  # doctest: +SKIP
@@ -136,10 +133,7 @@ def _write_new(
     store: StoreCore, units: list[MemoryUnit], namespace: str | None, planner: Planner, *, step: int, if_absent: bool
 ) -> list[WriteResult]:
     """Prepare ``units``, then per namespace (in batches of ``step``; 0: all at once) embed and write them."""
-    prepared = [
-        prepare(u, namespace, default_namespace=store.namespace, vocabulary=store.vocabulary, policy=store.policy)
-        for u in units
-    ]
+    prepared = [prepare(u, namespace, store) for u in units]
     by_ns: dict[str, list[int]] = {}
     for i, u in enumerate(prepared):
         by_ns.setdefault(u.namespace, []).append(i)
@@ -213,17 +207,8 @@ def _new_units_plan(
 def _plan_add(
     store: StoreCore, dedupe: bool, ns: str, col: Collection, units: list[MemoryUnit], vectors: list[list[float]]
 ) -> WritePlan:
-    return plan_add(
-        units,
-        vectors,
-        dedupe=dedupe,
-        stored=_neighbours(col, units, vectors, store.conflict_scope) if dedupe else [],
-        merge_threshold=store.merge_threshold,
-        conflict_threshold=store.conflict_threshold,
-        scope=store.conflict_scope,
-        policy=store.policy,
-        judge=store.judge,
-    )
+    stored = _neighbours(col, units, vectors, store.conflict_scope) if dedupe else []
+    return plan_add(units, vectors, stored, store, dedupe=dedupe)
 
 
 def _neighbours(
@@ -263,12 +248,10 @@ def supersede(
 ) -> WriteResult:
     """Store ``unit`` as the successor of the active units ``memory_ids`` (e.g. a user's correction).
 
-    The caller has decided the relation, so no judge is asked and nothing is merged: ``unit`` is
-    stored as new with ``supersedes`` naming the first of them, and each becomes ``superseded``
-    (confidence × ``supersede_factor``; a crash in between is finished at the next open for the
-    first of them, the others then stay active, as before the write). A unit another process
-    superseded since the caller read it is followed to the newest version of its chain, which is
-    superseded instead (``decide.plan_supersede``; ``result.reason`` says so). Logged at INFO with ``reason``.
+    The caller has decided the relation, so no judge is asked and nothing is merged: ``unit`` names the
+    first of them in ``supersedes`` and each becomes ``superseded`` (confidence × ``supersede_factor``).
+    One another process superseded since the caller read it is followed to the newest version of its
+    chain (``decide.plan_supersede``; ``result.reason`` says so). Logged at INFO with ``reason``.
 
     Returns:
         ``"superseded"``, ``related_ids`` the ids demoted, ``previous`` their state before.
@@ -316,10 +299,7 @@ def _plan_successor(
 
 @backend_errors
 def update(store: StoreCore, memory_id: str, /, *, namespace: str | None = None, **changes: Any) -> MemoryUnit:
-    """Change fields of a stored unit; return the stored result.
-
-    Metadata changes are written without re-embedding; a ``content`` change
-    re-embeds. ``memory_id`` and ``namespace`` cannot change.
+    """Change fields of a stored unit (a ``content`` change re-embeds); return the stored result.
 
     Raises:
         MemoryNotFoundError: no such unit.
@@ -344,8 +324,7 @@ def update(store: StoreCore, memory_id: str, /, *, namespace: str | None = None,
 def update_many(store: StoreCore, units: Sequence[MemoryUnit], *, namespace: str | None = None) -> list[MemoryUnit]:
     """Write new versions of existing units in one batch (re-embedding only changed content).
 
-    Units keep their collection; use :meth:`archive`/:meth:`restore` to change
-    between active/superseded and archived.
+    Units keep their collection: :meth:`archive` and :meth:`restore` move them.
 
     Raises:
         MemoryNotFoundError: one of the units does not exist (nothing is written).
@@ -399,17 +378,11 @@ def record_feedback(
 ) -> list[MemoryUnit]:
     """Apply the outcome of a task that used these memories (success raises confidence, failure lowers it).
 
-    ``success=True``: access count +1, last access now, confidence
-    +``success_delta`` (capped), diminished by ``repeat_factor`` for each
-    earlier credit ``repeats`` counts for the memory (the session counts them
-    from the run journal: same task within ``repeat_window``); a unit tagged
-    ``suspicious`` is never credited above ``suspicious_cap``.
-    ``success=False``: access +1, confidence −``failure_delta`` (floored).
-    ``rejected=True`` (the user said the memory is wrong): confidence ×
-    ``rejection_factor``. ``success=None``: only the access is recorded. Ids
-    that no longer exist are skipped with a warning. Every credit and debit
-    is logged at INFO with the memory id, old → new confidence and the reason
-    (``reason``, e.g. ``"success of run r1"``, plus how the policy applied it).
+    Each gets one more access now and its confidence moved by the store's :class:`ConfidencePolicy`:
+    ``success`` True or False, ``rejected=True`` (the user said it is wrong), ``success=None`` only the
+    access. ``repeats`` counts a memory's earlier credits for the same task (from the run journal), which
+    diminish a success's. Unknown ids are skipped with a warning; every credit and debit is logged at
+    INFO, old → new, with ``reason`` (e.g. ``"success of run r1"``) and how the policy applied it.
 
     Example:
         >>> store.record_feedback([unit.memory_id], success=True, repeats={unit.memory_id: 1})  # doctest: +SKIP
@@ -463,12 +436,9 @@ def share(
 ) -> list[MemoryUnit]:
     """Copy units into another namespace: the one explicit way a memory crosses namespaces.
 
-    Namespaces never see each other's units; agents share experience by
-    copying chosen units into a namespace they all read (e.g. ``"shared"``).
-    The copy keeps id, content, provenance and counters, is active, and goes
-    through the target's write rules (the same statement there absorbs it). It is
-    independent afterwards: forgetting the original does not forget the copy
-    (``forget(memory_id, namespace=to_namespace)`` does).
+    Agents share experience by copying chosen units into a namespace they all read (e.g. ``"shared"``).
+    The copy keeps id, content, provenance and counters, is active, goes through the target's write
+    rules, and is independent afterwards (forgetting the original does not forget it).
 
     Example:
         >>> store.share([unit.memory_id], namespace="alice", to_namespace="shared")  # doctest: +SKIP
@@ -537,9 +507,7 @@ def _reindex_into(store: StoreCore, ns: str, role: Role, units: list[MemoryUnit]
 def discard(store: StoreCore, memory_ids: Sequence[str], *, namespace: str | None = None) -> int:
     """Delete units *without* cleaning references to them; return how many existed.
 
-    For units folded into another by a merge pass: their ids stay in the
-    keeper's ``merged_from`` as provenance. To remove every trace of a unit,
-    use :meth:`forget` instead.
+    A merge pass's folded units stay in the keeper's ``merged_from`` as provenance; :meth:`forget` removes every trace.
     """
     ids = check_ids(memory_ids) if memory_ids else []
     ns = store.namespace_or_default(namespace)

@@ -12,7 +12,7 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 import numpy as np
 
@@ -29,12 +29,7 @@ from langchain_hindsight.errors import (
 from langchain_hindsight.store._naming import Role, check_namespace
 from langchain_hindsight.store._policy import ConfidencePolicy, trust
 from langchain_hindsight.store.evidence import corroborated, evidence_cap
-from langchain_hindsight.store.writes import (
-    Neighbour,
-    WriteDecision,
-    WriteJudge,
-    WriteResult,
-)
+from langchain_hindsight.store.writes import Neighbour, WriteDecision, WriteJudge, WriteResult
 from langchain_hindsight.taxonomy import TaskTypeVocabulary
 from langchain_hindsight.types import MAX_ACCESS_COUNT, MemoryUnit, new_memory_id, utcnow
 
@@ -45,6 +40,7 @@ __all__ = [
     "SupersedeTargets",
     "Target",
     "WritePlan",
+    "WriteRules",
     "check_informative",
     "check_premise",
     "check_stays",
@@ -93,6 +89,18 @@ REASON_SUPERSEDED = "{reason} ({old}: confidence {before:.2f} -> {after:.2f}, ke
 REASON_LESS_TRUSTED = "a {source} unit never replaces a {other} one: both kept active, ranked by source"
 
 Scope = Literal["task_type", "namespace"]
+
+
+class WriteRules(Protocol):
+    """The store's settings a write is decided by (``StoreCore`` holds them; ``MemoryStore`` documents them)."""
+
+    namespace: str
+    vocabulary: TaskTypeVocabulary
+    policy: ConfidencePolicy
+    judge: WriteJudge
+    merge_threshold: float | None
+    conflict_threshold: float | None
+    conflict_scope: Scope
 
 
 def check_unit(value: object) -> MemoryUnit:
@@ -164,19 +172,13 @@ def settle_claims(unit: MemoryUnit) -> MemoryUnit:
     return unit.evolve(**changes)
 
 
-def prepare(
-    unit: object,
-    namespace: str | None,
-    *,
-    default_namespace: str,
-    vocabulary: TaskTypeVocabulary,
-    policy: ConfidencePolicy,
-) -> MemoryUnit:
+def prepare(unit: object, namespace: str | None, rules: WriteRules) -> MemoryUnit:
     """``unit`` as it will be stored: checked, claims settled, task type normalised, namespace and confidence set.
 
-    A unit that names no namespace gets ``default_namespace`` (never a shared "default"); its claimed
-    confidence is capped by source, and :func:`flag_suspicious` applies.
+    A unit that names no namespace gets the store's (never a shared "default"); its claimed confidence is
+    capped by source, and :func:`flag_suspicious` applies.
     """
+    policy = rules.policy
     unit = check_unit(unit)
     for name, value in unit.to_dict().items():  # text no backend stores: lone surrogates (a JSON escape in LLM output)
         try:
@@ -184,11 +186,11 @@ def prepare(
         except UnicodeEncodeError as e:
             raise InvalidMemoryError(f"invalid memory unit: {name}: is not valid Unicode text ({e.reason})") from e
     unit = settle_claims(unit)
-    changes: dict[str, Any] = {"task_type": vocabulary.resolve(unit.task_type)}
+    changes: dict[str, Any] = {"task_type": rules.vocabulary.resolve(unit.task_type)}
     if namespace is not None:
         changes["namespace"] = check_namespace(namespace)
     elif "namespace" not in unit.model_fields_set:
-        changes["namespace"] = default_namespace
+        changes["namespace"] = rules.namespace
     confidence = unit.score_confidence
     if "confidence" not in unit.model_fields_set and unit.source in policy.initial:
         confidence = policy.initial[unit.source]  # none given: this store's policy default
@@ -345,13 +347,7 @@ class WritePlan:
 
 
 def _decide(
-    unit: MemoryUnit,
-    near: list[Neighbour],
-    *,
-    judge: WriteJudge,
-    merge_threshold: float | None,
-    conflict_threshold: float | None,
-    key: Callable[[MemoryUnit], str],
+    unit: MemoryUnit, near: list[Neighbour], rules: WriteRules, key: Callable[[MemoryUnit], str]
 ) -> tuple[WriteDecision, Neighbour | None]:
     """The validated decision for ``unit`` and the neighbour it concerns (``None`` for a plain add)."""
     # Here, not at the top: the claim and statement parsers are the write path's, and a store opened only to
@@ -359,6 +355,7 @@ def _decide(
     from langchain_hindsight._claims import claim_of, relation_of, scoped_apart
     from langchain_hindsight.store.statement import statement_key
 
+    merge_threshold, conflict_threshold = rules.merge_threshold, rules.conflict_threshold
     own = key(unit)
     same = next((n for n in near if key(n.unit) == own), None)
     if same is not None:
@@ -377,7 +374,7 @@ def _decide(
     ]
     if not similar:
         return WriteDecision("add", reason=REASON_NEW), None
-    decision = judge.judge(unit, similar)
+    decision = rules.judge.judge(unit, similar)
     target = next((n for n in similar if n.unit.memory_id == decision.target_id), None)
     if decision.decision == "add" or target is None:
         if decision.decision != "add":
@@ -407,14 +404,10 @@ def _decide(
 def plan_add(
     units: Sequence[MemoryUnit],
     vectors: Sequence[list[float]],
+    stored: Sequence[Sequence[Neighbour]],
+    rules: WriteRules,
     *,
     dedupe: bool,
-    stored: Sequence[Sequence[Neighbour]],
-    merge_threshold: float | None,
-    conflict_threshold: float | None,
-    scope: Scope,
-    policy: ConfidencePolicy,
-    judge: WriteJudge,
 ) -> WritePlan:
     """Decide, unit by unit, between merge, supersede and plain insert (``dedupe=False``: insert each).
 
@@ -429,6 +422,7 @@ def plan_add(
         )
     from langchain_hindsight.store.statement import lesson_key  # the write path's (see _decide)
 
+    conflict_threshold = rules.conflict_threshold
     keys: dict[tuple[str, str], str] = {}
 
     def key(u: MemoryUnit) -> str:  # statement keys (run-specific values masked), computed once per text in the batch
@@ -459,10 +453,8 @@ def plan_add(
             picked.update(order[i] for i in np.flatnonzero(sims > conflict_threshold).tolist())
             # the nearest few whatever the cosine, as for stored units: the rules may find a contradiction there
             picked.update(order[i] for i in np.argsort(-sims, kind="stable")[:NEIGHBOURS].tolist())
-        near = _candidates(unit, near_stored, plan, scope, {i: float(sims[row[i]]) for i in picked})
-        decision, target = _decide(
-            unit, near, judge=judge, merge_threshold=merge_threshold, conflict_threshold=conflict_threshold, key=key
-        )
+        near = _candidates(unit, near_stored, plan, rules.conflict_scope, {i: float(sims[row[i]]) for i in picked})
+        decision, target = _decide(unit, near, rules, key)
         if target is None:
             admit(unit, vector)
             kept = tuple(
@@ -470,14 +462,14 @@ def plan_add(
             )
             plan.results.append(WriteResult("added", unit, kept, decision.reason))
         elif decision.decision == "duplicate":
-            merged = merge_units(target.unit, unit, policy)
+            merged = merge_units(target.unit, unit, rules.policy)
             plan.put(merged)
             reason = REASON_LEARNED_AGAIN.format(
                 reason=decision.reason, evidence=merged.evidence, confidence=merged.score_confidence
             )
             plan.results.append(WriteResult("merged", merged, (merged.memory_id,), reason, (target.unit,)))
         else:
-            unit, (demoted,) = plan.supersede(unit, vector, [target.unit], policy)
+            unit, (demoted,) = plan.supersede(unit, vector, [target.unit], rules.policy)
             admit(unit, vector)
             # what it takes to undo it: the old unit's confidence before (status back to "active")
             reason = REASON_SUPERSEDED.format(
