@@ -69,6 +69,9 @@ EMBED_BATCH = 256
 _QUERY_BATCH = 1000
 """Query vectors per backend call when looking up a batch's stored neighbours."""
 
+_DID = {"added": "added as {id}", "merged": "merged into {id}", "superseded": "superseded {related}; stored as {id}"}
+"""What each write did, as its INFO line says it."""
+
 _CHAIN_STEPS = 256
 """At most this many successors are followed to a chain's active head (a cycle or a fork cannot loop)."""
 
@@ -188,19 +191,14 @@ def _new_units_plan(
         continued = sorted({u.supersedes for u in units if u.supersedes})
         stored = _taken(store, col, ns, continued) if continued else set()
         ahead = records(col, where={"supersedes": {"$in": continued}}) if continued else []
-        check_premise(ns, taken, [i for i in continued if i not in stored], ahead)
+        check_premise(ns, taken, continued, stored, ahead)
     units = fresh_ids_for_taken(units, taken)
     plan = planner(ns, col, units, vectors)
     write_plan(col, plan, store.backend.max_batch_size)
     store.replica.reindex(ns, upserts=[*(u for u, _ in plan.new.values()), *plan.changed.values()])
-    for unit, result in zip(units, plan.results, strict=True):
-        if result.action == "added":
-            what = f"added as {result.memory_id}"
-        elif result.action == "merged":
-            what = f"merged into {result.memory_id}"
-        else:
-            what = f"superseded {', '.join(result.related_ids)}; stored as {result.memory_id}"
-        logger.info("write %s in %r: %s (%s)", unit.memory_id, ns, what, result.reason)
+    for unit, r in zip(units, plan.results, strict=True):
+        what = _DID[r.action].format(id=r.memory_id, related=", ".join(r.related_ids))
+        logger.info("write %s in %r: %s (%s)", unit.memory_id, ns, what, r.reason)
     return plan.results
 
 

@@ -219,11 +219,13 @@ def check_update(current: MemoryUnit, changes: Mapping[str, Any]) -> MemoryUnit:
     return current.evolve(**changes)
 
 
-def check_premise(namespace: str, taken: set[str], gone: list[str], ahead: list[MemoryUnit]) -> None:
+def check_premise(
+    namespace: str, taken: set[str], continued: list[str], stored: set[str], ahead: list[MemoryUnit]
+) -> None:
     """What an ``if_absent`` write was planned on, as its write plan re-read it, still holds.
 
-    Its ids are free (not ``taken``), and the units it continues are still stored (none ``gone``) and
-    continued by no active unit yet (``ahead``: the stored units that continue them).
+    Its ids are free (none ``taken``), and the units it ``continued`` are still ``stored`` and continued by
+    no active unit yet (``ahead``: the stored units that continue them).
 
     Raises:
         WriteConflictError: another writer changed that first; nothing is written.
@@ -233,7 +235,7 @@ def check_premise(namespace: str, taken: set[str], gone: list[str], ahead: list[
             f"memory {sorted(taken)[0]!r} is already stored in namespace {namespace!r} (another writer created it "
             "first); nothing was written"
         )
-    if gone:
+    if gone := [i for i in continued if i not in stored]:
         raise WriteConflictError(
             f"memory {gone[0]!r} in namespace {namespace!r}, which this write continues, was forgotten by another "
             "writer; nothing was written"
@@ -522,7 +524,7 @@ def plan_supersede(targets: Sequence[Target], namespace: str, *, source: str) ->
             again, at most :data:`REPLAN_ATTEMPTS` times).
         ConfigurationError: a unit from ``source`` would replace a more trusted one.
     """
-    replace: dict[str, MemoryUnit] = {}
+    heads: dict[str, MemoryUnit] = {}
     notes: list[str] = []
     for t in targets:
         if t.head is None:
@@ -534,14 +536,14 @@ def plan_supersede(targets: Sequence[Target], namespace: str, *, source: str) ->
                 f"{t.requested} was superseded by another write first: its newest version "
                 f"{t.head.memory_id} is superseded instead"
             )
-        replace.setdefault(t.head.memory_id, t.head)
-    if not replace:
+        heads.setdefault(t.head.memory_id, t.head)
+    if not heads:
         asked = [t.requested for t in targets][:5]
         why = f" ({'; '.join(notes)})" if notes else ""
         raise MemoryNotFoundError(f"no active memory among {asked} in namespace {namespace!r}{why}")
-    if weaker := [u.memory_id for u in replace.values() if trust(source) > trust(u.source)]:
+    if weaker := [u.memory_id for u in heads.values() if trust(source) > trust(u.source)]:
         raise ConfigurationError(f"a {source} unit never replaces a more trusted one ({', '.join(weaker)})")
-    return SupersedeTargets(tuple(replace.values()), tuple(notes))
+    return SupersedeTargets(tuple(heads.values()), tuple(notes))
 
 
 def plan_successor(
