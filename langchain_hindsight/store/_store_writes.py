@@ -142,8 +142,9 @@ def _write_new(
         by_ns.setdefault(u.namespace, []).append(i)
     results: dict[int, WriteResult] = {}
     for ns, idx in by_ns.items():
-        for start in range(0, len(idx), step or len(idx)):
-            chunk = idx[start : start + (step or len(idx))]
+        size = step or len(idx)
+        for start in range(0, len(idx), size):
+            chunk = idx[start : start + size]
             batch = [prepared[i] for i in chunk]
             vectors = embed_batched(store, [u.content for u in batch])
             plan = functools.partial(_new_units_plan, store, ns, batch, vectors, planner, if_absent)
