@@ -65,7 +65,9 @@ def _writes(method: Callable[Concatenate[ChromaRecords, _P], _R]) -> Callable[Co
 
 
 QUERY_RETRIES = 4
-"""How many times :meth:`ChromaRecords.query` asks again while Chroma's index is behind its records (0.75 s)."""
+"""How many times :meth:`ChromaRecords.query` asks again (0.75 s in all) while Chroma's vector index is behind ids
+its metadata already holds ("Error finding id", as when another process writes the collection on a shared server):
+failing the query would fail the write whose dedupe asked it."""
 
 
 def _index_behind(error: Exception) -> bool:
@@ -156,13 +158,7 @@ class ChromaRecords(Records):
         where: Mapping[str, Any] | None = None,
         include: Sequence[Include] = ("documents", "metadatas", "distances"),
     ) -> Rows:
-        """See :meth:`Records.query`.
-
-        A query Chroma answers with "Error finding id" is asked again, up to :data:`QUERY_RETRIES` times: Chroma
-        raises it when its vector index has not yet caught up with ids its metadata already holds, as when another
-        process writes the collection on a shared server at the same moment. Failing the query would fail the
-        write whose dedupe asked it.
-        """
+        """See :meth:`Records.query` (asked again while Chroma's index is behind, see :data:`QUERY_RETRIES`)."""
         attempt = 0
         while True:
             try:
@@ -332,10 +328,7 @@ class ChromaBackend(Backend):
         return self.directory is not None
 
     def erase(self, rebuild: Sequence[str] | None) -> None:
-        """Rebuild ``rebuild`` (``None``: every hindsight collection), then scrub the files (see ``_scrub``).
-
-        The client is closed for the file scrub and a fresh one opened.
-        """
+        """See :meth:`Backend.erase` (``None``: every hindsight collection); a fresh client after the file scrub."""
         if self.directory is None:
             raise StoreError("only an embedded Chroma directory can be erased")
         self.directory.wrote(None)
@@ -369,11 +362,7 @@ class ChromaBackend(Backend):
         return recovered
 
     def close(self) -> None:
-        """Close the client this backend opened, zero the index files' unused space, release the directory.
-
-        The directory (:class:`~langchain_hindsight.store._directory.HeldDirectory`) is told whether the
-        client closed without error.
-        """
+        """Close the client this backend opened, zero the index files' unused space, release the directory."""
         if self._closed:
             return
         self._closed = True
