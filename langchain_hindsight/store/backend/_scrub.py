@@ -33,13 +33,7 @@ from typing import Any
 from langchain_hindsight.errors import StoreError
 from langchain_hindsight.store._directory import zero_tail
 
-__all__ = [
-    "REBUILD_SUFFIX",
-    "erase_files",
-    "rebuild_collection",
-    "recover_rebuilds",
-    "wipe_unused_index_space",
-]
+__all__ = ["REBUILD_SUFFIX", "erase_files", "rebuild_collection", "recover_rebuilds", "wipe_unused_index_space"]
 
 logger = logging.getLogger(__name__)
 
