@@ -14,13 +14,12 @@ from typing import TYPE_CHECKING
 from langchain_hindsight._lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from langchain_hindsight.store.backend._scrub import REBUILD_SUFFIX
     from langchain_hindsight.store.backend.base import Backend, Include, LexicalScheme, Records, Rows
-    from langchain_hindsight.store.backend.chroma import ChromaBackend, ChromaRecords
+    from langchain_hindsight.store.backend.chroma import REBUILD_SUFFIX, ChromaBackend, ChromaRecords
     from langchain_hindsight.store.backend.inmemory import InMemoryBackend
 
 _EXPORTS: dict[str, str] = {
-    "REBUILD_SUFFIX": "._scrub",
+    "REBUILD_SUFFIX": ".chroma",
     "Backend": ".base",
     "ChromaBackend": ".chroma",
     "ChromaRecords": ".chroma",
