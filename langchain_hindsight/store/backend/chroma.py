@@ -485,7 +485,10 @@ def _erase_files(directory: Path) -> list[str]:
     removed = []
     for child in directory.iterdir():
         if child.is_dir() and _is_uuid(child.name) and child.name not in live:
-            _zero_and_remove(child)
+            for root, _dirs, files in os.walk(child):  # zeros first: best effort against file recovery
+                for fname in files:
+                    zero_tail(Path(root) / fname, 0)
+            shutil.rmtree(child)
             removed.append(child.name)
     _wipe_unused_index_space(directory)
     return removed
@@ -521,11 +524,3 @@ def _is_uuid(name: str) -> bool:
     except ValueError:
         return False
     return True
-
-
-def _zero_and_remove(directory: Path) -> None:
-    """Overwrite every file with zeros, then delete the tree (best effort against file recovery)."""
-    for root, _dirs, files in os.walk(directory):
-        for fname in files:
-            zero_tail(Path(root) / fname, 0)
-    shutil.rmtree(directory)
