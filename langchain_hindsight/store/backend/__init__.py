@@ -1,20 +1,10 @@
-"""Storage backends: the one narrow interface the store writes through, and its implementations.
+"""Storage backends: the one narrow interface the store writes through (:mod:`.base`), and its implementations.
 
-* :mod:`~langchain_hindsight.store.backend.base`: :class:`Backend` (named collections) and
-  :class:`Records` (one collection of ``(id, embedding, document, metadata)`` records), with
-  Chroma's names and result shapes;
-* :mod:`~langchain_hindsight.store.backend.chroma`: :class:`ChromaBackend`, embedded Chroma in a
-  directory (under the directory's single-writer lock) or a ``chroma run`` server;
-* :mod:`~langchain_hindsight.store.backend.inmemory`: :class:`InMemoryBackend`, dicts and an exact
-  numpy cosine search, for fast tests and throwaway stores;
-* :mod:`~langchain_hindsight.store.backend.postgres`: ``PostgresBackend``, PostgreSQL with pgvector
-  for many writers on many hosts (not imported here: psycopg is the optional ``postgres`` extra).
-
-:data:`REBUILD_SUFFIX` names the side collection a scrub rebuilds a collection into (a caller listing
-collections skips it).
-
-A new backend subclasses :class:`Backend` and :class:`Records` in a module of its own here; nothing
-else in the store changes.
+:class:`ChromaBackend` (an embedded directory or a ``chroma run`` server), :class:`InMemoryBackend` (for
+tests and throwaway stores) and ``postgres.PostgresBackend`` (not imported here: psycopg is the optional
+``postgres`` extra). A new backend subclasses :class:`Backend` and :class:`Records` in a module of its
+own here; nothing else in the store changes. :data:`REBUILD_SUFFIX` names the side collection a scrub
+rebuilds a collection into (a caller listing collections skips it).
 """
 
 from __future__ import annotations
@@ -24,13 +14,12 @@ from typing import TYPE_CHECKING
 from langchain_hindsight._lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from langchain_hindsight.store.backend._scrub import REBUILD_SUFFIX
     from langchain_hindsight.store.backend.base import Backend, Include, LexicalScheme, Records, Rows
-    from langchain_hindsight.store.backend.chroma import ChromaBackend, ChromaRecords
+    from langchain_hindsight.store.backend.chroma import REBUILD_SUFFIX, ChromaBackend, ChromaRecords
     from langchain_hindsight.store.backend.inmemory import InMemoryBackend
 
 _EXPORTS: dict[str, str] = {
-    "REBUILD_SUFFIX": "._scrub",
+    "REBUILD_SUFFIX": ".chroma",
     "Backend": ".base",
     "ChromaBackend": ".chroma",
     "ChromaRecords": ".chroma",

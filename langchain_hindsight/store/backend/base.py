@@ -1,9 +1,9 @@
 """The backend interface: :class:`Backend` (named collections) and :class:`Records` (one collection).
 
-As in LangGraph's ``BaseStore``, subclasses implement a handful of abstract methods and everything
-else (``get_or_create``, paging) is built on them. Failures of the storage itself surface as
-:class:`~langchain_hindsight.errors.StoreError`; a programming error (a bad argument, a wrong type)
-keeps its own type.
+As in LangGraph's ``BaseStore``, subclasses implement the abstract methods and everything else
+(``get_or_create``, paging) is built on them; it is documented here once, not on each implementation.
+Failures of the storage itself surface as :class:`~langchain_hindsight.errors.StoreError`; a
+programming error (a bad argument, a wrong type) keeps its own type.
 
 Filters (``where``) are Chroma's subset the store uses: ``{"field": value}``,
 ``{"field": {"$eq" | "$ne" | "$gt" | "$gte" | "$lt" | "$lte" | "$in" | "$nin": ...}}``
@@ -108,12 +108,7 @@ class HybridRows:
 
 
 class Records(ABC):
-    """One named collection of records (``id``, embedding, document, metadata) in a :class:`Backend`.
-
-    Implement :attr:`name`, :attr:`metadata`, :meth:`get`, :meth:`query`, :meth:`upsert`, :meth:`update`,
-    :meth:`delete`, :meth:`count` and :meth:`modify` (the last four and ``upsert`` are the writes);
-    :meth:`pages` and :meth:`exists` are built on them.
-    """
+    """One named collection of records (``id``, embedding, document, metadata) in a :class:`Backend`."""
 
     @property
     @abstractmethod
@@ -214,30 +209,18 @@ class Records(ABC):
         """The ids among ``ids`` that are stored."""
         return list(self.get(ids=list(ids), include=[])["ids"]) if ids else []
 
+    # ------------------------------------------------------------------ only where Backend.lexical is set
     def lexical_search(self, query: str, k: int, *, normalize: bool = False) -> list[tuple[str, float]]:
-        """BM25 matches ``(id, score)`` among lexically indexed records, best first (scored as the store's index).
-
-        Raises:
-            NotImplementedError: the backend has no :attr:`Backend.lexical` scheme (the store never asks it).
-        """
-        raise NotImplementedError
+        """BM25 matches ``(id, score)`` among lexically indexed records, best first (scored as the store's index)."""
+        raise NotImplementedError  # the store asks only a backend with a lexical scheme
 
     def hybrid_query(self, query: str, vector: Vector, *, k: int, nearest: int, normalize: bool = False) -> HybridRows:
-        """The ``nearest`` records nearest ``vector``, the ``k`` best lexical matches of ``query``, and their records.
-
-        Raises:
-            NotImplementedError: the backend has no :attr:`Backend.lexical` scheme (the store never asks it).
-        """
+        """The ``nearest`` records nearest ``vector``, the ``k`` best lexical matches of ``query``, their records."""
         raise NotImplementedError
 
 
 class Backend(ABC):
-    """A database of named :class:`Records` collections.
-
-    Implement :meth:`get_collection`, :meth:`create_collection`, :meth:`list_collections` and
-    :meth:`delete_collection`; override :meth:`close`, :meth:`erase` and the properties where the
-    storage differs.
-    """
+    """A database of named :class:`Records` collections (override the defaults where the storage differs)."""
 
     lexical: LexicalScheme | None = None
     """How the database scores the lexical arm itself (:meth:`Records.lexical_search`,

@@ -6,15 +6,37 @@ embedded directory silently lose vectors); :meth:`ChromaBackend.server` (or the
 constructor with any chromadb client) shares a ``chroma run`` server between
 processes. Every Chroma, SQLite, file-system or HTTP failure becomes a
 :class:`~langchain_hindsight.errors.StoreError` naming the operation.
+
+:meth:`ChromaBackend.erase` is what makes ``forget`` a hard delete in an embedded directory. Deleting a
+record through Chroma's API is only logical. Measured on chromadb 1.5.9:
+
+* the HNSW index marks the vector deleted but keeps its bytes in ``data_level0.bin``;
+* ``chroma.sqlite3`` keeps the document text and metadata in freed pages, in the
+  write-ahead ``embeddings_queue`` until the vector segment catches up, and as
+  trigrams in the FTS5 index until it is merged;
+* ``delete_collection`` removes the rows but leaves the segment directory (with
+  every vector) on disk;
+* hnswlib allocates its element buffer without zeroing it and writes the whole
+  capacity to ``data_level0.bin``: the unused slots hold whatever the process's
+  heap held before, which can include the text of a memory just deleted.
+
+So erasing means: rebuild each affected collection (copy the live records into a
+fresh collection, drop the old one), then with the client closed merge the FTS
+index, ``VACUUM`` with ``secure_delete``, and remove segment directories that no
+collection owns. A marker file makes the whole procedure resumable after a crash.
 """
 
 from __future__ import annotations
 
 import functools
+import itertools
 import logging
 import os
+import shutil
 import sqlite3
+import struct
 import time
+import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -23,17 +45,22 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 import numpy as np
 
 from langchain_hindsight.errors import BackendError, HindsightError, StoreError
-from langchain_hindsight.store._directory import HeldDirectory
-from langchain_hindsight.store.backend import _scrub
+from langchain_hindsight.store._directory import HeldDirectory, zero_tail
 from langchain_hindsight.store.backend.base import Backend, Include, Metadata, Records, Rows, Vector
 
-__all__ = ["ChromaBackend", "ChromaRecords"]
+__all__ = ["REBUILD_SUFFIX", "ChromaBackend", "ChromaRecords"]
 
 logger = logging.getLogger(__name__)
 
 
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
+
+REBUILD_SUFFIX = "-rebuild"
+"""Suffix of the temporary collection a rebuild copies into (canonical names end in a hex digest)."""
+_SQLITE = "chroma.sqlite3"
+_FTS = "embedding_fulltext_search"
+_COLUMNS = ("embeddings", "documents", "metadatas")
 
 
 @contextmanager
@@ -65,7 +92,9 @@ def _writes(method: Callable[Concatenate[ChromaRecords, _P], _R]) -> Callable[Co
 
 
 QUERY_RETRIES = 4
-"""How many times :meth:`ChromaRecords.query` asks again while Chroma's index is behind its records (0.75 s)."""
+"""How many times :meth:`ChromaRecords.query` asks again (0.75 s in all) while Chroma's vector index is behind ids
+its metadata already holds ("Error finding id", as when another process writes the collection on a shared server):
+failing the query would fail the write whose dedupe asked it."""
 
 
 def _index_behind(error: Exception) -> bool:
@@ -80,21 +109,6 @@ def _open_client(path: Path) -> Any:
     from chromadb.config import Settings
 
     return chromadb.PersistentClient(path=str(path), settings=Settings(anonymized_telemetry=False))
-
-
-def _load_index(col: Any) -> None:
-    """Load ``col``'s vector index (a nearest-neighbour query does), so a client writes it now if it will.
-
-    Measured: a rebuilt index whose writes still wait in Chroma's log is persisted
-    empty and written again by the next client that loads it, from an
-    uninitialised buffer that can hold the text of a memory just forgotten (about
-    one scrub in five left it on disk). Loading it before the last wipe of unused
-    index space leaves nothing to rewrite.
-    """
-    first = col.get(limit=1, include=["embeddings"])
-    embeddings = first.get("embeddings")
-    if first["ids"] and embeddings is not None and len(embeddings):
-        col.query(query_embeddings=[list(embeddings[0])], n_results=1, include=[])
 
 
 class ChromaRecords(Records):
@@ -156,13 +170,7 @@ class ChromaRecords(Records):
         where: Mapping[str, Any] | None = None,
         include: Sequence[Include] = ("documents", "metadatas", "distances"),
     ) -> Rows:
-        """See :meth:`Records.query`.
-
-        A query Chroma answers with "Error finding id" is asked again, up to :data:`QUERY_RETRIES` times: Chroma
-        raises it when its vector index has not yet caught up with ids its metadata already holds, as when another
-        process writes the collection on a shared server at the same moment. Failing the query would fail the
-        write whose dedupe asked it.
-        """
+        """See :meth:`Records.query` (asked again while Chroma's index is behind, see :data:`QUERY_RETRIES`)."""
         attempt = 0
         while True:
             try:
@@ -332,10 +340,7 @@ class ChromaBackend(Backend):
         return self.directory is not None
 
     def erase(self, rebuild: Sequence[str] | None) -> None:
-        """Rebuild ``rebuild`` (``None``: every hindsight collection), then scrub the files (see ``_scrub``).
-
-        The client is closed for the file scrub and a fresh one opened.
-        """
+        """See :meth:`Backend.erase` (``None``: every hindsight collection); a fresh client after the file scrub."""
         if self.directory is None:
             raise StoreError("only an embedded Chroma directory can be erased")
         self.directory.wrote(None)
@@ -344,15 +349,15 @@ class ChromaBackend(Backend):
             if rebuild is None:
                 rebuild = [c.name for c in self._client.list_collections() if "hindsight_role" in (c.metadata or {})]
             for name in rebuild:
-                _scrub.rebuild_collection(self._client, self._client.get_collection(name, embedding_function=None))
+                _rebuild_collection(self._client, self._client.get_collection(name, embedding_function=None))
             self._client.close()
             try:
-                removed = _scrub.erase_files(directory)
+                removed = _erase_files(directory)
             finally:
                 self._client = _open_client(directory)
             for name in rebuild:  # see _load_index; close() zeroes whatever a later persist writes there
                 _load_index(self._client.get_collection(name, embedding_function=None))
-            _scrub.wipe_unused_index_space(directory)
+            _wipe_unused_index_space(directory)
         logger.debug(
             "scrubbed %s: rebuilt %d collection(s), removed %d segment dir(s)",
             directory,
@@ -363,17 +368,13 @@ class ChromaBackend(Backend):
     def recover_interrupted(self) -> bool:
         """Finish or discard collection rebuilds a crash interrupted; True if there were any."""
         with backend_errors("recover"):
-            recovered = _scrub.recover_rebuilds(self._client)
+            recovered = _recover_rebuilds(self._client)
         if recovered:
             self._wrote(None)
         return recovered
 
     def close(self) -> None:
-        """Close the client this backend opened, zero the index files' unused space, release the directory.
-
-        The directory (:class:`~langchain_hindsight.store._directory.HeldDirectory`) is told whether the
-        client closed without error.
-        """
+        """Close the client this backend opened, zero the index files' unused space, release the directory."""
         if self._closed:
             return
         self._closed = True
@@ -386,7 +387,140 @@ class ChromaBackend(Backend):
             closed = False
             logger.debug("chroma client close failed", exc_info=True)
         try:  # hnswlib writes uninitialised heap bytes into unused slots: zero them
-            _scrub.wipe_unused_index_space(self.directory.path)
+            _wipe_unused_index_space(self.directory.path)
         except OSError:
             logger.warning("could not wipe unused index space in %s", self.directory.path, exc_info=True)
         self.directory.close(clean=closed)
+
+
+# ------------------------------------------------------------------ erasing an embedded directory
+def _load_index(col: Any) -> None:
+    """Load ``col``'s vector index (a nearest-neighbour query does), so a client writes it now if it will.
+
+    Measured: a rebuilt index whose writes still wait in Chroma's log is persisted
+    empty and written again by the next client that loads it, from an
+    uninitialised buffer that can hold the text of a memory just forgotten (about
+    one scrub in five left it on disk). Loading it before the last wipe of unused
+    index space leaves nothing to rewrite.
+    """
+    first = col.get(limit=1, include=["embeddings"])
+    embeddings = first.get("embeddings")
+    if first["ids"] and embeddings is not None and len(embeddings):
+        col.query(query_embeddings=[list(embeddings[0])], n_results=1, include=[])
+
+
+def _rebuild_collection(client: Any, col: Any) -> None:
+    """Replace ``col`` by a fresh copy of its live records (same name, metadata and configuration).
+
+    Copy first, drop second, rename third: until the old collection is dropped it
+    stays authoritative; after that the complete copy is. :func:`_recover_rebuilds`
+    finishes or discards an interrupted rebuild.
+
+    Raises:
+        StoreError: the copy is incomplete (the original is left untouched).
+    """
+    name = col.name
+    metadata = dict(col.metadata or {})
+    tmp_name = name + REBUILD_SUFFIX
+    if tmp_name in {c.name for c in client.list_collections()}:
+        client.delete_collection(tmp_name)
+    tmp = client.create_collection(
+        tmp_name, metadata=metadata or None, configuration=col.configuration, embedding_function=None
+    )
+    batch = max(1, min(int(client.get_max_batch_size()), 2000))
+    for offset in itertools.count(0, batch):
+        rows = col.get(include=list(_COLUMNS), limit=batch, offset=offset)
+        if rows["ids"]:
+            tmp.add(ids=rows["ids"], **{c: rows[c] for c in _COLUMNS})
+        if len(rows["ids"]) < batch:
+            break
+    if tmp.count() != col.count():
+        client.delete_collection(tmp_name)
+        raise StoreError(f"rebuild of collection {name!r} copied {tmp.count()} of {col.count()} records")
+    client.delete_collection(name)
+    tmp.modify(name=name)
+
+
+def _recover_rebuilds(client: Any) -> bool:
+    """Finish or discard rebuilds a crash interrupted; True if there were any."""
+    names = {c.name for c in client.list_collections()}
+    interrupted = sorted(n for n in names if n.endswith(REBUILD_SUFFIX))
+    for tmp_name in interrupted:
+        base = tmp_name.removesuffix(REBUILD_SUFFIX)
+        if base in names:  # the copy may be partial; the original is intact
+            logger.warning("discarding an interrupted rebuild of collection %r", base)
+            client.delete_collection(tmp_name)
+        else:  # the original was dropped after a complete copy: finish the rename
+            logger.warning("completing an interrupted rebuild of collection %r", base)
+            client.get_collection(tmp_name, embedding_function=None).modify(name=base)
+    return bool(interrupted)
+
+
+def _erase_files(directory: Path) -> list[str]:
+    """Scrub an embedded Chroma directory whose client is closed; return removed segment dirs.
+
+    Merges the FTS5 index (dropping deleted trigrams), rewrites the database with
+    ``VACUUM`` under ``secure_delete`` (no freed page keeps old bytes) and removes,
+    after zero-filling, every segment directory that no live segment owns.
+
+    Raises:
+        StoreError: the database could not be scrubbed.
+    """
+    db = directory / _SQLITE
+    if not db.exists():
+        return []
+    try:
+        con = sqlite3.connect(str(db), isolation_level=None, timeout=30)
+        try:
+            con.execute("PRAGMA secure_delete=ON")
+            has_fts = con.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (_FTS,)).fetchone()
+            if has_fts:
+                con.execute(f"INSERT INTO {_FTS}({_FTS}) VALUES('optimize')")
+            live = {str(row[0]) for row in con.execute("SELECT id FROM segments")}
+            con.execute("VACUUM")
+        finally:
+            con.close()
+    except sqlite3.Error as e:
+        raise StoreError(f"could not scrub {db}: {e}") from e
+    removed = []
+    for child in directory.iterdir():
+        if child.is_dir() and _is_uuid(child.name) and child.name not in live:
+            for root, _dirs, files in os.walk(child):  # zeros first: best effort against file recovery
+                for fname in files:
+                    zero_tail(Path(root) / fname, 0)
+            shutil.rmtree(child)
+            removed.append(child.name)
+    _wipe_unused_index_space(directory)
+    return removed
+
+
+def _wipe_unused_index_space(directory: Path) -> None:
+    """Zero the unused slots of every HNSW segment file under ``directory`` (client closed).
+
+    ``header.bin`` (chroma-hnswlib, version 1) starts with ``int32 version, u64
+    offset_level0, u64 max_elements, u64 cur_element_count, u64
+    size_data_per_element``. Slots at and beyond ``cur_element_count`` in
+    ``data_level0.bin`` (and their 4-byte entries in ``length.bin``) are never
+    read by hnswlib; they are overwritten with zeros. Files of another layout are
+    left alone.
+    """
+    for header in directory.glob("*/header.bin"):
+        raw = header.read_bytes()
+        if len(raw) < 36:
+            continue
+        version, _offset, max_elements, count, per_element = struct.unpack_from("<iQQQQ", raw)
+        if version != 1 or per_element <= 0 or count > max_elements:
+            logger.debug("unknown HNSW header layout in %s: not wiped", header)
+            continue
+        for name, width in (("data_level0.bin", per_element), ("length.bin", 4)):
+            path = header.parent / name
+            if path.exists() and path.stat().st_size % width == 0:
+                zero_tail(path, count * width)
+
+
+def _is_uuid(name: str) -> bool:
+    try:
+        uuid.UUID(name)
+    except ValueError:
+        return False
+    return True

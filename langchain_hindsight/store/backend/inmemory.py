@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import operator
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -48,9 +48,13 @@ _COMPARE: dict[str, Callable[[Any, Any], bool]] = {
     "$gte": operator.ge,
     "$lt": operator.lt,
     "$lte": operator.le,
-    "$in": lambda a, b: a in b,
-    "$nin": lambda a, b: a not in b,
+    "$in": lambda a, b: any(_same_kind(a, o) and a == o for o in b),
+    "$nin": lambda a, b: not any(_same_kind(a, o) and a == o for o in b),
 }
+"""Chroma's comparisons: only values of the same kind compare (``$ne`` holds across kinds, see :func:`matches`)."""
+
+
+_COMBINE: dict[str, Callable[[Iterable[bool]], bool]] = {"$and": all, "$or": any}
 
 
 def _same_kind(a: object, b: object) -> bool:
@@ -62,41 +66,25 @@ def _same_kind(a: object, b: object) -> bool:
 
 def _holds(where: Mapping[str, Any] | None, clause: Callable[[str, Any], bool]) -> bool:
     """Whether every clause of a Chroma filter holds: ``$and`` / ``$or`` combine, ``clause`` judges the rest."""
-    for key, cond in (where or {}).items():
-        if key == "$and":
-            ok = all(_holds(c, clause) for c in cond)
-        elif key == "$or":
-            ok = any(_holds(c, clause) for c in cond)
-        else:
-            ok = clause(key, cond)
-        if not ok:
-            return False
-    return True
+    return all(
+        _COMBINE[key](_holds(c, clause) for c in cond) if key in _COMBINE else clause(key, cond)
+        for key, cond in (where or {}).items()
+    )
 
 
 def matches(metadata: Mapping[str, Any], where: Mapping[str, Any] | None) -> bool:
     """Whether a record's ``metadata`` satisfies a Chroma ``where`` clause (a missing field never matches)."""
 
     def field(key: str, cond: Any) -> bool:
-        if key.startswith("$"):
-            raise ValueError(f"unsupported where operator {key!r}")
         ops = cond if isinstance(cond, Mapping) else {"$eq": cond}
         unknown = [op for op in ops if op not in _COMPARE]
-        if unknown:
-            raise ValueError(f"unsupported where operator {unknown[0]!r}")
-        if key not in metadata:
-            return False
-        value = metadata[key]
-        for op, operand in ops.items():
-            if op in ("$in", "$nin"):
-                ok = _COMPARE[op](value, [o for o in operand if _same_kind(value, o)])
-            elif not _same_kind(value, operand):
-                ok = op == "$ne"
-            else:
-                ok = _COMPARE[op](value, operand)
-            if not ok:
-                return False
-        return True
+        if key.startswith("$") or unknown:
+            raise ValueError(f"unsupported where operator {key if key.startswith('$') else unknown[0]!r}")
+        value = metadata.get(key)
+        return key in metadata and all(
+            _COMPARE[op](value, x) if op in ("$in", "$nin") or _same_kind(value, x) else op == "$ne"
+            for op, x in ops.items()
+        )
 
     return _holds(where, field)
 
@@ -122,8 +110,11 @@ class _Record:
 class InMemoryRecords(Records):
     """One in-memory collection (records in insertion order; a re-written record keeps its place)."""
 
-    def __init__(self, backend: InMemoryBackend, name: str, metadata: Metadata) -> None:
-        self._backend = backend
+    def __init__(
+        self, lock: threading.RLock, collections: dict[str, InMemoryRecords], name: str, metadata: Metadata
+    ) -> None:
+        self._lock = lock
+        self._collections = collections  # the backend's, by name: a rename moves this collection's entry
         self._name = name
         self._metadata = dict(metadata)
         self._rows: dict[str, _Record] = {}
@@ -172,17 +163,16 @@ class InMemoryRecords(Records):
         offset: int | None = None,
     ) -> Rows:
         """See :meth:`Records.get`."""
-        with self._backend.lock:
-            if ids is None:
-                pool = list(self._rows.items())
-            else:
-                pool = [(i, self._rows[i]) for i in dict.fromkeys(ids) if i in self._rows]
+        with self._lock:
+            pool = (
+                self._rows.items()
+                if ids is None
+                else [(i, self._rows[i]) for i in dict.fromkeys(ids) if i in self._rows]
+            )
             found = [
                 (i, r) for i, r in pool if matches(r.metadata, where) and matches_document(r.document, where_document)
             ]
-            start = offset or 0
-            found = found[start : None if limit is None else start + limit]
-            return self._rows_out(found, include)
+            return self._rows_out(found[offset or 0 :][:limit], include)
 
     def query(
         self,
@@ -194,7 +184,7 @@ class InMemoryRecords(Records):
     ) -> Rows:
         """See :meth:`Records.query` (exact cosine over every matching record)."""
         check_n_results(n_results)
-        with self._backend.lock:
+        with self._lock:
             if self._stacked is None:  # every record's vector in one matrix, kept until the next write
                 everything = list(self._rows.items())
                 vectors = [r.vector for _, r in everything]
@@ -213,13 +203,10 @@ class InMemoryRecords(Records):
                 top = np.argpartition(-sims, k - 1)[:k] if k < len(pool) else np.arange(len(pool))
                 chosen = top[np.lexsort((top, -sims[top]))].tolist()
                 rows = self._rows_out([pool[j] for j in chosen], include)
-                for key in ("ids", "documents", "metadatas", "embeddings"):
-                    out[key].append(rows[key])
-                out["distances"].append([float(1.0 - sims[j]) for j in chosen])
-            for key in ("documents", "metadatas", "embeddings", "distances"):
-                if key not in include:
-                    out[key] = None
-            return out
+                rows["distances"] = [float(1.0 - sims[j]) for j in chosen]
+                for key, column in rows.items():
+                    out[key].append(column)
+            return {key: column if key == "ids" or key in include else None for key, column in out.items()}
 
     def upsert(
         self,
@@ -230,16 +217,7 @@ class InMemoryRecords(Records):
         metadatas: Sequence[Metadata] | None = None,
     ) -> None:
         """See :meth:`Records.upsert`."""
-        ids = check_write(self._name, ids, embeddings, documents, metadatas)
-        with self._backend.lock:
-            self._stacked = None
-            vectors = [self._vector(v) for v in embeddings]
-            for j, memory_id in enumerate(ids):
-                self._rows[memory_id] = _Record(
-                    vectors[j],
-                    None if documents is None else documents[j],
-                    {} if metadatas is None else dict(metadatas[j]),
-                )
+        self._write(ids, embeddings, documents, metadatas, whole=True)
 
     def update(
         self,
@@ -250,14 +228,27 @@ class InMemoryRecords(Records):
         metadatas: Sequence[Metadata] | None = None,
     ) -> None:
         """See :meth:`Records.update` (ids that are not stored are skipped, as in Chroma)."""
+        self._write(ids, embeddings, documents, metadatas, whole=False)
+
+    def _write(
+        self,
+        ids: Sequence[str],
+        embeddings: Sequence[Vector] | Any | None,
+        documents: Sequence[str] | None,
+        metadatas: Sequence[Metadata] | None,
+        *,
+        whole: bool,
+    ) -> None:
+        """Write the given columns into the records ``ids``: new whole records (``whole``), else into stored ones."""
         ids = check_write(self._name, ids, embeddings, documents, metadatas)
-        with self._backend.lock:
+        with self._lock:
             self._stacked = None
             vectors = None if embeddings is None else [self._vector(v) for v in embeddings]
             for j, memory_id in enumerate(ids):
-                row = self._rows.get(memory_id)
+                row = _Record(np.zeros(0, np.float32), None, {}) if whole else self._rows.get(memory_id)
                 if row is None:
                     continue
+                self._rows[memory_id] = row  # a record written again keeps its place
                 if vectors is not None:
                     row.vector = vectors[j]
                 if documents is not None:
@@ -267,7 +258,7 @@ class InMemoryRecords(Records):
 
     def delete(self, *, ids: Sequence[str]) -> None:
         """See :meth:`Records.delete`."""
-        with self._backend.lock:
+        with self._lock:
             self._stacked = None
             for memory_id in ids:
                 self._rows.pop(memory_id, None)
@@ -278,9 +269,11 @@ class InMemoryRecords(Records):
 
     def modify(self, *, name: str | None = None, metadata: Metadata | None = None) -> None:
         """See :meth:`Records.modify`."""
-        with self._backend.lock:
+        with self._lock:
             if name is not None and name != self._name:
-                self._backend.rename(self._name, name)
+                if name in self._collections:
+                    raise BackendError(f"collection {name!r} already exists")
+                self._collections[name] = self._collections.pop(self._name)
                 self._name = name
             if metadata is not None:
                 self._metadata = dict(metadata)
@@ -302,7 +295,7 @@ class InMemoryBackend(Backend):
         with self.lock:
             if name in self._collections:
                 raise BackendError(f"collection {name!r} already exists")
-            col = self._collections[name] = InMemoryRecords(self, name, metadata)
+            col = self._collections[name] = InMemoryRecords(self.lock, self._collections, name, metadata)
             return col
 
     def list_collections(self) -> list[Records]:
@@ -315,12 +308,6 @@ class InMemoryBackend(Backend):
         with self.lock:
             if self._collections.pop(name, None) is None:
                 raise BackendError(f"collection {name!r} does not exist")
-
-    def rename(self, old: str, new: str) -> None:
-        """Give the collection ``old`` the name ``new`` (what ``InMemoryRecords.modify(name=...)`` does)."""
-        if new in self._collections:
-            raise BackendError(f"collection {new!r} already exists")
-        self._collections[new] = self._collections.pop(old)
 
     @property
     def can_erase(self) -> bool:

@@ -273,8 +273,8 @@ point = {point!r}
 if point == "rename":  # the old collection is dropped, the complete copy not yet renamed
     C.Collection.modify = lambda self, **kw: os.kill(os.getpid(), signal.SIGKILL)
 else:  # everything rebuilt, files not yet erased
-    import langchain_hindsight.store.backend._scrub as S
-    S.erase_files = lambda directory: os.kill(os.getpid(), signal.SIGKILL)
+    import langchain_hindsight.store.backend.chroma as S
+    S._erase_files = lambda directory: os.kill(os.getpid(), signal.SIGKILL)
 store.forget(secret.memory_id)
 print("NOT KILLED", flush=True)
 """
@@ -369,8 +369,8 @@ elif point == "before-scrub":  # every Chroma delete done, no scrub marker yet: 
 elif point == "rename":  # a rebuild half done
     C.Collection.modify = die
 else:  # everything rebuilt, files not yet erased
-    import langchain_hindsight.store.backend._scrub as S
-    S.erase_files = die
+    import langchain_hindsight.store.backend.chroma as S
+    S._erase_files = die
 store.forget(secret.memory_id)
 print("NOT KILLED", flush=True)
 """

@@ -4,7 +4,7 @@ What another package needs of it is public: a name in ``<pkg>``'s ``__init__`` `
 lazy map) or a public module of ``<pkg>``. The rule reads every import (module level, inside functions,
 under ``if TYPE_CHECKING:``) of the library, the benchmarks and the demo; the tests may reach in. The
 package a private module belongs to is the one that holds it, so ``store/forget.py`` may not import
-``store.backend._scrub`` either. The root's own private modules (``_text``, ``_claims``, ...) are the
+``store.backend._pg_filter`` either. The root's own private modules (``_text``, ``_claims``, ...) are the
 library's shared base, below every subpackage, and outside this rule.
 """
 
@@ -88,7 +88,7 @@ def test_the_scan_sees_every_form_of_a_reach(tmp_path: Path) -> None:
     )
     forget = lib / "store" / "forget.py"
     forget.write_text(
-        "from langchain_hindsight.store.backend import _scrub\nfrom langchain_hindsight.store import _directory\n"
+        "from langchain_hindsight.store.backend import _pg_filter\nfrom langchain_hindsight.store import _directory\n"
     )
     assert reaches(ui, tmp_path) == [
         "langchain_hindsight/ui/views.py:1: langchain_hindsight.store._codec",
@@ -100,7 +100,7 @@ def test_the_scan_sees_every_form_of_a_reach(tmp_path: Path) -> None:
         "langchain_hindsight/ui/views.py:9: langchain_hindsight.session._verdict",
         "langchain_hindsight/ui/views.py:9: langchain_hindsight.session._verdict.revert_feedback",
     ]
-    reach = "langchain_hindsight/store/forget.py:1: langchain_hindsight.store.backend._scrub"
+    reach = "langchain_hindsight/store/forget.py:1: langchain_hindsight.store.backend._pg_filter"
     assert reaches(forget, tmp_path) == [reach]
     bench = tmp_path / "benchmarks" / "maintain.py"
     bench.parent.mkdir()
