@@ -1,4 +1,4 @@
-"""The lexical arm of hybrid recall: an in-memory BM25 index, its snapshot, and the tokenizer Postgres reuses.
+"""The lexical arm of hybrid recall: an in-memory BM25 index, its snapshot arrays, and the tokenizer Postgres reuses.
 
 English is split into words (with a light suffix stemmer); Chinese (and other CJK text, which MiniLM mostly
 maps to ``[UNK]``) into character unigrams and bigrams, which needs no dictionary and matches any
@@ -10,12 +10,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-import logging
 import math
 import re
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
-from pathlib import Path
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -23,12 +21,7 @@ import numpy as np
 from langchain_hindsight._trust import TRUSTED_SOURCES, UNTRUSTED_SOURCES
 from langchain_hindsight.errors import StoreError
 from langchain_hindsight.store.backend import LexicalScheme
-from langchain_hindsight.store.replica.files import (
-    from_json_array,
-    json_array,
-    read_snapshot,
-    write_snapshot,
-)
+from langchain_hindsight.store.replica.files import from_json_array, json_array
 from langchain_hindsight.types import MemoryUnit
 
 __all__ = [
@@ -42,8 +35,6 @@ __all__ = [
     "tokenizer_signature",
     "unit_text",
 ]
-
-logger = logging.getLogger(__name__)
 
 _CJK_RANGES = "\u3400-\u4dbf\u4e00-\u9fff\u3040-\u30ff\uac00-\ud7af"
 _WORD = re.compile(rf"[a-z0-9]+(?:[._][a-z0-9]+)*|[{_CJK_RANGES}]+")
@@ -386,58 +377,38 @@ class LexicalIndex(RowTable):
             return [(i, min(1.0, s / mass)) for i, s in best]
         return best
 
-    # ------------------------------------------------------------------ snapshots
-    def save(self, path: Path) -> None:
-        """Write the index (compacted first) to ``path`` as a ``lexical`` snapshot.
+    # ------------------------------------------------------------------ snapshots (``Held.save`` / ``Held.load``)
+    @classmethod
+    def scheme(cls) -> dict[str, Any]:
+        """What a snapshot's postings were built under (the tokenizer's signature, the BM25 constants)."""
+        return {"tokenizer": tokenizer_signature(), "k1": cls.k1, "b": cls.b}
 
-        The header records the tokenizer's signature and the BM25 constants: it is loaded only under the same.
-        """
+    def arrays(self, rows: Mapping[str, int]) -> dict[str, np.ndarray]:
+        """The index (compacted first) as snapshot arrays, each unit on its row of ``rows`` (one per held unit)."""
         self.compact()
-        terms = sorted(self._vocab, key=self._vocab.__getitem__)
         n = len(self._ids)
-        fields = {"tokenizer": tokenizer_signature(), "k1": self.k1, "b": self.b}
-        arrays = {
-            "vocab": json_array(terms),
-            "ids": json_array(self._ids),
-            "lengths": self._lengths[:n].astype(np.int64),
+        moved = np.fromiter((rows[m] for m in self._ids), dtype=np.int64, count=n)
+        lengths = np.zeros(n, dtype=np.int64)
+        lengths[moved] = self._lengths[:n]
+        return {
+            "vocab": json_array(sorted(self._vocab, key=self._vocab.__getitem__)),
+            "lengths": lengths,
             "indptr": self._indptr,
-            "docs": self._docs,
+            "docs": moved[self._docs].astype(np.int32),
             "tfs": self._tfs.astype(np.int32),
         }
-        write_snapshot(path, "lexical", fields, arrays)
 
     @classmethod
-    def load(cls, path: Path) -> LexicalIndex | None:
-        """The index saved at ``path``; ``None`` if absent, unreadable or from another format."""
-        loaded = read_snapshot(path, "lexical", ("vocab", "ids", "lengths", "indptr", "docs", "tfs"))
-        if loaded is None:
-            return None
-        header, data = loaded
-        try:
-            if [header.get("tokenizer"), header.get("k1"), header.get("b")] != [tokenizer_signature(), cls.k1, cls.b]:
-                logger.info("lexical snapshot %s was built by another tokenizer or constants: rebuilt", path)
-                return None
-            index = cls()
-            terms = from_json_array(data["vocab"])
-            ids = [str(i) for i in from_json_array(data["ids"])]
-        except (KeyError, TypeError, ValueError):  # a damaged snapshot is rebuilt, never trusted
-            logger.warning("ignoring unreadable lexical index snapshot %s", path, exc_info=True)
-            return None
+    def restore(cls, ids: list[str], arrays: Mapping[str, np.ndarray]) -> LexicalIndex:
+        """The index :meth:`arrays` saved, its units on ``ids``' rows."""
+        index = cls()
         n = len(ids)
-        index._lengths = np.concatenate([data["lengths"].astype(np.float64), np.zeros(max(16, n))])
-        index._indptr = data["indptr"].astype(np.int64)
-        index._docs = data["docs"].astype(np.int32)
-        index._tfs = data["tfs"].astype(np.float64)
-        if (
-            len(index._indptr) != len(terms) + 1
-            or int(index._indptr[-1]) != len(index._docs)
-            or len(index._docs) != len(index._tfs)
-            or len(data["lengths"]) != n
-            or (len(index._docs) and int(index._docs.max()) >= n)
-            or not index.set_rows(ids, max(16, n))  # an id repeats
-        ):
-            return None
-        index._vocab = {t: i for i, t in enumerate(terms)}
+        index.set_rows(list(ids), max(16, n))
+        index._lengths = np.concatenate([arrays["lengths"].astype(np.float64), np.zeros(max(16, n))])
+        index._indptr = arrays["indptr"].astype(np.int64)
+        index._docs = arrays["docs"].astype(np.int32)
+        index._tfs = arrays["tfs"].astype(np.float64)
+        index._vocab = {t: i for i, t in enumerate(from_json_array(arrays["vocab"]))}
         index._total = float(index._lengths[:n].sum())
         return index
 

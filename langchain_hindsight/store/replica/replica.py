@@ -140,11 +140,11 @@ class Replica:
         return held
 
     def _load(self, namespace: str) -> Held | None:
-        """``namespace``'s copy from its snapshot files, if the stamp vouches for both and this store kept them."""
+        """``namespace``'s copy from its snapshot, if the stamp vouches for it and this store kept it."""
         if self.files is None or namespace in self._dropped:
             return None
-        paths = self.files.trusted_snapshots(namespace)
-        return None if paths is None else Held.load(*paths, str(self._identity()))
+        path = self.files.trusted_snapshot(namespace)
+        return None if path is None else Held.load(path, str(self._identity()))
 
     def holds(self, namespace: str) -> bool:
         """Whether a copy of ``namespace`` is held in memory now."""
@@ -231,13 +231,11 @@ class Replica:
         for namespace, held in self._held.items():
             if self.files is None or held.saved:
                 continue
-            lexical, mirror = self.files.snapshots(namespace)
             try:
                 col = self._collection(namespace, "memories")
                 if col is not None:
                     held.read_again(col)
-                    held.mirror.save(mirror)
-                    held.index.save(lexical)
+                    held.save(self.files.snapshot(namespace))
                     held.saved = True
             except Exception:  # an optimisation: the next open rebuilds what was not saved
                 logger.warning("the replica of %r not saved", namespace, exc_info=True)

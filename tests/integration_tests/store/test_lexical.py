@@ -114,7 +114,7 @@ def test_reader_too_far_behind_rebuilds(shared: tuple[MemoryStore, MemoryStore, 
 
 def _snapshot(store: MemoryStore) -> Path:
     assert store.persist_directory is not None
-    return store.persist_directory / "lexical" / f"{collection_name(store.namespace, 'memories')}.npz"
+    return store.persist_directory / "mirror" / f"{collection_name(store.namespace, 'memories')}.npz"
 
 
 def test_store_saves_the_index_at_close_and_loads_it_on_reopen(
