@@ -28,7 +28,8 @@ from langchain_hindsight.store.replica.files import (
     read_snapshot,
     write_snapshot,
 )
-from langchain_hindsight.store.replica.lexical import LexicalIndex, RowTable, record_texts
+from langchain_hindsight.store.replica.lexical import LexicalIndex, RowTable
+from langchain_hindsight.store.tokens import record_texts
 from langchain_hindsight.types import MemoryUnit
 
 __all__ = [

@@ -24,8 +24,9 @@ from langchain_hindsight.store._naming import Role, collection_name
 from langchain_hindsight.store.backend import Backend
 from langchain_hindsight.store.replica.feed import ChangeFeed, open_change_feed
 from langchain_hindsight.store.replica.files import DerivedFiles
-from langchain_hindsight.store.replica.lexical import LexicalIndex, record_texts
+from langchain_hindsight.store.replica.lexical import LexicalIndex
 from langchain_hindsight.store.replica.records import Held, Mirror, build_mirror
+from langchain_hindsight.store.tokens import record_texts
 from langchain_hindsight.types import MemoryUnit
 
 __all__ = ["Replica"]

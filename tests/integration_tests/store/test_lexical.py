@@ -18,8 +18,8 @@ from langchain_hindsight import MemoryStore, MemoryUnit
 from langchain_hindsight.embeddings.local import LocalEmbeddings
 from langchain_hindsight.store._naming import collection_name
 from langchain_hindsight.store.replica import replica as store_module
-from langchain_hindsight.store.replica.lexical import record_texts, unit_text
 from langchain_hindsight.store.replica.records import Mirror
+from langchain_hindsight.store.tokens import record_texts, unit_text
 from langchain_hindsight.store.writes import LLMWriteJudge
 from tests.fakes import judge_model
 

@@ -16,8 +16,9 @@ from chromadb.config import Settings
 from langchain_hindsight import MemoryUnit
 from langchain_hindsight.store.replica.feed import ChangeFeed
 from langchain_hindsight.store.replica.files import read_header
-from langchain_hindsight.store.replica.lexical import PRIOR_DOCUMENTS, LexicalIndex, tokenize
+from langchain_hindsight.store.replica.lexical import LexicalIndex
 from langchain_hindsight.store.replica.records import Held, Mirror, record_bytes
+from langchain_hindsight.store.tokens import PRIOR_DOCUMENTS, tokenize
 
 
 def test_tokenize_chinese_english_and_identifiers() -> None:
