@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from langchain_hindsight.store._directory import DERIVED, LEGACY_DERIVED, erase_file, fsync_directory, trusted_store
 from langchain_hindsight.store._naming import collection_name
-from langchain_hindsight.store.replica.summary import Summary, valid_entry
+from langchain_hindsight.store.replica.summary import Summary
 
 if TYPE_CHECKING:
     import numpy as np
@@ -203,23 +203,17 @@ class DerivedFiles:
     def summary(self) -> Summary | None:
         """The store's counts, from the vouched per-namespace ``counts`` files; ``None`` when they do not answer.
 
-        They answer when every one is vouched for, reads, and lists the same namespaces (the store's, when
-        the close wrote them); a namespace of that list without its file is simply not answered for.
+        They answer when every one is vouched for (the stamp vouches for the bytes the close wrote), reads, and
+        lists the same namespaces (the store's); a namespace of that list without its file is not answered for.
         """
         namespaces: list[str] | None = None
         stats: dict[str, dict[str, Any]] = {}
         for path in self._counts_files():
             header = read_header(path, "counts") if self.vouched(path) else None
-            if header is None:
+            if header is None or namespaces not in (None, header["namespaces"]):
                 return None
-            listed, namespace, entry = header.get("namespaces"), header.get("namespace"), header.get("stats")
-            if not isinstance(listed, list) or not all(isinstance(ns, str) for ns in listed):
-                return None
-            if namespaces is None:
-                namespaces = listed
-            if listed != namespaces or not isinstance(namespace, str) or not valid_entry(entry):
-                return None
-            stats[namespace] = entry
+            namespaces = header["namespaces"]
+            stats[header["namespace"]] = header["stats"]
         if namespaces is None:
             return None
         return Summary(namespaces, {ns: stats[ns] for ns in namespaces if ns in stats})
