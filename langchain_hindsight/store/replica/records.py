@@ -4,7 +4,7 @@ For each active unit of a namespace the :class:`Mirror` holds its stored vector 
 and its record (document and metadata as the bytes of one JSON array, decoded only for a query's candidates):
 the dense arm is an exact matrix-vector product and both arms' candidates are read from memory.
 :class:`Held` pairs it with the namespace's lexical index: derived data, built by one paged read
-(:func:`build_mirror`) or loaded from its snapshots, kept in step by every write (:meth:`Mirror.apply`).
+(:func:`build_mirror`) or loaded from their one snapshot, kept in step by every write (:meth:`Mirror.apply`).
 """
 
 from __future__ import annotations
