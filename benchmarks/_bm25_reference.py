@@ -12,7 +12,7 @@ import math
 from collections import Counter
 from collections.abc import Callable, Iterable
 
-from langchain_hindsight.store.replica.lexical import tokenize, unit_text
+from langchain_hindsight.store.tokens import tokenize, unit_text
 from langchain_hindsight.types import MemoryUnit
 
 __all__ = ["ReferenceIndex"]

@@ -19,7 +19,7 @@ import random
 from collections import Counter
 from collections.abc import Callable
 
-from langchain_hindsight.store.replica.lexical import tokenize
+from langchain_hindsight.store.tokens import tokenize
 
 __all__ = ["CORPORA", "common_vocabulary", "min_query_term_share", "mixed", "zh_heavy"]
 

@@ -92,7 +92,7 @@ from langchain_hindsight.recall.retriever import HindsightRetriever  # noqa: E40
 from langchain_hindsight.store import unit_to_metadata  # noqa: E402
 from langchain_hindsight.store.backend import postgres as postgres_backend  # noqa: E402
 from langchain_hindsight.store.memory_store import MemoryStore  # noqa: E402
-from langchain_hindsight.store.replica.lexical import lexical_scheme  # noqa: E402
+from langchain_hindsight.store.tokens import lexical_scheme  # noqa: E402
 from langchain_hindsight.types import MemoryUnit  # noqa: E402
 
 K = 5

@@ -30,7 +30,7 @@ from langchain_hindsight.store._policy import ConfidencePolicy
 from langchain_hindsight.store._reembed import ReembedReport, reembed_collections
 from langchain_hindsight.store.backend import Backend, ChromaBackend
 from langchain_hindsight.store.decide import MERGE_THRESHOLD
-from langchain_hindsight.store.replica.lexical import lexical_scheme
+from langchain_hindsight.store.tokens import lexical_scheme
 from langchain_hindsight.store.writes import RuleWriteJudge, WriteJudge
 from langchain_hindsight.taxonomy import TaskTypeVocabulary
 from langchain_hindsight.types import DEFAULT_NAMESPACE, MemoryUnit

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from langchain_hindsight.store.replica.feed import ChangeFeed
     from langchain_hindsight.store.replica.files import DerivedFiles
-    from langchain_hindsight.store.replica.lexical import LexicalIndex, tokenize
+    from langchain_hindsight.store.replica.lexical import LexicalIndex
     from langchain_hindsight.store.replica.records import Mirror
     from langchain_hindsight.store.replica.replica import Replica
     from langchain_hindsight.store.replica.snapshot import StoreSnapshot
@@ -29,7 +29,6 @@ _EXPORTS: dict[str, str] = {
     "Mirror": "records",
     "Replica": "replica",
     "StoreSnapshot": "snapshot",
-    "tokenize": "lexical",
 }
 
 __all__ = [
@@ -39,7 +38,6 @@ __all__ = [
     "Mirror",
     "Replica",
     "StoreSnapshot",
-    "tokenize",
 ]
 
 

@@ -1,11 +1,12 @@
 """The derived files of an embedded store directory: one format, one reader, where each lives.
 
 Every derived file is a snapshot of one namespace, of one kind (:data:`SnapshotKind`), at
-``<kind>/<memories collection>.npz``: ``lexical`` (the BM25 index), ``mirror`` (the recall mirror) or
+``<kind>/<memories collection>.npz``: ``mirror`` (the namespace's recall mirror and lexical index, ``Held``) or
 ``counts`` (what ``hindsight stats`` prints, with the list of the store's namespaces). The format
 (:data:`SNAPSHOT_FORMAT`) is an uncompressed zip of ``header.json`` (kind, format, collection and the kind's
-fields) and the kind's arrays as ``<name>.npy``. A file of format ``1`` (each kind's own npz header, and a
-single ``summary.json``) is never read: the kind is rebuilt and the next close writes the current format.
+fields) and the kind's arrays as ``<name>.npy``. A file of an older format (``1``: each kind's own npz header and
+a single ``summary.json``; ``2``: the lexical index in a ``lexical`` file of its own) is never read: the kind is
+rebuilt, the older files are erased, and the next close writes the current format.
 
 :class:`DerivedFiles` is the one reader, for the live store's replica and the CLI's quick paths alike: a
 file is read only if the clean-close stamp vouches for it. Standard library only at import (numpy is
@@ -24,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from langchain_hindsight.store._directory import DERIVED, LEGACY_DERIVED, erase_file, fsync_directory, trusted_store
 from langchain_hindsight.store._naming import collection_name
-from langchain_hindsight.store.replica.summary import Summary, valid_entry
+from langchain_hindsight.store.replica.summary import Summary
 
 if TYPE_CHECKING:
     import numpy as np
@@ -43,11 +44,13 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-SnapshotKind = Literal["lexical", "mirror", "counts"]
+SnapshotKind = Literal["mirror", "counts"]
 """The kinds of derived file; each is also the folder its files live in."""
+_OLD_LEXICAL = "lexical"
+"""Folder of format 2's lexical snapshots (now in the ``mirror`` file): erased with the namespace's snapshot."""
 COUNTS_DIR = "counts"
 """Folder of the per-namespace statistics (header only)."""
-SNAPSHOT_FORMAT = 2
+SNAPSHOT_FORMAT = 3
 HEADER = "header.json"
 
 
@@ -158,15 +161,19 @@ class DerivedFiles:
         """Where the ``kind`` snapshot of the memories collection ``collection`` lives."""
         return self.directory / kind / f"{collection}.npz"
 
-    def snapshots(self, namespace: str) -> tuple[Path, Path]:
-        """Where ``namespace``'s lexical and mirror snapshots live."""
-        name = collection_name(namespace, "memories")
-        return self.path("lexical", name), self.path("mirror", name)
+    def snapshot(self, namespace: str) -> Path:
+        """Where ``namespace``'s snapshot (``Held``: its recall mirror and lexical index) lives."""
+        return self.path("mirror", collection_name(namespace, "memories"))
 
-    def trusted_snapshots(self, namespace: str) -> tuple[Path, Path] | None:
-        """``namespace``'s lexical and mirror snapshots if the stamp vouches for both, else ``None``."""
-        paths = self.snapshots(namespace)
-        return paths if all(map(self.vouched, paths)) else None
+    def snapshots(self, namespace: str) -> tuple[Path, Path]:
+        """Every file that may hold ``namespace``'s snapshot: :meth:`snapshot` and format 2's lexical one."""
+        path = self.snapshot(namespace)
+        return path, self.directory / _OLD_LEXICAL / path.name
+
+    def trusted_snapshot(self, namespace: str) -> Path | None:
+        """``namespace``'s snapshot if the stamp vouches for it, else ``None``."""
+        path = self.snapshot(namespace)
+        return path if self.vouched(path) else None
 
     def vouched(self, path: Path) -> bool:
         """Whether the stamp vouches for the derived file at ``path``."""
@@ -196,23 +203,17 @@ class DerivedFiles:
     def summary(self) -> Summary | None:
         """The store's counts, from the vouched per-namespace ``counts`` files; ``None`` when they do not answer.
 
-        They answer when every one is vouched for, reads, and lists the same namespaces (the store's, when
-        the close wrote them); a namespace of that list without its file is simply not answered for.
+        They answer when every one is vouched for (the stamp vouches for the bytes the close wrote), reads, and
+        lists the same namespaces (the store's); a namespace of that list without its file is not answered for.
         """
         namespaces: list[str] | None = None
         stats: dict[str, dict[str, Any]] = {}
         for path in self._counts_files():
             header = read_header(path, "counts") if self.vouched(path) else None
-            if header is None:
+            if header is None or namespaces not in (None, header["namespaces"]):
                 return None
-            listed, namespace, entry = header.get("namespaces"), header.get("namespace"), header.get("stats")
-            if not isinstance(listed, list) or not all(isinstance(ns, str) for ns in listed):
-                return None
-            if namespaces is None:
-                namespaces = listed
-            if listed != namespaces or not isinstance(namespace, str) or not valid_entry(entry):
-                return None
-            stats[namespace] = entry
+            namespaces = header["namespaces"]
+            stats[header["namespace"]] = header["stats"]
         if namespaces is None:
             return None
         return Summary(namespaces, {ns: stats[ns] for ns in namespaces if ns in stats})

@@ -1,148 +1,27 @@
-"""The lexical arm of hybrid recall: an in-memory BM25 index, its snapshot, and the tokenizer Postgres reuses.
+"""The in-process lexical arm of hybrid recall: a BM25 index over a namespace's active units, and its snapshot arrays.
 
-English is split into words (with a light suffix stemmer); Chinese (and other CJK text, which MiniLM mostly
-maps to ``[UNK]``) into character unigrams and bigrams, which needs no dictionary and matches any
-segmentation. ``benchmarks/recall_quality.py`` compares this with a dictionary segmenter (rjieba) and picks
-the defaults.
+Its tokens, indexed text and constants are ``store.tokens``' (shared with a database that scores BM25 itself).
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
-import logging
 import math
-import re
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
-from pathlib import Path
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import numpy as np
 
-from langchain_hindsight._trust import TRUSTED_SOURCES, UNTRUSTED_SOURCES
-from langchain_hindsight.errors import StoreError
-from langchain_hindsight.store.backend import LexicalScheme
-from langchain_hindsight.store.replica.files import (
-    from_json_array,
-    json_array,
-    read_snapshot,
-    write_snapshot,
-)
+from langchain_hindsight.store.replica.files import from_json_array, json_array
+from langchain_hindsight.store.tokens import K1, PRIOR_DOCUMENTS, B, tokenize, tokenizer_signature, unit_text
 from langchain_hindsight.types import MemoryUnit
 
-__all__ = [
-    "LexicalIndex",
-    "RowTable",
-    "indexed_text",
-    "lexical_scheme",
-    "record_text",
-    "record_texts",
-    "tokenize",
-    "tokenizer_signature",
-    "unit_text",
-]
+__all__ = ["LexicalIndex", "RowTable"]
 
-logger = logging.getLogger(__name__)
-
-_CJK_RANGES = "\u3400-\u4dbf\u4e00-\u9fff\u3040-\u30ff\uac00-\ud7af"
-_WORD = re.compile(rf"[a-z0-9]+(?:[._][a-z0-9]+)*|[{_CJK_RANGES}]+")
-_CJK = re.compile(rf"[{_CJK_RANGES}]")
-_STOP_WORDS = (
-    "a an and are as at be by do does for from has have how i in is it its my of on or our that the this to "
-    "was were what when where which will with "
-    "的 了 和 是 在 我 你 他 她 它 们 这 那 就 也 都 而 及 与 或 一个 帮 吗 呢 吧 把"
-)
-_STOP = frozenset(_STOP_WORDS.split())
-_SUFFIXES = ("ies", "ing", "ed", "es", "s")
-_TOKENIZER_VERSION = 1
-"""Bump when :func:`tokenize` changes in a way the constants above do not show (snapshots are then rebuilt)."""
 _MIN_DELTA = 20_000
 """Postings the delta may hold before it is folded into the compacted segment (at least)."""
-PRIOR_DOCUMENTS = 50
-"""Pseudo-documents, matching no query term, added to the corpus size in the idf of a normalised search.
-
-The normalised score is the share of the query's idf mass a memory matches. In a store
-of a few memories every matched term occurs in most of them and gets almost no idf,
-while the query's unmatched terms get the most, so a plainly related lesson scored as
-if it shared nothing (“生成本周的销售周报” against the only weekly-report lesson: 0.06).
-The prior makes the share mean the same in a new store as in a grown one; at thousands
-of memories it changes nothing.
-"""
-
 _NO_DOCS = np.zeros(0, dtype=np.int32)
 _NO_TFS = np.zeros(0, dtype=np.float64)
-
-
-def _stem(word: str) -> str:
-    """A light English stemmer: plural and -ing/-ed endings (``reports``→``report``)."""
-    if len(word) <= 4 or not word.isalpha():
-        return word
-    for suffix in _SUFFIXES:
-        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
-            if suffix == "ies":
-                return word[:-3] + "y"
-            if suffix == "s" and word.endswith("ss"):
-                return word
-            return word[: -len(suffix)]
-    return word
-
-
-def tokenize(text: str) -> list[str]:
-    """Lower-cased word tokens; CJK runs become unigrams plus bigrams.
-
-    Dotted or underscored identifiers are kept whole *and* split
-    (``pandas.read_csv`` → ``pandas.read_csv``, ``panda``, ``read``, ``csv``);
-    English words lose plural and -ing/-ed endings.
-
-    Example:
-        >>> tokenize("用pandas读取CSV reports")
-        ['用', 'panda', '读', '取', '读取', 'csv', 'report']
-        >>> tokenize("pandas.read_csv")
-        ['pandas.read_csv', 'panda', 'read', 'csv']
-    """
-    out: list[str] = []
-    for match in _WORD.finditer(text.lower()):
-        piece = match.group()
-        if _CJK.match(piece):
-            out.extend(c for c in piece if c not in _STOP)
-            out.extend(piece[i : i + 2] for i in range(len(piece) - 1))
-            continue
-        if piece in _STOP:
-            continue
-        if "." in piece or "_" in piece:
-            out.append(piece)
-            out.extend(_stem(p) for p in re.split(r"[._]", piece) if p and p not in _STOP)
-        else:
-            out.append(_stem(piece))
-    return out
-
-
-_HIDDEN_CHARS = 120
-_HIDDEN_TAGS = 5
-
-
-def unit_text(unit: MemoryUnit) -> str:
-    """The text the lexical arm indexes for ``unit`` (see :func:`indexed_text`)."""
-    return indexed_text(unit.content, unit.task_description, unit.tags, unit.context.tools_used, unit.source)
-
-
-def indexed_text(content: str, task_description: str, tags: Sequence[str], tools: Sequence[str], source: str) -> str:
-    """The text the lexical arm indexes: content, task, tags, tools.
-
-    The task description, tags and tools are never shown to the model, so for
-    a unit whose text came from a tool (``source="tool_output"``) or that was
-    tagged ``suspicious`` only the content is indexed, and for other sources
-    below ``manual`` these hidden fields are clipped (120 characters, 5 tags):
-    stuffing them with common task words cannot pull a low-trust unit into
-    unrelated recalls.
-    """
-    if source in UNTRUSTED_SOURCES or "suspicious" in tags:
-        return content
-    if source in TRUSTED_SOURCES:
-        return " ".join([content, task_description, " ".join(tags), " ".join(tools)])
-    hidden = [task_description[:_HIDDEN_CHARS], " ".join(tags[:_HIDDEN_TAGS])]
-    return " ".join([content, *hidden, " ".join(tools[:_HIDDEN_TAGS])])
 
 
 class RowTable:
@@ -222,10 +101,10 @@ class LexicalIndex(RowTable):
     Tokens are :func:`tokenize`'s; :attr:`k1` and :attr:`b` are the BM25 constants.
     """
 
-    k1 = 1.2
+    k1 = K1
     """Term-frequency saturation."""
-    b = 0.5
-    """Length normalisation (memories are short; ``benchmarks/recall_quality.py`` measured it)."""
+    b = B
+    """Length normalisation."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -386,120 +265,41 @@ class LexicalIndex(RowTable):
             return [(i, min(1.0, s / mass)) for i, s in best]
         return best
 
-    # ------------------------------------------------------------------ snapshots
-    def save(self, path: Path) -> None:
-        """Write the index (compacted first) to ``path`` as a ``lexical`` snapshot.
+    # ------------------------------------------------------------------ snapshots (``Held.save`` / ``Held.load``)
+    @classmethod
+    def scheme(cls) -> dict[str, Any]:
+        """What a snapshot's postings were built under (the tokenizer's signature, the BM25 constants)."""
+        return {"tokenizer": tokenizer_signature(), "k1": cls.k1, "b": cls.b}
 
-        The header records the tokenizer's signature and the BM25 constants: it is loaded only under the same.
-        """
+    def arrays(self, rows: Mapping[str, int]) -> dict[str, np.ndarray]:
+        """The index (compacted first) as snapshot arrays, each unit on its row of ``rows`` (one per held unit)."""
         self.compact()
-        terms = sorted(self._vocab, key=self._vocab.__getitem__)
         n = len(self._ids)
-        fields = {"tokenizer": tokenizer_signature(), "k1": self.k1, "b": self.b}
-        arrays = {
-            "vocab": json_array(terms),
-            "ids": json_array(self._ids),
-            "lengths": self._lengths[:n].astype(np.int64),
+        moved = np.fromiter((rows[m] for m in self._ids), dtype=np.int64, count=n)
+        lengths = np.zeros(n, dtype=np.int64)
+        lengths[moved] = self._lengths[:n]
+        return {
+            "vocab": json_array(sorted(self._vocab, key=self._vocab.__getitem__)),
+            "lengths": lengths,
             "indptr": self._indptr,
-            "docs": self._docs,
+            "docs": moved[self._docs].astype(np.int32),
             "tfs": self._tfs.astype(np.int32),
         }
-        write_snapshot(path, "lexical", fields, arrays)
 
     @classmethod
-    def load(cls, path: Path) -> LexicalIndex | None:
-        """The index saved at ``path``; ``None`` if absent, unreadable or from another format."""
-        loaded = read_snapshot(path, "lexical", ("vocab", "ids", "lengths", "indptr", "docs", "tfs"))
-        if loaded is None:
-            return None
-        header, data = loaded
-        try:
-            if [header.get("tokenizer"), header.get("k1"), header.get("b")] != [tokenizer_signature(), cls.k1, cls.b]:
-                logger.info("lexical snapshot %s was built by another tokenizer or constants: rebuilt", path)
-                return None
-            index = cls()
-            terms = from_json_array(data["vocab"])
-            ids = [str(i) for i in from_json_array(data["ids"])]
-        except (KeyError, TypeError, ValueError):  # a damaged snapshot is rebuilt, never trusted
-            logger.warning("ignoring unreadable lexical index snapshot %s", path, exc_info=True)
-            return None
+    def restore(cls, ids: list[str], arrays: Mapping[str, np.ndarray]) -> LexicalIndex:
+        """The index :meth:`arrays` saved, its units on ``ids``' rows."""
+        index = cls()
         n = len(ids)
-        index._lengths = np.concatenate([data["lengths"].astype(np.float64), np.zeros(max(16, n))])
-        index._indptr = data["indptr"].astype(np.int64)
-        index._docs = data["docs"].astype(np.int32)
-        index._tfs = data["tfs"].astype(np.float64)
-        if (
-            len(index._indptr) != len(terms) + 1
-            or int(index._indptr[-1]) != len(index._docs)
-            or len(index._docs) != len(index._tfs)
-            or len(data["lengths"]) != n
-            or (len(index._docs) and int(index._docs.max()) >= n)
-            or not index.set_rows(ids, max(16, n))  # an id repeats
-        ):
-            return None
-        index._vocab = {t: i for i, t in enumerate(terms)}
+        index.set_rows(list(ids), max(16, n))
+        index._lengths = np.concatenate([arrays["lengths"].astype(np.float64), np.zeros(max(16, n))])
+        index._indptr = arrays["indptr"].astype(np.int64)
+        index._docs = arrays["docs"].astype(np.int32)
+        index._tfs = arrays["tfs"].astype(np.float64)
+        index._vocab = {t: i for i, t in enumerate(from_json_array(arrays["vocab"]))}
         index._total = float(index._lengths[:n].sum())
         return index
 
 
 def _rank(item: tuple[str, float]) -> tuple[float, str]:
     return -item[1], item[0]
-
-
-def tokenizer_signature() -> str:
-    """A digest of :func:`tokenize`'s rules; a snapshot built under other rules is not reused."""
-    rules = json.dumps([_TOKENIZER_VERSION, _WORD.pattern, _STOP_WORDS, _SUFFIXES], ensure_ascii=False)
-    return hashlib.sha256(rules.encode()).hexdigest()[:16]
-
-
-# ---------------------------------------------------------------- stored records
-def record_text(document: str, metadata: Any) -> str:
-    """:func:`~langchain_hindsight.store.replica.lexical.unit_text` of a stored record, without building the unit.
-
-    The metadata was written from a validated unit, so the fields are read as stored.
-    """
-    tags = json.loads(metadata["tags"])
-    tools = json.loads(metadata["context"]).get("tools_used") or []
-    return indexed_text(document, metadata["task_description"], tags, tools, metadata["source"])
-
-
-def record_texts(records: Iterable[tuple[str, str, Any]]) -> Iterator[tuple[str, str]]:
-    """``(memory_id, indexed text)`` of stored ``(memory_id, document, metadata)`` records.
-
-    Raises:
-        StoreError: a record is corrupt (its metadata lacks what a unit's has).
-    """
-    for memory_id, document, metadata in records:
-        try:
-            yield memory_id, record_text(document, metadata)
-        except (KeyError, TypeError, ValueError, AttributeError) as e:
-            raise StoreError(f"record {memory_id!r} is corrupt: {e}") from e
-
-
-def _record_tokens(document: str | None, metadata: Any) -> list[str] | None:
-    """The lexical tokens of a stored *active* unit record (``None``: inactive, or not a unit record)."""
-    if not isinstance(metadata, dict) or metadata.get("status") != "active" or document is None:
-        return None
-    try:
-        return tokenize(record_text(document, metadata))
-    except (KeyError, TypeError, ValueError, AttributeError):
-        return None
-
-
-def lexical_scheme() -> LexicalScheme:
-    """The store's lexical arm as a backend that answers it itself needs it: tokens, query terms, BM25 constants.
-
-    Scores computed from it equal :class:`LexicalIndex`'s (the same tokenizer, ``k1``, ``b`` and prior).
-    """
-    return LexicalScheme(
-        record_tokens=_record_tokens,
-        query_terms=tokenize,
-        signature=f"{tokenizer_signature()}:{_RECORD_TEXT_VERSION}",
-        k1=LexicalIndex.k1,
-        b=LexicalIndex.b,
-        prior_documents=PRIOR_DOCUMENTS,
-    )
-
-
-_RECORD_TEXT_VERSION = 1
-"""Version of what :func:`record_text` indexes (bump it when that changes)."""

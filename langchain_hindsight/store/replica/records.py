@@ -4,7 +4,7 @@ For each active unit of a namespace the :class:`Mirror` holds its stored vector 
 and its record (document and metadata as the bytes of one JSON array, decoded only for a query's candidates):
 the dense arm is an exact matrix-vector product and both arms' candidates are read from memory.
 :class:`Held` pairs it with the namespace's lexical index: derived data, built by one paged read
-(:func:`build_mirror`) or loaded from its snapshots, kept in step by every write (:meth:`Mirror.apply`).
+(:func:`build_mirror`) or loaded from their one snapshot, kept in step by every write (:meth:`Mirror.apply`).
 """
 
 from __future__ import annotations
@@ -28,7 +28,8 @@ from langchain_hindsight.store.replica.files import (
     read_snapshot,
     write_snapshot,
 )
-from langchain_hindsight.store.replica.lexical import LexicalIndex, RowTable, record_texts
+from langchain_hindsight.store.replica.lexical import LexicalIndex, RowTable
+from langchain_hindsight.store.tokens import record_texts
 from langchain_hindsight.types import MemoryUnit
 
 __all__ = [
@@ -44,6 +45,7 @@ logger = logging.getLogger(__name__)
 
 UNITS_KEPT = 4096
 """Most rebuilt units a mirror keeps (each ~2 KB); all are let go when it is full."""
+_SNAPSHOT_ARRAYS = ("ids", "vectors", "offsets", "records", "vocab", "lengths", "indptr", "docs", "tfs")
 
 
 def record_bytes(document: str, metadata: Mapping[str, Any]) -> bytes:
@@ -207,9 +209,9 @@ class Mirror(RowTable):
             document, metadata = json.loads(self._records[row])
             yield memory_id, str(document), dict(metadata)
 
-    # ------------------------------------------------------------------ snapshots
-    def save(self, path: Path) -> None:
-        """Write the mirror (compacted first) to ``path`` as a ``mirror`` snapshot (with dimension and identity).
+    # ------------------------------------------------------------------ snapshots (``Held.save`` / ``Held.load``)
+    def arrays(self) -> tuple[list[str], dict[str, np.ndarray]]:
+        """The mirror (compacted first) as snapshot arrays: its ids, row by row, and the rows' vectors and records.
 
         Raises:
             ValueError: the mirror has stale rows (read them first).
@@ -218,49 +220,20 @@ class Mirror(RowTable):
             raise ValueError("a mirror with stale rows cannot be saved")
         self.compact()
         n = len(self._ids)
-        lengths = np.fromiter((len(r) for r in self._records), dtype=np.int64, count=n)
         offsets = np.zeros(n + 1, dtype=np.int64)
-        np.cumsum(lengths, out=offsets[1:])
-        fields = {"dimension": self.dimension, "identity": self.identity}
-        arrays = {
-            "ids": json_array(self._ids),
-            "vectors": self._vectors[:n],
-            "offsets": offsets,
-            "records": np.frombuffer(b"".join(self._records), dtype=np.uint8),
-        }
-        write_snapshot(path, "mirror", fields, arrays)
-
-    @staticmethod
-    def read_identity(path: Path) -> str | None:
-        """The embedder identity recorded in the snapshot at ``path`` (its header only), or ``None``."""
-        header = read_header(path, "mirror")
-        identity = None if header is None else header.get("identity")
-        return identity if isinstance(identity, str) else None
+        np.cumsum(np.fromiter((len(r) for r in self._records), dtype=np.int64, count=n), out=offsets[1:])
+        records = np.frombuffer(b"".join(self._records), dtype=np.uint8)
+        return list(self._ids), {"vectors": self._vectors[:n], "offsets": offsets, "records": records}
 
     @classmethod
-    def load(cls, path: Path) -> Mirror | None:
-        """The mirror saved at ``path``; ``None`` if absent, unreadable or of another format."""
-        loaded = read_snapshot(path, "mirror", ("ids", "vectors", "offsets", "records"))
-        if loaded is None:
-            return None
-        header, arrays = loaded
-        try:
-            ids = [str(i) for i in from_json_array(arrays["ids"])]
-            vectors = np.ascontiguousarray(arrays["vectors"], dtype=np.float32)
-            offsets = arrays["offsets"].astype(np.int64)
-            blob = arrays["records"].tobytes()
-            mirror = cls(int(header["dimension"]), str(header["identity"]))
-        except (KeyError, TypeError, ValueError):  # a damaged snapshot is rebuilt, never trusted
-            logger.warning("ignoring unreadable recall mirror snapshot %s", path, exc_info=True)
-            return None
-        n = len(ids)
-        if vectors.shape != (n, mirror.dimension) or len(offsets) != n + 1 or int(offsets[-1]) != len(blob):
-            return None
-        if not mirror.set_rows(ids, 0):  # an id repeats
-            return None
-        bounds = offsets.tolist()
-        mirror._records = [blob[bounds[r] : bounds[r + 1]] for r in range(n)]
-        mirror._vectors = vectors
+    def restore(cls, ids: list[str], dimension: int, identity: str, arrays: Mapping[str, np.ndarray]) -> Mirror:
+        """The mirror :meth:`arrays` saved, its units on ``ids``' rows."""
+        mirror = cls(dimension, identity)
+        mirror.set_rows(list(ids), 0)
+        bounds = arrays["offsets"].tolist()
+        blob = arrays["records"].tobytes()
+        mirror._records = [blob[bounds[r] : bounds[r + 1]] for r in range(len(ids))]
+        mirror._vectors = np.ascontiguousarray(arrays["vectors"], dtype=np.float32)
         return mirror
 
 
@@ -269,13 +242,14 @@ class Held:
     """One namespace held in memory: its lexical index and recall mirror (the same active units).
 
     The live store's ``Replica`` keeps one per namespace in step with the backend; a ``StoreSnapshot`` reads
-    one loaded from a closed store's files.
+    one loaded from a closed store's files. Both are saved in one snapshot: the ids once, then the mirror's
+    rows and the index's postings on the same rows.
 
     Attributes:
         index: The BM25 index of the lexical arm.
         mirror: Every active unit's stored vector and record.
         seen: Revisions of other writers already reflected here (a shared server's change feed).
-        saved: Whether both equal the namespace's snapshot files (nothing to save at close).
+        saved: Whether both equal the namespace's snapshot file (nothing to save at close).
     """
 
     index: LexicalIndex
@@ -283,20 +257,44 @@ class Held:
     seen: dict[str, int] = field(default_factory=dict)
     saved: bool = False
 
-    @classmethod
-    def load(cls, lexical: Path, mirror: Path, identity: str) -> Held | None:
-        """Both snapshots of a namespace, or ``None``: unreadable, another embedder's vectors, or they disagree.
+    def save(self, path: Path) -> None:
+        """Write both (compacted first) to ``path`` as the namespace's ``mirror`` snapshot.
 
-        Whether they may be loaded at all (the stamp's word) the caller asks first.
+        The header records the embedder identity and the lexical scheme: it is loaded only under the same.
+
+        Raises:
+            ValueError: the mirror has stale rows, or the index does not hold the mirror's units.
         """
-        loaded_mirror = Mirror.load(mirror)
-        if loaded_mirror is None or loaded_mirror.identity != identity:
+        ids, arrays = self.mirror.arrays()
+        if self.index.memory_ids != self.mirror.memory_ids:
+            raise ValueError("the lexical index and the mirror hold different units")
+        arrays.update(self.index.arrays({m: r for r, m in enumerate(ids)}))
+        fields = {"dimension": self.mirror.dimension, "identity": self.mirror.identity, **LexicalIndex.scheme()}
+        write_snapshot(path, "mirror", fields, {"ids": json_array(ids), **arrays})
+
+    @classmethod
+    def load(cls, path: Path, identity: str) -> Held | None:
+        """The namespace saved at ``path``; ``None``: absent, unreadable, another format, embedder or lexical scheme.
+
+        Whether it may be loaded at all (the stamp's word, which vouches for its bytes) the caller asks first.
+        """
+        loaded = read_snapshot(path, "mirror", _SNAPSHOT_ARRAYS)
+        if loaded is None:
             return None
-        loaded_index = LexicalIndex.load(lexical)
-        if loaded_index is None or loaded_index.memory_ids != loaded_mirror.memory_ids:
-            logger.debug("the lexical and mirror snapshots %s disagree: rebuilding", mirror.name)
+        header, arrays = loaded
+        if header.get("identity") != identity or any(header.get(k) != v for k, v in LexicalIndex.scheme().items()):
+            logger.info("snapshot %s holds another embedder's vectors or another lexical scheme: rebuilt", path)
             return None
-        return cls(loaded_index, loaded_mirror, saved=True)
+        ids = [str(i) for i in from_json_array(arrays["ids"])]
+        mirror = Mirror.restore(ids, int(header["dimension"]), identity, arrays)
+        return cls(LexicalIndex.restore(ids, arrays), mirror, saved=True)
+
+    @staticmethod
+    def identity_of(path: Path) -> str | None:
+        """The embedder identity recorded in the snapshot at ``path`` (its header only), or ``None``."""
+        header = read_header(path, "mirror")
+        identity = None if header is None else header.get("identity")
+        return identity if isinstance(identity, str) else None
 
     def hybrid(
         self, query: str, vector: Sequence[float], k: int, normalize: bool

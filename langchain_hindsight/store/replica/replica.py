@@ -2,7 +2,7 @@
 
 A :class:`Replica` is the reader of a store over embedded Chroma, a Chroma server or the in-memory backend
 (``StoreCore.reader``): every recall of a namespace is answered from its :class:`Held` copy with no backend
-read per query. A copy is loaded at the namespace's first use from the snapshot files the clean-close stamp
+read per query. A copy is loaded at the namespace's first use from the snapshot file the clean-close stamp
 vouches for (the only trust rule), else built by one paged read of the active records, and kept exact by every
 write of the store (:meth:`Replica.reindex`), which also erases the namespace's snapshots, so a crash can leave
 a missing file but never a stale one. On a shared Chroma server the namespace's change feed (``replica.feed``)
@@ -24,8 +24,9 @@ from langchain_hindsight.store._naming import Role, collection_name
 from langchain_hindsight.store.backend import Backend
 from langchain_hindsight.store.replica.feed import ChangeFeed, open_change_feed
 from langchain_hindsight.store.replica.files import DerivedFiles
-from langchain_hindsight.store.replica.lexical import LexicalIndex, record_texts
+from langchain_hindsight.store.replica.lexical import LexicalIndex
 from langchain_hindsight.store.replica.records import Held, Mirror, build_mirror
+from langchain_hindsight.store.tokens import record_texts
 from langchain_hindsight.types import MemoryUnit
 
 __all__ = ["Replica"]
@@ -101,7 +102,7 @@ class Replica:
 
     # ------------------------------------------------------------------ the namespace's copy
     def current(self, namespace: str) -> Held | None:
-        """``namespace``'s copy, current: held, loaded from trusted snapshots, or built; ``None``: no memories yet.
+        """``namespace``'s copy, current: held, loaded from its trusted snapshot, or built; ``None``: no memories yet.
 
         The embedder check runs first, as for any search.
         """
@@ -140,18 +141,18 @@ class Replica:
         return held
 
     def _load(self, namespace: str) -> Held | None:
-        """``namespace``'s copy from its snapshot files, if the stamp vouches for both and this store kept them."""
+        """``namespace``'s copy from its snapshot, if the stamp vouches for it and this store kept it."""
         if self.files is None or namespace in self._dropped:
             return None
-        paths = self.files.trusted_snapshots(namespace)
-        return None if paths is None else Held.load(*paths, str(self._identity()))
+        path = self.files.trusted_snapshot(namespace)
+        return None if path is None else Held.load(path, str(self._identity()))
 
     def holds(self, namespace: str) -> bool:
         """Whether a copy of ``namespace`` is held in memory now."""
         return namespace in self._held
 
     def held_mirror(self, namespace: str, *, load: bool) -> Mirror | None:
-        """``namespace``'s recall mirror, current, if held; with ``load``, also one loaded from trusted snapshots.
+        """``namespace``'s recall mirror, current, if held; with ``load``, also one loaded from its trusted snapshot.
         Never built (that would read every active record), and no embedder check (counting reads no vector).
         """  # noqa: D205
         if namespace not in self._held and (not load or self.files is None):
@@ -205,7 +206,7 @@ class Replica:
         return len(stale)
 
     def drop(self, namespace: str) -> None:
-        """Erase ``namespace``'s snapshots once they no longer match the data (first write of this store)."""
+        """Erase ``namespace``'s snapshot once it no longer matches the data (first write of this store)."""
         held = self._held.get(namespace)
         if held is not None:
             held.saved = False
@@ -227,17 +228,15 @@ class Replica:
                 logger.warning("could not erase the snapshots of %r", namespace, exc_info=True)
 
     def save(self) -> None:
-        """Save each copy that differs from its snapshots; failures are only logged (the next open rebuilds)."""
+        """Save each copy that differs from its snapshot; failures are only logged (the next open rebuilds)."""
         for namespace, held in self._held.items():
             if self.files is None or held.saved:
                 continue
-            lexical, mirror = self.files.snapshots(namespace)
             try:
                 col = self._collection(namespace, "memories")
                 if col is not None:
                     held.read_again(col)
-                    held.mirror.save(mirror)
-                    held.index.save(lexical)
+                    held.save(self.files.snapshot(namespace))
                     held.saved = True
             except Exception:  # an optimisation: the next open rebuilds what was not saved
                 logger.warning("the replica of %r not saved", namespace, exc_info=True)

@@ -1,8 +1,8 @@
 """A read-only store of one namespace of a closed embedded store, from its files (what ``hindsight search`` uses).
 
-:class:`StoreSnapshot` loads the lexical and mirror snapshots a clean close left, when the stamp vouches for
-both, into the same :class:`~langchain_hindsight.store.replica.records.Held` the live store's replica reads,
-and answers hybrid recall from it as the live store does, without importing chromadb or reading a record.
+:class:`StoreSnapshot` loads the snapshot a clean close left, when the stamp vouches for it, into the same
+:class:`~langchain_hindsight.store.replica.records.Held` the live store's replica reads, and answers hybrid recall
+from it as the live store does, without importing chromadb or reading a record.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from langchain_hindsight.errors import ConfigurationError
 from langchain_hindsight.store._checks import check_k
 from langchain_hindsight.store._naming import check_namespace
 from langchain_hindsight.store.replica.files import DerivedFiles
-from langchain_hindsight.store.replica.records import Held, Mirror
+from langchain_hindsight.store.replica.records import Held
 from langchain_hindsight.taxonomy import TaskTypeVocabulary
 from langchain_hindsight.types import MemoryUnit
 
@@ -41,19 +41,19 @@ class StoreSnapshot:
 
     @staticmethod
     def identity_of(files: DerivedFiles, namespace: str = "default") -> str | None:
-        """The embedder identity ``namespace``'s snapshots among ``files`` were written with, if the stamp vouches
-        for both (read from a header: nothing loaded); else ``None``.
+        """The embedder identity ``namespace``'s snapshot among ``files`` was written with, if the stamp vouches
+        for it (read from its header: nothing loaded); else ``None``.
         """  # noqa: D205
-        paths = files.trusted_snapshots(check_namespace(namespace))
-        return None if paths is None else Mirror.read_identity(paths[1])
+        path = files.trusted_snapshot(check_namespace(namespace))
+        return None if path is None else Held.identity_of(path)
 
     @classmethod
     def load(cls, files: DerivedFiles, namespace: str, embeddings: QueryEmbedder) -> StoreSnapshot | None:
-        """``namespace`` from its snapshots among ``files``; ``None`` unless the stamp vouches for both, they read,
-        agree and hold the vectors of ``embeddings``.
+        """``namespace`` from its snapshot among ``files``; ``None`` unless the stamp vouches for it, it reads and
+        holds the vectors of ``embeddings``.
         """  # noqa: D205
-        paths = files.trusted_snapshots(check_namespace(namespace))
-        held = None if paths is None else Held.load(*paths, str(embedder_identity(embeddings)))
+        path = files.trusted_snapshot(check_namespace(namespace))
+        held = None if path is None else Held.load(path, str(embedder_identity(embeddings)))
         return None if held is None else cls(namespace, held, embeddings)
 
     def namespace_or_default(self, namespace: str | None) -> str:

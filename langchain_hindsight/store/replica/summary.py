@@ -9,14 +9,12 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, TypeGuard
+from typing import Any
 
-__all__ = ["SUMMARY_FIELDS", "Summary", "summary_entry", "valid_entry"]
+__all__ = ["SUMMARY_FIELDS", "Summary", "summary_entry"]
 
 SUMMARY_FIELDS = ("status", "task_type", "source")
 """What a namespace's entry counts by, in the order :func:`summary_entry` reads its ``counts`` keys."""
-_COUNTS = ("status", "active_by_task_type", "by_source")
-_NUMBERS = ("total", "runs")
 
 
 @dataclass(frozen=True)
@@ -59,15 +57,3 @@ def summary_entry(counts: Mapping[tuple[str, ...], int], runs: int) -> dict[str,
         "by_source": _ranked(sources),
         "runs": runs,
     }
-
-
-def valid_entry(entry: object) -> TypeGuard[dict[str, Any]]:
-    """Whether ``entry`` has the shape of :func:`summary_entry` (what a ``counts`` file must hold to be read)."""
-    if not isinstance(entry, dict) or set(entry) != {*_COUNTS, *_NUMBERS}:
-        return False
-    if not all(type(entry[k]) is int and entry[k] >= 0 for k in _NUMBERS):
-        return False
-    return all(
-        isinstance(entry[k], dict) and all(isinstance(n, str) and type(c) is int for n, c in entry[k].items())
-        for k in _COUNTS
-    )

@@ -174,14 +174,15 @@ def _edit_in_place(path: Path, rewrite: str) -> None:
 
     st = path.stat()
     if rewrite == "forge":  # a valid snapshot whose record text is in no record of the store
-        loaded = read_snapshot(path, "mirror", ("ids", "vectors", "offsets", "records"))
+        arrays = ("ids", "vectors", "offsets", "records", "vocab", "lengths", "indptr", "docs", "tfs")
+        loaded = read_snapshot(path, "mirror", arrays)
         assert loaded is not None
-        header, arrays = loaded
-        blob = arrays["records"].tobytes()
+        header, saved = loaded
+        blob = saved["records"].tobytes()
         assert _RETRY.encode() in blob
-        arrays["records"] = np.frombuffer(blob.replace(_RETRY.encode(), _FORGED.encode()), dtype=np.uint8)
+        saved["records"] = np.frombuffer(blob.replace(_RETRY.encode(), _FORGED.encode()), dtype=np.uint8)
         fields = {k: v for k, v in header.items() if k not in {"kind", "format", "collection"}}
-        write_snapshot(path, "mirror", fields, arrays)  # the store's own writer: a well-formed snapshot
+        write_snapshot(path, "mirror", fields, saved)  # the store's own writer: a well-formed snapshot
     else:  # corrupt: the same number of meaningless bytes
         path.write_bytes(bytes((i * 37 + 11) % 256 for i in range(st.st_size)))
     os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
@@ -233,7 +234,7 @@ def test_the_quick_paths_and_the_live_store_read_through_one_reader(
         return answer
 
     monkeypatch.setattr(DerivedFiles, "vouched", spy)
-    with MemoryStore(path, embeddings=HashEmbeddings(64)) as store:  # the live store loads both snapshots
+    with MemoryStore(path, embeddings=HashEmbeddings(64)) as store:  # the live store loads the snapshot
         store.hybrid_search("CSV", store.embeddings.embed_query("CSV"), k=1)
         store.statistics()
     live = set(asked)
@@ -244,7 +245,7 @@ def test_the_quick_paths_and_the_live_store_read_through_one_reader(
     quick = set(asked)
     counts = f"counts/{collection_name('default', 'memories')}.npz"
     snapshots = {rel for rel, answer in live if answer == "True" and rel.endswith(".npz")} - {counts}
-    assert len(snapshots) == 2  # the lexical index and the recall mirror, loaded by the live store
+    assert len(snapshots) == 1  # the lexical index and the recall mirror, loaded by the live store
     assert snapshots <= {rel for rel, _ in quick}  # and asked about by the search's quick path
     assert (counts, "True") in quick  # the counts the live store's close wrote, read by stats
 

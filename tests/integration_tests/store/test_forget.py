@@ -68,7 +68,7 @@ def test_forget_erases_every_byte_and_the_store_keeps_working(tmp_path: Path) ->
     store.lexical_search("SECRET alpha", k=1)  # builds the lexical index, whose snapshot is written at close
     store.close()
     store = MemoryStore(directory, embeddings=emb)
-    snapshots = list(directory.glob("lexical/*.npz"))
+    snapshots = list(directory.glob("mirror/*.npz"))
     assert snapshots
     assert secret.memory_id.encode() in snapshots[0].read_bytes()  # the scans below include the snapshot
     vector = emb.embed_query(secret.content)

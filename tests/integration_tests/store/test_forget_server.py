@@ -1,6 +1,6 @@
 """Forget through a Chroma server, then ``scrub()``: no derived file may still hold the text (issue 22).
 
-The path a user follows (the ``scrub()`` docstring says so): an embedded store wrote its lexical and recall
+The path a user follows (the ``scrub()`` docstring says so): an embedded store wrote its
 snapshots at close; the directory is later served by ``chroma run --path``; a unit is forgotten through the
 server (a ``MemoryStore`` on an ``HttpClient``, or a raw chromadb delete); the server is stopped, the directory
 is opened with ``MemoryStore(persist_directory=...)`` and scrubbed there. The reopened store distrusts the
@@ -34,7 +34,7 @@ def test_forget_through_a_server_then_scrub_leaves_no_text_in_any_derived_file(t
         store.hybrid_search(secret.content, emb.embed_query(secret.content), k=3)  # the recall mirror exists
         assert store.lexical_search("SECRET alpha CONTENT", k=1)[0][0] == secret.memory_id
     derived = {p for p in directory.rglob("*") if p.is_file() and p.relative_to(directory).parts[0] in DERIVED}
-    assert {p.parent.name for p in derived} >= {"lexical", "mirror"}  # the close wrote both snapshots
+    assert {p.parent.name for p in derived} >= {"mirror"}  # the close wrote its snapshot
     assert "content" in text_hits(directory, _needles(secret))
 
     with running_chroma_server(directory) as server:

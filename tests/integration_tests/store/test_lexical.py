@@ -18,8 +18,8 @@ from langchain_hindsight import MemoryStore, MemoryUnit
 from langchain_hindsight.embeddings.local import LocalEmbeddings
 from langchain_hindsight.store._naming import collection_name
 from langchain_hindsight.store.replica import replica as store_module
-from langchain_hindsight.store.replica.lexical import record_texts, unit_text
 from langchain_hindsight.store.replica.records import Mirror
+from langchain_hindsight.store.tokens import record_texts, unit_text
 from langchain_hindsight.store.writes import LLMWriteJudge
 from tests.fakes import judge_model
 
@@ -114,7 +114,7 @@ def test_reader_too_far_behind_rebuilds(shared: tuple[MemoryStore, MemoryStore, 
 
 def _snapshot(store: MemoryStore) -> Path:
     assert store.persist_directory is not None
-    return store.persist_directory / "lexical" / f"{collection_name(store.namespace, 'memories')}.npz"
+    return store.persist_directory / "mirror" / f"{collection_name(store.namespace, 'memories')}.npz"
 
 
 def test_store_saves_the_index_at_close_and_loads_it_on_reopen(

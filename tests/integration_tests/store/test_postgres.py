@@ -36,7 +36,7 @@ from langchain_hindsight.store.backend.postgres import (
     PostgresRecords,
     _nearest_sql,
 )
-from langchain_hindsight.store.replica.lexical import lexical_scheme
+from langchain_hindsight.store.tokens import lexical_scheme
 from tests.fakes import GRANTS_TOML, HashEmbeddings, NgramEmbeddings, child_env
 from tests.postgres import PostgresServer, backend_calls
 from tests.unit_tests.adapters.basestore_conformance import SCENARIOS, run_scenario

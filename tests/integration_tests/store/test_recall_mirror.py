@@ -17,6 +17,8 @@ from langchain_hindsight.embeddings.local import LocalEmbeddings
 from langchain_hindsight.embeddings.models import builtin_model
 from langchain_hindsight.embeddings.multilingual import MultilingualEmbeddings, ScriptRoutedEmbeddings
 from langchain_hindsight.errors import ConfigurationError, StoreError
+from langchain_hindsight.store._directory import read_stamp
+from langchain_hindsight.store._naming import collection_name
 from langchain_hindsight.store.backend import ChromaBackend
 from langchain_hindsight.store.replica.files import DerivedFiles
 from langchain_hindsight.store.replica.records import Mirror, record_bytes
@@ -121,6 +123,22 @@ def test_a_write_erases_the_snapshot_at_once_and_close_saves_a_current_one(path:
     assert secret.encode() not in b"".join(p.read_bytes() for p in path.rglob("*.npz"))
 
 
+def test_an_older_lexical_snapshot_is_erased_with_the_namespaces_snapshot(path: Path) -> None:
+    """Format 2 kept the lexical index in ``lexical/``: a file there the stamp vouches for (an older version's
+    close) is never read, and the namespace's first write erases it with the current snapshot."""
+    with MemoryStore(path, embeddings=HashEmbeddings(64)) as store:
+        units = [r.unit for r in store.add_many(lessons(5), dedupe=False)]
+        _recall(store, "warm up")
+        old = path / "lexical" / f"{collection_name(store.namespace, 'memories')}.npz"
+        old.parent.mkdir()
+        old.write_bytes(units[0].content.encode())  # written while the store is open: its close vouches for it
+    assert f"lexical/{old.name}" in read_stamp(path)
+    with MemoryStore(path, embeddings=HashEmbeddings(64)) as store:
+        store.forget(units[0].memory_id)
+        assert not old.exists()
+    assert units[0].content.encode() not in b"".join(p.read_bytes() for p in path.rglob("*.npz"))
+
+
 def test_a_snapshot_that_no_longer_matches_the_records_is_rebuilt(path: Path) -> None:
     with MemoryStore(path, embeddings=HashEmbeddings(64)) as store:
         units = [r.unit for r in store.add_many(lessons(20), dedupe=False)]
@@ -166,8 +184,8 @@ def _open(path: Path, trusted: set[str], embeddings: Any = None, namespace: str 
 
 
 def _derived(path: Path) -> set[str]:
-    """The namespace's two snapshots recall reads (the ``counts`` files are ``hindsight stats``')."""
-    return {p.relative_to(path).as_posix() for kind in ("lexical", "mirror") for p in (path / kind).glob("*.npz")}
+    """The namespace's snapshot recall reads (the ``counts`` files are ``hindsight stats``')."""
+    return {p.relative_to(path).as_posix() for p in (path / "mirror").glob("*.npz")}
 
 
 def test_a_snapshot_of_a_closed_store_recalls_what_the_store_recalls(path: Path) -> None:
@@ -194,7 +212,7 @@ def test_a_snapshot_answers_only_from_trusted_matching_files(path: Path) -> None
         _recall(store, "warm up")
     files = _derived(path)
     assert _open(path, files, embeddings=embeddings) is not None
-    for missing in files:  # either file not vouched for
+    for missing in files:  # not vouched for
         assert _open(path, files - {missing}, embeddings=embeddings) is None
     assert _open(path, files, embeddings=HashEmbeddings(32)) is None  # another embedder
     assert _open(path, files, namespace="other", embeddings=embeddings) is None

@@ -51,7 +51,7 @@ def _stamp(directory: Path) -> dict[str, list[int | str]]:
 
 @pytest.fixture
 def closed(make_fake_store: Callable[..., MemoryStore], tmp_path: Path) -> Path:
-    """A store closed cleanly after writing units of two namespaces and searching (a lexical snapshot)."""
+    """A store closed cleanly after writing units of two namespaces and searching (its snapshot)."""
     store = make_fake_store("db")
     store.add_many(UNITS, dedupe=False)
     store.lexical_search("中文CSV", k=1)  # builds the index: its snapshot is saved at close
@@ -62,7 +62,7 @@ def closed(make_fake_store: Callable[..., MemoryStore], tmp_path: Path) -> Path:
 def test_a_clean_close_stamps_the_data_and_the_derived_files(closed: Path) -> None:
     files = _stamp(closed)
     assert DATA_FILE in files
-    assert any(rel.startswith("lexical/") for rel in files)
+    assert any(rel.startswith("mirror/") for rel in files)
     assert {rel: (state[0], state[1]) for rel, state in files.items()} == {
         rel: state for rel, state in file_states(closed).items() if rel in files
     }
@@ -120,7 +120,7 @@ def test_a_read_only_session_hashes_each_derived_file_once(closed: Path, monkeyp
 def test_a_derived_file_edited_behind_an_open_store_is_not_vouched_for_at_its_close(closed: Path) -> None:
     """Size and modification time restored: the close records the digest the open checked, so the next open
     finds the edit and trusts nothing (before, the close hashed the edited bytes and vouched for them)."""
-    snapshot = next(closed / rel for rel in _stamp(closed) if rel.startswith("lexical/"))
+    snapshot = next(closed / rel for rel in _stamp(closed) if rel.startswith("mirror/"))
     store = MemoryStore(closed, embeddings=None)
     st = snapshot.stat()
     data = bytearray(snapshot.read_bytes())
@@ -143,7 +143,7 @@ def test_a_store_open_in_this_process_has_no_stamp(make_fake_store: Callable[...
     "change", ["touch data", "grow data", "edit snapshot", "same-size edit of snapshot", "delete snapshot"]
 )
 def test_a_changed_listed_file_voids_the_stamp(closed: Path, change: str) -> None:
-    snapshot = next(closed / rel for rel in _stamp(closed) if rel.startswith("lexical/"))
+    snapshot = next(closed / rel for rel in _stamp(closed) if rel.startswith("mirror/"))
     data = closed / DATA_FILE
     if change == "touch data":
         st = data.stat()
@@ -397,7 +397,7 @@ def test_a_scrub_keeps_the_derived_files_the_stamp_vouches_for(
     make_fake_store: Callable[..., MemoryStore], closed: Path
 ) -> None:
     before = _derived(closed)
-    assert before  # the fixture's close saved a lexical snapshot
+    assert before  # the fixture's close saved a snapshot
     store = make_fake_store("db")
     store.scrub()
     assert _derived(closed) == before  # vouched files are what the data holds: nothing to erase
@@ -414,10 +414,10 @@ def test_a_scrub_erases_the_derived_files_the_stamp_does_not_vouch_for_and_the_c
     stale = _derived(closed)
     assert stale
     assert set(_stamp(closed)) == {DATA_FILE}
-    (closed / "lexical" / "orphan.npz.tmp").write_bytes(b"half-written")  # a half-written copy is never vouched
+    (closed / "mirror" / "orphan.npz.tmp").write_bytes(b"half-written")  # a half-written copy is never vouched
     store = make_fake_store("db")
     store.scrub()
     assert _derived(closed) == set()
     assert store.lexical_search("中文CSV", k=1)[0][0] == "m_csv"  # rebuilt from the records
     store.close()
-    assert _derived(closed) >= {p for p in stale if p.startswith("lexical/")}  # the close saved it again
+    assert _derived(closed) >= {p for p in stale if p.startswith("mirror/")}  # the close saved it again

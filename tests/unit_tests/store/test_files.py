@@ -10,7 +10,7 @@ import numpy as np
 
 from langchain_hindsight.store.replica.files import DerivedFiles, read_header, read_snapshot, write_snapshot
 from langchain_hindsight.store.replica.lexical import LexicalIndex
-from langchain_hindsight.store.replica.records import Mirror, record_bytes
+from langchain_hindsight.store.replica.records import Held, Mirror, record_bytes
 from langchain_hindsight.types import MemoryUnit
 
 
@@ -19,37 +19,40 @@ def test_every_kind_shares_one_header_and_one_reader(tmp_path: Path) -> None:
     index.upsert([MemoryUnit(memory_id="a", content="读取中文CSV时指定编码。")])
     mirror = Mirror(2, "fake (2-d)")
     mirror.put("a", [1.0, 0.0], record_bytes("读取中文CSV时指定编码。", {"status": "active"}))
-    index.save(tmp_path / "lexical" / "hs-x.npz")
-    mirror.save(tmp_path / "mirror" / "hs-x.npz")
-    for kind in ("lexical", "mirror"):
+    Held(index, mirror).save(tmp_path / "mirror" / "hs-x.npz")
+    entry = {"total": 1, "status": {"active": 1}, "active_by_task_type": {}, "by_source": {}, "runs": 0}
+    DerivedFiles(tmp_path, ()).write_summary(["default"], {"default": entry}, {"default": "hs-x"})
+    for kind in ("mirror", "counts"):
         header = read_header(tmp_path / kind / "hs-x.npz", kind)  # type: ignore[arg-type]
         assert header is not None
-        assert (header["kind"], header["format"], header["collection"]) == (kind, 2, "hs-x")
-    assert Mirror.read_identity(tmp_path / "mirror" / "hs-x.npz") == "fake (2-d)"
-    assert read_header(tmp_path / "mirror" / "hs-x.npz", "lexical") is None  # another kind
+        assert (header["kind"], header["format"], header["collection"]) == (kind, 3, "hs-x")
+    assert Held.identity_of(tmp_path / "mirror" / "hs-x.npz") == "fake (2-d)"
+    assert read_header(tmp_path / "mirror" / "hs-x.npz", "counts") is None  # another kind
     moved = tmp_path / "mirror" / "hs-y.npz"
     (tmp_path / "mirror" / "hs-x.npz").rename(moved)
     assert read_header(moved, "mirror") is None  # another collection's file
-    assert Mirror.load(moved) is None
+    assert Held.load(moved, "fake (2-d)") is None
 
 
 def test_an_older_format_is_not_read_it_is_rebuilt(tmp_path: Path) -> None:
-    """Format 1: each kind's own npz with a ``header`` array. Loading it yields nothing: the caller rebuilds."""
+    """Format 1: each kind's own npz with a ``header`` array; format 2: the lexical index in a file of its own.
+    Loading either yields nothing (the caller rebuilds), and the older files are erased with the namespace's."""
     for kind in ("lexical", "mirror"):
         path = tmp_path / kind / "hs-x.npz"
         path.parent.mkdir()
         header = {"version": 1, "dimension": 2, "identity": "fake (2-d)", "meta": {"count": 0}}
         with path.open("wb") as fh:
             np.savez(fh, header=np.frombuffer(json.dumps(header).encode(), dtype=np.uint8))
-        assert read_header(path, kind) is None  # type: ignore[arg-type]
-    assert Mirror.load(tmp_path / "mirror" / "hs-x.npz") is None
-    assert Mirror.read_identity(tmp_path / "mirror" / "hs-x.npz") is None
-    assert LexicalIndex.load(tmp_path / "lexical" / "hs-x.npz") is None
+        assert read_header(path, "mirror") is None
+    assert Held.load(tmp_path / "mirror" / "hs-x.npz", "fake (2-d)") is None
+    assert Held.identity_of(tmp_path / "mirror" / "hs-x.npz") is None
     (tmp_path / "summary.json").write_text("{}", encoding="utf-8")  # the older statistics file: erased, not read
     files = DerivedFiles(tmp_path, ())
     assert tmp_path / "summary.json" in files.unvouched()
     files.erase_summary()
     assert not (tmp_path / "summary.json").exists()
+    name = files.snapshot("default").name
+    assert set(files.snapshots("default")) == {tmp_path / "mirror" / name, tmp_path / "lexical" / name}
 
 
 def test_counts_answer_only_when_every_file_is_vouched_and_agrees(tmp_path: Path) -> None:

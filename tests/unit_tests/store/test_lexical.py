@@ -16,7 +16,9 @@ from chromadb.config import Settings
 from langchain_hindsight import MemoryUnit
 from langchain_hindsight.store.replica.feed import ChangeFeed
 from langchain_hindsight.store.replica.files import read_header
-from langchain_hindsight.store.replica.lexical import PRIOR_DOCUMENTS, LexicalIndex, tokenize
+from langchain_hindsight.store.replica.lexical import LexicalIndex
+from langchain_hindsight.store.replica.records import Held, Mirror, record_bytes
+from langchain_hindsight.store.tokens import PRIOR_DOCUMENTS, tokenize
 
 
 def test_tokenize_chinese_english_and_identifiers() -> None:
@@ -207,21 +209,26 @@ def test_compaction_removes_every_trace_of_deleted_units() -> None:
 
 
 def test_snapshot_round_trip_and_damaged_files(tmp_path: Path) -> None:
+    """The index is saved in its namespace's snapshot on the mirror's rows (``Held``), whatever its own order."""
     units = _common_vocabulary_units(400)
     index = LexicalIndex()
     index.upsert(units)
     index.delete([units[0].memory_id])
+    mirror = Mirror(1, "fake (1-d)")
+    for u in reversed(units[1:]):  # the mirror's rows in another order than the index's
+        mirror.put(u.memory_id, [1.0], record_bytes(u.content, {"status": "active"}))
     path = tmp_path / "snap.npz"
-    index.save(path)
-    again = LexicalIndex.load(path)
-    assert again is not None
-    header = read_header(path, "lexical")
+    Held(index, mirror).save(path)
+    loaded = Held.load(path, "fake (1-d)")
+    assert loaded is not None
+    again = loaded.index
+    header = read_header(path, "mirror")
     assert header is not None
-    assert (header["kind"], header["collection"]) == ("lexical", "snap")
+    assert (header["kind"], header["collection"]) == ("mirror", "snap")
     for query in _QUERIES:
         assert again.search(query, 10, normalize=True) == index.search(query, 10, normalize=True)
     again.upsert([MemoryUnit(memory_id="new", content="周报 乱码 zqxv")])  # a loaded index keeps updating
     assert again.search("zqxv", 1)[0][0] == "new"
     path.write_bytes(b"not a snapshot")
-    assert LexicalIndex.load(path) is None
-    assert LexicalIndex.load(tmp_path / "missing.npz") is None
+    assert Held.load(path, "fake (1-d)") is None
+    assert Held.load(tmp_path / "missing.npz", "fake (1-d)") is None

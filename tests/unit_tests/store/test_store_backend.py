@@ -31,7 +31,7 @@ def _vectors(n: int, dim: int = 8, seed: int = 0) -> np.ndarray:
 def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]:
     if request.param == "postgres":  # the session's embedded server (tests/postgres.py), a fresh database
         from langchain_hindsight.store.backend.postgres import PostgresBackend
-        from langchain_hindsight.store.replica.lexical import lexical_scheme
+        from langchain_hindsight.store.tokens import lexical_scheme
 
         made: Backend = PostgresBackend(request.getfixturevalue("postgres_url"), lexical=lexical_scheme())
     else:
