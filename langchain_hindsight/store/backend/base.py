@@ -69,7 +69,7 @@ def check_n_results(n_results: object) -> None:
 class LexicalScheme:
     """How a backend that answers the lexical arm itself (:attr:`Backend.lexical`) indexes and scores.
 
-    The store builds it from its own tokenizer (``replica.lexical.lexical_scheme``), so a database
+    The store builds it from its own tokenizer (``tokens.lexical_scheme``), so a database
     scores exactly as the store's in-process BM25 index would.
 
     Attributes:
