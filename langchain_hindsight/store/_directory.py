@@ -378,3 +378,4 @@ class Intent(enum.StrEnum):
             StoreError: the note could not be erased (an import's holds the text of memories).
         """
         erase_file(directory / self.value)
+        fsync_directory(directory)  # the removal durable too: a crash must not bring the note back
