@@ -363,7 +363,7 @@ def _decide(
     # Here, not at the top: the claim and statement parsers are the write path's, and a store opened only to
     # read (``hindsight show``) never loads them.
     from langchain_hindsight._claims import claim_of, relation_of, scoped_apart
-    from langchain_hindsight.store.statement import statement_key
+    from langchain_hindsight._statements import statement_key
 
     own = key(unit)
     same = next((n for n in near if key(n.unit) == own), None)
@@ -433,7 +433,7 @@ def plan_add(
             new={u.memory_id: (u, v) for u, v in zip(units, vectors, strict=True)},
             results=[WriteResult("added", u, (), REASON_NO_DEDUPE) for u in units],
         )
-    from langchain_hindsight.store.statement import lesson_key  # the write path's (see _decide)
+    from langchain_hindsight._statements import lesson_key  # the write path's (see _decide)
 
     keys: dict[tuple[str, str], str] = {}
 
