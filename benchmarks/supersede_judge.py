@@ -20,7 +20,7 @@ rule and before it was run on them, and scored once. Neither held-out split was 
 
 The second table is the number-variant rule (issue 33 point 5): rule-made lessons that differ only in a
 run-specific value (第N周, week N, #N, Q3, N月, dates, ids, file names) are one lesson (the same
-:func:`~langchain_hindsight.store.statement.lesson_key`), and lessons whose values are the prescription
+:func:`~langchain_hindsight._statements.lesson_key`), and lessons whose values are the prescription
 (超时30秒 / 60秒, 小于 / 大于1万行, 端口8080 / 5432) are not.
 
 Run: ``.venv/bin/python benchmarks/supersede_judge.py`` (no model, a few seconds).
@@ -36,10 +36,10 @@ from typing import Any
 from langchain_core.embeddings import Embeddings
 
 from langchain_hindsight import MemoryUnit
+from langchain_hindsight._statements import generalise, lesson_key
 from langchain_hindsight.prompts import REFLECTION_EN, REFLECTION_ZH
 from langchain_hindsight.store.backend import InMemoryBackend
 from langchain_hindsight.store.memory_store import MemoryStore
-from langchain_hindsight.store.statement import generalise, lesson_key
 
 ROOT = Path(__file__).parent
 RESULTS = ROOT / "results"

@@ -1,12 +1,12 @@
 """The merge pass over stored units (keeps the store from bloating): exact duplicate search and folding.
 
 Only true duplicates fold: units that make the same statement after normalising
-case, whitespace and punctuation (:func:`~langchain_hindsight.store.statement.statement_key`,
+case, whitespace and punctuation (:func:`~langchain_hindsight._statements.statement_key`,
 the rule of the write path). The similarity threshold only selects candidates;
 two different statements never fold, however close their vectors.
 
 A rule-made lesson is keyed on its text with the parts that only identify a run
-masked (:func:`~langchain_hindsight.store.statement.lesson_key`: file names, paths,
+masked (:func:`~langchain_hindsight._statements.lesson_key`: file names, paths,
 ids, dates, positions, ordinals such as ``第3周`` / ``week 3``), so the same
 error→fix lesson stored once per file before the rules masked them folds into one;
 their vectors differ only by what the mask removed, so the masked statement alone decides (no similarity threshold). A
@@ -25,10 +25,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from langchain_hindsight._statements import learned_in_run, lesson_key, rule_made, run_masked, statement_key
 from langchain_hindsight._trust import trust_rank
 from langchain_hindsight.store import ConfidencePolicy
 from langchain_hindsight.store.evidence import corroborated, evidence_cap, uncorroborated
-from langchain_hindsight.store.statement import learned_in_run, lesson_key, rule_made, run_masked, statement_key
 from langchain_hindsight.types import MemoryUnit
 
 if TYPE_CHECKING:
@@ -133,7 +133,7 @@ def star_clusters(
 def duplicate_groups(units: Sequence[MemoryUnit], *, by_task_type: bool) -> list[list[int]]:
     """Indices of ``units`` grouped by statement (and task type and kind when ``by_task_type``); groups of 2+.
 
-    The statement is :func:`~langchain_hindsight.store.statement.lesson_key`: a
+    The statement is :func:`~langchain_hindsight._statements.lesson_key`: a
     rule-made lesson's text with its run-specific parts masked, anything else's as
     it is. A unit tagged :data:`KEPT_APART_TAG` (unfolded by hand) joins no group.
     """
@@ -149,8 +149,8 @@ def duplicate_groups(units: Sequence[MemoryUnit], *, by_task_type: bool) -> list
 def masked_only(members: Sequence[MemoryUnit]) -> bool:
     """``members`` (one group) are lessons learned in runs that differ in their run-specific parts (files, ids, 第N周).
 
-    Rule-made (:func:`~langchain_hindsight.store.statement.rule_made`) or inferred by the model from a
-    run (:func:`~langchain_hindsight.store.statement.learned_in_run`).
+    Rule-made (:func:`~langchain_hindsight._statements.rule_made`) or inferred by the model from a
+    run (:func:`~langchain_hindsight._statements.learned_in_run`).
     """
     learned = all(rule_made(u) or learned_in_run(u) for u in members)
     return learned and len({statement_key(u.content) for u in members}) > 1
@@ -165,7 +165,7 @@ def fold(keeper: MemoryUnit, folded: Sequence[MemoryUnit], policy: ConfidencePol
     a less trusted unit lends no confidence and no evidence. Times are the newest of
     the group (creation and last access), so recency reflects the latest time the
     lesson was learned. A keeper learned in a run has its
-    text masked (:func:`~langchain_hindsight.store.statement.run_masked`): the
+    text masked (:func:`~langchain_hindsight._statements.run_masked`): the
     file name or week of the one run it came from is not the lesson.
 
     A folded id already in ``keeper.merged_from`` (a merge interrupted between

@@ -233,7 +233,7 @@ class Lifecycle:
         Rule-made lessons that differ only in run-specific parts (the file name of
         the task they were learned on, an id, a date, a position in the input, an
         ordinal naming the run's object such as ``第3周`` / ``week 3``) are one
-        statement (:func:`~langchain_hindsight.store.statement.lesson_key`): they
+        statement (:func:`~langchain_hindsight._statements.lesson_key`): they
         fold whatever their similarity, and the keeper's text is masked the same way.
         A person's facts never fold on a masked key (``10 per day`` ≠ ``500 per day``).
         Each fold is logged at INFO with its reason (also in ``MergeReport.reasons``).

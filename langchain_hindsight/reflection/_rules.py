@@ -12,7 +12,7 @@ Pure functions from a :class:`Trajectory` to candidate :class:`MemoryUnit`\\ s:
 
 A rule lesson states what generalises: the tool, the argument values that failed and
 the ones that worked, the error with the parts that only identify this run masked
-(file names, paths, ids, positions: see :func:`~langchain_hindsight.store.statement.generalise`),
+(file names, paths, ids, positions: see :func:`~langchain_hindsight._statements.generalise`),
 and the task it was learned on masked the same way. The run's own values stay in the
 unit's ``context`` (``parameters["arguments"]``: the call as made; ``input_sample``: the
 error as raised) and ``task_description``. So the same lesson learned on five files is
@@ -29,11 +29,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from langchain_hindsight._safety import SUSPICIOUS_TAG, looks_like_instruction, render_safe
+from langchain_hindsight._statements import generalise
 from langchain_hindsight._text import clean_feedback, clip_text
 from langchain_hindsight._trust import TRUSTED_SOURCES, MemorySource
 from langchain_hindsight.errors import InvalidMemoryError
 from langchain_hindsight.prompts import ReflectionTemplates
-from langchain_hindsight.store.statement import generalise
 from langchain_hindsight.types import MemoryContext, MemoryUnit, Step, Trajectory
 
 __all__ = ["RuleSettings", "apply_rules", "feedback_unit", "format_args", "json_safe", "looks_transient"]

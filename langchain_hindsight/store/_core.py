@@ -14,7 +14,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable, Sequence
-from typing import Any, Literal, ParamSpec, TypeVar
+from typing import Any, Concatenate, Literal, ParamSpec, TypeVar
 
 import numpy as np
 from langchain_core.embeddings import Embeddings
@@ -358,6 +358,21 @@ def nearest_wanted(k: int) -> int:
     return k + max(8, k // 2)
 
 
+def _again_if_empty(
+    read: Callable[Concatenate[DatabaseReader, str, _P], _R],
+) -> Callable[Concatenate[DatabaseReader, str, _P], _R]:
+    """A :class:`DatabaseReader` read that answered nothing, asked again if the collection was replaced elsewhere."""
+
+    @functools.wraps(read)
+    def again(reader: DatabaseReader, namespace: str, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+        found = read(reader, namespace, *args, **kwargs)
+        if found in ([], ({}, {})) and reader.store.replaced_elsewhere(namespace):
+            return read(reader, namespace, *args, **kwargs)
+        return found
+
+    return again
+
+
 class DatabaseReader:
     """The read path of a database that answers both arms itself (Postgres): nothing is held in process.
 
@@ -377,8 +392,6 @@ class DatabaseReader:
     ) -> tuple[dict[str, tuple[MemoryUnit, float]], dict[str, float]]:
         """Both arms in one statement, else (too few of the nearest are active) arm by arm."""
         answered = self._hybrid(namespace, query, vector, k, normalize)
-        if answered == ({}, {}) and self.store.replaced_elsewhere(namespace):
-            answered = self._hybrid(namespace, query, vector, k, normalize)
         if answered is not None:
             return answered
         lexical = dict(self.lexical(namespace, query, k, normalize))
@@ -387,6 +400,7 @@ class DatabaseReader:
         dense.update((u.memory_id, (u, sim)) for u, sim in self.similarities(namespace, vector, missing))
         return dense, lexical
 
+    @_again_if_empty
     def _hybrid(
         self, namespace: str, query: str, vector: Sequence[float], k: int, normalize: bool
     ) -> tuple[dict[str, tuple[MemoryUnit, float]], dict[str, float]] | None:
@@ -409,20 +423,13 @@ class DatabaseReader:
                 candidates[i] = (unit_of(i), found.records[i][2])
         return candidates, dict(found.lexical)
 
+    @_again_if_empty
     def nearest(
         self, namespace: str, vector: Sequence[float], k: int, include_embeddings: bool
     ) -> list[tuple[MemoryUnit, float, list[float] | None]]:
         """The index asked unfiltered for ``k`` plus a margin, inactive records dropped; with the status filter
         only when too few active ones remain.
         """  # noqa: D205
-        found = self._nearest(namespace, vector, k, include_embeddings)
-        if not found and self.store.replaced_elsewhere(namespace):
-            found = self._nearest(namespace, vector, k, include_embeddings)
-        return found
-
-    def _nearest(
-        self, namespace: str, vector: Sequence[float], k: int, include_embeddings: bool
-    ) -> list[tuple[MemoryUnit, float, list[float] | None]]:
         hits = query_index(self.store, namespace, vector, nearest_wanted(k), include_embeddings)
         active = [h for h in hits if h[0].status == "active"]
         if len(active) >= k or len(hits) < nearest_wanted(k):
@@ -448,11 +455,8 @@ class DatabaseReader:
                 found[memory_id] = (unit_from_record(memory_id, rows["documents"][j], metadata), float(sims[j]))
         return [found[i] for i in memory_ids if i in found]
 
+    @_again_if_empty
     def lexical(self, namespace: str, query: str, k: int, normalize: bool) -> list[tuple[str, float]]:
         """Scored by the database."""
         col = self.store.collection(namespace)
-        found = col.lexical_search(query, k, normalize=normalize) if col is not None else []
-        if not found and self.store.replaced_elsewhere(namespace):
-            col = self.store.collection(namespace)
-            found = col.lexical_search(query, k, normalize=normalize) if col is not None else []
-        return found
+        return col.lexical_search(query, k, normalize=normalize) if col is not None else []

@@ -223,15 +223,6 @@ def _listable(rel: object) -> bool:
     return rel == DATA_FILE or rel.split("/", 1)[0] in DERIVED
 
 
-def _remove_stamp(directory: Path) -> None:
-    """Remove the stamp (absent is fine), durably: nothing the session writes afterwards can be vouched for."""
-    try:
-        (directory / STAMP_FILE).unlink()
-    except FileNotFoundError:
-        return
-    fsync_directory(directory)
-
-
 class HeldDirectory:
     """An embedded store directory held by this process: its lock, and the clean-close stamp's life.
 
@@ -256,7 +247,8 @@ class HeldDirectory:
             self.trusted = frozenset(self._vouched)
             """Relative paths of the files the previous session's clean close vouched for (empty: none)."""
             self._at_open = file_states(path)
-            _remove_stamp(path)
+            (path / STAMP_FILE).unlink(missing_ok=True)  # durably: nothing this session writes is vouched for
+            fsync_directory(path)
         except BaseException:
             self.release()
             raise
@@ -378,3 +370,4 @@ class Intent(enum.StrEnum):
             StoreError: the note could not be erased (an import's holds the text of memories).
         """
         erase_file(directory / self.value)
+        fsync_directory(directory)  # the removal durable too: a crash must not bring the note back

@@ -36,6 +36,21 @@ trust = trust_rank
 """Rank of a source: 0 is the most trusted (see ``langchain_hindsight._trust``)."""
 
 
+_PUNCT = re.compile(r"[\W_]+", re.UNICODE)
+
+
+def task_key(task: str) -> str:
+    """The key under which two runs count as the same task: case, width, spaces and punctuation ignored.
+
+    Example:
+        >>> task_key("生成本周的销售周报。") == task_key(" 生成本周的 销售周报 ")
+        True
+        >>> task_key("Summarise sales.csv!") == task_key("summarise SALES csv")
+        True
+    """
+    return _PUNCT.sub("", unicodedata.normalize("NFKC", task).casefold())
+
+
 @refuse_unknown_keywords
 @dataclass(frozen=True, slots=True)
 class ConfidencePolicy:
@@ -110,10 +125,7 @@ class ConfidencePolicy:
             raise ConfigurationError(f"repeats must be a non-negative int, got {repeats!r}")
         return round(self.success_delta * self.repeat_factor**repeats, 6)
 
-    @staticmethod
-    def task_key(task: str) -> str:
-        """The key under which two runs count as the same task (see :func:`task_key`)."""
-        return task_key(task)
+    task_key = staticmethod(task_key)
 
     def apply(self, confidence: float, *, success: bool | None, rejected: bool, repeats: int = 0) -> float:
         """The confidence after one piece of feedback (``repeats``: see :meth:`success_credit`)."""
@@ -124,21 +136,6 @@ class ConfidencePolicy:
         elif success is False:
             confidence = min(confidence, max(self.failure_floor, confidence - self.failure_delta))
         return round(confidence, 6)
-
-
-_PUNCT = re.compile(r"[\W_]+", re.UNICODE)
-
-
-def task_key(task: str) -> str:
-    """The key under which two runs count as the same task: case, width, spaces and punctuation ignored.
-
-    Example:
-        >>> task_key("生成本周的销售周报。") == task_key(" 生成本周的 销售周报 ")
-        True
-        >>> task_key("Summarise sales.csv!") == task_key("summarise SALES csv")
-        True
-    """
-    return _PUNCT.sub("", unicodedata.normalize("NFKC", task).casefold())
 
 
 def feedback_reason(

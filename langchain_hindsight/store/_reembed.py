@@ -35,6 +35,8 @@ from langchain_hindsight._checks import is_int
 from langchain_hindsight.embeddings.identity import EmbedderIdentity, embedder_identity
 from langchain_hindsight.embeddings.models import check_vectors
 from langchain_hindsight.errors import ConfigurationError, StoreError
+from langchain_hindsight.store import forget as _forget_ops
+from langchain_hindsight.store import reads as _read_ops
 from langchain_hindsight.store._collections import (
     EMBEDDER_DIM_KEY,
     EMBEDDER_KEY,
@@ -44,14 +46,23 @@ from langchain_hindsight.store._collections import (
     recover_reembed,
     switch_reembed,
 )
-from langchain_hindsight.store._naming import REEMBED_COMPLETE, REEMBED_OF, REEMBED_SUFFIX, ROLES, Role, collection_name
+from langchain_hindsight.store._core import StoreCore, backend_errors
+from langchain_hindsight.store._naming import (
+    REEMBED_COMPLETE,
+    REEMBED_OF,
+    REEMBED_SUFFIX,
+    ROLES,
+    Role,
+    check_namespace,
+    collection_name,
+)
 from langchain_hindsight.store.backend import Backend
 
 if TYPE_CHECKING:
     from langchain_core.embeddings import Embeddings
 
 
-__all__ = ["ReembedReport", "reembed_collections"]
+__all__ = ["ReembedReport", "reembed"]
 
 logger = logging.getLogger(__name__)
 
@@ -201,17 +212,23 @@ def _switch(
     return migrated, done_elsewhere, carried
 
 
-def reembed_collections(
-    backend: Backend,
-    embeddings: Embeddings,
-    namespaces: Sequence[str],
-    *,
-    batch_size: int = 64,
-    progress: Progress | None = None,
+@backend_errors
+def reembed(
+    store: StoreCore, *, namespaces: Sequence[str] | None = None, batch_size: int = 64, progress: Progress | None = None
 ) -> ReembedReport:
-    """Migrate the memories and archive collections of ``namespaces`` on ``backend`` to ``embeddings``.
+    """Re-embed every unit with this store's embedder, in place (what ``hindsight reembed`` runs).
 
-    Use :meth:`MemoryStore.reembed <langchain_hindsight.store.memory_store.MemoryStore.reembed>`.
+    Use it after changing a store's embedder (the store raises :class:`EmbedderMismatchError` until then).
+    Every collection is copied with new vectors from the stored text, verified, and all are switched
+    together; a crash leaves the old ones intact and a re-run finishes (see the module docstring). On a database,
+    what other processes wrote during the copy is carried over in the switch's transaction, and a process still
+    on the old embedder is then refused. An embedded store is then scrubbed: the old vectors leave the disk.
+
+    Args:
+        store: The store (``self``: this is :meth:`MemoryStore.reembed`).
+        namespaces: Namespaces to migrate (default: every namespace).
+        batch_size: Texts per embedding call.
+        progress: Called as ``progress("namespace/role", done, total)``.
 
     Raises:
         EmbeddingError: the new embedder returned unusable vectors (nothing switched).
@@ -219,6 +236,25 @@ def reembed_collections(
     """
     if not is_int(batch_size, 1):
         raise ConfigurationError(f"batch_size must be a positive int, got {batch_size!r}")
+    with store.lock:
+        store.ensure_open()
+        names = _read_ops.namespaces(store) if namespaces is None else [check_namespace(n) for n in namespaces]
+        for name in names:  # new vectors: the cached and mirrored ones are the old embedder's
+            store.replica.revector(name)
+        store.reopen_collections()
+        try:
+            report = _migrate(store.backend, store.embeddings, names, batch_size, progress)
+        finally:
+            store.reopen_collections()
+        if report.migrated and store.backend.can_erase:
+            _forget_ops.scrub_collections(store, None)
+        return report
+
+
+def _migrate(
+    backend: Backend, embeddings: Embeddings, namespaces: Sequence[str], batch_size: int, progress: Progress | None
+) -> ReembedReport:
+    """Migrate the memories and archive collections of ``namespaces`` on ``backend`` to ``embeddings``."""
     target = embedder_identity(embeddings)
     if target.dimension is None:  # not declared: measure it, so the store records it
         target = EmbedderIdentity(target.name, len(embeddings.embed_query("dimension probe")))

@@ -355,7 +355,7 @@ def _decide(
     # Here, not at the top: the claim and statement parsers are the write path's, and a store opened only to
     # read (``hindsight show``) never loads them.
     from langchain_hindsight._claims import claim_of, relation_of, scoped_apart
-    from langchain_hindsight.store.statement import statement_key
+    from langchain_hindsight._statements import statement_key
 
     merge_threshold, conflict_threshold = rules.merge_threshold, rules.conflict_threshold
     own = key(unit)
@@ -422,7 +422,7 @@ def plan_add(
             new={u.memory_id: (u, v) for u, v in zip(units, vectors, strict=True)},
             results=[WriteResult("added", u, (), REASON_NO_DEDUPE) for u in units],
         )
-    from langchain_hindsight.store.statement import lesson_key  # the write path's (see _decide)
+    from langchain_hindsight._statements import lesson_key  # the write path's (see _decide)
 
     conflict_threshold = rules.conflict_threshold
     keys: dict[tuple[str, str], str] = {}

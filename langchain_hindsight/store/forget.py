@@ -18,7 +18,7 @@ from langchain_hindsight.store._codec import unit_to_metadata
 from langchain_hindsight.store._collections import Collection, records
 from langchain_hindsight.store._core import StoreCore, backend_errors, check_ids
 from langchain_hindsight.store._directory import Intent
-from langchain_hindsight.store._naming import ALL_ROLES, ROLES
+from langchain_hindsight.store._naming import ALL_ROLES, REEMBED_SUFFIX, ROLES, collection_name
 from langchain_hindsight.store.backend import REBUILD_SUFFIX, Backend
 from langchain_hindsight.types import MemoryUnit
 
@@ -221,11 +221,17 @@ def _delete_ids(store: StoreCore, ns: str, ids: list[str], successors: bool = Fa
     store.replica.reindex(ns, deletes=ids)
     # The run records name the ids they served and produced, and hold the comments: scrubbed in storage.
     changed = store.run_records.scrub(ns, ids, feedback) > 0 or changed
-    if not (deleted or changed):
+    sides = []  # the copy a killed `hindsight reembed` left holds the units' text too (a re-run syncs the rest)
+    for role in ROLES:
+        side = store.backend.get_collection(collection_name(ns, role) + REEMBED_SUFFIX)
+        if side is not None and (copied := side.exists(ids)):
+            side.delete(ids=copied)
+            sides.append(side.name)
+    if not (deleted or changed or sides):
         return 0, []
     # A delete is logical, and a unit may have lived in another collection before (archived,
     # then restored; older journal versions): rebuild every collection of the namespace.
-    return deleted, [col.name for role in ALL_ROLES if (col := store.collection(ns, role)) is not None]
+    return deleted, [*(col.name for role in ALL_ROLES if (col := store.collection(ns, role)) is not None), *sides]
 
 
 def _referring(col: Collection, ids: list[str], gone: set[str]) -> list[MemoryUnit]:

@@ -10,24 +10,23 @@ import asyncio
 import functools
 import os
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any, Literal
 
 from langchain_core.embeddings import Embeddings
 
-from langchain_hindsight._checks import refuse_unknown_keywords
+from langchain_hindsight._checks import check_number, refuse_unknown_keywords
 from langchain_hindsight.embeddings.multilingual import default_embeddings
 from langchain_hindsight.errors import ConfigurationError
+from langchain_hindsight.store import _reembed
 from langchain_hindsight.store import _store_writes as _write_ops
 from langchain_hindsight.store import forget as _forget_ops
 from langchain_hindsight.store import reads as _read_ops
 from langchain_hindsight.store import search as _search_ops
 from langchain_hindsight.store import transfer as _transfer_ops
 from langchain_hindsight.store._collections import recorded_embedder
-from langchain_hindsight.store._core import StoreCore, backend_errors
-from langchain_hindsight.store._naming import check_namespace
+from langchain_hindsight.store._core import StoreCore
 from langchain_hindsight.store._policy import ConfidencePolicy
-from langchain_hindsight.store._reembed import ReembedReport, reembed_collections
 from langchain_hindsight.store.backend import Backend, ChromaBackend
 from langchain_hindsight.store.decide import MERGE_THRESHOLD
 from langchain_hindsight.store.tokens import lexical_scheme
@@ -114,10 +113,8 @@ class MemoryStore(StoreCore):
         judge: WriteJudge | None = None,
     ) -> None:
         for name, value in (("conflict_threshold", conflict_threshold), ("merge_threshold", merge_threshold)):
-            if value is not None and (
-                isinstance(value, bool) or not isinstance(value, int | float) or not 0.0 < value <= 1.0
-            ):
-                raise ConfigurationError(f"{name} must be in (0, 1] or None, got {value!r}")
+            if value is not None:
+                check_number(name, value, 0.0, 1.0, open_low=True)
         if conflict_threshold is not None and merge_threshold is not None and merge_threshold < conflict_threshold:
             raise ConfigurationError("merge_threshold must be >= conflict_threshold")
         if conflict_scope not in ("task_type", "namespace"):
@@ -186,44 +183,6 @@ class MemoryStore(StoreCore):
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    # ------------------------------------------------------------------ migration
-    @backend_errors
-    def reembed(
-        self,
-        *,
-        namespaces: Sequence[str] | None = None,
-        batch_size: int = 64,
-        progress: Callable[[str, int, int], None] | None = None,
-    ) -> ReembedReport:
-        """Re-embed every unit with this store's embedder, in place (what ``hindsight reembed`` runs).
-
-        Use it after changing a store's embedder (the store raises :class:`EmbedderMismatchError` until then).
-        Every collection is copied with new vectors from the stored text, verified, and all are switched
-        together; a crash leaves the old ones intact and a re-run finishes (``_reembed``). On a database, what
-        other processes wrote during the copy is carried over in the switch's transaction, and a process still
-        on the old embedder is then refused. An embedded store is then scrubbed: the old vectors leave the disk.
-
-        Args:
-            namespaces: Namespaces to migrate (default: every namespace).
-            batch_size: Texts per embedding call.
-            progress: Called as ``progress("namespace/role", done, total)``.
-        """
-        with self.lock:
-            self.ensure_open()
-            names = _read_ops.namespaces(self) if namespaces is None else [check_namespace(n) for n in namespaces]
-            for name in names:  # new vectors: the cached and mirrored ones are the old embedder's
-                self.replica.revector(name)
-            self.reopen_collections()
-            try:
-                report = reembed_collections(
-                    self.backend, self.embeddings, names, batch_size=batch_size, progress=progress
-                )
-            finally:
-                self.reopen_collections()
-            if report.migrated and self.backend.can_erase:
-                _forget_ops.scrub_collections(self, None)
-            return report
-
     # ------------------------------------------------------------------ the public methods, each defined with its
     # docstring in its concept's module
     search = _search_ops.search
@@ -253,6 +212,7 @@ class MemoryStore(StoreCore):
     forget = _forget_ops.forget
     scrub = _forget_ops.scrub
     import_units = _transfer_ops.import_units
+    reembed = _reembed.reembed
 
     def delete(
         self, memory_id: str | Sequence[str] | None = None, *, namespace: str | None = None, scrub: bool | None = None

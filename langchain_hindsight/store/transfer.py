@@ -160,6 +160,7 @@ def import_units(
     for name, given in (("units", units), ("runs", runs)):
         if isinstance(given, str | bytes | bytearray | MemoryUnit | RunRecord) or not isinstance(given, Iterable):
             raise ConfigurationError(f"import_units: {name} must be an iterable of records, got {type(given).__name__}")
+    into = None if namespace is None else store.namespace_or_default(namespace)
     latest: dict[str, MemoryUnit] = {}
     refused: list[str] = []
     for unit in units:
@@ -173,31 +174,27 @@ def import_units(
         if flagged is not unit:
             logger.warning("import: memory %s from %s reads like an instruction: tagged suspicious, capped",
                            unit.memory_id, unit.source)  # fmt: skip
-            unit = flagged
-        if namespace is not None:
-            unit = unit.evolve(namespace=store.namespace_or_default(namespace))
-        latest[unit.memory_id] = unit  # a later line wins
+        latest[unit.memory_id] = flagged if into is None else flagged.evolve(namespace=into)  # a later line wins
     if refused:
         logger.warning(
             "import: refused %d unit(s) whose content carries no information (e.g. %s)", len(refused), refused[0]
         )
     todo = list(latest.values())
-    if namespace is not None:
-        runs = (r.model_copy(update={"namespace": store.namespace_or_default(namespace)}) for r in runs)
+    if into is not None:
+        runs = (r.model_copy(update={"namespace": into}) for r in runs)
     records = {(r.namespace, r.run_id): r for r in runs}
     with store.lock:
-        fresh, new_runs = _to_write(store, todo, records, replace)
-        if not store.backend.single_writer:  # other processes write too: check again and write in one plan
-            fresh, new_runs, per_ns = _import_in_one_plan(store, todo, records, replace, fresh, progress)
-        else:
+        if store.backend.single_writer:
+            fresh, new_runs = _to_write(store, todo, records, replace)
             pending = store.persist_directory if fresh else None
             if pending is not None:  # the units, durably, before the first write: a killed import rolls forward
                 Intent.IMPORT.write(pending, "".join(_line(u) + "\n" for u in fresh).encode("utf-8"))
             per_ns = _write(store, fresh, functools.partial(_embed, store), progress)
             if pending is not None:
                 Intent.IMPORT.clear(pending)
-            if new_runs:
-                store.run_records.write(new_runs)
+            store.run_records.write(new_runs)
+        else:  # other processes write too: embed outside any lock, check again and write in one plan
+            fresh, new_runs, per_ns = _import_in_one_plan(store, todo, records, replace, progress)
     if records:
         logger.info("import: %d run record(s) journaled, %d unchanged", len(new_runs), len(records) - len(new_runs))
     return ImportReport(
@@ -219,16 +216,15 @@ def _to_write(
         ConfigurationError: an id is already stored with other data and ``replace`` is false.
     """
     stored = _stored(store, todo)
-    clashes = [u.memory_id for u in todo if u.memory_id in stored and stored[u.memory_id] != u]
     journaled = _journaled(store, list(records.values()))
+    clashes = [u.memory_id for u in todo if u.memory_id in stored and stored[u.memory_id] != u]
     clashes += [r.run_id for key, r in records.items() if key in journaled and journaled[key] != r]
     if clashes and not replace:
         raise ConfigurationError(
             f"{len(clashes)} id(s) already stored with other data (e.g. {clashes[0]}); nothing was "
             "imported. Pass replace=True (hindsight import --replace) to overwrite them"
         )
-    new_runs = [r for key, r in records.items() if journaled.get(key) != r]
-    return [u for u in todo if stored.get(u.memory_id) != u], new_runs
+    return [u for u in todo if stored.get(u.memory_id) != u], [r for k, r in records.items() if journaled.get(k) != r]
 
 
 def _import_in_one_plan(
@@ -236,7 +232,6 @@ def _import_in_one_plan(
     todo: list[MemoryUnit],
     records: dict[tuple[str, str], RunRecord],
     replace: bool,
-    fresh: list[MemoryUnit],
     progress: Callable[[str, int, int], None] | None,
 ) -> tuple[list[MemoryUnit], list[RunRecord], dict[str, int]]:
     """Import into a store other processes write (a database): embed outside any lock, then one write plan.
@@ -244,7 +239,14 @@ def _import_in_one_plan(
     The plan holds the lock of every namespace involved (one transaction) and checks the ids again,
     so a unit another process stored meanwhile is a clash like any other. Returns what it wrote.
     """
-    vectors = _embed_all(store, fresh, progress)
+    fresh, _ = _to_write(store, todo, records, replace)  # refused before anything is embedded
+    vectors: dict[str, tuple[str, Any]] = {}
+    for start in range(0, len(fresh), _BATCH):
+        batch = fresh[start : start + _BATCH]
+        embedded = np.asarray(_embed(store, batch), dtype=np.float32)
+        vectors.update((u.memory_id, (u.content, v)) for u, v in zip(batch, embedded, strict=True))
+        if progress is not None:
+            progress("embed", start + len(batch), len(fresh))
     for u in todo:  # the collections a plan writes are created (committed) before it
         store.collection(u.namespace, "archive" if u.status == "archived" else "memories", create=True)
     for ns, _ in records:
@@ -257,36 +259,18 @@ def _import_in_one_plan(
             logger.info("import: %d unit(s) changed by another process meanwhile; embedding them now", len(late))
             vectors.update({u.memory_id: (u.content, v) for u, v in zip(late, _embed(store, late), strict=True)})
         per_ns = _write(store, now, lambda batch: [vectors[u.memory_id][1] for u in batch], progress)
-        if new_runs:
-            store.run_records.write(new_runs)
+        store.run_records.write(new_runs)
         return now, new_runs, per_ns
 
     keys = {u.namespace for u in todo} | {ns for ns, _ in records}
     written, new_runs, per_ns = store.backend.atomic_all(sorted(keys), plan)
-    logger.info(
-        "import: %d unit(s) written in one transaction (%d already stored as given)",
-        len(written),
-        len(todo) - len(written),
-    )
+    logger.info("import: %d unit(s) written in one transaction (%d already stored as given)",
+                len(written), len(todo) - len(written))  # fmt: skip
     return written, new_runs, per_ns
 
 
 def _embed(store: StoreCore, units: list[MemoryUnit]) -> list[list[float]]:
     return _write_ops.embed_batched(store, [u.content for u in units])
-
-
-def _embed_all(
-    store: StoreCore, units: list[MemoryUnit], progress: Callable[[str, int, int], None] | None
-) -> dict[str, tuple[str, Any]]:
-    """Each unit's ``(content, float32 vector)`` by id, embedded in batches (progress reported as ``embed``)."""
-    out: dict[str, tuple[str, Any]] = {}
-    for start in range(0, len(units), _BATCH):
-        batch = units[start : start + _BATCH]
-        vectors = np.asarray(_embed(store, batch), dtype=np.float32)
-        out.update((u.memory_id, (u.content, v)) for u, v in zip(batch, vectors, strict=True))
-        if progress is not None:
-            progress("embed", start + len(batch), len(units))
-    return out
 
 
 def _write(

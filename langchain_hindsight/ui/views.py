@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from langchain_hindsight._statements import lesson_key
 from langchain_hindsight.errors import AccessDeniedError, MemoryNotFoundError
 from langchain_hindsight.hindsight import Hindsight
 from langchain_hindsight.journal import RunJournal
@@ -32,7 +33,6 @@ from langchain_hindsight.recall.ranking import served_mask
 from langchain_hindsight.runs import RunFeedback, RunRecord
 from langchain_hindsight.sharing.principals import Principal
 from langchain_hindsight.store.memory_store import MemoryStore
-from langchain_hindsight.store.statement import lesson_key
 from langchain_hindsight.types import MemoryUnit, ScoredMemory, utcnow
 
 __all__ = [

@@ -777,7 +777,7 @@ from langchain_hindsight.cli.main import main
 path = {str(populated)!r}
 for argv in (["show", "mem_csv"], ["history", "mem_csv"], ["runs"]):
     assert main([*argv, "--path", path]) == 0, argv
-loaded = sorted(m for m in ("langchain_hindsight._claims", "langchain_hindsight.store.statement",
+loaded = sorted(m for m in ("langchain_hindsight._claims", "langchain_hindsight._statements",
                             "langchain_hindsight.store.backend.postgres", "langchain_hindsight.recall.explain",
                             "tomllib") if m in sys.modules)
 print("loaded:", loaded)

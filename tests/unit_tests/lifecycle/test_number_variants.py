@@ -13,11 +13,11 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from langchain_hindsight import Lifecycle
+from langchain_hindsight._statements import generalise, lesson_key
 from langchain_hindsight.prompts import REFLECTION_EN, REFLECTION_ZH, ReflectionTemplates
 from langchain_hindsight.reflection._rules import RuleSettings, apply_rules
 from langchain_hindsight.store.backend import InMemoryBackend
 from langchain_hindsight.store.memory_store import MemoryStore
-from langchain_hindsight.store.statement import generalise, lesson_key
 from langchain_hindsight.types import MemoryUnit, Step, Trajectory
 from langchain_hindsight.ui.views import Console
 from tests.fakes import NgramEmbeddings

@@ -84,3 +84,4 @@ def test_every_intent_is_written_durably_and_erased_when_done(
     assert not intent.pending(tmp_path)
     assert intent.read(tmp_path) is None
     assert list(tmp_path.iterdir()) == []
+    assert synced == [tmp_path, tmp_path]  # the removal is durable: a crash cannot bring a finished note back

@@ -33,3 +33,24 @@ def test_foreign_embedders_are_named_by_model_without_a_call() -> None:
 
 
 # -- reembed --------------------------------------------------------------------------------------
+
+
+def test_forget_erases_the_copy_an_interrupted_reembed_left() -> None:
+    """A run killed mid-copy leaves a side collection holding the units' text until a re-run: forget reaches it."""
+    from langchain_hindsight import MemoryStore, MemoryUnit
+    from langchain_hindsight.store.backend import InMemoryBackend
+    from tests.fakes import HashEmbeddings
+
+    with MemoryStore(backend=InMemoryBackend(), embeddings=HashEmbeddings()) as store:
+        kept = store.add(MemoryUnit(content="Keep the weekly report to one page.")).memory_id
+        gone = store.add(MemoryUnit(content="Client A wants to be reached by email.")).memory_id
+        src = store.collection(store.namespace)
+        assert src is not None
+        side = store.backend.create_collection(
+            src.name + "-reembed", {**src.metadata, "hindsight_role": "reembed"}, like=src
+        )
+        rows = src.get(include=["documents", "metadatas", "embeddings"])
+        side.upsert(ids=rows["ids"], embeddings=rows["embeddings"], documents=rows["documents"],
+                    metadatas=rows["metadatas"])  # fmt: skip
+        assert store.forget(gone) == 1
+        assert side.get(include=[])["ids"] == [kept]

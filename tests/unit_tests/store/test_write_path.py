@@ -31,7 +31,6 @@ def test_the_planner_imports_nothing_that_does_io() -> None:
         "langchain_hindsight.store._naming",
         "langchain_hindsight.store._policy",
         "langchain_hindsight.store.evidence",
-        "langchain_hindsight.store.statement",
         "langchain_hindsight.store.writes",
     }
     assert io == set()

@@ -98,7 +98,7 @@ def test_judge_templates_have_both_locales() -> None:
 
 
 def test_statement_key_normalises_only_form() -> None:
-    from langchain_hindsight.store.statement import statement_key
+    from langchain_hindsight._statements import statement_key
 
     same = [
         ("客户甲公司希望通过邮件联系。", "客户甲公司 希望通过邮件联系"),
