@@ -198,7 +198,7 @@ class ChromaRecords(Records):
         metadatas: Sequence[Metadata] | None = None,
     ) -> None:
         """See :meth:`Records.upsert`."""
-        self.collection.upsert(ids=list(ids), embeddings=embeddings, documents=documents, metadatas=metadatas)
+        self.collection.upsert(ids=list(ids), embeddings=_float32(embeddings), documents=documents, metadatas=metadatas)
 
     @_writes
     def update(
@@ -210,7 +210,8 @@ class ChromaRecords(Records):
         metadatas: Sequence[Metadata] | None = None,
     ) -> None:
         """See :meth:`Records.update`."""
-        self.collection.update(ids=list(ids), embeddings=embeddings, documents=documents, metadatas=metadatas)
+        vectors = None if embeddings is None else _float32(embeddings)
+        self.collection.update(ids=list(ids), embeddings=vectors, documents=documents, metadatas=metadatas)
 
     @_writes
     def delete(self, *, ids: Sequence[str]) -> None:
@@ -229,6 +230,15 @@ class ChromaRecords(Records):
         if name is not None:
             self._on_write(name)  # renamed: the collection now called ``name`` changed too
         self.collection.modify(name=name, metadata=None if metadata is None else dict(metadata))
+
+
+def _float32(embeddings: Any) -> Any:
+    """``embeddings`` as one float32 matrix, the values Chroma stores (a list it converts row by row in Python)."""
+    try:
+        matrix = np.asarray(embeddings, dtype=np.float32)
+    except (TypeError, ValueError):  # ragged, or not numbers: Chroma's own validation reports it
+        return embeddings
+    return matrix if matrix.ndim == 2 and len(matrix) else embeddings
 
 
 class ChromaBackend(Backend):
