@@ -841,8 +841,8 @@ class PostgresBackend(Backend):
                 self._local.read.update((row[1], row) for row in rows if names)
                 self._local.conn = conn
                 result = fn()
+                committing = True  # from here an error may come with the commit's reply lost
                 conn.execute("COMMIT")
-                committing = True
         except BaseException as e:
             if not conn.closed:
                 with contextlib.suppress(self.psycopg.Error):
