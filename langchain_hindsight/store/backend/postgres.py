@@ -78,13 +78,6 @@ _RETRIES = 8
 _LOCK = "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))"
 """The namespace lock of a write plan (see :meth:`PostgresBackend.atomic`), released at commit or rollback."""
 _COLLECTIONS = "SELECT id, name, metadata, dimension, indexed FROM hindsight.collections"
-_PLAN_COLLECTIONS = (
-    "SELECT c.id, c.name, c.metadata, c.dimension, c.indexed,"
-    " (SELECT r.id FROM hindsight.records r WHERE r.collection_id = c.id ORDER BY r.seq LIMIT 1)"
-    " FROM hindsight.collections c WHERE c.name = ANY(%s::text[])"
-)
-"""The collections a write plan reads with its lock (see :meth:`PostgresBackend.atomic`), each with its first
-record's id: the answer to the plan's "is it empty?" (``get(limit=1)``) until the plan writes."""
 _LOOKED_UP = 8
 """The most collection names one key's plan reads with its lock."""
 _EF_SEARCH = 100
@@ -221,10 +214,6 @@ class PostgresRecords(Records):
         offset: int | None = None,
     ) -> Rows:
         """See :meth:`Records.get` (insertion order; with ``ids``, their order)."""
-        if ids is None and where is None and where_document is None and limit == 1 and not offset and not include:
-            first = self._backend.first_record(self._cid)  # a write plan's "is it empty?", read with its lock
-            if first is not None:
-                return self._rows_out([(i,) for i in first], include)
         f = SqlFilter(self._backend.psycopg)
         clauses = [f"collection_id = {self._cid}"]
         order = "seq"
@@ -276,7 +265,7 @@ class PostgresRecords(Records):
             if not filtered:
                 return [conn.execute(sql, [v, *f.params, n_results], binary=True).fetchall() for v in vectors]
             # a filter: the HNSW scan, never a sort of every matching record (see _NEAREST_BY_INDEX)
-            with _batch(conn):
+            with conn.pipeline():
                 conn.execute(_NEAREST_BY_INDEX)
                 cursors = [conn.execute(sql, [v, *f.params, n_results], binary=True) for v in vectors]
                 conn.execute(_PLANNER_DEFAULTS)
@@ -492,7 +481,7 @@ class PostgresRecords(Records):
             if row[0] is not None:
                 self._ensure_dimension(conn, len(row[0]))
         if rows:
-            with _batch(conn), conn.cursor() as cur:
+            with conn.pipeline(), conn.cursor() as cur:
                 cur.executemany(sql, rows)
                 _write_postings(conn, self._cid, postings)
 
@@ -626,13 +615,6 @@ def _nearest_sql(cid: int, dim: int | None, columns: str, clause: str) -> str:
         f" FROM hindsight.records WHERE collection_id = {cid} AND {clause}"
         " ORDER BY distance LIMIT %s) SELECT * FROM hits ORDER BY distance, id"
     )
-
-
-def _batch(conn: Any) -> contextlib.AbstractContextManager[Any]:
-    """A pipeline for a batch of statements, or the one the connection is in (a write plan's, see
-    :meth:`PostgresBackend.atomic`): a nested pipeline would wait for every reply when it ends.
-    """  # noqa: D205
-    return contextlib.nullcontext() if conn.pgconn.pipeline_status else conn.pipeline()
 
 
 def _configure(conn: Any, *, dumper: type) -> None:
@@ -813,59 +795,45 @@ class PostgresBackend(Backend):
         failure or deadlock re-runs ``fn`` from the start (it re-reads what it planned on).
         Nested calls join the outer transaction and take their own key's lock too.
 
-        The lock is held from its grant to the commit, and the other writers of ``key`` wait that long, so
-        the plan's round trips are kept few. The transaction's start, the lock and the collections the last
-        plan on ``key`` looked up (:meth:`get_collection`, which the store asks under the lock whether another
-        process replaced them), each with its first record (:meth:`first_record`), are one round trip, and
-        those look-ups are then answered from it. The plan runs in pipeline mode: a read waits for its reply,
-        a write does not, and the commit brings the replies of the writes before it (one round trip).
+        The lock is held from its grant to the commit, so the plan's round trips are kept few: the
+        transaction's start, the lock and the collections the last plan on ``key`` looked up
+        (:meth:`get_collection`, which the store asks under the lock whether another process replaced
+        them) are one round trip, and those look-ups are then answered from it.
         """
         if (conn := getattr(self._local, "conn", None)) is not None:
-            conn.execute(_LOCK, [key])  # granted before the server runs the plan's next statement
+            conn.execute(_LOCK, [key])
             return fn()
         return self._retrying(lambda conn: self._plan(conn, key, fn), f"write plan on {key!r}", write=False)
 
     def _plan(self, conn: Any, key: str, fn: Callable[[], _T]) -> _T:
         """One try of :meth:`atomic`: begin, lock and read the collections in one round trip, ``fn()``, commit."""
         names = self._looked_up.get(key, [])
+        with conn.pipeline():
+            conn.execute("BEGIN")
+            conn.execute(_LOCK, [key])
+            found = conn.execute(_COLLECTIONS + " WHERE name = ANY(%s::text[])", [names]) if names else None
+        self._local.read = dict.fromkeys(names)
+        self._local.read.update((row[1], row) for row in (found.fetchall() if found is not None else ()))
         self._local.asked = []
-        committing = False
+        self._local.conn = conn
         try:
-            with conn.pipeline():  # its end waits for the replies of the plan's writes and of the commit
-                conn.execute("BEGIN")
-                cursor = conn.execute(_LOCK, [key])
-                if names:
-                    cursor = conn.execute(_PLAN_COLLECTIONS, [names])
-                rows = cursor.fetchall()  # the lock is granted
-                self._local.read = dict.fromkeys(names)
-                self._local.read.update((row[1], row) for row in rows if names)
-                self._local.conn = conn
-                result = fn()
-                committing = True  # from here an error may come with the commit's reply lost
+            result = fn()
+            try:
                 conn.execute("COMMIT")
-        except BaseException as e:
+            except self.psycopg.Error as e:  # only a refused commit is re-run: a lost reply may hide a commit
+                if _transient(e):
+                    raise
+                raise BackendError(f"postgres commit of the write plan on {key!r} failed: {e}") from e
+        except BaseException:
             if not conn.closed:
                 with contextlib.suppress(self.psycopg.Error):
                     conn.execute("ROLLBACK")
-            # only a refused commit is re-run: a lost reply may hide a commit
-            if committing and isinstance(e, self.psycopg.Error) and not _transient(e):
-                raise BackendError(f"postgres commit of the write plan on {key!r} failed: {e}") from e
             raise
         finally:
             self._local.conn = None
             self._local.read = None
         self._looked_up[key] = list(dict.fromkeys(self._local.asked))[:_LOOKED_UP]
         return result
-
-    def first_record(self, cid: int) -> tuple[str, ...] | None:
-        """Inside a write plan that has not written yet: the id of collection ``cid``'s first record as read with
-        the lock (``()``: it is empty); ``None``: not known, ask the database.
-        """  # noqa: D205
-        read = getattr(self._local, "read", None) if getattr(self._local, "conn", None) is not None else None
-        for row in (read or {}).values():
-            if row is not None and int(row[0]) == cid:
-                return () if row[5] is None else (row[5],)
-        return None
 
     # ------------------------------------------------------------------ schema
     def _migrate(self) -> None:
