@@ -146,6 +146,88 @@ def test_concurrent_adds_of_one_statement_merge_into_one_unit(postgres_url: str)
             s.close()
 
 
+_NEAR_DUPLICATES = """
+import random, sys
+sys.path.insert(0, {root!r})
+from langchain_hindsight import MemoryStore, MemoryUnit
+from tests.fakes import NgramEmbeddings
+STATEMENTS = ("back up the database before a migration", "check the csv encoding before cleaning the sales data",
+              "send the weekly report to the manager on friday", "rotate the api keys every quarter",
+              "pin dependency versions in production builds", "write a failing test before fixing a bug",
+              "迁移之前一定要先备份数据库", "清洗销售数据前先检查编码和空值", "每周五把周报发给经理",
+              "每个季度轮换一次接口密钥", "生产环境构建要固定依赖版本", "修复缺陷之前先写一个失败的测试")
+def worded(text, p):  # the same statement in writer p's words
+    if text.isascii():
+        first, rest = text.split(" ", 1)
+        head = first.capitalize()
+        return (f"{{head}} {{rest}}.", text, f"{{head}}  {{rest}}!", f"{{first.upper()}} {{rest}}")[p]
+    return (text, text + "。", text + "！", f"{{text[:2]}}，{{text[2:]}}")[p]
+p = {proc}
+shared = [("shared", i, worded(text, p)) for i, text in enumerate(STATEMENTS)]
+own = [("own", j, f"writer{{p}} lesson{{j}}: read the csv report with encoding utf-8-sig before cleaning w{{p}}x{{j}}")
+       for j in range({own})]
+writes = shared + own
+random.Random(p).shuffle(writes)
+store = MemoryStore(database_url={url!r}, embeddings=NgramEmbeddings())
+print("READY", flush=True)
+sys.stdin.readline()  # every writer starts at once
+start = 0
+while start < len(writes):
+    chunk = writes[start : start + 1 + start % 3]  # add_many of 1, 2 or 3 units, interleaved with the others
+    results = store.add_many([MemoryUnit(task_type="ops", content=text) for _, _, text in chunk])
+    for (what, i, _), result in zip(chunk, results, strict=True):
+        print(what, i, result.action, result.memory_id, flush=True)
+    start += len(chunk)
+store.close()
+print("DONE", flush=True)
+"""
+
+
+def test_writer_processes_on_one_namespace_merge_near_duplicates_and_lose_nothing(postgres_url: str) -> None:
+    """Four processes write the same statements (each its own wording) and their own into one namespace at once:
+    each statement is stored once, having absorbed the other three writes (its plan saw the unit another
+    process had just committed), and every other unit is stored.
+    """
+    shared, own = 12, 10
+    children = []
+    for p in range(4):
+        script = _NEAR_DUPLICATES.format(root=ROOT, url=postgres_url, proc=p, own=own)
+        child = subprocess.Popen(
+            [sys.executable, "-c", script], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        )
+        assert child.stdout is not None
+        assert child.stdout.readline().strip() == "READY"
+        children.append(child)
+    for child in children:
+        assert child.stdin is not None
+        child.stdin.write("go\n")
+        child.stdin.flush()
+    by_statement: dict[int, list[tuple[str, str]]] = {}
+    owned: list[str] = []
+    for child in children:
+        out, _ = child.communicate(timeout=300)
+        assert child.returncode == 0
+        lines = out.splitlines()
+        assert lines[-1] == "DONE"
+        for what, i, action, memory_id in (line.split() for line in lines[:-1]):
+            if what == "shared":
+                by_statement.setdefault(int(i), []).append((action, memory_id))
+            else:
+                assert action == "added"
+                owned.append(memory_id)
+    assert len(owned) == len(set(owned)) == 4 * own
+    assert sorted(by_statement) == list(range(shared))
+    for results in by_statement.values():  # one writer stored it, the three others merged into that unit
+        assert sorted(action for action, _ in results) == ["added", "merged", "merged", "merged"]
+        assert len({memory_id for _, memory_id in results}) == 1
+    with MemoryStore(database_url=postgres_url, embeddings=NgramEmbeddings()) as store:
+        assert store.count() == shared + 4 * own
+        kept = store.get_many([results[0][1] for results in by_statement.values()])
+        assert [u.evidence for u in kept] == [4] * shared
+        assert all(u.status == "active" for u in [*kept, *store.get_many(owned)])
+        assert len(store.get_many(owned)) == 4 * own
+
+
 @pytest.mark.parametrize("normalize", [False, True])
 def test_lexical_scores_equal_the_in_process_index(postgres_url: str, normalize: bool) -> None:
     texts = [
