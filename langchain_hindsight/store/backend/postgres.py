@@ -13,7 +13,7 @@ same memory; what keeps writers apart is the database, not a lock file (docs/sto
 * **The lexical arm is BM25 in SQL** over ``postings`` (collection, 64-bit term key, record number ``seq``,
   term count, record length), written in the record's transaction. The terms are the store's own tokens
   (:class:`~langchain_hindsight.store.backend.base.LexicalScheme`; Postgres' full text cannot segment
-  Chinese), so the scores equal the in-process index's (``replica/lexical.py``). The corpus statistics are
+  Chinese), so the scores equal the in-process index's (``tokens.py``). The corpus statistics are
   rows triggers keep in the writing transaction (``lexical_stats``, ``lexical_terms``): no query counts.
 
 The tables and their migrations are in :mod:`._pg_schema`; a changed tokenizer (another
