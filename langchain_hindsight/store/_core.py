@@ -229,9 +229,9 @@ class StoreCore:
         return self.namespace if namespace is None else check_namespace(namespace)
 
     def dropped(self, namespace: str) -> None:
-        """``namespace``'s collections were dropped: drop their handles, the replica's copies, repair state."""
+        """``namespace``'s collections were dropped: forget their handles, embedder checks, copies, repair state."""
         for key in [k for k in self._collections if k[0] == namespace]:
-            del self._collections[key]
+            self._embedder_checked.discard(self._collections.pop(key).name)
         self.replica.reset(namespace)
         self._repaired.discard(namespace)
 
