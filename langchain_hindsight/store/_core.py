@@ -13,7 +13,7 @@ import logging
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Concatenate, Literal, ParamSpec, TypeVar
 
 import numpy as np
@@ -192,6 +192,15 @@ class StoreCore:
             self._repair(namespace)
         return col
 
+    def collections_of(self, namespace: str, roles: Sequence[Role] = ROLES) -> Iterator[tuple[Role, Collection]]:
+        """``(role, collection)`` for each of ``namespace``'s collections of ``roles`` that exists, in that order.
+
+        The one walk over a namespace's collections: each is opened as :meth:`collection` opens it (never created).
+        """
+        for role in roles:
+            if (col := self.collection(namespace, role)) is not None:
+                yield role, col
+
     def memories(self, namespace: str) -> Collection | None:
         """``namespace``'s memories collection once its recorded embedder is this store's (never created).
 
@@ -220,9 +229,9 @@ class StoreCore:
         return self.namespace if namespace is None else check_namespace(namespace)
 
     def dropped(self, namespace: str) -> None:
-        """``namespace``'s collections were dropped: drop their handles, the replica's copies, repair state."""
+        """``namespace``'s collections were dropped: forget their handles, embedder checks, copies, repair state."""
         for key in [k for k in self._collections if k[0] == namespace]:
-            del self._collections[key]
+            self._embedder_checked.discard(self._collections.pop(key).name)
         self.replica.reset(namespace)
         self._repaired.discard(namespace)
 
@@ -318,10 +327,8 @@ class StoreCore:
         ids, ns = check_ids(memory_ids), self.namespace_or_default(namespace)
         found: dict[str, MemoryUnit] = {}
         with self.lock:
-            for role in ROLES:
-                col = self.collection(ns, role)
-                missing = [i for i in ids if i not in found]
-                if col is not None and missing:
+            for _, col in self.collections_of(ns):
+                if missing := [i for i in ids if i not in found]:
                     found.update((u.memory_id, u) for u in records(col, ids=missing))
         return [found[i] for i in ids if i in found]
 

@@ -42,8 +42,8 @@ from langchain_hindsight.store._collections import (
     EMBEDDER_KEY,
     Collection,
     identity_metadata,
+    open_collection,
     recorded_identity,
-    recover_reembed,
     switch_reembed,
 )
 from langchain_hindsight.store._core import StoreCore, backend_errors
@@ -264,11 +264,10 @@ def _migrate(
     embedded = 0
     for ns in namespaces:
         for role in ROLES:
-            name = collection_name(ns, role)
-            src = backend.get_collection(name) or recover_reembed(backend, name)
+            src = open_collection(backend, ns, role, create=False)
             if src is None:
                 continue
-            if recorded_identity(src) == target and backend.get_collection(name + REEMBED_SUFFIX) is None:
+            if recorded_identity(src) == target and backend.get_collection(src.name + REEMBED_SUFFIX) is None:
                 unchanged.append((ns, role))
                 continue
             embedded += _sync(src, _side_collection(backend, src, target), to, f"{ns}/{role}")

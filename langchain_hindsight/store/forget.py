@@ -165,11 +165,8 @@ def _with_successors(store: StoreCore, ns: str, ids: list[str]) -> list[str]:
     found = list(dict.fromkeys(ids))
     frontier = found
     for _ in range(_CHAIN_STEPS):
-        later: list[str] = []
-        for role in ROLES:
-            col = store.collection(ns, role)
-            if col is not None and frontier:
-                later += [u.memory_id for u in records(col, where={"supersedes": {"$in": frontier}})]
+        where = {"supersedes": {"$in": frontier}}
+        later = [u.memory_id for _, col in store.collections_of(ns) for u in records(col, where=where)]
         frontier = [i for i in dict.fromkeys(later) if i not in found]
         if not frontier:
             break
@@ -194,10 +191,7 @@ def _delete_ids(store: StoreCore, ns: str, ids: list[str], successors: bool = Fa
     changed = False
     gone = set(ids)
     feedback: dict[str, list[str]] = {}  # run id -> contents of forgotten user_feedback units made in it
-    for role in ROLES:
-        col = store.collection(ns, role)
-        if col is None:
-            continue
+    for role, col in store.collections_of(ns):
         rows = col.get(ids=ids, include=["documents", "metadatas"])
         for doc, meta in zip(rows["documents"] or [], rows["metadatas"] or [], strict=True):
             if (meta or {}).get("source") == "user_feedback" and (meta or {}).get("run_id"):
@@ -231,7 +225,7 @@ def _delete_ids(store: StoreCore, ns: str, ids: list[str], successors: bool = Fa
         return 0, []
     # A delete is logical, and a unit may have lived in another collection before (archived,
     # then restored; older journal versions): rebuild every collection of the namespace.
-    return deleted, [*(col.name for role in ALL_ROLES if (col := store.collection(ns, role)) is not None), *sides]
+    return deleted, [*(col.name for _, col in store.collections_of(ns, ALL_ROLES)), *sides]
 
 
 def _referring(col: Collection, ids: list[str], gone: set[str]) -> list[MemoryUnit]:

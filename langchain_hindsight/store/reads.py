@@ -92,8 +92,7 @@ def iter_units(
     filters: dict[str, object] = {"status": status, "task_type": task_type, "kind": kind, "source": source}
     where = filter_where(filters, store.vocabulary.resolve)
     check_int("batch_size", batch_size, 1, _MAX_PAGE)
-    roles: tuple[Role, ...] = ("archive",) if status == "archived" else ("memories",) if status else ROLES
-    for role in roles:
+    for role in _roles_holding(status):
         for rows in _pages(store, ns, role, where, ["documents", "metadatas"], batch_size):
             yield from units_of(rows)
 
@@ -117,6 +116,11 @@ def iter_vectors(
     role: Role = "archive" if status == "archived" else "memories"
     for rows in _pages(store, ns, role, {"status": status}, ["documents", "metadatas", "embeddings"], batch_size):
         yield units_of(rows), np.asarray(rows["embeddings"], dtype=np.float32).reshape(len(rows["ids"]), -1)
+
+
+def _roles_holding(status: MemoryStatus | None) -> tuple[Role, ...]:
+    """The roles whose collections hold units with ``status`` (``None``: any)."""
+    return ("archive",) if status == "archived" else ("memories",) if status else ROLES
 
 
 def _pages(
@@ -164,11 +168,9 @@ def count_by(store: StoreCore, *fields: str, namespace: str | None = None) -> di
         return counts
     known = {f: store.vocabulary.labels if f == "task_type" else ALLOWED.get(f, ()) for f in fields}
     tally: Counter[tuple[str, ...]] = Counter()
-    for role in ROLES:
-        with store.lock:
-            col = store.collection(ns, role)
-            if col is not None:
-                tally.update(_value_tuples(col, fields, known))
+    with store.lock:
+        for _, col in store.collections_of(ns):
+            tally.update(_value_tuples(col, fields, known))
     return dict(sorted(tally.items()))
 
 
@@ -241,16 +243,10 @@ def count(store: StoreCore, *, namespace: str | None = None, status: MemoryStatu
         raise ConfigurationError(f"status must be one of {ALLOWED['status']} or None, got {status!r}")
     ns = store.namespace_or_default(namespace)
     with store.lock:
-        total = 0
-        for role in ROLES:
-            col = store.collection(ns, role)
-            if col is None:
-                continue
-            if status is None:
-                total += col.count()
-            elif (status == "archived") == (role == "archive"):
-                total += len(col.get(where={"status": status}, include=[])["ids"])
-        return total
+        return sum(
+            col.count() if status is None else len(col.get(where={"status": status}, include=[])["ids"])
+            for _, col in store.collections_of(ns, _roles_holding(status))
+        )
 
 
 @backend_errors

@@ -54,3 +54,22 @@ def test_forget_erases_the_copy_an_interrupted_reembed_left() -> None:
                     metadatas=rows["metadatas"])  # fmt: skip
         assert store.forget(gone) == 1
         assert side.get(include=[])["ids"] == [kept]
+
+
+def test_a_namespace_forgotten_then_made_by_another_embedder_is_checked_again() -> None:
+    """After ``forget(namespace=...)`` another process may create the namespace with its embedder: never mixed."""
+    import pytest
+
+    from langchain_hindsight import MemoryStore, MemoryUnit
+    from langchain_hindsight.errors import EmbedderMismatchError
+    from langchain_hindsight.store.backend import InMemoryBackend
+    from tests.fakes import HashEmbeddings, NgramEmbeddings
+
+    backend = InMemoryBackend()
+    with MemoryStore(backend=backend, embeddings=HashEmbeddings()) as store:
+        store.add(MemoryUnit(content="Keep the weekly report to one page."))
+        store.forget(namespace=store.namespace)
+        with MemoryStore(backend=backend, embeddings=NgramEmbeddings()) as other:
+            other.add(MemoryUnit(content="Client A wants to be reached by email."))
+        with pytest.raises(EmbedderMismatchError):
+            store.add(MemoryUnit(content="Send the report on Fridays."))
