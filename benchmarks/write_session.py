@@ -1,24 +1,24 @@
-"""A session that only writes: patch the snapshots it does not hold, or drop them and rebuild once later.
+"""A session that only writes: patch the snapshot it does not hold, or drop it and rebuild once later.
 
-An embedded store that closed after a search leaves two snapshot files per namespace (the lexical
-index and the recall mirror). A later session that only writes (``hindsight import``, an MCP
+An embedded store that closed after a search leaves one snapshot file per namespace (the lexical
+index and the recall mirror together). A later session that only writes (``hindsight import``, an MCP
 ``remember``, a script that adds) holds neither in memory. Two designs, measured in the same run on
 the same data:
 
-* ``patch`` — at its first write the session loads both snapshots (checked against the count at
-  open, the written ids skipped), applies its writes to them and saves them again at close, so the
-  next session that searches loads them;
-* ``drop`` — the session erases both snapshots and holds nothing; the next session that searches
-  rebuilds them from the backend (every active record read once) and saves them at close.
+* ``patch`` — at its first write the session loads the snapshot (vouched for by the clean-close
+  stamp), applies its writes to both copies and saves the file again at close, so the next session
+  that searches loads it;
+* ``drop`` — the session erases the snapshot and holds nothing; the next session that searches
+  rebuilds both copies from the backend (every active record read once) and saves them at close.
 
 For each namespace size and each number of units written, the benchmark times (median of
 ``--runs`` trials, each on a fresh copy of one seeded directory): the write session (open, write,
 close), the next session's first hybrid search (open to first answer, and its close), and their sum.
 A single write session is followed by one search session; ``--chain`` write sessions in a row show
-what repeated write-only sessions cost (each patch session loads and saves both files again).
+what repeated write-only sessions cost (each patch session loads and saves the file again).
 
-The ``patch`` arm is the store as shipped; the ``drop`` arm is the same store with the replica's two
-loads at the first write turned off (see :func:`design`): nothing else differs.
+The ``patch`` arm is the store as shipped; the ``drop`` arm is the same store with the replica's
+snapshot load turned off (see :func:`design`): nothing else differs.
 
 Writes benchmarks/results/write_session.json and .md.
 
@@ -81,24 +81,24 @@ QUERY = "读取 CSV 时 encoding 报错怎么办"
 def design(name: str) -> Iterator[None]:
     """Run the store with the ``name`` design for the duration of the block.
 
-    ``patch`` is the store as shipped. ``drop`` makes the replica's two loads at the first write
-    (``Replica._snapshot_before_write`` and ``_mirror_before_write``) find nothing, which is exactly
-    the session that holds nothing: the write erases both snapshots, the close saves none, and the
-    next search rebuilds both from the backend.
+    ``patch`` is the store as shipped. ``drop`` makes the replica's snapshot load (``Replica._load``,
+    which its first write calls) find nothing, which is exactly the session that holds nothing: the
+    write erases the snapshot, the close saves none, and the next search rebuilds from the backend
+    (it would find no snapshot to load either way).
     """
     if name == "patch":
         yield
         return
-    saved = Replica._snapshot_before_write, Replica._mirror_before_write
-    Replica._snapshot_before_write = Replica._mirror_before_write = lambda self, namespace, written: None  # type: ignore[method-assign,assignment]
+    saved = Replica._load
+    Replica._load = lambda self, namespace: None  # type: ignore[method-assign]
     try:
         yield
     finally:
-        Replica._snapshot_before_write, Replica._mirror_before_write = saved  # type: ignore[method-assign]
+        Replica._load = saved  # type: ignore[method-assign]
 
 
 def seed(path: Path, size: int, emb: Embeddings) -> None:
-    """An embedded store of ``size`` memories that closed after a search (both snapshots saved, stamped)."""
+    """An embedded store of ``size`` memories that closed after a search (its snapshot saved, stamped)."""
     units = [MemoryUnit(task_type=t, content=c) for t, c in experiences(size)]
     with MemoryStore(path, embeddings=emb) as store:
         for i in range(0, len(units), 5000):
