@@ -18,7 +18,7 @@ from langchain_hindsight.errors import ConfigurationError, MemoryNotFoundError, 
 from langchain_hindsight.store._codec import unit_from_record
 from langchain_hindsight.store._collections import Collection, records
 from langchain_hindsight.store._core import StoreCore, backend_errors, check_ids
-from langchain_hindsight.store._naming import ROLES, Role
+from langchain_hindsight.store._naming import Role
 from langchain_hindsight.store._policy import feedback_reason
 from langchain_hindsight.store.apply import delete_units, move_units, place_units, write_plan, write_updates
 from langchain_hindsight.store.decide import (
@@ -287,9 +287,8 @@ def _plan_successor(
             if not successors:
                 head = None
                 break
-            head = ([u for u in successors if u.status == "active"] or sorted(successors, key=lambda u: u.created_at))[
-                -1
-            ]
+            active = [u for u in successors if u.status == "active"]
+            head = (active or sorted(successors, key=lambda u: u.created_at))[-1]
             seen.add(head.memory_id)
         targets.append(Target(i, now.get(i), head if head is not None and head.status == "active" else None))
     planned = plan_supersede(targets, ns, source=units[0].source)
@@ -340,12 +339,10 @@ def update_many(store: StoreCore, units: Sequence[MemoryUnit], *, namespace: str
 def _update_plan(store: StoreCore, units: list[MemoryUnit], ns: str) -> list[MemoryUnit]:
     """Write new versions of stored ``units`` (one plan): find each unit's collection, check, then write."""
     found: list[tuple[Role, Collection, list[MemoryUnit], dict[str, str]]] = []
-    for role in ROLES:
-        col = store.collection(ns, role, create=False)
-        if col is not None:
-            rows = col.get(ids=[u.memory_id for u in units], include=["documents"])
-            documents = dict(zip(rows["ids"], rows["documents"] or [], strict=True))
-            found.append((role, col, check_stays(role, [u for u in units if u.memory_id in documents]), documents))
+    for role, col in store.collections_of(ns):
+        rows = col.get(ids=[u.memory_id for u in units], include=["documents"])
+        documents = dict(zip(rows["ids"], rows["documents"] or [], strict=True))
+        found.append((role, col, check_stays(role, [u for u in units if u.memory_id in documents]), documents))
     written = [u for _, _, batch, _ in found for u in batch]
     if missing := {u.memory_id for u in units} - {u.memory_id for u in written}:
         raise MemoryNotFoundError(f"no memory {sorted(missing)[0]!r} in namespace {ns!r}")
