@@ -71,25 +71,36 @@ print("DONE", flush=True)
 """
 
 
-def _writer(url: str, proc: int) -> subprocess.Popen[str]:
-    script = _WRITER.format(root=ROOT, url=url, proc=proc)
+def _ready(script: str) -> subprocess.Popen[str]:
+    """A process running ``script``, once it printed READY (it then waits for "go" on its stdin)."""
     child = subprocess.Popen([sys.executable, "-c", script], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     assert child.stdout is not None
     assert child.stdout.readline().strip() == "READY"
     return child
 
 
-def test_three_writer_processes_store_900_units_all_recallable(postgres_url: str) -> None:
-    children = [_writer(postgres_url, p) for p in range(3)]
-    for child in children:  # release them together: their write plans interleave
+def _released(scripts: list[str]) -> list[subprocess.Popen[str]]:
+    """A process for each of ``scripts``, all ready before any is released: their writes interleave."""
+    children = [_ready(script) for script in scripts]
+    for child in children:
         assert child.stdin is not None
         child.stdin.write("go\n")
         child.stdin.flush()
+    return children
+
+
+def _output(child: subprocess.Popen[str]) -> list[str]:
+    """``child``'s remaining output lines, once it exited successfully."""
+    out, _ = child.communicate(timeout=300)
+    assert child.returncode == 0
+    return out.splitlines()
+
+
+def test_three_writer_processes_store_900_units_all_recallable(postgres_url: str) -> None:
+    children = _released([_WRITER.format(root=ROOT, url=postgres_url, proc=p) for p in range(3)])
     committed: list[str] = []
     for child in children:
-        out, _ = child.communicate(timeout=300)
-        assert child.returncode == 0
-        lines = out.splitlines()
+        lines = _output(child)
         assert lines[-1] == "DONE"
         committed += [i for line in lines if line.startswith("COMMITTED") for i in line.split()[1:]]
     assert len(committed) == len(set(committed)) == 900
@@ -189,25 +200,11 @@ def test_writer_processes_on_one_namespace_merge_near_duplicates_and_lose_nothin
     process had just committed), and every other unit is stored.
     """
     shared, own = 12, 10
-    children = []
-    for p in range(4):
-        script = _NEAR_DUPLICATES.format(root=ROOT, url=postgres_url, proc=p, own=own)
-        child = subprocess.Popen(
-            [sys.executable, "-c", script], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
-        )
-        assert child.stdout is not None
-        assert child.stdout.readline().strip() == "READY"
-        children.append(child)
-    for child in children:
-        assert child.stdin is not None
-        child.stdin.write("go\n")
-        child.stdin.flush()
+    children = _released([_NEAR_DUPLICATES.format(root=ROOT, url=postgres_url, proc=p, own=own) for p in range(4)])
     by_statement: dict[int, list[tuple[str, str]]] = {}
     owned: list[str] = []
     for child in children:
-        out, _ = child.communicate(timeout=300)
-        assert child.returncode == 0
-        lines = out.splitlines()
+        lines = _output(child)
         assert lines[-1] == "DONE"
         for what, i, action, memory_id in (line.split() for line in lines[:-1]):
             if what == "shared":
@@ -503,23 +500,9 @@ def test_two_processes_updating_one_run_lose_nothing(postgres_url: str) -> None:
     n = 15
     with MemoryStore(database_url=postgres_url, embeddings=HashEmbeddings()) as store:
         RunJournal(store).start("run-1", task="clean the sales data")
-    children = []
-    for proc in range(2):
-        script = _JOURNAL_WRITER.format(root=ROOT, url=postgres_url, n=n, proc=proc)
-        child = subprocess.Popen(
-            [sys.executable, "-c", script], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
-        )
-        assert child.stdout is not None
-        assert child.stdout.readline().strip() == "READY"
-        children.append(child)
+    children = _released([_JOURNAL_WRITER.format(root=ROOT, url=postgres_url, n=n, proc=p) for p in range(2)])
     for child in children:
-        assert child.stdin is not None
-        child.stdin.write("go\n")
-        child.stdin.flush()
-    for child in children:
-        out, _ = child.communicate(timeout=300)
-        assert child.returncode == 0
-        assert "DONE" in out
+        assert "DONE" in _output(child)
     with MemoryStore(database_url=postgres_url, embeddings=HashEmbeddings()) as store:
         run = RunJournal(store).get("run-1")
     verdicts = sorted(f"process {p} verdict {i}" for p in range(2) for i in range(n))
