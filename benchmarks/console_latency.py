@@ -85,6 +85,8 @@ def main() -> int:
     parser.add_argument("--real", type=int, default=1500, help="memory texts embedded for real")
     parser.add_argument("--queries", type=int, default=60)
     args = parser.parse_args()
+    if args.size < 200:  # the pages timed below read the first 200 memories and act on the 100th to 110th
+        parser.error(f"--size must be at least 200, not {args.size}")
     real = default_embedder()
     texts, queries = CORPORA["mixed"](args.size, args.queries)
     vecs, _ = vectors_for(texts, real, args.real, seed=args.size)
