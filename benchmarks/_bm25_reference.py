@@ -2,7 +2,9 @@
 
 ``recall_scale.py --quality`` ranks the labelled set with it and with the shipped
 ``LexicalIndex`` in the same run; ``tests/unit_tests/store/test_lexical.py`` compares
-the scores on a corpus. Copied unchanged from the version it replaced.
+the scores on a corpus. Copied from the version it replaced; the one change since is ``prior_documents``,
+the pseudo-documents the shipped index later added to a normalised search's idf (``tokens.PRIOR_DOCUMENTS``),
+so the two can be compared with and without it.
 """
 
 from __future__ import annotations
@@ -30,6 +32,8 @@ class ReferenceIndex:
             Chinese characters in a large store) do not add new candidates; they
             only add to the scores of memories that rarer query terms matched.
             Exact BM25 while no term is that common; keeps 100k stores fast.
+        prior_documents: Pseudo-documents added to the corpus size in a normalised search's idf (0: as the
+            index was before the shipped one added them).
     """
 
     def __init__(
@@ -39,10 +43,12 @@ class ReferenceIndex:
         b: float = 0.5,
         tokenizer: Callable[[str], list[str]] = tokenize,
         full_scan_df: int = 2000,
+        prior_documents: int = 0,
     ) -> None:
         self.k1 = k1
         self.b = b
         self.full_scan_df = full_scan_df
+        self.prior_documents = prior_documents
         self.tokenizer = tokenizer
         self.seen: dict[str, int] = {}
         """Revisions of other writers already reflected here (see :class:`ChangeFeed`)."""
@@ -99,17 +105,18 @@ class ReferenceIndex:
         if n == 0 or k <= 0:
             return []
         avg = self._total / n or 1.0
+        corpus = n + self.prior_documents if normalize else n
         mass = 0.0
         matched: list[tuple[int, str, dict[str, int]]] = []
         for term in set(self.tokenizer(query)):
             posting = self._postings.get(term)
-            mass += self._idf(n, len(posting) if posting else 0)
+            mass += self._idf(corpus, len(posting) if posting else 0)
             if posting:
                 matched.append((len(posting), term, posting))
         matched.sort()  # rarest (most informative) terms first
         scores: dict[str, float] = {}
         for df, _, posting in matched:
-            idf = self._idf(n, df)
+            idf = self._idf(corpus, df)
             if df <= self.full_scan_df or not scores:
                 items: Iterable[tuple[str, int]] = posting.items()
             else:  # a very common term only re-scores candidates the rarer terms found
