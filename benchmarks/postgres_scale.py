@@ -30,8 +30,11 @@ Writes (issue 34's write targets, each against a baseline of the same run, ``--r
   of 10: one writer adding ``--writer-units`` units, then ``--writers`` (4) writers adding as many in
   total, once in one namespace (their plans take turns: a namespace's write plans are serialised so
   dedupe sees every earlier write) and once with a namespace each; units per second over the wall time
-  from release to the last commit, and how many were stored (nothing may be lost). The embedder is
-  ``tests.fakes.HashEmbeddings``, so the number is the store's and the database's cost;
+  from release to the last commit, and how many were stored (nothing may be lost). Each comparison runs
+  with each ``--writer-embedder``: ``hash`` (``tests.fakes.HashEmbeddings``, almost free: the number is the
+  store's and the database's cost, the worst case for writers that take turns) and ``default`` (what
+  ``MemoryStore(database_url=...)`` embeds with when given no embedder, as reflection writes; loaded before
+  the release); the one writer and the several of a comparison use the same embedder;
 * ``add_many`` of ``--add-many-units`` new units (one call, dedupe on) into a fresh store of each backend,
   against embedding the same texts alone with the same (real) embedder, in turn;
 * after each size's recall, ``--single-adds`` new lessons added one ``add()`` at a time to each filled store,
@@ -45,7 +48,8 @@ Python lists would hold ~2.9 GB at 100k). Writes benchmarks/results/postgres_sca
 recall rows of sizes not measured now are kept from the file (with their own load and query count).
 
 Run: HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/postgres_scale.py [--sizes 10000,100000] [--queries 200]
-     [--writers 4] [--writer-units 400] [--reps 3] [--add-many-units 300] [--single-adds 40] [--baseline DIR]
+     [--writers 4] [--writer-units 400] [--writer-embedder hash,default] [--reps 3] [--add-many-units 300]
+     [--single-adds 40] [--baseline DIR]
      [--synchronous-commit on|off] [--out NAME]
 (``--sizes "" --single-adds 0`` measures only the writes and ``add_many``; ``--baseline /tmp/main`` runs each write
 row also with the writers of another checkout, interleaved, so a change is compared with its baseline under the
@@ -453,7 +457,12 @@ import sys
 sys.path.insert(0, {root!r})
 from langchain_hindsight import MemoryStore, MemoryUnit
 from tests.fakes import HashEmbeddings
-store = MemoryStore(database_url={url!r}, embeddings=HashEmbeddings(), namespace={namespace!r})
+embedder = {embedder!r}
+if embedder == "hash":
+    store = MemoryStore(database_url={url!r}, embeddings=HashEmbeddings(), namespace={namespace!r})
+else:  # the store's default embedder, its models loaded before the release
+    store = MemoryStore(database_url={url!r}, namespace={namespace!r})
+    store.embeddings.embed_documents(["warm-up 预热", "warm-up"])
 store.count()
 print("READY", flush=True)
 sys.stdin.readline()
@@ -470,16 +479,31 @@ print("DONE", flush=True)
 
 
 def write_throughput(
-    writers: int, per_writer: int, server: Server, *, own_namespaces: bool, batch: int = 10, tree: Path | None = None
+    writers: int,
+    per_writer: int,
+    server: Server,
+    *,
+    own_namespaces: bool,
+    batch: int = 10,
+    tree: Path | None = None,
+    embedder: str = "hash",
 ) -> dict[str, Any]:
-    """One write-throughput row: ``writers`` processes (importing the package of ``tree``, default this one)."""
+    """One write-throughput row: ``writers`` processes (importing the package of ``tree``, default this one)
+    embedding with ``embedder`` (``"hash"``: ``HashEmbeddings``; ``"default"``: the store's default).
+    """
     url = server.database()
     MemoryStore(database_url=url, embeddings=_hash()).close()  # the schema is created once, before the clock
     children = []
     for p in range(writers):
         namespace = f"writer-{p}" if own_namespaces else "default"
         script = _WRITER.format(
-            root=str(tree or ROOT.parent), url=url, n=per_writer, p=p, namespace=namespace, batch=batch
+            root=str(tree or ROOT.parent),
+            url=url,
+            n=per_writer,
+            p=p,
+            namespace=namespace,
+            batch=batch,
+            embedder=embedder,
         )
         child = subprocess.Popen(
             [sys.executable, "-c", script], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
@@ -505,6 +529,7 @@ def write_throughput(
         "writers": writers,
         "namespaces": writers if own_namespaces else 1,
         "call": ("add" if batch == 1 else f"add_many({batch})") + (f" ({tree.name})" if tree else ""),
+        "embedder": embedder,
         "units": total,
         "stored": stored,
         "wall_s": round(wall, 2),
@@ -627,27 +652,35 @@ def markdown(results: dict[str, Any]) -> str:
         "",
         "Writer processes released at once into one fresh database, adding units with dedupe on (every plan reads "
         "its neighbours); one writer adds as many units as all the writers of the rows below it together, so each "
-        "comparison stores the same memories. `÷ 1 writer`: units/s against the one-writer row just above."
+        "comparison stores the same memories, with the same embedder: `hash` (almost free, so the rows measure "
+        "the store and the database alone: the worst case for writers that take turns) or `default` (the store's "
+        "default embedder, what reflection writes with). `÷ 1 writer`: units/s against the one-writer row with the "
+        "same call and embedder just above."
         + (f" Load average {results['writes_load_avg']}." if results.get("writes_load_avg") else "")
         + f" The server's `synchronous_commit`: {results.get('synchronous_commit', 'on')}.",
         "",
-        "| rep | writer processes | namespaces | call | units | stored | wall | units/s | ÷ 1 writer |",
-        "|---:|---:|---:|---|---:|---:|---:|---:|---:|",
+        "| rep | writer processes | namespaces | call | embedder | units | stored | wall | units/s | ÷ 1 writer |",
+        "|---:|---:|---:|---|---|---:|---:|---:|---:|---:|",
     ]
-    single: dict[str, float] = {}
+    single: dict[tuple[str, str], float] = {}
     for row in results["writes"]:
-        call = row.get("call", "add_many(10)")
+        key = _write_kind(row)
         ratio = ""
         if row["writers"] == 1:
-            single[call] = row["units_per_s"]
-        elif call in single:
-            ratio = f"{row['units_per_s'] / single[call]:.2f}x"
+            single[key] = row["units_per_s"]
+        elif key in single:
+            ratio = f"{row['units_per_s'] / single[key]:.2f}x"
         lines.append(
-            f"| {row.get('rep', '')} | {row['writers']} | {row['namespaces']} | {call} | {row['units']:,} "
-            f"| {row['stored']:,} | {row['wall_s']:.1f} s | {row['units_per_s']:,.0f} | {ratio} |"
+            f"| {row.get('rep', '')} | {row['writers']} | {row['namespaces']} | {key[0]} | {key[1]} "
+            f"| {row['units']:,} | {row['stored']:,} | {row['wall_s']:.1f} s | {row['units_per_s']:,.0f} | {ratio} |"
         )
     lines += ["", *targets(results), "", *results.get("notes", [])]
     return "\n".join(lines) + "\n"
+
+
+def _write_kind(row: Mapping[str, Any]) -> tuple[str, str]:
+    """A write row's call and embedder (rows of runs before the embedder was chosen used ``hash``)."""
+    return row.get("call", "add_many(10)"), row.get("embedder", "hash")
 
 
 def _spread(values: list[float], unit: str = "", digits: int = 2) -> str:
@@ -683,18 +716,18 @@ def targets(results: dict[str, Any]) -> list[str]:
             f"| {row.get('load_avg', '')} |"
         )
     writes = results.get("writes") or []
-    for call in dict.fromkeys(r.get("call", "add_many(10)") for r in writes):
-        one = {r.get("rep"): r for r in writes if r.get("call") == call and r["writers"] == 1}
-        many = [r for r in writes if r.get("call") == call and r["writers"] > 1 and r["namespaces"] == 1]
+    for kind in dict.fromkeys(_write_kind(r) for r in writes):
+        one = {r.get("rep"): r for r in writes if _write_kind(r) == kind and r["writers"] == 1}
+        many = [r for r in writes if _write_kind(r) == kind and r["writers"] > 1 and r["namespaces"] == 1]
         ratios = [r["units_per_s"] / one[r.get("rep")]["units_per_s"] for r in many if r.get("rep") in one]
         if not ratios:
             continue
         lost = sum(r["units"] - r["stored"] for r in many)
         ok = statistics.median(ratios) >= 1.0 and not lost
         rows.append(
-            f"| {many[0]['writers']} writers, one namespace, `{call}`: units/s ÷ one writer storing the same units "
-            f"(units lost: {lost}) | ≥ 1.0x | {_spread(ratios, 'x')} | {'met' if ok else 'missed'} "
-            f"| {results.get('writes_load_avg') or ''} |"
+            f"| {many[0]['writers']} writers, one namespace, `{kind[0]}`, {kind[1]} embedder: units/s ÷ one writer "
+            f"storing the same units with it (units lost: {lost}) | ≥ 1.0x | {_spread(ratios, 'x')} "
+            f"| {'met' if ok else 'missed'} | {results.get('writes_load_avg') or ''} |"
         )
     for row in results["recall"]:
         goal = TARGETS.get(f"{row['size'] // 1000}k_recall_p95_ms")
@@ -738,6 +771,12 @@ def main() -> None:
         help='writer process counts each compared with one writer adding the same units ("": keep the last run\'s)',
     )
     parser.add_argument("--writer-units", type=int, default=400, help="units written in total per comparison")
+    parser.add_argument(
+        "--writer-embedder",
+        default="hash,default",
+        help="the writers' embedders, each its own comparisons: hash (HashEmbeddings, almost free: the store-bound "
+        "case) and default (the store's default embedder, as reflection writes)",
+    )
     parser.add_argument("--reps", type=int, default=3, help="repetitions of the write comparisons")
     parser.add_argument(
         "--add-many-units", type=int, default=300, help="units of the add_many vs embedding comparison (0: skip)"
@@ -763,6 +802,9 @@ def main() -> None:
     # a stop request ends the run through its finally blocks, so the embedded server is stopped and deleted
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
 
+    embedders = [e for e in args.writer_embedder.split(",") if e]
+    if set(embedders) - {"hash", "default"}:
+        parser.error("--writer-embedder takes hash, default or both")
     server = Server(args.synchronous_commit)
     results: dict[str, Any] = {
         "synchronous_commit": args.synchronous_commit,
@@ -801,12 +843,20 @@ def main() -> None:
             results["writes"] = []
             results["writes_load_avg"] = f"{os.getloadavg()[0]:.1f}"
         for rep in range(args.reps if counts else 0):
-            for batch, tree in itertools.product((1, 10), (None, args.baseline) if args.baseline else (None,)):
+            for embedder, batch, tree in itertools.product(
+                embedders, (1, 10), (None, args.baseline) if args.baseline else (None,)
+            ):
                 # add() one unit per plan (how reflection writes), then add_many of 10; the baseline's rows in turn
                 for w in (1, *counts):
                     for own in (False, True) if w > 1 else (False,):
                         row = write_throughput(
-                            w, args.writer_units // w, server, own_namespaces=own, batch=batch, tree=tree
+                            w,
+                            args.writer_units // w,
+                            server,
+                            own_namespaces=own,
+                            batch=batch,
+                            tree=tree,
+                            embedder=embedder,
                         )
                         results["writes"].append({"rep": rep, **row})
                         print(f"  {results['writes'][-1]}", flush=True)
