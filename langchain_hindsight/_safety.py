@@ -44,6 +44,7 @@ import json
 import re
 import unicodedata
 import urllib.parse
+from collections.abc import Callable
 from importlib import resources
 from typing import Any
 
@@ -127,14 +128,19 @@ try:  # CPython's own regular-expression parser (3.11+); where it moved, every p
 except (ImportError, AttributeError):  # pragma: no cover - a future Python
     _RE_CONSTANTS = _RE_PARSER = None
     _EXTRA_CASES = {}
-_CASE_TWINS = str.maketrans({k: chr(min(k, *twins)) for k, twins in _EXTRA_CASES.items()} | {0x307: None})
+_CASE_TWINS = str.maketrans(
+    {k: chr(min(k, *twins)) for k, twins in _EXTRA_CASES.items() if min(k, *twins) != k} | {0x307: None}
+)
 """What :data:`re.IGNORECASE` also equates beyond ``str.lower`` (``ſ`` and ``s``, ``ı`` and ``i``, ``ς`` and ``σ``),
 folded to one character; U+0307 dropped, which ``str.lower`` adds after the ``i`` of ``İ``."""
+_ASCII_UNFOLDED = all(k > 0x7F for k in _CASE_TWINS)
+"""Whether :data:`_CASE_TWINS` leaves every ASCII text as it is (it maps only non-ASCII characters)."""
 
 
 def _case_fold(text: str) -> str:
     """``text`` folded so that two characters :data:`re.IGNORECASE` matches to each other fold alike."""
-    return text.lower().translate(_CASE_TWINS)
+    lowered = text.lower()
+    return lowered if _ASCII_UNFOLDED and lowered.isascii() else lowered.translate(_CASE_TWINS)
 
 
 def _branches(pattern: str) -> list[str]:
@@ -184,7 +190,7 @@ class _GatedPattern(_LazyPattern):
             cut = self._cut = _Cut(*self._args)
         folded = _case_fold(text) if cut.ignorecase else text
         tried: set[int] = set()
-        for anchor in filter(folded.__contains__, cut.anchors):
+        for anchor in filter(folded.__contains__, cut.ascii_anchors if folded.isascii() else cut.anchors):
             for i in cut.by_anchor[anchor]:
                 if i not in tried:
                     tried.add(i)
@@ -196,7 +202,7 @@ class _GatedPattern(_LazyPattern):
 class _Cut:
     """A pattern's top-level alternatives (lazily compiled) and, per literal, the alternatives that need it."""
 
-    __slots__ = ("alternatives", "anchors", "by_anchor", "ignorecase")
+    __slots__ = ("alternatives", "anchors", "ascii_anchors", "by_anchor", "ignorecase")
 
     def __init__(self, pattern: str, flags: int) -> None:
         self.ignorecase = bool(flags & re.IGNORECASE)
@@ -218,6 +224,7 @@ class _Cut:
             self.by_anchor[""].append(len(self.alternatives))
             self.alternatives.append(_LazyPattern("|".join(ungated), flags))
         self.anchors = tuple(self.by_anchor)
+        self.ascii_anchors = tuple(a for a in self.anchors if a.isascii())  # all an ASCII text can hold
 
 
 SUSPICIOUS_TAG = "suspicious"
@@ -258,6 +265,25 @@ _NEUTRAL_MARK = "¤"
 _BREAK_MARK = "\n"
 """What a line break is in the skeleton: a separator (a role turn or an entry number may follow it)."""
 _BREAKS = frozenset("\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029")
+
+
+class _CharMap(dict[int, str]):
+    """A :meth:`str.translate` table mapping each character by ``fn``, computed at its first sight and kept.
+
+    ``text.translate(table)`` is ``"".join(fn(c) for c in text)`` (``fn`` maps one character to a string, the
+    same one every time), in C: a fifth of the cost. Like :func:`functools.cache`, it keeps one entry per
+    distinct character it has seen.
+    """
+
+    __slots__ = ("_fn",)
+
+    def __init__(self, fn: Callable[[str], str]) -> None:
+        super().__init__()
+        self._fn = fn
+
+    def __missing__(self, code: int) -> str:
+        mapped = self[code] = self._fn(chr(code))
+        return mapped
 
 
 def _collapse(text: str) -> str:
@@ -397,7 +423,13 @@ def skeleton(text: str) -> str:
         >>> skeleton("⁅当前仼務⁆ ЅYSTEM꞉")
         '[当前任务] system:'
     """
-    return "".join(_skeleton_char(c) for c in text)
+    return text.translate(_SKELETON)
+
+
+_SKELETON = _CharMap(_skeleton_char)
+"""Each character → its :func:`_skeleton_char`."""
+_CASED_SKELETON = _CharMap(lambda c: _skeleton_char(c).upper() if c.isupper() else _skeleton_char(c))
+"""Each character → its :func:`_skeleton_char`, upper-cased where the character is upper-case."""
 
 
 def _skeleton_with_owners(text: str, *, symbols_as_letters: bool = True) -> tuple[str, list[int]]:
@@ -782,22 +814,26 @@ def _unspaced(text: str) -> str:
     return re.sub(r"(?<!\w)(\w)\s(?=\w(?!\w))", r"\1", text)
 
 
-def _asks_the_model(text: str) -> bool:
-    """Whether ``text`` itself (not a decoded form) asks the model to drop context, keep a secret or obey."""
-    visible = strip_invisible(text)
-    plain = " ".join(unicodedata.normalize("NFKC", visible).split())
-    skel = skeleton(_collapse(visible))  # traditional Chinese, homoglyphs folded
-    cased = "".join(
-        _skeleton_char(c).upper() if c.isupper() else _skeleton_char(c) for c in _collapse(visible.translate(_BLANKS))
-    )
+def _asks_the_model(visible: str, skel: str | None = None) -> bool:
+    """Whether a text itself (not a decoded form) asks the model to drop context, keep a secret or obey.
+
+    ``visible`` is the text's :func:`strip_invisible`; ``skel`` the :func:`skeleton` of its :func:`_collapse`
+    if the caller has it (it is computed otherwise).
+    """
+    nfkc = unicodedata.normalize("NFKC", visible)
+    plain = " ".join(nfkc.split())
+    if skel is None:
+        skel = skeleton(_collapse(visible))  # traditional Chinese, homoglyphs folded
+    cased = _collapse(visible.translate(_BLANKS)).translate(_CASED_SKELETON)
+    spaced = _LETTER_SPACED.search(skel) is not None
     return bool(
         _ROLE_AFTER_SPACE.hits(cased)
-        or (_LETTER_SPACED.search(skel) is not None and _spaced_structure(skel, cased))
+        or (spaced and _spaced_structure(skel, cased))
         or _ASKS.hits(plain)
         or _ASKS.hits(skel)
-        or (_LETTER_SPACED.search(skel) is not None and _ASKS.hits(_unspaced(skel)))
+        or (spaced and _ASKS.hits(_unspaced(skel)))
         or _ASKS.hits(_compact(skel))
-        or _HEADING.hits(unicodedata.normalize("NFKC", visible))
+        or _HEADING.hits(nfkc)
         or _HEADING.hits(skel)
     )
 
@@ -820,12 +856,21 @@ def asks_the_model(text: str) -> bool:
         >>> asks_the_model("请先检查编码再读取文件")
         False
     """
-    if _asks_the_model(text) or _HIDDEN.search(text):
+    return _asks_or_hides(text, strip_invisible(text), None)
+
+
+def _asks_or_hides(text: str, visible: str, skel: str | None) -> bool:
+    """:func:`asks_the_model` of ``text``, given ``visible``, its :func:`strip_invisible`.
+
+    ``skel``: as for :func:`_asks_the_model`, when the caller has it.
+    """
+    if _asks_the_model(visible, skel) or _HIDDEN.search(text):
         return True
     for form in _decoded_forms(text):
-        if _asks_the_model(form) or _INSTRUCTION.hits(form) or _INSTRUCTION.hits(skeleton(form)):
+        form_skel = skeleton(form)
+        if _asks_the_model(strip_invisible(form)) or _INSTRUCTION.hits(form) or _INSTRUCTION.hits(form_skel):
             return True
-        compact = _compact(skeleton(form))
+        compact = _compact(form_skel)
         if _COMPACT_INSTRUCTION.hits(compact) or _INSTRUCTION.hits(compact):
             return True
     return False
@@ -848,10 +893,16 @@ def strip_invisible(text: str) -> str:
     overrides and isolates, variation selectors, Unicode tag characters, fillers,
     other format characters, private-use and unassigned code points.
     """
-    text = _INVISIBLE.sub("", text)
-    # each distinct character's category once (a text repeats its characters): the screen strips every text often
-    dropped = [c for c in set(text) if c not in "\n\t\r" and unicodedata.category(c) in _DROPPED_CATEGORIES]
-    return text.translate(dict.fromkeys(map(ord, dropped))) if dropped else text
+    return text.translate(_VISIBLE)
+
+
+def _visible_char(c: str) -> str:
+    invisible = _INVISIBLE.match(c) or (c not in "\n\t\r" and unicodedata.category(c) in _DROPPED_CATEGORIES)
+    return "" if invisible else c
+
+
+_VISIBLE = _CharMap(_visible_char)
+"""Each character → itself, or nothing if :func:`strip_invisible` drops it (each character's category once)."""
 
 
 def normalize_text(text: str) -> str:
@@ -1041,7 +1092,10 @@ def looks_like_instruction(text: str) -> bool:
         >>> looks_like_instruction("Read Chinese CSVs with encoding='utf-8-sig'.")
         False
     """
-    skel = skeleton(_collapse(strip_invisible(text)).translate(_own_marks()))  # ‹…› quotes structure: flagged
+    visible = strip_invisible(text)
+    collapsed = _collapse(visible)
+    marked = collapsed.translate(_own_marks())
+    skel = skeleton(marked)  # ‹…› quotes structure: flagged
     compact = _compact(skel)
     return bool(
         _INSTRUCTION.hits(text)
@@ -1049,5 +1103,6 @@ def looks_like_instruction(text: str) -> bool:
         or _STRUCTURE.hits(skel)
         or _COMPACT_INSTRUCTION.hits(compact)
         or _INSTRUCTION.hits(compact)
-        or asks_the_model(text)
+        # the same skeleton when no quote mark was made a bracket (the usual case): computed once
+        or _asks_or_hides(text, visible, skel if marked == collapsed else None)
     )

@@ -1,7 +1,10 @@
-"""The screen's literal gate changes no verdict: gated and ungated searches agree on every text and form.
+"""The screen's shortcuts change no verdict: the screen agrees with itself without them on every text and form.
 
 :class:`langchain_hindsight._safety._GatedPattern` skips a search when the text lacks every literal the
-pattern's matches must contain. The reference is the same code with the gate off (the screen as it was):
+pattern's matches must contain; the character maps (skeleton, cased skeleton, invisible characters) are
+``str.translate`` tables filled at a character's first sight; ``looks_like_instruction`` hands its skeleton to
+``asks_the_model``'s when the two are the same. The reference is the same code without them (the screen as it
+was: every pattern searched whole, each map joined character by character, each skeleton computed anew):
 ``looks_like_instruction`` and ``asks_the_model`` must give the same verdict, and each gated pattern the same
 answer on every form the screen searches (raw, NFKC, skeleton, compact, squeezed, unspaced, rot13), on the
 red-team corpus, every text field of the repository's data sets, and generated text mixing scripts,
@@ -30,15 +33,54 @@ ROOT = Path(__file__).resolve().parents[2]
 GATED = {name: p for name, p in vars(_safety).items() if isinstance(p, _safety._GatedPattern)}
 
 
+def _skeleton_as_it_was(text: str) -> str:
+    return "".join(_safety._skeleton_char(c) for c in text)
+
+
+def _cased_as_it_was(text: str) -> str:
+    return "".join(_safety._skeleton_char(c).upper() if c.isupper() else _safety._skeleton_char(c) for c in text)
+
+
+def _strip_invisible_as_it_was(text: str) -> str:
+    text = _safety._INVISIBLE.sub("", text)
+    dropped = [c for c in set(text) if c not in "\n\t\r" and unicodedata.category(c) in _safety._DROPPED_CATEGORIES]
+    return text.translate(dict.fromkeys(map(ord, dropped))) if dropped else text
+
+
+_CASE_TWINS_AS_IT_WAS = str.maketrans(
+    {k: chr(min(k, *twins)) for k, twins in _safety._EXTRA_CASES.items()} | {0x307: None}
+)
+
+
+def _case_fold_as_it_was(text: str) -> str:
+    return text.lower().translate(_CASE_TWINS_AS_IT_WAS)
+
+
 @contextmanager
 def _ungated() -> Iterator[None]:
-    """The screen as it was: each gated pattern searched whole."""
+    """The screen as it was: each gated pattern searched whole, each map joined, each skeleton computed anew."""
+    saved = {name: getattr(_safety, name) for name in ("skeleton", "strip_invisible", "_case_fold", "_asks_or_hides")}
     gated = _safety._GatedPattern.hits
+    asks_or_hides = saved["_asks_or_hides"]
     _safety._GatedPattern.hits = lambda self, text: self.search(text) is not None  # type: ignore[method-assign]
+    _safety.skeleton = _skeleton_as_it_was
+    _safety.strip_invisible = _strip_invisible_as_it_was
+    _safety._case_fold = _case_fold_as_it_was
+    _safety._asks_or_hides = lambda text, visible, skel: asks_or_hides(text, visible, None)
     try:
         yield
     finally:
         _safety._GatedPattern.hits = gated  # type: ignore[method-assign]
+        for name, value in saved.items():
+            setattr(_safety, name, value)
+
+
+def _assert_maps_alike(text: str) -> None:
+    """The character maps and the case fold give what their per-character spellings give, on ``text``."""
+    assert _safety.skeleton(text) == _skeleton_as_it_was(text), text
+    assert text.translate(_safety._CASED_SKELETON) == _cased_as_it_was(text), text
+    assert _safety.strip_invisible(text) == _strip_invisible_as_it_was(text), text
+    assert _safety._case_fold(text) == _case_fold_as_it_was(text), text
 
 
 def _strings(value: Any) -> Iterator[str]:
@@ -79,8 +121,10 @@ def _forms(text: str) -> list[str]:
 
 
 def _assert_same(text: str, *, forms: bool = True) -> None:
-    """Same verdicts with the gate on and off; with ``forms``, each gated pattern's same answer on every form."""
+    """Same verdicts with the shortcuts on and off; with ``forms``, each gated pattern's and map's on every form."""
     gated = (_safety.looks_like_instruction(text), _safety.asks_the_model(text))
+    for form in _forms(text) if forms else [text]:
+        _assert_maps_alike(form)
     searches = [(n, f) for n, p in GATED.items() for f in _forms(text)] if forms else []
     assert [(n, f) for n, f in searches if GATED[n].hits(f) != (GATED[n].search(f) is not None)] == [], text
     with _ungated():
@@ -157,3 +201,21 @@ def test_without_the_parser_a_gated_pattern_searches_whole(monkeypatch: Any) -> 
         assert gated.hits(text) is (re.search(gated._args[0], text, re.IGNORECASE) is not None)
     assert gated._cut is not None
     assert len(gated._cut.alternatives) == 1
+
+
+def test_looks_like_instruction_hands_over_only_the_skeleton_asks_the_model_would_compute(monkeypatch: Any) -> None:
+    """The shared skeleton is ``_asks_the_model``'s own; with the renderer's quote marks in the text it is not."""
+    asks = _safety._asks_the_model
+    handed: dict[str, bool] = {}
+
+    def checked(visible: str, skel: str | None = None) -> bool:
+        if skel is not None:
+            assert skel == _safety.skeleton(_safety._collapse(visible)), visible
+        handed[visible] = skel is not None
+        return asks(visible, skel)
+
+    monkeypatch.setattr(_safety, "_asks_the_model", checked)
+    for text in [*corpus()[::5], "price ‹5› ok", "a plain lesson about CSV encodings"]:
+        _safety.looks_like_instruction(text)
+    assert handed["a plain lesson about CSV encodings"] is True
+    assert handed["price ‹5› ok"] is False  # ‹ is a bracket in looks_like_instruction's skeleton, ¤ in the other
