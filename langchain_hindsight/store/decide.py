@@ -367,13 +367,11 @@ def _decide(
         ), same
     if conflict_threshold is None:
         return WriteDecision("add", reason=REASON_NEW), None
-    # Candidates: above conflict_threshold, or contradicted by the rules whatever the cosine (see writes.py).
+    # Candidates: above conflict_threshold, or contradicted by the rules whatever the cosine (see writes.py); each
+    # shown with what the rules said, so the rule judge does not ask again.
     new = claim_of(unit.content)
-    similar = [
-        n
-        for n in near
-        if n.similarity > conflict_threshold or relation_of(claim_of(n.unit.content), new) == "contradicts"
-    ]
+    near = [replace(n, contradicts=relation_of(claim_of(n.unit.content), new) == "contradicts") for n in near]
+    similar = [n for n in near if n.similarity > conflict_threshold or n.contradicts]
     if not similar:
         return WriteDecision("add", reason=REASON_NEW), None
     decision = rules.judge.judge(unit, similar)
@@ -436,29 +434,28 @@ def plan_add(
     plan = WritePlan()
     # The batch so far as one matrix: a unit's similarity to every earlier one is one matrix-vector product.
     # Only earlier units that could matter become candidates: the same statement, or above conflict_threshold.
-    matrix = np.zeros((len(units), len(vectors[0]) if len(vectors) else 0), dtype=np.float64)
-    order: list[str] = []
-    row: dict[str, int] = {}
-    by_key: dict[str, list[str]] = {}
+    batch = np.asarray(vectors, dtype=np.float64)
+    matrix = np.zeros_like(batch)
+    order: list[str] = []  # the ids on the matrix's rows
+    by_key: dict[str, list[int]] = {}
 
-    def admit(unit: MemoryUnit, vector: list[float]) -> None:
-        plan.new[unit.memory_id] = (unit, vector)
-        row[unit.memory_id] = len(order)
-        matrix[len(order)] = vector
+    def admit(unit: MemoryUnit, i: int) -> None:
+        plan.new[unit.memory_id] = (unit, vectors[i])
+        matrix[len(order)] = batch[i]
+        by_key.setdefault(key(unit), []).append(len(order))
         order.append(unit.memory_id)
-        by_key.setdefault(key(unit), []).append(unit.memory_id)
 
-    for unit, vector, near_stored in zip(units, vectors, stored, strict=True):
-        sims = matrix[: len(order)] @ np.asarray(vector, dtype=np.float64)
+    for i, (unit, near_stored) in enumerate(zip(units, stored, strict=True)):
+        sims = matrix[: len(order)] @ batch[i]
         picked = set(by_key.get(key(unit), ()))
         if conflict_threshold is not None:
-            picked.update(order[i] for i in np.flatnonzero(sims > conflict_threshold).tolist())
+            picked.update(np.flatnonzero(sims > conflict_threshold).tolist())
             # the nearest few whatever the cosine, as for stored units: the rules may find a contradiction there
-            picked.update(order[i] for i in np.argsort(-sims, kind="stable")[:NEIGHBOURS].tolist())
-        near = _candidates(unit, near_stored, plan, rules.conflict_scope, {i: float(sims[row[i]]) for i in picked})
+            picked.update(np.argsort(-sims, kind="stable")[:NEIGHBOURS].tolist())
+        near = _candidates(unit, near_stored, plan, rules.conflict_scope, {order[r]: float(sims[r]) for r in picked})
         decision, target = _decide(unit, near, rules, key)
         if target is None:
-            admit(unit, vector)
+            admit(unit, i)
             kept = tuple(
                 n.unit.memory_id for n in near if conflict_threshold is not None and n.similarity > conflict_threshold
             )
@@ -471,8 +468,8 @@ def plan_add(
             )
             plan.results.append(WriteResult("merged", merged, (merged.memory_id,), reason, (target.unit,)))
         else:
-            unit, (demoted,) = plan.supersede(unit, vector, [target.unit], rules.policy)
-            admit(unit, vector)
+            unit, (demoted,) = plan.supersede(unit, vectors[i], [target.unit], rules.policy)
+            admit(unit, i)
             # what it takes to undo it: the old unit's confidence before (status back to "active")
             reason = REASON_SUPERSEDED.format(
                 reason=decision.reason,
