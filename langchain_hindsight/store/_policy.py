@@ -1,10 +1,9 @@
-"""How confidence moves and which sources outrank which (a user's word over an inference).
+"""How confidence moves with feedback: :class:`ConfidencePolicy` (public, ``langchain_hindsight.ConfidencePolicy``).
 
-:class:`ConfidencePolicy` is public (``langchain_hindsight.ConfidencePolicy``); :func:`trust` is the
-provenance order the write path consults when two units from different sources meet;
-:func:`feedback_reason` words every credit and debit ``MemoryStore.record_feedback`` logs.
+:func:`feedback_reason` words every credit and debit ``MemoryStore.record_feedback`` logs; which source
+outranks which is ``langchain_hindsight._trust``'s (``trust_rank``).
 
-Why credit is bounded: each earlier credit a memory got for the *same task* (:func:`task_key`) within
+Why credit is bounded: each earlier credit a memory got for the *same task* (:meth:`~ConfidencePolicy.task_key`) within
 ``repeat_window`` multiplies a success's credit by ``repeat_factor`` (+0.05, +0.0125, +0.003, ...: at
 most +0.0667 a task a day), so "ok" repeated to the same task cannot reach the cap, while distinct
 tasks earn the full credit. The count is derived from the run journal, never stored on the unit.
@@ -17,38 +16,13 @@ import unicodedata
 from dataclasses import dataclass, field
 from datetime import timedelta
 
-from langchain_hindsight._checks import is_int, refuse_unknown_keywords
-from langchain_hindsight._trust import (
-    DEFAULT_CONFIDENCE_CEILING,
-    DEFAULT_INITIAL_CONFIDENCE,
-    trust_rank,
-)
+from langchain_hindsight._checks import check_number, is_int, refuse_unknown_keywords
+from langchain_hindsight._trust import DEFAULT_CONFIDENCE_CEILING, DEFAULT_INITIAL_CONFIDENCE
 from langchain_hindsight.errors import ConfigurationError
 
-__all__ = [
-    "ConfidencePolicy",
-    "feedback_reason",
-    "task_key",
-    "trust",
-]
-
-trust = trust_rank
-"""Rank of a source: 0 is the most trusted (see ``langchain_hindsight._trust``)."""
-
+__all__ = ["ConfidencePolicy", "feedback_reason"]
 
 _PUNCT = re.compile(r"[\W_]+", re.UNICODE)
-
-
-def task_key(task: str) -> str:
-    """The key under which two runs count as the same task: case, width, spaces and punctuation ignored.
-
-    Example:
-        >>> task_key("生成本周的销售周报。") == task_key(" 生成本周的 销售周报 ")
-        True
-        >>> task_key("Summarise sales.csv!") == task_key("summarise SALES csv")
-        True
-    """
-    return _PUNCT.sub("", unicodedata.normalize("NFKC", task).casefold())
 
 
 @refuse_unknown_keywords
@@ -97,21 +71,13 @@ class ConfidencePolicy:
             )
         for name in ("success_delta", "success_cap", "failure_delta", "failure_floor", "suspicious_cap",
                      "rejection_factor", "supersede_factor", "repeat_factor"):  # fmt: skip
-            value = getattr(self, name)
-            if not isinstance(value, int | float) or not 0.0 <= value <= 1.0:
-                raise ConfigurationError(f"ConfidencePolicy.{name} must be in [0, 1], got {value!r}")
+            check_number(f"ConfidencePolicy.{name}", getattr(self, name), 0.0, 1.0)
         for name in ("initial", "ceiling"):
             table = getattr(self, name)
-            unknown = set(table) - set(DEFAULT_INITIAL_CONFIDENCE)
-            if unknown:
+            if unknown := set(table) - set(DEFAULT_INITIAL_CONFIDENCE):
                 raise ConfigurationError(f"ConfidencePolicy.{name} has unknown sources: {sorted(unknown)}")
-            bad = {
-                k: v
-                for k, v in table.items()
-                if isinstance(v, bool) or not isinstance(v, int | float) or not 0 <= v <= 1
-            }
-            if bad:
-                raise ConfigurationError(f"ConfidencePolicy.{name} values must be in [0, 1], got {bad}")
+            for source, value in table.items():
+                check_number(f"ConfidencePolicy.{name}[{source!r}]", value, 0.0, 1.0)
 
     def success_credit(self, repeats: int = 0) -> float:
         """The credit of a success that is the ``repeats``-th repeat of a task (0: the first).
@@ -125,7 +91,17 @@ class ConfidencePolicy:
             raise ConfigurationError(f"repeats must be a non-negative int, got {repeats!r}")
         return round(self.success_delta * self.repeat_factor**repeats, 6)
 
-    task_key = staticmethod(task_key)
+    @staticmethod
+    def task_key(task: str) -> str:
+        """The key under which two runs count as the same task: case, width, spaces and punctuation ignored.
+
+        Example:
+            >>> ConfidencePolicy.task_key("生成本周的销售周报。") == ConfidencePolicy.task_key(" 生成本周的 销售周报 ")
+            True
+            >>> ConfidencePolicy.task_key("Summarise sales.csv!") == ConfidencePolicy.task_key("summarise SALES csv")
+            True
+        """
+        return _PUNCT.sub("", unicodedata.normalize("NFKC", task).casefold())
 
     def apply(self, confidence: float, *, success: bool | None, rejected: bool, repeats: int = 0) -> float:
         """The confidence after one piece of feedback (``repeats``: see :meth:`success_credit`)."""

@@ -18,7 +18,7 @@ import numpy as np
 
 from langchain_hindsight._safety import SUSPICIOUS_TAG, looks_like_instruction
 from langchain_hindsight._text import informative
-from langchain_hindsight._trust import TRUST_ORDER, TRUSTED_SOURCES, UNTRUSTED_SOURCES
+from langchain_hindsight._trust import TRUST_ORDER, TRUSTED_SOURCES, UNTRUSTED_SOURCES, trust_rank
 from langchain_hindsight.errors import (
     ConfigurationError,
     InvalidMemoryError,
@@ -27,7 +27,7 @@ from langchain_hindsight.errors import (
     WriteConflictError,
 )
 from langchain_hindsight.store._naming import Role, check_namespace
-from langchain_hindsight.store._policy import ConfidencePolicy, trust
+from langchain_hindsight.store._policy import ConfidencePolicy
 from langchain_hindsight.store.evidence import corroborated, evidence_cap
 from langchain_hindsight.store.writes import Neighbour, WriteDecision, WriteJudge, WriteResult
 from langchain_hindsight.taxonomy import TaskTypeVocabulary
@@ -56,7 +56,6 @@ __all__ = [
     "plan_successor",
     "plan_supersede",
     "prepare",
-    "suspicious",
 ]
 
 logger = logging.getLogger(__name__)
@@ -121,16 +120,14 @@ def check_informative(unit: MemoryUnit) -> MemoryUnit:
     return unit
 
 
-def suspicious(unit: MemoryUnit) -> bool:
-    """Whether ``unit`` is untrusted text to doubt: tagged already, or reading like an instruction or structure."""
-    return unit.source not in TRUSTED_SOURCES and (
-        SUSPICIOUS_TAG in unit.tags or looks_like_instruction(f"{unit.content}\n{unit.task_description}")
-    )
-
-
 def flag_suspicious(unit: MemoryUnit, policy: ConfidencePolicy) -> MemoryUnit:
-    """``unit`` tagged ``suspicious`` and capped at ``policy.suspicious_cap`` when :func:`suspicious` (else as is)."""
-    if not suspicious(unit):
+    """``unit`` tagged ``suspicious`` and capped at ``policy.suspicious_cap`` if it is untrusted text to doubt.
+
+    To doubt: tagged already, or reading like an instruction or structure. Anything else is returned as is.
+    """
+    if unit.source in TRUSTED_SOURCES or not (
+        SUSPICIOUS_TAG in unit.tags or looks_like_instruction(f"{unit.content}\n{unit.task_description}")
+    ):
         return unit
     tags = list(dict.fromkeys([*unit.tags, SUSPICIOUS_TAG]))
     confidence = min(unit.score_confidence, policy.suspicious_cap)
@@ -172,14 +169,13 @@ def settle_claims(unit: MemoryUnit) -> MemoryUnit:
     return unit.evolve(**changes)
 
 
-def prepare(unit: object, namespace: str | None, rules: WriteRules) -> MemoryUnit:
+def prepare(unit: MemoryUnit, namespace: str | None, rules: WriteRules) -> MemoryUnit:
     """``unit`` as it will be stored: checked, claims settled, task type normalised, namespace and confidence set.
 
     A unit that names no namespace gets the store's (never a shared "default"); its claimed confidence is
     capped by source, and :func:`flag_suspicious` applies.
     """
     policy = rules.policy
-    unit = check_unit(unit)
     for name, value in unit.to_dict().items():  # text no backend stores: lone surrogates (a JSON escape in LLM output)
         try:
             json.dumps(value, ensure_ascii=False).encode("utf-8")
@@ -209,7 +205,7 @@ def prepare(unit: object, namespace: str | None, rules: WriteRules) -> MemoryUni
 def check_update(current: MemoryUnit, changes: Mapping[str, Any]) -> MemoryUnit:
     """``current`` with ``changes``, if allowed: a source is never raised (provenance is fixed on add)."""
     source = changes.get("source", current.source)
-    if source in TRUST_ORDER and trust(str(source)) < trust(current.source):
+    if source in TRUST_ORDER and trust_rank(str(source)) < trust_rank(current.source):
         raise ConfigurationError(
             f"source cannot be raised from {current.source!r} to {source!r}: provenance is fixed when a "
             "unit is added (add a new unit with the trusted source instead)"
@@ -268,7 +264,7 @@ def merge_units(existing: MemoryUnit, incoming: MemoryUnit, policy: ConfidencePo
     two (:mod:`~langchain_hindsight.store.evidence`), and the newest times are kept so recency says so.
     """
     merged_from = list(dict.fromkeys([*existing.merged_from, incoming.memory_id, *incoming.merged_from]))
-    if trust(incoming.source) > trust(existing.source):
+    if trust_rank(incoming.source) > trust_rank(existing.source):
         # A less trusted echo corroborates nothing: record it, change nothing else.
         return existing.evolve(merged_from=merged_from)
     merged = existing.evolve(
@@ -279,7 +275,7 @@ def merge_units(existing: MemoryUnit, incoming: MemoryUnit, policy: ConfidencePo
         last_accessed_at=max(existing.last_accessed_at, incoming.last_accessed_at),
         merged_from=merged_from,
         # Provenance: a user's word outranks an inference; never lower it.
-        source=min((existing.source, incoming.source), key=trust),
+        source=min((existing.source, incoming.source), key=trust_rank),
         confidence=max(existing.score_confidence, incoming.score_confidence),
     )
     grown = corroborated(
@@ -389,12 +385,12 @@ def _decide(
     if decision.decision == "duplicate" and (merge_threshold is None or target.similarity < merge_threshold):
         reason = REASON_DUPLICATE_BELOW.format(similarity=target.similarity, threshold=merge_threshold)
         return WriteDecision("add", reason=reason), None
-    if decision.decision == "duplicate" and trust(unit.source) < trust(target.unit.source):
+    if decision.decision == "duplicate" and trust_rank(unit.source) < trust_rank(target.unit.source):
         # Merging keeps the stored wording: a more trusted source's own words replace a less trusted one's instead.
         decision = WriteDecision(
             "update", target.unit.memory_id, REASON_TRUSTED_REWORDING.format(reason=decision.reason)
         )
-    if decision.decision in ("update", "conflict") and trust(unit.source) > trust(target.unit.source):
+    if decision.decision in ("update", "conflict") and trust_rank(unit.source) > trust_rank(target.unit.source):
         # Provenance: a less trusted unit never replaces a more trusted one; both stay, ranked by source.
         reason = REASON_LESS_TRUSTED.format(source=unit.source, other=target.unit.source)
         return WriteDecision("add", reason=reason), None
@@ -538,7 +534,7 @@ def plan_supersede(targets: Sequence[Target], namespace: str, *, source: str) ->
         asked = [t.requested for t in targets][:5]
         why = f" ({'; '.join(notes)})" if notes else ""
         raise MemoryNotFoundError(f"no active memory among {asked} in namespace {namespace!r}{why}")
-    if weaker := [u.memory_id for u in heads.values() if trust(source) > trust(u.source)]:
+    if weaker := [u.memory_id for u in heads.values() if trust_rank(source) > trust_rank(u.source)]:
         raise ConfigurationError(f"a {source} unit never replaces a more trusted one ({', '.join(weaker)})")
     return SupersedeTargets(tuple(heads.values()), tuple(notes))
 
