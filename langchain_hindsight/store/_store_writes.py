@@ -19,8 +19,8 @@ from langchain_hindsight.store._codec import unit_from_record
 from langchain_hindsight.store._collections import Collection, records
 from langchain_hindsight.store._core import StoreCore, backend_errors, check_ids
 from langchain_hindsight.store._naming import Role
-from langchain_hindsight.store._policy import feedback_reason
 from langchain_hindsight.store.apply import delete_units, move_units, place_units, write_plan, write_updates
+from langchain_hindsight.store.confidence import feedback_reason
 from langchain_hindsight.store.decide import (
     NEIGHBOURS,
     Scope,

@@ -27,8 +27,7 @@ from langchain_hindsight.errors import (
     WriteConflictError,
 )
 from langchain_hindsight.store._naming import Role, check_namespace
-from langchain_hindsight.store._policy import ConfidencePolicy
-from langchain_hindsight.store.evidence import corroborated, evidence_cap
+from langchain_hindsight.store.confidence import ConfidencePolicy, corroborated, evidence_cap
 from langchain_hindsight.store.writes import Neighbour, WriteDecision, WriteJudge, WriteResult
 from langchain_hindsight.taxonomy import TaskTypeVocabulary
 from langchain_hindsight.types import MAX_ACCESS_COUNT, MemoryUnit, new_memory_id, utcnow
@@ -261,7 +260,7 @@ def merge_units(existing: MemoryUnit, incoming: MemoryUnit, policy: ConfidencePo
     """``existing`` after absorbing ``incoming``, the same statement (or a judged duplicate).
 
     The lesson was learned again: ``evidence`` adds up, confidence grows with it from the higher of the
-    two (:mod:`~langchain_hindsight.store.evidence`), and the newest times are kept so recency says so.
+    two (:mod:`~langchain_hindsight.store.confidence`), and the newest times are kept so recency says so.
     """
     merged_from = list(dict.fromkeys([*existing.merged_from, incoming.memory_id, *incoming.merged_from]))
     if trust_rank(incoming.source) > trust_rank(existing.source):
