@@ -16,13 +16,13 @@ from langchain_hindsight._lazy import lazy_exports
 if TYPE_CHECKING:
     from langchain_hindsight.store._codec import unit_to_metadata
     from langchain_hindsight.store._directory import DATA_FILE, holds_store
-    from langchain_hindsight.store._policy import ConfidencePolicy
+    from langchain_hindsight.store.confidence import ConfidencePolicy
     from langchain_hindsight.store.memory_store import MemoryStore
     from langchain_hindsight.store.writes import LLMWriteJudge, RuleWriteJudge, WriteJudge, WriteResult
 
 _EXPORTS: dict[str, str] = {
     "DATA_FILE": "._directory",
-    "ConfidencePolicy": "._policy",
+    "ConfidencePolicy": ".confidence",
     "LLMWriteJudge": ".writes",
     "MemoryStore": ".memory_store",
     "RuleWriteJudge": ".writes",

@@ -40,9 +40,9 @@ from langchain_hindsight.store._collections import (
     records,
 )
 from langchain_hindsight.store._naming import ALL_ROLES, ROLES, Role, check_namespace
-from langchain_hindsight.store._policy import ConfidencePolicy
 from langchain_hindsight.store.apply import repair_namespace
 from langchain_hindsight.store.backend import Backend
+from langchain_hindsight.store.confidence import ConfidencePolicy
 from langchain_hindsight.store.replica import Replica
 from langchain_hindsight.store.run_records import RunRecords
 from langchain_hindsight.store.writes import WriteJudge

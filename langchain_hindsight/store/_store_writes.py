@@ -19,11 +19,10 @@ from langchain_hindsight.store._codec import unit_from_record
 from langchain_hindsight.store._collections import Collection, records
 from langchain_hindsight.store._core import StoreCore, backend_errors, check_ids
 from langchain_hindsight.store._naming import Role
-from langchain_hindsight.store._policy import feedback_reason
 from langchain_hindsight.store.apply import delete_units, move_units, place_units, write_plan, write_updates
+from langchain_hindsight.store.confidence import feedback_reason
 from langchain_hindsight.store.decide import (
     NEIGHBOURS,
-    Scope,
     Target,
     WritePlan,
     check_premise,
@@ -206,24 +205,18 @@ def _new_units_plan(
 def _plan_add(
     store: StoreCore, dedupe: bool, ns: str, col: Collection, units: list[MemoryUnit], vectors: list[list[float]]
 ) -> WritePlan:
-    stored = _neighbours(col, units, vectors, store.conflict_scope) if dedupe else []
-    return plan_add(units, vectors, stored, store, dedupe=dedupe)
-
-
-def _neighbours(
-    col: Collection, units: Sequence[MemoryUnit], vectors: Sequence[list[float]], scope: Scope
-) -> list[list[Neighbour]]:
-    """For each unit, the :data:`~decide.NEIGHBOURS` stored active units nearest to its vector in its scope.
+    """:func:`~decide.plan_add` on each unit's :data:`~decide.NEIGHBOURS` stored active units nearest in its scope.
 
     One batched query per scope in the batch (one per task type and kind for ``"task_type"``), with the
     filter and depth a query per unit would use.
     """
     out: list[list[Neighbour]] = [[] for _ in units]
-    if not units or not col.get(limit=1, include=[])["ids"]:  # empty (a count would read every record on a database)
-        return out
+    # none to look up: no dedupe, or an empty collection (a count would read every record on a database)
+    if not dedupe or not col.get(limit=1, include=[])["ids"]:
+        return plan_add(units, vectors, out, store, dedupe=dedupe)
     groups: dict[tuple[str, ...], list[int]] = {}
     for i, u in enumerate(units):
-        groups.setdefault((u.task_type, u.kind) if scope == "task_type" else (), []).append(i)
+        groups.setdefault((u.task_type, u.kind) if store.conflict_scope == "task_type" else (), []).append(i)
     for key, idx in groups.items():
         active: dict[str, Any] = {"status": "active"}
         where = {"$and": [active, {"task_type": key[0]}, {"kind": key[1]}]} if key else active
@@ -238,7 +231,7 @@ def _neighbours(
             for j, i in enumerate(chunk):
                 rows = zip(res["ids"][j], res["documents"][j], res["metadatas"][j], res["distances"][j], strict=True)
                 out[i] = [Neighbour(unit_from_record(m, d, md), 1.0 - float(dist)) for m, d, md, dist in rows]
-    return out
+    return plan_add(units, vectors, out, store, dedupe=dedupe)
 
 
 @backend_errors
@@ -307,9 +300,7 @@ def update(store: StoreCore, memory_id: str, /, *, namespace: str | None = None,
     if {"memory_id", "namespace"} & set(changes):
         raise ConfigurationError("memory_id and namespace cannot be changed; add a new unit instead")
     ns = store.namespace_or_default(namespace)
-    if "task_type" in changes:
-        if not isinstance(changes["task_type"], str):
-            raise ConfigurationError(f"task_type must be a string, got {type(changes['task_type']).__name__}")
+    if "task_type" in changes:  # resolve refuses a non-string
         changes["task_type"] = store.vocabulary.resolve(changes["task_type"])
 
     def plan() -> MemoryUnit:  # read, check and write as one plan (one transaction on a database)

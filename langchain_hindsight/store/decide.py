@@ -18,7 +18,7 @@ import numpy as np
 
 from langchain_hindsight._safety import SUSPICIOUS_TAG, looks_like_instruction
 from langchain_hindsight._text import informative
-from langchain_hindsight._trust import TRUST_ORDER, TRUSTED_SOURCES, UNTRUSTED_SOURCES
+from langchain_hindsight._trust import TRUST_ORDER, TRUSTED_SOURCES, UNTRUSTED_SOURCES, trust_rank
 from langchain_hindsight.errors import (
     ConfigurationError,
     InvalidMemoryError,
@@ -27,8 +27,7 @@ from langchain_hindsight.errors import (
     WriteConflictError,
 )
 from langchain_hindsight.store._naming import Role, check_namespace
-from langchain_hindsight.store._policy import ConfidencePolicy, trust
-from langchain_hindsight.store.evidence import corroborated, evidence_cap
+from langchain_hindsight.store.confidence import ConfidencePolicy, corroborated, evidence_cap
 from langchain_hindsight.store.writes import Neighbour, WriteDecision, WriteJudge, WriteResult
 from langchain_hindsight.taxonomy import TaskTypeVocabulary
 from langchain_hindsight.types import MAX_ACCESS_COUNT, MemoryUnit, new_memory_id, utcnow
@@ -56,7 +55,6 @@ __all__ = [
     "plan_successor",
     "plan_supersede",
     "prepare",
-    "suspicious",
 ]
 
 logger = logging.getLogger(__name__)
@@ -121,16 +119,14 @@ def check_informative(unit: MemoryUnit) -> MemoryUnit:
     return unit
 
 
-def suspicious(unit: MemoryUnit) -> bool:
-    """Whether ``unit`` is untrusted text to doubt: tagged already, or reading like an instruction or structure."""
-    return unit.source not in TRUSTED_SOURCES and (
-        SUSPICIOUS_TAG in unit.tags or looks_like_instruction(f"{unit.content}\n{unit.task_description}")
-    )
-
-
 def flag_suspicious(unit: MemoryUnit, policy: ConfidencePolicy) -> MemoryUnit:
-    """``unit`` tagged ``suspicious`` and capped at ``policy.suspicious_cap`` when :func:`suspicious` (else as is)."""
-    if not suspicious(unit):
+    """``unit`` tagged ``suspicious`` and capped at ``policy.suspicious_cap`` if it is untrusted text to doubt.
+
+    To doubt: tagged already, or reading like an instruction or structure. Anything else is returned as is.
+    """
+    if unit.source in TRUSTED_SOURCES or not (
+        SUSPICIOUS_TAG in unit.tags or looks_like_instruction(f"{unit.content}\n{unit.task_description}")
+    ):
         return unit
     tags = list(dict.fromkeys([*unit.tags, SUSPICIOUS_TAG]))
     confidence = min(unit.score_confidence, policy.suspicious_cap)
@@ -172,14 +168,13 @@ def settle_claims(unit: MemoryUnit) -> MemoryUnit:
     return unit.evolve(**changes)
 
 
-def prepare(unit: object, namespace: str | None, rules: WriteRules) -> MemoryUnit:
+def prepare(unit: MemoryUnit, namespace: str | None, rules: WriteRules) -> MemoryUnit:
     """``unit`` as it will be stored: checked, claims settled, task type normalised, namespace and confidence set.
 
     A unit that names no namespace gets the store's (never a shared "default"); its claimed confidence is
     capped by source, and :func:`flag_suspicious` applies.
     """
     policy = rules.policy
-    unit = check_unit(unit)
     for name, value in unit.to_dict().items():  # text no backend stores: lone surrogates (a JSON escape in LLM output)
         try:
             json.dumps(value, ensure_ascii=False).encode("utf-8")
@@ -209,7 +204,7 @@ def prepare(unit: object, namespace: str | None, rules: WriteRules) -> MemoryUni
 def check_update(current: MemoryUnit, changes: Mapping[str, Any]) -> MemoryUnit:
     """``current`` with ``changes``, if allowed: a source is never raised (provenance is fixed on add)."""
     source = changes.get("source", current.source)
-    if source in TRUST_ORDER and trust(str(source)) < trust(current.source):
+    if source in TRUST_ORDER and trust_rank(str(source)) < trust_rank(current.source):
         raise ConfigurationError(
             f"source cannot be raised from {current.source!r} to {source!r}: provenance is fixed when a "
             "unit is added (add a new unit with the trusted source instead)"
@@ -265,10 +260,10 @@ def merge_units(existing: MemoryUnit, incoming: MemoryUnit, policy: ConfidencePo
     """``existing`` after absorbing ``incoming``, the same statement (or a judged duplicate).
 
     The lesson was learned again: ``evidence`` adds up, confidence grows with it from the higher of the
-    two (:mod:`~langchain_hindsight.store.evidence`), and the newest times are kept so recency says so.
+    two (:mod:`~langchain_hindsight.store.confidence`), and the newest times are kept so recency says so.
     """
     merged_from = list(dict.fromkeys([*existing.merged_from, incoming.memory_id, *incoming.merged_from]))
-    if trust(incoming.source) > trust(existing.source):
+    if trust_rank(incoming.source) > trust_rank(existing.source):
         # A less trusted echo corroborates nothing: record it, change nothing else.
         return existing.evolve(merged_from=merged_from)
     merged = existing.evolve(
@@ -279,7 +274,7 @@ def merge_units(existing: MemoryUnit, incoming: MemoryUnit, policy: ConfidencePo
         last_accessed_at=max(existing.last_accessed_at, incoming.last_accessed_at),
         merged_from=merged_from,
         # Provenance: a user's word outranks an inference; never lower it.
-        source=min((existing.source, incoming.source), key=trust),
+        source=min((existing.source, incoming.source), key=trust_rank),
         confidence=max(existing.score_confidence, incoming.score_confidence),
     )
     grown = corroborated(
@@ -367,13 +362,11 @@ def _decide(
         ), same
     if conflict_threshold is None:
         return WriteDecision("add", reason=REASON_NEW), None
-    # Candidates: above conflict_threshold, or contradicted by the rules whatever the cosine (see writes.py).
+    # Candidates: above conflict_threshold, or contradicted by the rules whatever the cosine (see writes.py); each
+    # shown with what the rules said, so the rule judge does not ask again.
     new = claim_of(unit.content)
-    similar = [
-        n
-        for n in near
-        if n.similarity > conflict_threshold or relation_of(claim_of(n.unit.content), new) == "contradicts"
-    ]
+    near = [replace(n, contradicts=relation_of(claim_of(n.unit.content), new) == "contradicts") for n in near]
+    similar = [n for n in near if n.similarity > conflict_threshold or n.contradicts]
     if not similar:
         return WriteDecision("add", reason=REASON_NEW), None
     decision = rules.judge.judge(unit, similar)
@@ -391,12 +384,12 @@ def _decide(
     if decision.decision == "duplicate" and (merge_threshold is None or target.similarity < merge_threshold):
         reason = REASON_DUPLICATE_BELOW.format(similarity=target.similarity, threshold=merge_threshold)
         return WriteDecision("add", reason=reason), None
-    if decision.decision == "duplicate" and trust(unit.source) < trust(target.unit.source):
+    if decision.decision == "duplicate" and trust_rank(unit.source) < trust_rank(target.unit.source):
         # Merging keeps the stored wording: a more trusted source's own words replace a less trusted one's instead.
         decision = WriteDecision(
             "update", target.unit.memory_id, REASON_TRUSTED_REWORDING.format(reason=decision.reason)
         )
-    if decision.decision in ("update", "conflict") and trust(unit.source) > trust(target.unit.source):
+    if decision.decision in ("update", "conflict") and trust_rank(unit.source) > trust_rank(target.unit.source):
         # Provenance: a less trusted unit never replaces a more trusted one; both stay, ranked by source.
         reason = REASON_LESS_TRUSTED.format(source=unit.source, other=target.unit.source)
         return WriteDecision("add", reason=reason), None
@@ -436,29 +429,28 @@ def plan_add(
     plan = WritePlan()
     # The batch so far as one matrix: a unit's similarity to every earlier one is one matrix-vector product.
     # Only earlier units that could matter become candidates: the same statement, or above conflict_threshold.
-    matrix = np.zeros((len(units), len(vectors[0]) if len(vectors) else 0), dtype=np.float64)
-    order: list[str] = []
-    row: dict[str, int] = {}
-    by_key: dict[str, list[str]] = {}
+    batch = np.asarray(vectors, dtype=np.float64)
+    matrix = np.zeros_like(batch)
+    order: list[str] = []  # the ids on the matrix's rows
+    by_key: dict[str, list[int]] = {}
 
-    def admit(unit: MemoryUnit, vector: list[float]) -> None:
-        plan.new[unit.memory_id] = (unit, vector)
-        row[unit.memory_id] = len(order)
-        matrix[len(order)] = vector
+    def admit(unit: MemoryUnit, i: int) -> None:
+        plan.new[unit.memory_id] = (unit, vectors[i])
+        matrix[len(order)] = batch[i]
+        by_key.setdefault(key(unit), []).append(len(order))
         order.append(unit.memory_id)
-        by_key.setdefault(key(unit), []).append(unit.memory_id)
 
-    for unit, vector, near_stored in zip(units, vectors, stored, strict=True):
-        sims = matrix[: len(order)] @ np.asarray(vector, dtype=np.float64)
+    for i, (unit, near_stored) in enumerate(zip(units, stored, strict=True)):
+        sims = matrix[: len(order)] @ batch[i]
         picked = set(by_key.get(key(unit), ()))
         if conflict_threshold is not None:
-            picked.update(order[i] for i in np.flatnonzero(sims > conflict_threshold).tolist())
+            picked.update(np.flatnonzero(sims > conflict_threshold).tolist())
             # the nearest few whatever the cosine, as for stored units: the rules may find a contradiction there
-            picked.update(order[i] for i in np.argsort(-sims, kind="stable")[:NEIGHBOURS].tolist())
-        near = _candidates(unit, near_stored, plan, rules.conflict_scope, {i: float(sims[row[i]]) for i in picked})
+            picked.update(np.argsort(-sims, kind="stable")[:NEIGHBOURS].tolist())
+        near = _candidates(unit, near_stored, plan, rules.conflict_scope, {order[r]: float(sims[r]) for r in picked})
         decision, target = _decide(unit, near, rules, key)
         if target is None:
-            admit(unit, vector)
+            admit(unit, i)
             kept = tuple(
                 n.unit.memory_id for n in near if conflict_threshold is not None and n.similarity > conflict_threshold
             )
@@ -471,8 +463,8 @@ def plan_add(
             )
             plan.results.append(WriteResult("merged", merged, (merged.memory_id,), reason, (target.unit,)))
         else:
-            unit, (demoted,) = plan.supersede(unit, vector, [target.unit], rules.policy)
-            admit(unit, vector)
+            unit, (demoted,) = plan.supersede(unit, vectors[i], [target.unit], rules.policy)
+            admit(unit, i)
             # what it takes to undo it: the old unit's confidence before (status back to "active")
             reason = REASON_SUPERSEDED.format(
                 reason=decision.reason,
@@ -541,7 +533,7 @@ def plan_supersede(targets: Sequence[Target], namespace: str, *, source: str) ->
         asked = [t.requested for t in targets][:5]
         why = f" ({'; '.join(notes)})" if notes else ""
         raise MemoryNotFoundError(f"no active memory among {asked} in namespace {namespace!r}{why}")
-    if weaker := [u.memory_id for u in heads.values() if trust(source) > trust(u.source)]:
+    if weaker := [u.memory_id for u in heads.values() if trust_rank(source) > trust_rank(u.source)]:
         raise ConfigurationError(f"a {source} unit never replaces a more trusted one ({', '.join(weaker)})")
     return SupersedeTargets(tuple(heads.values()), tuple(notes))
 

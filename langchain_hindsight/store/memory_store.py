@@ -26,8 +26,8 @@ from langchain_hindsight.store import search as _search_ops
 from langchain_hindsight.store import transfer as _transfer_ops
 from langchain_hindsight.store._collections import recorded_embedder
 from langchain_hindsight.store._core import StoreCore
-from langchain_hindsight.store._policy import ConfidencePolicy
 from langchain_hindsight.store.backend import Backend, ChromaBackend
+from langchain_hindsight.store.confidence import ConfidencePolicy
 from langchain_hindsight.store.decide import MERGE_THRESHOLD
 from langchain_hindsight.store.tokens import lexical_scheme
 from langchain_hindsight.store.writes import RuleWriteJudge, WriteJudge

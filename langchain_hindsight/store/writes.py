@@ -113,10 +113,14 @@ class WriteResult:
 
 @dataclass(frozen=True, slots=True)
 class Neighbour:
-    """A stored active unit similar to the incoming one, as shown to a judge."""
+    """A stored active unit similar to the incoming one, as shown to a judge.
+
+    ``contradicts``: whether the rules find its statement contradicted by the incoming one (``None``: not asked).
+    """
 
     unit: MemoryUnit
     similarity: float
+    contradicts: bool | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,7 +168,11 @@ class RuleWriteJudge:
         from langchain_hindsight._claims import claim_of, relation_of
 
         new = claim_of(unit.content)
-        contradicted = [n for n in neighbours if relation_of(claim_of(n.unit.content), new) == "contradicts"]
+        contradicted = [
+            n
+            for n in neighbours
+            if n.contradicts or (n.contradicts is None and relation_of(claim_of(n.unit.content), new) == "contradicts")
+        ]
         if contradicted:
             # prefer a neighbour the new unit may replace (not more trusted than it); the store checks again (rule 3)
             allowed = [n for n in contradicted if trust_rank(n.unit.source) >= trust_rank(unit.source)]

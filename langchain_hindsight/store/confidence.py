@@ -1,13 +1,19 @@
-"""How confidence moves and which sources outrank which (a user's word over an inference).
+"""How confidence moves: with feedback (:class:`ConfidencePolicy`) and with evidence (a lesson learned again).
 
-:class:`ConfidencePolicy` is public (``langchain_hindsight.ConfidencePolicy``); :func:`trust` is the
-provenance order the write path consults when two units from different sources meet;
-:func:`feedback_reason` words every credit and debit ``MemoryStore.record_feedback`` logs.
+:class:`ConfidencePolicy` is public (``langchain_hindsight.ConfidencePolicy``); :func:`feedback_reason`
+words every credit and debit ``MemoryStore.record_feedback`` logs; which source outranks which is
+``langchain_hindsight._trust``'s (``trust_rank``).
 
-Why credit is bounded: each earlier credit a memory got for the *same task* (:func:`task_key`) within
-``repeat_window`` multiplies a success's credit by ``repeat_factor`` (+0.05, +0.0125, +0.003, ...: at
-most +0.0667 a task a day), so "ok" repeated to the same task cannot reach the cap, while distinct
-tasks earn the full credit. The count is derived from the run journal, never stored on the unit.
+Why credit is bounded: each earlier credit a memory got for the *same task*
+(:meth:`~ConfidencePolicy.task_key`) within ``repeat_window`` multiplies a success's credit by
+``repeat_factor`` (+0.05, +0.0125, +0.003, ...: at most +0.0667 a task a day), so "ok" repeated to the
+same task cannot reach the cap, while distinct tasks earn the full credit. The count is derived from the
+run journal, never stored on the unit.
+
+Why evidence is bounded: the same lesson learned again is more credible, within its source's ceiling
+(:func:`corroborated`); shared by the write path (``decide.merge_units``: a re-learned lesson merges) and
+the merge pass (``lifecycle._merge.fold``: stored duplicates fold); ``MemoryUnit.evidence`` counts the
+learnings.
 """
 
 from __future__ import annotations
@@ -17,38 +23,15 @@ import unicodedata
 from dataclasses import dataclass, field
 from datetime import timedelta
 
-from langchain_hindsight._checks import is_int, refuse_unknown_keywords
-from langchain_hindsight._trust import (
-    DEFAULT_CONFIDENCE_CEILING,
-    DEFAULT_INITIAL_CONFIDENCE,
-    trust_rank,
-)
+from langchain_hindsight._checks import check_number, is_int, refuse_unknown_keywords
+from langchain_hindsight._safety import SUSPICIOUS_TAG
+from langchain_hindsight._trust import DEFAULT_CONFIDENCE_CEILING, DEFAULT_INITIAL_CONFIDENCE, SOURCE_TRUST
 from langchain_hindsight.errors import ConfigurationError
+from langchain_hindsight.types import MemoryUnit
 
-__all__ = [
-    "ConfidencePolicy",
-    "feedback_reason",
-    "task_key",
-    "trust",
-]
-
-trust = trust_rank
-"""Rank of a source: 0 is the most trusted (see ``langchain_hindsight._trust``)."""
-
+__all__ = ["EVIDENCE_GAIN", "ConfidencePolicy", "corroborated", "evidence_cap", "feedback_reason", "uncorroborated"]
 
 _PUNCT = re.compile(r"[\W_]+", re.UNICODE)
-
-
-def task_key(task: str) -> str:
-    """The key under which two runs count as the same task: case, width, spaces and punctuation ignored.
-
-    Example:
-        >>> task_key("生成本周的销售周报。") == task_key(" 生成本周的 销售周报 ")
-        True
-        >>> task_key("Summarise sales.csv!") == task_key("summarise SALES csv")
-        True
-    """
-    return _PUNCT.sub("", unicodedata.normalize("NFKC", task).casefold())
 
 
 @refuse_unknown_keywords
@@ -97,21 +80,13 @@ class ConfidencePolicy:
             )
         for name in ("success_delta", "success_cap", "failure_delta", "failure_floor", "suspicious_cap",
                      "rejection_factor", "supersede_factor", "repeat_factor"):  # fmt: skip
-            value = getattr(self, name)
-            if not isinstance(value, int | float) or not 0.0 <= value <= 1.0:
-                raise ConfigurationError(f"ConfidencePolicy.{name} must be in [0, 1], got {value!r}")
+            check_number(f"ConfidencePolicy.{name}", getattr(self, name), 0.0, 1.0)
         for name in ("initial", "ceiling"):
             table = getattr(self, name)
-            unknown = set(table) - set(DEFAULT_INITIAL_CONFIDENCE)
-            if unknown:
+            if unknown := set(table) - set(DEFAULT_INITIAL_CONFIDENCE):
                 raise ConfigurationError(f"ConfidencePolicy.{name} has unknown sources: {sorted(unknown)}")
-            bad = {
-                k: v
-                for k, v in table.items()
-                if isinstance(v, bool) or not isinstance(v, int | float) or not 0 <= v <= 1
-            }
-            if bad:
-                raise ConfigurationError(f"ConfidencePolicy.{name} values must be in [0, 1], got {bad}")
+            for source, value in table.items():
+                check_number(f"ConfidencePolicy.{name}[{source!r}]", value, 0.0, 1.0)
 
     def success_credit(self, repeats: int = 0) -> float:
         """The credit of a success that is the ``repeats``-th repeat of a task (0: the first).
@@ -125,7 +100,17 @@ class ConfidencePolicy:
             raise ConfigurationError(f"repeats must be a non-negative int, got {repeats!r}")
         return round(self.success_delta * self.repeat_factor**repeats, 6)
 
-    task_key = staticmethod(task_key)
+    @staticmethod
+    def task_key(task: str) -> str:
+        """The key under which two runs count as the same task: case, width, spaces and punctuation ignored.
+
+        Example:
+            >>> ConfidencePolicy.task_key("生成本周的销售周报。") == ConfidencePolicy.task_key(" 生成本周的 销售周报 ")
+            True
+            >>> ConfidencePolicy.task_key("Summarise sales.csv!") == ConfidencePolicy.task_key("summarise SALES csv")
+            True
+        """
+        return _PUNCT.sub("", unicodedata.normalize("NFKC", task).casefold())
 
     def apply(self, confidence: float, *, success: bool | None, rejected: bool, repeats: int = 0) -> float:
         """The confidence after one piece of feedback (``repeats``: see :meth:`success_credit`)."""
@@ -161,3 +146,55 @@ def feedback_reason(
             f"within {policy.repeat_window.total_seconds() / 3600:g} h"
         )
     return base
+
+
+EVIDENCE_GAIN = 0.25
+"""Share of the gap to the source's ceiling that each further learning of a lesson closes (see :func:`corroborated`)."""
+
+
+def corroborated(confidence: float, source: str, added: int, *, ceiling: float | None = None) -> float:
+    """``confidence`` after a lesson from ``source`` was learned ``added`` more times.
+
+    Each further learning closes :data:`EVIDENCE_GAIN` of the gap to the source's ceiling
+    (``langchain_hindsight._trust``: 0.9 for a rule, 0.5 for a lesson quoting a tool's text;
+    ``ceiling`` lowers it, e.g. a store's own policy): diminishing steps, never above the ceiling.
+    A confidence already at or above it (earned by feedback) is left as it is.
+
+    Example:
+        >>> corroborated(0.7, "rule", 4)  # a rule lesson learned five times: 0.9 - 0.2 * 0.75**4
+        0.836719
+        >>> corroborated(0.4, "tool_output", 4), corroborated(0.95, "rule", 3)
+        (0.468359, 0.95)
+    """
+    cap = SOURCE_TRUST[source].ceiling  # type: ignore[index]
+    if ceiling is not None:
+        cap = min(cap, ceiling)
+    if added <= 0 or confidence >= cap:
+        return confidence
+    return round(cap - (cap - confidence) * (1.0 - EVIDENCE_GAIN) ** added, 6)
+
+
+def evidence_cap(unit: MemoryUnit, policy: ConfidencePolicy | None) -> float | None:
+    """How high evidence may lift ``unit`` under ``policy``: its source's ceiling, the suspicious cap if tagged.
+
+    A unit tagged ``suspicious`` (instruction-like text from an untrusted source)
+    never gains by repetition: an injection repeated is not corroborated.
+    """
+    if SUSPICIOUS_TAG in unit.tags:
+        return min(unit.score_confidence, policy.suspicious_cap) if policy is not None else unit.score_confidence
+    return None if policy is None else policy.ceiling.get(unit.source)
+
+
+def uncorroborated(confidence: float, source: str, removed: int) -> float:
+    """The inverse of :func:`corroborated`: ``confidence`` before ``removed`` learnings were added (for an undo).
+
+    Exact up to the rounding to six decimals both apply.
+
+    Example:
+        >>> round(uncorroborated(corroborated(0.4, "tool_output", 4), "tool_output", 4), 4)
+        0.4
+    """
+    cap = SOURCE_TRUST[source].ceiling  # type: ignore[index]
+    if removed <= 0 or confidence >= cap:
+        return confidence
+    return round(max(0.0, cap - (cap - confidence) / (1.0 - EVIDENCE_GAIN) ** removed), 6)
