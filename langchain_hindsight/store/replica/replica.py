@@ -24,9 +24,7 @@ from langchain_hindsight.store._naming import Role, collection_name
 from langchain_hindsight.store.backend import Backend
 from langchain_hindsight.store.replica.feed import ChangeFeed, open_change_feed
 from langchain_hindsight.store.replica.files import DerivedFiles
-from langchain_hindsight.store.replica.lexical import LexicalIndex
-from langchain_hindsight.store.replica.records import Held, Mirror, build_mirror
-from langchain_hindsight.store.tokens import record_texts
+from langchain_hindsight.store.replica.records import Held, Mirror
 from langchain_hindsight.types import MemoryUnit
 
 __all__ = ["Replica"]
@@ -131,11 +129,7 @@ class Replica:
             if not build:
                 return None
             seen = feed.snapshot() if feed is not None else {}  # before reading: later writes reach the next poll
-            identity = self._identity()
-            mirror = build_mirror(col, str(identity), identity.dimension)
-            index = LexicalIndex()
-            index.add_texts(record_texts(mirror.records()))
-            held = Held(index, mirror, seen)
+            held = Held.build(col, self._identity(), seen)
         self._held[namespace] = held
         held.read_again(col)
         return held
