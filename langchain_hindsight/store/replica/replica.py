@@ -230,7 +230,7 @@ class Replica:
                 col = self._collection(namespace, "memories")
                 if col is not None:
                     held.read_again(col)
-                    held.save(self.files.snapshot(namespace))
+                    held.save(self.files.path("mirror", namespace))
                     held.saved = True
             except Exception:  # an optimisation: the next open rebuilds what was not saved
                 logger.warning("the replica of %r not saved", namespace, exc_info=True)
@@ -279,10 +279,7 @@ class Replica:
                         stats[ns] = {**trusted, "runs": runs(ns)}
                     elif (counted := entry(ns)) is not None:
                         stats[ns] = counted
-                if stats:
-                    files.write_summary(present, stats, {ns: collection_name(ns, "memories") for ns in stats})
-                else:
-                    files.erase_summary()
+                files.write_summary(present, stats)  # none kept: every counts file erased
         except Exception:  # the summary is a shortcut: the close goes on without it
             logger.warning("statistics summary of %s not kept", files.directory, exc_info=True)
             try:
