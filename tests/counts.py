@@ -6,7 +6,6 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from langchain_hindsight.store._naming import collection_name
 from langchain_hindsight.store.replica.files import COUNTS_DIR, DerivedFiles
 from langchain_hindsight.store.replica.summary import Summary
 
@@ -29,7 +28,7 @@ def read_counts(directory: Path) -> Summary | None:
 
 def write_counts(directory: Path, namespaces: Sequence[str], stats: Mapping[str, Mapping[str, Any]]) -> None:
     """Write ``counts`` files as the store's close does."""
-    DerivedFiles(directory, ()).write_summary(namespaces, stats, {ns: collection_name(ns, "memories") for ns in stats})
+    DerivedFiles(directory, ()).write_summary(namespaces, stats)
 
 
 def erase_counts(directory: Path) -> None:

@@ -11,8 +11,9 @@ Names are imported on first use: ``hindsight stats`` reads the summary without i
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from langchain_hindsight._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from langchain_hindsight.store.replica.feed import ChangeFeed
@@ -23,12 +24,12 @@ if TYPE_CHECKING:
     from langchain_hindsight.store.replica.snapshot import StoreSnapshot
 
 _EXPORTS: dict[str, str] = {
-    "ChangeFeed": "feed",
-    "DerivedFiles": "files",
-    "LexicalIndex": "lexical",
-    "Mirror": "records",
-    "Replica": "replica",
-    "StoreSnapshot": "snapshot",
+    "ChangeFeed": ".feed",
+    "DerivedFiles": ".files",
+    "LexicalIndex": ".lexical",
+    "Mirror": ".records",
+    "Replica": ".replica",
+    "StoreSnapshot": ".snapshot",
 }
 
 __all__ = [
@@ -41,12 +42,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(f"{__name__}.{module}"), name)
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *__all__])
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -157,30 +157,23 @@ class DerivedFiles:
         with trusted_store(path) as trusted:
             yield cls(path, trusted)
 
-    def path(self, kind: SnapshotKind, collection: str) -> Path:
-        """Where the ``kind`` snapshot of the memories collection ``collection`` lives."""
-        return self.directory / kind / f"{collection}.npz"
-
-    def snapshot(self, namespace: str) -> Path:
-        """Where ``namespace``'s snapshot (``Held``: its recall mirror and lexical index) lives."""
-        return self.path("mirror", collection_name(namespace, "memories"))
+    def path(self, kind: SnapshotKind, namespace: str) -> Path:
+        """Where ``namespace``'s ``kind`` snapshot lives (named by its memories collection)."""
+        return self.directory / kind / f"{collection_name(namespace, 'memories')}.npz"
 
     def snapshots(self, namespace: str) -> tuple[Path, Path]:
-        """Every file that may hold ``namespace``'s snapshot: :meth:`snapshot` and format 2's lexical one."""
-        path = self.snapshot(namespace)
+        """Every file that may hold ``namespace``'s ``mirror`` snapshot: the current one and format 2's lexical one."""
+        path = self.path("mirror", namespace)
         return path, self.directory / _OLD_LEXICAL / path.name
 
     def trusted_snapshot(self, namespace: str) -> Path | None:
-        """``namespace``'s snapshot if the stamp vouches for it, else ``None``."""
-        path = self.snapshot(namespace)
+        """``namespace``'s ``mirror`` snapshot if the stamp vouches for it, else ``None``."""
+        path = self.path("mirror", namespace)
         return path if self.vouched(path) else None
 
     def vouched(self, path: Path) -> bool:
-        """Whether the stamp vouches for the derived file at ``path``."""
-        try:
-            return path.relative_to(self.directory).as_posix() in self.trusted
-        except ValueError:
-            return False
+        """Whether the stamp vouches for the derived file at ``path`` (a path under :attr:`directory`)."""
+        return path.relative_to(self.directory).as_posix() in self.trusted
 
     def unvouched(self) -> list[Path]:
         """Every derived file on disk the stamp does not vouch for (half-written copies and older files included).
@@ -218,15 +211,12 @@ class DerivedFiles:
             return None
         return Summary(namespaces, {ns: stats[ns] for ns in namespaces if ns in stats})
 
-    def write_summary(
-        self, namespaces: Sequence[str], stats: Mapping[str, Mapping[str, Any]], collections: Mapping[str, str]
-    ) -> None:
+    def write_summary(self, namespaces: Sequence[str], stats: Mapping[str, Mapping[str, Any]]) -> None:
         """Write the ``counts`` file of each namespace of ``stats`` and erase every other one.
 
         Args:
             namespaces: Every namespace of the store (each file lists them).
             stats: What ``hindsight stats`` prints, by namespace.
-            collections: The memories collection of each namespace of ``stats`` (the file's name).
 
         Raises:
             OSError: a file could not be written.
@@ -234,7 +224,7 @@ class DerivedFiles:
         """
         keep = set()
         for namespace, entry in stats.items():
-            path = self.path("counts", collections[namespace])
+            path = self.path("counts", namespace)
             fields = {"namespace": namespace, "namespaces": list(namespaces), "stats": dict(entry)}
             write_snapshot(path, "counts", fields)
             keep.add(path)

@@ -75,8 +75,8 @@ class RowTable:
         self.set_rows([m for m, a in zip(self._ids, alive.tolist(), strict=True) if a], spare)
         return alive
 
-    def set_rows(self, ids: list[str], spare: int) -> bool:
-        """Hold ``ids`` on rows ``0..n-1``, all live, then ``spare`` free rows; ``False`` if an id repeats.
+    def set_rows(self, ids: list[str], spare: int) -> None:
+        """Hold ``ids`` (distinct) on rows ``0..n-1``, all live, then ``spare`` free rows.
 
         For a snapshot's load (the subclass sizes its own row arrays to match), and for compaction.
         """
@@ -85,7 +85,6 @@ class RowTable:
         self._alive = np.zeros(len(ids) + spare, dtype=bool)
         self._alive[: len(ids)] = True
         self._dead = 0
-        return len(self._row) == len(ids)
 
 
 class LexicalIndex(RowTable):

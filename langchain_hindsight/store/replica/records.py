@@ -4,7 +4,7 @@ For each active unit of a namespace the :class:`Mirror` holds its stored vector 
 and its record (document and metadata as the bytes of one JSON array, decoded only for a query's candidates):
 the dense arm is an exact matrix-vector product and both arms' candidates are read from memory.
 :class:`Held` pairs it with the namespace's lexical index: derived data, built by one paged read
-(:func:`build_mirror`) or loaded from their one snapshot, kept in step by every write (:meth:`Mirror.apply`).
+(:meth:`Held.build`) or loaded from their one snapshot, kept in step by every write (:meth:`Mirror.apply`).
 """
 
 from __future__ import annotations
@@ -18,13 +18,13 @@ from typing import Any
 
 import numpy as np
 
+from langchain_hindsight.embeddings.identity import EmbedderIdentity
 from langchain_hindsight.errors import BackendError, StoreError
 from langchain_hindsight.store._codec import unit_from_record, unit_to_metadata
-from langchain_hindsight.store.backend import Include, Records
+from langchain_hindsight.store.backend import Include, Records, Rows
 from langchain_hindsight.store.replica.files import (
     from_json_array,
     json_array,
-    read_header,
     read_snapshot,
     write_snapshot,
 )
@@ -36,7 +36,6 @@ __all__ = [
     "UNITS_KEPT",
     "Held",
     "Mirror",
-    "build_mirror",
     "record_bytes",
 ]
 
@@ -46,6 +45,8 @@ logger = logging.getLogger(__name__)
 UNITS_KEPT = 4096
 """Most rebuilt units a mirror keeps (each ~2 KB); all are let go when it is full."""
 _SNAPSHOT_ARRAYS = ("ids", "vectors", "offsets", "records", "vocab", "lengths", "indptr", "docs", "tfs")
+_WITH_VECTORS: list[Include] = ["documents", "metadatas", "embeddings"]
+_SCAN_PAGE = 2000
 
 
 def record_bytes(document: str, metadata: Mapping[str, Any]) -> bytes:
@@ -289,13 +290,6 @@ class Held:
         mirror = Mirror.restore(ids, int(header["dimension"]), identity, arrays)
         return cls(LexicalIndex.restore(ids, arrays), mirror, saved=True)
 
-    @staticmethod
-    def identity_of(path: Path) -> str | None:
-        """The embedder identity recorded in the snapshot at ``path`` (its header only), or ``None``."""
-        header = read_header(path, "mirror")
-        identity = None if header is None else header.get("identity")
-        return identity if isinstance(identity, str) else None
-
     def hybrid(
         self, query: str, vector: Sequence[float], k: int, normalize: bool
     ) -> tuple[dict[str, tuple[MemoryUnit, float]], dict[str, float]]:
@@ -312,6 +306,24 @@ class Held:
         found.update((i, (self.mirror.unit(i), sims[i])) for i in rest if i in sims)
         return found, lexical
 
+    @classmethod
+    def build(cls, col: Records, identity: EmbedderIdentity, seen: dict[str, int]) -> Held:
+        """Both from every active record of ``col`` (the namespace's memories), read in pages.
+
+        The count bounds the active records: the vectors are allocated once (by the first put when the
+        identity has no dimension). The index is filled after the last page, in one pass (it compacts once).
+
+        Raises:
+            BackendError: the backend returned records without their vectors.
+        """
+        held = cls(LexicalIndex(), Mirror(identity.dimension or 0, str(identity), capacity=col.count()), seen)
+        for rows in col.pages(include=_WITH_VECTORS, where={"status": "active"}, size=_SCAN_PAGE):
+            if rows.get("embeddings") is None:
+                raise BackendError(f"{col.name}: the backend returned records without their vectors")
+            held._mirror_rows(rows)
+        held.index.add_texts(record_texts(held.mirror.records()))
+        return held
+
     def read_again(self, col: Records) -> None:
         """Read the mirror's :attr:`~Mirror.stale` units again from ``col`` (one ``get``) into both.
 
@@ -320,7 +332,15 @@ class Held:
         if not self.mirror.stale:
             return
         ids = sorted(self.mirror.stale)
-        rows = col.get(ids=ids, include=["documents", "metadatas", "embeddings"])
+        kept = self._mirror_rows(col.get(ids=ids, include=_WITH_VECTORS))
+        found = {i for i, _, _ in kept}
+        gone = [i for i in ids if i not in found]
+        self.mirror.discard(gone)
+        self.index.delete(gone)
+        self.index.add_texts(record_texts(kept))
+
+    def _mirror_rows(self, rows: Rows) -> list[tuple[str, str, Any]]:
+        """Mirror the active records of ``rows`` that came with their vectors; returns their id, document, metadata."""
         embeddings = rows.get("embeddings")
         kept: list[tuple[str, str, Any]] = []
         for j, memory_id in enumerate(rows["ids"]):
@@ -328,37 +348,4 @@ class Held:
             if metadata.get("status") == "active" and embeddings is not None:
                 self.mirror.put(memory_id, embeddings[j], record_bytes(document, metadata))
                 kept.append((memory_id, document, metadata))
-        found = {i for i, _, _ in kept}
-        gone = [i for i in ids if i not in found]
-        self.mirror.discard(gone)
-        self.index.delete(gone)
-        self.index.add_texts(record_texts(kept))
-
-
-# ---------------------------------------------------------------- the store's side
-_SCAN_PAGE = 2000
-
-
-def build_mirror(col: Records, identity: str, dimension: int | None) -> Mirror:
-    """A mirror of every active record of ``col``, read in pages.
-
-    Args:
-        col: The namespace's memories collection.
-        identity: The embedder identity recorded with the vectors.
-        dimension: Their length when known (else the first vector's; 0 for an empty namespace).
-
-    Raises:
-        BackendError: the backend returned records without their vectors.
-    """
-    # the count bounds the active records: the vectors are allocated once (by the first put if no dimension)
-    mirror = Mirror(dimension or 0, identity, capacity=col.count())
-    include: list[Include] = ["documents", "metadatas", "embeddings"]
-    for rows in col.pages(include=include, where={"status": "active"}, size=_SCAN_PAGE):
-        embeddings = rows.get("embeddings")
-        if embeddings is None:
-            raise BackendError(f"{col.name}: the backend returned records without their vectors")
-        for memory_id, document, metadata, vector in zip(
-            rows["ids"], rows["documents"] or [], rows["metadatas"] or [], embeddings, strict=True
-        ):
-            mirror.put(memory_id, vector, record_bytes(document, metadata))
-    return mirror
+        return kept

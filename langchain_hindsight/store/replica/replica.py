@@ -24,9 +24,7 @@ from langchain_hindsight.store._naming import Role, collection_name
 from langchain_hindsight.store.backend import Backend
 from langchain_hindsight.store.replica.feed import ChangeFeed, open_change_feed
 from langchain_hindsight.store.replica.files import DerivedFiles
-from langchain_hindsight.store.replica.lexical import LexicalIndex
-from langchain_hindsight.store.replica.records import Held, Mirror, build_mirror
-from langchain_hindsight.store.tokens import record_texts
+from langchain_hindsight.store.replica.records import Held, Mirror
 from langchain_hindsight.types import MemoryUnit
 
 __all__ = ["Replica"]
@@ -131,11 +129,7 @@ class Replica:
             if not build:
                 return None
             seen = feed.snapshot() if feed is not None else {}  # before reading: later writes reach the next poll
-            identity = self._identity()
-            mirror = build_mirror(col, str(identity), identity.dimension)
-            index = LexicalIndex()
-            index.add_texts(record_texts(mirror.records()))
-            held = Held(index, mirror, seen)
+            held = Held.build(col, self._identity(), seen)
         self._held[namespace] = held
         held.read_again(col)
         return held
@@ -236,7 +230,7 @@ class Replica:
                 col = self._collection(namespace, "memories")
                 if col is not None:
                     held.read_again(col)
-                    held.save(self.files.snapshot(namespace))
+                    held.save(self.files.path("mirror", namespace))
                     held.saved = True
             except Exception:  # an optimisation: the next open rebuilds what was not saved
                 logger.warning("the replica of %r not saved", namespace, exc_info=True)
@@ -285,10 +279,7 @@ class Replica:
                         stats[ns] = {**trusted, "runs": runs(ns)}
                     elif (counted := entry(ns)) is not None:
                         stats[ns] = counted
-                if stats:
-                    files.write_summary(present, stats, {ns: collection_name(ns, "memories") for ns in stats})
-                else:
-                    files.erase_summary()
+                files.write_summary(present, stats)  # none kept: every counts file erased
         except Exception:  # the summary is a shortcut: the close goes on without it
             logger.warning("statistics summary of %s not kept", files.directory, exc_info=True)
             try:

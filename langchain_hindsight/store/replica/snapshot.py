@@ -14,7 +14,7 @@ from langchain_hindsight.embeddings.models import QueryEmbedder
 from langchain_hindsight.errors import ConfigurationError
 from langchain_hindsight.store._checks import check_k
 from langchain_hindsight.store._naming import check_namespace
-from langchain_hindsight.store.replica.files import DerivedFiles
+from langchain_hindsight.store.replica.files import DerivedFiles, read_header
 from langchain_hindsight.store.replica.records import Held
 from langchain_hindsight.taxonomy import TaskTypeVocabulary
 from langchain_hindsight.types import MemoryUnit
@@ -45,7 +45,8 @@ class StoreSnapshot:
         for it (read from its header: nothing loaded); else ``None``.
         """  # noqa: D205
         path = files.trusted_snapshot(check_namespace(namespace))
-        return None if path is None else Held.identity_of(path)
+        identity = None if path is None else (read_header(path, "mirror") or {}).get("identity")
+        return identity if isinstance(identity, str) else None
 
     @classmethod
     def load(cls, files: DerivedFiles, namespace: str, embeddings: QueryEmbedder) -> StoreSnapshot | None:

@@ -17,8 +17,7 @@ from chromadb.config import Settings
 from langchain_hindsight import MemoryStore, MemoryUnit
 from langchain_hindsight.embeddings.local import LocalEmbeddings
 from langchain_hindsight.store._naming import collection_name
-from langchain_hindsight.store.replica import replica as store_module
-from langchain_hindsight.store.replica.records import Mirror
+from langchain_hindsight.store.replica.records import Held
 from langchain_hindsight.store.tokens import record_texts, unit_text
 from langchain_hindsight.store.writes import LLMWriteJudge
 from tests.fakes import judge_model
@@ -126,7 +125,7 @@ def test_store_saves_the_index_at_close_and_loads_it_on_reopen(
     first.close()
     assert _snapshot(first).exists()
     second = make_store("snap")
-    monkeypatch.setattr(store_module, "build_mirror", _no_rebuild)
+    monkeypatch.setattr(Held, "build", _no_rebuild)
     assert ids(second, "bigquery partition") == [u.memory_id]  # from the snapshot, no rebuild
     monkeypatch.undo()
     v = second.add(MemoryUnit(content="Kafka consumers rebalance when a partition is added."))
@@ -151,11 +150,11 @@ def test_a_session_that_only_writes_keeps_the_snapshot_current(
     second.close()
     assert _snapshot(second).exists()  # the loaded snapshot took the writes and was saved
     third = make_store("writes")
-    monkeypatch.setattr(store_module, "build_mirror", _no_rebuild)
+    monkeypatch.setattr(Held, "build", _no_rebuild)
     assert ids(third, "partition") == [v.memory_id]
 
 
-def _no_rebuild(*args: object, **kwargs: object) -> Mirror:
+def _no_rebuild(*args: object, **kwargs: object) -> Held:
     raise AssertionError("the replica was rebuilt instead of loaded from its snapshots")
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
+from langchain_hindsight.store._naming import collection_name
 from langchain_hindsight.store.replica.files import DerivedFiles, read_header, read_snapshot, write_snapshot
 from langchain_hindsight.store.replica.lexical import LexicalIndex
 from langchain_hindsight.store.replica.records import Held, Mirror, record_bytes
@@ -19,17 +20,19 @@ def test_every_kind_shares_one_header_and_one_reader(tmp_path: Path) -> None:
     index.upsert([MemoryUnit(memory_id="a", content="读取中文CSV时指定编码。")])
     mirror = Mirror(2, "fake (2-d)")
     mirror.put("a", [1.0, 0.0], record_bytes("读取中文CSV时指定编码。", {"status": "active"}))
-    Held(index, mirror).save(tmp_path / "mirror" / "hs-x.npz")
+    files = DerivedFiles(tmp_path, ())
+    Held(index, mirror).save(files.path("mirror", "default"))
     entry = {"total": 1, "status": {"active": 1}, "active_by_task_type": {}, "by_source": {}, "runs": 0}
-    DerivedFiles(tmp_path, ()).write_summary(["default"], {"default": entry}, {"default": "hs-x"})
+    files.write_summary(["default"], {"default": entry})
+    collection = collection_name("default", "memories")
     for kind in ("mirror", "counts"):
-        header = read_header(tmp_path / kind / "hs-x.npz", kind)  # type: ignore[arg-type]
+        header = read_header(tmp_path / kind / f"{collection}.npz", kind)  # type: ignore[arg-type]
         assert header is not None
-        assert (header["kind"], header["format"], header["collection"]) == (kind, 3, "hs-x")
-    assert Held.identity_of(tmp_path / "mirror" / "hs-x.npz") == "fake (2-d)"
-    assert read_header(tmp_path / "mirror" / "hs-x.npz", "counts") is None  # another kind
-    moved = tmp_path / "mirror" / "hs-y.npz"
-    (tmp_path / "mirror" / "hs-x.npz").rename(moved)
+        assert (header["kind"], header["format"], header["collection"]) == (kind, 3, collection)
+        assert header.get("identity") == ("fake (2-d)" if kind == "mirror" else None)
+    assert read_header(files.path("mirror", "default"), "counts") is None  # another kind
+    moved = files.path("mirror", "other")
+    files.path("mirror", "default").rename(moved)
     assert read_header(moved, "mirror") is None  # another collection's file
     assert Held.load(moved, "fake (2-d)") is None
 
@@ -45,35 +48,35 @@ def test_an_older_format_is_not_read_it_is_rebuilt(tmp_path: Path) -> None:
             np.savez(fh, header=np.frombuffer(json.dumps(header).encode(), dtype=np.uint8))
         assert read_header(path, "mirror") is None
     assert Held.load(tmp_path / "mirror" / "hs-x.npz", "fake (2-d)") is None
-    assert Held.identity_of(tmp_path / "mirror" / "hs-x.npz") is None
     (tmp_path / "summary.json").write_text("{}", encoding="utf-8")  # the older statistics file: erased, not read
     files = DerivedFiles(tmp_path, ())
     assert tmp_path / "summary.json" in files.unvouched()
     files.erase_summary()
     assert not (tmp_path / "summary.json").exists()
-    name = files.snapshot("default").name
+    name = files.path("mirror", "default").name
     assert set(files.snapshots("default")) == {tmp_path / "mirror" / name, tmp_path / "lexical" / name}
 
 
 def test_counts_answer_only_when_every_file_is_vouched_and_agrees(tmp_path: Path) -> None:
     entry = {"total": 1, "status": {"active": 1}, "active_by_task_type": {"周报": 1}, "by_source": {"manual": 1}}
     stats = {"default": {**entry, "runs": 0}, "团队甲": {**entry, "runs": 2}}
-    DerivedFiles(tmp_path, ()).write_summary(["default", "团队甲"], stats, {"default": "hs-d", "团队甲": "hs-t"})
+    DerivedFiles(tmp_path, ()).write_summary(["default", "团队甲"], stats)
+    hs_d, hs_t = (f"counts/{collection_name(ns, 'memories')}.npz" for ns in ("default", "团队甲"))
     files = sorted(p.relative_to(tmp_path).as_posix() for p in (tmp_path / "counts").glob("*.npz"))
-    assert files == ["counts/hs-d.npz", "counts/hs-t.npz"]
+    assert files == sorted([hs_d, hs_t])
     summary = DerivedFiles(tmp_path, files).summary()
     assert summary is not None
     assert (summary.namespaces, summary.stats) == (["default", "团队甲"], stats)
     assert list(summary.stats["团队甲"]) == list(stats["团队甲"])  # printing order kept
     assert DerivedFiles(tmp_path, files[:1]).summary() is None  # one not vouched for: nothing answers
-    header = read_snapshot(tmp_path / "counts" / "hs-d.npz", "counts", ())
+    header = read_snapshot(tmp_path / hs_d, "counts", ())
     assert header is not None
     fields = {k: v for k, v in header[0].items() if k not in {"kind", "format", "collection"}}
-    write_snapshot(tmp_path / "counts" / "hs-d.npz", "counts", {**fields, "namespaces": ["default"]})
+    write_snapshot(tmp_path / hs_d, "counts", {**fields, "namespaces": ["default"]})
     assert DerivedFiles(tmp_path, files).summary() is None  # the files disagree on the namespaces
-    DerivedFiles(tmp_path, ()).write_summary(["default", "团队甲"], {"default": stats["default"]}, {"default": "hs-d"})
-    assert not (tmp_path / "counts" / "hs-t.npz").exists()  # a namespace not kept loses its file
-    summary = DerivedFiles(tmp_path, ["counts/hs-d.npz"]).summary()
+    DerivedFiles(tmp_path, ()).write_summary(["default", "团队甲"], {"default": stats["default"]})
+    assert not (tmp_path / hs_t).exists()  # a namespace not kept loses its file
+    summary = DerivedFiles(tmp_path, [hs_d]).summary()
     assert summary is not None
     assert summary.namespaces == ["default", "团队甲"]
     assert "团队甲" not in summary.stats  # listed, not counted: stats opens the store
