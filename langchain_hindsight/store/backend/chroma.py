@@ -28,8 +28,6 @@ collection owns. A marker file makes the whole procedure resumable after a crash
 
 from __future__ import annotations
 
-import functools
-import itertools
 import logging
 import os
 import shutil
@@ -40,7 +38,7 @@ import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Concatenate, ParamSpec, TypeVar
+from typing import Any
 
 import numpy as np
 
@@ -52,15 +50,11 @@ __all__ = ["REBUILD_SUFFIX", "ChromaBackend", "ChromaRecords"]
 
 logger = logging.getLogger(__name__)
 
-
-_P = ParamSpec("_P")
-_R = TypeVar("_R")
-
 REBUILD_SUFFIX = "-rebuild"
 """Suffix of the temporary collection a rebuild copies into (canonical names end in a hex digest)."""
 _SQLITE = "chroma.sqlite3"
 _FTS = "embedding_fulltext_search"
-_COLUMNS = ("embeddings", "documents", "metadatas")
+_COLUMNS: tuple[Include, ...] = ("embeddings", "documents", "metadatas")
 
 
 @contextmanager
@@ -77,18 +71,6 @@ def backend_errors(what: str) -> Iterator[None]:
         if isinstance(e, ChromaError | sqlite3.Error | OSError | httpx.HTTPError):
             raise BackendError(f"chroma {what} failed: {e}") from e
         raise
-
-
-def _writes(method: Callable[Concatenate[ChromaRecords, _P], _R]) -> Callable[Concatenate[ChromaRecords, _P], _R]:
-    """A write of the collection: noted first (a write that fails may have written part), failures mapped."""
-
-    @functools.wraps(method)
-    def wrapper(self: ChromaRecords, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
-        self._on_write(self.name)
-        with backend_errors(method.__name__):
-            return method(self, *args, **kwargs)
-
-    return wrapper
 
 
 QUERY_RETRIES = 4
@@ -188,55 +170,50 @@ class ChromaRecords(Records):
                 time.sleep(0.05 * 2**attempt)
                 attempt += 1
 
-    @_writes
-    def upsert(
+    def _write_columns(
         self,
-        *,
         ids: Sequence[str],
-        embeddings: Sequence[Vector] | Any,
-        documents: Sequence[str] | None = None,
-        metadatas: Sequence[Metadata] | None = None,
-    ) -> None:
-        """See :meth:`Records.upsert`."""
-        self.collection.upsert(ids=list(ids), embeddings=_float32(embeddings), documents=documents, metadatas=metadatas)
-
-    @_writes
-    def update(
-        self,
+        embeddings: Sequence[Vector] | Any | None,
+        documents: Sequence[str] | None,
+        metadatas: Sequence[Metadata] | None,
         *,
-        ids: Sequence[str],
-        embeddings: Sequence[Vector] | Any | None = None,
-        documents: Sequence[str] | None = None,
-        metadatas: Sequence[Metadata] | None = None,
+        whole: bool,
     ) -> None:
-        """See :meth:`Records.update`."""
-        vectors = None if embeddings is None else _float32(embeddings)
-        self.collection.update(ids=list(ids), embeddings=vectors, documents=documents, metadatas=metadatas)
+        """See :meth:`Records._write_columns` (noted first, as every write: one that fails may have written part)."""
+        self._on_write(self.name)
+        with backend_errors("upsert" if whole else "update"):
+            write = self.collection.upsert if whole else self.collection.update
+            write(ids=list(ids), embeddings=_float32(embeddings), documents=documents, metadatas=metadatas)
 
-    @_writes
     def delete(self, *, ids: Sequence[str]) -> None:
         """See :meth:`Records.delete`."""
-        if ids:
-            self.collection.delete(ids=list(ids))
+        self._on_write(self.name)
+        with backend_errors("delete"):
+            if ids:
+                self.collection.delete(ids=list(ids))
 
     @backend_errors("count")
     def count(self) -> int:
         """See :meth:`Records.count`."""
         return int(self.collection.count())
 
-    @_writes
     def modify(self, *, name: str | None = None, metadata: Metadata | None = None) -> None:
         """See :meth:`Records.modify`."""
+        self._on_write(self.name)
         if name is not None:
             self._on_write(name)  # renamed: the collection now called ``name`` changed too
-        self.collection.modify(name=name, metadata=None if metadata is None else dict(metadata))
+        with backend_errors("modify"):
+            self.collection.modify(name=name, metadata=None if metadata is None else dict(metadata))
 
 
 def _float32(embeddings: Any) -> Any:
-    """``embeddings`` as one float32 matrix, the values Chroma stores (a list it converts row by row in Python)."""
+    """``embeddings`` as one float32 matrix, the values Chroma stores (a list it converts row by row in Python).
+
+    ``None`` and what is not a matrix of numbers pass unchanged (Chroma's own validation reports the latter).
+    """
     try:
         matrix = np.asarray(embeddings, dtype=np.float32)
-    except (TypeError, ValueError):  # ragged, or not numbers: Chroma's own validation reports it
+    except (TypeError, ValueError):
         return embeddings
     return matrix if matrix.ndim == 2 and len(matrix) else embeddings
 
@@ -357,9 +334,9 @@ class ChromaBackend(Backend):
         directory = self.directory.path
         with backend_errors("scrub"):
             if rebuild is None:
-                rebuild = [c.name for c in self._client.list_collections() if "hindsight_role" in (c.metadata or {})]
+                rebuild = [c.name for c in self.list_collections() if "hindsight_role" in c.metadata]
             for name in rebuild:
-                _rebuild_collection(self._client, self._client.get_collection(name, embedding_function=None))
+                self._rebuild(name)
             self._client.close()
             try:
                 removed = _erase_files(directory)
@@ -375,13 +352,42 @@ class ChromaBackend(Backend):
             len(removed),
         )
 
+    def _rebuild(self, name: str) -> None:
+        """Replace collection ``name`` by a fresh copy of its live records (same metadata and configuration).
+
+        Copy first, drop second, rename third: until the old collection is dropped it stays authoritative;
+        after that the complete copy is. :meth:`recover_interrupted` finishes or discards an interrupted rebuild.
+
+        Raises:
+            StoreError: the copy is incomplete (the original is left untouched).
+        """
+        col = self._wrap(self._client.get_collection(name, embedding_function=None))
+        tmp_name = name + REBUILD_SUFFIX
+        if self.get_collection(tmp_name) is not None:
+            self.delete_collection(tmp_name)
+        tmp = self.create_collection(tmp_name, col.metadata, like=col)
+        for rows in col.pages(include=_COLUMNS, size=min(self.max_batch_size, 2000)):
+            tmp.upsert(**{c: rows[c] for c in ("ids", *_COLUMNS)})
+        if tmp.count() != col.count():
+            self.delete_collection(tmp_name)
+            raise StoreError(f"rebuild of collection {name!r} copied {tmp.count()} of {col.count()} records")
+        self.delete_collection(name)
+        tmp.modify(name=name)
+
     def recover_interrupted(self) -> bool:
         """Finish or discard collection rebuilds a crash interrupted; True if there were any."""
         with backend_errors("recover"):
-            recovered = _recover_rebuilds(self._client)
-        if recovered:
-            self._wrote(None)
-        return recovered
+            names = {c.name for c in self.list_collections()}
+            interrupted = sorted(n for n in names if n.endswith(REBUILD_SUFFIX))
+            for tmp_name in interrupted:
+                base = tmp_name.removesuffix(REBUILD_SUFFIX)
+                if base in names:  # the copy may be partial; the original is intact
+                    logger.warning("discarding an interrupted rebuild of collection %r", base)
+                    self.delete_collection(tmp_name)
+                else:  # the original was dropped after a complete copy: finish the rename
+                    logger.warning("completing an interrupted rebuild of collection %r", base)
+                    self._wrap(self._client.get_collection(tmp_name, embedding_function=None)).modify(name=base)
+        return bool(interrupted)
 
     def close(self) -> None:
         """Close the client this backend opened, zero the index files' unused space, release the directory."""
@@ -419,53 +425,6 @@ def _load_index(col: Any) -> None:
         col.query(query_embeddings=[list(embeddings[0])], n_results=1, include=[])
 
 
-def _rebuild_collection(client: Any, col: Any) -> None:
-    """Replace ``col`` by a fresh copy of its live records (same name, metadata and configuration).
-
-    Copy first, drop second, rename third: until the old collection is dropped it
-    stays authoritative; after that the complete copy is. :func:`_recover_rebuilds`
-    finishes or discards an interrupted rebuild.
-
-    Raises:
-        StoreError: the copy is incomplete (the original is left untouched).
-    """
-    name = col.name
-    metadata = dict(col.metadata or {})
-    tmp_name = name + REBUILD_SUFFIX
-    if tmp_name in {c.name for c in client.list_collections()}:
-        client.delete_collection(tmp_name)
-    tmp = client.create_collection(
-        tmp_name, metadata=metadata or None, configuration=col.configuration, embedding_function=None
-    )
-    batch = max(1, min(int(client.get_max_batch_size()), 2000))
-    for offset in itertools.count(0, batch):
-        rows = col.get(include=list(_COLUMNS), limit=batch, offset=offset)
-        if rows["ids"]:
-            tmp.add(ids=rows["ids"], **{c: rows[c] for c in _COLUMNS})
-        if len(rows["ids"]) < batch:
-            break
-    if tmp.count() != col.count():
-        client.delete_collection(tmp_name)
-        raise StoreError(f"rebuild of collection {name!r} copied {tmp.count()} of {col.count()} records")
-    client.delete_collection(name)
-    tmp.modify(name=name)
-
-
-def _recover_rebuilds(client: Any) -> bool:
-    """Finish or discard rebuilds a crash interrupted; True if there were any."""
-    names = {c.name for c in client.list_collections()}
-    interrupted = sorted(n for n in names if n.endswith(REBUILD_SUFFIX))
-    for tmp_name in interrupted:
-        base = tmp_name.removesuffix(REBUILD_SUFFIX)
-        if base in names:  # the copy may be partial; the original is intact
-            logger.warning("discarding an interrupted rebuild of collection %r", base)
-            client.delete_collection(tmp_name)
-        else:  # the original was dropped after a complete copy: finish the rename
-            logger.warning("completing an interrupted rebuild of collection %r", base)
-            client.get_collection(tmp_name, embedding_function=None).modify(name=base)
-    return bool(interrupted)
-
-
 def _erase_files(directory: Path) -> list[str]:
     """Scrub an embedded Chroma directory whose client is closed; return removed segment dirs.
 
@@ -500,7 +459,6 @@ def _erase_files(directory: Path) -> list[str]:
                     zero_tail(Path(root) / fname, 0)
             shutil.rmtree(child)
             removed.append(child.name)
-    _wipe_unused_index_space(directory)
     return removed
 
 
