@@ -23,20 +23,21 @@ record through Chroma's API is only logical. Measured on chromadb 1.5.9:
 So erasing means: rebuild each affected collection (copy the live records into a
 fresh collection, drop the old one), then with the client closed merge the FTS
 index, ``VACUUM`` with ``secure_delete``, and remove segment directories that no
-collection owns. A marker file makes the whole procedure resumable after a crash.
+collection owns, and zero the index files' unused slots. A crash mid-way is finished at the next open
+(the store's scrub intent; :meth:`ChromaBackend.recover_interrupted` for a rebuild).
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+import re
 import shutil
 import sqlite3
 import struct
 import time
-import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -54,10 +55,12 @@ REBUILD_SUFFIX = "-rebuild"
 """Suffix of the temporary collection a rebuild copies into (canonical names end in a hex digest)."""
 _SQLITE = "chroma.sqlite3"
 _FTS = "embedding_fulltext_search"
+_SEGMENT_DIR = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+"""A segment directory's name: its segment's id (a UUID, as Chroma writes it)."""
 _COLUMNS: tuple[Include, ...] = ("embeddings", "documents", "metadatas")
 
 
-@contextmanager
+@contextlib.contextmanager
 def backend_errors(what: str) -> Iterator[None]:
     """Re-raise a Chroma, SQLite, file-system or HTTP failure inside the block as :class:`BackendError`."""
     try:
@@ -339,18 +342,13 @@ class ChromaBackend(Backend):
                 self._rebuild(name)
             self._client.close()
             try:
-                removed = _erase_files(directory)
+                _erase_files(directory)
             finally:
                 self._client = _open_client(directory)
             for name in rebuild:  # see _load_index; close() zeroes whatever a later persist writes there
                 _load_index(self._client.get_collection(name, embedding_function=None))
             _wipe_unused_index_space(directory)
-        logger.debug(
-            "scrubbed %s: rebuilt %d collection(s), removed %d segment dir(s)",
-            directory,
-            len(rebuild),
-            len(removed),
-        )
+        logger.debug("scrubbed %s: rebuilt %d collection(s)", directory, len(rebuild))
 
     def _rebuild(self, name: str) -> None:
         """Replace collection ``name`` by a fresh copy of its live records (same metadata and configuration).
@@ -425,8 +423,8 @@ def _load_index(col: Any) -> None:
         col.query(query_embeddings=[list(embeddings[0])], n_results=1, include=[])
 
 
-def _erase_files(directory: Path) -> list[str]:
-    """Scrub an embedded Chroma directory whose client is closed; return removed segment dirs.
+def _erase_files(directory: Path) -> None:
+    """Scrub an embedded Chroma directory whose client is closed.
 
     Merges the FTS5 index (dropping deleted trigrams), rewrites the database with
     ``VACUUM`` under ``secure_delete`` (no freed page keeps old bytes) and removes,
@@ -437,29 +435,24 @@ def _erase_files(directory: Path) -> list[str]:
     """
     db = directory / _SQLITE
     if not db.exists():
-        return []
+        return
     try:
-        con = sqlite3.connect(str(db), isolation_level=None, timeout=30)
-        try:
+        with contextlib.closing(sqlite3.connect(str(db), isolation_level=None, timeout=30)) as con:
             con.execute("PRAGMA secure_delete=ON")
             has_fts = con.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (_FTS,)).fetchone()
             if has_fts:
                 con.execute(f"INSERT INTO {_FTS}({_FTS}) VALUES('optimize')")
             live = {str(row[0]) for row in con.execute("SELECT id FROM segments")}
             con.execute("VACUUM")
-        finally:
-            con.close()
     except sqlite3.Error as e:
         raise StoreError(f"could not scrub {db}: {e}") from e
-    removed = []
     for child in directory.iterdir():
-        if child.is_dir() and _is_uuid(child.name) and child.name not in live:
-            for root, _dirs, files in os.walk(child):  # zeros first: best effort against file recovery
-                for fname in files:
-                    zero_tail(Path(root) / fname, 0)
+        if child.is_dir() and _SEGMENT_DIR.fullmatch(child.name) and child.name not in live:
+            for path in child.rglob("*"):  # zeros first: best effort against file recovery
+                if path.is_file():
+                    zero_tail(path, 0)
             shutil.rmtree(child)
-            removed.append(child.name)
-    return removed
+            logger.debug("removed segment directory %s (no live segment owns it)", child)
 
 
 def _wipe_unused_index_space(directory: Path) -> None:
@@ -484,11 +477,3 @@ def _wipe_unused_index_space(directory: Path) -> None:
             path = header.parent / name
             if path.exists() and path.stat().st_size % width == 0:
                 zero_tail(path, count * width)
-
-
-def _is_uuid(name: str) -> bool:
-    try:
-        uuid.UUID(name)
-    except ValueError:
-        return False
-    return True
