@@ -350,11 +350,16 @@ class Intent(enum.StrEnum):
         replace_file(directory / self.value, data)
 
     def read(self, directory: Path) -> bytes | None:
-        """The note's bytes, or ``None`` when no such work is unfinished in ``directory``."""
+        """The note's bytes, or ``None`` when no such work is unfinished in ``directory``.
+
+        A note is written whole (:meth:`write`) and erased from its first byte on (:meth:`clear`): one that starts
+        with a zero byte is one a kill cut short while it was being erased, after its work was done.
+        """
         try:
-            return (directory / self.value).read_bytes()
+            data = (directory / self.value).read_bytes()
         except FileNotFoundError:
             return None
+        return None if data.startswith(b"\0") else data
 
     def pending(self, directory: Path) -> bool:
         """Whether such work in ``directory`` is unfinished."""
