@@ -3,11 +3,8 @@
 The only module that names the lock (:data:`LOCK_FILE`), the stamp (:data:`STAMP_FILE`) and the intent files
 (:class:`Intent`) that let a killed process's forget, scrub or import be finished on reopen; :func:`replace_file`
 is the store's one atomic, durable file write. The stamp is the one rule that trusts a derived file
-(docs/DESIGN.md, "Derived files and the stamp"): :class:`HeldDirectory` reads and removes it at open, before
-Chroma opens, and writes it at a clean close, after Chroma's client closed (the client touches ``chroma.sqlite3``
-even in a read-only session), listing the derived files their owner vouched for with no write after; a reader
-of derived files alone (:func:`trusted_store`) takes the same lock and leaves the stamp in place. Any listed file
-whose size, mtime or (derived) SHA-256 differs voids the stamp whole.
+(docs/DESIGN.md, "Derived files and the stamp"): :class:`HeldDirectory` keeps it for a store's session,
+:func:`trusted_store` for a process that only reads derived files.
 """
 
 from __future__ import annotations
@@ -353,11 +350,16 @@ class Intent(enum.StrEnum):
         replace_file(directory / self.value, data)
 
     def read(self, directory: Path) -> bytes | None:
-        """The note's bytes, or ``None`` when no such work is unfinished in ``directory``."""
+        """The note's bytes, or ``None`` when no such work is unfinished in ``directory``.
+
+        A note is written whole (:meth:`write`) and erased from its first byte on (:meth:`clear`): one that starts
+        with a zero byte is one a kill cut short while it was being erased, after its work was done.
+        """
         try:
-            return (directory / self.value).read_bytes()
+            data = (directory / self.value).read_bytes()
         except FileNotFoundError:
             return None
+        return None if data.startswith(b"\0") else data
 
     def pending(self, directory: Path) -> bool:
         """Whether such work in ``directory`` is unfinished."""

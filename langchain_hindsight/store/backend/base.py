@@ -153,7 +153,6 @@ class Records(ABC):
     ) -> Rows:
         """The ``n_results`` records nearest (cosine) to each query vector that match ``where``."""
 
-    @abstractmethod
     def upsert(
         self,
         *,
@@ -163,8 +162,8 @@ class Records(ABC):
         metadatas: Sequence[Metadata] | None = None,
     ) -> None:
         """Insert or replace whole records."""
+        self._write_columns(ids, embeddings, documents, metadatas, whole=True)
 
-    @abstractmethod
     def update(
         self,
         *,
@@ -173,7 +172,20 @@ class Records(ABC):
         documents: Sequence[str] | None = None,
         metadatas: Sequence[Metadata] | None = None,
     ) -> None:
-        """Change existing records: given embeddings and documents replace, metadata keys merge in."""
+        """Change stored records (other ids are skipped): given embeddings and documents replace, metadata merges in."""
+        self._write_columns(ids, embeddings, documents, metadatas, whole=False)
+
+    def _write_columns(
+        self,
+        ids: Sequence[str],
+        embeddings: Sequence[Vector] | Any | None,
+        documents: Sequence[str] | None,
+        metadatas: Sequence[Metadata] | None,
+        *,
+        whole: bool,
+    ) -> None:
+        """:meth:`upsert` (``whole``) or :meth:`update`, for a backend writing both alike (else it overrides them)."""
+        raise NotImplementedError
 
     @abstractmethod
     def delete(self, *, ids: Sequence[str]) -> None:

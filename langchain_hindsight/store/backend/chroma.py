@@ -23,24 +23,23 @@ record through Chroma's API is only logical. Measured on chromadb 1.5.9:
 So erasing means: rebuild each affected collection (copy the live records into a
 fresh collection, drop the old one), then with the client closed merge the FTS
 index, ``VACUUM`` with ``secure_delete``, and remove segment directories that no
-collection owns. A marker file makes the whole procedure resumable after a crash.
+collection owns, and zero the index files' unused slots. A crash mid-way is finished at the next open
+(the store's scrub intent; :meth:`ChromaBackend.recover_interrupted` for a rebuild).
 """
 
 from __future__ import annotations
 
-import functools
-import itertools
+import contextlib
 import logging
 import os
+import re
 import shutil
 import sqlite3
 import struct
 import time
-import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Concatenate, ParamSpec, TypeVar
+from typing import Any
 
 import numpy as np
 
@@ -52,18 +51,16 @@ __all__ = ["REBUILD_SUFFIX", "ChromaBackend", "ChromaRecords"]
 
 logger = logging.getLogger(__name__)
 
-
-_P = ParamSpec("_P")
-_R = TypeVar("_R")
-
 REBUILD_SUFFIX = "-rebuild"
 """Suffix of the temporary collection a rebuild copies into (canonical names end in a hex digest)."""
 _SQLITE = "chroma.sqlite3"
 _FTS = "embedding_fulltext_search"
-_COLUMNS = ("embeddings", "documents", "metadatas")
+_SEGMENT_DIR = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+"""A segment directory's name: its segment's id (a UUID, as Chroma writes it)."""
+_COLUMNS: tuple[Include, ...] = ("embeddings", "documents", "metadatas")
 
 
-@contextmanager
+@contextlib.contextmanager
 def backend_errors(what: str) -> Iterator[None]:
     """Re-raise a Chroma, SQLite, file-system or HTTP failure inside the block as :class:`BackendError`."""
     try:
@@ -77,18 +74,6 @@ def backend_errors(what: str) -> Iterator[None]:
         if isinstance(e, ChromaError | sqlite3.Error | OSError | httpx.HTTPError):
             raise BackendError(f"chroma {what} failed: {e}") from e
         raise
-
-
-def _writes(method: Callable[Concatenate[ChromaRecords, _P], _R]) -> Callable[Concatenate[ChromaRecords, _P], _R]:
-    """A write of the collection: noted first (a write that fails may have written part), failures mapped."""
-
-    @functools.wraps(method)
-    def wrapper(self: ChromaRecords, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
-        self._on_write(self.name)
-        with backend_errors(method.__name__):
-            return method(self, *args, **kwargs)
-
-    return wrapper
 
 
 QUERY_RETRIES = 4
@@ -188,55 +173,50 @@ class ChromaRecords(Records):
                 time.sleep(0.05 * 2**attempt)
                 attempt += 1
 
-    @_writes
-    def upsert(
+    def _write_columns(
         self,
-        *,
         ids: Sequence[str],
-        embeddings: Sequence[Vector] | Any,
-        documents: Sequence[str] | None = None,
-        metadatas: Sequence[Metadata] | None = None,
-    ) -> None:
-        """See :meth:`Records.upsert`."""
-        self.collection.upsert(ids=list(ids), embeddings=_float32(embeddings), documents=documents, metadatas=metadatas)
-
-    @_writes
-    def update(
-        self,
+        embeddings: Sequence[Vector] | Any | None,
+        documents: Sequence[str] | None,
+        metadatas: Sequence[Metadata] | None,
         *,
-        ids: Sequence[str],
-        embeddings: Sequence[Vector] | Any | None = None,
-        documents: Sequence[str] | None = None,
-        metadatas: Sequence[Metadata] | None = None,
+        whole: bool,
     ) -> None:
-        """See :meth:`Records.update`."""
-        vectors = None if embeddings is None else _float32(embeddings)
-        self.collection.update(ids=list(ids), embeddings=vectors, documents=documents, metadatas=metadatas)
+        """See :meth:`Records._write_columns` (noted first, as every write: one that fails may have written part)."""
+        self._on_write(self.name)
+        with backend_errors("upsert" if whole else "update"):
+            write = self.collection.upsert if whole else self.collection.update
+            write(ids=list(ids), embeddings=_float32(embeddings), documents=documents, metadatas=metadatas)
 
-    @_writes
     def delete(self, *, ids: Sequence[str]) -> None:
         """See :meth:`Records.delete`."""
-        if ids:
-            self.collection.delete(ids=list(ids))
+        self._on_write(self.name)
+        with backend_errors("delete"):
+            if ids:
+                self.collection.delete(ids=list(ids))
 
     @backend_errors("count")
     def count(self) -> int:
         """See :meth:`Records.count`."""
         return int(self.collection.count())
 
-    @_writes
     def modify(self, *, name: str | None = None, metadata: Metadata | None = None) -> None:
         """See :meth:`Records.modify`."""
+        self._on_write(self.name)
         if name is not None:
             self._on_write(name)  # renamed: the collection now called ``name`` changed too
-        self.collection.modify(name=name, metadata=None if metadata is None else dict(metadata))
+        with backend_errors("modify"):
+            self.collection.modify(name=name, metadata=None if metadata is None else dict(metadata))
 
 
 def _float32(embeddings: Any) -> Any:
-    """``embeddings`` as one float32 matrix, the values Chroma stores (a list it converts row by row in Python)."""
+    """``embeddings`` as one float32 matrix, the values Chroma stores (a list it converts row by row in Python).
+
+    ``None`` and what is not a matrix of numbers pass unchanged (Chroma's own validation reports the latter).
+    """
     try:
         matrix = np.asarray(embeddings, dtype=np.float32)
-    except (TypeError, ValueError):  # ragged, or not numbers: Chroma's own validation reports it
+    except (TypeError, ValueError):
         return embeddings
     return matrix if matrix.ndim == 2 and len(matrix) else embeddings
 
@@ -357,31 +337,55 @@ class ChromaBackend(Backend):
         directory = self.directory.path
         with backend_errors("scrub"):
             if rebuild is None:
-                rebuild = [c.name for c in self._client.list_collections() if "hindsight_role" in (c.metadata or {})]
+                rebuild = [c.name for c in self.list_collections() if "hindsight_role" in c.metadata]
             for name in rebuild:
-                _rebuild_collection(self._client, self._client.get_collection(name, embedding_function=None))
+                self._rebuild(name)
             self._client.close()
             try:
-                removed = _erase_files(directory)
+                _erase_files(directory)
             finally:
                 self._client = _open_client(directory)
             for name in rebuild:  # see _load_index; close() zeroes whatever a later persist writes there
                 _load_index(self._client.get_collection(name, embedding_function=None))
             _wipe_unused_index_space(directory)
-        logger.debug(
-            "scrubbed %s: rebuilt %d collection(s), removed %d segment dir(s)",
-            directory,
-            len(rebuild),
-            len(removed),
-        )
+        logger.debug("scrubbed %s: rebuilt %d collection(s)", directory, len(rebuild))
+
+    def _rebuild(self, name: str) -> None:
+        """Replace collection ``name`` by a fresh copy of its live records (same metadata and configuration).
+
+        Copy first, drop second, rename third: until the old collection is dropped it stays authoritative;
+        after that the complete copy is. :meth:`recover_interrupted` finishes or discards an interrupted rebuild.
+
+        Raises:
+            StoreError: the copy is incomplete (the original is left untouched).
+        """
+        col = self._wrap(self._client.get_collection(name, embedding_function=None))
+        tmp_name = name + REBUILD_SUFFIX
+        if self.get_collection(tmp_name) is not None:
+            self.delete_collection(tmp_name)
+        tmp = self.create_collection(tmp_name, col.metadata, like=col)
+        for rows in col.pages(include=_COLUMNS, size=min(self.max_batch_size, 2000)):
+            tmp.upsert(**{c: rows[c] for c in ("ids", *_COLUMNS)})
+        if tmp.count() != col.count():
+            self.delete_collection(tmp_name)
+            raise StoreError(f"rebuild of collection {name!r} copied {tmp.count()} of {col.count()} records")
+        self.delete_collection(name)
+        tmp.modify(name=name)
 
     def recover_interrupted(self) -> bool:
         """Finish or discard collection rebuilds a crash interrupted; True if there were any."""
         with backend_errors("recover"):
-            recovered = _recover_rebuilds(self._client)
-        if recovered:
-            self._wrote(None)
-        return recovered
+            names = {c.name for c in self.list_collections()}
+            interrupted = sorted(n for n in names if n.endswith(REBUILD_SUFFIX))
+            for tmp_name in interrupted:
+                base = tmp_name.removesuffix(REBUILD_SUFFIX)
+                if base in names:  # the copy may be partial; the original is intact
+                    logger.warning("discarding an interrupted rebuild of collection %r", base)
+                    self.delete_collection(tmp_name)
+                else:  # the original was dropped after a complete copy: finish the rename
+                    logger.warning("completing an interrupted rebuild of collection %r", base)
+                    self._wrap(self._client.get_collection(tmp_name, embedding_function=None)).modify(name=base)
+        return bool(interrupted)
 
     def close(self) -> None:
         """Close the client this backend opened, zero the index files' unused space, release the directory."""
@@ -419,55 +423,8 @@ def _load_index(col: Any) -> None:
         col.query(query_embeddings=[list(embeddings[0])], n_results=1, include=[])
 
 
-def _rebuild_collection(client: Any, col: Any) -> None:
-    """Replace ``col`` by a fresh copy of its live records (same name, metadata and configuration).
-
-    Copy first, drop second, rename third: until the old collection is dropped it
-    stays authoritative; after that the complete copy is. :func:`_recover_rebuilds`
-    finishes or discards an interrupted rebuild.
-
-    Raises:
-        StoreError: the copy is incomplete (the original is left untouched).
-    """
-    name = col.name
-    metadata = dict(col.metadata or {})
-    tmp_name = name + REBUILD_SUFFIX
-    if tmp_name in {c.name for c in client.list_collections()}:
-        client.delete_collection(tmp_name)
-    tmp = client.create_collection(
-        tmp_name, metadata=metadata or None, configuration=col.configuration, embedding_function=None
-    )
-    batch = max(1, min(int(client.get_max_batch_size()), 2000))
-    for offset in itertools.count(0, batch):
-        rows = col.get(include=list(_COLUMNS), limit=batch, offset=offset)
-        if rows["ids"]:
-            tmp.add(ids=rows["ids"], **{c: rows[c] for c in _COLUMNS})
-        if len(rows["ids"]) < batch:
-            break
-    if tmp.count() != col.count():
-        client.delete_collection(tmp_name)
-        raise StoreError(f"rebuild of collection {name!r} copied {tmp.count()} of {col.count()} records")
-    client.delete_collection(name)
-    tmp.modify(name=name)
-
-
-def _recover_rebuilds(client: Any) -> bool:
-    """Finish or discard rebuilds a crash interrupted; True if there were any."""
-    names = {c.name for c in client.list_collections()}
-    interrupted = sorted(n for n in names if n.endswith(REBUILD_SUFFIX))
-    for tmp_name in interrupted:
-        base = tmp_name.removesuffix(REBUILD_SUFFIX)
-        if base in names:  # the copy may be partial; the original is intact
-            logger.warning("discarding an interrupted rebuild of collection %r", base)
-            client.delete_collection(tmp_name)
-        else:  # the original was dropped after a complete copy: finish the rename
-            logger.warning("completing an interrupted rebuild of collection %r", base)
-            client.get_collection(tmp_name, embedding_function=None).modify(name=base)
-    return bool(interrupted)
-
-
-def _erase_files(directory: Path) -> list[str]:
-    """Scrub an embedded Chroma directory whose client is closed; return removed segment dirs.
+def _erase_files(directory: Path) -> None:
+    """Scrub an embedded Chroma directory whose client is closed.
 
     Merges the FTS5 index (dropping deleted trigrams), rewrites the database with
     ``VACUUM`` under ``secure_delete`` (no freed page keeps old bytes) and removes,
@@ -478,30 +435,24 @@ def _erase_files(directory: Path) -> list[str]:
     """
     db = directory / _SQLITE
     if not db.exists():
-        return []
+        return
     try:
-        con = sqlite3.connect(str(db), isolation_level=None, timeout=30)
-        try:
+        with contextlib.closing(sqlite3.connect(str(db), isolation_level=None, timeout=30)) as con:
             con.execute("PRAGMA secure_delete=ON")
             has_fts = con.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (_FTS,)).fetchone()
             if has_fts:
                 con.execute(f"INSERT INTO {_FTS}({_FTS}) VALUES('optimize')")
             live = {str(row[0]) for row in con.execute("SELECT id FROM segments")}
             con.execute("VACUUM")
-        finally:
-            con.close()
     except sqlite3.Error as e:
         raise StoreError(f"could not scrub {db}: {e}") from e
-    removed = []
     for child in directory.iterdir():
-        if child.is_dir() and _is_uuid(child.name) and child.name not in live:
-            for root, _dirs, files in os.walk(child):  # zeros first: best effort against file recovery
-                for fname in files:
-                    zero_tail(Path(root) / fname, 0)
+        if child.is_dir() and _SEGMENT_DIR.fullmatch(child.name) and child.name not in live:
+            for path in child.rglob("*"):  # zeros first: best effort against file recovery
+                if path.is_file():
+                    zero_tail(path, 0)
             shutil.rmtree(child)
-            removed.append(child.name)
-    _wipe_unused_index_space(directory)
-    return removed
+            logger.debug("removed segment directory %s (no live segment owns it)", child)
 
 
 def _wipe_unused_index_space(directory: Path) -> None:
@@ -526,11 +477,3 @@ def _wipe_unused_index_space(directory: Path) -> None:
             path = header.parent / name
             if path.exists() and path.stat().st_size % width == 0:
                 zero_tail(path, count * width)
-
-
-def _is_uuid(name: str) -> bool:
-    try:
-        uuid.UUID(name)
-    except ValueError:
-        return False
-    return True

@@ -208,29 +208,7 @@ class InMemoryRecords(Records):
                     out[key].append(column)
             return {key: column if key == "ids" or key in include else None for key, column in out.items()}
 
-    def upsert(
-        self,
-        *,
-        ids: Sequence[str],
-        embeddings: Sequence[Vector] | Any,
-        documents: Sequence[str] | None = None,
-        metadatas: Sequence[Metadata] | None = None,
-    ) -> None:
-        """See :meth:`Records.upsert`."""
-        self._write(ids, embeddings, documents, metadatas, whole=True)
-
-    def update(
-        self,
-        *,
-        ids: Sequence[str],
-        embeddings: Sequence[Vector] | Any | None = None,
-        documents: Sequence[str] | None = None,
-        metadatas: Sequence[Metadata] | None = None,
-    ) -> None:
-        """See :meth:`Records.update` (ids that are not stored are skipped, as in Chroma)."""
-        self._write(ids, embeddings, documents, metadatas, whole=False)
-
-    def _write(
+    def _write_columns(
         self,
         ids: Sequence[str],
         embeddings: Sequence[Vector] | Any | None,
@@ -239,7 +217,7 @@ class InMemoryRecords(Records):
         *,
         whole: bool,
     ) -> None:
-        """Write the given columns into the records ``ids``: new whole records (``whole``), else into stored ones."""
+        """See :meth:`Records._write_columns`."""
         ids = check_write(self._name, ids, embeddings, documents, metadatas)
         with self._lock:
             self._stacked = None
@@ -248,7 +226,7 @@ class InMemoryRecords(Records):
                 row = _Record(np.zeros(0, np.float32), None, {}) if whole else self._rows.get(memory_id)
                 if row is None:
                     continue
-                self._rows[memory_id] = row  # a record written again keeps its place
+                self._rows[memory_id] = row
                 if vectors is not None:
                     row.vector = vectors[j]
                 if documents is not None:

@@ -56,6 +56,21 @@ def test_a_half_written_import_file_is_erased_on_reopen(tmp_path: Path) -> None:
     assert not any(b"SECRET-LESSON-TEXT" in p.read_bytes() for p in directory.rglob("*") if p.is_file())
 
 
+def test_an_import_note_a_kill_left_half_erased_is_finished_work(tmp_path: Path) -> None:
+    """Killed inside the note's erase (zeros written, not yet removed): the import had finished; the store opens."""
+    directory = tmp_path / "db"
+    units = [MemoryUnit(memory_id=f"mem_{i}", content=f"imported lesson {i} 第{i}条") for i in range(3)]
+    with MemoryStore(directory, embeddings=HashEmbeddings()) as store:
+        store.import_units(units)
+    _pending(directory, units)
+    note = directory / _directory.Intent.IMPORT.value
+    _directory.zero_tail(note, 0)  # what the erase does first
+    assert _directory.Intent.IMPORT.read(directory) is None
+    with MemoryStore(directory, embeddings=HashEmbeddings()) as store:
+        assert sorted(u.memory_id for u in store.list_units()) == [u.memory_id for u in units]
+    assert not note.exists()
+
+
 def test_a_finished_import_leaves_no_pending_file(tmp_path: Path) -> None:
     directory = tmp_path / "db"
     with MemoryStore(directory, embeddings=HashEmbeddings()) as store:
