@@ -102,10 +102,7 @@ def forget(
     directory = store.persist_directory
 
     def plan() -> tuple[int, list[str]]:
-        if ids is None:
-            done: tuple[int, list[str]] = _drop_collections(store, ns), []
-        else:
-            done = _delete_ids(store, ns, ids, successors)
+        done = (_drop_collections(store, ns), []) if ids is None else _delete_ids(store, ns, ids, successors)
         if do_scrub and directory is None:  # no intent file: note the owed erase in the same write plan
             store.backend.owe_erase()
         return done
