@@ -103,11 +103,11 @@ def _side_collection(backend: Backend, src: Collection, target: EmbedderIdentity
         backend.delete_collection(name)  # left by a run towards another embedder: start over
         side = None
     src_meta = {k: v for k, v in src.metadata.items() if k not in (EMBEDDER_KEY, EMBEDDER_DIM_KEY)}
-    meta = {**src_meta, **identity_metadata(target), "hindsight_role": "reembed"}
+    meta = {**src_meta, **identity_metadata(target), "hindsight_role": "reembed", REEMBED_COMPLETE: False}
     meta[REEMBED_OF] = src_meta["hindsight_role"]
     if side is None:
-        return backend.create_collection(name, {**meta, REEMBED_COMPLETE: False}, like=src)
-    side.modify(metadata={**meta, REEMBED_COMPLETE: False})  # the original may have changed since: verify again
+        return backend.create_collection(name, meta, like=src)
+    side.modify(metadata=meta)  # the original may have changed since: verify again
     return side
 
 

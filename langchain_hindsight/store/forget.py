@@ -19,7 +19,7 @@ from langchain_hindsight.store._collections import Collection, records
 from langchain_hindsight.store._core import StoreCore, backend_errors, check_ids
 from langchain_hindsight.store._directory import Intent
 from langchain_hindsight.store._naming import ALL_ROLES, REEMBED_SUFFIX, ROLES, collection_name
-from langchain_hindsight.store.backend import REBUILD_SUFFIX, Backend
+from langchain_hindsight.store.backend import REBUILD_SUFFIX
 from langchain_hindsight.types import MemoryUnit
 
 __all__ = ["NO_SCRUB", "finish_interrupted_scrub", "forget", "scrub", "scrub_collections"]
@@ -32,16 +32,17 @@ NO_SCRUB = (
 )
 
 
-def _drop_collections(backend: Backend, ns: str) -> int:
-    """Drop every collection of ``backend`` that belongs to ``ns`` (any role, leftovers included); count its units."""
+def _drop_collections(store: StoreCore, ns: str) -> int:
+    """Drop every collection of ``ns`` (any role, leftovers included) and the store's state of it; count its units."""
     deleted = 0
-    for col in backend.list_collections():
+    for col in store.backend.list_collections():
         meta = col.metadata
         if meta.get("hindsight_namespace") != ns or "hindsight_role" not in meta:
             continue
         if meta["hindsight_role"] in ROLES and not col.name.endswith(REBUILD_SUFFIX):
             deleted += col.count()
-        backend.delete_collection(col.name)
+        store.backend.delete_collection(col.name)
+    store.dropped(ns)
     return deleted
 
 
@@ -101,11 +102,7 @@ def forget(
     directory = store.persist_directory
 
     def plan() -> tuple[int, list[str]]:
-        if ids is None:
-            done: tuple[int, list[str]] = _drop_collections(store.backend, ns), []
-            store.dropped(ns)
-        else:
-            done = _delete_ids(store, ns, ids, successors)
+        done = (_drop_collections(store, ns), []) if ids is None else _delete_ids(store, ns, ids, successors)
         if do_scrub and directory is None:  # no intent file: note the owed erase in the same write plan
             store.backend.owe_erase()
         return done
@@ -281,8 +278,7 @@ def finish_interrupted_scrub(store: StoreCore) -> None:
             for intent in intents:
                 ns, ids = str(intent.get("namespace")), intent.get("ids")
                 if ids is None:
-                    _drop_collections(store.backend, ns)
-                    store.reopen_collections()
+                    _drop_collections(store, ns)
                 else:
                     _delete_ids(store, ns, [str(i) for i in ids])
         if not any(intent.get("scrub") for intent in intents):

@@ -145,13 +145,12 @@ class MemoryStore(StoreCore):
             from langchain_hindsight.store.backend.postgres import PostgresBackend  # psycopg is imported only now
 
             backend = PostgresBackend(database_url.strip(), lexical=lexical_scheme())
+        elif client is not None:
+            backend = ChromaBackend(client)
         elif backend is None:
-            if client is not None:
-                backend = ChromaBackend(client)
-            elif persist_directory is None:
+            if persist_directory is None:
                 raise ConfigurationError("give persist_directory, client or backend")
-            else:
-                backend = ChromaBackend.embedded(persist_directory)
+            backend = ChromaBackend.embedded(persist_directory)
         self._init_state(backend)
         if embeddings is None:  # the built-in embedder the store records; a new store gets the routed default
             embeddings = default_embeddings(recorded_embedder(backend, self.namespace))
