@@ -28,7 +28,7 @@ are read), then times fresh processes of
   alternating with the baseline's code like ``search``);
 * ``hindsight search "<a corpus query>"`` (the corpus's first query, mostly Chinese: the
   multilingual half of the default embedder alone), and a Latin-script one (both halves load), after
-  one untimed search that saves the snapshots its quick path reads (the last ``stats`` session kept none);
+  one untimed search whose store saves the snapshots the next open loads (the last ``stats`` session kept none);
 * ``python -c "import chromadb"``: the floor every command that opens a store
   pays before any of our code runs (measured in the same run, same interpreter).
 

@@ -31,18 +31,14 @@ drive the operator's terminal.
 
 Each command's module is imported only when it runs, and only ``search`` (and
 ``demo``, ``maintain --review`` with a model, ``reembed``, ``mcp``) loads an
-embedding or chat model. ``stats`` and ``search`` first try their quick paths (``_stats``,
-``_search``), which answer from the store's per-namespace counts files or its snapshots without
-importing Chroma or the store. The program (:func:`run`) ends a process whose command its quick
-path answered without the interpreter's teardown.
+embedding or chat model. ``stats`` first tries its quick path (``_stats``), which answers from
+the store's per-namespace counts files without importing Chroma or the store.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
-import logging
-import os
 import sys
 from collections.abc import Callable, Sequence
 from types import ModuleType
@@ -159,7 +155,6 @@ def _parser(words: Sequence[str] = ()) -> argparse.ArgumentParser:
     p.add_argument("-k", type=positive_int, default=5, help="how many memories to list (default: 5)")
     p.add_argument("--all", action="store_true", help="also the matches below the relevance floor (marked served: no)")
     p.add_argument("--task-type", help="score as for this task type (default: inferred from the query)")
-    p.set_defaults(quick="_search:quick")  # answered from the store's trusted snapshot when it can be
     p = add("show", "browse:show", "print memories by id")
     p.add_argument("memory_id", nargs="+", help="one or more memory ids (mem_…), as search and runs print them")
     p = add("history", "browse:history", "the supersedes chain through a memory")
@@ -260,11 +255,8 @@ def resolve_store_target(args: argparse.Namespace) -> None:
     args.server, args.database_url = target.server, target.database_url
 
 
-def _run(args: argparse.Namespace) -> tuple[int, bool]:
-    """Run the chosen command: its quick path first if it has one (``None`` from it: not answerable there).
-
-    Returns the exit code and whether the quick path answered (it only read files).
-    """
+def _run(args: argparse.Namespace) -> int:
+    """Run the chosen command: its quick path first if it has one (``None`` from it: not answerable there)."""
     if getattr(args, "principal", None) and args.command in _OPERATOR_ONLY:
         raise ConfigurationError(f"'{args.command}' is an operator command: run it without --principal")
     if args.command != "demo":  # every other command takes --path / --server / --database-url
@@ -273,80 +265,49 @@ def _run(args: argparse.Namespace) -> tuple[int, bool]:
     if quick is not None:
         code = _function(str(quick))(args)
         if code is not None:
-            return int(code), True
-    return int(_function(str(args.func))(args)), False
+            return int(code)
+    return int(_function(str(args.func))(args))
+
+
+def run() -> NoReturn:
+    """The ``hindsight`` program (its console script and ``python -m``): :func:`main`, then the process exits."""
+    sys.exit(main())
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``hindsight`` command; returns the exit code."""
-    return _main(argv)[0]
-
-
-def run() -> NoReturn:
-    """The ``hindsight`` program (its console script and ``python -m``): :func:`main`, then the process exits.
-
-    When a quick path answered (``stats`` or ``search`` from the store's files: it only read,
-    and left no thread working and no file open for writing), the process ends at once
-    (:func:`os._exit`, after flushing stdout, stderr and the log handlers): the interpreter's
-    teardown — freeing every loaded module's objects and collecting them once more — took
-    about 0.1 s of a one-second search, and nothing depends on it there. Any other command
-    exits normally, so its store's close and the exit hooks of Chroma and the thread pools run.
-    What a quick path loaded is kept in ``args.resident`` until then (freeing a search's models
-    and snapshot object by object took another ~80 ms before its process could end).
-    """
-    resident: list[object] = []
-    code, quick = _main(None, resident)
-    if quick:
-        try:
-            sys.stdout.flush()
-            sys.stderr.flush()
-            logging.shutdown()
-        except (OSError, ValueError):  # a closed pipe or stream: the normal exit reports it as usual
-            pass
-        else:
-            os._exit(code)
-    sys.exit(code)
-
-
-def _main(argv: Sequence[str] | None, resident: list[object] | None = None) -> tuple[int, bool]:
-    """:func:`main`'s exit code, and whether a quick path answered (see :func:`run`).
-
-    ``resident``: where a quick path may leave what it loaded, for the caller to free (``args.resident``).
-    """
     words = sys.argv[1:] if argv is None else list(argv)
     parser = _parser(words)
     try:
         args = parser.parse_args(words)
     except SystemExit as e:  # argparse: --help (0) or a usage error (2)
-        return (int(e.code) if isinstance(e.code, int) else EXIT_USAGE), False
-    if resident is not None:
-        args.resident = resident
+        return int(e.code) if isinstance(e.code, int) else EXIT_USAGE
     try:
         return _run(args)
     except StoreLockedError as e:
         print(f"hindsight: {safe(str(e))}", file=sys.stderr)
-        return EXIT_LOCKED, False
+        return EXIT_LOCKED
     except AccessDeniedError as e:
         print(f"hindsight: access denied: {one_line(str(e))}", file=sys.stderr)
-        return EXIT_DENIED, False
+        return EXIT_DENIED
     except (MemoryNotFoundError, RunNotFoundError, FeedbackNotFoundError) as e:
         print(f"hindsight: {one_line(str(e))}", file=sys.stderr)
-        return EXIT_NOT_FOUND, False
+        return EXIT_NOT_FOUND
     except (ConfigurationError, InvalidMemoryError) as e:
         print(f"hindsight: {one_line(str(e))}", file=sys.stderr)
-        return EXIT_USAGE, False
+        return EXIT_USAGE
     except HindsightError as e:
         print(f"hindsight: error: {one_line(str(e))}", file=sys.stderr)
-        return EXIT_ERROR, False
+        return EXIT_ERROR
     except (ValueError, TypeError, OverflowError, RecursionError, UnicodeError) as e:  # bad input the checks missed
         print(f"hindsight: {one_line(str(e), 500)}", file=sys.stderr)
-        return EXIT_USAGE, False
+        return EXIT_USAGE
     except OSError as e:
         print(f"hindsight: {one_line(str(e), 500)}", file=sys.stderr)
-        return EXIT_ERROR, False
+        return EXIT_ERROR
     except Exception as e:  # noqa: BLE001 - the last line of defence: one line, never a traceback
         print(f"hindsight: error: {type(e).__name__}: {one_line(str(e), 500)}", file=sys.stderr)
-        return EXIT_ERROR, False
+        return EXIT_ERROR
 
 
 if __name__ == "__main__":

@@ -12,8 +12,7 @@ caches queries. The public embedders —
 :class:`~langchain_hindsight.embeddings.multilingual.MultilingualEmbeddings` and
 :class:`~langchain_hindsight.embeddings.multilingual.ScriptRoutedEmbeddings` — are these
 classes with LangChain's ``Embeddings`` base added, so both compute the same vectors with the
-same code. ``hindsight search`` embeds its query with :func:`builtin_model` directly: importing
-``langchain_core`` costs a few hundred milliseconds, more than a search of a closed store.
+same code.
 """
 
 from __future__ import annotations
@@ -51,7 +50,6 @@ __all__ = [
     "QueryEmbedder",
     "ScriptRoutedModel",
     "TextEmbedder",
-    "builtin_model",
     "check_vectors",
     "default_model",
     "default_model_path",
@@ -535,21 +533,3 @@ def default_model(recorded: EmbedderIdentity | None = None) -> type[BuiltinModel
     if name == MultilingualModel.name:
         return MultilingualModel
     return ScriptRoutedModel
-
-
-def builtin_model(identity: str) -> BuiltinModel | None:
-    """A new instance (nothing loaded) of this package's model whose identity reads ``identity``, else ``None``.
-
-    ``identity`` is an :class:`EmbedderIdentity` as text (what a recall mirror records):
-    the default model's, MiniLM's or the multilingual model's. The caller that only embeds
-    queries (``hindsight search``'s quick path) gets its vectors without importing LangChain.
-
-    Example:
-        >>> type(builtin_model("use-multilingual-v3 (512-d)")).__name__, builtin_model("custom (64-d)")
-        ('MultilingualModel', None)
-    """
-    for model in (ScriptRoutedModel, MiniLMModel, MultilingualModel):
-        candidate = model()
-        if str(candidate.identity) == identity:
-            return candidate
-    return None

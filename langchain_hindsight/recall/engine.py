@@ -9,14 +9,12 @@ and every extra one, and ranks the candidates with
 :func:`~langchain_hindsight.recall.fusion.fusion_weights_for` picks.
 :class:`~langchain_hindsight.recall.retriever.HindsightRetriever` builds a
 :class:`RecallSettings` from its fields and delegates here (it keeps the served log,
-``on_served`` and the weak-match warning); ``hindsight search`` calls it on a store
-snapshot directly, so the command never imports ``langchain_core.retrievers`` or
-``langchain_core.language_models`` (whose import alone costs a few hundred
-milliseconds, more than the search).
+``on_served`` and the weak-match warning); ``hindsight search`` calls it on the opened store
+directly, so the command never imports ``langchain_core.retrievers`` or
+``langchain_core.language_models`` (whose import alone costs a few hundred milliseconds).
 
-The source is anything with the store's recall surface (:class:`RecallSource`):
-a :class:`~langchain_hindsight.store.memory_store.MemoryStore` or a
-:class:`~langchain_hindsight.store.replica.snapshot.StoreSnapshot`.
+The source is anything with the store's recall surface (:class:`RecallSource`), such as a
+:class:`~langchain_hindsight.store.memory_store.MemoryStore`.
 
 Example:
     >>> from langchain_hindsight.recall.engine import RecallSettings, recall
@@ -72,7 +70,7 @@ Candidates = tuple[dict[str, tuple[MemoryUnit, float]], dict[str, float]]
 
 
 class RecallSource(Protocol):
-    """The recall surface of a store (a :class:`MemoryStore` and a :class:`StoreSnapshot` both have it)."""
+    """The recall surface of a store (a :class:`MemoryStore` has it)."""
 
     @property
     def embeddings(self) -> QueryEmbedder:

@@ -75,7 +75,6 @@ from langchain_hindsight.recall.ranking import (
 )
 from langchain_hindsight.recall.scoring import ScoringWeights
 from langchain_hindsight.store.memory_store import MemoryStore
-from langchain_hindsight.store.replica.snapshot import StoreSnapshot
 from langchain_hindsight.types import ScoredMemory, Served, TaskTypeSource
 
 __all__ = ["HindsightRetriever", "ServedRecord"]
@@ -158,8 +157,7 @@ class HindsightRetriever(BaseRetriever):
     (:meth:`configure`).
 
     Attributes:
-        store: Where memories live (read through on every call, never cached here): a
-            :class:`MemoryStore`, or a read-only :class:`~langchain_hindsight.store.replica.snapshot.StoreSnapshot`.
+        store: Where memories live (read through on every call, never cached here).
         k: Memories returned per call; a per-call ``k`` keyword overrides it.
         task_type: Task type of the current task (normalised with the store's
             vocabulary); matching memories get the task-type bonus. ``None``
@@ -228,7 +226,7 @@ class HindsightRetriever(BaseRetriever):
                 f"invalid HindsightRetriever argument: {e.errors()[0].get('loc')}: {e.errors()[0].get('msg')}"
             ) from e
 
-    store: MemoryStore | StoreSnapshot
+    store: MemoryStore
     settings: RecallSettings = Field(default_factory=RecallSettings)
     """Every recall option in one object (the keyword options above are packed into it)."""
     locale: Locale = "zh"

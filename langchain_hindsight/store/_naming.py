@@ -7,7 +7,7 @@ in the collection's metadata (:data:`NAMESPACE_KEY`, :data:`ROLE_KEY`); opening 
 (:data:`REEMBED_SUFFIX`, marked with :data:`REEMBED_OF` and :data:`REEMBED_COMPLETE`).
 
 Kept apart from ``_collections`` (which reads records and checks embedders, and imports them) so the
-CLI's quick paths can name a namespace's collections without importing the store.
+CLI's quick path (``hindsight stats``) can name a namespace's collections without importing the store.
 """
 
 from __future__ import annotations

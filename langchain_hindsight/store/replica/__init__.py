@@ -2,8 +2,8 @@
 
 :class:`Replica` (``replica``) is their one owner in a store and that store's reader; ``records`` (the recall
 mirror), ``lexical`` (the BM25 index), ``feed`` (a shared Chroma server's change feed), ``summary`` (what
-``hindsight stats`` prints), ``snapshot`` (:class:`StoreSnapshot`, recall from the files alone) and ``files``
-(:class:`DerivedFiles`, the one reader of the derived files) are its parts. Derived data is rebuilt from the
+``hindsight stats`` prints) and ``files`` (:class:`DerivedFiles`, the one reader of the derived files) are its
+parts. Derived data is rebuilt from the
 backend whenever it cannot be trusted; it is never the only copy.
 
 Names are imported on first use: ``hindsight stats`` reads the summary without importing numpy or the store.
@@ -21,7 +21,6 @@ if TYPE_CHECKING:
     from langchain_hindsight.store.replica.lexical import LexicalIndex
     from langchain_hindsight.store.replica.records import Mirror
     from langchain_hindsight.store.replica.replica import Replica
-    from langchain_hindsight.store.replica.snapshot import StoreSnapshot
 
 _EXPORTS: dict[str, str] = {
     "ChangeFeed": ".feed",
@@ -29,7 +28,6 @@ _EXPORTS: dict[str, str] = {
     "LexicalIndex": ".lexical",
     "Mirror": ".records",
     "Replica": ".replica",
-    "StoreSnapshot": ".snapshot",
 }
 
 __all__ = [
@@ -38,7 +36,6 @@ __all__ = [
     "LexicalIndex",
     "Mirror",
     "Replica",
-    "StoreSnapshot",
 ]
 
 

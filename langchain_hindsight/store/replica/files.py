@@ -8,8 +8,8 @@ fields) and the kind's arrays as ``<name>.npy``. A file of an older format (``1`
 a single ``summary.json``; ``2``: the lexical index in a ``lexical`` file of its own) is never read: the kind is
 rebuilt, the older files are erased, and the next close writes the current format.
 
-:class:`DerivedFiles` is the one reader, for the live store's replica and the CLI's quick paths alike: a
-file is read only if the clean-close stamp vouches for it. Standard library only at import (numpy is
+:class:`DerivedFiles` is the one reader, for the live store's replica and ``hindsight stats``'s quick path
+alike: a file is read only if the clean-close stamp vouches for it. Standard library only at import (numpy is
 imported by the first array read or written): ``hindsight stats`` imports no numpy.
 """
 

@@ -242,9 +242,8 @@ class Mirror(RowTable):
 class Held:
     """One namespace held in memory: its lexical index and recall mirror (the same active units).
 
-    The live store's ``Replica`` keeps one per namespace in step with the backend; a ``StoreSnapshot`` reads
-    one loaded from a closed store's files. Both are saved in one snapshot: the ids once, then the mirror's
-    rows and the index's postings on the same rows.
+    The live store's ``Replica`` keeps one per namespace in step with the backend. Both are saved in one
+    snapshot: the ids once, then the mirror's rows and the index's postings on the same rows.
 
     Attributes:
         index: The BM25 index of the lexical arm.

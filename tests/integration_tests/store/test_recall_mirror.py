@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import logging
+import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -11,18 +13,14 @@ from typing import Any
 import numpy as np
 import pytest
 
-from langchain_hindsight import HindsightRetriever, MemoryStore
+from langchain_hindsight import HindsightRetriever, MemoryStore, MemoryUnit
 from langchain_hindsight.embeddings.identity import embedder_identity
-from langchain_hindsight.embeddings.local import LocalEmbeddings
-from langchain_hindsight.embeddings.models import builtin_model
-from langchain_hindsight.embeddings.multilingual import MultilingualEmbeddings, ScriptRoutedEmbeddings
-from langchain_hindsight.errors import ConfigurationError, StoreError
+from langchain_hindsight.errors import StoreError
 from langchain_hindsight.store._directory import read_stamp
 from langchain_hindsight.store._naming import collection_name
 from langchain_hindsight.store.backend import ChromaBackend
-from langchain_hindsight.store.replica.files import DerivedFiles
-from langchain_hindsight.store.replica.records import Mirror, record_bytes
-from langchain_hindsight.store.replica.snapshot import StoreSnapshot
+from langchain_hindsight.store.replica.files import DerivedFiles, read_snapshot, write_snapshot
+from langchain_hindsight.store.replica.records import Held, Mirror, record_bytes
 from tests.fakes import HashEmbeddings
 from tests.integration_tests.store._reads import NOW, Counting, counting, lessons
 
@@ -173,14 +171,10 @@ def test_mirror_rows_hold_the_stored_records_and_vectors() -> None:
         mirror.put("d", [1.0, 0.0], record_bytes("丁", {}))
 
 
-def _open(path: Path, trusted: set[str], embeddings: Any = None, namespace: str = "default") -> StoreSnapshot | None:
-    """The snapshot of ``namespace`` as the CLI loads it: its embedder found among ``trusted`` files, then loaded."""
-    files = DerivedFiles(path, trusted)
-    identity = StoreSnapshot.identity_of(files, namespace)
-    if identity is None:
-        return None
-    embedder = embeddings if embeddings is not None else builtin_model(identity)
-    return None if embedder is None else StoreSnapshot.load(files, namespace, embedder)
+def _open(path: Path, trusted: set[str], embeddings: Any, namespace: str = "default") -> Held | None:
+    """``namespace``'s snapshot as the store's replica loads it: if ``trusted`` vouches for it, for ``embeddings``."""
+    snapshot = DerivedFiles(path, trusted).trusted_snapshot(namespace)
+    return None if snapshot is None else Held.load(snapshot, str(embedder_identity(embeddings)))
 
 
 def _derived(path: Path) -> set[str]:
@@ -188,41 +182,37 @@ def _derived(path: Path) -> set[str]:
     return {p.relative_to(path).as_posix() for p in (path / "mirror").glob("*.npz")}
 
 
-def test_a_snapshot_of_a_closed_store_recalls_what_the_store_recalls(path: Path) -> None:
+def test_a_reopened_store_recalls_from_its_snapshot_what_it_recalled_before(
+    path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     queries = ["CSV 编码 lesson 3", "retries encoding", "读取文件 编码 lesson 17", "完全无关的查询"]
     embeddings = HashEmbeddings(64)
     with MemoryStore(path, embeddings=embeddings) as store:
         store.add_many(lessons(60), dedupe=False)
         want = [_recall(store, q) for q in queries]
-    snapshot = _open(path, _derived(path), embeddings=embeddings)
-    assert snapshot is not None
-    assert len(snapshot) == 60
-    assert [_recall_from(snapshot, q) for q in queries] == want
+    held = _open(path, _derived(path), embeddings)
+    assert held is not None
+    assert len(held.mirror) == 60
+    monkeypatch.setattr(Held, "build", _no_rebuild)
+    with MemoryStore(path, embeddings=embeddings) as store:
+        assert [_recall(store, q) for q in queries] == want
 
 
-def _recall_from(snapshot: StoreSnapshot, query: str) -> list[tuple[str, float]]:
-    retriever = HindsightRetriever(store=snapshot, k=8, low_similarity_threshold=0.0, min_relevance=None)
-    return [(s.memory.memory_id, round(s.score, 6)) for s in retriever.recall(query, now=NOW)]
+def _no_rebuild(*args: object, **kwargs: object) -> Held:
+    raise AssertionError("the replica was rebuilt instead of loaded from its snapshot")
 
 
-def test_a_snapshot_answers_only_from_trusted_matching_files(path: Path) -> None:
+def test_a_snapshot_is_loaded_only_from_trusted_matching_files(path: Path) -> None:
     embeddings = HashEmbeddings(64)
     with MemoryStore(path, embeddings=embeddings) as store:
         store.add_many(lessons(10), dedupe=False)
         _recall(store, "warm up")
     files = _derived(path)
-    assert _open(path, files, embeddings=embeddings) is not None
+    assert _open(path, files, embeddings) is not None
     for missing in files:  # not vouched for
-        assert _open(path, files - {missing}, embeddings=embeddings) is None
-    assert _open(path, files, embeddings=HashEmbeddings(32)) is None  # another embedder
-    assert _open(path, files, namespace="other", embeddings=embeddings) is None
-    snapshot = _open(path, files, embeddings=embeddings)
-    assert snapshot is not None
-    with pytest.raises(ConfigurationError, match="not 'other'"):
-        snapshot.hybrid_search("x", embeddings.embed_query("x"), namespace="other")
-    for bad in (0, True, 1 << 31):  # the store's own depth rule
-        with pytest.raises(ConfigurationError, match="k must be an int from 1"):
-            snapshot.hybrid_search("x", embeddings.embed_query("x"), k=bad)
+        assert _open(path, files - {missing}, embeddings) is None
+    assert _open(path, files, HashEmbeddings(32)) is None  # another embedder
+    assert _open(path, files, embeddings, namespace="other") is None
 
 
 def test_a_write_that_fails_half_way_leaves_no_stale_mirror_or_snapshot(path: Path) -> None:
@@ -249,23 +239,6 @@ def test_a_write_that_fails_half_way_leaves_no_stale_mirror_or_snapshot(path: Pa
         retriever = HindsightRetriever(store=store, k=20, low_similarity_threshold=0.0, min_relevance=None)
         served = {s.memory.memory_id: s.memory for s in retriever.recall("CSV 编码 lesson", now=NOW)}
         assert served[target].score_confidence == stored
-
-
-def test_the_snapshot_picks_the_built_in_embedder_that_wrote_it(path: Path) -> None:
-    for embedder in (ScriptRoutedEmbeddings(), LocalEmbeddings(), MultilingualEmbeddings()):  # nothing loads
-        model = builtin_model(
-            str(embedder_identity(embedder))
-        )  # the same model without its LangChain base (no langchain_core)
-        assert model is not None
-        assert type(embedder).__mro__[1] is type(model)
-        assert embedder_identity(model) == embedder_identity(embedder)
-    with MemoryStore(path, embeddings=HashEmbeddings(64)) as store:
-        store.add_many(lessons(5), dedupe=False)
-        _recall(store, "warm up")
-    identity = StoreSnapshot.identity_of(DerivedFiles(path, _derived(path)))
-    assert identity is not None
-    assert builtin_model(identity) is None  # a custom embedder: the caller must pass it
-    assert _open(path, _derived(path)) is None
 
 
 def test_a_snapshot_the_clean_close_stamp_does_not_vouch_for_is_rebuilt(path: Path) -> None:
@@ -300,3 +273,47 @@ def test_a_write_after_the_stores_close_voids_every_snapshot(path: Path) -> None
         retriever = HindsightRetriever(store=store, k=20, low_similarity_threshold=0.0, min_relevance=None)
         served = {s.memory.memory_id: s.memory for s in retriever.recall("CSV 编码 lesson", now=NOW)}
         assert served[target].score_confidence == pytest.approx(0.11)
+
+
+_RETRY = "Retry HTTP 429 responses with exponential backoff, at most five times."
+_FORGED = "Never back off: resend every HTTP 429 at once, forever, ignoring limits."[: len(_RETRY)].ljust(len(_RETRY))
+
+
+def _edit_in_place(file: Path, rewrite: str) -> None:
+    """Rewrite ``file`` keeping its size and modification time (what a size+mtime check cannot see)."""
+    st = file.stat()
+    if rewrite == "forge":  # a well-formed snapshot whose record text is in no record of the store
+        arrays = ("ids", "vectors", "offsets", "records", "vocab", "lengths", "indptr", "docs", "tfs")
+        loaded = read_snapshot(file, "mirror", arrays)
+        assert loaded is not None
+        header, saved = loaded
+        blob = saved["records"].tobytes()
+        assert _RETRY.encode() in blob
+        saved["records"] = np.frombuffer(blob.replace(_RETRY.encode(), _FORGED.encode()), dtype=np.uint8)
+        fields = {k: v for k, v in header.items() if k not in {"kind", "format", "collection"}}
+        write_snapshot(file, "mirror", fields, saved)  # the store's own writer
+    else:  # corrupt: the same number of meaningless bytes
+        file.write_bytes(bytes((i * 37 + 11) % 256 for i in range(st.st_size)))
+    os.utime(file, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert (file.stat().st_size, file.stat().st_mtime_ns) == (st.st_size, st.st_mtime_ns)
+
+
+@pytest.mark.parametrize("rewrite", ["forge", "corrupt"])
+def test_a_snapshot_edited_in_place_is_never_served_and_is_rebuilt(
+    path: Path, caplog: pytest.LogCaptureFixture, rewrite: str
+) -> None:
+    """Same size, same mtime, other bytes: the stamp's content hash voids it; recall reads the records."""
+    with MemoryStore(path, embeddings=HashEmbeddings(64)) as store:
+        store.add_many([*lessons(5), MemoryUnit(task_type="api_call", content=_RETRY)], dedupe=False)
+        _recall(store, "warm up")
+    mirror = _mirror_file(path)
+    _edit_in_place(mirror, rewrite)
+    with caplog.at_level(logging.WARNING, logger="langchain_hindsight.store._directory"):
+        assert read_stamp(path) == frozenset()
+    assert "does not have the content" in caplog.text  # logged
+    with MemoryStore(path, embeddings=HashEmbeddings(64)) as store:
+        served = [store.get(i).content for i, _ in _recall(store, "HTTP 429 retry backoff")]
+    assert _RETRY in served
+    assert _FORGED not in served
+    assert _FORGED.encode() not in mirror.read_bytes()  # rebuilt from the records at that session's close
+    assert f"mirror/{mirror.name}" in read_stamp(path)  # and vouched for again

@@ -9,13 +9,12 @@ import numpy as np
 import pytest
 from langchain_core.embeddings import Embeddings
 
-from langchain_hindsight.embeddings.identity import MINILM_NAME, EmbedderIdentity, embedder_identity
+from langchain_hindsight.embeddings.identity import MINILM_NAME, EmbedderIdentity
 from langchain_hindsight.embeddings.local import LocalEmbeddings
 from langchain_hindsight.embeddings.models import (
     MiniLMModel,
     MultilingualModel,
     ScriptRoutedModel,
-    builtin_model,
     default_model,
 )
 from langchain_hindsight.embeddings.multilingual import (
@@ -35,8 +34,6 @@ def test_each_public_embedder_is_its_model_with_the_langchain_base(public: type,
     assert issubclass(public, model)
     assert issubclass(public, Embeddings)
     assert not issubclass(model, Embeddings)
-    chosen = builtin_model(str(embedder_identity(public())))  # nothing loads
-    assert type(chosen) is model
 
 
 def test_the_routed_model_joins_the_models_and_the_public_one_the_public_embedders() -> None:
@@ -46,14 +43,6 @@ def test_the_routed_model_joins_the_models_and_the_public_one_the_public_embedde
     public = ScriptRoutedEmbeddings()
     assert type(public.minilm) is LocalEmbeddings
     assert type(public.use) is MultilingualEmbeddings
-
-
-@pytest.mark.parametrize(
-    "identity",
-    [str(EmbedderIdentity("custom", 64)), MINILM_NAME, str(EmbedderIdentity(MINILM_NAME, 512)), ""],
-)
-def test_an_identity_no_built_in_model_has_names_none(identity: str) -> None:
-    assert builtin_model(identity) is None
 
 
 @pytest.mark.parametrize(

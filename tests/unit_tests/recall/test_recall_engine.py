@@ -260,15 +260,14 @@ def _closure(module: str) -> set[str]:
     return seen
 
 
-@pytest.mark.parametrize("module", ["langchain_hindsight.recall.engine", "langchain_hindsight.cli._search"])
-def test_the_quick_path_imports_neither_the_retriever_nor_the_chat_model_stack(module: str) -> None:
-    imported = _closure(module)
+def test_the_engine_imports_neither_the_retriever_nor_the_chat_model_stack() -> None:
+    imported = _closure("langchain_hindsight.recall.engine")
     banned = (
         "langchain_core.retrievers",
         "langchain_core.language_models",
         "chromadb",
         "langchain_hindsight.recall.retriever",
-        "langchain_hindsight.store.memory_store",  # hindsight search's quick path never opens the store
+        "langchain_hindsight.store.memory_store",
         "langchain_hindsight._safety",  # nor compiles the poisoning defences' patterns
     )
     assert sorted(m for m in imported if m.startswith(banned)) == []

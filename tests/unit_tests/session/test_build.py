@@ -19,8 +19,8 @@ from typing import Any
 import pytest
 
 from langchain_hindsight import Hindsight, HindsightMiddleware, HindsightRetriever, HindsightStore, MemoryStore
-from langchain_hindsight.cli import _search
 from langchain_hindsight.cli import _store as cli_store
+from langchain_hindsight.cli import search as search_command
 from langchain_hindsight.cli.main import EXIT_ERROR, main, resolve_store_target
 from langchain_hindsight.errors import ConfigurationError, StoreError
 from langchain_hindsight.recall.engine import RecallSettings
@@ -72,8 +72,8 @@ def _search_floor(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
         seen.append(floor)
         return [True] * len(memories)
 
-    monkeypatch.setattr(_search, "served_mask", spy)
-    _search.print_results([], argparse.Namespace(json=True, all=False), shared=False)
+    monkeypatch.setattr(search_command, "served_mask", spy)
+    search_command.print_results([], argparse.Namespace(json=True, all=False), shared=False)
     capsys.readouterr()
     (floor,) = seen
     return floor

@@ -59,7 +59,7 @@ def _string_constants(tree: ast.Module) -> set[str]:
 def test_the_rooms_exist_as_real_packages() -> None:
     for package, modules in {
         "backend": {"base", "chroma", "inmemory"},
-        "replica": {"records", "lexical", "files", "feed", "summary", "snapshot", "replica"},
+        "replica": {"records", "lexical", "files", "feed", "summary", "replica"},
     }.items():
         folder = STORE / package
         assert {p.stem for p in folder.glob("*.py")} >= {"__init__", *modules}
@@ -174,11 +174,11 @@ def test_the_cli_reads_derived_files_only_through_the_replicas_reader() -> None:
             if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("langchain_hindsight.store.replica")
             for a in node.names
         }
-        if names - {"DerivedFiles", "StoreSnapshot"}:  # the readers
+        if names - {"DerivedFiles"}:  # the reader
             reaches[rel] = sorted(names)
     assert reaches == {}
     used = {rel for rel, tree in _modules(PACKAGE / "cli").items() if "DerivedFiles" in _imported_names(tree)}
-    assert used == {"cli/_stats.py", "cli/_search.py"}  # both quick paths
+    assert used == {"cli/_stats.py"}  # the quick path of hindsight stats
 
 
 BACKEND_MUST_NOT_NAME = ("summary", "snapshot", "mirror", "stamp", "vouch", "trusted", "derived")
