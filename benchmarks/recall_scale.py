@@ -98,7 +98,7 @@ TARGETS = {
     "100k_recall_p95_ms": 40.0,
     "100k_open_s": 2.0,
     "10k_cli_stats_s": 1.0,
-    "10k_cli_search_s": 1.5,
+    "10k_cli_search_s": 2.0,  # since search opens the store (1.5 s while it had a quick path)
 }
 
 
@@ -380,7 +380,7 @@ def markdown(results: dict[str, Any]) -> str:
         f"embedder: {results['embedder']} (every query cache off, so recall and the floor both embed each "
         "query). Floor = query embedding + raw Chroma query (same run). Recall: the store's one read path; "
         "cold recall: a second pass (the same path: no per-query cache). Corpora: see benchmarks/_corpora.py. Targets (10k): recall p95 <= 25 ms, p50 <= 1.5x floor; "
-        "(100k): p95 <= 40 ms, open <= 2 s; CLI at 10k: stats <= 1 s, search <= 1.5 s. "
+        "(100k): p95 <= 40 ms, open <= 2 s; CLI at 10k: stats <= 1 s, search <= 2 s. "
         "Query-term share: the smallest share of memories holding a query term (the common corpus guarantees "
         ">= 30 %; the others have query words no memory holds, so 0 %). Path: the store's read path (`replica`: "
         "lexical index and recall mirror in process at every size; older rows: `mirror` / `chroma`). "
@@ -389,8 +389,8 @@ def markdown(results: dict[str, Any]) -> str:
         "loaded); rebuild: the first hybrid search without the snapshots. CLI: median wall time of "
         f"{results.get('cli_runs', 3)} fresh processes right after the store's last session, model load included for "
         "search; stats: the first run (it counts unless the last session left a current summary, then saves "
-        "one) and the median of the rest (answered from the summary); search answers from the store's snapshot when the last close left "
-        "a trusted one.",
+        "one) and the median of the rest (answered from the summary); search opens the store (its snapshots loaded when the last "
+        "close left trusted ones).",
         "",
         "| corpus | memories | path | min query-term share | recall p50 / p95 | floor p50 / p95 | ratio p50 / p95 "
         "| cold recall p50 / p95 (ratio p50) | lexical p50 / p95 | add units/s | open (+first lexical search / +first recall) | rebuild "
