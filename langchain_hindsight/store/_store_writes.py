@@ -13,6 +13,8 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
+import numpy as np
+
 from langchain_hindsight._checks import is_int
 from langchain_hindsight.errors import ConfigurationError, MemoryNotFoundError, StoreError
 from langchain_hindsight.store._codec import unit_from_record
@@ -36,6 +38,7 @@ from langchain_hindsight.store.decide import (
     plan_supersede,
     prepare,
 )
+from langchain_hindsight.store.replica.records import Mirror
 from langchain_hindsight.store.writes import Neighbour, WriteResult
 from langchain_hindsight.types import MemoryStatus, MemoryUnit, utcnow
 
@@ -67,6 +70,10 @@ EMBED_BATCH = 256
 
 _QUERY_BATCH = 1000
 """Query vectors per backend call when looking up a batch's stored neighbours."""
+_MIRROR_WINDOW = 64
+"""How many of the mirror's nearest units a write's neighbour lookup reads for its scope before asking the backend."""
+_UNIT_LENGTH_TOLERANCE = 1e-3
+"""How far from 1 a query vector's length may be for the mirror's dot product to stand for its cosine."""
 
 _DID = {"added": "added as {id}", "merged": "merged into {id}", "superseded": "superseded {related}; stored as {id}"}
 """What each write did, as its INFO line says it."""
@@ -207,17 +214,26 @@ def _plan_add(
 ) -> WritePlan:
     """:func:`~decide.plan_add` on each unit's :data:`~decide.NEIGHBOURS` stored active units nearest in its scope.
 
-    One batched query per scope in the batch (one per task type and kind for ``"task_type"``), with the
-    filter and depth a query per unit would use.
+    Where the store's reader holds the namespace's recall mirror and nothing else writes the data (an embedded
+    store), the neighbours are read from it (:func:`_mirror_neighbours`), as recall reads; else, and for a unit
+    the mirror cannot answer, one batched query per scope in the batch (one per task type and kind for
+    ``"task_type"``), with the filter and depth a query per unit would use.
     """
     out: list[list[Neighbour]] = [[] for _ in units]
     # none to look up: no dedupe, or an empty collection (a count would read every record on a database)
     if not dedupe or not col.get(limit=1, include=[])["ids"]:
         return plan_add(units, vectors, out, store, dedupe=dedupe)
+    mirror = store.replica.held_mirror(ns, load=False) if store.backend.single_writer else None
     groups: dict[tuple[str, ...], list[int]] = {}
     for i, u in enumerate(units):
         groups.setdefault((u.task_type, u.kind) if store.conflict_scope == "task_type" else (), []).append(i)
     for key, idx in groups.items():
+        if mirror is not None:
+            found = {i: _mirror_neighbours(mirror, vectors[i], key) for i in idx}
+            for i, neighbours in found.items():
+                if neighbours is not None:
+                    out[i] = neighbours
+            idx = [i for i in idx if found[i] is None]  # the mirror could not answer: ask the backend
         active: dict[str, Any] = {"status": "active"}
         where = {"$and": [active, {"task_type": key[0]}, {"kind": key[1]}]} if key else active
         for start in range(0, len(idx), _QUERY_BATCH):
@@ -232,6 +248,27 @@ def _plan_add(
                 rows = zip(res["ids"][j], res["documents"][j], res["metadatas"][j], res["distances"][j], strict=True)
                 out[i] = [Neighbour(unit_from_record(m, d, md), 1.0 - float(dist)) for m, d, md, dist in rows]
     return plan_add(units, vectors, out, store, dedupe=dedupe)
+
+
+def _mirror_neighbours(mirror: Mirror, vector: Sequence[float], scope: tuple[str, ...]) -> list[Neighbour] | None:
+    """The :data:`~decide.NEIGHBOURS` active units nearest ``vector`` in ``scope`` (task type and kind, or any),
+    read from the namespace's recall mirror (exact cosine, as a backend query approximates it).
+
+    ``None`` when the mirror cannot answer alone: a query vector that is not unit length (the mirror's dot
+    product is the cosine only for those), or fewer in-scope units among the :data:`_MIRROR_WINDOW` nearest
+    than a query filtered on the scope would return (a rare scope: the backend filters).
+    """  # noqa: D205
+    if abs(float(np.linalg.norm(np.asarray(vector, dtype=np.float64))) - 1.0) > _UNIT_LENGTH_TOLERANCE:
+        return None
+    nearest = mirror.nearest(vector, _MIRROR_WINDOW)
+    found: list[Neighbour] = []
+    for memory_id, similarity in nearest:
+        unit = mirror.unit(memory_id)
+        if not scope or (unit.task_type, unit.kind) == scope:
+            found.append(Neighbour(unit, similarity))
+            if len(found) == NEIGHBOURS:
+                return found
+    return found if len(nearest) < _MIRROR_WINDOW else None  # the window held every active unit: all were seen
 
 
 @backend_errors
