@@ -1,9 +1,8 @@
 """The store directory: its lock, its clean-close stamp and its intent files (standard library and ``filelock`` only).
 
-The only module that names the lock (:data:`LOCK_FILE`), the stamp (:data:`STAMP_FILE`) and the intent files
-(:class:`Intent`) that let a killed process's forget, scrub or import be finished on reopen; :func:`replace_file`
-is the store's one atomic, durable file write. The stamp is the one rule that trusts a derived file
-(docs/DESIGN.md, "Derived files and the stamp"): :class:`HeldDirectory` keeps it for a store's session,
+The only module that names the lock, the stamp and the intent files (:class:`Intent`: a killed process's forget,
+scrub or import is finished on reopen); :func:`replace_file` is the store's one atomic, durable file write. The
+stamp is the one rule that trusts a derived file: :class:`HeldDirectory` keeps it for a store's session,
 :func:`trusted_store` for a process that only reads derived files.
 """
 
@@ -104,13 +103,8 @@ def file_states(directory: Path) -> dict[str, FileState]:
     found: dict[str, FileState] = {}
     for name in (DATA_FILE, *DERIVED):
         root = directory / name
-        if root.is_dir():
-            paths = sorted(p for p in root.rglob("*") if p.is_file() and not p.is_symlink())
-        else:
-            paths = [root] if root.is_file() and not root.is_symlink() else []
-        for path in paths:
-            state = _state(path)
-            if state is not None:
+        for path in sorted(root.rglob("*")) if root.is_dir() else [root]:
+            if path.is_file() and not path.is_symlink() and (state := _state(path)) is not None:
                 found[path.relative_to(directory).as_posix()] = state
     return found
 
@@ -221,15 +215,12 @@ def _listable(rel: object) -> bool:
 
 
 class HeldDirectory:
-    """An embedded store directory held by this process: its lock, and the clean-close stamp's life.
+    """An embedded store directory (``path``, created if missing) held by this process: its lock and the stamp's life.
 
     Construct it before the database opens (it takes the lock, keeps the files the stamp vouches for in
     :attr:`trusted` and removes the stamp); call :meth:`close` after the database is closed. The holder (the
     embedded Chroma backend) knows no derived file: it only notes each write it makes (:meth:`wrote`), and derived
     files are vouched for only on their owner's word (:meth:`vouch`) given after the last of them.
-
-    Args:
-        path: The store directory (created if missing).
 
     Raises:
         StoreLockedError: another process or store object holds the directory.
@@ -332,10 +323,9 @@ def trusted_store(directory: str | os.PathLike[str]) -> Iterator[frozenset[str]]
 
 
 class Intent(enum.StrEnum):
-    """An intent file (its name): what a killed process left to finish, written before the work's first step.
+    """An intent file (its name): what a killed process left to finish, written durably before the work's first step.
 
-    Each is written durably (:func:`replace_file`) and erased (:func:`erase_file`, which also removes a copy a
-    kill left half-written) once the work is done; one found at open is finished then.
+    Erased (with any copy a kill left half-written) once the work is done; one found at open is finished then.
     """
 
     FORGET = ".hindsight.forget-pending"
@@ -352,8 +342,8 @@ class Intent(enum.StrEnum):
     def read(self, directory: Path) -> bytes | None:
         """The note's bytes, or ``None`` when no such work is unfinished in ``directory``.
 
-        A note is written whole (:meth:`write`) and erased from its first byte on (:meth:`clear`): one that starts
-        with a zero byte is one a kill cut short while it was being erased, after its work was done.
+        A note is written whole and erased from its first byte on: one starting with a zero byte is one a kill cut
+        short while it was being erased, after its work was done.
         """
         try:
             data = (directory / self.value).read_bytes()

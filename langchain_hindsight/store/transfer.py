@@ -141,16 +141,15 @@ def import_units(
 ) -> ImportReport:
     """Write ``units`` (and the journal's ``runs``) exactly as given, all or nothing (``namespace``: into it).
 
-    For restoring a backup or moving a store (``hindsight export``/``import``): no task-type
-    normalisation, no dedupe, no confidence caps, archived units straight to the archive; only
-    untrusted text that reads like an instruction is tagged ``suspicious`` and capped, as on every
-    write, and a unit whose content carries no information (``"ok"``, ``"好的"``) is left out, logged
-    and counted in ``refused``. Every unit and run record (``runs``: a backup made with ``--journal``)
-    is checked before anything is written: one stored with the same data is skipped, one with other
-    data refused unless ``replace=True``; an import never silently replaces a stored unit. An embedded
-    store writes the units durably to a pending file first and rolls a killed import forward when the
-    directory is reopened; a database embeds first, then checks again and writes in one transaction
-    under the lock of every namespace involved (a killed import leaves nothing of itself).
+    For restoring a backup or moving a store (``hindsight export``/``import``): no task-type normalisation,
+    no dedupe, no confidence caps, archived units straight to the archive; only untrusted text that reads like
+    an instruction is tagged ``suspicious`` and capped, as on every write, and a unit whose content carries no
+    information (``"ok"``, ``"好的"``) is left out, logged and counted in ``refused``. Every unit and run record
+    (``runs``: a backup made with ``--journal``) is checked before anything is written: one stored with the
+    same data is skipped, one with other data refused unless ``replace=True``. An embedded store writes the
+    units durably to a pending file first and rolls a killed import forward when the directory is reopened; a
+    database embeds first, then checks again and writes in one transaction under the lock of every namespace
+    involved (a killed import leaves nothing of itself).
 
     Raises:
         InvalidMemoryError: a unit is invalid (nothing was written).
@@ -313,9 +312,8 @@ def _stored(store: StoreCore, units: list[MemoryUnit]) -> dict[str, MemoryUnit]:
 def _in_other_collection(store: StoreCore, units: list[MemoryUnit]) -> set[str]:
     """Ids of ``units`` still stored in the collection they do not belong in (an import's move cut short).
 
-    An import writes a unit into its collection (memories, or archive for ``archived``), then
-    deletes it from the other one; a crash in between leaves the id in both, the new copy
-    identical to the file's. The roll-forward must redo such a unit even though it reads as stored.
+    An import writes a unit into its collection (memories, or archive for ``archived``), then deletes it from
+    the other one; a crash in between leaves the id in both, so the roll-forward redoes it though it reads as stored.
     """
     found: set[str] = set()
     others: list[tuple[tuple[str, Role], str]] = [
@@ -345,10 +343,7 @@ def finish_interrupted_import(store: StoreCore) -> None:
         # what reached the store is not written twice, unless its move out of the other collection was cut short
         todo = [u for u in units if stored.get(u.memory_id) != u or u.memory_id in doubled]
         logger.warning(
-            "finishing an interrupted import into %s: %d of %d unit(s) still to write",
-            directory,
-            len(todo),
-            len(units),
+            "finishing an interrupted import into %s: %d of %d unit(s) still to write", directory, len(todo), len(units)
         )
         _write(store, todo, functools.partial(_embed, store), None)
     Intent.IMPORT.clear(directory)
