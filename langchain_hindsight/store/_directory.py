@@ -61,19 +61,12 @@ FileState = tuple[int, int]
 
 
 def holds_store(directory: str | os.PathLike[str]) -> bool:
-    """Whether ``directory`` holds an embedded store (Chroma's database is there from the store's creation on).
-
-    Read-only: a command that must not create a store asks this before it locks or opens anything.
-    """
+    """Whether ``directory`` holds an embedded store (Chroma's database is there from its creation on); read-only."""
     return (Path(directory) / DATA_FILE).is_file()
 
 
 def _acquire_lock(path: Path) -> BaseFileLock:
-    """Create ``path`` and take its single-writer lock (never waits).
-
-    Raises:
-        StoreLockedError: another process or store object holds it.
-    """
+    """Create ``path`` and take its single-writer lock (never waits; else :class:`StoreLockedError`)."""
     from filelock import FileLock, Timeout
 
     path.mkdir(parents=True, exist_ok=True)
@@ -260,11 +253,11 @@ class HeldDirectory:
         self._vouched_as_of = self.writes
 
     def close(self, *, clean: bool = True) -> None:
-        """Write the stamp (when ``clean``: the database closed without error), then release the lock.
+        """Write the stamp (when ``clean``: the database closed without error), then release the lock; idempotent.
 
         The stamp lists ``chroma.sqlite3`` and, when the owner vouched after the holder's last write, each derived
         file trusted at open or changed during the session (so written by it: the lock excluded every other
-        process). A stamp that cannot be written is logged: the next open rebuilds. Idempotent.
+        process). A stamp that cannot be written is logged: the next open rebuilds.
         """
         if self._lock is None:
             return
@@ -306,10 +299,8 @@ def trusted_store(directory: str | os.PathLike[str]) -> Iterator[frozenset[str]]
     """Hold ``directory``'s lock and yield the relative paths its stamp vouches for (empty: none); the stamp stays.
 
     For a process that only reads derived files (``hindsight stats``): while it holds the lock no other process
-    can change them. A directory that does not exist yields an empty set and is not created.
-
-    Raises:
-        StoreLockedError: the store is open in another process (the same error as opening it).
+    can change them. A directory that does not exist yields an empty set and is not created; one open in another
+    process raises :class:`StoreLockedError`, as opening it would.
     """
     path = Path(directory).expanduser().resolve()
     if not path.is_dir():
@@ -356,10 +347,6 @@ class Intent(enum.StrEnum):
         return (directory / self.value).exists()
 
     def clear(self, directory: Path) -> None:
-        """The work is finished (or never began): erase its note.
-
-        Raises:
-            StoreError: the note could not be erased (an import's holds the text of memories).
-        """
+        """The work is finished (or never began): erase its note (else :class:`StoreError`: an import's holds text)."""
         erase_file(directory / self.value)
         fsync_directory(directory)  # the removal durable too: a crash must not bring the note back

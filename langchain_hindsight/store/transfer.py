@@ -28,22 +28,17 @@ from langchain_hindsight.store._naming import Role
 from langchain_hindsight.store.decide import clamp_future, flag_suspicious
 from langchain_hindsight.types import MemoryUnit
 
-__all__ = [
-    "RUN_KEY",
-    "ImportReport",
-    "export_runs",
-    "export_units",
-    "finish_interrupted_import",
-    "import_units",
-    "read_backup",
-]
+__all__ = ["ImportReport", "export_runs", "export_units", "finish_interrupted_import", "import_units", "read_backup"]
 
 logger = logging.getLogger(__name__)
 
 _K = TypeVar("_K")
+Progress = Callable[[str, int, int], None]
+Runs = dict[tuple[str, str], RunRecord]
+"""Run records by ``(namespace, run_id)``."""
 
 _BATCH = 256
-RUN_KEY = "run"
+_RUN_KEY = "run"
 """The one key of a run-record line in a backup (a memory line is the unit's own fields)."""
 
 
@@ -56,21 +51,14 @@ class ImportReport:
     unchanged: int = 0
     """Units already stored exactly as in the file (not written again)."""
     refused: int = 0
-    """Units left out because their content carries no information (``"ok"``, ``"好的"``; see
-    :func:`~langchain_hindsight._text.informative`): such junk is never stored, also not by an import."""
+    """Units left out because their content carries no information (``"ok"``, ``"好的"``): never stored."""
     runs: int = 0
     """Run records written to the journal (a backup made with the journal)."""
     runs_unchanged: int = 0
     """Run records already in the journal exactly as in the file."""
 
 
-def export_units(
-    store: StoreCore,
-    out: IO[str],
-    *,
-    namespaces: Iterable[str],
-    progress: Callable[[str, int, int], None] | None = None,
-) -> int:
+def export_units(store: StoreCore, out: IO[str], *, namespaces: Iterable[str], progress: Progress | None = None) -> int:
     """Write every unit of ``namespaces`` (all statuses) as JSONL; return how many."""
     count = 0
     for ns in namespaces:
@@ -96,7 +84,7 @@ def export_runs(store: StoreCore, out: IO[str], *, namespaces: Iterable[str]) ->
             records = [r for page in store.run_records.pages(ns) for r in page]
         for record in sorted(records, key=lambda r: (r.started_at, r.run_id)):
             # the record exactly as the journal stores it (key order kept: a breakdown's order is its rank order)
-            out.write(f'{{"{RUN_KEY}": {record.to_json()}}}\n')
+            out.write(f'{{"{_RUN_KEY}": {record.to_json()}}}\n')
             count += 1
     return count
 
@@ -120,8 +108,8 @@ def read_backup(lines: Iterable[str]) -> tuple[list[MemoryUnit], list[RunRecord]
         except RecursionError as e:  # json parses nested arrays and objects recursively
             raise InvalidMemoryError(f"line {number}: JSON nested too deeply") from e
         try:
-            if isinstance(data, dict) and set(data) == {RUN_KEY}:
-                runs.append(RunRecord.model_validate(data[RUN_KEY]))
+            if isinstance(data, dict) and set(data) == {_RUN_KEY}:
+                runs.append(RunRecord.model_validate(data[_RUN_KEY]))
             else:
                 units.append(MemoryUnit.from_dict(data))
         except (InvalidMemoryError, ValueError) as e:  # pydantic's ValidationError is a ValueError
@@ -136,7 +124,7 @@ def import_units(
     *,
     runs: Iterable[RunRecord] = (),
     namespace: str | None = None,
-    progress: Callable[[str, int, int], None] | None = None,
+    progress: Progress | None = None,
     replace: bool = False,
 ) -> ImportReport:
     """Write ``units`` (and the journal's ``runs``) exactly as given, all or nothing (``namespace``: into it).
@@ -207,7 +195,7 @@ def import_units(
 
 
 def _to_write(
-    store: StoreCore, todo: list[MemoryUnit], records: dict[tuple[str, str], RunRecord], replace: bool
+    store: StoreCore, todo: list[MemoryUnit], records: Runs, replace: bool
 ) -> tuple[list[MemoryUnit], list[RunRecord]]:
     """The units and run records not already stored exactly as given; a clash is refused unless ``replace``.
 
@@ -227,11 +215,7 @@ def _to_write(
 
 
 def _import_in_one_plan(
-    store: StoreCore,
-    todo: list[MemoryUnit],
-    records: dict[tuple[str, str], RunRecord],
-    replace: bool,
-    progress: Callable[[str, int, int], None] | None,
+    store: StoreCore, todo: list[MemoryUnit], records: Runs, replace: bool, progress: Progress | None
 ) -> tuple[list[MemoryUnit], list[RunRecord], dict[str, int]]:
     """Import into a store other processes write (a database): embed outside any lock, then one write plan.
 
@@ -276,7 +260,7 @@ def _write(
     store: StoreCore,
     units: list[MemoryUnit],
     vectors: Callable[[list[MemoryUnit]], list[Any]],
-    progress: Callable[[str, int, int], None] | None,
+    progress: Progress | None,
 ) -> dict[str, int]:
     """Write ``units`` exactly as given, a batch at a time (``vectors(batch)``: theirs); return units per namespace."""
     per_ns: dict[str, int] = {}
@@ -299,7 +283,7 @@ def _chunks(pairs: Iterable[tuple[_K, str]]) -> Iterator[tuple[_K, list[str]]]:
             yield key, ids[start : start + 1000]
 
 
-def _journaled(store: StoreCore, records: list[RunRecord]) -> dict[tuple[str, str], RunRecord]:
+def _journaled(store: StoreCore, records: list[RunRecord]) -> Runs:
     chunks = _chunks((r.namespace, r.run_id) for r in records)
     return {(ns, r.run_id): r for ns, ids in chunks for r in store.run_records.read(ns, ids=ids)}
 
