@@ -214,9 +214,8 @@ def reembed(
 
     Use it after changing a store's embedder (the store raises :class:`EmbedderMismatchError` until then).
     Every collection is copied with new vectors from the stored text, verified, and all are switched together;
-    a crash leaves the old ones intact and a re-run finishes. On a database, what other processes wrote during
-    the copy is carried over in the switch's transaction. An embedded store is then scrubbed: the old vectors
-    leave the disk.
+    a crash leaves the old ones intact and a re-run finishes. An embedded store is then scrubbed: the old
+    vectors leave the disk.
 
     Args:
         store: The store (``self``: this is :meth:`MemoryStore.reembed`).

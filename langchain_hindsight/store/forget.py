@@ -54,7 +54,7 @@ def forget(
     scrub: bool | None = None,
     successors: bool = False,
 ) -> int:
-    """Hard-delete units (every copy, archive included), or a whole namespace.
+    """Hard-delete units (every copy, archive included), or a whole namespace; return how many units were deleted.
 
     ``forget("mem_...")`` deletes those ids in ``namespace``: the records in memories and archive, the
     lexical index entries, and every reference to them in other units (``supersedes``, ``merged_from``)
@@ -73,9 +73,6 @@ def forget(
         successors: Also forget every later version of ``memory_id`` (the units that supersede it, and
             theirs), as found inside the write: a version another process wrote since the caller read the
             chain is forgotten too (``HindsightStore`` deletes a key this way).
-
-    Returns:
-        How many units were deleted.
 
     Raises:
         ConfigurationError: bad arguments, or ``scrub=True`` on a store whose backend cannot erase (a server

@@ -1,9 +1,8 @@
 """JSONL export and import of memory units (and, optionally, the run journal) that round-trip exactly.
 
-A backup has one line per unit, ``MemoryUnit.to_dict()`` (every field, timestamps to the microsecond),
-and, made with the journal, one ``{"run": {...}}`` line per run record as the journal stores it, so
-``explain``, ``report`` and review work on the restored store. Import writes units as they are, all or
-nothing (:func:`import_units`); vectors are derived data, so only the content is re-embedded.
+A backup has one line per unit, ``MemoryUnit.to_dict()`` (every field, timestamps to the microsecond), and, made
+with the journal, one ``{"run": {...}}`` line per run record as the journal stores it, so ``explain``, ``report``
+and review work on the restored store. Vectors are derived data: an import re-embeds the content.
 """
 
 from __future__ import annotations
@@ -93,8 +92,7 @@ def read_backup(lines: Iterable[str]) -> tuple[list[MemoryUnit], list[RunRecord]
     """Parse a backup (JSONL): its memory units and its run records, every line validated, blank lines skipped.
 
     Raises:
-        InvalidMemoryError: a line is not JSON, not a valid unit, or not a valid run record; the message
-            names the line.
+        InvalidMemoryError: a line is not JSON, not a valid unit, or not a valid run record (the message names it).
     """
     units: list[MemoryUnit] = []
     runs: list[RunRecord] = []
@@ -197,13 +195,9 @@ def import_units(
 def _to_write(
     store: StoreCore, todo: list[MemoryUnit], records: Runs, replace: bool
 ) -> tuple[list[MemoryUnit], list[RunRecord]]:
-    """The units and run records not already stored exactly as given; a clash is refused unless ``replace``.
-
-    Raises:
-        ConfigurationError: an id is already stored with other data and ``replace`` is false.
-    """
+    """The units and run records not already stored exactly as given; a clash is refused unless ``replace``."""
     stored = _stored(store, todo)
-    journaled = _journaled(store, list(records.values()))
+    journaled = {(ns, r.run_id): r for ns, ids in _chunks(records) for r in store.run_records.read(ns, ids=ids)}
     clashes = [u.memory_id for u in todo if u.memory_id in stored and stored[u.memory_id] != u]
     clashes += [r.run_id for key, r in records.items() if key in journaled and journaled[key] != r]
     if clashes and not replace:
@@ -219,8 +213,8 @@ def _import_in_one_plan(
 ) -> tuple[list[MemoryUnit], list[RunRecord], dict[str, int]]:
     """Import into a store other processes write (a database): embed outside any lock, then one write plan.
 
-    The plan holds the lock of every namespace involved (one transaction) and checks the ids again,
-    so a unit another process stored meanwhile is a clash like any other. Returns what it wrote.
+    The plan holds the lock of every namespace involved (one transaction) and checks the ids again, so a unit
+    another process stored meanwhile is a clash like any other. Returns what it wrote.
     """
     fresh, _ = _to_write(store, todo, records, replace)  # refused before anything is embedded
     vectors: dict[str, tuple[str, Any]] = {}
@@ -281,11 +275,6 @@ def _chunks(pairs: Iterable[tuple[_K, str]]) -> Iterator[tuple[_K, list[str]]]:
     for key, ids in by_key.items():
         for start in range(0, len(ids), 1000):
             yield key, ids[start : start + 1000]
-
-
-def _journaled(store: StoreCore, records: list[RunRecord]) -> Runs:
-    chunks = _chunks((r.namespace, r.run_id) for r in records)
-    return {(ns, r.run_id): r for ns, ids in chunks for r in store.run_records.read(ns, ids=ids)}
 
 
 def _stored(store: StoreCore, units: list[MemoryUnit]) -> dict[str, MemoryUnit]:
