@@ -1,10 +1,8 @@
 """Storage layer: memory units and run records in a backend (Chroma, Postgres, memory), a collection set per namespace.
 
-The rooms and who owns what: docs/DESIGN.md, "The store". Public here: :class:`MemoryStore`, how a write is
-judged (:mod:`~langchain_hindsight.store.writes`), :class:`ConfidencePolicy`, :func:`holds_store` (whether a
-directory holds an embedded store) and :func:`unit_to_metadata` (a unit as a record, for loaders that write
-records themselves). Names are imported on first use, so a command that needs one small module does not
-import the whole store.
+The rooms and who owns what: docs/DESIGN.md, "The store". Public here: :class:`MemoryStore`, the write judges,
+:class:`ConfidencePolicy`, :func:`holds_store` and :func:`unit_to_metadata` (for loaders that write records
+themselves). Names are imported on first use, so a command that needs one small module does not import the store.
 """
 
 from __future__ import annotations

@@ -1,8 +1,7 @@
 """How a :class:`MemoryUnit` is laid out in a Chroma record.
 
-Each fact is stored exactly once: ``content`` is the record's document, every
-other field one metadata key (lists and dicts as JSON strings, timestamps as
-integer microseconds so they round-trip exactly and can be range-filtered).
+Each fact is stored exactly once: ``content`` is the record's document, every other field one metadata key (lists
+and dicts as JSON strings, timestamps as integer microseconds so they round-trip exactly and can be range-filtered).
 """
 
 from __future__ import annotations
@@ -77,11 +76,7 @@ def unit_to_metadata(unit: MemoryUnit, *, pending: str | None = None) -> dict[st
 
 
 def unit_from_record(memory_id: str, document: str | None, metadata: Mapping[str, Any] | None) -> MemoryUnit:
-    """Rebuild a unit from one Chroma record.
-
-    Raises:
-        StoreError: the record was not written by this package or is corrupt.
-    """
+    """Rebuild a unit from one Chroma record (:class:`StoreError`: not written by this package, or corrupt)."""
     if document is None or not metadata or metadata.get("schema") != SCHEMA_VERSION:
         raise StoreError(f"record {memory_id!r} is not a langchain-hindsight memory (schema mismatch)")
     try:

@@ -1,9 +1,8 @@
 """The store directory: its lock, its clean-close stamp and its intent files (standard library and ``filelock`` only).
 
-The only module that names the lock (:data:`LOCK_FILE`), the stamp (:data:`STAMP_FILE`) and the intent files
-(:class:`Intent`) that let a killed process's forget, scrub or import be finished on reopen; :func:`replace_file`
-is the store's one atomic, durable file write. The stamp is the one rule that trusts a derived file
-(docs/DESIGN.md, "Derived files and the stamp"): :class:`HeldDirectory` keeps it for a store's session,
+The only module that names the lock, the stamp and the intent files (:class:`Intent`: a killed process's forget,
+scrub or import is finished on reopen); :func:`replace_file` is the store's one atomic, durable file write. The
+stamp is the one rule that trusts a derived file: :class:`HeldDirectory` keeps it for a store's session,
 :func:`trusted_store` for a process that only reads derived files.
 """
 
@@ -62,19 +61,12 @@ FileState = tuple[int, int]
 
 
 def holds_store(directory: str | os.PathLike[str]) -> bool:
-    """Whether ``directory`` holds an embedded store (Chroma's database is there from the store's creation on).
-
-    Read-only: a command that must not create a store asks this before it locks or opens anything.
-    """
+    """Whether ``directory`` holds an embedded store (Chroma's database is there from its creation on); read-only."""
     return (Path(directory) / DATA_FILE).is_file()
 
 
 def _acquire_lock(path: Path) -> BaseFileLock:
-    """Create ``path`` and take its single-writer lock (never waits).
-
-    Raises:
-        StoreLockedError: another process or store object holds it.
-    """
+    """Create ``path`` and take its single-writer lock (never waits; else :class:`StoreLockedError`)."""
     from filelock import FileLock, Timeout
 
     path.mkdir(parents=True, exist_ok=True)
@@ -104,13 +96,8 @@ def file_states(directory: Path) -> dict[str, FileState]:
     found: dict[str, FileState] = {}
     for name in (DATA_FILE, *DERIVED):
         root = directory / name
-        if root.is_dir():
-            paths = sorted(p for p in root.rglob("*") if p.is_file() and not p.is_symlink())
-        else:
-            paths = [root] if root.is_file() and not root.is_symlink() else []
-        for path in paths:
-            state = _state(path)
-            if state is not None:
+        for path in sorted(root.rglob("*")) if root.is_dir() else [root]:
+            if path.is_file() and not path.is_symlink() and (state := _state(path)) is not None:
                 found[path.relative_to(directory).as_posix()] = state
     return found
 
@@ -221,15 +208,12 @@ def _listable(rel: object) -> bool:
 
 
 class HeldDirectory:
-    """An embedded store directory held by this process: its lock, and the clean-close stamp's life.
+    """An embedded store directory (``path``, created if missing) held by this process: its lock and the stamp's life.
 
     Construct it before the database opens (it takes the lock, keeps the files the stamp vouches for in
     :attr:`trusted` and removes the stamp); call :meth:`close` after the database is closed. The holder (the
     embedded Chroma backend) knows no derived file: it only notes each write it makes (:meth:`wrote`), and derived
     files are vouched for only on their owner's word (:meth:`vouch`) given after the last of them.
-
-    Args:
-        path: The store directory (created if missing).
 
     Raises:
         StoreLockedError: another process or store object holds the directory.
@@ -269,11 +253,11 @@ class HeldDirectory:
         self._vouched_as_of = self.writes
 
     def close(self, *, clean: bool = True) -> None:
-        """Write the stamp (when ``clean``: the database closed without error), then release the lock.
+        """Write the stamp (when ``clean``: the database closed without error), then release the lock; idempotent.
 
         The stamp lists ``chroma.sqlite3`` and, when the owner vouched after the holder's last write, each derived
         file trusted at open or changed during the session (so written by it: the lock excluded every other
-        process). A stamp that cannot be written is logged: the next open rebuilds. Idempotent.
+        process). A stamp that cannot be written is logged: the next open rebuilds.
         """
         if self._lock is None:
             return
@@ -315,10 +299,8 @@ def trusted_store(directory: str | os.PathLike[str]) -> Iterator[frozenset[str]]
     """Hold ``directory``'s lock and yield the relative paths its stamp vouches for (empty: none); the stamp stays.
 
     For a process that only reads derived files (``hindsight stats``): while it holds the lock no other process
-    can change them. A directory that does not exist yields an empty set and is not created.
-
-    Raises:
-        StoreLockedError: the store is open in another process (the same error as opening it).
+    can change them. A directory that does not exist yields an empty set and is not created; one open in another
+    process raises :class:`StoreLockedError`, as opening it would.
     """
     path = Path(directory).expanduser().resolve()
     if not path.is_dir():
@@ -332,10 +314,9 @@ def trusted_store(directory: str | os.PathLike[str]) -> Iterator[frozenset[str]]
 
 
 class Intent(enum.StrEnum):
-    """An intent file (its name): what a killed process left to finish, written before the work's first step.
+    """An intent file (its name): what a killed process left to finish, written durably before the work's first step.
 
-    Each is written durably (:func:`replace_file`) and erased (:func:`erase_file`, which also removes a copy a
-    kill left half-written) once the work is done; one found at open is finished then.
+    Erased (with any copy a kill left half-written) once the work is done; one found at open is finished then.
     """
 
     FORGET = ".hindsight.forget-pending"
@@ -352,8 +333,8 @@ class Intent(enum.StrEnum):
     def read(self, directory: Path) -> bytes | None:
         """The note's bytes, or ``None`` when no such work is unfinished in ``directory``.
 
-        A note is written whole (:meth:`write`) and erased from its first byte on (:meth:`clear`): one that starts
-        with a zero byte is one a kill cut short while it was being erased, after its work was done.
+        A note is written whole and erased from its first byte on: one starting with a zero byte is one a kill cut
+        short while it was being erased, after its work was done.
         """
         try:
             data = (directory / self.value).read_bytes()
@@ -366,10 +347,6 @@ class Intent(enum.StrEnum):
         return (directory / self.value).exists()
 
     def clear(self, directory: Path) -> None:
-        """The work is finished (or never began): erase its note.
-
-        Raises:
-            StoreError: the note could not be erased (an import's holds the text of memories).
-        """
+        """The work is finished (or never began): erase its note (else :class:`StoreError`: an import's holds text)."""
         erase_file(directory / self.value)
         fsync_directory(directory)  # the removal durable too: a crash must not bring the note back

@@ -1,13 +1,11 @@
 """How the store names its collections: one per namespace and role, tagged with the namespace (standard library only).
 
-Each namespace has one collection per role (memories, archive, journal), named from the namespace
-(:func:`collection_name`: a slug and a digest, so two namespaces never share a name) and tagged with it
-in the collection's metadata (:data:`NAMESPACE_KEY`, :data:`ROLE_KEY`); opening checks the tag
-(``_collections.open_collection``). ``hindsight reembed`` writes into a side collection
-(:data:`REEMBED_SUFFIX`, marked with :data:`REEMBED_OF` and :data:`REEMBED_COMPLETE`).
+Each namespace has one collection per role, named from the namespace (:func:`collection_name`: a slug and a
+digest, so two namespaces never share a name) and tagged with it in the collection's metadata, which opening
+checks (``_collections.open_collection``). ``hindsight reembed`` writes into a side collection (:data:`REEMBED_SUFFIX`).
 
-Kept apart from ``_collections`` (which reads records and checks embedders, and imports them) so the
-CLI's quick path (``hindsight stats``) can name a namespace's collections without importing the store.
+Kept apart from ``_collections`` so the CLI's quick path (``hindsight stats``) can name a namespace's collections
+without importing the store.
 """
 
 from __future__ import annotations

@@ -2,25 +2,20 @@
 
 The memories and archive collections of every namespace asked for are migrated in two steps:
 
-1. **Copy.** Every record (id, text, every metadata field) is re-embedded from its stored text and
-   written into a side collection (``<name>-reembed``, role ``reembed``, invisible to the store). A
-   record already there with the same text is not embedded again (new metadata alone is copied onto
-   the kept vector), so a re-run after a crash continues where it stopped, and records the original
-   gained or lost meanwhile are synced. On a backend other processes write (a database), a second
-   pass then catches up with what they wrote during the first, still outside any lock.
-2. **Switch, all together.** One write plan holding the lock of every namespace involved (on a
-   database: one transaction, under the advisory locks the store's write plans take) syncs what was
-   written since the last pass (``carried``), verifies that each side collection holds exactly its
-   original's ids, drops the originals and renames the copies, with the new embedder's identity. A
-   write plan of another process waits for it and then finds the new collections (``StoreCore``
-   re-checks its cached collections under the lock): a process still on the old embedder is refused
-   with :class:`~langchain_hindsight.errors.EmbedderMismatchError` instead of mixing its vectors in.
-   A crash before the commit leaves every original as it was; after it, every collection is on the
-   new embedder. Without transactions (embedded Chroma, one writer) the switch is drop then rename
-   per collection; a process that died between the two leaves a complete side collection and no
-   original, and ``_collections.recover_reembed`` (run whenever a collection is opened) finishes it.
+1. **Copy.** Every record is re-embedded from its stored text into a side collection (``<name>-reembed``,
+   role ``reembed``, invisible to the store). A record already there with the same text is not embedded
+   again (new metadata alone is copied onto the kept vector), so a re-run after a crash continues where it
+   stopped. On a database other processes write, a second pass catches up with their writes, outside any lock.
+2. **Switch, all together.** One write plan holding the lock of every namespace involved (on a database:
+   one transaction) syncs what was written since (``carried``), verifies that each side collection holds
+   exactly its original's ids, drops the originals and renames the copies. Another process's next write plan
+   finds the new collections, so one still on the old embedder is refused (``EmbedderMismatchError``)
+   instead of mixing its vectors in. A crash before the commit leaves every original as it was. Without
+   transactions (embedded Chroma, one writer) the switch is drop then rename per collection; a process that
+   died between the two leaves a complete side collection and no original, which
+   ``_collections.recover_reembed`` (run whenever a collection is opened) finishes.
 
-Other collections (the run journal) carry no meaningful vectors and are left as they are.
+The run journal carries no meaningful vectors and is left as it is.
 """
 
 from __future__ import annotations
@@ -124,9 +119,8 @@ class _Target:
 def _sync(src: Collection, side: Collection, to: _Target, stage: str) -> int:
     """Make ``side`` hold exactly ``src``'s records with ``to``'s vectors; return the texts embedded.
 
-    A record whose text and metadata are already in ``side`` is left alone; one whose metadata
-    alone changed (feedback, a status) keeps the copy's vector; one whose text changed or that
-    is missing is embedded; one ``src`` no longer holds is deleted from ``side``.
+    A record already in ``side`` is left alone, one whose metadata alone changed keeps the copy's vector, one
+    whose text changed or that is missing is embedded, and one ``src`` no longer holds is deleted from ``side``.
     """
     total, done, embedded = src.count(), 0, 0
     src_ids: set[str] = set()
@@ -219,10 +213,9 @@ def reembed(
     """Re-embed every unit with this store's embedder, in place (what ``hindsight reembed`` runs).
 
     Use it after changing a store's embedder (the store raises :class:`EmbedderMismatchError` until then).
-    Every collection is copied with new vectors from the stored text, verified, and all are switched
-    together; a crash leaves the old ones intact and a re-run finishes (see the module docstring). On a database,
-    what other processes wrote during the copy is carried over in the switch's transaction, and a process still
-    on the old embedder is then refused. An embedded store is then scrubbed: the old vectors leave the disk.
+    Every collection is copied with new vectors from the stored text, verified, and all are switched together;
+    a crash leaves the old ones intact and a re-run finishes. An embedded store is then scrubbed: the old
+    vectors leave the disk.
 
     Args:
         store: The store (``self``: this is :meth:`MemoryStore.reembed`).

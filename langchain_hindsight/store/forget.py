@@ -15,12 +15,11 @@ from typing import Any
 
 from langchain_hindsight.errors import ConfigurationError, HindsightError, StoreError
 from langchain_hindsight.store._codec import unit_to_metadata
-from langchain_hindsight.store._collections import Collection, records
+from langchain_hindsight.store._collections import records
 from langchain_hindsight.store._core import StoreCore, backend_errors, check_ids
 from langchain_hindsight.store._directory import Intent
 from langchain_hindsight.store._naming import ALL_ROLES, REEMBED_SUFFIX, ROLES, collection_name
 from langchain_hindsight.store.backend import REBUILD_SUFFIX
-from langchain_hindsight.types import MemoryUnit
 
 __all__ = ["NO_SCRUB", "finish_interrupted_scrub", "forget", "scrub", "scrub_collections"]
 
@@ -55,36 +54,29 @@ def forget(
     scrub: bool | None = None,
     successors: bool = False,
 ) -> int:
-    """Hard-delete units (every copy, archive included), or a whole namespace.
+    """Hard-delete units (every copy, archive included), or a whole namespace; return how many units were deleted.
 
-    ``forget("mem_...")`` deletes those ids in ``namespace``: the record (vector, document,
-    metadata) in memories and archive, the lexical index entry, every reference to the id in other
-    units (``supersedes``, ``merged_from``) and in the run journal. ``forget(namespace="alice")``
-    deletes every collection of that namespace. With ``scrub`` the bytes are then physically erased
-    (see :meth:`scrub`).
+    ``forget("mem_...")`` deletes those ids in ``namespace``: the records in memories and archive, the
+    lexical index entries, and every reference to them in other units (``supersedes``, ``merged_from``)
+    and in the run journal. ``forget(namespace="alice")`` deletes every collection of that namespace.
+    With ``scrub`` the bytes are then physically erased (see :meth:`scrub`).
 
     Example:
         >>> n = store.forget(unit.memory_id)  # doctest: +SKIP
 
     Args:
         store: The store (``self``: this is :meth:`MemoryStore.forget`).
-        memory_id: One id or a sequence of ids; ``None`` with an explicit
-            ``namespace`` forgets the whole namespace.
+        memory_id: One id or a sequence of ids; ``None`` with an explicit ``namespace`` forgets the whole namespace.
         namespace: Namespace to delete from (default: the store's).
-        scrub: ``None``: scrub when the backend can erase (an embedded
-            directory this store holds; memory). ``False``: defer (call
-            :meth:`scrub` later, e.g. after a batch).
-        successors: Also forget every later version of ``memory_id`` (the
-            units that supersede it, and theirs), as found inside the write:
-            a version another process wrote since the caller read the chain
-            is forgotten too (``HindsightStore`` deletes a key this way).
-
-    Returns:
-        How many units were deleted.
+        scrub: ``None``: scrub when the backend can erase (an embedded directory this store holds; memory).
+            ``False``: defer (call :meth:`scrub` later, e.g. after a batch).
+        successors: Also forget every later version of ``memory_id`` (the units that supersede it, and
+            theirs), as found inside the write: a version another process wrote since the caller read the
+            chain is forgotten too (``HindsightStore`` deletes a key this way).
 
     Raises:
-        ConfigurationError: bad arguments, or ``scrub=True`` on a store whose
-            backend cannot erase (a server or an injected client).
+        ConfigurationError: bad arguments, or ``scrub=True`` on a store whose backend cannot erase (a server
+            or an injected client).
     """
     if scrub is not None and not isinstance(scrub, bool):
         raise ConfigurationError(f"scrub must be True, False or None, got {scrub!r}")
@@ -128,20 +120,18 @@ def forget(
 def scrub(store: StoreCore) -> None:
     """Physically erase every deleted record from the store's directory.
 
-    Rebuilds every collection from its live records (dropping the HNSW files that still hold
-    deleted vectors), merges the full-text index, rewrites ``chroma.sqlite3`` with ``VACUUM`` under
-    ``secure_delete``, removes orphaned segment files, and erases every derived file the clean-close
-    stamp does not vouch for (it may hold text another process, such as a Chroma server on this
-    directory, forgot). Costs a full copy of the store; resumable: a crash mid-way is finished when
-    the directory is reopened. On the in-memory backend there is nothing left to erase.
+    Rebuilds every collection from its live records (dropping the HNSW files that still hold deleted vectors),
+    merges the full-text index, rewrites ``chroma.sqlite3`` with ``VACUUM`` under ``secure_delete``, removes
+    orphaned segment files, and erases every derived file the clean-close stamp does not vouch for (it may hold
+    text another process, such as a Chroma server on this directory, forgot). Costs a full copy of the store;
+    resumable: a crash mid-way is finished when the directory is reopened. In memory nothing is left to erase.
 
     Example:
         >>> store.forget(ids, scrub=False); store.scrub()  # doctest: +SKIP
 
     Raises:
-        ConfigurationError: the backend cannot erase (a server or an injected
-            client). For a Chroma server, stop it, open the directory with
-            ``MemoryStore(persist_directory=...)`` and scrub there.
+        ConfigurationError: the backend cannot erase (a server or an injected client). For a Chroma server,
+            stop it, open the directory with ``MemoryStore(persist_directory=...)`` and scrub there.
         StoreError: the backend failed.
     """
     if not store.backend.can_erase:
@@ -152,7 +142,6 @@ def scrub(store: StoreCore) -> None:
         store.replica.erase_unvouched()  # snapshots never loaded may hold text forgotten by another process
 
 
-# ------------------------------------------------------------------ internals
 _CHAIN_STEPS = 256
 """At most this many rounds of successors are followed forward (a cycle in ``supersedes`` cannot loop)."""
 
@@ -172,11 +161,9 @@ def _with_successors(store: StoreCore, ns: str, ids: list[str]) -> list[str]:
 
 
 def _delete_ids(store: StoreCore, ns: str, ids: list[str], successors: bool = False) -> tuple[int, list[str]]:
-    """Delete ``ids`` (and, with ``successors``, their later versions) and every reference to them.
+    """Delete ``ids`` (with ``successors``, their later versions too) and every reference to them.
 
-    Returns:
-        The count deleted and the names of the collections to rebuild (every one of the namespace
-        once anything changed, else none).
+    Returns the count deleted and the collections to rebuild: every one of the namespace once anything changed.
     """
     if successors:  # read inside the write plan: a version another process added since the caller read goes too
         more = _with_successors(store, ns, ids)
@@ -191,18 +178,20 @@ def _delete_ids(store: StoreCore, ns: str, ids: list[str], successors: bool = Fa
     for role, col in store.collections_of(ns):
         rows = col.get(ids=ids, include=["documents", "metadatas"])
         for doc, meta in zip(rows["documents"] or [], rows["metadatas"] or [], strict=True):
-            if (meta or {}).get("source") == "user_feedback" and (meta or {}).get("run_id"):
+            if meta and meta.get("source") == "user_feedback" and meta.get("run_id"):
                 feedback.setdefault(str(meta["run_id"]), []).append(doc or "")
         if rows["ids"]:
             col.delete(ids=list(rows["ids"]))
             deleted += len(rows["ids"])
         # References: a successor's ``supersedes`` and a merge's ``merged_from`` name the id.
+        referring = records(col, where={"supersedes": {"$in": ids}})
+        referring += [u for u in records(col, where={"merged_from": {"$ne": "[]"}}) if gone & set(u.merged_from)]
         cleaned = {
             u.memory_id: u.evolve(
                 supersedes=None if u.supersedes in gone else u.supersedes,
                 merged_from=[m for m in u.merged_from if m not in gone],
             )
-            for u in _referring(col, ids, gone)
+            for u in referring
         }
         if cleaned:
             col.update(ids=list(cleaned), metadatas=[unit_to_metadata(u) for u in cleaned.values()])
@@ -223,11 +212,6 @@ def _delete_ids(store: StoreCore, ns: str, ids: list[str], successors: bool = Fa
     # A delete is logical, and a unit may have lived in another collection before (archived,
     # then restored; older journal versions): rebuild every collection of the namespace.
     return deleted, [*(col.name for _, col in store.collections_of(ns, ALL_ROLES)), *sides]
-
-
-def _referring(col: Collection, ids: list[str], gone: set[str]) -> list[MemoryUnit]:
-    found = records(col, where={"supersedes": {"$in": ids}})
-    return found + [u for u in records(col, where={"merged_from": {"$ne": "[]"}}) if gone & set(u.merged_from)]
 
 
 def scrub_collections(store: StoreCore, rebuild: list[str] | None) -> None:
@@ -262,8 +246,7 @@ def _forgets_noted(directory: Path) -> list[dict[str, Any]]:
 def finish_interrupted_scrub(store: StoreCore) -> None:
     """Complete a forget or scrub that a crash interrupted (a rebuild half-done, a marker or intent left).
 
-    A backend without a directory (Postgres) keeps its note in the database: its
-    ``recover_interrupted`` finishes the erase.
+    A backend without a directory (Postgres) keeps its note in the database: ``recover_interrupted`` finishes it.
     """
     directory = store.persist_directory
     if directory is None:

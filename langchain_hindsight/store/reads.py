@@ -1,7 +1,7 @@
 """The read methods of ``MemoryStore`` (it binds these functions): listing, counting, paging units, history.
 
-Also a namespace's ``hindsight stats`` entry (:func:`statistics`), which the replica's close counts again for the
-summary only with the recall mirror (:func:`close_replica`).
+Also a namespace's ``hindsight stats`` entry (:func:`statistics`), which the replica's close counts again only
+with the recall mirror (:func:`close_replica`).
 """
 
 from __future__ import annotations
@@ -57,7 +57,6 @@ def namespaces(store: StoreCore) -> list[str]:
         return _namespaces(store.backend)
 
 
-# ------------------------------------------------------------------ reads
 @backend_errors
 def list_units(
     store: StoreCore,
@@ -102,8 +101,7 @@ def iter_vectors(
 ) -> Iterator[tuple[list[MemoryUnit], np.ndarray]]:
     """Units with ``status`` and their stored vectors, in pages of ``batch_size``: ``(units, vectors)``.
 
-    ``vectors`` is a float32 array with one row per unit, as stored (nothing is
-    re-embedded). Used by maintenance passes that compare units with each other.
+    ``vectors`` is a float32 array with one row per unit, as stored (nothing is re-embedded).
 
     Example:
         >>> for units, vectors in store.iter_vectors(status="active"):  # doctest: +SKIP
@@ -146,9 +144,9 @@ def count_by(store: StoreCore, *fields: str, namespace: str | None = None) -> di
     """How many units (every status) have each combination of values of ``fields``.
 
     Exact, and cheap on large stores: the active units are counted from the namespace's recall mirror when the
-    store holds it or a vouched snapshot of it (never built for this); else a field with a known set of values
-    (``status``, ``kind``, ``source``, ``task_type`` through the vocabulary) is read as one id-only query per
-    value, and only the units outside that set (missing: ``""``) have their metadata read. Keys come sorted.
+    store holds it or a vouched snapshot of it (never built for this); else a field with a known set of values is
+    read as one id-only query per value, and only the units outside that set (missing: ``""``) have their metadata
+    read. Keys come sorted.
 
     Example:
         >>> store.count_by("status", "task_type")  # doctest: +SKIP
@@ -180,8 +178,7 @@ def _count_with_mirror(
     """:func:`count_by` with the active records from ``ns``'s recall mirror, the others read (metadata only).
 
     ``None`` without a mirror (``at_close``: held, never loaded), when the others are more than
-    :data:`SUMMARY_MAX_READ` at close, or when the counts do not add up (the memories collection holds not
-    exactly the mirrored and the other records).
+    :data:`SUMMARY_MAX_READ` at close, or when the counts do not add up.
     """
     with store.lock:
         mirror = store.replica.held_mirror(ns, load=not at_close)
@@ -225,8 +222,8 @@ def close_replica(store: StoreCore) -> None:
 def statistics(store: StoreCore, *, namespace: str | None = None) -> dict[str, Any]:
     """What ``hindsight stats`` prints for ``namespace``: counts by status, by task type, by source, and runs.
 
-    Keys: ``total``, ``status``, ``active_by_task_type`` (active memories), ``by_source`` (each mapping
-    most common first) and ``runs`` (journalled runs); an embedded store's close may keep it for ``stats``.
+    Keys: ``total``, ``status``, ``active_by_task_type`` (active memories), ``by_source`` (each mapping most
+    common first) and ``runs`` (journalled runs); an embedded store's close may keep it for ``stats``.
     """
     ns = store.namespace_or_default(namespace)
     with store.lock:

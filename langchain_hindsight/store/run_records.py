@@ -1,9 +1,8 @@
 """The run records in the store: each namespace's journal collection, read, written, deleted and scrubbed.
 
-:class:`RunRecords` (``store.run_records``) is the storage under the run journal
-(:class:`~langchain_hindsight.journal.RunJournal`, one floor up); the store uses it itself to forget
-memories, count runs and export or import a backup. A record is the JSON document of a
-:class:`~langchain_hindsight.runs.RunRecord` with a constant vector and filterable metadata.
+:class:`RunRecords` (``store.run_records``) is the storage under the run journal (``journal.RunJournal``, one
+floor up); the store uses it itself to forget memories, count runs and export or import a backup. A record is
+the JSON document of a :class:`~langchain_hindsight.runs.RunRecord` with a constant vector and filterable metadata.
 """
 
 from __future__ import annotations
@@ -43,11 +42,7 @@ OpenJournal = Callable[[str, bool], Records | None]
 
 
 class RunRecords:
-    """The run records of every namespace's journal collection (storage only: no locking, no validation).
-
-    Args:
-        open_collection: Opens a namespace's journal collection (see :data:`OpenJournal`).
-    """
+    """The run records of every namespace's journal collection, opened by ``open_collection`` (storage only)."""
 
     def __init__(self, open_collection: OpenJournal) -> None:
         self._open = open_collection
@@ -107,15 +102,10 @@ class RunRecords:
 
         Unordered; ``None`` leaves a condition out.
         """
-        clauses: list[dict[str, Any]] = []
-        if since is not None:
-            clauses.append({"started_at_us": {"$gte": to_datetime_us(since)}})
-        if until is not None:
-            clauses.append({"started_at_us": {"$lt": to_datetime_us(until)}})
-        if outcome is not None:
-            clauses.append({"outcome": outcome})
-        if kind is not None:
-            clauses.append({"kind": kind})
+        clauses: list[dict[str, Any]] = [
+            {"started_at_us": {op: to_datetime_us(t)}} for op, t in (("$gte", since), ("$lt", until)) if t is not None
+        ]
+        clauses += [{key: value} for key, value in (("outcome", outcome), ("kind", kind)) if value is not None]
         where = None if not clauses else clauses[0] if len(clauses) == 1 else {"$and": clauses}
         col = self._open(namespace, False)
         for rows in [] if col is None else col.pages(include=["documents"], where=where, size=_PAGE):
@@ -145,9 +135,8 @@ class RunRecords:
     ) -> int:
         """Remove memory ids from every record of ``namespace`` (served, produced); return how many changed.
 
-        ``feedback`` maps a run id to the contents of forgotten ``user_feedback``
-        units made from that run's comments: those comments are erased too (see
-        :meth:`~langchain_hindsight.runs.RunRecord.forgetting`).
+        ``feedback`` maps a run id to the contents of forgotten ``user_feedback`` units made from that run's
+        comments: those comments are erased too (see :meth:`~langchain_hindsight.runs.RunRecord.forgetting`).
         """
         ids = list(dict.fromkeys(memory_ids))
         col = self._open(namespace, False)

@@ -1,10 +1,9 @@
 """The lexical arm's text, for every backend: what is indexed for a unit, its tokens, and the BM25 scheme.
 
-English is split into words (with a light suffix stemmer); Chinese (and other CJK text, which MiniLM mostly
-maps to ``[UNK]``) into character unigrams and bigrams, which needs no dictionary and matches any
-segmentation. ``benchmarks/recall_quality.py`` compares this with a dictionary segmenter (rjieba) and picks
-the defaults. The in-process index (``replica.lexical.LexicalIndex``) and a database that scores BM25 itself
-(:func:`lexical_scheme`) use the same tokens and constants, so their scores are equal.
+English is split into words (with a light suffix stemmer); Chinese (and other CJK text, which MiniLM mostly maps
+to ``[UNK]``) into character unigrams and bigrams, which needs no dictionary and matches any segmentation
+(``benchmarks/recall_quality.py`` compares it with a dictionary segmenter). The in-process index and a database
+that scores BM25 itself (:func:`lexical_scheme`) use the same tokens and constants, so their scores are equal.
 """
 
 from __future__ import annotations
@@ -52,12 +51,10 @@ B = 0.5
 PRIOR_DOCUMENTS = 50
 """Pseudo-documents, matching no query term, added to the corpus size in the idf of a normalised search.
 
-The normalised score is the share of the query's idf mass a memory matches. In a store
-of a few memories every matched term occurs in most of them and gets almost no idf,
-while the query's unmatched terms get the most, so a plainly related lesson scored as
-if it shared nothing (“生成本周的销售周报” against the only weekly-report lesson: 0.06).
-The prior makes the share mean the same in a new store as in a grown one; at thousands
-of memories it changes nothing.
+The normalised score is the share of the query's idf mass a memory matches. In a store of a few memories every
+matched term occurs in most of them and gets almost no idf, so a plainly related lesson scored as if it shared
+nothing (“生成本周的销售周报” against the only weekly-report lesson: 0.06). The prior makes the share mean the
+same in a new store as in a grown one; at thousands of memories it changes nothing.
 """
 
 
@@ -117,12 +114,10 @@ def unit_text(unit: MemoryUnit) -> str:
 def indexed_text(content: str, task_description: str, tags: Sequence[str], tools: Sequence[str], source: str) -> str:
     """The text the lexical arm indexes: content, task, tags, tools.
 
-    The task description, tags and tools are never shown to the model, so for
-    a unit whose text came from a tool (``source="tool_output"``) or that was
-    tagged ``suspicious`` only the content is indexed, and for other sources
-    below ``manual`` these hidden fields are clipped (120 characters, 5 tags):
-    stuffing them with common task words cannot pull a low-trust unit into
-    unrelated recalls.
+    The task description, tags and tools are never shown to the model, so for a unit whose text came from a tool
+    or that was tagged ``suspicious`` only the content is indexed, and for other sources below ``manual`` these
+    hidden fields are clipped (120 characters, 5 tags): stuffing them with common task words cannot pull a
+    low-trust unit into unrelated recalls.
     """
     if source in UNTRUSTED_SOURCES or "suspicious" in tags:
         return content
@@ -138,12 +133,8 @@ def tokenizer_signature() -> str:
     return hashlib.sha256(rules.encode()).hexdigest()[:16]
 
 
-# ---------------------------------------------------------------- stored records
 def record_text(document: str, metadata: Any) -> str:
-    """:func:`unit_text` of a stored record, without building the unit.
-
-    The metadata was written from a validated unit, so the fields are read as stored.
-    """
+    """:func:`unit_text` of a stored record, without building the unit (its fields are read as stored)."""
     tags = json.loads(metadata["tags"])
     tools = json.loads(metadata["context"]).get("tools_used") or []
     return indexed_text(document, metadata["task_description"], tags, tools, metadata["source"])
@@ -173,10 +164,7 @@ def _record_tokens(document: str | None, metadata: Any) -> list[str] | None:
 
 
 def lexical_scheme() -> LexicalScheme:
-    """The store's lexical arm as a backend that answers it itself needs it: tokens, query terms, BM25 constants.
-
-    Scores computed from it equal ``LexicalIndex``'s (the same tokenizer, ``k1``, ``b`` and prior).
-    """
+    """The lexical arm for a backend that scores BM25 itself: tokens, query terms, constants (``LexicalIndex``'s)."""
     return LexicalScheme(
         record_tokens=_record_tokens,
         query_terms=tokenize,

@@ -1,9 +1,8 @@
 """JSONL export and import of memory units (and, optionally, the run journal) that round-trip exactly.
 
-A backup has one line per unit, ``MemoryUnit.to_dict()`` (every field, timestamps to the microsecond),
-and, made with the journal, one ``{"run": {...}}`` line per run record as the journal stores it, so
-``explain``, ``report`` and review work on the restored store. Import writes units as they are, all or
-nothing (:func:`import_units`); vectors are derived data, so only the content is re-embedded.
+A backup has one line per unit, ``MemoryUnit.to_dict()`` (every field, timestamps to the microsecond), and, made
+with the journal, one ``{"run": {...}}`` line per run record as the journal stores it, so ``explain``, ``report``
+and review work on the restored store. Vectors are derived data: an import re-embeds the content.
 """
 
 from __future__ import annotations
@@ -28,22 +27,17 @@ from langchain_hindsight.store._naming import Role
 from langchain_hindsight.store.decide import clamp_future, flag_suspicious
 from langchain_hindsight.types import MemoryUnit
 
-__all__ = [
-    "RUN_KEY",
-    "ImportReport",
-    "export_runs",
-    "export_units",
-    "finish_interrupted_import",
-    "import_units",
-    "read_backup",
-]
+__all__ = ["ImportReport", "export_runs", "export_units", "finish_interrupted_import", "import_units", "read_backup"]
 
 logger = logging.getLogger(__name__)
 
 _K = TypeVar("_K")
+Progress = Callable[[str, int, int], None]
+Runs = dict[tuple[str, str], RunRecord]
+"""Run records by ``(namespace, run_id)``."""
 
 _BATCH = 256
-RUN_KEY = "run"
+_RUN_KEY = "run"
 """The one key of a run-record line in a backup (a memory line is the unit's own fields)."""
 
 
@@ -56,21 +50,14 @@ class ImportReport:
     unchanged: int = 0
     """Units already stored exactly as in the file (not written again)."""
     refused: int = 0
-    """Units left out because their content carries no information (``"ok"``, ``"好的"``; see
-    :func:`~langchain_hindsight._text.informative`): such junk is never stored, also not by an import."""
+    """Units left out because their content carries no information (``"ok"``, ``"好的"``): never stored."""
     runs: int = 0
     """Run records written to the journal (a backup made with the journal)."""
     runs_unchanged: int = 0
     """Run records already in the journal exactly as in the file."""
 
 
-def export_units(
-    store: StoreCore,
-    out: IO[str],
-    *,
-    namespaces: Iterable[str],
-    progress: Callable[[str, int, int], None] | None = None,
-) -> int:
+def export_units(store: StoreCore, out: IO[str], *, namespaces: Iterable[str], progress: Progress | None = None) -> int:
     """Write every unit of ``namespaces`` (all statuses) as JSONL; return how many."""
     count = 0
     for ns in namespaces:
@@ -96,7 +83,7 @@ def export_runs(store: StoreCore, out: IO[str], *, namespaces: Iterable[str]) ->
             records = [r for page in store.run_records.pages(ns) for r in page]
         for record in sorted(records, key=lambda r: (r.started_at, r.run_id)):
             # the record exactly as the journal stores it (key order kept: a breakdown's order is its rank order)
-            out.write(f'{{"{RUN_KEY}": {record.to_json()}}}\n')
+            out.write(f'{{"{_RUN_KEY}": {record.to_json()}}}\n')
             count += 1
     return count
 
@@ -105,8 +92,7 @@ def read_backup(lines: Iterable[str]) -> tuple[list[MemoryUnit], list[RunRecord]
     """Parse a backup (JSONL): its memory units and its run records, every line validated, blank lines skipped.
 
     Raises:
-        InvalidMemoryError: a line is not JSON, not a valid unit, or not a valid run record; the message
-            names the line.
+        InvalidMemoryError: a line is not JSON, not a valid unit, or not a valid run record (the message names it).
     """
     units: list[MemoryUnit] = []
     runs: list[RunRecord] = []
@@ -120,8 +106,8 @@ def read_backup(lines: Iterable[str]) -> tuple[list[MemoryUnit], list[RunRecord]
         except RecursionError as e:  # json parses nested arrays and objects recursively
             raise InvalidMemoryError(f"line {number}: JSON nested too deeply") from e
         try:
-            if isinstance(data, dict) and set(data) == {RUN_KEY}:
-                runs.append(RunRecord.model_validate(data[RUN_KEY]))
+            if isinstance(data, dict) and set(data) == {_RUN_KEY}:
+                runs.append(RunRecord.model_validate(data[_RUN_KEY]))
             else:
                 units.append(MemoryUnit.from_dict(data))
         except (InvalidMemoryError, ValueError) as e:  # pydantic's ValidationError is a ValueError
@@ -136,21 +122,20 @@ def import_units(
     *,
     runs: Iterable[RunRecord] = (),
     namespace: str | None = None,
-    progress: Callable[[str, int, int], None] | None = None,
+    progress: Progress | None = None,
     replace: bool = False,
 ) -> ImportReport:
     """Write ``units`` (and the journal's ``runs``) exactly as given, all or nothing (``namespace``: into it).
 
-    For restoring a backup or moving a store (``hindsight export``/``import``): no task-type
-    normalisation, no dedupe, no confidence caps, archived units straight to the archive; only
-    untrusted text that reads like an instruction is tagged ``suspicious`` and capped, as on every
-    write, and a unit whose content carries no information (``"ok"``, ``"好的"``) is left out, logged
-    and counted in ``refused``. Every unit and run record (``runs``: a backup made with ``--journal``)
-    is checked before anything is written: one stored with the same data is skipped, one with other
-    data refused unless ``replace=True``; an import never silently replaces a stored unit. An embedded
-    store writes the units durably to a pending file first and rolls a killed import forward when the
-    directory is reopened; a database embeds first, then checks again and writes in one transaction
-    under the lock of every namespace involved (a killed import leaves nothing of itself).
+    For restoring a backup or moving a store (``hindsight export``/``import``): no task-type normalisation,
+    no dedupe, no confidence caps, archived units straight to the archive; only untrusted text that reads like
+    an instruction is tagged ``suspicious`` and capped, as on every write, and a unit whose content carries no
+    information (``"ok"``, ``"好的"``) is left out, logged and counted in ``refused``. Every unit and run record
+    (``runs``: a backup made with ``--journal``) is checked before anything is written: one stored with the
+    same data is skipped, one with other data refused unless ``replace=True``. An embedded store writes the
+    units durably to a pending file first and rolls a killed import forward when the directory is reopened; a
+    database embeds first, then checks again and writes in one transaction under the lock of every namespace
+    involved (a killed import leaves nothing of itself).
 
     Raises:
         InvalidMemoryError: a unit is invalid (nothing was written).
@@ -208,15 +193,11 @@ def import_units(
 
 
 def _to_write(
-    store: StoreCore, todo: list[MemoryUnit], records: dict[tuple[str, str], RunRecord], replace: bool
+    store: StoreCore, todo: list[MemoryUnit], records: Runs, replace: bool
 ) -> tuple[list[MemoryUnit], list[RunRecord]]:
-    """The units and run records not already stored exactly as given; a clash is refused unless ``replace``.
-
-    Raises:
-        ConfigurationError: an id is already stored with other data and ``replace`` is false.
-    """
+    """The units and run records not already stored exactly as given; a clash is refused unless ``replace``."""
     stored = _stored(store, todo)
-    journaled = _journaled(store, list(records.values()))
+    journaled = {(ns, r.run_id): r for ns, ids in _chunks(records) for r in store.run_records.read(ns, ids=ids)}
     clashes = [u.memory_id for u in todo if u.memory_id in stored and stored[u.memory_id] != u]
     clashes += [r.run_id for key, r in records.items() if key in journaled and journaled[key] != r]
     if clashes and not replace:
@@ -228,16 +209,12 @@ def _to_write(
 
 
 def _import_in_one_plan(
-    store: StoreCore,
-    todo: list[MemoryUnit],
-    records: dict[tuple[str, str], RunRecord],
-    replace: bool,
-    progress: Callable[[str, int, int], None] | None,
+    store: StoreCore, todo: list[MemoryUnit], records: Runs, replace: bool, progress: Progress | None
 ) -> tuple[list[MemoryUnit], list[RunRecord], dict[str, int]]:
     """Import into a store other processes write (a database): embed outside any lock, then one write plan.
 
-    The plan holds the lock of every namespace involved (one transaction) and checks the ids again,
-    so a unit another process stored meanwhile is a clash like any other. Returns what it wrote.
+    The plan holds the lock of every namespace involved (one transaction) and checks the ids again, so a unit
+    another process stored meanwhile is a clash like any other. Returns what it wrote.
     """
     fresh, _ = _to_write(store, todo, records, replace)  # refused before anything is embedded
     vectors: dict[str, tuple[str, Any]] = {}
@@ -277,7 +254,7 @@ def _write(
     store: StoreCore,
     units: list[MemoryUnit],
     vectors: Callable[[list[MemoryUnit]], list[Any]],
-    progress: Callable[[str, int, int], None] | None,
+    progress: Progress | None,
 ) -> dict[str, int]:
     """Write ``units`` exactly as given, a batch at a time (``vectors(batch)``: theirs); return units per namespace."""
     per_ns: dict[str, int] = {}
@@ -300,11 +277,6 @@ def _chunks(pairs: Iterable[tuple[_K, str]]) -> Iterator[tuple[_K, list[str]]]:
             yield key, ids[start : start + 1000]
 
 
-def _journaled(store: StoreCore, records: list[RunRecord]) -> dict[tuple[str, str], RunRecord]:
-    chunks = _chunks((r.namespace, r.run_id) for r in records)
-    return {(ns, r.run_id): r for ns, ids in chunks for r in store.run_records.read(ns, ids=ids)}
-
-
 def _stored(store: StoreCore, units: list[MemoryUnit]) -> dict[str, MemoryUnit]:
     chunks = _chunks((u.namespace, u.memory_id) for u in units)
     return {u.memory_id: u for ns, ids in chunks for u in store.get_many(ids, namespace=ns)}
@@ -313,9 +285,8 @@ def _stored(store: StoreCore, units: list[MemoryUnit]) -> dict[str, MemoryUnit]:
 def _in_other_collection(store: StoreCore, units: list[MemoryUnit]) -> set[str]:
     """Ids of ``units`` still stored in the collection they do not belong in (an import's move cut short).
 
-    An import writes a unit into its collection (memories, or archive for ``archived``), then
-    deletes it from the other one; a crash in between leaves the id in both, the new copy
-    identical to the file's. The roll-forward must redo such a unit even though it reads as stored.
+    An import writes a unit into its collection (memories, or archive for ``archived``), then deletes it from
+    the other one; a crash in between leaves the id in both, so the roll-forward redoes it though it reads as stored.
     """
     found: set[str] = set()
     others: list[tuple[tuple[str, Role], str]] = [
@@ -345,10 +316,7 @@ def finish_interrupted_import(store: StoreCore) -> None:
         # what reached the store is not written twice, unless its move out of the other collection was cut short
         todo = [u for u in units if stored.get(u.memory_id) != u or u.memory_id in doubled]
         logger.warning(
-            "finishing an interrupted import into %s: %d of %d unit(s) still to write",
-            directory,
-            len(todo),
-            len(units),
+            "finishing an interrupted import into %s: %d of %d unit(s) still to write", directory, len(todo), len(units)
         )
         _write(store, todo, functools.partial(_embed, store), None)
     Intent.IMPORT.clear(directory)
