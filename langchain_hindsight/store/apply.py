@@ -127,14 +127,12 @@ def write_updates(
     embed: Callable[[list[str]], list[list[float]]],
 ) -> None:
     """Rewrite ``units`` in ``col``, re-embedding those whose content differs from their stored ``documents``."""
-    reembed = [u for u in units if u.content != documents[u.memory_id]]
-    if reembed:
+    if reembed := [u for u in units if u.content != documents[u.memory_id]]:
         col.update(
             ids=[u.memory_id for u in reembed],
             embeddings=embed([u.content for u in reembed]),
             documents=[u.content for u in reembed],
             metadatas=[unit_to_metadata(u) for u in reembed],
         )
-    same = [u for u in units if u.content == documents[u.memory_id]]
-    if same:
+    if same := [u for u in units if u.content == documents[u.memory_id]]:
         col.update(ids=[u.memory_id for u in same], metadatas=[unit_to_metadata(u) for u in same])
