@@ -166,8 +166,7 @@ def settle_claims(unit: MemoryUnit) -> MemoryUnit:
 def prepare(unit: MemoryUnit, namespace: str | None, rules: WriteRules) -> MemoryUnit:
     """``unit`` as it will be stored: checked, claims settled, task type normalised, namespace and confidence set.
 
-    No namespace named: the store's (never a shared "default"). Confidence is capped by source; then
-    :func:`flag_suspicious`.
+    No namespace named: the store's (never a shared "default"). Confidence capped by source, then flagged.
     """
     policy = rules.policy
     for name, value in unit.to_dict().items():  # text no backend stores: lone surrogates (a JSON escape in LLM output)
@@ -216,21 +215,16 @@ def check_premise(
     Its ids are free (none ``taken``); the units it ``continued`` are still ``stored`` and continued by no active
     unit yet (``ahead``: the stored units that continue them). Else :class:`WriteConflictError`: nothing is written.
     """
+    where = f"in namespace {namespace!r}"
     if taken:
-        raise WriteConflictError(
-            f"memory {sorted(taken)[0]!r} is already stored in namespace {namespace!r} (another writer created it "
-            "first); nothing was written"
-        )
-    if gone := [i for i in continued if i not in stored]:
-        raise WriteConflictError(
-            f"memory {gone[0]!r} in namespace {namespace!r}, which this write continues, was forgotten by another "
-            "writer; nothing was written"
-        )
-    if ahead := [u for u in ahead if u.status == "active"]:
-        raise WriteConflictError(
-            f"memory {ahead[0].supersedes!r} in namespace {namespace!r} was continued by another writer first "
-            f"({ahead[0].memory_id}); nothing was written"
-        )
+        why = f"memory {sorted(taken)[0]!r} is already stored {where} (another writer created it first)"
+    elif gone := [i for i in continued if i not in stored]:
+        why = f"memory {gone[0]!r} {where}, which this write continues, was forgotten by another writer"
+    elif ahead := [u for u in ahead if u.status == "active"]:
+        why = f"memory {ahead[0].supersedes!r} {where} was continued by another writer first ({ahead[0].memory_id})"
+    else:
+        return
+    raise WriteConflictError(f"{why}; nothing was written")
 
 
 def check_stays(role: Role, units: list[MemoryUnit]) -> list[MemoryUnit]:
@@ -278,8 +272,7 @@ def _candidates(
 ) -> list[Neighbour]:
     """Active units in scope near ``unit``, most similar first: ``stored`` ones and the batch's own (``plan.new``).
 
-    A stored unit already rewritten in this batch is judged by its rewritten version; of the batch's
-    units only those in ``similarities`` are candidates, with these similarities to ``unit``.
+    A stored unit rewritten in this batch is judged as rewritten; batch units only if in ``similarities``.
     """
     found: dict[str, Neighbour] = {}
     for n in stored:
@@ -561,8 +554,8 @@ def plan_feedback(
 def fresh_ids_for_taken(units: list[MemoryUnit], taken: set[str]) -> list[MemoryUnit]:
     """``units`` with a new id for each whose id is already stored (or repeated in the batch).
 
-    Naming a stored id never overwrites that unit (a less trusted duplicate could rewrite a more trusted one):
-    changing a stored unit is ``MemoryStore.update``, which checks provenance.
+    Naming a stored id never overwrites it (a less trusted duplicate could rewrite a more trusted one): ``update``,
+    which checks provenance, does that.
     """
     out: list[MemoryUnit] = []
     seen = set(taken)

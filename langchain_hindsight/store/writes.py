@@ -1,20 +1,14 @@
 """What a write did, and who decides it: :class:`WriteResult` and the write judges.
 
-Every ``MemoryStore.add`` returns a :class:`WriteResult`: ``"added"`` (stored as a new unit), ``"merged"`` (the
-same statement was already stored; that unit absorbed it) or ``"superseded"`` (stored, replacing an older unit).
+The rules for each incoming unit, in order (``docs/storage.md`` tells them with examples):
 
-The rules, in order, for each incoming unit:
-
-1. **True duplicates merge.** A stored active unit in scope that makes the same statement after normalising
-   Unicode (NFKC), case, whitespace and punctuation (full-width included) absorbs the new one. No cosine
-   similarity, however high, makes two different statements one.
-2. **Similar units go to the judge.** The active neighbours above ``conflict_threshold``, and any of the five
+1. **True duplicates merge**: the same statement after normalising Unicode (NFKC), case, whitespace and
+   punctuation, in scope. No cosine similarity, however high, makes two different statements one.
+2. **Similar units go to the judge**: the active neighbours above ``conflict_threshold``, and any of the five
    nearest whose statement the new one contradicts by the rules (a same-subject contradiction is often less
-   similar: ``用户偏好用Go…`` / ``用户偏好用Rust…`` sit at 0.76), go to a :class:`WriteJudge`, which decides
-   ``add`` / ``duplicate`` / ``update`` / ``conflict``: :class:`RuleWriteJudge` (the default, no model; nothing
-   is superseded on cosine alone) or :class:`LLMWriteJudge` (one bounded model call, whose answer is validated:
-   an id it was shown, a ``duplicate`` at least ``merge_threshold`` similar; else the rule judge decides).
-3. **Provenance holds.** A less trusted unit never supersedes a more trusted one (both stay active), a less
+   similar: ``用户偏好用Go…`` / ``用户偏好用Rust…`` sit at 0.76), go to a :class:`WriteJudge`, whose answer
+   (``add`` / ``duplicate`` / ``update`` / ``conflict``) the store validates again.
+3. **Provenance holds**: a less trusted unit never supersedes a more trusted one (both stay active), a less
    trusted echo adds no confidence to a merge, and a judged ``duplicate`` from a *more* trusted source
    supersedes instead of merging, so a user's own wording never vanishes into an inference's.
 
