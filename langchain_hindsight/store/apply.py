@@ -49,8 +49,7 @@ def repair_namespace(
                 {str(m["supersedes"]) for m in marks.values() if m.get("pending") == PENDING_SUPERSEDE} - {""}
             )
             found = records(col, ids=targets) if targets else []
-            stale = [demote(u, policy) for u in found if u.status == "active"]
-            if stale:
+            if stale := [demote(u, policy) for u in found if u.status == "active"]:
                 col.update(ids=[u.memory_id for u in stale], metadatas=[unit_to_metadata(u) for u in stale])
             moved = [i for i, m in marks.items() if m.get("pending") == PENDING_MOVE]
             other = open_collection("archive" if role == "memories" else "memories")
