@@ -49,8 +49,7 @@ def repair_namespace(
                 {str(m["supersedes"]) for m in marks.values() if m.get("pending") == PENDING_SUPERSEDE} - {""}
             )
             found = records(col, ids=targets) if targets else []
-            stale = [demote(u, policy) for u in found if u.status == "active"]
-            if stale:
+            if stale := [demote(u, policy) for u in found if u.status == "active"]:
                 col.update(ids=[u.memory_id for u in stale], metadatas=[unit_to_metadata(u) for u in stale])
             moved = [i for i, m in marks.items() if m.get("pending") == PENDING_MOVE]
             other = open_collection("archive" if role == "memories" else "memories")
@@ -127,14 +126,12 @@ def write_updates(
     embed: Callable[[list[str]], list[list[float]]],
 ) -> None:
     """Rewrite ``units`` in ``col``, re-embedding those whose content differs from their stored ``documents``."""
-    reembed = [u for u in units if u.content != documents[u.memory_id]]
-    if reembed:
+    if reembed := [u for u in units if u.content != documents[u.memory_id]]:
         col.update(
             ids=[u.memory_id for u in reembed],
             embeddings=embed([u.content for u in reembed]),
             documents=[u.content for u in reembed],
             metadatas=[unit_to_metadata(u) for u in reembed],
         )
-    same = [u for u in units if u.content == documents[u.memory_id]]
-    if same:
+    if same := [u for u in units if u.content == documents[u.memory_id]]:
         col.update(ids=[u.memory_id for u in same], metadatas=[unit_to_metadata(u) for u in same])

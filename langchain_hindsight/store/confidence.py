@@ -1,19 +1,13 @@
 """How confidence moves: with feedback (:class:`ConfidencePolicy`) and with evidence (a lesson learned again).
 
-:class:`ConfidencePolicy` is public (``langchain_hindsight.ConfidencePolicy``); :func:`feedback_reason`
-words every credit and debit ``MemoryStore.record_feedback`` logs; which source outranks which is
-``langchain_hindsight._trust``'s (``trust_rank``).
+Why credit is bounded: each earlier credit a memory got for the *same task* (:meth:`~ConfidencePolicy.task_key`)
+within ``repeat_window`` multiplies a success's credit by ``repeat_factor`` (+0.05, +0.0125, +0.003, ...: at
+most +0.0667 a task a day), so "ok" repeated to the same task cannot reach the cap, while distinct tasks earn
+the full credit. The count is derived from the run journal, never stored on the unit.
 
-Why credit is bounded: each earlier credit a memory got for the *same task*
-(:meth:`~ConfidencePolicy.task_key`) within ``repeat_window`` multiplies a success's credit by
-``repeat_factor`` (+0.05, +0.0125, +0.003, ...: at most +0.0667 a task a day), so "ok" repeated to the
-same task cannot reach the cap, while distinct tasks earn the full credit. The count is derived from the
-run journal, never stored on the unit.
-
-Why evidence is bounded: the same lesson learned again is more credible, within its source's ceiling
-(:func:`corroborated`); shared by the write path (``decide.merge_units``: a re-learned lesson merges) and
-the merge pass (``lifecycle._merge.fold``: stored duplicates fold); ``MemoryUnit.evidence`` counts the
-learnings.
+Why evidence is bounded: a lesson learned again (``MemoryUnit.evidence`` counts the learnings) is more credible,
+but only up to its source's ceiling (:func:`corroborated`), whether a write merges it (``decide.merge_units``)
+or the merge pass folds stored duplicates (``lifecycle._merge.fold``).
 """
 
 from __future__ import annotations
@@ -47,18 +41,15 @@ class ConfidencePolicy:
         rejection_factor: Multiplier when the user explicitly rejects the memory.
         supersede_factor: Multiplier applied to a unit that a newer one supersedes.
         initial: Initial confidence by source, used when a unit has none.
-        ceiling: Highest confidence a unit not yet confirmed by feedback
-            (``access_count == 0``) may claim on arrival, by source; sources not
-            listed are uncapped. An LLM or a tool cannot make its own output
+        ceiling: Highest confidence a unit not yet confirmed by feedback (``access_count == 0``) may claim on
+            arrival, by source; sources not listed are uncapped. An LLM or a tool cannot make its own output
             outrank corroborated memories by claiming ``confidence=1.0``.
-        suspicious_cap: Confidence cap for a unit from an untrusted source whose
-            text reads like an instruction or imitates prompt structure (it is
-            also tagged ``suspicious``; see ``_safety.looks_like_instruction``).
-        repeat_factor: Multiplier on ``success_delta`` for each credit the memory
-            already got for the same task within ``repeat_window`` (``0``: a repeat
-            earns nothing; ``1``: no bound, the seed's rule).
-        repeat_window: How close (either side of the run's start) an earlier credit
-            for the same task must be to count as a repeat.
+        suspicious_cap: Confidence cap for a unit from an untrusted source whose text reads like an instruction
+            or imitates prompt structure (it is also tagged ``suspicious``; see ``_safety.looks_like_instruction``).
+        repeat_factor: Multiplier on ``success_delta`` for each credit the memory already got for the same task
+            within ``repeat_window`` (``0``: a repeat earns nothing; ``1``: no bound, the seed's rule).
+        repeat_window: How close (either side of the run's start) an earlier credit for the same task must be
+            to count as a repeat.
     """
 
     success_delta: float = 0.05
@@ -133,19 +124,16 @@ def feedback_reason(
         'success of run r2; diminished ×0.25: 1 earlier credit for the same task within 24 h'
     """
     if rejected:
-        base = reason or "rejected by the user"
-        return f"{base} (× {policy.rejection_factor:g})"
+        return f"{reason or 'rejected by the user'} (× {policy.rejection_factor:g})"
     if success is False:
         return f"{reason or 'failure'} (−{policy.failure_delta:g}, floor {policy.failure_floor:g})"
-    base = reason or "success"
-    if repeats:
-        factor = policy.repeat_factor**repeats
-        plural = "s" if repeats > 1 else ""
-        return (
-            f"{base}; diminished ×{factor:.3g}: {repeats} earlier credit{plural} for the same task "
-            f"within {policy.repeat_window.total_seconds() / 3600:g} h"
-        )
-    return base
+    if not repeats:
+        return reason or "success"
+    factor, plural = policy.repeat_factor**repeats, "s" if repeats > 1 else ""
+    return (
+        f"{reason or 'success'}; diminished ×{factor:.3g}: {repeats} earlier credit{plural} for the same task "
+        f"within {policy.repeat_window.total_seconds() / 3600:g} h"
+    )
 
 
 EVIDENCE_GAIN = 0.25
@@ -155,10 +143,9 @@ EVIDENCE_GAIN = 0.25
 def corroborated(confidence: float, source: str, added: int, *, ceiling: float | None = None) -> float:
     """``confidence`` after a lesson from ``source`` was learned ``added`` more times.
 
-    Each further learning closes :data:`EVIDENCE_GAIN` of the gap to the source's ceiling
-    (``langchain_hindsight._trust``: 0.9 for a rule, 0.5 for a lesson quoting a tool's text;
-    ``ceiling`` lowers it, e.g. a store's own policy): diminishing steps, never above the ceiling.
-    A confidence already at or above it (earned by feedback) is left as it is.
+    Each further learning closes :data:`EVIDENCE_GAIN` of the gap to the source's ceiling (``_trust``: 0.9 for a
+    rule, 0.5 for a lesson quoting a tool's text; ``ceiling`` lowers it, e.g. a store's own policy): diminishing
+    steps, never above it. A confidence already at or above it (earned by feedback) is left as it is.
 
     Example:
         >>> corroborated(0.7, "rule", 4)  # a rule lesson learned five times: 0.9 - 0.2 * 0.75**4
@@ -177,8 +164,7 @@ def corroborated(confidence: float, source: str, added: int, *, ceiling: float |
 def evidence_cap(unit: MemoryUnit, policy: ConfidencePolicy | None) -> float | None:
     """How high evidence may lift ``unit`` under ``policy``: its source's ceiling, the suspicious cap if tagged.
 
-    A unit tagged ``suspicious`` (instruction-like text from an untrusted source)
-    never gains by repetition: an injection repeated is not corroborated.
+    A ``suspicious`` unit never gains by repetition: an injection repeated is not corroborated.
     """
     if SUSPICIOUS_TAG in unit.tags:
         return min(unit.score_confidence, policy.suspicious_cap) if policy is not None else unit.score_confidence

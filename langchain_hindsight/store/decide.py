@@ -1,8 +1,6 @@
-"""How a write is decided, without I/O: each write's plan, from what the write read.
+"""How a write is decided, without I/O: each write's :class:`WritePlan`, from what ``_store_writes`` read.
 
-``_store_writes`` reads what a plan needs inside the namespace's write plan, calls :func:`prepare` (before
-it), :func:`plan_add`, :func:`plan_supersede` / :func:`plan_successor` or :func:`plan_feedback`, and hands
-the :class:`WritePlan` to ``apply``, which writes it in crash-safe order.
+``apply`` then writes the plan in crash-safe order.
 """
 
 from __future__ import annotations
@@ -120,10 +118,7 @@ def check_informative(unit: MemoryUnit) -> MemoryUnit:
 
 
 def flag_suspicious(unit: MemoryUnit, policy: ConfidencePolicy) -> MemoryUnit:
-    """``unit`` tagged ``suspicious`` and capped at ``policy.suspicious_cap`` if it is untrusted text to doubt.
-
-    To doubt: tagged already, or reading like an instruction or structure. Anything else is returned as is.
-    """
+    """``unit``, if untrusted and instruction-like (or tagged), tagged ``suspicious``, capped at ``suspicious_cap``."""
     if unit.source in TRUSTED_SOURCES or not (
         SUSPICIOUS_TAG in unit.tags or looks_like_instruction(f"{unit.content}\n{unit.task_description}")
     ):
@@ -152,8 +147,8 @@ def clamp_future(unit: MemoryUnit) -> MemoryUnit:
 def settle_claims(unit: MemoryUnit) -> MemoryUnit:
     """``unit`` with the system-owned fields it may not claim on arrival settled.
 
-    The store owns the clock (:func:`clamp_future`), and a unit whose text came from a tool arrives unused,
-    active, replacing nothing and merged from nothing (learned once); the store's own operations set these.
+    The store owns the clock (:func:`clamp_future`); an untrusted unit arrives unused, active, replacing and
+    merged from nothing (the store's own operations set these).
     """
     unit = clamp_future(unit)
     changes: dict[str, object] = {}
@@ -171,8 +166,7 @@ def settle_claims(unit: MemoryUnit) -> MemoryUnit:
 def prepare(unit: MemoryUnit, namespace: str | None, rules: WriteRules) -> MemoryUnit:
     """``unit`` as it will be stored: checked, claims settled, task type normalised, namespace and confidence set.
 
-    A unit that names no namespace gets the store's (never a shared "default"); its claimed confidence is
-    capped by source, and :func:`flag_suspicious` applies.
+    No namespace named: the store's (never a shared "default"). Confidence capped by source, then flagged.
     """
     policy = rules.policy
     for name, value in unit.to_dict().items():  # text no backend stores: lone surrogates (a JSON escape in LLM output)
@@ -189,8 +183,7 @@ def prepare(unit: MemoryUnit, namespace: str | None, rules: WriteRules) -> Memor
     confidence = unit.score_confidence
     if "confidence" not in unit.model_fields_set and unit.source in policy.initial:
         confidence = policy.initial[unit.source]  # none given: this store's policy default
-    if unit.source in policy.ceiling:
-        confidence = min(confidence, policy.ceiling[unit.source])
+    confidence = min(confidence, policy.ceiling.get(unit.source, 1.0))  # a source not listed is uncapped
     if confidence != unit.confidence:
         changes["confidence"] = confidence
     unit = flag_suspicious(unit.evolve(**changes), policy)
@@ -217,29 +210,21 @@ def check_update(current: MemoryUnit, changes: Mapping[str, Any]) -> MemoryUnit:
 def check_premise(
     namespace: str, taken: set[str], continued: list[str], stored: set[str], ahead: list[MemoryUnit]
 ) -> None:
-    """What an ``if_absent`` write was planned on, as its write plan re-read it, still holds.
+    """Check that what an ``if_absent`` write was planned on still holds, as its write plan re-read it.
 
-    Its ids are free (none ``taken``), and the units it ``continued`` are still ``stored`` and continued by
-    no active unit yet (``ahead``: the stored units that continue them).
-
-    Raises:
-        WriteConflictError: another writer changed that first; nothing is written.
+    Its ids are free (none ``taken``); the units it ``continued`` are still ``stored`` and continued by no active
+    unit yet (``ahead``: the stored units that continue them). Else :class:`WriteConflictError`: nothing is written.
     """
+    where = f"in namespace {namespace!r}"
     if taken:
-        raise WriteConflictError(
-            f"memory {sorted(taken)[0]!r} is already stored in namespace {namespace!r} (another writer created it "
-            "first); nothing was written"
-        )
-    if gone := [i for i in continued if i not in stored]:
-        raise WriteConflictError(
-            f"memory {gone[0]!r} in namespace {namespace!r}, which this write continues, was forgotten by another "
-            "writer; nothing was written"
-        )
-    if ahead := [u for u in ahead if u.status == "active"]:
-        raise WriteConflictError(
-            f"memory {ahead[0].supersedes!r} in namespace {namespace!r} was continued by another writer first "
-            f"({ahead[0].memory_id}); nothing was written"
-        )
+        why = f"memory {sorted(taken)[0]!r} is already stored {where} (another writer created it first)"
+    elif gone := [i for i in continued if i not in stored]:
+        why = f"memory {gone[0]!r} {where}, which this write continues, was forgotten by another writer"
+    elif ahead := [u for u in ahead if u.status == "active"]:
+        why = f"memory {ahead[0].supersedes!r} {where} was continued by another writer first ({ahead[0].memory_id})"
+    else:
+        return
+    raise WriteConflictError(f"{why}; nothing was written")
 
 
 def check_stays(role: Role, units: list[MemoryUnit]) -> list[MemoryUnit]:
@@ -277,9 +262,8 @@ def merge_units(existing: MemoryUnit, incoming: MemoryUnit, policy: ConfidencePo
         source=min((existing.source, incoming.source), key=trust_rank),
         confidence=max(existing.score_confidence, incoming.score_confidence),
     )
-    grown = corroborated(
-        merged.score_confidence, merged.source, incoming.evidence, ceiling=evidence_cap(merged, policy)
-    )
+    cap = evidence_cap(merged, policy)
+    grown = corroborated(merged.score_confidence, merged.source, incoming.evidence, ceiling=cap)
     return merged.evolve(confidence=grown) if grown != merged.score_confidence else merged
 
 
@@ -288,8 +272,7 @@ def _candidates(
 ) -> list[Neighbour]:
     """Active units in scope near ``unit``, most similar first: ``stored`` ones and the batch's own (``plan.new``).
 
-    A stored unit already rewritten in this batch is judged by its rewritten version; of the batch's
-    units only those in ``similarities`` are candidates, with these similarities to ``unit``.
+    A stored unit rewritten in this batch is judged as rewritten; batch units only if in ``similarities``.
     """
     found: dict[str, Neighbour] = {}
     for n in stored:
@@ -301,11 +284,9 @@ def _candidates(
             found[memory_id] = Neighbour(candidate, n.similarity)
     for memory_id, similarity in similarities.items():
         other = plan.new[memory_id][0]
-        if other.status != "active" or memory_id == unit.memory_id:
-            continue
-        if scope == "task_type" and (other.task_type, other.kind) != (unit.task_type, unit.kind):
-            continue
-        found[memory_id] = Neighbour(other, similarity)
+        in_scope = scope != "task_type" or (other.task_type, other.kind) == (unit.task_type, unit.kind)
+        if other.status == "active" and memory_id != unit.memory_id and in_scope:
+            found[memory_id] = Neighbour(other, similarity)
     return sorted(found.values(), key=lambda n: -n.similarity)
 
 
@@ -352,7 +333,6 @@ def _decide(
     from langchain_hindsight._claims import claim_of, relation_of, scoped_apart
     from langchain_hindsight._statements import statement_key
 
-    merge_threshold, conflict_threshold = rules.merge_threshold, rules.conflict_threshold
     own = key(unit)
     same = next((n for n in near if key(n.unit) == own), None)
     if same is not None:
@@ -360,13 +340,13 @@ def _decide(
         return WriteDecision(
             "duplicate", same.unit.memory_id, REASON_SAME_LESSON if masked else REASON_SAME_STATEMENT
         ), same
-    if conflict_threshold is None:
+    if rules.conflict_threshold is None:
         return WriteDecision("add", reason=REASON_NEW), None
     # Candidates: above conflict_threshold, or contradicted by the rules whatever the cosine (see writes.py); each
     # shown with what the rules said, so the rule judge does not ask again.
     new = claim_of(unit.content)
     near = [replace(n, contradicts=relation_of(claim_of(n.unit.content), new) == "contradicts") for n in near]
-    similar = [n for n in near if n.similarity > conflict_threshold or n.contradicts]
+    similar = [n for n in near if n.similarity > rules.conflict_threshold or n.contradicts]
     if not similar:
         return WriteDecision("add", reason=REASON_NEW), None
     decision = rules.judge.judge(unit, similar)
@@ -375,25 +355,24 @@ def _decide(
         if decision.decision != "add":
             logger.warning("write judge named %r, not a neighbour it was shown: stored as new", decision.target_id)
         return WriteDecision("add", reason=decision.reason or REASON_KEPT_BOTH), None
+    duplicate, threshold = decision.decision == "duplicate", rules.merge_threshold
     apart = scoped_apart(claim_of(target.unit.content), new)
     if apart is not None:
         # Only a change of the same fact under the same condition supersedes (or merges): advice for another
         # case (小于1万行 / 大于1万行, On Windows / On Linux, for Alice / for Bob) stands beside it, whoever judged.
-        why = REASON_OTHER_CONDITION.format(reason=decision.reason, old=target.unit.memory_id, why=apart)
-        return WriteDecision("add", reason=why), None
-    if decision.decision == "duplicate" and (merge_threshold is None or target.similarity < merge_threshold):
-        reason = REASON_DUPLICATE_BELOW.format(similarity=target.similarity, threshold=merge_threshold)
-        return WriteDecision("add", reason=reason), None
-    if decision.decision == "duplicate" and trust_rank(unit.source) < trust_rank(target.unit.source):
-        # Merging keeps the stored wording: a more trusted source's own words replace a less trusted one's instead.
-        decision = WriteDecision(
-            "update", target.unit.memory_id, REASON_TRUSTED_REWORDING.format(reason=decision.reason)
-        )
-    if decision.decision in ("update", "conflict") and trust_rank(unit.source) > trust_rank(target.unit.source):
+        reason = REASON_OTHER_CONDITION.format(reason=decision.reason, old=target.unit.memory_id, why=apart)
+    elif duplicate and (threshold is None or target.similarity < threshold):
+        reason = REASON_DUPLICATE_BELOW.format(similarity=target.similarity, threshold=threshold)
+    elif not duplicate and trust_rank(unit.source) > trust_rank(target.unit.source):
         # Provenance: a less trusted unit never replaces a more trusted one; both stay, ranked by source.
         reason = REASON_LESS_TRUSTED.format(source=unit.source, other=target.unit.source)
-        return WriteDecision("add", reason=reason), None
-    return decision, target
+    elif duplicate and trust_rank(unit.source) < trust_rank(target.unit.source):
+        # Merging keeps the stored wording: a more trusted source's own words replace a less trusted one's instead.
+        reworded = REASON_TRUSTED_REWORDING.format(reason=decision.reason)
+        return WriteDecision("update", target.unit.memory_id, reworded), target
+    else:
+        return decision, target
+    return WriteDecision("add", reason=reason), None
 
 
 def plan_add(
@@ -406,9 +385,8 @@ def plan_add(
 ) -> WritePlan:
     """Decide, unit by unit, between merge, supersede and plain insert (``dedupe=False``: insert each).
 
-    ``stored`` holds each unit's :data:`NEIGHBOURS` nearest stored active units in scope, as the
-    write read them; earlier units of the batch are candidates too. The rules are
-    :mod:`~langchain_hindsight.store.writes`'s; the judge's decision is validated by :func:`_decide`.
+    ``stored`` holds each unit's :data:`NEIGHBOURS` nearest stored active units in scope, as the write read
+    them; earlier units of the batch are candidates too. The rules are :mod:`~langchain_hindsight.store.writes`'s.
     """
     if not dedupe:
         return WritePlan(
@@ -421,10 +399,9 @@ def plan_add(
     keys: dict[tuple[str, str], str] = {}
 
     def key(u: MemoryUnit) -> str:  # statement keys (run-specific values masked), computed once per text in the batch
-        k = keys.get((u.memory_id, u.content))
-        if k is None:
-            k = keys[(u.memory_id, u.content)] = lesson_key(u)
-        return k
+        if (u.memory_id, u.content) not in keys:
+            keys[u.memory_id, u.content] = lesson_key(u)
+        return keys[u.memory_id, u.content]
 
     plan = WritePlan()
     # The batch so far as one matrix: a unit's similarity to every earlier one is one matrix-vector product.
@@ -458,21 +435,16 @@ def plan_add(
         elif decision.decision == "duplicate":
             merged = merge_units(target.unit, unit, rules.policy)
             plan.put(merged)
-            reason = REASON_LEARNED_AGAIN.format(
-                reason=decision.reason, evidence=merged.evidence, confidence=merged.score_confidence
-            )
+            evidence, confidence = merged.evidence, merged.score_confidence
+            reason = REASON_LEARNED_AGAIN.format(reason=decision.reason, evidence=evidence, confidence=confidence)
             plan.results.append(WriteResult("merged", merged, (merged.memory_id,), reason, (target.unit,)))
         else:
             unit, (demoted,) = plan.supersede(unit, vectors[i], [target.unit], rules.policy)
             admit(unit, i)
             # what it takes to undo it: the old unit's confidence before (status back to "active")
-            reason = REASON_SUPERSEDED.format(
-                reason=decision.reason,
-                old=target.unit.memory_id,
-                before=target.unit.score_confidence,
-                after=demoted.score_confidence,
-            )
-            plan.results.append(WriteResult("superseded", unit, (target.unit.memory_id,), reason, (target.unit,)))
+            old, before, after = target.unit.memory_id, target.unit.score_confidence, demoted.score_confidence
+            reason = REASON_SUPERSEDED.format(reason=decision.reason, old=old, before=before, after=after)
+            plan.results.append(WriteResult("superseded", unit, (old,), reason, (target.unit,)))
     # Final values for units written in this batch (a later unit may have merged into an earlier one).
     final = {**plan.changed, **{i: u for i, (u, _) in plan.new.items()}}
     plan.results = [replace(r, unit=final[r.memory_id]) for r in plan.results]
@@ -506,14 +478,14 @@ class SupersedeTargets:
 def plan_supersede(targets: Sequence[Target], namespace: str, *, source: str) -> SupersedeTargets:
     """The units a supersede replaces, given its targets as the write plan re-read them.
 
-    A supersede was decided on units as its caller read them; another process may have replaced one since.
-    A target superseded since has the active head of its chain superseded instead (the newer statement wins;
-    the other writer's version stays in ``history()``, a note says so); one with no active version is skipped.
-    (Feedback is not moved along a chain: a credit stays with the version the run was shown.)
+    Another process may have replaced a target since the caller read it: then the active head of its chain is
+    superseded instead (the newer statement wins; the other writer's version stays in ``history()``, a note says
+    so); a target with no active version is skipped. (Feedback never moves along a chain: a credit stays with the
+    version the run was shown.)
 
     Raises:
-        MemoryNotFoundError: no target has an active version (a caller with its own plan re-reads and plans
-            again, at most :data:`REPLAN_ATTEMPTS` times).
+        MemoryNotFoundError: no target has an active version (a caller with its own plan re-plans, at most
+            :data:`REPLAN_ATTEMPTS` times).
         ConfigurationError: a unit from ``source`` would replace a more trusted one.
     """
     heads: dict[str, MemoryUnit] = {}
@@ -573,19 +545,17 @@ def plan_feedback(
             if confidence > capped:
                 logger.info("memory %s is suspicious: its credit stops at %.2f", u.memory_id, capped)
                 confidence = capped
-        updated.append(
-            u.evolve(
-                access_count=u.access_count + 1, last_accessed_at=max(u.last_accessed_at, when), confidence=confidence
-            )
-        )
+        last = max(u.last_accessed_at, when)
+        updated.append(u.evolve(access_count=u.access_count + 1, last_accessed_at=last, confidence=confidence))
+
     return updated
 
 
 def fresh_ids_for_taken(units: list[MemoryUnit], taken: set[str]) -> list[MemoryUnit]:
     """``units`` with a new id for each whose id is already stored (or repeated in the batch).
 
-    Naming a stored id never overwrites that unit (a less trusted duplicate could rewrite a more trusted one):
-    changing a stored unit is ``MemoryStore.update``, which checks provenance.
+    Naming a stored id never overwrites it (a less trusted duplicate could rewrite a more trusted one): ``update``,
+    which checks provenance, does that.
     """
     out: list[MemoryUnit] = []
     seen = set(taken)

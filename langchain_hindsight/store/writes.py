@@ -1,35 +1,16 @@
 """What a write did, and who decides it: :class:`WriteResult` and the write judges.
 
-Every :meth:`MemoryStore.add <langchain_hindsight.store.memory_store.MemoryStore.add>` returns a
-:class:`WriteResult` that says what happened to the lesson: ``"added"`` (stored as
-a new unit), ``"merged"`` (the same statement was already stored; that unit absorbed
-it) or ``"superseded"`` (stored, and it replaced an older unit).
+The rules for each incoming unit, in order (``docs/storage.md`` tells them with examples):
 
-The rules, in order, for each incoming unit:
-
-1. **True duplicates merge.** A stored active unit (in the same scope) that makes
-   the same statement after normalising Unicode (NFKC), case, whitespace and
-   punctuation (full-width Chinese punctuation included) absorbs the new one. No
-   cosine similarity, however high, makes two different statements one.
-2. **Similar units go to the judge.** The nearest active units above the store's
-   ``conflict_threshold``, and any of the five nearest whose statement the new one
-   contradicts by the rules (a same-subject contradiction is often less similar
-   than that: ``用户偏好用Go…`` / ``用户偏好用Rust…`` sit at 0.76), are shown to a
-   :class:`WriteJudge`, which decides ``add`` / ``duplicate`` / ``update`` / ``conflict``.
-
-   - :class:`RuleWriteJudge` (the default, no model): a unit whose statement
-     contradicts a neighbour's (the same subject, a different prescription, by
-     the rules of :mod:`langchain_hindsight._claims`) supersedes it; anything else
-     is ``add``: both stay active and at recall recency and the conflict note
-     decide. Nothing is superseded on cosine alone.
-   - :class:`LLMWriteJudge` (``MemoryStore(judge=LLMWriteJudge(model))``): one
-     bounded model call over a few neighbours with their ids. Its answer is
-     validated (the id must be one it was shown, a ``duplicate`` must be at least
-     ``merge_threshold`` similar); anything else falls back to the rule judge.
-3. **Provenance holds.** A less trusted unit never supersedes a more trusted one
-   (both stay active), a less trusted echo adds no confidence to a merge, and a
-   judged ``duplicate`` from a *more* trusted source supersedes instead of merging,
-   so a user's own wording never vanishes into an inference's.
+1. **True duplicates merge**: the same statement after normalising Unicode (NFKC), case, whitespace and
+   punctuation, in scope. No cosine similarity, however high, makes two different statements one.
+2. **Similar units go to the judge**: the active neighbours above ``conflict_threshold``, and any of the five
+   nearest whose statement the new one contradicts by the rules (a same-subject contradiction is often less
+   similar: ``用户偏好用Go…`` / ``用户偏好用Rust…`` sit at 0.76), go to a :class:`WriteJudge`, whose answer
+   (``add`` / ``duplicate`` / ``update`` / ``conflict``) the store validates again.
+3. **Provenance holds**: a less trusted unit never supersedes a more trusted one (both stay active), a less
+   trusted echo adds no confidence to a merge, and a judged ``duplicate`` from a *more* trusted source
+   supersedes instead of merging, so a user's own wording never vanishes into an inference's.
 
 Example:
     >>> from langchain_hindsight.store.writes import WriteResult
@@ -86,17 +67,15 @@ class WriteResult:
     """What one write did.
 
     Attributes:
-        action: ``"added"``: stored as a new unit. ``"merged"``: the same
-            statement was already stored; ``unit`` is that stored unit after
-            absorbing this one. ``"superseded"``: stored as a new unit that
-            replaced the units in ``related_ids`` (now ``superseded``).
+        action: ``"added"``: stored as a new unit. ``"merged"``: the same statement was already stored; ``unit``
+            is that stored unit after absorbing this one. ``"superseded"``: stored as a new unit that replaced
+            the units in ``related_ids`` (now ``superseded``).
         unit: The stored unit that now carries the lesson.
-        related_ids: ``"merged"``: the id merged into. ``"superseded"``: the
-            superseded id. ``"added"``: similar active units it was kept alongside
-            (possibly none).
+        related_ids: ``"merged"``: the id merged into. ``"superseded"``: the superseded id. ``"added"``: similar
+            active units it was kept alongside (possibly none).
         reason: Why, in one sentence (also logged at INFO).
-        previous: The stored units this write rewrote (the one merged into, or
-            the superseded ones), as they were before it (what an undo restores).
+        previous: The stored units this write rewrote (merged into, or superseded), as they were before it
+            (what an undo restores).
     """
 
     action: WriteAction
@@ -128,9 +107,8 @@ class WriteDecision:
     """A judge's verdict on one incoming unit.
 
     Attributes:
-        decision: ``"add"``: store it alongside. ``"duplicate"``: same lesson as
-            ``target_id`` in other words (merge). ``"update"``: corrects or
-            completes ``target_id`` (supersede). ``"conflict"``: contradicts
+        decision: ``"add"``: store it alongside. ``"duplicate"``: same lesson as ``target_id`` in other words
+            (merge). ``"update"``: corrects or completes ``target_id`` (supersede). ``"conflict"``: contradicts
             ``target_id`` for the same subject; the newer wins (supersede).
         target_id: The neighbour concerned (``None`` for ``"add"``).
         reason: One sentence, for the caller and the log.
@@ -145,9 +123,8 @@ class WriteDecision:
 class WriteJudge(Protocol):
     """Decides how a new unit relates to its similar stored neighbours (rule 2 above).
 
-    ``judge`` is called at most once per incoming unit, with the candidates of rule 2 (best first).
-    It must not raise for a bad model answer: it returns a conservative ``"add"`` instead. The store
-    validates the decision again (an unknown ``target_id`` is treated as ``"add"``).
+    Called at most once per incoming unit, with the candidates of rule 2 (best first). It must not raise for a
+    bad model answer but return ``"add"``; the store validates the decision again (an unknown id means ``"add"``).
     """
 
     def judge(self, unit: MemoryUnit, neighbours: Sequence[Neighbour]) -> WriteDecision:
@@ -158,8 +135,9 @@ class WriteJudge(Protocol):
 class RuleWriteJudge:
     """The default judge, without a model: a contradiction supersedes, anything else keeps both (rule 2 above).
 
-    E.g. ``用户偏好用Python写后端服务。`` supersedes ``用户偏好用Java写后端服务。``; restatements in other
-    words, advice for other cases, other subjects, or anything the rules are unsure of stay beside it.
+    A contradiction is the same subject with a different prescription, by the rules of ``_claims``: e.g.
+    ``用户偏好用Python写后端服务。`` supersedes ``用户偏好用Java写后端服务。``. Restatements, advice for other cases,
+    other subjects, or anything the rules are unsure of stay beside it (recency and the conflict note decide).
     """
 
     def judge(self, unit: MemoryUnit, neighbours: Sequence[Neighbour]) -> WriteDecision:
@@ -177,22 +155,17 @@ class RuleWriteJudge:
             # prefer a neighbour the new unit may replace (not more trusted than it); the store checks again (rule 3)
             allowed = [n for n in contradicted if trust_rank(n.unit.source) >= trust_rank(unit.source)]
             target = (allowed or contradicted)[0]
-            return WriteDecision(
-                "conflict",
-                target.unit.memory_id,
-                reason=(
-                    f"contradicts {target.unit.memory_id} ({target.similarity:.2f}): the same subject with a "
-                    "different prescription (rule judge); the newer statement supersedes it"
-                ),
+            reason = (
+                f"contradicts {target.unit.memory_id} ({target.similarity:.2f}): the same subject with a "
+                "different prescription (rule judge); the newer statement supersedes it"
             )
+            return WriteDecision("conflict", target.unit.memory_id, reason)
         best = neighbours[0]
-        return WriteDecision(
-            "add",
-            reason=(
-                f"similar to {best.unit.memory_id} ({best.similarity:.2f}) but no contradiction the rules are sure "
-                "of: both kept active (recency and the conflict note decide at recall)"
-            ),
+        reason = (
+            f"similar to {best.unit.memory_id} ({best.similarity:.2f}) but no contradiction the rules are sure "
+            "of: both kept active (recency and the conflict note decide at recall)"
         )
+        return WriteDecision("add", reason=reason)
 
 
 class JudgeOutput(BaseModel):
@@ -215,11 +188,9 @@ class LLMWriteJudge:
         locale: ``"zh"`` (default) or ``"en"``: the prompt's language.
         templates: Override the prompt templates (see ``prompts.WRITE_JUDGE_ZH``).
         max_neighbours: At most this many neighbours go into the prompt (1-10).
-        structured_output: Use ``with_structured_output`` when the model
-            supports it; otherwise (or when it does not) parse JSON from the text.
-        fallback: Judge used when the model fails or answers garbage (default
-            :class:`RuleWriteJudge`). The first such failure is logged as a
-            warning, later ones at debug level.
+        structured_output: Use ``with_structured_output`` when the model supports it; else parse JSON from the text.
+        fallback: Judge used when the model fails or answers garbage (default :class:`RuleWriteJudge`). The first
+            such failure is logged as a warning, later ones at debug level.
     """
 
     def __init__(
@@ -249,12 +220,8 @@ class LLMWriteJudge:
         def fields(u: MemoryUnit) -> dict[str, Any]:
             text = " ".join(u.content.split())
             content = text[:_CONTENT_CHARS] + "…" if len(text) > _CONTENT_CHARS else text
-            return {
-                "task_type": u.task_type,
-                "source": u.source,
-                "created": u.created_at.date().isoformat(),
-                "content": content,
-            }
+            created = u.created_at.date().isoformat()
+            return {"task_type": u.task_type, "source": u.source, "created": created, "content": content}
 
         lines = [
             t.neighbour_line.format(memory_id=n.unit.memory_id, similarity=n.similarity, **fields(n.unit))
@@ -294,8 +261,8 @@ class LLMWriteJudge:
 def parse_decision(response: Any, allowed_ids: set[str]) -> WriteDecision | None:
     """A validated :class:`WriteDecision` from a model response, or ``None`` if it is unusable.
 
-    Unusable: not a JSON object of :class:`JudgeOutput` shape, or a non-``add``
-    decision whose ``target_id`` is not among ``allowed_ids`` (the neighbours shown).
+    Unusable: not a JSON object of :class:`JudgeOutput` shape, or a non-``add`` decision whose ``target_id`` is
+    not among ``allowed_ids`` (the neighbours shown).
     """
     payload = response_payload(response)[0]
     if isinstance(payload, list) and len(payload) == 1:
