@@ -1,9 +1,8 @@
 """What ``hindsight stats`` prints, and its quick path: the answer without opening the store.
 
-Importing Chroma alone costs more than ``stats``'s budget, so :func:`quick` first answers the operator's view
-of an embedded directory from the ``counts`` files the store's close keeps (``DerivedFiles.summary``, under the
-directory's lock, writing nothing); else the caller counts. This module imports neither Chroma, numpy nor the
-store.
+Importing Chroma alone costs more than ``stats``'s budget, so :func:`quick` first answers from the ``counts``
+files the store's close keeps (read under the directory's lock, writing nothing); else the caller counts.
+This module imports neither Chroma, numpy nor the store.
 """
 
 from __future__ import annotations

@@ -1,10 +1,8 @@
 """The recall mirror: every active memory of one namespace in memory, so recall reads nothing per query.
 
-For each active unit of a namespace the :class:`Mirror` holds its stored vector (the one the backend holds)
-and its record (document and metadata as the bytes of one JSON array, decoded only for a query's candidates):
-the dense arm is an exact matrix-vector product and both arms' candidates are read from memory.
-:class:`Held` pairs it with the namespace's lexical index: derived data, built by one paged read
-(:meth:`Held.build`) or loaded from their one snapshot, kept in step by every write (:meth:`Mirror.apply`).
+For each active unit the :class:`Mirror` holds its stored vector and its record (document and metadata as the
+bytes of one JSON array, decoded only for a query's candidates): the dense arm is an exact matrix-vector product.
+:class:`Held` pairs it with the namespace's lexical index, built by one paged read or loaded from one snapshot.
 """
 
 from __future__ import annotations
@@ -22,25 +20,14 @@ from langchain_hindsight.embeddings.identity import EmbedderIdentity
 from langchain_hindsight.errors import BackendError, StoreError
 from langchain_hindsight.store._codec import unit_from_record, unit_to_metadata
 from langchain_hindsight.store.backend import Include, Records, Rows
-from langchain_hindsight.store.replica.files import (
-    from_json_array,
-    json_array,
-    read_snapshot,
-    write_snapshot,
-)
+from langchain_hindsight.store.replica.files import from_json_array, json_array, read_snapshot, write_snapshot
 from langchain_hindsight.store.replica.lexical import LexicalIndex, RowTable
 from langchain_hindsight.store.tokens import record_texts
 from langchain_hindsight.types import MemoryUnit
 
-__all__ = [
-    "UNITS_KEPT",
-    "Held",
-    "Mirror",
-    "record_bytes",
-]
+__all__ = ["UNITS_KEPT", "Held", "Mirror", "record_bytes"]
 
 logger = logging.getLogger(__name__)
-
 
 UNITS_KEPT = 4096
 """Most rebuilt units a mirror keeps (each ~2 KB); all are let go when it is full."""
@@ -94,11 +81,9 @@ class Mirror(RowTable):
         self._vectors = np.concatenate([self._vectors, np.zeros((rows, self.dimension), dtype=np.float32)])
 
     def apply(self, units: Iterable[MemoryUnit]) -> None:
-        """Bring written units in.
-
-        Inactive ones leave; active ones with the mirrored content are updated in place; any other (new
-        content, so a new vector, or a unit not mirrored yet) is marked :attr:`stale`.
-        """
+        """Bring written units in: inactive ones leave, active ones with the mirrored content are updated in place,
+        any other (new content, so a new vector, or a unit not mirrored yet) is marked :attr:`stale`.
+        """  # noqa: D205
         for unit in units:
             if unit.status != "active":
                 self.discard([unit.memory_id])
@@ -142,10 +127,9 @@ class Mirror(RowTable):
         return np.asarray(vector, dtype=np.float32)
 
     def nearest(self, vector: Sequence[float], k: int) -> list[tuple[str, float]]:
-        """The ``k`` mirrored units with the highest dot product with ``vector`` (exact), best first.
+        """The ``k`` mirrored units with the highest dot product with ``vector`` (exact), best first, ties by id.
 
-        Stored vectors are unit length (cosine space), so the dot product is the
-        cosine similarity Chroma's index approximates. Ties go to the smaller id.
+        Stored vectors are unit length (cosine space): the dot product is the cosine Chroma's index approximates.
 
         Raises:
             BackendError: ``vector`` is not as long as the mirrored vectors.
@@ -185,10 +169,9 @@ class Mirror(RowTable):
         return str(document), dict(metadata)
 
     def unit(self, memory_id: str) -> MemoryUnit:
-        """The mirrored unit, rebuilt from its record.
+        """The mirrored unit, rebuilt from its record once and kept until its row changes (at most :data:`UNITS_KEPT`).
 
-        Rebuilt once and kept until its row changes (a recall's candidates repeat across queries; a rebuild
-        costs ~0.1 ms), at most :data:`UNITS_KEPT` of them.
+        A recall's candidates repeat across queries; a rebuild costs ~0.1 ms.
 
         Raises:
             StoreError: it is not mirrored (callers pass ids the mirror just returned), or its record is corrupt.
@@ -242,8 +225,7 @@ class Mirror(RowTable):
 class Held:
     """One namespace held in memory: its lexical index and recall mirror (the same active units).
 
-    The live store's ``Replica`` keeps one per namespace in step with the backend. Both are saved in one
-    snapshot: the ids once, then the mirror's rows and the index's postings on the same rows.
+    Both are saved in one snapshot: the ids once, then the mirror's rows and the index's postings on the same rows.
 
     Attributes:
         index: The BM25 index of the lexical arm.
@@ -258,9 +240,7 @@ class Held:
     saved: bool = False
 
     def save(self, path: Path) -> None:
-        """Write both (compacted first) to ``path`` as the namespace's ``mirror`` snapshot.
-
-        The header records the embedder identity and the lexical scheme: it is loaded only under the same.
+        """Write both (compacted first) to ``path``, with the embedder identity and lexical scheme they need to load.
 
         Raises:
             ValueError: the mirror has stale rows, or the index does not hold the mirror's units.

@@ -1,13 +1,10 @@
 """The read path of every store but a database's: each namespace's lexical index and vectors, in process.
 
-A :class:`Replica` is the reader of a store over embedded Chroma, a Chroma server or the in-memory backend
-(``StoreCore.reader``): every recall of a namespace is answered from its :class:`Held` copy with no backend
-read per query. A copy is loaded at the namespace's first use from the snapshot file the clean-close stamp
-vouches for (the only trust rule), else built by one paged read of the active records, and kept exact by every
-write of the store (:meth:`Replica.reindex`), which also erases the namespace's snapshots, so a crash can leave
-a missing file but never a stale one. On a shared Chroma server the namespace's change feed (``replica.feed``)
-is read before every search: no process serves stale data. Derived files are written only by
-:meth:`Replica.close`.
+A :class:`Replica` answers every recall of a namespace from its :class:`Held` copy, with no backend read per
+query. A copy is loaded from the snapshot the clean-close stamp vouches for (the only trust rule), else built by
+one paged read, and kept exact by every write (:meth:`Replica.reindex`), which also erases the namespace's
+snapshots: a crash can leave a missing file but never a stale one. On a shared Chroma server the change feed is
+read before every search. Derived files are written only by :meth:`Replica.close`.
 """
 
 from __future__ import annotations
@@ -100,19 +97,14 @@ class Replica:
 
     # ------------------------------------------------------------------ the namespace's copy
     def current(self, namespace: str) -> Held | None:
-        """``namespace``'s copy, current: held, loaded from its trusted snapshot, or built; ``None``: no memories yet.
-
-        The embedder check runs first, as for any search.
-        """
+        """``namespace``'s copy, current, after the embedder check: held, loaded or built; ``None``: no memories yet."""
         col = self._checked(self._collection(namespace, "memories"))
         return None if col is None else self._current(namespace, col)
 
     def _current(self, namespace: str, col: Collection, *, build: bool = True) -> Held | None:
-        """:meth:`current` once ``col`` (the memories collection) is open; without ``build``, only if held or loaded.
-
-        On a shared server what other writers changed is read again first (everything, when the feed no
-        longer covers the gap).
-        """
+        """:meth:`current` once ``col`` is open; without ``build``, only if held or loaded. On a shared server what
+        other writers changed is read again first (everything, when the feed no longer covers the gap).
+        """  # noqa: D205
         held = self._held.get(namespace)
         feed = self._feed(namespace)
         if held is not None and feed is not None:
@@ -123,8 +115,7 @@ class Replica:
             else:
                 held.mirror.stale.update(changed)
                 held.seen = seen
-        if held is None:
-            held = self._load(namespace)
+        held = held or self._load(namespace)
         if held is None:
             if not build:
                 return None
@@ -159,10 +150,9 @@ class Replica:
         """The namespace's change feed, or ``None`` when this store is the only writer."""
         if self.backend.single_writer or self.backend.lexical is not None:
             return None  # no other writer (the directory lock, or memory), or a database: no replica at all
-        feed = self.feeds.get(namespace)
-        if feed is None:
-            feed = self.feeds[namespace] = open_change_feed(self.backend, namespace)
-        return feed
+        if namespace not in self.feeds:
+            self.feeds[namespace] = open_change_feed(self.backend, namespace)
+        return self.feeds[namespace]
 
     def reset(self, namespace: str) -> None:
         """``namespace`` was dropped: forget everything derived from it and erase its files."""
@@ -183,9 +173,7 @@ class Replica:
 
     # ------------------------------------------------------------------ files
     def erase_unvouched(self) -> int:
-        """Erase every derived file the stamp does not vouch for (never loaded; see ``DerivedFiles.unvouched``).
-
-        Returns how many, for a scrub.
+        """Erase every derived file the stamp does not vouch for (never loaded); returns how many, for a scrub.
 
         Raises:
             StoreError: a file could not be erased.
@@ -297,12 +285,9 @@ class Replica:
         erased, and other writers of a shared server are told.
         """
         written = [*(u.memory_id for u in upserts), *deletes]
-        held = self._held.get(namespace)
-        if held is None:
-            held = self._load(namespace)
-            if held is not None:
-                self._held[namespace] = held
+        held = self._held.get(namespace) or self._load(namespace)
         if held is not None:  # not held: built from the backend when first searched
+            self._held[namespace] = held
             held.index.delete(deletes)
             held.index.upsert(upserts)
             held.mirror.discard(deletes)

@@ -1,7 +1,6 @@
 """What ``hindsight stats`` prints for a namespace (its *entry*), and the summary of a store's entries.
 
-The store's close keeps each namespace's entry in a ``counts`` file (which ones: ``Replica.close``; read by
-``DerivedFiles.summary``), so ``stats`` need not open Chroma. Standard library only.
+The store's close keeps entries in ``counts`` files, so ``stats`` need not open Chroma. Standard library only.
 """
 
 from __future__ import annotations
@@ -19,15 +18,12 @@ SUMMARY_FIELDS = ("status", "task_type", "source")
 
 @dataclass(frozen=True)
 class Summary:
-    """A store's statistics as last counted (read from its ``counts`` files).
-
-    Attributes:
-        namespaces: Every namespace the store had (sorted).
-        stats: Per counted namespace, its entry.
-    """
+    """A store's statistics as last counted (read from its ``counts`` files)."""
 
     namespaces: list[str]
+    """Every namespace the store had (sorted)."""
     stats: dict[str, dict[str, Any]]
+    """Per counted namespace, its entry."""
 
 
 def _ranked(counts: Counter[str]) -> dict[str, int]:
