@@ -40,11 +40,8 @@ class ChangeFeed:
             self._log.append((self.rev, changed))
             while sum(len(i) for _, i in self._log) > self.log_ids and len(self._log) > 1:
                 self._log.pop(0)
-        self.collection.upsert(
-            ids=[self.writer],
-            embeddings=[[1.0]],
-            metadatas=[{"rev": self.rev, "log": json.dumps(self._log)}],
-        )
+        marker: dict[str, int | str] = {"rev": self.rev, "log": json.dumps(self._log)}
+        self.collection.upsert(ids=[self.writer], embeddings=[[1.0]], metadatas=[marker])
 
     def poll(self, seen: dict[str, int]) -> tuple[dict[str, int], set[str] | None]:
         """Other writers' markers against ``seen``: the new ``seen`` and the ids to read again (``None``: the logs
@@ -71,8 +68,7 @@ class ChangeFeed:
 
     def snapshot(self) -> dict[str, int]:
         """Every other writer's current revision (take it *before* reading the data)."""
-        seen, _ = self.poll({})
-        return seen
+        return self.poll({})[0]
 
 
 def open_change_feed(backend: Backend, namespace: str) -> ChangeFeed:

@@ -88,16 +88,13 @@ class RowTable:
 
 
 class LexicalIndex(RowTable):
-    """Okapi BM25 over memory units: sparse postings scored in vectorised code, updated incrementally.
+    """Okapi BM25 over memory units (:func:`tokenize`'s tokens): sparse postings scored in vectorised code.
 
-    Postings live in a compressed term-major segment (for each term, the rows of the memories that contain it
-    and its counts) plus a small append-only delta for units indexed since; a removed unit leaves a tombstone
-    (:class:`RowTable`). When the delta or the tombstones grow past a share of the index, both are folded into
-    a fresh segment (:meth:`compact`). A query gathers the postings of its terms, scores them with numpy and
-    keeps the best ``k`` by partial selection, so its cost follows the query's posting lengths in vectorised
-    code, never a Python loop over them. Scores are exact BM25, whatever the terms' document frequencies.
-
-    Tokens are :func:`tokenize`'s; :attr:`k1` and :attr:`b` are the BM25 constants.
+    Postings live in a compressed term-major segment (per term, the rows that contain it and its counts) plus a
+    small append-only delta for units indexed since; a removed unit leaves a tombstone. When the delta or the
+    tombstones outgrow a share of the index, both are folded into a fresh segment (:meth:`compact`). A query
+    scores its terms' postings with numpy and keeps the best ``k`` by partial selection: exact BM25, at a cost
+    that follows the query's posting lengths, never a Python loop over them.
     """
 
     k1 = K1
@@ -118,7 +115,6 @@ class LexicalIndex(RowTable):
         self._delta: dict[int, tuple[list[int], list[int]]] = {}
         self._delta_postings = 0
 
-    # ------------------------------------------------------------------ updates
     def upsert(self, units: Iterable[MemoryUnit]) -> None:
         """Index ``units``; active ones are (re)indexed, others removed."""
         units = list(units)
@@ -164,8 +160,7 @@ class LexicalIndex(RowTable):
     def compact(self) -> None:
         """Fold the delta and the tombstones into one segment; drop terms no live unit has.
 
-        Slots are renumbered densely, so nothing of a removed unit (id, counts,
-        terms only it had) remains in the index afterwards.
+        Slots are renumbered densely: nothing of a removed unit (id, counts, terms only it had) remains.
         """
         n_slots, n = len(self._ids), len(self._row)
         alive = self._renumber(max(16, n))
@@ -200,7 +195,6 @@ class LexicalIndex(RowTable):
         self._delta = {}
         self._delta_postings = 0
 
-    # ------------------------------------------------------------------ search
     def _idf(self, n: int, df: int) -> float:
         return math.log(1.0 + (n - df + 0.5) / (df + 0.5))
 
@@ -222,10 +216,9 @@ class LexicalIndex(RowTable):
     def search(self, query: str, k: int, *, normalize: bool = False) -> list[tuple[str, float]]:
         """The ``k`` best ``(memory_id, bm25_score)`` pairs, best first (ties by id).
 
-        With ``normalize`` each score is divided by the query's idf mass (the sum
-        of its distinct terms' idf, unseen terms counting as the rarest) and capped
-        at 1: roughly the share of the query's information a memory matches. Unlike
-        dividing by the best hit, an unrelated query keeps a low score.
+        With ``normalize`` each score is divided by the query's idf mass (the sum of its distinct terms' idf, unseen
+        terms counting as the rarest) and capped at 1: roughly the share of the query's information a memory
+        matches. Unlike dividing by the best hit, an unrelated query keeps a low score.
         """
         n = len(self._row)
         if n == 0 or k <= 0:
@@ -258,13 +251,12 @@ class LexicalIndex(RowTable):
             kth = np.partition(values, len(values) - k)[len(values) - k]
             top = values >= kth
             found, values = found[top], values[top]
-        ids = self._ids
-        best = sorted(zip((ids[i] for i in found.tolist()), values.tolist(), strict=True), key=_rank)[:k]
+        pairs = zip((self._ids[i] for i in found.tolist()), values.tolist(), strict=True)
+        best = sorted(pairs, key=lambda item: (-item[1], item[0]))[:k]
         if normalize and mass > 0:
             return [(i, min(1.0, s / mass)) for i, s in best]
         return best
 
-    # ------------------------------------------------------------------ snapshots (``Held.save`` / ``Held.load``)
     @classmethod
     def scheme(cls) -> dict[str, Any]:
         """What a snapshot's postings were built under (the tokenizer's signature, the BM25 constants)."""
@@ -298,7 +290,3 @@ class LexicalIndex(RowTable):
         index._vocab = {t: i for i, t in enumerate(from_json_array(arrays["vocab"]))}
         index._total = float(index._lengths[:n].sum())
         return index
-
-
-def _rank(item: tuple[str, float]) -> tuple[float, str]:
-    return -item[1], item[0]

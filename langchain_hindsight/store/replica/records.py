@@ -62,7 +62,6 @@ class Mirror(RowTable):
         self._records: list[bytes] = []
         self._units: dict[str, MemoryUnit] = {}  # decoded rows (recall's candidates), dropped when a row changes
 
-    # ------------------------------------------------------------------ upkeep
     def put(self, memory_id: str, vector: Sequence[float] | np.ndarray, record: bytes) -> None:
         """Mirror (or replace) one active unit: its stored vector and :func:`record_bytes` of its record."""
         vec = np.asarray(vector, dtype=np.float32).reshape(-1)
@@ -85,18 +84,15 @@ class Mirror(RowTable):
         any other (new content, so a new vector, or a unit not mirrored yet) is marked :attr:`stale`.
         """  # noqa: D205
         for unit in units:
-            if unit.status != "active":
-                self.discard([unit.memory_id])
-                continue
-            found = self.record(unit.memory_id)
-            if found is not None and found[0] == unit.content:  # Chroma merges metadata keys on update
+            found = self.record(unit.memory_id) if unit.status == "active" else None
+            if found is not None and found[0] == unit.content:
                 self._units.pop(unit.memory_id, None)
-                self._records[self._row[unit.memory_id]] = record_bytes(
-                    unit.content, {**found[1], **unit_to_metadata(unit)}
-                )
+                metadata = {**found[1], **unit_to_metadata(unit)}  # Chroma merges metadata keys on update
+                self._records[self._row[unit.memory_id]] = record_bytes(unit.content, metadata)
             else:
                 self.discard([unit.memory_id])
-                self.stale.add(unit.memory_id)
+                if unit.status == "active":
+                    self.stale.add(unit.memory_id)
 
     def discard(self, memory_ids: Iterable[str]) -> None:
         """Drop units (deleted, or no longer active) and no longer refresh them; unknown ids are ignored."""
@@ -116,7 +112,6 @@ class Mirror(RowTable):
         self._vectors = self._vectors[:n_rows][alive]
         self._records = [r for r, a in zip(self._records, alive.tolist(), strict=True) if a]
 
-    # ------------------------------------------------------------------ reads
     def _query(self, vector: Sequence[float]) -> np.ndarray:
         """``vector`` as float32, refused (as Chroma refuses it) if its length is not the mirrored vectors'."""
         if self.dimension and len(vector) != self.dimension:
@@ -193,7 +188,6 @@ class Mirror(RowTable):
             document, metadata = json.loads(self._records[row])
             yield memory_id, str(document), dict(metadata)
 
-    # ------------------------------------------------------------------ snapshots (``Held.save`` / ``Held.load``)
     def arrays(self) -> tuple[list[str], dict[str, np.ndarray]]:
         """The mirror (compacted first) as snapshot arrays: its ids, row by row, and the rows' vectors and records.
 
@@ -226,18 +220,14 @@ class Held:
     """One namespace held in memory: its lexical index and recall mirror (the same active units).
 
     Both are saved in one snapshot: the ids once, then the mirror's rows and the index's postings on the same rows.
-
-    Attributes:
-        index: The BM25 index of the lexical arm.
-        mirror: Every active unit's stored vector and record.
-        seen: Revisions of other writers already reflected here (a shared server's change feed).
-        saved: Whether both equal the namespace's snapshot file (nothing to save at close).
     """
 
     index: LexicalIndex
     mirror: Mirror
     seen: dict[str, int] = field(default_factory=dict)
+    """Revisions of other writers already reflected here (a shared server's change feed)."""
     saved: bool = False
+    """Whether both equal the namespace's snapshot file (nothing to save at close)."""
 
     def save(self, path: Path) -> None:
         """Write both (compacted first) to ``path``, with the embedder identity and lexical scheme they need to load.
@@ -289,8 +279,7 @@ class Held:
     def build(cls, col: Records, identity: EmbedderIdentity, seen: dict[str, int]) -> Held:
         """Both from every active record of ``col`` (the namespace's memories), read in pages.
 
-        The count bounds the active records: the vectors are allocated once (by the first put when the
-        identity has no dimension). The index is filled after the last page, in one pass (it compacts once).
+        The vectors are allocated once (the count bounds the active records); the index is filled in one pass.
 
         Raises:
             BackendError: the backend returned records without their vectors.
@@ -304,10 +293,7 @@ class Held:
         return held
 
     def read_again(self, col: Records) -> None:
-        """Read the mirror's :attr:`~Mirror.stale` units again from ``col`` (one ``get``) into both.
-
-        Active ones are mirrored and indexed anew; the inactive or gone leave both.
-        """
+        """Read the :attr:`~Mirror.stale` units again from ``col`` (one ``get``): active ones anew, others leave."""
         if not self.mirror.stale:
             return
         ids = sorted(self.mirror.stale)

@@ -232,14 +232,12 @@ class Replica:
     def close(self, *, entry: Callable[[str], dict[str, Any] | None], runs: Callable[[str], int]) -> None:
         """The store's close, before the backend closes: the one moment derived files are written.
 
-        Saves the snapshots, then rewrites the statistics summary this session leaves current, then vouches for
-        what is on disk to the directory's stamp (a write that follows, through the backend after this store
-        closed, unvouches it). Per namespace, the entry kept is what this session counted (:meth:`counted`) if
-        no write followed it into the namespace; else the entry trusted at open if none of its collections was
-        written, with its runs read again (``runs``) if only its journal was; else ``entry`` counts it again
-        (``None`` when that is not cheap: it is dropped). Nothing is kept after a write whose scope the backend
-        cannot tell, or one that failed half-way. A session that neither wrote nor counted leaves the files as
-        they were. A summary that could be neither kept nor erased is logged, and nothing is vouched for.
+        Saves the snapshots, rewrites the statistics summary, then vouches for what is on disk to the stamp (a later
+        write through the backend unvouches it). A namespace keeps the entry this session counted (:meth:`counted`)
+        if no write followed; else the one trusted at open if none of its collections was written (its ``runs`` read
+        again if only the journal was); else ``entry`` counts it again (``None``, not cheap: dropped). Nothing is
+        kept after a write of unknown scope or one that failed half-way; a session that neither wrote nor counted
+        leaves the files as they were. A summary neither kept nor erased is logged, and nothing is vouched for.
         """
         self.save()
         held, files = self.backend.directory, self.files

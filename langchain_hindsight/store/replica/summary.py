@@ -32,12 +32,9 @@ def _ranked(counts: Counter[str]) -> dict[str, int]:
 
 
 def summary_entry(counts: Mapping[tuple[str, ...], int], runs: int) -> dict[str, Any]:
-    """A namespace's entry (``MemoryStore.statistics``' keys), every mapping in the order ``stats`` prints.
-
-    Args:
-        counts: ``MemoryStore.count_by(*SUMMARY_FIELDS)`` of the namespace.
-        runs: How many run records its journal holds.
-    """
+    """A namespace's entry (``MemoryStore.statistics``' keys) from its ``count_by(*SUMMARY_FIELDS)`` and the run
+    records its journal holds, every mapping in the order ``stats`` prints.
+    """  # noqa: D205
     status: Counter[str] = Counter()
     types: Counter[str] = Counter()
     sources: Counter[str] = Counter()
