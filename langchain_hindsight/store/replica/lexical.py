@@ -76,10 +76,7 @@ class RowTable:
         return alive
 
     def set_rows(self, ids: list[str], spare: int) -> None:
-        """Hold ``ids`` (distinct) on rows ``0..n-1``, all live, then ``spare`` free rows.
-
-        For a snapshot's load (the subclass sizes its own row arrays to match), and for compaction.
-        """
+        """Hold ``ids`` (distinct) on rows ``0..n-1``, all live, then ``spare`` free rows (a subclass sizes its own)."""
         self._ids = ids
         self._row = {m: i for i, m in enumerate(ids)}
         self._alive = np.zeros(len(ids) + spare, dtype=bool)
@@ -96,11 +93,6 @@ class LexicalIndex(RowTable):
     scores its terms' postings with numpy and keeps the best ``k`` by partial selection: exact BM25, at a cost
     that follows the query's posting lengths, never a Python loop over them.
     """
-
-    k1 = K1
-    """Term-frequency saturation."""
-    b = B
-    """Length normalisation."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -158,10 +150,9 @@ class LexicalIndex(RowTable):
             self.compact()
 
     def compact(self) -> None:
-        """Fold the delta and the tombstones into one segment; drop terms no live unit has.
-
-        Slots are renumbered densely: nothing of a removed unit (id, counts, terms only it had) remains.
-        """
+        """Fold the delta and the tombstones into one dense segment: nothing of a removed unit (id, counts, terms only
+        it had) remains.
+        """  # noqa: D205
         n_slots, n = len(self._ids), len(self._row)
         alive = self._renumber(max(16, n))
         new_slot = np.cumsum(alive, dtype=np.int64) - 1
@@ -236,12 +227,11 @@ class LexicalIndex(RowTable):
         if not matched:
             return []
         matched.sort(key=lambda m: (m[0], m[1]))  # rarest first, as the scores are summed
-        k1, b = self.k1, self.b
         parts = []
         for df, _, docs, tfs in matched:
             idf = self._idf(corpus, df)
-            norm = k1 * (1.0 - b + b * self._lengths[docs] / avg)
-            parts.append((docs, idf * tfs * (k1 + 1.0) / (tfs + norm)))
+            norm = K1 * (1.0 - B + B * self._lengths[docs] / avg)
+            parts.append((docs, idf * tfs * (K1 + 1.0) / (tfs + norm)))
         slots = np.concatenate([d for d, _ in parts]) if len(parts) > 1 else parts[0][0]
         weights = np.concatenate([w for _, w in parts]) if len(parts) > 1 else parts[0][1]
         scores = np.bincount(slots, weights=weights, minlength=len(self._ids))
@@ -260,7 +250,7 @@ class LexicalIndex(RowTable):
     @classmethod
     def scheme(cls) -> dict[str, Any]:
         """What a snapshot's postings were built under (the tokenizer's signature, the BM25 constants)."""
-        return {"tokenizer": tokenizer_signature(), "k1": cls.k1, "b": cls.b}
+        return {"tokenizer": tokenizer_signature(), "k1": K1, "b": B}
 
     def arrays(self, rows: Mapping[str, int]) -> dict[str, np.ndarray]:
         """The index (compacted first) as snapshot arrays, each unit on its row of ``rows`` (one per held unit)."""

@@ -44,12 +44,8 @@ def record_bytes(document: str, metadata: Mapping[str, Any]) -> bytes:
 class Mirror(RowTable):
     """The active units of one namespace: ids, stored vectors (float32 rows) and records.
 
-    Not thread-safe on its own: the store calls it under its lock.
-
-    Args:
-        dimension: Length of the vectors.
-        identity: The embedder identity of the vectors (``"name (N-d)"``), recorded in the snapshot.
-        capacity: Rows to allocate at once (a build knows how many: no regrowth, no transient copy).
+    Not thread-safe on its own: the store calls it under its lock. ``identity`` (``"name (N-d)"``) is recorded in
+    the snapshot; ``capacity`` rows are allocated at once (a build knows how many: no regrowth, no transient copy).
     """
 
     def __init__(self, dimension: int, identity: str, *, capacity: int = 16) -> None:

@@ -30,13 +30,10 @@ logger = logging.getLogger(__name__)
 
 
 class Replica:
-    """The in-process read path of one store (see the module docstring).
+    """The in-process read path of one store (see the module docstring), read under the store's lock.
 
-    Args:
-        backend: The store's backend (its directory, whether it is the only writer, the stamp's word).
-        collection: Opens a namespace's collection of a role without creating it (``None``: there is none).
-        checked: The collection once its recorded embedder is the store's (raises otherwise).
-        identity: The store's embedder identity.
+    ``collection`` opens a namespace's collection of a role without creating it (``None``: there is none);
+    ``checked`` returns it once its recorded embedder is the store's (raises otherwise).
     """
 
     def __init__(
@@ -60,7 +57,6 @@ class Replica:
         self._dropped: set[str] = set()  # namespaces whose snapshots this store already erased
         self._counted: dict[str, tuple[dict[str, Any], int]] = {}  # statistics counted, and after how many writes
 
-    # ------------------------------------------------------------------ the reader (under the store's lock)
     def hybrid(
         self, namespace: str, query: str, vector: Sequence[float], k: int, normalize: bool
     ) -> tuple[dict[str, tuple[MemoryUnit, float]], dict[str, float]]:
@@ -95,7 +91,6 @@ class Replica:
         held = self.current(namespace)
         return [] if held is None else held.index.search(query, k, normalize=normalize)
 
-    # ------------------------------------------------------------------ the namespace's copy
     def current(self, namespace: str) -> Held | None:
         """``namespace``'s copy, current, after the embedder check: held, loaded or built; ``None``: no memories yet."""
         col = self._checked(self._collection(namespace, "memories"))
@@ -171,7 +166,6 @@ class Replica:
         """Let go of every copy held in memory (the store closed)."""
         self._held.clear()
 
-    # ------------------------------------------------------------------ files
     def erase_unvouched(self) -> int:
         """Erase every derived file the stamp does not vouch for (never loaded); returns how many, for a scrub.
 
@@ -275,13 +269,10 @@ class Replica:
                 return
         held.vouch()
 
-    # ------------------------------------------------------------------ the store wrote
     def reindex(self, namespace: str, upserts: Sequence[MemoryUnit] = (), deletes: Sequence[str] = ()) -> None:
-        """The store wrote ``upserts`` and deleted ``deletes`` in ``namespace``: keep the copy in step.
-
-        What is held (or, at the first write, loaded from the trusted snapshots) is patched, the snapshots are
-        erased, and other writers of a shared server are told.
-        """
+        """The store wrote ``upserts`` and deleted ``deletes`` in ``namespace``: patch the copy held (or, at the first
+        write, loaded from the trusted snapshot), erase the snapshots, and tell other writers of a shared server.
+        """  # noqa: D205
         written = [*(u.memory_id for u in upserts), *deletes]
         held = self._held.get(namespace) or self._load(namespace)
         if held is not None:  # not held: built from the backend when first searched
