@@ -4,10 +4,8 @@ Each is a snapshot of one namespace at ``<kind>/<memories collection>.npz``: ``m
 lexical index) or ``counts`` (what ``hindsight stats`` prints, with the store's namespaces). The format is an
 uncompressed zip of ``header.json`` (kind, format, collection, the kind's fields) and the arrays as ``<name>.npy``.
 An older format (``1``: npz headers and one ``summary.json``; ``2``: a separate ``lexical`` file) is never read:
-it is rebuilt, erased, and the next close writes the current one.
-
-:class:`DerivedFiles` reads a file only if the clean-close stamp vouches for it, for the live store and
-``hindsight stats`` alike. numpy is imported by the first array read or written: ``stats`` imports none.
+it is rebuilt, erased, and the next close writes the current one. :class:`DerivedFiles` reads a file only if the
+clean-close stamp vouches for it. numpy is imported by the first array read or written: ``stats`` imports none.
 """
 
 from __future__ import annotations
@@ -193,9 +191,7 @@ class DerivedFiles:
                 return None
             namespaces = header["namespaces"]
             stats[header["namespace"]] = header["stats"]
-        if namespaces is None:
-            return None
-        return Summary(namespaces, {ns: stats[ns] for ns in namespaces if ns in stats})
+        return None if namespaces is None else Summary(namespaces, {ns: stats[ns] for ns in namespaces if ns in stats})
 
     def write_summary(self, namespaces: Sequence[str], stats: Mapping[str, Mapping[str, Any]]) -> None:
         """Write the ``counts`` file of each namespace of ``stats`` (each lists all ``namespaces``); erase the rest.

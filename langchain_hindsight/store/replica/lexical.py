@@ -87,11 +87,10 @@ class RowTable:
 class LexicalIndex(RowTable):
     """Okapi BM25 over memory units (:func:`tokenize`'s tokens): sparse postings scored in vectorised code.
 
-    Postings live in a compressed term-major segment (per term, the rows that contain it and its counts) plus a
-    small append-only delta for units indexed since; a removed unit leaves a tombstone. When the delta or the
-    tombstones outgrow a share of the index, both are folded into a fresh segment (:meth:`compact`). A query
-    scores its terms' postings with numpy and keeps the best ``k`` by partial selection: exact BM25, at a cost
-    that follows the query's posting lengths, never a Python loop over them.
+    Postings live in a compressed term-major segment plus a small append-only delta; a removed unit leaves a
+    tombstone. When the delta or the tombstones outgrow a share of the index, both fold into a fresh segment
+    (:meth:`compact`). A query scores its terms' postings with numpy, never a Python loop over them, and keeps the
+    best ``k`` by partial selection: exact BM25 at a cost that follows the query's posting lengths.
     """
 
     def __init__(self) -> None:
@@ -101,8 +100,7 @@ class LexicalIndex(RowTable):
         self._total = 0.0
         # compacted segment: postings of term t are [_indptr[t], _indptr[t + 1]) of _docs/_tfs
         self._indptr = np.zeros(1, dtype=np.int64)
-        self._docs = np.zeros(0, dtype=np.int32)
-        self._tfs = np.zeros(0, dtype=np.float64)
+        self._docs, self._tfs = _NO_DOCS, _NO_TFS  # never changed in place: compaction and loads replace them
         # delta: term id -> (slots, counts) of units indexed since the last compaction
         self._delta: dict[int, tuple[list[int], list[int]]] = {}
         self._delta_postings = 0
@@ -243,9 +241,7 @@ class LexicalIndex(RowTable):
             found, values = found[top], values[top]
         pairs = zip((self._ids[i] for i in found.tolist()), values.tolist(), strict=True)
         best = sorted(pairs, key=lambda item: (-item[1], item[0]))[:k]
-        if normalize and mass > 0:
-            return [(i, min(1.0, s / mass)) for i, s in best]
-        return best
+        return [(i, min(1.0, s / mass)) for i, s in best] if normalize and mass > 0 else best
 
     @classmethod
     def scheme(cls) -> dict[str, Any]:

@@ -118,9 +118,7 @@ class Mirror(RowTable):
         return np.asarray(vector, dtype=np.float32)
 
     def nearest(self, vector: Sequence[float], k: int) -> list[tuple[str, float]]:
-        """The ``k`` mirrored units with the highest dot product with ``vector`` (exact), best first, ties by id.
-
-        Stored vectors are unit length (cosine space): the dot product is the cosine Chroma's index approximates.
+        """The ``k`` units nearest ``vector`` by dot product (cosine: stored vectors are unit length), ties by id.
 
         Raises:
             BackendError: ``vector`` is not as long as the mirrored vectors.
@@ -258,11 +256,8 @@ class Held:
     def hybrid(
         self, query: str, vector: Sequence[float], k: int, normalize: bool
     ) -> tuple[dict[str, tuple[MemoryUnit, float]], dict[str, float]]:
-        """Hybrid recall as ``MemoryStore.hybrid_search`` returns it: the dense arm's ``k`` nearest (exact) and
-        the lexical arm's ``k`` best, with every lexical match's cosine.
-
-        Raises:
-            BackendError: ``vector`` is not as long as the mirrored vectors.
+        """Hybrid recall as ``MemoryStore.hybrid_search`` returns it: the dense arm's ``k`` nearest (exact) and the
+        lexical arm's ``k`` best, with every lexical match's cosine (raises as :meth:`Mirror.nearest`).
         """  # noqa: D205
         found = {i: (self.mirror.unit(i), sim) for i, sim in self.mirror.nearest(vector, k)}
         lexical = dict(self.index.search(query, k, normalize=normalize))
@@ -273,9 +268,7 @@ class Held:
 
     @classmethod
     def build(cls, col: Records, identity: EmbedderIdentity, seen: dict[str, int]) -> Held:
-        """Both from every active record of ``col`` (the namespace's memories), read in pages.
-
-        The vectors are allocated once (the count bounds the active records); the index is filled in one pass.
+        """Both from every active record of ``col``, read in pages (vectors allocated once, index filled at the end).
 
         Raises:
             BackendError: the backend returned records without their vectors.

@@ -172,9 +172,7 @@ class Replica:
         Raises:
             StoreError: a file could not be erased.
         """
-        if self.files is None:
-            return 0
-        stale = self.files.unvouched()
+        stale = [] if self.files is None else self.files.unvouched()
         for path in stale:
             erase_file(path)
         if stale:
@@ -192,9 +190,7 @@ class Replica:
             self._dropped.add(namespace)
 
     def distrust(self, namespaces: Iterable[str]) -> None:
-        """After a failure that may have stopped a write half-way: forget every copy held, erase the snapshots
-        of ``namespaces`` (every one the store opened).
-        """  # noqa: D205
+        """After a write that may have stopped half-way: forget every copy, erase the snapshots of ``namespaces``."""
         self.write_failed = True
         self._held.clear()
         for namespace in set(namespaces):

@@ -18,12 +18,10 @@ SUMMARY_FIELDS = ("status", "task_type", "source")
 
 @dataclass(frozen=True)
 class Summary:
-    """A store's statistics as last counted (read from its ``counts`` files)."""
+    """A store's statistics as last counted: every namespace it had (sorted), and each counted one's entry."""
 
     namespaces: list[str]
-    """Every namespace the store had (sorted)."""
     stats: dict[str, dict[str, Any]]
-    """Per counted namespace, its entry."""
 
 
 def _ranked(counts: Counter[str]) -> dict[str, int]:
