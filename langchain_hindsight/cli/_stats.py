@@ -1,9 +1,8 @@
 """What ``hindsight stats`` prints, and its quick path: the answer without opening the store.
 
-Importing Chroma alone costs more than ``stats``'s budget, so :func:`quick` first answers the operator's view
-of an embedded directory from the ``counts`` files the store's close keeps (``DerivedFiles.summary``, under the
-directory's lock, writing nothing); else the caller counts. This module imports neither Chroma, numpy nor the
-store.
+Importing Chroma alone costs more than ``stats``'s budget, so :func:`quick` first answers from the ``counts``
+files the store's close keeps (read under the directory's lock, writing nothing); else the caller counts.
+This module imports neither Chroma, numpy nor the store.
 """
 
 from __future__ import annotations
@@ -48,11 +47,9 @@ def quick(args: argparse.Namespace) -> int | None:
         return None  # opening it reports the missing store (nothing may be written there, not even a lock)
     with DerivedFiles.closed_store(directory) as files:  # the reader the live store uses, under the lock
         summary = files.summary()
-    if summary is None:
-        return None
+    if summary is None or (args.namespace and args.namespace not in summary.namespaces):
+        return None  # the caller counts; opening the store reports a --namespace it does not have
     namespaces = summary.namespaces if args.all else [args.namespace or "default"]
-    if args.namespace and args.namespace not in summary.namespaces:
-        return None  # opening the store reports a --namespace it does not have
     if not all(ns in summary.stats for ns in namespaces):
         return None
     print_stats({ns: summary.stats[ns] for ns in namespaces}, as_json=args.json)

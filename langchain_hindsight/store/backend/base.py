@@ -1,14 +1,13 @@
 """The backend interface: :class:`Backend` (named collections) and :class:`Records` (one collection).
 
-As in LangGraph's ``BaseStore``, subclasses implement the abstract methods and everything else
-(``get_or_create``, paging) is built on them; it is documented here once, not on each implementation.
-Failures of the storage itself surface as :class:`~langchain_hindsight.errors.StoreError`; a
-programming error (a bad argument, a wrong type) keeps its own type.
+As in LangGraph's ``BaseStore``, subclasses implement the abstract methods and everything else (``get_or_create``,
+paging) is built on them; it is documented here once, not on each implementation. Failures of the storage itself
+surface as :class:`~langchain_hindsight.errors.StoreError`; a programming error keeps its own type.
 
 Filters (``where``) are Chroma's subset the store uses: ``{"field": value}``,
-``{"field": {"$eq" | "$ne" | "$gt" | "$gte" | "$lt" | "$lte" | "$in" | "$nin": ...}}``
-and ``{"$and" | "$or": [clauses]}``; document filters (``where_document``) are
-``{"$contains" | "$not_contains": text}`` combined the same way.
+``{"field": {"$eq" | "$ne" | "$gt" | "$gte" | "$lt" | "$lte" | "$in" | "$nin": ...}}`` and
+``{"$and" | "$or": [clauses]}``; document filters (``where_document``) are ``{"$contains" | "$not_contains": text}``
+combined the same way.
 """
 
 from __future__ import annotations
@@ -69,13 +68,12 @@ def check_n_results(n_results: object) -> None:
 class LexicalScheme:
     """How a backend that answers the lexical arm itself (:attr:`Backend.lexical`) indexes and scores.
 
-    The store builds it from its own tokenizer (``tokens.lexical_scheme``), so a database
-    scores exactly as the store's in-process BM25 index would.
+    The store builds it from its own tokenizer (``tokens.lexical_scheme``), so a database scores exactly as the
+    store's in-process BM25 index would.
 
     Attributes:
-        record_tokens: A stored record's lexical tokens from its document and metadata
-            (repeats count), or ``None`` when the record is not lexically searchable
-            (an inactive unit, a run record).
+        record_tokens: A stored record's lexical tokens from its document and metadata (repeats count), or ``None``
+            when the record is not lexically searchable (an inactive unit, a run record).
         query_terms: A query's tokens.
         signature: Changes whenever either function's rules change (stored terms are then recomputed).
         k1: BM25 term-frequency saturation.
@@ -124,8 +122,8 @@ class Records(ABC):
     def instance(self) -> str:
         """What tells this collection from a later one of the same name (dropped, then created again).
 
-        A store compares it to reopen a collection another process replaced (``StoreCore._recheck``).
-        The default, the name, cannot tell them apart: a backend other processes write overrides it.
+        A store compares it to reopen a collection another process replaced (``StoreCore._recheck``). The default,
+        the name, cannot tell them apart: a backend other processes write overrides it.
         """
         return self.name
 
@@ -235,12 +233,12 @@ class Backend(ABC):
     """A database of named :class:`Records` collections (override the defaults where the storage differs)."""
 
     lexical: LexicalScheme | None = None
-    """How the database scores the lexical arm itself (:meth:`Records.lexical_search`,
-    :meth:`Records.hybrid_query`); ``None``: it does not. Decides a store's read path when it opens:
-    such a backend is read directly, any other through the store's in-process lexical index."""
+    """How the database scores the lexical arm itself (:meth:`Records.lexical_search`, :meth:`Records.hybrid_query`);
+    ``None``: it does not. Decides a store's read path when it opens: such a backend is read directly, any other
+    through the store's in-process lexical index."""
     directory: HeldDirectory | None = None
-    """The directory this backend owns exclusively (``None``: none, e.g. in memory or a server). The
-    backend only holds it, notes its writes on it and closes it after its own files (``store._directory``)."""
+    """The directory this backend owns exclusively (``None``: none, e.g. in memory or a server). The backend only
+    holds it, notes its writes on it and closes it after its own files (``store._directory``)."""
 
     @abstractmethod
     def get_collection(self, name: str) -> Records | None:
@@ -281,16 +279,16 @@ class Backend(ABC):
     def atomic(self, key: str, fn: Callable[[], _T]) -> _T:
         """Run ``fn`` (a store write plan on namespace ``key``) so that its writes land together or not at all.
 
-        The default just calls ``fn``: a single-writer backend relies on the store's
-        two-step writes and their repair. A database backend runs it in one transaction.
+        The default just calls ``fn``: a single-writer backend relies on the store's two-step writes and their
+        repair. A database backend runs it in one transaction.
         """
         return fn()
 
     def atomic_all(self, keys: Sequence[str], fn: Callable[[], _T]) -> _T:
         """``fn()`` as one write plan over several namespaces: :meth:`atomic` nested once per key.
 
-        The keys are taken in sorted order, so two such plans never wait for each other in a
-        cycle. On a database every nested call joins the one transaction and takes its key's lock.
+        The keys are taken in sorted order, so two such plans never wait for each other in a cycle. On a database
+        every nested call joins the one transaction and takes its key's lock.
         """
         ordered = sorted(set(keys))
 

@@ -1,30 +1,25 @@
 """The Chroma :class:`~langchain_hindsight.store.backend.base.Backend`: embedded in a directory, or a server.
 
-:meth:`ChromaBackend.embedded` opens ``chromadb.PersistentClient`` on a directory
-after taking the directory's single-writer lock (two processes writing one
-embedded directory silently lose vectors); :meth:`ChromaBackend.server` (or the
-constructor with any chromadb client) shares a ``chroma run`` server between
-processes. Every Chroma, SQLite, file-system or HTTP failure becomes a
-:class:`~langchain_hindsight.errors.StoreError` naming the operation.
+:meth:`ChromaBackend.embedded` opens ``chromadb.PersistentClient`` on a directory after taking the directory's
+single-writer lock (two processes writing one embedded directory silently lose vectors); :meth:`ChromaBackend.server`
+(or the constructor with any chromadb client) shares a ``chroma run`` server between processes. Every Chroma,
+SQLite, file-system or HTTP failure becomes a :class:`~langchain_hindsight.errors.StoreError` naming the operation.
 
-:meth:`ChromaBackend.erase` is what makes ``forget`` a hard delete in an embedded directory. Deleting a
-record through Chroma's API is only logical. Measured on chromadb 1.5.9:
+:meth:`ChromaBackend.erase` is what makes ``forget`` a hard delete in an embedded directory. Deleting a record
+through Chroma's API is only logical. Measured on chromadb 1.5.9:
 
 * the HNSW index marks the vector deleted but keeps its bytes in ``data_level0.bin``;
-* ``chroma.sqlite3`` keeps the document text and metadata in freed pages, in the
-  write-ahead ``embeddings_queue`` until the vector segment catches up, and as
-  trigrams in the FTS5 index until it is merged;
-* ``delete_collection`` removes the rows but leaves the segment directory (with
-  every vector) on disk;
-* hnswlib allocates its element buffer without zeroing it and writes the whole
-  capacity to ``data_level0.bin``: the unused slots hold whatever the process's
-  heap held before, which can include the text of a memory just deleted.
+* ``chroma.sqlite3`` keeps the document text and metadata in freed pages, in the write-ahead ``embeddings_queue``
+  until the vector segment catches up, and as trigrams in the FTS5 index until it is merged;
+* ``delete_collection`` removes the rows but leaves the segment directory (with every vector) on disk;
+* hnswlib allocates its element buffer without zeroing it and writes the whole capacity to ``data_level0.bin``:
+  the unused slots hold whatever the process's heap held before, which can include the text of a memory just
+  deleted.
 
-So erasing means: rebuild each affected collection (copy the live records into a
-fresh collection, drop the old one), then with the client closed merge the FTS
-index, ``VACUUM`` with ``secure_delete``, and remove segment directories that no
-collection owns, and zero the index files' unused slots. A crash mid-way is finished at the next open
-(the store's scrub intent; :meth:`ChromaBackend.recover_interrupted` for a rebuild).
+So erasing means: rebuild each affected collection (copy the live records into a fresh collection, drop the old
+one), then with the client closed merge the FTS index, ``VACUUM`` with ``secure_delete``, remove segment
+directories that no collection owns, and zero the index files' unused slots. A crash mid-way is finished at the
+next open (the store's scrub intent; :meth:`ChromaBackend.recover_interrupted` for a rebuild).
 """
 
 from __future__ import annotations
@@ -77,9 +72,9 @@ def backend_errors(what: str) -> Iterator[None]:
 
 
 QUERY_RETRIES = 4
-"""How many times :meth:`ChromaRecords.query` asks again (0.75 s in all) while Chroma's vector index is behind ids
-its metadata already holds ("Error finding id", as when another process writes the collection on a shared server):
-failing the query would fail the write whose dedupe asked it."""
+"""How many times :meth:`ChromaRecords.query` asks again (0.75 s in all) while Chroma's vector index is behind ids its
+metadata holds ("Error finding id", as when another process writes on a shared server): failing the query would fail
+the write whose dedupe asked it."""
 
 
 def _index_behind(error: Exception) -> bool:
@@ -99,10 +94,8 @@ def _open_client(path: Path) -> Any:
 class ChromaRecords(Records):
     """A chromadb collection behind the :class:`Records` interface (errors mapped to :class:`StoreError`).
 
-    Args:
-        collection: The chromadb collection.
-        on_write: Called with the collection's name before every write (the backend's record that its
-            session changed data, and where).
+    ``on_write`` is called with the collection's name before every write (the backend's record of where its
+    session changed data).
     """
 
     def __init__(self, collection: Any, on_write: Callable[[str], None]) -> None:
@@ -159,11 +152,9 @@ class ChromaRecords(Records):
         attempt = 0
         while True:
             try:
+                vectors = np.asarray(query_embeddings, dtype=np.float32)
                 res = self.collection.query(
-                    query_embeddings=np.asarray(query_embeddings, dtype=np.float32),
-                    n_results=n_results,
-                    where=where,
-                    include=list(include),
+                    query_embeddings=vectors, n_results=n_results, where=where, include=list(include)
                 )
                 return dict(res)
             except Exception as e:
@@ -210,10 +201,9 @@ class ChromaRecords(Records):
 
 
 def _float32(embeddings: Any) -> Any:
-    """``embeddings`` as one float32 matrix, the values Chroma stores (a list it converts row by row in Python).
-
+    """``embeddings`` as one float32 matrix, the values Chroma stores (a list it converts row by row in Python);
     ``None`` and what is not a matrix of numbers pass unchanged (Chroma's own validation reports the latter).
-    """
+    """  # noqa: D205
     try:
         matrix = np.asarray(embeddings, dtype=np.float32)
     except (TypeError, ValueError):
@@ -411,11 +401,10 @@ class ChromaBackend(Backend):
 def _load_index(col: Any) -> None:
     """Load ``col``'s vector index (a nearest-neighbour query does), so a client writes it now if it will.
 
-    Measured: a rebuilt index whose writes still wait in Chroma's log is persisted
-    empty and written again by the next client that loads it, from an
-    uninitialised buffer that can hold the text of a memory just forgotten (about
-    one scrub in five left it on disk). Loading it before the last wipe of unused
-    index space leaves nothing to rewrite.
+    Measured: a rebuilt index whose writes still wait in Chroma's log is persisted empty and written again by the
+    next client that loads it, from an uninitialised buffer that can hold the text of a memory just forgotten (about
+    one scrub in five left it on disk). Loading it before the last wipe of unused index space leaves nothing to
+    rewrite.
     """
     first = col.get(limit=1, include=["embeddings"])
     embeddings = first.get("embeddings")
@@ -426,9 +415,8 @@ def _load_index(col: Any) -> None:
 def _erase_files(directory: Path) -> None:
     """Scrub an embedded Chroma directory whose client is closed.
 
-    Merges the FTS5 index (dropping deleted trigrams), rewrites the database with
-    ``VACUUM`` under ``secure_delete`` (no freed page keeps old bytes) and removes,
-    after zero-filling, every segment directory that no live segment owns.
+    Merges the FTS5 index (dropping deleted trigrams), rewrites the database with ``VACUUM`` under ``secure_delete``
+    (no freed page keeps old bytes) and removes, after zero-filling, every segment directory no live segment owns.
 
     Raises:
         StoreError: the database could not be scrubbed.
@@ -458,12 +446,10 @@ def _erase_files(directory: Path) -> None:
 def _wipe_unused_index_space(directory: Path) -> None:
     """Zero the unused slots of every HNSW segment file under ``directory`` (client closed).
 
-    ``header.bin`` (chroma-hnswlib, version 1) starts with ``int32 version, u64
-    offset_level0, u64 max_elements, u64 cur_element_count, u64
-    size_data_per_element``. Slots at and beyond ``cur_element_count`` in
-    ``data_level0.bin`` (and their 4-byte entries in ``length.bin``) are never
-    read by hnswlib; they are overwritten with zeros. Files of another layout are
-    left alone.
+    ``header.bin`` (chroma-hnswlib, version 1) starts with ``int32 version, u64 offset_level0, u64 max_elements, u64
+    cur_element_count, u64 size_data_per_element``. Slots at and beyond ``cur_element_count`` in ``data_level0.bin``
+    (and their 4-byte entries in ``length.bin``) are never read by hnswlib; they are overwritten with zeros. Files of
+    another layout are left alone.
     """
     for header in directory.glob("*/header.bin"):
         raw = header.read_bytes()

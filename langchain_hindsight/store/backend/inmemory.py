@@ -1,8 +1,7 @@
 """An in-memory :class:`~langchain_hindsight.store.backend.base.Backend`: dicts and a brute-force cosine search.
 
-Same answers as Chroma for what the store asks (exact, where Chroma's HNSW index
-is approximate), no files, no lock, nothing to import: unit tests run on it in
-milliseconds, and a throwaway store needs nothing else.
+Same answers as Chroma for what the store asks (exact, where Chroma's HNSW index is approximate), no files, no
+lock, nothing to import: unit tests run on it in milliseconds, and a throwaway store needs nothing else.
 
 Example:
     >>> from langchain_hindsight.store.backend import InMemoryBackend
@@ -13,8 +12,8 @@ Example:
     >>> col.query(query_embeddings=[[0.9, 0.1]], n_results=1, where={"n": {"$gte": 1}})["ids"]
     [['a']]
 
-A store on it (``MemoryStore(backend=InMemoryBackend())``) lives as long as the
-backend object: a second store on the same backend sees the same data.
+A store on it (``MemoryStore(backend=InMemoryBackend())``) lives as long as the backend object: a second store on
+the same backend sees the same data.
 """
 
 from __future__ import annotations

@@ -1,11 +1,8 @@
 """Where recall reads on every backend but a database: the store's in-process copy of its data, and its files.
 
-:class:`Replica` (``replica``) is their one owner in a store and that store's reader; ``records`` (the recall
-mirror), ``lexical`` (the BM25 index), ``feed`` (a shared Chroma server's change feed), ``summary`` (what
-``hindsight stats`` prints) and ``files`` (:class:`DerivedFiles`, the one reader of the derived files) are its
-parts. Derived data is rebuilt from the
-backend whenever it cannot be trusted; it is never the only copy.
-
+:class:`Replica` owns them and reads them; ``records`` (the recall mirror), ``lexical`` (the BM25 index), ``feed``
+(a shared Chroma server's change feed), ``summary`` (what ``hindsight stats`` prints) and ``files`` (the one
+reader of the derived files) are its parts. Derived data is rebuilt whenever it cannot be trusted.
 Names are imported on first use: ``hindsight stats`` reads the summary without importing numpy or the store.
 """
 
@@ -30,13 +27,6 @@ _EXPORTS: dict[str, str] = {
     "Replica": ".replica",
 }
 
-__all__ = [
-    "ChangeFeed",
-    "DerivedFiles",
-    "LexicalIndex",
-    "Mirror",
-    "Replica",
-]
-
+__all__ = ["ChangeFeed", "DerivedFiles", "LexicalIndex", "Mirror", "Replica"]
 
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -16,18 +16,12 @@ __all__ = ["ChangeFeed", "open_change_feed"]
 
 @dataclass
 class ChangeFeed:
-    """Per-writer change markers in a side collection of a shared server.
+    """Per-writer change markers in a side collection (``collection``) of a shared server.
 
-    Each writer (one store object) owns one record ``writer`` in ``collection`` with metadata ``rev`` (its
-    write counter) and ``log`` (JSON ``[[rev, [ids...]], ...]`` for its latest revisions, at most ``log_ids``
-    ids); only the owner writes it, so writers never overwrite each other's markers. Markers are published
-    *after* the data is written, so a reader that sees one finds the data. A reader re-reads only the ids
-    changed since the revisions it saw, or rebuilds when the logs no longer cover the gap.
-
-    Args:
-        collection: The backend collection holding the markers.
-        writer: This writer's record id.
-        log_ids: How many changed ids the log keeps; a reader further behind rebuilds.
+    Each writer (one store object) owns one record ``writer`` with metadata ``rev`` (its write counter) and
+    ``log`` (JSON ``[[rev, [ids...]], ...]`` of its latest revisions, at most ``log_ids`` ids; a reader further
+    behind rebuilds). Only the owner writes it, so writers never overwrite each other's markers. Markers are
+    published *after* the data is written, so a reader that sees one finds the data.
     """
 
     collection: Records
@@ -46,19 +40,13 @@ class ChangeFeed:
             self._log.append((self.rev, changed))
             while sum(len(i) for _, i in self._log) > self.log_ids and len(self._log) > 1:
                 self._log.pop(0)
-        self.collection.upsert(
-            ids=[self.writer],
-            embeddings=[[1.0]],
-            metadatas=[{"rev": self.rev, "log": json.dumps(self._log)}],
-        )
+        marker: dict[str, int | str] = {"rev": self.rev, "log": json.dumps(self._log)}
+        self.collection.upsert(ids=[self.writer], embeddings=[[1.0]], metadatas=[marker])
 
     def poll(self, seen: dict[str, int]) -> tuple[dict[str, int], set[str] | None]:
-        """Compare other writers' markers with ``seen``.
-
-        Returns:
-            The new ``seen`` and the ids to re-read, or ``None`` when the logs no
-            longer cover what changed (the caller rebuilds from the store).
-        """
+        """Other writers' markers against ``seen``: the new ``seen`` and the ids to read again (``None``: the logs
+        no longer cover what changed, the caller rebuilds).
+        """  # noqa: D205
         rows = self.collection.get(include=["metadatas"])
         current = dict(seen)
         changed: set[str] | None = set()
@@ -80,8 +68,7 @@ class ChangeFeed:
 
     def snapshot(self) -> dict[str, int]:
         """Every other writer's current revision (take it *before* reading the data)."""
-        seen, _ = self.poll({})
-        return seen
+        return self.poll({})[0]
 
 
 def open_change_feed(backend: Backend, namespace: str) -> ChangeFeed:

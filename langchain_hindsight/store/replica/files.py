@@ -1,16 +1,11 @@
 """The derived files of an embedded store directory: one format, one reader, where each lives.
 
-Every derived file is a snapshot of one namespace, of one kind (:data:`SnapshotKind`), at
-``<kind>/<memories collection>.npz``: ``mirror`` (the namespace's recall mirror and lexical index, ``Held``) or
-``counts`` (what ``hindsight stats`` prints, with the list of the store's namespaces). The format
-(:data:`SNAPSHOT_FORMAT`) is an uncompressed zip of ``header.json`` (kind, format, collection and the kind's
-fields) and the kind's arrays as ``<name>.npy``. A file of an older format (``1``: each kind's own npz header and
-a single ``summary.json``; ``2``: the lexical index in a ``lexical`` file of its own) is never read: the kind is
-rebuilt, the older files are erased, and the next close writes the current format.
-
-:class:`DerivedFiles` is the one reader, for the live store's replica and ``hindsight stats``'s quick path
-alike: a file is read only if the clean-close stamp vouches for it. Standard library only at import (numpy is
-imported by the first array read or written): ``hindsight stats`` imports no numpy.
+Each is a snapshot of one namespace at ``<kind>/<memories collection>.npz``: ``mirror`` (its recall mirror and
+lexical index) or ``counts`` (what ``hindsight stats`` prints, with the store's namespaces). The format is an
+uncompressed zip of ``header.json`` (kind, format, collection, the kind's fields) and the arrays as ``<name>.npy``.
+An older format (``1``: npz headers and one ``summary.json``; ``2``: a separate ``lexical`` file) is never read:
+it is rebuilt, erased, and the next close writes the current one. :class:`DerivedFiles` reads a file only if the
+clean-close stamp vouches for it. numpy is imported by the first array read or written: ``stats`` imports none.
 """
 
 from __future__ import annotations
@@ -57,9 +52,7 @@ HEADER = "header.json"
 def write_snapshot(
     path: Path, kind: SnapshotKind, fields: Mapping[str, Any], arrays: Mapping[str, np.ndarray] | None = None
 ) -> None:
-    """Write the ``kind`` snapshot at ``path`` atomically and durably (a temporary file, fsync, rename).
-
-    Its header holds ``fields``, then the kind, :data:`SNAPSHOT_FORMAT` and the collection (the file's name).
+    """Write the ``kind`` snapshot at ``path`` (header: ``fields``, kind, format, collection) atomically and durably.
 
     Raises:
         OSError: the file could not be written (the temporary copy is left for the eraser).
@@ -87,10 +80,9 @@ def write_snapshot(
 def read_snapshot(
     path: Path, kind: SnapshotKind, arrays: Sequence[str] = ()
 ) -> tuple[dict[str, Any], dict[str, np.ndarray]] | None:
-    """The header and the named ``arrays`` of the ``kind`` snapshot at ``path``; ``None`` if absent or unusable.
-
-    Unusable: unreadable, or of another kind, collection or format (the kind is then rebuilt).
-    """
+    """The header and named ``arrays`` of the ``kind`` snapshot at ``path``; ``None``: absent, unreadable, or of
+    another kind, collection or format (the kind is then rebuilt).
+    """  # noqa: D205
     import zipfile
 
     try:
@@ -134,12 +126,7 @@ def from_json_array(array: np.ndarray) -> Any:
 
 
 class DerivedFiles:
-    """The derived files of the store at ``directory``, and which of them the stamp vouches for.
-
-    Args:
-        directory: The embedded store's directory.
-        trusted: Relative paths the clean-close stamp vouches for (read when the directory was locked).
-    """
+    """The derived files of the embedded store at ``directory``, and the relative paths the stamp vouched for."""
 
     def __init__(self, directory: Path, trusted: Collection[str]) -> None:
         self.directory = directory
@@ -176,10 +163,9 @@ class DerivedFiles:
         return path.relative_to(self.directory).as_posix() in self.trusted
 
     def unvouched(self) -> list[Path]:
-        """Every derived file on disk the stamp does not vouch for (half-written copies and older files included).
+        """Every derived file on disk the stamp does not vouch for (half-written and older ones included).
 
-        Such a file is never read, but it may still hold text the data no longer has: a unit forgotten
-        while another process (a Chroma server on this directory) held the data.
+        Never read, it may still hold text the data no longer has (a unit forgotten while a server held the data).
         """
         found = [p for p in (self.directory / name for name in LEGACY_DERIVED) if p.is_file()]
         for name in DERIVED:
@@ -194,11 +180,9 @@ class DerivedFiles:
         return sorted(top.glob("*.npz")) if top.is_dir() else []
 
     def summary(self) -> Summary | None:
-        """The store's counts, from the vouched per-namespace ``counts`` files; ``None`` when they do not answer.
-
-        They answer when every one is vouched for (the stamp vouches for the bytes the close wrote), reads, and
-        lists the same namespaces (the store's); a namespace of that list without its file is not answered for.
-        """
+        """The store's counts from its ``counts`` files, if every one is vouched for, reads and lists the same
+        namespaces; else ``None``. A namespace of that list without its file is not answered for.
+        """  # noqa: D205
         namespaces: list[str] | None = None
         stats: dict[str, dict[str, Any]] = {}
         for path in self._counts_files():
@@ -207,27 +191,19 @@ class DerivedFiles:
                 return None
             namespaces = header["namespaces"]
             stats[header["namespace"]] = header["stats"]
-        if namespaces is None:
-            return None
-        return Summary(namespaces, {ns: stats[ns] for ns in namespaces if ns in stats})
+        return None if namespaces is None else Summary(namespaces, {ns: stats[ns] for ns in namespaces if ns in stats})
 
     def write_summary(self, namespaces: Sequence[str], stats: Mapping[str, Mapping[str, Any]]) -> None:
-        """Write the ``counts`` file of each namespace of ``stats`` and erase every other one.
-
-        Args:
-            namespaces: Every namespace of the store (each file lists them).
-            stats: What ``hindsight stats`` prints, by namespace.
+        """Write the ``counts`` file of each namespace of ``stats`` (each lists all ``namespaces``); erase the rest.
 
         Raises:
             OSError: a file could not be written.
             StoreError: a file could not be erased.
         """
-        keep = set()
+        keep = {self.path("counts", namespace) for namespace in stats}
         for namespace, entry in stats.items():
-            path = self.path("counts", namespace)
             fields = {"namespace": namespace, "namespaces": list(namespaces), "stats": dict(entry)}
-            write_snapshot(path, "counts", fields)
-            keep.add(path)
+            write_snapshot(self.path("counts", namespace), "counts", fields)
         self.erase_summary(keep)
 
     def erase_summary(self, keep: Collection[Path] = ()) -> None:

@@ -76,10 +76,7 @@ class RowTable:
         return alive
 
     def set_rows(self, ids: list[str], spare: int) -> None:
-        """Hold ``ids`` (distinct) on rows ``0..n-1``, all live, then ``spare`` free rows.
-
-        For a snapshot's load (the subclass sizes its own row arrays to match), and for compaction.
-        """
+        """Hold ``ids`` (distinct) on rows ``0..n-1``, all live, then ``spare`` free rows (a subclass sizes its own)."""
         self._ids = ids
         self._row = {m: i for i, m in enumerate(ids)}
         self._alive = np.zeros(len(ids) + spare, dtype=bool)
@@ -88,22 +85,13 @@ class RowTable:
 
 
 class LexicalIndex(RowTable):
-    """Okapi BM25 over memory units: sparse postings scored in vectorised code, updated incrementally.
+    """Okapi BM25 over memory units (:func:`tokenize`'s tokens): sparse postings scored in vectorised code.
 
-    Postings live in a compressed term-major segment (for each term, the rows of the memories that contain it
-    and its counts) plus a small append-only delta for units indexed since; a removed unit leaves a tombstone
-    (:class:`RowTable`). When the delta or the tombstones grow past a share of the index, both are folded into
-    a fresh segment (:meth:`compact`). A query gathers the postings of its terms, scores them with numpy and
-    keeps the best ``k`` by partial selection, so its cost follows the query's posting lengths in vectorised
-    code, never a Python loop over them. Scores are exact BM25, whatever the terms' document frequencies.
-
-    Tokens are :func:`tokenize`'s; :attr:`k1` and :attr:`b` are the BM25 constants.
+    Postings live in a compressed term-major segment plus a small append-only delta; a removed unit leaves a
+    tombstone. When the delta or the tombstones outgrow a share of the index, both fold into a fresh segment
+    (:meth:`compact`). A query scores its terms' postings with numpy, never a Python loop over them, and keeps the
+    best ``k`` by partial selection: exact BM25 at a cost that follows the query's posting lengths.
     """
-
-    k1 = K1
-    """Term-frequency saturation."""
-    b = B
-    """Length normalisation."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -112,13 +100,11 @@ class LexicalIndex(RowTable):
         self._total = 0.0
         # compacted segment: postings of term t are [_indptr[t], _indptr[t + 1]) of _docs/_tfs
         self._indptr = np.zeros(1, dtype=np.int64)
-        self._docs = np.zeros(0, dtype=np.int32)
-        self._tfs = np.zeros(0, dtype=np.float64)
+        self._docs, self._tfs = _NO_DOCS, _NO_TFS  # never changed in place: compaction and loads replace them
         # delta: term id -> (slots, counts) of units indexed since the last compaction
         self._delta: dict[int, tuple[list[int], list[int]]] = {}
         self._delta_postings = 0
 
-    # ------------------------------------------------------------------ updates
     def upsert(self, units: Iterable[MemoryUnit]) -> None:
         """Index ``units``; active ones are (re)indexed, others removed."""
         units = list(units)
@@ -162,11 +148,9 @@ class LexicalIndex(RowTable):
             self.compact()
 
     def compact(self) -> None:
-        """Fold the delta and the tombstones into one segment; drop terms no live unit has.
-
-        Slots are renumbered densely, so nothing of a removed unit (id, counts,
-        terms only it had) remains in the index afterwards.
-        """
+        """Fold the delta and the tombstones into one dense segment: nothing of a removed unit (id, counts, terms only
+        it had) remains.
+        """  # noqa: D205
         n_slots, n = len(self._ids), len(self._row)
         alive = self._renumber(max(16, n))
         new_slot = np.cumsum(alive, dtype=np.int64) - 1
@@ -200,7 +184,6 @@ class LexicalIndex(RowTable):
         self._delta = {}
         self._delta_postings = 0
 
-    # ------------------------------------------------------------------ search
     def _idf(self, n: int, df: int) -> float:
         return math.log(1.0 + (n - df + 0.5) / (df + 0.5))
 
@@ -222,10 +205,9 @@ class LexicalIndex(RowTable):
     def search(self, query: str, k: int, *, normalize: bool = False) -> list[tuple[str, float]]:
         """The ``k`` best ``(memory_id, bm25_score)`` pairs, best first (ties by id).
 
-        With ``normalize`` each score is divided by the query's idf mass (the sum
-        of its distinct terms' idf, unseen terms counting as the rarest) and capped
-        at 1: roughly the share of the query's information a memory matches. Unlike
-        dividing by the best hit, an unrelated query keeps a low score.
+        With ``normalize`` each score is divided by the query's idf mass (the sum of its distinct terms' idf, unseen
+        terms counting as the rarest) and capped at 1: roughly the share of the query's information a memory
+        matches. Unlike dividing by the best hit, an unrelated query keeps a low score.
         """
         n = len(self._row)
         if n == 0 or k <= 0:
@@ -243,12 +225,11 @@ class LexicalIndex(RowTable):
         if not matched:
             return []
         matched.sort(key=lambda m: (m[0], m[1]))  # rarest first, as the scores are summed
-        k1, b = self.k1, self.b
         parts = []
         for df, _, docs, tfs in matched:
             idf = self._idf(corpus, df)
-            norm = k1 * (1.0 - b + b * self._lengths[docs] / avg)
-            parts.append((docs, idf * tfs * (k1 + 1.0) / (tfs + norm)))
+            norm = K1 * (1.0 - B + B * self._lengths[docs] / avg)
+            parts.append((docs, idf * tfs * (K1 + 1.0) / (tfs + norm)))
         slots = np.concatenate([d for d, _ in parts]) if len(parts) > 1 else parts[0][0]
         weights = np.concatenate([w for _, w in parts]) if len(parts) > 1 else parts[0][1]
         scores = np.bincount(slots, weights=weights, minlength=len(self._ids))
@@ -258,17 +239,14 @@ class LexicalIndex(RowTable):
             kth = np.partition(values, len(values) - k)[len(values) - k]
             top = values >= kth
             found, values = found[top], values[top]
-        ids = self._ids
-        best = sorted(zip((ids[i] for i in found.tolist()), values.tolist(), strict=True), key=_rank)[:k]
-        if normalize and mass > 0:
-            return [(i, min(1.0, s / mass)) for i, s in best]
-        return best
+        pairs = zip((self._ids[i] for i in found.tolist()), values.tolist(), strict=True)
+        best = sorted(pairs, key=lambda item: (-item[1], item[0]))[:k]
+        return [(i, min(1.0, s / mass)) for i, s in best] if normalize and mass > 0 else best
 
-    # ------------------------------------------------------------------ snapshots (``Held.save`` / ``Held.load``)
     @classmethod
     def scheme(cls) -> dict[str, Any]:
         """What a snapshot's postings were built under (the tokenizer's signature, the BM25 constants)."""
-        return {"tokenizer": tokenizer_signature(), "k1": cls.k1, "b": cls.b}
+        return {"tokenizer": tokenizer_signature(), "k1": K1, "b": B}
 
     def arrays(self, rows: Mapping[str, int]) -> dict[str, np.ndarray]:
         """The index (compacted first) as snapshot arrays, each unit on its row of ``rows`` (one per held unit)."""
@@ -298,7 +276,3 @@ class LexicalIndex(RowTable):
         index._vocab = {t: i for i, t in enumerate(from_json_array(arrays["vocab"]))}
         index._total = float(index._lengths[:n].sum())
         return index
-
-
-def _rank(item: tuple[str, float]) -> tuple[float, str]:
-    return -item[1], item[0]

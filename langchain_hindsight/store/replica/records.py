@@ -1,10 +1,8 @@
 """The recall mirror: every active memory of one namespace in memory, so recall reads nothing per query.
 
-For each active unit of a namespace the :class:`Mirror` holds its stored vector (the one the backend holds)
-and its record (document and metadata as the bytes of one JSON array, decoded only for a query's candidates):
-the dense arm is an exact matrix-vector product and both arms' candidates are read from memory.
-:class:`Held` pairs it with the namespace's lexical index: derived data, built by one paged read
-(:meth:`Held.build`) or loaded from their one snapshot, kept in step by every write (:meth:`Mirror.apply`).
+For each active unit the :class:`Mirror` holds its stored vector and its record (document and metadata as the
+bytes of one JSON array, decoded only for a query's candidates): the dense arm is an exact matrix-vector product.
+:class:`Held` pairs it with the namespace's lexical index, built by one paged read or loaded from one snapshot.
 """
 
 from __future__ import annotations
@@ -22,25 +20,14 @@ from langchain_hindsight.embeddings.identity import EmbedderIdentity
 from langchain_hindsight.errors import BackendError, StoreError
 from langchain_hindsight.store._codec import unit_from_record, unit_to_metadata
 from langchain_hindsight.store.backend import Include, Records, Rows
-from langchain_hindsight.store.replica.files import (
-    from_json_array,
-    json_array,
-    read_snapshot,
-    write_snapshot,
-)
+from langchain_hindsight.store.replica.files import from_json_array, json_array, read_snapshot, write_snapshot
 from langchain_hindsight.store.replica.lexical import LexicalIndex, RowTable
 from langchain_hindsight.store.tokens import record_texts
 from langchain_hindsight.types import MemoryUnit
 
-__all__ = [
-    "UNITS_KEPT",
-    "Held",
-    "Mirror",
-    "record_bytes",
-]
+__all__ = ["UNITS_KEPT", "Held", "Mirror", "record_bytes"]
 
 logger = logging.getLogger(__name__)
-
 
 UNITS_KEPT = 4096
 """Most rebuilt units a mirror keeps (each ~2 KB); all are let go when it is full."""
@@ -57,12 +44,8 @@ def record_bytes(document: str, metadata: Mapping[str, Any]) -> bytes:
 class Mirror(RowTable):
     """The active units of one namespace: ids, stored vectors (float32 rows) and records.
 
-    Not thread-safe on its own: the store calls it under its lock.
-
-    Args:
-        dimension: Length of the vectors.
-        identity: The embedder identity of the vectors (``"name (N-d)"``), recorded in the snapshot.
-        capacity: Rows to allocate at once (a build knows how many: no regrowth, no transient copy).
+    Not thread-safe on its own: the store calls it under its lock. ``identity`` (``"name (N-d)"``) is recorded in
+    the snapshot; ``capacity`` rows are allocated at once (a build knows how many: no regrowth, no transient copy).
     """
 
     def __init__(self, dimension: int, identity: str, *, capacity: int = 16) -> None:
@@ -75,7 +58,6 @@ class Mirror(RowTable):
         self._records: list[bytes] = []
         self._units: dict[str, MemoryUnit] = {}  # decoded rows (recall's candidates), dropped when a row changes
 
-    # ------------------------------------------------------------------ upkeep
     def put(self, memory_id: str, vector: Sequence[float] | np.ndarray, record: bytes) -> None:
         """Mirror (or replace) one active unit: its stored vector and :func:`record_bytes` of its record."""
         vec = np.asarray(vector, dtype=np.float32).reshape(-1)
@@ -94,24 +76,19 @@ class Mirror(RowTable):
         self._vectors = np.concatenate([self._vectors, np.zeros((rows, self.dimension), dtype=np.float32)])
 
     def apply(self, units: Iterable[MemoryUnit]) -> None:
-        """Bring written units in.
-
-        Inactive ones leave; active ones with the mirrored content are updated in place; any other (new
-        content, so a new vector, or a unit not mirrored yet) is marked :attr:`stale`.
-        """
+        """Bring written units in: inactive ones leave, active ones with the mirrored content are updated in place,
+        any other (new content, so a new vector, or a unit not mirrored yet) is marked :attr:`stale`.
+        """  # noqa: D205
         for unit in units:
-            if unit.status != "active":
-                self.discard([unit.memory_id])
-                continue
-            found = self.record(unit.memory_id)
-            if found is not None and found[0] == unit.content:  # Chroma merges metadata keys on update
+            found = self.record(unit.memory_id) if unit.status == "active" else None
+            if found is not None and found[0] == unit.content:
                 self._units.pop(unit.memory_id, None)
-                self._records[self._row[unit.memory_id]] = record_bytes(
-                    unit.content, {**found[1], **unit_to_metadata(unit)}
-                )
+                metadata = {**found[1], **unit_to_metadata(unit)}  # Chroma merges metadata keys on update
+                self._records[self._row[unit.memory_id]] = record_bytes(unit.content, metadata)
             else:
                 self.discard([unit.memory_id])
-                self.stale.add(unit.memory_id)
+                if unit.status == "active":
+                    self.stale.add(unit.memory_id)
 
     def discard(self, memory_ids: Iterable[str]) -> None:
         """Drop units (deleted, or no longer active) and no longer refresh them; unknown ids are ignored."""
@@ -131,7 +108,6 @@ class Mirror(RowTable):
         self._vectors = self._vectors[:n_rows][alive]
         self._records = [r for r, a in zip(self._records, alive.tolist(), strict=True) if a]
 
-    # ------------------------------------------------------------------ reads
     def _query(self, vector: Sequence[float]) -> np.ndarray:
         """``vector`` as float32, refused (as Chroma refuses it) if its length is not the mirrored vectors'."""
         if self.dimension and len(vector) != self.dimension:
@@ -142,10 +118,7 @@ class Mirror(RowTable):
         return np.asarray(vector, dtype=np.float32)
 
     def nearest(self, vector: Sequence[float], k: int) -> list[tuple[str, float]]:
-        """The ``k`` mirrored units with the highest dot product with ``vector`` (exact), best first.
-
-        Stored vectors are unit length (cosine space), so the dot product is the
-        cosine similarity Chroma's index approximates. Ties go to the smaller id.
+        """The ``k`` units nearest ``vector`` by dot product (cosine: stored vectors are unit length), ties by id.
 
         Raises:
             BackendError: ``vector`` is not as long as the mirrored vectors.
@@ -185,10 +158,9 @@ class Mirror(RowTable):
         return str(document), dict(metadata)
 
     def unit(self, memory_id: str) -> MemoryUnit:
-        """The mirrored unit, rebuilt from its record.
+        """The mirrored unit, rebuilt from its record once and kept until its row changes (at most :data:`UNITS_KEPT`).
 
-        Rebuilt once and kept until its row changes (a recall's candidates repeat across queries; a rebuild
-        costs ~0.1 ms), at most :data:`UNITS_KEPT` of them.
+        A recall's candidates repeat across queries; a rebuild costs ~0.1 ms.
 
         Raises:
             StoreError: it is not mirrored (callers pass ids the mirror just returned), or its record is corrupt.
@@ -210,7 +182,6 @@ class Mirror(RowTable):
             document, metadata = json.loads(self._records[row])
             yield memory_id, str(document), dict(metadata)
 
-    # ------------------------------------------------------------------ snapshots (``Held.save`` / ``Held.load``)
     def arrays(self) -> tuple[list[str], dict[str, np.ndarray]]:
         """The mirror (compacted first) as snapshot arrays: its ids, row by row, and the rows' vectors and records.
 
@@ -242,25 +213,18 @@ class Mirror(RowTable):
 class Held:
     """One namespace held in memory: its lexical index and recall mirror (the same active units).
 
-    The live store's ``Replica`` keeps one per namespace in step with the backend. Both are saved in one
-    snapshot: the ids once, then the mirror's rows and the index's postings on the same rows.
-
-    Attributes:
-        index: The BM25 index of the lexical arm.
-        mirror: Every active unit's stored vector and record.
-        seen: Revisions of other writers already reflected here (a shared server's change feed).
-        saved: Whether both equal the namespace's snapshot file (nothing to save at close).
+    Both are saved in one snapshot: the ids once, then the mirror's rows and the index's postings on the same rows.
     """
 
     index: LexicalIndex
     mirror: Mirror
     seen: dict[str, int] = field(default_factory=dict)
+    """Revisions of other writers already reflected here (a shared server's change feed)."""
     saved: bool = False
+    """Whether both equal the namespace's snapshot file (nothing to save at close)."""
 
     def save(self, path: Path) -> None:
-        """Write both (compacted first) to ``path`` as the namespace's ``mirror`` snapshot.
-
-        The header records the embedder identity and the lexical scheme: it is loaded only under the same.
+        """Write both (compacted first) to ``path``, with the embedder identity and lexical scheme they need to load.
 
         Raises:
             ValueError: the mirror has stale rows, or the index does not hold the mirror's units.
@@ -292,11 +256,8 @@ class Held:
     def hybrid(
         self, query: str, vector: Sequence[float], k: int, normalize: bool
     ) -> tuple[dict[str, tuple[MemoryUnit, float]], dict[str, float]]:
-        """Hybrid recall as ``MemoryStore.hybrid_search`` returns it: the dense arm's ``k`` nearest (exact) and
-        the lexical arm's ``k`` best, with every lexical match's cosine.
-
-        Raises:
-            BackendError: ``vector`` is not as long as the mirrored vectors.
+        """Hybrid recall as ``MemoryStore.hybrid_search`` returns it: the dense arm's ``k`` nearest (exact) and the
+        lexical arm's ``k`` best, with every lexical match's cosine (raises as :meth:`Mirror.nearest`).
         """  # noqa: D205
         found = {i: (self.mirror.unit(i), sim) for i, sim in self.mirror.nearest(vector, k)}
         lexical = dict(self.index.search(query, k, normalize=normalize))
@@ -307,10 +268,7 @@ class Held:
 
     @classmethod
     def build(cls, col: Records, identity: EmbedderIdentity, seen: dict[str, int]) -> Held:
-        """Both from every active record of ``col`` (the namespace's memories), read in pages.
-
-        The count bounds the active records: the vectors are allocated once (by the first put when the
-        identity has no dimension). The index is filled after the last page, in one pass (it compacts once).
+        """Both from every active record of ``col``, read in pages (vectors allocated once, index filled at the end).
 
         Raises:
             BackendError: the backend returned records without their vectors.
@@ -324,10 +282,7 @@ class Held:
         return held
 
     def read_again(self, col: Records) -> None:
-        """Read the mirror's :attr:`~Mirror.stale` units again from ``col`` (one ``get``) into both.
-
-        Active ones are mirrored and indexed anew; the inactive or gone leave both.
-        """
+        """Read the :attr:`~Mirror.stale` units again from ``col`` (one ``get``): active ones anew, others leave."""
         if not self.mirror.stale:
             return
         ids = sorted(self.mirror.stale)

@@ -1,13 +1,10 @@
 """The read path of every store but a database's: each namespace's lexical index and vectors, in process.
 
-A :class:`Replica` is the reader of a store over embedded Chroma, a Chroma server or the in-memory backend
-(``StoreCore.reader``): every recall of a namespace is answered from its :class:`Held` copy with no backend
-read per query. A copy is loaded at the namespace's first use from the snapshot file the clean-close stamp
-vouches for (the only trust rule), else built by one paged read of the active records, and kept exact by every
-write of the store (:meth:`Replica.reindex`), which also erases the namespace's snapshots, so a crash can leave
-a missing file but never a stale one. On a shared Chroma server the namespace's change feed (``replica.feed``)
-is read before every search: no process serves stale data. Derived files are written only by
-:meth:`Replica.close`.
+A :class:`Replica` answers every recall of a namespace from its :class:`Held` copy, with no backend read per
+query. A copy is loaded from the snapshot the clean-close stamp vouches for (the only trust rule), else built by
+one paged read, and kept exact by every write (:meth:`Replica.reindex`), which also erases the namespace's
+snapshots: a crash can leave a missing file but never a stale one. On a shared Chroma server the change feed is
+read before every search. Derived files are written only by :meth:`Replica.close`.
 """
 
 from __future__ import annotations
@@ -33,13 +30,10 @@ logger = logging.getLogger(__name__)
 
 
 class Replica:
-    """The in-process read path of one store (see the module docstring).
+    """The in-process read path of one store (see the module docstring), read under the store's lock.
 
-    Args:
-        backend: The store's backend (its directory, whether it is the only writer, the stamp's word).
-        collection: Opens a namespace's collection of a role without creating it (``None``: there is none).
-        checked: The collection once its recorded embedder is the store's (raises otherwise).
-        identity: The store's embedder identity.
+    ``collection`` opens a namespace's collection of a role without creating it (``None``: there is none);
+    ``checked`` returns it once its recorded embedder is the store's (raises otherwise).
     """
 
     def __init__(
@@ -63,7 +57,6 @@ class Replica:
         self._dropped: set[str] = set()  # namespaces whose snapshots this store already erased
         self._counted: dict[str, tuple[dict[str, Any], int]] = {}  # statistics counted, and after how many writes
 
-    # ------------------------------------------------------------------ the reader (under the store's lock)
     def hybrid(
         self, namespace: str, query: str, vector: Sequence[float], k: int, normalize: bool
     ) -> tuple[dict[str, tuple[MemoryUnit, float]], dict[str, float]]:
@@ -98,21 +91,15 @@ class Replica:
         held = self.current(namespace)
         return [] if held is None else held.index.search(query, k, normalize=normalize)
 
-    # ------------------------------------------------------------------ the namespace's copy
     def current(self, namespace: str) -> Held | None:
-        """``namespace``'s copy, current: held, loaded from its trusted snapshot, or built; ``None``: no memories yet.
-
-        The embedder check runs first, as for any search.
-        """
+        """``namespace``'s copy, current, after the embedder check: held, loaded or built; ``None``: no memories yet."""
         col = self._checked(self._collection(namespace, "memories"))
         return None if col is None else self._current(namespace, col)
 
     def _current(self, namespace: str, col: Collection, *, build: bool = True) -> Held | None:
-        """:meth:`current` once ``col`` (the memories collection) is open; without ``build``, only if held or loaded.
-
-        On a shared server what other writers changed is read again first (everything, when the feed no
-        longer covers the gap).
-        """
+        """:meth:`current` once ``col`` is open; without ``build``, only if held or loaded. On a shared server what
+        other writers changed is read again first (everything, when the feed no longer covers the gap).
+        """  # noqa: D205
         held = self._held.get(namespace)
         feed = self._feed(namespace)
         if held is not None and feed is not None:
@@ -123,8 +110,7 @@ class Replica:
             else:
                 held.mirror.stale.update(changed)
                 held.seen = seen
-        if held is None:
-            held = self._load(namespace)
+        held = held or self._load(namespace)
         if held is None:
             if not build:
                 return None
@@ -159,10 +145,9 @@ class Replica:
         """The namespace's change feed, or ``None`` when this store is the only writer."""
         if self.backend.single_writer or self.backend.lexical is not None:
             return None  # no other writer (the directory lock, or memory), or a database: no replica at all
-        feed = self.feeds.get(namespace)
-        if feed is None:
-            feed = self.feeds[namespace] = open_change_feed(self.backend, namespace)
-        return feed
+        if namespace not in self.feeds:
+            self.feeds[namespace] = open_change_feed(self.backend, namespace)
+        return self.feeds[namespace]
 
     def reset(self, namespace: str) -> None:
         """``namespace`` was dropped: forget everything derived from it and erase its files."""
@@ -181,18 +166,13 @@ class Replica:
         """Let go of every copy held in memory (the store closed)."""
         self._held.clear()
 
-    # ------------------------------------------------------------------ files
     def erase_unvouched(self) -> int:
-        """Erase every derived file the stamp does not vouch for (never loaded; see ``DerivedFiles.unvouched``).
-
-        Returns how many, for a scrub.
+        """Erase every derived file the stamp does not vouch for (never loaded); returns how many, for a scrub.
 
         Raises:
             StoreError: a file could not be erased.
         """
-        if self.files is None:
-            return 0
-        stale = self.files.unvouched()
+        stale = [] if self.files is None else self.files.unvouched()
         for path in stale:
             erase_file(path)
         if stale:
@@ -210,9 +190,7 @@ class Replica:
             self._dropped.add(namespace)
 
     def distrust(self, namespaces: Iterable[str]) -> None:
-        """After a failure that may have stopped a write half-way: forget every copy held, erase the snapshots
-        of ``namespaces`` (every one the store opened).
-        """  # noqa: D205
+        """After a write that may have stopped half-way: forget every copy, erase the snapshots of ``namespaces``."""
         self.write_failed = True
         self._held.clear()
         for namespace in set(namespaces):
@@ -244,14 +222,12 @@ class Replica:
     def close(self, *, entry: Callable[[str], dict[str, Any] | None], runs: Callable[[str], int]) -> None:
         """The store's close, before the backend closes: the one moment derived files are written.
 
-        Saves the snapshots, then rewrites the statistics summary this session leaves current, then vouches for
-        what is on disk to the directory's stamp (a write that follows, through the backend after this store
-        closed, unvouches it). Per namespace, the entry kept is what this session counted (:meth:`counted`) if
-        no write followed it into the namespace; else the entry trusted at open if none of its collections was
-        written, with its runs read again (``runs``) if only its journal was; else ``entry`` counts it again
-        (``None`` when that is not cheap: it is dropped). Nothing is kept after a write whose scope the backend
-        cannot tell, or one that failed half-way. A session that neither wrote nor counted leaves the files as
-        they were. A summary that could be neither kept nor erased is logged, and nothing is vouched for.
+        Saves the snapshots, rewrites the statistics summary, then vouches for what is on disk to the stamp (a later
+        write through the backend unvouches it). A namespace keeps the entry this session counted (:meth:`counted`)
+        if no write followed; else the one trusted at open if none of its collections was written (its ``runs`` read
+        again if only the journal was); else ``entry`` counts it again (``None``, not cheap: dropped). Nothing is
+        kept after a write of unknown scope or one that failed half-way; a session that neither wrote nor counted
+        leaves the files as they were. A summary neither kept nor erased is logged, and nothing is vouched for.
         """
         self.save()
         held, files = self.backend.directory, self.files
@@ -289,20 +265,14 @@ class Replica:
                 return
         held.vouch()
 
-    # ------------------------------------------------------------------ the store wrote
     def reindex(self, namespace: str, upserts: Sequence[MemoryUnit] = (), deletes: Sequence[str] = ()) -> None:
-        """The store wrote ``upserts`` and deleted ``deletes`` in ``namespace``: keep the copy in step.
-
-        What is held (or, at the first write, loaded from the trusted snapshots) is patched, the snapshots are
-        erased, and other writers of a shared server are told.
-        """
+        """The store wrote ``upserts`` and deleted ``deletes`` in ``namespace``: patch the copy held (or, at the first
+        write, loaded from the trusted snapshot), erase the snapshots, and tell other writers of a shared server.
+        """  # noqa: D205
         written = [*(u.memory_id for u in upserts), *deletes]
-        held = self._held.get(namespace)
-        if held is None:
-            held = self._load(namespace)
-            if held is not None:
-                self._held[namespace] = held
+        held = self._held.get(namespace) or self._load(namespace)
         if held is not None:  # not held: built from the backend when first searched
+            self._held[namespace] = held
             held.index.delete(deletes)
             held.index.upsert(upserts)
             held.mirror.discard(deletes)

@@ -1,7 +1,6 @@
 """What ``hindsight stats`` prints for a namespace (its *entry*), and the summary of a store's entries.
 
-The store's close keeps each namespace's entry in a ``counts`` file (which ones: ``Replica.close``; read by
-``DerivedFiles.summary``), so ``stats`` need not open Chroma. Standard library only.
+The store's close keeps entries in ``counts`` files, so ``stats`` need not open Chroma. Standard library only.
 """
 
 from __future__ import annotations
@@ -19,12 +18,7 @@ SUMMARY_FIELDS = ("status", "task_type", "source")
 
 @dataclass(frozen=True)
 class Summary:
-    """A store's statistics as last counted (read from its ``counts`` files).
-
-    Attributes:
-        namespaces: Every namespace the store had (sorted).
-        stats: Per counted namespace, its entry.
-    """
+    """A store's statistics as last counted: every namespace it had (sorted), and each counted one's entry."""
 
     namespaces: list[str]
     stats: dict[str, dict[str, Any]]
@@ -36,12 +30,9 @@ def _ranked(counts: Counter[str]) -> dict[str, int]:
 
 
 def summary_entry(counts: Mapping[tuple[str, ...], int], runs: int) -> dict[str, Any]:
-    """A namespace's entry (``MemoryStore.statistics``' keys), every mapping in the order ``stats`` prints.
-
-    Args:
-        counts: ``MemoryStore.count_by(*SUMMARY_FIELDS)`` of the namespace.
-        runs: How many run records its journal holds.
-    """
+    """A namespace's entry (``MemoryStore.statistics``' keys) from its ``count_by(*SUMMARY_FIELDS)`` and the run
+    records its journal holds, every mapping in the order ``stats`` prints.
+    """  # noqa: D205
     status: Counter[str] = Counter()
     types: Counter[str] = Counter()
     sources: Counter[str] = Counter()
