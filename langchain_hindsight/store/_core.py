@@ -1,9 +1,7 @@
 """The core of ``MemoryStore``: its shared state, collections and embedder checks, the reader and reads by id.
 
-:class:`StoreCore` holds what every function of the store shares and chooses, once when the store opens, where
-recall reads (:attr:`StoreCore.read_path`): :class:`DatabaseReader` on a database that answers both arms itself,
-else the in-process :class:`~langchain_hindsight.store.replica.Replica`. The other store modules use only its
-public methods (``tests/unit_tests/store/test_private_access.py``).
+:class:`StoreCore` chooses once, when the store opens, where recall reads (:attr:`StoreCore.read_path`):
+:class:`DatabaseReader` on a database that answers both arms itself, else the in-process ``Replica``.
 """
 
 from __future__ import annotations
@@ -88,9 +86,8 @@ def check_ids(ids: object) -> list[str]:
 def backend_errors(method: Callable[_P, _R]) -> Callable[_P, _R]:
     """A public store method: a backend failure is raised as :class:`BackendError` naming the method.
 
-    File-system and SQLite errors raised outside the backend (snapshots, intent
-    files) count as backend failures too; programming errors keep their type.
-    After any failure (a write may have stopped half-way) the store's cached units are dropped.
+    File-system and SQLite errors outside the backend (snapshots, intent files) count as backend failures too;
+    programming errors keep their type. After any failure that may follow a write, the replica is distrusted.
     """
 
     @functools.wraps(method)
@@ -103,7 +100,7 @@ def backend_errors(method: Callable[_P, _R]) -> Callable[_P, _R]:
                 isinstance(e, OSError | sqlite3.Error) and not isinstance(e, HindsightError)
             )
             if isinstance(store, StoreCore) and not isinstance(e, _NOTHING_WRITTEN):
-                store.distrust_copies()  # a write may have stopped half-way
+                store.distrust_copies()
             if backend and not getattr(e, "store_method", None):
                 error = BackendError(f"MemoryStore.{method.__name__} failed in the storage backend: {e}")
                 error.store_method = method.__name__  # type: ignore[attr-defined]
@@ -259,10 +256,9 @@ class StoreCore:
     def _recheck(self, namespace: str, role: Role) -> None:
         """Forget the cached ``role`` collection of ``namespace`` if another process dropped or replaced it.
 
-        Where other processes write, ``hindsight reembed`` run elsewhere switches a collection for a copy with
-        another embedder's vectors, and a forgotten namespace written again gets new collections under the old
-        names: the cached handle and its embedder check are then stale. Dropping both makes the next use open
-        the current collection and check this store's embedder against it again.
+        A ``hindsight reembed`` elsewhere switches in a copy with another embedder's vectors, and a forgotten
+        namespace written again gets new collections under the old names: dropping the stale handle and its
+        embedder check makes the next use open the current collection and check this store's embedder on it.
         """
         key = (namespace, role)
         cached = self._collections.get(key)
@@ -273,16 +269,9 @@ class StoreCore:
         same_embedder = found is not None and recorded_identity(found) == recorded_identity(cached)
         if found is not None and same_embedder and found.instance == cached.instance:
             return
-        logger.info(
-            "the %s collection of namespace %r was %s by another process: reopening",
-            role,
-            namespace,
-            "dropped"
-            if found is None
-            else "dropped and created again"
-            if same_embedder
-            else f"replaced (re-embedded with {recorded_identity(found)})",
-        )
+        how = "dropped" if found is None else f"replaced (re-embedded with {recorded_identity(found)})"
+        how = "dropped and created again" if same_embedder else how
+        logger.info("the %s collection of namespace %r was %s by another process: reopening", role, namespace, how)
         del self._collections[key]
         self._embedder_checked.discard(cached.name)
         if role in ROLES:  # what the replica holds of the namespace describes the old collection
@@ -357,11 +346,7 @@ def query_index(
 
 
 def nearest_wanted(k: int) -> int:
-    """How many nearest records a dense query asks for to serve ``k`` active ones.
-
-    Some of the nearest may be archived or superseded, so the query asks for a few more (at least 8, or half of
-    ``k``); a caller that still finds fewer than ``k`` active among that many asks again with a status filter.
-    """
+    """How many nearest records a dense query asks for to serve ``k`` active ones (a few may be inactive)."""
     return k + max(8, k // 2)
 
 
@@ -383,12 +368,8 @@ def _again_if_empty(
 class DatabaseReader:
     """The read path of a database that answers both arms itself (Postgres): nothing is held in process.
 
-    A hybrid recall is one statement (``Records.hybrid_query``). Each read answers as the ``Replica`` method of the
-    same name; one that answers nothing checks once whether another process dropped or replaced the namespace's
-    collection (:meth:`StoreCore.replaced_elsewhere`) and asks again.
-
-    Args:
-        store: The store it reads for (its collections, through public methods only).
+    Each read answers as the ``Replica`` method of the same name; one that answers nothing checks once whether
+    another process dropped or replaced the namespace's collection (:meth:`StoreCore.replaced_elsewhere`).
     """
 
     def __init__(self, store: StoreCore) -> None:
@@ -417,17 +398,14 @@ class DatabaseReader:
             return {}, {}
         nearest = nearest_wanted(k)
         found = col.hybrid_query(query, vector, k=k, nearest=nearest, normalize=normalize)
-        active = [(i, d) for i, d in found.nearest if found.records[i][1].get("status") == "active"]
+        rows = found.records
+        active = [(i, d) for i, d in found.nearest if rows[i][1].get("status") == "active"]
         if len(active) < k and len(found.nearest) >= nearest:
             return None
-
-        def unit_of(memory_id: str) -> MemoryUnit:
-            return unit_from_record(memory_id, found.records[memory_id][0], found.records[memory_id][1])
-
-        candidates = {i: (unit_of(i), 1.0 - d) for i, d in active[:k]}
+        candidates = {i: (unit_from_record(i, rows[i][0], rows[i][1]), 1.0 - d) for i, d in active[:k]}
         for i, _ in found.lexical:  # lexical matches the dense arm did not return: their similarity
-            if i not in candidates and i in found.records and found.records[i][1].get("status") == "active":
-                candidates[i] = (unit_of(i), found.records[i][2])
+            if i not in candidates and i in rows and rows[i][1].get("status") == "active":
+                candidates[i] = (unit_from_record(i, rows[i][0], rows[i][1]), rows[i][2])
         return candidates, dict(found.lexical)
 
     @_again_if_empty
