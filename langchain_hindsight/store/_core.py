@@ -170,11 +170,8 @@ class StoreCore:
         """
         self.ensure_open()
         key = (namespace, role)
-        if (
-            not self.backend.single_writer
-            and key in self._collections
-            and time.monotonic() - self._checked_at.get(key, 0.0) > RECHECK_SECONDS
-        ):
+        due = time.monotonic() - self._checked_at.get(key, 0.0) > RECHECK_SECONDS
+        if due and key in self._collections and not self.backend.single_writer:
             self._recheck(namespace, role)
         cached = self._collections.get(key)
         if cached is not None:
@@ -190,20 +187,13 @@ class StoreCore:
         return col
 
     def collections_of(self, namespace: str, roles: Sequence[Role] = ROLES) -> Iterator[tuple[Role, Collection]]:
-        """``(role, collection)`` for each of ``namespace``'s collections of ``roles`` that exists, in that order.
-
-        The one walk over a namespace's collections: each is opened as :meth:`collection` opens it (never created).
-        """
+        """``(role, collection)`` for each of ``namespace``'s collections of ``roles`` that exists (never created)."""
         for role in roles:
             if (col := self.collection(namespace, role)) is not None:
                 yield role, col
 
     def memories(self, namespace: str) -> Collection | None:
-        """``namespace``'s memories collection once its recorded embedder is this store's (never created).
-
-        Raises:
-            EmbedderMismatchError: its vectors were written by another embedder.
-        """
+        """``namespace``'s memories collection (never created); ``EmbedderMismatchError`` if another embedder's."""
         return self._vectors(self.collection(namespace))
 
     def vector_collection(self, namespace: str, role: Role = "memories") -> Collection:
@@ -218,11 +208,7 @@ class StoreCore:
             raise StoreClosedError("this MemoryStore is closed")
 
     def namespace_or_default(self, namespace: str | None) -> str:
-        """``namespace`` checked, or the store's default namespace when ``None``.
-
-        Raises:
-            ConfigurationError: not a valid namespace name.
-        """
+        """``namespace`` checked (a :class:`ConfigurationError` if invalid), or the store's default when ``None``."""
         return self.namespace if namespace is None else check_namespace(namespace)
 
     def dropped(self, namespace: str) -> None:
