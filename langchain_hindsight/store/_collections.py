@@ -10,6 +10,7 @@ import logging
 from collections.abc import Callable
 from typing import Any, get_args
 
+from langchain_hindsight._checks import is_int
 from langchain_hindsight._trust import MemorySource
 from langchain_hindsight.embeddings.identity import MINILM_DIMENSION, MINILM_NAME, EmbedderIdentity
 from langchain_hindsight.errors import ConfigurationError, EmbedderMismatchError, StoreError
@@ -83,7 +84,7 @@ def recorded_identity(col: Collection) -> EmbedderIdentity | None:
     if not isinstance(name, str) or not name:
         return None
     dim = meta.get(EMBEDDER_DIM_KEY)
-    return EmbedderIdentity(name, dim if isinstance(dim, int) and not isinstance(dim, bool) and dim > 0 else None)
+    return EmbedderIdentity(name, dim if is_int(dim, 1) else None)
 
 
 def switch_reembed(backend: Backend, name: str, side: Collection) -> Collection:

@@ -138,8 +138,7 @@ class StoreCore:
         )
         """The store's in-process copy of its data and the owner of its derived files (empty on a database)."""
         self.read_path: Literal["database", "replica"] = "database" if backend.lexical is not None else "replica"
-        """Where recall reads, chosen once at open: ``"database"`` (Postgres: one statement per recall, no copy
-        in process) or ``"replica"`` (the in-process lexical index and recall mirror, any other backend)."""
+        """Where recall reads, chosen once at open: ``"database"`` (Postgres, no copy in process) or ``"replica"``."""
         self.reader: DatabaseReader | Replica = DatabaseReader(self) if self.read_path == "database" else self.replica
         self.run_records = RunRecords(lambda namespace, create: self.collection(namespace, "journal", create=create))
         """The run records of every namespace (the storage under :class:`~langchain_hindsight.journal.RunJournal`)."""
@@ -228,10 +227,10 @@ class StoreCore:
         self.replica.distrust(ns for ns, _ in self._collections)
 
     def replaced_elsewhere(self, namespace: str) -> bool:
-        """After an empty answer on the database read path: whether another process dropped or replaced the
-        namespace's memories collection (then opened again by name). Only an empty answer can come from a
-        dropped collection, so the check costs a round trip only when there is nothing to recall.
-        """  # noqa: D205
+        """Whether another process dropped or replaced ``namespace``'s memories collection (then reopened by name).
+
+        Asked on the database read path only after an empty answer, the one a dropped collection can give.
+        """
         cached = self._collections.get((namespace, "memories"))
         if self.read_path != "database" or cached is None:
             return False
