@@ -298,8 +298,7 @@ def _plan_successor(
         head, seen = now.get(i), {i}
         while head is not None and head.status == "superseded" and len(seen) < _CHAIN_STEPS:
             successors = [u for u in records(col, where={"supersedes": head.memory_id}) if u.memory_id not in seen]
-            if not successors:
-                head = None
+            if not successors:  # a superseded head without a successor: no active version
                 break
             active = [u for u in successors if u.status == "active"]
             head = (active or sorted(successors, key=lambda u: u.created_at))[-1]
