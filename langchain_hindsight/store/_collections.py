@@ -10,6 +10,7 @@ import logging
 from collections.abc import Callable
 from typing import Any, get_args
 
+from langchain_hindsight._checks import is_int
 from langchain_hindsight._trust import MemorySource
 from langchain_hindsight.embeddings.identity import MINILM_DIMENSION, MINILM_NAME, EmbedderIdentity
 from langchain_hindsight.errors import ConfigurationError, EmbedderMismatchError, StoreError
@@ -83,7 +84,7 @@ def recorded_identity(col: Collection) -> EmbedderIdentity | None:
     if not isinstance(name, str) or not name:
         return None
     dim = meta.get(EMBEDDER_DIM_KEY)
-    return EmbedderIdentity(name, dim if isinstance(dim, int) and not isinstance(dim, bool) and dim > 0 else None)
+    return EmbedderIdentity(name, dim if is_int(dim, 1) else None)
 
 
 def switch_reembed(backend: Backend, name: str, side: Collection) -> Collection:
@@ -102,8 +103,7 @@ def switch_reembed(backend: Backend, name: str, side: Collection) -> Collection:
 def recover_reembed(backend: Backend, name: str) -> Collection | None:
     """Finish a re-embedding of collection ``name`` that died between drop and rename; the collection or ``None``.
 
-    Only a side collection marked complete (verified against the original) is
-    renamed; an incomplete one is left for the next ``hindsight reembed``.
+    Only a side collection marked complete (verified) is renamed; an incomplete one waits for ``hindsight reembed``.
     """
     side = backend.get_collection(name + REEMBED_SUFFIX)
     if side is None or not (side.metadata or {}).get(REEMBED_COMPLETE):
@@ -117,9 +117,8 @@ def open_collection(
 ) -> Collection | None:
     """``namespace``'s ``role`` collection; ``None`` if it does not exist and ``create`` is false.
 
-    A memories or archive collection created here records an embedder identity:
-    its sibling's (the archive receives copies of the memories' vectors), else
-    ``identity`` (the store's embedder).
+    A memories or archive collection created here records its sibling's embedder identity (the archive receives
+    copies of the memories' vectors), else ``identity`` (the store's embedder).
     """
     name = collection_name(namespace, role)
     try:
@@ -154,15 +153,12 @@ def _same(recorded: EmbedderIdentity, identity: EmbedderIdentity) -> bool:
 def check_embedder(col: Collection, identity: EmbedderIdentity) -> None:
     """Refuse ``identity`` on ``col`` unless its vectors were written by that embedder.
 
-    An empty collection adopts ``identity``. A collection created before
-    identities were recorded is taken as all-MiniLM-L6-v2 (the only default
-    then): it adopts MiniLM, and a custom embedder too (it may well be the one
-    that wrote it; logged), but not the other built-in embedder. A recorded
-    identity that matches with a newly known dimension is completed.
+    An empty collection adopts ``identity``. One created before identities were recorded is taken as MiniLM (the
+    only default then): it adopts MiniLM, and a custom embedder too (maybe the one that wrote it; logged), but not
+    another built-in one. A recorded identity that matches with a newly known dimension is completed.
 
     Raises:
-        EmbedderMismatchError: the vectors come from another embedder (the
-            message names both and ``hindsight reembed``).
+        EmbedderMismatchError: the vectors come from another embedder (the message names both and the migration).
     """
     meta = col.metadata
     recorded = recorded_identity(col)
@@ -194,9 +190,8 @@ def check_embedder(col: Collection, identity: EmbedderIdentity) -> None:
 def recorded_embedder(backend: Backend, namespace: str) -> EmbedderIdentity | None:
     """The embedder identity a store on ``backend`` records, or ``None`` for a new (or mixed) store.
 
-    ``namespace``'s memories (else archive) collection decides; without one, the
-    identity every vector collection agrees on. A non-empty collection without a
-    recorded identity counts as MiniLM (``_LEGACY_IDENTITY``).
+    ``namespace``'s memories (else archive) collection decides; without one, the identity every vector collection
+    agrees on. A non-empty collection without a recorded identity counts as MiniLM (``_LEGACY_IDENTITY``).
     """
 
     def identity(col: Collection) -> EmbedderIdentity | None:
@@ -251,6 +246,4 @@ def filter_where(filters: dict[str, object], normalize_task_type: Callable[[str]
             if key in ALLOWED and value not in ALLOWED[key]:
                 raise ConfigurationError(f"{key} filter must be one of {ALLOWED[key]}, got {value!r}")
             clauses.append({key: normalize_task_type(value) if key == "task_type" else value})
-    if len(clauses) > 1:
-        return {"$and": clauses}
-    return clauses[0] if clauses else None
+    return {"$and": clauses} if len(clauses) > 1 else clauses[0] if clauses else None

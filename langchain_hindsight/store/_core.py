@@ -1,9 +1,7 @@
 """The core of ``MemoryStore``: its shared state, collections and embedder checks, the reader and reads by id.
 
-:class:`StoreCore` holds what every function of the store shares and chooses, once when the store opens, where
-recall reads (:attr:`StoreCore.read_path`): :class:`DatabaseReader` on a database that answers both arms itself,
-else the in-process :class:`~langchain_hindsight.store.replica.Replica`. The other store modules use only its
-public methods (``tests/unit_tests/store/test_private_access.py``).
+:class:`StoreCore` chooses once, when the store opens, where recall reads (:attr:`StoreCore.read_path`):
+:class:`DatabaseReader` on a database that answers both arms itself, else the in-process ``Replica``.
 """
 
 from __future__ import annotations
@@ -88,9 +86,8 @@ def check_ids(ids: object) -> list[str]:
 def backend_errors(method: Callable[_P, _R]) -> Callable[_P, _R]:
     """A public store method: a backend failure is raised as :class:`BackendError` naming the method.
 
-    File-system and SQLite errors raised outside the backend (snapshots, intent
-    files) count as backend failures too; programming errors keep their type.
-    After any failure (a write may have stopped half-way) the store's cached units are dropped.
+    File-system and SQLite errors outside the backend (snapshots, intent files) count as backend failures too;
+    programming errors keep their type. After any failure that may follow a write, the replica is distrusted.
     """
 
     @functools.wraps(method)
@@ -103,7 +100,7 @@ def backend_errors(method: Callable[_P, _R]) -> Callable[_P, _R]:
                 isinstance(e, OSError | sqlite3.Error) and not isinstance(e, HindsightError)
             )
             if isinstance(store, StoreCore) and not isinstance(e, _NOTHING_WRITTEN):
-                store.distrust_copies()  # a write may have stopped half-way
+                store.distrust_copies()
             if backend and not getattr(e, "store_method", None):
                 error = BackendError(f"MemoryStore.{method.__name__} failed in the storage backend: {e}")
                 error.store_method = method.__name__  # type: ignore[attr-defined]
@@ -141,8 +138,7 @@ class StoreCore:
         )
         """The store's in-process copy of its data and the owner of its derived files (empty on a database)."""
         self.read_path: Literal["database", "replica"] = "database" if backend.lexical is not None else "replica"
-        """Where recall reads, chosen once at open: ``"database"`` (Postgres: one statement per recall, no copy
-        in process) or ``"replica"`` (the in-process lexical index and recall mirror, any other backend)."""
+        """Where recall reads, chosen once at open: ``"database"`` (Postgres, no copy in process) or ``"replica"``."""
         self.reader: DatabaseReader | Replica = DatabaseReader(self) if self.read_path == "database" else self.replica
         self.run_records = RunRecords(lambda namespace, create: self.collection(namespace, "journal", create=create))
         """The run records of every namespace (the storage under :class:`~langchain_hindsight.journal.RunJournal`)."""
@@ -173,11 +169,8 @@ class StoreCore:
         """
         self.ensure_open()
         key = (namespace, role)
-        if (
-            not self.backend.single_writer
-            and key in self._collections
-            and time.monotonic() - self._checked_at.get(key, 0.0) > RECHECK_SECONDS
-        ):
+        due = time.monotonic() - self._checked_at.get(key, 0.0) > RECHECK_SECONDS
+        if due and key in self._collections and not self.backend.single_writer:
             self._recheck(namespace, role)
         cached = self._collections.get(key)
         if cached is not None:
@@ -193,20 +186,13 @@ class StoreCore:
         return col
 
     def collections_of(self, namespace: str, roles: Sequence[Role] = ROLES) -> Iterator[tuple[Role, Collection]]:
-        """``(role, collection)`` for each of ``namespace``'s collections of ``roles`` that exists, in that order.
-
-        The one walk over a namespace's collections: each is opened as :meth:`collection` opens it (never created).
-        """
+        """``(role, collection)`` for each of ``namespace``'s collections of ``roles`` that exists (never created)."""
         for role in roles:
             if (col := self.collection(namespace, role)) is not None:
                 yield role, col
 
     def memories(self, namespace: str) -> Collection | None:
-        """``namespace``'s memories collection once its recorded embedder is this store's (never created).
-
-        Raises:
-            EmbedderMismatchError: its vectors were written by another embedder.
-        """
+        """``namespace``'s memories collection (never created); ``EmbedderMismatchError`` if another embedder's."""
         return self._vectors(self.collection(namespace))
 
     def vector_collection(self, namespace: str, role: Role = "memories") -> Collection:
@@ -221,11 +207,7 @@ class StoreCore:
             raise StoreClosedError("this MemoryStore is closed")
 
     def namespace_or_default(self, namespace: str | None) -> str:
-        """``namespace`` checked, or the store's default namespace when ``None``.
-
-        Raises:
-            ConfigurationError: not a valid namespace name.
-        """
+        """``namespace`` checked (a :class:`ConfigurationError` if invalid), or the store's default when ``None``."""
         return self.namespace if namespace is None else check_namespace(namespace)
 
     def dropped(self, namespace: str) -> None:
@@ -245,10 +227,10 @@ class StoreCore:
         self.replica.distrust(ns for ns, _ in self._collections)
 
     def replaced_elsewhere(self, namespace: str) -> bool:
-        """After an empty answer on the database read path: whether another process dropped or replaced the
-        namespace's memories collection (then opened again by name). Only an empty answer can come from a
-        dropped collection, so the check costs a round trip only when there is nothing to recall.
-        """  # noqa: D205
+        """Whether another process dropped or replaced ``namespace``'s memories collection (then reopened by name).
+
+        Asked on the database read path only after an empty answer, the one a dropped collection can give.
+        """
         cached = self._collections.get((namespace, "memories"))
         if self.read_path != "database" or cached is None:
             return False
@@ -259,10 +241,9 @@ class StoreCore:
     def _recheck(self, namespace: str, role: Role) -> None:
         """Forget the cached ``role`` collection of ``namespace`` if another process dropped or replaced it.
 
-        Where other processes write, ``hindsight reembed`` run elsewhere switches a collection for a copy with
-        another embedder's vectors, and a forgotten namespace written again gets new collections under the old
-        names: the cached handle and its embedder check are then stale. Dropping both makes the next use open
-        the current collection and check this store's embedder against it again.
+        A ``hindsight reembed`` elsewhere switches in a copy with another embedder's vectors, and a forgotten
+        namespace written again gets new collections under the old names: dropping the stale handle and its
+        embedder check makes the next use open the current collection and check this store's embedder on it.
         """
         key = (namespace, role)
         cached = self._collections.get(key)
@@ -273,16 +254,9 @@ class StoreCore:
         same_embedder = found is not None and recorded_identity(found) == recorded_identity(cached)
         if found is not None and same_embedder and found.instance == cached.instance:
             return
-        logger.info(
-            "the %s collection of namespace %r was %s by another process: reopening",
-            role,
-            namespace,
-            "dropped"
-            if found is None
-            else "dropped and created again"
-            if same_embedder
-            else f"replaced (re-embedded with {recorded_identity(found)})",
-        )
+        how = "dropped" if found is None else f"replaced (re-embedded with {recorded_identity(found)})"
+        how = "dropped and created again" if same_embedder else how
+        logger.info("the %s collection of namespace %r was %s by another process: reopening", role, namespace, how)
         del self._collections[key]
         self._embedder_checked.discard(cached.name)
         if role in ROLES:  # what the replica holds of the namespace describes the old collection
@@ -357,11 +331,7 @@ def query_index(
 
 
 def nearest_wanted(k: int) -> int:
-    """How many nearest records a dense query asks for to serve ``k`` active ones.
-
-    Some of the nearest may be archived or superseded, so the query asks for a few more (at least 8, or half of
-    ``k``); a caller that still finds fewer than ``k`` active among that many asks again with a status filter.
-    """
+    """How many nearest records a dense query asks for to serve ``k`` active ones (a few may be inactive)."""
     return k + max(8, k // 2)
 
 
@@ -383,12 +353,8 @@ def _again_if_empty(
 class DatabaseReader:
     """The read path of a database that answers both arms itself (Postgres): nothing is held in process.
 
-    A hybrid recall is one statement (``Records.hybrid_query``). Each read answers as the ``Replica`` method of the
-    same name; one that answers nothing checks once whether another process dropped or replaced the namespace's
-    collection (:meth:`StoreCore.replaced_elsewhere`) and asks again.
-
-    Args:
-        store: The store it reads for (its collections, through public methods only).
+    Each read answers as the ``Replica`` method of the same name; one that answers nothing checks once whether
+    another process dropped or replaced the namespace's collection (:meth:`StoreCore.replaced_elsewhere`).
     """
 
     def __init__(self, store: StoreCore) -> None:
@@ -417,17 +383,14 @@ class DatabaseReader:
             return {}, {}
         nearest = nearest_wanted(k)
         found = col.hybrid_query(query, vector, k=k, nearest=nearest, normalize=normalize)
-        active = [(i, d) for i, d in found.nearest if found.records[i][1].get("status") == "active"]
+        rows = found.records
+        active = [(i, d) for i, d in found.nearest if rows[i][1].get("status") == "active"]
         if len(active) < k and len(found.nearest) >= nearest:
             return None
-
-        def unit_of(memory_id: str) -> MemoryUnit:
-            return unit_from_record(memory_id, found.records[memory_id][0], found.records[memory_id][1])
-
-        candidates = {i: (unit_of(i), 1.0 - d) for i, d in active[:k]}
+        candidates = {i: (unit_from_record(i, rows[i][0], rows[i][1]), 1.0 - d) for i, d in active[:k]}
         for i, _ in found.lexical:  # lexical matches the dense arm did not return: their similarity
-            if i not in candidates and i in found.records and found.records[i][1].get("status") == "active":
-                candidates[i] = (unit_of(i), found.records[i][2])
+            if i not in candidates and i in rows and rows[i][1].get("status") == "active":
+                candidates[i] = (unit_from_record(i, rows[i][0], rows[i][1]), rows[i][2])
         return candidates, dict(found.lexical)
 
     @_again_if_empty

@@ -68,18 +68,12 @@ Planner = Callable[[str, Collection, list[MemoryUnit], list[list[float]]], Write
 EMBED_BATCH = 256
 """Texts per embedding call on the write path (each call batches further inside the embedder)."""
 
-_QUERY_BATCH = 1000
-"""Query vectors per backend call when looking up a batch's stored neighbours."""
-_MIRROR_WINDOW = 64
-"""How many of the mirror's nearest units a write's neighbour lookup reads for its scope before asking the backend."""
-_UNIT_LENGTH_TOLERANCE = 1e-3
-"""How far from 1 a query vector's length may be for the mirror's dot product to stand for its cosine."""
-
+_QUERY_BATCH = 1000  # query vectors per backend call when looking up a batch's stored neighbours
+_MIRROR_WINDOW = 64  # the mirror's nearest units a neighbour lookup reads for its scope before asking the backend
+_UNIT_LENGTH_TOLERANCE = 1e-3  # how far from 1 a vector's length may be for the mirror's dot product to be its cosine
+_CHAIN_STEPS = 256  # successors followed at most to a chain's active head (a cycle or a fork cannot loop)
 _DID = {"added": "added as {id}", "merged": "merged into {id}", "superseded": "superseded {related}; stored as {id}"}
 """What each write did, as its INFO line says it."""
-
-_CHAIN_STEPS = 256
-"""At most this many successors are followed to a chain's active head (a cycle or a fork cannot loop)."""
 
 
 def add(
@@ -184,12 +178,7 @@ def _taken(store: StoreCore, col: Collection, ns: str, ids: list[str]) -> set[st
 
 
 def _new_units_plan(
-    store: StoreCore,
-    ns: str,
-    units: list[MemoryUnit],
-    vectors: list[list[float]],
-    planner: Planner,
-    if_absent: bool,
+    store: StoreCore, ns: str, units: list[MemoryUnit], vectors: list[list[float]], planner: Planner, if_absent: bool
 ) -> list[WriteResult]:
     """The one write plan of new units: read which ids are taken, plan, write, tell the replica, log each result."""
     col = store.vector_collection(ns)
@@ -214,10 +203,8 @@ def _plan_add(
 ) -> WritePlan:
     """:func:`~decide.plan_add` on each unit's :data:`~decide.NEIGHBOURS` stored active units nearest in its scope.
 
-    Where the store's reader holds the namespace's recall mirror and nothing else writes the data (an embedded
-    store), the neighbours are read from it (:func:`_mirror_neighbours`), as recall reads; else, and for a unit
-    the mirror cannot answer, one batched query per scope in the batch (one per task type and kind for
-    ``"task_type"``), with the filter and depth a query per unit would use.
+    Read from the namespace's held recall mirror when nothing else writes the data (an embedded store); else, and
+    for a unit the mirror cannot answer, one batched backend query per scope (task type and kind, or the namespace).
     """
     out: list[list[Neighbour]] = [[] for _ in units]
     # none to look up: no dedupe, or an empty collection (a count would read every record on a database)
@@ -231,8 +218,7 @@ def _plan_add(
         if mirror is not None:
             found = {i: _mirror_neighbours(mirror, vectors[i], key) for i in idx}
             for i, neighbours in found.items():
-                if neighbours is not None:
-                    out[i] = neighbours
+                out[i] = neighbours or []
             idx = [i for i in idx if found[i] is None]  # the mirror could not answer: ask the backend
         active: dict[str, Any] = {"status": "active"}
         where = {"$and": [active, {"task_type": key[0]}, {"kind": key[1]}]} if key else active
@@ -251,13 +237,11 @@ def _plan_add(
 
 
 def _mirror_neighbours(mirror: Mirror, vector: Sequence[float], scope: tuple[str, ...]) -> list[Neighbour] | None:
-    """The :data:`~decide.NEIGHBOURS` active units nearest ``vector`` in ``scope`` (task type and kind, or any),
-    read from the namespace's recall mirror (exact cosine, as a backend query approximates it).
+    """The :data:`~decide.NEIGHBOURS` active units nearest ``vector`` in ``scope``, by the mirror's exact cosine.
 
-    ``None`` when the mirror cannot answer alone: a query vector that is not unit length (the mirror's dot
-    product is the cosine only for those), or fewer in-scope units among the :data:`_MIRROR_WINDOW` nearest
-    than a query filtered on the scope would return (a rare scope: the backend filters).
-    """  # noqa: D205
+    ``None`` when the mirror cannot answer alone: ``vector`` is not unit length (the dot product is the cosine only
+    then), or the window holds fewer in-scope units than a query filtered on the scope would return.
+    """
     if abs(float(np.linalg.norm(np.asarray(vector, dtype=np.float64))) - 1.0) > _UNIT_LENGTH_TOLERANCE:
         return None
     nearest = mirror.nearest(vector, _MIRROR_WINDOW)
@@ -314,8 +298,7 @@ def _plan_successor(
         head, seen = now.get(i), {i}
         while head is not None and head.status == "superseded" and len(seen) < _CHAIN_STEPS:
             successors = [u for u in records(col, where={"supersedes": head.memory_id}) if u.memory_id not in seen]
-            if not successors:
-                head = None
+            if not successors:  # a superseded head without a successor: no active version
                 break
             active = [u for u in successors if u.status == "active"]
             head = (active or sorted(successors, key=lambda u: u.created_at))[-1]
@@ -434,11 +417,8 @@ def record_feedback(
         if len(current) != len(ids):
             gone = sorted(set(ids) - {u.memory_id for u in current})
             logger.warning("feedback skipped for %d unknown memory id(s): %s", len(gone), gone[:5])
-        for u in current:  # see decide.plan_supersede: a credit stays with the version that earned it
-            if u.status != "active":
-                logger.info(
-                    "feedback on %s in %r recorded against that version (it is %s now)", u.memory_id, ns, u.status
-                )
+        for u in (u for u in current if u.status != "active"):  # a credit stays with the version that earned it
+            logger.info("feedback on %s in %r recorded against that version (it is %s now)", u.memory_id, ns, u.status)
         credited = plan_feedback(
             current, when=when, success=success, rejected=rejected, repeats=counts, policy=store.policy
         )

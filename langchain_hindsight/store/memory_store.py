@@ -156,8 +156,7 @@ class MemoryStore(StoreCore):
             embeddings = default_embeddings(recorded_embedder(backend, self.namespace))
         self.embeddings = embeddings
         try:
-            # an import killed midway is rolled forward from its pending file (a directory only)
-            _transfer_ops.finish_interrupted_import(self)
+            _transfer_ops.finish_interrupted_import(self)  # rolled forward from its pending file (a directory only)
             _forget_ops.finish_interrupted_scrub(self)  # a directory's intent files, a database's erase note
         except BaseException:
             self.close()
@@ -182,8 +181,7 @@ class MemoryStore(StoreCore):
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    # ------------------------------------------------------------------ the public methods, each defined with its
-    # docstring in its concept's module
+    # ------------------------------------------------------------------ public methods, defined in their modules
     search = _search_ops.search
     search_by_vector = _search_ops.search_by_vector
     similarity_by_ids = _search_ops.similarity_by_ids

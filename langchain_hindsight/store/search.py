@@ -9,23 +9,35 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from langchain_hindsight._checks import check_query
+from langchain_hindsight._checks import check_int, check_query
 from langchain_hindsight._text import clean_text
-from langchain_hindsight.store._checks import check_k, check_vector
+from langchain_hindsight.errors import ConfigurationError
 from langchain_hindsight.store._core import StoreCore, backend_errors, check_ids, query_index
 from langchain_hindsight.types import MemoryUnit
 
 __all__ = ["hybrid_search", "lexical_search", "search", "search_by_vector", "similarity_by_ids"]
 
+_MAX_K = 1 << 30
+"""Largest search depth ``k``: the over-fetched query depth (``k`` and half again) must fit a backend's 32-bit count."""
+
+
+def _check_vector(method: str, vector: object) -> None:
+    """Refuse a query vector that is not a non-empty sequence of real numbers (``None``, ``[]``, a string)."""
+    if isinstance(vector, str | bytes | bytearray | dict) or not hasattr(vector, "__len__"):
+        raise ConfigurationError(f"{method}: vector must be a sequence of numbers, got {type(vector).__name__}")
+    if len(vector) == 0:  # type: ignore[arg-type]
+        raise ConfigurationError(f"{method}: vector is empty")
+    try:
+        first = vector[0]  # type: ignore[index]
+    except (TypeError, KeyError, IndexError) as e:
+        raise ConfigurationError(f"{method}: vector must be a sequence of numbers") from e
+    if isinstance(first, bool) or (not isinstance(first, int | float) and not hasattr(first, "__float__")):
+        raise ConfigurationError(f"{method}: vector must hold numbers, got {type(first).__name__}")
+
 
 @backend_errors
 def search(
-    store: StoreCore,
-    query: str,
-    *,
-    k: int = 10,
-    namespace: str | None = None,
-    include_embeddings: bool = False,
+    store: StoreCore, query: str, *, k: int = 10, namespace: str | None = None, include_embeddings: bool = False
 ) -> list[tuple[MemoryUnit, float, list[float] | None]]:
     """Dense nearest neighbours among *active* units: ``(unit, cosine_similarity, embedding)``.
 
@@ -33,7 +45,7 @@ def search(
         ConfigurationError: ``query`` is blank (it has no words to match).
     """
     check_query("MemoryStore.search", query)
-    check_k(k)
+    check_int("k", k, 1, _MAX_K)
     vector = store.embeddings.embed_query(clean_text(query))
     return search_by_vector(store, vector, k=k, namespace=namespace, include_embeddings=include_embeddings)
 
@@ -49,8 +61,8 @@ def search_by_vector(
     where: dict[str, Any] | None = None,
 ) -> list[tuple[MemoryUnit, float, list[float] | None]]:
     """Like :meth:`search` with a precomputed query vector; a ``where`` filter is a query of the backend's index."""
-    check_vector("MemoryStore.search_by_vector", vector)
-    check_k(k)
+    _check_vector("MemoryStore.search_by_vector", vector)
+    check_int("k", k, 1, _MAX_K)
     ns = store.namespace_or_default(namespace)
     with store.lock:
         if where is None:
@@ -60,18 +72,14 @@ def search_by_vector(
 
 @backend_errors
 def similarity_by_ids(
-    store: StoreCore,
-    vector: Sequence[float],
-    memory_ids: Sequence[str],
-    *,
-    namespace: str | None = None,
+    store: StoreCore, vector: Sequence[float], memory_ids: Sequence[str], *, namespace: str | None = None
 ) -> list[tuple[MemoryUnit, float]]:
     """The *active* units among ``memory_ids`` with their cosine similarity to ``vector``.
 
     Hybrid recall scores the candidates only the lexical arm found with it. Order follows ``memory_ids``;
     missing or inactive ids are skipped.
     """
-    check_vector("MemoryStore.similarity_by_ids", vector)
+    _check_vector("MemoryStore.similarity_by_ids", vector)
     ids = check_ids(memory_ids) if memory_ids else []
     if not ids:
         return []
@@ -111,8 +119,8 @@ def hybrid_search(
         ConfigurationError: ``query`` is blank (it has no words to match).
     """
     check_query("MemoryStore.hybrid_search", query)
-    check_vector("MemoryStore.hybrid_search", vector)
-    check_k(k)
+    _check_vector("MemoryStore.hybrid_search", vector)
+    check_int("k", k, 1, _MAX_K)
     ns = store.namespace_or_default(namespace)
     with store.lock:
         return store.reader.hybrid(ns, query, vector, k, normalize)
@@ -120,12 +128,7 @@ def hybrid_search(
 
 @backend_errors
 def lexical_search(
-    store: StoreCore,
-    query: str,
-    *,
-    k: int = 10,
-    namespace: str | None = None,
-    normalize: bool = False,
+    store: StoreCore, query: str, *, k: int = 10, namespace: str | None = None, normalize: bool = False
 ) -> list[tuple[str, float]]:
     """BM25 matches among active units: ``(memory_id, score)``, best first.
 
@@ -136,7 +139,7 @@ def lexical_search(
         ConfigurationError: ``query`` is blank (it has no words to match).
     """
     check_query("MemoryStore.lexical_search", query)
-    check_k(k)
+    check_int("k", k, 1, _MAX_K)
     ns = store.namespace_or_default(namespace)
     with store.lock:
         return store.reader.lexical(ns, query, k, normalize)
