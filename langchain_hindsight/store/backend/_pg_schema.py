@@ -14,7 +14,7 @@ from typing import Any
 
 from langchain_hindsight.errors import BackendError
 
-__all__ = ["MIGRATIONS", "SCHEMA", "SCHEMA_VERSION", "migrate"]
+__all__ = ["MIGRATIONS", "SCHEMA", "SCHEMA_VERSION", "migrate", "set_meta"]
 
 logger = logging.getLogger(__name__)
 
@@ -203,17 +203,18 @@ def migrate(conn: Any, psycopg: Any, signature: str, retokenise: Callable[[Any],
             continue
         for statement in statements:
             conn.execute(statement)
-        _set_meta(conn, "schema_version", str(target))
+        set_meta(conn, "schema_version", str(target))
         logger.info("hindsight schema migrated to version %d", target)
     row = conn.execute(f"SELECT value FROM {SCHEMA}.meta WHERE key = 'lexical_signature'").fetchone()
     if row is None or row[0] != signature:
         if row is not None:
             logger.warning("the tokenizer changed: recomputing the lexical terms of every record")
         retokenise(conn)
-        _set_meta(conn, "lexical_signature", signature)
+        set_meta(conn, "lexical_signature", signature)
 
 
-def _set_meta(conn: Any, key: str, value: str) -> None:
+def set_meta(conn: Any, key: str, value: str) -> None:
+    """Set ``key`` of the ``meta`` table to ``value`` (in ``conn``'s transaction)."""
     conn.execute(
         f"INSERT INTO {SCHEMA}.meta VALUES (%s, %s) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
         [key, value],

@@ -1,23 +1,17 @@
 """A PostgreSQL :class:`~langchain_hindsight.store.backend.base.Backend`: many writers, many machines, one database.
 
-Every process and host that opens ``MemoryStore(database_url="postgresql://...")`` reads and writes the
-same memory; what keeps writers apart is the database, not a lock file (docs/storage.md, "PostgreSQL"):
+What keeps writers apart is the database, not a lock file (docs/storage.md, "PostgreSQL"). A store write plan is
+one transaction under an advisory lock on its namespace (:meth:`PostgresBackend.atomic`), re-run whole after a
+serialization failure or deadlock, so a killed process leaves nothing half-done. Recall is one statement
+(:meth:`PostgresRecords.hybrid_query`), so it sees every write committed before it began, in any process: the
+dense arm is pgvector's HNSW cosine index (one partial index per collection, built by its first dense query: one
+bulk build after a bulk load), the lexical arm BM25 in SQL over ``postings`` of the store's own tokens
+(:class:`~langchain_hindsight.store.backend.base.LexicalScheme`; Postgres' full text cannot segment Chinese), so
+the scores equal the in-process index's (``tokens.py``). Triggers keep the corpus statistics (``lexical_stats``,
+``lexical_terms``) in the writing transaction: no query counts.
 
-* **Transactions.** A store write plan runs in one transaction under an advisory lock on its namespace
-  (:meth:`PostgresBackend.atomic`), re-run whole after a serialization failure or deadlock; a killed
-  process leaves nothing half-done.
-* **Recall is one statement** (:meth:`PostgresRecords.hybrid_query`), so it sees every write committed
-  before it began, in any process. The dense arm is pgvector's HNSW cosine index (one partial index per
-  collection, built by its first dense query: one bulk build after a bulk load instead of one graph insert
-  per record).
-* **The lexical arm is BM25 in SQL** over ``postings`` (collection, 64-bit term key, record number ``seq``,
-  term count, record length), written in the record's transaction. The terms are the store's own tokens
-  (:class:`~langchain_hindsight.store.backend.base.LexicalScheme`; Postgres' full text cannot segment
-  Chinese), so the scores equal the in-process index's (``tokens.py``). The corpus statistics are
-  rows triggers keep in the writing transaction (``lexical_stats``, ``lexical_terms``): no query counts.
-
-The tables and their migrations are in :mod:`._pg_schema`; a changed tokenizer (another
-``lexical_signature``) recomputes every record's postings at open. Hard delete: :meth:`PostgresBackend.erase`.
+The tables and their migrations are in :mod:`._pg_schema`; a changed tokenizer (another ``lexical_signature``)
+recomputes every record's postings at open. Hard delete: :meth:`PostgresBackend.erase`.
 
 Example:
     >>> store = MemoryStore(database_url="postgresql://user@db/hindsight")  # doctest: +SKIP
@@ -51,7 +45,7 @@ from langchain_hindsight.store.backend._pg_connect import (
     redact,
 )
 from langchain_hindsight.store.backend._pg_filter import SqlFilter
-from langchain_hindsight.store.backend._pg_schema import SCHEMA, migrate
+from langchain_hindsight.store.backend._pg_schema import SCHEMA, migrate, set_meta
 from langchain_hindsight.store.backend.base import (
     Backend,
     HybridRows,
@@ -86,29 +80,16 @@ _WORK_MEM_MB = 64
 """Each pooled session's ``work_mem``: the lexical arm's postings and per-record sums (about 80,000 postings a
 query at 100k memories) stay in memory instead of spilling to temporary files (the server default is 4 MB)."""
 _NEAREST_BY_INDEX = "SET LOCAL enable_sort = off"
-"""Set in the transaction of a filtered nearest-neighbour query (the neighbours a write plan's dedupe reads): the
-planner cannot estimate a ``jsonb`` filter (``metadata @> ...``: a fixed guess of 0.1 % per clause, and a prepared
-statement's generic plan knows no value at all), so it expects a handful of matching records and sorts them all by
-distance, reading and comparing every record of the collection (~90 ms a query at 10k memories, growing with the
-store). Without a sort, the only plan is the HNSW index scan, which with iterative scans filters as it walks the
-graph and stops at ``n_results`` matches."""
+"""Set in the transaction of a filtered nearest-neighbour query (a write plan's dedupe): the planner cannot estimate
+a ``jsonb`` filter, so it expects a handful of matches and sorts them all by distance, reading every record of the
+collection (~90 ms a query at 10k memories, growing with the store). Without a sort, the only plan is the HNSW index
+scan, which with iterative scans filters as it walks the graph and stops at ``n_results`` matches."""
 _PLANNER_DEFAULTS = "SET LOCAL enable_sort TO DEFAULT"
 """Undoes :data:`_NEAREST_BY_INDEX` for the rest of the transaction (a write plan's later statements)."""
 _MAX_CONNECTIONS = 8
 """Most connections the pool opens (one per concurrent call); it keeps one open."""
 _BUILD_MEMORY_MB = 1024
 """The most ``maintenance_work_mem`` an HNSW index build asks for (the graph of 100k 896-d vectors needs ~600 MB)."""
-
-
-def _psycopg() -> Any:
-    try:
-        import psycopg
-        import psycopg_pool
-    except ImportError as e:  # pragma: no cover - depends on the installed extras
-        raise ConfigurationError(
-            "a Postgres database needs psycopg 3 and psycopg-pool: pip install 'langchain-hindsight[postgres]'"
-        ) from e
-    return psycopg, psycopg_pool
 
 
 def _transient(e: BaseException) -> bool:
@@ -119,8 +100,7 @@ def _transient(e: BaseException) -> bool:
 class _VectorParam:
     """A vector sent as a query parameter in pgvector's binary form (see :func:`_vector_dumper`).
 
-    psycopg would otherwise send a list of floats as a text array, quoting each element in
-    Python (~9 ms for a 896-dimensional vector); this is one ``tobytes``.
+    psycopg would send a list of floats as a text array, quoting each one in Python (~9 ms at 896 dimensions).
     """
 
     __slots__ = ("values",)
@@ -144,11 +124,6 @@ def _vector_dumper(psycopg: Any) -> type:
             return struct.pack(">HH", obj.values.size, 0) + obj.values.tobytes()
 
     return VectorDumper
-
-
-def _unvector(data: bytes) -> np.ndarray:
-    """A vector read as ``vector_send(embedding)`` (the binary form above) as a float32 array."""
-    return np.frombuffer(data, dtype=">f4", offset=4).astype(np.float32)
 
 
 class PostgresRecords(Records):
@@ -198,9 +173,9 @@ class PostgresRecords(Records):
         if "metadatas" in include:
             out["metadatas"] = [dict(r[j]) for r in rows]
             j += 1
-        if "embeddings" in include:
-            dim = self._dim or 0
-            out["embeddings"] = np.stack([_unvector(r[j]) for r in rows]) if rows else np.zeros((0, dim), np.float32)
+        if "embeddings" in include:  # vector_send(embedding): the binary form of _vector_dumper
+            vectors = [np.frombuffer(r[j], dtype=">f4", offset=4).astype(np.float32) for r in rows]
+            out["embeddings"] = np.stack(vectors) if rows else np.zeros((0, self._dim or 0), np.float32)
         return out
 
     def get(
@@ -248,7 +223,6 @@ class PostgresRecords(Records):
     ) -> Rows:
         """See :meth:`Records.query` (pgvector's HNSW cosine index; iterative scans under a filter)."""
         check_n_results(n_results)
-        out: Rows = {"ids": [], "documents": [], "metadatas": [], "embeddings": [], "distances": []}
         dim = self._dimension()
         f = SqlFilter(self._backend.psycopg)
         clause = f.where(where)
@@ -271,24 +245,22 @@ class PostgresRecords(Records):
                 conn.execute(_PLANNER_DEFAULTS)
             return [cur.fetchall() for cur in cursors]
 
-        for rows in self._backend.run(run, "query", write=n_results > _EF_SEARCH or filtered):
-            shaped = self._rows_out([r[:-1] for r in rows], include)
-            for key in ("ids", "documents", "metadatas", "embeddings"):
-                out[key].append(shaped[key])
-            out["distances"].append([float(r[-1]) for r in rows])
+        found = self._backend.run(run, "query", write=n_results > _EF_SEARCH or filtered)
+        shaped = [self._rows_out([r[:-1] for r in rows], include) for rows in found]
+        out: Rows = {key: [s[key] for s in shaped] for key in ("ids", "documents", "metadatas", "embeddings")}
+        out["distances"] = [[float(r[-1]) for r in rows] for rows in found]
         for key in ("documents", "metadatas", "embeddings", "distances"):
             if key not in include:
                 out[key] = None
         return out
 
     def _lexical_ctes(self, query: str, k: int, normalize: bool) -> tuple[str, dict[str, Any], list[int]]:
-        """The lexical arm as SQL common table expressions: ``stats`` (corpus size and total length, one row of
-        ``lexical_stats``), ``df`` (each query term's document frequency, a row of ``lexical_terms``) and ``lex``
-        (the ``k`` best ``(id, score)``); their parameters; the query's term keys.
+        """The lexical arm as SQL common table expressions, their parameters and the query's term keys.
 
-        ``best`` sums each record's terms grouped by its number (``seq``) and keeps the records scoring at
-        least the ``k``-th best score; only those are named, so ties at the cut are broken by id.
-        """  # noqa: D205
+        ``stats`` is the corpus size and total length, ``df`` each query term's document frequency, ``lex`` the ``k``
+        best ``(id, score)``. ``best`` sums each record's terms grouped by its number (``seq``) and keeps the records
+        scoring at least the ``k``-th best score; only those are named, so ties at the cut are broken by id.
+        """
         scheme = self._backend.lexical
         terms = [_term_key(w) for w in sorted(set(scheme.query_terms(query)))]
         cid = self._cid
@@ -356,10 +328,8 @@ class PostgresRecords(Records):
     def hybrid_query(self, query: str, vector: Vector, *, k: int, nearest: int, normalize: bool = False) -> HybridRows:
         """See :meth:`Records.hybrid_query`: both arms and every candidate's record in one SQL statement.
 
-        The dense arm is the HNSW index scan of :meth:`query` (without a filter), the lexical arm
-        the BM25 of :meth:`lexical_search`; the statement then reads the document and metadata of
-        each id either arm returned, with its inner product with ``vector`` (one round trip; the
-        statement is prepared by the connection after a few calls).
+        The arms are :meth:`query`'s HNSW scan (without a filter) and :meth:`lexical_search`'s BM25; the statement
+        then reads each candidate's document, metadata and inner product with ``vector``.
         """
         if k <= 0 or nearest <= 0:
             return HybridRows([], [], {})
@@ -405,17 +375,14 @@ class PostgresRecords(Records):
     def _dimension(self) -> int | None:
         """The collection's vector length (``None`` before its first write), its HNSW index built if missing.
 
-        The first dense query builds the index, not the first write: a bulk load then costs one build
-        (pgvector builds a graph several times faster than it inserts into one); later writes insert.
+        The first dense query builds the index, not the first write: a bulk load then costs one build (pgvector
+        builds a graph several times faster than it inserts into one); later writes insert.
         """
         if self._dim is not None and self._indexed:
             return self._dim
 
-        row = self._backend.run(
-            lambda conn: conn.execute(
-                "SELECT dimension, indexed FROM hindsight.collections WHERE id = %s", [self._cid]
-            ).fetchone(),
-            "read collection",
+        row = self._backend.one(
+            "read collection", "SELECT dimension, indexed FROM hindsight.collections WHERE id = %s", [self._cid]
         )
         if row is None or row[0] is None:
             return None
@@ -495,16 +462,10 @@ class PostgresRecords(Records):
     ) -> None:
         """See :meth:`Records.upsert`: one transaction (a re-written record keeps its place in the order)."""
         ids = check_write(self._name, ids, embeddings, documents, metadatas)
+        docs: Sequence[str | None] = [None] * len(ids) if documents is None else documents
+        metas: Sequence[Metadata] = [{}] * len(ids) if metadatas is None else metadatas
         rows, postings = self._rows(
-            [
-                (
-                    i,
-                    _VectorParam(embeddings[j]),
-                    None if documents is None else documents[j],
-                    dict(metadatas[j]) if metadatas is not None else {},
-                )
-                for j, i in enumerate(ids)
-            ]
+            [(i, _VectorParam(v), d, dict(m)) for i, v, d, m in zip(ids, embeddings, docs, metas, strict=True)]
         )
         if rows:
             self._backend.run(lambda conn: self._write(conn, _UPSERT, rows, postings), "upsert", write=True)
@@ -521,7 +482,10 @@ class PostgresRecords(Records):
         ids = check_write(self._name, ids, embeddings, documents, metadatas)
         if not ids:
             return
-        vectors = None if embeddings is None else [_VectorParam(v) for v in embeddings]
+        vectors: list[_VectorParam | None] = (
+            [None] * len(ids) if embeddings is None else list(map(_VectorParam, embeddings))
+        )
+        metas: Sequence[Metadata] = [{}] * len(ids) if metadatas is None else metadatas
 
         def write(conn: Any) -> None:
             found = {
@@ -534,13 +498,8 @@ class PostgresRecords(Records):
             }
             rows, postings = self._rows(
                 [
-                    (
-                        i,
-                        None if vectors is None else vectors[j],
-                        found[i][0] if documents is None else documents[j],
-                        {**found[i][1], **(metadatas[j] if metadatas is not None else {})},
-                    )
-                    for j, i in enumerate(ids)
+                    (i, v, found[i][0] if documents is None else documents[j], {**found[i][1], **metas[j]})
+                    for j, (i, v) in enumerate(zip(ids, vectors, strict=True))
                     if i in found
                 ]
             )
@@ -563,13 +522,10 @@ class PostgresRecords(Records):
 
     def count(self) -> int:
         """See :meth:`Records.count`."""
-        row = self._backend.run(
-            lambda conn: conn.execute(
-                "SELECT count(*) FROM hindsight.records WHERE collection_id = %s", [self._cid]
-            ).fetchone(),
-            "count",
+        (n,) = self._backend.one(
+            "count", "SELECT count(*) FROM hindsight.records WHERE collection_id = %s", [self._cid]
         )
-        return int(row[0])
+        return int(n)
 
     def modify(self, *, name: str | None = None, metadata: Metadata | None = None) -> None:
         """See :meth:`Records.modify`."""
@@ -618,9 +574,8 @@ def _nearest_sql(cid: int, dim: int | None, columns: str, clause: str) -> str:
 
 
 def _configure(conn: Any, *, dumper: type) -> None:
-    """Session settings of every pooled connection: the binary vector parameter, the working memory of
-    the lexical arm, the HNSW candidate list, and iterative index scans (so a filtered query still finds
-    ``n_results`` matches).
+    """Session settings of every pooled connection: the binary vector parameter, ``work_mem``, the HNSW candidate
+    list, and iterative index scans (so a filtered query still finds ``n_results`` matches).
     """  # noqa: D205
     conn.adapters.register_dumper(_VectorParam, dumper)
     conn.execute(f"SET work_mem = '{_WORK_MEM_MB}MB'")
@@ -635,8 +590,7 @@ def _lexical(
     tokens = scheme.record_tokens(document, metadata)
     if tokens is None:
         return None, []
-    counts = Counter(_term_key(t) for t in tokens)
-    return len(tokens), list(counts.items())
+    return len(tokens), list(Counter(_term_key(t) for t in tokens).items())
 
 
 def _write_postings(conn: Any, cid: int, postings: Mapping[str, tuple[int | None, list[tuple[int, int]]]]) -> None:
@@ -694,20 +648,21 @@ class PostgresBackend(Backend):
 
     lexical: LexicalScheme
 
-    def __init__(
-        self,
-        url: str,
-        *,
-        lexical: LexicalScheme,
-        connect_timeout: float = CONNECT_TIMEOUT,
-    ) -> None:
+    def __init__(self, url: str, *, lexical: LexicalScheme, connect_timeout: float = CONNECT_TIMEOUT) -> None:
         if not isinstance(url, str) or not url.startswith(("postgresql://", "postgres://", "host=", "dbname=")):
             shown = redact(url, url) if isinstance(url, str) else type(url).__name__
             raise ConfigurationError(f"database_url must be a postgresql:// URL, got {shown!r}")
         if not isinstance(lexical, LexicalScheme):
             raise ConfigurationError("lexical must be a LexicalScheme (MemoryStore(database_url=...) passes one)")
-        self.psycopg, pool_module = _psycopg()
-        self._pool_errors = (pool_module.PoolTimeout, pool_module.PoolClosed)
+        try:
+            import psycopg
+            import psycopg_pool
+        except ImportError as e:  # pragma: no cover - depends on the installed extras
+            raise ConfigurationError(
+                "a Postgres database needs psycopg 3 and psycopg-pool: pip install 'langchain-hindsight[postgres]'"
+            ) from e
+        self.psycopg: Any = psycopg
+        self._pool_errors = (psycopg_pool.PoolTimeout, psycopg_pool.PoolClosed)
         self.lexical = lexical
         self._url = url
         self._local = threading.local()
@@ -716,7 +671,7 @@ class PostgresBackend(Backend):
         self._closed = False
         probe(self.psycopg, url, connect_timeout)  # one plain connection first: a wrong URL fails fast and quietly
         try:
-            self._pool = pool_module.ConnectionPool(
+            self._pool = psycopg_pool.ConnectionPool(
                 url,
                 min_size=1,
                 max_size=_MAX_CONNECTIONS,
@@ -739,9 +694,8 @@ class PostgresBackend(Backend):
     def run(self, fn: Callable[[Any], _T], what: str, *, write: bool = False) -> _T:
         """``fn(connection)``: inside the current :meth:`atomic` transaction, else on a pooled connection.
 
-        Outside :meth:`atomic`, a ``write`` runs in a transaction of its own (retried after a
-        serialization failure or deadlock); a read runs its one statement as it is (autocommit:
-        one round trip). A connection the server dropped is replaced and the call retried once.
+        Outside :meth:`atomic`, a ``write`` runs in a transaction of its own (retried after a serialization failure
+        or deadlock); a read runs as it is (autocommit: one round trip). A dropped connection is retried once.
 
         Raises:
             BackendError: the database failed (chained).
@@ -757,6 +711,10 @@ class PostgresBackend(Backend):
                     raise  # the enclosing atomic() retries the whole plan
                 raise BackendError(f"postgres {what} failed: {e}") from e
         return self._retrying(fn, what, write=write)
+
+    def one(self, what: str, sql: str, params: Sequence[Any]) -> Any:
+        """The first row (or ``None``) of the read ``sql``, run as :meth:`run` runs a read."""
+        return self.run(lambda conn: conn.execute(sql, params).fetchone(), what)
 
     def _retrying(self, fn: Callable[[Any], _T], what: str, *, write: bool = True) -> _T:
         """``fn(connection)`` on a pooled connection (in a transaction if ``write``), re-run after a transient
@@ -790,15 +748,12 @@ class PostgresBackend(Backend):
     def atomic(self, key: str, fn: Callable[[], _T]) -> _T:
         """``fn()`` with every backend call inside it in one transaction, serialised with others on ``key``.
 
-        Takes a transaction-scoped advisory lock on ``key`` (the namespace), so two
-        processes' write plans for one namespace run one after the other; a serialization
-        failure or deadlock re-runs ``fn`` from the start (it re-reads what it planned on).
-        Nested calls join the outer transaction and take their own key's lock too.
-
-        The lock is held from its grant to the commit, so the plan's round trips are kept few: the
-        transaction's start, the lock and the collections the last plan on ``key`` looked up
-        (:meth:`get_collection`, which the store asks under the lock whether another process replaced
-        them) are one round trip, and those look-ups are then answered from it.
+        A transaction-scoped advisory lock on ``key`` (the namespace) makes two processes' plans on it run one after
+        the other; a serialization failure or deadlock re-runs ``fn`` from the start (it re-reads what it planned
+        on). Nested calls join the outer transaction and take their own key's lock too. The lock is held until the
+        commit, so round trips are kept few: the transaction's start, the lock and the collections the last plan on
+        ``key`` looked up (:meth:`get_collection`, which the store asks under the lock whether another process
+        replaced them) are one round trip, and those look-ups are then answered from it.
         """
         if (conn := getattr(self._local, "conn", None)) is not None:
             conn.execute(_LOCK, [key])
@@ -864,9 +819,7 @@ class PostgresBackend(Backend):
             if self._local.read is not None and name in self._local.read:
                 row = self._local.read[name]
                 return None if row is None else PostgresRecords(self, row)
-        row = self.run(
-            lambda conn: conn.execute(_COLLECTIONS + " WHERE name = %s", [name]).fetchone(), "get_collection"
-        )
+        row = self.one("get_collection", _COLLECTIONS + " WHERE name = %s", [name])
         return None if row is None else PostgresRecords(self, row)
 
     def create_collection(self, name: str, metadata: Metadata, *, like: Records | None = None) -> PostgresRecords:
@@ -930,13 +883,11 @@ class PostgresBackend(Backend):
     def erase(self, rebuild: Sequence[str] | None) -> None:
         """Physically erase deleted rows: ``VACUUM FULL`` the tables, then drop the WAL that held them.
 
-        A ``DELETE`` only marks rows dead; their bytes stay in the table's pages, its indexes and the
-        write-ahead log. ``VACUUM FULL`` writes new files holding only live rows (other processes wait
-        for its lock); then WAL recycling is turned off and the WAL switched and checkpointed twice, so
-        the segments that held the rows are unlinked rather than kept for reuse. Those steps need a
-        superuser (or the ``pg_checkpoint`` role and grants); without them a warning says what is left.
-        Out of reach: WAL already archived or streamed to a replica, backups, freed file-system blocks.
-        ``rebuild`` is ignored: every collection lives in one table, rewritten whole.
+        A ``DELETE`` only marks rows dead. ``VACUUM FULL`` writes new files holding only live rows (other processes
+        wait for its lock); then WAL recycling is turned off and the WAL switched and checkpointed twice, so the
+        segments that held the rows are unlinked rather than kept for reuse. Those steps need a superuser (or the
+        ``pg_checkpoint`` role and grants); without them a warning says what is left. ``rebuild`` is ignored: every
+        collection lives in one table, rewritten whole.
         """
         if self._closed:
             raise BackendError("the Postgres backend is closed")
@@ -970,21 +921,14 @@ class PostgresBackend(Backend):
     def owe_erase(self) -> None:
         """See :meth:`Backend.owe_erase`: a row of ``meta`` that commits with the deletes; :meth:`erase` clears it."""
         self.run(
-            lambda conn: conn.execute(
-                f"INSERT INTO {SCHEMA}.meta VALUES (%s, %s) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
-                [_ERASE_OWED, f"{time.time_ns()}-{os.getpid()}"],
-            ),
+            lambda conn: set_meta(conn, _ERASE_OWED, f"{time.time_ns()}-{os.getpid()}"),
             "note an erase owed",
             write=True,
         )
 
     def recover_interrupted(self) -> bool:
         """Finish an erase a killed process owed (its note is still in the database); True if there was one."""
-        row = self.run(
-            lambda conn: conn.execute(f"SELECT value FROM {SCHEMA}.meta WHERE key = %s", [_ERASE_OWED]).fetchone(),
-            "read the erase note",
-        )
-        if row is None:
+        if self.one("read the erase note", f"SELECT value FROM {SCHEMA}.meta WHERE key = %s", [_ERASE_OWED]) is None:
             return False
         logger.warning("postgres: a forget was interrupted before its erase; erasing the deleted rows now")
         self.erase(None)
