@@ -31,7 +31,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import numpy as np
 
@@ -107,9 +107,6 @@ class _VectorParam:
 
     def __init__(self, values: Vector | Any) -> None:
         self.values = np.asarray(values, dtype=">f4").reshape(-1)
-
-    def __len__(self) -> int:
-        return int(self.values.size)
 
 
 def _vector_dumper(psycopg: Any) -> type:
@@ -200,9 +197,7 @@ class PostgresRecords(Records):
             clauses.append("id = ANY(%s::text[])")
             order = "array_position(%s::text[], id)"
         clauses += [f.where(where), f.document(where_document)]
-        params = list(f.params)
-        if ids is not None:
-            params.append(wanted)
+        params = [*f.params, wanted] if ids is not None else f.params
         sql = f"SELECT {self._columns(include)} FROM hindsight.records WHERE {' AND '.join(clauses)} ORDER BY {order}"
         if limit is not None:
             sql += " LIMIT %s"
@@ -291,18 +286,16 @@ class PostgresRecords(Records):
         return sql, params, terms
 
     def _lexical_scores(
-        self,
-        scored: list[tuple[str, float]],
-        n: float,
-        dfs: Mapping[str, float] | None,
-        terms: list[int],
-        normalize: bool,
+        self, scored: list[tuple[str, float]], rows: list[Any], terms: list[int], normalize: bool
     ) -> list[tuple[str, float]]:
-        """``scored`` (best first), normalised as the in-process index does: a share of the query's idf mass."""
+        """``scored`` (best first), normalised as the in-process index does: a share of the query's idf mass.
+
+        ``rows`` end with the corpus size and the query terms' document frequencies (as both statements return them).
+        """
         if not normalize or not scored:
             return scored
-        corpus = n + self._backend.lexical.prior_documents
-        mass = sum(_idf(corpus, float((dfs or {}).get(str(t), 0.0))) for t in terms)
+        corpus = float(rows[0][-2]) + self._backend.lexical.prior_documents
+        mass = sum(_idf(corpus, float((rows[0][-1] or {}).get(str(t), 0.0))) for t in terms)
         if mass <= 0:
             return scored
         return [(i, min(1.0, score / mass)) for i, score in scored]
@@ -319,11 +312,7 @@ class PostgresRecords(Records):
             ' FROM lex ORDER BY score DESC, id COLLATE "C"'
         )
         rows = self._backend.run(lambda conn: conn.execute(sql, params).fetchall(), "lexical search")
-        if not rows:
-            return []
-        return self._lexical_scores(
-            [(r[0], float(r[1])) for r in rows], float(rows[0][2]), rows[0][3], terms, normalize
-        )
+        return self._lexical_scores([(r[0], float(r[1])) for r in rows], rows, terms, normalize)
 
     def hybrid_query(self, query: str, vector: Vector, *, k: int, nearest: int, normalize: bool = False) -> HybridRows:
         """See :meth:`Records.hybrid_query`: both arms and every candidate's record in one SQL statement.
@@ -331,10 +320,8 @@ class PostgresRecords(Records):
         The arms are :meth:`query`'s HNSW scan (without a filter) and :meth:`lexical_search`'s BM25; the statement
         then reads each candidate's document, metadata and inner product with ``vector``.
         """
-        if k <= 0 or nearest <= 0:
-            return HybridRows([], [], {})
-        dim = self._dimension()
-        if dim is None:  # nothing stored yet
+        dim = self._dimension() if k > 0 and nearest > 0 else None
+        if dim is None:  # nothing asked, or nothing stored yet
             return HybridRows([], [], {})
         probe = self._probe(vector, dim)
         ctes, params, terms = self._lexical_ctes(query, k, normalize)
@@ -360,15 +347,14 @@ class PostgresRecords(Records):
         records = {r[0]: (r[1], dict(r[2]), float(r[4])) for r in rows}
         scored = [(r[0], float(r[5])) for r in rows if r[5] is not None]
         scored.sort(key=lambda x: (-x[1], x[0].encode()))  # ties by id, COLLATE "C"
-        bm25 = self._lexical_scores(scored, float(rows[0][6]), rows[0][7], terms, normalize) if rows and scored else []
-        return HybridRows(dense, bm25, records)
+        return HybridRows(dense, self._lexical_scores(scored, rows, terms, normalize), records)
 
     def _probe(self, vector: Vector, dim: int | None) -> _VectorParam:
         """``vector`` as a query parameter, checked against the collection's vector length ``dim`` (if known)."""
         probe = _VectorParam(vector)
-        if dim and len(probe) != dim:
+        if dim and probe.values.size != dim:
             raise BackendError(
-                f"collection {self._name!r} holds {dim}-dimensional vectors, got {len(probe)} dimensions"
+                f"collection {self._name!r} holds {dim}-dimensional vectors, got {probe.values.size} dimensions"
             )
         return probe
 
@@ -402,8 +388,8 @@ class PostgresRecords(Records):
 
     def _build_index(self, conn: Any, dim: int) -> None:
         """Build the collection's HNSW index in one pass (with room to hold the graph in memory)."""
-        rows = conn.execute("SELECT count(*) FROM hindsight.records WHERE collection_id = %s", [self._cid]).fetchone()
-        need_mb = int(rows[0] * (dim * 4 + 256) * 1.5 / 2**20) + 64  # vectors + neighbour lists, with slack
+        (n,) = conn.execute("SELECT count(*) FROM hindsight.records WHERE collection_id = %s", [self._cid]).fetchone()
+        need_mb = int(n * (dim * 4 + 256) * 1.5 / 2**20) + 64  # vectors + neighbour lists, with slack
         conn.execute(f"SET LOCAL maintenance_work_mem = '{min(max(need_mb, 64), _BUILD_MEMORY_MB)}MB'")
         t0 = time.perf_counter()
         conn.execute(
@@ -411,12 +397,8 @@ class PostgresRecords(Records):
             f" USING hnsw ((embedding::vector({dim})) vector_cosine_ops) WHERE collection_id = {self._cid}"
         )
         conn.execute("UPDATE hindsight.collections SET indexed = true WHERE id = %s", [self._cid])
-        logger.info(
-            "built the vector index of collection %r (%d records) in %.1f s",
-            self._name,
-            rows[0],
-            time.perf_counter() - t0,
-        )
+        took = time.perf_counter() - t0
+        logger.info("built the vector index of collection %r (%d records) in %.1f s", self._name, n, took)
 
     # ------------------------------------------------------------------ writes
     def _ensure_dimension(self, conn: Any, dim: int) -> None:
@@ -446,46 +428,38 @@ class PostgresRecords(Records):
         """``sql`` for each of ``rows`` and the records' postings, in one round trip (see :meth:`_rows`)."""
         for row in rows:
             if row[0] is not None:
-                self._ensure_dimension(conn, len(row[0]))
+                self._ensure_dimension(conn, row[0].values.size)
         if rows:
             with conn.pipeline(), conn.cursor() as cur:
                 cur.executemany(sql, rows)
                 _write_postings(conn, self._cid, postings)
 
-    def upsert(
+    def _write_columns(
         self,
-        *,
         ids: Sequence[str],
-        embeddings: Sequence[Vector] | Any,
-        documents: Sequence[str] | None = None,
-        metadatas: Sequence[Metadata] | None = None,
+        embeddings: Sequence[Vector] | Any | None,
+        documents: Sequence[str] | None,
+        metadatas: Sequence[Metadata] | None,
+        *,
+        whole: bool,
     ) -> None:
-        """See :meth:`Records.upsert`: one transaction (a re-written record keeps its place in the order)."""
-        ids = check_write(self._name, ids, embeddings, documents, metadatas)
-        docs: Sequence[str | None] = [None] * len(ids) if documents is None else documents
-        metas: Sequence[Metadata] = [{}] * len(ids) if metadatas is None else metadatas
-        rows, postings = self._rows(
-            [(i, _VectorParam(v), d, dict(m)) for i, v, d, m in zip(ids, embeddings, docs, metas, strict=True)]
-        )
-        if rows:
-            self._backend.run(lambda conn: self._write(conn, _UPSERT, rows, postings), "upsert", write=True)
+        """See :meth:`Records._write_columns`: one transaction.
 
-    def update(
-        self,
-        *,
-        ids: Sequence[str],
-        embeddings: Sequence[Vector] | Any | None = None,
-        documents: Sequence[str] | None = None,
-        metadatas: Sequence[Metadata] | None = None,
-    ) -> None:
-        """See :meth:`Records.update`: ids that are not stored are skipped; one transaction, rows locked."""
+        An upsert keeps a re-written record's place in the order; an update locks the stored rows it changes.
+        """
         ids = check_write(self._name, ids, embeddings, documents, metadatas)
         if not ids:
             return
-        vectors: list[_VectorParam | None] = (
-            [None] * len(ids) if embeddings is None else list(map(_VectorParam, embeddings))
-        )
         metas: Sequence[Metadata] = [{}] * len(ids) if metadatas is None else metadatas
+        if whole:
+            docs: Sequence[str | None] = [None] * len(ids) if documents is None else documents
+            vectors = cast(Sequence[Vector], embeddings)  # an upsert's are required
+            rows, postings = self._rows(
+                [(i, _VectorParam(v), d, dict(m)) for i, v, d, m in zip(ids, vectors, docs, metas, strict=True)]
+            )
+            self._backend.run(lambda conn: self._write(conn, _UPSERT, rows, postings), "upsert", write=True)
+            return
+        probes = [None] * len(ids) if embeddings is None else [_VectorParam(v) for v in embeddings]
 
         def write(conn: Any) -> None:
             found = {
@@ -499,7 +473,7 @@ class PostgresRecords(Records):
             rows, postings = self._rows(
                 [
                     (i, v, found[i][0] if documents is None else documents[j], {**found[i][1], **metas[j]})
-                    for j, (i, v) in enumerate(zip(ids, vectors, strict=True))
+                    for j, (i, v) in enumerate(zip(ids, probes, strict=True))
                     if i in found
                 ]
             )
@@ -662,7 +636,6 @@ class PostgresBackend(Backend):
                 "a Postgres database needs psycopg 3 and psycopg-pool: pip install 'langchain-hindsight[postgres]'"
             ) from e
         self.psycopg: Any = psycopg
-        self._pool_errors = (psycopg_pool.PoolTimeout, psycopg_pool.PoolClosed)
         self.lexical = lexical
         self._url = url
         self._local = threading.local()
@@ -731,13 +704,11 @@ class PostgresBackend(Backend):
                         return fn(conn)
             except HindsightError:
                 raise
-            except self.psycopg.Error as e:
+            except self.psycopg.Error as e:  # the pool's PoolTimeout and PoolClosed too (OperationalErrors)
                 if (_transient(e) or (attempt == 0 and self._dropped(e))) and attempt + 1 < _RETRIES:
                     logger.info("postgres %s: %s; retrying (attempt %d)", what, e.sqlstate, attempt + 2)
                     time.sleep(random.uniform(0.005, 0.05) * (attempt + 1))
                     continue
-                raise BackendError(f"postgres {what} failed: {e}") from e
-            except self._pool_errors as e:
                 raise BackendError(f"postgres {what} failed: {e}") from e
         raise BackendError(f"postgres {what} failed after {_RETRIES} attempts")  # pragma: no cover
 
