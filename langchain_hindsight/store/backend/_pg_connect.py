@@ -1,9 +1,8 @@
 """The Postgres backend's first connection: fail fast, in one line naming the server, and say what to check.
 
-A pool opened on a wrong URL retries in the background until its timeout and logs a warning per attempt, so
-:class:`~langchain_hindsight.store.backend.postgres.PostgresBackend` first makes one plain connection
-(:func:`probe`, :data:`CONNECT_TIMEOUT`) and opens the pool only once that worked. A failure names the host,
-port, database and user (never the password) and what to check for that kind of failure (:data:`_HINTS`).
+A pool opened on a wrong URL retries in the background and logs a warning per attempt, so the backend first makes
+one plain connection (:func:`probe`) and opens the pool only once that worked. A failure names the host, port,
+database and user (never the password) and what to check for that kind of failure (:data:`_HINTS`).
 """
 
 from __future__ import annotations
@@ -47,8 +46,7 @@ _KEY_PASSWORD = re.compile(r"(?P<head>\bpassword\s*=\s*)(?P<secret>'(?:[^'\\]|\\
 def redact(text: str, url: str | None = None) -> str:
     """``text`` with every password it may quote replaced by ``***`` (``user:PASSWORD@`` and ``password=...``).
 
-    ``url``: the URL the text is about; its password is removed wherever it appears in ``text``
-    (a driver's message may quote it out of context).
+    The password of ``url`` (the URL the text is about) goes wherever it appears: a driver may quote it out of context.
     """
     secrets = [m.group("secret") for pattern in (_URL_PASSWORD, _KEY_PASSWORD) for m in pattern.finditer(url or "")]
     text = _KEY_PASSWORD.sub(lambda m: m.group("head") + "***", _URL_PASSWORD.sub(r"\g<head>***@", text))
@@ -58,10 +56,9 @@ def redact(text: str, url: str | None = None) -> str:
 
 
 def _params(url: str) -> dict[str, Any]:
-    """``url``'s connection parameters as libpq reads them.
+    """``url``'s connection parameters as libpq reads them (:class:`ConfigurationError` if malformed).
 
-    Raises:
-        ConfigurationError: ``url`` is malformed (the message never quotes the password; psycopg's own does).
+    The error never quotes the password; psycopg's own does.
     """
     from psycopg.conninfo import conninfo_to_dict
 

@@ -1,17 +1,12 @@
 """A PostgreSQL :class:`~langchain_hindsight.store.backend.base.Backend`: many writers, many machines, one database.
 
-What keeps writers apart is the database, not a lock file (docs/storage.md, "PostgreSQL"). A store write plan is
-one transaction under an advisory lock on its namespace (:meth:`PostgresBackend.atomic`), re-run whole after a
-serialization failure or deadlock, so a killed process leaves nothing half-done. Recall is one statement
-(:meth:`PostgresRecords.hybrid_query`), so it sees every write committed before it began, in any process: the
-dense arm is pgvector's HNSW cosine index (one partial index per collection, built by its first dense query: one
-bulk build after a bulk load), the lexical arm BM25 in SQL over ``postings`` of the store's own tokens
-(:class:`~langchain_hindsight.store.backend.base.LexicalScheme`; Postgres' full text cannot segment Chinese), so
-the scores equal the in-process index's (``tokens.py``). Triggers keep the corpus statistics (``lexical_stats``,
-``lexical_terms``) in the writing transaction: no query counts.
-
-The tables and their migrations are in :mod:`._pg_schema`; a changed tokenizer (another ``lexical_signature``)
-recomputes every record's postings at open. Hard delete: :meth:`PostgresBackend.erase`.
+What keeps writers apart is the database, not a lock file (docs/storage.md, "PostgreSQL"): a write plan is one
+transaction under an advisory lock on its namespace (:meth:`PostgresBackend.atomic`), and recall is one statement
+(:meth:`PostgresRecords.hybrid_query`) that sees every write committed before it began. The dense arm is pgvector's
+HNSW cosine index (one partial index per collection, built by its first dense query); the lexical arm is BM25 in SQL
+over ``postings`` of the store's own tokens (:class:`~langchain_hindsight.store.backend.base.LexicalScheme`), so the
+scores equal the in-process index's, with corpus statistics that triggers keep in the writing transaction. Tables
+and migrations: :mod:`._pg_schema`. Hard delete: :meth:`PostgresBackend.erase`.
 
 Example:
     >>> store = MemoryStore(database_url="postgresql://user@db/hindsight")  # doctest: +SKIP
@@ -86,6 +81,8 @@ collection (~90 ms a query at 10k memories, growing with the store). Without a s
 scan, which with iterative scans filters as it walks the graph and stops at ``n_results`` matches."""
 _PLANNER_DEFAULTS = "SET LOCAL enable_sort TO DEFAULT"
 """Undoes :data:`_NEAREST_BY_INDEX` for the rest of the transaction (a write plan's later statements)."""
+_FIELDS = {"documents": "document", "metadatas": "metadata", "embeddings": "vector_send(embedding)"}
+"""The column each included field reads, in this order (a vector in the binary form of :func:`_vector_dumper`)."""
 _MAX_CONNECTIONS = 8
 """Most connections the pool opens (one per concurrent call); it keeps one open."""
 _BUILD_MEMORY_MB = 1024
@@ -152,26 +149,16 @@ class PostgresRecords(Records):
 
     # ------------------------------------------------------------------ reads
     def _columns(self, include: Sequence[Include]) -> str:
-        cols = ["id"]
-        if "documents" in include:
-            cols.append("document")
-        if "metadatas" in include:
-            cols.append("metadata")
-        if "embeddings" in include:
-            cols.append("vector_send(embedding)")
-        return ", ".join(cols)
+        return ", ".join(["id", *(column for field, column in _FIELDS.items() if field in include)])
 
     def _rows_out(self, rows: list[tuple[Any, ...]], include: Sequence[Include]) -> Rows:
         out: Rows = {"ids": [r[0] for r in rows], "documents": None, "metadatas": None, "embeddings": None}
-        j = 1
-        if "documents" in include:
-            out["documents"] = [r[j] for r in rows]
-            j += 1
-        if "metadatas" in include:
-            out["metadatas"] = [dict(r[j]) for r in rows]
-            j += 1
-        if "embeddings" in include:  # vector_send(embedding): the binary form of _vector_dumper
-            vectors = [np.frombuffer(r[j], dtype=">f4", offset=4).astype(np.float32) for r in rows]
+        for j, field in enumerate([field for field in _FIELDS if field in include], 1):
+            out[field] = [r[j] for r in rows]
+        if out["metadatas"] is not None:
+            out["metadatas"] = [dict(m) for m in out["metadatas"]]
+        if out["embeddings"] is not None:
+            vectors = [np.frombuffer(v, dtype=">f4", offset=4).astype(np.float32) for v in out["embeddings"]]
             out["embeddings"] = np.stack(vectors) if rows else np.zeros((0, self._dim or 0), np.float32)
         return out
 
@@ -276,14 +263,8 @@ class PostgresRecords(Records):
             f" WHERE r.collection_id = {cid} AND r.seq = ANY(ARRAY(SELECT seq FROM best))"
             ' ORDER BY b.score DESC, r.id COLLATE "C" LIMIT %(k)s)'
         )
-        params = {
-            "terms": terms,
-            "prior": float(scheme.prior_documents if normalize else 0),
-            "k1": scheme.k1,
-            "b": scheme.b,
-            "k": k,
-        }
-        return sql, params, terms
+        prior = float(scheme.prior_documents if normalize else 0)
+        return sql, {"terms": terms, "prior": prior, "k1": scheme.k1, "b": scheme.b, "k": k}, terms
 
     def _lexical_scores(
         self, scored: list[tuple[str, float]], rows: list[Any], terms: list[int], normalize: bool
@@ -486,20 +467,13 @@ class PostgresRecords(Records):
         wanted = list(dict.fromkeys(ids))
         if not wanted:
             return
-        self._backend.run(
-            lambda conn: conn.execute(
-                "DELETE FROM hindsight.records WHERE collection_id = %s AND id = ANY(%s::text[])", [self._cid, wanted]
-            ),
-            "delete",
-            write=True,
-        )
+        sql = "DELETE FROM hindsight.records WHERE collection_id = %s AND id = ANY(%s::text[])"
+        self._backend.run(lambda conn: conn.execute(sql, [self._cid, wanted]), "delete", write=True)
 
     def count(self) -> int:
         """See :meth:`Records.count`."""
-        (n,) = self._backend.one(
-            "count", "SELECT count(*) FROM hindsight.records WHERE collection_id = %s", [self._cid]
-        )
-        return int(n)
+        sql = "SELECT count(*) FROM hindsight.records WHERE collection_id = %s"
+        return int(self._backend.one("count", sql, [self._cid])[0])
 
     def modify(self, *, name: str | None = None, metadata: Metadata | None = None) -> None:
         """See :meth:`Records.modify`."""
@@ -507,8 +481,7 @@ class PostgresRecords(Records):
 
         def write(conn: Any) -> None:
             if name is not None and name != self._name:
-                taken = conn.execute("SELECT 1 FROM hindsight.collections WHERE name = %s", [name]).fetchone()
-                if taken:
+                if conn.execute("SELECT 1 FROM hindsight.collections WHERE name = %s", [name]).fetchone():
                     raise BackendError(f"collection {name!r} already exists")
                 conn.execute("UPDATE hindsight.collections SET name = %s WHERE id = %s", [name, self._cid])
             if metadata is not None:
@@ -568,10 +541,9 @@ def _lexical(
 
 
 def _write_postings(conn: Any, cid: int, postings: Mapping[str, tuple[int | None, list[tuple[int, int]]]]) -> None:
-    """Replace the postings of the records of collection ``cid`` that ``postings`` names.
+    """Replace the postings of the records of collection ``cid`` that ``postings`` names: one statement each way.
 
-    One statement each way, whatever the number of records: a posting names its record by number
-    (``seq``), read from the record's row in the same statement.
+    A posting names its record by number (``seq``), read from the record's row in the same statement.
     """
     conn.execute(
         "DELETE FROM hindsight.postings p USING hindsight.records r"
@@ -657,8 +629,10 @@ class PostgresBackend(Backend):
             self._pool.open(wait=True, timeout=max(connect_timeout, POOL_WAIT))
         except Exception as e:
             raise BackendError(f"cannot connect to the Postgres {describe(url)}: {redact(str(e), url)}") from e
-        try:
-            self._migrate()
+        try:  # create or upgrade the schema, re-tokenising when the tokenizer changed
+            self._retrying(
+                lambda conn: migrate(conn, self.psycopg, lexical.signature, self._retokenise), "schema migration"
+            )
         except BaseException:
             self._pool.close()
             raise
@@ -669,9 +643,7 @@ class PostgresBackend(Backend):
 
         Outside :meth:`atomic`, a ``write`` runs in a transaction of its own (retried after a serialization failure
         or deadlock); a read runs as it is (autocommit: one round trip). A dropped connection is retried once.
-
-        Raises:
-            BackendError: the database failed (chained).
+        Failures raise :class:`BackendError` (chained).
         """
         conn = getattr(self._local, "conn", None)
         if conn is not None:
@@ -697,11 +669,8 @@ class PostgresBackend(Backend):
             raise BackendError("the Postgres backend is closed")
         for attempt in range(_RETRIES):
             try:
-                with self._pool.connection() as conn:
-                    if not write:
-                        return fn(conn)
-                    with conn.transaction():
-                        return fn(conn)
+                with self._pool.connection() as conn, conn.transaction() if write else contextlib.nullcontext():
+                    return fn(conn)
             except HindsightError:
                 raise
             except self.psycopg.Error as e:  # the pool's PoolTimeout and PoolClosed too (OperationalErrors)
@@ -762,12 +731,6 @@ class PostgresBackend(Backend):
         return result
 
     # ------------------------------------------------------------------ schema
-    def _migrate(self) -> None:
-        """Create or upgrade the schema (see :func:`~._pg_schema.migrate`), re-tokenising when the tokenizer changed."""
-        self._retrying(
-            lambda conn: migrate(conn, self.psycopg, self.lexical.signature, self._retokenise), "schema migration"
-        )
-
     def _retokenise(self, conn: Any) -> None:
         """Recompute every record's lexical postings (the tokenizer changed)."""
         rows = conn.execute(f"SELECT collection_id, id, document, metadata FROM {SCHEMA}.records").fetchall()
@@ -785,12 +748,11 @@ class PostgresBackend(Backend):
     # ------------------------------------------------------------------ collections
     def get_collection(self, name: str) -> PostgresRecords | None:
         """See :meth:`Backend.get_collection`."""
+        read: dict[str, Any] = {}
         if getattr(self._local, "conn", None) is not None:  # inside a write plan (atomic)
             self._local.asked.append(name)
-            if self._local.read is not None and name in self._local.read:
-                row = self._local.read[name]
-                return None if row is None else PostgresRecords(self, row)
-        row = self.one("get_collection", _COLLECTIONS + " WHERE name = %s", [name])
+            read = self._local.read or {}
+        row = read[name] if name in read else self.one("get_collection", _COLLECTIONS + " WHERE name = %s", [name])
         return None if row is None else PostgresRecords(self, row)
 
     def create_collection(self, name: str, metadata: Metadata, *, like: Records | None = None) -> PostgresRecords:
@@ -854,11 +816,10 @@ class PostgresBackend(Backend):
     def erase(self, rebuild: Sequence[str] | None) -> None:
         """Physically erase deleted rows: ``VACUUM FULL`` the tables, then drop the WAL that held them.
 
-        A ``DELETE`` only marks rows dead. ``VACUUM FULL`` writes new files holding only live rows (other processes
-        wait for its lock); then WAL recycling is turned off and the WAL switched and checkpointed twice, so the
-        segments that held the rows are unlinked rather than kept for reuse. Those steps need a superuser (or the
-        ``pg_checkpoint`` role and grants); without them a warning says what is left. ``rebuild`` is ignored: every
-        collection lives in one table, rewritten whole.
+        ``VACUUM FULL`` writes new files of live rows (others wait for its lock); then WAL recycling is turned off and
+        the WAL switched and checkpointed twice, so the segments that held the rows are unlinked, not reused. That
+        needs a superuser (or ``pg_checkpoint`` and grants); else a warning says what is left. ``rebuild`` is ignored:
+        every collection lives in one table, rewritten whole.
         """
         if self._closed:
             raise BackendError("the Postgres backend is closed")
