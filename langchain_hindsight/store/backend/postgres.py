@@ -353,22 +353,19 @@ class PostgresRecords(Records):
         )
         if row is None or row[0] is None:
             return None
-        self._dim = int(row[0])
+        dim = self._dim = int(row[0])
         if not row[1]:
-
-            def create(conn: Any) -> None:
-                locked = conn.execute(  # another process may be building it: wait, then look again
-                    "SELECT indexed FROM hindsight.collections WHERE id = %s FOR UPDATE", [self._cid]
-                ).fetchone()
-                if locked is not None and not locked[0]:
-                    self._build_index(conn, int(row[0]))
-
-            self._backend.run(create, "build the vector index", write=True)
+            self._backend.run(lambda conn: self._build_index(conn, dim), "build the vector index", write=True)
         self._indexed = True
         return self._dim
 
     def _build_index(self, conn: Any, dim: int) -> None:
-        """Build the collection's HNSW index in one pass (with room to hold the graph in memory)."""
+        """Build the collection's HNSW index in one pass (with room to hold the graph in memory) if still missing."""
+        locked = conn.execute(  # another process may be building it: wait, then look again
+            "SELECT indexed FROM hindsight.collections WHERE id = %s FOR UPDATE", [self._cid]
+        ).fetchone()
+        if locked is None or locked[0]:
+            return
         (n,) = conn.execute("SELECT count(*) FROM hindsight.records WHERE collection_id = %s", [self._cid]).fetchone()
         need_mb = int(n * (dim * 4 + 256) * 1.5 / 2**20) + 64  # vectors + neighbour lists, with slack
         conn.execute(f"SET LOCAL maintenance_work_mem = '{min(max(need_mb, 64), _BUILD_MEMORY_MB)}MB'")
@@ -443,14 +440,11 @@ class PostgresRecords(Records):
         probes = [None] * len(ids) if embeddings is None else [_VectorParam(v) for v in embeddings]
 
         def write(conn: Any) -> None:
-            found = {
-                r[0]: (r[1], r[2])
-                for r in conn.execute(
-                    "SELECT id, document, metadata FROM hindsight.records"
-                    " WHERE collection_id = %s AND id = ANY(%s::text[]) ORDER BY id FOR UPDATE",
-                    [self._cid, ids],
-                ).fetchall()
-            }
+            sql = (
+                "SELECT id, document, metadata FROM hindsight.records"
+                " WHERE collection_id = %s AND id = ANY(%s::text[]) ORDER BY id FOR UPDATE"
+            )
+            found = {r[0]: (r[1], r[2]) for r in conn.execute(sql, [self._cid, ids]).fetchall()}
             rows, postings = self._rows(
                 [
                     (i, v, found[i][0] if documents is None else documents[j], {**found[i][1], **metas[j]})
