@@ -1,9 +1,8 @@
 """The Postgres backend's first connection: fail fast, in one line naming the server, and say what to check.
 
-A pool opened on a wrong URL retries in the background until its timeout and logs a warning per attempt, so
-:class:`~langchain_hindsight.store.backend.postgres.PostgresBackend` first makes one plain connection
-(:func:`probe`, :data:`CONNECT_TIMEOUT`) and opens the pool only once that worked. A failure names the host,
-port, database and user (never the password) and what to check for that kind of failure (:data:`_HINTS`).
+A pool opened on a wrong URL retries in the background and logs a warning per attempt, so the backend first makes
+one plain connection (:func:`probe`) and opens the pool only once that worked. A failure names the host, port,
+database and user (never the password) and what to check for that kind of failure (:data:`_HINTS`).
 """
 
 from __future__ import annotations
@@ -22,30 +21,23 @@ POOL_WAIT = 10.0
 """Seconds a call waits at least for a free pooled connection (all of them busy with other calls), and for the
 pool's first connections once the first plain connection succeeded."""
 
-_HINTS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
-    (re.compile(pattern, re.I), hint)
-    for pattern, hint in (
-        (r"connection refused", "nothing accepts connections there: is the server running, and is the port right?"),
-        (
-            r"timeout expired|timed out",
-            "no answer within {timeout:g} s: check the host and port, a firewall or VPN in between "
-            "(or raise connect_timeout in the URL)",
-        ),
-        (
-            r"could not translate host name|failed to resolve host|name or service not known|nodename nor servname",
-            "the host name does not resolve: check its spelling",
-        ),
-        (
-            r"password authentication failed|no password supplied|authentication failed",
-            "the server refused the credentials: check the user name and the password",
-        ),
-        (r'role ".*" does not exist', "the server has no such user: check the user name in the URL"),
-        (r'database ".*" does not exist', "the server has no such database: check its name, or create it (createdb)"),
-        (r"no such file or directory", "no server listens on that Unix socket: is the server running, the path right?"),
-        (r"pg_hba\.conf", "the server's pg_hba.conf does not admit this host, user or database"),
-    )
-)
-
+_HINTS = {  # a pattern of the driver's message (case-insensitive): what to check
+    r"connection refused": "nothing accepts connections there: is the server running, and is the port right?",
+    r"timeout expired|timed out": (
+        "no answer within {timeout:g} s: check the host and port, a firewall or VPN in between "
+        "(or raise connect_timeout in the URL)"
+    ),
+    r"could not translate host name|failed to resolve host|name or service not known|nodename nor servname": (
+        "the host name does not resolve: check its spelling"
+    ),
+    r"password authentication failed|no password supplied|authentication failed": (
+        "the server refused the credentials: check the user name and the password"
+    ),
+    r'role ".*" does not exist': "the server has no such user: check the user name in the URL",
+    r'database ".*" does not exist': "the server has no such database: check its name, or create it (createdb)",
+    r"no such file or directory": "no server listens on that Unix socket: is the server running, the path right?",
+    r"pg_hba\.conf": "the server's pg_hba.conf does not admit this host, user or database",
+}
 
 _URL_PASSWORD = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.-]*://[^:/?#@\s]*:)(?P<secret>[^@\s]*)@")
 _KEY_PASSWORD = re.compile(r"(?P<head>\bpassword\s*=\s*)(?P<secret>'(?:[^'\\]|\\.)*'|[^\s&'\"]+)", re.I)
@@ -54,12 +46,9 @@ _KEY_PASSWORD = re.compile(r"(?P<head>\bpassword\s*=\s*)(?P<secret>'(?:[^'\\]|\\
 def redact(text: str, url: str | None = None) -> str:
     """``text`` with every password it may quote replaced by ``***`` (``user:PASSWORD@`` and ``password=...``).
 
-    ``url``: the URL the text is about; its password is removed wherever it appears in ``text``
-    (a driver's message may quote it out of context).
+    The password of ``url`` (the URL the text is about) goes wherever it appears: a driver may quote it out of context.
     """
-    secrets = [m.group("secret") for m in _URL_PASSWORD.finditer(url or "")] + [
-        m.group("secret") for m in _KEY_PASSWORD.finditer(url or "")
-    ]
+    secrets = [m.group("secret") for pattern in (_URL_PASSWORD, _KEY_PASSWORD) for m in pattern.finditer(url or "")]
     text = _KEY_PASSWORD.sub(lambda m: m.group("head") + "***", _URL_PASSWORD.sub(r"\g<head>***@", text))
     for secret in sorted({s for s in secrets if len(s) >= 3}, key=len, reverse=True):
         text = text.replace(secret, "***")
@@ -67,10 +56,9 @@ def redact(text: str, url: str | None = None) -> str:
 
 
 def _params(url: str) -> dict[str, Any]:
-    """``url``'s connection parameters as libpq reads them.
+    """``url``'s connection parameters as libpq reads them (:class:`ConfigurationError` if malformed).
 
-    Raises:
-        ConfigurationError: ``url`` is malformed (the message never quotes the password; psycopg's own does).
+    The error never quotes the password; psycopg's own does.
     """
     from psycopg.conninfo import conninfo_to_dict
 
@@ -103,22 +91,18 @@ def connect_kwargs(url: str, timeout: float) -> dict[str, Any]:
 
 
 def _hint(message: str, timeout: float) -> str:
-    for pattern, hint in _HINTS:
-        if pattern.search(message):
+    for pattern, hint in _HINTS.items():
+        if re.search(pattern, message, re.I):
             return hint.format(timeout=timeout)
     first = next((line.strip() for line in message.splitlines() if line.strip()), "")
     return first or "the server refused the connection"
 
 
 def probe(psycopg: Any, url: str, timeout: float) -> None:
-    """One plain connection to ``url`` (closed at once): raises :class:`DatabaseConnectionError` when it fails.
-
-    Args:
-        psycopg: The ``psycopg`` module.
-        url: The connection URL.
-        timeout: Seconds to wait for the server when the URL sets no ``connect_timeout``.
+    """One plain connection to ``url`` (closed at once), waiting ``timeout`` s unless the URL sets its own.
 
     Raises:
+        DatabaseConnectionError: the connection failed.
         ConfigurationError: ``url`` is malformed or names an option libpq does not know.
     """
     params = _params(url)

@@ -54,9 +54,8 @@ class SqlFilter:
     def _field(self, key: str, cond: Any) -> list[str]:
         if key.startswith("$"):
             raise ValueError(f"unsupported where operator {key!r}")
-        return [
-            self._op(key, op, operand) for op, operand in (cond if isinstance(cond, Mapping) else {"$eq": cond}).items()
-        ]
+        ops = cond if isinstance(cond, Mapping) else {"$eq": cond}
+        return [self._op(key, op, operand) for op, operand in ops.items()]
 
     def _op(self, key: str, op: str, operand: Any) -> str:
         jsonb = self.jsonb

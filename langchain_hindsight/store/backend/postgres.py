@@ -1,23 +1,12 @@
 """A PostgreSQL :class:`~langchain_hindsight.store.backend.base.Backend`: many writers, many machines, one database.
 
-Every process and host that opens ``MemoryStore(database_url="postgresql://...")`` reads and writes the
-same memory; what keeps writers apart is the database, not a lock file (docs/storage.md, "PostgreSQL"):
-
-* **Transactions.** A store write plan runs in one transaction under an advisory lock on its namespace
-  (:meth:`PostgresBackend.atomic`), re-run whole after a serialization failure or deadlock; a killed
-  process leaves nothing half-done.
-* **Recall is one statement** (:meth:`PostgresRecords.hybrid_query`), so it sees every write committed
-  before it began, in any process. The dense arm is pgvector's HNSW cosine index (one partial index per
-  collection, built by its first dense query: one bulk build after a bulk load instead of one graph insert
-  per record).
-* **The lexical arm is BM25 in SQL** over ``postings`` (collection, 64-bit term key, record number ``seq``,
-  term count, record length), written in the record's transaction. The terms are the store's own tokens
-  (:class:`~langchain_hindsight.store.backend.base.LexicalScheme`; Postgres' full text cannot segment
-  Chinese), so the scores equal the in-process index's (``tokens.py``). The corpus statistics are
-  rows triggers keep in the writing transaction (``lexical_stats``, ``lexical_terms``): no query counts.
-
-The tables and their migrations are in :mod:`._pg_schema`; a changed tokenizer (another
-``lexical_signature``) recomputes every record's postings at open. Hard delete: :meth:`PostgresBackend.erase`.
+What keeps writers apart is the database, not a lock file (docs/storage.md, "PostgreSQL"): a write plan is one
+transaction under an advisory lock on its namespace (:meth:`PostgresBackend.atomic`), and recall is one statement
+(:meth:`PostgresRecords.hybrid_query`) that sees every write committed before it began. The dense arm is pgvector's
+HNSW cosine index (one partial index per collection, built by its first dense query); the lexical arm is BM25 in SQL
+over ``postings`` of the store's own tokens (:class:`~langchain_hindsight.store.backend.base.LexicalScheme`), so the
+scores equal the in-process index's, with corpus statistics that triggers keep in the writing transaction. Tables
+and migrations: :mod:`._pg_schema`. Hard delete: :meth:`PostgresBackend.erase`.
 
 Example:
     >>> store = MemoryStore(database_url="postgresql://user@db/hindsight")  # doctest: +SKIP
@@ -37,7 +26,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import numpy as np
 
@@ -51,7 +40,7 @@ from langchain_hindsight.store.backend._pg_connect import (
     redact,
 )
 from langchain_hindsight.store.backend._pg_filter import SqlFilter
-from langchain_hindsight.store.backend._pg_schema import SCHEMA, migrate
+from langchain_hindsight.store.backend._pg_schema import SCHEMA, migrate, set_meta
 from langchain_hindsight.store.backend.base import (
     Backend,
     HybridRows,
@@ -86,29 +75,18 @@ _WORK_MEM_MB = 64
 """Each pooled session's ``work_mem``: the lexical arm's postings and per-record sums (about 80,000 postings a
 query at 100k memories) stay in memory instead of spilling to temporary files (the server default is 4 MB)."""
 _NEAREST_BY_INDEX = "SET LOCAL enable_sort = off"
-"""Set in the transaction of a filtered nearest-neighbour query (the neighbours a write plan's dedupe reads): the
-planner cannot estimate a ``jsonb`` filter (``metadata @> ...``: a fixed guess of 0.1 % per clause, and a prepared
-statement's generic plan knows no value at all), so it expects a handful of matching records and sorts them all by
-distance, reading and comparing every record of the collection (~90 ms a query at 10k memories, growing with the
-store). Without a sort, the only plan is the HNSW index scan, which with iterative scans filters as it walks the
-graph and stops at ``n_results`` matches."""
+"""Set in the transaction of a filtered nearest-neighbour query (a write plan's dedupe): the planner cannot estimate
+a ``jsonb`` filter, so it expects a handful of matches and sorts them all by distance, reading every record of the
+collection (~90 ms a query at 10k memories, growing with the store). Without a sort, the only plan is the HNSW index
+scan, which with iterative scans filters as it walks the graph and stops at ``n_results`` matches."""
 _PLANNER_DEFAULTS = "SET LOCAL enable_sort TO DEFAULT"
 """Undoes :data:`_NEAREST_BY_INDEX` for the rest of the transaction (a write plan's later statements)."""
+_FIELDS = {"documents": "document", "metadatas": "metadata", "embeddings": "vector_send(embedding)"}
+"""The column each included field reads, in this order (a vector in the binary form of :func:`_vector_dumper`)."""
 _MAX_CONNECTIONS = 8
 """Most connections the pool opens (one per concurrent call); it keeps one open."""
 _BUILD_MEMORY_MB = 1024
 """The most ``maintenance_work_mem`` an HNSW index build asks for (the graph of 100k 896-d vectors needs ~600 MB)."""
-
-
-def _psycopg() -> Any:
-    try:
-        import psycopg
-        import psycopg_pool
-    except ImportError as e:  # pragma: no cover - depends on the installed extras
-        raise ConfigurationError(
-            "a Postgres database needs psycopg 3 and psycopg-pool: pip install 'langchain-hindsight[postgres]'"
-        ) from e
-    return psycopg, psycopg_pool
 
 
 def _transient(e: BaseException) -> bool:
@@ -119,17 +97,13 @@ def _transient(e: BaseException) -> bool:
 class _VectorParam:
     """A vector sent as a query parameter in pgvector's binary form (see :func:`_vector_dumper`).
 
-    psycopg would otherwise send a list of floats as a text array, quoting each element in
-    Python (~9 ms for a 896-dimensional vector); this is one ``tobytes``.
+    psycopg would send a list of floats as a text array, quoting each one in Python (~9 ms at 896 dimensions).
     """
 
     __slots__ = ("values",)
 
     def __init__(self, values: Vector | Any) -> None:
         self.values = np.asarray(values, dtype=">f4").reshape(-1)
-
-    def __len__(self) -> int:
-        return int(self.values.size)
 
 
 def _vector_dumper(psycopg: Any) -> type:
@@ -144,11 +118,6 @@ def _vector_dumper(psycopg: Any) -> type:
             return struct.pack(">HH", obj.values.size, 0) + obj.values.tobytes()
 
     return VectorDumper
-
-
-def _unvector(data: bytes) -> np.ndarray:
-    """A vector read as ``vector_send(embedding)`` (the binary form above) as a float32 array."""
-    return np.frombuffer(data, dtype=">f4", offset=4).astype(np.float32)
 
 
 class PostgresRecords(Records):
@@ -180,27 +149,17 @@ class PostgresRecords(Records):
 
     # ------------------------------------------------------------------ reads
     def _columns(self, include: Sequence[Include]) -> str:
-        cols = ["id"]
-        if "documents" in include:
-            cols.append("document")
-        if "metadatas" in include:
-            cols.append("metadata")
-        if "embeddings" in include:
-            cols.append("vector_send(embedding)")
-        return ", ".join(cols)
+        return ", ".join(["id", *(column for field, column in _FIELDS.items() if field in include)])
 
     def _rows_out(self, rows: list[tuple[Any, ...]], include: Sequence[Include]) -> Rows:
         out: Rows = {"ids": [r[0] for r in rows], "documents": None, "metadatas": None, "embeddings": None}
-        j = 1
-        if "documents" in include:
-            out["documents"] = [r[j] for r in rows]
-            j += 1
-        if "metadatas" in include:
-            out["metadatas"] = [dict(r[j]) for r in rows]
-            j += 1
-        if "embeddings" in include:
-            dim = self._dim or 0
-            out["embeddings"] = np.stack([_unvector(r[j]) for r in rows]) if rows else np.zeros((0, dim), np.float32)
+        for j, field in enumerate([field for field in _FIELDS if field in include], 1):
+            out[field] = [r[j] for r in rows]
+        if out["metadatas"] is not None:
+            out["metadatas"] = [dict(m) for m in out["metadatas"]]
+        if out["embeddings"] is not None:
+            vectors = [np.frombuffer(v, dtype=">f4", offset=4).astype(np.float32) for v in out["embeddings"]]
+            out["embeddings"] = np.stack(vectors) if rows else np.zeros((0, self._dim or 0), np.float32)
         return out
 
     def get(
@@ -225,9 +184,7 @@ class PostgresRecords(Records):
             clauses.append("id = ANY(%s::text[])")
             order = "array_position(%s::text[], id)"
         clauses += [f.where(where), f.document(where_document)]
-        params = list(f.params)
-        if ids is not None:
-            params.append(wanted)
+        params = [*f.params, wanted] if ids is not None else f.params
         sql = f"SELECT {self._columns(include)} FROM hindsight.records WHERE {' AND '.join(clauses)} ORDER BY {order}"
         if limit is not None:
             sql += " LIMIT %s"
@@ -248,7 +205,6 @@ class PostgresRecords(Records):
     ) -> Rows:
         """See :meth:`Records.query` (pgvector's HNSW cosine index; iterative scans under a filter)."""
         check_n_results(n_results)
-        out: Rows = {"ids": [], "documents": [], "metadatas": [], "embeddings": [], "distances": []}
         dim = self._dimension()
         f = SqlFilter(self._backend.psycopg)
         clause = f.where(where)
@@ -271,24 +227,22 @@ class PostgresRecords(Records):
                 conn.execute(_PLANNER_DEFAULTS)
             return [cur.fetchall() for cur in cursors]
 
-        for rows in self._backend.run(run, "query", write=n_results > _EF_SEARCH or filtered):
-            shaped = self._rows_out([r[:-1] for r in rows], include)
-            for key in ("ids", "documents", "metadatas", "embeddings"):
-                out[key].append(shaped[key])
-            out["distances"].append([float(r[-1]) for r in rows])
+        found = self._backend.run(run, "query", write=n_results > _EF_SEARCH or filtered)
+        shaped = [self._rows_out([r[:-1] for r in rows], include) for rows in found]
+        out: Rows = {key: [s[key] for s in shaped] for key in ("ids", "documents", "metadatas", "embeddings")}
+        out["distances"] = [[float(r[-1]) for r in rows] for rows in found]
         for key in ("documents", "metadatas", "embeddings", "distances"):
             if key not in include:
                 out[key] = None
         return out
 
     def _lexical_ctes(self, query: str, k: int, normalize: bool) -> tuple[str, dict[str, Any], list[int]]:
-        """The lexical arm as SQL common table expressions: ``stats`` (corpus size and total length, one row of
-        ``lexical_stats``), ``df`` (each query term's document frequency, a row of ``lexical_terms``) and ``lex``
-        (the ``k`` best ``(id, score)``); their parameters; the query's term keys.
+        """The lexical arm as SQL common table expressions, their parameters and the query's term keys.
 
-        ``best`` sums each record's terms grouped by its number (``seq``) and keeps the records scoring at
-        least the ``k``-th best score; only those are named, so ties at the cut are broken by id.
-        """  # noqa: D205
+        ``stats`` is the corpus size and total length, ``df`` each query term's document frequency, ``lex`` the ``k``
+        best ``(id, score)``. ``best`` sums each record's terms grouped by its number (``seq``) and keeps the records
+        scoring at least the ``k``-th best score; only those are named, so ties at the cut are broken by id.
+        """
         scheme = self._backend.lexical
         terms = [_term_key(w) for w in sorted(set(scheme.query_terms(query)))]
         cid = self._cid
@@ -309,28 +263,20 @@ class PostgresRecords(Records):
             f" WHERE r.collection_id = {cid} AND r.seq = ANY(ARRAY(SELECT seq FROM best))"
             ' ORDER BY b.score DESC, r.id COLLATE "C" LIMIT %(k)s)'
         )
-        params = {
-            "terms": terms,
-            "prior": float(scheme.prior_documents if normalize else 0),
-            "k1": scheme.k1,
-            "b": scheme.b,
-            "k": k,
-        }
-        return sql, params, terms
+        prior = float(scheme.prior_documents if normalize else 0)
+        return sql, {"terms": terms, "prior": prior, "k1": scheme.k1, "b": scheme.b, "k": k}, terms
 
     def _lexical_scores(
-        self,
-        scored: list[tuple[str, float]],
-        n: float,
-        dfs: Mapping[str, float] | None,
-        terms: list[int],
-        normalize: bool,
+        self, scored: list[tuple[str, float]], rows: list[Any], terms: list[int], normalize: bool
     ) -> list[tuple[str, float]]:
-        """``scored`` (best first), normalised as the in-process index does: a share of the query's idf mass."""
+        """``scored`` (best first), normalised as the in-process index does: a share of the query's idf mass.
+
+        ``rows`` end with the corpus size and the query terms' document frequencies (as both statements return them).
+        """
         if not normalize or not scored:
             return scored
-        corpus = n + self._backend.lexical.prior_documents
-        mass = sum(_idf(corpus, float((dfs or {}).get(str(t), 0.0))) for t in terms)
+        corpus = float(rows[0][-2]) + self._backend.lexical.prior_documents
+        mass = sum(_idf(corpus, float((rows[0][-1] or {}).get(str(t), 0.0))) for t in terms)
         if mass <= 0:
             return scored
         return [(i, min(1.0, score / mass)) for i, score in scored]
@@ -347,24 +293,16 @@ class PostgresRecords(Records):
             ' FROM lex ORDER BY score DESC, id COLLATE "C"'
         )
         rows = self._backend.run(lambda conn: conn.execute(sql, params).fetchall(), "lexical search")
-        if not rows:
-            return []
-        return self._lexical_scores(
-            [(r[0], float(r[1])) for r in rows], float(rows[0][2]), rows[0][3], terms, normalize
-        )
+        return self._lexical_scores([(r[0], float(r[1])) for r in rows], rows, terms, normalize)
 
     def hybrid_query(self, query: str, vector: Vector, *, k: int, nearest: int, normalize: bool = False) -> HybridRows:
         """See :meth:`Records.hybrid_query`: both arms and every candidate's record in one SQL statement.
 
-        The dense arm is the HNSW index scan of :meth:`query` (without a filter), the lexical arm
-        the BM25 of :meth:`lexical_search`; the statement then reads the document and metadata of
-        each id either arm returned, with its inner product with ``vector`` (one round trip; the
-        statement is prepared by the connection after a few calls).
+        The arms are :meth:`query`'s HNSW scan (without a filter) and :meth:`lexical_search`'s BM25; the statement
+        then reads each candidate's document, metadata and inner product with ``vector``.
         """
-        if k <= 0 or nearest <= 0:
-            return HybridRows([], [], {})
-        dim = self._dimension()
-        if dim is None:  # nothing stored yet
+        dim = self._dimension() if k > 0 and nearest > 0 else None
+        if dim is None:  # nothing asked, or nothing stored yet
             return HybridRows([], [], {})
         probe = self._probe(vector, dim)
         ctes, params, terms = self._lexical_ctes(query, k, normalize)
@@ -390,53 +328,46 @@ class PostgresRecords(Records):
         records = {r[0]: (r[1], dict(r[2]), float(r[4])) for r in rows}
         scored = [(r[0], float(r[5])) for r in rows if r[5] is not None]
         scored.sort(key=lambda x: (-x[1], x[0].encode()))  # ties by id, COLLATE "C"
-        bm25 = self._lexical_scores(scored, float(rows[0][6]), rows[0][7], terms, normalize) if rows and scored else []
-        return HybridRows(dense, bm25, records)
+        return HybridRows(dense, self._lexical_scores(scored, rows, terms, normalize), records)
 
     def _probe(self, vector: Vector, dim: int | None) -> _VectorParam:
         """``vector`` as a query parameter, checked against the collection's vector length ``dim`` (if known)."""
         probe = _VectorParam(vector)
-        if dim and len(probe) != dim:
+        if dim and probe.values.size != dim:
             raise BackendError(
-                f"collection {self._name!r} holds {dim}-dimensional vectors, got {len(probe)} dimensions"
+                f"collection {self._name!r} holds {dim}-dimensional vectors, got {probe.values.size} dimensions"
             )
         return probe
 
     def _dimension(self) -> int | None:
         """The collection's vector length (``None`` before its first write), its HNSW index built if missing.
 
-        The first dense query builds the index, not the first write: a bulk load then costs one build
-        (pgvector builds a graph several times faster than it inserts into one); later writes insert.
+        The first dense query builds the index, not the first write: a bulk load then costs one build (pgvector
+        builds a graph several times faster than it inserts into one); later writes insert.
         """
         if self._dim is not None and self._indexed:
             return self._dim
 
-        row = self._backend.run(
-            lambda conn: conn.execute(
-                "SELECT dimension, indexed FROM hindsight.collections WHERE id = %s", [self._cid]
-            ).fetchone(),
-            "read collection",
+        row = self._backend.one(
+            "read collection", "SELECT dimension, indexed FROM hindsight.collections WHERE id = %s", [self._cid]
         )
         if row is None or row[0] is None:
             return None
-        self._dim = int(row[0])
+        dim = self._dim = int(row[0])
         if not row[1]:
-
-            def create(conn: Any) -> None:
-                locked = conn.execute(  # another process may be building it: wait, then look again
-                    "SELECT indexed FROM hindsight.collections WHERE id = %s FOR UPDATE", [self._cid]
-                ).fetchone()
-                if locked is not None and not locked[0]:
-                    self._build_index(conn, int(row[0]))
-
-            self._backend.run(create, "build the vector index", write=True)
+            self._backend.run(lambda conn: self._build_index(conn, dim), "build the vector index", write=True)
         self._indexed = True
         return self._dim
 
     def _build_index(self, conn: Any, dim: int) -> None:
-        """Build the collection's HNSW index in one pass (with room to hold the graph in memory)."""
-        rows = conn.execute("SELECT count(*) FROM hindsight.records WHERE collection_id = %s", [self._cid]).fetchone()
-        need_mb = int(rows[0] * (dim * 4 + 256) * 1.5 / 2**20) + 64  # vectors + neighbour lists, with slack
+        """Build the collection's HNSW index in one pass (with room to hold the graph in memory) if still missing."""
+        locked = conn.execute(  # another process may be building it: wait, then look again
+            "SELECT indexed FROM hindsight.collections WHERE id = %s FOR UPDATE", [self._cid]
+        ).fetchone()
+        if locked is None or locked[0]:
+            return
+        (n,) = conn.execute("SELECT count(*) FROM hindsight.records WHERE collection_id = %s", [self._cid]).fetchone()
+        need_mb = int(n * (dim * 4 + 256) * 1.5 / 2**20) + 64  # vectors + neighbour lists, with slack
         conn.execute(f"SET LOCAL maintenance_work_mem = '{min(max(need_mb, 64), _BUILD_MEMORY_MB)}MB'")
         t0 = time.perf_counter()
         conn.execute(
@@ -444,12 +375,8 @@ class PostgresRecords(Records):
             f" USING hnsw ((embedding::vector({dim})) vector_cosine_ops) WHERE collection_id = {self._cid}"
         )
         conn.execute("UPDATE hindsight.collections SET indexed = true WHERE id = %s", [self._cid])
-        logger.info(
-            "built the vector index of collection %r (%d records) in %.1f s",
-            self._name,
-            rows[0],
-            time.perf_counter() - t0,
-        )
+        took = time.perf_counter() - t0
+        logger.info("built the vector index of collection %r (%d records) in %.1f s", self._name, n, took)
 
     # ------------------------------------------------------------------ writes
     def _ensure_dimension(self, conn: Any, dim: int) -> None:
@@ -479,68 +406,49 @@ class PostgresRecords(Records):
         """``sql`` for each of ``rows`` and the records' postings, in one round trip (see :meth:`_rows`)."""
         for row in rows:
             if row[0] is not None:
-                self._ensure_dimension(conn, len(row[0]))
+                self._ensure_dimension(conn, row[0].values.size)
         if rows:
             with conn.pipeline(), conn.cursor() as cur:
                 cur.executemany(sql, rows)
                 _write_postings(conn, self._cid, postings)
 
-    def upsert(
+    def _write_columns(
         self,
-        *,
         ids: Sequence[str],
-        embeddings: Sequence[Vector] | Any,
-        documents: Sequence[str] | None = None,
-        metadatas: Sequence[Metadata] | None = None,
+        embeddings: Sequence[Vector] | Any | None,
+        documents: Sequence[str] | None,
+        metadatas: Sequence[Metadata] | None,
+        *,
+        whole: bool,
     ) -> None:
-        """See :meth:`Records.upsert`: one transaction (a re-written record keeps its place in the order)."""
-        ids = check_write(self._name, ids, embeddings, documents, metadatas)
-        rows, postings = self._rows(
-            [
-                (
-                    i,
-                    _VectorParam(embeddings[j]),
-                    None if documents is None else documents[j],
-                    dict(metadatas[j]) if metadatas is not None else {},
-                )
-                for j, i in enumerate(ids)
-            ]
-        )
-        if rows:
-            self._backend.run(lambda conn: self._write(conn, _UPSERT, rows, postings), "upsert", write=True)
+        """See :meth:`Records._write_columns`: one transaction.
 
-    def update(
-        self,
-        *,
-        ids: Sequence[str],
-        embeddings: Sequence[Vector] | Any | None = None,
-        documents: Sequence[str] | None = None,
-        metadatas: Sequence[Metadata] | None = None,
-    ) -> None:
-        """See :meth:`Records.update`: ids that are not stored are skipped; one transaction, rows locked."""
+        An upsert keeps a re-written record's place in the order; an update locks the stored rows it changes.
+        """
         ids = check_write(self._name, ids, embeddings, documents, metadatas)
         if not ids:
             return
-        vectors = None if embeddings is None else [_VectorParam(v) for v in embeddings]
+        metas: Sequence[Metadata] = [{}] * len(ids) if metadatas is None else metadatas
+        if whole:
+            docs: Sequence[str | None] = [None] * len(ids) if documents is None else documents
+            vectors = cast(Sequence[Vector], embeddings)  # an upsert's are required
+            rows, postings = self._rows(
+                [(i, _VectorParam(v), d, dict(m)) for i, v, d, m in zip(ids, vectors, docs, metas, strict=True)]
+            )
+            self._backend.run(lambda conn: self._write(conn, _UPSERT, rows, postings), "upsert", write=True)
+            return
+        probes = [None] * len(ids) if embeddings is None else [_VectorParam(v) for v in embeddings]
 
         def write(conn: Any) -> None:
-            found = {
-                r[0]: (r[1], r[2])
-                for r in conn.execute(
-                    "SELECT id, document, metadata FROM hindsight.records"
-                    " WHERE collection_id = %s AND id = ANY(%s::text[]) ORDER BY id FOR UPDATE",
-                    [self._cid, ids],
-                ).fetchall()
-            }
+            sql = (
+                "SELECT id, document, metadata FROM hindsight.records"
+                " WHERE collection_id = %s AND id = ANY(%s::text[]) ORDER BY id FOR UPDATE"
+            )
+            found = {r[0]: (r[1], r[2]) for r in conn.execute(sql, [self._cid, ids]).fetchall()}
             rows, postings = self._rows(
                 [
-                    (
-                        i,
-                        None if vectors is None else vectors[j],
-                        found[i][0] if documents is None else documents[j],
-                        {**found[i][1], **(metadatas[j] if metadatas is not None else {})},
-                    )
-                    for j, i in enumerate(ids)
+                    (i, v, found[i][0] if documents is None else documents[j], {**found[i][1], **metas[j]})
+                    for j, (i, v) in enumerate(zip(ids, probes, strict=True))
                     if i in found
                 ]
             )
@@ -553,23 +461,13 @@ class PostgresRecords(Records):
         wanted = list(dict.fromkeys(ids))
         if not wanted:
             return
-        self._backend.run(
-            lambda conn: conn.execute(
-                "DELETE FROM hindsight.records WHERE collection_id = %s AND id = ANY(%s::text[])", [self._cid, wanted]
-            ),
-            "delete",
-            write=True,
-        )
+        sql = "DELETE FROM hindsight.records WHERE collection_id = %s AND id = ANY(%s::text[])"
+        self._backend.run(lambda conn: conn.execute(sql, [self._cid, wanted]), "delete", write=True)
 
     def count(self) -> int:
         """See :meth:`Records.count`."""
-        row = self._backend.run(
-            lambda conn: conn.execute(
-                "SELECT count(*) FROM hindsight.records WHERE collection_id = %s", [self._cid]
-            ).fetchone(),
-            "count",
-        )
-        return int(row[0])
+        sql = "SELECT count(*) FROM hindsight.records WHERE collection_id = %s"
+        return int(self._backend.one("count", sql, [self._cid])[0])
 
     def modify(self, *, name: str | None = None, metadata: Metadata | None = None) -> None:
         """See :meth:`Records.modify`."""
@@ -577,8 +475,7 @@ class PostgresRecords(Records):
 
         def write(conn: Any) -> None:
             if name is not None and name != self._name:
-                taken = conn.execute("SELECT 1 FROM hindsight.collections WHERE name = %s", [name]).fetchone()
-                if taken:
+                if conn.execute("SELECT 1 FROM hindsight.collections WHERE name = %s", [name]).fetchone():
                     raise BackendError(f"collection {name!r} already exists")
                 conn.execute("UPDATE hindsight.collections SET name = %s WHERE id = %s", [name, self._cid])
             if metadata is not None:
@@ -618,9 +515,8 @@ def _nearest_sql(cid: int, dim: int | None, columns: str, clause: str) -> str:
 
 
 def _configure(conn: Any, *, dumper: type) -> None:
-    """Session settings of every pooled connection: the binary vector parameter, the working memory of
-    the lexical arm, the HNSW candidate list, and iterative index scans (so a filtered query still finds
-    ``n_results`` matches).
+    """Session settings of every pooled connection: the binary vector parameter, ``work_mem``, the HNSW candidate
+    list, and iterative index scans (so a filtered query still finds ``n_results`` matches).
     """  # noqa: D205
     conn.adapters.register_dumper(_VectorParam, dumper)
     conn.execute(f"SET work_mem = '{_WORK_MEM_MB}MB'")
@@ -635,15 +531,13 @@ def _lexical(
     tokens = scheme.record_tokens(document, metadata)
     if tokens is None:
         return None, []
-    counts = Counter(_term_key(t) for t in tokens)
-    return len(tokens), list(counts.items())
+    return len(tokens), list(Counter(_term_key(t) for t in tokens).items())
 
 
 def _write_postings(conn: Any, cid: int, postings: Mapping[str, tuple[int | None, list[tuple[int, int]]]]) -> None:
-    """Replace the postings of the records of collection ``cid`` that ``postings`` names.
+    """Replace the postings of the records of collection ``cid`` that ``postings`` names: one statement each way.
 
-    One statement each way, whatever the number of records: a posting names its record by number
-    (``seq``), read from the record's row in the same statement.
+    A posting names its record by number (``seq``), read from the record's row in the same statement.
     """
     conn.execute(
         "DELETE FROM hindsight.postings p USING hindsight.records r"
@@ -694,20 +588,20 @@ class PostgresBackend(Backend):
 
     lexical: LexicalScheme
 
-    def __init__(
-        self,
-        url: str,
-        *,
-        lexical: LexicalScheme,
-        connect_timeout: float = CONNECT_TIMEOUT,
-    ) -> None:
+    def __init__(self, url: str, *, lexical: LexicalScheme, connect_timeout: float = CONNECT_TIMEOUT) -> None:
         if not isinstance(url, str) or not url.startswith(("postgresql://", "postgres://", "host=", "dbname=")):
             shown = redact(url, url) if isinstance(url, str) else type(url).__name__
             raise ConfigurationError(f"database_url must be a postgresql:// URL, got {shown!r}")
         if not isinstance(lexical, LexicalScheme):
             raise ConfigurationError("lexical must be a LexicalScheme (MemoryStore(database_url=...) passes one)")
-        self.psycopg, pool_module = _psycopg()
-        self._pool_errors = (pool_module.PoolTimeout, pool_module.PoolClosed)
+        try:
+            import psycopg
+            import psycopg_pool
+        except ImportError as e:  # pragma: no cover - depends on the installed extras
+            raise ConfigurationError(
+                "a Postgres database needs psycopg 3 and psycopg-pool: pip install 'langchain-hindsight[postgres]'"
+            ) from e
+        self.psycopg: Any = psycopg
         self.lexical = lexical
         self._url = url
         self._local = threading.local()
@@ -716,7 +610,7 @@ class PostgresBackend(Backend):
         self._closed = False
         probe(self.psycopg, url, connect_timeout)  # one plain connection first: a wrong URL fails fast and quietly
         try:
-            self._pool = pool_module.ConnectionPool(
+            self._pool = psycopg_pool.ConnectionPool(
                 url,
                 min_size=1,
                 max_size=_MAX_CONNECTIONS,
@@ -729,8 +623,10 @@ class PostgresBackend(Backend):
             self._pool.open(wait=True, timeout=max(connect_timeout, POOL_WAIT))
         except Exception as e:
             raise BackendError(f"cannot connect to the Postgres {describe(url)}: {redact(str(e), url)}") from e
-        try:
-            self._migrate()
+        try:  # create or upgrade the schema, re-tokenising when the tokenizer changed
+            self._retrying(
+                lambda conn: migrate(conn, self.psycopg, lexical.signature, self._retokenise), "schema migration"
+            )
         except BaseException:
             self._pool.close()
             raise
@@ -739,12 +635,9 @@ class PostgresBackend(Backend):
     def run(self, fn: Callable[[Any], _T], what: str, *, write: bool = False) -> _T:
         """``fn(connection)``: inside the current :meth:`atomic` transaction, else on a pooled connection.
 
-        Outside :meth:`atomic`, a ``write`` runs in a transaction of its own (retried after a
-        serialization failure or deadlock); a read runs its one statement as it is (autocommit:
-        one round trip). A connection the server dropped is replaced and the call retried once.
-
-        Raises:
-            BackendError: the database failed (chained).
+        Outside :meth:`atomic`, a ``write`` runs in a transaction of its own (retried after a serialization failure
+        or deadlock); a read runs as it is (autocommit: one round trip). A dropped connection is retried once.
+        Failures raise :class:`BackendError` (chained).
         """
         conn = getattr(self._local, "conn", None)
         if conn is not None:
@@ -758,6 +651,10 @@ class PostgresBackend(Backend):
                 raise BackendError(f"postgres {what} failed: {e}") from e
         return self._retrying(fn, what, write=write)
 
+    def one(self, what: str, sql: str, params: Sequence[Any]) -> Any:
+        """The first row (or ``None``) of the read ``sql``, run as :meth:`run` runs a read."""
+        return self.run(lambda conn: conn.execute(sql, params).fetchone(), what)
+
     def _retrying(self, fn: Callable[[Any], _T], what: str, *, write: bool = True) -> _T:
         """``fn(connection)`` on a pooled connection (in a transaction if ``write``), re-run after a transient
         failure or, once, a dropped connection (see :meth:`run`).
@@ -766,20 +663,15 @@ class PostgresBackend(Backend):
             raise BackendError("the Postgres backend is closed")
         for attempt in range(_RETRIES):
             try:
-                with self._pool.connection() as conn:
-                    if not write:
-                        return fn(conn)
-                    with conn.transaction():
-                        return fn(conn)
+                with self._pool.connection() as conn, conn.transaction() if write else contextlib.nullcontext():
+                    return fn(conn)
             except HindsightError:
                 raise
-            except self.psycopg.Error as e:
+            except self.psycopg.Error as e:  # the pool's PoolTimeout and PoolClosed too (OperationalErrors)
                 if (_transient(e) or (attempt == 0 and self._dropped(e))) and attempt + 1 < _RETRIES:
                     logger.info("postgres %s: %s; retrying (attempt %d)", what, e.sqlstate, attempt + 2)
                     time.sleep(random.uniform(0.005, 0.05) * (attempt + 1))
                     continue
-                raise BackendError(f"postgres {what} failed: {e}") from e
-            except self._pool_errors as e:
                 raise BackendError(f"postgres {what} failed: {e}") from e
         raise BackendError(f"postgres {what} failed after {_RETRIES} attempts")  # pragma: no cover
 
@@ -790,15 +682,12 @@ class PostgresBackend(Backend):
     def atomic(self, key: str, fn: Callable[[], _T]) -> _T:
         """``fn()`` with every backend call inside it in one transaction, serialised with others on ``key``.
 
-        Takes a transaction-scoped advisory lock on ``key`` (the namespace), so two
-        processes' write plans for one namespace run one after the other; a serialization
-        failure or deadlock re-runs ``fn`` from the start (it re-reads what it planned on).
-        Nested calls join the outer transaction and take their own key's lock too.
-
-        The lock is held from its grant to the commit, so the plan's round trips are kept few: the
-        transaction's start, the lock and the collections the last plan on ``key`` looked up
-        (:meth:`get_collection`, which the store asks under the lock whether another process replaced
-        them) are one round trip, and those look-ups are then answered from it.
+        A transaction-scoped advisory lock on ``key`` (the namespace) makes two processes' plans on it run one after
+        the other; a serialization failure or deadlock re-runs ``fn`` from the start (it re-reads what it planned
+        on). Nested calls join the outer transaction and take their own key's lock too. The lock is held until the
+        commit, so round trips are kept few: the transaction's start, the lock and the collections the last plan on
+        ``key`` looked up (:meth:`get_collection`, which the store asks under the lock whether another process
+        replaced them) are one round trip, and those look-ups are then answered from it.
         """
         if (conn := getattr(self._local, "conn", None)) is not None:
             conn.execute(_LOCK, [key])
@@ -836,12 +725,6 @@ class PostgresBackend(Backend):
         return result
 
     # ------------------------------------------------------------------ schema
-    def _migrate(self) -> None:
-        """Create or upgrade the schema (see :func:`~._pg_schema.migrate`), re-tokenising when the tokenizer changed."""
-        self._retrying(
-            lambda conn: migrate(conn, self.psycopg, self.lexical.signature, self._retokenise), "schema migration"
-        )
-
     def _retokenise(self, conn: Any) -> None:
         """Recompute every record's lexical postings (the tokenizer changed)."""
         rows = conn.execute(f"SELECT collection_id, id, document, metadata FROM {SCHEMA}.records").fetchall()
@@ -859,14 +742,11 @@ class PostgresBackend(Backend):
     # ------------------------------------------------------------------ collections
     def get_collection(self, name: str) -> PostgresRecords | None:
         """See :meth:`Backend.get_collection`."""
+        read: dict[str, Any] = {}
         if getattr(self._local, "conn", None) is not None:  # inside a write plan (atomic)
             self._local.asked.append(name)
-            if self._local.read is not None and name in self._local.read:
-                row = self._local.read[name]
-                return None if row is None else PostgresRecords(self, row)
-        row = self.run(
-            lambda conn: conn.execute(_COLLECTIONS + " WHERE name = %s", [name]).fetchone(), "get_collection"
-        )
+            read = self._local.read or {}
+        row = read[name] if name in read else self.one("get_collection", _COLLECTIONS + " WHERE name = %s", [name])
         return None if row is None else PostgresRecords(self, row)
 
     def create_collection(self, name: str, metadata: Metadata, *, like: Records | None = None) -> PostgresRecords:
@@ -930,13 +810,10 @@ class PostgresBackend(Backend):
     def erase(self, rebuild: Sequence[str] | None) -> None:
         """Physically erase deleted rows: ``VACUUM FULL`` the tables, then drop the WAL that held them.
 
-        A ``DELETE`` only marks rows dead; their bytes stay in the table's pages, its indexes and the
-        write-ahead log. ``VACUUM FULL`` writes new files holding only live rows (other processes wait
-        for its lock); then WAL recycling is turned off and the WAL switched and checkpointed twice, so
-        the segments that held the rows are unlinked rather than kept for reuse. Those steps need a
-        superuser (or the ``pg_checkpoint`` role and grants); without them a warning says what is left.
-        Out of reach: WAL already archived or streamed to a replica, backups, freed file-system blocks.
-        ``rebuild`` is ignored: every collection lives in one table, rewritten whole.
+        ``VACUUM FULL`` writes new files of live rows (others wait for its lock); then WAL recycling is turned off and
+        the WAL switched and checkpointed twice, so the segments that held the rows are unlinked, not reused. That
+        needs a superuser (or ``pg_checkpoint`` and grants); else a warning says what is left. ``rebuild`` is ignored:
+        every collection lives in one table, rewritten whole.
         """
         if self._closed:
             raise BackendError("the Postgres backend is closed")
@@ -970,21 +847,14 @@ class PostgresBackend(Backend):
     def owe_erase(self) -> None:
         """See :meth:`Backend.owe_erase`: a row of ``meta`` that commits with the deletes; :meth:`erase` clears it."""
         self.run(
-            lambda conn: conn.execute(
-                f"INSERT INTO {SCHEMA}.meta VALUES (%s, %s) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
-                [_ERASE_OWED, f"{time.time_ns()}-{os.getpid()}"],
-            ),
+            lambda conn: set_meta(conn, _ERASE_OWED, f"{time.time_ns()}-{os.getpid()}"),
             "note an erase owed",
             write=True,
         )
 
     def recover_interrupted(self) -> bool:
         """Finish an erase a killed process owed (its note is still in the database); True if there was one."""
-        row = self.run(
-            lambda conn: conn.execute(f"SELECT value FROM {SCHEMA}.meta WHERE key = %s", [_ERASE_OWED]).fetchone(),
-            "read the erase note",
-        )
-        if row is None:
+        if self.one("read the erase note", f"SELECT value FROM {SCHEMA}.meta WHERE key = %s", [_ERASE_OWED]) is None:
             return False
         logger.warning("postgres: a forget was interrupted before its erase; erasing the deleted rows now")
         self.erase(None)
