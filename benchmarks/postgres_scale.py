@@ -289,21 +289,28 @@ def recall_size(size: int, real: Any, server: Server, args: argparse.Namespace, 
 def single_adds(stores: dict[str, MemoryStore], emb: TimedEmbeddings, n: int) -> dict[str, Any]:
     """``n`` new lessons added one ``add()`` at a time (how reflection writes: dedupe on) to each filled store,
     in turn; each add's time, its text's embedding (the real embedder) and the difference (the store's own cost).
+
+    Each store's first add is kept apart (``{name}_first_add_beyond``): the process's first write compiles the
+    write path's patterns (the screen's, the claim rules'), a one-time cost that is not the steady add's.
     """
-    lessons = experiences(n, seed=11)
+    lessons = experiences(n + 1, seed=11)
     ms: dict[str, list[float]] = {
         f"{name}_{part}": [] for name in stores for part in ("add", "add_embed", "add_beyond")
     }
+    first: dict[str, float] = {}
     for j, (task_type, content) in enumerate(lessons):
         for name, store in stores.items():
             unit = MemoryUnit(task_type=task_type, content=f"{content} [{name} {j}]")
             t0 = time.perf_counter()
             store.add(unit)
             took = (time.perf_counter() - t0) * 1000
+            if j == 0:
+                first[f"{name}_first_add_beyond"] = round(took - emb.last_documents_ms, 1)
+                continue
             ms[f"{name}_add"].append(took)
             ms[f"{name}_add_embed"].append(emb.last_documents_ms)
             ms[f"{name}_add_beyond"].append(took - emb.last_documents_ms)
-    return {key: summary(values) for key, values in ms.items()}
+    return {**{key: summary(values) for key, values in ms.items()}, **first}
 
 
 def add_many_vs_embedding(real: Any, server: Server, tmp: Path, n: int, reps: int) -> list[dict[str, Any]]:
@@ -719,7 +726,15 @@ def targets(results: dict[str, Any]) -> list[str]:
         rows.append(
             f"| one `add()` (dedupe on) into {row['size']:,} memories, Postgres, beyond its embedding "
             f"(p50 / p95 of {beyond['n']}; embedding p50 {embed['p50_ms']:.0f} ms; Chroma "
-            f"{row['chroma_add_beyond']['p50_ms']:.1f} / {row['chroma_add_beyond']['p95_ms']:.1f} ms) | ≤ 25 ms "
+            f"{row['chroma_add_beyond']['p50_ms']:.1f} / {row['chroma_add_beyond']['p95_ms']:.1f} ms"
+            + (
+                f"; each store's first add, kept apart (the process's first compiles the write path's patterns): "
+                f"Postgres {row['postgres_first_add_beyond']:.0f} ms, "
+                f"Chroma {row['chroma_first_add_beyond']:.0f} ms"
+                if "postgres_first_add_beyond" in row
+                else ""
+            )
+            + ") | ≤ 25 ms "
             f"| {beyond['p50_ms']:.1f} / {beyond['p95_ms']:.1f} ms | {'met' if beyond['p50_ms'] <= 25 else 'missed'} "
             f"| {row.get('load_avg', '')} |"
         )

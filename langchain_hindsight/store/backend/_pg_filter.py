@@ -37,7 +37,11 @@ class SqlFilter:
     def _compile(self, where: Mapping[str, Any] | None, leaf: Callable[[str, Any], list[str]]) -> str:
         parts: list[str] = []
         for key, cond in (where or {}).items():
-            if key in ("$and", "$or"):
+            if key == "$and" and leaf == self._field and (merged := _equalities(cond)) is not None:
+                # one containment for the whole conjunction: the metadata index finds its few rows at once
+                self.params.append(self.jsonb(merged))
+                parts.append("metadata @> %s")
+            elif key in ("$and", "$or"):
                 inner = [self._compile(c, leaf) for c in cond]
                 joiner = " AND " if key == "$and" else " OR "
                 parts.append("(" + joiner.join(inner) + ")" if inner else ("TRUE" if key == "$and" else "FALSE"))
@@ -79,3 +83,16 @@ class SqlFilter:
             self.params += [key, key, values]
             return "(metadata ? %s::text AND NOT (metadata -> %s::text = ANY(%s::jsonb[])))"
         raise ValueError(f"unsupported where operator {op!r}")
+
+
+def _equalities(conditions: Any) -> dict[str, Any] | None:
+    """An ``$and`` of single-field equalities on distinct fields as one mapping, else ``None``."""
+    merged: dict[str, Any] = {}
+    for cond in conditions:
+        if not isinstance(cond, Mapping) or len(cond) != 1:
+            return None
+        ((key, value),) = cond.items()
+        if isinstance(value, Mapping) or key.startswith("$") or key in merged:
+            return None
+        merged[key] = value
+    return merged or None

@@ -473,6 +473,44 @@ def test_a_filtered_nearest_query_walks_the_vector_index(postgres_url: str) -> N
         pg.close()
 
 
+def test_a_scope_the_budgeted_scan_cannot_fill_gets_its_exact_nearest(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A write's dedupe asks for the nearest active units of its scope. The HNSW scan visits at most a budget of
+    index entries; a scope it cannot fill by then (a task type with few units, such as a new one) is answered
+    exactly from the metadata index: every unit of it, nearest first, and a common scope as before."""
+    from langchain_hindsight.store.backend import postgres as pg_module
+
+    pg = PostgresBackend(postgres_url, lexical=lexical_scheme())
+    try:
+        col = pg.create_collection("col-rare", _META)
+        vectors = _vectors(300, seed=5)
+        rare = [7, 150, 299]  # three units of their own task type among 300
+        col.upsert(
+            ids=[f"id{i:03d}" for i in range(300)],
+            embeddings=vectors,
+            documents=[f"doc {i}" for i in range(300)],
+            metadatas=[
+                {"status": "active", "task_type": "rare" if i in rare else f"t{i % 2}", "kind": "experience"}
+                for i in range(300)
+            ],
+        )
+        probe = _vectors(1, seed=11)
+        col.query(query_embeddings=probe, n_results=1)  # builds the index
+        monkeypatch.setattr(pg_module, "_SCAN_BUDGET", 2)  # the scan stops long before it meets the rare scope
+        where = {"$and": [{"status": "active"}, {"task_type": "rare"}, {"kind": "experience"}]}
+        found = col.query(query_embeddings=probe, n_results=5, where=where)
+        expected = sorted(rare, key=lambda i: -float(vectors[i] @ probe[0]))
+        assert found["ids"][0] == [f"id{i:03d}" for i in expected]
+        common = {"$and": [{"status": "active"}, {"task_type": "t0"}, {"kind": "experience"}]}
+        monkeypatch.setattr(pg_module, "_SCAN_BUDGET", 1000)
+        wide = col.query(query_embeddings=probe, n_results=5, where=common)
+        assert len(wide["ids"][0]) == 5
+        assert all(int(i[2:]) % 2 == 0 and int(i[2:]) not in rare for i in wide["ids"][0])
+    finally:
+        pg.close()
+
+
 _JOURNAL_WRITER = """
 import sys
 sys.path.insert(0, {root!r})
