@@ -254,8 +254,12 @@ class StoreCore:
         same_embedder = found is not None and recorded_identity(found) == recorded_identity(cached)
         if found is not None and same_embedder and found.instance == cached.instance:
             return
-        how = "dropped" if found is None else f"replaced (re-embedded with {recorded_identity(found)})"
-        how = "dropped and created again" if same_embedder else how
+        if found is None:
+            how = "dropped"
+        elif same_embedder:
+            how = "dropped and created again"
+        else:
+            how = f"replaced (re-embedded with {recorded_identity(found)})"
         logger.info("the %s collection of namespace %r was %s by another process: reopening", role, namespace, how)
         del self._collections[key]
         self._embedder_checked.discard(cached.name)

@@ -84,8 +84,9 @@ _PLANNER_DEFAULTS = "SET LOCAL enable_sort TO DEFAULT"
 _SCAN_BUDGET = 400
 """Index entries a filtered HNSW scan visits at most (``hnsw.max_scan_tuples``; pgvector's default is 20,000). A
 common scope fills ``n_results`` within a few dozen; one the scan cannot fill by then (a task type with few units,
-such as a new one) is answered exactly from the metadata index instead: walking the graph for it cost 77 ms a write
-at 10k memories and 435 ms at 100k, the exact answer a few ms."""
+such as a new one) is answered exactly from the metadata index instead. Walking the whole graph for it made one
+``add()`` take 124 ms (p95) beyond its embedding at 10k memories and 435 ms at 100k; budgeted, 20 ms and 24 ms
+(``benchmarks/postgres_scale.py``)."""
 _BY_SCAN = "SET LOCAL enable_indexscan = off"
 """Set for the exact answer of a scope the budgeted scan could not fill: the scope's rows through the metadata index,
 sorted by distance."""
@@ -217,7 +218,6 @@ class PostgresRecords(Records):
         f = SqlFilter(self._backend.psycopg)
         clause = f.where(where)
         sql = _nearest_sql(self._cid, dim, self._columns(include), clause)
-        by_scope = _nearest_sql(self._cid, dim, self._columns(include), clause, exact=True)
         filtered = clause != "TRUE"
 
         vectors = [self._probe(q, dim) for q in query_embeddings]
@@ -239,6 +239,7 @@ class PostgresRecords(Records):
             found = [cur.fetchall() for cur in cursors]
             short = [i for i, rows in enumerate(found) if len(rows) < n_results]
             if short:  # a scope the scan could not fill within its budget: its exact nearest
+                by_scope = _nearest_sql(self._cid, dim, self._columns(include), clause, exact=True)
                 with conn.pipeline():
                     conn.execute(_BY_SCAN)
                     exact = {i: conn.execute(by_scope, [vectors[i], *f.params, n_results], binary=True) for i in short}
