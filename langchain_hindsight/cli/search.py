@@ -13,11 +13,11 @@ import sys
 
 from langchain_hindsight.cli._output import clip, emit_json, table
 from langchain_hindsight.cli._store import open_view
-from langchain_hindsight.recall.engine import RecallSettings, RecallSource, recall
+from langchain_hindsight.recall.engine import RecallSettings, recall
 from langchain_hindsight.recall.ranking import served_mask
 from langchain_hindsight.types import ScoredMemory
 
-__all__ = ["print_results", "recall_for", "search"]
+__all__ = ["print_results", "search"]
 
 
 def search(args: argparse.Namespace) -> int:
@@ -26,8 +26,10 @@ def search(args: argparse.Namespace) -> int:
     Prints as :func:`print_results` does.
     """
     with open_view(args) as view:
-        if view.scoped is None:
-            scored = recall_for(view.store, args, view.namespace)
+        if view.scoped is None:  # the retriever's defaults with no relevance floor: weak matches are shown too
+            settings = RecallSettings(k=args.k, min_relevance=None)
+            found = recall(view.store, settings, args.query, task_type=args.task_type, namespace=view.namespace)
+            scored = found.result.memories
         else:  # the principal's own namespace (or --namespace) first, then every one it may read
             retriever = view.scoped.as_retriever(k=args.k, min_relevance=None)
             scored = retriever.recall(args.query, k=args.k, task_type=args.task_type, namespace=view.namespace)
@@ -83,9 +85,3 @@ def print_results(scored: list[ScoredMemory], args: argparse.Namespace, *, share
     ]
     print(table(headers, rows) if rows else "no match")
     return 0
-
-
-def recall_for(source: RecallSource, args: argparse.Namespace, namespace: str | None) -> list[ScoredMemory]:
-    """The search's recall: the retriever's defaults with no relevance floor (weak matches are shown too)."""
-    settings = RecallSettings(k=args.k, min_relevance=None)
-    return recall(source, settings, args.query, task_type=args.task_type, namespace=namespace).result.memories
