@@ -364,7 +364,10 @@ class PostgresRecords(Records):
         """The collection's vector length (``None`` before its first write), its HNSW index built if missing.
 
         The first dense query builds the index, not the first write: a bulk load then costs one build (pgvector
-        builds a graph several times faster than it inserts into one); later writes insert.
+        builds a graph several times faster than it inserts into one); later writes insert. Inside a write plan the
+        query reads every record instead and the build waits for the plan's commit (:meth:`PostgresBackend.atomic`):
+        a build locks the whole records table against every namespace's writes until its transaction ends, and two
+        plans building at once deadlock.
         """
         if self._dim is not None and self._indexed:
             return self._dim
@@ -375,6 +378,9 @@ class PostgresRecords(Records):
         if row is None or row[0] is None:
             return None
         dim = self._dim = int(row[0])
+        if (deferred := getattr(self._backend._local, "unindexed", None)) is not None and not row[1]:
+            deferred.append(self)
+            return dim
         if not row[1]:
             self._backend.run(lambda conn: self._build_index(conn, dim), "build the vector index", write=True)
         self._indexed = True
@@ -712,12 +718,24 @@ class PostgresBackend(Backend):
         on). Nested calls join the outer transaction and take their own key's lock too. The lock is held until the
         commit, so round trips are kept few: the transaction's start, the lock and the collections the last plan on
         ``key`` looked up (:meth:`get_collection`, which the store asks under the lock whether another process
-        replaced them) are one round trip, and those look-ups are then answered from it.
+        replaced them) are one round trip, and those look-ups are then answered from it. A vector index its queries
+        found missing is built after the commit (see :meth:`PostgresRecords._dimension`).
         """
         if (conn := getattr(self._local, "conn", None)) is not None:
             conn.execute(_LOCK, [key])
             return fn()
-        return self._retrying(lambda conn: self._plan(conn, key, fn), f"write plan on {key!r}", write=False)
+        deferred: list[PostgresRecords] = []
+        self._local.unindexed = deferred
+        try:
+            result = self._retrying(lambda conn: self._plan(conn, key, fn), f"write plan on {key!r}", write=False)
+        finally:
+            self._local.unindexed = None
+        for col in dict.fromkeys(deferred):  # the vector indexes the plan's queries found missing, each on its own
+            try:
+                col._dimension()
+            except BackendError as e:  # the write is committed: a later search builds the index
+                logger.warning("write plan on %r: building the vector index of %r failed: %s", key, col.name, e)
+        return result
 
     def _plan(self, conn: Any, key: str, fn: Callable[[], _T]) -> _T:
         """One try of :meth:`atomic`: begin, lock and read the collections in one round trip, ``fn()``, commit."""

@@ -450,6 +450,39 @@ def test_the_vector_index_is_built_by_the_first_dense_query(postgres_url: str) -
         assert len(_vector_indexes(postgres_url)) == 1
 
 
+def test_a_write_plans_first_dense_query_leaves_the_index_build_to_after_its_commit(postgres_url: str) -> None:
+    """A new namespace's second write is the first dense query of its collection, inside a write plan. Building the
+    index there would lock the whole records table against every other namespace's writes until the plan commits
+    (and two new namespaces doing so at once deadlock): the plan reads its few records without the index, and the
+    index is built after the commit."""
+    embedder = HashEmbeddings()
+    with (
+        MemoryStore(database_url=postgres_url, embeddings=embedder, namespace="new") as store,
+        MemoryStore(database_url=postgres_url, embeddings=embedder, namespace="other") as other,
+    ):
+        store.add(MemoryUnit(task_type="general", content="Pin dependency versions in the lock file"))
+        other.add(MemoryUnit(task_type="general", content="Write the changelog before the release"))
+        col = store.vector_collection("new")
+        index = f"records_hnsw_{col.instance}"
+        written: list[str] = []
+
+        def plan() -> None:
+            found = col.query(query_embeddings=embedder.embed_documents(["Pin dependency versions"]), n_results=1)
+            assert found["documents"] == [["Pin dependency versions in the lock file"]]
+            unit = MemoryUnit(task_type="general", content="Tag every release in git")
+            writer = threading.Thread(target=lambda: written.append(other.add(unit).action))
+            writer.start()
+            writer.join(timeout=10)
+            assert written == ["added"], "another namespace's write waited for this plan"
+            assert index not in _vector_indexes(postgres_url)
+
+        store.atomic("new", plan)
+        assert index in _vector_indexes(postgres_url)
+        assert [u.content for u, _, _ in store.search("Pin dependency versions in the lock file", k=1)] == [
+            "Pin dependency versions in the lock file"
+        ]
+
+
 def test_a_filtered_nearest_query_walks_the_vector_index(postgres_url: str) -> None:
     """A write plan's dedupe asks for the nearest active units of a task type: a ``jsonb`` filter the planner
     cannot estimate (it guesses a handful of matches and would sort them all by distance, reading every record
