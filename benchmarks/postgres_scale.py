@@ -157,6 +157,19 @@ class Server:
             vec = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()
         return f"PostgreSQL {pg[0] if pg else '?'}, pgvector {vec[0] if vec else '?'}"
 
+    def cpu_s(self) -> float:
+        """CPU seconds the server's processes used so far (its sessions that ended included, once reaped)."""
+        postmaster = int((self.parent / "pgdata" / "postmaster.pid").read_text().split()[0])
+        total = 0
+        for stat in Path("/proc").glob("[0-9]*/stat"):
+            try:
+                fields = stat.read_text().rsplit(")", 1)[1].split()
+            except OSError:  # the process ended meanwhile
+                continue
+            if stat.parent.name == str(postmaster) or int(fields[1]) == postmaster:
+                total += sum(int(f) for f in fields[11:15])  # utime, stime, cutime, cstime
+        return total / os.sysconf("SC_CLK_TCK")
+
     def close(self) -> None:
         self.handle.cleanup()
         shutil.rmtree(self.parent, ignore_errors=True)
@@ -479,6 +492,8 @@ store.add_many([MemoryUnit(task_type="warm-up", content=f"warm-up {p}: 预热 le
                namespace="warm-up-{p}")
 print("READY", flush=True)
 sys.stdin.readline()
+import time
+cpu = time.process_time()
 units = [MemoryUnit(task_type="general", content=f"writer {p} lesson {{i}}: 检查编码 check the encoding {{i}}")
          for i in range({n})]
 for start in range(0, {n}, {batch}):
@@ -487,7 +502,7 @@ for start in range(0, {n}, {batch}):
     else:
         store.add_many(units[start : start + {batch}])
 store.close()
-print("DONE", flush=True)
+print("DONE", time.process_time() - cpu, flush=True)
 """
 
 
@@ -525,16 +540,21 @@ def write_throughput(
         if child.stdout.readline().strip() != "READY":
             raise RuntimeError("a writer did not start")
         children.append(child)
+    server_cpu = server.cpu_s()
     t0 = time.perf_counter()
     for child in children:
         assert child.stdin is not None
         child.stdin.write("go\n")
         child.stdin.flush()
+    writers_cpu = 0.0
     for child in children:
         out, _ = child.communicate(timeout=1800)
         if child.returncode or "DONE" not in out:
             raise RuntimeError(f"a writer failed (exit {child.returncode})")
+        writers_cpu += float(out.split("DONE", 1)[1].split()[0])
     wall = time.perf_counter() - t0
+    time.sleep(0.2)  # the server reaps the writers' sessions, whose CPU then counts in its own
+    server_cpu = server.cpu_s() - server_cpu
     with MemoryStore(database_url=url, embeddings=_hash()) as store:
         stored = sum(store.count(namespace=ns) for ns in store.namespaces() if not ns.startswith("warm-up-"))
     total = writers * per_writer
@@ -547,6 +567,8 @@ def write_throughput(
         "stored": stored,
         "wall_s": round(wall, 2),
         "units_per_s": round(total / wall, 1),
+        "writers_cpu_s": round(writers_cpu, 3),
+        "server_cpu_s": round(server_cpu, 3),
     }
 
 
@@ -670,12 +692,15 @@ def markdown(results: dict[str, Any]) -> str:
         "`hash` (almost free, so the rows measure "
         "the store and the database alone: the worst case for writers that take turns) or `default` (the store's "
         "default embedder, what reflection writes with). `÷ 1 writer`: units/s against the one-writer row with the "
-        "same call and embedder just above."
+        "same call and embedder just above. *CPU a unit*: the CPU time the writer processes and the server's "
+        "processes used, per unit stored; *cores busy*: that CPU time over the wall time (the machine has "
+        f"{os.cpu_count()}). A row whose cores are all busy is bound by the CPU, which more writers cannot add."
         + (f" Load average {results['writes_load_avg']}." if results.get("writes_load_avg") else "")
         + f" The server's `synchronous_commit`: {results.get('synchronous_commit', 'on')}.",
         "",
-        "| rep | writer processes | namespaces | call | embedder | units | stored | wall | units/s | ÷ 1 writer |",
-        "|---:|---:|---:|---|---|---:|---:|---:|---:|---:|",
+        "| rep | writer processes | namespaces | call | embedder | units | stored | wall | units/s | ÷ 1 writer "
+        "| CPU a unit (writers + server) | cores busy |",
+        "|---:|---:|---:|---|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     single: dict[tuple[str, str], float] = {}
     for row in results["writes"]:
@@ -687,10 +712,20 @@ def markdown(results: dict[str, Any]) -> str:
             ratio = f"{row['units_per_s'] / single[key]:.2f}x"
         lines.append(
             f"| {row.get('rep', '')} | {row['writers']} | {row['namespaces']} | {key[0]} | {key[1]} "
-            f"| {row['units']:,} | {row['stored']:,} | {row['wall_s']:.1f} s | {row['units_per_s']:,.0f} | {ratio} |"
+            f"| {row['units']:,} | {row['stored']:,} | {row['wall_s']:.1f} s | {row['units_per_s']:,.0f} | {ratio} "
+            f"| {_cpu(row)} |"
         )
     lines += ["", *targets(results), "", *results.get("notes", [])]
     return "\n".join(lines) + "\n"
+
+
+def _cpu(row: Mapping[str, Any]) -> str:
+    """A write row's CPU a unit (writers + server) and cores busy, blank for a run that did not measure them."""
+    if "server_cpu_s" not in row:
+        return " | "
+    cpu = row["writers_cpu_s"] + row["server_cpu_s"]
+    per_unit = f"{cpu / row['units'] * 1000:.1f} ms ({row['writers_cpu_s'] / row['units'] * 1000:.1f} + "
+    return per_unit + f"{row['server_cpu_s'] / row['units'] * 1000:.1f}) | {cpu / row['wall_s']:.2f}"
 
 
 def _write_kind(row: Mapping[str, Any]) -> tuple[str, str]:
