@@ -3,13 +3,16 @@
 A write checks and prepares its units outside any lock (``decide.prepare``), embeds them, creates the
 collection it writes, then runs one write plan (``StoreCore.atomic``; a database may re-run it, so it reads
 everything it decides on inside): read, decide (``decide``, pure), write (``apply``), tell the replica.
+A judge other than the rules is asked before the plan, outside its locks (:func:`_add_planner`).
 """
 
 from __future__ import annotations
 
 import functools
+import json
 import logging
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
@@ -22,11 +25,13 @@ from langchain_hindsight.store._collections import Collection, records
 from langchain_hindsight.store._core import StoreCore, backend_errors, check_ids
 from langchain_hindsight.store._naming import Role
 from langchain_hindsight.store.apply import delete_units, move_units, place_units, write_plan, write_updates
-from langchain_hindsight.store.confidence import feedback_reason
+from langchain_hindsight.store.confidence import ConfidencePolicy, feedback_reason
 from langchain_hindsight.store.decide import (
     NEIGHBOURS,
+    Scope,
     Target,
     WritePlan,
+    WriteRules,
     check_premise,
     check_stays,
     check_unit,
@@ -39,7 +44,8 @@ from langchain_hindsight.store.decide import (
     prepare,
 )
 from langchain_hindsight.store.replica.records import Mirror
-from langchain_hindsight.store.writes import Neighbour, WriteResult
+from langchain_hindsight.store.writes import Neighbour, RuleWriteJudge, WriteDecision, WriteJudge, WriteResult
+from langchain_hindsight.taxonomy import TaskTypeVocabulary
 from langchain_hindsight.types import MemoryStatus, MemoryUnit, utcnow
 
 __all__ = [
@@ -64,6 +70,8 @@ _R = TypeVar("_R")
 
 Planner = Callable[[str, Collection, list[MemoryUnit], list[list[float]]], WritePlan]
 """Plans new units (their ids free) from what it reads in the namespace's collection: ``plan_add`` or a successor."""
+PlannerOf = Callable[[str, list[MemoryUnit], list[list[float]]], Planner]
+"""The :data:`Planner` of one batch of a namespace's new units (and their vectors), made before its write plan runs."""
 
 EMBED_BATCH = 256
 """Texts per embedding call on the write path (each call batches further inside the embedder)."""
@@ -121,7 +129,7 @@ def add_many(
     for name, flag in (("dedupe", dedupe), ("if_absent", if_absent)):
         if not isinstance(flag, bool):
             raise ConfigurationError(f"{name} must be a bool, got {flag!r}")
-    planner = functools.partial(_plan_add, store, dedupe)
+    planner = functools.partial(_add_planner, store, dedupe)
     # dedupe plans a namespace's whole batch at once (a unit may merge into an earlier one); a bulk import streams
     return _write_new(store, units, namespace, planner, step=0 if dedupe else EMBED_BATCH, if_absent=if_absent)
 
@@ -133,7 +141,7 @@ def _check_units(units: object) -> list[MemoryUnit]:
 
 
 def _write_new(
-    store: StoreCore, units: list[MemoryUnit], namespace: str | None, planner: Planner, *, step: int, if_absent: bool
+    store: StoreCore, units: list[MemoryUnit], namespace: str | None, planner: PlannerOf, *, step: int, if_absent: bool
 ) -> list[WriteResult]:
     """Prepare ``units``, then per namespace (in batches of ``step``; 0: all at once) embed and write them."""
     prepared = [prepare(u, namespace, store) for u in units]
@@ -147,7 +155,7 @@ def _write_new(
             chunk = idx[start : start + size]
             batch = [prepared[i] for i in chunk]
             vectors = embed_batched(store, [u.content for u in batch])
-            plan = functools.partial(_new_units_plan, store, ns, batch, vectors, planner, if_absent)
+            plan = functools.partial(_new_units_plan, store, ns, batch, vectors, planner(ns, batch, vectors), if_absent)
             results |= dict(zip(chunk, _run(store, ns, "memories", plan), strict=True))
     return [results[i] for i in range(len(prepared))]
 
@@ -198,18 +206,76 @@ def _new_units_plan(
     return plan.results
 
 
-def _plan_add(
-    store: StoreCore, dedupe: bool, ns: str, col: Collection, units: list[MemoryUnit], vectors: list[list[float]]
-) -> WritePlan:
-    """:func:`~decide.plan_add` on each unit's :data:`~decide.NEIGHBOURS` stored active units nearest in its scope.
+@dataclass(slots=True)
+class _Rules:
+    """The store's write rules (``decide.WriteRules``) with another judge: the store's own is other threads' too."""
+
+    namespace: str
+    vocabulary: TaskTypeVocabulary
+    policy: ConfidencePolicy
+    judge: WriteJudge
+    merge_threshold: float | None
+    conflict_threshold: float | None
+    conflict_scope: Scope
+
+
+@dataclass(slots=True)
+class _AskOnce:
+    """A write judge that asks ``asked`` each question once: the new unit, and each neighbour's every field.
+
+    ``confirming`` (the write plan's turn): a question not asked before is logged (what the judge sees changed).
+    """
+
+    asked: WriteJudge
+    answers: dict[str, WriteDecision] = field(default_factory=dict)
+    confirming: bool = False
+
+    def judge(self, unit: MemoryUnit, neighbours: Sequence[Neighbour]) -> WriteDecision:
+        question = json.dumps([unit.to_dict(), [[n.unit.to_dict(), n.similarity, n.contradicts] for n in neighbours]])
+        if question not in self.answers:
+            if self.confirming:
+                logger.info("write %s in %r: its neighbours changed since the write judge was asked outside the "
+                            "lock, so it was asked again", unit.memory_id, unit.namespace)  # fmt: skip
+            self.answers[question] = self.asked.judge(unit, neighbours)
+        return self.answers[question]
+
+
+def _add_planner(
+    store: StoreCore, dedupe: bool, ns: str, units: list[MemoryUnit], vectors: list[list[float]]
+) -> Planner:
+    """:func:`~decide.plan_add` on the stored neighbours; a judge other than the rules (a model) is asked first.
+
+    That pre-pass reads and decides as the plan will, without its locks (recall and other writers do not wait for the
+    model) and writing nothing; the plan reads and decides again, asking only a question not asked before.
+    """
+    rules: WriteRules = store
+    if dedupe and store.conflict_threshold is not None and type(store.judge) is not RuleWriteJudge:
+        rules = _Rules(store.namespace, store.vocabulary, store.policy, _AskOnce(store.judge), store.merge_threshold,
+                       store.conflict_threshold, store.conflict_scope)  # fmt: skip
+
+    def planner(ns: str, col: Collection | None, batch: list[MemoryUnit], at: list[list[float]]) -> WritePlan:
+        with store.lock:  # the read only, as a recall holds it
+            near = _neighbours(store, ns, col, batch, at) if dedupe else []
+        return plan_add(batch, at, near, rules, dedupe=dedupe)
+
+    if isinstance(rules.judge, _AskOnce):
+        planner(ns, store.memories(ns), units, vectors)
+        rules.judge.confirming = True
+    return planner
+
+
+def _neighbours(
+    store: StoreCore, ns: str, col: Collection | None, units: list[MemoryUnit], vectors: list[list[float]]
+) -> list[list[Neighbour]]:
+    """Each unit's :data:`~decide.NEIGHBOURS` stored active units nearest in its scope.
 
     Read from the namespace's held recall mirror when nothing else writes the data (an embedded store); else, and
     for a unit the mirror cannot answer, one batched backend query per scope (task type and kind, or the namespace).
     """
     out: list[list[Neighbour]] = [[] for _ in units]
-    # none to look up: no dedupe, or an empty collection (a count would read every record on a database)
-    if not dedupe or not col.get(limit=1, include=[])["ids"]:
-        return plan_add(units, vectors, out, store, dedupe=dedupe)
+    # none to look up: no collection yet, or an empty one (a count would read every record on a database)
+    if col is None or not col.get(limit=1, include=[])["ids"]:
+        return out
     mirror = store.replica.held_mirror(ns, load=False) if store.backend.single_writer else None
     groups: dict[tuple[str, ...], list[int]] = {}
     for i, u in enumerate(units):
@@ -233,7 +299,7 @@ def _plan_add(
             for j, i in enumerate(chunk):
                 rows = zip(res["ids"][j], res["documents"][j], res["metadatas"][j], res["distances"][j], strict=True)
                 out[i] = [Neighbour(unit_from_record(m, d, md), 1.0 - float(dist)) for m, d, md, dist in rows]
-    return plan_add(units, vectors, out, store, dedupe=dedupe)
+    return out
 
 
 def _mirror_neighbours(mirror: Mirror, vector: Sequence[float], scope: tuple[str, ...]) -> list[Neighbour] | None:
@@ -279,7 +345,7 @@ def supersede(
     if not isinstance(reason, str) or not reason.strip():
         raise ConfigurationError("supersede needs a reason (it is logged and shown in history)")
     planner = functools.partial(_plan_successor, store, ids, reason)
-    return _write_new(store, [check_unit(unit)], namespace, planner, step=0, if_absent=False)[0]
+    return _write_new(store, [check_unit(unit)], namespace, lambda *_: planner, step=0, if_absent=False)[0]
 
 
 def _plan_successor(
@@ -458,12 +524,12 @@ def share(
     dst = store.namespace_or_default(to_namespace)
     if src == dst:
         raise ConfigurationError(f"to_namespace must differ from the source namespace {src!r}")
-    with store.lock:
-        copies = [
-            u.evolve(namespace=dst, status="active", supersedes=None, merged_from=[])
-            for u in store.get_many(ids, namespace=src)
-        ]
-        return [r.unit for r in add_many(store, copies, namespace=dst)] if copies else []
+    # not under store.lock: the copies' write asks its judge outside the lock (add_many) and re-reads inside its plan
+    copies = [
+        u.evolve(namespace=dst, status="active", supersedes=None, merged_from=[])
+        for u in store.get_many(ids, namespace=src)
+    ]
+    return [r.unit for r in add_many(store, copies, namespace=dst)] if copies else []
 
 
 @backend_errors

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from types import SimpleNamespace
@@ -24,6 +25,7 @@ import psycopg
 import pytest
 from langchain_core.embeddings import Embeddings
 
+from benchmarks.supersede_judge import FlatEmbeddings
 from langchain_hindsight import Hindsight, HindsightStore, MemoryStore, MemoryUnit
 from langchain_hindsight.cli.main import EXIT_ERROR, EXIT_NOT_FOUND, EXIT_OK, main
 from langchain_hindsight.errors import BackendError, ConfigurationError, DatabaseConnectionError
@@ -37,6 +39,7 @@ from langchain_hindsight.store.backend.postgres import (
     _nearest_sql,
 )
 from langchain_hindsight.store.tokens import lexical_scheme
+from langchain_hindsight.store.writes import Neighbour, WriteDecision
 from tests.fakes import GRANTS_TOML, HashEmbeddings, NgramEmbeddings, child_env
 from tests.postgres import PostgresServer, backend_calls
 from tests.unit_tests.adapters.basestore_conformance import SCENARIOS, run_scenario
@@ -155,6 +158,45 @@ def test_concurrent_adds_of_one_statement_merge_into_one_unit(postgres_url: str)
     finally:
         for s in stores:
             s.close()
+
+
+def test_another_store_writes_the_namespace_while_a_write_judge_is_asked(
+    postgres_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A judge other than the rules (a chat model: seconds) is asked before the write plan, so its namespace's lock
+    and transaction are not held meanwhile: store B (another process, in effect) adds to the namespace and finishes
+    while store A's judge is thinking; A's plan then sees B's unit, asks again and says so.
+    """
+
+    def fact(content: str) -> MemoryUnit:
+        return MemoryUnit(content=content, task_type="general", kind="fact", source="user_feedback")
+
+    threads: list[threading.Thread] = []
+    shown: list[list[str]] = []
+
+    class Judge:
+        def judge(self, unit: MemoryUnit, neighbours: Sequence[Neighbour]) -> WriteDecision:
+            shown.append([n.unit.content for n in neighbours])
+            if not threads:
+                threads.append(threading.Thread(target=b.add, args=[fact("Invoices go out on the first workday.")]))
+                threads[0].start()
+                threads[0].join(timeout=10)  # B would wait here for A's advisory lock if A held it
+                assert not threads[0].is_alive(), "store B waited for store A's write judge"
+            return WriteDecision("add", reason="kept alongside")
+
+    with (
+        MemoryStore(database_url=postgres_url, embeddings=FlatEmbeddings(), judge=Judge()) as a,
+        MemoryStore(database_url=postgres_url, embeddings=FlatEmbeddings()) as b,
+    ):
+        a.add(fact("The weekly report goes to the sales manager."), dedupe=False)
+        with caplog.at_level(logging.INFO, logger="langchain_hindsight.store"):
+            result = a.add(fact("The weekly report goes to the finance director."))
+        threads[0].join()
+        assert result.action == "added"
+        assert b.count() == 3
+    assert len(shown) == 2  # the plan's neighbours include B's unit: another question, asked again inside
+    assert "Invoices go out on the first workday." in shown[1]
+    assert any("changed since the write judge was asked outside the lock" in m for m in caplog.messages)
 
 
 _NEAR_DUPLICATES = """
