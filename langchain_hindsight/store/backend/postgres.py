@@ -214,7 +214,7 @@ class PostgresRecords(Records):
     ) -> Rows:
         """See :meth:`Records.query` (pgvector's HNSW cosine index; iterative scans under a filter)."""
         check_n_results(n_results)
-        dim = self._dimension()
+        dim = self.dimension()
         f = SqlFilter(self._backend.psycopg)
         clause = f.where(where)
         sql = _nearest_sql(self._cid, dim, self._columns(include), clause)
@@ -322,7 +322,7 @@ class PostgresRecords(Records):
         The arms are :meth:`query`'s HNSW scan (without a filter) and :meth:`lexical_search`'s BM25; the statement
         then reads each candidate's document, metadata and inner product with ``vector``.
         """
-        dim = self._dimension() if k > 0 and nearest > 0 else None
+        dim = self.dimension() if k > 0 and nearest > 0 else None
         if dim is None:  # nothing asked, or nothing stored yet
             return HybridRows([], [], {})
         probe = self._probe(vector, dim)
@@ -360,7 +360,7 @@ class PostgresRecords(Records):
             )
         return probe
 
-    def _dimension(self) -> int | None:
+    def dimension(self) -> int | None:
         """The collection's vector length (``None`` before its first write), its HNSW index built if missing.
 
         The first dense query builds the index, not the first write: a bulk load then costs one build (pgvector
@@ -378,8 +378,7 @@ class PostgresRecords(Records):
         if row is None or row[0] is None:
             return None
         dim = self._dim = int(row[0])
-        if (deferred := getattr(self._backend._local, "unindexed", None)) is not None and not row[1]:
-            deferred.append(self)
+        if not row[1] and self._backend.build_after_plan(self):
             return dim
         if not row[1]:
             self._backend.run(lambda conn: self._build_index(conn, dim), "build the vector index", write=True)
@@ -414,7 +413,7 @@ class PostgresRecords(Records):
             ).fetchone()
             if row is None:
                 raise BackendError(f"collection {self._name!r} does not exist (dropped by another process?)")
-            if row[0] is None:  # its HNSW index is built by the first dense query (see _dimension)
+            if row[0] is None:  # its HNSW index is built by the first dense query (see dimension)
                 conn.execute("UPDATE hindsight.collections SET dimension = %s WHERE id = %s", [dim, self._cid])
                 row = (dim,)
             self._dim = int(row[0])
@@ -719,7 +718,7 @@ class PostgresBackend(Backend):
         commit, so round trips are kept few: the transaction's start, the lock and the collections the last plan on
         ``key`` looked up (:meth:`get_collection`, which the store asks under the lock whether another process
         replaced them) are one round trip, and those look-ups are then answered from it. A vector index its queries
-        found missing is built after the commit (see :meth:`PostgresRecords._dimension`).
+        found missing is built after the commit (see :meth:`PostgresRecords.dimension`).
         """
         if (conn := getattr(self._local, "conn", None)) is not None:
             conn.execute(_LOCK, [key])
@@ -732,10 +731,17 @@ class PostgresBackend(Backend):
             self._local.unindexed = None
         for col in dict.fromkeys(deferred):  # the vector indexes the plan's queries found missing, each on its own
             try:
-                col._dimension()
+                col.dimension()
             except BackendError as e:  # the write is committed: a later search builds the index
                 logger.warning("write plan on %r: building the vector index of %r failed: %s", key, col.name, e)
         return result
+
+    def build_after_plan(self, col: PostgresRecords) -> bool:
+        """Inside a write plan, keep ``col`` to build its vector index after the commit (:meth:`atomic`), else False."""
+        deferred = getattr(self._local, "unindexed", None)
+        if deferred is not None:
+            deferred.append(col)
+        return deferred is not None
 
     def _plan(self, conn: Any, key: str, fn: Callable[[], _T]) -> _T:
         """One try of :meth:`atomic`: begin, lock and read the collections in one round trip, ``fn()``, commit."""
