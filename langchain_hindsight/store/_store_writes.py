@@ -77,7 +77,7 @@ EMBED_BATCH = 256
 """Texts per embedding call on the write path (each call batches further inside the embedder)."""
 
 _QUERY_BATCH = 1000  # query vectors per backend call when looking up a batch's stored neighbours
-_MIRROR_WINDOW = 64  # the mirror's nearest units a neighbour lookup reads for its scope before asking the backend
+_MIRROR_WINDOW = 64  # the mirror's nearest units a neighbour lookup reads for its scope before it reads every row
 _UNIT_LENGTH_TOLERANCE = 1e-3  # how far from 1 a vector's length may be for the mirror's dot product to be its cosine
 _CHAIN_STEPS = 256  # successors followed at most to a chain's active head (a cycle or a fork cannot loop)
 _DID = {"added": "added as {id}", "merged": "merged into {id}", "superseded": "superseded {related}; stored as {id}"}
@@ -305,8 +305,8 @@ def _neighbours(
 def _mirror_neighbours(mirror: Mirror, vector: Sequence[float], scope: tuple[str, ...]) -> list[Neighbour] | None:
     """The :data:`~decide.NEIGHBOURS` active units nearest ``vector`` in ``scope``, by the mirror's exact cosine.
 
-    ``None`` when the mirror cannot answer alone: ``vector`` is not unit length (the dot product is the cosine only
-    then), or the window holds fewer in-scope units than a query filtered on the scope would return.
+    ``None`` when the mirror cannot answer: ``vector`` is not unit length (the dot product is the cosine only then).
+    A scope the window of nearest units does not fill (a task type with few units) is read from every mirrored row.
     """
     if abs(float(np.linalg.norm(np.asarray(vector, dtype=np.float64))) - 1.0) > _UNIT_LENGTH_TOLERANCE:
         return None
@@ -318,7 +318,10 @@ def _mirror_neighbours(mirror: Mirror, vector: Sequence[float], scope: tuple[str
             found.append(Neighbour(unit, similarity))
             if len(found) == NEIGHBOURS:
                 return found
-    return found if len(nearest) < _MIRROR_WINDOW else None  # the window held every active unit: all were seen
+    if len(nearest) < _MIRROR_WINDOW:  # the window held every active unit: all were seen
+        return found
+    near = mirror.nearest_matching(vector, NEIGHBOURS, {"task_type": scope[0], "kind": scope[1]})
+    return [Neighbour(mirror.unit(memory_id), similarity) for memory_id, similarity in near]
 
 
 @backend_errors

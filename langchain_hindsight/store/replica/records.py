@@ -135,6 +135,28 @@ class Mirror(RowTable):
         best.sort(key=lambda item: (-item[1], item[0]))
         return best[:k]
 
+    def nearest_matching(self, vector: Sequence[float], k: int, metadata: Mapping[str, str]) -> list[tuple[str, float]]:
+        """:meth:`nearest` among the units whose stored metadata holds every pair of ``metadata`` (exact).
+
+        A pair is found as its own JSON text in a row's canonical :func:`record_bytes`: inside the document, or a
+        value that is a JSON string, every quote is escaped, so a key's quoted name, a colon and a quoted value occur
+        there only as that pair.
+        """
+        query = self._query(vector)
+        n = len(self._ids)
+        pairs = [
+            json.dumps({key: value}, ensure_ascii=False, separators=(",", ":"))[1:-1] for key, value in metadata.items()
+        ]
+        needles = [pair.encode() for pair in pairs]
+        rows = np.flatnonzero(np.fromiter((all(x in r for x in needles) for r in self._records[:n]), bool, count=n))
+        rows = rows[self._alive[rows]]
+        if not len(rows) or k <= 0:
+            return []
+        sims = self._vectors[rows] @ query
+        top = np.argpartition(-sims, k - 1)[:k] if k < len(rows) else np.arange(len(rows))
+        best = sorted(((self._ids[rows[j]], float(sims[j])) for j in top), key=lambda item: (-item[1], item[0]))
+        return best[:k]
+
     def similarities(self, vector: Sequence[float], memory_ids: Sequence[str]) -> dict[str, float]:
         """The dot product of ``vector`` with each mirrored unit of ``memory_ids`` (raises as :meth:`nearest`)."""
         query = self._query(vector)

@@ -3,7 +3,8 @@
 An embedded store reads recall from its in-process mirror; a write's dedupe lookup reads the same mirror when it is
 held (exact cosine), and asks Chroma (a filtered query) only when the mirror cannot answer alone. Whichever
 answers, the write decides the same: each case here is written into a store that holds its mirror and one that
-does not, and the results are compared.
+does not, and the results are compared. A task type the mirror's nearest units do not fill is read from every
+mirrored row, its metadata matched exactly.
 """
 
 from __future__ import annotations
@@ -71,8 +72,9 @@ def test_a_write_decides_the_same_from_the_mirror_as_from_the_backend(stores: tu
         assert _summary(from_mirror, held) == _summary(from_backend, unheld), content
         assert "query" in unheld_reads.calls
         # 80 data_cleaning units: the mirror's nearest hold enough of them; the two weekly reports and the one api
-        # call are fewer than a filtered query returns, with units of other task types nearer: Chroma filters
-        assert ("query" in held_reads.calls) is (task_type != "data_cleaning"), content
+        # call are fewer than a filtered query returns, with units of other task types nearer: the mirror reads
+        # every row for them, and Chroma is never asked
+        assert "query" not in held_reads.calls, content
     assert [r.action for r in (held.add(MemoryUnit(task_type=t, content=c)) for t, c in INCOMING[:2])] == [
         "merged",
         "merged",

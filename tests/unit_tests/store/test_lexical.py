@@ -232,3 +232,42 @@ def test_snapshot_round_trip_and_damaged_files(tmp_path: Path) -> None:
     path.write_bytes(b"not a snapshot")
     assert Held.load(path, "fake (1-d)") is None
     assert Held.load(tmp_path / "missing.npz", "fake (1-d)") is None
+
+
+def test_the_mirrors_metadata_match_equals_decoding_every_record() -> None:
+    """``Mirror.nearest_matching`` matches a metadata pair in a row's JSON bytes: never inside the document or
+    another value (their quotes are escaped), never a value that only starts the same; the same answer as decoding
+    every record, on random rows with the hard cases mixed in."""
+    rng = random.Random(7)
+    task_types = ["data", "data_cleaning", "数据清洗", 'say "hi"', "back\\slash", ""]
+    kinds = ["lesson", "fact"]
+    tricky = [
+        'the metadata said "task_type":"data" once',
+        '{"kind":"fact","task_type":"数据清洗"}',
+        "task_type data kind fact",
+        "读取CSV时先指定编码",
+    ]
+    mirror = Mirror(3, "fake (3-d)")
+    for i in range(400):
+        vec = [rng.uniform(-1, 1) for _ in range(3)]
+        norm = math.sqrt(sum(x * x for x in vec))
+        meta = {"task_type": rng.choice(task_types), "kind": rng.choice(kinds), "status": "active", "n": i}
+        if rng.random() < 0.2:
+            meta["note"] = rng.choice(tricky)  # a value holding another pair's text
+        mirror.put(f"m{i:03d}", [x / norm for x in vec], record_bytes(rng.choice(tricky), meta))
+    mirror.discard([f"m{i:03d}" for i in range(0, 400, 9)])
+    query = [0.6, -0.8, 0.0]
+    for task_type in [*task_types, "dat", "cleaning"]:
+        for kind in kinds:
+            expected = sorted(
+                (
+                    (memory_id, sum(a * b for a, b in zip(mirror.vector(memory_id) or [], query, strict=True)))
+                    for memory_id, _doc, meta in mirror.records()
+                    if meta["task_type"] == task_type and meta["kind"] == kind
+                ),
+                key=lambda item: (-item[1], item[0]),
+            )[:5]
+            found = mirror.nearest_matching(query, 5, {"task_type": task_type, "kind": kind})
+            assert [m for m, _ in found] == [m for m, _ in expected], (task_type, kind)
+            assert [s for _, s in found] == pytest.approx([s for _, s in expected], abs=1e-6)
+    assert mirror.nearest_matching(query, 5, {"task_type": "dat", "kind": "fact"}) == []
