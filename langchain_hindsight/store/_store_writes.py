@@ -320,7 +320,7 @@ def _mirror_neighbours(mirror: Mirror, vector: Sequence[float], scope: tuple[str
                 return found
     if len(nearest) < _MIRROR_WINDOW:  # the window held every active unit: all were seen
         return found
-    near = mirror.nearest_matching(vector, NEIGHBOURS, {"task_type": scope[0], "kind": scope[1]})
+    near = mirror.nearest(vector, NEIGHBOURS, {"task_type": scope[0], "kind": scope[1]})
     return [Neighbour(mirror.unit(memory_id), similarity) for memory_id, similarity in near]
 
 

@@ -117,8 +117,14 @@ class Mirror(RowTable):
             )
         return np.asarray(vector, dtype=np.float32)
 
-    def nearest(self, vector: Sequence[float], k: int) -> list[tuple[str, float]]:
+    def nearest(
+        self, vector: Sequence[float], k: int, metadata: Mapping[str, str] | None = None
+    ) -> list[tuple[str, float]]:
         """The ``k`` units nearest ``vector`` by dot product (cosine: stored vectors are unit length), ties by id.
+
+        With ``metadata``, among the units whose stored metadata holds each of its pairs, found exactly as the pair's
+        own JSON text in a row's canonical :func:`record_bytes` (in the document and any other value, quotes are
+        escaped).
 
         Raises:
             BackendError: ``vector`` is not as long as the mirrored vectors.
@@ -128,33 +134,20 @@ class Mirror(RowTable):
         if not self._row or k <= 0:
             return []
         sims = self._vectors[:n] @ query
-        sims[~self._alive[:n]] = -np.inf
-        k = min(k, len(self._row))
-        top = np.argpartition(-sims, k - 1)[:k] if k < n else np.arange(n)
-        best = [(self._ids[r], float(sims[r])) for r in top if self._alive[r]]
-        best.sort(key=lambda item: (-item[1], item[0]))
-        return best[:k]
-
-    def nearest_matching(self, vector: Sequence[float], k: int, metadata: Mapping[str, str]) -> list[tuple[str, float]]:
-        """:meth:`nearest` among the units whose stored metadata holds every pair of ``metadata`` (exact).
-
-        A pair is found as its own JSON text in a row's canonical :func:`record_bytes`: inside the document, or a
-        value that is a JSON string, every quote is escaped, so a key's quoted name, a colon and a quoted value occur
-        there only as that pair.
-        """
-        query = self._query(vector)
-        n = len(self._ids)
-        pairs = [
-            json.dumps({key: value}, ensure_ascii=False, separators=(",", ":"))[1:-1] for key, value in metadata.items()
-        ]
-        needles = [pair.encode() for pair in pairs]
-        rows = np.flatnonzero(np.fromiter((all(x in r for x in needles) for r in self._records[:n]), bool, count=n))
-        rows = rows[self._alive[rows]]
-        if not len(rows) or k <= 0:
+        keep, count = self._alive[:n], len(self._row)
+        if metadata:
+            pairs = [
+                json.dumps({key: value}, ensure_ascii=False, separators=(",", ":"))[1:-1].encode()
+                for key, value in metadata.items()
+            ]
+            keep = keep & np.fromiter((all(p in r for p in pairs) for r in self._records[:n]), bool, count=n)
+            count = int(keep.sum())
+        sims[~keep] = -np.inf
+        if not (k := min(k, count)):
             return []
-        sims = self._vectors[rows] @ query
-        top = np.argpartition(-sims, k - 1)[:k] if k < len(rows) else np.arange(len(rows))
-        best = sorted(((self._ids[rows[j]], float(sims[j])) for j in top), key=lambda item: (-item[1], item[0]))
+        top = np.argpartition(-sims, k - 1)[:k] if k < n else np.arange(n)
+        best = [(self._ids[r], float(sims[r])) for r in top if keep[r]]
+        best.sort(key=lambda item: (-item[1], item[0]))
         return best[:k]
 
     def similarities(self, vector: Sequence[float], memory_ids: Sequence[str]) -> dict[str, float]:

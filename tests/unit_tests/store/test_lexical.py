@@ -235,7 +235,7 @@ def test_snapshot_round_trip_and_damaged_files(tmp_path: Path) -> None:
 
 
 def test_the_mirrors_metadata_match_equals_decoding_every_record() -> None:
-    """``Mirror.nearest_matching`` matches a metadata pair in a row's JSON bytes: never inside the document or
+    """``Mirror.nearest`` matches a metadata pair in a row's JSON bytes: never inside the document or
     another value (their quotes are escaped), never a value that only starts the same; the same answer as decoding
     every record, on random rows with the hard cases mixed in."""
     rng = random.Random(7)
@@ -267,7 +267,7 @@ def test_the_mirrors_metadata_match_equals_decoding_every_record() -> None:
                 ),
                 key=lambda item: (-item[1], item[0]),
             )[:5]
-            found = mirror.nearest_matching(query, 5, {"task_type": task_type, "kind": kind})
+            found = mirror.nearest(query, 5, {"task_type": task_type, "kind": kind})
             assert [m for m, _ in found] == [m for m, _ in expected], (task_type, kind)
             assert [s for _, s in found] == pytest.approx([s for _, s in expected], abs=1e-6)
-    assert mirror.nearest_matching(query, 5, {"task_type": "dat", "kind": "fact"}) == []
+    assert mirror.nearest(query, 5, {"task_type": "dat", "kind": "fact"}) == []
