@@ -234,8 +234,8 @@ class _AskOnce:
         question = json.dumps([unit.to_dict(), [[n.unit.to_dict(), n.similarity, n.contradicts] for n in neighbours]])
         if question not in self.answers:
             if self.confirming:
-                logger.info("write %s in %r: its neighbours changed since the write judge was asked outside the "
-                            "lock, so it was asked again", unit.memory_id, unit.namespace)  # fmt: skip
+                why = "its neighbours changed since the write judge was asked outside the lock, so it was asked again"
+                logger.info("write %s in %r: %s", unit.memory_id, unit.namespace, why)
             self.answers[question] = self.asked.judge(unit, neighbours)
         return self.answers[question]
 
@@ -250,8 +250,15 @@ def _add_planner(
     """
     rules: WriteRules = store
     if dedupe and store.conflict_threshold is not None and type(store.judge) is not RuleWriteJudge:
-        rules = _Rules(store.namespace, store.vocabulary, store.policy, _AskOnce(store.judge), store.merge_threshold,
-                       store.conflict_threshold, store.conflict_scope)  # fmt: skip
+        rules = _Rules(
+            namespace=store.namespace,
+            vocabulary=store.vocabulary,
+            policy=store.policy,
+            judge=_AskOnce(store.judge),
+            merge_threshold=store.merge_threshold,
+            conflict_threshold=store.conflict_threshold,
+            conflict_scope=store.conflict_scope,
+        )
 
     def planner(ns: str, col: Collection | None, batch: list[MemoryUnit], at: list[list[float]]) -> WritePlan:
         with store.lock:  # the read only, as a recall holds it
