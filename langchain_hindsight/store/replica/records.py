@@ -136,12 +136,12 @@ class Mirror(RowTable):
         sims = self._vectors[:n] @ query
         keep, count = self._alive[:n], len(self._row)
         if metadata:
-            pairs = [
-                json.dumps({key: value}, ensure_ascii=False, separators=(",", ":"))[1:-1].encode()
-                for key, value in metadata.items()
-            ]
-            keep = keep & np.fromiter((all(p in r for p in pairs) for r in self._records[:n]), bool, count=n)
-            count = int(keep.sum())
+            rows = list(range(n))  # a dropped row's record is empty: it matches nothing
+            for key, value in metadata.items():  # each pair reads only the rows the ones before it kept: rarest first
+                pair = json.dumps({key: value}, ensure_ascii=False, separators=(",", ":"))[1:-1].encode()
+                rows = [r for r in rows if pair in self._records[r]]
+            keep, count = np.zeros(n, dtype=bool), len(rows)
+            keep[rows] = True
         sims[~keep] = -np.inf
         if not (k := min(k, count)):
             return []

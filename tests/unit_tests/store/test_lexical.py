@@ -266,8 +266,9 @@ def test_the_mirrors_metadata_match_equals_decoding_every_record() -> None:
                     if meta["task_type"] == task_type and meta["kind"] == kind
                 ),
                 key=lambda item: (-item[1], item[0]),
-            )[:5]
-            found = mirror.nearest(query, 5, {"task_type": task_type, "kind": kind})
+            )
+            found = mirror.nearest(query, 400, {"task_type": task_type, "kind": kind})  # every match, ranked
+            assert found[:5] == mirror.nearest(query, 5, {"task_type": task_type, "kind": kind})
             assert [m for m, _ in found] == [m for m, _ in expected], (task_type, kind)
             assert [s for _, s in found] == pytest.approx([s for _, s in expected], abs=1e-6)
     assert mirror.nearest(query, 5, {"task_type": "dat", "kind": "fact"}) == []
