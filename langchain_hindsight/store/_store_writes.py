@@ -25,13 +25,11 @@ from langchain_hindsight.store._collections import Collection, records
 from langchain_hindsight.store._core import StoreCore, backend_errors, check_ids
 from langchain_hindsight.store._naming import Role
 from langchain_hindsight.store.apply import delete_units, move_units, place_units, write_plan, write_updates
-from langchain_hindsight.store.confidence import ConfidencePolicy, feedback_reason
+from langchain_hindsight.store.confidence import feedback_reason
 from langchain_hindsight.store.decide import (
     NEIGHBOURS,
-    Scope,
     Target,
     WritePlan,
-    WriteRules,
     check_premise,
     check_stays,
     check_unit,
@@ -45,7 +43,6 @@ from langchain_hindsight.store.decide import (
 )
 from langchain_hindsight.store.replica.records import Mirror
 from langchain_hindsight.store.writes import Neighbour, RuleWriteJudge, WriteDecision, WriteJudge, WriteResult
-from langchain_hindsight.taxonomy import TaskTypeVocabulary
 from langchain_hindsight.types import MemoryStatus, MemoryUnit, utcnow
 
 __all__ = [
@@ -207,19 +204,6 @@ def _new_units_plan(
 
 
 @dataclass(slots=True)
-class _Rules:
-    """The store's write rules (``decide.WriteRules``) with another judge: the store's own is other threads' too."""
-
-    namespace: str
-    vocabulary: TaskTypeVocabulary
-    policy: ConfidencePolicy
-    judge: WriteJudge
-    merge_threshold: float | None
-    conflict_threshold: float | None
-    conflict_scope: Scope
-
-
-@dataclass(slots=True)
 class _AskOnce:
     """A write judge that asks ``asked`` each question once: the new unit, and each neighbour's every field.
 
@@ -248,26 +232,18 @@ def _add_planner(
     That pre-pass reads and decides as the plan will, without its locks (recall and other writers do not wait for the
     model) and writing nothing; the plan reads and decides again, asking only a question not asked before.
     """
-    rules: WriteRules = store
+    asked = None  # the store's own judge is other threads' too: it is wrapped, not replaced
     if dedupe and store.conflict_threshold is not None and type(store.judge) is not RuleWriteJudge:
-        rules = _Rules(
-            namespace=store.namespace,
-            vocabulary=store.vocabulary,
-            policy=store.policy,
-            judge=_AskOnce(store.judge),
-            merge_threshold=store.merge_threshold,
-            conflict_threshold=store.conflict_threshold,
-            conflict_scope=store.conflict_scope,
-        )
+        asked = _AskOnce(store.judge)
 
     def planner(ns: str, col: Collection | None, batch: list[MemoryUnit], at: list[list[float]]) -> WritePlan:
         with store.lock:  # the read only, as a recall holds it
             near = _neighbours(store, ns, col, batch, at) if dedupe else []
-        return plan_add(batch, at, near, rules, dedupe=dedupe)
+        return plan_add(batch, at, near, store, dedupe=dedupe, judge=asked)
 
-    if isinstance(rules.judge, _AskOnce):
+    if asked is not None:
         planner(ns, store.memories(ns), units, vectors)
-        rules.judge.confirming = True
+        asked.confirming = True
     return planner
 
 

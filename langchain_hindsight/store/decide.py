@@ -325,7 +325,7 @@ class WritePlan:
 
 
 def _decide(
-    unit: MemoryUnit, near: list[Neighbour], rules: WriteRules, key: Callable[[MemoryUnit], str]
+    unit: MemoryUnit, near: list[Neighbour], rules: WriteRules, judge: WriteJudge, key: Callable[[MemoryUnit], str]
 ) -> tuple[WriteDecision, Neighbour | None]:
     """The validated decision for ``unit`` and the neighbour it concerns (``None`` for a plain add)."""
     # Here, not at the top: the claim and statement parsers are the write path's, and a store opened only to
@@ -349,7 +349,7 @@ def _decide(
     similar = [n for n in near if n.similarity > rules.conflict_threshold or n.contradicts]
     if not similar:
         return WriteDecision("add", reason=REASON_NEW), None
-    decision = rules.judge.judge(unit, similar)
+    decision = judge.judge(unit, similar)
     target = next((n for n in similar if n.unit.memory_id == decision.target_id), None)
     if decision.decision == "add" or target is None:
         if decision.decision != "add":
@@ -382,11 +382,13 @@ def plan_add(
     rules: WriteRules,
     *,
     dedupe: bool,
+    judge: WriteJudge | None = None,
 ) -> WritePlan:
     """Decide, unit by unit, between merge, supersede and plain insert (``dedupe=False``: insert each).
 
     ``stored`` holds each unit's :data:`NEIGHBOURS` nearest stored active units in scope, as the write read
-    them; earlier units of the batch are candidates too. The rules are :mod:`~langchain_hindsight.store.writes`'s.
+    them; earlier units of the batch are candidates too. The rules are :mod:`~langchain_hindsight.store.writes`'s;
+    ``judge`` stands in for ``rules.judge``.
     """
     if not dedupe:
         return WritePlan(
@@ -396,6 +398,7 @@ def plan_add(
     from langchain_hindsight._statements import lesson_key  # the write path's (see _decide)
 
     conflict_threshold = rules.conflict_threshold
+    asked = rules.judge if judge is None else judge
     keys: dict[tuple[str, str], str] = {}
 
     def key(u: MemoryUnit) -> str:  # statement keys (run-specific values masked), computed once per text in the batch
@@ -425,7 +428,7 @@ def plan_add(
             # the nearest few whatever the cosine, as for stored units: the rules may find a contradiction there
             picked.update(np.argsort(-sims, kind="stable")[:NEIGHBOURS].tolist())
         near = _candidates(unit, near_stored, plan, rules.conflict_scope, {order[r]: float(sims[r]) for r in picked})
-        decision, target = _decide(unit, near, rules, key)
+        decision, target = _decide(unit, near, rules, asked, key)
         if target is None:
             admit(unit, i)
             kept = tuple(
