@@ -378,9 +378,9 @@ class PostgresRecords(Records):
         if row is None or row[0] is None:
             return None
         dim = self._dim = int(row[0])
-        if not row[1] and self._backend.build_after_plan(self):
-            return dim
         if not row[1]:
+            if self._backend.build_after_plan(self):  # inside a write plan: built after its commit
+                return dim
             self._backend.run(lambda conn: self._build_index(conn, dim), "build the vector index", write=True)
         self._indexed = True
         return self._dim
