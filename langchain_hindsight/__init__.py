@@ -73,7 +73,7 @@ _EXPORTS: dict[str, str] = {
 
 _ALSO_IMPORTABLE: dict[str, str] = {
     "BackgroundReflector": "reflection.background",
-    "ConfidencePolicy": "store",
+    "ConfidencePolicy": "confidence",
     "InvalidMemoryError": "errors",
     "LifecyclePolicy": "lifecycle.policy",
     "LocalEmbeddings": "embeddings.local",

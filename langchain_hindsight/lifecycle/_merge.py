@@ -13,7 +13,7 @@ their vectors differ only by what the mask removed, so the masked statement alon
 person's facts are keyed on their text as it is: their numbers are the fact.
 
 Folding sums ``evidence`` (how many times the lesson was learned), grows
-confidence with it (:func:`~langchain_hindsight.store.confidence.corroborated`) and
+confidence with it (:func:`~langchain_hindsight.confidence.corroborated`) and
 *archives* the folded units whole (not served, kept for :func:`unfold`).
 
 Pure helpers (:func:`duplicate_groups`, :func:`star_clusters`, :func:`fold`, :func:`unfold`)
@@ -27,8 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from langchain_hindsight._statements import learned_in_run, lesson_key, rule_made, run_masked, statement_key
 from langchain_hindsight._trust import trust_rank
-from langchain_hindsight.store import ConfidencePolicy
-from langchain_hindsight.store.confidence import corroborated, evidence_cap, uncorroborated
+from langchain_hindsight.confidence import ConfidencePolicy, corroborated, evidence_cap, uncorroborated
 from langchain_hindsight.types import MemoryUnit
 
 if TYPE_CHECKING:
@@ -160,7 +159,7 @@ def fold(keeper: MemoryUnit, folded: Sequence[MemoryUnit], policy: ConfidencePol
     """``keeper`` after absorbing ``folded``: evidence added up, summed accesses, union of tags, provenance.
 
     Confidence is the highest of the keeper's source, grown by the evidence the
-    folded units of that source bring (:func:`~langchain_hindsight.store.confidence.corroborated`,
+    folded units of that source bring (:func:`~langchain_hindsight.confidence.corroborated`,
     never above the source's ceiling nor ``policy``'s, never for a ``suspicious`` unit);
     a less trusted unit lends no confidence and no evidence. Times are the newest of
     the group (creation and last access), so recency reflects the latest time the

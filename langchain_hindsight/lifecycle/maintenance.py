@@ -220,7 +220,7 @@ class Lifecycle:
 
         Each group keeps its most trusted, then most confident unit (ties: more
         accesses, older, smaller id) with the highest confidence grown by the
-        evidence folded in (see :func:`~langchain_hindsight.store.confidence.corroborated`),
+        evidence folded in (see :func:`~langchain_hindsight.confidence.corroborated`),
         ``evidence`` added up, the summed access counts, the union of tags, the
         newest creation and access times and the most trusted source;
         ``merged_from`` records the folded ids, which are archived whole (not

@@ -1,8 +1,9 @@
 """Storage layer: memory units and run records in a backend (Chroma, Postgres, memory), a collection set per namespace.
 
 The rooms and who owns what: docs/DESIGN.md, "The store". Public here: :class:`MemoryStore`, the write judges,
-:class:`ConfidencePolicy`, :func:`holds_store` and :func:`unit_to_metadata` (for loaders that write records
-themselves). Names are imported on first use, so a command that needs one small module does not import the store.
+:class:`ConfidencePolicy` (of :mod:`langchain_hindsight.confidence`), :func:`holds_store` and
+:func:`unit_to_metadata` (for loaders that write records themselves). Names are imported on first use, so a
+command that needs one small module does not import the store.
 """
 
 from __future__ import annotations
@@ -12,15 +13,15 @@ from typing import TYPE_CHECKING
 from langchain_hindsight._lazy import lazy_exports
 
 if TYPE_CHECKING:
+    from langchain_hindsight.confidence import ConfidencePolicy
     from langchain_hindsight.store._codec import unit_to_metadata
     from langchain_hindsight.store._directory import DATA_FILE, holds_store
-    from langchain_hindsight.store.confidence import ConfidencePolicy
     from langchain_hindsight.store.memory_store import MemoryStore
     from langchain_hindsight.store.writes import LLMWriteJudge, RuleWriteJudge, WriteJudge, WriteResult
 
 _EXPORTS: dict[str, str] = {
     "DATA_FILE": "._directory",
-    "ConfidencePolicy": ".confidence",
+    "ConfidencePolicy": "langchain_hindsight.confidence",
     "LLMWriteJudge": ".writes",
     "MemoryStore": ".memory_store",
     "RuleWriteJudge": ".writes",

@@ -17,6 +17,7 @@ from typing import Any, Concatenate, Literal, ParamSpec, TypeVar
 import numpy as np
 from langchain_core.embeddings import Embeddings
 
+from langchain_hindsight.confidence import ConfidencePolicy
 from langchain_hindsight.embeddings.identity import EmbedderIdentity, embedder_identity
 from langchain_hindsight.errors import (
     AccessDeniedError,
@@ -40,7 +41,6 @@ from langchain_hindsight.store._collections import (
 from langchain_hindsight.store._naming import ALL_ROLES, ROLES, Role, check_namespace
 from langchain_hindsight.store.apply import repair_namespace
 from langchain_hindsight.store.backend import Backend
-from langchain_hindsight.store.confidence import ConfidencePolicy
 from langchain_hindsight.store.replica import Replica
 from langchain_hindsight.store.run_records import RunRecords
 from langchain_hindsight.store.writes import WriteJudge

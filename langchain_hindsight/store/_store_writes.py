@@ -19,13 +19,13 @@ from typing import Any, TypeVar
 import numpy as np
 
 from langchain_hindsight._checks import is_int
+from langchain_hindsight.confidence import feedback_reason
 from langchain_hindsight.errors import ConfigurationError, MemoryNotFoundError, StoreError
 from langchain_hindsight.store._codec import unit_from_record
 from langchain_hindsight.store._collections import Collection, records
 from langchain_hindsight.store._core import StoreCore, backend_errors, check_ids
 from langchain_hindsight.store._naming import Role
 from langchain_hindsight.store.apply import delete_units, move_units, place_units, write_plan, write_updates
-from langchain_hindsight.store.confidence import feedback_reason
 from langchain_hindsight.store.decide import (
     NEIGHBOURS,
     Target,

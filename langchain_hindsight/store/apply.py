@@ -15,11 +15,11 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from langchain_hindsight.confidence import ConfidencePolicy
 from langchain_hindsight.errors import StoreError
 from langchain_hindsight.store._codec import PENDING_MOVE, PENDING_SUPERSEDE, unit_from_record, unit_to_metadata
 from langchain_hindsight.store._collections import Collection, records
 from langchain_hindsight.store._naming import ROLES, Role
-from langchain_hindsight.store.confidence import ConfidencePolicy
 from langchain_hindsight.store.decide import WritePlan, demote
 from langchain_hindsight.types import MemoryStatus, MemoryUnit
 

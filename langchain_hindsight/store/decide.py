@@ -17,6 +17,7 @@ import numpy as np
 from langchain_hindsight._safety import SUSPICIOUS_TAG, looks_like_instruction
 from langchain_hindsight._text import informative
 from langchain_hindsight._trust import TRUST_ORDER, TRUSTED_SOURCES, UNTRUSTED_SOURCES, trust_rank
+from langchain_hindsight.confidence import ConfidencePolicy, corroborated, evidence_cap
 from langchain_hindsight.errors import (
     ConfigurationError,
     InvalidMemoryError,
@@ -25,7 +26,6 @@ from langchain_hindsight.errors import (
     WriteConflictError,
 )
 from langchain_hindsight.store._naming import Role, check_namespace
-from langchain_hindsight.store.confidence import ConfidencePolicy, corroborated, evidence_cap
 from langchain_hindsight.store.writes import Neighbour, WriteDecision, WriteJudge, WriteResult
 from langchain_hindsight.taxonomy import TaskTypeVocabulary
 from langchain_hindsight.types import MAX_ACCESS_COUNT, MemoryUnit, new_memory_id, utcnow
@@ -245,7 +245,7 @@ def merge_units(existing: MemoryUnit, incoming: MemoryUnit, policy: ConfidencePo
     """``existing`` after absorbing ``incoming``, the same statement (or a judged duplicate).
 
     The lesson was learned again: ``evidence`` adds up, confidence grows with it from the higher of the
-    two (:mod:`~langchain_hindsight.store.confidence`), and the newest times are kept so recency says so.
+    two (:mod:`~langchain_hindsight.confidence`), and the newest times are kept so recency says so.
     """
     merged_from = list(dict.fromkeys([*existing.merged_from, incoming.memory_id, *incoming.merged_from]))
     if trust_rank(incoming.source) > trust_rank(existing.source):

@@ -16,6 +16,7 @@ from typing import Any, Literal
 from langchain_core.embeddings import Embeddings
 
 from langchain_hindsight._checks import check_number, refuse_unknown_keywords
+from langchain_hindsight.confidence import ConfidencePolicy
 from langchain_hindsight.embeddings.multilingual import default_embeddings
 from langchain_hindsight.errors import ConfigurationError
 from langchain_hindsight.store import _reembed
@@ -27,7 +28,6 @@ from langchain_hindsight.store import transfer as _transfer_ops
 from langchain_hindsight.store._collections import recorded_embedder
 from langchain_hindsight.store._core import StoreCore
 from langchain_hindsight.store.backend import Backend, ChromaBackend
-from langchain_hindsight.store.confidence import ConfidencePolicy
 from langchain_hindsight.store.decide import MERGE_THRESHOLD
 from langchain_hindsight.store.tokens import lexical_scheme
 from langchain_hindsight.store.writes import RuleWriteJudge, WriteJudge

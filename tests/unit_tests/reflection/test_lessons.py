@@ -32,10 +32,10 @@ from langchain_hindsight import (
     TrajectoryRecorder,
 )
 from langchain_hindsight._statements import generalise, lesson_key
+from langchain_hindsight.confidence import corroborated
 from langchain_hindsight.errors import ConfigurationError
 from langchain_hindsight.recall.injection import format_experiences
 from langchain_hindsight.store._codec import unit_from_record, unit_to_metadata
-from langchain_hindsight.store.confidence import corroborated
 from langchain_hindsight.store.transfer import export_units, read_backup
 from langchain_hindsight.testing import call, scripted_model
 from tests.fakes import GBK_TEXT, read_file

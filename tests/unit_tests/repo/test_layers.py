@@ -9,9 +9,8 @@ from typing import get_args
 
 import pytest
 
-from langchain_hindsight import _trust
+from langchain_hindsight import _trust, confidence
 from langchain_hindsight._trust import DEFAULT_INITIAL_CONFIDENCE, DEFAULT_SOURCE_PRIOR, MemorySource
-from langchain_hindsight.store import confidence
 from langchain_hindsight.types import MemoryUnit
 from tests import source
 
@@ -115,7 +114,7 @@ def test_the_trust_table_has_one_row_per_source_in_trust_order() -> None:
 
 
 def test_every_reader_uses_the_one_table() -> None:
-    assert not hasattr(confidence, "TRUST_ORDER")  # the store's policy reads the table, never keeps its own copy
+    assert not hasattr(confidence, "TRUST_ORDER")  # the confidence policy reads the table, never keeps its own copy
     assert {"user_feedback", "manual"} == _trust.TRUSTED_SOURCES
     assert dict(DEFAULT_SOURCE_PRIOR) == {s: t.prior for s, t in _trust.SOURCE_TRUST.items()}
     assert {s: t.initial_confidence for s, t in _trust.SOURCE_TRUST.items()} == DEFAULT_INITIAL_CONFIDENCE
