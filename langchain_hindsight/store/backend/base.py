@@ -18,6 +18,8 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
+from langchain_hindsight.errors import BackendError
+
 if TYPE_CHECKING:
     from langchain_hindsight.store._directory import HeldDirectory
 
@@ -262,9 +264,17 @@ class Backend(ABC):
 
     # ------------------------------------------------------------------ built on the above, or defaults
     def get_or_create(self, name: str, metadata: Metadata) -> Records:
-        """The collection ``name``, created with ``metadata`` when missing."""
+        """The collection ``name``, created with ``metadata`` when missing (a concurrent creator's wins)."""
         found = self.get_collection(name)
-        return found if found is not None else self.create_collection(name, metadata)
+        if found is not None:
+            return found
+        try:
+            return self.create_collection(name, metadata)
+        except BackendError:
+            found = self.get_collection(name)
+            if found is None:
+                raise
+            return found
 
     @property
     def max_batch_size(self) -> int:

@@ -79,17 +79,12 @@ _NEAREST_BY_INDEX = "SET LOCAL enable_sort = off"
 a ``jsonb`` filter, so it expects a handful of matches and sorts them all by distance, reading every record of the
 collection (~90 ms a query at 10k memories, growing with the store). Without a sort, the only plan is the HNSW index
 scan, which with iterative scans filters as it walks the graph and stops at ``n_results`` matches."""
-_PLANNER_DEFAULTS = "SET LOCAL enable_sort TO DEFAULT"
-"""Undoes :data:`_NEAREST_BY_INDEX` for the rest of the transaction (a write plan's later statements)."""
 _SCAN_BUDGET = 400
 """Index entries a filtered HNSW scan visits at most (``hnsw.max_scan_tuples``; pgvector's default is 20,000). A
 common scope fills ``n_results`` within a few dozen; one the scan cannot fill by then (a task type with few units,
 such as a new one) is answered exactly from the metadata index instead. Walking the whole graph for it made one
 ``add()`` take 124 ms (p95) beyond its embedding at 10k memories and 435 ms at 100k; budgeted, 20 ms and 24 ms
 (``benchmarks/postgres_scale.py``)."""
-_BY_SCAN = "SET LOCAL enable_indexscan = off"
-"""Set for the exact answer of a scope the budgeted scan could not fill: the scope's rows through the metadata index,
-sorted by distance."""
 _FIELDS = {"documents": "document", "metadatas": "metadata", "embeddings": "vector_send(embedding)"}
 """The column each included field reads, in this order (a vector in the binary form of :func:`_vector_dumper`)."""
 _MAX_CONNECTIONS = 8
@@ -234,14 +229,14 @@ class PostgresRecords(Records):
                 conn.execute(_NEAREST_BY_INDEX)
                 conn.execute(f"SET LOCAL hnsw.max_scan_tuples = {_SCAN_BUDGET}")
                 cursors = [conn.execute(sql, [v, *f.params, n_results], binary=True) for v in vectors]
-                conn.execute(_PLANNER_DEFAULTS)
+                conn.execute("SET LOCAL enable_sort TO DEFAULT")  # for the plan's later statements
                 conn.execute("SET LOCAL hnsw.max_scan_tuples TO DEFAULT")
             found = [cur.fetchall() for cur in cursors]
             short = [i for i, rows in enumerate(found) if len(rows) < n_results]
             if short:  # a scope the scan could not fill within its budget: its exact nearest
                 by_scope = _nearest_sql(self._cid, dim, self._columns(include), clause, exact=True)
                 with conn.pipeline():
-                    conn.execute(_BY_SCAN)
+                    conn.execute("SET LOCAL enable_indexscan = off")  # its rows through the metadata index, then sorted
                     exact = {i: conn.execute(by_scope, [vectors[i], *f.params, n_results], binary=True) for i in short}
                     conn.execute("SET LOCAL enable_indexscan TO DEFAULT")
                 for i, cur in exact.items():
@@ -252,10 +247,7 @@ class PostgresRecords(Records):
         shaped = [self._rows_out([r[:-1] for r in rows], include) for rows in found]
         out: Rows = {key: [s[key] for s in shaped] for key in ("ids", "documents", "metadatas", "embeddings")}
         out["distances"] = [[float(r[-1]) for r in rows] for rows in found]
-        for key in ("documents", "metadatas", "embeddings", "distances"):
-            if key not in include:
-                out[key] = None
-        return out
+        return {key: column if key == "ids" or key in include else None for key, column in out.items()}
 
     def _lexical_ctes(self, query: str, k: int, normalize: bool) -> tuple[str, dict[str, Any], list[int]]:
         """The lexical arm as SQL common table expressions, their parameters and the query's term keys.
@@ -297,7 +289,8 @@ class PostgresRecords(Records):
         if not normalize or not scored:
             return scored
         corpus = float(rows[0][-2]) + self._backend.lexical.prior_documents
-        mass = sum(_idf(corpus, float((rows[0][-1] or {}).get(str(t), 0.0))) for t in terms)
+        dfs = [float((rows[0][-1] or {}).get(str(t), 0.0)) for t in terms]
+        mass = sum(math.log(1.0 + (corpus - df + 0.5) / (df + 0.5)) for df in dfs)  # BM25's idf, as LexicalIndex's
         if mass <= 0:
             return scored
         return [(i, min(1.0, score / mass)) for i, score in scored]
@@ -421,9 +414,7 @@ class PostgresRecords(Records):
             raise BackendError(f"collection {self._name!r} holds {self._dim}-dimensional vectors, got {dim} dimensions")
 
     def _rows(self, records: list[tuple[str, _VectorParam | None, str | None, dict[str, Any]]]) -> tuple[Any, Any]:
-        """The rows of ``(id, vector, document, metadata)`` records as :data:`_UPSERT` and :data:`_UPDATE` take them
-        (a ``None`` vector keeps the stored one), and their postings by id.
-        """  # noqa: D205
+        """The records as rows of :data:`_UPSERT`/:data:`_UPDATE` (a ``None`` vector keeps the stored), and postings."""
         jsonb = self._backend.psycopg.types.json.Jsonb
         postings = {i: _lexical(self._backend.lexical, document, metadata) for i, _, document, metadata in records}
         return [(v, d, jsonb(m), postings[i][0], self._cid, i) for i, v, d, m in records], postings
@@ -545,9 +536,7 @@ def _nearest_sql(cid: int, dim: int | None, columns: str, clause: str, *, exact:
 
 
 def _configure(conn: Any, *, dumper: type) -> None:
-    """Session settings of every pooled connection: the binary vector parameter, ``work_mem``, the HNSW candidate
-    list, and iterative index scans (so a filtered query still finds ``n_results`` matches).
-    """  # noqa: D205
+    """Every pooled session's settings (iterative index scans: a filtered query still finds ``n_results`` matches)."""
     conn.adapters.register_dumper(_VectorParam, dumper)
     conn.execute(f"SET work_mem = '{_WORK_MEM_MB}MB'")
     conn.execute(f"SET hnsw.ef_search = {_EF_SEARCH}")
@@ -587,11 +576,6 @@ def _write_postings(conn: Any, cid: int, postings: Mapping[str, tuple[int | None
         " JOIN hindsight.records r ON r.collection_id = %(cid)s AND r.id = v.id",
         {"cid": cid, "ids": ids, "terms": terms, "tfs": tfs, "lens": lens},
     )
-
-
-def _idf(n: float, df: float) -> float:
-    """BM25's idf, as :class:`~langchain_hindsight.store.replica.lexical.LexicalIndex` computes it."""
-    return math.log(1.0 + (n - df + 0.5) / (df + 0.5))
 
 
 def _term_key(term: str) -> int:
@@ -669,8 +653,7 @@ class PostgresBackend(Backend):
         or deadlock); a read runs as it is (autocommit: one round trip). A dropped connection is retried once.
         Failures raise :class:`BackendError` (chained).
         """
-        conn = getattr(self._local, "conn", None)
-        if conn is not None:
+        if (conn := getattr(self._local, "conn", None)) is not None:
             if write:  # it may change a collection: the plan's later look-ups read the database again
                 self._local.read = None
             try:
@@ -686,9 +669,7 @@ class PostgresBackend(Backend):
         return self.run(lambda conn: conn.execute(sql, params).fetchone(), what)
 
     def _retrying(self, fn: Callable[[Any], _T], what: str, *, write: bool = True) -> _T:
-        """``fn(connection)`` on a pooled connection (in a transaction if ``write``), re-run after a transient
-        failure or, once, a dropped connection (see :meth:`run`).
-        """  # noqa: D205
+        """``fn(connection)`` on a pooled connection, in a transaction if ``write``, retried as :meth:`run` says."""
         if self._closed:
             raise BackendError("the Postgres backend is closed")
         for attempt in range(_RETRIES):
@@ -698,16 +679,14 @@ class PostgresBackend(Backend):
             except HindsightError:
                 raise
             except self.psycopg.Error as e:  # the pool's PoolTimeout and PoolClosed too (OperationalErrors)
-                if (_transient(e) or (attempt == 0 and self._dropped(e))) and attempt + 1 < _RETRIES:
+                # a connection the server closed (restart, idle timeout): the pool discards it, a retry gets another
+                dropped = isinstance(e, self.psycopg.OperationalError) and e.sqlstate in (None, "57P01")
+                if (_transient(e) or (attempt == 0 and dropped)) and attempt + 1 < _RETRIES:
                     logger.info("postgres %s: %s; retrying (attempt %d)", what, e.sqlstate, attempt + 2)
                     time.sleep(random.uniform(0.005, 0.05) * (attempt + 1))
                     continue
                 raise BackendError(f"postgres {what} failed: {e}") from e
         raise BackendError(f"postgres {what} failed after {_RETRIES} attempts")  # pragma: no cover
-
-    def _dropped(self, e: BaseException) -> bool:
-        """A connection the server closed (restart, idle timeout): the pool discards it; a retry gets a new one."""
-        return isinstance(e, self.psycopg.OperationalError) and getattr(e, "sqlstate", None) in (None, "57P01")
 
     def atomic(self, key: str, fn: Callable[[], _T]) -> _T:
         """``fn()`` with every backend call inside it in one transaction, serialised with others on ``key``.
@@ -813,19 +792,6 @@ class PostgresBackend(Backend):
             return tuple(row)
 
         return PostgresRecords(self, self.run(create, "create_collection", write=True))
-
-    def get_or_create(self, name: str, metadata: Metadata) -> Records:
-        """The collection ``name``, created with ``metadata`` when missing (a concurrent creator's wins)."""
-        found = self.get_collection(name)
-        if found is not None:
-            return found
-        try:
-            return self.create_collection(name, metadata)
-        except BackendError:
-            found = self.get_collection(name)
-            if found is None:
-                raise
-            return found
 
     def list_collections(self) -> list[Records]:
         """See :meth:`Backend.list_collections`."""
