@@ -48,7 +48,6 @@ logger = logging.getLogger(__name__)
 
 REBUILD_SUFFIX = "-rebuild"
 """Suffix of the temporary collection a rebuild copies into (canonical names end in a hex digest)."""
-_SQLITE = "chroma.sqlite3"
 _FTS = "embedding_fulltext_search"
 _SEGMENT_DIR = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 """A segment directory's name: its segment's id (a UUID, as Chroma writes it)."""
@@ -75,13 +74,6 @@ QUERY_RETRIES = 4
 """How many times :meth:`ChromaRecords.query` asks again (0.75 s in all) while Chroma's vector index is behind ids its
 metadata holds ("Error finding id", as when another process writes on a shared server): failing the query would fail
 the write whose dedupe asked it."""
-
-
-def _index_behind(error: Exception) -> bool:
-    """Whether ``error`` is Chroma's "Error finding id": its vector index has not caught up with its records yet."""
-    from chromadb.errors import InternalError
-
-    return isinstance(error, InternalError) and "Error finding id" in str(error)
 
 
 def _open_client(path: Path) -> Any:
@@ -129,13 +121,9 @@ class ChromaRecords(Records):
         offset: int | None = None,
     ) -> Rows:
         """See :meth:`Records.get`."""
+        ids = None if ids is None else list(ids)
         rows = self.collection.get(
-            ids=None if ids is None else list(ids),
-            where=where,
-            where_document=where_document,
-            include=list(include),
-            limit=limit,
-            offset=offset,
+            ids=ids, where=where, where_document=where_document, include=list(include), limit=limit, offset=offset
         )
         return dict(rows)
 
@@ -149,16 +137,18 @@ class ChromaRecords(Records):
         include: Sequence[Include] = ("documents", "metadatas", "distances"),
     ) -> Rows:
         """See :meth:`Records.query` (asked again while Chroma's index is behind, see :data:`QUERY_RETRIES`)."""
+        from chromadb.errors import InternalError
+
+        vectors = np.asarray(query_embeddings, dtype=np.float32)
         attempt = 0
         while True:
             try:
-                vectors = np.asarray(query_embeddings, dtype=np.float32)
                 res = self.collection.query(
                     query_embeddings=vectors, n_results=n_results, where=where, include=list(include)
                 )
                 return dict(res)
-            except Exception as e:
-                if attempt == QUERY_RETRIES or not _index_behind(e):
+            except InternalError as e:  # "Error finding id": the vector index has not caught up with its records
+                if attempt == QUERY_RETRIES or "Error finding id" not in str(e):
                     raise
                 logger.info("chroma query on %r: the index is behind its records (%s); asking again", self.name, e)
                 time.sleep(0.05 * 2**attempt)
@@ -413,15 +403,12 @@ def _load_index(col: Any) -> None:
 
 
 def _erase_files(directory: Path) -> None:
-    """Scrub an embedded Chroma directory whose client is closed.
-
-    Merges the FTS5 index (dropping deleted trigrams), rewrites the database with ``VACUUM`` under ``secure_delete``
-    (no freed page keeps old bytes) and removes, after zero-filling, every segment directory no live segment owns.
+    """Scrub an embedded Chroma directory whose client is closed (its files' part of the module docstring's list).
 
     Raises:
         StoreError: the database could not be scrubbed.
     """
-    db = directory / _SQLITE
+    db = directory / "chroma.sqlite3"
     if not db.exists():
         return
     try:
