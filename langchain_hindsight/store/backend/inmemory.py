@@ -163,13 +163,11 @@ class InMemoryRecords(Records):
     ) -> Rows:
         """See :meth:`Records.get`."""
         with self._lock:
-            pool = (
-                self._rows.items()
-                if ids is None
-                else [(i, self._rows[i]) for i in dict.fromkeys(ids) if i in self._rows]
-            )
+            pool = self._rows if ids is None else {i: self._rows[i] for i in ids if i in self._rows}
             found = [
-                (i, r) for i, r in pool if matches(r.metadata, where) and matches_document(r.document, where_document)
+                (i, r)
+                for i, r in pool.items()
+                if matches(r.metadata, where) and matches_document(r.document, where_document)
             ]
             return self._rows_out(found[offset or 0 :][:limit], include)
 
