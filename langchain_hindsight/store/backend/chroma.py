@@ -403,7 +403,7 @@ def _load_index(col: Any) -> None:
 
 
 def _erase_files(directory: Path) -> None:
-    """Scrub an embedded Chroma directory whose client is closed (its files' part of the module docstring's list).
+    """The file steps of an erase (see the module docstring), in an embedded directory whose client is closed.
 
     Raises:
         StoreError: the database could not be scrubbed.
