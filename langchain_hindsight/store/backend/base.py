@@ -300,12 +300,9 @@ class Backend(ABC):
         The keys are taken in sorted order, so two such plans never wait for each other in a cycle. On a database
         every nested call joins the one transaction and takes its key's lock.
         """
-        ordered = sorted(set(keys))
-
-        def nest(i: int) -> _T:
-            return fn() if i == len(ordered) else self.atomic(ordered[i], functools.partial(nest, i + 1))
-
-        return nest(0)
+        for key in sorted(set(keys), reverse=True):  # the first key's atomic() is the outermost
+            fn = functools.partial(self.atomic, key, fn)
+        return fn()
 
     @property
     def can_erase(self) -> bool:
