@@ -158,10 +158,10 @@ class LexicalIndex(RowTable):
             terms.append(np.full(len(slots), tid, dtype=np.int64))
             docs.append(np.asarray(slots, dtype=np.int64))
             tfs.append(np.asarray(counts, dtype=np.float64))
-        all_docs = np.concatenate(docs)
-        live = alive[all_docs]
+        old_docs = np.concatenate(docs)
+        live = alive[old_docs]
         all_terms = np.concatenate(terms)[live]
-        all_docs = new_slot[all_docs[live]]
+        all_docs = new_slot[old_docs[live]]
         all_tfs = np.concatenate(tfs)[live]
         used = np.zeros(len(self._vocab), dtype=bool)
         used[all_terms] = True
@@ -181,10 +181,9 @@ class LexicalIndex(RowTable):
 
     def _postings(self, tid: int) -> tuple[np.ndarray, np.ndarray]:
         """Live ``(slots, counts)`` of term ``tid``."""
-        docs: np.ndarray = (
-            self._docs[self._indptr[tid] : self._indptr[tid + 1]] if tid < len(self._indptr) - 1 else _NO_DOCS
-        )
-        tfs: np.ndarray = self._tfs[self._indptr[tid] : self._indptr[tid + 1]] if len(docs) else _NO_TFS
+        in_segment = tid < len(self._indptr) - 1  # else a term new since the last compaction: only in the delta
+        start, end = (self._indptr[tid], self._indptr[tid + 1]) if in_segment else (0, 0)
+        docs, tfs = self._docs[start:end], self._tfs[start:end]
         extra = self._delta.get(tid)
         if extra is not None:
             docs = np.concatenate([docs, np.asarray(extra[0], dtype=np.int32)])
