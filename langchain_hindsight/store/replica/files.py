@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import zipfile
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -58,8 +59,6 @@ def write_snapshot(
         OSError: the file could not be written (the temporary copy is left for the eraser).
     """
     header = {**fields, "kind": kind, "format": SNAPSHOT_FORMAT, "collection": path.stem}
-    import zipfile
-
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
     with tmp.open("wb") as fh:
@@ -83,8 +82,6 @@ def read_snapshot(
     """The header and named ``arrays`` of the ``kind`` snapshot at ``path``; ``None``: absent, unreadable, or of
     another kind, collection or format (the kind is then rebuilt).
     """  # noqa: D205
-    import zipfile
-
     try:
         with zipfile.ZipFile(path) as archive:
             header = json.loads(archive.read(HEADER).decode("utf-8"))

@@ -115,28 +115,25 @@ class LexicalIndex(RowTable):
         """Index ``(memory_id, text)`` pairs of active units (replacing any earlier entry of the id)."""
         for memory_id, text in items:
             self.delete([memory_id])
-            self._append(memory_id, Counter(tokenize(text)))
+            counts = Counter(tokenize(text))
+            slot = self._add_row(memory_id)
+            length = sum(counts.values())
+            self._lengths[slot] = length
+            self._total += length
+            for term, tf in counts.items():
+                tid = self._vocab.setdefault(term, len(self._vocab))
+                posting = self._delta.get(tid)
+                if posting is None:
+                    posting = self._delta[tid] = ([], [])
+                posting[0].append(slot)
+                posting[1].append(tf)
+            self._delta_postings += len(counts)
         if self._delta_postings > max(_MIN_DELTA, len(self._docs) // 8):
             self.compact()
 
     def _grow(self, rows: int) -> None:
         super()._grow(rows)
         self._lengths = np.concatenate([self._lengths, np.zeros(rows, dtype=np.float64)])
-
-    def _append(self, memory_id: str, counts: Counter[str]) -> None:
-        slot = self._add_row(memory_id)
-        length = sum(counts.values())
-        self._lengths[slot] = length
-        self._total += length
-        vocab = self._vocab
-        for term, tf in counts.items():
-            tid = vocab.setdefault(term, len(vocab))
-            posting = self._delta.get(tid)
-            if posting is None:
-                posting = self._delta[tid] = ([], [])
-            posting[0].append(slot)
-            posting[1].append(tf)
-        self._delta_postings += len(counts)
 
     def delete(self, memory_ids: Iterable[str]) -> None:
         """Forget ``memory_ids`` (unknown ids are ignored)."""
@@ -154,20 +151,18 @@ class LexicalIndex(RowTable):
         n_slots, n = len(self._ids), len(self._row)
         alive = self._renumber(max(16, n))
         new_slot = np.cumsum(alive, dtype=np.int64) - 1
-        main_terms = np.repeat(np.arange(len(self._indptr) - 1, dtype=np.int64), np.diff(self._indptr))
-        keep = alive[self._docs]
-        terms = [main_terms[keep]]
-        docs = [self._docs[keep].astype(np.int64)]
-        tfs = [self._tfs[keep]]
+        terms = [np.repeat(np.arange(len(self._indptr) - 1, dtype=np.int64), np.diff(self._indptr))]
+        docs = [self._docs.astype(np.int64)]
+        tfs = [self._tfs]
         for tid, (slots, counts) in self._delta.items():
-            s = np.asarray(slots, dtype=np.int64)
-            live = alive[s]
-            terms.append(np.full(int(live.sum()), tid, dtype=np.int64))
-            docs.append(s[live])
-            tfs.append(np.asarray(counts, dtype=np.float64)[live])
-        all_terms = np.concatenate(terms)
-        all_docs = new_slot[np.concatenate(docs)]
-        all_tfs = np.concatenate(tfs)
+            terms.append(np.full(len(slots), tid, dtype=np.int64))
+            docs.append(np.asarray(slots, dtype=np.int64))
+            tfs.append(np.asarray(counts, dtype=np.float64))
+        old_docs = np.concatenate(docs)
+        live = alive[old_docs]
+        all_terms = np.concatenate(terms)[live]
+        all_docs = new_slot[old_docs[live]]
+        all_tfs = np.concatenate(tfs)[live]
         used = np.zeros(len(self._vocab), dtype=bool)
         used[all_terms] = True
         new_tid = np.cumsum(used, dtype=np.int64) - 1
@@ -184,15 +179,11 @@ class LexicalIndex(RowTable):
         self._delta = {}
         self._delta_postings = 0
 
-    def _idf(self, n: int, df: int) -> float:
-        return math.log(1.0 + (n - df + 0.5) / (df + 0.5))
-
     def _postings(self, tid: int) -> tuple[np.ndarray, np.ndarray]:
         """Live ``(slots, counts)`` of term ``tid``."""
-        docs: np.ndarray = (
-            self._docs[self._indptr[tid] : self._indptr[tid + 1]] if tid < len(self._indptr) - 1 else _NO_DOCS
-        )
-        tfs: np.ndarray = self._tfs[self._indptr[tid] : self._indptr[tid + 1]] if len(docs) else _NO_TFS
+        in_segment = tid < len(self._indptr) - 1  # else a term new since the last compaction: only in the delta
+        start, end = (self._indptr[tid], self._indptr[tid + 1]) if in_segment else (0, 0)
+        docs, tfs = self._docs[start:end], self._tfs[start:end]
         extra = self._delta.get(tid)
         if extra is not None:
             docs = np.concatenate([docs, np.asarray(extra[0], dtype=np.int32)])
@@ -215,24 +206,23 @@ class LexicalIndex(RowTable):
         avg = self._total / n or 1.0
         corpus = n + PRIOR_DOCUMENTS if normalize else n
         mass = 0.0
-        matched: list[tuple[int, str, np.ndarray, np.ndarray]] = []
+        matched: list[tuple[int, str, float, np.ndarray, np.ndarray]] = []
         for term in set(tokenize(query)):
             tid = self._vocab.get(term)
             docs, tfs = self._postings(tid) if tid is not None else (_NO_DOCS, _NO_TFS)
-            mass += self._idf(corpus, len(docs))
+            idf = math.log(1.0 + (corpus - len(docs) + 0.5) / (len(docs) + 0.5))
+            mass += idf
             if len(docs):
-                matched.append((len(docs), term, docs, tfs))
+                matched.append((len(docs), term, idf, docs, tfs))
         if not matched:
             return []
         matched.sort(key=lambda m: (m[0], m[1]))  # rarest first, as the scores are summed
-        parts = []
-        for df, _, docs, tfs in matched:
-            idf = self._idf(corpus, df)
+        weights = []
+        for _, _, idf, docs, tfs in matched:
             norm = K1 * (1.0 - B + B * self._lengths[docs] / avg)
-            parts.append((docs, idf * tfs * (K1 + 1.0) / (tfs + norm)))
-        slots = np.concatenate([d for d, _ in parts]) if len(parts) > 1 else parts[0][0]
-        weights = np.concatenate([w for _, w in parts]) if len(parts) > 1 else parts[0][1]
-        scores = np.bincount(slots, weights=weights, minlength=len(self._ids))
+            weights.append(idf * tfs * (K1 + 1.0) / (tfs + norm))
+        slots = np.concatenate([docs for _, _, _, docs, _ in matched])
+        scores = np.bincount(slots, weights=np.concatenate(weights), minlength=len(self._ids))
         found = np.flatnonzero(scores)
         values = scores[found]
         if len(found) > k:  # partial selection: everything scoring at least the k-th best (ties included)
