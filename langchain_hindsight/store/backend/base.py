@@ -13,6 +13,7 @@ combined the same way.
 from __future__ import annotations
 
 import functools
+import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -32,6 +33,7 @@ __all__ = [
     "Records",
     "Rows",
     "Vector",
+    "bm25_idf",
     "check_n_results",
     "check_write",
 ]
@@ -89,6 +91,11 @@ class LexicalScheme:
     k1: float
     b: float
     prior_documents: int
+
+
+def bm25_idf(documents: float, df: float) -> float:
+    """BM25's idf of a term found in ``df`` of ``documents`` documents: the in-process index's and the database's."""
+    return math.log(1.0 + (documents - df + 0.5) / (df + 0.5))
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,6 @@ import contextlib
 import functools
 import hashlib
 import logging
-import math
 import os
 import random
 import struct
@@ -50,6 +49,7 @@ from langchain_hindsight.store.backend.base import (
     Records,
     Rows,
     Vector,
+    bm25_idf,
     check_n_results,
     check_write,
 )
@@ -290,7 +290,7 @@ class PostgresRecords(Records):
             return scored
         corpus = float(rows[0][-2]) + self._backend.lexical.prior_documents
         dfs = [float((rows[0][-1] or {}).get(str(t), 0.0)) for t in terms]
-        mass = sum(math.log(1.0 + (corpus - df + 0.5) / (df + 0.5)) for df in dfs)  # BM25's idf, as LexicalIndex's
+        mass = sum(bm25_idf(corpus, df) for df in dfs)
         if mass <= 0:
             return scored
         return [(i, min(1.0, score / mass)) for i, score in scored]

@@ -5,13 +5,13 @@ Its tokens, indexed text and constants are ``store.tokens``' (shared with a data
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 import numpy as np
 
+from langchain_hindsight.store.backend.base import bm25_idf
 from langchain_hindsight.store.replica.files import from_json_array, json_array
 from langchain_hindsight.store.tokens import K1, PRIOR_DOCUMENTS, B, tokenize, tokenizer_signature, unit_text
 from langchain_hindsight.types import MemoryUnit
@@ -210,7 +210,7 @@ class LexicalIndex(RowTable):
         for term in set(tokenize(query)):
             tid = self._vocab.get(term)
             docs, tfs = self._postings(tid) if tid is not None else (_NO_DOCS, _NO_TFS)
-            idf = math.log(1.0 + (corpus - len(docs) + 0.5) / (len(docs) + 0.5))
+            idf = bm25_idf(corpus, len(docs))
             mass += idf
             if len(docs):
                 matched.append((len(docs), term, idf, docs, tfs))
