@@ -180,9 +180,12 @@ class StoreCore:
             return None
         self._collections[key] = col
         self._checked_at[key] = time.monotonic()
-        if role in ROLES and namespace not in self._repaired:
+        if role in ROLES and namespace not in self._repaired:  # finish the two-step writes a crash interrupted
             self._repaired.add(namespace)
-            self._repair(namespace)
+            if touched := repair_namespace(functools.partial(self.collection, namespace), namespace, self.policy):
+                current = self.get_many(touched, namespace=namespace)
+                gone = sorted(set(touched) - {u.memory_id for u in current})
+                self.replica.reindex(namespace, upserts=current, deletes=gone)
         return col
 
     def collections_of(self, namespace: str, roles: Sequence[Role] = ROLES) -> Iterator[tuple[Role, Collection]]:
@@ -277,14 +280,6 @@ class StoreCore:
             check_embedder(col, self._identity)
             self._embedder_checked.add(col.name)
         return col
-
-    def _repair(self, namespace: str) -> None:
-        """Finish the two-step writes a crash interrupted in ``namespace`` (``apply.repair_namespace``)."""
-        touched = repair_namespace(functools.partial(self.collection, namespace), namespace, self.policy)
-        if touched:
-            current = self.get_many(touched, namespace=namespace)
-            gone = sorted(set(touched) - {u.memory_id for u in current})
-            self.replica.reindex(namespace, upserts=current, deletes=gone)
 
     # ------------------------------------------------------------------ reads by id
     @backend_errors
