@@ -235,7 +235,7 @@ class StoreCore:
         Asked on the database read path only after an empty answer, the one a dropped collection can give.
         """
         cached = self._collections.get((namespace, "memories"))
-        if self.read_path != "database" or cached is None:
+        if cached is None:
             return False
         for role in ALL_ROLES:
             self._recheck(namespace, role)
