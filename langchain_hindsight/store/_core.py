@@ -1,8 +1,4 @@
-"""The core of ``MemoryStore``: its shared state, collections and embedder checks, the reader and reads by id.
-
-:class:`StoreCore` chooses once, when the store opens, where recall reads (:attr:`StoreCore.read_path`):
-:class:`DatabaseReader` on a database that answers both arms itself, else the in-process ``Replica``.
-"""
+"""The core of ``MemoryStore``: its shared state, collections and embedder checks, the reader and reads by id."""
 
 from __future__ import annotations
 
@@ -111,7 +107,7 @@ def backend_errors(method: Callable[_P, _R]) -> Callable[_P, _R]:
 
 
 class StoreCore:
-    """Shared state and internals of ``MemoryStore`` (see the module docstring)."""
+    """Shared state and internals of ``MemoryStore``; recall reads through :attr:`reader`, chosen once at open."""
 
     backend: Backend
     embeddings: Embeddings
