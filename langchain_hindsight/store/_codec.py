@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from langchain_hindsight.errors import StoreError
@@ -34,8 +34,7 @@ PENDING_MOVE = "move"
 
 def to_datetime_us(value: datetime) -> int:
     """Aware datetime → integer microseconds since the epoch (exact)."""
-    delta = value - datetime(1970, 1, 1, tzinfo=UTC)
-    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+    return (value - datetime(1970, 1, 1, tzinfo=UTC)) // timedelta(microseconds=1)
 
 
 def from_datetime_us(value: int) -> datetime:

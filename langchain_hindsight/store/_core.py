@@ -1,8 +1,4 @@
-"""The core of ``MemoryStore``: its shared state, collections and embedder checks, the reader and reads by id.
-
-:class:`StoreCore` chooses once, when the store opens, where recall reads (:attr:`StoreCore.read_path`):
-:class:`DatabaseReader` on a database that answers both arms itself, else the in-process ``Replica``.
-"""
+"""The core of ``MemoryStore``: its shared state, collections and embedder checks, the reader and reads by id."""
 
 from __future__ import annotations
 
@@ -111,7 +107,7 @@ def backend_errors(method: Callable[_P, _R]) -> Callable[_P, _R]:
 
 
 class StoreCore:
-    """Shared state and internals of ``MemoryStore`` (see the module docstring)."""
+    """Shared state and internals of ``MemoryStore``; recall reads through :attr:`reader`, chosen once at open."""
 
     backend: Backend
     embeddings: Embeddings
@@ -180,9 +176,12 @@ class StoreCore:
             return None
         self._collections[key] = col
         self._checked_at[key] = time.monotonic()
-        if role in ROLES and namespace not in self._repaired:
+        if role in ROLES and namespace not in self._repaired:  # finish the two-step writes a crash interrupted
             self._repaired.add(namespace)
-            self._repair(namespace)
+            if touched := repair_namespace(functools.partial(self.collection, namespace), namespace, self.policy):
+                current = self.get_many(touched, namespace=namespace)
+                gone = sorted(set(touched) - {u.memory_id for u in current})
+                self.replica.reindex(namespace, upserts=current, deletes=gone)
         return col
 
     def collections_of(self, namespace: str, roles: Sequence[Role] = ROLES) -> Iterator[tuple[Role, Collection]]:
@@ -232,7 +231,7 @@ class StoreCore:
         Asked on the database read path only after an empty answer, the one a dropped collection can give.
         """
         cached = self._collections.get((namespace, "memories"))
-        if self.read_path != "database" or cached is None:
+        if cached is None:
             return False
         for role in ALL_ROLES:
             self._recheck(namespace, role)
@@ -277,14 +276,6 @@ class StoreCore:
             check_embedder(col, self._identity)
             self._embedder_checked.add(col.name)
         return col
-
-    def _repair(self, namespace: str) -> None:
-        """Finish the two-step writes a crash interrupted in ``namespace`` (``apply.repair_namespace``)."""
-        touched = repair_namespace(functools.partial(self.collection, namespace), namespace, self.policy)
-        if touched:
-            current = self.get_many(touched, namespace=namespace)
-            gone = sorted(set(touched) - {u.memory_id for u in current})
-            self.replica.reindex(namespace, upserts=current, deletes=gone)
 
     # ------------------------------------------------------------------ reads by id
     @backend_errors

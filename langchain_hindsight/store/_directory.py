@@ -171,8 +171,10 @@ def _vouched(directory: Path) -> dict[str, str | None]:
         return {}
     vouched: dict[str, str | None] = {}
     for rel, recorded in files.items():  # each [size, mtime_ns] or [size, mtime_ns, sha256]
+        parts = rel.split("/")  # the data file or a file under a derived path, never outside the directory
+        inside = rel == DATA_FILE or (parts[0] in DERIVED and ".." not in parts)
         listed = isinstance(recorded, list) and len(recorded) in (2, 3) and all(type(v) is int for v in recorded[:2])
-        if not listed or not _listable(rel) or _state(directory / rel) != tuple(recorded[:2]):
+        if not (inside and listed) or _state(directory / rel) != tuple(recorded[:2]):
             logger.debug("clean-close stamp in %s does not match %s: nothing trusted", directory, rel)
             return {}
         vouched[rel] = recorded[2] if len(recorded) == 3 and isinstance(recorded[2], str) else None
@@ -198,13 +200,6 @@ def _digest(path: Path) -> str | None:
     except OSError:
         return None
     return digest.hexdigest()
-
-
-def _listable(rel: object) -> bool:
-    """``rel`` names the data file or a file under a derived path (never outside the directory)."""
-    if not isinstance(rel, str) or rel.startswith("/") or ".." in rel.split("/"):
-        return False
-    return rel == DATA_FILE or rel.split("/", 1)[0] in DERIVED
 
 
 class HeldDirectory:

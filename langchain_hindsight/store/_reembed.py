@@ -1,19 +1,17 @@
 """Re-embedding (``MemoryStore.reembed``, ``hindsight reembed``): migrate a store in place to another embedder.
 
-The memories and archive collections of every namespace asked for are migrated in two steps:
+The memories and archive collections of every namespace asked for are migrated in two steps (docs/embeddings.md):
 
-1. **Copy.** Every record is re-embedded from its stored text into a side collection (``<name>-reembed``,
-   role ``reembed``, invisible to the store). A record already there with the same text is not embedded
-   again (new metadata alone is copied onto the kept vector), so a re-run after a crash continues where it
-   stopped. On a database other processes write, a second pass catches up with their writes, outside any lock.
-2. **Switch, all together.** One write plan holding the lock of every namespace involved (on a database:
-   one transaction) syncs what was written since (``carried``), verifies that each side collection holds
-   exactly its original's ids, drops the originals and renames the copies. Another process's next write plan
-   finds the new collections, so one still on the old embedder is refused (``EmbedderMismatchError``)
-   instead of mixing its vectors in. A crash before the commit leaves every original as it was. Without
-   transactions (embedded Chroma, one writer) the switch is drop then rename per collection; a process that
-   died between the two leaves a complete side collection and no original, which
-   ``_collections.recover_reembed`` (run whenever a collection is opened) finishes.
+1. **Copy** (:func:`_sync`) each into a side collection (``<name>-reembed``, role ``reembed``, invisible to the
+   store), embedding only what it lacks, so a re-run after a crash continues where it stopped. On a database
+   other processes write, a second pass catches up with their writes, outside any lock.
+2. **Switch, all together** (:func:`_switch`): one write plan holding the lock of every namespace involved (on a
+   database: one transaction) syncs what was written since (``carried``), verifies each copy, drops the
+   originals and renames the copies. Another process's next write plan finds the new collections, so one still
+   on the old embedder is refused (``EmbedderMismatchError``) instead of mixing its vectors in. A crash before
+   the commit leaves every original as it was. Without transactions (embedded Chroma, one writer) the switch is
+   drop then rename per collection; a process that died between the two leaves a complete side collection and
+   no original, which ``_collections.recover_reembed`` (run whenever a collection is opened) finishes.
 
 The run journal carries no meaningful vectors and is left as it is.
 """
@@ -33,8 +31,6 @@ from langchain_hindsight.errors import ConfigurationError, StoreError
 from langchain_hindsight.store import forget as _forget_ops
 from langchain_hindsight.store import reads as _read_ops
 from langchain_hindsight.store._collections import (
-    EMBEDDER_DIM_KEY,
-    EMBEDDER_KEY,
     Collection,
     identity_metadata,
     open_collection,
@@ -46,6 +42,7 @@ from langchain_hindsight.store._naming import (
     REEMBED_COMPLETE,
     REEMBED_OF,
     REEMBED_SUFFIX,
+    ROLE_KEY,
     ROLES,
     Role,
     check_namespace,
@@ -97,9 +94,8 @@ def _side_collection(backend: Backend, src: Collection, target: EmbedderIdentity
     if side is not None and recorded_identity(side) != target:
         backend.delete_collection(name)  # left by a run towards another embedder: start over
         side = None
-    src_meta = {k: v for k, v in src.metadata.items() if k not in (EMBEDDER_KEY, EMBEDDER_DIM_KEY)}
-    meta = {**src_meta, **identity_metadata(target), "hindsight_role": "reembed", REEMBED_COMPLETE: False}
-    meta[REEMBED_OF] = src_meta["hindsight_role"]
+    role = src.metadata[ROLE_KEY]
+    meta = {**src.metadata, **identity_metadata(target), ROLE_KEY: "reembed", REEMBED_COMPLETE: False, REEMBED_OF: role}
     if side is None:
         return backend.create_collection(name, meta, like=src)
     side.modify(metadata=meta)  # the original may have changed since: verify again

@@ -183,7 +183,6 @@ def _delete_ids(store: StoreCore, ns: str, ids: list[str], successors: bool = Fa
         if rows["ids"]:
             col.delete(ids=list(rows["ids"]))
             deleted += len(rows["ids"])
-        # References: a successor's ``supersedes`` and a merge's ``merged_from`` name the id.
         referring = records(col, where={"supersedes": {"$in": ids}})
         referring += [u for u in records(col, where={"merged_from": {"$ne": "[]"}}) if gone & set(u.merged_from)]
         cleaned = {

@@ -148,8 +148,7 @@ class RunRecords:
             chunk = ids[start : start + 50]
             clauses: list[dict[str, Any]] = [{"$contains": i} for i in chunk]
             where_document = clauses[0] if len(clauses) == 1 else {"$or": clauses}
-            for r in self.read(namespace, where_document=where_document):
-                r = changed.get(r.run_id, r)
+            for r in self.read(namespace, where_document=where_document):  # as stored: found twice, forgotten alike
                 changed[r.run_id] = r.forgetting(gone, (feedback or {}).get(r.run_id, ()))
         if changed:
             self.write(list(changed.values()))

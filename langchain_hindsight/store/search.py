@@ -31,7 +31,7 @@ def _check_vector(method: str, vector: object) -> None:
         first = vector[0]  # type: ignore[index]
     except (TypeError, KeyError, IndexError) as e:
         raise ConfigurationError(f"{method}: vector must be a sequence of numbers") from e
-    if isinstance(first, bool) or (not isinstance(first, int | float) and not hasattr(first, "__float__")):
+    if isinstance(first, bool) or not hasattr(first, "__float__"):
         raise ConfigurationError(f"{method}: vector must hold numbers, got {type(first).__name__}")
 
 
