@@ -78,7 +78,6 @@ _MIRROR_WINDOW = 64  # the mirror's nearest units a neighbour lookup reads for i
 _UNIT_LENGTH_TOLERANCE = 1e-3  # how far from 1 a vector's length may be for the mirror's dot product to be its cosine
 _CHAIN_STEPS = 256  # successors followed at most to a chain's active head (a cycle or a fork cannot loop)
 _DID = {"added": "added as {id}", "merged": "merged into {id}", "superseded": "superseded {related}; stored as {id}"}
-"""What each write did, as its INFO line says it."""
 
 
 def add(
@@ -185,7 +184,6 @@ def _taken(store: StoreCore, col: Collection, ns: str, ids: list[str]) -> set[st
 def _new_units_plan(
     store: StoreCore, ns: str, units: list[MemoryUnit], vectors: list[list[float]], planner: Planner, if_absent: bool
 ) -> list[WriteResult]:
-    """The one write plan of new units: read which ids are taken, plan, write, tell the replica, log each result."""
     col = store.vector_collection(ns)
     taken = _taken(store, col, ns, [u.memory_id for u in units])
     if if_absent:  # what the write was planned on, read inside its plan (else another writer was first)
@@ -330,34 +328,25 @@ def supersede(
         raise ConfigurationError("supersede needs at least one memory id")
     if not isinstance(reason, str) or not reason.strip():
         raise ConfigurationError("supersede needs a reason (it is logged and shown in history)")
-    planner = functools.partial(_plan_successor, store, ids, reason)
+
+    def planner(ns: str, col: Collection, units: list[MemoryUnit], vectors: list[list[float]]) -> WritePlan:
+        """Re-read the targets (each followed to the active head of its supersede chain) and re-plan on them."""
+        now = {u.memory_id: u for u in store.get_many(ids, namespace=ns)}
+        targets: list[Target] = []
+        for i in ids:
+            head, seen = now.get(i), {i}
+            while head is not None and head.status == "superseded" and len(seen) < _CHAIN_STEPS:
+                successors = [u for u in records(col, where={"supersedes": head.memory_id}) if u.memory_id not in seen]
+                if not successors:  # a superseded head without a successor: no active version
+                    break
+                active = [u for u in successors if u.status == "active"]
+                head = (active or sorted(successors, key=lambda u: u.created_at))[-1]
+                seen.add(head.memory_id)
+            targets.append(Target(i, now.get(i), head if head is not None and head.status == "active" else None))
+        planned = plan_supersede(targets, ns, source=units[0].source)
+        return plan_successor(units[0], vectors[0], planned, store.policy, reason)
+
     return _write_new(store, [check_unit(unit)], namespace, lambda *_: planner, step=0, if_absent=False)[0]
-
-
-def _plan_successor(
-    store: StoreCore,
-    ids: list[str],
-    reason: str,
-    ns: str,
-    col: Collection,
-    units: list[MemoryUnit],
-    vectors: list[list[float]],
-) -> WritePlan:
-    """Re-read the targets (each followed to the active head of its supersede chain) and re-plan on them."""
-    now = {u.memory_id: u for u in store.get_many(ids, namespace=ns)}
-    targets: list[Target] = []
-    for i in ids:
-        head, seen = now.get(i), {i}
-        while head is not None and head.status == "superseded" and len(seen) < _CHAIN_STEPS:
-            successors = [u for u in records(col, where={"supersedes": head.memory_id}) if u.memory_id not in seen]
-            if not successors:  # a superseded head without a successor: no active version
-                break
-            active = [u for u in successors if u.status == "active"]
-            head = (active or sorted(successors, key=lambda u: u.created_at))[-1]
-            seen.add(head.memory_id)
-        targets.append(Target(i, now.get(i), head if head is not None and head.status == "active" else None))
-    planned = plan_supersede(targets, ns, source=units[0].source)
-    return plan_successor(units[0], vectors[0], planned, store.policy, reason)
 
 
 @backend_errors
@@ -400,20 +389,19 @@ def update_many(store: StoreCore, units: Sequence[MemoryUnit], *, namespace: str
 
 
 def _update_plan(store: StoreCore, units: list[MemoryUnit], ns: str) -> list[MemoryUnit]:
-    """Write new versions of stored ``units`` (one plan): find each unit's collection, check, then write."""
     found: list[tuple[Role, Collection, list[MemoryUnit], dict[str, str]]] = []
     for role, col in store.collections_of(ns):
         rows = col.get(ids=[u.memory_id for u in units], include=["documents"])
         documents = dict(zip(rows["ids"], rows["documents"] or [], strict=True))
-        found.append((role, col, check_stays(role, [u for u in units if u.memory_id in documents]), documents))
+        if batch := check_stays(role, [u for u in units if u.memory_id in documents]):
+            found.append((role, col, batch, documents))
     written = [u for _, _, batch, _ in found for u in batch]
     if missing := {u.memory_id for u in units} - {u.memory_id for u in written}:
         raise MemoryNotFoundError(f"no memory {sorted(missing)[0]!r} in namespace {ns!r}")
     for role, col, batch, documents in found:
-        if batch:
-            write_updates(col, batch, documents, functools.partial(_embed_into, store, ns, role))
-            if role == "memories":
-                store.replica.reindex(ns, upserts=batch)
+        write_updates(col, batch, documents, functools.partial(_embed_into, store, ns, role))
+        if role == "memories":
+            store.replica.reindex(ns, upserts=batch)
     order = {u.memory_id: i for i, u in enumerate(units)}
     return sorted(written, key=lambda u: order[u.memory_id])
 

@@ -17,8 +17,8 @@ from typing import Any
 
 from langchain_hindsight.confidence import ConfidencePolicy
 from langchain_hindsight.errors import StoreError
-from langchain_hindsight.store._codec import PENDING_MOVE, PENDING_SUPERSEDE, unit_from_record, unit_to_metadata
-from langchain_hindsight.store._collections import Collection, records
+from langchain_hindsight.store._codec import PENDING_MOVE, PENDING_SUPERSEDE, unit_to_metadata
+from langchain_hindsight.store._collections import Collection, records, units_of
 from langchain_hindsight.store._naming import ROLES, Role
 from langchain_hindsight.store.decide import WritePlan, demote
 from langchain_hindsight.types import MemoryStatus, MemoryUnit
@@ -68,10 +68,7 @@ def move_units(src: Collection, dst: Collection, ids: Sequence[str], status: Mem
     rows = src.get(ids=ids, include=["documents", "metadatas", "embeddings"])
     if not rows["ids"]:
         return []
-    moved = [
-        unit_from_record(i, d, m).evolve(status=status)
-        for i, d, m in zip(rows["ids"], rows["documents"] or [], rows["metadatas"] or [], strict=True)
-    ]
+    moved = [u.evolve(status=status) for u in units_of(rows)]
     _upsert(dst, moved, rows["embeddings"], [PENDING_MOVE] * len(moved))  # copy, delete, clear: repair completes it
     src.delete(ids=[u.memory_id for u in moved])
     _clear(dst, [u.memory_id for u in moved])

@@ -183,9 +183,7 @@ def prepare(unit: MemoryUnit, namespace: str | None, rules: WriteRules) -> Memor
     confidence = unit.score_confidence
     if "confidence" not in unit.model_fields_set and unit.source in policy.initial:
         confidence = policy.initial[unit.source]  # none given: this store's policy default
-    confidence = min(confidence, policy.ceiling.get(unit.source, 1.0))  # a source not listed is uncapped
-    if confidence != unit.confidence:
-        changes["confidence"] = confidence
+    changes["confidence"] = min(confidence, policy.ceiling.get(unit.source, 1.0))  # a source not listed is uncapped
     unit = flag_suspicious(unit.evolve(**changes), policy)
     if SUSPICIOUS_TAG in unit.tags and unit.source not in TRUSTED_SOURCES:  # flagged (or arrived flagged)
         logger.warning(
