@@ -289,8 +289,7 @@ class PostgresRecords(Records):
         if not normalize or not scored:
             return scored
         corpus = float(rows[0][-2]) + self._backend.lexical.prior_documents
-        dfs = [float((rows[0][-1] or {}).get(str(t), 0.0)) for t in terms]
-        mass = sum(bm25_idf(corpus, df) for df in dfs)
+        mass = sum(bm25_idf(corpus, float((rows[0][-1] or {}).get(str(t), 0.0))) for t in terms)
         if mass <= 0:
             return scored
         return [(i, min(1.0, score / mass)) for i, score in scored]
