@@ -254,8 +254,7 @@ def _neighbours(
     for a unit the mirror cannot answer, one batched backend query per scope (task type and kind, or the namespace).
     """
     out: list[list[Neighbour]] = [[] for _ in units]
-    # none to look up: no collection yet, or an empty one (a count would read every record on a database)
-    if col is None or not col.get(limit=1, include=[])["ids"]:
+    if col is None:  # none to look up
         return out
     mirror = store.replica.held_mirror(ns, load=False) if store.backend.single_writer else None
     groups: dict[tuple[str, ...], list[int]] = {}

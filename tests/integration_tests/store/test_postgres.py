@@ -160,6 +160,18 @@ def test_concurrent_adds_of_one_statement_merge_into_one_unit(postgres_url: str)
             s.close()
 
 
+def test_an_add_plans_on_three_round_trips_besides_its_transaction(postgres_url: str) -> None:
+    """Under its namespace's lock an add asks whether its id is taken, reads its neighbours and writes: one round trip
+    each, besides the transaction's start (with the lock) and its commit. Other writers wait for all of them.
+    """
+    with MemoryStore(database_url=postgres_url, embeddings=HashEmbeddings()) as store:
+        store.add_many([MemoryUnit(content=f"lesson {i}: check the encoding of report {i}") for i in range(8)])
+        store.search("encoding", k=1)  # builds the vector index
+        calls = backend_calls(store)
+        assert store.add(MemoryUnit(content="Always back up the database before a migration.")).action == "added"
+        assert calls == ["get", "query", "upsert"]
+
+
 def test_another_store_writes_the_namespace_while_a_write_judge_is_asked(
     postgres_url: str, caplog: pytest.LogCaptureFixture
 ) -> None:
