@@ -520,7 +520,8 @@ def write_throughput(
     embedding with ``embedder`` (``"hash"``: ``HashEmbeddings``; ``"default"``: the store's default).
     """
     url = server.database()
-    MemoryStore(database_url=url, embeddings=_hash()).close()  # the schema is created once, before the clock
+    if tree is None:  # the schema is created once, before the clock (another tree's writers create their own)
+        MemoryStore(database_url=url, embeddings=_hash()).close()
     children = []
     for p in range(writers):
         namespace = f"writer-{p}" if own_namespaces else "default"
