@@ -47,8 +47,8 @@ from langchain_hindsight.sharing.access import ScopedMemory
 from langchain_hindsight.sharing.principals import AccessPolicy, Principal, resolve_principal
 from langchain_hindsight.sharing.retriever import ScopedRetriever
 from langchain_hindsight.store.memory_store import MemoryStore
-from langchain_hindsight.store.writes import WriteJudge
 from langchain_hindsight.types import ScoredMemory
+from langchain_hindsight.writes import WriteJudge
 
 if TYPE_CHECKING:
     from chromadb.api import ClientAPI
@@ -160,8 +160,8 @@ class Hindsight:
         reflector: A prebuilt :class:`Reflector` (on this store) instead of
             ``model`` and ``structured_output``.
         judge: How a store this bundle opens decides a write that has similar
-            neighbours (see :mod:`langchain_hindsight.store.writes`). ``"auto"``: with a
-            ``model``, one bounded call to it (:class:`~langchain_hindsight.store.writes.LLMWriteJudge`:
+            neighbours (see :mod:`langchain_hindsight.writes`). ``"auto"``: with a
+            ``model``, one bounded call to it (:class:`~langchain_hindsight.writes.LLMWriteJudge`:
             add, duplicate, update or conflict); without one, the conservative rule
             that keeps both. ``"rules"``: always the rule. Or any ``WriteJudge``.
         embeddings: Embedder for a new store (default: the offline one).

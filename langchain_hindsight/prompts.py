@@ -458,7 +458,7 @@ Answer in JSON: {{"decision": "add|duplicate|update|conflict", "target_id": "a s
 
 @dataclass(frozen=True, slots=True)
 class WriteJudgeTemplates:
-    """Strings of the LLM write judge (``langchain_hindsight.store.writes.LLMWriteJudge``).
+    """Strings of the LLM write judge (``langchain_hindsight.writes.LLMWriteJudge``).
 
     Attributes:
         prompt: The judge prompt; placeholders ``{new}``, ``{neighbours}``.

@@ -36,9 +36,9 @@ from langchain_hindsight.runs import EffectAction, FeedbackEffect, RunRecord, Un
 from langchain_hindsight.session._credit import credit, undo_credit
 from langchain_hindsight.session.config import FeedbackResult
 from langchain_hindsight.store.memory_store import MemoryStore
-from langchain_hindsight.store.writes import WriteResult
 from langchain_hindsight.taxonomy import TaskTypeVocabulary
 from langchain_hindsight.types import MemoryUnit
+from langchain_hindsight.writes import WriteResult
 
 __all__ = [
     "Relation",

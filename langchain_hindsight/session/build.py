@@ -42,7 +42,7 @@ from langchain_hindsight.reflection.reflector import Reflector
 from langchain_hindsight.session.config import PROMPT_LOCALE, SessionConfig, SessionOptions
 from langchain_hindsight.settings import DEFAULT_DIRECTORY, store_target
 from langchain_hindsight.store.memory_store import MemoryStore
-from langchain_hindsight.store.writes import LLMWriteJudge, WriteJudge
+from langchain_hindsight.writes import LLMWriteJudge, WriteJudge
 
 if TYPE_CHECKING:
     from chromadb.api import ClientAPI

@@ -17,16 +17,16 @@ if TYPE_CHECKING:
     from langchain_hindsight.store._codec import unit_to_metadata
     from langchain_hindsight.store._directory import DATA_FILE, holds_store
     from langchain_hindsight.store.memory_store import MemoryStore
-    from langchain_hindsight.store.writes import LLMWriteJudge, RuleWriteJudge, WriteJudge, WriteResult
+    from langchain_hindsight.writes import LLMWriteJudge, RuleWriteJudge, WriteJudge, WriteResult
 
 _EXPORTS: dict[str, str] = {
     "DATA_FILE": "._directory",
     "ConfidencePolicy": "langchain_hindsight.confidence",
-    "LLMWriteJudge": ".writes",
+    "LLMWriteJudge": "langchain_hindsight.writes",
     "MemoryStore": ".memory_store",
-    "RuleWriteJudge": ".writes",
-    "WriteJudge": ".writes",
-    "WriteResult": ".writes",
+    "RuleWriteJudge": "langchain_hindsight.writes",
+    "WriteJudge": "langchain_hindsight.writes",
+    "WriteResult": "langchain_hindsight.writes",
     "holds_store": "._directory",
     "unit_to_metadata": "._codec",
 }

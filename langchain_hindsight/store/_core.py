@@ -39,9 +39,9 @@ from langchain_hindsight.store.apply import repair_namespace
 from langchain_hindsight.store.backend import Backend
 from langchain_hindsight.store.replica import Replica
 from langchain_hindsight.store.run_records import RunRecords
-from langchain_hindsight.store.writes import WriteJudge
 from langchain_hindsight.taxonomy import TaskTypeVocabulary
 from langchain_hindsight.types import MemoryUnit
+from langchain_hindsight.writes import WriteJudge
 
 __all__ = ["RECHECK_SECONDS", "DatabaseReader", "StoreCore", "backend_errors", "check_ids", "query_index"]
 

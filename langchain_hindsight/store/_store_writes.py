@@ -42,8 +42,8 @@ from langchain_hindsight.store.decide import (
     prepare,
 )
 from langchain_hindsight.store.replica.records import Mirror
-from langchain_hindsight.store.writes import Neighbour, RuleWriteJudge, WriteDecision, WriteJudge, WriteResult
 from langchain_hindsight.types import MemoryStatus, MemoryUnit, utcnow
+from langchain_hindsight.writes import Neighbour, RuleWriteJudge, WriteDecision, WriteJudge, WriteResult
 
 __all__ = [
     "EMBED_BATCH",
@@ -83,9 +83,9 @@ _DID = {"added": "added as {id}", "merged": "merged into {id}", "superseded": "s
 def add(
     store: StoreCore, unit: MemoryUnit, *, namespace: str | None = None, dedupe: bool = True, if_absent: bool = False
 ) -> WriteResult:
-    """Store ``unit``; return what the write did (:class:`~langchain_hindsight.store.writes.WriteResult`).
+    """Store ``unit``; return what the write did (:class:`~langchain_hindsight.writes.WriteResult`).
 
-    With ``dedupe`` (default) the rules of :mod:`~langchain_hindsight.store.writes` decide whether it is
+    With ``dedupe`` (default) the rules of :mod:`~langchain_hindsight.writes` decide whether it is
     ``"added"``, ``"merged"`` into the same statement or ``"superseded"`` one. ``namespace`` overrides
     ``unit.namespace``. Logged at INFO. ``if_absent=True`` stores ``unit`` under its own id or not at all
     (a key's first version, as ``HindsightStore.put`` writes it): an id already stored, or a ``supersedes``

@@ -26,9 +26,9 @@ from langchain_hindsight.errors import (
     WriteConflictError,
 )
 from langchain_hindsight.store._naming import Role, check_namespace
-from langchain_hindsight.store.writes import Neighbour, WriteDecision, WriteJudge, WriteResult
 from langchain_hindsight.taxonomy import TaskTypeVocabulary
 from langchain_hindsight.types import MAX_ACCESS_COUNT, MemoryUnit, new_memory_id, utcnow
+from langchain_hindsight.writes import Neighbour, WriteDecision, WriteJudge, WriteResult
 
 __all__ = [
     "MERGE_THRESHOLD",
@@ -385,7 +385,7 @@ def plan_add(
     """Decide, unit by unit, between merge, supersede and plain insert (``dedupe=False``: insert each).
 
     ``stored`` holds each unit's :data:`NEIGHBOURS` nearest stored active units in scope, as the write read
-    them; earlier units of the batch are candidates too. The rules are :mod:`~langchain_hindsight.store.writes`'s;
+    them; earlier units of the batch are candidates too. The rules are :mod:`~langchain_hindsight.writes`'s;
     ``judge`` stands in for ``rules.judge``.
     """
     if not dedupe:

@@ -30,9 +30,9 @@ from langchain_hindsight.store._core import StoreCore
 from langchain_hindsight.store.backend import Backend, ChromaBackend
 from langchain_hindsight.store.decide import MERGE_THRESHOLD
 from langchain_hindsight.store.tokens import lexical_scheme
-from langchain_hindsight.store.writes import RuleWriteJudge, WriteJudge
 from langchain_hindsight.taxonomy import TaskTypeVocabulary
 from langchain_hindsight.types import DEFAULT_NAMESPACE, MemoryUnit
+from langchain_hindsight.writes import RuleWriteJudge, WriteJudge
 
 __all__ = ["MemoryStore"]
 
@@ -85,8 +85,8 @@ class MemoryStore(StoreCore):
             duplicate (merge); default :data:`~langchain_hindsight.store.decide.MERGE_THRESHOLD` (0.95, the
             lifecycle's too). ``None``: only the same statement (after normalising case, whitespace and
             punctuation) merges, as it always does; similarity alone never merges or supersedes.
-        judge: Decides what a unit with similar neighbours is (:mod:`langchain_hindsight.store.writes`).
-            Default :class:`~langchain_hindsight.store.writes.RuleWriteJudge`: keep both active, so recency and
+        judge: Decides what a unit with similar neighbours is (:mod:`langchain_hindsight.writes`).
+            Default :class:`~langchain_hindsight.writes.RuleWriteJudge`: keep both active, so recency and
             the conflict note decide at recall; ``LLMWriteJudge(model)`` asks a chat model once per such write.
         conflict_scope: ``"task_type"`` (default) compares a new unit only with
             units of the same task type and kind, so a weekly-report lesson never
@@ -123,7 +123,7 @@ class MemoryStore(StoreCore):
             raise ConfigurationError("embeddings must be a langchain_core.embeddings.Embeddings instance")
         if judge is not None and not isinstance(judge, WriteJudge):
             raise ConfigurationError(
-                "judge must have a judge(unit, neighbours) method (see langchain_hindsight.store.writes)"
+                "judge must have a judge(unit, neighbours) method (see langchain_hindsight.writes)"
             )
         if backend is not None and (client is not None or not isinstance(backend, Backend)):
             raise ConfigurationError("backend must be a langchain_hindsight.store.backend.base.Backend, without client")

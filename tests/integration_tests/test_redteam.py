@@ -21,8 +21,8 @@ from langchain_hindsight import (
     Trajectory,
 )
 from langchain_hindsight._safety import SUSPICIOUS_TAG
-from langchain_hindsight.store.writes import LLMWriteJudge
 from langchain_hindsight.testing import scripted_model
+from langchain_hindsight.writes import LLMWriteJudge
 from tests.fakes import judge_model
 from tests.unit_tests.test_redteam import CSV
 

@@ -20,7 +20,7 @@ from langchain_core.embeddings import Embeddings
 from langchain_hindsight import ConfigurationError, HindsightRetriever, MemoryStore, MemoryUnit, ScoringWeights
 from langchain_hindsight.embeddings.local import LocalEmbeddings
 from langchain_hindsight.recall.retriever import ServedRecord
-from langchain_hindsight.store.writes import LLMWriteJudge
+from langchain_hindsight.writes import LLMWriteJudge
 from tests.fakes import judge_model
 
 NOW = datetime(2026, 6, 1, tzinfo=UTC)

@@ -17,7 +17,7 @@ import pytest
 
 from langchain_hindsight import ConfigurationError, MemoryNotFoundError, MemoryStore, MemoryUnit
 from langchain_hindsight.store._directory import Intent
-from langchain_hindsight.store.writes import LLMWriteJudge
+from langchain_hindsight.writes import LLMWriteJudge
 from tests.bytescan import text_hits, vector_hits
 from tests.fakes import REPO_ROOT, HashEmbeddings, judge_model
 from tests.unit_tests.store.store_backends import chroma_store_factory, fake_embedding_store  # noqa: F401 - fixtures

@@ -19,7 +19,7 @@ from langchain_hindsight.embeddings.local import LocalEmbeddings
 from langchain_hindsight.store._naming import collection_name
 from langchain_hindsight.store.replica.records import Held
 from langchain_hindsight.store.tokens import record_texts, unit_text
-from langchain_hindsight.store.writes import LLMWriteJudge
+from langchain_hindsight.writes import LLMWriteJudge
 from tests.fakes import judge_model
 
 

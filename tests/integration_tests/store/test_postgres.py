@@ -39,7 +39,7 @@ from langchain_hindsight.store.backend.postgres import (
     _nearest_sql,
 )
 from langchain_hindsight.store.tokens import lexical_scheme
-from langchain_hindsight.store.writes import Neighbour, WriteDecision
+from langchain_hindsight.writes import Neighbour, WriteDecision
 from tests.fakes import GRANTS_TOML, HashEmbeddings, NgramEmbeddings, child_env
 from tests.postgres import PostgresServer, backend_calls
 from tests.unit_tests.adapters.basestore_conformance import SCENARIOS, run_scenario

@@ -21,7 +21,7 @@ import pytest
 from langchain_core.embeddings import Embeddings
 
 from langchain_hindsight import MemoryStore, MemoryUnit
-from langchain_hindsight.store.writes import Neighbour, WriteDecision
+from langchain_hindsight.writes import Neighbour, WriteDecision
 from tests.fakes import REPO_ROOT, HashEmbeddings
 
 ROOT = str(REPO_ROOT)  # first on a child's sys.path: it imports tests.*

@@ -23,7 +23,7 @@ from langchain_hindsight import ConfigurationError, MemoryNotFoundError, MemoryS
 from langchain_hindsight.embeddings.local import LocalEmbeddings
 from langchain_hindsight.errors import InvalidMemoryError, StoreClosedError, StoreError
 from langchain_hindsight.store import ConfidencePolicy
-from langchain_hindsight.store.writes import LLMWriteJudge
+from langchain_hindsight.writes import LLMWriteJudge
 from tests.fakes import ReactiveToolModel, Turn, call
 from tests.unit_tests.store.store_backends import chroma_store_factory, store_factory  # noqa: F401 - fixtures
 

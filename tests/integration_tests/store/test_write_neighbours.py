@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from langchain_hindsight import MemoryStore, MemoryUnit
-from langchain_hindsight.store.writes import WriteResult
+from langchain_hindsight.writes import WriteResult
 from tests.fakes import NgramEmbeddings
 from tests.integration_tests.store._reads import Counting, counting
 

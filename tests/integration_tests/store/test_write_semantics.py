@@ -22,12 +22,12 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_hindsight.errors import ConfigurationError
 from langchain_hindsight.recall.retriever import HindsightRetriever
 from langchain_hindsight.store.memory_store import MemoryStore
-from langchain_hindsight.store.writes import (
+from langchain_hindsight.types import utcnow
+from langchain_hindsight.writes import (
     LLMWriteJudge,
     RuleWriteJudge,
     WriteResult,
 )
-from langchain_hindsight.types import utcnow
 from tests.fakes import ReactiveToolModel, Turn, call, judge_model, scripted_model
 from tests.unit_tests.store.test_write_semantics import _fact
 
@@ -340,16 +340,14 @@ def test_garbage_from_the_judge_falls_back_to_keeping_both_logged_once(
     model = scripted_model(answer, answer)
     store = _near_store(make_store, judge=LLMWriteJudge(model))
     first = store.add(_fact("客户甲公司希望通过邮件联系。"))
-    with caplog.at_level(logging.DEBUG, logger="langchain_hindsight.store.writes"):
+    with caplog.at_level(logging.DEBUG, logger="langchain_hindsight.writes"):
         second = store.add(_fact("客户乙公司希望通过电话联系。"))
         third = store.add(_fact("客户丙公司希望通过微信联系。"))
     assert model.calls == 2
     assert (second.action, third.action) == ("added", "added")
     assert first.memory_id in second.related_ids
     assert store.count(status="active") == 3
-    warnings = [
-        r for r in caplog.records if r.levelno == logging.WARNING and r.name == "langchain_hindsight.store.writes"
-    ]
+    warnings = [r for r in caplog.records if r.levelno == logging.WARNING and r.name == "langchain_hindsight.writes"]
     assert len(warnings) == 1
     assert "fell back to RuleWriteJudge" in warnings[0].getMessage()
 

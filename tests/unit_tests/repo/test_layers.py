@@ -70,7 +70,7 @@ OPTIONAL_EXTRA_IMPORTS = {
     ("cli/_store.py", "langchain_hindsight.sharing.access"),
     ("store/decide.py", "langchain_hindsight._claims"),
     ("store/decide.py", "langchain_hindsight._statements"),
-    ("store/writes.py", "langchain_hindsight._claims"),
+    ("writes.py", "langchain_hindsight._claims"),
     ("store/memory_store.py", "langchain_hindsight.store.backend.postgres"),
     ("cli/browse.py", "langchain_hindsight.recall.explain"),
 }

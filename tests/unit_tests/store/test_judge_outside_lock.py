@@ -20,8 +20,8 @@ from benchmarks.supersede_judge import FlatEmbeddings
 from langchain_hindsight.store import _store_writes
 from langchain_hindsight.store.backend import InMemoryBackend
 from langchain_hindsight.store.memory_store import MemoryStore
-from langchain_hindsight.store.writes import Neighbour, WriteDecision
 from langchain_hindsight.types import MemoryUnit
+from langchain_hindsight.writes import Neighbour, WriteDecision
 
 ASKED_AGAIN = "changed since the write judge was asked outside the lock, so it was asked again"
 

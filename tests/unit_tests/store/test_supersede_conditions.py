@@ -18,8 +18,8 @@ from langchain_hindsight._claims import claim_of, relation
 from langchain_hindsight.recall.injection import format_experiences
 from langchain_hindsight.store.backend import InMemoryBackend
 from langchain_hindsight.store.memory_store import MemoryStore
-from langchain_hindsight.store.writes import Neighbour, WriteDecision
 from langchain_hindsight.types import MemoryUnit
+from langchain_hindsight.writes import Neighbour, WriteDecision
 from tests.fakes import NgramEmbeddings
 
 CONDITIONAL = [

@@ -29,7 +29,6 @@ def test_the_planner_imports_nothing_that_does_io() -> None:
     io = {m for m in imported if m.startswith("langchain_hindsight.store.")} - {
         "langchain_hindsight.store._codec",  # a record as a unit (pure)
         "langchain_hindsight.store._naming",
-        "langchain_hindsight.store.writes",
     }
     assert io == set()
 

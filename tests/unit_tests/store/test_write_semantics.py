@@ -23,14 +23,14 @@ from langchain_hindsight.prompts import WRITE_JUDGE_EN, WRITE_JUDGE_ZH, get_writ
 from langchain_hindsight.recall.scoring import score_many
 from langchain_hindsight.store.backend import InMemoryBackend
 from langchain_hindsight.store.memory_store import MemoryStore
-from langchain_hindsight.store.writes import (
+from langchain_hindsight.types import MemoryUnit
+from langchain_hindsight.writes import (
     LLMWriteJudge,
     Neighbour,
     RuleWriteJudge,
     WriteDecision,
     WriteResult,
 )
-from langchain_hindsight.types import MemoryUnit
 from tests.fakes import NgramEmbeddings, ScriptedToolModel
 
 

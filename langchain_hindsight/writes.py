@@ -13,7 +13,7 @@ The rules for each incoming unit, in order (``docs/storage.md`` tells them with 
    supersedes instead of merging, so a user's own wording never vanishes into an inference's.
 
 Example:
-    >>> from langchain_hindsight.store.writes import WriteResult
+    >>> from langchain_hindsight.writes import WriteResult
     >>> result = store.add(MemoryUnit(content="客户甲公司希望通过邮件联系。"))  # doctest: +SKIP
     >>> result.action, result.memory_id  # doctest: +SKIP
     ('added', 'mem_...')
@@ -180,7 +180,7 @@ class LLMWriteJudge:
     """A write judge that asks a chat model, once per write, over a few neighbours.
 
     Example:
-        >>> from langchain_hindsight.store.writes import LLMWriteJudge
+        >>> from langchain_hindsight.writes import LLMWriteJudge
         >>> store = MemoryStore("./memory_db", judge=LLMWriteJudge(model))  # doctest: +SKIP
 
     Args:
