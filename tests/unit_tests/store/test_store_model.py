@@ -1,8 +1,9 @@
 """Randomized sequences of every write, checked after each step against what the backend holds.
 
 A Hypothesis state machine adds (Chinese and English statements, restatements and contradictions, so merges and
-supersedes happen), supersedes, rewrites, credits, archives, restores, forgets and discards units, and reopens the
-store. After every step it checks what a user relies on:
+supersedes happen), supersedes, rewrites, credits, archives, restores, forgets and discards units, runs the
+lifecycle (decay, archiving, the merge pass and its undo) and reopens the store. After every step it checks what a
+user relies on:
 
 - nothing written is lost: every id a write returned, and not forgotten or discarded since, is still stored;
 - what recall reads is what is stored: the dense arm, the lexical arm and hybrid recall (the replica or the
@@ -16,6 +17,7 @@ store. After every step it checks what a user relies on:
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import timedelta
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -24,9 +26,10 @@ from hypothesis.stateful import Bundle, RuleBasedStateMachine, consumes, invaria
 
 from langchain_hindsight._statements import statement_key
 from langchain_hindsight.errors import MemoryNotFoundError
+from langchain_hindsight.lifecycle.maintenance import Lifecycle
 from langchain_hindsight.store.backend import InMemoryBackend
 from langchain_hindsight.store.memory_store import MemoryStore
-from langchain_hindsight.types import MemoryUnit
+from langchain_hindsight.types import MemoryUnit, utcnow
 from tests.fakes import NgramEmbeddings
 
 STATEMENTS = [
@@ -102,6 +105,13 @@ class StoreModel(RuleBasedStateMachine):
             self.deduped = False
             assert self.store.update(memory_id, content=content).content == content
 
+    @rule(source=ids, into=ids)
+    def restate(self, source: str, into: str) -> None:  # a second copy of a lesson, which the merge pass folds
+        if {source, into} <= self.alive and source != into:
+            original = self.store.get(source)
+            self.deduped = False
+            self.store.update(into, content=original.content, task_type=original.task_type, kind=original.kind)
+
     @rule(memory_id=ids, success=st.booleans())
     def credit(self, memory_id: str, success: bool) -> None:
         self.store.record_feedback([memory_id], success=success)
@@ -132,6 +142,18 @@ class StoreModel(RuleBasedStateMachine):
         self._removing(memory_id)
         self.store.discard([memory_id])
         self.alive.discard(memory_id)
+
+    # ------------------------------------------------------------------ the lifecycle
+    @rule(days=st.integers(0, 400))
+    def maintain(self, days: int) -> None:  # decay, archive what stayed idle and low, fold duplicates
+        Lifecycle(self.store).maintain(now=utcnow() + timedelta(days=days))
+
+    @rule(pick=st.integers(0, 10))
+    def unmerge(self, pick: int) -> None:  # one of the units the merge pass or a write folded others into
+        archived = {u.memory_id for u in self.store.list_units(status="archived")}
+        keepers = [u.memory_id for u in self.store.list_units() if archived & set(u.merged_from)]
+        if keepers:
+            self.deduped &= not Lifecycle(self.store).unmerge(keepers[pick % len(keepers)])
 
     @rule()
     def reopen(self) -> None:
