@@ -2,7 +2,8 @@
 
 A Hypothesis state machine adds (Chinese and English statements, restatements and contradictions, so merges and
 supersedes happen), supersedes, rewrites, credits, archives, restores, forgets and discards units, runs the
-lifecycle (decay, archiving, the merge pass and its undo) and reopens the store. After every step it checks what a
+lifecycle (decay, archiving, the merge pass and its undo), backs the store up and restores the backup elsewhere,
+and reopens the store. After every step it checks what a
 user relies on:
 
 - nothing written is lost: every id a write returned, and not forgotten or discarded since, is still stored;
@@ -16,6 +17,7 @@ user relies on:
 
 from __future__ import annotations
 
+import io
 from collections.abc import Callable
 from datetime import timedelta
 
@@ -29,6 +31,7 @@ from langchain_hindsight.errors import MemoryNotFoundError
 from langchain_hindsight.lifecycle.maintenance import Lifecycle
 from langchain_hindsight.store.backend import InMemoryBackend
 from langchain_hindsight.store.memory_store import MemoryStore
+from langchain_hindsight.store.transfer import export_units, read_backup
 from langchain_hindsight.types import MemoryUnit, utcnow
 from tests.fakes import NgramEmbeddings
 
@@ -77,9 +80,12 @@ class StoreModel(RuleBasedStateMachine):
 
     # ------------------------------------------------------------------ writes
     @rule(target=ids, content=st.sampled_from(STATEMENTS), source=st.sampled_from(SOURCES),
-          task_type=st.sampled_from(TASK_TYPES))  # fmt: skip
-    def add(self, content: str, source: str, task_type: str) -> str:
-        result = self.store.add(MemoryUnit(content=content, source=source, task_type=task_type))  # type: ignore[arg-type]
+          task_type=st.sampled_from(TASK_TYPES), age=st.integers(0, 400))  # fmt: skip
+    def add(self, content: str, source: str, task_type: str, age: int) -> str:
+        """A lesson learned ``age`` days ago (the lifecycle decays and archives what has stayed idle)."""
+        then = utcnow() - timedelta(days=age)
+        unit = MemoryUnit(content=content, source=source, task_type=task_type, created_at=then, last_accessed_at=then)  # type: ignore[arg-type]
+        result = self.store.add(unit)
         self.alive.add(result.memory_id)
         return result.memory_id
 
@@ -144,9 +150,9 @@ class StoreModel(RuleBasedStateMachine):
         self.alive.discard(memory_id)
 
     # ------------------------------------------------------------------ the lifecycle
-    @rule(days=st.integers(0, 400))
-    def maintain(self, days: int) -> None:  # decay, archive what stayed idle and low, fold duplicates
-        Lifecycle(self.store).maintain(now=utcnow() + timedelta(days=days))
+    @rule()
+    def maintain(self) -> None:  # decay, archive what stayed idle and low, fold duplicates
+        Lifecycle(self.store).maintain()
 
     @rule(pick=st.integers(0, 10))
     def unmerge(self, pick: int) -> None:  # one of the units the merge pass or a write folded others into
@@ -154,6 +160,17 @@ class StoreModel(RuleBasedStateMachine):
         keepers = [u.memory_id for u in self.store.list_units() if archived & set(u.merged_from)]
         if keepers:
             self.deduped &= not Lifecycle(self.store).unmerge(keepers[pick % len(keepers)])
+
+    @rule()
+    def back_up_and_restore_elsewhere(self) -> None:  # every unit comes back exactly, whatever its status
+        out = io.StringIO()
+        export_units(self.store, out, namespaces=[self.store.namespace])
+        units, _ = read_backup(out.getvalue().splitlines())
+        with _memory_opener()() as restored:
+            restored.import_units(units)
+            assert {u.memory_id: u.to_dict() for u in restored.list_units(namespace=self.store.namespace)} == {
+                u.memory_id: u.to_dict() for u in self.store.list_units()
+            }
 
     @rule()
     def reopen(self) -> None:
