@@ -8,6 +8,7 @@ other one lists and recalls, never a stale copy.
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 import pytest
@@ -24,18 +25,13 @@ pytestmark = pytest.mark.integration
 
 
 def test_random_writes_on_embedded_chroma(tmp_path: Path) -> None:
-    directories = iter(range(10**6))
+    directories = itertools.count()
 
-    def opener() -> Opener:  # a directory of its own for each sequence
+    def opens() -> Opener:  # a directory of its own for each sequence
         path, embeddings = tmp_path / f"db{next(directories)}", NgramEmbeddings()
         return lambda: MemoryStore(path, embeddings=embeddings)
 
-    class Embedded(StoreModel):
-        def __init__(self) -> None:
-            self.opener = opener()
-            super().__init__()
-
-    run(Embedded, examples=15, steps=30)
+    run(StoreModel, opens, examples=15, steps=30)
 
 
 class SharedModel(StoreModel):
@@ -73,18 +69,13 @@ class SharedModel(StoreModel):
 def test_two_stores_on_one_postgres_database(postgres_server: PostgresServer) -> None:
     databases: list[str] = []
 
-    def opener() -> Opener:  # a fresh database for each sequence, which both of its stores open
+    def opens() -> Opener:  # a fresh database for each sequence, which both of its stores open
         databases.append(url := postgres_server.create_database())
         embeddings = NgramEmbeddings()
         return lambda: MemoryStore(database_url=url, embeddings=embeddings)
 
-    class OnPostgres(SharedModel):
-        def __init__(self) -> None:
-            self.opener = opener()
-            super().__init__()
-
     try:
-        run(OnPostgres, examples=10, steps=25)
+        run(SharedModel, opens, examples=10, steps=25)
     finally:
         for url in databases:
             postgres_server.drop_database(url)
@@ -92,15 +83,10 @@ def test_two_stores_on_one_postgres_database(postgres_server: PostgresServer) ->
 
 def test_two_stores_on_one_chroma_server(tmp_path: Path) -> None:
     with running_chroma_server(tmp_path / "server") as server:
-        sequences = iter(range(10**6))
+        sequences = itertools.count()
 
-        def opener() -> Opener:  # a namespace of its own for each sequence
+        def opens() -> Opener:  # a namespace of its own for each sequence
             namespace, embeddings = f"seq{next(sequences)}", NgramEmbeddings()
             return lambda: MemoryStore(client=server.client(), embeddings=embeddings, namespace=namespace)
 
-        class OnServer(SharedModel):
-            def __init__(self) -> None:
-                self.opener = opener()
-                super().__init__()
-
-        run(OnServer, examples=6, steps=20)
+        run(SharedModel, opens, examples=6, steps=20)

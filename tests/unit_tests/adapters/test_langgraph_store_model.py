@@ -43,9 +43,12 @@ class KeyedStore(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
         self.backend, self.embeddings = InMemoryBackend(), NgramEmbeddings()
+        self._open()
+        self.model: dict[tuple[tuple[str, ...], str], dict[str, Any]] = {}
+
+    def _open(self) -> None:
         self.memory = MemoryStore(backend=self.backend, embeddings=self.embeddings)
         self.store = HindsightStore(self.memory)
-        self.model: dict[tuple[tuple[str, ...], str], dict[str, Any]] = {}
 
     def teardown(self) -> None:
         self.memory.close()
@@ -68,8 +71,7 @@ class KeyedStore(RuleBasedStateMachine):
     @rule()
     def reopen(self) -> None:
         self.memory.close()
-        self.memory = MemoryStore(backend=self.backend, embeddings=self.embeddings)
-        self.store = HindsightStore(self.memory)
+        self._open()
 
     @invariant()
     def every_key_reads_back_its_last_value(self) -> None:
