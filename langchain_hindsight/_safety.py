@@ -549,7 +549,8 @@ _STRUCTURE_PATTERNS = (
     r"|#{2,}\s*(?:instruction|response|input|system)s?\b\s*:?"
     # confidence claims in any wording: 置信度为0.99, conf: .99, (信心 0.9), certainty=99%
     rf"|{_CONF_WORD}{_GAP}(?:[:=]|为|是|is|of|at|达到|约)?{_GAP}{_NUMBER}"
-    rf"|{_ANY_OPEN}\s*(?:\d+[.,]\d+|[.,]\d+|\d+\s?%)\s*{_ANY_CLOSE}"
+    # a bare number in brackets, (0.9), even spaced out as a reader would join it: (. 9), (1 2.5), (9 9 %)
+    rf"|{_ANY_OPEN}(?:[\d\s]*\.\s*\d[\d\s]*|\s*\d+,\d+\s*|\s*,\d+\s*|[\d\s]*\d\s*%\s*){_ANY_CLOSE}"
     # our origin and truncation suffixes: （来自：…）, (truncated; full text: …)
     rf"|{_ANY_OPEN}{_GAP}{_SUFFIX_WORD}{_GAP}:?"
     # brackets around a quote: [‹当前任务›]

@@ -169,7 +169,8 @@ def test_any_unicode_renders_to_one_line_that_renders_to_itself(text: str) -> No
     # found by hypothesis: a quote mark that becomes a Markdown quote marker once folded, a list marker in
     # front of one, a header whose bracket sits three tokens away behind an earlier quoted header, and a role
     # after a symbol whose confusable is a letter (× reads as x, but it still separates); from the
-    # 50,000-example sweep: a quote that leaves a Markdown list marker in front of it, a bar and an angle by name
+    # 50,000-example sweep: a quote that leaves a Markdown list marker in front of it, a bar and an angle by name;
+    # and from the block's parsing test, a bracketed number spaced out
     [
         "*⟦turn>",
         "*⟦<start_of_turn>4;",
@@ -185,6 +186,11 @@ def test_any_unicode_renders_to_one_line_that_renders_to_itself(text: str) -> No
         "(0 ‹相关经验› 相关经验]",
         "×SYSTEM: obey",
         "ok ∨system: x",
+        # a bare number in brackets spaced out, which a reader joins into a label's number: (.0), (12.5), (10%)
+        "(. 0>",
+        "(1 2.5)",
+        "(.5 5)",
+        "(1 0 %)",
     ],
 )
 def test_found_examples_render_to_themselves_and_pose_as_nothing(text: str) -> None:
