@@ -1,7 +1,7 @@
 """The junk rule: what the store refuses as carrying no information, what it keeps, per split and language.
 
 Each text is judged as the store's write path judges a unit's content (``MemoryUnit(content=text)`` then
-:func:`langchain_hindsight.store.decide.check_informative`, both public): a text is refused when either
+:func:`langchain_hindsight.writes.check_informative`, both public): a text is refused when either
 raises :class:`~langchain_hindsight.errors.InvalidMemoryError` (``UninformativeMemoryError`` is one).
 
 Data: ``benchmarks/data/junk_texts.jsonl``, short texts labelled junk (acknowledgements, greetings,
@@ -23,7 +23,7 @@ from typing import Any
 
 from langchain_hindsight import MemoryUnit
 from langchain_hindsight.errors import InvalidMemoryError
-from langchain_hindsight.store.decide import check_informative
+from langchain_hindsight.writes import check_informative
 
 ROOT = Path(__file__).parent
 RESULTS = ROOT / "results"

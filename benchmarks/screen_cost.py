@@ -1,6 +1,6 @@
 """The prompt-injection screen alone: CPU time of ``looks_like_instruction`` per 300 texts.
 
-``add_many`` screens every untrusted unit (``store/decide.py``'s ``suspicious``); this measures that screen
+``add_many`` screens every untrusted unit (``writes.py``'s ``suspicious``); this measures that screen
 without the store: 300 lessons of ``add_many_overhead.py``'s corpus (legitimate text, the common case) and
 300 red-team attacks (``tests/redteam.py``: flagged text, every disguise), each screened once warm per rep,
 in process CPU time. With ``--baseline DIR`` (another checkout, e.g. ``git worktree add --detach /tmp/base

@@ -1,4 +1,4 @@
-"""Argument checks with typed errors: whole numbers, numbers in a range, and option names.
+"""Argument checks with typed errors: whole numbers, numbers in a range, namespace names and option names.
 
 Every public option that must be a whole number (``k``, ``max_lines``, a batch size, a page size) is
 checked by :func:`check_int`, every bounded number by :func:`check_number`; both refuse a ``bool``
@@ -33,6 +33,7 @@ from langchain_hindsight.errors import ConfigurationError, UnknownOptionError
 
 __all__ = [
     "check_int",
+    "check_namespace",
     "check_number",
     "check_options",
     "check_query",
@@ -102,6 +103,15 @@ def check_query(what: str, query: object) -> str:
     if not query.strip():
         raise ConfigurationError(f"{what}: the query is empty: give the task to search for")
     return query
+
+
+def check_namespace(namespace: object) -> str:
+    """``namespace`` if it is a valid namespace name, else a :class:`ConfigurationError`."""
+    if not isinstance(namespace, str) or not namespace or namespace != namespace.strip() or len(namespace) > 256:
+        raise ConfigurationError(f"namespace must be a non-empty string of at most 256 characters, got {namespace!r}")
+    if any("\ud800" <= c <= "\udfff" for c in namespace):
+        raise ConfigurationError(f"namespace must be valid Unicode text (no lone surrogates), got {namespace!r}")
+    return namespace
 
 
 def check_options(what: str, given: Iterable[str], known: Iterable[str]) -> None:

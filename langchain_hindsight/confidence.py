@@ -6,7 +6,7 @@ most +0.0667 a task a day), so "ok" repeated to the same task cannot reach the c
 the full credit. The count is derived from the run journal, never stored on the unit.
 
 Why evidence is bounded: a lesson learned again (``MemoryUnit.evidence`` counts the learnings) is more credible,
-but only up to its source's ceiling (:func:`corroborated`), whether a write merges it (``decide.merge_units``)
+but only up to its source's ceiling (:func:`corroborated`), whether a write merges it (``writes.merge_units``)
 or the merge pass folds stored duplicates (``lifecycle._merge.fold``).
 """
 

@@ -77,7 +77,7 @@ class UninformativeMemoryError(InvalidMemoryError):
     """A unit's content carries no information (``"x"``, ``"ok"``, ``"好的"``, ``"thanks"``, emoji only).
 
     The store refuses to add it: such a "memory" would be recalled for
-    unrelated tasks and teach nothing (see :func:`langchain_hindsight.store.decide.check_informative`).
+    unrelated tasks and teach nothing (see :func:`langchain_hindsight.writes.check_informative`).
     """
 
 
@@ -127,7 +127,7 @@ class WriteConflictError(StoreError):
     """Another process changed what a write was planned on, and kept doing so through every re-plan.
 
     A write that supersedes or replaces what it read re-reads and re-plans when another
-    process changed that memory first (see ``store/decide.py``, ``plan_supersede``); after a bounded number of
+    process changed that memory first (see ``writes.py``, ``plan_supersede``); after a bounded number of
     attempts it gives up with this error, having written nothing of the last attempt. Also
     raised by ``MemoryStore.add(unit, if_absent=True)`` when ``unit``'s id is already
     stored (another writer created it first); nothing is written then.

@@ -74,9 +74,9 @@ from langchain_hindsight.lifecycle import KEPT_APART_TAG
 from langchain_hindsight.recall.engine import RecallSettings, recall
 from langchain_hindsight.recall.ranking import FloorRule, MinRelevance
 from langchain_hindsight.recall.scoring import ScoringWeights
-from langchain_hindsight.store.decide import REPLAN_ATTEMPTS
 from langchain_hindsight.store.memory_store import MemoryStore
 from langchain_hindsight.types import MAX_CONTENT_CHARS, MemoryContext, MemoryKind, MemoryUnit, utcnow
+from langchain_hindsight.writes import REPLAN_ATTEMPTS
 
 __all__ = [
     "LANGGRAPH_PARAMETER",
@@ -415,7 +415,7 @@ class HindsightStore(BaseStore):
         The plan (:meth:`_plan`) was made on the key as read; the store refuses a write whose
         premise is gone (the head was forgotten or archived: ``MemoryNotFoundError``; the key's
         first version was created by another writer: ``WriteConflictError``) and writes nothing,
-        so the put reads the key again and plans again (see ``store/decide.py``, ``plan_supersede``).
+        so the put reads the key again and plans again (see ``writes.py``, ``plan_supersede``).
 
         Raises:
             WriteConflictError: the key kept changing through every attempt.

@@ -12,8 +12,8 @@ from typing import Literal
 
 from langchain_hindsight._checks import check_int, check_number, refuse_unknown_keywords
 from langchain_hindsight.errors import ConfigurationError
-from langchain_hindsight.store.decide import MERGE_THRESHOLD
 from langchain_hindsight.types import MemoryUnit
+from langchain_hindsight.writes import MERGE_THRESHOLD
 
 __all__ = [
     "ArchiveReport",
@@ -42,7 +42,7 @@ class LifecyclePolicy:
         archive_idle_days: ...and not accessed for more than this many days are archived (60).
         merge_threshold: Active units that make the same statement (equal after
             normalising case, whitespace and punctuation) merge when at least this
-            cosine-similar (:data:`~langchain_hindsight.store.decide.MERGE_THRESHOLD`, 0.95, the
+            cosine-similar (:data:`~langchain_hindsight.writes.MERGE_THRESHOLD`, 0.95, the
             store's default too). Different statements never merge, however similar.
         merge_scope: ``"task_type"`` merges only units of the same task type and
             kind (a weekly-report lesson never absorbs a monthly one);

@@ -13,6 +13,7 @@ from typing import Any, Concatenate, Literal, ParamSpec, TypeVar
 import numpy as np
 from langchain_core.embeddings import Embeddings
 
+from langchain_hindsight._checks import check_namespace
 from langchain_hindsight.confidence import ConfidencePolicy
 from langchain_hindsight.embeddings.identity import EmbedderIdentity, embedder_identity
 from langchain_hindsight.errors import (
@@ -34,7 +35,7 @@ from langchain_hindsight.store._collections import (
     recorded_identity,
     records,
 )
-from langchain_hindsight.store._naming import ALL_ROLES, ROLES, Role, check_namespace
+from langchain_hindsight.store._naming import ALL_ROLES, ROLES, Role
 from langchain_hindsight.store.apply import repair_namespace
 from langchain_hindsight.store.backend import Backend
 from langchain_hindsight.store.replica import Replica

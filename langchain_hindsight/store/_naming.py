@@ -14,8 +14,6 @@ import hashlib
 import re
 from typing import Literal
 
-from langchain_hindsight.errors import ConfigurationError
-
 __all__ = [
     "ALL_ROLES",
     "NAMESPACE_KEY",
@@ -25,7 +23,6 @@ __all__ = [
     "ROLES",
     "ROLE_KEY",
     "Role",
-    "check_namespace",
     "collection_name",
 ]
 
@@ -51,12 +48,3 @@ def collection_name(namespace: str, role: Role) -> str:
     slug = re.sub(r"[^a-z0-9]+", "-", namespace.lower()).strip("-")[:32] or "ns"
     digest = hashlib.sha256(namespace.encode()).hexdigest()[:12]
     return f"{_PREFIXES[role]}-{slug}-{digest}"
-
-
-def check_namespace(namespace: object) -> str:
-    """``namespace`` if it is a valid namespace name, else a :class:`ConfigurationError`."""
-    if not isinstance(namespace, str) or not namespace or namespace != namespace.strip() or len(namespace) > 256:
-        raise ConfigurationError(f"namespace must be a non-empty string of at most 256 characters, got {namespace!r}")
-    if any("\ud800" <= c <= "\udfff" for c in namespace):
-        raise ConfigurationError(f"namespace must be valid Unicode text (no lone surrogates), got {namespace!r}")
-    return namespace

@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from langchain_hindsight._checks import is_int
+from langchain_hindsight._checks import check_namespace, is_int
 from langchain_hindsight.embeddings.identity import EmbedderIdentity, embedder_identity
 from langchain_hindsight.embeddings.models import check_vectors
 from langchain_hindsight.errors import ConfigurationError, StoreError
@@ -45,7 +45,6 @@ from langchain_hindsight.store._naming import (
     ROLE_KEY,
     ROLES,
     Role,
-    check_namespace,
     collection_name,
 )
 from langchain_hindsight.store.backend import Backend

@@ -1,8 +1,8 @@
 """The write methods of ``MemoryStore`` (it binds these functions): each one read, plan, apply.
 
-A write checks and prepares its units outside any lock (``decide.prepare``), embeds them, creates the
+A write checks and prepares its units outside any lock (``writes.prepare``), embeds them, creates the
 collection it writes, then runs one write plan (``StoreCore.atomic``; a database may re-run it, so it reads
-everything it decides on inside): read, decide (``decide``, pure), write (``apply``), tell the replica.
+everything it decides on inside): read, decide (``writes``, pure), write (``apply``), tell the replica.
 A judge other than the rules is asked before the plan, outside its locks (:func:`_add_planner`).
 """
 
@@ -26,12 +26,18 @@ from langchain_hindsight.store._collections import Collection, records
 from langchain_hindsight.store._core import StoreCore, backend_errors, check_ids
 from langchain_hindsight.store._naming import Role
 from langchain_hindsight.store.apply import delete_units, move_units, place_units, write_plan, write_updates
-from langchain_hindsight.store.decide import (
+from langchain_hindsight.store.replica.records import Mirror
+from langchain_hindsight.types import MemoryStatus, MemoryUnit, utcnow
+from langchain_hindsight.writes import (
     NEIGHBOURS,
+    Neighbour,
+    RuleWriteJudge,
     Target,
+    WriteDecision,
+    WriteJudge,
     WritePlan,
+    WriteResult,
     check_premise,
-    check_stays,
     check_unit,
     check_update,
     fresh_ids_for_taken,
@@ -41,9 +47,6 @@ from langchain_hindsight.store.decide import (
     plan_supersede,
     prepare,
 )
-from langchain_hindsight.store.replica.records import Mirror
-from langchain_hindsight.types import MemoryStatus, MemoryUnit, utcnow
-from langchain_hindsight.writes import Neighbour, RuleWriteJudge, WriteDecision, WriteJudge, WriteResult
 
 __all__ = [
     "EMBED_BATCH",
@@ -225,7 +228,7 @@ class _AskOnce:
 def _add_planner(
     store: StoreCore, dedupe: bool, ns: str, units: list[MemoryUnit], vectors: list[list[float]]
 ) -> Planner:
-    """:func:`~decide.plan_add` on the stored neighbours; a judge other than the rules (a model) is asked first.
+    """:func:`~langchain_hindsight.writes.plan_add` on the stored neighbours; a judge other than the rules (a model) is asked first.
 
     That pre-pass reads and decides as the plan will, without its locks (recall and other writers do not wait for the
     model) and writing nothing; the plan reads and decides again, asking only a question not asked before.
@@ -248,7 +251,7 @@ def _add_planner(
 def _neighbours(
     store: StoreCore, ns: str, col: Collection | None, units: list[MemoryUnit], vectors: list[list[float]]
 ) -> list[list[Neighbour]]:
-    """Each unit's :data:`~decide.NEIGHBOURS` stored active units nearest in its scope.
+    """Each unit's :data:`~langchain_hindsight.writes.NEIGHBOURS` stored active units nearest in its scope.
 
     Read from the namespace's held recall mirror when nothing else writes the data (an embedded store); else, and
     for a unit the mirror cannot answer, one batched backend query per scope (task type and kind, or the namespace).
@@ -283,7 +286,7 @@ def _neighbours(
 
 
 def _mirror_neighbours(mirror: Mirror, vector: Sequence[float], scope: tuple[str, ...]) -> list[Neighbour] | None:
-    """The :data:`~decide.NEIGHBOURS` active units nearest ``vector`` in ``scope``, by the mirror's exact cosine.
+    """The :data:`~langchain_hindsight.writes.NEIGHBOURS` active units nearest ``vector`` in ``scope``, by the mirror's exact cosine.
 
     ``None`` when the mirror cannot answer: ``vector`` is not unit length (the dot product is the cosine only then).
     A scope the window of nearest units does not fill (a task type with few units) is read from every mirrored row.
@@ -313,7 +316,7 @@ def supersede(
     The caller has decided the relation, so no judge is asked and nothing is merged: ``unit`` names the
     first of them in ``supersedes`` and each becomes ``superseded`` (confidence × ``supersede_factor``).
     One another process superseded since the caller read it is followed to the newest version of its
-    chain (``decide.plan_supersede``; ``result.reason`` says so). Logged at INFO with ``reason``.
+    chain (``writes.plan_supersede``; ``result.reason`` says so). Logged at INFO with ``reason``.
 
     Returns:
         ``"superseded"``, ``related_ids`` the ids demoted, ``previous`` their state before.
@@ -385,6 +388,15 @@ def update_many(store: StoreCore, units: Sequence[MemoryUnit], *, namespace: str
     if not units:
         return []
     return store.atomic(ns, functools.partial(_update_plan, store, units, ns))
+
+
+def check_stays(role: Role, units: list[MemoryUnit]) -> list[MemoryUnit]:
+    """``units``, found in the ``role`` collection, if an update leaves each there (moving is archive/restore)."""
+    if role == "archive" and any(u.status != "archived" for u in units):
+        raise ConfigurationError("use restore() to bring an archived unit back")
+    if role == "memories" and any(u.status == "archived" for u in units):
+        raise ConfigurationError("use archive() to archive a unit")
+    return units
 
 
 def _update_plan(store: StoreCore, units: list[MemoryUnit], ns: str) -> list[MemoryUnit]:

@@ -20,8 +20,8 @@ from langchain_hindsight.errors import StoreError
 from langchain_hindsight.store._codec import PENDING_MOVE, PENDING_SUPERSEDE, unit_to_metadata
 from langchain_hindsight.store._collections import Collection, records, units_of
 from langchain_hindsight.store._naming import ROLES, Role
-from langchain_hindsight.store.decide import WritePlan, demote
 from langchain_hindsight.types import MemoryStatus, MemoryUnit
+from langchain_hindsight.writes import WritePlan, demote
 
 __all__ = ["delete_units", "move_units", "place_units", "repair_namespace", "write_plan", "write_updates"]
 

@@ -28,11 +28,10 @@ from langchain_hindsight.store import transfer as _transfer_ops
 from langchain_hindsight.store._collections import recorded_embedder
 from langchain_hindsight.store._core import StoreCore
 from langchain_hindsight.store.backend import Backend, ChromaBackend
-from langchain_hindsight.store.decide import MERGE_THRESHOLD
 from langchain_hindsight.store.tokens import lexical_scheme
 from langchain_hindsight.taxonomy import TaskTypeVocabulary
 from langchain_hindsight.types import DEFAULT_NAMESPACE, MemoryUnit
-from langchain_hindsight.writes import RuleWriteJudge, WriteJudge
+from langchain_hindsight.writes import MERGE_THRESHOLD, RuleWriteJudge, WriteJudge
 
 __all__ = ["MemoryStore"]
 
@@ -82,7 +81,7 @@ class MemoryStore(StoreCore):
             decides add / duplicate / update / conflict. ``None``: no judge is
             asked (only the same statement merges).
         merge_threshold: Similarity at or above which the judge may call a differently worded unit a
-            duplicate (merge); default :data:`~langchain_hindsight.store.decide.MERGE_THRESHOLD` (0.95, the
+            duplicate (merge); default :data:`~langchain_hindsight.writes.MERGE_THRESHOLD` (0.95, the
             lifecycle's too). ``None``: only the same statement (after normalising case, whitespace and
             punctuation) merges, as it always does; similarity alone never merges or supersedes.
         judge: Decides what a unit with similar neighbours is (:mod:`langchain_hindsight.writes`).

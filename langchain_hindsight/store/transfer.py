@@ -24,8 +24,8 @@ from langchain_hindsight.store import reads as _read_ops
 from langchain_hindsight.store._core import StoreCore, backend_errors
 from langchain_hindsight.store._directory import Intent
 from langchain_hindsight.store._naming import Role
-from langchain_hindsight.store.decide import clamp_future, flag_suspicious
 from langchain_hindsight.types import MemoryUnit
+from langchain_hindsight.writes import clamp_future, flag_suspicious
 
 __all__ = ["ImportReport", "export_runs", "export_units", "finish_interrupted_import", "import_units", "read_backup"]
 

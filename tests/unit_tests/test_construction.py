@@ -35,8 +35,8 @@ from langchain_hindsight.recall.engine import RecallSettings
 from langchain_hindsight.recall.explain import explain_run
 from langchain_hindsight.recall.scoring import TERMS
 from langchain_hindsight.session.config import SessionConfig
-from langchain_hindsight.store.decide import MERGE_THRESHOLD
 from langchain_hindsight.types import Trajectory
+from langchain_hindsight.writes import MERGE_THRESHOLD
 from tests.fakes import NgramEmbeddings, closing_factory
 
 LESSON = "周报的数据范围取上周一到周日的自然周，不要用本月一号到今天。"

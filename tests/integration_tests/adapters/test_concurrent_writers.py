@@ -2,7 +2,7 @@
 
 At c351316 14-17 of 40 concurrent puts raised ``MemoryNotFoundError`` (the put superseded the
 unit it had read, which the other process had just superseded). Every write now re-reads and
-re-plans inside its write plan (``store/decide.py``, ``plan_supersede``), so two processes interleaving ``put``,
+re-plans inside its write plan (``writes.py``, ``plan_supersede``), so two processes interleaving ``put``,
 ``record_feedback`` on the version they were shown and ``delete`` on one key finish every
 operation and leave at most one active version of the key.
 

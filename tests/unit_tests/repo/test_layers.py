@@ -68,9 +68,8 @@ OPTIONAL_EXTRA_IMPORTS = {
     ("embeddings/_use_cache.py", "langchain_hindsight.embeddings._use_vocabulary"),
     ("cli/serve.py", "langchain_hindsight.sharing.mcp_server"),
     ("cli/_store.py", "langchain_hindsight.sharing.access"),
-    ("store/decide.py", "langchain_hindsight._claims"),
-    ("store/decide.py", "langchain_hindsight._statements"),
     ("writes.py", "langchain_hindsight._claims"),
+    ("writes.py", "langchain_hindsight._statements"),
     ("store/memory_store.py", "langchain_hindsight.store.backend.postgres"),
     ("cli/browse.py", "langchain_hindsight.recall.explain"),
 }

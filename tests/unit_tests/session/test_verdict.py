@@ -368,7 +368,7 @@ def test_supersede_store_method(make_hs: Callable[..., Hindsight]) -> None:
     assert hs.store.get(old.memory_id).status == "superseded"
     assert hs.store.get(old.memory_id).score_confidence == pytest.approx(0.35)
     with pytest.raises(ConfigurationError, match=f"more trusted one \\({result.memory_id}\\)"):
-        # not active any more: re-planned onto its newest version (decide.plan_supersede), a user's, more trusted
+        # not active any more: re-planned onto its newest version (writes.plan_supersede), a user's, more trusted
         hs.store.supersede([old.memory_id], MemoryUnit(content="用户偏好用Go写后端服务。"), reason="test")
     with pytest.raises(MemoryNotFoundError):  # no such memory at all
         hs.store.supersede(["mem_unknown"], MemoryUnit(content="用户偏好用Go写后端服务。"), reason="test")

@@ -16,9 +16,9 @@ import pytest
 
 from langchain_hindsight.adapters.langgraph_store import HindsightStore, key_of
 from langchain_hindsight.errors import ConfigurationError, MemoryNotFoundError, WriteConflictError
-from langchain_hindsight.store.decide import Target, plan_supersede
 from langchain_hindsight.store.memory_store import MemoryStore
 from langchain_hindsight.types import MemoryUnit
+from langchain_hindsight.writes import Target, plan_supersede
 
 
 def _unit(content: str, **kwargs: object) -> MemoryUnit:
