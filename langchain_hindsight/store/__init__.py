@@ -1,9 +1,11 @@
 """Storage layer: memory units and run records in a backend (Chroma, Postgres, memory), a collection set per namespace.
 
-The rooms and who owns what: docs/DESIGN.md, "The store". Public here: :class:`MemoryStore`, the write judges
-(of :mod:`langchain_hindsight.writes`), :class:`ConfidencePolicy` (of :mod:`langchain_hindsight.confidence`),
-:func:`holds_store` and :func:`unit_to_metadata` (for loaders that write records themselves). Names are imported
-on first use, so a command that needs one small module does not import the store.
+The rooms and who owns what: docs/DESIGN.md, "The store". How a write is decided (the rules, the planner and the
+judges) is :mod:`langchain_hindsight.writes`, one floor down; the store reads what a write is decided on and applies
+the plan. Public here: :class:`MemoryStore`, the write judges, :class:`ConfidencePolicy` (of
+:mod:`langchain_hindsight.confidence`), :func:`holds_store` and :func:`unit_to_metadata` (for loaders that write
+records themselves). Names are imported on first use, so a command that needs one small module does not import the
+store.
 """
 
 from __future__ import annotations

@@ -228,7 +228,7 @@ class _AskOnce:
 def _add_planner(
     store: StoreCore, dedupe: bool, ns: str, units: list[MemoryUnit], vectors: list[list[float]]
 ) -> Planner:
-    """:func:`~langchain_hindsight.writes.plan_add` on the stored neighbours; a judge other than the rules (a model) is asked first.
+    """:func:`plan_add` (of ``writes``) on the stored neighbours; a judge other than the rules (a model) is asked first.
 
     That pre-pass reads and decides as the plan will, without its locks (recall and other writers do not wait for the
     model) and writing nothing; the plan reads and decides again, asking only a question not asked before.
@@ -286,7 +286,7 @@ def _neighbours(
 
 
 def _mirror_neighbours(mirror: Mirror, vector: Sequence[float], scope: tuple[str, ...]) -> list[Neighbour] | None:
-    """The :data:`~langchain_hindsight.writes.NEIGHBOURS` active units nearest ``vector`` in ``scope``, by the mirror's exact cosine.
+    """The :data:`NEIGHBOURS` active units nearest ``vector`` in ``scope``, by the mirror's exact cosine.
 
     ``None`` when the mirror cannot answer: ``vector`` is not unit length (the dot product is the cosine only then).
     A scope the window of nearest units does not fill (a task type with few units) is read from every mirrored row.
@@ -390,7 +390,7 @@ def update_many(store: StoreCore, units: Sequence[MemoryUnit], *, namespace: str
     return store.atomic(ns, functools.partial(_update_plan, store, units, ns))
 
 
-def check_stays(role: Role, units: list[MemoryUnit]) -> list[MemoryUnit]:
+def _check_stays(role: Role, units: list[MemoryUnit]) -> list[MemoryUnit]:
     """``units``, found in the ``role`` collection, if an update leaves each there (moving is archive/restore)."""
     if role == "archive" and any(u.status != "archived" for u in units):
         raise ConfigurationError("use restore() to bring an archived unit back")
@@ -404,7 +404,7 @@ def _update_plan(store: StoreCore, units: list[MemoryUnit], ns: str) -> list[Mem
     for role, col in store.collections_of(ns):
         rows = col.get(ids=[u.memory_id for u in units], include=["documents"])
         documents = dict(zip(rows["ids"], rows["documents"] or [], strict=True))
-        if batch := check_stays(role, [u for u in units if u.memory_id in documents]):
+        if batch := _check_stays(role, [u for u in units if u.memory_id in documents]):
             found.append((role, col, batch, documents))
     written = [u for _, _, batch, _ in found for u in batch]
     if missing := {u.memory_id for u in units} - {u.memory_id for u in written}:
