@@ -544,7 +544,7 @@ def _candidates(
 
 @dataclass(slots=True)
 class WritePlan:
-    """What a write plan writes to a namespace's memories collection (``apply.write_plan``), and what it did."""
+    """What a write plan writes to a namespace's memories collection, and what it did (the store applies it)."""
 
     new: dict[str, tuple[MemoryUnit, list[float]]] = field(default_factory=dict)
     """Units (with vectors) to upsert, in batch order; includes demotions/merges of earlier batch units."""
