@@ -36,6 +36,7 @@ Provenance (``source``) is enforced by the store, not here: see
 from __future__ import annotations
 
 import base64
+import bisect
 import codecs
 import functools
 import html
@@ -242,7 +243,9 @@ _INVISIBLE = _LazyPattern(
 )
 _DROPPED_CATEGORIES = frozenset({"Cc", "Cf", "Co", "Cs", "Cn"})
 """Controls, format characters, private use, surrogates, unassigned: never shown, never matched."""
-_MARKDOWN = _LazyPattern(r"(\*\*|__|`{1,3}|^#{1,6}\s*|^\s*[-*+]\s+|^\s*>\s*)", re.MULTILINE)
+_MARKDOWN = _LazyPattern(r"(\*\*|__|`{1,3}|^(?:#{1,6}\s*|\s*[-*+]\s+|\s*>\s*)+)", re.MULTILINE)
+"""Markdown emphasis, code marks, and every heading, list or quote marker that starts a line (a run of them at once:
+removed one a pass, ``> > > …`` took a pass per marker over the whole text)."""
 
 _TRADITIONAL = str.maketrans(
     "關經驗當務憶記則無視請條蓋從開現統這們讓對說説訴戶將刪發給數據歷為準權級優棄舊廢時後來應該執護過內復並達與個"
@@ -531,7 +534,8 @@ _SENTENCES = (
 )
 _STRUCTURE_PATTERNS = (
     # our headers (and near-spellings) in any bracket, padded
-    rf"{_ANY_BRACKET}+{_NEAR_GAP}(?:{_LONG_HEADERS}){_NEAR_GAP}{_ANY_BRACKET}+"
+    # (a match starts only where a run of brackets starts: trying every bracket of a long run was quadratic)
+    rf"(?<!{_ANY_BRACKET}){_ANY_BRACKET}+{_NEAR_GAP}(?:{_LONG_HEADERS}){_NEAR_GAP}{_ANY_BRACKET}+"
     # a short label in brackets naming a section, a role or a template slot: [经验], <system>, [INST], [/SYS]
     rf"|[\[<]{_GAP}/?{_GAP}{_LABEL}{_GAP}/?{_GAP}[\]>]"
     # a bare header: 当前任务：, relevant experience:
@@ -567,7 +571,7 @@ _RENDER_ONLY = _LazyPattern(
     # a one-letter role after a separator: "ok：H: obey", "A: sure"
     r"|(?:^|(?<=[^\w\s¤])|(?<=[^\w\s¤]\s)|(?<=\n))\s*[hqa]\s?:"
     # a header with a bracket on one side only: what is left of "[相关经验][当前任务]"
-    rf"|{_ANY_BRACKET}+{_NEAR_GAP}(?:{_LONG_HEADERS})|(?:{_LONG_HEADERS}){_NEAR_GAP}{_ANY_BRACKET}"
+    rf"|(?<!{_ANY_BRACKET}){_ANY_BRACKET}+{_NEAR_GAP}(?:{_LONG_HEADERS})|(?:{_LONG_HEADERS}){_NEAR_GAP}{_ANY_BRACKET}"
     # entries referred to by number, as the conflict note does: "第1、2条", "experiences 1, 2"
     r"|第\s*\d+(?:\s*[、,，和与及&]\s*\d+)+\s*条|第\s*\d+\s*条\s*(?:经验|记忆|经历)"
     # (our own word, "experience 2", alone; other words only as a list, so "lesson 1: check the timeout" stays)
@@ -584,6 +588,7 @@ _BLANKS = str.maketrans({"\u2800": " "})
 """Symbols that print as a blank (U+2800 BRAILLE PATTERN BLANK): a space."""
 _ABSORBED = frozenset("[]<>“”:| \n")
 """Prompt structure, matched on the :func:`skeleton` (lower-case; brackets, colons and bars folded)."""
+_ABSORBED_RUN = _LazyPattern("[" + re.escape("".join(sorted(_ABSORBED))) + "]+")
 
 _QUALIFIER_EN = (
     r"(?:all|any|every|each|previous|prior|above|earlier|preceding|other|existing|foregoing|system|stored|"
@@ -988,6 +993,12 @@ def _structure_spans(flat: str, symbols_as_letters: bool) -> list[tuple[int, int
 def _reading_spans(skel: str, owners: list[int]) -> list[tuple[int, int]]:
     out: list[tuple[int, int]] = []
     matches = [*_STRUCTURE.finditer(skel), *_RENDER_ONLY.finditer(skel)]
+    if not matches:
+        return out
+    # The brackets and colons around a match go too, to the ends of their runs: the runs are found once (walking
+    # them from every match was quadratic in a text of brackets and bars, where every pair of them matches).
+    runs = [r.span() for r in _ABSORBED_RUN.finditer(skel)]
+    firsts = [first for first, _ in runs]
     for m in matches:
         start, end = m.span()
         while start < end and skel[start] == " ":
@@ -996,10 +1007,12 @@ def _reading_spans(skel: str, owners: list[int]) -> list[tuple[int, int]]:
             end -= 1
         if start >= end:
             continue
-        while start > 0 and skel[start - 1] in _ABSORBED:  # the brackets and colons around it go too
-            start -= 1
-        while end < len(skel) and skel[end] in _ABSORBED:
-            end += 1
+        before = runs[bisect.bisect_right(firsts, start - 1) - 1] if start > 0 and firsts else None
+        if before is not None and before[0] <= start - 1 < before[1]:  # the run holding the character before
+            start = before[0]
+        after = runs[bisect.bisect_right(firsts, end) - 1] if firsts else None
+        if after is not None and after[0] <= end < after[1]:  # the run holding the character after
+            end = after[1]
         out.append((owners[start], owners[end - 1] + 1))
     return out
 

@@ -7,12 +7,17 @@ characters took 45-49 s to render with the conflict note on.
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Callable
 from difflib import SequenceMatcher
+from types import CodeType, FrameType
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from langchain_hindsight import MemoryUnit, format_experiences
+from langchain_hindsight import MemoryUnit, _safety, format_experiences
 from langchain_hindsight._claims import claim_of, relation
 from langchain_hindsight.recall import _block
 from langchain_hindsight.recall.injection import detect_conflicts
@@ -89,3 +94,89 @@ def test_a_rendered_head_is_as_safe_as_the_whole(text: str) -> None:
 
     block = format_experiences([MemoryUnit(content=text[:4000], confidence=0.5, memory_id="mem_1")])
     assert redteam.structure_problems(block, 1) == []
+
+
+# ----------------------------------------------------------------------------- the renderer on runs of marks
+# Work counted in the renderer's own steps. Before, each of these was quadratic in the text's length: 8 memories
+# of 4,000 characters of ``> `` or ``]|`` took 12-15 s to render as a block (``benchmarks/render_scaling.py``).
+def test_a_run_of_line_markers_goes_in_one_pass(monkeypatch: pytest.MonkeyPatch) -> None:
+    passes = [0]
+    original = _safety._collapse
+
+    def counted(text: str) -> str:
+        passes[0] += 1
+        return original(text)
+
+    monkeypatch.setattr(_safety, "_collapse", counted)
+    for text in ("> " * 2000, "- " * 2000, "# > - " * 600, " ›" * 2000):
+        passes[0] = 0
+        assert _safety.render_safe(text) == ""  # every marker goes, as it went one a pass
+        assert passes[0] <= 4, (text[:8], passes[0])
+    assert _safety.render_safe("> - 先检查编码\n> > 再读取") == "先检查编码 再读取"
+
+
+def _lines_run_in(code: CodeType, call: Callable[[], object]) -> int:
+    """How many lines of ``code`` run during ``call()``: the work of one function, counted, not timed."""
+    ran = [0]
+
+    def local(frame: FrameType, event: str, arg: object) -> Any:
+        ran[0] += event == "line"
+        return local
+
+    def calls(frame: FrameType, event: str, arg: object) -> Any:
+        return local if frame.f_code is code else None
+
+    before = sys.gettrace()
+    sys.settrace(calls)
+    try:
+        call()
+    finally:
+        sys.settrace(before)
+    return ran[0]
+
+
+@pytest.mark.parametrize("mark", ["]|", "<|", "|(", "[:"])
+def test_the_marks_around_structure_are_walked_once(mark: str) -> None:
+    """A match's brackets, colons and bars are absorbed by one pass over the text, not one walk per match."""
+    code = _safety._reading_spans.__code__
+    small = _lines_run_in(code, lambda: _safety.render_safe(mark * 500))
+    large = _lines_run_in(code, lambda: _safety.render_safe(mark * 2000))
+    assert small > 0
+    assert large <= 5 * small  # four times the text, about four times the work (it was sixteen)
+    assert redteam_problems(_safety.render_safe(mark * 2000)) == []
+
+
+def _reading_spans_walking(skel: str, owners: list[int]) -> list[tuple[int, int]]:
+    """The spans as computed before: from each match, walk out over the marks around it."""
+    out: list[tuple[int, int]] = []
+    for m in [*_safety._STRUCTURE.finditer(skel), *_safety._RENDER_ONLY.finditer(skel)]:
+        start, end = m.span()
+        while start < end and skel[start] == " ":
+            start += 1
+        while end > start and skel[end - 1] == " ":
+            end -= 1
+        if start >= end:
+            continue
+        while start > 0 and skel[start - 1] in _safety._ABSORBED:
+            start -= 1
+        while end < len(skel) and skel[end] in _safety._ABSORBED:
+            end += 1
+        out.append((owners[start], owners[end - 1] + 1))
+    return out
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.sampled_from(["[", "]", "<", ">", "|", ":", " ", "“", "”", "system", "相关经验", "0.9", "x"])).map(
+        "".join
+    )
+)
+def test_marks_walked_once_give_the_spans_walking_from_each_match_gave(text: str) -> None:
+    skel, owners = _safety._skeleton_with_owners(text, symbols_as_letters=False)
+    assert _safety._reading_spans(skel, owners) == _reading_spans_walking(skel, owners)
+
+
+def redteam_problems(rendered: str) -> list[str]:
+    from tests import redteam
+
+    return redteam.line_problems(rendered)
