@@ -243,9 +243,10 @@ _INVISIBLE = _LazyPattern(
 )
 _DROPPED_CATEGORIES = frozenset({"Cc", "Cf", "Co", "Cs", "Cn"})
 """Controls, format characters, private use, surrogates, unassigned: never shown, never matched."""
-_MARKDOWN = _LazyPattern(r"(\*\*|__|`{1,3}|^(?:#{1,6}\s*|\s*[-*+]\s+|\s*>\s*)+)", re.MULTILINE)
+_MARKDOWN = _LazyPattern(r"(\*\*|__|`{1,3}|^(?:#{1,6}\s*|[^\S\n]*[-*+]\s+|[^\S\n]*>\s*)+)", re.MULTILINE)
 """Markdown emphasis, code marks, and every heading, list or quote marker that starts a line (a run of them at once:
-removed one a pass, ``> > > …`` took a pass per marker over the whole text)."""
+removed one a pass, ``> > > …`` took a pass per marker over the whole text). The spaces before a marker are its
+line's own: reaching across blank lines from every one of them was quadratic in a run of line breaks."""
 
 _TRADITIONAL = str.maketrans(
     "關經驗當務憶記則無視請條蓋從開現統這們讓對說説訴戶將刪發給數據歷為準權級優棄舊廢時後來應該執護過內復並達與個"
