@@ -7,6 +7,7 @@ characters took 45-49 s to render with the conflict note on.
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Callable
 from difflib import SequenceMatcher
@@ -113,6 +114,28 @@ def test_a_run_of_line_markers_goes_in_one_pass(monkeypatch: pytest.MonkeyPatch)
         assert _safety.render_safe(text) == ""  # every marker goes, as it went one a pass
         assert passes[0] <= 4, (text[:8], passes[0])
     assert _safety.render_safe("> - 先检查编码\n> > 再读取") == "先检查编码 再读取"
+
+
+_ACROSS_BLANK_LINES = re.compile(r"(\*\*|__|`{1,3}|^(?:#{1,6}\s*|\s*[-*+]\s+|\s*>\s*)+)", re.MULTILINE)
+"""The Markdown pattern that looked for a line's marker from every blank line before it (quadratic in them)."""
+
+
+def _plain_across_blank_lines(text: str) -> str:
+    flat = _safety.strip_invisible(text).translate(_safety._BLANKS)
+    while (step := _safety._own_quotes(_safety._collapse(_ACROSS_BLANK_LINES.sub("", flat)))) != flat:
+        flat = step
+    return flat
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(["> ", ">", "›", "- ", "-", "* ", "+ ", "# ", " ", "\n", "\r", "\t", "\u2028", "x", "`", "**"])
+    ).map("".join)
+)
+def test_a_lines_marker_on_its_own_line_leaves_what_the_search_across_blank_lines_left(text: str) -> None:
+    """Markers are looked for on their own line; the blank lines before them collapse in the same pass."""
+    assert _safety._plain(text) == _plain_across_blank_lines(text)
 
 
 def _lines_run_in(code: CodeType, call: Callable[[], object]) -> int:
