@@ -1000,6 +1000,11 @@ def _reading_spans(skel: str, owners: list[int]) -> list[tuple[int, int]]:
     # them from every match was quadratic in a text of brackets and bars, where every pair of them matches).
     runs = [r.span() for r in _ABSORBED_RUN.finditer(skel)]
     firsts = [first for first, _ in runs]
+
+    def run_holding(i: int) -> tuple[int, int] | None:
+        k = bisect.bisect_right(firsts, i) - 1
+        return runs[k] if k >= 0 and i < runs[k][1] else None
+
     for m in matches:
         start, end = m.span()
         while start < end and skel[start] == " ":
@@ -1008,11 +1013,9 @@ def _reading_spans(skel: str, owners: list[int]) -> list[tuple[int, int]]:
             end -= 1
         if start >= end:
             continue
-        before = runs[bisect.bisect_right(firsts, start - 1) - 1] if start > 0 and firsts else None
-        if before is not None and before[0] <= start - 1 < before[1]:  # the run holding the character before
+        if start > 0 and (before := run_holding(start - 1)):
             start = before[0]
-        after = runs[bisect.bisect_right(firsts, end) - 1] if firsts else None
-        if after is not None and after[0] <= end < after[1]:  # the run holding the character after
+        if after := run_holding(end):
             end = after[1]
         out.append((owners[start], owners[end - 1] + 1))
     return out
